@@ -1,0 +1,251 @@
+/*
+ * gpufl.h - the public API of libgpufl, the gpufl flight recorder.
+ *
+ * A program calls gpufl_init() once; from then on GPU activity, named scopes
+ * and periodic system samples are written as three JSONL streams
+ * (<prefix>.device.log, <prefix>.scope.log, <prefix>.system.log) in the log
+ * directory; docs/events.md describes every line.
+ *
+ * Thread contract: every function may be called from any thread.  The hot
+ * path calls (scopes, markers, counters, record functions) never block, never
+ * allocate after a thread's first event, and never take a lock that another
+ * thread can hold for long; when the per-thread buffer is full the event is
+ * dropped and counted, and a "loss" line says so in the log.
+ *
+ * The library never prints and never exits the process; see gpufl_options.log.
+ *
+ * This header compiles as C11 and as C++17.
+ */
+#ifndef GPUFL_GPUFL_H
+#define GPUFL_GPUFL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUFL_VERSION_MAJOR 0
+#define GPUFL_VERSION_MINOR 1
+#define GPUFL_VERSION_PATCH 0
+#define GPUFL_VERSION_STRING "0.1.0"
+
+/* The event format version written in every line's "v" field. */
+#define GPUFL_FORMAT_VERSION 1
+
+#if defined(__GNUC__)
+#define GPUFL_API __attribute__((visibility("default")))
+#else
+#define GPUFL_API
+#endif
+
+/*
+ * The one error enum of every gpufl component.  Values are never renumbered;
+ * new ones are appended.
+ */
+typedef enum gpufl_err {
+    GPUFL_OK = 0,
+    GPUFL_EINVAL = 1,     /* an argument or option value is invalid */
+    GPUFL_ENOMEM = 2,     /* out of memory */
+    GPUFL_EIO = 3,        /* a file or socket operation failed */
+    GPUFL_EDISABLED = 4,  /* capture is disabled (GPUFL_DISABLED or options) */
+    GPUFL_EALREADY = 5,   /* already initialised */
+    GPUFL_ENOTINIT = 6,   /* gpufl_init() has not been called */
+    GPUFL_EUNAVAIL = 7,   /* a library or device is not available */
+    GPUFL_EPERM = 8,      /* permission denied (profiling rights, files) */
+    GPUFL_ETOOBIG = 9,    /* a value exceeds its cap */
+    GPUFL_EPARSE = 10,    /* malformed input */
+    GPUFL_ENOSPC = 11,    /* not enough free disk space */
+    GPUFL_EFULL = 12,     /* a bounded table or buffer is full */
+    GPUFL_ENOTFOUND = 13, /* no such object */
+    GPUFL_EAGAIN = 14,    /* temporary failure; retry later */
+    GPUFL_ETIMEDOUT = 15, /* an operation timed out */
+    GPUFL_EPROTO = 16,    /* a peer spoke an unexpected protocol */
+    GPUFL_EAUTH = 17,     /* authentication failed */
+    GPUFL_ECONFLICT = 18, /* incompatible options or state */
+    GPUFL_EINTERNAL = 19  /* a bug: please report it */
+} gpufl_err;
+
+/* A static, never-NULL English description of err. */
+GPUFL_API const char *gpufl_strerror(int err);
+
+/* The library version, e.g. "0.1.0". */
+GPUFL_API const char *gpufl_version(void);
+
+typedef enum gpufl_log_level {
+    GPUFL_LOG_ERROR = 0,
+    GPUFL_LOG_WARN = 1,
+    GPUFL_LOG_INFO = 2,
+    GPUFL_LOG_DEBUG = 3
+} gpufl_log_level;
+
+/* Log callback: msg is borrowed for the duration of the call. */
+typedef void (*gpufl_log_fn)(gpufl_log_level level, const char *msg, void *ud);
+
+/*
+ * Options.  Always fill with gpufl_options_init() first, then change fields:
+ * new fields are only ever appended and `sz` tells the library which fields
+ * the caller knows about.  String fields are borrowed during gpufl_init()
+ * only (copied).
+ *
+ * gpufl_options_init() applies defaults, then the environment variables named
+ * beside each field; values set in code afterwards win over the environment.
+ * GPUFL_DISABLED=1 (or true/yes/on) always wins: gpufl_init() then returns
+ * GPUFL_EDISABLED and the program runs uninstrumented.
+ */
+typedef struct gpufl_options {
+    size_t sz;                   /* sizeof(gpufl_options), set by _init */
+    const char *app;             /* GPUFL_APP; default: program name */
+    const char *log_dir;         /* GPUFL_LOG_DIR; default "." (created) */
+    const char *log_prefix;      /* GPUFL_LOG_PREFIX; default
+                                    "<app>.<yyyymmdd-hhmmss>.<sid8>" */
+    const char *engines;         /* GPUFL_ENGINES: comma list of sim, nvml,
+                                    host, cupti; default "auto" = nvml,host
+                                    (+cupti when built in) */
+    uint32_t system_interval_ms; /* GPUFL_SYSTEM_INTERVAL_MS; default 1000;
+                                    0 = no system sampling */
+    uint64_t rotate_bytes;       /* GPUFL_ROTATE_BYTES; default 64 MiB */
+    uint32_t rotate_keep;        /* GPUFL_ROTATE_KEEP; rotated files kept
+                                    per stream, 0 = all; default 20 */
+    int compress_rotated;        /* GPUFL_ROTATE_ZSTD; zstd rotated files
+                                    (.N.zst); default 0 */
+    uint64_t min_free_bytes;     /* GPUFL_MIN_FREE_BYTES; capture pauses
+                                    below this; default 256 MiB */
+    uint32_t ring_events;        /* GPUFL_RING_EVENTS; per-thread buffer
+                                    slots, power of two; default 8192 */
+    uint32_t flush_ms;           /* GPUFL_FLUSH_MS; longest time an event
+                                    waits in memory; default 100 */
+    uint64_t sim_seed;           /* GPUFL_SIM_SEED; default 1 */
+    uint32_t sim_steps;          /* GPUFL_SIM_STEPS; simulated training
+                                    steps, 0 = until shutdown; default 0 */
+    uint32_t sim_devices;        /* GPUFL_SIM_DEVICES; default 1 */
+    double sim_speed;            /* GPUFL_SIM_SPEED; simulated time runs
+                                    this many times faster; default 1 */
+    const char *nvml_lib;        /* GPUFL_NVML_LIB; default
+                                    "libnvidia-ml.so.1" */
+    const char *proc_root;       /* GPUFL_PROC_ROOT; default "/proc" */
+    gpufl_log_fn log;            /* default: stderr at GPUFL_LOG_LEVEL
+                                    (default: silent) */
+    void *log_ud;
+    int log_level; /* GPUFL_LOG_LEVEL: error|warn|info|debug;
+                                    default -1 = silent */
+    int disabled;  /* GPUFL_DISABLED; default 0 */
+} gpufl_options;
+
+/* Fill *opts with defaults and the environment.  Returns GPUFL_EINVAL when an
+ * environment value cannot be parsed (the field keeps its default). */
+GPUFL_API int gpufl_options_init(gpufl_options *opts);
+
+/*
+ * Start the session.  opts may be NULL (defaults + environment).  Creates the
+ * log directory, writes the session header to the three streams and starts
+ * the collector and sampler threads.  A shutdown is registered with atexit()
+ * so a program that forgets gpufl_shutdown() still leaves complete logs.
+ * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL, GPUFL_EIO or
+ * GPUFL_ENOMEM; gpufl_last_error() then says more.
+ */
+GPUFL_API int gpufl_init(const gpufl_options *opts);
+
+/* Flush everything, write session_end lines, stop threads, close files.
+ * Safe to call twice or without init. */
+GPUFL_API void gpufl_shutdown(void);
+
+/* Make every event recorded so far reach the files (blocks up to
+ * timeout_ms; 0 = do not wait).  Returns GPUFL_ETIMEDOUT if it could not. */
+GPUFL_API int gpufl_flush(uint32_t timeout_ms);
+
+/* 1 while a session is running. */
+GPUFL_API int gpufl_active(void);
+
+/* The session id (36-char UUID) or "" when not running; static storage. */
+GPUFL_API const char *gpufl_session_id(void);
+
+/* The log file prefix with directory, e.g. "./train.20261129-230000.0f8fad5b". */
+GPUFL_API const char *gpufl_log_prefix(void);
+
+/* Last error message of gpufl_init()/gpufl_flush() on any thread. */
+GPUFL_API const char *gpufl_last_error(void);
+
+/* ---- Scopes --------------------------------------------------------------
+ * Named, nestable phases on the calling thread.  Kernels and copies recorded
+ * on a thread are attributed to its innermost open scope.  name is borrowed
+ * for the call only.  begin returns a token for the matching end (0 when the
+ * session is not running or the scope could not be recorded); ends must
+ * nest (the last begun scope ends first).
+ */
+GPUFL_API uint64_t gpufl_scope_begin(const char *name);
+GPUFL_API void gpufl_scope_end(uint64_t token);
+
+/* Intern a name once and use the id in the _id variants (faster). 0 = failed. */
+GPUFL_API uint32_t gpufl_intern(const char *name);
+GPUFL_API uint64_t gpufl_scope_begin_id(uint32_t name_id);
+
+/* ---- Markers and counters ------------------------------------------------ */
+
+/* An instant event on the scope stream; text is copied (cut at 200 bytes). */
+GPUFL_API void gpufl_marker(const char *text);
+
+/* A named counter, created on first use (at most 1024 per process).  The
+ * current value is written to the scope stream once per system interval
+ * while it changes.  Returns NULL when not running or the table is full. */
+typedef struct gpufl_counter gpufl_counter;
+GPUFL_API gpufl_counter *gpufl_counter_get(const char *name);
+GPUFL_API void gpufl_counter_add(gpufl_counter *c, int64_t delta);
+GPUFL_API void gpufl_counter_set(gpufl_counter *c, int64_t value);
+
+/* ---- GFL_SCOPE -----------------------------------------------------------
+ *   GFL_SCOPE("train_step") { ... }
+ * The scope ends when the block is left by any path (break, return, goto out
+ * of it in C++; in C by falling off the end, break, or return through the
+ * cleanup attribute of GCC/Clang).
+ */
+#ifdef __cplusplus
+} /* extern "C" */
+namespace gpufl_detail
+{
+struct scope_guard {
+    uint64_t tok;
+    int once;
+    explicit scope_guard(const char *n) : tok(gpufl_scope_begin(n)), once(1) {}
+    ~scope_guard()
+    {
+        gpufl_scope_end(tok);
+    }
+    scope_guard(const scope_guard &) = delete;
+    scope_guard &operator=(const scope_guard &) = delete;
+};
+} // namespace gpufl_detail
+#define GPUFL__CAT2(a, b) a##b
+#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
+#define GFL_SCOPE(name)                                                        \
+    for (gpufl_detail::scope_guard GPUFL__CAT(gpufl__g_, __LINE__)(name);      \
+         GPUFL__CAT(gpufl__g_, __LINE__).once;                                 \
+         GPUFL__CAT(gpufl__g_, __LINE__).once = 0)
+extern "C" {
+#elif defined(__GNUC__)
+static inline void gpufl__scope_cleanup(uint64_t *tok)
+{
+    if (*tok != UINT64_MAX)
+        gpufl_scope_end(*tok);
+}
+#define GPUFL__CAT2(a, b) a##b
+#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
+/* The loop runs once: the token is set to UINT64_MAX after the body so the
+ * cleanup (which runs when the variable leaves scope on any path) ends the
+ * scope exactly once. */
+#define GFL_SCOPE(name)                                                        \
+    for (uint64_t GPUFL__CAT(gpufl__t_, __LINE__)                              \
+             __attribute__((cleanup(gpufl__scope_cleanup))) =                  \
+                 gpufl_scope_begin(name),                                      \
+             GPUFL__CAT(gpufl__o_, __LINE__) = 1;                              \
+         GPUFL__CAT(gpufl__o_, __LINE__); GPUFL__CAT(gpufl__o_, __LINE__) = 0, \
+             gpufl_scope_end(GPUFL__CAT(gpufl__t_, __LINE__)),                 \
+             GPUFL__CAT(gpufl__t_, __LINE__) = UINT64_MAX)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUFL_GPUFL_H */

@@ -1,0 +1,925 @@
+/*
+ * api.c - libgpufl's public entry points and its one process-wide state:
+ * session start/stop, the per-thread rings and scope stacks, and the hot
+ * paths that put records into them.
+ *
+ * Hot-path rules (each public record/scope call): one relaxed load of
+ * `active`, a thread-local lookup, a lock-free dictionary probe for string
+ * names, a copy into the thread's own ring, one release store.  No locks,
+ * no allocation after the thread's first event, no system calls except a
+ * futex wake when a ring is more than half full while the collector sleeps.
+ */
+#include "client_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/uuid.h"
+#include "intern.h"
+
+client_state g_client;
+
+static _Atomic(ring *) rings[CLIENT_MAX_THREADS];
+static _Atomic uint32_t ring_hwm; /* slots [0, hwm) may be in use */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t scope_ids = 1;
+static int atexit_done;
+
+typedef struct scope_frame {
+    uint64_t token, begin;
+    uint32_t name, path;
+    uint32_t gen;
+    uint32_t dropped; /* its begin was dropped: drop the end too, so the
+                         tree written stays well formed */
+} scope_frame;
+
+typedef struct tls_state {
+    ring *r;
+    uint32_t tid;
+    uint32_t depth;
+    uint64_t id_next, id_end;
+    scope_frame stack[CLIENT_MAX_SCOPE_DEPTH];
+} tls_state;
+
+static __thread tls_state *tls;
+static __thread int tls_failed;
+
+/* ---- logging and errors ---- */
+
+static const char *const level_name[] = { "error", "warn", "info", "debug" };
+
+void client_log(gpufl_log_level lvl, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    const client_cfg *c = &g_client.cfg;
+    if (!c->log && (int)lvl > c->log_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->log)
+        c->log(lvl, msg, c->log_ud);
+    else
+        fprintf(stderr, "gpufl %s: %s\n", level_name[lvl & 3], msg);
+}
+
+void client_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_client.last_error, sizeof g_client.last_error, fmt, ap);
+    va_end(ap);
+}
+
+const char *gpufl_last_error(void)
+{
+    return g_client.last_error;
+}
+
+uint64_t client_now(void)
+{
+    return clock_mono_ns() - g_client.mono_base + g_client.start_ns;
+}
+
+uint64_t gpufl_now_ns(void)
+{
+    if (!g_client.start_ns)
+        return clock_real_ns();
+    return client_now();
+}
+
+/* ---- thread registry ---- */
+
+static void tls_destroy(void *p)
+{
+    tls_state *t = p;
+    if (t->r)
+        atomic_store_explicit(&t->r->dead, 1, memory_order_release);
+    free(t);
+    tls = NULL;
+}
+
+static void tls_key_make(void)
+{
+    pthread_key_create(&tls_key, tls_destroy);
+}
+
+static tls_state *tls_setup(void)
+{
+    tls_state *t;
+    uint32_t slot;
+    if (tls_failed)
+        return NULL;
+    pthread_once(&tls_once, tls_key_make);
+    t = calloc(1, sizeof *t);
+    if (!t)
+        goto fail;
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->r = ring_new(g_client.cfg.ring_events, t->tid);
+    if (!t->r)
+        goto fail;
+    pthread_mutex_lock(&reg_lock);
+    for (slot = 0; slot < CLIENT_MAX_THREADS; slot++)
+        if (!atomic_load_explicit(&rings[slot], memory_order_relaxed))
+            break;
+    if (slot == CLIENT_MAX_THREADS) {
+        pthread_mutex_unlock(&reg_lock);
+        client_log(GPUFL_LOG_WARN,
+                   "more than %d threads record events; "
+                   "thread %u is not captured",
+                   CLIENT_MAX_THREADS, t->tid);
+        goto fail;
+    }
+    atomic_store_explicit(&rings[slot], t->r, memory_order_release);
+    if (slot + 1 > atomic_load_explicit(&ring_hwm, memory_order_relaxed))
+        atomic_store_explicit(&ring_hwm, slot + 1, memory_order_release);
+    pthread_mutex_unlock(&reg_lock);
+    pthread_setspecific(tls_key, t);
+    tls = t;
+    return t;
+fail:
+    if (t) {
+        ring_free(t->r);
+        free(t);
+    }
+    tls_failed = 1; /* do not retry on every event */
+    return NULL;
+}
+
+ring *client_thread_ring(void)
+{
+    tls_state *t = tls ? tls : tls_setup();
+    return t ? t->r : NULL;
+}
+
+ring *client_ring_at(uint32_t i)
+{
+    return atomic_load_explicit(&rings[i], memory_order_acquire);
+}
+
+uint32_t client_ring_slots(void)
+{
+    return atomic_load_explicit(&ring_hwm, memory_order_acquire);
+}
+
+void client_ring_release(uint32_t i)
+{
+    ring *r;
+    pthread_mutex_lock(&reg_lock);
+    r = atomic_load_explicit(&rings[i], memory_order_relaxed);
+    atomic_store_explicit(&rings[i], NULL, memory_order_release);
+    pthread_mutex_unlock(&reg_lock);
+    ring_free(r);
+}
+
+void client_kick(void)
+{
+    atomic_fetch_add_explicit(&g_client.wake, 1, memory_order_release);
+    syscall(SYS_futex, &g_client.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* ---- the hot path ---- */
+
+static inline int is_active(void)
+{
+    return atomic_load_explicit(&g_client.active, memory_order_relaxed);
+}
+
+static inline tls_state *get_tls(void)
+{
+    return tls ? tls : tls_setup();
+}
+
+/* A slot on the thread's ring with the common header filled, or NULL (the
+ * drop is counted against `stream`). */
+static inline rec *rec_begin(tls_state *t, uint16_t type, int stream,
+                             uint64_t ts)
+{
+    rec *r = ring_reserve(t->r);
+    if (!r) {
+        ring_drop(t->r, stream);
+        return NULL;
+    }
+    r->type = type;
+    r->gen = (uint8_t)atomic_load_explicit(&g_client.gen, memory_order_relaxed);
+    r->flags = 0;
+    r->tid = t->tid;
+    r->ts = ts;
+    return r;
+}
+
+static inline void rec_end(tls_state *t)
+{
+    ring *r = t->r;
+    ring_commit(r);
+    /* Every quarter ring, make sure a sleeping collector knows we are
+     * filling up.  Cheap: one branch per event, a load every cap/4. */
+    if ((r->head_local & ((r->mask + 1) / 4 - 1)) == 0 &&
+        atomic_load_explicit(&g_client.collector_sleeping,
+                             memory_order_relaxed)) {
+        uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if ((r->head_local - tail) * 2 > r->mask)
+            client_kick();
+    }
+}
+
+static uint64_t scope_begin_id(tls_state *t, uint32_t name_id, uint64_t now)
+{
+    uint32_t parent, path;
+    uint64_t token;
+    scope_frame *f;
+    rec *r;
+    if (t->depth >= CLIENT_MAX_SCOPE_DEPTH) {
+        t->r->depth_drops++;
+        atomic_store_explicit(&t->r->depth_pub, t->r->depth_drops,
+                              memory_order_relaxed);
+        return 0;
+    }
+    parent = t->depth ? t->stack[t->depth - 1].path : 0;
+    path = intern_path(parent, name_id);
+    if (t->id_next == t->id_end) {
+        t->id_next =
+            atomic_fetch_add_explicit(&scope_ids, 256, memory_order_relaxed);
+        t->id_end = t->id_next + 256;
+    }
+    token = t->id_next++;
+    f = &t->stack[t->depth++];
+    f->token = token;
+    f->begin = now;
+    f->name = name_id;
+    f->path = path;
+    f->gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
+    r = rec_begin(t, REC_SCOPE_BEGIN, ST_SCOPE, now);
+    f->dropped = r == NULL;
+    if (r) {
+        r->u.sc.token = token;
+        r->u.sc.parent = t->depth > 1 ? t->stack[t->depth - 2].token : 0;
+        r->u.sc.begin_ts = now;
+        r->u.sc.name = name_id;
+        r->u.sc.path = path;
+        r->u.sc.depth = t->depth;
+        rec_end(t);
+    }
+    return token;
+}
+
+uint64_t gpufl_scope_begin(const char *name)
+{
+    tls_state *t;
+    uint32_t id;
+    if (!is_active() || !name || !(t = get_tls()))
+        return 0;
+    id = intern_name(name, strlen(name));
+    if (!id)
+        return 0;
+    return scope_begin_id(t, id, client_now());
+}
+
+uint64_t gpufl_scope_begin_id(uint32_t name_id)
+{
+    tls_state *t;
+    if (!is_active() || !intern_get(name_id) || !(t = get_tls()))
+        return 0;
+    return scope_begin_id(t, name_id, client_now());
+}
+
+uint64_t client_scope_begin_at(uint32_t name_id, uint64_t ts)
+{
+    tls_state *t;
+    if (!is_active() || !intern_get(name_id) || !(t = get_tls()))
+        return 0;
+    return scope_begin_id(t, name_id, ts);
+}
+
+static void scope_end_at(uint64_t token, uint64_t now)
+{
+    tls_state *t = tls;
+    uint32_t i, gen;
+    if (!token || token == UINT64_MAX || !t || !t->depth)
+        return;
+    for (i = t->depth; i > 0; i--)
+        if (t->stack[i - 1].token == token)
+            break;
+    if (i == 0)
+        return; /* not open on this thread: ignore */
+    gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
+    /* Scopes opened inside this one and never ended are closed with it and
+     * flagged, so the tree stays well formed. */
+    while (t->depth >= i) {
+        scope_frame *f = &t->stack[t->depth - 1];
+        rec *r;
+        t->depth--;
+        if (!is_active() || f->gen != gen)
+            continue;
+        if (f->dropped) {
+            ring_drop(t->r, ST_SCOPE);
+            continue;
+        }
+        r = rec_begin(t, REC_SCOPE_END, ST_SCOPE, now);
+        if (!r)
+            continue;
+        r->flags = f->token != token; /* 1 = closed by an outer end */
+        r->u.sc.token = f->token;
+        r->u.sc.parent = t->depth ? t->stack[t->depth - 1].token : 0;
+        r->u.sc.begin_ts = f->begin;
+        r->u.sc.name = f->name;
+        r->u.sc.path = f->path;
+        r->u.sc.depth = t->depth + 1;
+        rec_end(t);
+    }
+}
+
+void gpufl_scope_end(uint64_t token)
+{
+    if (token && token != UINT64_MAX)
+        scope_end_at(token, client_now());
+}
+
+void client_scope_end_at(uint64_t token, uint64_t ts)
+{
+    scope_end_at(token, ts);
+}
+
+void gpufl_current_scope(uint64_t *token, uint32_t *path_id)
+{
+    tls_state *t = tls;
+    uint64_t tok = 0;
+    uint32_t path = 0;
+    if (t && t->depth) {
+        tok = t->stack[t->depth - 1].token;
+        path = t->stack[t->depth - 1].path;
+    }
+    if (token)
+        *token = tok;
+    if (path_id)
+        *path_id = path;
+}
+
+uint32_t gpufl_intern(const char *name)
+{
+    return name ? intern_name(name, strlen(name)) : 0;
+}
+
+uint32_t gpufl_intern_stack(const char *const *frames, size_t n)
+{
+    return intern_stack(frames, n);
+}
+
+void gpufl_marker(const char *text)
+{
+    tls_state *t;
+    rec *r;
+    size_t n;
+    if (!is_active() || !text || !(t = get_tls()))
+        return;
+    r = rec_begin(t, REC_MARKER, ST_SCOPE, client_now());
+    if (!r)
+        return;
+    n = strnlen(text, REC_MARKER_MAX + 1);
+    r->flags = n > REC_MARKER_MAX; /* cut */
+    if (n > REC_MARKER_MAX)
+        n = REC_MARKER_MAX;
+    memcpy(r->u.mk.text, text, n);
+    r->u.mk.len = (uint32_t)n;
+    r->u.mk.scope = t->depth ? t->stack[t->depth - 1].token : 0;
+    rec_end(t);
+}
+
+/* Fill the scope fields of a record from the caller's stack when asked. */
+static inline void attribute(const tls_state *t, uint64_t scope, uint32_t path,
+                             int no_scope, uint64_t *out_scope,
+                             uint32_t *out_path)
+{
+    if (!scope && !path && !no_scope && t->depth) {
+        scope = t->stack[t->depth - 1].token;
+        path = t->stack[t->depth - 1].path;
+    }
+    *out_scope = scope;
+    *out_path = path;
+}
+
+#define RECORD_PROLOGUE(arg, type, stream, ts)                                 \
+    tls_state *t;                                                              \
+    rec *r;                                                                    \
+    if (!is_active())                                                          \
+        return GPUFL_ENOTINIT;                                                 \
+    if (!(arg) || (arg)->sz < sizeof *(arg))                                   \
+        return GPUFL_EINVAL;                                                   \
+    if (!(t = get_tls()))                                                      \
+        return GPUFL_ENOMEM;                                                   \
+    r = rec_begin(t, type, stream, ts);                                        \
+    if (!r)                                                                    \
+    return GPUFL_EFULL
+
+int gpufl_record_kernel(const gpufl_kernel *k)
+{
+    RECORD_PROLOGUE(k, REC_KERNEL, ST_DEVICE, k->start_ns);
+    r->u.k.name = k->name_id;
+    r->u.k.dev = k->device;
+    r->u.k.stream = k->stream;
+    r->u.k.corr = k->corr;
+    memcpy(r->u.k.grid, k->grid, sizeof k->grid);
+    memcpy(r->u.k.block, k->block, sizeof k->block);
+    r->u.k.regs = k->regs;
+    r->u.k.smem_static = k->smem_static;
+    r->u.k.smem_dynamic = k->smem_dynamic;
+    r->u.k.local_mem = k->local_mem;
+    r->u.k.end = k->end_ns;
+    r->u.k.api_enter = k->api_enter_ns;
+    r->u.k.api_exit = k->api_exit_ns;
+    r->u.k.occ = k->occupancy;
+    r->u.k.limiters = k->limiters;
+    r->u.k.stack = k->stack_id;
+    r->flags = (uint8_t)k->flags;
+    attribute(t, k->scope, k->path_id, k->flags & GPUFL_KERNEL_NO_SCOPE,
+              &r->u.k.scope, &r->u.k.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int gpufl_record_memcpy(const gpufl_memcpy *m)
+{
+    RECORD_PROLOGUE(m, REC_MEMCPY, ST_DEVICE, m->start_ns);
+    r->u.cp.kind = m->kind;
+    r->u.cp.dev = m->device;
+    r->u.cp.dst_dev = m->dst_device;
+    r->u.cp.stream = m->stream;
+    r->u.cp.corr = m->corr;
+    r->u.cp.flags = m->flags;
+    r->u.cp.bytes = m->bytes;
+    r->u.cp.end = m->end_ns;
+    r->u.cp.stack = m->stack_id;
+    attribute(t, m->scope, m->path_id, 0, &r->u.cp.scope, &r->u.cp.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int gpufl_record_memset(const gpufl_memset *m)
+{
+    RECORD_PROLOGUE(m, REC_MEMSET, ST_DEVICE, m->start_ns);
+    r->u.ms.dev = m->device;
+    r->u.ms.stream = m->stream;
+    r->u.ms.corr = m->corr;
+    r->u.ms.value = m->value;
+    r->u.ms.bytes = m->bytes;
+    r->u.ms.end = m->end_ns;
+    attribute(t, m->scope, m->path_id, 0, &r->u.ms.scope, &r->u.ms.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int gpufl_record_sync(const gpufl_sync *s)
+{
+    RECORD_PROLOGUE(s, REC_SYNC, ST_DEVICE, s->start_ns);
+    r->u.sy.kind = s->kind;
+    r->u.sy.dev = s->device;
+    r->u.sy.stream = s->stream;
+    r->u.sy.corr = s->corr;
+    r->u.sy.end = s->end_ns;
+    r->u.sy.stack = s->stack_id;
+    attribute(t, s->scope, s->path_id, 0, &r->u.sy.scope, &r->u.sy.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int gpufl_record_memop(const gpufl_memop *m)
+{
+    RECORD_PROLOGUE(m, REC_MEMOP, ST_DEVICE, m->ts_ns);
+    r->u.mo.is_free = m->is_free;
+    r->u.mo.kind = m->kind;
+    r->u.mo.dev = m->device;
+    r->u.mo.stream = m->stream;
+    r->u.mo.corr = m->corr;
+    r->u.mo.address = m->address;
+    r->u.mo.bytes = m->bytes;
+    r->u.mo.stack = m->stack_id;
+    attribute(t, m->scope, m->path_id, 0, &r->u.mo.scope, &r->u.mo.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int gpufl_record_sass(const gpufl_sass *s)
+{
+    RECORD_PROLOGUE(s, REC_SASS, ST_SCOPE, client_now());
+    r->u.sass.dev = s->device;
+    r->u.sass.func = s->func_id;
+    r->u.sass.file = s->file_id;
+    r->u.sass.line = s->line;
+    r->u.sass.pc = s->pc;
+    r->u.sass.inst = s->inst_executed;
+    r->u.sass.thread_inst = s->thread_inst_executed;
+    r->u.sass.sectors = s->gmem_sectors;
+    r->u.sass.sectors_ideal = s->gmem_sectors_ideal;
+    attribute(t, s->scope, s->path_id, 0, &r->u.sass.scope, &r->u.sass.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int gpufl_record_pcsamp(const gpufl_pcsamp *p)
+{
+    uint32_t n;
+    RECORD_PROLOGUE(p, REC_PCSAMP, ST_SCOPE, client_now());
+    n = p->n_reasons > REC_PC_REASONS ? REC_PC_REASONS : p->n_reasons;
+    r->u.pc.dev = p->device;
+    r->u.pc.func = p->func_id;
+    r->u.pc.file = p->file_id;
+    r->u.pc.line = p->line;
+    r->u.pc.pc = p->pc;
+    r->u.pc.n = n;
+    memcpy(r->u.pc.reason, p->reason_id, n * sizeof(uint32_t));
+    memcpy(r->u.pc.samples, p->samples, n * sizeof(uint32_t));
+    attribute(t, p->scope, p->path_id, 0, &r->u.pc.scope, &r->u.pc.path);
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+int client_push_raw(int stream, char *body, uint32_t len, uint64_t ts)
+{
+    tls_state *t;
+    rec *r;
+    if (!is_active() || !(t = get_tls())) {
+        free(body);
+        return GPUFL_ENOTINIT;
+    }
+    r = rec_begin(t, REC_RAW, stream, ts);
+    if (!r) {
+        free(body);
+        return GPUFL_EFULL;
+    }
+    r->u.raw.stream = (uint32_t)stream;
+    r->u.raw.len = len;
+    r->u.raw.body = body;
+    rec_end(t);
+    return GPUFL_OK;
+}
+
+/* ---- counters ---- */
+
+gpufl_counter *gpufl_counter_get(const char *name)
+{
+    uint32_t id, n;
+    gpufl_counter_s *c = NULL;
+    if (!is_active() || !name || !(id = intern_name(name, strlen(name))))
+        return NULL;
+    pthread_mutex_lock(&g_client.counter_lock);
+    n = atomic_load_explicit(&g_client.n_counters, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++)
+        if (g_client.counters[i].name == id)
+            c = &g_client.counters[i];
+    if (!c && n < CLIENT_MAX_COUNTERS) {
+        c = &g_client.counters[n];
+        c->name = id;
+        atomic_store_explicit(&c->value, 0, memory_order_relaxed);
+        c->written = 0;
+        atomic_store_explicit(&g_client.n_counters, n + 1,
+                              memory_order_release);
+    }
+    pthread_mutex_unlock(&g_client.counter_lock);
+    return c;
+}
+
+void gpufl_counter_add(gpufl_counter *c, int64_t delta)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->value, delta, memory_order_relaxed);
+}
+
+void gpufl_counter_set(gpufl_counter *c, int64_t value)
+{
+    if (c)
+        atomic_store_explicit(&c->value, value, memory_order_relaxed);
+}
+
+/* ---- session lifecycle ---- */
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[CLIENT_PATH_MAX];
+    size_t n = strnlen(dir, sizeof tmp);
+    if (n == 0 || n >= sizeof tmp)
+        return -1;
+    memcpy(tmp, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == 0) {
+            char c = tmp[i];
+            tmp[i] = 0;
+            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+                return -1;
+            tmp[i] = c;
+        }
+    }
+    return 0;
+}
+
+static void read_cmdline(char *out, size_t cap)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = 0;
+    if (fd >= 0) {
+        n = read(fd, out, cap - 1);
+        close(fd);
+    }
+    if (n < 0)
+        n = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == 0)
+            out[i] = ' ';
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = 0;
+}
+
+static int engine_listed(const char *list, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        while (len && *p == ' ') {
+            p++;
+            len--;
+        }
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len == nl && !memcmp(p, name, nl))
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* Unknown engine names are a usage error worth refusing: a typo would
+ * otherwise silently capture nothing. */
+static int check_engines(const char *list, char *bad, size_t badlen)
+{
+    static const char *const known[] = { "auto", "sim", "nvml", "host",
+                                         "cupti" };
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        int ok = 0;
+        while (len && *p == ' ') {
+            p++;
+            len--;
+        }
+        while (len && p[len - 1] == ' ')
+            len--;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (len == strlen(known[i]) && !memcmp(p, known[i], len))
+                ok = 1;
+        if (!ok && len) {
+            snprintf(bad, badlen, "%.*s", (int)(len > 60 ? 60 : len), p);
+            return -1;
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static void add_engine(const char *name, const src_ops *ops)
+{
+    client_engine *e = &g_client.engines[g_client.n_engines];
+    src_config sc = {
+        .nvml_lib = g_client.cfg.nvml_lib,
+        .proc_root = g_client.cfg.proc_root,
+        .sim_seed = g_client.cfg.sim_seed,
+        .sim_steps = g_client.cfg.sim_steps,
+        .sim_devices = g_client.cfg.sim_devices,
+        .sim_speed = g_client.cfg.sim_speed,
+    };
+    char why[SRC_REASON_LEN] = "";
+    int rc;
+    if (g_client.n_engines >= CLIENT_MAX_SOURCES)
+        return;
+    snprintf(g_client.engine_names[g_client.n_engines],
+             sizeof g_client.engine_names[0], "%s", name);
+    g_client.n_engines++;
+    memset(e, 0, sizeof *e);
+    e->ops = ops;
+    if (!ops) {
+        snprintf(e->status, sizeof e->status,
+                 "off: CUPTI capture is not built into this version of "
+                 "libgpufl");
+        return;
+    }
+    rc = ops->open(&e->state, &sc, why, sizeof why);
+    if (rc) {
+        snprintf(e->status, sizeof e->status, "off: %.240s",
+                 why[0] ? why : gpufl_strerror(rc));
+        client_log(GPUFL_LOG_WARN, "engine %s %s", name, e->status);
+        e->state = NULL;
+        return;
+    }
+    e->on = 1;
+    snprintf(e->status, sizeof e->status, "on");
+    if (ops->devices && g_client.n_devices == 0) {
+        g_client.n_devices =
+            ops->devices(e->state, g_client.devices, SRC_MAX_DEVICES);
+        if (g_client.n_devices < 0)
+            g_client.n_devices = 0;
+    }
+}
+
+static void open_engines(void)
+{
+    const char *list = g_client.cfg.engines;
+    int autom = engine_listed(list, "auto");
+    g_client.n_engines = 0;
+    g_client.n_devices = 0;
+    g_client.simulated = 0;
+    /* The activity source comes first: its devices are the session's. */
+    if (engine_listed(list, "sim")) {
+        add_engine("sim", &src_sim_ops);
+        g_client.simulated = g_client.engines[g_client.n_engines - 1].on;
+    }
+    if (autom || engine_listed(list, "cupti"))
+        add_engine("cupti", NULL);
+    if (autom || engine_listed(list, "nvml"))
+        add_engine("nvml", &src_nvml_ops);
+    snprintf(g_client.host_status, sizeof g_client.host_status, "%s",
+             autom || engine_listed(list, "host") ? "on" : "off: not selected");
+}
+
+static void close_engines(void)
+{
+    for (int i = 0; i < g_client.n_engines; i++) {
+        client_engine *e = &g_client.engines[i];
+        if (e->on && e->ops->close)
+            e->ops->close(e->state);
+        e->on = 0;
+        e->state = NULL;
+    }
+}
+
+static void at_exit(void)
+{
+    gpufl_shutdown();
+}
+
+int gpufl_init(const gpufl_options *opts)
+{
+    char err[512] = "";
+    char bad[64];
+    const char *dis = getenv("GPUFL_DISABLED");
+    int rc;
+
+    pthread_mutex_lock(&life_lock);
+    if (is_active()) {
+        rc = GPUFL_EALREADY;
+        client_set_error("gpufl_init: a session is already running "
+                         "(call gpufl_shutdown() first)");
+        goto out;
+    }
+    g_client.last_error[0] = 0;
+    if (dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true") ||
+                !strcasecmp(dis, "yes") || !strcasecmp(dis, "on"))) {
+        rc = GPUFL_EDISABLED;
+        client_set_error("gpufl is disabled by GPUFL_DISABLED=%s", dis);
+        goto out;
+    }
+    rc = client_cfg_resolve(opts, &g_client.cfg, err, sizeof err);
+    if (rc == GPUFL_EDISABLED) {
+        client_set_error("gpufl is disabled by options.disabled");
+        goto out;
+    }
+    if (rc) {
+        client_set_error("gpufl_init: %s", err);
+        goto out;
+    }
+    if (check_engines(g_client.cfg.engines, bad, sizeof bad) < 0) {
+        rc = GPUFL_EINVAL;
+        client_set_error("gpufl_init: unknown engine \"%s\" in \"%s\"; known "
+                         "engines: auto, sim, nvml, host, cupti",
+                         bad, g_client.cfg.engines);
+        goto out;
+    }
+    if (mkdir_p(g_client.cfg.log_dir) < 0) {
+        rc = errno == EACCES ? GPUFL_EPERM : GPUFL_EIO;
+        client_set_error("gpufl_init: cannot create log directory \"%s\": %s",
+                         g_client.cfg.log_dir, strerror(errno));
+        goto out;
+    }
+    uuid_v4(g_client.sid);
+    g_client.pid = (uint32_t)getpid();
+    if (gethostname(g_client.host, sizeof g_client.host - 1) < 0)
+        snprintf(g_client.host, sizeof g_client.host, "unknown");
+    read_cmdline(g_client.cmdline, sizeof g_client.cmdline);
+    g_client.start_ns = clock_real_ns();
+    g_client.mono_base = clock_mono_ns();
+    atomic_fetch_add(&g_client.gen, 1);
+    atomic_store(&g_client.n_counters, 0);
+    pthread_mutex_init(&g_client.counter_lock, NULL);
+
+    open_engines();
+    rc = collector_start();
+    if (rc) {
+        close_engines();
+        goto out;
+    }
+    atomic_store_explicit(&g_client.active, 1, memory_order_release);
+    rc = sampler_start();
+    if (rc)
+        client_log(GPUFL_LOG_WARN, "system sampling is off: %s",
+                   g_client.last_error);
+    rc = GPUFL_OK;
+    for (int i = 0; i < g_client.n_engines; i++) {
+        client_engine *e = &g_client.engines[i];
+        if (e->on && e->ops->start && e->ops->start(e->state) != 0) {
+            snprintf(e->status, sizeof e->status, "off: could not start");
+            client_log(GPUFL_LOG_WARN, "engine %s could not start",
+                       g_client.engine_names[i]);
+        }
+    }
+    if (!atexit_done) {
+        atexit(at_exit);
+        atexit_done = 1;
+    }
+    client_log(GPUFL_LOG_INFO,
+               "session %s writing %s.{device,scope,system}.log", g_client.sid,
+               g_client.prefix_path);
+out:
+    pthread_mutex_unlock(&life_lock);
+    return rc;
+}
+
+void gpufl_shutdown(void)
+{
+    pthread_mutex_lock(&life_lock);
+    if (!is_active()) {
+        pthread_mutex_unlock(&life_lock);
+        return;
+    }
+    /* Stop producers that we own first, so their last events are kept. */
+    for (int i = 0; i < g_client.n_engines; i++) {
+        client_engine *e = &g_client.engines[i];
+        if (e->on && e->ops->flush)
+            e->ops->flush(e->state);
+    }
+    sampler_stop();
+    close_engines();
+    atomic_store_explicit(&g_client.active, 0, memory_order_release);
+    collector_stop("shutdown");
+    pthread_mutex_destroy(&g_client.counter_lock);
+    pthread_mutex_unlock(&life_lock);
+}
+
+int gpufl_flush(uint32_t timeout_ms)
+{
+    uint64_t want, deadline;
+    if (!is_active())
+        return GPUFL_ENOTINIT;
+    for (int i = 0; i < g_client.n_engines; i++) {
+        client_engine *e = &g_client.engines[i];
+        if (e->on && e->ops->flush)
+            e->ops->flush(e->state);
+    }
+    want = atomic_fetch_add(&g_client.flush_req, 1) + 1;
+    client_kick();
+    if (!timeout_ms)
+        return GPUFL_OK;
+    deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (atomic_load(&g_client.flush_done) < want) {
+        struct timespec ts = { 0, 500000 };
+        if (clock_mono_ns() > deadline) {
+            client_set_error("gpufl_flush: timed out after %u ms", timeout_ms);
+            return GPUFL_ETIMEDOUT;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return GPUFL_OK;
+}
+
+int gpufl_active(void)
+{
+    return is_active();
+}
+
+const char *gpufl_session_id(void)
+{
+    return is_active() ? g_client.sid : "";
+}
+
+const char *gpufl_log_prefix(void)
+{
+    return is_active() ? g_client.prefix_path : "";
+}

@@ -1,0 +1,145 @@
+/*
+ * client_int.h - the one process-wide state of libgpufl and the internal
+ * interfaces between its files.
+ *
+ * api.c owns the state and the hot-path entry points; collector.c drains the
+ * rings and turns records into lines (format.c) in files (writer.c);
+ * sampler.c polls the metric sources once per interval.
+ */
+#ifndef GPUFL_CLIENT_INT_H
+#define GPUFL_CLIENT_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <gpufl/gpufl.h>
+#include <gpufl/record.h>
+
+#include "common/jw.h"
+#include "ring.h"
+#include "source.h"
+
+#define CLIENT_MAX_THREADS 4096 /* rings registered at once */
+#define CLIENT_MAX_COUNTERS 1024
+#define CLIENT_MAX_SCOPE_DEPTH 256
+#define CLIENT_LINE_MAX                                                        \
+    (256 * 1024) /* one line; a system sample with 64
+                                        processes is < 8 KiB */
+#define CLIENT_MAX_SOURCES 4
+#define CLIENT_PATH_MAX 4096
+
+/* Resolved configuration (copied strings). */
+typedef struct client_cfg {
+    char app[128];
+    char log_dir[CLIENT_PATH_MAX];
+    char log_prefix[256];
+    char engines[256];
+    char nvml_lib[CLIENT_PATH_MAX];
+    char proc_root[CLIENT_PATH_MAX];
+    uint32_t system_interval_ms;
+    uint64_t rotate_bytes;
+    uint32_t rotate_keep;
+    int compress_rotated;
+    uint64_t min_free_bytes;
+    uint32_t ring_events;
+    uint32_t flush_ms;
+    uint64_t sim_seed;
+    uint32_t sim_steps, sim_devices;
+    double sim_speed;
+    gpufl_log_fn log;
+    void *log_ud;
+    int log_level;
+} client_cfg;
+
+/* One engine of the session: its state and what the header says of it. */
+typedef struct client_engine {
+    const src_ops *ops;
+    void *state;
+    int on;
+    char status[SRC_REASON_LEN]; /* "on", or "off: <why>" */
+} client_engine;
+
+typedef struct gpufl_counter {
+    uint32_t name;
+    _Atomic int64_t value;
+    int64_t last_written; /* sampler only */
+    int written;          /* sampler only */
+} gpufl_counter_s;
+
+typedef struct client_state {
+    _Atomic int active;   /* hot paths check this */
+    _Atomic uint32_t gen; /* session generation (rec.gen) */
+    client_cfg cfg;
+    char sid[40];
+    char host[256];
+    char cmdline[1024];
+    char prefix_path[CLIENT_PATH_MAX]; /* log_dir/prefix */
+    uint64_t start_ns;                 /* wall clock at init */
+    uint64_t mono_base;                /* monotonic at init */
+    uint32_t pid;
+    int simulated;
+
+    /* engines */
+    client_engine engines[CLIENT_MAX_SOURCES];
+    int n_engines;
+    char engine_names[CLIENT_MAX_SOURCES][16];
+    src_device devices[SRC_MAX_DEVICES];
+    int n_devices;
+    char host_status[SRC_REASON_LEN];
+
+    /* threads */
+    pthread_t collector, sampler;
+    int collector_started, sampler_started;
+    _Atomic int stop_collector, stop_sampler;
+    _Atomic uint32_t wake; /* futex word: producers kick the collector */
+    _Atomic int collector_sleeping;
+    _Atomic uint64_t flush_req, flush_done; /* gpufl_flush handshake */
+
+    /* counters */
+    gpufl_counter_s counters[CLIENT_MAX_COUNTERS];
+    _Atomic uint32_t n_counters;
+    pthread_mutex_t counter_lock;
+
+    char last_error[512];
+} client_state;
+
+extern client_state g_client;
+
+/* ---- api.c ---- */
+/* The calling thread's ring (registered on first use), or NULL. */
+ring *client_thread_ring(void);
+/* Ring registry, for the collector: slot i's ring or NULL. */
+ring *client_ring_at(uint32_t i);
+uint32_t client_ring_slots(void);
+/* Collector frees a dead ring it has drained. */
+void client_ring_release(uint32_t i);
+/* Push a REC_RAW record on the calling thread's ring; takes ownership of
+ * body (freed on failure). */
+int client_push_raw(int stream, char *body, uint32_t len, uint64_t ts);
+/* Wake the collector (rare path: a ring is half full, or a flush). */
+void client_kick(void);
+void client_log(gpufl_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void client_set_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+uint64_t client_now(void);
+/* Scopes with explicit times (the simulated GPU runs on its own clock). */
+uint64_t client_scope_begin_at(uint32_t name_id, uint64_t ts);
+void client_scope_end_at(uint64_t token, uint64_t ts);
+
+/* ---- options.c ---- */
+int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
+                       size_t errlen);
+
+/* ---- collector.c ---- */
+int collector_start(void);
+/* Final drain, session_end lines, close files; joins the thread. */
+void collector_stop(const char *reason);
+
+/* ---- sampler.c ---- */
+int sampler_start(void);
+void sampler_stop(void);
+
+#endif

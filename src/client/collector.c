@@ -1,0 +1,563 @@
+/*
+ * collector.c - the collector thread: drains every thread's ring, writes
+ * dictionary lines before first use in each file, formats events, rotates
+ * files, emits loss markers, and guards the disk.
+ *
+ * It is the only writer of the three files, so sequence numbers, rotation
+ * and dictionaries need no locks.  It sleeps on a futex when there is
+ * nothing to do; producers wake it when a ring is half full.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_int.h"
+#include "common/clock.h"
+#include "format.h"
+#include "intern.h"
+#include "writer.h"
+
+#define DRAIN_BATCH 4096            /* records per ring per pass: fairness */
+#define DISK_CHECK_NS 1000000000ull /* statvfs once a second */
+#define LOSS_EVERY_NS 100000000ull  /* at most 10 loss lines/s per stream */
+#define IDLE_WAIT_MS 100
+
+enum {
+    LOSS_BUFFER_FULL,
+    LOSS_DISK_LOW,
+    LOSS_DICT_FULL,
+    LOSS_TOO_LONG,
+    LOSS_SCOPE_DEPTH,
+    LOSS_WRITE_ERROR,
+    LOSS_REASONS
+};
+
+static const char *const loss_name[LOSS_REASONS] = {
+    "buffer_full", "disk_low",    "dict_full",
+    "too_long",    "scope_depth", "write_error"
+};
+
+static struct {
+    wstream w[ST_COUNT];
+    int open[ST_COUNT];
+    char envelope[ST_COUNT][96]; /* {"v":1,"sid":"...","st":"device","seq": */
+    size_t envelope_len[ST_COUNT];
+    uint64_t lost[ST_COUNT][LOSS_REASONS];    /* since start, for session_end */
+    uint64_t pending[ST_COUNT][LOSS_REASONS]; /* not yet in a loss line */
+    uint64_t last_loss_ns;
+    uint64_t dict_overflow_seen;
+    uint64_t write_errors_seen[ST_COUNT];
+    int disk_paused;
+    uint64_t last_disk_check;
+    uint64_t free_bytes;
+} C;
+
+/* ---- line building ---- */
+
+/* Start a line in stream s: envelope + seq + ts.  Returns 0 and a jw over
+ * the writer buffer, or -1 when even an empty buffer is too small. */
+static int line_begin(int s, jw *j, uint64_t ts, size_t need)
+{
+    wstream *w = &C.w[s];
+    size_t avail;
+    char *p = writer_space(w, need, &avail);
+    if (!p)
+        return -1;
+    jw_init(j, p, avail);
+    jw_put(j, C.envelope[s], C.envelope_len[s]);
+    {
+        char num[24];
+        jw_put(j, num, jw_fmt_u64(num, w->seq));
+        jw_put(j, ",\"ts\":", 6);
+        jw_put(j, num, jw_fmt_u64(num, ts));
+    }
+    /* the object is open at depth 1 with members already written */
+    j->depth = 1;
+    j->comma = 1u << 1;
+    return 0;
+}
+
+/* Finish: newline and commit; on overflow retry once with an empty buffer
+ * of full size, then give up (counted as too_long). */
+typedef void (*body_fn)(jw *j, const void *arg);
+
+static int emit(int s, uint64_t ts, body_fn body, const void *arg)
+{
+    wstream *w = &C.w[s];
+    jw j;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        size_t need = attempt == 0 ? 4096 : w->cap;
+        if (attempt == 1)
+            writer_flush(w);
+        if (line_begin(s, &j, ts, need) < 0)
+            break;
+        body(&j, arg);
+        jw_put(&j, "\n", 1);
+        if (!j.err) {
+            writer_commit(w, j.len);
+            return 0;
+        }
+    }
+    C.lost[s][LOSS_TOO_LONG]++;
+    C.pending[s][LOSS_TOO_LONG]++;
+    return -1;
+}
+
+static void body_session(jw *j, const void *arg)
+{
+    fmt_session(j, *(const uint32_t *)arg);
+}
+
+static void body_dict(jw *j, const void *arg)
+{
+    fmt_dict(j, arg);
+}
+
+static void body_record(jw *j, const void *arg)
+{
+    fmt_record(j, arg);
+}
+
+static void body_raw(jw *j, const void *arg)
+{
+    const rec *r = arg;
+    if (r->u.raw.len) {
+        jw_put(j, ",", 1);
+        jw_put(j, r->u.raw.body, r->u.raw.len);
+    }
+    jw_put(j, "}", 1);
+}
+
+struct loss_arg {
+    const char *reason;
+    uint64_t count;
+    uint32_t tid;
+    const char *detail;
+};
+
+static void body_loss(jw *j, const void *arg)
+{
+    const struct loss_arg *l = arg;
+    fmt_loss(j, l->reason, l->count, l->tid, l->detail);
+}
+
+struct end_arg {
+    const char *reason;
+    uint64_t lines, lost;
+    uint32_t rotations;
+};
+
+static void body_end(jw *j, const void *arg)
+{
+    const struct end_arg *e = arg;
+    fmt_session_end(j, e->reason, e->lines, e->lost, e->rotations);
+}
+
+/* ---- files ---- */
+
+static void write_header(int s)
+{
+    uint32_t idx = C.w[s].rotations;
+    emit(s, client_now(), body_session, &idx);
+}
+
+/* Rotation happens before an event's dictionary lines are written, so an
+ * event and the dict lines it needs always share a file. */
+static void maybe_rotate(int s, size_t need)
+{
+    wstream *w = &C.w[s];
+    if (!writer_should_rotate(w, need))
+        return;
+    if (writer_rotate(w) != 0) {
+        client_log(GPUFL_LOG_ERROR,
+                   "rotating %s failed: %s; capture of the "
+                   "%s stream stops",
+                   w->path, strerror(errno), fmt_stream_name(s));
+        C.open[s] = 0;
+        return;
+    }
+    write_header(s);
+}
+
+static void dict_ensure(int s, uint32_t id, int depth)
+{
+    intern_entry *e = intern_get_mut(id);
+    if (!e || e->emitted[s] == C.w[s].file_gen || depth > 300)
+        return;
+    if (e->kind == IK_PATH) {
+        dict_ensure(s, e->parent, depth + 1);
+        dict_ensure(s, e->name, depth + 1);
+    } else if (e->kind == IK_LAUNCH) {
+        dict_ensure(s, e->name, depth + 1);
+    }
+    e->emitted[s] = C.w[s].file_gen;
+    emit(s, client_now(), body_dict, e);
+}
+
+static int rec_stream(const rec *r)
+{
+    switch (r->type) {
+    case REC_KERNEL:
+    case REC_MEMCPY:
+    case REC_MEMSET:
+    case REC_SYNC:
+    case REC_MEMOP: return ST_DEVICE;
+    case REC_RAW:
+        return r->u.raw.stream < ST_COUNT ? (int)r->u.raw.stream : ST_SYSTEM;
+    default: return ST_SCOPE;
+    }
+}
+
+/* The launch configuration of a kernel record, interned. */
+static void kernel_cfg(rec *r)
+{
+    intern_launch l;
+    memset(&l, 0, sizeof l);
+    l.name = r->u.k.name;
+    memcpy(l.block, r->u.k.block, sizeof l.block);
+    l.regs = r->u.k.regs;
+    l.smem_static = r->u.k.smem_static;
+    l.smem_dynamic = r->u.k.smem_dynamic;
+    l.local_mem = r->u.k.local_mem;
+    l.occ = r->u.k.occ < 0.0f ? -1.0f : r->u.k.occ;
+    l.limiters = r->u.k.limiters;
+    r->u.k.cfg = r->u.k.name ? intern_launch_cfg(&l) : 0;
+}
+
+static void handle(rec *r)
+{
+    int s = rec_stream(r);
+    uint32_t ids[8];
+    int n;
+    if (!C.open[s])
+        return;
+    if (C.disk_paused) {
+        C.lost[s][LOSS_DISK_LOW]++;
+        C.pending[s][LOSS_DISK_LOW]++;
+        return;
+    }
+    maybe_rotate(s, r->type == REC_RAW ? r->u.raw.len + 256 : 1024);
+    if (!C.open[s])
+        return;
+    if (r->type == REC_RAW) {
+        emit(s, r->ts, body_raw, r);
+        return;
+    }
+    if (r->type == REC_KERNEL)
+        kernel_cfg(r);
+    n = fmt_refs(r, ids);
+    for (int i = 0; i < n; i++)
+        dict_ensure(s, ids[i], 0);
+    emit(s, r->ts, body_record, r);
+}
+
+/* ---- draining ---- */
+
+static uint64_t drain_ring(ring *r, uint8_t gen)
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t n = 0;
+    while (tail != head && n < DRAIN_BATCH) {
+        rec *x = &r->slots[tail & r->mask];
+        if (x->gen == gen)
+            handle(x);
+        if (x->type == REC_RAW)
+            free(x->u.raw.body);
+        tail++;
+        n++;
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    /* producer-side drops, published by the producer */
+    for (int s = 0; s < ST_COUNT; s++) {
+        uint64_t d =
+            atomic_load_explicit(&r->drop_pub[s], memory_order_relaxed);
+        if (d != r->drop_seen[s]) {
+            C.lost[s][LOSS_BUFFER_FULL] += d - r->drop_seen[s];
+            C.pending[s][LOSS_BUFFER_FULL] += d - r->drop_seen[s];
+            r->drop_seen[s] = d;
+        }
+    }
+    {
+        uint64_t d = atomic_load_explicit(&r->depth_pub, memory_order_relaxed);
+        if (d != r->depth_seen) {
+            C.lost[ST_SCOPE][LOSS_SCOPE_DEPTH] += d - r->depth_seen;
+            C.pending[ST_SCOPE][LOSS_SCOPE_DEPTH] += d - r->depth_seen;
+            r->depth_seen = d;
+        }
+    }
+    return n;
+}
+
+static uint64_t drain_all(void)
+{
+    uint8_t gen = (uint8_t)atomic_load(&g_client.gen);
+    uint32_t slots = client_ring_slots();
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < slots; i++) {
+        ring *r = client_ring_at(i);
+        if (!r)
+            continue;
+        int dead = atomic_load_explicit(&r->dead, memory_order_acquire);
+        total += drain_ring(r, gen);
+        if (dead && atomic_load(&r->tail) == atomic_load(&r->head))
+            client_ring_release(i);
+    }
+    return total;
+}
+
+/* Discard what a previous session left in the rings. */
+static void discard_all(void)
+{
+    uint32_t slots = client_ring_slots();
+    for (uint32_t i = 0; i < slots; i++) {
+        ring *r = client_ring_at(i);
+        if (!r)
+            continue;
+        uint64_t tail = atomic_load(&r->tail), head = atomic_load(&r->head);
+        for (; tail != head; tail++) {
+            rec *x = &r->slots[tail & r->mask];
+            if (x->type == REC_RAW)
+                free(x->u.raw.body);
+        }
+        atomic_store(&r->tail, tail);
+        for (int s = 0; s < ST_COUNT; s++)
+            r->drop_seen[s] = atomic_load(&r->drop_pub[s]);
+        r->depth_seen = atomic_load(&r->depth_pub);
+        if (atomic_load(&r->dead))
+            client_ring_release(i);
+    }
+}
+
+/* ---- losses and the disk guard ---- */
+
+static void flush_losses(int force)
+{
+    uint64_t now = clock_mono_ns();
+    uint64_t ov = intern_overflows();
+    if (ov != C.dict_overflow_seen) {
+        /* names that could not be interned: the events still went out,
+         * without the name, so count them on the device stream */
+        C.lost[ST_DEVICE][LOSS_DICT_FULL] += ov - C.dict_overflow_seen;
+        C.pending[ST_DEVICE][LOSS_DICT_FULL] += ov - C.dict_overflow_seen;
+        C.dict_overflow_seen = ov;
+    }
+    for (int s = 0; s < ST_COUNT; s++) {
+        if (C.w[s].write_errors != C.write_errors_seen[s]) {
+            uint64_t d = C.w[s].write_errors - C.write_errors_seen[s];
+            C.lost[s][LOSS_WRITE_ERROR] += d;
+            C.pending[s][LOSS_WRITE_ERROR] += d;
+            C.write_errors_seen[s] = C.w[s].write_errors;
+        }
+    }
+    if (!force && now - C.last_loss_ns < LOSS_EVERY_NS)
+        return;
+    C.last_loss_ns = now;
+    if (C.disk_paused)
+        return; /* written when capture resumes */
+    for (int s = 0; s < ST_COUNT; s++) {
+        if (!C.open[s])
+            continue;
+        for (int k = 0; k < LOSS_REASONS; k++) {
+            struct loss_arg a = { loss_name[k], C.pending[s][k], 0, NULL };
+            if (!C.pending[s][k])
+                continue;
+            if (k == LOSS_WRITE_ERROR)
+                a.detail = "a write to the log file failed (disk full or "
+                           "I/O error); buffered lines were dropped";
+            if (k == LOSS_DISK_LOW)
+                a.detail = "capture resumed: free disk space is above the "
+                           "threshold again";
+            C.pending[s][k] = 0;
+            maybe_rotate(s, 512);
+            emit(s, client_now(), body_loss, &a);
+        }
+    }
+}
+
+static void disk_guard(uint64_t now)
+{
+    struct statvfs sv;
+    uint64_t min = g_client.cfg.min_free_bytes;
+    if (now - C.last_disk_check < DISK_CHECK_NS && C.last_disk_check)
+        return;
+    C.last_disk_check = now;
+    if (!min || statvfs(g_client.cfg.log_dir, &sv) < 0)
+        return;
+    C.free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (!C.disk_paused && C.free_bytes < min) {
+        char detail[200];
+        struct loss_arg a = { "disk_low", 0, 0, detail };
+        snprintf(detail, sizeof detail,
+                 "capture paused: %llu bytes free in "
+                 "the log directory, below min_free_bytes=%llu",
+                 (unsigned long long)C.free_bytes, (unsigned long long)min);
+        for (int s = 0; s < ST_COUNT; s++)
+            if (C.open[s]) {
+                emit(s, client_now(), body_loss, &a);
+                writer_flush(&C.w[s]);
+            }
+        C.disk_paused = 1;
+        client_log(GPUFL_LOG_WARN, "%s", detail);
+    } else if (C.disk_paused && C.free_bytes >= min + min / 10) {
+        /* 10 % hysteresis so capture does not flap at the threshold */
+        C.disk_paused = 0;
+        client_log(GPUFL_LOG_INFO, "capture resumed: %llu bytes free",
+                   (unsigned long long)C.free_bytes);
+        flush_losses(1);
+    }
+}
+
+/* ---- the thread ---- */
+
+static void flush_files(void)
+{
+    for (int s = 0; s < ST_COUNT; s++)
+        if (C.open[s])
+            writer_flush(&C.w[s]);
+}
+
+static void wait_for_work(uint32_t ms)
+{
+    uint32_t seen = atomic_load_explicit(&g_client.wake, memory_order_acquire);
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    atomic_store(&g_client.collector_sleeping, 1);
+    syscall(SYS_futex, &g_client.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+    atomic_store(&g_client.collector_sleeping, 0);
+}
+
+static void *collector_main(void *arg)
+{
+    uint64_t last_flush = clock_mono_ns();
+    uint64_t flush_ns = (uint64_t)g_client.cfg.flush_ms * 1000000ull;
+    (void)arg;
+    for (;;) {
+        uint64_t req = atomic_load(&g_client.flush_req);
+        int stop = atomic_load(&g_client.stop_collector);
+        uint64_t n = drain_all();
+        uint64_t now = clock_mono_ns();
+        disk_guard(now);
+        flush_losses(0);
+        if (now - last_flush >= flush_ns ||
+            req != atomic_load(&g_client.flush_done) || stop) {
+            /* a second pass picks up what arrived while we formatted */
+            if (req != atomic_load(&g_client.flush_done))
+                n += drain_all();
+            flush_files();
+            last_flush = now;
+            atomic_store(&g_client.flush_done, req);
+        }
+        if (stop && n == 0)
+            break;
+        if (n == 0) {
+            uint32_t ms = g_client.cfg.flush_ms < IDLE_WAIT_MS
+                              ? g_client.cfg.flush_ms
+                              : IDLE_WAIT_MS;
+            wait_for_work(ms);
+        }
+    }
+    return NULL;
+}
+
+static void make_envelope(int s)
+{
+    int n = snprintf(C.envelope[s], sizeof C.envelope[s],
+                     "{\"v\":%d,\"sid\":\"%s\",\"st\":\"%s\",\"seq\":",
+                     GPUFL_FORMAT_VERSION, g_client.sid, fmt_stream_name(s));
+    C.envelope_len[s] = (size_t)n;
+}
+
+static void default_prefix(char *out, size_t cap)
+{
+    time_t t = (time_t)(g_client.start_ns / 1000000000ull);
+    struct tm tm;
+    char stamp[32];
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(out, cap, "%s.%s.%.8s", g_client.cfg.app, stamp, g_client.sid);
+}
+
+int collector_start(void)
+{
+    const client_cfg *cfg = &g_client.cfg;
+    char prefix[300];
+    int rc = 0;
+    memset(&C, 0, sizeof C);
+    C.dict_overflow_seen = intern_overflows();
+    if (cfg->log_prefix[0])
+        snprintf(prefix, sizeof prefix, "%s", cfg->log_prefix);
+    else
+        default_prefix(prefix, sizeof prefix);
+    if ((size_t)snprintf(g_client.prefix_path, sizeof g_client.prefix_path,
+                         "%s/%s", cfg->log_dir,
+                         prefix) >= sizeof g_client.prefix_path) {
+        client_set_error("gpufl_init: log path too long");
+        return GPUFL_ETOOBIG;
+    }
+    discard_all();
+    for (int s = 0; s < ST_COUNT; s++) {
+        rc = writer_open(&C.w[s], s, g_client.prefix_path, fmt_stream_name(s),
+                         cfg->rotate_bytes, cfg->rotate_keep,
+                         cfg->compress_rotated);
+        if (rc) {
+            client_set_error("gpufl_init: cannot create %s: %s (%s)",
+                             C.w[s].path[0] ? C.w[s].path
+                                            : g_client.prefix_path,
+                             strerror(errno), gpufl_strerror(rc));
+            for (int k = 0; k <= s; k++)
+                writer_close(&C.w[k]);
+            return rc;
+        }
+        C.open[s] = 1;
+        make_envelope(s);
+    }
+    for (int s = 0; s < ST_COUNT; s++) {
+        write_header(s);
+        writer_flush(&C.w[s]);
+    }
+    if (cfg->compress_rotated)
+        writer_compressor_start();
+    atomic_store(&g_client.stop_collector, 0);
+    if (pthread_create(&g_client.collector, NULL, collector_main, NULL) != 0) {
+        client_set_error("gpufl_init: cannot start the collector thread");
+        for (int s = 0; s < ST_COUNT; s++)
+            writer_close(&C.w[s]);
+        return GPUFL_ENOMEM;
+    }
+    g_client.collector_started = 1;
+    return 0;
+}
+
+void collector_stop(const char *reason)
+{
+    if (!g_client.collector_started)
+        return;
+    atomic_store(&g_client.stop_collector, 1);
+    client_kick();
+    pthread_join(g_client.collector, NULL);
+    g_client.collector_started = 0;
+    /* last words: whatever a racing producer added, then losses, then the
+     * end line that tells readers the session finished cleanly */
+    drain_all();
+    C.disk_paused = 0;
+    flush_losses(1);
+    for (int s = 0; s < ST_COUNT; s++) {
+        struct end_arg e = { reason, 0, 0, 0 };
+        if (!C.open[s])
+            continue;
+        for (int k = 0; k < LOSS_REASONS; k++)
+            e.lost += C.lost[s][k];
+        e.lines = C.w[s].lines + 1;
+        e.rotations = C.w[s].rotations;
+        emit(s, client_now(), body_end, &e);
+        writer_close(&C.w[s]);
+        C.open[s] = 0;
+    }
+    writer_compressor_stop();
+}

@@ -1,0 +1,305 @@
+/*
+ * options.c - gpufl_options defaults, the GPUFL_* environment, and their
+ * resolution into the copied configuration a session runs with.
+ *
+ * One table (env_table) names every environment variable, its field and its
+ * bounds: parsing and docs/client.md come from the same list.
+ */
+#include "client_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum opt_type { OT_STR, OT_U32, OT_U64, OT_SIZE, OT_BOOL, OT_F64, OT_LEVEL };
+
+typedef struct env_opt {
+    const char *env;
+    enum opt_type type;
+    size_t off;
+    double lo, hi;
+} env_opt;
+
+#define OFF(f) offsetof(gpufl_options, f)
+
+static const env_opt env_table[] = {
+    { "GPUFL_APP", OT_STR, OFF(app), 0, 0 },
+    { "GPUFL_LOG_DIR", OT_STR, OFF(log_dir), 0, 0 },
+    { "GPUFL_LOG_PREFIX", OT_STR, OFF(log_prefix), 0, 0 },
+    { "GPUFL_ENGINES", OT_STR, OFF(engines), 0, 0 },
+    { "GPUFL_SYSTEM_INTERVAL_MS", OT_U32, OFF(system_interval_ms), 0, 3600000 },
+    { "GPUFL_ROTATE_BYTES", OT_SIZE, OFF(rotate_bytes), 4096, 1e15 },
+    { "GPUFL_ROTATE_KEEP", OT_U32, OFF(rotate_keep), 0, 1000000 },
+    { "GPUFL_ROTATE_ZSTD", OT_BOOL, OFF(compress_rotated), 0, 1 },
+    { "GPUFL_MIN_FREE_BYTES", OT_SIZE, OFF(min_free_bytes), 0, 1e18 },
+    { "GPUFL_RING_EVENTS", OT_U32, OFF(ring_events), 64, 1 << 24 },
+    { "GPUFL_FLUSH_MS", OT_U32, OFF(flush_ms), 1, 60000 },
+    { "GPUFL_SIM_SEED", OT_U64, OFF(sim_seed), 0, 1.8e19 },
+    { "GPUFL_SIM_STEPS", OT_U32, OFF(sim_steps), 0, 1e9 },
+    { "GPUFL_SIM_DEVICES", OT_U32, OFF(sim_devices), 1, SRC_MAX_DEVICES },
+    { "GPUFL_SIM_SPEED", OT_F64, OFF(sim_speed), 0.001, 1e9 },
+    { "GPUFL_NVML_LIB", OT_STR, OFF(nvml_lib), 0, 0 },
+    { "GPUFL_PROC_ROOT", OT_STR, OFF(proc_root), 0, 0 },
+    { "GPUFL_LOG_LEVEL", OT_LEVEL, OFF(log_level), 0, 0 },
+    { "GPUFL_DISABLED", OT_BOOL, OFF(disabled), 0, 1 },
+};
+
+/* 1/0 for true/false words, -1 otherwise. */
+static int parse_bool(const char *s)
+{
+    static const char *const yes[] = { "1", "true", "yes", "on" };
+    static const char *const no[] = { "0", "false", "no", "off", "" };
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!strcasecmp(s, yes[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (!strcasecmp(s, no[i]))
+            return 0;
+    return -1;
+}
+
+/* Unsigned integer with an optional K/M/G/T suffix (powers of 1024, an
+ * optional trailing "iB" or "B"). */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    uint64_t mul = 1;
+    errno = 0;
+    if (*s == '-' || !*s)
+        return -1;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1ull << 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        mul = 1ull << 40;
+        end++;
+        break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I'))
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end)
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int parse_level(const char *s)
+{
+    static const char *const names[] = { "error", "warn", "info", "debug" };
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(s, names[i]))
+            return i;
+    if (!strcasecmp(s, "off") || !strcasecmp(s, "none"))
+        return -1;
+    return -2;
+}
+
+static int apply_env(gpufl_options *o, const env_opt *e, const char *v)
+{
+    char *p = (char *)o + e->off;
+    uint64_t u;
+    char *end;
+    switch (e->type) {
+    case OT_STR: *(const char **)(void *)p = v; return 0;
+    case OT_BOOL: {
+        int b = parse_bool(v);
+        if (b < 0)
+            return -1;
+        *(int *)(void *)p = b;
+        return 0;
+    }
+    case OT_LEVEL: {
+        int l = parse_level(v);
+        if (l == -2)
+            return -1;
+        *(int *)(void *)p = l;
+        return 0;
+    }
+    case OT_F64: {
+        double d;
+        errno = 0;
+        d = strtod(v, &end);
+        if (errno || end == v || *end || !(d >= e->lo && d <= e->hi))
+            return -1;
+        *(double *)(void *)p = d;
+        return 0;
+    }
+    case OT_U32:
+    case OT_U64:
+    case OT_SIZE:
+        if (parse_size(v, &u) < 0)
+            return -1;
+        if ((double)u < e->lo || (double)u > e->hi)
+            return -1;
+        if (e->type == OT_U32)
+            *(uint32_t *)(void *)p = (uint32_t)u;
+        else
+            *(uint64_t *)(void *)p = u;
+        return 0;
+    }
+    return -1;
+}
+
+int gpufl_options_init(gpufl_options *o)
+{
+    int rc = GPUFL_OK;
+    if (!o)
+        return GPUFL_EINVAL;
+    memset(o, 0, sizeof *o);
+    o->sz = sizeof *o;
+    o->app = NULL;
+    o->log_dir = ".";
+    o->log_prefix = NULL;
+    o->engines = "auto";
+    o->system_interval_ms = 1000;
+    o->rotate_bytes = 64ull << 20;
+    o->rotate_keep = 20;
+    o->compress_rotated = 0;
+    o->min_free_bytes = 256ull << 20;
+    o->ring_events = 8192;
+    o->flush_ms = 100;
+    o->sim_seed = 1;
+    o->sim_steps = 0;
+    o->sim_devices = 1;
+    o->sim_speed = 1.0;
+    o->nvml_lib = "libnvidia-ml.so.1";
+    o->proc_root = "/proc";
+    o->log = NULL;
+    o->log_ud = NULL;
+    o->log_level = -1;
+    o->disabled = 0;
+    for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++) {
+        const char *v = getenv(env_table[i].env);
+        if (v && apply_env(o, &env_table[i], v) < 0) {
+            client_set_error("%s=\"%.100s\" is not a valid value; using the "
+                             "default (see docs/client.md)",
+                             env_table[i].env, v);
+            rc = GPUFL_EINVAL;
+        }
+    }
+    return rc;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* The program name from /proc/self/comm, for the default app name. */
+static void program_name(char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/comm", "re");
+    size_t n = 0;
+    if (f) {
+        n = fread(out, 1, cap - 1, f);
+        fclose(f);
+    }
+    while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        n--;
+    out[n] = 0;
+    if (!n)
+        copy_str(out, cap, "gpufl");
+}
+
+/* App names end up in file names: keep [A-Za-z0-9._-], map others to '_'. */
+static void sanitize_name(char *s)
+{
+    for (; *s; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            *s = '_';
+    }
+}
+
+int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
+                       size_t errlen)
+{
+    gpufl_options d;
+    if (o && o->sz < offsetof(gpufl_options, log)) {
+        snprintf(err, errlen,
+                 "gpufl_options.sz=%zu is too small; fill the "
+                 "struct with gpufl_options_init()",
+                 o->sz);
+        return GPUFL_EINVAL;
+    }
+    if (!o) {
+        gpufl_options_init(&d);
+        o = &d;
+    } else if (o->sz < sizeof d) {
+        /* an older caller: take its known fields, defaults for the rest */
+        gpufl_options_init(&d);
+        memcpy(&d, o, o->sz);
+        d.sz = sizeof d;
+        o = &d;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    if (o->app && *o->app)
+        copy_str(cfg->app, sizeof cfg->app, o->app);
+    else
+        program_name(cfg->app, sizeof cfg->app);
+    sanitize_name(cfg->app);
+    copy_str(cfg->log_dir, sizeof cfg->log_dir,
+             o->log_dir && *o->log_dir ? o->log_dir : ".");
+    copy_str(cfg->log_prefix, sizeof cfg->log_prefix, o->log_prefix);
+    if (cfg->log_prefix[0])
+        sanitize_name(cfg->log_prefix);
+    copy_str(cfg->engines, sizeof cfg->engines,
+             o->engines && *o->engines ? o->engines : "auto");
+    copy_str(cfg->nvml_lib, sizeof cfg->nvml_lib,
+             o->nvml_lib && *o->nvml_lib ? o->nvml_lib : "libnvidia-ml.so.1");
+    copy_str(cfg->proc_root, sizeof cfg->proc_root,
+             o->proc_root && *o->proc_root ? o->proc_root : "/proc");
+    cfg->system_interval_ms = o->system_interval_ms;
+    cfg->rotate_bytes = o->rotate_bytes < 4096 ? 4096 : o->rotate_bytes;
+    cfg->rotate_keep = o->rotate_keep;
+    cfg->compress_rotated = o->compress_rotated;
+    cfg->min_free_bytes = o->min_free_bytes;
+    cfg->ring_events = o->ring_events;
+    if (cfg->ring_events < 64 || (cfg->ring_events & (cfg->ring_events - 1))) {
+        snprintf(err, errlen, "ring_events=%u must be a power of two >= 64",
+                 cfg->ring_events);
+        return GPUFL_EINVAL;
+    }
+    cfg->flush_ms = o->flush_ms ? o->flush_ms : 1;
+    cfg->sim_seed = o->sim_seed;
+    cfg->sim_steps = o->sim_steps;
+    cfg->sim_devices = o->sim_devices ? o->sim_devices : 1;
+    if (cfg->sim_devices > SRC_MAX_DEVICES)
+        cfg->sim_devices = SRC_MAX_DEVICES;
+    cfg->sim_speed = o->sim_speed > 0 ? o->sim_speed : 1.0;
+    cfg->log = o->log;
+    cfg->log_ud = o->log_ud;
+    cfg->log_level = o->log_level;
+    if (o->disabled)
+        return GPUFL_EDISABLED;
+    return GPUFL_OK;
+}

@@ -1,0 +1,254 @@
+/*
+ * sampler.c - the system sampler thread: once per interval it reads host
+ * CPU/RAM and every metrics source (NVML, the simulated GPU), and the named
+ * counters that changed, and hands the lines to the collector.
+ *
+ * A thread of its own because NVML calls can block for seconds (a GPU
+ * without persistence mode re-initialises on first touch); the collector
+ * and the application never wait for it.  System sampling is on by default
+ * (the original's 0 default silently turned it off).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_int.h"
+#include "common/clock.h"
+
+#define BODY_CAP 16384
+
+static src_host *host;
+static src_gpu_sample samples[SRC_MAX_DEVICES];
+
+static char *body_dup(const jw *j, uint32_t *len)
+{
+    char *b;
+    if (j->err)
+        return NULL;
+    b = malloc(j->len ? j->len : 1);
+    if (b && j->len)
+        memcpy(b, j->buf, j->len);
+    *len = (uint32_t)j->len;
+    return b;
+}
+
+/* Members of a "gpu" line (no braces: the collector adds the envelope). */
+static void gpu_body(jw *j, const src_gpu_sample *g)
+{
+    uint32_t p = g->present;
+    jw_kv_str(j, "type", "gpu");
+    jw_kv_u64(j, "dev", g->dev);
+    if (p & GS_UTIL_GPU)
+        jw_kv_u64(j, "util", g->util_gpu);
+    if (p & GS_UTIL_MEM)
+        jw_kv_u64(j, "mem_util", g->util_mem);
+    if (p & GS_MEM) {
+        jw_kv_u64(j, "mem_used", g->mem_used);
+        jw_kv_u64(j, "mem_total", g->mem_total);
+    }
+    if (p & GS_MEM_RESERVED)
+        jw_kv_u64(j, "mem_reserved", g->mem_reserved);
+    if (p & GS_TEMP)
+        jw_kv_i64(j, "temp", g->temp_c);
+    if (p & GS_POWER)
+        jw_kv_u64(j, "power", g->power_mw);
+    if (p & GS_POWER_LIMIT)
+        jw_kv_u64(j, "power_limit", g->power_limit_mw);
+    if (p & GS_FAN)
+        jw_kv_u64(j, "fan", g->fan_pct);
+    if (p & GS_CLOCKS) {
+        jw_kv_u64(j, "clk_sm", g->clk_sm);
+        jw_kv_u64(j, "clk_mem", g->clk_mem);
+        jw_kv_u64(j, "clk_gfx", g->clk_gfx);
+    }
+    if (p & GS_THROTTLE)
+        jw_kv_u64(j, "throttle", g->throttle);
+    if (p & GS_PSTATE)
+        jw_kv_i64(j, "pstate", g->pstate);
+    if (p & GS_PCIE) {
+        jw_kv_u64(j, "pcie_tx", g->pcie_tx_kbps);
+        jw_kv_u64(j, "pcie_rx", g->pcie_rx_kbps);
+    }
+    if (p & GS_ECC) {
+        jw_kv_u64(j, "ecc_corr", g->ecc_corrected);
+        jw_kv_u64(j, "ecc_uncorr", g->ecc_uncorrected);
+    }
+    if (p & GS_ENERGY)
+        jw_kv_u64(j, "energy", g->energy_mj);
+    if (p & GS_SM_ACTIVE) {
+        jw_key(j, "sm_active");
+        jw_f64(j, g->sm_active, 4);
+    }
+    if (p & GS_SM_OCC) {
+        jw_key(j, "sm_occ");
+        jw_f64(j, g->sm_occupancy, 4);
+    }
+    if (p & GS_PROCS) {
+        uint32_t n = g->nprocs > SRC_MAX_PROCS ? SRC_MAX_PROCS : g->nprocs;
+        jw_kv_u64(j, "nprocs", g->nprocs_total > n ? g->nprocs_total : n);
+        jw_key(j, "procs");
+        jw_arr_begin(j);
+        for (uint32_t i = 0; i < n; i++) {
+            jw_obj_begin(j);
+            jw_kv_u64(j, "pid", g->procs[i].pid);
+            if (g->procs[i].mem != UINT64_MAX)
+                jw_kv_u64(j, "mem", g->procs[i].mem);
+            jw_obj_end(j);
+        }
+        jw_arr_end(j);
+    }
+}
+
+static void host_body(jw *j, const src_host_sample *h)
+{
+    jw_kv_str(j, "type", "host");
+    if (h->cpu_pct >= 0) {
+        jw_key(j, "cpu");
+        jw_f64(j, h->cpu_pct, 1);
+    }
+    jw_kv_u64(j, "ncpu", h->ncpu);
+    jw_kv_u64(j, "ram_used", h->ram_used);
+    jw_kv_u64(j, "ram_total", h->ram_total);
+    jw_kv_u64(j, "swap_used", h->swap_used);
+    jw_key(j, "load1");
+    jw_f64(j, h->load1, 2);
+    if (h->proc_cpu_pct >= 0) {
+        jw_key(j, "proc_cpu");
+        jw_f64(j, h->proc_cpu_pct, 1);
+    }
+    jw_kv_u64(j, "proc_rss", h->proc_rss);
+}
+
+static void push_body(void (*fn)(jw *, const void *), const void *arg,
+                      uint64_t ts)
+{
+    char buf[BODY_CAP];
+    jw j;
+    uint32_t len;
+    char *b;
+    jw_init(&j, buf, sizeof buf);
+    j.depth = 1; /* members of the line's object */
+    fn(&j, arg);
+    b = body_dup(&j, &len);
+    if (b)
+        client_push_raw(ST_SYSTEM, b, len, ts);
+}
+
+static void gpu_fn(jw *j, const void *a)
+{
+    gpu_body(j, a);
+}
+static void host_fn(jw *j, const void *a)
+{
+    host_body(j, a);
+}
+
+static void sample_once(void)
+{
+    uint64_t ts = client_now();
+    if (host) {
+        src_host_sample h;
+        memset(&h, 0, sizeof h);
+        src_host_sample_now(host, &h);
+        push_body(host_fn, &h, ts);
+    }
+    for (int i = 0; i < g_client.n_engines; i++) {
+        client_engine *e = &g_client.engines[i];
+        int n = 0;
+        if (!e->on || !e->ops->sample)
+            continue;
+        if (e->ops->sample(e->state, samples, SRC_MAX_DEVICES, &n) != 0)
+            continue;
+        for (int k = 0; k < n && k < SRC_MAX_DEVICES; k++)
+            push_body(gpu_fn, &samples[k], ts);
+    }
+}
+
+/* Counters that changed since the last tick become counter records. */
+static void sample_counters(void)
+{
+    uint32_t n =
+        atomic_load_explicit(&g_client.n_counters, memory_order_acquire);
+    ring *r = client_thread_ring();
+    for (uint32_t i = 0; i < n && r; i++) {
+        gpufl_counter_s *c = &g_client.counters[i];
+        int64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+        rec *x;
+        if (c->written && v == c->last_written)
+            continue;
+        x = ring_reserve(r);
+        if (!x) {
+            ring_drop(r, ST_SCOPE);
+            continue;
+        }
+        x->type = REC_COUNTER;
+        x->gen = (uint8_t)atomic_load(&g_client.gen);
+        x->flags = 0;
+        x->tid = r->tid;
+        x->ts = client_now();
+        x->u.ctr.name = c->name;
+        x->u.ctr.value = v;
+        ring_commit(r);
+        c->last_written = v;
+        c->written = 1;
+    }
+}
+
+static void *sampler_main(void *arg)
+{
+    uint64_t interval = (uint64_t)g_client.cfg.system_interval_ms * 1000000ull;
+    uint64_t next = clock_mono_ns();
+    (void)arg;
+    while (!atomic_load(&g_client.stop_sampler)) {
+        uint64_t now = clock_mono_ns();
+        if (now >= next) {
+            if (interval)
+                sample_once();
+            sample_counters();
+            /* catch up without bursts after a long NVML stall */
+            next += interval ? interval : 1000000000ull;
+            if (next <= now)
+                next = now + (interval ? interval : 1000000000ull);
+        }
+        /* short sleeps keep shutdown prompt without a condition variable */
+        uint64_t wait = next > now ? next - now : 0;
+        if (wait > 20000000ull)
+            wait = 20000000ull;
+        struct timespec ts = { 0, (long)wait };
+        nanosleep(&ts, NULL);
+    }
+    /* a final sample so short sessions still have one, and final counters */
+    if (interval)
+        sample_once();
+    sample_counters();
+    return NULL;
+}
+
+int sampler_start(void)
+{
+    if (!strncmp(g_client.host_status, "on", 2)) {
+        host = src_host_open(g_client.cfg.proc_root);
+        if (!host)
+            snprintf(g_client.host_status, sizeof g_client.host_status,
+                     "off: out of memory");
+    }
+    atomic_store(&g_client.stop_sampler, 0);
+    if (pthread_create(&g_client.sampler, NULL, sampler_main, NULL) != 0) {
+        client_set_error("cannot start the sampler thread");
+        return GPUFL_ENOMEM;
+    }
+    g_client.sampler_started = 1;
+    return 0;
+}
+
+void sampler_stop(void)
+{
+    if (g_client.sampler_started) {
+        atomic_store(&g_client.stop_sampler, 1);
+        pthread_join(g_client.sampler, NULL);
+        g_client.sampler_started = 0;
+    }
+    src_host_close(host);
+    host = NULL;
+}

@@ -1,0 +1,1000 @@
+/*
+ * source_nvml.c - the "nvml" metrics source: per-GPU samples from the NVIDIA
+ * Management Library.
+ *
+ * It owns NVML's lifetime in this process (dlopen, init, shutdown, dlclose),
+ * the choice among NVML's versioned symbols, and the translation of NVML's
+ * answers into src_device and src_gpu_sample.  NVML is loaded at run time so
+ * that libgpufl links and runs on machines without a driver; nvml.h is not
+ * used (it is not in Debian main, and its licence asks for notices we do not
+ * want to carry), so the few types below are declared here from the
+ * documented ABI and pinned by static asserts to the sizes and version words
+ * measured against the NVML 13.3 header on x86-64.
+ *
+ * Absent is not zero: a field NVML cannot read (NOT_SUPPORTED, no
+ * permission, missing symbol) leaves its GS_* bit clear.
+ */
+#include "source.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+/* ---- NVML ABI (LP64 Linux), our own declarations ---- */
+
+typedef int nvmlReturn_t; /* an enum in NVML; 4 bytes */
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_RESET_REQUIRED = 16,
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
+};
+
+#define NVML_STRUCT_VERSION(type, ver)                                         \
+    ((unsigned int)sizeof(type) | ((unsigned int)(ver) << 24))
+
+typedef struct {
+    unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+typedef struct {
+    unsigned int version;
+    int sensorType;
+    int temperature;
+} nvmlTemperature_v1_t;
+/* _v2/_v3 layout; the unversioned (v1) call writes a shorter struct whose
+ * bus id string also starts at offset 0, so one 68-byte buffer serves all. */
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId, computeInstanceId;
+    unsigned long long usedGpuCcProtectedMemory;
+} nvmlProcessDetail_v1_t;
+typedef struct {
+    unsigned int version, mode, numProcArrayEntries;
+    nvmlProcessDetail_v1_t *procArray;
+} nvmlProcessDetailList_v1_t;
+typedef struct {
+    unsigned int version, isSupportedDevice;
+} nvmlGpmSupport_t;
+typedef struct {
+    unsigned int metricId;
+    nvmlReturn_t nvmlReturn;
+    double value;
+    struct {
+        char *shortName, *longName, *unit;
+    } metricInfo;
+} nvmlGpmMetric_t;
+/* NVML_GPM_METRIC_MAX grew 98 -> 210 -> 333 with no version bump; the
+ * largest layout is safe on older drivers, which read numMetrics entries. */
+#define NVML_GPM_METRIC_MAX 333
+typedef struct {
+    unsigned int version, numMetrics;
+    nvmlGpmSample_t sample1, sample2;
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+#define NVML_INIT_FLAG_NO_GPUS 1u
+#define NVML_TEMPERATURE_GPU 0u
+#define NVML_CLOCK_GRAPHICS 0u
+#define NVML_CLOCK_SM 1u
+#define NVML_CLOCK_MEM 2u
+#define NVML_PCIE_UTIL_TX_BYTES 0u
+#define NVML_PCIE_UTIL_RX_BYTES 1u
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0u
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1u
+#define NVML_VOLATILE_ECC 0u
+#define NVML_PROC_MODE_COMPUTE 0u
+#define NVML_PROC_MODE_GRAPHICS 1u
+#define NVML_GPM_METRICS_GET_VERSION 1u
+#define NVML_GPM_SUPPORT_VERSION 1u
+#define NVML_GPM_METRIC_SM_UTIL 2u
+#define NVML_GPM_METRIC_SM_OCCUPANCY 3u
+#define NVML_VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFull
+
+#define NVML_MEMORY_V2_VERSION NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2)
+#define NVML_TEMPERATURE_V1_VERSION NVML_STRUCT_VERSION(nvmlTemperature_v1_t, 1)
+#define NVML_DETAIL_LIST_V1_VERSION                                            \
+    NVML_STRUCT_VERSION(nvmlProcessDetailList_v1_t, 1)
+
+_Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t");
+_Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t");
+_Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t");
+_Static_assert(NVML_MEMORY_V2_VERSION == 0x02000028u, "memory v2 version");
+_Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t");
+_Static_assert(NVML_TEMPERATURE_V1_VERSION == 0x0100000Cu, "temp version");
+_Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
+_Static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "process detail");
+_Static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "detail list");
+_Static_assert(NVML_DETAIL_LIST_V1_VERSION == 0x01000018u, "list version");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t");
+_Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344, "nvmlGpmMetricsGet_t");
+_Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "gpm metrics");
+/* dlsym's result is stored into function pointers by memcpy (POSIX). */
+_Static_assert(sizeof(void *) == sizeof(void (*)(void)), "fn pointer size");
+
+/* Raw process entries: v1 {pid@0, mem@8} 16 B; _v2 and documented _v3 add
+ * GI/CI ids, 24 B; detail entries and some R535 drivers' _v3, 32 B. */
+#define NVML_PROC_ENTRY_V1 16u
+#define NVML_PROC_ENTRY_V2 24u
+#define NVML_PROC_ENTRY_MAX 32u
+#define NVML_PID_MAX 4194304u        /* Linux PID_MAX_LIMIT */
+#define NVML_PROC_CAP_START 128u     /* entries per list, grown on demand */
+#define NVML_PROC_CAP_MAX 4096u      /* more: the list is reported absent */
+#define NVML_GPM_MIN_NS 100000000ull /* GPM needs samples > 100 ms apart */
+
+/* ---- resolved entry points ---- */
+
+typedef nvmlReturn_t (*nvml_proc_fn)(nvmlDevice_t, unsigned int *, void *);
+
+typedef struct nvml_fns {
+    nvmlReturn_t (*init_with_flags)(unsigned int);
+    nvmlReturn_t (*init)(void);
+    nvmlReturn_t (*shutdown)(void);
+    const char *(*error_string)(nvmlReturn_t);
+    nvmlReturn_t (*driver_version)(char *, unsigned int);
+    nvmlReturn_t (*count)(unsigned int *);
+    nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
+    nvmlReturn_t (*pci_info_v1)(nvmlDevice_t, nvmlPciInfo_t *);
+    nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int *, int *);
+    nvmlReturn_t (*mem_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
+    nvmlReturn_t (*mem_v1)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*max_clock)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*bus_width)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *);
+    nvmlReturn_t (*temp_v)(nvmlDevice_t, nvmlTemperature_v1_t *);
+    nvmlReturn_t (*temp)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*fan)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*clock)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*clock_reasons)(nvmlDevice_t, unsigned long long *);
+    nvmlReturn_t (*pstate)(nvmlDevice_t, int *);
+    nvmlReturn_t (*pcie)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*ecc)(nvmlDevice_t, unsigned int, unsigned int,
+                        unsigned long long *);
+    nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *);
+    nvmlReturn_t (*proc_detail)(nvmlDevice_t, nvmlProcessDetailList_v1_t *);
+    nvml_proc_fn compute_v3, graphics_v3;
+    nvml_proc_fn compute_v2, graphics_v2;
+    nvml_proc_fn compute_v1, graphics_v1;
+    nvmlReturn_t (*gpm_support)(nvmlDevice_t, nvmlGpmSupport_t *);
+    nvmlReturn_t (*gpm_alloc)(nvmlGpmSample_t *);
+    nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
+    nvmlReturn_t (*gpm_get)(nvmlDevice_t, nvmlGpmSample_t);
+    nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
+} nvml_fns;
+
+#define NVML_FN(m) offsetof(nvml_fns, m)
+
+/* Each entry: where the pointer goes, then the names to try, best first.
+ * Only names with the same signature share an entry; an older ABI (memory
+ * v1, unversioned process lists) gets its own field. */
+static const struct nvml_sym {
+    size_t off;
+    const char *names[3];
+} nvml_syms[] = {
+    { NVML_FN(init_with_flags), { "nvmlInitWithFlags" } },
+    { NVML_FN(init), { "nvmlInit_v2", "nvmlInit" } },
+    { NVML_FN(shutdown), { "nvmlShutdown" } },
+    { NVML_FN(error_string), { "nvmlErrorString" } },
+    { NVML_FN(driver_version), { "nvmlSystemGetDriverVersion" } },
+    { NVML_FN(count), { "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount" } },
+    { NVML_FN(handle_by_index),
+      { "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex" } },
+    { NVML_FN(name), { "nvmlDeviceGetName" } },
+    { NVML_FN(uuid), { "nvmlDeviceGetUUID" } },
+    { NVML_FN(pci_info),
+      { "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2" } },
+    { NVML_FN(pci_info_v1), { "nvmlDeviceGetPciInfo" } },
+    { NVML_FN(cuda_cc), { "nvmlDeviceGetCudaComputeCapability" } },
+    { NVML_FN(mem_v2), { "nvmlDeviceGetMemoryInfo_v2" } },
+    { NVML_FN(mem_v1), { "nvmlDeviceGetMemoryInfo" } },
+    { NVML_FN(power_limit),
+      { "nvmlDeviceGetEnforcedPowerLimit",
+        "nvmlDeviceGetPowerManagementLimit" } },
+    { NVML_FN(max_clock), { "nvmlDeviceGetMaxClockInfo" } },
+    { NVML_FN(bus_width), { "nvmlDeviceGetMemoryBusWidth" } },
+    { NVML_FN(util), { "nvmlDeviceGetUtilizationRates" } },
+    { NVML_FN(temp_v), { "nvmlDeviceGetTemperatureV" } },
+    { NVML_FN(temp), { "nvmlDeviceGetTemperature" } },
+    { NVML_FN(power), { "nvmlDeviceGetPowerUsage" } },
+    { NVML_FN(fan), { "nvmlDeviceGetFanSpeed" } },
+    { NVML_FN(clock), { "nvmlDeviceGetClockInfo" } },
+    { NVML_FN(clock_reasons),
+      { "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons" } },
+    { NVML_FN(pstate), { "nvmlDeviceGetPerformanceState" } },
+    { NVML_FN(pcie), { "nvmlDeviceGetPcieThroughput" } },
+    { NVML_FN(ecc), { "nvmlDeviceGetTotalEccErrors" } },
+    { NVML_FN(energy), { "nvmlDeviceGetTotalEnergyConsumption" } },
+    { NVML_FN(proc_detail), { "nvmlDeviceGetRunningProcessDetailList" } },
+    { NVML_FN(compute_v3), { "nvmlDeviceGetComputeRunningProcesses_v3" } },
+    { NVML_FN(graphics_v3), { "nvmlDeviceGetGraphicsRunningProcesses_v3" } },
+    { NVML_FN(compute_v2), { "nvmlDeviceGetComputeRunningProcesses_v2" } },
+    { NVML_FN(graphics_v2), { "nvmlDeviceGetGraphicsRunningProcesses_v2" } },
+    { NVML_FN(compute_v1), { "nvmlDeviceGetComputeRunningProcesses" } },
+    { NVML_FN(graphics_v1), { "nvmlDeviceGetGraphicsRunningProcesses" } },
+    { NVML_FN(gpm_support), { "nvmlGpmQueryDeviceSupport" } },
+    { NVML_FN(gpm_alloc), { "nvmlGpmSampleAlloc" } },
+    { NVML_FN(gpm_free), { "nvmlGpmSampleFree" } },
+    { NVML_FN(gpm_get), { "nvmlGpmSampleGet" } },
+    { NVML_FN(gpm_metrics), { "nvmlGpmMetricsGet" } },
+};
+
+/* How process lists are read, best first; a call answering "no such
+ * function" or "wrong struct version" moves to the next for good. */
+enum { PROC_DETAIL, PROC_V3, PROC_V2, PROC_V1, PROC_NONE };
+
+typedef struct nvml_dev {
+    nvmlDevice_t h;
+    int gpm; /* GPM samples allocated */
+    int gpm_have_prev;
+    unsigned gpm_prev; /* index into gpm_s of the older sample */
+    uint64_t gpm_prev_ns;
+    nvmlGpmSample_t gpm_s[2];
+} nvml_dev;
+
+typedef struct nvml_state {
+    void *dl;
+    nvml_fns f;
+    int inited;
+    int ndev;
+    int proc_level;
+    nvml_dev dev[SRC_MAX_DEVICES];
+    src_device info[SRC_MAX_DEVICES];
+    /* Scratch for process lists, reused by every sample(): raw entries
+     * (proc_cap * 32 bytes) and the merged list (2 * proc_cap). */
+    unsigned proc_cap;
+    unsigned char *proc_raw;
+    src_proc *proc_all;
+    nvmlGpmMetricsGet_t gpm_req;
+} nvml_state;
+
+static const char nvml_default_lib[] = "libnvidia-ml.so.1";
+static const char nvml_fallback_lib[] = "libnvidia-ml.so";
+
+static const char *nvml_errstr(const nvml_state *s, nvmlReturn_t r)
+{
+    const char *m = s->f.error_string ? s->f.error_string(r) : NULL;
+    return m ? m : "unknown error";
+}
+
+/* The device is gone for this sample: report it with no fields. */
+static int nvml_is_lost(nvmlReturn_t r)
+{
+    return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED;
+}
+
+static int nvml_ok(nvmlReturn_t r, int *lost)
+{
+    if (r == NVML_SUCCESS)
+        return 1;
+    if (nvml_is_lost(r))
+        *lost = 1;
+    return 0;
+}
+
+static void nvml_terminate(char *buf, size_t len)
+{
+    if (len)
+        buf[len - 1] = 0;
+}
+
+/* ---- open ---- */
+
+static int nvml_load(nvml_state *s, const char *lib, char *why, size_t whylen)
+{
+    int explicit_path = lib && *lib && strchr(lib, '/');
+    if (!lib || !*lib)
+        lib = nvml_default_lib;
+    s->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!s->dl && strcmp(lib, nvml_default_lib) == 0)
+        s->dl = dlopen(nvml_fallback_lib, RTLD_NOW | RTLD_LOCAL);
+    if (!s->dl) {
+        if (explicit_path) {
+            /* dlerror() repeats the path; keep only what follows it */
+            const char *e = dlerror();
+            size_t n = strlen(lib);
+            if (!e)
+                e = "cannot load";
+            else if (strncmp(e, lib, n) == 0 && e[n] == ':')
+                e += n + 1 + (e[n + 1] == ' ');
+            snprintf(why, whylen,
+                     "nvml: cannot load %s (%s); system metrics limited to "
+                     "host CPU/RAM",
+                     lib, e);
+        } else {
+            snprintf(why, whylen,
+                     "nvml: %s not found (no NVIDIA driver?); system metrics "
+                     "limited to host CPU/RAM",
+                     lib);
+        }
+        return GPUFL_EUNAVAIL;
+    }
+    for (size_t i = 0; i < sizeof nvml_syms / sizeof nvml_syms[0]; i++) {
+        const struct nvml_sym *y = &nvml_syms[i];
+        void *p = NULL;
+        for (size_t k = 0; !p && k < 3 && y->names[k]; k++)
+            p = dlsym(s->dl, y->names[k]);
+        memcpy((char *)&s->f + y->off, &p, sizeof p);
+    }
+    if (!(s->f.init || s->f.init_with_flags) || !s->f.shutdown || !s->f.count ||
+        !s->f.handle_by_index) {
+        snprintf(why, whylen,
+                 "nvml: %s lacks nvmlInit/nvmlDeviceGetCount; not an NVML "
+                 "library?",
+                 lib);
+        return GPUFL_EUNAVAIL;
+    }
+    if (s->f.proc_detail)
+        s->proc_level = PROC_DETAIL;
+    else if (s->f.compute_v3)
+        s->proc_level = PROC_V3;
+    else if (s->f.compute_v2)
+        s->proc_level = PROC_V2;
+    else if (s->f.compute_v1)
+        s->proc_level = PROC_V1;
+    else
+        s->proc_level = PROC_NONE;
+    return 0;
+}
+
+static int nvml_start(nvml_state *s, char *why, size_t whylen)
+{
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    /* NO_GPUS: a driver with no visible GPU is reported as such below
+     * instead of as an opaque init failure. */
+    if (s->f.init_with_flags)
+        r = s->f.init_with_flags(NVML_INIT_FLAG_NO_GPUS);
+    if ((r == NVML_ERROR_FUNCTION_NOT_FOUND ||
+         r == NVML_ERROR_INVALID_ARGUMENT) &&
+        s->f.init)
+        r = s->f.init();
+    if (r == NVML_SUCCESS) {
+        s->inited = 1;
+        return 0;
+    }
+    switch (r) {
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+        snprintf(why, whylen,
+                 "nvml: the NVIDIA kernel driver is not loaded (%s); load the "
+                 "nvidia module; system metrics limited to host CPU/RAM",
+                 nvml_errstr(s, r));
+        return GPUFL_EUNAVAIL;
+    case NVML_ERROR_NO_PERMISSION:
+        snprintf(why, whylen,
+                 "nvml: permission denied (%s); the user needs read/write "
+                 "access to /dev/nvidia* (video group, NVIDIA container "
+                 "runtime)",
+                 nvml_errstr(s, r));
+        return GPUFL_EPERM;
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+        snprintf(why, whylen,
+                 "nvml: libnvidia-ml and the kernel driver differ in version "
+                 "(driver upgraded without reboot?); reboot or reload the "
+                 "nvidia module");
+        return GPUFL_EUNAVAIL;
+    default:
+        snprintf(why, whylen, "nvml: nvmlInit failed: %s (NVML error %d)",
+                 nvml_errstr(s, r), r);
+        return GPUFL_EUNAVAIL;
+    }
+}
+
+static void nvml_gpm_setup(nvml_state *s, nvml_dev *d)
+{
+    nvmlGpmSupport_t sup = { NVML_GPM_SUPPORT_VERSION, 0 };
+    if (!s->f.gpm_support || !s->f.gpm_alloc || !s->f.gpm_free ||
+        !s->f.gpm_get || !s->f.gpm_metrics)
+        return;
+    if (s->f.gpm_support(d->h, &sup) != NVML_SUCCESS || !sup.isSupportedDevice)
+        return;
+    if (s->f.gpm_alloc(&d->gpm_s[0]) != NVML_SUCCESS)
+        return;
+    if (s->f.gpm_alloc(&d->gpm_s[1]) != NVML_SUCCESS) {
+        s->f.gpm_free(d->gpm_s[0]);
+        d->gpm_s[0] = NULL;
+        return;
+    }
+    d->gpm = 1;
+}
+
+static void nvml_describe(nvml_state *s, nvml_dev *d, src_device *info,
+                          const char *driver)
+{
+    const nvml_fns *f = &s->f;
+    nvmlPciInfo_t pci;
+    unsigned int v;
+
+    if (f->name && f->name(d->h, info->name, sizeof info->name) == NVML_SUCCESS)
+        nvml_terminate(info->name, sizeof info->name);
+    else
+        info->name[0] = 0;
+    if (f->uuid && f->uuid(d->h, info->uuid, sizeof info->uuid) == NVML_SUCCESS)
+        nvml_terminate(info->uuid, sizeof info->uuid);
+    else
+        info->uuid[0] = 0;
+    memset(&pci, 0, sizeof pci);
+    if (f->pci_info && f->pci_info(d->h, &pci) == NVML_SUCCESS) {
+        nvml_terminate(pci.busId, sizeof pci.busId);
+        snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s", pci.busId);
+    } else if (f->pci_info_v1 && f->pci_info_v1(d->h, &pci) == NVML_SUCCESS) {
+        nvml_terminate(pci.busIdLegacy, sizeof pci.busIdLegacy);
+        snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s",
+                 pci.busIdLegacy);
+    }
+    snprintf(info->driver, sizeof info->driver, "%s", driver);
+    if (f->cuda_cc &&
+        f->cuda_cc(d->h, &info->cc_major, &info->cc_minor) != NVML_SUCCESS)
+        info->cc_major = info->cc_minor = 0;
+    if (f->mem_v2) {
+        nvmlMemory_v2_t m = { NVML_MEMORY_V2_VERSION, 0, 0, 0, 0 };
+        if (f->mem_v2(d->h, &m) == NVML_SUCCESS)
+            info->mem_total = m.total;
+    }
+    if (!info->mem_total && f->mem_v1) {
+        nvmlMemory_t m = { 0, 0, 0 };
+        if (f->mem_v1(d->h, &m) == NVML_SUCCESS)
+            info->mem_total = m.total;
+    }
+    if (f->power_limit && f->power_limit(d->h, &v) == NVML_SUCCESS)
+        info->power_limit_mw = v;
+    if (f->max_clock && f->max_clock(d->h, NVML_CLOCK_SM, &v) == NVML_SUCCESS)
+        info->max_sm_clock_mhz = v;
+    if (f->max_clock && f->max_clock(d->h, NVML_CLOCK_MEM, &v) == NVML_SUCCESS)
+        info->max_mem_clock_mhz = v;
+    if (f->bus_width && f->bus_width(d->h, &v) == NVML_SUCCESS)
+        info->mem_bus_width = v;
+}
+
+static int nvml_enumerate(nvml_state *s, char *why, size_t whylen)
+{
+    char driver[80] = "";
+    unsigned int count = 0, nperm = 0;
+    nvmlReturn_t r, first = NVML_SUCCESS;
+
+    r = s->f.count(&count);
+    if (r != NVML_SUCCESS) {
+        snprintf(why, whylen,
+                 "nvml: nvmlDeviceGetCount failed: %s (NVML "
+                 "error %d)",
+                 nvml_errstr(s, r), r);
+        return r == NVML_ERROR_NO_PERMISSION ? GPUFL_EPERM : GPUFL_EUNAVAIL;
+    }
+    if (s->f.driver_version &&
+        s->f.driver_version(driver, sizeof driver) == NVML_SUCCESS)
+        nvml_terminate(driver, sizeof driver);
+    else
+        driver[0] = 0;
+    /* Devices past SRC_MAX_DEVICES are not reported. */
+    for (unsigned int i = 0; i < count && s->ndev < SRC_MAX_DEVICES; i++) {
+        nvml_dev *d = &s->dev[s->ndev];
+        src_device *info = &s->info[s->ndev];
+        r = s->f.handle_by_index(i, &d->h);
+        if (r != NVML_SUCCESS) {
+            /* a GPU this container or user may not open: skip it */
+            nperm += r == NVML_ERROR_NO_PERMISSION;
+            if (first == NVML_SUCCESS)
+                first = r;
+            continue;
+        }
+        info->id = (uint32_t)s->ndev;
+        nvml_describe(s, d, info, driver);
+        nvml_gpm_setup(s, d);
+        s->ndev++;
+    }
+    if (s->ndev > 0)
+        return 0;
+    if (count == 0) {
+        snprintf(why, whylen,
+                 "nvml: no NVIDIA GPU visible (driver %s); in a container, "
+                 "pass GPUs with --gpus or NVIDIA_VISIBLE_DEVICES",
+                 driver[0] ? driver : "unknown");
+        return GPUFL_EUNAVAIL;
+    }
+    if (nperm == count) {
+        snprintf(why, whylen,
+                 "nvml: permission denied on all %u GPUs; the user needs "
+                 "access to /dev/nvidia*",
+                 count);
+        return GPUFL_EPERM;
+    }
+    snprintf(why, whylen,
+             "nvml: none of %u GPUs could be opened: %s (NVML "
+             "error %d)",
+             count, nvml_errstr(s, first), first);
+    return GPUFL_EUNAVAIL;
+}
+
+/* Grow the process scratch to hold want entries per list.  The only
+ * allocation sample() may do, and only when a GPU runs more processes than
+ * ever before. */
+static int nvml_proc_reserve(nvml_state *s, unsigned want)
+{
+    unsigned char *raw;
+    src_proc *all;
+    unsigned cap = s->proc_cap ? s->proc_cap : NVML_PROC_CAP_START;
+    if (want <= s->proc_cap)
+        return 0;
+    if (want > NVML_PROC_CAP_MAX)
+        return GPUFL_ETOOBIG;
+    while (cap < want)
+        cap *= 2;
+    if (cap > NVML_PROC_CAP_MAX)
+        cap = NVML_PROC_CAP_MAX;
+    raw = realloc(s->proc_raw, (size_t)cap * NVML_PROC_ENTRY_MAX);
+    if (!raw)
+        return GPUFL_ENOMEM;
+    s->proc_raw = raw;
+    all = realloc(s->proc_all, (size_t)cap * 2 * sizeof *all);
+    if (!all)
+        return GPUFL_ENOMEM;
+    s->proc_all = all;
+    s->proc_cap = cap;
+    return 0;
+}
+
+static void nvml_close(void *state);
+
+static int nvml_open(void **state, const src_config *cfg, char *why,
+                     size_t whylen)
+{
+    nvml_state *s;
+    int err;
+
+    *state = NULL;
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(why, whylen, "nvml: out of memory");
+        return GPUFL_ENOMEM;
+    }
+    err = nvml_load(s, cfg ? cfg->nvml_lib : NULL, why, whylen);
+    if (err)
+        goto fail;
+    err = nvml_start(s, why, whylen);
+    if (err)
+        goto fail;
+    err = nvml_enumerate(s, why, whylen);
+    if (err)
+        goto fail;
+    err = nvml_proc_reserve(s, NVML_PROC_CAP_START);
+    if (err) {
+        snprintf(why, whylen, "nvml: out of memory");
+        goto fail;
+    }
+    *state = s;
+    return 0;
+fail:
+    nvml_close(s);
+    return err;
+}
+
+static int nvml_devices(void *state, src_device *out, int max)
+{
+    nvml_state *s = state;
+    int n = s && max > 0 ? (s->ndev < max ? s->ndev : max) : 0;
+    for (int i = 0; i < n; i++)
+        out[i] = s->info[i];
+    return n;
+}
+
+/* ---- processes ---- */
+
+/* R535-era drivers wrote 32-byte entries through _v3 while the header says
+ * 24; the buffer is pre-filled with 0xAA, and 24-byte entries leave the
+ * tail [24n, 32n) untouched, while 32-byte ones write their last entry's
+ * fields there. */
+static unsigned nvml_v3_stride(const unsigned char *raw, unsigned n)
+{
+    for (size_t i = (size_t)n * NVML_PROC_ENTRY_V2;
+         i < (size_t)n * NVML_PROC_ENTRY_MAX; i++)
+        if (raw[i] != 0xAA)
+            return NVML_PROC_ENTRY_MAX;
+    return NVML_PROC_ENTRY_V2;
+}
+
+/* One list call at the current level.  *n = entries, *stride = bytes each. */
+static nvmlReturn_t nvml_proc_call(nvml_state *s, nvmlDevice_t h, int graphics,
+                                   unsigned *n, unsigned *stride)
+{
+    const nvml_fns *f = &s->f;
+    nvml_proc_fn fn = NULL;
+    nvmlReturn_t r;
+    unsigned cnt = s->proc_cap;
+
+    switch (s->proc_level) {
+    case PROC_DETAIL: {
+        nvmlProcessDetailList_v1_t l;
+        l.version = NVML_DETAIL_LIST_V1_VERSION;
+        l.mode = graphics ? NVML_PROC_MODE_GRAPHICS : NVML_PROC_MODE_COMPUTE;
+        l.numProcArrayEntries = cnt;
+        l.procArray = (nvmlProcessDetail_v1_t *)(void *)s->proc_raw;
+        r = f->proc_detail(h, &l);
+        *n = l.numProcArrayEntries;
+        *stride = sizeof(nvmlProcessDetail_v1_t);
+        return r;
+    }
+    case PROC_V3:
+        fn = graphics ? f->graphics_v3 : f->compute_v3;
+        memset(s->proc_raw, 0xAA, (size_t)cnt * NVML_PROC_ENTRY_MAX);
+        break;
+    case PROC_V2:
+        fn = graphics ? f->graphics_v2 : f->compute_v2;
+        *stride = NVML_PROC_ENTRY_V2;
+        break;
+    case PROC_V1:
+        fn = graphics ? f->graphics_v1 : f->compute_v1;
+        *stride = NVML_PROC_ENTRY_V1;
+        break;
+    default: return NVML_ERROR_NOT_SUPPORTED;
+    }
+    if (!fn)
+        return NVML_ERROR_NOT_SUPPORTED;
+    r = fn(h, &cnt, s->proc_raw);
+    *n = cnt;
+    if (s->proc_level == PROC_V3)
+        *stride = r == NVML_SUCCESS && cnt <= s->proc_cap
+                      ? nvml_v3_stride(s->proc_raw, cnt)
+                      : NVML_PROC_ENTRY_V2;
+    return r;
+}
+
+static int nvml_proc_level_ok(const nvml_state *s)
+{
+    switch (s->proc_level) {
+    case PROC_DETAIL: return s->f.proc_detail != NULL;
+    case PROC_V3: return s->f.compute_v3 != NULL;
+    case PROC_V2: return s->f.compute_v2 != NULL;
+    case PROC_V1: return s->f.compute_v1 != NULL;
+    default: return 1;
+    }
+}
+
+/* Append one list's valid entries to s->proc_all[*nall]. */
+static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
+                                   unsigned *nall)
+{
+    nvmlReturn_t r = NVML_ERROR_NOT_SUPPORTED;
+    unsigned n = 0, stride = 0;
+
+    for (int tries = 0; tries < 8; tries++) {
+        r = nvml_proc_call(s, h, graphics, &n, &stride);
+        if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+            /* the list can grow between calls: leave slack */
+            unsigned want = n + n / 4 + 8;
+            if (want > NVML_PROC_CAP_MAX && n <= NVML_PROC_CAP_MAX)
+                want = NVML_PROC_CAP_MAX;
+            if (n <= s->proc_cap || nvml_proc_reserve(s, want))
+                return r;
+            continue;
+        }
+        if (r == NVML_ERROR_FUNCTION_NOT_FOUND ||
+            r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+            do
+                s->proc_level++;
+            while (!nvml_proc_level_ok(s));
+            continue;
+        }
+        break;
+    }
+    if (r != NVML_SUCCESS)
+        return r;
+    if (n > s->proc_cap)
+        n = s->proc_cap;
+    for (unsigned i = 0; i < n; i++) {
+        const unsigned char *e = s->proc_raw + (size_t)i * stride;
+        unsigned int pid;
+        unsigned long long mem;
+        memcpy(&pid, e, sizeof pid);
+        memcpy(&mem, e + 8, sizeof mem);
+        /* pid 0 or past the kernel's limit: an entry misread or never
+         * written.  mem == NOT_AVAILABLE is kept: a real process whose
+         * usage the driver cannot attribute (src_proc.mem says so). */
+        if (pid == 0 || pid > NVML_PID_MAX)
+            continue;
+        s->proc_all[*nall].pid = pid;
+        s->proc_all[*nall].mem =
+            mem == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : mem;
+        (*nall)++;
+    }
+    return NVML_SUCCESS;
+}
+
+static int nvml_cmp_pid(const void *a, const void *b)
+{
+    const src_proc *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Larger memory first; "not available" sorts last. */
+static int nvml_cmp_mem(const void *a, const void *b)
+{
+    const src_proc *x = a, *y = b;
+    uint64_t mx = x->mem == UINT64_MAX ? 0 : x->mem + 1;
+    uint64_t my = y->mem == UINT64_MAX ? 0 : y->mem + 1;
+    if (mx != my)
+        return mx < my ? 1 : -1;
+    return nvml_cmp_pid(a, b);
+}
+
+static nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o)
+{
+    unsigned nall = 0, nu = 0;
+    nvmlReturn_t r;
+
+    if (s->proc_level >= PROC_NONE)
+        return NVML_ERROR_NOT_SUPPORTED;
+    r = nvml_proc_list(s, h, 0, &nall);
+    if (r != NVML_SUCCESS)
+        return r;
+    /* graphics lists are optional: compute alone makes a valid list */
+    r = nvml_proc_list(s, h, 1, &nall);
+    if (nvml_is_lost(r))
+        return r;
+    /* a process with CUDA and graphics contexts is listed twice */
+    qsort(s->proc_all, nall, sizeof *s->proc_all, nvml_cmp_pid);
+    for (unsigned i = 0; i < nall; i++) {
+        src_proc *p = &s->proc_all[i];
+        if (nu > 0 && s->proc_all[nu - 1].pid == p->pid) {
+            src_proc *q = &s->proc_all[nu - 1];
+            if (q->mem == UINT64_MAX ||
+                (p->mem != UINT64_MAX && p->mem > q->mem))
+                q->mem = p->mem;
+            continue;
+        }
+        s->proc_all[nu++] = *p;
+    }
+    o->nprocs_total = nu;
+    if (nu > SRC_MAX_PROCS) {
+        /* keep the largest users, still listed in pid order */
+        qsort(s->proc_all, nu, sizeof *s->proc_all, nvml_cmp_mem);
+        qsort(s->proc_all, SRC_MAX_PROCS, sizeof *s->proc_all, nvml_cmp_pid);
+        nu = SRC_MAX_PROCS;
+    }
+    memcpy(o->procs, s->proc_all, nu * sizeof *s->proc_all);
+    o->nprocs = nu;
+    o->present |= GS_PROCS;
+    return NVML_SUCCESS;
+}
+
+/* ---- GPM ---- */
+
+static nvmlReturn_t nvml_gpm(nvml_state *s, nvml_dev *d, src_gpu_sample *o)
+{
+    nvmlGpmMetricsGet_t *q = &s->gpm_req;
+    nvmlGpmSample_t cur;
+    uint64_t now = clock_mono_ns();
+    nvmlReturn_t r;
+
+    /* Too soon after the previous sample: keep it and wait, so that the
+     * next interval is long enough. */
+    if (d->gpm_have_prev && now - d->gpm_prev_ns < NVML_GPM_MIN_NS)
+        return NVML_SUCCESS;
+    cur = d->gpm_s[d->gpm_have_prev ? 1 - d->gpm_prev : 0];
+    r = s->f.gpm_get(d->h, cur);
+    if (r != NVML_SUCCESS) {
+        d->gpm_have_prev = 0;
+        return r;
+    }
+    if (d->gpm_have_prev) {
+        memset(q, 0,
+               offsetof(nvmlGpmMetricsGet_t, metrics) +
+                   2 * sizeof q->metrics[0]);
+        q->version = NVML_GPM_METRICS_GET_VERSION;
+        q->numMetrics = 2;
+        q->sample1 = d->gpm_s[d->gpm_prev];
+        q->sample2 = cur;
+        q->metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
+        q->metrics[1].metricId = NVML_GPM_METRIC_SM_OCCUPANCY;
+        r = s->f.gpm_metrics(q);
+        if (r == NVML_SUCCESS && q->metrics[0].nvmlReturn == NVML_SUCCESS) {
+            o->sm_active = q->metrics[0].value / 100.0;
+            o->present |= GS_SM_ACTIVE;
+        }
+        if (r == NVML_SUCCESS && q->metrics[1].nvmlReturn == NVML_SUCCESS) {
+            o->sm_occupancy = q->metrics[1].value / 100.0;
+            o->present |= GS_SM_OCC;
+        }
+        d->gpm_prev = 1 - d->gpm_prev;
+    } else {
+        d->gpm_prev = 0;
+    }
+    d->gpm_have_prev = 1;
+    d->gpm_prev_ns = now;
+    return r;
+}
+
+/* ---- sample ---- */
+
+static void nvml_sample_dev(nvml_state *s, nvml_dev *d, src_gpu_sample *o)
+{
+    const nvml_fns *f = &s->f;
+    nvmlDevice_t h = d->h;
+    int lost = 0;
+    unsigned int a = 0, b = 0;
+    unsigned long long x = 0, y = 0;
+    int pstate = -1;
+
+    if (f->util) {
+        nvmlUtilization_t u = { 0, 0 };
+        if (nvml_ok(f->util(h, &u), &lost)) {
+            o->util_gpu = u.gpu;
+            o->util_mem = u.memory;
+            o->present |= GS_UTIL_GPU | GS_UTIL_MEM;
+        }
+        if (lost)
+            goto lost;
+    }
+    {
+        nvmlMemory_v2_t m = { NVML_MEMORY_V2_VERSION, 0, 0, 0, 0 };
+        nvmlMemory_t m1 = { 0, 0, 0 };
+        if (f->mem_v2 && nvml_ok(f->mem_v2(h, &m), &lost)) {
+            /* v2: used is allocations only; reserved is the driver's */
+            o->mem_used = m.used;
+            o->mem_total = m.total;
+            o->mem_reserved = m.reserved;
+            o->present |= GS_MEM | GS_MEM_RESERVED;
+        } else if (!lost && f->mem_v1 && nvml_ok(f->mem_v1(h, &m1), &lost)) {
+            o->mem_used = m1.used; /* includes reserved */
+            o->mem_total = m1.total;
+            o->present |= GS_MEM;
+        }
+    }
+    {
+        nvmlTemperature_v1_t t = { NVML_TEMPERATURE_V1_VERSION,
+                                   (int)NVML_TEMPERATURE_GPU, 0 };
+        if (f->temp_v && nvml_ok(f->temp_v(h, &t), &lost)) {
+            o->temp_c = t.temperature;
+            o->present |= GS_TEMP;
+        } else if (!lost && f->temp &&
+                   nvml_ok(f->temp(h, NVML_TEMPERATURE_GPU, &a), &lost)) {
+            o->temp_c = (int32_t)a;
+            o->present |= GS_TEMP;
+        }
+    }
+    if (f->power && nvml_ok(f->power(h, &a), &lost)) {
+        o->power_mw = a;
+        o->present |= GS_POWER;
+    }
+    if (f->power_limit && nvml_ok(f->power_limit(h, &a), &lost)) {
+        o->power_limit_mw = a;
+        o->present |= GS_POWER_LIMIT;
+    }
+    if (f->fan && nvml_ok(f->fan(h, &a), &lost)) {
+        o->fan_pct = a;
+        o->present |= GS_FAN;
+    }
+    if (lost)
+        goto lost;
+    /* GS_CLOCKS means the SM clock was read; the others are 0 if not */
+    if (f->clock && nvml_ok(f->clock(h, NVML_CLOCK_SM, &a), &lost)) {
+        o->clk_sm = a;
+        o->present |= GS_CLOCKS;
+        if (nvml_ok(f->clock(h, NVML_CLOCK_MEM, &a), &lost))
+            o->clk_mem = a;
+        if (nvml_ok(f->clock(h, NVML_CLOCK_GRAPHICS, &a), &lost))
+            o->clk_gfx = a;
+    }
+    if (f->clock_reasons && nvml_ok(f->clock_reasons(h, &x), &lost)) {
+        o->throttle = x;
+        o->present |= GS_THROTTLE;
+    }
+    /* 0..15; NVML_PSTATE_UNKNOWN (32) is absent */
+    if (f->pstate && nvml_ok(f->pstate(h, &pstate), &lost) && pstate >= 0 &&
+        pstate <= 15) {
+        o->pstate = pstate;
+        o->present |= GS_PSTATE;
+    }
+    if (lost)
+        goto lost;
+    if (f->pcie && nvml_ok(f->pcie(h, NVML_PCIE_UTIL_TX_BYTES, &a), &lost) &&
+        nvml_ok(f->pcie(h, NVML_PCIE_UTIL_RX_BYTES, &b), &lost)) {
+        o->pcie_tx_kbps = a;
+        o->pcie_rx_kbps = b;
+        o->present |= GS_PCIE;
+    }
+    if (f->ecc &&
+        nvml_ok(
+            f->ecc(h, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &x),
+            &lost) &&
+        nvml_ok(f->ecc(h, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
+                       &y),
+                &lost)) {
+        o->ecc_corrected = x;
+        o->ecc_uncorrected = y;
+        o->present |= GS_ECC;
+    }
+    if (f->energy && nvml_ok(f->energy(h, &x), &lost)) {
+        o->energy_mj = x;
+        o->present |= GS_ENERGY;
+    }
+    if (lost)
+        goto lost;
+    if (nvml_is_lost(nvml_procs(s, h, o)))
+        goto lost;
+    if (d->gpm && nvml_is_lost(nvml_gpm(s, d, o)))
+        goto lost;
+    return;
+lost:
+    memset(o, 0, sizeof *o);
+    o->dev = (uint32_t)(d - s->dev);
+}
+
+static int nvml_sample(void *state, src_gpu_sample *out, int max, int *n)
+{
+    nvml_state *s = state;
+    int k;
+    *n = 0;
+    if (!s || !out)
+        return GPUFL_EINVAL;
+    k = s->ndev < max ? s->ndev : max;
+    for (int i = 0; i < k; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].dev = (uint32_t)i;
+        nvml_sample_dev(s, &s->dev[i], &out[i]);
+    }
+    *n = k > 0 ? k : 0;
+    return 0;
+}
+
+static void nvml_close(void *state)
+{
+    nvml_state *s = state;
+    if (!s)
+        return;
+    for (int i = 0; i < s->ndev; i++) {
+        nvml_dev *d = &s->dev[i];
+        if (d->gpm) {
+            s->f.gpm_free(d->gpm_s[0]);
+            s->f.gpm_free(d->gpm_s[1]);
+        }
+    }
+    if (s->inited)
+        s->f.shutdown();
+    if (s->dl)
+        dlclose(s->dl);
+    free(s->proc_raw);
+    free(s->proc_all);
+    free(s);
+}
+
+const src_ops src_nvml_ops = {
+    .name = "nvml",
+    .open = nvml_open,
+    .devices = nvml_devices,
+    .start = NULL,
+    .sample = nvml_sample,
+    .flush = NULL,
+    .close = nvml_close,
+};

@@ -1,0 +1,282 @@
+/*
+ * writer.c - JSONL stream files: buffering, rotation, pruning, compression
+ * (see writer.h for the guarantees).
+ */
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <gpufl/gpufl.h>
+
+static _Atomic uint32_t file_gen_next = 1;
+
+static int open_live(wstream *w)
+{
+    w->fd =
+        open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (w->fd < 0)
+        return errno == EACCES ? GPUFL_EPERM : GPUFL_EIO;
+    w->file_bytes = 0;
+    w->file_gen = atomic_fetch_add(&file_gen_next, 1);
+    return 0;
+}
+
+int writer_open(wstream *w, int stream, const char *prefix_path,
+                const char *name, uint64_t rotate_bytes, uint32_t keep,
+                int compress)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    w->stream = stream;
+    if ((size_t)snprintf(w->path, sizeof w->path, "%s.%s.log", prefix_path,
+                         name) >= sizeof w->path)
+        return GPUFL_ETOOBIG;
+    w->buf = malloc(WRITER_BUF);
+    if (!w->buf)
+        return GPUFL_ENOMEM;
+    w->cap = WRITER_BUF;
+    w->rotate_bytes = rotate_bytes;
+    w->keep = keep;
+    w->compress = compress;
+    return open_live(w);
+}
+
+int writer_flush(wstream *w)
+{
+    size_t off = 0;
+    while (off < w->len) {
+        ssize_t n = write(w->fd, w->buf + off, w->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            /* Disk full or I/O error: drop the buffer rather than grow
+             * without bound; the disk guard turns this into a loss marker.
+             * A short write leaves a partial last line, which readers skip
+             * and the next line's leading newline would corrupt - so end
+             * the damaged line first. */
+            w->write_errors++;
+            if (off > 0 && write(w->fd, "\n", 1) == 1)
+                w->file_bytes++;
+            w->len = 0;
+            return GPUFL_EIO;
+        }
+        off += (size_t)n;
+    }
+    w->bytes += w->len;
+    w->len = 0;
+    return 0;
+}
+
+int writer_should_rotate(const wstream *w, size_t need)
+{
+    return w->file_bytes > 0 && w->file_bytes + need > w->rotate_bytes;
+}
+
+static void rotated_name(const wstream *w, uint32_t n, int zst, char *out,
+                         size_t cap)
+{
+    snprintf(out, cap, "%s.%u%s", w->path, n, zst ? ".zst" : "");
+}
+
+/* ---- background compression of rotated files ---- */
+
+#define COMP_QUEUE 64
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t thread;
+    int running, stop;
+    char *q[COMP_QUEUE];
+    int head, n;
+} comp = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+int writer_compress_file(const char *path)
+{
+    char tmp[4200], dst[4200];
+    static const size_t in_cap = 1 << 17;
+    FILE *in = NULL, *out = NULL;
+    ZSTD_CCtx *cx = NULL;
+    char *ib = NULL, *ob = NULL;
+    size_t out_cap = ZSTD_CStreamOutSize();
+    int rc = GPUFL_EIO;
+
+    snprintf(tmp, sizeof tmp, "%s.zst.tmp", path);
+    snprintf(dst, sizeof dst, "%s.zst", path);
+    in = fopen(path, "rbe");
+    out = fopen(tmp, "wbe");
+    cx = ZSTD_createCCtx();
+    ib = malloc(in_cap);
+    ob = malloc(out_cap);
+    if (!in || !out || !cx || !ib || !ob)
+        goto out;
+    ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(cx, ZSTD_c_checksumFlag, 1);
+    for (;;) {
+        size_t n = fread(ib, 1, in_cap, in);
+        int last = n < in_cap;
+        ZSTD_inBuffer zi = { ib, n, 0 };
+        size_t remaining;
+        do {
+            ZSTD_outBuffer zo = { ob, out_cap, 0 };
+            remaining = ZSTD_compressStream2(
+                cx, &zo, &zi, last ? ZSTD_e_end : ZSTD_e_continue);
+            if (ZSTD_isError(remaining) || fwrite(ob, 1, zo.pos, out) != zo.pos)
+                goto out;
+        } while (last ? remaining != 0 : zi.pos < zi.size);
+        if (last)
+            break;
+    }
+    if (ferror(in) || fflush(out) || fsync(fileno(out)))
+        goto out;
+    /* keep-K pruning may have removed the source meanwhile: then the
+     * compressed copy must not appear either */
+    if (access(path, F_OK) != 0)
+        goto out;
+    if (rename(tmp, dst) < 0)
+        goto out;
+    unlink(path);
+    rc = 0;
+out:
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    if (rc)
+        unlink(tmp);
+    ZSTD_freeCCtx(cx);
+    free(ib);
+    free(ob);
+    return rc;
+}
+
+static void *comp_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&comp.lock);
+    for (;;) {
+        while (!comp.n && !comp.stop)
+            pthread_cond_wait(&comp.cond, &comp.lock);
+        if (!comp.n && comp.stop)
+            break;
+        char *p = comp.q[comp.head];
+        comp.head = (comp.head + 1) % COMP_QUEUE;
+        comp.n--;
+        pthread_mutex_unlock(&comp.lock);
+        writer_compress_file(p);
+        free(p);
+        pthread_mutex_lock(&comp.lock);
+    }
+    pthread_mutex_unlock(&comp.lock);
+    return NULL;
+}
+
+int writer_compressor_start(void)
+{
+    pthread_mutex_lock(&comp.lock);
+    if (!comp.running) {
+        comp.stop = 0;
+        if (pthread_create(&comp.thread, NULL, comp_main, NULL) == 0)
+            comp.running = 1;
+    }
+    pthread_mutex_unlock(&comp.lock);
+    return comp.running ? 0 : GPUFL_EIO;
+}
+
+/* Finishes the queue before returning: a rotated file is never left
+ * half-compressed by a clean shutdown. */
+void writer_compressor_stop(void)
+{
+    pthread_mutex_lock(&comp.lock);
+    if (!comp.running) {
+        pthread_mutex_unlock(&comp.lock);
+        return;
+    }
+    comp.stop = 1;
+    pthread_cond_signal(&comp.cond);
+    pthread_mutex_unlock(&comp.lock);
+    pthread_join(comp.thread, NULL);
+    comp.running = 0;
+}
+
+static void comp_enqueue(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return;
+    pthread_mutex_lock(&comp.lock);
+    if (comp.running && comp.n < COMP_QUEUE) {
+        comp.q[(comp.head + comp.n) % COMP_QUEUE] = p;
+        comp.n++;
+        p = NULL;
+        pthread_cond_signal(&comp.cond);
+    }
+    pthread_mutex_unlock(&comp.lock);
+    free(p); /* queue full: the file stays uncompressed, nothing lost */
+}
+
+int writer_rotate(wstream *w)
+{
+    char dst[4200];
+    int rc = writer_flush(w);
+    (void)rc; /* a failed flush already counted; rotate anyway */
+    /* The rotated file must be durable before the name changes: a reader
+     * that sees .N may delete its cursor state for the live name. */
+    fdatasync(w->fd);
+    close(w->fd);
+    w->fd = -1;
+    w->rotations++;
+    rotated_name(w, w->rotations, 0, dst, sizeof dst);
+    if (rename(w->path, dst) < 0)
+        return GPUFL_EIO;
+    if (w->keep && w->rotations > w->keep) {
+        char old[4200];
+        uint32_t n = w->rotations - w->keep;
+        rotated_name(w, n, 0, old, sizeof old);
+        unlink(old);
+        rotated_name(w, n, 1, old, sizeof old);
+        unlink(old);
+    }
+    if (w->compress)
+        comp_enqueue(dst);
+    return open_live(w);
+}
+
+char *writer_space(wstream *w, size_t need, size_t *avail)
+{
+    if (need > w->cap)
+        return NULL;
+    if (w->cap - w->len < need)
+        writer_flush(w);
+    *avail = w->cap - w->len;
+    return w->buf + w->len;
+}
+
+void writer_commit(wstream *w, size_t n)
+{
+    w->len += n;
+    w->file_bytes += n;
+    w->lines++;
+    w->seq++;
+}
+
+void writer_close(wstream *w)
+{
+    if (w->fd >= 0) {
+        writer_flush(w);
+        fdatasync(w->fd);
+        close(w->fd);
+    }
+    w->fd = -1;
+    free(w->buf);
+    w->buf = NULL;
+}

@@ -1,0 +1,62 @@
+/*
+ * writer.h - one JSONL stream on disk: buffered appends of whole lines,
+ * size-based rotation, keep-K pruning, optional zstd of rotated files.
+ *
+ * Crash safety: lines are built in memory and handed to write(2) only as
+ * whole lines, so a killed process leaves whole lines and at most one
+ * partial last line (a short write on a full disk), which readers skip.
+ * Rotation renames each file once: <prefix>.<stream>.log becomes
+ * <prefix>.<stream>.log.<n> with n = 1, 2, ... in order of creation, so a
+ * reader that follows rotation sees every name change at most once.
+ * Used by the collector thread only.
+ */
+#ifndef GPUFL_CLIENT_WRITER_H
+#define GPUFL_CLIENT_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WRITER_BUF (256 * 1024)
+
+typedef struct wstream {
+    int fd;
+    int stream;          /* ST_* */
+    char path[4096];     /* live file */
+    uint64_t file_bytes; /* written + buffered in the current file */
+    uint32_t rotations;  /* rotated files made so far */
+    uint32_t file_gen;   /* process-unique id of the current file */
+    uint64_t seq;        /* next line's sequence number */
+    uint64_t lines;      /* lines written in this session */
+    uint64_t bytes;      /* bytes written in this session */
+    uint64_t write_errors;
+    char *buf;
+    size_t len, cap;
+    uint64_t rotate_bytes;
+    uint32_t keep;
+    int compress;
+} wstream;
+
+/* Create <prefix>.<name>.log (must not exist).  Returns 0 or a gpufl_err. */
+int writer_open(wstream *w, int stream, const char *prefix_path,
+                const char *name, uint64_t rotate_bytes, uint32_t keep,
+                int compress);
+/* Write the buffer out.  Returns 0 or GPUFL_EIO (bytes kept for a retry
+ * unless the error is permanent; see writer.c). */
+int writer_flush(wstream *w);
+/* 1 if a line of up to `need` more bytes would cross the rotation size. */
+int writer_should_rotate(const wstream *w, size_t need);
+/* Flush, close, rename to .<n>, prune, open a fresh live file. */
+int writer_rotate(wstream *w);
+/* Space for one line: at least `need` bytes, flushing first if needed.
+ * Returns NULL if need exceeds the buffer. */
+char *writer_space(wstream *w, size_t need, size_t *avail);
+void writer_commit(wstream *w, size_t n);
+void writer_close(wstream *w);
+
+/* Background zstd of rotated files. */
+int writer_compressor_start(void);
+void writer_compressor_stop(void);
+/* Compress path into path.zst (atomically via .tmp), remove path. */
+int writer_compress_file(const char *path);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * jw.h - a JSON writer into a caller-owned, bounded buffer.
+ *
+ * Used to format event lines on the collector thread and response bodies in
+ * the other components.  It never allocates: when the buffer is full, `err`
+ * is set, later calls do nothing, and the caller drops or resizes.  Strings
+ * are escaped per RFC 8259; invalid UTF-8 bytes are replaced by U+FFFD so
+ * every line written is valid UTF-8.
+ */
+#ifndef GPUFL_COMMON_JW_H
+#define GPUFL_COMMON_JW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JW_MAX_DEPTH 32
+
+typedef struct jw {
+    char *buf; /* borrowed */
+    size_t len, cap;
+    int err; /* 1 once anything did not fit */
+    int depth;
+    uint32_t comma; /* bit d set: level d needs a comma before the next item */
+} jw;
+
+void jw_init(jw *w, char *buf, size_t cap);
+void jw_reset(jw *w); /* len = 0, err = 0 */
+
+void jw_obj_begin(jw *w);
+void jw_obj_end(jw *w);
+void jw_arr_begin(jw *w);
+void jw_arr_end(jw *w);
+
+/* A key inside an object: must be a plain ASCII literal (not escaped). */
+void jw_key(jw *w, const char *key);
+
+void jw_u64(jw *w, uint64_t v);
+void jw_i64(jw *w, int64_t v);
+/* A finite double with up to `decimals` decimals, trailing zeros removed;
+ * NaN and infinities are written as null (JSON has no such numbers). */
+void jw_f64(jw *w, double v, int decimals);
+void jw_bool(jw *w, int v);
+void jw_null(jw *w);
+/* A string, escaped; at most maxlen input bytes (cut on a UTF-8 boundary). */
+void jw_strn(jw *w, const char *s, size_t n, size_t maxlen);
+void jw_str(jw *w, const char *s);
+/* Raw JSON text (caller guarantees validity), as one value. */
+void jw_raw(jw *w, const char *s, size_t n);
+/* Raw bytes with no comma handling (e.g. the trailing newline). */
+void jw_put(jw *w, const char *s, size_t n);
+
+/* Convenience: key + value. */
+void jw_kv_u64(jw *w, const char *key, uint64_t v);
+void jw_kv_i64(jw *w, const char *key, int64_t v);
+void jw_kv_str(jw *w, const char *key, const char *s);
+
+/* Decimal digits of v into out (at least 20 bytes); returns the length. */
+size_t jw_fmt_u64(char *out, uint64_t v);
+
+#endif

@@ -1,0 +1,10 @@
+# Integration: programs linked with the shared libgpufl, checked by an
+# independent reader (tests/client/gpufl_logs.py).
+add_executable(prog_workload ${CMAKE_CURRENT_LIST_DIR}/prog_workload.c)
+gpufl_target(prog_workload)
+target_link_libraries(prog_workload PRIVATE gpufl Threads::Threads)
+
+add_test(NAME client_integration
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_integration.py)
+set_tests_properties(client_integration PROPERTIES TIMEOUT 900
+  ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
