@@ -46,7 +46,17 @@ typedef struct scope_frame {
                          tree written stays well formed */
 } scope_frame;
 
+/* Per-thread caches in front of the shared dictionary: a scope name
+ * pointer seen before, and a (parent path, name) pair seen before, resolve
+ * without hashing.  Direct-mapped; a miss falls through to intern.c. */
+#define NAME_CACHE 64
+#define PATH_CACHE 64
+
 typedef struct tls_state {
+    const char *name_ptr[NAME_CACHE];
+    const intern_entry *name_ent[NAME_CACHE];
+    uint64_t path_key[PATH_CACHE];
+    uint32_t path_val[PATH_CACHE];
     ring *r;
     uint32_t tid;
     uint32_t depth;
@@ -54,8 +64,11 @@ typedef struct tls_state {
     scope_frame stack[CLIENT_MAX_SCOPE_DEPTH];
 } tls_state;
 
-static __thread tls_state *tls;
-static __thread int tls_failed;
+/* initial-exec: one TLS read on the hot path instead of a __tls_get_addr
+ * call; 16 bytes fit the static TLS surplus glibc keeps for dlopen'ed
+ * libraries (Python's ctypes loads us that way). */
+static __thread tls_state *tls __attribute__((tls_model("initial-exec")));
+static __thread int tls_failed __attribute__((tls_model("initial-exec")));
 
 /* ---- logging and errors ---- */
 
@@ -250,7 +263,17 @@ static uint64_t scope_begin_id(tls_state *t, uint32_t name_id, uint64_t now)
         return 0;
     }
     parent = t->depth ? t->stack[t->depth - 1].path : 0;
-    path = intern_path(parent, name_id);
+    {
+        uint64_t key = ((uint64_t)parent << 32) | name_id;
+        uint32_t slot = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 58);
+        if (t->path_key[slot] == key) {
+            path = t->path_val[slot];
+        } else {
+            path = intern_path(parent, name_id);
+            t->path_key[slot] = key;
+            t->path_val[slot] = path;
+        }
+    }
     if (t->id_next == t->id_end) {
         t->id_next =
             atomic_fetch_add_explicit(&scope_ids, 256, memory_order_relaxed);
@@ -283,9 +306,22 @@ uint64_t gpufl_scope_begin(const char *name)
     uint32_t id;
     if (!is_active() || !name || !(t = get_tls()))
         return 0;
-    id = intern_name(name, strlen(name));
-    if (!id)
-        return 0;
+    {
+        /* A name pointer seen before is usually the same literal; its
+         * content is still compared, so a reused buffer is never
+         * misattributed. */
+        uint32_t slot = (uint32_t)(((uintptr_t)name >> 3) & (NAME_CACHE - 1));
+        const intern_entry *e = t->name_ent[slot];
+        if (t->name_ptr[slot] == name && e && strcmp(e->str, name) == 0) {
+            id = e->id;
+        } else {
+            id = intern_name(name, strlen(name));
+            if (!id)
+                return 0;
+            t->name_ptr[slot] = name;
+            t->name_ent[slot] = intern_get(id);
+        }
+    }
     return scope_begin_id(t, id, client_now());
 }
 

@@ -147,6 +147,11 @@ static inline rec *ring_reserve(ring *r)
         if (h - r->tail_cache > r->mask)
             return NULL;
     }
+    /* The slot a few events ahead was last read by the collector on
+     * another core: ask for it in writable state now, so the store that
+     * fills it later does not wait for the cache line to move. */
+    __builtin_prefetch(&r->slots[(h + 4) & r->mask], 1, 3);
+    __builtin_prefetch((const char *)&r->slots[(h + 4) & r->mask] + 64, 1, 3);
     return &r->slots[h & r->mask];
 }
 

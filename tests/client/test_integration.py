@@ -193,6 +193,61 @@ class Workload(Base):
         self.one_session()
 
 
+FAKE_SCRIPT = """global driver=535.104.05
+dev 0 name="NVIDIA A10G" uuid=GPU-3b1e4c2a-0000-1111-2222-333344445555 pci=00000000:00:1E.0 cc=8.6 mem_total=24146608128 power_limit=300000 max_sm=1710 max_mem=6251 bus_width=384
+dev 1 name="NVIDIA H100 80GB HBM3" uuid=GPU-h100 pci=00000000:3B:00.0 cc=9.0 mem_total=85520809984 power_limit=700000
+sample 0 dev 0 util=100 util_mem=3 mem_used=316669952 temp=45 power=89100 fan=31 clk_sm=1710 clk_mem=6251 clk_gfx=1710 throttle=4 pstate=0 pcie_tx=1200 pcie_rx=3400 ecc_corr=2 ecc_uncorr=1 energy=123456789 procs=1234:316669952,5678:1000 gprocs=1234:316669952,999:5
+sample 0 dev 1 util=7 mem_used=1000 temp=30 power=70000 unsupported=fan
+"""
+
+
+class Nvml(Base):
+    """The NVML source through the whole pipeline, against the fake
+    libnvidia-ml the tests build (the real struct layouts)."""
+
+    def test_gpu_lines_from_nvml(self):
+        fake = os.path.join(os.environ.get("GPUFL_FAKE_DIR", "build/fake"),
+                            "nvml-full", "libnvidia-ml.so.1")
+        if not os.path.exists(fake):
+            self.fail("fake NVML not built: " + fake)
+        script = os.path.join(self.dir, "nvml.script")
+        with open(script, "w") as f:
+            f.write(FAKE_SCRIPT)
+        env = self.env(engines="nvml,host", nvml_lib=fake, system_interval_ms=50)
+        env["FAKE_NVML_SCRIPT"] = script
+        run([BIN + "/prog_workload", "1", "2000", "300"], env)
+        sess = self.one_session()
+        h = sess.header
+        self.assertEqual(h["engines"]["nvml"], "on")
+        self.assertFalse(h["simulated"])
+        d0, d1 = h["devices"]
+        self.assertEqual(d0["name"], "NVIDIA A10G")
+        self.assertEqual(d0["uuid"], "GPU-3b1e4c2a-0000-1111-2222-333344445555")
+        self.assertEqual(d0["pci"], "00000000:00:1E.0")
+        self.assertEqual(d0["cc"], "8.6")
+        self.assertEqual(d0["mem"], 24146608128)
+        self.assertEqual(d0["power_limit"], 300000)
+        self.assertEqual(d0["driver"], "535.104.05")
+        self.assertNotIn("simulated", d0)
+        self.assertEqual(d1["cc"], "9.0")
+        gpus = sess.streams["system"].of("gpu")
+        self.assertGreaterEqual(len(gpus), 4)
+        g0 = [g for g in gpus if g.get("dev", 0) == 0][-1]
+        g1 = [g for g in gpus if g["dev"] == 1][-1]
+        want = {"util": 100, "mem_util": 3, "mem_used": 316669952,
+                "mem_total": 24146608128, "temp": 45, "power": 89100,
+                "power_limit": 300000, "fan": 31, "clk_sm": 1710, "clk_mem": 6251,
+                "clk_gfx": 1710, "throttle": 4, "pstate": 0, "pcie_tx": 1200,
+                "pcie_rx": 3400, "ecc_corr": 2, "ecc_uncorr": 1, "energy": 123456789}
+        for k, v in want.items():
+            self.assertEqual(g0[k], v, k)
+        self.assertEqual(sorted(p["pid"] for p in g0["procs"]), [999, 1234, 5678])
+        self.assertEqual(g0["nprocs"], 3)
+        self.assertEqual(g1["util"], 7)
+        self.assertNotIn("fan", g1)  # unsupported: absent, never 0
+        self.assertEqual(g1["temp"], 30)
+
+
 class Killed(Base):
     def test_kill9_leaves_whole_lines(self):
         for i in range(4):
