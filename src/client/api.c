@@ -812,6 +812,18 @@ static void at_exit(void)
     gpufl_shutdown();
 }
 
+/* A forked child has the parent's state but none of its threads and must
+ * not write into the parent's files: capture stops in the child (a child
+ * that wants its own session calls gpufl_init again). */
+static void at_fork_child(void)
+{
+    atomic_store_explicit(&g_client.active, 0, memory_order_relaxed);
+    g_client.collector_started = 0;
+    g_client.sampler_started = 0;
+    g_client.n_engines = 0;
+    pthread_mutex_init(&life_lock, NULL);
+}
+
 int gpufl_init(const gpufl_options *opts)
 {
     char err[512] = "";
@@ -888,6 +900,7 @@ int gpufl_init(const gpufl_options *opts)
     }
     if (!atexit_done) {
         atexit(at_exit);
+        pthread_atfork(NULL, NULL, at_fork_child);
         atexit_done = 1;
     }
     client_log(GPUFL_LOG_INFO,

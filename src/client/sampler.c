@@ -8,8 +8,11 @@
  * and the application never wait for it.  System sampling is on by default
  * (the original's 0 default silently turned it off).
  */
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -211,12 +214,15 @@ static void *sampler_main(void *arg)
             if (next <= now)
                 next = now + (interval ? interval : 1000000000ull);
         }
-        /* short sleeps keep shutdown prompt without a condition variable */
+        /* sleep until the next sample; sampler_stop() wakes us through
+         * the same futex word, so an idle session costs one wakeup per
+         * interval and shutdown is still immediate */
         uint64_t wait = next > now ? next - now : 0;
-        if (wait > 20000000ull)
-            wait = 20000000ull;
-        struct timespec ts = { 0, (long)wait };
-        nanosleep(&ts, NULL);
+        struct timespec ts = { (time_t)(wait / 1000000000ull),
+                               (long)(wait % 1000000000ull) };
+        if (wait)
+            syscall(SYS_futex, &g_client.stop_sampler, FUTEX_WAIT_PRIVATE, 0,
+                    &ts, NULL, 0);
     }
     /* a final sample so short sessions still have one, and final counters */
     if (interval)
@@ -246,6 +252,8 @@ void sampler_stop(void)
 {
     if (g_client.sampler_started) {
         atomic_store(&g_client.stop_sampler, 1);
+        syscall(SYS_futex, &g_client.stop_sampler, FUTEX_WAKE_PRIVATE, 1, NULL,
+                NULL, 0);
         pthread_join(g_client.sampler, NULL);
         g_client.sampler_started = 0;
     }

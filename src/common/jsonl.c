@@ -442,7 +442,7 @@ static int parse(jsonl_doc *d, const char *line, size_t len, int want_obj)
     d->err_off = 0;
     if (len >= UINT32_MAX) {
         code = GPUFL_ETOOBIG;
-        why = "line of 4 GiB or longer";
+        why = "line too long for 32-bit offsets";
         goto fail;
     }
     p = skip_ws(p, end);

@@ -41,8 +41,8 @@
  * keys are accepted (RFC 8259 allows them); lookups return the first.
  *
  * Caps.  Nesting is limited to JSONL_MAX_DEPTH containers, tokens to the
- * caller's array, a line to 4 GiB - 1 bytes (offsets are 32-bit); the
- * caller caps line length itself (see jsonl_line_next).  Exceeding a cap
+ * caller's array, a line to less than 4 GiB - 1 bytes (offsets are 32-bit);
+ * the caller caps line length itself (see jsonl_line_next).  Exceeding a cap
  * returns GPUFL_ETOOBIG; any other defect GPUFL_EPARSE.
  *
  * Thread contract: no global state.  A jsonl_doc is used by one thread at a
@@ -58,8 +58,8 @@
 /* Containers open at once, the top-level value included. */
 #define JSONL_MAX_DEPTH 64
 
-/* The longest number text jsonl_tok_f64() converts (digits, sign, dot and
- * exponent); longer ones fail with GPUFL_ETOOBIG. */
+/* The longest number text jsonl_tok_f64() hands to strtod() (sign, digits,
+ * dot and exponent); see jsonl_tok_f64(). */
 #define JSONL_MAX_NUMBER 127
 
 /* Top-level keys remembered by the parse for jsonl_doc_find(); members
@@ -164,7 +164,7 @@ void jsonl_doc_init(jsonl_doc *d, jsonl_tok *tok, uint32_t cap);
  * one JSON value of any type.  Returns GPUFL_OK with d->n tokens and the
  * root at index 0; GPUFL_EPARSE for malformed input; GPUFL_ETOOBIG when
  * the line has more than d->cap tokens ("too many tokens"), nests deeper
- * than JSONL_MAX_DEPTH or is 4 GiB or longer.  On failure d->n is 0 and
+ * than JSONL_MAX_DEPTH or is 4 GiB - 1 bytes or longer.  On failure d->n is 0 and
  * d->err_off / d->err say where and why (the offset of the byte at which
  * the defect was found: the start of a bad escape or UTF-8 sequence, the
  * opening quote of an unterminated string, len for a truncated line).
@@ -215,11 +215,13 @@ int jsonl_tok_u64(jsonl_doc *d, uint32_t t, uint64_t *out);
 /* An integer in [-2^63, 2^63 - 1]; "-0" is 0. */
 int jsonl_tok_i64(jsonl_doc *d, uint32_t t, int64_t *out);
 /*
- * Any number, correctly rounded.  Up to 19 significant digits with a
- * small exponent it is converted exactly in place; otherwise via strtod()
- * on a bounded copy, which depends on LC_NUMERIC being "C" (gpufl programs
- * never change it).  Numbers longer than JSONL_MAX_NUMBER bytes or beyond
- * the double range give GPUFL_ETOOBIG; those below it round to 0.
+ * Any number, correctly rounded.  When its decimal significand fits 53
+ * bits and its decimal exponent is within +-22 (0.75, 1500, 2.5e-3: what
+ * gpufl writes) it is converted in place with one exact IEEE operation;
+ * otherwise by strtod() on a bounded copy, which follows LC_NUMERIC
+ * (gpufl programs never change it from "C").  GPUFL_ETOOBIG for a number
+ * that needs strtod() and is longer than JSONL_MAX_NUMBER bytes, or is
+ * beyond the double range; numbers below it round to 0 or a subnormal.
  */
 int jsonl_tok_f64(jsonl_doc *d, uint32_t t, double *out);
 /* true or false: *out = 1 or 0. */

@@ -3,14 +3,15 @@
  * by the integration tests.  Options come from the GPUFL_* environment;
  * the workload from the arguments:
  *
- *   prog_workload THREADS KERNELS [hold_ms] [no_shutdown]
+ *   prog_workload THREADS KERNELS [hold_ms] [no_shutdown|fork]
  *
  * Each thread t runs KERNELS iterations of
  *   GFL_SCOPE("outer") { GFL_SCOPE("inner") { kernel; every 10th: memcpy } }
  * with fields derived from (t, i) by the formulas check_logs.py repeats, so
  * the checker can compare every field of every event.  hold_ms keeps the
  * process alive afterwards (for kill -9 tests); no_shutdown skips
- * gpufl_shutdown() so the atexit path is exercised.
+ * gpufl_shutdown() so the atexit path is exercised; fork makes a child that
+ * records (and must write nothing) before the workload starts.
  */
 #include <gpufl/gpufl.h>
 #include <gpufl/record.h>
@@ -19,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static unsigned long n_kernels;
 static uint32_t names[5];
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
     unsigned threads = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 1;
     unsigned long hold_ms = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
     int no_shutdown = argc > 4 && !strcmp(argv[4], "no_shutdown");
+    int do_fork = argc > 4 && !strcmp(argv[4], "fork");
     pthread_t th[64];
     gpufl_counter *c;
     int rc;
@@ -101,6 +105,23 @@ int main(int argc, char **argv)
         names[i] = gpufl_intern(n);
     }
     c = gpufl_counter_get("iterations");
+    if (do_fork) {
+        /* the child must neither write into our files nor hang */
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (int i = 0; i < 1000; i++)
+                gpufl_scope_end(gpufl_scope_begin("child"));
+            gpufl_marker("child");
+            gpufl_shutdown();
+            _exit(gpufl_active() ? 3 : 0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "prog_workload: child failed (%d)\n", st);
+            return 1;
+        }
+    }
     gpufl_marker("start \"quoted\" \xC3\xA9");
     for (unsigned t = 0; t < threads; t++)
         pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);

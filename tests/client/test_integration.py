@@ -176,6 +176,15 @@ class Workload(Base):
         sess = self.one_session()
         self.assertEqual(len(sess.streams["device"].of("kernel")), 200)
 
+    def test_fork_child_writes_nothing(self):
+        run([BIN + "/prog_workload", "2", "100", "0", "fork"], self.env())
+        sess = self.one_session()
+        sc = sess.streams["scope"]
+        names = {sess.name(e["name"]) for e in sc.of("scope_begin")}
+        self.assertEqual(names, {"outer", "inner"})
+        self.assertNotIn("child", [e["text"] for e in sc.of("marker")])
+        self.assertEqual(len(sess.streams["device"].of("kernel")), 200)
+
     def test_disabled(self):
         p = run([BIN + "/prog_workload", "1", "10"], self.env(disabled=1))
         self.assertEqual(p.stdout.strip(), "disabled")
