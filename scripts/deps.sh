@@ -1,15 +1,18 @@
 #!/bin/sh
-# deps.sh - install what building and testing gpufl needs on Debian 12.
-# As root: installs missing apt packages.  Otherwise: names them and exits 1.
+# deps.sh - install what building (and testing) gpufl needs on Debian 12.
+#
+# Package lists live in scripts/deps/<component>.build and .test, one
+# package per line, '#' comments; a component adds its own file.
+# As root: installs the missing packages.  Otherwise: names them, exits 1.
 # Usage: scripts/deps.sh [build|test]
 set -eu
 want="${1:-build}"
+dir="$(dirname "$0")/deps"
 
-BUILD_PKGS="build-essential cmake pkg-config libzstd-dev zstd"
-TEST_PKGS="clang libclang-rt-14-dev clang-format python3"
-
-pkgs="$BUILD_PKGS"
-[ "$want" = test ] && pkgs="$pkgs $TEST_PKGS"
+lists="$dir/*.build"
+[ "$want" = test ] && lists="$lists $dir/*.test"
+# shellcheck disable=SC2086
+pkgs=$(cat $lists 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 
 missing=""
 for p in $pkgs; do
