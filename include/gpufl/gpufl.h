@@ -7,10 +7,12 @@
  * directory; docs/events.md describes every line.
  *
  * Thread contract: every function may be called from any thread.  The hot
- * path calls (scopes, markers, counters, record functions) never block, never
- * allocate after a thread's first event, and never take a lock that another
- * thread can hold for long; when the per-thread buffer is full the event is
- * dropped and counted, and a "loss" line says so in the log.
+ * path calls (scopes, markers, counters, record functions) never block and
+ * never take a lock that another thread can hold for long.  They allocate
+ * only on a thread's first event (its buffer) and on the first use of a new
+ * name or scope path in the process (one dictionary entry, under a short
+ * mutex); after that, nothing.  When the per-thread buffer is full the
+ * event is dropped and counted, and a "loss" line says so in the log.
  *
  * The library never prints and never exits the process; see gpufl_options.log.
  *
@@ -113,7 +115,8 @@ typedef struct gpufl_options {
     uint64_t min_free_bytes;     /* GPUFL_MIN_FREE_BYTES; capture pauses
                                     below this; default 256 MiB */
     uint32_t ring_events;        /* GPUFL_RING_EVENTS; per-thread buffer
-                                    slots, power of two; default 8192 */
+                                    slots (rounded up to a power of two,
+                                    64..16777216); default 8192 */
     uint32_t flush_ms;           /* GPUFL_FLUSH_MS; longest time an event
                                     waits in memory; default 100 */
     uint64_t sim_seed;           /* GPUFL_SIM_SEED; default 1 */
@@ -126,7 +129,9 @@ typedef struct gpufl_options {
                                     "libnvidia-ml.so.1" */
     const char *proc_root;       /* GPUFL_PROC_ROOT; default "/proc" */
     gpufl_log_fn log;            /* default: stderr at GPUFL_LOG_LEVEL
-                                    (default: silent) */
+                                    (default: silent); a callback gets
+                                    messages up to log_level (warn when
+                                    log_level is -1) */
     void *log_ud;
     int log_level; /* GPUFL_LOG_LEVEL: error|warn|info|debug;
                                     default -1 = silent */
@@ -142,10 +147,13 @@ GPUFL_API int gpufl_options_init(gpufl_options *opts);
  * log directory, writes the session header to the three streams and starts
  * the collector and sampler threads.  A shutdown is registered with atexit()
  * so a program that forgets gpufl_shutdown() still leaves complete logs.
- * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL, GPUFL_EIO or
- * GPUFL_ENOMEM; gpufl_last_error() then says more.
- */
-GPUFL_API int gpufl_init(const gpufl_options *opts);
+ * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL (bad
+ * option or unknown engine), GPUFL_EIO or GPUFL_EPERM (log directory or
+ * files), GPUFL_ETOOBIG (log path too long) or GPUFL_ENOMEM;
+ * gpufl_last_error() then says more.  A GPUFL_* environment value that does
+ * not parse keeps its default, is logged as a warning, and is written into
+ * the session header ("warning"). */
+* / GPUFL_API int gpufl_init(const gpufl_options *opts);
 
 /* Flush everything, write session_end lines, stop threads, close files.
  * Safe to call twice or without init. */
@@ -183,7 +191,8 @@ GPUFL_API uint64_t gpufl_scope_begin_id(uint32_t name_id);
 
 /* ---- Markers and counters ------------------------------------------------ */
 
-/* An instant event on the scope stream; text is copied (cut at 200 bytes). */
+/* An instant event on the scope stream; text is copied (cut at 100 bytes,
+ * on a UTF-8 character boundary; the line then has "cut":1). */
 GPUFL_API void gpufl_marker(const char *text);
 
 /* A named counter, created on first use (at most 1024 per process).  The

@@ -168,8 +168,11 @@ typedef struct gpufl_pcsamp {
     uint32_t path_id;
 } gpufl_pcsamp;
 
-/* Record calls: return GPUFL_OK, GPUFL_ENOTINIT, GPUFL_EINVAL (sz too small)
- * or GPUFL_EFULL (dropped and counted). */
+/* Record calls: return GPUFL_OK, GPUFL_ENOTINIT, GPUFL_EINVAL (NULL, or sz
+ * smaller than the first published struct), GPUFL_ENOMEM (the thread's
+ * buffer could not be allocated) or GPUFL_EFULL (dropped and counted).  A
+ * caller built with an older, smaller struct is accepted: fields it does
+ * not know read as 0. */
 GPUFL_API int gpufl_record_kernel(const gpufl_kernel *k);
 GPUFL_API int gpufl_record_memcpy(const gpufl_memcpy *m);
 GPUFL_API int gpufl_record_memset(const gpufl_memset *m);

@@ -79,7 +79,11 @@ void client_log(gpufl_log_level lvl, const char *fmt, ...)
     char msg[1024];
     va_list ap;
     const client_cfg *c = &g_client.cfg;
-    if (!c->log && (int)lvl > c->log_level)
+    int level = c->log_level;
+    /* a callback with no level chosen gets errors and warnings */
+    if (c->log && level < 0)
+        level = GPUFL_LOG_WARN;
+    if ((int)lvl > level)
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -88,6 +92,14 @@ void client_log(gpufl_log_level lvl, const char *fmt, ...)
         c->log(lvl, msg, c->log_ud);
     else
         fprintf(stderr, "gpufl %s: %s\n", level_name[lvl & 3], msg);
+}
+
+void client_env_warning(const char *msg)
+{
+    if (!msg)
+        g_client.env_warning[0] = 0;
+    else
+        snprintf(g_client.env_warning, sizeof g_client.env_warning, "%s", msg);
 }
 
 void client_set_error(const char *fmt, ...)
@@ -427,8 +439,12 @@ void gpufl_marker(const char *text)
         return;
     n = strnlen(text, REC_MARKER_MAX + 1);
     r->flags = n > REC_MARKER_MAX; /* cut */
-    if (n > REC_MARKER_MAX)
+    if (n > REC_MARKER_MAX) {
         n = REC_MARKER_MAX;
+        /* never cut inside a UTF-8 sequence */
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+    }
     memcpy(r->u.mk.text, text, n);
     r->u.mk.len = (uint32_t)n;
     r->u.mk.scope = t->depth ? t->stack[t->depth - 1].token : 0;
@@ -448,22 +464,47 @@ static inline void attribute(const tls_state *t, uint64_t scope, uint32_t path,
     *out_path = path;
 }
 
-#define RECORD_PROLOGUE(arg, type, stream, ts)                                 \
+/* Structs only grow: a caller built against an older header passes a
+ * smaller sz; its struct is copied into a zeroed current one (the slow
+ * path), so new fields read as 0.  GPUFL_RECORD_MIN_* are the first
+ * published sizes. */
+#define RECORD_PROLOGUE(arg, stype, type, stream, ts)                          \
     tls_state *t;                                                              \
     rec *r;                                                                    \
+    stype up_;                                                                 \
     if (!is_active())                                                          \
         return GPUFL_ENOTINIT;                                                 \
-    if (!(arg) || (arg)->sz < sizeof *(arg))                                   \
-        return GPUFL_EINVAL;                                                   \
+    if (!(arg) || (arg)->sz < sizeof *(arg)) {                                 \
+        if (!(arg) || (arg)->sz < record_min_size(type))                       \
+            return GPUFL_EINVAL;                                               \
+        memset(&up_, 0, sizeof up_);                                           \
+        memcpy(&up_, (arg), (arg)->sz);                                        \
+        (arg) = &up_;                                                          \
+    }                                                                          \
     if (!(t = get_tls()))                                                      \
         return GPUFL_ENOMEM;                                                   \
     r = rec_begin(t, type, stream, ts);                                        \
     if (!r)                                                                    \
     return GPUFL_EFULL
 
+/* The first published size of each record struct (v0.1). */
+static size_t record_min_size(int type)
+{
+    switch (type) {
+    case REC_KERNEL: return sizeof(gpufl_kernel);
+    case REC_MEMCPY: return sizeof(gpufl_memcpy);
+    case REC_MEMSET: return sizeof(gpufl_memset);
+    case REC_SYNC: return sizeof(gpufl_sync);
+    case REC_MEMOP: return sizeof(gpufl_memop);
+    case REC_SASS: return sizeof(gpufl_sass);
+    case REC_PCSAMP: return sizeof(gpufl_pcsamp);
+    default: return SIZE_MAX;
+    }
+}
+
 int gpufl_record_kernel(const gpufl_kernel *k)
 {
-    RECORD_PROLOGUE(k, REC_KERNEL, ST_DEVICE, k->start_ns);
+    RECORD_PROLOGUE(k, gpufl_kernel, REC_KERNEL, ST_DEVICE, k->start_ns);
     r->u.k.name = k->name_id;
     r->u.k.dev = k->device;
     r->u.k.stream = k->stream;
@@ -477,7 +518,9 @@ int gpufl_record_kernel(const gpufl_kernel *k)
     r->u.k.end = k->end_ns;
     r->u.k.api_enter = k->api_enter_ns;
     r->u.k.api_exit = k->api_exit_ns;
-    r->u.k.occ = k->occupancy;
+    /* a launch that ran cannot have 0 theoretical occupancy: 0 (a zeroed
+     * struct) means unknown, like negative values */
+    r->u.k.occ = k->occupancy > 0.0f ? k->occupancy : -1.0f;
     r->u.k.limiters = k->limiters;
     r->u.k.stack = k->stack_id;
     r->flags = (uint8_t)k->flags;
@@ -489,7 +532,7 @@ int gpufl_record_kernel(const gpufl_kernel *k)
 
 int gpufl_record_memcpy(const gpufl_memcpy *m)
 {
-    RECORD_PROLOGUE(m, REC_MEMCPY, ST_DEVICE, m->start_ns);
+    RECORD_PROLOGUE(m, gpufl_memcpy, REC_MEMCPY, ST_DEVICE, m->start_ns);
     r->u.cp.kind = m->kind;
     r->u.cp.dev = m->device;
     r->u.cp.dst_dev = m->dst_device;
@@ -506,7 +549,7 @@ int gpufl_record_memcpy(const gpufl_memcpy *m)
 
 int gpufl_record_memset(const gpufl_memset *m)
 {
-    RECORD_PROLOGUE(m, REC_MEMSET, ST_DEVICE, m->start_ns);
+    RECORD_PROLOGUE(m, gpufl_memset, REC_MEMSET, ST_DEVICE, m->start_ns);
     r->u.ms.dev = m->device;
     r->u.ms.stream = m->stream;
     r->u.ms.corr = m->corr;
@@ -520,7 +563,7 @@ int gpufl_record_memset(const gpufl_memset *m)
 
 int gpufl_record_sync(const gpufl_sync *s)
 {
-    RECORD_PROLOGUE(s, REC_SYNC, ST_DEVICE, s->start_ns);
+    RECORD_PROLOGUE(s, gpufl_sync, REC_SYNC, ST_DEVICE, s->start_ns);
     r->u.sy.kind = s->kind;
     r->u.sy.dev = s->device;
     r->u.sy.stream = s->stream;
@@ -534,7 +577,7 @@ int gpufl_record_sync(const gpufl_sync *s)
 
 int gpufl_record_memop(const gpufl_memop *m)
 {
-    RECORD_PROLOGUE(m, REC_MEMOP, ST_DEVICE, m->ts_ns);
+    RECORD_PROLOGUE(m, gpufl_memop, REC_MEMOP, ST_DEVICE, m->ts_ns);
     r->u.mo.is_free = m->is_free;
     r->u.mo.kind = m->kind;
     r->u.mo.dev = m->device;
@@ -550,7 +593,7 @@ int gpufl_record_memop(const gpufl_memop *m)
 
 int gpufl_record_sass(const gpufl_sass *s)
 {
-    RECORD_PROLOGUE(s, REC_SASS, ST_SCOPE, client_now());
+    RECORD_PROLOGUE(s, gpufl_sass, REC_SASS, ST_SCOPE, client_now());
     r->u.sass.dev = s->device;
     r->u.sass.func = s->func_id;
     r->u.sass.file = s->file_id;
@@ -568,7 +611,7 @@ int gpufl_record_sass(const gpufl_sass *s)
 int gpufl_record_pcsamp(const gpufl_pcsamp *p)
 {
     uint32_t n;
-    RECORD_PROLOGUE(p, REC_PCSAMP, ST_SCOPE, client_now());
+    RECORD_PROLOGUE(p, gpufl_pcsamp, REC_PCSAMP, ST_SCOPE, client_now());
     n = p->n_reasons > REC_PC_REASONS ? REC_PC_REASONS : p->n_reasons;
     r->u.pc.dev = p->device;
     r->u.pc.func = p->func_id;
@@ -790,8 +833,20 @@ static void open_engines(void)
     }
     if (autom || engine_listed(list, "cupti"))
         add_engine("cupti", NULL);
-    if (autom || engine_listed(list, "nvml"))
+    if (g_client.simulated && (autom || engine_listed(list, "nvml"))) {
+        /* gpu lines of real and simulated devices would share device
+         * numbers: a session is one or the other */
+        client_engine *e = &g_client.engines[g_client.n_engines];
+        memset(e, 0, sizeof *e);
+        snprintf(g_client.engine_names[g_client.n_engines],
+                 sizeof g_client.engine_names[0], "nvml");
+        snprintf(e->status, sizeof e->status,
+                 "off: the simulated GPU is selected (sim and nvml are not "
+                 "combined in one session)");
+        g_client.n_engines++;
+    } else if (autom || engine_listed(list, "nvml")) {
         add_engine("nvml", &src_nvml_ops);
+    }
     snprintf(g_client.host_status, sizeof g_client.host_status, "%s",
              autom || engine_listed(list, "host") ? "on" : "off: not selected");
 }
@@ -854,6 +909,8 @@ int gpufl_init(const gpufl_options *opts)
         client_set_error("gpufl_init: %s", err);
         goto out;
     }
+    if (g_client.env_warning[0])
+        client_log(GPUFL_LOG_WARN, "%s", g_client.env_warning);
     if (check_engines(g_client.cfg.engines, bad, sizeof bad) < 0) {
         rc = GPUFL_EINVAL;
         client_set_error("gpufl_init: unknown engine \"%s\" in \"%s\"; known "
@@ -922,7 +979,7 @@ void gpufl_shutdown(void)
     for (int i = 0; i < g_client.n_engines; i++) {
         client_engine *e = &g_client.engines[i];
         if (e->on && e->ops->flush)
-            e->ops->flush(e->state);
+            e->ops->flush(e->state, 0);
     }
     sampler_stop();
     close_engines();
@@ -937,16 +994,16 @@ int gpufl_flush(uint32_t timeout_ms)
     uint64_t want, deadline;
     if (!is_active())
         return GPUFL_ENOTINIT;
+    deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (int i = 0; i < g_client.n_engines; i++) {
         client_engine *e = &g_client.engines[i];
         if (e->on && e->ops->flush)
-            e->ops->flush(e->state);
+            e->ops->flush(e->state, timeout_ms);
     }
     want = atomic_fetch_add(&g_client.flush_req, 1) + 1;
     client_kick();
     if (!timeout_ms)
         return GPUFL_OK;
-    deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (atomic_load(&g_client.flush_done) < want) {
         struct timespec ts = { 0, 500000 };
         if (clock_mono_ns() > deadline) {

@@ -103,6 +103,7 @@ typedef struct client_state {
     pthread_mutex_t counter_lock;
 
     char last_error[512];
+    char env_warning[512]; /* the last GPUFL_* value that did not parse */
 } client_state;
 
 extern client_state g_client;
@@ -130,6 +131,8 @@ uint64_t client_scope_begin_at(uint32_t name_id, uint64_t ts);
 void client_scope_end_at(uint64_t token, uint64_t ts);
 
 /* ---- options.c ---- */
+/* Remember (msg) or forget (NULL) a bad environment value. */
+void client_env_warning(const char *msg);
 int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
                        size_t errlen);
 

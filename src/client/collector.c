@@ -52,8 +52,9 @@ static struct {
     uint64_t pending[ST_COUNT][LOSS_REASONS]; /* not yet in a loss line */
     uint64_t last_loss_ns;
     uint64_t dict_overflow_seen;
-    uint64_t write_errors_seen[ST_COUNT];
+    uint64_t lines_lost_seen[ST_COUNT];
     int disk_paused;
+    int pause_open[ST_COUNT]; /* a "capture paused" line awaits its end */
     uint64_t last_disk_check;
     uint64_t free_bytes;
 } C;
@@ -137,14 +138,13 @@ static void body_raw(jw *j, const void *arg)
 struct loss_arg {
     const char *reason;
     uint64_t count;
-    uint32_t tid;
     const char *detail;
 };
 
 static void body_loss(jw *j, const void *arg)
 {
     const struct loss_arg *l = arg;
-    fmt_loss(j, l->reason, l->count, l->tid, l->detail);
+    fmt_loss(j, l->reason, l->count, l->detail);
 }
 
 struct end_arg {
@@ -337,7 +337,8 @@ static void discard_all(void)
 
 /* ---- losses and the disk guard ---- */
 
-static void flush_losses(int force)
+/* ending: the session is ending (a paused capture did not resume) */
+static void flush_losses(int force, int ending)
 {
     uint64_t now = clock_mono_ns();
     uint64_t ov = intern_overflows();
@@ -349,11 +350,11 @@ static void flush_losses(int force)
         C.dict_overflow_seen = ov;
     }
     for (int s = 0; s < ST_COUNT; s++) {
-        if (C.w[s].write_errors != C.write_errors_seen[s]) {
-            uint64_t d = C.w[s].write_errors - C.write_errors_seen[s];
+        if (C.w[s].lines_lost != C.lines_lost_seen[s]) {
+            uint64_t d = C.w[s].lines_lost - C.lines_lost_seen[s];
             C.lost[s][LOSS_WRITE_ERROR] += d;
             C.pending[s][LOSS_WRITE_ERROR] += d;
-            C.write_errors_seen[s] = C.w[s].write_errors;
+            C.lines_lost_seen[s] = C.w[s].lines_lost;
         }
     }
     if (!force && now - C.last_loss_ns < LOSS_EVERY_NS)
@@ -365,15 +366,22 @@ static void flush_losses(int force)
         if (!C.open[s])
             continue;
         for (int k = 0; k < LOSS_REASONS; k++) {
-            struct loss_arg a = { loss_name[k], C.pending[s][k], 0, NULL };
-            if (!C.pending[s][k])
+            struct loss_arg a = { loss_name[k], C.pending[s][k], NULL };
+            /* every stream that got "capture paused" gets the matching
+             * end of the pause, even when it lost nothing meanwhile */
+            int close_pause = k == LOSS_DISK_LOW && C.pause_open[s];
+            if (!C.pending[s][k] && !close_pause)
                 continue;
+            if (k == LOSS_DISK_LOW)
+                C.pause_open[s] = 0;
             if (k == LOSS_WRITE_ERROR)
                 a.detail = "a write to the log file failed (disk full or "
-                           "I/O error); buffered lines were dropped";
+                           "I/O error); the lines it held were dropped";
             if (k == LOSS_DISK_LOW)
-                a.detail = "capture resumed: free disk space is above the "
-                           "threshold again";
+                a.detail = ending ? "the session ended while capture was "
+                                    "paused for low disk space"
+                                  : "capture resumed: free disk space is "
+                                    "above the threshold again";
             C.pending[s][k] = 0;
             maybe_rotate(s, 512);
             emit(s, client_now(), body_loss, &a);
@@ -393,7 +401,7 @@ static void disk_guard(uint64_t now)
     C.free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
     if (!C.disk_paused && C.free_bytes < min) {
         char detail[200];
-        struct loss_arg a = { "disk_low", 0, 0, detail };
+        struct loss_arg a = { "disk_low", 0, detail };
         snprintf(detail, sizeof detail,
                  "capture paused: %llu bytes free in "
                  "the log directory, below min_free_bytes=%llu",
@@ -402,6 +410,7 @@ static void disk_guard(uint64_t now)
             if (C.open[s]) {
                 emit(s, client_now(), body_loss, &a);
                 writer_flush(&C.w[s]);
+                C.pause_open[s] = 1;
             }
         C.disk_paused = 1;
         client_log(GPUFL_LOG_WARN, "%s", detail);
@@ -410,7 +419,7 @@ static void disk_guard(uint64_t now)
         C.disk_paused = 0;
         client_log(GPUFL_LOG_INFO, "capture resumed: %llu bytes free",
                    (unsigned long long)C.free_bytes);
-        flush_losses(1);
+        flush_losses(1, 0);
     }
 }
 
@@ -443,7 +452,7 @@ static void *collector_main(void *arg)
         uint64_t n = drain_all();
         uint64_t now = clock_mono_ns();
         disk_guard(now);
-        flush_losses(0);
+        flush_losses(0, 0);
         if (now - last_flush >= flush_ns ||
             req != atomic_load(&g_client.flush_done) || stop) {
             /* a second pass picks up what arrived while we formatted */
@@ -546,7 +555,7 @@ void collector_stop(const char *reason)
      * end line that tells readers the session finished cleanly */
     drain_all();
     C.disk_paused = 0;
-    flush_losses(1);
+    flush_losses(1, 1);
     for (int s = 0; s < ST_COUNT; s++) {
         struct end_arg e = { reason, 0, 0, 0 };
         if (!C.open[s])

@@ -299,19 +299,31 @@ static void fmt_pcsamp(jw *j, const rec *r)
         const intern_entry *e = intern_get(p->reason[i]);
         char key[64];
         size_t n = e && e->str ? e->len : 0;
-        /* reason names are short identifiers; anything else is cut */
+        uint64_t samples = 0;
+        int seen = 0;
+        /* the same reason twice: one key with the sum */
+        for (uint32_t k = 0; k < i; k++)
+            seen |= p->reason[k] == p->reason[i];
+        if (seen)
+            continue;
+        for (uint32_t k = i; k < p->n; k++)
+            if (p->reason[k] == p->reason[i])
+                samples += p->samples[k];
+        /* reason names are identifiers: anything else becomes '_' so the
+         * key needs no escaping and is valid UTF-8 */
         if (n >= sizeof key)
             n = sizeof key - 1;
         for (size_t c = 0; c < n; c++) {
             char ch = e->str[c];
-            key[c] = (ch == '"' || ch == '\\' || (unsigned char)ch < 0x20) ? '_'
-                                                                           : ch;
+            int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
+            key[c] = ok ? ch : '_';
         }
         key[n] = 0;
         if (!n)
             snprintf(key, sizeof key, "reason_%u", p->reason[i]);
-        jw_kv_u64(j, key, p->samples[i]);
-        total += p->samples[i];
+        jw_kv_u64(j, key, samples);
+        total += samples;
     }
     jw_obj_end(j);
     jw_kv_u64(j, "samples", total);
@@ -448,6 +460,8 @@ void fmt_session(jw *j, uint32_t file_index)
     jw_key(j, "cmd");
     jw_strn(j, c->cmdline, strlen(c->cmdline), 1000);
     jw_kv_u64(j, "interval_ms", c->cfg.system_interval_ms);
+    if (c->env_warning[0])
+        jw_kv_str(j, "warning", c->env_warning);
     jw_key(j, "engines");
     jw_obj_begin(j);
     for (int i = 0; i < c->n_engines; i++)
@@ -462,13 +476,11 @@ void fmt_session(jw *j, uint32_t file_index)
     jw_obj_end(j);
 }
 
-void fmt_loss(jw *j, const char *reason, uint64_t count, uint32_t tid,
-              const char *detail)
+void fmt_loss(jw *j, const char *reason, uint64_t count, const char *detail)
 {
     jw_kv_str(j, "type", "loss");
     jw_kv_str(j, "reason", reason);
     jw_kv_u64(j, "count", count);
-    kv_opt(j, "tid", tid);
     if (detail)
         jw_kv_str(j, "detail", detail);
     jw_obj_end(j);

@@ -171,6 +171,7 @@ int gpufl_options_init(gpufl_options *o)
     if (!o)
         return GPUFL_EINVAL;
     memset(o, 0, sizeof *o);
+    client_env_warning(NULL);
     o->sz = sizeof *o;
     o->app = NULL;
     o->log_dir = ".";
@@ -199,6 +200,9 @@ int gpufl_options_init(gpufl_options *o)
             client_set_error("%s=\"%.100s\" is not a valid value; using the "
                              "default (see docs/client.md)",
                              env_table[i].env, v);
+            /* kept for gpufl_init, which logs it and writes it into the
+             * session header: a typo must not pass unnoticed */
+            client_env_warning(g_client.last_error);
             rc = GPUFL_EINVAL;
         }
     }
@@ -284,11 +288,14 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cfg->compress_rotated = o->compress_rotated;
     cfg->min_free_bytes = o->min_free_bytes;
     cfg->ring_events = o->ring_events;
-    if (cfg->ring_events < 64 || (cfg->ring_events & (cfg->ring_events - 1))) {
-        snprintf(err, errlen, "ring_events=%u must be a power of two >= 64",
+    if (cfg->ring_events < 64 || cfg->ring_events > (1u << 24)) {
+        snprintf(err, errlen, "ring_events=%u must be between 64 and 16777216",
                  cfg->ring_events);
         return GPUFL_EINVAL;
     }
+    /* rings index with a mask: round up to the next power of two */
+    while (cfg->ring_events & (cfg->ring_events - 1))
+        cfg->ring_events = (cfg->ring_events | (cfg->ring_events - 1)) + 1;
     cfg->flush_ms = o->flush_ms ? o->flush_ms : 1;
     cfg->sim_seed = o->sim_seed;
     cfg->sim_steps = o->sim_steps;

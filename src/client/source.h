@@ -110,8 +110,9 @@ typedef struct src_ops {
     /* Metrics sources: fill up to max samples, *n = filled.  May be NULL.
      * Called from the sampler thread only; may block for a while (NVML can). */
     int (*sample)(void *state, src_gpu_sample *out, int max, int *n);
-    /* Deliver buffered activity now (shutdown, gpufl_flush). May be NULL. */
-    void (*flush)(void *state);
+    /* Deliver buffered activity now (shutdown, gpufl_flush), waiting at
+     * most timeout_ms (0 = do not wait). May be NULL. */
+    void (*flush)(void *state, uint32_t timeout_ms);
     /* Stop threads and release everything; state may be NULL. */
     void (*close)(void *state);
 } src_ops;

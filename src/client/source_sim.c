@@ -821,14 +821,16 @@ static void sim_stop_thread(sim *s)
     }
 }
 
-/* Flush: the simulated GPU reports synchronously; waiting for the loop to
- * finish its configured steps is what "deliver pending" means here. */
-static void sim_flush(void *state)
+/* Flush: the simulated GPU reports synchronously; waiting (up to the
+ * timeout) for the loop to finish its configured steps is what "deliver
+ * pending" means here. */
+static void sim_flush(void *state, uint32_t timeout_ms)
 {
     sim *s = state;
+    uint64_t deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     if (s->started && s->cfg.sim_steps) {
         while (atomic_load(&s->steps_done) < s->cfg.sim_steps &&
-               !atomic_load(&s->stop)) {
+               !atomic_load(&s->stop) && clock_mono_ns() < deadline) {
             struct timespec ts = { 0, 1000000 };
             nanosleep(&ts, NULL);
         }

@@ -50,30 +50,50 @@ int writer_open(wstream *w, int stream, const char *prefix_path,
     return open_live(w);
 }
 
+static size_t count_lines(const char *p, size_t n)
+{
+    size_t k = 0;
+    const char *e = p + n;
+    while (p < e && (p = memchr(p, '\n', (size_t)(e - p)))) {
+        k++;
+        p++;
+    }
+    return k;
+}
+
 int writer_flush(wstream *w)
 {
     size_t off = 0;
+    if (w->damaged && w->len) {
+        /* a previous short write left half a line: end it, so the lines
+         * that follow stay whole (readers skip the damaged one) */
+        if (write(w->fd, "\n", 1) != 1)
+            goto fail;
+        w->damaged = 0;
+        w->file_bytes++;
+    }
     while (off < w->len) {
         ssize_t n = write(w->fd, w->buf + off, w->len - off);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            /* Disk full or I/O error: drop the buffer rather than grow
-             * without bound; the disk guard turns this into a loss marker.
-             * A short write leaves a partial last line, which readers skip
-             * and the next line's leading newline would corrupt - so end
-             * the damaged line first. */
-            w->write_errors++;
-            if (off > 0 && write(w->fd, "\n", 1) == 1)
-                w->file_bytes++;
-            w->len = 0;
-            return GPUFL_EIO;
-        }
+        if (n <= 0)
+            goto fail;
         off += (size_t)n;
     }
     w->bytes += w->len;
     w->len = 0;
     return 0;
+fail:
+    /* Disk full or I/O error: drop what is buffered rather than grow
+     * without bound, count the lines, and remember if the file now ends
+     * inside a line.  The collector turns the count into a loss line. */
+    if (off < w->len) {
+        w->lines_lost += count_lines(w->buf + off, w->len - off);
+        if (off > 0 && w->buf[off - 1] != '\n')
+            w->damaged = 1;
+    }
+    w->len = 0;
+    return GPUFL_EIO;
 }
 
 int writer_should_rotate(const wstream *w, size_t need)

@@ -28,7 +28,9 @@ typedef struct wstream {
     uint64_t seq;        /* next line's sequence number */
     uint64_t lines;      /* lines written in this session */
     uint64_t bytes;      /* bytes written in this session */
-    uint64_t write_errors;
+    uint64_t lines_lost; /* lines dropped by failed writes */
+    int damaged;         /* the file ends inside a line: end it with a
+                                 newline before anything else is written */
     char *buf;
     size_t len, cap;
     uint64_t rotate_bytes;

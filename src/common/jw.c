@@ -226,8 +226,12 @@ void jw_strn(jw *w, const char *s, size_t n, size_t maxlen)
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
-    if (n > maxlen)
+    if (n > maxlen) {
         n = maxlen;
+        /* cut before a UTF-8 sequence, never inside it */
+        while (n > 0 && (p[n] & 0xC0) == 0x80)
+            n--;
+    }
     sep(w);
     put_c(w, '"');
     while (i < n && !w->err) {
