@@ -152,8 +152,9 @@ GPUFL_API int gpufl_options_init(gpufl_options *opts);
  * files), GPUFL_ETOOBIG (log path too long) or GPUFL_ENOMEM;
  * gpufl_last_error() then says more.  A GPUFL_* environment value that does
  * not parse keeps its default, is logged as a warning, and is written into
- * the session header ("warning"). */
-* / GPUFL_API int gpufl_init(const gpufl_options *opts);
+ * the session header ("warning").
+ */
+GPUFL_API int gpufl_init(const gpufl_options *opts);
 
 /* Flush everything, write session_end lines, stop threads, close files.
  * Safe to call twice or without init. */
