@@ -95,11 +95,12 @@ static void test_resolve(void)
     clear_env();
     gpufl_options_init(&o);
     o.app = "my app/../x";
-    o.ring_events = 1000; /* not a power of two */
+    o.ring_events = 10; /* below the bound */
     CHECK(client_cfg_resolve(&o, &cfg, err, sizeof err) == GPUFL_EINVAL);
-    CHECK(strstr(err, "power of two") != NULL);
-    o.ring_events = 1024;
+    CHECK(strstr(err, "between 64 and") != NULL);
+    o.ring_events = 1000; /* rounded up to a power of two */
     CHECK(client_cfg_resolve(&o, &cfg, err, sizeof err) == GPUFL_OK);
+    CHECK_EQ_U64(cfg.ring_events, 1024);
     CHECK_STR(cfg.app, "my_app_.._x"); /* safe in a file name */
     o.sz = 8;
     CHECK(client_cfg_resolve(&o, &cfg, err, sizeof err) == GPUFL_EINVAL);
