@@ -192,7 +192,16 @@ static void *comp_main(void *arg)
         comp.head = (comp.head + 1) % COMP_QUEUE;
         comp.n--;
         pthread_mutex_unlock(&comp.lock);
-        writer_compress_file(p);
+        /* jobs run in queue order, so a file is pruned only after its
+         * compression finished: no orphan .zst can appear */
+        if (p[0] == 'D') {
+            char z[4200];
+            unlink(p + 1);
+            snprintf(z, sizeof z, "%s.zst", p + 1);
+            unlink(z);
+        } else {
+            writer_compress_file(p + 1);
+        }
         free(p);
         pthread_mutex_lock(&comp.lock);
     }
@@ -228,20 +237,30 @@ void writer_compressor_stop(void)
     comp.running = 0;
 }
 
-static void comp_enqueue(const char *path)
+/* Queue a job: 'C' compress path, 'D' delete path and path.zst.  Returns
+ * 0, or -1 when the compressor is not running or its queue is full (the
+ * caller then does a delete itself; a compression is simply skipped and
+ * the file stays uncompressed, nothing lost). */
+static int comp_enqueue(char op, const char *path)
 {
-    char *p = strdup(path);
+    size_t n = strlen(path);
+    char *p = malloc(n + 2);
+    int rc = -1;
     if (!p)
-        return;
+        return -1;
+    p[0] = op;
+    memcpy(p + 1, path, n + 1);
     pthread_mutex_lock(&comp.lock);
     if (comp.running && comp.n < COMP_QUEUE) {
         comp.q[(comp.head + comp.n) % COMP_QUEUE] = p;
         comp.n++;
         p = NULL;
+        rc = 0;
         pthread_cond_signal(&comp.cond);
     }
     pthread_mutex_unlock(&comp.lock);
-    free(p); /* queue full: the file stays uncompressed, nothing lost */
+    free(p);
+    return rc;
 }
 
 int writer_rotate(wstream *w)
@@ -258,16 +277,20 @@ int writer_rotate(wstream *w)
     rotated_name(w, w->rotations, 0, dst, sizeof dst);
     if (rename(w->path, dst) < 0)
         return GPUFL_EIO;
+    if (w->compress)
+        comp_enqueue('C', dst);
     if (w->keep && w->rotations > w->keep) {
         char old[4200];
         uint32_t n = w->rotations - w->keep;
         rotated_name(w, n, 0, old, sizeof old);
-        unlink(old);
-        rotated_name(w, n, 1, old, sizeof old);
-        unlink(old);
+        /* with compression on, pruning goes through the same queue as
+         * the compression of that file, after it */
+        if (!w->compress || comp_enqueue('D', old) != 0) {
+            unlink(old);
+            rotated_name(w, n, 1, old, sizeof old);
+            unlink(old);
+        }
     }
-    if (w->compress)
-        comp_enqueue(dst);
     return open_live(w);
 }
 
