@@ -109,7 +109,8 @@ static void rotated_name(const wstream *w, uint32_t n, int zst, char *out,
 
 /* ---- background compression of rotated files ---- */
 
-#define COMP_QUEUE 64
+#define COMP_QUEUE                                                             \
+    1024 /* jobs; each is a path: a full queue skips compression */
 
 static struct {
     pthread_mutex_t lock;
