@@ -116,7 +116,7 @@ typedef struct gpufl_options {
                                     below this; default 256 MiB */
     uint32_t ring_events;        /* GPUFL_RING_EVENTS; per-thread buffer
                                     slots (rounded up to a power of two,
-                                    64..16777216); default 8192 */
+                                    64..16777216); default 16384 */
     uint32_t flush_ms;           /* GPUFL_FLUSH_MS; longest time an event
                                     waits in memory; default 100 */
     uint64_t sim_seed;           /* GPUFL_SIM_SEED; default 1 */

@@ -182,7 +182,9 @@ int gpufl_options_init(gpufl_options *o)
     o->rotate_keep = 20;
     o->compress_rotated = 0;
     o->min_free_bytes = 256ull << 20;
-    o->ring_events = 8192;
+    o->ring_events = 16384; /* 2 MiB per recording thread: ~16 ms of
+                              * headroom at 1M events/s when the collector
+                              * is descheduled */
     o->flush_ms = 100;
     o->sim_seed = 1;
     o->sim_steps = 0;

@@ -37,7 +37,7 @@ static void test_defaults(void)
     CHECK_EQ_U64(o.system_interval_ms, 1000); /* on by default */
     CHECK_EQ_U64(o.rotate_bytes, 64ull << 20);
     CHECK_EQ_U64(o.rotate_keep, 20);
-    CHECK_EQ_U64(o.ring_events, 8192);
+    CHECK_EQ_U64(o.ring_events, 16384);
     CHECK_EQ_U64(o.flush_ms, 100);
     CHECK_STR(o.engines, "auto");
     CHECK_STR(o.log_dir, ".");
@@ -71,7 +71,7 @@ static void test_bad_env(void)
     clear_env();
     setenv("GPUFL_RING_EVENTS", "12x", 1);
     CHECK(gpufl_options_init(&o) == GPUFL_EINVAL);
-    CHECK_EQ_U64(o.ring_events, 8192); /* default kept */
+    CHECK_EQ_U64(o.ring_events, 16384); /* default kept */
     CHECK(strstr(gpufl_last_error(), "GPUFL_RING_EVENTS") != NULL);
     setenv("GPUFL_RING_EVENTS", "16", 1); /* below the bound of 64 */
     CHECK(gpufl_options_init(&o) == GPUFL_EINVAL);
