@@ -9,8 +9,10 @@
  *   3. bytes per kernel line on disk                  target <= 256
  *   4. drops at a sustained 1M events/s for 10 s      target 0
  *
- *   bench_client [--quick] [DIR]     (DIR defaults to a folder under /tmp)
+ *   bench_client [--quick] [--keep] [DIR]  (DIR: a folder under /tmp;
+ *                                            removed at the end unless --keep)
  */
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@
 #define NAMES 12
 
 static char dir[512];
-static int quick;
+static int quick, keep;
 static uint32_t names[NAMES], scope_name;
 
 static int cmp_u64(const void *a, const void *b)
@@ -279,11 +281,22 @@ static void bench_sustained(void)
            (double)ru.ru_maxrss / 1024.0);
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--keep"))
+            keep = 1;
         else
             snprintf(dir, sizeof dir, "%s", argv[i]);
     }
@@ -301,5 +314,8 @@ int main(int argc, char **argv)
     bench_collector();
     printf("sustained load\n");
     bench_sustained();
+    /* the collector phase writes a few GB: leave nothing behind */
+    if (!keep)
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
 }
