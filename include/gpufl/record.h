@@ -50,7 +50,8 @@ typedef struct gpufl_kernel {
     uint64_t start_ns, end_ns; /* GPU execution */
     uint64_t api_enter_ns;     /* launch API entered (0 = unknown) */
     uint64_t api_exit_ns;      /* launch API returned (0 = unknown) */
-    float occupancy;           /* theoretical, 0..1; < 0 = unknown */
+    float occupancy;           /* theoretical, (0, 1]; <= 0 = unknown (a
+                                  launch that ran is never at 0) */
     uint32_t limiters;         /* GPUFL_LIMIT_* bits */
     uint64_t scope;            /* scope token, 0 = the caller's current */
     uint32_t path_id;          /* scope path id, 0 = the caller's current */

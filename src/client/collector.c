@@ -27,6 +27,9 @@
 #define DISK_CHECK_NS 1000000000ull /* statvfs once a second */
 #define LOSS_EVERY_NS 100000000ull  /* at most 10 loss lines/s per stream */
 #define IDLE_WAIT_MS 100
+#define EVENT_ROOM                                                             \
+    (96 * 1024) /* an event + up to 8 dict lines (a stack
+                                  dict can reach 33 KiB) */
 
 enum {
     LOSS_BUFFER_FULL,
@@ -237,6 +240,17 @@ static void handle(rec *r)
     int n;
     if (!C.open[s])
         return;
+    /* Room for the event and the dict lines it may need, up front: a
+     * flush (which can fail and drop the buffer) then never happens
+     * between a dict line and the event that relies on it. */
+    if (C.w[s].cap - C.w[s].len < EVENT_ROOM)
+        writer_flush(&C.w[s]);
+    if (C.w[s].lost_context) {
+        /* a failed write took lines this file relies on: say who we are
+         * again (dict lines follow on demand: the file generation moved) */
+        C.w[s].lost_context = 0;
+        write_header(s);
+    }
     if (C.disk_paused) {
         C.lost[s][LOSS_DISK_LOW]++;
         C.pending[s][LOSS_DISK_LOW]++;

@@ -293,22 +293,14 @@ static void fmt_pcsamp(jw *j, const rec *r)
     kv_opt(j, "file", p->file);
     kv_opt(j, "line", p->line);
     jw_kv_u64(j, "pc", p->pc);
-    jw_key(j, "stalls");
-    jw_obj_begin(j);
-    for (uint32_t i = 0; i < p->n; i++) {
+    char keys[REC_PC_REASONS][64];
+    uint64_t sums[REC_PC_REASONS];
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < p->n && i < REC_PC_REASONS; i++) {
         const intern_entry *e = intern_get(p->reason[i]);
         char key[64];
         size_t n = e && e->str ? e->len : 0;
-        uint64_t samples = 0;
-        int seen = 0;
-        /* the same reason twice: one key with the sum */
-        for (uint32_t k = 0; k < i; k++)
-            seen |= p->reason[k] == p->reason[i];
-        if (seen)
-            continue;
-        for (uint32_t k = i; k < p->n; k++)
-            if (p->reason[k] == p->reason[i])
-                samples += p->samples[k];
+        uint32_t k;
         /* reason names are identifiers: anything else becomes '_' so the
          * key needs no escaping and is valid UTF-8 */
         if (n >= sizeof key)
@@ -322,9 +314,22 @@ static void fmt_pcsamp(jw *j, const rec *r)
         key[n] = 0;
         if (!n)
             snprintf(key, sizeof key, "reason_%u", p->reason[i]);
-        jw_kv_u64(j, key, samples);
-        total += samples;
+        /* one key per name as written: reasons that read the same are
+         * summed */
+        for (k = 0; k < nk; k++)
+            if (!strcmp(keys[k], key))
+                break;
+        if (k == nk) {
+            memcpy(keys[nk], key, sizeof key);
+            sums[nk++] = 0;
+        }
+        sums[k] += p->samples[i];
+        total += p->samples[i];
     }
+    jw_key(j, "stalls");
+    jw_obj_begin(j);
+    for (uint32_t k = 0; k < nk; k++)
+        jw_kv_u64(j, keys[k], sums[k]);
     jw_obj_end(j);
     jw_kv_u64(j, "samples", total);
     scope_refs_full(j, p->scope, p->path);

@@ -108,12 +108,22 @@ full:
     return 0;
 }
 
+/* Largest n' <= n that does not end inside a UTF-8 sequence of s. */
+static size_t utf8_cut(const char *s, size_t n)
+{
+    size_t k = n;
+    /* at most 3 continuation bytes belong to one character */
+    while (k > 0 && n - k < 3 && ((unsigned char)s[k] & 0xC0) == 0x80)
+        k--;
+    return ((unsigned char)s[k] & 0xC0) == 0x80 ? n : k;
+}
+
 uint32_t intern_name(const char *s, size_t len)
 {
     if (!s)
         return 0;
     if (len > INTERN_MAX_LEN)
-        len = INTERN_MAX_LEN;
+        len = utf8_cut(s, INTERN_MAX_LEN);
     return lookup_or_insert(IK_NAME, intern_hash(s, len, 0), s, len, 0, 0, 0);
 }
 
@@ -137,7 +147,9 @@ uint32_t intern_stack(const char *const *frames, size_t n)
         n = INTERN_MAX_FRAMES;
     for (size_t i = 0; i < n; i++) {
         const char *f = frames[i] ? frames[i] : "?";
-        size_t fl = strnlen(f, 512);
+        size_t fl = strnlen(f, 513);
+        if (fl > 512)
+            fl = utf8_cut(f, 512);
         if (len + fl + 1 > sizeof buf)
             break;
         memcpy(buf + len, f, fl);

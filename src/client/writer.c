@@ -91,6 +91,14 @@ fail:
         w->lines_lost += count_lines(w->buf + off, w->len - off);
         if (off > 0 && w->buf[off - 1] != '\n')
             w->damaged = 1;
+        /* bytes never written do not count toward rotation: a full disk
+         * must not churn out empty rotated files */
+        w->file_bytes -= w->len - off;
+        /* the dropped lines may have been this file's session line or the
+         * dict lines later events rely on: a new generation makes the
+         * collector write them again before their next use */
+        w->file_gen = atomic_fetch_add(&file_gen_next, 1);
+        w->lost_context = 1;
     }
     w->len = 0;
     return GPUFL_EIO;
@@ -271,6 +279,10 @@ int writer_rotate(wstream *w)
     (void)rc; /* a failed flush already counted; rotate anyway */
     /* The rotated file must be durable before the name changes: a reader
      * that sees .N may delete its cursor state for the live name. */
+    /* a damaged last line is ended here, so the next file starts clean */
+    if (w->damaged && write(w->fd, "\n", 1) == 1)
+        w->file_bytes++;
+    w->damaged = 0;
     fdatasync(w->fd);
     close(w->fd);
     w->fd = -1;
@@ -278,6 +290,8 @@ int writer_rotate(wstream *w)
     rotated_name(w, w->rotations, 0, dst, sizeof dst);
     if (rename(w->path, dst) < 0)
         return GPUFL_EIO;
+    /* the collector writes the new file's session line next */
+    w->lost_context = 0;
     if (w->compress)
         comp_enqueue('C', dst);
     if (w->keep && w->rotations > w->keep) {

@@ -30,7 +30,10 @@ typedef struct wstream {
     uint64_t bytes;      /* bytes written in this session */
     uint64_t lines_lost; /* lines dropped by failed writes */
     int damaged;         /* the file ends inside a line: end it with a
-                                 newline before anything else is written */
+                            newline before anything else is written */
+    int lost_context;    /* lines were dropped: the session line and dict
+                            lines must be written again before the next
+                            event (the collector does it) */
     char *buf;
     size_t len, cap;
     uint64_t rotate_bytes;

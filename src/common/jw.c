@@ -228,9 +228,14 @@ void jw_strn(jw *w, const char *s, size_t n, size_t maxlen)
     size_t i = 0;
     if (n > maxlen) {
         n = maxlen;
-        /* cut before a UTF-8 sequence, never inside it */
-        while (n > 0 && (p[n] & 0xC0) == 0x80)
-            n--;
+        /* cut before a UTF-8 sequence, never inside it (a sequence has at
+         * most 3 continuation bytes; longer runs are invalid anyway and
+         * are replaced below) */
+        size_t k = n;
+        while (k > 0 && n - k < 3 && (p[k] & 0xC0) == 0x80)
+            k--;
+        if ((p[k] & 0xC0) != 0x80)
+            n = k;
     }
     sep(w);
     put_c(w, '"');

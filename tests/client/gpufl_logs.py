@@ -33,6 +33,8 @@ class Stream:
         self.events = []        # every parsed line, in order
         self.files = []         # (path, first_seq, nlines)
         self.partial = []       # partial last lines seen (bytes)
+        self.damaged = []       # unparseable lines skipped (write errors)
+        self.gaps = 0           # seq numbers missing (lines lost on write)
         self.dicts = {}         # id -> dict line (last definition)
 
     def of(self, *types):
@@ -128,8 +130,11 @@ def _refs(e):
     return out
 
 
-def read_stream(prefix, stream, allow_partial=False, pruned_ok=False):
-    """Read and check one stream of one session.  Returns (sid, Stream)."""
+def read_stream(prefix, stream, allow_partial=False, pruned_ok=False,
+                write_errors=False):
+    """Read and check one stream of one session.  Returns (sid, Stream).
+    write_errors: the disk filled up; damaged lines are skipped and seq
+    gaps counted (the caller checks them against the loss lines)."""
     paths, rotated = _files(prefix, stream)
     if not paths:
         raise LogError("no %s files for %s" % (stream, prefix))
@@ -151,6 +156,9 @@ def read_stream(prefix, stream, allow_partial=False, pruned_ok=False):
             try:
                 e = json.loads(raw.decode("utf-8"))
             except (ValueError, UnicodeDecodeError) as x:
+                if write_errors:
+                    st.damaged.append(raw)
+                    continue
                 raise LogError("%s: not JSON: %s: %r" % (where, x, raw[:120]))
             if not isinstance(e, dict):
                 raise LogError("%s: not an object" % where)
@@ -171,6 +179,9 @@ def read_stream(prefix, stream, allow_partial=False, pruned_ok=False):
                 raise LogError("%s: seq/ts must be integers" % where)
             if prev_seq is not None and e["seq"] != prev_seq + 1:
                 gap_ok = first and pruned_ok
+                if write_errors and e["seq"] > prev_seq:
+                    st.gaps += e["seq"] - prev_seq - 1
+                    gap_ok = True
                 if not gap_ok:
                     raise LogError("%s: seq %d after %d" % (where, e["seq"], prev_seq))
             if prev_seq is None and e["seq"] != 0 and not pruned_ok:
@@ -178,7 +189,7 @@ def read_stream(prefix, stream, allow_partial=False, pruned_ok=False):
             prev_seq = e["seq"]
             if e["type"] not in TYPES[stream]:
                 raise LogError("%s: type %r not allowed in %s" % (where, e["type"], stream))
-            if first:
+            if first and not (write_errors and e["type"] != "session"):
                 if e["type"] != "session":
                     raise LogError("%s: file does not begin with a session line" % where)
                 expect = rotated[fi] - 1 if fi < len(rotated) else len(rotated)
@@ -217,13 +228,15 @@ def prefixes(log_dir):
     return sorted(out)
 
 
-def validate(log_dir, allow_partial=False, pruned_ok=False, complete=True):
+def validate(log_dir, allow_partial=False, pruned_ok=False, complete=True,
+             write_errors=False):
     """Every session in log_dir, checked.  complete: expect session_end."""
     sessions = {}
     for prefix in prefixes(log_dir):
         sess = None
         for stream in STREAMS:
-            sid, st = read_stream(prefix, stream, allow_partial, pruned_ok)
+            sid, st = read_stream(prefix, stream, allow_partial, pruned_ok,
+                                  write_errors)
             if sess is None:
                 sess = Session(sid)
             elif sid != sess.sid:
@@ -240,13 +253,14 @@ def validate(log_dir, allow_partial=False, pruned_ok=False, complete=True):
                 if last["type"] != "session_end":
                     raise LogError("%s.%s: last line is %s, not session_end"
                                    % (prefix, stream, last["type"]))
-                if not pruned_ok and last["lines"] != len(st.events):
+                if not pruned_ok and not write_errors and \
+                        last["lines"] != len(st.events):
                     raise LogError("%s.%s: session_end says %d lines, read %d"
                                    % (prefix, stream, last["lines"], len(st.events)))
         # scopes balance: every begin has one end (same name/path/depth)
         sc = sess.streams["scope"]
         # lost lines (counted in loss lines) may be either half of a pair
-        lossy = bool(sc.of("loss")) or not complete or pruned_ok
+        lossy = bool(sc.of("loss")) or not complete or pruned_ok or write_errors
         opened = {}
         for e in sc.events:
             if e["type"] == "scope_begin":

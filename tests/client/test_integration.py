@@ -381,6 +381,47 @@ class DiskGuard(Base):
             subprocess.run(["umount", "-l", mnt])
 
 
+    def test_full_disk_write_errors(self):
+        """No guard (min_free_bytes=0): writes fail with ENOSPC until space
+        comes back.  Lost lines are counted exactly, damaged lines are
+        ended, and every file still defines what it uses."""
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a small tmpfs")
+        mnt = os.path.join(self.dir, "mnt")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt]).returncode:
+            self.skipTest("cannot mount tmpfs here")
+        try:
+            ballast = os.path.join(mnt, "ballast")
+            with open(ballast, "wb") as f:
+                f.write(b"\0" * (3 << 20))
+            envp = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
+            envp.update(self.env(engines="sim,host", log_dir=mnt, min_free_bytes=0,
+                                 sim_speed=3, rotate_bytes="256K", rotate_keep=0))
+            p = subprocess.Popen([BIN + "/example_train", "--steps", "150",
+                                  "--log-dir", mnt], env=envp, stdout=subprocess.PIPE)
+            time.sleep(1.5)
+            os.unlink(ballast)
+            p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0)
+            sess = next(iter(gl.validate(mnt, write_errors=True).values()))
+            dev = sess.streams["device"]
+            werr = [e for e in dev.of("loss") if e["reason"] == "write_error"]
+            self.assertGreater(len(werr), 0, "the disk never filled")
+            self.assertEqual(sum(e["count"] for e in werr), dev.gaps)
+            self.assertEqual(dev.events[-1]["lost"], dev.gaps)
+            self.assertLessEqual(len(dev.damaged), len(werr))
+            # identity written again after the loss, before more events
+            first_loss = werr[0]["seq"]
+            self.assertTrue(any(e["type"] == "session" and e["seq"] > first_loss
+                                for e in dev.events))
+            # no empty rotated files from a full disk
+            for path, n in dev.files:
+                self.assertGreater(n, 0, path)
+        finally:
+            subprocess.run(["umount", "-l", mnt])
+
+
 class Cxx(Base):
     def test_scopes_balance_with_exceptions(self):
         run([BIN + "/example_scopes_cxx", self.dir], {})
