@@ -146,7 +146,9 @@ def read_stream(prefix, stream, allow_partial=False, pruned_ok=False,
         lines = data.split(b"\n")
         tail = lines.pop()  # after the last newline: b"" when complete
         if tail:
-            if not (allow_partial and fi == len(paths) - 1):
+            # a killed writer leaves one in the live file; a full disk can
+            # leave one at the end of any file it was writing
+            if not (allow_partial and fi == len(paths) - 1) and not write_errors:
                 raise LogError("%s: partial last line %r" % (path, tail[:80]))
             st.partial.append(tail)
         defined = set()  # dict ids defined in THIS file
