@@ -389,15 +389,16 @@ class DiskGuard(Base):
             self.skipTest("needs root to mount a small tmpfs")
         mnt = os.path.join(self.dir, "mnt")
         os.mkdir(mnt)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt]).returncode:
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", mnt]).returncode:
             self.skipTest("cannot mount tmpfs here")
         try:
+            # ~0.5 MiB left: full within a fraction of a second at ~1 MB/s
             ballast = os.path.join(mnt, "ballast")
             with open(ballast, "wb") as f:
-                f.write(b"\0" * (3 << 20))
+                f.write(b"\0" * (23 << 19))
             envp = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
             envp.update(self.env(engines="sim,host", log_dir=mnt, min_free_bytes=0,
-                                 sim_speed=3, rotate_bytes="256K", rotate_keep=0))
+                                 sim_speed=1, rotate_bytes="256K", rotate_keep=0))
             p = subprocess.Popen([BIN + "/example_train", "--steps", "150",
                                   "--log-dir", mnt], env=envp, stdout=subprocess.PIPE)
             time.sleep(1.5)
