@@ -140,14 +140,14 @@ static void body_raw(jw *j, const void *arg)
 
 struct loss_arg {
     const char *reason;
-    uint64_t count;
+    uint64_t count, total;
     const char *detail;
 };
 
 static void body_loss(jw *j, const void *arg)
 {
     const struct loss_arg *l = arg;
-    fmt_loss(j, l->reason, l->count, l->detail);
+    fmt_loss(j, l->reason, l->count, l->total, l->detail);
 }
 
 struct end_arg {
@@ -380,7 +380,8 @@ static void flush_losses(int force, int ending)
         if (!C.open[s])
             continue;
         for (int k = 0; k < LOSS_REASONS; k++) {
-            struct loss_arg a = { loss_name[k], C.pending[s][k], NULL };
+            struct loss_arg a = { loss_name[k], C.pending[s][k], C.lost[s][k],
+                                  NULL };
             /* every stream that got "capture paused" gets the matching
              * end of the pause, even when it lost nothing meanwhile */
             int close_pause = k == LOSS_DISK_LOW && C.pause_open[s];
@@ -415,13 +416,14 @@ static void disk_guard(uint64_t now)
     C.free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
     if (!C.disk_paused && C.free_bytes < min) {
         char detail[200];
-        struct loss_arg a = { "disk_low", 0, detail };
+        struct loss_arg a = { "disk_low", 0, 0, detail };
         snprintf(detail, sizeof detail,
                  "capture paused: %llu bytes free in "
                  "the log directory, below min_free_bytes=%llu",
                  (unsigned long long)C.free_bytes, (unsigned long long)min);
         for (int s = 0; s < ST_COUNT; s++)
             if (C.open[s]) {
+                a.total = C.lost[s][LOSS_DISK_LOW];
                 emit(s, client_now(), body_loss, &a);
                 writer_flush(&C.w[s]);
                 C.pause_open[s] = 1;

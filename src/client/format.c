@@ -481,11 +481,15 @@ void fmt_session(jw *j, uint32_t file_index)
     jw_obj_end(j);
 }
 
-void fmt_loss(jw *j, const char *reason, uint64_t count, const char *detail)
+void fmt_loss(jw *j, const char *reason, uint64_t count, uint64_t total,
+              const char *detail)
 {
     jw_kv_str(j, "type", "loss");
     jw_kv_str(j, "reason", reason);
     jw_kv_u64(j, "count", count);
+    /* cumulative: if an earlier loss line was itself lost (a failed
+     * write), the next one still gives the exact figure */
+    jw_kv_u64(j, "total", total);
     if (detail)
         jw_kv_str(j, "detail", detail);
     jw_obj_end(j);

@@ -20,7 +20,8 @@ int fmt_refs(const rec *r, uint32_t *ids);
 void fmt_record(jw *j, const rec *r);
 void fmt_dict(jw *j, const intern_entry *e);
 void fmt_session(jw *j, uint32_t file_index);
-void fmt_loss(jw *j, const char *reason, uint64_t count, const char *detail);
+void fmt_loss(jw *j, const char *reason, uint64_t count, uint64_t total,
+              const char *detail);
 void fmt_session_end(jw *j, const char *reason, uint64_t lines, uint64_t lost,
                      uint32_t rotations);
 
