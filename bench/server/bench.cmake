@@ -1,0 +1,8 @@
+# bench_server: gpufl-server ingest and query figures (not a test).
+if(TARGET gpufl_server_core)
+  add_executable(bench_server ${CMAKE_CURRENT_LIST_DIR}/bench_server.c)
+  gpufl_target(bench_server)
+  target_include_directories(bench_server PRIVATE
+                             ${PROJECT_SOURCE_DIR}/src/server)
+  target_link_libraries(bench_server PRIVATE gpufl_server_core)
+endif()

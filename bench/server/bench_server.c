@@ -1,0 +1,362 @@
+/*
+ * bench_server.c - gpufl-server figures on this machine: ingest events/s
+ * over HTTP on loopback into SQLite, the same rows straight through the
+ * store (the ceiling) and their ratio, then query latency p50/p99 for the
+ * kernel page, aggregates by name and the timeline on that session.
+ *
+ *   bench_server [KERNELS [NAMES [DIR [PGURL]]]]  (defaults 300000, 200, /tmp)
+ *
+ * With PGURL (postgresql://.../db) the two ingest runs go to PostgreSQL
+ * instead, each as its own session.
+ * The events are synthetic kernel lines shaped like the client's (launch
+ * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
+ * figures; not a test.
+ */
+#include "ingest.h"
+#include "srv_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 10000
+/* The session of run r (0: direct, 1: HTTP). */
+#define SID_FMT "5e55e55e-0000-4000-8000-00000000be0%d"
+#define SID "5e55e55e-0000-4000-8000-00000000be01"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct body {
+    char *p;
+    size_t len, cap;
+    size_t lines;
+} body;
+
+static void put(body *b, const char *s, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p)
+            exit(1);
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+/* Batches of NDJSON: dicts first, then kernels. */
+static body *make(const char *sid, size_t nk, unsigned names, size_t *nb,
+                  uint64_t *t_end)
+{
+    size_t nbatch = (nk + BATCH - 1) / BATCH + 1, seq = 0;
+    body *b = calloc(nbatch, sizeof(*b));
+    uint64_t ts = 1700000000000000000ull, x = 88172645463325252ull;
+    char line[512];
+    int n;
+
+    n = snprintf(line, sizeof(line),
+                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%zu,"
+                 "\"ts\":%llu,\"type\":\"session\",\"app\":\"bench\","
+                 "\"host\":\"bench\",\"start\":%llu}\n",
+                 sid, seq++, (unsigned long long)ts, (unsigned long long)ts);
+    put(&b[0], line, (size_t)n);
+    for (unsigned i = 1; i <= names; i++) {
+        n = snprintf(line, sizeof(line),
+                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
+                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"dict\",\"id\":%u,"
+                     "\"kind\":\"name\",\"name\":\"kernel_%u_"
+                     "void_gemm<float,128,64>\"}\n",
+                     sid, seq++, (unsigned long long)ts, i, i);
+        put(&b[0], line, (size_t)n);
+        n = snprintf(line, sizeof(line),
+                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
+                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"dict\",\"id\":%u,"
+                     "\"kind\":\"launch\",\"name\":%u,\"block\":[256],"
+                     "\"regs\":%u,\"occ\":0.5}\n",
+                     sid, seq++, (unsigned long long)ts, 100000 + i, i,
+                     32 + i % 64);
+        put(&b[0], line, (size_t)n);
+    }
+    b[0].lines = seq;
+    for (size_t k = 0; k < nk; k++) {
+        body *t = &b[1 + k / BATCH];
+        uint64_t dur;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        dur = 2000 + (x % 1000) * (1 + (x >> 20) % 200);
+        ts += 1000 + dur / 4;
+        n = snprintf(line, sizeof(line),
+                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
+                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"kernel\","
+                     "\"dev\":%u,\"stream\":%u,\"corr\":%zu,\"cfg\":%u,"
+                     "\"grid\":[1024,4],\"dur\":%llu,\"api\":[-5000,3000],"
+                     "\"scope\":%zu}\n",
+                     sid, seq++, (unsigned long long)ts, (unsigned)(k % 2),
+                     (unsigned)(7 + k % 4), k, 100001 + (unsigned)(x % names),
+                     (unsigned long long)dur, 1 + k / 50);
+        put(t, line, (size_t)n);
+        t->lines++;
+    }
+    *nb = nbatch;
+    *t_end = ts;
+    return b;
+}
+
+/* Parses a batch into ev[] (arena from the caller); returns lines. */
+static size_t parse(const body *b, srv_ev *ev, ingest_arena *a, jsonl_tok *tok)
+{
+    jsonl_doc d;
+    size_t pos = 0, n, k = 0;
+    const char *line;
+    char why[INGEST_REASON_MAX];
+
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    a->len = 0;
+    while (jsonl_line_next(b->p, b->len, &pos, &line, &n))
+        if (ingest_line_parse(&d, SRV_ST_DEVICE, line, n, a, &ev[k], why) == 0)
+            k++;
+    return k;
+}
+
+/* One HTTP/1.1 request on a keep-alive socket; returns the status. */
+static int http(int fd, const char *method, const char *path, const char *tok,
+                const char *bodyp, size_t blen, char *resp, size_t cap)
+{
+    char hdr[1024];
+    size_t got = 0, need = 0;
+    int n = snprintf(hdr, sizeof(hdr),
+                     "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Type: application/x-ndjson\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     method, path, tok, blen);
+    if (write(fd, hdr, (size_t)n) != n)
+        return -1;
+    for (size_t off = 0; off < blen;) {
+        ssize_t w = write(fd, bodyp + off, blen - off);
+        if (w <= 0)
+            return -1;
+        off += (size_t)w;
+    }
+    for (;;) {
+        ssize_t r = read(fd, resp + got, cap - 1 - got);
+        char *e;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+        resp[got] = '\0';
+        e = strstr(resp, "\r\n\r\n");
+        if (e && !need) {
+            char *cl = strcasestr(resp, "Content-Length:");
+            need =
+                (size_t)(e + 4 - resp) + (cl ? strtoull(cl + 15, NULL, 10) : 0);
+        }
+        if (need && got >= need)
+            break;
+        if (got >= cap - 1)
+            return -1;
+    }
+    return (int)strtol(resp + 9, NULL, 10);
+}
+
+static int connect_to(uint16_t port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        exit(1);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void lat(const char *what, int fd, const char *tok, char **paths, int n,
+                char *resp, size_t cap)
+{
+    double *t = malloc((size_t)n * sizeof(double));
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        int st = http(fd, "GET", paths[i], tok, "", 0, resp, cap);
+        t[i] = (now_s() - t0) * 1e3;
+        if (st != 200) {
+            fprintf(stderr, "%s -> %d\n", paths[i], st);
+            exit(1);
+        }
+    }
+    qsort(t, (size_t)n, sizeof(double), cmp_d);
+    printf("  %-34s p50 %7.2f ms   p99 %7.2f ms   (%d requests)\n", what,
+           t[n / 2], t[n * 99 / 100], n);
+    free(t);
+}
+
+int main(int argc, char **argv)
+{
+    size_t nk = argc > 1 ? strtoull(argv[1], NULL, 10) : 300000, nb, total = 0;
+    unsigned names = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 200;
+    const char *dir = argc > 3 ? argv[3] : "/tmp";
+    static srv s;
+    char path[1024], err[256], *resp = malloc(SRV_RESP_MAX + 4096);
+    char *sargv[] = { "bench", "--listen", "127.0.0.1:0", "--quiet", NULL };
+    char *pos[2];
+    int npos, fd;
+    uint64_t t_end;
+    const char *pg = argc > 4 ? argv[4] : NULL;
+    char sid[40];
+    body *b;
+    srv_ev *ev = malloc((BATCH + 2 * names + 8) * sizeof(*ev));
+    jsonl_tok *tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
+    ingest_arena a;
+    srv_store *st = NULL;
+    srv_ingest_res r;
+    double t0, tp = 0, ts = 0, direct, over_http;
+
+    a.cap = 64u << 20;
+    a.buf = malloc(a.cap);
+    snprintf(sid, sizeof(sid), SID_FMT, 0);
+    b = make(sid, nk, names, &nb, &t_end);
+    for (size_t i = 0; i < nb; i++)
+        total += b[i].lines;
+    printf("bench_server: %zu kernels, %u names, %zu lines in %zu batches\n",
+           nk, names, total, nb);
+
+    /* 1. the ceiling: parse + store directly */
+    snprintf(path, sizeof(path), "%s/bench_server_direct.db", dir);
+    unlink(path);
+    if (srv_store_open(pg ? pg : path, 2, &st, err, sizeof(err))) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    for (size_t i = 0; i < nb; i++) {
+        size_t k;
+        t0 = now_s();
+        k = parse(&b[i], ev, &a, tok);
+        tp += now_s() - t0;
+        t0 = now_s();
+        if (st->ops->ingest(st, ev, k, &r))
+            return 1;
+        ts += now_s() - t0;
+    }
+    st->ops->close(st);
+    direct = (double)total / (tp + ts);
+    printf("  parse only (ingest_line_parse)    %10.0f lines/s\n",
+           (double)total / tp);
+    printf("  store only (%s, idempotent) %10.0f rows/s\n",
+           pg ? "PostgreSQL" : "SQLite    ", (double)total / ts);
+    printf("  parse + store, direct (ceiling)   %10.0f events/s\n", direct);
+
+    /* 2. over HTTP on loopback, one keep-alive connection, a new session */
+    for (size_t i = 0; i < nb; i++)
+        free(b[i].p);
+    free(b);
+    snprintf(sid, sizeof(sid), SID_FMT, 1);
+    b = make(sid, nk, names, &nb, &t_end);
+    if (srv_config_load(&s.cfg, 4, sargv, pos, 2, &npos, err, sizeof(err)))
+        return 1;
+    snprintf(s.cfg.admin_token, sizeof(s.cfg.admin_token), "bench");
+    snprintf(path, sizeof(path), "%s/bench_server_http.db", dir);
+    unlink(path);
+    if (srv_store_open(pg ? pg : path, 4, &s.store, err, sizeof(err)) ||
+        srv_admin_init(&s) || srv_http_start(&s, err, sizeof(err))) {
+        fprintf(stderr, "start: %s\n", err);
+        return 1;
+    }
+    fd = connect_to(s.port);
+    t0 = now_s();
+    for (size_t i = 0; i < nb; i++) {
+        int code = http(fd, "POST", "/api/v1/events/device", "bench", b[i].p,
+                        b[i].len, resp, SRV_RESP_MAX);
+        if (code != 200) {
+            fprintf(stderr, "POST -> %d\n", code);
+            return 1;
+        }
+    }
+    over_http = (double)total / (now_s() - t0);
+    printf("  over HTTP (loopback, 10k-line batches) %5.0f events/s = %.0f%% "
+           "of direct\n",
+           over_http, 100.0 * over_http / direct);
+
+    /* 3. queries on that session (after the maintenance pass, which
+     * refreshes PostgreSQL's planner statistics) */
+    s.store->ops->mark_stale(s.store, 1u << 30);
+    {
+        enum { NQ = 200 };
+        char *p[NQ];
+        uint64_t t_start = 1700000000000000000ull, span = t_end - t_start;
+        uint64_t x = 12345;
+        for (int i = 0; i < NQ; i++) {
+            p[i] = malloc(256);
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            snprintf(p[i], 256,
+                     "/api/v1/sessions/" SID "/kernels?limit=100&from=%llu",
+                     (unsigned long long)(t_start + (x >> 11) % span));
+        }
+        lat("kernels page (100, random from)", fd, "bench", p, NQ, resp,
+            SRV_RESP_MAX);
+        for (int i = 0; i < NQ; i++)
+            snprintf(p[i], 256,
+                     "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
+                     "&desc=true");
+        lat("kernels page sorted by duration", fd, "bench", p, 50, resp,
+            SRV_RESP_MAX);
+        for (int i = 0; i < NQ; i++)
+            snprintf(p[i], 256,
+                     "/api/v1/sessions/" SID "/kernels/aggregate?limit=1000");
+        lat("aggregates by name (p50/p99)", fd, "bench", p, 50, resp,
+            SRV_RESP_MAX);
+        for (int i = 0; i < NQ; i++) {
+            uint64_t w;
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            w = span >> (x >> 60); /* full range down to 1/32768 of it */
+            snprintf(
+                p[i], 256,
+                "/api/v1/sessions/" SID "/timeline?width=2000&from=%llu"
+                "&to=%llu",
+                (unsigned long long)(t_start + (x >> 20) % (span - w + 1)),
+                (unsigned long long)(t_start + (x >> 20) % (span - w + 1) + w));
+        }
+        lat("timeline 2000 px, random zoom", fd, "bench", p, NQ, resp,
+            SRV_RESP_MAX);
+        snprintf(p[0], 256, "/api/v1/sessions/" SID "/timeline?width=2000");
+        for (int i = 1; i < 20; i++)
+            snprintf(p[i], 256, "%s", p[0]);
+        lat("timeline 2000 px, full range", fd, "bench", p, 20, resp,
+            SRV_RESP_MAX);
+        for (int i = 0; i < NQ; i++)
+            free(p[i]);
+    }
+    close(fd);
+    printf("  database: %.1f MB used\n",
+           (double)s.store->ops->db_bytes(s.store) / 1e6);
+    srv_http_stop(&s);
+    s.store->ops->close(s.store);
+    for (size_t i = 0; i < nb; i++)
+        free(b[i].p);
+    free(b);
+    free(ev);
+    free(tok);
+    free(a.buf);
+    free(resp);
+    return 0;
+}

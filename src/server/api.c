@@ -1,0 +1,544 @@
+/*
+ * api.c - the route table: which method and path go to which handler and
+ * need which role, then query-parameter parsing and the JSON answer.
+ *
+ * Authentication runs before routing for everything under /api/ and
+ * /metrics, so an unauthenticated client learns nothing about which paths
+ * exist (401 for all); an authenticated one gets 404/405 for wrong paths
+ * and 403 when its role does not allow the call.
+ */
+#include "ingest.h"
+#include "srv_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_SEGS 8
+#define API_SEG_MAX 256
+
+typedef struct route_ctx {
+    char seg[API_SEGS][API_SEG_MAX];
+    int nseg;
+} route_ctx;
+
+typedef int (*query_fn)(srv_store *, const srv_q *, jw *);
+
+/* Splits "/api/v1/a/b" into segments; -1 when too many or too long. */
+static int split(const char *path, route_ctx *rc)
+{
+    rc->nseg = 0;
+    while (*path) {
+        size_t n;
+        while (*path == '/')
+            path++;
+        if (!*path)
+            break;
+        n = strcspn(path, "/");
+        if (rc->nseg >= API_SEGS || n >= API_SEG_MAX)
+            return -1;
+        memcpy(rc->seg[rc->nseg], path, n);
+        rc->seg[rc->nseg][n] = '\0';
+        rc->nseg++;
+        path += n;
+    }
+    return 0;
+}
+
+static int seg_is(const route_ctx *rc, int i, const char *s)
+{
+    return i < rc->nseg && strcmp(rc->seg[i], s) == 0;
+}
+
+static int arg_u64(const srv_req *r, const char *k, uint64_t *out)
+{
+    const char *v = srv_req_arg(r, k);
+    char *end;
+    unsigned long long x;
+
+    if (!v)
+        return 0;
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (errno || *end || !*v || *v == '-')
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int arg_bool(const srv_req *r, const char *k, int *out)
+{
+    const char *v = srv_req_arg(r, k);
+    if (!v)
+        return 0;
+    if (!strcmp(v, "1") || !strcmp(v, "true"))
+        *out = 1;
+    else if (!strcmp(v, "0") || !strcmp(v, "false"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
+{
+    uint64_t v;
+    static const char *const nums[] = { "from", "to", "limit", "width",
+                                        "points" };
+
+    memset(q, 0, sizeof(*q));
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        v = 0;
+        if (arg_u64(r, nums[i], &v)) {
+            snprintf(why, cap, "parameter %s must be an unsigned integer",
+                     nums[i]);
+            return -1;
+        }
+        switch (i) {
+        case 0: q->from = v; break;
+        case 1: q->to = v; break;
+        case 2: q->limit = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        case 3: q->width = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        default: q->points = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        }
+    }
+    if (arg_bool(r, "desc", &q->desc)) {
+        snprintf(why, cap, "parameter desc must be true or false");
+        return -1;
+    }
+    q->host = srv_req_arg(r, "host");
+    q->app = srv_req_arg(r, "app");
+    q->state = srv_req_arg(r, "state");
+    q->search = srv_req_arg(r, "search");
+    q->name = srv_req_arg(r, "name");
+    q->sort = srv_req_arg(r, "sort");
+    q->kind = srv_req_arg(r, "kind");
+    q->fields = srv_req_arg(r, "fields");
+    q->path = srv_req_arg(r, "path");
+    q->src = srv_req_arg(r, "src");
+    q->cursor = srv_req_arg(r, "cursor");
+    if (q->state && strcmp(q->state, "running") && strcmp(q->state, "ended") &&
+        strcmp(q->state, "stale")) {
+        snprintf(why, cap, "state must be running, ended or stale");
+        return -1;
+    }
+    return 0;
+}
+
+static void err_for(srv_resp *o, int rc, const char *what)
+{
+    switch (rc) {
+    case GPUFL_ENOTFOUND: srv_resp_error(o, 404, what); break;
+    case GPUFL_EINVAL:
+        srv_resp_error(o, 400, "invalid parameter or cursor");
+        break;
+    case GPUFL_EUNAVAIL: srv_resp_error(o, 503, "database unavailable"); break;
+    case GPUFL_ETOOBIG:
+        srv_resp_error(o, 500, "answer too large; narrow it");
+        break;
+    default: srv_resp_error(o, 500, gpufl_strerror(rc));
+    }
+}
+
+static void run_query(srv *s, srv_req *r, srv_resp *o, query_fn fn,
+                      const char *sid, uint64_t kid, const char *notfound)
+{
+    char why[128];
+    srv_q q;
+    char *buf;
+    jw w;
+    int rc;
+
+    r->cls = MET_QUERY;
+    if (parse_q(r, &q, why, sizeof(why))) {
+        srv_resp_error(o, 400, why);
+        return;
+    }
+    q.sid = sid;
+    q.kid = kid;
+    q.b_sid = srv_req_arg(r, "b");
+    if (fn == s->store->ops->q_compare) {
+        q.sid = srv_req_arg(r, "a");
+        if (!q.sid || !q.b_sid) {
+            srv_resp_error(o, 400, "compare needs a= and b= session ids");
+            return;
+        }
+    }
+    buf = malloc(SRV_RESP_MAX);
+    if (!buf) {
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    jw_init(&w, buf, SRV_RESP_MAX);
+    rc = fn(s->store, &q, &w);
+    if (rc) {
+        free(buf);
+        err_for(o, rc, notfound);
+        return;
+    }
+    srv_resp_json(o, 200, buf, w.len);
+}
+
+static void keys_list(srv *s, srv_resp *o)
+{
+    srv_key *k = calloc(1000, sizeof(*k));
+    size_t n = 0;
+    char *buf = malloc(1 << 20);
+    jw w;
+    int rc;
+
+    if (!k || !buf) {
+        free(k);
+        free(buf);
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    rc = s->store->ops->key_list(s->store, k, 1000, &n);
+    if (rc) {
+        free(k);
+        free(buf);
+        err_for(o, rc, "");
+        return;
+    }
+    jw_init(&w, buf, 1 << 20);
+    jw_obj_begin(&w);
+    jw_key(&w, "items");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        jw_obj_begin(&w);
+        jw_kv_i64(&w, "id", k[i].id);
+        jw_kv_str(&w, "name", k[i].name);
+        jw_kv_str(&w, "role", k[i].role);
+        jw_kv_str(&w, "prefix", k[i].prefix);
+        jw_kv_i64(&w, "created", k[i].created);
+        jw_key(&w, "last_used");
+        if (k[i].last_used)
+            jw_i64(&w, k[i].last_used);
+        else
+            jw_null(&w);
+        jw_key(&w, "revoked");
+        if (k[i].revoked)
+            jw_i64(&w, k[i].revoked);
+        else
+            jw_null(&w);
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_key(&w, "next");
+    jw_null(&w);
+    jw_obj_end(&w);
+    free(k);
+    srv_resp_json(o, 200, buf, w.len);
+}
+
+/* A string member of a small JSON object body, into out. */
+static int body_str(const srv_req *r, const char *key, char *out, size_t cap)
+{
+    jsonl_tok tok[64];
+    jsonl_doc d;
+    size_t n;
+
+    out[0] = '\0';
+    if (!r->body_len)
+        return 0;
+    jsonl_doc_init(&d, tok, 64);
+    if (jsonl_doc_parse_obj(&d, r->body, r->body_len))
+        return -1;
+    if (jsonl_doc_find(&d, key) == JSONL_NOTFOUND)
+        return 0;
+    return jsonl_tok_str(&d, jsonl_doc_find(&d, key), out, cap, &n) ? -1 : 0;
+}
+
+/* A boolean member of a small JSON object body (absent: unchanged). */
+static int body_bool(const srv_req *r, const char *key, int *out)
+{
+    jsonl_tok tok[64];
+    jsonl_doc d;
+    uint32_t t;
+
+    if (!r->body_len)
+        return 0;
+    jsonl_doc_init(&d, tok, 64);
+    if (jsonl_doc_parse_obj(&d, r->body, r->body_len))
+        return -1;
+    t = jsonl_doc_find(&d, key);
+    if (t == JSONL_NOTFOUND)
+        return 0;
+    return jsonl_tok_bool(&d, t, out) ? -1 : 0;
+}
+
+static void keys_create(srv *s, srv_req *r, srv_resp *o)
+{
+    char name[128], role[16], secret[96], *buf;
+    int64_t id = 0;
+    jw w;
+    int rc;
+
+    if (body_str(r, "name", name, sizeof(name)) ||
+        body_str(r, "role", role, sizeof(role)) ||
+        srv_role_parse(role) == ROLE_NONE) {
+        srv_resp_error(o, 400,
+                       "body must be {\"name\":..., \"role\": "
+                       "\"ingest\"|\"read\"|\"admin\"}");
+        return;
+    }
+    rc = srv_key_create(s, name, role, secret, sizeof(secret), &id);
+    if (rc) {
+        err_for(o, rc, "");
+        return;
+    }
+    buf = malloc(1024);
+    if (!buf) {
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    jw_init(&w, buf, 1024);
+    jw_obj_begin(&w);
+    jw_kv_i64(&w, "id", id);
+    jw_kv_str(&w, "name", name);
+    jw_kv_str(&w, "role", role);
+    jw_kv_str(&w, "key", secret);
+    jw_obj_end(&w);
+    srv_resp_json(o, 201, buf, w.len);
+}
+
+static void small_json(srv_resp *o, int status, const char *k1, uint64_t v1)
+{
+    char *buf = malloc(256);
+    jw w;
+    if (!buf) {
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    jw_init(&w, buf, 256);
+    jw_obj_begin(&w);
+    jw_kv_u64(&w, k1, v1);
+    jw_obj_end(&w);
+    srv_resp_json(o, status, buf, w.len);
+}
+
+static int need(srv_req *r, srv_resp *o, int role)
+{
+    if (r->role == ROLE_ADMIN || r->role == role)
+        return 1;
+    srv_resp_error(o, 403, "this key's role does not allow this call");
+    return 0;
+}
+
+static void not_allowed(srv_resp *o, const char *allow)
+{
+    srv_resp_error(o, 405, "method not allowed");
+    snprintf(o->allow, sizeof(o->allow), "%s", allow);
+}
+
+static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
+{
+    const srv_store_ops *op = s->store->ops;
+    const char *sid = rc->seg[3];
+    const char *sub = rc->nseg > 4 ? rc->seg[4] : NULL;
+    int get = strcmp(r->method, "GET") == 0;
+    static const struct {
+        const char *name;
+        size_t off;
+    } subs[] = {
+        { "timeline", offsetof(srv_store_ops, q_timeline) },
+        { "copies", offsetof(srv_store_ops, q_copies) },
+        { "scopes", offsetof(srv_store_ops, q_scopes) },
+        { "profile", offsetof(srv_store_ops, q_profile) },
+        { "system", offsetof(srv_store_ops, q_system) },
+    };
+
+    if (sub && !strcmp(sub, "keep") && rc->nseg == 5) {
+        int keep = 1, e;
+        if (strcmp(r->method, "PUT") != 0)
+            return not_allowed(o, "PUT");
+        if (!need(r, o, ROLE_ADMIN))
+            return;
+        if (arg_bool(r, "keep", &keep)) {
+            srv_resp_error(o, 400, "keep must be true or false");
+            return;
+        }
+        if (body_bool(r, "keep", &keep)) {
+            srv_resp_error(o, 400, "body must be {\"keep\": true|false}");
+            return;
+        }
+        e = op->set_keep(s->store, sid, keep);
+        if (e)
+            return err_for(o, e, "no such session");
+        return small_json(o, 200, "keep", (uint64_t)keep);
+    }
+    if (!get)
+        return not_allowed(o, "GET");
+    if (!need(r, o, ROLE_READ))
+        return;
+    if (!sub && rc->nseg == 4)
+        return run_query(s, r, o, op->q_session, sid, 0, "no such session");
+    if (sub && !strcmp(sub, "kernels")) {
+        if (rc->nseg == 5)
+            return run_query(s, r, o, op->q_kernels, sid, 0, "no such session");
+        if (rc->nseg == 6 && !strcmp(rc->seg[5], "aggregate"))
+            return run_query(s, r, o, op->q_kernel_agg, sid, 0,
+                             "no such session");
+        if (rc->nseg == 6) {
+            char *end;
+            unsigned long long kid = strtoull(rc->seg[5], &end, 10);
+            if (*end || rc->seg[5][0] == '-') {
+                srv_resp_error(o, 400, "kernel id must be an integer");
+                return;
+            }
+            return run_query(s, r, o, op->q_kernel, sid, kid,
+                             "no such session or kernel");
+        }
+    }
+    for (size_t i = 0;
+         sub && rc->nseg == 5 && i < sizeof(subs) / sizeof(subs[0]); i++) {
+        if (!strcmp(sub, subs[i].name)) {
+            query_fn fn;
+            memcpy(&fn, (const char *)op + subs[i].off, sizeof(fn));
+            return run_query(s, r, o, fn, sid, 0, "no such session");
+        }
+    }
+    srv_resp_error(o, 404, "no such endpoint");
+}
+
+static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
+{
+    const char *a = rc->nseg > 2 ? rc->seg[2] : "";
+    int get = strcmp(r->method, "GET") == 0;
+
+    if (!strcmp(a, "events")) {
+        int st;
+        if (rc->nseg != 4) {
+            srv_resp_error(o, 404, "POST /api/v1/events/{device|scope|system}");
+            return;
+        }
+        st = ingest_stream_index(rc->seg[3]);
+        if (st < 0) {
+            srv_resp_error(o, 404,
+                           "unknown stream; valid streams: device, "
+                           "scope, system");
+            return;
+        }
+        if (strcmp(r->method, "POST") != 0)
+            return not_allowed(o, "POST");
+        if (need(r, o, ROLE_INGEST))
+            srv_ingest_handle(s, r, st, o);
+        return;
+    }
+    if (!strcmp(a, "hosts") && rc->nseg == 3) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (need(r, o, ROLE_READ))
+            run_query(s, r, o, s->store->ops->q_hosts, NULL, 0, "");
+        return;
+    }
+    if (!strcmp(a, "compare") && rc->nseg == 3) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (need(r, o, ROLE_READ))
+            run_query(s, r, o, s->store->ops->q_compare, NULL, 0,
+                      "no such session");
+        return;
+    }
+    if (!strcmp(a, "sessions")) {
+        if (rc->nseg == 3) {
+            if (!get)
+                return not_allowed(o, "GET");
+            if (need(r, o, ROLE_READ))
+                run_query(s, r, o, s->store->ops->q_sessions, NULL, 0, "");
+            return;
+        }
+        return session_routes(s, r, rc, o);
+    }
+    if (!strcmp(a, "keys")) {
+        if (!need(r, o, ROLE_ADMIN))
+            return;
+        if (rc->nseg == 3 && get)
+            return keys_list(s, o);
+        if (rc->nseg == 3 && !strcmp(r->method, "POST"))
+            return keys_create(s, r, o);
+        if (rc->nseg == 4 && !strcmp(r->method, "DELETE")) {
+            char *end;
+            long long id = strtoll(rc->seg[3], &end, 10);
+            int e = *end ? GPUFL_ENOTFOUND
+                         : s->store->ops->key_revoke(s->store, id);
+            if (e)
+                return err_for(o, e, "no such live key");
+            return small_json(o, 200, "revoked", (uint64_t)id);
+        }
+        return not_allowed(o, rc->nseg == 3 ? "GET, POST" : "DELETE");
+    }
+    if (!strcmp(a, "admin") && seg_is(rc, 3, "retention") && rc->nseg == 4) {
+        srv_retention p = { 0, 0 };
+        uint64_t n = 0;
+        int e;
+        if (strcmp(r->method, "POST") != 0)
+            return not_allowed(o, "POST");
+        if (!need(r, o, ROLE_ADMIN))
+            return;
+        if (arg_u64(r, "max_age", &p.max_age_s) ||
+            arg_u64(r, "max_db_bytes", &p.max_db_bytes)) {
+            srv_resp_error(o, 400, "max_age and max_db_bytes are integers");
+            return;
+        }
+        e = srv_retention_run(s, &p, &n);
+        if (e)
+            return err_for(o, e, "");
+        return small_json(o, 200, "pruned", n);
+    }
+    srv_resp_error(o, 404, "no such endpoint");
+}
+
+void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
+{
+    route_ctx rc;
+    int get = strcmp(r->method, "GET") == 0;
+
+    if (!strcmp(r->path, "/healthz")) {
+        small_json(o, 200, "ok", 1);
+        return;
+    }
+    if (!strcmp(r->path, "/readyz")) {
+        if (s->store->ops->ping(s->store))
+            srv_resp_error(o, 503, "database unavailable");
+        else
+            small_json(o, 200, "ready", 1);
+        return;
+    }
+    if (strncmp(r->path, "/api/", 5) != 0 && strcmp(r->path, "/metrics") != 0) {
+        if (get && srv_static_handle(s, r, o))
+            return;
+        srv_resp_error(o, 404, "not found");
+        return;
+    }
+    r->role = srv_auth_role(s, srv_req_header(r, "Authorization"));
+    if (r->role == ROLE_NONE) {
+        srv_resp_error(o, 401, "missing or invalid bearer token");
+        return;
+    }
+    if (!strcmp(r->path, "/metrics")) {
+        char *buf;
+        jw w;
+        if (!get)
+            return not_allowed(o, "GET");
+        if (!need(r, o, ROLE_READ))
+            return;
+        buf = malloc(256 * 1024);
+        if (!buf)
+            return srv_resp_error(o, 500, "out of memory");
+        jw_init(&w, buf, 256 * 1024);
+        srv_metrics_write(&s->met, s->store->ops->db_bytes(s->store), &w);
+        srv_resp_json(o, 200, buf, w.len);
+        o->ctype = "text/plain; version=0.0.4";
+        return;
+    }
+    if (split(r->path, &rc) || !seg_is(&rc, 0, "api") ||
+        !seg_is(&rc, 1, "v1")) {
+        srv_resp_error(o, 404, "no such endpoint");
+        return;
+    }
+    api_v1(s, r, &rc, o);
+}

@@ -1,0 +1,161 @@
+/*
+ * api_ingest.c - POST /api/v1/events/{stream}: checks the request, decodes
+ * the body, validates each line, stores the good ones in one transaction
+ * and answers only after the commit.
+ *
+ * A line that fails validation is reported (line number, reason) and the
+ * rest of the batch still goes in; a database failure fails the whole
+ * batch with 503 so the agent resends it, which is safe because stored
+ * lines come back as duplicates.
+ */
+#include "ingest.h"
+#include "srv_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Errors itemised in one response; the count is always exact. */
+#define INGEST_ERRORS_MAX 50
+
+/* application/x-ndjson (the agent's), and the common aliases; any
+ * parameters (charset) are ignored - bodies are UTF-8 by the format. */
+static int ctype_ok(const char *ct)
+{
+    static const char *const ok[] = { "application/x-ndjson",
+                                      "application/ndjson", "application/jsonl",
+                                      "application/x-jsonlines",
+                                      "application/json" };
+    size_t n;
+
+    if (!ct)
+        return 0;
+    n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strlen(ok[i]) == n && strncasecmp(ct, ok[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
+{
+    const char *ct = srv_req_header(r, "Content-Type");
+    int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
+    char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX];
+    size_t blen = 0, nl = 0, pos = 0, n, nev = 0, nerr = 0;
+    srv_ev *ev = NULL;
+    jsonl_tok *tok = NULL;
+    ingest_arena ar = { NULL, 0, 0 };
+    srv_ingest_res res = { 0, 0 };
+    const char *line;
+    uint32_t lineno = 0;
+    jsonl_doc d;
+    jw w;
+    int rc;
+
+    r->cls = MET_INGEST;
+    if (!ctype_ok(ct)) {
+        srv_resp_error(o, 415,
+                       "Content-Type must be application/x-ndjson "
+                       "(or application/json)");
+        return;
+    }
+    if (enc < 0) {
+        srv_resp_error(o, 415,
+                       "Content-Encoding must be identity, gzip or "
+                       "zstd");
+        return;
+    }
+    rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
+                       s->cfg.max_decoded, &body, &blen);
+    if (rc == GPUFL_ETOOBIG) {
+        srv_resp_error(o, 413, "decoded body over the --max-decoded cap");
+        return;
+    }
+    if (rc) {
+        srv_resp_error(o, rc == GPUFL_ENOMEM ? 500 : 400,
+                       rc == GPUFL_ENOMEM ? "out of memory"
+                                          : "body does not decode");
+        return;
+    }
+    for (size_t i = 0; i < blen; i++)
+        nl += body[i] == '\n';
+    nl++; /* a last line without '\n' */
+    if (nl > s->cfg.max_lines + 1) {
+        srv_resp_error(o, 413, "more lines than --max-lines");
+        goto out;
+    }
+    ev = malloc(nl * sizeof(*ev));
+    tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
+    /* decoded strings are never longer than their JSON text, plus NULs */
+    ar.cap = blen + 16 * nl + 16;
+    ar.buf = malloc(ar.cap);
+    out = malloc(64 * 1024);
+    if (!ev || !tok || !ar.buf || !out) {
+        srv_resp_error(o, 500, "out of memory");
+        goto out;
+    }
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    jw_init(&w, out, 64 * 1024);
+    jw_obj_begin(&w);
+    jw_key(&w, "errors");
+    jw_arr_begin(&w);
+    for (;;) {
+        if (!jsonl_line_next(body, blen, &pos, &line, &n) &&
+            !jsonl_line_tail(body, blen, &pos, &line, &n))
+            break;
+        lineno++;
+        if (n == 0 || (n == 1 && line[0] == ' '))
+            continue;
+        if (ingest_line_parse(&d, st, line, n, &ar, &ev[nev], reason) ==
+            GPUFL_OK) {
+            ev[nev++].line = lineno;
+            continue;
+        }
+        if (nerr++ < INGEST_ERRORS_MAX) {
+            jw_obj_begin(&w);
+            jw_kv_u64(&w, "line", lineno);
+            jw_kv_str(&w, "reason", reason);
+            jw_obj_end(&w);
+        }
+    }
+    jw_arr_end(&w);
+    if (nev) {
+        rc = s->store->ops->ingest(s->store, ev, nev, &res);
+        if (rc) {
+            srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                           rc == GPUFL_EUNAVAIL ? "database unavailable; retry"
+                                                : gpufl_strerror(rc));
+            goto out;
+        }
+    }
+    __atomic_fetch_add(&s->met.lines_accepted, res.accepted, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->met.lines_duplicate, res.duplicate,
+                       __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->met.lines_rejected, nerr, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->met.batches, 1, __ATOMIC_RELAXED);
+    jw_kv_u64(&w, "accepted", res.accepted);
+    jw_kv_u64(&w, "duplicate", res.duplicate);
+    jw_kv_u64(&w, "rejected", nerr);
+    jw_kv_str(&w, "stream", ingest_stream_name(st));
+    if (nerr > INGEST_ERRORS_MAX)
+        jw_kv_u64(&w, "errors_truncated", nerr - INGEST_ERRORS_MAX);
+    jw_obj_end(&w);
+    if (w.err) {
+        srv_resp_error(o, 500, "response too large");
+        goto out;
+    }
+    srv_resp_json(o, 200, out, w.len);
+    out = NULL;
+out:
+    free(out);
+    free(ar.buf);
+    free(tok);
+    free(ev);
+    free(body);
+}

@@ -1,0 +1,189 @@
+/*
+ * auth.c - bearer tokens: the admin token, API keys and their roles.
+ *
+ * Secrets are never stored: only their SHA-256, in hex, so a leaked
+ * database or data folder grants nothing.  A presented token is hashed and
+ * the hash compared with CRYPTO_memcmp (admin) or looked up by value (keys:
+ * the lookup compares hashes, which reveal nothing about the secret).
+ */
+#include "srv_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Longest bearer token we will hash. */
+#define AUTH_TOKEN_MAX 512
+#define ADMIN_HASH_FILE "admin_token.sha256"
+
+void srv_sha256(const void *s, size_t n, unsigned char out[32])
+{
+    unsigned int len = 32;
+    EVP_Digest(s, n, out, &len, EVP_sha256(), NULL);
+}
+
+void srv_hex(const unsigned char *b, size_t n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int srv_token_new(const char *kind, char *out, size_t cap)
+{
+    unsigned char r[32];
+    char hex[65];
+    size_t got = 0;
+
+    while (got < sizeof(r)) {
+        ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return GPUFL_EIO;
+        }
+        got += (size_t)n;
+    }
+    srv_hex(r, sizeof(r), hex);
+    if ((size_t)snprintf(out, cap, "%s_%s", kind, hex) >= cap)
+        return GPUFL_ETOOBIG;
+    return GPUFL_OK;
+}
+
+static const char *const roles[] = { "none", "ingest", "read", "admin" };
+
+const char *srv_role_name(int role)
+{
+    return role >= 0 && role <= ROLE_ADMIN ? roles[role] : "none";
+}
+
+int srv_role_parse(const char *name)
+{
+    for (int i = ROLE_INGEST; i <= ROLE_ADMIN; i++)
+        if (strcmp(name, roles[i]) == 0)
+            return i;
+    return ROLE_NONE;
+}
+
+int srv_auth_role(srv *s, const char *h)
+{
+    unsigned char hash[32];
+    char hex[65], role[16];
+    size_t n;
+
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return ROLE_NONE;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    n = strlen(h);
+    if (n == 0 || n > AUTH_TOKEN_MAX)
+        return ROLE_NONE;
+    srv_sha256(h, n, hash);
+    if (s->have_admin && CRYPTO_memcmp(hash, s->admin_hash, 32) == 0)
+        return ROLE_ADMIN;
+    srv_hex(hash, 32, hex);
+    if (s->store->ops->key_lookup(s->store, hex, role, sizeof(role)))
+        return ROLE_NONE;
+    return srv_role_parse(role);
+}
+
+static int hex_decode(const char *s, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = s[2 * i + k];
+            v <<= 4;
+            if (c >= '0' && c <= '9')
+                v |= (unsigned)(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= (unsigned)(c - 'a' + 10);
+            else
+                return -1;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+int srv_admin_init(srv *s)
+{
+    char path[SRV_STR_MAX + 64], token[96], hex[65], buf[80];
+    int fd;
+    ssize_t n;
+
+    if (s->cfg.admin_token[0]) {
+        srv_sha256(s->cfg.admin_token, strlen(s->cfg.admin_token),
+                   s->admin_hash);
+        s->have_admin = 1;
+        return GPUFL_OK;
+    }
+    snprintf(path, sizeof(path), "%s/%s", s->cfg.data_dir, ADMIN_HASH_FILE);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n < 64 || hex_decode(buf, s->admin_hash, 32)) {
+            fprintf(stderr,
+                    "gpufl-server: %s is corrupt; remove it to get a"
+                    " new admin token\n",
+                    path);
+            return GPUFL_EPARSE;
+        }
+        s->have_admin = 1;
+        return GPUFL_OK;
+    }
+    if (srv_token_new("gfa", token, sizeof(token)))
+        return GPUFL_EIO;
+    srv_sha256(token, strlen(token), s->admin_hash);
+    srv_hex(s->admin_hash, 32, hex);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "gpufl-server: cannot create %s: %s\n", path,
+                strerror(errno));
+        return GPUFL_EIO;
+    }
+    n = snprintf(buf, sizeof(buf), "%s\n", hex);
+    if (write(fd, buf, (size_t)n) != n || fsync(fd) != 0) {
+        close(fd);
+        return GPUFL_EIO;
+    }
+    close(fd);
+    s->have_admin = 1;
+    printf("gpufl-server: generated admin token (shown once, stored hashed "
+           "in %s):\n%s\n",
+           path, token);
+    fflush(stdout);
+    return GPUFL_OK;
+}
+
+int srv_key_create(srv *s, const char *name, const char *role, char *secret,
+                   size_t cap, int64_t *id)
+{
+    unsigned char h[32];
+    char hex[65], prefix[16];
+    int rc;
+
+    if (srv_role_parse(role) == ROLE_NONE)
+        return GPUFL_EINVAL;
+    if ((rc = srv_token_new("gfk", secret, cap)) != 0)
+        return rc;
+    srv_sha256(secret, strlen(secret), h);
+    srv_hex(h, 32, hex);
+    /* "gfk_" and 8 hex digits identify a key in listings */
+    snprintf(prefix, sizeof(prefix), "%.12s", secret);
+    return s->store->ops->key_add(s->store, name, role, prefix, hex, id);
+}

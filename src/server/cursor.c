@@ -1,0 +1,50 @@
+/*
+ * cursor.c - opaque pagination cursors: a few signed integers (the sort
+ * key of the last row returned and its tie-breaker) written as "c" and
+ * dot-separated hex.  Clients must treat them as opaque; the server
+ * rejects any that does not decode to exactly the expected count.
+ */
+#include <gpufl/gpufl.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store.h"
+
+int srv_cursor_encode(const int64_t *v, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(out + len, cap - len, "%s%llx", i ? "." : "c",
+                         (unsigned long long)v[i]);
+        if (w < 0 || (size_t)w >= cap - len)
+            return GPUFL_ETOOBIG;
+        len += (size_t)w;
+    }
+    return GPUFL_OK;
+}
+
+int srv_cursor_decode(const char *s, int64_t *v, int n)
+{
+    const char *p = s;
+
+    if (!s || *p++ != 'c')
+        return GPUFL_EINVAL;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        unsigned long long x;
+        if (i && *p++ != '.')
+            return GPUFL_EINVAL;
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return GPUFL_EINVAL;
+        errno = 0;
+        x = strtoull(p, &end, 16);
+        if (errno || end - p > 16)
+            return GPUFL_EINVAL;
+        v[i] = (int64_t)x;
+        p = end;
+    }
+    return *p ? GPUFL_EINVAL : GPUFL_OK;
+}

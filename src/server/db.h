@@ -1,0 +1,78 @@
+/*
+ * db.h - the small SQL interface the store is written against, with one
+ * backend per database: db_sqlite.c (embedded) and db_pg.c (libpq).
+ *
+ * Its shape is SQLite's: prepare, bind, step through rows, reset, finalize.
+ * SQL text uses "?N" (or "?") parameters; the PostgreSQL backend rewrites
+ * them to "$N".  Statements must stick to the dialect both accept
+ * (ON CONFLICT upserts, RETURNING, row values, CAST(? AS TEXT) where a
+ * parameter's type is otherwise unknown); the few places that differ ask
+ * sdb_dialect().
+ *
+ * Ownership: text and blob parameters are borrowed until the statement's
+ * next sdb_step() returns (the SQLite backend binds them SQLITE_STATIC,
+ * the PostgreSQL one copies them at bind).  Column values are valid until
+ * the next step, reset or finalize of that statement.  A connection and
+ * its statements are used by one thread at a time.
+ */
+#ifndef GPUFL_SERVER_DB_H
+#define GPUFL_SERVER_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sdb sdb;
+typedef struct sdb_stmt sdb_stmt;
+
+enum { SDB_SQLITE = 1, SDB_POSTGRES = 2 };
+
+/* sdb_step() answers: a row, or the end (errors are gpufl_err, < 100). */
+#define SDB_ROW 100
+#define SDB_DONE 101
+
+/* 0 for SDB_ROW/SDB_DONE, else the error itself. */
+static inline int sdb_err(int rc)
+{
+    return rc == SDB_ROW || rc == SDB_DONE ? 0 : rc;
+}
+
+/*
+ * Opens url: "postgres://..." or "postgresql://..." (libpq), anything
+ * else a SQLite file path ("sqlite:" prefix optional).  readonly: SQLite
+ * opens read-only (PostgreSQL ignores it).  On failure err holds why.
+ * Returns GPUFL_OK, GPUFL_EUNAVAIL (cannot connect/open) or GPUFL_ENOMEM.
+ */
+int sdb_open(const char *url, int readonly, sdb **out, char *err, size_t cap);
+void sdb_close(sdb *db);
+int sdb_dialect(const sdb *db);
+/* Runs SQL text (several statements allowed), no parameters, no rows. */
+int sdb_exec(sdb *db, const char *sql);
+/* The last error message of this connection (static or owned by db). */
+const char *sdb_errmsg(sdb *db);
+/* Rows changed by the last INSERT/UPDATE/DELETE stepped on db. */
+int64_t sdb_changes(sdb *db);
+/* Starts a write transaction (SQLite: BEGIN IMMEDIATE). */
+int sdb_begin(sdb *db);
+
+int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out);
+void sdb_finalize(sdb_stmt *st);
+/* Parameters are 1-based. */
+void sdb_bind_i64(sdb_stmt *st, int i, int64_t v);
+void sdb_bind_f64(sdb_stmt *st, int i, double v);
+void sdb_bind_text(sdb_stmt *st, int i, const char *s, size_t n);
+void sdb_bind_blob(sdb_stmt *st, int i, const void *p, size_t n);
+void sdb_bind_null(sdb_stmt *st, int i);
+/* SDB_ROW, SDB_DONE or a gpufl_err (GPUFL_EUNAVAIL when the database is
+ * gone or busy, GPUFL_EINTERNAL for an SQL error). */
+int sdb_step(sdb_stmt *st);
+/* Ready to run again; bindings are kept. */
+void sdb_reset(sdb_stmt *st);
+
+/* Columns are 0-based. */
+int64_t sdb_col_i64(sdb_stmt *st, int i);
+double sdb_col_f64(sdb_stmt *st, int i);
+const char *sdb_col_text(sdb_stmt *st, int i); /* NULL for SQL NULL */
+const void *sdb_col_blob(sdb_stmt *st, int i, size_t *n);
+int sdb_col_null(sdb_stmt *st, int i);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * db_int.h - how db.c dispatches to a backend: every connection struct
+ * starts with an sdb_head naming its operations, every statement struct
+ * with its connection.
+ */
+#ifndef GPUFL_SERVER_DB_INT_H
+#define GPUFL_SERVER_DB_INT_H
+
+#include "db.h"
+
+typedef struct sdb_ops {
+    void (*close)(sdb *db);
+    int (*exec)(sdb *db, const char *sql);
+    const char *(*errmsg)(sdb *db);
+    int64_t (*changes)(sdb *db);
+    int (*prepare)(sdb *db, const char *sql, sdb_stmt **out);
+    void (*finalize)(sdb_stmt *st);
+    void (*bind_i64)(sdb_stmt *st, int i, int64_t v);
+    void (*bind_f64)(sdb_stmt *st, int i, double v);
+    void (*bind_text)(sdb_stmt *st, int i, const char *s, size_t n);
+    void (*bind_blob)(sdb_stmt *st, int i, const void *p, size_t n);
+    void (*bind_null)(sdb_stmt *st, int i);
+    int (*step)(sdb_stmt *st);
+    void (*reset)(sdb_stmt *st);
+    int64_t (*col_i64)(sdb_stmt *st, int i);
+    double (*col_f64)(sdb_stmt *st, int i);
+    const char *(*col_text)(sdb_stmt *st, int i);
+    const void *(*col_blob)(sdb_stmt *st, int i, size_t *n);
+    int (*col_null)(sdb_stmt *st, int i);
+} sdb_ops;
+
+typedef struct sdb_head {
+    const sdb_ops *ops;
+    int dialect;
+} sdb_head;
+
+int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
+                    size_t cap);
+int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap);
+
+#endif

@@ -1,0 +1,384 @@
+/*
+ * db_pg.c - db.h on PostgreSQL through libpq.
+ *
+ * SQLite's step-through-rows model over libpq: the first sdb_step()
+ * prepares the statement (once, named, with the parameter types bound at
+ * that time) and executes it; the whole result is then held and stepped
+ * through.  "?N" placeholders become "$N".  Parameters travel in text
+ * format: integers and doubles printed exactly, blobs as bytea hex.
+ * Statements are deallocated at finalize so that per-request queries do
+ * not pile up on the server.
+ */
+#include "db_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parameters one statement may have (the protocol's limit). */
+#define PG_PARAMS_MAX 65535
+
+/* pg_type OIDs (stable, from the catalog) */
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_TEXT 25
+#define OID_FLOAT8 701
+
+struct sdb {
+    sdb_head head;
+    PGconn *c;
+    int64_t changes;
+    unsigned nstmt;
+    char err[512];
+};
+
+struct sdb_stmt {
+    sdb *db; /* first, as db_int.h requires */
+    char *sql;
+    char name[32];
+    int prepared, executed, nparams;
+    /* nparams + 1 entries each, index 0 unused */
+    char **vals;
+    Oid *types;
+    unsigned char *used; /* "$N" appears in the SQL */
+    PGresult *res;
+    int row, nrows;
+    unsigned char *blob;
+};
+
+extern const sdb_ops sdb_pg_ops;
+
+static void noop_notice(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap)
+{
+    sdb *db = calloc(1, sizeof(*db));
+
+    *out = NULL;
+    if (!db)
+        return GPUFL_ENOMEM;
+    db->head.ops = &sdb_pg_ops;
+    db->head.dialect = SDB_POSTGRES;
+    db->c = PQconnectdb(url);
+    if (!db->c || PQstatus(db->c) != CONNECTION_OK) {
+        snprintf(err, cap, "cannot connect to PostgreSQL: %s",
+                 db->c ? PQerrorMessage(db->c) : "out of memory");
+        PQfinish(db->c);
+        free(db);
+        return GPUFL_EUNAVAIL;
+    }
+    PQsetNoticeProcessor(db->c, noop_notice, NULL);
+    *out = db;
+    return GPUFL_OK;
+}
+
+static void pg_close(sdb *db)
+{
+    PQfinish(db->c);
+    free(db);
+}
+
+/* A failed result: remember why, and whether the server is reachable. */
+static int fail(sdb *db, PGresult *r)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+    snprintf(db->err, sizeof(db->err), "%s", PQerrorMessage(db->c));
+    if (PQstatus(db->c) != CONNECTION_OK)
+        return GPUFL_EUNAVAIL;
+    /* connection, resources, operator intervention, serialization */
+    if (state && (!strncmp(state, "08", 2) || !strncmp(state, "53", 2) ||
+                  !strncmp(state, "57", 2) || !strncmp(state, "40", 2)))
+        return GPUFL_EUNAVAIL;
+    return GPUFL_EINTERNAL;
+}
+
+static int pg_exec(sdb *db, const char *sql)
+{
+    PGresult *r = PQexec(db->c, sql);
+    ExecStatusType s = PQresultStatus(r);
+    int rc =
+        s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? GPUFL_OK : fail(db, r);
+    PQclear(r);
+    return rc;
+}
+
+static const char *pg_errmsg(sdb *db)
+{
+    return db->err[0] ? db->err : PQerrorMessage(db->c);
+}
+
+static int64_t pg_changes(sdb *db)
+{
+    return db->changes;
+}
+
+/* "?N" and "?" to "$N", outside string literals. */
+static int translate(const char *in, char *out, size_t cap, int *nparams,
+                     unsigned char *used)
+{
+    /* used: PG_PARAMS_MAX + 1 bytes */
+    size_t n = 0;
+    int seq = 0, max = 0, quote = 0;
+
+    for (const char *p = in; *p; p++) {
+        if (n + 8 >= cap)
+            return -1;
+        if (*p == '\'')
+            quote = !quote;
+        if (*p != '?' || quote) {
+            out[n++] = *p;
+            continue;
+        }
+        if (p[1] >= '0' && p[1] <= '9') {
+            int v = 0;
+            while (p[1] >= '0' && p[1] <= '9')
+                v = v * 10 + (*++p - '0');
+            seq = v;
+        } else {
+            seq++;
+        }
+        if (seq > PG_PARAMS_MAX)
+            return -1;
+        if (seq > max)
+            max = seq;
+        used[seq] = 1;
+        n += (size_t)snprintf(out + n, cap - n, "$%d", seq);
+    }
+    out[n] = '\0';
+    *nparams = max;
+    return 0;
+}
+
+static void stmt_free(sdb_stmt *st)
+{
+    if (st->vals)
+        for (int i = 0; i <= st->nparams; i++)
+            free(st->vals[i]);
+    free(st->vals);
+    free(st->types);
+    free(st->used);
+    PQfreemem(st->blob);
+    free(st->sql);
+    free(st);
+}
+
+static int pg_prepare(sdb *db, const char *sql, sdb_stmt **out)
+{
+    /* "$65535" is at most 6 bytes where "?" was 1 */
+    size_t cap = 6 * strlen(sql) + 64;
+    sdb_stmt *st = calloc(1, sizeof(*st));
+    unsigned char *used = calloc(PG_PARAMS_MAX + 1, 1);
+    int rc = GPUFL_ENOMEM;
+
+    *out = NULL;
+    if (!st || !used)
+        goto fail;
+    st->db = db;
+    st->sql = malloc(cap);
+    if (!st->sql)
+        goto fail;
+    if (translate(sql, st->sql, cap, &st->nparams, used)) {
+        rc = GPUFL_ETOOBIG;
+        goto fail;
+    }
+    st->vals = calloc((size_t)st->nparams + 1, sizeof(*st->vals));
+    st->types = calloc((size_t)st->nparams + 1, sizeof(*st->types));
+    st->used = malloc((size_t)st->nparams + 1);
+    if (!st->vals || !st->types || !st->used)
+        goto fail;
+    memcpy(st->used, used, (size_t)st->nparams + 1);
+    free(used);
+    snprintf(st->name, sizeof(st->name), "g%u", db->nstmt++);
+    *out = st;
+    return GPUFL_OK;
+fail:
+    free(used);
+    if (st)
+        stmt_free(st);
+    return rc;
+}
+
+static void pg_reset(sdb_stmt *st)
+{
+    PQclear(st->res);
+    st->res = NULL;
+    st->executed = 0;
+}
+
+static void pg_finalize(sdb_stmt *st)
+{
+    pg_reset(st);
+    if (st->prepared) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "DEALLOCATE %s", st->name);
+        PQclear(PQexec(st->db->c, sql));
+    }
+    stmt_free(st);
+}
+
+static void set_val(sdb_stmt *st, int i, char *v, Oid type)
+{
+    if (i < 1 || i > st->nparams) {
+        free(v);
+        return;
+    }
+    free(st->vals[i]);
+    st->vals[i] = v;
+    if (type)
+        st->types[i] = type;
+}
+
+static void pg_bind_i64(sdb_stmt *st, int i, int64_t v)
+{
+    char *s = malloc(24);
+    if (s)
+        snprintf(s, 24, "%lld", (long long)v);
+    set_val(st, i, s, OID_INT8);
+}
+
+static void pg_bind_f64(sdb_stmt *st, int i, double v)
+{
+    char *s = malloc(32);
+    if (s)
+        snprintf(s, 32, "%.17g", v);
+    set_val(st, i, s, OID_FLOAT8);
+}
+
+static void pg_bind_text(sdb_stmt *st, int i, const char *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = '\0'; /* text cannot hold NUL: a \u0000 ends it here */
+    }
+    set_val(st, i, s, OID_TEXT);
+}
+
+static void pg_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
+{
+    static const char hx[] = "0123456789abcdef";
+    const unsigned char *b = p;
+    char *s = malloc(2 * n + 3);
+    if (s) {
+        s[0] = '\\';
+        s[1] = 'x';
+        for (size_t k = 0; k < n; k++) {
+            s[2 + 2 * k] = hx[b[k] >> 4];
+            s[3 + 2 * k] = hx[b[k] & 15];
+        }
+        s[2 + 2 * n] = '\0';
+    }
+    set_val(st, i, s, OID_BYTEA);
+}
+
+static void pg_bind_null(sdb_stmt *st, int i)
+{
+    set_val(st, i, NULL, 0);
+}
+
+static int pg_step(sdb_stmt *st)
+{
+    sdb *db = st->db;
+
+    if (!st->executed) {
+        PGresult *r;
+        ExecStatusType s;
+        if (!st->prepared) {
+            /* a parameter the SQL never mentions still needs a type */
+            for (int i = 1; i <= st->nparams; i++)
+                if (!st->used[i] && !st->types[i])
+                    st->types[i] = OID_TEXT;
+            r = PQprepare(db->c, st->name, st->sql, st->nparams, st->types + 1);
+            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                int rc = fail(db, r);
+                PQclear(r);
+                return rc;
+            }
+            PQclear(r);
+            st->prepared = 1;
+        }
+        st->res =
+            PQexecPrepared(db->c, st->name, st->nparams,
+                           (const char *const *)(st->vals + 1), NULL, NULL, 0);
+        s = PQresultStatus(st->res);
+        if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+            int rc = fail(db, st->res);
+            PQclear(st->res);
+            st->res = NULL;
+            return rc;
+        }
+        {
+            const char *ct = PQcmdTuples(st->res);
+            db->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
+        }
+        st->executed = 1;
+        st->row = -1;
+        st->nrows = s == PGRES_TUPLES_OK ? PQntuples(st->res) : 0;
+    }
+    if (st->row + 1 < st->nrows) {
+        st->row++;
+        return SDB_ROW;
+    }
+    st->row = st->nrows;
+    return SDB_DONE;
+}
+
+static const char *val(sdb_stmt *st, int i)
+{
+    if (!st->res || st->row < 0 || st->row >= st->nrows ||
+        i >= PQnfields(st->res) || PQgetisnull(st->res, st->row, i))
+        return NULL;
+    return PQgetvalue(st->res, st->row, i);
+}
+
+static int64_t pg_col_i64(sdb_stmt *st, int i)
+{
+    const char *v = val(st, i);
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static double pg_col_f64(sdb_stmt *st, int i)
+{
+    const char *v = val(st, i);
+    return v ? strtod(v, NULL) : 0.0;
+}
+
+static const char *pg_col_text(sdb_stmt *st, int i)
+{
+    return val(st, i);
+}
+
+static const void *pg_col_blob(sdb_stmt *st, int i, size_t *n)
+{
+    const char *v = val(st, i);
+    size_t len = 0;
+
+    *n = 0;
+    PQfreemem(st->blob);
+    st->blob = NULL;
+    if (!v)
+        return NULL;
+    st->blob = PQunescapeBytea((const unsigned char *)v, &len);
+    *n = st->blob ? len : 0;
+    return st->blob;
+}
+
+static int pg_col_null(sdb_stmt *st, int i)
+{
+    return val(st, i) == NULL;
+}
+
+const sdb_ops sdb_pg_ops = {
+    pg_close,     pg_exec,     pg_errmsg,   pg_changes,   pg_prepare,
+    pg_finalize,  pg_bind_i64, pg_bind_f64, pg_bind_text, pg_bind_blob,
+    pg_bind_null, pg_step,     pg_reset,    pg_col_i64,   pg_col_f64,
+    pg_col_text,  pg_col_blob, pg_col_null,
+};

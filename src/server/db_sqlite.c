@@ -1,0 +1,198 @@
+/*
+ * db_sqlite.c - db.h on SQLite: a direct mapping onto sqlite3_* calls.
+ *
+ * Connections are opened NOMUTEX (each is used by one thread at a time,
+ * the store guarantees it) with a busy timeout, so a reader that meets a
+ * checkpoint waits instead of failing.
+ */
+#include "db_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sdb {
+    sdb_head head;
+    sqlite3 *h;
+};
+
+struct sdb_stmt {
+    sdb *db; /* first, as db_int.h requires */
+    sqlite3_stmt *h;
+};
+
+int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
+                    size_t cap);
+
+extern const sdb_ops sdb_sqlite_ops;
+
+static int map(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK: return GPUFL_OK;
+    case SQLITE_ROW: return SDB_ROW;
+    case SQLITE_DONE: return SDB_DONE;
+    case SQLITE_NOMEM: return GPUFL_ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return GPUFL_EUNAVAIL;
+    default: return GPUFL_EINTERNAL;
+    }
+}
+
+int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
+                    size_t cap)
+{
+    sdb *db = calloc(1, sizeof(*db));
+    int flags = (readonly ? SQLITE_OPEN_READONLY
+                          : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                SQLITE_OPEN_NOMUTEX;
+    int rc;
+
+    *out = NULL;
+    if (!db)
+        return GPUFL_ENOMEM;
+    db->head.ops = &sdb_sqlite_ops;
+    db->head.dialect = SDB_SQLITE;
+    rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, cap, "cannot open %s: %s", path,
+                 db->h ? sqlite3_errmsg(db->h) : "out of memory");
+        sqlite3_close(db->h);
+        free(db);
+        return GPUFL_EUNAVAIL;
+    }
+    sqlite3_busy_timeout(db->h, 10000);
+    *out = db;
+    return GPUFL_OK;
+}
+
+static void sdb_sqlite_close(sdb *db)
+{
+    if (!db)
+        return;
+    sqlite3_close(db->h);
+    free(db);
+}
+
+static int sdb_sqlite_exec(sdb *db, const char *sql)
+{
+    return map(sqlite3_exec(db->h, sql, NULL, NULL, NULL));
+}
+
+static const char *sdb_sqlite_errmsg(sdb *db)
+{
+    return sqlite3_errmsg(db->h);
+}
+
+static int64_t sdb_sqlite_changes(sdb *db)
+{
+    return sqlite3_changes(db->h);
+}
+
+static int sdb_sqlite_prepare(sdb *db, const char *sql, sdb_stmt **out)
+{
+    sdb_stmt *st = calloc(1, sizeof(*st));
+    int rc;
+
+    *out = NULL;
+    if (!st)
+        return GPUFL_ENOMEM;
+    st->db = db;
+    rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->h,
+                            NULL);
+    if (rc != SQLITE_OK) {
+        free(st);
+        return map(rc) ? map(rc) : GPUFL_EINTERNAL;
+    }
+    *out = st;
+    return GPUFL_OK;
+}
+
+static void sdb_sqlite_finalize(sdb_stmt *st)
+{
+    if (!st)
+        return;
+    sqlite3_finalize(st->h);
+    free(st);
+}
+
+static void sdb_sqlite_bind_i64(sdb_stmt *st, int i, int64_t v)
+{
+    sqlite3_bind_int64(st->h, i, v);
+}
+
+static void sdb_sqlite_bind_f64(sdb_stmt *st, int i, double v)
+{
+    sqlite3_bind_double(st->h, i, v);
+}
+
+static void sdb_sqlite_bind_text(sdb_stmt *st, int i, const char *s, size_t n)
+{
+    sqlite3_bind_text(st->h, i, s, (int)n, SQLITE_STATIC);
+}
+
+static void sdb_sqlite_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
+{
+    sqlite3_bind_blob(st->h, i, p, (int)n, SQLITE_STATIC);
+}
+
+static void sdb_sqlite_bind_null(sdb_stmt *st, int i)
+{
+    sqlite3_bind_null(st->h, i);
+}
+
+static int sdb_sqlite_step(sdb_stmt *st)
+{
+    int rc = map(sqlite3_step(st->h));
+    return rc ? rc : GPUFL_EINTERNAL;
+}
+
+static void sdb_sqlite_reset(sdb_stmt *st)
+{
+    sqlite3_reset(st->h);
+}
+
+static int64_t sdb_sqlite_col_i64(sdb_stmt *st, int i)
+{
+    return sqlite3_column_int64(st->h, i);
+}
+
+static double sdb_sqlite_col_f64(sdb_stmt *st, int i)
+{
+    return sqlite3_column_double(st->h, i);
+}
+
+static const char *sdb_sqlite_col_text(sdb_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st->h, i);
+}
+
+static const void *sdb_sqlite_col_blob(sdb_stmt *st, int i, size_t *n)
+{
+    const void *p = sqlite3_column_blob(st->h, i);
+    *n = (size_t)sqlite3_column_bytes(st->h, i);
+    return p;
+}
+
+static int sdb_sqlite_col_null(sdb_stmt *st, int i)
+{
+    return sqlite3_column_type(st->h, i) == SQLITE_NULL;
+}
+
+const sdb_ops sdb_sqlite_ops = {
+    sdb_sqlite_close,     sdb_sqlite_exec,      sdb_sqlite_errmsg,
+    sdb_sqlite_changes,   sdb_sqlite_prepare,   sdb_sqlite_finalize,
+    sdb_sqlite_bind_i64,  sdb_sqlite_bind_f64,  sdb_sqlite_bind_text,
+    sdb_sqlite_bind_blob, sdb_sqlite_bind_null, sdb_sqlite_step,
+    sdb_sqlite_reset,     sdb_sqlite_col_i64,   sdb_sqlite_col_f64,
+    sdb_sqlite_col_text,  sdb_sqlite_col_blob,  sdb_sqlite_col_null,
+};

@@ -1,0 +1,592 @@
+/*
+ * ingest.c - validation of event lines and decoding of request bodies.
+ *
+ * Each event type has a declarative field table: which JSON members it
+ * reads, their type, where they land in srv_ev and whether they are
+ * required.  Unknown members are ignored (newer clients may add fields);
+ * a known member of the wrong type rejects the line, so bad data never
+ * reaches the store as a silent zero.
+ */
+#include "ingest.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+#include <zstd.h>
+
+const char *const srv_sys_fields[SRV_SYS_NFIELDS] = {
+    "util",    "mem_util", "mem_used", "mem_total", "temp",      "power",
+    "fan",     "clk_sm",   "clk_mem",  "sm_active", "sm_occ",    "pcie_tx",
+    "pcie_rx", "energy",   "cpu",      "ram_used",  "ram_total", "swap_used",
+    "load1",   "proc_cpu", "proc_rss"
+};
+
+static const char *const stream_names[SRV_ST_N] = { "device", "scope",
+                                                    "system" };
+
+int ingest_stream_index(const char *name)
+{
+    for (int i = 0; i < SRV_ST_N; i++)
+        if (strcmp(name, stream_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *ingest_stream_name(int st)
+{
+    return st >= 0 && st < SRV_ST_N ? stream_names[st] : "?";
+}
+
+/* ---- field tables ---- */
+
+enum { F_U64, F_I64, F_F64, F_STR, F_XYZ, F_FLAG, F_BOOL, F_OBJ, F_ARR };
+
+typedef struct field {
+    const char *key;
+    uint8_t kind;
+    uint8_t req;
+    uint16_t cap; /* F_STR: longest decoded string; F_FLAG: the bit */
+    size_t off;
+} field;
+
+#define U(k, m)                                                                \
+    {                                                                          \
+        k, F_U64, 0, 0, offsetof(srv_ev, m)                                    \
+    }
+#define UR(k, m)                                                               \
+    {                                                                          \
+        k, F_U64, 1, 0, offsetof(srv_ev, m)                                    \
+    }
+#define S(k, m, c)                                                             \
+    {                                                                          \
+        k, F_STR, 0, c, offsetof(srv_ev, m)                                    \
+    }
+#define SR(k, m, c)                                                            \
+    {                                                                          \
+        k, F_STR, 1, c, offsetof(srv_ev, m)                                    \
+    }
+#define FL(k, bit)                                                             \
+    {                                                                          \
+        k, F_FLAG, 0, bit, 0                                                   \
+    }
+#define END                                                                    \
+    {                                                                          \
+        NULL, 0, 0, 0, 0                                                       \
+    }
+
+static const field f_session[] = { SR("app", app, 256),
+                                   SR("host", host, 256),
+                                   U("pid", pid),
+                                   U("start", start),
+                                   S("lib", text, 64),
+                                   { "simulated", F_BOOL, 0, 0, 0 },
+                                   END };
+static const field f_session_end[] = { S("reason", reason, 64), U("dur", dur),
+                                       U("lines", lines), U("lost", lost),
+                                       END };
+static const field f_loss[] = { S("reason", reason, 64), U("count", count),
+                                U("tid", tid), END };
+static const field f_kernel[] = {
+    U("dev", dev),
+    U("stream", stream),
+    U("corr", corr),
+    U("cfg", cfg),
+    U("name", name),
+    { "grid", F_XYZ, 0, 0, offsetof(srv_ev, grid) },
+    { "block", F_XYZ, 0, 0, offsetof(srv_ev, block) },
+    U("regs", regs),
+    U("smem", smem),
+    U("dsmem", dsmem),
+    U("lmem", lmem),
+    UR("dur", dur),
+    { "occ", F_F64, 0, 0, offsetof(srv_ev, occ) },
+    S("lim", lim, 64),
+    U("scope", scope),
+    U("path", path),
+    U("stack", stack),
+    FL("coop", EVF_COOP),
+    END
+};
+static const field f_copy[] = {
+    U("dev", dev),          U("dst_dev", parent),
+    U("stream", stream),    U("corr", corr),
+    S("kind", kind, 32),    U("bytes", bytes),
+    U("dur", dur),          U("scope", scope),
+    U("path", path),        U("stack", stack),
+    FL("async", EVF_ASYNC), FL("pinned", EVF_PINNED),
+    U("tid", tid),          { "value", F_I64, 0, 0, offsetof(srv_ev, value) },
+    S("addr", text, 40),    END
+};
+static const field f_scope[] = { UR("id", id),
+                                 UR("name", name),
+                                 UR("path", path),
+                                 U("parent", parent),
+                                 U("depth", depth),
+                                 U("tid", tid),
+                                 U("dur", dur),
+                                 FL("unclosed", EVF_UNCLOSED),
+                                 END };
+static const field f_marker[] = { S("text", text, 4096), U("tid", tid),
+                                  U("scope", scope), END };
+static const field f_counter[] = {
+    UR("name", name), { "value", F_I64, 0, 0, offsetof(srv_ev, value) }, END
+};
+static const field f_sass[] = { U("dev", dev),
+                                UR("func", func),
+                                U("file", file),
+                                U("line", srcline),
+                                UR("pc", pc),
+                                U("inst", inst),
+                                U("thread_inst", thread_inst),
+                                U("sectors", sectors),
+                                U("sectors_ideal", sectors_ideal),
+                                U("scope", scope),
+                                U("path", path),
+                                U("samples", samples),
+                                END };
+static const field f_gpu[] = { UR("dev", dev), END };
+static const field f_host[] = { END };
+static const field f_dict[] = { UR("id", id), END };
+static const field f_dict_name[] = { SR("name", dname, 4096), END };
+static const field f_dict_path[] = { U("parent", parent), UR("name", name),
+                                     U("depth", depth), END };
+static const field f_dict_launch[] = {
+    UR("name", name),
+    { "block", F_XYZ, 0, 0, offsetof(srv_ev, block) },
+    U("regs", regs),
+    U("smem", smem),
+    U("dsmem", dsmem),
+    U("lmem", lmem),
+    { "occ", F_F64, 0, 0, offsetof(srv_ev, occ) },
+    S("lim", lim, 64),
+    END
+};
+
+typedef struct type_def {
+    const char *name;
+    uint8_t type;
+    uint8_t streams; /* bit per stream */
+    const field *fields;
+} type_def;
+
+#define SD (1u << SRV_ST_DEVICE)
+#define SS (1u << SRV_ST_SCOPE)
+#define SY (1u << SRV_ST_SYSTEM)
+
+static const type_def types[] = {
+    { "session", EV_SESSION, SD | SS | SY, f_session },
+    { "session_end", EV_SESSION_END, SD | SS | SY, f_session_end },
+    { "dict", EV_DICT, SD | SS | SY, f_dict },
+    { "loss", EV_LOSS, SD | SS | SY, f_loss },
+    { "kernel", EV_KERNEL, SD, f_kernel },
+    { "memcpy", EV_MEMCPY, SD, f_copy },
+    { "memset", EV_MEMSET, SD, f_copy },
+    { "sync", EV_SYNC, SD, f_copy },
+    { "alloc", EV_ALLOC, SD, f_copy },
+    { "free", EV_FREE, SD, f_copy },
+    { "scope_begin", EV_SCOPE_BEGIN, SS, f_scope },
+    { "scope_end", EV_SCOPE_END, SS, f_scope },
+    { "marker", EV_MARKER, SS, f_marker },
+    { "counter", EV_COUNTER, SS, f_counter },
+    { "sass", EV_SASS, SS, f_sass },
+    { "pcsamp", EV_PCSAMP, SS, f_sass },
+    { "gpu", EV_GPU, SY, f_gpu },
+    { "host", EV_HOST, SY, f_host },
+};
+
+/* ---- helpers ---- */
+
+/* reason = pre + arg + post (messages are fixed text around one name) */
+static int fail3(char *reason, const char *pre, const char *arg,
+                 const char *post)
+{
+    snprintf(reason, INGEST_REASON_MAX, "%s%s%s", pre, arg, post);
+    return GPUFL_EPARSE;
+}
+
+static int str_get(jsonl_doc *d, uint32_t t, ingest_arena *a, size_t cap,
+                   srv_str *out)
+{
+    size_t n = 0, room = a->cap - a->len;
+    int rc;
+
+    if (jsonl_tok_type(d, t) != JSONL_STRING)
+        return GPUFL_EPARSE;
+    if (room > cap + 1)
+        room = cap + 1;
+    rc = jsonl_tok_str(d, t, a->buf + a->len, room, &n);
+    if (rc)
+        return rc;
+    out->p = a->buf + a->len;
+    out->n = n;
+    a->len += n + 1;
+    return GPUFL_OK;
+}
+
+/* [x], [x,y] or [x,y,z]; missing trailing dimensions are 1. */
+static int xyz_get(jsonl_doc *d, uint32_t t, uint64_t *v)
+{
+    uint32_t k;
+
+    if (jsonl_tok_type(d, t) != JSONL_ARRAY || d->tok[t].n < 1 ||
+        d->tok[t].n > 3)
+        return GPUFL_EPARSE;
+    v[0] = v[1] = v[2] = 1;
+    k = t + 1;
+    for (uint32_t i = 0; i < d->tok[t].n; i++) {
+        if (jsonl_tok_u64(d, k, &v[i]))
+            return GPUFL_EPARSE;
+        k = d->tok[k].next;
+    }
+    return GPUFL_OK;
+}
+
+static int fields_get(jsonl_doc *d, const field *f, ingest_arena *a, srv_ev *ev,
+                      char *reason)
+{
+    for (; f->key; f++) {
+        uint32_t t = jsonl_doc_find(d, f->key);
+        char *base = (char *)ev + f->off;
+        int rc = GPUFL_OK, b = 0;
+
+        if (t == JSONL_NOTFOUND) {
+            if (f->req)
+                return fail3(reason, "missing field \"", f->key, "\"");
+            continue;
+        }
+        switch (f->kind) {
+        case F_U64: rc = jsonl_tok_u64(d, t, (uint64_t *)(void *)base); break;
+        case F_I64: rc = jsonl_tok_i64(d, t, (int64_t *)(void *)base); break;
+        case F_F64: rc = jsonl_tok_f64(d, t, (double *)(void *)base); break;
+        case F_STR:
+            rc = str_get(d, t, a, f->cap, (srv_str *)(void *)base);
+            break;
+        case F_XYZ: rc = xyz_get(d, t, (uint64_t *)(void *)base); break;
+        case F_FLAG:
+            if (jsonl_tok_u64(d, t, &(uint64_t){ 0 }))
+                rc = GPUFL_EPARSE;
+            else
+                ev->flags |= f->cap;
+            break;
+        case F_BOOL:
+            rc = jsonl_tok_bool(d, t, &b);
+            ev->simulated = (uint8_t)b;
+            break;
+        default: rc = GPUFL_EINTERNAL;
+        }
+        if (rc == GPUFL_ETOOBIG)
+            return fail3(reason, "field \"", f->key, "\": value too large"),
+                   GPUFL_ETOOBIG;
+        if (rc)
+            return fail3(reason, "field \"", f->key, "\": wrong type or form");
+    }
+    return GPUFL_OK;
+}
+
+static int is_uuid(const char *s, size_t n)
+{
+    if (n != 36)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return 0;
+        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int sys_get(jsonl_doc *d, srv_ev *ev, char *reason)
+{
+    for (int i = 0; i < SRV_SYS_NFIELDS; i++) {
+        uint32_t t = jsonl_doc_find(d, srv_sys_fields[i]);
+        if (t == JSONL_NOTFOUND)
+            continue;
+        if (jsonl_tok_f64(d, t, &ev->sys[i]))
+            return fail3(reason, "field \"", srv_sys_fields[i],
+                         "\": not a number");
+        ev->sys_set |= 1u << i;
+    }
+    return GPUFL_OK;
+}
+
+static int dict_get(jsonl_doc *d, ingest_arena *a, srv_ev *ev, char *reason)
+{
+    static const char *const kinds[] = { "name", "path", "stack", "launch" };
+    static const field *const kf[] = { f_dict_name, f_dict_path, NULL,
+                                       f_dict_launch };
+    uint32_t t = jsonl_doc_find(d, "kind");
+    int k;
+
+    for (k = 0; k < 4; k++)
+        if (jsonl_tok_streq(d, t, kinds[k], strlen(kinds[k])))
+            break;
+    if (k == 4)
+        return fail3(reason, "dict: kind must be name, path, stack or launch",
+                     "", "");
+    ev->dkind = (uint8_t)k;
+    if (ev->id == 0)
+        return fail3(reason, "dict: id must be positive", "", "");
+    if (k == DK_STACK) {
+        t = jsonl_doc_find(d, "frames");
+        if (jsonl_tok_type(d, t) != JSONL_ARRAY)
+            return fail3(reason, "dict: stack needs a frames array", "", "");
+        for (uint32_t i = 0, e = t + 1; i < d->tok[t].n;
+             i++, e = d->tok[e].next)
+            if (jsonl_tok_type(d, e) != JSONL_STRING)
+                return fail3(reason, "dict: frames must be strings", "", "");
+        return GPUFL_OK;
+    }
+    return fields_get(d, kf[k], a, ev, reason);
+}
+
+static int stalls_check(jsonl_doc *d, char *reason)
+{
+    uint32_t t = jsonl_doc_find(d, "stalls");
+
+    if (jsonl_tok_type(d, t) != JSONL_OBJECT)
+        return fail3(reason, "pcsamp: stalls must be an object", "", "");
+    for (uint32_t i = 0, k = t + 1; i < d->tok[t].n; i++) {
+        uint64_t v;
+        if (d->tok[k].len > 64 || jsonl_tok_u64(d, k + 1, &v))
+            return fail3(reason, "pcsamp: bad stall entry", "", "");
+        k = d->tok[k + 1].next;
+    }
+    return GPUFL_OK;
+}
+
+/* "api": [launch API entry relative to ts, API duration] */
+static int api_get(jsonl_doc *d, srv_ev *ev, char *reason)
+{
+    uint32_t t = jsonl_doc_find(d, "api");
+
+    if (t == JSONL_NOTFOUND)
+        return GPUFL_OK;
+    if (jsonl_tok_type(d, t) != JSONL_ARRAY || d->tok[t].n != 2 ||
+        jsonl_tok_i64(d, t + 1, &ev->api_off) ||
+        jsonl_tok_u64(d, d->tok[t + 1].next, &ev->api_dur) ||
+        ev->api_dur > (uint64_t)INT64_MAX)
+        return fail3(reason, "field \"api\": must be [offset, duration]", "",
+                     "");
+    return GPUFL_OK;
+}
+
+int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
+                      ingest_arena *a, srv_ev *ev, char *reason)
+{
+    const type_def *td = NULL;
+    uint64_t v;
+    uint32_t t;
+    size_t a0 = a->len;
+    int rc;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->occ = -1.0;
+    reason[0] = '\0';
+    if (n > INGEST_MAX_LINE) {
+        snprintf(reason, INGEST_REASON_MAX, "line longer than %u bytes",
+                 INGEST_MAX_LINE);
+        return GPUFL_ETOOBIG;
+    }
+    rc = jsonl_doc_parse_obj(d, line, n);
+    if (rc) {
+        snprintf(reason, INGEST_REASON_MAX, "invalid JSON at byte %zu: %s",
+                 d->err_off, d->err ? d->err : "?");
+        return rc;
+    }
+    ev->raw.p = line;
+    ev->raw.n = n;
+    if (jsonl_tok_u64(d, jsonl_doc_find(d, "v"), &v) || v != 1)
+        return fail3(reason, "envelope: \"v\" must be 1", "", "");
+    t = jsonl_doc_find(d, "sid");
+    if (jsonl_tok_type(d, t) != JSONL_STRING ||
+        !is_uuid(line + d->tok[t].off, d->tok[t].len))
+        return fail3(reason, "envelope: \"sid\" must be a lower-case UUID", "",
+                     "");
+    memcpy(ev->sid, line + d->tok[t].off, 36);
+    ev->sid[36] = '\0';
+    if (!jsonl_tok_streq(d, jsonl_doc_find(d, "st"), stream_names[st],
+                         strlen(stream_names[st])))
+        return fail3(reason, "envelope: \"st\" must be \"", stream_names[st],
+                     "\" on this endpoint");
+    ev->st = (uint8_t)st;
+    if (jsonl_tok_u64(d, jsonl_doc_find(d, "seq"), &ev->seq))
+        return fail3(reason, "envelope: \"seq\" must be an unsigned integer",
+                     "", "");
+    if (jsonl_tok_u64(d, jsonl_doc_find(d, "ts"), &ev->ts) || ev->ts == 0 ||
+        ev->ts > (uint64_t)INT64_MAX)
+        return fail3(reason, "envelope: \"ts\" must be a positive integer", "",
+                     "");
+    if (ev->seq > (uint64_t)INT64_MAX)
+        return fail3(reason, "envelope: \"seq\" too large", "", "");
+    t = jsonl_doc_find(d, "type");
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (jsonl_tok_streq(d, t, types[i].name, strlen(types[i].name))) {
+            td = &types[i];
+            break;
+        }
+    }
+    if (!td)
+        return fail3(reason, "envelope: unknown \"type\"", "", "");
+    if (!(td->streams & (1u << st)))
+        return fail3(reason, "type \"", td->name,
+                     "\" does not belong to this stream");
+    ev->type = td->type;
+    rc = fields_get(d, td->fields, a, ev, reason);
+    if (!rc && td->type == EV_DICT)
+        rc = dict_get(d, a, ev, reason);
+    if (!rc && (td->type == EV_GPU || td->type == EV_HOST))
+        rc = sys_get(d, ev, reason);
+    if (!rc && td->type == EV_PCSAMP)
+        rc = stalls_check(d, reason);
+    if (!rc && td->type == EV_KERNEL)
+        rc = api_get(d, ev, reason);
+    if (!rc && ev->occ > 1e6)
+        rc = fail3(reason, "field \"occ\": out of range", "", "");
+    /* integers land in signed 64-bit database columns */
+    if (!rc && (ev->dur | ev->bytes | ev->id | ev->scope | ev->stream | ev->pc |
+                ev->cfg | ev->name | ev->path | ev->dev) > (uint64_t)INT64_MAX)
+        rc = fail3(reason, "a numeric field exceeds 2^63-1", "", "");
+    if (rc)
+        a->len = a0;
+    return rc;
+}
+
+/* ---- bodies ---- */
+
+int ingest_encoding(const char *h)
+{
+    if (!h || !*h || strcasecmp(h, "identity") == 0)
+        return ENC_IDENTITY;
+    if (strcasecmp(h, "gzip") == 0 || strcasecmp(h, "x-gzip") == 0 ||
+        strcasecmp(h, "deflate") == 0)
+        return ENC_GZIP;
+    if (strcasecmp(h, "zstd") == 0)
+        return ENC_ZSTD;
+    return -1;
+}
+
+static int grow(char **buf, size_t *cap, size_t limit)
+{
+    size_t nc = *cap ? *cap * 2 : 65536;
+    char *nb;
+
+    if (*cap >= limit)
+        return GPUFL_ETOOBIG;
+    if (nc > limit)
+        nc = limit;
+    nb = realloc(*buf, nc);
+    if (!nb)
+        return GPUFL_ENOMEM;
+    *buf = nb;
+    *cap = nc;
+    return GPUFL_OK;
+}
+
+static int decode_gzip(const char *in, size_t n, size_t cap, char **out,
+                       size_t *out_n)
+{
+    z_stream z;
+    char *buf = NULL;
+    size_t bcap = 0;
+    int rc = GPUFL_OK, zr = Z_OK;
+
+    memset(&z, 0, sizeof(z));
+    /* 32 + MAX_WBITS: zlib or gzip header, detected */
+    if (inflateInit2(&z, 32 + MAX_WBITS) != Z_OK)
+        return GPUFL_ENOMEM;
+    z.next_in = (Bytef *)(uintptr_t)in;
+    while (n > 0) {
+        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        z.avail_in = chunk;
+        n -= chunk;
+        do {
+            if (z.total_out == bcap && (rc = grow(&buf, &bcap, cap)) != 0)
+                goto out;
+            z.next_out = (Bytef *)buf + z.total_out;
+            z.avail_out = (uInt)(bcap - z.total_out);
+            zr = inflate(&z, Z_NO_FLUSH);
+            if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+                rc = GPUFL_EPARSE;
+                goto out;
+            }
+        } while (zr != Z_STREAM_END && (z.avail_in > 0 || z.avail_out == 0));
+        if (zr == Z_STREAM_END)
+            break;
+    }
+    if (zr != Z_STREAM_END)
+        rc = GPUFL_EPARSE;
+out:
+    *out_n = z.total_out;
+    inflateEnd(&z);
+    if (rc)
+        free(buf), buf = NULL;
+    *out = buf;
+    return rc;
+}
+
+static int decode_zstd(const char *in, size_t n, size_t cap, char **out,
+                       size_t *out_n)
+{
+    ZSTD_DStream *z = ZSTD_createDStream();
+    ZSTD_inBuffer ib = { in, n, 0 };
+    ZSTD_outBuffer ob = { NULL, 0, 0 };
+    char *buf = NULL;
+    size_t bcap = 0, r = 1;
+    int rc = GPUFL_OK;
+
+    if (!z)
+        return GPUFL_ENOMEM;
+    ZSTD_initDStream(z);
+    while (ib.pos < ib.size || r != 0) {
+        if (ob.pos == bcap) {
+            if ((rc = grow(&buf, &bcap, cap)) != 0)
+                goto out;
+        }
+        ob.dst = buf;
+        ob.size = bcap;
+        r = ZSTD_decompressStream(z, &ob, &ib);
+        if (ZSTD_isError(r)) {
+            rc = GPUFL_EPARSE;
+            goto out;
+        }
+        if (ib.pos == ib.size && r != 0 && ob.pos < ob.size) {
+            rc = GPUFL_EPARSE; /* truncated frame */
+            goto out;
+        }
+    }
+out:
+    ZSTD_freeDStream(z);
+    *out_n = ob.pos;
+    if (rc)
+        free(buf), buf = NULL;
+    *out = buf;
+    return rc;
+}
+
+int ingest_decode(int enc, const char *in, size_t n, size_t cap, char **out,
+                  size_t *out_n)
+{
+    *out = NULL;
+    *out_n = 0;
+    if (enc == ENC_GZIP)
+        return decode_gzip(in, n, cap, out, out_n);
+    if (enc == ENC_ZSTD)
+        return decode_zstd(in, n, cap, out, out_n);
+    if (n > cap)
+        return GPUFL_ETOOBIG;
+    *out = malloc(n ? n : 1);
+    if (!*out)
+        return GPUFL_ENOMEM;
+    memcpy(*out, in, n);
+    *out_n = n;
+    return GPUFL_OK;
+}

@@ -1,0 +1,174 @@
+/*
+ * main.c - gpufl-server's entry point: configuration, the keys
+ * subcommands, start-up in dependency order and graceful shutdown.
+ *
+ * SIGINT and SIGTERM are blocked in every thread and taken by sigwait()
+ * in main, so no handler runs at all; shutdown then stops the HTTP server
+ * (which finishes the requests in flight, so every acknowledged batch is
+ * committed), the Kafka consumer, the maintenance thread and the store, in
+ * that order.
+ */
+#include "srv_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int open_store(srv *s, char *err, size_t cap)
+{
+    char url[SRV_STR_MAX + 32];
+
+    if (mkdir(s->cfg.data_dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, cap, "cannot create the data folder: %s",
+                 strerror(errno));
+        return GPUFL_EIO;
+    }
+    if (s->cfg.db[0])
+        snprintf(url, sizeof(url), "%s", s->cfg.db);
+    else
+        snprintf(url, sizeof(url), "sqlite:%s/gpufl.db", s->cfg.data_dir);
+    return srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err, cap);
+}
+
+static int keys_cmd(srv *s, char **pos, int npos)
+{
+    char err[512] = "", secret[96];
+    int rc = 1;
+
+    if (npos < 2) {
+        fprintf(stderr, "gpufl-server: keys create|list|revoke ID\n");
+        return 2;
+    }
+    if (strcmp(pos[1], "create") && strcmp(pos[1], "list") &&
+        strcmp(pos[1], "revoke")) {
+        fprintf(stderr, "gpufl-server: unknown keys command '%s'\n", pos[1]);
+        return 2;
+    }
+    if (!strcmp(pos[1], "revoke") && npos != 3) {
+        fprintf(stderr, "gpufl-server: keys revoke ID\n");
+        return 2;
+    }
+    if (!strcmp(pos[1], "create") && srv_role_parse(s->cfg.key_role) == 0) {
+        fprintf(stderr, "gpufl-server: --role must be ingest, read or admin\n");
+        return 2;
+    }
+    if (open_store(s, err, sizeof(err))) {
+        fprintf(stderr, "gpufl-server: %s\n", err);
+        return 1;
+    }
+    if (!strcmp(pos[1], "create")) {
+        int64_t id;
+        if (srv_key_create(s, s->cfg.key_name, s->cfg.key_role, secret,
+                           sizeof(secret), &id) == 0) {
+            printf("id %lld role %s (the key is shown once):\n%s\n",
+                   (long long)id, s->cfg.key_role, secret);
+            rc = 0;
+        }
+    } else if (!strcmp(pos[1], "list")) {
+        srv_key *k = calloc(1000, sizeof(*k));
+        size_t n = 0;
+        if (k && s->store->ops->key_list(s->store, k, 1000, &n) == 0) {
+            printf("%-6s %-8s %-14s %-12s %-12s %s\n", "ID", "ROLE", "PREFIX",
+                   "CREATED", "LAST_USED", "NAME");
+            for (size_t i = 0; i < n; i++)
+                printf("%-6lld %-8s %-14s %-12lld %-12lld %s%s\n",
+                       (long long)k[i].id, k[i].role, k[i].prefix,
+                       (long long)k[i].created, (long long)k[i].last_used,
+                       k[i].name, k[i].revoked ? " (revoked)" : "");
+            rc = 0;
+        }
+        free(k);
+    } else {
+        char *end;
+        long long id = strtoll(pos[2], &end, 10);
+        if (*end) {
+            fprintf(stderr, "gpufl-server: key id must be a number\n");
+            rc = 2;
+        } else if (s->store->ops->key_revoke(s->store, id) == 0) {
+            printf("revoked %lld\n", id);
+            rc = 0;
+        } else {
+            fprintf(stderr, "gpufl-server: no live key %lld\n", id);
+        }
+    }
+    s->store->ops->close(s->store);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static srv s; /* large; lives for the whole process */
+    char err[1024] = "";
+    char *pos[4];
+    int npos = 0, rc, sig = 0;
+    sigset_t set;
+
+    rc = srv_config_load(&s.cfg, argc, argv, pos, 4, &npos, err, sizeof(err));
+    if (rc == 3)
+        return 0;
+    if (rc) {
+        fprintf(stderr, "gpufl-server: %s\n(see gpufl-server --help)\n", err);
+        return 2;
+    }
+    s.listen_fd = -1;
+    if (npos > 0 && !strcmp(pos[0], "keys"))
+        return keys_cmd(&s, pos, npos);
+    if (npos > 0) {
+        fprintf(stderr, "gpufl-server: unexpected argument '%s'\n", pos[0]);
+        return 2;
+    }
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (open_store(&s, err, sizeof(err))) {
+        fprintf(stderr, "gpufl-server: %s\n", err);
+        return 1;
+    }
+    if (srv_admin_init(&s)) {
+        s.store->ops->close(s.store);
+        return 1;
+    }
+    if (srv_maint_start(&s)) {
+        fprintf(stderr, "gpufl-server: cannot start the maintenance thread\n");
+        s.store->ops->close(s.store);
+        return 1;
+    }
+    if (srv_http_start(&s, err, sizeof(err))) {
+        fprintf(stderr, "gpufl-server: %s\n", err);
+        srv_maint_stop(&s);
+        s.store->ops->close(s.store);
+        return 1;
+    }
+    if (srv_kafka_start(&s, err, sizeof(err))) {
+        fprintf(stderr, "gpufl-server: %s\n", err);
+        srv_http_stop(&s);
+        srv_maint_stop(&s);
+        s.store->ops->close(s.store);
+        return 1;
+    }
+    {
+        const char *colon = strrchr(s.cfg.listen, ':');
+        int hl = colon ? (int)(colon - s.cfg.listen) : 0;
+        printf("gpufl-server: listening on http://%.*s:%u (store %s)\n",
+               hl ? hl : 9, hl ? s.cfg.listen : "127.0.0.1", s.port,
+               s.store->ops->name);
+    }
+    fflush(stdout);
+    while (sigwait(&set, &sig) != 0)
+        ;
+    if (!s.cfg.quiet)
+        fprintf(stderr, "gpufl-server: signal %d, shutting down\n", sig);
+    srv_http_stop(&s);
+    srv_kafka_stop(&s);
+    srv_maint_stop(&s);
+    s.store->ops->close(s.store);
+    return 0;
+}

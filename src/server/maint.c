@@ -1,0 +1,87 @@
+/*
+ * maint.c - the maintenance thread: marks silent sessions stale and runs
+ * the retention policy on its schedule.  Both are plain store calls, so
+ * the admin endpoint runs the same code on demand.
+ */
+#include "srv_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+/* How often staleness and the schedule are checked at most (seconds);
+ * shorter when the configured periods are shorter. */
+#define MAINT_TICK_S 5
+
+int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned)
+{
+    srv_retention pol = { s->cfg.retention_max_age_s, s->cfg.retention_max_db };
+    if (p && (p->max_age_s || p->max_db_bytes))
+        pol = *p;
+    *pruned = 0;
+    if (!pol.max_age_s && !pol.max_db_bytes)
+        return 0;
+    return s->store->ops->prune(s->store, &pol, pruned);
+}
+
+static void *maint_main(void *arg)
+{
+    srv *s = arg;
+    time_t last_ret = time(NULL);
+    uint64_t tick = MAINT_TICK_S;
+
+    if (s->cfg.stale_after_s < tick)
+        tick = s->cfg.stale_after_s;
+    if (s->cfg.retention_interval_s < tick)
+        tick = s->cfg.retention_interval_s;
+    if (tick < 1)
+        tick = 1;
+
+    pthread_mutex_lock(&s->mlock);
+    while (!s->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)tick;
+        pthread_cond_timedwait(&s->mcond, &s->mlock, &ts);
+        if (s->stopping)
+            break;
+        pthread_mutex_unlock(&s->mlock);
+        s->store->ops->mark_stale(s->store, s->cfg.stale_after_s);
+        if ((uint64_t)(time(NULL) - last_ret) >= s->cfg.retention_interval_s) {
+            uint64_t n = 0;
+            last_ret = time(NULL);
+            if (srv_retention_run(s, NULL, &n) == 0 && n && !s->cfg.quiet)
+                fprintf(stderr,
+                        "gpufl-server: retention pruned %llu"
+                        " session(s)\n",
+                        (unsigned long long)n);
+        }
+        pthread_mutex_lock(&s->mlock);
+    }
+    pthread_mutex_unlock(&s->mlock);
+    return NULL;
+}
+
+int srv_maint_start(srv *s)
+{
+    pthread_mutex_init(&s->mlock, NULL);
+    pthread_cond_init(&s->mcond, NULL);
+    if (pthread_create(&s->maint, NULL, maint_main, s) != 0)
+        return -1;
+    s->maint_started = 1;
+    return 0;
+}
+
+void srv_maint_stop(srv *s)
+{
+    if (!s->maint_started)
+        return;
+    pthread_mutex_lock(&s->mlock);
+    s->stopping = 1;
+    pthread_cond_signal(&s->mcond);
+    pthread_mutex_unlock(&s->mlock);
+    pthread_join(s->maint, NULL);
+    pthread_mutex_destroy(&s->mlock);
+    pthread_cond_destroy(&s->mcond);
+    s->maint_started = 0;
+}

@@ -1,0 +1,104 @@
+/*
+ * metrics.c - counters and latency histograms, exposed at /metrics in the
+ * Prometheus text format.
+ *
+ * Updated from every HTTP thread with relaxed atomic adds: counters need
+ * no ordering, and a scrape that sees a request's count before its sum is
+ * harmless.
+ */
+#include "srv_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static const double bounds_s[MET_NBUCKETS] = { 0.0005, 0.001, 0.0025, 0.005,
+                                               0.01,   0.025, 0.05,   0.1,
+                                               0.25,   0.5,   1,      2.5,
+                                               5,      10 };
+static const char *const cls_names[MET_NCLASS] = { "ingest", "query", "other" };
+
+#define ADD(p, v) __atomic_fetch_add(&(p), (v), __ATOMIC_RELAXED)
+#define GET(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
+
+void srv_metrics_request(srv_metrics *m, int cls, int status, uint64_t us)
+{
+    int d = status / 100;
+    ADD(m->status[d >= 0 && d < 6 ? d : 0], 1);
+    ADD(m->lat_count[cls], 1);
+    ADD(m->lat_sum_us[cls], us);
+    for (int b = 0; b < MET_NBUCKETS; b++)
+        if ((double)us <= bounds_s[b] * 1e6) {
+            ADD(m->lat_bucket[cls][b], 1);
+            break;
+        }
+}
+
+static void line(jw *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void line(jw *w, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        jw_put(w, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+void srv_metrics_write(const srv_metrics *cm, uint64_t db_bytes, jw *w)
+{
+    srv_metrics *m = (srv_metrics *)cm;
+
+    line(w, "# HELP gpufl_ingest_lines_total Event lines by outcome.\n"
+            "# TYPE gpufl_ingest_lines_total counter\n");
+    line(w, "gpufl_ingest_lines_total{outcome=\"accepted\"} %llu\n",
+         (unsigned long long)GET(m->lines_accepted));
+    line(w, "gpufl_ingest_lines_total{outcome=\"duplicate\"} %llu\n",
+         (unsigned long long)GET(m->lines_duplicate));
+    line(w, "gpufl_ingest_lines_total{outcome=\"rejected\"} %llu\n",
+         (unsigned long long)GET(m->lines_rejected));
+    line(w,
+         "# HELP gpufl_ingest_batches_total Committed ingest requests.\n"
+         "# TYPE gpufl_ingest_batches_total counter\n"
+         "gpufl_ingest_batches_total %llu\n",
+         (unsigned long long)GET(m->batches));
+    line(w,
+         "# HELP gpufl_ingest_bytes_total Request body bytes received.\n"
+         "# TYPE gpufl_ingest_bytes_total counter\n"
+         "gpufl_ingest_bytes_total %llu\n",
+         (unsigned long long)GET(m->bytes_in));
+    line(w, "# HELP gpufl_http_responses_total Responses by status class.\n"
+            "# TYPE gpufl_http_responses_total counter\n");
+    for (int d = 1; d < 6; d++)
+        line(w, "gpufl_http_responses_total{code=\"%dxx\"} %llu\n", d,
+             (unsigned long long)GET(m->status[d]));
+    line(w, "# HELP gpufl_http_request_seconds Request latency.\n"
+            "# TYPE gpufl_http_request_seconds histogram\n");
+    for (int c = 0; c < MET_NCLASS; c++) {
+        uint64_t cum = 0;
+        for (int b = 0; b < MET_NBUCKETS; b++) {
+            cum += GET(m->lat_bucket[c][b]);
+            line(w,
+                 "gpufl_http_request_seconds_bucket{route=\"%s\",le=\"%g\"}"
+                 " %llu\n",
+                 cls_names[c], bounds_s[b], (unsigned long long)cum);
+        }
+        line(w,
+             "gpufl_http_request_seconds_bucket{route=\"%s\",le=\"+Inf\"}"
+             " %llu\n",
+             cls_names[c], (unsigned long long)GET(m->lat_count[c]));
+        line(w, "gpufl_http_request_seconds_sum{route=\"%s\"} %.6f\n",
+             cls_names[c], (double)GET(m->lat_sum_us[c]) / 1e6);
+        line(w, "gpufl_http_request_seconds_count{route=\"%s\"} %llu\n",
+             cls_names[c], (unsigned long long)GET(m->lat_count[c]));
+    }
+    line(w,
+         "# HELP gpufl_db_bytes Bytes used by the database.\n"
+         "# TYPE gpufl_db_bytes gauge\n"
+         "gpufl_db_bytes %llu\n",
+         (unsigned long long)db_bytes);
+}

@@ -1,0 +1,164 @@
+/*
+ * rollup.c - the map, histogram and timeline helpers of rollup.h.
+ *
+ * The map hashes four 64-bit words with a multiply-xorshift mix; linear
+ * probing at <= 50 % load keeps lookups short without tombstones (entries
+ * are only ever cleared all at once).
+ */
+#include "rollup.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void rl_map_init(rl_map *m, size_t vsize, size_t max)
+{
+    memset(m, 0, sizeof(*m));
+    m->vsize = vsize;
+    m->max = max;
+}
+
+void rl_map_release(rl_map *m)
+{
+    free(m->keys);
+    free(m->used);
+    free(m->vals);
+    m->keys = NULL;
+    m->used = NULL;
+    m->vals = NULL;
+    m->cap = m->n = 0;
+}
+
+void rl_map_clear(rl_map *m)
+{
+    if (m->used)
+        memset(m->used, 0, m->cap);
+    m->n = 0;
+}
+
+static uint64_t mix(const uint64_t *k)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 4; i++) {
+        h ^= k[i];
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+static size_t slot(const rl_map *m, const uint64_t *k)
+{
+    size_t i = (size_t)mix(k) & (m->cap - 1);
+    while (m->used[i] && memcmp(m->keys + 4 * i, k, 32) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static int rehash(rl_map *m, size_t ncap)
+{
+    rl_map o = *m;
+    m->keys = malloc(ncap * 32);
+    m->used = calloc(ncap, 1);
+    m->vals = malloc(ncap * m->vsize);
+    if (!m->keys || !m->used || !m->vals) {
+        free(m->keys);
+        free(m->used);
+        free(m->vals);
+        *m = o;
+        return -1;
+    }
+    m->cap = ncap;
+    for (size_t i = 0; i < o.cap; i++) {
+        size_t j;
+        if (!o.used[i])
+            continue;
+        j = slot(m, o.keys + 4 * i);
+        m->used[j] = 1;
+        memcpy(m->keys + 4 * j, o.keys + 4 * i, 32);
+        memcpy(m->vals + j * m->vsize, o.vals + i * o.vsize, m->vsize);
+    }
+    free(o.keys);
+    free(o.used);
+    free(o.vals);
+    return 0;
+}
+
+void *rl_map_find(const rl_map *m, const uint64_t *k)
+{
+    size_t i;
+    if (!m->cap)
+        return NULL;
+    i = slot(m, k);
+    return m->used[i] ? m->vals + i * m->vsize : NULL;
+}
+
+void *rl_map_get(rl_map *m, const uint64_t *k, int *fresh)
+{
+    size_t i;
+
+    *fresh = 0;
+    if ((m->n + 1) * 2 > m->cap && rehash(m, m->cap ? m->cap * 2 : 64))
+        return NULL;
+    i = slot(m, k);
+    if (!m->used[i]) {
+        if (m->n >= m->max)
+            return NULL;
+        m->used[i] = 1;
+        memcpy(m->keys + 4 * i, k, 32);
+        memset(m->vals + i * m->vsize, 0, m->vsize);
+        m->n++;
+        *fresh = 1;
+    }
+    return m->vals + i * m->vsize;
+}
+
+void *rl_map_at(const rl_map *m, size_t i, const uint64_t **k)
+{
+    if (i >= m->cap || !m->used[i])
+        return NULL;
+    *k = m->keys + 4 * i;
+    return m->vals + i * m->vsize;
+}
+
+uint32_t rl_hist_bucket(uint64_t v)
+{
+    int msb;
+    uint32_t b;
+
+    if (v < 2 * RL_HIST_SUB)
+        return (uint32_t)v;
+    msb = 63 - __builtin_clzll(v);
+    /* msb >= 5: 16 sub-buckets from the 4 bits under the top one */
+    b = 2 * RL_HIST_SUB + (uint32_t)(msb - 5) * RL_HIST_SUB +
+        (uint32_t)((v >> (msb - 4)) & (RL_HIST_SUB - 1));
+    return b < RL_HIST_N ? b : RL_HIST_N - 1;
+}
+
+uint64_t rl_hist_mid(uint32_t b)
+{
+    uint32_t msb, sub;
+    uint64_t lo, w;
+
+    if (b < 2 * RL_HIST_SUB)
+        return b;
+    msb = (b - 2 * RL_HIST_SUB) / RL_HIST_SUB + 5;
+    sub = (b - 2 * RL_HIST_SUB) % RL_HIST_SUB;
+    w = 1ull << (msb - 4);
+    lo = (1ull << msb) + sub * w;
+    return lo + w / 2;
+}
+
+uint64_t rl_hist_quantile(const uint64_t *c, uint64_t n, double q)
+{
+    uint64_t rank, seen = 0;
+
+    if (n == 0)
+        return 0;
+    rank = (uint64_t)(q * (double)(n - 1)) + 1;
+    for (uint32_t b = 0; b < RL_HIST_N; b++) {
+        seen += c[b];
+        if (seen >= rank)
+            return rl_hist_mid(b);
+    }
+    return rl_hist_mid(RL_HIST_N - 1);
+}

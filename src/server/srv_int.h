@@ -1,0 +1,169 @@
+/*
+ * srv_int.h - what the files of gpufl-server share: the configuration
+ * (one option table, config.c), the server context, auth, metrics, the
+ * HTTP glue and the route handlers.
+ */
+#ifndef GPUFL_SERVER_SRV_INT_H
+#define GPUFL_SERVER_SRV_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/jw.h"
+#include "store.h"
+
+/* ---- configuration (config.c) ---- */
+
+#define SRV_STR_MAX 1024
+
+typedef struct srv_config {
+    char listen[SRV_STR_MAX];
+    char data_dir[SRV_STR_MAX];
+    char db[SRV_STR_MAX];
+    char admin_token[SRV_STR_MAX];
+    char config[SRV_STR_MAX];
+    char ui_dir[SRV_STR_MAX];
+    char cors_origin[SRV_STR_MAX];
+    char kafka_brokers[SRV_STR_MAX];
+    char kafka_group[256];
+    char kafka_topic_prefix[256];
+    char key_name[128];
+    char key_role[16];
+    uint64_t threads;
+    uint64_t readers;
+    uint64_t max_body;
+    uint64_t max_decoded;
+    uint64_t max_lines;
+    uint64_t timeout_s;
+    uint64_t stale_after_s;
+    uint64_t retention_max_age_s;
+    uint64_t retention_max_db;
+    uint64_t retention_interval_s;
+    uint64_t quiet;
+    uint64_t kafka_batch;
+} srv_config;
+
+/*
+ * Fills *c from defaults < config file < GPUFL_SERVER_* environment <
+ * flags.  argv[0] is skipped; non-option words are returned in pos[]
+ * (up to pos_cap; *npos).  Returns 0, or 2 for a usage error with a
+ * message in err (err_cap bytes), or 3 when --help / --help-markdown /
+ * --version printed something and the program should exit 0.
+ */
+int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
+                    int pos_cap, int *npos, char *err, size_t err_cap);
+/* Option documentation: --help text, or the Markdown table of
+ * docs/server.md. */
+void srv_config_help(FILE *f, int markdown);
+
+/* ---- metrics (metrics.c) ---- */
+
+enum { MET_INGEST = 0, MET_QUERY = 1, MET_OTHER = 2, MET_NCLASS = 3 };
+#define MET_NBUCKETS 14
+
+typedef struct srv_metrics {
+    uint64_t lines_accepted, lines_duplicate, lines_rejected, batches, bytes_in;
+    uint64_t status[6]; /* by first digit */
+    uint64_t lat_count[MET_NCLASS], lat_sum_us[MET_NCLASS];
+    uint64_t lat_bucket[MET_NCLASS][MET_NBUCKETS];
+} srv_metrics;
+
+void srv_metrics_request(srv_metrics *m, int cls, int status, uint64_t us);
+/* Prometheus text into w. */
+void srv_metrics_write(const srv_metrics *m, uint64_t db_bytes, jw *w);
+
+/* ---- the server ---- */
+
+typedef struct srv {
+    srv_config cfg;
+    srv_store *store;
+    srv_metrics met;
+    unsigned char admin_hash[32];
+    int have_admin;
+    void *http; /* struct MHD_Daemon */
+    int listen_fd;
+    uint16_t port;
+    /* maintenance thread */
+    pthread_t maint;
+    pthread_mutex_t mlock;
+    pthread_cond_t mcond;
+    int stopping, maint_started;
+    void *kafka; /* kafka.c's consumer, NULL when off */
+} srv;
+
+/* ---- auth (auth.c) ---- */
+
+enum { ROLE_NONE = 0, ROLE_INGEST = 1, ROLE_READ = 2, ROLE_ADMIN = 3 };
+
+/* SHA-256 of s[0, n). */
+void srv_sha256(const void *s, size_t n, unsigned char out[32]);
+void srv_hex(const unsigned char *b, size_t n, char *out);
+/* A new random secret "<kind>_<64 hex>" into out (>= 72 bytes). */
+int srv_token_new(const char *kind, char *out, size_t cap);
+/* The role of a bearer header value (NULL: none); ROLE_NONE if invalid. */
+int srv_auth_role(srv *s, const char *authorization);
+const char *srv_role_name(int role);
+int srv_role_parse(const char *name);
+/*
+ * The admin token at start-up: configured (hashed in memory), else the
+ * hash in data_dir/admin_token.sha256, else a new one printed once on out
+ * and its hash stored.  Returns 0 or a gpufl_err.
+ */
+int srv_admin_init(srv *s);
+/* Creates a key: *secret (cap >= 80) is shown once. */
+int srv_key_create(srv *s, const char *name, const char *role, char *secret,
+                   size_t cap, int64_t *id);
+
+/* ---- HTTP (http.c) and routes (api.c) ---- */
+
+/* Response capacity for one JSON answer. */
+#define SRV_RESP_MAX (16u << 20)
+
+typedef struct srv_req {
+    const char *method, *path;
+    void *conn; /* struct MHD_Connection */
+    const char *body;
+    size_t body_len;
+    int role;
+    int cls; /* MET_* */
+} srv_req;
+
+/* A response to send: body is malloc'd (ownership transferred). */
+typedef struct srv_resp {
+    int status;
+    const char *ctype;
+    char *body;
+    size_t len;
+    char allow[64]; /* for 405 */
+} srv_resp;
+
+const char *srv_req_arg(const srv_req *r, const char *key);
+const char *srv_req_header(const srv_req *r, const char *key);
+void srv_resp_error(srv_resp *o, int status, const char *msg);
+void srv_resp_json(srv_resp *o, int status, char *buf, size_t len);
+
+/* Dispatches one complete request. */
+void srv_api_handle(srv *s, srv_req *r, srv_resp *o);
+void srv_ingest_handle(srv *s, srv_req *r, int stream, srv_resp *o);
+int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
+
+int srv_http_start(srv *s, char *err, size_t cap);
+void srv_http_stop(srv *s);
+
+/* ---- Kafka consumer bridge (kafka.c) ---- */
+
+/* Starts the consumer thread when --kafka-brokers is set (0 otherwise). */
+int srv_kafka_start(srv *s, char *err, size_t cap);
+/* Stops it: the batch in hand is committed first, offsets after it. */
+void srv_kafka_stop(srv *s);
+
+/* ---- maintenance (maint.c) ---- */
+
+int srv_maint_start(srv *s);
+void srv_maint_stop(srv *s);
+/* One retention pass now (admin endpoint); policy overrides if nonzero. */
+int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned);
+
+#endif

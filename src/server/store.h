@@ -1,0 +1,180 @@
+/*
+ * store.h - the storage interface of gpufl-server: one parsed event batch
+ * in, one transaction; queries answer as JSON written into a jw.
+ *
+ * The implementation (store_sql*.c) is written once against db.h, whose
+ * backends are db_sqlite.c and db_pg.c; it owns its connections and its
+ * schema.  Every operation is
+ * safe to call from any HTTP thread: ingest is serialised inside the
+ * backend, queries run concurrently on their own connections.
+ *
+ * Events reach the store already validated (ingest.c): strings point into
+ * the request's decoded body, which outlives the call (borrowed).
+ */
+#ifndef GPUFL_SERVER_STORE_H
+#define GPUFL_SERVER_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/jw.h"
+
+/* The three streams, in URL order. */
+enum { SRV_ST_DEVICE = 0, SRV_ST_SCOPE = 1, SRV_ST_SYSTEM = 2, SRV_ST_N = 3 };
+
+/* Event types (docs/events.md). */
+typedef enum srv_type {
+    EV_SESSION = 1,
+    EV_SESSION_END,
+    EV_DICT,
+    EV_LOSS,
+    EV_KERNEL,
+    EV_MEMCPY,
+    EV_MEMSET,
+    EV_SYNC,
+    EV_ALLOC,
+    EV_FREE,
+    EV_SCOPE_BEGIN,
+    EV_SCOPE_END,
+    EV_MARKER,
+    EV_COUNTER,
+    EV_SASS,
+    EV_PCSAMP,
+    EV_GPU,
+    EV_HOST,
+    EV_NTYPES
+} srv_type;
+
+/* Dictionary kinds. */
+enum { DK_NAME = 0, DK_PATH = 1, DK_STACK = 2, DK_LAUNCH = 3 };
+
+/* Numeric system-sample fields kept as columns (docs/api.md lists them);
+ * the table is shared by ingest and query so they cannot drift. */
+#define SRV_SYS_NFIELDS 21
+extern const char *const srv_sys_fields[SRV_SYS_NFIELDS];
+
+/* A borrowed string: bytes, not NUL-terminated. */
+typedef struct srv_str {
+    const char *p;
+    size_t n;
+} srv_str;
+
+/* One validated event line. */
+typedef struct srv_ev {
+    uint32_t line; /* 1-based line number in the request body */
+    uint8_t st;    /* SRV_ST_* */
+    uint8_t type;  /* srv_type */
+    uint8_t dkind; /* dict: DK_* */
+    uint8_t simulated;
+    char sid[40]; /* NUL-terminated UUID */
+    uint64_t seq, ts;
+    /* numbers, 0 when absent (the format omits zero fields) */
+    uint64_t dev, stream, corr, dur, bytes, scope, path, stack, id, parent,
+        depth, tid, name, cfg, func, file, srcline, pc, inst, thread_inst,
+        sectors, sectors_ideal, samples, regs, smem, dsmem, lmem, pid, start,
+        api_dur, lines, lost, count;
+    uint64_t grid[3], block[3];
+    int64_t api_off, value;
+    double occ;     /* < 0 when absent */
+    uint32_t flags; /* EVF_* */
+    srv_str app, host, kind, reason, lim, text, dname, raw;
+    double sys[SRV_SYS_NFIELDS];
+    uint32_t sys_set; /* bit i: sys[i] present */
+} srv_ev;
+
+#define EVF_ASYNC 1u
+#define EVF_PINNED 2u
+#define EVF_COOP 4u
+#define EVF_UNCLOSED 8u
+
+/* Per-batch outcome, filled by store_ops.ingest. */
+typedef struct srv_ingest_res {
+    uint64_t accepted, duplicate;
+} srv_ingest_res;
+
+/* Query parameters (api.c parses them; 0/NULL = not given). */
+typedef struct srv_q {
+    const char *sid; /* session UUID */
+    const char *host, *app, *state, *search, *name, *sort, *kind, *fields,
+        *path, *src, *b_sid;
+    const char *cursor; /* opaque, from a previous page */
+    uint64_t from, to;  /* ns; to == 0: no upper bound */
+    uint64_t kid;       /* kernel seq */
+    uint32_t limit, width, points;
+    int desc;
+} srv_q;
+
+/* A stored API key as listed (never the secret). */
+typedef struct srv_key {
+    int64_t id;
+    char name[128], role[16], prefix[16];
+    int64_t created, last_used, revoked;
+} srv_key;
+
+typedef struct srv_store srv_store;
+
+/* Retention policy, for store_ops.prune. */
+typedef struct srv_retention {
+    uint64_t max_age_s;    /* 0: no age limit */
+    uint64_t max_db_bytes; /* 0: no size limit */
+} srv_retention;
+
+/*
+ * The operations a backend provides.  Return GPUFL_OK or a gpufl_err:
+ * GPUFL_EUNAVAIL when the database cannot be reached (HTTP 503),
+ * GPUFL_ENOTFOUND for an unknown session/kernel/key (404), GPUFL_EINVAL for
+ * a bad cursor or parameter (400), GPUFL_ETOOBIG when the answer does not
+ * fit the response buffer.
+ */
+typedef struct srv_store_ops {
+    const char *name;
+    int (*ingest)(srv_store *s, const srv_ev *ev, size_t n, srv_ingest_res *r);
+    void (*close)(srv_store *s);
+    uint64_t (*db_bytes)(srv_store *s);
+    int (*ping)(srv_store *s);
+    /* sessions whose last line is older than stale_s become "stale" */
+    int (*mark_stale)(srv_store *s, uint64_t stale_s);
+    /* prunes whole sessions (not kept); *n_pruned sessions removed */
+    int (*prune)(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
+    int (*set_keep)(srv_store *s, const char *sid, int keep);
+    /* keys: hash is the hex SHA-256 of the secret */
+    int (*key_add)(srv_store *s, const char *name, const char *role,
+                   const char *prefix, const char *hash, int64_t *id);
+    int (*key_list)(srv_store *s, srv_key *out, size_t cap, size_t *n);
+    int (*key_revoke)(srv_store *s, int64_t id);
+    /* *role filled ("" if no live key has this hash) */
+    int (*key_lookup)(srv_store *s, const char *hash, char *role, size_t cap);
+    /* queries, JSON into w */
+    int (*q_hosts)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_sessions)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_session)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_kernels)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_kernel_agg)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_kernel)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_timeline)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_copies)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_scopes)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_profile)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_system)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_compare)(srv_store *s, const srv_q *q, jw *w);
+} srv_store_ops;
+
+struct srv_store {
+    const srv_store_ops *ops;
+};
+
+/*
+ * Opens the store named by url: "sqlite:PATH" or a plain path (SQLite),
+ * "postgres://..." or "postgresql://..." (libpq).  Creates or migrates
+ * the schema.  readers: query connections kept open.  On failure errbuf
+ * says why.  Both databases run the same code (store_sql*.c) over db.h.
+ */
+int srv_store_open(const char *url, unsigned readers, srv_store **out,
+                   char *errbuf, size_t errcap);
+
+/* Opaque cursors: a few integers as a hex string (see store_cursor.c). */
+#define SRV_CURSOR_MAX 64
+int srv_cursor_encode(const int64_t *v, int n, char *out, size_t cap);
+int srv_cursor_decode(const char *s, int64_t *v, int n);
+
+#endif

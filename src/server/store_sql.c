@@ -1,0 +1,395 @@
+/*
+ * store_sql.c - the store's schema, migrations, connections and operation
+ * table; one implementation for SQLite and PostgreSQL over db.h.
+ *
+ * The schema is versioned in schema_version and migrated forward at open
+ * in one transaction per step.  One writer connection does all writes
+ * under a mutex (SQLite: WAL, synchronous=FULL, so a 200 means the batch
+ * is on disk); queries borrow one of --readers read connections, which
+ * WAL lets run beside the writer.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- schema ---- */
+
+static const char *const migrations[] = {
+    /* 1: the initial schema */
+    "CREATE TABLE sessions(id INTEGER PRIMARY KEY, sid TEXT NOT NULL UNIQUE,"
+    " app TEXT, host TEXT, pid INTEGER, start_ns INTEGER, lib TEXT,"
+    " simulated INTEGER, header TEXT, state TEXT NOT NULL DEFAULT 'running',"
+    " end_reason TEXT, first_ts INTEGER, last_ts INTEGER, last_seen INTEGER,"
+    " keep INTEGER NOT NULL DEFAULT 0, n_lines INTEGER NOT NULL DEFAULT 0,"
+    " n_kernels INTEGER NOT NULL DEFAULT 0, n_ops INTEGER NOT NULL DEFAULT 0,"
+    " n_scopes INTEGER NOT NULL DEFAULT 0, n_samples INTEGER NOT NULL"
+    " DEFAULT 0, n_profile INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX sessions_start ON sessions(start_ns, id);"
+    "CREATE INDEX sessions_host ON sessions(host, app);"
+    "CREATE TABLE lines(sess INTEGER NOT NULL, st INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, type INTEGER NOT NULL, ts INTEGER NOT NULL,"
+    " body TEXT, PRIMARY KEY(sess, st, seq)) WITHOUT ROWID;"
+    "CREATE TABLE dicts(sess INTEGER NOT NULL, id INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL, name TEXT, name_id INTEGER, parent INTEGER,"
+    " depth INTEGER, regs INTEGER, smem INTEGER, dsmem INTEGER, lmem INTEGER,"
+    " occ REAL, lim TEXT, bx INTEGER, by INTEGER, bz INTEGER, body TEXT,"
+    " PRIMARY KEY(sess, id)) WITHOUT ROWID;"
+    "CREATE TABLE kernels(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " ts INTEGER NOT NULL, dur INTEGER NOT NULL, dev INTEGER, stream INTEGER,"
+    " corr INTEGER, name_id INTEGER, cfg INTEGER, gx INTEGER, gy INTEGER,"
+    " gz INTEGER, bx INTEGER, by INTEGER, bz INTEGER, regs INTEGER,"
+    " smem INTEGER, occ REAL, scope INTEGER, path INTEGER, stack INTEGER,"
+    " api_off INTEGER, api_dur INTEGER, flags INTEGER,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX kernels_ts ON kernels(sess, ts, seq);"
+    "CREATE INDEX kernels_dur ON kernels(sess, dur, seq);"
+    "CREATE TABLE ops(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " type INTEGER NOT NULL, ts INTEGER NOT NULL, dur INTEGER, dev INTEGER,"
+    " stream INTEGER, corr INTEGER, kind TEXT, bytes INTEGER, scope INTEGER,"
+    " path INTEGER, stack INTEGER, flags INTEGER,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX ops_ts ON ops(sess, ts, seq);"
+    "CREATE TABLE scopes(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " type INTEGER NOT NULL, id INTEGER NOT NULL, ts INTEGER NOT NULL,"
+    " name INTEGER, path INTEGER, parent INTEGER, depth INTEGER, tid INTEGER,"
+    " dur INTEGER, flags INTEGER, PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX scopes_id ON scopes(sess, id);"
+    "CREATE TABLE sass(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " pcsamp INTEGER NOT NULL, dev INTEGER, func INTEGER, file INTEGER,"
+    " line INTEGER, pc INTEGER, inst INTEGER, thread_inst INTEGER,"
+    " sectors INTEGER, sectors_ideal INTEGER, samples INTEGER, scope INTEGER,"
+    " path INTEGER, PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE TABLE stalls(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " reason TEXT NOT NULL, n INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, seq, reason)) WITHOUT ROWID;"
+    "CREATE TABLE samples(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " ts INTEGER NOT NULL, src INTEGER NOT NULL, f0 REAL, f1 REAL, f2 REAL,"
+    " f3 REAL, f4 REAL, f5 REAL, f6 REAL, f7 REAL, f8 REAL, f9 REAL,"
+    " f10 REAL, f11 REAL, f12 REAL, f13 REAL, f14 REAL, f15 REAL, f16 REAL,"
+    " f17 REAL, f18 REAL, f19 REAL, f20 REAL,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX samples_ts ON samples(sess, src, ts);"
+    "CREATE TABLE kagg(sess INTEGER NOT NULL, name_id INTEGER NOT NULL,"
+    " n INTEGER, total INTEGER, min INTEGER, max INTEGER, sum_occ REAL,"
+    " n_occ INTEGER, regs INTEGER, smem INTEGER, hist BLOB,"
+    " PRIMARY KEY(sess, name_id)) WITHOUT ROWID;"
+    "CREATE TABLE tl(sess INTEGER NOT NULL, lvl INTEGER NOT NULL,"
+    " lane INTEGER NOT NULL, b INTEGER NOT NULL, n INTEGER, busy INTEGER,"
+    " top_name INTEGER, top_dur INTEGER,"
+    " PRIMARY KEY(sess, lvl, lane, b)) WITHOUT ROWID;"
+    "CREATE TABLE kscope(sess INTEGER NOT NULL, scope INTEGER NOT NULL,"
+    " n INTEGER, gpu_ns INTEGER, PRIMARY KEY(sess, scope)) WITHOUT ROWID;"
+    "CREATE TABLE keys(id INTEGER PRIMARY KEY, name TEXT, role TEXT NOT NULL,"
+    " prefix TEXT, hash TEXT NOT NULL UNIQUE, created INTEGER,"
+    " last_used INTEGER, revoked INTEGER);",
+};
+#define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
+
+const char *const sq_wsql[WS_N] = {
+    [WS_SESS_FIND] = "SELECT id FROM sessions WHERE sid=?",
+    [WS_SESS_ADD] = "INSERT INTO sessions(sid, last_seen) VALUES(?, ?)"
+                    " RETURNING id",
+    [WS_SESS_HEADER] =
+        "UPDATE sessions SET app=?, host=?, pid=?, start_ns=?, lib=?,"
+        " simulated=?, header=? WHERE id=? AND header IS NULL",
+    [WS_SESS_END] = "UPDATE sessions SET state='ended', end_reason=?"
+                    " WHERE id=?",
+    [WS_SESS_TOUCH] =
+        "UPDATE sessions SET first_ts=CASE WHEN first_ts IS NULL OR"
+        " first_ts > ?1 THEN ?1 ELSE first_ts END,"
+        " last_ts=CASE WHEN last_ts IS NULL OR last_ts < ?2 THEN ?2 ELSE"
+        " last_ts END, last_seen=?3,"
+        " n_lines=n_lines+?4, n_kernels=n_kernels+?5, n_ops=n_ops+?6,"
+        " n_scopes=n_scopes+?7, n_samples=n_samples+?8,"
+        " n_profile=n_profile+?9,"
+        " state=CASE WHEN state='stale' THEN 'running' ELSE state END"
+        " WHERE id=?10",
+    [WS_LINE] = "INSERT INTO lines VALUES(?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_DICT] = "INSERT INTO dicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?,"
+                "?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_DICT_GET] = "SELECT name_id, regs, smem, dsmem, occ, bx, by, bz"
+                    " FROM dicts WHERE sess=? AND id=? AND kind=3",
+    [WS_KERNEL] = "INSERT INTO kernels VALUES(?,?,?,?,?,?,?,?,?,?,"
+                  "?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_OP] = "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT "
+              "DO NOTHING",
+    [WS_SCOPE] = "INSERT INTO scopes VALUES(?,?,?,?,?,?,?,?,?,?,?,?) ON "
+                 "CONFLICT DO NOTHING",
+    [WS_SASS] = "INSERT INTO sass VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                "?,?) ON CONFLICT DO NOTHING",
+    [WS_STALL] = "INSERT INTO stalls VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_SAMPLE] = "INSERT INTO samples VALUES(?,?,?,?,?,?,?,?,?,?,"
+                  "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_KAGG_GET] = "SELECT n, total, min, max, sum_occ, n_occ, regs, smem,"
+                    " hist FROM kagg WHERE sess=? AND name_id=?",
+    [WS_KAGG_PUT] = "INSERT INTO kagg VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT"
+                    "(sess, name_id) DO UPDATE SET n=excluded.n,"
+                    " total=excluded.total, min=excluded.min,"
+                    " max=excluded.max, sum_occ=excluded.sum_occ,"
+                    " n_occ=excluded.n_occ, regs=excluded.regs,"
+                    " smem=excluded.smem, hist=excluded.hist",
+    [WS_TL] = "INSERT INTO tl VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(sess, lvl,"
+              " lane, b) DO UPDATE SET n=tl.n+excluded.n,"
+              " busy=tl.busy+excluded.busy,"
+              " top_name=CASE WHEN excluded.top_dur>tl.top_dur THEN"
+              " excluded.top_name ELSE tl.top_name END,"
+              " top_dur=CASE WHEN excluded.top_dur>tl.top_dur THEN"
+              " excluded.top_dur ELSE tl.top_dur END",
+    [WS_KSCOPE] = "INSERT INTO kscope VALUES(?,?,?,?) ON CONFLICT(sess, scope)"
+                  " DO UPDATE SET n=kscope.n+excluded.n,"
+                  " gpu_ns=kscope.gpu_ns+excluded.gpu_ns",
+};
+
+int sq_err(int rc)
+{
+    return sdb_err(rc);
+}
+
+/* The schema is written once, in SQLite's types; PostgreSQL gets them
+ * mapped (64-bit integers everywhere, identity keys, bytea). */
+static char *ddl_for(const sdb *db, const char *sql)
+{
+    static const char *const map[][2] = {
+        { " INTEGER PRIMARY KEY", " BIGINT GENERATED BY DEFAULT AS IDENTITY"
+                                  " PRIMARY KEY" },
+        { " WITHOUT ROWID", "" },
+        { " INTEGER", " BIGINT" },
+        { " REAL", " DOUBLE PRECISION" },
+        { " BLOB", " BYTEA" },
+    };
+    size_t n = strlen(sql), cap = 2 * n + 1024, len = 0;
+    char *out = malloc(cap);
+
+    if (!out)
+        return NULL;
+    if (sdb_dialect(db) != SDB_POSTGRES) {
+        memcpy(out, sql, n + 1);
+        return out;
+    }
+    for (const char *p = sql; *p;) {
+        size_t k;
+        for (k = 0; k < sizeof(map) / sizeof(map[0]); k++) {
+            size_t ml = strlen(map[k][0]);
+            if (strncmp(p, map[k][0], ml) == 0) {
+                size_t rl = strlen(map[k][1]);
+                if (len + rl + 1 >= cap)
+                    break;
+                memcpy(out + len, map[k][1], rl);
+                len += rl;
+                p += ml;
+                break;
+            }
+        }
+        if (k == sizeof(map) / sizeof(map[0]) && len + 2 < cap)
+            out[len++] = *p++;
+    }
+    out[len] = '\0';
+    return out;
+}
+
+static int migrate(sdb *db, char *eb, size_t ec)
+{
+    sdb_stmt *st = NULL;
+    int ver = 0, rc;
+
+    rc = exec(db, "CREATE TABLE IF NOT EXISTS schema_version(version BIGINT"
+                  " NOT NULL)");
+    if (rc) {
+        snprintf(eb, ec, "cannot create the version table: %s", sdb_errmsg(db));
+        return rc;
+    }
+    if (sdb_prepare(db, "SELECT max(version) FROM schema_version", &st) == 0 &&
+        sdb_step(st) == SDB_ROW)
+        ver = (int)sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    if (ver > SQ_SCHEMA_VERSION) {
+        snprintf(eb, ec,
+                 "database schema version %d is newer than this"
+                 " server (%d)",
+                 ver, SQ_SCHEMA_VERSION);
+        return GPUFL_ECONFLICT;
+    }
+    for (int v = ver; v < SQ_SCHEMA_VERSION; v++) {
+        char bump[80], *ddl = ddl_for(db, migrations[v]);
+        if (!ddl)
+            return GPUFL_ENOMEM;
+        snprintf(bump, sizeof(bump), "INSERT INTO schema_version VALUES(%d)",
+                 v + 1);
+        if ((rc = sdb_begin(db)) != 0) {
+            free(ddl);
+            return rc;
+        }
+        if (exec(db, ddl) != 0 || exec(db, bump)) {
+            snprintf(eb, ec, "migration %d failed: %s", v + 1, sdb_errmsg(db));
+            exec(db, "ROLLBACK");
+            free(ddl);
+            return GPUFL_EINTERNAL;
+        }
+        free(ddl);
+        if ((rc = exec(db, "COMMIT")) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+/* ---- pool, open, close ---- */
+
+sdb *sq_reader_get(sq_store *s)
+{
+    sdb *db = NULL;
+
+    pthread_mutex_lock(&s->rlock);
+    for (;;) {
+        for (unsigned i = 0; i < s->nr; i++) {
+            if (s->rfree[i]) {
+                s->rfree[i] = 0;
+                db = s->r[i];
+                break;
+            }
+        }
+        if (db)
+            break;
+        pthread_cond_wait(&s->rcond, &s->rlock);
+    }
+    pthread_mutex_unlock(&s->rlock);
+    return db;
+}
+
+void sq_reader_put(sq_store *s, sdb *db)
+{
+    pthread_mutex_lock(&s->rlock);
+    for (unsigned i = 0; i < s->nr; i++)
+        if (s->r[i] == db)
+            s->rfree[i] = 1;
+    pthread_cond_signal(&s->rcond);
+    pthread_mutex_unlock(&s->rlock);
+}
+
+static void sq_close(srv_store *bs)
+{
+    sq_store *s = (sq_store *)bs;
+
+    if (!s)
+        return;
+    for (int i = 0; i < WS_N; i++)
+        sdb_finalize(s->ws[i]);
+    for (unsigned i = 0; i < s->nr; i++)
+        sdb_close(s->r[i]);
+    if (s->w) {
+        if (sdb_dialect(s->w) == SDB_SQLITE)
+            exec(s->w, "PRAGMA optimize");
+        sdb_close(s->w);
+    }
+    rl_map_release(&s->sess_cache);
+    rl_map_release(&s->launch_cache);
+    rl_map_release(&s->kagg);
+    rl_map_release(&s->tl);
+    rl_map_release(&s->kscope);
+    rl_map_release(&s->sacc);
+    rl_map_release(&s->pend_idx);
+    free(s->pend);
+    pthread_mutex_destroy(&s->wlock);
+    pthread_mutex_destroy(&s->rlock);
+    pthread_cond_destroy(&s->rcond);
+    free(s);
+}
+
+/* The same operations for both databases; only the name differs. */
+#define SQ_OPS(nm)                                                             \
+    {                                                                          \
+        .name = nm, .ingest = sq_ingest, .close = sq_close,                    \
+        .db_bytes = sq_db_bytes, .ping = sq_ping, .mark_stale = sq_mark_stale, \
+        .prune = sq_prune, .set_keep = sq_set_keep, .key_add = sq_key_add,     \
+        .key_list = sq_key_list, .key_revoke = sq_key_revoke,                  \
+        .key_lookup = sq_key_lookup, .q_hosts = sq_q_hosts,                    \
+        .q_sessions = sq_q_sessions, .q_session = sq_q_session,                \
+        .q_kernels = sq_q_kernels, .q_kernel_agg = sq_q_kernel_agg,            \
+        .q_kernel = sq_q_kernel, .q_timeline = sq_q_timeline,                  \
+        .q_copies = sq_q_copies, .q_scopes = sq_q_scopes,                      \
+        .q_profile = sq_q_profile, .q_system = sq_q_system,                    \
+        .q_compare = sq_q_compare,                                             \
+    }
+
+static const srv_store_ops sq_ops = SQ_OPS("sqlite");
+static const srv_store_ops sq_ops_pg = SQ_OPS("postgres");
+
+/* Per-connection settings. */
+static int setup(sdb *db, int writer)
+{
+    if (sdb_dialect(db) == SDB_POSTGRES)
+        return exec(db, "SET client_min_messages=warning");
+    if (!writer)
+        return GPUFL_OK;
+    /* auto_vacuum must be chosen before the first table exists; FULL
+     * sync: a 200 means the batch survives power loss, not only a crash */
+    if (exec(db, "PRAGMA auto_vacuum=INCREMENTAL") ||
+        exec(db, "PRAGMA journal_mode=WAL") ||
+        exec(db, "PRAGMA synchronous=FULL"))
+        return GPUFL_EUNAVAIL;
+    exec(db, "PRAGMA cache_size=-65536");
+    return GPUFL_OK;
+}
+
+int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
+                   size_t ec)
+{
+    sq_store *s = calloc(1, sizeof(*s));
+    int rc;
+
+    *out = NULL;
+    if (!s)
+        return GPUFL_ENOMEM;
+    s->base.ops = &sq_ops;
+    pthread_mutex_init(&s->wlock, NULL);
+    pthread_mutex_init(&s->rlock, NULL);
+    pthread_cond_init(&s->rcond, NULL);
+    rl_map_init(&s->sess_cache, sizeof(int64_t), SQ_CACHE_MAX);
+    rl_map_init(&s->launch_cache, sizeof(sq_launch), SQ_CACHE_MAX);
+    rl_map_init(&s->kagg, sizeof(sq_kagg), SQ_ACC_MAX);
+    rl_map_init(&s->tl, sizeof(sq_tl), SQ_ACC_MAX);
+    rl_map_init(&s->kscope, 2 * sizeof(uint64_t), SQ_ACC_MAX);
+    rl_map_init(&s->sacc, sizeof(sq_sacc), SQ_ACC_MAX);
+    rl_map_init(&s->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
+    if ((rc = sdb_open(url, 0, &s->w, eb, ec)) != 0)
+        goto fail;
+    s->base.ops = sdb_dialect(s->w) == SDB_POSTGRES ? &sq_ops_pg : &sq_ops;
+    if (sdb_dialect(s->w) == SDB_POSTGRES &&
+        !(s->pend = calloc(SQ_PEND_MAX, sizeof(*s->pend)))) {
+        rc = GPUFL_ENOMEM;
+        goto fail;
+    }
+    if ((rc = setup(s->w, 1)) != 0) {
+        snprintf(eb, ec, "cannot set up the database: %s", sdb_errmsg(s->w));
+        goto fail;
+    }
+    if ((rc = migrate(s->w, eb, ec)) != 0)
+        goto fail;
+    for (int i = 0; i < WS_N; i++) {
+        if ((rc = sdb_prepare(s->w, sq_wsql[i], &s->ws[i])) != 0) {
+            snprintf(eb, ec, "prepare %d: %s", i, sdb_errmsg(s->w));
+            goto fail;
+        }
+    }
+    if (readers < 1)
+        readers = 1;
+    if (readers > SQ_READERS_MAX)
+        readers = SQ_READERS_MAX;
+    for (unsigned i = 0; i < readers; i++) {
+        if ((rc = sdb_open(url, 1, &s->r[i], eb, ec)) != 0)
+            goto fail;
+        s->nr = i + 1;
+        s->rfree[i] = 1;
+        if ((rc = setup(s->r[i], 0)) != 0)
+            goto fail;
+    }
+    *out = &s->base;
+    return GPUFL_OK;
+fail:
+    sq_close(&s->base);
+    return rc ? rc : GPUFL_EINTERNAL;
+}

@@ -1,0 +1,294 @@
+/*
+ * store_sql_admin.c - the store's maintenance: database size and health,
+ * stale sessions, retention (whole sessions from every table), the keep
+ * flag and API keys.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Tables holding per-session rows, for retention. */
+static const char *const sess_tables[] = { "lines",  "dicts",   "kernels",
+                                           "ops",    "scopes",  "sass",
+                                           "stalls", "samples", "kagg",
+                                           "tl",     "kscope" };
+
+/* ---- maintenance, retention, keys ---- */
+
+uint64_t sq_db_bytes(srv_store *bs)
+{
+    sq_store *s = (sq_store *)bs;
+    sdb *db = sq_reader_get(s);
+    sdb_stmt *st = NULL;
+    uint64_t v = 0;
+
+    /* SQLite: pages in use (freed pages are reused before the file
+     * grows); PostgreSQL: the database's size on disk */
+    if (sdb_prepare(db,
+                    sdb_dialect(db) == SDB_POSTGRES
+                        ? "SELECT pg_database_size(current_database()), 1"
+                        : "SELECT (SELECT page_count FROM pragma_page_count)"
+                          " - (SELECT freelist_count FROM"
+                          " pragma_freelist_count), (SELECT page_size FROM"
+                          " pragma_page_size)",
+                    &st) == 0 &&
+        sdb_step(st) == SDB_ROW)
+        v = (uint64_t)sdb_col_i64(st, 0) * (uint64_t)sdb_col_i64(st, 1);
+    sdb_finalize(st);
+    sq_reader_put(s, db);
+    return v;
+}
+
+int sq_ping(srv_store *bs)
+{
+    sq_store *s = (sq_store *)bs;
+    sdb *db = sq_reader_get(s);
+    int rc = exec(db, "SELECT 1 FROM schema_version LIMIT 1");
+    sq_reader_put(s, db);
+    return rc;
+}
+
+int sq_mark_stale(srv_store *bs, uint64_t stale_s)
+{
+    sq_store *s = (sq_store *)bs;
+    char sql[160];
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "UPDATE sessions SET state='stale' WHERE state='running' AND"
+             " last_seen < %lld",
+             (long long)time(NULL) - (long long)stale_s);
+    pthread_mutex_lock(&s->wlock);
+    rc = exec(s->w, sql);
+    /* fresh statistics for the planner: autovacuum lags behind bulk
+     * ingest (SQLite's planner does without) */
+    if (!rc && sdb_dialect(s->w) == SDB_POSTGRES &&
+        time(NULL) - s->analyzed >= 60) {
+        s->analyzed = time(NULL);
+        exec(s->w, "ANALYZE");
+    }
+    pthread_mutex_unlock(&s->wlock);
+    return rc;
+}
+
+static int delete_session(sq_store *s, int64_t id)
+{
+    char sql[96];
+    int rc;
+
+    for (size_t i = 0; i < sizeof(sess_tables) / sizeof(sess_tables[0]); i++) {
+        snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE sess=%lld",
+                 sess_tables[i], (long long)id);
+        if ((rc = exec(s->w, sql)) != 0)
+            return rc;
+    }
+    snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id=%lld",
+             (long long)id);
+    return exec(s->w, sql);
+}
+
+/* The oldest prunable session (by last line received), 0 if none. */
+static int64_t oldest(sq_store *s, int64_t before)
+{
+    sdb_stmt *st = NULL;
+    int64_t id = 0;
+
+    if (sdb_prepare(s->w,
+                    "SELECT id FROM sessions WHERE keep=0 AND"
+                    " coalesce(last_seen, 0) < ? ORDER BY last_seen,"
+                    " id LIMIT 1",
+                    &st) == 0) {
+        sdb_bind_i64(st, 1, before);
+        if (sdb_step(st) == SDB_ROW)
+            id = sdb_col_i64(st, 0);
+    }
+    sdb_finalize(st);
+    return id;
+}
+
+int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
+{
+    sq_store *s = (sq_store *)bs;
+    int64_t now = (int64_t)time(NULL), id;
+    int rc = GPUFL_OK;
+
+    *n_pruned = 0;
+    pthread_mutex_lock(&s->wlock);
+    if (p->max_age_s) {
+        while (!rc && (id = oldest(s, now - (int64_t)p->max_age_s)) != 0) {
+            rc = sdb_begin(s->w);
+            if (!rc)
+                rc = delete_session(s, id);
+            rc = rc ? (exec(s->w, "ROLLBACK"), rc) : exec(s->w, "COMMIT");
+            *n_pruned += !rc;
+        }
+    }
+    pthread_mutex_unlock(&s->wlock);
+    while (!rc && p->max_db_bytes && sq_db_bytes(bs) > p->max_db_bytes) {
+        pthread_mutex_lock(&s->wlock);
+        id = oldest(s, INT64_MAX);
+        if (id) {
+            rc = sdb_begin(s->w);
+            if (!rc)
+                rc = delete_session(s, id);
+            rc = rc ? (exec(s->w, "ROLLBACK"), rc) : exec(s->w, "COMMIT");
+            *n_pruned += !rc;
+        }
+        pthread_mutex_unlock(&s->wlock);
+        if (!id)
+            break;
+    }
+    pthread_mutex_lock(&s->wlock);
+    if (*n_pruned) {
+        if (sdb_dialect(s->w) == SDB_SQLITE)
+            exec(s->w, "PRAGMA incremental_vacuum");
+        rl_map_clear(&s->sess_cache);
+        rl_map_clear(&s->launch_cache);
+    }
+    pthread_mutex_unlock(&s->wlock);
+    return rc;
+}
+
+static int simple_update(sq_store *s, const char *sql, const char *text,
+                         int64_t v, int *changed)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    pthread_mutex_lock(&s->wlock);
+    rc = sdb_prepare(s->w, sql, &st);
+    if (rc == 0) {
+        sdb_bind_i64(st, 1, v);
+        if (text)
+            sdb_bind_text(st, 2, text, strlen(text));
+        rc = sdb_step(st);
+        *changed = sdb_changes(s->w);
+    }
+    sdb_finalize(st);
+    pthread_mutex_unlock(&s->wlock);
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+int sq_set_keep(srv_store *bs, const char *sid, int keep)
+{
+    int changed = 0;
+    int rc = simple_update((sq_store *)bs,
+                           "UPDATE sessions SET keep=?1 WHERE sid=?2", sid,
+                           keep, &changed);
+    return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
+}
+
+int sq_key_add(srv_store *bs, const char *name, const char *role,
+               const char *prefix, const char *hash, int64_t *id)
+{
+    sq_store *s = (sq_store *)bs;
+    sdb_stmt *st = NULL;
+    int rc;
+
+    pthread_mutex_lock(&s->wlock);
+    rc = sdb_prepare(s->w,
+                     "INSERT INTO keys(name, role, prefix, hash,"
+                     " created) VALUES(?,?,?,?,?) RETURNING id",
+                     &st);
+    if (rc == 0) {
+        sdb_bind_text(st, 1, name, strlen(name));
+        sdb_bind_text(st, 2, role, strlen(role));
+        sdb_bind_text(st, 3, prefix, strlen(prefix));
+        sdb_bind_text(st, 4, hash, strlen(hash));
+        sdb_bind_i64(st, 5, (int64_t)time(NULL));
+        rc = sdb_step(st);
+        if (rc == SDB_ROW)
+            *id = sdb_col_i64(st, 0);
+    }
+    sdb_finalize(st);
+    pthread_mutex_unlock(&s->wlock);
+    return rc == SDB_ROW ? GPUFL_OK : rc == SDB_DONE ? GPUFL_EINTERNAL : rc;
+}
+
+static void col_text(sdb_stmt *st, int i, char *out, size_t cap)
+{
+    const char *t = sdb_col_text(st, i);
+    snprintf(out, cap, "%s", t ? (const char *)t : "");
+}
+
+int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
+{
+    sq_store *s = (sq_store *)bs;
+    sdb *db = sq_reader_get(s);
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *n = 0;
+    rc = sdb_prepare(db,
+                     "SELECT id, name, role, prefix, created,"
+                     " last_used, revoked FROM keys ORDER BY id",
+                     &st);
+    while (rc == 0 && (rc = sdb_step(st)) == SDB_ROW && *n < cap) {
+        srv_key *k = &out[(*n)++];
+        k->id = sdb_col_i64(st, 0);
+        col_text(st, 1, k->name, sizeof(k->name));
+        col_text(st, 2, k->role, sizeof(k->role));
+        col_text(st, 3, k->prefix, sizeof(k->prefix));
+        k->created = sdb_col_i64(st, 4);
+        k->last_used = sdb_col_i64(st, 5);
+        k->revoked = sdb_col_i64(st, 6);
+        rc = 0;
+    }
+    sdb_finalize(st);
+    sq_reader_put(s, db);
+    return rc == SDB_DONE || rc == SDB_ROW || rc == 0 ? GPUFL_OK : sq_err(rc);
+}
+
+int sq_key_revoke(srv_store *bs, int64_t id)
+{
+    char sql[128];
+    int changed = 0, rc;
+
+    snprintf(sql, sizeof(sql),
+             "UPDATE keys SET revoked=%lld WHERE id=?1 AND revoked IS NULL",
+             (long long)time(NULL));
+    rc = simple_update((sq_store *)bs, sql, NULL, id, &changed);
+    return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
+}
+
+int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
+{
+    sq_store *s = (sq_store *)bs;
+    sdb *db = sq_reader_get(s);
+    sdb_stmt *st = NULL;
+    int64_t id = 0, last = 0, now = (int64_t)time(NULL);
+    int rc, changed;
+
+    role[0] = '\0';
+    rc = sdb_prepare(db,
+                     "SELECT id, role, coalesce(last_used, 0) FROM keys"
+                     " WHERE hash=? AND revoked IS NULL",
+                     &st);
+    if (rc == 0) {
+        sdb_bind_text(st, 1, hash, strlen(hash));
+        rc = sdb_step(st);
+        if (rc == SDB_ROW) {
+            id = sdb_col_i64(st, 0);
+            col_text(st, 1, role, cap);
+            last = sdb_col_i64(st, 2);
+        }
+    }
+    sdb_finalize(st);
+    sq_reader_put(s, db);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    /* last-used to the minute: a write per request would serialise reads
+     * behind the ingest lock */
+    if (id && now - last >= 60) {
+        char sql[96];
+        snprintf(sql, sizeof(sql), "UPDATE keys SET last_used=%lld WHERE id=?1",
+                 (long long)now);
+        simple_update(s, sql, NULL, id, &changed);
+    }
+    return GPUFL_OK;
+}

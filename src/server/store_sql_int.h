@@ -1,0 +1,161 @@
+/*
+ * store_sql_int.h - the store's private state, shared by its write side
+ * (store_sql.c) and its queries (store_sql_q.c, store_sql_view.c); the
+ * same code serves SQLite and PostgreSQL through db.h.
+ */
+#ifndef GPUFL_SERVER_STORE_SQL_INT_H
+#define GPUFL_SERVER_STORE_SQL_INT_H
+
+#include <pthread.h>
+
+#include "db.h"
+#include "rollup.h"
+#include "store.h"
+
+/* Query connections held open at most. */
+#define SQ_READERS_MAX 16
+
+enum {
+    WS_SESS_FIND,
+    WS_SESS_ADD,
+    WS_SESS_HEADER,
+    WS_SESS_END,
+    WS_SESS_TOUCH,
+    WS_LINE,
+    WS_DICT,
+    WS_DICT_GET,
+    WS_KERNEL,
+    WS_OP,
+    WS_SCOPE,
+    WS_SASS,
+    WS_STALL,
+    WS_SAMPLE,
+    WS_KAGG_GET,
+    WS_KAGG_PUT,
+    WS_TL,
+    WS_KSCOPE,
+    WS_N
+};
+
+/* A kernel's launch configuration, resolved at ingest. */
+typedef struct sq_launch {
+    int64_t name_id, regs, smem;
+    double occ;
+    int64_t bx, by, bz;
+} sq_launch;
+
+/* Accumulator values. */
+typedef struct sq_kagg {
+    uint64_t n, total, min, max, n_occ;
+    double sum_occ;
+    int64_t regs, smem;
+    uint64_t hist[RL_HIST_N];
+} sq_kagg;
+
+typedef struct sq_tl {
+    uint64_t n, busy, top_name, top_dur;
+} sq_tl;
+
+typedef struct sq_sacc {
+    uint64_t first, last, lines, kernels, ops, scopes, samples, profile;
+} sq_sacc;
+
+/* Entries a batch accumulator or cache may hold. */
+#define SQ_ACC_MAX (4u << 20)
+#define SQ_CACHE_MAX (1u << 20)
+
+/* PostgreSQL: a kernel line waiting for the batch's multi-row INSERT
+ * (a round trip per row would cap ingest at ~10k rows/s). */
+typedef struct sq_pend {
+    const srv_ev *e;
+    int64_t sess;
+    sq_launch l;
+    int fresh;
+} sq_pend;
+
+#define SQ_PEND_MAX 1000
+
+typedef struct sq_store {
+    srv_store base;
+    char path[4096];
+    pthread_mutex_t wlock; /* the one writer connection and the caches */
+    sdb *w;
+    sdb_stmt *ws[WS_N];
+    rl_map sess_cache;             /* uuid (2 words) -> int64 rowid */
+    rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
+    rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
+    sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
+    size_t npend;
+    rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
+    int64_t analyzed; /* PostgreSQL: when ANALYZE last ran (Unix s) */
+    pthread_mutex_t rlock;
+    pthread_cond_t rcond;
+    sdb *r[SQ_READERS_MAX];
+    int rfree[SQ_READERS_MAX];
+    unsigned nr;
+} sq_store;
+
+/* The writer's statements, by WS_* (store_sql.c). */
+extern const char *const sq_wsql[WS_N];
+
+/* Write side (store_sql_ingest.c) and maintenance (store_sql_admin.c). */
+int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r);
+uint64_t sq_db_bytes(srv_store *bs);
+int sq_ping(srv_store *bs);
+int sq_mark_stale(srv_store *bs, uint64_t stale_s);
+int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned);
+int sq_set_keep(srv_store *bs, const char *sid, int keep);
+int sq_key_add(srv_store *bs, const char *name, const char *role,
+               const char *prefix, const char *hash, int64_t *id);
+int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n);
+int sq_key_revoke(srv_store *bs, int64_t id);
+int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap);
+
+/* Small statement helpers shared by the store files. */
+static inline int exec(sdb *db, const char *sql)
+{
+    return sdb_exec(db, sql);
+}
+
+/* Runs a statement with no result rows and resets it. */
+static inline int step_done(sdb_stmt *st)
+{
+    int rc = sdb_step(st);
+    sdb_reset(st);
+    return sdb_err(rc);
+}
+
+static inline void bind_i(sdb_stmt *st, int i, uint64_t v)
+{
+    sdb_bind_i64(st, i, (int64_t)v);
+}
+
+static inline void bind_s(sdb_stmt *st, int i, srv_str s)
+{
+    if (s.p)
+        sdb_bind_text(st, i, s.p, s.n);
+    else
+        sdb_bind_null(st, i);
+}
+
+/* Borrow a query connection (blocks until one is free), give it back. */
+sdb *sq_reader_get(sq_store *s);
+void sq_reader_put(sq_store *s, sdb *db);
+/* sdb_step() answer -> 0 or gpufl_err */
+int sq_err(int rc);
+
+/* The query operations (store_sql_q.c, store_sql_view.c). */
+int sq_q_hosts(srv_store *s, const srv_q *q, jw *w);
+int sq_q_sessions(srv_store *s, const srv_q *q, jw *w);
+int sq_q_session(srv_store *s, const srv_q *q, jw *w);
+int sq_q_kernels(srv_store *s, const srv_q *q, jw *w);
+int sq_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
+int sq_q_kernel(srv_store *s, const srv_q *q, jw *w);
+int sq_q_timeline(srv_store *s, const srv_q *q, jw *w);
+int sq_q_copies(srv_store *s, const srv_q *q, jw *w);
+int sq_q_scopes(srv_store *s, const srv_q *q, jw *w);
+int sq_q_profile(srv_store *s, const srv_q *q, jw *w);
+int sq_q_system(srv_store *s, const srv_q *q, jw *w);
+int sq_q_compare(srv_store *s, const srv_q *q, jw *w);
+
+#endif

@@ -1,0 +1,50 @@
+# gpufl-server: unit tests of its modules, and HTTP-level tests that run
+# the real binary on 127.0.0.1 fed with real logs (test_server.py).
+if(TARGET gpufl_server_core)
+  gpufl_unit_test(test_srv_ingest ${CMAKE_CURRENT_LIST_DIR}/test_srv_ingest.c
+                  LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_rollup ${CMAKE_CURRENT_LIST_DIR}/test_srv_rollup.c
+                  LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_config ${CMAKE_CURRENT_LIST_DIR}/test_srv_config.c
+                  LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_store ${CMAKE_CURRENT_LIST_DIR}/test_srv_store.c
+                  LIBS gpufl_server_core)
+
+  # One ctest test per test class, so ctest -j runs them side by side.
+  foreach(cls Query Auth Hostile Static Durability Retention)
+    add_test(NAME server_http_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+              -v ${cls})
+    set_tests_properties(server_http_${cls} PROPERTIES TIMEOUT 600
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  endforeach()
+endif()
+
+# The same HTTP suite on PostgreSQL: a throwaway cluster (pg_cluster.sh)
+# started before and stopped after, one fresh database per server.
+file(GLOB GPUFL_PG_BINS /usr/lib/postgresql/*/bin/initdb)
+if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
+  set(GPUFL_PG_DIR ${CMAKE_BINARY_DIR}/testtmp/pgcluster)
+  add_test(NAME server_pg_start
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/pg_cluster.sh start ${GPUFL_PG_DIR})
+  set_tests_properties(server_pg_start PROPERTIES FIXTURES_SETUP server_pg
+    TIMEOUT 120)
+  add_test(NAME server_pg_stop
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/pg_cluster.sh stop ${GPUFL_PG_DIR})
+  set_tests_properties(server_pg_stop PROPERTIES FIXTURES_CLEANUP server_pg)
+  foreach(cls Query Auth Hostile Durability Retention)
+    add_test(NAME server_pg_http_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+              -v ${cls})
+    set_tests_properties(server_pg_http_${cls} PROPERTIES TIMEOUT 600
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endforeach()
+endif()
+
+# Kafka bridge: two servers in one consumer group on librdkafka's mock
+# cluster store every event exactly once.
+if(TARGET gpufl_server_core)
+  gpufl_unit_test(test_srv_kafka ${CMAKE_CURRENT_LIST_DIR}/test_srv_kafka.c
+                  LIBS gpufl_server_core)
+endif()

@@ -1,0 +1,231 @@
+"""srvtest.py - helpers for gpufl-server's HTTP-level tests: start the real
+binary on 127.0.0.1 with an ephemeral port and a temporary data folder,
+talk to it with http.client, and produce real logs with the client's
+programs.
+
+Environment: GPUFL_BIN_DIR (the build's bin/), GPUFL_TEST_TMP.
+"""
+import gzip
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "client"))
+import gpufl_logs as gl  # noqa: E402
+
+BIN = os.environ.get("GPUFL_BIN_DIR", "build/bin")
+TMP = os.environ.get("GPUFL_TEST_TMP", tempfile.gettempdir())
+SERVER = os.path.join(BIN, "gpufl-server")
+ADMIN = "test-admin-token-0123456789"
+STREAMS = ("device", "scope", "system")
+
+
+def clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GPUFL_SERVER_") and not k.startswith("GPUFL_")
+           or k in ("GPUFL_TEST_TMP", "GPUFL_BIN_DIR")}
+    env.update(extra or {})
+    return env
+
+
+PG_URI_FILE = os.environ.get("GPUFL_TEST_PG_URI_FILE")
+
+
+def pg_base():
+    """The throwaway cluster's URI (no database) when testing PostgreSQL."""
+    if not PG_URI_FILE:
+        return None
+    with open(PG_URI_FILE) as f:
+        return f.read().strip()
+
+
+def psql(dbname, sql):
+    return subprocess.run(["psql", "-At", "-v", "ON_ERROR_STOP=1",
+                           "%s/%s" % (pg_base(), dbname), "-c", sql],
+                          check=True, stdout=subprocess.PIPE, text=True).stdout
+
+
+class Server:
+    """A running gpufl-server; stop() sends SIGTERM and checks exit 0.
+    With GPUFL_TEST_PG_URI_FILE set, its store is a fresh PostgreSQL
+    database on the throwaway cluster (one per data folder)."""
+
+    def __init__(self, data_dir, args=(), admin=ADMIN, env=None):
+        self.data_dir = data_dir
+        os.makedirs(data_dir, exist_ok=True)
+        self.pgdb = None
+        extra = []
+        if pg_base():
+            self.pgdb = "t_" + os.path.basename(os.path.dirname(data_dir) + "_" +
+                                                os.path.basename(data_dir))
+            self.pgdb = re.sub(r"[^a-z0-9_]", "_", self.pgdb.lower())[:60]
+            if not os.path.exists(os.path.join(data_dir, ".pgdb")):
+                psql("postgres", "CREATE DATABASE %s" % self.pgdb)
+                open(os.path.join(data_dir, ".pgdb"), "w").close()
+            extra = ["--db", "%s/%s" % (pg_base(), self.pgdb)]
+        cmd = [SERVER, "--listen", "127.0.0.1:0", "--data-dir", data_dir,
+               "--quiet"] + extra + list(args)
+        if admin:
+            cmd += ["--admin-token", admin]
+        self.out_path = os.path.join(data_dir + ".out")
+        self.out = open(self.out_path, "w+")
+        self.p = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
+                                  env=clean_env(env))
+        self.port = None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            self.out.seek(0)
+            text = self.out.read()
+            m = re.search(r"listening on http://[^:]+:(\d+)", text)
+            if m:
+                self.port = int(m.group(1))
+                break
+            if self.p.poll() is not None:
+                raise AssertionError("server exited %d:\n%s" % (self.p.returncode, text))
+            time.sleep(0.02)
+        if not self.port:
+            self.kill()
+            raise AssertionError("server did not start")
+        self.token = admin
+
+    def db_args(self):
+        """--db for a CLI command on the same store."""
+        return ["--db", "%s/%s" % (pg_base(), self.pgdb)] if self.pgdb else []
+
+    def sql(self, q):
+        """Rows of a query on the server's database, as lists of strings."""
+        if self.pgdb:
+            out = psql(self.pgdb, q)
+            return [l.split("|") for l in out.splitlines() if l]
+        import sqlite3
+        db = sqlite3.connect(os.path.join(self.data_dir, "gpufl.db"))
+        try:
+            return [[str(c) for c in r] for r in db.execute(q)]
+        finally:
+            db.close()
+
+    def output(self):
+        self.out.seek(0)
+        return self.out.read()
+
+    def req(self, method, path, body=None, token="admin", headers=None, timeout=60):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = dict(headers or {})
+        if token == "admin":
+            token = self.token
+        if token:
+            h["Authorization"] = "Bearer " + token
+        if isinstance(body, str):
+            body = body.encode()
+        try:
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            data = r.read()
+            return r.status, dict(r.getheaders()), data
+        finally:
+            c.close()
+
+    def get(self, path, token="admin"):
+        st, _, data = self.req("GET", path, token=token)
+        if st != 200:
+            raise AssertionError("GET %s -> %d %s" % (path, st, data[:300]))
+        return json.loads(data)
+
+    def post(self, stream, body, token="admin", enc=None,
+             ctype="application/x-ndjson"):
+        h = {"Content-Type": ctype}
+        if enc == "gzip":
+            body = gzip.compress(body)
+            h["Content-Encoding"] = "gzip"
+        elif enc == "zstd":
+            body = subprocess.run(["zstd", "-q", "-c"], input=body, check=True,
+                                  stdout=subprocess.PIPE).stdout
+            h["Content-Encoding"] = "zstd"
+        st, _, data = self.req("POST", "/api/v1/events/" + stream, body,
+                               token=token, headers=h)
+        return st, (json.loads(data) if data else None)
+
+    def ingest_ok(self, stream, body, **kw):
+        st, r = self.post(stream, body, **kw)
+        if st != 200:
+            raise AssertionError("ingest %s -> %d %s" % (stream, st, r))
+        return r
+
+    def stop(self, check=True):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                raise AssertionError("server did not stop on SIGTERM")
+        if not self.out.closed:
+            self.out.close()
+        if check and self.p.returncode != 0:
+            raise AssertionError("server exited %d:\n%s" % (
+                self.p.returncode, open(self.out_path).read()[-3000:]))
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+            self.p.wait()
+        if not self.out.closed:
+            self.out.close()
+
+
+def make_logs(log_dir, prog="train", steps=50, env=None):
+    """Real logs from the client's programs; returns the validated sessions."""
+    os.makedirs(log_dir, exist_ok=True)
+    e = clean_env(env)
+    if prog == "train":
+        cmd = [os.path.join(BIN, "example_train"), "--steps", str(steps),
+               "--speed", "50", "--log-dir", log_dir]
+    else:
+        e.update({"GPUFL_LOG_DIR": log_dir, "GPUFL_ENGINES": "host"})
+        cmd = [os.path.join(BIN, "prog_workload"), "2", str(steps)]
+    subprocess.run(cmd, env=e, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=300)
+    return gl.validate(log_dir)
+
+
+def stream_lines(sess, stream):
+    """Every line of one stream of a validated session, as bytes lines."""
+    return [json.dumps(e, separators=(",", ":")).encode()
+            for e in sess.streams[stream].events]
+
+
+def chunks(lines, n):
+    for i in range(0, len(lines), n):
+        yield b"\n".join(lines[i:i + n]) + b"\n"
+
+
+def send_session(srv, sess, batch=500, enc=None):
+    tot = {"accepted": 0, "duplicate": 0, "rejected": 0}
+    for st in STREAMS:
+        for body in chunks(stream_lines(sess, st), batch):
+            r = srv.ingest_ok(st, body, enc=enc)
+            for k in tot:
+                tot[k] += r[k]
+    return tot
+
+
+def page_all(srv, path, limit=1000):
+    """Follows cursors; returns every item."""
+    items, cur = [], None
+    sep = "&" if "?" in path else "?"
+    for _ in range(100000):
+        p = path + sep + "limit=%d" % limit + ("&cursor=" + cur if cur else "")
+        r = srv.get(p)
+        items += r["items"]
+        cur = r.get("next")
+        if not cur:
+            return items
+    raise AssertionError("pagination did not end")

@@ -1,0 +1,796 @@
+"""test_server.py - gpufl-server over real HTTP on 127.0.0.1, fed with real
+logs from the client's programs; every answer is checked against what an
+independent reader (tests/client/gpufl_logs.py) finds in those logs.
+
+Run one class per ctest test: python3 test_server.py Query
+"""
+import bisect
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import srvtest as T
+
+gl = T.gl
+
+
+def exact_quantile(vals, q):
+    v = sorted(vals)
+    return v[int(q * (len(v) - 1))]
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix=self._testMethodName + ".", dir=T.TMP)
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop(check=False) if s.p.poll() is None else None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def server(self, name="data", args=(), **kw):
+        s = T.Server(os.path.join(self.dir, name), args, **kw)
+        self.servers.append(s)
+        return s
+
+
+class Query(Base):
+    """Ingest real logs, then check every query endpoint against them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="query.", dir=T.TMP)
+        # two GPUs, 10 ms system samples, rotation so dicts repeat per file
+        env = {"GPUFL_SIM_DEVICES": "2", "GPUFL_SYSTEM_INTERVAL_MS": "10",
+               "GPUFL_ROTATE_BYTES": "400000"}
+        cls.train = list(T.make_logs(os.path.join(cls.tmp, "a"), "train", 40,
+                                     env).values())[0]
+        cls.train2 = list(T.make_logs(os.path.join(cls.tmp, "b"), "train", 20,
+                                      {"GPUFL_SIM_SEED": "7"}).values())[0]
+        cls.work = list(T.make_logs(os.path.join(cls.tmp, "c"), "workload",
+                                    150).values())[0]
+        cls.srv = T.Server(os.path.join(cls.tmp, "data"))
+        # runs even when the rest of setUpClass fails (tearDownClass would not)
+        cls.addClassCleanup(cls.srv.kill)
+        cls.sent = T.send_session(cls.srv, cls.train, batch=700, enc=None)
+        T.send_session(cls.srv, cls.train2, batch=3000, enc="gzip")
+        T.send_session(cls.srv, cls.work, batch=100000, enc="zstd")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        pass
+
+    def tearDown(self):
+        pass
+
+    def kernels(self, sess):
+        dev = sess.streams["device"]
+        out = []
+        for e in dev.of("kernel"):
+            name = sess.name(sess.launch(e["cfg"])["name"]) if e.get("cfg") \
+                else sess.name(e["name"])
+            out.append((e["seq"], e["ts"], e["dur"], name, e))
+        return out
+
+    def test_counts(self):
+        s = self.train
+        n = sum(len(st.events) for st in s.streams.values())
+        self.assertEqual(self.sent, {"accepted": n, "duplicate": 0, "rejected": 0})
+        d = self.srv.get("/api/v1/sessions/" + s.sid)
+        dev = s.streams["device"]
+        self.assertEqual(d["counts"]["lines"], n)
+        self.assertEqual(d["counts"]["kernels"], len(dev.of("kernel")))
+        self.assertEqual(d["counts"]["ops"], len(dev.of("memcpy", "memset", "sync",
+                                                        "alloc", "free")))
+        self.assertEqual(d["counts"]["scopes"], len(s.streams["scope"].of("scope_end")))
+        self.assertEqual(d["counts"]["samples"], len(s.streams["system"].of("gpu", "host")))
+        self.assertEqual(d["counts"]["profile"], len(s.streams["scope"].of("sass", "pcsamp")))
+        self.assertEqual(d["state"], "ended")
+        self.assertEqual(d["app"], s.header["app"])
+        self.assertEqual(d["host"], s.header["host"])
+        self.assertEqual(d["devices"], s.header["devices"])
+        self.assertEqual(d["engines"], s.header["engines"])
+        self.assertTrue(d["simulated"])
+        self.assertEqual(d["start_ns"], s.header["start"])
+
+    def test_duplicates(self):
+        again = T.send_session(self.srv, self.train, batch=1000)
+        n = sum(len(st.events) for st in self.train.streams.values())
+        self.assertEqual(again, {"accepted": 0, "duplicate": n, "rejected": 0})
+        d = self.srv.get("/api/v1/sessions/" + self.train.sid)
+        self.assertEqual(d["counts"]["lines"], n)
+        agg = self.srv.get("/api/v1/sessions/%s/kernels/aggregate?limit=1000" % self.train.sid)
+        self.assertEqual(sum(i["count"] for i in agg["items"]),
+                         len(self.train.streams["device"].of("kernel")))
+
+    def test_kernels_page_all(self):
+        for s in (self.train, self.work):
+            want = {k[0]: k for k in self.kernels(s)}
+            got = T.page_all(self.srv, "/api/v1/sessions/%s/kernels" % s.sid, 333)
+            self.assertEqual(len(got), len(want))
+            self.assertEqual([g["ts"] for g in got], sorted(g["ts"] for g in got))
+            for g in got:
+                seq, ts, dur, name, e = want[g["kid"]]
+                self.assertEqual((g["ts"], g["dur"], g["name"]), (ts, dur, name))
+                self.assertEqual(g["stream"], e.get("stream", 0))
+                self.assertEqual(g["dev"], e.get("dev", 0))
+                grid = e["grid"] + [1] * (3 - len(e["grid"]))
+                self.assertEqual(g["grid"], grid)
+
+    def test_kernels_sort_filter_range(self):
+        s = self.train
+        ks = self.kernels(s)
+        got = T.page_all(self.srv, "/api/v1/sessions/%s/kernels?sort=duration&desc=true" % s.sid, 500)
+        self.assertEqual([g["dur"] for g in got], sorted((k[2] for k in ks), reverse=True))
+        asc = T.page_all(self.srv, "/api/v1/sessions/%s/kernels?sort=duration" % s.sid, 500)
+        self.assertEqual([g["dur"] for g in asc], sorted(k[2] for k in ks))
+        name = ks[0][3]
+        frag = name[5:25]
+        got = T.page_all(self.srv, "/api/v1/sessions/%s/kernels?name=%s" % (s.sid, frag))
+        self.assertEqual(len(got), sum(1 for k in ks if frag in k[3]))
+        ts = sorted(k[1] for k in ks)
+        lo, hi = ts[len(ts) // 4], ts[len(ts) // 2]
+        got = T.page_all(self.srv, "/api/v1/sessions/%s/kernels?from=%d&to=%d" % (s.sid, lo, hi))
+        self.assertEqual(len(got), sum(1 for t in ts if lo <= t < hi))
+
+    def test_kernel_detail(self):
+        s = self.train
+        scopes = {e["id"]: e for e in s.streams["scope"].of("scope_begin")}
+        for seq, ts, dur, name, e in self.kernels(s)[::97]:
+            d = self.srv.get("/api/v1/sessions/%s/kernels/%d" % (s.sid, seq))
+            l = s.launch(e["cfg"])
+            self.assertEqual(d["name"], name)
+            self.assertEqual(d["regs"], l["regs"])
+            self.assertEqual(d["block"], l["block"] + [1] * (3 - len(l["block"])))
+            self.assertEqual(d["smem"], l.get("smem", 0) + l.get("dsmem", 0))
+            self.assertAlmostEqual(d["occ"], l["occ"], places=4)
+            self.assertEqual(d["end"], ts + dur)
+            self.assertEqual(d["api_dur"], e["api"][1])
+            if e.get("scope"):
+                self.assertEqual(d["path"], s.path(scopes[e["scope"]]["path"]))
+        st, _, _ = self.srv.req("GET", "/api/v1/sessions/%s/kernels/999999999" % s.sid)
+        self.assertEqual(st, 404)
+
+    def test_aggregate(self):
+        s = self.train
+        by = {}
+        for seq, ts, dur, name, e in self.kernels(s):
+            by.setdefault(name, []).append(dur)
+        agg = self.srv.get("/api/v1/sessions/%s/kernels/aggregate?limit=1000" % s.sid)
+        self.assertEqual(len(agg["items"]), len(by))
+        for it in agg["items"]:
+            v = by[it["name"]]
+            self.assertEqual(it["count"], len(v))
+            self.assertEqual(it["total_ns"], sum(v))
+            self.assertEqual(it["min_ns"], min(v))
+            self.assertEqual(it["max_ns"], max(v))
+            for q, k in ((0.5, "p50_ns"), (0.99, "p99_ns")):
+                ex = exact_quantile(v, q)
+                self.assertLessEqual(abs(it[k] - ex), ex * 0.0325 + 1, (it["name"], k))
+        totals = [i["total_ns"] for i in agg["items"]]
+        self.assertEqual(totals, sorted(totals, reverse=True))
+
+    def test_timeline(self):
+        s = self.train
+        ks = self.kernels(s)
+        tl = self.srv.get("/api/v1/sessions/%s/timeline?width=800" % s.sid)
+        n = sum(b[1] for lane in tl["lanes"] for b in lane["buckets"])
+        busy = sum(b[2] for lane in tl["lanes"] for b in lane["buckets"])
+        self.assertEqual(n, len(ks))
+        self.assertEqual(busy, sum(k[2] for k in ks))
+        lanes = {(k[4].get("dev", 0), k[4].get("stream", 0)) for k in ks}
+        self.assertEqual({(l["dev"], l["stream"]) for l in tl["lanes"]}, lanes)
+        for lane in tl["lanes"]:
+            for b in lane["buckets"]:
+                self.assertIn(str(b[3]), tl["names"])
+        # zoomed below the finest rollup level: raw kernels
+        t0 = sorted(k[1] for k in ks)[len(ks) // 2]
+        z = self.srv.get("/api/v1/sessions/%s/timeline?from=%d&to=%d&width=1000"
+                         % (s.sid, t0, t0 + 2000000))
+        self.assertEqual(z["level"], "raw")
+        self.assertEqual(sum(b[1] for l in z["lanes"] for b in l["buckets"]),
+                         sum(1 for k in ks if t0 <= k[1] < t0 + 2000000))
+        # every zoom level counts the kernels starting in range
+        for width in (3, 50, 5000):
+            r = self.srv.get("/api/v1/sessions/%s/timeline?width=%d" % (s.sid, width))
+            self.assertEqual(sum(b[1] for l in r["lanes"] for b in l["buckets"]), len(ks))
+
+    def test_copies(self):
+        s = self.train
+        ops = s.streams["device"].of("memcpy", "memset", "sync", "alloc", "free")
+        got = T.page_all(self.srv, "/api/v1/sessions/%s/copies" % s.sid, 7)
+        self.assertEqual(sorted(g["seq"] for g in got), sorted(o["seq"] for o in ops))
+        r = self.srv.get("/api/v1/sessions/%s/copies?kind=memcpy&limit=1000" % s.sid)
+        agg = {(a["type"], a["kind"]): a for a in r["aggregate"]}
+        cps = s.streams["device"].of("memcpy")
+        self.assertEqual(len(r["items"]), len(cps))
+        for kind in {c["kind"] for c in cps}:
+            cs = [c for c in cps if c["kind"] == kind]
+            a = agg[("memcpy", kind)]
+            self.assertEqual(a["count"], len(cs))
+            self.assertEqual(a["bytes"], sum(c["bytes"] for c in cs))
+            self.assertEqual(a["dur_ns"], sum(c["dur"] for c in cs))
+
+    def test_scopes(self):
+        for s in (self.train, self.work):
+            sc = s.streams["scope"]
+            begins = {e["id"]: e for e in sc.of("scope_begin")}
+            want = {}
+            for e in sc.of("scope_end"):
+                w = want.setdefault(s.path(e["path"]), [0, 0, 0, 0])
+                w[0] += 1
+                w[1] += e["dur"]
+            for k in s.streams["device"].of("kernel"):
+                if k.get("scope"):
+                    w = want.setdefault(s.path(begins[k["scope"]]["path"]), [0, 0, 0, 0])
+                    w[2] += 1
+                    w[3] += k["dur"]
+            got = {}
+
+            def walk(nodes):
+                for n in nodes:
+                    got[n["path"]] = [n["instances"], n["total_ns"], n["kernels"], n["gpu_ns"]]
+                    kids = sum(c["total_ns"] for c in n["children"])
+                    self.assertEqual(n["self_ns"], max(0, n["total_ns"] - kids))
+                    self.assertEqual(n["kernels_total"],
+                                     n["kernels"] + sum(c["kernels_total"] for c in n["children"]))
+                    walk(n["children"])
+            walk(self.srv.get("/api/v1/sessions/%s/scopes" % s.sid)["items"])
+            self.assertEqual({k: v for k, v in got.items() if any(v)}, want)
+
+    def test_profile(self):
+        s = self.train
+        sc = s.streams["scope"]
+        stalls = {}
+        for p in sc.of("pcsamp"):
+            for k, v in p["stalls"].items():
+                stalls[k] = stalls.get(k, 0) + v
+        r = self.srv.get("/api/v1/sessions/%s/profile" % s.sid)
+        self.assertEqual({x["reason"]: x["samples"] for x in r["stalls"]}, stalls)
+        inst = {}
+        for x in sc.of("sass"):
+            f = s.name(x["func"])
+            inst[f] = inst.get(f, 0) + x["inst"]
+        self.assertEqual({f["function"]: f["inst"] for f in r["functions"] if f["inst"]}, inst)
+        # per scope path
+        path = s.path(sc.of("sass")[0]["path"])
+        r2 = self.srv.get("/api/v1/sessions/%s/profile?path=%s" % (s.sid, path))
+        want = sum(x["inst"] for x in sc.of("sass") if s.path(x["path"]) == path)
+        self.assertEqual(sum(f["inst"] for f in r2["functions"]), want)
+        st, _, _ = self.srv.req("GET", "/api/v1/sessions/%s/profile?path=no/such" % s.sid)
+        self.assertEqual(st, 404)
+
+    def test_system(self):
+        s = self.train
+        samples = s.streams["system"].of("gpu", "host")
+        r = self.srv.get("/api/v1/sessions/%s/system?points=5000" % s.sid)
+        by = {}
+        for x in samples:
+            by.setdefault("host" if x["type"] == "host" else "gpu%d" % x.get("dev", 0), []).append(x)
+        self.assertEqual({x["src"] for x in r["series"]}, set(by))
+        for ser in r["series"]:
+            xs = by[ser["src"]]
+            self.assertEqual(sum(p["n"] for p in ser["points"]), len(xs))
+        # downsampled to 4 points: min/max over all equals the logs'
+        r = self.srv.get("/api/v1/sessions/%s/system?points=4&src=gpu1&fields=util,temp" % s.sid)
+        self.assertEqual(len(r["series"]), 1)
+        pts = r["series"][0]["points"]
+        self.assertLessEqual(len(pts), 4)
+        g1 = [x for x in samples if x["type"] == "gpu" and x.get("dev", 0) == 1]
+        self.assertEqual(min(p["util"][0] for p in pts), min(x["util"] for x in g1))
+        self.assertEqual(max(p["util"][1] for p in pts), max(x["util"] for x in g1))
+        self.assertNotIn("power", pts[0])
+        st, _, _ = self.srv.req("GET", "/api/v1/sessions/%s/system?fields=nope" % s.sid)
+        self.assertEqual(st, 400)
+
+    def test_sessions_hosts_compare(self):
+        all_ = T.page_all(self.srv, "/api/v1/sessions", 1)
+        sids = [x["id"] for x in all_]
+        self.assertEqual(sorted(sids), sorted({self.train.sid, self.train2.sid, self.work.sid}))
+        starts = [x["start_ns"] for x in all_]
+        self.assertEqual(starts, sorted(starts, reverse=True))
+        r = self.srv.get("/api/v1/sessions?app=prog_workload")
+        self.assertEqual([x["id"] for x in r["items"]], [self.work.sid])
+        r = self.srv.get("/api/v1/sessions?search=example_tr")
+        self.assertEqual(len(r["items"]), 2)
+        r = self.srv.get("/api/v1/sessions?state=running")
+        self.assertEqual(r["items"], [])
+        r = self.srv.get("/api/v1/sessions?host=%s&state=ended" % self.train.header["host"])
+        self.assertEqual(len(r["items"]), 3)
+        h = self.srv.get("/api/v1/hosts")
+        self.assertEqual(h["items"][0]["host"], self.train.header["host"])
+        self.assertEqual(h["items"][0]["sessions"], 3)
+        c = self.srv.get("/api/v1/compare?a=%s&b=%s&limit=1000" % (self.train.sid, self.train2.sid))
+        names = {k[3] for k in self.kernels(self.train)} | {k[3] for k in self.kernels(self.train2)}
+        self.assertEqual({i["name"] for i in c["items"]}, names)
+        for i in c["items"]:
+            n2 = sum(1 for k in self.kernels(self.train2) if k[3] == i["name"])
+            self.assertEqual(i["b"]["count"] if i["b"] else 0, n2)
+        st, _, _ = self.srv.req("GET", "/api/v1/sessions/00000000-0000-4000-8000-000000000000")
+        self.assertEqual(st, 404)
+        st, _, _ = self.srv.req("GET", "/api/v1/sessions?cursor=garbage")
+        self.assertEqual(st, 400)
+
+
+# (method, path, role that may call it; None = no token needed)
+def endpoints(sid):
+    return [
+        ("GET", "/healthz", None), ("GET", "/readyz", None),
+        ("GET", "/metrics", "read"),
+        ("POST", "/api/v1/events/device", "ingest"),
+        ("POST", "/api/v1/events/scope", "ingest"),
+        ("POST", "/api/v1/events/system", "ingest"),
+        ("GET", "/api/v1/hosts", "read"), ("GET", "/api/v1/sessions", "read"),
+        ("GET", "/api/v1/sessions/" + sid, "read"),
+        ("GET", "/api/v1/sessions/%s/kernels" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/kernels/aggregate" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/kernels/1" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/timeline" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/copies" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/scopes" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/profile" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/system" % sid, "read"),
+        ("GET", "/api/v1/compare?a=%s&b=%s" % (sid, sid), "read"),
+        ("PUT", "/api/v1/sessions/%s/keep" % sid, "admin"),
+        ("GET", "/api/v1/keys", "admin"), ("POST", "/api/v1/keys", "admin"),
+        ("DELETE", "/api/v1/keys/999", "admin"),
+        ("POST", "/api/v1/admin/retention", "admin"),
+    ]
+
+
+class Auth(Base):
+    def test_matrix_and_keys(self):
+        logs = T.make_logs(os.path.join(self.dir, "logs"), "workload", 5)
+        sess = list(logs.values())[0]
+        srv = self.server()
+        T.send_session(srv, sess)
+        keys = {}
+        for role in ("ingest", "read", "admin"):
+            st, _, data = srv.req("POST", "/api/v1/keys",
+                                  json.dumps({"name": "k-" + role, "role": role}))
+            self.assertEqual(st, 201, data)
+            keys[role] = json.loads(data)["key"]
+        tokens = {"none": None, "bad": "not-a-key", "ingest": keys["ingest"],
+                  "read": keys["read"], "admin": keys["admin"], "root": T.ADMIN}
+        line = T.stream_lines(sess, "system")[0] + b"\n"
+        for method, path, need in endpoints(sess.sid):
+            for who, tok in tokens.items():
+                body = None
+                h = {}
+                if path.startswith("/api/v1/events/"):
+                    body, h = line.replace(b'"st":"system"', ('"st":"%s"' % path.split("/")[-1]).encode()), \
+                        {"Content-Type": "application/x-ndjson"}
+                elif path.endswith("/keep"):
+                    body = b'{"keep": false}'
+                elif method == "POST" and path.endswith("/keys"):
+                    body = b'{"name":"x","role":"read"}'
+                st, hdr, data = srv.req(method, path, body, token=tok, headers=h)
+                if need is None:
+                    ok = st == 200
+                elif who in ("none", "bad"):
+                    ok = st == 401 and hdr.get("WWW-Authenticate") == "Bearer"
+                elif who in ("admin", "root") or who == need:
+                    ok = st not in (401, 403)
+                else:
+                    ok = st == 403
+                self.assertTrue(ok, "%s %s as %s -> %d %s" % (method, path, who, st, data[:200]))
+                self.assertNotIn("Access-Control-Allow-Origin", hdr)
+        # list shows prefixes and last use, never secrets
+        lst = srv.get("/api/v1/keys")
+        body = json.dumps(lst)
+        for k in keys.values():
+            self.assertNotIn(k, body)
+        rk = [k for k in lst["items"] if k["name"] == "k-read"][0]
+        self.assertTrue(keys["read"].startswith(rk["prefix"]))
+        self.assertIsNotNone(rk["last_used"])
+        # revoke: the key stops working
+        st, _, _ = srv.req("DELETE", "/api/v1/keys/%d" % rk["id"])
+        self.assertEqual(st, 200)
+        st, _, _ = srv.req("GET", "/api/v1/sessions", token=keys["read"])
+        self.assertEqual(st, 401)
+        st, _, _ = srv.req("DELETE", "/api/v1/keys/%d" % rk["id"])
+        self.assertEqual(st, 404)
+        # only hashes in the database
+        srv.stop()
+        rows = srv.sql("SELECT * FROM keys")
+        hashes = {r[4] for r in rows}
+        self.assertIn(hashlib.sha256(keys["admin"].encode()).hexdigest(), hashes)
+        for k in keys.values():
+            self.assertNotIn(k, json.dumps(rows))
+        if not srv.pgdb:
+            with open(os.path.join(srv.data_dir, "gpufl.db"), "rb") as f:
+                raw = f.read()
+            for k in keys.values():
+                self.assertNotIn(k.encode(), raw)
+
+    def test_generated_admin_token_and_cli_keys(self):
+        d = os.path.join(self.dir, "gen")
+        srv = T.Server(d, admin=None)
+        self.servers.append(srv)
+        out = srv.output()
+        tok = [l for l in out.splitlines() if l.startswith("gfa_")]
+        self.assertEqual(len(tok), 1, out)
+        tok = tok[0]
+        with open(os.path.join(d, "admin_token.sha256")) as f:
+            h = f.read().strip()
+        self.assertEqual(h, hashlib.sha256(tok.encode()).hexdigest())
+        st, _, _ = srv.req("GET", "/api/v1/sessions", token=tok)
+        self.assertEqual(st, 200)
+        # the CLI makes keys in the same database, the server accepts them
+        p = subprocess.run([T.SERVER, "keys", "create", "--data-dir", d, "--role",
+                            "read", "--name", "cli"] + srv.db_args(), stdout=subprocess.PIPE,
+                           text=True, env=T.clean_env(), check=True)
+        key = p.stdout.strip().splitlines()[-1]
+        self.assertTrue(key.startswith("gfk_"))
+        st, _, _ = srv.req("GET", "/api/v1/sessions", token=key)
+        self.assertEqual(st, 200)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"", token=key,
+                           headers={"Content-Type": "application/x-ndjson"})
+        self.assertEqual(st, 403)
+        p = subprocess.run([T.SERVER, "keys", "list", "--data-dir", d] + srv.db_args(),
+                           stdout=subprocess.PIPE, text=True, env=T.clean_env(), check=True)
+        self.assertIn("cli", p.stdout)
+        self.assertNotIn(key, p.stdout)
+        kid = p.stdout.splitlines()[1].split()[0]
+        subprocess.run([T.SERVER, "keys", "revoke", kid, "--data-dir", d] + srv.db_args(),
+                       stdout=subprocess.PIPE, env=T.clean_env(), check=True)
+        st, _, _ = srv.req("GET", "/api/v1/sessions", token=key)
+        self.assertEqual(st, 401)
+        srv.stop()
+        # a restart reuses the stored hash and prints no new token
+        srv2 = T.Server(d, admin=None)
+        self.servers.append(srv2)
+        self.assertNotIn("gfa_", srv2.output())
+        st, _, _ = srv2.req("GET", "/api/v1/hosts", token=tok)
+        self.assertEqual(st, 200)
+        srv2.stop()
+        # usage errors exit 2 with a hint
+        p = subprocess.run([T.SERVER, "--listne", "x"], stderr=subprocess.PIPE,
+                           text=True, env=T.clean_env())
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("did you mean '--listen'", p.stderr.replace("'listen'", "'--listen'"))
+        p = subprocess.run([T.SERVER, "--help"], stdout=subprocess.PIPE, text=True,
+                           env=T.clean_env())
+        self.assertEqual(p.returncode, 0)
+        for o in ("--listen", "--data-dir", "--db", "--admin-token", "GPUFL_SERVER_ADMIN_TOKEN"):
+            self.assertIn(o, p.stdout)
+
+    def test_env_and_config_file(self):
+        d = os.path.join(self.dir, "cfg")
+        cfg = os.path.join(self.dir, "server.conf")
+        with open(cfg, "w") as f:
+            f.write("# test\nadmin-token = from-file\nmax-body = 2K\n")
+        srv = T.Server(d, ["--config", cfg], admin=None,
+                       env={"GPUFL_SERVER_ADMIN_TOKEN": "from-env"})
+        self.servers.append(srv)
+        st, _, _ = srv.req("GET", "/api/v1/hosts", token="from-file")
+        self.assertEqual(st, 401)
+        st, _, _ = srv.req("GET", "/api/v1/hosts", token="from-env")
+        self.assertEqual(st, 200)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"x" * 4096, token="from-env",
+                           headers={"Content-Type": "application/x-ndjson"})
+        self.assertEqual(st, 413)
+        srv.stop()
+        srv = T.Server(d + "2", ["--config", cfg, "--cors-origin", "https://ui.example"],
+                       admin="from-flag", env={"GPUFL_SERVER_ADMIN_TOKEN": "from-env"})
+        self.servers.append(srv)
+        st, hdr, _ = srv.req("GET", "/api/v1/hosts", token="from-flag")
+        self.assertEqual(st, 200)
+        self.assertEqual(hdr.get("Access-Control-Allow-Origin"), "https://ui.example")
+        srv.stop()
+
+
+def mkline(st, seq, typ, sid="11111111-2222-4333-8444-555555555555", **kw):
+    d = {"v": 1, "sid": sid, "st": st, "seq": seq, "ts": 1000 + seq, "type": typ}
+    d.update(kw)
+    return json.dumps(d).encode()
+
+
+KIND = "k'; DROP TABLE ops;--"
+
+
+class Hostile(Base):
+    def test_bad_lines(self):
+        srv = self.server(args=["--max-body", "1M", "--max-decoded", "4M"])
+        sid = "11111111-2222-4333-8444-555555555555"
+        good = mkline("device", 0, "session", app="a", host="h")
+        cases = [
+            b'{"v":1,"sid":"' + sid.encode() + b'","st":"device","seq":1,"ts":5,"type":"kernel","dur":1,"name":1,"x":"\xff\xfe"}',
+            b"[" * 100 + b"]" * 100,
+            b'{"a":' * 80 + b"1" + b"}" * 80,
+            mkline("device", 2, "kernel", dur=10 ** 30, name=1),
+            mkline("device", 99999999999999999999999, "kernel", dur=1, name=1),
+            mkline("scope", 3, "session", app="a", host="h"),
+            mkline("device", 4, "nonsense"),
+            mkline("device", 5, "gpu", dev=0),
+            mkline("device", 6, "kernel", name=1),
+            mkline("device", 7, "kernel", dur="12", name=1),
+            mkline("device", 8, "kernel", dur=-5, name=1),
+            mkline("device", 9, "memcpy", sid="not-a-uuid", kind="htod", bytes=1),
+            b'{"v":2,"sid":"' + sid.encode() + b'","st":"device","seq":10,"ts":5,"type":"session","app":"a","host":"h"}',
+            b"not json at all",
+            mkline("device", 11, "dict", id=0, kind="name", name="x"),
+            mkline("device", 12, "kernel", dur=1, name=1, grid=[1, 2, 3, 4]),
+            b'{"v":1}' + b" " * 10 + b"x",
+        ]
+        body = good + b"\n" + b"\n".join(cases) + b"\n\n"
+        st, r = srv.post("device", body)
+        self.assertEqual(st, 200, r)
+        self.assertEqual(r["accepted"], 1)
+        self.assertEqual(r["rejected"], len(cases))
+        self.assertEqual([e["line"] for e in r["errors"]], list(range(2, 2 + len(cases))))
+        for e in r["errors"]:
+            self.assertTrue(e["reason"])
+
+    def test_sql_metacharacters_everywhere(self):
+        srv = self.server()
+        evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
+        sid = "21111111-2222-4333-8444-555555555555"
+        lines = [
+            mkline("device", 0, "session", sid=sid, app=evil, host=evil, lib=evil, cmd=evil),
+            mkline("device", 1, "dict", sid=sid, id=1, kind="name", name=evil),
+            mkline("device", 2, "dict", sid=sid, id=2, kind="launch", name=1, block=[32], regs=8, occ=0.5, lim=evil),
+            mkline("device", 3, "kernel", sid=sid, cfg=2, dur=100, grid=[1]),
+            mkline("device", 4, "memcpy", sid=sid, kind=KIND, bytes=10, dur=5),
+            mkline("device", 5, "loss", sid=sid, reason=evil, count=1),
+            mkline("device", 6, "dict", sid=sid, id=3, kind="stack", frames=[evil]),
+            mkline("device", 7, "session_end", sid=sid, reason=evil),
+        ]
+        r = srv.ingest_ok("device", b"\n".join(lines))
+        self.assertEqual(r["accepted"], len(lines), r)
+        sc = [mkline("scope", 0, "marker", sid=sid, text=evil),
+              mkline("scope", 1, "dict", sid=sid, id=9, kind="path", parent=0, name=1, depth=1),
+              mkline("scope", 2, "pcsamp", sid=sid, func=1, pc=16, stalls={evil: 3}, samples=3, path=9)]
+        self.assertEqual(srv.ingest_ok("scope", b"\n".join(sc))["accepted"], 3)
+        d = srv.get("/api/v1/sessions/" + sid)
+        self.assertEqual((d["app"], d["host"], d["end_reason"]), (evil, evil, evil))
+        k = srv.get("/api/v1/sessions/%s/kernels" % sid)["items"]
+        self.assertEqual(k[0]["name"], evil)
+        self.assertEqual(srv.get("/api/v1/sessions/%s/kernels/3" % sid)["limiter"], evil)
+        import urllib.parse as up
+        q = up.quote(evil)
+        for p in ("/api/v1/sessions?search=%s" % q, "/api/v1/sessions?app=%s" % q,
+                  "/api/v1/sessions?host=%s" % q,
+                  "/api/v1/sessions/%s/kernels?name=%s" % (sid, q),
+                  "/api/v1/sessions/%s/kernels/aggregate?name=%s" % (sid, q),
+                  "/api/v1/sessions/%s/profile" % sid):
+            srv.get(p)
+        self.assertEqual(len(srv.get("/api/v1/sessions?search=%s" % q)["items"]), 1)
+        self.assertEqual(len(srv.get("/api/v1/sessions?search=%25")["items"]), 1)
+        prof = srv.get("/api/v1/sessions/%s/profile" % sid)
+        self.assertEqual(prof["stalls"], [{"reason": evil, "samples": 3}])
+        cp = srv.get("/api/v1/sessions/%s/copies" % sid)
+        self.assertEqual(cp["items"][0]["kind"], KIND)
+        self.assertEqual(len(srv.get("/api/v1/sessions")["items"]), 1)
+
+    def test_http_errors(self):
+        srv = self.server(args=["--max-body", "1M", "--max-decoded", "4M"])
+        # 10 MB over a 1 MB cap, with Content-Length (answered before the
+        # body is read: the send may fail once the server closes) and chunked
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.putrequest("POST", "/api/v1/events/device")
+        c.putheader("Authorization", "Bearer " + T.ADMIN)
+        c.putheader("Content-Type", "application/x-ndjson")
+        c.putheader("Content-Length", str(10 << 20))
+        c.endheaders()
+        try:
+            c.send(b"x" * (10 << 20))
+        except OSError:
+            pass
+        self.assertEqual(c.getresponse().status, 413)
+        c.close()
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.putrequest("POST", "/api/v1/events/device")
+        c.putheader("Authorization", "Bearer " + T.ADMIN)
+        c.putheader("Content-Type", "application/x-ndjson")
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        for _ in range(40):
+            chunk = b"y" * (256 << 10)
+            c.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        c.send(b"0\r\n\r\n")
+        self.assertEqual(c.getresponse().status, 413)
+        c.close()
+        # decompression bomb: 1 MB of gzip that inflates past 4 MB
+        import gzip
+        bomb = gzip.compress(b"\n" * (64 << 20))
+        self.assertLess(len(bomb), 1 << 20)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", bomb,
+                           headers={"Content-Type": "application/x-ndjson",
+                                    "Content-Encoding": "gzip"})
+        self.assertEqual(st, 413)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"\x1f\x8b garbage",
+                           headers={"Content-Type": "application/x-ndjson",
+                                    "Content-Encoding": "gzip"})
+        self.assertEqual(st, 400)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"\x28\xb5\x2f\xfd junk",
+                           headers={"Content-Type": "application/x-ndjson",
+                                    "Content-Encoding": "zstd"})
+        self.assertEqual(st, 400)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"{}",
+                           headers={"Content-Type": "application/x-ndjson",
+                                    "Content-Encoding": "br"})
+        self.assertEqual(st, 415)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"{}",
+                           headers={"Content-Type": "text/plain"})
+        self.assertEqual(st, 415)
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"{}")
+        self.assertEqual(st, 415)
+        st, _, data = srv.req("POST", "/api/v1/events/kernels", b"{}",
+                              headers={"Content-Type": "application/x-ndjson"})
+        self.assertEqual(st, 404)
+        for s in ("device", "scope", "system"):
+            self.assertIn(s.encode(), data)
+        st, r = srv.post("device", b"", ctype="application/json; charset=utf-8")
+        self.assertEqual((st, r["accepted"], r["rejected"]), (200, 0, 0))
+        st, _, _ = srv.req("GET", "/api/v1/events/device")
+        self.assertEqual(st, 405)
+        st, _, _ = srv.req("GET", "/api/v1/nope")
+        self.assertEqual(st, 404)
+        st, _, _ = srv.req("GET", "/api/v1/sessions?limit=-1")
+        self.assertEqual(st, 400)
+        st, _, _ = srv.req("GET", "/api/v1/sessions?limit=99999999999999999999999")
+        self.assertEqual(st, 400)
+        st, _, _ = srv.req("GET", "/%2e%2e/%2e%2e/etc/passwd", token=None)
+        self.assertEqual(st, 404)
+        # many errors: counted exactly, itemised up to the cap
+        bad = b"\n".join([b"{bad"] * 500)
+        st, r = srv.post("device", bad)
+        self.assertEqual((r["rejected"], len(r["errors"])), (500, 50))
+        self.assertEqual(srv.get("/healthz" if False else "/api/v1/hosts")["items"], [])
+        st, _, _ = srv.req("GET", "/healthz", token=None)
+        self.assertEqual(st, 200)
+
+
+class Static(Base):
+    def test_ui_files(self):
+        ui = os.path.join(self.dir, "ui")
+        os.makedirs(os.path.join(ui, "assets"))
+        with open(os.path.join(ui, "index.html"), "w") as f:
+            f.write("<html>gpufl</html>")
+        with open(os.path.join(ui, "assets", "app.js"), "w") as f:
+            f.write("console.log(1)")
+        srv = self.server(args=["--ui-dir", ui])
+        st, h, data = srv.req("GET", "/", token=None)
+        self.assertEqual((st, data), (200, b"<html>gpufl</html>"))
+        self.assertTrue(h["Content-Type"].startswith("text/html"))
+        st, h, data = srv.req("GET", "/assets/app.js", token=None)
+        self.assertEqual((st, data), (200, b"console.log(1)"))
+        self.assertTrue(h["Content-Type"].startswith("text/javascript"))
+        # client-side routes reload to index.html; missing files are 404
+        st, _, data = srv.req("GET", "/sessions/abc", token=None)
+        self.assertEqual((st, data), (200, b"<html>gpufl</html>"))
+        st, _, _ = srv.req("GET", "/assets/missing.js", token=None)
+        self.assertEqual(st, 404)
+        for bad in ("/../../etc/passwd", "/assets/..%2f..%2fetc/passwd", "/a\\b"):
+            st, _, data = srv.req("GET", bad, token=None)
+            self.assertNotIn(b"root:", data)
+        st, _, _ = srv.req("GET", "/api/v1/sessions", token=None)
+        self.assertEqual(st, 401)
+        srv.stop()
+
+
+class Durability(Base):
+    def test_kill9_loses_no_acknowledged_line(self):
+        logs = T.make_logs(os.path.join(self.dir, "logs"), "train", 60)
+        sess = list(logs.values())[0]
+        srv = self.server()
+        acked = []
+        stop = threading.Event()
+        batches = [(st, b) for st in T.STREAMS for b in T.chunks(T.stream_lines(sess, st), 40)]
+
+        def pump():
+            for st, body in batches:
+                if stop.is_set():
+                    return
+                try:
+                    code, r = srv.post(st, body)
+                except Exception:
+                    return
+                if code == 200:
+                    acked.append((st, body))
+
+        th = threading.Thread(target=pump)
+        th.start()
+        while len(acked) < 3 and th.is_alive():
+            time.sleep(0.01)
+        srv.kill()
+        stop.set()
+        th.join()
+        self.assertGreater(len(acked), 0)
+        self.assertLess(len(acked), len(batches), "kill came too late to mean anything")
+        srv2 = T.Server(srv.data_dir)
+        self.servers.append(srv2)
+        n = 0
+        for st, body in acked:
+            r = srv2.ingest_ok(st, body)
+            self.assertEqual(r["accepted"], 0, "an acknowledged line was lost")
+            n += r["duplicate"]
+        self.assertEqual(n, sum(b.count(b"\n") for _, b in acked))
+        # the rest goes in, and the session is whole
+        T.send_session(srv2, sess, batch=1000)
+        d = srv2.get("/api/v1/sessions/" + sess.sid)
+        self.assertEqual(d["counts"]["lines"], sum(len(s.events) for s in sess.streams.values()))
+        agg = srv2.get("/api/v1/sessions/%s/kernels/aggregate?limit=1000" % sess.sid)
+        self.assertEqual(sum(i["count"] for i in agg["items"]), len(sess.streams["device"].of("kernel")))
+        srv2.stop()
+
+
+class Retention(Base):
+    def test_prune_keep_and_schedule(self):
+        a = list(T.make_logs(os.path.join(self.dir, "a"), "workload", 20).values())[0]
+        b = list(T.make_logs(os.path.join(self.dir, "b"), "train", 5).values())[0]
+        srv = self.server()
+        T.send_session(srv, a)
+        T.send_session(srv, b)
+        st, _, _ = srv.req("PUT", "/api/v1/sessions/%s/keep" % a.sid, b'{"keep": true}')
+        self.assertEqual(st, 200)
+        self.assertTrue(srv.get("/api/v1/sessions/" + a.sid)["keep"])
+        st, _, _ = srv.req("PUT", "/api/v1/sessions/00000000-0000-4000-8000-000000000000/keep", b"{}")
+        self.assertEqual(st, 404)
+        st, _, data = srv.req("POST", "/api/v1/admin/retention?max_db_bytes=1")
+        self.assertEqual(st, 200, data)
+        self.assertEqual(json.loads(data)["pruned"], 1)
+        st, _, _ = srv.req("GET", "/api/v1/sessions/" + b.sid)
+        self.assertEqual(st, 404)
+        self.assertEqual(srv.get("/api/v1/sessions/" + a.sid)["counts"]["kernels"], 200 * 2 // 2 if False else
+                         len(a.streams["device"].of("kernel")))
+        ids = [r[0] for r in srv.sql("SELECT id FROM sessions")]
+        self.assertEqual(len(ids), 1)
+        tables = ["lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls",
+                  "samples", "kagg", "tl", "kscope"]
+        for t in tables:
+            n = srv.sql("SELECT count(*) FROM %s WHERE sess <> %s" % (t, ids[0]))[0][0]
+            self.assertEqual(n, "0", t)
+        self.assertNotEqual(srv.sql("SELECT count(*) FROM kernels")[0][0], "0")
+        # re-sending a pruned session stores it again
+        T.send_session(srv, b)
+        self.assertEqual(srv.get("/api/v1/sessions/" + b.sid)["counts"]["kernels"],
+                         len(b.streams["device"].of("kernel")))
+        srv.stop()
+
+    def test_scheduled_age_and_stale(self):
+        a = list(T.make_logs(os.path.join(self.dir, "a"), "workload", 5).values())[0]
+        srv = self.server(args=["--retention-max-age", "1s", "--retention-interval", "1s"])
+        T.send_session(srv, a)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            st, _, _ = srv.req("GET", "/api/v1/sessions/" + a.sid)
+            if st == 404:
+                break
+            time.sleep(0.3)
+        self.assertEqual(st, 404)
+        srv.stop()
+        # a session without session_end goes stale, and back on new lines
+        srv = self.server("stale", args=["--stale-after", "1s"])
+        lines = T.stream_lines(a, "device")
+        srv.ingest_ok("device", b"\n".join(lines[:-1]))
+        self.assertEqual(srv.get("/api/v1/sessions/" + a.sid)["state"], "running")
+        deadline = time.time() + 20
+        while time.time() < deadline and \
+                srv.get("/api/v1/sessions/" + a.sid)["state"] != "stale":
+            time.sleep(0.3)
+        self.assertEqual(srv.get("/api/v1/sessions?state=stale")["items"][0]["id"], a.sid)
+        srv.ingest_ok("device", lines[-1])
+        self.assertEqual(srv.get("/api/v1/sessions/" + a.sid)["state"], "ended")
+        m = srv.req("GET", "/metrics")[2].decode()
+        self.assertIn('gpufl_ingest_lines_total{outcome="accepted"} %d' % len(lines), m)
+        self.assertIn("gpufl_db_bytes", m)
+        self.assertIn('gpufl_http_request_seconds_count{route="ingest"} 2', m)
+        srv.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

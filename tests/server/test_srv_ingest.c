@@ -1,0 +1,229 @@
+/*
+ * test_srv_ingest.c - the ingest line parser and body decoding: every
+ * event type, the envelope rules, type and range errors, caps, and gzip /
+ * zstd bodies including corrupt and oversized ones.
+ */
+#include "ingest.h"
+#include "test.h"
+
+#include <gpufl/gpufl.h>
+
+#include <zlib.h>
+#include <zstd.h>
+
+#define SID "\"sid\":\"0f1e2d3c-4b5a-4968-8776-655443322110\""
+
+static jsonl_tok tok[INGEST_MAX_TOKENS];
+static char arena_buf[1 << 16];
+
+static int parse(int st, const char *line, srv_ev *ev, char *why)
+{
+    jsonl_doc d;
+    ingest_arena a = { arena_buf, 0, sizeof(arena_buf) };
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    return ingest_line_parse(&d, st, line, strlen(line), &a, ev, why);
+}
+
+static void test_good(void)
+{
+    srv_ev e;
+    char why[INGEST_REASON_MAX];
+
+    REQUIRE(parse(SRV_ST_DEVICE,
+                  "{\"v\":1," SID ",\"st\":\"device\",\"seq\":7,\"ts\":"
+                  "1795995293499341418,\"type\":\"kernel\",\"stream\":7,"
+                  "\"corr\":5,\"cfg\":52,\"grid\":[8192,2],\"dur\":12804,"
+                  "\"api\":[-11082,6236],\"scope\":262,\"coop\":1}",
+                  &e, why) == GPUFL_OK);
+    CHECK(e.type == EV_KERNEL);
+    CHECK_EQ_U64(e.seq, 7);
+    CHECK_EQ_U64(e.ts, 1795995293499341418ull);
+    CHECK_EQ_U64(e.cfg, 52);
+    CHECK_EQ_U64(e.grid[0], 8192);
+    CHECK_EQ_U64(e.grid[1], 2);
+    CHECK_EQ_U64(e.grid[2], 1);
+    CHECK(e.api_off == -11082);
+    CHECK_EQ_U64(e.api_dur, 6236);
+    CHECK(e.flags & EVF_COOP);
+    CHECK_STR(e.sid, "0f1e2d3c-4b5a-4968-8776-655443322110");
+
+    REQUIRE(parse(SRV_ST_SCOPE,
+                  "{\"v\":1," SID ",\"st\":\"scope\",\"seq\":1,\"ts\":5,"
+                  "\"type\":\"dict\",\"id\":42,\"kind\":\"path\",\"parent\":0,"
+                  "\"name\":19,\"depth\":1}",
+                  &e, why) == GPUFL_OK);
+    CHECK(e.type == EV_DICT && e.dkind == DK_PATH && e.id == 42 &&
+          e.name == 19 && e.depth == 1);
+
+    REQUIRE(parse(SRV_ST_DEVICE,
+                  "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,\"ts\":5,"
+                  "\"type\":\"dict\",\"id\":1,\"kind\":\"name\",\"name\":"
+                  "\"a\\u00e9\\\"b\"}",
+                  &e, why) == GPUFL_OK);
+    CHECK(e.dname.n == 5 && memcmp(e.dname.p, "a\xc3\xa9\"b", 5) == 0);
+
+    REQUIRE(parse(SRV_ST_SYSTEM,
+                  "{\"v\":1," SID ",\"st\":\"system\",\"seq\":4,\"ts\":5,"
+                  "\"type\":\"gpu\",\"dev\":1,\"util\":70,\"temp\":38,"
+                  "\"sm_active\":0.6946}",
+                  &e, why) == GPUFL_OK);
+    CHECK(e.type == EV_GPU && e.dev == 1);
+    CHECK(e.sys_set & 1u);
+    CHECK(e.sys[0] == 70.0 && e.sys[9] == 0.6946);
+
+    REQUIRE(parse(SRV_ST_SCOPE,
+                  "{\"v\":1," SID ",\"st\":\"scope\",\"seq\":59,\"ts\":5,"
+                  "\"type\":\"pcsamp\",\"func\":6,\"file\":38,\"line\":40,"
+                  "\"pc\":128,\"stalls\":{\"barrier\":136,\"wait\":1},"
+                  "\"samples\":137,\"scope\":260,\"path\":45}",
+                  &e, why) == GPUFL_OK);
+    CHECK(e.type == EV_PCSAMP && e.samples == 137 && e.srcline == 40);
+
+    REQUIRE(parse(SRV_ST_DEVICE,
+                  "{\"v\":1," SID ",\"st\":\"device\",\"seq\":0,\"ts\":5,"
+                  "\"type\":\"session\",\"app\":\"x\",\"host\":\"h\","
+                  "\"pid\":3,\"start\":4,\"simulated\":true,\"devices\":[],"
+                  "\"future_field\":{\"a\":[1,2]}}",
+                  &e, why) == GPUFL_OK);
+    CHECK(e.type == EV_SESSION && e.simulated == 1 && e.pid == 3);
+}
+
+static void bad(int st, const char *line, const char *want)
+{
+    srv_ev e;
+    char why[INGEST_REASON_MAX];
+    int rc = parse(st, line, &e, why);
+    CHECK(rc != GPUFL_OK);
+    if (rc != GPUFL_OK && !strstr(why, want)) {
+        fprintf(stderr, "reason '%s' lacks '%s'\n", why, want);
+        CHECK(0);
+    }
+}
+
+static void test_bad(void)
+{
+    char deep[300];
+
+    bad(SRV_ST_DEVICE, "", "invalid JSON");
+    bad(SRV_ST_DEVICE, "[1]", "invalid JSON");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":2," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"loss\"}",
+        "\"v\"");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1,\"sid\":\"ABC\",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"loss\"}",
+        "sid");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"scope\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"loss\"}",
+        "\"st\"");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":-1,"
+        "\"ts\":5,\"type\":\"loss\"}",
+        "seq");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1e3,"
+        "\"ts\":5,\"type\":\"loss\"}",
+        "seq");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":"
+        "18446744073709551615,\"ts\":5,\"type\":\"loss\"}",
+        "seq");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":0,\"type\":\"loss\"}",
+        "ts");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"gpu\",\"dev\":0}",
+        "stream");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"kernel\",\"name\":1}",
+        "dur");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"kernel\",\"dur\":1,\"grid\":[]}",
+        "grid");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"kernel\",\"dur\":"
+        "99999999999999999999}",
+        "dur");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"kernel\",\"dur\":"
+        "9223372036854775808}",
+        "2^63");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"dict\",\"id\":3,\"kind\":\"x\"}",
+        "kind");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"dict\",\"id\":3,\"kind\":\"stack\","
+        "\"frames\":[1]}",
+        "frames");
+    bad(SRV_ST_SCOPE,
+        "{\"v\":1," SID ",\"st\":\"scope\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"pcsamp\",\"func\":1,\"pc\":2,"
+        "\"stalls\":{\"a\":-1}}",
+        "stall");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"session\",\"app\":\"\xff\","
+        "\"host\":\"h\"}",
+        "invalid JSON");
+    memset(deep, '[', 100);
+    memset(deep + 100, ']', 100);
+    deep[200] = '\0';
+    bad(SRV_ST_DEVICE, deep, "invalid JSON");
+}
+
+static void test_decode(void)
+{
+    const char *text = "{\"a\":1}\n{\"b\":2}\n";
+    size_t n = strlen(text), on;
+    unsigned char gz[256], zs[256];
+    uLongf gzn = sizeof(gz);
+    char *out;
+    size_t zn;
+
+    CHECK(ingest_encoding(NULL) == ENC_IDENTITY);
+    CHECK(ingest_encoding("gzip") == ENC_GZIP);
+    CHECK(ingest_encoding("ZSTD") == ENC_ZSTD);
+    CHECK(ingest_encoding("br") == -1);
+    REQUIRE(compress2(gz, &gzn, (const Bytef *)text, n, 6) == Z_OK);
+    REQUIRE(ingest_decode(ENC_GZIP, (char *)gz, gzn, 1 << 20, &out, &on) ==
+            GPUFL_OK);
+    CHECK(on == n && memcmp(out, text, n) == 0);
+    free(out);
+    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn, 4, &out, &on) ==
+          GPUFL_ETOOBIG);
+    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn - 3, 1 << 20, &out, &on) ==
+          GPUFL_EPARSE);
+    zn = ZSTD_compress(zs, sizeof(zs), text, n, 3);
+    REQUIRE(!ZSTD_isError(zn));
+    REQUIRE(ingest_decode(ENC_ZSTD, (char *)zs, zn, 1 << 20, &out, &on) ==
+            GPUFL_OK);
+    CHECK(on == n && memcmp(out, text, n) == 0);
+    free(out);
+    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn - 2, 1 << 20, &out, &on) ==
+          GPUFL_EPARSE);
+    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn, 3, &out, &on) ==
+          GPUFL_ETOOBIG);
+    CHECK(ingest_decode(ENC_ZSTD, "junkjunk", 8, 100, &out, &on) ==
+          GPUFL_EPARSE);
+    CHECK(ingest_decode(ENC_IDENTITY, text, n, 3, &out, &on) == GPUFL_ETOOBIG);
+    CHECK(ingest_stream_index("scope") == SRV_ST_SCOPE);
+    CHECK(ingest_stream_index("kernels") == -1);
+}
+
+int main(void)
+{
+    RUN(test_good);
+    RUN(test_bad);
+    RUN(test_decode);
+    TEST_DONE();
+}
