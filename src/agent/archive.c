@@ -1,0 +1,173 @@
+/*
+ * archive.c - the S3 archive of rotated files: once a rotated file is
+ * shipped to its end, it is compressed (zstd, unless already .zst) and
+ * uploaded as <prefix>/<host>/<session>/<stream>.<n>.log.zst, so keys of
+ * different hosts and sessions never collide; then, with
+ * --archiver-delete, removed locally.  Progress is the ARCHIVED flag in
+ * the cursor, so a restart neither re-uploads nor forgets a file.
+ *
+ * Uploads run on the pipeline thread, one file per loop turn, with their
+ * own backoff: a slow or failing archive delays shipping by at most one
+ * upload (bounded by --timeout-ms per request) and never blocks it.
+ */
+#include "agent/agent_int.h"
+#include "agent/s3.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int agent_archive_open(agent_ctx *c)
+{
+    const agent_cfg *cfg = c->cfg;
+
+    if (!cfg->archiver_endpoint)
+        return 0;
+    c->s3 = s3_client_new(cfg->archiver_endpoint, cfg->archiver_bucket,
+                          cfg->archiver_region, cfg->archiver_access_key,
+                          cfg->archiver_secret_key, cfg->timeout_ms);
+    if (!c->s3)
+        return -1;
+    snprintf(c->tmp_zst, sizeof c->tmp_zst, "%s.archive.zst.tmp",
+             cfg->cursor_file);
+    return 0;
+}
+
+void agent_archive_close(agent_ctx *c)
+{
+    s3_client_free(c->s3);
+    c->s3 = NULL;
+}
+
+/* A string field of the file's first (session) line, or "". */
+static void head_field(const agent_file *f, const char *key, char *out,
+                       size_t cap)
+{
+    jsonl_tok tok[512];
+    jsonl_doc d;
+    const char *nl = memchr(f->head, '\n', f->head_len);
+    size_t n;
+
+    out[0] = '\0';
+    if (!nl)
+        return;
+    jsonl_doc_init(&d, tok, 512);
+    if (jsonl_doc_parse_obj(&d, (const char *)f->head,
+                            (size_t)(nl - (const char *)f->head)) ||
+        jsonl_tok_str(&d, jsonl_doc_find(&d, key), out, cap, &n))
+        out[0] = '\0';
+    /* keys must not grow path segments out of a field */
+    for (char *p = out; *p; p++)
+        if (*p == '/' || (unsigned char)*p < 0x20)
+            *p = '_';
+}
+
+static int compress_to(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rbe"), *out = fopen(dst, "wbe");
+    ZSTD_CCtx *cx = ZSTD_createCCtx();
+    size_t in_cap = AGENT_CHUNK, out_cap = ZSTD_CStreamOutSize();
+    char *ib = malloc(in_cap), *ob = malloc(out_cap);
+    int rc = -1;
+
+    if (!in || !out || !cx || !ib || !ob)
+        goto out;
+    ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(cx, ZSTD_c_checksumFlag, 1);
+    for (;;) {
+        size_t n = fread(ib, 1, in_cap, in), left;
+        int last = n < in_cap;
+        ZSTD_inBuffer zi = { ib, n, 0 };
+        do {
+            ZSTD_outBuffer zo = { ob, out_cap, 0 };
+            left = ZSTD_compressStream2(cx, &zo, &zi,
+                                        last ? ZSTD_e_end : ZSTD_e_continue);
+            if (ZSTD_isError(left) || fwrite(ob, 1, zo.pos, out) != zo.pos)
+                goto out;
+        } while (last ? left != 0 : zi.pos < zi.size);
+        if (last)
+            break;
+    }
+    rc = ferror(in) || fflush(out) ? -1 : 0;
+out:
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    ZSTD_freeCCtx(cx);
+    free(ib);
+    free(ob);
+    return rc;
+}
+
+static int archive_one(agent_ctx *c, agent_file *f)
+{
+    const agent_cfg *cfg = c->cfg;
+    char host[256], sid[64], key[2048], why[512];
+    const char *src = f->path;
+    int rc;
+
+    head_field(f, "host", host, sizeof host);
+    if (!host[0] && gethostname(host, sizeof host))
+        snprintf(host, sizeof host, "unknown-host");
+    head_field(f, "sid", sid, sizeof sid);
+    if (!sid[0])
+        snprintf(sid, sizeof sid, "%s", f->sid[0] ? f->sid : "unknown");
+    snprintf(key, sizeof key, "%s/%s/%s/%s.%u.log.zst", cfg->archiver_prefix,
+             host, sid, agent_stream_names[f->stream], f->n);
+    if (!f->zst) {
+        if (compress_to(f->path, c->tmp_zst)) {
+            fprintf(stderr, "gpufl-agent: archive: cannot compress %s\n",
+                    f->path);
+            unlink(c->tmp_zst);
+            return -1;
+        }
+        src = c->tmp_zst;
+    }
+    rc = s3_put_file(c->s3, key, src, why, sizeof why);
+    if (!f->zst)
+        unlink(c->tmp_zst);
+    if (rc) {
+        fprintf(stderr, "gpufl-agent: archive of %s as %s failed: %s\n",
+                f->path, key, why);
+        return -1;
+    }
+    f->archived = 1;
+    c->cursor_dirty = 1;
+    c->st.archived++;
+    if (cfg->archiver_delete && unlink(f->path) && errno != ENOENT)
+        fprintf(stderr, "gpufl-agent: archive: cannot delete %s: %s\n", f->path,
+                strerror(errno));
+    return 0;
+}
+
+int agent_archive_pending(const agent_ctx *c, const agent_file *f)
+{
+    return c->s3 && f->done && !f->archived && f->n != AGENT_LIVE && f->seen;
+}
+
+int agent_archive_step(agent_ctx *c)
+{
+    uint64_t now = agent_now_ms();
+
+    if (!c->s3 || now < c->archive_until_ms)
+        return 0;
+    for (size_t i = 0; i < c->nfiles; i++) {
+        agent_file *f = c->files[i];
+        if (!agent_archive_pending(c, f))
+            continue;
+        if (archive_one(c, f) == 0) {
+            c->archive_backoff_ms = 0;
+            return 1;
+        }
+        c->archive_backoff_ms = c->archive_backoff_ms
+                                    ? c->archive_backoff_ms * 2
+                                    : c->cfg->retry_min_ms;
+        if (c->archive_backoff_ms > c->cfg->retry_max_ms)
+            c->archive_backoff_ms = c->cfg->retry_max_ms;
+        c->archive_until_ms = now + c->archive_backoff_ms;
+        return 0;
+    }
+    return 0;
+}

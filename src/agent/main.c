@@ -1,0 +1,152 @@
+/*
+ * main.c - gpufl-agent: configuration, signals, the cursor at start-up,
+ * and the pipeline (ship.c).  Exit codes: 0 ok, 1 runtime failure, 2
+ * usage error.
+ */
+#include "agent/agent_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The one process-wide state: set by SIGINT/SIGTERM, read by the loop
+ * and by a sink waiting on its peer (sig_atomic_t is int here). */
+static volatile sig_atomic_t agent_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    agent_stop = 1;
+}
+
+/* Loads the cursor; a corrupt one is moved aside with a clear message and
+ * shipping starts over (downstream de-duplicates by (sid, st, seq)). */
+static int load_cursor(agent_ctx *c)
+{
+    char err[256];
+    int missing;
+    int rc = agent_cursor_load(c->cfg->cursor_file, &c->pending, &c->npending,
+                               &missing, err, sizeof err);
+
+    if (rc == GPUFL_EPARSE || rc == GPUFL_ETOOBIG) {
+        char aside[4200];
+        snprintf(aside, sizeof aside, "%s.corrupt", c->cfg->cursor_file);
+        fprintf(stderr,
+                "gpufl-agent: cursor file %s is corrupt (%s); moved to %s. "
+                "Starting from the beginning of every file: lines already "
+                "shipped will be sent again and de-duplicated downstream "
+                "by (sid, st, seq).\n",
+                c->cfg->cursor_file, err, aside);
+        if (rename(c->cfg->cursor_file, aside))
+            fprintf(stderr, "gpufl-agent: cannot move it aside: %s\n",
+                    strerror(errno));
+        c->cursor_dirty = 1;
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "gpufl-agent: cannot read cursor file %s: %s\n",
+                c->cfg->cursor_file, err);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    agent_cfg cfg;
+    agent_ctx c;
+    char err[512];
+    int rc;
+    struct sigaction sa;
+
+    rc = agent_cfg_load(&cfg, argc, argv, NULL, stderr);
+    if (rc)
+        goto out;
+    if (cfg.help) {
+        agent_opt_help(stdout);
+        goto out;
+    }
+    if (cfg.help_markdown) {
+        agent_opt_markdown(stdout);
+        goto out;
+    }
+    if (cfg.dump_config) {
+        agent_opt_dump(&cfg, stdout);
+        goto out;
+    }
+    rc = agent_cfg_check(&cfg, stderr);
+    if (rc)
+        goto out;
+    if (cfg.status) {
+        rc = agent_status_print(&cfg, stdout);
+        goto out;
+    }
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    memset(&c, 0, sizeof c);
+    c.cfg = &cfg;
+    c.stop = &agent_stop;
+    c.inotify_fd = -1;
+    c.tok = malloc(AGENT_TOKENS * sizeof *c.tok);
+    if (!c.tok) {
+        rc = 1;
+        goto done;
+    }
+    rc = load_cursor(&c);
+    if (rc)
+        goto done;
+    if (!strcmp(cfg.type, "kafka"))
+        c.sink = agent_sink_kafka_new(&cfg, &agent_stop, err, sizeof err);
+    else
+        c.sink = agent_sink_http_new(&cfg, &agent_stop, err, sizeof err);
+    if (!c.sink) {
+        fprintf(stderr, "gpufl-agent: %s sink: %s\n", cfg.type, err);
+        rc = 1;
+        goto done;
+    }
+    agent_dead_open(&c);
+    if (agent_archive_open(&c)) {
+        fprintf(stderr, "gpufl-agent: cannot set up the S3 archive\n");
+        rc = 1;
+        goto done;
+    }
+    if (!cfg.inotify)
+        c.inotify_fd = -1;
+    else if (agent_watch_open(&c))
+        fprintf(stderr,
+                "gpufl-agent: inotify unavailable (%s); polling "
+                "every %llu ms\n",
+                strerror(errno), (unsigned long long)cfg.poll_ms);
+    rc = agent_run(&c) ? 1 : 0;
+    if (cfg.stats_s)
+        agent_stats_line(&c);
+done:
+    agent_sink_free(c.sink);
+    agent_archive_close(&c);
+    agent_dead_close(&c);
+    if (c.inotify_fd >= 0)
+        close(c.inotify_fd);
+    for (size_t i = 0; i < c.nfiles; i++)
+        agent_file_free(c.files[i]);
+    free(c.files);
+    free(c.pending);
+    free(c.tok);
+    free(c.tok_big);
+    curl_global_cleanup();
+out:
+    agent_cfg_release(&cfg);
+    return rc;
+}

@@ -1,0 +1,379 @@
+/*
+ * sink_http.c - the HTTP backend: POST {url}{stream} with the batch's
+ * lines as NDJSON (never re-encoded), optionally zstd or gzip encoded, a
+ * Bearer token, one keep-alive libcurl handle and a total time limit per
+ * request.
+ *
+ * Answers (the server contract, docs/agent.md): 200 with
+ * {"accepted","duplicate","rejected","errors":[{"line","reason"}]}; the
+ * lines named in errors go to reject(), the rest are acknowledged.  413
+ * and 400 split the batch in halves until the offending line is alone,
+ * which is then rejected; 401/403/404 are configuration errors; 415 turns
+ * compression off and retries; anything else (5xx, timeouts, refused
+ * connections) is a plain retry.  The token never appears in messages.
+ */
+#include "agent/sink.h"
+
+#include "common/jsonl.h"
+
+#include <gpufl/gpufl.h>
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* The largest response body kept (a fully rejected batch of 1M lines
+ * lists each line). */
+#define HTTP_RESP_MAX (64u << 20)
+
+typedef enum { ENC_NONE, ENC_ZSTD, ENC_GZIP } http_enc;
+
+typedef struct http_sink {
+    agent_sink base;
+    CURL *curl;
+    char *url[AGENT_NSTREAMS];
+    char *auth; /* "Authorization: Bearer ..." */
+    http_enc enc;
+    uint64_t timeout_ms;
+    ZSTD_CCtx *zc;
+    char *zbuf; /* compressed body */
+    size_t zcap;
+    char *resp;
+    size_t resp_len, resp_cap;
+    int resp_over;
+    jsonl_tok *tok;
+    uint32_t tok_cap;
+    volatile int *stop;
+} http_sink;
+
+/* Aborts a transfer once the agent is asked to stop. */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                       curl_off_t un)
+{
+    http_sink *h = ud;
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return h->stop && *h->stop;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
+{
+    http_sink *h = ud;
+    size_t n = size * nmemb;
+
+    if (h->resp_len + n + 1 > h->resp_cap) {
+        size_t cap = h->resp_cap ? h->resp_cap : 4096;
+        char *g;
+        while (cap < h->resp_len + n + 1)
+            cap *= 2;
+        if (cap > HTTP_RESP_MAX) {
+            h->resp_over = 1;
+            return n; /* drain, but the answer is unusable */
+        }
+        g = realloc(h->resp, cap);
+        if (!g) {
+            h->resp_over = 1;
+            return n;
+        }
+        h->resp = g;
+        h->resp_cap = cap;
+    }
+    memcpy(h->resp + h->resp_len, p, n);
+    h->resp_len += n;
+    return n;
+}
+
+static int zbuf_reserve(http_sink *h, size_t need)
+{
+    char *g;
+    if (need <= h->zcap)
+        return 0;
+    g = realloc(h->zbuf, need);
+    if (!g)
+        return -1;
+    h->zbuf = g;
+    h->zcap = need;
+    return 0;
+}
+
+/* Compresses src into h->zbuf; returns the length or 0 on failure. */
+static size_t compress_body(http_sink *h, const char *src, size_t n)
+{
+    if (h->enc == ENC_ZSTD) {
+        size_t r, bound = ZSTD_compressBound(n);
+        if (zbuf_reserve(h, bound))
+            return 0;
+        r = ZSTD_compressCCtx(h->zc, h->zbuf, bound, src, n, 1);
+        return ZSTD_isError(r) ? 0 : r;
+    } else {
+        z_stream z;
+        size_t bound, out;
+        memset(&z, 0, sizeof z);
+        /* 15 + 16: a gzip wrapper, as Content-Encoding: gzip says */
+        if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+            return 0;
+        bound = deflateBound(&z, (uLong)n) + 32;
+        if (zbuf_reserve(h, bound)) {
+            deflateEnd(&z);
+            return 0;
+        }
+        z.next_in = (Bytef *)(uintptr_t)src;
+        z.avail_in = (uInt)n;
+        z.next_out = (Bytef *)h->zbuf;
+        z.avail_out = (uInt)bound;
+        if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+            deflateEnd(&z);
+            return 0;
+        }
+        out = z.total_out;
+        deflateEnd(&z);
+        return out;
+    }
+}
+
+/* One POST; returns the HTTP status, or 0 for a transport failure with
+ * the reason in why. */
+static long http_post(http_sink *h, int stream, const char *body, size_t n,
+                      char *why, size_t why_cap)
+{
+    struct curl_slist *hdr = NULL;
+    const char *data = body;
+    size_t len = n;
+    long status = 0;
+    CURLcode cc;
+
+    if (h->enc != ENC_NONE && n > 0) {
+        len = compress_body(h, body, n);
+        if (!len) {
+            snprintf(why, why_cap, "compression failed");
+            return 0;
+        }
+        data = h->zbuf;
+    }
+    hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
+    if (h->enc == ENC_ZSTD)
+        hdr = curl_slist_append(hdr, "Content-Encoding: zstd");
+    else if (h->enc == ENC_GZIP)
+        hdr = curl_slist_append(hdr, "Content-Encoding: gzip");
+    /* no 100-continue round trip on every request */
+    hdr = curl_slist_append(hdr, "Expect:");
+    if (h->auth)
+        hdr = curl_slist_append(hdr, h->auth);
+    if (!hdr) {
+        snprintf(why, why_cap, "out of memory");
+        return 0;
+    }
+    h->resp_len = 0;
+    h->resp_over = 0;
+    curl_easy_setopt(h->curl, CURLOPT_URL, h->url[stream]);
+    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, data);
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    cc = curl_easy_perform(h->curl);
+    if (cc != CURLE_OK)
+        snprintf(why, why_cap, "%s", curl_easy_strerror(cc));
+    else
+        curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hdr);
+    return status;
+}
+
+/* Parses a 200 answer and rejects the lines it names (line K is 1-based
+ * within the request, which starts at batch line `first`). */
+static void parse_answer(http_sink *h, uint32_t first, uint32_t count,
+                         agent_reject_fn reject, void *ctx)
+{
+    jsonl_doc d;
+    uint32_t errs, t;
+    uint32_t need;
+
+    if (h->resp_over || h->resp_len == 0)
+        return; /* 200 = committed; without details every line is acked */
+    need = (uint32_t)(h->resp_len / 2 + 8);
+    if (need > h->tok_cap) {
+        jsonl_tok *g = realloc(h->tok, need * sizeof *g);
+        if (!g)
+            return;
+        h->tok = g;
+        h->tok_cap = need;
+    }
+    jsonl_doc_init(&d, h->tok, h->tok_cap);
+    if (jsonl_doc_parse_obj(&d, h->resp, h->resp_len))
+        return;
+    errs = jsonl_doc_find(&d, "errors");
+    if (jsonl_tok_type(&d, errs) != JSONL_ARRAY)
+        return;
+    t = errs + 1;
+    for (uint32_t i = 0; i < d.tok[errs].n; i++) {
+        uint64_t line;
+        uint32_t r = jsonl_obj_find(&d, t, "reason");
+        uint32_t l = jsonl_obj_find(&d, t, "line");
+        if (jsonl_tok_type(&d, t) == JSONL_OBJECT &&
+            jsonl_tok_u64(&d, l, &line) == 0 && line >= 1 && line <= count) {
+            const char *why = "rejected";
+            size_t wl = 8;
+            if (jsonl_tok_type(&d, r) == JSONL_STRING) {
+                why = d.line + d.tok[r].off;
+                wl = d.tok[r].len;
+            }
+            reject(ctx, first + (uint32_t)line - 1, why, wl);
+        }
+        t = d.tok[t].next;
+    }
+}
+
+/* Sends lines [first, first + count) of b, splitting on 413 and 400. */
+static agent_send_rc send_range(http_sink *h, const agent_batch *b,
+                                uint32_t first, uint32_t count,
+                                agent_reject_fn reject, void *ctx, char *why,
+                                size_t why_cap)
+{
+    size_t start = first ? b->end[first - 1] : 0;
+    size_t stop = b->end[first + count - 1];
+    long st;
+
+    for (;;) {
+        st =
+            http_post(h, b->stream, b->buf + start, stop - start, why, why_cap);
+        if (st == 415 && h->enc != ENC_NONE) {
+            fprintf(stderr,
+                    "gpufl-agent: server refuses %s bodies (HTTP "
+                    "415); sending uncompressed\n",
+                    h->enc == ENC_ZSTD ? "zstd" : "gzip");
+            h->enc = ENC_NONE;
+            continue;
+        }
+        break;
+    }
+    if (st >= 200 && st < 300) {
+        parse_answer(h, first, count, reject, ctx);
+        return AGENT_SEND_OK;
+    }
+    if (st == 413 || st == 400) {
+        uint32_t half = count / 2;
+        agent_send_rc rc;
+        if (count == 1) {
+            char r[128];
+            int n = snprintf(r, sizeof r, "HTTP %ld from the server%s", st,
+                             st == 413 ? " (line too large)" : "");
+            reject(ctx, first, r, (size_t)n);
+            return AGENT_SEND_OK;
+        }
+        rc = send_range(h, b, first, half, reject, ctx, why, why_cap);
+        if (rc != AGENT_SEND_OK)
+            return rc;
+        return send_range(h, b, first + half, count - half, reject, ctx, why,
+                          why_cap);
+    }
+    if (st == 401 || st == 403) {
+        snprintf(why, why_cap,
+                 "HTTP %ld: the server refused the token (check --token)", st);
+        return AGENT_SEND_CONFIG;
+    }
+    if (st == 404 || st == 415 || st == 405) {
+        snprintf(why, why_cap,
+                 "HTTP %ld from %s (check --url: it must end with the events "
+                 "path, e.g. /api/v1/events/)",
+                 st, h->url[b->stream]);
+        return AGENT_SEND_CONFIG;
+    }
+    if (st)
+        snprintf(why, why_cap, "HTTP %ld", st);
+    return AGENT_SEND_RETRY;
+}
+
+static agent_send_rc http_send(agent_sink *s, const agent_batch *b,
+                               agent_reject_fn reject, void *ctx, char *why,
+                               size_t why_cap)
+{
+    http_sink *h = (http_sink *)s;
+    if (b->n == 0)
+        return AGENT_SEND_OK;
+    return send_range(h, b, 0, b->n, reject, ctx, why, why_cap);
+}
+
+static void http_free(agent_sink *s)
+{
+    http_sink *h = (http_sink *)s;
+    if (!h)
+        return;
+    curl_easy_cleanup(h->curl);
+    for (int i = 0; i < AGENT_NSTREAMS; i++)
+        free(h->url[i]);
+    if (h->auth) {
+        /* the token does not outlive the sink in freed memory */
+        memset(h->auth, 0, strlen(h->auth));
+        free(h->auth);
+    }
+    ZSTD_freeCCtx(h->zc);
+    free(h->zbuf);
+    free(h->resp);
+    free(h->tok);
+    free(h);
+}
+
+static const agent_sink_ops http_ops = { "http", http_send, http_free };
+
+agent_sink *agent_sink_http_new(const agent_cfg *cfg, volatile int *stop,
+                                char *err, size_t errcap)
+{
+    http_sink *h = calloc(1, sizeof *h);
+
+    if (!h) {
+        snprintf(err, errcap, "out of memory");
+        return NULL;
+    }
+    h->base.ops = &http_ops;
+    h->stop = stop;
+    h->timeout_ms = cfg->timeout_ms;
+    h->enc = !strcmp(cfg->compress, "zstd")   ? ENC_ZSTD
+             : !strcmp(cfg->compress, "gzip") ? ENC_GZIP
+                                              : ENC_NONE;
+    if (strncmp(cfg->url, "http://", 7) && strncmp(cfg->url, "https://", 8)) {
+        snprintf(err, errcap, "--url must start with http:// or https://");
+        goto fail;
+    }
+    for (int i = 0; i < AGENT_NSTREAMS; i++) {
+        size_t n = strlen(cfg->url) + strlen(agent_stream_names[i]) + 2;
+        const char *slash = cfg->url[strlen(cfg->url) - 1] == '/' ? "" : "/";
+        h->url[i] = malloc(n);
+        if (!h->url[i])
+            goto nomem;
+        snprintf(h->url[i], n, "%s%s%s", cfg->url, slash,
+                 agent_stream_names[i]);
+    }
+    if (cfg->token && *cfg->token) {
+        size_t n = strlen(cfg->token) + 32;
+        h->auth = malloc(n);
+        if (!h->auth)
+            goto nomem;
+        snprintf(h->auth, n, "Authorization: Bearer %s", cfg->token);
+    }
+    h->zc = ZSTD_createCCtx();
+    h->curl = curl_easy_init();
+    if (!h->zc || !h->curl)
+        goto nomem;
+    curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)cfg->timeout_ms);
+    curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(cfg->timeout_ms < 10000 ? cfg->timeout_ms : 10000));
+    curl_easy_setopt(h->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+    curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, h);
+    curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "gpufl-agent/0.1");
+    /* redirects would re-send the token to another host */
+    curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+    return &h->base;
+nomem:
+    snprintf(err, errcap, "out of memory");
+fail:
+    http_free(&h->base);
+    return NULL;
+}

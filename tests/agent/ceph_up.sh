@@ -1,0 +1,71 @@
+#!/bin/bash
+# ceph_up.sh - a throwaway single-node radosgw on 127.0.0.1:7480 for the
+# agent's S3 archive test (it checks SigV4 signatures, which s3rver does
+# not).  From shared/reference/test-infrastructure.md, Appendix B.
+#   ceph_up.sh start DIR   (user TESTKEY / TESTSECRET; ~15 s)
+#   ceph_up.sh stop DIR
+# Needs: radosgw ceph-mon ceph-osd (scripts/deps/agent.test).
+set -euo pipefail
+cmd=${1:?start|stop}
+D=${2:?dir}
+C=$D/ceph.conf
+if [ "$cmd" = stop ]; then
+    for n in client.rgw.a osd.0 mon.a; do
+        [ -f "$D/run/$n.pid" ] && kill "$(cat "$D/run/$n.pid")" 2>/dev/null || true
+    done
+    for n in client.rgw.a osd.0 mon.a; do
+        if [ -f "$D/run/$n.pid" ]; then
+            p=$(cat "$D/run/$n.pid")
+            for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+            kill -9 "$p" 2>/dev/null || true
+        fi
+    done
+    exit 0
+fi
+rm -rf "$D"; mkdir -p "$D/run" "$D/log" "$D/mon.a" "$D/osd.0" "$D/rgw.a"
+FSID=$(cat /proc/sys/kernel/random/uuid)
+cat > "$C" <<EOC
+[global]
+fsid = $FSID
+mon host = v1:127.0.0.1:6789
+mon initial members = a
+public network = 127.0.0.0/8
+ms bind ipv6 = false
+ms bind msgr2 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+auth supported = none
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+mon max pg per osd = 1000
+osd objectstore = memstore
+memstore device bytes = 2147483648
+mon data = $D/mon.\$id
+osd data = $D/osd.\$id
+run dir = $D/run
+admin socket = $D/run/\$name.asok
+pid file = $D/run/\$name.pid
+log file = $D/log/\$name.log
+[client.rgw.a]
+rgw frontends = beast endpoint=127.0.0.1:7480
+rgw data = $D/rgw.a
+EOC
+monmaptool --create --clobber --fsid "$FSID" --addv a v1:127.0.0.1:6789 "$D/monmap" >/dev/null
+ceph-mon -c "$C" --mkfs -i a --monmap "$D/monmap"
+ceph-mon -c "$C" -i a
+ceph -c "$C" --connect-timeout 20 osd create >/dev/null
+ceph-osd -c "$C" -i 0 --mkfs 2>"$D/log/osd-mkfs.err"
+ceph-osd -c "$C" -i 0
+for _ in $(seq 1 100); do ceph -c "$C" osd stat 2>/dev/null | grep -q "1 up" && break; sleep 0.2; done
+radosgw -c "$C" -n client.rgw.a
+for _ in $(seq 1 150); do curl -s -o /dev/null http://127.0.0.1:7480/ && break; sleep 0.2; done
+radosgw-admin -c "$C" user create --uid=test --display-name=test \
+    --access-key=TESTKEY --secret-key=TESTSECRET >/dev/null

@@ -1,0 +1,338 @@
+"""harness.py - the pieces test_agent.py builds its scenarios from: the
+test receiver, the agent, the Kafka mock cluster and radosgw helpers, the
+log writers (example_train, prog_workload, hand-made lines), and the
+check that every complete line of the files arrived unchanged.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+
+
+BIN = os.environ.get("GPUFL_BIN_DIR", "build/bin")
+TMP_ROOT = os.environ.get("GPUFL_TEST_TMP", "/tmp")
+AGENT = os.path.join(BIN, "gpufl-agent")
+
+
+class Fail(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.25)
+    raise Fail("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+class Receiver:
+    def __init__(self, work, token=None):
+        self.work = work
+        self.out = os.path.join(work, "received.jsonl")
+        self.token = token
+        self.port = 0
+        self.proc = None
+
+    def start(self):
+        pf = os.path.join(self.work, "port")
+        if os.path.exists(pf):
+            os.unlink(pf)
+        cmd = [os.path.join(BIN, "agent_receiver"), "--out", self.out,
+               "--port-file", pf, "--port", str(self.port)]
+        if self.token:
+            cmd += ["--token", self.token]
+        self.proc = subprocess.Popen(cmd)
+        wait_for(lambda: os.path.exists(pf), 10, "receiver port")
+        with open(pf) as f:
+            self.port = int(f.read())
+
+    def url(self):
+        return "http://127.0.0.1:%d/api/v1/events/" % self.port
+
+    def ctl(self, cmd):
+        req = urllib.request.Request("http://127.0.0.1:%d/ctl" % self.port,
+                                     data=cmd.encode(), method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def stats(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/stats" % self.port,
+                                    timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        if self.proc:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+    def kill(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def received(self):
+        got = {}
+        if not os.path.exists(self.out):
+            return got
+        with open(self.out, "rb") as f:
+            for line in f:
+                e = json.loads(line)
+                got[(e["sid"], e["st"], e["seq"])] = line.rstrip(b"\n")
+        return got
+
+
+class Agent:
+    def __init__(self, work, folders, url, extra=(), env=None, name="agent"):
+        self.work = work
+        self.folders = folders
+        self.url = url
+        self.extra = list(extra)
+        self.env = dict(os.environ)
+        if env:
+            self.env.update(env)
+        self.cursor = os.path.join(work, "cursor")
+        self.log = os.path.join(work, name + ".stderr")
+        self.proc = None
+
+    def args(self):
+        a = [AGENT] + ["--folder=%s" % d for d in self.folders]
+        a += ["--type=http", "--url=%s" % self.url,
+              "--cursor-file=%s" % self.cursor, "--linger-ms=20",
+              "--poll-ms=100", "--retry-min-ms=50", "--retry-max-ms=1000",
+              "--stats-s=2"]
+        return a + self.extra
+
+    def start(self):
+        self.errf = open(self.log, "ab")
+        self.proc = subprocess.Popen(self.args(), env=self.env,
+                                     stderr=self.errf)
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.errf.close()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=60)
+        self.errf.close()
+        return rc
+
+    def once(self, timeout=120, extra=()):
+        with open(self.log, "ab") as errf:
+            return subprocess.run(self.args() + ["--once"] + list(extra),
+                                  env=self.env, stderr=errf,
+                                  timeout=timeout).returncode
+
+    def stderr(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode(errors="replace")
+
+
+def read_file(path):
+    if path.endswith(".zst"):
+        return subprocess.run(["zstd", "-dcq", path], check=True,
+                              stdout=subprocess.PIPE).stdout
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def expected(folder):
+    """Every complete line in folder's gpufl logs: {(sid, st, seq): bytes}."""
+    want = {}
+    for name in sorted(os.listdir(folder)):
+        if ".log" not in name or name.endswith(".tmp"):
+            continue
+        data = read_file(os.path.join(folder, name))
+        for line in data.split(b"\n")[:-1]:
+            if not line:
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(e, dict) and "seq" in e:
+                want[(e["sid"], e["st"], e["seq"])] = line
+    return want
+
+
+def verify(rec, folder, exact=True):
+    """All lines arrived; duplicates only as identical re-sends."""
+    want = expected(folder)
+    got = rec.received()
+    missing = [k for k in want if k not in got]
+    check(not missing, "%d of %d lines never arrived, e.g. %s"
+          % (len(missing), len(want), missing[:3]))
+    bad = [k for k in want if got[k] != want[k]]
+    check(not bad, "%d lines arrived changed, e.g. %s" % (len(bad), bad[:3]))
+    if exact:
+        extra = [k for k in got if k not in want]
+        check(not extra, "%d lines arrived that the files do not hold"
+              % len(extra))
+    st = rec.stats()
+    check(st["mismatch"] == 0, "a duplicate differed from its first copy")
+    return want, got, st
+
+
+def wait_shipped(rec, folder, timeout=120):
+    want = expected(folder)
+
+    def arrived():
+        got = rec.received()
+        return all(k in got for k in want)
+    wait_for(arrived, timeout, "%d lines to arrive" % len(want))
+
+
+def train(folder, steps, speed, rotate=65536, zstd=True, wait=True):
+    env = dict(os.environ, GPUFL_ROTATE_BYTES=str(rotate),
+               GPUFL_ROTATE_ZSTD="1" if zstd else "0", GPUFL_ROTATE_KEEP="0")
+    p = subprocess.Popen([os.path.join(BIN, "example_train"), "--steps",
+                          str(steps), "--speed", str(speed), "--log-dir",
+                          folder], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    if wait:
+        check(p.wait(timeout=300) == 0, "example_train failed")
+    return p
+
+
+def workload(folder, threads, kernels, rotate=4096, zstd=True, wait=True):
+    env = dict(os.environ, GPUFL_LOG_DIR=folder, GPUFL_ENGINES="host",
+               GPUFL_ROTATE_BYTES=str(rotate),
+               GPUFL_ROTATE_ZSTD="1" if zstd else "0", GPUFL_ROTATE_KEEP="0")
+    p = subprocess.Popen([os.path.join(BIN, "prog_workload"), str(threads),
+                          str(kernels)], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    if wait:
+        check(p.wait(timeout=300) == 0, "prog_workload failed")
+    return p
+
+
+def mkline(sid, st, seq, typ="x", pad=0):
+    d = {"v": 1, "sid": sid, "st": st, "seq": seq, "ts": 1000 + seq,
+         "type": typ}
+    if pad:
+        d["pad"] = "p" * pad
+    return (json.dumps(d, separators=(",", ":")) + "\n").encode()
+
+
+SID_A = "11111111-1111-4111-8111-111111111111"
+SID_B = "22222222-2222-4222-8222-222222222222"
+SID_C = "33333333-3333-4333-8333-333333333333"
+
+
+def session_file(folder, sid, st, seqs, suffix="", tail=b""):
+    name = "hand.20261129-000000.%s.%s.log%s" % (sid[:8], st, suffix)
+    path = os.path.join(folder, name)
+    with open(path, "ab") as f:
+        for s in seqs:
+            f.write(mkline(sid, st, s, "session" if s == 0 else "x"))
+        f.write(tail)
+    return path
+
+
+# ---------------------------------------------------------------- cases
+
+def dead_records(agent_work):
+    path = os.path.join(agent_work, "cursor.dead.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(l) for l in f]
+
+
+class KafkaMock:
+    def __init__(self, work, prefix="gpufl"):
+        self.work = work
+        self.prefix = prefix
+        bs = os.path.join(work, "bootstrap")
+        self.proc = subprocess.Popen([os.path.join(BIN, "agent_kafka_mock"),
+                                      "serve", bs, prefix])
+        wait_for(lambda: os.path.exists(bs), 10, "mock cluster")
+        with open(bs) as f:
+            self.bootstrap = f.read().strip()
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+    def dump(self):
+        out = os.path.join(self.work, "dump.tsv")
+        subprocess.run([os.path.join(BIN, "agent_kafka_mock"), "dump",
+                        self.bootstrap, self.prefix, out], check=True,
+                       timeout=120)
+        msgs = []
+        with open(out, "rb") as f:
+            for line in f:
+                topic, key, value = line.rstrip(b"\n").split(b"\t", 2)
+                msgs.append((topic.decode(), key.decode(), value))
+        return msgs
+
+
+def kafka_verify(mock, folder):
+    want = expected(folder)
+    got = {}
+    for topic, key, value in mock.dump():
+        e = json.loads(value)
+        k = (e["sid"], e["st"], e["seq"])
+        check(topic == "%s.%s" % (mock.prefix, e["st"]),
+              "line of %s on topic %s" % (e["st"], topic))
+        check(key == e["sid"], "key %s is not the session id" % key)
+        check(got.get(k, value) == value, "a duplicate differs: %s" % (k,))
+        got[k] = value
+    missing = [k for k in want if k not in got]
+    check(not missing, "%d of %d lines never arrived" % (len(missing),
+                                                           len(want)))
+    check(all(got[k] == want[k] for k in want), "a value was re-encoded")
+    check(len(got) == len(want), "unexpected lines")
+    return want
+
+
+def kafka_agent(work, logs, mock, extra=()):
+    a = Agent(work, [logs], "http://unused/", extra)
+    base = a.args
+
+    def args():
+        return [x for x in base() if not x.startswith(("--type", "--url"))] \
+            + ["--type=kafka", "--brokers=%s" % mock.bootstrap,
+               "--topic-prefix=%s" % mock.prefix]
+    a.args = args
+    return a
+
+
+def behind_zero(agent):
+    st = subprocess.run(agent.args() + ["--status"], stdout=subprocess.PIPE,
+                        text=True)
+    lines = [l for l in st.stdout.splitlines() if l.startswith("stream ")]
+    return len(lines) == 3 and all(l.endswith("behind=0") for l in lines)
+
+
+CEPH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ceph_up.sh")
+SKIP = 77
+
+
+def s3_curl(method, path, data=None, secret="TESTSECRET"):
+    import hashlib
+    body = data or b""
+    cmd = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--aws-sigv4",
+           "aws:amz:us-east-1:s3", "--user", "TESTKEY:%s" % secret, "-H",
+           "x-amz-content-sha256: %s" % hashlib.sha256(body).hexdigest(),
+           "-X", method, "http://127.0.0.1:7480" + path]
+    if data is not None:
+        cmd += ["--data-binary", "@-"]
+    r = subprocess.run(cmd, input=body, stdout=subprocess.PIPE, timeout=60)
+    out, _, code = r.stdout.rpartition(b"\n")
+    return int(code or 0), out
