@@ -136,6 +136,19 @@ typedef struct gpufl_options {
     int log_level; /* GPUFL_LOG_LEVEL: error|warn|info|debug;
                                     default -1 = silent */
     int disabled;  /* GPUFL_DISABLED; default 0 */
+
+    /* CUDA capture, the "cupti" engine (docs/capture.md) */
+    const char *cupti_lib;   /* GPUFL_CUPTI_LIB; path of libcupti.so.13;
+                               default NULL = the one the application
+                               loaded, the library path, then
+                               /usr/local/cuda (docs/capture.md) */
+    int stacks;              /* GPUFL_STACKS; CPU call stack of each
+                               kernel launch (cupti); default 0 */
+    uint32_t stack_depth;    /* GPUFL_STACK_DEPTH; frames kept, 1..56;
+                               default 32 */
+    uint32_t cupti_flush_ms; /* GPUFL_CUPTI_FLUSH_MS; how often CUPTI's
+                               completed buffers are collected; default
+                               500 */
 } gpufl_options;
 
 /* Fill *opts with defaults and the environment.  Returns GPUFL_EINVAL when an

@@ -466,7 +466,7 @@ static inline void attribute(const tls_state *t, uint64_t scope, uint32_t path,
 
 /* Structs only grow: a caller built against an older header passes a
  * smaller sz; its struct is copied into a zeroed current one (the slow
- * path), so new fields read as 0.  GPUFL_RECORD_MIN_* are the first
+ * path), so new fields read as 0.  record_min_size() has the first
  * published sizes. */
 #define RECORD_PROLOGUE(arg, stype, type, stream, ts)                          \
     tls_state *t;                                                              \
@@ -490,17 +490,25 @@ static inline void attribute(const tls_state *t, uint64_t scope, uint32_t path,
 /* The first published size of each record struct (v0.1). */
 static size_t record_min_size(int type)
 {
+    /* Fixed numbers, not sizeof: when a struct grows, callers built with
+     * the old header keep working.  (x86-64 sizes of gpufl 0.1.) */
     switch (type) {
-    case REC_KERNEL: return sizeof(gpufl_kernel);
-    case REC_MEMCPY: return sizeof(gpufl_memcpy);
-    case REC_MEMSET: return sizeof(gpufl_memset);
-    case REC_SYNC: return sizeof(gpufl_sync);
-    case REC_MEMOP: return sizeof(gpufl_memop);
-    case REC_SASS: return sizeof(gpufl_sass);
-    case REC_PCSAMP: return sizeof(gpufl_pcsamp);
+    case REC_KERNEL: return 128;
+    case REC_MEMCPY: return 72;
+    case REC_MEMSET: return 64;
+    case REC_SYNC: return 56;
+    case REC_MEMOP: return 72;
+    case REC_SASS: return 80;
+    case REC_PCSAMP: return 120;
     default: return SIZE_MAX;
     }
 }
+
+_Static_assert(sizeof(gpufl_kernel) >= 128 && sizeof(gpufl_memcpy) >= 72 &&
+                   sizeof(gpufl_memset) >= 64 && sizeof(gpufl_sync) >= 56 &&
+                   sizeof(gpufl_memop) >= 72 && sizeof(gpufl_sass) >= 80 &&
+                   sizeof(gpufl_pcsamp) >= 120,
+               "record structs only grow");
 
 int gpufl_record_kernel(const gpufl_kernel *k)
 {
@@ -832,7 +840,7 @@ static void open_engines(void)
         g_client.simulated = g_client.engines[g_client.n_engines - 1].on;
     }
     if (autom || engine_listed(list, "cupti"))
-        add_engine("cupti", NULL);
+        add_engine("cupti", &src_cupti_ops);
     if (g_client.simulated && (autom || engine_listed(list, "nvml"))) {
         /* gpu lines of real and simulated devices would share device
          * numbers: a session is one or the other */
@@ -979,7 +987,8 @@ void gpufl_shutdown(void)
     for (int i = 0; i < g_client.n_engines; i++) {
         client_engine *e = &g_client.engines[i];
         if (e->on && e->ops->flush)
-            e->ops->flush(e->state, 0);
+            e->ops->flush(e->state, UINT32_MAX); /* let a bounded simulated
+                                                    run finish its steps */
     }
     sampler_stop();
     close_engines();

@@ -6,6 +6,7 @@
  * bounds: parsing and docs/client.md come from the same list.
  */
 #include "client_int.h"
+#include "cupti_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +45,21 @@ static const env_opt env_table[] = {
     { "GPUFL_PROC_ROOT", OT_STR, OFF(proc_root), 0, 0 },
     { "GPUFL_LOG_LEVEL", OT_LEVEL, OFF(log_level), 0, 0 },
     { "GPUFL_DISABLED", OT_BOOL, OFF(disabled), 0, 1 },
+    { "GPUFL_CUPTI_LIB", OT_STR, OFF(cupti_lib), 0, 0 },
+    { "GPUFL_STACKS", OT_BOOL, OFF(stacks), 0, 1 },
+    { "GPUFL_STACK_DEPTH", OT_U32, OFF(stack_depth), 1, 56 },
+    { "GPUFL_CUPTI_FLUSH_MS", OT_U32, OFF(cupti_flush_ms), 10, 60000 },
 };
+
+/* The CUPTI engine's settings of the running session.  client_cfg is not
+ * extended for them (it is shared by every engine); written by
+ * client_cfg_resolve under gpufl_init's lock, read by the engine's open(). */
+static cupti_cfg cupti_resolved;
+
+const cupti_cfg *client_cupti_cfg(void)
+{
+    return &cupti_resolved;
+}
 
 /* 1/0 for true/false words, -1 otherwise. */
 static int parse_bool(const char *s)
@@ -196,6 +211,10 @@ int gpufl_options_init(gpufl_options *o)
     o->log_ud = NULL;
     o->log_level = -1;
     o->disabled = 0;
+    o->cupti_lib = NULL;
+    o->stacks = 0;
+    o->stack_depth = 32;
+    o->cupti_flush_ms = CUPTI_FLUSH_MS_DEFAULT;
     for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++) {
         const char *v = getenv(env_table[i].env);
         if (v && apply_env(o, &env_table[i], v) < 0) {
@@ -308,6 +327,11 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cfg->log = o->log;
     cfg->log_ud = o->log_ud;
     cfg->log_level = o->log_level;
+    memset(&cupti_resolved, 0, sizeof cupti_resolved);
+    copy_str(cupti_resolved.lib, sizeof cupti_resolved.lib, o->cupti_lib);
+    cupti_resolved.stacks = o->stacks;
+    cupti_resolved.stack_depth = o->stack_depth;
+    cupti_resolved.flush_ms = o->cupti_flush_ms;
     if (o->disabled)
         return GPUFL_EDISABLED;
     return GPUFL_OK;

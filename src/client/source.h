@@ -119,6 +119,7 @@ typedef struct src_ops {
 
 extern const src_ops src_sim_ops;
 extern const src_ops src_nvml_ops;
+extern const src_ops src_cupti_ops; /* source_cupti*.c, docs/capture.md */
 
 /* ---- host CPU and memory (source_host.c) ---- */
 

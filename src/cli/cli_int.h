@@ -1,0 +1,19 @@
+/*
+ * cli_int.h - the subcommands of the `gpufl` command.  Each lives in its
+ * own file (cli_<name>.c) and is listed once in main.c's table; a
+ * subcommand gets argv after its name and returns the process exit code
+ * (0 ok, 1 runtime failure, 2 usage error; `run` returns the program's).
+ */
+#ifndef GPUFL_CLI_INT_H
+#define GPUFL_CLI_INT_H
+
+typedef struct cli_cmd {
+    const char *name;
+    const char *summary; /* one line for `gpufl --help` */
+    int (*main)(int argc, char **argv);
+} cli_cmd;
+
+int cli_run_main(int argc, char **argv);
+int cli_version_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * main.c - the `gpufl` command: dispatches to a subcommand from one table.
+ * New subcommands (demo, report, memprof, idle) are a file and a row.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_int.h"
+
+static const cli_cmd cmds[] = {
+    { "run",
+      "run a program with GPU capture, no code change (gpufl run -- "
+      "CMD ARGS...)",
+      cli_run_main },
+    { "version", "print the versions of gpufl and its event format",
+      cli_version_main },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gpufl COMMAND [ARGS...]\n\n"
+               "gpufl is a GPU flight recorder: it writes what a CUDA program "
+               "does on the GPU\n(kernels, copies, scopes, system metrics) to "
+               "JSON-lines logs.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "\n'gpufl COMMAND --help' explains a command. Exit codes: 0 ok, "
+               "1 failure, 2 usage\nerror; 'run' exits with the program's "
+               "status.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+        !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version"))
+        return cli_version_main(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "gpufl: unknown command \"%s\"\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,601 @@
+/*
+ * source_cupti.c - the "cupti" engine: real GPU activity from NVIDIA's CUPTI.
+ *
+ * This file owns loading (libcuda and libcupti with dlopen, never linked:
+ * a library that may be injected into any process must not drag CUDA in),
+ * the session lifecycle of the engine (open/start/flush/close), the pool
+ * of activity buffers handed to CUPTI, and the flush thread that asks
+ * CUPTI for completed buffers on a timer and decodes them.  Launch
+ * callbacks are in source_cupti_launch.c, record decoding in
+ * source_cupti_decode.c; the ABI we rely on is declared in cupti_abi_int.h.
+ *
+ * Threads: buffer requests arrive on application threads and must not
+ * block (a lock-free scan of a fixed pool); completed buffers arrive on a
+ * CUPTI thread or on ours and are only queued; everything else - decoding,
+ * device queries, gpufl_record_* - happens on the flush thread, outside any
+ * CUPTI callback, so the no-CUDA-calls-in-callbacks rule holds (§4.4).
+ *
+ * CUPTI is never finalized, unsubscribed or dlclosed (§2.5): its threads
+ * and driver hooks outlive us.  So the engine's state is static and lives
+ * as long as the process; a later session in the same process reuses the
+ * subscription.
+ */
+#include "cupti_int.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_int.h"
+
+static cupti_state st;
+cupti_state *cupti_g = &st;
+static _Atomic int live;  /* a session uses the engine */
+static int attached;      /* subscribed once in this process */
+static uint32_t gen_seen; /* g_client.gen of the open session */
+
+/* ---- loading ---- */
+
+static void *sym(void *lib, const char *name, const char **missing)
+{
+    void *p = dlsym(lib, name);
+    if (!p && !*missing)
+        *missing = name;
+    return p;
+}
+
+static int load_cuda(cupti_state *s, char *why, size_t whylen)
+{
+    const char *missing = NULL;
+    s->cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!s->cuda)
+        s->cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!s->cuda) {
+        snprintf(why, whylen,
+                 "cupti: libcuda.so.1 not found (no NVIDIA driver?): %.120s",
+                 dlerror());
+        return GPUFL_EUNAVAIL;
+    }
+    s->cuInit = (gfl_cuInit_fn)sym(s->cuda, "cuInit", &missing);
+    s->cuDriverGetVersion =
+        (gfl_cuDriverGetVersion_fn)sym(s->cuda, "cuDriverGetVersion", &missing);
+    s->cuDeviceGetCount =
+        (gfl_cuDeviceGetCount_fn)sym(s->cuda, "cuDeviceGetCount", &missing);
+    s->cuDeviceGet = (gfl_cuDeviceGet_fn)sym(s->cuda, "cuDeviceGet", &missing);
+    s->cuDeviceGetAttribute = (gfl_cuDeviceGetAttribute_fn)sym(
+        s->cuda, "cuDeviceGetAttribute", &missing);
+    s->cuDeviceGetName =
+        (gfl_cuDeviceGetName_fn)sym(s->cuda, "cuDeviceGetName", &missing);
+    /* optional: the header macros rename these; dlsym needs the real names */
+    s->cuDeviceGetUuid =
+        (gfl_cuDeviceGetUuid_fn)dlsym(s->cuda, "cuDeviceGetUuid_v2");
+    s->cuDeviceTotalMem =
+        (gfl_cuDeviceTotalMem_fn)dlsym(s->cuda, "cuDeviceTotalMem_v2");
+    if (missing) {
+        snprintf(why, whylen, "cupti: libcuda.so.1 lacks %s", missing);
+        return GPUFL_EUNAVAIL;
+    }
+    return 0;
+}
+
+static const char *cuda_err_name(int rc)
+{
+    switch (rc) {
+    case GFL_CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE: no CUDA GPU";
+    case GFL_CUDA_ERROR_INSUFFICIENT_DRIVER:
+        return "CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is too old";
+    case GFL_CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    default: return "CUDA error";
+    }
+}
+
+/* Explicit setting, then a CUPTI the application already loaded (two
+ * copies in one process fight over the driver's tool interface), then
+ * the default search path, then the toolkit's usual places (§1.2). */
+static int load_cupti(cupti_state *s, char *why, size_t whylen)
+{
+    static const char *const where[] = {
+        "/usr/local/cuda/lib64/libcupti.so.13",
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+        "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+    };
+    const char *missing = NULL;
+    const char *name = "libcupti.so.13";
+    if (s->cfg.lib[0]) {
+        name = s->cfg.lib;
+        s->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    } else {
+        s->lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+        if (!s->lib)
+            s->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        for (size_t i = 0; !s->lib && i < sizeof where / sizeof where[0]; i++)
+            s->lib = dlopen(where[i], RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!s->lib) {
+        snprintf(why, whylen, "cupti: cannot load %.200s%s: %.120s", name,
+                 s->cfg.lib[0] ? " (GPUFL_CUPTI_LIB)" : "", dlerror());
+        return GPUFL_EUNAVAIL;
+    }
+#define GFL_SYM(field, fname)                                                  \
+    s->field = (gfl_##fname##_fn)sym(s->lib, #fname, &missing)
+    GFL_SYM(GetVersion, cuptiGetVersion);
+    GFL_SYM(Subscribe, cuptiSubscribe);
+    GFL_SYM(EnableCallback, cuptiEnableCallback);
+    GFL_SYM(RegisterCallbacks, cuptiActivityRegisterCallbacks);
+    GFL_SYM(Enable, cuptiActivityEnable);
+    GFL_SYM(GetNextRecord, cuptiActivityGetNextRecord);
+    GFL_SYM(FlushAll, cuptiActivityFlushAll);
+    GFL_SYM(GetTimestamp, cuptiGetTimestamp);
+#undef GFL_SYM
+    s->GetResultString =
+        (gfl_cuptiGetResultString_fn)dlsym(s->lib, "cuptiGetResultString");
+    s->GetNumDropped = (gfl_cuptiActivityGetNumDroppedRecords_fn)dlsym(
+        s->lib, "cuptiActivityGetNumDroppedRecords");
+    if (missing) {
+        snprintf(why, whylen, "cupti: %.200s lacks %s (not a CUDA 13 CUPTI?)",
+                 name, missing);
+        return GPUFL_EUNAVAIL;
+    }
+    return 0;
+}
+
+static void cupti_reason(cupti_state *s, int rc, const char *call, char *why,
+                         size_t whylen)
+{
+    const char *str = NULL;
+    if (s->GetResultString && s->GetResultString(rc, &str) != 0)
+        str = NULL;
+    switch (rc) {
+    case GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+        snprintf(why, whylen,
+                 "cupti: %s: insufficient privileges for GPU profiling "
+                 "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES; the driver restricts "
+                 "profiling to administrators: NVreg_RestrictProfilingToAdmin"
+                 "Users=1)",
+                 call);
+        break;
+    case GFL_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+        snprintf(why, whylen,
+                 "cupti: %s: another CUPTI tool is attached to this process "
+                 "(Nsight, a framework profiler, a debugger)",
+                 call);
+        break;
+    case GFL_CUPTI_ERROR_UNKNOWN:
+        snprintf(why, whylen,
+                 "cupti: %s failed (CUPTI_ERROR_UNKNOWN: no GPU or driver?)",
+                 call);
+        break;
+    default:
+        snprintf(why, whylen, "cupti: %s failed: %.100s (%d)", call,
+                 str ? str : "CUPTI error", rc);
+    }
+    s->stopping = 1;
+}
+
+/* ---- activity buffers ---- */
+
+static void buf_request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+    cupti_state *s = cupti_g;
+    *buf = NULL;
+    *size = 0;
+    *max_records = 0;
+    if (!atomic_load_explicit(&live, memory_order_acquire))
+        return;
+    for (int i = 0; i < CUPTI_MAX_BUFFERS; i++) {
+        int exp = 0;
+        if (!atomic_compare_exchange_strong(&s->bufs[i].busy, &exp, 1))
+            continue;
+        if (!s->bufs[i].mem) /* first use of this slot only */
+            s->bufs[i].mem = aligned_alloc(16, CUPTI_BUF_SIZE);
+        if (!s->bufs[i].mem) {
+            atomic_store(&s->bufs[i].busy, 0);
+            break;
+        }
+        *buf = s->bufs[i].mem;
+        *size = CUPTI_BUF_SIZE;
+        return;
+    }
+    /* CUPTI drops the records and counts them (GetNumDroppedRecords) */
+    atomic_fetch_add(&s->refused, 1);
+}
+
+static void buf_release(cupti_state *s, const uint8_t *buf)
+{
+    for (int i = 0; i < CUPTI_MAX_BUFFERS; i++)
+        if (s->bufs[i].mem == buf) {
+            atomic_store_explicit(&s->bufs[i].busy, 0, memory_order_release);
+            return;
+        }
+}
+
+static void buf_complete(void *ctx, uint32_t stream, uint8_t *buf, size_t size,
+                         size_t valid)
+{
+    cupti_state *s = cupti_g;
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    if (!buf)
+        return;
+    if (!atomic_load_explicit(&live, memory_order_acquire)) {
+        buf_release(s, buf);
+        return;
+    }
+    /* queue only: decoding may call the driver, which a callback may not */
+    pthread_mutex_lock(&s->done_lock);
+    if (s->n_done < CUPTI_MAX_BUFFERS) {
+        s->done_buf[s->n_done] = buf;
+        s->done_valid[s->n_done] = valid;
+        s->n_done++;
+        buf = NULL;
+    }
+    pthread_mutex_unlock(&s->done_lock);
+    if (buf) /* cannot happen: at most CUPTI_MAX_BUFFERS are handed out */
+        buf_release(s, buf);
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Decode every queued buffer and give it back to the pool. */
+static void drain(cupti_state *s)
+{
+    for (;;) {
+        uint8_t *buf;
+        size_t valid;
+        pthread_mutex_lock(&s->done_lock);
+        if (!s->n_done) {
+            pthread_mutex_unlock(&s->done_lock);
+            break;
+        }
+        buf = s->done_buf[0];
+        valid = s->done_valid[0];
+        s->n_done--;
+        memmove(s->done_buf, s->done_buf + 1, s->n_done * sizeof buf);
+        memmove(s->done_valid, s->done_valid + 1, s->n_done * sizeof valid);
+        pthread_mutex_unlock(&s->done_lock);
+        cupti_decode_buffer(s, buf, valid);
+        buf_release(s, buf);
+    }
+}
+
+static void update_counters(cupti_state *s)
+{
+    size_t n = 0;
+    /* outside every lock of ours: Kineto's ABBA deadlock (§3.1) */
+    if (s->GetNumDropped && s->GetNumDropped(NULL, 0, &n) == 0)
+        s->n_dropped += n;
+    if (s->c_dropped)
+        gpufl_counter_set(s->c_dropped, (int64_t)s->n_dropped);
+    if (s->c_invalid)
+        gpufl_counter_set(s->c_invalid, (int64_t)s->n_invalid);
+    if (s->c_refused)
+        gpufl_counter_set(s->c_refused, (int64_t)atomic_load(&s->refused));
+}
+
+/* ---- the flush thread ---- */
+
+static void *flush_main(void *arg)
+{
+    cupti_state *s = arg;
+    uint64_t next = 0;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        struct timespec now, until;
+        uint64_t now_ns, want = s->flush_req;
+        int stop = s->stop;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        if (!next)
+            next = now_ns + (uint64_t)s->cfg.flush_ms * 1000000ull;
+        pthread_mutex_unlock(&s->lock);
+        /* injected, we started inside cuInit: no periodic flush until the
+         * driver is known to be out of it (an API callback ran, or 2 s) */
+        if (!stop && s->deferred_devices &&
+            !atomic_load_explicit(&s->api_seen, memory_order_relaxed) &&
+            now_ns < s->started_ns + 2000000000ull)
+            next = now_ns + (uint64_t)s->cfg.flush_ms * 1000000ull;
+        if (stop || want != s->flush_done || now_ns >= next) {
+            /* a forced flush returns incomplete records too (start = end =
+             * 0, counted as invalid): only at the end of the session */
+            s->FlushAll(stop ? GFL_CUPTI_FLUSH_FORCED : 0);
+            next = now_ns + (uint64_t)s->cfg.flush_ms * 1000000ull;
+        }
+        drain(s);
+        update_counters(s);
+        pthread_mutex_lock(&s->lock);
+        s->flush_done = want;
+        pthread_cond_broadcast(&s->cond);
+        if (stop)
+            break;
+        if (s->flush_req != want || s->stop)
+            continue;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)((next - now_ns) % 1000000000ull);
+        until.tv_sec += (time_t)((next - now_ns) / 1000000000ull);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->cond, &s->lock, &until);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* A forked child has CUPTI's memory but none of its threads, nor ours:
+ * capture is off there (a child hung in cuptiActivityFlushAll at exit in
+ * HPCToolkit #195).  CUDA itself does not survive fork either. */
+static void cupti_atfork_child(void)
+{
+    atomic_store(&live, 0);
+    atomic_store(&st.stopping, 1);
+    st.thread_started = 0;
+    pthread_mutex_init(&st.lock, NULL);
+    pthread_mutex_init(&st.done_lock, NULL);
+    pthread_cond_init(&st.cond, NULL);
+}
+
+/* ---- src_ops ---- */
+
+static int enable_kinds(cupti_state *s, char *why, size_t whylen)
+{
+    static const uint32_t optional[] = {
+        GFL_CUPTI_ACT_MEMCPY,  GFL_CUPTI_ACT_MEMCPY2,
+        GFL_CUPTI_ACT_MEMSET,  GFL_CUPTI_ACT_SYNCHRONIZATION,
+        GFL_CUPTI_ACT_MEMORY2, GFL_CUPTI_ACT_CONTEXT,
+    };
+    int rc = s->RegisterCallbacks(buf_request, buf_complete);
+    if (rc) {
+        cupti_reason(s, rc, "cuptiActivityRegisterCallbacks", why, whylen);
+        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
+                                                             : GPUFL_EUNAVAIL;
+    }
+    rc = s->Enable(GFL_CUPTI_ACT_CONCURRENT_KERNEL);
+    if (rc) {
+        cupti_reason(s, rc, "cuptiActivityEnable(CONCURRENT_KERNEL)", why,
+                     whylen);
+        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
+                                                             : GPUFL_EUNAVAIL;
+    }
+    /* MEMCPY implies MEMCPY2 on current CUPTI; a kind an older or reduced
+     * CUPTI refuses costs that kind only */
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+        if (s->Enable(optional[i]) != 0)
+            client_log(GPUFL_LOG_INFO, "cupti: activity kind %u not enabled",
+                       optional[i]);
+    /* the API records themselves are skipped by the decoder */
+    if (!cupti_launch_api_records(s))
+        client_log(GPUFL_LOG_INFO, "cupti: no per-API activity switch; "
+                                   "correlation ids rely on callbacks");
+    return 0;
+}
+
+static void clock_anchor(cupti_state *s)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = gpufl_now_ns(), c = 0, b;
+        if (s->GetTimestamp(&c) != 0)
+            c = 0;
+        b = gpufl_now_ns();
+        if (c && b - a < best) {
+            best = b - a;
+            s->clock_offset = (int64_t)(a + (b - a) / 2) - (int64_t)c;
+        }
+    }
+}
+
+static int cupti_open(void **state, const src_config *cfg, char *why,
+                      size_t whylen)
+{
+    cupti_state *s = &st;
+    const char *inj = getenv("CUDA_INJECTION64_PATH");
+    int rc;
+    (void)cfg;
+    *state = NULL;
+    if (g_client.simulated) {
+        snprintf(why, whylen,
+                 "the simulated GPU is selected (sim and cupti are both "
+                 "activity sources and are not combined in one session)");
+        return GPUFL_ECONFLICT;
+    }
+    if (atomic_load(&live)) {
+        snprintf(why, whylen, "cupti: already capturing in this process");
+        return GPUFL_EALREADY;
+    }
+    /* per-session fields; the loaded libraries and subscription persist */
+    memcpy(&s->cfg, client_cupti_cfg(), sizeof s->cfg);
+    if (!s->cfg.flush_ms)
+        s->cfg.flush_ms = CUPTI_FLUSH_MS_DEFAULT;
+    if (s->cfg.stack_depth < 1 || s->cfg.stack_depth > CUPTI_STACK_MAX - 8)
+        s->cfg.stack_depth = 32;
+    s->n_dropped = s->n_invalid = s->n_records = s->n_unmatched = 0;
+    atomic_store(&s->refused, 0);
+    atomic_store(&s->launch_lost, 0);
+    s->flush_req = s->flush_done = 0;
+    s->stop = 0;
+    s->n_devs = 0;
+    memset(s->devs, 0, sizeof s->devs);
+    memset(s->stack_key, 0, sizeof s->stack_key);
+    if (attached && s->broken[0]) { /* subscribed, but enabling failed */
+        snprintf(why, whylen, "%s", s->broken);
+        return GPUFL_EUNAVAIL;
+    }
+    if (!attached) {
+        rc = load_cuda(s, why, whylen);
+        if (rc)
+            return rc;
+    }
+    /* Inside the driver's cuInit (gpufl run injected us) the driver must
+     * not be re-entered, and an application's own cuInit would run the
+     * injection under gpufl_init's lock: devices are then read later,
+     * from the flush thread, once an API callback shows cuInit is done. */
+    s->deferred_devices = inj && *inj;
+    if (!s->deferred_devices) {
+        rc = s->cuInit(0);
+        if (rc) {
+            snprintf(why, whylen, "cupti: cuInit failed: %s (%d)",
+                     cuda_err_name(rc), rc);
+            return GPUFL_EUNAVAIL;
+        }
+        rc = cupti_devices_query(s);
+        if (rc <= 0) {
+            snprintf(why, whylen,
+                     "cupti: no CUDA device (cuDeviceGetCount "
+                     "found none)");
+            return GPUFL_EUNAVAIL;
+        }
+    }
+    if (!attached) {
+        uint32_t v = 0;
+        rc = load_cupti(s, why, whylen);
+        if (rc)
+            return rc;
+        rc = s->GetVersion(&v);
+        if (rc || v / 10000 != 13 || v < 130001) {
+            snprintf(why, whylen,
+                     "cupti: CUPTI API version %u is not supported (need "
+                     "CUDA 13, 130001 or later)",
+                     v);
+            return GPUFL_EUNAVAIL;
+        }
+        s->version = v;
+        rc = s->Subscribe(&s->subscriber, cupti_launch_callback, s);
+        if (rc) {
+            cupti_reason(s, rc, "cuptiSubscribe", why, whylen);
+            return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+                       ? GPUFL_EPERM
+                       : GPUFL_EUNAVAIL;
+        }
+        attached = 1;
+        pthread_atfork(NULL, NULL, cupti_atfork_child);
+        if (!s->launches) /* kept for the process: callbacks may be live */
+            s->launches = calloc(CUPTI_CORR_SLOTS, sizeof *s->launches);
+        if (!s->launches) {
+            snprintf(why, whylen, "cupti: out of memory");
+            return GPUFL_ENOMEM;
+        }
+        pthread_mutex_init(&s->done_lock, NULL);
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->cond, NULL);
+        rc = cupti_launch_enable(s, why, whylen);
+        if (!rc)
+            rc = enable_kinds(s, why, whylen);
+        if (rc) {
+            snprintf(s->broken, sizeof s->broken, "%s", why);
+            return rc;
+        }
+    }
+    if (s->cfg.stacks && !s->frames) {
+        void *warm[4];
+        s->frames = calloc((size_t)CUPTI_CORR_SLOTS * CUPTI_STACK_MAX,
+                           sizeof *s->frames);
+        /* backtrace's first call dlopens libgcc_s: not inside a callback */
+        backtrace(warm, 4);
+        if (!s->frames)
+            s->cfg.stacks = 0;
+    }
+    atomic_store(&s->stacks_on, s->cfg.stacks && s->frames);
+    clock_anchor(s);
+    s->stopping = 0;
+    gen_seen = atomic_load(&g_client.gen);
+    atomic_store_explicit(&live, 1, memory_order_release);
+    *state = s;
+    return 0;
+}
+
+static int cupti_devices(void *state, src_device *out, int max)
+{
+    cupti_state *s = state;
+    int n = s->n_devs < max ? s->n_devs : max;
+    memcpy(out, s->devices, (size_t)n * sizeof *out);
+    return n;
+}
+
+static int cupti_start(void *state)
+{
+    cupti_state *s = state;
+    s->c_dropped = gpufl_counter_get("cupti.records_dropped");
+    s->c_invalid = gpufl_counter_get("cupti.records_invalid");
+    s->c_refused = gpufl_counter_get("cupti.buffers_refused");
+    {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        s->started_ns =
+            (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    }
+    if (pthread_create(&s->thread, NULL, flush_main, s) != 0)
+        return GPUFL_ENOMEM;
+    s->thread_started = 1;
+    return 0;
+}
+
+static void cupti_flush(void *state, uint32_t timeout_ms)
+{
+    cupti_state *s = state;
+    struct timespec until;
+    uint64_t want;
+    if (!s || !s->thread_started)
+        return;
+    pthread_mutex_lock(&s->lock);
+    want = ++s->flush_req;
+    pthread_cond_broadcast(&s->cond);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(timeout_ms / 1000);
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (timeout_ms && s->flush_done < want)
+        if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void cupti_close(void *state)
+{
+    cupti_state *s = state;
+    char msg[100];
+    if (!s)
+        return;
+    atomic_store(&s->stopping, 1);
+    if (s->thread_started) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = 1; /* the thread's last round is a forced flush */
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->thread, NULL);
+        s->thread_started = 0;
+    }
+    if (s->n_dropped || s->n_invalid || atomic_load(&s->refused)) {
+        snprintf(msg, sizeof msg, "cupti: dropped=%llu invalid=%llu",
+                 (unsigned long long)s->n_dropped,
+                 (unsigned long long)s->n_invalid);
+        gpufl_marker(msg);
+    }
+    client_log(
+        GPUFL_LOG_INFO,
+        "cupti: %llu records, %llu dropped by CUPTI, %llu invalid, "
+        "%llu without a launch callback",
+        (unsigned long long)s->n_records, (unsigned long long)s->n_dropped,
+        (unsigned long long)s->n_invalid, (unsigned long long)s->n_unmatched);
+    atomic_store_explicit(&live, 0, memory_order_release);
+    (void)gen_seen;
+}
+
+const src_ops src_cupti_ops = {
+    .name = "cupti",
+    .open = cupti_open,
+    .devices = cupti_devices,
+    .start = cupti_start,
+    .sample = NULL,
+    .flush = cupti_flush,
+    .close = cupti_close,
+};

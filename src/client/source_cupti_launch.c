@@ -1,0 +1,314 @@
+/*
+ * source_cupti_launch.c - kernel launch callbacks of the CUPTI engine: API
+ * enter/exit times, the scope open at the launch, optionally the CPU call
+ * stack, kept in a bounded table keyed by correlation id until the kernel's
+ * activity record arrives (reference/cupti-and-occupancy.md §5).
+ *
+ * One launch usually fires two callbacks: a runtime one (nvcc 13's
+ * <<<>>> goes through __cudaLaunchKernel, CBID 505/506) with a driver one
+ * nested inside it on the same thread.  A per-thread depth counter keeps
+ * the outer one; the launch is published under both correlation ids,
+ * since runtime-launched kernels carry the runtime id and driver-launched
+ * ones the driver id.  Direct driver launches (Triton, NVRTC JITs) have
+ * only the driver callback.
+ *
+ * The table is direct-mapped (corr % CUPTI_CORR_SLOTS) with a seqlock per
+ * slot: writers are application threads and never wait, the reader is the
+ * flush thread.  Eviction: a launch is overwritten by the one 32768
+ * correlation ids later, so a record delivered after that many newer API
+ * calls loses its API times, scope and stack (it is still written).
+ * Lookups do not consume: a graph launch's one id serves all its kernels.
+ *
+ * Hot path: two clock reads, the caller's scope, one slot write; stacks
+ * add one backtrace() (raw addresses only; dladdr runs on the flush thread
+ * when the record is decoded).  No allocation, no lock, no CUDA call.
+ */
+#include "cupti_int.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client_int.h"
+
+#define STACK_SKIP_MAX 8 /* frames of ours and NVIDIA's above the app */
+
+typedef struct launch_tls {
+    uint32_t depth;    /* open launch callbacks on this thread */
+    uint32_t outer;    /* correlation id of the outermost */
+    uint32_t nested;   /* driver id nested in a runtime launch, 0 = none */
+    uint64_t enter_ns; /* outermost ENTER */
+    uint64_t scope;
+    uint32_t path_id, flags, n_frames;
+    uintptr_t frames[CUPTI_STACK_MAX];
+} launch_tls;
+
+static _Thread_local launch_tls tl;
+
+static const uint32_t rt_cbids[] = {
+    GFL_RT_CBID_cudaLaunch_v3020,
+    GFL_RT_CBID_cudaLaunchKernel_v7000,
+    GFL_RT_CBID_cudaLaunch_ptsz_v7000,
+    GFL_RT_CBID_cudaLaunchKernel_ptsz_v7000,
+    GFL_RT_CBID_cudaLaunchCooperativeKernel_v9000,
+    GFL_RT_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    GFL_RT_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+    GFL_RT_CBID_cudaGraphLaunch_v10000,
+    GFL_RT_CBID_cudaGraphLaunch_ptsz_v10000,
+    GFL_RT_CBID_cudaLaunchKernelExC_v11060,
+    GFL_RT_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    GFL_RT_CBID___cudaLaunchKernel_v13000,
+    GFL_RT_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+
+static const uint32_t drv_cbids[] = {
+    GFL_DRV_CBID_cuLaunchKernel,
+    GFL_DRV_CBID_cuLaunchKernel_ptsz,
+    GFL_DRV_CBID_cuLaunchCooperativeKernel,
+    GFL_DRV_CBID_cuLaunchCooperativeKernel_ptsz,
+    GFL_DRV_CBID_cuGraphLaunch,
+    GFL_DRV_CBID_cuGraphLaunch_ptsz,
+    GFL_DRV_CBID_cuLaunchKernelEx,
+    GFL_DRV_CBID_cuLaunchKernelEx_ptsz,
+};
+
+int cupti_launch_enable(cupti_state *s, char *why, size_t whylen)
+{
+    /* per CBID, not per domain: a domain-wide enable would run our
+     * callback on every cudaGetDevice/cudaStreamQuery (§4.2) */
+    for (size_t i = 0; i < sizeof rt_cbids / sizeof rt_cbids[0]; i++) {
+        int rc = s->EnableCallback(
+            1, s->subscriber, GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbids[i]);
+        if (rc) {
+            snprintf(why, whylen,
+                     "cupti: cuptiEnableCallback(runtime %u) failed (%d)",
+                     rt_cbids[i], rc);
+            return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+                       ? GPUFL_EPERM
+                       : GPUFL_EUNAVAIL;
+        }
+    }
+    for (size_t i = 0; i < sizeof drv_cbids / sizeof drv_cbids[0]; i++) {
+        int rc = s->EnableCallback(
+            1, s->subscriber, GFL_CUPTI_CB_DOMAIN_DRIVER_API, drv_cbids[i]);
+        if (rc) {
+            snprintf(why, whylen,
+                     "cupti: cuptiEnableCallback(driver %u) failed (%d)",
+                     drv_cbids[i], rc);
+            return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+                       ? GPUFL_EPERM
+                       : GPUFL_EUNAVAIL;
+        }
+    }
+    return 0;
+}
+
+int cupti_launch_api_records(cupti_state *s)
+{
+    gfl_cuptiActivityEnableApi_fn rt = (gfl_cuptiActivityEnableApi_fn)dlsym(
+        s->lib, "cuptiActivityEnableRuntimeApi");
+    gfl_cuptiActivityEnableApi_fn drv = (gfl_cuptiActivityEnableApi_fn)dlsym(
+        s->lib, "cuptiActivityEnableDriverApi");
+    int n = 0;
+    for (size_t i = 0; rt && i < sizeof rt_cbids / sizeof rt_cbids[0]; i++)
+        n += rt(rt_cbids[i], 1) == 0;
+    for (size_t i = 0; drv && i < sizeof drv_cbids / sizeof drv_cbids[0]; i++)
+        n += drv(drv_cbids[i], 1) == 0;
+    return n;
+}
+
+static int is_coop(uint32_t domain, uint32_t cbid)
+{
+    if (domain == GFL_CUPTI_CB_DOMAIN_RUNTIME_API)
+        return cbid == GFL_RT_CBID_cudaLaunchCooperativeKernel_v9000 ||
+               cbid == GFL_RT_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 ||
+               cbid == GFL_RT_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000;
+    return cbid == GFL_DRV_CBID_cuLaunchCooperativeKernel ||
+           cbid == GFL_DRV_CBID_cuLaunchCooperativeKernel_ptsz;
+}
+
+static void publish(cupti_state *s, uint32_t corr, uint64_t exit_ns)
+{
+    cupti_launch *l = &s->launches[corr % CUPTI_CORR_SLOTS];
+    uint32_t q = atomic_load_explicit(&l->seq, memory_order_relaxed);
+    if (!corr)
+        return;
+    /* a concurrent writer of the same slot (ids 32768 apart in flight at
+     * once) wins; this launch then goes unjoined and is counted */
+    if ((q & 1) ||
+        !atomic_compare_exchange_strong_explicit(
+            &l->seq, &q, q + 1, memory_order_acquire, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&s->launch_lost, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_thread_fence(memory_order_release);
+    l->enter_ns = tl.enter_ns;
+    l->exit_ns = exit_ns;
+    l->scope = tl.scope;
+    l->path_id = tl.path_id;
+    l->flags = tl.flags;
+    l->n_frames = tl.n_frames;
+    if (l->n_frames)
+        memcpy(s->frames + (size_t)(corr % CUPTI_CORR_SLOTS) * CUPTI_STACK_MAX,
+               tl.frames, l->n_frames * sizeof tl.frames[0]);
+    atomic_store_explicit(&l->corr, corr, memory_order_relaxed);
+    atomic_store_explicit(&l->seq, q + 2, memory_order_release);
+}
+
+int cupti_launch_find(cupti_state *s, uint32_t corr, cupti_launch *out,
+                      uintptr_t *frames)
+{
+    cupti_launch *l = &s->launches[corr % CUPTI_CORR_SLOTS];
+    if (!corr || !s->launches)
+        return 0;
+    for (int tries = 0; tries < 4; tries++) {
+        uint32_t q1 = atomic_load_explicit(&l->seq, memory_order_acquire), q2;
+        if (q1 & 1)
+            continue;
+        if (atomic_load_explicit(&l->corr, memory_order_relaxed) != corr)
+            return 0;
+        out->enter_ns = l->enter_ns;
+        out->exit_ns = l->exit_ns;
+        out->scope = l->scope;
+        out->path_id = l->path_id;
+        out->flags = l->flags;
+        out->n_frames = l->n_frames;
+        if (out->n_frames > CUPTI_STACK_MAX)
+            out->n_frames = 0;
+        if (out->n_frames && frames && s->frames)
+            memcpy(frames,
+                   s->frames +
+                       (size_t)(corr % CUPTI_CORR_SLOTS) * CUPTI_STACK_MAX,
+                   out->n_frames * sizeof *frames);
+        atomic_thread_fence(memory_order_acquire);
+        q2 = atomic_load_explicit(&l->seq, memory_order_relaxed);
+        if (q1 == q2 &&
+            atomic_load_explicit(&l->corr, memory_order_relaxed) == corr)
+            return 1;
+    }
+    return 0;
+}
+
+void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
+                           const void *cbdata)
+{
+    cupti_state *s = ud;
+    const gfl_cupti_callback_data *cd = cbdata;
+    if (atomic_load_explicit(&s->stopping, memory_order_relaxed) || !cd)
+        return;
+    if (domain != GFL_CUPTI_CB_DOMAIN_RUNTIME_API &&
+        domain != GFL_CUPTI_CB_DOMAIN_DRIVER_API)
+        return;
+    if (!atomic_load_explicit(&s->api_seen, memory_order_relaxed))
+        atomic_store_explicit(&s->api_seen, 1, memory_order_relaxed);
+    if (cd->callback_site == GFL_CUPTI_API_ENTER) {
+        if (tl.depth++) {
+            /* the driver half of a runtime launch */
+            if (domain == GFL_CUPTI_CB_DOMAIN_DRIVER_API && !tl.nested)
+                tl.nested = cd->correlation_id;
+            return;
+        }
+        tl.outer = cd->correlation_id;
+        tl.nested = 0;
+        tl.enter_ns = gpufl_now_ns();
+        gpufl_current_scope(&tl.scope, &tl.path_id);
+        tl.flags = is_coop(domain, cbid) ? GPUFL_KERNEL_COOPERATIVE : 0;
+        tl.n_frames = 0;
+        if (atomic_load_explicit(&s->stacks_on, memory_order_relaxed)) {
+            int want = (int)s->cfg.stack_depth + STACK_SKIP_MAX;
+            int n = backtrace((void **)tl.frames,
+                              want > CUPTI_STACK_MAX ? CUPTI_STACK_MAX : want);
+            tl.n_frames = n > 0 ? (uint32_t)n : 0;
+        }
+        return;
+    }
+    if (!tl.depth) /* enabled mid-call: ENTER was not seen */
+        return;
+    if (is_coop(domain, cbid))
+        tl.flags |= GPUFL_KERNEL_COOPERATIVE;
+    if (--tl.depth)
+        return;
+    /* a failed launch produces no record: nothing to join */
+    if (cd->function_return_value && *(const int *)cd->function_return_value)
+        return;
+    {
+        uint64_t exit_ns = gpufl_now_ns();
+        publish(s, tl.outer, exit_ns);
+        if (tl.nested && tl.nested != tl.outer)
+            publish(s, tl.nested, exit_ns);
+    }
+}
+
+/* ---- stacks: symbolized on the flush thread ---- */
+
+static void skip_ranges(cupti_state *s)
+{
+    const void *probe[3];
+    Dl_info di;
+    probe[0] = (const void *)cupti_launch_callback;
+    probe[1] = (const void *)s->Subscribe;
+    probe[2] = (const void *)s->cuInit;
+    s->n_skip = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!probe[i] || !dladdr(probe[i], &di) || !di.dli_fbase)
+            continue;
+        s->skip_lo[s->n_skip++] = (uintptr_t)di.dli_fbase;
+    }
+}
+
+static int in_skipped(cupti_state *s, uintptr_t base)
+{
+    for (int i = 0; i < s->n_skip; i++)
+        if (s->skip_lo[i] == base)
+            return 1;
+    return 0;
+}
+
+uint32_t cupti_stack_intern(cupti_state *s, const uintptr_t *frames, uint32_t n)
+{
+    char text[CUPTI_STACK_MAX][160];
+    const char *ptrs[CUPTI_STACK_MAX];
+    uint64_t h = 1469598103934665603ull;
+    uint32_t first = 0, out = 0, id, slot;
+    Dl_info di;
+    if (!n)
+        return 0;
+    if (!s->n_skip)
+        skip_ranges(s);
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ frames[i]) * 1099511628211ull;
+    h |= 1;
+    slot = (uint32_t)(h % CUPTI_STACK_CACHE);
+    if (s->stack_key[slot] == h)
+        return s->stack_id[slot];
+    /* the leading frames are our callback, CUPTI and the driver (and, in
+     * a sanitizer build, backtrace's interceptor in the executable): the
+     * application starts after the last of those in the leading window */
+    for (uint32_t i = 0; i < n && i < STACK_SKIP_MAX + 2; i++)
+        if (dladdr((void *)(frames[i] - 1), &di) &&
+            in_skipped(s, (uintptr_t)di.dli_fbase))
+            first = i + 1;
+    for (uint32_t i = first; i < n && out < s->cfg.stack_depth; i++) {
+        uintptr_t a = frames[i];
+        if (dladdr((void *)(a - 1), &di) && di.dli_fname) {
+            const char *mod = strrchr(di.dli_fname, '/');
+            mod = mod ? mod + 1 : di.dli_fname;
+            if (di.dli_sname)
+                snprintf(text[out], sizeof text[out], "%.100s+0x%lx (%.40s)",
+                         di.dli_sname,
+                         (unsigned long)(a - (uintptr_t)di.dli_saddr), mod);
+            else
+                snprintf(text[out], sizeof text[out], "0x%lx (%.40s)",
+                         (unsigned long)(a - (uintptr_t)di.dli_fbase), mod);
+        } else {
+            snprintf(text[out], sizeof text[out], "0x%lx", (unsigned long)a);
+        }
+        ptrs[out] = text[out];
+        out++;
+    }
+    id = out ? gpufl_intern_stack(ptrs, out) : 0;
+    s->stack_key[slot] = h;
+    s->stack_id[slot] = id;
+    return id;
+}

@@ -1,0 +1,62 @@
+# The "cupti" engine without a GPU: fake libcupti.so.13 / libcuda.so.1
+# (tests/cupti/fake_*.c, built from the engine's own ABI declarations),
+# programs linked against the fake driver, and checks of the logs with the
+# independent reader tests/client/gpufl_logs.py.  See docs/capture.md.
+foreach(_gpufl_v full nosym)
+  add_library(fake_cupti_${_gpufl_v} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cupti.c)
+  gpufl_target(fake_cupti_${_gpufl_v})
+  target_include_directories(fake_cupti_${_gpufl_v} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(fake_cupti_${_gpufl_v} PRIVATE Threads::Threads)
+  # they define NVIDIA's entry points, whose prototypes are in NVIDIA's
+  # headers, which this build does not use
+  target_compile_options(fake_cupti_${_gpufl_v} PRIVATE -Wno-missing-prototypes)
+  if(_gpufl_v STREQUAL "nosym")
+    target_compile_definitions(fake_cupti_${_gpufl_v} PRIVATE FAKE_CUPTI_NOSYM)
+  endif()
+  set_target_properties(fake_cupti_${_gpufl_v} PROPERTIES
+    OUTPUT_NAME cupti PREFIX "lib" SUFFIX ".so.13"
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cupti-${_gpufl_v})
+  target_link_options(fake_cupti_${_gpufl_v} PRIVATE -Wl,-soname,libcupti.so.13)
+endforeach()
+
+# The fake driver lives in a directory of its own that is never on
+# LD_LIBRARY_PATH: programs reach it through their RPATH (§10.8).
+add_library(fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda.c)
+gpufl_target(fake_cuda)
+target_include_directories(fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(fake_cuda PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+target_compile_options(fake_cuda PRIVATE -Wno-missing-prototypes)
+set_target_properties(fake_cuda PROPERTIES
+  OUTPUT_NAME cuda PREFIX "lib" SUFFIX ".so.1"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cuda)
+target_link_options(fake_cuda PRIVATE -Wl,-soname,libcuda.so.1)
+
+add_executable(prog_cupti ${CMAKE_CURRENT_LIST_DIR}/prog_cupti.c)
+gpufl_target(prog_cupti)
+target_link_libraries(prog_cupti PRIVATE gpufl fake_cuda Threads::Threads)
+set_target_properties(prog_cupti PROPERTIES ENABLE_EXPORTS ON)
+
+add_executable(prog_cupti_plain ${CMAKE_CURRENT_LIST_DIR}/prog_cupti.c)
+gpufl_target(prog_cupti_plain)
+target_compile_definitions(prog_cupti_plain PRIVATE NO_GPUFL)
+target_link_libraries(prog_cupti_plain PRIVATE fake_cuda Threads::Threads)
+
+# Layout check against NVIDIA's headers where the toolkit is installed.
+gpufl_unit_test(test_cupti_abi ${CMAKE_CURRENT_LIST_DIR}/test_cupti_abi.c)
+target_include_directories(test_cupti_abi PRIVATE ${PROJECT_SOURCE_DIR}/src)
+find_path(GPUFL_CUPTI_INCLUDE cupti_activity.h
+  HINTS /usr/local/cuda/include /usr/local/cuda/extras/CUPTI/include)
+if(GPUFL_CUPTI_INCLUDE)
+  target_include_directories(test_cupti_abi SYSTEM PRIVATE ${GPUFL_CUPTI_INCLUDE})
+  target_compile_definitions(test_cupti_abi PRIVATE GPUFL_HAVE_CUPTI_HEADERS=1)
+endif()
+
+# App-thread cost of the launch callback (figures, printed by the test).
+gpufl_unit_test(test_cupti_launch ${CMAKE_CURRENT_LIST_DIR}/test_cupti_launch.c
+                LIBS gpufl_internal)
+
+add_test(NAME cupti_integration
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cupti.py)
+set_tests_properties(cupti_integration PROPERTIES TIMEOUT 300
+  ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake;GPUFL_INJECT_LIB=$<TARGET_FILE:gpufl_inject>")
+add_dependencies(prog_cupti fake_cupti_full fake_cupti_nosym)
