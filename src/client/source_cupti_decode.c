@@ -344,35 +344,35 @@ static void context3(cupti_state *s, const gfl_cupti_context3 *r)
 
 void cupti_decode_buffer(cupti_state *s, uint8_t *buf, size_t valid)
 {
-    gfl_cupti_activity *rec = NULL;
+    gfl_cupti_activity *act = NULL;
     if (!buf || !valid)
         return;
     /* the iterator knows every kind's size; records of kinds we did not
      * ask for (enabled implicitly) are skipped */
-    while (s->GetNextRecord(buf, valid, &rec) == GFL_CUPTI_SUCCESS && rec) {
+    while (s->GetNextRecord(buf, valid, &act) == GFL_CUPTI_SUCCESS && act) {
         s->n_records++;
-        switch (rec->kind) {
+        switch (act->kind) {
         case GFL_CUPTI_ACT_KERNEL:
         case GFL_CUPTI_ACT_CONCURRENT_KERNEL:
-            kernel(s, (const gfl_cupti_kernel10 *)(const void *)rec);
+            kernel(s, (const gfl_cupti_kernel10 *)(const void *)act);
             break;
         case GFL_CUPTI_ACT_MEMCPY:
-            memcpy6(s, (const gfl_cupti_memcpy6 *)(const void *)rec);
+            memcpy6(s, (const gfl_cupti_memcpy6 *)(const void *)act);
             break;
         case GFL_CUPTI_ACT_MEMCPY2:
-            memcpy_ptop(s, (const gfl_cupti_memcpy_ptop4 *)(const void *)rec);
+            memcpy_ptop(s, (const gfl_cupti_memcpy_ptop4 *)(const void *)act);
             break;
         case GFL_CUPTI_ACT_MEMSET:
-            memset4(s, (const gfl_cupti_memset4 *)(const void *)rec);
+            memset4(s, (const gfl_cupti_memset4 *)(const void *)act);
             break;
         case GFL_CUPTI_ACT_SYNCHRONIZATION:
-            sync2(s, (const gfl_cupti_sync2 *)(const void *)rec);
+            sync2(s, (const gfl_cupti_sync2 *)(const void *)act);
             break;
         case GFL_CUPTI_ACT_MEMORY2:
-            memory4(s, (const gfl_cupti_memory4 *)(const void *)rec);
+            memory4(s, (const gfl_cupti_memory4 *)(const void *)act);
             break;
         case GFL_CUPTI_ACT_CONTEXT:
-            context3(s, (const gfl_cupti_context3 *)(const void *)rec);
+            context3(s, (const gfl_cupti_context3 *)(const void *)act);
             break;
         default: s->n_records--; break;
         }
