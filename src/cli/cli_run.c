@@ -222,7 +222,12 @@ int cli_run_main(int argc, char **argv)
         char cwd[RUN_PATH_MAX];
         if (!getcwd(cwd, sizeof cwd))
             return 1;
-        snprintf(logdir, sizeof logdir, "%s/%s", cwd, prev);
+        if ((size_t)snprintf(logdir, sizeof logdir, "%.*s/%s",
+                             (int)(sizeof cwd - 1), cwd,
+                             prev) >= sizeof logdir) {
+            fprintf(stderr, "gpufl run: log directory path too long\n");
+            return 2;
+        }
     } else {
         snprintf(logdir, sizeof logdir, "%s", prev);
     }
