@@ -334,7 +334,9 @@ int agent_scan(agent_ctx *c)
     /* what the cursor names and the folders no longer hold is forgotten */
     if (!rc)
         c->npending = 0;
-    qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
+    /* files is NULL while nothing was ever found: qsort needs an array */
+    if (c->nfiles > 1)
+        qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
     c->scanned_ms = agent_now_ms();
     c->scan_needed = 0;
     return rc;
