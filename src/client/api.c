@@ -1,7 +1,8 @@
 /*
- * api.c - libgpufl's public entry points and its one process-wide state:
- * session start/stop, the per-thread rings and scope stacks, and the hot
- * paths that put records into them.
+ * api.c - libgpufl's one process-wide state and its hot paths: the
+ * per-thread rings and scope stacks, scopes, markers, counters and the
+ * record calls that put events into the rings.  Session start and stop are
+ * in session.c.
  *
  * Hot-path rules (each public record/scope call): one relaxed load of
  * `active`, a thread-local lookup, a lock-free dictionary probe for string
@@ -11,20 +12,15 @@
  */
 #include "client_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/uuid.h"
 #include "intern.h"
 
 client_state g_client;
@@ -32,11 +28,9 @@ client_state g_client;
 static _Atomic(ring *) rings[CLIENT_MAX_THREADS];
 static _Atomic uint32_t ring_hwm; /* slots [0, hwm) may be in use */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t scope_ids = 1;
-static int atexit_done;
 
 typedef struct scope_frame {
     uint64_t token, begin;
@@ -689,352 +683,4 @@ void gpufl_counter_set(gpufl_counter *c, int64_t value)
 {
     if (c)
         atomic_store_explicit(&c->value, value, memory_order_relaxed);
-}
-
-/* ---- session lifecycle ---- */
-
-static int mkdir_p(const char *dir)
-{
-    char tmp[CLIENT_PATH_MAX];
-    size_t n = strnlen(dir, sizeof tmp);
-    if (n == 0 || n >= sizeof tmp)
-        return -1;
-    memcpy(tmp, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == 0) {
-            char c = tmp[i];
-            tmp[i] = 0;
-            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-                return -1;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
-static void read_cmdline(char *out, size_t cap)
-{
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    ssize_t n = 0;
-    if (fd >= 0) {
-        n = read(fd, out, cap - 1);
-        close(fd);
-    }
-    if (n < 0)
-        n = 0;
-    for (ssize_t i = 0; i < n; i++)
-        if (out[i] == 0)
-            out[i] = ' ';
-    while (n > 0 && out[n - 1] == ' ')
-        n--;
-    out[n] = 0;
-}
-
-static int engine_listed(const char *list, const char *name)
-{
-    size_t nl = strlen(name);
-    const char *p = list;
-    while (*p) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        while (len && *p == ' ') {
-            p++;
-            len--;
-        }
-        while (len && p[len - 1] == ' ')
-            len--;
-        if (len == nl && !memcmp(p, name, nl))
-            return 1;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return 0;
-}
-
-/* Unknown engine names are a usage error worth refusing: a typo would
- * otherwise silently capture nothing. */
-static int check_engines(const char *list, char *bad, size_t badlen)
-{
-    static const char *const known[] = { "auto", "sim", "nvml", "host",
-                                         "cupti" };
-    const char *p = list;
-    while (*p) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        int ok = 0;
-        while (len && *p == ' ') {
-            p++;
-            len--;
-        }
-        while (len && p[len - 1] == ' ')
-            len--;
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            if (len == strlen(known[i]) && !memcmp(p, known[i], len))
-                ok = 1;
-        if (!ok && len) {
-            snprintf(bad, badlen, "%.*s", (int)(len > 60 ? 60 : len), p);
-            return -1;
-        }
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return 0;
-}
-
-static void add_engine(const char *name, const src_ops *ops)
-{
-    client_engine *e = &g_client.engines[g_client.n_engines];
-    src_config sc = {
-        .nvml_lib = g_client.cfg.nvml_lib,
-        .proc_root = g_client.cfg.proc_root,
-        .sim_seed = g_client.cfg.sim_seed,
-        .sim_steps = g_client.cfg.sim_steps,
-        .sim_devices = g_client.cfg.sim_devices,
-        .sim_speed = g_client.cfg.sim_speed,
-    };
-    char why[SRC_REASON_LEN] = "";
-    int rc;
-    if (g_client.n_engines >= CLIENT_MAX_SOURCES)
-        return;
-    snprintf(g_client.engine_names[g_client.n_engines],
-             sizeof g_client.engine_names[0], "%s", name);
-    g_client.n_engines++;
-    memset(e, 0, sizeof *e);
-    e->ops = ops;
-    if (!ops) {
-        snprintf(e->status, sizeof e->status,
-                 "off: CUPTI capture is not built into this version of "
-                 "libgpufl");
-        return;
-    }
-    rc = ops->open(&e->state, &sc, why, sizeof why);
-    if (rc) {
-        snprintf(e->status, sizeof e->status, "off: %.240s",
-                 why[0] ? why : gpufl_strerror(rc));
-        client_log(GPUFL_LOG_WARN, "engine %s %s", name, e->status);
-        e->state = NULL;
-        return;
-    }
-    e->on = 1;
-    snprintf(e->status, sizeof e->status, "on");
-    if (ops->devices && g_client.n_devices == 0) {
-        g_client.n_devices =
-            ops->devices(e->state, g_client.devices, SRC_MAX_DEVICES);
-        if (g_client.n_devices < 0)
-            g_client.n_devices = 0;
-    }
-}
-
-static void open_engines(void)
-{
-    const char *list = g_client.cfg.engines;
-    int autom = engine_listed(list, "auto");
-    g_client.n_engines = 0;
-    g_client.n_devices = 0;
-    g_client.simulated = 0;
-    /* The activity source comes first: its devices are the session's. */
-    if (engine_listed(list, "sim")) {
-        add_engine("sim", &src_sim_ops);
-        g_client.simulated = g_client.engines[g_client.n_engines - 1].on;
-    }
-    if (autom || engine_listed(list, "cupti"))
-        add_engine("cupti", &src_cupti_ops);
-    if (g_client.simulated && (autom || engine_listed(list, "nvml"))) {
-        /* gpu lines of real and simulated devices would share device
-         * numbers: a session is one or the other */
-        client_engine *e = &g_client.engines[g_client.n_engines];
-        memset(e, 0, sizeof *e);
-        snprintf(g_client.engine_names[g_client.n_engines],
-                 sizeof g_client.engine_names[0], "nvml");
-        snprintf(e->status, sizeof e->status,
-                 "off: the simulated GPU is selected (sim and nvml are not "
-                 "combined in one session)");
-        g_client.n_engines++;
-    } else if (autom || engine_listed(list, "nvml")) {
-        add_engine("nvml", &src_nvml_ops);
-    }
-    snprintf(g_client.host_status, sizeof g_client.host_status, "%s",
-             autom || engine_listed(list, "host") ? "on" : "off: not selected");
-}
-
-static void close_engines(void)
-{
-    for (int i = 0; i < g_client.n_engines; i++) {
-        client_engine *e = &g_client.engines[i];
-        if (e->on && e->ops->close)
-            e->ops->close(e->state);
-        e->on = 0;
-        e->state = NULL;
-    }
-}
-
-static void at_exit(void)
-{
-    gpufl_shutdown();
-}
-
-/* A forked child has the parent's state but none of its threads and must
- * not write into the parent's files: capture stops in the child (a child
- * that wants its own session calls gpufl_init again). */
-static void at_fork_child(void)
-{
-    atomic_store_explicit(&g_client.active, 0, memory_order_relaxed);
-    g_client.collector_started = 0;
-    g_client.sampler_started = 0;
-    g_client.n_engines = 0;
-    pthread_mutex_init(&life_lock, NULL);
-}
-
-int gpufl_init(const gpufl_options *opts)
-{
-    char err[512] = "";
-    char bad[64];
-    const char *dis = getenv("GPUFL_DISABLED");
-    int rc;
-
-    pthread_mutex_lock(&life_lock);
-    if (is_active()) {
-        rc = GPUFL_EALREADY;
-        client_set_error("gpufl_init: a session is already running "
-                         "(call gpufl_shutdown() first)");
-        goto out;
-    }
-    g_client.last_error[0] = 0;
-    if (dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true") ||
-                !strcasecmp(dis, "yes") || !strcasecmp(dis, "on"))) {
-        rc = GPUFL_EDISABLED;
-        client_set_error("gpufl is disabled by GPUFL_DISABLED=%s", dis);
-        goto out;
-    }
-    rc = client_cfg_resolve(opts, &g_client.cfg, err, sizeof err);
-    if (rc == GPUFL_EDISABLED) {
-        client_set_error("gpufl is disabled by options.disabled");
-        goto out;
-    }
-    if (rc) {
-        client_set_error("gpufl_init: %s", err);
-        goto out;
-    }
-    if (g_client.env_warning[0])
-        client_log(GPUFL_LOG_WARN, "%s", g_client.env_warning);
-    if (check_engines(g_client.cfg.engines, bad, sizeof bad) < 0) {
-        rc = GPUFL_EINVAL;
-        client_set_error("gpufl_init: unknown engine \"%s\" in \"%s\"; known "
-                         "engines: auto, sim, nvml, host, cupti",
-                         bad, g_client.cfg.engines);
-        goto out;
-    }
-    if (mkdir_p(g_client.cfg.log_dir) < 0) {
-        rc = errno == EACCES ? GPUFL_EPERM : GPUFL_EIO;
-        client_set_error("gpufl_init: cannot create log directory \"%s\": %s",
-                         g_client.cfg.log_dir, strerror(errno));
-        goto out;
-    }
-    uuid_v4(g_client.sid);
-    g_client.pid = (uint32_t)getpid();
-    if (gethostname(g_client.host, sizeof g_client.host - 1) < 0)
-        snprintf(g_client.host, sizeof g_client.host, "unknown");
-    read_cmdline(g_client.cmdline, sizeof g_client.cmdline);
-    g_client.start_ns = clock_real_ns();
-    g_client.mono_base = clock_mono_ns();
-    atomic_fetch_add(&g_client.gen, 1);
-    atomic_store(&g_client.n_counters, 0);
-    pthread_mutex_init(&g_client.counter_lock, NULL);
-
-    open_engines();
-    rc = collector_start();
-    if (rc) {
-        close_engines();
-        goto out;
-    }
-    atomic_store_explicit(&g_client.active, 1, memory_order_release);
-    rc = sampler_start();
-    if (rc)
-        client_log(GPUFL_LOG_WARN, "system sampling is off: %s",
-                   g_client.last_error);
-    rc = GPUFL_OK;
-    for (int i = 0; i < g_client.n_engines; i++) {
-        client_engine *e = &g_client.engines[i];
-        if (e->on && e->ops->start && e->ops->start(e->state) != 0) {
-            snprintf(e->status, sizeof e->status, "off: could not start");
-            client_log(GPUFL_LOG_WARN, "engine %s could not start",
-                       g_client.engine_names[i]);
-        }
-    }
-    if (!atexit_done) {
-        atexit(at_exit);
-        pthread_atfork(NULL, NULL, at_fork_child);
-        atexit_done = 1;
-    }
-    client_log(GPUFL_LOG_INFO,
-               "session %s writing %s.{device,scope,system}.log", g_client.sid,
-               g_client.prefix_path);
-out:
-    pthread_mutex_unlock(&life_lock);
-    return rc;
-}
-
-void gpufl_shutdown(void)
-{
-    pthread_mutex_lock(&life_lock);
-    if (!is_active()) {
-        pthread_mutex_unlock(&life_lock);
-        return;
-    }
-    /* Stop producers that we own first, so their last events are kept. */
-    for (int i = 0; i < g_client.n_engines; i++) {
-        client_engine *e = &g_client.engines[i];
-        if (e->on && e->ops->flush)
-            e->ops->flush(e->state, UINT32_MAX); /* let a bounded simulated
-                                                    run finish its steps */
-    }
-    sampler_stop();
-    close_engines();
-    atomic_store_explicit(&g_client.active, 0, memory_order_release);
-    collector_stop("shutdown");
-    pthread_mutex_destroy(&g_client.counter_lock);
-    pthread_mutex_unlock(&life_lock);
-}
-
-int gpufl_flush(uint32_t timeout_ms)
-{
-    uint64_t want, deadline;
-    if (!is_active())
-        return GPUFL_ENOTINIT;
-    deadline = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
-    for (int i = 0; i < g_client.n_engines; i++) {
-        client_engine *e = &g_client.engines[i];
-        if (e->on && e->ops->flush)
-            e->ops->flush(e->state, timeout_ms);
-    }
-    want = atomic_fetch_add(&g_client.flush_req, 1) + 1;
-    client_kick();
-    if (!timeout_ms)
-        return GPUFL_OK;
-    while (atomic_load(&g_client.flush_done) < want) {
-        struct timespec ts = { 0, 500000 };
-        if (clock_mono_ns() > deadline) {
-            client_set_error("gpufl_flush: timed out after %u ms", timeout_ms);
-            return GPUFL_ETIMEDOUT;
-        }
-        nanosleep(&ts, NULL);
-    }
-    return GPUFL_OK;
-}
-
-int gpufl_active(void)
-{
-    return is_active();
-}
-
-const char *gpufl_session_id(void)
-{
-    return is_active() ? g_client.sid : "";
-}
-
-const char *gpufl_log_prefix(void)
-{
-    return is_active() ? g_client.prefix_path : "";
 }
