@@ -9,7 +9,8 @@
  *   3. bytes per kernel line on disk                  target <= 256
  *   4. drops at a sustained 1M events/s for 10 s      target 0
  *
- *   bench_client [--quick] [--keep] [DIR]  (DIR: a folder under /tmp;
+ *   bench_client [--quick] [--keep] [--only cost|collector|sustained] [DIR]
+ *                                           (DIR: a folder under /tmp;
  *                                            removed at the end unless --keep)
  */
 #include <ftw.h>
@@ -33,6 +34,7 @@
 
 static char dir[512];
 static int quick, keep;
+static const char *only; /* run one part: cost, collector, sustained */
 static uint32_t names[NAMES], scope_name;
 
 static int cmp_u64(const void *a, const void *b)
@@ -297,6 +299,8 @@ int main(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--keep"))
             keep = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else
             snprintf(dir, sizeof dir, "%s", argv[i]);
     }
@@ -305,15 +309,21 @@ int main(int argc, char **argv)
     printf("bench_client: libgpufl %s, %ld CPUs, logs in %s%s\n",
            gpufl_version(), sysconf(_SC_NPROCESSORS_ONLN), dir,
            quick ? " (quick)" : "");
-    printf("app-thread cost\n");
-    bench_cost(0, 1);
-    bench_cost(0, 4);
-    bench_cost(1, 1);
-    bench_cost(1, 4);
-    printf("collector\n");
-    bench_collector();
-    printf("sustained load\n");
-    bench_sustained();
+    if (!only || !strcmp(only, "cost")) {
+        printf("app-thread cost\n");
+        bench_cost(0, 1);
+        bench_cost(0, 4);
+        bench_cost(1, 1);
+        bench_cost(1, 4);
+    }
+    if (!only || !strcmp(only, "collector")) {
+        printf("collector\n");
+        bench_collector();
+    }
+    if (!only || !strcmp(only, "sustained")) {
+        printf("sustained load\n");
+        bench_sustained();
+    }
     /* the collector phase writes a few GB: leave nothing behind */
     if (!keep)
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -461,6 +461,7 @@ static void *collector_main(void *arg)
 {
     uint64_t last_flush = clock_mono_ns();
     uint64_t flush_ns = (uint64_t)g_client.cfg.flush_ms * 1000000ull;
+    int busy = 0;
     (void)arg;
     for (;;) {
         uint64_t req = atomic_load(&g_client.flush_req);
@@ -481,11 +482,16 @@ static void *collector_main(void *arg)
         if (stop && n == 0)
             break;
         if (n == 0) {
+            /* while events keep coming, look again soon instead of
+             * waiting for a producer's kick; idle, sleep long */
             uint32_t ms = g_client.cfg.flush_ms < IDLE_WAIT_MS
                               ? g_client.cfg.flush_ms
                               : IDLE_WAIT_MS;
+            if (busy)
+                ms = 1;
             wait_for_work(ms);
         }
+        busy = n > 0;
     }
     return NULL;
 }
