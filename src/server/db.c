@@ -47,6 +47,11 @@ int64_t sdb_changes(sdb *db)
     return OPS(db)->changes(db);
 }
 
+int sdb_copy(sdb *db, const char *sql, const char *data, size_t len)
+{
+    return OPS(db)->copy(db, sql, data, len);
+}
+
 int sdb_begin(sdb *db)
 {
     /* IMMEDIATE: take SQLite's write lock now, not at the first write */

@@ -27,6 +27,7 @@ typedef struct sdb_ops {
     const char *(*col_text)(sdb_stmt *st, int i);
     const void *(*col_blob)(sdb_stmt *st, int i, size_t *n);
     int (*col_null)(sdb_stmt *st, int i);
+    int (*copy)(sdb *db, const char *sql, const char *data, size_t len);
 } sdb_ops;
 
 typedef struct sdb_head {

@@ -14,6 +14,7 @@
 #include <gpufl/gpufl.h>
 
 #include <libpq-fe.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,9 +377,36 @@ static int pg_col_null(sdb_stmt *st, int i)
     return val(st, i) == NULL;
 }
 
+static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
+{
+    PGresult *r = PQexec(db->c, sql);
+    int rc = GPUFL_OK;
+
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = fail(db, r);
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (len > (size_t)INT_MAX)
+        rc = GPUFL_ETOOBIG;
+    /* the whole buffer at once: libpq splits it into protocol messages */
+    if (!rc && PQputCopyData(db->c, data, (int)len) != 1)
+        rc = fail(db, NULL);
+    /* a failure still ends the COPY so the connection stays usable */
+    if (PQputCopyEnd(db->c, rc ? "gpufl: copy failed" : NULL) != 1 && !rc)
+        rc = fail(db, NULL);
+    while ((r = PQgetResult(db->c)) != NULL) {
+        if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail(db, r);
+        PQclear(r);
+    }
+    return rc;
+}
+
 const sdb_ops sdb_pg_ops = {
     pg_close,     pg_exec,     pg_errmsg,   pg_changes,   pg_prepare,
     pg_finalize,  pg_bind_i64, pg_bind_f64, pg_bind_text, pg_bind_blob,
     pg_bind_null, pg_step,     pg_reset,    pg_col_i64,   pg_col_f64,
-    pg_col_text,  pg_col_blob, pg_col_null,
+    pg_col_text,  pg_col_blob, pg_col_null, pg_copy,
 };

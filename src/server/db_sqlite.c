@@ -188,6 +188,16 @@ static int sdb_sqlite_col_null(sdb_stmt *st, int i)
     return sqlite3_column_type(st->h, i) == SQLITE_NULL;
 }
 
+static int sdb_sqlite_copy(sdb *db, const char *sql, const char *data,
+                           size_t len)
+{
+    (void)db;
+    (void)sql;
+    (void)data;
+    (void)len;
+    return GPUFL_EINTERNAL; /* COPY is PostgreSQL's */
+}
+
 const sdb_ops sdb_sqlite_ops = {
     sdb_sqlite_close,     sdb_sqlite_exec,      sdb_sqlite_errmsg,
     sdb_sqlite_changes,   sdb_sqlite_prepare,   sdb_sqlite_finalize,
@@ -195,4 +205,5 @@ const sdb_ops sdb_sqlite_ops = {
     sdb_sqlite_bind_blob, sdb_sqlite_bind_null, sdb_sqlite_step,
     sdb_sqlite_reset,     sdb_sqlite_col_i64,   sdb_sqlite_col_f64,
     sdb_sqlite_col_text,  sdb_sqlite_col_blob,  sdb_sqlite_col_null,
+    sdb_sqlite_copy,
 };

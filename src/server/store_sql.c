@@ -278,6 +278,8 @@ static void sq_close(srv_store *bs)
         return;
     for (int i = 0; i < WS_N; i++)
         sdb_finalize(s->ws[i]);
+    sdb_finalize(s->kmerge);
+    sdb_finalize(s->kaget);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     if (s->w) {
@@ -292,6 +294,7 @@ static void sq_close(srv_store *bs)
     rl_map_release(&s->kscope);
     rl_map_release(&s->sacc);
     rl_map_release(&s->pend_idx);
+    free(s->cb.p);
     free(s->pend);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);
@@ -332,6 +335,10 @@ static int setup(sdb *db, int writer)
         exec(db, "PRAGMA synchronous=FULL"))
         return GPUFL_EUNAVAIL;
     exec(db, "PRAGMA cache_size=-65536");
+    /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
+     * batch writes about that much, so the default checkpoints (copies
+     * into the database and fsyncs it) at nearly every commit */
+    exec(db, "PRAGMA wal_autocheckpoint=16384");
     return GPUFL_OK;
 }
 
@@ -374,6 +381,31 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
             snprintf(eb, ec, "prepare %d: %s", i, sdb_errmsg(s->w));
             goto fail;
         }
+    }
+    /* PostgreSQL: kernels go in by COPY into a session-local staging table
+     * (emptied at each commit), then one INSERT ... SELECT whose RETURNING
+     * names the new rows */
+    if (sdb_dialect(s->w) == SDB_POSTGRES &&
+        ((rc = exec(s->w, "CREATE TEMP TABLE kstage (LIKE kernels)"
+                          " ON COMMIT DELETE ROWS;"
+                          "CREATE TEMP TABLE tlstage (LIKE tl)"
+                          " ON COMMIT DELETE ROWS;"
+                          "CREATE TEMP TABLE ksstage (LIKE kscope)"
+                          " ON COMMIT DELETE ROWS;"
+                          "CREATE TEMP TABLE kastage (LIKE kagg)"
+                          " ON COMMIT DELETE ROWS")) != 0 ||
+         (rc = sdb_prepare(s->w,
+                           "SELECT k.sess, k.name_id, n, total, min, max,"
+                           " sum_occ, n_occ, regs, smem, hist FROM kagg k"
+                           " JOIN unnest(?::bigint[], ?::bigint[])"
+                           " AS u(us, un) ON k.sess=u.us AND k.name_id=u.un",
+                           &s->kaget)) != 0 ||
+         (rc = sdb_prepare(s->w,
+                           "INSERT INTO kernels SELECT * FROM kstage"
+                           " ON CONFLICT DO NOTHING RETURNING sess, seq",
+                           &s->kmerge)) != 0)) {
+        snprintf(eb, ec, "cannot set up staging: %s", sdb_errmsg(s->w));
+        goto fail;
     }
     if (readers < 1)
         readers = 1;

@@ -6,9 +6,11 @@
  * Idempotency: every line lands in exactly one table whose primary key is
  * (session, seq) - plus the stream for types that occur in all three - and
  * goes in with INSERT ... ON CONFLICT DO NOTHING; sdb_changes() (or, for
- * PostgreSQL's multi-row kernel INSERT, RETURNING) then says new or
- * duplicate, and only new lines feed the rollups.  Rollups are gathered in
- * memory for the batch and merged once per touched row.
+ * PostgreSQL's kernels, the RETURNING of INSERT ... SELECT from a COPY
+ * staging table) then says new or duplicate, and only new lines feed the
+ * rollups.  Rollups are gathered in memory for the batch and merged once
+ * per touched row; on PostgreSQL through staging tables too, so a batch
+ * costs a handful of round trips, not one per row.
  */
 #include "store_sql_int.h"
 
@@ -119,6 +121,57 @@ static int launch_get(sq_store *s, int64_t sess, uint64_t cfg, sq_launch *out)
     return GPUFL_OK;
 }
 
+/* ---- PostgreSQL COPY rows ---- */
+
+static int cb_reserve(sq_cbuf *b, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        char *p;
+        while (cap < b->len + n)
+            cap *= 2;
+        if (!(p = realloc(b->p, cap)))
+            return GPUFL_ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    return GPUFL_OK;
+}
+
+/* Appends v as a column, then sep ('\t' or '\n'); the caller has reserved
+ * room (CB_COL bytes a column). */
+#define CB_COL 32
+static void cb_i(sq_cbuf *b, int64_t v, char sep)
+{
+    char tmp[24];
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    size_t n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        b->p[b->len++] = '-';
+    while (n)
+        b->p[b->len++] = tmp[--n];
+    b->p[b->len++] = sep;
+}
+
+static void cb_f(sq_cbuf *b, double v, char sep)
+{
+    /* the same text pg_bind_f64 sends */
+    b->len += (size_t)snprintf(b->p + b->len, CB_COL, "%.17g", v);
+    b->p[b->len++] = sep;
+}
+
+static void cb_null(sq_cbuf *b, char sep)
+{
+    memcpy(b->p + b->len, "\\N", 2);
+    b->len += 2;
+    b->p[b->len++] = sep;
+}
+
 /* ---- accumulation ---- */
 
 static int acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
@@ -185,6 +238,33 @@ static int acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
     return GPUFL_OK;
 }
 
+/* Adds a stored kagg row (columns from c: n, total, min, max, sum_occ,
+ * n_occ, regs, smem, hist) into the batch's accumulator. */
+static void kagg_merge(sq_kagg *a, sdb_stmt *g, int c)
+{
+    size_t hn = 0;
+    const char *h = sdb_col_blob(g, c + 8, &hn);
+    uint64_t mn = (uint64_t)sdb_col_i64(g, c + 2);
+    uint64_t mx = (uint64_t)sdb_col_i64(g, c + 3);
+
+    a->n += (uint64_t)sdb_col_i64(g, c);
+    a->total += (uint64_t)sdb_col_i64(g, c + 1);
+    a->min = mn < a->min ? mn : a->min;
+    a->max = mx > a->max ? mx : a->max;
+    a->sum_occ += sdb_col_f64(g, c + 4);
+    a->n_occ += (uint64_t)sdb_col_i64(g, c + 5);
+    if (sdb_col_i64(g, c + 6) > a->regs)
+        a->regs = sdb_col_i64(g, c + 6);
+    if (sdb_col_i64(g, c + 7) > a->smem)
+        a->smem = sdb_col_i64(g, c + 7);
+    if (h && hn == sizeof(a->hist))
+        for (int b = 0; b < RL_HIST_N; b++) {
+            uint64_t v;
+            memcpy(&v, h + b * 8, 8);
+            a->hist[b] += v;
+        }
+}
+
 static int flush_kagg(sq_store *s)
 {
     const uint64_t *k;
@@ -198,28 +278,8 @@ static int flush_kagg(sq_store *s)
         bind_i(g, 1, k[0]);
         bind_i(g, 2, k[1]);
         rc = sdb_step(g);
-        if (rc == SDB_ROW) {
-            size_t hn = 0;
-            const char *h = sdb_col_blob(g, 8, &hn);
-            uint64_t mn = (uint64_t)sdb_col_i64(g, 2);
-            uint64_t mx = (uint64_t)sdb_col_i64(g, 3);
-            a->n += (uint64_t)sdb_col_i64(g, 0);
-            a->total += (uint64_t)sdb_col_i64(g, 1);
-            a->min = mn < a->min ? mn : a->min;
-            a->max = mx > a->max ? mx : a->max;
-            a->sum_occ += sdb_col_f64(g, 4);
-            a->n_occ += (uint64_t)sdb_col_i64(g, 5);
-            if (sdb_col_i64(g, 6) > a->regs)
-                a->regs = sdb_col_i64(g, 6);
-            if (sdb_col_i64(g, 7) > a->smem)
-                a->smem = sdb_col_i64(g, 7);
-            if (h && hn == sizeof(a->hist))
-                for (int b = 0; b < RL_HIST_N; b++) {
-                    uint64_t c;
-                    memcpy(&c, h + b * 8, 8);
-                    a->hist[b] += c;
-                }
-        }
+        if (rc == SDB_ROW)
+            kagg_merge(a, g, 0);
         sdb_reset(g);
         if (rc != SDB_ROW && rc != SDB_DONE)
             return sq_err(rc);
@@ -240,62 +300,130 @@ static int flush_kagg(sq_store *s)
     return GPUFL_OK;
 }
 
-/* PostgreSQL: the timeline buckets as multi-row upserts (keys are unique
- * within a batch, as ON CONFLICT DO UPDATE requires). */
-#define TL_ROWS 1000
-static int flush_tl_multi(sq_store *s)
+/* PostgreSQL: COPY the staged rows in s->cb into stage, then run the
+ * upsert "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT
+ * clause of the row-at-a-time statement ws. */
+static int stage_merge(sq_store *s, const char *stage, const char *dst, int ws)
 {
-    static const char head[] = "INSERT INTO tl VALUES ";
-    const char *tail = strstr(sq_wsql[WS_TL], " ON CONFLICT");
-    size_t i = 0;
+    char sql[1024];
+    int rc;
 
-    while (i < s->tl.cap) {
-        size_t cap = sizeof(head) + strlen(tail) + TL_ROWS * 18, len, rows = 0;
-        char *sql = malloc(cap);
-        sdb_stmt *st = NULL;
-        size_t i0 = i;
-        int rc;
+    snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", stage);
+    if ((rc = sdb_copy(s->w, sql, s->cb.p, s->cb.len)) != 0)
+        return rc;
+    snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
+             strstr(sq_wsql[ws], " ON CONFLICT"));
+    return exec(s->w, sql);
+}
 
-        if (!sql)
-            return GPUFL_ENOMEM;
-        len = (size_t)snprintf(sql, cap, "%s", head);
-        for (; i < s->tl.cap && rows < TL_ROWS; i++) {
-            const uint64_t *k;
-            if (!rl_map_at(&s->tl, i, &k))
+/* PostgreSQL: the kernel aggregates in three round trips - the stored rows
+ * for the batch's keys, merged here, COPYed back through kastage. */
+static int flush_kagg_pg(sq_store *s)
+{
+    static const char hx[] = "0123456789abcdef";
+    sdb_stmt *g = s->kaget;
+    const uint64_t *k;
+    int rc, first = 1;
+
+    if (!s->kagg.n)
+        return GPUFL_OK;
+    /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
+    s->cb.len = 0;
+    for (int col = 0; col < 2; col++) {
+        size_t start = s->cb.len;
+        first = 1;
+        for (size_t i = 0; i < s->kagg.cap; i++) {
+            if (!rl_map_at(&s->kagg, i, &k))
                 continue;
-            len += (size_t)snprintf(sql + len, cap - len, "%s(?,?,?,?,?,?,?,?)",
-                                    rows ? "," : "");
-            rows++;
+            if (cb_reserve(&s->cb, CB_COL + 2))
+                return GPUFL_ENOMEM;
+            if (first)
+                s->cb.p[s->cb.len++] = '{';
+            first = 0;
+            cb_i(&s->cb, (int64_t)k[col], ',');
         }
-        if (!rows) {
-            free(sql);
-            break;
-        }
-        snprintf(sql + len, cap - len, "%s", tail);
-        rc = sdb_prepare(s->w, sql, &st);
-        free(sql);
-        if (rc)
-            return rc;
-        rows = 0;
-        for (size_t j = i0; j < i; j++) {
-            const uint64_t *k;
-            sq_tl *t = rl_map_at(&s->tl, j, &k);
-            int b = (int)rows * 8;
-            if (!t)
-                continue;
-            for (int c = 0; c < 4; c++)
-                bind_i(st, b + c + 1, k[c]);
-            bind_i(st, b + 5, t->n);
-            bind_i(st, b + 6, t->busy);
-            bind_i(st, b + 7, t->top_name);
-            bind_i(st, b + 8, t->top_dur);
-            rows++;
-        }
-        rc = sdb_step(st);
-        sdb_finalize(st);
-        if (sdb_err(rc))
-            return sdb_err(rc);
+        s->cb.p[s->cb.len - 1] = '}';
+        sdb_bind_text(g, col + 1, s->cb.p + start, s->cb.len - start);
     }
+    while ((rc = sdb_step(g)) == SDB_ROW) {
+        uint64_t gk[4] = { (uint64_t)sdb_col_i64(g, 0),
+                           (uint64_t)sdb_col_i64(g, 1), 0, 0 };
+        sq_kagg *a = rl_map_find(&s->kagg, gk);
+        if (a)
+            kagg_merge(a, g, 2);
+    }
+    sdb_reset(g);
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    s->cb.len = 0;
+    for (size_t i = 0; i < s->kagg.cap; i++) {
+        sq_kagg *a = rl_map_at(&s->kagg, i, &k);
+        const unsigned char *h;
+        if (!a)
+            continue;
+        h = (const unsigned char *)a->hist;
+        if (cb_reserve(&s->cb, 10 * CB_COL + 2 * sizeof(a->hist) + 8))
+            return GPUFL_ENOMEM;
+        cb_i(&s->cb, (int64_t)k[0], '\t');
+        cb_i(&s->cb, (int64_t)k[1], '\t');
+        cb_i(&s->cb, (int64_t)a->n, '\t');
+        cb_i(&s->cb, (int64_t)a->total, '\t');
+        cb_i(&s->cb, (int64_t)a->min, '\t');
+        cb_i(&s->cb, (int64_t)a->max, '\t');
+        cb_f(&s->cb, a->sum_occ, '\t');
+        cb_i(&s->cb, (int64_t)a->n_occ, '\t');
+        cb_i(&s->cb, a->regs, '\t');
+        cb_i(&s->cb, a->smem, '\t');
+        /* bytea hex; COPY text needs the backslash doubled */
+        memcpy(s->cb.p + s->cb.len, "\\\\x", 3);
+        s->cb.len += 3;
+        for (size_t b = 0; b < sizeof(a->hist); b++) {
+            s->cb.p[s->cb.len++] = hx[h[b] >> 4];
+            s->cb.p[s->cb.len++] = hx[h[b] & 15];
+        }
+        s->cb.p[s->cb.len++] = '\n';
+    }
+    return stage_merge(s, "kastage", "kagg", WS_KAGG_PUT);
+}
+
+/* PostgreSQL: the timeline buckets and per-scope totals, each in one COPY
+ * and one upsert (keys are unique within a batch, as ON CONFLICT DO
+ * UPDATE requires). */
+static int flush_rest_pg(sq_store *s)
+{
+    const uint64_t *k;
+    int rc;
+
+    s->cb.len = 0;
+    for (size_t i = 0; i < s->tl.cap; i++) {
+        sq_tl *t = rl_map_at(&s->tl, i, &k);
+        if (!t)
+            continue;
+        if (cb_reserve(&s->cb, 8 * CB_COL))
+            return GPUFL_ENOMEM;
+        for (int j = 0; j < 4; j++)
+            cb_i(&s->cb, (int64_t)k[j], '\t');
+        cb_i(&s->cb, (int64_t)t->n, '\t');
+        cb_i(&s->cb, (int64_t)t->busy, '\t');
+        cb_i(&s->cb, (int64_t)t->top_name, '\t');
+        cb_i(&s->cb, (int64_t)t->top_dur, '\n');
+    }
+    if (s->tl.n && (rc = stage_merge(s, "tlstage", "tl", WS_TL)) != 0)
+        return rc;
+    s->cb.len = 0;
+    for (size_t i = 0; i < s->kscope.cap; i++) {
+        uint64_t *v = rl_map_at(&s->kscope, i, &k);
+        if (!v)
+            continue;
+        if (cb_reserve(&s->cb, 4 * CB_COL))
+            return GPUFL_ENOMEM;
+        cb_i(&s->cb, (int64_t)k[0], '\t');
+        cb_i(&s->cb, (int64_t)k[1], '\t');
+        cb_i(&s->cb, (int64_t)v[0], '\t');
+        cb_i(&s->cb, (int64_t)v[1], '\n');
+    }
+    if (s->kscope.n && (rc = stage_merge(s, "ksstage", "kscope", WS_KSCOPE)))
+        return rc;
     return GPUFL_OK;
 }
 
@@ -304,7 +432,7 @@ static int flush_rest(sq_store *s, int64_t now)
     const uint64_t *k;
     int rc;
 
-    if (s->pend && (rc = flush_tl_multi(s)) != 0)
+    if (s->pend && (rc = flush_rest_pg(s)) != 0)
         return rc;
     for (size_t i = 0; !s->pend && i < s->tl.cap; i++) {
         sq_tl *t = rl_map_at(&s->tl, i, &k);
@@ -320,7 +448,7 @@ static int flush_rest(sq_store *s, int64_t now)
         if ((rc = step_done(st)) != 0)
             return rc;
     }
-    for (size_t i = 0; i < s->kscope.cap; i++) {
+    for (size_t i = 0; !s->pend && i < s->kscope.cap; i++) {
         uint64_t *v = rl_map_at(&s->kscope, i, &k);
         sdb_stmt *st = s->ws[WS_KSCOPE];
         if (!v)
@@ -426,8 +554,6 @@ static int put_dict(sq_store *s, int64_t sess, const srv_ev *e)
     return rc;
 }
 
-#define KCOLS_N 24
-
 /* The kernel row's 24 parameters from index b + 1. */
 static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
                         const sq_launch *l)
@@ -462,49 +588,83 @@ static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
 
 static int count_line(sq_store *s, int64_t sess, const srv_ev *e);
 
-/* PostgreSQL: the pending kernels in one INSERT ... RETURNING; the keys it
- * returns are the new rows, the rest were already stored. */
+/* The kernel row as a COPY line, in the table's column order (as
+ * bind_kernel). */
+static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
+                     const sq_launch *l)
+{
+    int64_t v[24] = { sess,
+                      (int64_t)e->seq,
+                      (int64_t)e->ts,
+                      (int64_t)e->dur,
+                      (int64_t)e->dev,
+                      (int64_t)e->stream,
+                      (int64_t)e->corr,
+                      l->name_id,
+                      (int64_t)e->cfg,
+                      (int64_t)e->grid[0],
+                      (int64_t)e->grid[1],
+                      (int64_t)e->grid[2],
+                      l->bx,
+                      l->by,
+                      l->bz,
+                      l->regs,
+                      l->smem,
+                      0,
+                      (int64_t)e->scope,
+                      (int64_t)e->path,
+                      (int64_t)e->stack,
+                      e->api_off,
+                      (int64_t)e->api_dur,
+                      (int64_t)e->flags };
+
+    if (cb_reserve(b, 24 * CB_COL))
+        return GPUFL_ENOMEM;
+    for (int c = 0; c < 24; c++) {
+        char sep = c + 1 < 24 ? '\t' : '\n';
+        if (c != 17)
+            cb_i(b, v[c], sep);
+        else if (l->occ >= 0)
+            cb_f(b, l->occ, sep);
+        else
+            cb_null(b, sep);
+    }
+    return GPUFL_OK;
+}
+
+/* PostgreSQL: the pending kernels COPYed into kstage and moved into
+ * kernels by one INSERT ... SELECT ... RETURNING; the keys it returns are
+ * the new rows, the rest were already stored. */
 static int flush_pending(sq_store *s, srv_ingest_res *r)
 {
-    size_t n = s->npend, len = 0, cap = 128 + n * (2 * KCOLS_N + 4);
-    char *sql;
-    sdb_stmt *st = NULL;
+    size_t n = s->npend;
+    sdb_stmt *st = s->kmerge;
     int rc, fresh;
 
     if (!n)
         return GPUFL_OK;
     s->npend = 0;
-    sql = malloc(cap);
-    if (!sql)
-        return GPUFL_ENOMEM;
-    len = (size_t)snprintf(sql, cap, "INSERT INTO kernels VALUES ");
-    for (size_t j = 0; j < n; j++) {
-        sql[len++] = j ? ',' : ' ';
-        sql[len++] = '(';
-        for (int c = 0; c < KCOLS_N; c++) {
-            sql[len++] = '?';
-            sql[len++] = c + 1 < KCOLS_N ? ',' : ')';
-        }
-    }
-    snprintf(sql + len, cap - len,
-             " ON CONFLICT DO NOTHING RETURNING sess, seq");
-    rc = sdb_prepare(s->w, sql, &st);
-    free(sql);
-    if (rc)
-        return rc;
+    s->cb.len = 0;
     rl_map_clear(&s->pend_idx);
     for (size_t j = 0; j < n; j++) {
         uint64_t k[4] = { (uint64_t)s->pend[j].sess, s->pend[j].e->seq, 0, 0 };
         size_t *v = rl_map_get(&s->pend_idx, k, &fresh);
-        if (!v) {
-            sdb_finalize(st);
+        if (!v)
             return GPUFL_EFULL;
-        }
         if (fresh)
             *v = j + 1; /* a key twice in one batch: the first is new */
-        bind_kernel(st, (int)j * KCOLS_N, s->pend[j].sess, s->pend[j].e,
-                    &s->pend[j].l);
+        if ((rc = cb_kernel(&s->cb, s->pend[j].sess, s->pend[j].e,
+                            &s->pend[j].l)) != 0)
+            return rc;
     }
+    /* a second flush in one transaction: the first one's rows are in
+     * kernels already */
+    if (s->staged && (rc = exec(s->w, "TRUNCATE kstage")) != 0)
+        return rc;
+    if ((rc = sdb_copy(s->w, "COPY kstage FROM STDIN", s->cb.p, s->cb.len)) !=
+        0)
+        return rc;
+    s->staged = 1;
     while ((rc = sdb_step(st)) == SDB_ROW) {
         uint64_t k[4] = { (uint64_t)sdb_col_i64(st, 0),
                           (uint64_t)sdb_col_i64(st, 1), 0, 0 };
@@ -512,7 +672,7 @@ static int flush_pending(sq_store *s, srv_ingest_res *r)
         if (v)
             s->pend[*v - 1].fresh = 1;
     }
-    sdb_finalize(st);
+    sdb_reset(st);
     if (rc != SDB_DONE)
         return sdb_err(rc);
     rc = GPUFL_OK;
@@ -732,6 +892,7 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
         goto out;
     }
     s->npend = 0;
+    s->staged = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const srv_ev *e = &ev[i];
         int64_t sess = 0;
@@ -756,7 +917,7 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
     if (!rc)
         rc = flush_pending(s, r);
     if (!rc)
-        rc = flush_kagg(s);
+        rc = s->pend ? flush_kagg_pg(s) : flush_kagg(s);
     if (!rc)
         rc = flush_rest(s, (int64_t)time(NULL));
     if (!rc)

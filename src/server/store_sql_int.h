@@ -73,7 +73,13 @@ typedef struct sq_pend {
     int fresh;
 } sq_pend;
 
-#define SQ_PEND_MAX 1000
+#define SQ_PEND_MAX 16384
+
+/* PostgreSQL: the rows a batch stages with COPY (text format). */
+typedef struct sq_cbuf {
+    char *p;
+    size_t len, cap;
+} sq_cbuf;
 
 typedef struct sq_store {
     srv_store base;
@@ -87,6 +93,10 @@ typedef struct sq_store {
     sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
     size_t npend;
     rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
+    sdb_stmt *kmerge; /* PostgreSQL: kstage -> kernels, RETURNING */
+    sdb_stmt *kaget;  /* PostgreSQL: the stored kagg rows of a batch */
+    sq_cbuf cb;       /* PostgreSQL: COPY rows being built */
+    int staged;       /* PostgreSQL: kstage filled in this transaction */
     int64_t analyzed; /* PostgreSQL: when ANALYZE last ran (Unix s) */
     pthread_mutex_t rlock;
     pthread_cond_t rcond;

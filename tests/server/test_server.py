@@ -683,6 +683,41 @@ class Static(Base):
 
 
 class Durability(Base):
+    def test_big_batch_duplicates(self):
+        """One POST with more kernels than PostgreSQL stages at once
+        (SQ_PEND_MAX, 16384), with in-batch duplicates on both sides of
+        that boundary, then the whole batch again."""
+        sid = "0b1b2b3b-0000-4000-8000-00000000b16b"
+        head = ('{"v":1,"sid":"%s","st":"device","seq":0,"ts":1000,'
+                '"type":"session","app":"big","host":"big","start":1000}\n'
+                '{"v":1,"sid":"%s","st":"device","seq":1,"ts":1000,'
+                '"type":"dict","id":1,"kind":"name","name":"big_k"}\n'
+                % (sid, sid))
+        srv = self.server()
+        n, durs, lines = 20000, [], []
+        for i in range(n):
+            dur = 1000 + (i * 7919) % 50000
+            durs.append(dur)
+            lines.append('{"v":1,"sid":"%s","st":"device","seq":%d,'
+                         '"ts":%d,"type":"kernel","dev":0,"stream":7,'
+                         '"corr":%d,"name":1,"grid":[1],"dur":%d}\n'
+                         % (sid, i + 2, 2000 + i * 60000, i, dur))
+        body = (head + "".join(lines) + "".join(lines[:10]) +
+                "".join(lines[17000:17010])).encode()
+        keys = ("accepted", "duplicate", "rejected")
+        r = srv.ingest_ok("device", body)
+        self.assertEqual([r[k] for k in keys], [n + 2, 20, 0])
+        r = srv.ingest_ok("device", body)
+        self.assertEqual([r[k] for k in keys], [0, n + 22, 0])
+        d = srv.get("/api/v1/sessions/" + sid)
+        self.assertEqual(d["counts"]["kernels"], n)
+        agg = srv.get("/api/v1/sessions/%s/kernels/aggregate" % sid)
+        self.assertEqual([(i["name"], i["count"], i["total_ns"], i["min_ns"],
+                           i["max_ns"]) for i in agg["items"]],
+                         [("big_k", n, sum(durs), min(durs), max(durs))])
+        tl = srv.get("/api/v1/sessions/%s/timeline?width=100" % sid)
+        self.assertTrue(tl)
+
     def test_kill9_loses_no_acknowledged_line(self):
         logs = T.make_logs(os.path.join(self.dir, "logs"), "train", 60)
         sess = list(logs.values())[0]
