@@ -650,6 +650,21 @@ int client_push_raw(int stream, char *body, uint32_t len, uint64_t ts)
     return GPUFL_OK;
 }
 
+int client_push_counter(uint32_t name, int64_t value)
+{
+    tls_state *t;
+    rec *r;
+    if (!is_active() || !(t = get_tls()))
+        return GPUFL_ENOTINIT;
+    r = rec_begin(t, REC_COUNTER, ST_SCOPE, client_now());
+    if (!r)
+        return GPUFL_EFULL;
+    r->u.ctr.name = name;
+    r->u.ctr.value = value;
+    rec_end(t);
+    return GPUFL_OK;
+}
+
 /* ---- counters ---- */
 
 gpufl_counter *gpufl_counter_get(const char *name)

@@ -119,6 +119,8 @@ void client_ring_release(uint32_t i);
 /* Push a REC_RAW record on the calling thread's ring; takes ownership of
  * body (freed on failure). */
 int client_push_raw(int stream, char *body, uint32_t len, uint64_t ts);
+/* Push a counter value on the calling thread's ring (sampler). */
+int client_push_counter(uint32_t name, int64_t value);
 /* Wake the collector (rare path: a ring is half full, or a flush). */
 void client_kick(void);
 void client_log(gpufl_log_level lvl, const char *fmt, ...)

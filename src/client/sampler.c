@@ -173,26 +173,13 @@ static void sample_counters(void)
 {
     uint32_t n =
         atomic_load_explicit(&g_client.n_counters, memory_order_acquire);
-    ring *r = client_thread_ring();
-    for (uint32_t i = 0; i < n && r; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         gpufl_counter_s *c = &g_client.counters[i];
         int64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
-        rec *x;
         if (c->written && v == c->last_written)
             continue;
-        x = ring_reserve(r);
-        if (!x) {
-            ring_drop(r, ST_SCOPE);
-            continue;
-        }
-        x->type = REC_COUNTER;
-        x->gen = (uint8_t)atomic_load(&g_client.gen);
-        x->flags = 0;
-        x->tid = r->tid;
-        x->ts = client_now();
-        x->u.ctr.name = c->name;
-        x->u.ctr.value = v;
-        ring_commit(r);
+        if (client_push_counter(c->name, v) != GPUFL_OK)
+            continue; /* dropped and counted; retried next tick */
         c->last_written = v;
         c->written = 1;
     }

@@ -64,25 +64,35 @@ static void read_cmdline(char *out, size_t cap)
     out[n] = 0;
 }
 
-static int engine_listed(const char *list, const char *name)
+/* Next name of a comma list, spaces around it trimmed: *name and *len, or
+ * 0 at the end.  *p moves past it. */
+static int next_engine(const char **p, const char **name, size_t *len)
 {
-    size_t nl = strlen(name);
-    const char *p = list;
-    while (*p) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        while (len && *p == ' ') {
-            p++;
-            len--;
-        }
-        while (len && p[len - 1] == ' ')
-            len--;
-        if (len == nl && !memcmp(p, name, nl))
-            return 1;
-        if (!e)
-            break;
-        p = e + 1;
+    const char *s = *p, *e;
+    size_t n;
+    if (!*s)
+        return 0;
+    e = strchr(s, ',');
+    n = e ? (size_t)(e - s) : strlen(s);
+    *p = e ? e + 1 : s + n;
+    while (n && *s == ' ') {
+        s++;
+        n--;
     }
+    while (n && s[n - 1] == ' ')
+        n--;
+    *name = s;
+    *len = n;
+    return 1;
+}
+
+static int engine_listed(const char *list, const char *want)
+{
+    const char *name;
+    size_t len;
+    while (next_engine(&list, &name, &len))
+        if (len == strlen(want) && !memcmp(name, want, len))
+            return 1;
     return 0;
 }
 
@@ -92,27 +102,17 @@ static int check_engines(const char *list, char *bad, size_t badlen)
 {
     static const char *const known[] = { "auto", "sim", "nvml", "host",
                                          "cupti" };
-    const char *p = list;
-    while (*p) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        int ok = 0;
-        while (len && *p == ' ') {
-            p++;
-            len--;
-        }
-        while (len && p[len - 1] == ' ')
-            len--;
+    const char *name;
+    size_t len;
+    while (next_engine(&list, &name, &len)) {
+        int ok = !len;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            if (len == strlen(known[i]) && !memcmp(p, known[i], len))
+            if (len == strlen(known[i]) && !memcmp(name, known[i], len))
                 ok = 1;
-        if (!ok && len) {
-            snprintf(bad, badlen, "%.*s", (int)(len > 60 ? 60 : len), p);
+        if (!ok) {
+            snprintf(bad, badlen, "%.*s", (int)(len > 60 ? 60 : len), name);
             return -1;
         }
-        if (!e)
-            break;
-        p = e + 1;
     }
     return 0;
 }

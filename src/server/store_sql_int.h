@@ -168,4 +168,19 @@ int sq_q_profile(srv_store *s, const srv_q *q, jw *w);
 int sq_q_system(srv_store *s, const srv_q *q, jw *w);
 int sq_q_compare(srv_store *s, const srv_q *q, jw *w);
 
+/* ---- store_sql_rollup.c ---- */
+/* COPY text rows: sq_cb_i/_f/_null append a column, then sep ('\t' or
+ * '\n'), into room the caller reserved with sq_cb_reserve (CB_COL bytes
+ * a column). */
+#define CB_COL 32
+int sq_cb_reserve(sq_cbuf *b, size_t n);
+void sq_cb_i(sq_cbuf *b, int64_t v, char sep);
+void sq_cb_f(sq_cbuf *b, double v, char sep);
+void sq_cb_null(sq_cbuf *b, char sep);
+int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
+                  const sq_launch *l);
+int sq_flush_kagg(sq_store *s);
+int sq_flush_kagg_pg(sq_store *s);
+int sq_flush_rest(sq_store *s, int64_t now);
+
 #endif
