@@ -13,7 +13,14 @@ typedef struct cli_cmd {
     int (*main)(int argc, char **argv);
 } cli_cmd;
 
+int cli_memprof_main(int argc, char **argv);
+int cli_idle_main(int argc, char **argv);
 int cli_run_main(int argc, char **argv);
 int cli_version_main(int argc, char **argv);
+int cli_demo_main(int argc, char **argv);
+
+/* 1 when this build of `gpufl` has the subcommand (demo starts the optional
+ * parts that exist). */
+int cli_has_command(const char *name);
 
 #endif

@@ -8,6 +8,22 @@
 #include "cli_int.h"
 
 static const cli_cmd cmds[] = {
+    { "demo",
+      "the whole stack on this machine: server, agent, UI and live "
+      "workloads",
+      cli_demo_main },
+#ifdef GPUFL_HAVE_MEMPROF
+#ifdef GPUFL_HAVE_IDLE
+    { "idle",
+      "is a GPU session in use? verdicts from NVML, processes, input, CPU "
+      "(--once, watch)",
+      cli_idle_main },
+#endif
+    { "memprof",
+      "GPU memory allocations per call stack (eBPF or --preload): folded, "
+      "pprof, top",
+      cli_memprof_main },
+#endif
     { "run",
       "run a program with GPU capture, no code change (gpufl run -- "
       "CMD ARGS...)",
@@ -15,6 +31,14 @@ static const cli_cmd cmds[] = {
     { "version", "print the versions of gpufl and its event format",
       cli_version_main },
 };
+
+int cli_has_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(cmds[i].name, name))
+            return 1;
+    return 0;
+}
 
 static void usage(FILE *f)
 {

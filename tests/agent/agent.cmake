@@ -18,7 +18,7 @@ if(TARGET gpufl-agent)
   pkg_check_modules(AGENT_MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
   target_link_libraries(agent_receiver PRIVATE PkgConfig::AGENT_MHD)
 
-  add_executable(agent_kafka_mock ${GPUFL_AGENT_TESTS}/kafka_mock.c)
+  add_executable(agent_kafka_mock ${PROJECT_SOURCE_DIR}/src/tools/kafka_mock.c)
   gpufl_target(agent_kafka_mock)
   target_link_libraries(agent_kafka_mock PRIVATE PkgConfig::AGENT_RDKAFKA)
 

@@ -22,6 +22,16 @@ if [ "$cmd" = stop ]; then
     done
     exit 0
 fi
+# a cluster that was just stopped (another test) may still hold the fixed
+# ports; a new mon/osd would then join the old one ("wrong fsid")
+for _ in $(seq 1 100); do
+    busy=0
+    for port in 6789 7480; do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && busy=1
+    done
+    [ "$busy" = 0 ] && break
+    sleep 0.2
+done
 rm -rf "$D"; mkdir -p "$D/run" "$D/log" "$D/mon.a" "$D/osd.0" "$D/rgw.a"
 FSID=$(cat /proc/sys/kernel/random/uuid)
 cat > "$C" <<EOC

@@ -1,0 +1,531 @@
+/*
+ * cli_demo.c - `gpufl demo`: the whole stack on this machine, one command.
+ *
+ * Starts gpufl-server (embedded SQLite, the web UI when it is built),
+ * gpufl-agent shipping over HTTP, and then keeps producing live data: the
+ * example training program runs again and again (on the simulated GPU
+ * unless --engines says otherwise; the sessions say "simulated"), and,
+ * where those commands exist, the idle detector and the memory profiler
+ * run beside it.  Prints the URL and the token, runs until Ctrl-C (or
+ * --duration), then stops everything it started, newest first, so the
+ * agent ships what is left before the server goes.
+ *
+ * --fleet hands over to scripts/fleet.sh, which sets up the scale path
+ * (Kafka, two servers, PostgreSQL, S3) on this machine.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_int.h"
+#include "cli_proc.h"
+
+#define DEMO_PATH 4096
+
+typedef struct demo_opts {
+    const char *listen, *token, *dir, *engines, *ui_dir;
+    unsigned steps, pause_s, duration_s;
+    int idle, memprof, quiet;
+} demo_opts;
+
+typedef struct demo {
+    demo_opts o;
+    cli_procs ps;
+    char bin[DEMO_PATH];  /* folder of the gpufl binaries */
+    char root[DEMO_PATH]; /* --dir, absolute */
+    char logs[DEMO_PATH + 16], data[DEMO_PATH + 16];
+    char token[80], url[320];
+    int server, agent, work; /* slots; -1 = not running */
+    unsigned runs;
+} demo;
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gpufl demo [OPTIONS]\n\n"
+            "Runs the whole gpufl stack on this machine: gpufl-server "
+            "(embedded SQLite and the\nweb UI), gpufl-agent shipping over "
+            "HTTP, and example workloads that keep\nproducing live data "
+            "(on the simulated GPU, labelled simulated, unless --engines\n"
+            "selects real capture), plus the idle detector and the memory "
+            "profiler where they\nare available.  Prints the URL and the "
+            "token; Ctrl-C stops everything it started.\n\n"
+            "options:\n"
+            "  --listen ADDR:PORT  where the server listens (default "
+            "127.0.0.1:8080)\n"
+            "  --token TOKEN       admin token to sign in with (default: a "
+            "new random one)\n"
+            "  --dir DIR           logs, database and process logs go here "
+            "(default ./gpufl-demo)\n"
+            "  --steps N           training steps per workload run (default "
+            "200)\n"
+            "  --pause S           seconds between workload runs (default "
+            "10)\n"
+            "  --engines LIST      engines of the workload (default sim,host; "
+            "'cupti,nvml,host'\n"
+            "                      on a machine with a GPU)\n"
+            "  --duration S        stop by itself after S seconds (default: "
+            "run until Ctrl-C)\n"
+            "  --ui-dir DIR        the web UI's built files (default: "
+            "web/dist of this build)\n"
+            "  --no-idle           do not run the idle detector\n"
+            "  --no-memprof        do not run the memory profiler\n"
+            "  --fleet [OPTS]      the scale path instead: agents -> Kafka "
+            "(mock) -> two servers ->\n"
+            "                      PostgreSQL, S3 archive; runs "
+            "scripts/fleet.sh, whose options\n"
+            "                      (--agents N, --runs N, --port P, --no-s3, "
+            "...) follow (docs/fleet.md)\n"
+            "  -q, --quiet         only the URL, the token and errors\n"
+            "  -h, --help          this text\n\n"
+            "Disk: each run of the example writes about 40 KB of logs per "
+            "step; the agent ships\nthem and the server stores them under "
+            "DIR.  Exit: 0 after a clean stop, 1 when a\npart failed (its "
+            "log in DIR is named), 2 for a usage error.\n");
+}
+
+static int parse_uint(const char *s, unsigned *out)
+{
+    char *end;
+    unsigned long v;
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || *end || !*s || *s == '-' || v > 1000000000ul)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, demo_opts *o)
+{
+    o->listen = "127.0.0.1:8080";
+    o->dir = "./gpufl-demo";
+    o->engines = "sim,host";
+    o->steps = 200;
+    o->pause_s = 10;
+    o->idle = o->memprof = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        unsigned *num = NULL;
+        const char **str = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--no-idle"))
+            o->idle = 0;
+        else if (!strcmp(a, "--no-memprof"))
+            o->memprof = 0;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+            o->quiet = 1;
+        else if (!strcmp(a, "--listen"))
+            str = &o->listen;
+        else if (!strcmp(a, "--token"))
+            str = &o->token;
+        else if (!strcmp(a, "--dir"))
+            str = &o->dir;
+        else if (!strcmp(a, "--engines"))
+            str = &o->engines;
+        else if (!strcmp(a, "--ui-dir"))
+            str = &o->ui_dir;
+        else if (!strcmp(a, "--steps"))
+            num = &o->steps;
+        else if (!strcmp(a, "--pause"))
+            num = &o->pause_s;
+        else if (!strcmp(a, "--duration"))
+            num = &o->duration_s;
+        else {
+            fprintf(stderr,
+                    "gpufl demo: unknown option %s (see gpufl demo "
+                    "--help)\n",
+                    a);
+            return -1;
+        }
+        if (str || num) {
+            if (!v) {
+                fprintf(stderr, "gpufl demo: %s needs a value\n", a);
+                return -1;
+            }
+            if (str)
+                *str = v;
+            else if (parse_uint(v, num)) {
+                fprintf(stderr,
+                        "gpufl demo: %s wants a whole number, not "
+                        "\"%s\"\n",
+                        a, v);
+                return -1;
+            }
+            i++;
+        }
+    }
+    if (!strchr(o->listen, ':')) {
+        fprintf(stderr, "gpufl demo: --listen wants ADDR:PORT, e.g. "
+                        "127.0.0.1:8080\n");
+        return -1;
+    }
+    if (o->token && (strlen(o->token) < 8 || strlen(o->token) > 64)) {
+        fprintf(stderr, "gpufl demo: --token must be 8 to 64 characters\n");
+        return -1;
+    }
+    if (o->steps == 0)
+        o->steps = 1;
+    return 0;
+}
+
+static void say(const demo *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(const demo *d, const char *fmt, ...)
+{
+    va_list ap;
+    if (d->o.quiet)
+        return;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&t, NULL); /* a signal ends it early: that is wanted */
+}
+
+/* Prints the last lines of a child's log, to say why it failed. */
+static void show_tail(const char *path)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    long at;
+    size_t n;
+    if (!f)
+        return;
+    fseek(f, 0, SEEK_END);
+    at = ftell(f);
+    fseek(f, at > (long)sizeof buf - 1 ? at - (long)sizeof buf + 1 : 0,
+          SEEK_SET);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    fprintf(stderr, "---- last lines of %s\n%s----\n", path, buf);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[DEMO_PATH];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int exists_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The UI's built files: --ui-dir, the source tree's web/dist beside this
+ * build (build/bin/../../web/dist), or the installed share/gpufl/web. */
+static const char *find_ui(demo *d, char *out, size_t cap)
+{
+    const char *rel[] = { "../../web/dist", "../share/gpufl/web" };
+    if (d->o.ui_dir)
+        return exists_dir(d->o.ui_dir) ? d->o.ui_dir : NULL;
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[DEMO_PATH + 32];
+        snprintf(cand, sizeof cand, "%s/%s/index.html", d->bin, rel[i]);
+        if (access(cand, R_OK) == 0) {
+            snprintf(out, cap, "%s/%s", d->bin, rel[i]);
+            return out;
+        }
+    }
+    return NULL;
+}
+
+static int start_server(demo *d)
+{
+    char exe[DEMO_PATH + 32], log[DEMO_PATH + 32], ui[DEMO_PATH + 32];
+    const char *uidir = find_ui(d, ui, sizeof ui);
+    char *argv[12];
+    int n = 0;
+
+    snprintf(exe, sizeof exe, "%s/gpufl-server", d->bin);
+    snprintf(log, sizeof log, "%s/server.log", d->root);
+    argv[n++] = exe;
+    argv[n++] = "--listen";
+    argv[n++] = (char *)d->o.listen;
+    argv[n++] = "--data-dir";
+    argv[n++] = d->data;
+    argv[n++] = "--admin-token";
+    argv[n++] = d->token;
+    if (uidir) {
+        argv[n++] = "--ui-dir";
+        argv[n++] = (char *)uidir;
+    }
+    argv[n] = NULL;
+    say(d, "[1/4] starting gpufl-server on %s (SQLite in %s)\n", d->url,
+        d->data);
+    if (!uidir)
+        say(d, "      the web UI is not built (needs Node.js: 'make' builds "
+               "web/dist); the API still works\n");
+    d->server = cli_proc_start(&d->ps, "gpufl-server", argv, log, NULL);
+    if (d->server < 0)
+        return -1;
+    for (int t = 0; t < 300 && !stop_flag; t++) {
+        if (cli_http_ok(d->o.listen, "/healthz", 200))
+            return 0;
+        if (cli_proc_wait(&d->ps, d->server, 0) == 0) {
+            fprintf(stderr,
+                    "gpufl demo: gpufl-server exited at start (is %s already "
+                    "in use? try --listen 127.0.0.1:8081)\n",
+                    d->o.listen);
+            show_tail(log);
+            return -1;
+        }
+        sleep_ms(50);
+    }
+    if (!stop_flag) {
+        fprintf(stderr, "gpufl demo: gpufl-server did not answer /healthz in "
+                        "15 s\n");
+        show_tail(log);
+    }
+    return -1;
+}
+
+static int start_agent(demo *d)
+{
+    char exe[DEMO_PATH + 32], log[DEMO_PATH + 32];
+    char folder[DEMO_PATH + 32], url[400], cursor[DEMO_PATH + 32];
+    char tok[120];
+    char *argv[] = { exe,    folder,        "--type=http", url,
+                     cursor, "--stats-s=0", NULL };
+    char *env[] = { tok, NULL };
+
+    snprintf(exe, sizeof exe, "%s/gpufl-agent", d->bin);
+    snprintf(log, sizeof log, "%s/agent.log", d->root);
+    snprintf(folder, sizeof folder, "--folder=%s", d->logs);
+    snprintf(url, sizeof url, "--url=%s/api/v1/events/", d->url);
+    snprintf(cursor, sizeof cursor, "--cursor-file=%s/agent.cursor", d->root);
+    /* the token through the environment: not visible in ps */
+    snprintf(tok, sizeof tok, "GPUFL_AGENT_TOKEN=%s", d->token);
+    say(d, "[2/4] starting gpufl-agent: %s -> %s over HTTP\n", d->logs, d->url);
+    d->agent = cli_proc_start(&d->ps, "gpufl-agent", argv, log, env);
+    return d->agent < 0 ? -1 : 0;
+}
+
+/* Optional parts: the `gpufl` subcommands that exist in this build. */
+static void start_extras(demo *d)
+{
+    char self[DEMO_PATH + 32], log[DEMO_PATH + 32];
+    snprintf(self, sizeof self, "%s/gpufl", d->bin);
+    if (d->o.idle && cli_has_command("idle")) {
+        char *argv[] = { self,        "idle",  "watch", "--simulate",
+                         "--log-dir", d->logs, NULL };
+        snprintf(log, sizeof log, "%s/idle.log", d->root);
+        say(d, "      gpufl idle watch (simulated GPU signals) -> verdicts "
+               "in the Fleet view\n");
+        cli_proc_start(&d->ps, "gpufl-idle", argv, log, NULL);
+    }
+    if (d->o.memprof && cli_has_command("memprof"))
+        say(d, "      gpufl memprof: see 'gpufl memprof --help' "
+               "(needs eBPF rights)\n");
+}
+
+static int start_workload(demo *d)
+{
+    char exe[DEMO_PATH + 32], log[DEMO_PATH + 32], steps[16];
+    char *argv[] = { exe,
+                     "--steps",
+                     steps,
+                     "--log-dir",
+                     d->logs,
+                     "--engines",
+                     (char *)d->o.engines,
+                     NULL };
+    snprintf(exe, sizeof exe, "%s/example_train", d->bin);
+    snprintf(log, sizeof log, "%s/workload.log", d->root);
+    snprintf(steps, sizeof steps, "%u", d->o.steps);
+    d->work = cli_proc_start(&d->ps, "example_train", argv, log, NULL);
+    if (d->work < 0)
+        return -1;
+    d->runs++;
+    say(d, "      run %u: example_train, %u steps, engines %s%s\n", d->runs,
+        d->o.steps, d->o.engines,
+        strstr(d->o.engines, "sim") ? " (simulated GPU)" : "");
+    return 0;
+}
+
+/* The main loop: keep the workload going, watch the long-lived parts. */
+static int run_loop(demo *d)
+{
+    time_t t0 = time(NULL), next = 0;
+    while (!stop_flag) {
+        int i = cli_proc_poll(&d->ps);
+        time_t now = time(NULL);
+        if (d->o.duration_s && now - t0 >= (time_t)d->o.duration_s)
+            break;
+        if (i >= 0 && i == d->work) {
+            cli_proc *p = &d->ps.p[i];
+            if (p->status != 0) {
+                char log[DEMO_PATH + 32];
+                snprintf(log, sizeof log, "%s/workload.log", d->root);
+                fprintf(stderr,
+                        "gpufl demo: the workload failed (status "
+                        "%d)\n",
+                        p->status);
+                show_tail(log);
+                return 1;
+            }
+            d->work = -1;
+            next = now + (time_t)d->o.pause_s;
+        } else if (i >= 0) {
+            char log[DEMO_PATH + 64];
+            const char *n = d->ps.p[i].name;
+            snprintf(log, sizeof log, "%s/%s.log", d->root,
+                     !strncmp(n, "gpufl-", 6) ? n + 6 : n);
+            fprintf(stderr, "gpufl demo: %s stopped unexpectedly\n", n);
+            show_tail(log);
+            return 1;
+        }
+        if (d->work < 0 && now >= next && start_workload(d))
+            return 1;
+        sleep_ms(100);
+    }
+    return 0;
+}
+
+/* Hands --fleet over to scripts/fleet.sh (source tree or share/gpufl). */
+static int run_fleet(demo *d, int argc, char **argv)
+{
+    const char *rel[] = { "../../scripts/fleet.sh", "../share/gpufl/fleet.sh" };
+    char path[DEMO_PATH + 64];
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", d->bin, rel[i]);
+        if (access(path, X_OK) == 0) {
+            char **av = calloc((size_t)argc + 2, sizeof *av);
+            int n = 0;
+            if (!av)
+                return 1;
+            av[n++] = path;
+            for (int k = 1; k < argc; k++)
+                if (strcmp(argv[k], "--fleet"))
+                    av[n++] = argv[k];
+            av[n] = NULL;
+            setenv("GPUFL_BIN_DIR", d->bin, 1);
+            execv(path, av);
+            fprintf(stderr, "gpufl demo: cannot run %s: %s\n", path,
+                    strerror(errno));
+            free(av);
+            return 1;
+        }
+    }
+    fprintf(stderr, "gpufl demo: --fleet needs scripts/fleet.sh (from the "
+                    "source tree or share/gpufl)\n");
+    return 1;
+}
+
+int cli_demo_main(int argc, char **argv)
+{
+    demo d;
+    struct sigaction sa;
+    int rc;
+
+    memset(&d, 0, sizeof d);
+    d.server = d.agent = d.work = -1;
+    if (cli_self_dir(d.bin, sizeof d.bin)) {
+        fprintf(stderr, "gpufl demo: cannot find my own folder\n");
+        return 1;
+    }
+    /* fleet.sh has options of its own (--agents, --runs, ...): it parses */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--fleet"))
+            return run_fleet(&d, argc, argv);
+    if (parse(argc, argv, &d.o))
+        return 2;
+    if (mkdir_p(d.o.dir) || !realpath(d.o.dir, d.root)) {
+        fprintf(stderr, "gpufl demo: cannot create %s: %s\n", d.o.dir,
+                strerror(errno));
+        return 1;
+    }
+    snprintf(d.logs, sizeof d.logs, "%s/logs", d.root);
+    snprintf(d.data, sizeof d.data, "%s/data", d.root);
+    if (mkdir_p(d.logs) || mkdir_p(d.data)) {
+        fprintf(stderr, "gpufl demo: cannot create folders in %s: %s\n", d.root,
+                strerror(errno));
+        return 1;
+    }
+    if (d.o.token)
+        snprintf(d.token, sizeof d.token, "%s", d.o.token);
+    else {
+        unsigned char r[16];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            fprintf(stderr, "gpufl demo: no randomness for a token\n");
+            return 1;
+        }
+        for (size_t i = 0; i < sizeof r; i++)
+            snprintf(d.token + 2 * i, 3, "%02x", r[i]);
+    }
+    snprintf(d.url, sizeof d.url, "http://%s", d.o.listen);
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: waits end at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = 1;
+    if (start_server(&d) || start_agent(&d))
+        goto stop;
+    say(&d, "[3/4] starting the workloads (logs in %s)\n", d.logs);
+    start_extras(&d);
+    if (start_workload(&d))
+        goto stop;
+    printf("\n  gpufl is running:  %s/\n  sign in with token: %s\n\n", d.url,
+           d.token);
+    say(&d,
+        "  API: curl -H 'Authorization: Bearer %s' %s/api/v1/sessions\n"
+        "  Data from the simulated GPU is labelled \"simulated\".\n"
+        "  Ctrl-C stops everything.\n\n",
+        d.token, d.url);
+    fflush(stdout);
+    rc = run_loop(&d);
+stop:
+    say(&d, "[4/4] stopping: workload, detectors, then the agent (it ships "
+            "what is left), then the server\n");
+    if (d.work >= 0)
+        cli_proc_stop(&d.ps, d.work, 5000);
+    /* let the agent catch up with the last lines before it stops */
+    if (d.agent >= 0 && d.ps.p[d.agent].pid > 0)
+        sleep_ms(1500);
+    for (int i = d.ps.n - 1; i >= 0; i--)
+        if (i != d.server && i != d.agent)
+            cli_proc_stop(&d.ps, i, 5000);
+    if (d.agent >= 0)
+        cli_proc_stop(&d.ps, d.agent, 10000);
+    if (d.server >= 0)
+        cli_proc_stop(&d.ps, d.server, 10000);
+    say(&d, "stopped; data kept in %s (run again to reuse it)\n", d.root);
+    return rc;
+}

@@ -1,0 +1,459 @@
+"""test_e2e.py - the parts together, as a user runs them.
+
+Demo:     `gpufl demo` starts server + agent + workloads; the query API
+          answers with what the workloads did; Ctrl-C (SIGINT) stops every
+          process it started; the stored lines equal the lines in the logs.
+Restart:  server, agent and workload killed with SIGKILL in turn while a
+          workload writes; after recovery the database holds every line of
+          the logs exactly once (no loss, no duplicates).
+
+The expected data always comes from the log files, read by the independent
+reader tests/client/gpufl_logs.py; the stored data from the server's own
+database (sqlite3 / psql), not from gpufl's code.
+
+Environment: GPUFL_BIN_DIR, GPUFL_TEST_TMP (as the server tests).
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+import srvtest as st  # noqa: E402
+from srvtest import gl  # noqa: E402
+
+BIN = st.BIN
+GPUFL = os.path.join(BIN, "gpufl")
+AGENT = os.path.join(BIN, "gpufl-agent")
+TOKEN = "e2e-admin-token-0123456789"
+STREAM_NO = {"device": 0, "scope": 1, "system": 2}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def fresh(name):
+    d = os.path.join(st.TMP, "e2e", name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def procs_mentioning(text):
+    """PIDs of live processes whose command line mentions text."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            out.append((int(pid), cmd))
+    return out
+
+
+def wait_for(cond, timeout, what, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError("timed out after %ds waiting for %s" % (timeout, what))
+
+
+# Every stored line, whatever table its type went to (docs/server.md):
+# lines keeps the types without a table of their own, with their stream.
+STORED_SQL = " UNION ALL ".join(
+    ["SELECT s.sid, l.st, l.seq FROM lines l JOIN sessions s ON s.id = l.sess"]
+    + ["SELECT s.sid, %d, t.seq FROM %s t JOIN sessions s ON s.id = t.sess"
+       % (stn, table) for table, stn in (("kernels", 0), ("ops", 0),
+                                          ("scopes", 1), ("sass", 1),
+                                          ("samples", 2))])
+
+
+def stored_count(srv):
+    return sum(int(srv.sql("SELECT count(*) FROM %s" % t)[0][0])
+               for t in ("lines", "kernels", "ops", "scopes", "sass",
+                         "samples"))
+
+
+def stored_seqs(srv):
+    """{(sid, stream_no): sorted list of seq} from the server's lines table,
+    plus the number of rows (so a duplicate would show)."""
+    rows = srv.sql(STORED_SQL)
+    got = {}
+    for sid, stn, seq in rows:
+        got.setdefault((sid, int(stn)), []).append(int(seq))
+    for k in got:
+        got[k].sort()
+    return got, len(rows)
+
+
+def logged_seqs(log_dir):
+    """The same from the log files, read independently.  Sessions whose
+    process was killed may end without session_end and with a partial last
+    line: allowed (the partial line was never a line)."""
+    want = {}
+    sessions = gl.validate(log_dir, allow_partial=True, complete=False)
+    for sid, sess in sessions.items():
+        for name, stream in sess.streams.items():
+            seqs = sorted(e["seq"] for e in stream.events)
+            if seqs:
+                want[(sid, STREAM_NO[name])] = seqs
+    return want, sessions
+
+
+def agent_cmd(log_dir, port, cursor):
+    return [AGENT, "--folder=" + log_dir, "--type=http",
+            "--url=http://127.0.0.1:%d/api/v1/events/" % port,
+            "--cursor-file=" + cursor, "--linger-ms=50", "--retry-min-ms=50",
+            "--retry-max-ms=500", "--stats-s=0"]
+
+
+def agent_env():
+    return st.clean_env({"GPUFL_AGENT_TOKEN": TOKEN})
+
+
+class Demo(unittest.TestCase):
+    def test_demo_runs_stops_and_stores_everything(self):
+        root = fresh("demo")
+        port = free_port()
+        out = open(os.path.join(root, "demo.out"), "w+")
+        p = subprocess.Popen([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
+                              "--dir", root, "--token", TOKEN, "--steps", "40",
+                              "--pause", "1", "--duration", "60"],
+                             stdout=out, stderr=subprocess.STDOUT,
+                             env=st.clean_env())
+        srv = st.Server.__new__(st.Server)  # only for req()/get()
+        srv.port, srv.token = port, TOKEN
+        try:
+            def two_ended():
+                try:
+                    items = srv.get("/api/v1/sessions?limit=50")["items"]
+                except Exception:
+                    return None
+                ended = [s for s in items if s.get("state") == "ended"]
+                return items if len(ended) >= 2 else None
+            items = wait_for(two_ended, 45, "two ended sessions in the API")
+            out.seek(0)
+            text = out.read()
+            self.assertIn("sign in with token: " + TOKEN, text)
+            self.assertIn("http://127.0.0.1:%d/" % port, text)
+            for s in items:
+                self.assertTrue(s["simulated"], s)   # labelled simulated
+            sid = [s for s in items if s["state"] == "ended"][0]["id"]
+            detail = srv.get("/api/v1/sessions/" + sid)
+            agg = srv.get("/api/v1/sessions/%s/kernels/aggregate?limit=1000"
+                          % sid)["items"]
+            # the workload's own record of the session, read independently
+            logs = gl.validate(os.path.join(root, "logs"), allow_partial=True,
+                               complete=False)
+            sess = logs[sid]
+            kernels = sess.streams["device"].of("kernel")
+            self.assertEqual(sum(a["count"] for a in agg), len(kernels))
+            names = {}
+            for k in kernels:
+                n = sess.name(sess.launch(k["cfg"])["name"])
+                names[n] = names.get(n, 0) + 1
+            self.assertEqual({a["name"]: a["count"] for a in agg}, names)
+            self.assertEqual(detail["app"], "example_train")
+            # the UI's files are served without a token when they are built
+            dist = os.path.join(HERE, "..", "..", "web", "dist", "index.html")
+            if os.path.exists(dist):
+                code, _, body = srv.req("GET", "/", token=None)
+                self.assertEqual(code, 200)
+                self.assertIn(b"<html", body.lower())
+            # Ctrl-C: everything it started stops
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(60), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            out.close()
+        left = procs_mentioning(root)
+        self.assertEqual(left, [], "processes left behind")
+        with open(os.path.join(root, "demo.out")) as f:
+            self.assertIn("stopped;", f.read())
+        # nothing lost: ship what the stop left unshipped, then compare
+        srv = st.Server(os.path.join(root, "data"), admin=TOKEN,
+                        args=["--listen", "127.0.0.1:%d" % port])
+        try:
+            subprocess.run(agent_cmd(os.path.join(root, "logs"), srv.port,
+                                     os.path.join(root, "agent.cursor"))
+                           + ["--once"], env=agent_env(), check=True,
+                           timeout=120, stdout=subprocess.DEVNULL)
+            want, _ = logged_seqs(os.path.join(root, "logs"))
+            got, nrows = stored_seqs(srv)
+            self.assertEqual(got, want)
+            self.assertEqual(nrows, sum(len(v) for v in want.values()))
+        finally:
+            srv.stop()
+
+    def test_port_in_use_is_explained(self):
+        root = fresh("demo-busy")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        try:
+            r = subprocess.run([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
+                                "--dir", root, "--duration", "5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=60, env=st.clean_env())
+        finally:
+            s.close()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("already in use", r.stderr)
+        self.assertEqual(procs_mentioning(root), [])
+
+    def test_usage_errors(self):
+        for args in (["--steps", "x"], ["--listen", "nocolon"], ["--bogus"]):
+            r = subprocess.run([GPUFL, "demo"] + args, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=30)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("gpufl demo:", r.stderr)
+        r = subprocess.run([GPUFL, "demo", "--help"], stdout=subprocess.PIPE,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0)
+        for flag in ("--listen", "--token", "--fleet", "--duration"):
+            self.assertIn(flag, r.stdout)
+
+
+class Restart(unittest.TestCase):
+    def test_kill_9_in_turn_loses_nothing_and_duplicates_nothing(self):
+        root = fresh("restart")
+        logs = os.path.join(root, "logs")
+        os.makedirs(logs)
+        data = os.path.join(root, "data")
+        cursor = os.path.join(root, "agent.cursor")
+        port = free_port()
+        listen = ["--listen", "127.0.0.1:%d" % port]
+        srv = st.Server(data, admin=TOKEN, args=listen)
+        agent_out = open(os.path.join(root, "agent.out"), "a")
+
+        def start_agent():
+            return subprocess.Popen(agent_cmd(logs, port, cursor),
+                                    env=agent_env(), stdout=agent_out,
+                                    stderr=subprocess.STDOUT)
+
+        def start_work(steps):
+            return subprocess.Popen(
+                [os.path.join(BIN, "example_train"), "--steps", str(steps),
+                 "--log-dir", logs], env=st.clean_env(),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        agent = start_agent()
+        work = start_work(5000)  # long: killed below
+        procs = [agent, work]
+        try:
+            def stored():
+                return stored_count(srv)
+            wait_for(lambda: stored() > 500, 30, "lines stored")
+            agent.kill()                      # 1. the agent
+            agent.wait()
+            time.sleep(0.5)
+            agent = start_agent()
+            procs.append(agent)
+            n = stored()
+            wait_for(lambda: stored() > n + 500, 30, "the agent to resume")
+            srv.kill()                        # 2. the server
+            time.sleep(1.0)                   # the agent retries meanwhile
+            srv = st.Server(data, admin=TOKEN, args=listen)
+            n = stored()
+            wait_for(lambda: stored() > n + 500, 30, "shipping after restart")
+            work.kill()                       # 3. the workload
+            work.wait()
+            agent.kill()                      # 4. the agent again, mid-batch
+            agent.wait()
+            agent = start_agent()
+            procs.append(agent)
+            w2 = start_work(30)               # a clean run after the crash
+            procs.append(w2)
+            self.assertEqual(w2.wait(120), 0)
+            want, sessions = logged_seqs(logs)
+            self.assertEqual(len(sessions), 2)
+            total = sum(len(v) for v in want.values())
+            wait_for(lambda: stored() >= total, 90, "every logged line stored")
+            time.sleep(1.0)                   # nothing more must arrive
+            got, nrows = stored_seqs(srv)
+            self.assertEqual(nrows, total)    # no duplicates
+            self.assertEqual(got, want)       # no loss, same lines
+            # the derived tables agree with the lines
+            for sid, sess in sessions.items():
+                k = srv.sql("SELECT count(*) FROM kernels k JOIN sessions s "
+                            "ON s.id = k.sess WHERE s.sid = '%s'" % sid)
+                self.assertEqual(int(k[0][0]),
+                                 len(sess.streams["device"].of("kernel")))
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            agent_out.close()
+            srv.stop(check=False)
+
+
+class PgStore:
+    """The fleet's PostgreSQL database, queried with psql (as srvtest)."""
+
+    def __init__(self, uri):
+        self.uri = uri
+
+    def sql(self, q):
+        out = subprocess.run(["psql", "-At", "-v", "ON_ERROR_STOP=1", self.uri,
+                              "-c", q], check=True, stdout=subprocess.PIPE,
+                             text=True, timeout=60).stdout
+        return [l.split("|") for l in out.splitlines() if l]
+
+
+def read_env(path):
+    env = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.strip().partition("=")
+            env[k] = v.strip('"')
+    return env
+
+
+def unzstd(b):
+    return subprocess.run(["zstd", "-dqc"], input=b, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+class Fleet(unittest.TestCase):
+    """scripts/fleet.sh (= gpufl demo --fleet): agents -> Kafka mock -> two
+    servers in one group -> PostgreSQL, rotated logs archived to radosgw.
+    One server is killed with SIGKILL mid-run: the other takes over its
+    partitions and every line is stored exactly once."""
+
+    def test_fleet_kafka_two_servers_postgres_s3(self):
+        if not [d for d in os.listdir("/usr/lib/postgresql")
+                if os.path.exists("/usr/lib/postgresql/%s/bin/initdb" % d)] \
+                if os.path.isdir("/usr/lib/postgresql") else True:
+            print("SKIP: PostgreSQL server binaries not installed")
+            sys.exit(77)
+        s3 = shutil.which("radosgw") is not None
+        root = fresh("fleet")
+        port = free_port()
+        args = [GPUFL, "demo", "--fleet", "--dir", root, "--port", str(port),
+                "--token", TOKEN, "--agents", "2", "--steps", "40",
+                "--runs", "2", "--pause", "6"]
+        if not s3:
+            print("radosgw not installed: the S3 archive part is skipped")
+            args.append("--no-s3")
+        out = open(os.path.join(root, "fleet.out"), "w+")
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                             env=st.clean_env({"GPUFL_BIN_DIR": BIN}))
+        try:
+            envf = os.path.join(root, "fleet.env")
+            wait_for(lambda: os.path.exists(envf) or p.poll() is not None,
+                     180, "the fleet to start")
+            if p.poll() is not None:
+                out.seek(0)
+                self.fail("fleet.sh exited %d:\n%s" % (p.returncode, out.read()))
+            env = read_env(envf)
+            db = PgStore(env["GPUFL_FLEET_DB"])
+            wait_for(lambda: stored_count(db) > 1000, 60, "lines in PostgreSQL")
+            with open(os.path.join(root, "run", "server1.pid")) as f:
+                os.kill(int(f.read()), signal.SIGKILL)   # one server dies
+            logs = [os.path.join(root, "agent%d" % n, "logs") for n in (1, 2)]
+
+            def runs_done():
+                for n in (1, 2):
+                    with open(os.path.join(root, "work%d.log" % n)) as f:
+                        if "all runs done" not in f.read():
+                            return False
+                return True
+            wait_for(runs_done, 120, "both workloads to finish their runs")
+            want = {}
+            for d in logs:
+                w, _ = logged_seqs(d)
+                want.update(w)
+            total = sum(len(v) for v in want.values())
+            self.assertEqual(len({k[0] for k in want}), 4)  # 2 agents x 2 runs
+            wait_for(lambda: stored_count(db) >= total, 120,
+                     "every line through Kafka into PostgreSQL")
+            time.sleep(2)
+            got, nrows = stored_seqs(db)
+            self.assertEqual(nrows, total)   # exactly once
+            self.assertEqual(got, want)
+            # the surviving server answers for all sessions
+            srv = st.Server.__new__(st.Server)
+            srv.port, srv.token = port + 1, TOKEN
+            items = srv.get("/api/v1/sessions?limit=100")["items"]
+            self.assertEqual({s["id"] for s in items}, {k[0] for k in want})
+            if s3:
+                self.check_archive(logs)
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(120), 0)
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(120)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            out.close()
+        self.assertEqual(procs_mentioning(root), [], "processes left behind")
+
+    def check_archive(self, logs):
+        """Every rotated, shipped file is in the bucket under
+        gpufl/<host>/<session>/<stream>.<n>.log.zst with the same content."""
+        sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+        import harness  # noqa: E402  (its SigV4 curl helper)
+        import re
+        rotated = {}
+        for d in logs:
+            for f in os.listdir(d):
+                m = re.match(r".*\.([0-9a-f]{8})\.(device|scope|system)\.log\."
+                             r"(\d+)(\.zst)?$", f)
+                if m:
+                    rotated[(m.group(1), m.group(2), int(m.group(3)))] = \
+                        os.path.join(d, f)
+        self.assertGreater(len(rotated), 4)
+
+        def listed():
+            code, body = harness.s3_curl("GET", "/gpufl-archive?list-type=2"
+                                         "&max-keys=1000")
+            self.assertEqual(code, 200, body[:300])
+            return re.findall(rb"<Key>([^<]+)</Key>", body)
+        keys = wait_for(lambda: (lambda k: k if len(k) >= len(rotated)
+                                 else None)(listed()), 60,
+                        "the archive uploads")
+        seen = 0
+        for key in keys:
+            m = re.match(rb"gpufl/[^/]+/([0-9a-f-]{36})/(device|scope|system)"
+                         rb"\.(\d+)\.log\.zst$", key)
+            self.assertTrue(m, key)
+            k = (m.group(1)[:8].decode(), m.group(2).decode(), int(m.group(3)))
+            if k not in rotated:
+                continue
+            code, body = harness.s3_curl("GET", "/gpufl-archive/" + key.decode())
+            self.assertEqual(code, 200)
+            with open(rotated[k], "rb") as f:
+                local = f.read()
+            if rotated[k].endswith(".zst"):
+                local = unzstd(local)
+            self.assertEqual(unzstd(body), local, key)
+            seen += 1
+        self.assertEqual(seen, len(rotated))
+
+
+if __name__ == "__main__":
+    unittest.main()
