@@ -363,7 +363,10 @@ static int start_workload(demo *d)
                      "--engines",
                      (char *)d->o.engines,
                      NULL };
+    /* the build keeps it beside gpufl; an install in libexec/gpufl */
     snprintf(exe, sizeof exe, "%s/example_train", d->bin);
+    if (access(exe, X_OK) != 0)
+        snprintf(exe, sizeof exe, "%s/../libexec/gpufl/example_train", d->bin);
     snprintf(log, sizeof log, "%s/workload.log", d->root);
     snprintf(steps, sizeof steps, "%u", d->o.steps);
     d->work = cli_proc_start(&d->ps, "example_train", argv, log, NULL);
