@@ -16,6 +16,9 @@ typedef struct cli_cmd {
 int cli_memprof_main(int argc, char **argv);
 int cli_idle_main(int argc, char **argv);
 int cli_run_main(int argc, char **argv);
+int cli_report_main(int argc, char **argv);
+int cli_export_main(int argc, char **argv);
+int cli_import_main(int argc, char **argv);
 int cli_version_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 

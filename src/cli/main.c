@@ -12,17 +12,31 @@ static const cli_cmd cmds[] = {
       "the whole stack on this machine: server, agent, UI and live "
       "workloads",
       cli_demo_main },
-#ifdef GPUFL_HAVE_MEMPROF
+#ifdef GPUFL_HAVE_REPORT
+    { "export",
+      "a log folder as a Chrome/Perfetto trace (--format chrome-trace|"
+      "perfetto -o FILE)",
+      cli_export_main },
+    { "import", "convert the original GPU Flight's v1 logs into gpufl's format",
+      cli_import_main },
+#endif
 #ifdef GPUFL_HAVE_IDLE
     { "idle",
       "is a GPU session in use? verdicts from NVML, processes, input, CPU "
       "(--once, watch)",
       cli_idle_main },
 #endif
+#ifdef GPUFL_HAVE_MEMPROF
     { "memprof",
       "GPU memory allocations per call stack (eBPF or --preload): folded, "
       "pprof, top",
       cli_memprof_main },
+#endif
+#ifdef GPUFL_HAVE_REPORT
+    { "report",
+      "what a log folder says: top kernels, copies, scopes, system, hints "
+      "(--json)",
+      cli_report_main },
 #endif
     { "run",
       "run a program with GPU capture, no code change (gpufl run -- "

@@ -1,0 +1,13 @@
+# src/report: the log reader, aggregates and JSON printer behind `gpufl
+# report`, and the importer of the original GPU Flight's v1 lines
+if(TARGET gpufl_report)
+  file(GLOB _fuzz_report_src ${PROJECT_SOURCE_DIR}/src/report/*.c)
+  gpufl_fuzz_target(report
+    REPLAY_LIBS gpufl_report
+    FUZZ_SOURCES ${_fuzz_report_src}
+                 ${PROJECT_SOURCE_DIR}/src/common/jsonl.c
+                 ${PROJECT_SOURCE_DIR}/src/common/jw.c
+                 ${PROJECT_SOURCE_DIR}/src/common/err.c
+    FUZZ_INCLUDES ${PROJECT_SOURCE_DIR}/src/report
+    FUZZ_LIBS PkgConfig::ZSTD z m)
+endif()
