@@ -41,7 +41,9 @@ static const run_opt opts[] = {
     { "--engines", "LIST", "GPUFL_ENGINES",
       "engines, comma separated: cupti (kernels, copies, memsets, syncs, "
       "allocations, launch callbacks), nvml (GPU metrics), host (CPU/RAM), "
-      "sim (simulated GPU); default auto = cupti,nvml,host" },
+      "sim (simulated GPU), sass (SASS metrics per scope), pcsamp (PC "
+      "sampling per scope; sass/pcsamp replace cupti tracing); default auto "
+      "= cupti,nvml,host" },
     { "--app", "NAME", "GPUFL_APP",
       "application name in the logs and file names; default: the program "
       "name" },

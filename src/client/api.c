@@ -258,12 +258,23 @@ static inline void rec_end(tls_state *t)
     }
 }
 
+_Atomic(client_scope_hook_fn) client_scope_hook;
+
+static inline void scope_hook(void)
+{
+    client_scope_hook_fn h =
+        atomic_load_explicit(&client_scope_hook, memory_order_acquire);
+    if (h)
+        h();
+}
+
 static uint64_t scope_begin_id(tls_state *t, uint32_t name_id, uint64_t now)
 {
     uint32_t parent, path;
     uint64_t token;
     scope_frame *f;
     rec *r;
+    scope_hook();
     if (t->depth >= CLIENT_MAX_SCOPE_DEPTH) {
         t->r->depth_drops++;
         atomic_store_explicit(&t->r->depth_pub, t->r->depth_drops,
@@ -360,6 +371,7 @@ static void scope_end_at(uint64_t token, uint64_t now)
             break;
     if (i == 0)
         return; /* not open on this thread: ignore */
+    scope_hook();
     gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
     /* Scopes opened inside this one and never ended are closed with it and
      * flagged, so the tree stays well formed. */

@@ -27,7 +27,7 @@
 #define CLIENT_LINE_MAX                                                        \
     (256 * 1024) /* one line; a system sample with 64
                                         processes is < 8 KiB */
-#define CLIENT_MAX_SOURCES 4
+#define CLIENT_MAX_SOURCES 8
 #define CLIENT_PATH_MAX 4096
 
 /* Resolved configuration (copied strings). */
@@ -128,9 +128,22 @@ void client_log(gpufl_log_level lvl, const char *fmt, ...)
 void client_set_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 uint64_t client_now(void);
+/* Called on the application thread at every scope begin and end (before
+ * the thread's scope stack changes) while a profiling engine (sass,
+ * pcsamp; source_cupti_prof.c) runs, so it can attribute what the GPU did
+ * since the previous boundary to the scope open during it; NULL when none
+ * runs.  One relaxed load per scope boundary otherwise. */
+typedef void (*client_scope_hook_fn)(void);
+extern _Atomic(client_scope_hook_fn) client_scope_hook;
 /* Scopes with explicit times (the simulated GPU runs on its own clock). */
 uint64_t client_scope_begin_at(uint32_t name_id, uint64_t ts);
 void client_scope_end_at(uint64_t token, uint64_t ts);
+
+/* ---- demangle.c ---- */
+/* The demangled form of an Itanium C++ ABI name ("_Z...") into out (cut
+ * to cap - 1 bytes): 1, or 0 when name is not mangled or no demangler is
+ * available.  gpufl's own threads only (may dlopen libstdc++). */
+int client_demangle(const char *name, char *out, size_t cap);
 
 /* ---- options.c ---- */
 /* Remember (msg) or forget (NULL) a bad environment value. */

@@ -1,8 +1,12 @@
 /*
- * cupti_int.h - the state shared by the three files of the CUPTI source:
+ * cupti_int.h - the state shared by the files of the CUPTI engines:
  * source_cupti.c (loading, lifecycle, activity buffers, the flush thread),
  * source_cupti_launch.c (launch callbacks, the correlation table, CPU
- * stacks) and source_cupti_decode.c (activity records into gpufl events).
+ * stacks), source_cupti_decode.c (activity records into gpufl events),
+ * source_cupti_prof.c (what the profiling engines share: resource
+ * callbacks, contexts, cubins and source lines, the scope hook),
+ * source_cupti_sass.c (the "sass" engine) and source_cupti_pcs.c (the
+ * "pcsamp" engine).
  *
  * CUPTI allows one subscriber per process and its callbacks carry no
  * pointer of ours for the buffer API, so the source keeps one process-wide
@@ -27,6 +31,12 @@
 #define CUPTI_STACK_MAX 64        /* frames captured per launch, cap */
 #define CUPTI_STACK_CACHE 4096    /* raw-stack -> interned id cache */
 #define CUPTI_FLUSH_MS_DEFAULT 500
+#define CUPTI_PROF_MAX_CTX 16          /* contexts a profiling engine follows */
+#define CUPTI_MAX_CUBINS 256           /* modules kept for source lines */
+#define CUPTI_CUBIN_BYTES (256u << 20) /* cap on the copies, all modules */
+#define CUPTI_SRC_CACHE 8192           /* (cubin, function, pc) -> line cache */
+#define CUPTI_PCS_PCS 1024 /* PC records per cuptiPCSamplingGetData */
+#define CUPTI_PCS_MAX_REASONS 64
 
 /* Settings the CUPTI source reads (resolved by options.c at gpufl_init). */
 typedef struct cupti_cfg {
@@ -62,6 +72,87 @@ typedef struct cupti_buf {
     _Atomic int busy;
 } cupti_buf;
 
+/* A context a profiling engine enabled (SASS patching or PC sampling). */
+typedef struct cupti_prof_ctx {
+    void *ctx;
+    uint32_t dev;
+    /* pcsamp: our sampling buffer and the chip's stall-reason table */
+    gfl_cupti_pcs_data *buf;
+    uint32_t n_reasons;
+    uint32_t reason_index[CUPTI_PCS_MAX_REASONS];
+    uint32_t reason_name[CUPTI_PCS_MAX_REASONS]; /* interned, 0 = skip */
+} cupti_prof_ctx;
+
+typedef struct cupti_cubin {
+    char *mem; /* our copy */
+    size_t len;
+    uint64_t crc;
+    int crc_done;
+} cupti_cubin;
+
+enum {
+    CUPTI_SASS_INST,
+    CUPTI_SASS_THREAD,
+    CUPTI_SASS_SECTORS,
+    CUPTI_SASS_IDEAL,
+    CUPTI_SASS_IDEAL_LD,
+    CUPTI_SASS_IDEAL_ST,
+    CUPTI_SASS_N
+};
+
+/* The profiling engines ("sass", "pcsamp"); at most one per process. */
+typedef struct cupti_prof {
+    int mode; /* CUPTI_PROF_SASS or CUPTI_PROF_PCS while a session runs */
+    _Atomic int active;
+    pthread_mutex_t lock; /* everything below; never held across a
+                             driver call */
+    /* shared */
+    gfl_cuptiGetDeviceId_fn GetDeviceId;
+    gfl_cuptiProfilerInitialize_fn ProfilerInitialize, ProfilerDeInitialize;
+    gfl_cuptiProfilerDeviceSupported_fn DeviceSupported;
+    gfl_cuptiDeviceGetChipName_fn GetChipName;
+    gfl_cuptiGetCubinCrc_fn GetCubinCrc;
+    gfl_cuptiGetSassToSourceCorrelation_fn SourceCorrelation;
+    gfl_cuCtxSynchronize_fn cuCtxSynchronize;
+    gfl_cuCtxGetCurrent_fn cuCtxGetCurrent;
+    /* sass */
+    gfl_cuptiSassMetricsGetProperties_fn SassGetProperties;
+    gfl_cuptiSassMetricsSetConfig_fn SassSetConfig;
+    gfl_cuptiSassMetricsUnsetConfig_fn SassUnsetConfig;
+    gfl_cuptiSassMetricsEnable_fn SassEnable;
+    gfl_cuptiSassMetricsDisable_fn SassDisable;
+    gfl_cuptiSassMetricsGetDataProperties_fn SassGetDataProperties;
+    gfl_cuptiSassMetricsFlushData_fn SassFlushData;
+    uint64_t sass_id[SRC_MAX_DEVICES][CUPTI_SASS_N]; /* 0 = not offered */
+    int sass_ready[SRC_MAX_DEVICES];                 /* metric ids resolved */
+    int sass_config[SRC_MAX_DEVICES];                /* SetConfig done */
+    /* pcsamp */
+    gfl_cuptiPCSamplingEnable_fn PcsEnable;
+    gfl_cuptiPCSamplingDisable_fn PcsDisable;
+    gfl_cuptiPCSamplingSetConfigurationAttribute_fn PcsSetConfig;
+    gfl_cuptiPCSamplingGetData_fn PcsGetData;
+    gfl_cuptiPCSamplingGetNumStallReasons_fn PcsGetNumStallReasons;
+    gfl_cuptiPCSamplingGetStallReasons_fn PcsGetStallReasons;
+    char **free_names; /* CUPTI's shared function names, freed at close */
+    size_t n_free_names, cap_free_names;
+    /* contexts, modules, source lines */
+    cupti_prof_ctx ctxs[CUPTI_PROF_MAX_CTX];
+    int n_ctx;
+    void *rejected[CUPTI_PROF_MAX_CTX]; /* contexts that failed: not again */
+    int n_rejected;
+    cupti_cubin cubins[CUPTI_MAX_CUBINS];
+    int n_cubins;
+    size_t cubin_bytes;
+    uint64_t src_key[CUPTI_SRC_CACHE];
+    uint32_t src_file[CUPTI_SRC_CACHE], src_line[CUPTI_SRC_CACHE];
+    /* what happened, for the session's markers and counters */
+    uint64_t n_lines, n_dropped, n_errors, n_hw_full;
+    char error[SRC_REASON_LEN]; /* first runtime failure */
+    gpufl_counter *c_dropped;
+} cupti_prof;
+
+enum { CUPTI_PROF_NONE = 0, CUPTI_PROF_SASS = 1, CUPTI_PROF_PCS = 2 };
+
 typedef struct cupti_state {
     void *lib, *cuda;
     /* CUPTI */
@@ -92,6 +183,7 @@ typedef struct cupti_state {
     _Atomic int api_seen; /* an API callback ran: cuInit has returned */
     _Atomic int stopping; /* callbacks return at once */
     _Atomic int stacks_on;
+    int stack_dwarf_only;        /* 1: no frame-pointer hand-off (benchmarks) */
     char broken[SRC_REASON_LEN]; /* why a subscribed CUPTI is unusable */
     cupti_cfg cfg;
 
@@ -129,9 +221,60 @@ typedef struct cupti_state {
     cupti_launch *launches;
     uintptr_t *frames; /* CUPTI_CORR_SLOTS x cfg.stack_depth */
     _Atomic uint64_t launch_lost;
+
+    /* attach (libraries, subscription, devices): once per session for
+     * all the CUPTI engines; the result is kept for the others */
+    uint32_t attach_gen;
+    int attach_rc;
+    char attach_why[2 * SRC_REASON_LEN]; /* room for every message */
+    int traced; /* launch callbacks and activity kinds are on (process) */
+
+    cupti_prof prof;
 } cupti_state;
 
 extern cupti_state *cupti_g;
+
+/* source_cupti.c: load the libraries, check the version, subscribe and
+ * read the devices - what every CUPTI engine needs first.  Once per
+ * session (later engines get the first one's result); sim excludes it. */
+int cupti_attach(cupti_state *s, char *why, size_t whylen);
+/* Short words for a CUPTI result ("insufficient privileges ..."). */
+void cupti_result_text(cupti_state *s, int rc, char *out, size_t outlen);
+
+/* source_cupti_prof.c: shared by the sass and pcsamp engines */
+int cupti_prof_open(cupti_state *s, int mode, const src_config *cfg, char *why,
+                    size_t whylen);
+void cupti_prof_start(cupti_state *s);
+/* Collect now, for the calling thread's scope (gpufl_flush). */
+void cupti_prof_flush(cupti_state *s);
+void cupti_prof_close(cupti_state *s);
+/* Resource callbacks (contexts, modules), from cupti_launch_callback. */
+void cupti_prof_resource(cupti_state *s, uint32_t cbid, const void *cbdata);
+/* A runtime failure: logged, kept for the final marker. */
+void cupti_prof_error(cupti_state *s, const char *call, int rc);
+/* Source file (interned) and line of a PC; 0s when unknown.  crc32: the
+ * SASS API's 32-bit CRC (crc is then only its low half). Lock held. */
+void cupti_prof_source(cupti_state *s, uint64_t crc, int crc32,
+                       const char *func, uint32_t func_id, uint64_t pc,
+                       uint32_t *file_id, uint32_t *line);
+
+/* source_cupti_sass.c */
+int cupti_sass_open(cupti_state *s, char *why, size_t whylen);
+/* Set up a new context (config, enable); lock held, no driver call.
+ * 0, or -1 when the context is not followed (the error is recorded). */
+int cupti_sass_ctx_on(cupti_state *s, cupti_prof_ctx *c);
+/* Flush every context's counters into sass lines of (scope, path). */
+void cupti_sass_collect(cupti_state *s, uint64_t scope, uint32_t path);
+void cupti_sass_ctx_off(cupti_state *s, cupti_prof_ctx *c);
+void cupti_sass_close(cupti_state *s);
+
+/* source_cupti_pcs.c */
+int cupti_pcs_open(cupti_state *s, char *why, size_t whylen);
+int cupti_pcs_ctx_on(cupti_state *s, cupti_prof_ctx *c);
+void cupti_pcs_collect(cupti_state *s, uint64_t scope, uint32_t path);
+void cupti_pcs_ctx_off(cupti_state *s, cupti_prof_ctx *c, uint64_t scope,
+                       uint32_t path);
+void cupti_pcs_close(cupti_state *s);
 
 /* source_cupti_launch.c */
 void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
@@ -145,6 +288,10 @@ int cupti_launch_api_records(cupti_state *s);
  * 1 when found, 0 otherwise.  Safe against concurrent writers. */
 int cupti_launch_find(cupti_state *s, uint32_t corr, cupti_launch *out,
                       uintptr_t *frames);
+/* The calling thread's return addresses, innermost first (frame 0 is the
+ * caller): DWARF unwinding until a frame keeps a frame pointer, then the
+ * frame-pointer chain, bounded by the thread's stack.  Returns the count. */
+int cupti_stack_capture(uintptr_t *out, int max, int dwarf_only);
 /* Interned stack id of raw frames (symbolized with dladdr), 0 = none. */
 uint32_t cupti_stack_intern(cupti_state *s, const uintptr_t *frames,
                             uint32_t n);

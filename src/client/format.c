@@ -410,8 +410,12 @@ void fmt_dict(jw *j, const intern_entry *e)
         }
         jw_arr_end(j);
     } else {
+        char dm[INTERN_MAX_LEN + 1];
         jw_key(j, "name");
         jw_strn(j, e->str, e->len, INTERN_MAX_LEN);
+        /* collector thread: a C++ kernel or function name, readable */
+        if (e->len > 2 && client_demangle(e->str, dm, sizeof dm))
+            jw_kv_str(j, "demangled", dm);
     }
     jw_obj_end(j);
 }

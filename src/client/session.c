@@ -86,22 +86,28 @@ static int next_engine(const char **p, const char **name, size_t *len)
     return 1;
 }
 
-static int engine_listed(const char *list, const char *want)
+/* Position of want in the list, or -1. */
+static int engine_pos(const char *list, const char *want)
 {
     const char *name;
     size_t len;
-    while (next_engine(&list, &name, &len))
+    for (int i = 0; next_engine(&list, &name, &len); i++)
         if (len == strlen(want) && !memcmp(name, want, len))
-            return 1;
-    return 0;
+            return i;
+    return -1;
+}
+
+static int engine_listed(const char *list, const char *want)
+{
+    return engine_pos(list, want) >= 0;
 }
 
 /* Unknown engine names are a usage error worth refusing: a typo would
  * otherwise silently capture nothing. */
 static int check_engines(const char *list, char *bad, size_t badlen)
 {
-    static const char *const known[] = { "auto", "sim", "nvml", "host",
-                                         "cupti" };
+    static const char *const known[] = { "auto",  "sim",  "nvml",  "host",
+                                         "cupti", "sass", "pcsamp" };
     const char *name;
     size_t len;
     while (next_engine(&list, &name, &len)) {
@@ -161,10 +167,25 @@ static void add_engine(const char *name, const src_ops *ops)
     }
 }
 
+/* An engine that was asked for but cannot run next to another one. */
+static void add_refused(const char *name, const char *why)
+{
+    client_engine *e = &g_client.engines[g_client.n_engines];
+    if (g_client.n_engines >= CLIENT_MAX_SOURCES)
+        return;
+    memset(e, 0, sizeof *e);
+    snprintf(g_client.engine_names[g_client.n_engines],
+             sizeof g_client.engine_names[0], "%s", name);
+    snprintf(e->status, sizeof e->status, "off: refused: %s", why);
+    client_log(GPUFL_LOG_WARN, "engine %s %s", name, e->status);
+    g_client.n_engines++;
+}
+
 static void open_engines(void)
 {
     const char *list = g_client.cfg.engines;
     int autom = engine_listed(list, "auto");
+    int sass = engine_listed(list, "sass"), pcs = engine_listed(list, "pcsamp");
     g_client.n_engines = 0;
     g_client.n_devices = 0;
     g_client.simulated = 0;
@@ -173,8 +194,32 @@ static void open_engines(void)
         add_engine("sim", &src_sim_ops);
         g_client.simulated = g_client.engines[g_client.n_engines - 1].on;
     }
-    if (autom || engine_listed(list, "cupti"))
-        add_engine("cupti", &src_cupti_ops);
+    /* CUPTI's profiling APIs (SASS metrics, PC sampling) share the GPU's
+     * performance monitors and cannot run in one process; the first
+     * listed wins.  SASS patching next to activity tracing hung in
+     * practice (docs/capture.md): sass runs without tracing. */
+    if (sass && pcs) {
+        int sass_first = engine_pos(list, "sass") < engine_pos(list, "pcsamp");
+        add_refused(sass_first ? "pcsamp" : "sass",
+                    "sass and pcsamp cannot run in one process (CUPTI's "
+                    "profiling APIs share the GPU's performance monitors); "
+                    "profile with each in a separate run");
+        sass = sass_first;
+        pcs = !sass_first;
+    }
+    if (autom || engine_listed(list, "cupti")) {
+        if (sass)
+            add_refused("cupti",
+                        "the sass engine runs without activity tracing "
+                        "(SASS patching next to tracing hung in practice); "
+                        "trace in a separate run");
+        else
+            add_engine("cupti", &src_cupti_ops);
+    }
+    if (sass)
+        add_engine("sass", &src_sass_ops);
+    if (pcs)
+        add_engine("pcsamp", &src_pcsamp_ops);
     if (g_client.simulated && (autom || engine_listed(list, "nvml"))) {
         /* gpu lines of real and simulated devices would share device
          * numbers: a session is one or the other */
@@ -256,7 +301,8 @@ int gpufl_init(const gpufl_options *opts)
     if (check_engines(g_client.cfg.engines, bad, sizeof bad) < 0) {
         rc = GPUFL_EINVAL;
         client_set_error("gpufl_init: unknown engine \"%s\" in \"%s\"; known "
-                         "engines: auto, sim, nvml, host, cupti",
+                         "engines: auto, sim, nvml, host, cupti, sass, "
+                         "pcsamp",
                          bad, g_client.cfg.engines);
         goto out;
     }

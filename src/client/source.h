@@ -119,7 +119,9 @@ typedef struct src_ops {
 
 extern const src_ops src_sim_ops;
 extern const src_ops src_nvml_ops;
-extern const src_ops src_cupti_ops; /* source_cupti*.c, docs/capture.md */
+extern const src_ops src_cupti_ops;  /* source_cupti*.c, docs/capture.md */
+extern const src_ops src_sass_ops;   /* source_cupti_prof.c, capture.md */
+extern const src_ops src_pcsamp_ops; /* source_cupti_prof.c, capture.md */
 
 /* ---- host CPU and memory (source_host.c) ---- */
 

@@ -335,9 +335,13 @@ static void cupti_atfork_child(void)
 {
     atomic_store(&live, 0);
     atomic_store(&st.stopping, 1);
+    atomic_store(&st.prof.active, 0); /* no scope hook, no drains */
+    atomic_store(&client_scope_hook, NULL);
+    st.prof.mode = CUPTI_PROF_NONE;
     st.thread_started = 0;
     pthread_mutex_init(&st.lock, NULL);
     pthread_mutex_init(&st.done_lock, NULL);
+    pthread_mutex_init(&st.prof.lock, NULL);
     pthread_cond_init(&st.cond, NULL);
 }
 
@@ -391,24 +395,11 @@ static void clock_anchor(cupti_state *s)
     }
 }
 
-static int cupti_open(void **state, const src_config *cfg, char *why,
-                      size_t whylen)
+/* Libraries, version, subscription and devices, for this session. */
+static int attach_once(cupti_state *s, char *why, size_t whylen)
 {
-    cupti_state *s = &st;
     const char *inj = getenv("CUDA_INJECTION64_PATH");
     int rc;
-    (void)cfg;
-    *state = NULL;
-    if (g_client.simulated) {
-        snprintf(why, whylen,
-                 "the simulated GPU is selected (sim and cupti are both "
-                 "activity sources and are not combined in one session)");
-        return GPUFL_ECONFLICT;
-    }
-    if (atomic_load(&live)) {
-        snprintf(why, whylen, "cupti: already capturing in this process");
-        return GPUFL_EALREADY;
-    }
     /* per-session fields; the loaded libraries and subscription persist */
     memcpy(&s->cfg, client_cupti_cfg(), sizeof s->cfg);
     if (!s->cfg.flush_ms)
@@ -423,10 +414,6 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
     s->n_devs = 0;
     memset(s->devs, 0, sizeof s->devs);
     memset(s->stack_key, 0, sizeof s->stack_key);
-    if (attached && s->broken[0]) { /* subscribed, but enabling failed */
-        snprintf(why, whylen, "%s", s->broken);
-        return GPUFL_EUNAVAIL;
-    }
     if (!attached) {
         rc = load_cuda(s, why, whylen);
         if (rc)
@@ -484,6 +471,65 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
         pthread_mutex_init(&s->done_lock, NULL);
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->cond, NULL);
+        pthread_mutex_init(&s->prof.lock, NULL);
+    }
+    return 0;
+}
+
+int cupti_attach(cupti_state *s, char *why, size_t whylen)
+{
+    uint32_t gen = atomic_load(&g_client.gen);
+    if (s->attach_gen != gen) {
+        s->attach_gen = gen;
+        s->attach_why[0] = 0;
+        s->attach_rc = attach_once(s, s->attach_why, sizeof s->attach_why);
+    }
+    if (s->attach_rc)
+        snprintf(why, whylen, "%s", s->attach_why);
+    return s->attach_rc;
+}
+
+void cupti_result_text(cupti_state *s, int rc, char *out, size_t outlen)
+{
+    const char *str = NULL;
+    if (s->GetResultString && s->GetResultString(rc, &str) != 0)
+        str = NULL;
+    if (rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+        snprintf(out, outlen,
+                 "insufficient privileges for GPU performance counters "
+                 "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES; the driver restricts "
+                 "profiling to administrators: NVreg_RestrictProfilingToAdmin"
+                 "Users=1)");
+    else
+        snprintf(out, outlen, "%.100s (%d)", str ? str : "CUPTI error", rc);
+}
+
+static int cupti_open(void **state, const src_config *cfg, char *why,
+                      size_t whylen)
+{
+    cupti_state *s = &st;
+    int rc;
+    (void)cfg;
+    *state = NULL;
+    if (g_client.simulated) {
+        snprintf(why, whylen,
+                 "the simulated GPU is selected (sim and cupti are both "
+                 "activity sources and are not combined in one session)");
+        return GPUFL_ECONFLICT;
+    }
+    if (atomic_load(&live)) {
+        snprintf(why, whylen, "cupti: already capturing in this process");
+        return GPUFL_EALREADY;
+    }
+    if (s->traced && s->broken[0]) { /* subscribed, but enabling failed */
+        snprintf(why, whylen, "%s", s->broken);
+        return GPUFL_EUNAVAIL;
+    }
+    rc = cupti_attach(s, why, whylen);
+    if (rc)
+        return rc;
+    if (!s->traced) {
+        s->traced = 1;
         rc = cupti_launch_enable(s, why, whylen);
         if (!rc)
             rc = enable_kinds(s, why, whylen);
@@ -496,8 +542,10 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
         void *warm[4];
         s->frames = calloc((size_t)CUPTI_CORR_SLOTS * CUPTI_STACK_MAX,
                            sizeof *s->frames);
-        /* backtrace's first call dlopens libgcc_s: not inside a callback */
+        /* backtrace's first call dlopens libgcc_s, and the unwinder sets
+         * itself up on its first walk: not inside a callback */
         backtrace(warm, 4);
+        (void)cupti_stack_capture((uintptr_t *)warm, 4, 0);
         if (!s->frames)
             s->cfg.stacks = 0;
     }

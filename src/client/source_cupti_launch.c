@@ -20,15 +20,30 @@
  * Lookups do not consume: a graph launch's one id serves all its kernels.
  *
  * Hot path: two clock reads, the caller's scope, one slot write; stacks
- * add one backtrace() (raw addresses only; dladdr runs on the flush thread
- * when the record is decoded).  No allocation, no lock, no CUDA call.
+ * add one stack capture (raw addresses only; dladdr runs on the flush
+ * thread when the record is decoded).  No allocation, no lock, no CUDA
+ * call (a thread's first capture reads its stack bounds once).
+ *
+ * Stack capture is hybrid (reference §5.5): CUPTI and the driver keep no
+ * frame pointers, so the walk starts with the DWARF unwinder (libgcc's
+ * _Unwind_Backtrace, what backtrace() uses, ~130 ns a frame); at each
+ * frame it checks whether the frame keeps a frame pointer - the saved
+ * return address at fp+8 must equal the caller's address the unwinder
+ * finds next - and from the first frame that passes, it follows the
+ * frame-pointer chain (a few ns a frame), each read bounded by the
+ * thread's stack and by the previous frame.  An application built
+ * without frame pointers never passes the check and is unwound with DWARF
+ * to the end, as before.  A function without a frame pointer further up
+ * a chain that passed hides its caller (the usual frame-pointer limit).
  */
 #include "cupti_int.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unwind.h>
 
 #include "client_int.h"
 
@@ -42,9 +57,108 @@ typedef struct launch_tls {
     uint64_t scope;
     uint32_t path_id, flags, n_frames;
     uintptr_t frames[CUPTI_STACK_MAX];
+    uintptr_t stack_hi; /* top of this thread's stack, 0 = unknown */
+    int stack_known;
 } launch_tls;
 
 static _Thread_local launch_tls tl;
+
+/* ---- stack capture ---- */
+
+#if defined(__x86_64__)
+#define FP_REG 6 /* DWARF number of rbp */
+#elif defined(__aarch64__)
+#define FP_REG 29 /* x29 */
+#endif
+
+typedef struct unwind_walk {
+    uintptr_t *out;
+    int n, max, skip, fp_used;
+    uintptr_t cand; /* frame pointer of the previous frame, if plausible */
+    uintptr_t lo, hi;
+} unwind_walk;
+
+static int fp_plausible(uintptr_t fp, uintptr_t lo, uintptr_t hi)
+{
+    return fp > lo && hi >= 16 && fp <= hi - 16 && !(fp & 7);
+}
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
+{
+    unwind_walk *u = arg;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    if (!ip)
+        return _URC_END_OF_STACK;
+    if (u->skip) { /* capture_stack itself */
+        u->skip--;
+        return _URC_NO_REASON;
+    }
+#ifdef FP_REG
+    /* the previous frame saved its caller's address at fp+8: it keeps a
+     * frame pointer, and the chain from there is the rest of the stack */
+    if (u->cand && ((const uintptr_t *)u->cand)[1] == ip) {
+        uintptr_t prev = u->cand, fp = ((const uintptr_t *)u->cand)[0];
+        u->out[u->n++] = ip;
+        while (u->n < u->max && fp_plausible(fp, prev, u->hi)) {
+            uintptr_t ra = ((const uintptr_t *)fp)[1];
+            if (!ra)
+                break;
+            u->out[u->n++] = ra;
+            prev = fp;
+            fp = ((const uintptr_t *)fp)[0];
+        }
+        u->fp_used = 1;
+        return _URC_NORMAL_STOP;
+    }
+#endif
+    u->out[u->n++] = ip;
+    if (u->n >= u->max)
+        return _URC_NORMAL_STOP;
+#ifdef FP_REG
+    if (u->hi) {
+        uintptr_t fp = (uintptr_t)_Unwind_GetGR(ctx, FP_REG);
+        u->cand = fp_plausible(fp, u->lo, u->hi) ? fp : 0;
+    }
+#endif
+    return _URC_NO_REASON;
+}
+
+/* The calling thread's stack top, read once per thread: the bound of
+ * every frame-pointer read. */
+static uintptr_t stack_top(void)
+{
+    pthread_attr_t a;
+    void *base = NULL;
+    size_t size = 0;
+    if (tl.stack_known)
+        return tl.stack_hi;
+    tl.stack_known = 1;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &base, &size) == 0 && base)
+            tl.stack_hi = (uintptr_t)base + size;
+        pthread_attr_destroy(&a);
+    }
+    return tl.stack_hi;
+}
+
+/* Return addresses of the caller's stack, innermost first (frame 0 is
+ * the caller of this function, as with backtrace()). */
+__attribute__((noinline)) int cupti_stack_capture(uintptr_t *out, int max,
+                                                  int dwarf_only)
+{
+    unwind_walk u;
+    volatile uintptr_t here = 0;
+    memset(&u, 0, sizeof u);
+    u.out = out;
+    u.max = max;
+    u.skip = 1;
+    u.lo = (uintptr_t)&here;
+    u.hi = dwarf_only ? 0 : stack_top();
+    if (max <= 0)
+        return 0;
+    _Unwind_Backtrace(unwind_step, &u);
+    return u.n;
+}
 
 static const uint32_t rt_cbids[] = {
     GFL_RT_CBID_cudaLaunch_v3020,
@@ -195,6 +309,10 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
 {
     cupti_state *s = ud;
     const gfl_cupti_callback_data *cd = cbdata;
+    if (domain == GFL_CUPTI_CB_DOMAIN_RESOURCE) { /* profiling engines */
+        cupti_prof_resource(s, cbid, cbdata);
+        return;
+    }
     if (atomic_load_explicit(&s->stopping, memory_order_relaxed) || !cd)
         return;
     if (domain != GFL_CUPTI_CB_DOMAIN_RUNTIME_API &&
@@ -217,8 +335,9 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
         tl.n_frames = 0;
         if (atomic_load_explicit(&s->stacks_on, memory_order_relaxed)) {
             int want = (int)s->cfg.stack_depth + STACK_SKIP_MAX;
-            int n = backtrace((void **)tl.frames,
-                              want > CUPTI_STACK_MAX ? CUPTI_STACK_MAX : want);
+            int n = cupti_stack_capture(
+                tl.frames, want > CUPTI_STACK_MAX ? CUPTI_STACK_MAX : want,
+                s->stack_dwarf_only);
             tl.n_frames = n > 0 ? (uint32_t)n : 0;
         }
         return;
@@ -267,7 +386,7 @@ static int in_skipped(cupti_state *s, uintptr_t base)
 
 uint32_t cupti_stack_intern(cupti_state *s, const uintptr_t *frames, uint32_t n)
 {
-    char text[CUPTI_STACK_MAX][160];
+    char text[CUPTI_STACK_MAX][256], dm[256];
     const char *ptrs[CUPTI_STACK_MAX];
     uint64_t h = 1469598103934665603ull;
     uint32_t first = 0, out = 0, id, slot;
@@ -295,8 +414,10 @@ uint32_t cupti_stack_intern(cupti_state *s, const uintptr_t *frames, uint32_t n)
             const char *mod = strrchr(di.dli_fname, '/');
             mod = mod ? mod + 1 : di.dli_fname;
             if (di.dli_sname)
-                snprintf(text[out], sizeof text[out], "%.100s+0x%lx (%.40s)",
-                         di.dli_sname,
+                snprintf(text[out], sizeof text[out], "%.200s+0x%lx (%.40s)",
+                         client_demangle(di.dli_sname, dm, sizeof dm)
+                             ? dm
+                             : di.dli_sname,
                          (unsigned long)(a - (uintptr_t)di.dli_saddr), mod);
             else
                 snprintf(text[out], sizeof text[out], "0x%lx (%.40s)",

@@ -3,7 +3,8 @@
 # programs linked against the fake driver, and checks of the logs with the
 # independent reader tests/client/gpufl_logs.py.  See docs/capture.md.
 foreach(_gpufl_v full nosym)
-  add_library(fake_cupti_${_gpufl_v} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cupti.c)
+  add_library(fake_cupti_${_gpufl_v} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cupti.c
+              ${CMAKE_CURRENT_LIST_DIR}/fake_cupti_prof.c)
   gpufl_target(fake_cupti_${_gpufl_v})
   target_include_directories(fake_cupti_${_gpufl_v} PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(fake_cupti_${_gpufl_v} PRIVATE Threads::Threads)
@@ -36,6 +37,13 @@ gpufl_target(prog_cupti)
 target_link_libraries(prog_cupti PRIVATE gpufl fake_cuda Threads::Threads)
 set_target_properties(prog_cupti PROPERTIES ENABLE_EXPORTS ON)
 
+# With frame pointers: launch stacks take the frame-pointer hand-off.
+add_executable(prog_cupti_fp ${CMAKE_CURRENT_LIST_DIR}/prog_cupti.c)
+gpufl_target(prog_cupti_fp)
+target_compile_options(prog_cupti_fp PRIVATE -fno-omit-frame-pointer)
+target_link_libraries(prog_cupti_fp PRIVATE gpufl fake_cuda Threads::Threads)
+set_target_properties(prog_cupti_fp PROPERTIES ENABLE_EXPORTS ON)
+
 add_executable(prog_cupti_plain ${CMAKE_CURRENT_LIST_DIR}/prog_cupti.c)
 gpufl_target(prog_cupti_plain)
 target_compile_definitions(prog_cupti_plain PRIVATE NO_GPUFL)
@@ -54,9 +62,21 @@ endif()
 # App-thread cost of the launch callback (figures, printed by the test).
 gpufl_unit_test(test_cupti_launch ${CMAKE_CURRENT_LIST_DIR}/test_cupti_launch.c
                 LIBS gpufl_internal)
+target_compile_options(test_cupti_launch PRIVATE -fno-omit-frame-pointer)
 
 add_test(NAME cupti_integration
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cupti.py)
 set_tests_properties(cupti_integration PROPERTIES TIMEOUT 300
   ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake;GPUFL_INJECT_LIB=$<TARGET_FILE:gpufl_inject>")
 add_dependencies(prog_cupti fake_cupti_full fake_cupti_nosym)
+
+# The profiling engines (sass, pcsamp) against the fake's SASS metrics and
+# PC sampling APIs, and their refusals.
+add_test(NAME cupti_profiling
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cupti_prof.py)
+set_tests_properties(cupti_profiling PROPERTIES TIMEOUT 300
+  ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake;GPUFL_INJECT_LIB=$<TARGET_FILE:gpufl_inject>")
+
+# Demangling of kernel names as nvcc 13 produces them.
+gpufl_unit_test(test_cupti_demangle ${CMAKE_CURRENT_LIST_DIR}/test_cupti_demangle.c
+                LIBS gpufl_internal)

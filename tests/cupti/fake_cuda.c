@@ -35,6 +35,7 @@ static _Thread_local int in_injection;
 static fakecupti_launch_fn h_launch;
 static fakecupti_sync_fn h_sync;
 static fakecupti_in_callback_fn h_in_cb;
+static void *(*h_ctx)(void);
 static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void parse(void)
@@ -64,6 +65,7 @@ static void hooks(void)
         h_sync = (fakecupti_sync_fn)dlsym(h, "fakecupti_sync");
         h_in_cb = (fakecupti_in_callback_fn)dlsym(h, "fakecupti_in_callback");
         h_launch = (fakecupti_launch_fn)dlsym(h, "fakecupti_launch");
+        h_ctx = (void *(*)(void))dlsym(h, "fakecupti_current_context");
         /* the NOLOAD reference is dropped; the engine keeps CUPTI loaded */
         dlclose(h);
     }
@@ -203,6 +205,16 @@ EXPORT int cuCtxSynchronize(void)
         return rc;
     if (h_sync)
         h_sync();
+    return 0;
+}
+
+/* The context the fake CUPTI made at the first launch, or none. */
+EXPORT int cuCtxGetCurrent(void **ctx)
+{
+    int rc = need_init("cuCtxGetCurrent");
+    if (rc)
+        return rc;
+    *ctx = h_ctx ? h_ctx() : NULL;
     return 0;
 }
 

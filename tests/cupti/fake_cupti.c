@@ -17,11 +17,13 @@
  *   kernel k=v... | memcpy k=v... | ptop k=v... | memset k=v... |
  *   sync k=v... | alloc k=v... | free k=v... | context ctx=C dev=D |
  *   bulk N | incomplete
+ * and the SASS / PC sampling directives of fake_cupti_prof.c.
  * Built with FAKE_CUPTI_NOSYM it lacks cuptiActivityRegisterCallbacks (a
  * reduced or foreign CUPTI).
  */
 #include "client/cupti_abi_int.h"
 #include "fake_cupti.h"
+#include "fake_cupti_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -85,6 +87,8 @@ static void parse_script(void)
         long v = 0;
         line[strcspn(line, "\n")] = 0;
         if (!line[0] || line[0] == '#')
+            continue;
+        if (fake_prof_parse(line)) /* SASS / PC sampling directives */
             continue;
         if (sscanf(line, "version %ld", &v) == 1)
             version = (uint32_t)v;
@@ -363,6 +367,21 @@ EXPORT int cuptiGetTimestamp(uint64_t *t)
 
 /* ---- test control, for the fake driver ---- */
 
+int fake_resource_callback(uint32_t cbid, const void *data)
+{
+    if (!subscribed || !enabled_cb[GFL_CUPTI_CB_DOMAIN_RESOURCE][cbid])
+        return 0;
+    in_cb = 1;
+    cb(cb_ud, GFL_CUPTI_CB_DOMAIN_RESOURCE, cbid, data);
+    in_cb = 0;
+    return 1;
+}
+
+void fake_script_init(void)
+{
+    init();
+}
+
 static void emit(uint32_t dom, uint32_t cbid, uint32_t site, const char *fn,
                  const char *sym, const void *params, uint32_t corr,
                  uint64_t *cdata, int *ret)
@@ -410,6 +429,7 @@ EXPORT void fakecupti_launch(uint32_t rt_cbid, uint32_t drv_cbid,
     gfl_cupti_kernel10 k;
     const func *fn = find_func(name);
     init();
+    fake_prof_context(); /* the runtime makes its context at first use */
     pthread_mutex_lock(&mu);
     if (rt_cbid)
         r = next_corr++;
@@ -496,6 +516,7 @@ EXPORT void fakecupti_launch(uint32_t rt_cbid, uint32_t drv_cbid,
         drv_cbid == GFL_DRV_CBID_cuLaunchCooperativeKernel)
         k.launch_type = 1;
     push(&k);
+    fake_prof_ran(name);
 }
 
 static long kv(const char *line, const char *key, long def)

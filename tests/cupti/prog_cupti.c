@@ -13,7 +13,9 @@
  * cuCtxSynchronize() makes the fake CUPTI deliver its scripted records.
  * HOLD_MS keeps the process alive before that (periodic-flush tests).
  * PROG_FORK=1: a forked child launches and exits first (capture is off
- * there: it must neither write logs nor hang).
+ * there: it must neither write logs nor hang).  PROG_TWICE=1: after the
+ * threads, the main thread launches kern_v0 twice in one scope "twice".
+ * PROG_SESSIONS=1: a second session follows, one launch in scope "again".
  */
 #ifndef NO_GPUFL
 #include <gpufl/gpufl.h>
@@ -126,6 +128,16 @@ int main(int argc, char **argv)
         pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);
     for (unsigned t = 0; t < threads; t++)
         pthread_join(th[t], NULL);
+#ifndef NO_GPUFL
+    if (getenv("PROG_TWICE")) {
+        /* one scope, kern_v0 twice: per-scope sums (sass, pcsamp) */
+        GFL_SCOPE("twice")
+        {
+            launch_one(0, 0);
+            launch_one(0, 6);
+        }
+    }
+#endif
     if (argc > 3) {
         unsigned long ms = strtoul(argv[3], NULL, 10);
         struct timespec ts = { (time_t)(ms / 1000),
@@ -137,6 +149,15 @@ int main(int argc, char **argv)
     cuCtxSynchronize();
 #ifndef NO_GPUFL
     gpufl_shutdown();
+    if (getenv("PROG_SESSIONS")) { /* a second session, same process */
+        rc = gpufl_init(NULL);
+        printf("second gpufl_init: %d\n", rc);
+        GFL_SCOPE("again")
+        {
+            launch_one(0, 0);
+        }
+        gpufl_shutdown();
+    }
 #endif
     printf("done\n");
     return 0;

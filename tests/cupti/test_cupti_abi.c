@@ -17,6 +17,10 @@
 #ifdef GPUFL_HAVE_CUPTI_HEADERS
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
+#include <cupti_profiler_target.h>
+#include <cupti_sass_metrics.h>
+#include <cupti_target.h>
 
 #define SAME_OFF(ours, theirs, f1, f2)                                         \
     CHECK(offsetof(ours, f1) == offsetof(theirs, f2))
@@ -125,6 +129,156 @@ static void check_records(void)
     SAME_SIZE(gfl_drv_launch_ex_params, cuLaunchKernelEx_params);
 }
 
+/* The profiling engines' structs, and the size values the params
+ * structs must carry (NVIDIA's *_STRUCT_SIZE macros, not sizeof). */
+#define SAME_VAL(a, b) CHECK((long)(a) == (long)(b))
+static void check_profiling(void)
+{
+    SAME_SIZE(gfl_cupti_resource_data, CUpti_ResourceData);
+    SAME_OFF(gfl_cupti_resource_data, CUpti_ResourceData, resource_descriptor,
+             resourceDescriptor);
+    SAME_SIZE(gfl_cupti_module_data, CUpti_ModuleResourceData);
+    SAME_OFF(gfl_cupti_module_data, CUpti_ModuleResourceData, cubin_size,
+             cubinSize);
+    SAME_OFF(gfl_cupti_module_data, CUpti_ModuleResourceData, cubin, pCubin);
+
+    SAME_VAL(GFL_CUPTI_PROFILER_INIT_SIZE,
+             CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+    SAME_VAL(GFL_CUPTI_DEVICE_SUPPORTED_SIZE,
+             CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_device_supported_params,
+             CUpti_Profiler_DeviceSupported_Params, cu_device, cuDevice);
+    SAME_OFF(gfl_cupti_device_supported_params,
+             CUpti_Profiler_DeviceSupported_Params, is_supported, isSupported);
+    SAME_OFF(gfl_cupti_device_supported_params,
+             CUpti_Profiler_DeviceSupported_Params, confidential_compute,
+             confidentialCompute);
+    SAME_OFF(gfl_cupti_device_supported_params,
+             CUpti_Profiler_DeviceSupported_Params, wsl, wsl);
+    SAME_OFF(gfl_cupti_device_supported_params,
+             CUpti_Profiler_DeviceSupported_Params, api, api);
+    SAME_VAL(GFL_CUPTI_PROFILER_SASS_METRICS, CUPTI_PROFILER_SASS_METRICS);
+    SAME_VAL(GFL_CUPTI_PROFILER_PC_SAMPLING, CUPTI_PROFILER_PC_SAMPLING);
+    SAME_VAL(GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED,
+             CUPTI_PROFILER_CONFIGURATION_SUPPORTED);
+    SAME_VAL(GFL_CUPTI_CHIP_NAME_SIZE,
+             CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_chip_name_params, CUpti_Device_GetChipName_Params,
+             chip_name, pChipName);
+
+    SAME_SIZE(gfl_cupti_sass_metric_details, CUpti_SassMetrics_MetricDetails);
+    SAME_VAL(GFL_CUPTI_SASS_NUM_METRICS_SIZE,
+             CUpti_SassMetrics_GetNumOfMetrics_Params_STRUCT_SIZE);
+    SAME_VAL(GFL_CUPTI_SASS_METRICS_SIZE,
+             CUpti_SassMetrics_GetMetrics_Params_STRUCT_SIZE);
+    SAME_VAL(GFL_CUPTI_SASS_PROPERTIES_SIZE,
+             CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_sass_properties_params,
+             CUpti_SassMetrics_GetProperties_Params, metric, metric);
+    SAME_SIZE(gfl_cupti_sass_config, CUpti_SassMetrics_Config);
+    SAME_OFF(gfl_cupti_sass_config, CUpti_SassMetrics_Config,
+             output_granularity, outputGranularity);
+    SAME_VAL(GFL_CUPTI_SASS_SET_CONFIG_SIZE,
+             CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_sass_set_config_params,
+             CUpti_SassMetricsSetConfig_Params, configs, pConfigs);
+    SAME_OFF(gfl_cupti_sass_set_config_params,
+             CUpti_SassMetricsSetConfig_Params, device_index, deviceIndex);
+    SAME_VAL(GFL_CUPTI_SASS_UNSET_CONFIG_SIZE,
+             CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE);
+    SAME_VAL(GFL_CUPTI_SASS_ENABLE_SIZE,
+             CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_sass_enable_params, CUpti_SassMetricsEnable_Params,
+             lazy_patching, enableLazyPatching);
+    SAME_VAL(GFL_CUPTI_SASS_DISABLE_SIZE,
+             CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_sass_disable_params, CUpti_SassMetricsDisable_Params,
+             num_dropped, numOfDroppedRecords);
+    SAME_VAL(GFL_CUPTI_SASS_DATA_PROPS_SIZE,
+             CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_sass_data_props_params,
+             CUpti_SassMetricsGetDataProperties_Params, num_instances,
+             numOfInstances);
+    SAME_SIZE(gfl_cupti_sass_instance_value, CUpti_SassMetrics_InstanceValue);
+    SAME_SIZE(gfl_cupti_sass_data, CUpti_SassMetrics_Data);
+    SAME_OFF(gfl_cupti_sass_data, CUpti_SassMetrics_Data, cubin_crc, cubinCrc);
+    SAME_OFF(gfl_cupti_sass_data, CUpti_SassMetrics_Data, function_name,
+             functionName);
+    SAME_OFF(gfl_cupti_sass_data, CUpti_SassMetrics_Data, pc_offset, pcOffset);
+    SAME_OFF(gfl_cupti_sass_data, CUpti_SassMetrics_Data, values,
+             pInstanceValues);
+    SAME_SIZE(gfl_cupti_sass_flush_params, CUpti_SassMetricsFlushData_Params);
+    SAME_VAL(GFL_CUPTI_SASS_FLUSH_SIZE,
+             CUpti_SassMetricsFlushData_Params_STRUCT_SIZE);
+    SAME_OFF(gfl_cupti_sass_flush_params, CUpti_SassMetricsFlushData_Params,
+             data, pMetricsData);
+
+    SAME_SIZE(gfl_cupti_pcs_stall, CUpti_PCSamplingStallReason);
+    SAME_SIZE(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData);
+    SAME_OFF(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData, cubin_crc, cubinCrc);
+    SAME_OFF(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData, pc_offset, pcOffset);
+    SAME_OFF(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData, function_name,
+             functionName);
+    SAME_OFF(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData, stall_reason_count,
+             stallReasonCount);
+    SAME_OFF(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData, stall_reasons,
+             stallReason);
+    SAME_OFF(gfl_cupti_pcs_pc, CUpti_PCSamplingPCData, correlation_id,
+             correlationId);
+    SAME_SIZE(gfl_cupti_pcs_data, CUpti_PCSamplingData);
+    SAME_OFF(gfl_cupti_pcs_data, CUpti_PCSamplingData, remaining_num_pcs,
+             remainingNumPcs);
+    SAME_OFF(gfl_cupti_pcs_data, CUpti_PCSamplingData, pc_data, pPcData);
+    SAME_OFF(gfl_cupti_pcs_data, CUpti_PCSamplingData, hardware_buffer_full,
+             hardwareBufferFull);
+    SAME_SIZE(gfl_cupti_pcs_config_info, CUpti_PCSamplingConfigurationInfo);
+    SAME_OFF(gfl_cupti_pcs_config_info, CUpti_PCSamplingConfigurationInfo,
+             attribute_status, attributeStatus);
+    SAME_OFF(gfl_cupti_pcs_config_info, CUpti_PCSamplingConfigurationInfo, u,
+             attributeData);
+    SAME_VAL(GFL_CUPTI_PCS_CONFIG_SIZE,
+             CUpti_PCSamplingConfigurationInfoParamsSize);
+    SAME_VAL(GFL_CUPTI_PCS_GET_DATA_SIZE, CUpti_PCSamplingGetDataParamsSize);
+    SAME_VAL(GFL_CUPTI_PCS_CTX_SIZE, CUpti_PCSamplingEnableParamsSize);
+    SAME_VAL(GFL_CUPTI_PCS_CTX_SIZE, CUpti_PCSamplingDisableParamsSize);
+    SAME_VAL(GFL_CUPTI_PCS_NUM_STALL_SIZE,
+             CUpti_PCSamplingGetNumStallReasonsParamsSize);
+    SAME_VAL(GFL_CUPTI_PCS_STALL_SIZE,
+             CUpti_PCSamplingGetStallReasonsParamsSize);
+    SAME_OFF(gfl_cupti_pcs_stall_params, CUpti_PCSamplingGetStallReasonsParams,
+             names, stallReasons);
+    SAME_VAL(GFL_CUPTI_SASS_SOURCE_SIZE,
+             CUpti_GetSassToSourceCorrelationParamsSize);
+    SAME_OFF(gfl_cupti_sass_source_params,
+             CUpti_GetSassToSourceCorrelationParams, line_number, lineNumber);
+    SAME_OFF(gfl_cupti_sass_source_params,
+             CUpti_GetSassToSourceCorrelationParams, pc_offset, pcOffset);
+    SAME_OFF(gfl_cupti_sass_source_params,
+             CUpti_GetSassToSourceCorrelationParams, dir_name, dirName);
+    SAME_VAL(GFL_CUPTI_CUBIN_CRC_SIZE, CUpti_GetCubinCrcParamsSize);
+    SAME_OFF(gfl_cupti_cubin_crc_params, CUpti_GetCubinCrcParams, cubin_crc,
+             cubinCrc);
+    SAME_VAL(GFL_CUPTI_STALL_REASON_STRING_SIZE,
+             CUPTI_STALL_REASON_STRING_SIZE);
+    SAME_VAL(GFL_CUPTI_PCS_ATTR_SAMPLING_DATA_BUFFER,
+             CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
+    SAME_VAL(
+        GFL_CUPTI_PCS_ATTR_ENABLE_START_STOP_CONTROL,
+        CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);
+    SAME_VAL(GFL_CUPTI_PCS_MODE_CONTINUOUS,
+             CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
+    SAME_VAL(GFL_CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+             CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    SAME_VAL(GFL_CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+             CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    SAME_VAL(GFL_CUPTI_CBID_RESOURCE_MODULE_LOADED,
+             CUPTI_CBID_RESOURCE_MODULE_LOADED);
+    SAME_VAL(GFL_CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
+    SAME_VAL(GFL_CUPTI_ERROR_INVALID_OPERATION, CUPTI_ERROR_INVALID_OPERATION);
+    SAME_VAL(GFL_CUPTI_ERROR_OUT_OF_MEMORY, CUPTI_ERROR_OUT_OF_MEMORY);
+    SAME_VAL(GFL_CUPTI_ERROR_INVALID_CONTEXT, CUPTI_ERROR_INVALID_CONTEXT);
+}
+
 /* ours and NVIDIA's are different enum types: compare as numbers */
 static void check_values(void)
 {
@@ -182,6 +336,7 @@ int main(void)
 #ifdef GPUFL_HAVE_CUPTI_HEADERS
     check_records();
     check_values();
+    check_profiling();
 #else
     printf("skipped: CUDA toolkit headers (cupti_activity.h) not found; the "
            "layouts are still checked by _Static_assert in "

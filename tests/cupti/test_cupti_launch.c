@@ -4,6 +4,8 @@
  * correlation ids, failed launches, cooperative flags, eviction, stacks;
  * and the application-thread cost of a launch (printed, not asserted: the
  * issue's targets are 300 ns without stacks and 2 us with 32 frames).
+ * Built with frame pointers, like an application the hybrid stack walk can
+ * follow; the DWARF-only figure is the fallback for one that has none.
  */
 #include "client/cupti_int.h"
 
@@ -12,10 +14,12 @@
 
 #include "test.h"
 
+/* The launching thread's CPU time: the cost the issue's targets are about,
+ * and steady on a loaded machine (wall time is not). */
 static uint64_t mono(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
@@ -81,14 +85,65 @@ static void test_join(void)
 
 static void test_stacks(void)
 {
-    cupti_launch l;
-    uintptr_t frames[CUPTI_STACK_MAX];
+    cupti_launch l[2];
+    uintptr_t frames[2][CUPTI_STACK_MAX];
     atomic_store(&cupti_g->stacks_on, 1);
-    rt_launch(100, 101, 505, 307, 0);
-    REQUIRE(cupti_launch_find(cupti_g, 100, &l, frames));
-    CHECK(l.n_frames > 3 && l.n_frames <= CUPTI_STACK_MAX);
-    CHECK(frames[0] != 0);
+    /* the same call site, DWARF only and hybrid: the same frames, except
+     * that the frame-pointer chain ends at the first function without one
+     * (here the C library's start code below main) */
+    for (volatile int i = 0; i < 2; i++) { /* volatile: one call site */
+        cupti_g->stack_dwarf_only = !i;
+        rt_launch(100 + 2 * (uint32_t)i, 101 + 2 * (uint32_t)i, 505, 307, 0);
+    }
+    cupti_g->stack_dwarf_only = 0;
+    REQUIRE(cupti_launch_find(cupti_g, 100, &l[0], frames[0]));
+    REQUIRE(cupti_launch_find(cupti_g, 102, &l[1], frames[1]));
+    CHECK(l[0].n_frames > 3 && l[0].n_frames <= CUPTI_STACK_MAX);
+    CHECK(l[1].n_frames >= 3 && l[1].n_frames <= l[0].n_frames);
+    CHECK(frames[0][0] != 0);
+    for (uint32_t i = 0; i < l[1].n_frames; i++)
+        CHECK(frames[0][i] == frames[1][i]);
     atomic_store(&cupti_g->stacks_on, 0);
+}
+
+/* The hybrid walk (DWARF, then frame pointers) must give the frames the
+ * DWARF unwinder gives: this file is built with frame pointers. */
+__attribute__((noinline)) static int both(uintptr_t *a, int *na, uintptr_t *b,
+                                          int *nb)
+{
+    *na = cupti_stack_capture(a, 24, 0);
+    *nb = cupti_stack_capture(b, 24, 1);
+    return *na + *nb;
+}
+
+__attribute__((noinline)) static int nest(int depth, uintptr_t *a, int *na,
+                                          uintptr_t *b, int *nb)
+{
+    volatile int r;
+    if (depth > 0) {
+        r = nest(depth - 1, a, na, b, nb);
+        return r + 0;
+    }
+    return both(a, na, b, nb);
+}
+
+static void test_hybrid_matches_dwarf(void)
+{
+    uintptr_t a[24], b[24];
+    int na = 0, nb = 0;
+    nest(30, a, &na, b, &nb);
+    CHECK(na == 24 && nb == 24);
+    /* frame 0 is the call site inside both(): two different calls */
+    for (int i = 1; i < 24 && i < na && i < nb; i++)
+        if (a[i] != b[i]) {
+            printf("  frame %d: %#lx (hybrid) != %#lx (dwarf)\n", i,
+                   (unsigned long)a[i], (unsigned long)b[i]);
+            CHECK(0);
+            break;
+        }
+    /* fewer frames than asked for when the stack is shallower */
+    na = cupti_stack_capture(a, 24, 0);
+    CHECK(na > 1 && na < 24);
 }
 
 /* Launch from depth frames down, so a stack capture walks a realistic
@@ -127,15 +182,23 @@ int main(void)
         return 1;
     RUN(test_join);
     RUN(test_stacks);
+    RUN(test_hybrid_matches_dwarf);
     {
-        double none = deep(40, 0), d32, d8;
+        double none = deep(40, 0), d32, d8, w32, w8;
         d32 = deep(40, 1);
         cupti_g->cfg.stack_depth = 8;
         d8 = deep(40, 1);
+        cupti_g->stack_dwarf_only = 1; /* the previous method */
+        w8 = deep(40, 1);
+        cupti_g->cfg.stack_depth = 32;
+        w32 = deep(40, 1);
+        cupti_g->stack_dwarf_only = 0;
         printf("launch (runtime 505 + nested driver 307, 4 callbacks), 40 "
-               "frames deep: %.0f ns without stacks, %.0f ns with a 32-frame "
-               "stack, %.0f ns with an 8-frame stack\n",
-               none, d32, d8);
+               "frames deep, thread CPU time: %.0f ns without stacks; "
+               "32-frame stack: %.0f ns "
+               "(DWARF then frame pointers), %.0f ns (DWARF only); 8-frame "
+               "stack: %.0f ns / %.0f ns\n",
+               none, d32, w32, d8, w8);
     }
     free(cupti_g->launches);
     free(cupti_g->frames);
