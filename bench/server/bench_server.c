@@ -6,23 +6,36 @@
  *
  *   bench_server [KERNELS [NAMES [DIR [PGURL]]]]  (defaults 300000, 200, /tmp)
  *
- * With PGURL (postgresql://.../db) the two ingest runs go to PostgreSQL
- * instead, each as its own session.
+ * Ingest over HTTP runs twice, each into a new session: one keep-alive
+ * connection sending batches one after another, then two connections
+ * sending at once (as two agents would), which lets one request's parsing
+ * overlap the other's commit.  CPU seconds per 1M events: the store
+ * thread's for the direct run, the whole process's over HTTP (client,
+ * HTTP, parse and SQLite), and with PostgreSQL also its server's (the
+ * postmaster and its children, from /proc).
+ *
+ * With PGURL (postgresql://.../db) the ingest runs go to PostgreSQL
+ * instead, each as its own session.  BENCH_DIRECT_ONLY=1 in the
+ * environment: stop after the direct run (for perf stat or callgrind).
  * The events are synthetic kernel lines shaped like the client's (launch
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
  * figures; not a test.
  */
+#include "db.h"
 #include "ingest.h"
 #include "srv_int.h"
 
 #include <gpufl/gpufl.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +50,84 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds (user + system) of this thread, or of the whole process. */
+static double cpu_s(int who)
+{
+    struct rusage u;
+    getrusage(who, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/* The postmaster of the cluster at url: the parent of this connection's
+ * backend.  0 if unknown. */
+static long pg_postmaster(const char *url)
+{
+    sdb *db;
+    sdb_stmt *st = NULL;
+    char err[256], path[64], buf[512], *p;
+    long pid = 0, ppid = 0;
+    FILE *f;
+    size_t n;
+
+    if (!url || sdb_open(url, 0, &db, err, sizeof(err)))
+        return 0;
+    if (sdb_prepare(db, "SELECT pg_backend_pid()", &st) == 0 &&
+        sdb_step(st) == SDB_ROW)
+        pid = (long)sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (pid && (f = fopen(path, "r"))) {
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        if ((p = strrchr(buf, ')')))
+            sscanf(p + 2, "%*c %ld", &ppid);
+    }
+    sdb_close(db);
+    return ppid;
+}
+
+/* CPU seconds of the postmaster pm and its children, with the children
+ * they reaped (the postmaster reaps closed backends): the database
+ * server's side of a PostgreSQL run.  0 without a postmaster. */
+static double pg_cpu_s(long pm)
+{
+    DIR *d = pm ? opendir("/proc") : NULL;
+    struct dirent *de;
+    double t = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+
+    while (d && (de = readdir(d))) {
+        char path[300], buf[1024], *p;
+        unsigned long long ut, st, cut, cst;
+        long ppid;
+        FILE *f;
+        size_t n;
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        if (!(p = strrchr(buf, ')')))
+            continue;
+        /* after ") ": state ppid pgrp session tty tpgid flags minflt
+         * cminflt majflt cmajflt utime stime cutime cstime */
+        if (sscanf(p + 2,
+                   "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+                   "%llu %llu",
+                   &ppid, &ut, &st, &cut, &cst) == 5 &&
+            (ppid == pm || strtol(de->d_name, NULL, 10) == pm))
+            t += (double)(ut + st + cut + cst) / (double)hz;
+    }
+    if (d)
+        closedir(d);
+    return t;
 }
 
 typedef struct body {
@@ -211,6 +302,34 @@ static void lat(const char *what, int fd, const char *tok, char **paths, int n,
     free(t);
 }
 
+/* One of several connections sending every nth batch (from 1). */
+typedef struct sender {
+    body *b;
+    size_t nb, part;
+    uint16_t port;
+    int failed;
+} sender;
+
+static void *send_part(void *arg)
+{
+    sender *sd = arg;
+    char *resp = malloc(SRV_RESP_MAX + 4096);
+    int fd = connect_to(sd->port);
+
+    for (size_t i = 1 + sd->part; i < sd->nb && resp; i += 2) {
+        int code = http(fd, "POST", "/api/v1/events/device", "bench",
+                        sd->b[i].p, sd->b[i].len, resp, SRV_RESP_MAX);
+        if (code != 200) {
+            fprintf(stderr, "POST -> %d\n", code);
+            sd->failed = 1;
+            break;
+        }
+    }
+    close(fd);
+    free(resp);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     size_t nk = argc > 1 ? strtoull(argv[1], NULL, 10) : 300000, nb, total = 0;
@@ -230,7 +349,9 @@ int main(int argc, char **argv)
     ingest_arena a;
     srv_store *st = NULL;
     srv_ingest_res r;
-    double t0, tp = 0, ts = 0, direct, over_http;
+    double t0, tp = 0, ts = 0, direct, over_http, c0, cp = 0, cs = 0;
+    double pg0, pgs;
+    long pm;
 
     a.cap = 64u << 20;
     a.buf = malloc(a.cap);
@@ -248,23 +369,39 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    pm = pg_postmaster(pg);
+    pg0 = pg_cpu_s(pm);
     for (size_t i = 0; i < nb; i++) {
         size_t k;
         t0 = now_s();
+        c0 = cpu_s(RUSAGE_THREAD);
         k = parse(&b[i], ev, &a, tok);
         tp += now_s() - t0;
+        cp += cpu_s(RUSAGE_THREAD) - c0;
         t0 = now_s();
+        c0 = cpu_s(RUSAGE_THREAD);
         if (st->ops->ingest(st, ev, k, &r))
             return 1;
         ts += now_s() - t0;
+        cs += cpu_s(RUSAGE_THREAD) - c0;
     }
+    pgs = pg_cpu_s(pm) - pg0;
     st->ops->close(st);
     direct = (double)total / (tp + ts);
-    printf("  parse only (ingest_line_parse)    %10.0f lines/s\n",
-           (double)total / tp);
-    printf("  store only (%s, idempotent) %10.0f rows/s\n",
-           pg ? "PostgreSQL" : "SQLite    ", (double)total / ts);
+    printf("  parse only (ingest_line_parse)    %10.0f lines/s, %.2f CPU s "
+           "per 1M\n",
+           (double)total / tp, cp / ((double)total / 1e6));
+    printf("  store only (%s, idempotent) %10.0f rows/s, %.2f CPU s per 1M"
+           "%s\n",
+           pg ? "PostgreSQL" : "SQLite    ", (double)total / ts,
+           cs / ((double)total / 1e6), pg ? " (client side)" : "");
+    if (pg)
+        printf("    + PostgreSQL server processes        %.2f CPU s per 1M\n",
+               pgs / ((double)total / 1e6));
     printf("  parse + store, direct (ceiling)   %10.0f events/s\n", direct);
+    /* only the direct run (for instruction counts: perf stat) */
+    if (getenv("BENCH_DIRECT_ONLY"))
+        return 0;
 
     /* 2. over HTTP on loopback, one keep-alive connection, a new session */
     for (size_t i = 0; i < nb; i++)
@@ -284,6 +421,9 @@ int main(int argc, char **argv)
     }
     fd = connect_to(s.port);
     t0 = now_s();
+    c0 = cpu_s(RUSAGE_SELF);
+    pm = pg_postmaster(pg);
+    pg0 = pg_cpu_s(pm);
     for (size_t i = 0; i < nb; i++) {
         int code = http(fd, "POST", "/api/v1/events/device", "bench", b[i].p,
                         b[i].len, resp, SRV_RESP_MAX);
@@ -294,8 +434,53 @@ int main(int argc, char **argv)
     }
     over_http = (double)total / (now_s() - t0);
     printf("  over HTTP (loopback, 10k-line batches) %5.0f events/s = %.0f%% "
-           "of direct\n",
-           over_http, 100.0 * over_http / direct);
+           "of direct, %.2f CPU s per 1M",
+           over_http, 100.0 * over_http / direct,
+           (cpu_s(RUSAGE_SELF) - c0) / ((double)total / 1e6));
+    if (pg)
+        printf(" + %.2f PostgreSQL",
+               (pg_cpu_s(pm) - pg0) / ((double)total / 1e6));
+    printf("\n");
+
+    /* 2b. two connections at once, another new session */
+    {
+        body *b2;
+        size_t nb2;
+        uint64_t t_end2;
+        sender sd[2];
+        pthread_t th[2];
+        char sid2[40];
+        snprintf(sid2, sizeof(sid2), SID_FMT, 2);
+        b2 = make(sid2, nk, names, &nb2, &t_end2);
+        t0 = now_s();
+        c0 = cpu_s(RUSAGE_SELF);
+        pg0 = pg_cpu_s(pm);
+        /* the dicts first: the kernels refer to them */
+        if (http(fd, "POST", "/api/v1/events/device", "bench", b2[0].p,
+                 b2[0].len, resp, SRV_RESP_MAX) != 200)
+            return 1;
+        for (int t = 0; t < 2; t++) {
+            sd[t] = (sender){ b2, nb2, (size_t)t, s.port, 0 };
+            pthread_create(&th[t], NULL, send_part, &sd[t]);
+        }
+        for (int t = 0; t < 2; t++) {
+            pthread_join(th[t], NULL);
+            if (sd[t].failed)
+                return 1;
+        }
+        over_http = (double)total / (now_s() - t0);
+        printf("  over HTTP, 2 connections at once   %10.0f events/s = %.0f%% "
+               "of direct, %.2f CPU s per 1M",
+               over_http, 100.0 * over_http / direct,
+               (cpu_s(RUSAGE_SELF) - c0) / ((double)total / 1e6));
+        if (pg)
+            printf(" + %.2f PostgreSQL",
+                   (pg_cpu_s(pm) - pg0) / ((double)total / 1e6));
+        printf("\n");
+        for (size_t i = 0; i < nb2; i++)
+            free(b2[i].p);
+        free(b2);
+    }
 
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */

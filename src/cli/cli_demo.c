@@ -340,11 +340,22 @@ static void start_extras(demo *d)
     char self[DEMO_PATH + 32], log[DEMO_PATH + 32];
     snprintf(self, sizeof self, "%s/gpufl", d->bin);
     if (d->o.idle && cli_has_command("idle")) {
-        char *argv[] = { self,        "idle",  "watch", "--simulate",
-                         "--log-dir", d->logs, NULL };
+        /* three simulated GPUs in states the Fleet view tells apart (the
+         * third turns PHANTOM after 5 minutes of utilisation without a
+         * process) */
+        char *argv[] = { self,
+                         "idle",
+                         "watch",
+                         "--simulate",
+                         "train,held,phantom",
+                         "--sim-gpus",
+                         "3",
+                         "--log-dir",
+                         d->logs,
+                         NULL };
         snprintf(log, sizeof log, "%s/idle.log", d->root);
-        say(d, "      gpufl idle watch (simulated GPU signals) -> verdicts "
-               "in the Fleet view\n");
+        say(d, "      gpufl idle watch on 3 simulated GPUs -> verdicts in the "
+               "Fleet view\n");
         cli_proc_start(&d->ps, "gpufl-idle", argv, log, NULL);
     }
     if (d->o.memprof && cli_has_command("memprof"))

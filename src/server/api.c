@@ -376,6 +376,8 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         return;
     if (!sub && rc->nseg == 4)
         return run_query(s, r, o, op->q_session, sid, 0, "no such session");
+    if (sub && !strcmp(sub, "memory") && rc->nseg == 5)
+        return srv_api_memory(s, r, o, sid, 0);
     if (sub && !strcmp(sub, "kernels")) {
         if (rc->nseg == 5)
             return run_query(s, r, o, op->q_kernels, sid, 0, "no such session");
@@ -433,6 +435,28 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             return not_allowed(o, "GET");
         if (need(r, o, ROLE_READ))
             run_query(s, r, o, s->store->ops->q_hosts, NULL, 0, "");
+        return;
+    }
+    if ((!strcmp(a, "fleet") || !strcmp(a, "verdicts")) && rc->nseg == 3) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (need(r, o, ROLE_READ))
+            srv_api_fleet(s, r, o, a[0] == 'f');
+        return;
+    }
+    if (!strcmp(a, "memprof") && rc->nseg == 3) {
+        if (strcmp(r->method, "POST") != 0)
+            return not_allowed(o, "POST");
+        if (need(r, o, ROLE_INGEST))
+            srv_api_memprof_post(s, r, o);
+        return;
+    }
+    if (!strcmp(a, "memory") &&
+        (rc->nseg == 3 || (rc->nseg == 4 && !strcmp(rc->seg[3], "profiles")))) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (need(r, o, ROLE_READ))
+            srv_api_memory(s, r, o, NULL, rc->nseg == 4);
         return;
     }
     if (!strcmp(a, "compare") && rc->nseg == 3) {

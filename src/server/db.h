@@ -51,9 +51,10 @@ int sdb_exec(sdb *db, const char *sql);
 const char *sdb_errmsg(sdb *db);
 /* Rows changed by the last INSERT/UPDATE/DELETE stepped on db. */
 int64_t sdb_changes(sdb *db);
-/* PostgreSQL only: runs sql, a "COPY ... FROM STDIN" in text format, and
- * sends len bytes of rows from data (borrowed) - one round trip where
- * row-at-a-time INSERTs take thousands.  SQLite: GPUFL_EINTERNAL. */
+/* PostgreSQL only: runs sql, a "COPY ... FROM STDIN" (text, or binary
+ * with "(FORMAT binary)"), and sends len bytes of rows from data
+ * (borrowed) - one round trip where row-at-a-time INSERTs take thousands.
+ * SQLite: GPUFL_EINTERNAL. */
 int sdb_copy(sdb *db, const char *sql, const char *data, size_t len);
 /* Starts a write transaction (SQLite: BEGIN IMMEDIATE). */
 int sdb_begin(sdb *db);

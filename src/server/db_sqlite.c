@@ -9,6 +9,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,15 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                     size_t cap);
 
 extern const sdb_ops sdb_sqlite_ops;
+
+/* Before the first connection: no memory statistics, which SQLite keeps
+ * under a global mutex taken at every allocation (a few % of ingest). */
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+
+static void cfg_once(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 
 static int map(int rc)
 {
@@ -60,6 +70,7 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
     *out = NULL;
     if (!db)
         return GPUFL_ENOMEM;
+    pthread_once(&g_cfg_once, cfg_once);
     db->head.ops = &sdb_sqlite_ops;
     db->head.dialect = SDB_SQLITE;
     rc = sqlite3_open_v2(path, &db->h, flags, NULL);

@@ -151,6 +151,11 @@ static const field f_sass[] = { U("dev", dev),
                                 END };
 static const field f_gpu[] = { UR("dev", dev), END };
 static const field f_host[] = { END };
+/* gpufl idle (docs/events.md "verdict"); more checks in verdict_check() */
+static const field f_verdict[] = {
+    SR("kind", kind, 16),    SR("state", reason, 32), U("dev", dev),
+    S("session", text, 128), U("since", start),       END
+};
 static const field f_dict[] = { UR("id", id), END };
 static const field f_dict_name[] = { SR("name", dname, 4096), END };
 static const field f_dict_path[] = { U("parent", parent), UR("name", name),
@@ -197,6 +202,7 @@ static const type_def types[] = {
     { "pcsamp", EV_PCSAMP, SS, f_sass },
     { "gpu", EV_GPU, SY, f_gpu },
     { "host", EV_HOST, SY, f_host },
+    { "verdict", EV_VERDICT, SY, f_verdict },
 };
 
 /* ---- helpers ---- */
@@ -348,6 +354,65 @@ static int dict_get(jsonl_doc *d, ingest_arena *a, srv_ev *ev, char *reason)
     return fields_get(d, kf[k], a, ev, reason);
 }
 
+/* A verdict names a GPU (dev) or a session, a state of that kind, and
+ * carries reasons as strings and signals as an object. */
+static int verdict_check(jsonl_doc *d, const srv_ev *ev, char *reason)
+{
+    static const char *const gpu_states[] = { "EMPTY",        "HELD", "BURSTY",
+                                              "BUSY_LOW_OCC", "BUSY", "PHANTOM",
+                                              "UNKNOWN" };
+    static const char *const sess_states[] = { "STARTING",   "ACTIVE",
+                                               "GPU_UNUSED", "HELD_IDLE",
+                                               "IDLE",       "MAX_AGE",
+                                               "UNKNOWN" };
+    int gpu = ev->kind.n == 3 && !memcmp(ev->kind.p, "gpu", 3);
+    const char *const *states = gpu ? gpu_states : sess_states;
+    uint32_t t;
+    int ok = 0;
+
+    if (!gpu && !(ev->kind.n == 7 && !memcmp(ev->kind.p, "session", 7)))
+        return fail3(reason, "verdict: kind must be gpu or session", "", "");
+    for (int i = 0; i < 7; i++)
+        ok |= strlen(states[i]) == ev->reason.n &&
+              !memcmp(states[i], ev->reason.p, ev->reason.n);
+    if (!ok)
+        return fail3(reason, "verdict: unknown state for kind ",
+                     gpu ? "gpu" : "session", "");
+    if (gpu && jsonl_tok_type(d, jsonl_doc_find(d, "dev")) != JSONL_NUMBER)
+        return fail3(reason, "verdict: a gpu verdict needs \"dev\"", "", "");
+    if (!gpu && !ev->text.n)
+        return fail3(reason, "verdict: a session verdict needs \"session\"", "",
+                     "");
+    t = jsonl_doc_find(d, "reasons");
+    if (t != JSONL_NOTFOUND) {
+        if (jsonl_tok_type(d, t) != JSONL_ARRAY || d->tok[t].n > 32)
+            return fail3(reason,
+                         "verdict: reasons must be an array of at "
+                         "most 32 strings",
+                         "", "");
+        for (uint32_t i = 0, k = t + 1; i < d->tok[t].n;
+             i++, k = d->tok[k].next)
+            if (jsonl_tok_type(d, k) != JSONL_STRING || d->tok[k].len > 1024)
+                return fail3(reason, "verdict: a reason must be a string", "",
+                             "");
+    }
+    t = jsonl_doc_find(d, "signals");
+    if (t != JSONL_NOTFOUND && jsonl_tok_type(d, t) != JSONL_OBJECT)
+        return fail3(reason, "verdict: signals must be an object", "", "");
+    t = jsonl_doc_find(d, "devs");
+    if (t != JSONL_NOTFOUND) {
+        if (jsonl_tok_type(d, t) != JSONL_ARRAY)
+            return fail3(reason, "verdict: devs must be an array", "", "");
+        for (uint32_t i = 0, k = t + 1; i < d->tok[t].n;
+             i++, k = d->tok[k].next) {
+            uint64_t v;
+            if (jsonl_tok_u64(d, k, &v))
+                return fail3(reason, "verdict: devs holds GPU indices", "", "");
+        }
+    }
+    return GPUFL_OK;
+}
+
 static int stalls_check(jsonl_doc *d, char *reason)
 {
     uint32_t t = jsonl_doc_find(d, "stalls");
@@ -447,6 +512,8 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         rc = sys_get(d, ev, reason);
     if (!rc && td->type == EV_PCSAMP)
         rc = stalls_check(d, reason);
+    if (!rc && td->type == EV_VERDICT)
+        rc = verdict_check(d, ev, reason);
     if (!rc && td->type == EV_KERNEL)
         rc = api_get(d, ev, reason);
     if (!rc && ev->occ > 1e6)

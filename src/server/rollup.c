@@ -162,3 +162,83 @@ uint64_t rl_hist_quantile(const uint64_t *c, uint64_t n, double q)
     }
     return rl_hist_mid(RL_HIST_N - 1);
 }
+
+/* LEB128 varints. */
+static size_t put_varint(unsigned char *o, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        o[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    o[n++] = (unsigned char)v;
+    return n;
+}
+
+static int get_varint(const unsigned char *p, size_t n, size_t *i, uint64_t *v)
+{
+    *v = 0;
+    for (unsigned sh = 0; *i < n && sh < 64; sh += 7) {
+        unsigned char b = p[(*i)++];
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+size_t rl_hist_encode(const uint64_t *h, unsigned char *out)
+{
+    size_t n = 0;
+    uint32_t next = 0;
+
+    out[n++] = RL_HIST_TAG;
+    for (uint32_t b = 0; b < RL_HIST_N; b++) {
+        if (!h[b])
+            continue;
+        n += put_varint(out + n, b - next);
+        n += put_varint(out + n, h[b]);
+        next = b + 1;
+    }
+    if (n == RL_HIST_N * sizeof(uint64_t)) {
+        /* the dense form's length: one pad byte keeps them apart */
+        memmove(out + 2, out + 1, n - 1);
+        out[0] = RL_HIST_TAG_PAD;
+        out[1] = 0;
+        n++;
+    }
+    return n;
+}
+
+int rl_hist_decode_add(const void *blob, size_t n, uint64_t *h)
+{
+    const unsigned char *p = blob;
+    size_t i = 1;
+    uint64_t b = 0;
+
+    if (!p || n == 0)
+        return 0;
+    if (n == RL_HIST_N * sizeof(uint64_t)) {
+        /* the dense form of schema 1 and 2: RL_HIST_N native uint64 */
+        for (uint32_t k = 0; k < RL_HIST_N; k++) {
+            uint64_t v;
+            memcpy(&v, p + (size_t)k * 8, 8);
+            h[k] += v;
+        }
+        return 0;
+    }
+    if (p[0] == RL_HIST_TAG_PAD)
+        i = 2;
+    else if (p[0] != RL_HIST_TAG)
+        return -1;
+    while (i < n) {
+        uint64_t gap, v;
+        if (get_varint(p, n, &i, &gap) || get_varint(p, n, &i, &v))
+            return -1;
+        b += gap;
+        if (b >= RL_HIST_N)
+            return -1;
+        h[b++] += v;
+    }
+    return 0;
+}

@@ -46,19 +46,39 @@ uint32_t rl_hist_bucket(uint64_t v);
 uint64_t rl_hist_mid(uint32_t b);
 /* The q-quantile (0..1) of counts[RL_HIST_N] holding n values in all. */
 uint64_t rl_hist_quantile(const uint64_t *counts, uint64_t n, double q);
+/* Stored form: a tag byte, then for each non-empty bucket the gap from
+ * the previous one's successor and its count, as LEB128 varints - a
+ * kernel name's durations fill a few dozen of the 1024 buckets, so this
+ * is ~100 bytes where the dense array was 8 KiB (rewritten for every
+ * name a batch touches).  rl_hist_encode writes at most RL_HIST_ENC_MAX
+ * bytes and returns the length; rl_hist_decode_add adds a stored
+ * histogram (this form, or the dense RL_HIST_N native uint64 of schemas
+ * 1-2) into counts: 0, or -1 when malformed.  An encoding that would be
+ * exactly as long as the dense form gets tag RL_HIST_TAG_PAD and one
+ * ignored byte after it. */
+#define RL_HIST_TAG 'S'
+#define RL_HIST_TAG_PAD 'P'
+#define RL_HIST_ENC_MAX (2 + RL_HIST_N * 12)
+size_t rl_hist_encode(const uint64_t *counts, unsigned char *out);
+int rl_hist_decode_add(const void *blob, size_t n, uint64_t *counts);
 
 /* ---- timeline ---- */
 
-/* Levels of the timeline summary: bucket width 2^(RL_TL_SHIFT0 + 4*level)
- * ns, i.e. 65.5 us, 1.05 ms, 16.8 ms, 268 ms, 4.3 s, 68.7 s. */
+/* Levels of the timeline summary: bucket width 2^RL_TL_SHIFT0 ns at level
+ * 0, then 2^(16 + 4*level): 262 us, 1.05 ms, 16.8 ms, 268 ms, 4.3 s,
+ * 68.7 s.  Level 0 was 65.5 us until schema 3; at that width a busy
+ * stream has about one bucket per kernel, so the finest rollup cost as
+ * much to write as the kernels (23 % of SQLite ingest CPU), and the
+ * timeline now reads the kernels themselves for windows below 2^18 ns a
+ * pixel instead of 2^16. */
 #define RL_TL_LEVELS 6
-#define RL_TL_SHIFT0 16
+#define RL_TL_SHIFT0 18
 /* A kernel spreads its busy time over at most this many buckets of one
  * level; beyond it the time goes to its first bucket (documented). */
 #define RL_TL_SPAN_MAX 1024
 static inline unsigned rl_tl_shift(int level)
 {
-    return RL_TL_SHIFT0 + 4u * (unsigned)level;
+    return level == 0 ? RL_TL_SHIFT0 : 16u + 4u * (unsigned)level;
 }
 
 #endif

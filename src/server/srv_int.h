@@ -147,6 +147,13 @@ void srv_resp_json(srv_resp *o, int status, char *buf, size_t len);
 /* Dispatches one complete request. */
 void srv_api_handle(srv *s, srv_req *r, srv_resp *o);
 void srv_ingest_handle(srv *s, srv_req *r, int stream, srv_resp *o);
+/* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
+void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
+/* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
+ * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
+ * (sid given) (api_memprof.c). */
+void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
+void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
 int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
 
 int srv_http_start(srv *s, char *err, size_t cap);

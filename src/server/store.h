@@ -42,6 +42,7 @@ typedef enum srv_type {
     EV_PCSAMP,
     EV_GPU,
     EV_HOST,
+    EV_VERDICT, /* gpufl idle (store_sql_fleet.c) */
     EV_NTYPES
 } srv_type;
 
@@ -102,6 +103,8 @@ typedef struct srv_q {
     uint64_t kid;       /* kernel seq */
     uint32_t limit, width, points;
     int desc;
+    const char *session; /* verdicts: a session name */
+    int64_t dev;         /* verdicts: a GPU, -1 = any */
 } srv_q;
 
 /* A stored API key as listed (never the secret). */
@@ -112,6 +115,34 @@ typedef struct srv_key {
 } srv_key;
 
 typedef struct srv_store srv_store;
+
+/* ---- memory profiles (gpufl memprof, docs/api.md "Memory profiles";
+ * api_memprof.c parses, store_sql_memprof.c stores) ---- */
+enum { SRV_MEM_ALLOC = 0, SRV_MEM_INUSE = 1, SRV_MEM_FAIL = 2 };
+
+/* One stack of a POSTed profile; frames is the JSON array text (borrowed
+ * from the request body). v: alloc_bytes, alloc_count, free_bytes,
+ * free_count, inuse_bytes, inuse_count, fail_bytes, fail_count. */
+typedef struct srv_memstack {
+    srv_str frames;
+    uint64_t v[8];
+} srv_memstack;
+
+typedef struct srv_memprof {
+    srv_str host, comm, sid, source; /* sid.p NULL when absent */
+    uint64_t pid, start, end;
+    int simulated;
+    const srv_memstack *stacks; /* borrowed */
+    size_t n;
+} srv_memprof;
+
+/* GET /api/v1/memory, /sessions/{sid}/memory, /memory/profiles. */
+typedef struct srv_memq {
+    const char *sid, *host, *cursor;
+    uint64_t pid, from, to; /* pid 0, to 0: not given */
+    int view;               /* SRV_MEM_* */
+    uint32_t limit;
+} srv_memq;
 
 /* Retention policy, for store_ops.prune. */
 typedef struct srv_retention {
@@ -157,6 +188,15 @@ typedef struct srv_store_ops {
     int (*q_profile)(srv_store *s, const srv_q *q, jw *w);
     int (*q_system)(srv_store *s, const srv_q *q, jw *w);
     int (*q_compare)(srv_store *s, const srv_q *q, jw *w);
+    /* idle verdicts: latest per host GPU/session, and history */
+    int (*q_fleet)(srv_store *s, const srv_q *q, jw *w);
+    int (*q_verdicts)(srv_store *s, const srv_q *q, jw *w);
+    /* memory profiles: one POSTed profile in one transaction (*id, and
+     * the uuid of the session it was linked to, "" if none, into sid) */
+    int (*memprof_put)(srv_store *s, const srv_memprof *p, int64_t *id,
+                       char *sid, size_t sid_cap);
+    int (*q_memory)(srv_store *s, const srv_memq *q, jw *w);
+    int (*q_memprofs)(srv_store *s, const srv_memq *q, jw *w);
 } srv_store_ops;
 
 struct srv_store {

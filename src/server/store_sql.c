@@ -87,6 +87,48 @@ static const char *const migrations[] = {
     "CREATE TABLE keys(id INTEGER PRIMARY KEY, name TEXT, role TEXT NOT NULL,"
     " prefix TEXT, hash TEXT NOT NULL UNIQUE, created INTEGER,"
     " last_used INTEGER, revoked INTEGER);",
+    /* 2: the duration index split into epochs of 2^16 seq (SQ_DUR_SHIFT):
+     * a batch's inserts land in the newest epoch's few pages instead of
+     * pages all over a (sess, dur) index; store_sql_q.c merges the
+     * epochs to sort by duration */
+    "DROP INDEX kernels_dur;"
+    "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16), dur, seq);",
+    /* 3: timeline level 0 is 2^18 ns wide, no longer 2^16 (rollup.h);
+     * rebuilt from the kernels, approximately: a kernel's busy time all
+     * in its first bucket, and no top kernel name (0) */
+    "DELETE FROM tl WHERE lvl=0;"
+    "INSERT INTO tl SELECT sess, 0, (coalesce(dev, 0)<<32) |"
+    " (coalesce(stream, 0) & 4294967295), ts>>18, count(*), sum(dur), 0,"
+    " max(dur) FROM kernels GROUP BY sess, (coalesce(dev, 0)<<32) |"
+    " (coalesce(stream, 0) & 4294967295), ts>>18;",
+    /* 4: idle verdicts (store_sql_fleet.c): every verdict line, and the
+     * latest per (host, kind, GPU index or session name) */
+    "CREATE TABLE verdicts(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " ts INTEGER NOT NULL, host TEXT NOT NULL, kind TEXT NOT NULL,"
+    " dev INTEGER, vkey TEXT NOT NULL, state TEXT NOT NULL, since INTEGER,"
+    " simulated INTEGER, body TEXT NOT NULL,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX verdicts_ts ON verdicts(ts, sess, seq);"
+    "CREATE INDEX verdicts_key ON verdicts(host, kind, vkey, ts);"
+    "CREATE TABLE fleet(host TEXT NOT NULL, kind TEXT NOT NULL,"
+    " vkey TEXT NOT NULL, dev INTEGER, ts INTEGER NOT NULL, sess INTEGER,"
+    " seq INTEGER, simulated INTEGER, body TEXT NOT NULL,"
+    " PRIMARY KEY(host, kind, vkey)) WITHOUT ROWID;",
+    /* 5: memory profiles (store_sql_memprof.c): one row per POSTed
+     * profile, one per stack of it (frames as JSON array text) */
+    "CREATE TABLE memprofs(id INTEGER PRIMARY KEY, host TEXT NOT NULL,"
+    " pid INTEGER NOT NULL, comm TEXT, sess INTEGER, sid TEXT,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    " source TEXT NOT NULL, simulated INTEGER NOT NULL,"
+    " nstacks INTEGER NOT NULL, alloc_bytes INTEGER NOT NULL,"
+    " inuse_bytes INTEGER NOT NULL, received INTEGER NOT NULL);"
+    "CREATE INDEX memprofs_hp ON memprofs(host, pid, id);"
+    "CREATE INDEX memprofs_sid ON memprofs(sid, id);"
+    "CREATE TABLE memsamples(prof INTEGER NOT NULL, idx INTEGER NOT NULL,"
+    " frames TEXT NOT NULL, alloc_bytes INTEGER, alloc_count INTEGER,"
+    " free_bytes INTEGER, free_count INTEGER, inuse_bytes INTEGER,"
+    " inuse_count INTEGER, fail_bytes INTEGER, fail_count INTEGER,"
+    " PRIMARY KEY(prof, idx)) WITHOUT ROWID;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 
@@ -280,6 +322,7 @@ static void sq_close(srv_store *bs)
         sdb_finalize(s->ws[i]);
     sdb_finalize(s->kmerge);
     sdb_finalize(s->kaget);
+    sdb_finalize(s->kmax);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     if (s->w) {
@@ -315,7 +358,9 @@ static void sq_close(srv_store *bs)
         .q_kernel = sq_q_kernel, .q_timeline = sq_q_timeline,                  \
         .q_copies = sq_q_copies, .q_scopes = sq_q_scopes,                      \
         .q_profile = sq_q_profile, .q_system = sq_q_system,                    \
-        .q_compare = sq_q_compare,                                             \
+        .q_compare = sq_q_compare, .q_fleet = sq_q_fleet,                      \
+        .q_verdicts = sq_q_verdicts, .memprof_put = sq_memprof_put,            \
+        .q_memory = sq_q_memory, .q_memprofs = sq_q_memprofs,                  \
     }
 
 static const srv_store_ops sq_ops = SQ_OPS("sqlite");

@@ -13,10 +13,11 @@
 #include <time.h>
 
 /* Tables holding per-session rows, for retention. */
-static const char *const sess_tables[] = { "lines",  "dicts",   "kernels",
-                                           "ops",    "scopes",  "sass",
-                                           "stalls", "samples", "kagg",
-                                           "tl",     "kscope" };
+static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
+                                           "scopes", "sass", "stalls",
+                                           "samples", "kagg", "tl", "kscope",
+                                           /* idle verdicts */
+                                           "verdicts", "fleet" };
 
 /* ---- maintenance, retention, keys ---- */
 

@@ -95,6 +95,7 @@ typedef struct sq_store {
     rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
     sdb_stmt *kmerge; /* PostgreSQL: kstage -> kernels, RETURNING */
     sdb_stmt *kaget;  /* PostgreSQL: the stored kagg rows of a batch */
+    sdb_stmt *kmax;   /* PostgreSQL: a session's highest stored kernel seq */
     sq_cbuf cb;       /* PostgreSQL: COPY rows being built */
     int staged;       /* PostgreSQL: kstage filled in this transaction */
     int64_t analyzed; /* PostgreSQL: when ANALYZE last ran (Unix s) */
@@ -167,6 +168,17 @@ int sq_q_scopes(srv_store *s, const srv_q *q, jw *w);
 int sq_q_profile(srv_store *s, const srv_q *q, jw *w);
 int sq_q_system(srv_store *s, const srv_q *q, jw *w);
 int sq_q_compare(srv_store *s, const srv_q *q, jw *w);
+
+/* Idle verdicts (store_sql_fleet.c): stores one fresh `verdict` line. */
+int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e);
+int sq_q_fleet(srv_store *s, const srv_q *q, jw *w);
+int sq_q_verdicts(srv_store *s, const srv_q *q, jw *w);
+
+/* Memory profiles (store_sql_memprof.c). */
+int sq_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
+                   size_t sid_cap);
+int sq_q_memory(srv_store *s, const srv_memq *q, jw *w);
+int sq_q_memprofs(srv_store *s, const srv_memq *q, jw *w);
 
 /* ---- store_sql_rollup.c ---- */
 /* COPY text rows: sq_cb_i/_f/_null append a column, then sep ('\t' or

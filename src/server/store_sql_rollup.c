@@ -148,17 +148,15 @@ static void kagg_merge(sq_kagg *a, sdb_stmt *g, int c)
         a->regs = sdb_col_i64(g, c + 6);
     if (sdb_col_i64(g, c + 7) > a->smem)
         a->smem = sdb_col_i64(g, c + 7);
-    if (h && hn == sizeof(a->hist))
-        for (int b = 0; b < RL_HIST_N; b++) {
-            uint64_t v;
-            memcpy(&v, h + b * 8, 8);
-            a->hist[b] += v;
-        }
+    /* a malformed stored histogram (never written by this code) adds
+     * what it decoded before the fault */
+    (void)rl_hist_decode_add(h, hn, a->hist);
 }
 
 int sq_flush_kagg(sq_store *s)
 {
     const uint64_t *k;
+    unsigned char enc[RL_HIST_ENC_MAX];
 
     for (size_t i = 0; i < s->kagg.cap; i++) {
         sq_kagg *a = rl_map_at(&s->kagg, i, &k);
@@ -184,7 +182,7 @@ int sq_flush_kagg(sq_store *s)
         bind_i(p, 8, a->n_occ);
         bind_i(p, 9, (uint64_t)a->regs);
         bind_i(p, 10, (uint64_t)a->smem);
-        sdb_bind_blob(p, 11, a->hist, sizeof(a->hist));
+        sdb_bind_blob(p, 11, enc, rl_hist_encode(a->hist, enc));
         if ((rc = step_done(p)) != 0)
             return rc;
     }
@@ -249,11 +247,12 @@ int sq_flush_kagg_pg(sq_store *s)
     s->cb.len = 0;
     for (size_t i = 0; i < s->kagg.cap; i++) {
         sq_kagg *a = rl_map_at(&s->kagg, i, &k);
-        const unsigned char *h;
+        unsigned char h[RL_HIST_ENC_MAX];
+        size_t hn;
         if (!a)
             continue;
-        h = (const unsigned char *)a->hist;
-        if (sq_cb_reserve(&s->cb, 10 * CB_COL + 2 * sizeof(a->hist) + 8))
+        hn = rl_hist_encode(a->hist, h);
+        if (sq_cb_reserve(&s->cb, 10 * CB_COL + 2 * hn + 8))
             return GPUFL_ENOMEM;
         sq_cb_i(&s->cb, (int64_t)k[0], '\t');
         sq_cb_i(&s->cb, (int64_t)k[1], '\t');
@@ -268,7 +267,7 @@ int sq_flush_kagg_pg(sq_store *s)
         /* bytea hex; COPY text needs the backslash doubled */
         memcpy(s->cb.p + s->cb.len, "\\\\x", 3);
         s->cb.len += 3;
-        for (size_t b = 0; b < sizeof(a->hist); b++) {
+        for (size_t b = 0; b < hn; b++) {
             s->cb.p[s->cb.len++] = hx[h[b] >> 4];
             s->cb.p[s->cb.len++] = hx[h[b] & 15];
         }

@@ -5,7 +5,8 @@
  *
  * The timeline reads the coarsest rollup level whose buckets are still no
  * wider than a pixel, so any zoom touches at most ~16 stored buckets per
- * pixel and lane; below the finest level it reads the kernels themselves.
+ * pixel and lane; below the finest level it reads the kernels themselves,
+ * unless the window holds too many of them (SQ_TL_RAW_DENSE).
  */
 #include <gpufl/gpufl.h>
 
@@ -17,6 +18,11 @@
 
 /* Rows the raw (finest zoom) timeline reads at most. */
 #define SQ_TL_RAW_MAX 200000
+/* Kernels a window may hold (estimated from the session's average rate)
+ * and still be read raw; a denser one is answered from the finest rollup
+ * level, whose buckets are then wider than a pixel (reading ~36 000 raw
+ * rows took PostgreSQL ~100 ms). */
+#define SQ_TL_RAW_DENSE 16384
 
 typedef struct tl_px {
     uint64_t n, busy, top_dur;
@@ -78,6 +84,18 @@ int sq_q_timeline(srv_store *bs, const srv_q *q, jw *w)
             level = lv;
             break;
         }
+    }
+    if (level < 0 && c.last > c.first) {
+        /* too many kernels in the window to read them raw? */
+        double est = 0;
+        if (prep(&c, "SELECT n_kernels FROM sessions WHERE id=?") == 0) {
+            bi(&c, 1, c.sess);
+            if (sdb_step(c.st) == SDB_ROW)
+                est = (double)ci(&c, 0) * (double)(to - from) /
+                      (double)(c.last - c.first);
+        }
+        if (est > SQ_TL_RAW_DENSE)
+            level = 0;
     }
     if (level >= 0) {
         unsigned sh = rl_tl_shift(level);

@@ -14,7 +14,10 @@
  *
  * Script, one directive a line, '#' starts a comment:
  *   global count=N driver=STR stride=24|32 init_err=CODE count_err=CODE
- *          fnerr=SYMBOL:CODE[,SYMBOL:CODE]
+ *          fnerr=SYMBOL:CODE[,SYMBOL:CODE] autotick=SYMBOL
+ *                             (autotick: every call of SYMBOL on device 0
+ *                             advances the tick by one before answering, so
+ *                             a daemon replays a per-second trace by itself)
  *   dev D  FIELD=VALUE ...    base values of device D
  *   sample T dev D FIELD=VALUE ...
  *                             applied on top once fake_nvml_set_tick(>=T),
@@ -238,6 +241,7 @@ struct nvmlGpmSample_st {
 static struct {
     int refs, tick, count, stride, init_err, count_err;
     char driver[80];
+    char autotick[64]; /* this symbol on device 0 advances the tick */
     struct {
         char fn[64];
         int code;
@@ -496,6 +500,8 @@ static int fake_global(const char *p, int line)
             bad = fake_int(val, &F.init_err);
         else if (strcmp(key, "count_err") == 0)
             bad = fake_int(val, &F.count_err);
+        else if (strcmp(key, "autotick") == 0)
+            fake_copy(F.autotick, sizeof F.autotick, val);
         else if (strcmp(key, "fnerr") == 0) {
             char *s = val;
             while (*s && F.nfnerr < FAKE_MAX_FNERR) {
@@ -680,6 +686,8 @@ static nvmlReturn_t fake_dev_enter(const char *fn, nvmlDevice_t h, int field,
         return r;
     if (h < F.cur || h >= F.cur + F.count)
         return E_ARG;
+    if (h == F.cur && F.autotick[0] && strcmp(fn, F.autotick) == 0)
+        fake_nvml_set_tick(F.tick + 1);
     *d = h;
     if (h->lost)
         return E_LOST;

@@ -18,7 +18,8 @@ DEVICE_TYPES = {"session", "dict", "kernel", "memcpy", "memset", "sync",
                 "alloc", "free", "loss", "session_end"}
 SCOPE_TYPES = {"session", "dict", "scope_begin", "scope_end", "marker",
                "counter", "sass", "pcsamp", "loss", "session_end"}
-SYSTEM_TYPES = {"session", "dict", "gpu", "host", "loss", "session_end"}
+SYSTEM_TYPES = {"session", "dict", "gpu", "host", "verdict", "loss",
+                "session_end"}
 TYPES = {"device": DEVICE_TYPES, "scope": SCOPE_TYPES, "system": SYSTEM_TYPES}
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -236,7 +237,12 @@ def validate(log_dir, allow_partial=False, pruned_ok=False, complete=True,
     sessions = {}
     for prefix in prefixes(log_dir):
         sess = None
-        for stream in STREAMS:
+        streams = STREAMS
+        # gpufl idle watch writes a system stream only (docs/events.md,
+        # "verdict"); every other writer writes all three
+        if [s for s in STREAMS if _files(prefix, s)[0]] == ["system"]:
+            streams = ("system",)
+        for stream in streams:
             sid, st = read_stream(prefix, stream, allow_partial, pruned_ok,
                                   write_errors)
             if sess is None:

@@ -77,7 +77,8 @@ def wait_for(cond, timeout, what, step=0.2):
 
 
 # Every stored line, whatever table its type went to (docs/server.md):
-# lines keeps the types without a table of their own, with their stream.
+# lines keeps the types without a table of their own, with their stream
+# (and verdict lines, which the verdicts table repeats for queries).
 STORED_SQL = " UNION ALL ".join(
     ["SELECT s.sid, l.st, l.seq FROM lines l JOIN sessions s ON s.id = l.sess"]
     + ["SELECT s.sid, %d, t.seq FROM %s t JOIN sessions s ON s.id = t.sess"
@@ -147,6 +148,7 @@ class Demo(unittest.TestCase):
                     items = srv.get("/api/v1/sessions?limit=50")["items"]
                 except Exception:
                     return None
+                items = [s for s in items if s["app"] == "example_train"]
                 ended = [s for s in items if s.get("state") == "ended"]
                 return items if len(ended) >= 2 else None
             items = wait_for(two_ended, 45, "two ended sessions in the API")
@@ -172,6 +174,19 @@ class Demo(unittest.TestCase):
                 names[n] = names.get(n, 0) + 1
             self.assertEqual({a["name"]: a["count"] for a in agg}, names)
             self.assertEqual(detail["app"], "example_train")
+            # the idle detector's verdicts reach the Fleet endpoint
+            fleet = wait_for(lambda: srv.get("/api/v1/fleet")["items"], 30,
+                             "idle verdicts in /api/v1/fleet")
+            gpus = [g for h in fleet for g in h["gpus"]]
+            self.assertEqual(len(gpus), 3)
+            states = sorted(g["state"] for g in gpus)
+            # train -> BUSY, held -> HELD; phantom is UNKNOWN for its first
+            # 300 s (a process list may lag a starting job), then PHANTOM
+            self.assertIn("BUSY", states, gpus)
+            self.assertIn("HELD", states, gpus)
+            self.assertTrue(set(states) <= {"BUSY", "HELD", "UNKNOWN",
+                                            "PHANTOM"}, gpus)
+            self.assertTrue(all(h["simulated"] for h in fleet))
             # the UI's files are served without a token when they are built
             dist = os.path.join(HERE, "..", "..", "web", "dist", "index.html")
             if os.path.exists(dist):

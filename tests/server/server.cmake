@@ -48,3 +48,34 @@ if(TARGET gpufl_server_core)
   gpufl_unit_test(test_srv_kafka ${CMAKE_CURRENT_LIST_DIR}/test_srv_kafka.c
                   LIBS gpufl_server_core)
 endif()
+
+# The same as two gpufl-server processes (one killed with SIGKILL
+# mid-stream), on a shared SQLite file and on a shared PostgreSQL database.
+if(TARGET gpufl_server_core AND TARGET gpufl-server)
+  add_executable(test_srv_kafka_proc
+                 ${CMAKE_CURRENT_LIST_DIR}/test_srv_kafka_proc.c)
+  gpufl_target(test_srv_kafka_proc)
+  target_include_directories(test_srv_kafka_proc PRIVATE
+                             ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(test_srv_kafka_proc PRIVATE gpufl_server_core)
+  add_dependencies(test_srv_kafka_proc gpufl-server)
+  add_test(NAME test_srv_kafka_proc
+           COMMAND test_srv_kafka_proc $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(test_srv_kafka_proc PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  if(GPUFL_PG_BINS)
+    add_test(NAME server_pg_kafka_proc
+             COMMAND test_srv_kafka_proc $<TARGET_FILE:gpufl-server>)
+    set_tests_properties(server_pg_kafka_proc PROPERTIES TIMEOUT 300
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endif()
+endif()
+
+# The store's own tests on PostgreSQL (a fresh database per store).
+if(TARGET test_srv_store AND GPUFL_PG_BINS)
+  add_test(NAME server_pg_store COMMAND test_srv_store)
+  set_tests_properties(server_pg_store PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+endif()

@@ -1,12 +1,14 @@
 /*
  * test_srv_rollup.c - the rollup helpers: map growth and lookups, the
- * histogram's error bound, timeline geometry, cursors.
+ * histogram's error bound and stored form, timeline geometry, cursors.
  */
 #include "rollup.h"
 #include "store.h"
 #include "test.h"
 
 #include <gpufl/gpufl.h>
+
+#include <string.h>
 
 static void test_map(void)
 {
@@ -74,6 +76,58 @@ static void test_hist(void)
     CHECK_EQ_U64(rl_hist_quantile(h, 0, 0.5), 0);
 }
 
+/* The stored (sparse) form round-trips, adds into what is there, reads
+ * the old dense form, never has the dense form's length, and rejects
+ * damaged input. */
+static void test_hist_stored(void)
+{
+    static uint64_t h[RL_HIST_N], back[RL_HIST_N];
+    static unsigned char enc[RL_HIST_ENC_MAX];
+    size_t n;
+    int same = 1;
+
+    h[0] = 3;
+    h[40] = 1;
+    h[41] = 1ull << 40;
+    h[RL_HIST_N - 1] = UINT64_MAX;
+    n = rl_hist_encode(h, enc);
+    CHECK(n > 1 && n < 40);
+    CHECK(rl_hist_decode_add(enc, n, back) == 0);
+    CHECK(rl_hist_decode_add(enc, n, back) == 0);
+    for (int b = 0; b < RL_HIST_N; b++)
+        same &= back[b] == 2 * h[b];
+    CHECK(same);
+    /* the dense form of schemas 1-2 */
+    memset(back, 0, sizeof(back));
+    CHECK(rl_hist_decode_add(h, sizeof(h), back) == 0);
+    CHECK(memcmp(back, h, sizeof(h)) == 0);
+    /* empty */
+    memset(back, 0, sizeof(back));
+    n = rl_hist_encode(back, enc);
+    CHECK_EQ_U64(n, 1);
+    CHECK(rl_hist_decode_add(enc, n, back) == 0);
+    /* damaged: truncated varint, bucket past the end, unknown tag */
+    n = rl_hist_encode(h, enc);
+    CHECK(rl_hist_decode_add(enc, n - 1, back) == -1);
+    CHECK(rl_hist_decode_add((const unsigned char *)"S\x80\x10\x01", 4, back) ==
+          -1);
+    CHECK(rl_hist_decode_add((const unsigned char *)"X\x01\x01", 3, back) ==
+          -1);
+    /* an encoding as long as the dense form gets a pad byte: 1024 buckets
+     * of 2-byte gaps... find counts that make it exactly 8192 */
+    for (int b = 0; b < RL_HIST_N; b++)
+        h[b] = 1ull << 20; /* 3-byte varint: 1 + 1024 * 4 = 4097 */
+    for (int b = 0; b < 1023; b++)
+        h[b] = 1ull << 48; /* 7-byte varint: 1 + 1023 * 8 + 4 = 8189 */
+    h[1023] = 1ull << 35;  /* 6 bytes: 1 + 1023 * 8 + 7 = 8192 */
+    n = rl_hist_encode(h, enc);
+    CHECK_EQ_U64(n, RL_HIST_N * 8 + 1);
+    CHECK(enc[0] == RL_HIST_TAG_PAD);
+    memset(back, 0, sizeof(back));
+    CHECK(rl_hist_decode_add(enc, n, back) == 0);
+    CHECK(memcmp(back, h, sizeof(h)) == 0);
+}
+
 static void test_cursor(void)
 {
     int64_t v[3] = { -1, 0, INT64_MAX }, w[3];
@@ -95,6 +149,7 @@ int main(void)
 {
     RUN(test_map);
     RUN(test_hist);
+    RUN(test_hist_stored);
     RUN(test_cursor);
     TEST_DONE();
 }

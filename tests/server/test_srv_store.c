@@ -1,7 +1,12 @@
 /*
- * test_srv_store.c - the SQLite store through its interface: idempotent
- * ingest, rollups against the raw rows, keys, keep and retention, and a
- * reopen that finds the schema current.
+ * test_srv_store.c - the store through its interface: idempotent ingest
+ * (also batches mixing new and stored lines), rollups against the raw
+ * rows, kernels sorted by duration across the duration index's epochs,
+ * keys, keep and retention, and a reopen that finds the schema current.
+ *
+ * On SQLite; on PostgreSQL too when GPUFL_TEST_PG_URI_FILE names a
+ * throwaway cluster's URI (tests/server/pg_cluster.sh): each store is then
+ * a fresh database there.
  */
 #include "ingest.h"
 #include "store.h"
@@ -9,10 +14,15 @@
 
 #include <gpufl/gpufl.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "db.h"
 
 #define SIDA "aaaaaaaa-0000-4000-8000-000000000001"
 #define SIDB "bbbbbbbb-0000-4000-8000-000000000002"
+#define SIDC "cccccccc-0000-4000-8000-000000000004"
 
 static jsonl_tok tok[INGEST_MAX_TOKENS];
 static char lines[400][512];
@@ -58,6 +68,24 @@ static size_t build(const char *sid, int n, srv_ev *ev)
     return (size_t)k;
 }
 
+/* The PostgreSQL cluster's URI (no database), or "" for SQLite. */
+static const char *pg_uri(void)
+{
+    static char uri[512];
+    static int done;
+    const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
+    FILE *f;
+
+    if (!done && uf && uf[0] && (f = fopen(uf, "r"))) {
+        if (!fgets(uri, sizeof(uri), f))
+            uri[0] = '\0';
+        uri[strcspn(uri, "\r\n")] = '\0';
+        fclose(f);
+    }
+    done = 1;
+    return uri;
+}
+
 static srv_store *open_tmp(const char *name)
 {
     char path[512];
@@ -65,6 +93,21 @@ static srv_store *open_tmp(const char *name)
     srv_store *s = NULL;
     char err[256];
 
+    if (pg_uri()[0]) {
+        char sql[256];
+        sdb *db;
+        snprintf(path, sizeof(path), "%s/postgres", pg_uri());
+        if (sdb_open(path, 0, &db, err, sizeof(err)))
+            return NULL;
+        snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS gpufl_%s", name);
+        sdb_exec(db, sql);
+        snprintf(sql, sizeof(sql), "CREATE DATABASE gpufl_%s", name);
+        sdb_exec(db, sql);
+        sdb_close(db);
+        snprintf(path, sizeof(path), "%s/gpufl_%s", pg_uri(), name);
+        srv_store_open(path, 2, &s, err, sizeof(err));
+        return s;
+    }
     snprintf(path, sizeof(path), "%s/%s.db", t ? t : "/tmp", name);
     unlink(path);
     srv_store_open(path, 2, &s, err, sizeof(err));
@@ -172,12 +215,184 @@ static void test_keys_keep_retention(void)
     s->ops->close(s);
 }
 
+/* Kernels whose seqs spread over many epochs of the duration index
+ * (2^16 seq each), durations with ties. */
+#define NSPREAD 60
+static int spread_seq(int i)
+{
+    return 3 + i * 30000;
+}
+static int spread_dur(int i)
+{
+    return ((i * 37) % 20) * 1000 + 500;
+}
+
+static size_t build_spread(const char *sid, int from, int to, srv_ev *ev)
+{
+    int k = 0;
+    ingest_arena a = { arena, 0, sizeof(arena) };
+    jsonl_doc d;
+    char why[INGEST_REASON_MAX];
+
+    snprintf(lines[k++], sizeof(lines[0]),
+             "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":0,"
+             "\"ts\":100,\"type\":\"session\",\"app\":\"t\","
+             "\"host\":\"h\"}",
+             sid);
+    snprintf(lines[k++], sizeof(lines[0]),
+             "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":1,"
+             "\"ts\":101,\"type\":\"dict\",\"id\":1,\"kind\":\"name\","
+             "\"name\":\"spread_k\"}",
+             sid);
+    for (int i = from; i < to; i++)
+        snprintf(lines[k++], sizeof(lines[0]),
+                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,"
+                 "\"ts\":%d,\"type\":\"kernel\",\"name\":1,\"dur\":%d}",
+                 sid, spread_seq(i), 1000000 + i * 1000, spread_dur(i));
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    for (int i = 0; i < k; i++)
+        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]), &a,
+                              &ev[i], why))
+            fprintf(stderr, "line %d: %s\n", i, why);
+    return (size_t)k;
+}
+
+/* Pages through kernels sorted by duration (limit 7); fills dur/seq in
+ * page order and returns how many. */
+static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
+                     uint64_t from, uint64_t to, int64_t *dur, int64_t *seq,
+                     int cap)
+{
+    char cur[256] = "";
+    int n = 0;
+
+    for (int page = 0; page < 100; page++) {
+        srv_q qq;
+        jw w;
+        const char *p, *nx;
+        memset(&qq, 0, sizeof(qq));
+        qq.sid = sid;
+        qq.sort = "duration";
+        qq.desc = desc;
+        qq.limit = 7;
+        qq.name = name;
+        qq.from = from;
+        qq.to = to;
+        qq.cursor = cur[0] ? cur : NULL;
+        jw_init(&w, out, sizeof(out));
+        if (s->ops->q_kernels(s, &qq, &w))
+            return -1;
+        jw_put(&w, "", 1);
+        for (p = out; (p = strstr(p, "\"kid\":")) && n < cap;) {
+            seq[n] = strtoll(p + 6, NULL, 10);
+            p = strstr(p, "\"dur\":");
+            dur[n++] = strtoll(p + 6, NULL, 10);
+        }
+        nx = strstr(out, "\"next\":\"");
+        if (!nx)
+            break;
+        nx += 8;
+        snprintf(cur, sizeof(cur), "%.*s", (int)strcspn(nx, "\""), nx);
+    }
+    return n;
+}
+
+static void test_mixed_batches_dur_sort(void)
+{
+    static srv_ev ev[400];
+    srv_ingest_res r;
+    srv_store *s = open_tmp("store_spread");
+    int64_t dur[NSPREAD + 8], seq[NSPREAD + 8];
+    int n, ok;
+    size_t m;
+
+    REQUIRE(s);
+    /* new lines only (on PostgreSQL, COPY straight into kernels) */
+    m = build_spread(SIDB, 0, 25, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, m);
+    /* a key twice in one batch: the first is new, the second a duplicate
+     * (as are the session and dict lines) */
+    m = build_spread(SIDB, 25, 30, ev);
+    ev[m] = ev[m - 1];
+    REQUIRE(s->ops->ingest(s, ev, m + 1, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 5);
+    CHECK_EQ_U64(r.duplicate, 3);
+    /* stored and new lines mixed: kernels 20..29 again, 30..59 new */
+    m = build_spread(SIDB, 20, NSPREAD, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, NSPREAD - 30);
+    CHECK_EQ_U64(r.duplicate, 2 + 10);
+    /* everything again */
+    m = build_spread(SIDB, 0, NSPREAD, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 0);
+    CHECK_EQ_U64(r.duplicate, m);
+    CHECK(strstr(q(s, s->ops->q_session, SIDB), "\"kernels\":60,") != NULL);
+    CHECK(strstr(q(s, s->ops->q_kernel_agg, SIDB), "\"count\":60,") != NULL);
+
+    /* sorted by duration, both ways, page by page across the epochs */
+    for (int desc = 0; desc < 2; desc++) {
+        n = dur_pages(s, SIDB, desc, NULL, 0, 0, dur, seq, NSPREAD + 8);
+        CHECK_EQ_U64(n, NSPREAD);
+        ok = n == NSPREAD;
+        for (int i = 1; i < n; i++) {
+            int64_t a = desc ? dur[i] : dur[i - 1],
+                    b = desc ? dur[i - 1] : dur[i];
+            int64_t sa = desc ? seq[i] : seq[i - 1],
+                    sb = desc ? seq[i - 1] : seq[i];
+            ok &= a < b || (a == b && sa < sb);
+        }
+        CHECK(ok);
+    }
+    /* ... with a name filter, and within a time range */
+    n = dur_pages(s, SIDB, 1, "spread", 0, 0, dur, seq, NSPREAD + 8);
+    CHECK_EQ_U64(n, NSPREAD);
+    n = dur_pages(s, SIDB, 0, NULL, 1000000 + 10 * 1000, 1000000 + 40 * 1000,
+                  dur, seq, NSPREAD + 8);
+    CHECK_EQ_U64(n, 30);
+    ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= seq[i] >= spread_seq(10) && seq[i] <= spread_seq(39);
+    CHECK(ok);
+    n = dur_pages(s, SIDB, 0, "no_such_kernel", 0, 0, dur, seq, NSPREAD + 8);
+    CHECK_EQ_U64(n, 0);
+    /* seqs far apart: only the epochs holding kernels are visited */
+    {
+        static const char *const far[] = {
+            "{\"v\":1,\"sid\":\"" SIDC "\",\"st\":\"device\",\"seq\":5,"
+            "\"ts\":10,\"type\":\"kernel\",\"dur\":30}",
+            "{\"v\":1,\"sid\":\"" SIDC "\",\"st\":\"device\","
+            "\"seq\":1073741824,\"ts\":20,\"type\":\"kernel\",\"dur\":10}",
+            "{\"v\":1,\"sid\":\"" SIDC "\",\"st\":\"device\","
+            "\"seq\":1099511627776,\"ts\":30,\"type\":\"kernel\","
+            "\"dur\":20}",
+        };
+        ingest_arena a = { arena, 0, sizeof(arena) };
+        jsonl_doc d;
+        char why[INGEST_REASON_MAX];
+        jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+        for (int i = 0; i < 3; i++)
+            REQUIRE(ingest_line_parse(&d, SRV_ST_DEVICE, far[i], strlen(far[i]),
+                                      &a, &ev[i], why) == 0);
+        REQUIRE(s->ops->ingest(s, ev, 3, &r) == GPUFL_OK);
+        CHECK_EQ_U64(r.accepted, 3);
+        n = dur_pages(s, SIDC, 0, NULL, 0, 0, dur, seq, NSPREAD + 8);
+        CHECK_EQ_U64(n, 3);
+        CHECK(n == 3 && seq[0] == 1073741824 && seq[1] == 1099511627776 &&
+              seq[2] == 5);
+    }
+    s->ops->close(s);
+}
+
 static void test_reopen(void)
 {
     char path[512], err[256];
     const char *t = getenv("GPUFL_TEST_TMP");
     srv_store *s = NULL;
 
+    if (pg_uri()[0])
+        return; /* SQLite files only */
     snprintf(path, sizeof(path), "%s/store_keys.db", t ? t : "/tmp");
     REQUIRE(srv_store_open(path, 1, &s, err, sizeof(err)) == GPUFL_OK);
     CHECK(strstr(q(s, s->ops->q_session, SIDA), "\"keep\":true") != NULL);
@@ -192,6 +407,7 @@ int main(void)
 {
     RUN(test_ingest_dedup_rollups);
     RUN(test_keys_keep_retention);
+    RUN(test_mixed_batches_dur_sort);
     RUN(test_reopen);
     TEST_DONE();
 }

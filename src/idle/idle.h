@@ -1,0 +1,334 @@
+/*
+ * idle.h - the idle detector's interface (`gpufl idle`, docs/idle.md).
+ *
+ * Four parts, one file each: GPU sources (idle_src.c: NVML through the
+ * client's "nvml" source, or a clearly labelled simulation), session
+ * signals read from /proc, cgroup v2, utmp, ptys and Jupyter
+ * (idle_sess.c, idle_http.c), the verdict engine (idle_verdict.c) and the
+ * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  The
+ * daemon loop, the HTTP listener and the action hook are idle_watch.c.
+ *
+ * The engine is pure: it takes samples and a time and sets verdicts, so
+ * the tests drive it with scripted traces and a fake clock.  Times are
+ * integer ns since the Unix epoch.
+ */
+#ifndef GPUFL_IDLE_H
+#define GPUFL_IDLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/source.h"
+
+#define IDLE_MAX_GPUS SRC_MAX_DEVICES
+#define IDLE_MAX_SESSIONS 256
+#define IDLE_MAX_REASONS 6
+#define IDLE_REASON_LEN 160
+#define IDLE_MAX_PORTS 8
+#define IDLE_WIN_MAX 7200 /* samples per GPU window */
+#define IDLE_NS 1000000000ull
+
+enum idle_gpu_state {
+    IG_EMPTY,
+    IG_HELD,
+    IG_BURSTY,
+    IG_BUSY_LOW_OCC,
+    IG_BUSY,
+    IG_PHANTOM,
+    IG_UNKNOWN,
+    IG_N
+};
+
+enum idle_sess_state {
+    IS_STARTING,
+    IS_ACTIVE,
+    IS_GPU_UNUSED,
+    IS_HELD_IDLE,
+    IS_IDLE,
+    IS_MAX_AGE,
+    IS_UNKNOWN,
+    IS_N
+};
+
+/* What the verdict asks for now. */
+enum idle_action {
+    IA_NONE,    /* keep */
+    IA_WARN,    /* the stop timer ran out: warning period running */
+    IA_STOP,    /* warning period over: the hook runs (once) */
+    IA_VETOED,  /* would warn or stop, but a "keep" veto holds */
+    IA_NOTIFY,  /* keep, tell the owner (unattended low occupancy) */
+    IA_RELEASE, /* keep, suggest releasing the GPU (unused for long) */
+    IA_ALERT,   /* keep, alert operators (UNKNOWN data, phantom GPU) */
+    IA_N
+};
+
+const char *idle_gpu_state_name(int s);
+const char *idle_sess_state_name(int s);
+const char *idle_action_name(int a);
+/* -1 when unknown. */
+int idle_gpu_state_parse(const char *s);
+
+/* Thresholds and timers; idle_cfg_init() sets the measured defaults. */
+typedef struct idle_cfg {
+    uint32_t interval_ms;     /* sampling period */
+    uint32_t window_s;        /* GPU window W */
+    uint64_t fb_empty;        /* bytes: at most this is "no memory" */
+    double busy_util;         /* util mean >= this: busy */
+    double bursty_duty;       /* share of samples with util > 0 below it */
+    double low_occ_sm;        /* SM active below it: low occupancy */
+    double held_sm;           /* SM active at most this: no kernels */
+    double busy_power;        /* power/cap >= this: busy (no SM data) */
+    double held_floor;        /* power/cap of a held, idle context */
+    double low_occ_margin;    /* low occ. proxy: power <= floor + this */
+    double phantom_util;      /* util mean >= this with no owner */
+    uint32_t phantom_hold_s;  /* sustained this long: PHANTOM */
+    double min_valid;         /* share of good samples in W, else UNKNOWN */
+    double cpu_busy;          /* cores: container CPU counted as busy */
+    uint32_t grace_s;         /* T_grace */
+    uint32_t idle_s;          /* T_idle */
+    uint32_t held_s;          /* T_held */
+    uint64_t max_age_s;       /* T_max, 0 = off */
+    uint32_t gpu_unused_s;    /* T_gpu_unused */
+    uint32_t warn_s;          /* warning period */
+    uint32_t hyst_s;          /* hold before leaving an active verdict */
+    uint32_t refresh_s;       /* verdict lines re-sent this often */
+    uint32_t veto_s;          /* default length of a veto */
+    uint32_t unattended_mult; /* low occ. unattended: notify after N*T_idle */
+} idle_cfg;
+
+void idle_cfg_init(idle_cfg *c);
+
+/* ---- GPUs ---- */
+
+typedef struct idle_gsample {
+    uint64_t ts;
+    uint8_t valid; /* util and process list read */
+    uint8_t has_sm, has_power, has_gr;
+    uint32_t util; /* % */
+    uint32_t power_mw, limit_mw;
+    uint32_t nprocs;
+    uint64_t mem; /* bytes used */
+    float sm, gr; /* ratios */
+} idle_gsample;
+
+/* The window summary a verdict is made from (also its "signals"). */
+typedef struct idle_gsig {
+    uint32_t total, valid;
+    double util_mean, util_max, duty;
+    int has_sm, has_gr, has_power;
+    double sm_mean, gr_mean;
+    double power_w, power_ratio;
+    uint64_t mem_used, mem_total;
+    uint32_t procs; /* max over the window */
+    int pstate;     /* -1 unknown */
+    uint64_t throttle;
+    int has_throttle;
+} idle_gsig;
+
+typedef struct idle_gpu {
+    src_device info;
+    idle_gsample *ring; /* owned, cap entries */
+    uint32_t cap, head, n;
+    src_gpu_sample last; /* latest raw sample */
+    uint64_t last_ts;
+    double dcgm_sm, dcgm_gr; /* from a dcgm-exporter scrape, < 0 = none */
+    int state;
+    uint64_t since, ts;
+    uint64_t phantom_since; /* 0 = not in phantom condition */
+    uint64_t last_work;     /* last time the GPU did real work */
+    int changed;
+    int nreasons;
+    char reasons[IDLE_MAX_REASONS][IDLE_REASON_LEN];
+    idle_gsig sig;
+} idle_gpu;
+
+int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const src_device *info);
+void idle_gpu_release(idle_gpu *g);
+/* Adds one sample taken at ts (s may be NULL: the read failed). */
+void idle_gpu_push(idle_gpu *g, const src_gpu_sample *s, uint64_t ts);
+/* Recomputes g->state and reasons at time now. */
+void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now);
+
+/* ---- sessions ---- */
+
+typedef struct idle_sess_cfg {
+    char name[64];
+    char cgroup[256]; /* cgroup v2 path ("/kubepods/..."), "" = none */
+    char pod[128];    /* "namespace/pod" label */
+    char container[64];
+    char user[32];     /* utmp user whose ptys count as input */
+    char tty[64];      /* a tty device path, used as is */
+    char jupyter[256]; /* base URL */
+    char token[128];
+    uint16_t ports[IDLE_MAX_PORTS];
+    int nports;
+    int devs[IDLE_MAX_GPUS];
+    int ndevs;         /* 0 = GPUs found through its processes */
+    uint64_t start_ns; /* 0 = when first seen */
+    int auto_found;    /* made from a GPU process's cgroup */
+} idle_sess_cfg;
+
+/* Session signals; -1 (or < 0) = unknown. */
+typedef struct idle_ssig {
+    int conn;                  /* open interactive connections */
+    double input_age_s;        /* since the last user input */
+    int kernel_busy;           /* a Jupyter kernel is executing */
+    double cpu_cores;          /* container CPU over the last period */
+    int gpu_procs;             /* GPU processes attributed to it */
+    int unknown;               /* a configured source failed */
+    char why[128];             /* which one, when unknown */
+    uint64_t cpu_usec, cpu_ts; /* previous cpu.stat reading */
+} idle_ssig;
+
+typedef struct idle_sess {
+    idle_sess_cfg c;
+    idle_ssig sig;
+    int devs[IDLE_MAX_GPUS];
+    int ndevs;
+    int gpu_state; /* the "most active" of its GPUs */
+    int state;
+    char kind[32]; /* ACTIVE: gpu, low_occupancy, bursty, gpu_held, cpu */
+    uint64_t since, ts, first_seen;
+    int pending;
+    uint64_t pending_since;
+    uint64_t last_active; /* the idle clock runs from here */
+    int action;
+    uint64_t deadline;   /* stop time once warned, else 0 */
+    uint64_t veto_until; /* 0 = none */
+    int stop_done;       /* the hook ran for this idle period */
+    int phantom_alert;
+    int changed;
+    int seen; /* auto sessions: still has processes */
+    int nreasons;
+    char reasons[IDLE_MAX_REASONS][IDLE_REASON_LEN];
+} idle_sess;
+
+void idle_sess_init(idle_sess *s, const idle_sess_cfg *c, uint64_t now);
+/* Sets the verdict from the session's signals and its GPUs. */
+void idle_sess_eval(idle_sess *s, const idle_cfg *c, const idle_gpu *gpus,
+                    int ngpus, uint64_t now);
+
+/* ---- session signals (idle_sess.c) ---- */
+
+typedef struct idle_env {
+    const char *root;     /* "" or a fixture tree with proc/, sys/, var/ */
+    const char *utmp;     /* utmp file, default <root>/var/run/utmp */
+    const char *veto_dir; /* "<dir>/<session>.keep" holds an end time */
+} idle_env;
+
+/* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
+int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap);
+/* Established TCP connections whose local port is one of ports. */
+int idle_tcp_count(const idle_env *e, uint32_t netns_pid, const uint16_t *ports,
+                   int nports);
+/* Seconds since input on user's ptys (utmp) or on tty; < 0 unknown. */
+double idle_tty_age(const idle_env *e, const char *user, const char *tty,
+                    uint64_t now);
+/* Established connections on ports in /proc/net/tcp text (the parser
+ * behind idle_tcp_count; buf need not be NUL-terminated). */
+int idle_tcp_parse(const char *buf, size_t len, const uint16_t *ports,
+                   int nports);
+/* usage_usec of a cgroup's cpu.stat; 0 or an error. */
+int idle_cgroup_cpu(const idle_env *e, const char *cgroup, uint64_t *usec);
+/* Reads every signal of s (and Jupyter when configured). gpus gives the
+ * process lists for attribution. */
+void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,
+                       int ngpus, uint64_t now);
+/* Veto end time for a session from the veto directory, 0 = none. */
+uint64_t idle_veto_read(const idle_env *e, const char *session);
+int idle_veto_write(const char *dir, const char *session, uint64_t until_ns);
+/* Derives an automatic session from a cgroup path; 0 when it names one. */
+int idle_sess_from_cgroup(const char *cgroup, idle_sess_cfg *out);
+
+/* ---- HTTP clients (idle_http.c, libcurl) ---- */
+
+typedef struct idle_jupyter {
+    int connections;           /* -1 unknown */
+    int kernels, busy;         /* kernel count, busy ones */
+    uint64_t last_activity_ns; /* newest kernel activity, 0 unknown */
+} idle_jupyter;
+
+int idle_jupyter_get(const char *base, const char *token, idle_jupyter *out,
+                     char *why, size_t whylen);
+/* Scrapes dcgm-exporter: sets dcgm_sm / dcgm_gr of matching GPUs. */
+int idle_dcgm_scrape(const char *url, idle_gpu *gpus, int ngpus, char *why,
+                     size_t whylen);
+/* The parser behind the scrape: Prometheus text (need not be
+ * NUL-terminated); sets dcgm_sm / dcgm_gr of matching GPUs. */
+void idle_dcgm_parse(const char *text, size_t len, idle_gpu *gpus, int ngpus);
+/* POSTs body (JSON) to url; 0 on a 2xx answer. */
+int idle_http_post(const char *url, const char *body, char *why, size_t whylen);
+/* ISO 8601 UTC ("2026-11-30T01:02:03.123456Z") to ns; 0 on failure. */
+uint64_t idle_iso_ns(const char *s);
+
+/* ---- GPU sources (idle_src.c) ---- */
+
+typedef struct idle_src idle_src;
+
+/* sim: NULL for NVML; else a comma list of simulated GPU scenarios
+ * (none, held, one_thread, matmul, phantom, bursty, lowpower, train)
+ * cycled to sim_gpus GPUs (0 = one per scenario). */
+int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
+                  int sim_gpus, char *why, size_t whylen);
+int idle_src_devices(idle_src *s, src_device *out, int max);
+/* Fills samples of every GPU; t = seconds since open (simulation). */
+int idle_src_sample(idle_src *s, src_gpu_sample *out, int max, int *n);
+int idle_src_simulated(const idle_src *s);
+void idle_src_close(idle_src *s);
+
+/* ---- outputs (idle_out.c) ---- */
+
+typedef struct jw jw;
+
+/* One verdict object (the fields of a `verdict` event after "type"). */
+void idle_out_gpu(jw *w, const idle_gpu *g);
+void idle_out_sess(jw *w, const idle_sess *s);
+/* Prometheus text exposition into buf; returns bytes or 0 when too small. */
+size_t idle_out_metrics(char *buf, size_t cap, const idle_gpu *gpus, int ngpus,
+                        const idle_sess *ss, int nss, const char *hostname,
+                        int simulated);
+
+/* A gpufl log (system stream) for verdict lines. */
+typedef struct idle_log idle_log;
+int idle_log_open(idle_log **out, const char *dir, int simulated,
+                  const src_device *devs, int ndev, uint32_t interval_ms,
+                  const char *cmd, char *why, size_t whylen);
+void idle_log_gpu(idle_log *l, const idle_gpu *g, uint64_t ts);
+void idle_log_sess(idle_log *l, const idle_sess *s, uint64_t ts);
+void idle_log_close(idle_log *l);
+
+/* ---- running it (idle_watch.c) ---- */
+
+typedef struct idle_opts {
+    idle_cfg cfg;
+    idle_env env;
+    const char *nvml_lib;
+    const char *sim; /* NULL = NVML */
+    int sim_gpus;
+    const char *dcgm_url;
+    idle_sess_cfg *sessions; /* borrowed */
+    int nsessions;
+    int auto_sessions;    /* one session per GPU process cgroup */
+    const char *log_dir;  /* watch: write verdict lines here */
+    const char *listen;   /* "ADDR:PORT": /metrics, /probe, /verdicts */
+    const char *hook_cmd; /* sh -c, after the warning period */
+    const char *hook_url; /* POSTed the verdict JSON */
+    uint32_t samples;     /* --once: samples taken (interval apart) */
+    int json, probe;
+    const char *only;    /* --session-name: report this one only */
+    uint64_t duration_s; /* watch: stop after this long, 0 = never */
+    const char *cmdline;
+} idle_opts;
+
+/* Exit codes of --once (docs/idle.md). */
+enum {
+    IDLE_EXIT_IN_USE = 0,
+    IDLE_EXIT_IDLE = 3,
+    IDLE_EXIT_UNKNOWN = 4,
+    IDLE_EXIT_PHANTOM = 5
+};
+
+int idle_once(const idle_opts *o);
+int idle_watch(const idle_opts *o);
+
+#endif

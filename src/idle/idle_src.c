@@ -1,0 +1,214 @@
+/*
+ * idle_src.c - where GPU samples come from: NVML, through the client's
+ * "nvml" source (source_nvml.c: dlopen with our own ABI declarations, the
+ * versioned process-list calls with the R535 stride probe, GPM), or a
+ * simulation of the seed's measured A10G states for demos and benchmarks.
+ * Simulated devices carry simulated = 1 and a "Simulated" name, and every
+ * output of `gpufl idle` says so.
+ */
+#include "idle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpufl/gpufl.h>
+
+enum {
+    SIM_NONE,
+    SIM_HELD,
+    SIM_ONE_THREAD,
+    SIM_MATMUL,
+    SIM_PHANTOM,
+    SIM_BURSTY,
+    SIM_TRAIN,
+    SIM_N
+};
+static const char *const sim_names[SIM_N] = { "none",   "held",    "one_thread",
+                                              "matmul", "phantom", "bursty",
+                                              "train" };
+
+struct idle_src {
+    const src_ops *ops; /* NULL: simulated */
+    void *state;
+    int ndev;
+    src_device dev[IDLE_MAX_GPUS];
+    int sim[IDLE_MAX_GPUS];
+    uint64_t tick;
+};
+
+#define MIB (1024ull * 1024ull)
+
+static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
+                     size_t whylen)
+{
+    int n = 0, kinds[IDLE_MAX_GPUS];
+    const char *p = list;
+    while (*p && n < IDLE_MAX_GPUS) {
+        size_t len = strcspn(p, ",");
+        int k = -1;
+        for (int i = 0; i < SIM_N; i++)
+            if (strlen(sim_names[i]) == len && !strncmp(p, sim_names[i], len))
+                k = i;
+        if (len == 3 && !strncmp(p, "all", 3)) {
+            for (int i = 0; i < SIM_N && n < IDLE_MAX_GPUS; i++)
+                kinds[n++] = i;
+        } else if (k < 0) {
+            snprintf(why, whylen,
+                     "unknown simulated scenario \"%.*s\" (none, held, "
+                     "one_thread, matmul, phantom, bursty, train, all)",
+                     (int)len, p);
+            return GPUFL_EINVAL;
+        } else {
+            kinds[n++] = k;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (!n) {
+        snprintf(why, whylen, "empty simulation list");
+        return GPUFL_EINVAL;
+    }
+    if (ngpus <= 0)
+        ngpus = n;
+    if (ngpus > IDLE_MAX_GPUS)
+        ngpus = IDLE_MAX_GPUS;
+    for (int i = 0; i < ngpus; i++) {
+        src_device *d = &s->dev[i];
+        s->sim[i] = kinds[i % n];
+        memset(d, 0, sizeof *d);
+        d->id = (uint32_t)i;
+        snprintf(d->name, sizeof d->name, "Simulated NVIDIA A10G");
+        snprintf(d->uuid, sizeof d->uuid, "GPU-51a1a7ed-0000-4000-8000-%012d",
+                 i);
+        snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "00000000:%02X:00.0",
+                 0x18 + i);
+        snprintf(d->driver, sizeof d->driver, "simulated");
+        d->cc_major = 8;
+        d->cc_minor = 6;
+        d->sm_count = 80;
+        d->mem_total = 23028 * MIB;
+        d->power_limit_mw = 300000;
+        d->simulated = 1;
+    }
+    s->ndev = ngpus;
+    return 0;
+}
+
+int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
+                  int sim_gpus, char *why, size_t whylen)
+{
+    idle_src *s = calloc(1, sizeof *s);
+    int err;
+    *out = NULL;
+    if (!s) {
+        snprintf(why, whylen, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    if (sim) {
+        err = sim_parse(s, sim, sim_gpus, why, whylen);
+    } else {
+        src_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.nvml_lib = nvml_lib;
+        s->ops = &src_nvml_ops;
+        err = s->ops->open(&s->state, &cfg, why, whylen);
+        if (!err)
+            s->ndev = s->ops->devices(s->state, s->dev, IDLE_MAX_GPUS);
+    }
+    if (err) {
+        free(s);
+        return err;
+    }
+    *out = s;
+    return 0;
+}
+
+int idle_src_devices(idle_src *s, src_device *out, int max)
+{
+    int n = s->ndev < max ? s->ndev : max;
+    memcpy(out, s->dev, (size_t)n * sizeof *out);
+    return n;
+}
+
+int idle_src_simulated(const idle_src *s)
+{
+    return s && !s->ops;
+}
+
+/* The seed's measured A10G rows (none, held, one_thread, matmul,
+ * phantom) plus a bursty notebook and a long training job. */
+static void sim_sample(const idle_src *s, int i, src_gpu_sample *o)
+{
+    uint64_t t = s->tick;
+    double util = 0, power = 24.3, sm = 0;
+    uint64_t mem = 0;
+    int procs = 1, pstate = 8;
+    switch (s->sim[i]) {
+    case SIM_NONE: procs = 0; break;
+    case SIM_HELD:
+        mem = 19376 * MIB;
+        power = 89.1;
+        break;
+    case SIM_ONE_THREAD:
+        util = 100, mem = 302 * MIB, power = 90.0, sm = 0.012, pstate = 0;
+        break;
+    case SIM_MATMUL:
+        util = 100, mem = 850 * MIB, power = 299.2, sm = 0.984, pstate = 0;
+        break;
+    case SIM_PHANTOM: util = 100, power = 118, procs = 0, pstate = 0; break;
+    case SIM_BURSTY:
+        /* a cell runs for 6 s of every 40 */
+        mem = 6144 * MIB;
+        if (t % 40 < 6)
+            util = 95, power = 240, sm = 0.7, pstate = 0;
+        else
+            power = 92;
+        break;
+    default:
+        util = 97, mem = 20480 * MIB, power = 281, sm = 0.71, pstate = 0;
+        break;
+    }
+    o->util_gpu = (uint32_t)util;
+    o->util_mem = (uint32_t)(util / 3);
+    o->mem_used = mem;
+    o->mem_total = s->dev[i].mem_total;
+    o->power_mw = (uint32_t)(power * 1000);
+    o->power_limit_mw = s->dev[i].power_limit_mw;
+    o->pstate = pstate;
+    o->sm_active = sm;
+    o->sm_occupancy = sm / 3;
+    o->present = GS_UTIL_GPU | GS_UTIL_MEM | GS_MEM | GS_POWER |
+                 GS_POWER_LIMIT | GS_PSTATE | GS_SM_ACTIVE | GS_SM_OCC |
+                 GS_PROCS;
+    o->nprocs = o->nprocs_total = (uint32_t)procs;
+    if (procs) {
+        o->procs[0].pid = 100000 + (uint32_t)i;
+        o->procs[0].mem = mem;
+    }
+}
+
+int idle_src_sample(idle_src *s, src_gpu_sample *out, int max, int *n)
+{
+    int k = s->ndev < max ? s->ndev : max;
+    if (s->ops)
+        return s->ops->sample(s->state, out, max, n);
+    for (int i = 0; i < k; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].dev = (uint32_t)i;
+        sim_sample(s, i, &out[i]);
+    }
+    s->tick++;
+    *n = k;
+    return 0;
+}
+
+void idle_src_close(idle_src *s)
+{
+    if (!s)
+        return;
+    if (s->ops)
+        s->ops->close(s->state);
+    free(s);
+}

@@ -1,0 +1,629 @@
+/*
+ * idle_verdict.c - the verdict engine: per-GPU states over a window and
+ * per-session verdicts with timers, hysteresis, a warning period and a
+ * veto.  The decision table is docs/idle.md §3-§4 (from the A10G
+ * measurements of shared/reference/gpu-metrics-and-idle.md §5-§6).
+ *
+ * Invariants: PHANTOM never counts as work; UNKNOWN never leads to a stop;
+ * a verdict only leaves "in use" after holding for hyst_s, while any
+ * evidence of use applies at once.
+ */
+#include "idle.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpufl/gpufl.h>
+
+static const char *const gpu_names[IG_N] = { "EMPTY",        "HELD", "BURSTY",
+                                             "BUSY_LOW_OCC", "BUSY", "PHANTOM",
+                                             "UNKNOWN" };
+static const char *const sess_names[IS_N] = { "STARTING",   "ACTIVE",
+                                              "GPU_UNUSED", "HELD_IDLE",
+                                              "IDLE",       "MAX_AGE",
+                                              "UNKNOWN" };
+static const char *const action_names[IA_N] = {
+    "none", "warn", "stop", "vetoed", "notify", "suggest_release", "alert"
+};
+
+const char *idle_gpu_state_name(int s)
+{
+    return s >= 0 && s < IG_N ? gpu_names[s] : "UNKNOWN";
+}
+
+const char *idle_sess_state_name(int s)
+{
+    return s >= 0 && s < IS_N ? sess_names[s] : "UNKNOWN";
+}
+
+const char *idle_action_name(int a)
+{
+    return a >= 0 && a < IA_N ? action_names[a] : "none";
+}
+
+int idle_gpu_state_parse(const char *s)
+{
+    for (int i = 0; i < IG_N; i++)
+        if (strcmp(s, gpu_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void idle_cfg_init(idle_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    c->interval_ms = 1000;
+    c->window_s = 60;
+    c->fb_empty = 64ull << 20; /* a CUDA context alone is ~300 MiB */
+    c->busy_util = 50;
+    c->bursty_duty = 0.5;
+    c->low_occ_sm = 0.05; /* one_thread 0.012, matmul 0.984 */
+    c->held_sm = 0.01;
+    c->busy_power = 0.5;  /* matmul ~1.0 of cap */
+    c->held_floor = 0.30; /* held 89.1 W / 300 W */
+    c->low_occ_margin = 0.10;
+    c->phantom_util = 90;
+    c->phantom_hold_s = 300;
+    c->min_valid = 0.5;
+    c->cpu_busy = 0.5;
+    c->grace_s = 15 * 60;
+    c->idle_s = 60 * 60;
+    c->held_s = 120 * 60;
+    c->max_age_s = 7ull * 24 * 3600;
+    c->gpu_unused_s = 4 * 3600;
+    c->warn_s = 300;
+    c->hyst_s = 60;
+    c->refresh_s = 60;
+    c->veto_s = 4 * 3600;
+    c->unattended_mult = 4;
+}
+
+/* ---- reasons ---- */
+
+__attribute__((format(printf, 3, 4))) static void
+add_reason(char (*r)[IDLE_REASON_LEN], int *n, const char *fmt, ...)
+{
+    va_list ap;
+    if (*n >= IDLE_MAX_REASONS)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(r[*n], IDLE_REASON_LEN, fmt, ap);
+    va_end(ap);
+    (*n)++;
+}
+
+#define GR(...) add_reason(g->reasons, &g->nreasons, __VA_ARGS__)
+#define SR(...) add_reason(s->reasons, &s->nreasons, __VA_ARGS__)
+
+static double gib(uint64_t b)
+{
+    return (double)b / (1024.0 * 1024.0 * 1024.0);
+}
+
+/* "45 min", "2.0 h", "30 s" */
+static const char *dur(char *buf, size_t cap, double s)
+{
+    if (s < 120)
+        snprintf(buf, cap, "%.0f s", s);
+    else if (s < 3 * 3600)
+        snprintf(buf, cap, "%.0f min", s / 60);
+    else
+        snprintf(buf, cap, "%.1f h", s / 3600);
+    return buf;
+}
+
+/* ---- GPUs ---- */
+
+int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const src_device *info)
+{
+    uint64_t n =
+        (uint64_t)c->window_s * 1000 / (c->interval_ms ? c->interval_ms : 1000);
+    memset(g, 0, sizeof *g);
+    if (info)
+        g->info = *info;
+    if (n < 1)
+        n = 1;
+    if (n > IDLE_WIN_MAX)
+        n = IDLE_WIN_MAX;
+    g->ring = calloc((size_t)n, sizeof *g->ring);
+    if (!g->ring)
+        return GPUFL_ENOMEM;
+    g->cap = (uint32_t)n;
+    g->state = IG_UNKNOWN;
+    g->dcgm_sm = g->dcgm_gr = -1;
+    return 0;
+}
+
+void idle_gpu_release(idle_gpu *g)
+{
+    if (!g)
+        return;
+    free(g->ring);
+    g->ring = NULL;
+}
+
+void idle_gpu_push(idle_gpu *g, const src_gpu_sample *s, uint64_t ts)
+{
+    idle_gsample *e = &g->ring[g->head];
+    memset(e, 0, sizeof *e);
+    e->ts = ts;
+    g->last_ts = ts;
+    if (s) {
+        g->last = *s;
+        /* a sample is usable when utilisation and the process list were
+         * both read: without either no state can be told apart */
+        e->valid = (s->present & GS_UTIL_GPU) && (s->present & GS_PROCS);
+        e->util = s->util_gpu;
+        e->nprocs = s->nprocs_total;
+        e->mem = (s->present & GS_MEM) ? s->mem_used : 0;
+        if ((s->present & GS_POWER) && (s->present & GS_POWER_LIMIT) &&
+            s->power_limit_mw) {
+            e->has_power = 1;
+            e->power_mw = s->power_mw;
+            e->limit_mw = s->power_limit_mw;
+        }
+        if (s->present & GS_SM_ACTIVE) {
+            e->has_sm = 1;
+            e->sm = (float)s->sm_active;
+        } else if (g->dcgm_sm >= 0) {
+            e->has_sm = 1;
+            e->sm = (float)g->dcgm_sm;
+        }
+        if (g->dcgm_gr >= 0) {
+            e->has_gr = 1;
+            e->gr = (float)g->dcgm_gr;
+        }
+    } else {
+        memset(&g->last, 0, sizeof g->last);
+    }
+    g->head = (g->head + 1) % g->cap;
+    if (g->n < g->cap)
+        g->n++;
+}
+
+static void gpu_summarise(idle_gpu *g, uint64_t now, uint64_t win_ns)
+{
+    idle_gsig *q = &g->sig;
+    double usum = 0, smsum = 0, grsum = 0, psum = 0, rsum = 0;
+    uint32_t nsm = 0, ngr = 0, npow = 0, nbusy = 0;
+    memset(q, 0, sizeof *q);
+    q->pstate = -1;
+    for (uint32_t i = 0; i < g->n; i++) {
+        const idle_gsample *e = &g->ring[(g->head + g->cap - 1 - i) % g->cap];
+        if (e->ts + win_ns < now)
+            break;
+        q->total++;
+        if (!e->valid)
+            continue;
+        q->valid++;
+        usum += e->util;
+        if (e->util > q->util_max)
+            q->util_max = e->util;
+        if (e->util > 0)
+            nbusy++;
+        if (e->nprocs > q->procs)
+            q->procs = e->nprocs;
+        if (e->has_sm) {
+            smsum += e->sm;
+            nsm++;
+        }
+        if (e->has_gr) {
+            grsum += e->gr;
+            ngr++;
+        }
+        if (e->has_power) {
+            psum += e->power_mw / 1000.0;
+            rsum += (double)e->power_mw / e->limit_mw;
+            npow++;
+        }
+    }
+    if (q->valid) {
+        q->util_mean = usum / q->valid;
+        q->duty = (double)nbusy / q->valid;
+    }
+    /* a source that reports only some samples (GPM skips the first) counts
+     * when it covers at least half of the good ones */
+    if (nsm && nsm * 2 >= q->valid) {
+        q->has_sm = 1;
+        q->sm_mean = smsum / nsm;
+    }
+    if (ngr && ngr * 2 >= q->valid) {
+        q->has_gr = 1;
+        q->gr_mean = grsum / ngr;
+    }
+    if (npow && npow * 2 >= q->valid) {
+        q->has_power = 1;
+        q->power_w = psum / npow;
+        q->power_ratio = rsum / npow;
+    }
+    if (g->last.present & GS_MEM) {
+        q->mem_used = g->last.mem_used;
+        q->mem_total = g->last.mem_total;
+    }
+    if (g->last.present & GS_PSTATE)
+        q->pstate = g->last.pstate;
+    if (g->last.present & GS_THROTTLE) {
+        q->has_throttle = 1;
+        q->throttle = g->last.throttle;
+    }
+}
+
+/* Process count and memory of the latest good sample decide ownership. */
+static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
+{
+    const idle_gsig *q = &g->sig;
+    const idle_gsample *last = &g->ring[(g->head + g->cap - 1) % g->cap];
+    uint64_t interval = (uint64_t)c->interval_ms * 1000000ull;
+    char d[32];
+    int busy, owned;
+
+    if (!g->n || now > g->last_ts + 3 * interval + IDLE_NS) {
+        GR("no GPU sample for %s (stale data)",
+           dur(d, sizeof d, g->n ? (double)(now - g->last_ts) / 1e9 : 0));
+        return IG_UNKNOWN;
+    }
+    if (!last->valid) {
+        GR("the last NVML read failed (utilisation or process list "
+           "missing)");
+        return IG_UNKNOWN;
+    }
+    if (q->valid < c->min_valid * q->total) {
+        GR("only %u of %u samples in the window could be read", q->valid,
+           q->total);
+        return IG_UNKNOWN;
+    }
+    owned = q->procs > 0;
+    if (!owned) {
+        int phantomish =
+            q->util_mean >= c->phantom_util || (q->has_gr && q->gr_mean >= 0.9);
+        if (phantomish && q->mem_used <= c->fb_empty) {
+            if (!g->phantom_since)
+                g->phantom_since = now;
+            if (now - g->phantom_since >=
+                (uint64_t)c->phantom_hold_s * IDLE_NS) {
+                GR("utilisation %.0f %% with no process and %.0f MiB used, "
+                   "for %s (>= %u s): no context can run kernels without "
+                   "memory",
+                   q->util_mean, (double)q->mem_used / 1048576.0,
+                   dur(d, sizeof d, (double)(now - g->phantom_since) / 1e9),
+                   c->phantom_hold_s);
+                if (q->has_power)
+                    GR("power %.0f W (%.2f of the limit) with no owner",
+                       q->power_w, q->power_ratio);
+                if (q->pstate == 0)
+                    GR("performance state P0");
+                return IG_PHANTOM;
+            }
+            GR("utilisation %.0f %% with no process for %s; PHANTOM after "
+               "%u s (a process list may lag a starting job)",
+               q->util_mean,
+               dur(d, sizeof d, (double)(now - g->phantom_since) / 1e9),
+               c->phantom_hold_s);
+            return IG_UNKNOWN;
+        }
+        g->phantom_since = 0;
+        if (q->util_max == 0 && q->mem_used <= c->fb_empty &&
+            !(q->has_gr && q->gr_mean > c->held_sm)) {
+            GR("no process, %.0f MiB used, utilisation 0 over %u s",
+               (double)q->mem_used / 1048576.0, c->window_s);
+            return IG_EMPTY;
+        }
+        if (q->util_max == 0) {
+            GR("%.1f GiB used but no process listed (PIDs not visible "
+               "here?), utilisation 0",
+               gib(q->mem_used));
+            return IG_HELD;
+        }
+        GR("utilisation %.0f %% but no process listed: cannot attribute "
+           "the work",
+           q->util_mean);
+        return IG_UNKNOWN;
+    }
+    g->phantom_since = 0;
+    if (q->util_max == 0 && (!q->has_sm || q->sm_mean <= c->held_sm) &&
+        (!q->has_gr || q->gr_mean <= c->held_sm)) {
+        GR("%u process%s hold%s %.1f GiB with utilisation 0 over %u s",
+           q->procs, q->procs == 1 ? "" : "es", q->procs == 1 ? "s" : "",
+           gib(q->mem_used), c->window_s);
+        if (q->has_power)
+            GR("power %.0f W is what a resident context draws, not work",
+               q->power_w);
+        return IG_HELD;
+    }
+    if (q->duty < c->bursty_duty) {
+        GR("kernels ran in %.0f %% of the samples (< %.0f %%): "
+           "interactive bursts",
+           q->duty * 100, c->bursty_duty * 100);
+        return IG_BURSTY;
+    }
+    busy = q->util_mean >= c->busy_util || (q->has_gr && q->gr_mean >= 0.5);
+    if (!busy) {
+        GR("kernels ran in %.0f %% of the samples at utilisation %.0f %%",
+           q->duty * 100, q->util_mean);
+        return IG_BUSY;
+    }
+    if (q->has_sm) {
+        if (q->sm_mean < c->low_occ_sm) {
+            GR("utilisation %.0f %% but SM activity %.3f over the last %u s "
+               "(< %.2f): few SMs busy",
+               q->util_mean, q->sm_mean, c->window_s, c->low_occ_sm);
+            return IG_BUSY_LOW_OCC;
+        }
+        GR("SM activity %.2f over the last %u s (>= %.2f)", q->sm_mean,
+           c->window_s, c->low_occ_sm);
+        return IG_BUSY;
+    }
+    if (q->has_power) {
+        if (q->power_ratio <= c->held_floor + c->low_occ_margin &&
+            q->power_ratio < c->busy_power) {
+            GR("utilisation %.0f %% at %.2f of the power limit (<= %.2f): "
+               "low occupancy by the power proxy (no SM activity metric)",
+               q->util_mean, q->power_ratio, c->held_floor + c->low_occ_margin);
+            return IG_BUSY_LOW_OCC;
+        }
+        GR("utilisation %.0f %% at %.2f of the power limit (no SM activity "
+           "metric)",
+           q->util_mean, q->power_ratio);
+        return IG_BUSY;
+    }
+    GR("utilisation %.0f %% (no SM activity or power metric)", q->util_mean);
+    return IG_BUSY;
+}
+
+void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now)
+{
+    int st;
+    g->nreasons = 0;
+    gpu_summarise(g, now, (uint64_t)c->window_s * IDLE_NS);
+    st = gpu_classify(g, c, now);
+    if (st != IG_UNKNOWN && st != IG_PHANTOM && g->sig.procs > 0 &&
+        g->nreasons < IDLE_MAX_REASONS && st != IG_HELD)
+        GR("%u process%s %.1f GiB", g->sig.procs,
+           g->sig.procs == 1 ? " uses" : "es use", gib(g->sig.mem_used));
+    if (st == IG_BUSY || st == IG_BUSY_LOW_OCC || st == IG_BURSTY ||
+        !g->last_work)
+        g->last_work = now;
+    g->changed = st != g->state || !g->since;
+    if (g->changed)
+        g->since = now;
+    g->state = st;
+    g->ts = now;
+}
+
+/* ---- sessions ---- */
+
+void idle_sess_init(idle_sess *s, const idle_sess_cfg *c, uint64_t now)
+{
+    memset(s, 0, sizeof *s);
+    s->c = *c;
+    s->first_seen = now;
+    s->last_active = c->start_ns && c->start_ns < now ? c->start_ns : now;
+    /* the daemon knows nothing of the time before it started: the idle
+     * clock never starts before its first look */
+    if (s->last_active < now)
+        s->last_active = now;
+    s->state = IS_UNKNOWN;
+    s->gpu_state = IG_EMPTY;
+    s->sig.conn = -1;
+    s->sig.input_age_s = -1;
+    s->sig.kernel_busy = -1;
+    s->sig.cpu_cores = -1;
+}
+
+/* Rank of "in use" for the most active GPU of a session. */
+static int gpu_rank(int st)
+{
+    switch (st) {
+    case IG_BUSY: return 6;
+    case IG_BUSY_LOW_OCC: return 5;
+    case IG_BURSTY: return 4;
+    case IG_UNKNOWN: return 3;
+    case IG_HELD: return 2;
+    case IG_PHANTOM: return 1;
+    default: return 0;
+    }
+}
+
+static int sess_in_use(int st)
+{
+    return st == IS_ACTIVE || st == IS_STARTING || st == IS_GPU_UNUSED ||
+           st == IS_UNKNOWN;
+}
+
+void idle_sess_eval(idle_sess *s, const idle_cfg *c, const idle_gpu *gpus,
+                    int ngpus, uint64_t now)
+{
+    const idle_ssig *q = &s->sig;
+    uint64_t start = s->c.start_ns ? s->c.start_ns : s->first_seen;
+    double age = now > start ? (double)(now - start) / 1e9 : 0;
+    int recent = q->input_age_s >= 0 && q->input_age_s < c->idle_s;
+    int cpu_busy = q->cpu_cores >= c->cpu_busy;
+    int conn = q->conn > 0;
+    int gst = IG_EMPTY, best = -1, phantom = 0, st, evidence = 0;
+    const char *kind = "";
+    double idle_for, timer = 0;
+    char d1[32], d2[32], d3[32];
+
+    s->nreasons = 0;
+    for (int i = 0; i < s->ndevs; i++) {
+        int k = s->devs[i];
+        if (k < 0 || k >= ngpus)
+            continue;
+        if (gpus[k].state == IG_PHANTOM)
+            phantom = 1;
+        if (gpu_rank(gpus[k].state) > best) {
+            best = gpu_rank(gpus[k].state);
+            gst = gpus[k].state;
+        }
+    }
+    s->gpu_state = gst;
+    s->phantom_alert = phantom;
+
+    /* the decision table, docs/idle.md §4 */
+    if (c->max_age_s && age >= (double)c->max_age_s && gst != IG_UNKNOWN) {
+        st = IS_MAX_AGE;
+        SR("running for %s (>= the %s limit)", dur(d1, sizeof d1, age),
+           dur(d2, sizeof d2, (double)c->max_age_s));
+    } else if (gst == IG_UNKNOWN || q->unknown) {
+        st = IS_UNKNOWN;
+        if (gst == IG_UNKNOWN)
+            SR("a GPU of the session has no usable data (UNKNOWN never "
+               "stops anything)");
+        if (q->unknown)
+            SR("%s", q->why[0] ? q->why : "a session signal failed");
+    } else if (age < c->grace_s) {
+        st = IS_STARTING;
+        SR("started %s ago (< %s grace: installs and model loads look idle)",
+           dur(d1, sizeof d1, age), dur(d2, sizeof d2, c->grace_s));
+        evidence = 1;
+    } else if (gst == IG_BUSY) {
+        st = IS_ACTIVE;
+        kind = "gpu";
+        evidence = 1;
+        SR("GPU busy: kernels are executing");
+    } else if (gst == IG_BUSY_LOW_OCC) {
+        st = IS_ACTIVE;
+        evidence = 1;
+        if (conn || recent || cpu_busy) {
+            kind = "low_occupancy";
+            SR("GPU busy at low occupancy while the user is attached");
+        } else {
+            kind = "low_occupancy_unattended";
+            SR("GPU busy at low occupancy with nobody attached: a spin loop "
+               "or a hung collective looks the same; never stopped on the "
+               "default timer");
+        }
+    } else if (gst == IG_BURSTY) {
+        st = IS_ACTIVE;
+        kind = "bursty";
+        evidence = 1;
+        SR("GPU used in bursts: interactive cells");
+    } else if (gst == IG_HELD && (recent || q->kernel_busy > 0)) {
+        st = IS_ACTIVE;
+        kind = "gpu_held";
+        evidence = 1;
+        SR("GPU memory held and the user is active (between cells)");
+    } else if (gst == IG_HELD && cpu_busy) {
+        st = IS_ACTIVE;
+        kind = "cpu";
+        evidence = 1;
+        SR("CPU phase with the model resident (%.2f cores)", q->cpu_cores);
+    } else if (gst == IG_HELD) {
+        st = IS_HELD_IDLE;
+        SR("GPU memory held with no kernels, no recent input and an idle "
+           "CPU");
+    } else if (recent && !phantom) {
+        st = IS_GPU_UNUSED;
+        evidence = 1;
+        SR("the user is active but the session does not use its GPU");
+    } else if (cpu_busy) {
+        st = IS_ACTIVE;
+        kind = "cpu";
+        evidence = 1;
+        SR("container CPU busy (%.2f cores)", q->cpu_cores);
+    } else if (recent && phantom) {
+        st = IS_ACTIVE;
+        kind = "user";
+        evidence = 1;
+        SR("the user is active; the session's GPU is PHANTOM");
+    } else {
+        st = IS_IDLE;
+        SR("no GPU work, no recent input, CPU idle");
+    }
+    if (phantom)
+        SR("GPU_PHANTOM: utilisation without an owner on a session GPU; "
+           "not counted as work, drain or reset the GPU");
+    /* signals in words */
+    if (q->input_age_s >= 0)
+        SR("last input %s ago", dur(d1, sizeof d1, q->input_age_s));
+    if (q->conn >= 0)
+        SR("%d interactive connection%s", q->conn, q->conn == 1 ? "" : "s");
+    if (q->cpu_cores >= 0 && !cpu_busy)
+        SR("container CPU %.2f cores (< %.2f)", q->cpu_cores, c->cpu_busy);
+
+    if (evidence || st == IS_UNKNOWN) {
+        s->last_active = now;
+        s->stop_done = 0;
+    } else if (q->input_age_s >= 0) {
+        /* input seen before the idle state began moves the clock back no
+         * further than the daemon's first look (see idle_sess_init) */
+        uint64_t ago = (uint64_t)(q->input_age_s * 1e9);
+        uint64_t in = ago < now ? now - ago : 0;
+        if (in > s->last_active)
+            s->last_active = in;
+    }
+
+    /* hysteresis: become "in use" at once, leave it only after hyst_s */
+    if (st != s->state && sess_in_use(s->state) && !sess_in_use(st) &&
+        st != IS_MAX_AGE && s->since) {
+        if (s->pending != st + 1) {
+            s->pending = st + 1;
+            s->pending_since = now;
+        }
+        if (now - s->pending_since < (uint64_t)c->hyst_s * IDLE_NS) {
+            SR("would be %s; waiting %u s of hysteresis",
+               idle_sess_state_name(st), c->hyst_s);
+            st = s->state;
+            kind = s->kind;
+        }
+    } else {
+        s->pending = 0;
+    }
+    s->changed = st != s->state || strcmp(kind, s->kind) != 0 || !s->since;
+    if (s->changed)
+        s->since = now;
+    s->state = st;
+    if (kind != s->kind)
+        snprintf(s->kind, sizeof s->kind, "%s", kind);
+    s->ts = now;
+
+    /* actions */
+    idle_for = now > s->last_active ? (double)(now - s->last_active) / 1e9 : 0;
+    s->action = IA_NONE;
+    s->deadline = 0;
+    if (st == IS_IDLE)
+        timer = c->idle_s;
+    else if (st == IS_HELD_IDLE)
+        timer = c->held_s;
+    if (st == IS_IDLE || st == IS_HELD_IDLE || st == IS_MAX_AGE) {
+        uint64_t base = st == IS_MAX_AGE
+                            ? start + c->max_age_s * IDLE_NS
+                            : s->last_active + (uint64_t)timer * IDLE_NS;
+        if (now >= base) {
+            s->deadline = base + (uint64_t)c->warn_s * IDLE_NS;
+            if (now < s->deadline) {
+                s->action = IA_WARN;
+                SR("idle for %s (>= %s): stopping in %s unless vetoed",
+                   dur(d1, sizeof d1, idle_for), dur(d2, sizeof d2, timer),
+                   dur(d3, sizeof d3, (double)(s->deadline - now) / 1e9));
+            } else {
+                s->action = IA_STOP;
+                SR("idle for %s: the %u s warning period is over",
+                   dur(d1, sizeof d1, idle_for), c->warn_s);
+            }
+            if (s->veto_until > now) {
+                s->action = IA_VETOED;
+                SR("vetoed: kept for %s more",
+                   dur(d1, sizeof d1, (double)(s->veto_until - now) / 1e9));
+            }
+        } else {
+            SR("idle for %s of %s", dur(d1, sizeof d1, idle_for),
+               dur(d2, sizeof d2, timer));
+        }
+    } else if (st == IS_UNKNOWN) {
+        s->action = IA_ALERT;
+    } else if (st == IS_ACTIVE &&
+               strcmp(s->kind, "low_occupancy_unattended") == 0) {
+        double since = (double)(now - s->since) / 1e9;
+        if (since >= (double)c->unattended_mult * c->idle_s)
+            s->action = IA_NOTIFY;
+    } else if (st == IS_GPU_UNUSED &&
+               (double)(now - s->since) / 1e9 >= c->gpu_unused_s) {
+        s->action = IA_RELEASE;
+    }
+    if (phantom && s->action == IA_NONE)
+        s->action = IA_ALERT;
+}

@@ -1,0 +1,597 @@
+/*
+ * idle_watch.c - running the detector: the sampling loop shared by
+ * `--once` and `watch`, automatic sessions from GPU process cgroups, the
+ * HTTP listener (/metrics, /probe, /verdicts; libmicrohttpd), the action
+ * hook, and the verdict log.
+ *
+ * One thread samples and decides; after each round it renders the
+ * metrics text and the verdict JSON into buffers that the HTTP thread
+ * copies under a mutex, so a slow scraper never delays sampling.
+ */
+#include "idle.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gpufl/gpufl.h>
+
+#include "common/clock.h"
+#include "common/jw.h"
+
+#define IDLE_OUT_CAP (4u << 20)
+#define IDLE_WHY 256
+
+typedef struct ictx {
+    const idle_opts *o;
+    idle_src *src;
+    int ngpus, simulated;
+    src_device devs[IDLE_MAX_GPUS];
+    idle_gpu gpus[IDLE_MAX_GPUS];
+    idle_sess *ss;
+    int nss;
+    int last_action[IDLE_MAX_SESSIONS];
+    uint64_t last_log[IDLE_MAX_SESSIONS + IDLE_MAX_GPUS];
+    idle_log *log;
+    char host[256];
+    /* rendered after each round, read by the HTTP thread */
+    pthread_mutex_t mu;
+    char *metrics, *verdicts;
+    size_t metrics_len, verdicts_len;
+    char *scratch;
+    struct MHD_Daemon *http;
+    int http_fd;
+} ictx;
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
+{
+    int err;
+    memset(x, 0, sizeof *x);
+    x->o = o;
+    x->http_fd = -1;
+    pthread_mutex_init(&x->mu, NULL);
+    if (gethostname(x->host, sizeof x->host) != 0)
+        snprintf(x->host, sizeof x->host, "unknown");
+    x->host[sizeof x->host - 1] = 0;
+    err = idle_src_open(&x->src, o->nvml_lib, o->sim, o->sim_gpus, why, whylen);
+    if (err)
+        return err;
+    x->simulated = idle_src_simulated(x->src);
+    x->ngpus = idle_src_devices(x->src, x->devs, IDLE_MAX_GPUS);
+    for (int i = 0; i < x->ngpus; i++) {
+        err = idle_gpu_init(&x->gpus[i], &o->cfg, &x->devs[i]);
+        if (err) {
+            snprintf(why, whylen, "out of memory");
+            return err;
+        }
+    }
+    x->ss = calloc(IDLE_MAX_SESSIONS, sizeof *x->ss);
+    x->scratch = malloc(IDLE_OUT_CAP);
+    if (!x->ss || !x->scratch) {
+        snprintf(why, whylen, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    for (int i = 0; i < o->nsessions && i < IDLE_MAX_SESSIONS; i++)
+        idle_sess_init(&x->ss[x->nss++], &o->sessions[i], clock_real_ns());
+    return 0;
+}
+
+static void ctx_close(ictx *x)
+{
+    if (x->http)
+        MHD_stop_daemon(x->http);
+    for (int i = 0; i < x->ngpus; i++)
+        idle_gpu_release(&x->gpus[i]);
+    idle_src_close(x->src);
+    idle_log_close(x->log);
+    free(x->ss);
+    free(x->scratch);
+    free(x->metrics);
+    free(x->verdicts);
+    pthread_mutex_destroy(&x->mu);
+}
+
+/* A session per cgroup of a GPU process; gone when its processes are. */
+static void auto_sessions(ictx *x, uint64_t now)
+{
+    const idle_env *e = &x->o->env;
+    for (int i = 0; i < x->nss; i++)
+        x->ss[i].seen = !x->ss[i].c.auto_found;
+    for (int g = 0; g < x->ngpus; g++) {
+        const src_gpu_sample *s = &x->gpus[g].last;
+        for (uint32_t k = 0; k < s->nprocs; k++) {
+            char cg[256];
+            idle_sess_cfg c;
+            int found = 0;
+            if (idle_proc_cgroup(e, s->procs[k].pid, cg, sizeof cg) ||
+                idle_sess_from_cgroup(cg, &c))
+                continue;
+            for (int i = 0; i < x->nss && !found; i++)
+                if (strcmp(x->ss[i].c.name, c.name) == 0)
+                    found = 1, x->ss[i].seen = 1;
+            if (!found && x->nss < IDLE_MAX_SESSIONS) {
+                idle_sess_init(&x->ss[x->nss], &c, now);
+                x->ss[x->nss++].seen = 1;
+            }
+        }
+    }
+    for (int i = 0; i < x->nss;) {
+        if (!x->ss[i].seen) {
+            x->ss[i] = x->ss[x->nss - 1];
+            x->last_action[i] = x->last_action[x->nss - 1];
+            x->nss--;
+        } else {
+            i++;
+        }
+    }
+}
+
+static void round_sample(ictx *x)
+{
+    src_gpu_sample *buf = (src_gpu_sample *)(void *)x->scratch;
+    uint64_t now = clock_real_ns();
+    int n = 0, err;
+    char why[IDLE_WHY];
+    if (x->o->dcgm_url)
+        idle_dcgm_scrape(x->o->dcgm_url, x->gpus, x->ngpus, why, sizeof why);
+    err = idle_src_sample(x->src, buf, x->ngpus, &n);
+    for (int i = 0; i < x->ngpus; i++)
+        idle_gpu_push(&x->gpus[i], !err && i < n ? &buf[i] : NULL, now);
+}
+
+static void round_decide(ictx *x)
+{
+    uint64_t now = clock_real_ns();
+    for (int i = 0; i < x->ngpus; i++)
+        idle_gpu_eval(&x->gpus[i], &x->o->cfg, now);
+    if (x->o->auto_sessions)
+        auto_sessions(x, now);
+    for (int i = 0; i < x->nss; i++) {
+        idle_sess_collect(&x->o->env, &x->ss[i], x->gpus, x->ngpus, now);
+        idle_sess_eval(&x->ss[i], &x->o->cfg, x->gpus, x->ngpus, now);
+    }
+}
+
+static int sess_shown(const ictx *x, const idle_sess *s)
+{
+    return !x->o->only || strcmp(x->o->only, s->c.name) == 0;
+}
+
+/* {"simulated":..,"host":..,"gpus":[..],"sessions":[..]} */
+static size_t render_json(ictx *x, char *buf, size_t cap, int pretty_nl)
+{
+    jw w;
+    jw_init(&w, buf, cap);
+    jw_obj_begin(&w);
+    jw_kv_str(&w, "host", x->host);
+    jw_key(&w, "simulated");
+    jw_bool(&w, x->simulated);
+    jw_kv_u64(&w, "ts", clock_real_ns());
+    jw_key(&w, "gpus");
+    jw_arr_begin(&w);
+    for (int i = 0; i < x->ngpus; i++) {
+        jw_obj_begin(&w);
+        idle_out_gpu(&w, &x->gpus[i]);
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_key(&w, "sessions");
+    jw_arr_begin(&w);
+    for (int i = 0; i < x->nss; i++) {
+        if (!sess_shown(x, &x->ss[i]))
+            continue;
+        jw_obj_begin(&w);
+        idle_out_sess(&w, &x->ss[i]);
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    if (pretty_nl)
+        jw_put(&w, "\n", 1);
+    return w.err ? 0 : w.len;
+}
+
+/* Kubeflow-style probe: has_activity unless every shown session is
+ * reclaimable; UNKNOWN counts as activity (never stop on missing data). */
+static size_t render_probe(ictx *x, char *buf, size_t cap, const char *only)
+{
+    int any = 0, act = 0;
+    uint64_t last = 0;
+    jw w;
+    char iso[40];
+    for (int i = 0; i < x->nss; i++) {
+        const idle_sess *s = &x->ss[i];
+        if (only && strcmp(only, s->c.name) != 0)
+            continue;
+        any = 1;
+        if (s->state != IS_IDLE && s->state != IS_HELD_IDLE &&
+            s->state != IS_MAX_AGE)
+            act = 1;
+        if (s->last_active > last)
+            last = s->last_active;
+    }
+    if (!any) /* no session: judge the GPUs */
+        for (int i = 0; i < x->ngpus; i++) {
+            int st = x->gpus[i].state;
+            if (st == IG_BUSY || st == IG_BUSY_LOW_OCC || st == IG_BURSTY ||
+                st == IG_UNKNOWN)
+                act = 1;
+            if (x->gpus[i].last_work > last)
+                last = x->gpus[i].last_work;
+        }
+    {
+        time_t t = (time_t)(last / IDLE_NS);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    jw_init(&w, buf, cap);
+    jw_obj_begin(&w);
+    jw_key(&w, "has_activity");
+    jw_bool(&w, act);
+    jw_kv_str(&w, "last_activity", iso);
+    jw_key(&w, "simulated");
+    jw_bool(&w, x->simulated);
+    jw_obj_end(&w);
+    jw_put(&w, "\n", 1);
+    return w.err ? 0 : w.len;
+}
+
+static int once_exit(const ictx *x)
+{
+    int phantom = 0, unknown = 0, use = 0, any = 0;
+    for (int i = 0; i < x->ngpus; i++)
+        phantom |= x->gpus[i].state == IG_PHANTOM;
+    for (int i = 0; i < x->nss; i++) {
+        const idle_sess *s = &x->ss[i];
+        if (!sess_shown(x, s))
+            continue;
+        any = 1;
+        unknown |= s->state == IS_UNKNOWN;
+        use |= s->state == IS_ACTIVE || s->state == IS_STARTING ||
+               s->state == IS_GPU_UNUSED;
+    }
+    if (!any)
+        for (int i = 0; i < x->ngpus; i++) {
+            int st = x->gpus[i].state;
+            unknown |= st == IG_UNKNOWN;
+            use |= st == IG_BUSY || st == IG_BUSY_LOW_OCC || st == IG_BURSTY;
+        }
+    if (phantom)
+        return IDLE_EXIT_PHANTOM;
+    if (unknown)
+        return IDLE_EXIT_UNKNOWN;
+    return use ? IDLE_EXIT_IN_USE : IDLE_EXIT_IDLE;
+}
+
+static void print_text(ictx *x, FILE *f)
+{
+    if (x->simulated)
+        fprintf(f, "SIMULATED GPUs: no real GPU was measured\n");
+    for (int i = 0; i < x->ngpus; i++) {
+        const idle_gpu *g = &x->gpus[i];
+        fprintf(f, "gpu %u %-12s %s%s\n", g->info.id,
+                idle_gpu_state_name(g->state), g->info.name,
+                g->info.simulated ? " (simulated)" : "");
+        for (int k = 0; k < g->nreasons; k++)
+            fprintf(f, "    - %s\n", g->reasons[k]);
+    }
+    for (int i = 0; i < x->nss; i++) {
+        const idle_sess *s = &x->ss[i];
+        if (!sess_shown(x, s))
+            continue;
+        fprintf(f, "session %s %s%s%s action=%s\n", s->c.name,
+                idle_sess_state_name(s->state), s->kind[0] ? ":" : "", s->kind,
+                idle_action_name(s->action));
+        for (int k = 0; k < s->nreasons; k++)
+            fprintf(f, "    - %s\n", s->reasons[k]);
+    }
+}
+
+static void sleep_until(uint64_t mono)
+{
+    uint64_t now = clock_mono_ns();
+    struct timespec ts;
+    if (mono <= now)
+        return;
+    ts.tv_sec = (time_t)((mono - now) / IDLE_NS);
+    ts.tv_nsec = (long)((mono - now) % IDLE_NS);
+    nanosleep(&ts, NULL);
+}
+
+int idle_once(const idle_opts *o)
+{
+    ictx x;
+    char why[IDLE_WHY];
+    uint64_t next, step = (uint64_t)o->cfg.interval_ms * 1000000ull;
+    uint32_t n = o->samples ? o->samples : 1;
+    int rc;
+    size_t len;
+    if (ctx_open(&x, o, why, sizeof why)) {
+        fprintf(stderr, "gpufl idle: %s\n", why);
+        ctx_close(&x);
+        return 1;
+    }
+    next = clock_mono_ns();
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            sleep_until(next);
+        next += step;
+        round_sample(&x);
+        /* sessions are sampled each round so CPU rates have an interval */
+        round_decide(&x);
+    }
+    rc = once_exit(&x);
+    if (o->probe) {
+        len = render_probe(&x, x.scratch, IDLE_OUT_CAP, o->only);
+        fwrite(x.scratch, 1, len, stdout);
+    } else if (o->json) {
+        len = render_json(&x, x.scratch, IDLE_OUT_CAP, 1);
+        fwrite(x.scratch, 1, len, stdout);
+    } else {
+        print_text(&x, stdout);
+    }
+    ctx_close(&x);
+    return rc;
+}
+
+/* ---- watch ---- */
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *c,
+                               const char *url, const char *method,
+                               const char *version, const char *upload,
+                               size_t *upload_len, void **con_cls)
+{
+    ictx *x = cls;
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    const char *type = "application/json";
+    char *body = NULL;
+    size_t len = 0;
+    unsigned status = 200;
+    (void)version, (void)upload, (void)upload_len, (void)con_cls;
+    if (strcmp(method, "GET") != 0) {
+        status = 405;
+    } else if (strcmp(url, "/metrics") == 0) {
+        type = "text/plain; version=0.0.4; charset=utf-8";
+        pthread_mutex_lock(&x->mu);
+        if (x->metrics_len && (body = malloc(x->metrics_len)))
+            memcpy(body, x->metrics, len = x->metrics_len);
+        pthread_mutex_unlock(&x->mu);
+    } else if (strcmp(url, "/verdicts") == 0) {
+        pthread_mutex_lock(&x->mu);
+        if (x->verdicts_len && (body = malloc(x->verdicts_len)))
+            memcpy(body, x->verdicts, len = x->verdicts_len);
+        pthread_mutex_unlock(&x->mu);
+    } else if (strcmp(url, "/probe") == 0) {
+        const char *only =
+            MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "session");
+        body = malloc(4096);
+        pthread_mutex_lock(&x->mu);
+        if (body)
+            len = render_probe(x, body, 4096, only);
+        pthread_mutex_unlock(&x->mu);
+    } else {
+        status = 404;
+    }
+    if (status == 200 && !body)
+        status = 503; /* first round not done yet */
+    if (status != 200) {
+        free(body);
+        body = NULL;
+        len = 0;
+    }
+    r = MHD_create_response_from_buffer(len, body ? body : (void *)"",
+                                        body ? MHD_RESPMEM_MUST_FREE
+                                             : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static int http_open(ictx *x, const char *spec, char *why, size_t whylen)
+{
+    struct sockaddr_in a;
+    socklen_t sl = sizeof a;
+    char host[64];
+    const char *colon = strrchr(spec, ':');
+    int one = 1, port;
+    if (!colon || (size_t)(colon - spec) >= sizeof host) {
+        snprintf(why, whylen, "--listen wants ADDR:PORT, got \"%s\"", spec);
+        return GPUFL_EINVAL;
+    }
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = 0;
+    port = (int)strtol(colon + 1, NULL, 10);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    if (!host[0] || !strcmp(host, "*"))
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+        snprintf(why, whylen, "--listen: \"%s\" is not an IPv4 address", host);
+        return GPUFL_EINVAL;
+    }
+    x->http_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (x->http_fd < 0)
+        return GPUFL_EIO;
+    setsockopt(x->http_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(x->http_fd, (struct sockaddr *)&a, sizeof a) ||
+        listen(x->http_fd, 64)) {
+        snprintf(why, whylen, "cannot listen on %s: %s", spec, strerror(errno));
+        close(x->http_fd);
+        return GPUFL_EIO;
+    }
+    getsockname(x->http_fd, (struct sockaddr *)&a, &sl);
+    x->http = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        on_http, x, MHD_OPTION_LISTEN_SOCKET, x->http_fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!x->http) {
+        snprintf(why, whylen, "cannot start the HTTP listener");
+        close(x->http_fd);
+        return GPUFL_EIO;
+    }
+    fprintf(stderr, "gpufl idle: listening on %s:%d\n", host[0] ? host : "*",
+            ntohs(a.sin_port));
+    return 0;
+}
+
+static void publish(ictx *x)
+{
+    size_t ml = idle_out_metrics(x->scratch, IDLE_OUT_CAP, x->gpus, x->ngpus,
+                                 x->ss, x->nss, x->host, x->simulated);
+    char *m = ml ? malloc(ml) : NULL, *v;
+    size_t vl;
+    if (m)
+        memcpy(m, x->scratch, ml);
+    vl = render_json(x, x->scratch, IDLE_OUT_CAP, 1);
+    v = vl ? malloc(vl) : NULL;
+    if (v)
+        memcpy(v, x->scratch, vl);
+    pthread_mutex_lock(&x->mu);
+    free(x->metrics);
+    free(x->verdicts);
+    x->metrics = m;
+    x->metrics_len = m ? ml : 0;
+    x->verdicts = v;
+    x->verdicts_len = v ? vl : 0;
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void run_hook(ictx *x, const idle_sess *s)
+{
+    const idle_opts *o = x->o;
+    jw w;
+    jw_init(&w, x->scratch, IDLE_OUT_CAP);
+    jw_obj_begin(&w);
+    jw_kv_str(&w, "host", x->host);
+    jw_key(&w, "simulated");
+    jw_bool(&w, x->simulated);
+    jw_kv_u64(&w, "ts", s->ts);
+    idle_out_sess(&w, s);
+    jw_obj_end(&w);
+    jw_put(&w, "", 1); /* NUL */
+    if (w.err)
+        return;
+    if (o->hook_cmd) {
+        pid_t p = fork();
+        if (p == 0) {
+            setenv("GPUFL_IDLE_SESSION", s->c.name, 1);
+            setenv("GPUFL_IDLE_STATE", idle_sess_state_name(s->state), 1);
+            setenv("GPUFL_IDLE_POD", s->c.pod, 1);
+            setenv("GPUFL_IDLE_CGROUP", s->c.cgroup, 1);
+            setenv("GPUFL_IDLE_VERDICT", x->scratch, 1);
+            execl("/bin/sh", "sh", "-c", o->hook_cmd, (char *)NULL);
+            _exit(127);
+        } else if (p < 0) {
+            fprintf(stderr, "gpufl idle: hook: fork: %s\n", strerror(errno));
+        } else {
+            fprintf(stderr, "gpufl idle: stop hook started for %s (pid %d)\n",
+                    s->c.name, (int)p);
+        }
+    }
+    if (o->hook_url) {
+        char why[IDLE_WHY];
+        if (idle_http_post(o->hook_url, x->scratch, why, sizeof why))
+            fprintf(stderr, "gpufl idle: webhook for %s failed: %s\n",
+                    s->c.name, why);
+    }
+}
+
+int idle_watch(const idle_opts *o)
+{
+    ictx x;
+    char why[IDLE_WHY];
+    uint64_t step = (uint64_t)o->cfg.interval_ms * 1000000ull;
+    uint64_t next, t0, refresh = (uint64_t)o->cfg.refresh_s * IDLE_NS;
+    int rc = 1;
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (ctx_open(&x, o, why, sizeof why))
+        goto fail;
+    if (o->listen && http_open(&x, o->listen, why, sizeof why))
+        goto fail;
+    if (o->log_dir &&
+        idle_log_open(&x.log, o->log_dir, x.simulated, x.devs, x.ngpus,
+                      o->cfg.interval_ms, o->cmdline ? o->cmdline : "", why,
+                      sizeof why))
+        goto fail;
+    if (x.simulated)
+        fprintf(stderr, "gpufl idle: SIMULATED GPUs (no real GPU is "
+                        "measured)\n");
+    t0 = next = clock_mono_ns();
+    while (!g_stop) {
+        uint64_t now;
+        /* the HTTP thread's /probe reads GPUs and sessions under mu; only
+         * this thread writes them, so reads below need no lock */
+        pthread_mutex_lock(&x.mu);
+        round_sample(&x);
+        round_decide(&x);
+        pthread_mutex_unlock(&x.mu);
+        now = clock_real_ns();
+        for (int i = 0; i < x.ngpus; i++) {
+            idle_gpu *g = &x.gpus[i];
+            uint64_t *last = &x.last_log[IDLE_MAX_SESSIONS + i];
+            if (g->changed || now - *last >= refresh) {
+                idle_log_gpu(x.log, g, now);
+                *last = now;
+            }
+        }
+        for (int i = 0; i < x.nss; i++) {
+            idle_sess *s = &x.ss[i];
+            int act = s->changed || s->action != x.last_action[i];
+            if (act || now - x.last_log[i] >= refresh) {
+                idle_log_sess(x.log, s, now);
+                x.last_log[i] = now;
+            }
+            if (s->action == IA_STOP && !s->stop_done) {
+                run_hook(&x, s);
+                s->stop_done = 1;
+            }
+            x.last_action[i] = s->action;
+        }
+        publish(&x);
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (o->duration_s && clock_mono_ns() - t0 >= o->duration_s * IDLE_NS)
+            break;
+        next += step;
+        sleep_until(next);
+    }
+    rc = 0;
+    ctx_close(&x);
+    return rc;
+fail:
+    fprintf(stderr, "gpufl idle: %s\n", why);
+    ctx_close(&x);
+    return 1;
+}

@@ -1,0 +1,296 @@
+/*
+ * api_memprof.c - memory profiles from `gpufl memprof` (docs/api.md,
+ * "Memory profiles"): POST /api/v1/memprof validates one profile and
+ * stores it in one transaction (answered after the commit); GET
+ * /api/v1/memory, /api/v1/sessions/{sid}/memory and
+ * /api/v1/memory/profiles answer the flame-graph views and the list.
+ * api.c routes here after the role check.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <gpufl/gpufl.h>
+
+#include "common/jsonl.h"
+#include "ingest.h"
+#include "srv_int.h"
+#include "store.h"
+
+#define MEMPROF_STACKS_MAX 20000
+#define MEMPROF_FRAMES_MAX 256
+#define MEMPROF_FRAME_LEN_MAX 1024
+#define MEMPROF_TOKENS_MAX (16u << 20)
+
+static const char *const counters[8] = { "alloc_bytes", "alloc_count",
+                                         "free_bytes",  "free_count",
+                                         "inuse_bytes", "inuse_count",
+                                         "fail_bytes",  "fail_count" };
+
+/* A string member into *out (borrowed, still JSON-escaped: the values
+ * checked here are plain words, host names and UUIDs). */
+static int str_member(jsonl_doc *d, uint32_t obj, const char *key, srv_str *out,
+                      size_t max, int required)
+{
+    uint32_t t = jsonl_obj_find(d, obj, key);
+    if (t == JSONL_NOTFOUND || jsonl_tok_type(d, t) == JSONL_NULL)
+        return required ? -1 : 0;
+    if (jsonl_tok_type(d, t) != JSONL_STRING ||
+        (d->tok[t].flags & JSONL_F_ESC) || d->tok[t].len > max ||
+        (required && !d->tok[t].len))
+        return -1;
+    out->p = d->line + d->tok[t].off;
+    out->n = d->tok[t].len;
+    return 0;
+}
+
+static int u64_member(jsonl_doc *d, uint32_t obj, const char *key, uint64_t *v,
+                      int required)
+{
+    uint32_t t = jsonl_obj_find(d, obj, key);
+    *v = 0;
+    if (t == JSONL_NOTFOUND)
+        return required ? -1 : 0;
+    return jsonl_tok_u64(d, t, v) ? -1 : 0;
+}
+
+/* Fills *p from the parsed body; 0, or an HTTP status with why. */
+static int parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks, char *why,
+                 size_t cap)
+{
+    uint64_t v;
+    uint32_t t;
+    memset(p, 0, sizeof(*p));
+#define BAD(...)                                                               \
+    do {                                                                       \
+        snprintf(why, cap, __VA_ARGS__);                                       \
+        return 400;                                                            \
+    } while (0)
+    if (u64_member(d, 0, "v", &v, 1) || v != 1)
+        BAD("\"v\" must be 1");
+    if (str_member(d, 0, "host", &p->host, 255, 1))
+        BAD("\"host\" must be a non-empty plain string (<= 255 bytes)");
+    if (u64_member(d, 0, "pid", &p->pid, 1) || !p->pid || p->pid > UINT32_MAX)
+        BAD("\"pid\" must be a positive integer");
+    if (str_member(d, 0, "comm", &p->comm, 255, 0))
+        BAD("\"comm\" must be a plain string");
+    if (str_member(d, 0, "sid", &p->sid, 39, 0))
+        BAD("\"sid\" must be a session UUID");
+    if (u64_member(d, 0, "start", &p->start, 1) ||
+        u64_member(d, 0, "end", &p->end, 1) || p->end < p->start)
+        BAD("\"start\" and \"end\" must be ns with start <= end");
+    if (str_member(d, 0, "source", &p->source, 16, 1) ||
+        (!(p->source.n == 4 && !memcmp(p->source.p, "ebpf", 4)) &&
+         !(p->source.n == 7 && !memcmp(p->source.p, "preload", 7)) &&
+         !(p->source.n == 9 && !memcmp(p->source.p, "simulated", 9))))
+        BAD("\"source\" must be ebpf, preload or simulated");
+    t = jsonl_doc_find(d, "simulated");
+    if (t != JSONL_NOTFOUND && jsonl_tok_bool(d, t, &p->simulated))
+        BAD("\"simulated\" must be true or false");
+    t = jsonl_doc_find(d, "stacks");
+    if (jsonl_tok_type(d, t) != JSONL_ARRAY)
+        BAD("\"stacks\" must be an array");
+    if (d->tok[t].n > MEMPROF_STACKS_MAX) {
+        snprintf(why, cap, "more than %d stacks", MEMPROF_STACKS_MAX);
+        return 413;
+    }
+    *stacks = calloc(d->tok[t].n ? d->tok[t].n : 1, sizeof(**stacks));
+    if (!*stacks) {
+        snprintf(why, cap, "out of memory");
+        return 500;
+    }
+    uint32_t e = t + 1;
+    for (uint32_t i = 0; i < d->tok[t].n; i++, e = d->tok[e].next) {
+        srv_memstack *s = &(*stacks)[i];
+        if (jsonl_tok_type(d, e) != JSONL_OBJECT)
+            BAD("stacks[%u] is not an object", i);
+        uint32_t f = jsonl_obj_find(d, e, "frames");
+        if (jsonl_tok_type(d, f) != JSONL_ARRAY || !d->tok[f].n)
+            BAD("stacks[%u].frames must be a non-empty array", i);
+        if (d->tok[f].n > MEMPROF_FRAMES_MAX) {
+            snprintf(why, cap, "stacks[%u] has more than %d frames", i,
+                     MEMPROF_FRAMES_MAX);
+            return 413;
+        }
+        for (uint32_t k = 0, x = f + 1; k < d->tok[f].n;
+             k++, x = d->tok[x].next)
+            if (jsonl_tok_type(d, x) != JSONL_STRING ||
+                d->tok[x].len > MEMPROF_FRAME_LEN_MAX)
+                BAD("stacks[%u].frames[%u] must be a string (<= %d bytes)", i,
+                    k, MEMPROF_FRAME_LEN_MAX);
+        s->frames.p = d->line + d->tok[f].off;
+        s->frames.n = d->tok[f].len;
+        for (int k = 0; k < 8; k++)
+            if (u64_member(d, e, counters[k], &s->v[k], 0))
+                BAD("stacks[%u].%s must be an unsigned integer", i,
+                    counters[k]);
+    }
+    p->stacks = *stacks;
+    p->n = d->tok[t].n;
+#undef BAD
+    return 0;
+}
+
+void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
+{
+    const char *ct = srv_req_header(r, "Content-Type");
+    int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
+    char *body = NULL, why[160], sid[64];
+    size_t blen = 0;
+    jsonl_tok *tok = NULL;
+    srv_memstack *stacks = NULL;
+    srv_memprof p;
+    jsonl_doc d;
+    int64_t id = 0;
+    int rc, st;
+
+    r->cls = MET_INGEST;
+    if (!ct || strncasecmp(ct, "application/json", 16) ||
+        (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
+        srv_resp_error(o, 415, "Content-Type must be application/json");
+        return;
+    }
+    if (enc < 0) {
+        srv_resp_error(o, 415,
+                       "Content-Encoding must be identity, gzip or zstd");
+        return;
+    }
+    rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
+                       s->cfg.max_decoded, &body, &blen);
+    if (rc) {
+        srv_resp_error(o,
+                       rc == GPUFL_ETOOBIG  ? 413
+                       : rc == GPUFL_ENOMEM ? 500
+                                            : 400,
+                       rc == GPUFL_ETOOBIG ? "decoded body over the "
+                                             "--max-decoded cap"
+                                           : "body does not decode");
+        return;
+    }
+    /* every token takes at least one byte of text */
+    size_t ntok = blen + 2 < MEMPROF_TOKENS_MAX ? blen + 2 : MEMPROF_TOKENS_MAX;
+    tok = malloc(ntok * sizeof(*tok));
+    if (!tok) {
+        srv_resp_error(o, 500, "out of memory");
+        goto out;
+    }
+    jsonl_doc_init(&d, tok, (uint32_t)ntok);
+    rc = jsonl_doc_parse_obj(&d, body, blen);
+    if (rc) {
+        snprintf(why, sizeof(why), "body is not a JSON object: %s at byte %zu",
+                 d.err ? d.err : "error", d.err_off);
+        srv_resp_error(o, rc == GPUFL_ETOOBIG ? 413 : 400, why);
+        goto out;
+    }
+    st = parse(&d, &p, &stacks, why, sizeof(why));
+    if (st) {
+        srv_resp_error(o, st, why);
+        goto out;
+    }
+    rc = s->store->ops->memprof_put(s->store, &p, &id, sid, sizeof(sid));
+    if (rc) {
+        srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                       rc == GPUFL_EUNAVAIL ? "database unavailable"
+                                            : gpufl_strerror(rc));
+        goto out;
+    }
+    char *buf = malloc(256);
+    if (!buf) {
+        srv_resp_error(o, 500, "out of memory");
+        goto out;
+    }
+    jw w;
+    jw_init(&w, buf, 256);
+    jw_obj_begin(&w);
+    jw_kv_i64(&w, "profile", id);
+    jw_kv_u64(&w, "stacks", p.n);
+    jw_key(&w, "sid");
+    if (sid[0])
+        jw_str(&w, sid);
+    else
+        jw_null(&w);
+    jw_obj_end(&w);
+    srv_resp_json(o, 200, buf, w.len);
+out:
+    free(stacks);
+    free(tok);
+    free(body);
+}
+
+static int arg_u64(const srv_req *r, const char *k, uint64_t *out)
+{
+    const char *v = srv_req_arg(r, k);
+    char *end;
+    *out = 0;
+    if (!v)
+        return 0;
+    if (!*v || *v == '-')
+        return -1;
+    *out = strtoull(v, &end, 10);
+    return *end ? -1 : 0;
+}
+
+void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list)
+{
+    static const char *const nums[] = { "pid", "from", "to", "limit" };
+    uint64_t v[4];
+    char why[96];
+    srv_memq q;
+    const char *view;
+    char *buf;
+    jw w;
+    int rc;
+
+    r->cls = MET_QUERY;
+    memset(&q, 0, sizeof(q));
+    for (int i = 0; i < 4; i++)
+        if (arg_u64(r, nums[i], &v[i])) {
+            snprintf(why, sizeof(why),
+                     "parameter %s must be an unsigned integer", nums[i]);
+            srv_resp_error(o, 400, why);
+            return;
+        }
+    q.pid = v[0];
+    q.from = v[1];
+    q.to = v[2];
+    q.limit = v[3] > 1000000 ? 1000000 : (uint32_t)v[3];
+    q.sid = sid ? sid : srv_req_arg(r, "sid");
+    q.host = srv_req_arg(r, "host");
+    q.cursor = srv_req_arg(r, "cursor");
+    view = srv_req_arg(r, "view");
+    if (!view || !strcmp(view, "alloc"))
+        q.view = SRV_MEM_ALLOC;
+    else if (!strcmp(view, "inuse"))
+        q.view = SRV_MEM_INUSE;
+    else if (!strcmp(view, "fail"))
+        q.view = SRV_MEM_FAIL;
+    else {
+        srv_resp_error(o, 400, "view must be alloc, inuse or fail");
+        return;
+    }
+    buf = malloc(SRV_RESP_MAX);
+    if (!buf) {
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    jw_init(&w, buf, SRV_RESP_MAX);
+    rc = list ? s->store->ops->q_memprofs(s->store, &q, &w)
+              : s->store->ops->q_memory(s->store, &q, &w);
+    if (rc) {
+        free(buf);
+        switch (rc) {
+        case GPUFL_EINVAL: srv_resp_error(o, 400, "invalid cursor"); return;
+        case GPUFL_ENOTFOUND: srv_resp_error(o, 404, "no such session"); return;
+        case GPUFL_EUNAVAIL:
+            srv_resp_error(o, 503, "database unavailable");
+            return;
+        case GPUFL_ETOOBIG:
+            srv_resp_error(o, 500, "answer too large; narrow it");
+            return;
+        default: srv_resp_error(o, 500, gpufl_strerror(rc)); return;
+        }
+    }
+    srv_resp_json(o, 200, buf, w.len);
+}

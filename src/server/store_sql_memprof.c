@@ -1,0 +1,344 @@
+/*
+ * store_sql_memprof.c - memory profiles from `gpufl memprof`
+ * (docs/memprof.md): one row per POSTed profile in memprofs, one per stack
+ * in memsamples (frames kept as the JSON array text they arrived in), and
+ * the queries behind GET /api/v1/memory, /sessions/{sid}/memory and
+ * /memory/profiles.  The same SQL on SQLite and PostgreSQL (db.h).
+ *
+ * A profile is linked to a gpufl session by the sid it carries, else by
+ * host + pid and time overlap with a stored session.  Views: alloc and
+ * fail sum the deltas of every profile in range; inuse takes the latest
+ * profile of each (host, pid) in range (each one is a full snapshot).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gpufl/gpufl.h>
+
+#include "store_sql_int.h"
+#include "store_sql_q.h"
+
+#define MEM_STACKS_DEFAULT 5000
+#define MEM_STACKS_MAX 20000
+
+static int cursor_of(const char *s, int64_t *v)
+{
+    if (!s)
+        return 0;
+    return srv_cursor_decode(s, v, 1) ? -1 : 1;
+}
+
+/* the linked session: (row id, uuid) or 0 */
+static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
+                        char *sid, size_t cap)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+    *sess = 0;
+    sid[0] = '\0';
+    if (p->sid.p) {
+        if (sdb_prepare(s->w, "SELECT id, sid FROM sessions WHERE sid=?", &st))
+            return GPUFL_EINTERNAL;
+        sdb_bind_text(st, 1, p->sid.p, p->sid.n);
+    } else {
+        if (sdb_prepare(s->w,
+                        "SELECT id, sid FROM sessions WHERE host=? AND pid=?"
+                        " AND coalesce(first_ts, start_ns, 0) <= ? AND"
+                        " coalesce(last_ts, ?) >= ? ORDER BY id DESC LIMIT 1",
+                        &st))
+            return GPUFL_EINTERNAL;
+        sdb_bind_text(st, 1, p->host.p, p->host.n);
+        sdb_bind_i64(st, 2, (int64_t)p->pid);
+        sdb_bind_i64(st, 3, (int64_t)p->end);
+        sdb_bind_i64(st, 4, (int64_t)p->end);
+        sdb_bind_i64(st, 5, (int64_t)p->start);
+    }
+    rc = sdb_step(st);
+    if (rc == SDB_ROW) {
+        *sess = sdb_col_i64(st, 0);
+        snprintf(sid, cap, "%s",
+                 sdb_col_text(st, 1) ? sdb_col_text(st, 1) : "");
+    } else if (p->sid.p) {
+        /* not (yet) stored: keep the process's own word for it */
+        snprintf(sid, cap, "%.*s", (int)p->sid.n, p->sid.p);
+    }
+    sdb_finalize(st);
+    return sdb_err(rc);
+}
+
+static int put(sq_store *s, const srv_memprof *p, int64_t *id, char *sid,
+               size_t cap)
+{
+    sdb_stmt *st = NULL;
+    int64_t sess;
+    uint64_t alloc = 0, inuse = 0;
+    int rc = link_session(s, p, &sess, sid, cap);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < p->n; i++) {
+        alloc += p->stacks[i].v[0];
+        inuse += p->stacks[i].v[4];
+    }
+    if (sdb_prepare(s->w,
+                    "INSERT INTO memprofs(host, pid, comm, sess, sid,"
+                    " start_ns, end_ns, source, simulated, nstacks,"
+                    " alloc_bytes, inuse_bytes, received)"
+                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " RETURNING id",
+                    &st))
+        return GPUFL_EINTERNAL;
+    sdb_bind_text(st, 1, p->host.p, p->host.n);
+    sdb_bind_i64(st, 2, (int64_t)p->pid);
+    if (p->comm.p)
+        sdb_bind_text(st, 3, p->comm.p, p->comm.n);
+    else
+        sdb_bind_null(st, 3);
+    if (sess)
+        sdb_bind_i64(st, 4, sess);
+    else
+        sdb_bind_null(st, 4);
+    if (sid[0])
+        sdb_bind_text(st, 5, sid, strlen(sid));
+    else
+        sdb_bind_null(st, 5);
+    sdb_bind_i64(st, 6, (int64_t)p->start);
+    sdb_bind_i64(st, 7, (int64_t)p->end);
+    sdb_bind_text(st, 8, p->source.p, p->source.n);
+    sdb_bind_i64(st, 9, p->simulated);
+    sdb_bind_i64(st, 10, (int64_t)p->n);
+    sdb_bind_i64(st, 11, (int64_t)alloc);
+    sdb_bind_i64(st, 12, (int64_t)inuse);
+    sdb_bind_i64(st, 13, (int64_t)time(NULL) * 1000000000LL);
+    rc = sdb_step(st);
+    if (rc == SDB_ROW)
+        *id = sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    if (rc != SDB_ROW)
+        return rc == SDB_DONE ? GPUFL_EINTERNAL : sdb_err(rc);
+    rc = 0;
+    if (sdb_prepare(s->w,
+                    "INSERT INTO memsamples(prof, idx, frames, alloc_bytes,"
+                    " alloc_count, free_bytes, free_count, inuse_bytes,"
+                    " inuse_count, fail_bytes, fail_count)"
+                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    &st))
+        return GPUFL_EINTERNAL;
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        sdb_bind_i64(st, 1, *id);
+        sdb_bind_i64(st, 2, (int64_t)i);
+        sdb_bind_text(st, 3, p->stacks[i].frames.p, p->stacks[i].frames.n);
+        for (int k = 0; k < 8; k++)
+            sdb_bind_i64(st, 4 + k, (int64_t)p->stacks[i].v[k]);
+        rc = step_done(st);
+    }
+    sdb_finalize(st);
+    return rc;
+}
+
+int sq_memprof_put(srv_store *bs, const srv_memprof *p, int64_t *id, char *sid,
+                   size_t sid_cap)
+{
+    sq_store *s = (sq_store *)bs;
+    int rc;
+    pthread_mutex_lock(&s->wlock);
+    rc = sdb_begin(s->w);
+    if (!rc)
+        rc = put(s, p, id, sid, sid_cap);
+    if (!rc)
+        rc = exec(s->w, "COMMIT");
+    if (rc)
+        exec(s->w, "ROLLBACK");
+    pthread_mutex_unlock(&s->wlock);
+    return rc;
+}
+
+/* The WHERE clause selecting the profiles of a query (alias p) and its
+ * parameters, bound by bind_where from index 1. */
+static void where(const srv_memq *q, char *out, size_t cap)
+{
+    size_t k = (size_t)snprintf(out, cap, "1=1");
+#define ADD(c) k += (size_t)snprintf(out + k, cap - k, "%s", c)
+    if (q->sid)
+        ADD(" AND p.sid=?");
+    if (q->host)
+        ADD(" AND p.host=?");
+    if (q->pid)
+        ADD(" AND p.pid=?");
+    if (q->from)
+        ADD(" AND p.end_ns>?");
+    if (q->to)
+        ADD(" AND p.start_ns<?");
+#undef ADD
+}
+
+static int bind_where(qctx *c, const srv_memq *q, int i)
+{
+    if (q->sid)
+        bt(c, ++i, q->sid);
+    if (q->host)
+        bt(c, ++i, q->host);
+    if (q->pid)
+        bi(c, ++i, (int64_t)q->pid);
+    if (q->from)
+        bi(c, ++i, (int64_t)q->from);
+    if (q->to)
+        bi(c, ++i, (int64_t)q->to);
+    return i;
+}
+
+int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
+{
+    static const char *const vname[] = { "alloc", "inuse", "fail" };
+    static const char *const col[] = { "alloc", "inuse", "fail" };
+    char wh[256], sel[512], sql[2048];
+    qctx c;
+    int rc, view = q->view >= 0 && q->view <= 2 ? q->view : 0;
+    uint32_t lim_ = q->limit == 0               ? MEM_STACKS_DEFAULT
+                    : q->limit > MEM_STACKS_MAX ? MEM_STACKS_MAX
+                                                : q->limit;
+    int64_t nprof = 0, sim = 0;
+    char src0[32] = "", src1[32] = "";
+    uint64_t tb = 0, tc = 0, n = 0;
+
+    where(q, wh, sizeof(wh));
+    /* inuse: each (host, pid)'s latest profile in range */
+    if (view == SRV_MEM_INUSE)
+        snprintf(sel, sizeof(sel),
+                 "p.id IN (SELECT max(p.id) FROM memprofs p WHERE %s"
+                 " GROUP BY p.host, p.pid)",
+                 wh);
+    else
+        snprintf(sel, sizeof(sel), "%s", wh);
+    q_begin(bs, &c);
+    if (q->sid) {
+        if ((rc = prep(&c, "SELECT 1 FROM sessions WHERE sid=? UNION ALL"
+                           " SELECT 1 FROM memprofs WHERE sid=?")))
+            return q_end(&c, rc, w);
+        bt(&c, 1, q->sid);
+        bt(&c, 2, q->sid);
+        rc = sdb_step(c.st);
+        if (rc != SDB_ROW)
+            return q_end(&c, rc == SDB_DONE ? GPUFL_ENOTFOUND : sq_err(rc), w);
+    }
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*), coalesce(max(p.simulated), 0),"
+             " coalesce(min(p.source), ''), coalesce(max(p.source), '')"
+             " FROM memprofs p WHERE %s",
+             sel);
+    if ((rc = prep(&c, sql)))
+        return q_end(&c, rc, w);
+    bind_where(&c, q, 0);
+    rc = sdb_step(c.st);
+    if (rc != SDB_ROW)
+        return q_end(&c, sq_err(rc == SDB_DONE ? SDB_ROW : rc), w);
+    nprof = ci(&c, 0);
+    sim = ci(&c, 1);
+    snprintf(src0, sizeof(src0), "%s", ct(&c, 2));
+    snprintf(src1, sizeof(src1), "%s", ct(&c, 3));
+    /* one row per distinct stack, biggest first; all rows are read for
+     * the totals, the first lim_ are written */
+    snprintf(sql, sizeof(sql),
+             "SELECT m.frames, sum(m.%s_bytes), sum(m.%s_count)"
+             " FROM memsamples m JOIN memprofs p ON p.id=m.prof WHERE %s"
+             " GROUP BY m.frames HAVING sum(m.%s_bytes)>0 OR"
+             " sum(m.%s_count)>0 ORDER BY 2 DESC, 1",
+             col[view], col[view], sel, col[view], col[view]);
+    if ((rc = prep(&c, sql)))
+        return q_end(&c, rc, w);
+    bind_where(&c, q, 0);
+    jw_obj_begin(w);
+    jw_kv_str(w, "view", vname[view]);
+    jw_kv_i64(w, "profiles", nprof);
+    jw_key(w, "simulated");
+    jw_bool(w, sim != 0);
+    jw_key(w, "source");
+    if (!src0[0])
+        jw_null(w);
+    else
+        jw_str(w, strcmp(src0, src1) ? "mixed" : src0);
+    jw_key(w, "stacks");
+    jw_arr_begin(w);
+    while ((rc = sdb_step(c.st)) == SDB_ROW) {
+        uint64_t b = (uint64_t)ci(&c, 1), k = (uint64_t)ci(&c, 2);
+        tb += b;
+        tc += k;
+        if (n++ >= lim_)
+            continue;
+        const char *fr = ct(&c, 0);
+        jw_obj_begin(w);
+        jw_key(w, "frames");
+        jw_raw(w, fr, strlen(fr));
+        jw_kv_u64(w, "bytes", b);
+        jw_kv_u64(w, "count", k);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_kv_u64(w, "total_bytes", tb);
+    jw_kv_u64(w, "total_count", tc);
+    jw_key(w, "truncated");
+    jw_bool(w, n > lim_);
+    jw_obj_end(w);
+    return q_end(&c, rc == SDB_DONE ? 0 : sq_err(rc), w);
+}
+
+int sq_q_memprofs(srv_store *bs, const srv_memq *q, jw *w)
+{
+    char wh[256], sql[1024];
+    qctx c;
+    int64_t cur = 0;
+    uint32_t l = q->limit == 0             ? SQ_LIMIT_DEFAULT
+                 : q->limit > SQ_LIMIT_MAX ? SQ_LIMIT_MAX
+                                           : q->limit,
+             n = 0;
+    int rc, has_cur;
+
+    q_begin(bs, &c);
+    has_cur = cursor_of(q->cursor, &cur);
+    if (has_cur < 0)
+        return q_end(&c, GPUFL_EINVAL, w);
+    where(q, wh, sizeof(wh));
+    snprintf(sql, sizeof(sql),
+             "SELECT p.id, p.host, p.pid, p.comm, p.sid, p.start_ns,"
+             " p.end_ns, p.source, p.simulated, p.nstacks, p.alloc_bytes,"
+             " p.inuse_bytes FROM memprofs p WHERE %s%s"
+             " ORDER BY p.id DESC LIMIT ?",
+             wh, has_cur > 0 ? " AND p.id<?" : "");
+    if ((rc = prep(&c, sql)))
+        return q_end(&c, rc, w);
+    int i = bind_where(&c, q, 0);
+    if (has_cur > 0)
+        bi(&c, ++i, cur);
+    bi(&c, ++i, (int64_t)l + 1);
+    jw_obj_begin(w);
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
+        jw_obj_begin(w);
+        jw_kv_i64(w, "id", ci(&c, 0));
+        jw_kv_str(w, "host", ct(&c, 1));
+        jw_kv_i64(w, "pid", ci(&c, 2));
+        jw_kv_str(w, "comm", ct(&c, 3));
+        jw_key(w, "sid");
+        if (sdb_col_null(c.st, 4))
+            jw_null(w);
+        else
+            jw_str(w, ct(&c, 4));
+        jw_kv_i64(w, "start", ci(&c, 5));
+        jw_kv_i64(w, "end", ci(&c, 6));
+        jw_kv_str(w, "source", ct(&c, 7));
+        jw_key(w, "simulated");
+        jw_bool(w, ci(&c, 8) != 0);
+        jw_kv_i64(w, "stacks", ci(&c, 9));
+        jw_kv_i64(w, "alloc_bytes", ci(&c, 10));
+        jw_kv_i64(w, "inuse_bytes", ci(&c, 11));
+        jw_obj_end(w);
+        cur = ci(&c, 0);
+        n++;
+    }
+    jw_arr_end(w);
+    w_next(w, rc == SDB_ROW, &cur, 1);
+    jw_obj_end(w);
+    return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
+}
