@@ -1,0 +1,204 @@
+/*
+ * memprof_int.h - what the files of src/memprof share: the API table, the
+ * symbolizer, the aggregation of events into stacks, and the writers of
+ * the outputs (folded, pprof, top, gpufl-server JSON).
+ *
+ * Data flow: an event source (ebpf.c: ring buffer; feed.c: the preload
+ * pipe) hands struct mp_event records to mp_agg_event(), which resolves
+ * the return addresses to interned frame names at once (while the process
+ * is alive), keys the stack by those names, and keeps per-stack counters
+ * and the live-allocation tables.  The writers read the aggregation.
+ */
+#ifndef GPUFL_MEMPROF_INT_H
+#define GPUFL_MEMPROF_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memprof/memprof.h"
+#include "memprof/mp_event.h"
+
+/* ---- the probed API ---- */
+enum mp_op {
+    MP_OP_ALLOC,
+    MP_OP_FREE,
+    MP_OP_CREATE,  /* VMM: physical memory, returns a handle */
+    MP_OP_MAP,     /* VMM: handle mapped at a VA */
+    MP_OP_UNMAP,   /* VMM */
+    MP_OP_RELEASE, /* VMM: handle released */
+    MP_OP_CTX      /* context destroyed: implicit free */
+};
+typedef struct mp_api_info {
+    const char *name;
+    unsigned cookie; /* MP_COOKIE_OUT1 / MP_COOKIE_PITCH */
+    uint8_t op;      /* mp_op */
+} mp_api_info;
+extern const mp_api_info mp_apis[MP_API_N];
+
+/* ---- a u64 -> (u64, u64) open-addressing table ---- */
+typedef struct mp_u64map {
+    uint64_t *key, *a, *b;
+    uint8_t *st; /* 0 empty, 1 used, 2 deleted */
+    size_t cap, n, used;
+} mp_u64map;
+void mp_u64map_release(mp_u64map *m);
+/* Returns 1 and the values when found. */
+int mp_u64map_get(const mp_u64map *m, uint64_t k, uint64_t *a, uint64_t *b);
+int mp_u64map_put(mp_u64map *m, uint64_t k, uint64_t a, uint64_t b);
+int mp_u64map_del(mp_u64map *m, uint64_t k);
+
+/* ---- symbolizer (symb.c) ---- */
+typedef struct mp_map {
+    uint64_t start, end, pgoff;
+    uint32_t mod; /* index into mp_symb.mods */
+} mp_map;
+
+typedef struct mp_sym {
+    uint64_t addr, size;
+    uint32_t name; /* offset into the module's name arena */
+} mp_sym;
+
+typedef struct mp_seg {
+    uint64_t off, vaddr, filesz;
+} mp_seg;
+
+typedef struct mp_module {
+    char *path;       /* as the process maps it */
+    const char *base; /* into path */
+    uint64_t dev, ino;
+    int state; /* 0 not read, 1 read, -1 unreadable */
+    mp_sym *syms;
+    size_t nsyms, capsyms;
+    char *names;
+    mp_seg seg[8];
+    int nseg;
+    char build_id[41];
+} mp_module;
+
+typedef struct mp_symb {
+    mp_module *mods;
+    size_t nmods, capmods;
+    size_t cache_hits, elf_reads;
+} mp_symb;
+
+void mp_symb_release(mp_symb *s);
+/* Parses /proc/PID/maps text; the executable file mappings become `*out`
+ * (malloc'd, sorted by start).  Returns the count or -1. */
+long mp_symb_parse_maps(mp_symb *s, const char *text, size_t len, mp_map **out);
+/* The name of the function holding return address `ip` of process `pid`
+ * (the module is read through /proc/PID/root on first use), or
+ * "lib.so+0xVADDR" when it has no symbol there, into buf.  */
+void mp_symb_name(mp_symb *s, int pid, const mp_map *maps, size_t nmaps,
+                  uint64_t ip, char *buf, size_t cap);
+
+/* ---- CPython frames (python.c) ---- */
+typedef struct mp_pyver {
+    const char *name;      /* "3.11" */
+    struct mp_pyconf conf; /* offsets for the BPF walk (runtime 0) */
+    uint32_t co_qualname, co_filename, co_firstlineno, co_linetable,
+        co_code; /* PyCodeObject: co_code_adaptive */
+} mp_pyver;
+
+/* The supported CPython a process runs (from its maps text), with *c
+ * filled for the BPF program; NULL when none. */
+const mp_pyver *mp_py_detect(int pid, const char *maps, struct mp_pyconf *c);
+/* The line of code unit idx from a 3.11 location table (co_linetable,
+ * n bytes) starting at line (co_firstlineno). */
+int64_t mp_py_line_of(const unsigned char *t, size_t n, int64_t line,
+                      uint64_t idx);
+/* "qualname (file.py:LINE)" of a code object at instruction instr. */
+void mp_py_frame_name(int pid, const mp_pyver *v, uint64_t code, uint64_t instr,
+                      char *buf, size_t cap);
+
+/* ---- --dwarf unwinding (dwarf.c) ---- */
+typedef struct mp_dwarf mp_dwarf;
+mp_dwarf *mp_dwarf_new(void);
+void mp_dwarf_free(mp_dwarf *d);
+/* Drops a process's cached modules (it exited). */
+void mp_dwarf_forget(mp_dwarf *d, int pid);
+/* Return addresses of the stack u (innermost first) into ips; the count. */
+int mp_dwarf_unwind(mp_dwarf *d, const struct mp_ustack *u, uint64_t *ips,
+                    int max);
+
+/* ---- aggregation (agg.c) ---- */
+typedef struct mp_counts {
+    uint64_t alloc_b, alloc_n, free_b, free_n, fail_b, fail_n;
+} mp_counts;
+
+typedef struct mp_stack {
+    uint32_t pid, api, n;
+    uint32_t *f; /* frame name ids, innermost first */
+    uint64_t hash;
+    mp_counts cum;    /* since start */
+    mp_counts pushed; /* what the last interval already reported */
+    uint64_t inuse_b, inuse_n;
+} mp_stack;
+
+typedef struct mp_proc {
+    uint32_t pid;
+    char comm[16];
+    int exited;
+    mp_map *maps;
+    size_t nmaps;
+    int maps_tries;
+    mp_u64map live; /* ptr -> (size, stack) */
+    mp_u64map vmm;  /* handle -> (size, stack | maps << 32 | released << 63) */
+    mp_u64map va;   /* mapped va -> (handle, size) */
+    uint64_t implicit_b, implicit_n;
+    const mp_pyver *py; /* set when the BPF side walks its Python frames */
+    int py_checked;
+    mp_u64map pycache; /* instruction -> (frame name id, code object) */
+} mp_proc;
+
+typedef struct mp_agg {
+    int api_frame; /* append the API name as the leaf frame */
+    mp_symb symb;
+    /* interned frame names */
+    char **names;
+    size_t nnames, capnames;
+    uint32_t *name_idx; /* open addressing over names, 0 = empty, id+1 */
+    size_t name_cap;
+    /* stacks */
+    mp_stack *stacks;
+    size_t nstacks, capstacks;
+    uint32_t *stack_idx; /* id+1 */
+    size_t stack_cap;
+    /* processes */
+    mp_proc *procs;
+    size_t nprocs, capprocs;
+    /* counters */
+    uint64_t events, calls, unmatched_frees, failed_frees, lost;
+} mp_agg;
+
+void mp_agg_init(mp_agg *g, int api_frame);
+void mp_agg_release(mp_agg *g);
+/* One event; `maps` (preload: MP_EV_MAPS text) may be NULL. */
+void mp_agg_event(mp_agg *g, const struct mp_event *e);
+void mp_agg_maps(mp_agg *g, uint32_t pid, const char *text, size_t len);
+mp_proc *mp_agg_proc(mp_agg *g, uint32_t pid);
+/* The value of one stack in a view, over everything since start (delta 0)
+ * or since the last mp_agg_mark() (delta 1). */
+void mp_stack_value(const mp_stack *st, int view, int delta, uint64_t *bytes,
+                    uint64_t *count);
+void mp_agg_mark(mp_agg *g); /* pushed = cum */
+
+/* ---- outputs (out.c, pprof.c) ---- */
+int mp_out_folded(mp_agg *g, int view, int counts, FILE *f);
+/* Only pid's stacks (0: all), deltas since mp_agg_mark() (delta), with or
+ * without the process name as the root frame. */
+int mp_out_folded_ex(mp_agg *g, int view, int counts, int delta, uint32_t pid,
+                     int comm_root, FILE *f);
+int mp_out_top(mp_agg *g, int view, size_t n, FILE *f);
+/* gzip'd pprof; returns 0 or -1 */
+int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
+                 uint64_t end_ns);
+/* gzip of a buffer (pprof on disk, HTTP bodies); malloc'd */
+int mp_gzip(const void *in, size_t n, unsigned char **out, size_t *outn);
+/* gpufl-server body for one pid (CONTRACTS §1), malloc'd; NULL when the
+ * pid has nothing to report in this interval. */
+char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
+                         uint64_t start, uint64_t end, const char *source,
+                         size_t *len);
+
+#endif

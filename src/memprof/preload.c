@@ -1,0 +1,335 @@
+/*
+ * preload.c - libgpufl_memprof_preload.so, the interposer behind
+ * `gpufl memprof --preload -- CMD`: defines the driver's allocation entry
+ * points, calls the real ones (dlsym RTLD_NEXT), and writes one struct
+ * mp_event per completed call to the pipe named by GPUFL_MEMPROF_FD,
+ * the same record the BPF program sends.  Stacks come from glibc's
+ * backtrace() (the .eh_frame unwinder), so they do not need frame
+ * pointers.  /proc/self/maps goes down the pipe before the first event
+ * and again when a library was loaded since, so the profiler can
+ * symbolize after this process is gone.
+ *
+ * Never built with sanitizers: it is preloaded into programs that are not.
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mp_event.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define MP_MAPS_MAX (4u << 20)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int out_fd = -2; /* -2 unknown, -1 off */
+static unsigned long long maps_adds;
+static char comm[16];
+
+static int fd_get(void)
+{
+    if (out_fd == -2) {
+        const char *v = getenv("GPUFL_MEMPROF_FD");
+        char *end;
+        long fd = v ? strtol(v, &end, 10) : -1;
+        out_fd = (v && *v && !*end && fd >= 0) ? (int)fd : -1;
+        int c = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+        if (c >= 0) {
+            ssize_t n = read(c, comm, sizeof comm - 1);
+            if (n > 0 && comm[n - 1] == '\n')
+                n--;
+            comm[n > 0 ? n : 0] = 0;
+            close(c);
+        }
+    }
+    return out_fd;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds;
+    return 1;
+}
+
+/* under mu: /proc/self/maps down the pipe when libraries were added */
+static void send_maps(int fd)
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (adds == maps_adds)
+        return;
+    int m = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (m < 0)
+        return;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *nb = cap < MP_MAPS_MAX ? realloc(buf, cap * 2) : NULL;
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(m, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(m);
+    if (!buf)
+        return;
+    struct mp_event h;
+    memset(&h, 0, sizeof h);
+    h.kind = MP_EV_MAPS;
+    h.pid = (unsigned)getpid();
+    h.arg[0] = n;
+    if (!write_all(fd, &h, sizeof h) && !write_all(fd, buf, n))
+        maps_adds = adds;
+    free(buf);
+}
+
+static __attribute__((noinline)) void
+emit(unsigned api, int stack, int rc, unsigned long long a0,
+     unsigned long long a1, unsigned long long a2, unsigned long long a3,
+     unsigned long long a4, unsigned long long out, unsigned long long out2)
+{
+    int fd = fd_get();
+    if (fd < 0)
+        return;
+    struct mp_event e;
+    void *ips[MP_MAX_FRAMES + 2];
+    /* frees are matched by pointer: only allocations need the stack */
+    int n = stack ? backtrace(ips, MP_MAX_FRAMES + 2) : 0;
+    memset(&e, 0, offsetof(struct mp_event, ips));
+    /* ips[0] is in emit, ips[1] in the wrapper: the caller starts at 2 */
+    e.nframes = n > 2 ? (unsigned)(n - 2) : 0;
+    for (unsigned i = 0; i < e.nframes; i++)
+        e.ips[i] = (uintptr_t)ips[i + 2];
+    e.kind = MP_EV_CALL;
+    e.api = api;
+    e.pid = (unsigned)getpid();
+    e.tid = (unsigned)gettid();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e.ts = (unsigned long long)ts.tv_sec * 1000000000ULL +
+           (unsigned long long)ts.tv_nsec;
+    e.arg[0] = a0;
+    e.arg[1] = a1;
+    e.arg[2] = a2;
+    e.arg[3] = a3;
+    e.arg[4] = a4;
+    e.out = out;
+    e.out2 = out2;
+    e.rc = rc;
+    memcpy(e.comm, comm, sizeof e.comm);
+    pthread_mutex_lock(&mu);
+    send_maps(fd);
+    /* the record is fixed-size on the pipe: the reader needs no framing */
+    write_all(fd, &e, sizeof e);
+    pthread_mutex_unlock(&mu);
+}
+
+typedef unsigned long long u64;
+typedef int (*fn1)(u64);
+typedef int (*fn2)(u64, u64);
+typedef int (*fn3)(u64, u64, u64);
+typedef int (*fn4)(u64, u64, u64, u64);
+typedef int (*fn5)(u64, u64, u64, u64, u64);
+
+#define REAL(name, type)                                                       \
+    static type real;                                                          \
+    if (!real)                                                                 \
+        real = (type)dlsym(RTLD_NEXT, #name);                                  \
+    if (!real)                                                                 \
+        return 999; /* CUDA_ERROR_UNKNOWN */
+
+static u64 rd(u64 p, int rc)
+{
+    return rc == 0 && p ? *(const u64 *)(uintptr_t)p : 0;
+}
+
+/* allocations: out-pointer in arg 1 */
+#define ALLOC2(name)                                                           \
+    EXPORT int name(u64 a0, u64 a1)                                            \
+    {                                                                          \
+        REAL(name, fn2)                                                        \
+        int rc = real(a0, a1);                                                 \
+        emit(MP_##name, 1, rc, a0, a1, 0, 0, 0, rd(a0, rc), 0);                \
+        return rc;                                                             \
+    }
+#define ALLOC3(name)                                                           \
+    EXPORT int name(u64 a0, u64 a1, u64 a2)                                    \
+    {                                                                          \
+        REAL(name, fn3)                                                        \
+        int rc = real(a0, a1, a2);                                             \
+        emit(MP_##name, 1, rc, a0, a1, a2, 0, 0, rd(a0, rc), 0);               \
+        return rc;                                                             \
+    }
+#define ALLOC4(name)                                                           \
+    EXPORT int name(u64 a0, u64 a1, u64 a2, u64 a3)                            \
+    {                                                                          \
+        REAL(name, fn4)                                                        \
+        int rc = real(a0, a1, a2, a3);                                         \
+        emit(MP_##name, 1, rc, a0, a1, a2, a3, 0, rd(a0, rc), 0);              \
+        return rc;                                                             \
+    }
+#define CALL1(name)                                                            \
+    EXPORT int name(u64 a0)                                                    \
+    {                                                                          \
+        REAL(name, fn1)                                                        \
+        int rc = real(a0);                                                     \
+        emit(MP_##name, 0, rc, a0, 0, 0, 0, 0, 0, 0);                          \
+        return rc;                                                             \
+    }
+#define CALL2(name)                                                            \
+    EXPORT int name(u64 a0, u64 a1)                                            \
+    {                                                                          \
+        REAL(name, fn2)                                                        \
+        int rc = real(a0, a1);                                                 \
+        emit(MP_##name, 0, rc, a0, a1, 0, 0, 0, 0, 0);                         \
+        return rc;                                                             \
+    }
+
+ALLOC2(cuMemAlloc_v2)
+ALLOC2(cuMemAlloc)
+ALLOC3(cuMemAllocManaged)
+ALLOC2(cuMemAllocHost_v2)
+ALLOC2(cuMemAllocHost)
+ALLOC3(cuMemHostAlloc)
+ALLOC3(cuMemAllocAsync)
+ALLOC3(cuMemAllocAsync_ptsz)
+ALLOC4(cuMemAllocFromPoolAsync)
+ALLOC4(cuMemAllocFromPoolAsync_ptsz)
+ALLOC4(cuMemCreate)
+CALL1(cuMemRelease)
+CALL2(cuMemUnmap)
+CALL1(cuMemFree_v2)
+CALL1(cuMemFree)
+CALL1(cuMemFreeHost)
+CALL2(cuMemFreeAsync)
+CALL2(cuMemFreeAsync_ptsz)
+CALL1(cuCtxDestroy_v2)
+CALL1(cuCtxDestroy)
+
+#define PITCH(name)                                                            \
+    EXPORT int name(u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)                    \
+    {                                                                          \
+        REAL(name, fn5)                                                        \
+        int rc = real(a0, a1, a2, a3, a4);                                     \
+        emit(MP_##name, 1, rc, a0, a1, a2, a3, a4, rd(a0, rc), rd(a1, rc));    \
+        return rc;                                                             \
+    }
+PITCH(cuMemAllocPitch_v2)
+PITCH(cuMemAllocPitch)
+
+/* The CUDA runtime does not call the exported entry points: it asks
+ * cuGetProcAddress for them by name.  When the driver hands out one of
+ * the functions wrapped here, the wrapper goes back instead. */
+EXPORT int cuMemMap(u64 a0, u64 a1, u64 a2, u64 a3, u64 a4);
+
+static const struct {
+    const char *name;
+    void *wrapper;
+} wrapped[] = {
+#define W(n)                                                                   \
+    {                                                                          \
+#n, (void *)n                                                          \
+    }
+    W(cuMemAlloc_v2),
+    W(cuMemAlloc),
+    W(cuMemAllocManaged),
+    W(cuMemAllocHost_v2),
+    W(cuMemAllocHost),
+    W(cuMemHostAlloc),
+    W(cuMemAllocAsync),
+    W(cuMemAllocAsync_ptsz),
+    W(cuMemAllocFromPoolAsync),
+    W(cuMemAllocFromPoolAsync_ptsz),
+    W(cuMemCreate),
+    W(cuMemRelease),
+    W(cuMemUnmap),
+    W(cuMemFree_v2),
+    W(cuMemFree),
+    W(cuMemFreeHost),
+    W(cuMemFreeAsync),
+    W(cuMemFreeAsync_ptsz),
+    W(cuCtxDestroy_v2),
+    W(cuCtxDestroy),
+    W(cuMemAllocPitch_v2),
+    W(cuMemAllocPitch),
+    W(cuMemMap),
+#undef W
+};
+
+static void swap_in_wrapper(void **pfn)
+{
+    if (!pfn || !*pfn)
+        return;
+    for (size_t i = 0; i < sizeof wrapped / sizeof wrapped[0]; i++) {
+        void *real = dlsym(RTLD_NEXT, wrapped[i].name);
+        if (real && real == *pfn) {
+            *pfn = wrapped[i].wrapper;
+            return;
+        }
+    }
+}
+
+EXPORT int cuGetProcAddress(const char *sym, void **pfn, int ver, u64 flags)
+{
+    typedef int (*fn)(const char *, void **, int, u64);
+    static fn real;
+    if (!real)
+        real = (fn)dlsym(RTLD_NEXT, "cuGetProcAddress");
+    if (!real)
+        return 999;
+    int rc = real(sym, pfn, ver, flags);
+    if (rc == 0)
+        swap_in_wrapper(pfn);
+    return rc;
+}
+
+/* CUDA 12: one more out-parameter (the symbol's status) */
+EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, u64 flags,
+                               void *status)
+{
+    typedef int (*fn)(const char *, void **, int, u64, void *);
+    static fn real;
+    if (!real)
+        real = (fn)dlsym(RTLD_NEXT, "cuGetProcAddress_v2");
+    if (!real)
+        return 999;
+    int rc = real(sym, pfn, ver, flags, status);
+    if (rc == 0)
+        swap_in_wrapper(pfn);
+    return rc;
+}
+
+EXPORT int cuMemMap(u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
+{
+    REAL(cuMemMap, fn5)
+    int rc = real(a0, a1, a2, a3, a4);
+    emit(MP_cuMemMap, 0, rc, a0, a1, a2, a3, a4, 0, 0);
+    return rc;
+}

@@ -1,0 +1,147 @@
+/*
+ * fake_cudamem.c - a fake libcuda.so.1 for the memprof tests: the real
+ * names and argument order of the driver's allocation API (see
+ * ../shared/reference/ebpf-memprof.md §7.1), handing out made-up device
+ * addresses.  Sizes above 1 TiB fail with CUDA_ERROR_OUT_OF_MEMORY (2), a
+ * free of an address never handed out fails with
+ * CUDA_ERROR_INVALID_VALUE (1).  Pitch is the width rounded up to 512.
+ */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define OOM_ABOVE (1ULL << 40)
+
+typedef unsigned long long CUdeviceptr;
+static _Atomic unsigned long long next_va = 0x7f0000000000ULL;
+static _Atomic unsigned long long next_handle = 0x1000;
+
+static int fake_alloc(CUdeviceptr *dptr, size_t n)
+{
+    if (!dptr || n > OOM_ABOVE)
+        return 2;
+    *dptr = atomic_fetch_add(&next_va, (n + 0xfffff) & ~0xfffffULL);
+    return 0;
+}
+
+static int fake_free(CUdeviceptr p)
+{
+    return p >= 0x7f0000000000ULL && p < atomic_load(&next_va) ? 0 : 1;
+}
+
+EXPORT int cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
+{
+    return fake_alloc(dptr, n);
+}
+EXPORT int cuMemAllocManaged(CUdeviceptr *dptr, size_t n, unsigned flags)
+{
+    (void)flags;
+    return fake_alloc(dptr, n);
+}
+EXPORT int cuMemAllocHost_v2(void **pp, size_t n)
+{
+    return fake_alloc((CUdeviceptr *)pp, n);
+}
+EXPORT int cuMemHostAlloc(void **pp, size_t n, unsigned flags)
+{
+    (void)flags;
+    return fake_alloc((CUdeviceptr *)pp, n);
+}
+EXPORT int cuMemAllocAsync(CUdeviceptr *dptr, size_t n, void *stream)
+{
+    (void)stream;
+    return fake_alloc(dptr, n);
+}
+EXPORT int cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t n, void *pool,
+                                   void *stream)
+{
+    (void)pool;
+    (void)stream;
+    return fake_alloc(dptr, n);
+}
+EXPORT int cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                              size_t height, unsigned elem)
+{
+    (void)elem;
+    size_t p = (width + 511) & ~(size_t)511;
+    int rc = fake_alloc(dptr, p * height);
+    if (!rc)
+        *pitch = p;
+    return rc;
+}
+EXPORT int cuMemFree_v2(CUdeviceptr p)
+{
+    return fake_free(p);
+}
+EXPORT int cuMemFreeHost(void *p)
+{
+    return fake_free((CUdeviceptr)p);
+}
+EXPORT int cuMemFreeAsync(CUdeviceptr p, void *stream)
+{
+    (void)stream;
+    return fake_free(p);
+}
+EXPORT int cuMemCreate(unsigned long long *h, size_t n, const void *prop,
+                       unsigned long long flags)
+{
+    (void)prop;
+    (void)flags;
+    if (n > OOM_ABOVE)
+        return 2;
+    *h = atomic_fetch_add(&next_handle, 1);
+    return 0;
+}
+EXPORT int cuMemMap(CUdeviceptr va, size_t n, size_t off, unsigned long long h,
+                    unsigned long long flags)
+{
+    (void)n;
+    (void)off;
+    (void)flags;
+    return va && h ? 0 : 1;
+}
+EXPORT int cuMemUnmap(CUdeviceptr va, size_t n)
+{
+    (void)n;
+    return va ? 0 : 1;
+}
+EXPORT int cuMemRelease(unsigned long long h)
+{
+    return h ? 0 : 1;
+}
+EXPORT int cuCtxDestroy_v2(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+/* How the CUDA runtime reaches the driver: by name without the version
+ * suffix, and the driver hands out its own newest variant (cuMemAlloc ->
+ * cuMemAlloc_v2) - never an interposer's, as dlsym would. */
+EXPORT int cuGetProcAddress(const char *symbol, void **pfn, int version,
+                            unsigned long long flags)
+{
+    static const struct {
+        const char *name;
+        void *fn;
+    } own[] = {
+        { "cuMemAlloc", (void *)cuMemAlloc_v2 },
+        { "cuMemFree", (void *)cuMemFree_v2 },
+        { "cuMemAllocManaged", (void *)cuMemAllocManaged },
+        { "cuMemCreate", (void *)cuMemCreate },
+        { "cuMemRelease", (void *)cuMemRelease },
+    };
+    (void)version;
+    (void)flags;
+    if (!symbol || !pfn)
+        return 1;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcmp(symbol, own[i].name)) {
+            *pfn = own[i].fn;
+            return 0;
+        }
+    *pfn = NULL;
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+}

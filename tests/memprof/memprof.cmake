@@ -1,0 +1,67 @@
+# gpufl memprof (docs/memprof.md): a fake libcuda.so.1 with the driver's
+# allocation API, a workload with known call chains, and the real profiler
+# run over it through eBPF (skips with 77 and the reason when eBPF is not
+# permitted), through --preload (always), and pushing to a real
+# gpufl-server.  Neither the fake nor the workload is sanitized: the
+# interposer is preloaded into them.
+if(NOT TARGET gpufl_memprof)
+  return()
+endif()
+add_library(fake_cudamem SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cudamem.c)
+gpufl_target(fake_cudamem)
+target_compile_options(fake_cudamem PRIVATE -Wno-missing-prototypes
+  -fno-sanitize=all -fno-omit-frame-pointer)
+target_link_options(fake_cudamem PRIVATE -fno-sanitize=all
+  -Wl,-soname,libcuda.so.1)
+set_target_properties(fake_cudamem PROPERTIES
+  OUTPUT_NAME cuda PREFIX "lib" SUFFIX ".so.1"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cudamem)
+
+add_executable(prog_memprof ${CMAKE_CURRENT_LIST_DIR}/prog_memprof.c)
+gpufl_target(prog_memprof)
+target_compile_options(prog_memprof PRIVATE -O0 -fno-omit-frame-pointer
+  -fno-sanitize=all)
+target_link_options(prog_memprof PRIVATE -fno-sanitize=all)
+target_link_libraries(prog_memprof PRIVATE fake_cudamem Threads::Threads)
+
+# the same workload without frame pointers: --dwarf must recover its stacks
+add_executable(prog_memprof_nofp ${CMAKE_CURRENT_LIST_DIR}/prog_memprof.c)
+gpufl_target(prog_memprof_nofp)
+target_compile_options(prog_memprof_nofp PRIVATE -O2 -fomit-frame-pointer
+  -fno-optimize-sibling-calls -fno-sanitize=all)
+target_link_options(prog_memprof_nofp PRIVATE -fno-sanitize=all)
+target_link_libraries(prog_memprof_nofp PRIVATE fake_cudamem Threads::Threads)
+
+set(_mp_args --gpufl $<TARGET_FILE:gpufl_cli>
+  --prog $<TARGET_FILE:prog_memprof>
+  --preload-lib $<TARGET_FILE:gpufl_memprof_preload>
+  --tmp ${CMAKE_BINARY_DIR}/testtmp)
+foreach(_mp_mode preload ebpf)
+  add_test(NAME memprof_${_mp_mode}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof.py
+            ${_mp_mode} ${_mp_args})
+  # RESOURCE_LOCK: memprof_ebpf --all sees every process on the fake
+  # driver's inode, so the other memprof tests' workloads must not overlap
+  set_tests_properties(memprof_${_mp_mode} PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+endforeach()
+# the server side of memory profiles (POST /api/v1/memprof, GET
+# /api/v1/memory...) is not built yet: the test runs once it is
+if(TARGET gpufl-server AND EXISTS ${PROJECT_SOURCE_DIR}/src/server/api_memprof.c)
+  add_test(NAME memprof_server
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof.py
+            server ${_mp_args} --server $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(memprof_server PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+  # the same on PostgreSQL, on tests/server's throwaway cluster
+  file(GLOB _mp_pg_bins /usr/lib/postgresql/*/bin/initdb)
+  if(_mp_pg_bins)
+    add_test(NAME memprof_server_pg
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof.py
+              server ${_mp_args} --server $<TARGET_FILE:gpufl-server>)
+    set_tests_properties(memprof_server_pg PROPERTIES TIMEOUT 120
+      SKIP_RETURN_CODE 77 FIXTURES_REQUIRED server_pg
+      RESOURCE_LOCK memprof_fake_cuda
+      ENVIRONMENT "GPUFL_TEST_PG_URI_FILE=${CMAKE_BINARY_DIR}/testtmp/pgcluster/uri")
+  endif()
+endif()
