@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -334,6 +335,71 @@ static int start_agent(demo *d)
     return d->agent < 0 ? -1 : 0;
 }
 
+/* The memory profiler on example_alloc: eBPF uprobes on the driver the
+ * example loads - the real one when this machine has a GPU, otherwise the
+ * tests' stand-in libcuda (build/fake/cudamem), and then the profiles are
+ * labelled simulated.  Skipped, with the reason, when eBPF is not allowed. */
+static void start_memprof(demo *d, char *self)
+{
+    char exe[DEMO_PATH + 48], log[DEMO_PATH + 32], fake[DEMO_PATH + 32];
+    char ldpath[DEMO_PATH + 64], pid[16];
+    char *check[] = { self, "memprof", "--check", NULL };
+    char *env[] = { ldpath, NULL };
+    int real = access("/dev/nvidiactl", F_OK) == 0, i, w;
+
+    snprintf(fake, sizeof fake, "%s/../fake/cudamem", d->bin);
+    snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fake);
+    if (!real) {
+        char lib[DEMO_PATH + 48];
+        snprintf(lib, sizeof lib, "%s/libcuda.so.1", fake);
+        if (access(lib, R_OK) != 0) {
+            say(d, "      memprof skipped: no GPU and no stand-in driver "
+                   "(build the tests: build/fake/cudamem)\n");
+            return;
+        }
+    }
+    snprintf(log, sizeof log, "%s/memprof.log", d->root);
+    i = cli_proc_start(&d->ps, "memprof-check", check, log, NULL);
+    if (i < 0 || cli_proc_wait(&d->ps, i, 10000) ||
+        !WIFEXITED(d->ps.p[i].status) || WEXITSTATUS(d->ps.p[i].status)) {
+        say(d,
+            "      memprof skipped: eBPF is not permitted here (root or "
+            "CAP_BPF+CAP_PERFMON; see %s)\n",
+            log);
+        return;
+    }
+    snprintf(exe, sizeof exe, "%s/example_alloc", d->bin);
+    if (access(exe, X_OK) != 0)
+        snprintf(exe, sizeof exe, "%s/../libexec/gpufl/example_alloc", d->bin);
+    {
+        char alog[DEMO_PATH + 32];
+        char *argv[] = { exe, "--steps", "0", "--log-dir", d->logs, NULL };
+        snprintf(alog, sizeof alog, "%s/example_alloc.log", d->root);
+        w = cli_proc_start(&d->ps, "example_alloc", argv, alog,
+                           real ? NULL : env);
+    }
+    if (w < 0)
+        return;
+    snprintf(pid, sizeof pid, "%d", (int)d->ps.p[w].pid);
+    {
+        char *argv[] = { self,
+                         "memprof",
+                         "--pid",
+                         pid,
+                         "--server",
+                         d->url,
+                         "--token",
+                         d->token,
+                         "--interval",
+                         "5",
+                         real ? NULL : "--simulated",
+                         NULL };
+        cli_proc_start(&d->ps, "gpufl-memprof", argv, log, NULL);
+    }
+    say(d, "      gpufl memprof (eBPF) on example_alloc%s -> the Memory view\n",
+        real ? "" : " (stand-in driver: simulated)");
+}
+
 /* Optional parts: the `gpufl` subcommands that exist in this build. */
 static void start_extras(demo *d)
 {
@@ -359,8 +425,7 @@ static void start_extras(demo *d)
         cli_proc_start(&d->ps, "gpufl-idle", argv, log, NULL);
     }
     if (d->o.memprof && cli_has_command("memprof"))
-        say(d, "      gpufl memprof: see 'gpufl memprof --help' "
-               "(needs eBPF rights)\n");
+        start_memprof(d, self);
 }
 
 static int start_workload(demo *d)

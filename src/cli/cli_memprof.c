@@ -38,7 +38,8 @@ enum {
     O_LIB,
     O_PRELOAD_LIB,
     O_CHECK,
-    O_VERBOSE
+    O_VERBOSE,
+    O_SIMULATED
 };
 
 typedef struct mp_opt {
@@ -97,6 +98,9 @@ static const mp_opt opts[] = {
     { O_CHECK, "--check", NULL,
       "only check that eBPF can be used here (exit 0, or 3 with the reason)" },
     { O_VERBOSE, "--verbose", NULL, "attachments, counters, libbpf warnings" },
+    { O_SIMULATED, "--simulated", NULL,
+      "label pushed profiles simulated (the driver is a stand-in, as in "
+      "gpufl demo)" },
 };
 
 static void usage(FILE *f)
@@ -289,6 +293,7 @@ int cli_memprof_main(int argc, char **argv)
         case O_PRELOAD_LIB: o.preload_so = val; break;
         case O_CHECK: check = 1; break;
         case O_VERBOSE: o.verbose = 1; break;
+        case O_SIMULATED: o.simulated = 1; break;
         }
     }
     if (check)

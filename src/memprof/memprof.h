@@ -44,6 +44,7 @@ typedef struct memprof_opts {
     const char *preload_so; /* the interposer library */
     char **cmd;             /* --preload: the command (NULL-terminated) */
     int verbose;
+    int simulated; /* the driver is a stand-in (demo): profiles say so */
 } memprof_opts;
 
 /* Runs one profiling session; returns the exit code (0 ok, 1 failure, and

@@ -199,6 +199,6 @@ int mp_gzip(const void *in, size_t n, unsigned char **out, size_t *outn);
  * pid has nothing to report in this interval. */
 char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
                          uint64_t start, uint64_t end, const char *source,
-                         size_t *len);
+                         int simulated, size_t *len);
 
 #endif

@@ -196,7 +196,7 @@ int mp_out_top(mp_agg *g, int view, size_t n, FILE *f)
 
 char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
                          uint64_t start, uint64_t end, const char *source,
-                         size_t *len)
+                         int simulated, size_t *len)
 {
     size_t cap = 1 << 16, nst = 0;
     for (size_t i = 0; i < g->nstacks; i++) {
@@ -228,7 +228,7 @@ char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
     jw_kv_u64(&w, "end", end);
     jw_kv_str(&w, "source", source);
     jw_key(&w, "simulated");
-    jw_bool(&w, 0);
+    jw_bool(&w, simulated);
     jw_key(&w, "stacks");
     jw_arr_begin(&w);
     for (size_t i = 0; i < g->nstacks; i++) {

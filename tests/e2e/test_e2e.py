@@ -187,6 +187,14 @@ class Demo(unittest.TestCase):
             self.assertTrue(set(states) <= {"BUSY", "HELD", "UNKNOWN",
                                             "PHANTOM"}, gpus)
             self.assertTrue(all(h["simulated"] for h in fleet))
+            # the memory profiler's flame graph data, where eBPF is allowed
+            chk = subprocess.run([GPUFL, "memprof", "--check"],
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            if chk.returncode == 0:
+                self.check_memory(srv)
+            else:
+                print("eBPF not permitted: the demo's memprof part not checked")
             # the UI's files are served without a token when they are built
             dist = os.path.join(HERE, "..", "..", "web", "dist", "index.html")
             if os.path.exists(dist):
@@ -219,6 +227,34 @@ class Demo(unittest.TestCase):
             self.assertEqual(nrows, sum(len(v) for v in want.values()))
         finally:
             srv.stop()
+
+    def check_memory(self, srv):
+        """example_alloc runs under gpufl memprof (eBPF, stand-in driver):
+        its session's Memory view has its call chains, labelled simulated."""
+        def alloc_session():
+            items = srv.get("/api/v1/sessions?limit=50")["items"]
+            return [s for s in items if s["app"] == "example_alloc"]
+        (sess,) = wait_for(alloc_session, 30, "the example_alloc session")
+
+        def stacks():
+            m = srv.get("/api/v1/sessions/%s/memory?view=alloc" % sess["id"])
+            joined = [" > ".join(s["frames"]) for s in m["stacks"]]
+            want = ("load_model > alloc_weights", "forward > alloc_activations")
+            if all(any(w in j for j in joined) for w in want):
+                return m
+            return None
+        m = wait_for(stacks, 40, "memory profile stacks from memprof")
+        self.assertTrue(m["simulated"])
+        fwd = [s for s in m["stacks"]
+               if "forward > alloc_activations" in " > ".join(s["frames"])]
+        # forward() allocates 8 MiB then 4 MiB per step from two call sites
+        # of one function: one stack (frames are functions), whose bytes
+        # are exactly that alternation (odd count: cut after the 8 MiB)
+        self.assertEqual(len(fwd), 1, fwd)
+        n = fwd[0]["count"]
+        self.assertEqual(fwd[0]["bytes"], (8 << 20) * ((n + 1) // 2)
+                         + (4 << 20) * (n // 2))
+        self.assertEqual(m["total_bytes"], sum(s["bytes"] for s in m["stacks"]))
 
     def test_port_in_use_is_explained(self):
         root = fresh("demo-busy")
