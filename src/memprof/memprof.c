@@ -57,9 +57,9 @@ static void push_all(mp_session *s)
         if (dup)
             continue; /* one body per pid: the latest process */
         size_t n = 0;
-        char *body = mp_out_server_json(&s->agg, p->pid, s->host,
-                                        s->last_push_rt, now, s->source,
-                                        o->simulated, &n);
+        char *body =
+            mp_out_server_json(&s->agg, p->pid, s->host, s->last_push_rt, now,
+                               s->source, o->simulated, &n);
         if (!body)
             continue;
         long st = 0;
