@@ -247,10 +247,12 @@ static int exists_dir(const char *p)
 }
 
 /* The UI's built files: --ui-dir, the source tree's web/dist beside this
- * build (build/bin/../../web/dist), or the installed share/gpufl/web. */
+ * build (build/bin or build/asan/bin, some levels up), or the installed
+ * share/gpufl/web. */
 static const char *find_ui(demo *d, char *out, size_t cap)
 {
-    const char *rel[] = { "../../web/dist", "../share/gpufl/web" };
+    const char *rel[] = { "../../web/dist", "../../../web/dist",
+                          "../share/gpufl/web" };
     if (d->o.ui_dir)
         return exists_dir(d->o.ui_dir) ? d->o.ui_dir : NULL;
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
@@ -497,7 +499,9 @@ static int run_loop(demo *d)
 /* Hands --fleet over to scripts/fleet.sh (source tree or share/gpufl). */
 static int run_fleet(demo *d, int argc, char **argv)
 {
-    const char *rel[] = { "../../scripts/fleet.sh", "../share/gpufl/fleet.sh" };
+    /* build/bin, build/asan/bin: the source tree is some levels up */
+    const char *rel[] = { "../../scripts/fleet.sh", "../../../scripts/fleet.sh",
+                          "../share/gpufl/fleet.sh" };
     char path[DEMO_PATH + 64];
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", d->bin, rel[i]);
