@@ -1,0 +1,26 @@
+# Web UI (web/): vitest unit tests of the data shaping, and end-to-end tests
+# in headless Chromium (playwright-core) against the real gpufl-server filled
+# with simulated sessions (web/e2e/run.mjs).  Each test skips (77) with the
+# reason when node, web/node_modules (`make web`) or Chromium are missing.
+# Screenshots of every view are kept in ${CMAKE_BINARY_DIR}/web-e2e/.
+set(GPUFL_WEB_SRC ${PROJECT_SOURCE_DIR}/web)
+set(GPUFL_WEB_OUT ${CMAKE_BINARY_DIR}/web-e2e)
+set(GPUFL_WEB_SH ${CMAKE_CURRENT_LIST_DIR}/web_test.sh)
+
+add_test(NAME web_unit COMMAND ${GPUFL_WEB_SH} unit ${GPUFL_WEB_SRC})
+set_tests_properties(web_unit PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+if(TARGET gpufl-server AND TARGET gpufl_example_train)
+  add_test(NAME web_e2e COMMAND ${GPUFL_WEB_SH} e2e ${GPUFL_WEB_SRC}
+                                ${CMAKE_BINARY_DIR}/bin ${GPUFL_WEB_OUT})
+  set_tests_properties(web_e2e PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    FIXTURES_SETUP web_e2e_run)
+  # The memory flame graph and the fleet view need the server's memory-
+  # profile and idle-verdict endpoints (CONTRACTS.md); judged separately.
+  foreach(what memory fleet)
+    add_test(NAME web_e2e_${what}
+      COMMAND ${GPUFL_WEB_SH} check ${GPUFL_WEB_OUT} ${what})
+    set_tests_properties(web_e2e_${what} PROPERTIES TIMEOUT 30
+      SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_e2e_run)
+  endforeach()
+endif()

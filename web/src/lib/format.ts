@@ -1,0 +1,84 @@
+// format.ts - units as the views show them.
+
+export function fmtNs(ns: number): string {
+  if (!isFinite(ns)) return '-';
+  const a = Math.abs(ns);
+  if (a < 1e3) return ns.toFixed(0) + ' ns';
+  if (a < 1e6) return (ns / 1e3).toFixed(a < 1e4 ? 2 : 1) + ' µs';
+  if (a < 1e9) return (ns / 1e6).toFixed(a < 1e7 ? 2 : 1) + ' ms';
+  return (ns / 1e9).toFixed(a < 1e10 ? 3 : 1) + ' s';
+}
+
+export function fmtBytes(b: number): string {
+  if (!isFinite(b)) return '-';
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = b;
+  while (Math.abs(v) >= 1024 && i < u.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return (i === 0 ? v.toFixed(0) : v.toFixed(v < 10 ? 2 : 1)) + ' ' + u[i];
+}
+
+export function fmtPct(x: number, digits = 1): string {
+  return (x * 100).toFixed(digits) + ' %';
+}
+
+/* Wall clock of an epoch-ns time (string or bigint). */
+export function fmtWall(ns: bigint | string | number): string {
+  const b = typeof ns === 'bigint' ? ns : BigInt(ns);
+  const ms = Number(b / 1000000n);
+  const d = new Date(ms);
+  return d.toISOString().replace('T', ' ').replace('Z', ' UTC');
+}
+
+export function fmtDim(d: number[] | null | undefined): string {
+  if (!d || !d.length) return '-';
+  const x = [d[0] ?? 1, d[1] ?? 1, d[2] ?? 1];
+  return x.join(' × ');
+}
+
+/* Cheap demangler for Itanium C++ names: the qualified function name,
+   without parameter types (enough to read; the raw name is shown too). */
+export function demangle(name: string): string {
+  if (!name.startsWith('_Z')) return name;
+  let i = 2;
+  const parts: string[] = [];
+  const readName = (): boolean => {
+    let m = /^\d+/.exec(name.slice(i));
+    if (!m) return false;
+    const len = parseInt(m[0], 10);
+    i += m[0].length;
+    parts.push(name.slice(i, i + len));
+    i += len;
+    return true;
+  };
+  if (name[i] === 'N') {
+    i++;
+    while (i < name.length && name[i] !== 'E') {
+      if (name[i] === 'I') {
+        // template args: skip to the matching E
+        let depth = 0;
+        for (; i < name.length; i++) {
+          if (name[i] === 'I') depth++;
+          else if (name[i] === 'E' && --depth === 0) {
+            i++;
+            break;
+          }
+        }
+        parts[parts.length - 1] += '<…>';
+        continue;
+      }
+      if (name[i] === 'L' || name[i] === 'K') {
+        i++;
+        continue;
+      }
+      if (!readName()) break;
+    }
+  } else {
+    readName();
+  }
+  if (!parts.length) return name;
+  return parts.join('::').replace(/_GLOBAL__N_\d*/g, '(anonymous namespace)') + '(…)';
+}

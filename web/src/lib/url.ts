@@ -1,0 +1,58 @@
+// url.ts - the view's state in the URL hash, so a view can be shared as a link:
+//   #/<tab>?s=<sid>&b=<sid2>&from=<ns>&to=<ns>&sel=<id>&q=<text>&mv=<memview>
+// Times are absolute epoch ns, kept as decimal strings (never Numbers).
+
+export const TABS = ['sessions', 'kernels', 'scopes', 'system', 'memory', 'fleet'] as const;
+export type Tab = (typeof TABS)[number];
+
+export interface UrlState {
+  tab: Tab;
+  s?: string; // session id
+  b?: string; // second session (compare)
+  from?: string; // zoom range, epoch ns
+  to?: string;
+  sel?: string; // selection: kernel id, scope path, frame path
+  q?: string; // search text
+  mv?: string; // memory view: alloc|inuse|fail, + ":self"
+}
+
+const KEYS = ['s', 'b', 'from', 'to', 'sel', 'q', 'mv'] as const;
+const NS = /^\d{1,20}$/;
+
+export function parseHash(hash: string): UrlState {
+  const h = hash.replace(/^#/, '');
+  const qi = h.indexOf('?');
+  const path = (qi >= 0 ? h.slice(0, qi) : h).replace(/^\/+/, '');
+  const tab = (TABS as readonly string[]).includes(path) ? (path as Tab) : 'sessions';
+  const st: UrlState = { tab };
+  const p = new URLSearchParams(qi >= 0 ? h.slice(qi + 1) : '');
+  for (const k of KEYS) {
+    const v = p.get(k);
+    if (v !== null && v !== '') st[k] = v;
+  }
+  // a zoom range must be two integers with from < to; otherwise ignore both
+  if (!(st.from && st.to && NS.test(st.from) && NS.test(st.to) && BigInt(st.from) < BigInt(st.to))) {
+    delete st.from;
+    delete st.to;
+  }
+  return st;
+}
+
+export function formatHash(st: UrlState): string {
+  const p = new URLSearchParams();
+  for (const k of KEYS) {
+    const v = st[k];
+    if (v !== undefined && v !== '') p.set(k, v);
+  }
+  const qs = p.toString();
+  return '#/' + st.tab + (qs ? '?' + qs : '');
+}
+
+/* The state after moving to another tab: keep the session and zoom, drop
+   the selection (it names something of the old tab). */
+export function switchTab(st: UrlState, tab: Tab): UrlState {
+  const n: UrlState = { ...st, tab };
+  delete n.sel;
+  delete n.q;
+  return n;
+}
