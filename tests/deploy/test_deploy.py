@@ -91,7 +91,19 @@ def env_prefix(prog):
         os.path.basename(prog))
 
 
-def check_env(tc, prog, names, where):
+def check_env(tc, prog, names, where, sub=None):
+    if os.path.basename(prog) == "gpufl" and sub:
+        # gpufl SUB reads GPUFL_SUB_<OPTION> for each --option (docs/idle.md)
+        text = help_text(prog, sub)
+        pre = "GPUFL_%s_" % sub.upper()
+        for n in names:
+            tc.assertTrue(n.startswith(pre), "%s: %s is not %s*" % (where, n,
+                                                                  pre))
+            flag = "--" + n[len(pre):].lower().replace("_", "-")
+            tc.assertRegex(text, r"(?m)^\s*%s\b" % re.escape(flag),
+                           "%s: %s names no option of gpufl %s" % (where, n,
+                                                                   sub))
+        return
     text = help_text(prog)
     pre = env_prefix(prog)
     for n in names:
@@ -248,7 +260,9 @@ class Systemd(unittest.TestCase):
                 with open(ex) as f:
                     names = [l.split("=", 1)[0].strip() for l in f
                              if "=" in l and not l.lstrip().startswith("#")]
-                check_env(self, argv[0], names, ex)
+                check_env(self, argv[0], names, ex,
+                          argv[1] if os.path.basename(argv[0]) == "gpufl"
+                          else None)
 
 
 class Dockerfile(unittest.TestCase):

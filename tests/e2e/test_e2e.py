@@ -15,6 +15,7 @@ Environment: GPUFL_BIN_DIR, GPUFL_TEST_TMP (as the server tests).
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -199,12 +200,16 @@ class Demo(unittest.TestCase):
                 self.check_memory(srv)
             else:
                 print("eBPF not permitted: the demo's memprof part not checked")
-            # the UI's files are served without a token when they are built
+            # the UI's files are served without a token when they are built,
+            # and in a real browser it shows this session and its kernels
             dist = os.path.join(HERE, "..", "..", "web", "dist", "index.html")
             if os.path.exists(dist):
                 code, _, body = srv.req("GET", "/", token=None)
                 self.assertEqual(code, 200)
                 self.assertIn(b"<html", body.lower())
+                self.check_ui(port, sid, agg, root)
+            else:
+                print("web/dist not built (no Node.js >= 20.19): UI not checked")
             # Ctrl-C: everything it started stops
             p.send_signal(signal.SIGINT)
             self.assertEqual(p.wait(60), 0)
@@ -231,6 +236,29 @@ class Demo(unittest.TestCase):
             self.assertEqual(nrows, sum(len(v) for v in want.values()))
         finally:
             srv.stop()
+
+    def check_ui(self, port, sid, agg, root):
+        if not shutil.which("node"):
+            print("node missing: the browser check is skipped")
+            return
+        r = subprocess.run(["node", os.path.join(HERE, "ui_check.mjs"),
+                            "http://127.0.0.1:%d/" % port, TOKEN, sid,
+                            os.path.join(root, "ui-kernels.png")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+        if r.returncode == 77:
+            print(r.stdout.strip())
+            return
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        seen = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertTrue(seen["signin_first"], "data shown before sign-in")
+        self.assertIn("example_train", seen["row_text"])
+        self.assertIn("simulated", seen["row_text"])
+        # one aggregate row per kernel name, each with the API's count
+        self.assertEqual(len(seen["agg_rows"]), len(agg))
+        for a in agg:
+            self.assertTrue(any(re.search(r"(^|\s)%d(\s|$)" % a["count"], t)
+                                for t in seen["agg_rows"]), (a, seen))
 
     def check_memory(self, srv):
         """example_alloc runs under gpufl memprof (eBPF, stand-in driver):
