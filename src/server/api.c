@@ -53,7 +53,7 @@ static int seg_is(const route_ctx *rc, int i, const char *s)
     return i < rc->nseg && strcmp(rc->seg[i], s) == 0;
 }
 
-static int arg_u64(const srv_req *r, const char *k, uint64_t *out)
+int srv_arg_u64(const srv_req *r, const char *k, uint64_t *out)
 {
     const char *v = srv_req_arg(r, k);
     char *end;
@@ -92,7 +92,7 @@ static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
     memset(q, 0, sizeof(*q));
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         v = 0;
-        if (arg_u64(r, nums[i], &v)) {
+        if (srv_arg_u64(r, nums[i], &v)) {
             snprintf(why, cap, "parameter %s must be an unsigned integer",
                      nums[i]);
             return -1;
@@ -128,6 +128,22 @@ static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
     return 0;
 }
 
+int srv_args_u64(const srv_req *r, srv_resp *o, const char *const *names,
+                 uint64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        v[i] = 0;
+        if (srv_arg_u64(r, names[i], &v[i])) {
+            char why[96];
+            snprintf(why, sizeof(why),
+                     "parameter %s must be an unsigned integer", names[i]);
+            srv_resp_error(o, 400, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void err_for(srv_resp *o, int rc, const char *what)
 {
     switch (rc) {
@@ -141,6 +157,28 @@ static void err_for(srv_resp *o, int rc, const char *what)
         break;
     default: srv_resp_error(o, 500, gpufl_strerror(rc));
     }
+}
+
+char *srv_query_buf(srv_resp *o, jw *w)
+{
+    char *buf = malloc(SRV_RESP_MAX);
+    if (!buf) {
+        srv_resp_error(o, 500, "out of memory");
+        return NULL;
+    }
+    jw_init(w, buf, SRV_RESP_MAX);
+    return buf;
+}
+
+void srv_query_done(srv_resp *o, int rc, char *buf, size_t len,
+                    const char *notfound)
+{
+    if (rc) {
+        free(buf);
+        err_for(o, rc, notfound);
+        return;
+    }
+    srv_resp_json(o, 200, buf, len);
 }
 
 static void run_query(srv *s, srv_req *r, srv_resp *o, query_fn fn,
@@ -167,19 +205,10 @@ static void run_query(srv *s, srv_req *r, srv_resp *o, query_fn fn,
             return;
         }
     }
-    buf = malloc(SRV_RESP_MAX);
-    if (!buf) {
-        srv_resp_error(o, 500, "out of memory");
+    if (!(buf = srv_query_buf(o, &w)))
         return;
-    }
-    jw_init(&w, buf, SRV_RESP_MAX);
     rc = fn(s->store, &q, &w);
-    if (rc) {
-        free(buf);
-        err_for(o, rc, notfound);
-        return;
-    }
-    srv_resp_json(o, 200, buf, w.len);
+    srv_query_done(o, rc, buf, w.len, notfound);
 }
 
 static void keys_list(srv *s, srv_resp *o)
@@ -503,8 +532,8 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             return not_allowed(o, "POST");
         if (!need(r, o, ROLE_ADMIN))
             return;
-        if (arg_u64(r, "max_age", &p.max_age_s) ||
-            arg_u64(r, "max_db_bytes", &p.max_db_bytes)) {
+        if (srv_arg_u64(r, "max_age", &p.max_age_s) ||
+            srv_arg_u64(r, "max_db_bytes", &p.max_db_bytes)) {
             srv_resp_error(o, 400, "max_age and max_db_bytes are integers");
             return;
         }

@@ -219,24 +219,10 @@ out:
     free(body);
 }
 
-static int arg_u64(const srv_req *r, const char *k, uint64_t *out)
-{
-    const char *v = srv_req_arg(r, k);
-    char *end;
-    *out = 0;
-    if (!v)
-        return 0;
-    if (!*v || *v == '-')
-        return -1;
-    *out = strtoull(v, &end, 10);
-    return *end ? -1 : 0;
-}
-
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list)
 {
     static const char *const nums[] = { "pid", "from", "to", "limit" };
     uint64_t v[4];
-    char why[96];
     srv_memq q;
     const char *view;
     char *buf;
@@ -245,13 +231,8 @@ void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list)
 
     r->cls = MET_QUERY;
     memset(&q, 0, sizeof(q));
-    for (int i = 0; i < 4; i++)
-        if (arg_u64(r, nums[i], &v[i])) {
-            snprintf(why, sizeof(why),
-                     "parameter %s must be an unsigned integer", nums[i]);
-            srv_resp_error(o, 400, why);
-            return;
-        }
+    if (srv_args_u64(r, o, nums, v, 4))
+        return;
     q.pid = v[0];
     q.from = v[1];
     q.to = v[2];
@@ -270,27 +251,9 @@ void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list)
         srv_resp_error(o, 400, "view must be alloc, inuse or fail");
         return;
     }
-    buf = malloc(SRV_RESP_MAX);
-    if (!buf) {
-        srv_resp_error(o, 500, "out of memory");
+    if (!(buf = srv_query_buf(o, &w)))
         return;
-    }
-    jw_init(&w, buf, SRV_RESP_MAX);
     rc = list ? s->store->ops->q_memprofs(s->store, &q, &w)
               : s->store->ops->q_memory(s->store, &q, &w);
-    if (rc) {
-        free(buf);
-        switch (rc) {
-        case GPUFL_EINVAL: srv_resp_error(o, 400, "invalid cursor"); return;
-        case GPUFL_ENOTFOUND: srv_resp_error(o, 404, "no such session"); return;
-        case GPUFL_EUNAVAIL:
-            srv_resp_error(o, 503, "database unavailable");
-            return;
-        case GPUFL_ETOOBIG:
-            srv_resp_error(o, 500, "answer too large; narrow it");
-            return;
-        default: srv_resp_error(o, 500, gpufl_strerror(rc)); return;
-        }
-    }
-    srv_resp_json(o, 200, buf, w.len);
+    srv_query_done(o, rc, buf, w.len, "no such session");
 }

@@ -142,6 +142,21 @@ typedef struct srv_resp {
 const char *srv_req_arg(const srv_req *r, const char *key);
 const char *srv_req_header(const srv_req *r, const char *key);
 void srv_resp_error(srv_resp *o, int status, const char *msg);
+
+/* Query parameter k as an unsigned decimal: 0 when absent (*out untouched)
+ * or valid, -1 when malformed. */
+int srv_arg_u64(const srv_req *r, const char *k, uint64_t *out);
+/* The n named unsigned parameters into v (0 when absent); on a malformed
+ * one answers 400 naming it and returns -1. */
+int srv_args_u64(const srv_req *r, srv_resp *o, const char *const *names,
+                 uint64_t *v, size_t n);
+/* A buffer of SRV_RESP_MAX for a query's JSON, w set on it; NULL after
+ * answering 500. */
+char *srv_query_buf(srv_resp *o, jw *w);
+/* Answers a query: 200 with buf (taken) when rc is GPUFL_OK, else frees buf
+ * and answers rc's status (GPUFL_ENOTFOUND: 404 with notfound). */
+void srv_query_done(srv_resp *o, int rc, char *buf, size_t len,
+                    const char *notfound);
 void srv_resp_json(srv_resp *o, int status, char *buf, size_t len);
 
 /* Dispatches one complete request. */
