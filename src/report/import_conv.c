@@ -60,6 +60,50 @@ static uint64_t cell_u64(jsonl_doc *d, const uint32_t *cell, int n, int pos)
     return v < 0 ? 0 : (uint64_t)v;
 }
 
+/* A columnar batch (a "columns" list and "rows" arrays, the original's v1
+ * format) read row by row; cells are found by the wanted column names. */
+#define IMP_WANT 16
+typedef struct imp_rows {
+    jsonl_doc *d;
+    uint32_t rows, r, i, cell[IMP_COLS];
+    int n, pos[IMP_WANT];
+} imp_rows;
+
+/* 0 when the batch has no rows array (nothing to read). */
+static int rows_open(imp_rows *it, jsonl_doc *d, const char *const *want,
+                     int nwant)
+{
+    it->d = d;
+    it->i = 0;
+    it->rows = jsonl_doc_find(d, "rows");
+    map_cols(d, want, nwant < IMP_WANT ? nwant : IMP_WANT, it->pos);
+    if (jsonl_tok_type(d, it->rows) != JSONL_ARRAY)
+        return 0;
+    it->r = it->rows + 1;
+    return 1;
+}
+
+static int rows_next(imp_rows *it)
+{
+    if (it->i >= it->d->tok[it->rows].n)
+        return 0;
+    if (it->i++)
+        it->r = it->d->tok[it->r].next;
+    it->n = row_cells(it->d, it->r, it->cell, IMP_COLS);
+    return 1;
+}
+
+/* The cell of wanted column k in the current row (0 when absent). */
+static uint64_t col_u64(const imp_rows *it, int k)
+{
+    return cell_u64(it->d, it->cell, it->n, it->pos[k]);
+}
+
+static int64_t col_i64(const imp_rows *it, int k)
+{
+    return cell_i64(it->d, it->cell, it->n, it->pos[k]);
+}
+
 /* A quoted or plain integer member. */
 static uint64_t num_or_str(jsonl_doc *d, const char *key)
 {
@@ -238,26 +282,22 @@ void imp_on_kernel_batch(imp *m, jsonl_doc *d, uint64_t base)
                                         "stream_id", "duration_ns",
                                         "corr_id",   "dyn_shared",
                                         "num_regs",  "has_details" };
-    int pos[8];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
+    imp_rows it;
     imp_flush_pending(m);
-    map_cols(d, want, 8, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    if (!rows_open(&it, d, want, 8))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
+    while (rows_next(&it)) {
         size_t p;
         if (m->npend == IMP_PENDING)
             imp_flush_pending(m);
         p = m->npend++;
-        m->pend[p].ts = base + (uint64_t)cell_i64(d, cell, n, pos[0]);
-        m->pend[p].name = imp_odict_get(m, 'k', cell_u64(d, cell, n, pos[1]));
-        m->pend[p].stream = cell_u64(d, cell, n, pos[2]);
-        m->pend[p].dur = cell_u64(d, cell, n, pos[3]);
-        m->pend[p].corr = cell_u64(d, cell, n, pos[4]);
-        m->pend[p].dsmem = (uint32_t)cell_u64(d, cell, n, pos[5]);
-        m->pend[p].regs = (uint32_t)cell_u64(d, cell, n, pos[6]);
+        m->pend[p].ts = base + (uint64_t)col_i64(&it, 0);
+        m->pend[p].name = imp_odict_get(m, 'k', col_u64(&it, 1));
+        m->pend[p].stream = col_u64(&it, 2);
+        m->pend[p].dur = col_u64(&it, 3);
+        m->pend[p].corr = col_u64(&it, 4);
+        m->pend[p].dsmem = (uint32_t)col_u64(&it, 5);
+        m->pend[p].regs = (uint32_t)col_u64(&it, 6);
     }
 }
 
@@ -308,17 +348,13 @@ void imp_on_memcpy_batch(imp *m, jsonl_doc *d, uint64_t base)
 {
     static const char *const want[] = { "dt_ns", "stream_id", "duration_ns",
                                         "bytes", "copy_kind", "corr_id" };
-    int pos[6];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
-    map_cols(d, want, 6, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    imp_rows it;
+    if (!rows_open(&it, d, want, 6))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
-        uint64_t kind = cell_u64(d, cell, n, pos[4]);
-        uint64_t bytes = cell_u64(d, cell, n, pos[3]);
-        uint64_t dur = cell_u64(d, cell, n, pos[2]);
+    while (rows_next(&it)) {
+        uint64_t kind = col_u64(&it, 4);
+        uint64_t bytes = col_u64(&it, 3);
+        uint64_t dur = col_u64(&it, 2);
         /* CUpti_ActivityMemcpyKind */
         const char *k = kind == 1 || kind == 3   ? "htod"
                         : kind == 2 || kind == 4 ? "dtoh"
@@ -329,10 +365,10 @@ void imp_on_memcpy_batch(imp *m, jsonl_doc *d, uint64_t base)
         imp_body_begin(m, "memcpy");
         if (kind == 10)
             jw_kv_u64(&m->w, "dst_dev", 0);
-        if (cell_u64(d, cell, n, pos[1]))
-            jw_kv_u64(&m->w, "stream", cell_u64(d, cell, n, pos[1]));
-        if (cell_u64(d, cell, n, pos[5]))
-            jw_kv_u64(&m->w, "corr", cell_u64(d, cell, n, pos[5]));
+        if (col_u64(&it, 1))
+            jw_kv_u64(&m->w, "stream", col_u64(&it, 1));
+        if (col_u64(&it, 5))
+            jw_kv_u64(&m->w, "corr", col_u64(&it, 5));
         jw_kv_str(&m->w, "kind", k);
         jw_kv_u64(&m->w, "bytes", bytes);
         jw_kv_u64(&m->w, "dur", dur);
@@ -340,8 +376,8 @@ void imp_on_memcpy_batch(imp *m, jsonl_doc *d, uint64_t base)
             jw_key(&m->w, "gbps");
             jw_f64(&m->w, (double)bytes / dur, 2);
         }
-        imp_body_end(m, RPT_DEVICE,
-                     base + (uint64_t)cell_i64(d, cell, n, pos[0]), RT_MEMCPY);
+        imp_body_end(m, RPT_DEVICE, base + (uint64_t)col_i64(&it, 0),
+                     RT_MEMCPY);
     }
 }
 
@@ -351,25 +387,20 @@ void imp_on_sync_batch(imp *m, jsonl_doc *d, uint64_t base)
                                         "stream_id", "corr_id" };
     static const char *const kinds[] = { "unknown", "event", "stream_wait",
                                          "stream", "context" };
-    int pos[5];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
-    map_cols(d, want, 5, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    imp_rows it;
+    if (!rows_open(&it, d, want, 5))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
-        uint64_t k = cell_u64(d, cell, n, pos[2]);
+    while (rows_next(&it)) {
+        uint64_t k = col_u64(&it, 2);
         imp_body_begin(m, "sync");
-        if (cell_u64(d, cell, n, pos[3]))
-            jw_kv_u64(&m->w, "stream", cell_u64(d, cell, n, pos[3]));
-        if (cell_u64(d, cell, n, pos[4]))
-            jw_kv_u64(&m->w, "corr", cell_u64(d, cell, n, pos[4]));
+        if (col_u64(&it, 3))
+            jw_kv_u64(&m->w, "stream", col_u64(&it, 3));
+        if (col_u64(&it, 4))
+            jw_kv_u64(&m->w, "corr", col_u64(&it, 4));
         jw_kv_str(&m->w, "kind", kinds[k <= 4 ? k : 0]);
-        jw_kv_u64(&m->w, "dur", cell_u64(d, cell, n, pos[1]));
+        jw_kv_u64(&m->w, "dur", col_u64(&it, 1));
         jw_kv_u64(&m->w, "tid", 0);
-        imp_body_end(m, RPT_DEVICE,
-                     base + (uint64_t)cell_i64(d, cell, n, pos[0]), RT_SYNC);
+        imp_body_end(m, RPT_DEVICE, base + (uint64_t)col_i64(&it, 0), RT_SYNC);
     }
 }
 
@@ -382,33 +413,28 @@ void imp_on_alloc_batch(imp *m, jsonl_doc *d, uint64_t base)
     static const char *const kinds[] = { "unknown", "pageable", "pinned",
                                          "device",  "array",    "managed",
                                          "device",  "managed" };
-    int pos[8];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
-    map_cols(d, want, 8, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    imp_rows it;
+    if (!rows_open(&it, d, want, 8))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
-        uint64_t op = cell_u64(d, cell, n, pos[1]), k, v;
+    while (rows_next(&it)) {
+        uint64_t op = col_u64(&it, 1), k, v;
         char addr[32];
         if (op != 1 && op != 2)
             continue;
-        k = cell_u64(d, cell, n, pos[2]);
+        k = col_u64(&it, 2);
         imp_body_begin(m, op == 1 ? "alloc" : "free");
-        if ((v = cell_u64(d, cell, n, pos[5])))
+        if ((v = col_u64(&it, 5)))
             jw_kv_u64(&m->w, "dev", v);
-        if ((v = cell_u64(d, cell, n, pos[6])))
+        if ((v = col_u64(&it, 6)))
             jw_kv_u64(&m->w, "stream", v);
-        if ((v = cell_u64(d, cell, n, pos[7])))
+        if ((v = col_u64(&it, 7)))
             jw_kv_u64(&m->w, "corr", v);
         jw_kv_str(&m->w, "kind", kinds[k < 8 ? k : 0]);
         snprintf(addr, sizeof addr, "0x%llx",
-                 (unsigned long long)cell_u64(d, cell, n, pos[3]));
+                 (unsigned long long)col_u64(&it, 3));
         jw_kv_str(&m->w, "addr", addr);
-        jw_kv_u64(&m->w, "bytes", cell_u64(d, cell, n, pos[4]));
-        imp_body_end(m, RPT_DEVICE,
-                     base + (uint64_t)cell_i64(d, cell, n, pos[0]),
+        jw_kv_u64(&m->w, "bytes", col_u64(&it, 4));
+        imp_body_end(m, RPT_DEVICE, base + (uint64_t)col_i64(&it, 0),
                      op == 1 ? RT_ALLOC : RT_FREE);
     }
 }
@@ -435,24 +461,20 @@ void imp_on_scope_batch(imp *m, jsonl_doc *d, uint64_t base)
 {
     static const char *const want[] = { "dt_ns", "scope_instance_id", "name_id",
                                         "event_type", "original_start_ns" };
-    int pos[5];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
-    map_cols(d, want, 5, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    imp_rows it;
+    if (!rows_open(&it, d, want, 5))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
-        uint64_t ts = base + (uint64_t)cell_i64(d, cell, n, pos[0]);
-        uint64_t inst = cell_u64(d, cell, n, pos[1]) + 1; /* ids from 1 */
-        uint64_t ev = cell_u64(d, cell, n, pos[3]);
+    while (rows_next(&it)) {
+        uint64_t ts = base + (uint64_t)col_i64(&it, 0);
+        uint64_t inst = col_u64(&it, 1) + 1; /* ids from 1 */
+        uint64_t ev = col_u64(&it, 3);
         if (ev == 0 || ev == 2) { /* begin, continuation-open */
-            uint32_t name = imp_odict_get(m, 's', cell_u64(d, cell, n, pos[2]));
+            uint32_t name = imp_odict_get(m, 's', col_u64(&it, 2));
             int k = m->depth;
             if (k == IMP_STACK || !name)
                 continue;
-            if (pos[4] >= 0 && cell_u64(d, cell, n, pos[4]))
-                ts = cell_u64(d, cell, n, pos[4]);
+            if (it.pos[4] >= 0 && col_u64(&it, 4))
+                ts = col_u64(&it, 4);
             m->stack[k].inst = inst;
             m->stack[k].ts = ts;
             m->stack[k].name = name;
@@ -483,35 +505,30 @@ void imp_on_device_metrics(imp *m, jsonl_doc *d, uint64_t base)
         "clock_sm",      "fan_speed_pct",  "energy_uj", "clock_mem",
         "ecc_corrected", "ecc_uncorrected"
     };
-    int pos[14];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
-    map_cols(d, want, 14, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    imp_rows it;
+    if (!rows_open(&it, d, want, 14))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
+    while (rows_next(&it)) {
         imp_body_begin(m, "gpu");
-        jw_kv_u64(&m->w, "dev", cell_u64(d, cell, n, pos[1]));
-        jw_kv_u64(&m->w, "util", cell_u64(d, cell, n, pos[2]));
-        jw_kv_u64(&m->w, "mem_util", cell_u64(d, cell, n, pos[3]));
-        jw_kv_u64(&m->w, "mem_used", cell_u64(d, cell, n, pos[6]) << 20);
-        jw_kv_u64(&m->w, "mem_total", cell_u64(d, cell, n, pos[7]) << 20);
-        jw_kv_i64(&m->w, "temp", cell_i64(d, cell, n, pos[4]));
-        jw_kv_u64(&m->w, "power", cell_u64(d, cell, n, pos[5]));
-        if (pos[9] >= 0)
-            jw_kv_u64(&m->w, "fan", cell_u64(d, cell, n, pos[9]));
-        jw_kv_u64(&m->w, "clk_sm", cell_u64(d, cell, n, pos[8]));
-        jw_kv_u64(&m->w, "clk_mem", cell_u64(d, cell, n, pos[11]));
+        jw_kv_u64(&m->w, "dev", col_u64(&it, 1));
+        jw_kv_u64(&m->w, "util", col_u64(&it, 2));
+        jw_kv_u64(&m->w, "mem_util", col_u64(&it, 3));
+        jw_kv_u64(&m->w, "mem_used", col_u64(&it, 6) << 20);
+        jw_kv_u64(&m->w, "mem_total", col_u64(&it, 7) << 20);
+        jw_kv_i64(&m->w, "temp", col_i64(&it, 4));
+        jw_kv_u64(&m->w, "power", col_u64(&it, 5));
+        if (it.pos[9] >= 0)
+            jw_kv_u64(&m->w, "fan", col_u64(&it, 9));
+        jw_kv_u64(&m->w, "clk_sm", col_u64(&it, 8));
+        jw_kv_u64(&m->w, "clk_mem", col_u64(&it, 11));
         jw_kv_u64(&m->w, "clk_gfx", 0);
-        if (pos[12] >= 0 && pos[13] >= 0) {
-            jw_kv_u64(&m->w, "ecc_corr", cell_u64(d, cell, n, pos[12]));
-            jw_kv_u64(&m->w, "ecc_uncorr", cell_u64(d, cell, n, pos[13]));
+        if (it.pos[12] >= 0 && it.pos[13] >= 0) {
+            jw_kv_u64(&m->w, "ecc_corr", col_u64(&it, 12));
+            jw_kv_u64(&m->w, "ecc_uncorr", col_u64(&it, 13));
         }
-        if (pos[10] >= 0)
-            jw_kv_u64(&m->w, "energy", cell_u64(d, cell, n, pos[10]) / 1000);
-        imp_body_end(m, RPT_SYSTEM,
-                     base + (uint64_t)cell_i64(d, cell, n, pos[0]), RT_GPU);
+        if (it.pos[10] >= 0)
+            jw_kv_u64(&m->w, "energy", col_u64(&it, 10) / 1000);
+        imp_body_end(m, RPT_SYSTEM, base + (uint64_t)col_i64(&it, 0), RT_GPU);
     }
 }
 
@@ -519,26 +536,21 @@ void imp_on_host_metrics(imp *m, jsonl_doc *d, uint64_t base)
 {
     static const char *const want[] = { "dt_ns", "cpu_pct_x100", "ram_used_mib",
                                         "ram_total_mib" };
-    int pos[4];
-    uint32_t rows = jsonl_doc_find(d, "rows"), r, cell[IMP_COLS];
-    map_cols(d, want, 4, pos);
-    if (jsonl_tok_type(d, rows) != JSONL_ARRAY)
+    imp_rows it;
+    if (!rows_open(&it, d, want, 4))
         return;
-    r = rows + 1;
-    for (uint32_t i = 0; i < d->tok[rows].n; i++, r = d->tok[r].next) {
-        int n = row_cells(d, r, cell, IMP_COLS);
+    while (rows_next(&it)) {
         imp_body_begin(m, "host");
         jw_key(&m->w, "cpu");
-        jw_f64(&m->w, cell_u64(d, cell, n, pos[1]) / 100.0, 1);
+        jw_f64(&m->w, col_u64(&it, 1) / 100.0, 1);
         jw_kv_u64(&m->w, "ncpu", 0);
-        jw_kv_u64(&m->w, "ram_used", cell_u64(d, cell, n, pos[2]) << 20);
-        jw_kv_u64(&m->w, "ram_total", cell_u64(d, cell, n, pos[3]) << 20);
+        jw_kv_u64(&m->w, "ram_used", col_u64(&it, 2) << 20);
+        jw_kv_u64(&m->w, "ram_total", col_u64(&it, 3) << 20);
         jw_kv_u64(&m->w, "swap_used", 0);
         jw_key(&m->w, "load1");
         jw_i64(&m->w, -1);
         jw_kv_u64(&m->w, "proc_rss", 0);
-        imp_body_end(m, RPT_SYSTEM,
-                     base + (uint64_t)cell_i64(d, cell, n, pos[0]), RT_HOST);
+        imp_body_end(m, RPT_SYSTEM, base + (uint64_t)col_i64(&it, 0), RT_HOST);
     }
 }
 
