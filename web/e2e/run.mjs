@@ -199,6 +199,9 @@ try {
     await page.goto(U + '/#/kernels?s=' + A.sid);
     await page.waitForSelector('[data-testid=timeline-canvas]');
     await idle();
+    // on a loaded machine the summary may arrive after a quiet moment: give
+    // the first draw time to happen (the check below still needs it)
+    await page.waitForFunction(() => (window.__uiTest?.timeline?.rects ?? 0) > 10, null, { polling: 100, timeout: 20000 }).catch(() => {});
     const tl = await page.evaluate(() => window.__uiTest.timeline);
     const line = await text('[data-testid=session-line]');
     check('kernels_timeline', tl && tl.mode === 'summary' && tl.rects > 10 && /simulated/.test(line), 'mode ' + tl?.mode + ', ' + tl?.rects + ' rects, session line: ' + line.slice(0, 80));
