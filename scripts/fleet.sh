@@ -105,7 +105,18 @@ db="$pg/gpufl"
 s3args=()
 if [ "$s3" = 1 ]; then
     echo "fleet [3/5] S3: single-node radosgw on 127.0.0.1:7480 (about 15 s)"
-    "$src/tests/agent/ceph_up.sh" start "$dir/ceph" >"$dir/ceph.log" 2>&1 ||
+    # a start right after another cluster stopped sometimes fails ("wrong
+    # fsid", as the agent's S3 test saw too); a fresh try a little later works
+    ok=0
+    for _ in 1 2 3; do
+        if "$src/tests/agent/ceph_up.sh" start "$dir/ceph" >"$dir/ceph.log" 2>&1; then
+            ok=1
+            break
+        fi
+        "$src/tests/agent/ceph_up.sh" stop "$dir/ceph" >/dev/null 2>&1 || true
+        sleep 5
+    done
+    [ "$ok" = 1 ] ||
         { echo "fleet: radosgw did not start; see $dir/ceph.log (or use --no-s3)" >&2; exit 1; }
     curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user TESTKEY:TESTSECRET \
         -H "x-amz-content-sha256: $(printf '' | sha256sum | cut -d' ' -f1)" \
