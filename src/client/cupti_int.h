@@ -21,7 +21,7 @@
 
 #include <gpufl/record.h>
 
-#include "cupti_abi_int.h"
+#include "cupti_prof_abi_int.h"
 #include "occupancy.h"
 #include "source.h"
 

@@ -21,7 +21,7 @@
  * Built with FAKE_CUPTI_NOSYM it lacks cuptiActivityRegisterCallbacks (a
  * reduced or foreign CUPTI).
  */
-#include "client/cupti_abi_int.h"
+#include "client/cupti_prof_abi_int.h"
 #include "fake_cupti.h"
 #include "fake_cupti_int.h"
 

@@ -26,7 +26,7 @@
  *   prof_fail {profinit|sassconfig|sassenable|pcsenable} CODE
  *   unsupported vgpu
  */
-#include "client/cupti_abi_int.h"
+#include "client/cupti_prof_abi_int.h"
 #include "fake_cupti_int.h"
 
 #include <pthread.h>

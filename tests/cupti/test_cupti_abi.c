@@ -7,7 +7,7 @@
  * closes the remaining gap - a wrong number copied into both places - on
  * machines that have the toolkit, and says it skipped otherwise.
  */
-#include "client/cupti_abi_int.h"
+#include "client/cupti_prof_abi_int.h"
 
 #include <stddef.h>
 #include <stdio.h>
