@@ -22,6 +22,12 @@ int cli_import_main(int argc, char **argv);
 int cli_version_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 
+/* 1 when arg is flag, or flag=VALUE for a flag that takes a value (*val
+ * then points at VALUE; left alone otherwise).  The option tables of the
+ * subcommands share this matching. */
+int cli_flag_match(const char *arg, const char *flag, int takes_value,
+                   const char **val);
+
 /* 1 when this build of `gpufl` has the subcommand (demo starts the optional
  * parts that exist). */
 int cli_has_command(const char *name);

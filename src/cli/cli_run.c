@@ -172,15 +172,10 @@ int cli_run_main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
-            size_t fl = strlen(opts[k].flag);
-            if (!strncmp(argv[i], opts[k].flag, fl) &&
-                (argv[i][fl] == 0 || (argv[i][fl] == '=' && opts[k].arg))) {
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
+            if (cli_flag_match(argv[i], opts[k].flag, opts[k].arg != NULL,
+                               &val))
                 o = &opts[k];
-                if (argv[i][fl] == '=')
-                    val = argv[i] + fl + 1;
-            }
-        }
         if (!o) {
             if (argv[i][0] != '-')
                 break; /* the command, without "--" */

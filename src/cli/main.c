@@ -46,6 +46,20 @@ static const cli_cmd cmds[] = {
       cli_version_main },
 };
 
+int cli_flag_match(const char *arg, const char *flag, int takes_value,
+                   const char **val)
+{
+    size_t fl = strlen(flag);
+    if (strncmp(arg, flag, fl))
+        return 0;
+    if (arg[fl] == 0)
+        return 1;
+    if (arg[fl] != '=' || !takes_value)
+        return 0;
+    *val = arg + fl + 1;
+    return 1;
+}
+
 int cli_has_command(const char *name)
 {
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
