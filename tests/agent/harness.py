@@ -87,6 +87,8 @@ class Receiver:
             return got
         with open(self.out, "rb") as f:
             for line in f:
+                if not line.endswith(b"\n"):
+                    break  # the receiver is still writing this line
                 e = json.loads(line)
                 got[(e["sid"], e["st"], e["seq"])] = line.rstrip(b"\n")
         return got
