@@ -4,7 +4,9 @@
  * Starts gpufl-server (embedded SQLite, the web UI when it is built),
  * gpufl-agent shipping over HTTP, and then keeps producing live data: the
  * example training program runs again and again (on the simulated GPU
- * unless --engines says otherwise; the sessions say "simulated"), and,
+ * unless --engines says otherwise; the sessions say "simulated") or, when
+ * the driver sees a GPU, a CUDA program built with nvcc runs under
+ * `gpufl run` (cli_demo_gpu.c), and,
  * where those commands exist, the idle detector and the memory profiler
  * run beside it.  Prints the URL and the token, runs until Ctrl-C (or
  * --duration), then stops everything it started, newest first, so the
@@ -25,13 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_demo_gpu.h"
 #include "cli_int.h"
 #include "cli_proc.h"
 
 #define DEMO_PATH 4096
 
 typedef struct demo_opts {
-    const char *listen, *token, *dir, *engines, *ui_dir;
+    const char *listen, *token, *dir, *engines, *ui_dir, *gpu;
     unsigned steps, pause_s, duration_s;
     int idle, memprof, quiet;
 } demo_opts;
@@ -43,7 +46,8 @@ typedef struct demo {
     char root[DEMO_PATH]; /* --dir, absolute */
     char logs[DEMO_PATH + 16], data[DEMO_PATH + 16];
     char token[80], url[320];
-    int server, agent, work; /* slots; -1 = not running */
+    char cuda[DEMO_PATH + 32]; /* the CUDA workload; "" = simulated GPU */
+    int server, agent, work;   /* slots; -1 = not running */
     unsigned runs;
 } demo;
 
@@ -62,10 +66,11 @@ static void usage(FILE *f)
             "Runs the whole gpufl stack on this machine: gpufl-server "
             "(embedded SQLite and the\nweb UI), gpufl-agent shipping over "
             "HTTP, and example workloads that keep\nproducing live data "
-            "(on the simulated GPU, labelled simulated, unless --engines\n"
-            "selects real capture), plus the idle detector and the memory "
-            "profiler where they\nare available.  Prints the URL and the "
-            "token; Ctrl-C stops everything it started.\n\n"
+            "(on the simulated GPU, labelled simulated; with a GPU, a CUDA "
+            "program built\nwith nvcc under `gpufl run`), plus the idle "
+            "detector and the memory profiler\nwhere they are available.  "
+            "Prints the URL and the token; Ctrl-C stops\neverything it "
+            "started.\n\n"
             "options:\n"
             "  --listen ADDR:PORT  where the server listens (default "
             "127.0.0.1:8080)\n"
@@ -77,9 +82,16 @@ static void usage(FILE *f)
             "200)\n"
             "  --pause S           seconds between workload runs (default "
             "10)\n"
-            "  --engines LIST      engines of the workload (default sim,host; "
-            "'cupti,nvml,host'\n"
-            "                      on a machine with a GPU)\n"
+            "  --gpu auto|on|off   auto (default): when the driver reports "
+            "a GPU and nvcc is\n"
+            "                      found, build examples/cuda/demo_cuda.cu "
+            "and run it under\n"
+            "                      `gpufl run --engines cupti,nvml,host`; "
+            "otherwise the simulated\n"
+            "                      GPU.  on: fail when that is not possible. "
+            "off: simulated GPU\n"
+            "  --engines LIST      engines of the simulated workload (default "
+            "sim,host)\n"
             "  --duration S        stop by itself after S seconds (default: "
             "run until Ctrl-C)\n"
             "  --ui-dir DIR        the web UI's built files (default: "
@@ -117,6 +129,7 @@ static int parse(int argc, char **argv, demo_opts *o)
     o->listen = "127.0.0.1:8080";
     o->dir = "./gpufl-demo";
     o->engines = "sim,host";
+    o->gpu = "auto";
     o->steps = 200;
     o->pause_s = 10;
     o->idle = o->memprof = 1;
@@ -141,6 +154,8 @@ static int parse(int argc, char **argv, demo_opts *o)
             str = &o->dir;
         else if (!strcmp(a, "--engines"))
             str = &o->engines;
+        else if (!strcmp(a, "--gpu"))
+            str = &o->gpu;
         else if (!strcmp(a, "--ui-dir"))
             str = &o->ui_dir;
         else if (!strcmp(a, "--steps"))
@@ -180,6 +195,11 @@ static int parse(int argc, char **argv, demo_opts *o)
     }
     if (o->token && (strlen(o->token) < 8 || strlen(o->token) > 64)) {
         fprintf(stderr, "gpufl demo: --token must be 8 to 64 characters\n");
+        return -1;
+    }
+    if (strcmp(o->gpu, "auto") && strcmp(o->gpu, "on") &&
+        strcmp(o->gpu, "off")) {
+        fprintf(stderr, "gpufl demo: --gpu wants auto, on or off\n");
         return -1;
     }
     if (o->steps == 0)
@@ -430,6 +450,61 @@ static void start_extras(demo *d)
         start_memprof(d, self);
 }
 
+/* One run of the CUDA workload under `gpufl run`: real capture. */
+static int start_cuda_workload(demo *d)
+{
+    char self[DEMO_PATH + 32], log[DEMO_PATH + 32], steps[16];
+    char *argv[] = { self,    "run",       "--engines", "cupti,nvml,host",
+                     "--app", "cuda-demo", "--log-dir", d->logs,
+                     "--",    d->cuda,     steps,       NULL };
+    snprintf(self, sizeof self, "%s/gpufl", d->bin);
+    snprintf(log, sizeof log, "%s/workload.log", d->root);
+    snprintf(steps, sizeof steps, "%u", d->o.steps);
+    d->work = cli_proc_start(&d->ps, "demo_cuda", argv, log, NULL);
+    if (d->work < 0)
+        return -1;
+    d->runs++;
+    say(d,
+        "      run %u: demo_cuda, %u steps, under gpufl run (engines "
+        "cupti,nvml,host)\n",
+        d->runs, d->o.steps);
+    return 0;
+}
+
+/* --gpu: auto finds a GPU and builds the CUDA workload; any failure on the
+ * way falls back to the simulated GPU (on: stops the demo instead). */
+static int setup_gpu(demo *d)
+{
+    char why[DEMO_PATH + 128], log[DEMO_PATH + 32], out[DEMO_PATH + 16];
+    int n, must = !strcmp(d->o.gpu, "on");
+    if (!strcmp(d->o.gpu, "off"))
+        return 0;
+    n = demo_gpu_count(why, sizeof why);
+    if (n > 0) {
+        say(d,
+            "      %d CUDA device%s found: building the CUDA workload with "
+            "nvcc\n",
+            n, n == 1 ? "" : "s");
+        snprintf(out, sizeof out, "%s/cuda", d->root);
+        snprintf(log, sizeof log, "%s/nvcc.log", d->root);
+        if (mkdir_p(out))
+            snprintf(why, sizeof why, "cannot create %s: %s", out,
+                     strerror(errno));
+        else if (!demo_gpu_build(d->bin, out, log, d->cuda, sizeof d->cuda, why,
+                                 sizeof why)) {
+            say(d, "      built %s\n", d->cuda);
+            return 0;
+        }
+        d->cuda[0] = 0;
+    }
+    if (must) {
+        fprintf(stderr, "gpufl demo: --gpu on: %s\n", why);
+        return -1;
+    }
+    say(d, "      no real GPU workload (%s): the simulated GPU it is\n", why);
+    return 0;
+}
+
 static int start_workload(demo *d)
 {
     char exe[DEMO_PATH + 32], log[DEMO_PATH + 32], steps[16];
@@ -441,6 +516,8 @@ static int start_workload(demo *d)
                      "--engines",
                      (char *)d->o.engines,
                      NULL };
+    if (d->cuda[0])
+        return start_cuda_workload(d);
     /* the build keeps it beside gpufl; an install in libexec/gpufl */
     snprintf(exe, sizeof exe, "%s/example_train", d->bin);
     if (access(exe, X_OK) != 0)
@@ -582,6 +659,8 @@ int cli_demo_main(int argc, char **argv)
     if (start_server(&d) || start_agent(&d))
         goto stop;
     say(&d, "[3/4] starting the workloads (logs in %s)\n", d.logs);
+    if (setup_gpu(&d))
+        goto stop;
     start_extras(&d);
     if (start_workload(&d))
         goto stop;
@@ -589,9 +668,13 @@ int cli_demo_main(int argc, char **argv)
            d.token);
     say(&d,
         "  API: curl -H 'Authorization: Bearer %s' %s/api/v1/sessions\n"
-        "  Data from the simulated GPU is labelled \"simulated\".\n"
+        "%s"
         "  Ctrl-C stops everything.\n\n",
-        d.token, d.url);
+        d.token, d.url,
+        d.cuda[0] ? "  The workload runs on this machine's GPU (real "
+                    "capture).\n"
+                  : "  Data from the simulated GPU is labelled "
+                    "\"simulated\".\n");
     fflush(stdout);
     rc = run_loop(&d);
 stop:

@@ -32,6 +32,20 @@ set_target_properties(fake_cuda PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cuda)
 target_link_options(fake_cuda PRIVATE -Wl,-soname,libcuda.so.1)
 
+# The fake runtime (libcudart.so.13) for programs built by the real nvcc
+# with -cudart shared: `gpufl demo --gpu on` runs its CUDA workload on it.
+add_library(fake_cudart SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cudart.c)
+gpufl_target(fake_cudart)
+target_include_directories(fake_cudart PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(fake_cudart PRIVATE fake_cuda Threads::Threads)
+target_compile_options(fake_cudart PRIVATE -Wno-missing-prototypes)
+set_target_properties(fake_cudart PROPERTIES
+  OUTPUT_NAME cudart PREFIX "lib" SUFFIX ".so.13"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cudart
+  LINK_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fake_cudart.map)
+target_link_options(fake_cudart PRIVATE -Wl,-soname,libcudart.so.13
+  -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/fake_cudart.map)
+
 add_executable(prog_cupti ${CMAKE_CURRENT_LIST_DIR}/prog_cupti.c)
 gpufl_target(prog_cupti)
 target_link_libraries(prog_cupti PRIVATE gpufl fake_cuda Threads::Threads)

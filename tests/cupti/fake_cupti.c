@@ -511,7 +511,9 @@ EXPORT void fakecupti_launch(uint32_t rt_cbid, uint32_t drv_cbid,
     k.block_z = (int)block[2];
     k.dynamic_shared_memory = (int)smem;
     k.correlation_id = r ? r : d; /* runtime launches carry the runtime id */
-    k.name = fn ? fn->name : "unknown_kernel";
+    /* unscripted kernels keep the name they were launched by, as real
+     * CUPTI names them (the launcher keeps that string alive) */
+    k.name = fn ? fn->name : name;
     if (rt_cbid == GFL_RT_CBID_cudaLaunchCooperativeKernel_v9000 ||
         drv_cbid == GFL_DRV_CBID_cuLaunchCooperativeKernel)
         k.launch_type = 1;

@@ -136,9 +136,12 @@ class Demo(unittest.TestCase):
         root = fresh("demo")
         port = free_port()
         out = open(os.path.join(root, "demo.out"), "w+")
+        # --gpu auto (the default) falls back to the simulated GPU here;
+        # where a GPU exists DemoGpu covers the real path
+        gpu = ["--gpu", "off"] if os.path.exists("/dev/nvidiactl") else []
         p = subprocess.Popen([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
                               "--dir", root, "--token", TOKEN, "--steps", "40",
-                              "--pause", "1", "--duration", "60"],
+                              "--pause", "1", "--duration", "60"] + gpu,
                              stdout=out, stderr=subprocess.STDOUT,
                              env=st.clean_env())
         srv = st.Server.__new__(st.Server)  # only for req()/get()
@@ -157,6 +160,8 @@ class Demo(unittest.TestCase):
             text = out.read()
             self.assertIn("sign in with token: " + TOKEN, text)
             self.assertIn("http://127.0.0.1:%d/" % port, text)
+            if not gpu:
+                self.assertIn("the simulated GPU it is", text)
             for s in items:
                 self.assertTrue(s["simulated"], s)   # labelled simulated
             sid = [s for s in items if s["state"] == "ended"][0]["id"]
@@ -316,6 +321,121 @@ class Demo(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         for flag in ("--listen", "--token", "--fleet", "--duration"):
             self.assertIn(flag, r.stdout)
+
+
+class DemoGpu(unittest.TestCase):
+    """`gpufl demo` on a machine with a GPU, without one: the demo's CUDA
+    program is built by the real nvcc (-cudart shared) and runs against the
+    tests' fake runtime, driver and CUPTI (tests/cupti/fake_cuda*.c,
+    fake_cupti.c), so detection, the nvcc build, `gpufl run` with the
+    cupti engine, shipping and storing are the real code; only the GPU is
+    not.  Kernel counts and shapes come from the program's source."""
+
+    STEPS = 4
+    # demo_cuda.cu: per step one launch each, these grids and blocks
+    SHAPES = {"gfl_demo_scale": ([4096], [256]),
+              "gfl_demo_matmul": ([32, 32], [16, 16]),
+              "gfl_demo_reduce": ([4096], [256])}
+
+    def env(self, script=None):
+        fake = os.environ.get("GPUFL_FAKE_DIR", "")
+        lib = os.path.join(fake, "cupti-full", "libcupti.so.13")
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        if not os.path.exists(lib) or not os.access(nvcc, os.X_OK):
+            print("SKIP: needs nvcc (CUDA toolkit) and the fake CUDA "
+                  "libraries (GPUFL_FAKE_DIR)")
+            sys.exit(77)
+        flags = "-cudart shared"
+        if os.environ.get("GPUFL_TEST_SANITIZE") == "1":
+            # clang's ASan/UBSan runtime in the program, for the
+            # instrumented fake libraries and injected libgpufl
+            flags += (" -ccbin clang -Xcompiler -fsanitize=address"
+                      " -Xcompiler -fsanitize=undefined")
+        extra = {"LD_LIBRARY_PATH": "%s/cuda:%s/cudart" % (fake, fake),
+                 "GPUFL_CUPTI_LIB": lib, "NVCC": nvcc,
+                 "GPUFL_DEMO_NVCC_FLAGS": flags}
+        if script:
+            extra["FAKECUPTI_SCRIPT"] = script
+        return st.clean_env(extra)
+
+    def test_cuda_workload_through_gpufl_run(self):
+        root = fresh("demo-gpu")
+        port = free_port()
+        out = open(os.path.join(root, "demo.out"), "w+")
+        p = subprocess.Popen([GPUFL, "demo", "--gpu", "on", "--listen",
+                              "127.0.0.1:%d" % port, "--dir", root, "--token",
+                              TOKEN, "--steps", str(self.STEPS), "--pause",
+                              "1", "--duration", "90", "--no-idle",
+                              "--no-memprof"],
+                             stdout=out, stderr=subprocess.STDOUT,
+                             env=self.env())
+        srv = st.Server.__new__(st.Server)
+        srv.port, srv.token = port, TOKEN
+        try:
+            def two_ended():
+                try:
+                    items = srv.get("/api/v1/sessions?limit=50")["items"]
+                except Exception:
+                    return None
+                ended = [s for s in items if s["app"] == "cuda-demo" and
+                         s.get("state") == "ended"]
+                return ended if len(ended) >= 2 else None
+            ended = wait_for(two_ended, 75, "two ended cuda-demo sessions")
+            out.seek(0)
+            text = out.read()
+            self.assertIn("CUDA devices found", text)
+            self.assertIn("under gpufl run (engines cupti,nvml,host)", text)
+            self.assertNotIn("simulated GPU it is", text)
+            self.assertTrue(os.access(os.path.join(root, "cuda", "demo_cuda"),
+                                      os.X_OK))
+            logs = gl.validate(os.path.join(root, "logs"), allow_partial=True,
+                               complete=False)
+            for s in ended:
+                self.assertFalse(s["simulated"], s)  # real capture path
+                sess = logs[s["id"]]
+                self.assertIn("cupti", sess.header["engines"])
+                kernels = sess.streams["device"].of("kernel")
+                seen = {}
+                for k in kernels:
+                    launch = sess.launch(k["cfg"])
+                    name = sess.name(launch["name"])
+                    seen[name] = seen.get(name, 0) + 1
+                    self.assertEqual((k["grid"], launch["block"]),
+                                     self.SHAPES[name], name)
+                self.assertEqual(seen, {n: self.STEPS for n in self.SHAPES})
+                path = ("/api/v1/sessions/%s/kernels/aggregate?limit=100"
+                        % s["id"])
+                agg = wait_for(lambda: (lambda a: a if sum(
+                    x["count"] for x in a) == 3 * self.STEPS else None)(
+                        srv.get(path)["items"]), 30, "stored kernels")
+                self.assertEqual({a["name"]: a["count"] for a in agg}, seen)
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(60), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            out.close()
+        self.assertEqual(procs_mentioning(root), [], "processes left behind")
+
+    def test_gpu_on_without_a_device_fails_clearly(self):
+        root = fresh("demo-nogpu")
+        script = os.path.join(root, "script")
+        with open(script, "w") as f:
+            f.write("devices 0\n")
+        r = subprocess.run([GPUFL, "demo", "--gpu", "on", "--listen",
+                            "127.0.0.1:%d" % free_port(), "--dir", root,
+                            "--duration", "5", "--no-idle", "--no-memprof"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=60, env=self.env(script))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("--gpu on: the driver reports no CUDA device", r.stderr)
+        self.assertEqual(procs_mentioning(root), [])
+        r = subprocess.run([GPUFL, "demo", "--gpu", "maybe"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--gpu wants auto, on or off", r.stderr)
 
 
 class Restart(unittest.TestCase):
