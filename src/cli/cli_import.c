@@ -16,7 +16,11 @@ static void usage(FILE *f)
                ".tmp/<channel>.log, or the older flat\n<base>.<channel>.log "
                "files) into gpufl's event format in OUTDIR, one set of\n"
                "<app>.<yyyymmdd-hhmmss>.<sid8>.{device,scope,system}.log files "
-               "per session.\nThen 'gpufl report OUTDIR' works on them.\n\n"
+               "per session\n(one flat base may hold several sessions). Lines "
+               "with no gpufl equivalent\nare copied as read into "
+               "<same prefix>.unconverted.jsonl. v0 files\n"
+               "(<base>.{kernel,scope,system}.<idx>.log) are counted, not "
+               "converted.\nThen 'gpufl report OUTDIR' works on them.\n\n"
                "options:\n"
                "  -o OUTDIR      where the converted files go (created)\n"
                "  -h, --help     this text\n");

@@ -3,10 +3,12 @@
  * (reference/gpuflight-original.md 1.8-1.9) rewritten in gpufl's format
  * (docs/events.md), so its users keep their history.
  *
- * Input: the v1.2+ layout, one folder per session under DIR:
- *   <sid>/<channel>.<N>.log.gz (N = 1 oldest), <sid>/.tmp/<channel>.<N>.log
- *   (retired, not yet gzipped) and <sid>/.tmp/<channel>.log (active).
- * zlib's gzread reads gzip and plain files alike.  Two passes per session:
+ * Input (import_files.c finds the files): v1.2+ session folders under
+ * DIR, and the flat v1.0-1.1 files <base>.<channel>[.<i>].log[.gz] in DIR,
+ * whose base may hold several sessions (runs appended to one log_path):
+ * a pre-scan collects the session ids of a base, then each session is
+ * read with the lines of the others skipped.  v0 files are counted.
+ * Two passes per session:
  * the first collects job_start, the merged dictionaries and shutdown (the
  * original triplicates them into every channel), the second converts
  * events, each into the gpufl stream it belongs to.  Dictionary entries
@@ -15,8 +17,10 @@
  * Every id is kept in a table for the session: memory grows with distinct
  * names, not with events.
  *
- * This file finds the files and runs the passes; import_dict.c keeps the
- * dictionary and writes lines, import_conv.c converts each kind of line.
+ * This file runs the passes; import_dict.c keeps the dictionary and writes
+ * lines, import_conv.c and import_prof.c convert each kind of line.  Lines
+ * of types with no gpufl equivalent are copied as they were read into
+ * <prefix>.unconverted.jsonl.
  *
  * What the original lacks is written as the format says for unknown:
  * device ids of kernels and copies (never logged) become 0, thread ids 0,
@@ -37,109 +41,86 @@
 #include "report.h"
 #include "import_int.h"
 
-/* ---- files --------------------------------------------------------------- */
-
-typedef struct flist {
-    char **p;
-    size_t n;
-} flist;
-
-static int num_cmp(const void *a, const void *b)
-{
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    const char *dx = strrchr(x, '/'), *dy = strrchr(y, '/');
-    unsigned long long nx, ny;
-    /* "<ch>.<N>.log[.gz]": by N; the active "<ch>.log" (no N) last */
-    nx = strchr(dx + 1, '.') && sscanf(strchr(dx + 1, '.') + 1, "%llu", &nx)
-             ? nx
-             : ~0ull;
-    ny = strchr(dy + 1, '.') && sscanf(strchr(dy + 1, '.') + 1, "%llu", &ny)
-             ? ny
-             : ~0ull;
-    if (nx != ny)
-        return nx < ny ? -1 : 1;
-    return strcmp(x, y);
-}
-
-/* The files of one channel of a session folder, in order. */
-static int channel_files(const char *sdir, const char *ch, flist *out)
-{
-    const char *sub[2] = { "", "/.tmp" };
-    memset(out, 0, sizeof *out);
-    for (int s = 0; s < 2; s++) {
-        char dpath[RPT_PATH_MAX];
-        DIR *d;
-        struct dirent *de;
-        if ((size_t)snprintf(dpath, sizeof dpath, "%s%s", sdir, sub[s]) >=
-                sizeof dpath ||
-            !(d = opendir(dpath)))
-            continue;
-        while ((de = readdir(d))) {
-            size_t cl = strlen(ch);
-            const char *r = de->d_name + cl;
-            char **np, full[RPT_PATH_MAX];
-            unsigned long long n;
-            int ok;
-            if (strncmp(de->d_name, ch, cl) || *r != '.')
-                continue;
-            ok = (s == 0 && sscanf(r, ".%llu.log", &n) == 1 &&
-                  strstr(r, ".log.gz") && !strstr(r, ".part")) ||
-                 (s == 1 &&
-                  (!strcmp(r, ".log") || (sscanf(r, ".%llu.log", &n) == 1 &&
-                                          !strcmp(strstr(r, ".log"), ".log"))));
-            if (!ok)
-                continue;
-            if (s == 1 && strcmp(r, ".log")) {
-                /* a retired window also published as .gz: read it once */
-                char gz[RPT_PATH_MAX];
-                struct stat st;
-                if ((size_t)snprintf(gz, sizeof gz, "%s/%s.gz", sdir,
-                                     de->d_name) >= sizeof gz ||
-                    !stat(gz, &st))
-                    continue;
-            }
-            if ((size_t)snprintf(full, sizeof full, "%s/%s", dpath,
-                                 de->d_name) >= sizeof full)
-                continue;
-            np = realloc(out->p, (out->n + 1) * sizeof *np);
-            if (!np || !(np[out->n] = strdup(full))) {
-                closedir(d);
-                out->p = np ? np : out->p;
-                return -1;
-            }
-            out->p = np;
-            out->n++;
-        }
-        closedir(d);
-    }
-    if (out->n)
-        qsort(out->p, out->n, sizeof *out->p, num_cmp);
-    return 0;
-}
+#define IMP_TOKENS (1u << 20) /* a 16 MiB line of numbers has ~2^23 */
 
 typedef int (*line_fn)(imp *m, jsonl_doc *d, int pass);
 
-/* Every line of every channel file of the session, in channel order. */
-static int each_line(imp *m, flist *fl, line_fn fn, int pass, char *buf,
-                     jsonl_doc *d)
+/* The line's session_id is want (or no filter). */
+static int ours(jsonl_doc *d, const char *want)
 {
-    for (int c = 0; c < RPT_NST; c++)
+    return !want || jsonl_tok_streq(d, jsonl_doc_find(d, "session_id"), want,
+                                    strlen(want));
+}
+
+/* Every line of every channel file of the session, in channel order; the
+ * sass channel (disassembly only) in pass 2 only. */
+static void each_line(imp *m, flist *fl, line_fn fn, int pass, char *buf,
+                      jsonl_doc *d)
+{
+    for (int c = 0; c < (pass == 2 ? IMP_NCH : RPT_NST); c++)
         for (size_t i = 0; i < fl[c].n; i++) {
             gzFile g = gzopen(fl[c].p[i], "rb");
             if (!g)
                 continue;
+            m->ch = c;
             while (gzgets(g, buf, IMP_LINE_MAX)) {
                 size_t n = strlen(buf);
-                if (!n || buf[n - 1] != '\n')
-                    continue; /* a cut last line, or one over the cap */
-                if (jsonl_doc_parse_obj(d, buf, n - 1))
+                if (!n || buf[n - 1] != '\n' ||
+                    jsonl_doc_parse_obj(d, buf, n - 1)) {
+                    /* a cut last line, one over the caps, not JSON */
+                    if (pass == 2 && !m->want_sid)
+                        m->unreadable++;
                     continue;
+                }
+                if (!ours(d, m->want_sid))
+                    continue;
+                m->raw = buf;
+                m->rawlen = n - 1;
                 fn(m, d, pass);
             }
             gzclose(g);
             if (pass == 2)
                 imp_flush_pending(m);
         }
+}
+
+void imp_unconverted(imp *m, const char *type)
+{
+    int k;
+    if (!m->unconv && !m->unconv_err) {
+        char path[RPT_PATH_MAX + 32];
+        int fd;
+        snprintf(path, sizeof path, "%s.unconverted.jsonl", m->prefix);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 || !(m->unconv = fdopen(fd, "w"))) {
+            m->unconv_err = errno ? errno : EIO;
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    if (m->unconv) {
+        fwrite(m->raw, 1, m->rawlen, m->unconv);
+        fputc('\n', m->unconv);
+    }
+    m->unconverted++;
+    for (k = 0; k < m->nut && strcmp(m->ut[k].type, type); k++)
+        ;
+    if (k == m->nut && m->nut < (int)(sizeof m->ut / sizeof m->ut[0])) {
+        snprintf(m->ut[k].type, sizeof m->ut[k].type, "%s", type);
+        m->nut++;
+    }
+    if (k < m->nut)
+        m->ut[k].n++;
+}
+
+/* Written into device, scope and system alike (reference 1.8 "All"). */
+static int triplicated(const char *t)
+{
+    static const char *const all[] = { "segment_start", "segment_end",
+                                       "run_end", "capture_capabilities" };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(t, all[i]))
+            return 1;
     return 0;
 }
 
@@ -147,11 +128,12 @@ static int line_pass(imp *m, jsonl_doc *d, int pass)
 {
     uint32_t t = jsonl_doc_find(d, "type");
     uint64_t base = rpt_u64(d, "base_time_ns", 0);
-    char type[64];
+    char type[48];
     size_t n;
     if (jsonl_tok_str(d, t, type, sizeof type, &n))
-        return 0;
+        snprintf(type, sizeof type, "(no type)");
     if (pass == 1) {
+        m->primary |= 1 << m->ch; /* channels with lines of the session */
         if (!strcmp(type, "job_start"))
             imp_read_job_start(m, d);
         else if (!strcmp(type, "dictionary_update"))
@@ -182,16 +164,16 @@ static int line_pass(imp *m, jsonl_doc *d, int pass)
         imp_on_memset(m, d);
     else if (!strcmp(type, "nvtx_marker_event"))
         imp_on_marker(m, d);
-    else if (strcmp(type, "job_start") && strcmp(type, "dictionary_update") &&
-             strcmp(type, "shutdown")) {
-        m->skipped++;
-        if (!strstr(m->skipped_types, type) &&
-            strlen(m->skipped_types) + strlen(type) + 3 <
-                sizeof m->skipped_types)
-            snprintf(m->skipped_types + strlen(m->skipped_types),
-                     sizeof m->skipped_types - strlen(m->skipped_types), "%s%s",
-                     m->skipped_types[0] ? ", " : "", type);
-    }
+    else if (!strcmp(type, "profile_sample_batch")) {
+        /* the isa_source_map batch goes to all three channels: the
+         * scope channel's copy (where the samples are) is read */
+        if (m->ch == m->prof_ch)
+            imp_on_profile_batch(m, d, base);
+    } else if (!strcmp(type, "job_start") ||
+               !strcmp(type, "dictionary_update") || !strcmp(type, "shutdown"))
+        ; /* read in pass 1 */
+    else if (!triplicated(type) || m->ch == m->primary)
+        imp_unconverted(m, type);
     return 0;
 }
 
@@ -208,7 +190,11 @@ static void imp_release(imp *m)
         if (m->out[s])
             fclose(m->out[s]);
     }
+    if (m->unconv)
+        fclose(m->unconv);
     free(m->odict);
+    free(m->fold);
+    free(m->fidx);
 }
 
 static int open_outputs(imp *m, const char *outdir, char *err, size_t errlen)
@@ -223,13 +209,13 @@ static int open_outputs(imp *m, const char *outdir, char *err, size_t errlen)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
               (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
             *p = '_';
+    if ((size_t)snprintf(m->prefix, sizeof m->prefix, "%s/%s.%s.%.8s", outdir,
+                         app, stamp, m->sid) >= sizeof m->prefix - 32)
+        return GPUFL_ETOOBIG;
     for (int s = 0; s < RPT_NST; s++) {
-        char path[RPT_PATH_MAX], hb[300], ab[300];
+        char path[RPT_PATH_MAX + 16], hb[300], ab[300];
         int fd;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s.%s.%.8s.%s.log", outdir,
-                             app, stamp, m->sid,
-                             imp_channels[s]) >= sizeof path)
-            return GPUFL_ETOOBIG;
+        snprintf(path, sizeof path, "%s.%s.log", m->prefix, imp_channels[s]);
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 || !(m->out[s] = fdopen(fd, "w"))) {
             snprintf(err, errlen, "cannot create %s: %s", path,
@@ -256,29 +242,85 @@ static int open_outputs(imp *m, const char *outdir, char *err, size_t errlen)
     return GPUFL_OK;
 }
 
-static int import_session(const char *sdir, const char *outdir, FILE *log,
-                          char *buf, jsonl_doc *d, char *err, size_t errlen)
+static void summary(imp *m, FILE *log)
+{
+    fprintf(log,
+            "session %s (%s): %llu kernels, %llu copies, %llu scopes, %llu "
+            "GPU samples, %llu host samples, %llu sass lines, %llu pcsamp "
+            "lines%s\n",
+            m->sid, m->app, (unsigned long long)m->counts[RT_KERNEL],
+            (unsigned long long)m->counts[RT_MEMCPY],
+            (unsigned long long)m->counts[RT_SCOPE_END],
+            (unsigned long long)m->counts[RT_GPU],
+            (unsigned long long)m->counts[RT_HOST],
+            (unsigned long long)m->counts[RT_SASS],
+            (unsigned long long)m->counts[RT_PCSAMP],
+            m->end ? "" : ", no shutdown line (no session_end written)");
+    if (m->prof_rows[0] || m->prof_rows[1] || m->prof_rows[2] ||
+        m->prof_bad_rows) {
+        fprintf(log,
+                "  profile_sample_batch rows: %llu PC sampling, %llu SASS "
+                "metric, %llu isa_source_map (not events, counted)",
+                (unsigned long long)m->prof_rows[0],
+                (unsigned long long)m->prof_rows[1],
+                (unsigned long long)m->prof_rows[2]);
+        if (m->prof_bad_rows)
+            fprintf(log, ", %llu of unknown sample_kind",
+                    (unsigned long long)m->prof_bad_rows);
+        if (m->unknown_metric_rows)
+            fprintf(log, "; %llu SASS rows with unknown metric names (%s)",
+                    (unsigned long long)m->unknown_metric_rows,
+                    m->unknown_metrics);
+        if (m->half_pairs)
+            fprintf(log,
+                    "; %llu SASS metric pairs with one half absent (written "
+                    "as 0, 0)",
+                    (unsigned long long)m->half_pairs);
+        if (m->dropped_reasons)
+            fprintf(log,
+                    "; %llu stall reasons past the 8th of a line left out "
+                    "(%llu samples)",
+                    (unsigned long long)m->dropped_reasons,
+                    (unsigned long long)m->dropped_samples);
+        fputc('\n', log);
+    }
+    if (m->unconverted) {
+        fprintf(log,
+                "  %llu lines not converted, copied as read into "
+                "%s.unconverted.jsonl:",
+                (unsigned long long)m->unconverted, m->prefix);
+        for (int k = 0; k < m->nut; k++)
+            fprintf(log, " %s %llu%s", m->ut[k].type,
+                    (unsigned long long)m->ut[k].n, k + 1 < m->nut ? "," : "");
+        fputc('\n', log);
+    }
+    if (m->unreadable)
+        fprintf(log, "  %llu lines unreadable (cut by a crash, or not JSON)\n",
+                (unsigned long long)m->unreadable);
+}
+
+/* One session: its files (fl), and for the flat layout its id. */
+static int run_session(flist *fl, const char *label, const char *want,
+                       const char *outdir, FILE *log, char *buf, jsonl_doc *d,
+                       char *err, size_t errlen)
 {
     imp *m = calloc(1, sizeof *m);
-    flist fl[RPT_NST];
-    int rc = GPUFL_OK;
-    memset(fl, 0, sizeof fl);
+    int rc = GPUFL_OK, seen;
     if (!m)
         return GPUFL_ENOMEM;
-    for (int c = 0; c < RPT_NST; c++)
-        if (channel_files(sdir, imp_channels[c], &fl[c])) {
-            rc = GPUFL_ENOMEM;
-            goto out;
-        }
-    if (!fl[0].n && !fl[1].n && !fl[2].n)
-        goto out; /* not a session folder */
+    m->want_sid = want;
     each_line(m, fl, line_pass, 1, buf, d);
     if (!m->have_start || strlen(m->sid) != 36) {
         if (log)
             fprintf(log, "%s: no job_start line with a session id; skipped\n",
-                    sdir);
+                    label);
         goto out;
     }
+    /* the triplicated lines are taken from the first channel holding the
+     * session; profile batches from the scope channel when it has lines */
+    seen = m->primary;
+    m->primary = seen & 1 ? 0 : seen & 2 ? 1 : 2;
+    m->prof_ch = seen & 2 ? 1 : m->primary;
     rc = open_outputs(m, outdir, err, errlen);
     if (rc)
         goto out;
@@ -301,27 +343,105 @@ static int import_session(const char *sdir, const char *outdir, FILE *log,
             snprintf(err, errlen, "writing into %s failed", outdir);
             rc = GPUFL_EIO;
         }
-    if (log)
-        fprintf(log,
-                "session %s (%s): %llu kernels, %llu copies, %llu scopes, "
-                "%llu GPU samples, %llu host samples%s%s; %llu lines of other "
-                "types not converted%s%s%s\n",
-                m->sid, m->app, (unsigned long long)m->counts[RT_KERNEL],
-                (unsigned long long)m->counts[RT_MEMCPY],
-                (unsigned long long)m->counts[RT_SCOPE_END],
-                (unsigned long long)m->counts[RT_GPU],
-                (unsigned long long)m->counts[RT_HOST],
-                m->end ? "" : ", no shutdown line (no session_end written)", "",
-                (unsigned long long)m->skipped, m->skipped ? " (" : "",
-                m->skipped_types, m->skipped ? ")" : "");
-out:
-    for (int c = 0; c < RPT_NST; c++) {
-        for (size_t i = 0; i < fl[c].n; i++)
-            free(fl[c].p[i]);
-        free(fl[c].p);
+    if (m->unconv_err) {
+        snprintf(err, errlen, "cannot create %s.unconverted.jsonl: %s",
+                 m->prefix, strerror(m->unconv_err));
+        rc = GPUFL_EIO;
+    } else if (m->unconv && (fflush(m->unconv) || ferror(m->unconv))) {
+        snprintf(err, errlen, "writing into %s failed", outdir);
+        rc = GPUFL_EIO;
     }
+    if (log)
+        summary(m, log);
+out:
     imp_release(m);
     free(m);
+    return rc;
+}
+
+/* A v1.2+ session folder (nothing when sdir holds no channel files). */
+static int import_folder(const char *sdir, const char *outdir, FILE *log,
+                         char *buf, jsonl_doc *d, char *err, size_t errlen,
+                         int *found)
+{
+    flist fl[IMP_NCH];
+    int rc = GPUFL_OK;
+    if (imp_session_files(sdir, fl))
+        rc = GPUFL_ENOMEM;
+    else if (fl[0].n || fl[1].n || fl[2].n) {
+        (*found)++;
+        rc = run_session(fl, sdir, NULL, outdir, log, buf, d, err, errlen);
+    }
+    imp_flist_free(fl);
+    return rc;
+}
+
+/* The flat v1.0-1.1 files of one base: the session ids in order of first
+ * appearance (memory: one id per session), then one session at a time. */
+static int import_flat(const char *dir, const char *base, const char *outdir,
+                       FILE *log, char *buf, jsonl_doc *d, char *err,
+                       size_t errlen)
+{
+    flist fl[IMP_NCH];
+    char(*sid)[40] = NULL;
+    size_t ns = 0, nfiles = 0;
+    uint64_t bad = 0, nosid = 0;
+    int rc = GPUFL_OK;
+    if (imp_flat_files(dir, base, fl)) {
+        rc = GPUFL_ENOMEM;
+        goto out;
+    }
+    for (int c = 0; c < RPT_NST; c++)
+        for (size_t i = 0; i < fl[c].n; i++) {
+            gzFile g = gzopen(fl[c].p[i], "rb");
+            nfiles++;
+            if (!g)
+                continue;
+            while (gzgets(g, buf, IMP_LINE_MAX)) {
+                size_t n = strlen(buf), k;
+                char s[40];
+                if (!n || buf[n - 1] != '\n' ||
+                    jsonl_doc_parse_obj(d, buf, n - 1)) {
+                    bad++;
+                    continue;
+                }
+                if (jsonl_tok_str(d, jsonl_doc_find(d, "session_id"), s,
+                                  sizeof s, &k) ||
+                    !k) {
+                    nosid++;
+                    continue;
+                }
+                for (k = 0; k < ns && strcmp(sid[k], s); k++)
+                    ;
+                if (k == ns) {
+                    char(*np)[40] = realloc(sid, (ns + 1) * sizeof *sid);
+                    if (!np) {
+                        gzclose(g);
+                        rc = GPUFL_ENOMEM;
+                        goto out;
+                    }
+                    sid = np;
+                    memcpy(sid[ns++], s, sizeof s);
+                }
+            }
+            gzclose(g);
+        }
+    if (log)
+        fprintf(log, "%s/%s.*: flat v1.0-1.1 layout, %zu files, %zu sessions%s",
+                dir, base, nfiles, ns, bad || nosid ? ";" : "\n");
+    if (log && (bad || nosid))
+        fprintf(log,
+                " %llu lines unreadable (cut by a crash, or not JSON), %llu "
+                "lines without a session_id (not imported)\n",
+                (unsigned long long)bad, (unsigned long long)nosid);
+    for (size_t k = 0; k < ns && !rc; k++) {
+        char label[RPT_PATH_MAX + 64];
+        snprintf(label, sizeof label, "%s/%s.* session %s", dir, base, sid[k]);
+        rc = run_session(fl, label, sid[k], outdir, log, buf, d, err, errlen);
+    }
+out:
+    imp_flist_free(fl);
+    free(sid);
     return rc;
 }
 
@@ -331,7 +451,9 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
     DIR *dd = opendir(dir);
     struct dirent *de;
     char *buf = malloc(IMP_LINE_MAX);
-    jsonl_tok *tok = malloc(65536 * sizeof *tok);
+    jsonl_tok *tok = malloc(IMP_TOKENS * sizeof *tok);
+    flatbase *fb = NULL;
+    size_t nfb = 0;
     jsonl_doc d;
     int rc = GPUFL_OK, found = 0;
     if (!dd || !buf || !tok) {
@@ -345,9 +467,9 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
         rc = GPUFL_EIO;
         goto out;
     }
-    jsonl_doc_init(&d, tok, 65536);
+    jsonl_doc_init(&d, tok, IMP_TOKENS);
     /* DIR itself may be one session folder, or hold several */
-    rc = import_session(dir, outdir, log, buf, &d, err, errlen);
+    rc = import_folder(dir, outdir, log, buf, &d, err, errlen, &found);
     while (!rc && (de = readdir(dd))) {
         char sub[RPT_PATH_MAX];
         struct stat st;
@@ -357,11 +479,31 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
                 sizeof sub ||
             stat(sub, &st) || !S_ISDIR(st.st_mode))
             continue;
-        rc = import_session(sub, outdir, log, buf, &d, err, errlen);
-        found++;
+        rc = import_folder(sub, outdir, log, buf, &d, err, errlen, &found);
     }
-    (void)found;
+    /* and the flat files of the older layouts in DIR */
+    if (!rc && imp_flat_bases(dir, &fb, &nfb))
+        rc = GPUFL_ENOMEM;
+    for (size_t i = 0; i < nfb && !rc; i++) {
+        found++;
+        if (!fb[i].v0)
+            rc =
+                import_flat(dir, fb[i].base, outdir, log, buf, &d, err, errlen);
+        else if (log)
+            fprintf(log,
+                    "%s/%s.*: %zu files of the v0 layout "
+                    "(<base>.{kernel,scope,system}.<idx>.log) recognised and "
+                    "skipped: not converted (the reference describes too "
+                    "little of v0's lines)\n",
+                    dir, fb[i].base, fb[i].nfiles);
+    }
+    if (!rc && !found && log)
+        fprintf(log, "%s: no logs of the original GPU Flight client found\n",
+                dir);
 out:
+    for (size_t i = 0; i < nfb; i++)
+        free(fb[i].base);
+    free(fb);
     if (dd)
         closedir(dd);
     free(buf);

@@ -60,18 +60,9 @@ static uint64_t cell_u64(jsonl_doc *d, const uint32_t *cell, int n, int pos)
     return v < 0 ? 0 : (uint64_t)v;
 }
 
-/* A columnar batch (a "columns" list and "rows" arrays, the original's v1
- * format) read row by row; cells are found by the wanted column names. */
-#define IMP_WANT 16
-typedef struct imp_rows {
-    jsonl_doc *d;
-    uint32_t rows, r, i, cell[IMP_COLS];
-    int n, pos[IMP_WANT];
-} imp_rows;
-
 /* 0 when the batch has no rows array (nothing to read). */
-static int rows_open(imp_rows *it, jsonl_doc *d, const char *const *want,
-                     int nwant)
+int imp_rows_open(imp_rows *it, jsonl_doc *d, const char *const *want,
+                  int nwant)
 {
     it->d = d;
     it->i = 0;
@@ -83,7 +74,7 @@ static int rows_open(imp_rows *it, jsonl_doc *d, const char *const *want,
     return 1;
 }
 
-static int rows_next(imp_rows *it)
+int imp_rows_next(imp_rows *it)
 {
     if (it->i >= it->d->tok[it->rows].n)
         return 0;
@@ -94,12 +85,12 @@ static int rows_next(imp_rows *it)
 }
 
 /* The cell of wanted column k in the current row (0 when absent). */
-static uint64_t col_u64(const imp_rows *it, int k)
+uint64_t imp_col_u64(const imp_rows *it, int k)
 {
     return cell_u64(it->d, it->cell, it->n, it->pos[k]);
 }
 
-static int64_t col_i64(const imp_rows *it, int k)
+int64_t imp_col_i64(const imp_rows *it, int k)
 {
     return cell_i64(it->d, it->cell, it->n, it->pos[k]);
 }
@@ -284,20 +275,20 @@ void imp_on_kernel_batch(imp *m, jsonl_doc *d, uint64_t base)
                                         "num_regs",  "has_details" };
     imp_rows it;
     imp_flush_pending(m);
-    if (!rows_open(&it, d, want, 8))
+    if (!imp_rows_open(&it, d, want, 8))
         return;
-    while (rows_next(&it)) {
+    while (imp_rows_next(&it)) {
         size_t p;
         if (m->npend == IMP_PENDING)
             imp_flush_pending(m);
         p = m->npend++;
-        m->pend[p].ts = base + (uint64_t)col_i64(&it, 0);
-        m->pend[p].name = imp_odict_get(m, 'k', col_u64(&it, 1));
-        m->pend[p].stream = col_u64(&it, 2);
-        m->pend[p].dur = col_u64(&it, 3);
-        m->pend[p].corr = col_u64(&it, 4);
-        m->pend[p].dsmem = (uint32_t)col_u64(&it, 5);
-        m->pend[p].regs = (uint32_t)col_u64(&it, 6);
+        m->pend[p].ts = base + (uint64_t)imp_col_i64(&it, 0);
+        m->pend[p].name = imp_odict_get(m, 'k', imp_col_u64(&it, 1));
+        m->pend[p].stream = imp_col_u64(&it, 2);
+        m->pend[p].dur = imp_col_u64(&it, 3);
+        m->pend[p].corr = imp_col_u64(&it, 4);
+        m->pend[p].dsmem = (uint32_t)imp_col_u64(&it, 5);
+        m->pend[p].regs = (uint32_t)imp_col_u64(&it, 6);
     }
 }
 
@@ -349,12 +340,12 @@ void imp_on_memcpy_batch(imp *m, jsonl_doc *d, uint64_t base)
     static const char *const want[] = { "dt_ns", "stream_id", "duration_ns",
                                         "bytes", "copy_kind", "corr_id" };
     imp_rows it;
-    if (!rows_open(&it, d, want, 6))
+    if (!imp_rows_open(&it, d, want, 6))
         return;
-    while (rows_next(&it)) {
-        uint64_t kind = col_u64(&it, 4);
-        uint64_t bytes = col_u64(&it, 3);
-        uint64_t dur = col_u64(&it, 2);
+    while (imp_rows_next(&it)) {
+        uint64_t kind = imp_col_u64(&it, 4);
+        uint64_t bytes = imp_col_u64(&it, 3);
+        uint64_t dur = imp_col_u64(&it, 2);
         /* CUpti_ActivityMemcpyKind */
         const char *k = kind == 1 || kind == 3   ? "htod"
                         : kind == 2 || kind == 4 ? "dtoh"
@@ -365,10 +356,10 @@ void imp_on_memcpy_batch(imp *m, jsonl_doc *d, uint64_t base)
         imp_body_begin(m, "memcpy");
         if (kind == 10)
             jw_kv_u64(&m->w, "dst_dev", 0);
-        if (col_u64(&it, 1))
-            jw_kv_u64(&m->w, "stream", col_u64(&it, 1));
-        if (col_u64(&it, 5))
-            jw_kv_u64(&m->w, "corr", col_u64(&it, 5));
+        if (imp_col_u64(&it, 1))
+            jw_kv_u64(&m->w, "stream", imp_col_u64(&it, 1));
+        if (imp_col_u64(&it, 5))
+            jw_kv_u64(&m->w, "corr", imp_col_u64(&it, 5));
         jw_kv_str(&m->w, "kind", k);
         jw_kv_u64(&m->w, "bytes", bytes);
         jw_kv_u64(&m->w, "dur", dur);
@@ -376,7 +367,7 @@ void imp_on_memcpy_batch(imp *m, jsonl_doc *d, uint64_t base)
             jw_key(&m->w, "gbps");
             jw_f64(&m->w, (double)bytes / dur, 2);
         }
-        imp_body_end(m, RPT_DEVICE, base + (uint64_t)col_i64(&it, 0),
+        imp_body_end(m, RPT_DEVICE, base + (uint64_t)imp_col_i64(&it, 0),
                      RT_MEMCPY);
     }
 }
@@ -388,19 +379,20 @@ void imp_on_sync_batch(imp *m, jsonl_doc *d, uint64_t base)
     static const char *const kinds[] = { "unknown", "event", "stream_wait",
                                          "stream", "context" };
     imp_rows it;
-    if (!rows_open(&it, d, want, 5))
+    if (!imp_rows_open(&it, d, want, 5))
         return;
-    while (rows_next(&it)) {
-        uint64_t k = col_u64(&it, 2);
+    while (imp_rows_next(&it)) {
+        uint64_t k = imp_col_u64(&it, 2);
         imp_body_begin(m, "sync");
-        if (col_u64(&it, 3))
-            jw_kv_u64(&m->w, "stream", col_u64(&it, 3));
-        if (col_u64(&it, 4))
-            jw_kv_u64(&m->w, "corr", col_u64(&it, 4));
+        if (imp_col_u64(&it, 3))
+            jw_kv_u64(&m->w, "stream", imp_col_u64(&it, 3));
+        if (imp_col_u64(&it, 4))
+            jw_kv_u64(&m->w, "corr", imp_col_u64(&it, 4));
         jw_kv_str(&m->w, "kind", kinds[k <= 4 ? k : 0]);
-        jw_kv_u64(&m->w, "dur", col_u64(&it, 1));
+        jw_kv_u64(&m->w, "dur", imp_col_u64(&it, 1));
         jw_kv_u64(&m->w, "tid", 0);
-        imp_body_end(m, RPT_DEVICE, base + (uint64_t)col_i64(&it, 0), RT_SYNC);
+        imp_body_end(m, RPT_DEVICE, base + (uint64_t)imp_col_i64(&it, 0),
+                     RT_SYNC);
     }
 }
 
@@ -414,27 +406,27 @@ void imp_on_alloc_batch(imp *m, jsonl_doc *d, uint64_t base)
                                          "device",  "array",    "managed",
                                          "device",  "managed" };
     imp_rows it;
-    if (!rows_open(&it, d, want, 8))
+    if (!imp_rows_open(&it, d, want, 8))
         return;
-    while (rows_next(&it)) {
-        uint64_t op = col_u64(&it, 1), k, v;
+    while (imp_rows_next(&it)) {
+        uint64_t op = imp_col_u64(&it, 1), k, v;
         char addr[32];
         if (op != 1 && op != 2)
             continue;
-        k = col_u64(&it, 2);
+        k = imp_col_u64(&it, 2);
         imp_body_begin(m, op == 1 ? "alloc" : "free");
-        if ((v = col_u64(&it, 5)))
+        if ((v = imp_col_u64(&it, 5)))
             jw_kv_u64(&m->w, "dev", v);
-        if ((v = col_u64(&it, 6)))
+        if ((v = imp_col_u64(&it, 6)))
             jw_kv_u64(&m->w, "stream", v);
-        if ((v = col_u64(&it, 7)))
+        if ((v = imp_col_u64(&it, 7)))
             jw_kv_u64(&m->w, "corr", v);
         jw_kv_str(&m->w, "kind", kinds[k < 8 ? k : 0]);
         snprintf(addr, sizeof addr, "0x%llx",
-                 (unsigned long long)col_u64(&it, 3));
+                 (unsigned long long)imp_col_u64(&it, 3));
         jw_kv_str(&m->w, "addr", addr);
-        jw_kv_u64(&m->w, "bytes", col_u64(&it, 4));
-        imp_body_end(m, RPT_DEVICE, base + (uint64_t)col_i64(&it, 0),
+        jw_kv_u64(&m->w, "bytes", imp_col_u64(&it, 4));
+        imp_body_end(m, RPT_DEVICE, base + (uint64_t)imp_col_i64(&it, 0),
                      op == 1 ? RT_ALLOC : RT_FREE);
     }
 }
@@ -462,19 +454,19 @@ void imp_on_scope_batch(imp *m, jsonl_doc *d, uint64_t base)
     static const char *const want[] = { "dt_ns", "scope_instance_id", "name_id",
                                         "event_type", "original_start_ns" };
     imp_rows it;
-    if (!rows_open(&it, d, want, 5))
+    if (!imp_rows_open(&it, d, want, 5))
         return;
-    while (rows_next(&it)) {
-        uint64_t ts = base + (uint64_t)col_i64(&it, 0);
-        uint64_t inst = col_u64(&it, 1) + 1; /* ids from 1 */
-        uint64_t ev = col_u64(&it, 3);
+    while (imp_rows_next(&it)) {
+        uint64_t ts = base + (uint64_t)imp_col_i64(&it, 0);
+        uint64_t inst = imp_col_u64(&it, 1) + 1; /* ids from 1 */
+        uint64_t ev = imp_col_u64(&it, 3);
         if (ev == 0 || ev == 2) { /* begin, continuation-open */
-            uint32_t name = imp_odict_get(m, 's', col_u64(&it, 2));
+            uint32_t name = imp_odict_get(m, 's', imp_col_u64(&it, 2));
             int k = m->depth;
             if (k == IMP_STACK || !name)
                 continue;
-            if (it.pos[4] >= 0 && col_u64(&it, 4))
-                ts = col_u64(&it, 4);
+            if (it.pos[4] >= 0 && imp_col_u64(&it, 4))
+                ts = imp_col_u64(&it, 4);
             m->stack[k].inst = inst;
             m->stack[k].ts = ts;
             m->stack[k].name = name;
@@ -506,29 +498,30 @@ void imp_on_device_metrics(imp *m, jsonl_doc *d, uint64_t base)
         "ecc_corrected", "ecc_uncorrected"
     };
     imp_rows it;
-    if (!rows_open(&it, d, want, 14))
+    if (!imp_rows_open(&it, d, want, 14))
         return;
-    while (rows_next(&it)) {
+    while (imp_rows_next(&it)) {
         imp_body_begin(m, "gpu");
-        jw_kv_u64(&m->w, "dev", col_u64(&it, 1));
-        jw_kv_u64(&m->w, "util", col_u64(&it, 2));
-        jw_kv_u64(&m->w, "mem_util", col_u64(&it, 3));
-        jw_kv_u64(&m->w, "mem_used", col_u64(&it, 6) << 20);
-        jw_kv_u64(&m->w, "mem_total", col_u64(&it, 7) << 20);
-        jw_kv_i64(&m->w, "temp", col_i64(&it, 4));
-        jw_kv_u64(&m->w, "power", col_u64(&it, 5));
+        jw_kv_u64(&m->w, "dev", imp_col_u64(&it, 1));
+        jw_kv_u64(&m->w, "util", imp_col_u64(&it, 2));
+        jw_kv_u64(&m->w, "mem_util", imp_col_u64(&it, 3));
+        jw_kv_u64(&m->w, "mem_used", imp_col_u64(&it, 6) << 20);
+        jw_kv_u64(&m->w, "mem_total", imp_col_u64(&it, 7) << 20);
+        jw_kv_i64(&m->w, "temp", imp_col_i64(&it, 4));
+        jw_kv_u64(&m->w, "power", imp_col_u64(&it, 5));
         if (it.pos[9] >= 0)
-            jw_kv_u64(&m->w, "fan", col_u64(&it, 9));
-        jw_kv_u64(&m->w, "clk_sm", col_u64(&it, 8));
-        jw_kv_u64(&m->w, "clk_mem", col_u64(&it, 11));
+            jw_kv_u64(&m->w, "fan", imp_col_u64(&it, 9));
+        jw_kv_u64(&m->w, "clk_sm", imp_col_u64(&it, 8));
+        jw_kv_u64(&m->w, "clk_mem", imp_col_u64(&it, 11));
         jw_kv_u64(&m->w, "clk_gfx", 0);
         if (it.pos[12] >= 0 && it.pos[13] >= 0) {
-            jw_kv_u64(&m->w, "ecc_corr", col_u64(&it, 12));
-            jw_kv_u64(&m->w, "ecc_uncorr", col_u64(&it, 13));
+            jw_kv_u64(&m->w, "ecc_corr", imp_col_u64(&it, 12));
+            jw_kv_u64(&m->w, "ecc_uncorr", imp_col_u64(&it, 13));
         }
         if (it.pos[10] >= 0)
-            jw_kv_u64(&m->w, "energy", col_u64(&it, 10) / 1000);
-        imp_body_end(m, RPT_SYSTEM, base + (uint64_t)col_i64(&it, 0), RT_GPU);
+            jw_kv_u64(&m->w, "energy", imp_col_u64(&it, 10) / 1000);
+        imp_body_end(m, RPT_SYSTEM, base + (uint64_t)imp_col_i64(&it, 0),
+                     RT_GPU);
     }
 }
 
@@ -537,20 +530,21 @@ void imp_on_host_metrics(imp *m, jsonl_doc *d, uint64_t base)
     static const char *const want[] = { "dt_ns", "cpu_pct_x100", "ram_used_mib",
                                         "ram_total_mib" };
     imp_rows it;
-    if (!rows_open(&it, d, want, 4))
+    if (!imp_rows_open(&it, d, want, 4))
         return;
-    while (rows_next(&it)) {
+    while (imp_rows_next(&it)) {
         imp_body_begin(m, "host");
         jw_key(&m->w, "cpu");
-        jw_f64(&m->w, col_u64(&it, 1) / 100.0, 1);
+        jw_f64(&m->w, imp_col_u64(&it, 1) / 100.0, 1);
         jw_kv_u64(&m->w, "ncpu", 0);
-        jw_kv_u64(&m->w, "ram_used", col_u64(&it, 2) << 20);
-        jw_kv_u64(&m->w, "ram_total", col_u64(&it, 3) << 20);
+        jw_kv_u64(&m->w, "ram_used", imp_col_u64(&it, 2) << 20);
+        jw_kv_u64(&m->w, "ram_total", imp_col_u64(&it, 3) << 20);
         jw_kv_u64(&m->w, "swap_used", 0);
         jw_key(&m->w, "load1");
         jw_i64(&m->w, -1);
         jw_kv_u64(&m->w, "proc_rss", 0);
-        imp_body_end(m, RPT_SYSTEM, base + (uint64_t)col_i64(&it, 0), RT_HOST);
+        imp_body_end(m, RPT_SYSTEM, base + (uint64_t)imp_col_i64(&it, 0),
+                     RT_HOST);
     }
 }
 

@@ -314,13 +314,142 @@ def test_hand_written():
     check("SIMULATED" not in text and "777 ns" in text, "second session text")
 
 
+CONVERTED = {"job_start", "dictionary_update", "shutdown", "kernel_event_batch",
+             "kernel_detail", "memcpy_event_batch", "synchronization_event_batch",
+             "memory_alloc_event_batch", "scope_event_batch", "device_metric_batch",
+             "host_metric_batch", "memset_event", "nvtx_marker_event",
+             "profile_sample_batch"}
+TRIPLICATED = {"segment_start", "segment_end", "run_end", "capture_capabilities"}
+SASS_SLOT = {"smsp__sass_inst_executed": "inst",
+             "smsp__sass_thread_inst_executed": "thread_inst",
+             "smsp__sass_sectors_mem_global": "sectors",
+             "smsp__sass_sectors_mem_global_ideal": "sectors_ideal",
+             "smsp__sass_sectors_mem_global_op_ld_ideal": "sectors_ideal",
+             "smsp__sass_sectors_mem_global_op_st_ideal": "sectors_ideal"}
+STALLED = "smsp__pcsamp_warps_issue_stalled_"
+
+
+def input_lines(paths):
+    """(channel, raw line, parsed) of complete, parseable lines, in order."""
+    import gzip
+    out = []
+    for ch, p in paths:
+        op = gzip.open if p.endswith(".gz") else open
+        with op(p, "rb") as f:
+            for raw in f.read().decode().split("\n")[:-1]:
+                try:
+                    out.append((ch, raw, json.loads(raw)))
+                except ValueError:
+                    pass
+    return out
+
+
+def v12_paths():
+    root = os.path.join(FIXTURE, "3f2b8c1e-9d4a-4e6b-8f00-1a2b3c4d5e6f")
+    return [(ch, os.path.join(root, n)) for ch in ("device", "scope", "system", "sass")
+            for n in ("%s.1.log.gz" % ch, ".tmp/%s.log" % ch)
+            if os.path.exists(os.path.join(root, n))]
+
+
+def flat_paths():
+    # v1.0-1.1: .2 is older than .1, the active file is the newest
+    return [(ch, os.path.join(FIXTURE, "bench.%s.%s" % (ch, n)))
+            for ch in ("device", "scope", "system")
+            for n in ("2.log.gz", "1.log.gz", "log")]
+
+
+def expect_session(lines, sid):
+    """What gpufl import must make of one session, computed here from the
+    original lines: sass and pcsamp lines (folded per batch), the lines
+    to copy into unconverted.jsonl."""
+    mine = [(ch, raw, o) for ch, raw, o in lines if o.get("session_id") == sid]
+    dicts = defaultdict(dict)
+    for _, _, o in mine:
+        if o["type"] == "dictionary_update":
+            for k in ("function_dict", "metric_dict", "scope_name_dict",
+                      "source_file_dict"):
+                dicts[k].update(o.get(k, {}))
+    chans = [ch for ch in ("device", "scope", "system")
+             if any(c == ch for c, _, _ in mine)]
+    sass, pcs, unconv = [], [], []
+    for ch, raw, o in mine:
+        t = o["type"]
+        if t in TRIPLICATED:
+            if ch == chans[0]:
+                unconv.append(raw)
+            continue
+        if t != "profile_sample_batch":
+            if t not in CONVERTED:
+                unconv.append(raw)
+            continue
+        if ch != "scope":
+            continue
+        col = {c: i for i, c in enumerate(o["columns"])}
+        folds, kept = {}, False
+        for r in o["rows"]:
+            v = lambda c: r[col[c]]
+            kind, name = v("sample_kind"), dicts["metric_dict"].get(str(v("metric_id")))
+            if kind == 2 or (kind == 1 and name not in SASS_SLOT):
+                kept = True
+                continue
+            key = (kind, v("device_id"), v("function_id"), v("pc_offset"),
+                   v("scope_name_id"))
+            f = folds.setdefault(key, {"ts": o["base_time_ns"] + v("dt_ns"),
+                                       "vals": {}})
+            if kind == 1:
+                sl = SASS_SLOT[name]
+                f["vals"][sl] = f["vals"].get(sl, 0) + v("metric_value")
+            else:
+                rn = name[len(STALLED):] if name and name.startswith(STALLED) else name
+                rn = "".join(c if c.isalnum() or c in "_." else "_"
+                             for c in (rn or ""))[:63] or "reason_%d" % v("stall_reason")
+                if rn in f["vals"] or len(f["vals"]) < 8:
+                    f["vals"][rn] = f["vals"].get(rn, 0) + v("metric_value")
+        for (kind, dev, func, pc, scope), f in folds.items():
+            ident = (f["ts"], dev, dicts["function_dict"].get(str(func)), pc,
+                     dicts["scope_name_dict"].get(str(scope)))
+            if kind == 1:
+                vals = f["vals"]
+                for a, b in (("inst", "thread_inst"), ("sectors", "sectors_ideal")):
+                    if (a in vals) != (b in vals):
+                        vals.pop(a, None)
+                        vals.pop(b, None)
+                if vals:
+                    sass.append(ident + tuple(vals.get(k, 0) for k in
+                                              ("inst", "thread_inst", "sectors",
+                                               "sectors_ideal")))
+            else:
+                pcs.append(ident + (f["vals"], sum(f["vals"].values())))
+        if kept:
+            unconv.append(raw)
+    return sass, pcs, unconv
+
+
+def got_profile(sess):
+    sc = sess.streams["scope"]
+    sass = [(e["ts"], e.get("dev", 0), sess.name(e["func"]), e["pc"],
+             sess.path(e["path"]) if e.get("path") else None,
+             e["inst"], e["thread_inst"], e["sectors"], e["sectors_ideal"])
+            for e in sc.of("sass")]
+    pcs = [(e["ts"], e.get("dev", 0), sess.name(e["func"]), e["pc"],
+            sess.path(e["path"]) if e.get("path") else None, e["stalls"],
+            e["samples"]) for e in sc.of("pcsamp")]
+    return sass, pcs
+
+
 def test_import():
     out = os.path.join(TMP, "imported")
     log = gpufl("import", FIXTURE, "-o", out)
-    check("4 kernels" in log and "execution_signature" in log, "import summary: " + log)
+    check("4 kernels" in log and "execution_signature 1" in log,
+          "import summary: " + log)
+    check("3 files of the v0 layout" in log, "v0 files counted: " + log)
+    check("flat v1.0-1.1 layout, 9 files, 2 sessions" in log, "flat base: " + log)
     sessions = gpufl_logs.validate(out)  # strict: the format's invariants
-    check(len(sessions) == 1, "one imported session")
-    sess = list(sessions.values())[0]
+    SA, SB = ("aaaaaaaa-1111-4222-8333-444444444444",
+              "bbbbbbbb-5555-4666-8777-888888888888")
+    SID = "3f2b8c1e-9d4a-4e6b-8f00-1a2b3c4d5e6f"
+    check(sorted(sessions) == sorted([SID, SA, SB]), "three imported sessions")
+    sess = sessions[SID]
     ks = sess.streams["device"].of("kernel")
     check(sorted(k["dur"] for k in ks) == [15102, 15230, 250000, 260000],
           "kernel durations")
@@ -332,13 +461,99 @@ def test_import():
     check(paths == ["train_step", "train_step/forward"], "scopes %s" % paths)
     gpu = sess.streams["system"].of("gpu")
     check([g["mem_used"] for g in gpu] == [9100 << 20, 9200 << 20], "gpu samples")
-    rep = json.loads(gpufl("report", out, "--json"))["sessions"][0]
-    compare(rep, sess, "import")
+    # flat layout: each run its own session, its own dictionaries, the
+    # rotated files read oldest (highest index) first
+    names = {SA: "kA", SB: "kB"}
+    durs = {SA: [100, 110, 120], SB: [200, 210, 220]}
+    for sid in (SA, SB):
+        s = sessions[sid]
+        ks = s.streams["device"].of("kernel")
+        check([k["dur"] for k in ks] == durs[sid], "%s kernels in order" % sid[:8])
+        check({s.name(s.launch(k["cfg"])["name"]) for k in ks} == {names[sid]},
+              "%s kernel names" % sid[:8])
+        for st in ("device", "scope", "system"):
+            ts = [e["ts"] for e in s.streams[st].events]
+            check(ts == sorted(ts), "%s %s: ts monotonic %s" % (sid[:8], st, ts))
+    check(len(sessions[SA].streams["system"].of("gpu")) == 2 and
+          len(sessions[SB].streams["system"].of("gpu")) == 1, "flat gpu samples")
+    # sass / pcsamp and unconverted.jsonl against this file's own reading
+    # of the original lines
+    lines = {SID: input_lines(v12_paths())}
+    lines[SA] = lines[SB] = input_lines(flat_paths())
+    for sid in (SID, SA, SB):
+        sass, pcs, unconv = expect_session(lines[sid], sid)
+        gs, gp = got_profile(sessions[sid])
+        check(gs == sass, "%s sass %s != %s" % (sid[:8], gs, sass))
+        check(gp == pcs, "%s pcsamp %s != %s" % (sid[:8], gp, pcs))
+        uc = [os.path.join(out, n) for n in os.listdir(out)
+              if sid[:8] in n and n.endswith(".unconverted.jsonl")]
+        got = open(uc[0]).read().split("\n")[:-1] if uc else []
+        check(got == unconv, "%s unconverted.jsonl: %d lines, want %d" % (
+            sid[:8], len(got), len(unconv)))
+    # numbers this fixture was written to give (a check of the oracle)
+    sass, pcs, unconv = expect_session(lines[SID], SID)
+    check([x[5:] for x in sass] == [(8192, 131072, 4096, 2048), (0, 0, 10, 10),
+                                    (10, 320, 4, 4)], "expected sass %s" % sass)
+    check(pcs[0][5] == {"long_scoreboard": 140, "barrier": 5, "mio_throttle": 2,
+                        "reason_12": 1} and pcs[0][6] == 148 and
+          pcs[1][6] == 36 and len(pcs[1][5]) == 8, "expected pcsamp %s" % pcs)
+    check(sorted(json.loads(x)["type"] for x in unconv) ==
+          ["cubin_disassembly", "execution_signature", "pm_sample_batch",
+           "profile_sample_batch", "profile_sample_batch", "segment_start"],
+          "expected unconverted types")
+    # gpufl's own reader on the result
+    rep = {s["session"]["sid"]: s for s in
+           json.loads(gpufl("report", out, "--json"))["sessions"]}
+    check(sorted(rep) == sorted(sessions), "report sees three sessions")
+    for sid in rep:
+        compare(rep[sid], sessions[sid], "import " + sid[:8])
+    fn = {f["name"]: f for f in rep[SID]["functions"]}
+    v = fn.get("vecAdd(float*,float*,int)", {})
+    check((v.get("inst"), v.get("thread_inst"), v.get("sectors"),
+           v.get("sectors_ideal"), v.get("samples")) ==
+          (8192, 131072, 4106, 2058, 184) and v.get("divergence") == 0.5 and
+          v["stalls"].get("long_scoreboard") == 140 and "r8" not in v["stalls"],
+          "report functions %s" % v)
+    kinds = {h["kind"] for h in rep[SID]["hints"]}
+    check({"divergence", "coalescing", "stalls"} <= kinds, "hints %s" % kinds)
+    check([f["stalls"] for f in rep[SB]["functions"]] ==
+          [{"wait": 30, "short_scoreboard": 12}] and
+          rep[SB]["functions"][0]["name"] == "fB", "flat pcsamp in report")
     gpufl("import", FIXTURE, "-o", out, rc=1)  # files exist: never overwritten
 
 
+def test_import_flat_edges():
+    """A rotated v1.0-1.1 window caught between rename and gzip (both
+    bench.device.1.log and its .gz): read once, from the plain file; a
+    folder of v0 files only: counted, nothing written."""
+    import gzip
+    d = os.path.join(TMP, "flat-in")
+    os.makedirs(d)
+    for n in os.listdir(FIXTURE):
+        if n.startswith("bench."):
+            shutil.copy(os.path.join(FIXTURE, n), d)
+    with gzip.open(os.path.join(d, "bench.device.1.log.gz"), "rb") as f, \
+            open(os.path.join(d, "bench.device.1.log"), "wb") as g:
+        g.write(f.read())
+    out = os.path.join(TMP, "flat-out")
+    log = gpufl("import", d, "-o", out)
+    check("flat v1.0-1.1 layout, 9 files, 2 sessions" in log, "plain + gz: " + log)
+    sessions = gpufl_logs.validate(out)
+    durs = sorted(k["dur"] for s in sessions.values()
+                  for k in s.streams["device"].of("kernel"))
+    check(durs == [100, 110, 120, 200, 210, 220], "window read once %s" % durs)
+    v0 = os.path.join(TMP, "v0-in")
+    os.makedirs(v0)
+    for n in os.listdir(FIXTURE):
+        if n.startswith("old."):
+            shutil.copy(os.path.join(FIXTURE, n), v0)
+    log = gpufl("import", v0, "-o", os.path.join(TMP, "v0-out"))
+    check("3 files of the v0 layout" in log and "skipped" in log and
+          not os.listdir(os.path.join(TMP, "v0-out")), "v0 only: " + log)
+
+
 for t in (test_example_train, test_rotated_two_sessions_truncated,
-          test_hand_written, test_import):
+          test_hand_written, test_import, test_import_flat_edges):
     try:
         t()
         print("ok  ", t.__name__)
