@@ -334,7 +334,9 @@ static void keys_create(srv *s, srv_req *r, srv_resp *o)
     srv_resp_json(o, 201, buf, w.len);
 }
 
-static void small_json(srv_resp *o, int status, const char *k1, uint64_t v1)
+/* {"k1":v1} or, with k2, {"k1":v1,"k2":v2} */
+static void small_json2(srv_resp *o, int status, const char *k1, uint64_t v1,
+                        const char *k2, uint64_t v2)
 {
     char *buf = malloc(256);
     jw w;
@@ -345,8 +347,15 @@ static void small_json(srv_resp *o, int status, const char *k1, uint64_t v1)
     jw_init(&w, buf, 256);
     jw_obj_begin(&w);
     jw_kv_u64(&w, k1, v1);
+    if (k2)
+        jw_kv_u64(&w, k2, v2);
     jw_obj_end(&w);
     srv_resp_json(o, status, buf, w.len);
+}
+
+static void small_json(srv_resp *o, int status, const char *k1, uint64_t v1)
+{
+    small_json2(o, status, k1, v1, NULL, 0);
 }
 
 static int need(srv_req *r, srv_resp *o, int role)
@@ -525,22 +534,25 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         return not_allowed(o, rc->nseg == 3 ? "GET, POST" : "DELETE");
     }
     if (!strcmp(a, "admin") && seg_is(rc, 3, "retention") && rc->nseg == 4) {
-        srv_retention p = { 0, 0 };
-        uint64_t n = 0;
+        srv_retention p = { 0, 0, 0, NULL };
+        uint64_t n = 0, m = 0;
         int e;
         if (strcmp(r->method, "POST") != 0)
             return not_allowed(o, "POST");
         if (!need(r, o, ROLE_ADMIN))
             return;
         if (srv_arg_u64(r, "max_age", &p.max_age_s) ||
-            srv_arg_u64(r, "max_db_bytes", &p.max_db_bytes)) {
-            srv_resp_error(o, 400, "max_age and max_db_bytes are integers");
+            srv_arg_u64(r, "max_db_bytes", &p.max_db_bytes) ||
+            srv_arg_u64(r, "memprof_max_age", &p.memprof_max_age_s)) {
+            srv_resp_error(o, 400,
+                           "max_age, max_db_bytes and memprof_max_age are"
+                           " integers");
             return;
         }
-        e = srv_retention_run(s, &p, &n);
+        e = srv_retention_run(s, &p, &n, &m);
         if (e)
             return err_for(o, e, "");
-        return small_json(o, 200, "pruned", n);
+        return small_json2(o, 200, "pruned", n, "memprofs", m);
     }
     srv_resp_error(o, 404, "no such endpoint");
 }

@@ -69,7 +69,11 @@ static const opt opts[] = {
     NUM("retention-max-age", O_DUR, retention_max_age_s, "0", 0, 1ull << 40,
         "prune sessions whose last line is older (0: never)"),
     NUM("retention-max-db", O_SIZE, retention_max_db, "0", 0, 1ull << 50,
-        "prune oldest sessions while the database is larger (0: no cap)"),
+        "prune oldest sessions and memory profiles while the database is "
+        "larger (0: no cap)"),
+    NUM("memprof-max-age", O_DUR, memprof_max_age_s, "0", 0, 1ull << 40,
+        "prune memory profiles that ended longer ago (0: as "
+        "retention-max-age)"),
     NUM("retention-interval", O_DUR, retention_interval_s, "1h", 1, 1ull << 32,
         "how often retention runs"),
     NUM("quiet", O_BOOL, quiet, "false", 0, 1, "log nothing but errors"),

@@ -1,6 +1,6 @@
 /*
  * maint.c - the maintenance thread: marks silent sessions stale and runs
- * the retention policy on its schedule.  Both are plain store calls, so
+ * the retention policy (sessions, memory profiles) on its schedule.  Both are plain store calls, so
  * the admin endpoint runs the same code on demand.
  */
 #include "srv_int.h"
@@ -13,13 +13,18 @@
  * shorter when the configured periods are shorter. */
 #define MAINT_TICK_S 5
 
-int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned)
+int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
+                      uint64_t *memprofs)
 {
-    srv_retention pol = { s->cfg.retention_max_age_s, s->cfg.retention_max_db };
-    if (p && (p->max_age_s || p->max_db_bytes))
+    srv_retention pol = { s->cfg.retention_max_age_s, s->cfg.retention_max_db,
+                          s->cfg.memprof_max_age_s, NULL };
+    /* an override is a whole policy: what it leaves 0 is not applied */
+    if (p && (p->max_age_s || p->max_db_bytes || p->memprof_max_age_s))
         pol = *p;
+    pol.n_memprofs = memprofs;
     *pruned = 0;
-    if (!pol.max_age_s && !pol.max_db_bytes)
+    *memprofs = 0;
+    if (!pol.max_age_s && !pol.max_db_bytes && !pol.memprof_max_age_s)
         return 0;
     return s->store->ops->prune(s->store, &pol, pruned);
 }
@@ -48,13 +53,14 @@ static void *maint_main(void *arg)
         pthread_mutex_unlock(&s->mlock);
         s->store->ops->mark_stale(s->store, s->cfg.stale_after_s);
         if ((uint64_t)(time(NULL) - last_ret) >= s->cfg.retention_interval_s) {
-            uint64_t n = 0;
+            uint64_t n = 0, m = 0;
             last_ret = time(NULL);
-            if (srv_retention_run(s, NULL, &n) == 0 && n && !s->cfg.quiet)
+            if (srv_retention_run(s, NULL, &n, &m) == 0 && (n || m) &&
+                !s->cfg.quiet)
                 fprintf(stderr,
                         "gpufl-server: retention pruned %llu"
-                        " session(s)\n",
-                        (unsigned long long)n);
+                        " session(s), %llu memory profile(s)\n",
+                        (unsigned long long)n, (unsigned long long)m);
         }
         pthread_mutex_lock(&s->mlock);
     }

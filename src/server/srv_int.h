@@ -40,6 +40,7 @@ typedef struct srv_config {
     uint64_t stale_after_s;
     uint64_t retention_max_age_s;
     uint64_t retention_max_db;
+    uint64_t memprof_max_age_s; /* 0: retention_max_age_s */
     uint64_t retention_interval_s;
     uint64_t quiet;
     uint64_t kafka_batch;
@@ -185,7 +186,9 @@ void srv_kafka_stop(srv *s);
 
 int srv_maint_start(srv *s);
 void srv_maint_stop(srv *s);
-/* One retention pass now (admin endpoint); policy overrides if nonzero. */
-int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned);
+/* One retention pass now (admin endpoint); policy overrides if nonzero.
+ * *pruned sessions and *memprofs memory profiles were removed. */
+int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
+                      uint64_t *memprofs);
 
 #endif

@@ -148,6 +148,10 @@ typedef struct srv_memq {
 typedef struct srv_retention {
     uint64_t max_age_s;    /* 0: no age limit */
     uint64_t max_db_bytes; /* 0: no size limit */
+    /* memory profiles older (by end time) than this; 0: max_age_s */
+    uint64_t memprof_max_age_s;
+    /* out, may be NULL: memory profiles removed (their stacks with them) */
+    uint64_t *n_memprofs;
 } srv_retention;
 
 /*
@@ -165,7 +169,8 @@ typedef struct srv_store_ops {
     int (*ping)(srv_store *s);
     /* sessions whose last line is older than stale_s become "stale" */
     int (*mark_stale)(srv_store *s, uint64_t stale_s);
-    /* prunes whole sessions (not kept); *n_pruned sessions removed */
+    /* prunes whole sessions (not kept) and memory profiles (not linked to
+     * a kept session); *n_pruned sessions removed */
     int (*prune)(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
     int (*set_keep)(srv_store *s, const char *sid, int keep);
     /* keys: hash is the hex SHA-256 of the secret */

@@ -129,6 +129,10 @@ static const char *const migrations[] = {
     " free_bytes INTEGER, free_count INTEGER, inuse_bytes INTEGER,"
     " inuse_count INTEGER, fail_bytes INTEGER, fail_count INTEGER,"
     " PRIMARY KEY(prof, idx)) WITHOUT ROWID;",
+    /* 6: retention of memory profiles (store_sql_admin.c): oldest by
+     * end first, and unlinking those of a pruned session */
+    "CREATE INDEX memprofs_end ON memprofs(end_ns, id);"
+    "CREATE INDEX memprofs_sess ON memprofs(sess);",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 

@@ -1,7 +1,15 @@
 /*
  * store_sql_admin.c - the store's maintenance: database size and health,
- * stale sessions, retention (whole sessions from every table), the keep
- * flag and API keys.
+ * stale sessions, retention (whole sessions from every table, and memory
+ * profiles with their stacks), the keep flag and API keys.
+ *
+ * Memory profiles have their own lifetime: a long-running process keeps
+ * its session alive while it posts a profile every interval, so they are
+ * pruned by their end time (memprof_max_age_s), whatever their session.
+ * A profile of a kept session is kept; one linked to a pruned
+ * session is unlinked (sess NULL, its sid text stays) and lives on by its
+ * own age.  Size pruning takes whichever is oldest, a session (by its last
+ * line received) or a profile (by its end).
  */
 #include "store_sql_int.h"
 
@@ -11,6 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Profiles deleted per transaction by age: the write lock is held that
+ * long and ingest waits behind it (a profile may hold thousands of stacks).
+ * By size one at a time, as sessions: the size is checked after each, so
+ * no more is removed than needed. */
+#define MEMPROF_PRUNE_BATCH 64
+#define MEMPROF_PRUNE_BATCH_DB 1
 
 /* Tables holding per-session rows, for retention. */
 static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
@@ -88,70 +103,172 @@ static int delete_session(sq_store *s, int64_t id)
         if ((rc = exec(s->w, sql)) != 0)
             return rc;
     }
+    /* its memory profiles outlive it, unlinked: the id may be reused */
+    snprintf(sql, sizeof(sql), "UPDATE memprofs SET sess=NULL WHERE sess=%lld",
+             (long long)id);
+    if ((rc = exec(s->w, sql)) != 0)
+        return rc;
     snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id=%lld",
              (long long)id);
     return exec(s->w, sql);
 }
 
-/* The oldest prunable session (by last line received), 0 if none. */
-static int64_t oldest(sq_store *s, int64_t before)
+/* The oldest prunable session (by last line received, Unix s): its id and
+ * *seen, or 0 if none. */
+static int64_t oldest(sq_store *s, int64_t before, int64_t *seen)
 {
     sdb_stmt *st = NULL;
     int64_t id = 0;
 
     if (sdb_prepare(s->w,
-                    "SELECT id FROM sessions WHERE keep=0 AND"
-                    " coalesce(last_seen, 0) < ? ORDER BY last_seen,"
-                    " id LIMIT 1",
+                    "SELECT id, coalesce(last_seen, 0) FROM sessions WHERE"
+                    " keep=0 AND coalesce(last_seen, 0) < ? ORDER BY"
+                    " last_seen, id LIMIT 1",
                     &st) == 0) {
         sdb_bind_i64(st, 1, before);
-        if (sdb_step(st) == SDB_ROW)
+        if (sdb_step(st) == SDB_ROW) {
             id = sdb_col_i64(st, 0);
+            if (seen)
+                *seen = sdb_col_i64(st, 1);
+        }
     }
     sdb_finalize(st);
     return id;
 }
 
+/* The memory profiles retention may remove that ended before ?1 (ns),
+ * oldest first: those of no kept session, by link or by sid (a profile
+ * posted before its session's first line carries only the sid). */
+#define MP_PRUNABLE                                                            \
+    "SELECT p.id FROM memprofs p WHERE p.end_ns < ?1 AND NOT EXISTS"           \
+    " (SELECT 1 FROM sessions k WHERE k.id=p.sess AND k.keep<>0) AND NOT"      \
+    " EXISTS (SELECT 1 FROM sessions k WHERE k.sid=p.sid AND k.keep<>0)"       \
+    " ORDER BY p.end_ns, p.id LIMIT ?2"
+
+/* The end (ns) of the oldest prunable profile, or -1 if none. */
+static int64_t oldest_memprof(sq_store *s)
+{
+    sdb_stmt *st = NULL;
+    int64_t end = -1;
+
+    if (sdb_prepare(s->w,
+                    "SELECT q.end_ns FROM memprofs q WHERE q.id IN"
+                    " (" MP_PRUNABLE ")",
+                    &st) == 0) {
+        sdb_bind_i64(st, 1, INT64_MAX);
+        sdb_bind_i64(st, 2, 1);
+        if (sdb_step(st) == SDB_ROW)
+            end = sdb_col_i64(st, 0);
+    }
+    sdb_finalize(st);
+    return end;
+}
+
+/* Deletes up to max prunable profiles that ended before end_ns, stacks
+ * first, in one transaction; *n of them.  Both statements select the
+ * same rows: the writer lock is held and the order is total. */
+static int delete_memprofs(sq_store *s, int64_t before_ns, int64_t max,
+                           uint64_t *n)
+{
+    static const char *const sql[] = {
+        "DELETE FROM memsamples WHERE prof IN (" MP_PRUNABLE ")",
+        "DELETE FROM memprofs WHERE id IN (" MP_PRUNABLE ")",
+    };
+    sdb_stmt *st = NULL;
+    int rc = sdb_begin(s->w);
+
+    *n = 0;
+    for (size_t i = 0; !rc && i < 2; i++) {
+        if ((rc = sdb_prepare(s->w, sql[i], &st)) != 0)
+            break;
+        sdb_bind_i64(st, 1, before_ns);
+        sdb_bind_i64(st, 2, max);
+        rc = sdb_err(sdb_step(st));
+        if (!rc && i == 1)
+            *n = (uint64_t)sdb_changes(s->w);
+        sdb_finalize(st);
+        st = NULL;
+    }
+    if (rc) {
+        exec(s->w, "ROLLBACK");
+        *n = 0;
+        return rc;
+    }
+    return exec(s->w, "COMMIT");
+}
+
+static int delete_session_tx(sq_store *s, int64_t id)
+{
+    int rc = sdb_begin(s->w);
+    if (!rc)
+        rc = delete_session(s, id);
+    return rc ? (exec(s->w, "ROLLBACK"), rc) : exec(s->w, "COMMIT");
+}
+
+/* ns cutoff for "older than age_s", clamped at 0 */
+static int64_t cutoff_ns(int64_t now, uint64_t age_s)
+{
+    if (age_s >= (uint64_t)now)
+        return 0;
+    return (now - (int64_t)age_s) * 1000000000LL;
+}
+
 int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
 {
     sq_store *s = (sq_store *)bs;
-    int64_t now = (int64_t)time(NULL), id;
+    int64_t now = (int64_t)time(NULL), id, seen = 0, mend;
+    uint64_t mage = p->memprof_max_age_s ? p->memprof_max_age_s : p->max_age_s;
+    uint64_t n_mem = 0, k;
     int rc = GPUFL_OK;
 
     *n_pruned = 0;
     pthread_mutex_lock(&s->wlock);
     if (p->max_age_s) {
-        while (!rc && (id = oldest(s, now - (int64_t)p->max_age_s)) != 0) {
-            rc = sdb_begin(s->w);
-            if (!rc)
-                rc = delete_session(s, id);
-            rc = rc ? (exec(s->w, "ROLLBACK"), rc) : exec(s->w, "COMMIT");
+        while (!rc && (id = oldest(s, now - (int64_t)p->max_age_s, NULL))) {
+            rc = delete_session_tx(s, id);
             *n_pruned += !rc;
         }
     }
     pthread_mutex_unlock(&s->wlock);
+    /* one batch per lock hold, so ingest gets in between */
+    for (k = mage ? MEMPROF_PRUNE_BATCH : 0; !rc && k == MEMPROF_PRUNE_BATCH;) {
+        pthread_mutex_lock(&s->wlock);
+        rc = delete_memprofs(s, cutoff_ns(now, mage), MEMPROF_PRUNE_BATCH, &k);
+        pthread_mutex_unlock(&s->wlock);
+        n_mem += k;
+    }
     while (!rc && p->max_db_bytes && sq_db_bytes(bs) > p->max_db_bytes) {
         pthread_mutex_lock(&s->wlock);
-        id = oldest(s, INT64_MAX);
-        if (id) {
-            rc = sdb_begin(s->w);
-            if (!rc)
-                rc = delete_session(s, id);
-            rc = rc ? (exec(s->w, "ROLLBACK"), rc) : exec(s->w, "COMMIT");
+        id = oldest(s, INT64_MAX, &seen);
+        mend = oldest_memprof(s);
+        k = 0;
+        if (mend >= 0 && (!id || mend / 1000000000LL <= seen)) {
+            /* the profiles no newer than the oldest session, one by one */
+            rc = delete_memprofs(s,
+                                 id && seen < INT64_MAX / 1000000000LL - 1
+                                     ? (seen + 1) * 1000000000LL
+                                     : INT64_MAX,
+                                 MEMPROF_PRUNE_BATCH_DB, &k);
+            n_mem += k;
+        } else if (id) {
+            rc = delete_session_tx(s, id);
             *n_pruned += !rc;
+            k = !rc;
         }
         pthread_mutex_unlock(&s->wlock);
-        if (!id)
-            break;
+        if (!k)
+            break; /* nothing left to prune, or no progress */
     }
     pthread_mutex_lock(&s->wlock);
+    if ((*n_pruned || n_mem) && sdb_dialect(s->w) == SDB_SQLITE)
+        exec(s->w, "PRAGMA incremental_vacuum");
     if (*n_pruned) {
-        if (sdb_dialect(s->w) == SDB_SQLITE)
-            exec(s->w, "PRAGMA incremental_vacuum");
         rl_map_clear(&s->sess_cache);
         rl_map_clear(&s->launch_cache);
     }
     pthread_mutex_unlock(&s->wlock);
+    if (p->n_memprofs)
+        *p->n_memprofs = n_mem;
     return rc;
 }
 
