@@ -31,6 +31,7 @@
 static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "scopes", "sass", "stalls",
                                            "samples", "kagg", "tl", "kscope",
+                                           "kext",
                                            /* idle verdicts */
                                            "verdicts", "fleet" };
 
@@ -110,6 +111,8 @@ static int delete_session(sq_store *s, int64_t id)
         return rc;
     snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id=%lld",
              (long long)id);
+    /* its kext heaps go too (the id may come back for another session) */
+    sq_ext_reset(s);
     return exec(s->w, sql);
 }
 

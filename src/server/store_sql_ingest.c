@@ -644,6 +644,8 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
     }
     s->npend = 0;
     s->staged = 0;
+    if (++s->ext_gen == 0) /* 0 marks stored kext keys */
+        s->ext_gen = 1;
     for (size_t i = 0; i < n && !rc; i++) {
         const srv_ev *e = &ev[i];
         int64_t sess = 0;
@@ -672,12 +674,16 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
     if (!rc)
         rc = sq_flush_rest(s, (int64_t)time(NULL));
     if (!rc)
+        rc = sq_ext_flush(s);
+    if (!rc)
         rc = exec(s->w, "COMMIT");
     if (rc) {
         exec(s->w, "ROLLBACK");
-        /* rowids and launches cached in the rolled-back transaction */
+        /* rowids, launches and kext heaps cached in the rolled-back
+         * transaction */
         rl_map_clear(&s->sess_cache);
         rl_map_clear(&s->launch_cache);
+        sq_ext_reset(s);
         r->accepted = r->duplicate = 0;
     }
 out:

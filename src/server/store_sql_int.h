@@ -34,6 +34,11 @@ enum {
     WS_KAGG_PUT,
     WS_TL,
     WS_KSCOPE,
+    WS_EXT_LOAD0,
+    WS_EXT_LOAD1,
+    WS_EXT_COUNT,
+    WS_EXT_PUT,
+    WS_EXT_DEL,
     WS_N
 };
 
@@ -75,6 +80,19 @@ typedef struct sq_pend {
 
 #define SQ_PEND_MAX 16384
 
+/* kext (store_sql_ext.c): keys kept per session and side by default
+ * (GPUFL_SERVER_TOPK changes it: tests), sessions whose heaps stay in
+ * memory, and a stored key leaving in this batch. */
+#define SQ_EXT_K 4096
+#define SQ_EXT_K_MAX (1u << 20)
+#define SQ_EXT_SESS 32
+struct sq_ext;
+typedef struct sq_ext_del {
+    int64_t sess;
+    int side;
+    int64_t dur, seq;
+} sq_ext_del;
+
 /* PostgreSQL: the rows a batch stages with COPY (text format). */
 typedef struct sq_cbuf {
     char *p;
@@ -92,13 +110,19 @@ typedef struct sq_store {
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
     sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
     size_t npend;
-    rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
-    sdb_stmt *kmerge; /* PostgreSQL: kstage -> kernels, RETURNING */
-    sdb_stmt *kaget;  /* PostgreSQL: the stored kagg rows of a batch */
-    sdb_stmt *kmax;   /* PostgreSQL: a session's highest stored kernel seq */
-    sq_cbuf cb;       /* PostgreSQL: COPY rows being built */
-    int staged;       /* PostgreSQL: kstage filled in this transaction */
-    int64_t analyzed; /* PostgreSQL: when ANALYZE last ran (Unix s) */
+    rl_map pend_idx;    /* (sess, seq) -> 1 + first index in pend */
+    sdb_stmt *kmerge;   /* PostgreSQL: kstage -> kernels, RETURNING */
+    sdb_stmt *kaget;    /* PostgreSQL: the stored kagg rows of a batch */
+    sdb_stmt *kmax;     /* PostgreSQL: a session's highest stored kernel seq */
+    sq_cbuf cb;         /* PostgreSQL: COPY rows being built */
+    int staged;         /* PostgreSQL: kstage filled in this transaction */
+    int64_t analyzed;   /* PostgreSQL: when ANALYZE last ran (Unix s) */
+    struct sq_ext *ext; /* SQ_EXT_SESS heaps (store_sql_ext.c) */
+    uint32_t ext_k, ext_gen;
+    uint64_t ext_clock;
+    int ext_dirty; /* keys added in this batch */
+    sq_ext_del *del;
+    size_t ndel, del_cap;
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -194,5 +218,13 @@ int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
 int sq_flush_kagg(sq_store *s);
 int sq_flush_kagg_pg(sq_store *s);
 int sq_flush_rest(sq_store *s, int64_t now);
+
+/* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
+int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq);
+/* Writes the batch's kext changes (before COMMIT). */
+int sq_ext_flush(sq_store *s);
+/* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */
+void sq_ext_reset(sq_store *s);
+void sq_ext_release(sq_store *s);
 
 #endif

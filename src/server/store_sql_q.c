@@ -250,118 +250,33 @@ static void w_kernel_row(qctx *c, jw *w)
     jw_kv_i64(w, "scope", ci(c, 16));
 }
 
-/* kernels_dur is (sess, seq>>SQ_DUR_SHIFT, dur, seq): one duration-sorted
- * run per epoch of 2^16 seq, so an ingest batch's inserts touch only the
- * newest epoch's pages instead of pages all over a (sess, dur) index.
- * Sorting by duration merges the epochs: the first l+1 keys after the
- * cursor from each epoch (an index range each), merged here, then those
- * rows fetched by key.  More epochs than this: one plain sort instead. */
-#define SQ_DUR_SHIFT 16
-#define SQ_DUR_EPOCHS_MAX 4096
 /* Bytes of a name filter's LIKE pattern. */
 #define SQ_PAT_MAX 600
-#define SQ_DUR_SHIFT_SQL "16" /* the same, in SQL text */
 
-typedef struct dkey {
-    int64_t dur, seq;
-} dkey;
-
-static int dkey_cmp(const void *a, const void *b)
+/* The page's statement over kext (count_only: just how many rows). */
+static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
+                    uint32_t l, char *pat, int count_only)
 {
-    const dkey *x = a, *y = b;
-    if (x->dur != y->dur)
-        return x->dur < y->dur ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The session's epochs, in order.  On 0, *ne epochs are in ep (at most
- * cap); *ne > cap when there are more. */
-static int dur_epochs(qctx *c, int64_t *ep, size_t cap, size_t *ne)
-{
-    int rc;
-
-    *ne = 0;
-    /* seqs are dense in practice: every epoch from the lowest seq's to
-     * the highest's (two index probes) */
-    if ((rc = prep(c, "SELECT (SELECT min(seq) FROM kernels WHERE sess=?1),"
-                      " (SELECT max(seq) FROM kernels WHERE sess=?1)")) != 0)
-        return rc;
-    bi(c, 1, c->sess);
-    if ((rc = sdb_step(c->st)) != SDB_ROW)
-        return sq_err(rc);
-    if (sdb_col_null(c->st, 0))
-        return GPUFL_OK; /* no kernels */
-    {
-        int64_t lo = ci(c, 0) >> SQ_DUR_SHIFT, hi = ci(c, 1) >> SQ_DUR_SHIFT;
-        if ((uint64_t)(hi - lo) < cap) {
-            for (int64_t e = lo; e <= hi; e++)
-                ep[(*ne)++] = e;
-            return GPUFL_OK;
-        }
-    }
-    /* sparse: only the epochs that hold kernels (a loose index scan) */
-    if ((rc = prep(c, "WITH RECURSIVE e(ep, n) AS (SELECT (SELECT seq FROM"
-                      " kernels WHERE sess=?1 ORDER BY seq LIMIT 1)"
-                      " >> " SQ_DUR_SHIFT_SQL ", 1 UNION ALL SELECT (SELECT"
-                      " seq FROM kernels WHERE sess=?1 AND seq >= ((e.ep + 1)"
-                      " << " SQ_DUR_SHIFT_SQL ") ORDER BY seq LIMIT 1)"
-                      " >> " SQ_DUR_SHIFT_SQL ", e.n + 1 FROM e WHERE e.ep IS"
-                      " NOT NULL AND e.n <= ?2) SELECT ep FROM e WHERE ep IS"
-                      " NOT NULL")) != 0)
-        return rc;
-    bi(c, 1, c->sess);
-    bi(c, 2, (int64_t)cap);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        if (*ne == cap) {
-            *ne = cap + 1;
-            return GPUFL_OK;
-        }
-        ep[(*ne)++] = ci(c, 0);
-    }
-    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-}
-
-/* PostgreSQL: the whole page in one statement (a round trip per epoch
- * costs more than the work): the first l+1 keys of each epoch through a
- * LATERAL join over the epoch list, merged by the outer ORDER BY, then
- * the rows joined. */
-static int kernels_by_dur_pg(qctx *c, const srv_q *q, const int64_t *cur,
-                             int desc, uint32_t l, const int64_t *ep, size_t ne,
-                             char *pat)
-{
-    const char *dir = desc ? "DESC" : "ASC";
-    char sql[2048], *arr;
-    size_t len = 0, cap = 16 + 24 * ne;
+    char sql[1024];
     int rc;
 
     snprintf(sql, sizeof(sql),
-             "SELECT " KCOLS " FROM (SELECT t.dur, t.seq FROM"
-             " unnest(CAST(?8 AS bigint[])) AS e(ep) CROSS JOIN LATERAL"
-             " (SELECT k.dur, k.seq FROM kernels k WHERE k.sess=?1 AND"
-             " (k.seq>>" SQ_DUR_SHIFT_SQL ")=e.ep%s AND (k.dur, k.seq)"
-             " %s (?4, ?5)%s ORDER BY"
-             " k.dur %s, k.seq %s LIMIT ?7)"
-             " t ORDER BY t.dur %s, t.seq %s"
-             " LIMIT ?7) p JOIN kernels k ON"
-             " k.sess=?1 AND k.seq=p.seq LEFT"
-             " JOIN dicts n ON n.sess=k.sess"
-             " AND n.id=k.name_id ORDER BY"
-             " k.dur %s, k.seq %s",
-             q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
+             "%s FROM kext x JOIN kernels k ON k.sess=x.sess AND k.seq=x.seq"
+             "%s WHERE x.sess=?1 AND x.side=?8 AND (x.dur, x.seq) %s (?4, ?5)"
+             "%s%s ORDER BY x.dur %s, x.seq %s LIMIT ?7%s",
+             count_only ? "SELECT count(*) FROM (SELECT 1" : "SELECT " KCOLS,
+             count_only ? ""
+                        : " LEFT JOIN dicts n ON n.sess=k.sess AND"
+                          " n.id=k.name_id",
              desc ? "<" : ">",
+             q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
              q->name ? " AND k.name_id IN (SELECT id FROM dicts WHERE"
                        " sess=?1 AND kind=0 AND name LIKE ?6 ESCAPE '\\')"
                      : "",
-             dir, dir, dir, dir, dir, dir);
+             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC",
+             count_only ? ") t" : "");
     if ((rc = prep(c, sql)) != 0)
         return rc;
-    if (!(arr = malloc(cap)))
-        return GPUFL_ENOMEM;
-    arr[len++] = '{';
-    for (size_t i = 0; i < ne; i++)
-        len += (size_t)snprintf(arr + len, cap - len, "%s%lld", i ? "," : "",
-                                (long long)ep[i]);
-    snprintf(arr + len, cap - len, "}");
     bi(c, 1, c->sess);
     bi(c, 2, (int64_t)q->from);
     bi(c, 3, q->to ? (int64_t)q->to : INT64_MAX);
@@ -372,107 +287,41 @@ static int kernels_by_dur_pg(qctx *c, const srv_q *q, const int64_t *cur,
         bt(c, 6, pat);
     }
     bi(c, 7, l + 1);
-    /* the PostgreSQL backend copies text parameters at bind */
-    bt(c, 8, arr);
-    free(arr);
+    bi(c, 8, desc ? 0 : 1);
     return GPUFL_OK;
 }
 
-/* Prepares the page of kernels sorted by duration as c->st: its rows are
- * the page (plus one if there is more), in order.  GPUFL_EFULL: too many
- * epochs, the caller sorts the plain way. */
+/* Prepares the page of kernels sorted by duration from kext as c->st (its
+ * rows: the page, plus one when there is more).  kext holds a prefix of
+ * the session's kernels in each order (store_sql_ext.c), so its rows
+ * after the cursor are the right ones as far as they go: when they fill
+ * the page, or when kext holds every kernel of the session.  Otherwise
+ * GPUFL_EFULL: the caller sorts the plain way. */
 static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
-                          uint32_t l, char *patbuf)
+                          uint32_t l, char *pat)
 {
-    int64_t *ep = malloc(SQ_DUR_EPOCHS_MAX * sizeof(*ep));
-    dkey *k = NULL;
-    size_t ne, nk = 0, len, cap;
-    char sql[1024], pat[600], *in = NULL;
+    int64_t n;
     int rc;
 
-    if (!ep)
-        return GPUFL_ENOMEM;
-    if ((rc = dur_epochs(c, ep, SQ_DUR_EPOCHS_MAX, &ne)) != 0 ||
-        ne > SQ_DUR_EPOCHS_MAX) {
-        free(ep);
-        return rc ? rc : GPUFL_EFULL;
-    }
-    if (sdb_dialect(c->db) == SDB_POSTGRES) {
-        rc = kernels_by_dur_pg(c, q, cur, desc, l, ep, ne, patbuf);
-        free(ep);
+    if ((rc = kext_sql(c, q, cur, desc, l, pat, 1)) != 0)
         return rc;
-    }
-    if (!(k = malloc((ne * (l + 1) + 1) * sizeof(*k)))) {
-        free(ep);
-        return GPUFL_ENOMEM;
-    }
-    snprintf(sql, sizeof(sql),
-             "SELECT k.dur, k.seq FROM kernels k WHERE k.sess=?1"
-             " AND (k.seq>>" SQ_DUR_SHIFT_SQL ")=?8%s AND (k.dur, k.seq)"
-             " %s (?4, ?5)%s ORDER BY k.dur %s, k.seq %s LIMIT ?7",
-             q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
-             desc ? "<" : ">",
-             q->name ? " AND k.name_id IN (SELECT id FROM dicts WHERE"
-                       " sess=?1 AND kind=0 AND name LIKE ?6 ESCAPE '\\')"
-                     : "",
-             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
-    if (q->name)
-        like_pat(q->name, pat, sizeof(pat));
-    rc = prep(c, sql);
-    for (size_t i = 0; i < ne && !rc; i++) {
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    n = ci(c, 0);
+    if (n <= (int64_t)l) {
+        if ((rc = prep(c, "SELECT CASE WHEN (SELECT count(*) FROM kext"
+                          " WHERE sess=?1 AND side=?2) = (SELECT n_kernels"
+                          " FROM sessions WHERE id=?1) THEN 1 ELSE 0 END")) !=
+            0)
+            return rc;
         bi(c, 1, c->sess);
-        bi(c, 2, (int64_t)q->from);
-        bi(c, 3, q->to ? (int64_t)q->to : INT64_MAX);
-        bi(c, 4, cur[0]);
-        bi(c, 5, cur[1]);
-        if (q->name)
-            bt(c, 6, pat);
-        bi(c, 7, l + 1);
-        bi(c, 8, ep[i]);
-        while ((rc = sdb_step(c->st)) == SDB_ROW) {
-            k[nk].dur = ci(c, 0);
-            k[nk++].seq = ci(c, 1);
-        }
-        sdb_reset(c->st);
-        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+        bi(c, 2, desc ? 0 : 1);
+        if ((rc = sdb_step(c->st)) != SDB_ROW)
+            return sq_err(rc);
+        if (!ci(c, 0))
+            return GPUFL_EFULL; /* past what kext holds */
     }
-    free(ep);
-    if (rc) {
-        free(k);
-        return rc;
-    }
-    qsort(k, nk, sizeof(*k), dkey_cmp);
-    if (desc)
-        for (size_t i = 0; i < nk / 2; i++) {
-            dkey t = k[i];
-            k[i] = k[nk - 1 - i];
-            k[nk - 1 - i] = t;
-        }
-    if (nk > l + 1)
-        nk = l + 1;
-    /* the page's keys as literal integers (read from the database) */
-    cap = 1024 + 24 * (nk + 1);
-    if (!(in = malloc(cap))) {
-        free(k);
-        return GPUFL_ENOMEM;
-    }
-    len = (size_t)snprintf(in, cap,
-                           "SELECT " KCOLS " FROM kernels k LEFT JOIN dicts n"
-                           " ON n.sess=k.sess AND n.id=k.name_id WHERE"
-                           " k.sess=?1 AND k.seq IN (");
-    for (size_t i = 0; i < nk && len < cap; i++)
-        len += (size_t)snprintf(in + len, cap - len, "%s%lld", i ? "," : "",
-                                (long long)k[i].seq);
-    if (len < cap)
-        snprintf(in + len, cap - len, "%s) ORDER BY k.dur %s, k.seq %s",
-                 nk ? "" : "NULL", desc ? "DESC" : "ASC",
-                 desc ? "DESC" : "ASC");
-    free(k);
-    rc = prep(c, in);
-    free(in);
-    if (!rc)
-        bi(c, 1, c->sess);
-    return rc;
+    return kext_sql(c, q, cur, desc, l, pat, 0);
 }
 
 /* Prepares the page of kernels (sorted by start, or by duration as one

@@ -72,8 +72,12 @@ int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
     uint64_t end = e->ts + e->dur,
              lane = e->dev << 32 | (e->stream & 0xffffffffu);
     int fresh;
-    sq_kagg *a = rl_map_get(&s->kagg, k, &fresh);
+    /* the session's longest and shortest kernels (store_sql_ext.c) */
+    int rc = sq_ext_add(s, sess, (int64_t)e->dur, (int64_t)e->seq);
+    sq_kagg *a = rc ? NULL : rl_map_get(&s->kagg, k, &fresh);
 
+    if (rc)
+        return rc;
     if (!a)
         return GPUFL_EFULL;
     if (fresh)

@@ -114,6 +114,21 @@ static srv_store *open_tmp(const char *name)
     return s;
 }
 
+/* The store open_tmp(name) made, opened again as it is. */
+static srv_store *open_tmp_again(const char *name)
+{
+    char path[512], err[256];
+    const char *t = getenv("GPUFL_TEST_TMP");
+    srv_store *s = NULL;
+
+    if (pg_uri()[0])
+        snprintf(path, sizeof(path), "%s/gpufl_%s", pg_uri(), name);
+    else
+        snprintf(path, sizeof(path), "%s/%s.db", t ? t : "/tmp", name);
+    srv_store_open(path, 2, &s, err, sizeof(err));
+    return s;
+}
+
 static const char *q(srv_store *s, int (*fn)(srv_store *, const srv_q *, jw *),
                      const char *sid)
 {
@@ -385,6 +400,105 @@ static void test_mixed_batches_dur_sort(void)
     s->ops->close(s);
 }
 
+/* The (dur, seq) order of spread kernels [0, n) within [from, to) ts,
+ * ascending; how many. */
+static int spread_expect(int n, uint64_t from, uint64_t to, int64_t *dur,
+                         int64_t *seq)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t ts = 1000000u + (uint64_t)i * 1000u;
+        if ((from || to) && (ts < from || ts >= to))
+            continue;
+        dur[m] = spread_dur(i);
+        seq[m++] = spread_seq(i);
+    }
+    for (int i = 1; i < m; i++) /* insertion sort: small */
+        for (int j = i;
+             j > 0 && (dur[j] < dur[j - 1] ||
+                       (dur[j] == dur[j - 1] && seq[j] < seq[j - 1]));
+             j--) {
+            int64_t td = dur[j], ts = seq[j];
+            dur[j] = dur[j - 1];
+            seq[j] = seq[j - 1];
+            dur[j - 1] = td;
+            seq[j - 1] = ts;
+        }
+    return m;
+}
+
+/* Every page sorted by duration equals the sorted list, both ways, with
+ * and without a time range and a name filter. */
+static void check_dur_order(srv_store *s, const char *sid, int n)
+{
+    static const uint64_t rng[2][2] = {
+        { 0, 0 }, { 1000000 + 10 * 1000, 1000000 + 40 * 1000 }
+    };
+    int64_t dur[128], seq[128], wd[128], ws[128];
+
+    for (int r = 0; r < 2; r++)
+        for (int desc = 0; desc < 2; desc++)
+            for (int f = 0; f < 2; f++) {
+                int m = spread_expect(n, rng[r][0], rng[r][1], wd, ws), ok;
+                int got = dur_pages(s, sid, desc, f ? "spread" : NULL,
+                                    rng[r][0], rng[r][1], dur, seq, 128);
+                CHECK_EQ_U64(got, m);
+                ok = got == m;
+                for (int i = 0; ok && i < m; i++) {
+                    int j = desc ? m - 1 - i : i;
+                    ok = dur[i] == wd[j] && seq[i] == ws[j];
+                }
+                if (!ok)
+                    fprintf(stderr, "order differs: range %d desc %d name %d\n",
+                            r, desc, f);
+                CHECK(ok);
+            }
+}
+
+/* kext (the longest and shortest kernels kept per session) with a K
+ * smaller than the session: pages within it come from kext, later ones
+ * from the plain sort; duplicates, a reopen (heaps reloaded), K shrinking
+ * and growing between runs keep every order exact. */
+static void test_dur_prefix(void)
+{
+    static srv_ev ev[400];
+    srv_ingest_res r;
+    srv_store *s;
+    size_t m;
+
+    setenv("GPUFL_SERVER_TOPK", "8", 1);
+    s = open_tmp("store_topk");
+    REQUIRE(s);
+    m = build_spread(SIDC, 0, 3, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    check_dur_order(s, SIDC, 3); /* fewer than K: kext holds all */
+    for (int from = 3; from < 39; from += 9) {
+        m = build_spread(SIDC, from, from + 9, ev);
+        REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    }
+    m = build_spread(SIDC, 0, 39, ev); /* all duplicates */
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 0);
+    check_dur_order(s, SIDC, 39);
+    s->ops->close(s);
+    /* reopened with K 8, 3 (shrinks the stored prefixes), 32 (longer
+     * than the stored prefixes: they stay as long as they are) */
+    for (int run = 0; run < 3; run++) {
+        static const char *const k[] = { "8", "3", "32" };
+        int lo = 39 + run * 10;
+        setenv("GPUFL_SERVER_TOPK", k[run], 1);
+        s = open_tmp_again("store_topk");
+        REQUIRE(s);
+        check_dur_order(s, SIDC, lo);
+        m = build_spread(SIDC, lo, lo + 10, ev);
+        REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+        CHECK_EQ_U64(r.accepted, 10);
+        check_dur_order(s, SIDC, lo + 10);
+        s->ops->close(s);
+    }
+    unsetenv("GPUFL_SERVER_TOPK");
+}
+
 static void test_reopen(void)
 {
     char path[512], err[256];
@@ -408,6 +522,7 @@ int main(void)
     RUN(test_ingest_dedup_rollups);
     RUN(test_keys_keep_retention);
     RUN(test_mixed_batches_dur_sort);
+    RUN(test_dur_prefix);
     RUN(test_reopen);
     TEST_DONE();
 }

@@ -1,0 +1,397 @@
+/*
+ * store_sql_ext.c - the longest and the shortest kernels of each session
+ * (table kext), for `sort=duration` pages without a duration index.
+ *
+ * An index on kernels(sess, dur, seq) cost about a quarter of SQLite's
+ * ingest time (a B-tree insert at a random place for every kernel), for
+ * a question asked of few sessions and mostly about their first pages.
+ * Instead, per session and side (0: longest, 1: shortest), kext holds a
+ * *prefix* of the kernels in that side's order: every kernel whose
+ * (dur, seq) comes before the last row kept.  At ingest a heap per side
+ * keeps the K best keys (K = SQ_EXT_K, GPUFL_SERVER_TOPK); a new kernel
+ * enters only when it beats the heap's worst, which then leaves - for
+ * durations in random order about K * (1 + ln(N / K)) of N kernels ever
+ * enter, a few percent of a big session.  (Durations that only grow, or
+ * only shrink, make every kernel enter one side: the cost of the old
+ * index, twice.)  store_sql_q.c reads a page from kext and falls back to
+ * a plain sort only past the prefix (or when filters leave too few rows
+ * in it).
+ *
+ * The heaps live in memory for the sessions being written (SQ_EXT_SESS,
+ * least recently used ones go), loaded from kext on first use.  Changes
+ * are collected per ingest batch and written before its COMMIT as a few
+ * multi-row statements; a batch that rolls back drops every heap (they
+ * are reloaded).  A heap loaded for a session whose kext rows are fewer
+ * than its kernels (a prefix shorter than K: K grew, or rows were lost)
+ * keeps that length, so the prefix property holds.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Keys per chunk of an INSERT or DELETE statement (its text is built
+ * with integer literals only). */
+#define EXT_CHUNK 256
+#define EXT_SQL_MAX (EXT_CHUNK * 64 + 256)
+
+typedef struct ext_key {
+    int64_t dur, seq;
+    uint32_t gen; /* batch that added it; 0 = stored */
+} ext_key;
+
+typedef struct ext_heap {
+    ext_key *k;
+    uint32_t n, cap;
+} ext_heap;
+
+struct sq_ext {
+    int64_t sess;  /* 0 = free slot */
+    uint64_t used; /* LRU clock */
+    uint32_t gen;  /* batch that last touched it */
+    ext_heap h[2];
+};
+
+/* 1 when a is worse than b on side d: side 0 keeps the longest, so its
+ * heap's root is the shortest kept; side 1 the reverse. */
+static int worse(int d, const ext_key *a, const ext_key *b)
+{
+    int c = a->dur != b->dur ? (a->dur < b->dur ? -1 : 1)
+                             : (a->seq < b->seq ? -1 : a->seq > b->seq);
+    return d == 0 ? c < 0 : c > 0;
+}
+
+static void sift_up(int d, ext_heap *h, uint32_t i)
+{
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        ext_key t;
+        if (!worse(d, &h->k[i], &h->k[p]))
+            break;
+        t = h->k[i];
+        h->k[i] = h->k[p];
+        h->k[p] = t;
+        i = p;
+    }
+}
+
+static void sift_down(int d, ext_heap *h, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        ext_key t;
+        if (l < h->n && worse(d, &h->k[l], &h->k[m]))
+            m = l;
+        if (r < h->n && worse(d, &h->k[r], &h->k[m]))
+            m = r;
+        if (m == i)
+            return;
+        t = h->k[i];
+        h->k[i] = h->k[m];
+        h->k[m] = t;
+        i = m;
+    }
+}
+
+static void ext_free_slot(struct sq_ext *x)
+{
+    free(x->h[0].k);
+    free(x->h[1].k);
+    memset(x, 0, sizeof(*x));
+}
+
+void sq_ext_reset(sq_store *s)
+{
+    for (size_t i = 0; s->ext && i < SQ_EXT_SESS; i++)
+        ext_free_slot(&s->ext[i]);
+    s->ndel = 0;
+}
+
+void sq_ext_release(sq_store *s)
+{
+    sq_ext_reset(s);
+    free(s->ext);
+    free(s->del);
+    s->ext = NULL;
+    s->del = NULL;
+}
+
+/* Loads side d of x's session from kext: the first K rows in the side's
+ * order (rows past them are deleted: K shrank). */
+static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
+{
+    ext_heap *h = &x->h[d];
+    sdb_stmt *st = s->ws[d ? WS_EXT_LOAD1 : WS_EXT_LOAD0];
+    int rc;
+
+    h->cap = s->ext_k;
+    h->n = 0;
+    if (!(h->k = malloc((size_t)h->cap * sizeof(*h->k))))
+        return GPUFL_ENOMEM;
+    sdb_bind_i64(st, 1, x->sess);
+    sdb_bind_i64(st, 2, (int64_t)h->cap + 1);
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        ext_key k = { sdb_col_i64(st, 0), sdb_col_i64(st, 1), 0 };
+        if (h->n == h->cap) {
+            /* K shrank: drop the rows past the first K (the prefix stays
+             * a prefix); recorded as deletes of stored keys */
+            sdb_reset(st);
+            {
+                char sql[256];
+                const ext_key *last = &h->k[h->n - 1];
+                snprintf(sql, sizeof(sql),
+                         "DELETE FROM kext WHERE sess=%lld AND side=%d AND"
+                         " (dur, seq) %s (%lld, %lld)",
+                         (long long)x->sess, d, d ? ">" : "<",
+                         (long long)last->dur, (long long)last->seq);
+                if ((rc = exec(s->w, sql)) != 0)
+                    return rc;
+            }
+            rc = SDB_DONE;
+            (void)k;
+            break;
+        }
+        h->k[h->n++] = k;
+    }
+    if (rc != SDB_DONE) {
+        sdb_reset(st);
+        return sq_err(rc);
+    }
+    sdb_reset(st);
+    /* a prefix shorter than K and than the session: it may not grow past
+     * what it holds, or kernels between would be missing */
+    if (h->n < h->cap && h->n < n_kernels)
+        h->cap = h->n;
+    /* rows came in the side's order: best first; heapify for worst-root */
+    for (uint32_t i = h->n / 2; i-- > 0;)
+        sift_down(d, h, i);
+    return GPUFL_OK;
+}
+
+/* The heaps of a session, loaded if needed.  NULL with *rc on failure. */
+static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
+{
+    struct sq_ext *x = NULL, *lru = NULL;
+    uint64_t nk = 0;
+
+    *rc = GPUFL_OK;
+    if (!s->ext && !(s->ext = calloc(SQ_EXT_SESS, sizeof(*s->ext)))) {
+        *rc = GPUFL_ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < SQ_EXT_SESS; i++) {
+        struct sq_ext *c = &s->ext[i];
+        if (c->sess == sess) {
+            c->used = ++s->ext_clock;
+            return c;
+        }
+        /* a slot touched in this batch holds unwritten keys: not evicted */
+        if (c->gen != s->ext_gen && (!lru || c->used < lru->used))
+            lru = c;
+    }
+    if (!lru) {
+        /* every slot changed in this batch: write them out, then any may go */
+        if ((*rc = sq_ext_flush(s)) != 0)
+            return NULL;
+        s->ext_gen++;
+        lru = &s->ext[0];
+    }
+    x = lru;
+    ext_free_slot(x);
+    x->sess = sess;
+    x->used = ++s->ext_clock;
+    /* the session's kernels: stored, plus this batch's before this one */
+    {
+        sdb_stmt *st = s->ws[WS_EXT_COUNT];
+        uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
+        const sq_sacc *a = rl_map_find(&s->sacc, k);
+        sdb_bind_i64(st, 1, sess);
+        if (sdb_step(st) == SDB_ROW)
+            nk = (uint64_t)sdb_col_i64(st, 0);
+        sdb_reset(st);
+        nk += a ? a->kernels : 0;
+    }
+    if ((*rc = ext_load(s, x, 0, nk)) != 0 ||
+        (*rc = ext_load(s, x, 1, nk)) != 0) {
+        ext_free_slot(x);
+        return NULL;
+    }
+    return x;
+}
+
+static int del_push(sq_store *s, int64_t sess, int d, const ext_key *k)
+{
+    if (s->ndel == s->del_cap) {
+        size_t nc = s->del_cap ? 2 * s->del_cap : 1024;
+        sq_ext_del *p = realloc(s->del, nc * sizeof(*p));
+        if (!p)
+            return GPUFL_ENOMEM;
+        s->del = p;
+        s->del_cap = nc;
+    }
+    s->del[s->ndel++] = (sq_ext_del){ sess, d, k->dur, k->seq };
+    return GPUFL_OK;
+}
+
+int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq)
+{
+    int rc;
+    struct sq_ext *x = ext_get(s, sess, &rc);
+
+    if (!x)
+        return rc;
+    x->gen = s->ext_gen;
+    s->ext_dirty = 1;
+    for (int d = 0; d < 2; d++) {
+        ext_heap *h = &x->h[d];
+        ext_key k = { dur, seq, s->ext_gen };
+        if (h->n < h->cap) {
+            h->k[h->n++] = k;
+            sift_up(d, h, h->n - 1);
+            continue;
+        }
+        if (!h->n || !worse(d, &h->k[0], &k))
+            continue; /* not better than the worst kept */
+        /* the worst leaves: a stored key is deleted, one added in this
+         * batch was never written */
+        if (h->k[0].gen == 0 && (rc = del_push(s, sess, d, &h->k[0])) != 0)
+            return rc;
+        h->k[0] = k;
+        sift_down(d, h, 0);
+    }
+    return GPUFL_OK;
+}
+
+/* SQLite: one prepared statement per key (an IN (VALUES ...) list made
+ * SQLite compare every row of the range with every key). */
+static int key_step(sq_store *s, int w, int64_t sess, int d, int64_t dur,
+                    int64_t seq)
+{
+    sdb_stmt *st = s->ws[w];
+    sdb_bind_i64(st, 1, sess);
+    sdb_bind_i64(st, 2, d);
+    sdb_bind_i64(st, 3, dur);
+    sdb_bind_i64(st, 4, seq);
+    return step_done(st);
+}
+
+/* PostgreSQL: runs sql (a chunk of keys as literals: a round trip per key
+ * would cost more than the rest of the batch) and starts the next one. */
+static int chunk_run(sq_store *s, char *sql, size_t *len, size_t *n,
+                     const char *tail, const char *head)
+{
+    int rc = GPUFL_OK;
+    if (*n) {
+        snprintf(sql + *len, EXT_SQL_MAX - *len, "%s", tail);
+        rc = exec(s->w, sql);
+    }
+    *len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
+    *n = 0;
+    return rc;
+}
+
+static int del_cmp(const void *a, const void *b)
+{
+    const sq_ext_del *x = a, *y = b;
+    if (x->sess != y->sess)
+        return x->sess < y->sess ? -1 : 1;
+    return x->side - y->side;
+}
+
+static int flush_deletes(sq_store *s, char *sql)
+{
+    size_t len = 0, n = 0;
+    int rc = GPUFL_OK;
+    char tail[160];
+
+    if (sdb_dialect(s->w) != SDB_POSTGRES) {
+        for (size_t i = 0; i < s->ndel && !rc; i++)
+            rc = key_step(s, WS_EXT_DEL, s->del[i].sess, s->del[i].side,
+                          s->del[i].dur, s->del[i].seq);
+        s->ndel = 0;
+        return rc;
+    }
+    /* grouped by (sess, side): each statement reads one key range.  A
+     * join with the keys, not "(dur, seq) IN (VALUES ...)": before ANALYZE
+     * has seen kext, the planner made the latter a nested loop comparing
+     * every row with every key (200 ms a statement at 4k rows) */
+    if (s->ndel)
+        qsort(s->del, s->ndel, sizeof(*s->del), del_cmp);
+    for (size_t i = 0; i < s->ndel && !rc; i++) {
+        const sq_ext_del *e = &s->del[i];
+        if (i == 0 || n == EXT_CHUNK || e->sess != s->del[i - 1].sess ||
+            e->side != s->del[i - 1].side) {
+            snprintf(tail, sizeof(tail),
+                     ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND"
+                     " k.dur=v.d AND k.seq=v.s",
+                     (long long)(i ? s->del[i - 1].sess : 0),
+                     i ? s->del[i - 1].side : 0);
+            if ((rc = chunk_run(s, sql, &len, &n, tail,
+                                "DELETE FROM kext k USING (VALUES ")) != 0)
+                break;
+        }
+        len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(%lld,%lld)",
+                                n ? "," : "", (long long)e->dur,
+                                (long long)e->seq);
+        n++;
+    }
+    if (!rc && s->ndel) {
+        snprintf(tail, sizeof(tail),
+                 ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND"
+                 " k.dur=v.d AND k.seq=v.s",
+                 (long long)s->del[s->ndel - 1].sess, s->del[s->ndel - 1].side);
+        rc = chunk_run(s, sql, &len, &n, tail, "");
+    }
+    s->ndel = 0;
+    return rc;
+}
+
+int sq_ext_flush(sq_store *s)
+{
+    static const char head[] = "INSERT INTO kext(sess, side, dur, seq) VALUES ";
+    static const char tail[] = " ON CONFLICT DO NOTHING";
+    char *sql;
+    size_t len = 0, n = 0;
+    int rc;
+
+    if (!s->ext || (!s->ndel && !s->ext_dirty))
+        return GPUFL_OK;
+    if (!(sql = malloc(EXT_SQL_MAX)))
+        return GPUFL_ENOMEM;
+    rc = flush_deletes(s, sql);
+    len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
+    for (size_t i = 0; i < SQ_EXT_SESS && !rc; i++) {
+        struct sq_ext *x = &s->ext[i];
+        if (!x->sess || x->gen != s->ext_gen)
+            continue;
+        for (int d = 0; d < 2 && !rc; d++) {
+            ext_heap *h = &x->h[d];
+            for (uint32_t j = 0; j < h->n && !rc; j++) {
+                ext_key *k = &h->k[j];
+                if (k->gen != s->ext_gen)
+                    continue;
+                k->gen = 0;
+                if (sdb_dialect(s->w) != SDB_POSTGRES) {
+                    rc = key_step(s, WS_EXT_PUT, x->sess, d, k->dur, k->seq);
+                    continue;
+                }
+                if (n == EXT_CHUNK &&
+                    (rc = chunk_run(s, sql, &len, &n, tail, head)) != 0)
+                    break;
+                len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                        "%s(%lld,%d,%lld,%lld)", n ? "," : "",
+                                        (long long)x->sess, d,
+                                        (long long)k->dur, (long long)k->seq);
+                n++;
+            }
+        }
+    }
+    if (!rc && n)
+        rc = chunk_run(s, sql, &len, &n, tail, head);
+    free(sql);
+    s->ext_dirty = 0;
+    return rc;
+}
