@@ -249,6 +249,19 @@ void mp_agg_maps(mp_agg *g, uint32_t pid, const char *text, size_t len)
     p->nmaps = (size_t)n;
 }
 
+void mp_agg_pyname(mp_agg *g, uint32_t pid, unsigned version, uint64_t code,
+                   uint64_t instr, const char *name)
+{
+    mp_proc *p = mp_agg_proc(g, pid);
+    const mp_pyver *v = mp_py_version(version);
+    if (!p || !v)
+        return;
+    p->py = v;
+    p->py_checked = 1;
+    mp_u64map_put(&p->pycache, mp_py_key(code, instr), name_intern(g, name),
+                  code);
+}
+
 static void read_maps(mp_agg *g, mp_proc *p)
 {
     char path[64];
@@ -380,13 +393,16 @@ static uint32_t event_stack(mp_agg *g, mp_proc *p, const struct mp_event *e)
     memcpy(fp, f, k * sizeof *f);
     for (uint32_t i = 0; i < npy; i++) {
         uint64_t id, code;
-        if (!mp_u64map_get(&p->pycache, e->py_instr[i], &id, &code) ||
+        if (mp_py_skip(p->py, e->py_code[i], e->py_instr[i]))
+            continue;
+        uint64_t key = mp_py_key(e->py_code[i], e->py_instr[i]);
+        if (!mp_u64map_get(&p->pycache, key, &id, &code) ||
             code != e->py_code[i]) {
             char buf[512];
             mp_py_frame_name((int)p->pid, p->py, e->py_code[i], e->py_instr[i],
                              buf, sizeof buf);
             id = name_intern(g, buf);
-            mp_u64map_put(&p->pycache, e->py_instr[i], id, e->py_code[i]);
+            mp_u64map_put(&p->pycache, key, id, e->py_code[i]);
         }
         fp[k++] = (uint32_t)id;
     }
@@ -462,7 +478,8 @@ void mp_agg_event(mp_agg *g, const struct mp_event *e)
     case MP_OP_ALLOC:
     case MP_OP_CREATE: {
         size = e->arg[1];
-        if (e->api == MP_cuMemAllocPitch_v2 || e->api == MP_cuMemAllocPitch)
+        if (e->api == MP_cuMemAllocPitch_v2 || e->api == MP_cuMemAllocPitch ||
+            e->api == MP_cudaMallocPitch)
             size = e->rc == 0 ? e->out2 * e->arg[3] : e->arg[2] * e->arg[3];
         if (e->api == MP_cuMemAllocHost)
             size &= 0xffffffffu; /* legacy: unsigned int bytesize */

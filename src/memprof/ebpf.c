@@ -28,6 +28,7 @@
 
 typedef struct lib {
     uint64_t dev, ino;
+    int runtime; /* the layer attached (MP_COOKIE_RT) */
 } lib;
 
 typedef struct ebpf {
@@ -38,6 +39,8 @@ typedef struct ebpf {
     size_t nlinks, caplinks;
     lib libs[MP_MAX_LIBS];
     size_t nlibs;
+    lib *rtseen; /* files looked at for a static cudart (runtime: found) */
+    size_t nrtseen, caprtseen;
     char cgroup_rel[4096]; /* cgroup mode: "/path" below the cgroup2 mount */
     int scans;
     mp_dwarf *dwarf;          /* --dwarf */
@@ -141,8 +144,9 @@ static int add_link(ebpf *b, struct bpf_link *l)
 
 static void print_link_ids(ebpf *b, size_t from);
 
-/* Attaches every API present in the library at `path` (seen by `pid`). */
-static void attach_lib(ebpf *b, int pid, const char *mpath)
+/* Attaches every API of one layer (driver, or the runtime's) present in
+ * the file at `path` (seen by `pid`). */
+static void attach_lib(ebpf *b, int pid, const char *mpath, int runtime)
 {
     char path[4200];
     struct stat st;
@@ -150,14 +154,17 @@ static void attach_lib(ebpf *b, int pid, const char *mpath)
     if (stat(path, &st))
         return;
     for (size_t i = 0; i < b->nlibs; i++)
-        if (b->libs[i].dev == st.st_dev && b->libs[i].ino == st.st_ino)
+        if (b->libs[i].dev == st.st_dev && b->libs[i].ino == st.st_ino &&
+            b->libs[i].runtime == runtime)
             return;
     if (b->nlibs == MP_MAX_LIBS)
         return;
-    b->libs[b->nlibs++] = (lib){ st.st_dev, st.st_ino };
+    b->libs[b->nlibs++] = (lib){ st.st_dev, st.st_ino, runtime };
     int n = 0;
     size_t first = b->nlinks;
-    for (int a = 0; a < MP_API_N; a++) {
+    int from = runtime ? MP_API_RUNTIME : 0,
+        to = runtime ? MP_API_N : MP_API_RUNTIME;
+    for (int a = from; a < to; a++) {
         for (int ret = 0; ret < 2; ret++) {
             LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = mp_apis[a].name,
                         .retprobe = ret != 0,
@@ -177,8 +184,8 @@ static void attach_lib(ebpf *b, int pid, const char *mpath)
     }
     if (b->s->o->verbose) {
         fprintf(stderr,
-                "gpufl memprof: attached %d entry points in %s (pid %d)\n", n,
-                mpath, pid);
+                "gpufl memprof: attached %d %s entry points in %s (pid %d)\n",
+                n, runtime ? "runtime (static cudart)" : "driver", mpath, pid);
         print_link_ids(b, first);
     }
 }
@@ -263,6 +270,33 @@ static void python_setup(ebpf *b, mp_proc *pr, const char *maps)
                 pr->pid, v->name);
 }
 
+/* A file the process executes from (its executable, a library) that
+ * defines cudaMalloc itself: cudart linked statically.  Looked at once
+ * per file. */
+static int static_cudart(ebpf *b, int pid, const char *mpath)
+{
+    char path[4200];
+    struct stat st;
+    uint64_t minva;
+    snprintf(path, sizeof path, "/proc/%d/root%s", pid, mpath);
+    if (stat(path, &st))
+        return 0;
+    for (size_t i = 0; i < b->nrtseen; i++)
+        if (b->rtseen[i].dev == st.st_dev && b->rtseen[i].ino == st.st_ino)
+            return b->rtseen[i].runtime;
+    if (b->nrtseen == b->caprtseen) {
+        size_t c = b->caprtseen ? b->caprtseen * 2 : 64;
+        lib *nv = realloc(b->rtseen, c * sizeof *nv);
+        if (!nv)
+            return 0;
+        b->rtseen = nv;
+        b->caprtseen = c;
+    }
+    int found = mp_elf_sym(path, "cudaMalloc", &minva) != 0;
+    b->rtseen[b->nrtseen++] = (lib){ st.st_dev, st.st_ino, found };
+    return found;
+}
+
 static void scan_pid(ebpf *b, int pid)
 {
     size_t len;
@@ -271,7 +305,9 @@ static void scan_pid(ebpf *b, int pid)
         return;
     const char *want = b->s->o->lib;
     size_t wl = strlen(want);
-    int maps_driver = 0;
+    int maps_driver = 0, maps_cudart = 0;
+    char *exec[512]; /* other executable file mappings */
+    size_t nexec = 0;
     for (char *line = text, *nl; line && *line; line = nl) {
         nl = strchr(line, '\n');
         if (nl)
@@ -280,11 +316,22 @@ static void scan_pid(ebpf *b, int pid)
         if (!p || (!strstr(line, " r-xp ") && !strstr(line, " r--p ")))
             continue;
         const char *base = strrchr(p, '/') + 1;
-        if (strncmp(base, want, wl))
+        if (!strncmp(base, "libcudart.so", 12))
+            maps_cudart = 1;
+        if (strncmp(base, want, wl)) {
+            if (strstr(line, " r-xp ") && nexec < 512)
+                exec[nexec++] = p;
             continue;
+        }
         maps_driver = 1;
-        attach_lib(b, pid, p);
+        attach_lib(b, pid, p, 0);
     }
+    /* no libcudart.so: the runtime may be linked in statically, where
+     * driver probes can miss calls (it reaches the driver through
+     * cuGetProcAddress); probe its cudaMalloc* too */
+    for (size_t i = 0; maps_driver && !maps_cudart && i < nexec; i++)
+        if (static_cudart(b, pid, exec[i]))
+            attach_lib(b, pid, exec[i], 1);
     free(text);
     /* A process that maps the driver: keep its mappings now, it may be
      * gone by the time its first event is read. */
@@ -393,6 +440,7 @@ static void teardown(ebpf *b)
     memprof_bpf__destroy(b->skel);
     mp_dwarf_free(b->dwarf);
     free(b->ustack);
+    free(b->rtseen);
 }
 
 int mp_ebpf_run(mp_session *s)

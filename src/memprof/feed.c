@@ -97,6 +97,15 @@ int mp_feed_run(mp_session *s, int *child_status)
             mp_agg_maps(&s->agg, e.pid, maps, e.arg[0]);
             continue;
         }
+        if (e.kind == MP_EV_PYNAME) {
+            char name[512];
+            if (e.arg[3] >= sizeof name || read_full(fd, name, e.arg[3]))
+                break;
+            name[e.arg[3]] = 0;
+            mp_agg_pyname(&s->agg, e.pid, (unsigned)e.arg[2], e.arg[0],
+                          e.arg[1], name);
+            continue;
+        }
         mp_agg_event(&s->agg, &e);
     }
     free(maps);

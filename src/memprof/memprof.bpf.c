@@ -47,6 +47,17 @@ struct {
     __type(value, __u8);
 } targets SEC(".maps");
 
+/* tid -> runtime calls (MP_COOKIE_RT) in progress on that thread: the
+ * driver calls a statically linked cudaMalloc makes are not counted, the
+ * cudaMalloc is (docs/memprof.md "Runtime layer").  LRU: a thread that
+ * died inside a runtime call does not keep its entry. */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 16384);
+    __type(key, __u32);
+    __type(value, __u32);
+} rt_depth SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
     __uint(max_entries, 1);
@@ -104,7 +115,8 @@ static __always_inline __u64 rd(__u64 addr)
  * state whose thread_id is this thread's pthread_t (= fsbase on x86-64
  * glibc) among the main interpreter's, then the frame chain.  Works with
  * the GIL released (ctypes, C extensions), unlike _PyRuntime's
- * tstate_current. */
+ * tstate_current.  One walk for 3.10 (PyFrameObject.f_back) and 3.11+
+ * (_PyInterpreterFrame.previous): only the offsets differ (mp_pyconf). */
 static __always_inline void python_frames(struct mp_event *e, __u32 pid)
 {
     struct mp_pyconf *c = bpf_map_lookup_elem(&pyconf, &pid);
@@ -122,12 +134,25 @@ static __always_inline void python_frames(struct mp_event *e, __u32 pid)
     }
     if (!ts)
         return;
-    __u64 cf = rd(ts + c->ts_cframe);
-    __u64 fr = cf ? rd(cf + c->cf_current) : 0;
+    __u64 fr = rd(ts + c->ts_frame);
+    if (c->cf_current != MP_PY_NOCF)
+        fr = fr ? rd(fr + c->cf_current) : 0;
     __u32 n = 0;
+    /* every frame goes out (n = i + 1: a conditional count multiplies
+     * the verifier's states past its limit); user space drops the 3.12+
+     * entry shims by the owner byte in the top of py_instr */
     for (int i = 0; i < MP_MAX_PYFRAMES && fr; i++) {
+        __u64 instr = rd(fr + c->fr_instr);
         e->py_code[i] = rd(fr + c->fr_code);
-        e->py_instr[i] = rd(fr + c->fr_instr);
+        if (c->fr_self) {
+            __u64 self = rd(fr + c->fr_self);
+            instr = mp_py310_pack(instr, self ? rd(self + 8) : 0);
+        } else {
+            __u8 owner = 0;
+            bpf_probe_read_user(&owner, 1, (void *)(fr + c->fr_owner));
+            instr = (instr & MP_PY_INSTR_MASK) | (__u64)owner << 56;
+        }
+        e->py_instr[i] = instr;
         n = i + 1;
         fr = rd(fr + c->fr_previous);
     }
@@ -180,8 +205,19 @@ int BPF_KPROBE(mp_entry)
     __u64 id = bpf_get_current_pid_tgid();
     if (!wanted(id >> 32))
         return 0;
-    struct ctx_key k = { .tid = (__u32)id,
-                         .api = bpf_get_attach_cookie(ctx) & MP_COOKIE_API };
+    __u64 cookie = bpf_get_attach_cookie(ctx);
+    __u32 tid = (__u32)id;
+    __u32 *depth = bpf_map_lookup_elem(&rt_depth, &tid);
+    if (cookie & MP_COOKIE_RT) {
+        __u32 one = 1;
+        if (depth)
+            __sync_fetch_and_add(depth, 1);
+        else
+            bpf_map_update_elem(&rt_depth, &tid, &one, BPF_ANY);
+    } else if (depth && *depth) {
+        return 0; /* inside a runtime call: counted there */
+    }
+    struct ctx_key k = { .tid = tid, .api = cookie & MP_COOKIE_API };
     struct ctx_val v = { .arg = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx),
                                   PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
                                   PT_REGS_PARM5(ctx) } };
@@ -195,6 +231,13 @@ int BPF_KRETPROBE(mp_return)
     __u64 id = bpf_get_current_pid_tgid();
     __u64 cookie = bpf_get_attach_cookie(ctx);
     struct ctx_key k = { .tid = (__u32)id, .api = cookie & MP_COOKIE_API };
+    if (cookie & MP_COOKIE_RT) {
+        __u32 *depth = bpf_map_lookup_elem(&rt_depth, &k.tid);
+        if (depth && *depth > 1)
+            __sync_fetch_and_add(depth, -1);
+        else if (depth)
+            bpf_map_delete_elem(&rt_depth, &k.tid);
+    }
     struct ctx_val *v = bpf_map_lookup_elem(&calls, &k);
     if (!v)
         return 0;

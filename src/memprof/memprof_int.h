@@ -92,24 +92,53 @@ long mp_symb_parse_maps(mp_symb *s, const char *text, size_t len, mp_map **out);
 void mp_symb_name(mp_symb *s, int pid, const mp_map *maps, size_t nmaps,
                   uint64_t ip, char *buf, size_t cap);
 
+/* The ELF virtual address of symbol `name` (.dynsym or .symtab) of the
+ * file at path, and the lowest PT_LOAD address; 0 when absent. */
+uint64_t mp_elf_sym(const char *path, const char *name, uint64_t *minva);
+
 /* ---- CPython frames (python.c) ---- */
 typedef struct mp_pyver {
     const char *name;      /* "3.11" */
     struct mp_pyconf conf; /* offsets for the BPF walk (runtime 0) */
-    uint32_t co_qualname, co_filename, co_firstlineno, co_linetable,
-        co_code; /* PyCodeObject: co_code_adaptive */
+    /* PyCodeObject; co_qualname 0: none (3.10), co_code: the offset of
+     * co_code_adaptive (3.11+), co_varnames: co_localsplusnames (3.11+) */
+    uint32_t co_qualname, co_name, co_filename, co_firstlineno, co_linetable,
+        co_code, co_argcount, co_varnames;
+    uint32_t str_ascii, str_compact; /* where a str's characters start */
+    int lines310;                    /* 3.10: PEP 626 table, f_lasti */
+    uint32_t debug_offsets;          /* 3.13+: 0x030d, check _Py_DebugOffsets */
 } mp_pyver;
 
 /* The supported CPython a process runs (from its maps text), with *c
  * filled for the BPF program; NULL when none. */
 const mp_pyver *mp_py_detect(int pid, const char *maps, struct mp_pyconf *c);
-/* The line of code unit idx from a 3.11 location table (co_linetable,
+/* 1 when the interpreter at runtime (&_PyRuntime in process pid) agrees
+ * with v's offsets: checked against its _Py_DebugOffsets (3.13+); always
+ * 1 for older versions, which have none. */
+int mp_py_offsets_ok(int pid, const mp_pyver *v, uint64_t runtime);
+/* The table's entries by index (MP_EV_PYNAME), and by Py_GetVersion()
+ * text ("3.12.1 (main, ...)"); NULL when unknown. */
+const mp_pyver *mp_py_version(unsigned idx);
+unsigned mp_py_index(const mp_pyver *v);
+const mp_pyver *mp_py_by_version(const char *version);
+/* A frame that is no Python function (3.12+ entry shim, no code). */
+int mp_py_skip(const mp_pyver *v, uint64_t code, uint64_t instr);
+/* The name cache key of a (code object, py_instr) pair. */
+uint64_t mp_py_key(uint64_t code, uint64_t instr);
+/* The line of code unit idx from a 3.11+ location table (co_linetable,
  * n bytes) starting at line (co_firstlineno). */
 int64_t mp_py_line_of(const unsigned char *t, size_t n, int64_t line,
                       uint64_t idx);
+/* The same from a 3.10 table for byte offset addr; -1: no line. */
+int64_t mp_py_line_of310(const unsigned char *t, size_t n, int64_t line,
+                         uint64_t addr);
 /* "qualname (file.py:LINE)" of a code object at instruction instr. */
 void mp_py_frame_name(int pid, const mp_pyver *v, uint64_t code, uint64_t instr,
                       char *buf, size_t cap);
+/* In-process: the frames of thread state tstate, innermost first (code
+ * objects and py_instr words as the BPF program sends them); the count. */
+int mp_py_walk(const struct mp_pyconf *c, uint64_t tstate, uint64_t *code,
+               uint64_t *instr, int max);
 
 /* ---- --dwarf unwinding (dwarf.c) ---- */
 typedef struct mp_dwarf mp_dwarf;
@@ -148,7 +177,7 @@ typedef struct mp_proc {
     uint64_t implicit_b, implicit_n;
     const mp_pyver *py; /* set when the BPF side walks its Python frames */
     int py_checked;
-    mp_u64map pycache; /* instruction -> (frame name id, code object) */
+    mp_u64map pycache; /* mp_py_key -> (frame name id, code object) */
 } mp_proc;
 
 typedef struct mp_agg {
@@ -176,6 +205,9 @@ void mp_agg_release(mp_agg *g);
 /* One event; `maps` (preload: MP_EV_MAPS text) may be NULL. */
 void mp_agg_event(mp_agg *g, const struct mp_event *e);
 void mp_agg_maps(mp_agg *g, uint32_t pid, const char *text, size_t len);
+/* preload: a Python frame's name resolved in the process (MP_EV_PYNAME) */
+void mp_agg_pyname(mp_agg *g, uint32_t pid, unsigned version, uint64_t code,
+                   uint64_t instr, const char *name);
 mp_proc *mp_agg_proc(mp_agg *g, uint32_t pid);
 /* The value of one stack in a view, over everything since start (delta 0)
  * or since the last mp_agg_mark() (delta 1). */

@@ -36,20 +36,43 @@ enum mp_api {
     MP_cuMemFreeAsync_ptsz,
     MP_cuCtxDestroy_v2,
     MP_cuCtxDestroy,
+    /* the runtime layer, probed only where cudart is linked statically
+     * (no libcudart.so mapped): docs/memprof.md "Runtime layer" */
+    MP_cudaMalloc,
+    MP_cudaMallocManaged,
+    MP_cudaMallocHost,
+    MP_cudaHostAlloc,
+    MP_cudaMallocAsync,
+    MP_cudaMallocAsync_ptsz,
+    MP_cudaMallocFromPoolAsync,
+    MP_cudaMallocFromPoolAsync_ptsz,
+    MP_cudaMallocPitch,
+    MP_cudaFree,
+    MP_cudaFreeHost,
+    MP_cudaFreeAsync,
+    MP_cudaFreeAsync_ptsz,
     MP_API_N
 };
+#define MP_API_RUNTIME MP_cudaMalloc /* the first runtime entry point */
 
 /* Cookie bits of an attachment (BPF side): what the return probe reads. */
 #define MP_COOKIE_API 0xffu
 #define MP_COOKIE_OUT1 0x100u  /* *arg1 after success (pointer, handle) */
 #define MP_COOKIE_PITCH 0x200u /* *arg2 after success (pitch) */
 #define MP_COOKIE_STACK 0x400u /* an allocation: take the stacks */
+/* the runtime layer: driver calls made inside it on the same thread are
+ * not counted (the runtime call is) */
+#define MP_COOKIE_RT 0x800u
 
 enum mp_kind {
     MP_EV_CALL = 1, /* one completed API call */
     MP_EV_EXIT = 2, /* a process ended (pid) */
     MP_EV_MAPS = 3, /* preload only: `arg[0]` bytes of /proc/self/maps follow */
-    MP_EV_USTACK = 4 /* --dwarf: struct mp_ustack, before its MP_EV_CALL */
+    MP_EV_USTACK = 4, /* --dwarf: struct mp_ustack, before its MP_EV_CALL */
+    /* preload only: the name of a Python frame, resolved in the process:
+     * arg[0] code object, arg[1] py_instr, arg[2] version (python.c's
+     * table), arg[3] bytes of "qualname (file.py:LINE)" that follow */
+    MP_EV_PYNAME = 5
 };
 
 #define MP_EVF_USTACK 1u /* mp_event.flags: an MP_EV_USTACK precedes it */
@@ -87,20 +110,45 @@ struct mp_event {
     unsigned long long py_instr[MP_MAX_PYFRAMES];
 };
 
-/* Where a CPython's thread states and frames are (per version, symb.c's
+/* Where a CPython's thread states and frames are (per version, python.c's
  * table), and its _PyRuntime's address in the process. */
+#define MP_PY_NOCF 0xffffffffu  /* cf_current: ts_frame is the frame itself */
+#define MP_PY_OWNED_BY_CSTACK 3 /* 3.12+: an entry shim, not Python code */
+/* 3.11+: py_instr is the instruction's address (low 56 bits) and the
+ * frame's owner byte (top 8) */
+#define MP_PY_INSTR_MASK 0x00ffffffffffffffULL
 struct mp_pyconf {
     unsigned long long runtime; /* &_PyRuntime */
     unsigned int rt_main;       /* _PyRuntime.interpreters.main */
     unsigned int is_head;       /* PyInterpreterState.threads.head */
     unsigned int ts_next;       /* PyThreadState.next */
     unsigned int ts_thread_id;  /* PyThreadState.thread_id (pthread_t) */
-    unsigned int ts_cframe;     /* PyThreadState.cframe */
-    unsigned int cf_current;    /* _PyCFrame.current_frame */
-    unsigned int fr_code;       /* _PyInterpreterFrame.f_code */
-    unsigned int fr_previous;   /* _PyInterpreterFrame.previous */
-    unsigned int fr_instr;      /* _PyInterpreterFrame.prev_instr */
+    /* PyThreadState.cframe (3.11, 3.12), .current_frame (3.13),
+     * .frame (3.10) */
+    unsigned int ts_frame;
+    unsigned int cf_current;  /* _PyCFrame.current_frame, or MP_PY_NOCF */
+    unsigned int fr_code;     /* f_code (3.10-3.12), f_executable (3.13) */
+    unsigned int fr_previous; /* previous, f_back (3.10) */
+    /* prev_instr (3.11, 3.12), instr_ptr (3.13), f_lasti (3.10, int) */
+    unsigned int fr_instr;
+    unsigned int fr_owner; /* _PyInterpreterFrame.owner (3.11+) */
+    /* 3.10 (no co_qualname): f_localsplus, whose first local's type goes
+     * with f_lasti (mp_py310_pack) so a method reads Class.method */
+    unsigned int fr_self;
     unsigned int pad;
 };
+
+/* 3.10: f_lasti (code units; -1 before the first instruction) and the
+ * type of the frame's first local in one py_instr word: the type address
+ * (8-aligned, below 2^47) in the high 44 bits, f_lasti in the low 20
+ * (0xfffff: unknown or out of range). */
+static inline unsigned long long mp_py310_pack(unsigned long long lasti,
+                                               unsigned long long type)
+{
+    lasti &= 0xffffffffULL;
+    if (lasti > 0xfffffULL)
+        lasti = 0xfffffULL;
+    return lasti | ((type >> 3) << 20);
+}
 
 #endif

@@ -7,7 +7,11 @@
  * backtrace() (the .eh_frame unwinder), so they do not need frame
  * pointers.  /proc/self/maps goes down the pipe before the first event
  * and again when a library was loaded since, so the profiler can
- * symbolize after this process is gone.
+ * symbolize after this process is gone.  In a CPython 3.10-3.13 process
+ * the calling thread's Python frames go with each allocation: its thread
+ * state from PyGILState_GetThisThreadState(), the frame chain walked with
+ * python.c's offsets (mp_py_walk), and each new (code, instruction) pair
+ * named in-process and sent once as an MP_EV_PYNAME record.
  *
  * Never built with sanitizers: it is preloaded into programs that are not.
  */
@@ -23,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mp_event.h"
+#include "memprof_int.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MP_MAPS_MAX (4u << 20)
@@ -110,6 +114,82 @@ static void send_maps(int fd)
     free(buf);
 }
 
+/* CPython in this process (under mu): found through the dynamic symbol
+ * table, looked for again whenever libraries were added */
+static const mp_pyver *py_ver;
+static void *(*py_tstate)(void);
+static int (*py_initialized)(void);
+static unsigned long long py_adds = ~0ULL;
+#define PY_SENT 4096
+static struct {
+    unsigned long long code, instr;
+    unsigned pid;
+} py_sent[PY_SENT];
+
+static void py_find(void)
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (py_ver || adds == py_adds)
+        return;
+    py_adds = adds;
+    const char *(*ver)(void) =
+        (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    void *(*ts)(void) =
+        (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    /* before Py_Initialize the thread-state key is not created yet */
+    int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    const mp_pyver *v = ver && ts && init ? mp_py_by_version(ver()) : NULL;
+    if (v && !mp_py_offsets_ok(getpid(), v,
+                               (uintptr_t)dlsym(RTLD_DEFAULT, "_PyRuntime")))
+        v = NULL;
+    if (v) {
+        py_tstate = ts;
+        py_initialized = init;
+        py_ver = v;
+    }
+}
+
+/* under mu: the calling thread's Python frames into e, their names down
+ * the pipe first when not sent yet */
+static void py_frames(int fd, struct mp_event *e)
+{
+    py_find();
+    void *ts = py_ver && py_initialized() ? py_tstate() : NULL;
+    if (!ts)
+        return;
+    uint64_t code[MP_MAX_PYFRAMES], instr[MP_MAX_PYFRAMES];
+    int n =
+        mp_py_walk(&py_ver->conf, (uintptr_t)ts, code, instr, MP_MAX_PYFRAMES);
+    e->npy = n > 0 ? (unsigned)n : 0;
+    for (unsigned i = 0; i < e->npy; i++) {
+        e->py_code[i] = code[i];
+        e->py_instr[i] = instr[i];
+    }
+    for (unsigned i = 0; i < e->npy; i++) {
+        unsigned long long c = e->py_code[i], in = e->py_instr[i];
+        size_t h = mp_py_key(c, in) % PY_SENT;
+        if (py_sent[h].code == c && py_sent[h].instr == in &&
+            py_sent[h].pid == e->pid)
+            continue;
+        char name[512];
+        mp_py_frame_name((int)e->pid, py_ver, c, in, name, sizeof name);
+        struct mp_event r;
+        memset(&r, 0, sizeof r);
+        r.kind = MP_EV_PYNAME;
+        r.pid = e->pid;
+        r.arg[0] = c;
+        r.arg[1] = in;
+        r.arg[2] = mp_py_index(py_ver);
+        r.arg[3] = strlen(name);
+        if (write_all(fd, &r, sizeof r) || write_all(fd, name, r.arg[3]))
+            return;
+        py_sent[h].code = c;
+        py_sent[h].instr = in;
+        py_sent[h].pid = e->pid;
+    }
+}
+
 static __attribute__((noinline)) void
 emit(unsigned api, int stack, int rc, unsigned long long a0,
      unsigned long long a1, unsigned long long a2, unsigned long long a3,
@@ -146,6 +226,8 @@ emit(unsigned api, int stack, int rc, unsigned long long a0,
     memcpy(e.comm, comm, sizeof e.comm);
     pthread_mutex_lock(&mu);
     send_maps(fd);
+    if (stack)
+        py_frames(fd, &e);
     /* the record is fixed-size on the pipe: the reader needs no framing */
     write_all(fd, &e, sizeof e);
     pthread_mutex_unlock(&mu);

@@ -32,6 +32,15 @@ target_compile_options(prog_memprof_nofp PRIVATE -O2 -fomit-frame-pointer
 target_link_options(prog_memprof_nofp PRIVATE -fno-sanitize=all)
 target_link_libraries(prog_memprof_nofp PRIVATE fake_cudamem Threads::Threads)
 
+# cudart "linked statically": cudaMalloc* defined in the executable (not
+# exported) on top of the fake driver: the runtime layer's probes
+add_executable(prog_static_rt ${CMAKE_CURRENT_LIST_DIR}/prog_static_rt.c)
+gpufl_target(prog_static_rt)
+target_compile_options(prog_static_rt PRIVATE -O0 -fno-omit-frame-pointer
+  -fno-sanitize=all)
+target_link_options(prog_static_rt PRIVATE -fno-sanitize=all)
+target_link_libraries(prog_static_rt PRIVATE fake_cudamem)
+
 set(_mp_args --gpufl $<TARGET_FILE:gpufl_cli>
   --prog $<TARGET_FILE:prog_memprof>
   --preload-lib $<TARGET_FILE:gpufl_memprof_preload>

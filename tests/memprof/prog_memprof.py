@@ -9,7 +9,10 @@ import threading
 import time
 
 MiB = 1 << 20
-lib = ctypes.CDLL(sys.argv[1])
+# loaded into the global scope and called through it, as a library linked
+# to libcuda would: so the --preload interposer's cuMemAlloc_v2 comes first
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+lib = ctypes.CDLL(None)
 lib.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_ulonglong),
                               ctypes.c_size_t]
 

@@ -14,10 +14,14 @@ the fake libcuda.so.1 of fake_cudamem.c) and checks every number:
            Exits 77 with the reason when eBPF is not permitted.
   server   --preload --server: POST to a real gpufl-server, GET the
            memory views back and compare the numbers.
+
+Both preload and ebpf also run prog_memprof.py under every CPython
+3.10-3.13 found here (tests' python3, /usr/bin, pyenv; a missing version
+prints SKIP and is not a failure) and check its Python stacks exactly, and
+run prog_static_rt.c (cudart "linked statically") checking that each
+allocation is counted once.
 """
 import argparse
-import ast
-import gzip
 import json
 import os
 import shutil
@@ -28,8 +32,13 @@ import tempfile
 import time
 import urllib.request
 
-MiB = 1 << 20
-PROTO = "/usr/share/gocode/src/github.com/google/pprof/proto/profile.proto"
+import memprof_common
+from memprof_common import (MiB, Prog, check, check_folded, check_pprof,
+                            merged, norm, read_folded, self_total, strip_api,
+                            wait_for)
+from memprof_pyrt import (pythons, run_ebpf_python, run_ebpf_static_rt,
+                          run_preload_python, run_preload_static_rt)
+
 
 ALLOC = {
     ("main", "load_model", "alloc_weights", "cuMemAlloc_v2"): (256 * MiB, 4),
@@ -48,201 +57,6 @@ INUSE = {k: ALLOC[k] for k in ALLOC
          if k[1] in ("load_model", "init_cache", "vmm_grow", "pitched",
                      "managed")}
 FAIL = {("main", "oom", "cuMemAlloc_v2"): (2048 * 1024 * MiB, 1)}
-
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if cond:
-        print("ok  ", what)
-    else:
-        failures += 1
-        print("FAIL", what)
-
-
-def norm(frames, api_frame=True):
-    """The stack from main/worker on (libc start-up frames vary)."""
-    for i, f in enumerate(frames):
-        if f in ("main", "worker"):
-            return tuple(frames[i:])
-    return tuple(frames)
-
-
-def scaled(d, k=1):
-    return {s: (b * k, n * k) for s, (b, n) in d.items()}
-
-
-def merged(*ds):
-    out = {}
-    for d in ds:
-        for s, (b, n) in d.items():
-            ob, on = out.get(s, (0, 0))
-            out[s] = (ob + b, on + n)
-    return out
-
-
-def strip_api(d):
-    return {s[:-1]: v for s, v in d.items()}
-
-
-def read_folded(path, comm="prog_memprof"):
-    """{normalized stack: value}; every line must parse and be unique."""
-    out = {}
-    with open(path) as f:
-        for line in f:
-            stack, _, val = line.rstrip("\n").rpartition(" ")
-            frames = stack.split(";")
-            if not val.isdigit() or not stack:
-                check(False, "folded line parses: %r" % line)
-                continue
-            if frames[0] != comm:
-                continue
-            k = norm(frames[1:])
-            out[k] = out.get(k, 0) + int(val)
-    return out
-
-
-def check_folded(path, want, what, comm="prog_memprof"):
-    got = read_folded(path, comm)
-    exp = {s: b for s, (b, n) in want.items()}
-    check(got == exp, "%s: folded %s" % (what, os.path.basename(path)))
-    if got != exp:
-        for s in sorted(set(got) | set(exp)):
-            if got.get(s) != exp.get(s):
-                print("     %s got %s want %s" % (";".join(s), got.get(s),
-                                                  exp.get(s)))
-
-
-def self_total(path, comm="prog_memprof"):
-    selfv, total = {}, {}
-    with open(path) as f:
-        for line in f:
-            stack, _, val = line.rstrip("\n").rpartition(" ")
-            frames = stack.split(";")
-            if frames[0] != comm:
-                continue
-            v = int(val)
-            selfv[frames[-1]] = selfv.get(frames[-1], 0) + v
-            for fr in set(frames):
-                total[fr] = total.get(fr, 0) + v
-    return selfv, total
-
-
-def parse_text_proto(text):
-    root, stack = {}, []
-    cur = root
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if line.endswith("{"):
-            d = {}
-            cur.setdefault(line[:-1].strip(), []).append(d)
-            stack.append(cur)
-            cur = d
-        elif line == "}":
-            cur = stack.pop()
-        else:
-            k, _, v = line.partition(":")
-            v = v.strip()
-            v = ast.literal_eval(v) if v.startswith('"') else int(v)
-            cur.setdefault(k.strip(), []).append(v)
-    return root
-
-
-def read_pprof(path):
-    """{(pid, normalized stack): [alloc_n, alloc_b, inuse_n, inuse_b]}"""
-    raw = gzip.open(path).read()
-    r = subprocess.run(["protoc", "--decode=perftools.profiles.Profile",
-                        "-I", os.path.dirname(PROTO), PROTO], input=raw,
-                       capture_output=True)
-    if r.returncode:
-        check(False, "protoc decodes %s: %s" % (path, r.stderr.decode()))
-        return None, None
-    p = parse_text_proto(r.stdout.decode("latin-1"))
-    st = p["string_table"]
-    types = [(st[t["type"][0]], st[t["unit"][0]]) for t in p["sample_type"]]
-    funcs = {f["id"][0]: st[f["name"][0]] for f in p.get("function", [])}
-    locs = {l["id"][0]: funcs[l["line"][0]["function_id"][0]]
-            for l in p.get("location", [])}
-    out = {}
-    for s in p.get("sample", []):
-        labels = {st[l["key"][0]]: (l["num"][0] if "num" in l
-                                    else st[l["str"][0]])
-                  for l in s.get("label", [])}
-        if labels.get("comm") != "prog_memprof":
-            continue
-        frames = [locs[i] for i in reversed(s.get("location_id", []))]
-        k = (labels["pid"], norm(frames))
-        v = s["value"]
-        o = out.setdefault(k, [0, 0, 0, 0])
-        for i in range(4):
-            o[i] += v[i]
-    meta = {"types": types, "default": st[p["default_sample_type"][0]],
-            "period_type": (st[p["period_type"][0]["type"][0]],
-                            st[p["period_type"][0]["unit"][0]])}
-    return out, meta
-
-
-def check_pprof(path, alloc, inuse, what):
-    prof, meta = read_pprof(path)
-    if prof is None:
-        return
-    check(meta["types"] == [("alloc_objects", "count"), ("alloc_space", "bytes"),
-                            ("inuse_objects", "count"), ("inuse_space", "bytes")],
-          "%s: pprof sample types" % what)
-    check(meta["default"] == "inuse_space" and
-          meta["period_type"] == ("space", "bytes"),
-          "%s: pprof default type / period type" % what)
-    ga, gi = {}, {}
-    for (pid, s), v in prof.items():
-        a = ga.get(s, (0, 0))
-        ga[s] = (a[0] + v[1], a[1] + v[0])
-        if v[2] or v[3]:
-            i = gi.get(s, (0, 0))
-            gi[s] = (i[0] + v[3], i[1] + v[2])
-    ga = {s: v for s, v in ga.items() if v != (0, 0)}
-    check(ga == alloc, "%s: pprof alloc_space/alloc_objects per stack" % what)
-    check(gi == inuse, "%s: pprof inuse_space/inuse_objects per stack" % what)
-    if ga != alloc or gi != inuse:
-        print("     alloc got", ga, "\n     inuse got", gi)
-
-
-class Prog:
-    """prog_memprof waiting on files in a temp dir."""
-
-    def __init__(self, a, d, name, go_now=False, hold=True, prog=None):
-        self.go = os.path.join(d, name + ".go")
-        self.exit = os.path.join(d, name + ".exit")
-        if go_now:
-            open(self.go, "w").close()
-        argv = [prog or a.prog, self.go] + ([self.exit] if hold else [])
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-
-    def start(self):
-        open(self.go, "w").close()
-
-    def wait_done(self):
-        line = self.p.stdout.readline()
-        check(line.strip() == "done 0", "workload ran: %r" % line.strip())
-
-    def finish(self):
-        open(self.exit, "w").close()
-        return self.p.wait(timeout=30)
-
-
-def wait_for(path, text, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with open(path) as f:
-                if text in f.read():
-                    return True
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return False
 
 
 def bpf_ids(err_path):
@@ -356,6 +170,10 @@ def run_preload(a, d):
                         "--preload", "--", a.prog], capture_output=True,
                        text=True, timeout=60)
     check(r.returncode == 2, "preload: the command's exit status (2)")
+    run_preload_static_rt(a, d)
+    # Python frames, walked in-process, for every CPython installed here
+    for py in pythons():
+        run_preload_python(a, d, py)
 
 
 def pyroscope_capture(a, go):
@@ -482,17 +300,12 @@ def run_ebpf(a, d):
     # 5. --dwarf: the workload built without frame pointers
     run_ebpf_dwarf(a, d)
 
-    # 3. Python: the interpreter running the tests, and Debian's python3.11
-    pys = [sys.executable]
-    if os.path.exists("/usr/bin/python3.11") and \
-            os.path.realpath(sys.executable) != "/usr/bin/python3.11":
-        pys.append("/usr/bin/python3.11")
-    for py in pys:
-        ver = subprocess.run([py, "-c", "import sys; print(sys.version_info[:2]"
-                              " == (3, 11))"], capture_output=True, text=True)
-        if ver.stdout.strip() != "True":
-            print("     %s is not CPython 3.11: no Python frames expected" % py)
-            continue
+    # 6. cudart linked statically: the runtime layer, nothing counted twice
+    run_ebpf_static_rt(a, d)
+
+    # 3. Python: every CPython 3.10-3.13 installed here (pyenv's, Debian's,
+    # the one running the tests); a version not installed is skipped
+    for py in pythons():
         run_ebpf_python(a, d, py)
 
 
@@ -578,68 +391,6 @@ def run_ebpf_cgroup(a, d):
                 break
             except OSError:
                 time.sleep(0.1)
-
-
-def run_ebpf_python(a, d, python):
-    """CPython frames: function, Class.method and line numbers, merged
-    with the native frames below the interpreter (libffi here)."""
-    import re
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       "prog_memprof.py")
-    lines = {}
-    for no, text in enumerate(open(src), 1):
-        m = re.search(r"# L:(\w+)", text)
-        if m:
-            lines[m.group(1)] = no
-    f = "prog_memprof.py"
-    main_chain = ["<module> (%s:%d)" % (f, lines["module"]),
-                  "main (%s:%d)" % (f, lines["main_build"]),
-                  "Model.build (%s:%d)" % (f, lines["build"]),
-                  "alloc_weights (%s:%d)" % (f, lines["alloc_weights"]),
-                  "alloc (%s:%d)" % (f, lines["alloc"])]
-    thread_chain = ["worker (%s:%d)" % (f, lines["worker"]),
-                    "kv_cache (%s:%d)" % (f, lines["kv_cache"]),
-                    "alloc (%s:%d)" % (f, lines["alloc"])]
-    lib = os.path.join(os.path.dirname(os.path.dirname(a.prog)), "fake",
-                       "cudamem", "libcuda.so.1")
-    tag = os.path.basename(python)
-    go, ex = os.path.join(d, tag + ".go"), os.path.join(d, tag + ".exit")
-    p = subprocess.Popen([python, src, lib, go, ex], stdout=subprocess.PIPE,
-                         text=True)
-    out = os.path.join(d, tag + ".folded")
-    err = os.path.join(d, tag + ".err")
-    time.sleep(0.3)  # ctypes has loaded the library
-    prof = subprocess.Popen([a.gpufl, "memprof", "--pid", str(p.pid),
-                             "--output", out, "--verbose"],
-                            stderr=open(err, "w"))
-    check(wait_for(err, "probes"), "python %s: attached" % tag)
-    check("Python frames on" in open(err).read(),
-          "python %s: CPython recognised (%s)" % (tag, open(err).read()))
-    open(go, "w").close()
-    check(p.stdout.readline().strip() == "done", "python %s: ran" % tag)
-    # Python frame names are read from the live process: stop the
-    # profiler first (SIGTERM drains the ring), then let the target go
-    time.sleep(0.3)
-    prof.send_signal(signal.SIGTERM)
-    check(prof.wait(timeout=30) == 0, "python %s: profiler exits 0" % tag)
-    open(ex, "w").close()
-    p.wait(timeout=30)
-    got = {}
-    for line in open(out):
-        stack, _, v = line.rstrip("\n").rpartition(" ")
-        frames = stack.split(";")[1:]
-        py = [x for x in frames if re.match(r".+ \([^()]+:\d+\)$", x)]
-        if frames[-1] != "cuMemAlloc_v2":
-            continue
-        if py[:len(main_chain)] == main_chain:
-            got["main"] = got.get("main", 0) + int(v)
-        elif py[-len(thread_chain):] == thread_chain:
-            got["thread"] = got.get("thread", 0) + int(v)
-        else:
-            got[line] = v
-    check(got == {"main": 96 * MiB, "thread": 64 * MiB},
-          "python %s: Python stacks with Class.method and lines, exact "
-          "bytes (%s)" % (tag, got))
 
 
 def http(method, url, token, body=None):
@@ -757,8 +508,8 @@ def main():
             a.mode](a, d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    print("%s: %d failures" % (a.mode, failures))
-    sys.exit(1 if failures else 0)
+    print("%s: %d failures" % (a.mode, memprof_common.failures))
+    sys.exit(1 if memprof_common.failures else 0)
 
 
 if __name__ == "__main__":
