@@ -34,6 +34,10 @@ enum {
     O_TOKEN,
     O_HOST,
     O_PYROSCOPE,
+    O_PYRO_USER,
+    O_PYRO_PASSWORD_FILE,
+    O_PYRO_TOKEN_FILE,
+    O_PYRO_TENANT,
     O_APP,
     O_LIB,
     O_PRELOAD_LIB,
@@ -88,6 +92,15 @@ static const mp_opt opts[] = {
     { O_PYROSCOPE, "--pyroscope", "URL",
       "push folded alloc_/inuse_ space/objects to a Pyroscope /ingest every "
       "interval" },
+    { O_PYRO_USER, "--pyroscope-user", "USER",
+      "Pyroscope basic auth user (Grafana Cloud: the stack's user id); "
+      "password from --pyroscope-password-file or GPUFL_PYROSCOPE_PASSWORD" },
+    { O_PYRO_PASSWORD_FILE, "--pyroscope-password-file", "FILE",
+      "file holding the --pyroscope-user password (one line)" },
+    { O_PYRO_TOKEN_FILE, "--pyroscope-token-file", "FILE",
+      "file holding a bearer token for Pyroscope (or GPUFL_PYROSCOPE_TOKEN)" },
+    { O_PYRO_TENANT, "--pyroscope-tenant", "ID",
+      "Pyroscope tenant, sent as X-Scope-OrgID" },
     { O_APP, "--app", "NAME",
       "Pyroscope application name (default gpufl-memprof)" },
     { O_LIB, "--lib", "NAME",
@@ -165,6 +178,148 @@ static void find_preload(char *out, size_t cap)
     out[0] = 0;
 }
 
+/* ---- Pyroscope credentials: never from the command line itself ---- */
+
+#define PYRO_SECRET_MAX 4096
+
+/* 0 when s is one line of printable ASCII (it goes into an HTTP header) */
+static int header_safe(const char *s)
+{
+    if (!*s)
+        return -1;
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return -1;
+    return 0;
+}
+
+/* The secret in file path (trailing newline dropped) into out[cap]; on
+ * failure says why, naming the flag and the file, never the content. */
+static int read_secret(const char *flag, const char *path, char *out,
+                       size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+    int bad;
+    if (!f) {
+        fprintf(stderr, "gpufl memprof: %s %s: %s\n", flag, path,
+                strerror(errno));
+        return -1;
+    }
+    n = fread(out, 1, cap - 1, f);
+    bad = ferror(f);
+    fclose(f);
+    out[n] = 0;
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = 0;
+    if (bad || n > cap - 2 || strlen(out) != n || header_safe(out)) {
+        fprintf(stderr, "gpufl memprof: %s %s: %s\n", flag, path,
+                bad           ? "cannot be read"
+                : n > cap - 2 ? "longer than 4096 bytes"
+                              : "must hold one non-empty line of printable "
+                                "ASCII");
+        explicit_bzero(out, cap);
+        return -1;
+    }
+    return 0;
+}
+
+/* The environment's secret into out, checked like a file's. */
+static int env_secret(const char *var, char *out, size_t cap)
+{
+    const char *v = getenv(var);
+    if (!v || !*v)
+        return 1;
+    if (strlen(v) > PYRO_SECRET_MAX || header_safe(v)) {
+        fprintf(stderr,
+                "gpufl memprof: %s must be one line of printable ASCII, at "
+                "most 4096 bytes\n",
+                var);
+        return -1;
+    }
+    snprintf(out, cap, "%s", v);
+    return 0;
+}
+
+/* Checks the --pyroscope-* flags and loads the password or token into
+ * secret (owned by the caller, cleared after the run); 0 or -1 (said
+ * why: a usage error). */
+static int pyroscope_auth(memprof_opts *o, const char *pw_file,
+                          const char *tok_file, char *secret, size_t cap)
+{
+    const char *u = o->pyroscope, *auth, *end;
+    int rc;
+
+    secret[0] = 0;
+    if (!u) {
+        if (o->pyroscope_user || pw_file || tok_file || o->pyroscope_tenant) {
+            fprintf(stderr, "gpufl memprof: the --pyroscope-* options need "
+                            "--pyroscope URL\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
+        fprintf(stderr, "gpufl memprof: --pyroscope wants an http:// or "
+                        "https:// URL\n");
+        return -1;
+    }
+    /* user:password@ in the URL is refused, not used: the command line is
+     * readable by every user (ps, /proc/PID/cmdline) and ends up in logs */
+    auth = strstr(u, "://") + 3;
+    end = auth + strcspn(auth, "/?#");
+    if (memchr(auth, '@', (size_t)(end - auth))) {
+        fprintf(stderr,
+                "gpufl memprof: --pyroscope URL must not contain "
+                "user:password@ (a command line is visible to every user); "
+                "use --pyroscope-user with --pyroscope-password-file or "
+                "GPUFL_PYROSCOPE_PASSWORD\n");
+        return -1;
+    }
+    if (o->pyroscope_tenant && (header_safe(o->pyroscope_tenant) ||
+                                strlen(o->pyroscope_tenant) > 256)) {
+        fprintf(stderr, "gpufl memprof: --pyroscope-tenant must be printable "
+                        "ASCII, 1 to 256 bytes\n");
+        return -1;
+    }
+    if (o->pyroscope_user && tok_file) {
+        fprintf(stderr, "gpufl memprof: give --pyroscope-user (basic auth) or "
+                        "--pyroscope-token-file (bearer), not both\n");
+        return -1;
+    }
+    if (pw_file && !o->pyroscope_user) {
+        fprintf(stderr, "gpufl memprof: --pyroscope-password-file needs "
+                        "--pyroscope-user\n");
+        return -1;
+    }
+    if (o->pyroscope_user) {
+        if (header_safe(o->pyroscope_user) || strchr(o->pyroscope_user, ':') ||
+            strlen(o->pyroscope_user) > 256) {
+            fprintf(stderr, "gpufl memprof: --pyroscope-user must be "
+                            "printable ASCII without ':', 1 to 256 bytes\n");
+            return -1;
+        }
+        rc = pw_file ? read_secret("--pyroscope-password-file", pw_file, secret,
+                                   cap)
+                     : env_secret("GPUFL_PYROSCOPE_PASSWORD", secret, cap);
+        if (rc > 0)
+            fprintf(stderr, "gpufl memprof: --pyroscope-user needs a "
+                            "password: --pyroscope-password-file FILE or "
+                            "GPUFL_PYROSCOPE_PASSWORD\n");
+        if (rc)
+            return -1;
+        o->pyroscope_password = secret;
+        return 0;
+    }
+    rc = tok_file ? read_secret("--pyroscope-token-file", tok_file, secret, cap)
+                  : env_secret("GPUFL_PYROSCOPE_TOKEN", secret, cap);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        o->pyroscope_token = secret;
+    return 0;
+}
+
 int cli_memprof_main(int argc, char **argv)
 {
     memprof_opts o;
@@ -175,6 +330,8 @@ int cli_memprof_main(int argc, char **argv)
     o.top_n = 20;
     o.lib = "libcuda.so";
     int i = 1, nmodes = 0, check = 0;
+    const char *pyro_pw_file = NULL, *pyro_tok_file = NULL;
+    char pyro_secret[PYRO_SECRET_MAX + 2];
     if (argc > 1 && !strcmp(argv[1], "top")) {
         o.live = 1;
         o.format = MEMPROF_FMT_TOP;
@@ -283,6 +440,10 @@ int cli_memprof_main(int argc, char **argv)
         case O_TOKEN: o.token = val; break;
         case O_HOST: o.host = val; break;
         case O_PYROSCOPE: o.pyroscope = val; break;
+        case O_PYRO_USER: o.pyroscope_user = val; break;
+        case O_PYRO_PASSWORD_FILE: pyro_pw_file = val; break;
+        case O_PYRO_TOKEN_FILE: pyro_tok_file = val; break;
+        case O_PYRO_TENANT: o.pyroscope_tenant = val; break;
         case O_APP: o.app = val; break;
         case O_LIB: o.lib = val; break;
         case O_PRELOAD_LIB: o.preload_so = val; break;
@@ -320,7 +481,12 @@ int cli_memprof_main(int argc, char **argv)
     }
     if (o.server && !o.token)
         o.token = getenv("GPUFL_TOKEN");
+    if (pyroscope_auth(&o, pyro_pw_file, pyro_tok_file, pyro_secret,
+                       sizeof pyro_secret))
+        return 2;
     if (o.interval < 0)
         o.interval = o.live ? 2 : 10;
-    return memprof_run(&o);
+    int rc = memprof_run(&o);
+    explicit_bzero(pyro_secret, sizeof pyro_secret);
+    return rc;
 }

@@ -45,6 +45,11 @@ typedef struct memprof_opts {
     char **cmd;             /* --preload: the command (NULL-terminated) */
     int verbose;
     int simulated; /* the driver is a stand-in (demo): profiles say so */
+    /* Pyroscope auth (pyroscope.c): basic (user + password) or bearer
+     * token, and the X-Scope-OrgID tenant; each NULL when not given.  The
+     * secrets come from files or the environment and are never printed. */
+    const char *pyroscope_user, *pyroscope_password;
+    const char *pyroscope_token, *pyroscope_tenant;
 } memprof_opts;
 
 /* Runs one profiling session; returns the exit code (0 ok, 1 failure, and
