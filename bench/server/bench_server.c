@@ -148,6 +148,59 @@ static void put(body *b, const char *s, size_t n)
     b->len += n;
 }
 
+/* A day of system samples, one a second: a host line and two GPU lines
+ * per second (the sampler's default interval), in BATCH-line batches. */
+#define SYS_SECONDS 86400
+static body *make_system(const char *sid, size_t *nb)
+{
+    size_t nbatch = (3 * SYS_SECONDS + 1 + BATCH - 1) / BATCH + 1, seq = 0;
+    body *b = calloc(nbatch, sizeof(*b));
+    uint64_t ts = 1700000000000000000ull;
+    char line[768];
+    int n;
+
+    n = snprintf(line, sizeof(line),
+                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":%zu,"
+                 "\"ts\":%llu,\"type\":\"session\",\"app\":\"bench\","
+                 "\"host\":\"bench\",\"start\":%llu}\n",
+                 sid, seq++, (unsigned long long)ts, (unsigned long long)ts);
+    put(&b[0], line, (size_t)n);
+    for (unsigned t = 0; t < SYS_SECONDS; t++, ts += 1000000000ull) {
+        body *cur = &b[seq / BATCH];
+        n = snprintf(line, sizeof(line),
+                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"system\","
+                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"host\",\"cpu\":%u,"
+                     "\"ncpu\":16,\"ram_used\":%llu,\"ram_total\":"
+                     "137438953472,\"swap_used\":0,\"load1\":1.5,"
+                     "\"proc_cpu\":%u,\"proc_rss\":2072576}\n",
+                     sid, seq++, (unsigned long long)ts, 20 + t % 60,
+                     (unsigned long long)(40ull << 30) + t, 90 + t % 10);
+        put(cur, line, (size_t)n);
+        cur->lines++;
+        for (unsigned d = 0; d < 2; d++) {
+            cur = &b[seq / BATCH];
+            n = snprintf(
+                line, sizeof(line),
+                "{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":%zu,"
+                "\"ts\":%llu,\"type\":\"gpu\",\"dev\":%u,\"util\":%u,"
+                "\"mem_util\":32,\"mem_used\":39191576576,\"mem_total\":"
+                "85520809984,\"temp\":%u,\"power\":517888,"
+                "\"power_limit\":700000,\"fan\":65,\"clk_sm\":1980,"
+                "\"clk_mem\":2619,\"clk_gfx\":1980,\"throttle\":0,"
+                "\"pstate\":0,\"pcie_tx\":2297,\"pcie_rx\":2297,"
+                "\"ecc_corr\":0,\"ecc_uncorr\":0,\"energy\":%u,"
+                "\"sm_active\":0.7,\"sm_occ\":0.29,\"nprocs\":0,"
+                "\"procs\":[]}\n",
+                sid, seq++, (unsigned long long)ts, d, (t * 7 + d) % 101,
+                40 + t % 30, t);
+            put(cur, line, (size_t)n);
+            cur->lines++;
+        }
+    }
+    *nb = (seq + BATCH - 1) / BATCH;
+    return b;
+}
+
 /* Batches of NDJSON: dicts first, then kernels. */
 static body *make(const char *sid, size_t nk, unsigned names, size_t *nb,
                   uint64_t *t_end)
@@ -539,6 +592,40 @@ int main(int argc, char **argv)
             SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++)
             free(p[i]);
+    }
+
+    /* 4. a day of 1 s system samples (host + 2 GPUs) in a new session,
+     * then the System view's queries: downsampled to 500 points */
+    {
+        enum { NQ = 50 };
+        char sid3[40], *p[NQ];
+        size_t nsb, lines = 0;
+        body *sb;
+        snprintf(sid3, sizeof(sid3), SID_FMT, 3);
+        sb = make_system(sid3, &nsb);
+        t0 = now_s();
+        for (size_t i = 0; i < nsb; i++) {
+            lines += sb[i].lines;
+            if (http(fd, "POST", "/api/v1/events/system", "bench", sb[i].p,
+                     sb[i].len, resp, SRV_RESP_MAX) != 200) {
+                fprintf(stderr, "POST system -> failed\n");
+                return 1;
+            }
+        }
+        printf("  24 h of 1 s samples (host + 2 GPUs): %zu lines in %.1f s\n",
+               lines, now_s() - t0);
+        for (int i = 0; i < NQ; i++) {
+            p[i] = malloc(256);
+            snprintf(p[i], 256, "/api/v1/sessions/%s/system?points=500%s", sid3,
+                     i % 2 ? "&src=gpu0&fields=util,temp,power" : "");
+        }
+        lat("system, 24 h -> 500 points", fd, "bench", p, NQ, resp,
+            SRV_RESP_MAX);
+        for (int i = 0; i < NQ; i++)
+            free(p[i]);
+        for (size_t i = 0; i < nsb; i++)
+            free(sb[i].p);
+        free(sb);
     }
     close(fd);
     printf("  database: %.1f MB used\n",

@@ -19,6 +19,19 @@
 
 /* ---- schema ---- */
 
+/* srl (system samples per 60 s bucket, store_sql_rollup.c): for each of
+ * the SRV_SYS_NFIELDS fields its min, max, sum and count. */
+#define SRL_F(i) " mn" #i " REAL, mx" #i " REAL, sm" #i " REAL, ct" #i " REAL,"
+#define SRL_AGG(i) ", min(f" #i "), max(f" #i "), sum(f" #i "), count(f" #i ")"
+#define SRL_LIST(m)                                                            \
+    m(0) m(1) m(2) m(3) m(4) m(5) m(6) m(7) m(8) m(9) m(10) m(11) m(12) m(13)  \
+        m(14) m(15) m(16) m(17) m(18) m(19) m(20)
+#define SRL_SET(i)                                                             \
+    ", mn" #i "=excluded.mn" #i ", mx" #i "=excluded.mx" #i ", sm" #i          \
+    "=excluded.sm" #i ", ct" #i "=excluded.ct" #i
+#define SRL_Q4(i) ",?,?,?,?"
+#define SRL_GETC(i) ", mn" #i ", mx" #i ", sm" #i ", ct" #i
+
 static const char *const migrations[] = {
     /* 1: the initial schema */
     "CREATE TABLE sessions(id INTEGER PRIMARY KEY, sid TEXT NOT NULL UNIQUE,"
@@ -146,6 +159,15 @@ static const char *const migrations[] = {
     "INSERT INTO kext SELECT sess, 1, dur, seq FROM (SELECT sess, dur, seq,"
     " row_number() OVER (PARTITION BY sess ORDER BY dur, seq) AS rn"
     " FROM kernels) t WHERE rn <= 4096;",
+    /* 8: system samples per 60 s bucket (store_sql_rollup.c): what a
+     * day-long System view reads instead of 86 400 samples per source;
+     * filled here from what is stored */
+    "CREATE TABLE srl(sess INTEGER NOT NULL, src INTEGER NOT NULL,"
+    " b INTEGER NOT NULL, t0 INTEGER NOT NULL, n INTEGER NOT NULL," SRL_LIST(
+        SRL_F) " PRIMARY KEY(sess, src, b)) WITHOUT ROWID;"
+               "INSERT INTO srl SELECT sess, src, ts / 60000000000, min(ts),"
+               " count(*)" SRL_LIST(SRL_AGG) " FROM samples GROUP BY sess,"
+                                             " src, ts / 60000000000;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 
@@ -207,6 +229,11 @@ const char *const sq_wsql[WS_N] = {
     [WS_EXT_LOAD1] = "SELECT dur, seq FROM kext WHERE sess=? AND side=1"
                      " ORDER BY dur, seq LIMIT ?",
     [WS_EXT_COUNT] = "SELECT n_kernels FROM sessions WHERE id=?",
+    [WS_SRL_GET] = "SELECT n, t0" SRL_LIST(SRL_GETC) " FROM srl WHERE sess=?"
+                                                     " AND src=? AND b=?",
+    [WS_SRL_PUT] = "INSERT INTO srl VALUES(?,?,?,?,?" SRL_LIST(
+        SRL_Q4) ") ON CONFLICT(sess, src, b) DO UPDATE SET t0=excluded.t0,"
+                " n=excluded.n" SRL_LIST(SRL_SET),
     [WS_EXT_PUT] = "INSERT INTO kext VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_EXT_DEL] = "DELETE FROM kext WHERE sess=? AND side=? AND dur=? AND"
                    " seq=?",
@@ -348,6 +375,7 @@ static void sq_close(srv_store *bs)
     sdb_finalize(s->kmerge);
     sdb_finalize(s->kaget);
     sdb_finalize(s->kmax);
+    sdb_finalize(s->kgrp);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     if (s->w) {
@@ -361,7 +389,9 @@ static void sq_close(srv_store *bs)
     rl_map_release(&s->tl);
     rl_map_release(&s->kscope);
     rl_map_release(&s->sacc);
+    rl_map_release(&s->srl);
     rl_map_release(&s->pend_idx);
+    rl_map_release(&s->khigh);
     sq_ext_release(s);
     free(s->cb.p);
     free(s->pend);
@@ -432,7 +462,9 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     rl_map_init(&s->tl, sizeof(sq_tl), SQ_ACC_MAX);
     rl_map_init(&s->kscope, 2 * sizeof(uint64_t), SQ_ACC_MAX);
     rl_map_init(&s->sacc, sizeof(sq_sacc), SQ_ACC_MAX);
+    rl_map_init(&s->srl, sizeof(sq_srl), SQ_ACC_MAX / 64);
     rl_map_init(&s->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
+    rl_map_init(&s->khigh, sizeof(int64_t), SQ_CACHE_MAX);
     s->ext_k = SQ_EXT_K;
     {
         /* a smaller K lets tests cross it with a few kernels */

@@ -31,7 +31,7 @@
 static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "scopes", "sass", "stalls",
                                            "samples", "kagg", "tl", "kscope",
-                                           "kext",
+                                           "kext", "srl",
                                            /* idle verdicts */
                                            "verdicts", "fleet" };
 

@@ -439,6 +439,86 @@ static int flush_pending(sq_store *s, srv_ingest_res *r)
     return rc;
 }
 
+/* SQLite: writes the queued new kernels (SQ_KGROUP in one statement, a
+ * partial group row by row).  Each must be new: anything else means the
+ * queue's premise broke, and the batch fails (its rollups counted them). */
+static int kq_flush(sq_store *s)
+{
+    size_t n = s->nkq;
+    int rc;
+
+    s->nkq = 0;
+    if (n == SQ_KGROUP) {
+        for (size_t i = 0; i < n; i++)
+            bind_kernel(s->kgrp, (int)(24 * i), s->kq[i].sess, s->kq[i].e,
+                        &s->kq[i].l);
+        if ((rc = step_done(s->kgrp)) != 0)
+            return rc;
+        return sdb_changes(s->w) == (int64_t)n ? GPUFL_OK : GPUFL_EINTERNAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bind_kernel(s->ws[WS_KERNEL], 0, s->kq[i].sess, s->kq[i].e,
+                    &s->kq[i].l);
+        if ((rc = step_done(s->ws[WS_KERNEL])) != 0)
+            return rc;
+        if (sdb_changes(s->w) != 1)
+            return GPUFL_EINTERNAL;
+    }
+    return GPUFL_OK;
+}
+
+/* SQLite: the highest kernel seq of a session, stored or queued (-1: none),
+ * as a pointer the caller may raise. */
+static int kmax_get(sq_store *s, int64_t sess, int64_t **out)
+{
+    uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
+    int64_t *v = rl_map_find(&s->khigh, k);
+    int rc, fresh;
+
+    if (v) {
+        *out = v;
+        return GPUFL_OK;
+    }
+    if (s->khigh.n >= SQ_CACHE_MAX) {
+        /* queued rows are in the map, not yet in the table: write them */
+        if ((rc = kq_flush(s)) != 0)
+            return rc;
+        rl_map_clear(&s->khigh);
+    }
+    if (!s->kgrp) {
+        char sql[SQ_KGROUP * 52 + 64];
+        size_t len =
+            (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kernels VALUES");
+        for (int i = 0; i < SQ_KGROUP; i++)
+            len += (size_t)snprintf(sql + len, sizeof(sql) - len,
+                                    "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                                    "?,?,?,?,?)",
+                                    i ? "," : "");
+        snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
+        if ((rc = sdb_prepare(s->w, sql, &s->kgrp)) != 0)
+            return rc;
+    }
+    if (!s->kmax && (rc = sdb_prepare(s->w,
+                                      "SELECT max(seq) FROM kernels"
+                                      " WHERE sess=?",
+                                      &s->kmax)) != 0)
+        return rc;
+    sdb_bind_i64(s->kmax, 1, sess);
+    rc = sdb_step(s->kmax);
+    if (rc != SDB_ROW) {
+        sdb_reset(s->kmax);
+        return sq_err(rc);
+    }
+    if (!(v = rl_map_get(&s->khigh, k, &fresh))) {
+        sdb_reset(s->kmax);
+        return GPUFL_EFULL;
+    }
+    *v = sdb_col_null(s->kmax, 0) ? -1 : sdb_col_i64(s->kmax, 0);
+    sdb_reset(s->kmax);
+    *out = v;
+    return GPUFL_OK;
+}
+
 static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
 {
     sdb_stmt *st;
@@ -467,6 +547,26 @@ static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
             p->fresh = 0;
             *fresh = -1; /* counted when the batch's INSERT runs */
             return GPUFL_OK;
+        }
+        {
+            /* after every kernel of its session stored or queued: new
+             * (agents send in order, so nearly always), queued */
+            int64_t *mx;
+            if ((rc = kmax_get(s, sess, &mx)) != 0)
+                return rc;
+            if ((int64_t)e->seq > *mx) {
+                *mx = (int64_t)e->seq;
+                s->kq[s->nkq].e = e;
+                s->kq[s->nkq].sess = sess;
+                s->kq[s->nkq++].l = l;
+                if (s->nkq == SQ_KGROUP && (rc = kq_flush(s)) != 0)
+                    return rc;
+                *fresh = 1;
+                return sq_acc_kernel(s, sess, e, &l);
+            }
+            /* maybe a duplicate of a queued row: those go in first */
+            if ((rc = kq_flush(s)) != 0)
+                return rc;
         }
         st = s->ws[WS_KERNEL];
         bind_kernel(st, 0, sess, e, &l);
@@ -592,6 +692,8 @@ static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
     if ((rc = step_done(st)) != 0)
         return rc;
     *fresh = sdb_changes(s->w) > 0;
+    if (*fresh && (e->type == EV_GPU || e->type == EV_HOST))
+        return sq_acc_sample(s, sess, e);
     return GPUFL_OK;
 }
 
@@ -632,6 +734,7 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
     rl_map_clear(&s->tl);
     rl_map_clear(&s->kscope);
     rl_map_clear(&s->sacc);
+    rl_map_clear(&s->srl);
     rc = sdb_begin(s->w);
     /* PostgreSQL with several servers: the kernel aggregates are merged
      * read-modify-write, so batches take turns as SQLite's write lock
@@ -668,13 +771,15 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
         rc = count_line(s, sess, e);
     }
     if (!rc)
-        rc = flush_pending(s, r);
+        rc = s->pend ? flush_pending(s, r) : kq_flush(s);
     if (!rc)
         rc = s->pend ? sq_flush_kagg_pg(s) : sq_flush_kagg(s);
     if (!rc)
         rc = sq_flush_rest(s, (int64_t)time(NULL));
     if (!rc)
         rc = sq_ext_flush(s);
+    if (!rc)
+        rc = sq_flush_srl(s);
     if (!rc)
         rc = exec(s->w, "COMMIT");
     if (rc) {
@@ -683,6 +788,8 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
          * transaction */
         rl_map_clear(&s->sess_cache);
         rl_map_clear(&s->launch_cache);
+        rl_map_clear(&s->khigh);
+        s->nkq = 0;
         sq_ext_reset(s);
         r->accepted = r->duplicate = 0;
     }

@@ -39,6 +39,8 @@ enum {
     WS_EXT_COUNT,
     WS_EXT_PUT,
     WS_EXT_DEL,
+    WS_SRL_GET,
+    WS_SRL_PUT,
     WS_N
 };
 
@@ -61,6 +63,15 @@ typedef struct sq_tl {
     uint64_t n, busy, top_name, top_dur;
 } sq_tl;
 
+/* System samples of one 60 s bucket of one source (srl). */
+#define SQ_SRL_NS 60000000000ll
+typedef struct sq_srl {
+    uint64_t n;
+    int64_t t0;
+    double mn[SRV_SYS_NFIELDS], mx[SRV_SYS_NFIELDS], sm[SRV_SYS_NFIELDS],
+        ct[SRV_SYS_NFIELDS];
+} sq_srl;
+
 typedef struct sq_sacc {
     uint64_t first, last, lines, kernels, ops, scopes, samples, profile;
 } sq_sacc;
@@ -79,6 +90,11 @@ typedef struct sq_pend {
 } sq_pend;
 
 #define SQ_PEND_MAX 16384
+
+/* SQLite: kernels known new (after every stored kernel of their session)
+ * go in this many rows per INSERT: one statement end per row was ~10 %
+ * of the store's time. */
+#define SQ_KGROUP 16
 
 /* kext (store_sql_ext.c): keys kept per session and side by default
  * (GPUFL_SERVER_TOPK changes it: tests), sessions whose heaps stay in
@@ -108,7 +124,12 @@ typedef struct sq_store {
     rl_map sess_cache;             /* uuid (2 words) -> int64 rowid */
     rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
+    rl_map srl;                    /* per-batch: (sess, src, b) -> sq_srl */
     sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
+    sq_pend kq[SQ_KGROUP];         /* SQLite: new kernels, not yet written */
+    size_t nkq;
+    rl_map khigh;   /* SQLite: sess -> highest kernel seq stored or in kq */
+    sdb_stmt *kgrp; /* SQLite: SQ_KGROUP kernels in one INSERT */
     size_t npend;
     rl_map pend_idx;    /* (sess, seq) -> 1 + first index in pend */
     sdb_stmt *kmerge;   /* PostgreSQL: kstage -> kernels, RETURNING */
@@ -218,6 +239,10 @@ int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
 int sq_flush_kagg(sq_store *s);
 int sq_flush_kagg_pg(sq_store *s);
 int sq_flush_rest(sq_store *s, int64_t now);
+/* A new gpu or host sample into this batch's 60 s buckets; written (merged
+ * with the stored buckets) by sq_flush_srl before COMMIT. */
+int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e);
+int sq_flush_srl(sq_store *s);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
 int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq);

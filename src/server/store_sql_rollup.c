@@ -374,3 +374,98 @@ int sq_flush_rest(sq_store *s, int64_t now)
     }
     return GPUFL_OK;
 }
+
+/* ---- system samples per 60 s bucket (srl) ---- */
+
+int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e)
+{
+    int64_t src = e->type == EV_HOST ? -1 : (int64_t)e->dev;
+    uint64_t k[4] = { (uint64_t)sess, (uint64_t)src,
+                      e->ts / (uint64_t)SQ_SRL_NS, 0 };
+    int fresh;
+    sq_srl *a = rl_map_get(&s->srl, k, &fresh);
+
+    if (!a)
+        return GPUFL_EFULL;
+    if (fresh) {
+        memset(a, 0, sizeof(*a));
+        a->t0 = (int64_t)e->ts;
+    }
+    if ((int64_t)e->ts < a->t0)
+        a->t0 = (int64_t)e->ts;
+    a->n++;
+    for (int i = 0; i < SRV_SYS_NFIELDS; i++) {
+        double v = e->sys[i];
+        if (!(e->sys_set & (1u << i)))
+            continue;
+        if (!a->ct[i] || v < a->mn[i])
+            a->mn[i] = v;
+        if (!a->ct[i] || v > a->mx[i])
+            a->mx[i] = v;
+        a->sm[i] += v;
+        a->ct[i]++;
+    }
+    return GPUFL_OK;
+}
+
+/* Each bucket of the batch: read the stored one, merge, write back (the
+ * write lock - PostgreSQL: the batch's advisory lock - makes that safe).
+ * System samples come a few a second, so a batch touches few buckets. */
+int sq_flush_srl(sq_store *s)
+{
+    const uint64_t *k;
+
+    for (size_t i = 0; i < s->srl.cap; i++) {
+        sq_srl *a = rl_map_at(&s->srl, i, &k);
+        sdb_stmt *g = s->ws[WS_SRL_GET], *p = s->ws[WS_SRL_PUT];
+        int rc;
+        if (!a)
+            continue;
+        sdb_bind_i64(g, 1, (int64_t)k[0]);
+        sdb_bind_i64(g, 2, (int64_t)k[1]);
+        sdb_bind_i64(g, 3, (int64_t)k[2]);
+        rc = sdb_step(g);
+        if (rc == SDB_ROW) {
+            int64_t t0 = sdb_col_i64(g, 1);
+            a->n += (uint64_t)sdb_col_i64(g, 0);
+            if (t0 < a->t0)
+                a->t0 = t0;
+            for (int f = 0; f < SRV_SYS_NFIELDS; f++) {
+                int c = 2 + 4 * f;
+                double ct = sdb_col_null(g, c + 3) ? 0 : sdb_col_f64(g, c + 3);
+                if (ct <= 0)
+                    continue;
+                if (!a->ct[f] || sdb_col_f64(g, c) < a->mn[f])
+                    a->mn[f] = sdb_col_f64(g, c);
+                if (!a->ct[f] || sdb_col_f64(g, c + 1) > a->mx[f])
+                    a->mx[f] = sdb_col_f64(g, c + 1);
+                a->sm[f] += sdb_col_f64(g, c + 2);
+                a->ct[f] += ct;
+            }
+        }
+        sdb_reset(g);
+        if (rc != SDB_ROW && rc != SDB_DONE)
+            return sq_err(rc);
+        sdb_bind_i64(p, 1, (int64_t)k[0]);
+        sdb_bind_i64(p, 2, (int64_t)k[1]);
+        sdb_bind_i64(p, 3, (int64_t)k[2]);
+        sdb_bind_i64(p, 4, a->t0);
+        sdb_bind_i64(p, 5, (int64_t)a->n);
+        for (int f = 0; f < SRV_SYS_NFIELDS; f++) {
+            int c = 6 + 4 * f;
+            if (a->ct[f]) {
+                sdb_bind_f64(p, c, a->mn[f]);
+                sdb_bind_f64(p, c + 1, a->mx[f]);
+                sdb_bind_f64(p, c + 2, a->sm[f]);
+            } else {
+                sdb_bind_null(p, c);
+                sdb_bind_null(p, c + 1);
+                sdb_bind_null(p, c + 2);
+            }
+            sdb_bind_f64(p, c + 3, a->ct[f]);
+        }
+        if ((rc = step_done(p)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}

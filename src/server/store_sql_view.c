@@ -596,7 +596,7 @@ int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
     uint32_t points = q->points ? q->points : 500;
     uint64_t from, to, bw;
     int64_t srcs[64];
-    int ns = 0, only = INT32_MIN;
+    int ns = 0, only = INT32_MIN, rollup;
     char sql[4096];
     size_t len;
 
@@ -638,21 +638,37 @@ int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
     if (to <= from)
         return q_end(&c, GPUFL_EINVAL, w);
     bw = (to - from + points - 1) / points;
-    if ((rc = prep(&c, "SELECT DISTINCT src FROM samples WHERE sess=? ORDER BY"
-                       " src")))
+    /* the sources: one index probe each (DISTINCT read every sample) */
+    if ((rc = prep(&c, "WITH RECURSIVE s(src) AS (SELECT min(src) FROM samples"
+                       " WHERE sess=?1 UNION ALL SELECT (SELECT min(src) FROM"
+                       " samples WHERE sess=?1 AND src > s.src) FROM s WHERE"
+                       " s.src IS NOT NULL) SELECT src FROM s WHERE src IS NOT"
+                       " NULL")))
         return q_end(&c, rc, w);
     bi(&c, 1, c.sess);
     while (sdb_step(c.st) == SDB_ROW && ns < 64)
         srcs[ns++] = ci(&c, 0);
-    len = (size_t)snprintf(sql, sizeof(sql),
-                           "SELECT (ts - ?1) / ?2, min(ts), count(*)");
+    /* points of 60 s or more: the 60 s buckets (srl), each counted in the
+     * point its first sample falls in; finer: the samples */
+    rollup = bw >= (uint64_t)SQ_SRL_NS;
+    len =
+        (size_t)snprintf(sql, sizeof(sql), "SELECT (%s - ?1) / ?2, min(%s), %s",
+                         rollup ? "t0" : "ts", rollup ? "t0" : "ts",
+                         rollup ? "sum(n)" : "count(*)");
     for (int i = 0; i < nf; i++)
-        len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-                                ", min(f%d), max(f%d), avg(f%d)", fi[i], fi[i],
-                                fi[i]);
-    snprintf(sql + len, sizeof(sql) - len,
-             " FROM samples WHERE sess=?3 AND src=?4 AND ts >= ?1 AND ts < ?5"
-             " GROUP BY 1 ORDER BY 1");
+        len += (size_t)snprintf(
+            sql + len, sizeof(sql) - len,
+            rollup ? ", min(mn%d), max(mx%d), sum(sm%d) / NULLIF(sum(ct%d), 0)"
+                   : ", min(f%d), max(f%d), avg(f%d)",
+            fi[i], fi[i], fi[i], fi[i]);
+    if (rollup)
+        snprintf(sql + len, sizeof(sql) - len,
+                 " FROM srl WHERE sess=?3 AND src=?4 AND b >= ?6 AND b <= ?7"
+                 " AND t0 >= ?1 AND t0 < ?5 GROUP BY 1 ORDER BY 1");
+    else
+        snprintf(sql + len, sizeof(sql) - len,
+                 " FROM samples WHERE sess=?3 AND src=?4 AND ts >= ?1 AND"
+                 " ts < ?5 GROUP BY 1 ORDER BY 1");
     if ((rc = prep(&c, sql)))
         return q_end(&c, rc, w);
     jw_obj_begin(w);
@@ -670,6 +686,10 @@ int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
         bi(&c, 3, c.sess);
         bi(&c, 4, srcs[s]);
         bi(&c, 5, (int64_t)to);
+        if (rollup) {
+            bi(&c, 6, (int64_t)(from / (uint64_t)SQ_SRL_NS));
+            bi(&c, 7, (int64_t)((to - 1) / (uint64_t)SQ_SRL_NS));
+        }
         jw_obj_begin(w);
         if (srcs[s] < 0) {
             jw_kv_str(w, "src", "host");

@@ -14,8 +14,10 @@
 
 #include <gpufl/gpufl.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "db.h"
@@ -25,7 +27,7 @@
 #define SIDC "cccccccc-0000-4000-8000-000000000004"
 
 static jsonl_tok tok[INGEST_MAX_TOKENS];
-static char lines[400][512];
+static char lines[1300][512];
 static char arena[1 << 20];
 static char out[1 << 20];
 
@@ -499,6 +501,193 @@ static void test_dur_prefix(void)
     unsetenv("GPUFL_SERVER_TOPK");
 }
 
+/* System samples: 10 minutes at 1 s of a host and a GPU (the GPU's temp
+ * missing every 13th second), ingested in batches that split minutes and
+ * once more as duplicates.  Points of 120 s come from the 60 s rollup:
+ * they must equal min / max / avg / count computed here from the samples
+ * (each minute's first sample falls in the point holding all of it). */
+#define SIDD "dddddddd-0000-4000-8000-000000000005"
+#define SYS_T0 1800000000000000000ull /* a multiple of 60 s */
+#define SYS_N 600
+static size_t build_sys(int from, int to, srv_ev *ev)
+{
+    ingest_arena a = { arena, 0, sizeof(arena) };
+    jsonl_doc d;
+    char why[INGEST_REASON_MAX];
+    int k = 0;
+
+    snprintf(lines[k++], sizeof(lines[0]),
+             "{\"v\":1,\"sid\":\"" SIDD "\",\"st\":\"system\",\"seq\":0,"
+             "\"ts\":%llu,\"type\":\"session\",\"app\":\"t\","
+             "\"host\":\"h\"}",
+             (unsigned long long)SYS_T0);
+    for (int t = from; t < to; t++) {
+        unsigned long long ts =
+            SYS_T0 + (unsigned long long)t * 1000000000ull + 500000000ull;
+        snprintf(lines[k++], sizeof(lines[0]),
+                 "{\"v\":1,\"sid\":\"" SIDD "\",\"st\":\"system\","
+                 "\"seq\":%d,\"ts\":%llu,\"type\":\"host\",\"cpu\":%d,"
+                 "\"ncpu\":2,\"ram_used\":1000,\"ram_total\":2000}",
+                 1 + 2 * t, ts, t % 50);
+        if (t % 13)
+            snprintf(lines[k++], sizeof(lines[0]),
+                     "{\"v\":1,\"sid\":\"" SIDD "\",\"st\":\"system\","
+                     "\"seq\":%d,\"ts\":%llu,\"type\":\"gpu\",\"dev\":0,"
+                     "\"util\":%d,\"temp\":%d}",
+                     2 + 2 * t, ts, (t * 7) % 101, 40 + t % 30);
+        else
+            snprintf(lines[k++], sizeof(lines[0]),
+                     "{\"v\":1,\"sid\":\"" SIDD "\",\"st\":\"system\","
+                     "\"seq\":%d,\"ts\":%llu,\"type\":\"gpu\",\"dev\":0,"
+                     "\"util\":%d}",
+                     2 + 2 * t, ts, (t * 7) % 101);
+    }
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    for (int i = 0; i < k; i++)
+        if (ingest_line_parse(&d, SRV_ST_SYSTEM, lines[i], strlen(lines[i]), &a,
+                              &ev[i], why))
+            fprintf(stderr, "line %d: %s\n", i, why);
+    return (size_t)k;
+}
+
+/* The value list [min,max,avg] of field f in the point starting at p. */
+static int sys_field(const char *p, const char *end, const char *f, double *v)
+{
+    char key[32];
+    const char *q;
+    snprintf(key, sizeof(key), "\"%s\":[", f);
+    q = strstr(p, key);
+    if (!q || (end && q > end))
+        return 0;
+    q += strlen(key);
+    for (int i = 0; i < 3; i++) {
+        char *e;
+        v[i] = strtod(q, &e);
+        q = e + 1;
+    }
+    return 1;
+}
+
+/* The System view of SIDD as build_sys wrote it: 120 s points from the
+ * rollup equal what the samples say; 10 s points from the samples. */
+static void check_sys(srv_store *s)
+{
+    srv_q qq;
+    jw w;
+    const char *p;
+    int pts = 0;
+
+    memset(&qq, 0, sizeof(qq));
+    qq.sid = SIDD;
+    qq.points = 5; /* 600 s -> 120 s a point: from the rollup */
+    qq.from = SYS_T0;
+    qq.to = SYS_T0 + SYS_N * 1000000000ull;
+    qq.src = "gpu0";
+    jw_init(&w, out, sizeof(out));
+    REQUIRE(s->ops->q_system(s, &qq, &w) == GPUFL_OK);
+    jw_put(&w, "", 1);
+    CHECK(strstr(out, "\"bucket_ns\":120000000000") != NULL);
+    for (p = strstr(out, "\"t\":"); p; p = strstr(p + 1, "\"t\":"), pts++) {
+        const char *nx = strstr(p + 1, "\"t\":");
+        double u[3], tp[3], wu[3] = { 1e9, -1, 0 }, wt[3] = { 1e9, -1, 0 };
+        int n = 0, nt = 0, ok;
+        for (int t = pts * 120; t < pts * 120 + 120; t++) {
+            double uv = (t * 7) % 101, tv = 40 + t % 30;
+            n++;
+            wu[0] = uv < wu[0] ? uv : wu[0];
+            wu[1] = uv > wu[1] ? uv : wu[1];
+            wu[2] += uv;
+            if (t % 13) {
+                nt++;
+                wt[0] = tv < wt[0] ? tv : wt[0];
+                wt[1] = tv > wt[1] ? tv : wt[1];
+                wt[2] += tv;
+            }
+        }
+        wu[2] /= n;
+        wt[2] /= nt;
+        ok = strtol(strstr(p, "\"n\":") + 4, NULL, 10) == n &&
+             sys_field(p, nx, "util", u) && sys_field(p, nx, "temp", tp);
+        for (int i = 0; ok && i < 3; i++)
+            ok = fabs(u[i] - wu[i]) < 1e-3 && fabs(tp[i] - wt[i]) < 1e-3;
+        if (!ok)
+            fprintf(stderr, "point %d differs: %.200s\n", pts, p);
+        CHECK(ok);
+    }
+    CHECK_EQ_U64(pts, 5);
+    /* 10 s points: from the samples themselves */
+    qq.points = 60;
+    jw_init(&w, out, sizeof(out));
+    REQUIRE(s->ops->q_system(s, &qq, &w) == GPUFL_OK);
+    jw_put(&w, "", 1);
+    CHECK(strstr(out, "\"bucket_ns\":10000000000") != NULL);
+    CHECK(strstr(out, "\"n\":10,") != NULL);
+}
+
+static void test_system_rollup(void)
+{
+    static srv_ev ev[1300];
+    srv_ingest_res r;
+    srv_store *s = open_tmp("store_srl");
+    size_t m;
+
+    REQUIRE(s);
+    m = build_sys(0, 250, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    m = build_sys(250, 470, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    m = build_sys(470, SYS_N, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    m = build_sys(200, 300, ev); /* duplicates change nothing */
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 0);
+    check_sys(s);
+    s->ops->close(s);
+}
+
+/* A database of schema 6 (the duration index, no kext, no srl) with
+ * kernels and system samples: migrations 7 and 8 fill kext and srl from
+ * what is stored, and the queries answer as for data ingested since. */
+static void test_migrate_to_kext_srl(void)
+{
+    static srv_ev ev[1300];
+    srv_ingest_res r;
+    srv_store *s = open_tmp("store_mig");
+    char path[512], err[256];
+    const char *t = getenv("GPUFL_TEST_TMP");
+    sdb *db;
+    size_t m;
+
+    REQUIRE(s);
+    m = build_spread(SIDC, 0, 39, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    m = build_sys(0, SYS_N, ev);
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    s->ops->close(s);
+    if (pg_uri()[0])
+        snprintf(path, sizeof(path), "%s/gpufl_store_mig", pg_uri());
+    else
+        snprintf(path, sizeof(path), "%s/store_mig.db", t ? t : "/tmp");
+    REQUIRE(sdb_open(path, 0, &db, err, sizeof(err)) == 0);
+    CHECK(sdb_exec(db, "DROP TABLE kext") == 0);
+    CHECK(sdb_exec(db, "DROP TABLE srl") == 0);
+    CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
+                       " dur, seq)") == 0);
+    CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);
+    sdb_close(db);
+    setenv("GPUFL_SERVER_TOPK", "8", 1); /* the migration kept 4096 */
+    s = open_tmp_again("store_mig");
+    unsetenv("GPUFL_SERVER_TOPK");
+    REQUIRE(s);
+    check_dur_order(s, SIDC, 39);
+    check_sys(s);
+    m = build_spread(SIDC, 39, 49, ev); /* and ingest goes on from there */
+    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 10);
+    check_dur_order(s, SIDC, 49);
+    s->ops->close(s);
+}
+
 static void test_reopen(void)
 {
     char path[512], err[256];
@@ -523,6 +712,8 @@ int main(void)
     RUN(test_keys_keep_retention);
     RUN(test_mixed_batches_dur_sort);
     RUN(test_dur_prefix);
+    RUN(test_system_rollup);
+    RUN(test_migrate_to_kext_srl);
     RUN(test_reopen);
     TEST_DONE();
 }
