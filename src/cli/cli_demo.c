@@ -450,27 +450,6 @@ static void start_extras(demo *d)
         start_memprof(d, self);
 }
 
-/* One run of the CUDA workload under `gpufl run`: real capture. */
-static int start_cuda_workload(demo *d)
-{
-    char self[DEMO_PATH + 32], log[DEMO_PATH + 32], steps[16];
-    char *argv[] = { self,    "run",       "--engines", "cupti,nvml,host",
-                     "--app", "cuda-demo", "--log-dir", d->logs,
-                     "--",    d->cuda,     steps,       NULL };
-    snprintf(self, sizeof self, "%s/gpufl", d->bin);
-    snprintf(log, sizeof log, "%s/workload.log", d->root);
-    snprintf(steps, sizeof steps, "%u", d->o.steps);
-    d->work = cli_proc_start(&d->ps, "demo_cuda", argv, log, NULL);
-    if (d->work < 0)
-        return -1;
-    d->runs++;
-    say(d,
-        "      run %u: demo_cuda, %u steps, under gpufl run (engines "
-        "cupti,nvml,host)\n",
-        d->runs, d->o.steps);
-    return 0;
-}
-
 /* --gpu: auto finds a GPU and builds the CUDA workload; any failure on the
  * way falls back to the simulated GPU (on: stops the demo instead). */
 static int setup_gpu(demo *d)
@@ -505,32 +484,50 @@ static int setup_gpu(demo *d)
     return 0;
 }
 
+/* One run of the workload: the CUDA program under `gpufl run` (real
+ * capture) when setup_gpu built it, else the example on the engines of
+ * --engines. */
 static int start_workload(demo *d)
 {
     char exe[DEMO_PATH + 32], log[DEMO_PATH + 32], steps[16];
-    char *argv[] = { exe,
-                     "--steps",
-                     steps,
-                     "--log-dir",
-                     d->logs,
-                     "--engines",
-                     (char *)d->o.engines,
-                     NULL };
-    if (d->cuda[0])
-        return start_cuda_workload(d);
-    /* the build keeps it beside gpufl; an install in libexec/gpufl */
-    snprintf(exe, sizeof exe, "%s/example_train", d->bin);
-    if (access(exe, X_OK) != 0)
-        snprintf(exe, sizeof exe, "%s/../libexec/gpufl/example_train", d->bin);
+    char *train[] = { exe,
+                      "--steps",
+                      steps,
+                      "--log-dir",
+                      d->logs,
+                      "--engines",
+                      (char *)d->o.engines,
+                      NULL };
+    char *cuda[] = { exe,     "run",       "--engines", "cupti,nvml,host",
+                     "--app", "cuda-demo", "--log-dir", d->logs,
+                     "--",    d->cuda,     steps,       NULL };
+    const char *name = d->cuda[0] ? "demo_cuda" : "example_train";
+
+    if (d->cuda[0]) {
+        snprintf(exe, sizeof exe, "%s/gpufl", d->bin);
+    } else {
+        /* the build keeps it beside gpufl; an install in libexec/gpufl */
+        snprintf(exe, sizeof exe, "%s/example_train", d->bin);
+        if (access(exe, X_OK) != 0)
+            snprintf(exe, sizeof exe, "%s/../libexec/gpufl/example_train",
+                     d->bin);
+    }
     snprintf(log, sizeof log, "%s/workload.log", d->root);
     snprintf(steps, sizeof steps, "%u", d->o.steps);
-    d->work = cli_proc_start(&d->ps, "example_train", argv, log, NULL);
+    d->work =
+        cli_proc_start(&d->ps, name, d->cuda[0] ? cuda : train, log, NULL);
     if (d->work < 0)
         return -1;
     d->runs++;
-    say(d, "      run %u: example_train, %u steps, engines %s%s\n", d->runs,
-        d->o.steps, d->o.engines,
-        strstr(d->o.engines, "sim") ? " (simulated GPU)" : "");
+    if (d->cuda[0])
+        say(d,
+            "      run %u: demo_cuda, %u steps, under gpufl run (engines "
+            "cupti,nvml,host)\n",
+            d->runs, d->o.steps);
+    else
+        say(d, "      run %u: example_train, %u steps, engines %s%s\n", d->runs,
+            d->o.steps, d->o.engines,
+            strstr(d->o.engines, "sim") ? " (simulated GPU)" : "");
     return 0;
 }
 

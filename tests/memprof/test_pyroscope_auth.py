@@ -21,20 +21,13 @@ import sys
 import tempfile
 import threading
 
-failures = 0
+import memprof_common  # check() and its failure count
+from memprof_common import check
+
 PASSWORD = "pw-Zq8!x7 secret"  # a space and punctuation, as real ones have
 TOKEN_FILE = "glc_tokFILE0123456789abcdef"
 TOKEN_ENV = "glc_tokENV9876543210fedcba"
 SECRETS = (PASSWORD, TOKEN_FILE, TOKEN_ENV)
-
-
-def check(cond, what):
-    global failures
-    if cond:
-        print("ok  ", what)
-    else:
-        failures += 1
-        print("FAIL", what)
 
 
 class Catcher:
@@ -257,8 +250,8 @@ def main():
             c.close()
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    print("%d failure(s)" % failures)
-    return 1 if failures else 0
+    print("%d failure(s)" % memprof_common.failures)
+    return 1 if memprof_common.failures else 0
 
 
 if __name__ == "__main__":
