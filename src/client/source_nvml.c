@@ -26,57 +26,8 @@
 #include "common/clock.h"
 
 #include "nvml_abi_int.h"
+#include "source_nvml_int.h"
 
-/* ---- resolved entry points ---- */
-
-typedef nvmlReturn_t (*nvml_proc_fn)(nvmlDevice_t, unsigned int *, void *);
-
-typedef struct nvml_fns {
-    nvmlReturn_t (*init_with_flags)(unsigned int);
-    nvmlReturn_t (*init)(void);
-    nvmlReturn_t (*shutdown)(void);
-    const char *(*error_string)(nvmlReturn_t);
-    nvmlReturn_t (*driver_version)(char *, unsigned int);
-    nvmlReturn_t (*count)(unsigned int *);
-    nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t *);
-    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
-    nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
-    nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
-    nvmlReturn_t (*pci_info_v1)(nvmlDevice_t, nvmlPciInfo_t *);
-    nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int *, int *);
-    nvmlReturn_t (*mem_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
-    nvmlReturn_t (*mem_v1)(nvmlDevice_t, nvmlMemory_t *);
-    nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
-    nvmlReturn_t (*max_clock)(nvmlDevice_t, unsigned int, unsigned int *);
-    nvmlReturn_t (*bus_width)(nvmlDevice_t, unsigned int *);
-    nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *);
-    nvmlReturn_t (*temp_v)(nvmlDevice_t, nvmlTemperature_v1_t *);
-    nvmlReturn_t (*temp)(nvmlDevice_t, unsigned int, unsigned int *);
-    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
-    nvmlReturn_t (*fan)(nvmlDevice_t, unsigned int *);
-    nvmlReturn_t (*clock)(nvmlDevice_t, unsigned int, unsigned int *);
-    nvmlReturn_t (*clock_reasons)(nvmlDevice_t, unsigned long long *);
-    nvmlReturn_t (*pstate)(nvmlDevice_t, int *);
-    nvmlReturn_t (*pcie)(nvmlDevice_t, unsigned int, unsigned int *);
-    nvmlReturn_t (*ecc)(nvmlDevice_t, unsigned int, unsigned int,
-                        unsigned long long *);
-    nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *);
-    nvmlReturn_t (*proc_detail)(nvmlDevice_t, nvmlProcessDetailList_v1_t *);
-    nvml_proc_fn compute_v3, graphics_v3;
-    nvml_proc_fn compute_v2, graphics_v2;
-    nvml_proc_fn compute_v1, graphics_v1;
-    nvmlReturn_t (*gpm_support)(nvmlDevice_t, nvmlGpmSupport_t *);
-    nvmlReturn_t (*gpm_alloc)(nvmlGpmSample_t *);
-    nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
-    nvmlReturn_t (*gpm_get)(nvmlDevice_t, nvmlGpmSample_t);
-    nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
-} nvml_fns;
-
-#define NVML_FN(m) offsetof(nvml_fns, m)
-
-/* Each entry: where the pointer goes, then the names to try, best first.
- * Only names with the same signature share an entry; an older ABI (memory
- * v1, unversioned process lists) gets its own field. */
 static const struct nvml_sym {
     size_t off;
     const char *names[3];
@@ -129,35 +80,6 @@ static const struct nvml_sym {
     { NVML_FN(gpm_metrics), { "nvmlGpmMetricsGet" } },
 };
 
-/* How process lists are read, best first; a call answering "no such
- * function" or "wrong struct version" moves to the next for good. */
-enum { PROC_DETAIL, PROC_V3, PROC_V2, PROC_V1, PROC_NONE };
-
-typedef struct nvml_dev {
-    nvmlDevice_t h;
-    int gpm; /* GPM samples allocated */
-    int gpm_have_prev;
-    unsigned gpm_prev; /* index into gpm_s of the older sample */
-    uint64_t gpm_prev_ns;
-    nvmlGpmSample_t gpm_s[2];
-} nvml_dev;
-
-typedef struct nvml_state {
-    void *dl;
-    nvml_fns f;
-    int inited;
-    int ndev;
-    int proc_level;
-    nvml_dev dev[SRC_MAX_DEVICES];
-    src_device info[SRC_MAX_DEVICES];
-    /* Scratch for process lists, reused by every sample(): raw entries
-     * (proc_cap * 32 bytes) and the merged list (2 * proc_cap). */
-    unsigned proc_cap;
-    unsigned char *proc_raw;
-    src_proc *proc_all;
-    nvmlGpmMetricsGet_t gpm_req;
-} nvml_state;
-
 static const char nvml_default_lib[] = "libnvidia-ml.so.1";
 static const char nvml_fallback_lib[] = "libnvidia-ml.so";
 
@@ -165,12 +87,6 @@ static const char *nvml_errstr(const nvml_state *s, nvmlReturn_t r)
 {
     const char *m = s->f.error_string ? s->f.error_string(r) : NULL;
     return m ? m : "unknown error";
-}
-
-/* The device is gone for this sample: report it with no fields. */
-static int nvml_is_lost(nvmlReturn_t r)
-{
-    return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED;
 }
 
 static int nvml_ok(nvmlReturn_t r, int *lost)
@@ -414,34 +330,6 @@ static int nvml_enumerate(nvml_state *s, char *why, size_t whylen)
     return GPUFL_EUNAVAIL;
 }
 
-/* Grow the process scratch to hold want entries per list.  The only
- * allocation sample() may do, and only when a GPU runs more processes than
- * ever before. */
-static int nvml_proc_reserve(nvml_state *s, unsigned want)
-{
-    unsigned char *raw;
-    src_proc *all;
-    unsigned cap = s->proc_cap ? s->proc_cap : NVML_PROC_CAP_START;
-    if (want <= s->proc_cap)
-        return 0;
-    if (want > NVML_PROC_CAP_MAX)
-        return GPUFL_ETOOBIG;
-    while (cap < want)
-        cap *= 2;
-    if (cap > NVML_PROC_CAP_MAX)
-        cap = NVML_PROC_CAP_MAX;
-    raw = realloc(s->proc_raw, (size_t)cap * NVML_PROC_ENTRY_MAX);
-    if (!raw)
-        return GPUFL_ENOMEM;
-    s->proc_raw = raw;
-    all = realloc(s->proc_all, (size_t)cap * 2 * sizeof *all);
-    if (!all)
-        return GPUFL_ENOMEM;
-    s->proc_all = all;
-    s->proc_cap = cap;
-    return 0;
-}
-
 static void nvml_close(void *state);
 
 static int nvml_open(void **state, const src_config *cfg, char *why,
@@ -484,185 +372,6 @@ static int nvml_devices(void *state, src_device *out, int max)
     for (int i = 0; i < n; i++)
         out[i] = s->info[i];
     return n;
-}
-
-/* ---- processes ---- */
-
-/* R535-era drivers wrote 32-byte entries through _v3 while the header says
- * 24; the buffer is pre-filled with 0xAA, and 24-byte entries leave the
- * tail [24n, 32n) untouched, while 32-byte ones write their last entry's
- * fields there. */
-static unsigned nvml_v3_stride(const unsigned char *raw, unsigned n)
-{
-    for (size_t i = (size_t)n * NVML_PROC_ENTRY_V2;
-         i < (size_t)n * NVML_PROC_ENTRY_MAX; i++)
-        if (raw[i] != 0xAA)
-            return NVML_PROC_ENTRY_MAX;
-    return NVML_PROC_ENTRY_V2;
-}
-
-/* One list call at the current level.  *n = entries, *stride = bytes each. */
-static nvmlReturn_t nvml_proc_call(nvml_state *s, nvmlDevice_t h, int graphics,
-                                   unsigned *n, unsigned *stride)
-{
-    const nvml_fns *f = &s->f;
-    nvml_proc_fn fn = NULL;
-    nvmlReturn_t r;
-    unsigned cnt = s->proc_cap;
-
-    switch (s->proc_level) {
-    case PROC_DETAIL: {
-        nvmlProcessDetailList_v1_t l;
-        l.version = NVML_DETAIL_LIST_V1_VERSION;
-        l.mode = graphics ? NVML_PROC_MODE_GRAPHICS : NVML_PROC_MODE_COMPUTE;
-        l.numProcArrayEntries = cnt;
-        l.procArray = (nvmlProcessDetail_v1_t *)(void *)s->proc_raw;
-        r = f->proc_detail(h, &l);
-        *n = l.numProcArrayEntries;
-        *stride = sizeof(nvmlProcessDetail_v1_t);
-        return r;
-    }
-    case PROC_V3:
-        fn = graphics ? f->graphics_v3 : f->compute_v3;
-        memset(s->proc_raw, 0xAA, (size_t)cnt * NVML_PROC_ENTRY_MAX);
-        break;
-    case PROC_V2:
-        fn = graphics ? f->graphics_v2 : f->compute_v2;
-        *stride = NVML_PROC_ENTRY_V2;
-        break;
-    case PROC_V1:
-        fn = graphics ? f->graphics_v1 : f->compute_v1;
-        *stride = NVML_PROC_ENTRY_V1;
-        break;
-    default: return NVML_ERROR_NOT_SUPPORTED;
-    }
-    if (!fn)
-        return NVML_ERROR_NOT_SUPPORTED;
-    r = fn(h, &cnt, s->proc_raw);
-    *n = cnt;
-    if (s->proc_level == PROC_V3)
-        *stride = r == NVML_SUCCESS && cnt <= s->proc_cap
-                      ? nvml_v3_stride(s->proc_raw, cnt)
-                      : NVML_PROC_ENTRY_V2;
-    return r;
-}
-
-static int nvml_proc_level_ok(const nvml_state *s)
-{
-    switch (s->proc_level) {
-    case PROC_DETAIL: return s->f.proc_detail != NULL;
-    case PROC_V3: return s->f.compute_v3 != NULL;
-    case PROC_V2: return s->f.compute_v2 != NULL;
-    case PROC_V1: return s->f.compute_v1 != NULL;
-    default: return 1;
-    }
-}
-
-/* Append one list's valid entries to s->proc_all[*nall]. */
-static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
-                                   unsigned *nall)
-{
-    nvmlReturn_t r = NVML_ERROR_NOT_SUPPORTED;
-    unsigned n = 0, stride = 0;
-
-    for (int tries = 0; tries < 8; tries++) {
-        r = nvml_proc_call(s, h, graphics, &n, &stride);
-        if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
-            /* the list can grow between calls: leave slack */
-            unsigned want = n + n / 4 + 8;
-            if (want > NVML_PROC_CAP_MAX && n <= NVML_PROC_CAP_MAX)
-                want = NVML_PROC_CAP_MAX;
-            if (n <= s->proc_cap || nvml_proc_reserve(s, want))
-                return r;
-            continue;
-        }
-        if (r == NVML_ERROR_FUNCTION_NOT_FOUND ||
-            r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
-            do
-                s->proc_level++;
-            while (!nvml_proc_level_ok(s));
-            continue;
-        }
-        break;
-    }
-    if (r != NVML_SUCCESS)
-        return r;
-    if (n > s->proc_cap)
-        n = s->proc_cap;
-    for (unsigned i = 0; i < n; i++) {
-        const unsigned char *e = s->proc_raw + (size_t)i * stride;
-        unsigned int pid;
-        unsigned long long mem;
-        memcpy(&pid, e, sizeof pid);
-        memcpy(&mem, e + 8, sizeof mem);
-        /* pid 0 or past the kernel's limit: an entry misread or never
-         * written.  mem == NOT_AVAILABLE is kept: a real process whose
-         * usage the driver cannot attribute (src_proc.mem says so). */
-        if (pid == 0 || pid > NVML_PID_MAX)
-            continue;
-        s->proc_all[*nall].pid = pid;
-        s->proc_all[*nall].mem =
-            mem == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : mem;
-        (*nall)++;
-    }
-    return NVML_SUCCESS;
-}
-
-static int nvml_cmp_pid(const void *a, const void *b)
-{
-    const src_proc *x = a, *y = b;
-    return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-/* Larger memory first; "not available" sorts last. */
-static int nvml_cmp_mem(const void *a, const void *b)
-{
-    const src_proc *x = a, *y = b;
-    uint64_t mx = x->mem == UINT64_MAX ? 0 : x->mem + 1;
-    uint64_t my = y->mem == UINT64_MAX ? 0 : y->mem + 1;
-    if (mx != my)
-        return mx < my ? 1 : -1;
-    return nvml_cmp_pid(a, b);
-}
-
-static nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o)
-{
-    unsigned nall = 0, nu = 0;
-    nvmlReturn_t r;
-
-    if (s->proc_level >= PROC_NONE)
-        return NVML_ERROR_NOT_SUPPORTED;
-    r = nvml_proc_list(s, h, 0, &nall);
-    if (r != NVML_SUCCESS)
-        return r;
-    /* graphics lists are optional: compute alone makes a valid list */
-    r = nvml_proc_list(s, h, 1, &nall);
-    if (nvml_is_lost(r))
-        return r;
-    /* a process with CUDA and graphics contexts is listed twice */
-    qsort(s->proc_all, nall, sizeof *s->proc_all, nvml_cmp_pid);
-    for (unsigned i = 0; i < nall; i++) {
-        src_proc *p = &s->proc_all[i];
-        if (nu > 0 && s->proc_all[nu - 1].pid == p->pid) {
-            src_proc *q = &s->proc_all[nu - 1];
-            if (q->mem == UINT64_MAX ||
-                (p->mem != UINT64_MAX && p->mem > q->mem))
-                q->mem = p->mem;
-            continue;
-        }
-        s->proc_all[nu++] = *p;
-    }
-    o->nprocs_total = nu;
-    if (nu > SRC_MAX_PROCS) {
-        /* keep the largest users, still listed in pid order */
-        qsort(s->proc_all, nu, sizeof *s->proc_all, nvml_cmp_mem);
-        qsort(s->proc_all, SRC_MAX_PROCS, sizeof *s->proc_all, nvml_cmp_pid);
-        nu = SRC_MAX_PROCS;
-    }
-    memcpy(o->procs, s->proc_all, nu * sizeof *s->proc_all);
-    o->nprocs = nu;
-    o->present |= GS_PROCS;
-    return NVML_SUCCESS;
 }
 
 /* ---- GPM ---- */

@@ -337,6 +337,15 @@ size_t rpt_hints(const rpt_ctx *c, const rpt_agg *a, rpt_hint *out, size_t cap);
 
 /* ---- print.c --------------------------------------------------------------- */
 
+/* Shared by the text and JSON printers (print.c): NVML's throttle reason
+ * bits by name, the session's length, the kernels' busy time over all
+ * devices (and their summed spans in *span), and the scope rows in tree
+ * order (ids into out, at most cap). */
+extern const char *const rpt_throttle_names[8];
+uint64_t rpt_session_dur(const rpt_ctx *c);
+uint64_t rpt_busy_all(const rpt_agg *a, uint64_t *span);
+size_t rpt_scope_walk(const rpt_ctx *c, const rpt_agg *a, uint32_t *out,
+                      size_t cap);
 void rpt_print_text(FILE *f, const rpt_ctx *c, const rpt_agg *a,
                     const rpt_files *files);
 /* The session as one JSON object into a growing buffer; NULL on ENOMEM. */

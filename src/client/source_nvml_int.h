@@ -1,0 +1,107 @@
+/*
+ * source_nvml_int.h - the "nvml" source's state, shared by its files:
+ * source_nvml.c (loading, devices, samples) and source_nvml_procs.c (the
+ * per-GPU process lists, whose NVML calls changed shape across drivers).
+ */
+#ifndef GPUFL_SOURCE_NVML_INT_H
+#define GPUFL_SOURCE_NVML_INT_H
+
+#include <stdint.h>
+
+#include "nvml_abi_int.h"
+#include "source.h"
+
+/* ---- resolved entry points ---- */
+
+typedef nvmlReturn_t (*nvml_proc_fn)(nvmlDevice_t, unsigned int *, void *);
+
+typedef struct nvml_fns {
+    nvmlReturn_t (*init_with_flags)(unsigned int);
+    nvmlReturn_t (*init)(void);
+    nvmlReturn_t (*shutdown)(void);
+    const char *(*error_string)(nvmlReturn_t);
+    nvmlReturn_t (*driver_version)(char *, unsigned int);
+    nvmlReturn_t (*count)(unsigned int *);
+    nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
+    nvmlReturn_t (*pci_info_v1)(nvmlDevice_t, nvmlPciInfo_t *);
+    nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int *, int *);
+    nvmlReturn_t (*mem_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
+    nvmlReturn_t (*mem_v1)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*max_clock)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*bus_width)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *);
+    nvmlReturn_t (*temp_v)(nvmlDevice_t, nvmlTemperature_v1_t *);
+    nvmlReturn_t (*temp)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*fan)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*clock)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*clock_reasons)(nvmlDevice_t, unsigned long long *);
+    nvmlReturn_t (*pstate)(nvmlDevice_t, int *);
+    nvmlReturn_t (*pcie)(nvmlDevice_t, unsigned int, unsigned int *);
+    nvmlReturn_t (*ecc)(nvmlDevice_t, unsigned int, unsigned int,
+                        unsigned long long *);
+    nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *);
+    nvmlReturn_t (*proc_detail)(nvmlDevice_t, nvmlProcessDetailList_v1_t *);
+    nvml_proc_fn compute_v3, graphics_v3;
+    nvml_proc_fn compute_v2, graphics_v2;
+    nvml_proc_fn compute_v1, graphics_v1;
+    nvmlReturn_t (*gpm_support)(nvmlDevice_t, nvmlGpmSupport_t *);
+    nvmlReturn_t (*gpm_alloc)(nvmlGpmSample_t *);
+    nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
+    nvmlReturn_t (*gpm_get)(nvmlDevice_t, nvmlGpmSample_t);
+    nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
+} nvml_fns;
+
+#define NVML_FN(m) offsetof(nvml_fns, m)
+
+/* Each entry: where the pointer goes, then the names to try, best first.
+ * Only names with the same signature share an entry; an older ABI (memory
+ * v1, unversioned process lists) gets its own field. */
+/* How process lists are read, best first; a call answering "no such
+ * function" or "wrong struct version" moves to the next for good. */
+enum { PROC_DETAIL, PROC_V3, PROC_V2, PROC_V1, PROC_NONE };
+
+typedef struct nvml_dev {
+    nvmlDevice_t h;
+    int gpm; /* GPM samples allocated */
+    int gpm_have_prev;
+    unsigned gpm_prev; /* index into gpm_s of the older sample */
+    uint64_t gpm_prev_ns;
+    nvmlGpmSample_t gpm_s[2];
+} nvml_dev;
+
+typedef struct nvml_state {
+    void *dl;
+    nvml_fns f;
+    int inited;
+    int ndev;
+    int proc_level;
+    nvml_dev dev[SRC_MAX_DEVICES];
+    src_device info[SRC_MAX_DEVICES];
+    /* Scratch for process lists, reused by every sample(): raw entries
+     * (proc_cap * 32 bytes) and the merged list (2 * proc_cap). */
+    unsigned proc_cap;
+    unsigned char *proc_raw;
+    src_proc *proc_all;
+    nvmlGpmMetricsGet_t gpm_req;
+} nvml_state;
+
+/* The device is gone for this sample: report it with no fields. */
+static inline int nvml_is_lost(nvmlReturn_t r)
+{
+    return r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED;
+}
+
+/* Grow the process scratch to hold want entries per list.  The only
+ * allocation sample() may do, and only when a GPU runs more processes than
+ * ever before.  0 or a gpufl_err. */
+int nvml_proc_reserve(nvml_state *s, unsigned want);
+
+/* The GPU's processes (compute and graphics, merged by pid) into o. */
+nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o);
+
+#endif
