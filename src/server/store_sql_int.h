@@ -232,6 +232,8 @@ int sq_q_memprofs(srv_store *s, const srv_memq *q, jw *w);
 #define CB_COL 32
 int sq_cb_reserve(sq_cbuf *b, size_t n);
 void sq_cb_i(sq_cbuf *b, int64_t v, char sep);
+/* text of n bytes, escaped: reserve 2 * n + 1 */
+void sq_cb_text(sq_cbuf *b, const char *p, size_t n, char sep);
 void sq_cb_f(sq_cbuf *b, double v, char sep);
 void sq_cb_null(sq_cbuf *b, char sep);
 int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,

@@ -49,6 +49,21 @@ void sq_cb_i(sq_cbuf *b, int64_t v, char sep)
     b->p[b->len++] = sep;
 }
 
+void sq_cb_text(sq_cbuf *b, const char *p, size_t n, char sep)
+{
+    /* COPY's text format: backslash, tab, newline and CR escaped; text
+     * stops at a NUL (PostgreSQL text cannot hold one) */
+    for (size_t i = 0; i < n && p[i]; i++) {
+        char c = p[i];
+        if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+            b->p[b->len++] = '\\';
+            c = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : c;
+        }
+        b->p[b->len++] = c;
+    }
+    b->p[b->len++] = sep;
+}
+
 void sq_cb_f(sq_cbuf *b, double v, char sep)
 {
     /* the same text pg_bind_f64 sends */

@@ -107,6 +107,22 @@ class MemprofRetention(unittest.TestCase):
         m = srv.req("GET", "/metrics")[2].decode()
         return int(re.search(r"^gpufl_db_bytes (\d+)", m, re.M).group(1))
 
+    def test_frames_round_trip(self):
+        """Frames with the bytes PostgreSQL's COPY text format escapes
+        (backslash, tab, newline, CR) and non-ASCII come back as sent."""
+        srv = self.server()
+        odd = ["main", "a\\b", "tab\there", "nl\nx", "cr\ry", "quote\"q",
+               "\u00e9t\u00e9 \u6f22", "back\\\\slash\\t"]
+        body = profile(4242, 0, nstacks=2)
+        body["host"] = "roundtrip"
+        body["stacks"][0]["frames"] = odd
+        self.post(srv, body)
+        st, _, data = srv.req("GET", "/api/v1/memory?host=roundtrip&limit=10")
+        self.assertEqual(st, 200, data)
+        frames = [s["frames"] for s in json.loads(data)["stacks"]]
+        self.assertIn(odd, frames)
+        self.no_orphans(srv)
+
     def test_age_keep_and_unlink(self):
         srv = self.server()
         kept, live = self.sessions(srv, 2)
