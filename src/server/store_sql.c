@@ -168,6 +168,10 @@ static const char *const migrations[] = {
                "INSERT INTO srl SELECT sess, src, ts / 60000000000, min(ts),"
                " count(*)" SRL_LIST(SRL_AGG) " FROM samples GROUP BY sess,"
                                              " src, ts / 60000000000;",
+    /* 9: a version of each session's kext, bumped by every batch that
+     * changes it: a server whose heaps are older reloads them (two
+     * servers on one PostgreSQL) */
+    "ALTER TABLE sessions ADD COLUMN kext_ver INTEGER NOT NULL DEFAULT 0;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 
@@ -228,7 +232,10 @@ const char *const sq_wsql[WS_N] = {
                      " ORDER BY dur DESC, seq DESC LIMIT ?",
     [WS_EXT_LOAD1] = "SELECT dur, seq FROM kext WHERE sess=? AND side=1"
                      " ORDER BY dur, seq LIMIT ?",
-    [WS_EXT_COUNT] = "SELECT n_kernels FROM sessions WHERE id=?",
+    [WS_EXT_COUNT] = "SELECT n_kernels, kext_ver FROM sessions WHERE id=?",
+    [WS_EXT_VER] = "SELECT kext_ver FROM sessions WHERE id=?",
+    [WS_EXT_BUMP] = "UPDATE sessions SET kext_ver=kext_ver+1 WHERE id=?"
+                    " RETURNING kext_ver",
     [WS_SRL_GET] = "SELECT n, t0" SRL_LIST(SRL_GETC) " FROM srl WHERE sess=?"
                                                      " AND src=? AND b=?",
     [WS_SRL_PUT] = "INSERT INTO srl VALUES(?,?,?,?,?" SRL_LIST(

@@ -52,6 +52,8 @@ struct sq_ext {
     int64_t sess;  /* 0 = free slot */
     uint64_t used; /* LRU clock */
     uint32_t gen;  /* batch that last touched it */
+    uint32_t seen; /* batch that last compared ver with the database */
+    int64_t ver;   /* sessions.kext_ver these heaps match */
     ext_heap h[2];
 };
 
@@ -172,9 +174,44 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
 }
 
 /* The heaps of a session, loaded if needed.  NULL with *rc on failure. */
+/* The slot holding sess, or NULL; then *lru is the slot to load it into
+ * (NULL when every slot was changed in this batch: those hold unwritten
+ * keys and may not go). */
+static struct sq_ext *ext_find(sq_store *s, int64_t sess, struct sq_ext **lru)
+{
+    *lru = NULL;
+    for (size_t i = 0; i < SQ_EXT_SESS; i++) {
+        struct sq_ext *c = &s->ext[i];
+        if (c->sess == sess)
+            return c;
+        if (c->gen != s->ext_gen && (!*lru || c->used < (*lru)->used))
+            *lru = c;
+    }
+    return NULL;
+}
+
+/* 1 when the session's kext is newer than the slot's heaps (another
+ * server, on the same PostgreSQL, wrote it since), 0 when not, or a
+ * negative gpufl_err.  Batches take turns (the advisory lock), so the
+ * answer holds until COMMIT. */
+static int ext_stale(sq_store *s, const struct sq_ext *c)
+{
+    sdb_stmt *st = s->ws[WS_EXT_VER];
+    int64_t v = 0;
+    int rc;
+
+    sdb_bind_i64(st, 1, c->sess);
+    if ((rc = sdb_step(st)) == SDB_ROW)
+        v = sdb_col_i64(st, 0);
+    sdb_reset(st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    return v != c->ver;
+}
+
 static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
 {
-    struct sq_ext *x = NULL, *lru = NULL;
+    struct sq_ext *x, *lru;
     uint64_t nk = 0;
 
     *rc = GPUFL_OK;
@@ -182,24 +219,30 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
         *rc = GPUFL_ENOMEM;
         return NULL;
     }
-    for (size_t i = 0; i < SQ_EXT_SESS; i++) {
-        struct sq_ext *c = &s->ext[i];
-        if (c->sess == sess) {
-            c->used = ++s->ext_clock;
-            return c;
-        }
-        /* a slot touched in this batch holds unwritten keys: not evicted */
-        if (c->gen != s->ext_gen && (!lru || c->used < lru->used))
-            lru = c;
-    }
-    if (!lru) {
-        /* every slot changed in this batch: write them out, then any may go */
-        if ((*rc = sq_ext_flush(s)) != 0)
+    if ((x = ext_find(s, sess, &lru)) != NULL) {
+        int stale;
+        x->used = ++s->ext_clock;
+        if (x->seen == s->ext_gen)
+            return x;
+        if ((stale = ext_stale(s, x)) < 0) {
+            *rc = stale;
             return NULL;
-        s->ext_gen++;
-        lru = &s->ext[0];
+        }
+        x->seen = s->ext_gen;
+        if (!stale)
+            return x;
+        /* stale: loaded again below */
+    } else {
+        if (!lru) {
+            /* every slot changed in this batch: write them out, then any
+             * may go */
+            if ((*rc = sq_ext_flush(s)) != 0)
+                return NULL;
+            s->ext_gen++;
+            lru = &s->ext[0];
+        }
+        x = lru;
     }
-    x = lru;
     ext_free_slot(x);
     x->sess = sess;
     x->used = ++s->ext_clock;
@@ -209,10 +252,13 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
         uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
         const sq_sacc *a = rl_map_find(&s->sacc, k);
         sdb_bind_i64(st, 1, sess);
-        if (sdb_step(st) == SDB_ROW)
+        if (sdb_step(st) == SDB_ROW) {
             nk = (uint64_t)sdb_col_i64(st, 0);
+            x->ver = sdb_col_i64(st, 1);
+        }
         sdb_reset(st);
         nk += a ? a->kernels : 0;
+        x->seen = s->ext_gen;
     }
     if ((*rc = ext_load(s, x, 0, nk)) != 0 ||
         (*rc = ext_load(s, x, 1, nk)) != 0) {
@@ -361,7 +407,25 @@ int sq_ext_flush(sq_store *s)
         return GPUFL_OK;
     if (!(sql = malloc(EXT_SQL_MAX)))
         return GPUFL_ENOMEM;
-    rc = flush_deletes(s, sql);
+    /* a new version for each session changed in this batch (another
+     * server holding its heaps reloads them) */
+    rc = GPUFL_OK;
+    for (size_t i = 0; i < SQ_EXT_SESS && !rc; i++) {
+        struct sq_ext *x = &s->ext[i];
+        sdb_stmt *st = s->ws[WS_EXT_BUMP];
+        if (!x->sess || x->gen != s->ext_gen)
+            continue;
+        sdb_bind_i64(st, 1, x->sess);
+        rc = sdb_step(st);
+        if (rc == SDB_ROW)
+            x->ver = sdb_col_i64(st, 0);
+        sdb_reset(st);
+        rc = rc == SDB_ROW    ? GPUFL_OK
+             : rc == SDB_DONE ? GPUFL_EINTERNAL
+                              : sq_err(rc);
+    }
+    if (!rc)
+        rc = flush_deletes(s, sql);
     len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
     for (size_t i = 0; i < SQ_EXT_SESS && !rc; i++) {
         struct sq_ext *x = &s->ext[i];

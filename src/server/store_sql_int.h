@@ -37,6 +37,8 @@ enum {
     WS_EXT_LOAD0,
     WS_EXT_LOAD1,
     WS_EXT_COUNT,
+    WS_EXT_VER,
+    WS_EXT_BUMP,
     WS_EXT_PUT,
     WS_EXT_DEL,
     WS_SRL_GET,

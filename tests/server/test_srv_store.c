@@ -274,8 +274,9 @@ static size_t build_spread(const char *sid, int from, int to, srv_ev *ev)
     return (size_t)k;
 }
 
-/* Pages through kernels sorted by duration (limit 7); fills dur/seq in
- * page order and returns how many. */
+/* Pages through kernels sorted by duration (page_limit a page); fills
+ * dur/seq in page order and returns how many. */
+static uint32_t page_limit = 7;
 static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
                      uint64_t from, uint64_t to, int64_t *dur, int64_t *seq,
                      int cap)
@@ -291,7 +292,7 @@ static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
         qq.sid = sid;
         qq.sort = "duration";
         qq.desc = desc;
-        qq.limit = 7;
+        qq.limit = page_limit;
         qq.name = name;
         qq.from = from;
         qq.to = to;
@@ -568,6 +569,88 @@ static int sys_field(const char *p, const char *end, const char *f, double *v)
     return 1;
 }
 
+/* Kernels with the given durations, seq seq0, seq0 + 1, ... (ts = seq). */
+static size_t build_durs(const char *sid, int seq0, const int *dur, int n,
+                         srv_ev *ev)
+{
+    ingest_arena a = { arena, 0, sizeof(arena) };
+    jsonl_doc d;
+    char why[INGEST_REASON_MAX];
+    int k = 0;
+
+    snprintf(lines[k++], sizeof(lines[0]),
+             "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":0,"
+             "\"ts\":100,\"type\":\"session\",\"app\":\"t\","
+             "\"host\":\"h\"}",
+             sid);
+    for (int i = 0; i < n; i++)
+        snprintf(lines[k++], sizeof(lines[0]),
+                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,"
+                 "\"ts\":%d,\"type\":\"kernel\",\"name\":0,\"dur\":%d}",
+                 sid, seq0 + i, 1000 + seq0 + i, dur[i]);
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    for (int i = 0; i < k; i++)
+        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]), &a,
+                              &ev[i], why))
+            fprintf(stderr, "line %d: %s\n", i, why);
+    return (size_t)k;
+}
+
+/* Two servers writing one database (PostgreSQL behind one Kafka consumer
+ * group; here also SQLite), batches of one session alternating between
+ * them.  K = 8.  A stores 1000..1110 (keeps 1040..1110); B adds 3000,
+ * 3010, 3020 (so 1040..1060 leave kext); then A adds 1055 and 1052.  An
+ * A that did not notice B's change (sessions.kext_ver) would take 1040
+ * for its worst key, store both, and leave 1060 missing between 1070 and
+ * 1055: the third 3-kernel page would read 1080, 1070, 1055. */
+static void test_two_writers(void)
+{
+    static srv_ev ev[64];
+    static const int d1[12] = { 1000, 1010, 1020, 1030, 1040, 1050,
+                                1060, 1070, 1080, 1090, 1100, 1110 };
+    static const int d2[3] = { 3000, 3010, 3020 }, d3[2] = { 1055, 1052 };
+    int64_t dur[32], seq[32];
+    int want[17], n, ok;
+    srv_ingest_res r;
+    srv_store *a, *b;
+    size_t m;
+
+    setenv("GPUFL_SERVER_TOPK", "8", 1);
+    a = open_tmp("store_two");
+    b = open_tmp_again("store_two");
+    unsetenv("GPUFL_SERVER_TOPK");
+    REQUIRE(a && b);
+    m = build_durs(SIDC, 1, d1, 12, ev);
+    REQUIRE(a->ops->ingest(a, ev, m, &r) == GPUFL_OK);
+    m = build_durs(SIDC, 13, d2, 3, ev);
+    REQUIRE(b->ops->ingest(b, ev, m, &r) == GPUFL_OK);
+    m = build_durs(SIDC, 16, d3, 2, ev);
+    REQUIRE(a->ops->ingest(a, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 2);
+    for (int i = 0; i < 12; i++)
+        want[i] = d1[i];
+    want[12] = 3000, want[13] = 3010, want[14] = 3020, want[15] = 1055;
+    want[16] = 1052;
+    for (int i = 1; i < 17; i++) /* descending */
+        for (int j = i; j > 0 && want[j] > want[j - 1]; j--) {
+            int t = want[j];
+            want[j] = want[j - 1];
+            want[j - 1] = t;
+        }
+    page_limit = 3;
+    for (int w = 0; w < 2; w++) {
+        n = dur_pages(w ? b : a, SIDC, 1, NULL, 0, 0, dur, seq, 32);
+        CHECK_EQ_U64(n, 17);
+        ok = n == 17;
+        for (int i = 0; ok && i < 17; i++)
+            ok = dur[i] == want[i];
+        CHECK(ok);
+    }
+    page_limit = 7;
+    a->ops->close(a);
+    b->ops->close(b);
+}
+
 /* The System view of SIDD as build_sys wrote it: 120 s points from the
  * rollup equal what the samples say; 10 s points from the samples. */
 static void check_sys(srv_store *s)
@@ -645,9 +728,10 @@ static void test_system_rollup(void)
     s->ops->close(s);
 }
 
-/* A database of schema 6 (the duration index, no kext, no srl) with
+/* A database of schema 6 (the duration index, no kext, srl, kext_ver) with
  * kernels and system samples: migrations 7 and 8 fill kext and srl from
- * what is stored, and the queries answer as for data ingested since. */
+ * what is stored (9 adds kext_ver), and the queries answer as for data
+ * ingested since. */
 static void test_migrate_to_kext_srl(void)
 {
     static srv_ev ev[1300];
@@ -671,6 +755,7 @@ static void test_migrate_to_kext_srl(void)
     REQUIRE(sdb_open(path, 0, &db, err, sizeof(err)) == 0);
     CHECK(sdb_exec(db, "DROP TABLE kext") == 0);
     CHECK(sdb_exec(db, "DROP TABLE srl") == 0);
+    CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN kext_ver") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);
@@ -712,6 +797,7 @@ int main(void)
     RUN(test_keys_keep_retention);
     RUN(test_mixed_batches_dur_sort);
     RUN(test_dur_prefix);
+    RUN(test_two_writers);
     RUN(test_system_rollup);
     RUN(test_migrate_to_kext_srl);
     RUN(test_reopen);
