@@ -19,11 +19,14 @@
  *
  * The heaps live in memory for the sessions being written (SQ_EXT_SESS,
  * least recently used ones go), loaded from kext on first use.  Changes
- * are collected per ingest batch and written before its COMMIT as a few
- * multi-row statements; a batch that rolls back drops every heap (they
- * are reloaded).  A heap loaded for a session whose kext rows are fewer
- * than its kernels (a prefix shorter than K: K grew, or rows were lost)
- * keeps that length, so the prefix property holds.
+ * are collected per ingest batch and written before its COMMIT (SQLite:
+ * a prepared statement per key; PostgreSQL: multi-row statements); a
+ * batch that rolls back drops every heap (they are reloaded), and every
+ * batch that changes a session bumps sessions.kext_ver, so a server whose
+ * heaps are older (another server wrote the session) reloads them.  A
+ * heap loaded for a session whose kext rows are fewer than its kernels (a
+ * prefix shorter than K: K grew, or rows were lost) keeps that length, so
+ * the prefix property holds.
  */
 #include "store_sql_int.h"
 
@@ -127,7 +130,7 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
 {
     ext_heap *h = &x->h[d];
     sdb_stmt *st = s->ws[d ? WS_EXT_LOAD1 : WS_EXT_LOAD0];
-    int rc;
+    int rc, more;
 
     h->cap = s->ext_k;
     h->n = 0;
@@ -135,34 +138,27 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
         return GPUFL_ENOMEM;
     sdb_bind_i64(st, 1, x->sess);
     sdb_bind_i64(st, 2, (int64_t)h->cap + 1);
-    while ((rc = sdb_step(st)) == SDB_ROW) {
-        ext_key k = { sdb_col_i64(st, 0), sdb_col_i64(st, 1), 0 };
-        if (h->n == h->cap) {
-            /* K shrank: drop the rows past the first K (the prefix stays
-             * a prefix); recorded as deletes of stored keys */
-            sdb_reset(st);
-            {
-                char sql[256];
-                const ext_key *last = &h->k[h->n - 1];
-                snprintf(sql, sizeof(sql),
-                         "DELETE FROM kext WHERE sess=%lld AND side=%d AND"
-                         " (dur, seq) %s (%lld, %lld)",
-                         (long long)x->sess, d, d ? ">" : "<",
-                         (long long)last->dur, (long long)last->seq);
-                if ((rc = exec(s->w, sql)) != 0)
-                    return rc;
-            }
-            rc = SDB_DONE;
-            (void)k;
-            break;
-        }
-        h->k[h->n++] = k;
+    while ((rc = sdb_step(st)) == SDB_ROW && h->n < h->cap) {
+        h->k[h->n].dur = sdb_col_i64(st, 0);
+        h->k[h->n].seq = sdb_col_i64(st, 1);
+        h->k[h->n++].gen = 0;
     }
-    if (rc != SDB_DONE) {
-        sdb_reset(st);
-        return sq_err(rc);
-    }
+    more = rc == SDB_ROW; /* a row past the first K: K shrank */
     sdb_reset(st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    if (more) {
+        /* drop the rows past the first K (a prefix stays a prefix) */
+        char sql[256];
+        const ext_key *last = &h->k[h->n - 1];
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM kext WHERE sess=%lld AND side=%d AND"
+                 " (dur, seq) %s (%lld, %lld)",
+                 (long long)x->sess, d, d ? ">" : "<", (long long)last->dur,
+                 (long long)last->seq);
+        if ((rc = exec(s->w, sql)) != 0)
+            return rc;
+    }
     /* a prefix shorter than K and than the session: it may not grow past
      * what it holds, or kernels between would be missing */
     if (h->n < h->cap && h->n < n_kernels)
@@ -173,7 +169,6 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
     return GPUFL_OK;
 }
 
-/* The heaps of a session, loaded if needed.  NULL with *rc on failure. */
 /* The slot holding sess, or NULL; then *lru is the slot to load it into
  * (NULL when every slot was changed in this batch: those hold unwritten
  * keys and may not go). */
