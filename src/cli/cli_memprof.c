@@ -131,7 +131,11 @@ static void usage(FILE *f)
         char left[40];
         snprintf(left, sizeof left, "%s%s%s", opts[i].flag,
                  opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-        fprintf(f, "  %-20s %s\n", left, opts[i].help);
+        /* a flag wider than the column gets its text on the next line */
+        if (strlen(left) > 20)
+            fprintf(f, "  %s\n  %-20s %s\n", left, "", opts[i].help);
+        else
+            fprintf(f, "  %-20s %s\n", left, opts[i].help);
     }
     fprintf(f,
             "  %-20s %s\n\nExit codes: 0 ok, 1 failure, 2 usage error, 3 "
