@@ -62,7 +62,9 @@ def procs_mentioning(text):
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if text in cmd:
+        # text as a whole path: "/x/demo" must not match "/x/demo-gpu" of
+        # a test running beside this one
+        if re.search(re.escape(text) + r"(?=[/\s]|$)", cmd):
             out.append((int(pid), cmd))
     return out
 
@@ -359,7 +361,7 @@ class DemoGpu(unittest.TestCase):
         return st.clean_env(extra)
 
     def test_cuda_workload_through_gpufl_run(self):
-        root = fresh("demo-gpu")
+        root = fresh("gpudemo")
         port = free_port()
         out = open(os.path.join(root, "demo.out"), "w+")
         p = subprocess.Popen([GPUFL, "demo", "--gpu", "on", "--listen",
@@ -419,7 +421,7 @@ class DemoGpu(unittest.TestCase):
         self.assertEqual(procs_mentioning(root), [], "processes left behind")
 
     def test_gpu_on_without_a_device_fails_clearly(self):
-        root = fresh("demo-nogpu")
+        root = fresh("nogpu")
         script = os.path.join(root, "script")
         with open(script, "w") as f:
             f.write("devices 0\n")
