@@ -156,16 +156,6 @@ static void kv_name(exp *x, rpt_ctx *c, const char *k, uint32_t id,
         jw_str(&x->w, dflt);
 }
 
-static void kv_dims(jw *w, const char *k, const uint32_t d[3])
-{
-    int n = d[2] != 1 ? 3 : d[1] != 1 ? 2 : 1;
-    jw_key(w, k);
-    jw_arr_begin(w);
-    for (int i = 0; i < n; i++)
-        jw_u64(w, d[i]);
-    jw_arr_end(w);
-}
-
 static void on_kernel(exp *x, rpt_ctx *c, const rpt_line *ln)
 {
     jsonl_doc *d = ln->d;
@@ -189,9 +179,9 @@ static void on_kernel(exp *x, rpt_ctx *c, const rpt_line *ln)
     kv_us(&x->w, "dur", 0, dur);
     jw_key(&x->w, "args");
     jw_obj_begin(&x->w);
-    kv_dims(&x->w, "grid", grid);
+    rpt_json_dims(&x->w, "grid", grid);
     if (l) {
-        kv_dims(&x->w, "block", l->block);
+        rpt_json_dims(&x->w, "block", l->block);
         jw_kv_u64(&x->w, "regs", l->regs);
         jw_kv_u64(&x->w, "smem", (uint64_t)l->smem + l->dsmem);
         if (l->lmem)

@@ -18,7 +18,7 @@ static void kv_f(jw *w, const char *k, double v, int dec)
     jw_f64(w, v, dec);
 }
 
-static void kv_dims(jw *w, const char *k, const uint32_t d[3])
+void rpt_json_dims(jw *w, const char *k, const uint32_t d[3])
 {
     int n = d[2] != 1 ? 3 : d[1] != 1 ? 2 : 1;
     jw_key(w, k);
@@ -126,10 +126,10 @@ static void json_kernels(jw *w, const rpt_ctx *c, const rpt_agg *a)
                   rpt_hist_quantile(k->h, k->n, 0.99, k->min, k->max));
         jw_kv_u64(w, "min_ns", k->min);
         jw_kv_u64(w, "max_ns", k->max);
-        kv_dims(w, "grid", k->grid);
+        rpt_json_dims(w, "grid", k->grid);
         jw_key(w, "grid_varies");
         jw_bool(w, k->grid_varies);
-        kv_dims(w, "block", k->block);
+        rpt_json_dims(w, "block", k->block);
         jw_kv_u64(w, "regs", k->regs);
         jw_kv_u64(w, "smem", k->smem);
         jw_kv_u64(w, "dsmem", k->dsmem);

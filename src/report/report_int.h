@@ -342,6 +342,10 @@ size_t rpt_hints(const rpt_ctx *c, const rpt_agg *a, rpt_hint *out, size_t cap);
  * devices (and their summed spans in *span), and the scope rows in tree
  * order (ids into out, at most cap). */
 extern const char *const rpt_throttle_names[8];
+/* "k":[x] / [x,y] / [x,y,z]: a grid or block without its trailing 1s
+ * (print_json.c; the trace export writes them the same way). */
+struct jw;
+void rpt_json_dims(struct jw *w, const char *k, const uint32_t d[3]);
 uint64_t rpt_session_dur(const rpt_ctx *c);
 uint64_t rpt_busy_all(const rpt_agg *a, uint64_t *span);
 size_t rpt_scope_walk(const rpt_ctx *c, const rpt_agg *a, uint32_t *out,

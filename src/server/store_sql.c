@@ -232,6 +232,7 @@ const char *const sq_wsql[WS_N] = {
                      " ORDER BY dur DESC, seq DESC LIMIT ?",
     [WS_EXT_LOAD1] = "SELECT dur, seq FROM kext WHERE sess=? AND side=1"
                      " ORDER BY dur, seq LIMIT ?",
+    [WS_KMAX] = "SELECT max(seq) FROM kernels WHERE sess=?",
     [WS_EXT_COUNT] = "SELECT n_kernels, kext_ver FROM sessions WHERE id=?",
     [WS_EXT_VER] = "SELECT kext_ver FROM sessions WHERE id=?",
     [WS_EXT_BUMP] = "UPDATE sessions SET kext_ver=kext_ver+1 WHERE id=?"
@@ -381,7 +382,6 @@ static void sq_close(srv_store *bs)
         sdb_finalize(s->ws[i]);
     sdb_finalize(s->kmerge);
     sdb_finalize(s->kaget);
-    sdb_finalize(s->kmax);
     sdb_finalize(s->kgrp);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
@@ -497,6 +497,22 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     for (int i = 0; i < WS_N; i++) {
         if ((rc = sdb_prepare(s->w, sq_wsql[i], &s->ws[i])) != 0) {
             snprintf(eb, ec, "prepare %d: %s", i, sdb_errmsg(s->w));
+            goto fail;
+        }
+    }
+    /* SQLite: new kernels SQ_KGROUP rows per INSERT (store_sql_ingest.c) */
+    if (sdb_dialect(s->w) == SDB_SQLITE) {
+        char sql[SQ_KGROUP * 52 + 64];
+        size_t len =
+            (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kernels VALUES");
+        for (int i = 0; i < SQ_KGROUP; i++)
+            len += (size_t)snprintf(sql + len, sizeof(sql) - len,
+                                    "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                                    "?,?,?,?,?)",
+                                    i ? "," : "");
+        snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
+        if ((rc = sdb_prepare(s->w, sql, &s->kgrp)) != 0) {
+            snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
             goto fail;
         }
     }

@@ -119,6 +119,7 @@ void sq_ext_release(sq_store *s)
 {
     sq_ext_reset(s);
     free(s->ext);
+    s->ext_last = NULL;
     free(s->del);
     s->ext = NULL;
     s->del = NULL;
@@ -210,6 +211,12 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
     uint64_t nk = 0;
 
     *rc = GPUFL_OK;
+    /* a batch's kernels come mostly from one session: no search */
+    x = s->ext_last;
+    if (x && x->sess == sess && x->seen == s->ext_gen) {
+        x->used = ++s->ext_clock;
+        return x;
+    }
     if (!s->ext && !(s->ext = calloc(SQ_EXT_SESS, sizeof(*s->ext)))) {
         *rc = GPUFL_ENOMEM;
         return NULL;
@@ -218,14 +225,14 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
         int stale;
         x->used = ++s->ext_clock;
         if (x->seen == s->ext_gen)
-            return x;
+            return s->ext_last = x;
         if ((stale = ext_stale(s, x)) < 0) {
             *rc = stale;
             return NULL;
         }
         x->seen = s->ext_gen;
         if (!stale)
-            return x;
+            return s->ext_last = x;
         /* stale: loaded again below */
     } else {
         if (!lru) {
@@ -260,7 +267,7 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
         ext_free_slot(x);
         return NULL;
     }
-    return x;
+    return s->ext_last = x;
 }
 
 static int del_push(sq_store *s, int64_t sess, int d, const ext_key *k)
@@ -342,6 +349,15 @@ static int del_cmp(const void *a, const void *b)
     return x->side - y->side;
 }
 
+/* The end of a DELETE chunk for the keys of e's session and side. */
+static void del_tail(char *tail, size_t cap, const sq_ext_del *e)
+{
+    snprintf(tail, cap,
+             ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND k.dur=v.d AND"
+             " k.seq=v.s",
+             (long long)e->sess, e->side);
+}
+
 static int flush_deletes(sq_store *s, char *sql)
 {
     size_t len = 0, n = 0;
@@ -365,11 +381,9 @@ static int flush_deletes(sq_store *s, char *sql)
         const sq_ext_del *e = &s->del[i];
         if (i == 0 || n == EXT_CHUNK || e->sess != s->del[i - 1].sess ||
             e->side != s->del[i - 1].side) {
-            snprintf(tail, sizeof(tail),
-                     ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND"
-                     " k.dur=v.d AND k.seq=v.s",
-                     (long long)(i ? s->del[i - 1].sess : 0),
-                     i ? s->del[i - 1].side : 0);
+            /* the chunk so far (if any) ends with its own keys' tail */
+            if (i)
+                del_tail(tail, sizeof(tail), &s->del[i - 1]);
             if ((rc = chunk_run(s, sql, &len, &n, tail,
                                 "DELETE FROM kext k USING (VALUES ")) != 0)
                 break;
@@ -380,10 +394,7 @@ static int flush_deletes(sq_store *s, char *sql)
         n++;
     }
     if (!rc && s->ndel) {
-        snprintf(tail, sizeof(tail),
-                 ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND"
-                 " k.dur=v.d AND k.seq=v.s",
-                 (long long)s->del[s->ndel - 1].sess, s->del[s->ndel - 1].side);
+        del_tail(tail, sizeof(tail), &s->del[s->ndel - 1]);
         rc = chunk_run(s, sql, &len, &n, tail, "");
     }
     s->ndel = 0;

@@ -340,18 +340,13 @@ static int can_append(sq_store *s, size_t n, int dup, int *ok)
             lo[i] = seq;
         }
     }
-    if (!s->kmax && (rc = sdb_prepare(s->w,
-                                      "SELECT max(seq) FROM kernels"
-                                      " WHERE sess=?",
-                                      &s->kmax)) != 0)
-        return rc;
     for (int i = 0; i < ns; i++) {
         int below;
-        sdb_bind_i64(s->kmax, 1, sess[i]);
-        rc = sdb_step(s->kmax);
-        below = rc == SDB_ROW &&
-                (sdb_col_null(s->kmax, 0) || sdb_col_i64(s->kmax, 0) < lo[i]);
-        sdb_reset(s->kmax);
+        sdb_bind_i64(s->ws[WS_KMAX], 1, sess[i]);
+        rc = sdb_step(s->ws[WS_KMAX]);
+        below = rc == SDB_ROW && (sdb_col_null(s->ws[WS_KMAX], 0) ||
+                                  sdb_col_i64(s->ws[WS_KMAX], 0) < lo[i]);
+        sdb_reset(s->ws[WS_KMAX]);
         if (rc != SDB_ROW)
             return sq_err(rc);
         if (!below)
@@ -485,36 +480,18 @@ static int kmax_get(sq_store *s, int64_t sess, int64_t **out)
             return rc;
         rl_map_clear(&s->khigh);
     }
-    if (!s->kgrp) {
-        char sql[SQ_KGROUP * 52 + 64];
-        size_t len =
-            (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kernels VALUES");
-        for (int i = 0; i < SQ_KGROUP; i++)
-            len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-                                    "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                                    "?,?,?,?,?)",
-                                    i ? "," : "");
-        snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
-        if ((rc = sdb_prepare(s->w, sql, &s->kgrp)) != 0)
-            return rc;
-    }
-    if (!s->kmax && (rc = sdb_prepare(s->w,
-                                      "SELECT max(seq) FROM kernels"
-                                      " WHERE sess=?",
-                                      &s->kmax)) != 0)
-        return rc;
-    sdb_bind_i64(s->kmax, 1, sess);
-    rc = sdb_step(s->kmax);
+    sdb_bind_i64(s->ws[WS_KMAX], 1, sess);
+    rc = sdb_step(s->ws[WS_KMAX]);
     if (rc != SDB_ROW) {
-        sdb_reset(s->kmax);
+        sdb_reset(s->ws[WS_KMAX]);
         return sq_err(rc);
     }
     if (!(v = rl_map_get(&s->khigh, k, &fresh))) {
-        sdb_reset(s->kmax);
+        sdb_reset(s->ws[WS_KMAX]);
         return GPUFL_EFULL;
     }
-    *v = sdb_col_null(s->kmax, 0) ? -1 : sdb_col_i64(s->kmax, 0);
-    sdb_reset(s->kmax);
+    *v = sdb_col_null(s->ws[WS_KMAX], 0) ? -1 : sdb_col_i64(s->ws[WS_KMAX], 0);
+    sdb_reset(s->ws[WS_KMAX]);
     *out = v;
     return GPUFL_OK;
 }
@@ -551,7 +528,7 @@ static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
         {
             /* after every kernel of its session stored or queued: new
              * (agents send in order, so nearly always), queued */
-            int64_t *mx;
+            int64_t *mx = NULL;
             if ((rc = kmax_get(s, sess, &mx)) != 0)
                 return rc;
             if ((int64_t)e->seq > *mx) {

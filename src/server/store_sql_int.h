@@ -36,6 +36,7 @@ enum {
     WS_KSCOPE,
     WS_EXT_LOAD0,
     WS_EXT_LOAD1,
+    WS_KMAX,
     WS_EXT_COUNT,
     WS_EXT_VER,
     WS_EXT_BUMP,
@@ -133,14 +134,14 @@ typedef struct sq_store {
     rl_map khigh;   /* SQLite: sess -> highest kernel seq stored or in kq */
     sdb_stmt *kgrp; /* SQLite: SQ_KGROUP kernels in one INSERT */
     size_t npend;
-    rl_map pend_idx;    /* (sess, seq) -> 1 + first index in pend */
-    sdb_stmt *kmerge;   /* PostgreSQL: kstage -> kernels, RETURNING */
-    sdb_stmt *kaget;    /* PostgreSQL: the stored kagg rows of a batch */
-    sdb_stmt *kmax;     /* PostgreSQL: a session's highest stored kernel seq */
-    sq_cbuf cb;         /* PostgreSQL: COPY rows being built */
-    int staged;         /* PostgreSQL: kstage filled in this transaction */
-    int64_t analyzed;   /* PostgreSQL: when ANALYZE last ran (Unix s) */
-    struct sq_ext *ext; /* SQ_EXT_SESS heaps (store_sql_ext.c) */
+    rl_map pend_idx;         /* (sess, seq) -> 1 + first index in pend */
+    sdb_stmt *kmerge;        /* PostgreSQL: kstage -> kernels, RETURNING */
+    sdb_stmt *kaget;         /* PostgreSQL: the stored kagg rows of a batch */
+    sq_cbuf cb;              /* PostgreSQL: COPY rows being built */
+    int staged;              /* PostgreSQL: kstage filled in this transaction */
+    int64_t analyzed;        /* PostgreSQL: when ANALYZE last ran (Unix s) */
+    struct sq_ext *ext;      /* SQ_EXT_SESS heaps (store_sql_ext.c) */
+    struct sq_ext *ext_last; /* the slot a kernel last went to */
     uint32_t ext_k, ext_gen;
     uint64_t ext_clock;
     int ext_dirty; /* keys added in this batch */

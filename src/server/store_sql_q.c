@@ -253,6 +253,31 @@ static void w_kernel_row(qctx *c, jw *w)
 /* Bytes of a name filter's LIKE pattern. */
 #define SQ_PAT_MAX 600
 
+/* The parameters every kernel page statement shares: ?1 session, ?2/?3
+ * the time range (used only when one was asked), ?4/?5 the cursor, ?6 the
+ * name pattern (only with a filter; pat, SQ_PAT_MAX bytes, holds it until
+ * the last step), ?7 the page size plus one. */
+static void page_bind(qctx *c, const srv_q *q, const int64_t *cur, uint32_t l,
+                      char *pat)
+{
+    bi(c, 1, c->sess);
+    bi(c, 2, (int64_t)q->from);
+    bi(c, 3, q->to ? (int64_t)q->to : INT64_MAX);
+    bi(c, 4, cur[0]);
+    bi(c, 5, cur[1]);
+    if (q->name) {
+        like_pat(q->name, pat, SQ_PAT_MAX);
+        bt(c, 6, pat);
+    }
+    bi(c, 7, l + 1);
+}
+
+/* The name filter of a kernel page (?6), only with a filter: the subquery
+ * is built per execution. */
+#define PAGE_NAME_FILTER                                                       \
+    " AND k.name_id IN (SELECT id FROM dicts WHERE sess=?1 AND kind=0 AND"     \
+    " name LIKE ?6 ESCAPE '\\')"
+
 /* The page's statement over kext (count_only: just how many rows). */
 static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
                     uint32_t l, char *pat, int count_only)
@@ -270,23 +295,11 @@ static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
                           " n.id=k.name_id",
              desc ? "<" : ">",
              q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
-             q->name ? " AND k.name_id IN (SELECT id FROM dicts WHERE"
-                       " sess=?1 AND kind=0 AND name LIKE ?6 ESCAPE '\\')"
-                     : "",
-             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC",
-             count_only ? ") t" : "");
+             q->name ? PAGE_NAME_FILTER : "", desc ? "DESC" : "ASC",
+             desc ? "DESC" : "ASC", count_only ? ") t" : "");
     if ((rc = prep(c, sql)) != 0)
         return rc;
-    bi(c, 1, c->sess);
-    bi(c, 2, (int64_t)q->from);
-    bi(c, 3, q->to ? (int64_t)q->to : INT64_MAX);
-    bi(c, 4, cur[0]);
-    bi(c, 5, cur[1]);
-    if (q->name) {
-        like_pat(q->name, pat, SQ_PAT_MAX);
-        bt(c, 6, pat);
-    }
-    bi(c, 7, l + 1);
+    page_bind(c, q, cur, l, pat);
     bi(c, 8, desc ? 0 : 1);
     return GPUFL_OK;
 }
@@ -342,24 +355,11 @@ static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int by_dur,
               * PostgreSQL planner takes an open range for a selective one */
              q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
              by_dur ? "dur" : "ts", desc ? "<" : ">",
-             /* only with a filter: the subquery is built per execution */
-             q->name ? " AND k.name_id IN (SELECT id FROM dicts WHERE"
-                       " sess=?1 AND kind=0 AND name LIKE ?6 ESCAPE '\\')"
-                     : "",
-             by_dur ? "dur" : "ts", desc ? "DESC" : "ASC",
-             desc ? "DESC" : "ASC");
+             q->name ? PAGE_NAME_FILTER : "", by_dur ? "dur" : "ts",
+             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
     if ((rc = prep(c, sql)) != 0)
         return rc;
-    bi(c, 1, c->sess);
-    bi(c, 2, (int64_t)q->from);
-    bi(c, 3, q->to ? (int64_t)q->to : INT64_MAX);
-    bi(c, 4, cur[0]);
-    bi(c, 5, cur[1]);
-    if (q->name) {
-        like_pat(q->name, pat, SQ_PAT_MAX);
-        bt(c, 6, pat);
-    }
-    bi(c, 7, l + 1);
+    page_bind(c, q, cur, l, pat);
     return GPUFL_OK;
 }
 
