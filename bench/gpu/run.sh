@@ -3,16 +3,24 @@
 #
 #   bench/gpu/run.sh [BUILD_DIR]      (default: build; needs nvcc and a GPU)
 #
-# 1. builds the CUDA programs of this folder with nvcc;
+# BUILD_DIR is a build folder or a kit from bench/gpu/kit.sh (a gpufl that
+# runs where our Debian packages are missing; the lent GPU machines need
+# it).  When $OUT names a folder (the device tool's), the whole output is
+# also written to $OUT/run.log and the logs of the checks to
+# $OUT/gpu-logs.tar.gz, for reading afterwards.
+#
+# 1. builds the CUDA programs of this folder with nvcc (-arch=native when
+#    it works; NVCC_ARCH overrides);
 # 2. runs each under `gpufl run` and checks the captured events against
 #    what the program says it did (EXPECT line: kernel counts, grid, block,
 #    shared memory, bytes copied per direction) with check.py;
 #    then the profiling engines (sass; pcsamp with cupti) on matmul
 #    built with -lineinfo: functions, source lines, sane counter values;
-# 3. measures overhead: a launch-bound loop of tiny kernels and a
-#    compute-bound loop, each without gpufl, with monitoring only
-#    (nvml,host) and with tracing (cupti,nvml,host), best of 3; and the
-#    profiling engines' cost on the compute-bound loop;
+# 3. measures overhead: a launch-bound loop of tiny kernels (TINY_N
+#    launches) and a compute-bound loop (COMPUTE_N kernels), each without
+#    gpufl, with monitoring only (nvml,host), with tracing
+#    (cupti,nvml,host) and tracing with CPU stacks, best of 3; and the
+#    profiling engines' cost on a short compute-bound loop;
 # 4. runs a PyTorch snippet through `gpufl run` where torch is installed.
 #
 # Nothing here can run on the GPU-less CI machines; docs/capture.md says
@@ -24,19 +32,55 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 GPUFL=$BUILD/bin/gpufl
 WORK=${GPUFL_BENCH_DIR:-$(mktemp -d /tmp/gpufl-gpu.XXXXXX)}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+
+TINY_N=${TINY_N:-200000}
+COMPUTE_N=${COMPUTE_N:-1000}
 fail=0
+T0=$(date +%s)
 
 say() { printf '%s\n' "$*"; }
 die() { say "run.sh: $*" >&2; exit 2; }
+section() { say "== $* (at $(($(date +%s) - T0)) s)"; }
 
-[ -x "$GPUFL" ] || die "$GPUFL not built (run make first)"
+# Under the device tool: everything into $OUT/run.log as well (the reply
+# only keeps the output's tail), the exit status kept through the pipe.
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -z "${GPUFL_RUN_TEED:-}" ]; then
+    GPUFL_RUN_TEED=1 GPUFL_BENCH_DIR=$WORK
+    export GPUFL_RUN_TEED GPUFL_BENCH_DIR
+    { sh "$0" "$BUILD"; echo $? >"$WORK/status"; } 2>&1 | tee "$OUT/run.log"
+    (cd "$WORK" && tar czf "$OUT/gpu-logs.tar.gz" --exclude=logs-ovh \
+        logs-* ./*.stderr 2>/dev/null)
+    [ "$(du -k "$OUT/gpu-logs.tar.gz" | cut -f1)" -lt 16000 ] ||
+        rm -f "$OUT/gpu-logs.tar.gz"
+    exit "$(cat "$WORK/status" 2>/dev/null || echo 2)"
+fi
+
+[ -x "$GPUFL" ] || die "$GPUFL not built (run make, or bench/gpu/kit.sh)"
 [ -x "$NVCC" ] || die "nvcc not found (set NVCC)"
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L
+section environment
+date -u
+uname -sr
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi \
+    --query-gpu=name,driver_version,compute_cap,memory.total,clocks.max.sm \
+    --format=csv,noheader
+"$NVCC" --version | tail -n 2 | head -n 1
+"$GPUFL" version | head -n 1
+python3 -c "import torch; print('torch', torch.__version__)" 2>/dev/null
 say "work dir: $WORK"
 
 # -- 1. build ------------------------------------------------------------
+section build
+ARCH=${NVCC_ARCH-"-arch=native"}
+# shellcheck disable=SC2086
+if [ -n "$ARCH" ] && ! "$NVCC" $ARCH -o "$WORK/probe" \
+    "$ROOT/bench/gpu/vecadd.cu" 2>/dev/null; then
+    say "nvcc $ARCH failed: building for nvcc's default target (PTX JIT)"
+    ARCH=
+fi
 for p in vecadd matmul streams loop; do
-    "$NVCC" -O2 -o "$WORK/$p" "$ROOT/bench/gpu/$p.cu" || die "nvcc $p failed"
+    # shellcheck disable=SC2086
+    "$NVCC" -O2 $ARCH -o "$WORK/$p" "$ROOT/bench/gpu/$p.cu" ||
+        die "nvcc $p failed"
 done
 
 # -- 2. correctness ------------------------------------------------------
@@ -54,6 +98,7 @@ check() { # name program args...
     say "== $name"
     python3 "$ROOT/bench/gpu/check.py" "$logs" "$exp" || fail=1
 }
+section correctness
 check vecadd vecadd
 check matmul matmul
 check streams streams
@@ -63,7 +108,8 @@ check tiny loop tiny 2000
 # matmul with -lineinfo under sass, then pcsamp (+cupti): the records must
 # name the kernel's function, carry source lines and sane values.  What
 # runs outside any scope is written at shutdown (docs/capture.md).
-"$NVCC" -O2 -lineinfo -o "$WORK/matmul_li" "$ROOT/bench/gpu/matmul.cu" ||
+# shellcheck disable=SC2086
+"$NVCC" -O2 $ARCH -lineinfo -o "$WORK/matmul_li" "$ROOT/bench/gpu/matmul.cu" ||
     die "nvcc matmul -lineinfo failed"
 prof() { # name engines type
     logs=$WORK/logs-$1
@@ -106,7 +152,7 @@ print("%s %s records (%s)" % ("ok  " if ok else "FAIL", typ, eng))
 sys.exit(0 if ok else 1)
 PY
 }
-say "== profiling engines"
+section "profiling engines"
 prof sass sass,host sass
 prof pcsamp cupti,pcsamp,host pcsamp
 
@@ -115,31 +161,35 @@ best() { # mode engines args... -> min LOOP_MS of 3 runs
     mode=$1 eng=$2; shift 2
     b=
     for _ in 1 2 3; do
-        if [ "$mode" = none ]; then
-            t=$("$WORK/loop" "$@" | sed -n 's/^LOOP_MS //p')
-        else
-            t=$("$GPUFL" run --engines "$eng" --log-dir "$WORK/logs-ovh" -- \
-                "$WORK/loop" "$@" 2>/dev/null | sed -n 's/^LOOP_MS //p')
-        fi
+        case $mode in
+        none) t=$("$WORK/loop" "$@" | sed -n 's/^LOOP_MS //p') ;;
+        *) t=$(GPUFL_STACKS=$([ "$mode" = stacks ] && echo 1 || echo 0) \
+            "$GPUFL" run --engines "$eng" --log-dir "$WORK/logs-ovh" -- \
+            "$WORK/loop" "$@" 2>/dev/null | sed -n 's/^LOOP_MS //p') ;;
+        esac
         rm -rf "$WORK/logs-ovh"
-        b=$(python3 -c "import sys; v=[float(x) for x in sys.argv[1:] if x]; print(min(v))" "$b" "$t")
+        b=$(python3 -c "import sys; v=[float(x) for x in sys.argv[1:] if x]; print(min(v) if v else 'nan')" "$b" "$t")
     done
     printf '%s' "$b"
 }
-say "== overhead (loop time, ms, best of 3)"
-printf '%-28s %10s %10s %8s %10s %8s\n' workload none monitor "+%" trace "+%"
-for w in "tiny 50000" "compute 50"; do
+section "overhead (loop time, ms, best of 3)"
+printf '%-16s %9s %9s %7s %9s %7s %9s %7s\n' workload none monitor "+%" \
+    trace "+%" +stacks "+%"
+for w in "tiny $TINY_N" "compute $COMPUTE_N"; do
     # shellcheck disable=SC2086
     n=$(best none - $w)
     # shellcheck disable=SC2086
     m=$(best run nvml,host $w)
     # shellcheck disable=SC2086
     t=$(best run cupti,nvml,host $w)
-    python3 - "$w" "$n" "$m" "$t" <<'PY'
+    # shellcheck disable=SC2086
+    k=$(best stacks cupti,nvml,host $w)
+    python3 - "$w" "$n" "$m" "$t" "$k" <<'PY'
 import sys
-w, n, m, t = sys.argv[1], *map(float, sys.argv[2:])
-print("%-28s %10.1f %10.1f %7.1f%% %10.1f %7.1f%%" % (
-    w, n, m, 100 * (m - n) / n, t, 100 * (t - n) / n))
+w, n, m, t, k = sys.argv[1], *map(float, sys.argv[2:])
+pct = lambda x: 100 * (x - n) / n
+print("%-16s %9.1f %9.1f %6.1f%% %9.1f %6.1f%% %9.1f %6.1f%%" % (
+    w, n, m, pct(m), t, pct(t), k, pct(k)))
 PY
 done
 say "(targets: trace <= 5% on the launch-bound loop, monitoring <= 1%)"
@@ -151,13 +201,13 @@ p=$(best run pcsamp,host compute 50)
 python3 - "$n" "$s" "$p" <<'PY'
 import sys
 n, s, p = map(float, sys.argv[1:])
-print("%-28s %10.1f  sass %10.1f %7.1f%%  pcsamp %10.1f %7.1f%%" % (
+print("%-28s none %.1f ms, sass %.1f (%+.1f%%), pcsamp %.1f (%+.1f%%)" % (
     "compute 50 (profiling)", n, s, 100 * (s - n) / n, p, 100 * (p - n) / n))
 PY
 
 # -- 4. PyTorch ------------------------------------------------------------
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    say "== pytorch"
+    section pytorch
     logs=$WORK/logs-torch
     "$GPUFL" run --engines cupti,nvml,host --app torch --log-dir "$logs" -- \
         python3 -c "
@@ -180,5 +230,6 @@ else
     say "== pytorch: skipped (torch with CUDA not installed)"
 fi
 
+say "(took $(($(date +%s) - T0)) s)"
 if [ $fail -eq 0 ]; then say "all checks passed"; else say "SOME CHECKS FAILED"; fi
 exit $fail
