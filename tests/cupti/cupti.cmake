@@ -94,3 +94,11 @@ set_tests_properties(cupti_profiling PROPERTIES TIMEOUT 300
 # Demangling of kernel names as nvcc 13 produces them.
 gpufl_unit_test(test_cupti_demangle ${CMAKE_CURRENT_LIST_DIR}/test_cupti_demangle.c
                 LIBS gpufl_internal)
+
+# The names the engines dlsym exist in the toolkit's real libcupti / driver
+# stub, and the fakes export no invented ones (skips without the toolkit).
+add_test(NAME cupti_real_symbols
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cupti_symbols.py
+          $<TARGET_FILE:gpufl> $<TARGET_FILE:gpufl_inject>)
+set_tests_properties(cupti_real_symbols PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake")
