@@ -46,8 +46,9 @@ enum {
 enum {
     GFL_CUDA_SUCCESS = 0,
     GFL_CUDA_ERROR_NOT_INITIALIZED = 3,
+    GFL_CUDA_ERROR_STUB_LIBRARY = 34, /* the toolkit's stubs/libcuda.so */
     GFL_CUDA_ERROR_NO_DEVICE = 100,
-    GFL_CUDA_ERROR_INSUFFICIENT_DRIVER = 35
+    GFL_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803 /* libcuda vs kernel module */
 };
 
 enum {
@@ -107,6 +108,9 @@ enum { GFL_CUPTI_FLUSH_FORCED = 1 };
 enum { GFL_CUPTI_MEMCPY_ASYNC = 1, GFL_CUPTI_MEMSET_ASYNC = 1 };
 enum { GFL_CUPTI_MEMOP_ALLOC = 1, GFL_CUPTI_MEMOP_RELEASE = 2 };
 enum { GFL_CUPTI_SHMEM_LIMIT_OPTIN = 1 };
+/* CUpti_ActivityLaunchType (Kernel10.launchType) */
+enum { GFL_CUPTI_LAUNCH_COOP_SINGLE = 1, GFL_CUPTI_LAUNCH_COOP_MULTI = 2 };
+#define GFL_CUPTI_INVALID_STREAM_ID 0xFFFFFFFFu
 
 /* CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind */
 enum {

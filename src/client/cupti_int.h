@@ -194,6 +194,8 @@ typedef struct cupti_state {
     size_t done_valid[CUPTI_MAX_BUFFERS];
     uint32_t n_done;
     _Atomic uint64_t refused; /* request callbacks answered with NULL */
+    _Atomic int closing;      /* the final forced flush is done: no more
+                                 buffers are handed out */
 
     /* flush thread */
     pthread_t thread;

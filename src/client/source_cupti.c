@@ -86,8 +86,12 @@ static const char *cuda_err_name(int rc)
 {
     switch (rc) {
     case GFL_CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE: no CUDA GPU";
-    case GFL_CUDA_ERROR_INSUFFICIENT_DRIVER:
-        return "CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is too old";
+    case GFL_CUDA_ERROR_STUB_LIBRARY:
+        return "CUDA_ERROR_STUB_LIBRARY: libcuda.so.1 is the toolkit's stub, "
+               "not the driver";
+    case GFL_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+        return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: libcuda.so.1 and the "
+               "kernel module differ";
     case GFL_CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
     default: return "CUDA error";
     }
@@ -184,8 +188,9 @@ static void buf_request(uint8_t **buf, size_t *size, size_t *max_records)
     *buf = NULL;
     *size = 0;
     *max_records = 0;
-    if (!atomic_load_explicit(&live, memory_order_acquire))
-        return;
+    if (!atomic_load_explicit(&live, memory_order_acquire) ||
+        atomic_load_explicit(&s->closing, memory_order_acquire))
+        return; /* after the session's end: not a loss of the session */
     for (int i = 0; i < CUPTI_MAX_BUFFERS; i++) {
         int exp = 0;
         if (!atomic_compare_exchange_strong(&s->bufs[i].busy, &exp, 1))
@@ -264,6 +269,35 @@ static void drain(cupti_state *s)
     }
 }
 
+/* Buffers handed to CUPTI and not yet back (queued ones count as back). */
+static int outstanding(cupti_state *s)
+{
+    int n = 0;
+    for (int i = 0; i < CUPTI_MAX_BUFFERS; i++)
+        n += atomic_load_explicit(&s->bufs[i].busy, memory_order_acquire);
+    pthread_mutex_lock(&s->done_lock);
+    n -= (int)s->n_done;
+    pthread_mutex_unlock(&s->done_lock);
+    return n;
+}
+
+/* The end of a session: a forced flush returns every buffer CUPTI holds,
+ * but one its worker thread already took (full) is completed later, on
+ * that thread, possibly after we stopped looking - its records would be
+ * lost without a count.  So no new buffers are handed out, and the ones
+ * still out are waited for (bounded: 1 s). */
+static void final_flush(cupti_state *s)
+{
+    s->FlushAll(GFL_CUPTI_FLUSH_FORCED);
+    atomic_store_explicit(&s->closing, 1, memory_order_release);
+    drain(s);
+    for (int i = 0; i < 100 && outstanding(s) > 0; i++) {
+        struct timespec t = { 0, 10000000L };
+        nanosleep(&t, NULL);
+        drain(s);
+    }
+}
+
 static void update_counters(cupti_state *s)
 {
     size_t n = 0;
@@ -278,6 +312,50 @@ static void update_counters(cupti_state *s)
         gpufl_counter_set(s->c_refused, (int64_t)atomic_load(&s->refused));
 }
 
+/* gpufl's clock minus CUPTI's, ns, from the tightest of 5 bracketed
+ * reads (*ok: that bracket, ns, 0 when CUPTI gives no timestamp); its
+ * error is at most half the bracket. */
+static int64_t clock_offset_now(cupti_state *s, uint64_t *ok)
+{
+    uint64_t best = UINT64_MAX;
+    int64_t off = 0;
+    *ok = 0;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = gpufl_now_ns(), c = 0, b;
+        if (s->GetTimestamp(&c) != 0)
+            c = 0;
+        b = gpufl_now_ns();
+        if (c && b - a < best) {
+            best = b - a;
+            off = (int64_t)(a + (b - a) / 2) - (int64_t)c;
+            *ok = best + 1;
+        }
+    }
+    return off;
+}
+
+static void clock_anchor(cupti_state *s)
+{
+    uint64_t ok;
+    int64_t off = clock_offset_now(s, &ok);
+    if (ok)
+        s->clock_offset = off;
+}
+
+/* gpufl's clock runs on CLOCK_MONOTONIC from the session's start, CUPTI's
+ * is CLOCK_REALTIME: the two part when the wall clock is stepped (NTP or
+ * chrony stepping, settimeofday, a VM resumed).  Checked after every
+ * flush round, so only records stamped within one flush period of a step
+ * are off.  Only a change over 1 ms, read within a 100 us bracket, counts:
+ * read noise never moves the offset. */
+static void clock_recheck(cupti_state *s)
+{
+    uint64_t ok;
+    int64_t off = clock_offset_now(s, &ok), d = off - s->clock_offset;
+    if (ok && ok <= 100000 && (d > 1000000 || d < -1000000))
+        s->clock_offset = off;
+}
+
 /* ---- the flush thread ---- */
 
 static void *flush_main(void *arg)
@@ -288,7 +366,7 @@ static void *flush_main(void *arg)
     for (;;) {
         struct timespec now, until;
         uint64_t now_ns, want = s->flush_req;
-        int stop = s->stop;
+        int stop = s->stop, flushed = 0;
         clock_gettime(CLOCK_MONOTONIC, &now);
         now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
         if (!next)
@@ -300,13 +378,18 @@ static void *flush_main(void *arg)
             !atomic_load_explicit(&s->api_seen, memory_order_relaxed) &&
             now_ns < s->started_ns + 2000000000ull)
             next = now_ns + (uint64_t)s->cfg.flush_ms * 1000000ull;
-        if (stop || want != s->flush_done || now_ns >= next) {
+        if (stop) {
             /* a forced flush returns incomplete records too (start = end =
              * 0, counted as invalid): only at the end of the session */
-            s->FlushAll(stop ? GFL_CUPTI_FLUSH_FORCED : 0);
+            final_flush(s);
+        } else if (want != s->flush_done || now_ns >= next) {
+            s->FlushAll(0);
             next = now_ns + (uint64_t)s->cfg.flush_ms * 1000000ull;
+            flushed = 1;
         }
         drain(s);
+        if (flushed) /* after the decode: these records had the old one */
+            clock_recheck(s);
         update_counters(s);
         pthread_mutex_lock(&s->lock);
         s->flush_done = want;
@@ -378,21 +461,6 @@ static int enable_kinds(cupti_state *s, char *why, size_t whylen)
         client_log(GPUFL_LOG_INFO, "cupti: no per-API activity switch; "
                                    "correlation ids rely on callbacks");
     return 0;
-}
-
-static void clock_anchor(cupti_state *s)
-{
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 5; i++) {
-        uint64_t a = gpufl_now_ns(), c = 0, b;
-        if (s->GetTimestamp(&c) != 0)
-            c = 0;
-        b = gpufl_now_ns();
-        if (c && b - a < best) {
-            best = b - a;
-            s->clock_offset = (int64_t)(a + (b - a) / 2) - (int64_t)c;
-        }
-    }
 }
 
 /* Libraries, version, subscription and devices, for this session. */
@@ -551,6 +619,7 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
     }
     atomic_store(&s->stacks_on, s->cfg.stacks && s->frames);
     clock_anchor(s);
+    atomic_store(&s->closing, 0);
     s->stopping = 0;
     gen_seen = atomic_load(&g_client.gen);
     atomic_store_explicit(&live, 1, memory_order_release);

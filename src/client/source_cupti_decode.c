@@ -152,7 +152,8 @@ static void kernel(cupti_state *s, const gfl_cupti_kernel10 *r)
     k.start_ns = ts(s, r->start);
     k.end_ns = ts(s, r->end);
     k.occupancy = -1.0f;
-    if (r->launch_type == 1 || r->launch_type == 2)
+    if (r->launch_type == GFL_CUPTI_LAUNCH_COOP_SINGLE ||
+        r->launch_type == GFL_CUPTI_LAUNCH_COOP_MULTI)
         k.flags |= GPUFL_KERNEL_COOPERATIVE;
     d = dev_props(s, r->device_id);
     if (d) {
@@ -321,7 +322,7 @@ static void memory4(cupti_state *s, const gfl_cupti_memory4 *r)
     m.is_free = r->memory_operation_type == GFL_CUPTI_MEMOP_RELEASE;
     m.kind = mem_kind(r->memory_kind);
     m.device = r->device_id;
-    m.stream = r->stream_id == 0xFFFFFFFFu ? 0 : r->stream_id;
+    m.stream = r->stream_id == GFL_CUPTI_INVALID_STREAM_ID ? 0 : r->stream_id;
     m.corr = r->correlation_id;
     m.address = r->address;
     m.bytes = r->bytes;

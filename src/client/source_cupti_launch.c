@@ -309,24 +309,32 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
 {
     cupti_state *s = ud;
     const gfl_cupti_callback_data *cd = cbdata;
+    int stopping;
     if (domain == GFL_CUPTI_CB_DOMAIN_RESOURCE) { /* profiling engines */
         cupti_prof_resource(s, cbid, cbdata);
         return;
     }
-    if (atomic_load_explicit(&s->stopping, memory_order_relaxed) || !cd)
+    if (!cd || (domain != GFL_CUPTI_CB_DOMAIN_RUNTIME_API &&
+                domain != GFL_CUPTI_CB_DOMAIN_DRIVER_API))
         return;
-    if (domain != GFL_CUPTI_CB_DOMAIN_RUNTIME_API &&
-        domain != GFL_CUPTI_CB_DOMAIN_DRIVER_API)
-        return;
-    if (!atomic_load_explicit(&s->api_seen, memory_order_relaxed))
+    /* The depth is kept even while stopping: a session that closes between
+     * a launch's ENTER and EXIT would otherwise leave this thread's depth
+     * at 1 for good, and every launch of a later session in the process
+     * would be taken for a nested one and never published. */
+    stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
+    if (!stopping && !atomic_load_explicit(&s->api_seen, memory_order_relaxed))
         atomic_store_explicit(&s->api_seen, 1, memory_order_relaxed);
     if (cd->callback_site == GFL_CUPTI_API_ENTER) {
-        if (tl.depth++) {
+        if (tl.depth) {
+            tl.depth++;
             /* the driver half of a runtime launch */
             if (domain == GFL_CUPTI_CB_DOMAIN_DRIVER_API && !tl.nested)
                 tl.nested = cd->correlation_id;
             return;
         }
+        if (stopping)
+            return;
+        tl.depth = 1;
         tl.outer = cd->correlation_id;
         tl.nested = 0;
         tl.enter_ns = gpufl_now_ns();
@@ -346,7 +354,7 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
         return;
     if (is_coop(domain, cbid))
         tl.flags |= GPUFL_KERNEL_COOPERATIVE;
-    if (--tl.depth)
+    if (--tl.depth || stopping)
         return;
     /* a failed launch produces no record: nothing to join */
     if (cd->function_return_value && *(const int *)cd->function_return_value)

@@ -16,7 +16,9 @@
  *   cuinit) | devices N | func NAME regs=R smem=S lmem=L |
  *   kernel k=v... | memcpy k=v... | ptop k=v... | memset k=v... |
  *   sync k=v... | alloc k=v... | free k=v... | context ctx=C dev=D |
- *   bulk N | incomplete
+ *   bulk N | incomplete | worker_delay MS (the worker thread takes MS
+ *   to deliver each full buffer) | clock_step NS after=K (the wall clock
+ *   steps by NS in the K-th launch)
  * and the SASS / PC sampling directives of fake_cupti_prof.c.
  * Built with FAKE_CUPTI_NOSYM it lacks cuptiActivityRegisterCallbacks (a
  * reduced or foreign CUPTI).
@@ -26,6 +28,7 @@
 #include "fake_cupti_int.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,13 @@ static int n_funcs;
 static uint32_t version = 130001;
 static int fail_subscribe, fail_register, fail_enable, fail_callback,
     fail_cuinit, n_devices = 2;
+static long worker_delay_ms; /* the worker's time per buffer it delivers */
+/* "clock_step NS after=K": CUPTI's clock is CLOCK_REALTIME, and the wall
+ * clock is stepped by NS during the K-th launch (which takes 600 ms) */
+static long long clock_step_ns;
+static long clock_step_after;
+static _Atomic long long clock_adj;
+static _Atomic long n_launched;
 
 static gfl_cupti_callback_fn cb;
 static void *cb_ud;
@@ -94,6 +104,11 @@ static void parse_script(void)
             version = (uint32_t)v;
         else if (sscanf(line, "devices %ld", &v) == 1)
             n_devices = (int)v;
+        else if (sscanf(line, "worker_delay %ld", &v) == 1)
+            worker_delay_ms = v;
+        else if (sscanf(line, "clock_step %lld after=%ld", &clock_step_ns,
+                        &clock_step_after) == 2)
+            ;
         else if (sscanf(line, "fail %31s %ld", w, &v) == 2) {
             if (!strcmp(w, "subscribe"))
                 fail_subscribe = (int)v;
@@ -131,7 +146,8 @@ static uint64_t now_real(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec +
+           (uint64_t)atomic_load(&clock_adj);
 }
 
 static size_t rec_size(uint32_t kind)
@@ -164,6 +180,13 @@ static void *worker_main(void *arg)
         memmove(q_used, q_used + 1, (size_t)q_n * sizeof q_used[0]);
         memmove(q_size, q_size + 1, (size_t)q_n * sizeof q_size[0]);
         pthread_mutex_unlock(&mu);
+        if (worker_delay_ms > 0) {
+            /* a buffer the worker took is CUPTI's until it is delivered:
+             * a forced flush in the meantime does not return it */
+            struct timespec t = { (time_t)(worker_delay_ms / 1000),
+                                  (long)(worker_delay_ms % 1000) * 1000000L };
+            nanosleep(&t, NULL);
+        }
         done(NULL, 0, b, sz, u); /* never under our lock */
         pthread_mutex_lock(&mu);
     }
@@ -429,6 +452,15 @@ EXPORT void fakecupti_launch(uint32_t rt_cbid, uint32_t drv_cbid,
     gfl_cupti_kernel10 k;
     const func *fn = find_func(name);
     init();
+    if (clock_step_after &&
+        atomic_fetch_add(&n_launched, 1) + 1 == clock_step_after) {
+        /* quiet before and after the step: the records around it are
+         * each flushed within one side (the engine's stated limit) */
+        struct timespec t = { 0, 300000000L };
+        nanosleep(&t, NULL);
+        atomic_store(&clock_adj, clock_step_ns);
+        nanosleep(&t, NULL);
+    }
     fake_prof_context(); /* the runtime makes its context at first use */
     pthread_mutex_lock(&mu);
     if (rt_cbid)

@@ -239,11 +239,11 @@ class Capture(Base):
         for k in self.session().streams["device"].of("kernel"):
             self.assertNotIn("stack", k)
 
-    def test_buffer_pressure(self):
+    def test_buffer_pressure(self, extra=""):
         """Many records: every one is written or counted as lost."""
         bulk = 150000
         run([BIN + "/prog_cupti", "2", "50"],
-            self.env(self.script("bulk %d\n" % bulk), ring_events=1024,
+            self.env(self.script(extra + "bulk %d\n" % bulk), ring_events=1024,
                      system_interval_ms=1000), timeout=240)
         sess = self.session()
         dev = sess.streams["device"]
@@ -256,6 +256,23 @@ class Capture(Base):
                 dropped = int(m["text"].split("=")[1].split()[0])
         self.assertEqual(kept + lost + dropped, bulk + 100)
         self.assertGreater(kept, 0)
+
+    def test_wall_clock_step(self):
+        """CUPTI stamps with CLOCK_REALTIME, gpufl's clock is monotonic:
+        kernels launched after the wall clock stepped back 10 s still
+        start after their launch call, not 10 s before it."""
+        run([BIN + "/prog_cupti", "1", "12"],
+            self.env(self.script("clock_step -10000000000 after=6\n"),
+                     cupti_flush_ms=20))
+        sess = self.session()
+        self.check_launches(sess, 1, 12)
+        for k in sess.streams["device"].of("kernel"):
+            self.assertLess(-k["api"][0], 100000000, k)  # enter: < 100 ms
+
+    def test_buffer_in_transit_at_exit(self):
+        """A full buffer CUPTI's worker thread still holds at the final
+        forced flush is delivered after it: it must still be decoded."""
+        self.test_buffer_pressure("worker_delay 300\n")
 
 
     def test_fork(self):

@@ -11,6 +11,9 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+
+#include <gpufl/record.h>
 
 #include "test.h"
 
@@ -26,107 +29,290 @@
     CHECK(offsetof(ours, f1) == offsetof(theirs, f2))
 #define SAME_SIZE(ours, theirs) CHECK(sizeof(ours) == sizeof(theirs))
 
+/* Every field of every struct we declare, not only the ones read today:
+ * the fake writes them all, and a field read later must already agree. */
 static void check_records(void)
 {
+#define K(a, b) SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, a, b)
     SAME_SIZE(gfl_cupti_kernel10, CUpti_ActivityKernel10);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, registers_per_thread,
-             registersPerThread);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, start, start);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, end, end);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, device_id, deviceId);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, stream_id, streamId);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, grid_x, gridX);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, block_z, blockZ);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, static_shared_memory,
-             staticSharedMemory);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, dynamic_shared_memory,
-             dynamicSharedMemory);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10,
-             local_memory_per_thread, localMemoryPerThread);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, correlation_id,
-             correlationId);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, name, name);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, launch_type,
-             launchType);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10,
-             is_shared_memory_carveout_requested,
-             isSharedMemoryCarveoutRequested);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10,
-             shared_memory_carveout_requested, sharedMemoryCarveoutRequested);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, shared_memory_executed,
-             sharedMemoryExecuted);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, shmem_limit_config,
-             shmemLimitConfig);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, local_memory_total_v2,
-             localMemoryTotal_v2);
-    SAME_OFF(gfl_cupti_kernel10, CUpti_ActivityKernel10, is_device_launched,
-             isDeviceLaunched);
+    K(kind, kind);
+    K(cache_config, cacheConfig);
+    K(shared_memory_config, sharedMemoryConfig);
+    K(registers_per_thread, registersPerThread);
+    K(partitioned_cache_requested, partitionedGlobalCacheRequested);
+    K(partitioned_cache_executed, partitionedGlobalCacheExecuted);
+    K(start, start);
+    K(end, end);
+    K(completed, completed);
+    K(device_id, deviceId);
+    K(context_id, contextId);
+    K(stream_id, streamId);
+    K(grid_x, gridX);
+    K(grid_y, gridY);
+    K(grid_z, gridZ);
+    K(block_x, blockX);
+    K(block_y, blockY);
+    K(block_z, blockZ);
+    K(static_shared_memory, staticSharedMemory);
+    K(dynamic_shared_memory, dynamicSharedMemory);
+    K(local_memory_per_thread, localMemoryPerThread);
+    K(local_memory_total, localMemoryTotal);
+    K(correlation_id, correlationId);
+    K(grid_id, gridId);
+    K(name, name);
+    K(reserved0, reserved0);
+    K(queued, queued);
+    K(submitted, submitted);
+    K(launch_type, launchType);
+    K(is_shared_memory_carveout_requested, isSharedMemoryCarveoutRequested);
+    K(shared_memory_carveout_requested, sharedMemoryCarveoutRequested);
+    K(padding, padding);
+    K(shared_memory_executed, sharedMemoryExecuted);
+    K(graph_node_id, graphNodeId);
+    K(shmem_limit_config, shmemLimitConfig);
+    K(graph_id, graphId);
+    K(p_access_policy_window, pAccessPolicyWindow);
+    K(channel_id, channelID);
+    K(channel_type, channelType);
+    K(cluster_x, clusterX);
+    K(cluster_y, clusterY);
+    K(cluster_z, clusterZ);
+    K(cluster_scheduling_policy, clusterSchedulingPolicy);
+    K(local_memory_total_v2, localMemoryTotal_v2);
+    K(max_potential_cluster_size, maxPotentialClusterSize);
+    K(max_active_clusters, maxActiveClusters);
+    K(is_device_launched, isDeviceLaunched);
+    K(padding3, padding3);
+#undef K
+    /* the cacheConfig union is one byte: requested in the low nibble */
+    {
+        CUpti_ActivityKernel10 k;
+        memset(&k, 0, sizeof k);
+        k.cacheConfig.config.requested = 3;
+        k.cacheConfig.config.executed = 1;
+        CHECK(k.cacheConfig.both == 0x13);
+        CHECK(sizeof k.cacheConfig == 1);
+    }
 
+#define M(a, b) SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, a, b)
     SAME_SIZE(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6);
-    SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, bytes, bytes);
-    SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, start, start);
-    SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, stream_id, streamId);
-    SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, correlation_id,
-             correlationId);
-    SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, runtime_correlation_id,
-             runtimeCorrelationId);
-    SAME_OFF(gfl_cupti_memcpy6, CUpti_ActivityMemcpy6, copy_count, copyCount);
+    M(kind, kind);
+    M(copy_kind, copyKind);
+    M(src_kind, srcKind);
+    M(dst_kind, dstKind);
+    M(flags, flags);
+    M(bytes, bytes);
+    M(start, start);
+    M(end, end);
+    M(device_id, deviceId);
+    M(context_id, contextId);
+    M(stream_id, streamId);
+    M(correlation_id, correlationId);
+    M(runtime_correlation_id, runtimeCorrelationId);
+    M(pad, pad);
+    M(reserved0, reserved0);
+    M(graph_node_id, graphNodeId);
+    M(graph_id, graphId);
+    M(channel_id, channelID);
+    M(channel_type, channelType);
+    M(is_device_launched, isDeviceLaunched);
+    M(pad2, pad2);
+    M(copy_count, copyCount);
+#undef M
 
+#define P(a, b)                                                                \
+    SAME_OFF(gfl_cupti_memcpy_ptop4, CUpti_ActivityMemcpyPtoP4, a, b)
     SAME_SIZE(gfl_cupti_memcpy_ptop4, CUpti_ActivityMemcpyPtoP4);
-    SAME_OFF(gfl_cupti_memcpy_ptop4, CUpti_ActivityMemcpyPtoP4, src_device_id,
-             srcDeviceId);
-    SAME_OFF(gfl_cupti_memcpy_ptop4, CUpti_ActivityMemcpyPtoP4, dst_device_id,
-             dstDeviceId);
-    SAME_OFF(gfl_cupti_memcpy_ptop4, CUpti_ActivityMemcpyPtoP4, correlation_id,
-             correlationId);
+    P(kind, kind);
+    P(copy_kind, copyKind);
+    P(src_kind, srcKind);
+    P(dst_kind, dstKind);
+    P(flags, flags);
+    P(bytes, bytes);
+    P(start, start);
+    P(end, end);
+    P(device_id, deviceId);
+    P(context_id, contextId);
+    P(stream_id, streamId);
+    P(src_device_id, srcDeviceId);
+    P(src_context_id, srcContextId);
+    P(dst_device_id, dstDeviceId);
+    P(dst_context_id, dstContextId);
+    P(correlation_id, correlationId);
+    P(reserved0, reserved0);
+    P(graph_node_id, graphNodeId);
+    P(graph_id, graphId);
+    P(channel_id, channelID);
+    P(channel_type, channelType);
+#undef P
 
+#define S(a, b) SAME_OFF(gfl_cupti_memset4, CUpti_ActivityMemset4, a, b)
     SAME_SIZE(gfl_cupti_memset4, CUpti_ActivityMemset4);
-    SAME_OFF(gfl_cupti_memset4, CUpti_ActivityMemset4, value, value);
-    SAME_OFF(gfl_cupti_memset4, CUpti_ActivityMemset4, correlation_id,
-             correlationId);
-    SAME_OFF(gfl_cupti_memset4, CUpti_ActivityMemset4, flags, flags);
-    SAME_OFF(gfl_cupti_memset4, CUpti_ActivityMemset4, memory_kind, memoryKind);
+    S(kind, kind);
+    S(value, value);
+    S(bytes, bytes);
+    S(start, start);
+    S(end, end);
+    S(device_id, deviceId);
+    S(context_id, contextId);
+    S(stream_id, streamId);
+    S(correlation_id, correlationId);
+    S(flags, flags);
+    S(memory_kind, memoryKind);
+    S(pad, pad);
+    S(reserved0, reserved0);
+    S(graph_node_id, graphNodeId);
+    S(graph_id, graphId);
+    S(channel_id, channelID);
+    S(channel_type, channelType);
+    S(is_device_launched, isDeviceLaunched);
+    S(pad2, pad2);
+#undef S
 
+#define Y(a, b) SAME_OFF(gfl_cupti_sync2, CUpti_ActivitySynchronization2, a, b)
     SAME_SIZE(gfl_cupti_sync2, CUpti_ActivitySynchronization2);
-    SAME_OFF(gfl_cupti_sync2, CUpti_ActivitySynchronization2, correlation_id,
-             correlationId);
-    SAME_OFF(gfl_cupti_sync2, CUpti_ActivitySynchronization2, context_id,
-             contextId);
-    SAME_OFF(gfl_cupti_sync2, CUpti_ActivitySynchronization2, stream_id,
-             streamId);
-    SAME_OFF(gfl_cupti_sync2, CUpti_ActivitySynchronization2, return_value,
-             returnValue);
+    Y(kind, kind);
+    Y(type, type);
+    Y(start, start);
+    Y(end, end);
+    Y(correlation_id, correlationId);
+    Y(context_id, contextId);
+    Y(stream_id, streamId);
+    Y(cuda_event_id, cudaEventId);
+    Y(cuda_event_sync_id, cudaEventSyncId);
+    Y(return_value, returnValue);
+    Y(pad, pad);
+#undef Y
 
+#define R(a, b) SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, a, b)
     SAME_SIZE(gfl_cupti_memory4, CUpti_ActivityMemory4);
-    SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, correlation_id,
-             correlationId);
-    SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, address, address);
-    SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, timestamp, timestamp);
-    SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, stream_id, streamId);
-    SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, name, name);
-    SAME_OFF(gfl_cupti_memory4, CUpti_ActivityMemory4, source, source);
+    R(kind, kind);
+    R(memory_operation_type, memoryOperationType);
+    R(memory_kind, memoryKind);
+    R(correlation_id, correlationId);
+    R(address, address);
+    R(bytes, bytes);
+    R(timestamp, timestamp);
+    R(pc, PC);
+    R(process_id, processId);
+    R(device_id, deviceId);
+    R(context_id, contextId);
+    R(stream_id, streamId);
+    R(name, name);
+    R(is_async, isAsync);
+    R(pad1, pad1);
+    R(memory_pool_config, memoryPoolConfig);
+    R(memory_pool_config.memory_pool_type, memoryPoolConfig.memoryPoolType);
+    R(memory_pool_config.address, memoryPoolConfig.address);
+    R(memory_pool_config.release_threshold, memoryPoolConfig.releaseThreshold);
+    R(memory_pool_config.pool_size_or_pid, memoryPoolConfig.pool);
+    R(memory_pool_config.utilized_size, memoryPoolConfig.utilizedSize);
+    R(source, source);
+#undef R
 
+#define C(a, b) SAME_OFF(gfl_cupti_context3, CUpti_ActivityContext3, a, b)
     SAME_SIZE(gfl_cupti_context3, CUpti_ActivityContext3);
-    SAME_OFF(gfl_cupti_context3, CUpti_ActivityContext3, device_id, deviceId);
+    C(kind, kind);
+    C(context_id, contextId);
+    C(device_id, deviceId);
+    C(compute_api_kind, computeApiKind);
+    C(null_stream_id, nullStreamId);
+    C(parent_context_id, parentContextId);
+    C(is_green_context, isGreenContext);
+    C(num_multiprocessors, numMultiprocessors);
+    C(cig_mode, cigMode);
+    C(padding2, padding2);
+#undef C
+    SAME_SIZE(gfl_cupti_activity, CUpti_Activity);
 
+#define D(a, b) SAME_OFF(gfl_cupti_callback_data, CUpti_CallbackData, a, b)
     SAME_SIZE(gfl_cupti_callback_data, CUpti_CallbackData);
-    SAME_OFF(gfl_cupti_callback_data, CUpti_CallbackData, symbol_name,
-             symbolName);
-    SAME_OFF(gfl_cupti_callback_data, CUpti_CallbackData, correlation_data,
-             correlationData);
-    SAME_OFF(gfl_cupti_callback_data, CUpti_CallbackData, correlation_id,
-             correlationId);
+    D(callback_site, callbackSite);
+    D(function_name, functionName);
+    D(function_params, functionParams);
+    D(function_return_value, functionReturnValue);
+    D(symbol_name, symbolName);
+    D(context, context);
+    D(context_uid, contextUid);
+    D(correlation_data, correlationData);
+    D(correlation_id, correlationId);
+#undef D
 
-    SAME_SIZE(gfl_rt_launch_params, cudaLaunchKernel_v7000_params);
-    SAME_OFF(gfl_rt_launch_params, cudaLaunchKernel_v7000_params, shared_mem,
-             sharedMem);
+    /* launch parameter structs: every CBID's own struct (the fake hands
+     * ours to the engine for all of them) */
+#define RT(T)                                                                  \
+    SAME_SIZE(gfl_rt_launch_params, T);                                        \
+    SAME_OFF(gfl_rt_launch_params, T, func, func);                             \
+    SAME_OFF(gfl_rt_launch_params, T, grid_dim, gridDim);                      \
+    SAME_OFF(gfl_rt_launch_params, T, block_dim, blockDim);                    \
+    SAME_OFF(gfl_rt_launch_params, T, args, args);                             \
+    SAME_OFF(gfl_rt_launch_params, T, shared_mem, sharedMem);                  \
+    SAME_OFF(gfl_rt_launch_params, T, stream, stream)
+    RT(cudaLaunchKernel_v7000_params);
+    RT(cudaLaunchKernel_ptsz_v7000_params);
+    RT(cudaLaunchCooperativeKernel_v9000_params);
+    RT(cudaLaunchCooperativeKernel_ptsz_v9000_params);
+#undef RT
+    SAME_SIZE(gfl_dim3, dim3);
+    SAME_OFF(gfl_dim3, dim3, z, z);
     SAME_SIZE(gfl_rt_launch_config, cudaLaunchConfig_t);
+    SAME_OFF(gfl_rt_launch_config, cudaLaunchConfig_t, grid_dim, gridDim);
+    SAME_OFF(gfl_rt_launch_config, cudaLaunchConfig_t, block_dim, blockDim);
+    SAME_OFF(gfl_rt_launch_config, cudaLaunchConfig_t, dynamic_smem_bytes,
+             dynamicSmemBytes);
+    SAME_OFF(gfl_rt_launch_config, cudaLaunchConfig_t, stream, stream);
+    SAME_OFF(gfl_rt_launch_config, cudaLaunchConfig_t, attrs, attrs);
+    SAME_OFF(gfl_rt_launch_config, cudaLaunchConfig_t, num_attrs, numAttrs);
+#define RX(T)                                                                  \
+    SAME_SIZE(gfl_rt_launch_ex_params, T);                                     \
+    SAME_OFF(gfl_rt_launch_ex_params, T, config, config);                      \
+    SAME_OFF(gfl_rt_launch_ex_params, T, func, func);                          \
+    SAME_OFF(gfl_rt_launch_ex_params, T, args, args)
+    RX(cudaLaunchKernelExC_v11060_params);
+    RX(cudaLaunchKernelExC_ptsz_v11060_params);
+#undef RX
+#define DR(T)                                                                  \
+    SAME_OFF(gfl_drv_launch_params, T, f, f);                                  \
+    SAME_OFF(gfl_drv_launch_params, T, grid_x, gridDimX);                      \
+    SAME_OFF(gfl_drv_launch_params, T, grid_y, gridDimY);                      \
+    SAME_OFF(gfl_drv_launch_params, T, grid_z, gridDimZ);                      \
+    SAME_OFF(gfl_drv_launch_params, T, block_x, blockDimX);                    \
+    SAME_OFF(gfl_drv_launch_params, T, block_y, blockDimY);                    \
+    SAME_OFF(gfl_drv_launch_params, T, block_z, blockDimZ);                    \
+    SAME_OFF(gfl_drv_launch_params, T, shared_mem_bytes, sharedMemBytes);      \
+    SAME_OFF(gfl_drv_launch_params, T, h_stream, hStream);                     \
+    SAME_OFF(gfl_drv_launch_params, T, kernel_params, kernelParams)
+    DR(cuLaunchKernel_params);
+    DR(cuLaunchKernel_ptsz_params);
+    DR(cuLaunchCooperativeKernel_params);
+    DR(cuLaunchCooperativeKernel_ptsz_params);
+#undef DR
     SAME_SIZE(gfl_drv_launch_params, cuLaunchKernel_params);
-    SAME_OFF(gfl_drv_launch_params, cuLaunchKernel_params, shared_mem_bytes,
-             sharedMemBytes);
+    SAME_SIZE(gfl_drv_launch_params, cuLaunchKernel_ptsz_params);
+    SAME_OFF(gfl_drv_launch_params, cuLaunchKernel_params, extra, extra);
+    /* the cooperative struct ends before `extra` */
+    CHECK(sizeof(cuLaunchCooperativeKernel_params) ==
+          offsetof(gfl_drv_launch_params, extra));
     SAME_SIZE(gfl_drv_launch_config, CUlaunchConfig);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, grid_x, gridDimX);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, grid_z, gridDimZ);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, block_x, blockDimX);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, block_z, blockDimZ);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, shared_mem_bytes,
+             sharedMemBytes);
     SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, h_stream, hStream);
-    SAME_SIZE(gfl_drv_launch_ex_params, cuLaunchKernelEx_params);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, attrs, attrs);
+    SAME_OFF(gfl_drv_launch_config, CUlaunchConfig, num_attrs, numAttrs);
+#define DX(T)                                                                  \
+    SAME_SIZE(gfl_drv_launch_ex_params, T);                                    \
+    SAME_OFF(gfl_drv_launch_ex_params, T, config, config);                     \
+    SAME_OFF(gfl_drv_launch_ex_params, T, f, f);                               \
+    SAME_OFF(gfl_drv_launch_ex_params, T, kernel_params, kernelParams);        \
+    SAME_OFF(gfl_drv_launch_ex_params, T, extra, extra)
+    DX(cuLaunchKernelEx_params);
+    DX(cuLaunchKernelEx_ptsz_params);
+#undef DX
+    SAME_SIZE(gfl_cu_uuid, CUuuid);
 }
 
 /* The profiling engines' structs, and the size values the params
@@ -280,55 +466,144 @@ static void check_profiling(void)
 }
 
 /* ours and NVIDIA's are different enum types: compare as numbers */
+#define V(a, b) CHECK((long)(a) == (long)(b))
 static void check_values(void)
 {
-    CHECK((long)(GFL_CUPTI_ACT_CONCURRENT_KERNEL) ==
-          (long)(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    CHECK((long)(GFL_CUPTI_ACT_MEMCPY2) == (long)(CUPTI_ACTIVITY_KIND_MEMCPY2));
-    CHECK((long)(GFL_CUPTI_ACT_SYNCHRONIZATION) ==
-          (long)(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
-    CHECK((long)(GFL_CUPTI_ACT_MEMORY2) == (long)(CUPTI_ACTIVITY_KIND_MEMORY2));
-    CHECK((long)(GFL_CUPTI_ACT_CONTEXT) == (long)(CUPTI_ACTIVITY_KIND_CONTEXT));
-    CHECK((long)(GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) ==
-          (long)(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES));
-    CHECK((long)(GFL_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) ==
-          (long)(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED));
-    CHECK((long)(GFL_CUPTI_ERROR_MAX_LIMIT_REACHED) ==
-          (long)(CUPTI_ERROR_MAX_LIMIT_REACHED));
-    CHECK((long)(GFL_CUPTI_COPY_PTOP) ==
-          (long)(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP));
-    CHECK((long)(GFL_CUPTI_MEM_MANAGED_STATIC) ==
-          (long)(CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC));
-    CHECK((long)(GFL_RT_CBID___cudaLaunchKernel_v13000) ==
-          (long)(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000));
-    CHECK((long)(GFL_RT_CBID___cudaLaunchKernel_ptsz_v13000) ==
-          (long)(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000));
-    CHECK((long)(GFL_RT_CBID_cudaLaunchKernelExC_v11060) ==
-          (long)(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
-    CHECK((long)(GFL_RT_CBID_cudaLaunchCooperativeKernel_v9000) ==
-          (long)(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000));
-    CHECK((long)(GFL_RT_CBID_cudaGraphLaunch_v10000) ==
-          (long)(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
-    CHECK((long)(GFL_DRV_CBID_cuLaunchKernel) ==
-          (long)(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
-    CHECK((long)(GFL_DRV_CBID_cuLaunchKernelEx) ==
-          (long)(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
-    CHECK((long)(GFL_DRV_CBID_cuLaunchKernelEx_ptsz) ==
-          (long)(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz));
-    CHECK((long)(GFL_DRV_CBID_cuLaunchCooperativeKernel) ==
-          (long)(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel));
-    CHECK((long)(GFL_DRV_CBID_cuGraphLaunch) ==
-          (long)(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
-    CHECK((long)(GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) ==
-          (long)(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
-    CHECK((long)(GFL_CU_ATTR_MAX_BLOCKS_PER_MULTIPROCESSOR) ==
-          (long)(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR));
-    CHECK((long)(GFL_CU_ATTR_RESERVED_SHARED_MEMORY_PER_BLOCK) ==
-          (long)(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK));
-    CHECK((long)(GFL_CU_ATTR_MAX_REGISTERS_PER_BLOCK) ==
-          (long)(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK));
-    CHECK((long)(GFL_CUDA_ERROR_NO_DEVICE) == (long)(CUDA_ERROR_NO_DEVICE));
+    /* cupti_result.h */
+    V(GFL_CUPTI_SUCCESS, CUPTI_SUCCESS);
+    V(GFL_CUPTI_ERROR_INVALID_PARAMETER, CUPTI_ERROR_INVALID_PARAMETER);
+    V(GFL_CUPTI_ERROR_INVALID_DEVICE, CUPTI_ERROR_INVALID_DEVICE);
+    V(GFL_CUPTI_ERROR_INVALID_CONTEXT, CUPTI_ERROR_INVALID_CONTEXT);
+    V(GFL_CUPTI_ERROR_INVALID_OPERATION, CUPTI_ERROR_INVALID_OPERATION);
+    V(GFL_CUPTI_ERROR_OUT_OF_MEMORY, CUPTI_ERROR_OUT_OF_MEMORY);
+    V(GFL_CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MAX_LIMIT_REACHED);
+    V(GFL_CUPTI_ERROR_NOT_INITIALIZED, CUPTI_ERROR_NOT_INITIALIZED);
+    V(GFL_CUPTI_ERROR_INVALID_KIND, CUPTI_ERROR_INVALID_KIND);
+    V(GFL_CUPTI_ERROR_NOT_SUPPORTED, CUPTI_ERROR_NOT_SUPPORTED);
+    V(GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES,
+      CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+    V(GFL_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+      CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    V(GFL_CUPTI_ERROR_UNKNOWN, CUPTI_ERROR_UNKNOWN);
+    /* cuda.h */
+    V(GFL_CUDA_SUCCESS, CUDA_SUCCESS);
+    V(GFL_CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_NOT_INITIALIZED);
+    V(GFL_CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NO_DEVICE);
+    V(GFL_CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_STUB_LIBRARY);
+    V(GFL_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
+    V(GFL_CU_ATTR_MAX_THREADS_PER_BLOCK,
+      CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    V(GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK,
+      CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    V(GFL_CU_ATTR_MAX_REGISTERS_PER_BLOCK,
+      CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    V(GFL_CU_ATTR_WARP_SIZE, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    V(GFL_CU_ATTR_MULTIPROCESSOR_COUNT,
+      CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    V(GFL_CU_ATTR_MAX_THREADS_PER_MULTIPROCESSOR,
+      CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    V(GFL_CU_ATTR_COMPUTE_CAPABILITY_MAJOR,
+      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    V(GFL_CU_ATTR_COMPUTE_CAPABILITY_MINOR,
+      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    V(GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+      CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    V(GFL_CU_ATTR_MAX_REGISTERS_PER_MULTIPROCESSOR,
+      CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+    V(GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+      CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    V(GFL_CU_ATTR_MAX_BLOCKS_PER_MULTIPROCESSOR,
+      CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+    V(GFL_CU_ATTR_RESERVED_SHARED_MEMORY_PER_BLOCK,
+      CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+    /* activity kinds and flags (cupti_activity.h) */
+    V(GFL_CUPTI_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY);
+    V(GFL_CUPTI_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
+    V(GFL_CUPTI_ACT_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL);
+    V(GFL_CUPTI_ACT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER);
+    V(GFL_CUPTI_ACT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME);
+    V(GFL_CUPTI_ACT_DEVICE, CUPTI_ACTIVITY_KIND_DEVICE);
+    V(GFL_CUPTI_ACT_CONTEXT, CUPTI_ACTIVITY_KIND_CONTEXT);
+    V(GFL_CUPTI_ACT_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    V(GFL_CUPTI_ACT_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD);
+    V(GFL_CUPTI_ACT_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMCPY2);
+    V(GFL_CUPTI_ACT_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+    V(GFL_CUPTI_ACT_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY2);
+    V(GFL_CUPTI_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    V(GFL_CUPTI_MEMCPY_ASYNC, CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);
+    V(GFL_CUPTI_MEMSET_ASYNC, CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC);
+    V(GFL_CUPTI_MEMOP_ALLOC, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+    V(GFL_CUPTI_MEMOP_RELEASE, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE);
+    V(GFL_CUPTI_SHMEM_LIMIT_OPTIN, CUPTI_FUNC_SHMEM_LIMIT_OPTIN);
+    V(GFL_CUPTI_LAUNCH_COOP_SINGLE,
+      CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE);
+    V(GFL_CUPTI_LAUNCH_COOP_MULTI,
+      CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE);
+    V(GFL_CUPTI_SYNC_INVALID, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+    V(GFL_CUPTI_INVALID_STREAM_ID, CUPTI_INVALID_STREAM_ID);
+    V(GFL_CUPTI_COPY_UNKNOWN, CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN);
+    V(GFL_CUPTI_COPY_HTOD, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+    V(GFL_CUPTI_COPY_DTOH, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
+    V(GFL_CUPTI_COPY_HTOA, CUPTI_ACTIVITY_MEMCPY_KIND_HTOA);
+    V(GFL_CUPTI_COPY_ATOH, CUPTI_ACTIVITY_MEMCPY_KIND_ATOH);
+    V(GFL_CUPTI_COPY_ATOA, CUPTI_ACTIVITY_MEMCPY_KIND_ATOA);
+    V(GFL_CUPTI_COPY_ATOD, CUPTI_ACTIVITY_MEMCPY_KIND_ATOD);
+    V(GFL_CUPTI_COPY_DTOA, CUPTI_ACTIVITY_MEMCPY_KIND_DTOA);
+    V(GFL_CUPTI_COPY_DTOD, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+    V(GFL_CUPTI_COPY_HTOH, CUPTI_ACTIVITY_MEMCPY_KIND_HTOH);
+    V(GFL_CUPTI_COPY_PTOP, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
+    V(GFL_CUPTI_MEM_UNKNOWN, CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN);
+    V(GFL_CUPTI_MEM_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
+    V(GFL_CUPTI_MEM_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+    V(GFL_CUPTI_MEM_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    V(GFL_CUPTI_MEM_ARRAY, CUPTI_ACTIVITY_MEMORY_KIND_ARRAY);
+    V(GFL_CUPTI_MEM_MANAGED, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
+    V(GFL_CUPTI_MEM_DEVICE_STATIC, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC);
+    V(GFL_CUPTI_MEM_MANAGED_STATIC, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC);
+    /* the decoder passes CUPTI's synchronization type through unchanged */
+    V(GPUFL_SYNC_UNKNOWN, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN);
+    V(GPUFL_SYNC_EVENT, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE);
+    V(GPUFL_SYNC_STREAM_WAIT,
+      CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT);
+    V(GPUFL_SYNC_STREAM,
+      CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
+    V(GPUFL_SYNC_CONTEXT,
+      CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE);
+    /* callbacks (cupti_callbacks.h) */
+    V(GFL_CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
+    V(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_RUNTIME_API);
+    V(GFL_CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
+    V(GFL_CUPTI_CB_DOMAIN_STATE, CUPTI_CB_DOMAIN_STATE);
+    V(GFL_CUPTI_API_ENTER, CUPTI_API_ENTER);
+    V(GFL_CUPTI_API_EXIT, CUPTI_API_EXIT);
+#define RTV(n) V(GFL_RT_CBID_##n, CUPTI_RUNTIME_TRACE_CBID_##n)
+    RTV(cudaLaunch_v3020);
+    RTV(cudaLaunchKernel_v7000);
+    RTV(cudaLaunch_ptsz_v7000);
+    RTV(cudaLaunchKernel_ptsz_v7000);
+    RTV(cudaLaunchCooperativeKernel_v9000);
+    RTV(cudaLaunchCooperativeKernel_ptsz_v9000);
+    RTV(cudaLaunchCooperativeKernelMultiDevice_v9000);
+    RTV(cudaGraphLaunch_v10000);
+    RTV(cudaGraphLaunch_ptsz_v10000);
+    RTV(cudaLaunchKernelExC_v11060);
+    RTV(cudaLaunchKernelExC_ptsz_v11060);
+    RTV(__cudaLaunchKernel_v13000);
+    RTV(__cudaLaunchKernel_ptsz_v13000);
+    RTV(cudaDeviceReset_v3020);
+#undef RTV
+#define DRV(n) V(GFL_DRV_CBID_##n, CUPTI_DRIVER_TRACE_CBID_##n)
+    DRV(cuLaunchKernel);
+    DRV(cuLaunchKernel_ptsz);
+    DRV(cuLaunchCooperativeKernel);
+    DRV(cuLaunchCooperativeKernel_ptsz);
+    DRV(cuGraphLaunch);
+    DRV(cuGraphLaunch_ptsz);
+    DRV(cuLaunchKernelEx);
+    DRV(cuLaunchKernelEx_ptsz);
+#undef DRV
 }
+#undef V
 #endif
 
 int main(void)

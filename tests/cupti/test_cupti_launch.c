@@ -81,6 +81,26 @@ static void test_join(void)
     rt_launch(70, 71, 505, 307, 0);
     CHECK(!cupti_launch_find(cupti_g, 70, &l, NULL));
     atomic_store(&cupti_g->stopping, 0);
+    /* a session that closes while a launch is inside CUDA: that launch is
+     * not published, and the next session's launches on this thread are
+     * (the thread's nesting depth must not stay at 1) */
+    cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_ENTER, 80, 0);
+    atomic_store(&cupti_g->stopping, 1);
+    cb(GFL_CUPTI_CB_DOMAIN_DRIVER_API, 307, GFL_CUPTI_API_ENTER, 81, 0);
+    cb(GFL_CUPTI_CB_DOMAIN_DRIVER_API, 307, GFL_CUPTI_API_EXIT, 81, 0);
+    cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_EXIT, 80, 0);
+    CHECK(!cupti_launch_find(cupti_g, 80, &l, NULL));
+    atomic_store(&cupti_g->stopping, 0);
+    rt_launch(90, 91, 505, 307, 0);
+    CHECK(cupti_launch_find(cupti_g, 90, &l, NULL));
+    CHECK(cupti_launch_find(cupti_g, 91, &l, NULL));
+    /* and the other way round: ENTER while stopping, EXIT after */
+    atomic_store(&cupti_g->stopping, 1);
+    cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_ENTER, 92, 0);
+    atomic_store(&cupti_g->stopping, 0);
+    cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_EXIT, 92, 0);
+    rt_launch(94, 95, 505, 307, 0);
+    CHECK(cupti_launch_find(cupti_g, 94, &l, NULL));
 }
 
 static void test_stacks(void)
