@@ -8,10 +8,12 @@
  * CONTEXT_CREATED callback as NVIDIA's sample does: Enable, the chip's
  * stall-reason table (indices differ between chips: reasons are written
  * by name, never by index), one sampling buffer of CUPTI_PCS_PCS records,
- * the configuration.  At each scope boundary GetData is called until
+ * the configuration.  At each scope boundary, and at every module load
+ * (CUPTI wants a drain after a load-unload-load), GetData is called until
  * CUPTI has nothing left (remainingNumPcs), and Disable at the end
  * flushes the rest into the buffer.  PC sampling works on one context per
- * device at a time.
+ * device at a time.  No cuptiProfilerInitialize when injected (inside
+ * cuInit), as in NVIDIA's PC sampling injection sample.
  *
  * Function names in PC records are CUPTI's and may be shared with other
  * records; they are freed once each, at the end (§7.3).
@@ -82,6 +84,13 @@ static int stall_table(cupti_state *s, cupti_prof_ctx *c)
     rc = p->PcsGetNumStallReasons(&nq);
     if (rc) {
         cupti_prof_error(s, "cuptiPCSamplingGetNumStallReasons", rc);
+        return -1;
+    }
+    if (!n) { /* seen when CUPTI and the driver do not match */
+        cupti_prof_error(s,
+                         "cuptiPCSamplingGetNumStallReasons (it reports no "
+                         "stall reasons)",
+                         GFL_CUPTI_ERROR_NOT_SUPPORTED);
         return -1;
     }
     if (n > CUPTI_PCS_MAX_REASONS) /* the rest are written "reason_<i>" */
@@ -160,7 +169,17 @@ static int configure(cupti_state *s, cupti_prof_ctx *c)
     q.info = info;
     rc = p->PcsSetConfig(&q);
     if (rc) {
-        cupti_prof_error(s, "cuptiPCSamplingSetConfigurationAttribute", rc);
+        static const char fn[] = "cuptiPCSamplingSetConfigurationAttribute";
+        char call[96];
+        snprintf(call, sizeof call, "%s", fn);
+        /* CUPTI writes a status per attribute: name the one refused */
+        for (int i = 0; i < 4; i++)
+            if (info[i].attribute_status) {
+                snprintf(call, sizeof call, "%s (attribute %d: status %d)", fn,
+                         info[i].attribute_type, info[i].attribute_status);
+                break;
+            }
+        cupti_prof_error(s, call, rc);
         free(c->buf);
         c->buf = NULL;
         return -1;
@@ -209,23 +228,43 @@ int cupti_pcs_ctx_on(cupti_state *s, cupti_prof_ctx *c)
     return 0;
 }
 
+/* CUPTI's function names, each freed once at the end: an open-addressing
+ * set of pointers (free_names, cap_free_names slots, a power of two).
+ * The header only says a name "might be" shared between records: when it
+ * is not, every PC record brings a new one, and a linear search would be
+ * quadratic over a long run. */
+static size_t name_slot(char **set, size_t cap, const char *name)
+{
+    size_t i =
+        (size_t)(((uintptr_t)name >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1);
+    while (set[i] && set[i] != name)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
 static void keep_name(cupti_prof *p, char *name)
 {
-    char **grown;
+    size_t i;
     if (!name)
         return;
-    for (size_t i = p->n_free_names; i > 0; i--)
-        if (p->free_names[i - 1] == name)
-            return;
-    if (p->n_free_names == p->cap_free_names) {
+    if (2 * (p->n_free_names + 1) > p->cap_free_names) {
         size_t cap = p->cap_free_names ? p->cap_free_names * 2 : 64;
-        grown = realloc(p->free_names, cap * sizeof *grown);
+        char **grown = calloc(cap, sizeof *grown);
         if (!grown)
             return; /* leaks one name rather than risk a double free */
+        for (size_t k = 0; k < p->cap_free_names; k++)
+            if (p->free_names[k])
+                grown[name_slot(grown, cap, p->free_names[k])] =
+                    p->free_names[k];
+        free(p->free_names);
         p->free_names = grown;
         p->cap_free_names = cap;
     }
-    p->free_names[p->n_free_names++] = name;
+    i = name_slot(p->free_names, p->cap_free_names, name);
+    if (!p->free_names[i]) {
+        p->free_names[i] = name;
+        p->n_free_names++;
+    }
 }
 
 static uint32_t reason_of(const cupti_prof_ctx *c, uint32_t index)
@@ -319,14 +358,16 @@ static void drain(cupti_state *s, cupti_prof_ctx *c, uint64_t scope,
         rc = p->PcsGetData(&q);
         if (rc == GFL_CUPTI_ERROR_OUT_OF_MEMORY &&
             c->buf->hardware_buffer_full) {
-            /* the device buffer overflowed: those samples are gone */
+            /* the device buffer overflowed: those samples are gone, the
+             * PC data of this call are zero (cupti_pcsampling.h); stop
+             * here like NVIDIA's sample, not 4096 failing calls later */
             p->n_hw_full++;
             cupti_prof_error(s,
                              "cuptiPCSamplingGetData (hardware buffer "
                              "full, samples lost)",
                              rc);
             c->buf->total_num_pcs = 0;
-            continue;
+            return;
         }
         if (rc) {
             cupti_prof_error(s, "cuptiPCSamplingGetData", rc);
@@ -362,7 +403,7 @@ void cupti_pcs_ctx_off(cupti_state *s, cupti_prof_ctx *c, uint64_t scope,
 void cupti_pcs_close(cupti_state *s)
 {
     cupti_prof *p = &s->prof;
-    for (size_t i = 0; i < p->n_free_names; i++)
+    for (size_t i = 0; i < p->cap_free_names; i++)
         free(p->free_names[i]);
     free(p->free_names);
     p->free_names = NULL;

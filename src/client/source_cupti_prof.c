@@ -28,6 +28,11 @@
 
 #include "client_int.h"
 
+/* cuptiProfilerInitialize done (DeInitialize at close); devices that
+ * passed cuptiProfilerDeviceSupported.  One profiling engine per process. */
+static int prof_inited;
+static uint8_t prof_dev_checked[SRC_MAX_DEVICES];
+
 static const char *prof_name(int mode)
 {
     return mode == CUPTI_PROF_SASS ? "sass" : "pcsamp";
@@ -103,53 +108,129 @@ static const char *level_word(int v)
     }
 }
 
-static int device_check(cupti_state *s, int mode, char *why, size_t whylen)
+/* cuptiProfilerDeviceSupported for one device (CUDA ordinal `index`,
+ * driver handle `cud`); 0, or the refusal with its reason in why. */
+static int device_ok(cupti_state *s, int mode, int index, gfl_cu_device cud,
+                     char *why, size_t whylen)
 {
     cupti_prof *p = &s->prof;
-    if (!p->DeviceSupported)
+    gfl_cupti_device_supported_params d;
+    static const char *const field[] = {
+        "architecture", "sli", "vgpu", "confidential computing", "cmp", "wsl"
+    };
+    int rc, lv[6];
+    memset(&d, 0, sizeof d);
+    d.struct_size = GFL_CUPTI_DEVICE_SUPPORTED_SIZE;
+    d.api = mode == CUPTI_PROF_SASS ? GFL_CUPTI_PROFILER_SASS_METRICS
+                                    : GFL_CUPTI_PROFILER_PC_SAMPLING;
+    d.cu_device = cud;
+    rc = p->DeviceSupported(&d);
+    if (rc) {
+        char text[200];
+        cupti_result_text(s, rc, text, sizeof text);
+        snprintf(why, whylen, "%s: cuptiProfilerDeviceSupported: %s",
+                 prof_name(mode), text);
+        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
+                                                             : GPUFL_EUNAVAIL;
+    }
+    if (d.is_supported == GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
+        return 0;
+    lv[0] = d.architecture;
+    lv[1] = d.sli;
+    lv[2] = d.vgpu;
+    lv[3] = d.confidential_compute;
+    lv[4] = d.cmp;
+    lv[5] = d.wsl;
+    for (int f = 0; f < 6; f++)
+        if (lv[f] != GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
+            snprintf(why, whylen,
+                     "%s: device %d cannot be profiled: %s %s "
+                     "(cuptiProfilerDeviceSupported)",
+                     prof_name(mode), index, field[f], level_word(lv[f]));
+            return GPUFL_EUNAVAIL;
+        }
+    snprintf(why, whylen, "%s: device %d cannot be profiled (%s)",
+             prof_name(mode), index, level_word(d.is_supported));
+    return GPUFL_EUNAVAIL;
+}
+
+static int device_check(cupti_state *s, int mode, char *why, size_t whylen)
+{
+    if (!s->prof.DeviceSupported)
         return 0;
     for (int i = 0; i < s->n_devs; i++) {
-        gfl_cupti_device_supported_params d;
-        static const char *const field[] = {
-            "architecture",           "sli", "vgpu",
-            "confidential computing", "cmp", "wsl"
-        };
-        int rc, lv[6];
-        memset(&d, 0, sizeof d);
-        d.struct_size = GFL_CUPTI_DEVICE_SUPPORTED_SIZE;
-        d.api = mode == CUPTI_PROF_SASS ? GFL_CUPTI_PROFILER_SASS_METRICS
-                                        : GFL_CUPTI_PROFILER_PC_SAMPLING;
-        if (s->cuDeviceGet(&d.cu_device, i) != 0)
+        gfl_cu_device cud;
+        int rc;
+        if (s->cuDeviceGet(&cud, i) != 0)
             continue;
-        rc = p->DeviceSupported(&d);
-        if (rc) {
-            char text[200];
-            cupti_result_text(s, rc, text, sizeof text);
-            snprintf(why, whylen, "%s: cuptiProfilerDeviceSupported: %s",
-                     prof_name(mode), text);
-            return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                       ? GPUFL_EPERM
-                       : GPUFL_EUNAVAIL;
-        }
-        if (d.is_supported == GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
-            continue;
-        lv[0] = d.architecture;
-        lv[1] = d.sli;
-        lv[2] = d.vgpu;
-        lv[3] = d.confidential_compute;
-        lv[4] = d.cmp;
-        lv[5] = d.wsl;
-        for (int f = 0; f < 6; f++)
-            if (lv[f] != GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
-                snprintf(why, whylen,
-                         "%s: device %d cannot be profiled: %s %s "
-                         "(cuptiProfilerDeviceSupported)",
-                         prof_name(mode), i, field[f], level_word(lv[f]));
-                return GPUFL_EUNAVAIL;
-            }
-        snprintf(why, whylen, "%s: device %d cannot be profiled (%s)",
-                 prof_name(mode), i, level_word(d.is_supported));
-        return GPUFL_EUNAVAIL;
+        rc = device_ok(s, mode, i, cud, why, whylen);
+        if (rc)
+            return rc;
+        prof_dev_checked[i] = 1;
+    }
+    return 0;
+}
+
+/* cuptiProfilerInitialize: before any other profiler call (every NVIDIA
+ * sample: cuptiDeviceGetChipName and the SASS metric lookups need it). */
+static int prof_initialize(cupti_state *s, int mode, char *why, size_t whylen)
+{
+    gfl_cupti_profiler_init_params ip;
+    int rc;
+    memset(&ip, 0, sizeof ip);
+    ip.struct_size = GFL_CUPTI_PROFILER_INIT_SIZE;
+    rc = s->prof.ProfilerInitialize(&ip);
+    if (rc) {
+        char text[200];
+        cupti_result_text(s, rc, text, sizeof text);
+        snprintf(why, whylen, "%s: cuptiProfilerInitialize: %s",
+                 prof_name(mode), text);
+        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
+                                                             : GPUFL_EUNAVAIL;
+    }
+    prof_inited = 1;
+    return 0;
+}
+
+static void prof_deinitialize(cupti_state *s)
+{
+    gfl_cupti_profiler_init_params ip;
+    if (!prof_inited || !s->prof.ProfilerDeInitialize)
+        return;
+    memset(&ip, 0, sizeof ip);
+    ip.struct_size = GFL_CUPTI_PROFILER_INIT_SIZE;
+    s->prof.ProfilerDeInitialize(&ip);
+    prof_inited = 0;
+}
+
+/* Injected, the SASS engine opened inside the driver's cuInit, where the
+ * profiler is not initialised (NVIDIA's injection sample initialises it
+ * in the CONTEXT_CREATED callback, not in InitializeInjection): do it at
+ * the first context, and check that context's device.  Lock held. */
+static int ctx_profilable(cupti_state *s, uint32_t dev)
+{
+    cupti_prof *p = &s->prof;
+    char why[SRC_REASON_LEN];
+    if (p->mode != CUPTI_PROF_SASS)
+        return 1;
+    if (!prof_inited && prof_initialize(s, p->mode, why, sizeof why))
+        goto refused;
+    /* NVIDIA's samples pass the CUDA ordinal as the CUdevice */
+    if (!prof_dev_checked[dev] && p->DeviceSupported &&
+        device_ok(s, p->mode, (int)dev, (gfl_cu_device)dev, why, sizeof why))
+        goto refused;
+    prof_dev_checked[dev] = 1;
+    return 1;
+refused:
+    p->n_errors++;
+    if (!p->error[0]) { /* the marker names the engine: not twice */
+        size_t pre = strlen(prof_name(p->mode));
+        snprintf(p->error, sizeof p->error, "%s",
+                 !strncmp(why, prof_name(p->mode), pre) &&
+                         !strncmp(why + pre, ": ", 2)
+                     ? why + pre + 2
+                     : why);
+        client_log(GPUFL_LOG_WARN, "%s", why);
     }
     return 0;
 }
@@ -183,8 +264,11 @@ static void ctx_add(cupti_state *s, void *ctx)
     memset(c, 0, sizeof *c);
     c->ctx = ctx;
     c->dev = dev;
-    rc = p->mode == CUPTI_PROF_SASS ? cupti_sass_ctx_on(s, c)
-                                    : cupti_pcs_ctx_on(s, c);
+    if (!ctx_profilable(s, dev))
+        rc = -1;
+    else
+        rc = p->mode == CUPTI_PROF_SASS ? cupti_sass_ctx_on(s, c)
+                                        : cupti_pcs_ctx_on(s, c);
     if (rc == 0)
         p->n_ctx++;
     else if (p->n_rejected < CUPTI_PROF_MAX_CTX)
@@ -246,6 +330,16 @@ void cupti_prof_resource(cupti_state *s, uint32_t cbid, const void *cbdata)
             ctx_remove(s, rd->context);
             break;
         case GFL_CUPTI_CBID_RESOURCE_MODULE_LOADED:
+            /* continuous PC sampling must be drained after every module
+             * load-unload-load to keep PCs unique (cupti_pcsampling.h,
+             * cuptiPCSamplingGetData); NVIDIA's sample drains here.  No
+             * synchronisation: what is still running comes later. */
+            if (p->mode == CUPTI_PROF_PCS && p->n_ctx) {
+                uint64_t scope;
+                uint32_t path;
+                gpufl_current_scope(&scope, &path);
+                cupti_pcs_collect(s, scope, path);
+            }
             module_add(s, rd->resource_descriptor);
             break;
         default: break;
@@ -306,7 +400,7 @@ void cupti_prof_source(cupti_state *s, uint64_t crc, int crc32,
     cupti_prof *p = &s->prof;
     uint64_t key = 1469598103934665603ull;
     uint32_t slot;
-    int found = 0;
+    int found = 0, matched = 0;
     *file_id = 0;
     *line = 0;
     if (!p->SourceCorrelation || !func || !p->n_cubins)
@@ -320,10 +414,17 @@ void cupti_prof_source(cupti_state *s, uint64_t crc, int crc32,
         *line = p->src_line[slot];
         return;
     }
-    for (int pass = 0; pass < 2 && !found; pass++)
-        for (int i = 0; i < p->n_cubins && !found; i++)
-            if (cubin_matches(s, &p->cubins[i], crc, crc32) == !pass)
-                found = try_cubin(s, &p->cubins[i], func, pc, file_id, line);
+    /* the module with the record's CRC; only when none has it, every
+     * other module that may hold the function.  A module built without
+     * -lineinfo is not a reason to try all the others (one call each,
+     * per PC: slow with many modules) */
+    for (int i = 0; i < p->n_cubins && !found; i++)
+        if (cubin_matches(s, &p->cubins[i], crc, crc32)) {
+            matched = 1;
+            found = try_cubin(s, &p->cubins[i], func, pc, file_id, line);
+        }
+    for (int i = 0; i < p->n_cubins && !found && !matched; i++)
+        found = try_cubin(s, &p->cubins[i], func, pc, file_id, line);
     p->src_key[slot] = key;
     p->src_file[slot] = *file_id;
     p->src_line[slot] = *line;
@@ -379,7 +480,6 @@ int cupti_prof_open(cupti_state *s, int mode, const src_config *cfg, char *why,
     };
     cupti_prof *p = &s->prof;
     const char *name = prof_name(mode);
-    gfl_cupti_profiler_init_params ip;
     int rc;
     if (g_client.simulated) {
         snprintf(why, whylen,
@@ -424,21 +524,22 @@ int cupti_prof_open(cupti_state *s, int mode, const src_config *cfg, char *why,
                                           : "cuCtxSynchronize");
         return GPUFL_EUNAVAIL;
     }
-    rc = mode == CUPTI_PROF_SASS ? cupti_sass_open(s, why, whylen)
-                                 : cupti_pcs_open(s, why, whylen);
-    if (rc)
-        return rc;
-    memset(&ip, 0, sizeof ip);
-    ip.struct_size = GFL_CUPTI_PROFILER_INIT_SIZE;
-    rc = p->ProfilerInitialize(&ip);
-    if (rc) {
-        char text[200];
-        cupti_result_text(s, rc, text, sizeof text);
-        snprintf(why, whylen, "%s: cuptiProfilerInitialize: %s", name, text);
-        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
-                                                             : GPUFL_EUNAVAIL;
+    prof_inited = 0;
+    memset(prof_dev_checked, 0, sizeof prof_dev_checked);
+    /* Linked (gpufl_init after cuInit): the profiler first, then the
+     * devices and the engine's own look-ups, so that a refusal is in the
+     * session header.  Injected, we are inside the driver's cuInit: SASS
+     * initialises the profiler at the first context (ctx_profilable);
+     * PC sampling does without it, as NVIDIA's PC sampling injection
+     * sample does (cuptiPCSamplingEnable then says why it cannot run). */
+    if (!s->deferred_devices) {
+        rc = prof_initialize(s, mode, why, whylen);
+        if (!rc)
+            rc = device_check(s, mode, why, whylen);
     }
-    rc = device_check(s, mode, why, whylen);
+    if (!rc)
+        rc = mode == CUPTI_PROF_SASS ? cupti_sass_open(s, why, whylen)
+                                     : cupti_pcs_open(s, why, whylen);
     for (size_t i = 0; !rc && i < sizeof res_cbids / sizeof res_cbids[0]; i++) {
         int r = s->EnableCallback(1, s->subscriber,
                                   GFL_CUPTI_CB_DOMAIN_RESOURCE, res_cbids[i]);
@@ -451,8 +552,7 @@ int cupti_prof_open(cupti_state *s, int mode, const src_config *cfg, char *why,
         }
     }
     if (rc) {
-        if (p->ProfilerDeInitialize)
-            p->ProfilerDeInitialize(&ip);
+        prof_deinitialize(s);
         return rc;
     }
     p->n_lines = p->n_dropped = p->n_errors = p->n_hw_full = 0;
@@ -494,7 +594,6 @@ void cupti_prof_flush(cupti_state *s)
 void cupti_prof_close(cupti_state *s)
 {
     cupti_prof *p = &s->prof;
-    gfl_cupti_profiler_init_params ip;
     char msg[SRC_REASON_LEN + 64];
     atomic_store_explicit(&client_scope_hook, NULL, memory_order_release);
     if (!p->mode)
@@ -516,10 +615,7 @@ void cupti_prof_close(cupti_state *s)
     else
         cupti_pcs_close(s);
     pthread_mutex_unlock(&p->lock);
-    memset(&ip, 0, sizeof ip);
-    ip.struct_size = GFL_CUPTI_PROFILER_INIT_SIZE;
-    if (p->ProfilerDeInitialize)
-        p->ProfilerDeInitialize(&ip);
+    prof_deinitialize(s);
     if (p->c_dropped)
         gpufl_counter_set(p->c_dropped, (int64_t)p->n_dropped);
     if (p->n_errors) {

@@ -70,6 +70,16 @@ static int resolve(cupti_state *s, uint32_t dev, char *why, size_t whylen)
     }
     if (id[CUPTI_SASS_IDEAL]) /* the split variants cost far more */
         id[CUPTI_SASS_IDEAL_LD] = id[CUPTI_SASS_IDEAL_ST] = 0;
+    /* which names this chip has is known only on a GPU: say it */
+    client_log(GPUFL_LOG_INFO,
+               "sass: device %u, chip %.40s: inst %s, thread_inst %s, "
+               "sectors %s, sectors_ideal %s",
+               dev, cn.chip_name, id[CUPTI_SASS_INST] ? "yes" : "no",
+               id[CUPTI_SASS_THREAD] ? "yes" : "no",
+               id[CUPTI_SASS_SECTORS] ? "yes" : "no",
+               id[CUPTI_SASS_IDEAL]                                 ? "yes"
+               : id[CUPTI_SASS_IDEAL_LD] && id[CUPTI_SASS_IDEAL_ST] ? "ld+st"
+                                                                    : "no");
     if (!id[CUPTI_SASS_INST] || !id[CUPTI_SASS_THREAD]) {
         snprintf(why, whylen, "sass: chip %.40s (device %u) offers no %s",
                  cn.chip_name, dev, metric_name[id[CUPTI_SASS_INST] ? 1 : 0]);
@@ -99,8 +109,10 @@ int cupti_sass_open(cupti_state *s, char *why, size_t whylen)
     }
     memset(p->sass_id, 0, sizeof p->sass_id);
     memset(p->sass_ready, 0, sizeof p->sass_ready);
-    /* devices known now (not injected): refuse before the header says on */
-    for (int d = 0; d < s->n_devs; d++) {
+    /* devices known now (not injected, the profiler initialised): refuse
+     * before the header says on.  Injected, devices are resolved at their
+     * first context, after cuptiProfilerInitialize (ctx_profilable). */
+    for (int d = 0; !s->deferred_devices && d < s->n_devs; d++) {
         int rc = resolve(s, (uint32_t)d, why, whylen);
         if (rc)
             return rc;

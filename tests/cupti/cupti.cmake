@@ -73,6 +73,14 @@ if(GPUFL_CUPTI_INCLUDE)
   target_compile_definitions(test_cupti_abi PRIVATE GPUFL_HAVE_CUPTI_HEADERS=1)
 endif()
 
+# The profiling engines' declarations, field by field (same headers).
+gpufl_unit_test(test_cupti_prof_abi ${CMAKE_CURRENT_LIST_DIR}/test_cupti_prof_abi.c)
+target_include_directories(test_cupti_prof_abi PRIVATE ${PROJECT_SOURCE_DIR}/src)
+if(GPUFL_CUPTI_INCLUDE)
+  target_include_directories(test_cupti_prof_abi SYSTEM PRIVATE ${GPUFL_CUPTI_INCLUDE})
+  target_compile_definitions(test_cupti_prof_abi PRIVATE GPUFL_HAVE_CUPTI_HEADERS=1)
+endif()
+
 # App-thread cost of the launch callback (figures, printed by the test).
 gpufl_unit_test(test_cupti_launch ${CMAKE_CURRENT_LIST_DIR}/test_cupti_launch.c
                 LIBS gpufl_internal)

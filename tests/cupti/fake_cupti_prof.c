@@ -5,11 +5,21 @@
  *
  * Contracts enforced (a violation returns an error the engine must report,
  * and is printed): every params struct's size field equals the header's
- * *_STRUCT_SIZE value; SetConfig twice on a device without UnsetConfig,
+ * *_STRUCT_SIZE value; the profiler API (device support, chip name, SASS
+ * metric look-ups and configuration) answers CUPTI_ERROR_NOT_INITIALIZED
+ * before cuptiProfilerInitialize, which every NVIDIA sample calls first;
+ * cuptiProfilerInitialize itself refuses to run inside cuInit (NVIDIA's
+ * injection sample initialises the profiler in the CONTEXT_CREATED
+ * callback, never in InitializeInjection; what the real one does inside
+ * cuInit is unverified); PC sampling works without it, as in NVIDIA's PC
+ * sampling injection sample; SetConfig twice on a device without UnsetConfig,
  * Enable without a config, GetDataProperties/FlushData outside
  * Enable..Disable are CUPTI_ERROR_INVALID_OPERATION; PC sampling once per
  * device; stall reasons have chip-specific indices (deliberately not
- * 0..n-1) so index-based code writes the wrong names.
+ * 0..n-1) so index-based code writes the wrong names; continuous PC
+ * sampling must be drained (GetData) after a module load-unload-load
+ * (cupti_pcsampling.h): what the real one does otherwise is unspecified,
+ * the fake drops the samples gathered before the reload.
  *
  * Model: the first launch creates context 0 on device 0 (CONTEXT_CREATED)
  * and loads one module (MODULE_LOADED) whose "cubin" is a text listing the
@@ -23,12 +33,21 @@
  *   sass func=F pc=P inst=W thread=T sectors=S ideal=I
  *   pcsamp func=F pc=P stalls=NAME:N,NAME:N...
  *   sass_noideal | lineinfo | pcs_per_call N | pcs_hwfull | pcs_dropped N
+ *   sass_crc_other    (SASS records carry a 32-bit CRC that is not the
+ *                      low half of cuptiGetCubinCrc's: how the two relate
+ *                      is undocumented)
+ *   pcs_noreasons     (GetNumStallReasons reports 0, as when CUPTI and
+ *                      the driver do not match)
+ *   module_reload N   (the module is unloaded and loaded again as the
+ *                      N-th launch runs, before its samples; from 1)
  *   prof_fail {profinit|sassconfig|sassenable|pcsenable} CODE
  *   unsupported vgpu
  */
 #include "client/cupti_prof_abi_int.h"
 #include "fake_cupti_int.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +113,8 @@ static int n_spc;
 static pcs_pc ppc[MAX_PCS];
 static int n_ppc;
 static int noideal, lineinfo, pcs_per_call = 2, hwfull, pcs_dropped,
-                              unsupported_vgpu;
+                              unsupported_vgpu, module_reload, n_launches,
+                              pcs_noreasons, sass_crc_other;
 static int fail_profinit, fail_sassconfig, fail_sassenable, fail_pcsenable;
 static int prof_init, sass_configured, sass_enabled, pcs_enabled;
 static uint64_t config_ids[8];
@@ -190,10 +210,16 @@ int fake_prof_parse(const char *line)
         return lineinfo = 1;
     if (!strcmp(w, "pcs_hwfull"))
         return hwfull = 1;
+    if (!strcmp(w, "pcs_noreasons"))
+        return pcs_noreasons = 1;
+    if (!strcmp(w, "sass_crc_other"))
+        return sass_crc_other = 1;
     if (sscanf(line, "pcs_per_call %ld", &v) == 1)
         return (pcs_per_call = (int)v), 1;
     if (sscanf(line, "pcs_dropped %ld", &v) == 1)
         return (pcs_dropped = (int)v), 1;
+    if (sscanf(line, "module_reload %ld", &v) == 1)
+        return (module_reload = (int)v), 1;
     if (!strcmp(line, "unsupported vgpu"))
         return unsupported_vgpu = 1;
     if (sscanf(line, "prof_fail %31s %ld", fn, &v) == 2) {
@@ -234,6 +260,35 @@ static void make_context(void)
     fake_resource_callback(GFL_CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
 }
 
+/* The module goes and comes back (a framework reloading its kernels):
+ * samples not drained by then are dropped, see the top of the file. */
+static void reload_module(void)
+{
+    gfl_cupti_resource_data rd;
+    gfl_cupti_module_data md;
+    int lost = 0;
+    memset(&rd, 0, sizeof rd);
+    memset(&md, 0, sizeof md);
+    rd.context = &ctx_obj[0];
+    md.module_id = 1;
+    md.cubin = cubin;
+    md.cubin_size = cubin_len;
+    rd.resource_descriptor = &md;
+    fake_resource_callback(GFL_CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &rd);
+    md.module_id = 2;
+    fake_resource_callback(GFL_CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+    pthread_mutex_lock(&pmu);
+    for (int i = 0; pcs_enabled && i < n_ppc; i++)
+        for (uint32_t k = 0; k < ppc[i].n; k++) {
+            lost |= ppc[i].acc[k] != 0;
+            ppc[i].acc[k] = 0;
+        }
+    pthread_mutex_unlock(&pmu);
+    if (lost)
+        fprintf(stderr, "fake_cupti: module reloaded without a "
+                        "cuptiPCSamplingGetData: samples dropped\n");
+}
+
 void fake_prof_context(void)
 {
     fake_script_init();
@@ -251,6 +306,12 @@ EXPORT void *fakecupti_current_context(void)
 
 void fake_prof_ran(const char *name)
 {
+    int reload;
+    pthread_mutex_lock(&pmu);
+    reload = module_reload && ++n_launches == module_reload;
+    pthread_mutex_unlock(&pmu);
+    if (reload)
+        reload_module();
     pthread_mutex_lock(&pmu);
     for (int i = 0; sass_enabled && i < n_spc; i++)
         if (!strcmp(spc[i].func, name)) {
@@ -275,12 +336,40 @@ EXPORT int cuptiGetDeviceId(void *ctx, uint32_t *dev)
     return 0;
 }
 
+/* Is the driver's cuInit on this thread's stack (we run inside
+ * InitializeInjection)? */
+static int inside_cuinit(void)
+{
+    void *pc[64];
+    int n = backtrace(pc, 64);
+    for (int i = 0; i < n; i++) {
+        Dl_info di;
+        if (dladdr(pc[i], &di) && di.dli_sname &&
+            !strcmp(di.dli_sname, "cuInit"))
+            return 1;
+    }
+    return 0;
+}
+
+/* the profiler API before cuptiProfilerInitialize */
+static int not_init(const char *fn)
+{
+    if (prof_init)
+        return 0;
+    fprintf(stderr, "fake_cupti: %s before cuptiProfilerInitialize\n", fn);
+    return 1;
+}
+
 EXPORT int cuptiProfilerInitialize(gfl_cupti_profiler_init_params *p)
 {
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_PROFILER_INIT_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
     if (fail_profinit)
         return fail_profinit;
+    if (inside_cuinit()) {
+        fprintf(stderr, "fake_cupti: cuptiProfilerInitialize inside cuInit\n");
+        return GFL_CUPTI_ERROR_NOT_INITIALIZED;
+    }
     prof_init = 1;
     return 0;
 }
@@ -298,6 +387,8 @@ EXPORT int cuptiProfilerDeviceSupported(gfl_cupti_device_supported_params *p)
     const int ok = GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_DEVICE_SUPPORTED_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
+    if (not_init(__func__))
+        return GFL_CUPTI_ERROR_NOT_INITIALIZED;
     if (p->cu_device != 0 && p->cu_device != 1)
         return GFL_CUPTI_ERROR_INVALID_DEVICE;
     p->architecture = p->sli = p->confidential_compute = p->cmp = p->wsl = ok;
@@ -311,6 +402,8 @@ EXPORT int cuptiDeviceGetChipName(gfl_cupti_chip_name_params *p)
 {
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_CHIP_NAME_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
+    if (not_init(__func__))
+        return GFL_CUPTI_ERROR_NOT_INITIALIZED;
     if (p->device_index > 1)
         return GFL_CUPTI_ERROR_INVALID_DEVICE;
     p->chip_name = "GA102";
@@ -373,6 +466,8 @@ EXPORT int cuptiSassMetricsGetNumOfMetrics(gfl_cupti_sass_num_metrics_params *p)
 {
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_SASS_NUM_METRICS_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
+    if (not_init(__func__))
+        return GFL_CUPTI_ERROR_NOT_INITIALIZED;
     p->num_metrics = N_METRICS - (size_t)noideal;
     return 0;
 }
@@ -382,6 +477,8 @@ EXPORT int cuptiSassMetricsGetProperties(gfl_cupti_sass_properties_params *p)
     uint64_t id;
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_SASS_PROPERTIES_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
+    if (not_init(__func__))
+        return GFL_CUPTI_ERROR_NOT_INITIALIZED;
     if (!p->chip_name || strcmp(p->chip_name, "GA102") || !p->metric_name)
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
     id = metric_id(p->metric_name);
@@ -397,6 +494,8 @@ EXPORT int cuptiSassMetricsSetConfig(gfl_cupti_sass_set_config_params *p)
 {
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_SASS_SET_CONFIG_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
+    if (not_init(__func__))
+        return GFL_CUPTI_ERROR_NOT_INITIALIZED;
     if (fail_sassconfig)
         return fail_sassconfig;
     if (p->device_index != 0 || !p->num_configs || p->num_configs > 8)
@@ -490,7 +589,9 @@ static uint64_t metric_value(const sass_pc *s, uint64_t id)
 EXPORT int cuptiSassMetricsFlushData(gfl_cupti_sass_flush_params *p)
 {
     size_t k = 0;
-    uint32_t crc = (uint32_t)fnv64(cubin, cubin_len);
+    uint64_t crc64 = fnv64(cubin, cubin_len);
+    uint32_t crc = sass_crc_other ? (uint32_t)(crc64 >> 32) ^ 0x5a5a5a5au
+                                  : (uint32_t)crc64;
     if (bad_size(__func__, p->struct_size, GFL_CUPTI_SASS_FLUSH_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&pmu);
@@ -573,7 +674,7 @@ EXPORT int cuptiPCSamplingGetNumStallReasons(gfl_cupti_pcs_num_stall_params *p)
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
     if (!pcs_enabled || !p->num)
         return GFL_CUPTI_ERROR_INVALID_OPERATION;
-    *p->num = N_REASONS;
+    *p->num = pcs_noreasons ? 0 : N_REASONS;
     return 0;
 }
 
@@ -581,7 +682,7 @@ EXPORT int cuptiPCSamplingGetStallReasons(gfl_cupti_pcs_stall_params *p)
 {
     if (bad_size(__func__, p->size, GFL_CUPTI_PCS_STALL_SIZE))
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
-    if (!pcs_enabled || p->num > N_REASONS || !p->index || !p->names)
+    if (!pcs_enabled || !p->num || p->num > N_REASONS || !p->index || !p->names)
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
     for (size_t i = 0; i < p->num; i++) {
         p->index[i] = reasons[i].index;

@@ -131,6 +131,14 @@ class Sass(Prof):
         self.check_sass(sess)
         self.assertEqual(self.markers(sess, "sass:"), [])
 
+    def test_crc_not_the_low_half(self):
+        """SASS records' 32-bit CRC unrelated to the 64-bit cubin CRC: the
+        source line is still found, by the function's name."""
+        self.run_sass(sass_script("sass_crc_other\n"), PROG_TWICE="1")
+        sess = self.session()
+        self.check_sass(sess)  # every line checked, file and line
+        self.assertEqual(self.markers(sess, "sass:"), [])
+
     def test_second_session_reconfigures(self):
         """UnsetConfig at the end of a session: the next one configures
         the device again (a second SetConfig would fail)."""
@@ -215,7 +223,81 @@ class PcSampling(Prof):
                       m[0])
 
 
+    def test_no_stall_reasons(self):
+        """CUPTI that reports no stall reasons (a CUPTI and driver that do
+        not match): nothing sampled, the session says why."""
+        e = self.env(self.script(pcs_script("pcs_noreasons\n")),
+                     engines="pcsamp")
+        p = run([BIN + "/prog_cupti", "1", "12"], e)
+        self.assertIn("done", p.stdout)
+        sess = self.session()
+        self.assertEqual(sess.streams["scope"].of("pcsamp"), [])
+        m = self.markers(sess, "pcsamp:")
+        self.assertEqual(len(m), 1, m)
+        self.assertIn("cuptiPCSamplingGetNumStallReasons (it reports no "
+                      "stall reasons)", m[0])
+
+
 class Injected(Prof):
+    def gpufl_run(self, script, engines):
+        env = self.env(self.script(script))
+        logs = env.pop("GPUFL_LOG_DIR")
+        env.pop("GPUFL_ENGINES")
+        env["GPUFL_INJECT_LIB"] = INJECT
+        p = run([BIN + "/gpufl", "run", "--engines", engines, "--log-dir",
+                 logs, "--", BIN + "/prog_cupti_plain", "1", "12"], env)
+        self.assertIn("done", p.stdout)
+        return p, self.session()
+
+    def test_gpufl_run_sass(self):
+        """Injected, the engine opens inside the driver's cuInit: the
+        profiler is initialised at the first context (the fake refuses
+        cuptiProfilerInitialize inside cuInit, and every profiler call
+        before it), and the whole run is written at exit, without a
+        scope."""
+        p, sess = self.gpufl_run(sass_script(), "sass")
+        self.assertEqual(sess.header["engines"]["sass"], "on")
+        self.assertNotIn("fake_cupti:", p.stderr)
+        lines = sess.streams["scope"].of("sass")
+        # kern_v0 (pcs 16, 32) ran at i = 0, 6; kern_v1 (pc 0) at 1, 7
+        self.assertEqual(len(lines), 3)
+        for e in lines:
+            self.assertNotIn("scope", e)
+            f = self.check_line(sess, e)
+            w, t, s, i = (2 * v for v in SASS[(f, e["pc"])])
+            self.assertEqual((e["inst"], e["thread_inst"], e["sectors"],
+                              e["sectors_ideal"]), (w, t, s, i), e)
+        self.assertEqual(self.markers(sess, "sass:"), [])
+
+    def test_gpufl_run_sass_unsupported(self):
+        """The device check comes with the first context: the session
+        runs on and says why nothing was profiled."""
+        p, sess = self.gpufl_run(sass_script("unsupported vgpu\n"), "sass")
+        self.assertEqual(sess.header["engines"]["sass"], "on")
+        self.assertEqual(sess.streams["scope"].of("sass"), [])
+        self.assertEqual(self.markers(sess, "sass:"),
+                         ["sass: 1 errors, first: device 0 cannot be "
+                          "profiled: vgpu disabled "
+                          "(cuptiProfilerDeviceSupported)"])
+
+    def test_pcsamp_module_reload(self):
+        """A module unloaded and loaded again while sampling: CUPTI must
+        be drained then (the fake drops undrained samples)."""
+        p, sess = self.gpufl_run(pcs_script("module_reload 7\n"),
+                                 "cupti,pcsamp")
+        self.assertNotIn("fake_cupti:", p.stderr)
+        got = {}
+        for e in sess.streams["scope"].of("pcsamp"):
+            f = self.check_line(sess, e)
+            acc = got.setdefault((f, e["pc"]), {})
+            for k, v in e["stalls"].items():
+                acc[k] = acc.get(k, 0) + v
+        # kern_v0 and kern_v2 ran twice each, once on each side of the
+        # reload (i = 0 | 6 and 2 | 8)
+        self.assertEqual(got, {k: want_stalls(k[0], k[1], 2)
+                               for k in PCS})
+        self.assertEqual(self.markers(sess, "pcsamp:"), [])
+
     def test_gpufl_run_pcsamp(self):
         """gpufl run on a program that never calls gpufl: no scopes, so the
         whole run's samples are written at exit, without a scope."""
