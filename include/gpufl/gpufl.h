@@ -149,6 +149,11 @@ typedef struct gpufl_options {
     uint32_t cupti_flush_ms; /* GPUFL_CUPTI_FLUSH_MS; how often CUPTI's
                                completed buffers are collected; default
                                500 */
+    uint32_t cupti_close_ms; /* GPUFL_CUPTI_CLOSE_MS; longest wait at
+                               shutdown for CUPTI's final flush, after
+                               which gpufl gives up what CUPTI still holds
+                               rather than hang the program; default
+                               10000 */
 } gpufl_options;
 
 /* Fill *opts with defaults and the environment.  Returns GPUFL_EINVAL when an

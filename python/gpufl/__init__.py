@@ -68,6 +68,7 @@ class _Options(ctypes.Structure):
         ("stacks", ctypes.c_int),
         ("stack_depth", ctypes.c_uint32),
         ("cupti_flush_ms", ctypes.c_uint32),
+        ("cupti_close_ms", ctypes.c_uint32),
     ]
 
 
@@ -87,6 +88,7 @@ ENV = {
     "log_level": "GPUFL_LOG_LEVEL", "disabled": "GPUFL_DISABLED",
     "cupti_lib": "GPUFL_CUPTI_LIB", "stacks": "GPUFL_STACKS",
     "stack_depth": "GPUFL_STACK_DEPTH", "cupti_flush_ms": "GPUFL_CUPTI_FLUSH_MS",
+    "cupti_close_ms": "GPUFL_CUPTI_CLOSE_MS",
 }
 _LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3, "off": -1, "none": -1}
 

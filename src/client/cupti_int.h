@@ -31,6 +31,7 @@
 #define CUPTI_STACK_MAX 64        /* frames captured per launch, cap */
 #define CUPTI_STACK_CACHE 4096    /* raw-stack -> interned id cache */
 #define CUPTI_FLUSH_MS_DEFAULT 500
+#define CUPTI_CLOSE_MS_DEFAULT 10000   /* longest wait for the final flush */
 #define CUPTI_PROF_MAX_CTX 16          /* contexts a profiling engine follows */
 #define CUPTI_MAX_CUBINS 256           /* modules kept for source lines */
 #define CUPTI_CUBIN_BYTES (256u << 20) /* cap on the copies, all modules */
@@ -44,6 +45,7 @@ typedef struct cupti_cfg {
     int stacks;           /* GPUFL_STACKS */
     uint32_t stack_depth; /* GPUFL_STACK_DEPTH, 1..CUPTI_STACK_MAX */
     uint32_t flush_ms;    /* GPUFL_CUPTI_FLUSH_MS */
+    uint32_t close_ms;    /* GPUFL_CUPTI_CLOSE_MS */
 } cupti_cfg;
 
 /* The session's resolved settings (options.c). */
@@ -200,6 +202,12 @@ typedef struct cupti_state {
     /* flush thread */
     pthread_t thread;
     int thread_started;
+    /* A flush thread stuck in CUPTI at close is abandoned, not joined
+     * (cupti_close): own_gen moves on, and the thread, should CUPTI ever
+     * return, checks it under own_lock before touching the session. */
+    pthread_mutex_t own_lock;
+    uint32_t own_gen;
+    uint64_t n_abandoned; /* flush threads given up on, process lifetime */
     uint64_t started_ns;  /* CLOCK_MONOTONIC at start() */
     pthread_mutex_t lock; /* thread wake-up and flush handshake */
     pthread_cond_t cond;

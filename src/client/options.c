@@ -49,6 +49,7 @@ static const env_opt env_table[] = {
     { "GPUFL_STACKS", OT_BOOL, OFF(stacks), 0, 1 },
     { "GPUFL_STACK_DEPTH", OT_U32, OFF(stack_depth), 1, 56 },
     { "GPUFL_CUPTI_FLUSH_MS", OT_U32, OFF(cupti_flush_ms), 10, 60000 },
+    { "GPUFL_CUPTI_CLOSE_MS", OT_U32, OFF(cupti_close_ms), 100, 600000 },
 };
 
 /* The CUPTI engine's settings of the running session.  client_cfg is not
@@ -215,6 +216,7 @@ int gpufl_options_init(gpufl_options *o)
     o->stacks = 0;
     o->stack_depth = 32;
     o->cupti_flush_ms = CUPTI_FLUSH_MS_DEFAULT;
+    o->cupti_close_ms = CUPTI_CLOSE_MS_DEFAULT;
     for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++) {
         const char *v = getenv(env_table[i].env);
         if (v && apply_env(o, &env_table[i], v) < 0) {
@@ -332,6 +334,7 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cupti_resolved.stacks = o->stacks;
     cupti_resolved.stack_depth = o->stack_depth;
     cupti_resolved.flush_ms = o->cupti_flush_ms;
+    cupti_resolved.close_ms = o->cupti_close_ms;
     if (o->disabled)
         return GPUFL_EDISABLED;
     return GPUFL_OK;

@@ -281,14 +281,34 @@ static int outstanding(cupti_state *s)
     return n;
 }
 
+/* After a call into CUPTI returns on the flush thread: whether the thread
+ * still belongs to the session (cupti_close may have given up on it while
+ * CUPTI held it).  On 1, own_lock is held until disown(). */
+static int still_own(cupti_state *s, uint32_t gen)
+{
+    pthread_mutex_lock(&s->own_lock);
+    if (s->own_gen == gen)
+        return 1;
+    pthread_mutex_unlock(&s->own_lock);
+    return 0;
+}
+
+static void disown(cupti_state *s)
+{
+    pthread_mutex_unlock(&s->own_lock);
+}
+
 /* The end of a session: a forced flush returns every buffer CUPTI holds,
  * but one its worker thread already took (full) is completed later, on
  * that thread, possibly after we stopped looking - its records would be
  * lost without a count.  So no new buffers are handed out, and the ones
- * still out are waited for (bounded: 1 s). */
-static void final_flush(cupti_state *s)
+ * still out are waited for (bounded: 1 s).  0 when the session gave up
+ * on this thread while CUPTI held it. */
+static int final_flush(cupti_state *s, uint32_t gen)
 {
     s->FlushAll(GFL_CUPTI_FLUSH_FORCED);
+    if (!still_own(s, gen))
+        return 0;
     atomic_store_explicit(&s->closing, 1, memory_order_release);
     drain(s);
     for (int i = 0; i < 100 && outstanding(s) > 0; i++) {
@@ -296,6 +316,8 @@ static void final_flush(cupti_state *s)
         nanosleep(&t, NULL);
         drain(s);
     }
+    disown(s);
+    return 1;
 }
 
 static void update_counters(cupti_state *s)
@@ -362,6 +384,10 @@ static void *flush_main(void *arg)
 {
     cupti_state *s = arg;
     uint64_t next = 0;
+    uint32_t gen;
+    pthread_mutex_lock(&s->own_lock);
+    gen = s->own_gen;
+    pthread_mutex_unlock(&s->own_lock);
     pthread_mutex_lock(&s->lock);
     for (;;) {
         struct timespec now, until;
@@ -381,16 +407,20 @@ static void *flush_main(void *arg)
         if (stop) {
             /* a forced flush returns incomplete records too (start = end =
              * 0, counted as invalid): only at the end of the session */
-            final_flush(s);
+            if (!final_flush(s, gen))
+                return NULL; /* abandoned: the session is gone */
         } else if (want != s->flush_done || now_ns >= next) {
             s->FlushAll(0);
             next = now_ns + (uint64_t)s->cfg.flush_ms * 1000000ull;
             flushed = 1;
         }
+        if (!still_own(s, gen))
+            return NULL;
         drain(s);
         if (flushed) /* after the decode: these records had the old one */
             clock_recheck(s);
         update_counters(s);
+        disown(s);
         pthread_mutex_lock(&s->lock);
         s->flush_done = want;
         pthread_cond_broadcast(&s->cond);
@@ -423,6 +453,7 @@ static void cupti_atfork_child(void)
     st.prof.mode = CUPTI_PROF_NONE;
     st.thread_started = 0;
     pthread_mutex_init(&st.lock, NULL);
+    pthread_mutex_init(&st.own_lock, NULL);
     pthread_mutex_init(&st.done_lock, NULL);
     pthread_mutex_init(&st.prof.lock, NULL);
     pthread_cond_init(&st.cond, NULL);
@@ -472,6 +503,8 @@ static int attach_once(cupti_state *s, char *why, size_t whylen)
     memcpy(&s->cfg, client_cupti_cfg(), sizeof s->cfg);
     if (!s->cfg.flush_ms)
         s->cfg.flush_ms = CUPTI_FLUSH_MS_DEFAULT;
+    if (!s->cfg.close_ms)
+        s->cfg.close_ms = CUPTI_CLOSE_MS_DEFAULT;
     if (s->cfg.stack_depth < 1 || s->cfg.stack_depth > CUPTI_STACK_MAX - 8)
         s->cfg.stack_depth = 32;
     s->n_dropped = s->n_invalid = s->n_records = s->n_unmatched = 0;
@@ -538,6 +571,7 @@ static int attach_once(cupti_state *s, char *why, size_t whylen)
         }
         pthread_mutex_init(&s->done_lock, NULL);
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->own_lock, NULL);
         pthread_cond_init(&s->cond, NULL);
         pthread_mutex_init(&s->prof.lock, NULL);
     }
@@ -676,6 +710,37 @@ static void cupti_flush(void *state, uint32_t timeout_ms)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* CUPTI's teardown can hang (the original's §6: "CUPTI release at process
+ * exit can hang"; HPCToolkit #195): a recorder must not keep the program
+ * from exiting.  After cfg.close_ms the flush thread is given up on - its
+ * records still in CUPTI are lost, and said so - and left to CUPTI; under
+ * own_lock it can no longer touch the session (still_own). */
+static void join_bounded(cupti_state *s)
+{
+    struct timespec until;
+    char msg[160];
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(s->cfg.close_ms / 1000);
+    until.tv_nsec += (long)(s->cfg.close_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(s->thread, NULL, &until) == 0)
+        return;
+    pthread_mutex_lock(&s->own_lock);
+    s->own_gen++;
+    pthread_mutex_unlock(&s->own_lock);
+    pthread_detach(s->thread);
+    s->n_abandoned++;
+    snprintf(msg, sizeof msg,
+             "cupti: CUPTI's final flush did not return within %u ms; "
+             "records it still held are lost (GPUFL_CUPTI_CLOSE_MS)",
+             s->cfg.close_ms);
+    gpufl_marker(msg);
+    client_log(GPUFL_LOG_WARN, "%s", msg);
+}
+
 static void cupti_close(void *state)
 {
     cupti_state *s = state;
@@ -688,7 +753,7 @@ static void cupti_close(void *state)
         s->stop = 1; /* the thread's last round is a forced flush */
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
-        pthread_join(s->thread, NULL);
+        join_bounded(s);
         s->thread_started = 0;
     }
     if (s->n_dropped || s->n_invalid || atomic_load(&s->refused)) {

@@ -18,7 +18,8 @@
  *   sync k=v... | alloc k=v... | free k=v... | context ctx=C dev=D |
  *   bulk N | incomplete | worker_delay MS (the worker thread takes MS
  *   to deliver each full buffer) | clock_step NS after=K (the wall clock
- *   steps by NS in the K-th launch)
+ *   steps by NS in the K-th launch) | flush_hang MS (a forced
+ *   cuptiActivityFlushAll blocks MS first: CUPTI's teardown hanging)
  * and the SASS / PC sampling directives of fake_cupti_prof.c.
  * Built with FAKE_CUPTI_NOSYM it lacks cuptiActivityRegisterCallbacks (a
  * reduced or foreign CUPTI).
@@ -56,6 +57,7 @@ static uint32_t version = 130001;
 static int fail_subscribe, fail_register, fail_enable, fail_callback,
     fail_cuinit, n_devices = 2;
 static long worker_delay_ms; /* the worker's time per buffer it delivers */
+static long flush_hang_ms;   /* a forced FlushAll blocks this long first */
 /* "clock_step NS after=K": CUPTI's clock is CLOCK_REALTIME, and the wall
  * clock is stepped by NS during the K-th launch (which takes 600 ms) */
 static long long clock_step_ns;
@@ -106,6 +108,8 @@ static void parse_script(void)
             n_devices = (int)v;
         else if (sscanf(line, "worker_delay %ld", &v) == 1)
             worker_delay_ms = v;
+        else if (sscanf(line, "flush_hang %ld", &v) == 1)
+            flush_hang_ms = v;
         else if (sscanf(line, "clock_step %lld after=%ld", &clock_step_ns,
                         &clock_step_after) == 2)
             ;
@@ -353,10 +357,14 @@ EXPORT int cuptiActivityFlushAll(uint32_t flag)
     uint8_t *b[MAX_QUEUE];
     size_t u[MAX_QUEUE], sz[MAX_QUEUE];
     int n;
-    (void)flag;
     if (in_cb) {
         fprintf(stderr, "fake_cupti: FlushAll inside a callback\n");
         abort();
+    }
+    if (flag && flush_hang_ms > 0) {
+        struct timespec t = { (time_t)(flush_hang_ms / 1000),
+                              (long)(flush_hang_ms % 1000) * 1000000L };
+        nanosleep(&t, NULL);
     }
     pthread_mutex_lock(&mu);
     queue_cur();

@@ -269,6 +269,23 @@ class Capture(Base):
         for k in sess.streams["device"].of("kernel"):
             self.assertLess(-k["api"][0], 100000000, k)  # enter: < 100 ms
 
+    def test_final_flush_hangs(self):
+        """CUPTI's final flush never returning must not keep the program
+        from exiting: after GPUFL_CUPTI_CLOSE_MS the session ends without
+        it, says so, and the logs stay valid."""
+        env = self.env(self.script("flush_hang 30000\n"), cupti_close_ms=300)
+        t0 = time.time()
+        p = run([BIN + "/prog_cupti", "2", "6"], env, timeout=60)
+        took = time.time() - t0
+        self.assertIn("done", p.stdout)
+        self.assertLess(took, 20, "the program waited for the hung flush")
+        sess = self.session()
+        marks = [m["text"] for m in sess.streams["scope"].of("marker")]
+        self.assertTrue(any("final flush did not return within 300 ms" in m
+                            for m in marks), marks)
+        for st in sess.streams.values():  # validate() checked the counts
+            self.assertEqual(st.of("session_end")[0]["reason"], "shutdown")
+
     def test_buffer_in_transit_at_exit(self):
         """A full buffer CUPTI's worker thread still holds at the final
         forced flush is delivered after it: it must still be decoded."""
