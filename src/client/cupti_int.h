@@ -164,6 +164,7 @@ typedef struct cupti_state {
     gfl_cuptiEnableCallback_fn EnableCallback;
     gfl_cuptiActivityRegisterCallbacks_fn RegisterCallbacks;
     gfl_cuptiActivityEnable_fn Enable;
+    gfl_cuptiActivityEnable_fn EnableAndDump; /* optional */
     gfl_cuptiActivityGetNextRecord_fn GetNextRecord;
     gfl_cuptiActivityFlushAll_fn FlushAll;
     gfl_cuptiActivityGetNumDroppedRecords_fn GetNumDropped;
@@ -208,6 +209,7 @@ typedef struct cupti_state {
     pthread_mutex_t own_lock;
     uint32_t own_gen;
     uint64_t n_abandoned; /* flush threads given up on, process lifetime */
+    int contexts_dumped;  /* existing contexts asked for (EnableAndDump) */
     uint64_t started_ns;  /* CLOCK_MONOTONIC at start() */
     pthread_mutex_t lock; /* thread wake-up and flush handshake */
     pthread_cond_t cond;

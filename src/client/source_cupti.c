@@ -139,6 +139,8 @@ static int load_cupti(cupti_state *s, char *why, size_t whylen)
         (gfl_cuptiGetResultString_fn)dlsym(s->lib, "cuptiGetResultString");
     s->GetNumDropped = (gfl_cuptiActivityGetNumDroppedRecords_fn)dlsym(
         s->lib, "cuptiActivityGetNumDroppedRecords");
+    s->EnableAndDump =
+        (gfl_cuptiActivityEnable_fn)dlsym(s->lib, "cuptiActivityEnableAndDump");
     if (missing) {
         snprintf(why, whylen, "cupti: %.200s lacks %s (not a CUDA 13 CUPTI?)",
                  name, missing);
@@ -657,6 +659,20 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
     s->stopping = 0;
     gen_seen = atomic_load(&g_client.gen);
     atomic_store_explicit(&live, 1, memory_order_release);
+    /* Sync records name a context, not a device; CONTEXT records map one to
+     * the other, but Enable(CONTEXT) reports only contexts created after
+     * it.  A program that made its contexts before gpufl_init (PyTorch,
+     * then gpufl.init()) gets records of those from EnableAndDump - once
+     * per process (the map persists), and only now that buffers are handed
+     * out.  Injected, we start inside the first cuInit: no context yet. */
+    if (!s->contexts_dumped) {
+        s->contexts_dumped = 1;
+        if (s->EnableAndDump && !s->deferred_devices &&
+            s->EnableAndDump(GFL_CUPTI_ACT_CONTEXT) != 0)
+            client_log(GPUFL_LOG_INFO, "cupti: contexts that existed before "
+                                       "the session are not mapped to "
+                                       "devices (EnableAndDump failed)");
+    }
     *state = s;
     return 0;
 }

@@ -19,7 +19,9 @@
  *   bulk N | incomplete | worker_delay MS (the worker thread takes MS
  *   to deliver each full buffer) | clock_step NS after=K (the wall clock
  *   steps by NS in the K-th launch) | flush_hang MS (a forced
- *   cuptiActivityFlushAll blocks MS first: CUPTI's teardown hanging)
+ *   cuptiActivityFlushAll blocks MS first: CUPTI's teardown hanging) |
+ *   precontext ctx=C dev=D (a context that exists before activity is
+ *   enabled: only cuptiActivityEnableAndDump reports it, as in CUPTI)
  * and the SASS / PC sampling directives of fake_cupti_prof.c.
  * Built with FAKE_CUPTI_NOSYM it lacks cuptiActivityRegisterCallbacks (a
  * reduced or foreign CUPTI).
@@ -56,8 +58,10 @@ static int n_funcs;
 static uint32_t version = 130001;
 static int fail_subscribe, fail_register, fail_enable, fail_callback,
     fail_cuinit, n_devices = 2;
-static long worker_delay_ms; /* the worker's time per buffer it delivers */
-static long flush_hang_ms;   /* a forced FlushAll blocks this long first */
+static long worker_delay_ms;   /* the worker's time per buffer it delivers */
+static long flush_hang_ms;     /* a forced FlushAll blocks this long first */
+static uint32_t pre_ctx[8][2]; /* precontext: (context, device) */
+static int n_pre_ctx;
 /* "clock_step NS after=K": CUPTI's clock is CLOCK_REALTIME, and the wall
  * clock is stepped by NS during the K-th launch (which takes 600 ms) */
 static long long clock_step_ns;
@@ -97,6 +101,7 @@ static void parse_script(void)
     while (fgets(line, sizeof line, f)) {
         char w[32], a[64];
         long v = 0;
+        unsigned pc[2];
         line[strcspn(line, "\n")] = 0;
         if (!line[0] || line[0] == '#')
             continue;
@@ -110,8 +115,13 @@ static void parse_script(void)
             worker_delay_ms = v;
         else if (sscanf(line, "flush_hang %ld", &v) == 1)
             flush_hang_ms = v;
-        else if (sscanf(line, "clock_step %lld after=%ld", &clock_step_ns,
-                        &clock_step_after) == 2)
+        else if (sscanf(line, "precontext ctx=%u dev=%u", &pc[0], &pc[1]) ==
+                     2 &&
+                 n_pre_ctx < 8) {
+            pre_ctx[n_pre_ctx][0] = pc[0];
+            pre_ctx[n_pre_ctx++][1] = pc[1];
+        } else if (sscanf(line, "clock_step %lld after=%ld", &clock_step_ns,
+                          &clock_step_after) == 2)
             ;
         else if (sscanf(line, "fail %31s %ld", w, &v) == 2) {
             if (!strcmp(w, "subscribe"))
@@ -326,6 +336,24 @@ EXPORT int cuptiActivityEnable(uint32_t kind)
     enabled_kind[kind] = 1;
     if (kind == GFL_CUPTI_ACT_MEMCPY)
         enabled_kind[GFL_CUPTI_ACT_MEMCPY2] = 1;
+    return 0;
+}
+
+/* CUPTI: enable the kind, then one record for each object of it that
+ * already exists - for CONTEXT, the contexts made before (precontext). */
+EXPORT int cuptiActivityEnableAndDump(uint32_t kind)
+{
+    int rc = cuptiActivityEnable(kind);
+    if (rc || kind != GFL_CUPTI_ACT_CONTEXT)
+        return rc;
+    for (int i = 0; i < n_pre_ctx; i++) {
+        gfl_cupti_context3 c;
+        memset(&c, 0, sizeof c);
+        c.kind = GFL_CUPTI_ACT_CONTEXT;
+        c.context_id = pre_ctx[i][0];
+        c.device_id = pre_ctx[i][1];
+        push(&c);
+    }
     return 0;
 }
 

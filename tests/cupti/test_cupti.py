@@ -269,6 +269,17 @@ class Capture(Base):
         for k in sess.streams["device"].of("kernel"):
             self.assertLess(-k["api"][0], 100000000, k)  # enter: < 100 ms
 
+    def test_contexts_made_before_init(self):
+        """A context the program created before gpufl_init: CUPTI reports
+        it only through cuptiActivityEnableAndDump, and its sync records
+        must still name its device."""
+        env = self.env(self.script(
+            "precontext ctx=7 dev=1\n"
+            "sync type=3 dur=5 corr=9901 ctx=7 stream=2\n"))
+        run([BIN + "/prog_cupti", "1", "2"], env, timeout=60)
+        sy = {y["corr"]: y for y in self.session().streams["device"].of("sync")}
+        self.assertEqual(sy[9901].get("dev"), 1)
+
     def test_final_flush_hangs(self):
         """CUPTI's final flush never returning must not keep the program
         from exiting: after GPUFL_CUPTI_CLOSE_MS the session ends without
