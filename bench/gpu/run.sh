@@ -21,7 +21,11 @@
 #    gpufl, with monitoring only (nvml,host), with tracing
 #    (cupti,nvml,host) and tracing with CPU stacks, best of 3; and the
 #    profiling engines' cost on a short compute-bound loop;
-# 4. runs a PyTorch snippet through `gpufl run` where torch is installed.
+# 4. runs a PyTorch snippet through `gpufl run` where torch is installed;
+# 5. runs `gpufl idle` against the loads of the idle seed's table (nothing,
+#    memory held, a one-thread kernel loop, every SM busy: idle.cu) and
+#    compares the verdict with the expected one (EMPTY, HELD,
+#    BUSY_LOW_OCC, BUSY), printing the signals it read.
 #
 # Nothing here can run on the GPU-less CI machines; docs/capture.md says
 # what is verified where.  Exit status 1 when any check failed.
@@ -62,7 +66,7 @@ if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -z "${GPUFL_RUN_TEED:-}" ]; then
     export GPUFL_RUN_TEED GPUFL_BENCH_DIR
     { sh "$0" "$BUILD"; echo $? >"$WORK/status"; } 2>&1 | tee "$OUT/run.log"
     (cd "$WORK" && tar czf "$OUT/gpu-logs.tar.gz" --exclude=logs-ovh \
-        logs-* ./*.stderr 2>/dev/null)
+        logs-* ./*.stderr ./idle-* 2>/dev/null)
     [ "$(du -k "$OUT/gpu-logs.tar.gz" | cut -f1)" -lt 16000 ] ||
         rm -f "$OUT/gpu-logs.tar.gz"
     exit "$(cat "$WORK/status" 2>/dev/null || echo 2)"
@@ -90,7 +94,7 @@ if [ -n "$ARCH" ] && ! "$NVCC" $ARCH -o "$WORK/probe" \
     say "nvcc $ARCH failed: building for nvcc's default target (PTX JIT)"
     ARCH=
 fi
-for p in vecadd matmul streams loop; do
+for p in vecadd matmul streams loop idle; do
     # shellcheck disable=SC2086
     "$NVCC" -O2 $ARCH -o "$WORK/$p" "$ROOT/bench/gpu/$p.cu" ||
         die "nvcc $p failed"
@@ -250,6 +254,46 @@ PY
 else
     say "== pytorch: skipped (torch with CUDA not installed)"
 fi
+
+# -- 5. idle detector --------------------------------------------------------
+idle_check() { # load expected-state
+    load=$1 want=$2 pid=
+    if [ "$load" != none ]; then
+        timeout -k 5 60 "$WORK/idle" "$load" 8 >"$WORK/idle-$load.out" &
+        pid=$!
+        i=0
+        while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null &&
+            ! grep -q READY "$WORK/idle-$load.out"; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        sleep 1
+    fi
+    timeout -k 5 60 "$GPUFL" idle --once --json --samples 6 --interval 500 \
+        --window 3s --grace 0 >"$WORK/idle-$load.json" \
+        2>"$WORK/idle-$load.stderr"
+    [ -z "$pid" ] || wait "$pid"
+    python3 - "$load" "$want" "$WORK/idle-$load.json" <<'PY' || fail=1
+import json, sys
+load, want, path = sys.argv[1:]
+try:
+    g = json.load(open(path))["gpus"][0]
+except Exception as e:
+    print("FAIL idle %-10s no verdict: %s" % (load, e))
+    print("     " + open(path[:-5] + ".stderr").read().strip()[:300])
+    sys.exit(1)
+ok = g["state"] == want
+print("%s idle %-10s state %s (want %s); %s" % (
+    "ok  " if ok else "FAIL", load, g["state"], want, "; ".join(g["reasons"])))
+print("     signals", json.dumps(g["signals"]))
+sys.exit(0 if ok else 1)
+PY
+}
+section "idle detector (gpufl idle on this GPU)"
+idle_check none EMPTY
+idle_check hold HELD
+idle_check one_thread BUSY_LOW_OCC
+idle_check matmul BUSY
 
 say "(took $(($(date +%s) - T0)) s)"
 if [ $fail -eq 0 ]; then say "all checks passed"; else say "SOME CHECKS FAILED"; fi
