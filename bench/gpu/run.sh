@@ -25,7 +25,10 @@
 # 5. runs `gpufl idle` against the loads of the idle seed's table (nothing,
 #    memory held, a one-thread kernel loop, every SM busy: idle.cu) and
 #    compares the verdict with the expected one (EMPTY, HELD,
-#    BUSY_LOW_OCC, BUSY), printing the signals it read.
+#    BUSY_LOW_OCC, BUSY), printing the signals it read;
+# 6. runs `gpufl memprof` on PyTorch allocations (mp.py), with the
+#    LD_PRELOAD interposer and, where eBPF is permitted, with uprobes: the
+#    flame graph's Python frames must carry the bytes.
 #
 # Nothing here can run on the GPU-less CI machines; docs/capture.md says
 # what is verified where.  Exit status 1 when any check failed.
@@ -66,7 +69,7 @@ if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -z "${GPUFL_RUN_TEED:-}" ]; then
     export GPUFL_RUN_TEED GPUFL_BENCH_DIR
     { sh "$0" "$BUILD"; echo $? >"$WORK/status"; } 2>&1 | tee "$OUT/run.log"
     (cd "$WORK" && tar czf "$OUT/gpu-logs.tar.gz" --exclude=logs-ovh \
-        logs-* ./*.stderr ./idle-* 2>/dev/null)
+        logs-* ./*.stderr ./idle-* ./mp-* 2>/dev/null)
     [ "$(du -k "$OUT/gpu-logs.tar.gz" | cut -f1)" -lt 16000 ] ||
         rm -f "$OUT/gpu-logs.tar.gz"
     exit "$(cat "$WORK/status" 2>/dev/null || echo 2)"
@@ -294,6 +297,66 @@ idle_check none EMPTY
 idle_check hold HELD
 idle_check one_thread BUSY_LOW_OCC
 idle_check matmul BUSY
+
+# -- 6. memprof ---------------------------------------------------------------
+mp_check() { # mode folded-file
+    python3 - "$1" "$2" <<'PY'
+import sys
+mode, path = sys.argv[1:]
+kv = w = 0
+try:
+    for line in open(path):
+        stack, _, n = line.rstrip().rpartition(" ")
+        if "alloc_kv_cache" in stack:
+            kv += int(n)
+        if "Model.build" in stack:
+            w += int(n)
+except OSError as e:
+    print("FAIL memprof %-7s no profile: %s" % (mode, e))
+    sys.exit(1)
+ok = kv >= 1 << 30 and w >= 32 << 20
+print("%s memprof %-7s alloc_kv_cache %d bytes (want >= 1 GiB), "
+      "Model.build %d (want >= 32 MiB)" % ("ok  " if ok else "FAIL", mode, kv, w))
+if not ok:
+    print("     top stacks:", sorted(open(path).read().splitlines(),
+                                   key=lambda l: -int(l.rpartition(" ")[2]))[:3])
+sys.exit(0 if ok else 1)
+PY
+}
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    section "memprof (PyTorch allocations)"
+    timeout -k 5 120 "$GPUFL" memprof --preload --outdir "$WORK/mp-preload" \
+        -- python3 "$ROOT/bench/gpu/mp.py" >/dev/null 2>"$WORK/mp-preload.stderr"
+    mp_check preload "$WORK/mp-preload/memprof.alloc.folded" || fail=1
+    if "$GPUFL" memprof --check >"$WORK/mp-check.txt" 2>&1; then
+        timeout -k 5 120 python3 "$ROOT/bench/gpu/mp.py" "$WORK/mp-go" \
+            >"$WORK/mp-ebpf.out" 2>&1 &
+        pid=$!
+        i=0
+        while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null &&
+            ! grep -q INITED "$WORK/mp-ebpf.out"; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        timeout -k 5 120 "$GPUFL" memprof --pid "$pid" --verbose \
+            --outdir "$WORK/mp-ebpf" 2>"$WORK/mp-ebpf.stderr" &
+        mpid=$!
+        i=0
+        while [ $i -lt 100 ] && ! grep -q attached "$WORK/mp-ebpf.stderr"; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        : >"$WORK/mp-go"
+        wait "$pid"
+        wait "$mpid"
+        mp_check ebpf "$WORK/mp-ebpf/memprof.alloc.folded" ||
+            { fail=1; head -n 5 "$WORK/mp-ebpf.stderr"; }
+    else
+        say "   eBPF not permitted here: $(head -c 300 "$WORK/mp-check.txt")"
+    fi
+else
+    section "memprof: skipped (torch with CUDA not installed)"
+fi
 
 say "(took $(($(date +%s) - T0)) s)"
 if [ $fail -eq 0 ]; then say "all checks passed"; else say "SOME CHECKS FAILED"; fi
