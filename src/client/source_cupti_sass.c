@@ -311,7 +311,10 @@ void cupti_sass_collect(cupti_state *s, uint64_t scope, uint32_t path)
             continue;
         }
         for (size_t k = 0; k < n; k++) {
-            data[k].struct_size = sizeof data[k];
+            /* cupti_sass_metrics.h: "[in] equal to
+             * CUpti_SassMetricsFlushData_Params_STRUCT_SIZE" (40, not the
+             * record's own 48; NVIDIA's sample leaves it unset) */
+            data[k].struct_size = GFL_CUPTI_SASS_FLUSH_SIZE;
             data[k].values = vals + k * m;
         }
         memset(&fp, 0, sizeof fp);

@@ -605,6 +605,13 @@ EXPORT int cuptiSassMetricsFlushData(gfl_cupti_sass_flush_params *p)
         pthread_mutex_unlock(&pmu);
         return GFL_CUPTI_ERROR_INVALID_PARAMETER;
     }
+    /* each record's structSize: the header's documented value */
+    for (size_t r = 0; r < p->num_records; r++)
+        if (bad_size(__func__, p->data[r].struct_size,
+                     GFL_CUPTI_SASS_FLUSH_SIZE)) {
+            pthread_mutex_unlock(&pmu);
+            return GFL_CUPTI_ERROR_INVALID_PARAMETER;
+        }
     for (int i = 0; i < n_spc; i++) {
         if (!spc[i].patched)
             continue;
