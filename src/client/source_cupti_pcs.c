@@ -50,15 +50,23 @@ int cupti_pcs_open(cupti_state *s, char *why, size_t whylen)
     return 0;
 }
 
-/* "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard"
- * (the _not_issued variants keep their suffix); the sample and dropped
- * counts are totals, not reasons: 0 = not a reason. */
+/* "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard";
+ * 0 = not a reason of its own: the sample and dropped counts are totals,
+ * and an "X_not_issued" reason counts the samples of X in which no
+ * instruction was issued - a subset of X (CUPTI's activity API says so of
+ * the same split: "samples ... includes latencySamples"; Nsight Compute
+ * shows them as a second view, not added).  Kept, they would count those
+ * samples twice in a line's total. */
 static uint32_t reason_intern(const char *raw)
 {
     static const char stalled[] = "smsp__pcsamp_warps_issue_stalled_";
     static const char pcsamp[] = "smsp__pcsamp_";
+    static const char not_issued[] = "_not_issued";
+    size_t len = strlen(raw);
     if (!raw[0] || !strcmp(raw, "smsp__pcsamp_sample_count") ||
-        !strcmp(raw, "smsp__pcsamp_samples_data_dropped"))
+        !strcmp(raw, "smsp__pcsamp_samples_data_dropped") ||
+        (len > sizeof not_issued - 1 &&
+         !strcmp(raw + len - (sizeof not_issued - 1), not_issued)))
         return 0;
     if (!strncmp(raw, stalled, sizeof stalled - 1) && raw[sizeof stalled - 1])
         return gpufl_intern(raw + sizeof stalled - 1);

@@ -83,6 +83,7 @@ static const struct {
     { 42, "smsp__pcsamp_warps_issue_stalled_mio_throttle" },
     { 5, "smsp__pcsamp_sample_count" },
     { 19, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle" },
+    { 23, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued" },
 };
 #define N_REASONS (sizeof reasons / sizeof reasons[0])
 
