@@ -214,6 +214,12 @@ static int min_int(int x, int y)
     return x < y ? x : y;
 }
 
+/* Every limit equal to the result.  Deliberately not the header's bits
+ * when barriers lower the result: it sets the other four bits against their
+ * own minimum before applying the barrier limit and never clears them, so
+ * it names "blocks+barriers" for 16 blocks where blocks allow 32.  gpufl
+ * passes 0 barriers, so records never see the difference
+ * (tests/client/test_occupancy_nv.c). */
 static uint32_t limiter_bits(int blocks, const occ_result *r)
 {
     return (r->limit_warps == blocks ? GPUFL_LIMIT_WARPS : 0) |

@@ -661,7 +661,8 @@ static void test_barriers(void)
     r = compute(&a, &l);
     CHECK(r.limit_barriers == 64 && r.blocks_per_sm == 32);
     CHECK_EQ_U64(r.limiters, B);
-    /* 4 per block: 16 blocks, barriers alone. */
+    /* 4 per block: 16 blocks, barriers alone (NVIDIA's header says 0x18,
+     * blocks+barriers: see limiter_bits in occupancy.c). */
     l.barriers = 4;
     r = compute(&a, &l);
     CHECK(r.limit_barriers == 16 && r.blocks_per_sm == 16);
