@@ -51,6 +51,14 @@ enum {
     GFL_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803 /* libcuda vs kernel module */
 };
 
+/* CUfunc_cache: a kernel record's cacheConfig nibbles */
+enum {
+    GFL_CU_FUNC_CACHE_PREFER_NONE = 0,
+    GFL_CU_FUNC_CACHE_PREFER_SHARED = 1,
+    GFL_CU_FUNC_CACHE_PREFER_L1 = 2,
+    GFL_CU_FUNC_CACHE_PREFER_EQUAL = 3
+};
+
 enum {
     GFL_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
     GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 8,

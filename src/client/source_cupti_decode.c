@@ -125,6 +125,22 @@ static const cupti_dev *dev_props(cupti_state *s, uint32_t dev)
     return NULL;
 }
 
+/* The carveout the launch asked for, percent, or -1 for none: the record's
+ * explicit request, else its legacy cache preference (cudaFuncSetCache-
+ * Config), which the calculator treats as these percentages (reference
+ * §9.1; cuda_occupancy.h does the same). */
+static int carveout_of(const gfl_cupti_kernel10 *r)
+{
+    if (r->is_shared_memory_carveout_requested)
+        return r->shared_memory_carveout_requested;
+    switch (r->cache_config & 0x0f) {
+    case GFL_CU_FUNC_CACHE_PREFER_SHARED: return 100;
+    case GFL_CU_FUNC_CACHE_PREFER_L1: return 0;
+    case GFL_CU_FUNC_CACHE_PREFER_EQUAL: return 50;
+    default: return -1; /* PREFER_NONE: the driver's default */
+    }
+}
+
 static void kernel(cupti_state *s, const gfl_cupti_kernel10 *r)
 {
     gpufl_kernel k;
@@ -165,9 +181,7 @@ static void kernel(cupti_state *s, const gfl_cupti_kernel10 *r)
         ol.smem_static = k.smem_static;
         ol.smem_dynamic = k.smem_dynamic;
         ol.optin = r->shmem_limit_config == GFL_CUPTI_SHMEM_LIMIT_OPTIN;
-        ol.carveout_pct = r->is_shared_memory_carveout_requested
-                              ? r->shared_memory_carveout_requested
-                              : -1;
+        ol.carveout_pct = carveout_of(r);
         ol.smem_executed = r->shared_memory_executed;
         if (occ_compute(&d->arch, &ol, &res) == 0) {
             k.occupancy = (float)res.occupancy;

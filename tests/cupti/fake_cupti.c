@@ -647,6 +647,7 @@ static void deliver_line(const char *l, uint64_t base)
             k.is_shared_memory_carveout_requested = 1;
             k.shared_memory_carveout_requested = (uint8_t)kv(l, "carveout", 0);
         }
+        k.cache_config = (uint8_t)kv(l, "cache", 0); /* requested nibble */
         if (w[0] == 'k') {
             k.start = base + (uint64_t)kv(l, "start", 0);
             k.end = k.start + (uint64_t)kv(l, "dur", 0);

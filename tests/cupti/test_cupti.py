@@ -269,6 +269,31 @@ class Capture(Base):
         for k in sess.streams["device"].of("kernel"):
             self.assertLess(-k["api"][0], 100000000, k)  # enter: < 100 ms
 
+    def test_cache_preference_is_a_carveout(self):
+        """A kernel's legacy cache preference (cudaFuncSetCacheConfig)
+        counts as the carveout it stands for (L1 0 %, equal 50 %, shared
+        100 %); an explicit carveout request wins."""
+        base = ("grid=1,1,1 block=128,1,1 regs=32 smem=20480 start=1 dur=1 "
+                "dev=0")
+        lines = [("cc_none", ""), ("cc_l1", "cache=2"), ("cc_eq", "cache=3"),
+                 ("cc_sh", "cache=1"), ("cv_0", "carveout=0"),
+                 ("cv_50", "carveout=50"), ("cv_100", "carveout=100"),
+                 ("cv_wins", "carveout=50 cache=2")]
+        env = self.env(self.script("".join(
+            "kernel name=%s %s %s corr=%d\n" % (n, base, extra, 9700 + i)
+            for i, (n, extra) in enumerate(lines))))
+        run([BIN + "/prog_cupti", "1", "1"], env, timeout=60)
+        sess = self.session()
+        occ = {}
+        for k in sess.streams["device"].of("kernel"):
+            cfg = sess.launch(k["cfg"]) if "cfg" in k else k
+            occ[sess.name(cfg["name"])] = cfg.get("occ")
+        self.assertEqual(occ["cc_l1"], occ["cv_0"])
+        self.assertEqual(occ["cc_eq"], occ["cv_50"])
+        self.assertEqual(occ["cc_sh"], occ["cv_100"])
+        self.assertEqual(occ["cv_wins"], occ["cv_50"])
+        self.assertLess(occ["cc_l1"], occ["cc_none"])  # the preference counts
+
     def test_contexts_made_before_init(self):
         """A context the program created before gpufl_init: CUPTI reports
         it only through cuptiActivityEnableAndDump, and its sync records
