@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- NVML ABI (LP64 Linux), our own declarations ---- */
+/* ---- NVML ABI (LP64 Linux), our own declarations ----
+ * Re-checked field by field against nvml.h as bundled by NVIDIA/DCGM
+ * (sdk/nvidia/nvml/nvml.h) and go-nvml's 12.2 copy: every layout, version
+ * word and constant below matches both. */
 
 typedef int nvmlReturn_t; /* an enum in NVML; 4 bytes */
 typedef struct nvmlDevice_st *nvmlDevice_t;
@@ -77,8 +80,10 @@ typedef struct {
         char *shortName, *longName, *unit;
     } metricInfo;
 } nvmlGpmMetric_t;
-/* NVML_GPM_METRIC_MAX grew 98 -> 210 -> 333 with no version bump; the
- * largest layout is safe on older drivers, which read numMetrics entries. */
+/* NVML_GPM_METRIC_MAX grew (98 in the 12.2 header, 166 in the newer
+ * header DCGM bundles) while NVML_GPM_METRICS_GET_VERSION stayed 1, so NVML
+ * cannot rely on the array size and touches only numMetrics entries; a
+ * larger array than any driver's is safe. */
 #define NVML_GPM_METRIC_MAX 333
 typedef struct {
     unsigned int version, numMetrics;

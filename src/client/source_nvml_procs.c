@@ -110,6 +110,21 @@ static int nvml_proc_level_ok(const nvml_state *s)
     }
 }
 
+/* Does answer r mean "use the next, older call" for good?  A missing
+ * function or a rejected struct version, at any level.  The detail list
+ * may answer NOT_SUPPORTED on a pre-Hopper GPU (nvml.h: "For Hopper or
+ * newer fully supported devices", while the driver exports it for every
+ * GPU) and answers INVALID_ARGUMENT for a version it does not know ("if
+ * ... plist->version is invalid"); _v3 serves all those GPUs. */
+static int nvml_proc_next_level(const nvml_state *s, nvmlReturn_t r)
+{
+    if (r == NVML_ERROR_FUNCTION_NOT_FOUND ||
+        r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return 1;
+    return s->proc_level == PROC_DETAIL &&
+           (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT);
+}
+
 /* Append one list's valid entries to s->proc_all[*nall]. */
 static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
                                    unsigned *nall)
@@ -128,8 +143,7 @@ static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
                 return r;
             continue;
         }
-        if (r == NVML_ERROR_FUNCTION_NOT_FOUND ||
-            r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+        if (nvml_proc_next_level(s, r)) {
             do
                 s->proc_level++;
             while (!nvml_proc_level_ok(s));

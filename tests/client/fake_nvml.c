@@ -22,7 +22,9 @@
  *   sample T dev D FIELD=VALUE ...
  *                             applied on top once fake_nvml_set_tick(>=T),
  *                             in file order (so later ticks inherit)
- * FIELDs: name="..." uuid= pci= cc=MAJ.MIN mem_total= mem_used=
+ * FIELDs: name="..." uuid= pci= cc=MAJ.MIN (default 9.0; below 9.0
+ * nvmlDeviceGetRunningProcessDetailList answers NOT_SUPPORTED, as NVML
+ * documents it "For Hopper or newer") mem_total= mem_used=
  * mem_reserved= power_limit= max_sm= max_mem= bus_width= util= util_mem=
  * temp= power= fan= clk_sm= clk_mem= clk_gfx= throttle= pstate= pcie_tx=
  * pcie_rx= ecc_corr= ecc_uncorr= energy= gpm=0|1 gpm_sm=PCT gpm_occ=PCT
@@ -549,6 +551,7 @@ static void fake_dev_defaults(fake_dev *d, int i)
     snprintf(d->uuid, sizeof d->uuid,
              "GPU-00000000-0000-0000-0000-00000000000%d", i);
     snprintf(d->pci, sizeof d->pci, "00000000:%02X:00.0", i + 1);
+    d->cc_major = 9; /* Hopper unless scripted: the detail list answers */
     d->pstate = 8;
 }
 
@@ -1094,8 +1097,12 @@ DEVF(nvmlDeviceGetGraphicsRunningProcesses_v2, unsigned int *n, void *buf)
 DEVF(nvmlDeviceGetRunningProcessDetailList, fake_detail_list_t *l)
 {
     DEV_OUT(-1, l);
+    /* nvml.h: INVALID_ARGUMENT "if ... plist->version is invalid" */
     if (l->version != (24u | 1u << 24))
-        return E_VERSION;
+        return E_ARG;
+    /* nvml.h: "For Hopper or newer fully supported devices" */
+    if (d->cc_major < 9)
+        return E_UNSUP;
     switch (l->mode) {
     case 0:
         if (d->err[F_PROCS])

@@ -4,6 +4,7 @@
  * libnvidia-ml.so.1 the machine has.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "client/source.h"
+#include "client/source_nvml_int.h"
 #include "test.h"
 
 #ifndef FAKE_NVML_FULL
@@ -237,8 +239,11 @@ static void test_full_sample(void)
     CHECK_EQ_U64(s[1].nprocs, 0);
     CHECK_EQ_U64(s[1].util_gpu, 7);
     CHECK(!(s[1].present & (GS_SM_ACTIVE | GS_SM_OCC)));
-    CHECK_EQ_U64(f.calls("nvmlDeviceGetRunningProcessDetailList"), 4);
-    CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 0);
+    /* the A10G (pre-Hopper) answers NOT_SUPPORTED to the detail list, as
+     * real drivers may: _v3 serves both GPUs from then on */
+    CHECK_EQ_U64(f.calls("nvmlDeviceGetRunningProcessDetailList"), 1);
+    CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 2);
+    CHECK_EQ_U64(f.calls("nvmlDeviceGetGraphicsRunningProcesses_v3"), 2);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetTemperature"), 0);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetTemperatureV"), 2);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetMemoryInfo"), 0);
@@ -371,31 +376,36 @@ static void test_stride(void)
     }
 }
 
-/* A driver that has the detail list but rejects our struct version falls
- * back to _v3 once and for all. */
+/* A driver that has the detail list but rejects our struct version
+ * (ARGUMENT_VERSION_MISMATCH, or INVALID_ARGUMENT as nvml.h documents for
+ * this call) or the GPU (NOT_SUPPORTED: "For Hopper or newer") falls back
+ * to _v3 once and for all. */
 static void test_detail_fallback(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s;
-    char text[512];
-    int n;
-    fake f;
+    static const int codes[] = { 25, 2, 3 };
+    for (size_t c = 0; c < sizeof codes / sizeof codes[0]; c++) {
+        void *st = NULL;
+        char why[SRC_REASON_LEN];
+        src_gpu_sample s;
+        char text[512];
+        int n;
+        fake f;
 
-    snprintf(text, sizeof text,
-             "global stride=32 fnerr=nvmlDeviceGetRunningProcessDetailList:25"
-             "\ndev 0%s",
-             procs4);
-    script(text);
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
-    REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
-    check_procs4(&s);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
-    check_procs4(&s);
-    CHECK_EQ_U64(f.calls("nvmlDeviceGetRunningProcessDetailList"), 1);
-    CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 2);
-    close_clean(st, &f);
+        snprintf(text, sizeof text,
+                 "global stride=32 fnerr=nvmlDeviceGetRunningProcessDetailList:"
+                 "%d\ndev 0%s",
+                 codes[c], procs4);
+        script(text);
+        REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+        REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+        REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+        check_procs4(&s);
+        REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+        check_procs4(&s);
+        CHECK_EQ_U64(f.calls("nvmlDeviceGetRunningProcessDetailList"), 1);
+        CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 2);
+        close_clean(st, &f);
+    }
 }
 
 /* No _v3 at run time: the 24-byte _v2 lists. */
@@ -669,16 +679,70 @@ static void test_skip_device(void)
     close_clean(st, &f);
 }
 
-/* Whatever the machine has: absent here, a smoke test on a GPU host. */
+static int still_loaded(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (h)
+        dlclose(h);
+    return h != NULL;
+}
+
+static const char *proc_level_name(int level)
+{
+    static const char *const names[] = { "detail", "v3", "v2", "v1", "none" };
+    return level >= 0 && level <= PROC_NONE ? names[level] : "?";
+}
+
+/* One real GPU's sample, checked for NVML's documented units and ranges
+ * (mW, MHz, Celsius, percent, bytes, ratios from GPM). */
+static void check_real_sample(const src_device *d, const src_gpu_sample *s,
+                              const src_gpu_sample *prev)
+{
+    CHECK(s->present & GS_MEM);
+    CHECK(strncmp(d->uuid, "GPU-", 4) == 0);
+    CHECK(d->mem_total > 0 && s->mem_used <= s->mem_total);
+    if (s->present & GS_MEM_RESERVED)
+        CHECK(s->mem_used + s->mem_reserved <= s->mem_total);
+    if (s->present & GS_UTIL_GPU)
+        CHECK(s->util_gpu <= 100 && s->util_mem <= 100);
+    if (s->present & GS_TEMP)
+        CHECK(s->temp_c > 0 && s->temp_c < 125);
+    if (s->present & GS_POWER) /* mW: 1 W .. 3 kW */
+        CHECK(s->power_mw >= 1000 && s->power_mw <= 3000000);
+    if (s->present & GS_POWER_LIMIT)
+        CHECK(s->power_limit_mw >= 10000 && s->power_limit_mw <= 3000000);
+    if ((s->present & GS_CLOCKS) && d->max_sm_clock_mhz)
+        CHECK(s->clk_sm > 0 && s->clk_sm <= d->max_sm_clock_mhz + 50);
+    if (s->present & GS_PSTATE)
+        CHECK(s->pstate >= 0 && s->pstate <= 15);
+    if (s->present & GS_SM_ACTIVE)
+        CHECK(s->sm_active >= 0 && s->sm_active <= 1.0001);
+    if (s->present & GS_SM_OCC)
+        CHECK(s->sm_occupancy >= 0 && s->sm_occupancy <= 1.0001);
+    if ((s->present & GS_ENERGY) && (prev->present & GS_ENERGY))
+        CHECK(s->energy_mj >= prev->energy_mj);
+    if (s->present & GS_PROCS) {
+        CHECK(s->nprocs <= s->nprocs_total);
+        for (unsigned k = 0; k < s->nprocs; k++)
+            CHECK(s->procs[k].pid > 0 && s->procs[k].pid <= 4194304u);
+    }
+}
+
+/* Whatever the machine has: absent here, a smoke test on a GPU host.
+ * Two samples 150 ms apart, so that a Hopper GPU also reports GPM. */
 static void test_real_nvml(void)
 {
     void *st = NULL;
     char why[SRC_REASON_LEN];
     src_device d[SRC_MAX_DEVICES];
-    src_gpu_sample s[SRC_MAX_DEVICES];
+    src_gpu_sample s0[SRC_MAX_DEVICES], s[SRC_MAX_DEVICES];
     int rc, nd, n = 0;
 
     unsetenv("FAKE_NVML_SCRIPT");
+    /* the fakes' soname is libnvidia-ml.so.1: one still loaded would be
+     * what dlopen("libnvidia-ml.so.1") returns */
+    CHECK(!still_loaded(FAKE_NVML_FULL) && !still_loaded(FAKE_NVML_NODETAIL) &&
+          !still_loaded(FAKE_NVML_MINIMAL) && !still_loaded(FAKE_NVML_NOINIT));
     rc = src_open(NULL, &st, why);
     if (rc) {
         fprintf(stderr, "  (no usable NVML here: %s)\n", why);
@@ -686,18 +750,37 @@ static void test_real_nvml(void)
         CHECK(st == NULL);
         return;
     }
+    g_open_src = st;
+    {
+        const nvml_state *ns = st;
+        struct link_map *lm = NULL;
+        CHECK(dlsym(ns->dl, "fake_nvml_calls") == NULL);
+        if (dlinfo(ns->dl, RTLD_DI_LINKMAP, &lm) == 0 && lm)
+            fprintf(stderr, "  nvml-real library %s\n", lm->l_name);
+    }
     nd = src_nvml_ops.devices(st, d, SRC_MAX_DEVICES);
     CHECK(nd > 0);
+    CHECK(src_nvml_ops.sample(st, s0, SRC_MAX_DEVICES, &n) == 0);
+    CHECK(n == nd);
+    sleep_ms(150);
     CHECK(src_nvml_ops.sample(st, s, SRC_MAX_DEVICES, &n) == 0);
     CHECK(n == nd);
     for (int i = 0; i < n; i++) {
+        const nvml_state *ns = st;
         fprintf(stderr,
-                "  GPU %d %s %s mem %" PRIu64 "/%" PRIu64
-                " present 0x%x procs %u\n",
-                i, d[i].name, d[i].uuid, s[i].mem_used, s[i].mem_total,
-                s[i].present, s[i].nprocs);
-        CHECK(s[i].present & GS_MEM);
-        CHECK(d[i].uuid[0] != 0);
+                "  nvml-real GPU %d \"%s\" %s pci %s driver %s cc %d.%d"
+                " mem %" PRIu64 "/%" PRIu64 " reserved %" PRIu64
+                " present 0x%x util %u%% temp %d C power %u mW limit %u mW"
+                " clk %u/%u MHz pstate %d procs %u/%u (list: %s) gpm %d"
+                " sm_active %.3f sm_occ %.3f\n",
+                i, d[i].name, d[i].uuid, d[i].pci_bus_id, d[i].driver,
+                d[i].cc_major, d[i].cc_minor, s[i].mem_used, s[i].mem_total,
+                s[i].mem_reserved, s[i].present, s[i].util_gpu, s[i].temp_c,
+                s[i].power_mw, s[i].power_limit_mw, s[i].clk_sm, s[i].clk_mem,
+                s[i].pstate, s[i].nprocs, s[i].nprocs_total,
+                proc_level_name(ns->proc_level), ns->dev[i].gpm, s[i].sm_active,
+                s[i].sm_occupancy);
+        check_real_sample(&d[i], &s[i], &s0[i]);
     }
     src_nvml_ops.close(st);
     g_open_src = NULL;
