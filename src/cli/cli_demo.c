@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cli_demo_gpu.h"
+#include "common/fsutil.h"
 #include "cli_int.h"
 #include "cli_proc.h"
 
@@ -247,21 +248,6 @@ static void show_tail(const char *path)
     fprintf(stderr, "---- last lines of %s\n%s----\n", path, buf);
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[DEMO_PATH];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 static int exists_dir(const char *p)
 {
     struct stat st;
@@ -468,7 +454,7 @@ static int setup_gpu(demo *d)
             n, n == 1 ? "" : "s");
         snprintf(out, sizeof out, "%s/cuda", d->root);
         snprintf(log, sizeof log, "%s/nvcc.log", d->root);
-        if (mkdir_p(out))
+        if (fs_mkdir_p(out))
             snprintf(why, sizeof why, "cannot create %s: %s", out,
                      strerror(errno));
         else if (!demo_gpu_build(d->bin, out, log, d->cuda, sizeof d->cuda, why,
@@ -622,14 +608,14 @@ int cli_demo_main(int argc, char **argv)
             return run_fleet(&d, argc, argv);
     if (parse(argc, argv, &d.o))
         return 2;
-    if (mkdir_p(d.o.dir) || !realpath(d.o.dir, d.root)) {
+    if (fs_mkdir_p(d.o.dir) || !realpath(d.o.dir, d.root)) {
         fprintf(stderr, "gpufl demo: cannot create %s: %s\n", d.o.dir,
                 strerror(errno));
         return 1;
     }
     snprintf(d.logs, sizeof d.logs, "%s/logs", d.root);
     snprintf(d.data, sizeof d.data, "%s/data", d.root);
-    if (mkdir_p(d.logs) || mkdir_p(d.data)) {
+    if (fs_mkdir_p(d.logs) || fs_mkdir_p(d.data)) {
         fprintf(stderr, "gpufl demo: cannot create folders in %s: %s\n", d.root,
                 strerror(errno));
         return 1;

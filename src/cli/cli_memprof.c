@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_int.h"
+#include "common/fsutil.h"
 #include "memprof/memprof.h"
 
 int mp_ebpf_check(void); /* src/memprof/ebpf.c */
@@ -81,8 +82,8 @@ static const mp_opt opts[] = {
     { O_OUTPUT, "--output", "FILE",
       "write the profile there (default stdout)" },
     { O_OUTDIR, "--outdir", "DIR",
-      "write every view and format there: memprof.{alloc,inuse,fail}.folded, "
-      "memprof.pb.gz, memprof.top.txt" },
+      "write every view and format there (created): "
+      "memprof.{alloc,inuse,fail}.folded, memprof.pb.gz, memprof.top.txt" },
     { O_SERVER, "--server", "URL",
       "push to gpufl-server every interval (POST /api/v1/memprof)" },
     { O_TOKEN, "--token", "T", "bearer token for --server (role ingest)" },
@@ -477,6 +478,13 @@ int cli_memprof_main(int argc, char **argv)
     } else if (i < argc) {
         fprintf(stderr, "gpufl memprof: a command is only run with "
                         "--preload\n");
+        return 2;
+    }
+    /* the profile is written at the end: a folder that cannot take it
+     * must stop us now, not lose the whole run then */
+    if (o.outdir && (fs_mkdir_p(o.outdir) || access(o.outdir, W_OK))) {
+        fprintf(stderr, "gpufl memprof: --outdir %s: %s\n", o.outdir,
+                strerror(errno));
         return 2;
     }
     if (o.format == MEMPROF_FMT_PPROF && !o.output && !o.outdir) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/fsutil.h"
 #include "common/uuid.h"
 
 static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -25,25 +26,6 @@ static int atexit_done;
 static int is_active(void)
 {
     return atomic_load_explicit(&g_client.active, memory_order_relaxed);
-}
-
-static int mkdir_p(const char *dir)
-{
-    char tmp[CLIENT_PATH_MAX];
-    size_t n = strnlen(dir, sizeof tmp);
-    if (n == 0 || n >= sizeof tmp)
-        return -1;
-    memcpy(tmp, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == 0) {
-            char c = tmp[i];
-            tmp[i] = 0;
-            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-                return -1;
-            tmp[i] = c;
-        }
-    }
-    return 0;
 }
 
 static void read_cmdline(char *out, size_t cap)
@@ -306,7 +288,7 @@ int gpufl_init(const gpufl_options *opts)
                          bad, g_client.cfg.engines);
         goto out;
     }
-    if (mkdir_p(g_client.cfg.log_dir) < 0) {
+    if (fs_mkdir_p(g_client.cfg.log_dir) < 0) {
         rc = errno == EACCES ? GPUFL_EPERM : GPUFL_EIO;
         client_set_error("gpufl_init: cannot create log directory \"%s\": %s",
                          g_client.cfg.log_dir, strerror(errno));

@@ -102,11 +102,20 @@ def bpf_now():
 
 
 def run_preload(a, d):
-    out = os.path.join(d, "pre")
-    os.mkdir(out)
+    out = os.path.join(d, "pre", "views")  # memprof makes both levels
     t0 = time.time()
     go = os.path.join(d, "pre.go")
     open(go, "w").close()
+    # a folder that cannot take the profile stops it before the run,
+    # rather than losing the whole run at the end
+    r = subprocess.run([a.gpufl, "memprof", "--preload-lib", a.preload_lib,
+                        "--outdir", "/proc/self/gpufl-no/x", "--preload",
+                        "--", a.prog, go], capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode == 2 and "--outdir /proc/self/gpufl-no/x" in r.stderr
+          and "done" not in r.stdout,
+          "preload: an unusable --outdir is refused before the command runs "
+          "(%d, %s)" % (r.returncode, r.stderr.strip()))
     r = subprocess.run([a.gpufl, "memprof", "--preload-lib", a.preload_lib,
                         "--outdir", out, "--preload", "--", a.prog, go],
                        capture_output=True, text=True, timeout=60)
