@@ -252,6 +252,9 @@ extern cupti_state *cupti_g;
 int cupti_attach(cupti_state *s, char *why, size_t whylen);
 /* Short words for a CUPTI result ("insufficient privileges ..."). */
 void cupti_result_text(cupti_state *s, int rc, char *out, size_t outlen);
+int cupti_prof_refusal(cupti_state *s, int rc, char *why, size_t whylen,
+                       const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* source_cupti_prof.c: shared by the sass and pcsamp engines */
 int cupti_prof_open(cupti_state *s, int mode, const src_config *cfg, char *why,

@@ -22,6 +22,7 @@
 #include "cupti_int.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,22 @@ void cupti_prof_error(cupti_state *s, const char *call, int rc)
         snprintf(p->error, sizeof p->error, "%s failed: %s", call, text);
         client_log(GPUFL_LOG_WARN, "%s: %s", prof_name(p->mode), p->error);
     }
+}
+
+/* A CUPTI call that refused the engine: why = "<what>: <CUPTI's text>",
+ * and the engine's status (no permission, or unavailable). */
+int cupti_prof_refusal(cupti_state *s, int rc, char *why, size_t whylen,
+                       const char *fmt, ...)
+{
+    char what[160], text[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    cupti_result_text(s, rc, text, sizeof text);
+    snprintf(why, whylen, "%s: %s", what, text);
+    return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
+                                                         : GPUFL_EUNAVAIL;
 }
 
 /* ---- permission, before anything is loaded (§8.2) ---- */
@@ -125,14 +142,10 @@ static int device_ok(cupti_state *s, int mode, int index, gfl_cu_device cud,
                                     : GFL_CUPTI_PROFILER_PC_SAMPLING;
     d.cu_device = cud;
     rc = p->DeviceSupported(&d);
-    if (rc) {
-        char text[200];
-        cupti_result_text(s, rc, text, sizeof text);
-        snprintf(why, whylen, "%s: cuptiProfilerDeviceSupported: %s",
-                 prof_name(mode), text);
-        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
-                                                             : GPUFL_EUNAVAIL;
-    }
+    if (rc)
+        return cupti_prof_refusal(s, rc, why, whylen,
+                                  "%s: cuptiProfilerDeviceSupported",
+                                  prof_name(mode));
     if (d.is_supported == GFL_CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
         return 0;
     lv[0] = d.architecture;
@@ -180,14 +193,9 @@ static int prof_initialize(cupti_state *s, int mode, char *why, size_t whylen)
     memset(&ip, 0, sizeof ip);
     ip.struct_size = GFL_CUPTI_PROFILER_INIT_SIZE;
     rc = s->prof.ProfilerInitialize(&ip);
-    if (rc) {
-        char text[200];
-        cupti_result_text(s, rc, text, sizeof text);
-        snprintf(why, whylen, "%s: cuptiProfilerInitialize: %s",
-                 prof_name(mode), text);
-        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
-                                                             : GPUFL_EUNAVAIL;
-    }
+    if (rc)
+        return cupti_prof_refusal(
+            s, rc, why, whylen, "%s: cuptiProfilerInitialize", prof_name(mode));
     prof_inited = 1;
     return 0;
 }

@@ -51,14 +51,9 @@ static int resolve(cupti_state *s, uint32_t dev, char *why, size_t whylen)
     cn.struct_size = GFL_CUPTI_CHIP_NAME_SIZE;
     cn.device_index = dev;
     rc = p->GetChipName(&cn);
-    if (rc || !cn.chip_name) {
-        char text[200];
-        cupti_result_text(s, rc, text, sizeof text);
-        snprintf(why, whylen, "sass: cuptiDeviceGetChipName(%u): %s", dev,
-                 text);
-        return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
-                                                             : GPUFL_EUNAVAIL;
-    }
+    if (rc || !cn.chip_name)
+        return cupti_prof_refusal(s, rc, why, whylen,
+                                  "sass: cuptiDeviceGetChipName(%u)", dev);
     for (int i = 0; i < CUPTI_SASS_N; i++) {
         gfl_cupti_sass_properties_params q;
         memset(&q, 0, sizeof q);
