@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common.cuh"
+#include "spin.cuh"
 
 // ~1 ms of one thread's arithmetic per launch: the GPU is never without a
 // kernel, yet one SM of all is busy.
@@ -19,14 +20,6 @@ extern "C" __global__ void gfl_one_thread(float *x, int iters)
     x[0] = v;
 }
 
-extern "C" __global__ void gfl_all_sms(float *x, int iters)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = x[i];
-    for (int k = 0; k < iters; k++)
-        v = v * 0.999f + 0.001f;
-    x[i] = v;
-}
 
 int main(int argc, char **argv)
 {
@@ -63,7 +56,7 @@ int main(int argc, char **argv)
             if (one)
                 gfl_one_thread<<<1, 1>>>(d, 200000);
             else
-                gfl_all_sms<<<(1 << 24) / 256, 256>>>(d, 2000);
+                gfl_compute<<<(1 << 24) / 256, 256>>>(d, 2000);
         }
         CK(cudaDeviceSynchronize());
     }

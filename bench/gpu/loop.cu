@@ -4,20 +4,12 @@
 #include <cstring>
 
 #include "common.cuh"
+#include "spin.cuh"
 
 extern "C" __global__ void gfl_tiny(int *x)
 {
     if (x && threadIdx.x == 1000000)
         x[0] = 1;
-}
-
-extern "C" __global__ void gfl_compute(float *x, int iters)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = x[i];
-    for (int k = 0; k < iters; k++)
-        v = v * 0.999f + 0.001f;
-    x[i] = v;
 }
 
 int main(int argc, char **argv)

@@ -259,17 +259,20 @@ else
 fi
 
 # -- 5. idle detector --------------------------------------------------------
+wait_for() { # file word tenths-of-a-second pid: until the word is in the
+    i=0      # file, the time is up, or the process has gone
+    while [ "$i" -lt "$3" ] && kill -0 "$4" 2>/dev/null &&
+        ! grep -q "$2" "$1" 2>/dev/null; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
 idle_check() { # load expected-state
     load=$1 want=$2 pid=
     if [ "$load" != none ]; then
         timeout -k 5 60 "$WORK/idle" "$load" 8 >"$WORK/idle-$load.out" &
         pid=$!
-        i=0
-        while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null &&
-            ! grep -q READY "$WORK/idle-$load.out"; do
-            sleep 0.1
-            i=$((i + 1))
-        done
+        wait_for "$WORK/idle-$load.out" READY 100 "$pid"
         sleep 1
     fi
     timeout -k 5 60 "$GPUFL" idle --once --json --samples 6 --interval 500 \
@@ -332,20 +335,11 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
         timeout -k 5 120 python3 "$ROOT/bench/gpu/mp.py" "$WORK/mp-go" \
             >"$WORK/mp-ebpf.out" 2>&1 &
         pid=$!
-        i=0
-        while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null &&
-            ! grep -q INITED "$WORK/mp-ebpf.out"; do
-            sleep 0.1
-            i=$((i + 1))
-        done
+        wait_for "$WORK/mp-ebpf.out" INITED 600 "$pid"
         timeout -k 5 120 "$GPUFL" memprof --pid "$pid" --verbose \
             --outdir "$WORK/mp-ebpf" 2>"$WORK/mp-ebpf.stderr" &
         mpid=$!
-        i=0
-        while [ $i -lt 100 ] && ! grep -q attached "$WORK/mp-ebpf.stderr"; do
-            sleep 0.1
-            i=$((i + 1))
-        done
+        wait_for "$WORK/mp-ebpf.stderr" attached 100 "$mpid"
         : >"$WORK/mp-go"
         wait "$pid"
         wait "$mpid"
