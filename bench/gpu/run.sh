@@ -332,9 +332,12 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
         -- python3 "$ROOT/bench/gpu/mp.py" >/dev/null 2>"$WORK/mp-preload.stderr"
     mp_check preload "$WORK/mp-preload/memprof.alloc.folded" || fail=1
     if "$GPUFL" memprof --check >"$WORK/mp-check.txt" 2>&1; then
-        timeout -k 5 120 python3 "$ROOT/bench/gpu/mp.py" "$WORK/mp-go" \
-            >"$WORK/mp-ebpf.out" 2>&1 &
+        # not under timeout: --pid must name python itself; a watchdog
+        # bounds it instead
+        python3 "$ROOT/bench/gpu/mp.py" "$WORK/mp-go" >"$WORK/mp-ebpf.out" 2>&1 &
         pid=$!
+        (sleep 120 && kill "$pid") 2>/dev/null &
+        dog=$!
         wait_for "$WORK/mp-ebpf.out" INITED 600 "$pid"
         timeout -k 5 120 "$GPUFL" memprof --pid "$pid" --verbose \
             --outdir "$WORK/mp-ebpf" 2>"$WORK/mp-ebpf.stderr" &
@@ -343,6 +346,7 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
         : >"$WORK/mp-go"
         wait "$pid"
         wait "$mpid"
+        kill "$dog" 2>/dev/null
         mp_check ebpf "$WORK/mp-ebpf/memprof.alloc.folded" ||
             { fail=1; head -n 5 "$WORK/mp-ebpf.stderr"; }
     else
