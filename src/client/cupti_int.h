@@ -22,6 +22,7 @@
 #include <gpufl/record.h>
 
 #include "cupti_prof_abi_int.h"
+#include "common/elfsym.h"
 #include "occupancy.h"
 #include "source.h"
 
@@ -30,6 +31,8 @@
 #define CUPTI_CORR_SLOTS 32768    /* launches remembered for the join */
 #define CUPTI_STACK_MAX 64        /* frames captured per launch, cap */
 #define CUPTI_STACK_CACHE 4096    /* raw-stack -> interned id cache */
+#define CUPTI_ELF_MODS 256        /* modules whose .symtab is kept */
+#define CUPTI_ELF_SYMS (8u << 20) /* symbols kept, all modules together */
 #define CUPTI_FLUSH_MS_DEFAULT 500
 #define CUPTI_CLOSE_MS_DEFAULT 10000   /* longest wait for the final flush */
 #define CUPTI_PROF_MAX_CTX 16          /* contexts a profiling engine follows */
@@ -155,6 +158,16 @@ typedef struct cupti_prof {
 
 enum { CUPTI_PROF_NONE = 0, CUPTI_PROF_SASS = 1, CUPTI_PROF_PCS = 2 };
 
+/* One module of the process, as its link map names it, and its .symtab
+ * (only: dladdr already reads .dynsym). */
+typedef struct cupti_elfmod {
+    const void *lm; /* struct link_map *, with base: the key */
+    uintptr_t base; /* l_addr: virtual address = address - base */
+    char *path;     /* l_name, or /proc/self/exe for the program */
+    int ok;         /* elfsym_load succeeded */
+    elfsym es;
+} cupti_elfmod;
+
 typedef struct cupti_state {
     void *lib, *cuda;
     /* CUPTI */
@@ -228,6 +241,10 @@ typedef struct cupti_state {
     uint32_t stack_id[CUPTI_STACK_CACHE];
     uintptr_t skip_lo[4], skip_hi[4]; /* our, CUPTI's, the driver's text */
     int n_skip;
+    /* .symtab of the modules seen in stacks (flush thread only) */
+    struct cupti_elfmod *elfmods; /* CUPTI_ELF_MODS */
+    uint32_t n_elfmods;
+    uint64_t elf_syms; /* symbols held, all modules: capped */
 
     /* launch join table; frames only when stacks are on */
     cupti_launch *launches;

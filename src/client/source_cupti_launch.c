@@ -40,8 +40,10 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unwind.h>
 
@@ -392,6 +394,41 @@ static int in_skipped(cupti_state *s, uintptr_t base)
     return 0;
 }
 
+/* The module behind link map lm and its .symtab, read once.  dladdr
+ * alone names only exported symbols: a static function gets the nearest
+ * exported one before it (a wrong name) and a program not linked with
+ * -rdynamic gets no names at all.  NULL past the caps (then dladdr). */
+static const cupti_elfmod *elf_mod(cupti_state *s, const struct link_map *lm)
+{
+    const char *path =
+        lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+    cupti_elfmod *m;
+    for (uint32_t i = 0; i < s->n_elfmods; i++)
+        if (s->elfmods[i].lm == lm && s->elfmods[i].base == lm->l_addr &&
+            !strcmp(s->elfmods[i].path, path))
+            return &s->elfmods[i];
+    if (!s->elfmods)
+        s->elfmods = calloc(CUPTI_ELF_MODS, sizeof *s->elfmods);
+    if (!s->elfmods || s->n_elfmods == CUPTI_ELF_MODS)
+        return NULL;
+    m = &s->elfmods[s->n_elfmods];
+    memset(m, 0, sizeof *m);
+    m->lm = lm;
+    m->base = lm->l_addr;
+    if (!(m->path = strdup(path)))
+        return NULL;
+    /* .symtab only: .dynsym is what dladdr reads already */
+    m->ok = s->elf_syms < CUPTI_ELF_SYMS &&
+            elfsym_load(&m->es, m->path, NULL, 0) == 0;
+    if (m->ok && s->elf_syms + m->es.nsyms > CUPTI_ELF_SYMS) {
+        elfsym_free(&m->es);
+        m->ok = 0;
+    }
+    s->elf_syms += m->es.nsyms;
+    s->n_elfmods++;
+    return m;
+}
+
 uint32_t cupti_stack_intern(cupti_state *s, const uintptr_t *frames, uint32_t n)
 {
     char text[CUPTI_STACK_MAX][256], dm[256];
@@ -418,10 +455,21 @@ uint32_t cupti_stack_intern(cupti_state *s, const uintptr_t *frames, uint32_t n)
             first = i + 1;
     for (uint32_t i = first; i < n && out < s->cfg.stack_depth; i++) {
         uintptr_t a = frames[i];
-        if (dladdr((void *)(a - 1), &di) && di.dli_fname) {
-            const char *mod = strrchr(di.dli_fname, '/');
+        struct link_map *lm = NULL;
+        if (dladdr1((void *)(a - 1), &di, (void **)&lm, RTLD_DL_LINKMAP) &&
+            di.dli_fname) {
+            const char *mod = strrchr(di.dli_fname, '/'), *sym = NULL;
+            const cupti_elfmod *em = lm ? elf_mod(s, lm) : NULL;
+            uint64_t start = 0;
             mod = mod ? mod + 1 : di.dli_fname;
-            if (di.dli_sname)
+            /* a return address: the call is the byte before it */
+            if (em && em->ok)
+                sym = elfsym_find(&em->es, a - 1 - em->base, &start);
+            if (sym)
+                snprintf(text[out], sizeof text[out], "%.200s+0x%lx (%.40s)",
+                         client_demangle(sym, dm, sizeof dm) ? dm : sym,
+                         (unsigned long)(a - em->base - start), mod);
+            else if (di.dli_sname)
                 snprintf(text[out], sizeof text[out], "%.200s+0x%lx (%.40s)",
                          client_demangle(di.dli_sname, dm, sizeof dm)
                              ? dm

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/elfsym.h"
 #include "memprof/memprof.h"
 #include "memprof/mp_event.h"
 
@@ -54,26 +55,12 @@ typedef struct mp_map {
     uint32_t mod; /* index into mp_symb.mods */
 } mp_map;
 
-typedef struct mp_sym {
-    uint64_t addr, size;
-    uint32_t name; /* offset into the module's name arena */
-} mp_sym;
-
-typedef struct mp_seg {
-    uint64_t off, vaddr, filesz;
-} mp_seg;
-
 typedef struct mp_module {
     char *path;       /* as the process maps it */
     const char *base; /* into path */
     uint64_t dev, ino;
     int state; /* 0 not read, 1 read, -1 unreadable */
-    mp_sym *syms;
-    size_t nsyms, capsyms;
-    char *names;
-    mp_seg seg[8];
-    int nseg;
-    char build_id[41];
+    elfsym es; /* its function symbols (src/common/elfsym.h) */
 } mp_module;
 
 typedef struct mp_symb {

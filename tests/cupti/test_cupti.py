@@ -230,9 +230,30 @@ class Capture(Base):
             self.assertLessEqual(len(frames), 8)
             # the first frame is the application's, not ours or CUPTI's
             self.assertTrue(frames[0].startswith("launch_one+"), frames)
+            # a static function: named from the ELF .symtab (dladdr knows
+            # only exported names)
+            self.assertTrue(frames[1].startswith("worker+"), frames)
             self.assertIn("(prog_cupti)", frames[1])
             n += 1
         self.assertEqual(n, 12)
+
+    def test_stacks_without_rdynamic(self):
+        """A program linked without -rdynamic, profiled with no code change:
+        its own functions are named from its .symtab."""
+        env = self.env(self.script(""))
+        logs = env.pop("GPUFL_LOG_DIR")
+        env.pop("GPUFL_ENGINES")
+        env["GPUFL_INJECT_LIB"] = INJECT
+        run([BIN + "/gpufl", "run", "--engines", "cupti,host", "--stacks",
+             "--log-dir", logs, "--", BIN + "/prog_cupti_plain", "1", "3"], env)
+        dev = self.session().streams["device"]
+        ks = dev.of("kernel")
+        self.assertEqual(len(ks), 3)
+        for k in ks:
+            frames = dev.dicts[k["stack"]]["frames"]
+            self.assertTrue(frames[0].startswith("launch_one+"), frames)
+            self.assertTrue(frames[1].startswith("worker+"), frames)
+            self.assertIn("(prog_cupti_plain)", frames[0])
 
     def test_stacks_off_by_default(self):
         run([BIN + "/prog_cupti", "1", "6"], self.env(self.script("")))

@@ -10,5 +10,6 @@ if(TARGET gpufl_memprof)
                  ${PROJECT_SOURCE_DIR}/src/memprof/pprof.c
                  ${PROJECT_SOURCE_DIR}/src/memprof/python.c
                  ${PROJECT_SOURCE_DIR}/src/common/jw.c
+                 ${PROJECT_SOURCE_DIR}/src/common/elfsym.c
     FUZZ_LIBS z stdc++)
 endif()
