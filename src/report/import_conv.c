@@ -49,7 +49,9 @@ static int64_t cell_i64(jsonl_doc *d, const uint32_t *cell, int n, int pos)
         return 0;
     if (!jsonl_tok_i64(d, cell[pos], &v))
         return v;
-    if (!jsonl_tok_f64(d, cell[pos], &f))
+    /* a fraction is cut; what int64 cannot hold (1e300, NaN) counts as
+     * absent rather than converted (undefined in C) */
+    if (!jsonl_tok_f64(d, cell[pos], &f) && f > -9.2e18 && f < 9.2e18)
         return (int64_t)f;
     return 0;
 }
