@@ -23,6 +23,7 @@
 
 static src_host *host;
 static src_gpu_sample samples[SRC_MAX_DEVICES];
+static uint8_t was_lost[SRC_MAX_DEVICES];
 
 static char *body_dup(const jw *j, uint32_t *len)
 {
@@ -147,6 +148,26 @@ static void host_fn(jw *j, const void *a)
     host_body(j, a);
 }
 
+/* A lost GPU's gpu lines carry no field: a marker says why, once per
+ * loss, and another when it answers again. */
+static void lost_marker(const src_gpu_sample *g)
+{
+    uint8_t lost = (g->present & GS_LOST) != 0;
+    char msg[192];
+    if (g->dev >= SRC_MAX_DEVICES || lost == was_lost[g->dev])
+        return;
+    was_lost[g->dev] = lost;
+    if (lost)
+        snprintf(msg, sizeof msg,
+                 "nvml: GPU %u is lost (NVML_ERROR_GPU_IS_LOST: fallen off "
+                 "the bus, or it needs a reset); its gpu lines are empty "
+                 "until it answers",
+                 g->dev);
+    else
+        snprintf(msg, sizeof msg, "nvml: GPU %u answers again", g->dev);
+    gpufl_marker(msg);
+}
+
 static void sample_once(void)
 {
     uint64_t ts = client_now();
@@ -163,8 +184,10 @@ static void sample_once(void)
             continue;
         if (e->ops->sample(e->state, samples, SRC_MAX_DEVICES, &n) != 0)
             continue;
-        for (int k = 0; k < n && k < SRC_MAX_DEVICES; k++)
+        for (int k = 0; k < n && k < SRC_MAX_DEVICES; k++) {
             push_body(gpu_fn, &samples[k], ts);
+            lost_marker(&samples[k]);
+        }
     }
 }
 
@@ -220,6 +243,7 @@ static void *sampler_main(void *arg)
 
 int sampler_start(void)
 {
+    memset(was_lost, 0, sizeof was_lost); /* per session */
     if (!strncmp(g_client.host_status, "on", 2)) {
         host = src_host_open(g_client.cfg.proc_root);
         if (!host)

@@ -59,7 +59,8 @@ enum {
     GS_SM_ACTIVE = 1u << 13, /* from GPM (Hopper+) or DCGM */
     GS_SM_OCC = 1u << 14,
     GS_PROCS = 1u << 15, /* nprocs/procs valid (may be 0 processes) */
-    GS_MEM_RESERVED = 1u << 16
+    GS_MEM_RESERVED = 1u << 16,
+    GS_LOST = 1u << 17 /* the device is gone (fell off the bus): no field */
 };
 
 typedef struct src_proc {

@@ -535,6 +535,7 @@ static void nvml_sample_dev(nvml_state *s, nvml_dev *d, src_gpu_sample *o)
 lost:
     memset(o, 0, sizeof *o);
     o->dev = (uint32_t)(d - s->dev);
+    o->present = GS_LOST;
 }
 
 static int nvml_sample(void *state, src_gpu_sample *out, int max, int *n)

@@ -257,6 +257,30 @@ class Nvml(Base):
         self.assertEqual(g1["temp"], 30)
 
 
+    def test_lost_gpu_is_said(self):
+        """A GPU that falls off the bus: its gpu lines are empty, and one
+        marker says why; another when it answers again."""
+        fake = os.path.join(os.environ.get("GPUFL_FAKE_DIR", "build/fake"),
+                            "nvml-full", "libnvidia-ml.so.1")
+        script = os.path.join(self.dir, "nvml.script")
+        with open(script, "w") as f:
+            f.write("global autotick=nvmlDeviceGetUtilizationRates\n"
+                    "dev 0 util=50\ndev 1 util=60\n"
+                    "sample 3 dev 1 lost=1\nsample 6 dev 1 lost=0\n")
+        env = self.env(engines="nvml,host", nvml_lib=fake, system_interval_ms=20)
+        env["FAKE_NVML_SCRIPT"] = script
+        run([BIN + "/prog_workload", "1", "2000", "300"], env)
+        sess = self.one_session()
+        g1 = [g for g in sess.streams["system"].of("gpu") if g["dev"] == 1]
+        self.assertTrue(any("util" not in g for g in g1), g1)  # lost ones
+        self.assertEqual(g1[-1].get("util"), 60)  # back
+        marks = [m["text"] for m in sess.streams["scope"].of("marker")]
+        lost = [m for m in marks if m.startswith("nvml: GPU 1 is lost")]
+        self.assertEqual(len(lost), 1, marks)
+        self.assertIn("nvml: GPU 1 answers again", marks)
+        self.assertFalse(any("GPU 0" in m for m in marks), marks)
+
+
 class Killed(Base):
     def test_kill9_leaves_whole_lines(self):
         for i in range(4):

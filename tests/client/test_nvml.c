@@ -539,7 +539,7 @@ static void test_lost(void)
     REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0);
     REQUIRE(n == 2);
     CHECK_EQ_U64(s[1].dev, 1);
-    CHECK_EQ_U64(s[1].present, 0);
+    CHECK_EQ_U64(s[1].present, GS_LOST);
     CHECK_EQ_U64(s[1].util_gpu, 0);
     CHECK(s[0].present & GS_UTIL_GPU);
     CHECK(s[0].present & GS_PROCS);
@@ -566,7 +566,7 @@ static void test_lost_midway(void)
     REQUIRE(src_open(FAKE_NVML_NODETAIL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_NODETAIL) == 0);
     REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
-    CHECK_EQ_U64(s.present, 0);
+    CHECK_EQ_U64(s.present, GS_LOST);
     CHECK_EQ_U64(s.util_gpu, 0);
     close_clean(st, &f);
 }
