@@ -230,6 +230,45 @@ const char *elfsym_find(const elfsym *m, uint64_t va, uint64_t *start)
     return NULL;
 }
 
+uint64_t elfsym_lookup(const char *path, const char *name, uint64_t *minva)
+{
+    elf_img im;
+    const Elf64_Ehdr *eh;
+    const Elf64_Phdr *ph;
+    uint64_t va = 0;
+    if (img_open(path, &im))
+        return 0;
+    eh = (const void *)im.p;
+    ph = (const void *)(im.p + eh->e_phoff);
+    *minva = UINT64_MAX;
+    for (unsigned i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < *minva)
+            *minva = ph[i].p_vaddr & ~(uint64_t)0xfff;
+    for (unsigned i = 0; i < eh->e_shnum && !va; i++) {
+        const Elf64_Shdr *sh = shdr(&im, i), *ss;
+        const Elf64_Sym *sy;
+        const char *str;
+        if ((sh->sh_type != SHT_DYNSYM && sh->sh_type != SHT_SYMTAB) ||
+            sh->sh_link >= eh->e_shnum || sh->sh_offset + sh->sh_size > im.n)
+            continue;
+        ss = shdr(&im, sh->sh_link);
+        if (ss->sh_offset + ss->sh_size > im.n)
+            continue;
+        sy = (const void *)(im.p + sh->sh_offset);
+        str = (const char *)im.p + ss->sh_offset;
+        for (size_t k = 0; k < sh->sh_size / sizeof *sy; k++)
+            if (sy[k].st_name < ss->sh_size && sy[k].st_value &&
+                sy[k].st_shndx != SHN_UNDEF &&
+                !strncmp(str + sy[k].st_name, name,
+                         ss->sh_size - sy[k].st_name)) {
+                va = sy[k].st_value;
+                break;
+            }
+    }
+    munmap((void *)im.p, im.n);
+    return va;
+}
+
 void elfsym_free(elfsym *m)
 {
     free(m->syms);

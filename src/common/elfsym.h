@@ -47,4 +47,10 @@ const char *elfsym_find(const elfsym *m, uint64_t va, uint64_t *start);
 
 void elfsym_free(elfsym *m);
 
+/* One symbol by name, any type (.dynsym, then .symtab, in section order):
+ * its virtual address, 0 when absent or the file is unreadable; *minva is
+ * then the lowest PT_LOAD address, page-aligned (memprof: where in a
+ * process a library's _PyRuntime or cudaMalloc lies). */
+uint64_t elfsym_lookup(const char *path, const char *name, uint64_t *minva);
+
 #endif

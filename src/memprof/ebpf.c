@@ -292,7 +292,7 @@ static int static_cudart(ebpf *b, int pid, const char *mpath)
         b->rtseen = nv;
         b->caprtseen = c;
     }
-    int found = mp_elf_sym(path, "cudaMalloc", &minva) != 0;
+    int found = elfsym_lookup(path, "cudaMalloc", &minva) != 0;
     b->rtseen[b->nrtseen++] = (lib){ st.st_dev, st.st_ino, found };
     return found;
 }

@@ -79,10 +79,6 @@ long mp_symb_parse_maps(mp_symb *s, const char *text, size_t len, mp_map **out);
 void mp_symb_name(mp_symb *s, int pid, const mp_map *maps, size_t nmaps,
                   uint64_t ip, char *buf, size_t cap);
 
-/* The ELF virtual address of symbol `name` (.dynsym or .symtab) of the
- * file at path, and the lowest PT_LOAD address; 0 when absent. */
-uint64_t mp_elf_sym(const char *path, const char *name, uint64_t *minva);
-
 /* ---- CPython frames (python.c) ---- */
 typedef struct mp_pyver {
     const char *name;      /* "3.11" */

@@ -11,13 +11,9 @@
  * 3.10.13, 3.11.7, 3.12.1 and 3.13.0 builds (docs/memprof.md); CPython
  * keeps these structures stable within a minor version.
  */
-#include <elf.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -110,58 +106,6 @@ uint64_t mp_py_key(uint64_t code, uint64_t instr)
     return (code * 0x9e3779b97f4a7c15ULL) ^ instr;
 }
 
-/* An exported (or .symtab) symbol's ELF virtual address; 0 if absent. */
-uint64_t mp_elf_sym(const char *path, const char *name, uint64_t *minva)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    uint64_t va = 0;
-    if (fd < 0)
-        return 0;
-    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-        close(fd);
-        return 0;
-    }
-    size_t n = (size_t)st.st_size;
-    const unsigned char *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED)
-        return 0;
-    const Elf64_Ehdr *eh = (const void *)p;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > n ||
-        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > n)
-        goto out;
-    const Elf64_Phdr *ph = (const void *)(p + eh->e_phoff);
-    *minva = UINT64_MAX;
-    for (unsigned i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < *minva)
-            *minva = ph[i].p_vaddr & ~(uint64_t)0xfff;
-    const Elf64_Shdr *sh = (const void *)(p + eh->e_shoff);
-    for (unsigned i = 0; i < eh->e_shnum && !va; i++) {
-        if ((sh[i].sh_type != SHT_DYNSYM && sh[i].sh_type != SHT_SYMTAB) ||
-            sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset + sh[i].sh_size > n)
-            continue;
-        const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-        if (ss->sh_offset + ss->sh_size > n)
-            continue;
-        const Elf64_Sym *sy = (const void *)(p + sh[i].sh_offset);
-        const char *str = (const char *)p + ss->sh_offset;
-        for (size_t k = 0; k < sh[i].sh_size / sizeof *sy; k++)
-            if (sy[k].st_name < ss->sh_size && sy[k].st_value &&
-                sy[k].st_shndx != SHN_UNDEF &&
-                !strncmp(str + sy[k].st_name, name,
-                         ss->sh_size - sy[k].st_name)) {
-                va = sy[k].st_value;
-                break;
-            }
-    }
-out:
-    munmap((void *)p, n);
-    return va;
-}
-
 static int rd(int pid, uint64_t addr, void *out, size_t n);
 
 /* 3.13+: _PyRuntime starts with _Py_DebugOffsets, CPython's own table for
@@ -217,7 +161,7 @@ const mp_pyver *mp_py_detect(int pid, const char *maps, struct mp_pyconf *c)
             char full[4400];
             uint64_t minva = 0;
             snprintf(full, sizeof full, "/proc/%d/root%s", pid, path);
-            uint64_t va = mp_elf_sym(full, "_PyRuntime", &minva);
+            uint64_t va = elfsym_lookup(full, "_PyRuntime", &minva);
             if (!va)
                 continue;
             *c = versions[v].conf;
