@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "client_int.h"
+#include "common/clock.h"
 
 static cupti_state st;
 cupti_state *cupti_g = &st;
@@ -430,13 +431,7 @@ static void *flush_main(void *arg)
             break;
         if (s->flush_req != want || s->stop)
             continue;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += (long)((next - now_ns) % 1000000000ull);
-        until.tv_sec += (time_t)((next - now_ns) / 1000000000ull);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = clock_real_after(next - now_ns);
         pthread_cond_timedwait(&s->cond, &s->lock, &until);
     }
     pthread_mutex_unlock(&s->lock);
@@ -713,13 +708,7 @@ static void cupti_flush(void *state, uint32_t timeout_ms)
     pthread_mutex_lock(&s->lock);
     want = ++s->flush_req;
     pthread_cond_broadcast(&s->cond);
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)(timeout_ms / 1000);
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    until = clock_real_after((uint64_t)timeout_ms * 1000000ull);
     while (timeout_ms && s->flush_done < want)
         if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT)
             break;
@@ -733,15 +722,9 @@ static void cupti_flush(void *state, uint32_t timeout_ms)
  * own_lock it can no longer touch the session (still_own). */
 static void join_bounded(cupti_state *s)
 {
-    struct timespec until;
+    struct timespec until =
+        clock_real_after((uint64_t)s->cfg.close_ms * 1000000ull);
     char msg[160];
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)(s->cfg.close_ms / 1000);
-    until.tv_nsec += (long)(s->cfg.close_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     if (pthread_timedjoin_np(s->thread, NULL, &until) == 0)
         return;
     pthread_mutex_lock(&s->own_lock);

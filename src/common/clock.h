@@ -23,6 +23,16 @@ static inline uint64_t clock_real_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The wall-clock instant ns from now, as the absolute timeouts of
+ * pthread_cond_timedwait and pthread_timedjoin_np want it. */
+static inline struct timespec clock_real_after(uint64_t ns)
+{
+    uint64_t t = clock_real_ns() + ns;
+    struct timespec ts = { (time_t)(t / 1000000000ull),
+                           (long)(t % 1000000000ull) };
+    return ts;
+}
+
 /* Thread CPU time in ns (for benchmarks). */
 static inline uint64_t clock_thread_cpu_ns(void)
 {
