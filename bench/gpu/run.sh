@@ -85,7 +85,10 @@ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi \
     --format=csv,noheader
 "$NVCC" --version | tail -n 2 | head -n 1
 "$GPUFL" version | head -n 1
-python3 -c "import torch; print('torch', torch.__version__)" 2>/dev/null
+# torch is imported once here (seconds on a lease): its version, and
+# whether sections 4 and 6 run
+TORCH=$(python3 -c "import torch; print(torch.__version__, 'cuda' if torch.cuda.is_available() else 'nocuda')" 2>/dev/null)
+[ -z "$TORCH" ] || say "torch $TORCH"
 say "work dir: $WORK"
 
 # -- 1. build ------------------------------------------------------------
@@ -233,7 +236,7 @@ else
 fi
 
 # -- 4. PyTorch ------------------------------------------------------------
-if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+if [ "${TORCH#* }" = cuda ]; then
     section pytorch
     logs=$WORK/logs-torch
     grun --engines cupti,nvml,host --app torch --log-dir "$logs" -- \
@@ -326,7 +329,7 @@ if not ok:
 sys.exit(0 if ok else 1)
 PY
 }
-if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+if [ "${TORCH#* }" = cuda ]; then
     section "memprof (PyTorch allocations)"
     timeout -k 5 120 "$GPUFL" memprof --preload --outdir "$WORK/mp-preload" \
         -- python3 "$ROOT/bench/gpu/mp.py" >/dev/null 2>"$WORK/mp-preload.stderr"
