@@ -148,6 +148,20 @@ static void put(body *b, const char *s, size_t n)
     b->len += n;
 }
 
+/* A stream's session header line. */
+static void put_session(body *b, const char *sid, const char *st, size_t seq,
+                        uint64_t ts)
+{
+    char line[256];
+    int n =
+        snprintf(line, sizeof(line),
+                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"%s\",\"seq\":%zu,"
+                 "\"ts\":%llu,\"type\":\"session\",\"app\":\"bench\","
+                 "\"host\":\"bench\",\"start\":%llu}\n",
+                 sid, st, seq, (unsigned long long)ts, (unsigned long long)ts);
+    put(b, line, (size_t)n);
+}
+
 /* A day of system samples, one a second: a host line and two GPU lines
  * per second (the sampler's default interval), in BATCH-line batches. */
 #define SYS_SECONDS 86400
@@ -159,12 +173,7 @@ static body *make_system(const char *sid, size_t *nb)
     char line[768];
     int n;
 
-    n = snprintf(line, sizeof(line),
-                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":%zu,"
-                 "\"ts\":%llu,\"type\":\"session\",\"app\":\"bench\","
-                 "\"host\":\"bench\",\"start\":%llu}\n",
-                 sid, seq++, (unsigned long long)ts, (unsigned long long)ts);
-    put(&b[0], line, (size_t)n);
+    put_session(&b[0], sid, "system", seq++, ts);
     for (unsigned t = 0; t < SYS_SECONDS; t++, ts += 1000000000ull) {
         body *cur = &b[seq / BATCH];
         n = snprintf(line, sizeof(line),
@@ -211,12 +220,7 @@ static body *make(const char *sid, size_t nk, unsigned names, size_t *nb,
     char line[512];
     int n;
 
-    n = snprintf(line, sizeof(line),
-                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%zu,"
-                 "\"ts\":%llu,\"type\":\"session\",\"app\":\"bench\","
-                 "\"host\":\"bench\",\"start\":%llu}\n",
-                 sid, seq++, (unsigned long long)ts, (unsigned long long)ts);
-    put(&b[0], line, (size_t)n);
+    put_session(&b[0], sid, "device", seq++, ts);
     for (unsigned i = 1; i <= names; i++) {
         n = snprintf(line, sizeof(line),
                      "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
