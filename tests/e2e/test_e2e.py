@@ -15,6 +15,7 @@ Environment: GPUFL_BIN_DIR, GPUFL_TEST_TMP (as the server tests).
 """
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -42,6 +43,29 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
+
+
+def free_port_pair():
+    """Two consecutive free ports below the kernel's ephemeral range
+    (32768-60999), for scripts/fleet.sh's servers on P and P+1: a port
+    from bind(0) is in that range, and during the fleet's ~20 s start-up
+    any outgoing connection on the machine may take P+1 (seen in CI:
+    "gpufl-server 2 ... Address already in use")."""
+    for _ in range(200):
+        p = random.randrange(20000, 32000, 2)
+        socks = []
+        try:
+            for q in (p, p + 1):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", q))
+            return p
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no two consecutive free ports in 20000-32000")
 
 
 def fresh(name):
@@ -555,7 +579,7 @@ class Fleet(unittest.TestCase):
             sys.exit(77)
         s3 = shutil.which("radosgw") is not None
         root = fresh("fleet")
-        port = free_port()
+        port = free_port_pair()
         args = [GPUFL, "demo", "--fleet", "--dir", root, "--port", str(port),
                 "--token", TOKEN, "--agents", "2", "--steps", "40",
                 "--runs", "2", "--pause", "6"]
