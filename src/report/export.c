@@ -428,6 +428,7 @@ int rpt_export_run(const char *dir, const char *session, const char *format,
     rc = rpt_folder_scan(dir, &fo, err, errlen);
     if (rc)
         return rc;
+    rpt_folder_warn(&fo, log ? log : stderr);
     pick = calloc(fo.n ? fo.n : 1, 1);
     x = calloc(1, sizeof *x);
     if (!pick || !x) {

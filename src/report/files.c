@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -120,6 +121,30 @@ static void read_identity(rpt_files *f)
     }
 }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISLNK(m)    ? "a symbolic link"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISDIR(m)  ? "a directory"
+                         : "not a regular file";
+}
+
+void rpt_folder_warn(const rpt_folder *f, FILE *log)
+{
+    if (!f->nskipped || !log)
+        return;
+    fprintf(log,
+            "gpufl: skipped %zu name%s that look%s like logs but %s not "
+            "regular files (%s); gpufl reads only regular files and never "
+            "follows links\n",
+            f->nskipped, f->nskipped == 1 ? "" : "s",
+            f->nskipped == 1 ? "s" : "", f->nskipped == 1 ? "is" : "are",
+            f->skipped);
+}
+
 static int files_cmp(const void *a, const void *b)
 {
     const rpt_files *x = a, *y = b;
@@ -150,6 +175,17 @@ int rpt_folder_scan(const char *dir, rpt_folder *f, char *err, size_t errlen)
         if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >=
             sizeof path)
             continue;
+        {
+            struct stat sb;
+            if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW))
+                continue; /* gone since readdir */
+            if (!S_ISREG(sb.st_mode)) {
+                if (!f->nskipped++)
+                    snprintf(f->skipped, sizeof f->skipped, "%.440s: %s", path,
+                             kind_of(sb.st_mode));
+                continue;
+            }
+        }
         if (ne == ecap) {
             size_t nc = ecap ? ecap * 2 : 64;
             ent *ne2 = realloc(e, nc * sizeof *e);
@@ -256,10 +292,19 @@ size_t rpt_folder_pick(const rpt_folder *f, const char *sel, char *pick)
 int rpt_src_open(rpt_src *s, const char *path)
 {
     size_t len = strlen(path);
+    struct stat sb;
     memset(s, 0, sizeof *s);
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put in place after the scan must not block the
+     * open; it is refused by the fstat below.  Regular files ignore it. */
+    s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (s->fd < 0)
         return GPUFL_EIO;
+    if (fstat(s->fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(s->fd);
+        s->fd = -1;
+        errno = EINVAL;
+        return GPUFL_EIO;
+    }
     if (len > 4 && !strcmp(path + len - 4, ".zst")) {
         s->z = ZSTD_createDCtx();
         s->zin = malloc(ZSTD_DStreamInSize());

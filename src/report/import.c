@@ -37,6 +37,7 @@
 #include <zlib.h>
 
 #include "common/jw.h"
+#include "common/uuid.h"
 #include "gpufl/gpufl.h"
 #include "report.h"
 #include "import_int.h"
@@ -59,7 +60,7 @@ static void each_line(imp *m, flist *fl, line_fn fn, int pass, char *buf,
 {
     for (int c = 0; c < (pass == 2 ? IMP_NCH : RPT_NST); c++)
         for (size_t i = 0; i < fl[c].n; i++) {
-            gzFile g = gzopen(fl[c].p[i], "rb");
+            gzFile g = imp_gzopen(fl[c].p[i]);
             if (!g)
                 continue;
             m->ch = c;
@@ -299,6 +300,39 @@ static void summary(imp *m, FILE *log)
                 (unsigned long long)m->unreadable);
 }
 
+/* FNV-1a 64 over s, from a given basis. */
+static uint64_t fnv(const char *s, uint64_t h)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* The original wrote whatever session_id it was given; gpufl's sid is a
+ * version-4-shaped UUID everywhere (the envelope, file names, the server's
+ * keys).  A v1 id that is not a UUID becomes one with the version and
+ * variant bits of v4 and its other 122 bits hashed from the id, so every
+ * import of the same logs gives the same sid. */
+static void sid_fix(imp *m, FILE *log)
+{
+    const char *orig = m->sid_raw;
+    uint64_t a, b;
+    if (uuid_valid(m->sid_raw, strlen(m->sid_raw)))
+        return;
+    a = fnv(orig, 0xcbf29ce484222325ull);
+    b = fnv(orig, a ^ 0x9e3779b97f4a7c15ull);
+    snprintf(m->sid, sizeof m->sid, "%08x-%04x-4%03x-%04x-%012llx",
+             (unsigned)(a >> 32), (unsigned)(a >> 16) & 0xffffu,
+             (unsigned)a & 0xfffu, 0x8000u | ((unsigned)(b >> 48) & 0x3fffu),
+             (unsigned long long)(b & 0xffffffffffffull));
+    if (log) {
+        char esc[2 * sizeof m->sid_raw + 8];
+        imp_esc(esc, sizeof esc, orig, strlen(orig));
+        fprintf(log, "session_id %s is not a UUID: imported as %s\n", esc,
+                m->sid);
+    }
+}
+
 /* One session: its files (fl), and for the flat layout its id. */
 static int run_session(flist *fl, const char *label, const char *want,
                        const char *outdir, FILE *log, char *buf, jsonl_doc *d,
@@ -310,12 +344,13 @@ static int run_session(flist *fl, const char *label, const char *want,
         return GPUFL_ENOMEM;
     m->want_sid = want;
     each_line(m, fl, line_pass, 1, buf, d);
-    if (!m->have_start || strlen(m->sid) != 36) {
+    if (!m->have_start || !m->sid_raw[0]) {
         if (log)
             fprintf(log, "%s: no job_start line with a session id; skipped\n",
                     label);
         goto out;
     }
+    sid_fix(m, log);
     /* the triplicated lines are taken from the first channel holding the
      * session; profile batches from the scope channel when it has lines */
     seen = m->primary;
@@ -393,7 +428,7 @@ static int import_flat(const char *dir, const char *base, const char *outdir,
     }
     for (int c = 0; c < RPT_NST; c++)
         for (size_t i = 0; i < fl[c].n; i++) {
-            gzFile g = gzopen(fl[c].p[i], "rb");
+            gzFile g = imp_gzopen(fl[c].p[i]);
             nfiles++;
             if (!g)
                 continue;

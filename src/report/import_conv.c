@@ -146,7 +146,8 @@ void imp_read_job_start(imp *m, jsonl_doc *d)
     if (m->have_start)
         return;
     m->have_start = 1;
-    rpt_str(d, "session_id", m->sid, sizeof m->sid);
+    rpt_str(d, "session_id", m->sid_raw, sizeof m->sid_raw);
+    snprintf(m->sid, sizeof m->sid, "%.39s", m->sid_raw);
     rpt_str(d, "app", m->app, sizeof m->app);
     rpt_str(d, "hostname", m->host, sizeof m->host);
     m->pid = rpt_u64(d, "pid", 0);

@@ -17,14 +17,41 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "import_int.h"
 
 const char *const imp_in_channels[IMP_NCH] = { "device", "scope", "system",
                                                "sass" };
+
+void *imp_gzopen(const char *path)
+{
+    struct stat st;
+    gzFile g;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            fprintf(stderr, "gpufl: cannot read %s: %s; skipped\n", path,
+                    errno == ELOOP ? "a symbolic link (never followed)"
+                                   : strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "gpufl: %s is not a regular file; skipped\n", path);
+        close(fd);
+        return NULL;
+    }
+    g = gzdopen(fd, "rb");
+    if (!g)
+        close(fd);
+    return g;
+}
 
 void imp_flist_free(flist fl[IMP_NCH])
 {
@@ -192,7 +219,7 @@ static int regular(const char *dir, const char *name)
     char p[RPT_PATH_MAX];
     struct stat st;
     return (size_t)snprintf(p, sizeof p, "%s/%s", dir, name) < sizeof p &&
-           !stat(p, &st) && S_ISREG(st.st_mode);
+           !lstat(p, &st) && S_ISREG(st.st_mode);
 }
 
 int imp_flat_bases(const char *dir, flatbase **out, size_t *nout)

@@ -45,6 +45,11 @@ typedef struct flatbase {
 } flatbase;
 int imp_flat_bases(const char *dir, flatbase **out, size_t *n);
 void imp_flist_free(flist fl[IMP_NCH]);
+/* gzopen for a regular file only (O_NOFOLLOW | O_NONBLOCK, fstat): NULL,
+ * said on stderr, for a link, FIFO or device named like a log, so neither
+ * blocks nor feeds the import forever.  The returned gzFile is a
+ * zlib gzFile (void * here: zlib.h stays in the .c files). */
+void *imp_gzopen(const char *path);
 
 /* Profile samples folded per (device, function, pc, scope) in one batch. */
 #define IMP_REASONS 8 /* docs/events.md pcsamp: at most 8 reasons a line */
@@ -84,6 +89,7 @@ typedef struct imp {
     FILE *out[RPT_NST];
     uint64_t seq[RPT_NST];
     char sid[40];
+    char sid_raw[256]; /* job_start's session_id as given (sid_fix) */
     uint64_t start, end;
     char app[128], host[256];
     uint64_t pid;

@@ -15,6 +15,7 @@
  * not parse, lines longer than RPT_LINE_MAX, lines of an unknown `v` and
  * repeated (sid, st, seq) are skipped and counted; seq gaps are counted.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,15 @@ static int cur_next_file(rpt_ctx *c, cursor *k)
             c->st[k->st].files++;
             return 1;
         }
+        /* a rotated file pruned since the scan is ordinary in a live
+         * folder; anything else (a link swapped in, EACCES) is said - its
+         * lines then show as a gap in the stream's seq */
+        if (errno != ENOENT)
+            fprintf(stderr,
+                    "gpufl: cannot read %s: %s; its lines are missing from "
+                    "this session\n",
+                    p,
+                    errno == EINVAL ? "not a regular file" : strerror(errno));
     }
     return 0;
 }

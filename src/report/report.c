@@ -19,6 +19,7 @@ int rpt_report_run(const char *dir, const char *session, int json, FILE *out,
     int rc = rpt_folder_scan(dir, &fo, err, errlen);
     if (rc)
         return rc;
+    rpt_folder_warn(&fo, stderr);
     pick = calloc(fo.n ? fo.n : 1, 1);
     if (!pick) {
         rpt_folder_release(&fo);

@@ -37,10 +37,17 @@ typedef struct rpt_files {
 typedef struct rpt_folder {
     rpt_files *s; /* sorted by start */
     size_t n;
+    /* names that look like logs but are not regular files (FIFO, device,
+     * socket, symbolic link - also one that loops): skipped, never opened,
+     * so a FIFO cannot block the reader nor a link to /dev/zero feed it */
+    size_t nskipped;
+    char skipped[512]; /* the first: "<path>: <what it is>" */
 } rpt_folder;
 
 int rpt_folder_scan(const char *dir, rpt_folder *f, char *err, size_t errlen);
 void rpt_folder_release(rpt_folder *f);
+/* Says on log what the scan skipped (nothing when it skipped nothing). */
+void rpt_folder_warn(const rpt_folder *f, FILE *log);
 /* The sessions matching sel (NULL = all): sets pick[i] = 1.  Returns how
  * many match. */
 size_t rpt_folder_pick(const rpt_folder *f, const char *sel, char *pick);
@@ -54,6 +61,9 @@ typedef struct rpt_src {
     int zeof;
 } rpt_src;
 
+/* Opens a regular file only: O_NOFOLLOW | O_NONBLOCK, then fstat.
+ * GPUFL_EIO with errno set (ELOOP for a link, EINVAL for a FIFO, device or
+ * socket swapped in after the scan). */
 int rpt_src_open(rpt_src *s, const char *path);
 /* Up to cap bytes into buf: >0 bytes, 0 at the end, -1 on error. */
 long rpt_src_read(rpt_src *s, char *buf, size_t cap);

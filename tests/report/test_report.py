@@ -6,6 +6,7 @@ computation with Python's json (tests/client/gpufl_logs.py)."""
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -552,8 +553,98 @@ def test_import_flat_edges():
           not os.listdir(os.path.join(TMP, "v0-out")), "v0 only: " + log)
 
 
+def test_import_sid_not_uuid():
+    """A v1 session_id that is not a UUID (here with a quote and a
+    backslash) is imported under a UUID hashed from it - the same on every
+    import - never written raw into lines or file names."""
+    import gzip
+    src = os.path.join(FIXTURE, "3f2b8c1e-9d4a-4e6b-8f00-1a2b3c4d5e6f")
+    d = os.path.join(TMP, "badsid-in", "weird")
+    os.makedirs(d)
+    bad = 'run "7" \\ night'
+    for n in os.listdir(src):
+        if not n.endswith(".gz"):
+            continue
+        with gzip.open(os.path.join(src, n), "rt") as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+        for o in lines:
+            if "session_id" in o:
+                o["session_id"] = bad
+        with gzip.open(os.path.join(d, n), "wt") as f:
+            for o in lines:
+                f.write(json.dumps(o) + "\n")
+    os.makedirs(os.path.join(d, ".tmp"))
+    for n in os.listdir(os.path.join(src, ".tmp")):
+        with open(os.path.join(src, ".tmp", n)) as f:
+            raw = f.read().split("\n")
+        with open(os.path.join(d, ".tmp", n), "w") as f:
+            for i, x in enumerate(raw):
+                try:
+                    o = json.loads(x)
+                    o["session_id"] = bad
+                    x = json.dumps(o)
+                except ValueError:
+                    pass  # the fixture's cut last line stays cut
+                f.write(x + ("\n" if i < len(raw) - 1 else ""))
+    sids = []
+    for k in (1, 2):
+        out = os.path.join(TMP, "badsid-out%d" % k)
+        log = gpufl("import", os.path.dirname(d), "-o", out)
+        sessions = gpufl_logs.validate(out)
+        check(len(sessions) == 1, "one session imported: %s" % log)
+        sid = list(sessions)[0]
+        sids.append(sid)
+        check(re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-"
+                           r"[89ab][0-9a-f]{3}-[0-9a-f]{12}", sid) is not None,
+              "a version-4-shaped UUID: %s" % sid)
+        check("is not a UUID: imported as " + sid in log, "said: " + log)
+        check(all('"' not in n and "\\" not in n for n in os.listdir(out)),
+              "file names %s" % os.listdir(out))
+        ks = sessions[sid].streams["device"].of("kernel")
+        check(len(ks) == 4, "its kernels imported (%d)" % len(ks))
+    check(sids[0] == sids[1], "the same UUID on every import %s" % sids)
+
+
+def run_cli(args, timeout=30):
+    p = subprocess.run([os.path.join(BIN, "gpufl")] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def test_not_regular_files():
+    """A FIFO, a link to /dev/zero and a link loop named like logs: report,
+    export and import neither block nor read them, say so, and read the
+    real session (before: report and export hung in open() on the FIFO)."""
+    d = os.path.join(TMP, "hostile")
+    train(d, 3)
+    os.mkfifo(os.path.join(d, "fifo.device.log"))
+    os.symlink("/dev/zero", os.path.join(d, "zero.device.log"))
+    os.symlink("loop.scope.log", os.path.join(d, "loop.scope.log"))
+    good = [n for n in os.listdir(d) if n.startswith("example_train")]
+    os.symlink(os.path.join(d, good[0]), os.path.join(d, "link.system.log"))
+    rc, out, err = run_cli(["report", d, "--json"])
+    check(rc == 0, "report rc %d: %s" % (rc, err))
+    rep = json.loads(out)
+    check(len(rep["sessions"]) == 1 and
+          rep["sessions"][0]["summary"]["kernels"] > 0,
+          "the real session reported")
+    check("skipped 4 names" in err and "not regular files" in err,
+          "report says what it skipped: " + err)
+    rc, out, err = run_cli(["export", d, "--format", "perfetto", "-o",
+                            os.path.join(TMP, "hostile.json")])
+    check(rc == 0 and "skipped 4 names" in err, "export rc %d: %s" % (rc, err))
+    v1 = os.path.join(TMP, "hostile-v1")
+    os.makedirs(v1)
+    os.mkfifo(os.path.join(v1, "bench.device.log"))
+    os.symlink("/dev/zero", os.path.join(v1, "bench.scope.log"))
+    rc, out, err = run_cli(["import", v1, "-o", os.path.join(TMP, "hv1-out")])
+    check(rc in (0, 1), "import returns (rc %d): %s" % (rc, err))
+
+
 for t in (test_example_train, test_rotated_two_sessions_truncated,
-          test_hand_written, test_import, test_import_flat_edges):
+          test_hand_written, test_import, test_import_flat_edges,
+          test_import_sid_not_uuid, test_not_regular_files):
     try:
         t()
         print("ok  ", t.__name__)
