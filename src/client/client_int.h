@@ -29,12 +29,14 @@
                                         processes is < 8 KiB */
 #define CLIENT_MAX_SOURCES 8
 #define CLIENT_PATH_MAX 4096
+/* Longest GPUFL_LOG_PREFIX: 255 - strlen(".system.log.999999999.zst.tmp"). */
+#define CLIENT_PREFIX_MAX 226
 
 /* Resolved configuration (copied strings). */
 typedef struct client_cfg {
     char app[128];
     char log_dir[CLIENT_PATH_MAX];
-    char log_prefix[256];
+    char log_prefix[256]; /* at most CLIENT_PREFIX_MAX bytes */
     char engines[256];
     char nvml_lib[CLIENT_PATH_MAX];
     char proc_root[CLIENT_PATH_MAX];

@@ -296,6 +296,16 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     sanitize_name(cfg->app);
     copy_str(cfg->log_dir, sizeof cfg->log_dir,
              o->log_dir && *o->log_dir ? o->log_dir : ".");
+    /* every file name must fit NAME_MAX (255) with the longest suffix
+     * the writer and its compressor add: ".system.log.999999999.zst.tmp" */
+    if (o->log_prefix && strlen(o->log_prefix) > CLIENT_PREFIX_MAX) {
+        snprintf(err, errlen,
+                 "log_prefix is %zu bytes; at most %d (file names are "
+                 "limited to 255 bytes and rotated, compressed files add "
+                 "up to 29)",
+                 strlen(o->log_prefix), CLIENT_PREFIX_MAX);
+        return GPUFL_EINVAL;
+    }
     copy_str(cfg->log_prefix, sizeof cfg->log_prefix, o->log_prefix);
     if (cfg->log_prefix[0])
         sanitize_name(cfg->log_prefix);

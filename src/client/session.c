@@ -91,9 +91,10 @@ static int check_engines(const char *list, char *bad, size_t badlen)
     static const char *const known[] = { "auto",  "sim",  "nvml",  "host",
                                          "cupti", "sass", "pcsamp" };
     const char *name;
-    size_t len;
+    size_t len, named = 0;
     while (next_engine(&list, &name, &len)) {
         int ok = !len;
+        named += len > 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
             if (len == strlen(known[i]) && !memcmp(name, known[i], len))
                 ok = 1;
@@ -102,7 +103,8 @@ static int check_engines(const char *list, char *bad, size_t badlen)
             return -1;
         }
     }
-    return 0;
+    /* ",,," names nothing: the session would record nothing at all */
+    return named ? 0 : -2;
 }
 
 static void add_engine(const char *name, const src_ops *ops)
@@ -218,6 +220,19 @@ static void open_engines(void)
     }
     snprintf(g_client.host_status, sizeof g_client.host_status, "%s",
              autom || engine_listed(list, "host") ? "on" : "off: not selected");
+    if (!strcmp(g_client.host_status, "on")) {
+        char stat_path[sizeof g_client.cfg.proc_root + 8];
+        snprintf(stat_path, sizeof stat_path, "%s/stat",
+                 g_client.cfg.proc_root);
+        /* a wrong GPUFL_PROC_ROOT would give a session without one host
+         * sample and no word why: said here, in the session line */
+        if (access(stat_path, R_OK) != 0) {
+            snprintf(g_client.host_status, sizeof g_client.host_status,
+                     "off: cannot read %.200s (%s); check GPUFL_PROC_ROOT",
+                     stat_path, strerror(errno));
+            client_log(GPUFL_LOG_WARN, "engine host %s", g_client.host_status);
+        }
+    }
 }
 
 static void close_engines(void)
@@ -280,13 +295,22 @@ int gpufl_init(const gpufl_options *opts)
     }
     if (g_client.env_warning[0])
         client_log(GPUFL_LOG_WARN, "%s", g_client.env_warning);
-    if (check_engines(g_client.cfg.engines, bad, sizeof bad) < 0) {
+    switch (check_engines(g_client.cfg.engines, bad, sizeof bad)) {
+    case -1:
         rc = GPUFL_EINVAL;
         client_set_error("gpufl_init: unknown engine \"%s\" in \"%s\"; known "
                          "engines: auto, sim, nvml, host, cupti, sass, "
                          "pcsamp",
                          bad, g_client.cfg.engines);
         goto out;
+    case -2:
+        rc = GPUFL_EINVAL;
+        client_set_error("gpufl_init: engines \"%s\" names no engine; leave "
+                         "it unset for auto, or name some of: auto, sim, "
+                         "nvml, host, cupti, sass, pcsamp",
+                         g_client.cfg.engines);
+        goto out;
+    default: break;
     }
     if (fs_mkdir_p(g_client.cfg.log_dir) < 0) {
         rc = errno == EACCES ? GPUFL_EPERM : GPUFL_EIO;

@@ -197,6 +197,44 @@ class Workload(Base):
         self.assertIn('unknown engine "gpu"', p.stderr)
         self.assertEqual(os.listdir(self.dir), [])
 
+    def test_engines_naming_nothing(self):
+        """GPUFL_ENGINES=",,," named no engine and recorded nothing,
+        silently: now refused like an unknown name."""
+        p = run([BIN + "/prog_workload", "1", "10"], self.env(engines=",, ,"),
+                check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("names no engine", p.stderr)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_longest_prefix(self):
+        """GPUFL_LOG_PREFIX up to 226 bytes works, rotation and zstd
+        included (245-255, documented as allowed, failed init); longer is
+        refused with the limit."""
+        ok = "p" * 226
+        run([BIN + "/prog_workload", "1", "400"],
+            self.env(log_prefix=ok, rotate_bytes=4096, rotate_zstd=1,
+                     rotate_keep=0))
+        names = os.listdir(self.dir)
+        self.assertTrue(any(n.startswith(ok + ".device.log.") and
+                            n.endswith(".zst") for n in names), names)
+        self.assertTrue(all(len(n) <= 255 for n in names))
+        self.one_session()
+        shutil.rmtree(self.dir)
+        os.makedirs(self.dir)
+        p = run([BIN + "/prog_workload", "1", "10"],
+                self.env(log_prefix="p" * 227), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("at most 226", p.stderr)
+
+    def test_proc_root_missing_is_said(self):
+        """GPUFL_PROC_ROOT that cannot be read wrote sessions without one
+        host sample and no word why: the session line says it."""
+        run([BIN + "/prog_workload", "1", "10"],
+            self.env(proc_root="/nonexistent"))
+        h = self.one_session().header
+        self.assertTrue(h["engines"]["host"].startswith(
+            "off: cannot read /nonexistent/stat"), h["engines"])
+
     def test_bad_env_value_keeps_default(self):
         run([BIN + "/prog_workload", "1", "10"], self.env(rotate_bytes="lots"))
         self.one_session()
