@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/num.h"
+
 #define API_SEGS 8
 #define API_SEG_MAX 256
 
@@ -56,17 +58,10 @@ static int seg_is(const route_ctx *rc, int i, const char *s)
 int srv_arg_u64(const srv_req *r, const char *k, uint64_t *out)
 {
     const char *v = srv_req_arg(r, k);
-    char *end;
-    unsigned long long x;
 
     if (!v)
         return 0;
-    errno = 0;
-    x = strtoull(v, &end, 10);
-    if (errno || *end || !*v || *v == '-')
-        return -1;
-    *out = x;
-    return 0;
+    return num_u64(v, out);
 }
 
 static int arg_bool(const srv_req *r, const char *k, int *out)
@@ -423,9 +418,8 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             return run_query(s, r, o, op->q_kernel_agg, sid, 0,
                              "no such session");
         if (rc->nseg == 6) {
-            char *end;
-            unsigned long long kid = strtoull(rc->seg[5], &end, 10);
-            if (*end || rc->seg[5][0] == '-') {
+            uint64_t kid;
+            if (num_u64(rc->seg[5], &kid)) {
                 srv_resp_error(o, 400, "kernel id must be an integer");
                 return;
             }
@@ -523,10 +517,10 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         if (rc->nseg == 3 && !strcmp(r->method, "POST"))
             return keys_create(s, r, o);
         if (rc->nseg == 4 && !strcmp(r->method, "DELETE")) {
-            char *end;
-            long long id = strtoll(rc->seg[3], &end, 10);
-            int e = *end ? GPUFL_ENOTFOUND
-                         : s->store->ops->key_revoke(s->store, id);
+            int64_t id;
+            int e = num_i64(rc->seg[3], &id)
+                        ? GPUFL_ENOTFOUND
+                        : s->store->ops->key_revoke(s->store, id);
             if (e)
                 return err_for(o, e, "no such live key");
             return small_json(o, 200, "revoked", (uint64_t)id);

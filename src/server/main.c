@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/num.h"
+
 static int open_store(srv *s, char *err, size_t cap)
 {
     char url[SRV_STR_MAX + 32];
@@ -84,16 +86,15 @@ static int keys_cmd(srv *s, char **pos, int npos)
         }
         free(k);
     } else {
-        char *end;
-        long long id = strtoll(pos[2], &end, 10);
-        if (*end) {
+        int64_t id;
+        if (num_i64(pos[2], &id)) {
             fprintf(stderr, "gpufl-server: key id must be a number\n");
             rc = 2;
         } else if (s->store->ops->key_revoke(s->store, id) == 0) {
-            printf("revoked %lld\n", id);
+            printf("revoked %lld\n", (long long)id);
             rc = 0;
         } else {
-            fprintf(stderr, "gpufl-server: no live key %lld\n", id);
+            fprintf(stderr, "gpufl-server: no live key %lld\n", (long long)id);
         }
     }
     s->store->ops->close(s->store);

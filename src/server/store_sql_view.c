@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "store_sql_q.h"
+#include "common/num.h"
 
 /* Rows the raw (finest zoom) timeline reads at most. */
 #define SQ_TL_RAW_MAX 200000
@@ -620,11 +621,11 @@ int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
             fi[nf++] = i;
     }
     if (q->src) {
-        char *end;
+        uint64_t g;
         if (strcmp(q->src, "host") == 0)
             only = -1;
-        else if (strncmp(q->src, "gpu", 3) == 0 && q->src[3])
-            only = (int)strtol(q->src + 3, &end, 10), only = *end ? -2 : only;
+        else if (strncmp(q->src, "gpu", 3) == 0 && !num_u64(q->src + 3, &g))
+            only = g < 1000000 ? (int)g : -2;
         else
             return GPUFL_EINVAL;
         if (only == -2)

@@ -533,6 +533,30 @@ class Hostile(Base):
         for e in r["errors"]:
             self.assertTrue(e["reason"])
 
+    def test_ids_are_one_spelling(self):
+        """Path ids and numeric arguments are digits only: " 1", "+2",
+        "-1" and "" named keys 1, 2, 2^64-1 through strtoull."""
+        srv = self.server()
+        sid = "31111111-2222-4333-8444-555555555555"
+        lines = [mkline("device", 0, "session", sid=sid, app="a", host="h"),
+                 mkline("device", 1, "dict", sid=sid, id=1, kind="name", name="k"),
+                 mkline("device", 2, "kernel", sid=sid, dur=5, name=1, grid=[1])]
+        srv.ingest_ok("device", b"\n".join(lines))
+        base = "/api/v1/sessions/%s/kernels/" % sid
+        self.assertEqual(srv.get(base + "2")["name"], "k")
+        for bad in ("+2", "%202", "2%20", "-2", "0x2", "2.0",
+                    "99999999999999999999999"):
+            st, _, _ = srv.req("GET", base + bad)
+            self.assertEqual(st, 400, bad)
+        for bad in ("+5", "%205", "-5", "5x"):
+            st, _, _ = srv.req("GET", "/api/v1/sessions?limit=" + bad)
+            self.assertEqual(st, 400, bad)
+        for bad in ("+1", "%201", "-1"):
+            st, _, _ = srv.req("DELETE", "/api/v1/keys/" + bad)
+            self.assertEqual(st, 404, bad)
+        st, _, _ = srv.req("GET", "/api/v1/sessions/%s/system?src=gpu+0" % sid)
+        self.assertEqual(st, 400)
+
     def test_sql_metacharacters_everywhere(self):
         srv = self.server()
         evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
