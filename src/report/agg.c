@@ -86,14 +86,8 @@ uint64_t rpt_hist_quantile(const rpt_hist *h, uint64_t n, double q,
 int rpt_agg_init(rpt_agg *a)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 0; i < RPT_MAX_DEV; i++) {
-        a->dev[i].busy.iv = malloc(RPT_BUSY_CAP * sizeof *a->dev[i].busy.iv);
-        if (!a->dev[i].busy.iv) {
-            rpt_agg_release(a);
-            return GPUFL_ENOMEM;
-        }
+    for (int i = 0; i < RPT_MAX_DEV; i++)
         a->dev[i].clk_min = UINT64_MAX;
-    }
     return GPUFL_OK;
 }
 
@@ -167,6 +161,14 @@ static void busy_add(rpt_busy *b, uint64_t s, uint64_t e)
         s = b->horizon;
     if (e <= s)
         return;
+    /* the array comes with a device's first kernel (16 x 64 KiB for every
+     * report was most of a small one's cost); without memory the interval
+     * is counted whole, overlaps and all, rather than not at all */
+    if (!b->iv && !(b->iv = malloc(RPT_BUSY_CAP * sizeof *b->iv))) {
+        b->busy += e - s;
+        b->horizon = e;
+        return;
+    }
     /* first interval whose end >= s (touching intervals merge) */
     hi = b->n;
     if (b->n && b->iv[b->n - 1][1] < s) {

@@ -46,6 +46,55 @@
 
 typedef int (*line_fn)(imp *m, jsonl_doc *d, int pass);
 
+/* A line buffer grown on demand up to IMP_LINE_MAX: most v1 lines are
+ * short, and a 16 MiB buffer per import made each small one cost that. */
+typedef struct lbuf {
+    char *p;
+    size_t cap;
+} lbuf;
+
+/* The next line of g into lb: its length, 0 at the end.  A line longer
+ * than IMP_LINE_MAX comes in pieces, all but the last without '\n' (so
+ * counted as unreadable, as a cut line is). */
+static size_t get_line(gzFile g, lbuf *lb)
+{
+    size_t n = 0;
+    for (;;) {
+        if (!gzgets(g, lb->p + n, (int)(lb->cap - n)))
+            return n;
+        n += strlen(lb->p + n);
+        if ((n && lb->p[n - 1] == '\n') || n + 1 < lb->cap ||
+            lb->cap >= IMP_LINE_MAX)
+            return n;
+        {
+            size_t cap =
+                lb->cap * 2 < IMP_LINE_MAX ? lb->cap * 2 : IMP_LINE_MAX;
+            char *q = realloc(lb->p, cap);
+            if (!q)
+                return n;
+            lb->p = q;
+            lb->cap = cap;
+        }
+    }
+}
+
+/* Parses a line with d's tokens, growing them (x8, to IMP_TOKENS) while
+ * the line needs more: d owns its array (rpt_import_run frees it).  A
+ * fixed 2^20-token array cost 24 MiB per import, most lines use < 100. */
+static int parse_line(jsonl_doc *d, const char *s, size_t n)
+{
+    int rc;
+    while ((rc = jsonl_doc_parse_obj(d, s, n)) == GPUFL_ETOOBIG &&
+           d->cap < IMP_TOKENS) {
+        uint32_t cap = d->cap * 8 < IMP_TOKENS ? d->cap * 8 : IMP_TOKENS;
+        jsonl_tok *t = realloc(d->tok, cap * sizeof *t);
+        if (!t)
+            break;
+        jsonl_doc_init(d, t, cap);
+    }
+    return rc;
+}
+
 /* The line's session_id is want (or no filter). */
 static int ours(jsonl_doc *d, const char *want)
 {
@@ -55,7 +104,7 @@ static int ours(jsonl_doc *d, const char *want)
 
 /* Every line of every channel file of the session, in channel order; the
  * sass channel (disassembly only) in pass 2 only. */
-static void each_line(imp *m, flist *fl, line_fn fn, int pass, char *buf,
+static void each_line(imp *m, flist *fl, line_fn fn, int pass, lbuf *lb,
                       jsonl_doc *d)
 {
     for (int c = 0; c < (pass == 2 ? IMP_NCH : RPT_NST); c++)
@@ -64,10 +113,10 @@ static void each_line(imp *m, flist *fl, line_fn fn, int pass, char *buf,
             if (!g)
                 continue;
             m->ch = c;
-            while (gzgets(g, buf, IMP_LINE_MAX)) {
-                size_t n = strlen(buf);
-                if (!n || buf[n - 1] != '\n' ||
-                    jsonl_doc_parse_obj(d, buf, n - 1)) {
+            size_t n;
+            while ((n = get_line(g, lb)) > 0) {
+                char *buf = lb->p;
+                if (buf[n - 1] != '\n' || parse_line(d, buf, n - 1)) {
                     /* a cut last line, one over the caps, not JSON */
                     if (pass == 2 && !m->want_sid)
                         m->unreadable++;
@@ -335,7 +384,7 @@ static void sid_fix(imp *m, FILE *log)
 
 /* One session: its files (fl), and for the flat layout its id. */
 static int run_session(flist *fl, const char *label, const char *want,
-                       const char *outdir, FILE *log, char *buf, jsonl_doc *d,
+                       const char *outdir, FILE *log, lbuf *lb, jsonl_doc *d,
                        char *err, size_t errlen)
 {
     imp *m = calloc(1, sizeof *m);
@@ -343,7 +392,7 @@ static int run_session(flist *fl, const char *label, const char *want,
     if (!m)
         return GPUFL_ENOMEM;
     m->want_sid = want;
-    each_line(m, fl, line_pass, 1, buf, d);
+    each_line(m, fl, line_pass, 1, lb, d);
     if (!m->have_start || !m->sid_raw[0]) {
         if (log)
             fprintf(log, "%s: no job_start line with a session id; skipped\n",
@@ -359,7 +408,7 @@ static int run_session(flist *fl, const char *label, const char *want,
     rc = open_outputs(m, outdir, err, errlen);
     if (rc)
         goto out;
-    each_line(m, fl, line_pass, 2, buf, d);
+    each_line(m, fl, line_pass, 2, lb, d);
     imp_flush_pending(m);
     while (m->depth) /* scopes open at the end: no end line, as gpufl */
         m->depth--;
@@ -396,7 +445,7 @@ out:
 
 /* A v1.2+ session folder (nothing when sdir holds no channel files). */
 static int import_folder(const char *sdir, const char *outdir, FILE *log,
-                         char *buf, jsonl_doc *d, char *err, size_t errlen,
+                         lbuf *lb, jsonl_doc *d, char *err, size_t errlen,
                          int *found)
 {
     flist fl[IMP_NCH];
@@ -405,7 +454,7 @@ static int import_folder(const char *sdir, const char *outdir, FILE *log,
         rc = GPUFL_ENOMEM;
     else if (fl[0].n || fl[1].n || fl[2].n) {
         (*found)++;
-        rc = run_session(fl, sdir, NULL, outdir, log, buf, d, err, errlen);
+        rc = run_session(fl, sdir, NULL, outdir, log, lb, d, err, errlen);
     }
     imp_flist_free(fl);
     return rc;
@@ -414,7 +463,7 @@ static int import_folder(const char *sdir, const char *outdir, FILE *log,
 /* The flat v1.0-1.1 files of one base: the session ids in order of first
  * appearance (memory: one id per session), then one session at a time. */
 static int import_flat(const char *dir, const char *base, const char *outdir,
-                       FILE *log, char *buf, jsonl_doc *d, char *err,
+                       FILE *log, lbuf *lb, jsonl_doc *d, char *err,
                        size_t errlen)
 {
     flist fl[IMP_NCH];
@@ -432,11 +481,11 @@ static int import_flat(const char *dir, const char *base, const char *outdir,
             nfiles++;
             if (!g)
                 continue;
-            while (gzgets(g, buf, IMP_LINE_MAX)) {
-                size_t n = strlen(buf), k;
-                char s[40];
-                if (!n || buf[n - 1] != '\n' ||
-                    jsonl_doc_parse_obj(d, buf, n - 1)) {
+            size_t n;
+            while ((n = get_line(g, lb)) > 0) {
+                char *buf = lb->p, s[40];
+                size_t k;
+                if (buf[n - 1] != '\n' || parse_line(d, buf, n - 1)) {
                     bad++;
                     continue;
                 }
@@ -472,7 +521,7 @@ static int import_flat(const char *dir, const char *base, const char *outdir,
     for (size_t k = 0; k < ns && !rc; k++) {
         char label[RPT_PATH_MAX + 64];
         snprintf(label, sizeof label, "%s/%s.* session %s", dir, base, sid[k]);
-        rc = run_session(fl, label, sid[k], outdir, log, buf, d, err, errlen);
+        rc = run_session(fl, label, sid[k], outdir, log, lb, d, err, errlen);
     }
 out:
     imp_flist_free(fl);
@@ -485,13 +534,14 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
 {
     DIR *dd = opendir(dir);
     struct dirent *de;
-    char *buf = malloc(IMP_LINE_MAX);
-    jsonl_tok *tok = malloc(IMP_TOKENS * sizeof *tok);
+    lbuf lb = { malloc(65536), 65536 };
+    jsonl_tok *tok = malloc(4096 * sizeof *tok); /* grows: parse_line */
     flatbase *fb = NULL;
     size_t nfb = 0;
     jsonl_doc d;
     int rc = GPUFL_OK, found = 0;
-    if (!dd || !buf || !tok) {
+    jsonl_doc_init(&d, tok, tok ? 4096 : 0);
+    if (!dd || !lb.p || !tok) {
         snprintf(err, errlen, "cannot read %s: %s", dir,
                  dd ? "out of memory" : strerror(errno));
         rc = dd ? GPUFL_ENOMEM : GPUFL_EIO;
@@ -502,9 +552,8 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
         rc = GPUFL_EIO;
         goto out;
     }
-    jsonl_doc_init(&d, tok, IMP_TOKENS);
     /* DIR itself may be one session folder, or hold several */
-    rc = import_folder(dir, outdir, log, buf, &d, err, errlen, &found);
+    rc = import_folder(dir, outdir, log, &lb, &d, err, errlen, &found);
     while (!rc && (de = readdir(dd))) {
         char sub[RPT_PATH_MAX];
         struct stat st;
@@ -514,7 +563,7 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
                 sizeof sub ||
             stat(sub, &st) || !S_ISDIR(st.st_mode))
             continue;
-        rc = import_folder(sub, outdir, log, buf, &d, err, errlen, &found);
+        rc = import_folder(sub, outdir, log, &lb, &d, err, errlen, &found);
     }
     /* and the flat files of the older layouts in DIR */
     if (!rc && imp_flat_bases(dir, &fb, &nfb))
@@ -523,7 +572,7 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
         found++;
         if (!fb[i].v0)
             rc =
-                import_flat(dir, fb[i].base, outdir, log, buf, &d, err, errlen);
+                import_flat(dir, fb[i].base, outdir, log, &lb, &d, err, errlen);
         else if (log)
             fprintf(log,
                     "%s/%s.*: %zu files of the v0 layout "
@@ -541,7 +590,7 @@ out:
     free(fb);
     if (dd)
         closedir(dd);
-    free(buf);
-    free(tok);
+    free(lb.p);
+    free(d.tok); /* tok, or what parse_line grew it into */
     return rc;
 }

@@ -410,7 +410,7 @@ static void json_rest(jw *w, const rpt_ctx *c, const rpt_agg *a)
 char *rpt_print_json(const rpt_ctx *c, const rpt_agg *a, const rpt_files *files,
                      size_t *len)
 {
-    size_t cap = 1u << 20;
+    size_t cap = 64u << 10; /* doubled until it fits: most reports do */
     for (;;) {
         char *buf = malloc(cap);
         jw w;

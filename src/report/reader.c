@@ -30,8 +30,8 @@ typedef struct cursor {
     int open;
     rpt_src src;
     char *buf;
-    size_t len, pos;
-    int src_eof, skipping;
+    size_t len, pos, cap; /* cap grows to RPT_CHUNK as files prove long */
+    int src_eof, skipping, filled;
     jsonl_doc doc;
     jsonl_tok *tok;
     int have;
@@ -220,15 +220,19 @@ char *rpt_path_str(const rpt_ctx *c, uint32_t id, char *buf, size_t cap)
 
 const rpt_inst *rpt_inst_get(const rpt_ctx *c, uint64_t id)
 {
-    const rpt_inst *i = &c->inst[id & (RPT_INST_SLOTS - 1)];
+    const rpt_inst *i;
+    if (!c->inst)
+        return NULL;
+    i = &c->inst[id & (RPT_INST_SLOTS - 1)];
     return id && i->id == id ? i : NULL;
 }
 
 int rpt_ctx_init(rpt_ctx *c)
 {
+    /* inst (1 MiB) comes with the first scope line: a session without
+     * scopes, or a small one, does not pay for it */
     memset(c, 0, sizeof *c);
-    c->inst = calloc(RPT_INST_SLOTS, sizeof *c->inst);
-    return c->inst ? GPUFL_OK : GPUFL_ENOMEM;
+    return GPUFL_OK;
 }
 
 void rpt_ctx_release(rpt_ctx *c)
@@ -442,15 +446,25 @@ static void cur_advance(rpt_ctx *c, cursor *k)
                 k->len -= k->pos;
                 k->pos = 0;
             }
-            if (k->len == RPT_CHUNK) { /* a line longer than the buffer */
+            if ((k->len == k->cap || k->filled) && k->cap < RPT_CHUNK) {
+                /* a long line, or a long file whose last read filled the
+                 * buffer: read more at a time */
+                char *g = realloc(k->buf, k->cap * 4);
+                if (g) {
+                    k->buf = g;
+                    k->cap *= 4;
+                }
+            }
+            if (k->len == k->cap) { /* a line longer than the buffer */
                 k->len = 0;
                 if (!k->skipping)
                     s->long_lines++;
                 k->skipping = 1;
             }
-            got = k->src_eof ? 0
-                             : rpt_src_read(&k->src, k->buf + k->len,
-                                            RPT_CHUNK - k->len);
+            got = k->src_eof
+                      ? 0
+                      : rpt_src_read(&k->src, k->buf + k->len, k->cap - k->len);
+            k->filled = got > 0 && (size_t)got == k->cap - k->len;
             if (got <= 0) {
                 if (got < 0)
                     s->damaged++;
@@ -511,7 +525,8 @@ int rpt_session_read(rpt_ctx *c, const rpt_files *f, rpt_visit_fn fn, void *ud,
         k[s].src.fd = -1;
         k[s].ln.st = s;
         k[s].ln.d = &k[s].doc;
-        k[s].buf = malloc(RPT_CHUNK);
+        k[s].cap = RPT_CHUNK >> 6; /* 64 KiB, x4 while full, to 4 MiB */
+        k[s].buf = malloc(k[s].cap);
         k[s].tok = malloc(RPT_TOKENS * sizeof *k[s].tok);
         if (!k[s].buf || !k[s].tok) {
             snprintf(err, errlen, "out of memory");
@@ -545,7 +560,14 @@ int rpt_session_read(rpt_ctx *c, const rpt_files *f, rpt_visit_fn fn, void *ud,
         case RT_SCOPE_BEGIN:
         case RT_SCOPE_END: {
             uint64_t id = rpt_u64(d, "id", 0);
-            rpt_inst *i = &c->inst[id & (RPT_INST_SLOTS - 1)];
+            rpt_inst *i;
+            if (!c->inst && !c->inst_failed) {
+                c->inst = calloc(RPT_INST_SLOTS, sizeof *c->inst);
+                c->inst_failed = !c->inst; /* paths then read as unknown */
+            }
+            if (!c->inst)
+                break;
+            i = &c->inst[id & (RPT_INST_SLOTS - 1)];
             if (id) {
                 i->id = id;
                 i->path = (uint32_t)rpt_u64(d, "path", 0);

@@ -186,7 +186,8 @@ struct rpt_ctx {
     uint32_t ndict;
     char *arena;
     size_t arena_len, arena_cap;
-    rpt_inst *inst; /* RPT_INST_SLOTS */
+    rpt_inst *inst; /* RPT_INST_SLOTS, allocated at the first scope */
+    int inst_failed;
     rpt_stats st[RPT_NST];
     uint64_t first_ts, last_ts;
 };
