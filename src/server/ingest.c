@@ -157,7 +157,7 @@ static const field f_verdict[] = {
     S("session", text, 128), U("since", start),       END
 };
 static const field f_dict[] = { UR("id", id), END };
-static const field f_dict_name[] = { SR("name", dname, 4096), END };
+static const field f_dict_name[] = { SR("name", dname, INGEST_NAME_MAX), END };
 static const field f_dict_path[] = { U("parent", parent), UR("name", name),
                                      U("depth", depth), END };
 static const field f_dict_launch[] = {

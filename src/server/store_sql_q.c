@@ -502,13 +502,20 @@ int sq_q_kernel(srv_store *bs, const srv_q *q, jw *w)
 
 /* One aggregate row, as read from kagg (+ its name). */
 typedef struct agg_row {
-    char name[512];
+    char *name; /* malloc'd, whole */
     uint64_t n, total, min, max, p50, p99, n_occ;
     double sum_occ;
     int64_t regs, smem;
 } agg_row;
 
-/* All aggregate rows of a session, biggest total first (caller frees). */
+static void agg_free(agg_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n && rows; i++)
+        free(rows[i].name);
+    free(rows);
+}
+
+/* All aggregate rows of a session, biggest total first (agg_free). */
 static int agg_load(qctx *c, const char *namefilter, agg_row **out,
                     size_t *nout)
 {
@@ -538,13 +545,17 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
             agg_row *nr =
                 realloc(rows, (cap = cap ? cap * 2 : 64) * sizeof(*rows));
             if (!nr) {
-                free(rows);
+                agg_free(rows, n);
                 return GPUFL_ENOMEM;
             }
             rows = nr;
         }
-        r = &rows[n++];
-        snprintf(r->name, sizeof(r->name), "%s", ct(c, 0));
+        r = &rows[n];
+        if (!(r->name = strdup(ct(c, 0)))) {
+            agg_free(rows, n);
+            return GPUFL_ENOMEM;
+        }
+        n++;
         r->n = (uint64_t)ci(c, 1);
         r->total = (uint64_t)ci(c, 2);
         r->min = (uint64_t)ci(c, 3);
@@ -571,9 +582,13 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
         if (r->p99 < r->min)
             r->p99 = r->min;
     }
+    if (rc != SDB_DONE && rc != SDB_ROW) {
+        agg_free(rows, n);
+        return sq_err(rc);
+    }
     *out = rows;
     *nout = n;
-    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+    return GPUFL_OK;
 }
 
 static void w_agg(jw *w, const agg_row *r)
@@ -624,7 +639,7 @@ int sq_q_kernel_agg(srv_store *bs, const srv_q *q, jw *w)
     off += l;
     w_next(w, (size_t)off < n, &off, 1);
     jw_obj_end(w);
-    free(rows);
+    agg_free(rows, n);
     return q_end(&c, GPUFL_OK, w);
 }
 
@@ -699,7 +714,7 @@ int sq_q_compare(srv_store *bs, const srv_q *q, jw *w)
     jw_arr_end(w);
     jw_obj_end(w);
 out:
-    free(ra);
-    free(rb);
+    agg_free(ra, na);
+    agg_free(rb, nb);
     return q_end(&c, rc, w);
 }

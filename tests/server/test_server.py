@@ -586,6 +586,49 @@ class Hostile(Base):
         self.assertIn('gpufl_server_lines_missing{stream="device"} 2\n', m)
         srv.stop()
 
+    def test_long_names_whole(self):
+        # names are answered whole up to ingest's cap (4096 bytes), never
+        # cut (they were cut at 511 bytes in aggregates and the timeline,
+        # 255 in the scope tree, mid-character); scope path strings are
+        # cut at 8191 bytes on a character boundary
+        srv = self.server()
+        sa, sb = "51111111-2222-4333-8444-555555555555", "61111111-2222-4333-8444-555555555555"
+        long_a = "k" + "\u00e9" * 2047 + "a"         # 4096 bytes of UTF-8
+        long_b = "k" + "\u00e9" * 2047 + "b"         # differs in its last byte
+        snow = "\u2603" * 1300                       # 3900 bytes
+        for sid, nm in ((sa, long_a), (sb, long_b)):
+            lines = [mkline("device", 0, "session", sid=sid, app="a", host="h"),
+                     mkline("device", 1, "dict", sid=sid, id=1, kind="name", name=nm),
+                     mkline("device", 2, "kernel", sid=sid, name=1, dur=50)]
+            self.assertEqual(srv.ingest_ok("device", b"\n".join(lines))["accepted"], 3)
+        sc = [mkline("scope", i, "dict", sid=sa, id=10 + i, kind="name", name=snow + str(i))
+              for i in range(3)]
+        sc += [mkline("scope", 3 + i, "dict", sid=sa, id=20 + i, kind="path",
+                      parent=19 + i if i else 0, name=10 + i, depth=i + 1) for i in range(3)]
+        self.assertEqual(srv.ingest_ok("scope", b"\n".join(sc))["accepted"], 6)
+        agg = srv.get("/api/v1/sessions/%s/kernels/aggregate" % sa)["items"]
+        self.assertEqual([a["name"] for a in agg], [long_a])
+        tl = srv.get("/api/v1/sessions/%s/timeline" % sa)
+        self.assertEqual(list(tl["names"].values()), [long_a])
+        cmp = srv.get("/api/v1/compare?a=%s&b=%s" % (sa, sb))["items"]
+        self.assertEqual([(c["name"], c["a"] is None, c["b"] is None) for c in cmp],
+                         [(long_a, False, True), (long_b, True, False)])
+        paths = []
+
+        def walk(nodes):
+            for n in nodes:
+                paths.append((n["name"], n["path"]))
+                walk(n["children"])
+        walk(srv.get("/api/v1/sessions/%s/scopes" % sa)["items"])
+        full = snow + "0/" + snow + "1/" + snow + "2"
+        self.assertEqual([p[0] for p in paths], [snow + "0", snow + "1", snow + "2"])
+        self.assertEqual(paths[0][1], snow + "0")
+        self.assertEqual(paths[1][1], snow + "0/" + snow + "1")
+        cut = paths[2][1]
+        self.assertTrue(full.startswith(cut) and len(cut.encode()) in (8190, 8191), len(cut.encode()))
+        self.assertNotIn("\ufffd", cut)
+        srv.stop()
+
     def test_sql_metacharacters_everywhere(self):
         srv = self.server()
         evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
