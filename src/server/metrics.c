@@ -127,9 +127,10 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, jw *w)
          "gpufl_server_kafka_skipped_messages_total %llu\n",
          (unsigned long long)GET(m->kafka_skipped));
     line(w,
-         "# HELP gpufl_server_kafka_message_errors_total Kafka messages or"
-         " events that came as errors from the consumer.\n"
-         "# TYPE gpufl_server_kafka_message_errors_total counter\n"
-         "gpufl_server_kafka_message_errors_total %llu\n",
+         "# HELP gpufl_server_kafka_errors_total Errors the Kafka consumer"
+         " reported (broker unreachable, unknown topic, ...); offset resets"
+         " are counted apart.\n"
+         "# TYPE gpufl_server_kafka_errors_total counter\n"
+         "gpufl_server_kafka_errors_total %llu\n",
          (unsigned long long)GET(m->kafka_errors));
 }
