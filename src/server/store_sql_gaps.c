@@ -20,6 +20,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,7 +83,7 @@ static int runs_build(sq_store *s, size_t n)
         if (!s->bacc[i])
             continue;
         if (have && cur.sess == s->bsess[i] && cur.st == e->st) {
-            if (seq == cur.hi + 1) {
+            if (seq - 1 == cur.hi) { /* (seq + 1 could overflow) */
                 cur.hi = seq;
                 continue;
             }
@@ -104,7 +105,7 @@ static int runs_build(sq_store *s, size_t n)
         qsort(s->runs, s->nruns, sizeof(*s->runs), run_cmp);
     for (size_t i = 0; i < s->nruns; i++) {
         sq_run *r = &s->runs[i], *p = k ? &s->runs[k - 1] : NULL;
-        if (p && p->sess == r->sess && p->st == r->st && r->lo <= p->hi + 1) {
+        if (p && p->sess == r->sess && p->st == r->st && r->lo - 1 <= p->hi) {
             if (r->hi > p->hi)
                 p->hi = r->hi;
             continue;
@@ -140,17 +141,19 @@ static int run_put(sq_store *s, const sq_run *r)
             return GPUFL_OK;
         }
     }
-    /* a range starting just above the run joins it */
-    st = s->ws[WS_SEQ_TAKE];
-    sdb_bind_i64(st, 1, r->sess);
-    sdb_bind_i64(st, 2, r->st);
-    sdb_bind_i64(st, 3, r->hi + 1);
-    rc = sdb_step(st);
-    if (rc == SDB_ROW && sdb_col_i64(st, 0) > hi)
-        hi = sdb_col_i64(st, 0);
-    sdb_reset(st);
-    if (rc != SDB_ROW && rc != SDB_DONE)
-        return sq_err(rc);
+    /* a range starting just above the run joins it (none above 2^63-1) */
+    if (r->hi < INT64_MAX) {
+        st = s->ws[WS_SEQ_TAKE];
+        sdb_bind_i64(st, 1, r->sess);
+        sdb_bind_i64(st, 2, r->st);
+        sdb_bind_i64(st, 3, r->hi + 1);
+        rc = sdb_step(st);
+        if (rc == SDB_ROW && sdb_col_i64(st, 0) > hi)
+            hi = sdb_col_i64(st, 0);
+        sdb_reset(st);
+        if (rc != SDB_ROW && rc != SDB_DONE)
+            return sq_err(rc);
+    }
     /* the range ending just below it takes it in, or it is a new one */
     st = s->ws[WS_SEQ_JOIN];
     sdb_bind_i64(st, 1, hi);
@@ -222,7 +225,7 @@ typedef struct gap_acc {
 
 static void gap_add(gap_acc *g, int64_t lo, int64_t hi)
 {
-    if (lo > g->end + 1) {
+    if (lo - 1 > g->end) {
         g->count += (uint64_t)(lo - g->end - 1);
         if (g->n < SQ_GAP_RANGES_MAX) {
             g->lo[g->n] = g->end + 1;
@@ -305,8 +308,8 @@ int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N])
     memset(out, 0, SRV_ST_N * sizeof(out[0]));
     if (sdb_prepare(db,
                     "SELECT st, sum(CASE WHEN m > 0 THEN m ELSE 0 END) FROM"
-                    " (SELECT st, max(hi) + 1 - sum(hi - lo + 1) AS m FROM"
-                    " seqr GROUP BY sess, st) g GROUP BY st",
+                    " (SELECT st, " SQ_MISSING_EXPR " AS m FROM seqr GROUP BY"
+                    " sess, st) g GROUP BY st",
                     &st) != 0) {
         sq_reader_put(s, db);
         return GPUFL_EINTERNAL;

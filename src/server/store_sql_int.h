@@ -299,11 +299,15 @@ void sq_gaps_release(sq_store *s);
 /* "missing" (exact) and "gaps" of session sess, members of an open
  * object in w; a borrowed read connection. */
 int sq_gaps_json(sdb *db, int64_t sess, jw *w);
+/* The seq missing in one (session, stream) group of seqr rows: max(hi) + 1
+ * - sum(hi - lo + 1), arranged so no term passes 2^63-1 (a seq may be
+ * 2^63-1; PostgreSQL would fail, SQLite turn it into a REAL). */
+#define SQ_MISSING_EXPR "(max(hi) - sum(hi - lo) - count(*) + 1)"
 /* The list's light form: SQL for the lines missing in session row
  * "sessions.id", as one column. */
 #define SQ_MISSING_COL                                                         \
     "(SELECT coalesce(sum(CASE WHEN m > 0 THEN m ELSE 0 END), 0) FROM"         \
-    " (SELECT max(hi) + 1 - sum(hi - lo + 1) AS m FROM seqr WHERE"             \
+    " (SELECT " SQ_MISSING_EXPR " AS m FROM seqr WHERE"                        \
     " seqr.sess=sessions.id GROUP BY st) g)"
 int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N]);
 

@@ -180,6 +180,21 @@ static void test_gaps_exact(void)
                       "\"last_seq\":300}") != NULL);
     REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_SCOPE], 150);
+    /* the largest seq there is: nothing overflows */
+    batch_reset();
+    add_seq(SIDG, SRV_ST_SYSTEM, 0);
+    add("{\"v\":1,\"sid\":\"" SIDG "\",\"st\":\"system\","
+        "\"seq\":9223372036854775807,\"ts\":5,\"type\":\"host\"}");
+    CHECK_EQ_U64(ingest(s), 2);
+    CHECK(strstr(session(s, SIDG),
+                 "\"missing\":9223372036854775806,\"gaps\":{\"system\":"
+                 "{\"count\":9223372036854775806,\"ranges\":[[1,"
+                 "9223372036854775806]],\"ranges_cut\":false,\"last_seq\":"
+                 "9223372036854775807}}") != NULL);
+    CHECK(strstr(q(s, s->ops->q_sessions, NULL),
+                 "\"missing\":9223372036854775806}") != NULL);
+    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 9223372036854775806ull);
     s->ops->close(s);
 }
 
