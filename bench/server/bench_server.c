@@ -541,7 +541,7 @@ int main(int argc, char **argv)
 
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */
-    s.store->ops->mark_stale(s.store, 1u << 30);
+    s.store->ops->mark_stale(s.store, 1u << 30, 0);
     {
         enum { NQ = 200 };
         char *p[NQ];

@@ -589,7 +589,14 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         if (!buf)
             return srv_resp_error(o, 500, "out of memory");
         jw_init(&w, buf, 256 * 1024);
-        srv_metrics_write(&s->met, s->store->ops->db_bytes(s->store), &w);
+        {
+            srv_gauges g;
+            memset(&g, 0, sizeof(g));
+            g.db_bytes = s->store->ops->db_bytes(s->store);
+            g.have_missing =
+                s->store->ops->missing(s->store, g.missing) == GPUFL_OK;
+            srv_metrics_write(&s->met, &g, &w);
+        }
         srv_resp_json(o, 200, buf, w.len);
         o->ctype = "text/plain; version=0.0.4";
         return;

@@ -46,14 +46,15 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
 {
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
-    char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX];
+    char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX],
+         first[INGEST_REASON_MAX] = "";
     size_t blen = 0, nl = 0, pos = 0, n, nev = 0, nerr = 0;
     srv_ev *ev = NULL;
     jsonl_tok *tok = NULL;
     ingest_arena ar = { NULL, 0, 0 };
     srv_ingest_res res = { 0, 0 };
     const char *line;
-    uint32_t lineno = 0;
+    uint32_t lineno = 0, first_line = 0;
     jsonl_doc d;
     jw w;
     int rc;
@@ -117,6 +118,10 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
             ev[nev++].line = lineno;
             continue;
         }
+        if (!nerr) {
+            first_line = lineno;
+            snprintf(first, sizeof(first), "%s", reason);
+        }
         if (nerr++ < INGEST_ERRORS_MAX) {
             jw_obj_begin(&w);
             jw_kv_u64(&w, "line", lineno);
@@ -125,6 +130,13 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
         }
     }
     jw_arr_end(&w);
+    /* the agent gets the errors; the operator a line per request (the
+     * lines are missing from their session's gaps from now on) */
+    if (nerr && !s->cfg.quiet)
+        fprintf(stderr,
+                "gpufl-server: %s batch: %zu of %u line(s) rejected; line "
+                "%u: %s\n",
+                ingest_stream_name(st), nerr, lineno, first_line, first);
     if (nev) {
         rc = s->store->ops->ingest(s->store, ev, nev, &res);
         if (rc) {

@@ -65,7 +65,8 @@ static const opt opts[] = {
         "most lines in one ingest request (413 above)"),
     NUM("timeout", O_DUR, timeout_s, "60", 1, 86400, "idle connection timeout"),
     NUM("stale-after", O_DUR, stale_after_s, "5m", 1, 1ull << 32,
-        "a running session with no line for this long becomes stale"),
+        "a running session with no line for this long becomes stale "
+        "(the server's own downtime not counted)"),
     NUM("retention-max-age", O_DUR, retention_max_age_s, "0", 0, 1ull << 40,
         "prune sessions whose last line is older (0: never)"),
     NUM("retention-max-db", O_SIZE, retention_max_db, "0", 0, 1ull << 50,
@@ -85,7 +86,8 @@ static const opt opts[] = {
     STR("kafka-topic-prefix", kafka_topic_prefix, "gpufl",
         "topics are PREFIX.device, PREFIX.scope and PREFIX.system"),
     NUM("kafka-batch", O_UINT, kafka_batch, "5000", 1, 1000000,
-        "most Kafka messages stored in one transaction"),
+        "most Kafka messages gathered per batch, and lines per "
+        "transaction (more are stored in several)"),
     STR("name", key_name, "", "keys create: a label for the new key"),
     STR("role", key_role, "read", "keys create: ingest, read or admin"),
 };

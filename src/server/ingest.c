@@ -157,7 +157,7 @@ static const field f_verdict[] = {
     S("session", text, 128), U("since", start),       END
 };
 static const field f_dict[] = { UR("id", id), END };
-static const field f_dict_name[] = { SR("name", dname, 4096), END };
+static const field f_dict_name[] = { SR("name", dname, INGEST_NAME_MAX), END };
 static const field f_dict_path[] = { U("parent", parent), UR("name", name),
                                      U("depth", depth), END };
 static const field f_dict_launch[] = {
@@ -428,6 +428,41 @@ static int stalls_check(jsonl_doc *d, char *reason)
     return GPUFL_OK;
 }
 
+/* "streams" of a session line: the streams the session writes, as an
+ * array of names (docs/events.md); absent: all three.  It must name the
+ * line's own stream. */
+static int streams_get(jsonl_doc *d, int st, srv_ev *ev, char *reason)
+{
+    uint32_t t = jsonl_doc_find(d, "streams");
+    unsigned mask = 0;
+
+    if (t == JSONL_NOTFOUND)
+        return GPUFL_OK;
+    if (jsonl_tok_type(d, t) != JSONL_ARRAY || d->tok[t].n < 1 ||
+        d->tok[t].n > SRV_ST_N)
+        return fail3(reason,
+                     "field \"streams\": an array of 1 to 3 stream "
+                     "names",
+                     "", "");
+    for (uint32_t i = 0, k = t + 1; i < d->tok[t].n; i++, k = d->tok[k].next) {
+        int j;
+        for (j = 0; j < SRV_ST_N; j++)
+            if (jsonl_tok_streq(d, k, stream_names[j], strlen(stream_names[j])))
+                break;
+        if (j == SRV_ST_N)
+            return fail3(reason,
+                         "field \"streams\": names are device, scope or "
+                         "system",
+                         "", "");
+        mask |= 1u << j;
+    }
+    if (!(mask & (1u << st)))
+        return fail3(reason, "field \"streams\": must name this stream (",
+                     stream_names[st], ")");
+    ev->streams = (uint8_t)mask;
+    return GPUFL_OK;
+}
+
 /* "api": [launch API entry relative to ts, API duration] */
 static int api_get(jsonl_doc *d, srv_ev *ev, char *reason)
 {
@@ -516,12 +551,20 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         rc = verdict_check(d, ev, reason);
     if (!rc && td->type == EV_KERNEL)
         rc = api_get(d, ev, reason);
+    if (!rc && td->type == EV_SESSION)
+        rc = streams_get(d, st, ev, reason);
     if (!rc && ev->occ > 1e6)
         rc = fail3(reason, "field \"occ\": out of range", "", "");
     /* integers land in signed 64-bit database columns */
     if (!rc && (ev->dur | ev->bytes | ev->id | ev->scope | ev->stream | ev->pc |
                 ev->cfg | ev->name | ev->path | ev->dev) > (uint64_t)INT64_MAX)
         rc = fail3(reason, "a numeric field exceeds 2^63-1", "", "");
+    /* a device op spans [ts, ts + dur]: its end must be a time too, or
+     * the session's last_ts, the kernel's end and its timeline buckets
+     * would wrap negative (docs/api.md) */
+    if (!rc && td->type >= EV_KERNEL && td->type <= EV_FREE &&
+        ev->dur > (uint64_t)INT64_MAX - ev->ts)
+        rc = fail3(reason, "ts + dur exceeds 2^63-1 ns", "", "");
     if (rc)
         a->len = a0;
     return rc;

@@ -20,6 +20,9 @@
 #define INGEST_MAX_TOKENS 1024
 /* Longest accepted line. */
 #define INGEST_MAX_LINE (256u * 1024)
+/* Longest name a dictionary line may define (bytes, decoded): kernel,
+ * scope and file names; queries answer them in full. */
+#define INGEST_NAME_MAX 4096
 /* Longest reason text in a response error. */
 #define INGEST_REASON_MAX 120
 

@@ -10,9 +10,25 @@
  * (sid, st, seq) keys and change nothing.  That is how several servers in
  * one group store each event exactly once.  A database that is down is
  * retried (the batch is held, nothing is committed) until it answers or
- * the server stops.
+ * the server stops.  Every line of every message is stored or counted as
+ * rejected: a batch holding more lines than --kafka-batch is stored in
+ * several transactions, all before the commit.
+ *
+ * What the broker deleted before it was read cannot be stored, but it is
+ * never skipped silently.  When the group's offset falls out of the
+ * broker's retention, librdkafka resets it to the oldest message kept
+ * (auto.offset.reset=earliest) and says so only in a debug line; so the
+ * bridge watches each partition's offsets itself: the agent's producer is
+ * idempotent and not transactional, so a partition's offsets are
+ * contiguous, and a message past the next expected one (or, the first time
+ * a partition is seen, past the group's committed offset) means the
+ * messages in between were deleted unread.  They are counted, logged with
+ * their range, and their lines show in their sessions' gaps.  A partition
+ * the group never read has no committed offset: what the broker deleted
+ * before the group existed is not counted.
  */
 #include "ingest.h"
+#include "rollup.h"
 #include "srv_int.h"
 
 #include <gpufl/gpufl.h>
@@ -25,6 +41,10 @@
 
 /* How long a batch may gather messages (ms). */
 #define KAFKA_BATCH_MS 200
+/* Consumer errors are logged at most this often (s), with a count. */
+#define KAFKA_ERRLOG_S 10
+/* How long a watermark query or a seek may take (ms). */
+#define KAFKA_CALL_MS 5000
 
 typedef struct srv_kafka {
     srv *s;
@@ -32,7 +52,14 @@ typedef struct srv_kafka {
     pthread_t th;
     int stop;
     char topics[SRV_ST_N][300];
+    time_t errlog;     /* when a consumer error was last logged */
+    uint64_t unlogged; /* consumer errors since */
+    rl_map next;       /* (stream, partition) -> 1 + next offset expected */
 } srv_kafka;
+
+/* Partitions whose next offset is tracked at most (then forgotten, and
+ * learnt again from the committed offsets). */
+#define KAFKA_PARTS_MAX 65536
 
 static uint64_t now_ms(void)
 {
@@ -50,38 +77,16 @@ static int stream_of(srv_kafka *k, const rd_kafka_message_t *m)
     return -1;
 }
 
-/* Validates and stores msgs[0, n); retries while the database is down.
- * Returns 0 once committed. */
-static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
-                       srv_ev *ev, size_t ev_cap, ingest_arena *a, jsonl_doc *d)
+/* Stores ev[0, *nev), retrying while the database is down; then the
+ * batch's arena and events are free again.  0, or -1 when stopping. */
+static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a)
 {
     srv *s = k->s;
-    size_t nev = 0, nerr = 0;
     srv_ingest_res res = { 0, 0 };
-    char why[INGEST_REASON_MAX];
     int rc;
 
-    a->len = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *buf = msgs[i]->payload, *line;
-        size_t len = msgs[i]->len, pos = 0, ln;
-        int st = stream_of(k, msgs[i]);
-        if (st < 0 || !buf)
-            continue;
-        /* one line per message from the agent; several are accepted */
-        while (jsonl_line_next(buf, len, &pos, &line, &ln) ||
-               jsonl_line_tail(buf, len, &pos, &line, &ln)) {
-            if (ln == 0)
-                continue;
-            if (nev < ev_cap &&
-                ingest_line_parse(d, st, line, ln, a, &ev[nev], why) == 0)
-                ev[nev++].line = (uint32_t)(i + 1);
-            else
-                nerr++;
-        }
-    }
-    while (nev) {
-        rc = s->store->ops->ingest(s->store, ev, nev, &res);
+    while (*nev) {
+        rc = s->store->ops->ingest(s->store, ev, *nev, &res);
         if (rc == 0)
             break;
         if (!s->cfg.quiet)
@@ -98,9 +103,136 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
     __atomic_fetch_add(&s->met.lines_accepted, res.accepted, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.lines_duplicate, res.duplicate,
                        __ATOMIC_RELAXED);
+    *nev = 0;
+    a->len = 0;
+    return 0;
+}
+
+/* Validates and stores every line of msgs[0, n): ev_cap lines per store
+ * call, so a message of more lines than that is stored whole, in pieces.
+ * Returns 0 once all is committed (the offsets after them may be). */
+static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
+                       srv_ev *ev, size_t ev_cap, ingest_arena *a, jsonl_doc *d)
+{
+    srv *s = k->s;
+    size_t nev = 0, nerr = 0;
+    char why[INGEST_REASON_MAX], first[INGEST_REASON_MAX + 400] = "";
+
+    a->len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *buf = msgs[i]->payload, *line;
+        size_t len = msgs[i]->len, pos = 0, ln, no = 0;
+        int st = stream_of(k, msgs[i]);
+        if (st < 0 || !buf)
+            continue;
+        /* one line per message from the agent; several are accepted */
+        while (jsonl_line_next(buf, len, &pos, &line, &ln) ||
+               jsonl_line_tail(buf, len, &pos, &line, &ln)) {
+            no++;
+            if (ln == 0)
+                continue;
+            if (nev == ev_cap && flush_ev(k, ev, &nev, a))
+                return -1;
+            if (ingest_line_parse(d, st, line, ln, a, &ev[nev], why) == 0) {
+                ev[nev++].line = (uint32_t)(i + 1);
+                continue;
+            }
+            if (!nerr++)
+                snprintf(first, sizeof(first),
+                         "%s [%d] offset %lld line %zu: %s", k->topics[st],
+                         (int)msgs[i]->partition, (long long)msgs[i]->offset,
+                         no, why);
+        }
+    }
+    if (nev && flush_ev(k, ev, &nev, a))
+        return -1;
+    /* no client hears of these: the log is where they are reported */
+    if (nerr)
+        fprintf(stderr,
+                "gpufl-server: kafka: %zu line(s) rejected, not stored (the"
+                " first: %s)\n",
+                nerr, first);
     __atomic_fetch_add(&s->met.lines_rejected, nerr, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.batches, 1, __ATOMIC_RELAXED);
     return 0;
+}
+
+/* The group's committed offset of topic [part], -1 if none or unknown. */
+static int64_t committed(srv_kafka *k, const char *topic, int32_t part)
+{
+    rd_kafka_topic_partition_list_t *tl = rd_kafka_topic_partition_list_new(1);
+    int64_t off = -1;
+
+    rd_kafka_topic_partition_list_add(tl, topic, part);
+    if (!rd_kafka_committed(k->rk, tl, KAFKA_CALL_MS) && !tl->elems[0].err &&
+        tl->elems[0].offset >= 0)
+        off = tl->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(tl);
+    return off;
+}
+
+/* Message m of stream st arrived: were messages before it skipped (deleted
+ * by the broker before this group read them)?  Counted and logged. */
+static void offset_check(srv_kafka *k, int st, const rd_kafka_message_t *m)
+{
+    uint64_t key[4] = { (uint64_t)st, (uint64_t)(uint32_t)m->partition, 0, 0 };
+    int64_t *v, from, c;
+    int fresh;
+
+    if (k->next.n >= KAFKA_PARTS_MAX)
+        rl_map_clear(&k->next);
+    if (!(v = rl_map_get(&k->next, key, &fresh)))
+        return;
+    from = *v - 1; /* -1: first message of this partition seen here */
+    *v = m->offset + 1 + 1;
+    if (from >= 0 && m->offset <= from)
+        return; /* in order, or read again after a rebalance */
+    /* a jump, or the first message: what did the group commit?  (other
+     * servers may have read the messages in between, after a rebalance) */
+    c = committed(k, k->topics[st], m->partition);
+    if (c > from)
+        from = c;
+    if (from < 0 || m->offset <= from)
+        return;
+    __atomic_fetch_add(&k->s->met.kafka_resets, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&k->s->met.kafka_skipped, (uint64_t)(m->offset - from),
+                       __ATOMIC_RELAXED);
+    fprintf(stderr,
+            "gpufl-server: kafka: %s [%d]: messages %lld to %lld were"
+            " deleted by the broker (retention) before they were read:"
+            " %lld message(s) lost, reading on from %lld (their lines show"
+            " in their sessions' gaps)\n",
+            k->topics[st], (int)m->partition, (long long)from,
+            (long long)m->offset - 1, (long long)(m->offset - from),
+            (long long)m->offset);
+}
+
+/* A message that is an error: an offset out of range, or one of the
+ * consumer's errors (counted; logged at most every KAFKA_ERRLOG_S). */
+static void on_error(srv_kafka *k, const rd_kafka_message_t *m)
+{
+    time_t now = time(NULL);
+
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        return; /* not an error: the end of what is there */
+    __atomic_fetch_add(&k->s->met.kafka_errors, 1, __ATOMIC_RELAXED);
+    if (now - k->errlog < KAFKA_ERRLOG_S) {
+        k->unlogged++;
+        return;
+    }
+    if (m->rkt)
+        fprintf(stderr,
+                "gpufl-server: kafka: %s [%d]: %s (%llu more errors since"
+                " the last one logged)\n",
+                rd_kafka_topic_name(m->rkt), (int)m->partition,
+                rd_kafka_message_errstr(m), (unsigned long long)k->unlogged);
+    else
+        fprintf(stderr,
+                "gpufl-server: kafka: %s (%llu more errors since the last"
+                " one logged)\n",
+                rd_kafka_message_errstr(m), (unsigned long long)k->unlogged);
+    k->errlog = now;
+    k->unlogged = 0;
 }
 
 static void *kafka_main(void *arg)
@@ -125,9 +257,12 @@ static void *kafka_main(void *arg)
             if (!m)
                 continue;
             if (m->err) {
+                on_error(k, m);
                 rd_kafka_message_destroy(m);
                 continue;
             }
+            if (stream_of(k, m) >= 0)
+                offset_check(k, stream_of(k, m), m);
             msgs[n++] = m;
             bytes += m->len;
         }
@@ -182,6 +317,7 @@ int srv_kafka_start(srv *s, char *err, size_t cap)
     if (!k)
         return GPUFL_ENOMEM;
     k->s = s;
+    rl_map_init(&k->next, sizeof(int64_t), KAFKA_PARTS_MAX);
     c = rd_kafka_conf_new();
     if (conf_set(c, "bootstrap.servers", s->cfg.kafka_brokers, err, cap) ||
         conf_set(c, "group.id", s->cfg.kafka_group, err, cap) ||
@@ -191,6 +327,7 @@ int srv_kafka_start(srv *s, char *err, size_t cap)
         conf_set(c, "heartbeat.interval.ms", "500", err, cap) ||
         conf_set(c, "log_level", s->cfg.quiet ? "3" : "4", err, cap)) {
         rd_kafka_conf_destroy(c);
+        rl_map_release(&k->next);
         free(k);
         return GPUFL_EINVAL;
     }
@@ -198,6 +335,7 @@ int srv_kafka_start(srv *s, char *err, size_t cap)
     if (!k->rk) {
         snprintf(err, cap, "kafka: %s", e);
         rd_kafka_conf_destroy(c);
+        rl_map_release(&k->next);
         free(k);
         return GPUFL_EUNAVAIL;
     }
@@ -214,12 +352,14 @@ int srv_kafka_start(srv *s, char *err, size_t cap)
     if (re) {
         snprintf(err, cap, "kafka subscribe: %s", rd_kafka_err2str(re));
         rd_kafka_destroy(k->rk);
+        rl_map_release(&k->next);
         free(k);
         return GPUFL_EUNAVAIL;
     }
     if (pthread_create(&k->th, NULL, kafka_main, k) != 0) {
         rd_kafka_consumer_close(k->rk);
         rd_kafka_destroy(k->rk);
+        rl_map_release(&k->next);
         free(k);
         return GPUFL_EIO;
     }
@@ -237,6 +377,7 @@ void srv_kafka_stop(srv *s)
     pthread_join(k->th, NULL);
     rd_kafka_consumer_close(k->rk);
     rd_kafka_destroy(k->rk);
+    rl_map_release(&k->next);
     free(k);
     s->kafka = NULL;
 }

@@ -1,7 +1,9 @@
 /*
- * maint.c - the maintenance thread: marks silent sessions stale and runs
- * the retention policy (sessions, memory profiles) on its schedule.  Both are plain store calls, so
- * the admin endpoint runs the same code on demand.
+ * maint.c - the maintenance thread: marks silent sessions stale (silent
+ * for --stale-after of the time since the server could hear them) and runs
+ * the retention policy (sessions, memory profiles) on its schedule.  Both
+ * are plain store calls, so the admin endpoint runs the same code on
+ * demand.
  */
 #include "srv_int.h"
 
@@ -51,7 +53,9 @@ static void *maint_main(void *arg)
         if (s->stopping)
             break;
         pthread_mutex_unlock(&s->mlock);
-        s->store->ops->mark_stale(s->store, s->cfg.stale_after_s);
+        s->store->ops->mark_stale(
+            s->store, s->cfg.stale_after_s,
+            __atomic_load_n(&s->heard_since, __ATOMIC_RELAXED));
         if ((uint64_t)(time(NULL) - last_ret) >= s->cfg.retention_interval_s) {
             uint64_t n = 0, m = 0;
             last_ret = time(NULL);
@@ -70,6 +74,11 @@ static void *maint_main(void *arg)
 
 int srv_maint_start(srv *s)
 {
+    /* a server that was down heard nothing: its downtime is no session's
+     * silence */
+    if (!__atomic_load_n(&s->heard_since, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->heard_since, (uint64_t)time(NULL),
+                         __ATOMIC_RELAXED);
     pthread_mutex_init(&s->mlock, NULL);
     pthread_cond_init(&s->mcond, NULL);
     if (pthread_create(&s->maint, NULL, maint_main, s) != 0)

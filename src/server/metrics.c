@@ -38,7 +38,7 @@ static void line(jw *w, const char *fmt, ...)
 
 static void line(jw *w, const char *fmt, ...)
 {
-    char buf[256];
+    char buf[512];
     va_list ap;
     int n;
 
@@ -49,8 +49,10 @@ static void line(jw *w, const char *fmt, ...)
         jw_put(w, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
-void srv_metrics_write(const srv_metrics *cm, uint64_t db_bytes, jw *w)
+void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, jw *w)
 {
+    static const char *const st_names[SRV_ST_N] = { "device", "scope",
+                                                    "system" };
     srv_metrics *m = (srv_metrics *)cm;
 
     line(w, "# HELP gpufl_ingest_lines_total Event lines by outcome.\n"
@@ -100,5 +102,35 @@ void srv_metrics_write(const srv_metrics *cm, uint64_t db_bytes, jw *w)
          "# HELP gpufl_db_bytes Bytes used by the database.\n"
          "# TYPE gpufl_db_bytes gauge\n"
          "gpufl_db_bytes %llu\n",
-         (unsigned long long)db_bytes);
+         (unsigned long long)g->db_bytes);
+    if (g->have_missing) {
+        line(w, "# HELP gpufl_server_lines_missing Lines not stored below the"
+                " highest stored seq of their session and stream, summed over"
+                " sessions (the gaps of the session API).\n"
+                "# TYPE gpufl_server_lines_missing gauge\n");
+        for (int st = 0; st < SRV_ST_N; st++)
+            line(w, "gpufl_server_lines_missing{stream=\"%s\"} %llu\n",
+                 st_names[st], (unsigned long long)g->missing[st]);
+    }
+    line(w,
+         "# HELP gpufl_server_kafka_offset_resets_total Kafka partitions"
+         " whose committed offset had fallen out of the broker's retention"
+         " (reset to the earliest message kept).\n"
+         "# TYPE gpufl_server_kafka_offset_resets_total counter\n"
+         "gpufl_server_kafka_offset_resets_total %llu\n",
+         (unsigned long long)GET(m->kafka_resets));
+    line(w,
+         "# HELP gpufl_server_kafka_skipped_messages_total Kafka messages"
+         " skipped by those resets (deleted by the broker before they were"
+         " read).\n"
+         "# TYPE gpufl_server_kafka_skipped_messages_total counter\n"
+         "gpufl_server_kafka_skipped_messages_total %llu\n",
+         (unsigned long long)GET(m->kafka_skipped));
+    line(w,
+         "# HELP gpufl_server_kafka_errors_total Errors the Kafka consumer"
+         " reported (broker unreachable, unknown topic, ...); offset resets"
+         " are counted apart.\n"
+         "# TYPE gpufl_server_kafka_errors_total counter\n"
+         "gpufl_server_kafka_errors_total %llu\n",
+         (unsigned long long)GET(m->kafka_errors));
 }

@@ -35,6 +35,17 @@ void *rl_map_find(const rl_map *m, const uint64_t *k);
 /* Iteration: slot index i from 0 to m->cap; NULL for empty slots. */
 void *rl_map_at(const rl_map *m, size_t i, const uint64_t **k);
 
+/* ---- sums ---- */
+
+/* a + b saturating at 2^63-1: rollup sums of durations land in signed
+ * 64-bit columns, and a few absurd (but valid) durations must neither wrap
+ * them negative nor fail a batch (PostgreSQL: "bigint out of range") */
+static inline uint64_t rl_sat_add(uint64_t a, uint64_t b)
+{
+    uint64_t c = a + b;
+    return c < a || c > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : c;
+}
+
 /* ---- histogram ---- */
 
 /* Durations: exact below 32 ns, then 16 buckets per power of two, so a

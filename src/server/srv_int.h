@@ -66,14 +66,25 @@ enum { MET_INGEST = 0, MET_QUERY = 1, MET_OTHER = 2, MET_NCLASS = 3 };
 
 typedef struct srv_metrics {
     uint64_t lines_accepted, lines_duplicate, lines_rejected, batches, bytes_in;
+    /* Kafka bridge (kafka.c): offset resets past the broker's retention,
+     * the messages they skipped, and messages that came as errors */
+    uint64_t kafka_resets, kafka_skipped, kafka_errors;
     uint64_t status[6]; /* by first digit */
     uint64_t lat_count[MET_NCLASS], lat_sum_us[MET_NCLASS];
     uint64_t lat_bucket[MET_NCLASS][MET_NBUCKETS];
 } srv_metrics;
 
 void srv_metrics_request(srv_metrics *m, int cls, int status, uint64_t us);
+
+/* What a scrape reads from the store. */
+typedef struct srv_gauges {
+    uint64_t db_bytes;
+    uint64_t missing[SRV_ST_N]; /* store_ops.missing */
+    int have_missing;           /* 0: the store could not say */
+} srv_gauges;
+
 /* Prometheus text into w. */
-void srv_metrics_write(const srv_metrics *m, uint64_t db_bytes, jw *w);
+void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, jw *w);
 
 /* ---- the server ---- */
 
@@ -91,6 +102,10 @@ typedef struct srv {
     pthread_mutex_t mlock;
     pthread_cond_t mcond;
     int stopping, maint_started;
+    /* since when (Unix s) the server could hear its sessions: its start,
+     * moved on when the database becomes reachable again after an outage
+     * (relaxed atomic); mark_stale counts silence only from here */
+    uint64_t heard_since;
     void *kafka; /* kafka.c's consumer, NULL when off */
 } srv;
 

@@ -67,7 +67,8 @@ typedef struct srv_ev {
     uint8_t type;  /* srv_type */
     uint8_t dkind; /* dict: DK_* */
     uint8_t simulated;
-    char sid[40]; /* NUL-terminated UUID */
+    uint8_t streams; /* session: bit per SRV_ST_* it writes; 0: not said */
+    char sid[40];    /* NUL-terminated UUID */
     uint64_t seq, ts;
     /* numbers, 0 when absent (the format omits zero fields) */
     uint64_t dev, stream, corr, dur, bytes, scope, path, stack, id, parent,
@@ -167,8 +168,14 @@ typedef struct srv_store_ops {
     void (*close)(srv_store *s);
     uint64_t (*db_bytes)(srv_store *s);
     int (*ping)(srv_store *s);
-    /* sessions whose last line is older than stale_s become "stale" */
-    int (*mark_stale)(srv_store *s, uint64_t stale_s);
+    /* running sessions silent for stale_s seconds of the time the server
+     * could hear them become "stale": nothing before heard_since (Unix s:
+     * when the server started, or the database became reachable again)
+     * counts, so a server outage never makes a session stale */
+    int (*mark_stale)(srv_store *s, uint64_t stale_s, uint64_t heard_since);
+    /* lines missing below the highest stored seq, summed over sessions,
+     * per stream (the gaps of docs/api.md) */
+    int (*missing)(srv_store *s, uint64_t out[SRV_ST_N]);
     /* prunes whole sessions (not kept) and memory profiles (not linked to
      * a kept session); *n_pruned sessions removed */
     int (*prune)(srv_store *s, const srv_retention *p, uint64_t *n_pruned);

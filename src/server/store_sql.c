@@ -172,6 +172,26 @@ static const char *const migrations[] = {
      * changes it: a server whose heaps are older reloads them (two
      * servers on one PostgreSQL) */
     "ALTER TABLE sessions ADD COLUMN kext_ver INTEGER NOT NULL DEFAULT 0;",
+    /* 10: the seq ranges of each (session, stream) that are stored
+     * (store_sql_gaps.c), filled from every table holding lines (UNION:
+     * a seq twice counts once); the streams a session writes (a session
+     * line's "streams", default all three) and, as bits, those that have
+     * ended: a session ends when all its streams have.  Sessions already
+     * ended keep that state. */
+    "CREATE TABLE seqr(sess INTEGER NOT NULL, st INTEGER NOT NULL,"
+    " lo INTEGER NOT NULL, hi INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, st, lo)) WITHOUT ROWID;"
+    "INSERT INTO seqr SELECT sess, st, min(seq), max(seq) FROM (SELECT sess,"
+    " st, seq, seq - row_number() OVER (PARTITION BY sess, st ORDER BY seq)"
+    " AS g FROM (SELECT sess, st, seq FROM lines UNION SELECT sess, 0, seq"
+    " FROM kernels UNION SELECT sess, 0, seq FROM ops UNION SELECT sess, 1,"
+    " seq FROM scopes UNION SELECT sess, 1, seq FROM sass UNION SELECT sess,"
+    " 2, seq FROM samples) u) t GROUP BY sess, st, g;"
+    "ALTER TABLE sessions ADD COLUMN streams INTEGER NOT NULL DEFAULT 7;"
+    "ALTER TABLE sessions ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE sessions SET ended=(SELECT coalesce(sum(DISTINCT CASE st WHEN 0"
+    " THEN 1 WHEN 1 THEN 2 ELSE 4 END), 0) FROM lines WHERE"
+    " lines.sess=sessions.id AND lines.type=2);",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 
@@ -182,8 +202,17 @@ const char *const sq_wsql[WS_N] = {
     [WS_SESS_HEADER] =
         "UPDATE sessions SET app=?, host=?, pid=?, start_ns=?, lib=?,"
         " simulated=?, header=? WHERE id=? AND header IS NULL",
-    [WS_SESS_END] = "UPDATE sessions SET state='ended', end_reason=?"
-                    " WHERE id=?",
+    /* ?1: the stream's bit; the session ends with the last of its
+     * streams (the SET expressions all read the row as it was) */
+    [WS_SESS_END] =
+        "UPDATE sessions SET ended=ended | ?1, end_reason=CASE WHEN"
+        " ((ended | ?1) & streams) = streams THEN ?2 ELSE end_reason END,"
+        " state=CASE WHEN ((ended | ?1) & streams) = streams THEN 'ended'"
+        " ELSE state END WHERE id=?3",
+    /* a session line's "streams": fewer may all have ended already */
+    [WS_SESS_STREAMS] =
+        "UPDATE sessions SET streams=?1, state=CASE WHEN ended <> 0 AND"
+        " (ended & ?1) = ?1 THEN 'ended' ELSE state END WHERE id=?2",
     [WS_SESS_TOUCH] =
         "UPDATE sessions SET first_ts=CASE WHEN first_ts IS NULL OR"
         " first_ts > ?1 THEN ?1 ELSE first_ts END,"
@@ -218,16 +247,21 @@ const char *const sq_wsql[WS_N] = {
                     " max=excluded.max, sum_occ=excluded.sum_occ,"
                     " n_occ=excluded.n_occ, regs=excluded.regs,"
                     " smem=excluded.smem, hist=excluded.hist",
+    /* sums of durations saturate at 2^63-1 (SQLite would turn an
+     * overflowing sum into a REAL, PostgreSQL fail the batch) */
     [WS_TL] = "INSERT INTO tl VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(sess, lvl,"
               " lane, b) DO UPDATE SET n=tl.n+excluded.n,"
-              " busy=tl.busy+excluded.busy,"
+              " busy=CASE WHEN tl.busy > 9223372036854775807 - excluded.busy"
+              " THEN 9223372036854775807 ELSE tl.busy+excluded.busy END,"
               " top_name=CASE WHEN excluded.top_dur>tl.top_dur THEN"
               " excluded.top_name ELSE tl.top_name END,"
               " top_dur=CASE WHEN excluded.top_dur>tl.top_dur THEN"
               " excluded.top_dur ELSE tl.top_dur END",
     [WS_KSCOPE] = "INSERT INTO kscope VALUES(?,?,?,?) ON CONFLICT(sess, scope)"
                   " DO UPDATE SET n=kscope.n+excluded.n,"
-                  " gpu_ns=kscope.gpu_ns+excluded.gpu_ns",
+                  " gpu_ns=CASE WHEN kscope.gpu_ns > 9223372036854775807"
+                  " - excluded.gpu_ns THEN 9223372036854775807 ELSE"
+                  " kscope.gpu_ns+excluded.gpu_ns END",
     [WS_EXT_LOAD0] = "SELECT dur, seq FROM kext WHERE sess=? AND side=0"
                      " ORDER BY dur DESC, seq DESC LIMIT ?",
     [WS_EXT_LOAD1] = "SELECT dur, seq FROM kext WHERE sess=? AND side=1"
@@ -245,6 +279,19 @@ const char *const sq_wsql[WS_N] = {
     [WS_EXT_PUT] = "INSERT INTO kext VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_EXT_DEL] = "DELETE FROM kext WHERE sess=? AND side=? AND dur=? AND"
                    " seq=?",
+    /* seq ranges (store_sql_gaps.c): extend a known range, take the range
+     * starting just above a run, extend the range ending just below it,
+     * or add the run as a range */
+    [WS_SEQ_EXT] = "UPDATE seqr SET hi=?1 WHERE sess=?2 AND st=?3 AND lo=?4"
+                   " AND hi=?5",
+    [WS_SEQ_TAKE] = "DELETE FROM seqr WHERE sess=?1 AND st=?2 AND lo=?3"
+                    " RETURNING hi",
+    [WS_SEQ_JOIN] = "UPDATE seqr SET hi=?1 WHERE sess=?2 AND st=?3 AND hi=?4"
+                    " AND lo=(SELECT max(lo) FROM seqr WHERE sess=?2 AND"
+                    " st=?3 AND lo <= ?4) RETURNING lo",
+    [WS_SEQ_ADD] = "INSERT INTO seqr VALUES(?1, ?2, ?3, ?4) ON CONFLICT(sess,"
+                   " st, lo) DO UPDATE SET hi=CASE WHEN excluded.hi > seqr.hi"
+                   " THEN excluded.hi ELSE seqr.hi END",
 };
 
 int sq_err(int rc)
@@ -383,6 +430,7 @@ static void sq_close(srv_store *bs)
     sdb_finalize(s->kmerge);
     sdb_finalize(s->kaget);
     sdb_finalize(s->kgrp);
+    sdb_finalize(s->dver);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     if (s->w) {
@@ -400,6 +448,7 @@ static void sq_close(srv_store *bs)
     rl_map_release(&s->pend_idx);
     rl_map_release(&s->khigh);
     sq_ext_release(s);
+    sq_gaps_release(s);
     free(s->cb.p);
     free(s->pend);
     pthread_mutex_destroy(&s->wlock);
@@ -413,17 +462,18 @@ static void sq_close(srv_store *bs)
     {                                                                          \
         .name = nm, .ingest = sq_ingest, .close = sq_close,                    \
         .db_bytes = sq_db_bytes, .ping = sq_ping, .mark_stale = sq_mark_stale, \
-        .prune = sq_prune, .set_keep = sq_set_keep, .key_add = sq_key_add,     \
-        .key_list = sq_key_list, .key_revoke = sq_key_revoke,                  \
-        .key_lookup = sq_key_lookup, .q_hosts = sq_q_hosts,                    \
-        .q_sessions = sq_q_sessions, .q_session = sq_q_session,                \
-        .q_kernels = sq_q_kernels, .q_kernel_agg = sq_q_kernel_agg,            \
-        .q_kernel = sq_q_kernel, .q_timeline = sq_q_timeline,                  \
-        .q_copies = sq_q_copies, .q_scopes = sq_q_scopes,                      \
-        .q_profile = sq_q_profile, .q_system = sq_q_system,                    \
-        .q_compare = sq_q_compare, .q_fleet = sq_q_fleet,                      \
-        .q_verdicts = sq_q_verdicts, .memprof_put = sq_memprof_put,            \
-        .q_memory = sq_q_memory, .q_memprofs = sq_q_memprofs,                  \
+        .missing = sq_missing, .prune = sq_prune, .set_keep = sq_set_keep,     \
+        .key_add = sq_key_add, .key_list = sq_key_list,                        \
+        .key_revoke = sq_key_revoke, .key_lookup = sq_key_lookup,              \
+        .q_hosts = sq_q_hosts, .q_sessions = sq_q_sessions,                    \
+        .q_session = sq_q_session, .q_kernels = sq_q_kernels,                  \
+        .q_kernel_agg = sq_q_kernel_agg, .q_kernel = sq_q_kernel,              \
+        .q_timeline = sq_q_timeline, .q_copies = sq_q_copies,                  \
+        .q_scopes = sq_q_scopes, .q_profile = sq_q_profile,                    \
+        .q_system = sq_q_system, .q_compare = sq_q_compare,                    \
+        .q_fleet = sq_q_fleet, .q_verdicts = sq_q_verdicts,                    \
+        .memprof_put = sq_memprof_put, .q_memory = sq_q_memory,                \
+        .q_memprofs = sq_q_memprofs,                                           \
     }
 
 static const srv_store_ops sq_ops = SQ_OPS("sqlite");
@@ -472,6 +522,7 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     rl_map_init(&s->srl, sizeof(sq_srl), SQ_ACC_MAX / 64);
     rl_map_init(&s->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
     rl_map_init(&s->khigh, sizeof(int64_t), SQ_CACHE_MAX);
+    rl_map_init(&s->seqhint, sizeof(sq_run), SQ_CACHE_MAX);
     s->ext_k = SQ_EXT_K;
     {
         /* a smaller K lets tests cross it with a few kernels */
@@ -511,10 +562,12 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
                                     "?,?,?,?,?)",
                                     i ? "," : "");
         snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
-        if ((rc = sdb_prepare(s->w, sql, &s->kgrp)) != 0) {
+        if ((rc = sdb_prepare(s->w, sql, &s->kgrp)) != 0 ||
+            (rc = sdb_prepare(s->w, "PRAGMA data_version", &s->dver)) != 0) {
             snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
             goto fail;
         }
+        s->dver_last = -1;
     }
     /* PostgreSQL: kernels go in by COPY into a session-local staging table
      * (emptied at each commit), then one INSERT ... SELECT whose RETURNING

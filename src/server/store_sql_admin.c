@@ -31,7 +31,7 @@
 static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "scopes", "sass", "stalls",
                                            "samples", "kagg", "tl", "kscope",
-                                           "kext", "srl",
+                                           "kext", "srl", "seqr",
                                            /* idle verdicts */
                                            "verdicts", "fleet" };
 
@@ -70,18 +70,23 @@ int sq_ping(srv_store *bs)
     return rc;
 }
 
-int sq_mark_stale(srv_store *bs, uint64_t stale_s)
+int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
 {
     sq_store *s = (sq_store *)bs;
+    long long now = (long long)time(NULL);
     char sql[160];
-    int rc;
+    int rc = GPUFL_OK;
 
+    /* silent for stale_s of the time the server could hear: before
+     * heard_since + stale_s no session can have been (a line sent while
+     * the server or its database was down is still to come) */
     snprintf(sql, sizeof(sql),
              "UPDATE sessions SET state='stale' WHERE state='running' AND"
              " last_seen < %lld",
-             (long long)time(NULL) - (long long)stale_s);
+             now - (long long)stale_s);
     pthread_mutex_lock(&s->wlock);
-    rc = exec(s->w, sql);
+    if ((long long)heard_since + (long long)stale_s <= now)
+        rc = exec(s->w, sql);
     /* fresh statistics for the planner: autovacuum lags behind bulk
      * ingest (SQLite's planner does without) */
     if (!rc && sdb_dialect(s->w) == SDB_POSTGRES &&
@@ -111,8 +116,10 @@ static int delete_session(sq_store *s, int64_t id)
         return rc;
     snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id=%lld",
              (long long)id);
-    /* its kext heaps go too (the id may come back for another session) */
+    /* its kext heaps and seq range hints go too (the id may come back
+     * for another session) */
     sq_ext_reset(s);
+    sq_gaps_reset(s);
     return exec(s->w, sql);
 }
 

@@ -647,6 +647,13 @@ static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
         if (e->type == EV_VERDICT)
             return sq_fleet_put(s, sess, e);
         if (e->type == EV_SESSION) {
+            if (e->streams) {
+                st = s->ws[WS_SESS_STREAMS];
+                bind_i(st, 1, e->streams);
+                bind_i(st, 2, (uint64_t)sess);
+                if ((rc = step_done(st)) != 0)
+                    return rc;
+            }
             st = s->ws[WS_SESS_HEADER];
             bind_s(st, 1, e->app);
             bind_s(st, 2, e->host);
@@ -660,8 +667,9 @@ static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
         }
         if (e->type == EV_SESSION_END) {
             st = s->ws[WS_SESS_END];
-            bind_s(st, 1, e->reason);
-            bind_i(st, 2, (uint64_t)sess);
+            bind_i(st, 1, 1u << e->st);
+            bind_s(st, 2, e->reason);
+            bind_i(st, 3, (uint64_t)sess);
             return step_done(st);
         }
         return GPUFL_OK;
@@ -683,6 +691,7 @@ static int count_line(sq_store *s, int64_t sess, const srv_ev *e)
 
     if (!a)
         return GPUFL_EFULL;
+    sq_gaps_note(s, e, sess);
     if (nf || e->ts < a->first)
         a->first = e->ts;
     /* a kernel or copy ends at ts + dur; other lines' dur (scope,
@@ -718,7 +727,25 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
      * makes them (held until COMMIT/ROLLBACK) */
     if (!rc && sdb_dialect(s->w) == SDB_POSTGRES)
         rc = exec(s->w, "SELECT pg_advisory_xact_lock(7242)");
+    /* SQLite with several servers on one file: another one's kernels
+     * make this writer's highest-seq cache stale (its queue would take a
+     * stored kernel for a new one and fail the batch) */
+    if (!rc && s->dver) {
+        int64_t v;
+        rc = sdb_step(s->dver);
+        v = rc == SDB_ROW ? sdb_col_i64(s->dver, 0) : -1;
+        sdb_reset(s->dver);
+        rc = sdb_err(rc);
+        if (!rc && v != s->dver_last) {
+            rl_map_clear(&s->khigh);
+            s->dver_last = v;
+        }
+    }
     if (rc) {
+        exec(s->w, "ROLLBACK");
+        goto out;
+    }
+    if ((rc = sq_gaps_begin(s, ev, n)) != 0) {
         exec(s->w, "ROLLBACK");
         goto out;
     }
@@ -758,6 +785,8 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
     if (!rc)
         rc = sq_flush_srl(s);
     if (!rc)
+        rc = sq_gaps_flush(s, n);
+    if (!rc)
         rc = exec(s->w, "COMMIT");
     if (rc) {
         exec(s->w, "ROLLBACK");
@@ -768,6 +797,7 @@ int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
         rl_map_clear(&s->khigh);
         s->nkq = 0;
         sq_ext_reset(s);
+        sq_gaps_reset(s);
         r->accepted = r->duplicate = 0;
     }
 out:

@@ -20,6 +20,7 @@ enum {
     WS_SESS_ADD,
     WS_SESS_HEADER,
     WS_SESS_END,
+    WS_SESS_STREAMS,
     WS_SESS_TOUCH,
     WS_LINE,
     WS_DICT,
@@ -44,6 +45,10 @@ enum {
     WS_EXT_DEL,
     WS_SRL_GET,
     WS_SRL_PUT,
+    WS_SEQ_EXT,
+    WS_SEQ_TAKE,
+    WS_SEQ_JOIN,
+    WS_SEQ_ADD,
     WS_N
 };
 
@@ -112,6 +117,17 @@ typedef struct sq_ext_del {
     int64_t dur, seq;
 } sq_ext_del;
 
+/* A run of stored seqs of one (session, stream): a batch's accepted lines
+ * (store_sql_gaps.c), or the stored range a writer last extended. */
+typedef struct sq_run {
+    int64_t sess, lo, hi;
+    int st;
+} sq_run;
+
+/* Ranges of missing seqs listed per stream in a session's "gaps"; the
+ * count is always exact. */
+#define SQ_GAP_RANGES_MAX 100
+
 /* PostgreSQL: the rows a batch stages with COPY (text format). */
 typedef struct sq_cbuf {
     char *p;
@@ -131,7 +147,12 @@ typedef struct sq_store {
     sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
     sq_pend kq[SQ_KGROUP];         /* SQLite: new kernels, not yet written */
     size_t nkq;
-    rl_map khigh;   /* SQLite: sess -> highest kernel seq stored or in kq */
+    rl_map khigh; /* SQLite: sess -> highest kernel seq stored or in kq */
+    /* SQLite: PRAGMA data_version, and its value at this writer's last
+     * batch: another process committed in between when it differs, and
+     * khigh may be behind what is stored */
+    sdb_stmt *dver;
+    int64_t dver_last;
     sdb_stmt *kgrp; /* SQLite: SQ_KGROUP kernels in one INSERT */
     size_t npend;
     rl_map pend_idx;         /* (sess, seq) -> 1 + first index in pend */
@@ -147,6 +168,17 @@ typedef struct sq_store {
     int ext_dirty; /* keys added in this batch */
     sq_ext_del *del;
     size_t ndel, del_cap;
+    /* seq ranges (store_sql_gaps.c): the batch in hand, per line of it
+     * whether it was accepted and its session's row id, the runs they
+     * form, and per (session, stream) the range this writer extended
+     * last (a hint the SQL re-checks: another server may have moved it) */
+    const srv_ev *bev;
+    uint8_t *bacc;
+    int64_t *bsess;
+    size_t bcap;
+    sq_run *runs;
+    size_t nruns, runs_cap;
+    rl_map seqhint; /* (sess, st) -> sq_run */
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -161,7 +193,7 @@ extern const char *const sq_wsql[WS_N];
 int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r);
 uint64_t sq_db_bytes(srv_store *bs);
 int sq_ping(srv_store *bs);
-int sq_mark_stale(srv_store *bs, uint64_t stale_s);
+int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since);
 int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned);
 int sq_set_keep(srv_store *bs, const char *sid, int keep);
 int sq_key_add(srv_store *bs, const char *name, const char *role,
@@ -248,6 +280,36 @@ int sq_flush_rest(sq_store *s, int64_t now);
  * with the stored buckets) by sq_flush_srl before COMMIT. */
 int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e);
 int sq_flush_srl(sq_store *s);
+
+/* ---- store_sql_gaps.c: stored seq ranges and what is missing ---- */
+/* Room for a batch of n lines, all marked not accepted yet. */
+int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n);
+/* Line e of the batch (sess: its session's row id) was stored as new. */
+static inline void sq_gaps_note(sq_store *s, const srv_ev *e, int64_t sess)
+{
+    size_t i = (size_t)(e - s->bev);
+    s->bacc[i] = 1;
+    s->bsess[i] = sess;
+}
+/* Writes the batch's accepted seqs into seqr (before COMMIT). */
+int sq_gaps_flush(sq_store *s, size_t n);
+/* Forgets the hints (after a ROLLBACK or a prune). */
+void sq_gaps_reset(sq_store *s);
+void sq_gaps_release(sq_store *s);
+/* "missing" (exact) and "gaps" of session sess, members of an open
+ * object in w; a borrowed read connection. */
+int sq_gaps_json(sdb *db, int64_t sess, jw *w);
+/* The seq missing in one (session, stream) group of seqr rows: max(hi) + 1
+ * - sum(hi - lo + 1), arranged so no term passes 2^63-1 (a seq may be
+ * 2^63-1; PostgreSQL would fail, SQLite turn it into a REAL). */
+#define SQ_MISSING_EXPR "(max(hi) - sum(hi - lo) - count(*) + 1)"
+/* The list's light form: SQL for the lines missing in session row
+ * "sessions.id", as one column. */
+#define SQ_MISSING_COL                                                         \
+    "(SELECT coalesce(sum(CASE WHEN m > 0 THEN m ELSE 0 END), 0) FROM"         \
+    " (SELECT " SQ_MISSING_EXPR " AS m FROM seqr WHERE"                        \
+    " seqr.sess=sessions.id GROUP BY st) g)"
+int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N]);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
 int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq);

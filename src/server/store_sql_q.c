@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/jsonl.h"
+#include "ingest.h"
 #include "store_sql_q.h"
 
 /* ---- hosts, sessions ---- */
@@ -89,6 +90,13 @@ static void w_session_row(qctx *c, jw *w)
     jw_kv_i64(w, "samples", ci(c, 16));
     jw_kv_i64(w, "profile", ci(c, 17));
     jw_obj_end(w);
+    /* a session ends when all its streams have: those that have so far */
+    jw_key(w, "streams_ended");
+    jw_arr_begin(w);
+    for (int st = 0; st < SRV_ST_N; st++)
+        if (ci(c, 20) & (1 << st))
+            jw_str(w, ingest_stream_name(st));
+    jw_arr_end(w);
 }
 
 #define SESS_COLS                                                              \
@@ -96,7 +104,7 @@ static void w_session_row(qctx *c, jw *w)
     " coalesce(start_ns, 0), state, end_reason, coalesce(first_ts, 0),"        \
     " coalesce(last_ts, 0), coalesce(last_seen, 0), keep,"                     \
     " coalesce(simulated, 0), n_lines, n_kernels, n_ops, n_scopes,"            \
-    " n_samples, n_profile, id, header"
+    " n_samples, n_profile, id, header, ended"
 
 int sq_q_sessions(srv_store *bs, const srv_q *q, jw *w)
 {
@@ -109,19 +117,20 @@ int sq_q_sessions(srv_store *bs, const srv_q *q, jw *w)
     q_begin(bs, &c);
     if (cursor(q, cur, 2) < 0)
         return q_end(&c, GPUFL_EINVAL, w);
-    rc = prep(&c, "SELECT " SESS_COLS " FROM sessions WHERE"
-                  " (coalesce(start_ns, 0) < ?1 OR (coalesce(start_ns, 0) = ?1"
-                  " AND id < ?2))"
-                  " AND (CAST(?3 AS TEXT) IS NULL OR host = ?3)"
-                  " AND (CAST(?4 AS TEXT) IS NULL OR app = ?4)"
-                  " AND (CAST(?5 AS TEXT) IS NULL OR state = ?5)"
-                  " AND (CAST(?6 AS BIGINT) IS NULL OR"
-                  " coalesce(last_ts, start_ns, 0) >= ?6)"
-                  " AND (CAST(?7 AS BIGINT) IS NULL OR"
-                  " coalesce(start_ns, first_ts, 0) <= ?7)"
-                  " AND (CAST(?8 AS TEXT) IS NULL OR app LIKE ?8 ESCAPE '\\'"
-                  " OR host LIKE ?8 ESCAPE '\\' OR sid LIKE ?8 ESCAPE '\\')"
-                  " ORDER BY coalesce(start_ns, 0) DESC, id DESC LIMIT ?9");
+    rc = prep(
+        &c, "SELECT " SESS_COLS ", " SQ_MISSING_COL " FROM sessions"
+            " WHERE (coalesce(start_ns, 0) < ?1 OR (coalesce(start_ns, 0) = ?1"
+            " AND id < ?2))"
+            " AND (CAST(?3 AS TEXT) IS NULL OR host = ?3)"
+            " AND (CAST(?4 AS TEXT) IS NULL OR app = ?4)"
+            " AND (CAST(?5 AS TEXT) IS NULL OR state = ?5)"
+            " AND (CAST(?6 AS BIGINT) IS NULL OR"
+            " coalesce(last_ts, start_ns, 0) >= ?6)"
+            " AND (CAST(?7 AS BIGINT) IS NULL OR"
+            " coalesce(start_ns, first_ts, 0) <= ?7)"
+            " AND (CAST(?8 AS TEXT) IS NULL OR app LIKE ?8 ESCAPE '\\'"
+            " OR host LIKE ?8 ESCAPE '\\' OR sid LIKE ?8 ESCAPE '\\')"
+            " ORDER BY coalesce(start_ns, 0) DESC, id DESC LIMIT ?9");
     if (rc)
         return q_end(&c, rc, w);
     bi(&c, 1, cur[0]);
@@ -147,6 +156,7 @@ int sq_q_sessions(srv_store *bs, const srv_q *q, jw *w)
     while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
         jw_obj_begin(w);
         w_session_row(&c, w);
+        jw_kv_i64(w, "missing", ci(&c, 21));
         jw_obj_end(w);
         last[0] = ci(&c, 4);
         last[1] = ci(&c, 18);
@@ -182,6 +192,7 @@ int sq_q_session(srv_store *bs, const srv_q *q, jw *w)
 {
     qctx c;
     int rc;
+    int64_t sess;
     char *hdr = NULL;
 
     q_begin(bs, &c);
@@ -203,13 +214,15 @@ int sq_q_session(srv_store *bs, const srv_q *q, jw *w)
     w_raw_member(w, hdr, "interval_ms");
     free(hdr);
     jw_kv_i64(w, "span_ns", ci(&c, 8) > ci(&c, 7) ? ci(&c, 8) - ci(&c, 7) : 0);
+    sess = ci(&c, 18);
     /* slots for the memory-profile and idle-verdict issues */
     jw_key(w, "memprof");
     jw_null(w);
     jw_key(w, "idle");
     jw_null(w);
+    rc = sq_gaps_json(c.db, sess, w);
     jw_obj_end(w);
-    return q_end(&c, GPUFL_OK, w);
+    return q_end(&c, rc, w);
 }
 
 /* ---- kernels ---- */
@@ -489,13 +502,20 @@ int sq_q_kernel(srv_store *bs, const srv_q *q, jw *w)
 
 /* One aggregate row, as read from kagg (+ its name). */
 typedef struct agg_row {
-    char name[512];
+    char *name; /* malloc'd, whole */
     uint64_t n, total, min, max, p50, p99, n_occ;
     double sum_occ;
     int64_t regs, smem;
 } agg_row;
 
-/* All aggregate rows of a session, biggest total first (caller frees). */
+static void agg_free(agg_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n && rows; i++)
+        free(rows[i].name);
+    free(rows);
+}
+
+/* All aggregate rows of a session, biggest total first (agg_free). */
 static int agg_load(qctx *c, const char *namefilter, agg_row **out,
                     size_t *nout)
 {
@@ -525,13 +545,17 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
             agg_row *nr =
                 realloc(rows, (cap = cap ? cap * 2 : 64) * sizeof(*rows));
             if (!nr) {
-                free(rows);
+                agg_free(rows, n);
                 return GPUFL_ENOMEM;
             }
             rows = nr;
         }
-        r = &rows[n++];
-        snprintf(r->name, sizeof(r->name), "%s", ct(c, 0));
+        r = &rows[n];
+        if (!(r->name = strdup(ct(c, 0)))) {
+            agg_free(rows, n);
+            return GPUFL_ENOMEM;
+        }
+        n++;
         r->n = (uint64_t)ci(c, 1);
         r->total = (uint64_t)ci(c, 2);
         r->min = (uint64_t)ci(c, 3);
@@ -558,9 +582,13 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
         if (r->p99 < r->min)
             r->p99 = r->min;
     }
+    if (rc != SDB_DONE && rc != SDB_ROW) {
+        agg_free(rows, n);
+        return sq_err(rc);
+    }
     *out = rows;
     *nout = n;
-    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+    return GPUFL_OK;
 }
 
 static void w_agg(jw *w, const agg_row *r)
@@ -611,7 +639,7 @@ int sq_q_kernel_agg(srv_store *bs, const srv_q *q, jw *w)
     off += l;
     w_next(w, (size_t)off < n, &off, 1);
     jw_obj_end(w);
-    free(rows);
+    agg_free(rows, n);
     return q_end(&c, GPUFL_OK, w);
 }
 
@@ -686,7 +714,7 @@ int sq_q_compare(srv_store *bs, const srv_q *q, jw *w)
     jw_arr_end(w);
     jw_obj_end(w);
 out:
-    free(ra);
-    free(rb);
+    agg_free(ra, na);
+    agg_free(rb, nb);
     return q_end(&c, rc, w);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ingest.h"
 #include "store_sql_int.h"
 
 /* Tokens for re-reading a stored session header or stack line. */
@@ -25,7 +26,11 @@
 #define SQ_TL_WIDTH_MAX 10000
 #define SQ_TL_LANES_MAX 256
 #define SQ_POINTS_MAX 5000
-#define SQ_PATH_STR_MAX 1024
+/* Names are answered in full (at most ingest's cap on a name); scope path
+ * strings ("a/b/c") are cut at SQ_PATH_STR_MAX - 1 bytes, on a UTF-8
+ * character boundary (docs/api.md). */
+#define SQ_NAME_MAX INGEST_NAME_MAX
+#define SQ_PATH_STR_MAX 8192
 
 typedef struct qctx {
     sq_store *s;
@@ -136,7 +141,24 @@ static inline int cursor(const srv_q *q, int64_t *v, int n)
     return srv_cursor_decode(q->cursor, v, n) ? -1 : 1;
 }
 
-/* The string of a name dict id, into buf. */
+/* Appends s to buf (len bytes used of cap, NUL-terminated): as much as
+ * fits, cut before a UTF-8 sequence, never inside one.  The new length. */
+static inline size_t str_add_utf8(char *buf, size_t len, size_t cap,
+                                  const char *s)
+{
+    size_t n = strlen(s), room = cap - len - 1;
+
+    if (n > room) {
+        n = room;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(buf + len, s, n);
+    buf[len + n] = '\0';
+    return len + n;
+}
+
+/* The string of a name dict id, into buf (SQ_NAME_MAX + 1 bytes: whole). */
 static inline const char *name_of(sdb *db, int64_t sess, int64_t id, char *buf,
                                   size_t cap)
 {
@@ -147,7 +169,7 @@ static inline const char *name_of(sdb *db, int64_t sess, int64_t id, char *buf,
         sdb_bind_i64(st, 1, sess);
         sdb_bind_i64(st, 2, id);
         if (sdb_step(st) == SDB_ROW && sdb_col_text(st, 0))
-            snprintf(buf, cap, "%s", sdb_col_text(st, 0));
+            str_add_utf8(buf, 0, cap, sdb_col_text(st, 0));
     }
     sdb_finalize(st);
     return buf;
@@ -178,13 +200,12 @@ static inline const char *path_of(sdb *db, int64_t sess, int64_t id, char *buf,
         sdb_reset(st);
     }
     sdb_finalize(st);
-    for (int i = n - 1; i >= 0; i--) {
-        char nm[256];
-        int wr = snprintf(buf + len, cap - len, "%s%s", len ? "/" : "",
-                          name_of(db, sess, ids[i], nm, sizeof(nm)));
-        if (wr < 0 || (size_t)wr >= cap - len)
-            break;
-        len += (size_t)wr;
+    for (int i = n - 1; i >= 0 && len + 1 < cap; i--) {
+        char nm[SQ_NAME_MAX + 1];
+        if (i < n - 1)
+            len = str_add_utf8(buf, len, cap, "/");
+        len = str_add_utf8(buf, len, cap,
+                           name_of(db, sess, ids[i], nm, sizeof(nm)));
     }
     return buf;
 }

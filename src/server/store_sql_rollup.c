@@ -98,7 +98,7 @@ int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
     if (fresh)
         a->min = UINT64_MAX;
     a->n++;
-    a->total += e->dur;
+    a->total = rl_sat_add(a->total, e->dur);
     if (e->dur < a->min)
         a->min = e->dur;
     if (e->dur > a->max)
@@ -128,9 +128,10 @@ int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
             if (b == b0)
                 t->n++;
             if (!spread)
-                t->busy += e->dur;
+                t->busy = rl_sat_add(t->busy, e->dur);
             else
-                t->busy += (end < hi ? end : hi) - (e->ts > lo ? e->ts : lo);
+                t->busy = rl_sat_add(t->busy, (end < hi ? end : hi) -
+                                                  (e->ts > lo ? e->ts : lo));
             if (e->dur >= t->top_dur) {
                 t->top_dur = e->dur;
                 t->top_name = (uint64_t)l->name_id;
@@ -143,7 +144,7 @@ int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
         if (!v)
             return GPUFL_EFULL;
         v[0]++;
-        v[1] += e->dur;
+        v[1] = rl_sat_add(v[1], e->dur);
     }
     return GPUFL_OK;
 }
@@ -158,7 +159,7 @@ static void kagg_merge(sq_kagg *a, sdb_stmt *g, int c)
     uint64_t mx = (uint64_t)sdb_col_i64(g, c + 3);
 
     a->n += (uint64_t)sdb_col_i64(g, c);
-    a->total += (uint64_t)sdb_col_i64(g, c + 1);
+    a->total = rl_sat_add(a->total, (uint64_t)sdb_col_i64(g, c + 1));
     a->min = mn < a->min ? mn : a->min;
     a->max = mx > a->max ? mx : a->max;
     a->sum_occ += sdb_col_f64(g, c + 4);

@@ -192,7 +192,7 @@ int sq_q_timeline(srv_store *bs, const srv_q *q, jw *w)
     jw_key(w, "names");
     jw_obj_begin(w);
     for (int k = 0; k < nn; k++) {
-        char key[24], nm[512];
+        char key[24], nm[SQ_NAME_MAX + 1];
         size_t kl = jw_fmt_u64(key, (uint64_t)names[k]);
         key[kl] = '\0';
         jw_key(w, key);
@@ -315,7 +315,7 @@ typedef struct pnode {
     int64_t id, parent, name_id;
     int64_t depth;
     uint64_t inst, total, kernels, gpu_ns, sub_kernels, sub_gpu_ns, child_total;
-    char name[256];
+    char *name; /* malloc'd, whole */
 } pnode;
 
 static int pfind(const pnode *p, int n, int64_t id)
@@ -330,10 +330,10 @@ static void w_pnode(jw *w, const pnode *p, int n, int i, char *pathbuf,
                     size_t plen)
 {
     size_t len = plen;
-    int wr = snprintf(pathbuf + plen, SQ_PATH_STR_MAX - plen, "%s%s",
-                      plen ? "/" : "", p[i].name);
-    if (wr > 0 && (size_t)wr < SQ_PATH_STR_MAX - plen)
-        len += (size_t)wr;
+
+    if (plen)
+        len = str_add_utf8(pathbuf, len, SQ_PATH_STR_MAX, "/");
+    len = str_add_utf8(pathbuf, len, SQ_PATH_STR_MAX, p[i].name);
     jw_obj_begin(w);
     jw_kv_str(w, "name", p[i].name);
     jw_kv_str(w, "path", pathbuf);
@@ -382,7 +382,10 @@ int sq_q_scopes(srv_store *bs, const srv_q *q, jw *w)
         p[n].parent = ci(&c, 1);
         p[n].name_id = ci(&c, 2);
         p[n].depth = ci(&c, 3);
-        snprintf(p[n].name, sizeof(p[n].name), "%s", ct(&c, 4));
+        if (!(p[n].name = strdup(ct(&c, 4)))) {
+            rc = GPUFL_ENOMEM;
+            goto out;
+        }
         n++;
     }
     /* wall time per path from the scope_end lines */
@@ -443,6 +446,8 @@ int sq_q_scopes(srv_store *bs, const srv_q *q, jw *w)
     jw_kv_i64(w, "paths", n);
     jw_obj_end(w);
 out:
+    for (int i = 0; i < n; i++)
+        free(p[i].name);
     free(p);
     return q_end(&c, rc, w);
 }

@@ -197,8 +197,9 @@ class Demo(unittest.TestCase):
                                complete=False)
             sess = logs[sid]
             kernels = sess.streams["device"].of("kernel")
-            # "ended" comes with the first session_end line (docs/api.md);
-            # the other streams' last batches may still be on their way
+            # "ended" comes once every stream's session_end is stored
+            # (docs/api.md), so the aggregates are complete; waited for
+            # anyway, as an upper bound
             path = "/api/v1/sessions/%s/kernels/aggregate?limit=1000" % sid
             agg = wait_for(lambda: (lambda a: a if sum(x["count"] for x in a)
                                     == len(kernels) else None)(

@@ -9,6 +9,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_store ${CMAKE_CURRENT_LIST_DIR}/test_srv_store.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_gaps ${CMAKE_CURRENT_LIST_DIR}/test_srv_gaps.c
+                  LIBS gpufl_server_core)
 
   # One ctest test per test class, so ctest -j runs them side by side.
   foreach(cls Query Auth Hostile Static Durability Retention)
@@ -74,8 +76,10 @@ endif()
 
 # The store's own tests on PostgreSQL (a fresh database per store).
 if(TARGET test_srv_store AND GPUFL_PG_BINS)
-  add_test(NAME server_pg_store COMMAND test_srv_store)
-  set_tests_properties(server_pg_store PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  foreach(t store gaps)
+    add_test(NAME server_pg_${t} COMMAND test_srv_${t})
+    set_tests_properties(server_pg_${t} PROPERTIES TIMEOUT 300
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endforeach()
 endif()

@@ -97,6 +97,15 @@ class Query(Base):
         self.assertEqual(d["counts"]["samples"], len(s.streams["system"].of("gpu", "host")))
         self.assertEqual(d["counts"]["profile"], len(s.streams["scope"].of("sass", "pcsamp")))
         self.assertEqual(d["state"], "ended")
+        self.assertEqual(d["streams_ended"], ["device", "scope", "system"])
+        # every line stored: no gaps, each stream up to its session_end
+        self.assertEqual(d["missing"], 0)
+        for st in T.STREAMS:
+            ev = s.streams[st].events
+            self.assertEqual(ev[-1]["type"], "session_end")
+            self.assertEqual(d["gaps"][st], {"count": 0, "ranges": [],
+                                             "ranges_cut": False,
+                                             "last_seq": ev[-1]["lines"] - 1})
         self.assertEqual(d["app"], s.header["app"])
         self.assertEqual(d["host"], s.header["host"])
         self.assertEqual(d["devices"], s.header["devices"])
@@ -557,12 +566,100 @@ class Hostile(Base):
         st, _, _ = srv.req("GET", "/api/v1/sessions/%s/system?src=gpu+0" % sid)
         self.assertEqual(st, 400)
 
+    def test_overflowing_durations(self):
+        # a kernel or copy whose end (ts + dur) is past 2^63-1 ns is refused
+        # with its reason and the rest of the batch stored (on PostgreSQL it
+        # failed the whole request with 500, forever: "bigint out of
+        # range"); durations whose sums overflow a rollup saturate it; the
+        # refused lines are missing from the session's gaps; the same
+        # answers on SQLite and PostgreSQL
+        srv = self.server()
+        sid = "31111111-2222-4333-8444-555555555555"
+        t0, big, top = 1795995293491406088, 4700000000000000000, 2 ** 63 - 1
+
+        def k(seq, typ="kernel", **kw):
+            return mkline("device", seq, typ, sid=sid, ts=t0 + 10 * seq, **kw)
+        lines = [k(0, "session", app="a", host="h"),
+                 k(1, "dict", id=1, kind="name", name="big"),
+                 k(2, dur=10, name=1),
+                 k(3, dur=top, name=1),
+                 k(4, dur=big, name=1),
+                 k(5, dur=big, name=1),
+                 k(6, "memcpy", kind="htod", bytes=1, dur=2 ** 63 - t0)]
+        r = srv.ingest_ok("device", b"\n".join(lines))
+        self.assertEqual((r["accepted"], r["rejected"]), (5, 2), r)
+        self.assertEqual([e["line"] for e in r["errors"]], [4, 7])
+        for e in r["errors"]:
+            self.assertIn("ts + dur exceeds 2^63-1", e["reason"])
+        r = srv.ingest_ok("device", k(7, dur=big, name=1))
+        self.assertEqual(r["accepted"], 1, r)
+        agg = srv.get("/api/v1/sessions/%s/kernels/aggregate" % sid)["items"]
+        self.assertEqual([(a["name"], a["count"], a["total_ns"], a["max_ns"])
+                          for a in agg], [("big", 4, top, big)])
+        tl = srv.get("/api/v1/sessions/%s/timeline?width=100" % sid)
+        busy = [b[2] for ln in tl["lanes"] for b in ln["buckets"]]
+        self.assertTrue(busy and min(busy) >= 0 and max(busy) == top, tl)
+        self.assertEqual(srv.get("/api/v1/sessions/%s/kernels/7" % sid)["end"],
+                         t0 + 70 + big)
+        d = srv.get("/api/v1/sessions/" + sid)
+        self.assertEqual(d["last_ts"], t0 + 70 + big)
+        self.assertEqual(d["missing"], 2)
+        self.assertEqual(d["gaps"], {"device": {"count": 2, "ranges": [[3, 3], [6, 6]],
+                                                "ranges_cut": False, "last_seq": 7}})
+        m = srv.req("GET", "/metrics")[2].decode()
+        self.assertIn('gpufl_server_lines_missing{stream="device"} 2\n', m)
+        srv.stop()
+
+    def test_long_names_whole(self):
+        # names are answered whole up to ingest's cap (4096 bytes), never
+        # cut (they were cut at 511 bytes in aggregates and the timeline,
+        # 255 in the scope tree, mid-character); scope path strings are
+        # cut at 8191 bytes on a character boundary
+        srv = self.server()
+        sa, sb = "51111111-2222-4333-8444-555555555555", "61111111-2222-4333-8444-555555555555"
+        long_a = "k" + "\u00e9" * 2047 + "a"         # 4096 bytes of UTF-8
+        long_b = "k" + "\u00e9" * 2047 + "b"         # differs in its last byte
+        snow = "\u2603" * 1300                       # 3900 bytes
+        for sid, nm in ((sa, long_a), (sb, long_b)):
+            lines = [mkline("device", 0, "session", sid=sid, app="a", host="h"),
+                     mkline("device", 1, "dict", sid=sid, id=1, kind="name", name=nm),
+                     mkline("device", 2, "kernel", sid=sid, name=1, dur=50)]
+            self.assertEqual(srv.ingest_ok("device", b"\n".join(lines))["accepted"], 3)
+        sc = [mkline("scope", i, "dict", sid=sa, id=10 + i, kind="name", name=snow + str(i))
+              for i in range(3)]
+        sc += [mkline("scope", 3 + i, "dict", sid=sa, id=20 + i, kind="path",
+                      parent=19 + i if i else 0, name=10 + i, depth=i + 1) for i in range(3)]
+        self.assertEqual(srv.ingest_ok("scope", b"\n".join(sc))["accepted"], 6)
+        agg = srv.get("/api/v1/sessions/%s/kernels/aggregate" % sa)["items"]
+        self.assertEqual([a["name"] for a in agg], [long_a])
+        tl = srv.get("/api/v1/sessions/%s/timeline" % sa)
+        self.assertEqual(list(tl["names"].values()), [long_a])
+        cmp = srv.get("/api/v1/compare?a=%s&b=%s" % (sa, sb))["items"]
+        self.assertEqual([(c["name"], c["a"] is None, c["b"] is None) for c in cmp],
+                         [(long_a, False, True), (long_b, True, False)])
+        paths = []
+
+        def walk(nodes):
+            for n in nodes:
+                paths.append((n["name"], n["path"]))
+                walk(n["children"])
+        walk(srv.get("/api/v1/sessions/%s/scopes" % sa)["items"])
+        full = snow + "0/" + snow + "1/" + snow + "2"
+        self.assertEqual([p[0] for p in paths], [snow + "0", snow + "1", snow + "2"])
+        self.assertEqual(paths[0][1], snow + "0")
+        self.assertEqual(paths[1][1], snow + "0/" + snow + "1")
+        cut = paths[2][1]
+        self.assertTrue(full.startswith(cut) and len(cut.encode()) in (8190, 8191), len(cut.encode()))
+        self.assertNotIn("\ufffd", cut)
+        srv.stop()
+
     def test_sql_metacharacters_everywhere(self):
         srv = self.server()
         evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
         sid = "21111111-2222-4333-8444-555555555555"
         lines = [
-            mkline("device", 0, "session", sid=sid, app=evil, host=evil, lib=evil, cmd=evil),
+            mkline("device", 0, "session", sid=sid, app=evil, host=evil, lib=evil, cmd=evil,
+                   streams=["device", "scope"]),
             mkline("device", 1, "dict", sid=sid, id=1, kind="name", name=evil),
             mkline("device", 2, "dict", sid=sid, id=2, kind="launch", name=1, block=[32], regs=8, occ=0.5, lim=evil),
             mkline("device", 3, "kernel", sid=sid, cfg=2, dur=100, grid=[1]),
@@ -575,8 +672,9 @@ class Hostile(Base):
         self.assertEqual(r["accepted"], len(lines), r)
         sc = [mkline("scope", 0, "marker", sid=sid, text=evil),
               mkline("scope", 1, "dict", sid=sid, id=9, kind="path", parent=0, name=1, depth=1),
-              mkline("scope", 2, "pcsamp", sid=sid, func=1, pc=16, stalls={evil: 3}, samples=3, path=9)]
-        self.assertEqual(srv.ingest_ok("scope", b"\n".join(sc))["accepted"], 3)
+              mkline("scope", 2, "pcsamp", sid=sid, func=1, pc=16, stalls={evil: 3}, samples=3, path=9),
+              mkline("scope", 3, "session_end", sid=sid, reason=evil)]
+        self.assertEqual(srv.ingest_ok("scope", b"\n".join(sc))["accepted"], 4)
         d = srv.get("/api/v1/sessions/" + sid)
         self.assertEqual((d["app"], d["host"], d["end_reason"]), (evil, evil, evil))
         k = srv.get("/api/v1/sessions/%s/kernels" % sid)["items"]
@@ -820,6 +918,27 @@ class Retention(Base):
                          len(b.streams["device"].of("kernel")))
         srv.stop()
 
+    def test_stale_counts_only_time_heard(self):
+        # a server that was down heard nothing: after a restart a silent
+        # session turns stale --stale-after later, not at once (it used to
+        # flip to stale and back, the server counting its own downtime)
+        sid = "41111111-2222-4333-8444-555555555555"
+        args = ["--stale-after", "4s", "--retention-interval", "1s"]
+        srv = self.server("down", args=args)
+        srv.ingest_ok("device", mkline("device", 0, "session", sid=sid, app="a", host="h"))
+        srv.stop()
+        time.sleep(5)
+        srv = self.server("down", args=args)
+        t0 = time.time()
+        time.sleep(2.5)  # two passes of the maintenance thread (1 s ticks)
+        self.assertEqual(srv.get("/api/v1/sessions/" + sid)["state"], "running")
+        while time.time() < t0 + 15 and \
+                srv.get("/api/v1/sessions/" + sid)["state"] != "stale":
+            time.sleep(0.2)
+        self.assertEqual(srv.get("/api/v1/sessions/" + sid)["state"], "stale")
+        self.assertGreaterEqual(time.time() - t0, 3.5)
+        srv.stop()
+
     def test_scheduled_age_and_stale(self):
         a = list(T.make_logs(os.path.join(self.dir, "a"), "workload", 5).values())[0]
         srv = self.server(args=["--retention-max-age", "1s", "--retention-interval", "1s"])
@@ -835,6 +954,8 @@ class Retention(Base):
         # a session without session_end goes stale, and back on new lines
         srv = self.server("stale", args=["--stale-after", "1s"])
         lines = T.stream_lines(a, "device")
+        for st in ("scope", "system"):
+            srv.ingest_ok(st, b"\n".join(T.stream_lines(a, st)))
         srv.ingest_ok("device", b"\n".join(lines[:-1]))
         self.assertEqual(srv.get("/api/v1/sessions/" + a.sid)["state"], "running")
         deadline = time.time() + 20
@@ -845,9 +966,11 @@ class Retention(Base):
         srv.ingest_ok("device", lines[-1])
         self.assertEqual(srv.get("/api/v1/sessions/" + a.sid)["state"], "ended")
         m = srv.req("GET", "/metrics")[2].decode()
-        self.assertIn('gpufl_ingest_lines_total{outcome="accepted"} %d' % len(lines), m)
+        n = sum(len(a.streams[st].events) for st in T.STREAMS)
+        self.assertIn('gpufl_ingest_lines_total{outcome="accepted"} %d' % n, m)
         self.assertIn("gpufl_db_bytes", m)
-        self.assertIn('gpufl_http_request_seconds_count{route="ingest"} 2', m)
+        self.assertIn('gpufl_http_request_seconds_count{route="ingest"} 4', m)
+        self.assertIn('gpufl_server_lines_missing{stream="device"} 0', m)
         srv.stop()
 
 

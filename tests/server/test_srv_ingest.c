@@ -86,6 +86,21 @@ static void test_good(void)
                   "\"future_field\":{\"a\":[1,2]}}",
                   &e, why) == GPUFL_OK);
     CHECK(e.type == EV_SESSION && e.simulated == 1 && e.pid == 3);
+    CHECK(e.streams == 0); /* not said: all three */
+
+    /* a session of fewer streams names them; it ends with those */
+    REQUIRE(parse(SRV_ST_SYSTEM,
+                  "{\"v\":1," SID ",\"st\":\"system\",\"seq\":0,\"ts\":5,"
+                  "\"type\":\"session\",\"app\":\"x\",\"host\":\"h\","
+                  "\"streams\":[\"system\",\"scope\"]}",
+                  &e, why) == GPUFL_OK);
+    CHECK_EQ_U64(e.streams, (1u << SRV_ST_SYSTEM) | (1u << SRV_ST_SCOPE));
+
+    /* an operation may end at 2^63-1 ns, not after */
+    REQUIRE(parse(SRV_ST_DEVICE,
+                  "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,\"ts\":7,"
+                  "\"type\":\"kernel\",\"dur\":9223372036854775800}",
+                  &e, why) == GPUFL_OK);
 }
 
 static void bad(int st, const char *line, const char *want)
@@ -175,6 +190,31 @@ static void test_bad(void)
         "\"ts\":5,\"type\":\"session\",\"app\":\"\xff\","
         "\"host\":\"h\"}",
         "invalid JSON");
+    /* ts + dur past 2^63-1: the end would wrap (kernel and copies) */
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":8,\"type\":\"kernel\",\"dur\":9223372036854775800}",
+        "ts + dur exceeds 2^63-1");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":1795995293499341418,\"type\":\"memcpy\",\"kind\":"
+        "\"htod\",\"dur\":9223372036854775807}",
+        "ts + dur exceeds 2^63-1");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":0,"
+        "\"ts\":5,\"type\":\"session\",\"app\":\"a\",\"host\":\"h\","
+        "\"streams\":[\"scope\"]}",
+        "must name this stream (device)");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":0,"
+        "\"ts\":5,\"type\":\"session\",\"app\":\"a\",\"host\":\"h\","
+        "\"streams\":[\"device\",\"gpu\"]}",
+        "streams");
+    bad(SRV_ST_DEVICE,
+        "{\"v\":1," SID ",\"st\":\"device\",\"seq\":0,"
+        "\"ts\":5,\"type\":\"session\",\"app\":\"a\",\"host\":\"h\","
+        "\"streams\":[]}",
+        "streams");
     memset(deep, '[', 100);
     memset(deep + 100, ']', 100);
     deep[200] = '\0';

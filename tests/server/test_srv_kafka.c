@@ -2,7 +2,10 @@
  * test_srv_kafka.c - the Kafka consumer bridge against librdkafka's mock
  * cluster: two servers in one consumer group, sharing one database, read
  * the agent's three topics; every event is stored exactly once, also when
- * one server stops halfway and the other takes its partitions over.
+ * one server stops halfway and the other takes its partitions over.  A
+ * group pushed past the broker's retention counts and logs the messages
+ * it lost, and their lines show in their session's gaps; a message of more
+ * lines than --kafka-batch is stored whole; consumer errors are counted.
  */
 #include "srv_int.h"
 #include "test.h"
@@ -112,6 +115,8 @@ static int wait_lines(int64_t want, int seconds)
     return 0;
 }
 
+static const char *topic_prefix = "gpufl";
+
 static int start(srv *s, const char *group)
 {
     char err[512];
@@ -125,6 +130,8 @@ static int start(srv *s, const char *group)
     snprintf(s->cfg.kafka_brokers, sizeof(s->cfg.kafka_brokers), "%s",
              bootstraps);
     snprintf(s->cfg.kafka_group, sizeof(s->cfg.kafka_group), "%s", group);
+    snprintf(s->cfg.kafka_topic_prefix, sizeof(s->cfg.kafka_topic_prefix), "%s",
+             topic_prefix);
     s->cfg.kafka_batch = 100;
     if (srv_store_open(dbpath, 1, &s->store, err, sizeof(err))) {
         fprintf(stderr, "%s\n", err);
@@ -196,6 +203,9 @@ static void test_two_servers_exactly_once(void)
         /* every stored line was accepted once, by one of the two */
         CHECK_EQ_U64(a.met.lines_accepted + b.met.lines_accepted, n1 + n2);
         CHECK(a.met.lines_accepted > 0);
+        /* a partition taken over is no loss */
+        CHECK_EQ_U64(a.met.kafka_resets + b.met.kafka_resets, 0);
+        CHECK_EQ_U64(a.met.kafka_skipped + b.met.kafka_skipped, 0);
         stop(&b);
         rd_kafka_destroy(prod);
     }
@@ -203,8 +213,154 @@ static void test_two_servers_exactly_once(void)
     rd_kafka_destroy(p);
 }
 
+/* Kernel lines of session SIDR, seq [from, to), as one message each
+ * (padded with an unknown member of pad bytes), or all in one message. */
+#define SIDR "feed0000-0000-4000-8000-000000000000"
+static void produce_kernels(rd_kafka_t *p, int from, int to, int pad,
+                            int one_message)
+{
+    static char msg[1 << 20];
+    char *line = malloc((size_t)pad + 512);
+    size_t len = 0;
+
+    if (!line)
+        return;
+    for (int k = from; k < to; k++) {
+        int n = snprintf(line, (size_t)pad + 512,
+                         "{\"v\":1,\"sid\":\"" SIDR "\",\"st\":\"device\","
+                         "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":1,"
+                         "\"dur\":5,\"pad\":\"%0*d\"}",
+                         k, 1000 + k, pad, 0);
+        if (!one_message) {
+            produce(p, "rt.device", SIDR, line);
+        } else if (len + (size_t)n + 2 < sizeof(msg)) {
+            memcpy(msg + len, line, (size_t)n);
+            len += (size_t)n;
+            msg[len++] = '\n';
+            msg[len] = '\0';
+        }
+    }
+    if (one_message)
+        produce(p, "rt.device", SIDR, msg);
+    rd_kafka_flush(p, 10000);
+    free(line);
+}
+
+static int wait_seq(int seq, int seconds)
+{
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM kernels WHERE seq=%d",
+             seq);
+    for (int i = 0; i < seconds * 10; i++) {
+        if (stored(sql) == 1)
+            return 1;
+        usleep(100000);
+    }
+    return 0;
+}
+
+/* Group g2 reads 100 lines, stops; 1000 lines of 8 KiB each follow while
+ * it is away, more than the mock broker keeps (5 MiB a partition), so the
+ * oldest are deleted unread; then one message of 250 lines (kafka-batch
+ * is 100), a line that does not parse and one more line.  The second
+ * server of the group counts the deleted messages as one reset and logs
+ * them; every other line is stored or rejected; the session's gaps are
+ * exactly the deleted range and the rejected line.  The scope topic
+ * refuses the group (authorization): consumer errors, counted. */
+static void test_retention_and_big_messages(void)
+{
+    static srv a, b;
+    char err[512], out[8192];
+    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
+    rd_kafka_t *p, *prod;
+    rd_kafka_mock_cluster_t *mc;
+    const char *tmp = getenv("GPUFL_TEST_TMP");
+    uint64_t skipped, miss[SRV_ST_N];
+    const int n2 = 1000, big = 100 + n2, bad = big + 250, last = bad + 1;
+
+    snprintf(dbpath, sizeof(dbpath), "%s/kafka_rt.db", tmp ? tmp : "/tmp");
+    unlink(dbpath);
+    topic_prefix = "rt";
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
+    p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+    REQUIRE(p);
+    mc = rd_kafka_mock_cluster_new(p, 1);
+    REQUIRE(mc);
+    snprintf(bootstraps, sizeof(bootstraps), "%s",
+             rd_kafka_mock_cluster_bootstraps(mc));
+    rd_kafka_mock_topic_create(mc, "rt.device", 1, 1);
+    /* the scope topic refuses this group: the consumer reports it */
+    rd_kafka_mock_topic_set_error(mc, "rt.scope",
+                                  RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
+    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
+    prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
+    REQUIRE(prod);
+    {
+        char line[512];
+        snprintf(line, sizeof(line),
+                 "{\"v\":1,\"sid\":\"" SIDR "\",\"st\":\"device\","
+                 "\"seq\":0,\"ts\":100,\"type\":\"session\",\"app\":\"k\","
+                 "\"host\":\"h\"}");
+        produce(prod, "rt.device", SIDR, line);
+    }
+    produce_kernels(prod, 1, 100, 1, 0);
+    REQUIRE(start(&a, "g2") == 0);
+    CHECK(wait_lines(100, 60));
+    stop(&a);
+    CHECK_EQ_U64(a.met.kafka_resets, 0);
+    produce_kernels(prod, 100, big, 8192, 0);
+    produce_kernels(prod, big, bad, 1, 1);
+    {
+        char line[512];
+        snprintf(line, sizeof(line),
+                 "{\"v\":1,\"sid\":\"" SIDR "\",\"st\":\"device\","
+                 "\"seq\":%d,\"ts\":5,\"type\":\"kernel\",\"dur\":\"x\"}",
+                 bad);
+        produce(prod, "rt.device", SIDR, line);
+    }
+    produce_kernels(prod, last, last + 1, 1, 0);
+    REQUIRE(start(&b, "g2") == 0);
+    CHECK(wait_seq(last, 60));
+    usleep(300000);
+    skipped = b.met.kafka_skipped;
+    CHECK_EQ_U64(b.met.kafka_resets, 1);
+    CHECK(skipped > 0 && skipped < (uint64_t)n2);
+    CHECK_EQ_U64(b.met.lines_rejected, 1);
+    CHECK_EQ_U64(b.met.lines_accepted,
+                 (uint64_t)(last + 1 - 100) - skipped - 1);
+    CHECK_EQ_U64(stored("SELECT n_lines FROM sessions"),
+                 (uint64_t)(last + 1) - skipped - 1);
+    CHECK(b.met.kafka_errors > 0); /* rt.scope refused */
+    /* the session's gaps: what the broker deleted, and the rejected line */
+    {
+        srv_q qq;
+        jw w;
+        char want[256];
+        memset(&qq, 0, sizeof(qq));
+        qq.sid = SIDR;
+        jw_init(&w, out, sizeof(out));
+        CHECK(b.store->ops->q_session(b.store, &qq, &w) == 0);
+        jw_put(&w, "", 1);
+        snprintf(want, sizeof(want),
+                 "\"device\":{\"count\":%llu,\"ranges\":[[100,%llu],[%d,%d]],",
+                 (unsigned long long)skipped + 1,
+                 (unsigned long long)(99 + skipped), bad, bad);
+        CHECK(strstr(out, want) != NULL);
+        if (!strstr(out, want))
+            fprintf(stderr, "want %s in %s\n", want, out);
+        CHECK(b.store->ops->missing(b.store, miss) == 0);
+        CHECK_EQ_U64(miss[SRV_ST_DEVICE], skipped + 1);
+    }
+    stop(&b);
+    rd_kafka_destroy(prod);
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(p);
+}
+
 int main(void)
 {
     RUN(test_two_servers_exactly_once);
+    RUN(test_retention_and_big_messages);
     TEST_DONE();
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "store_test.h"
 
 #define SIDA "aaaaaaaa-0000-4000-8000-000000000001"
 #define SIDB "bbbbbbbb-0000-4000-8000-000000000002"
@@ -29,10 +30,9 @@
 static jsonl_tok tok[INGEST_MAX_TOKENS];
 static char lines[1300][512];
 static char arena[1 << 20];
-static char out[1 << 20];
 
-/* A small session: names, a launch, n kernels of durations 1000..n*1000,
- * scopes and a session_end. */
+/* A small session of one stream (its session line says so): names, a
+ * launch, n kernels of durations 1000..n*1000 and a session_end. */
 static size_t build(const char *sid, int n, srv_ev *ev)
 {
     int k = 0, seq = 0;
@@ -42,7 +42,8 @@ static size_t build(const char *sid, int n, srv_ev *ev)
 
 #define L(...) snprintf(lines[k++], sizeof(lines[0]), __VA_ARGS__)
     L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":100,"
-      "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\",\"start\":100}",
+      "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\",\"start\":100,"
+      "\"streams\":[\"device\"]}",
       sid, seq++);
     L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":101,"
       "\"type\":\"dict\",\"id\":1,\"kind\":\"name\",\"name\":\"k1\"}",
@@ -68,82 +69,6 @@ static size_t build(const char *sid, int n, srv_ev *ev)
             fprintf(stderr, "line %d: %s\n", i, why);
     }
     return (size_t)k;
-}
-
-/* The PostgreSQL cluster's URI (no database), or "" for SQLite. */
-static const char *pg_uri(void)
-{
-    static char uri[512];
-    static int done;
-    const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
-    FILE *f;
-
-    if (!done && uf && uf[0] && (f = fopen(uf, "r"))) {
-        if (!fgets(uri, sizeof(uri), f))
-            uri[0] = '\0';
-        uri[strcspn(uri, "\r\n")] = '\0';
-        fclose(f);
-    }
-    done = 1;
-    return uri;
-}
-
-static srv_store *open_tmp(const char *name)
-{
-    char path[512];
-    const char *t = getenv("GPUFL_TEST_TMP");
-    srv_store *s = NULL;
-    char err[256];
-
-    if (pg_uri()[0]) {
-        char sql[256];
-        sdb *db;
-        snprintf(path, sizeof(path), "%s/postgres", pg_uri());
-        if (sdb_open(path, 0, &db, err, sizeof(err)))
-            return NULL;
-        snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS gpufl_%s", name);
-        sdb_exec(db, sql);
-        snprintf(sql, sizeof(sql), "CREATE DATABASE gpufl_%s", name);
-        sdb_exec(db, sql);
-        sdb_close(db);
-        snprintf(path, sizeof(path), "%s/gpufl_%s", pg_uri(), name);
-        srv_store_open(path, 2, &s, err, sizeof(err));
-        return s;
-    }
-    snprintf(path, sizeof(path), "%s/%s.db", t ? t : "/tmp", name);
-    unlink(path);
-    srv_store_open(path, 2, &s, err, sizeof(err));
-    return s;
-}
-
-/* The store open_tmp(name) made, opened again as it is. */
-static srv_store *open_tmp_again(const char *name)
-{
-    char path[512], err[256];
-    const char *t = getenv("GPUFL_TEST_TMP");
-    srv_store *s = NULL;
-
-    if (pg_uri()[0])
-        snprintf(path, sizeof(path), "%s/gpufl_%s", pg_uri(), name);
-    else
-        snprintf(path, sizeof(path), "%s/%s.db", t ? t : "/tmp", name);
-    srv_store_open(path, 2, &s, err, sizeof(err));
-    return s;
-}
-
-static const char *q(srv_store *s, int (*fn)(srv_store *, const srv_q *, jw *),
-                     const char *sid)
-{
-    srv_q qq;
-    jw w;
-    memset(&qq, 0, sizeof(qq));
-    qq.sid = sid;
-    qq.limit = 1000;
-    jw_init(&w, out, sizeof(out));
-    if (fn(s, &qq, &w))
-        return "";
-    jw_put(&w, "", 1);
-    return out;
 }
 
 static void test_ingest_dedup_rollups(void)
@@ -226,7 +151,7 @@ static void test_keys_keep_retention(void)
     /* the pruned session can come back whole */
     REQUIRE(s->ops->ingest(s, ev, n, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, n);
-    CHECK(s->ops->mark_stale(s, 0) == GPUFL_OK);
+    CHECK(s->ops->mark_stale(s, 0, 0) == GPUFL_OK);
     CHECK(s->ops->db_bytes(s) > 0);
     CHECK(s->ops->ping(s) == GPUFL_OK);
     s->ops->close(s);
@@ -728,17 +653,18 @@ static void test_system_rollup(void)
     s->ops->close(s);
 }
 
-/* A database of schema 6 (the duration index, no kext, srl, kext_ver) with
- * kernels and system samples: migrations 7 and 8 fill kext and srl from
- * what is stored (9 adds kext_ver), and the queries answer as for data
- * ingested since. */
+/* A database of schema 6 (the duration index, no kext, srl, kext_ver,
+ * seqr) with kernels and system samples: migrations 7, 8 and 10 fill kext,
+ * srl and the stored seq ranges from what is stored (9 adds kext_ver), and
+ * the queries answer as for data ingested since: SIDC's device stream
+ * holds seqs 0, 1, 3, 30003, ... 1140003, so 39 ranges (1139963 seqs) are
+ * missing; after ten more kernels 49 (1439953). */
 static void test_migrate_to_kext_srl(void)
 {
     static srv_ev ev[1300];
     srv_ingest_res r;
     srv_store *s = open_tmp("store_mig");
     char path[512], err[256];
-    const char *t = getenv("GPUFL_TEST_TMP");
     sdb *db;
     size_t m;
 
@@ -748,14 +674,14 @@ static void test_migrate_to_kext_srl(void)
     m = build_sys(0, SYS_N, ev);
     REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
     s->ops->close(s);
-    if (pg_uri()[0])
-        snprintf(path, sizeof(path), "%s/gpufl_store_mig", pg_uri());
-    else
-        snprintf(path, sizeof(path), "%s/store_mig.db", t ? t : "/tmp");
+    tmp_url("store_mig", path);
     REQUIRE(sdb_open(path, 0, &db, err, sizeof(err)) == 0);
     CHECK(sdb_exec(db, "DROP TABLE kext") == 0);
     CHECK(sdb_exec(db, "DROP TABLE srl") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN kext_ver") == 0);
+    CHECK(sdb_exec(db, "DROP TABLE seqr") == 0);
+    CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN streams") == 0);
+    CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN ended") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);
@@ -766,10 +692,24 @@ static void test_migrate_to_kext_srl(void)
     REQUIRE(s);
     check_dur_order(s, SIDC, 39);
     check_sys(s);
+    CHECK(strstr(q(s, s->ops->q_session, SIDC),
+                 "\"missing\":1139963,\"gaps\":{\"device\":{\"count\":"
+                 "1139963,\"ranges\":[[2,2],[4,30002],[30004,60002],") != NULL);
+    CHECK(strstr(out, "[1110004,1140002]],\"ranges_cut\":false,"
+                      "\"last_seq\":1140003}}") != NULL);
+    CHECK(strstr(q(s, s->ops->q_session, SIDD),
+                 "\"missing\":0,\"gaps\":{\"system\":{\"count\":0,"
+                 "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":1200}}") !=
+          NULL);
     m = build_spread(SIDC, 39, 49, ev); /* and ingest goes on from there */
     REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 10);
     check_dur_order(s, SIDC, 49);
+    CHECK(strstr(q(s, s->ops->q_session, SIDC),
+                 "\"missing\":1439953,\"gaps\":{\"device\":{\"count\":"
+                 "1439953,") != NULL);
+    CHECK(strstr(out, "[1410004,1440002]],\"ranges_cut\":false,"
+                      "\"last_seq\":1440003}}") != NULL);
     s->ops->close(s);
 }
 

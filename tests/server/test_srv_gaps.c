@@ -1,0 +1,381 @@
+/*
+ * test_srv_gaps.c - what the store knows about a session's completeness:
+ * the seq ranges it is missing per stream (holes, holes filled, many
+ * holes, two servers writing one database with overlapping batches), when
+ * a session ends (all its streams), when it turns stale (silence the
+ * server could hear), and rollup sums of absurd durations (saturated, the
+ * same on both databases).
+ *
+ * On SQLite; on PostgreSQL too when GPUFL_TEST_PG_URI_FILE names a
+ * throwaway cluster's URI (ctest -R server_pg_gaps).
+ */
+#include "ingest.h"
+#include "store.h"
+#include "test.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db.h"
+#include "store_test.h"
+
+#define SIDE "eeeeeeee-0000-4000-8000-000000000001"
+#define SIDF "ffffffff-0000-4000-8000-000000000002"
+#define SIDG "eeeeeeee-1111-4000-8000-000000000003"
+
+#define NEV 2048
+static jsonl_tok tok[INGEST_MAX_TOKENS];
+static char lines[NEV][512];
+static char arena[1 << 20];
+static srv_ev ev[NEV];
+static size_t nev;
+static ingest_arena ar;
+
+static const char *const st_name[3] = { "device", "scope", "system" };
+
+static void batch_reset(void)
+{
+    nev = 0;
+    ar.buf = arena;
+    ar.len = 0;
+    ar.cap = sizeof(arena);
+}
+
+/* Adds one line (of the stream its "st" names) to the batch. */
+static void add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void add(const char *fmt, ...)
+{
+    va_list ap;
+    jsonl_doc d;
+    char why[INGEST_REASON_MAX];
+    int st = 0;
+
+    if (nev == NEV)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(lines[nev], sizeof(lines[0]), fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < 3; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "\"st\":\"%s\"", st_name[i]);
+        if (strstr(lines[nev], k))
+            st = i;
+    }
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    if (ingest_line_parse(&d, st, lines[nev], strlen(lines[nev]), &ar, &ev[nev],
+                          why)) {
+        fprintf(stderr, "bad test line %s: %s\n", lines[nev], why);
+        return;
+    }
+    nev++;
+}
+
+/* One plain line of stream st with this seq (a kernel, a marker or a host
+ * sample). */
+static void add_seq(const char *sid, int st, int seq)
+{
+    if (st == SRV_ST_DEVICE)
+        add("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":%d,"
+            "\"type\":\"kernel\",\"name\":0,\"dur\":10}",
+            sid, seq, 1000 + seq);
+    else if (st == SRV_ST_SCOPE)
+        add("{\"v\":1,\"sid\":\"%s\",\"st\":\"scope\",\"seq\":%d,\"ts\":%d,"
+            "\"type\":\"marker\",\"text\":\"m\"}",
+            sid, seq, 1000 + seq);
+    else
+        add("{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":%d,\"ts\":%d,"
+            "\"type\":\"host\",\"cpu\":1}",
+            sid, seq, 1000 + seq);
+}
+
+static uint64_t ingest(srv_store *s)
+{
+    srv_ingest_res r;
+    int rc = s->ops->ingest(s, ev, nev, &r);
+
+    CHECK_EQ_U64(rc, GPUFL_OK);
+    batch_reset();
+    return rc ? (uint64_t)-1 : r.accepted;
+}
+
+/* Stores seqs [lo, hi] of stream st in one batch; how many were new. */
+static uint64_t put_range(srv_store *s, const char *sid, int st, int lo, int hi)
+{
+    batch_reset();
+    for (int i = lo; i <= hi; i++)
+        add_seq(sid, st, i);
+    return ingest(s);
+}
+
+static const char *session(srv_store *s, const char *sid)
+{
+    return q(s, s->ops->q_session, sid);
+}
+
+/* A hole, part of it filled, duplicates, several holes made by one batch
+ * sent out of order, a stream with a hole at its start: every range and
+ * count exact, and the same sums in the session list and for /metrics. */
+static void test_gaps_exact(void)
+{
+    srv_store *s = open_tmp("gaps_exact");
+    uint64_t miss[SRV_ST_N];
+
+    REQUIRE(s);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 0, 99), 100);
+    CHECK(strstr(session(s, SIDE),
+                 "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,"
+                 "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":99}}") !=
+          NULL);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 150, 199), 50);
+    CHECK(strstr(session(s, SIDE),
+                 "\"device\":{\"count\":50,\"ranges\":[[100,149]],") != NULL);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 120, 129), 10);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 0, 50), 0);
+    /* one batch: 305, 300, 301 (after 199): two holes */
+    batch_reset();
+    add_seq(SIDE, SRV_ST_DEVICE, 305);
+    add_seq(SIDE, SRV_ST_DEVICE, 300);
+    add_seq(SIDE, SRV_ST_DEVICE, 301);
+    add_seq(SIDE, SRV_ST_DEVICE, 300); /* twice in one batch */
+    CHECK_EQ_U64(ingest(s), 3);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_SCOPE, 0, 9), 10);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_SYSTEM, 5, 9), 5);
+    CHECK(strstr(session(s, SIDE),
+                 "\"missing\":148,\"gaps\":{\"device\":{\"count\":143,"
+                 "\"ranges\":[[100,119],[130,149],[200,299],[302,304]],"
+                 "\"ranges_cut\":false,\"last_seq\":305},\"scope\":{\"count\":"
+                 "0,\"ranges\":[],\"ranges_cut\":false,\"last_seq\":9},"
+                 "\"system\":{\"count\":5,\"ranges\":[[0,4]],\"ranges_cut\":"
+                 "false,\"last_seq\":9}}") != NULL);
+    CHECK(strstr(q(s, s->ops->q_sessions, NULL), "\"missing\":148}") != NULL);
+    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK_EQ_U64(miss[SRV_ST_DEVICE], 143);
+    CHECK_EQ_U64(miss[SRV_ST_SCOPE], 0);
+    CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 5);
+    /* every hole filled, in pieces and out of order */
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 302, 304), 3);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 100, 119), 20);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 130, 300), 120);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_SYSTEM, 0, 4), 5);
+    CHECK(strstr(session(s, SIDE),
+                 "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,"
+                 "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":305},") !=
+          NULL);
+    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK_EQ_U64(miss[SRV_ST_DEVICE] + miss[SRV_ST_SYSTEM], 0);
+    /* 150 holes: the first SQ_GAP_RANGES_MAX (100) listed, count exact */
+    batch_reset();
+    for (int i = 0; i <= 150; i++)
+        add_seq(SIDF, SRV_ST_SCOPE, 2 * i);
+    CHECK_EQ_U64(ingest(s), 151);
+    CHECK(strstr(session(s, SIDF),
+                 "\"missing\":150,\"gaps\":{\"scope\":{\"count\":150,"
+                 "\"ranges\":[[1,1],[3,3],") != NULL);
+    CHECK(strstr(out, "[197,197],[199,199]],\"ranges_cut\":true,"
+                      "\"last_seq\":300}") != NULL);
+    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK_EQ_U64(miss[SRV_ST_SCOPE], 150);
+    /* the largest seq there is: nothing overflows */
+    batch_reset();
+    add_seq(SIDG, SRV_ST_SYSTEM, 0);
+    add("{\"v\":1,\"sid\":\"" SIDG "\",\"st\":\"system\","
+        "\"seq\":9223372036854775807,\"ts\":5,\"type\":\"host\"}");
+    CHECK_EQ_U64(ingest(s), 2);
+    CHECK(strstr(session(s, SIDG),
+                 "\"missing\":9223372036854775806,\"gaps\":{\"system\":"
+                 "{\"count\":9223372036854775806,\"ranges\":[[1,"
+                 "9223372036854775806]],\"ranges_cut\":false,\"last_seq\":"
+                 "9223372036854775807}}") != NULL);
+    CHECK(strstr(q(s, s->ops->q_sessions, NULL),
+                 "\"missing\":9223372036854775806}") != NULL);
+    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 9223372036854775806ull);
+    s->ops->close(s);
+}
+
+/* Two servers on one database (two stores), batches of one stream
+ * interleaved and overlapping, each server's remembered range moved under
+ * it by the other: 0..99 (A), 50..149 (B), 300..399 (A), 200..249 (B),
+ * 140..219 (A), 250..260 (B) leave 261..299 missing, nothing else. */
+static void test_gaps_two_writers(void)
+{
+    srv_store *a = open_tmp("gaps_two"), *b = open_tmp_again("gaps_two");
+    static const int bat[6][2] = { { 0, 99 },    { 50, 149 },  { 300, 399 },
+                                   { 200, 249 }, { 140, 219 }, { 250, 260 } };
+    static const uint64_t fresh[6] = { 100, 50, 100, 50, 50, 11 };
+    uint64_t miss[SRV_ST_N];
+
+    REQUIRE(a && b);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ_U64(
+            put_range(i % 2 ? b : a, SIDG, SRV_ST_DEVICE, bat[i][0], bat[i][1]),
+            fresh[i]);
+    for (int w = 0; w < 2; w++) {
+        srv_store *s = w ? b : a;
+        CHECK(strstr(session(s, SIDG),
+                     "\"missing\":39,\"gaps\":{\"device\":{\"count\":39,"
+                     "\"ranges\":[[261,299]],\"ranges_cut\":false,"
+                     "\"last_seq\":399}}") != NULL);
+        REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+        CHECK_EQ_U64(miss[SRV_ST_DEVICE], 39);
+    }
+    /* and the last hole filled by both at once (same lines twice) */
+    CHECK_EQ_U64(put_range(a, SIDG, SRV_ST_DEVICE, 255, 280), 20);
+    CHECK_EQ_U64(put_range(b, SIDG, SRV_ST_DEVICE, 270, 299), 19);
+    CHECK(strstr(session(a, SIDG),
+                 "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,") != NULL);
+    a->ops->close(a);
+    b->ops->close(b);
+}
+
+/* A session ends when all its streams have ended: its device stream's
+ * session_end leaves it running while scope and system still arrive; a
+ * session whose session line names only the system stream ends with that
+ * stream. */
+static void test_end_all_streams(void)
+{
+    srv_store *s = open_tmp("gaps_end");
+    static const char *const sys_only = "dddddddd-2222-4000-8000-000000000004";
+
+    REQUIRE(s);
+    batch_reset();
+    for (int st = 0; st < 3; st++)
+        add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"%s\",\"seq\":0,"
+            "\"ts\":100,\"type\":\"session\",\"app\":\"t\",\"host\":\"h\"}",
+            st_name[st]);
+    add_seq(SIDE, SRV_ST_DEVICE, 1);
+    add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"device\",\"seq\":2,"
+        "\"ts\":2000,\"type\":\"session_end\",\"reason\":\"shutdown\","
+        "\"lines\":3}");
+    CHECK_EQ_U64(ingest(s), 5);
+    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
+    CHECK(strstr(out, "\"end_reason\"") == NULL);
+    CHECK(strstr(out, "\"streams_ended\":[\"device\"]") != NULL);
+    batch_reset();
+    add_seq(SIDE, SRV_ST_SCOPE, 1);
+    add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"scope\",\"seq\":2,"
+        "\"ts\":2000,\"type\":\"session_end\",\"reason\":\"shutdown\","
+        "\"lines\":3}");
+    add_seq(SIDE, SRV_ST_SYSTEM, 1);
+    CHECK_EQ_U64(ingest(s), 3);
+    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
+    CHECK(strstr(out, "\"streams_ended\":[\"device\",\"scope\"]") != NULL);
+    batch_reset();
+    add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"system\",\"seq\":2,"
+        "\"ts\":2000,\"type\":\"session_end\",\"reason\":\"signal\","
+        "\"lines\":3}");
+    CHECK_EQ_U64(ingest(s), 1);
+    CHECK(strstr(session(s, SIDE),
+                 "\"state\":\"ended\",\"end_reason\":\"signal\"") != NULL);
+    CHECK(strstr(out, "\"streams_ended\":[\"device\",\"scope\",\"system\"]") !=
+          NULL);
+    CHECK(strstr(q(s, s->ops->q_sessions, NULL), "\"state\":\"ended\"") !=
+          NULL);
+    /* a session of one stream says so on its session line */
+    batch_reset();
+    add("{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":0,\"ts\":100,"
+        "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\","
+        "\"streams\":[\"system\"]}",
+        sys_only);
+    add("{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":1,\"ts\":200,"
+        "\"type\":\"session_end\",\"reason\":\"shutdown\",\"lines\":2}",
+        sys_only);
+    CHECK_EQ_U64(ingest(s), 2);
+    CHECK(strstr(session(s, sys_only), "\"state\":\"ended\"") != NULL);
+    s->ops->close(s);
+}
+
+/* Staleness counts only the time the server could hear: a session silent
+ * for an hour, of which the server was down all but a minute, is not
+ * stale under --stale-after 5 min; it is once the server has heard for
+ * 5 minutes. */
+static void test_stale_heard_since(void)
+{
+    srv_store *s = open_tmp("gaps_stale");
+    char path[512], err[256];
+    uint64_t now = (uint64_t)time(NULL);
+    sdb *db;
+
+    REQUIRE(s);
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 0, 9), 10);
+    tmp_url("gaps_stale", path);
+    REQUIRE(sdb_open(path, 0, &db, err, sizeof(err)) == 0);
+    {
+        char sql[128];
+        snprintf(sql, sizeof(sql), "UPDATE sessions SET last_seen=%llu",
+                 (unsigned long long)(now - 3600));
+        CHECK(sdb_exec(db, sql) == 0);
+    }
+    sdb_close(db);
+    CHECK(s->ops->mark_stale(s, 300, now - 60) == GPUFL_OK);
+    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
+    CHECK(s->ops->mark_stale(s, 300, now - 301) == GPUFL_OK);
+    CHECK(strstr(session(s, SIDE), "\"state\":\"stale\"") != NULL);
+    /* a new line makes it running again */
+    CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 10, 10), 1);
+    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
+    s->ops->close(s);
+}
+
+/* Kernels whose durations add up past 2^63-1 in one timeline bucket,
+ * one name and one scope, in one batch and across two: every line is
+ * stored, and the sums saturate at 2^63-1 on both databases (PostgreSQL
+ * used to fail the batch with "bigint out of range", SQLite to store a
+ * wrapped or REAL sum). */
+static void test_rollup_saturates(void)
+{
+    srv_store *s = open_tmp("gaps_sat");
+    const char *p;
+
+    REQUIRE(s);
+    batch_reset();
+    add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"device\",\"seq\":0,"
+        "\"ts\":100,\"type\":\"session\",\"app\":\"t\",\"host\":\"h\"}");
+    add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"device\",\"seq\":1,"
+        "\"ts\":101,\"type\":\"dict\",\"id\":1,\"kind\":\"name\","
+        "\"name\":\"long\"}");
+    for (int i = 0; i < 2; i++)
+        add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"device\",\"seq\":%d,"
+            "\"ts\":%d,\"type\":\"kernel\",\"name\":1,\"scope\":7,"
+            "\"dur\":4700000000000000000}",
+            2 + i, 1000 + i);
+    CHECK_EQ_U64(ingest(s), 4);
+    batch_reset();
+    add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"device\",\"seq\":4,"
+        "\"ts\":1002,\"type\":\"kernel\",\"name\":1,\"scope\":7,"
+        "\"dur\":4700000000000000000}");
+    CHECK_EQ_U64(ingest(s), 1);
+    p = q(s, s->ops->q_kernel_agg, SIDE);
+    CHECK(strstr(p, "\"name\":\"long\",\"count\":3,"
+                    "\"total_ns\":9223372036854775807,") != NULL);
+    {
+        srv_q qq;
+        jw w;
+        memset(&qq, 0, sizeof(qq));
+        qq.sid = SIDE;
+        qq.width = 10;
+        jw_init(&w, out, sizeof(out));
+        CHECK(s->ops->q_timeline(s, &qq, &w) == GPUFL_OK);
+        jw_put(&w, "", 1);
+        /* one lane, the three kernels in its first bucket (too long to
+         * spread), busy time saturated */
+        CHECK(strstr(out, "\"buckets\":[[0,3,9223372036854775807,1]]") != NULL);
+    }
+    CHECK(strstr(session(s, SIDE), "\"kernels\":3,") != NULL);
+    s->ops->close(s);
+}
+
+int main(void)
+{
+    RUN(test_gaps_exact);
+    RUN(test_gaps_two_writers);
+    RUN(test_end_all_streams);
+    RUN(test_stale_heard_since);
+    RUN(test_rollup_saturates);
+    TEST_DONE();
+}
