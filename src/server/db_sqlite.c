@@ -9,6 +9,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -58,6 +59,22 @@ static int map(int rc)
     }
 }
 
+/* rc (an sqlite3 result) mapped; a write that failed for disk space is
+ * reported to the watcher (SQLite says SQLITE_FULL, or an I/O error whose
+ * errno is ENOSPC). */
+static int chk(sdb *db, int rc)
+{
+    int e = rc & 0xff;
+
+    if (e == SQLITE_FULL ||
+        (e == SQLITE_IOERR && sqlite3_system_errno(db->h) == ENOSPC)) {
+        char why[256];
+        snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db->h));
+        sdb_notify(db, SDB_EV_NOSPC, why);
+    }
+    return map(rc);
+}
+
 int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                     size_t cap)
 {
@@ -96,7 +113,7 @@ static void sdb_sqlite_close(sdb *db)
 
 static int sdb_sqlite_exec(sdb *db, const char *sql)
 {
-    return map(sqlite3_exec(db->h, sql, NULL, NULL, NULL));
+    return chk(db, sqlite3_exec(db->h, sql, NULL, NULL, NULL));
 }
 
 static const char *sdb_sqlite_errmsg(sdb *db)
@@ -163,7 +180,7 @@ static void sdb_sqlite_bind_null(sdb_stmt *st, int i)
 
 static int sdb_sqlite_step(sdb_stmt *st)
 {
-    int rc = map(sqlite3_step(st->h));
+    int rc = chk(st->db, sqlite3_step(st->h));
     return rc ? rc : GPUFL_EINTERNAL;
 }
 

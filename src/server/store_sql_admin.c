@@ -61,15 +61,6 @@ uint64_t sq_db_bytes(srv_store *bs)
     return v;
 }
 
-int sq_ping(srv_store *bs)
-{
-    sq_store *s = (sq_store *)bs;
-    sdb *db = sq_reader_get(s);
-    int rc = exec(db, "SELECT 1 FROM schema_version LIMIT 1");
-    sq_reader_put(s, db);
-    return rc;
-}
-
 int sq_mark_stale(srv_store *bs, uint64_t stale_s)
 {
     sq_store *s = (sq_store *)bs;
