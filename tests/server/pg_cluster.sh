@@ -42,8 +42,10 @@ start)
     cat "$dir/uri"
     ;;
 restart)
+    # after a kill, pg_ctl warns that another server might be running
     as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/pg.log" -w -t 60 \
-        -o "$(cat "$dir/opts")" start >/dev/null
+        -o "$(cat "$dir/opts")" start >/dev/null 2>>"$dir/pg_ctl.err" ||
+        { cat "$dir/pg_ctl.err" >&2; exit 1; }
     ;;
 kill)
     pid=$(head -1 "$dir/data/postmaster.pid")

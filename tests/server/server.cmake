@@ -11,7 +11,7 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
 
   # One ctest test per test class, so ctest -j runs them side by side.
-  foreach(cls Query Auth Hostile Static Durability Retention)
+  foreach(cls Query Auth Hostile Static Durability Retention DiskFull)
     add_test(NAME server_http_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
               -v ${cls})
@@ -40,6 +40,16 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endforeach()
+endif()
+
+# PostgreSQL crashed, restarted and its connections terminated under
+# ingest: a private durable cluster (the test kills it; the shared one must
+# not see that).
+if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
+  add_test(NAME server_pg_outage
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_pg_outage.py -v)
+  set_tests_properties(server_pg_outage PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
 endif()
 
 # Kafka bridge: two servers in one consumer group on librdkafka's mock

@@ -121,9 +121,10 @@ class PgOutage(unittest.TestCase):
             s.kill()
 
     def psql(self, db, sql):
+        env = dict(os.environ, PGOPTIONS="-c client_min_messages=warning")
         return subprocess.run(["psql", "-At", "-v", "ON_ERROR_STOP=1",
                                "%s/%s" % (self.uri, db), "-c", sql], check=True,
-                              stdout=subprocess.PIPE, text=True).stdout
+                              stdout=subprocess.PIPE, text=True, env=env).stdout
 
     def server(self):
         s = T.Server(os.path.join(self.dir, self.db),
@@ -138,8 +139,10 @@ class PgOutage(unittest.TestCase):
             return None
 
     def stored(self):
-        rows = self.psql(self.db, "SELECT s.sid, l.seq FROM lines l JOIN sessions s"
-                                  " ON s.id=l.sess WHERE l.st=0")
+        # device lines: kernels in their table, the others in lines
+        rows = self.psql(self.db, "SELECT s.sid, x.seq FROM (SELECT sess, seq FROM"
+                                  " lines WHERE st=0 UNION ALL SELECT sess, seq FROM"
+                                  " kernels) x JOIN sessions s ON s.id=x.sess")
         return {(r.split("|")[0], int(r.split("|")[1])) for r in rows.split()}
 
     def check_posters(self, srv, posters):

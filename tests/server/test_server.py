@@ -683,6 +683,14 @@ class Static(Base):
 
 
 class Durability(Base):
+    def test_pg_commits_are_durable(self):
+        """The server acknowledges after COMMIT; that is a promise only with
+        synchronous_commit on (off: COMMIT returns before the WAL is
+        written, and a crash of PostgreSQL loses acknowledged batches)."""
+        if not T.pg_base():
+            self.skipTest("PostgreSQL only")
+        self.assertEqual(T.psql("postgres", "SHOW synchronous_commit").strip(), "on")
+
     def test_big_batch_duplicates(self):
         """One POST with more kernels than PostgreSQL stages at once
         (SQ_PEND_MAX, 16384), with in-batch duplicates on both sides of
@@ -824,6 +832,102 @@ class Retention(Base):
         self.assertIn('gpufl_ingest_lines_total{outcome="accepted"} %d' % len(lines), m)
         self.assertIn("gpufl_db_bytes", m)
         self.assertIn('gpufl_http_request_seconds_count{route="ingest"} 2', m)
+        srv.stop()
+
+
+def fill(path):
+    """Writes path until the file system is full."""
+    with open(path, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 512):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+
+
+class DiskFull(Base):
+    """SQLite's disk fills up (a small tmpfs; root only)."""
+
+    def mount(self, size):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a small tmpfs")
+        mnt = os.path.join(self.dir, "mnt")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs",
+                           mnt]).returncode:
+            self.skipTest("cannot mount tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt])
+        return mnt
+
+    def test_full_disk_is_said_and_not_ready(self):
+        """A full disk: ingest 503 (the agent retries), said once in the log,
+        /readyz not ready until there is room again; then the same batches
+        go in and nothing is lost."""
+        if T.pg_base():
+            self.skipTest("SQLite only")
+        mnt = self.mount("32m")
+        # the database on the small disk; the server's log off it
+        srv = self.server(args=["--db", "sqlite:" + os.path.join(mnt, "gpufl.db")])
+        sid = "d15cf011-0000-4000-8000-000000000001"
+
+        def batch(i):
+            return b"\n".join(mkline("scope", i * 2000 + k, "marker", sid=sid,
+                                     text="x" * 300) for k in range(2000)) + b"\n"
+
+        srv.ingest_ok("scope", batch(0))
+        ballast = os.path.join(mnt, "ballast")
+        fill(ballast)
+        failed = []
+        for i in range(1, 6):
+            st, r = srv.post("scope", batch(i))
+            if st != 200:
+                self.assertEqual(st, 503, r)
+                failed.append(i)
+        self.assertTrue(failed, "the full disk failed no write")
+        st, _, data = srv.req("GET", "/readyz", token=None)
+        self.assertEqual(st, 503, data)
+        self.assertIn(b"disk full", data)
+        self.assertEqual(srv.req("GET", "/healthz", token=None)[0], 200)
+        out = srv.output()
+        self.assertEqual(out.count("failed for want of disk space"), 1, out)
+        os.unlink(ballast)
+        st, _, data = srv.req("GET", "/readyz", token=None)
+        self.assertEqual(st, 200, data)
+        for i in failed:
+            srv.ingest_ok("scope", batch(i))
+        self.assertEqual(srv.get("/api/v1/sessions/" + sid)["counts"]["lines"],
+                         6 * 2000)
+        self.assertEqual(srv.output().count("database writes succeed again"), 1)
+        srv.stop()
+
+    def test_first_start_on_full_disk(self):
+        """The admin token's hash cannot be written: the start fails saying
+        why, and leaves no file behind that would block the next start."""
+        mnt = self.mount("1m")
+        data = os.path.join(mnt, "data")
+        os.mkdir(data)
+        fill(os.path.join(mnt, "ballast"))
+        db = "sqlite:" + os.path.join(self.dir, "gpufl.db")  # room for it
+        p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir", data,
+                            "--db", db], env=T.clean_env(), timeout=60,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("admin_token.sha256", p.stderr)
+        self.assertIn("No space left on device", p.stderr)
+        self.assertNotIn("gfa_", p.stdout)  # no token shown that was not stored
+        self.assertEqual(os.listdir(data), [])
+        os.unlink(os.path.join(mnt, "ballast"))
+        srv = self.server(os.path.join("mnt", "data"), args=["--db", db], admin=None)
+        self.assertIn("generated admin token", srv.output())
+        srv.stop()
+        # an empty file (what a failed start of an older version left) is
+        # taken for no file: a new token, not a refusal to start
+        path = os.path.join(data, "admin_token.sha256")
+        open(path, "w").close()
+        srv = self.server(os.path.join("mnt", "data"), args=["--db", db], admin=None)
+        self.assertIn("generated admin token", srv.output())
+        self.assertEqual(os.path.getsize(path), 65)
         srv.stop()
 
 
