@@ -82,6 +82,20 @@ if(TARGET gpufl_server_core AND TARGET gpufl-server)
   endif()
 endif()
 
+# db.h's PostgreSQL backend losing its connection (skipped without the
+# cluster; server_pg_db runs it on the cluster).
+if(TARGET gpufl_server_core)
+  gpufl_unit_test(test_srv_db_pg ${CMAKE_CURRENT_LIST_DIR}/test_srv_db_pg.c
+                  LIBS gpufl_server_core)
+  set_tests_properties(test_srv_db_pg PROPERTIES SKIP_RETURN_CODE 77)
+  if(GPUFL_PG_BINS)
+    add_test(NAME server_pg_db COMMAND test_srv_db_pg)
+    set_tests_properties(server_pg_db PROPERTIES TIMEOUT 120
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endif()
+endif()
+
 # The store's own tests on PostgreSQL (a fresh database per store).
 if(TARGET test_srv_store AND GPUFL_PG_BINS)
   add_test(NAME server_pg_store COMMAND test_srv_store)
