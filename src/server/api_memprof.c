@@ -138,6 +138,7 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
     char *body = NULL, why[160], sid[64];
+    const char *dwhy = NULL;
     size_t blen = 0;
     jsonl_tok *tok = NULL;
     srv_memstack *stacks = NULL;
@@ -158,15 +159,16 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
         return;
     }
     rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen);
+                       s->cfg.max_decoded, &body, &blen, &dwhy);
     if (rc) {
         srv_resp_error(o,
                        rc == GPUFL_ETOOBIG  ? 413
                        : rc == GPUFL_ENOMEM ? 500
                                             : 400,
-                       rc == GPUFL_ETOOBIG ? "decoded body over the "
-                                             "--max-decoded cap"
-                                           : "body does not decode");
+                       rc == GPUFL_ETOOBIG   ? "decoded body over the "
+                                               "--max-decoded cap"
+                       : rc == GPUFL_ENOMEM ? "out of memory"
+                                            : dwhy);
         return;
     }
     /* every token takes at least one byte of text */

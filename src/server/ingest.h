@@ -51,10 +51,12 @@ int ingest_encoding(const char *header);
 
 /*
  * Decodes in[0, n) into a new malloc'd buffer (*out, *out_n; caller
- * frees) of at most cap bytes.  GPUFL_ETOOBIG over cap, GPUFL_EPARSE for
- * a corrupt stream, GPUFL_ENOMEM.
+ * frees) of at most cap bytes: every member of a gzip body, every frame of
+ * a zstd one.  GPUFL_ETOOBIG over cap, GPUFL_EPARSE for a corrupt or cut
+ * stream or bytes after its end (*why, if why is not NULL: a static
+ * English reason), GPUFL_ENOMEM.
  */
 int ingest_decode(int enc, const char *in, size_t n, size_t cap, char **out,
-                  size_t *out_n);
+                  size_t *out_n, const char **why);
 
 #endif

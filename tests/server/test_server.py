@@ -533,6 +533,50 @@ class Hostile(Base):
         for e in r["errors"]:
             self.assertTrue(e["reason"])
 
+    def test_body_framing(self):
+        """A body is decoded whole: every member of a gzip body (RFC 1952:
+        `cat a.gz b.gz`), every zstd frame; bytes after the last one are a
+        400 with the reason, never silently dropped."""
+        import gzip
+        srv = self.server()
+        sid = "f4a1e000-0000-4000-8000-000000000001"
+
+        def body(a, b):
+            return b"".join(mkline("scope", i, "marker", sid=sid, text="m") + b"\n"
+                            for i in range(a, b))
+
+        def zstd(b):
+            return subprocess.run(["zstd", "-q", "-c"], input=b, check=True,
+                                  stdout=subprocess.PIPE).stdout
+
+        def post(data, enc):
+            st, _, out = srv.req("POST", "/api/v1/events/scope", data,
+                                 headers={"Content-Type": "application/x-ndjson",
+                                          "Content-Encoding": enc})
+            return st, json.loads(out)
+
+        st, r = post(gzip.compress(body(0, 5)) + gzip.compress(body(5, 12)), "gzip")
+        self.assertEqual((st, r.get("accepted")), (200, 12), r)
+        st, r = post(zstd(body(12, 15)) + zstd(body(15, 20)), "zstd")
+        self.assertEqual((st, r.get("accepted")), (200, 8), r)
+        for enc, data in (("gzip", gzip.compress(body(20, 25)) + b"garbage"),
+                          ("gzip", gzip.compress(body(20, 25)) + b"\0\0\0\0"),
+                          ("zstd", zstd(body(20, 25)) + b"garbage!")):
+            st, r = post(data, enc)
+            self.assertEqual(st, 400, (enc, r))
+            self.assertIn("after the end", r["error"])
+        st, r = post(gzip.compress(body(20, 25))[:-3], "gzip")
+        self.assertEqual(st, 400, r)
+        self.assertIn("cut short", r["error"])
+        # none of the refused bodies' lines went in
+        self.assertEqual(srv.get("/api/v1/sessions/" + sid)["counts"]["lines"], 20)
+        st, _, out = srv.req("POST", "/api/v1/memprof",
+                             gzip.compress(b'{"v":1}') + b"x",
+                             headers={"Content-Type": "application/json",
+                                      "Content-Encoding": "gzip"})
+        self.assertEqual(st, 400, out)
+        self.assertIn(b"after the end", out)
+
     def test_sql_metacharacters_everywhere(self):
         srv = self.server()
         evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
