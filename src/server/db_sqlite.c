@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,28 @@ static int chk(sdb *db, int rc)
     return map(rc);
 }
 
+/* sat_sum(x): sum() of integers saturated at 2^63 - 1 (and -2^63), where
+ * SQLite's sum() fails with "integer overflow"; PostgreSQL spells it
+ * LEAST(sum(x), 9223372036854775807), its sum of bigints being numeric. */
+static void sat_step(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    int64_t *acc = sqlite3_aggregate_context(cx, sizeof(*acc));
+    int64_t v;
+
+    (void)argc;
+    if (!acc || sqlite3_value_type(argv[0]) == SQLITE_NULL)
+        return;
+    v = sqlite3_value_int64(argv[0]);
+    if (__builtin_add_overflow(*acc, v, acc))
+        *acc = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static void sat_final(sqlite3_context *cx)
+{
+    int64_t *acc = sqlite3_aggregate_context(cx, 0);
+    sqlite3_result_int64(cx, acc ? *acc : 0);
+}
+
 int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                     size_t cap)
 {
@@ -99,6 +122,9 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
         return GPUFL_EUNAVAIL;
     }
     sqlite3_busy_timeout(db->h, 10000);
+    sqlite3_create_function(db->h, "sat_sum", 1,
+                            SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                            sat_step, sat_final);
     *out = db;
     return GPUFL_OK;
 }

@@ -295,7 +295,7 @@ static int fields_get(jsonl_doc *d, const field *f, ingest_arena *a, srv_ev *ev,
     return GPUFL_OK;
 }
 
-static int is_uuid(const char *s, size_t n)
+int ingest_is_uuid(const char *s, size_t n)
 {
     if (n != 36)
         return 0;
@@ -474,7 +474,7 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         return fail3(reason, "envelope: \"v\" must be 1", "", "");
     t = jsonl_doc_find(d, "sid");
     if (jsonl_tok_type(d, t) != JSONL_STRING ||
-        !is_uuid(line + d->tok[t].off, d->tok[t].len))
+        !ingest_is_uuid(line + d->tok[t].off, d->tok[t].len))
         return fail3(reason, "envelope: \"sid\" must be a lower-case UUID", "",
                      "");
     memcpy(ev->sid, line + d->tok[t].off, 36);

@@ -39,6 +39,10 @@ typedef struct ingest_arena {
 int ingest_line_parse(jsonl_doc *doc, int st, const char *line, size_t n,
                       ingest_arena *a, srv_ev *ev, char *reason);
 
+/* 1 if s[0, n) is a session id as the format writes it: a lower-case
+ * UUID. */
+int ingest_is_uuid(const char *s, size_t n);
+
 /* The stream index of a URL name, -1 if unknown. */
 int ingest_stream_index(const char *name);
 const char *ingest_stream_name(int st);

@@ -577,6 +577,48 @@ class Hostile(Base):
         self.assertEqual(st, 400, out)
         self.assertIn(b"after the end", out)
 
+    def test_memprof_limits(self):
+        """Memory-profile counters are stored as signed 64-bit: 2^63 or more
+        is refused with the reason (it was stored negative), so is a profile
+        whose totals reach it; sums over profiles saturate at 2^63 - 1
+        instead of wrapping or failing; sid must be a session id."""
+        srv = self.server()
+        big = 2 ** 62 + 2 ** 61  # 6.9e18: two of them pass 2^63
+
+        def post(stacks, **kw):
+            d = {"v": 1, "host": "mph", "pid": 7, "start": 1, "end": 2,
+                 "source": "simulated", "stacks": stacks}
+            d.update(kw)
+            st, _, out = srv.req("POST", "/api/v1/memprof", json.dumps(d),
+                                 headers={"Content-Type": "application/json"})
+            return st, json.loads(out)
+
+        for v in (2 ** 63, 2 ** 64 - 1):
+            st, r = post([{"frames": ["a"], "alloc_bytes": v}])
+            self.assertEqual(st, 400, r)
+            self.assertIn("stacks[0].alloc_bytes", r["error"])
+        st, r = post([{"frames": ["a"], "inuse_bytes": big},
+                      {"frames": ["b"], "inuse_bytes": big}])
+        self.assertEqual(st, 400, r)
+        self.assertIn("inuse_bytes add up", r["error"])
+        st, r = post([{"frames": ["a"]}], start=2 ** 63, end=2 ** 63)
+        self.assertEqual(st, 400, r)
+        for sid in ("not-a-uuid", "AAAAAAAA-0000-4000-8000-000000000001",
+                    "aaaaaaaa-0000-4000-8000-00000000000g", ""):
+            st, r = post([{"frames": ["a"]}], sid=sid)
+            self.assertEqual(st, 400, (sid, r))
+            self.assertIn("sid", r["error"])
+        for _ in range(2):
+            st, r = post([{"frames": ["x", "y"], "alloc_bytes": big, "alloc_count": big}],
+                         sid="aaaaaaaa-0000-4000-8000-000000000001")
+            self.assertEqual(st, 200, r)
+        m = srv.get("/api/v1/memory?host=mph")
+        self.assertEqual((m["stacks"][0]["bytes"], m["stacks"][0]["count"]),
+                         (2 ** 63 - 1, 2 ** 63 - 1))
+        self.assertEqual(m["total_bytes"], 2 ** 63 - 1)
+        profs = srv.get("/api/v1/memory/profiles?host=mph")["items"]
+        self.assertEqual([p["alloc_bytes"] for p in profs], [big, big])
+
     def test_sql_metacharacters_everywhere(self):
         srv = self.server()
         evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
