@@ -112,9 +112,8 @@ static size_t count_lines(const char *p, size_t n)
 static int flush(wstream *w, int final)
 {
     size_t off = 0;
-    if (w->len &&
-        reserve(w, w->size + w->len + w->damaged +
-                       (final ? 0 : WRITER_RESERVE)) != 0) {
+    if (w->len && reserve(w, w->size + w->len + w->damaged +
+                                 (final ? 0 : WRITER_RESERVE)) != 0) {
         /* no room for this buffer and the reserve: drop it whole (no line
          * is cut), the reserve stays for the last lines */
         w->err = errno;

@@ -128,8 +128,8 @@ static int parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks, char *why,
         s->frames.n = d->tok[f].len;
         for (int k = 0; k < 8; k++)
             if (u64_member(d, e, counters[k], &s->v[k], 0))
-                BAD("stacks[%u].%s must be an unsigned integer below 2^63",
-                    i, counters[k]);
+                BAD("stacks[%u].%s must be an unsigned integer below 2^63", i,
+                    counters[k]);
         /* the profile's totals are stored too: they must fit as well */
         alloc += s->v[0];
         inuse += s->v[4];
@@ -175,8 +175,8 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
                        rc == GPUFL_ETOOBIG  ? 413
                        : rc == GPUFL_ENOMEM ? 500
                                             : 400,
-                       rc == GPUFL_ETOOBIG   ? "decoded body over the "
-                                               "--max-decoded cap"
+                       rc == GPUFL_ETOOBIG  ? "decoded body over the "
+                                              "--max-decoded cap"
                        : rc == GPUFL_ENOMEM ? "out of memory"
                                             : dwhy);
         return;

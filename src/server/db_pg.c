@@ -49,10 +49,10 @@ struct sdb {
     PGconn *c;
     int64_t changes;
     unsigned nstmt;
-    unsigned gen;    /* connections made so far: statements compare */
-    int lost;        /* the connection is gone: make it again */
-    int tx_lost;     /* ... and it was inside a transaction */
-    int txs;         /* PQtransactionStatus before the current command */
+    unsigned gen; /* connections made so far: statements compare */
+    int lost;     /* the connection is gone: make it again */
+    int tx_lost;  /* ... and it was inside a transaction */
+    int txs;      /* PQtransactionStatus before the current command */
     uint64_t retry_at, backoff_ms; /* next attempt (mono ms), its delay */
     char err[512];
 };
@@ -85,12 +85,10 @@ static void noop_notice(void *arg, const char *msg)
  * and keepalives find a peer that vanished (a failover) within a minute. */
 static PGconn *connect_url(const char *url)
 {
-    static const char *const keys[] = { "connect_timeout",
-                                        "keepalives_idle",
-                                        "keepalives_interval",
-                                        "keepalives_count",
-                                        "dbname",
-                                        NULL };
+    static const char *const keys[] = {
+        "connect_timeout",  "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "dbname",          NULL
+    };
     const char *vals[] = { "5", "30", "10", "3", url, NULL };
 
     return PQconnectdbParams(keys, vals, 1);
@@ -126,9 +124,16 @@ static void mark_lost(sdb *db)
     if (db->lost)
         return;
     db->lost = 1;
-    db->tx_lost =
-        db->txs == PQTRANS_INTRANS || db->txs == PQTRANS_INERROR ||
-        db->txs == PQTRANS_ACTIVE;
+    db->tx_lost = db->txs == PQTRANS_INTRANS || db->txs == PQTRANS_INERROR ||
+                  db->txs == PQTRANS_ACTIVE;
+}
+
+/* After a command: where it left the transaction, for mark_lost (a
+ * command that then fails because the connection died keeps this). */
+static void after(sdb *db)
+{
+    if (PQstatus(db->c) == CONNECTION_OK)
+        db->txs = PQtransactionStatus(db->c);
 }
 
 static int reconnect(sdb *db)
@@ -267,6 +272,7 @@ static int pg_exec(sdb *db, const char *sql)
     s = PQresultStatus(r);
     rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? GPUFL_OK : fail(db, r);
     PQclear(r);
+    after(db);
     return rc;
 }
 
@@ -382,6 +388,7 @@ static void pg_finalize(sdb_stmt *st)
         char sql[64];
         snprintf(sql, sizeof(sql), "DEALLOCATE %s", st->name);
         PQclear(PQexec(st->db->c, sql));
+        after(st->db);
     }
     stmt_free(st);
 }
@@ -481,6 +488,7 @@ static int pg_step(sdb_stmt *st)
             st->res = NULL;
             return rc;
         }
+        after(db);
         {
             const char *ct = PQcmdTuples(st->res);
             db->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
@@ -570,6 +578,7 @@ static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
             rc = fail(db, r);
         PQclear(r);
     }
+    after(db);
     return rc;
 }
 

@@ -436,10 +436,10 @@ static const srv_store_ops sq_ops_pg = SQ_OPS("postgres");
 #define PG_SETUP "SET client_min_messages=warning"
 static const char pg_setup_writer[] =
     PG_SETUP ";"
-    "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
-    "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
-    "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
-    "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
+             "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
+             "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
+             "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
+             "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
 
 /* Per-connection settings. */
 static int setup(sdb *db, int writer)

@@ -130,7 +130,7 @@ typedef struct sq_health {
 
 typedef struct sq_store {
     srv_store base;
-    char path[4096]; /* SQLite: the database file (store_sql_health.c) */
+    char path[4096];       /* SQLite: the database file (store_sql_health.c) */
     pthread_mutex_t wlock; /* the one writer connection and the caches */
     sdb *w;
     sdb_stmt *ws[WS_N];

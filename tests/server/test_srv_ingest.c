@@ -270,27 +270,28 @@ static void test_decode(void)
     CHECK(ingest_encoding("ZSTD") == ENC_ZSTD);
     CHECK(ingest_encoding("br") == -1);
     REQUIRE(compress2(gz, &gzn, (const Bytef *)text, n, 6) == Z_OK);
-    REQUIRE(ingest_decode(ENC_GZIP, (char *)gz, gzn, 1 << 20, &out, &on, NULL) ==
-            GPUFL_OK);
+    REQUIRE(ingest_decode(ENC_GZIP, (char *)gz, gzn, 1 << 20, &out, &on,
+                          NULL) == GPUFL_OK);
     CHECK(on == n && memcmp(out, text, n) == 0);
     free(out);
     CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn, 4, &out, &on, NULL) ==
           GPUFL_ETOOBIG);
-    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn - 3, 1 << 20, &out, &on, NULL) ==
-          GPUFL_EPARSE);
+    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn - 3, 1 << 20, &out, &on,
+                        NULL) == GPUFL_EPARSE);
     zn = ZSTD_compress(zs, sizeof(zs), text, n, 3);
     REQUIRE(!ZSTD_isError(zn));
     REQUIRE(ingest_decode(ENC_ZSTD, (char *)zs, zn, 1 << 20, &out, &on, NULL) ==
             GPUFL_OK);
     CHECK(on == n && memcmp(out, text, n) == 0);
     free(out);
-    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn - 2, 1 << 20, &out, &on, NULL) ==
-          GPUFL_EPARSE);
+    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn - 2, 1 << 20, &out, &on,
+                        NULL) == GPUFL_EPARSE);
     CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn, 3, &out, &on, NULL) ==
           GPUFL_ETOOBIG);
     CHECK(ingest_decode(ENC_ZSTD, "junkjunk", 8, 100, &out, &on, NULL) ==
           GPUFL_EPARSE);
-    CHECK(ingest_decode(ENC_IDENTITY, text, n, 3, &out, &on, NULL) == GPUFL_ETOOBIG);
+    CHECK(ingest_decode(ENC_IDENTITY, text, n, 3, &out, &on, NULL) ==
+          GPUFL_ETOOBIG);
     CHECK(ingest_stream_index("scope") == SRV_ST_SCOPE);
     CHECK(ingest_stream_index("kernels") == -1);
 }
