@@ -53,6 +53,7 @@ struct sdb {
     int lost;     /* the connection is gone: make it again */
     int tx_lost;  /* ... and it was inside a transaction */
     int txs;      /* PQtransactionStatus before the current command */
+    int goodbye;  /* the server said FATAL: it is closing the connection */
     uint64_t retry_at, backoff_ms; /* next attempt (mono ms), its delay */
     char err[512];
 };
@@ -74,10 +75,18 @@ struct sdb_stmt {
 
 extern const sdb_ops sdb_pg_ops;
 
-static void noop_notice(void *arg, const char *msg)
+/* Notices are dropped, but a FATAL one is the server's goodbye: it
+ * arrives this way when nothing is in flight (an idle connection's
+ * backend terminated or shut down), maybe before the socket closes. */
+static void on_notice(void *arg, const PGresult *r)
 {
-    (void)arg;
-    (void)msg;
+    sdb *db = arg;
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+
+    if (sev && (!strcmp(sev, "FATAL") || !strcmp(sev, "PANIC"))) {
+        db->goodbye = 1;
+        snprintf(db->err, sizeof(db->err), "%s", PQresultErrorMessage(r));
+    }
 }
 
 /* Connection defaults a URL may override (later keywords win): a dead
@@ -111,7 +120,7 @@ int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap)
         free(db);
         return GPUFL_EUNAVAIL;
     }
-    PQsetNoticeProcessor(db->c, noop_notice, NULL);
+    PQsetNoticeReceiver(db->c, on_notice, db);
     db->txs = PQTRANS_IDLE;
     *out = db;
     return GPUFL_OK;
@@ -157,7 +166,7 @@ static int reconnect(sdb *db)
                  PQresultStatus(r) == PGRES_TUPLES_OK;
         PQclear(r);
         if (ok) {
-            db->lost = db->tx_lost = 0;
+            db->lost = db->tx_lost = db->goodbye = 0;
             db->gen++;
             db->backoff_ms = 0;
             db->retry_at = 0;
@@ -190,7 +199,7 @@ static int probe(sdb *db)
         if (!PQconsumeInput(db->c))
             return -1;
         (void)PQisBusy(db->c);
-        if (PQstatus(db->c) != CONNECTION_OK)
+        if (PQstatus(db->c) != CONNECTION_OK || db->goodbye)
             return -1;
     }
     return 0;
@@ -206,7 +215,8 @@ static int ready(sdb *db)
         db->txs = PQtransactionStatus(db->c);
         if (probe(db) == 0)
             return GPUFL_OK;
-        snprintf(db->err, sizeof(db->err), "%s", PQerrorMessage(db->c));
+        if (!db->goodbye)
+            snprintf(db->err, sizeof(db->err), "%s", PQerrorMessage(db->c));
     }
     mark_lost(db);
     if (db->tx_lost) {
