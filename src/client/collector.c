@@ -58,6 +58,7 @@ static struct {
     uint64_t lines_lost_seen[ST_COUNT];
     int disk_paused;
     int pause_open[ST_COUNT]; /* a "capture paused" line awaits its end */
+    int write_failing;        /* a write failure was logged, not its end */
     uint64_t last_disk_check;
     uint64_t free_bytes;
 } C;
@@ -351,6 +352,32 @@ static void discard_all(void)
 
 /* ---- losses and the disk guard ---- */
 
+/* Failed writes are said once when they start and once when they end (the
+ * loss lines in the file may themselves be lost while the disk is full). */
+static void write_health(void)
+{
+    int failing = -1;
+    for (int s = 0; s < ST_COUNT; s++)
+        if (C.open[s] && C.w[s].failing) {
+            failing = s;
+            break;
+        }
+    if (failing >= 0 && !C.write_failing) {
+        const wstream *w = &C.w[failing];
+        C.write_failing = 1;
+        client_log(GPUFL_LOG_WARN,
+                   "writing %s failed: %s; lines are dropped and counted "
+                   "(write_error loss lines) until writes succeed again%s",
+                   w->path, strerror(w->err),
+                   g_client.cfg.min_free_bytes
+                       ? ""
+                       : " (min_free_bytes=0: the disk guard is off)");
+    } else if (failing < 0 && C.write_failing) {
+        C.write_failing = 0;
+        client_log(GPUFL_LOG_INFO, "writes to the log files succeed again");
+    }
+}
+
 /* ending: the session is ending (a paused capture did not resume) */
 static void flush_losses(int force, int ending)
 {
@@ -371,6 +398,7 @@ static void flush_losses(int force, int ending)
             C.lines_lost_seen[s] = C.w[s].lines_lost;
         }
     }
+    write_health();
     if (!force && now - C.last_loss_ns < LOSS_EVERY_NS)
         return;
     C.last_loss_ns = now;
@@ -576,10 +604,14 @@ void collector_stop(const char *reason)
     /* last words: whatever a racing producer added, then losses, then the
      * end line that tells readers the session finished cleanly */
     drain_all();
+    /* the events out first (or dropped and counted), so the file's reserve
+     * is left for its last lines: the losses and the end */
+    flush_files();
     C.disk_paused = 0;
     flush_losses(1, 1);
     for (int s = 0; s < ST_COUNT; s++) {
         struct end_arg e = { reason, 0, 0, 0 };
+        uint64_t lost0;
         if (!C.open[s])
             continue;
         for (int k = 0; k < LOSS_REASONS; k++)
@@ -587,7 +619,19 @@ void collector_stop(const char *reason)
         e.lines = C.w[s].lines + 1;
         e.rotations = C.w[s].rotations;
         emit(s, client_now(), body_end, &e);
-        writer_close(&C.w[s]);
+        lost0 = C.w[s].lines_lost;
+        if (writer_close(&C.w[s]) != 0)
+            client_log(GPUFL_LOG_ERROR,
+                       "the last %llu lines of %s could not be written (%s);"
+                       " its loss and session_end lines are among them",
+                       (unsigned long long)(C.w[s].lines_lost - lost0),
+                       C.w[s].path, strerror(C.w[s].err));
+        else if (C.lost[s][LOSS_WRITE_ERROR])
+            client_log(GPUFL_LOG_WARN,
+                       "%llu lines of %s were lost to failed writes; its"
+                       " write_error loss lines say where",
+                       (unsigned long long)C.lost[s][LOSS_WRITE_ERROR],
+                       C.w[s].path);
         C.open[s] = 0;
     }
     writer_compressor_stop();

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,8 +27,54 @@ static int open_live(wstream *w)
     if (w->fd < 0)
         return errno == EACCES ? GPUFL_EPERM : GPUFL_EIO;
     w->file_bytes = 0;
+    w->size = w->reserved = w->tried = 0;
+    w->can_reserve = 1;
     w->file_gen = atomic_fetch_add(&file_gen_next, 1);
     return 0;
+}
+
+/* Space for the file to grow to `end` bytes, allocated now: 0, or -1 with
+ * errno (ENOSPC, EDQUOT) when the disk has no room.  A file system that
+ * cannot reserve (EOPNOTSUPP...) turns reserving off for this file. */
+static int reserve(wstream *w, uint64_t end)
+{
+    uint64_t to;
+
+    if (!w->can_reserve || end <= w->reserved)
+        return 0;
+    to = end > w->size + WRITER_RESERVE_STEP ? end
+                                             : w->size + WRITER_RESERVE_STEP;
+    for (;;) {
+        if (to > w->tried)
+            w->tried = to;
+        if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->reserved,
+                      (off_t)(to - w->reserved)) == 0) {
+            w->reserved = to;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        /* a step too big for what is left: just what this write needs */
+        if ((errno == ENOSPC || errno == EDQUOT) && to > end) {
+            to = end;
+            continue;
+        }
+        if (errno == ENOSPC || errno == EDQUOT)
+            return -1;
+        w->can_reserve = 0;
+        return 0;
+    }
+}
+
+/* Gives back the space reserved past the end of the file (at rotation and
+ * close: a finished file keeps no hidden blocks). */
+static void unreserve(wstream *w)
+{
+    uint64_t hi = w->tried > w->reserved ? w->tried : w->reserved;
+    if (w->can_reserve && hi > w->size)
+        fallocate(w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  (off_t)w->size, (off_t)(hi - w->size));
+    w->reserved = w->tried = w->size;
 }
 
 int writer_open(wstream *w, int stream, const char *prefix_path,
@@ -61,32 +108,50 @@ static size_t count_lines(const char *p, size_t n)
     return k;
 }
 
-int writer_flush(wstream *w)
+/* final: the file's last lines, written into the reserve. */
+static int flush(wstream *w, int final)
 {
     size_t off = 0;
+    if (w->len && reserve(w, w->size + w->len + w->damaged +
+                                 (final ? 0 : WRITER_RESERVE)) != 0) {
+        /* no room for this buffer and the reserve: drop it whole (no line
+         * is cut), the reserve stays for the last lines */
+        w->err = errno;
+        goto fail;
+    }
     if (w->damaged && w->len) {
         /* a previous short write left half a line: end it, so the lines
          * that follow stay whole (readers skip the damaged one) */
-        if (write(w->fd, "\n", 1) != 1)
+        if (write(w->fd, "\n", 1) != 1) {
+            w->err = errno;
             goto fail;
+        }
         w->damaged = 0;
         w->file_bytes++;
+        w->size++;
     }
     while (off < w->len) {
         ssize_t n = write(w->fd, w->buf + off, w->len - off);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            w->err = n < 0 ? errno : ENOSPC;
             goto fail;
+        }
         off += (size_t)n;
+        w->size += (uint64_t)n;
     }
+    if (w->size > w->reserved)
+        w->reserved = w->size;
     w->bytes += w->len;
     w->len = 0;
+    w->failing = 0;
     return 0;
 fail:
     /* Disk full or I/O error: drop what is buffered rather than grow
      * without bound, count the lines, and remember if the file now ends
      * inside a line.  The collector turns the count into a loss line. */
+    w->failing = 1;
     if (off < w->len) {
         w->lines_lost += count_lines(w->buf + off, w->len - off);
         if (off > 0 && w->buf[off - 1] != '\n')
@@ -102,6 +167,11 @@ fail:
     }
     w->len = 0;
     return GPUFL_EIO;
+}
+
+int writer_flush(wstream *w)
+{
+    return flush(w, 0);
 }
 
 int writer_should_rotate(const wstream *w, size_t need)
@@ -280,9 +350,12 @@ int writer_rotate(wstream *w)
     /* The rotated file must be durable before the name changes: a reader
      * that sees .N may delete its cursor state for the live name. */
     /* a damaged last line is ended here, so the next file starts clean */
-    if (w->damaged && write(w->fd, "\n", 1) == 1)
+    if (w->damaged && write(w->fd, "\n", 1) == 1) {
         w->file_bytes++;
+        w->size++;
+    }
     w->damaged = 0;
+    unreserve(w);
     fdatasync(w->fd);
     close(w->fd);
     w->fd = -1;
@@ -327,14 +400,17 @@ void writer_commit(wstream *w, size_t n)
     w->seq++;
 }
 
-void writer_close(wstream *w)
+int writer_close(wstream *w)
 {
+    int rc = 0;
     if (w->fd >= 0) {
-        writer_flush(w);
+        rc = flush(w, 1);
+        unreserve(w);
         fdatasync(w->fd);
         close(w->fd);
     }
     w->fd = -1;
     free(w->buf);
     w->buf = NULL;
+    return rc;
 }

@@ -3,8 +3,16 @@
  * size-based rotation, keep-K pruning, optional zstd of rotated files.
  *
  * Crash safety: lines are built in memory and handed to write(2) only as
- * whole lines, so a killed process leaves whole lines and at most one
- * partial last line (a short write on a full disk), which readers skip.
+ * whole lines, so a killed process leaves whole lines.
+ *
+ * A full disk: the space of each write is reserved first (fallocate,
+ * beyond the end of the file, not changing its size), together with
+ * WRITER_RESERVE more for the file's last lines.  When that fails the
+ * buffer is dropped (counted), never cut in the middle of a line, and the
+ * reserve still takes the loss and session_end lines at close.  Where the
+ * file system cannot reserve (no fallocate), a short write can leave a
+ * partial line, ended with a newline at the next write that succeeds
+ * (readers skip it).
  * Rotation renames each file once: <prefix>.<stream>.log becomes
  * <prefix>.<stream>.log.<n> with n = 1, 2, ... in order of creation, so a
  * reader that follows rotation sees every name change at most once.
@@ -17,6 +25,12 @@
 #include <stdint.h>
 
 #define WRITER_BUF (256 * 1024)
+/* Room kept for a file's last lines (loss and session_end lines, a few
+ * KiB at most). */
+#define WRITER_RESERVE (64 * 1024)
+/* Space is reserved ahead in steps of at least this much: one fallocate
+ * per step, not per write. */
+#define WRITER_RESERVE_STEP (1024 * 1024)
 
 typedef struct wstream {
     int fd;
@@ -34,6 +48,13 @@ typedef struct wstream {
     int lost_context;    /* lines were dropped: the session line and dict
                             lines must be written again before the next
                             event (the collector does it) */
+    uint64_t size;       /* bytes in the file */
+    uint64_t reserved;   /* space allocated up to here (>= size) */
+    uint64_t tried;      /* ... or tried to be (a failed fallocate may
+                            leave some allocated) */
+    int can_reserve;     /* fallocate works on this file system */
+    int failing;         /* the last write failed (cleared by a good one) */
+    int err;             /* its errno */
     char *buf;
     size_t len, cap;
     uint64_t rotate_bytes;
@@ -45,8 +66,9 @@ typedef struct wstream {
 int writer_open(wstream *w, int stream, const char *prefix_path,
                 const char *name, uint64_t rotate_bytes, uint32_t keep,
                 int compress);
-/* Write the buffer out.  Returns 0 or GPUFL_EIO (bytes kept for a retry
- * unless the error is permanent; see writer.c). */
+/* Write the buffer out.  Returns 0, or GPUFL_EIO when the write (or
+ * reserving its space) failed: the buffered lines are dropped and counted
+ * in lines_lost, failing and err say why. */
 int writer_flush(wstream *w);
 /* 1 if a line of up to `need` more bytes would cross the rotation size. */
 int writer_should_rotate(const wstream *w, size_t need);
@@ -56,7 +78,9 @@ int writer_rotate(wstream *w);
  * Returns NULL if need exceeds the buffer. */
 char *writer_space(wstream *w, size_t need, size_t *avail);
 void writer_commit(wstream *w, size_t n);
-void writer_close(wstream *w);
+/* Flushes into the reserve (the file's last lines), releases what is left
+ * of it and closes.  Returns 0 or GPUFL_EIO as writer_flush. */
+int writer_close(wstream *w);
 
 /* Background zstd of rotated files. */
 int writer_compressor_start(void);

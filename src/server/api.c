@@ -561,7 +561,10 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         return;
     }
     if (!strcmp(r->path, "/readyz")) {
-        if (s->store->ops->ping(s->store))
+        int e = s->store->ops->ping(s->store);
+        if (e == GPUFL_ENOSPC)
+            srv_resp_error(o, 503, "database writes fail: disk full");
+        else if (e)
             srv_resp_error(o, 503, "database unavailable");
         else
             small_json(o, 200, "ready", 1);
@@ -574,6 +577,10 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         return;
     }
     r->role = srv_auth_role(s, srv_req_header(r, "Authorization"));
+    if (r->role == ROLE_UNKNOWN) {
+        srv_resp_error(o, 503, "database unavailable; retry");
+        return;
+    }
     if (r->role == ROLE_NONE) {
         srv_resp_error(o, 401, "missing or invalid bearer token");
         return;

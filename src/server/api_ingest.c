@@ -48,6 +48,7 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
     char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX],
          first[INGEST_REASON_MAX] = "";
+    const char *why = NULL;
     size_t blen = 0, nl = 0, pos = 0, n, nev = 0, nerr = 0;
     srv_ev *ev = NULL;
     jsonl_tok *tok = NULL;
@@ -73,15 +74,14 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
         return;
     }
     rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen);
+                       s->cfg.max_decoded, &body, &blen, &why);
     if (rc == GPUFL_ETOOBIG) {
         srv_resp_error(o, 413, "decoded body over the --max-decoded cap");
         return;
     }
     if (rc) {
         srv_resp_error(o, rc == GPUFL_ENOMEM ? 500 : 400,
-                       rc == GPUFL_ENOMEM ? "out of memory"
-                                          : "body does not decode");
+                       rc == GPUFL_ENOMEM ? "out of memory" : why);
         return;
     }
     for (size_t i = 0; i < blen; i++)

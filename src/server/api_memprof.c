@@ -46,6 +46,8 @@ static int str_member(jsonl_doc *d, uint32_t obj, const char *key, srv_str *out,
     return 0;
 }
 
+/* An unsigned integer member below 2^63: the database's integers are
+ * signed 64-bit, and a larger value would be stored negative. */
 static int u64_member(jsonl_doc *d, uint32_t obj, const char *key, uint64_t *v,
                       int required)
 {
@@ -53,14 +55,14 @@ static int u64_member(jsonl_doc *d, uint32_t obj, const char *key, uint64_t *v,
     *v = 0;
     if (t == JSONL_NOTFOUND)
         return required ? -1 : 0;
-    return jsonl_tok_u64(d, t, v) ? -1 : 0;
+    return jsonl_tok_u64(d, t, v) || *v > (uint64_t)INT64_MAX ? -1 : 0;
 }
 
 /* Fills *p from the parsed body; 0, or an HTTP status with why. */
 static int parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks, char *why,
                  size_t cap)
 {
-    uint64_t v;
+    uint64_t v, alloc = 0, inuse = 0;
     uint32_t t;
     memset(p, 0, sizeof(*p));
 #define BAD(...)                                                               \
@@ -76,11 +78,13 @@ static int parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks, char *why,
         BAD("\"pid\" must be a positive integer");
     if (str_member(d, 0, "comm", &p->comm, 255, 0))
         BAD("\"comm\" must be a plain string");
-    if (str_member(d, 0, "sid", &p->sid, 39, 0))
-        BAD("\"sid\" must be a session UUID");
+    if (str_member(d, 0, "sid", &p->sid, 36, 0) ||
+        (p->sid.p && !ingest_is_uuid(p->sid.p, p->sid.n)))
+        BAD("\"sid\" must be a session id (a lower-case UUID)");
     if (u64_member(d, 0, "start", &p->start, 1) ||
         u64_member(d, 0, "end", &p->end, 1) || p->end < p->start)
-        BAD("\"start\" and \"end\" must be ns with start <= end");
+        BAD("\"start\" and \"end\" must be ns below 2^63 with start <="
+            " end");
     if (str_member(d, 0, "source", &p->source, 16, 1) ||
         (!(p->source.n == 4 && !memcmp(p->source.p, "ebpf", 4)) &&
          !(p->source.n == 7 && !memcmp(p->source.p, "preload", 7)) &&
@@ -124,8 +128,14 @@ static int parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks, char *why,
         s->frames.n = d->tok[f].len;
         for (int k = 0; k < 8; k++)
             if (u64_member(d, e, counters[k], &s->v[k], 0))
-                BAD("stacks[%u].%s must be an unsigned integer", i,
+                BAD("stacks[%u].%s must be an unsigned integer below 2^63", i,
                     counters[k]);
+        /* the profile's totals are stored too: they must fit as well */
+        alloc += s->v[0];
+        inuse += s->v[4];
+        if (alloc > (uint64_t)INT64_MAX || inuse > (uint64_t)INT64_MAX)
+            BAD("the stacks' %s add up to 2^63 or more",
+                alloc > (uint64_t)INT64_MAX ? "alloc_bytes" : "inuse_bytes");
     }
     p->stacks = *stacks;
     p->n = d->tok[t].n;
@@ -138,6 +148,7 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
     char *body = NULL, why[160], sid[64];
+    const char *dwhy = NULL;
     size_t blen = 0;
     jsonl_tok *tok = NULL;
     srv_memstack *stacks = NULL;
@@ -158,15 +169,16 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
         return;
     }
     rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen);
+                       s->cfg.max_decoded, &body, &blen, &dwhy);
     if (rc) {
         srv_resp_error(o,
                        rc == GPUFL_ETOOBIG  ? 413
                        : rc == GPUFL_ENOMEM ? 500
                                             : 400,
-                       rc == GPUFL_ETOOBIG ? "decoded body over the "
-                                             "--max-decoded cap"
-                                           : "body does not decode");
+                       rc == GPUFL_ETOOBIG  ? "decoded body over the "
+                                              "--max-decoded cap"
+                       : rc == GPUFL_ENOMEM ? "out of memory"
+                                            : dwhy);
         return;
     }
     /* every token takes at least one byte of text */

@@ -95,8 +95,10 @@ int srv_auth_role(srv *s, const char *h)
     if (s->have_admin && CRYPTO_memcmp(hash, s->admin_hash, 32) == 0)
         return ROLE_ADMIN;
     srv_hex(hash, 32, hex);
+    /* a key we could not look up is not a wrong key: the client must
+     * retry, not be told to check its token */
     if (s->store->ops->key_lookup(s->store, hex, role, sizeof(role)))
-        return ROLE_NONE;
+        return ROLE_UNKNOWN;
     return srv_role_parse(role);
 }
 
@@ -119,10 +121,55 @@ static int hex_decode(const char *s, unsigned char *out, size_t n)
     return 0;
 }
 
+/* Stores the admin token's hash: into a temporary file, synced, then
+ * renamed over the final name, so a failed write (a full disk) leaves no
+ * file behind, never an empty or cut one that would block later starts. */
+static int store_hash(const char *path, const char *hex)
+{
+    char tmp[SRV_STR_MAX + 80], dir[SRV_STR_MAX + 64], buf[80];
+    const char *slash = strrchr(path, '/');
+    int fd, n, rc = GPUFL_EIO;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    n = snprintf(buf, sizeof(buf), "%s\n", hex);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        goto fail;
+    errno = 0;
+    if (write(fd, buf, (size_t)n) != n) {
+        if (errno == 0)
+            errno = ENOSPC; /* a short write: the disk filled */
+        close(fd);
+        goto fail;
+    }
+    if (fsync(fd) != 0) {
+        close(fd);
+        goto fail;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0)
+        goto fail;
+    /* the rename itself is durable once the folder is synced */
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1,
+             slash ? path : ".");
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    return GPUFL_OK;
+fail:
+    fprintf(stderr,
+            "gpufl-server: cannot store the admin token's hash in %s: %s;"
+            " not starting\n",
+            path, strerror(errno));
+    unlink(tmp);
+    return rc;
+}
+
 int srv_admin_init(srv *s)
 {
     char path[SRV_STR_MAX + 64], token[96], hex[65], buf[80];
-    int fd;
+    int fd, rc;
     ssize_t n;
 
     if (s->cfg.admin_token[0]) {
@@ -136,32 +183,33 @@ int srv_admin_init(srv *s)
     if (fd >= 0) {
         n = read(fd, buf, sizeof(buf) - 1);
         close(fd);
-        if (n < 64 || hex_decode(buf, s->admin_hash, 32)) {
-            fprintf(stderr,
-                    "gpufl-server: %s is corrupt; remove it to get a"
-                    " new admin token\n",
-                    path);
-            return GPUFL_EPARSE;
+        /* an empty file is what a failed first start of an older version
+         * left on a full disk: no token was ever shown for it */
+        if (n != 0) {
+            if (n < 64 || hex_decode(buf, s->admin_hash, 32)) {
+                fprintf(stderr,
+                        "gpufl-server: %s is corrupt; remove it to get a"
+                        " new admin token\n",
+                        path);
+                return GPUFL_EPARSE;
+            }
+            s->have_admin = 1;
+            return GPUFL_OK;
         }
-        s->have_admin = 1;
-        return GPUFL_OK;
-    }
-    if (srv_token_new("gfa", token, sizeof(token)))
-        return GPUFL_EIO;
-    srv_sha256(token, strlen(token), s->admin_hash);
-    srv_hex(s->admin_hash, 32, hex);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        fprintf(stderr, "gpufl-server: cannot create %s: %s\n", path,
+    } else if (errno != ENOENT) {
+        fprintf(stderr, "gpufl-server: cannot read %s: %s\n", path,
                 strerror(errno));
         return GPUFL_EIO;
     }
-    n = snprintf(buf, sizeof(buf), "%s\n", hex);
-    if (write(fd, buf, (size_t)n) != n || fsync(fd) != 0) {
-        close(fd);
+    if (srv_token_new("gfa", token, sizeof(token))) {
+        fprintf(stderr, "gpufl-server: cannot generate an admin token: %s\n",
+                strerror(errno));
         return GPUFL_EIO;
     }
-    close(fd);
+    srv_sha256(token, strlen(token), s->admin_hash);
+    srv_hex(s->admin_hash, 32, hex);
+    if ((rc = store_hash(path, hex)) != 0)
+        return rc;
     s->have_admin = 1;
     printf("gpufl-server: generated admin token (shown once, stored hashed "
            "in %s):\n%s\n",

@@ -34,7 +34,33 @@ int sdb_dialect(const sdb *db)
 
 int sdb_exec(sdb *db, const char *sql)
 {
-    return OPS(db)->exec(db, sql);
+    int rc = OPS(db)->exec(db, sql);
+
+    /* the store commits only through here: a write reached the disk */
+    if (!rc && strncmp(sql, "COMMIT", 6) == 0)
+        sdb_notify(db, SDB_EV_COMMIT, NULL);
+    return rc;
+}
+
+void sdb_set_setup(sdb *db, const char *setup)
+{
+    ((sdb_head *)(void *)db)->setup = setup;
+}
+
+void sdb_set_watch(sdb *db, sdb_watch_fn fn, void *arg)
+{
+    sdb_head *h = (sdb_head *)(void *)db;
+
+    h->watch = fn;
+    h->watch_arg = arg;
+}
+
+void sdb_notify(sdb *db, int ev, const char *why)
+{
+    const sdb_head *h = (const sdb_head *)(const void *)db;
+
+    if (h->watch)
+        h->watch(h->watch_arg, ev, why);
 }
 
 const char *sdb_errmsg(sdb *db)

@@ -59,6 +59,32 @@ int sdb_copy(sdb *db, const char *sql, const char *data, size_t len);
 /* Starts a write transaction (SQLite: BEGIN IMMEDIATE). */
 int sdb_begin(sdb *db);
 
+/*
+ * Losing the database.  A PostgreSQL connection that the server closed (a
+ * restart, pg_terminate_backend, a failover) is made again, with backoff,
+ * at the next command that finds it gone - never inside a transaction:
+ * a connection lost in one fails every command (GPUFL_EUNAVAIL) until the
+ * caller's ROLLBACK or next BEGIN, so no statement of a failed transaction
+ * runs on its own on the new connection.  Statements are prepared again
+ * on the new connection by themselves.
+ *
+ * setup: SQL run on every connection made again (session settings,
+ * temporary tables), borrowed, must outlive db; NULL for none.
+ */
+void sdb_set_setup(sdb *db, const char *setup);
+
+/* What a backend reports to its watcher (sdb_set_watch). */
+enum {
+    SDB_EV_DOWN = 1,  /* a command failed for want of the database: the
+                       * connection was lost, or making it again failed */
+    SDB_EV_UP = 2,    /* a lost connection was made again */
+    SDB_EV_NOSPC = 3, /* a write failed for want of disk space */
+    SDB_EV_COMMIT = 4 /* a COMMIT succeeded */
+};
+/* Called on the thread using db; why is borrowed for the call. */
+typedef void (*sdb_watch_fn)(void *arg, int ev, const char *why);
+void sdb_set_watch(sdb *db, sdb_watch_fn fn, void *arg);
+
 int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out);
 void sdb_finalize(sdb_stmt *st);
 /* Parameters are 1-based. */

@@ -33,7 +33,13 @@ typedef struct sdb_ops {
 typedef struct sdb_head {
     const sdb_ops *ops;
     int dialect;
+    const char *setup; /* sdb_set_setup, borrowed */
+    sdb_watch_fn watch;
+    void *watch_arg;
 } sdb_head;
+
+/* Tells db's watcher, if any, about ev. */
+void sdb_notify(sdb *db, int ev, const char *why);
 
 int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                     size_t cap);

@@ -2,12 +2,20 @@
  * db_pg.c - db.h on PostgreSQL through libpq.
  *
  * SQLite's step-through-rows model over libpq: the first sdb_step()
- * prepares the statement (once, named, with the parameter types bound at
- * that time) and executes it; the whole result is then held and stepped
- * through.  "?N" placeholders become "$N".  Parameters travel in text
- * format: integers and doubles printed exactly, blobs as bytea hex.
- * Statements are deallocated at finalize so that per-request queries do
- * not pile up on the server.
+ * prepares the statement (once per connection, named, with the parameter
+ * types bound at that time) and executes it; the whole result is then
+ * held and stepped through.  "?N" placeholders become "$N".  Parameters
+ * travel in text format: integers and doubles printed exactly, blobs as
+ * bytea hex.  Statements are deallocated at finalize so that per-request
+ * queries do not pile up on the server.
+ *
+ * A lost connection (db.h) is made again by the next command that finds
+ * it gone: before each command an idle socket with something to read is
+ * read, so a server's goodbye (EOF, FATAL 57P01) is seen before a command
+ * goes into a dead socket, and that command then runs on a new connection
+ * instead of failing.  Attempts back off from PG_BACKOFF_MIN_MS to
+ * PG_BACKOFF_MAX_MS; in between, commands fail at once.  Each connection
+ * has a generation; a statement prepared in an older one is prepared again.
  */
 #include "db_int.h"
 
@@ -15,12 +23,20 @@
 
 #include <libpq-fe.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 /* Parameters one statement may have (the protocol's limit). */
 #define PG_PARAMS_MAX 65535
+
+/* Reconnection: the first retry after this, doubling to the cap (the
+ * longest a recovered database waits for us). */
+#define PG_BACKOFF_MIN_MS 50
+#define PG_BACKOFF_MAX_MS 2000
 
 /* pg_type OIDs (stable, from the catalog) */
 #define OID_BYTEA 17
@@ -33,6 +49,12 @@ struct sdb {
     PGconn *c;
     int64_t changes;
     unsigned nstmt;
+    unsigned gen; /* connections made so far: statements compare */
+    int lost;     /* the connection is gone: make it again */
+    int tx_lost;  /* ... and it was inside a transaction */
+    int txs;      /* PQtransactionStatus before the current command */
+    int goodbye;  /* the server said FATAL: it is closing the connection */
+    uint64_t retry_at, backoff_ms; /* next attempt (mono ms), its delay */
     char err[512];
 };
 
@@ -41,6 +63,7 @@ struct sdb_stmt {
     char *sql;
     char name[32];
     int prepared, executed, nparams;
+    unsigned gen; /* db->gen it was prepared in */
     /* nparams + 1 entries each, index 0 unused */
     char **vals;
     Oid *types;
@@ -52,10 +75,32 @@ struct sdb_stmt {
 
 extern const sdb_ops sdb_pg_ops;
 
-static void noop_notice(void *arg, const char *msg)
+/* Notices are dropped, but a FATAL one is the server's goodbye: it
+ * arrives this way when nothing is in flight (an idle connection's
+ * backend terminated or shut down), maybe before the socket closes. */
+static void on_notice(void *arg, const PGresult *r)
 {
-    (void)arg;
-    (void)msg;
+    sdb *db = arg;
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+
+    if (sev && (!strcmp(sev, "FATAL") || !strcmp(sev, "PANIC"))) {
+        db->goodbye = 1;
+        snprintf(db->err, sizeof(db->err), "%s", PQresultErrorMessage(r));
+    }
+}
+
+/* Connection defaults a URL may override (later keywords win): a dead
+ * host is given up after connect_timeout instead of the kernel's minutes,
+ * and keepalives find a peer that vanished (a failover) within a minute. */
+static PGconn *connect_url(const char *url)
+{
+    static const char *const keys[] = {
+        "connect_timeout",  "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "dbname",          NULL
+    };
+    const char *vals[] = { "5", "30", "10", "3", url, NULL };
+
+    return PQconnectdbParams(keys, vals, 1);
 }
 
 int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap)
@@ -67,7 +112,7 @@ int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap)
         return GPUFL_ENOMEM;
     db->head.ops = &sdb_pg_ops;
     db->head.dialect = SDB_POSTGRES;
-    db->c = PQconnectdb(url);
+    db->c = connect_url(url);
     if (!db->c || PQstatus(db->c) != CONNECTION_OK) {
         snprintf(err, cap, "cannot connect to PostgreSQL: %s",
                  db->c ? PQerrorMessage(db->c) : "out of memory");
@@ -75,9 +120,112 @@ int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap)
         free(db);
         return GPUFL_EUNAVAIL;
     }
-    PQsetNoticeProcessor(db->c, noop_notice, NULL);
+    PQsetNoticeReceiver(db->c, on_notice, db);
+    db->txs = PQTRANS_IDLE;
     *out = db;
     return GPUFL_OK;
+}
+
+/* The connection is gone: the next command makes it again (or, if it was
+ * inside a transaction, after the caller's ROLLBACK or next BEGIN). */
+static void mark_lost(sdb *db)
+{
+    if (db->lost)
+        return;
+    db->lost = 1;
+    db->tx_lost = db->txs == PQTRANS_INTRANS || db->txs == PQTRANS_INERROR ||
+                  db->txs == PQTRANS_ACTIVE;
+}
+
+/* After a command: where it left the transaction, for mark_lost (a
+ * command that then fails because the connection died keeps this). */
+static void after(sdb *db)
+{
+    if (PQstatus(db->c) == CONNECTION_OK)
+        db->txs = PQtransactionStatus(db->c);
+}
+
+static int reconnect(sdb *db)
+{
+    uint64_t now = clock_mono_ns() / 1000000;
+    char why[sizeof(db->err)];
+
+    if (now < db->retry_at) {
+        snprintf(db->err, sizeof(db->err),
+                 "PostgreSQL unreachable; next reconnection attempt in"
+                 " %llu ms",
+                 (unsigned long long)(db->retry_at - now));
+        return GPUFL_EUNAVAIL;
+    }
+    /* the reason the old connection ended, for the watcher */
+    snprintf(why, sizeof(why), "%s", db->err);
+    PQreset(db->c);
+    if (PQstatus(db->c) == CONNECTION_OK) {
+        PGresult *r = db->head.setup ? PQexec(db->c, db->head.setup) : NULL;
+        int ok = !r || PQresultStatus(r) == PGRES_COMMAND_OK ||
+                 PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+        if (ok) {
+            db->lost = db->tx_lost = db->goodbye = 0;
+            db->gen++;
+            db->backoff_ms = 0;
+            db->retry_at = 0;
+            db->txs = PQTRANS_IDLE;
+            db->err[0] = '\0';
+            sdb_notify(db, SDB_EV_UP, why);
+            return GPUFL_OK;
+        }
+    }
+    db->backoff_ms = db->backoff_ms ? 2 * db->backoff_ms : PG_BACKOFF_MIN_MS;
+    if (db->backoff_ms > PG_BACKOFF_MAX_MS)
+        db->backoff_ms = PG_BACKOFF_MAX_MS;
+    db->retry_at = now + db->backoff_ms;
+    snprintf(db->err, sizeof(db->err), "cannot reconnect to PostgreSQL: %s",
+             PQerrorMessage(db->c));
+    sdb_notify(db, SDB_EV_DOWN, db->err);
+    return GPUFL_EUNAVAIL;
+}
+
+/* Reads what an idle connection has waiting: a notice, or the server's
+ * goodbye (a FATAL message, then EOF).  Nothing is in flight, so libpq
+ * hands an error it parses now to the notice processor.  0 while the
+ * connection is usable. */
+static int probe(sdb *db)
+{
+    for (int i = 0; i < 8; i++) {
+        struct pollfd p = { PQsocket(db->c), POLLIN, 0 };
+        if (poll(&p, 1, 0) <= 0)
+            return 0;
+        if (!PQconsumeInput(db->c))
+            return -1;
+        (void)PQisBusy(db->c);
+        if (PQstatus(db->c) != CONNECTION_OK || db->goodbye)
+            return -1;
+    }
+    return 0;
+}
+
+/* Before each command: a usable connection, made again if it was lost. */
+static int ready(sdb *db)
+{
+    if (!db->lost && PQstatus(db->c) == CONNECTION_OK) {
+        /* where the last command left us, for mark_lost: a connection
+         * found gone between two commands of a transaction must not be
+         * replaced under the rest of it */
+        db->txs = PQtransactionStatus(db->c);
+        if (probe(db) == 0)
+            return GPUFL_OK;
+        if (!db->goodbye)
+            snprintf(db->err, sizeof(db->err), "%s", PQerrorMessage(db->c));
+    }
+    mark_lost(db);
+    if (db->tx_lost) {
+        snprintf(db->err, sizeof(db->err),
+                 "the connection to PostgreSQL was lost inside a"
+                 " transaction (rolled back by the server)");
+        return GPUFL_EUNAVAIL;
+    }
+    return reconnect(db);
 }
 
 static void pg_close(sdb *db)
@@ -92,8 +240,17 @@ static int fail(sdb *db, PGresult *r)
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 
     snprintf(db->err, sizeof(db->err), "%s", PQerrorMessage(db->c));
-    if (PQstatus(db->c) != CONNECTION_OK)
+    /* gone: no socket, a connection-class error, or the server ending
+     * this session (57P01 admin, 57P02 crash, 57P03 starting up) */
+    if (PQstatus(db->c) != CONNECTION_OK ||
+        (state && (!strncmp(state, "08", 2) || !strcmp(state, "57P01") ||
+                   !strcmp(state, "57P02") || !strcmp(state, "57P03")))) {
+        mark_lost(db);
+        sdb_notify(db, SDB_EV_DOWN, db->err);
         return GPUFL_EUNAVAIL;
+    }
+    if (state && !strcmp(state, "53100"))
+        sdb_notify(db, SDB_EV_NOSPC, db->err);
     /* connection, resources, operator intervention, serialization */
     if (state && (!strncmp(state, "08", 2) || !strncmp(state, "53", 2) ||
                   !strncmp(state, "57", 2) || !strncmp(state, "40", 2)))
@@ -103,11 +260,29 @@ static int fail(sdb *db, PGresult *r)
 
 static int pg_exec(sdb *db, const char *sql)
 {
-    PGresult *r = PQexec(db->c, sql);
-    ExecStatusType s = PQresultStatus(r);
-    int rc =
-        s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? GPUFL_OK : fail(db, r);
+    int rollback = !strncmp(sql, "ROLLBACK", 8);
+    PGresult *r;
+    ExecStatusType s;
+    int rc;
+
+    /* a new BEGIN abandons a transaction whose connection was lost (the
+     * caller saw it fail) */
+    if (db->lost && !strncmp(sql, "BEGIN", 5))
+        db->tx_lost = 0;
+    rc = db->lost && rollback ? GPUFL_EUNAVAIL : ready(db);
+    if (rc) {
+        /* a lost connection has no transaction left to roll back */
+        if (rollback && db->lost) {
+            db->tx_lost = 0;
+            return GPUFL_OK;
+        }
+        return rc;
+    }
+    r = PQexec(db->c, sql);
+    s = PQresultStatus(r);
+    rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? GPUFL_OK : fail(db, r);
     PQclear(r);
+    after(db);
     return rc;
 }
 
@@ -217,10 +392,13 @@ static void pg_reset(sdb_stmt *st)
 static void pg_finalize(sdb_stmt *st)
 {
     pg_reset(st);
-    if (st->prepared) {
+    /* one prepared on a connection since lost is gone with it */
+    if (st->prepared && st->gen == st->db->gen && !st->db->lost &&
+        PQstatus(st->db->c) == CONNECTION_OK) {
         char sql[64];
         snprintf(sql, sizeof(sql), "DEALLOCATE %s", st->name);
         PQclear(PQexec(st->db->c, sql));
+        after(st->db);
     }
     stmt_free(st);
 }
@@ -292,30 +470,35 @@ static int pg_step(sdb_stmt *st)
     if (!st->executed) {
         PGresult *r;
         ExecStatusType s;
-        if (!st->prepared) {
+        int rc = ready(db);
+        if (rc)
+            return rc;
+        if (!st->prepared || st->gen != db->gen) {
             /* a parameter the SQL never mentions still needs a type */
             for (int i = 1; i <= st->nparams; i++)
                 if (!st->used[i] && !st->types[i])
                     st->types[i] = OID_TEXT;
             r = PQprepare(db->c, st->name, st->sql, st->nparams, st->types + 1);
             if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                int rc = fail(db, r);
+                rc = fail(db, r);
                 PQclear(r);
                 return rc;
             }
             PQclear(r);
             st->prepared = 1;
+            st->gen = db->gen;
         }
         st->res =
             PQexecPrepared(db->c, st->name, st->nparams,
                            (const char *const *)(st->vals + 1), NULL, NULL, 0);
         s = PQresultStatus(st->res);
         if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
-            int rc = fail(db, st->res);
+            rc = fail(db, st->res);
             PQclear(st->res);
             st->res = NULL;
             return rc;
         }
+        after(db);
         {
             const char *ct = PQcmdTuples(st->res);
             db->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
@@ -379,8 +562,12 @@ static int pg_col_null(sdb_stmt *st, int i)
 
 static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
 {
-    PGresult *r = PQexec(db->c, sql);
-    int rc = GPUFL_OK;
+    PGresult *r;
+    int rc = ready(db);
+
+    if (rc)
+        return rc;
+    r = PQexec(db->c, sql);
 
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         rc = fail(db, r);
@@ -401,6 +588,7 @@ static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
             rc = fail(db, r);
         PQclear(r);
     }
+    after(db);
     return rc;
 }
 

@@ -9,8 +9,10 @@
 
 #include <gpufl/gpufl.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,44 @@ static int map(int rc)
     }
 }
 
+/* rc (an sqlite3 result) mapped; a write that failed for disk space is
+ * reported to the watcher (SQLite says SQLITE_FULL, or an I/O error whose
+ * errno is ENOSPC). */
+static int chk(sdb *db, int rc)
+{
+    int e = rc & 0xff;
+
+    if (e == SQLITE_FULL ||
+        (e == SQLITE_IOERR && sqlite3_system_errno(db->h) == ENOSPC)) {
+        char why[256];
+        snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db->h));
+        sdb_notify(db, SDB_EV_NOSPC, why);
+    }
+    return map(rc);
+}
+
+/* sat_sum(x): sum() of integers saturated at 2^63 - 1 (and -2^63), where
+ * SQLite's sum() fails with "integer overflow"; PostgreSQL spells it
+ * LEAST(sum(x), 9223372036854775807), its sum of bigints being numeric. */
+static void sat_step(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    int64_t *acc = sqlite3_aggregate_context(cx, sizeof(*acc));
+    int64_t v;
+
+    (void)argc;
+    if (!acc || sqlite3_value_type(argv[0]) == SQLITE_NULL)
+        return;
+    v = sqlite3_value_int64(argv[0]);
+    if (__builtin_add_overflow(*acc, v, acc))
+        *acc = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static void sat_final(sqlite3_context *cx)
+{
+    int64_t *acc = sqlite3_aggregate_context(cx, 0);
+    sqlite3_result_int64(cx, acc ? *acc : 0);
+}
+
 int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                     size_t cap)
 {
@@ -82,6 +122,9 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
         return GPUFL_EUNAVAIL;
     }
     sqlite3_busy_timeout(db->h, 10000);
+    sqlite3_create_function(db->h, "sat_sum", 1,
+                            SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                            sat_step, sat_final);
     *out = db;
     return GPUFL_OK;
 }
@@ -96,7 +139,7 @@ static void sdb_sqlite_close(sdb *db)
 
 static int sdb_sqlite_exec(sdb *db, const char *sql)
 {
-    return map(sqlite3_exec(db->h, sql, NULL, NULL, NULL));
+    return chk(db, sqlite3_exec(db->h, sql, NULL, NULL, NULL));
 }
 
 static const char *sdb_sqlite_errmsg(sdb *db)
@@ -163,7 +206,7 @@ static void sdb_sqlite_bind_null(sdb_stmt *st, int i)
 
 static int sdb_sqlite_step(sdb_stmt *st)
 {
-    int rc = map(sqlite3_step(st->h));
+    int rc = chk(st->db, sqlite3_step(st->h));
     return rc ? rc : GPUFL_EINTERNAL;
 }
 

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 const char *const srv_sys_fields[SRV_SYS_NFIELDS] = {
     "util",    "mem_util", "mem_used", "mem_total", "temp",      "power",
@@ -294,7 +295,7 @@ static int fields_get(jsonl_doc *d, const field *f, ingest_arena *a, srv_ev *ev,
     return GPUFL_OK;
 }
 
-static int is_uuid(const char *s, size_t n)
+int ingest_is_uuid(const char *s, size_t n)
 {
     if (n != 36)
         return 0;
@@ -508,7 +509,7 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         return fail3(reason, "envelope: \"v\" must be 1", "", "");
     t = jsonl_doc_find(d, "sid");
     if (jsonl_tok_type(d, t) != JSONL_STRING ||
-        !is_uuid(line + d->tok[t].off, d->tok[t].len))
+        !ingest_is_uuid(line + d->tok[t].off, d->tok[t].len))
         return fail3(reason, "envelope: \"sid\" must be a lower-case UUID", "",
                      "");
     memcpy(ev->sid, line + d->tok[t].off, 36);
@@ -601,41 +602,69 @@ static int grow(char **buf, size_t *cap, size_t limit)
     return GPUFL_OK;
 }
 
+/* Every member of a gzip body (RFC 1952 allows several, as `cat a.gz
+ * b.gz` makes), or one zlib stream; bytes after the last are an error,
+ * never ignored.  cap bounds the output of all members together. */
 static int decode_gzip(const char *in, size_t n, size_t cap, char **out,
-                       size_t *out_n)
+                       size_t *out_n, const char **why)
 {
-    z_stream z;
+    const unsigned char *p = (const unsigned char *)in;
+    int gzip = n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+    size_t left = n, have = 0, bcap = 0;
     char *buf = NULL;
-    size_t bcap = 0;
-    int rc = GPUFL_OK, zr = Z_OK;
+    int rc = GPUFL_OK, zr;
+    z_stream z;
 
     memset(&z, 0, sizeof(z));
     /* 32 + MAX_WBITS: zlib or gzip header, detected */
     if (inflateInit2(&z, 32 + MAX_WBITS) != Z_OK)
         return GPUFL_ENOMEM;
-    z.next_in = (Bytef *)(uintptr_t)in;
-    while (n > 0) {
-        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        z.avail_in = chunk;
-        n -= chunk;
-        do {
-            if (z.total_out == bcap && (rc = grow(&buf, &bcap, cap)) != 0)
+    for (;;) {
+        const unsigned char *next;
+        size_t more;
+        for (;;) {
+            uInt room;
+            if (z.avail_in == 0 && left > 0) {
+                z.next_in = (Bytef *)(uintptr_t)p;
+                z.avail_in = left > (1u << 30) ? (1u << 30) : (uInt)left;
+                p += z.avail_in;
+                left -= z.avail_in;
+            }
+            if (have == bcap && (rc = grow(&buf, &bcap, cap)) != 0)
                 goto out;
-            z.next_out = (Bytef *)buf + z.total_out;
-            z.avail_out = (uInt)(bcap - z.total_out);
+            room = bcap - have > (1u << 30) ? (1u << 30) : (uInt)(bcap - have);
+            z.next_out = (Bytef *)buf + have;
+            z.avail_out = room;
             zr = inflate(&z, Z_NO_FLUSH);
-            if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+            have += room - z.avail_out;
+            if (zr == Z_STREAM_END)
+                break;
+            if (zr == Z_BUF_ERROR && z.avail_in == 0 && left == 0) {
+                *why = "the compressed body is cut short";
                 rc = GPUFL_EPARSE;
                 goto out;
             }
-        } while (zr != Z_STREAM_END && (z.avail_in > 0 || z.avail_out == 0));
-        if (zr == Z_STREAM_END)
+            if (zr != Z_OK && zr != Z_BUF_ERROR) {
+                *why = "the compressed body is corrupt";
+                rc = GPUFL_EPARSE;
+                goto out;
+            }
+        }
+        /* what is left of the input is contiguous: the unread part of the
+         * chunk inflate holds, then the rest */
+        more = z.avail_in + left;
+        if (more == 0)
             break;
+        next = z.avail_in ? z.next_in : p;
+        if (!gzip || more < 2 || next[0] != 0x1f || next[1] != 0x8b) {
+            *why = "bytes after the end of the compressed body";
+            rc = GPUFL_EPARSE;
+            goto out;
+        }
+        inflateReset(&z); /* the next member; next_in is kept */
     }
-    if (zr != Z_STREAM_END)
-        rc = GPUFL_EPARSE;
 out:
-    *out_n = z.total_out;
+    *out_n = have;
     inflateEnd(&z);
     if (rc)
         free(buf), buf = NULL;
@@ -643,8 +672,10 @@ out:
     return rc;
 }
 
+/* Every frame of a zstd body (ZSTD_decompressStream goes on to the next
+ * by itself; bytes that are no frame make it fail). */
 static int decode_zstd(const char *in, size_t n, size_t cap, char **out,
-                       size_t *out_n)
+                       size_t *out_n, const char **why)
 {
     ZSTD_DStream *z = ZSTD_createDStream();
     ZSTD_inBuffer ib = { in, n, 0 };
@@ -665,11 +696,15 @@ static int decode_zstd(const char *in, size_t n, size_t cap, char **out,
         ob.size = bcap;
         r = ZSTD_decompressStream(z, &ob, &ib);
         if (ZSTD_isError(r)) {
+            *why = ZSTD_getErrorCode(r) == ZSTD_error_prefix_unknown
+                       ? "bytes after the end of the compressed body"
+                       : "the compressed body is corrupt";
             rc = GPUFL_EPARSE;
             goto out;
         }
         if (ib.pos == ib.size && r != 0 && ob.pos < ob.size) {
-            rc = GPUFL_EPARSE; /* truncated frame */
+            *why = "the compressed body is cut short";
+            rc = GPUFL_EPARSE;
             goto out;
         }
     }
@@ -683,14 +718,19 @@ out:
 }
 
 int ingest_decode(int enc, const char *in, size_t n, size_t cap, char **out,
-                  size_t *out_n)
+                  size_t *out_n, const char **why)
 {
+    const char *w = NULL;
+
     *out = NULL;
     *out_n = 0;
+    if (!why)
+        why = &w;
+    *why = "body does not decode";
     if (enc == ENC_GZIP)
-        return decode_gzip(in, n, cap, out, out_n);
+        return decode_gzip(in, n, cap, out, out_n, why);
     if (enc == ENC_ZSTD)
-        return decode_zstd(in, n, cap, out, out_n);
+        return decode_zstd(in, n, cap, out, out_n, why);
     if (n > cap)
         return GPUFL_ETOOBIG;
     *out = malloc(n ? n : 1);

@@ -42,6 +42,10 @@ typedef struct ingest_arena {
 int ingest_line_parse(jsonl_doc *doc, int st, const char *line, size_t n,
                       ingest_arena *a, srv_ev *ev, char *reason);
 
+/* 1 if s[0, n) is a session id as the format writes it: a lower-case
+ * UUID. */
+int ingest_is_uuid(const char *s, size_t n);
+
 /* The stream index of a URL name, -1 if unknown. */
 int ingest_stream_index(const char *name);
 const char *ingest_stream_name(int st);
@@ -54,10 +58,12 @@ int ingest_encoding(const char *header);
 
 /*
  * Decodes in[0, n) into a new malloc'd buffer (*out, *out_n; caller
- * frees) of at most cap bytes.  GPUFL_ETOOBIG over cap, GPUFL_EPARSE for
- * a corrupt stream, GPUFL_ENOMEM.
+ * frees) of at most cap bytes: every member of a gzip body, every frame of
+ * a zstd one.  GPUFL_ETOOBIG over cap, GPUFL_EPARSE for a corrupt or cut
+ * stream or bytes after its end (*why, if why is not NULL: a static
+ * English reason), GPUFL_ENOMEM.
  */
 int ingest_decode(int enc, const char *in, size_t n, size_t cap, char **out,
-                  size_t *out_n);
+                  size_t *out_n, const char **why);
 
 #endif

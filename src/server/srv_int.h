@@ -111,14 +111,23 @@ typedef struct srv {
 
 /* ---- auth (auth.c) ---- */
 
-enum { ROLE_NONE = 0, ROLE_INGEST = 1, ROLE_READ = 2, ROLE_ADMIN = 3 };
+/* ROLE_UNKNOWN: the token is no admin token and the database could not be
+ * asked about keys (answer 503, not 401). */
+enum {
+    ROLE_UNKNOWN = -1,
+    ROLE_NONE = 0,
+    ROLE_INGEST = 1,
+    ROLE_READ = 2,
+    ROLE_ADMIN = 3
+};
 
 /* SHA-256 of s[0, n). */
 void srv_sha256(const void *s, size_t n, unsigned char out[32]);
 void srv_hex(const unsigned char *b, size_t n, char *out);
 /* A new random secret "<kind>_<64 hex>" into out (>= 72 bytes). */
 int srv_token_new(const char *kind, char *out, size_t cap);
-/* The role of a bearer header value (NULL: none); ROLE_NONE if invalid. */
+/* The role of a bearer header value (NULL: none); ROLE_NONE if invalid,
+ * ROLE_UNKNOWN if the key lookup failed (database unavailable). */
 int srv_auth_role(srv *s, const char *authorization);
 const char *srv_role_name(int role);
 int srv_role_parse(const char *name);

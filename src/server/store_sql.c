@@ -453,6 +453,7 @@ static void sq_close(srv_store *bs)
     free(s->pend);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);
+    sq_health_release(s);
     pthread_cond_destroy(&s->rcond);
     free(s);
 }
@@ -479,11 +480,22 @@ static void sq_close(srv_store *bs)
 static const srv_store_ops sq_ops = SQ_OPS("sqlite");
 static const srv_store_ops sq_ops_pg = SQ_OPS("postgres");
 
+/* PostgreSQL: per-connection settings, and the writer's staging tables
+ * (session-local: a connection made again after a loss needs them again,
+ * db.h sdb_set_setup) */
+#define PG_SETUP "SET client_min_messages=warning"
+static const char pg_setup_writer[] =
+    PG_SETUP ";"
+             "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
+             "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
+             "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
+             "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
+
 /* Per-connection settings. */
 static int setup(sdb *db, int writer)
 {
     if (sdb_dialect(db) == SDB_POSTGRES)
-        return exec(db, "SET client_min_messages=warning");
+        return exec(db, PG_SETUP);
     if (!writer)
         return GPUFL_OK;
     /* auto_vacuum must be chosen before the first table exists; FULL
@@ -512,6 +524,7 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     s->base.ops = &sq_ops;
     pthread_mutex_init(&s->wlock, NULL);
     pthread_mutex_init(&s->rlock, NULL);
+    sq_health_init(s, url);
     pthread_cond_init(&s->rcond, NULL);
     rl_map_init(&s->sess_cache, sizeof(int64_t), SQ_CACHE_MAX);
     rl_map_init(&s->launch_cache, sizeof(sq_launch), SQ_CACHE_MAX);
@@ -533,6 +546,8 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     }
     if ((rc = sdb_open(url, 0, &s->w, eb, ec)) != 0)
         goto fail;
+    sdb_set_watch(s->w, sq_health_watch, s);
+    sdb_set_setup(s->w, pg_setup_writer);
     s->base.ops = sdb_dialect(s->w) == SDB_POSTGRES ? &sq_ops_pg : &sq_ops;
     if (sdb_dialect(s->w) == SDB_POSTGRES &&
         !(s->pend = calloc(SQ_PEND_MAX, sizeof(*s->pend)))) {
@@ -573,14 +588,7 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
      * (emptied at each commit), then one INSERT ... SELECT whose RETURNING
      * names the new rows */
     if (sdb_dialect(s->w) == SDB_POSTGRES &&
-        ((rc = exec(s->w, "CREATE TEMP TABLE kstage (LIKE kernels)"
-                          " ON COMMIT DELETE ROWS;"
-                          "CREATE TEMP TABLE tlstage (LIKE tl)"
-                          " ON COMMIT DELETE ROWS;"
-                          "CREATE TEMP TABLE ksstage (LIKE kscope)"
-                          " ON COMMIT DELETE ROWS;"
-                          "CREATE TEMP TABLE kastage (LIKE kagg)"
-                          " ON COMMIT DELETE ROWS")) != 0 ||
+        ((rc = exec(s->w, pg_setup_writer)) != 0 ||
          (rc = sdb_prepare(s->w,
                            "SELECT k.sess, k.name_id, n, total, min, max,"
                            " sum_occ, n_occ, regs, smem, hist FROM kagg k"
@@ -601,6 +609,8 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     for (unsigned i = 0; i < readers; i++) {
         if ((rc = sdb_open(url, 1, &s->r[i], eb, ec)) != 0)
             goto fail;
+        sdb_set_watch(s->r[i], sq_health_watch, s);
+        sdb_set_setup(s->r[i], PG_SETUP);
         s->nr = i + 1;
         s->rfree[i] = 1;
         if ((rc = setup(s->r[i], 0)) != 0)

@@ -61,15 +61,6 @@ uint64_t sq_db_bytes(srv_store *bs)
     return v;
 }
 
-int sq_ping(srv_store *bs)
-{
-    sq_store *s = (sq_store *)bs;
-    sdb *db = sq_reader_get(s);
-    int rc = exec(db, "SELECT 1 FROM schema_version LIMIT 1");
-    sq_reader_put(s, db);
-    return rc;
-}
-
 int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
 {
     sq_store *s = (sq_store *)bs;
@@ -84,6 +75,12 @@ int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
              "UPDATE sessions SET state='stale' WHERE state='running' AND"
              " last_seen < %lld",
              now - (long long)stale_s);
+    pthread_mutex_lock(&s->health.lock);
+    if (s->health.up_wall > heard_since)
+        heard_since = s->health.up_wall; /* the database was back then */
+    if (s->health.down)
+        heard_since = (uint64_t)now; /* and is away now: nobody is heard */
+    pthread_mutex_unlock(&s->health.lock);
     pthread_mutex_lock(&s->wlock);
     if ((long long)heard_since + (long long)stale_s <= now)
         rc = exec(s->w, sql);

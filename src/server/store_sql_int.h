@@ -134,9 +134,20 @@ typedef struct sq_cbuf {
     size_t len, cap;
 } sq_cbuf;
 
+/* The database's health as the connections report it
+ * (store_sql_health.c). */
+typedef struct sq_health {
+    pthread_mutex_t lock; /* orders the changes and their log lines */
+    int down;             /* a command failed for want of the database */
+    int nospc;            /* a write failed for disk space: not ready */
+    int nospc_logged;     /* ... said once, until a COMMIT succeeds */
+    uint64_t down_since, last_log; /* mono ns */
+    uint64_t up_wall; /* Unix s: when the database was last back */
+} sq_health;
+
 typedef struct sq_store {
     srv_store base;
-    char path[4096];
+    char path[4096];       /* SQLite: the database file (store_sql_health.c) */
     pthread_mutex_t wlock; /* the one writer connection and the caches */
     sdb *w;
     sdb_stmt *ws[WS_N];
@@ -184,6 +195,7 @@ typedef struct sq_store {
     sdb *r[SQ_READERS_MAX];
     int rfree[SQ_READERS_MAX];
     unsigned nr;
+    sq_health health;
 } sq_store;
 
 /* The writer's statements, by WS_* (store_sql.c). */
@@ -192,6 +204,13 @@ extern const char *const sq_wsql[WS_N];
 /* Write side (store_sql_ingest.c) and maintenance (store_sql_admin.c). */
 int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r);
 uint64_t sq_db_bytes(srv_store *bs);
+
+/* Health (store_sql_health.c): the watcher every connection reports to
+ * (arg: the sq_store), and readiness: GPUFL_OK, GPUFL_EUNAVAIL (database
+ * unreachable) or GPUFL_ENOSPC (writes fail for disk space). */
+void sq_health_init(sq_store *s, const char *url);
+void sq_health_release(sq_store *s);
+void sq_health_watch(void *arg, int ev, const char *why);
 int sq_ping(srv_store *bs);
 int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since);
 int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned);

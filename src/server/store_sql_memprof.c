@@ -23,6 +23,13 @@
 #define MEM_STACKS_DEFAULT 5000
 #define MEM_STACKS_MAX 20000
 
+/* a + b, at most 2^63 - 1 (as the per-stack sums) */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a || a + b > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX
+                                                    : a + b;
+}
+
 static int cursor_of(const char *s, int64_t *v)
 {
     if (!s)
@@ -262,13 +269,22 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
     snprintf(src0, sizeof(src0), "%s", ct(&c, 2));
     snprintf(src1, sizeof(src1), "%s", ct(&c, 3));
     /* one row per distinct stack, biggest first; all rows are read for
-     * the totals, the first lim_ are written */
-    snprintf(sql, sizeof(sql),
-             "SELECT m.frames, sum(m.%s_bytes), sum(m.%s_count)"
-             " FROM memsamples m JOIN memprofs p ON p.id=m.prof WHERE %s"
-             " GROUP BY m.frames HAVING sum(m.%s_bytes)>0 OR"
-             " sum(m.%s_count)>0 ORDER BY 2 DESC, 1",
-             col[view], col[view], sel, col[view], col[view]);
+     * the totals, the first lim_ are written.  Each stored counter is
+     * below 2^63 (api_memprof.c), their sums need not be: they saturate
+     * at 2^63 - 1 (sat_sum, db_sqlite.c; values are never negative, so
+     * max() > 0 says whether the sum is) */
+    {
+        int pg = sdb_dialect(c.db) == SDB_POSTGRES;
+        const char *f0 = pg ? "LEAST(sum(" : "sat_sum(";
+        const char *f1 = pg ? "), 9223372036854775807)" : ")";
+        snprintf(sql, sizeof(sql),
+                 "SELECT m.frames, %sm.%s_bytes%s, %sm.%s_count%s"
+                 " FROM memsamples m JOIN memprofs p ON p.id=m.prof WHERE %s"
+                 " GROUP BY m.frames HAVING max(m.%s_bytes)>0 OR"
+                 " max(m.%s_count)>0 ORDER BY 2 DESC, 1",
+                 f0, col[view], f1, f0, col[view], f1, sel, col[view],
+                 col[view]);
+    }
     if ((rc = prep(&c, sql)))
         return q_end(&c, rc, w);
     bind_where(&c, q, 0);
@@ -286,8 +302,8 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
     jw_arr_begin(w);
     while ((rc = sdb_step(c.st)) == SDB_ROW) {
         uint64_t b = (uint64_t)ci(&c, 1), k = (uint64_t)ci(&c, 2);
-        tb += b;
-        tc += k;
+        tb = sat_add(tb, b);
+        tc = sat_add(tc, k);
         if (n++ >= lim_)
             continue;
         const char *fr = ct(&c, 0);

@@ -487,6 +487,49 @@ class DiskGuard(Base):
         finally:
             subprocess.run(["umount", "-l", mnt])
 
+    def tmpfs(self, size):
+        """A small file system of its own, unmounted at the end."""
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a small tmpfs")
+        mnt = os.path.join(self.dir, "mnt")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", mnt]).returncode:
+            self.skipTest("cannot mount tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt])
+        return mnt
+
+    def test_disk_stays_full(self):
+        """No guard (min_free_bytes=0) and the disk never frees up: writes
+        stop whole buffers at a time (space is reserved before each write),
+        so no line is cut, and the space kept back takes each file's loss
+        and session_end lines; the failure is said through the log."""
+        mnt = self.tmpfs("4m")
+        with open(os.path.join(mnt, "ballast"), "wb") as f:
+            f.write(b"\0" * ((4096 - 400) << 10))  # 400 KiB left
+        envp = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
+        envp.update(self.env(engines="sim,host", log_dir=mnt, min_free_bytes=0,
+                             sim_speed=1, log_level="warn"))
+        p = subprocess.run([BIN + "/example_train", "--steps", "60", "--log-dir", mnt],
+                           env=envp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("No space left on device", p.stderr)
+        self.assertIn("lines of", p.stderr)
+        self.assertEqual(p.stderr.count("failed: No space left"), 1, p.stderr)
+        sess = next(iter(gl.validate(mnt, write_errors=True).values()))
+        for name in ("device", "scope"):
+            st = sess.streams[name]
+            for path, _ in st.files:
+                with open(path, "rb") as f:
+                    self.assertTrue(f.read().endswith(b"\n"), path + " ends mid-line")
+            self.assertEqual(st.damaged, [], name)
+            self.assertGreater(st.gaps, 0, "the disk never filled")
+            werr = [e for e in st.of("loss") if e["reason"] == "write_error"]
+            self.assertTrue(werr, name)
+            self.assertEqual(werr[-1]["total"], st.gaps)
+            self.assertEqual(st.events[-1]["type"], "session_end")
+            self.assertEqual(st.events[-1]["lost"], st.gaps)
+
 
 class Cxx(Base):
     def test_scopes_balance_with_exceptions(self):

@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = data[0] % SRV_ST_N;
     enc = (data[0] >> 2) % 3;
     rc = ingest_decode(enc, (const char *)data + 1, size - 1, FUZZ_DECODE_CAP,
-                       &body, &blen);
+                       &body, &blen, NULL);
     if (rc) {
         FUZZ_ASSERT(body == NULL);
         FUZZ_ASSERT(rc == GPUFL_EPARSE || rc == GPUFL_ETOOBIG ||

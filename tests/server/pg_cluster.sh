@@ -1,12 +1,24 @@
 #!/bin/bash
 # pg_cluster.sh - a throwaway PostgreSQL cluster for gpufl-server's tests
 # (after test-infrastructure.md, Appendix A): initdb into DIR, start on a
-# free port on 127.0.0.1 with fsync off, print its URI into DIR/uri.
+# free port on 127.0.0.1, print its URI into DIR/uri.
 # As root the server runs as the postgres user (runuser).
-#   pg_cluster.sh start DIR | stop DIR
+#   pg_cluster.sh start DIR [durable] | stop DIR
+#   pg_cluster.sh kill DIR      SIGKILL the postmaster (a crash)
+#   pg_cluster.sh restart DIR   start the existing cluster again, same port
+#
+# synchronous_commit is always on: gpufl-server acknowledges a batch after
+# its COMMIT returns, and with it off PostgreSQL answers COMMIT before the
+# WAL is written, so a crash of PostgreSQL itself (kill -9, an immediate
+# shutdown) loses acknowledged batches - the durability tests would then
+# test nothing.  fsync (and full_page_writes) are off for speed: they
+# guard against the machine losing power, not against a process crash.
+# "durable" turns them on too, as docs/deploy.md asks of a real cluster.
 set -euo pipefail
-cmd=${1:?start|stop}
+cmd=${1:?start|stop|kill|restart}
 dir=${2:?DIR}
+durable=off
+[ "${3:-}" = durable ] && durable=on
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if [ -z "$PGBIN" ]; then
     echo "pg_cluster: PostgreSQL server binaries not installed" >&2
@@ -22,12 +34,25 @@ start)
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     as_pg "$PGBIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 \
         --locale=C.UTF-8 --no-sync >/dev/null
+    echo "-p $port -k $dir/sock -c listen_addresses=127.0.0.1 -c fsync=$durable -c synchronous_commit=on -c full_page_writes=$durable -c max_connections=300" > "$dir/opts"
     as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/pg.log" -w -t 60 \
-        -o "-p $port -k $dir/sock -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
-        start >/dev/null
+        -o "$(cat "$dir/opts")" start >/dev/null
     as_pg "$PGBIN/pg_isready" -h 127.0.0.1 -p "$port" -t 30 >/dev/null
     echo "postgresql://postgres@127.0.0.1:$port" > "$dir/uri"
     cat "$dir/uri"
+    ;;
+restart)
+    # after a kill, pg_ctl warns that another server might be running
+    as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/pg.log" -w -t 60 \
+        -o "$(cat "$dir/opts")" start >/dev/null 2>>"$dir/pg_ctl.err" ||
+        { cat "$dir/pg_ctl.err" >&2; exit 1; }
+    ;;
+kill)
+    pid=$(head -1 "$dir/data/postmaster.pid")
+    kill -9 "$pid"
+    # gone before a restart looks at postmaster.pid (its backends notice
+    # and leave by themselves; pg_ctl start copes with those)
+    for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
     ;;
 stop)
     if [ -f "$dir/data/PG_VERSION" ]; then

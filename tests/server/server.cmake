@@ -13,7 +13,7 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
 
   # One ctest test per test class, so ctest -j runs them side by side.
-  foreach(cls Query Auth Hostile Static Durability Retention)
+  foreach(cls Query Auth Hostile Static Durability Retention DiskFull)
     add_test(NAME server_http_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
               -v ${cls})
@@ -44,6 +44,16 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   endforeach()
 endif()
 
+# PostgreSQL crashed, restarted and its connections terminated under
+# ingest: a private durable cluster (the test kills it; the shared one must
+# not see that).
+if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
+  add_test(NAME server_pg_outage
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_pg_outage.py -v)
+  set_tests_properties(server_pg_outage PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+endif()
+
 # Kafka bridge: two servers in one consumer group on librdkafka's mock
 # cluster store every event exactly once.
 if(TARGET gpufl_server_core)
@@ -71,6 +81,20 @@ if(TARGET gpufl_server_core AND TARGET gpufl-server)
     set_tests_properties(server_pg_kafka_proc PROPERTIES TIMEOUT 300
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endif()
+endif()
+
+# db.h's PostgreSQL backend losing its connection (skipped without the
+# cluster; server_pg_db runs it on the cluster).
+if(TARGET gpufl_server_core)
+  gpufl_unit_test(test_srv_db_pg ${CMAKE_CURRENT_LIST_DIR}/test_srv_db_pg.c
+                  LIBS gpufl_server_core)
+  set_tests_properties(test_srv_db_pg PROPERTIES SKIP_RETURN_CODE 77)
+  if(GPUFL_PG_BINS)
+    add_test(NAME server_pg_db COMMAND test_srv_db_pg)
+    set_tests_properties(server_pg_db PROPERTIES TIMEOUT 120
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endif()
 endif()
 

@@ -653,6 +653,92 @@ class Hostile(Base):
         self.assertNotIn("\ufffd", cut)
         srv.stop()
 
+    def test_body_framing(self):
+        """A body is decoded whole: every member of a gzip body (RFC 1952:
+        `cat a.gz b.gz`), every zstd frame; bytes after the last one are a
+        400 with the reason, never silently dropped."""
+        import gzip
+        srv = self.server()
+        sid = "f4a1e000-0000-4000-8000-000000000001"
+
+        def body(a, b):
+            return b"".join(mkline("scope", i, "marker", sid=sid, text="m") + b"\n"
+                            for i in range(a, b))
+
+        def zstd(b):
+            return subprocess.run(["zstd", "-q", "-c"], input=b, check=True,
+                                  stdout=subprocess.PIPE).stdout
+
+        def post(data, enc):
+            st, _, out = srv.req("POST", "/api/v1/events/scope", data,
+                                 headers={"Content-Type": "application/x-ndjson",
+                                          "Content-Encoding": enc})
+            return st, json.loads(out)
+
+        st, r = post(gzip.compress(body(0, 5)) + gzip.compress(body(5, 12)), "gzip")
+        self.assertEqual((st, r.get("accepted")), (200, 12), r)
+        st, r = post(zstd(body(12, 15)) + zstd(body(15, 20)), "zstd")
+        self.assertEqual((st, r.get("accepted")), (200, 8), r)
+        for enc, data in (("gzip", gzip.compress(body(20, 25)) + b"garbage"),
+                          ("gzip", gzip.compress(body(20, 25)) + b"\0\0\0\0"),
+                          ("zstd", zstd(body(20, 25)) + b"garbage!")):
+            st, r = post(data, enc)
+            self.assertEqual(st, 400, (enc, r))
+            self.assertIn("after the end", r["error"])
+        st, r = post(gzip.compress(body(20, 25))[:-3], "gzip")
+        self.assertEqual(st, 400, r)
+        self.assertIn("cut short", r["error"])
+        # none of the refused bodies' lines went in
+        self.assertEqual(srv.get("/api/v1/sessions/" + sid)["counts"]["lines"], 20)
+        st, _, out = srv.req("POST", "/api/v1/memprof",
+                             gzip.compress(b'{"v":1}') + b"x",
+                             headers={"Content-Type": "application/json",
+                                      "Content-Encoding": "gzip"})
+        self.assertEqual(st, 400, out)
+        self.assertIn(b"after the end", out)
+
+    def test_memprof_limits(self):
+        """Memory-profile counters are stored as signed 64-bit: 2^63 or more
+        is refused with the reason (it was stored negative), so is a profile
+        whose totals reach it; sums over profiles saturate at 2^63 - 1
+        instead of wrapping or failing; sid must be a session id."""
+        srv = self.server()
+        big = 2 ** 62 + 2 ** 61  # 6.9e18: two of them pass 2^63
+
+        def post(stacks, **kw):
+            d = {"v": 1, "host": "mph", "pid": 7, "start": 1, "end": 2,
+                 "source": "simulated", "stacks": stacks}
+            d.update(kw)
+            st, _, out = srv.req("POST", "/api/v1/memprof", json.dumps(d),
+                                 headers={"Content-Type": "application/json"})
+            return st, json.loads(out)
+
+        for v in (2 ** 63, 2 ** 64 - 1):
+            st, r = post([{"frames": ["a"], "alloc_bytes": v}])
+            self.assertEqual(st, 400, r)
+            self.assertIn("stacks[0].alloc_bytes", r["error"])
+        st, r = post([{"frames": ["a"], "inuse_bytes": big},
+                      {"frames": ["b"], "inuse_bytes": big}])
+        self.assertEqual(st, 400, r)
+        self.assertIn("inuse_bytes add up", r["error"])
+        st, r = post([{"frames": ["a"]}], start=2 ** 63, end=2 ** 63)
+        self.assertEqual(st, 400, r)
+        for sid in ("not-a-uuid", "AAAAAAAA-0000-4000-8000-000000000001",
+                    "aaaaaaaa-0000-4000-8000-00000000000g", ""):
+            st, r = post([{"frames": ["a"]}], sid=sid)
+            self.assertEqual(st, 400, (sid, r))
+            self.assertIn("sid", r["error"])
+        for _ in range(2):
+            st, r = post([{"frames": ["x", "y"], "alloc_bytes": big, "alloc_count": big}],
+                         sid="aaaaaaaa-0000-4000-8000-000000000001")
+            self.assertEqual(st, 200, r)
+        m = srv.get("/api/v1/memory?host=mph")
+        self.assertEqual((m["stacks"][0]["bytes"], m["stacks"][0]["count"]),
+                         (2 ** 63 - 1, 2 ** 63 - 1))
+        self.assertEqual(m["total_bytes"], 2 ** 63 - 1)
+        profs = srv.get("/api/v1/memory/profiles?host=mph")["items"]
+        self.assertEqual([p["alloc_bytes"] for p in profs], [big, big])
+
     def test_sql_metacharacters_everywhere(self):
         srv = self.server()
         evil = "x'; DROP TABLE sessions; --\"\\ %_ \u00e9\u2603 \U0001F600"
@@ -805,6 +891,14 @@ class Static(Base):
 
 
 class Durability(Base):
+    def test_pg_commits_are_durable(self):
+        """The server acknowledges after COMMIT; that is a promise only with
+        synchronous_commit on (off: COMMIT returns before the WAL is
+        written, and a crash of PostgreSQL loses acknowledged batches)."""
+        if not T.pg_base():
+            self.skipTest("PostgreSQL only")
+        self.assertEqual(T.psql("postgres", "SHOW synchronous_commit").strip(), "on")
+
     def test_big_batch_duplicates(self):
         """One POST with more kernels than PostgreSQL stages at once
         (SQ_PEND_MAX, 16384), with in-batch duplicates on both sides of
@@ -971,6 +1065,102 @@ class Retention(Base):
         self.assertIn("gpufl_db_bytes", m)
         self.assertIn('gpufl_http_request_seconds_count{route="ingest"} 4', m)
         self.assertIn('gpufl_server_lines_missing{stream="device"} 0', m)
+        srv.stop()
+
+
+def fill(path):
+    """Writes path until the file system is full."""
+    with open(path, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 512):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+
+
+class DiskFull(Base):
+    """SQLite's disk fills up (a small tmpfs; root only)."""
+
+    def mount(self, size):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a small tmpfs")
+        mnt = os.path.join(self.dir, "mnt")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs",
+                           mnt]).returncode:
+            self.skipTest("cannot mount tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt])
+        return mnt
+
+    def test_full_disk_is_said_and_not_ready(self):
+        """A full disk: ingest 503 (the agent retries), said once in the log,
+        /readyz not ready until there is room again; then the same batches
+        go in and nothing is lost."""
+        if T.pg_base():
+            self.skipTest("SQLite only")
+        mnt = self.mount("32m")
+        # the database on the small disk; the server's log off it
+        srv = self.server(args=["--db", "sqlite:" + os.path.join(mnt, "gpufl.db")])
+        sid = "d15cf011-0000-4000-8000-000000000001"
+
+        def batch(i):
+            return b"\n".join(mkline("scope", i * 2000 + k, "marker", sid=sid,
+                                     text="x" * 300) for k in range(2000)) + b"\n"
+
+        srv.ingest_ok("scope", batch(0))
+        ballast = os.path.join(mnt, "ballast")
+        fill(ballast)
+        failed = []
+        for i in range(1, 6):
+            st, r = srv.post("scope", batch(i))
+            if st != 200:
+                self.assertEqual(st, 503, r)
+                failed.append(i)
+        self.assertTrue(failed, "the full disk failed no write")
+        st, _, data = srv.req("GET", "/readyz", token=None)
+        self.assertEqual(st, 503, data)
+        self.assertIn(b"disk full", data)
+        self.assertEqual(srv.req("GET", "/healthz", token=None)[0], 200)
+        out = srv.output()
+        self.assertEqual(out.count("failed for want of disk space"), 1, out)
+        os.unlink(ballast)
+        st, _, data = srv.req("GET", "/readyz", token=None)
+        self.assertEqual(st, 200, data)
+        for i in failed:
+            srv.ingest_ok("scope", batch(i))
+        self.assertEqual(srv.get("/api/v1/sessions/" + sid)["counts"]["lines"],
+                         6 * 2000)
+        self.assertEqual(srv.output().count("database writes succeed again"), 1)
+        srv.stop()
+
+    def test_first_start_on_full_disk(self):
+        """The admin token's hash cannot be written: the start fails saying
+        why, and leaves no file behind that would block the next start."""
+        mnt = self.mount("1m")
+        data = os.path.join(mnt, "data")
+        os.mkdir(data)
+        fill(os.path.join(mnt, "ballast"))
+        db = "sqlite:" + os.path.join(self.dir, "gpufl.db")  # room for it
+        p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir", data,
+                            "--db", db], env=T.clean_env(), timeout=60,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("admin_token.sha256", p.stderr)
+        self.assertIn("No space left on device", p.stderr)
+        self.assertNotIn("gfa_", p.stdout)  # no token shown that was not stored
+        self.assertEqual(os.listdir(data), [])
+        os.unlink(os.path.join(mnt, "ballast"))
+        srv = self.server(os.path.join("mnt", "data"), args=["--db", db], admin=None)
+        self.assertIn("generated admin token", srv.output())
+        srv.stop()
+        # an empty file (what a failed start of an older version left) is
+        # taken for no file: a new token, not a refusal to start
+        path = os.path.join(data, "admin_token.sha256")
+        open(path, "w").close()
+        srv = self.server(os.path.join("mnt", "data"), args=["--db", db], admin=None)
+        self.assertIn("generated admin token", srv.output())
+        self.assertEqual(os.path.getsize(path), 65)
         srv.stop()
 
 

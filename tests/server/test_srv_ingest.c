@@ -221,6 +221,81 @@ static void test_bad(void)
     bad(SRV_ST_DEVICE, deep, "invalid JSON");
 }
 
+/* One gzip member of text into out (cap bytes); its size, 0 on failure. */
+static size_t gz_member(const char *text, size_t n, unsigned char *out,
+                        size_t cap)
+{
+    z_stream z;
+    size_t len = 0;
+
+    memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK)
+        return 0;
+    z.next_in = (Bytef *)(uintptr_t)text;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    if (deflate(&z, Z_FINISH) == Z_STREAM_END)
+        len = cap - z.avail_out;
+    deflateEnd(&z);
+    return len;
+}
+
+/* Bodies are decoded whole: every gzip member and zstd frame, and bytes
+ * after the last one are an error (never silently dropped). */
+static void test_decode_members(void)
+{
+    const char *a = "{\"a\":1}\n", *b = "{\"b\":2}\n", *why = NULL;
+    static unsigned char buf[1 << 20];
+    size_t na = strlen(a), nb = strlen(b), n, k, on;
+    char *out;
+
+    n = gz_member(a, na, buf, sizeof(buf));
+    REQUIRE(n > 0);
+    k = gz_member(b, nb, buf + n, sizeof(buf) - n);
+    REQUIRE(k > 0);
+    REQUIRE(ingest_decode(ENC_GZIP, (char *)buf, n + k, 1 << 20, &out, &on,
+                          &why) == GPUFL_OK);
+    CHECK(on == na + nb && memcmp(out, a, na) == 0 &&
+          memcmp(out + na, b, nb) == 0);
+    free(out);
+    /* the cap counts every member's output */
+    CHECK(ingest_decode(ENC_GZIP, (char *)buf, n + k, na + 2, &out, &on,
+                        NULL) == GPUFL_ETOOBIG);
+    /* a second member cut short */
+    CHECK(ingest_decode(ENC_GZIP, (char *)buf, n + k - 3, 1 << 20, &out, &on,
+                        &why) == GPUFL_EPARSE);
+    CHECK(strstr(why, "cut short") != NULL);
+    /* trailing bytes: garbage, zeros, one byte of a magic */
+    memcpy(buf + n + k, "garbage", 7);
+    CHECK(ingest_decode(ENC_GZIP, (char *)buf, n + k + 7, 1 << 20, &out, &on,
+                        &why) == GPUFL_EPARSE);
+    CHECK(strstr(why, "after the end") != NULL);
+    memset(buf + n, 0, 4);
+    CHECK(ingest_decode(ENC_GZIP, (char *)buf, n + 4, 1 << 20, &out, &on,
+                        &why) == GPUFL_EPARSE);
+    buf[n] = 0x1f;
+    CHECK(ingest_decode(ENC_GZIP, (char *)buf, n + 1, 1 << 20, &out, &on,
+                        &why) == GPUFL_EPARSE);
+
+    /* zstd: two frames, then trailing bytes */
+    n = ZSTD_compress(buf, sizeof(buf), a, na, 3);
+    REQUIRE(!ZSTD_isError(n));
+    k = ZSTD_compress(buf + n, sizeof(buf) - n, b, nb, 3);
+    REQUIRE(!ZSTD_isError(k));
+    REQUIRE(ingest_decode(ENC_ZSTD, (char *)buf, n + k, 1 << 20, &out, &on,
+                          NULL) == GPUFL_OK);
+    CHECK(on == na + nb && memcmp(out + na, b, nb) == 0);
+    free(out);
+    memcpy(buf + n + k, "garbage!", 8);
+    CHECK(ingest_decode(ENC_ZSTD, (char *)buf, n + k + 8, 1 << 20, &out, &on,
+                        &why) == GPUFL_EPARSE);
+    CHECK(strstr(why, "after the end") != NULL);
+    CHECK(ingest_decode(ENC_ZSTD, (char *)buf, n + k + 2, 1 << 20, &out, &on,
+                        &why) == GPUFL_EPARSE);
+}
+
 static void test_decode(void)
 {
     const char *text = "{\"a\":1}\n{\"b\":2}\n";
@@ -235,27 +310,28 @@ static void test_decode(void)
     CHECK(ingest_encoding("ZSTD") == ENC_ZSTD);
     CHECK(ingest_encoding("br") == -1);
     REQUIRE(compress2(gz, &gzn, (const Bytef *)text, n, 6) == Z_OK);
-    REQUIRE(ingest_decode(ENC_GZIP, (char *)gz, gzn, 1 << 20, &out, &on) ==
-            GPUFL_OK);
+    REQUIRE(ingest_decode(ENC_GZIP, (char *)gz, gzn, 1 << 20, &out, &on,
+                          NULL) == GPUFL_OK);
     CHECK(on == n && memcmp(out, text, n) == 0);
     free(out);
-    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn, 4, &out, &on) ==
+    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn, 4, &out, &on, NULL) ==
           GPUFL_ETOOBIG);
-    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn - 3, 1 << 20, &out, &on) ==
-          GPUFL_EPARSE);
+    CHECK(ingest_decode(ENC_GZIP, (char *)gz, gzn - 3, 1 << 20, &out, &on,
+                        NULL) == GPUFL_EPARSE);
     zn = ZSTD_compress(zs, sizeof(zs), text, n, 3);
     REQUIRE(!ZSTD_isError(zn));
-    REQUIRE(ingest_decode(ENC_ZSTD, (char *)zs, zn, 1 << 20, &out, &on) ==
+    REQUIRE(ingest_decode(ENC_ZSTD, (char *)zs, zn, 1 << 20, &out, &on, NULL) ==
             GPUFL_OK);
     CHECK(on == n && memcmp(out, text, n) == 0);
     free(out);
-    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn - 2, 1 << 20, &out, &on) ==
-          GPUFL_EPARSE);
-    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn, 3, &out, &on) ==
+    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn - 2, 1 << 20, &out, &on,
+                        NULL) == GPUFL_EPARSE);
+    CHECK(ingest_decode(ENC_ZSTD, (char *)zs, zn, 3, &out, &on, NULL) ==
           GPUFL_ETOOBIG);
-    CHECK(ingest_decode(ENC_ZSTD, "junkjunk", 8, 100, &out, &on) ==
+    CHECK(ingest_decode(ENC_ZSTD, "junkjunk", 8, 100, &out, &on, NULL) ==
           GPUFL_EPARSE);
-    CHECK(ingest_decode(ENC_IDENTITY, text, n, 3, &out, &on) == GPUFL_ETOOBIG);
+    CHECK(ingest_decode(ENC_IDENTITY, text, n, 3, &out, &on, NULL) ==
+          GPUFL_ETOOBIG);
     CHECK(ingest_stream_index("scope") == SRV_ST_SCOPE);
     CHECK(ingest_stream_index("kernels") == -1);
 }
@@ -263,6 +339,7 @@ static void test_decode(void)
 int main(void)
 {
     RUN(test_good);
+    RUN(test_decode_members);
     RUN(test_bad);
     RUN(test_decode);
     TEST_DONE();

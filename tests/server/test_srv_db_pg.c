@@ -1,0 +1,144 @@
+/*
+ * test_srv_db_pg.c - db.h's PostgreSQL backend when the server ends its
+ * connection (pg_terminate_backend, as a restart or a failover does):
+ *  - idle: the next command runs on a new connection, without an error;
+ *    a statement prepared on the old one is prepared again, the setup SQL
+ *    (temporary tables) runs again, the watcher hears SDB_EV_UP;
+ *  - inside a transaction: every command fails until ROLLBACK (nothing of
+ *    the lost transaction may run by itself on a new connection), COMMIT
+ *    fails, then the next command reconnects; only what committed is there.
+ *
+ * Needs the throwaway cluster (GPUFL_TEST_PG_URI_FILE, pg_cluster.sh);
+ * without it the test is skipped (exit 77).
+ */
+#include "test.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db.h"
+
+static int n_up, n_down;
+static char base[512]; /* the cluster's URI, no database */
+
+static void watch(void *arg, int ev, const char *why)
+{
+    (void)arg;
+    (void)why;
+    n_up += ev == SDB_EV_UP;
+    n_down += ev == SDB_EV_DOWN;
+}
+
+static int64_t one(sdb *db, const char *sql)
+{
+    sdb_stmt *st = NULL;
+    int64_t v = -1;
+
+    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW)
+        v = sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    return v;
+}
+
+/* Ends pid's session from the admin connection and waits until it is
+ * gone. */
+static int terminate(sdb *adm, int64_t pid)
+{
+    char sql[160];
+    struct timespec ms10 = { 0, 10000000 };
+
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%lld)::int",
+             (long long)pid);
+    if (one(adm, sql) != 1)
+        return -1;
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE pid=%lld",
+             (long long)pid);
+    for (int i = 0; i < 500; i++) {
+        if (one(adm, sql) == 0)
+            return 0;
+        nanosleep(&ms10, NULL);
+    }
+    return -1;
+}
+
+static int step_i64(sdb_stmt *st, int64_t v)
+{
+    int rc;
+
+    sdb_bind_i64(st, 1, v);
+    rc = sdb_step(st);
+    sdb_reset(st);
+    return rc;
+}
+
+static void test_terminated(void)
+{
+    char url[600], err[256];
+    sdb *adm = NULL, *db = NULL;
+    sdb_stmt *ins = NULL;
+    int64_t pid;
+
+    snprintf(url, sizeof(url), "%s/postgres", base);
+    REQUIRE(sdb_open(url, 0, &adm, err, sizeof(err)) == 0);
+    sdb_exec(adm, "DROP DATABASE IF EXISTS gpufl_dbpg");
+    REQUIRE(sdb_exec(adm, "CREATE DATABASE gpufl_dbpg") == 0);
+    snprintf(url, sizeof(url), "%s/gpufl_dbpg", base);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    sdb_set_watch(db, watch, NULL);
+    sdb_set_setup(db, "CREATE TEMP TABLE tt(x BIGINT)");
+    REQUIRE(sdb_exec(db, "CREATE TEMP TABLE tt(x BIGINT)") == 0);
+    REQUIRE(sdb_exec(db, "CREATE TABLE t(x BIGINT)") == 0);
+    REQUIRE(sdb_prepare(db, "INSERT INTO t VALUES(?)", &ins) == 0);
+    CHECK(step_i64(ins, 1) == SDB_DONE);
+
+    /* idle */
+    pid = one(db, "SELECT pg_backend_pid()");
+    REQUIRE(terminate(adm, pid) == 0);
+    CHECK(step_i64(ins, 2) == SDB_DONE);
+    CHECK_EQ_U64(n_up, 1);
+    CHECK_EQ_U64(n_down, 0);
+    CHECK(one(db, "SELECT pg_backend_pid()") != pid);
+    CHECK(sdb_exec(db, "INSERT INTO tt VALUES(1)") == 0);
+
+    /* inside a transaction */
+    REQUIRE(sdb_begin(db) == 0);
+    CHECK(step_i64(ins, 3) == SDB_DONE);
+    pid = one(db, "SELECT pg_backend_pid()");
+    REQUIRE(terminate(adm, pid) == 0);
+    CHECK(step_i64(ins, 4) == GPUFL_EUNAVAIL);
+    CHECK(sdb_exec(db, "INSERT INTO t VALUES(5)") == GPUFL_EUNAVAIL);
+    CHECK(sdb_exec(db, "COMMIT") == GPUFL_EUNAVAIL);
+    CHECK(sdb_exec(db, "ROLLBACK") == 0);
+    CHECK_EQ_U64(n_up, 1);
+    CHECK(step_i64(ins, 6) == SDB_DONE);
+    CHECK_EQ_U64(n_up, 2);
+    /* the autocommitted rows, nothing of the lost transaction */
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM t"), 3);
+    CHECK_EQ_U64(one(db, "SELECT sum(x) FROM t"), 1 + 2 + 6);
+    sdb_finalize(ins);
+    sdb_close(db);
+    sdb_exec(adm, "DROP DATABASE gpufl_dbpg");
+    sdb_close(adm);
+}
+
+int main(void)
+{
+    const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
+    FILE *f;
+
+    if (!uf || !(f = fopen(uf, "r"))) {
+        printf("skipped: GPUFL_TEST_PG_URI_FILE names no PostgreSQL cluster\n");
+        return 77;
+    }
+    if (!fgets(base, sizeof(base), f))
+        base[0] = '\0';
+    fclose(f);
+    base[strcspn(base, "\r\n")] = '\0';
+    RUN(test_terminated);
+    TEST_DONE();
+}
