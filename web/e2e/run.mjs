@@ -70,8 +70,14 @@ try {
   // the live-refresh check
   const heldB = {};
   await ingestDir(U, path.join(tmp, 'logs-b'), (l) => l.includes('"type":"session_end"'), heldB);
+  // session C misses device lines 20-29 (as if a rotated file was pruned
+  // before the agent read it) and stays running until they come late
+  runTrain(BIN, path.join(tmp, 'logs-c'), 5, env);
+  const heldC = {};
+  await ingestDir(U, path.join(tmp, 'logs-c'), (l, st) => l.includes('"type":"session_end"') || (st === 'device' && /"seq":(2\d),/.test(l)), heldC);
   const A = sessionOf(path.join(tmp, 'logs-a'));
   const B = sessionOf(path.join(tmp, 'logs-b'));
+  const C = sessionOf(path.join(tmp, 'logs-c'));
   const get = async (p) => {
     const r = await req(U, 'GET', '/api/v1/' + p);
     if (r.status !== 200) throw new Error('GET ' + p + ': ' + r.status + ' ' + r.text);
@@ -469,6 +475,21 @@ try {
     for (const [st, ls] of Object.entries(heldB)) await req(U, 'POST', '/api/v1/events/' + st, ls.join('\n') + '\n');
     const s2 = await get('sessions/' + B.sid);
     check('system_live', live === 1 && n1 > n0 && s2.state === 'ended', 'LIVE badge on the running session, ' + (n1 - n0) + ' refresh(es) in ' + waited + ' s (every 5 s); after its session_end it is ' + s2.state);
+  });
+
+  // lines the server is missing are said in the session header, and a
+  // running session's header follows it (refreshed every 5 s)
+  await attempt('session_missing', async () => {
+    await page.goto(U + '/#/kernels?s=' + C.sid);
+    await page.waitForSelector('[data-testid=session-missing]');
+    const badge = await text('[data-testid=session-missing]');
+    const title = await page.getAttribute('[data-testid=session-missing]', 'title');
+    const api = await get('sessions/' + C.sid);
+    for (const [st, ls] of Object.entries(heldC)) await req(U, 'POST', '/api/v1/events/' + st, ls.join('\n') + '\n');
+    const t0 = Date.now();
+    await page.waitForFunction(() => !document.querySelector('[data-testid=session-missing]') && /ended/.test(document.querySelector('[data-testid=session-line]')?.textContent ?? ''), null, { polling: 200, timeout: 15000 });
+    const after = ((Date.now() - t0) / 1000).toFixed(1);
+    check('session_missing', /^⚠ 10 lines missing$/.test(badge) && /device 10 \(seq 20–29\)/.test(title ?? '') && Number(api.missing) === 10, 'badge "' + badge + '", tooltip: ' + (title ?? '').slice(0, 90) + '; gone and "ended" ' + after + ' s after the late lines');
   });
 
   // errors are shown, not swallowed

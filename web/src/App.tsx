@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, ApiError, explain, getToken, setToken } from './lib/api';
+import { api, ApiError, explain, getToken, Int, setToken } from './lib/api';
 import { fmtNs, fmtWall } from './lib/format';
 import { switchTab, Tab, TABS, UrlState } from './lib/url';
 import { useUrlState } from './state';
@@ -10,6 +10,7 @@ import { SystemView } from './views/System';
 import { Memory } from './views/Memory';
 import { Fleet } from './views/Fleet';
 import { Badge, ErrorBox, Loading } from './views/common';
+import { gapsText, StreamGaps } from './lib/gaps';
 
 export interface Session {
   id: string;
@@ -29,6 +30,10 @@ export interface Session {
   cmd?: string;
   span_ns?: number;
   interval_ms?: number;
+  /* lines the server is missing (docs/api.md "gaps") */
+  missing?: Int;
+  streams_ended?: string[];
+  gaps?: Record<string, StreamGaps>;
 }
 
 export interface ViewProps {
@@ -71,6 +76,8 @@ function SignIn({ why, onToken }: { why: string | null; onToken: (t: string) => 
   );
 }
 
+const SESSION_REFRESH_MS = 5000;
+
 const TAB_LABEL: Record<Tab, string> = { sessions: 'Sessions', kernels: 'Kernels', scopes: 'Scopes', system: 'System', memory: 'Memory', fleet: 'Fleet' };
 const NEEDS_SESSION: Tab[] = ['kernels', 'scopes', 'system', 'memory'];
 
@@ -96,11 +103,25 @@ export function App() {
     setSErr(null);
     if (!token || !st.s) return;
     let live = true;
-    api<Session>('sessions/' + encodeURIComponent(st.s))
-      .then((s) => live && setSession(s))
-      .catch((e) => live && setSErr(e));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const load = (first: boolean) =>
+      api<Session>('sessions/' + encodeURIComponent(st.s!))
+        .then((s) => {
+          if (!live) return;
+          setSession(s);
+          /* a running session's header (state, span, counts, missing
+             lines) follows it until it ends */
+          if (s.state === 'running') timer = setTimeout(() => load(false), SESSION_REFRESH_MS);
+        })
+        .catch((e) => {
+          if (!live) return;
+          if (first) setSErr(e);
+          else timer = setTimeout(() => load(false), SESSION_REFRESH_MS);
+        });
+    load(true);
     return () => {
       live = false;
+      if (timer) clearTimeout(timer);
     };
   }, [token, st.s]);
 
@@ -143,6 +164,10 @@ export function App() {
         <div className="sessline" data-testid="session-line">
           <b>{session.app}</b> on <b>{session.host}</b> · pid {session.pid} · <Badge kind={session.state}>{session.state}</Badge>
           {session.simulated && <Badge kind="simulated">simulated</Badge>}
+          {(() => {
+            const g = gapsText(session);
+            return g ? <span className="badge b-missing" data-testid="session-missing" title={g.detail}>⚠ {g.short}</span> : null;
+          })()}
           <span className="dim"> · started {fmtWall(session.start_ns)} · span {fmtNs(Number(BigInt(session.last_ts) - BigInt(session.first_ts)))} · {session.counts.kernels} kernels · </span>
           <code className="dim">{session.id}</code>
         </div>

@@ -80,7 +80,7 @@ export function Sessions({ st, set }: ViewProps) {
                 <tr key={s.id} data-testid="session-row" data-sid={s.id} className={picked.includes(s.id) ? 'sel' : ''}>
                   <td><input type="checkbox" title="pick for compare" data-testid="session-pick" checked={picked.includes(s.id)} onChange={() => toggle(s.id)} /></td>
                   <td><a href={'#/kernels?s=' + s.id} onClick={(e) => { e.preventDefault(); open(s.id); }} data-testid="session-open">{group === 'host' ? s.app : s.host}</a> {s.simulated && <Badge kind="simulated">simulated</Badge>}</td>
-                  <td><Badge kind={s.state}>{s.state}</Badge>{s.end_reason && s.state === 'ended' ? <span className="dim"> {s.end_reason}</span> : null}</td>
+                  <td><Badge kind={s.state}>{s.state}</Badge>{s.end_reason && s.state === 'ended' ? <span className="dim"> {s.end_reason}</span> : null}{Number(s.missing ?? 0) > 0 ? <span className="badge b-missing" data-testid="row-missing" title="lines the server is missing: open the session for which">⚠ {Number(s.missing).toLocaleString('en-US')} missing</span> : null}</td>
                   <td>{fmtWall(s.start_ns)}</td>
                   <td className="num">{fmtNs(Number(BigInt(s.last_ts) - BigInt(s.first_ts)))}</td>
                   <td className="num">{s.counts.kernels}</td>
