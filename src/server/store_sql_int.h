@@ -142,7 +142,7 @@ typedef struct sq_health {
     int nospc;            /* a write failed for disk space: not ready */
     int nospc_logged;     /* ... said once, until a COMMIT succeeds */
     uint64_t down_since, last_log; /* mono ns */
-    uint64_t up_wall; /* Unix s: when the database was last back */
+    uint64_t up_wall;              /* Unix s: when the database was last back */
 } sq_health;
 
 typedef struct sq_store {
