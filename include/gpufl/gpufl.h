@@ -86,18 +86,27 @@ typedef enum gpufl_log_level {
 typedef void (*gpufl_log_fn)(gpufl_log_level level, const char *msg, void *ud);
 
 /*
- * Options.  Always fill with gpufl_options_init() first, then change fields:
- * new fields are only ever appended and `sz` tells the library which fields
- * the caller knows about.  String fields are borrowed during gpufl_init()
- * only (copied).
+ * Options.  Always fill with gpufl_options_init() first, then change fields.
+ * String fields are borrowed during gpufl_init() only (copied).
  *
  * gpufl_options_init() applies defaults, then the environment variables named
  * beside each field; values set in code afterwards win over the environment.
  * GPUFL_DISABLED=1 (or true/yes/on) always wins: gpufl_init() then returns
  * GPUFL_EDISABLED and the program runs uninstrumented.
+ *
+ * Versioning (libbpf's OPTS rule): fields are only ever appended, and `sz`
+ * is sizeof(gpufl_options) as *your program* was compiled -- the inline
+ * gpufl_options_init() below passes it to the library, which then writes
+ * and reads only the first sz bytes.  A program built against an older
+ * header runs on a newer libgpufl (the fields it does not know get their
+ * defaults and environment); one built against a newer header runs on an
+ * older libgpufl as long as it leaves the fields that library does not
+ * know at 0 -- otherwise gpufl_init() refuses it with GPUFL_EINVAL, rather
+ * than silently ignore a setting.
  */
 typedef struct gpufl_options {
-    size_t sz;                   /* sizeof(gpufl_options), set by _init */
+    size_t sz;                   /* the caller's sizeof(gpufl_options),
+                                    set by gpufl_options_init() */
     const char *app;             /* GPUFL_APP; default: program name */
     const char *log_dir;         /* GPUFL_LOG_DIR; default "." (created) */
     const char *log_prefix;      /* GPUFL_LOG_PREFIX; default
@@ -156,17 +165,35 @@ typedef struct gpufl_options {
                                10000 */
 } gpufl_options;
 
-/* Fill *opts with defaults and the environment.  Returns GPUFL_EINVAL when an
- * environment value cannot be parsed (the field keeps its default). */
-GPUFL_API int gpufl_options_init(gpufl_options *opts);
+/*
+ * Fill the first sz bytes of *opts with defaults and the environment and set
+ * opts->sz = sz; bytes from the library's own sizeof up to sz are zeroed.
+ * Call it through gpufl_options_init(), which passes your sizeof.  Returns
+ * GPUFL_OK; GPUFL_EINVAL when opts is NULL or sz is not a gpufl_options
+ * size (smaller than the fields every version has, or above 4096: nothing
+ * is written), or when an environment value cannot be parsed (the field
+ * keeps its default; gpufl_last_error() names the variable).
+ */
+GPUFL_API int gpufl_options_init_sz(gpufl_options *opts, size_t sz);
+
+/* Fill *opts with defaults and the environment: gpufl_options_init_sz()
+ * with the size this program was compiled with.  (libgpufl also exports a
+ * function of this name for programs built against 0.1.0, whose header
+ * declared it extern: it fills the 0.1.0 struct.) */
+static inline int gpufl_options_init(gpufl_options *opts)
+{
+    return gpufl_options_init_sz(opts, sizeof *opts);
+}
 
 /*
  * Start the session.  opts may be NULL (defaults + environment).  Creates the
  * log directory, writes the session header to the three streams and starts
  * the collector and sampler threads.  A shutdown is registered with atexit()
  * so a program that forgets gpufl_shutdown() still leaves complete logs.
- * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL (bad
- * option or unknown engine), GPUFL_EIO or GPUFL_EPERM (log directory or
+ * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL (a bad
+ * option or engine name; opts->sz not a gpufl_options size; or a field this
+ * libgpufl does not know, past its sizeof, set non-zero), GPUFL_EIO or
+ * GPUFL_EPERM (log directory or
  * files), GPUFL_ETOOBIG (log path too long) or GPUFL_ENOMEM;
  * gpufl_last_error() then says more.  A GPUFL_* environment value that does
  * not parse keeps its default, is logged as a warning, and is written into

@@ -472,22 +472,29 @@ static inline void attribute(const tls_state *t, uint64_t scope, uint32_t path,
     *out_path = path;
 }
 
-/* Structs only grow: a caller built against an older header passes a
- * smaller sz; its struct is copied into a zeroed current one (the slow
- * path), so new fields read as 0.  record_min_size() has the first
- * published sizes. */
+/* Structs only grow (libbpf's OPTS rule).  A caller built against an
+ * older header passes a smaller sz: its struct is copied into a zeroed
+ * current one (the slow path), so new fields read as 0 and nothing past
+ * its sz is read.  A caller built against a newer header passes a larger
+ * sz: accepted only when the fields this library does not know are 0,
+ * since recording without them would silently lose what the caller set.
+ * record_min_size() has the first published sizes. */
 #define RECORD_PROLOGUE(arg, stype, type, stream, ts)                          \
     tls_state *t;                                                              \
     rec *r;                                                                    \
     stype up_;                                                                 \
     if (!is_active())                                                          \
         return GPUFL_ENOTINIT;                                                 \
-    if (!(arg) || (arg)->sz < sizeof *(arg)) {                                 \
-        if (!(arg) || (arg)->sz < record_min_size(type))                       \
+    if (!(arg) || (arg)->sz != sizeof *(arg)) {                                \
+        if (!(arg) || (arg)->sz < record_min_size(type) ||                     \
+            (arg)->sz > CLIENT_OPTS_SZ_MAX ||                                  \
+            client_tail_set((arg), sizeof *(arg), (arg)->sz))                  \
             return GPUFL_EINVAL;                                               \
-        memset(&up_, 0, sizeof up_);                                           \
-        memcpy(&up_, (arg), (arg)->sz);                                        \
-        (arg) = &up_;                                                          \
+        if ((arg)->sz < sizeof *(arg)) {                                       \
+            memset(&up_, 0, sizeof up_);                                       \
+            memcpy(&up_, (arg), (arg)->sz);                                    \
+            (arg) = &up_;                                                      \
+        }                                                                      \
     }                                                                          \
     if (!(t = get_tls()))                                                      \
         return GPUFL_ENOMEM;                                                   \

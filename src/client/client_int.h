@@ -32,6 +32,23 @@
 /* Longest GPUFL_LOG_PREFIX: 255 - strlen(".system.log.999999999.zst.tmp"). */
 #define CLIENT_PREFIX_MAX 226
 
+/* The largest sz accepted in a versioned public struct (gpufl_options,
+ * record.h): anything bigger is not a size but garbage, and would have the
+ * library scan or write far past the caller's object. */
+#define CLIENT_OPTS_SZ_MAX 4096
+
+/* libbpf's OPTS_VALID rule for a struct from a newer header: 0 when bytes
+ * [from, to) of p are all 0 (fields this library does not know are not
+ * set), else 1 + the offset of the first byte that is not. */
+static inline size_t client_tail_set(const void *p, size_t from, size_t to)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = from; i < to; i++)
+        if (b[i])
+            return i + 1;
+    return 0;
+}
+
 /* Resolved configuration (copied strings). */
 typedef struct client_cfg {
     char app[128];
