@@ -249,14 +249,58 @@ GPUFL_API gpufl_counter *gpufl_counter_get(const char *name);
 GPUFL_API void gpufl_counter_add(gpufl_counter *c, int64_t delta);
 GPUFL_API void gpufl_counter_set(gpufl_counter *c, int64_t value);
 
-/* ---- GFL_SCOPE -----------------------------------------------------------
- *   GFL_SCOPE("train_step") { ... }
- * The scope ends when the block is left by any path (break, return, goto out
- * of it in C++; in C by falling off the end, break, or return through the
- * cleanup attribute of GCC/Clang).
+/* ---- Scopes as blocks ----------------------------------------------------
+ *
+ *   GPUFL_SCOPE_AUTO("train_step");      ends where the enclosing block ends
+ *   GPUFL_SCOPE("train_step") { ... }    ends when its own block is left
+ *   gpufl::scope s("train_step");        C++: an RAII object, no macro
+ *
+ * !! GPUFL_SCOPE (= GFL_SCOPE) is a one-pass for loop: a break or continue in
+ * !! its block leaves that block only, never your enclosing loop.
+ *
+ * Inside loops, use GPUFL_SCOPE_AUTO (or gpufl::scope in C++): it declares
+ * a variable in the current block and has no loop of its own, so break and
+ * continue reach your loop and the scope still ends.  Either form ends the
+ * scope when its block is left by any path: falling off the end, break,
+ * continue, return, goto out of it, and in C++ an exception.  In C they need
+ * the cleanup attribute of GCC or Clang and are not defined without it.
+ * longjmp and thread cancellation skip cleanups in C: use begin/end there.
+ *
+ * GPUFL_SCOPE_AUTO is a declaration: in C before C23 it cannot directly
+ * follow a case or goto label (put it in a { } block).  Several in one
+ * block end in reverse order, the last declared first.
+ *
+ * GFL_SCOPE and GFL_SCOPE_AUTO are the same macros under the prefix gpufl
+ * inherited from GPU Flight.
  */
+#define GPUFL__CAT2(a, b) a##b
+#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
 #ifdef __cplusplus
 } /* extern "C" */
+namespace gpufl
+{
+/* A named scope for the lifetime of the object (name is borrowed for the
+ * constructor only). */
+class scope
+{
+  public:
+    explicit scope(const char *name) noexcept : tok_(gpufl_scope_begin(name)) {}
+    ~scope()
+    {
+        gpufl_scope_end(tok_);
+    }
+    scope(const scope &) = delete;
+    scope &operator=(const scope &) = delete;
+    /* The gpufl_scope_begin() token (0 when nothing was recorded). */
+    uint64_t token() const noexcept
+    {
+        return tok_;
+    }
+
+  private:
+    uint64_t tok_;
+};
+} // namespace gpufl
 namespace gpufl_detail
 {
 struct scope_guard {
@@ -271,12 +315,12 @@ struct scope_guard {
     scope_guard &operator=(const scope_guard &) = delete;
 };
 } // namespace gpufl_detail
-#define GPUFL__CAT2(a, b) a##b
-#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
-#define GFL_SCOPE(name)                                                        \
+#define GPUFL_SCOPE(name)                                                      \
     for (gpufl_detail::scope_guard GPUFL__CAT(gpufl__g_, __LINE__)(name);      \
          GPUFL__CAT(gpufl__g_, __LINE__).once;                                 \
          GPUFL__CAT(gpufl__g_, __LINE__).once = 0)
+#define GPUFL_SCOPE_AUTO(name)                                                 \
+    ::gpufl::scope GPUFL__CAT(gpufl__a_, __COUNTER__)(name)
 extern "C" {
 #elif defined(__GNUC__)
 static inline void gpufl__scope_cleanup(uint64_t *tok)
@@ -284,12 +328,10 @@ static inline void gpufl__scope_cleanup(uint64_t *tok)
     if (*tok != UINT64_MAX)
         gpufl_scope_end(*tok);
 }
-#define GPUFL__CAT2(a, b) a##b
-#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
 /* The loop runs once: the token is set to UINT64_MAX after the body so the
  * cleanup (which runs when the variable leaves scope on any path) ends the
  * scope exactly once. */
-#define GFL_SCOPE(name)                                                        \
+#define GPUFL_SCOPE(name)                                                      \
     for (uint64_t GPUFL__CAT(gpufl__t_, __LINE__)                              \
              __attribute__((cleanup(gpufl__scope_cleanup))) =                  \
                  gpufl_scope_begin(name),                                      \
@@ -297,6 +339,17 @@ static inline void gpufl__scope_cleanup(uint64_t *tok)
          GPUFL__CAT(gpufl__o_, __LINE__); GPUFL__CAT(gpufl__o_, __LINE__) = 0, \
              gpufl_scope_end(GPUFL__CAT(gpufl__t_, __LINE__)),                 \
              GPUFL__CAT(gpufl__t_, __LINE__) = UINT64_MAX)
+/* __COUNTER__ (GCC, Clang) names each variable apart, so two on one line
+ * or nested blocks neither collide nor shadow. */
+#define GPUFL_SCOPE_AUTO(name)                                                 \
+    uint64_t GPUFL__CAT(gpufl__a_, __COUNTER__)                                \
+        __attribute__((cleanup(gpufl__scope_cleanup), unused)) =               \
+            gpufl_scope_begin(name)
+#endif
+
+#ifdef GPUFL_SCOPE
+#define GFL_SCOPE(name) GPUFL_SCOPE(name)
+#define GFL_SCOPE_AUTO(name) GPUFL_SCOPE_AUTO(name)
 #endif
 
 #ifdef __cplusplus

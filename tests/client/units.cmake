@@ -7,3 +7,10 @@ gpufl_unit_test(test_options ${CMAKE_CURRENT_LIST_DIR}/test_options.c LIBS gpufl
 # as programs link it (an older and a newer header; docs/client.md).
 gpufl_unit_test(client_options_abi ${CMAKE_CURRENT_LIST_DIR}/test_options_abi.c
                 LIBS gpufl ${CMAKE_DL_LIBS})
+# GPUFL_SCOPE_AUTO / GPUFL_SCOPE / gpufl::scope in C and in C++ (gpufl.h).
+gpufl_unit_test(client_scope_macros_c
+                ${CMAKE_CURRENT_LIST_DIR}/test_scope_macros.c LIBS gpufl)
+gpufl_unit_test(client_scope_macros_cxx
+                ${CMAKE_CURRENT_LIST_DIR}/test_scope_macros.cpp LIBS gpufl)
+target_compile_options(client_scope_macros_cxx PRIVATE -Wall -Wextra -Werror
+                       -Wshadow)
