@@ -241,9 +241,15 @@ GPUFL_API uint64_t gpufl_scope_begin_id(uint32_t name_id);
  * on a UTF-8 character boundary; the line then has "cut":1). */
 GPUFL_API void gpufl_marker(const char *text);
 
-/* A named counter, created on first use (at most 1024 per process).  The
- * current value is written to the scope stream once per system interval
- * while it changes.  Returns NULL when not running or the table is full. */
+/* A named counter, created on first use (at most 1024 names per process).
+ * The current value is written to the scope stream once per system interval
+ * while it changes.  Returns NULL when not running or the table is full.
+ *
+ * A handle is valid until gpufl_shutdown().  It never comes to mean another
+ * counter: in a later session, add/set through it are ignored (said once
+ * per session in the log and a marker) until gpufl_counter_get() is called
+ * for the name again in that session -- which starts it at 0 and returns
+ * the same handle.  add/set with NULL do nothing. */
 typedef struct gpufl_counter gpufl_counter;
 GPUFL_API gpufl_counter *gpufl_counter_get(const char *name);
 GPUFL_API void gpufl_counter_add(gpufl_counter *c, int64_t delta);

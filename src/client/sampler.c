@@ -191,20 +191,25 @@ static void sample_once(void)
     }
 }
 
-/* Counters that changed since the last tick become counter records. */
+/* Counters of this session that changed since the last tick become
+ * counter records (the table holds every session's; api.c). */
 static void sample_counters(void)
 {
     uint32_t n =
         atomic_load_explicit(&g_client.n_counters, memory_order_acquire);
+    uint32_t gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++) {
         gpufl_counter_s *c = &g_client.counters[i];
-        int64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
-        if (c->written && v == c->last_written)
+        int64_t v;
+        if (atomic_load_explicit(&c->gen, memory_order_acquire) != gen)
+            continue;
+        v = atomic_load_explicit(&c->value, memory_order_relaxed);
+        if (c->written_gen == gen && v == c->last_written)
             continue;
         if (client_push_counter(c->name, v) != GPUFL_OK)
             continue; /* dropped and counted; retried next tick */
         c->last_written = v;
-        c->written = 1;
+        c->written_gen = gen;
     }
 }
 

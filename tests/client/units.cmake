@@ -14,3 +14,7 @@ gpufl_unit_test(client_scope_macros_cxx
                 ${CMAKE_CURRENT_LIST_DIR}/test_scope_macros.cpp LIBS gpufl)
 target_compile_options(client_scope_macros_cxx PRIVATE -Wall -Wextra -Werror
                        -Wshadow)
+# Counter handles across gpufl_shutdown/gpufl_init (gpufl.h, docs/client.md).
+gpufl_unit_test(client_counter_sessions
+                ${CMAKE_CURRENT_LIST_DIR}/test_counter_sessions.c
+                LIBS gpufl_internal)
