@@ -110,7 +110,7 @@ typedef struct client_state {
     client_engine engines[CLIENT_MAX_SOURCES];
     int n_engines;
     char engine_names[CLIENT_MAX_SOURCES][16];
-    src_device devices[SRC_MAX_DEVICES];
+    gpu_device devices[GPU_MAX_DEVICES];
     int n_devices;
     char host_status[SRC_REASON_LEN];
 

@@ -49,7 +49,7 @@ static const env_opt env_table[] = {
     { "GPUFL_FLUSH_MS", OT_U32, OFF(flush_ms), 1, 60000 },
     { "GPUFL_SIM_SEED", OT_U64, OFF(sim_seed), 0, 1.8e19 },
     { "GPUFL_SIM_STEPS", OT_U32, OFF(sim_steps), 0, 1e9 },
-    { "GPUFL_SIM_DEVICES", OT_U32, OFF(sim_devices), 1, SRC_MAX_DEVICES },
+    { "GPUFL_SIM_DEVICES", OT_U32, OFF(sim_devices), 1, GPU_MAX_DEVICES },
     { "GPUFL_SIM_SPEED", OT_F64, OFF(sim_speed), 0.001, 1e9 },
     { "GPUFL_NVML_LIB", OT_STR, OFF(nvml_lib), 0, 0 },
     { "GPUFL_PROC_ROOT", OT_STR, OFF(proc_root), 0, 0 },
@@ -404,8 +404,8 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cfg->sim_seed = o->sim_seed;
     cfg->sim_steps = o->sim_steps;
     cfg->sim_devices = o->sim_devices ? o->sim_devices : 1;
-    if (cfg->sim_devices > SRC_MAX_DEVICES)
-        cfg->sim_devices = SRC_MAX_DEVICES;
+    if (cfg->sim_devices > GPU_MAX_DEVICES)
+        cfg->sim_devices = GPU_MAX_DEVICES;
     cfg->sim_speed = o->sim_speed > 0 ? o->sim_speed : 1.0;
     cfg->log = o->log;
     cfg->log_ud = o->log_ud;

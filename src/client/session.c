@@ -145,7 +145,7 @@ static void add_engine(const char *name, const src_ops *ops)
     snprintf(e->status, sizeof e->status, "on");
     if (ops->devices && g_client.n_devices == 0) {
         g_client.n_devices =
-            ops->devices(e->state, g_client.devices, SRC_MAX_DEVICES);
+            ops->devices(e->state, g_client.devices, GPU_MAX_DEVICES);
         if (g_client.n_devices < 0)
             g_client.n_devices = 0;
     }
