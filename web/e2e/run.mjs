@@ -125,6 +125,11 @@ try {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--force-device-scale-factor=1', '--hide-scrollbars', '--font-render-hinting=none'],
     viewport: { width: 1400, height: 900 },
   });
+  // the UI's test hooks (window.__uiTest, src/lib/testHooks.ts) exist only
+  // on pages that ask for them before the app loads
+  await ctx.addInitScript(() => {
+    window.__gpuflTestHooks = true;
+  });
   const page = ctx.pages()[0] ?? (await ctx.newPage());
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
@@ -507,6 +512,20 @@ try {
     await page.waitForSelector('[data-testid=signin]');
     const tok = await page.evaluate(() => sessionStorage.getItem('gpufl.token'));
     check('signout', tok === null, 'token removed');
+  });
+  // a page the tests did not flag carries no test hooks (src/lib/testHooks.ts)
+  await attempt('test_hooks_off', async () => {
+    const b2 = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    try {
+      const p2 = await b2.newPage();
+      await p2.goto(U + '/#/sessions');
+      await p2.waitForSelector('[data-testid=signin]');
+      const plain = await p2.evaluate(() => typeof window.__uiTest);
+      const flagged = await page.evaluate(() => typeof window.__uiTest);
+      check('test_hooks_off', plain === 'undefined' && flagged === 'object', 'window.__uiTest: ' + plain + ' on a plain page, ' + flagged + ' on the flagged test page');
+    } finally {
+      await b2.close();
+    }
   });
   check('no_page_errors', pageErrors.length === 0, pageErrors.join(' | '));
 } catch (e) {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, ApiError, explain, getToken, Int, setToken } from './lib/api';
+import { api, ApiError, explain, getToken, setToken } from './lib/api';
 import { fmtNs, fmtWall } from './lib/format';
 import { switchTab, Tab, TABS, UrlState } from './lib/url';
 import { useUrlState } from './state';
@@ -10,31 +10,10 @@ import { SystemView } from './views/System';
 import { Memory } from './views/Memory';
 import { Fleet } from './views/Fleet';
 import { Badge, ErrorBox, Loading } from './views/common';
-import { gapsText, StreamGaps } from './lib/gaps';
+import { gapsText } from './lib/gaps';
+import type { Page, Session } from './lib/types';
 
-export interface Session {
-  id: string;
-  app: string;
-  host: string;
-  pid: number;
-  start_ns: string;
-  state: string;
-  end_reason?: string | null;
-  first_ts: string | number;
-  last_ts: string | number;
-  last_seen: number;
-  simulated: boolean;
-  counts: Record<string, number>;
-  devices?: any[];
-  engines?: Record<string, string>;
-  cmd?: string;
-  span_ns?: number;
-  interval_ms?: number;
-  /* lines the server is missing (docs/api.md "gaps") */
-  missing?: Int;
-  streams_ended?: string[];
-  gaps?: Record<string, StreamGaps>;
-}
+export type { Session } from './lib/types';
 
 export interface ViewProps {
   st: UrlState;
@@ -52,7 +31,7 @@ function SignIn({ why, onToken }: { why: string | null; onToken: (t: string) => 
     setErr(null);
     setToken(tok.trim());
     try {
-      await api('sessions', { limit: 1 });
+      await api<Page<Session>>('sessions', { limit: 1 });
       onToken(tok.trim());
     } catch (x) {
       setToken(null);

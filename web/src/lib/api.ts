@@ -55,7 +55,7 @@ export function quoteBigInts(text: string): string {
   return out;
 }
 
-export function parseJson(text: string): any {
+export function parseJson(text: string): unknown {
   return JSON.parse(quoteBigInts(text));
 }
 
@@ -77,7 +77,9 @@ export function setFetcher(f: Fetcher): void {
 
 export const inflight = { n: 0 };
 
-export async function api<T = any>(path: string, params?: Record<string, Int | boolean | undefined | null>, signal?: AbortSignal): Promise<T> {
+/* GET /api/v1/path?params as T, the answer's type (lib/types.ts): the
+   caller names what it expects; nothing checks it at run time. */
+export async function api<T>(path: string, params?: Record<string, Int | boolean | undefined | null>, signal?: AbortSignal): Promise<T> {
   const q = new URLSearchParams();
   if (params)
     for (const [k, v] of Object.entries(params))
@@ -89,9 +91,9 @@ export async function api<T = any>(path: string, params?: Record<string, Int | b
     let r: Response;
     try {
       r = await fetcher(url, { headers: token ? { Authorization: 'Bearer ' + token } : {}, signal });
-    } catch (e: any) {
-      if (e && e.name === 'AbortError') throw e;
-      throw new ApiError(0, 'cannot reach gpufl-server (' + String(e && e.message ? e.message : e) + '): is it running?');
+    } catch (e) {
+      if (e instanceof Error && e.name === 'AbortError') throw e;
+      throw new ApiError(0, 'cannot reach gpufl-server (' + (e instanceof Error ? e.message : String(e)) + '): is it running?');
     }
     const text = await r.text();
     if (!r.ok) {
@@ -112,11 +114,11 @@ export async function api<T = any>(path: string, params?: Record<string, Int | b
 }
 
 /* All pages of a list endpoint, up to max items. */
-export async function apiAll<T = any>(path: string, params: Record<string, Int | boolean | undefined | null>, max: number, signal?: AbortSignal): Promise<{ items: T[]; more: boolean }> {
+export async function apiAll<T>(path: string, params: Record<string, Int | boolean | undefined | null>, max: number, signal?: AbortSignal): Promise<{ items: T[]; more: boolean }> {
   const items: T[] = [];
   let cursor: string | null = null;
   for (;;) {
-    const page: any = await api(path, { ...params, limit: Math.min(1000, max - items.length), cursor }, signal);
+    const page: { items: T[]; next: string | null } = await api(path, { ...params, limit: Math.min(1000, max - items.length), cursor }, signal);
     items.push(...page.items);
     cursor = page.next;
     if (!cursor) return { items, more: false };

@@ -4,10 +4,12 @@
 // total(node) = bytes of every stack passing through it; self(node) = bytes
 // of stacks ending at it.  total = self + Σ total(children).
 
+import type { Int } from './api';
+
 export interface Stack {
   frames: string[];
-  bytes: number;
-  count: number;
+  bytes: Int;
+  count: Int;
 }
 
 export interface FNode {

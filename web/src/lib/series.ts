@@ -2,10 +2,13 @@
 // (seconds from the session start) and one y array per (source, field),
 // null where a source has no bucket at that x.
 
+import type { Int } from './api';
+
+/* One bucket: t, n, and per field [min, max, avg] (docs/api.md). */
 export interface SysPoint {
-  t: string | number;
+  t: Int;
   n: number;
-  [field: string]: any;
+  [field: string]: Int | number[];
 }
 export interface SysSeries {
   src: string;

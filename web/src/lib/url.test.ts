@@ -29,7 +29,7 @@ describe('URL state', () => {
 describe('exact 64-bit integers from the API', () => {
   it('quotes 16+ digit integers outside strings only', () => {
     expect(quoteBigInts('{"ts":1796002169544662331,"n":12,"s":"x 1796002169544662331","a":[-1234567890123456789]}')).toBe('{"ts":"1796002169544662331","n":12,"s":"x 1796002169544662331","a":["-1234567890123456789"]}');
-    const j = parseJson('{"ts":1796002169544662331,"d":1.5,"e":"q\\"1234567890123456789"}');
+    const j = parseJson('{"ts":1796002169544662331,"d":1.5,"e":"q\\"1234567890123456789"}') as { ts: string; d: number };
     expect(j.ts).toBe('1796002169544662331');
     expect(j.d).toBe(1.5);
     expect(rel(j.ts, 1796002169544662000n)).toBe(331);

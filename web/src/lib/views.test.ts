@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { visibleRows, ScopeNode } from '../views/Scopes';
+import { visibleRows } from '../views/Scopes';
+import type { ScopeNode } from './types';
 import { demangle, fmtBytes, fmtNs } from './format';
 
 const n = (path: string, total: number, children: ScopeNode[] = []): ScopeNode => ({

@@ -1,14 +1,12 @@
 import type { ViewProps } from '../App';
-import { big } from '../lib/api';
+import { big, Int } from '../lib/api';
+import type { FleetHost, Page } from '../lib/types';
 import { fmtBytes, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 import { useEffect, useState } from 'react';
 
-interface Gpu { dev: number; uuid?: string; pci?: string; model?: string; state: string; since: string | number; ts: string | number; reasons: string[]; signals?: Record<string, number> }
-interface Sess { session: string; pod?: string; devs?: number[]; state: string; since: string | number; ts: string | number; action?: string; reasons: string[]; signals?: Record<string, number> }
-interface Host { host: string; simulated: boolean; ts: string | number; gpus: Gpu[]; sessions: Sess[] }
 
-function ago(ns: string | number): string {
+function ago(ns: Int): string {
   const d = Number(BigInt(Date.now()) * 1000000n - big(ns));
   if (d < 0) return 'just now';
   if (d >= 3600e9) return (d / 3600e9).toFixed(1) + ' h ago';
@@ -16,7 +14,7 @@ function ago(ns: string | number): string {
   return fmtNs(d) + ' ago';
 }
 
-function signals(s?: Record<string, number>): string {
+function signals(s?: Record<string, number | string>): string {
   if (!s) return '';
   return Object.entries(s)
     .map(([k, v]) => k + ' ' + (k.startsWith('mem') ? fmtBytes(Number(v)) : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(2) : String(v)))
@@ -29,7 +27,7 @@ export function Fleet(_: ViewProps) {
     const t = setInterval(() => setTick((x) => x + 1), 15000);
     return () => clearInterval(t);
   }, []);
-  const r = useApi<{ items: Host[]; next: string | null }>('fleet', { limit: 1000 }, [tick]);
+  const r = useApi<Page<FleetHost>>('fleet', { limit: 1000 }, [tick]);
   return (
     <div className="fleet" data-testid="view-fleet">
       <div className="toolbar"><span className="dim">Latest idle-detector verdict per host and GPU (refreshes every 15 s). Verdicts come from <code>gpufl idle watch</code> logs shipped by the agent.</span></div>

@@ -5,24 +5,14 @@ import { big, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtDim, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { Timeline, viewFromUrl } from './Timeline';
+import type { Device, KernelAgg, KernelDetail, KernelItem, Page } from '../lib/types';
 
-interface K {
-  kid: number;
-  ts: string;
-  dur: number;
-  dev: number;
-  stream: number;
-  corr: number;
-  name: string;
-  grid: number[];
-  block: number[];
-  regs: number;
-  smem: number;
-  occ: number | null;
-  scope: number;
+const col = createColumnHelper<KernelItem & { t: number }>();
+
+/* An aggregate's value for sorting by column k. */
+function aggKey(r: KernelAgg, k: string): number | string {
+  return k === 'name' ? r.name : Number(r[k as keyof KernelAgg]);
 }
-
-const col = createColumnHelper<K & { t: number }>();
 
 export function Kernels({ st, set, session }: ViewProps) {
   const s = session!;
@@ -36,8 +26,8 @@ export function Kernels({ st, set, session }: ViewProps) {
   const [limit, setLimit] = useState(200);
   const from = st.from;
   const to = st.to;
-  const list = useApi<{ items: K[]; next: string | null }>('sessions/' + s.id + '/kernels', { from, to, name, sort: order, desc: order === 'duration', limit }, [from, to, name, order, limit]);
-  const agg = useApi<{ items: any[] }>(tab === 'agg' ? 'sessions/' + s.id + '/kernels/aggregate' : null, { name, limit: 500 }, [name, tab]);
+  const list = useApi<Page<KernelItem>>('sessions/' + s.id + '/kernels', { from, to, name, sort: order, desc: order === 'duration', limit }, [from, to, name, order, limit]);
+  const agg = useApi<Page<KernelAgg>>(tab === 'agg' ? 'sessions/' + s.id + '/kernels/aggregate' : null, { name, limit: 500 }, [name, tab]);
   const [aggSort, setAggSort] = useState<[string, boolean]>(['total_ns', true]);
   const [sorting, setSorting] = useState<SortingState>([]);
 
@@ -46,7 +36,7 @@ export function Kernels({ st, set, session }: ViewProps) {
     () => [
       col.accessor('kid', { header: 'id' }),
       col.accessor('t', { header: 'start', cell: (c) => '+' + fmtNs(c.getValue()) }),
-      col.accessor('dur', { header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
+      col.accessor((r) => Number(r.dur), { id: 'dur', header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
       col.accessor('dev', { header: 'GPU' }),
       col.accessor('stream', { header: 'stream' }),
       col.accessor('name', { header: 'kernel', cell: (c) => <span title={c.getValue()}>{demangle(c.getValue())}</span> }),
@@ -60,7 +50,7 @@ export function Kernels({ st, set, session }: ViewProps) {
   const table = useReactTable({ data: rows, columns, state: { sorting }, onSortingChange: setSorting, getCoreRowModel: getCoreRowModel(), getSortedRowModel: getSortedRowModel() });
 
   const pickKernel = (kid: number) => set({ ...st, sel: String(kid) }, false);
-  const aggRows = useMemo(() => sortRows(agg.data?.items ?? [], aggSort[0], aggSort[1], (r: any, k) => (k === 'name' ? r.name : Number(r[k]))), [agg.data, aggSort]);
+  const aggRows = useMemo(() => sortRows(agg.data?.items ?? [], aggSort[0], aggSort[1], aggKey), [agg.data, aggSort]);
 
   if (!s.counts.kernels)
     return <Empty>This session recorded no kernels ({s.counts.lines} lines). Kernels appear when the program launches CUDA kernels under libgpufl with the <code>cupti</code> (or <code>sim</code>) engine on; see the session&apos;s engines: {Object.entries(s.engines ?? {}).map(([k, v]) => k + ': ' + v).join('; ')}.</Empty>;
@@ -151,16 +141,16 @@ export function Kernels({ st, set, session }: ViewProps) {
                       </tr>
                     </thead>
                     <tbody>
-                      {aggRows.map((a: any) => (
+                      {aggRows.map((a) => (
                         <tr key={a.name} data-testid="agg-row" onClick={() => setName(a.name)}>
                           <td className="name" title={a.name}>{demangle(a.name)}</td>
                           <td className="num">{a.count}</td>
-                          <td className="num">{fmtNs(a.total_ns)}</td>
-                          <td className="num">{fmtNs(a.avg_ns)}</td>
-                          <td className="num">{fmtNs(a.min_ns)}</td>
-                          <td className="num">{fmtNs(a.p50_ns)}</td>
-                          <td className="num">{fmtNs(a.p99_ns)}</td>
-                          <td className="num">{fmtNs(a.max_ns)}</td>
+                          <td className="num">{fmtNs(Number(a.total_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.avg_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.min_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.p50_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.p99_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.max_ns))}</td>
                           <td className="num">{a.occ_avg === null ? '-' : fmtPct(a.occ_avg, 0)}</td>
                           <td className="num">{a.regs}</td>
                         </tr>
@@ -178,10 +168,10 @@ export function Kernels({ st, set, session }: ViewProps) {
   );
 }
 
-function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: number | null; base: bigint; devices: any[]; onScope: (path: string) => void }) {
-  const k = useApi<any>(kid === null ? null : 'sessions/' + sid + '/kernels/' + kid, {}, [kid]);
+function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: number | null; base: bigint; devices: Device[]; onScope: (path: string) => void }) {
+  const k = useApi<KernelDetail>(kid === null ? null : 'sessions/' + sid + '/kernels/' + kid, {}, [kid]);
   const kname: string | null = k.data && !k.loading ? k.data.name : null;
-  const same = useApi<{ items: any[] }>(kname ? 'sessions/' + sid + '/kernels/aggregate' : null, { name: kname, limit: 1000 }, [kname]);
+  const same = useApi<Page<KernelAgg>>(kname ? 'sessions/' + sid + '/kernels/aggregate' : null, { name: kname, limit: 1000 }, [kname]);
   if (kid === null)
     return (
       <aside className="inspector" data-testid="inspector">
@@ -197,6 +187,7 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
   const hasApi = d.api_enter !== undefined && d.api_enter !== null;
   const apiEnter = hasApi ? big(d.api_enter) : 0n;
   const apiExit = hasApi ? apiEnter + BigInt(d.api_dur ?? 0) : 0n;
+  const path = d.path;
   const threads = (d.block[0] ?? 1) * (d.block[1] ?? 1) * (d.block[2] ?? 1);
   const blocks = (d.grid[0] ?? 1) * (d.grid[1] ?? 1) * (d.grid[2] ?? 1);
   const rows: [string, React.ReactNode, string][] = [
@@ -222,7 +213,7 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
     ['cooperative launch', d.cooperative ? 'yes' : 'no', 'coop'],
     ['launch config id', d.launch_cfg ?? '-', 'launch_cfg'],
     ['scope instance', d.scope || 'none', 'scope'],
-    ['scope path', d.path ? <a href="#" onClick={(e) => { e.preventDefault(); onScope(d.path); }}>{d.path}</a> : 'none', 'path'],
+    ['scope path', path ? <a href="#" onClick={(e) => { e.preventDefault(); onScope(path); }}>{path}</a> : 'none', 'path'],
   ];
   return (
     <aside className="inspector" data-testid="inspector" data-kid={d.kid}>
@@ -257,7 +248,7 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
       <h4>CPU call stack of the launch</h4>
       {d.stack && d.stack.frames && d.stack.frames.length ? (
         <ol className="stack" data-testid="f-stack">
-          {d.stack.frames.map((f: string, i: number) => (
+          {d.stack.frames.map((f, i) => (
             <li key={i}><code>{f}</code></li>
           ))}
         </ol>

@@ -3,6 +3,9 @@ import type { ViewProps } from '../App';
 import { buildFlame, findPath, FNode, layoutFlame, pathOf, searchFlame, Stack, topTable } from '../lib/flame';
 import { fmtBytes, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
+import type { Int } from '../lib/api';
+import type { MemProfile, Page } from '../lib/types';
+import { testHooks } from '../lib/testHooks';
 
 const ROW = 18;
 
@@ -11,8 +14,8 @@ interface MemAnswer {
   profiles: number;
   simulated: boolean;
   source: string;
-  total_bytes: number;
-  total_count: number;
+  total_bytes: Int;
+  total_count: Int;
   stacks: Stack[];
   truncated: boolean;
 }
@@ -34,7 +37,7 @@ export function Memory({ st, set, session }: ViewProps) {
   const colorMode: 'total' | 'self' = mode === 'self' ? 'self' : 'total';
   const [q, setQ] = useState(st.q ?? '');
   const r = useApi<MemAnswer>('sessions/' + s.id + '/memory', { view: mv }, [mv]);
-  const profs = useApi<{ items: any[]; next: string | null }>('memory/profiles', { sid: s.id, limit: 100 }, []);
+  const profs = useApi<Page<MemProfile>>('memory/profiles', { sid: s.id, limit: 100 }, []);
   const root = useMemo(() => buildFlame(r.data?.stacks ?? [], 'all (' + mv + ')'), [r.data, mv]);
   let focusPath: string[] = [];
   try {
@@ -92,8 +95,8 @@ export function Memory({ st, set, session }: ViewProps) {
       out.push({ x, y, w, n: fr.node });
     }
     rectsRef.current = out;
-    window.__uiTest.flame = { total: root.total, rects: out.length, focus: pathOf(focus).join(' > '), view: mv };
-    (window.__uiTest as any).flameHits = () => out.map((o) => ({ x: o.x, y: o.y, w: o.w, h: ROW - 1, name: o.n.name, total: o.n.total, self: o.n.self, count: o.n.count, depth: o.n.depth, path: pathOf(o.n) }));
+    testHooks.set('flame', { total: root.total, rects: out.length, focus: pathOf(focus).join(' > '), view: mv });
+    testHooks.set('flameHits', () => out.map((o) => ({ x: o.x, y: o.y, w: o.w, h: ROW - 1, name: o.n.name, total: o.n.total, self: o.n.self, count: o.n.count, depth: o.n.depth, path: pathOf(o.n) })));
   }, [root, focus, width, search, colorMode, r.data, mv]);
 
   const hitAt = (x: number, y: number) => rectsRef.current.find((o) => x >= o.x && x < o.x + Math.max(1, o.w) && y >= o.y && y < o.y + ROW);

@@ -2,21 +2,7 @@ import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
 import { demangle, fmtNs, fmtPct } from '../lib/format';
 import { Empty, ErrorBox, Loading, useApi } from './common';
-
-export interface ScopeNode {
-  name: string;
-  path: string;
-  path_id: number;
-  depth: number;
-  instances: number;
-  total_ns: number;
-  self_ns: number;
-  kernels: number;
-  gpu_ns: number;
-  kernels_total: number;
-  gpu_ns_total: number;
-  children: ScopeNode[];
-}
+import type { ProfileAnswer, ScopeNode, ScopeTree } from '../lib/types';
 
 /* Rows of the tree as shown: depth-first, children sorted by total, only
    below expanded nodes; a filter keeps matching nodes and their ancestors. */
@@ -25,7 +11,7 @@ export function visibleRows(roots: ScopeNode[], open: Set<string>, filter: strin
   const keep = (n: ScopeNode): boolean => !q || n.name.toLowerCase().includes(q) || n.children.some(keep);
   const out: ScopeNode[] = [];
   const walk = (ns: ScopeNode[]) => {
-    for (const n of [...ns].sort((a, b) => b.total_ns - a.total_ns)) {
+    for (const n of [...ns].sort((a, b) => Number(b.total_ns) - Number(a.total_ns))) {
       if (!keep(n)) continue;
       out.push(n);
       if (open.has(n.path) || q) walk(n.children);
@@ -46,7 +32,7 @@ function findNode(roots: ScopeNode[], path: string): ScopeNode | null {
 
 export function Scopes({ st, set, session }: ViewProps) {
   const s = session!;
-  const tree = useApi<{ items: ScopeNode[]; paths: number }>('sessions/' + s.id + '/scopes', {}, []);
+  const tree = useApi<ScopeTree>('sessions/' + s.id + '/scopes', {}, []);
   const [open, setOpen] = useState<Set<string>>(() => {
     const o = new Set<string>();
     if (st.sel) st.sel.split('/').forEach((_, i, a) => o.add(a.slice(0, i + 1).join('/')));
@@ -55,7 +41,7 @@ export function Scopes({ st, set, session }: ViewProps) {
   const [filter, setFilter] = useState('');
   const [pins, setPins] = useState<string[]>([]);
   const roots = tree.data?.items ?? [];
-  const rootTotal = roots.reduce((a, n) => a + n.total_ns, 0) || 1;
+  const rootTotal = roots.reduce((a, n) => a + Number(n.total_ns), 0) || 1;
   const rows = useMemo(() => visibleRows(roots, open, filter), [roots, open, filter]);
   const selNode = st.sel ? findNode(roots, st.sel) : null;
 
@@ -94,10 +80,10 @@ export function Scopes({ st, set, session }: ViewProps) {
                     <td className="num">{n.instances}</td>
                     <td className="num" data-testid="scope-total">{fmtNs(n.total_ns)}</td>
                     <td className="num">{fmtNs(n.self_ns)}</td>
-                    <td className="num">{fmtPct(n.total_ns / rootTotal)}</td>
+                    <td className="num">{fmtPct(Number(n.total_ns) / rootTotal)}</td>
                     <td className="num">{fmtNs(n.gpu_ns_total)}</td>
                     <td className="num">{n.kernels_total}</td>
-                    <td><div className="bar"><div style={{ width: Math.min(100, (100 * n.gpu_ns_total) / Math.max(1, n.total_ns)) + '%' }} /></div></td>
+                    <td><div className="bar"><div style={{ width: Math.min(100, (100 * Number(n.gpu_ns_total)) / Math.max(1, Number(n.total_ns))) + '%' }} /></div></td>
                     <td><input type="checkbox" title="pin to compare" data-testid="scope-pin" checked={pins.includes(n.path)} onClick={(e) => e.stopPropagation()} onChange={() => setPins((p) => (p.includes(n.path) ? p.filter((x) => x !== n.path) : [...p.slice(-2), n.path]))} /></td>
                   </tr>
                 ))}
@@ -118,7 +104,7 @@ function ScopeCompare({ nodes }: { nodes: ScopeNode[] }) {
   const f: [string, (n: ScopeNode) => string][] = [
     ['calls', (n) => String(n.instances)],
     ['total', (n) => fmtNs(n.total_ns)],
-    ['mean per call', (n) => fmtNs(n.total_ns / Math.max(1, n.instances))],
+    ['mean per call', (n) => fmtNs(Number(n.total_ns) / Math.max(1, n.instances))],
     ['self', (n) => fmtNs(n.self_ns)],
     ['GPU time (incl. children)', (n) => fmtNs(n.gpu_ns_total)],
     ['kernels (incl. children)', (n) => String(n.kernels_total)],
@@ -143,7 +129,7 @@ function ScopeDetail({ sid, n }: { sid: string; n: ScopeNode }) {
       <table className="kv">
         <tbody>
           <tr><th>calls</th><td>{n.instances}</td></tr>
-          <tr><th>total (inclusive)</th><td>{fmtNs(n.total_ns)} · mean {fmtNs(n.total_ns / Math.max(1, n.instances))}</td></tr>
+          <tr><th>total (inclusive)</th><td>{fmtNs(n.total_ns)} · mean {fmtNs(Number(n.total_ns) / Math.max(1, n.instances))}</td></tr>
           <tr><th>self (exclusive)</th><td>{fmtNs(n.self_ns)}</td></tr>
           <tr><th>kernels launched directly</th><td>{n.kernels} · GPU {fmtNs(n.gpu_ns)}</td></tr>
           <tr><th>kernels incl. children</th><td data-testid="scope-kernels">{n.kernels_total} · GPU {fmtNs(n.gpu_ns_total)}</td></tr>
@@ -155,11 +141,11 @@ function ScopeDetail({ sid, n }: { sid: string; n: ScopeNode }) {
 }
 
 function Profile({ sid, path }: { sid: string; path: string | null }) {
-  const p = useApi<any>('sessions/' + sid + '/profile', { path, limit: 50 }, [path]);
+  const p = useApi<ProfileAnswer>('sessions/' + sid + '/profile', { path, limit: 50 }, [path]);
   if (p.error) return <ErrorBox error={p.error} what="loading SASS metrics" />;
   if (!p.data) return <Loading what="SASS metrics" />;
   const d = p.data;
-  const totalStall = (d.stalls ?? []).reduce((a: number, x: any) => a + Number(x.samples), 0) || 1;
+  const totalStall = (d.stalls ?? []).reduce((a, x) => a + Number(x.samples), 0) || 1;
   return (
     <div data-testid="profile">
       <h4>SASS metrics by function {path ? 'in ' + path : '(whole session)'}</h4>
@@ -169,7 +155,7 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
         <table className="grid" data-testid="sass-table">
           <thead><tr><th>function</th><th className="num">warp inst</th><th className="num">thread inst</th><th className="num">warp efficiency</th><th className="num">coalescing</th><th className="num">PC samples</th></tr></thead>
           <tbody>
-            {d.functions.map((f: any) => (
+            {d.functions.map((f) => (
               <tr key={f.function}>
                 <td className="name" title={f.function}>{demangle(f.function)}</td>
                 <td className="num">{f.inst}</td>
@@ -182,13 +168,13 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
           </tbody>
         </table>
       )}
-      {d.instructions?.length > 0 && (
+      {d.instructions && d.instructions.length > 0 && (
         <>
           <h4>By PC / source line (top {Math.min(30, d.instructions.length)})</h4>
           <table className="grid" data-testid="sass-lines">
             <thead><tr><th>function</th><th className="num">pc</th><th>source</th><th className="num">warp inst</th><th className="num">warp eff.</th><th className="num">coalescing</th><th className="num">PC samples</th></tr></thead>
             <tbody>
-              {d.instructions.slice(0, 30).map((x: any, i: number) => (
+              {d.instructions.slice(0, 30).map((x, i) => (
                 <tr key={i}>
                   <td className="name" title={x.function}>{demangle(x.function)}</td>
                   <td className="num">0x{Number(x.pc).toString(16)}</td>
@@ -209,7 +195,7 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
       ) : (
         <table className="grid" data-testid="stall-table">
           <tbody>
-            {d.stalls.map((x: any) => (
+            {d.stalls.map((x) => (
               <tr key={x.reason}>
                 <td>{x.reason}</td>
                 <td className="num">{x.samples}</td>

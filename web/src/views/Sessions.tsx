@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
-import type { Session, ViewProps } from '../App';
+import type { ViewProps } from '../App';
+import type { CompareItem, HostItem, Page, Session } from '../lib/types';
 import { demangle, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 
@@ -19,8 +20,8 @@ export function Sessions({ st, set }: ViewProps) {
   const [group, setGroup] = useState<'host' | 'app'>('host');
   const [picked, setPicked] = useState<string[]>(st.b && st.s ? [st.s, st.b] : []);
   const from = range ? (BigInt(Date.now()) * 1000000n - BigInt(range) * 1000000000n).toString() : undefined;
-  const hosts = useApi<{ items: { host: string; sessions: number }[] }>('hosts', { limit: 1000 }, []);
-  const list = useApi<{ items: Session[]; next: string | null }>('sessions', { search, state, host, from, limit: 500 }, [search, state, host, range]);
+  const hosts = useApi<Page<HostItem>>('hosts', { limit: 1000 }, []);
+  const list = useApi<Page<Session>>('sessions', { search, state, host, from, limit: 500 }, [search, state, host, range]);
 
   const groups = useMemo(() => {
     const m = new Map<string, Session[]>();
@@ -98,10 +99,8 @@ export function Sessions({ st, set }: ViewProps) {
   );
 }
 
-interface Agg { count: number; total_ns: number; avg_ns: number; p50_ns: number; max_ns: number }
-
 function Compare({ a, b }: { a: string; b: string }) {
-  const r = useApi<{ items: { name: string; a: Agg | null; b: Agg | null; avg_change_pct: number | null }[] }>('compare', { a, b, limit: 200 }, [a, b]);
+  const r = useApi<Page<CompareItem>>('compare', { a, b, limit: 200 }, [a, b]);
   return (
     <section className="compare" data-testid="compare">
       <h3>Compare: kernel aggregates of <code>{a.slice(0, 8)}</code> (A) and <code>{b.slice(0, 8)}</code> (B)</h3>

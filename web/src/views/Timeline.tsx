@@ -7,6 +7,8 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, apiAll, big, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtNs } from '../lib/format';
+import type { CopyItem, KernelItem, TimelineAnswer } from '../lib/types';
+import { testHooks } from '../lib/testHooks';
 import { clampView, cLane, countInView, drawList, Item, kLane, Lane, layoutLanes, pan, pick, Rect, scopeItems, SCOPE_LANE, summaryItems, ticks, tOf, View, xOf, zoom } from '../lib/timeline';
 
 export const RAW_MAX = 4000;
@@ -180,10 +182,12 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
         g.fillText('zoom in to see scope instances' + (s.copies ? '' : ' and copies'), LABEL_W + 8, l.y + l.h - 5);
       }
     }
-    const ms = performance.now() - t;
-    s.frames.push(ms);
-    if (s.frames.length > 2000) s.frames.splice(0, 1000);
-    window.__uiTest.timeline = { t0: v.t0, t1: v.t1, base: base.toString(), rects: rects.length, labels, mode, ms, frames: s.frames };
+    if (testHooks.on) {
+      const ms = performance.now() - t;
+      s.frames.push(ms);
+      if (s.frames.length > 2000) s.frames.splice(0, 1000);
+      testHooks.set('timeline', { t0: v.t0, t1: v.t1, base: base.toString(), rects: rects.length, labels, mode, ms, frames: s.frames });
+    }
   };
 
   const ensureData = async () => {
@@ -194,22 +198,22 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     const W = s.width;
     const nsPerPx = vs / W;
     const need = !s.sum || s.sum.from > v.t0 || s.sum.to < v.t1 || s.sum.nsPerPx > nsPerPx * 2 || s.sum.nsPerPx < nsPerPx / 2;
-    window.__uiTest.busy++;
+    testHooks.busy(1);
     try {
       if (!s.copies && ops <= 5000) {
-        const cs = await apiAll<any>('sessions/' + sid + '/copies', {}, 5000);
+        const cs = await apiAll<CopyItem>('sessions/' + sid + '/copies', {}, 5000);
         if (gen !== s.gen) return;
         s.copies = copyItems(cs.items, base);
       }
       if (need) {
         const pv = clampView({ t0: v.t0 - vs, t1: v.t1 + vs }, 0, hi);
         const pw = Math.min(10000, Math.max(10, Math.round(((pv.t1 - pv.t0) / vs) * W)));
-        const r: any = await api('sessions/' + sid + '/timeline', { from: (base + BigInt(Math.floor(pv.t0))).toString(), to: (base + BigInt(Math.ceil(pv.t1))).toString(), width: pw });
+        const r = await api<TimelineAnswer>('sessions/' + sid + '/timeline', { from: (base + BigInt(Math.floor(pv.t0))).toString(), to: (base + BigInt(Math.ceil(pv.t1))).toString(), width: pw });
         if (gen !== s.gen) return;
         const from = rel(r.from, base);
         const to = rel(r.to, base);
         const items = summaryItems({ from, to, width: r.width, bucket_ns: Number(r.bucket_ns), lanes: r.lanes });
-        s.sum = { from, to, nsPerPx: (to - from) / r.width, items, names: r.names, lanes: r.lanes.map((l: any) => ({ dev: l.dev, stream: l.stream })) };
+        s.sum = { from, to, nsPerPx: (to - from) / r.width, items, names: r.names, lanes: r.lanes.map((l) => ({ dev: l.dev, stream: l.stream })) };
         if (!r.lanes.length) setStatus('No kernels in this session: the timeline is empty. Sessions with GPU activity show one lane per device and stream.');
       }
       const n = countInView(s.sum!.items, v);
@@ -217,7 +221,7 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
         const pv = clampView({ t0: v.t0 - vs, t1: v.t1 + vs }, 0, hi);
         // kernels that start up to one view-span before the window still overlap it
         const q = { from: (base + BigInt(Math.max(0, Math.floor(pv.t0 - vs)))).toString(), to: (base + BigInt(Math.ceil(pv.t1))).toString() };
-        const [ks, cs] = await Promise.all([apiAll<any>('sessions/' + sid + '/kernels', q, RAW_MAX * 3), apiAll<any>('sessions/' + sid + '/copies', q, 5000)]);
+        const [ks, cs] = await Promise.all([apiAll<KernelItem>('sessions/' + sid + '/kernels', q, RAW_MAX * 3), apiAll<CopyItem>('sessions/' + sid + '/copies', q, 5000)]);
         if (gen !== s.gen) return;
         const kitems: Item[] = ks.items.map((k) => ({ lane: kLane(k.dev, k.stream), t: rel(k.ts, base), dur: Number(k.dur), count: 1, busy: Number(k.dur), name: k.name, id: k.kid }));
         const sitems = scopeItems(ks.items.map((k) => ({ scope: k.scope, t: rel(k.ts, base), dur: Number(k.dur) })));
@@ -227,10 +231,10 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       const inRaw = s.raw && s.raw.from <= v.t0 && s.raw.to >= v.t1;
       setStatus(inRaw ? 'kernels: ' + countInView(s.raw!.items.filter((i) => i.lane[0] === 'k'), v) + ' in view (raw events' + (s.raw!.truncated ? ', truncated' : '') + ')' : '≈' + n + ' kernels in view (server summary, ' + fmtNs(s.sum!.nsPerPx) + '/px; zoom in below ' + RAW_MAX + ' kernels for raw events)');
       setErr(null);
-    } catch (e: any) {
-      if (gen === s.gen) setErr(String(e && e.message ? e.message : e));
+    } catch (e) {
+      if (gen === s.gen) setErr(e instanceof Error ? e.message : String(e));
     } finally {
-      window.__uiTest.busy--;
+      testHooks.busy(-1);
       schedule();
     }
   };
@@ -240,17 +244,17 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     s.v = nv;
     schedule();
     if (s.fetchTimer) clearTimeout(s.fetchTimer);
-    else window.__uiTest.busy++;
+    else testHooks.busy(1);
     s.fetchTimer = window.setTimeout(() => {
       s.fetchTimer = 0;
-      window.__uiTest.busy--;
+      testHooks.busy(-1);
       ensureData();
     }, 120);
     if (s.urlTimer) clearTimeout(s.urlTimer);
-    else window.__uiTest.busy++;
+    else testHooks.busy(1);
     s.urlTimer = window.setTimeout(() => {
       s.urlTimer = 0;
-      window.__uiTest.busy--;
+      testHooks.busy(-1);
       cb.current.onView(s.v);
     }, 300);
   };
@@ -328,12 +332,13 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     c.addEventListener('mousemove', onMove);
     c.addEventListener('mouseup', onUp);
     c.addEventListener('mouseleave', onLeave);
-    (window.__uiTest as any).timelineHits = () =>
+    testHooks.set('timelineHits', () =>
       s.rects.map((r) => {
         const l = s.lanes.find((x) => x.key === r.lane)!;
         return { x: LABEL_W + r.x, y: l.y, w: r.w, h: l.h, lane: l.kind, id: r.item.id ?? null, count: r.item.count };
-      });
-    (window.__uiTest as any).timelineSet = (t0: number, t1: number) => changed(clampView({ t0, t1 }, 0, hi));
+      }),
+    );
+    testHooks.set('timelineSet', (t0: number, t1: number) => changed(clampView({ t0, t1 }, 0, hi)));
     return () => {
       ro.disconnect();
       c.removeEventListener('wheel', onWheel);
@@ -345,12 +350,12 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       if (s.urlTimer) {
         clearTimeout(s.urlTimer);
         s.urlTimer = 0;
-        window.__uiTest.busy--;
+        testHooks.busy(-1);
       }
       if (s.fetchTimer) {
         clearTimeout(s.fetchTimer);
         s.fetchTimer = 0;
-        window.__uiTest.busy--;
+        testHooks.busy(-1);
       }
       s.gen++;
     };
@@ -408,7 +413,7 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
   );
 }
 
-function copyItems(rows: any[], base: bigint): { items: Item[]; lanes: { dev: number; kind: string }[] } {
+function copyItems(rows: CopyItem[], base: bigint): { items: Item[]; lanes: { dev: number; kind: string }[] } {
   const lanes = new Map<string, { dev: number; kind: string }>();
   const items: Item[] = rows
     .filter((c) => c.type !== 'alloc' && c.type !== 'free')
