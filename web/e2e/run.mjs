@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN, startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
+import { startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []));
@@ -81,7 +81,7 @@ try {
   const get = async (p) => {
     const r = await req(U, 'GET', '/api/v1/' + p);
     if (r.status !== 200) throw new Error('GET ' + p + ': ' + r.status + ' ' + r.text);
-    return JSON.parse(r.text.replace(/([:\[,])(-?\d{16,})(?=[,\]}])/g, '$1"$2"'));
+    return JSON.parse(r.text.replace(/([:[,])(-?\d{16,})(?=[,\]}])/g, '$1"$2"'));
   };
 
   // ---- memory profile (CONTRACTS.md §1) and idle verdicts (§2) -------------

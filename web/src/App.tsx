@@ -13,8 +13,6 @@ import { Badge, ErrorBox, Loading } from './views/common';
 import { gapsText } from './lib/gaps';
 import type { Page, Session } from './lib/types';
 
-export type { Session } from './lib/types';
-
 export interface ViewProps {
   st: UrlState;
   set: (n: UrlState, replace?: boolean) => void;

@@ -50,7 +50,7 @@ export function demangle(name: string): string {
   let i = 2;
   const parts: string[] = [];
   const readName = (): boolean => {
-    let m = /^\d+/.exec(name.slice(i));
+    const m = /^\d+/.exec(name.slice(i));
     if (!m) return false;
     const len = parseInt(m[0], 10);
     i += m[0].length;

@@ -184,7 +184,7 @@ export function zoom(v: View, factor: number, a: number, lo: number, hi: number)
   let ns = Math.max(1000, span * factor);
   if (ns > hi - lo) ns = hi - lo;
   const anchor = v.t0 + a * span;
-  let t0 = anchor - a * ns;
+  const t0 = anchor - a * ns;
   return clampView({ t0, t1: t0 + ns }, lo, hi);
 }
 

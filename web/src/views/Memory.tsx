@@ -31,6 +31,17 @@ function colorOf(name: string, self: number, total: number, mode: 'total' | 'sel
   return 'hsl(' + (10 + (h % 50)) + ',70%,' + (45 + (h % 13)) + '%)';
 }
 
+/* The zoomed frame path of the URL (a JSON array of frame names). */
+function framePath(sel: string | undefined): string[] {
+  if (!sel) return [];
+  try {
+    const p: unknown = JSON.parse(sel);
+    return Array.isArray(p) ? p.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
 export function Memory({ st, set, session }: ViewProps) {
   const s = session!;
   const [mv, mode] = (st.mv ?? 'alloc').split(':') as [string, string | undefined];
@@ -39,12 +50,7 @@ export function Memory({ st, set, session }: ViewProps) {
   const r = useApi<MemAnswer>('sessions/' + s.id + '/memory', { view: mv }, [mv]);
   const profs = useApi<Page<MemProfile>>('memory/profiles', { sid: s.id, limit: 100 }, []);
   const root = useMemo(() => buildFlame(r.data?.stacks ?? [], 'all (' + mv + ')'), [r.data, mv]);
-  let focusPath: string[] = [];
-  try {
-    focusPath = st.sel ? JSON.parse(st.sel) : [];
-  } catch {
-    focusPath = [];
-  }
+  const focusPath = framePath(st.sel);
   const focus = findPath(root, focusPath) ?? root;
   const search = useMemo(() => searchFlame(root, q), [root, q]);
   const top = useMemo(() => topTable(r.data?.stacks ?? []).slice(0, 40), [r.data]);

@@ -40,7 +40,7 @@ export function Scopes({ st, set, session }: ViewProps) {
   });
   const [filter, setFilter] = useState('');
   const [pins, setPins] = useState<string[]>([]);
-  const roots = tree.data?.items ?? [];
+  const roots = useMemo(() => tree.data?.items ?? [], [tree.data]);
   const rootTotal = roots.reduce((a, n) => a + Number(n.total_ns), 0) || 1;
   const rows = useMemo(() => visibleRows(roots, open, filter), [roots, open, filter]);
   const selNode = st.sel ? findNode(roots, st.sel) : null;

@@ -18,6 +18,7 @@ function Chart({ fam, series, base, onZoom, width, syncKey, range }: { fam: Fami
   const zoomCb = useRef(onZoom);
   zoomCb.current = onZoom;
   const { labels, data } = useMemo(() => align(series, fam, base, null), [series, fam, base]);
+  const [r0, r1] = range;
   useEffect(() => {
     if (!el.current || !labels.length) return;
     const opts: uPlot.Options = {
@@ -25,7 +26,7 @@ function Chart({ fam, series, base, onZoom, width, syncKey, range }: { fam: Fami
       height: 170,
       title: fam.title + ' (' + fam.unit + ')',
       // every chart shows the same x range: the zoom range, else the session
-      scales: { x: { time: false, range: () => range } },
+      scales: { x: { time: false, range: () => [r0, r1] } },
       cursor: { sync: { key: syncKey }, drag: { x: true, y: false } },
       axes: [
         { stroke: '#8b94a3', grid: { stroke: '#232833' }, ticks: { stroke: '#232833' }, values: (u, v, _a, _s, incr) => secs(incr)(u, v) },
@@ -46,7 +47,7 @@ function Chart({ fam, series, base, onZoom, width, syncKey, range }: { fam: Fami
     };
     const plot = new uPlot(opts, data as uPlot.AlignedData, el.current);
     return () => plot.destroy();
-  }, [labels, data, width, fam, syncKey, range[0], range[1]]);
+  }, [labels, data, width, fam, syncKey, r0, r1]);
   if (!labels.length) return null;
   return <div className="chart" data-testid={'chart-' + fam.id} ref={el} />;
 }

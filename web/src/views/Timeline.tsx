@@ -268,19 +268,19 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       ensureData();
     }
     schedule();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- the viewport lives in st (a ref) that schedule/ensureData read when they run; only a new range in the URL is a reason to refetch
   }, [view?.t0, view?.t1]);
 
   useEffect(() => {
     st.current.hl = highlight.toLowerCase();
     schedule();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- schedule() only queues a draw from the ref; the filter is the only input
   }, [highlight]);
 
   useEffect(() => {
     st.current.selected = selected;
     schedule();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- schedule() only queues a draw from the ref; the selection is the only input
   }, [selected]);
 
   useEffect(() => {
@@ -359,7 +359,7 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       }
       s.gen++;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- the listeners read everything through st and cb (refs): they are set up once per session, not on every render
   }, [sid]);
 
   const hitAt = (x: number, y: number): { r: Rect; lane: Lane } | null => {

@@ -53,7 +53,7 @@ export function useApi<T>(path: string | null, params: Record<string, Int | bool
         setLoading(false);
       });
     return () => ac.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- params is a new object every render: the caller lists in deps what it is made of
   }, [path, n, ...deps]);
   return { data, error, loading, reload: () => setN((x) => x + 1) };
 }
