@@ -18,4 +18,3 @@ export function useUrlState(): [UrlState, (n: UrlState, replace?: boolean) => vo
   }, []);
   return [st, set];
 }
-

@@ -24,7 +24,16 @@ export interface FNode {
 }
 
 export function buildFlame(stacks: Stack[], rootName = 'all'): FNode {
-  const root: FNode = { name: rootName, total: 0, self: 0, count: 0, selfCount: 0, depth: 0, children: [], parent: null };
+  const root: FNode = {
+    name: rootName,
+    total: 0,
+    self: 0,
+    count: 0,
+    selfCount: 0,
+    depth: 0,
+    children: [],
+    parent: null,
+  };
   const index = new Map<FNode, Map<string, FNode>>();
   for (const s of stacks) {
     const bytes = Number(s.bytes);

@@ -156,8 +156,26 @@ export interface ScopeTree {
 
 /* GET /sessions/{id}/profile. */
 export interface ProfileAnswer {
-  functions: { function: string; inst: Int; thread_inst: Int; warp_efficiency: number; sectors?: Int; sectors_ideal?: Int; coalescing: number | null; pc_samples: Int }[];
-  instructions?: { function: string; pc: Int; file?: string | null; line?: number; inst: Int; warp_efficiency: number; coalescing: number | null; pc_samples: Int }[];
+  functions: {
+    function: string;
+    inst: Int;
+    thread_inst: Int;
+    warp_efficiency: number;
+    sectors?: Int;
+    sectors_ideal?: Int;
+    coalescing: number | null;
+    pc_samples: Int;
+  }[];
+  instructions?: {
+    function: string;
+    pc: Int;
+    file?: string | null;
+    line?: number;
+    inst: Int;
+    warp_efficiency: number;
+    coalescing: number | null;
+    pc_samples: Int;
+  }[];
   stalls?: { reason: string; samples: Int }[];
 }
 

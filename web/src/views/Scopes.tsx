@@ -47,50 +47,132 @@ export function Scopes({ st, set, session }: ViewProps) {
 
   if (tree.error) return <ErrorBox error={tree.error} what="loading the scope tree" />;
   if (!tree.data) return <Loading what="scope tree" />;
-  if (!roots.length) return <Empty>This session has no completed scopes. Scopes come from <code>gpufl_scope_begin/end</code> (or GPUFL_SCOPE in C++) around the code you want timed; see docs/client.md.</Empty>;
+  if (!roots.length)
+    return (
+      <Empty>
+        This session has no completed scopes. Scopes come from <code>gpufl_scope_begin/end</code> (or GPUFL_SCOPE in
+        C++) around the code you want timed; see docs/client.md.
+      </Empty>
+    );
 
-  const toggle = (p: string) => setOpen((o) => {
-    const n = new Set(o);
-    if (n.has(p)) n.delete(p);
-    else n.add(p);
-    return n;
-  });
+  const toggle = (p: string) =>
+    setOpen((o) => {
+      const n = new Set(o);
+      if (n.has(p)) n.delete(p);
+      else n.add(p);
+      return n;
+    });
   return (
     <div className="scopes" data-testid="view-scopes">
       <div className="split">
         <div className="left">
           <div className="toolbar">
-            <input data-testid="scope-filter" placeholder="filter scopes by name" value={filter} onChange={(e) => setFilter(e.target.value)} />
-            <button data-testid="scope-expand-all" onClick={() => { const o = new Set<string>(); const all = (ns: ScopeNode[]) => ns.forEach((n) => { o.add(n.path); all(n.children); }); all(roots); setOpen(o); }}>Expand all</button>
+            <input
+              data-testid="scope-filter"
+              placeholder="filter scopes by name"
+              value={filter}
+              onChange={(e) => setFilter(e.target.value)}
+            />
+            <button
+              data-testid="scope-expand-all"
+              onClick={() => {
+                const o = new Set<string>();
+                const all = (ns: ScopeNode[]) =>
+                  ns.forEach((n) => {
+                    o.add(n.path);
+                    all(n.children);
+                  });
+                all(roots);
+                setOpen(o);
+              }}
+            >
+              Expand all
+            </button>
             <button onClick={() => setOpen(new Set())}>Collapse</button>
-            <span className="dim">{tree.data.paths} scope paths · click a row for its SASS metrics and stall reasons; pin rows to compare</span>
+            <span className="dim">
+              {tree.data.paths} scope paths · click a row for its SASS metrics and stall reasons; pin rows to compare
+            </span>
           </div>
           <div className="scroll">
             <table className="grid" data-testid="scope-table">
               <thead>
-                <tr><th>scope</th><th className="num">calls</th><th className="num">total</th><th className="num">self</th><th className="num">% of all</th><th className="num">GPU time</th><th className="num">kernels</th><th>GPU share of total</th><th></th></tr>
+                <tr>
+                  <th>scope</th>
+                  <th className="num">calls</th>
+                  <th className="num">total</th>
+                  <th className="num">self</th>
+                  <th className="num">% of all</th>
+                  <th className="num">GPU time</th>
+                  <th className="num">kernels</th>
+                  <th>GPU share of total</th>
+                  <th></th>
+                </tr>
               </thead>
               <tbody>
                 {rows.map((n) => (
-                  <tr key={n.path} data-testid="scope-row" data-path={n.path} className={st.sel === n.path ? 'sel' : ''} onClick={() => set({ ...st, sel: n.path }, true)}>
+                  <tr
+                    key={n.path}
+                    data-testid="scope-row"
+                    data-path={n.path}
+                    className={st.sel === n.path ? 'sel' : ''}
+                    onClick={() => set({ ...st, sel: n.path }, true)}
+                  >
                     <td style={{ paddingLeft: 6 + (n.depth - 1) * 16 }}>
-                      {n.children.length ? <span className="exp" onClick={(e) => { e.stopPropagation(); toggle(n.path); }}>{open.has(n.path) || filter ? '▾' : '▸'}</span> : <span className="exp" />}
+                      {n.children.length ? (
+                        <span
+                          className="exp"
+                          onClick={(e) => {
+                            e.stopPropagation();
+                            toggle(n.path);
+                          }}
+                        >
+                          {open.has(n.path) || filter ? '▾' : '▸'}
+                        </span>
+                      ) : (
+                        <span className="exp" />
+                      )}
                       {n.name}
                     </td>
                     <td className="num">{n.instances}</td>
-                    <td className="num" data-testid="scope-total">{fmtNs(n.total_ns)}</td>
+                    <td className="num" data-testid="scope-total">
+                      {fmtNs(n.total_ns)}
+                    </td>
                     <td className="num">{fmtNs(n.self_ns)}</td>
                     <td className="num">{fmtPct(Number(n.total_ns) / rootTotal)}</td>
                     <td className="num">{fmtNs(n.gpu_ns_total)}</td>
                     <td className="num">{n.kernels_total}</td>
-                    <td><div className="bar"><div style={{ width: Math.min(100, (100 * Number(n.gpu_ns_total)) / Math.max(1, Number(n.total_ns))) + '%' }} /></div></td>
-                    <td><input type="checkbox" title="pin to compare" data-testid="scope-pin" checked={pins.includes(n.path)} onClick={(e) => e.stopPropagation()} onChange={() => setPins((p) => (p.includes(n.path) ? p.filter((x) => x !== n.path) : [...p.slice(-2), n.path]))} /></td>
+                    <td>
+                      <div className="bar">
+                        <div
+                          style={{
+                            width:
+                              Math.min(100, (100 * Number(n.gpu_ns_total)) / Math.max(1, Number(n.total_ns))) + '%',
+                          }}
+                        />
+                      </div>
+                    </td>
+                    <td>
+                      <input
+                        type="checkbox"
+                        title="pin to compare"
+                        data-testid="scope-pin"
+                        checked={pins.includes(n.path)}
+                        onClick={(e) => e.stopPropagation()}
+                        onChange={() =>
+                          setPins((p) =>
+                            p.includes(n.path) ? p.filter((x) => x !== n.path) : [...p.slice(-2), n.path],
+                          )
+                        }
+                      />
+                    </td>
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
-          {pins.length > 1 && <ScopeCompare nodes={pins.map((p) => findNode(roots, p)).filter(Boolean) as ScopeNode[]} />}
+          {pins.length > 1 && (
+            <ScopeCompare nodes={pins.map((p) => findNode(roots, p)).filter(Boolean) as ScopeNode[]} />
+          )}
         </div>
         <aside className="inspector wide">
           {selNode ? <ScopeDetail sid={s.id} n={selNode} /> : <Profile sid={s.id} path={null} />}
@@ -115,8 +197,26 @@ function ScopeCompare({ nodes }: { nodes: ScopeNode[] }) {
     <section data-testid="scope-compare">
       <h3>Compare scopes</h3>
       <table className="grid">
-        <thead><tr><th></th>{nodes.map((n) => <th key={n.path}>{n.path}</th>)}</tr></thead>
-        <tbody>{f.map(([l, g]) => <tr key={l}><th>{l}</th>{nodes.map((n) => <td key={n.path} className="num">{g(n)}</td>)}</tr>)}</tbody>
+        <thead>
+          <tr>
+            <th></th>
+            {nodes.map((n) => (
+              <th key={n.path}>{n.path}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {f.map(([l, g]) => (
+            <tr key={l}>
+              <th>{l}</th>
+              {nodes.map((n) => (
+                <td key={n.path} className="num">
+                  {g(n)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
       </table>
     </section>
   );
@@ -128,11 +228,32 @@ function ScopeDetail({ sid, n }: { sid: string; n: ScopeNode }) {
       <h3>{n.path}</h3>
       <table className="kv">
         <tbody>
-          <tr><th>calls</th><td>{n.instances}</td></tr>
-          <tr><th>total (inclusive)</th><td>{fmtNs(n.total_ns)} · mean {fmtNs(Number(n.total_ns) / Math.max(1, n.instances))}</td></tr>
-          <tr><th>self (exclusive)</th><td>{fmtNs(n.self_ns)}</td></tr>
-          <tr><th>kernels launched directly</th><td>{n.kernels} · GPU {fmtNs(n.gpu_ns)}</td></tr>
-          <tr><th>kernels incl. children</th><td data-testid="scope-kernels">{n.kernels_total} · GPU {fmtNs(n.gpu_ns_total)}</td></tr>
+          <tr>
+            <th>calls</th>
+            <td>{n.instances}</td>
+          </tr>
+          <tr>
+            <th>total (inclusive)</th>
+            <td>
+              {fmtNs(n.total_ns)} · mean {fmtNs(Number(n.total_ns) / Math.max(1, n.instances))}
+            </td>
+          </tr>
+          <tr>
+            <th>self (exclusive)</th>
+            <td>{fmtNs(n.self_ns)}</td>
+          </tr>
+          <tr>
+            <th>kernels launched directly</th>
+            <td>
+              {n.kernels} · GPU {fmtNs(n.gpu_ns)}
+            </td>
+          </tr>
+          <tr>
+            <th>kernels incl. children</th>
+            <td data-testid="scope-kernels">
+              {n.kernels_total} · GPU {fmtNs(n.gpu_ns_total)}
+            </td>
+          </tr>
         </tbody>
       </table>
       <Profile sid={sid} path={n.path} />
@@ -150,18 +271,45 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
     <div data-testid="profile">
       <h4>SASS metrics by function {path ? 'in ' + path : '(whole session)'}</h4>
       {!d.functions.length ? (
-        <div className="empty">No SASS metrics {path ? 'in this scope' : 'in this session'}. They are recorded when SASS / PC-sampling capture is on (docs/capture.md).</div>
+        <div className="empty">
+          No SASS metrics {path ? 'in this scope' : 'in this session'}. They are recorded when SASS / PC-sampling
+          capture is on (docs/capture.md).
+        </div>
       ) : (
         <table className="grid" data-testid="sass-table">
-          <thead><tr><th>function</th><th className="num">warp inst</th><th className="num">thread inst</th><th className="num">warp efficiency</th><th className="num">coalescing</th><th className="num">PC samples</th></tr></thead>
+          <thead>
+            <tr>
+              <th>function</th>
+              <th className="num">warp inst</th>
+              <th className="num">thread inst</th>
+              <th className="num">warp efficiency</th>
+              <th className="num">coalescing</th>
+              <th className="num">PC samples</th>
+            </tr>
+          </thead>
           <tbody>
             {d.functions.map((f) => (
               <tr key={f.function}>
-                <td className="name" title={f.function}>{demangle(f.function)}</td>
+                <td className="name" title={f.function}>
+                  {demangle(f.function)}
+                </td>
                 <td className="num">{f.inst}</td>
                 <td className="num">{f.thread_inst}</td>
-                <td className={'num ' + (f.warp_efficiency < 0.5 ? 'worse' : f.warp_efficiency < 0.875 ? 'warn' : '')}>{fmtPct(f.warp_efficiency)}</td>
-                <td className={'num ' + (f.coalescing !== null && f.coalescing < 0.25 ? 'worse' : f.coalescing !== null && f.coalescing < 0.66 ? 'warn' : '')}>{f.coalescing === null ? '-' : fmtPct(f.coalescing)}</td>
+                <td className={'num ' + (f.warp_efficiency < 0.5 ? 'worse' : f.warp_efficiency < 0.875 ? 'warn' : '')}>
+                  {fmtPct(f.warp_efficiency)}
+                </td>
+                <td
+                  className={
+                    'num ' +
+                    (f.coalescing !== null && f.coalescing < 0.25
+                      ? 'worse'
+                      : f.coalescing !== null && f.coalescing < 0.66
+                        ? 'warn'
+                        : '')
+                  }
+                >
+                  {f.coalescing === null ? '-' : fmtPct(f.coalescing)}
+                </td>
                 <td className="num">{f.pc_samples}</td>
               </tr>
             ))}
@@ -172,11 +320,23 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
         <>
           <h4>By PC / source line (top {Math.min(30, d.instructions.length)})</h4>
           <table className="grid" data-testid="sass-lines">
-            <thead><tr><th>function</th><th className="num">pc</th><th>source</th><th className="num">warp inst</th><th className="num">warp eff.</th><th className="num">coalescing</th><th className="num">PC samples</th></tr></thead>
+            <thead>
+              <tr>
+                <th>function</th>
+                <th className="num">pc</th>
+                <th>source</th>
+                <th className="num">warp inst</th>
+                <th className="num">warp eff.</th>
+                <th className="num">coalescing</th>
+                <th className="num">PC samples</th>
+              </tr>
+            </thead>
             <tbody>
               {d.instructions.slice(0, 30).map((x, i) => (
                 <tr key={i}>
-                  <td className="name" title={x.function}>{demangle(x.function)}</td>
+                  <td className="name" title={x.function}>
+                    {demangle(x.function)}
+                  </td>
                   <td className="num">0x{Number(x.pc).toString(16)}</td>
                   <td>{x.file ? x.file + ':' + x.line : '-'}</td>
                   <td className="num">{x.inst}</td>
@@ -199,7 +359,11 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
               <tr key={x.reason}>
                 <td>{x.reason}</td>
                 <td className="num">{x.samples}</td>
-                <td style={{ width: '45%' }}><div className="bar"><div style={{ width: (100 * Number(x.samples)) / totalStall + '%' }} /></div></td>
+                <td style={{ width: '45%' }}>
+                  <div className="bar">
+                    <div style={{ width: (100 * Number(x.samples)) / totalStall + '%' }} />
+                  </div>
+                </td>
                 <td className="num">{fmtPct(Number(x.samples) / totalStall)}</td>
               </tr>
             ))}
