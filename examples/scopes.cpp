@@ -1,6 +1,6 @@
-// scopes.cpp - libgpufl from C++17: GFL_SCOPE as RAII, early return and
-// exceptions close scopes too.  Also proves the public headers compile as
-// C++17.
+// scopes.cpp - libgpufl from C++17: gpufl::scope (an RAII object) and
+// GFL_SCOPE (a block); early return and exceptions close scopes too.  Also
+// proves the public headers compile as C++17.
 #include <gpufl/gpufl.h>
 #include <gpufl/record.h>
 
@@ -9,15 +9,13 @@
 
 static int work(int i)
 {
-    GFL_SCOPE("work")
+    gpufl::scope s("work");
+    if (i % 3 == 0)
+        return i; // the scope still ends
+    GFL_SCOPE("inner")
     {
-        if (i % 3 == 0)
-            return i; // the scope still ends
-        GFL_SCOPE("inner")
-        {
-            if (i % 5 == 0)
-                throw std::runtime_error("boom"); // and here too
-        }
+        if (i % 5 == 0)
+            throw std::runtime_error("boom"); // and here too
     }
     return -i;
 }

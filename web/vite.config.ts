@@ -1,4 +1,4 @@
-import { defineConfig } from 'vite';
+import { defineConfig } from 'vitest/config';
 import react from '@vitejs/plugin-react';
 
 // base './': the built files work wherever gpufl-server serves them from.
@@ -10,4 +10,4 @@ export default defineConfig({
   build: { outDir: 'dist', emptyOutDir: true, chunkSizeWarningLimit: 1000 },
   server: { proxy: { '/api': process.env.GPUFL_SERVER ?? 'http://127.0.0.1:8080' } },
   test: { environment: 'node', include: ['src/**/*.test.ts'] },
-} as any);
+});

@@ -90,6 +90,10 @@ try {
 
   const udd = fs.mkdtempSync(path.join(tmp, 'udd-'));
   ctx = await chromium.launchPersistentContext(udd, { executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--force-device-scale-factor=1', '--enable-precise-memory-info'], viewport: { width: 1600, height: 900 } });
+  // the UI's test hooks (window.__uiTest, web/src/lib/testHooks.ts)
+  await ctx.addInitScript(() => {
+    window.__gpuflTestHooks = true;
+  });
   const page = ctx.pages()[0] ?? (await ctx.newPage());
   await page.goto(server.url + '/');
   await page.evaluate((tok) => sessionStorage.setItem('gpufl.token', tok), ADMIN);

@@ -86,18 +86,27 @@ typedef enum gpufl_log_level {
 typedef void (*gpufl_log_fn)(gpufl_log_level level, const char *msg, void *ud);
 
 /*
- * Options.  Always fill with gpufl_options_init() first, then change fields:
- * new fields are only ever appended and `sz` tells the library which fields
- * the caller knows about.  String fields are borrowed during gpufl_init()
- * only (copied).
+ * Options.  Always fill with gpufl_options_init() first, then change fields.
+ * String fields are borrowed during gpufl_init() only (copied).
  *
  * gpufl_options_init() applies defaults, then the environment variables named
  * beside each field; values set in code afterwards win over the environment.
  * GPUFL_DISABLED=1 (or true/yes/on) always wins: gpufl_init() then returns
  * GPUFL_EDISABLED and the program runs uninstrumented.
+ *
+ * Versioning (libbpf's OPTS rule): fields are only ever appended, and `sz`
+ * is sizeof(gpufl_options) as *your program* was compiled -- the inline
+ * gpufl_options_init() below passes it to the library, which then writes
+ * and reads only the first sz bytes.  A program built against an older
+ * header runs on a newer libgpufl (the fields it does not know get their
+ * defaults and environment); one built against a newer header runs on an
+ * older libgpufl as long as it leaves the fields that library does not
+ * know at 0 -- otherwise gpufl_init() refuses it with GPUFL_EINVAL, rather
+ * than silently ignore a setting.
  */
 typedef struct gpufl_options {
-    size_t sz;                   /* sizeof(gpufl_options), set by _init */
+    size_t sz;                   /* the caller's sizeof(gpufl_options),
+                                    set by gpufl_options_init() */
     const char *app;             /* GPUFL_APP; default: program name */
     const char *log_dir;         /* GPUFL_LOG_DIR; default "." (created) */
     const char *log_prefix;      /* GPUFL_LOG_PREFIX; default
@@ -156,17 +165,35 @@ typedef struct gpufl_options {
                                10000 */
 } gpufl_options;
 
-/* Fill *opts with defaults and the environment.  Returns GPUFL_EINVAL when an
- * environment value cannot be parsed (the field keeps its default). */
-GPUFL_API int gpufl_options_init(gpufl_options *opts);
+/*
+ * Fill the first sz bytes of *opts with defaults and the environment and set
+ * opts->sz = sz; bytes from the library's own sizeof up to sz are zeroed.
+ * Call it through gpufl_options_init(), which passes your sizeof.  Returns
+ * GPUFL_OK; GPUFL_EINVAL when opts is NULL or sz is not a gpufl_options
+ * size (smaller than the fields every version has, or above 4096: nothing
+ * is written), or when an environment value cannot be parsed (the field
+ * keeps its default; gpufl_last_error() names the variable).
+ */
+GPUFL_API int gpufl_options_init_sz(gpufl_options *opts, size_t sz);
+
+/* Fill *opts with defaults and the environment: gpufl_options_init_sz()
+ * with the size this program was compiled with.  (libgpufl also exports a
+ * function of this name for programs built against 0.1.0, whose header
+ * declared it extern: it fills the 0.1.0 struct.) */
+static inline int gpufl_options_init(gpufl_options *opts)
+{
+    return gpufl_options_init_sz(opts, sizeof *opts);
+}
 
 /*
  * Start the session.  opts may be NULL (defaults + environment).  Creates the
  * log directory, writes the session header to the three streams and starts
  * the collector and sampler threads.  A shutdown is registered with atexit()
  * so a program that forgets gpufl_shutdown() still leaves complete logs.
- * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL (bad
- * option or unknown engine), GPUFL_EIO or GPUFL_EPERM (log directory or
+ * Returns GPUFL_OK, GPUFL_EDISABLED, GPUFL_EALREADY, GPUFL_EINVAL (a bad
+ * option or engine name; opts->sz not a gpufl_options size; or a field this
+ * libgpufl does not know, past its sizeof, set non-zero), GPUFL_EIO or
+ * GPUFL_EPERM (log directory or
  * files), GPUFL_ETOOBIG (log path too long) or GPUFL_ENOMEM;
  * gpufl_last_error() then says more.  A GPUFL_* environment value that does
  * not parse keeps its default, is logged as a warning, and is written into
@@ -214,22 +241,72 @@ GPUFL_API uint64_t gpufl_scope_begin_id(uint32_t name_id);
  * on a UTF-8 character boundary; the line then has "cut":1). */
 GPUFL_API void gpufl_marker(const char *text);
 
-/* A named counter, created on first use (at most 1024 per process).  The
- * current value is written to the scope stream once per system interval
- * while it changes.  Returns NULL when not running or the table is full. */
+/* A named counter, created on first use (at most 1024 names per process).
+ * The current value is written to the scope stream once per system interval
+ * while it changes.  Returns NULL when not running or the table is full.
+ *
+ * A handle is valid until gpufl_shutdown().  It never comes to mean another
+ * counter: in a later session, add/set through it are ignored (said once
+ * per session in the log and a marker) until gpufl_counter_get() is called
+ * for the name again in that session -- which starts it at 0 and returns
+ * the same handle.  add/set with NULL do nothing. */
 typedef struct gpufl_counter gpufl_counter;
 GPUFL_API gpufl_counter *gpufl_counter_get(const char *name);
 GPUFL_API void gpufl_counter_add(gpufl_counter *c, int64_t delta);
 GPUFL_API void gpufl_counter_set(gpufl_counter *c, int64_t value);
 
-/* ---- GFL_SCOPE -----------------------------------------------------------
- *   GFL_SCOPE("train_step") { ... }
- * The scope ends when the block is left by any path (break, return, goto out
- * of it in C++; in C by falling off the end, break, or return through the
- * cleanup attribute of GCC/Clang).
+/* ---- Scopes as blocks ----------------------------------------------------
+ *
+ *   GPUFL_SCOPE_AUTO("train_step");      ends where the enclosing block ends
+ *   GPUFL_SCOPE("train_step") { ... }    ends when its own block is left
+ *   gpufl::scope s("train_step");        C++: an RAII object, no macro
+ *
+ * !! GPUFL_SCOPE (= GFL_SCOPE) is a one-pass for loop: a break or continue in
+ * !! its block leaves that block only, never your enclosing loop.
+ *
+ * Inside loops, use GPUFL_SCOPE_AUTO (or gpufl::scope in C++): it declares
+ * a variable in the current block and has no loop of its own, so break and
+ * continue reach your loop and the scope still ends.  Either form ends the
+ * scope when its block is left by any path: falling off the end, break,
+ * continue, return, goto out of it, and in C++ an exception.  In C they need
+ * the cleanup attribute of GCC or Clang and are not defined without it.
+ * longjmp and thread cancellation skip cleanups in C: use begin/end there.
+ *
+ * GPUFL_SCOPE_AUTO is a declaration: in C before C23 it cannot directly
+ * follow a case or goto label (put it in a { } block).  Several in one
+ * block end in reverse order, the last declared first.
+ *
+ * GFL_SCOPE and GFL_SCOPE_AUTO are the same macros under the prefix gpufl
+ * inherited from GPU Flight.
  */
+#define GPUFL__CAT2(a, b) a##b
+#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
 #ifdef __cplusplus
 } /* extern "C" */
+namespace gpufl
+{
+/* A named scope for the lifetime of the object (name is borrowed for the
+ * constructor only). */
+class scope
+{
+  public:
+    explicit scope(const char *name) noexcept : tok_(gpufl_scope_begin(name)) {}
+    ~scope()
+    {
+        gpufl_scope_end(tok_);
+    }
+    scope(const scope &) = delete;
+    scope &operator=(const scope &) = delete;
+    /* The gpufl_scope_begin() token (0 when nothing was recorded). */
+    uint64_t token() const noexcept
+    {
+        return tok_;
+    }
+
+  private:
+    uint64_t tok_;
+};
+} // namespace gpufl
 namespace gpufl_detail
 {
 struct scope_guard {
@@ -244,12 +321,12 @@ struct scope_guard {
     scope_guard &operator=(const scope_guard &) = delete;
 };
 } // namespace gpufl_detail
-#define GPUFL__CAT2(a, b) a##b
-#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
-#define GFL_SCOPE(name)                                                        \
+#define GPUFL_SCOPE(name)                                                      \
     for (gpufl_detail::scope_guard GPUFL__CAT(gpufl__g_, __LINE__)(name);      \
          GPUFL__CAT(gpufl__g_, __LINE__).once;                                 \
          GPUFL__CAT(gpufl__g_, __LINE__).once = 0)
+#define GPUFL_SCOPE_AUTO(name)                                                 \
+    ::gpufl::scope GPUFL__CAT(gpufl__a_, __COUNTER__)(name)
 extern "C" {
 #elif defined(__GNUC__)
 static inline void gpufl__scope_cleanup(uint64_t *tok)
@@ -257,12 +334,10 @@ static inline void gpufl__scope_cleanup(uint64_t *tok)
     if (*tok != UINT64_MAX)
         gpufl_scope_end(*tok);
 }
-#define GPUFL__CAT2(a, b) a##b
-#define GPUFL__CAT(a, b) GPUFL__CAT2(a, b)
 /* The loop runs once: the token is set to UINT64_MAX after the body so the
  * cleanup (which runs when the variable leaves scope on any path) ends the
  * scope exactly once. */
-#define GFL_SCOPE(name)                                                        \
+#define GPUFL_SCOPE(name)                                                      \
     for (uint64_t GPUFL__CAT(gpufl__t_, __LINE__)                              \
              __attribute__((cleanup(gpufl__scope_cleanup))) =                  \
                  gpufl_scope_begin(name),                                      \
@@ -270,6 +345,17 @@ static inline void gpufl__scope_cleanup(uint64_t *tok)
          GPUFL__CAT(gpufl__o_, __LINE__); GPUFL__CAT(gpufl__o_, __LINE__) = 0, \
              gpufl_scope_end(GPUFL__CAT(gpufl__t_, __LINE__)),                 \
              GPUFL__CAT(gpufl__t_, __LINE__) = UINT64_MAX)
+/* __COUNTER__ (GCC, Clang) names each variable apart, so two on one line
+ * or nested blocks neither collide nor shadow. */
+#define GPUFL_SCOPE_AUTO(name)                                                 \
+    uint64_t GPUFL__CAT(gpufl__a_, __COUNTER__)                                \
+        __attribute__((cleanup(gpufl__scope_cleanup), unused)) =               \
+            gpufl_scope_begin(name)
+#endif
+
+#ifdef GPUFL_SCOPE
+#define GFL_SCOPE(name) GPUFL_SCOPE(name)
+#define GFL_SCOPE_AUTO(name) GPUFL_SCOPE_AUTO(name)
 #endif
 
 #ifdef __cplusplus

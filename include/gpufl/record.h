@@ -9,7 +9,8 @@
  * ids from gpufl_intern() so the hot path does no string work.
  *
  * Every struct begins with its size (fill it with sizeof): fields are only
- * ever appended.  Times are ns on the gpufl clock (gpufl_now_ns()).
+ * ever appended (libbpf's OPTS rule, docs/client.md "Versioned structs").
+ * Times are ns on the gpufl clock (gpufl_now_ns()).
  * Fields left 0 are written as absent where docs/events.md says so.
  */
 #ifndef GPUFL_RECORD_H
@@ -169,11 +170,13 @@ typedef struct gpufl_pcsamp {
     uint32_t path_id;
 } gpufl_pcsamp;
 
-/* Record calls: return GPUFL_OK, GPUFL_ENOTINIT, GPUFL_EINVAL (NULL, or sz
- * smaller than the first published struct), GPUFL_ENOMEM (the thread's
- * buffer could not be allocated) or GPUFL_EFULL (dropped and counted).  A
- * caller built with an older, smaller struct is accepted: fields it does
- * not know read as 0. */
+/* Record calls: return GPUFL_OK, GPUFL_ENOTINIT, GPUFL_EINVAL (NULL; sz
+ * smaller than the first published struct or above 4096; or a field this
+ * libgpufl does not know set), GPUFL_ENOMEM (the thread's buffer could not
+ * be allocated) or GPUFL_EFULL (dropped and counted).  A caller built with
+ * an older, smaller struct is accepted: nothing past its sz is read, and
+ * fields it does not know read as 0.  A caller built with a newer, larger
+ * struct is accepted when the bytes past this library's struct are 0. */
 GPUFL_API int gpufl_record_kernel(const gpufl_kernel *k);
 GPUFL_API int gpufl_record_memcpy(const gpufl_memcpy *m);
 GPUFL_API int gpufl_record_memset(const gpufl_memset *m);

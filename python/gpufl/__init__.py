@@ -40,7 +40,8 @@ class GpuflError(RuntimeError):
 
 class _Options(ctypes.Structure):
     # include/gpufl/gpufl.h gpufl_options, field for field (fields are only
-    # ever appended there, and sz tells the library which ones we know)
+    # ever appended there, and sz -- ctypes.sizeof of this structure, passed
+    # by _options_init -- tells the library which ones we know)
     _fields_ = [
         ("sz", ctypes.c_size_t),
         ("app", ctypes.c_char_p),
@@ -140,7 +141,9 @@ def _declare(lib):
     sig = {
         "gpufl_strerror": (c.c_char_p, [c.c_int]),
         "gpufl_version": (c.c_char_p, []),
-        "gpufl_options_init": (c.c_int, [c.POINTER(_Options)]),
+        # any gpufl_options mirror (older or newer than _Options): the
+        # size passed with it is what libgpufl writes and reads
+        "gpufl_options_init": (c.c_int, [c.c_void_p]),
         "gpufl_init": (c.c_int, [c.POINTER(_Options)]),
         "gpufl_shutdown": (None, []),
         "gpufl_flush": (c.c_int, [c.c_uint32]),
@@ -155,6 +158,8 @@ def _declare(lib):
         "gpufl_counter_add": (None, [c.c_void_p, c.c_int64]),
         "gpufl_counter_set": (None, [c.c_void_p, c.c_int64]),
     }
+    if hasattr(lib, "gpufl_options_init_sz"):
+        sig["gpufl_options_init_sz"] = (c.c_int, [c.c_void_p, c.c_size_t])
     for name, (res, args) in sig.items():
         f = getattr(lib, name)
         f.restype = res
@@ -176,10 +181,22 @@ def _s(v):
     return None if v is None else str(v).encode()
 
 
-def _defaults():
+def _options_init(o):
+    """Fills the ctypes structure o (a gpufl_options mirror) with defaults
+    and the GPUFL_* environment; libgpufl writes only ctypes.sizeof(o)
+    bytes, so this package also runs against a libgpufl whose struct has
+    more fields than it mirrors.  Returns the gpufl_err value."""
     lib = _load()
+    if hasattr(lib, "gpufl_options_init_sz"):
+        return lib.gpufl_options_init_sz(ctypes.byref(o), ctypes.sizeof(o))
+    # a libgpufl from before gpufl_options_init_sz (0.1.0) writes its own
+    # size, which is this package's (_Options has no field 0.1.0 lacks)
+    return lib.gpufl_options_init(ctypes.byref(o))
+
+
+def _defaults():
     o = _Options()
-    rc = lib.gpufl_options_init(ctypes.byref(o))
+    rc = _options_init(o)
     return o, rc
 
 

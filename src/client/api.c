@@ -472,22 +472,29 @@ static inline void attribute(const tls_state *t, uint64_t scope, uint32_t path,
     *out_path = path;
 }
 
-/* Structs only grow: a caller built against an older header passes a
- * smaller sz; its struct is copied into a zeroed current one (the slow
- * path), so new fields read as 0.  record_min_size() has the first
- * published sizes. */
+/* Structs only grow (libbpf's OPTS rule).  A caller built against an
+ * older header passes a smaller sz: its struct is copied into a zeroed
+ * current one (the slow path), so new fields read as 0 and nothing past
+ * its sz is read.  A caller built against a newer header passes a larger
+ * sz: accepted only when the fields this library does not know are 0,
+ * since recording without them would silently lose what the caller set.
+ * record_min_size() has the first published sizes. */
 #define RECORD_PROLOGUE(arg, stype, type, stream, ts)                          \
     tls_state *t;                                                              \
     rec *r;                                                                    \
     stype up_;                                                                 \
     if (!is_active())                                                          \
         return GPUFL_ENOTINIT;                                                 \
-    if (!(arg) || (arg)->sz < sizeof *(arg)) {                                 \
-        if (!(arg) || (arg)->sz < record_min_size(type))                       \
+    if (!(arg) || (arg)->sz != sizeof *(arg)) {                                \
+        if (!(arg) || (arg)->sz < record_min_size(type) ||                     \
+            (arg)->sz > CLIENT_OPTS_SZ_MAX ||                                  \
+            client_tail_set((arg), sizeof *(arg), (arg)->sz))                  \
             return GPUFL_EINVAL;                                               \
-        memset(&up_, 0, sizeof up_);                                           \
-        memcpy(&up_, (arg), (arg)->sz);                                        \
-        (arg) = &up_;                                                          \
+        if ((arg)->sz < sizeof *(arg)) {                                       \
+            memset(&up_, 0, sizeof up_);                                       \
+            memcpy(&up_, (arg), (arg)->sz);                                    \
+            (arg) = &up_;                                                      \
+        }                                                                      \
     }                                                                          \
     if (!(t = get_tls()))                                                      \
         return GPUFL_ENOMEM;                                                   \
@@ -679,37 +686,72 @@ int client_push_counter(uint32_t name, int64_t value)
 
 /* ---- counters ---- */
 
+/* Never destroyed: gpufl_counter_get may run on another thread while a
+ * session starts or stops. */
+static pthread_mutex_t counter_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void client_counters_atfork(void)
+{
+    pthread_mutex_init(&counter_lock, NULL);
+}
+
 gpufl_counter *gpufl_counter_get(const char *name)
 {
-    uint32_t id, n;
+    uint32_t id, n, gen;
     gpufl_counter_s *c = NULL;
     if (!is_active() || !name || !(id = intern_name(name, strlen(name))))
         return NULL;
-    pthread_mutex_lock(&g_client.counter_lock);
+    gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
+    pthread_mutex_lock(&counter_lock);
     n = atomic_load_explicit(&g_client.n_counters, memory_order_relaxed);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n && !c; i++)
         if (g_client.counters[i].name == id)
             c = &g_client.counters[i];
     if (!c && n < CLIENT_MAX_COUNTERS) {
         c = &g_client.counters[n];
         c->name = id;
-        atomic_store_explicit(&c->value, 0, memory_order_relaxed);
-        c->written = 0;
+        atomic_store_explicit(&c->gen, 0, memory_order_relaxed);
         atomic_store_explicit(&g_client.n_counters, n + 1,
                               memory_order_release);
     }
-    pthread_mutex_unlock(&g_client.counter_lock);
+    if (c && atomic_load_explicit(&c->gen, memory_order_relaxed) != gen) {
+        /* first get in this session: it starts at 0 and counts from now */
+        atomic_store_explicit(&c->value, 0, memory_order_relaxed);
+        atomic_store_explicit(&c->gen, gen, memory_order_release);
+    }
+    pthread_mutex_unlock(&counter_lock);
     return c;
+}
+
+/* A handle not got in the running session: ignored, and said once per
+ * session (log and a marker), since a count that silently goes nowhere is
+ * a loss nobody would see. */
+static int counter_live(gpufl_counter_s *c)
+{
+    uint32_t gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
+    if (atomic_load_explicit(&c->gen, memory_order_acquire) == gen)
+        return 1;
+    if (is_active() &&
+        atomic_exchange_explicit(&g_client.counter_stale_gen, gen,
+                                 memory_order_relaxed) != gen) {
+        client_log(GPUFL_LOG_WARN,
+                   "a gpufl_counter handle from an earlier session was used "
+                   "and ignored; call gpufl_counter_get() again after "
+                   "gpufl_init()");
+        gpufl_marker("gpufl: counter handle from an earlier session "
+                     "ignored; get it again after gpufl_init");
+    }
+    return 0;
 }
 
 void gpufl_counter_add(gpufl_counter *c, int64_t delta)
 {
-    if (c)
+    if (c && counter_live(c))
         atomic_fetch_add_explicit(&c->value, delta, memory_order_relaxed);
 }
 
 void gpufl_counter_set(gpufl_counter *c, int64_t value)
 {
-    if (c)
+    if (c && counter_live(c))
         atomic_store_explicit(&c->value, value, memory_order_relaxed);
 }

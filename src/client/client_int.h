@@ -32,6 +32,23 @@
 /* Longest GPUFL_LOG_PREFIX: 255 - strlen(".system.log.999999999.zst.tmp"). */
 #define CLIENT_PREFIX_MAX 226
 
+/* The largest sz accepted in a versioned public struct (gpufl_options,
+ * record.h): anything bigger is not a size but garbage, and would have the
+ * library scan or write far past the caller's object. */
+#define CLIENT_OPTS_SZ_MAX 4096
+
+/* libbpf's OPTS_VALID rule for a struct from a newer header: 0 when bytes
+ * [from, to) of p are all 0 (fields this library does not know are not
+ * set), else 1 + the offset of the first byte that is not. */
+static inline size_t client_tail_set(const void *p, size_t from, size_t to)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = from; i < to; i++)
+        if (b[i])
+            return i + 1;
+    return 0;
+}
+
 /* Resolved configuration (copied strings). */
 typedef struct client_cfg {
     char app[128];
@@ -63,11 +80,17 @@ typedef struct client_engine {
     char status[SRC_REASON_LEN]; /* "on", or "off: <why>" */
 } client_engine;
 
+/* A slot of the counter table keeps its name for the life of the process,
+ * so a handle (a pointer to it) can never come to mean another counter.
+ * It counts in the session that last called gpufl_counter_get() for it:
+ * gen is that session's generation, and add/set through a handle whose
+ * slot was not got again in the running session are ignored. */
 typedef struct gpufl_counter {
     uint32_t name;
+    _Atomic uint32_t gen; /* 0 = not got in any session yet */
     _Atomic int64_t value;
     int64_t last_written; /* sampler only */
-    int written;          /* sampler only */
+    uint32_t written_gen; /* sampler only: last_written is of this session */
 } gpufl_counter_s;
 
 typedef struct client_state {
@@ -87,7 +110,7 @@ typedef struct client_state {
     client_engine engines[CLIENT_MAX_SOURCES];
     int n_engines;
     char engine_names[CLIENT_MAX_SOURCES][16];
-    src_device devices[SRC_MAX_DEVICES];
+    gpu_device devices[GPU_MAX_DEVICES];
     int n_devices;
     char host_status[SRC_REASON_LEN];
 
@@ -99,10 +122,12 @@ typedef struct client_state {
     _Atomic int collector_sleeping;
     _Atomic uint64_t flush_req, flush_done; /* gpufl_flush handshake */
 
-    /* counters */
+    /* counters: slots [0, n_counters) are in use, for the life of the
+     * process (api.c) */
     gpufl_counter_s counters[CLIENT_MAX_COUNTERS];
     _Atomic uint32_t n_counters;
-    pthread_mutex_t counter_lock;
+    _Atomic uint32_t counter_stale_gen; /* session that said a stale handle
+                                           was used */
 
     char last_error[512];
     char env_warning[512]; /* the last GPUFL_* value that did not parse */
@@ -123,6 +148,9 @@ void client_ring_release(uint32_t i);
 int client_push_raw(int stream, char *body, uint32_t len, uint64_t ts);
 /* Push a counter value on the calling thread's ring (sampler). */
 int client_push_counter(uint32_t name, int64_t value);
+/* The counter table's lock in a forked child (a thread of the parent may
+ * have held it). */
+void client_counters_atfork(void);
 /* Wake the collector (rare path: a ring is half full, or a flush). */
 void client_kick(void);
 void client_log(gpufl_log_level lvl, const char *fmt, ...)

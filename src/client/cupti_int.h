@@ -128,9 +128,9 @@ typedef struct cupti_prof {
     gfl_cuptiSassMetricsDisable_fn SassDisable;
     gfl_cuptiSassMetricsGetDataProperties_fn SassGetDataProperties;
     gfl_cuptiSassMetricsFlushData_fn SassFlushData;
-    uint64_t sass_id[SRC_MAX_DEVICES][CUPTI_SASS_N]; /* 0 = not offered */
-    int sass_ready[SRC_MAX_DEVICES];                 /* metric ids resolved */
-    int sass_config[SRC_MAX_DEVICES];                /* SetConfig done */
+    uint64_t sass_id[GPU_MAX_DEVICES][CUPTI_SASS_N]; /* 0 = not offered */
+    int sass_ready[GPU_MAX_DEVICES];                 /* metric ids resolved */
+    int sass_config[GPU_MAX_DEVICES];                /* SetConfig done */
     /* pcsamp */
     gfl_cuptiPCSamplingEnable_fn PcsEnable;
     gfl_cuptiPCSamplingDisable_fn PcsDisable;
@@ -230,9 +230,9 @@ typedef struct cupti_state {
     uint64_t flush_req, flush_done;
 
     /* decoding: only the flush thread decodes */
-    cupti_dev devs[SRC_MAX_DEVICES];
+    cupti_dev devs[GPU_MAX_DEVICES];
     int n_devs;
-    src_device devices[SRC_MAX_DEVICES];
+    gpu_device devices[GPU_MAX_DEVICES];
     uint32_t ctx_id[64], ctx_dev[64]; /* CONTEXT records: context -> device */
     uint32_t n_ctx;
     uint64_t n_dropped, n_invalid, n_records, n_unmatched;

@@ -420,7 +420,7 @@ void fmt_dict(jw *j, const intern_entry *e)
     jw_obj_end(j);
 }
 
-static void fmt_device(jw *j, const src_device *d)
+static void fmt_device(jw *j, const gpu_device *d)
 {
     char cc[16];
     jw_obj_begin(j);

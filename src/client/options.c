@@ -25,6 +25,16 @@ typedef struct env_opt {
 
 #define OFF(f) offsetof(gpufl_options, f)
 
+/* The fields every gpufl_options has had (up to proc_root): a smaller sz is
+ * not a gpufl_options filled by gpufl_options_init. */
+#define OPTIONS_MIN_SZ offsetof(gpufl_options, log)
+/* The struct of gpufl 0.1.0 ends with cupti_close_ms; fields are only
+ * appended, so this stays its size (168 on LP64). */
+#define OPTIONS_SZ_V0_1                                                        \
+    (offsetof(gpufl_options, cupti_close_ms) + sizeof(uint32_t))
+_Static_assert(sizeof(gpufl_options) >= OPTIONS_SZ_V0_1,
+               "gpufl_options only grows");
+
 static const env_opt env_table[] = {
     { "GPUFL_APP", OT_STR, OFF(app), 0, 0 },
     { "GPUFL_LOG_DIR", OT_STR, OFF(log_dir), 0, 0 },
@@ -39,7 +49,7 @@ static const env_opt env_table[] = {
     { "GPUFL_FLUSH_MS", OT_U32, OFF(flush_ms), 1, 60000 },
     { "GPUFL_SIM_SEED", OT_U64, OFF(sim_seed), 0, 1.8e19 },
     { "GPUFL_SIM_STEPS", OT_U32, OFF(sim_steps), 0, 1e9 },
-    { "GPUFL_SIM_DEVICES", OT_U32, OFF(sim_devices), 1, SRC_MAX_DEVICES },
+    { "GPUFL_SIM_DEVICES", OT_U32, OFF(sim_devices), 1, GPU_MAX_DEVICES },
     { "GPUFL_SIM_SPEED", OT_F64, OFF(sim_speed), 0.001, 1e9 },
     { "GPUFL_NVML_LIB", OT_STR, OFF(nvml_lib), 0, 0 },
     { "GPUFL_PROC_ROOT", OT_STR, OFF(proc_root), 0, 0 },
@@ -181,11 +191,10 @@ static int apply_env(gpufl_options *o, const env_opt *e, const char *v)
     return -1;
 }
 
-int gpufl_options_init(gpufl_options *o)
+/* Fill a whole library-sized struct: defaults, then the environment. */
+static int options_fill(gpufl_options *o)
 {
     int rc = GPUFL_OK;
-    if (!o)
-        return GPUFL_EINVAL;
     memset(o, 0, sizeof *o);
     client_env_warning(NULL);
     o->sz = sizeof *o;
@@ -232,6 +241,59 @@ int gpufl_options_init(gpufl_options *o)
     return rc;
 }
 
+/* Whether sz can be the size of a caller's gpufl_options, with a message
+ * for err when not. */
+static int options_sz_ok(size_t sz, char *err, size_t errlen)
+{
+    if (sz >= OPTIONS_MIN_SZ && sz <= CLIENT_OPTS_SZ_MAX)
+        return 1;
+    snprintf(err, errlen,
+             "gpufl_options.sz=%zu is not a gpufl_options size (%zu..%d); "
+             "fill the struct with gpufl_options_init()",
+             sz, (size_t)OPTIONS_MIN_SZ, CLIENT_OPTS_SZ_MAX);
+    return 0;
+}
+
+/* The caller's struct is sz bytes: the library writes only those.  A
+ * larger one (a newer header) gets its tail zeroed, so that a field this
+ * library does not know reads as "not set" when gpufl_init checks it. */
+int gpufl_options_init_sz(gpufl_options *o, size_t sz)
+{
+    gpufl_options d;
+    char err[160];
+    int rc;
+    if (!o) {
+        client_set_error("gpufl_options_init: NULL options");
+        return GPUFL_EINVAL;
+    }
+    if (!options_sz_ok(sz, err, sizeof err)) {
+        client_set_error("gpufl_options_init: %s", err);
+        return GPUFL_EINVAL;
+    }
+    rc = options_fill(&d);
+    if (sz <= sizeof d) {
+        memcpy(o, &d, sz);
+    } else {
+        memcpy(o, &d, sizeof d);
+        memset((char *)o + sizeof d, 0, sz - sizeof d);
+    }
+    o->sz = sz;
+    return rc;
+}
+
+/* gpufl 0.1.0's header declared gpufl_options_init() as a library
+ * function, so programs built against it call this symbol with a struct
+ * of 0.1.0's size; the header's inline gpufl_options_init() replaces it
+ * for programs built since.  The asm label gives this compat entry the old
+ * exported name: the inline function of that name is never emitted in
+ * this file (nothing here calls it), so the names do not collide. */
+GPUFL_API int
+client_options_init_v0_1(gpufl_options *o) __asm__("gpufl_options_init");
+int client_options_init_v0_1(gpufl_options *o)
+{
+    return gpufl_options_init_sz(o, OPTIONS_SZ_V0_1);
+}
+
 static void copy_str(char *dst, size_t cap, const char *src)
 {
     size_t n = src ? strnlen(src, cap - 1) : 0;
@@ -271,19 +333,28 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
                        size_t errlen)
 {
     gpufl_options d;
-    if (o && o->sz < offsetof(gpufl_options, log)) {
+    size_t bad;
+    if (o && !options_sz_ok(o->sz, err, errlen))
+        return GPUFL_EINVAL;
+    if (o && o->sz > sizeof d &&
+        (bad = client_tail_set(o, sizeof d, o->sz)) != 0) {
+        /* a newer caller set a field this library does not have: running
+         * without it would silently not do what was asked */
         snprintf(err, errlen,
-                 "gpufl_options.sz=%zu is too small; fill the "
-                 "struct with gpufl_options_init()",
-                 o->sz);
+                 "gpufl_options byte %zu (of sz=%zu) is set, but this "
+                 "libgpufl (%s) knows only the first %zu bytes: a newer "
+                 "option is set that this version does not have; leave it "
+                 "0 or use a newer libgpufl",
+                 bad - 1, o->sz, GPUFL_VERSION_STRING, sizeof d);
         return GPUFL_EINVAL;
     }
     if (!o) {
-        gpufl_options_init(&d);
+        options_fill(&d);
         o = &d;
     } else if (o->sz < sizeof d) {
-        /* an older caller: take its known fields, defaults for the rest */
-        gpufl_options_init(&d);
+        /* an older caller: read only its sz bytes, defaults (and the
+         * environment) for the fields it does not know */
+        options_fill(&d);
         memcpy(&d, o, o->sz);
         d.sz = sizeof d;
         o = &d;
@@ -333,8 +404,8 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cfg->sim_seed = o->sim_seed;
     cfg->sim_steps = o->sim_steps;
     cfg->sim_devices = o->sim_devices ? o->sim_devices : 1;
-    if (cfg->sim_devices > SRC_MAX_DEVICES)
-        cfg->sim_devices = SRC_MAX_DEVICES;
+    if (cfg->sim_devices > GPU_MAX_DEVICES)
+        cfg->sim_devices = GPU_MAX_DEVICES;
     cfg->sim_speed = o->sim_speed > 0 ? o->sim_speed : 1.0;
     cfg->log = o->log;
     cfg->log_ud = o->log_ud;

@@ -22,8 +22,8 @@
 #define BODY_CAP 16384
 
 static src_host *host;
-static src_gpu_sample samples[SRC_MAX_DEVICES];
-static uint8_t was_lost[SRC_MAX_DEVICES];
+static gpu_sample samples[GPU_MAX_DEVICES];
+static uint8_t was_lost[GPU_MAX_DEVICES];
 
 static char *body_dup(const jw *j, uint32_t *len)
 {
@@ -38,7 +38,7 @@ static char *body_dup(const jw *j, uint32_t *len)
 }
 
 /* Members of a "gpu" line (no braces: the collector adds the envelope). */
-static void gpu_body(jw *j, const src_gpu_sample *g)
+static void gpu_body(jw *j, const gpu_sample *g)
 {
     uint32_t p = g->present;
     jw_kv_str(j, "type", "gpu");
@@ -89,7 +89,7 @@ static void gpu_body(jw *j, const src_gpu_sample *g)
         jw_f64(j, g->sm_occupancy, 4);
     }
     if (p & GS_PROCS) {
-        uint32_t n = g->nprocs > SRC_MAX_PROCS ? SRC_MAX_PROCS : g->nprocs;
+        uint32_t n = g->nprocs > GPU_MAX_PROCS ? GPU_MAX_PROCS : g->nprocs;
         jw_kv_u64(j, "nprocs", g->nprocs_total > n ? g->nprocs_total : n);
         jw_key(j, "procs");
         jw_arr_begin(j);
@@ -150,11 +150,11 @@ static void host_fn(jw *j, const void *a)
 
 /* A lost GPU's gpu lines carry no field: a marker says why, once per
  * loss, and another when it answers again. */
-static void lost_marker(const src_gpu_sample *g)
+static void lost_marker(const gpu_sample *g)
 {
     uint8_t lost = (g->present & GS_LOST) != 0;
     char msg[192];
-    if (g->dev >= SRC_MAX_DEVICES || lost == was_lost[g->dev])
+    if (g->dev >= GPU_MAX_DEVICES || lost == was_lost[g->dev])
         return;
     was_lost[g->dev] = lost;
     if (lost)
@@ -182,29 +182,34 @@ static void sample_once(void)
         int n = 0;
         if (!e->on || !e->ops->sample)
             continue;
-        if (e->ops->sample(e->state, samples, SRC_MAX_DEVICES, &n) != 0)
+        if (e->ops->sample(e->state, samples, GPU_MAX_DEVICES, &n) != 0)
             continue;
-        for (int k = 0; k < n && k < SRC_MAX_DEVICES; k++) {
+        for (int k = 0; k < n && k < GPU_MAX_DEVICES; k++) {
             push_body(gpu_fn, &samples[k], ts);
             lost_marker(&samples[k]);
         }
     }
 }
 
-/* Counters that changed since the last tick become counter records. */
+/* Counters of this session that changed since the last tick become
+ * counter records (the table holds every session's; api.c). */
 static void sample_counters(void)
 {
     uint32_t n =
         atomic_load_explicit(&g_client.n_counters, memory_order_acquire);
+    uint32_t gen = atomic_load_explicit(&g_client.gen, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++) {
         gpufl_counter_s *c = &g_client.counters[i];
-        int64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
-        if (c->written && v == c->last_written)
+        int64_t v;
+        if (atomic_load_explicit(&c->gen, memory_order_acquire) != gen)
+            continue;
+        v = atomic_load_explicit(&c->value, memory_order_relaxed);
+        if (c->written_gen == gen && v == c->last_written)
             continue;
         if (client_push_counter(c->name, v) != GPUFL_OK)
             continue; /* dropped and counted; retried next tick */
         c->last_written = v;
-        c->written = 1;
+        c->written_gen = gen;
     }
 }
 

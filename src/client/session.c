@@ -145,7 +145,7 @@ static void add_engine(const char *name, const src_ops *ops)
     snprintf(e->status, sizeof e->status, "on");
     if (ops->devices && g_client.n_devices == 0) {
         g_client.n_devices =
-            ops->devices(e->state, g_client.devices, SRC_MAX_DEVICES);
+            ops->devices(e->state, g_client.devices, GPU_MAX_DEVICES);
         if (g_client.n_devices < 0)
             g_client.n_devices = 0;
     }
@@ -261,6 +261,7 @@ static void at_fork_child(void)
     g_client.sampler_started = 0;
     g_client.n_engines = 0;
     pthread_mutex_init(&life_lock, NULL);
+    client_counters_atfork();
 }
 
 int gpufl_init(const gpufl_options *opts)
@@ -326,8 +327,6 @@ int gpufl_init(const gpufl_options *opts)
     g_client.start_ns = clock_real_ns();
     g_client.mono_base = clock_mono_ns();
     atomic_fetch_add(&g_client.gen, 1);
-    atomic_store(&g_client.n_counters, 0);
-    pthread_mutex_init(&g_client.counter_lock, NULL);
 
     open_engines();
     rc = collector_start();
@@ -380,7 +379,6 @@ void gpufl_shutdown(void)
     close_engines();
     atomic_store_explicit(&g_client.active, 0, memory_order_release);
     collector_stop("shutdown");
-    pthread_mutex_destroy(&g_client.counter_lock);
     pthread_mutex_unlock(&life_lock);
 }
 

@@ -86,9 +86,9 @@ typedef struct sim_dev_stats {
 typedef struct sim {
     src_config cfg;
     uint32_t ndev;
-    src_device dev[SRC_MAX_DEVICES];
+    gpu_device dev[GPU_MAX_DEVICES];
     occ_arch arch;
-    sim_dev_stats stats[SRC_MAX_DEVICES];
+    sim_dev_stats stats[GPU_MAX_DEVICES];
     pthread_t thread;
     int started;
     _Atomic int stop;
@@ -96,17 +96,17 @@ typedef struct sim {
     _Atomic uint64_t steps_done;
     uint64_t t0_sim, t0_real;
     uint64_t rng;
-    uint64_t stream_free[SRC_MAX_DEVICES];
+    uint64_t stream_free[GPU_MAX_DEVICES];
     uint32_t corr;
     uint32_t scope_id[S_COUNT];
     uint32_t stall_id[N_STALLS];
     uint32_t file_id;
     /* metrics (sampler thread only) */
-    uint64_t m_last_now, m_last_busy[SRC_MAX_DEVICES],
-        m_last_fill[SRC_MAX_DEVICES];
-    uint64_t m_last_copy[SRC_MAX_DEVICES];
-    double m_temp[SRC_MAX_DEVICES];
-    uint64_t m_energy[SRC_MAX_DEVICES];
+    uint64_t m_last_now, m_last_busy[GPU_MAX_DEVICES],
+        m_last_fill[GPU_MAX_DEVICES];
+    uint64_t m_last_copy[GPU_MAX_DEVICES];
+    double m_temp[GPU_MAX_DEVICES];
+    uint64_t m_energy[GPU_MAX_DEVICES];
 } sim;
 
 /* xorshift64*: deterministic and seedable. */

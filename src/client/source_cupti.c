@@ -672,7 +672,7 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
     return 0;
 }
 
-static int cupti_devices(void *state, src_device *out, int max)
+static int cupti_devices(void *state, gpu_device *out, int max)
 {
     cupti_state *s = state;
     int n = s->n_devs < max ? s->n_devs : max;

@@ -30,12 +30,12 @@ int cupti_devices_query(cupti_state *s)
     int n = 0, drv = 0;
     if (s->cuDeviceGetCount(&n) != 0 || n < 0)
         n = 0;
-    if (n > SRC_MAX_DEVICES)
-        n = SRC_MAX_DEVICES;
+    if (n > GPU_MAX_DEVICES)
+        n = GPU_MAX_DEVICES;
     if (s->cuDriverGetVersion(&drv) != 0)
         drv = 0;
     for (int i = 0; i < n; i++) {
-        src_device *o = &s->devices[i];
+        gpu_device *o = &s->devices[i];
         cupti_dev *cd = &s->devs[i];
         occ_device od;
         gfl_cu_device d = 0;

@@ -32,7 +32,7 @@
 /* cuptiProfilerInitialize done (DeInitialize at close); devices that
  * passed cuptiProfilerDeviceSupported.  One profiling engine per process. */
 static int prof_inited;
-static uint8_t prof_dev_checked[SRC_MAX_DEVICES];
+static uint8_t prof_dev_checked[GPU_MAX_DEVICES];
 
 static const char *prof_name(int mode)
 {
@@ -264,7 +264,7 @@ static void ctx_add(cupti_state *s, void *ctx)
         return;
     }
     rc = p->GetDeviceId(ctx, &dev);
-    if (rc || dev >= SRC_MAX_DEVICES) {
+    if (rc || dev >= GPU_MAX_DEVICES) {
         cupti_prof_error(s, "cuptiGetDeviceId", rc ? rc : 1);
         return;
     }
@@ -654,7 +654,7 @@ static int sass_open(void **state, const src_config *cfg, char *why,
     return rc;
 }
 
-static int prof_devices(void *state, src_device *out, int max)
+static int prof_devices(void *state, gpu_device *out, int max)
 {
     cupti_state *s = state;
     int n = s->n_devs < max ? s->n_devs : max;

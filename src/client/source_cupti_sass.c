@@ -350,7 +350,7 @@ void cupti_sass_ctx_off(cupti_state *s, cupti_prof_ctx *c)
 void cupti_sass_close(cupti_state *s)
 {
     cupti_prof *p = &s->prof;
-    for (uint32_t d = 0; d < SRC_MAX_DEVICES; d++) {
+    for (uint32_t d = 0; d < GPU_MAX_DEVICES; d++) {
         gfl_cupti_sass_unset_config_params q;
         int rc;
         if (!p->sass_config[d])

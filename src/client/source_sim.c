@@ -26,7 +26,7 @@
 #include "common/clock.h"
 #include "sim_int.h"
 
-static void fill_device(src_device *d, uint32_t id)
+static void fill_device(gpu_device *d, uint32_t id)
 {
     memset(d, 0, sizeof *d);
     d->id = id;
@@ -61,8 +61,8 @@ static int sim_open(void **state, const src_config *cfg, char *why,
     }
     s->cfg = *cfg;
     s->ndev = cfg->sim_devices ? cfg->sim_devices : 1;
-    if (s->ndev > SRC_MAX_DEVICES)
-        s->ndev = SRC_MAX_DEVICES;
+    if (s->ndev > GPU_MAX_DEVICES)
+        s->ndev = GPU_MAX_DEVICES;
     for (uint32_t i = 0; i < s->ndev; i++) {
         fill_device(&s->dev[i], i);
         s->m_temp[i] = 32.0;
@@ -105,7 +105,7 @@ static int sim_open(void **state, const src_config *cfg, char *why,
     return 0;
 }
 
-static int sim_devices(void *state, src_device *out, int max)
+static int sim_devices(void *state, gpu_device *out, int max)
 {
     sim *s = state;
     int n = (int)s->ndev < max ? (int)s->ndev : max;
@@ -130,14 +130,14 @@ static int sim_start(void *state)
 
 /* ---- metrics that follow the simulated load ---- */
 
-static int sim_sample(void *state, src_gpu_sample *out, int max, int *n)
+static int sim_sample(void *state, gpu_sample *out, int max, int *n)
 {
     sim *s = state;
     uint64_t now = cpu_now(s);
     uint64_t span = now > s->m_last_now ? now - s->m_last_now : 0;
     int k = 0;
     for (uint32_t d = 0; d < s->ndev && k < max; d++, k++) {
-        src_gpu_sample *g = &out[k];
+        gpu_sample *g = &out[k];
         uint64_t busy = atomic_load(&s->stats[d].busy_ns);
         uint64_t fill = atomic_load(&s->stats[d].fill_ns);
         uint64_t cp = atomic_load(&s->stats[d].copy_bytes);

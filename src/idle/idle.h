@@ -1,8 +1,8 @@
 /*
  * idle.h - the idle detector's interface (`gpufl idle`, docs/idle.md).
  *
- * Four parts, one file each: GPU sources (idle_src.c: NVML through the
- * client's "nvml" source, or a clearly labelled simulation), session
+ * Four parts, one file each: GPU sources (idle_src.c: NVML through src/gpu,
+ * the layer libgpufl uses too, or a clearly labelled simulation), session
  * signals read from /proc, cgroup v2, utmp, ptys and Jupyter
  * (idle_sess.c, idle_http.c), the verdict engine (idle_verdict.c) and the
  * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  The
@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/source.h"
+#include "gpu/gpu.h"
 
-#define IDLE_MAX_GPUS SRC_MAX_DEVICES
+#define IDLE_MAX_GPUS GPU_MAX_DEVICES
 #define IDLE_MAX_SESSIONS 256
 #define IDLE_MAX_REASONS 6
 #define IDLE_REASON_LEN 160
@@ -126,10 +126,10 @@ typedef struct idle_gsig {
 } idle_gsig;
 
 typedef struct idle_gpu {
-    src_device info;
+    gpu_device info;
     idle_gsample *ring; /* owned, cap entries */
     uint32_t cap, head, n;
-    src_gpu_sample last; /* latest raw sample */
+    gpu_sample last; /* latest raw sample */
     uint64_t last_ts;
     double dcgm_sm, dcgm_gr; /* from a dcgm-exporter scrape, < 0 = none */
     int state;
@@ -142,10 +142,10 @@ typedef struct idle_gpu {
     idle_gsig sig;
 } idle_gpu;
 
-int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const src_device *info);
+int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const gpu_device *info);
 void idle_gpu_release(idle_gpu *g);
 /* Adds one sample taken at ts (s may be NULL: the read failed). */
-void idle_gpu_push(idle_gpu *g, const src_gpu_sample *s, uint64_t ts);
+void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts);
 /* Recomputes g->state and reasons at time now. */
 void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now);
 
@@ -270,9 +270,9 @@ typedef struct idle_src idle_src;
  * cycled to sim_gpus GPUs (0 = one per scenario). */
 int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
                   int sim_gpus, char *why, size_t whylen);
-int idle_src_devices(idle_src *s, src_device *out, int max);
+int idle_src_devices(idle_src *s, gpu_device *out, int max);
 /* Fills samples of every GPU; t = seconds since open (simulation). */
-int idle_src_sample(idle_src *s, src_gpu_sample *out, int max, int *n);
+int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n);
 int idle_src_simulated(const idle_src *s);
 void idle_src_close(idle_src *s);
 
@@ -291,7 +291,7 @@ size_t idle_out_metrics(char *buf, size_t cap, const idle_gpu *gpus, int ngpus,
 /* A gpufl log (system stream) for verdict lines. */
 typedef struct idle_log idle_log;
 int idle_log_open(idle_log **out, const char *dir, int simulated,
-                  const src_device *devs, int ndev, uint32_t interval_ms,
+                  const gpu_device *devs, int ndev, uint32_t interval_ms,
                   const char *cmd, char *why, size_t whylen);
 void idle_log_gpu(idle_log *l, const idle_gpu *g, uint64_t ts);
 void idle_log_sess(idle_log *l, const idle_sess *s, uint64_t ts);

@@ -348,7 +348,7 @@ static void envelope(idle_log *l, jw *w, uint64_t ts, const char *type)
 }
 
 int idle_log_open(idle_log **out, const char *dir, int simulated,
-                  const src_device *devs, int ndev, uint32_t interval_ms,
+                  const gpu_device *devs, int ndev, uint32_t interval_ms,
                   const char *cmd, char *why, size_t whylen)
 {
     idle_log *l = calloc(1, sizeof *l);

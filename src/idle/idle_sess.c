@@ -262,7 +262,7 @@ void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,
     }
     if (s->c.cgroup[0]) {
         for (int g = 0; g < ngpus; g++) {
-            const src_gpu_sample *x = &gpus[g].last;
+            const gpu_sample *x = &gpus[g].last;
             int mine = 0;
             for (uint32_t i = 0; i < x->nprocs; i++) {
                 if (idle_proc_cgroup(e, x->procs[i].pid, cg, sizeof cg) ||

@@ -1,7 +1,7 @@
 /*
- * idle_src.c - where GPU samples come from: NVML, through the client's
- * "nvml" source (source_nvml.c: dlopen with our own ABI declarations, the
- * versioned process-list calls with the R535 stride probe, GPM), or a
+ * idle_src.c - where GPU samples come from: NVML, through src/gpu (gpu.h,
+ * nvml.c: dlopen with our own ABI declarations, the versioned process-list
+ * calls with the R535 stride probe, GPM; libgpufl reads GPUs the same way), or a
  * simulation of the seed's measured A10G states for demos and benchmarks.
  * Simulated devices carry simulated = 1 and a "Simulated" name, and every
  * output of `gpufl idle` says so.
@@ -29,10 +29,9 @@ static const char *const sim_names[SIM_N] = { "none",   "held",    "one_thread",
                                               "train" };
 
 struct idle_src {
-    const src_ops *ops; /* NULL: simulated */
-    void *state;
+    gpu_nvml *nvml; /* NULL: simulated */
     int ndev;
-    src_device dev[IDLE_MAX_GPUS];
+    gpu_device dev[IDLE_MAX_GPUS];
     int sim[IDLE_MAX_GPUS];
     uint64_t tick;
 };
@@ -75,7 +74,7 @@ static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
     if (ngpus > IDLE_MAX_GPUS)
         ngpus = IDLE_MAX_GPUS;
     for (int i = 0; i < ngpus; i++) {
-        src_device *d = &s->dev[i];
+        gpu_device *d = &s->dev[i];
         s->sim[i] = kinds[i % n];
         memset(d, 0, sizeof *d);
         d->id = (uint32_t)i;
@@ -109,13 +108,9 @@ int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
     if (sim) {
         err = sim_parse(s, sim, sim_gpus, why, whylen);
     } else {
-        src_config cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.nvml_lib = nvml_lib;
-        s->ops = &src_nvml_ops;
-        err = s->ops->open(&s->state, &cfg, why, whylen);
+        err = gpu_nvml_open(&s->nvml, nvml_lib, why, whylen);
         if (!err)
-            s->ndev = s->ops->devices(s->state, s->dev, IDLE_MAX_GPUS);
+            s->ndev = gpu_nvml_devices(s->nvml, s->dev, IDLE_MAX_GPUS);
     }
     if (err) {
         free(s);
@@ -125,7 +120,7 @@ int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
     return 0;
 }
 
-int idle_src_devices(idle_src *s, src_device *out, int max)
+int idle_src_devices(idle_src *s, gpu_device *out, int max)
 {
     int n = s->ndev < max ? s->ndev : max;
     memcpy(out, s->dev, (size_t)n * sizeof *out);
@@ -134,12 +129,12 @@ int idle_src_devices(idle_src *s, src_device *out, int max)
 
 int idle_src_simulated(const idle_src *s)
 {
-    return s && !s->ops;
+    return s && !s->nvml;
 }
 
 /* The seed's measured A10G rows (none, held, one_thread, matmul,
  * phantom) plus a bursty notebook and a long training job. */
-static void sim_sample(const idle_src *s, int i, src_gpu_sample *o)
+static void sim_sample(const idle_src *s, int i, gpu_sample *o)
 {
     uint64_t t = s->tick;
     double util = 0, power = 24.3, sm = 0;
@@ -189,11 +184,11 @@ static void sim_sample(const idle_src *s, int i, src_gpu_sample *o)
     }
 }
 
-int idle_src_sample(idle_src *s, src_gpu_sample *out, int max, int *n)
+int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n)
 {
     int k = s->ndev < max ? s->ndev : max;
-    if (s->ops)
-        return s->ops->sample(s->state, out, max, n);
+    if (s->nvml)
+        return gpu_nvml_sample(s->nvml, out, max, n);
     for (int i = 0; i < k; i++) {
         memset(&out[i], 0, sizeof out[i]);
         out[i].dev = (uint32_t)i;
@@ -208,7 +203,6 @@ void idle_src_close(idle_src *s)
 {
     if (!s)
         return;
-    if (s->ops)
-        s->ops->close(s->state);
+    gpu_nvml_close(s->nvml);
     free(s);
 }

@@ -117,7 +117,7 @@ static const char *dur(char *buf, size_t cap, double s)
 
 /* ---- GPUs ---- */
 
-int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const src_device *info)
+int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const gpu_device *info)
 {
     uint64_t n =
         (uint64_t)c->window_s * 1000 / (c->interval_ms ? c->interval_ms : 1000);
@@ -145,7 +145,7 @@ void idle_gpu_release(idle_gpu *g)
     g->ring = NULL;
 }
 
-void idle_gpu_push(idle_gpu *g, const src_gpu_sample *s, uint64_t ts)
+void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts)
 {
     idle_gsample *e = &g->ring[g->head];
     memset(e, 0, sizeof *e);

@@ -36,7 +36,7 @@ typedef struct ictx {
     const idle_opts *o;
     idle_src *src;
     int ngpus, simulated;
-    src_device devs[IDLE_MAX_GPUS];
+    gpu_device devs[IDLE_MAX_GPUS];
     idle_gpu gpus[IDLE_MAX_GPUS];
     idle_sess *ss;
     int nss;
@@ -116,7 +116,7 @@ static void auto_sessions(ictx *x, uint64_t now)
     for (int i = 0; i < x->nss; i++)
         x->ss[i].seen = !x->ss[i].c.auto_found;
     for (int g = 0; g < x->ngpus; g++) {
-        const src_gpu_sample *s = &x->gpus[g].last;
+        const gpu_sample *s = &x->gpus[g].last;
         for (uint32_t k = 0; k < s->nprocs; k++) {
             char cg[256];
             idle_sess_cfg c;
@@ -146,7 +146,7 @@ static void auto_sessions(ictx *x, uint64_t now)
 
 static void round_sample(ictx *x)
 {
-    src_gpu_sample *buf = (src_gpu_sample *)(void *)x->scratch;
+    gpu_sample *buf = (gpu_sample *)(void *)x->scratch;
     uint64_t now = clock_real_ns();
     int n = 0, err;
     char why[IDLE_WHY];

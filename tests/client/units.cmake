@@ -3,3 +3,21 @@ gpufl_unit_test(test_ring ${CMAKE_CURRENT_LIST_DIR}/test_ring.c LIBS gpufl_inter
 gpufl_unit_test(test_intern ${CMAKE_CURRENT_LIST_DIR}/test_intern.c LIBS gpufl_internal)
 gpufl_unit_test(test_writer ${CMAKE_CURRENT_LIST_DIR}/test_writer.c LIBS gpufl_internal)
 gpufl_unit_test(test_options ${CMAKE_CURRENT_LIST_DIR}/test_options.c LIBS gpufl_internal)
+# The host source against procfs fixtures.
+gpufl_unit_test(test_host ${CMAKE_CURRENT_LIST_DIR}/test_host.c
+                LIBS gpufl_internal m)
+# The size rule of the versioned public structs, against the shared library
+# as programs link it (an older and a newer header; docs/client.md).
+gpufl_unit_test(client_options_abi ${CMAKE_CURRENT_LIST_DIR}/test_options_abi.c
+                LIBS gpufl ${CMAKE_DL_LIBS})
+# GPUFL_SCOPE_AUTO / GPUFL_SCOPE / gpufl::scope in C and in C++ (gpufl.h).
+gpufl_unit_test(client_scope_macros_c
+                ${CMAKE_CURRENT_LIST_DIR}/test_scope_macros.c LIBS gpufl)
+gpufl_unit_test(client_scope_macros_cxx
+                ${CMAKE_CURRENT_LIST_DIR}/test_scope_macros.cpp LIBS gpufl)
+target_compile_options(client_scope_macros_cxx PRIVATE -Wall -Wextra -Werror
+                       -Wshadow)
+# Counter handles across gpufl_shutdown/gpufl_init (gpufl.h, docs/client.md).
+gpufl_unit_test(client_counter_sessions
+                ${CMAKE_CURRENT_LIST_DIR}/test_counter_sessions.c
+                LIBS gpufl_internal)

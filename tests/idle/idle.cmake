@@ -1,5 +1,5 @@
 # gpufl idle: verdicts from scripted NVML traces (the client's fake
-# libnvidia-ml.so.1, tests/client/nvml.cmake), session signals from
+# libnvidia-ml.so.1, tests/gpu/gpu.cmake), session signals from
 # fixture trees, and the real command against a real pty, loopback TCP, a
 # Jupyter-speaking HTTP fixture, Prometheus and gpufl-server.
 if(TARGET gpufl_idle)

@@ -1,6 +1,6 @@
 /*
  * test_idle_gpu.c - GPU verdicts from scripted per-second NVML traces
- * replayed by the fake libnvidia-ml.so.1 (tests/client/fake_nvml.c),
+ * replayed by the fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c),
  * through the real "nvml" source: the seed's five states on an A10G (no
  * GPM: power proxy) and on an H100 (GPM SM activity), bursty use,
  * failed and stale reads, a lost GPU, the R535 32-byte process stride.
@@ -67,7 +67,7 @@ static int run_open(run *r, const char *trace, const char *global)
     p = dlsym(r->fake, "fake_nvml_set_tick");
     memcpy(&r->set_tick, &p, sizeof p);
     for (int i = 0; i < 2; i++) {
-        src_device d[2];
+        gpu_device d[2];
         idle_src_devices(r->src, d, 2);
         if (idle_gpu_init(&r->g[i], &r->cfg, &d[i]))
             return -1;
@@ -79,7 +79,7 @@ static int run_open(run *r, const char *trace, const char *global)
  * time, so gpm runs sleep between ticks. */
 static void run_ticks(run *r, int from, int to, int gpm)
 {
-    src_gpu_sample s[2];
+    gpu_sample s[2];
     for (int t = from; t < to; t++) {
         int n = 0;
         uint64_t now = T0 + (uint64_t)t * IDLE_NS;

@@ -28,7 +28,7 @@ static void feed(idle_gpu *g, uint64_t t0, uint64_t t1, uint32_t util,
                  uint32_t procs, uint64_t mem, double sm)
 {
     for (uint64_t t = t0; t < t1; t += IDLE_NS) {
-        src_gpu_sample s;
+        gpu_sample s;
         memset(&s, 0, sizeof s);
         s.present = GS_UTIL_GPU | GS_PROCS | GS_MEM;
         s.util_gpu = util;
@@ -54,7 +54,7 @@ typedef struct world {
 static void world_open(world *w, uint64_t start)
 {
     idle_sess_cfg c;
-    src_device d;
+    gpu_device d;
     memset(&d, 0, sizeof d);
     snprintf(d.name, sizeof d.name, "NVIDIA A10G");
     idle_gpu_init(&w->g, &cfg, &d);
@@ -378,7 +378,7 @@ static void test_fixture_signals(void)
         idle_gpu g;
         idle_sess s;
         idle_sess_cfg sc;
-        src_device d;
+        gpu_device d;
         memset(&d, 0, sizeof d);
         idle_gpu_init(&g, &cfg, &d);
         g.last.nprocs = g.last.nprocs_total = 2;

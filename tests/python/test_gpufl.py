@@ -64,6 +64,27 @@ class Binding(unittest.TestCase):
         self.assertEqual(o["log_level"], -1)
         self.assertIsNone(o["app"])
 
+    def test_options_size_is_ours(self):
+        # the binding passes ctypes.sizeof of its mirror: a mirror older
+        # than the library (here: without the CUPTI fields) is filled up to
+        # its own size and not a byte further
+        out = run_py("""
+            import ctypes, gpufl
+            n = [f for f, _ in gpufl._Options._fields_].index("cupti_lib")
+            class Old(ctypes.Structure):
+                _fields_ = gpufl._Options._fields_[:n]
+            class Probe(ctypes.Structure):
+                _fields_ = [("o", Old), ("canary", ctypes.c_ubyte * 64)]
+            p = Probe()
+            ctypes.memset(ctypes.byref(p), 0xA5, ctypes.sizeof(p))
+            rc = gpufl._options_init(p.o)
+            print(rc, p.o.sz == ctypes.sizeof(Old), p.o.ring_events,
+                  sum(b != 0xA5 for b in p.canary))
+            o, rc = gpufl._defaults()
+            print(o.sz == ctypes.sizeof(gpufl._Options))
+            """)
+        self.assertEqual(out.split(), ["0", "True", "16384", "0", "True"])
+
     def test_environment_and_keywords(self):
         o = eval(run_py("import gpufl; print(repr(gpufl.options(flush_ms=7)))",
                         env={"GPUFL_SYSTEM_INTERVAL_MS": "250",

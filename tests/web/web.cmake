@@ -1,4 +1,5 @@
-# Web UI (web/): vitest unit tests of the data shaping, and end-to-end tests
+# Web UI (web/): vitest unit tests of the data shaping, ESLint + Prettier,
+# and end-to-end tests
 # in headless Chromium (playwright-core) against the real gpufl-server filled
 # with simulated sessions (web/e2e/run.mjs).  Each test skips (77) with the
 # reason when node, web/node_modules (`make web`) or Chromium are missing.
@@ -9,6 +10,11 @@ set(GPUFL_WEB_SH ${CMAKE_CURRENT_LIST_DIR}/web_test.sh)
 
 add_test(NAME web_unit COMMAND ${GPUFL_WEB_SH} unit ${GPUFL_WEB_SRC})
 set_tests_properties(web_unit PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# ESLint (no `any`, React hooks rules, every eslint-disable still needed)
+# and Prettier's formatting of web/ (docs/ui.md "Lint and format").
+add_test(NAME web_lint COMMAND ${GPUFL_WEB_SH} lint ${GPUFL_WEB_SRC})
+set_tests_properties(web_lint PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 if(TARGET gpufl-server AND TARGET gpufl_example_train)
   add_test(NAME web_e2e COMMAND ${GPUFL_WEB_SH} e2e ${GPUFL_WEB_SRC}

@@ -1,6 +1,8 @@
 #!/bin/sh
 # web_test.sh - runs the web UI's tests for ctest.
 #   web_test.sh unit WEBDIR                 vitest unit tests (data shaping)
+#   web_test.sh lint WEBDIR                 ESLint and Prettier (web/eslint.config.js,
+#                                           web/.prettierrc.json)
 #   web_test.sh e2e WEBDIR BINDIR OUTDIR    build the UI into OUTDIR/dist, then
 #                                           the browser tests (e2e/run.mjs)
 #   web_test.sh check OUTDIR memory|fleet   judge the memory / fleet checks of
@@ -25,6 +27,14 @@ unit)
     web=$2
     [ -d "$web/node_modules/vitest" ] || skip "web/node_modules missing: run 'make web' (or 'cd web && npm ci')"
     cd "$web" && exec node node_modules/vitest/vitest.mjs run --reporter=default
+    ;;
+lint)
+    web=$2
+    [ -d "$web/node_modules/eslint" ] && [ -d "$web/node_modules/prettier" ] ||
+        skip "web/node_modules has no eslint/prettier: run 'make web' (or 'cd web && npm ci')"
+    cd "$web" || exit 1
+    node node_modules/eslint/bin/eslint.js --max-warnings 0 . || exit 1
+    exec node node_modules/prettier/bin/prettier.cjs --check --log-level warn .
     ;;
 e2e)
     web=$2 bin=$3 out=$4
@@ -51,7 +61,7 @@ for (const [k, v] of mine) { console.log((v.ok ? "ok   " : "FAIL ") + k + ": " +
 process.exit(bad ? 1 : 0);' "$out/results.json" "$what"
     ;;
 *)
-    echo "usage: web_test.sh unit|e2e|check ..." >&2
+    echo "usage: web_test.sh unit|lint|e2e|check ..." >&2
     exit 2
     ;;
 esac

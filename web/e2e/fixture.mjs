@@ -11,7 +11,11 @@ export async function startServer({ bin, uiDir, tmp, extra = [] }) {
   const dataDir = path.join(tmp, 'data');
   fs.mkdirSync(dataDir, { recursive: true });
   const log = fs.openSync(path.join(tmp, 'server.log'), 'w');
-  const p = spawn(path.join(bin, 'gpufl-server'), ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--admin-token', ADMIN, '--ui-dir', uiDir, ...extra], { stdio: ['ignore', log, log] });
+  const p = spawn(
+    path.join(bin, 'gpufl-server'),
+    ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--admin-token', ADMIN, '--ui-dir', uiDir, ...extra],
+    { stdio: ['ignore', log, log] },
+  );
   const t0 = Date.now();
   for (;;) {
     const text = fs.readFileSync(path.join(tmp, 'server.log'), 'utf8');
@@ -24,7 +28,11 @@ export async function startServer({ bin, uiDir, tmp, extra = [] }) {
 }
 
 export async function req(url, method, pth, body, ctype = 'application/x-ndjson', token = ADMIN) {
-  const r = await fetch(url + pth, { method, headers: { Authorization: 'Bearer ' + token, ...(body ? { 'Content-Type': ctype } : {}) }, body });
+  const r = await fetch(url + pth, {
+    method,
+    headers: { Authorization: 'Bearer ' + token, ...(body ? { 'Content-Type': ctype } : {}) },
+    body,
+  });
   const text = await r.text();
   return { status: r.status, text, json: () => JSON.parse(text) };
 }
@@ -33,7 +41,11 @@ export async function req(url, method, pth, body, ctype = 'application/x-ndjson'
    samples (real clock) spread over the simulated kernels' span. */
 export function runTrain(bin, logDir, steps, extraEnv = {}, speed = 1) {
   fs.mkdirSync(logDir, { recursive: true });
-  const r = spawnSync(path.join(bin, 'example_train'), ['--steps', String(steps), '--speed', String(speed), '--log-dir', logDir, '--engines', 'sim,host'], { env: { ...process.env, ...extraEnv }, encoding: 'utf8' });
+  const r = spawnSync(
+    path.join(bin, 'example_train'),
+    ['--steps', String(steps), '--speed', String(speed), '--log-dir', logDir, '--engines', 'sim,host'],
+    { env: { ...process.env, ...extraEnv }, encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error('example_train failed: ' + r.stderr);
 }
 

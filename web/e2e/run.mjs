@@ -12,14 +12,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN, startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
+import { startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const args = Object.fromEntries(process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []));
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []),
+);
 const BIN = path.resolve(args.bin ?? 'build/bin');
 const OUT = path.resolve(args.out ?? 'web-e2e-out');
 const DIST = path.resolve(args.dist ?? path.join(here, '..', 'dist'));
-const CHROMIUM = process.env.GPUFL_CHROMIUM ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
+const CHROMIUM =
+  process.env.GPUFL_CHROMIUM ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 fs.mkdirSync(OUT, { recursive: true });
 const results = {};
 const save = () => fs.writeFileSync(path.join(OUT, 'results.json'), JSON.stringify(results, null, 1));
@@ -30,15 +33,20 @@ function skip(why) {
   console.log('SKIP: ' + why);
   process.exit(77);
 }
-if (!CHROMIUM) skip('no Chromium found (/usr/bin/chromium): install it with scripts/deps.sh test (Debian package "chromium") or set GPUFL_CHROMIUM');
+if (!CHROMIUM)
+  skip(
+    'no Chromium found (/usr/bin/chromium): install it with scripts/deps.sh test (Debian package "chromium") or set GPUFL_CHROMIUM',
+  );
 let chromium;
 try {
   ({ chromium } = await import('playwright-core'));
 } catch {
   skip('playwright-core is not installed: run `make web` or `cd web && npm ci`');
 }
-if (!fs.existsSync(path.join(DIST, 'index.html'))) skip('no built UI in ' + DIST + ': run `make web` (or `cd web && npm ci && npm run build`)');
-for (const b of ['gpufl-server', 'example_train']) if (!fs.existsSync(path.join(BIN, b))) skip('missing ' + path.join(BIN, b) + ': build it first');
+if (!fs.existsSync(path.join(DIST, 'index.html')))
+  skip('no built UI in ' + DIST + ': run `make web` (or `cd web && npm ci && npm run build`)');
+for (const b of ['gpufl-server', 'example_train'])
+  if (!fs.existsSync(path.join(BIN, b))) skip('missing ' + path.join(BIN, b) + ': build it first');
 
 const t00 = Date.now();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gpufl-web-e2e-'));
@@ -74,79 +82,310 @@ try {
   // before the agent read it) and stays running until they come late
   runTrain(BIN, path.join(tmp, 'logs-c'), 5, env);
   const heldC = {};
-  await ingestDir(U, path.join(tmp, 'logs-c'), (l, st) => l.includes('"type":"session_end"') || (st === 'device' && /"seq":(2\d),/.test(l)), heldC);
+  await ingestDir(
+    U,
+    path.join(tmp, 'logs-c'),
+    (l, st) => l.includes('"type":"session_end"') || (st === 'device' && /"seq":(2\d),/.test(l)),
+    heldC,
+  );
   const A = sessionOf(path.join(tmp, 'logs-a'));
   const B = sessionOf(path.join(tmp, 'logs-b'));
   const C = sessionOf(path.join(tmp, 'logs-c'));
   const get = async (p) => {
     const r = await req(U, 'GET', '/api/v1/' + p);
     if (r.status !== 200) throw new Error('GET ' + p + ': ' + r.status + ' ' + r.text);
-    return JSON.parse(r.text.replace(/([:\[,])(-?\d{16,})(?=[,\]}])/g, '$1"$2"'));
+    return JSON.parse(r.text.replace(/([:[,])(-?\d{16,})(?=[,\]}])/g, '$1"$2"'));
   };
 
   // ---- memory profile (CONTRACTS.md §1) and idle verdicts (§2) -------------
   const memStacks = [
-    { frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMalloc', 'cuMemAlloc_v2'], alloc_bytes: 1048576, alloc_count: 4, free_bytes: 0, free_count: 0, inuse_bytes: 1048576, inuse_count: 4, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'train.py:main', 'model.cuda', 'cudaMalloc', 'cuMemAlloc_v2'], alloc_bytes: 268435456, alloc_count: 2, free_bytes: 0, free_count: 0, inuse_bytes: 268435456, inuse_count: 2, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMallocAsync'], alloc_bytes: 33554432, alloc_count: 8, free_bytes: 16777216, free_count: 4, inuse_bytes: 16777216, inuse_count: 4, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'eval.py:run', 'torch.zeros', 'cudaMalloc', 'cuMemAlloc_v2'], alloc_bytes: 4194304, alloc_count: 1, free_bytes: 4194304, free_count: 1, inuse_bytes: 0, inuse_count: 0, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMalloc'], alloc_bytes: 65536, alloc_count: 1, free_bytes: 0, free_count: 0, inuse_bytes: 65536, inuse_count: 1, fail_bytes: 1073741824, fail_count: 1 },
-    { frames: ['<module>', 'train.py:main', 'train.py:step', 'optimizer.step', 'torch._foreach_add', 'cudaMallocAsync'], alloc_bytes: 50331648, alloc_count: 12, free_bytes: 50331648, free_count: 12, inuse_bytes: 0, inuse_count: 0, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'train.py:main', 'train.py:step', 'model.forward', 'attention.forward', 'torch.matmul', 'libcublasLt.so+0x3a1f20', 'cudaMalloc', 'cuMemAlloc_v2'], alloc_bytes: 134217728, alloc_count: 40, free_bytes: 100663296, free_count: 30, inuse_bytes: 33554432, inuse_count: 10, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'train.py:main', 'train.py:step', 'model.forward', 'mlp.forward', 'torch.empty', 'cudaMallocAsync'], alloc_bytes: 83886080, alloc_count: 20, free_bytes: 83886080, free_count: 20, inuse_bytes: 0, inuse_count: 0, fail_bytes: 0, fail_count: 0 },
-    { frames: ['<module>', 'train.py:main', 'train.py:step', 'loss.backward', 'autograd::engine', 'cudaMallocAsync'], alloc_bytes: 167772160, alloc_count: 40, free_bytes: 134217728, free_count: 32, inuse_bytes: 33554432, inuse_count: 8, fail_bytes: 0, fail_count: 0 },
+    {
+      frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMalloc', 'cuMemAlloc_v2'],
+      alloc_bytes: 1048576,
+      alloc_count: 4,
+      free_bytes: 0,
+      free_count: 0,
+      inuse_bytes: 1048576,
+      inuse_count: 4,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: ['<module>', 'train.py:main', 'model.cuda', 'cudaMalloc', 'cuMemAlloc_v2'],
+      alloc_bytes: 268435456,
+      alloc_count: 2,
+      free_bytes: 0,
+      free_count: 0,
+      inuse_bytes: 268435456,
+      inuse_count: 2,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMallocAsync'],
+      alloc_bytes: 33554432,
+      alloc_count: 8,
+      free_bytes: 16777216,
+      free_count: 4,
+      inuse_bytes: 16777216,
+      inuse_count: 4,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: ['<module>', 'eval.py:run', 'torch.zeros', 'cudaMalloc', 'cuMemAlloc_v2'],
+      alloc_bytes: 4194304,
+      alloc_count: 1,
+      free_bytes: 4194304,
+      free_count: 1,
+      inuse_bytes: 0,
+      inuse_count: 0,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMalloc'],
+      alloc_bytes: 65536,
+      alloc_count: 1,
+      free_bytes: 0,
+      free_count: 0,
+      inuse_bytes: 65536,
+      inuse_count: 1,
+      fail_bytes: 1073741824,
+      fail_count: 1,
+    },
+    {
+      frames: ['<module>', 'train.py:main', 'train.py:step', 'optimizer.step', 'torch._foreach_add', 'cudaMallocAsync'],
+      alloc_bytes: 50331648,
+      alloc_count: 12,
+      free_bytes: 50331648,
+      free_count: 12,
+      inuse_bytes: 0,
+      inuse_count: 0,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: [
+        '<module>',
+        'train.py:main',
+        'train.py:step',
+        'model.forward',
+        'attention.forward',
+        'torch.matmul',
+        'libcublasLt.so+0x3a1f20',
+        'cudaMalloc',
+        'cuMemAlloc_v2',
+      ],
+      alloc_bytes: 134217728,
+      alloc_count: 40,
+      free_bytes: 100663296,
+      free_count: 30,
+      inuse_bytes: 33554432,
+      inuse_count: 10,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: [
+        '<module>',
+        'train.py:main',
+        'train.py:step',
+        'model.forward',
+        'mlp.forward',
+        'torch.empty',
+        'cudaMallocAsync',
+      ],
+      alloc_bytes: 83886080,
+      alloc_count: 20,
+      free_bytes: 83886080,
+      free_count: 20,
+      inuse_bytes: 0,
+      inuse_count: 0,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
+    {
+      frames: ['<module>', 'train.py:main', 'train.py:step', 'loss.backward', 'autograd::engine', 'cudaMallocAsync'],
+      alloc_bytes: 167772160,
+      alloc_count: 40,
+      free_bytes: 134217728,
+      free_count: 32,
+      inuse_bytes: 33554432,
+      inuse_count: 8,
+      fail_bytes: 0,
+      fail_count: 0,
+    },
   ];
   const start = BigInt(A.start);
   const memBody = `{"v":1,"host":"${A.host}","pid":${A.pid},"comm":"example_train","sid":"${A.sid}","start":${start},"end":${start + 2000000000n},"source":"simulated","simulated":true,"stacks":${JSON.stringify(memStacks)}}`;
   const mp = await req(U, 'POST', '/api/v1/memprof', memBody, 'application/json');
   const memOk = mp.status === 200;
-  check('memory_ingest', memOk, 'POST /api/v1/memprof -> ' + mp.status + ' ' + mp.text.slice(0, 200) + (memOk ? '' : ' (not yet: the server has no memory-profile endpoint)'));
+  check(
+    'memory_ingest',
+    memOk,
+    'POST /api/v1/memprof -> ' +
+      mp.status +
+      ' ' +
+      mp.text.slice(0, 200) +
+      (memOk ? '' : ' (not yet: the server has no memory-profile endpoint)'),
+  );
 
   const vsid = 'e2e0e2e0-0000-4000-8000-00000000f1ee';
   const now = BigInt(Date.now()) * 1000000n;
   const vlines = [
-    { v: 1, sid: vsid, st: 'system', seq: 0, ts: now, type: 'session', app: 'gpufl-idle', host: 'gpu-node-7', pid: 4242, start: now, file: 0, lib: '0.1.0', simulated: true, cmd: 'gpufl idle watch --log-dir /tmp/x', interval_ms: 1000, engines: { sim: 'on', host: 'on' }, devices: [] },
-    { v: 1, sid: vsid, st: 'system', seq: 1, ts: now + 1000n, type: 'verdict', kind: 'gpu', dev: 0, uuid: 'GPU-e2e-0', pci: '00000000:18:00.0', model: 'Simulated NVIDIA H100 80GB HBM3', state: 'BUSY', since: now - 600000000000n, reasons: ['SM activity 0.62 over the last 60 s (>= 0.30)', '3 processes hold 20.1 GiB'], signals: { util: 97, sm_active: 0.62, mem_used: 21582184448, procs: 3 } },
-    { v: 1, sid: vsid, st: 'system', seq: 2, ts: now + 2000n, type: 'verdict', kind: 'gpu', dev: 1, uuid: 'GPU-e2e-1', pci: '00000000:19:00.0', model: 'Simulated NVIDIA H100 80GB HBM3', state: 'HELD', since: now - 2700000000000n, reasons: ['no GPU work for 45 min', '1 process holds 12.0 GiB'], signals: { util: 0, sm_active: 0, mem_used: 12884901888, procs: 1 } },
-    { v: 1, sid: vsid, st: 'system', seq: 3, ts: now + 3000n, type: 'verdict', kind: 'session', session: 'jupyter-alice', pod: 'ns/pod', devs: [1], state: 'IDLE', since: now - 2700000000000n, action: 'warn', deadline: now + 900000000000n, reasons: ['no GPU work for 45 min', 'no input on pts/3 for 50 min'], signals: { procs: 1 } },
+    {
+      v: 1,
+      sid: vsid,
+      st: 'system',
+      seq: 0,
+      ts: now,
+      type: 'session',
+      app: 'gpufl-idle',
+      host: 'gpu-node-7',
+      pid: 4242,
+      start: now,
+      file: 0,
+      lib: '0.1.0',
+      simulated: true,
+      cmd: 'gpufl idle watch --log-dir /tmp/x',
+      interval_ms: 1000,
+      engines: { sim: 'on', host: 'on' },
+      devices: [],
+    },
+    {
+      v: 1,
+      sid: vsid,
+      st: 'system',
+      seq: 1,
+      ts: now + 1000n,
+      type: 'verdict',
+      kind: 'gpu',
+      dev: 0,
+      uuid: 'GPU-e2e-0',
+      pci: '00000000:18:00.0',
+      model: 'Simulated NVIDIA H100 80GB HBM3',
+      state: 'BUSY',
+      since: now - 600000000000n,
+      reasons: ['SM activity 0.62 over the last 60 s (>= 0.30)', '3 processes hold 20.1 GiB'],
+      signals: { util: 97, sm_active: 0.62, mem_used: 21582184448, procs: 3 },
+    },
+    {
+      v: 1,
+      sid: vsid,
+      st: 'system',
+      seq: 2,
+      ts: now + 2000n,
+      type: 'verdict',
+      kind: 'gpu',
+      dev: 1,
+      uuid: 'GPU-e2e-1',
+      pci: '00000000:19:00.0',
+      model: 'Simulated NVIDIA H100 80GB HBM3',
+      state: 'HELD',
+      since: now - 2700000000000n,
+      reasons: ['no GPU work for 45 min', '1 process holds 12.0 GiB'],
+      signals: { util: 0, sm_active: 0, mem_used: 12884901888, procs: 1 },
+    },
+    {
+      v: 1,
+      sid: vsid,
+      st: 'system',
+      seq: 3,
+      ts: now + 3000n,
+      type: 'verdict',
+      kind: 'session',
+      session: 'jupyter-alice',
+      pod: 'ns/pod',
+      devs: [1],
+      state: 'IDLE',
+      since: now - 2700000000000n,
+      action: 'warn',
+      deadline: now + 900000000000n,
+      reasons: ['no GPU work for 45 min', 'no input on pts/3 for 50 min'],
+      signals: { procs: 1 },
+    },
   ];
-  const big = (o) => JSON.stringify(o, (_k, v) => (typeof v === 'bigint' ? '@@' + v.toString() + '@@' : v)).replace(/"@@(-?\d+)@@"/g, '$1');
+  const big = (o) =>
+    JSON.stringify(o, (_k, v) => (typeof v === 'bigint' ? '@@' + v.toString() + '@@' : v)).replace(
+      /"@@(-?\d+)@@"/g,
+      '$1',
+    );
   const vr = await req(U, 'POST', '/api/v1/events/system', vlines.map(big).join('\n') + '\n');
   let vOk = vr.status === 200 && JSON.parse(vr.text).rejected === 0;
   const fl = await req(U, 'GET', '/api/v1/fleet');
   vOk = vOk && fl.status === 200;
-  check('fleet_ingest', vOk, 'POST verdict lines -> ' + vr.status + ' ' + vr.text.slice(0, 160) + '; GET /api/v1/fleet -> ' + fl.status + (vOk ? '' : ' (not yet: the server does not store idle verdicts / has no /api/v1/fleet)'));
+  check(
+    'fleet_ingest',
+    vOk,
+    'POST verdict lines -> ' +
+      vr.status +
+      ' ' +
+      vr.text.slice(0, 160) +
+      '; GET /api/v1/fleet -> ' +
+      fl.status +
+      (vOk ? '' : ' (not yet: the server does not store idle verdicts / has no /api/v1/fleet)'),
+  );
 
   // ---- browser --------------------------------------------------------------
   const udd = fs.mkdtempSync(path.join(tmp, 'udd-'));
   ctx = await chromium.launchPersistentContext(udd, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--force-device-scale-factor=1', '--hide-scrollbars', '--font-render-hinting=none'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--force-device-scale-factor=1',
+      '--hide-scrollbars',
+      '--font-render-hinting=none',
+    ],
     viewport: { width: 1400, height: 900 },
+  });
+  // the UI's test hooks (window.__uiTest, src/lib/testHooks.ts) exist only
+  // on pages that ask for them before the app loads
+  await ctx.addInitScript(() => {
+    window.__gpuflTestHooks = true;
   });
   const page = ctx.pages()[0] ?? (await ctx.newPage());
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
   page.setDefaultTimeout(30000);
   const idle = async () => {
-    await page.waitForFunction(() => {
-      const w = window;
-      if (!w.__uiTest || !w.__uiTest.idle()) {
-        w.__idleSince = 0;
-        return false;
-      }
-      w.__idleSince = w.__idleSince || performance.now();
-      return performance.now() - w.__idleSince > 150;
-    }, null, { polling: 50 });
+    await page.waitForFunction(
+      () => {
+        const w = window;
+        if (!w.__uiTest || !w.__uiTest.idle()) {
+          w.__idleSince = 0;
+          return false;
+        }
+        w.__idleSince = w.__idleSince || performance.now();
+        return performance.now() - w.__idleSince > 150;
+      },
+      null,
+      { polling: 50 },
+    );
   };
-  const shot = async (name) => (await page.mouse.move(1, 890), page.screenshot({ path: path.join(OUT, name + '.png'), fullPage: name !== 'kernels' && name !== 'scopes' }));
+  const shot = async (name) => (
+    await page.mouse.move(1, 890),
+    page.screenshot({ path: path.join(OUT, name + '.png'), fullPage: name !== 'kernels' && name !== 'scopes' })
+  );
   const text = async (sel) => (await page.textContent(sel))?.trim() ?? '';
 
   await attempt('signin_required', async () => {
     await page.goto(U + '/#/kernels?s=' + A.sid);
     await page.waitForSelector('[data-testid=signin]');
-    check('signin_required', (await page.locator('[data-testid=session-row]').count()) === 0 && (await page.locator('[data-testid=timeline]').count()) === 0, 'no token: the sign-in screen, no data');
+    check(
+      'signin_required',
+      (await page.locator('[data-testid=session-row]').count()) === 0 &&
+        (await page.locator('[data-testid=timeline]').count()) === 0,
+      'no token: the sign-in screen, no data',
+    );
     await shot('signin');
   });
   await attempt('signin_bad_token', async () => {
@@ -158,13 +397,27 @@ try {
     check('signin_bad_token', /401/.test(t) && stored === null, t);
   });
   // the browser uses a read-only API key, as a user would
-  const kr = await req(U, 'POST', '/api/v1/keys', JSON.stringify({ name: 'web-e2e', role: 'read' }), 'application/json');
+  const kr = await req(
+    U,
+    'POST',
+    '/api/v1/keys',
+    JSON.stringify({ name: 'web-e2e', role: 'read' }),
+    'application/json',
+  );
   const READ = JSON.parse(kr.text).key;
   await attempt('signin_wrong_role', async () => {
-    const ki = await req(U, 'POST', '/api/v1/keys', JSON.stringify({ name: 'web-e2e-ingest', role: 'ingest' }), 'application/json');
+    const ki = await req(
+      U,
+      'POST',
+      '/api/v1/keys',
+      JSON.stringify({ name: 'web-e2e-ingest', role: 'ingest' }),
+      'application/json',
+    );
     await page.fill('[data-testid=token]', JSON.parse(ki.text).key);
     await page.click('[data-testid=signin-submit]');
-    await page.waitForFunction(() => /403/.test(document.querySelector('[data-testid=signin-error]')?.textContent ?? ''));
+    await page.waitForFunction(() =>
+      /403/.test(document.querySelector('[data-testid=signin-error]')?.textContent ?? ''),
+    );
     const stored = await page.evaluate(() => sessionStorage.getItem('gpufl.token'));
     check('signin_wrong_role', stored === null, await text('[data-testid=signin-error]'));
   });
@@ -173,7 +426,11 @@ try {
     await page.click('[data-testid=signin-submit]');
     await page.waitForSelector('[data-testid=view-kernels]');
     const ls = await page.evaluate(() => [sessionStorage.getItem('gpufl.token'), localStorage.length]);
-    check('signin_ok', ls[0] === READ && ls[1] === 0, 'read-role key accepted, kept in sessionStorage only; the deep link opened after sign-in');
+    check(
+      'signin_ok',
+      ls[0] === READ && ls[1] === 0,
+      'read-role key accepted, kept in sessionStorage only; the deep link opened after sign-in',
+    );
   });
 
   // sessions
@@ -184,7 +441,11 @@ try {
     const sids = await page.$$eval('[data-testid=session-row]', (r) => r.map((x) => x.getAttribute('data-sid')));
     const api = await get('sessions');
     const simBadges = await page.locator('[data-testid=session-row] [data-testid=badge-simulated]').count();
-    check('sessions', sids.includes(A.sid) && sids.includes(B.sid) && sids.length === api.items.length && simBadges === sids.length, sids.length + ' rows (API ' + api.items.length + '), ' + simBadges + ' labelled simulated');
+    check(
+      'sessions',
+      sids.includes(A.sid) && sids.includes(B.sid) && sids.length === api.items.length && simBadges === sids.length,
+      sids.length + ' rows (API ' + api.items.length + '), ' + simBadges + ' labelled simulated',
+    );
     await page.fill('[data-testid=session-search]', A.sid.slice(0, 13));
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid=session-row]').length === n, 1);
     await page.fill('[data-testid=session-search]', '');
@@ -194,9 +455,15 @@ try {
     await page.check(`[data-sid="${B.sid}"] [data-testid=session-pick]`);
     await page.click('[data-testid=compare-btn]');
     await page.waitForSelector('[data-testid=compare-row]');
-    const cmp = await get(`compare?a=${page.url().match(/s=([^&]+)/)[1]}&b=${page.url().match(/b=([^&]+)/)[1]}&limit=200`);
+    const cmp = await get(
+      `compare?a=${page.url().match(/s=([^&]+)/)[1]}&b=${page.url().match(/b=([^&]+)/)[1]}&limit=200`,
+    );
     const rows = await page.locator('[data-testid=compare-row]').count();
-    check('sessions_compare', rows === cmp.items.length && rows > 0, rows + ' compared kernel names (API ' + cmp.items.length + ')');
+    check(
+      'sessions_compare',
+      rows === cmp.items.length && rows > 0,
+      rows + ' compared kernel names (API ' + cmp.items.length + ')',
+    );
     await shot('sessions');
   });
 
@@ -207,10 +474,16 @@ try {
     await idle();
     // on a loaded machine the summary may arrive after a quiet moment: give
     // the first draw time to happen (the check below still needs it)
-    await page.waitForFunction(() => (window.__uiTest?.timeline?.rects ?? 0) > 10, null, { polling: 100, timeout: 20000 }).catch(() => {});
+    await page
+      .waitForFunction(() => (window.__uiTest?.timeline?.rects ?? 0) > 10, null, { polling: 100, timeout: 20000 })
+      .catch(() => {});
     const tl = await page.evaluate(() => window.__uiTest.timeline);
     const line = await text('[data-testid=session-line]');
-    check('kernels_timeline', tl && tl.mode === 'summary' && tl.rects > 10 && /simulated/.test(line), 'mode ' + tl?.mode + ', ' + tl?.rects + ' rects, session line: ' + line.slice(0, 80));
+    check(
+      'kernels_timeline',
+      tl && tl.mode === 'summary' && tl.rects > 10 && /simulated/.test(line),
+      'mode ' + tl?.mode + ', ' + tl?.rects + ' rects, session line: ' + line.slice(0, 80),
+    );
     await shot('kernels-overview');
   });
   let zoomedUrl = '';
@@ -225,15 +498,31 @@ try {
     zoomedUrl = page.url();
     const m = /from=(\d+)&to=(\d+)/.exec(zoomedUrl);
     const urlSpan = m ? Number(BigInt(m[2]) - BigInt(m[1])) : -1;
-    const ok = after.t1 - after.t0 < (before.t1 - before.t0) / 10 && m && Math.abs(urlSpan - (after.t1 - after.t0)) <= 2;
-    check('kernels_zoom', ok, 'visible span ' + (before.t1 - before.t0) + ' ns -> ' + (after.t1 - after.t0) + ' ns; URL range ' + urlSpan + ' ns; mode ' + after.mode);
+    const ok =
+      after.t1 - after.t0 < (before.t1 - before.t0) / 10 && m && Math.abs(urlSpan - (after.t1 - after.t0)) <= 2;
+    check(
+      'kernels_zoom',
+      ok,
+      'visible span ' +
+        (before.t1 - before.t0) +
+        ' ns -> ' +
+        (after.t1 - after.t0) +
+        ' ns; URL range ' +
+        urlSpan +
+        ' ns; mode ' +
+        after.mode,
+    );
     // the zoomed link, opened afresh, shows the same range
     await page.goto(U + '/#/sessions');
     await page.goto(zoomedUrl);
     await page.waitForSelector('[data-testid=timeline-canvas]');
     await idle();
     const re = await page.evaluate(() => window.__uiTest.timeline);
-    check('kernels_url_state', Math.abs(re.t0 - after.t0) <= 2 && Math.abs(re.t1 - after.t1) <= 2, 'reopened link: ' + re.t0 + '..' + re.t1);
+    check(
+      'kernels_url_state',
+      Math.abs(re.t0 - after.t0) <= 2 && Math.abs(re.t1 - after.t1) <= 2,
+      'reopened link: ' + re.t0 + '..' + re.t1,
+    );
   });
   await attempt('kernels_raw', async () => {
     // zoom further (buttons) until single kernels are drawn
@@ -247,7 +536,9 @@ try {
     // make sure at least one kernel is wide enough to click
     let hits = [];
     for (let i = 0; i < 8; i++) {
-      hits = await page.evaluate(() => window.__uiTest.timelineHits().filter((h) => h.lane === 'kernel' && h.id !== null && h.count === 1 && h.w >= 6));
+      hits = await page.evaluate(() =>
+        window.__uiTest.timelineHits().filter((h) => h.lane === 'kernel' && h.id !== null && h.count === 1 && h.w >= 6),
+      );
       if (hits.length) break;
       await page.click('[data-testid=zoom-in]');
       await page.waitForTimeout(200);
@@ -255,7 +546,11 @@ try {
     }
     const tl = await page.evaluate(() => window.__uiTest.timeline);
     const scopes = await page.evaluate(() => window.__uiTest.timelineHits().filter((h) => h.lane === 'scope').length);
-    check('kernels_raw', tl.mode === 'raw' && hits.length > 0, 'mode ' + tl.mode + ', ' + hits.length + ' clickable kernels, ' + scopes + ' scope-lane items');
+    check(
+      'kernels_raw',
+      tl.mode === 'raw' && hits.length > 0,
+      'mode ' + tl.mode + ', ' + hits.length + ' clickable kernels, ' + scopes + ' scope-lane items',
+    );
     await shot('kernels-zoomed');
     const h = hits[Math.floor(hits.length / 2)];
     const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
@@ -263,22 +558,76 @@ try {
     await page.waitForSelector(`[data-testid=inspector][data-kid="${h.id}"]`);
     const k = await get(`sessions/${A.sid}/kernels/${h.id}`);
     const f = async (id) => text(`[data-testid=f-${id}]`);
-    const got = { raw: await f('raw'), kid: await f('kid'), corr: await f('corr'), regs: await f('regs'), stream: await f('stream'), path: await f('path'), grid: await f('grid'), limiter: await f('limiter'), dur: await f('dur'), occ: await f('occ') };
-    const want = { raw: k.name, kid: String(k.kid), corr: String(k.corr), regs: String(k.regs), stream: String(k.stream), path: k.path || 'none', limiter: k.limiter || '-' };
+    const got = {
+      raw: await f('raw'),
+      kid: await f('kid'),
+      corr: await f('corr'),
+      regs: await f('regs'),
+      stream: await f('stream'),
+      path: await f('path'),
+      grid: await f('grid'),
+      limiter: await f('limiter'),
+      dur: await f('dur'),
+      occ: await f('occ'),
+    };
+    const want = {
+      raw: k.name,
+      kid: String(k.kid),
+      corr: String(k.corr),
+      regs: String(k.regs),
+      stream: String(k.stream),
+      path: k.path || 'none',
+      limiter: k.limiter || '-',
+    };
     const bad = Object.keys(want).filter((x) => got[x] !== want[x]);
     const gridOk = got.grid.startsWith(k.grid.join(' × '));
     const durUs = Number(k.dur) / 1000;
-    const durOk = got.dur.includes(durUs >= 1000 ? (durUs / 1000).toFixed(durUs < 10000 ? 2 : 1) : durUs.toFixed(durUs < 10 ? 2 : 1));
+    const durOk = got.dur.includes(
+      durUs >= 1000 ? (durUs / 1000).toFixed(durUs < 10000 ? 2 : 1) : durUs.toFixed(durUs < 10 ? 2 : 1),
+    );
     const occOk = k.occ === null ? got.occ === 'unknown' : got.occ.startsWith((k.occ * 100).toFixed(1));
-    const fields = await page.$$eval('[data-testid=inspector] tr[data-field]', (r) => r.map((x) => x.getAttribute('data-field')));
-    const need = ['demangled', 'raw', 'dur', 'api', 'queue', 'grid', 'block', 'regs', 'static_smem', 'dyn_smem', 'local_mem', 'occ', 'limiter', 'path'];
+    const fields = await page.$$eval('[data-testid=inspector] tr[data-field]', (r) =>
+      r.map((x) => x.getAttribute('data-field')),
+    );
+    const need = [
+      'demangled',
+      'raw',
+      'dur',
+      'api',
+      'queue',
+      'grid',
+      'block',
+      'regs',
+      'static_smem',
+      'dyn_smem',
+      'local_mem',
+      'occ',
+      'limiter',
+      'path',
+    ];
     const missing = need.filter((x) => !fields.includes(x));
     const stack = await page.locator('[data-testid=f-stack]').count();
     await page.waitForSelector('[data-testid=f-same]');
-    const sameAgg = (await get(`sessions/${A.sid}/kernels/aggregate?limit=1000&name=${encodeURIComponent(k.name)}`)).items.find((x) => x.name === k.name);
+    const sameAgg = (
+      await get(`sessions/${A.sid}/kernels/aggregate?limit=1000&name=${encodeURIComponent(k.name)}`)
+    ).items.find((x) => x.name === k.name);
     const sameTxt = await text('[data-testid=f-same]');
-    if (!sameTxt.includes('instances' + sameAgg.count + ' ')) missing.push('same-name count (' + sameTxt.slice(0, 40) + ' vs ' + sameAgg.count + ')');
-    check('kernels_inspector', !bad.length && gridOk && durOk && occOk && !missing.length && stack === 1, 'kernel ' + h.id + ' ' + (bad.length ? 'mismatch ' + bad.map((x) => x + ': ' + got[x] + ' != ' + want[x]).join('; ') : 'fields equal the API') + (gridOk ? '' : ' grid ' + got.grid) + (durOk ? '' : ' dur ' + got.dur) + (occOk ? '' : ' occ ' + got.occ) + (missing.length ? ' missing ' + missing : ''));
+    if (!sameTxt.includes('instances' + sameAgg.count + ' '))
+      missing.push('same-name count (' + sameTxt.slice(0, 40) + ' vs ' + sameAgg.count + ')');
+    check(
+      'kernels_inspector',
+      !bad.length && gridOk && durOk && occOk && !missing.length && stack === 1,
+      'kernel ' +
+        h.id +
+        ' ' +
+        (bad.length
+          ? 'mismatch ' + bad.map((x) => x + ': ' + got[x] + ' != ' + want[x]).join('; ')
+          : 'fields equal the API') +
+        (gridOk ? '' : ' grid ' + got.grid) +
+        (durOk ? '' : ' dur ' + got.dur) +
+        (occOk ? '' : ' occ ' + got.occ) +
+        (missing.length ? ' missing ' + missing : ''),
+    );
     // a wider view around the selection for the screenshot
     await page.click('[data-testid=zoom-out]');
     await page.waitForTimeout(150);
@@ -286,7 +635,8 @@ try {
     await shot('kernels');
   });
   await attempt('kernels_table', async () => {
-    for (let i = 0; i < 3 && !(await text('[data-testid=kth-dur]')).endsWith('▼'); i++) await page.click('[data-testid=kth-dur]');
+    for (let i = 0; i < 3 && !(await text('[data-testid=kth-dur]')).endsWith('▼'); i++)
+      await page.click('[data-testid=kth-dur]');
     const durs = await page.$$eval('[data-testid=kernel-row]', (r) => r.map((x) => x.getAttribute('data-kid')));
     const kids = durs.map(Number);
     // the first row after sorting by GPU time (desc) is the longest of those shown
@@ -307,7 +657,20 @@ try {
     let rows2 = await page.locator('[data-testid=agg-row]').count();
     const agg2 = await get(`sessions/${A.sid}/kernels/aggregate?limit=500&name=gemm`);
     if (!/[?&]q=gemm/.test(page.url())) rows2 = -1;
-    check('kernels_table', maxOk && kids.length > 0 && rows === agg.items.length && rows2 === agg2.items.length && rows2 < rows, kids.length + ' rows sorted by GPU time; aggregates ' + rows + ' names (API ' + agg.items.length + '), filter "gemm" ' + rows2 + ' (API ' + agg2.items.length + ')');
+    check(
+      'kernels_table',
+      maxOk && kids.length > 0 && rows === agg.items.length && rows2 === agg2.items.length && rows2 < rows,
+      kids.length +
+        ' rows sorted by GPU time; aggregates ' +
+        rows +
+        ' names (API ' +
+        agg.items.length +
+        '), filter "gemm" ' +
+        rows2 +
+        ' (API ' +
+        agg2.items.length +
+        ')',
+    );
     await shot('kernels-aggregates');
   });
 
@@ -327,23 +690,58 @@ try {
     await page.waitForSelector('[data-testid=scope-detail]');
     await page.waitForSelector('[data-testid=sass-table], [data-testid=profile] .empty');
     await idle();
-    const find = (ns) => { for (const n of ns) { if (n.path === fwd) return n; const c = find(n.children); if (c) return c; } return null; };
+    const find = (ns) => {
+      for (const n of ns) {
+        if (n.path === fwd) return n;
+        const c = find(n.children);
+        if (c) return c;
+      }
+      return null;
+    };
     const node = find(tree.items);
     const kt = await text('[data-testid=scope-kernels]');
     const prof = await get(`sessions/${A.sid}/profile?path=${encodeURIComponent(fwd)}&limit=50`);
     const sass = await page.locator('[data-testid=sass-table] tbody tr').count();
     const stalls = await page.locator('[data-testid=stall-table] tbody tr').count();
-    check('scopes', roots === tree.items.length && node && kt.startsWith(String(node.kernels_total) + ' ') && sass === prof.functions.length && stalls === prof.stalls.length && paths.every((p) => p.includes('forward') || fwd.startsWith(p + '/')), roots + ' roots; ' + fwd + ': kernels "' + kt + '" (API ' + node?.kernels_total + '), SASS ' + sass + ' functions, ' + stalls + ' stall reasons');
+    check(
+      'scopes',
+      roots === tree.items.length &&
+        node &&
+        kt.startsWith(String(node.kernels_total) + ' ') &&
+        sass === prof.functions.length &&
+        stalls === prof.stalls.length &&
+        paths.every((p) => p.includes('forward') || fwd.startsWith(p + '/')),
+      roots +
+        ' roots; ' +
+        fwd +
+        ': kernels "' +
+        kt +
+        '" (API ' +
+        node?.kernels_total +
+        '), SASS ' +
+        sass +
+        ' functions, ' +
+        stalls +
+        ' stall reasons',
+    );
     // compare two scopes
     await page.fill('[data-testid=scope-filter]', '');
     await idle();
     const pins = page.locator('[data-testid=scope-pin]');
     await pins.nth(0).check();
     await pins.nth(1).check();
-    check('scopes_compare', (await page.locator('[data-testid=scope-compare]').count()) === 1, 'two pinned scopes side by side');
+    check(
+      'scopes_compare',
+      (await page.locator('[data-testid=scope-compare]').count()) === 1,
+      'two pinned scopes side by side',
+    );
     await page.click('[data-testid=scope-expand-all]');
     const all = await page.locator('[data-testid=scope-row]').count();
-    check('scopes_expand', all === tree_paths(tree.items), all + ' rows expanded (API: ' + tree_paths(tree.items) + ' paths)');
+    check(
+      'scopes_expand',
+      all === tree_paths(tree.items),
+      all + ' rows expanded (API: ' + tree_paths(tree.items) + ' paths)',
+    );
     await shot('scopes');
   });
 
@@ -355,7 +753,15 @@ try {
     const charts = await page.$$eval('.chart', (c) => c.map((x) => x.getAttribute('data-testid')));
     const sys = await get(`sessions/${A.sid}/system?points=500`);
     const gpuPts = sys.series.find((x) => x.src === 'gpu0')?.points.length ?? 0;
-    check('system', charts.includes('chart-util') && charts.includes('chart-temp') && charts.includes('chart-power') && charts.includes('chart-cpu') && gpuPts >= 3, charts.length + ' charts (' + charts.join(',') + '), gpu0 ' + gpuPts + ' points');
+    check(
+      'system',
+      charts.includes('chart-util') &&
+        charts.includes('chart-temp') &&
+        charts.includes('chart-power') &&
+        charts.includes('chart-cpu') &&
+        gpuPts >= 3,
+      charts.length + ' charts (' + charts.join(',') + '), gpu0 ' + gpuPts + ' points',
+    );
     await page.uncheck('[data-testid=toggle-temp]');
     const gone = (await page.locator('[data-testid=chart-temp]').count()) === 0;
     await page.check('[data-testid=toggle-temp]');
@@ -374,7 +780,11 @@ try {
     await page.waitForSelector('[data-testid=timeline-canvas]');
     await idle();
     const tl = await page.evaluate(() => window.__uiTest.timeline);
-    check('system_shared_zoom', gone && span > 0 && Math.abs(tl.t1 - tl.t0 - span) <= 2, 'toggle hides a chart; drag selected ' + span + ' ns, the Kernels timeline shows ' + (tl.t1 - tl.t0) + ' ns');
+    check(
+      'system_shared_zoom',
+      gone && span > 0 && Math.abs(tl.t1 - tl.t0 - span) <= 2,
+      'toggle hides a chart; drag selected ' + span + ' ns, the Kernels timeline shows ' + (tl.t1 - tl.t0) + ' ns',
+    );
     await page.goto(U + '/#/system?s=' + A.sid);
     await page.waitForSelector('[data-testid=chart-util] canvas');
     await idle();
@@ -388,7 +798,11 @@ try {
     await idle();
     if (!memOk) {
       const err = (await page.locator('[data-testid=error]').count()) ? await text('[data-testid=error]') : '';
-      check('memory_view', false, 'not yet: no memory profile on the server; the view shows: ' + (err || (await text('main')).slice(0, 160)));
+      check(
+        'memory_view',
+        false,
+        'not yet: no memory profile on the server; the view shows: ' + (err || (await text('main')).slice(0, 160)),
+      );
       await shot('memory-missing');
       return;
     }
@@ -399,15 +813,39 @@ try {
     // every frame's total equals the bytes of the server's stacks through it
     let bad = 0;
     for (const h of hits.filter((x) => x.depth > 0)) {
-      const want = api.stacks.filter((s) => h.path.every((f, i) => s.frames[i] === f)).reduce((a, s) => a + Number(s.bytes), 0);
-      const self = api.stacks.filter((s) => s.frames.length === h.path.length && h.path.every((f, i) => s.frames[i] === f)).reduce((a, s) => a + Number(s.bytes), 0);
+      const want = api.stacks
+        .filter((s) => h.path.every((f, i) => s.frames[i] === f))
+        .reduce((a, s) => a + Number(s.bytes), 0);
+      const self = api.stacks
+        .filter((s) => s.frames.length === h.path.length && h.path.every((f, i) => s.frames[i] === f))
+        .reduce((a, s) => a + Number(s.bytes), 0);
       if (want !== h.total || self !== h.self) bad++;
     }
-    const sim = await page.locator('[data-testid=view-memory] [data-testid=badge-simulated]').count() - (await page.locator('[data-testid=mem-profiles] [data-testid=badge-simulated]').count());
+    const sim =
+      (await page.locator('[data-testid=view-memory] [data-testid=badge-simulated]').count()) -
+      (await page.locator('[data-testid=mem-profiles] [data-testid=badge-simulated]').count());
     const profRows = await page.locator('[data-testid=mem-profile-row]').count();
     if (profRows !== 1) bad += 1000;
     await shot('memory');
-    check('memory_flame', root && root.total === sum && (api.truncated || Number(api.total_bytes) === sum) && bad === 0 && hits.length > 3 && sim === 1, hits.length + ' frames; root ' + root?.total + ' B = server stacks ' + sum + ' B (total_bytes ' + api.total_bytes + '); ' + bad + ' frames differ');
+    check(
+      'memory_flame',
+      root &&
+        root.total === sum &&
+        (api.truncated || Number(api.total_bytes) === sum) &&
+        bad === 0 &&
+        hits.length > 3 &&
+        sim === 1,
+      hits.length +
+        ' frames; root ' +
+        root?.total +
+        ' B = server stacks ' +
+        sum +
+        ' B (total_bytes ' +
+        api.total_bytes +
+        '); ' +
+        bad +
+        ' frames differ',
+    );
     // tooltip, zoom into a frame, search, in-use view
     const deep = hits.filter((h) => h.depth === 3).sort((a, b) => b.w - a.w)[0];
     const box = await page.locator('[data-testid=flame-canvas]').boundingBox();
@@ -429,7 +867,21 @@ try {
     const api2 = await get(`sessions/${A.sid}/memory?view=inuse`);
     const fl2 = await page.evaluate(() => window.__uiTest.flame);
     const sum2 = api2.stacks.reduce((a, s) => a + Number(s.bytes), 0);
-    check('memory_interaction', tipOk && zoomOk && /frames match/.test(sr) && fl2.total === sum2, 'tooltip ' + (tipOk ? 'shows bytes' : 'wrong: ' + tip) + '; zoom ' + (zoomOk ? 'ok' : 'failed') + '; search: ' + sr + '; in-use total ' + fl2.total + ' B (server ' + sum2 + ')');
+    check(
+      'memory_interaction',
+      tipOk && zoomOk && /frames match/.test(sr) && fl2.total === sum2,
+      'tooltip ' +
+        (tipOk ? 'shows bytes' : 'wrong: ' + tip) +
+        '; zoom ' +
+        (zoomOk ? 'ok' : 'failed') +
+        '; search: ' +
+        sr +
+        '; in-use total ' +
+        fl2.total +
+        ' B (server ' +
+        sum2 +
+        ')',
+    );
     check('memory_view', true, 'rendered');
   });
 
@@ -445,12 +897,31 @@ try {
       return;
     }
     const api = await get('fleet');
-    const rows = await page.$$eval('[data-testid=fleet-gpu]', (r) => r.map((x) => [x.getAttribute('data-host'), x.getAttribute('data-dev'), x.getAttribute('data-state'), x.textContent]));
+    const rows = await page.$$eval('[data-testid=fleet-gpu]', (r) =>
+      r.map((x) => [
+        x.getAttribute('data-host'),
+        x.getAttribute('data-dev'),
+        x.getAttribute('data-state'),
+        x.textContent,
+      ]),
+    );
     const want = api.items.flatMap((h) => h.gpus.map((g) => [h.host, String(g.dev), g.state, g.reasons]));
-    const ok = want.length === rows.length && want.every((w) => rows.some((r) => r[0] === w[0] && r[1] === w[1] && r[2] === w[2] && w[3].every((x) => r[3].includes(x))));
-    const mine = rows.filter((r) => r[0] === 'gpu-node-7').map((r) => r[1] + ':' + r[2]).sort().join(',');
+    const ok =
+      want.length === rows.length &&
+      want.every((w) =>
+        rows.some((r) => r[0] === w[0] && r[1] === w[1] && r[2] === w[2] && w[3].every((x) => r[3].includes(x))),
+      );
+    const mine = rows
+      .filter((r) => r[0] === 'gpu-node-7')
+      .map((r) => r[1] + ':' + r[2])
+      .sort()
+      .join(',');
     const sess = await page.locator('[data-testid=fleet-session]').count();
-    check('fleet_view', ok && mine === '0:BUSY,1:HELD' && sess >= 1, rows.length + ' GPU rows (API ' + want.length + '), gpu-node-7: ' + mine + ', ' + sess + ' session rows');
+    check(
+      'fleet_view',
+      ok && mine === '0:BUSY,1:HELD' && sess >= 1,
+      rows.length + ' GPU rows (API ' + want.length + '), gpu-node-7: ' + mine + ', ' + sess + ' session rows',
+    );
     await shot('fleet');
   });
 
@@ -474,7 +945,16 @@ try {
     page.off('request', on);
     for (const [st, ls] of Object.entries(heldB)) await req(U, 'POST', '/api/v1/events/' + st, ls.join('\n') + '\n');
     const s2 = await get('sessions/' + B.sid);
-    check('system_live', live === 1 && n1 > n0 && s2.state === 'ended', 'LIVE badge on the running session, ' + (n1 - n0) + ' refresh(es) in ' + waited + ' s (every 5 s); after its session_end it is ' + s2.state);
+    check(
+      'system_live',
+      live === 1 && n1 > n0 && s2.state === 'ended',
+      'LIVE badge on the running session, ' +
+        (n1 - n0) +
+        ' refresh(es) in ' +
+        waited +
+        ' s (every 5 s); after its session_end it is ' +
+        s2.state,
+    );
   });
 
   // lines the server is missing are said in the session header, and a
@@ -487,9 +967,25 @@ try {
     const api = await get('sessions/' + C.sid);
     for (const [st, ls] of Object.entries(heldC)) await req(U, 'POST', '/api/v1/events/' + st, ls.join('\n') + '\n');
     const t0 = Date.now();
-    await page.waitForFunction(() => !document.querySelector('[data-testid=session-missing]') && /ended/.test(document.querySelector('[data-testid=session-line]')?.textContent ?? ''), null, { polling: 200, timeout: 15000 });
+    await page.waitForFunction(
+      () =>
+        !document.querySelector('[data-testid=session-missing]') &&
+        /ended/.test(document.querySelector('[data-testid=session-line]')?.textContent ?? ''),
+      null,
+      { polling: 200, timeout: 15000 },
+    );
     const after = ((Date.now() - t0) / 1000).toFixed(1);
-    check('session_missing', /^⚠ 10 lines missing$/.test(badge) && /device 10 \(seq 20–29\)/.test(title ?? '') && Number(api.missing) === 10, 'badge "' + badge + '", tooltip: ' + (title ?? '').slice(0, 90) + '; gone and "ended" ' + after + ' s after the late lines');
+    check(
+      'session_missing',
+      /^⚠ 10 lines missing$/.test(badge) && /device 10 \(seq 20–29\)/.test(title ?? '') && Number(api.missing) === 10,
+      'badge "' +
+        badge +
+        '", tooltip: ' +
+        (title ?? '').slice(0, 90) +
+        '; gone and "ended" ' +
+        after +
+        ' s after the late lines',
+    );
   });
 
   // errors are shown, not swallowed
@@ -507,6 +1003,37 @@ try {
     await page.waitForSelector('[data-testid=signin]');
     const tok = await page.evaluate(() => sessionStorage.getItem('gpufl.token'));
     check('signout', tok === null, 'token removed');
+  });
+  // a page the tests did not flag carries no test hooks (src/lib/testHooks.ts)
+  await attempt('test_hooks_off', async () => {
+    const b2 = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    try {
+      const p2 = await b2.newPage();
+      await p2.goto(U + '/#/sessions');
+      await p2.waitForSelector('[data-testid=signin]');
+      const plain = await p2.evaluate(() => typeof window.__uiTest);
+      const flagged = await page.evaluate(() => typeof window.__uiTest);
+      check(
+        'test_hooks_off',
+        plain === 'undefined' && flagged === 'object',
+        'window.__uiTest: ' + plain + ' on a plain page, ' + flagged + ' on the flagged test page',
+      );
+    } finally {
+      await b2.close();
+    }
   });
   check('no_page_errors', pageErrors.length === 0, pageErrors.join(' | '));
 } catch (e) {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, ApiError, explain, getToken, Int, setToken } from './lib/api';
+import { api, ApiError, explain, getToken, setToken } from './lib/api';
 import { fmtNs, fmtWall } from './lib/format';
 import { switchTab, Tab, TABS, UrlState } from './lib/url';
 import { useUrlState } from './state';
@@ -10,31 +10,8 @@ import { SystemView } from './views/System';
 import { Memory } from './views/Memory';
 import { Fleet } from './views/Fleet';
 import { Badge, ErrorBox, Loading } from './views/common';
-import { gapsText, StreamGaps } from './lib/gaps';
-
-export interface Session {
-  id: string;
-  app: string;
-  host: string;
-  pid: number;
-  start_ns: string;
-  state: string;
-  end_reason?: string | null;
-  first_ts: string | number;
-  last_ts: string | number;
-  last_seen: number;
-  simulated: boolean;
-  counts: Record<string, number>;
-  devices?: any[];
-  engines?: Record<string, string>;
-  cmd?: string;
-  span_ns?: number;
-  interval_ms?: number;
-  /* lines the server is missing (docs/api.md "gaps") */
-  missing?: Int;
-  streams_ended?: string[];
-  gaps?: Record<string, StreamGaps>;
-}
+import { gapsText } from './lib/gaps';
+import type { Page, Session } from './lib/types';
 
 export interface ViewProps {
   st: UrlState;
@@ -52,11 +29,15 @@ function SignIn({ why, onToken }: { why: string | null; onToken: (t: string) => 
     setErr(null);
     setToken(tok.trim());
     try {
-      await api('sessions', { limit: 1 });
+      await api<Page<Session>>('sessions', { limit: 1 });
       onToken(tok.trim());
     } catch (x) {
       setToken(null);
-      setErr(x instanceof ApiError && x.status === 401 ? 'Sign-in failed: the server does not accept this token (401). Check the key or the admin token.' : explain(x));
+      setErr(
+        x instanceof ApiError && x.status === 401
+          ? 'Sign-in failed: the server does not accept this token (401). Check the key or the admin token.'
+          : explain(x),
+      );
     } finally {
       setBusy(false);
     }
@@ -65,12 +46,26 @@ function SignIn({ why, onToken }: { why: string | null; onToken: (t: string) => 
     <div className="signin" data-testid="signin">
       <form onSubmit={submit}>
         <h1>gpufl</h1>
-        <p>Sign in with an API key (role <code>read</code> or <code>admin</code>) or the server&apos;s admin token. It is kept in this tab only (sessionStorage) and sent as <code>Authorization: Bearer</code>.</p>
-        <input data-testid="token" type="password" autoFocus placeholder="API key or admin token" value={tok} onChange={(e) => setTok(e.target.value)} />
+        <p>
+          Sign in with an API key (role <code>read</code> or <code>admin</code>) or the server&apos;s admin token. It is
+          kept in this tab only (sessionStorage) and sent as <code>Authorization: Bearer</code>.
+        </p>
+        <input
+          data-testid="token"
+          type="password"
+          autoFocus
+          placeholder="API key or admin token"
+          value={tok}
+          onChange={(e) => setTok(e.target.value)}
+        />
         <button data-testid="signin-submit" type="submit" disabled={busy || !tok.trim()}>
           {busy ? 'Checking…' : 'Sign in'}
         </button>
-        {err && <div className="error" data-testid="signin-error">{err}</div>}
+        {err && (
+          <div className="error" data-testid="signin-error">
+            {err}
+          </div>
+        )}
       </form>
     </div>
   );
@@ -78,7 +73,14 @@ function SignIn({ why, onToken }: { why: string | null; onToken: (t: string) => 
 
 const SESSION_REFRESH_MS = 5000;
 
-const TAB_LABEL: Record<Tab, string> = { sessions: 'Sessions', kernels: 'Kernels', scopes: 'Scopes', system: 'System', memory: 'Memory', fleet: 'Fleet' };
+const TAB_LABEL: Record<Tab, string> = {
+  sessions: 'Sessions',
+  kernels: 'Kernels',
+  scopes: 'Scopes',
+  system: 'System',
+  memory: 'Memory',
+  fleet: 'Fleet',
+};
 const NEEDS_SESSION: Tab[] = ['kernels', 'scopes', 'system', 'memory'];
 
 export function App() {
@@ -125,14 +127,24 @@ export function App() {
     };
   }, [token, st.s]);
 
-  if (!token) return <SignIn why={why} onToken={(t) => { setTok(t); setWhy(null); }} />;
+  if (!token)
+    return (
+      <SignIn
+        why={why}
+        onToken={(t) => {
+          setTok(t);
+          setWhy(null);
+        }}
+      />
+    );
 
   const props: ViewProps = { st, set, session };
   let body: React.ReactNode;
   if (NEEDS_SESSION.includes(st.tab) && !st.s) {
     body = (
       <div className="empty" data-testid="need-session">
-        No session selected. Pick one on the <a href="#/sessions">Sessions</a> tab (click its name), then come back to {TAB_LABEL[st.tab]}.
+        No session selected. Pick one on the <a href="#/sessions">Sessions</a> tab (click its name), then come back to{' '}
+        {TAB_LABEL[st.tab]}.
       </div>
     );
   } else if (NEEDS_SESSION.includes(st.tab) && sErr) {
@@ -152,23 +164,51 @@ export function App() {
         <span className="brand">gpufl</span>
         <nav>
           {TABS.map((t) => (
-            <a key={t} data-testid={'tab-' + t} className={st.tab === t ? 'on' : ''} href={'#' + '/' + t} onClick={(e) => { e.preventDefault(); set(switchTab(st, t)); }}>
+            <a
+              key={t}
+              data-testid={'tab-' + t}
+              className={st.tab === t ? 'on' : ''}
+              href={'#' + '/' + t}
+              onClick={(e) => {
+                e.preventDefault();
+                set(switchTab(st, t));
+              }}
+            >
               {TAB_LABEL[t]}
             </a>
           ))}
         </nav>
         <span className="grow" />
-        <button className="link" data-testid="signout" onClick={() => { setToken(null); setTok(null); }}>Sign out</button>
+        <button
+          className="link"
+          data-testid="signout"
+          onClick={() => {
+            setToken(null);
+            setTok(null);
+          }}
+        >
+          Sign out
+        </button>
       </header>
       {session && st.s && st.tab !== 'sessions' && st.tab !== 'fleet' && (
         <div className="sessline" data-testid="session-line">
-          <b>{session.app}</b> on <b>{session.host}</b> · pid {session.pid} · <Badge kind={session.state}>{session.state}</Badge>
+          <b>{session.app}</b> on <b>{session.host}</b> · pid {session.pid} ·{' '}
+          <Badge kind={session.state}>{session.state}</Badge>
           {session.simulated && <Badge kind="simulated">simulated</Badge>}
           {(() => {
             const g = gapsText(session);
-            return g ? <span className="badge b-missing" data-testid="session-missing" title={g.detail}>⚠ {g.short}</span> : null;
+            return g ? (
+              <span className="badge b-missing" data-testid="session-missing" title={g.detail}>
+                ⚠ {g.short}
+              </span>
+            ) : null;
           })()}
-          <span className="dim"> · started {fmtWall(session.start_ns)} · span {fmtNs(Number(BigInt(session.last_ts) - BigInt(session.first_ts)))} · {session.counts.kernels} kernels · </span>
+          <span className="dim">
+            {' '}
+            · started {fmtWall(session.start_ns)} · span{' '}
+            {fmtNs(Number(BigInt(session.last_ts) - BigInt(session.first_ts)))} · {session.counts.kernels} kernels
+            ·{' '}
+          </span>
           <code className="dim">{session.id}</code>
         </div>
       )}

@@ -1,8 +1,6 @@
-// state.ts - the URL-hash state as a React hook, and the test hooks the
-// browser tests read (window.__uiTest).
+// state.ts - the URL-hash state as a React hook.
 import { useEffect, useState, useCallback } from 'react';
 import { formatHash, parseHash, UrlState } from './lib/url';
-import { inflight } from './lib/api';
 
 export function useUrlState(): [UrlState, (n: UrlState, replace?: boolean) => void] {
   const [st, setSt] = useState<UrlState>(() => parseHash(location.hash));
@@ -20,22 +18,3 @@ export function useUrlState(): [UrlState, (n: UrlState, replace?: boolean) => vo
   }, []);
   return [st, set];
 }
-
-export interface UiTest {
-  idle: () => boolean;
-  busy: number; // views' pending work besides fetches
-  timeline?: { t0: number; t1: number; base: string; rects: number; labels: number; mode: string; ms: number; frames: number[] };
-  flame?: { total: number; rects: number; focus: string; view: string };
-  [k: string]: unknown;
-}
-
-declare global {
-  interface Window {
-    __uiTest: UiTest;
-  }
-}
-
-window.__uiTest = {
-  busy: 0,
-  idle: () => inflight.n === 0 && window.__uiTest.busy === 0,
-};

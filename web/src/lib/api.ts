@@ -55,7 +55,7 @@ export function quoteBigInts(text: string): string {
   return out;
 }
 
-export function parseJson(text: string): any {
+export function parseJson(text: string): unknown {
   return JSON.parse(quoteBigInts(text));
 }
 
@@ -77,11 +77,16 @@ export function setFetcher(f: Fetcher): void {
 
 export const inflight = { n: 0 };
 
-export async function api<T = any>(path: string, params?: Record<string, Int | boolean | undefined | null>, signal?: AbortSignal): Promise<T> {
+/* GET /api/v1/path?params as T, the answer's type (lib/types.ts): the
+   caller names what it expects; nothing checks it at run time. */
+export async function api<T>(
+  path: string,
+  params?: Record<string, Int | boolean | undefined | null>,
+  signal?: AbortSignal,
+): Promise<T> {
   const q = new URLSearchParams();
   if (params)
-    for (const [k, v] of Object.entries(params))
-      if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   const url = '/api/v1/' + path + (q.toString() ? '?' + q.toString() : '');
   const token = getToken();
   inflight.n++;
@@ -89,14 +94,19 @@ export async function api<T = any>(path: string, params?: Record<string, Int | b
     let r: Response;
     try {
       r = await fetcher(url, { headers: token ? { Authorization: 'Bearer ' + token } : {}, signal });
-    } catch (e: any) {
-      if (e && e.name === 'AbortError') throw e;
-      throw new ApiError(0, 'cannot reach gpufl-server (' + String(e && e.message ? e.message : e) + '): is it running?');
+    } catch (e) {
+      if (e instanceof Error && e.name === 'AbortError') throw e;
+      throw new ApiError(
+        0,
+        'cannot reach gpufl-server (' + (e instanceof Error ? e.message : String(e)) + '): is it running?',
+      );
     }
     const text = await r.text();
     if (!r.ok) {
       if (r.status === 401 && typeof window !== 'undefined' && getToken())
-        window.dispatchEvent(new CustomEvent('gpufl-unauthorized', { detail: 'The server refused the token (401). Sign in again.' }));
+        window.dispatchEvent(
+          new CustomEvent('gpufl-unauthorized', { detail: 'The server refused the token (401). Sign in again.' }),
+        );
       let msg = text;
       try {
         msg = JSON.parse(text).error || text;
@@ -112,11 +122,20 @@ export async function api<T = any>(path: string, params?: Record<string, Int | b
 }
 
 /* All pages of a list endpoint, up to max items. */
-export async function apiAll<T = any>(path: string, params: Record<string, Int | boolean | undefined | null>, max: number, signal?: AbortSignal): Promise<{ items: T[]; more: boolean }> {
+export async function apiAll<T>(
+  path: string,
+  params: Record<string, Int | boolean | undefined | null>,
+  max: number,
+  signal?: AbortSignal,
+): Promise<{ items: T[]; more: boolean }> {
   const items: T[] = [];
   let cursor: string | null = null;
   for (;;) {
-    const page: any = await api(path, { ...params, limit: Math.min(1000, max - items.length), cursor }, signal);
+    const page: { items: T[]; next: string | null } = await api(
+      path,
+      { ...params, limit: Math.min(1000, max - items.length), cursor },
+      signal,
+    );
     items.push(...page.items);
     cursor = page.next;
     if (!cursor) return { items, more: false };
@@ -126,8 +145,12 @@ export async function apiAll<T = any>(path: string, params: Record<string, Int |
 
 export function explain(e: unknown): string {
   if (e instanceof ApiError) {
-    if (e.status === 401) return 'The server refused the token (401): ' + e.message + '. Sign in again with a valid API key or the admin token.';
-    if (e.status === 403) return 'This token may not read this data (403): ' + e.message + '. Use a key with the read or admin role.';
+    if (e.status === 401)
+      return (
+        'The server refused the token (401): ' + e.message + '. Sign in again with a valid API key or the admin token.'
+      );
+    if (e.status === 403)
+      return 'This token may not read this data (403): ' + e.message + '. Use a key with the read or admin role.';
     if (e.status === 404) return 'Not found (404): ' + e.message + '.';
     if (e.status === 503) return 'The database is busy or unavailable (503): ' + e.message + '. Retry in a moment.';
     return (e.status ? 'HTTP ' + e.status + ': ' : '') + e.message;

@@ -29,7 +29,8 @@ describe('buildFlame', () => {
     const r = buildFlame(stacks);
     const walk = (n: ReturnType<typeof buildFlame>) => {
       expect(n.total).toBe(n.self + n.children.reduce((a, c) => a + c.total, 0));
-      for (let i = 1; i < n.children.length; i++) expect(n.children[i - 1].total).toBeGreaterThanOrEqual(n.children[i].total);
+      for (let i = 1; i < n.children.length; i++)
+        expect(n.children[i - 1].total).toBeGreaterThanOrEqual(n.children[i].total);
       n.children.forEach(walk);
     };
     walk(r);
@@ -58,7 +59,10 @@ describe('layoutFlame', () => {
     const focus = findPath(r, ['main', 'train'])!;
     const z = layoutFlame(r, focus);
     // ancestors full width on top, the focus full width at its depth
-    expect(z.slice(0, 2).map((x) => [x.node.name, x.w])).toEqual([[r.name, 1], ['main', 1]]);
+    expect(z.slice(0, 2).map((x) => [x.node.name, x.w])).toEqual([
+      [r.name, 1],
+      ['main', 1],
+    ]);
     const f = z.find((x) => x.node === focus)!;
     expect([f.x, f.w, f.depth]).toEqual([0, 1, 2]);
     expect(z.find((x) => x.node.name === 'eval')).toBeUndefined();

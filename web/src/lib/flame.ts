@@ -4,10 +4,12 @@
 // total(node) = bytes of every stack passing through it; self(node) = bytes
 // of stacks ending at it.  total = self + Σ total(children).
 
+import type { Int } from './api';
+
 export interface Stack {
   frames: string[];
-  bytes: number;
-  count: number;
+  bytes: Int;
+  count: Int;
 }
 
 export interface FNode {
@@ -22,7 +24,16 @@ export interface FNode {
 }
 
 export function buildFlame(stacks: Stack[], rootName = 'all'): FNode {
-  const root: FNode = { name: rootName, total: 0, self: 0, count: 0, selfCount: 0, depth: 0, children: [], parent: null };
+  const root: FNode = {
+    name: rootName,
+    total: 0,
+    self: 0,
+    count: 0,
+    selfCount: 0,
+    depth: 0,
+    children: [],
+    parent: null,
+  };
   const index = new Map<FNode, Map<string, FNode>>();
   for (const s of stacks) {
     const bytes = Number(s.bytes);

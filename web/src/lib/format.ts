@@ -1,6 +1,9 @@
 // format.ts - units as the views show them.
+import type { Int } from './api';
 
-export function fmtNs(ns: number): string {
+/* ns as the views show them; an API integer (Int) may come as a string. */
+export function fmtNs(v: Int): string {
+  const ns = Number(v);
   if (!isFinite(ns)) return '-';
   const a = Math.abs(ns);
   if (a < 1e3) return ns.toFixed(0) + ' ns';
@@ -9,7 +12,8 @@ export function fmtNs(ns: number): string {
   return (ns / 1e9).toFixed(a < 1e10 ? 3 : 1) + ' s';
 }
 
-export function fmtBytes(b: number): string {
+export function fmtBytes(x: Int): string {
+  const b = Number(x);
   if (!isFinite(b)) return '-';
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
@@ -46,7 +50,7 @@ export function demangle(name: string): string {
   let i = 2;
   const parts: string[] = [];
   const readName = (): boolean => {
-    let m = /^\d+/.exec(name.slice(i));
+    const m = /^\d+/.exec(name.slice(i));
     if (!m) return false;
     const len = parseInt(m[0], 10);
     i += m[0].length;

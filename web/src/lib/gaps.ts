@@ -11,7 +11,10 @@ export interface StreamGaps {
 
 /* What the server does not hold of a session: "12,345 lines missing" and,
    for its tooltip, which (per stream, the first ranges of seq). */
-export function gapsText(s: { missing?: Int; gaps?: Record<string, StreamGaps> }): { short: string; detail: string } | null {
+export function gapsText(s: {
+  missing?: Int;
+  gaps?: Record<string, StreamGaps>;
+}): { short: string; detail: string } | null {
   const n = Number(s.missing ?? 0);
   if (!n || !s.gaps) return null;
   const parts: string[] = [];
@@ -23,7 +26,13 @@ export function gapsText(s: { missing?: Int; gaps?: Record<string, StreamGaps> }
   }
   return {
     short: n.toLocaleString('en-US') + (n === 1 ? ' line' : ' lines') + ' missing',
-    detail: 'The server does not hold ' + n.toLocaleString('en-US') + ' line' + (n === 1 ? '' : 's') + ' of this session: ' + parts.join('; ') +
-      '. They were lost before they reached it (files pruned before the agent read them, broker retention) or refused at ingest; views show what arrived. See the agent\'s log for the cause.',
+    detail:
+      'The server does not hold ' +
+      n.toLocaleString('en-US') +
+      ' line' +
+      (n === 1 ? '' : 's') +
+      ' of this session: ' +
+      parts.join('; ') +
+      ". They were lost before they reached it (files pruned before the agent read them, broker retention) or refused at ingest; views show what arrived. See the agent's log for the cause.",
   };
 }

@@ -2,10 +2,13 @@
 // (seconds from the session start) and one y array per (source, field),
 // null where a source has no bucket at that x.
 
+import type { Int } from './api';
+
+/* One bucket: t, n, and per field [min, max, avg] (docs/api.md). */
 export interface SysPoint {
-  t: string | number;
+  t: Int;
   n: number;
-  [field: string]: any;
+  [field: string]: Int | number[];
 }
 export interface SysSeries {
   src: string;
@@ -34,7 +37,12 @@ export const FAMILIES: Family[] = [
   { id: 'ram', title: 'Host RAM used', unit: 'GiB', fields: ['ram_used', 'proc_rss'], scale: 1 / 1073741824 },
 ];
 
-export function align(series: SysSeries[], fam: Family, base: bigint, srcs: Set<string> | null): { labels: string[]; data: (number | null)[][] } {
+export function align(
+  series: SysSeries[],
+  fam: Family,
+  base: bigint,
+  srcs: Set<string> | null,
+): { labels: string[]; data: (number | null)[][] } {
   const xs = new Set<number>();
   const cols: { label: string; m: Map<number, number> }[] = [];
   for (const s of series) {
@@ -52,5 +60,8 @@ export function align(series: SysSeries[], fam: Family, base: bigint, srcs: Set<
     }
   }
   const x = [...xs].sort((a, b) => a - b);
-  return { labels: cols.map((c) => c.label), data: [x, ...cols.map((c) => x.map((t) => (c.m.has(t) ? c.m.get(t)! : null)))] };
+  return {
+    labels: cols.map((c) => c.label),
+    data: [x, ...cols.map((c) => x.map((t) => (c.m.has(t) ? c.m.get(t)! : null)))],
+  };
 }

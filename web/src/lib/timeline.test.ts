@@ -1,9 +1,34 @@
 import { describe, expect, it } from 'vitest';
-import { clampView, countInView, drawList, layoutLanes, pan, pick, scopeItems, summaryItems, ticks, xOf, zoom, kLane } from './timeline';
+import {
+  clampView,
+  countInView,
+  drawList,
+  layoutLanes,
+  pan,
+  pick,
+  scopeItems,
+  summaryItems,
+  ticks,
+  xOf,
+  zoom,
+  kLane,
+} from './timeline';
 
 describe('layoutLanes', () => {
   it('orders scope lane, then per device kernel streams then copy kinds, no overlap', () => {
-    const l = layoutLanes([{ dev: 1, stream: 3 }, { dev: 0, stream: 9 }, { dev: 0, stream: 7 }, { dev: 0, stream: 7 }], [{ dev: 0, kind: 'memcpy htod' }, { dev: 1, kind: 'memset' }], 20);
+    const l = layoutLanes(
+      [
+        { dev: 1, stream: 3 },
+        { dev: 0, stream: 9 },
+        { dev: 0, stream: 7 },
+        { dev: 0, stream: 7 },
+      ],
+      [
+        { dev: 0, kind: 'memcpy htod' },
+        { dev: 1, kind: 'memset' },
+      ],
+      20,
+    );
     expect(l.map((x) => x.key)).toEqual(['scope', 'k0:7', 'k0:9', 'c0:memcpy htod', 'k1:3', 'c1:memset']);
     expect(l[0].y).toBe(20);
     for (let i = 1; i < l.length; i++) expect(l[i].y).toBeGreaterThanOrEqual(l[i - 1].y + l[i - 1].h);
@@ -11,24 +36,56 @@ describe('layoutLanes', () => {
 });
 
 describe('summary buckets to rects', () => {
-  const s = { from: 0, to: 1000, width: 10, bucket_ns: 100, lanes: [{ dev: 0, stream: 7, buckets: [[0, 5, 100, 1], [3, 2, 50, 2], [9, 1, 10, 1]] as [number, number, number, number][] }] };
+  const s = {
+    from: 0,
+    to: 1000,
+    width: 10,
+    bucket_ns: 100,
+    lanes: [
+      {
+        dev: 0,
+        stream: 7,
+        buckets: [
+          [0, 5, 100, 1],
+          [3, 2, 50, 2],
+          [9, 1, 10, 1],
+        ] as [number, number, number, number][],
+      },
+    ],
+  };
   it('maps pixel p to [from + p*px, +px)', () => {
     const it = summaryItems(s);
-    expect(it.map((x) => [x.lane, x.t, x.dur, x.count])).toEqual([['k0:7', 0, 100, 5], ['k0:7', 300, 100, 2], ['k0:7', 900, 100, 1]]);
+    expect(it.map((x) => [x.lane, x.t, x.dur, x.count])).toEqual([
+      ['k0:7', 0, 100, 5],
+      ['k0:7', 300, 100, 2],
+      ['k0:7', 900, 100, 1],
+    ]);
     expect(countInView(it, { t0: 250, t1: 950 })).toBe(3);
     expect(countInView(it, { t0: 0, t1: 1000 })).toBe(8);
   });
   it('draws them at the right x for the current view (zoom and pan move them)', () => {
     const it = summaryItems(s);
     const r = drawList(it, { t0: 0, t1: 1000 }, 100);
-    expect(r.map((x) => [x.x, x.w])).toEqual([[0, 10], [30, 10], [90, 10]]);
+    expect(r.map((x) => [x.x, x.w])).toEqual([
+      [0, 10],
+      [30, 10],
+      [90, 10],
+    ]);
     expect(r[0].shade).toBe(1);
     expect(r[1].shade).toBeCloseTo(0.5);
     const z = drawList(it, { t0: 250, t1: 450 }, 100);
     expect(z.map((x) => [x.x, x.w])).toEqual([[25, 50]]);
   });
   it('merges sub-pixel items to one rect per lane per pixel column', () => {
-    const items = Array.from({ length: 1000 }, (_, i) => ({ lane: kLane(0, 1), t: i * 10, dur: 5, count: 1, busy: 5, name: 'k', id: i }));
+    const items = Array.from({ length: 1000 }, (_, i) => ({
+      lane: kLane(0, 1),
+      t: i * 10,
+      dur: 5,
+      count: 1,
+      busy: 5,
+      name: 'k',
+      id: i,
+    }));
     const r = drawList(items, { t0: 0, t1: 10000 }, 100);
     expect(r.length).toBe(100);
     const cols = new Set(r.map((x) => Math.floor(x.x)));
@@ -68,7 +125,15 @@ describe('viewport', () => {
 
 describe('scopeItems', () => {
   it('spans each scope instance over its kernels', () => {
-    const s = scopeItems([{ scope: 5, t: 10, dur: 5 }, { scope: 5, t: 30, dur: 10 }, { scope: 0, t: 0, dur: 1 }, { scope: 6, t: 50, dur: 1 }]);
-    expect(s.map((x) => [x.id, x.t, x.dur, x.count])).toEqual([[5, 10, 30, 2], [6, 50, 1, 1]]);
+    const s = scopeItems([
+      { scope: 5, t: 10, dur: 5 },
+      { scope: 5, t: 30, dur: 10 },
+      { scope: 0, t: 0, dur: 1 },
+      { scope: 6, t: 50, dur: 1 },
+    ]);
+    expect(s.map((x) => [x.id, x.t, x.dur, x.count])).toEqual([
+      [5, 10, 30, 2],
+      [6, 50, 1, 1],
+    ]);
   });
 });

@@ -42,7 +42,12 @@ export const SCOPE_LANE = 'scope';
 
 /* Lanes in display order: the scope lane, then per device its kernel lanes
    by stream and its copy lanes by kind. */
-export function layoutLanes(kernelLanes: { dev: number; stream: number }[], copyLanes: { dev: number; kind: string }[], top = 0, scope = true): Lane[] {
+export function layoutLanes(
+  kernelLanes: { dev: number; stream: number }[],
+  copyLanes: { dev: number; kind: string }[],
+  top = 0,
+  scope = true,
+): Lane[] {
   const out: Lane[] = [];
   let y = top;
   if (scope) {
@@ -59,7 +64,15 @@ export function layoutLanes(kernelLanes: { dev: number; stream: number }[], copy
       const key = kLane(l.dev, l.stream);
       if (seen.has(key)) continue;
       seen.add(key);
-      out.push({ key, kind: 'kernel', dev: d, stream: l.stream, label: 'GPU' + d + ' stream ' + l.stream, y, h: LANE_H });
+      out.push({
+        key,
+        kind: 'kernel',
+        dev: d,
+        stream: l.stream,
+        label: 'GPU' + d + ' stream ' + l.stream,
+        y,
+        h: LANE_H,
+      });
       y += LANE_H + 2;
     }
     const cs = copyLanes.filter((l) => l.dev === d).sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
@@ -88,7 +101,8 @@ export function summaryItems(s: Summary): Item[] {
   const out: Item[] = [];
   for (const l of s.lanes) {
     const key = kLane(l.dev, l.stream);
-    for (const [p, count, busy, name] of l.buckets) out.push({ lane: key, t: s.from + p * px, dur: px, count, busy, name });
+    for (const [p, count, busy, name] of l.buckets)
+      out.push({ lane: key, t: s.from + p * px, dur: px, count, busy, name });
   }
   return out;
 }
@@ -142,7 +156,14 @@ export function drawList(items: Item[], v: View, width: number): Rect[] {
       if (x1 - x0 >= 1) {
         if (cur) out.push(finish(cur, curBusy, nsPerPx));
         cur = null;
-        out.push({ lane, x: x0, w: x1 - x0, shade: it.count > 1 || it.busy < it.dur ? Math.max(0.25, Math.min(1, it.busy / Math.max(1, it.dur))) : 1, item: it, label: x1 - x0 >= 40 });
+        out.push({
+          lane,
+          x: x0,
+          w: x1 - x0,
+          shade: it.count > 1 || it.busy < it.dur ? Math.max(0.25, Math.min(1, it.busy / Math.max(1, it.dur))) : 1,
+          item: it,
+          label: x1 - x0 >= 40,
+        });
         continue;
       }
       const col = Math.floor(x0);
@@ -184,7 +205,7 @@ export function zoom(v: View, factor: number, a: number, lo: number, hi: number)
   let ns = Math.max(1000, span * factor);
   if (ns > hi - lo) ns = hi - lo;
   const anchor = v.t0 + a * span;
-  let t0 = anchor - a * ns;
+  const t0 = anchor - a * ns;
   return clampView({ t0, t1: t0 + ns }, lo, hi);
 }
 
@@ -208,7 +229,15 @@ export function scopeItems(kernels: { scope: number; t: number; dur: number }[])
     if (!k.scope) continue;
     const e = m.get(k.scope);
     if (!e) {
-      m.set(k.scope, { lane: SCOPE_LANE, t: k.t, dur: k.dur, count: 1, busy: k.dur, name: 'scope ' + k.scope, id: k.scope });
+      m.set(k.scope, {
+        lane: SCOPE_LANE,
+        t: k.t,
+        dur: k.dur,
+        count: 1,
+        busy: k.dur,
+        name: 'scope ' + k.scope,
+        id: k.scope,
+      });
     } else {
       const end = Math.max(e.t + e.dur, k.t + k.dur);
       e.t = Math.min(e.t, k.t);

@@ -5,9 +5,17 @@ import { align, FAMILIES } from './series';
 
 describe('URL state', () => {
   it('round-trips session, tab, zoom range and selection', () => {
-    const st = { tab: 'kernels' as const, s: 'ffa34477-fc64-4f9b-be60-3a212d7e367f', from: '1796002169544662330', to: '1796002169644662330', sel: '10' };
+    const st = {
+      tab: 'kernels' as const,
+      s: 'ffa34477-fc64-4f9b-be60-3a212d7e367f',
+      from: '1796002169544662330',
+      to: '1796002169644662330',
+      sel: '10',
+    };
     const h = formatHash(st);
-    expect(h).toBe('#/kernels?s=ffa34477-fc64-4f9b-be60-3a212d7e367f&from=1796002169544662330&to=1796002169644662330&sel=10');
+    expect(h).toBe(
+      '#/kernels?s=ffa34477-fc64-4f9b-be60-3a212d7e367f&from=1796002169544662330&to=1796002169644662330&sel=10',
+    );
     expect(parseHash(h)).toEqual(st);
   });
   it('keeps epoch-ns digits exactly and drops a bad range', () => {
@@ -22,14 +30,24 @@ describe('URL state', () => {
     expect(parseHash(formatHash(st)).sel).toBe(st.sel);
   });
   it('switching tab keeps session and zoom, drops the selection', () => {
-    expect(switchTab({ tab: 'kernels', s: 'x', from: '1', to: '2', sel: '7' }, 'system')).toEqual({ tab: 'system', s: 'x', from: '1', to: '2' });
+    expect(switchTab({ tab: 'kernels', s: 'x', from: '1', to: '2', sel: '7' }, 'system')).toEqual({
+      tab: 'system',
+      s: 'x',
+      from: '1',
+      to: '2',
+    });
   });
 });
 
 describe('exact 64-bit integers from the API', () => {
   it('quotes 16+ digit integers outside strings only', () => {
-    expect(quoteBigInts('{"ts":1796002169544662331,"n":12,"s":"x 1796002169544662331","a":[-1234567890123456789]}')).toBe('{"ts":"1796002169544662331","n":12,"s":"x 1796002169544662331","a":["-1234567890123456789"]}');
-    const j = parseJson('{"ts":1796002169544662331,"d":1.5,"e":"q\\"1234567890123456789"}');
+    expect(
+      quoteBigInts('{"ts":1796002169544662331,"n":12,"s":"x 1796002169544662331","a":[-1234567890123456789]}'),
+    ).toBe('{"ts":"1796002169544662331","n":12,"s":"x 1796002169544662331","a":["-1234567890123456789"]}');
+    const j = parseJson('{"ts":1796002169544662331,"d":1.5,"e":"q\\"1234567890123456789"}') as {
+      ts: string;
+      d: number;
+    };
     expect(j.ts).toBe('1796002169544662331');
     expect(j.d).toBe(1.5);
     expect(rel(j.ts, 1796002169544662000n)).toBe(331);
@@ -40,12 +58,27 @@ describe('system series alignment', () => {
   it('aligns sources on one x axis in seconds, null where missing, scaled', () => {
     const fam = FAMILIES.find((f) => f.id === 'power')!;
     const base = 1000000000000000000n;
-    const a = align([
-      { src: 'gpu0', points: [{ t: '1000000000000000000', n: 1, power: [1000, 3000, 2000] }, { t: '1000000001000000000', n: 1, power: [1, 1, 4000] }] },
-      { src: 'gpu1', points: [{ t: '1000000000500000000', n: 1, power: [0, 0, 500] }] },
-      { src: 'host', points: [{ t: '1000000000500000000', n: 1, cpu: [1, 1, 1] }] },
-    ], fam, base, null);
+    const a = align(
+      [
+        {
+          src: 'gpu0',
+          points: [
+            { t: '1000000000000000000', n: 1, power: [1000, 3000, 2000] },
+            { t: '1000000001000000000', n: 1, power: [1, 1, 4000] },
+          ],
+        },
+        { src: 'gpu1', points: [{ t: '1000000000500000000', n: 1, power: [0, 0, 500] }] },
+        { src: 'host', points: [{ t: '1000000000500000000', n: 1, cpu: [1, 1, 1] }] },
+      ],
+      fam,
+      base,
+      null,
+    );
     expect(a.labels).toEqual(['gpu0 power', 'gpu1 power']);
-    expect(a.data).toEqual([[0, 0.5, 1], [2, null, 4], [null, 0.5, null]]);
+    expect(a.data).toEqual([
+      [0, 0.5, 1],
+      [2, null, 4],
+      [null, 0.5, null],
+    ]);
   });
 });

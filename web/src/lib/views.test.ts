@@ -1,27 +1,53 @@
 import { describe, expect, it } from 'vitest';
-import { visibleRows, ScopeNode } from '../views/Scopes';
+import { visibleRows } from '../views/Scopes';
+import type { ScopeNode } from './types';
 import { demangle, fmtBytes, fmtNs } from './format';
 
 const n = (path: string, total: number, children: ScopeNode[] = []): ScopeNode => ({
-  name: path.split('/').pop()!, path, path_id: 0, depth: path.split('/').length, instances: 1,
-  total_ns: total, self_ns: 0, kernels: 0, gpu_ns: 0, kernels_total: 0, gpu_ns_total: 0, children,
+  name: path.split('/').pop()!,
+  path,
+  path_id: 0,
+  depth: path.split('/').length,
+  instances: 1,
+  total_ns: total,
+  self_ns: 0,
+  kernels: 0,
+  gpu_ns: 0,
+  kernels_total: 0,
+  gpu_ns_total: 0,
+  children,
 });
 
 describe('scope tree rows', () => {
-  const roots = [n('setup', 5), n('epoch', 100, [n('epoch/step', 90, [n('epoch/step/forward', 30), n('epoch/step/backward', 50)])])];
+  const roots = [
+    n('setup', 5),
+    n('epoch', 100, [n('epoch/step', 90, [n('epoch/step/forward', 30), n('epoch/step/backward', 50)])]),
+  ];
   it('shows roots by total, children only when expanded', () => {
     expect(visibleRows(roots, new Set(), '').map((r) => r.path)).toEqual(['epoch', 'setup']);
-    expect(visibleRows(roots, new Set(['epoch', 'epoch/step']), '').map((r) => r.path)).toEqual(['epoch', 'epoch/step', 'epoch/step/backward', 'epoch/step/forward', 'setup']);
+    expect(visibleRows(roots, new Set(['epoch', 'epoch/step']), '').map((r) => r.path)).toEqual([
+      'epoch',
+      'epoch/step',
+      'epoch/step/backward',
+      'epoch/step/forward',
+      'setup',
+    ]);
   });
   it('a filter keeps matches and their ancestors, expanded', () => {
-    expect(visibleRows(roots, new Set(), 'FORW').map((r) => r.path)).toEqual(['epoch', 'epoch/step', 'epoch/step/forward']);
+    expect(visibleRows(roots, new Set(), 'FORW').map((r) => r.path)).toEqual([
+      'epoch',
+      'epoch/step',
+      'epoch/step/forward',
+    ]);
     expect(visibleRows(roots, new Set(), 'nothing')).toEqual([]);
   });
 });
 
 describe('format', () => {
   it('demangles Itanium names to the qualified function name', () => {
-    expect(demangle('_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_')).toBe('at::native::elementwise_kernel<…>(…)');
+    expect(demangle('_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_')).toBe(
+      'at::native::elementwise_kernel<…>(…)',
+    );
     expect(demangle('_Z6squarePfi')).toBe('square(…)');
     expect(demangle('sm90_xmma_gemm')).toBe('sm90_xmma_gemm');
   });

@@ -1,14 +1,11 @@
 import type { ViewProps } from '../App';
-import { big } from '../lib/api';
+import { big, Int } from '../lib/api';
+import type { FleetHost, Page } from '../lib/types';
 import { fmtBytes, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 import { useEffect, useState } from 'react';
 
-interface Gpu { dev: number; uuid?: string; pci?: string; model?: string; state: string; since: string | number; ts: string | number; reasons: string[]; signals?: Record<string, number> }
-interface Sess { session: string; pod?: string; devs?: number[]; state: string; since: string | number; ts: string | number; action?: string; reasons: string[]; signals?: Record<string, number> }
-interface Host { host: string; simulated: boolean; ts: string | number; gpus: Gpu[]; sessions: Sess[] }
-
-function ago(ns: string | number): string {
+function ago(ns: Int): string {
   const d = Number(BigInt(Date.now()) * 1000000n - big(ns));
   if (d < 0) return 'just now';
   if (d >= 3600e9) return (d / 3600e9).toFixed(1) + ' h ago';
@@ -16,10 +13,19 @@ function ago(ns: string | number): string {
   return fmtNs(d) + ' ago';
 }
 
-function signals(s?: Record<string, number>): string {
+function signals(s?: Record<string, number | string>): string {
   if (!s) return '';
   return Object.entries(s)
-    .map(([k, v]) => k + ' ' + (k.startsWith('mem') ? fmtBytes(Number(v)) : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(2) : String(v)))
+    .map(
+      ([k, v]) =>
+        k +
+        ' ' +
+        (k.startsWith('mem')
+          ? fmtBytes(Number(v))
+          : typeof v === 'number' && !Number.isInteger(v)
+            ? v.toFixed(2)
+            : String(v)),
+    )
     .join(' · ');
 }
 
@@ -29,40 +35,108 @@ export function Fleet(_: ViewProps) {
     const t = setInterval(() => setTick((x) => x + 1), 15000);
     return () => clearInterval(t);
   }, []);
-  const r = useApi<{ items: Host[]; next: string | null }>('fleet', { limit: 1000 }, [tick]);
+  const r = useApi<Page<FleetHost>>('fleet', { limit: 1000 }, [tick]);
   return (
     <div className="fleet" data-testid="view-fleet">
-      <div className="toolbar"><span className="dim">Latest idle-detector verdict per host and GPU (refreshes every 15 s). Verdicts come from <code>gpufl idle watch</code> logs shipped by the agent.</span></div>
-      {r.error ? <ErrorBox error={r.error} what="loading the fleet (GET /api/v1/fleet; this server may not have the idle-verdict endpoints yet)" /> : null}
+      <div className="toolbar">
+        <span className="dim">
+          Latest idle-detector verdict per host and GPU (refreshes every 15 s). Verdicts come from{' '}
+          <code>gpufl idle watch</code> logs shipped by the agent.
+        </span>
+      </div>
+      {r.error ? (
+        <ErrorBox
+          error={r.error}
+          what="loading the fleet (GET /api/v1/fleet; this server may not have the idle-verdict endpoints yet)"
+        />
+      ) : null}
       {!r.data && !r.error && <Loading what="fleet" />}
-      {r.data && !r.data.items.length && <Empty>No idle verdicts yet. Run <code>gpufl idle watch --log-dir DIR</code> on each GPU host and ship DIR with <code>gpufl-agent</code> to this server.</Empty>}
+      {r.data && !r.data.items.length && (
+        <Empty>
+          No idle verdicts yet. Run <code>gpufl idle watch --log-dir DIR</code> on each GPU host and ship DIR with{' '}
+          <code>gpufl-agent</code> to this server.
+        </Empty>
+      )}
       {r.data && r.data.items.length > 0 && (
         <table className="grid" data-testid="fleet-table">
-          <thead><tr><th>host</th><th>GPU</th><th>model</th><th>verdict</th><th>since</th><th>reasons</th><th>signals</th><th>reported</th></tr></thead>
+          <thead>
+            <tr>
+              <th>host</th>
+              <th>GPU</th>
+              <th>model</th>
+              <th>verdict</th>
+              <th>since</th>
+              <th>reasons</th>
+              <th>signals</th>
+              <th>reported</th>
+            </tr>
+          </thead>
           <tbody>
             {r.data.items.flatMap((h) => [
               ...h.gpus.map((g, i) => (
-                <tr key={h.host + ':g' + g.dev} data-testid="fleet-gpu" data-host={h.host} data-dev={g.dev} data-state={g.state}>
-                  <td>{i === 0 ? <><b>{h.host}</b> {h.simulated && <Badge kind="simulated">simulated</Badge>}</> : ''}</td>
-                  <td>GPU {g.dev}{g.pci ? <div className="dim">{g.pci}</div> : null}</td>
+                <tr
+                  key={h.host + ':g' + g.dev}
+                  data-testid="fleet-gpu"
+                  data-host={h.host}
+                  data-dev={g.dev}
+                  data-state={g.state}
+                >
+                  <td>
+                    {i === 0 ? (
+                      <>
+                        <b>{h.host}</b> {h.simulated && <Badge kind="simulated">simulated</Badge>}
+                      </>
+                    ) : (
+                      ''
+                    )}
+                  </td>
+                  <td>
+                    GPU {g.dev}
+                    {g.pci ? <div className="dim">{g.pci}</div> : null}
+                  </td>
                   <td>{g.model ?? '-'}</td>
-                  <td><Badge kind={g.state}>{g.state}</Badge></td>
+                  <td>
+                    <Badge kind={g.state}>{g.state}</Badge>
+                  </td>
                   <td title={fmtWall(g.since)}>{ago(g.since)}</td>
-                  <td><ul className="reasons">{g.reasons.map((x, j) => <li key={j}>{x}</li>)}</ul></td>
+                  <td>
+                    <ul className="reasons">
+                      {g.reasons.map((x, j) => (
+                        <li key={j}>{x}</li>
+                      ))}
+                    </ul>
+                  </td>
                   <td className="dim">{signals(g.signals)}</td>
-                  <td className="dim" title={fmtWall(g.ts)}>{ago(g.ts)}</td>
+                  <td className="dim" title={fmtWall(g.ts)}>
+                    {ago(g.ts)}
+                  </td>
                 </tr>
               )),
               ...h.sessions.map((s2) => (
                 <tr key={h.host + ':s' + s2.session} data-testid="fleet-session" data-state={s2.state} className="sub">
                   <td>{h.gpus.length ? '' : <b>{h.host}</b>}</td>
                   <td>session</td>
-                  <td>{s2.session}{s2.pod ? <div className="dim">{s2.pod}</div> : null}{s2.devs ? <div className="dim">GPUs {s2.devs.join(', ')}</div> : null}</td>
-                  <td><Badge kind={s2.state}>{s2.state}</Badge>{s2.action ? <div className="dim">action: {s2.action}</div> : null}</td>
+                  <td>
+                    {s2.session}
+                    {s2.pod ? <div className="dim">{s2.pod}</div> : null}
+                    {s2.devs ? <div className="dim">GPUs {s2.devs.join(', ')}</div> : null}
+                  </td>
+                  <td>
+                    <Badge kind={s2.state}>{s2.state}</Badge>
+                    {s2.action ? <div className="dim">action: {s2.action}</div> : null}
+                  </td>
                   <td title={fmtWall(s2.since)}>{ago(s2.since)}</td>
-                  <td><ul className="reasons">{s2.reasons.map((x, j) => <li key={j}>{x}</li>)}</ul></td>
+                  <td>
+                    <ul className="reasons">
+                      {s2.reasons.map((x, j) => (
+                        <li key={j}>{x}</li>
+                      ))}
+                    </ul>
+                  </td>
                   <td className="dim">{signals(s2.signals)}</td>
-                  <td className="dim" title={fmtWall(s2.ts)}>{ago(s2.ts)}</td>
+                  <td className="dim" title={fmtWall(s2.ts)}>
+                    {ago(s2.ts)}
+                  </td>
                 </tr>
               )),
             ])}

@@ -1,28 +1,25 @@
 import { useMemo, useState } from 'react';
-import { createColumnHelper, flexRender, getCoreRowModel, getSortedRowModel, SortingState, useReactTable } from '@tanstack/react-table';
+import {
+  createColumnHelper,
+  flexRender,
+  getCoreRowModel,
+  getSortedRowModel,
+  SortingState,
+  useReactTable,
+} from '@tanstack/react-table';
 import type { ViewProps } from '../App';
 import { big, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtDim, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { Timeline, viewFromUrl } from './Timeline';
+import type { Device, KernelAgg, KernelDetail, KernelItem, Page } from '../lib/types';
 
-interface K {
-  kid: number;
-  ts: string;
-  dur: number;
-  dev: number;
-  stream: number;
-  corr: number;
-  name: string;
-  grid: number[];
-  block: number[];
-  regs: number;
-  smem: number;
-  occ: number | null;
-  scope: number;
+const col = createColumnHelper<KernelItem & { t: number }>();
+
+/* An aggregate's value for sorting by column k. */
+function aggKey(r: KernelAgg, k: string): number | string {
+  return k === 'name' ? r.name : Number(r[k as keyof KernelAgg]);
 }
-
-const col = createColumnHelper<K & { t: number }>();
 
 export function Kernels({ st, set, session }: ViewProps) {
   const s = session!;
@@ -36,8 +33,16 @@ export function Kernels({ st, set, session }: ViewProps) {
   const [limit, setLimit] = useState(200);
   const from = st.from;
   const to = st.to;
-  const list = useApi<{ items: K[]; next: string | null }>('sessions/' + s.id + '/kernels', { from, to, name, sort: order, desc: order === 'duration', limit }, [from, to, name, order, limit]);
-  const agg = useApi<{ items: any[] }>(tab === 'agg' ? 'sessions/' + s.id + '/kernels/aggregate' : null, { name, limit: 500 }, [name, tab]);
+  const list = useApi<Page<KernelItem>>(
+    'sessions/' + s.id + '/kernels',
+    { from, to, name, sort: order, desc: order === 'duration', limit },
+    [from, to, name, order, limit],
+  );
+  const agg = useApi<Page<KernelAgg>>(
+    tab === 'agg' ? 'sessions/' + s.id + '/kernels/aggregate' : null,
+    { name, limit: 500 },
+    [name, tab],
+  );
   const [aggSort, setAggSort] = useState<[string, boolean]>(['total_ns', true]);
   const [sorting, setSorting] = useState<SortingState>([]);
 
@@ -46,24 +51,54 @@ export function Kernels({ st, set, session }: ViewProps) {
     () => [
       col.accessor('kid', { header: 'id' }),
       col.accessor('t', { header: 'start', cell: (c) => '+' + fmtNs(c.getValue()) }),
-      col.accessor('dur', { header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
+      col.accessor((r) => Number(r.dur), { id: 'dur', header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
       col.accessor('dev', { header: 'GPU' }),
       col.accessor('stream', { header: 'stream' }),
-      col.accessor('name', { header: 'kernel', cell: (c) => <span title={c.getValue()}>{demangle(c.getValue())}</span> }),
-      col.accessor((r) => (r.grid[0] ?? 1) * (r.grid[1] ?? 1) * (r.grid[2] ?? 1), { id: 'grid', header: 'grid', cell: (c) => fmtDim(c.row.original.grid) }),
-      col.accessor((r) => (r.block[0] ?? 1) * (r.block[1] ?? 1) * (r.block[2] ?? 1), { id: 'block', header: 'block', cell: (c) => fmtDim(c.row.original.block) }),
+      col.accessor('name', {
+        header: 'kernel',
+        cell: (c) => <span title={c.getValue()}>{demangle(c.getValue())}</span>,
+      }),
+      col.accessor((r) => (r.grid[0] ?? 1) * (r.grid[1] ?? 1) * (r.grid[2] ?? 1), {
+        id: 'grid',
+        header: 'grid',
+        cell: (c) => fmtDim(c.row.original.grid),
+      }),
+      col.accessor((r) => (r.block[0] ?? 1) * (r.block[1] ?? 1) * (r.block[2] ?? 1), {
+        id: 'block',
+        header: 'block',
+        cell: (c) => fmtDim(c.row.original.block),
+      }),
       col.accessor('regs', { header: 'regs' }),
-      col.accessor('occ', { header: 'occupancy', cell: (c) => (c.getValue() === null ? '-' : fmtPct(c.getValue()!, 0)) }),
+      col.accessor('occ', {
+        header: 'occupancy',
+        cell: (c) => (c.getValue() === null ? '-' : fmtPct(c.getValue()!, 0)),
+      }),
     ],
     [],
   );
-  const table = useReactTable({ data: rows, columns, state: { sorting }, onSortingChange: setSorting, getCoreRowModel: getCoreRowModel(), getSortedRowModel: getSortedRowModel() });
+  const table = useReactTable({
+    data: rows,
+    columns,
+    state: { sorting },
+    onSortingChange: setSorting,
+    getCoreRowModel: getCoreRowModel(),
+    getSortedRowModel: getSortedRowModel(),
+  });
 
   const pickKernel = (kid: number) => set({ ...st, sel: String(kid) }, false);
-  const aggRows = useMemo(() => sortRows(agg.data?.items ?? [], aggSort[0], aggSort[1], (r: any, k) => (k === 'name' ? r.name : Number(r[k]))), [agg.data, aggSort]);
+  const aggRows = useMemo(() => sortRows(agg.data?.items ?? [], aggSort[0], aggSort[1], aggKey), [agg.data, aggSort]);
 
   if (!s.counts.kernels)
-    return <Empty>This session recorded no kernels ({s.counts.lines} lines). Kernels appear when the program launches CUDA kernels under libgpufl with the <code>cupti</code> (or <code>sim</code>) engine on; see the session&apos;s engines: {Object.entries(s.engines ?? {}).map(([k, v]) => k + ': ' + v).join('; ')}.</Empty>;
+    return (
+      <Empty>
+        This session recorded no kernels ({s.counts.lines} lines). Kernels appear when the program launches CUDA kernels
+        under libgpufl with the <code>cupti</code> (or <code>sim</code>) engine on; see the session&apos;s engines:{' '}
+        {Object.entries(s.engines ?? {})
+          .map(([k, v]) => k + ': ' + v)
+          .join('; ')}
+        .
+      </Empty>
+    );
 
   return (
     <div className="kernels" data-testid="view-kernels">
@@ -78,17 +113,40 @@ export function Kernels({ st, set, session }: ViewProps) {
         onPick={pickKernel}
         onView={(v) => {
           const whole = v.t0 <= 0 && v.t1 >= span;
-          set({ ...st, from: whole ? undefined : (base + BigInt(Math.floor(v.t0))).toString(), to: whole ? undefined : (base + BigInt(Math.ceil(v.t1))).toString() }, true);
+          set(
+            {
+              ...st,
+              from: whole ? undefined : (base + BigInt(Math.floor(v.t0))).toString(),
+              to: whole ? undefined : (base + BigInt(Math.ceil(v.t1))).toString(),
+            },
+            true,
+          );
         }}
       />
       <div className="split">
         <div className="left">
           <div className="toolbar">
-            <button className={tab === 'list' ? 'on' : ''} data-testid="ktab-list" onClick={() => setTab('list')}>Kernels in view</button>
-            <button className={tab === 'agg' ? 'on' : ''} data-testid="ktab-agg" onClick={() => setTab('agg')}>Aggregates by name</button>
-            <input data-testid="kernel-filter" placeholder="filter by name" value={name} onChange={(e) => { setName(e.target.value); set({ ...st, q: e.target.value || undefined }, true); }} />
+            <button className={tab === 'list' ? 'on' : ''} data-testid="ktab-list" onClick={() => setTab('list')}>
+              Kernels in view
+            </button>
+            <button className={tab === 'agg' ? 'on' : ''} data-testid="ktab-agg" onClick={() => setTab('agg')}>
+              Aggregates by name
+            </button>
+            <input
+              data-testid="kernel-filter"
+              placeholder="filter by name"
+              value={name}
+              onChange={(e) => {
+                setName(e.target.value);
+                set({ ...st, q: e.target.value || undefined }, true);
+              }}
+            />
             {tab === 'list' && (
-              <select data-testid="kernel-order" value={order} onChange={(e) => setOrder(e.target.value as 'start' | 'duration')}>
+              <select
+                data-testid="kernel-order"
+                value={order}
+                onChange={(e) => setOrder(e.target.value as 'start' | 'duration')}
+              >
                 <option value="start">by start time</option>
                 <option value="duration">longest first</option>
               </select>
@@ -98,7 +156,11 @@ export function Kernels({ st, set, session }: ViewProps) {
             <>
               {list.error ? <ErrorBox error={list.error} what="listing kernels" /> : null}
               {!list.data && !list.error && <Loading what="kernels" />}
-              {list.data && !rows.length && <Empty>No kernels {name ? 'named like “' + name + '” ' : ''}in this range. Zoom out or clear the filter.</Empty>}
+              {list.data && !rows.length && (
+                <Empty>
+                  No kernels {name ? 'named like “' + name + '” ' : ''}in this range. Zoom out or clear the filter.
+                </Empty>
+              )}
               {rows.length > 0 && (
                 <div className="scroll">
                   <table className="grid" data-testid="kernel-table">
@@ -106,7 +168,12 @@ export function Kernels({ st, set, session }: ViewProps) {
                       {table.getHeaderGroups().map((hg) => (
                         <tr key={hg.id}>
                           {hg.headers.map((h) => (
-                            <th key={h.id} className="sortable" onClick={h.column.getToggleSortingHandler()} data-testid={'kth-' + h.id}>
+                            <th
+                              key={h.id}
+                              className="sortable"
+                              onClick={h.column.getToggleSortingHandler()}
+                              data-testid={'kth-' + h.id}
+                            >
                               {flexRender(h.column.columnDef.header, h.getContext())}
                               {{ asc: ' ▲', desc: ' ▼' }[h.column.getIsSorted() as string] ?? ''}
                             </th>
@@ -116,15 +183,27 @@ export function Kernels({ st, set, session }: ViewProps) {
                     </thead>
                     <tbody>
                       {table.getRowModel().rows.map((r) => (
-                        <tr key={r.id} data-testid="kernel-row" data-kid={r.original.kid} className={sel === r.original.kid ? 'sel' : ''} onClick={() => pickKernel(r.original.kid)}>
+                        <tr
+                          key={r.id}
+                          data-testid="kernel-row"
+                          data-kid={r.original.kid}
+                          className={sel === r.original.kid ? 'sel' : ''}
+                          onClick={() => pickKernel(r.original.kid)}
+                        >
                           {r.getVisibleCells().map((c) => (
-                            <td key={c.id} className={c.column.id === 'name' ? 'name' : 'num'}>{flexRender(c.column.columnDef.cell, c.getContext())}</td>
+                            <td key={c.id} className={c.column.id === 'name' ? 'name' : 'num'}>
+                              {flexRender(c.column.columnDef.cell, c.getContext())}
+                            </td>
                           ))}
                         </tr>
                       ))}
                     </tbody>
                   </table>
-                  {list.data?.next && <button onClick={() => setLimit(Math.min(1000, limit * 2))} disabled={limit >= 1000}>{limit >= 1000 ? 'Showing 1000: zoom in to see the rest' : 'Show more'}</button>}
+                  {list.data?.next && (
+                    <button onClick={() => setLimit(Math.min(1000, limit * 2))} disabled={limit >= 1000}>
+                      {limit >= 1000 ? 'Showing 1000: zoom in to see the rest' : 'Show more'}
+                    </button>
+                  )}
                 </div>
               )}
             </>
@@ -138,29 +217,51 @@ export function Kernels({ st, set, session }: ViewProps) {
                   <table className="grid" data-testid="agg-table">
                     <thead>
                       <tr>
-                        <Th k="name" sort={aggSort} setSort={setAggSort}>kernel</Th>
-                        <Th k="count" num sort={aggSort} setSort={setAggSort}>count</Th>
-                        <Th k="total_ns" num sort={aggSort} setSort={setAggSort}>total</Th>
-                        <Th k="avg_ns" num sort={aggSort} setSort={setAggSort}>avg</Th>
-                        <Th k="min_ns" num sort={aggSort} setSort={setAggSort}>min</Th>
-                        <Th k="p50_ns" num sort={aggSort} setSort={setAggSort}>p50</Th>
-                        <Th k="p99_ns" num sort={aggSort} setSort={setAggSort}>p99</Th>
-                        <Th k="max_ns" num sort={aggSort} setSort={setAggSort}>max</Th>
-                        <Th k="occ_avg" num sort={aggSort} setSort={setAggSort}>occ</Th>
-                        <Th k="regs" num sort={aggSort} setSort={setAggSort}>regs</Th>
+                        <Th k="name" sort={aggSort} setSort={setAggSort}>
+                          kernel
+                        </Th>
+                        <Th k="count" num sort={aggSort} setSort={setAggSort}>
+                          count
+                        </Th>
+                        <Th k="total_ns" num sort={aggSort} setSort={setAggSort}>
+                          total
+                        </Th>
+                        <Th k="avg_ns" num sort={aggSort} setSort={setAggSort}>
+                          avg
+                        </Th>
+                        <Th k="min_ns" num sort={aggSort} setSort={setAggSort}>
+                          min
+                        </Th>
+                        <Th k="p50_ns" num sort={aggSort} setSort={setAggSort}>
+                          p50
+                        </Th>
+                        <Th k="p99_ns" num sort={aggSort} setSort={setAggSort}>
+                          p99
+                        </Th>
+                        <Th k="max_ns" num sort={aggSort} setSort={setAggSort}>
+                          max
+                        </Th>
+                        <Th k="occ_avg" num sort={aggSort} setSort={setAggSort}>
+                          occ
+                        </Th>
+                        <Th k="regs" num sort={aggSort} setSort={setAggSort}>
+                          regs
+                        </Th>
                       </tr>
                     </thead>
                     <tbody>
-                      {aggRows.map((a: any) => (
+                      {aggRows.map((a) => (
                         <tr key={a.name} data-testid="agg-row" onClick={() => setName(a.name)}>
-                          <td className="name" title={a.name}>{demangle(a.name)}</td>
+                          <td className="name" title={a.name}>
+                            {demangle(a.name)}
+                          </td>
                           <td className="num">{a.count}</td>
-                          <td className="num">{fmtNs(a.total_ns)}</td>
-                          <td className="num">{fmtNs(a.avg_ns)}</td>
-                          <td className="num">{fmtNs(a.min_ns)}</td>
-                          <td className="num">{fmtNs(a.p50_ns)}</td>
-                          <td className="num">{fmtNs(a.p99_ns)}</td>
-                          <td className="num">{fmtNs(a.max_ns)}</td>
+                          <td className="num">{fmtNs(Number(a.total_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.avg_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.min_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.p50_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.p99_ns))}</td>
+                          <td className="num">{fmtNs(Number(a.max_ns))}</td>
                           <td className="num">{a.occ_avg === null ? '-' : fmtPct(a.occ_avg, 0)}</td>
                           <td className="num">{a.regs}</td>
                         </tr>
@@ -172,31 +273,67 @@ export function Kernels({ st, set, session }: ViewProps) {
             </>
           )}
         </div>
-        <Inspector sid={s.id} kid={sel} base={base} devices={s.devices ?? []} onScope={(p) => set({ tab: 'scopes', s: s.id, sel: p })} />
+        <Inspector
+          sid={s.id}
+          kid={sel}
+          base={base}
+          devices={s.devices ?? []}
+          onScope={(p) => set({ tab: 'scopes', s: s.id, sel: p })}
+        />
       </div>
     </div>
   );
 }
 
-function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: number | null; base: bigint; devices: any[]; onScope: (path: string) => void }) {
-  const k = useApi<any>(kid === null ? null : 'sessions/' + sid + '/kernels/' + kid, {}, [kid]);
+function Inspector({
+  sid,
+  kid,
+  base,
+  devices,
+  onScope,
+}: {
+  sid: string;
+  kid: number | null;
+  base: bigint;
+  devices: Device[];
+  onScope: (path: string) => void;
+}) {
+  const k = useApi<KernelDetail>(kid === null ? null : 'sessions/' + sid + '/kernels/' + kid, {}, [kid]);
   const kname: string | null = k.data && !k.loading ? k.data.name : null;
-  const same = useApi<{ items: any[] }>(kname ? 'sessions/' + sid + '/kernels/aggregate' : null, { name: kname, limit: 1000 }, [kname]);
+  const same = useApi<Page<KernelAgg>>(
+    kname ? 'sessions/' + sid + '/kernels/aggregate' : null,
+    { name: kname, limit: 1000 },
+    [kname],
+  );
   if (kid === null)
     return (
       <aside className="inspector" data-testid="inspector">
         <h3>Inspector</h3>
-        <div className="empty">Click a kernel on the timeline (zoom in until single kernels show) or a row of the table to see all its fields here.</div>
+        <div className="empty">
+          Click a kernel on the timeline (zoom in until single kernels show) or a row of the table to see all its fields
+          here.
+        </div>
       </aside>
     );
-  if (k.error) return <aside className="inspector" data-testid="inspector"><ErrorBox error={k.error} what={'loading kernel ' + kid} /></aside>;
-  if (!k.data || k.loading) return <aside className="inspector" data-testid="inspector"><Loading what={'kernel ' + kid} /></aside>;
+  if (k.error)
+    return (
+      <aside className="inspector" data-testid="inspector">
+        <ErrorBox error={k.error} what={'loading kernel ' + kid} />
+      </aside>
+    );
+  if (!k.data || k.loading)
+    return (
+      <aside className="inspector" data-testid="inspector">
+        <Loading what={'kernel ' + kid} />
+      </aside>
+    );
   const d = k.data;
   const dev = devices.find((x) => x.id === d.dev);
   const ts = big(d.ts);
   const hasApi = d.api_enter !== undefined && d.api_enter !== null;
   const apiEnter = hasApi ? big(d.api_enter) : 0n;
   const apiExit = hasApi ? apiEnter + BigInt(d.api_dur ?? 0) : 0n;
+  const path = d.path;
   const threads = (d.block[0] ?? 1) * (d.block[1] ?? 1) * (d.block[2] ?? 1);
   const blocks = (d.grid[0] ?? 1) * (d.grid[1] ?? 1) * (d.grid[2] ?? 1);
   const rows: [string, React.ReactNode, string][] = [
@@ -206,7 +343,11 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
     ['correlation id', d.corr, 'corr'],
     ['start', '+' + fmtNs(Number(ts - base)) + ' (' + fmtWall(ts) + ')', 'start'],
     ['GPU duration', fmtNs(Number(d.dur)), 'dur'],
-    ['launch API call', hasApi ? '+' + fmtNs(Number(apiEnter - base)) + ', took ' + fmtNs(Number(d.api_dur)) : 'not recorded', 'api'],
+    [
+      'launch API call',
+      hasApi ? '+' + fmtNs(Number(apiEnter - base)) + ', took ' + fmtNs(Number(d.api_dur)) : 'not recorded',
+      'api',
+    ],
     ['queue latency', hasApi ? fmtNs(Number(ts - apiExit)) + ' (API exit → GPU start)' : '-', 'queue'],
     ['launch latency', hasApi ? fmtNs(Number(ts - apiEnter)) + ' (API entry → GPU start)' : '-', 'launch_latency'],
     ['GPU', d.dev + (dev ? ' · ' + dev.name + (dev.pci ? ' · ' + dev.pci : '') : ''), 'dev'],
@@ -216,13 +357,35 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
     ['registers / thread', d.regs, 'regs'],
     ['static shared memory', fmtBytes(Number(d.smem) - Number(d.dyn_smem ?? 0)) + ' / block', 'static_smem'],
     ['dynamic shared memory', fmtBytes(Number(d.dyn_smem ?? 0)) + ' / block', 'dyn_smem'],
-    ['local memory (spills)', fmtBytes(Number(d.local_mem ?? 0)) + ' / thread' + (d.local_mem ? ' = ' + fmtBytes(Number(d.local_mem) * threads * blocks) + ' total' : ''), 'local_mem'],
+    [
+      'local memory (spills)',
+      fmtBytes(Number(d.local_mem ?? 0)) +
+        ' / thread' +
+        (d.local_mem ? ' = ' + fmtBytes(Number(d.local_mem) * threads * blocks) + ' total' : ''),
+      'local_mem',
+    ],
     ['theoretical occupancy', d.occ === null ? 'unknown' : fmtPct(d.occ, 1), 'occ'],
     ['limited by', d.limiter || '-', 'limiter'],
     ['cooperative launch', d.cooperative ? 'yes' : 'no', 'coop'],
     ['launch config id', d.launch_cfg ?? '-', 'launch_cfg'],
     ['scope instance', d.scope || 'none', 'scope'],
-    ['scope path', d.path ? <a href="#" onClick={(e) => { e.preventDefault(); onScope(d.path); }}>{d.path}</a> : 'none', 'path'],
+    [
+      'scope path',
+      path ? (
+        <a
+          href="#"
+          onClick={(e) => {
+            e.preventDefault();
+            onScope(path);
+          }}
+        >
+          {path}
+        </a>
+      ) : (
+        'none'
+      ),
+      'path',
+    ],
   ];
   return (
     <aside className="inspector" data-testid="inspector" data-kid={d.kid}>
@@ -242,14 +405,43 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
         const a = same.data?.items.find((x) => x.name === d.name);
         if (!a) return <div className="dim">{same.error ? 'aggregate unavailable' : '…'}</div>;
         const dur = Number(d.dur);
-        const where = dur <= Number(a.min_ns) ? 'the fastest' : dur >= Number(a.max_ns) ? 'the slowest' : dur > Number(a.p99_ns) ? 'above p99' : dur > Number(a.p50_ns) ? 'slower than the median' : 'faster than the median';
+        const where =
+          dur <= Number(a.min_ns)
+            ? 'the fastest'
+            : dur >= Number(a.max_ns)
+              ? 'the slowest'
+              : dur > Number(a.p99_ns)
+                ? 'above p99'
+                : dur > Number(a.p50_ns)
+                  ? 'slower than the median'
+                  : 'faster than the median';
         return (
           <table className="kv" data-testid="f-same">
             <tbody>
-              <tr><th>instances</th><td>{a.count} · total {fmtNs(Number(a.total_ns))}</td></tr>
-              <tr><th>avg / p50 / p99</th><td>{fmtNs(Number(a.avg_ns))} / {fmtNs(Number(a.p50_ns))} / {fmtNs(Number(a.p99_ns))}</td></tr>
-              <tr><th>min / max</th><td>{fmtNs(Number(a.min_ns))} / {fmtNs(Number(a.max_ns))}</td></tr>
-              <tr><th>this one</th><td>{fmtNs(dur)}: {where}</td></tr>
+              <tr>
+                <th>instances</th>
+                <td>
+                  {a.count} · total {fmtNs(Number(a.total_ns))}
+                </td>
+              </tr>
+              <tr>
+                <th>avg / p50 / p99</th>
+                <td>
+                  {fmtNs(Number(a.avg_ns))} / {fmtNs(Number(a.p50_ns))} / {fmtNs(Number(a.p99_ns))}
+                </td>
+              </tr>
+              <tr>
+                <th>min / max</th>
+                <td>
+                  {fmtNs(Number(a.min_ns))} / {fmtNs(Number(a.max_ns))}
+                </td>
+              </tr>
+              <tr>
+                <th>this one</th>
+                <td>
+                  {fmtNs(dur)}: {where}
+                </td>
+              </tr>
             </tbody>
           </table>
         );
@@ -257,12 +449,17 @@ function Inspector({ sid, kid, base, devices, onScope }: { sid: string; kid: num
       <h4>CPU call stack of the launch</h4>
       {d.stack && d.stack.frames && d.stack.frames.length ? (
         <ol className="stack" data-testid="f-stack">
-          {d.stack.frames.map((f: string, i: number) => (
-            <li key={i}><code>{f}</code></li>
+          {d.stack.frames.map((f, i) => (
+            <li key={i}>
+              <code>{f}</code>
+            </li>
           ))}
         </ol>
       ) : (
-        <div className="dim" data-testid="f-stack">No call stack recorded for this launch (the source records stacks only when stack capture is on; the simulated GPU records none).</div>
+        <div className="dim" data-testid="f-stack">
+          No call stack recorded for this launch (the source records stacks only when stack capture is on; the simulated
+          GPU records none).
+        </div>
       )}
     </aside>
   );

@@ -3,6 +3,9 @@ import type { ViewProps } from '../App';
 import { buildFlame, findPath, FNode, layoutFlame, pathOf, searchFlame, Stack, topTable } from '../lib/flame';
 import { fmtBytes, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
+import type { Int } from '../lib/api';
+import type { MemProfile, Page } from '../lib/types';
+import { testHooks } from '../lib/testHooks';
 
 const ROW = 18;
 
@@ -11,8 +14,8 @@ interface MemAnswer {
   profiles: number;
   simulated: boolean;
   source: string;
-  total_bytes: number;
-  total_count: number;
+  total_bytes: Int;
+  total_count: Int;
   stacks: Stack[];
   truncated: boolean;
 }
@@ -28,20 +31,26 @@ function colorOf(name: string, self: number, total: number, mode: 'total' | 'sel
   return 'hsl(' + (10 + (h % 50)) + ',70%,' + (45 + (h % 13)) + '%)';
 }
 
+/* The zoomed frame path of the URL (a JSON array of frame names). */
+function framePath(sel: string | undefined): string[] {
+  if (!sel) return [];
+  try {
+    const p: unknown = JSON.parse(sel);
+    return Array.isArray(p) ? p.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
 export function Memory({ st, set, session }: ViewProps) {
   const s = session!;
   const [mv, mode] = (st.mv ?? 'alloc').split(':') as [string, string | undefined];
   const colorMode: 'total' | 'self' = mode === 'self' ? 'self' : 'total';
   const [q, setQ] = useState(st.q ?? '');
   const r = useApi<MemAnswer>('sessions/' + s.id + '/memory', { view: mv }, [mv]);
-  const profs = useApi<{ items: any[]; next: string | null }>('memory/profiles', { sid: s.id, limit: 100 }, []);
+  const profs = useApi<Page<MemProfile>>('memory/profiles', { sid: s.id, limit: 100 }, []);
   const root = useMemo(() => buildFlame(r.data?.stacks ?? [], 'all (' + mv + ')'), [r.data, mv]);
-  let focusPath: string[] = [];
-  try {
-    focusPath = st.sel ? JSON.parse(st.sel) : [];
-  } catch {
-    focusPath = [];
-  }
+  const focusPath = framePath(st.sel);
   const focus = findPath(root, focusPath) ?? root;
   const search = useMemo(() => searchFlame(root, q), [root, q]);
   const top = useMemo(() => topTable(r.data?.stacks ?? []).slice(0, 40), [r.data]);
@@ -80,23 +89,47 @@ export function Memory({ st, set, session }: ViewProps) {
       const w = fr.w * W;
       const y = fr.depth * ROW;
       const dim = search.matches.size > 0 && !search.matches.has(fr.node);
-      g.fillStyle = fr.node.parent === null ? '#3a4150' : dim ? '#2a2f3a' : search.matches.has(fr.node) ? '#c86fd6' : w < 10 ? '#5a4a3a' : colorOf(fr.node.name, fr.node.self, fr.node.total, colorMode);
+      g.fillStyle =
+        fr.node.parent === null
+          ? '#3a4150'
+          : dim
+            ? '#2a2f3a'
+            : search.matches.has(fr.node)
+              ? '#c86fd6'
+              : w < 10
+                ? '#5a4a3a'
+                : colorOf(fr.node.name, fr.node.self, fr.node.total, colorMode);
       g.fillRect(x, y, Math.max(0.5, w - (w > 2 ? 1 : 0)), ROW - 1);
       if (w >= 20) {
         const maxc = Math.floor((w - 6) / 6.2);
         let t = fr.node.name;
-        if (t.length > maxc) t = maxc > 6 ? t.slice(0, Math.ceil(maxc / 2) - 1) + '…' + t.slice(t.length - Math.floor(maxc / 2) + 1) : '';
+        if (t.length > maxc)
+          t = maxc > 6 ? t.slice(0, Math.ceil(maxc / 2) - 1) + '…' + t.slice(t.length - Math.floor(maxc / 2) + 1) : '';
         g.fillStyle = dim ? '#7a8290' : '#f1f3f6';
         if (t) g.fillText(t, x + 3, y + ROW - 5);
       }
       out.push({ x, y, w, n: fr.node });
     }
     rectsRef.current = out;
-    window.__uiTest.flame = { total: root.total, rects: out.length, focus: pathOf(focus).join(' > '), view: mv };
-    (window.__uiTest as any).flameHits = () => out.map((o) => ({ x: o.x, y: o.y, w: o.w, h: ROW - 1, name: o.n.name, total: o.n.total, self: o.n.self, count: o.n.count, depth: o.n.depth, path: pathOf(o.n) }));
+    testHooks.set('flame', { total: root.total, rects: out.length, focus: pathOf(focus).join(' > '), view: mv });
+    testHooks.set('flameHits', () =>
+      out.map((o) => ({
+        x: o.x,
+        y: o.y,
+        w: o.w,
+        h: ROW - 1,
+        name: o.n.name,
+        total: o.n.total,
+        self: o.n.self,
+        count: o.n.count,
+        depth: o.n.depth,
+        path: pathOf(o.n),
+      })),
+    );
   }, [root, focus, width, search, colorMode, r.data, mv]);
 
-  const hitAt = (x: number, y: number) => rectsRef.current.find((o) => x >= o.x && x < o.x + Math.max(1, o.w) && y >= o.y && y < o.y + ROW);
+  const hitAt = (x: number, y: number) =>
+    rectsRef.current.find((o) => x >= o.x && x < o.x + Math.max(1, o.w) && y >= o.y && y < o.y + ROW);
   const onMove = (e: React.MouseEvent) => {
     const el = tip.current!;
     const h = hitAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY);
@@ -105,7 +138,15 @@ export function Memory({ st, set, session }: ViewProps) {
       return;
     }
     const n = h.n;
-    el.textContent = [n.name, 'total ' + fmtBytes(n.total) + ' (' + n.total + ' B) · ' + fmtPct(n.total / Math.max(1, root.total)) + ' of all', 'self ' + fmtBytes(n.self) + ' · ' + fmtPct(n.self / Math.max(1, root.total)) + ' of all', n.count + ' ' + (mv === 'inuse' ? 'live blocks' : mv === 'fail' ? 'failed calls' : 'allocations') + (n.parent ? ' · click: zoom into this frame' : '')].join('\n');
+    el.textContent = [
+      n.name,
+      'total ' + fmtBytes(n.total) + ' (' + n.total + ' B) · ' + fmtPct(n.total / Math.max(1, root.total)) + ' of all',
+      'self ' + fmtBytes(n.self) + ' · ' + fmtPct(n.self / Math.max(1, root.total)) + ' of all',
+      n.count +
+        ' ' +
+        (mv === 'inuse' ? 'live blocks' : mv === 'fail' ? 'failed calls' : 'allocations') +
+        (n.parent ? ' · click: zoom into this frame' : ''),
+    ].join('\n');
     el.style.display = 'block';
     el.style.left = Math.min(e.nativeEvent.offsetX + 14, width - 340) + 'px';
     el.style.top = e.nativeEvent.offsetY + 16 + 'px';
@@ -116,7 +157,8 @@ export function Memory({ st, set, session }: ViewProps) {
     const p = pathOf(h.n);
     set({ ...st, sel: p.length ? JSON.stringify(p) : undefined });
   };
-  const setMv = (v: string, m: string) => set({ ...st, mv: v + (m === 'self' ? ':self' : ''), sel: v === mv ? st.sel : undefined });
+  const setMv = (v: string, m: string) =>
+    set({ ...st, mv: v + (m === 'self' ? ':self' : ''), sel: v === mv ? st.sel : undefined });
 
   const d = r.data;
   return (
@@ -131,26 +173,81 @@ export function Memory({ st, set, session }: ViewProps) {
           <option value="total">colour by library</option>
           <option value="self">colour by self share (red = allocates itself)</option>
         </select>
-        <input data-testid="mem-search" placeholder="search frames" value={q} onChange={(e) => { setQ(e.target.value); set({ ...st, q: e.target.value || undefined }, true); }} />
-        {q && <span data-testid="mem-search-result">{search.matches.size} frames match · {fmtBytes(search.bytes)} ({fmtPct(search.bytes / Math.max(1, root.total))})</span>}
-        {focus !== root && <button data-testid="mem-unzoom" onClick={() => set({ ...st, sel: undefined })}>Reset zoom</button>}
+        <input
+          data-testid="mem-search"
+          placeholder="search frames"
+          value={q}
+          onChange={(e) => {
+            setQ(e.target.value);
+            set({ ...st, q: e.target.value || undefined }, true);
+          }}
+        />
+        {q && (
+          <span data-testid="mem-search-result">
+            {search.matches.size} frames match · {fmtBytes(search.bytes)} (
+            {fmtPct(search.bytes / Math.max(1, root.total))})
+          </span>
+        )}
+        {focus !== root && (
+          <button data-testid="mem-unzoom" onClick={() => set({ ...st, sel: undefined })}>
+            Reset zoom
+          </button>
+        )}
         {d && d.simulated && <Badge kind="simulated">simulated</Badge>}
-        {d && <span className="dim" data-testid="mem-summary">{d.profiles} profile{d.profiles === 1 ? '' : 's'} · source {d.source} · total {fmtBytes(Number(d.total_bytes))} in {d.total_count} {mv === 'inuse' ? 'live blocks' : 'calls'}{d.truncated ? ' · truncated: only the biggest stacks' : ''}</span>}
+        {d && (
+          <span className="dim" data-testid="mem-summary">
+            {d.profiles} profile{d.profiles === 1 ? '' : 's'} · source {d.source} · total{' '}
+            {fmtBytes(Number(d.total_bytes))} in {d.total_count} {mv === 'inuse' ? 'live blocks' : 'calls'}
+            {d.truncated ? ' · truncated: only the biggest stacks' : ''}
+          </span>
+        )}
       </div>
       {r.error ? (
-        <ErrorBox error={r.error} what={'loading the memory profile (GET /api/v1/sessions/' + s.id + '/memory). Memory profiles come from the GPU memory profiler (gpufl memprof), POSTed to /api/v1/memprof; this server may not have that endpoint yet'} />
+        <ErrorBox
+          error={r.error}
+          what={
+            'loading the memory profile (GET /api/v1/sessions/' +
+            s.id +
+            '/memory). Memory profiles come from the GPU memory profiler (gpufl memprof), POSTed to /api/v1/memprof; this server may not have that endpoint yet'
+          }
+        />
       ) : null}
       {!d && !r.error && <Loading what="memory profile" />}
-      {d && !d.stacks.length && <Empty>No GPU memory profile for this session{mv !== 'alloc' ? ' in this view' : ''}. Run the workload under the memory profiler (<code>gpufl memprof</code>, docs/memprof.md) so its profiles reach this server (POST /api/v1/memprof); they link to the session by sid or host+pid+time.</Empty>}
+      {d && !d.stacks.length && (
+        <Empty>
+          No GPU memory profile for this session{mv !== 'alloc' ? ' in this view' : ''}. Run the workload under the
+          memory profiler (<code>gpufl memprof</code>, docs/memprof.md) so its profiles reach this server (POST
+          /api/v1/memprof); they link to the session by sid or host+pid+time.
+        </Empty>
+      )}
       {d && d.stacks.length > 0 && (
         <div className="flame" ref={wrap}>
-          <canvas ref={cv} data-testid="flame-canvas" onMouseMove={onMove} onMouseLeave={() => (tip.current!.style.display = 'none')} onClick={onClick} />
+          <canvas
+            ref={cv}
+            data-testid="flame-canvas"
+            onMouseMove={onMove}
+            onMouseLeave={() => (tip.current!.style.display = 'none')}
+            onClick={onClick}
+          />
           <div className="tip" ref={tip} />
           {profs.data && profs.data.items.length > 0 && (
             <>
               <h4>Profiles of this session</h4>
               <table className="grid" data-testid="mem-profiles">
-                <thead><tr><th>id</th><th>host</th><th className="num">pid</th><th>process</th><th>from</th><th className="num">length</th><th>source</th><th className="num">stacks</th><th className="num">allocated</th><th className="num">in use at end</th></tr></thead>
+                <thead>
+                  <tr>
+                    <th>id</th>
+                    <th>host</th>
+                    <th className="num">pid</th>
+                    <th>process</th>
+                    <th>from</th>
+                    <th className="num">length</th>
+                    <th>source</th>
+                    <th className="num">stacks</th>
+                    <th className="num">allocated</th>
+                    <th className="num">in use at end</th>
+                  </tr>
+                </thead>
                 <tbody>
                   {profs.data.items.map((p) => (
                     <tr key={p.id} data-testid="mem-profile-row">
@@ -160,7 +257,9 @@ export function Memory({ st, set, session }: ViewProps) {
                       <td>{p.comm ?? '-'}</td>
                       <td>{fmtWall(p.start)}</td>
                       <td className="num">{fmtNs(Number(BigInt(p.end) - BigInt(p.start)))}</td>
-                      <td>{p.source} {p.simulated && <Badge kind="simulated">simulated</Badge>}</td>
+                      <td>
+                        {p.source} {p.simulated && <Badge kind="simulated">simulated</Badge>}
+                      </td>
                       <td className="num">{p.stacks}</td>
                       <td className="num">{fmtBytes(Number(p.alloc_bytes))}</td>
                       <td className="num">{fmtBytes(Number(p.inuse_bytes))}</td>
@@ -172,7 +271,15 @@ export function Memory({ st, set, session }: ViewProps) {
           )}
           <h4>Top frames by self</h4>
           <table className="grid" data-testid="mem-top">
-            <thead><tr><th>frame</th><th className="num">self</th><th className="num">self %</th><th className="num">total</th><th className="num">total %</th></tr></thead>
+            <thead>
+              <tr>
+                <th>frame</th>
+                <th className="num">self</th>
+                <th className="num">self %</th>
+                <th className="num">total</th>
+                <th className="num">total %</th>
+              </tr>
+            </thead>
             <tbody>
               {top.map((t) => (
                 <tr key={t.name} onClick={() => setQ(t.name)}>

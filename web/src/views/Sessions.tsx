@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
-import type { Session, ViewProps } from '../App';
+import type { ViewProps } from '../App';
+import type { CompareItem, HostItem, Page, Session } from '../lib/types';
 import { demangle, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 
@@ -19,8 +20,13 @@ export function Sessions({ st, set }: ViewProps) {
   const [group, setGroup] = useState<'host' | 'app'>('host');
   const [picked, setPicked] = useState<string[]>(st.b && st.s ? [st.s, st.b] : []);
   const from = range ? (BigInt(Date.now()) * 1000000n - BigInt(range) * 1000000000n).toString() : undefined;
-  const hosts = useApi<{ items: { host: string; sessions: number }[] }>('hosts', { limit: 1000 }, []);
-  const list = useApi<{ items: Session[]; next: string | null }>('sessions', { search, state, host, from, limit: 500 }, [search, state, host, range]);
+  const hosts = useApi<Page<HostItem>>('hosts', { limit: 1000 }, []);
+  const list = useApi<Page<Session>>('sessions', { search, state, host, from, limit: 500 }, [
+    search,
+    state,
+    host,
+    range,
+  ]);
 
   const groups = useMemo(() => {
     const m = new Map<string, Session[]>();
@@ -38,7 +44,12 @@ export function Sessions({ st, set }: ViewProps) {
   return (
     <div className="sessions" data-testid="view-sessions">
       <div className="toolbar">
-        <input data-testid="session-search" placeholder="search app, host or id" value={search} onChange={(e) => setSearch(e.target.value)} />
+        <input
+          data-testid="session-search"
+          placeholder="search app, host or id"
+          value={search}
+          onChange={(e) => setSearch(e.target.value)}
+        />
         <select data-testid="session-state" value={state} onChange={(e) => setState(e.target.value)}>
           <option value="">any state</option>
           <option value="running">running</option>
@@ -48,16 +59,34 @@ export function Sessions({ st, set }: ViewProps) {
         <select data-testid="session-host" value={host} onChange={(e) => setHost(e.target.value)}>
           <option value="">all hosts</option>
           {(hosts.data?.items ?? []).map((h) => (
-            <option key={h.host} value={h.host}>{h.host} ({h.sessions})</option>
+            <option key={h.host} value={h.host}>
+              {h.host} ({h.sessions})
+            </option>
           ))}
         </select>
         <select data-testid="session-range" value={range} onChange={(e) => setRange(Number(e.target.value))}>
           {RANGES.map(([l, v]) => (
-            <option key={v} value={v}>{l}</option>
+            <option key={v} value={v}>
+              {l}
+            </option>
           ))}
         </select>
-        <label>group by <select data-testid="session-group" value={group} onChange={(e) => setGroup(e.target.value as 'host' | 'app')}><option value="host">host</option><option value="app">application</option></select></label>
-        <button data-testid="compare-btn" disabled={picked.length !== 2} onClick={() => set({ tab: 'sessions', s: picked[0], b: picked[1] })}>
+        <label>
+          group by{' '}
+          <select
+            data-testid="session-group"
+            value={group}
+            onChange={(e) => setGroup(e.target.value as 'host' | 'app')}
+          >
+            <option value="host">host</option>
+            <option value="app">application</option>
+          </select>
+        </label>
+        <button
+          data-testid="compare-btn"
+          disabled={picked.length !== 2}
+          onClick={() => set({ tab: 'sessions', s: picked[0], b: picked[1] })}
+        >
           Compare {picked.length}/2
         </button>
       </div>
@@ -65,27 +94,79 @@ export function Sessions({ st, set }: ViewProps) {
       {!list.data && !list.error && <Loading what="sessions" />}
       {list.data && list.data.items.length === 0 && (
         <Empty>
-          No sessions{search || state || host || range ? ' match these filters; clear them to see all' : ''}. Sessions appear when an agent ships gpufl logs to this server (<code>gpufl-agent --folder=LOGDIR --url=http://THIS-SERVER/api/v1/events/</code>), or POST them to <code>/api/v1/events/&#123;device,scope,system&#125;</code>; try <code>make demo</code>.
+          No sessions{search || state || host || range ? ' match these filters; clear them to see all' : ''}. Sessions
+          appear when an agent ships gpufl logs to this server (
+          <code>gpufl-agent --folder=LOGDIR --url=http://THIS-SERVER/api/v1/events/</code>), or POST them to{' '}
+          <code>/api/v1/events/&#123;device,scope,system&#125;</code>; try <code>make demo</code>.
         </Empty>
       )}
       {groups.map(([k, items]) => (
         <section key={k} className="group" data-testid="session-group-block">
-          <h3>{group === 'host' ? 'host ' : 'app '}{k} <span className="dim">· {items.length} session{items.length > 1 ? 's' : ''}</span></h3>
+          <h3>
+            {group === 'host' ? 'host ' : 'app '}
+            {k}{' '}
+            <span className="dim">
+              · {items.length} session{items.length > 1 ? 's' : ''}
+            </span>
+          </h3>
           <table className="grid">
             <thead>
-              <tr><th></th><th>{group === 'host' ? 'app' : 'host'}</th><th>state</th><th>started</th><th className="num">span</th><th className="num">kernels</th><th className="num">lines</th><th>session id</th></tr>
+              <tr>
+                <th></th>
+                <th>{group === 'host' ? 'app' : 'host'}</th>
+                <th>state</th>
+                <th>started</th>
+                <th className="num">span</th>
+                <th className="num">kernels</th>
+                <th className="num">lines</th>
+                <th>session id</th>
+              </tr>
             </thead>
             <tbody>
               {items.map((s) => (
                 <tr key={s.id} data-testid="session-row" data-sid={s.id} className={picked.includes(s.id) ? 'sel' : ''}>
-                  <td><input type="checkbox" title="pick for compare" data-testid="session-pick" checked={picked.includes(s.id)} onChange={() => toggle(s.id)} /></td>
-                  <td><a href={'#/kernels?s=' + s.id} onClick={(e) => { e.preventDefault(); open(s.id); }} data-testid="session-open">{group === 'host' ? s.app : s.host}</a> {s.simulated && <Badge kind="simulated">simulated</Badge>}</td>
-                  <td><Badge kind={s.state}>{s.state}</Badge>{s.end_reason && s.state === 'ended' ? <span className="dim"> {s.end_reason}</span> : null}{Number(s.missing ?? 0) > 0 ? <span className="badge b-missing" data-testid="row-missing" title="lines the server is missing: open the session for which">⚠ {Number(s.missing).toLocaleString('en-US')} missing</span> : null}</td>
+                  <td>
+                    <input
+                      type="checkbox"
+                      title="pick for compare"
+                      data-testid="session-pick"
+                      checked={picked.includes(s.id)}
+                      onChange={() => toggle(s.id)}
+                    />
+                  </td>
+                  <td>
+                    <a
+                      href={'#/kernels?s=' + s.id}
+                      onClick={(e) => {
+                        e.preventDefault();
+                        open(s.id);
+                      }}
+                      data-testid="session-open"
+                    >
+                      {group === 'host' ? s.app : s.host}
+                    </a>{' '}
+                    {s.simulated && <Badge kind="simulated">simulated</Badge>}
+                  </td>
+                  <td>
+                    <Badge kind={s.state}>{s.state}</Badge>
+                    {s.end_reason && s.state === 'ended' ? <span className="dim"> {s.end_reason}</span> : null}
+                    {Number(s.missing ?? 0) > 0 ? (
+                      <span
+                        className="badge b-missing"
+                        data-testid="row-missing"
+                        title="lines the server is missing: open the session for which"
+                      >
+                        ⚠ {Number(s.missing).toLocaleString('en-US')} missing
+                      </span>
+                    ) : null}
+                  </td>
                   <td>{fmtWall(s.start_ns)}</td>
                   <td className="num">{fmtNs(Number(BigInt(s.last_ts) - BigInt(s.first_ts)))}</td>
                   <td className="num">{s.counts.kernels}</td>
                   <td className="num">{s.counts.lines}</td>
-                  <td><code className="dim">{s.id}</code></td>
+                  <td>
+                    <code className="dim">{s.id}</code>
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -98,19 +179,28 @@ export function Sessions({ st, set }: ViewProps) {
   );
 }
 
-interface Agg { count: number; total_ns: number; avg_ns: number; p50_ns: number; max_ns: number }
-
 function Compare({ a, b }: { a: string; b: string }) {
-  const r = useApi<{ items: { name: string; a: Agg | null; b: Agg | null; avg_change_pct: number | null }[] }>('compare', { a, b, limit: 200 }, [a, b]);
+  const r = useApi<Page<CompareItem>>('compare', { a, b, limit: 200 }, [a, b]);
   return (
     <section className="compare" data-testid="compare">
-      <h3>Compare: kernel aggregates of <code>{a.slice(0, 8)}</code> (A) and <code>{b.slice(0, 8)}</code> (B)</h3>
+      <h3>
+        Compare: kernel aggregates of <code>{a.slice(0, 8)}</code> (A) and <code>{b.slice(0, 8)}</code> (B)
+      </h3>
       {r.error ? <ErrorBox error={r.error} what="comparing sessions" /> : null}
       {!r.data && !r.error && <Loading what="comparison" />}
       {r.data && (
         <table className="grid">
           <thead>
-            <tr><th>kernel</th><th className="num">A count</th><th className="num">A avg</th><th className="num">A total</th><th className="num">B count</th><th className="num">B avg</th><th className="num">B total</th><th className="num">avg change</th></tr>
+            <tr>
+              <th>kernel</th>
+              <th className="num">A count</th>
+              <th className="num">A avg</th>
+              <th className="num">A total</th>
+              <th className="num">B count</th>
+              <th className="num">B avg</th>
+              <th className="num">B total</th>
+              <th className="num">avg change</th>
+            </tr>
           </thead>
           <tbody>
             {r.data.items.map((it) => {
@@ -118,14 +208,22 @@ function Compare({ a, b }: { a: string; b: string }) {
               const cls = d === null || d === undefined ? '' : d > 10 ? 'worse' : d < -10 ? 'better' : '';
               return (
                 <tr key={it.name} data-testid="compare-row">
-                  <td className="name" title={it.name}>{demangle(it.name)}</td>
+                  <td className="name" title={it.name}>
+                    {demangle(it.name)}
+                  </td>
                   <td className="num">{it.a?.count ?? '-'}</td>
                   <td className="num">{it.a ? fmtNs(it.a.avg_ns) : '-'}</td>
                   <td className="num">{it.a ? fmtNs(it.a.total_ns) : '-'}</td>
                   <td className="num">{it.b?.count ?? '-'}</td>
                   <td className="num">{it.b ? fmtNs(it.b.avg_ns) : '-'}</td>
                   <td className="num">{it.b ? fmtNs(it.b.total_ns) : '-'}</td>
-                  <td className={'num ' + cls}>{d === null || d === undefined ? (it.a ? 'only A' : 'only B') : (d > 0 ? '+' : '') + d.toFixed(1) + ' %'}</td>
+                  <td className={'num ' + cls}>
+                    {d === null || d === undefined
+                      ? it.a
+                        ? 'only A'
+                        : 'only B'
+                      : (d > 0 ? '+' : '') + d.toFixed(1) + ' %'}
+                  </td>
                 </tr>
               );
             })}

@@ -13,11 +13,28 @@ function secs(incr: number): (u: uPlot, v: number[]) => string[] {
   return (_u, v) => v.map((x) => x.toFixed(d) + ' s');
 }
 
-function Chart({ fam, series, base, onZoom, width, syncKey, range }: { fam: Family; series: SysSeries[]; base: bigint; onZoom: (a: number, b: number) => void; width: number; syncKey: string; range: [number, number] }) {
+function Chart({
+  fam,
+  series,
+  base,
+  onZoom,
+  width,
+  syncKey,
+  range,
+}: {
+  fam: Family;
+  series: SysSeries[];
+  base: bigint;
+  onZoom: (a: number, b: number) => void;
+  width: number;
+  syncKey: string;
+  range: [number, number];
+}) {
   const el = useRef<HTMLDivElement>(null);
   const zoomCb = useRef(onZoom);
   zoomCb.current = onZoom;
   const { labels, data } = useMemo(() => align(series, fam, base, null), [series, fam, base]);
+  const [r0, r1] = range;
   useEffect(() => {
     if (!el.current || !labels.length) return;
     const opts: uPlot.Options = {
@@ -25,13 +42,27 @@ function Chart({ fam, series, base, onZoom, width, syncKey, range }: { fam: Fami
       height: 170,
       title: fam.title + ' (' + fam.unit + ')',
       // every chart shows the same x range: the zoom range, else the session
-      scales: { x: { time: false, range: () => range } },
+      scales: { x: { time: false, range: () => [r0, r1] } },
       cursor: { sync: { key: syncKey }, drag: { x: true, y: false } },
       axes: [
-        { stroke: '#8b94a3', grid: { stroke: '#232833' }, ticks: { stroke: '#232833' }, values: (u, v, _a, _s, incr) => secs(incr)(u, v) },
+        {
+          stroke: '#8b94a3',
+          grid: { stroke: '#232833' },
+          ticks: { stroke: '#232833' },
+          values: (u, v, _a, _s, incr) => secs(incr)(u, v),
+        },
         { stroke: '#8b94a3', grid: { stroke: '#232833' }, ticks: { stroke: '#232833' }, size: 60 },
       ],
-      series: [{ label: 't (s)' }, ...labels.map((l, i) => ({ label: l, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true, points: { show: data[0].length < 60 } }))],
+      series: [
+        { label: 't (s)' },
+        ...labels.map((l, i) => ({
+          label: l,
+          stroke: COLORS[i % COLORS.length],
+          width: 1.5,
+          spanGaps: true,
+          points: { show: data[0].length < 60 },
+        })),
+      ],
       hooks: {
         setSelect: [
           (u: uPlot) => {
@@ -46,7 +77,7 @@ function Chart({ fam, series, base, onZoom, width, syncKey, range }: { fam: Fami
     };
     const plot = new uPlot(opts, data as uPlot.AlignedData, el.current);
     return () => plot.destroy();
-  }, [labels, data, width, fam, syncKey, range[0], range[1]]);
+  }, [labels, data, width, fam, syncKey, r0, r1]);
   if (!labels.length) return null;
   return <div className="chart" data-testid={'chart-' + fam.id} ref={el} />;
 }
@@ -71,40 +102,108 @@ export function SystemView({ st, set, session }: ViewProps) {
     const t = setInterval(() => setTick((x) => x + 1), 5000);
     return () => clearInterval(t);
   }, [live]);
-  const r = useApi<{ series: SysSeries[]; bucket_ns: number }>('sessions/' + s.id + '/system', { from: st.from, to: st.to, points: Math.min(5000, Math.round(width / 2)) }, [st.from, st.to, tick, width]);
+  const r = useApi<{ series: SysSeries[]; bucket_ns: number }>(
+    'sessions/' + s.id + '/system',
+    { from: st.from, to: st.to, points: Math.min(5000, Math.round(width / 2)) },
+    [st.from, st.to, tick, width],
+  );
   const series = useMemo(() => (r.data?.series ?? []).filter((x) => !srcOff.has(x.src)), [r.data, srcOff]);
   const span = Number(big(s.last_ts) - base) / 1e9;
-  const range: [number, number] = st.from && st.to ? [Number(big(st.from) - base) / 1e9, Number(big(st.to) - base) / 1e9] : [0, Math.max(span, 1e-6)];
+  const range: [number, number] =
+    st.from && st.to ? [Number(big(st.from) - base) / 1e9, Number(big(st.to) - base) / 1e9] : [0, Math.max(span, 1e-6)];
   const zoomTo = (a: number, b: number) => {
     const f = base + BigInt(Math.max(0, Math.floor(a * 1e9)));
     const t = base + BigInt(Math.ceil(b * 1e9));
     if (t > f) set({ ...st, from: f.toString(), to: t.toString() });
   };
-  const fams = FAMILIES.filter((f) => !hidden.has(f.id) && (r.data?.series ?? []).some((x) => x.points.some((p) => f.fields.some((k) => Array.isArray(p[k])))));
-  const present = FAMILIES.filter((f) => (r.data?.series ?? []).some((x) => x.points.some((p) => f.fields.some((k) => Array.isArray(p[k])))));
+  const fams = FAMILIES.filter(
+    (f) =>
+      !hidden.has(f.id) &&
+      (r.data?.series ?? []).some((x) => x.points.some((p) => f.fields.some((k) => Array.isArray(p[k])))),
+  );
+  const present = FAMILIES.filter((f) =>
+    (r.data?.series ?? []).some((x) => x.points.some((p) => f.fields.some((k) => Array.isArray(p[k])))),
+  );
   return (
     <div className="system" data-testid="view-system" ref={wrap}>
       <div className="toolbar">
-        {running ? <label><input type="checkbox" data-testid="live" checked={live} onChange={(e) => setLive(e.target.checked)} /> live refresh (5 s)</label> : <span className="dim">session {s.state}: no live refresh</span>}
+        {running ? (
+          <label>
+            <input type="checkbox" data-testid="live" checked={live} onChange={(e) => setLive(e.target.checked)} /> live
+            refresh (5 s)
+          </label>
+        ) : (
+          <span className="dim">session {s.state}: no live refresh</span>
+        )}
         {live && <Badge kind="running">LIVE</Badge>}
         {s.simulated && <Badge kind="simulated">simulated GPU samples</Badge>}
-        <button data-testid="sys-reset" disabled={!st.from} onClick={() => set({ ...st, from: undefined, to: undefined })}>Whole session</button>
+        <button
+          data-testid="sys-reset"
+          disabled={!st.from}
+          onClick={() => set({ ...st, from: undefined, to: undefined })}
+        >
+          Whole session
+        </button>
         <span className="dim">drag across a chart to zoom all of them (the range is shared with Kernels)</span>
       </div>
       <div className="toolbar toggles">
         {(r.data?.series ?? []).map((x) => (
-          <label key={x.src}><input type="checkbox" checked={!srcOff.has(x.src)} onChange={() => setSrcOff((o) => { const n = new Set(o); if (n.has(x.src)) n.delete(x.src); else n.add(x.src); return n; })} /> {x.src}</label>
+          <label key={x.src}>
+            <input
+              type="checkbox"
+              checked={!srcOff.has(x.src)}
+              onChange={() =>
+                setSrcOff((o) => {
+                  const n = new Set(o);
+                  if (n.has(x.src)) n.delete(x.src);
+                  else n.add(x.src);
+                  return n;
+                })
+              }
+            />{' '}
+            {x.src}
+          </label>
         ))}
         <span className="sep" />
         {present.map((f) => (
-          <label key={f.id}><input type="checkbox" data-testid={'toggle-' + f.id} checked={!hidden.has(f.id)} onChange={() => setHidden((o) => { const n = new Set(o); if (n.has(f.id)) n.delete(f.id); else n.add(f.id); return n; })} /> {f.title}</label>
+          <label key={f.id}>
+            <input
+              type="checkbox"
+              data-testid={'toggle-' + f.id}
+              checked={!hidden.has(f.id)}
+              onChange={() =>
+                setHidden((o) => {
+                  const n = new Set(o);
+                  if (n.has(f.id)) n.delete(f.id);
+                  else n.add(f.id);
+                  return n;
+                })
+              }
+            />{' '}
+            {f.title}
+          </label>
         ))}
       </div>
       {r.error ? <ErrorBox error={r.error} what="loading system samples" /> : null}
       {!r.data && !r.error && <Loading what="system samples" />}
-      {r.data && !r.data.series.length && <Empty>No GPU or host samples in this {st.from ? 'range; zoom out' : 'session'}. Samples are written every <code>GPUFL_SYSTEM_INTERVAL_MS</code> (this session: {String(s.interval_ms ?? '?')} ms; 0 = off) by the nvml / sim / host engines.</Empty>}
+      {r.data && !r.data.series.length && (
+        <Empty>
+          No GPU or host samples in this {st.from ? 'range; zoom out' : 'session'}. Samples are written every{' '}
+          <code>GPUFL_SYSTEM_INTERVAL_MS</code> (this session: {String(s.interval_ms ?? '?')} ms; 0 = off) by the nvml /
+          sim / host engines.
+        </Empty>
+      )}
       {fams.map((f) => (
-        <Chart key={f.id} fam={f} series={series} base={base} onZoom={zoomTo} width={width} syncKey={'gpufl-' + s.id} range={range} />
+        <Chart
+          key={f.id}
+          fam={f}
+          series={series}
+          base={base}
+          onZoom={zoomTo}
+          width={width}
+          syncKey={'gpufl-' + s.id}
+          range={range}
+        />
       ))}
     </div>
   );

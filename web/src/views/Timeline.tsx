@@ -7,7 +7,29 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, apiAll, big, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtNs } from '../lib/format';
-import { clampView, cLane, countInView, drawList, Item, kLane, Lane, layoutLanes, pan, pick, Rect, scopeItems, SCOPE_LANE, summaryItems, ticks, tOf, View, xOf, zoom } from '../lib/timeline';
+import type { CopyItem, KernelItem, TimelineAnswer } from '../lib/types';
+import { testHooks } from '../lib/testHooks';
+import {
+  clampView,
+  cLane,
+  countInView,
+  drawList,
+  Item,
+  kLane,
+  Lane,
+  layoutLanes,
+  pan,
+  pick,
+  Rect,
+  scopeItems,
+  SCOPE_LANE,
+  summaryItems,
+  ticks,
+  tOf,
+  View,
+  xOf,
+  zoom,
+} from '../lib/timeline';
 
 export const RAW_MAX = 4000;
 const LABEL_W = 130;
@@ -142,7 +164,9 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       const nm = nameOf(r.item);
       const h = l.kind === 'scope' ? 200 : l.kind === 'copy' ? 30 : hue(nm);
       const dim = s.hl && l.kind === 'kernel' && !nm.toLowerCase().includes(s.hl);
-      g.fillStyle = dim ? 'rgba(120,128,140,0.25)' : 'hsla(' + h + ',60%,' + (l.kind === 'copy' ? 55 : 50) + '%,' + (0.35 + 0.65 * r.shade).toFixed(2) + ')';
+      g.fillStyle = dim
+        ? 'rgba(120,128,140,0.25)'
+        : 'hsla(' + h + ',60%,' + (l.kind === 'copy' ? 55 : 50) + '%,' + (0.35 + 0.65 * r.shade).toFixed(2) + ')';
       g.fillRect(LABEL_W + r.x, l.y + 1, Math.max(1, r.w - (r.w > 3 ? 1 : 0)), l.h - 2);
     }
     g.fillStyle = '#e6e9ef';
@@ -180,10 +204,21 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
         g.fillText('zoom in to see scope instances' + (s.copies ? '' : ' and copies'), LABEL_W + 8, l.y + l.h - 5);
       }
     }
-    const ms = performance.now() - t;
-    s.frames.push(ms);
-    if (s.frames.length > 2000) s.frames.splice(0, 1000);
-    window.__uiTest.timeline = { t0: v.t0, t1: v.t1, base: base.toString(), rects: rects.length, labels, mode, ms, frames: s.frames };
+    if (testHooks.on) {
+      const ms = performance.now() - t;
+      s.frames.push(ms);
+      if (s.frames.length > 2000) s.frames.splice(0, 1000);
+      testHooks.set('timeline', {
+        t0: v.t0,
+        t1: v.t1,
+        base: base.toString(),
+        rects: rects.length,
+        labels,
+        mode,
+        ms,
+        frames: s.frames,
+      });
+    }
   };
 
   const ensureData = async () => {
@@ -193,44 +228,96 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     const vs = v.t1 - v.t0;
     const W = s.width;
     const nsPerPx = vs / W;
-    const need = !s.sum || s.sum.from > v.t0 || s.sum.to < v.t1 || s.sum.nsPerPx > nsPerPx * 2 || s.sum.nsPerPx < nsPerPx / 2;
-    window.__uiTest.busy++;
+    const need =
+      !s.sum || s.sum.from > v.t0 || s.sum.to < v.t1 || s.sum.nsPerPx > nsPerPx * 2 || s.sum.nsPerPx < nsPerPx / 2;
+    testHooks.busy(1);
     try {
       if (!s.copies && ops <= 5000) {
-        const cs = await apiAll<any>('sessions/' + sid + '/copies', {}, 5000);
+        const cs = await apiAll<CopyItem>('sessions/' + sid + '/copies', {}, 5000);
         if (gen !== s.gen) return;
         s.copies = copyItems(cs.items, base);
       }
       if (need) {
         const pv = clampView({ t0: v.t0 - vs, t1: v.t1 + vs }, 0, hi);
         const pw = Math.min(10000, Math.max(10, Math.round(((pv.t1 - pv.t0) / vs) * W)));
-        const r: any = await api('sessions/' + sid + '/timeline', { from: (base + BigInt(Math.floor(pv.t0))).toString(), to: (base + BigInt(Math.ceil(pv.t1))).toString(), width: pw });
+        const r = await api<TimelineAnswer>('sessions/' + sid + '/timeline', {
+          from: (base + BigInt(Math.floor(pv.t0))).toString(),
+          to: (base + BigInt(Math.ceil(pv.t1))).toString(),
+          width: pw,
+        });
         if (gen !== s.gen) return;
         const from = rel(r.from, base);
         const to = rel(r.to, base);
         const items = summaryItems({ from, to, width: r.width, bucket_ns: Number(r.bucket_ns), lanes: r.lanes });
-        s.sum = { from, to, nsPerPx: (to - from) / r.width, items, names: r.names, lanes: r.lanes.map((l: any) => ({ dev: l.dev, stream: l.stream })) };
-        if (!r.lanes.length) setStatus('No kernels in this session: the timeline is empty. Sessions with GPU activity show one lane per device and stream.');
+        s.sum = {
+          from,
+          to,
+          nsPerPx: (to - from) / r.width,
+          items,
+          names: r.names,
+          lanes: r.lanes.map((l) => ({ dev: l.dev, stream: l.stream })),
+        };
+        if (!r.lanes.length)
+          setStatus(
+            'No kernels in this session: the timeline is empty. Sessions with GPU activity show one lane per device and stream.',
+          );
       }
       const n = countInView(s.sum!.items, v);
       if (n <= RAW_MAX && !(s.raw && s.raw.from <= v.t0 && s.raw.to >= v.t1)) {
         const pv = clampView({ t0: v.t0 - vs, t1: v.t1 + vs }, 0, hi);
         // kernels that start up to one view-span before the window still overlap it
-        const q = { from: (base + BigInt(Math.max(0, Math.floor(pv.t0 - vs)))).toString(), to: (base + BigInt(Math.ceil(pv.t1))).toString() };
-        const [ks, cs] = await Promise.all([apiAll<any>('sessions/' + sid + '/kernels', q, RAW_MAX * 3), apiAll<any>('sessions/' + sid + '/copies', q, 5000)]);
+        const q = {
+          from: (base + BigInt(Math.max(0, Math.floor(pv.t0 - vs)))).toString(),
+          to: (base + BigInt(Math.ceil(pv.t1))).toString(),
+        };
+        const [ks, cs] = await Promise.all([
+          apiAll<KernelItem>('sessions/' + sid + '/kernels', q, RAW_MAX * 3),
+          apiAll<CopyItem>('sessions/' + sid + '/copies', q, 5000),
+        ]);
         if (gen !== s.gen) return;
-        const kitems: Item[] = ks.items.map((k) => ({ lane: kLane(k.dev, k.stream), t: rel(k.ts, base), dur: Number(k.dur), count: 1, busy: Number(k.dur), name: k.name, id: k.kid }));
+        const kitems: Item[] = ks.items.map((k) => ({
+          lane: kLane(k.dev, k.stream),
+          t: rel(k.ts, base),
+          dur: Number(k.dur),
+          count: 1,
+          busy: Number(k.dur),
+          name: k.name,
+          id: k.kid,
+        }));
         const sitems = scopeItems(ks.items.map((k) => ({ scope: k.scope, t: rel(k.ts, base), dur: Number(k.dur) })));
         const cc = copyItems(cs.items, base);
-        s.raw = { from: pv.t0, to: pv.t1, items: [...sitems, ...kitems, ...cc.items], copyLanes: cc.lanes, truncated: ks.more };
+        s.raw = {
+          from: pv.t0,
+          to: pv.t1,
+          items: [...sitems, ...kitems, ...cc.items],
+          copyLanes: cc.lanes,
+          truncated: ks.more,
+        };
       }
       const inRaw = s.raw && s.raw.from <= v.t0 && s.raw.to >= v.t1;
-      setStatus(inRaw ? 'kernels: ' + countInView(s.raw!.items.filter((i) => i.lane[0] === 'k'), v) + ' in view (raw events' + (s.raw!.truncated ? ', truncated' : '') + ')' : '≈' + n + ' kernels in view (server summary, ' + fmtNs(s.sum!.nsPerPx) + '/px; zoom in below ' + RAW_MAX + ' kernels for raw events)');
+      setStatus(
+        inRaw
+          ? 'kernels: ' +
+              countInView(
+                s.raw!.items.filter((i) => i.lane[0] === 'k'),
+                v,
+              ) +
+              ' in view (raw events' +
+              (s.raw!.truncated ? ', truncated' : '') +
+              ')'
+          : '≈' +
+              n +
+              ' kernels in view (server summary, ' +
+              fmtNs(s.sum!.nsPerPx) +
+              '/px; zoom in below ' +
+              RAW_MAX +
+              ' kernels for raw events)',
+      );
       setErr(null);
-    } catch (e: any) {
-      if (gen === s.gen) setErr(String(e && e.message ? e.message : e));
+    } catch (e) {
+      if (gen === s.gen) setErr(e instanceof Error ? e.message : String(e));
     } finally {
-      window.__uiTest.busy--;
+      testHooks.busy(-1);
       schedule();
     }
   };
@@ -240,17 +327,17 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     s.v = nv;
     schedule();
     if (s.fetchTimer) clearTimeout(s.fetchTimer);
-    else window.__uiTest.busy++;
+    else testHooks.busy(1);
     s.fetchTimer = window.setTimeout(() => {
       s.fetchTimer = 0;
-      window.__uiTest.busy--;
+      testHooks.busy(-1);
       ensureData();
     }, 120);
     if (s.urlTimer) clearTimeout(s.urlTimer);
-    else window.__uiTest.busy++;
+    else testHooks.busy(1);
     s.urlTimer = window.setTimeout(() => {
       s.urlTimer = 0;
-      window.__uiTest.busy--;
+      testHooks.busy(-1);
       cb.current.onView(s.v);
     }, 300);
   };
@@ -264,19 +351,19 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       ensureData();
     }
     schedule();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- the viewport lives in st (a ref) that schedule/ensureData read when they run; only a new range in the URL is a reason to refetch
   }, [view?.t0, view?.t1]);
 
   useEffect(() => {
     st.current.hl = highlight.toLowerCase();
     schedule();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- schedule() only queues a draw from the ref; the filter is the only input
   }, [highlight]);
 
   useEffect(() => {
     st.current.selected = selected;
     schedule();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- schedule() only queues a draw from the ref; the selection is the only input
   }, [selected]);
 
   useEffect(() => {
@@ -289,7 +376,8 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     const frac = (e: MouseEvent) => Math.min(1, Math.max(0, (e.offsetX - LABEL_W) / s.width));
     const onWheel = (e: WheelEvent) => {
       e.preventDefault();
-      if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) changed(pan(s.v, (e.deltaX || e.deltaY) / 1000, 0, hi));
+      if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY))
+        changed(pan(s.v, (e.deltaX || e.deltaY) / 1000, 0, hi));
       else changed(zoom(s.v, Math.pow(1.0015, e.deltaY), frac(e), 0, hi));
     };
     const onDown = (e: MouseEvent) => {
@@ -311,7 +399,8 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       const hit = hitAt(e.offsetX, e.offsetY);
       if (!hit) return;
       if (hit.r.item.id !== undefined && hit.lane.kind === 'kernel') cb.current.onPick(hit.r.item.id);
-      else if (hit.lane.kind === 'scope' || hit.lane.kind === 'copy') changed(clampView({ t0: hit.r.item.t - hit.r.item.dur * 0.1, t1: hit.r.item.t + hit.r.item.dur * 1.1 }, 0, hi));
+      else if (hit.lane.kind === 'scope' || hit.lane.kind === 'copy')
+        changed(clampView({ t0: hit.r.item.t - hit.r.item.dur * 0.1, t1: hit.r.item.t + hit.r.item.dur * 1.1 }, 0, hi));
       else {
         // a summary bucket: zoom to it
         const t = tOf(hit.r.x + hit.r.w / 2, s.v, s.width);
@@ -328,12 +417,13 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     c.addEventListener('mousemove', onMove);
     c.addEventListener('mouseup', onUp);
     c.addEventListener('mouseleave', onLeave);
-    (window.__uiTest as any).timelineHits = () =>
+    testHooks.set('timelineHits', () =>
       s.rects.map((r) => {
         const l = s.lanes.find((x) => x.key === r.lane)!;
         return { x: LABEL_W + r.x, y: l.y, w: r.w, h: l.h, lane: l.kind, id: r.item.id ?? null, count: r.item.count };
-      });
-    (window.__uiTest as any).timelineSet = (t0: number, t1: number) => changed(clampView({ t0, t1 }, 0, hi));
+      }),
+    );
+    testHooks.set('timelineSet', (t0: number, t1: number) => changed(clampView({ t0, t1 }, 0, hi)));
     return () => {
       ro.disconnect();
       c.removeEventListener('wheel', onWheel);
@@ -345,16 +435,16 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
       if (s.urlTimer) {
         clearTimeout(s.urlTimer);
         s.urlTimer = 0;
-        window.__uiTest.busy--;
+        testHooks.busy(-1);
       }
       if (s.fetchTimer) {
         clearTimeout(s.fetchTimer);
         s.fetchTimer = 0;
-        window.__uiTest.busy--;
+        testHooks.busy(-1);
       }
       s.gen++;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- the listeners read everything through st and cb (refs): they are set up once per session, not on every render
   }, [sid]);
 
   const hitAt = (x: number, y: number): { r: Rect; lane: Lane } | null => {
@@ -376,11 +466,20 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
     }
     const it = hit.r.item;
     const nm = typeof it.name === 'string' ? it.name : (s.sum?.names[String(it.name)] ?? '?');
-    const lines = hit.lane.kind === 'kernel' && it.count === 1 && it.id !== undefined
-      ? [demangle(nm), 'kernel ' + it.id + ' · start +' + fmtNs(it.t) + ' · ' + fmtNs(it.dur), 'click: open in the inspector']
-      : hit.lane.kind === 'kernel'
-        ? [it.count + ' kernels in this pixel column · busy ' + fmtNs(it.busy), 'longest: ' + demangle(nm), 'click: zoom in']
-        : [nm, '+' + fmtNs(it.t) + ' · ' + fmtNs(it.dur), 'click: zoom to it'];
+    const lines =
+      hit.lane.kind === 'kernel' && it.count === 1 && it.id !== undefined
+        ? [
+            demangle(nm),
+            'kernel ' + it.id + ' · start +' + fmtNs(it.t) + ' · ' + fmtNs(it.dur),
+            'click: open in the inspector',
+          ]
+        : hit.lane.kind === 'kernel'
+          ? [
+              it.count + ' kernels in this pixel column · busy ' + fmtNs(it.busy),
+              'longest: ' + demangle(nm),
+              'click: zoom in',
+            ]
+          : [nm, '+' + fmtNs(it.t) + ' · ' + fmtNs(it.dur), 'click: zoom to it'];
     el.textContent = lines.join('\n');
     el.style.display = 'block';
     el.style.left = Math.min(e.offsetX + 14, s.width + LABEL_W - 320) + 'px';
@@ -391,15 +490,27 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
   return (
     <div className="timeline" data-testid="timeline">
       <div className="toolbar">
-        <button data-testid="zoom-in" onClick={btn(() => zoom(st.current.v, 0.5, 0.5, 0, hi))}>Zoom in</button>
-        <button data-testid="zoom-out" onClick={btn(() => zoom(st.current.v, 2, 0.5, 0, hi))}>Zoom out</button>
+        <button data-testid="zoom-in" onClick={btn(() => zoom(st.current.v, 0.5, 0.5, 0, hi))}>
+          Zoom in
+        </button>
+        <button data-testid="zoom-out" onClick={btn(() => zoom(st.current.v, 2, 0.5, 0, hi))}>
+          Zoom out
+        </button>
         <button onClick={btn(() => pan(st.current.v, -0.25, 0, hi))}>◀</button>
         <button onClick={btn(() => pan(st.current.v, 0.25, 0, hi))}>▶</button>
-        <button data-testid="zoom-reset" onClick={btn(() => ({ t0: 0, t1: hi }))}>Whole session</button>
-        <span className="dim" data-testid="timeline-status">{status}</span>
+        <button data-testid="zoom-reset" onClick={btn(() => ({ t0: 0, t1: hi }))}>
+          Whole session
+        </button>
+        <span className="dim" data-testid="timeline-status">
+          {status}
+        </span>
         <span className="dim hint">wheel: zoom · drag or shift+wheel: pan · click a kernel: inspect</span>
       </div>
-      {err && <div className="error" data-testid="error">Timeline: {err}</div>}
+      {err && (
+        <div className="error" data-testid="error">
+          Timeline: {err}
+        </div>
+      )}
       <div className="tlwrap" ref={wrap}>
         <canvas ref={cv} data-testid="timeline-canvas" />
         <div className="tip" ref={tip} />
@@ -408,7 +519,7 @@ export function Timeline({ sid, base, span, ops, view, selected, highlight, onVi
   );
 }
 
-function copyItems(rows: any[], base: bigint): { items: Item[]; lanes: { dev: number; kind: string }[] } {
+function copyItems(rows: CopyItem[], base: bigint): { items: Item[]; lanes: { dev: number; kind: string }[] } {
   const lanes = new Map<string, { dev: number; kind: string }>();
   const items: Item[] = rows
     .filter((c) => c.type !== 'alloc' && c.type !== 'free')
@@ -416,7 +527,15 @@ function copyItems(rows: any[], base: bigint): { items: Item[]; lanes: { dev: nu
       const kind = c.type === 'memcpy' ? 'memcpy ' + c.kind : c.type;
       lanes.set(cLane(c.dev, kind), { dev: c.dev, kind });
       const dur = Math.max(1, Number(c.dur));
-      return { lane: cLane(c.dev, kind), t: rel(c.ts, base), dur, count: 1, busy: dur, name: kind + (c.bytes ? ' ' + fmtBytes(Number(c.bytes)) : ''), id: c.seq };
+      return {
+        lane: cLane(c.dev, kind),
+        t: rel(c.ts, base),
+        dur,
+        count: 1,
+        busy: dur,
+        name: kind + (c.bytes ? ' ' + fmtBytes(Number(c.bytes)) : ''),
+        id: c.seq,
+      };
     });
   return { items, lanes: [...lanes.values()] };
 }

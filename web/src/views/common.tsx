@@ -2,15 +2,30 @@ import { useEffect, useRef, useState } from 'react';
 import { api, explain, Int } from '../lib/api';
 
 export function Badge({ kind, children }: { kind: string; children: React.ReactNode }) {
-  return <span className={'badge b-' + kind.toLowerCase().replace(/[^a-z_]/g, '')} data-testid={'badge-' + kind.toLowerCase()}>{children}</span>;
+  return (
+    <span
+      className={'badge b-' + kind.toLowerCase().replace(/[^a-z_]/g, '')}
+      data-testid={'badge-' + kind.toLowerCase()}
+    >
+      {children}
+    </span>
+  );
 }
 
 export function Loading({ what }: { what: string }) {
-  return <div className="loading" data-testid="loading">Loading {what}…</div>;
+  return (
+    <div className="loading" data-testid="loading">
+      Loading {what}…
+    </div>
+  );
 }
 
 export function Empty({ children }: { children: React.ReactNode }) {
-  return <div className="empty" data-testid="empty">{children}</div>;
+  return (
+    <div className="empty" data-testid="empty">
+      {children}
+    </div>
+  );
 }
 
 export function ErrorBox({ error, what }: { error: unknown; what: string }) {
@@ -29,7 +44,11 @@ export interface Fetched<T> {
 }
 
 /* GET path?params when any dep changes (the previous request is aborted). */
-export function useApi<T>(path: string | null, params: Record<string, Int | boolean | undefined | null>, deps: unknown[]): Fetched<T> {
+export function useApi<T>(
+  path: string | null,
+  params: Record<string, Int | boolean | undefined | null>,
+  deps: unknown[],
+): Fetched<T> {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
@@ -53,16 +72,32 @@ export function useApi<T>(path: string | null, params: Record<string, Int | bool
         setLoading(false);
       });
     return () => ac.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- params is a new object every render: the caller lists in deps what it is made of
   }, [path, n, ...deps]);
   return { data, error, loading, reload: () => setN((x) => x + 1) };
 }
 
 /* A sortable header cell for tables sorted in the view. */
-export function Th({ k, sort, setSort, children, num }: { k: string; sort: [string, boolean]; setSort: (s: [string, boolean]) => void; children: React.ReactNode; num?: boolean }) {
+export function Th({
+  k,
+  sort,
+  setSort,
+  children,
+  num,
+}: {
+  k: string;
+  sort: [string, boolean];
+  setSort: (s: [string, boolean]) => void;
+  children: React.ReactNode;
+  num?: boolean;
+}) {
   const on = sort[0] === k;
   return (
-    <th className={(num ? 'num ' : '') + 'sortable' + (on ? ' on' : '')} onClick={() => setSort([k, on ? !sort[1] : true])} data-testid={'th-' + k}>
+    <th
+      className={(num ? 'num ' : '') + 'sortable' + (on ? ' on' : '')}
+      onClick={() => setSort([k, on ? !sort[1] : true])}
+      data-testid={'th-' + k}
+    >
       {children}
       {on ? (sort[1] ? ' ▼' : ' ▲') : ''}
     </th>

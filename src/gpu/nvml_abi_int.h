@@ -1,11 +1,11 @@
 /*
- * nvml_abi_int.h - the part of NVML's C ABI that source_nvml.c uses, declared
+ * nvml_abi_int.h - the part of NVML's C ABI that src/gpu uses, declared
  * by us: nvml.h is not in Debian main and its licence asks for notices we do
  * not want to carry.  Sizes and version words are pinned by static asserts
  * to the values measured against the NVML 13.3 header on x86-64.
  */
-#ifndef GPUFL_CLIENT_NVML_ABI_INT_H
-#define GPUFL_CLIENT_NVML_ABI_INT_H
+#ifndef GPUFL_GPU_NVML_ABI_INT_H
+#define GPUFL_GPU_NVML_ABI_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

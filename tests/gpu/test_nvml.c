@@ -1,5 +1,5 @@
 /*
- * test_nvml.c - the "nvml" source against scripted fake NVML libraries
+ * test_nvml.c - src/gpu's NVML reader against scripted fake NVML libraries
  * (fake_nvml.c built four ways), plus one run against whatever real
  * libnvidia-ml.so.1 the machine has.
  */
@@ -12,8 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/source.h"
-#include "client/source_nvml_int.h"
+#include <gpufl/gpufl.h>
+
+#include "gpu/gpu.h"
+#include "gpu/nvml_int.h" /* the real-GPU run reports internals */
 #include "test.h"
 
 #ifndef FAKE_NVML_FULL
@@ -30,6 +32,7 @@
 #endif
 
 #define MIB (1024ull * 1024ull)
+#define WHY_LEN 256 /* as the client's SRC_REASON_LEN */
 
 /* The hooks of the fake the source loaded (same path: same instance). */
 typedef struct fake {
@@ -42,7 +45,7 @@ typedef struct fake {
 
 /* What a test left open when a REQUIRE stopped it, closed before the next
  * test so that one failure does not leave the fake initialised for all. */
-static void *g_open_src;
+static gpu_nvml *g_open_src;
 static void *g_open_fake;
 
 static void fake_sym(void *h, const char *name, void *out)
@@ -76,7 +79,7 @@ static void fake_detach(fake *f)
 static void cleanup(void)
 {
     if (g_open_src)
-        src_nvml_ops.close(g_open_src);
+        gpu_nvml_close(g_open_src);
     if (g_open_fake)
         dlclose(g_open_fake);
     g_open_src = g_open_fake = NULL;
@@ -101,14 +104,11 @@ static void script(const char *text)
     setenv("FAKE_NVML_SCRIPT", path, 1);
 }
 
-static int src_open(const char *lib, void **st, char *why)
+static int nvml_at(const char *lib, gpu_nvml **st, char *why)
 {
-    src_config cfg;
     int rc;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.nvml_lib = lib;
     why[0] = 0;
-    rc = src_nvml_ops.open(st, &cfg, why, SRC_REASON_LEN);
+    rc = gpu_nvml_open(st, lib, why, WHY_LEN);
     if (rc == 0)
         g_open_src = *st;
     return rc;
@@ -121,9 +121,9 @@ static void sleep_ms(long ms)
 }
 
 /* Close the source while holding the fake, and check it was left clean. */
-static void close_clean(void *st, fake *f)
+static void close_clean(gpu_nvml *st, fake *f)
 {
-    src_nvml_ops.close(st);
+    gpu_nvml_close(st);
     g_open_src = NULL;
     CHECK_EQ_U64(f->refs(), 0);
     CHECK_EQ_U64(f->live_gpm(), 0);
@@ -149,16 +149,15 @@ static const char full_script[] =
 
 static void test_full_devices(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_device d[4];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_device d[4];
     fake f;
 
     script(full_script);
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    CHECK_STR(src_nvml_ops.name, "nvml");
-    REQUIRE(src_nvml_ops.devices(st, d, 4) == 2);
+    REQUIRE(gpu_nvml_devices(st, d, 4) == 2);
     CHECK_EQ_U64(d[0].id, 0);
     CHECK_EQ_U64(d[1].id, 1);
     CHECK_STR(d[0].name, "NVIDIA A10G");
@@ -174,7 +173,7 @@ static void test_full_devices(void)
     CHECK_EQ_U64(d[0].simulated, 0);
     CHECK_STR(d[1].name, "NVIDIA H100 80GB HBM3");
     CHECK(d[1].cc_major == 9 && d[1].cc_minor == 0);
-    CHECK_EQ_U64(src_nvml_ops.devices(st, d, 1), 1);
+    CHECK_EQ_U64(gpu_nvml_devices(st, d, 1), 1);
     /* versioned symbols were preferred */
     CHECK_EQ_U64(f.calls("nvmlInitWithFlags"), 1);
     CHECK_EQ_U64(f.calls("nvmlInit_v2"), 0);
@@ -188,17 +187,17 @@ static void test_full_devices(void)
 
 static void test_full_sample(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s[4];
-    const src_gpu_sample *a = &s[0];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s[4];
+    const gpu_sample *a = &s[0];
     int n = -1;
     fake f;
 
     script(full_script);
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, s, 4, &n) == 0);
+    REQUIRE(gpu_nvml_sample(st, s, 4, &n) == 0);
     REQUIRE(n == 2);
     CHECK_EQ_U64(a->dev, 0);
     CHECK_EQ_U64(a->present, GS_UTIL_GPU | GS_UTIL_MEM | GS_MEM | GS_TEMP |
@@ -248,27 +247,27 @@ static void test_full_sample(void)
     CHECK_EQ_U64(f.calls("nvmlDeviceGetTemperatureV"), 2);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetMemoryInfo"), 0);
     /* max smaller than the device count */
-    REQUIRE(src_nvml_ops.sample(st, s, 1, &n) == 0);
+    REQUIRE(gpu_nvml_sample(st, s, 1, &n) == 0);
     CHECK_EQ_U64(n, 1);
     close_clean(st, &f);
 }
 
 static void test_gpm(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s[2];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s[2];
     int n;
     fake f;
 
     script(full_script);
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0 && n == 2);
+    REQUIRE(gpu_nvml_sample(st, s, 2, &n) == 0 && n == 2);
     CHECK(!(s[1].present & (GS_SM_ACTIVE | GS_SM_OCC))); /* no interval yet */
     sleep_ms(120);
     f.set_tick(1);
-    REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0 && n == 2);
+    REQUIRE(gpu_nvml_sample(st, s, 2, &n) == 0 && n == 2);
     CHECK(s[1].present & GS_SM_ACTIVE);
     CHECK(s[1].present & GS_SM_OCC);
     CHECK(s[1].sm_active > 0.799 && s[1].sm_active < 0.801);
@@ -276,10 +275,10 @@ static void test_gpm(void)
     CHECK(!(s[0].present & (GS_SM_ACTIVE | GS_SM_OCC))); /* A10G: no GPM */
     /* too soon after the last GPM sample: absent, not stale */
     f.set_tick(2);
-    REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0);
+    REQUIRE(gpu_nvml_sample(st, s, 2, &n) == 0);
     CHECK(!(s[1].present & (GS_SM_ACTIVE | GS_SM_OCC)));
     sleep_ms(120);
-    REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0);
+    REQUIRE(gpu_nvml_sample(st, s, 2, &n) == 0);
     CHECK(s[1].sm_active > 0.099 && s[1].sm_active < 0.101);
     CHECK(s[1].sm_occupancy > 0.019 && s[1].sm_occupancy < 0.021);
     CHECK_EQ_U64(f.calls("nvmlGpmSampleGet"), 3);
@@ -289,10 +288,10 @@ static void test_gpm(void)
 
 static void test_minimal(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_device d;
-    src_gpu_sample s;
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_device d;
+    gpu_sample s;
     int n;
     fake f;
 
@@ -302,9 +301,9 @@ static void test_minimal(void)
            " temp=60 power=30000 fan=40 clk_sm=1500 clk_mem=5000"
            " clk_gfx=1500 throttle=1 pstate=8 procs=42:1000,43:2000"
            " gprocs=42:1000\n");
-    REQUIRE(src_open(FAKE_NVML_MINIMAL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_MINIMAL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_MINIMAL) == 0);
-    REQUIRE(src_nvml_ops.devices(st, &d, 1) == 1);
+    REQUIRE(gpu_nvml_devices(st, &d, 1) == 1);
     CHECK_STR(d.name, "Tesla T4");
     CHECK_STR(d.pci_bus_id, "0000:3B:00.0"); /* v1: the legacy form */
     CHECK_EQ_U64(d.mem_total, 16000000000ull);
@@ -313,9 +312,9 @@ static void test_minimal(void)
     CHECK_EQ_U64(f.calls("nvmlDeviceGetCount"), 1);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetHandleByIndex"), 1);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetPowerManagementLimit"), 1);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     sleep_ms(120);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     CHECK(s.present & GS_MEM);
     CHECK(!(s.present & GS_MEM_RESERVED));
     CHECK_EQ_U64(s.mem_used, 1300); /* v1 counts the reservation */
@@ -343,7 +342,7 @@ static const char procs4[] =
     " procs=4001:100000000,4002:200000000,4003:300000000,4004:400000000"
     " gprocs=4005:500000000\n";
 
-static void check_procs4(const src_gpu_sample *s)
+static void check_procs4(const gpu_sample *s)
 {
     REQUIRE(s->present & GS_PROCS);
     REQUIRE(s->nprocs == 5);
@@ -360,16 +359,16 @@ static void test_stride(void)
                                            "global stride=24\n" };
     char text[512];
     for (int g = 0; g < 2; g++) {
-        void *st = NULL;
-        char why[SRC_REASON_LEN];
-        src_gpu_sample s;
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN];
+        gpu_sample s;
         int n;
         fake f;
         snprintf(text, sizeof text, "%sdev 0%s", globals[g], procs4);
         script(text);
-        REQUIRE(src_open(FAKE_NVML_NODETAIL, &st, why) == 0);
+        REQUIRE(nvml_at(FAKE_NVML_NODETAIL, &st, why) == 0);
         REQUIRE(fake_attach(&f, FAKE_NVML_NODETAIL) == 0);
-        REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
         check_procs4(&s);
         CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 1);
         close_clean(st, &f);
@@ -384,9 +383,9 @@ static void test_detail_fallback(void)
 {
     static const int codes[] = { 25, 2, 3 };
     for (size_t c = 0; c < sizeof codes / sizeof codes[0]; c++) {
-        void *st = NULL;
-        char why[SRC_REASON_LEN];
-        src_gpu_sample s;
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN];
+        gpu_sample s;
         char text[512];
         int n;
         fake f;
@@ -396,11 +395,11 @@ static void test_detail_fallback(void)
                  "%d\ndev 0%s",
                  codes[c], procs4);
         script(text);
-        REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+        REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
         REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-        REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
         check_procs4(&s);
-        REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
         check_procs4(&s);
         CHECK_EQ_U64(f.calls("nvmlDeviceGetRunningProcessDetailList"), 1);
         CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 2);
@@ -411,9 +410,9 @@ static void test_detail_fallback(void)
 /* No _v3 at run time: the 24-byte _v2 lists. */
 static void test_v2_fallback(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s;
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s;
     char text[512];
     int n;
     fake f;
@@ -423,9 +422,9 @@ static void test_v2_fallback(void)
              "\ndev 0%s",
              procs4);
     script(text);
-    REQUIRE(src_open(FAKE_NVML_NODETAIL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_NODETAIL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_NODETAIL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     check_procs4(&s);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetComputeRunningProcesses_v2"), 1);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetGraphicsRunningProcesses_v2"), 1);
@@ -439,14 +438,14 @@ static void test_junk_procs(void)
                                         FAKE_NVML_MINIMAL };
     script("dev 0 procs=0:100,5000000:7,42:na,77:123,4194304:9\n");
     for (int i = 0; i < 3; i++) {
-        void *st = NULL;
-        char why[SRC_REASON_LEN];
-        src_gpu_sample s;
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN];
+        gpu_sample s;
         int n;
         fake f;
-        REQUIRE(src_open(libs[i], &st, why) == 0);
+        REQUIRE(nvml_at(libs[i], &st, why) == 0);
         REQUIRE(fake_attach(&f, libs[i]) == 0);
-        REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
         REQUIRE(s.nprocs == 3);
         CHECK_EQ_U64(s.nprocs_total, 3);
         CHECK_EQ_U64(s.procs[0].pid, 42);
@@ -458,14 +457,14 @@ static void test_junk_procs(void)
     }
 }
 
-/* More processes than SRC_MAX_PROCS, and than the first buffer holds. */
+/* More processes than GPU_MAX_PROCS, and than the first buffer holds. */
 static void test_many_procs(void)
 {
     static char text[8192];
     size_t len;
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s;
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s;
     int n;
     fake f;
 
@@ -475,19 +474,19 @@ static void test_many_procs(void)
                                 i ? "," : "", 1000 + i, (i * 37) % 200 + 1);
     snprintf(text + len, sizeof text - len, "\n");
     script(text);
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
-    CHECK_EQ_U64(s.nprocs, SRC_MAX_PROCS);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK_EQ_U64(s.nprocs, GPU_MAX_PROCS);
     CHECK_EQ_U64(s.nprocs_total, 200);
     /* the 64 largest users (memory 137..200), in pid order */
     for (unsigned i = 0; i < s.nprocs; i++) {
-        CHECK(s.procs[i].mem > 200 - SRC_MAX_PROCS);
+        CHECK(s.procs[i].mem > 200 - GPU_MAX_PROCS);
         if (i)
             CHECK(s.procs[i].pid > s.procs[i - 1].pid);
     }
     /* the second sample needs no retry: the buffer grew and stayed */
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0);
     CHECK_EQ_U64(s.nprocs_total, 200);
     CHECK_EQ_U64(f.calls("nvmlDeviceGetRunningProcessDetailList"), 5);
     close_clean(st, &f);
@@ -495,9 +494,9 @@ static void test_many_procs(void)
 
 static void test_unsupported(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s;
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s;
     int n;
     fake f;
 
@@ -505,15 +504,15 @@ static void test_unsupported(void)
            "unsupported=fan,ecc,pcie,energy,throttle,power_limit,clk_sm "
            "fail=util:999\n"
            "sample 1 dev 0 pstate=32 unsupported=procs,temp ok=util\n");
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     CHECK_EQ_U64(s.present, GS_MEM | GS_MEM_RESERVED | GS_TEMP | GS_POWER |
                                 GS_PSTATE | GS_PROCS);
     CHECK_EQ_U64(s.fan_pct, 0);
     CHECK_EQ_U64(s.temp_c, 40);
     f.set_tick(1);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     CHECK_EQ_U64(s.present, GS_UTIL_GPU | GS_UTIL_MEM | GS_MEM |
                                 GS_MEM_RESERVED | GS_POWER);
     CHECK_EQ_U64(s.util_gpu, 5);
@@ -523,9 +522,9 @@ static void test_unsupported(void)
 /* One device lost: it is reported with no fields, the other is intact. */
 static void test_lost(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s[2];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s[2];
     int n;
     fake f;
 
@@ -533,10 +532,10 @@ static void test_lost(void)
            "dev 1 util=22 procs=20:2\n"
            "sample 1 dev 1 lost=1\n"
            "sample 2 dev 1 lost=0\n");
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
     f.set_tick(1);
-    REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0);
+    REQUIRE(gpu_nvml_sample(st, s, 2, &n) == 0);
     REQUIRE(n == 2);
     CHECK_EQ_U64(s[1].dev, 1);
     CHECK_EQ_U64(s[1].present, GS_LOST);
@@ -546,7 +545,7 @@ static void test_lost(void)
     CHECK_EQ_U64(s[0].util_gpu, 11);
     /* the GPU is reported as soon as it answers again */
     f.set_tick(2);
-    REQUIRE(src_nvml_ops.sample(st, s, 2, &n) == 0 && n == 2);
+    REQUIRE(gpu_nvml_sample(st, s, 2, &n) == 0 && n == 2);
     CHECK_EQ_U64(s[1].util_gpu, 22);
     CHECK(s[1].present & GS_PROCS);
     close_clean(st, &f);
@@ -556,16 +555,16 @@ static void test_lost(void)
  * already read. */
 static void test_lost_midway(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s;
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s;
     int n;
     fake f;
 
     script("dev 0 util=11 fail=procs:15\n");
-    REQUIRE(src_open(FAKE_NVML_NODETAIL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_NODETAIL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_NODETAIL) == 0);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     CHECK_EQ_U64(s.present, GS_LOST);
     CHECK_EQ_U64(s.util_gpu, 0);
     close_clean(st, &f);
@@ -573,19 +572,19 @@ static void test_lost_midway(void)
 
 static void test_versioned_fallbacks(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_gpu_sample s;
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s;
     int n;
     fake f;
 
     script("global fnerr=nvmlInitWithFlags:2,nvmlDeviceGetMemoryInfo_v2:25,"
            "nvmlDeviceGetTemperatureV:25\n"
            "dev 0 mem_total=1000 mem_used=100 mem_reserved=50 temp=70\n");
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
     CHECK_EQ_U64(f.calls("nvmlInit_v2"), 1);
-    REQUIRE(src_nvml_ops.sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     CHECK(s.present & GS_MEM);
     CHECK(!(s.present & GS_MEM_RESERVED));
     CHECK_EQ_U64(s.mem_used, 150);
@@ -596,42 +595,42 @@ static void test_versioned_fallbacks(void)
 
 static void test_missing_lib(void)
 {
-    void *st = (void *)1;
-    char why[SRC_REASON_LEN];
+    gpu_nvml *st = (void *)1;
+    char why[WHY_LEN];
     const char *path = "/nonexistent/gpufl-test/libnvidia-ml.so.1";
 
-    CHECK_EQ_U64(src_open(path, &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at(path, &st, why), GPUFL_EUNAVAIL);
     CHECK(st == NULL);
     CHECK(strstr(why, "nvml: ") == why);
     CHECK(strstr(why, path) != NULL);
     CHECK(strstr(why, "No such file") != NULL);
     CHECK(strstr(why, "host CPU/RAM") != NULL);
     /* a file that is not NVML */
-    CHECK_EQ_U64(src_open("libc.so.6", &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at("libc.so.6", &st, why), GPUFL_EUNAVAIL);
     CHECK(strstr(why, "not an NVML library") != NULL);
 }
 
 static void test_init_failures(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
 
     script("dev 0\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_NOINIT, &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_NOINIT, &st, why), GPUFL_EUNAVAIL);
     CHECK(st == NULL);
     CHECK(strstr(why, "driver is not loaded") != NULL);
     CHECK(strstr(why, "Driver Not Loaded") != NULL);
 
     script("global init_err=4\ndev 0\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_FULL, &st, why), GPUFL_EPERM);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_FULL, &st, why), GPUFL_EPERM);
     CHECK(strstr(why, "/dev/nvidia") != NULL);
 
     script("global init_err=18\ndev 0\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
     CHECK(strstr(why, "reboot") != NULL);
 
     script("global init_err=999\ndev 0\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
     CHECK(strstr(why, "Unknown Error (NVML error 999)") != NULL);
     /* nothing stayed loaded or initialised */
     CHECK(dlopen(FAKE_NVML_FULL, RTLD_NOW | RTLD_NOLOAD) == NULL);
@@ -639,21 +638,21 @@ static void test_init_failures(void)
 
 static void test_no_devices(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
 
     script("global driver=550.54.15\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
     CHECK(st == NULL);
     CHECK(strstr(why, "no NVIDIA GPU visible") != NULL);
     CHECK(strstr(why, "550.54.15") != NULL);
 
     script("dev 0 fail=handle:4\ndev 1 fail=handle:4\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_FULL, &st, why), GPUFL_EPERM);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_FULL, &st, why), GPUFL_EPERM);
     CHECK(strstr(why, "all 2 GPUs") != NULL);
 
     script("global count_err=999\n");
-    CHECK_EQ_U64(src_open(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
+    CHECK_EQ_U64(nvml_at(FAKE_NVML_FULL, &st, why), GPUFL_EUNAVAIL);
     CHECK(strstr(why, "nvmlDeviceGetCount") != NULL);
     CHECK(dlopen(FAKE_NVML_FULL, RTLD_NOW | RTLD_NOLOAD) == NULL);
 }
@@ -661,20 +660,20 @@ static void test_no_devices(void)
 /* One GPU that cannot be opened is skipped; the rest are numbered 0.. */
 static void test_skip_device(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_device d[4];
-    src_gpu_sample s[4];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_device d[4];
+    gpu_sample s[4];
     int n;
     fake f;
 
     script("dev 0 name=A fail=handle:4 util=1\ndev 1 name=B util=2\n");
-    REQUIRE(src_open(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
-    REQUIRE(src_nvml_ops.devices(st, d, 4) == 1);
+    REQUIRE(gpu_nvml_devices(st, d, 4) == 1);
     CHECK_STR(d[0].name, "B");
     CHECK_EQ_U64(d[0].id, 0);
-    REQUIRE(src_nvml_ops.sample(st, s, 4, &n) == 0 && n == 1);
+    REQUIRE(gpu_nvml_sample(st, s, 4, &n) == 0 && n == 1);
     CHECK_EQ_U64(s[0].util_gpu, 2);
     close_clean(st, &f);
 }
@@ -695,8 +694,8 @@ static const char *proc_level_name(int level)
 
 /* One real GPU's sample, checked for NVML's documented units and ranges
  * (mW, MHz, Celsius, percent, bytes, ratios from GPM). */
-static void check_real_sample(const src_device *d, const src_gpu_sample *s,
-                              const src_gpu_sample *prev)
+static void check_real_sample(const gpu_device *d, const gpu_sample *s,
+                              const gpu_sample *prev)
 {
     CHECK(s->present & GS_MEM);
     CHECK(strncmp(d->uuid, "GPU-", 4) == 0);
@@ -732,10 +731,10 @@ static void check_real_sample(const src_device *d, const src_gpu_sample *s,
  * Two samples 150 ms apart, so that a Hopper GPU also reports GPM. */
 static void test_real_nvml(void)
 {
-    void *st = NULL;
-    char why[SRC_REASON_LEN];
-    src_device d[SRC_MAX_DEVICES];
-    src_gpu_sample s0[SRC_MAX_DEVICES], s[SRC_MAX_DEVICES];
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_device d[GPU_MAX_DEVICES];
+    gpu_sample s0[GPU_MAX_DEVICES], s[GPU_MAX_DEVICES];
     int rc, nd, n = 0;
 
     unsetenv("FAKE_NVML_SCRIPT");
@@ -743,7 +742,7 @@ static void test_real_nvml(void)
      * what dlopen("libnvidia-ml.so.1") returns */
     CHECK(!still_loaded(FAKE_NVML_FULL) && !still_loaded(FAKE_NVML_NODETAIL) &&
           !still_loaded(FAKE_NVML_MINIMAL) && !still_loaded(FAKE_NVML_NOINIT));
-    rc = src_open(NULL, &st, why);
+    rc = nvml_at(NULL, &st, why);
     if (rc) {
         fprintf(stderr, "  (no usable NVML here: %s)\n", why);
         CHECK(strstr(why, "nvml: ") == why);
@@ -752,21 +751,21 @@ static void test_real_nvml(void)
     }
     g_open_src = st;
     {
-        const nvml_state *ns = st;
+        const gpu_nvml *ns = st;
         struct link_map *lm = NULL;
         CHECK(dlsym(ns->dl, "fake_nvml_calls") == NULL);
         if (dlinfo(ns->dl, RTLD_DI_LINKMAP, &lm) == 0 && lm)
             fprintf(stderr, "  nvml-real library %s\n", lm->l_name);
     }
-    nd = src_nvml_ops.devices(st, d, SRC_MAX_DEVICES);
+    nd = gpu_nvml_devices(st, d, GPU_MAX_DEVICES);
     CHECK(nd > 0);
-    CHECK(src_nvml_ops.sample(st, s0, SRC_MAX_DEVICES, &n) == 0);
+    CHECK(gpu_nvml_sample(st, s0, GPU_MAX_DEVICES, &n) == 0);
     CHECK(n == nd);
     sleep_ms(150);
-    CHECK(src_nvml_ops.sample(st, s, SRC_MAX_DEVICES, &n) == 0);
+    CHECK(gpu_nvml_sample(st, s, GPU_MAX_DEVICES, &n) == 0);
     CHECK(n == nd);
     for (int i = 0; i < n; i++) {
-        const nvml_state *ns = st;
+        const gpu_nvml *ns = st;
         fprintf(stderr,
                 "  nvml-real GPU %d \"%s\" %s pci %s driver %s cc %d.%d"
                 " mem %" PRIu64 "/%" PRIu64 " reserved %" PRIu64
@@ -782,7 +781,7 @@ static void test_real_nvml(void)
                 s[i].sm_occupancy);
         check_real_sample(&d[i], &s[i], &s0[i]);
     }
-    src_nvml_ops.close(st);
+    gpu_nvml_close(st);
     g_open_src = NULL;
 }
 

@@ -1,22 +1,22 @@
 /*
- * source_nvml_procs.c - the processes on each GPU for the "nvml" source:
+ * gpu_nvml_procs.c - the processes on each GPU, for gpu_nvml_sample():
  * which NVML call answers (the detail list, _v3, _v2, _v1 as drivers
  * moved), the entry layouts they really write, and the merge of the
  * compute and graphics lists.
  */
-#include "source_nvml_int.h"
+#include "nvml_int.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpufl/gpufl.h"
+#include <gpufl/gpufl.h>
 
-int nvml_proc_reserve(nvml_state *s, unsigned want)
+int gpu_nvml_proc_reserve(gpu_nvml *s, unsigned want)
 {
     unsigned char *raw;
-    src_proc *all;
+    gpu_proc *all;
     unsigned cap = s->proc_cap ? s->proc_cap : NVML_PROC_CAP_START;
     if (want <= s->proc_cap)
         return 0;
@@ -54,7 +54,7 @@ static unsigned nvml_v3_stride(const unsigned char *raw, unsigned n)
 }
 
 /* One list call at the current level.  *n = entries, *stride = bytes each. */
-static nvmlReturn_t nvml_proc_call(nvml_state *s, nvmlDevice_t h, int graphics,
+static nvmlReturn_t nvml_proc_call(gpu_nvml *s, nvmlDevice_t h, int graphics,
                                    unsigned *n, unsigned *stride)
 {
     const nvml_fns *f = &s->f;
@@ -99,7 +99,7 @@ static nvmlReturn_t nvml_proc_call(nvml_state *s, nvmlDevice_t h, int graphics,
     return r;
 }
 
-static int nvml_proc_level_ok(const nvml_state *s)
+static int nvml_proc_level_ok(const gpu_nvml *s)
 {
     switch (s->proc_level) {
     case PROC_DETAIL: return s->f.proc_detail != NULL;
@@ -116,7 +116,7 @@ static int nvml_proc_level_ok(const nvml_state *s)
  * newer fully supported devices", while the driver exports it for every
  * GPU) and answers INVALID_ARGUMENT for a version it does not know ("if
  * ... plist->version is invalid"); _v3 serves all those GPUs. */
-static int nvml_proc_next_level(const nvml_state *s, nvmlReturn_t r)
+static int nvml_proc_next_level(const gpu_nvml *s, nvmlReturn_t r)
 {
     if (r == NVML_ERROR_FUNCTION_NOT_FOUND ||
         r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
@@ -126,7 +126,7 @@ static int nvml_proc_next_level(const nvml_state *s, nvmlReturn_t r)
 }
 
 /* Append one list's valid entries to s->proc_all[*nall]. */
-static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
+static nvmlReturn_t nvml_proc_list(gpu_nvml *s, nvmlDevice_t h, int graphics,
                                    unsigned *nall)
 {
     nvmlReturn_t r = NVML_ERROR_NOT_SUPPORTED;
@@ -139,7 +139,7 @@ static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
             unsigned want = n + n / 4 + 8;
             if (want > NVML_PROC_CAP_MAX && n <= NVML_PROC_CAP_MAX)
                 want = NVML_PROC_CAP_MAX;
-            if (n <= s->proc_cap || nvml_proc_reserve(s, want))
+            if (n <= s->proc_cap || gpu_nvml_proc_reserve(s, want))
                 return r;
             continue;
         }
@@ -163,7 +163,7 @@ static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
         memcpy(&mem, e + 8, sizeof mem);
         /* pid 0 or past the kernel's limit: an entry misread or never
          * written.  mem == NOT_AVAILABLE is kept: a real process whose
-         * usage the driver cannot attribute (src_proc.mem says so). */
+         * usage the driver cannot attribute (gpu_proc.mem says so). */
         if (pid == 0 || pid > NVML_PID_MAX)
             continue;
         s->proc_all[*nall].pid = pid;
@@ -176,14 +176,14 @@ static nvmlReturn_t nvml_proc_list(nvml_state *s, nvmlDevice_t h, int graphics,
 
 static int nvml_cmp_pid(const void *a, const void *b)
 {
-    const src_proc *x = a, *y = b;
+    const gpu_proc *x = a, *y = b;
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 /* Larger memory first; "not available" sorts last. */
 static int nvml_cmp_mem(const void *a, const void *b)
 {
-    const src_proc *x = a, *y = b;
+    const gpu_proc *x = a, *y = b;
     uint64_t mx = x->mem == UINT64_MAX ? 0 : x->mem + 1;
     uint64_t my = y->mem == UINT64_MAX ? 0 : y->mem + 1;
     if (mx != my)
@@ -191,7 +191,7 @@ static int nvml_cmp_mem(const void *a, const void *b)
     return nvml_cmp_pid(a, b);
 }
 
-nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o)
+nvmlReturn_t gpu_nvml_procs(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o)
 {
     unsigned nall = 0, nu = 0;
     nvmlReturn_t r;
@@ -208,9 +208,9 @@ nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o)
     /* a process with CUDA and graphics contexts is listed twice */
     qsort(s->proc_all, nall, sizeof *s->proc_all, nvml_cmp_pid);
     for (unsigned i = 0; i < nall; i++) {
-        src_proc *p = &s->proc_all[i];
+        gpu_proc *p = &s->proc_all[i];
         if (nu > 0 && s->proc_all[nu - 1].pid == p->pid) {
-            src_proc *q = &s->proc_all[nu - 1];
+            gpu_proc *q = &s->proc_all[nu - 1];
             if (q->mem == UINT64_MAX ||
                 (p->mem != UINT64_MAX && p->mem > q->mem))
                 q->mem = p->mem;
@@ -219,11 +219,11 @@ nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o)
         s->proc_all[nu++] = *p;
     }
     o->nprocs_total = nu;
-    if (nu > SRC_MAX_PROCS) {
+    if (nu > GPU_MAX_PROCS) {
         /* keep the largest users, still listed in pid order */
         qsort(s->proc_all, nu, sizeof *s->proc_all, nvml_cmp_mem);
-        qsort(s->proc_all, SRC_MAX_PROCS, sizeof *s->proc_all, nvml_cmp_pid);
-        nu = SRC_MAX_PROCS;
+        qsort(s->proc_all, GPU_MAX_PROCS, sizeof *s->proc_all, nvml_cmp_pid);
+        nu = GPU_MAX_PROCS;
     }
     memcpy(o->procs, s->proc_all, nu * sizeof *s->proc_all);
     o->nprocs = nu;

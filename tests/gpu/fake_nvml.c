@@ -1,8 +1,9 @@
 /*
- * fake_nvml.c - a scripted libnvidia-ml.so.1 for the NVML source's tests.
+ * fake_nvml.c - a scripted libnvidia-ml.so.1 for the tests of src/gpu's NVML
+ * reader (tests/gpu), libgpufl's nvml engine and `gpufl idle`.
  *
  * It exports NVML's real symbol names with the real struct layouts (declared
- * here independently of source_nvml.c, so a layout mistake in one does not
+ * here independently of src/gpu/nvml_abi_int.h, so a layout mistake in one does not
  * hide in both) and answers from a script named by FAKE_NVML_SCRIPT, read
  * at every first nvmlInit*.  Build variants:
  *   (none)               everything, as a current R550+ driver

@@ -1,15 +1,15 @@
 /*
- * source_nvml_int.h - the "nvml" source's state, shared by its files:
- * source_nvml.c (loading, devices, samples) and source_nvml_procs.c (the
- * per-GPU process lists, whose NVML calls changed shape across drivers).
+ * nvml_int.h - the NVML reader's state, shared by its files: nvml.c
+ * (loading, devices, samples) and gpu_nvml_procs.c (the per-GPU process lists,
+ * whose NVML calls changed shape across drivers).
  */
-#ifndef GPUFL_SOURCE_NVML_INT_H
-#define GPUFL_SOURCE_NVML_INT_H
+#ifndef GPUFL_GPU_NVML_INT_H
+#define GPUFL_GPU_NVML_INT_H
 
 #include <stdint.h>
 
 #include "nvml_abi_int.h"
-#include "source.h"
+#include "gpu.h"
 
 /* ---- resolved entry points ---- */
 
@@ -74,21 +74,21 @@ typedef struct nvml_dev {
     nvmlGpmSample_t gpm_s[2];
 } nvml_dev;
 
-typedef struct nvml_state {
+struct gpu_nvml {
     void *dl;
     nvml_fns f;
     int inited;
     int ndev;
     int proc_level;
-    nvml_dev dev[SRC_MAX_DEVICES];
-    src_device info[SRC_MAX_DEVICES];
+    nvml_dev dev[GPU_MAX_DEVICES];
+    gpu_device info[GPU_MAX_DEVICES];
     /* Scratch for process lists, reused by every sample(): raw entries
      * (proc_cap * 32 bytes) and the merged list (2 * proc_cap). */
     unsigned proc_cap;
     unsigned char *proc_raw;
-    src_proc *proc_all;
+    gpu_proc *proc_all;
     nvmlGpmMetricsGet_t gpm_req;
-} nvml_state;
+};
 
 /* The device is gone for this sample: report it with no fields. */
 static inline int nvml_is_lost(nvmlReturn_t r)
@@ -99,9 +99,9 @@ static inline int nvml_is_lost(nvmlReturn_t r)
 /* Grow the process scratch to hold want entries per list.  The only
  * allocation sample() may do, and only when a GPU runs more processes than
  * ever before.  0 or a gpufl_err. */
-int nvml_proc_reserve(nvml_state *s, unsigned want);
+int gpu_nvml_proc_reserve(gpu_nvml *s, unsigned want);
 
 /* The GPU's processes (compute and graphics, merged by pid) into o. */
-nvmlReturn_t nvml_procs(nvml_state *s, nvmlDevice_t h, src_gpu_sample *o);
+nvmlReturn_t gpu_nvml_procs(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o);
 
 #endif

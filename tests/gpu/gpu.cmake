@@ -1,5 +1,6 @@
-# The client's data sources: "nvml" against fake libnvidia-ml builds, and
-# the host source against procfs fixtures.
+# src/gpu: the NVML reader against fake libnvidia-ml builds (libgpufl's
+# "nvml" engine and `gpufl idle` both use it; tests/idle loads the same
+# fakes).
 #
 # fake_nvml.c is built once per variant, each as lib/nvidia-ml.so.1 in a
 # directory of its own so that a variant is loaded by path like the real
@@ -19,7 +20,7 @@ foreach(_gpufl_v full nodetail minimal noinit)
 endforeach()
 
 gpufl_unit_test(test_nvml ${CMAKE_CURRENT_LIST_DIR}/test_nvml.c
-                LIBS gpufl_internal ${CMAKE_DL_LIBS})
+                LIBS gpufl_gpu ${CMAKE_DL_LIBS})
 target_compile_definitions(test_nvml PRIVATE
   FAKE_NVML_FULL="$<TARGET_FILE:fake_nvml_full>"
   FAKE_NVML_NODETAIL="$<TARGET_FILE:fake_nvml_nodetail>"
@@ -27,6 +28,3 @@ target_compile_definitions(test_nvml PRIVATE
   FAKE_NVML_NOINIT="$<TARGET_FILE:fake_nvml_noinit>")
 add_dependencies(test_nvml fake_nvml_full fake_nvml_nodetail
                  fake_nvml_minimal fake_nvml_noinit)
-
-gpufl_unit_test(test_host ${CMAKE_CURRENT_LIST_DIR}/test_host.c
-                LIBS gpufl_internal m)

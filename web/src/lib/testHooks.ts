@@ -1,0 +1,88 @@
+// testHooks.ts - what the browser tests (web/e2e/run.mjs, bench/web) read of
+// the views, as window.__uiTest: the work in flight, the last timeline and
+// flame-graph draws and what is where on them.
+//
+// Off unless the page set window.__gpuflTestHooks = true before the app's
+// script ran (the tests do, with Playwright's addInitScript): a normal page
+// has no window.__uiTest and every call here is a no-op.
+import { inflight } from './api';
+
+export interface TimelineDraw {
+  t0: number;
+  t1: number;
+  base: string;
+  rects: number;
+  labels: number;
+  mode: string;
+  ms: number;
+  frames: number[]; // draw times (ms), newest last
+}
+
+export interface TimelineHit {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  lane: string;
+  id: number | null;
+  count: number;
+}
+
+export interface FlameDraw {
+  total: number;
+  rects: number;
+  focus: string;
+  view: string;
+}
+
+export interface FlameHit {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  name: string;
+  total: number;
+  self: number;
+  count: number;
+  depth: number;
+  path: string[];
+}
+
+export interface UiTest {
+  idle: () => boolean; // no fetch and no view work pending
+  busy: number; // views' pending work besides fetches
+  timeline?: TimelineDraw;
+  timelineHits?: () => TimelineHit[];
+  timelineSet?: (t0: number, t1: number) => void;
+  flame?: FlameDraw;
+  flameHits?: () => FlameHit[];
+}
+
+declare global {
+  interface Window {
+    __gpuflTestHooks?: boolean;
+    __uiTest?: UiTest;
+  }
+}
+
+function install(): UiTest | null {
+  if (typeof window === 'undefined' || window.__gpuflTestHooks !== true) return null;
+  const t: UiTest = { busy: 0, idle: () => inflight.n === 0 && t.busy === 0 };
+  window.__uiTest = t;
+  return t;
+}
+
+const ui = install();
+
+export const testHooks = {
+  /* true when a test asked for the hooks */
+  on: ui !== null,
+  /* a view started (+1) or finished (-1) work the tests must wait for */
+  busy(delta: 1 | -1): void {
+    if (ui) ui.busy += delta;
+  },
+  /* publish what a view drew or offers (timeline, flame, ...) */
+  set<K extends Exclude<keyof UiTest, 'idle' | 'busy'>>(key: K, value: UiTest[K]): void {
+    if (ui) ui[key] = value;
+  },
+};
