@@ -181,8 +181,8 @@ static int unknown(opt_ctx *c, const char *what, const char *name, size_t n,
 
     hint(c->prog, name, n, want, h, sizeof h);
     return fail(c, "unknown %s '%s%.*s'%s%s%s", what, want == 1 ? "--" : "",
-                (int)(n > 200 ? 200 : n), name, *h ? " (did you mean " : "", h,
-                *h ? "?)" : "; see --help");
+                (int)(n > 200 ? 200 : n), name, *h ? " (did you mean '" : "", h,
+                *h ? "'?)" : "; see --help");
 }
 
 static size_t *list_count(const opt_def *o, void *cfg)

@@ -59,8 +59,12 @@ static void flag_text(const opt_prog *p, const opt_def *o, char *out,
     if (o->short_name)
         snprintf(sh, sizeof sh, "-%c, ", o->short_name);
     if (o->type == OPT_BOOL) {
+        /* a switch that is on by default is turned off with --no-NAME */
         on = o->def && !opt_parse_bool(o->def, &on) && on;
-        snprintf(out, cap, "%s--%s%s", sh, on ? "[no-]" : "", o->name);
+        if (on)
+            snprintf(out, cap, "%s--%s, --no-%s", sh, o->name, o->name);
+        else
+            snprintf(out, cap, "%s--%s", sh, o->name);
         return;
     }
     metavar(o, mv, sizeof mv);
