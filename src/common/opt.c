@@ -262,10 +262,14 @@ int opt_begin(opt_ctx *c, const opt_prog *p, void *cfg, opt_origin *org)
     }
     c->layer = OPT_SRC_DEFAULT;
     c->where = "default";
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
+        /* a switch without a default is off by default, not unset */
+        if (p->opts[i].type == OPT_BOOL)
+            c->org->src[i] = OPT_SRC_DEFAULT;
         if (p->opts[i].def &&
             (rc = set(c, &p->opts[i], p->opts[i].def, p->opts[i].name)) != 0)
             return rc;
+    }
     return 0;
 }
 

@@ -246,10 +246,14 @@ void opt_markdown(const opt_prog *p, FILE *out)
             md_put(out, o->def_doc);
         else if (o->def)
             md_code(out, *o->def ? o->def : "\"\"");
+        else if (o->type == OPT_BOOL)
+            md_code(out, "false");
         else
             fputs("-", out);
         fputs(" | ", out);
         md_put(out, o->help);
+        if (o->help[strlen(o->help) - 1] != '.')
+            fputc('.', out);
         if (o->flags & OPT_DEPRECATED)
             fputs(" Deprecated.", out);
         if (o->type == OPT_LIST)
@@ -392,7 +396,14 @@ int opt_cli(opt_ctx *c, const opt_prog *p, void *cfg, opt_origin *org, int argc,
         fprintf(stderr, "%s: warning: %s\n", p->name, c->warn);
     switch (c->action) {
     case OPT_HELP: opt_help(p, stdout); return -1;
-    case OPT_HELP_MARKDOWN: opt_markdown(p, stdout); return -1;
+    case OPT_HELP_MARKDOWN:
+        /* the docs test runs this: a malformed table must fail it */
+        if (opt_table_check(p, c->err, sizeof c->err)) {
+            fprintf(stderr, "%s: option table: %s\n", p->name, c->err);
+            return 1;
+        }
+        opt_markdown(p, stdout);
+        return -1;
     case OPT_DUMP: opt_dump(p, cfg, c->org, stdout); return -1;
     case OPT_VERSION: printf("%s %s\n", p->name, p->version); return -1;
     case OPT_RUN: break;
