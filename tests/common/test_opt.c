@@ -629,7 +629,7 @@ static void test_dump(void)
     CHECK(strstr(buf, "level = warn") != NULL);
     CHECK(strstr(buf, "# arr is unset\n") != NULL);
     CHECK(strstr(buf, "# token") == NULL);
-    CHECK(strstr(buf, "# status is unset\n") != NULL);
+    CHECK(strstr(buf, "# --status = false  # default\n") != NULL);
     CHECK(strstr(buf, "# slow is unset\n") != NULL);
     /* the dump loads back as a config file to the same values */
     REQUIRE(opt_begin(c2, &prog, &d, NULL) == 0);
