@@ -196,15 +196,20 @@ void opt_help(const opt_prog *p, FILE *out)
         fprintf(out, "\n%s", p->tail);
 }
 
-/* A Markdown table cell: '|' would end it, '<x>' would be HTML. */
+/* A Markdown table cell: '|' would end it, '<x>' would be HTML outside a
+ * code span (inside one, an entity would show as written). */
 static void md_put(FILE *out, const char *s)
 {
+    int code = 0;
+
     for (; *s; s++) {
+        if (*s == '`')
+            code = !code;
         if (*s == '|')
             fputs("\\|", out);
-        else if (*s == '<')
+        else if (*s == '<' && !code)
             fputs("&lt;", out);
-        else if (*s == '>')
+        else if (*s == '>' && !code)
             fputs("&gt;", out);
         else if (*s == '\n')
             fputc(' ', out);
@@ -213,10 +218,15 @@ static void md_put(FILE *out, const char *s)
     }
 }
 
+/* s as a code span of a table cell: only '|' needs escaping there. */
 static void md_code(FILE *out, const char *s)
 {
     fputc('`', out);
-    md_put(out, s);
+    for (; *s; s++)
+        if (*s == '|')
+            fputs("\\|", out);
+        else
+            fputc(*s == '\n' ? ' ' : *s, out);
     fputc('`', out);
 }
 
