@@ -68,17 +68,11 @@ int main(int argc, char **argv)
     rc = agent_cfg_load(&cfg, argc, argv, NULL, stderr);
     if (rc)
         goto out;
-    if (cfg.help) {
-        agent_opt_help(stdout);
-        goto out;
-    }
-    if (cfg.help_markdown) {
-        agent_opt_markdown(stdout);
-        goto out;
-    }
-    if (cfg.dump_config) {
-        agent_opt_dump(&cfg, stdout);
-        goto out;
+    switch (cfg.action) {
+    case OPT_HELP: agent_opt_help(stdout); goto out;
+    case OPT_HELP_MARKDOWN: agent_opt_markdown(stdout); goto out;
+    case OPT_DUMP: agent_opt_dump(&cfg, stdout); goto out;
+    default: break;
     }
     rc = agent_cfg_check(&cfg, stderr);
     if (rc)

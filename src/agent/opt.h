@@ -1,7 +1,8 @@
 /*
- * opt.h - gpufl-agent's configuration: one declarative option table from
- * which the command line, the GPUFL_AGENT_* environment, the config file,
- * --help and docs/agent.md all come.
+ * opt.h - gpufl-agent's configuration: one option table (opt.c) for the
+ * option engine (src/common/opt.h), from which the command line, the
+ * GPUFL_AGENT_* environment, the config file, --help, --dump-config and
+ * docs/agent.md all come.
  *
  * Precedence: defaults < config file < environment < flags.  A list option
  * (--folder) set in a layer replaces what lower layers said.  Unknown keys
@@ -11,21 +12,14 @@
 #ifndef GPUFL_AGENT_OPT_H
 #define GPUFL_AGENT_OPT_H
 
+#include "common/opt.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 /* --folder may be given this many times. */
 #define AGENT_MAX_FOLDERS 16
-/* Any one string value, in bytes (paths, URLs, tokens). */
-#define AGENT_MAX_VALUE 4096
-/* A config file, in bytes. */
-#define AGENT_MAX_CONFIG (1u << 20)
-
-typedef enum agent_sink_type {
-    AGENT_SINK_HTTP = 0,
-    AGENT_SINK_KAFKA = 1
-} agent_sink_type;
 
 typedef struct agent_cfg {
     /* sources */
@@ -62,17 +56,21 @@ typedef struct agent_cfg {
     uint64_t stats_s;
     int once;
     int status;
-    int help;
-    int dump_config;
-    int help_markdown;
-    char *config;
+    /* what the load said: --help, --dump-config ..., and where each
+     * value came from (for --dump-config) */
+    opt_action action;
+    opt_origin origin;
 } agent_cfg;
+
+/* The option table (opt.c), for the engine's printers and table checks. */
+extern const opt_prog agent_prog;
 
 /*
  * Fills cfg from the defaults, the config file (--config or
  * GPUFL_AGENT_CONFIG), the environment (envp, borrowed; NULL = environ)
- * and argv.  Returns 0, or 2 (usage error) after writing a one-line
- * reason with a hint to err.  cfg must be released with
+ * and argv.  Returns 0 (cfg->action says whether --help and the like
+ * were asked for), or 2 (usage error; 1 out of memory) after writing a
+ * one-line reason with a hint to err.  cfg must be released with
  * agent_cfg_release() either way.
  */
 int agent_cfg_load(agent_cfg *cfg, int argc, char **argv, char **envp,

@@ -34,10 +34,11 @@
 
 #define DEMO_PATH 4096
 
+/* The options (the table below); strings are owned, opt_release frees. */
 typedef struct demo_opts {
     const char *listen, *token, *dir, *engines, *ui_dir, *gpu;
     unsigned steps, pause_s, duration_s;
-    int idle, memprof, quiet;
+    int idle, memprof, quiet, fleet;
 } demo_opts;
 
 typedef struct demo {
@@ -60,137 +61,123 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gpufl demo [OPTIONS]\n\n"
-            "Runs the whole gpufl stack on this machine: gpufl-server "
-            "(embedded SQLite and the\nweb UI), gpufl-agent shipping over "
-            "HTTP, and example workloads that keep\nproducing live data "
-            "(on the simulated GPU, labelled simulated; with a\n"
-            "GPU, a CUDA program built with nvcc under `gpufl run`), plus the "
-            "idle\ndetector and the memory profiler where they are available.  "
-            "Prints the\nURL and the token; Ctrl-C stops everything it "
-            "started.\n\n"
-            "options:\n"
-            "  --listen ADDR:PORT  where the server listens (default "
-            "127.0.0.1:8080)\n"
-            "  --token TOKEN       admin token to sign in with (default: a "
-            "new random one)\n"
-            "  --dir DIR           logs, database and process logs go here "
-            "(default ./gpufl-demo)\n"
-            "  --steps N           training steps per workload run (default "
-            "200)\n"
-            "  --pause S           seconds between workload runs (default "
-            "10)\n"
-            "  --gpu auto|on|off   auto (default): when the driver reports "
-            "a GPU and nvcc is\n"
-            "                      found, build examples/cuda/demo_cuda.cu "
-            "and run it under\n"
-            "                      `gpufl run --engines cupti,nvml,host`; "
-            "otherwise the simulated\n"
-            "                      GPU.  on: fail when that is not possible. "
-            "off: simulated GPU\n"
-            "  --engines LIST      engines of the simulated workload (default "
-            "sim,host)\n"
-            "  --duration S        stop by itself after S seconds (default: "
-            "run until Ctrl-C)\n"
-            "  --ui-dir DIR        the web UI's built files (default: "
-            "web/dist of this build)\n"
-            "  --no-idle           do not run the idle detector\n"
-            "  --no-memprof        do not run the memory profiler\n"
-            "  --fleet [OPTS]      the scale path instead: agents -> Kafka "
-            "(mock) -> two servers ->\n"
-            "                      PostgreSQL, S3 archive; runs "
-            "scripts/fleet.sh, whose options\n"
-            "                      (--agents N, --runs N, --port P, --no-s3, "
-            "...) follow (docs/fleet.md)\n"
-            "  -q, --quiet         only the URL, the token and errors\n"
-            "  -h, --help          this text\n\n"
-            "Environment: NVCC (the compiler for --gpu), "
-            "GPUFL_DEMO_NVCC_FLAGS (flags it adds).\n"
-            "Disk: each run of the example writes about 40 KB of logs per "
-            "step; the agent ships\nthem and the server stores them under "
-            "DIR.  Exit: 0 after a clean stop, 1 when a\npart failed (its "
-            "log in DIR is named), 2 for a usage error.\n");
-}
+#define T demo_opts
+static const opt_def demo_rows[] = {
+    { .name = "listen",
+      .type = OPT_STR,
+      OPT_F_PTR(T, listen),
+      .def = "127.0.0.1:8080",
+      .arg = "ADDR:PORT",
+      .help = "where the server listens" },
+    { .name = "token",
+      .type = OPT_STR,
+      OPT_F_PTR(T, token),
+      .flags = OPT_SECRET,
+      .arg = "TOKEN",
+      .def_doc = "a new random one",
+      .help = "admin token to sign in with (8 to 64 characters)" },
+    { .name = "dir",
+      .type = OPT_STR,
+      OPT_F_PTR(T, dir),
+      .def = "./gpufl-demo",
+      .arg = "DIR",
+      .help = "logs, database and process logs go here" },
+    { .name = "steps",
+      .type = OPT_INT,
+      OPT_F_UINT(T, steps),
+      .def = "200",
+      .max = 1000000000,
+      .help = "training steps per workload run (0 means 1)" },
+    { .name = "pause",
+      .type = OPT_DUR,
+      .unit = OPT_SEC,
+      OPT_F_UINT(T, pause_s),
+      .def = "10",
+      .max = 1000000000,
+      .help = "time between workload runs (a bare number is seconds)" },
+    { .name = "gpu",
+      .type = OPT_ENUM,
+      OPT_F_PTR(T, gpu),
+      .def = "auto",
+      .choices = "auto|on|off",
+      .help = "auto: when the driver reports a GPU and nvcc is found, build "
+              "examples/cuda/demo_cuda.cu and run it under `gpufl run "
+              "--engines cupti,nvml,host`; otherwise the simulated GPU. on: "
+              "fail when that is not possible. off: simulated GPU" },
+    { .name = "engines",
+      .type = OPT_STR,
+      OPT_F_PTR(T, engines),
+      .def = "sim,host",
+      .arg = "LIST",
+      .help = "engines of the simulated workload" },
+    { .name = "duration",
+      .type = OPT_DUR,
+      .unit = OPT_SEC,
+      OPT_F_UINT(T, duration_s),
+      .max = 1000000000,
+      .help = "stop by itself after this long (a bare number is seconds; "
+              "default: run until Ctrl-C)" },
+    { .name = "ui-dir",
+      .type = OPT_STR,
+      OPT_F_PTR(T, ui_dir),
+      .arg = "DIR",
+      .def_doc = "web/dist of this build",
+      .help = "the web UI's built files" },
+    { .name = "idle",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, idle),
+      .def = "true",
+      .help = "run the idle detector (--no-idle: do not)" },
+    { .name = "memprof",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, memprof),
+      .def = "true",
+      .help = "run the memory profiler (--no-memprof: do not)" },
+    { .name = "fleet",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, fleet),
+      .flags = OPT_CLI_ONLY,
+      .help = "the scale path instead: agents -> Kafka (mock) -> two servers "
+              "-> PostgreSQL, S3 archive; runs scripts/fleet.sh, whose "
+              "options (--agents N, --runs N, --port P, --no-s3, ...) follow "
+              "(docs/fleet.md)" },
+    { .name = "quiet",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, quiet),
+      .short_name = 'q',
+      .help = "only the URL, the token and errors" },
+};
+#undef T
 
-static int parse_uint(const char *s, unsigned *out)
-{
-    char *end;
-    unsigned long v;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno || *end || !*s || *s == '-' || v > 1000000000ul)
-        return -1;
-    *out = (unsigned)v;
-    return 0;
-}
+/* Read by cli_demo_gpu.c: the flags nvcc gets. */
+static const char *const demo_env_known[] = { "GPUFL_DEMO_NVCC_FLAGS", NULL };
 
-static int parse(int argc, char **argv, demo_opts *o)
+const opt_prog cli_demo_prog = {
+    .name = "gpufl demo",
+    .env_prefix = "GPUFL_DEMO_",
+    .opts = demo_rows,
+    .n = sizeof demo_rows / sizeof demo_rows[0],
+    .size = sizeof(demo_opts),
+    .usage = "usage: gpufl demo [OPTIONS]\n\n"
+             "Runs the whole gpufl stack on this machine: gpufl-server "
+             "(embedded SQLite and the\nweb UI), gpufl-agent shipping over "
+             "HTTP, and example workloads that keep\nproducing live data "
+             "(on the simulated GPU, labelled simulated; with a\n"
+             "GPU, a CUDA program built with nvcc under `gpufl run`), plus the "
+             "idle\ndetector and the memory profiler where they are "
+             "available.  Prints the\nURL and the token; Ctrl-C stops "
+             "everything it started.\n",
+    .tail = "Environment: NVCC (the compiler for --gpu), GPUFL_DEMO_NVCC_FLAGS "
+            "(flags it adds).\nDisk: each run of the example writes about "
+            "40 KB of logs per step; the agent ships\nthem and the server "
+            "stores them under DIR.  Exit: 0 after a clean stop, 1 when a\n"
+            "part failed (its log in DIR is named), 2 for a usage error.\n",
+    .env_known = demo_env_known,
+};
+
+/* What the table cannot say: the checks across a value's shape. */
+static int check_opts(demo_opts *o)
 {
-    o->listen = "127.0.0.1:8080";
-    o->dir = "./gpufl-demo";
-    o->engines = "sim,host";
-    o->gpu = "auto";
-    o->steps = 200;
-    o->pause_s = 10;
-    o->idle = o->memprof = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned *num = NULL;
-        const char **str = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--no-idle"))
-            o->idle = 0;
-        else if (!strcmp(a, "--no-memprof"))
-            o->memprof = 0;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
-            o->quiet = 1;
-        else if (!strcmp(a, "--listen"))
-            str = &o->listen;
-        else if (!strcmp(a, "--token"))
-            str = &o->token;
-        else if (!strcmp(a, "--dir"))
-            str = &o->dir;
-        else if (!strcmp(a, "--engines"))
-            str = &o->engines;
-        else if (!strcmp(a, "--gpu"))
-            str = &o->gpu;
-        else if (!strcmp(a, "--ui-dir"))
-            str = &o->ui_dir;
-        else if (!strcmp(a, "--steps"))
-            num = &o->steps;
-        else if (!strcmp(a, "--pause"))
-            num = &o->pause_s;
-        else if (!strcmp(a, "--duration"))
-            num = &o->duration_s;
-        else {
-            fprintf(stderr,
-                    "gpufl demo: unknown option %s (see gpufl demo "
-                    "--help)\n",
-                    a);
-            return -1;
-        }
-        if (str || num) {
-            if (!v) {
-                fprintf(stderr, "gpufl demo: %s needs a value\n", a);
-                return -1;
-            }
-            if (str)
-                *str = v;
-            else if (parse_uint(v, num)) {
-                fprintf(stderr,
-                        "gpufl demo: %s wants a whole number, not "
-                        "\"%s\"\n",
-                        a, v);
-                return -1;
-            }
-            i++;
-        }
-    }
     if (!strchr(o->listen, ':')) {
         fprintf(stderr, "gpufl demo: --listen wants ADDR:PORT, e.g. "
                         "127.0.0.1:8080\n");
@@ -198,11 +185,6 @@ static int parse(int argc, char **argv, demo_opts *o)
     }
     if (o->token && (strlen(o->token) < 8 || strlen(o->token) > 64)) {
         fprintf(stderr, "gpufl demo: --token must be 8 to 64 characters\n");
-        return -1;
-    }
-    if (strcmp(o->gpu, "auto") && strcmp(o->gpu, "on") &&
-        strcmp(o->gpu, "off")) {
-        fprintf(stderr, "gpufl demo: --gpu wants auto, on or off\n");
         return -1;
     }
     if (o->steps == 0)
@@ -590,10 +572,89 @@ static int run_fleet(demo *d, int argc, char **argv)
     return 1;
 }
 
+/* The demo itself, its options loaded. */
+static int demo_run(demo *d)
+{
+    struct sigaction sa;
+    int rc;
+
+    if (fs_mkdir_p(d->o.dir) || !realpath(d->o.dir, d->root)) {
+        fprintf(stderr, "gpufl demo: cannot create %s: %s\n", d->o.dir,
+                strerror(errno));
+        return 1;
+    }
+    snprintf(d->logs, sizeof d->logs, "%s/logs", d->root);
+    snprintf(d->data, sizeof d->data, "%s/data", d->root);
+    if (fs_mkdir_p(d->logs) || fs_mkdir_p(d->data)) {
+        fprintf(stderr, "gpufl demo: cannot create folders in %s: %s\n",
+                d->root, strerror(errno));
+        return 1;
+    }
+    if (d->o.token)
+        snprintf(d->token, sizeof d->token, "%s", d->o.token);
+    else {
+        unsigned char r[16];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            fprintf(stderr, "gpufl demo: no randomness for a token\n");
+            return 1;
+        }
+        for (size_t i = 0; i < sizeof r; i++)
+            snprintf(d->token + 2 * i, 3, "%02x", r[i]);
+    }
+    snprintf(d->url, sizeof d->url, "http://%s", d->o.listen);
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: waits end at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = 1;
+    if (start_server(d) || start_agent(d))
+        goto stop;
+    say(d, "[3/4] starting the workloads (logs in %s)\n", d->logs);
+    if (setup_gpu(d))
+        goto stop;
+    start_extras(d);
+    if (start_workload(d))
+        goto stop;
+    printf("\n  gpufl is running:  %s/\n  sign in with token: %s\n\n", d->url,
+           d->token);
+    say(d,
+        "  API: curl -H 'Authorization: Bearer %s' %s/api/v1/sessions\n"
+        "%s"
+        "  Ctrl-C stops everything.\n\n",
+        d->token, d->url,
+        d->cuda[0] ? "  The workload runs on this machine's GPU (real "
+                     "capture).\n"
+                   : "  Data from the simulated GPU is labelled "
+                     "\"simulated\".\n");
+    fflush(stdout);
+    rc = run_loop(d);
+stop:
+    say(d, "[4/4] stopping: workload, detectors, then the agent (it ships "
+           "what is left), then the server\n");
+    if (d->work >= 0)
+        cli_proc_stop(&d->ps, d->work, 5000);
+    /* let the agent catch up with the last lines before it stops */
+    if (d->agent >= 0 && d->ps.p[d->agent].pid > 0)
+        sleep_ms(1500);
+    for (int i = d->ps.n - 1; i >= 0; i--)
+        if (i != d->server && i != d->agent)
+            cli_proc_stop(&d->ps, i, 5000);
+    if (d->agent >= 0)
+        cli_proc_stop(&d->ps, d->agent, 10000);
+    if (d->server >= 0)
+        cli_proc_stop(&d->ps, d->server, 10000);
+    say(d, "stopped; data kept in %s (run again to reuse it)\n", d->root);
+    return rc;
+}
+
 int cli_demo_main(int argc, char **argv)
 {
-    demo d;
-    struct sigaction sa;
+    static demo d; /* large; one per process */
+    static opt_ctx c;
     int rc;
 
     memset(&d, 0, sizeof d);
@@ -606,77 +667,11 @@ int cli_demo_main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--fleet"))
             return run_fleet(&d, argc, argv);
-    if (parse(argc, argv, &d.o))
-        return 2;
-    if (fs_mkdir_p(d.o.dir) || !realpath(d.o.dir, d.root)) {
-        fprintf(stderr, "gpufl demo: cannot create %s: %s\n", d.o.dir,
-                strerror(errno));
-        return 1;
-    }
-    snprintf(d.logs, sizeof d.logs, "%s/logs", d.root);
-    snprintf(d.data, sizeof d.data, "%s/data", d.root);
-    if (fs_mkdir_p(d.logs) || fs_mkdir_p(d.data)) {
-        fprintf(stderr, "gpufl demo: cannot create folders in %s: %s\n", d.root,
-                strerror(errno));
-        return 1;
-    }
-    if (d.o.token)
-        snprintf(d.token, sizeof d.token, "%s", d.o.token);
-    else {
-        unsigned char r[16];
-        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-            fprintf(stderr, "gpufl demo: no randomness for a token\n");
-            return 1;
-        }
-        for (size_t i = 0; i < sizeof r; i++)
-            snprintf(d.token + 2 * i, 3, "%02x", r[i]);
-    }
-    snprintf(d.url, sizeof d.url, "http://%s", d.o.listen);
-
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal; /* no SA_RESTART: waits end at once */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    rc = 1;
-    if (start_server(&d) || start_agent(&d))
-        goto stop;
-    say(&d, "[3/4] starting the workloads (logs in %s)\n", d.logs);
-    if (setup_gpu(&d))
-        goto stop;
-    start_extras(&d);
-    if (start_workload(&d))
-        goto stop;
-    printf("\n  gpufl is running:  %s/\n  sign in with token: %s\n\n", d.url,
-           d.token);
-    say(&d,
-        "  API: curl -H 'Authorization: Bearer %s' %s/api/v1/sessions\n"
-        "%s"
-        "  Ctrl-C stops everything.\n\n",
-        d.token, d.url,
-        d.cuda[0] ? "  The workload runs on this machine's GPU (real "
-                    "capture).\n"
-                  : "  Data from the simulated GPU is labelled "
-                    "\"simulated\".\n");
-    fflush(stdout);
-    rc = run_loop(&d);
-stop:
-    say(&d, "[4/4] stopping: workload, detectors, then the agent (it ships "
-            "what is left), then the server\n");
-    if (d.work >= 0)
-        cli_proc_stop(&d.ps, d.work, 5000);
-    /* let the agent catch up with the last lines before it stops */
-    if (d.agent >= 0 && d.ps.p[d.agent].pid > 0)
-        sleep_ms(1500);
-    for (int i = d.ps.n - 1; i >= 0; i--)
-        if (i != d.server && i != d.agent)
-            cli_proc_stop(&d.ps, i, 5000);
-    if (d.agent >= 0)
-        cli_proc_stop(&d.ps, d.agent, 10000);
-    if (d.server >= 0)
-        cli_proc_stop(&d.ps, d.server, 10000);
-    say(&d, "stopped; data kept in %s (run again to reuse it)\n", d.root);
-    return rc;
+    rc = opt_cli(&c, &cli_demo_prog, &d.o, NULL, argc, argv);
+    if (!rc && check_opts(&d.o))
+        rc = 2;
+    if (!rc)
+        rc = demo_run(&d);
+    opt_release(&cli_demo_prog, &d.o);
+    return rc < 0 ? 0 : rc;
 }

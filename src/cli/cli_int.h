@@ -7,6 +7,8 @@
 #ifndef GPUFL_CLI_INT_H
 #define GPUFL_CLI_INT_H
 
+#include "common/opt.h"
+
 typedef struct cli_cmd {
     const char *name;
     const char *summary; /* one line for `gpufl --help` */
@@ -21,6 +23,14 @@ int cli_export_main(int argc, char **argv);
 int cli_import_main(int argc, char **argv);
 int cli_version_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
+
+/* The option tables of the subcommands that have one (src/common/opt.h). */
+extern const opt_prog cli_idle_prog, cli_memprof_prog, cli_demo_prog;
+
+/* gpufl idle's defaults from its table, for the test that they are the
+ * detector's own (idle_cfg_init); 0 or the engine's error. */
+struct idle_opts;
+int cli_idle_defaults(struct idle_opts *o);
 
 /* 1 when arg is flag, or flag=VALUE for a flag that takes a value (*val
  * then points at VALUE; left alone otherwise).  The option tables of the

@@ -1,7 +1,8 @@
 /*
  * cli_memprof.c - `gpufl memprof`: GPU memory allocation profiles of
  * running processes (eBPF) or of a command (--preload), and
- * `gpufl memprof top`, the live table.  Options come from one table;
+ * `gpufl memprof top`, the live table.  Options come from one table read
+ * by the option engine (src/common/opt.h);
  * the work is in src/memprof (docs/memprof.md).
  */
 #include <errno.h>
@@ -16,153 +17,227 @@
 
 int mp_ebpf_check(void); /* src/memprof/ebpf.c */
 
-enum {
-    O_PID,
-    O_CGROUP,
-    O_ALL,
-    O_PRELOAD,
-    O_DURATION,
-    O_INTERVAL,
-    O_FORMAT,
-    O_VIEW,
-    O_COUNTS,
-    O_NO_API,
-    O_DWARF,
-    O_TOP_N,
-    O_OUTPUT,
-    O_OUTDIR,
-    O_SERVER,
-    O_TOKEN,
-    O_HOST,
-    O_PYROSCOPE,
-    O_PYRO_USER,
-    O_PYRO_PASSWORD_FILE,
-    O_PYRO_TOKEN_FILE,
-    O_PYRO_TENANT,
-    O_APP,
-    O_LIB,
-    O_PRELOAD_LIB,
-    O_CHECK,
-    O_VERBOSE,
-    O_SIMULATED
+/* What the table fills: the profiler's options, and what the command
+ * line says about them (checked and converted after the load). */
+typedef struct mp_cli {
+    memprof_opts o;
+    uint64_t duration_ms, interval_ms; /* 0: not given */
+    char *pw_file, *tok_file;
+    int all, preload, check;
+} mp_cli;
+
+#define T mp_cli
+#define DUR_MS .type = OPT_DUR, .unit = OPT_MS, .bare = OPT_SEC
+static const opt_def mp_rows[] = {
+    { .name = "pid",
+      .type = OPT_LIST,
+      .item = OPT_INT,
+      OPT_F_LIST(T, o.pids, o.npids, OPT_ST_SINT),
+      .min = 1,
+      .max = 4194304,
+      .flags = OPT_REPEAT | OPT_CLI_ONLY,
+      .arg = "PID",
+      .help = "profile this process (repeat for more); ends when they have "
+              "all exited" },
+    { .name = "cgroup",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.cgroup),
+      .arg = "PATH",
+      .help = "profile the processes of a cgroup v2 directory and its "
+              "children (BPF filter bpf_current_task_under_cgroup); PATH is "
+              "absolute, or relative to the cgroup2 mount found in "
+              "/proc/self/mounts" },
+    { .name = "all",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, all),
+      .flags = OPT_CLI_ONLY,
+      .help = "profile every process that maps the driver" },
+    { .name = "preload",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, preload),
+      .flags = OPT_CLI_ONLY,
+      .help = "no eBPF: run the command after -- with the LD_PRELOAD "
+              "interposer" },
+    { .name = "duration",
+      DUR_MS,
+      OPT_F_UINT(T, duration_ms),
+      .min = 10,
+      .max = 10000000000ull,
+      .help = "stop after this long (a bare number is seconds; default: "
+              "until the targets exit or SIGINT/SIGTERM)" },
+    { .name = "interval",
+      DUR_MS,
+      OPT_F_UINT(T, interval_ms),
+      .min = 10,
+      .max = 10000000000ull,
+      .def_doc = "10s; top: 2s",
+      .help = "time between server pushes / top refreshes (a bare number is "
+              "seconds)" },
+    { .name = "format",
+      .type = OPT_ENUM,
+      OPT_F_SINT(T, o.format),
+      .def = "folded",
+      .choices = "folded|pprof|top",
+      .help = "folded, pprof (gzip protobuf, needs --output) or top" },
+    { .name = "view",
+      .type = OPT_ENUM,
+      OPT_F_SINT(T, o.view),
+      .def = "alloc",
+      .choices = "alloc|inuse|fail",
+      .help = "folded/top: alloc (bytes allocated), inuse (still held) or "
+              "fail (failed calls)" },
+    { .name = "counts",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.counts),
+      .help = "folded: number of calls, not bytes" },
+    { .name = "api-frame",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.api_frame),
+      .def = "true",
+      .help = "end stacks with the API's name (--no-api-frame: self goes to "
+              "its caller)" },
+    { .name = "dwarf",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.dwarf),
+      .help = "eBPF: also copy up to 16 KiB of the user stack and the "
+              "registers at each allocation, and unwind them in user space "
+              "with .eh_frame (libdwfl): complete stacks for code built "
+              "without frame pointers" },
+    { .name = "top",
+      .type = OPT_INT,
+      OPT_F_UINT(T, o.top_n),
+      .def = "20",
+      .min = 1,
+      .max = 100000,
+      .help = "rows in the top table" },
+    { .name = "output",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.output),
+      .arg = "FILE",
+      .help = "write the profile there (default stdout)" },
+    { .name = "outdir",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.outdir),
+      .arg = "DIR",
+      .help = "write memprof.{alloc,inuse,fail}.folded, memprof.pb.gz and "
+              "memprof.top.txt there; the folder is created, and one that "
+              "cannot be written stops gpufl memprof at once (exit 2), "
+              "before any profiling" },
+    { .name = "server",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.server),
+      .arg = "URL",
+      .help = "push to gpufl-server every interval (POST "
+              "URL/api/v1/memprof)" },
+    { .name = "token",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.token),
+      .arg = "T",
+      .flags = OPT_SECRET,
+      .help = "bearer token for --server (role ingest); also GPUFL_TOKEN" },
+    { .name = "host",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.host),
+      .arg = "NAME",
+      .help = "host name sent to the server (default: this host's)" },
+    { .name = "pyroscope",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.pyroscope),
+      .arg = "URL",
+      .help = "push folded alloc_/inuse_ space/objects to a "
+              "Pyroscope-compatible URL/ingest every interval and at the "
+              "end" },
+    { .name = "pyroscope-user",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.pyroscope_user),
+      .arg = "USER",
+      .help = "Pyroscope HTTP basic auth user (Grafana Cloud: the stack's "
+              "numeric user id); the password comes from "
+              "--pyroscope-password-file or GPUFL_PYROSCOPE_PASSWORD, never "
+              "from the command line" },
+    { .name = "pyroscope-password-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, pw_file),
+      .arg = "FILE",
+      .help = "file holding the --pyroscope-user password (one line; a "
+              "trailing newline is dropped)" },
+    { .name = "pyroscope-token-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, tok_file),
+      .arg = "FILE",
+      .help = "file holding a bearer token for Pyroscope (default: "
+              "GPUFL_PYROSCOPE_TOKEN); not with --pyroscope-user" },
+    { .name = "pyroscope-tenant",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.pyroscope_tenant),
+      .arg = "ID",
+      .help = "Pyroscope tenant, sent as X-Scope-OrgID (multi-tenant "
+              "Pyroscope, Grafana Enterprise)" },
+    { .name = "app",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.app),
+      .arg = "NAME",
+      .def_doc = "gpufl-memprof",
+      .help = "Pyroscope application name" },
+    { .name = "lib",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.lib),
+      .arg = "NAME",
+      .def = "libcuda.so",
+      .help = "basename prefix of the driver library to probe" },
+    { .name = "preload-lib",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.preload_so),
+      .arg = "PATH",
+      .env = "GPUFL_MEMPROF_PRELOAD",
+      .def_doc = "libgpufl_memprof_preload.so beside gpufl",
+      .help = "the interposer library" },
+    { .name = "check",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, check),
+      .flags = OPT_CLI_ONLY,
+      .help = "only check that eBPF can be used here (exit 0, or 3 with the "
+              "reason)" },
+    { .name = "verbose",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.verbose),
+      .help = "attachments, the kernel ids of the run's BPF programs and "
+              "links, counters, libbpf warnings on stderr" },
+    { .name = "simulated",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.simulated),
+      .help = "label pushed profiles simulated (the driver is a stand-in, as "
+              "in gpufl demo)" },
+};
+#undef DUR_MS
+#undef T
+
+/* The preload library's pipe, set in the profiled command's environment. */
+static const char *const mp_env_known[] = { "GPUFL_MEMPROF_FD", NULL };
+
+const opt_prog cli_memprof_prog = {
+    .name = "gpufl memprof",
+    .env_prefix = "GPUFL_MEMPROF_",
+    .opts = mp_rows,
+    .n = sizeof mp_rows / sizeof mp_rows[0],
+    .size = sizeof(mp_cli),
+    .usage = "usage: gpufl memprof [top] --pid PID | --cgroup PATH | --all "
+             "[OPTIONS]\n"
+             "       gpufl memprof [OPTIONS] --preload -- CMD [ARGS...]\n\n"
+             "Profiles CUDA memory allocations (cuMemAlloc*, cuMemCreate/Map, "
+             "frees, context\ndestroy) per call stack with eBPF uprobes: no "
+             "code change, no restart.  Needs\nroot or CAP_BPF+CAP_PERFMON; "
+             "--preload needs neither.  'top' shows a live table.\n",
+    .tail = "Exit codes: 0 ok, 1 failure, 2 usage error, 3 eBPF not permitted "
+            "(--check);\n--preload exits with the command's status.\n",
+    .env_known = mp_env_known,
+    .flags = OPT_P_ARGS | OPT_P_DASHDASH,
 };
 
-typedef struct mp_opt {
-    int id;
-    const char *flag, *arg, *help;
-} mp_opt;
-
-static const mp_opt opts[] = {
-    { O_PID, "--pid", "PID",
-      "profile this process (repeat for more, up to 64); ends when they "
-      "have all exited" },
-    { O_CGROUP, "--cgroup", "PATH",
-      "profile the processes of a cgroup v2 directory and its children" },
-    { O_ALL, "--all", NULL, "profile every process that maps the driver" },
-    { O_PRELOAD, "--preload", NULL,
-      "no eBPF: run the command after -- with the LD_PRELOAD interposer" },
-    { O_DURATION, "--duration", "S",
-      "stop after S seconds (default: until the targets exit or SIGINT/"
-      "SIGTERM)" },
-    { O_INTERVAL, "--interval", "S",
-      "seconds between server pushes / top refreshes (default 10; top 2)" },
-    { O_FORMAT, "--format", "FMT",
-      "folded (default), pprof (gzip protobuf, needs --output) or top" },
-    { O_VIEW, "--view", "VIEW",
-      "folded/top: alloc (bytes allocated, default), inuse (still held) or "
-      "fail (failed calls)" },
-    { O_COUNTS, "--counts", NULL, "folded: number of calls, not bytes" },
-    { O_NO_API, "--no-api-frame", NULL,
-      "do not end stacks with the API's name (self then goes to its "
-      "caller)" },
-    { O_DWARF, "--dwarf", NULL,
-      "eBPF: unwind a 16 KiB stack copy with .eh_frame (code without frame "
-      "pointers)" },
-    { O_TOP_N, "--top", "N", "rows in the top table (default 20)" },
-    { O_OUTPUT, "--output", "FILE",
-      "write the profile there (default stdout)" },
-    { O_OUTDIR, "--outdir", "DIR",
-      "write every view and format there (created): "
-      "memprof.{alloc,inuse,fail}.folded, memprof.pb.gz, memprof.top.txt" },
-    { O_SERVER, "--server", "URL",
-      "push to gpufl-server every interval (POST /api/v1/memprof)" },
-    { O_TOKEN, "--token", "T", "bearer token for --server (role ingest)" },
-    { O_HOST, "--host", "NAME",
-      "host name sent to the server (default: "
-      "this host's)" },
-    { O_PYROSCOPE, "--pyroscope", "URL",
-      "push folded alloc_/inuse_ space/objects to a Pyroscope /ingest every "
-      "interval" },
-    { O_PYRO_USER, "--pyroscope-user", "USER",
-      "Pyroscope basic auth user (Grafana Cloud: the stack's user id); "
-      "password from --pyroscope-password-file or GPUFL_PYROSCOPE_PASSWORD" },
-    { O_PYRO_PASSWORD_FILE, "--pyroscope-password-file", "FILE",
-      "file holding the --pyroscope-user password (one line)" },
-    { O_PYRO_TOKEN_FILE, "--pyroscope-token-file", "FILE",
-      "file holding a bearer token for Pyroscope (or GPUFL_PYROSCOPE_TOKEN)" },
-    { O_PYRO_TENANT, "--pyroscope-tenant", "ID",
-      "Pyroscope tenant, sent as X-Scope-OrgID" },
-    { O_APP, "--app", "NAME",
-      "Pyroscope application name (default gpufl-memprof)" },
-    { O_LIB, "--lib", "NAME",
-      "basename prefix of the driver library to probe (default libcuda.so)" },
-    { O_PRELOAD_LIB, "--preload-lib", "PATH",
-      "the interposer; default: libgpufl_memprof_preload.so beside gpufl "
-      "(or GPUFL_MEMPROF_PRELOAD)" },
-    { O_CHECK, "--check", NULL,
-      "only check that eBPF can be used here (exit 0, or 3 with the reason)" },
-    { O_VERBOSE, "--verbose", NULL, "attachments, counters, libbpf warnings" },
-    { O_SIMULATED, "--simulated", NULL,
-      "label pushed profiles simulated (the driver is a stand-in, as in "
-      "gpufl demo)" },
-};
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gpufl memprof [top] --pid PID | --cgroup PATH | --all "
-            "[OPTIONS]\n"
-            "       gpufl memprof [OPTIONS] --preload -- CMD [ARGS...]\n\n"
-            "Profiles CUDA memory allocations (cuMemAlloc*, cuMemCreate/Map, "
-            "frees, context\ndestroy) per call stack with eBPF uprobes: no "
-            "code change, no restart.  Needs\nroot or CAP_BPF+CAP_PERFMON; "
-            "--preload needs neither.  'top' shows a live table.\n\n"
-            "options:\n");
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-        char left[40];
-        snprintf(left, sizeof left, "%s%s%s", opts[i].flag,
-                 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-        /* a flag wider than the column gets its text on the next line */
-        if (strlen(left) > 20)
-            fprintf(f, "  %s\n  %-20s %s\n", left, "", opts[i].help);
-        else
-            fprintf(f, "  %-20s %s\n", left, opts[i].help);
-    }
-    fprintf(f,
-            "  %-20s %s\n\nExit codes: 0 ok, 1 failure, 2 usage error, 3 "
-            "eBPF not permitted (--check);\n--preload exits with the "
-            "command's status.\n",
-            "-h, --help", "this text");
-}
-
-static int num(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
+/* The interposer beside this gpufl (--preload-lib and GPUFL_MEMPROF_PRELOAD
+ * name another). */
 static void find_preload(char *out, size_t cap)
 {
-    const char *env = getenv("GPUFL_MEMPROF_PRELOAD");
-    if (env && *env) {
-        snprintf(out, cap, "%s", env);
-        return;
-    }
     char self[2048];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     out[0] = 0;
@@ -327,178 +402,87 @@ static int pyroscope_auth(memprof_opts *o, const char *pw_file,
 
 int cli_memprof_main(int argc, char **argv)
 {
-    memprof_opts o;
+    static mp_cli m; /* the table's fields and the engine's state */
+    static opt_ctx c;
+    memprof_opts *o = &m.o;
     char preload[4096];
-    memset(&o, 0, sizeof o);
-    o.interval = -1;
-    o.api_frame = 1;
-    o.top_n = 20;
-    o.lib = "libcuda.so";
-    int i = 1, nmodes = 0, check = 0;
-    const char *pyro_pw_file = NULL, *pyro_tok_file = NULL;
     char pyro_secret[PYRO_SECRET_MAX + 2];
-    if (argc > 1 && !strcmp(argv[1], "top")) {
-        o.live = 1;
-        o.format = MEMPROF_FMT_TOP;
-        i = 2;
-    }
-    for (; i < argc; i++) {
-        const mp_opt *op = NULL;
-        const char *val = NULL;
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
-            if (cli_flag_match(argv[i], opts[k].flag, opts[k].arg != NULL,
-                               &val))
-                op = &opts[k];
-        if (!op) {
+    int nmodes, rc;
+
+    rc = opt_cli(&c, &cli_memprof_prog, &m, NULL, argc, argv);
+    if (rc)
+        goto out;
+    rc = 2;
+    for (size_t i = 0; i < c.nargs; i++)
+        if (i || strcmp(c.args[i], "top")) {
             fprintf(stderr,
-                    "gpufl memprof: unknown option \"%s\" (see gpufl memprof "
-                    "--help)\n",
-                    argv[i]);
-            return 2;
+                    "gpufl memprof: unexpected argument \"%s\" (see gpufl "
+                    "memprof --help)\n",
+                    c.args[i]);
+            goto out;
         }
-        if (op->arg && !val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "gpufl memprof: %s needs %s\n", op->flag,
-                        op->arg);
-                return 2;
-            }
-            val = argv[++i];
-        }
-        double d;
-        switch (op->id) {
-        case O_PID:
-            if (num(val, 1, 4194304, &d) || o.npids == MEMPROF_MAX_PIDS) {
-                fprintf(stderr, "gpufl memprof: bad --pid %s\n", val);
-                return 2;
-            }
-            if (!o.npids)
-                nmodes++;
-            o.pids[o.npids++] = (int)d;
-            o.mode = MEMPROF_PIDS;
-            break;
-        case O_CGROUP:
-            o.cgroup = val;
-            o.mode = MEMPROF_CGROUP;
-            nmodes++;
-            break;
-        case O_ALL:
-            o.mode = MEMPROF_ALL;
-            nmodes++;
-            break;
-        case O_PRELOAD:
-            o.mode = MEMPROF_PRELOAD;
-            nmodes++;
-            break;
-        case O_DURATION:
-        case O_INTERVAL:
-            if (num(val, 0.01, 1e7, &d)) {
-                fprintf(stderr, "gpufl memprof: bad %s %s\n", op->flag, val);
-                return 2;
-            }
-            *(op->id == O_DURATION ? &o.duration : &o.interval) = d;
-            break;
-        case O_FORMAT:
-            if (!strcmp(val, "folded"))
-                o.format = MEMPROF_FMT_FOLDED;
-            else if (!strcmp(val, "pprof"))
-                o.format = MEMPROF_FMT_PPROF;
-            else if (!strcmp(val, "top"))
-                o.format = MEMPROF_FMT_TOP;
-            else {
-                fprintf(stderr, "gpufl memprof: --format folded|pprof|top\n");
-                return 2;
-            }
-            break;
-        case O_VIEW:
-            if (!strcmp(val, "alloc"))
-                o.view = MEMPROF_VIEW_ALLOC;
-            else if (!strcmp(val, "inuse"))
-                o.view = MEMPROF_VIEW_INUSE;
-            else if (!strcmp(val, "fail"))
-                o.view = MEMPROF_VIEW_FAIL;
-            else {
-                fprintf(stderr, "gpufl memprof: --view alloc|inuse|fail\n");
-                return 2;
-            }
-            break;
-        case O_COUNTS: o.counts = 1; break;
-        case O_NO_API: o.api_frame = 0; break;
-        case O_DWARF: o.dwarf = 1; break;
-        case O_TOP_N:
-            if (num(val, 1, 100000, &d)) {
-                fprintf(stderr, "gpufl memprof: bad --top %s\n", val);
-                return 2;
-            }
-            o.top_n = (size_t)d;
-            break;
-        case O_OUTPUT: o.output = val; break;
-        case O_OUTDIR: o.outdir = val; break;
-        case O_SERVER: o.server = val; break;
-        case O_TOKEN: o.token = val; break;
-        case O_HOST: o.host = val; break;
-        case O_PYROSCOPE: o.pyroscope = val; break;
-        case O_PYRO_USER: o.pyroscope_user = val; break;
-        case O_PYRO_PASSWORD_FILE: pyro_pw_file = val; break;
-        case O_PYRO_TOKEN_FILE: pyro_tok_file = val; break;
-        case O_PYRO_TENANT: o.pyroscope_tenant = val; break;
-        case O_APP: o.app = val; break;
-        case O_LIB: o.lib = val; break;
-        case O_PRELOAD_LIB: o.preload_so = val; break;
-        case O_CHECK: check = 1; break;
-        case O_VERBOSE: o.verbose = 1; break;
-        case O_SIMULATED: o.simulated = 1; break;
-        }
+    if (c.nargs) {
+        o->live = 1;
+        if (opt_source(&cli_memprof_prog, c.org, "format") == OPT_SRC_DEFAULT)
+            o->format = MEMPROF_FMT_TOP;
     }
-    if (check)
-        return mp_ebpf_check();
+    if (m.check) {
+        rc = mp_ebpf_check();
+        goto out;
+    }
+    nmodes = (o->npids > 0) + (o->cgroup != NULL) + m.all + m.preload;
+    o->mode = o->npids    ? MEMPROF_PIDS
+              : o->cgroup ? MEMPROF_CGROUP
+              : m.all     ? MEMPROF_ALL
+                          : MEMPROF_PRELOAD;
     if (nmodes != 1) {
         fprintf(stderr, "gpufl memprof: give exactly one of --pid, --cgroup, "
-                        "--all, --preload\n\n");
-        usage(stderr);
-        return 2;
+                        "--all, --preload (see gpufl memprof --help)\n");
+        goto out;
     }
-    if (o.mode == MEMPROF_PRELOAD) {
-        if (i >= argc) {
+    if (o->mode == MEMPROF_PRELOAD) {
+        if (!c.nrest) {
             fprintf(stderr, "gpufl memprof: --preload needs -- CMD\n");
-            return 2;
+            goto out;
         }
-        o.cmd = argv + i;
-        if (!o.preload_so) {
+        o->cmd = c.rest;
+        if (!o->preload_so) {
             find_preload(preload, sizeof preload);
-            o.preload_so = preload[0] ? preload : NULL;
+            o->preload_so = preload[0] ? preload : NULL;
         }
-    } else if (i < argc) {
+    } else if (c.rest) {
         fprintf(stderr, "gpufl memprof: a command is only run with "
                         "--preload\n");
-        return 2;
+        goto out;
     }
     /* the profile is written at the end: a folder that cannot take it
      * must stop us now, not lose the whole run then */
-    if (o.outdir && (fs_mkdir_p(o.outdir) || access(o.outdir, W_OK))) {
-        fprintf(stderr, "gpufl memprof: --outdir %s: %s\n", o.outdir,
+    if (o->outdir && (fs_mkdir_p(o->outdir) || access(o->outdir, W_OK))) {
+        fprintf(stderr, "gpufl memprof: --outdir %s: %s\n", o->outdir,
                 strerror(errno));
-        return 2;
+        goto out;
     }
-    if (o.format == MEMPROF_FMT_PPROF && !o.output && !o.outdir) {
+    if (o->format == MEMPROF_FMT_PPROF && !o->output && !o->outdir) {
         fprintf(stderr, "gpufl memprof: --format pprof needs --output FILE\n");
-        return 2;
+        goto out;
     }
-    if (o.server && !o.token)
-        o.token = getenv("GPUFL_TOKEN");
-    if (pyroscope_auth(&o, pyro_pw_file, pyro_tok_file, pyro_secret,
+    if (o->server && !o->token)
+        o->token = getenv("GPUFL_TOKEN");
+    if (pyroscope_auth(o, m.pw_file, m.tok_file, pyro_secret,
                        sizeof pyro_secret))
-        return 2;
-    if (o.interval < 0)
-        o.interval = o.live ? 2 : 10;
-    int rc = memprof_run(&o);
+        goto out;
+    o->duration = (double)m.duration_ms / 1000;
+    o->interval = m.interval_ms ? (double)m.interval_ms / 1000
+                  : o->live     ? 2
+                                : 10;
+    rc = memprof_run(o);
     explicit_bzero(pyro_secret, sizeof pyro_secret);
-    return rc;
+out:
+    /* the environment's token is borrowed, not ours to free */
+    if (o->token && o->token == getenv("GPUFL_TOKEN"))
+        o->token = NULL;
+    if (o->preload_so == preload)
+        o->preload_so = NULL;
+    opt_release(&cli_memprof_prog, &m);
+    return rc < 0 ? 0 : rc;
 }

@@ -176,6 +176,9 @@ void client_scope_end_at(uint64_t token, uint64_t ts);
 int client_demangle(const char *name, char *out, size_t cap);
 
 /* ---- options.c ---- */
+/* The GPUFL_* variables (src/common/opt.h rows, names are the fields):
+ * docs/client.md's table and the tests read it. */
+extern const struct opt_prog client_env_prog;
 /* Remember (msg) or forget (NULL) a bad environment value. */
 void client_env_warning(const char *msg);
 int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,

@@ -2,28 +2,191 @@
  * options.c - gpufl_options defaults, the GPUFL_* environment, and their
  * resolution into the copied configuration a session runs with.
  *
- * One table (env_table) names every environment variable, its field and its
- * bounds: parsing and docs/client.md come from the same list.
+ * One table (env_table) names every environment variable, its field, its
+ * bounds and its meaning: the option engine's value parsers
+ * (src/common/opt.h, the syntax every gpufl program shares) read it, and
+ * docs/client.md's table is made from it (tests/docs/opt_docs_client.c).
+ * Nothing here prints: a bad value is reported through gpufl_last_error()
+ * and the session's warning.
  */
 #include "client_int.h"
 #include "cupti_int.h"
+#include "common/opt.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-enum opt_type { OT_STR, OT_U32, OT_U64, OT_SIZE, OT_BOOL, OT_F64, OT_LEVEL };
-
-typedef struct env_opt {
-    const char *env;
-    enum opt_type type;
-    size_t off;
-    double lo, hi;
-} env_opt;
-
-#define OFF(f) offsetof(gpufl_options, f)
+#define T gpufl_options
+#define ENV_STR(f, e) .name = #f, .type = OPT_STR, OPT_F_REF(T, f), .env = e
+#define ENV_MS(f, e)                                                           \
+    .name = #f, .type = OPT_DUR, .unit = OPT_MS, OPT_F_UINT(T, f), .env = e
+/* Strings are borrowed from the environment, as they always were: the
+ * struct holds what getenv() returned. */
+static const opt_def env_table[] = {
+    { ENV_STR(app, "GPUFL_APP"),
+      .def_doc = "program name (`/proc/self/comm`, at most 15 characters)",
+      .help = "Application name in the files' names and the `session` line "
+              "(at most 127 bytes). Characters outside `[A-Za-z0-9._-]` "
+              "become `_`." },
+    { ENV_STR(log_dir, "GPUFL_LOG_DIR"), .def = ".",
+      .help = "Directory for the logs; created with its parents (mode "
+              "0755)." },
+    { ENV_STR(log_prefix, "GPUFL_LOG_PREFIX"),
+      .def_doc = "`<app>.<yyyymmdd-hhmmss>.<sid8>` (UTC)",
+      .help = "File prefix inside `log_dir`, at most 226 bytes. Longer is "
+              "refused (`GPUFL_EINVAL`): every file name must fit the file "
+              "system's 255 bytes with the longest suffix, "
+              "`.system.log.999999999.zst.tmp`. Characters outside "
+              "`[A-Za-z0-9._-]` become `_` (no subdirectories). The files must "
+              "not exist yet: a fixed prefix makes a second run in the same "
+              "directory fail (`GPUFL_EIO`, \"File exists\")." },
+    { ENV_STR(engines, "GPUFL_ENGINES"), .def = "auto",
+      .help = "Comma-separated engines: `auto`, `sim`, `nvml`, `host`, "
+              "`cupti` ([Engines](#engines)). Spaces around names are "
+              "ignored; names are case-sensitive. An unknown name makes "
+              "`gpufl_init` fail with `GPUFL_EINVAL` naming it; so does a list "
+              "that names no engine (`\",,,\"`)." },
+    { ENV_MS(system_interval_ms, "GPUFL_SYSTEM_INTERVAL_MS"), .def = "1000",
+      .max = 3600000,
+      .help = "Period of `gpu` and `host` samples; 0 = none (counters are "
+              "then checked once a second)." },
+    { .name = "rotate_bytes",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, rotate_bytes),
+      .env = "GPUFL_ROTATE_BYTES",
+      .def = "64MiB",
+      .min = 4096,
+      .max = 1000000000000000ull,
+      .help = "Size at which a stream's file is rotated. Values below 4,096 "
+              "set in code are raised to 4,096." },
+    { .name = "rotate_keep",
+      .type = OPT_INT,
+      OPT_F_UINT(T, rotate_keep),
+      .env = "GPUFL_ROTATE_KEEP",
+      .def = "20",
+      .max = 1000000,
+      .help = "Rotated files kept per stream; older ones are deleted. 0 = "
+              "keep all." },
+    { .name = "compress_rotated",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, compress_rotated),
+      .env = "GPUFL_ROTATE_ZSTD",
+      .def = "false",
+      .help = "Compress rotated files to `.N.zst` in the background." },
+    { .name = "min_free_bytes",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, min_free_bytes),
+      .env = "GPUFL_MIN_FREE_BYTES",
+      .def = "256MiB",
+      .max = 1000000000000000000ull,
+      .help = "Capture pauses while the log directory's file system has "
+              "less free space than this; 0 = no disk guard." },
+    { .name = "ring_events",
+      .type = OPT_INT,
+      OPT_F_UINT(T, ring_events),
+      .env = "GPUFL_RING_EVENTS",
+      .def = "16384",
+      .min = 64,
+      .max = 1u << 24,
+      .help = "Buffer slots per recording thread (128 bytes each: 2 MiB by "
+              "default). Rounded up to a power of two (`100` gives 128 "
+              "slots). A value outside the bounds set in code makes "
+              "`gpufl_init` fail with `GPUFL_EINVAL` (\"ring_events=10 must be "
+              "between 64 and 16777216\")." },
+    { ENV_MS(flush_ms, "GPUFL_FLUSH_MS"), .def = "100", .min = 1, .max = 60000,
+      .help = "Longest time an event waits in memory before it is written. "
+              "0 set in code means 1." },
+    { .name = "sim_seed",
+      .type = OPT_INT,
+      OPT_F_UINT(T, sim_seed),
+      .env = "GPUFL_SIM_SEED",
+      .def = "1",
+      .help = "Seed of the simulated GPU." },
+    { .name = "sim_steps",
+      .type = OPT_INT,
+      OPT_F_UINT(T, sim_steps),
+      .env = "GPUFL_SIM_STEPS",
+      .def = "0",
+      .max = 1000000000,
+      .help = "Simulated training steps; 0 = until shutdown. Shutdown also "
+              "ends a run of N steps early unless `gpufl_flush()` waited for "
+              "them (see **Ending** under [The simulated "
+              "GPU](#the-simulated-gpu))." },
+    { .name = "sim_devices",
+      .type = OPT_INT,
+      OPT_F_UINT(T, sim_devices),
+      .env = "GPUFL_SIM_DEVICES",
+      .def = "1",
+      .min = 1,
+      .max = GPU_MAX_DEVICES,
+      .help = "Simulated GPUs. In code, 0 means 1 and values above 16 mean "
+              "16." },
+    { .name = "sim_speed",
+      .type = OPT_FLOAT,
+      OPT_F_DBL(T, sim_speed),
+      .env = "GPUFL_SIM_SPEED",
+      .def = "1",
+      .fmin = 0.001,
+      .fmax = 1e9,
+      .help = "Simulated time runs this many times faster than real time. "
+              "In code, values <= 0 mean 1." },
+    { ENV_STR(nvml_lib, "GPUFL_NVML_LIB"), .def = "libnvidia-ml.so.1",
+      .help = "NVML library: a soname searched the usual way, or a path "
+              "(contains `/`)." },
+    { ENV_STR(proc_root, "GPUFL_PROC_ROOT"), .def = "/proc",
+      .help = "Where host metrics are read (for tests). When "
+              "`<proc_root>/stat` cannot be read, the host engine is off, "
+              "with the reason in the session line's `engines.host` and a "
+              "warning." },
+    { .name = "log_level",
+      .type = OPT_ENUM,
+      OPT_F_SINT(T, log_level),
+      .env = "GPUFL_LOG_LEVEL",
+      .def = "off",
+      .choices = "error=0|warn=1|info=2|debug=3|off=-1|none=-1",
+      .help = "Messages at this level and more severe go to the callback, "
+              "or without one to stderr as `gpufl <level>: <message>`; "
+              "`off`/`none` (-1, the default) = none to stderr, errors and "
+              "warnings to a callback." },
+    { .name = "disabled",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, disabled),
+      .env = "GPUFL_DISABLED",
+      .def = "false",
+      .help = "Non-zero: `gpufl_init` returns `GPUFL_EDISABLED`. Set in the "
+              "environment to true, it wins over the code." },
+    { ENV_STR(cupti_lib, "GPUFL_CUPTI_LIB"), .def_doc = "(search)",
+      .help = "`libcupti.so.13` to load; when set it is the only path tried. "
+              "Default: the one the application already loaded, the library "
+              "path, then `/usr/local/cuda`." },
+    { .name = "stacks",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, stacks),
+      .env = "GPUFL_STACKS",
+      .def = "false",
+      .help = "Record the CPU call stack of each kernel launch (cupti engine; "
+              "costs ~130 ns per frame on the launching thread)." },
+    { .name = "stack_depth",
+      .type = OPT_INT,
+      OPT_F_UINT(T, stack_depth),
+      .env = "GPUFL_STACK_DEPTH",
+      .def = "32",
+      .min = 1,
+      .max = 56,
+      .help = "Frames kept per stack." },
+    { ENV_MS(cupti_flush_ms, "GPUFL_CUPTI_FLUSH_MS"), .def = "500", .min = 10,
+      .max = 60000,
+      .help = "How often CUPTI's completed activity buffers are collected." },
+    { ENV_MS(cupti_close_ms, "GPUFL_CUPTI_CLOSE_MS"), .def = "10000",
+      .min = 100, .max = 600000,
+      .help = "Longest wait at shutdown for CUPTI's final flush; then the "
+              "session ends without what CUPTI still holds (a marker says "
+              "so) instead of hanging the program." },
+};
+#undef ENV_MS
+#undef ENV_STR
+#undef T
 
 /* The fields every gpufl_options has had (up to proc_root): a smaller sz is
  * not a gpufl_options filled by gpufl_options_init. */
@@ -35,31 +198,12 @@ typedef struct env_opt {
 _Static_assert(sizeof(gpufl_options) >= OPTIONS_SZ_V0_1,
                "gpufl_options only grows");
 
-static const env_opt env_table[] = {
-    { "GPUFL_APP", OT_STR, OFF(app), 0, 0 },
-    { "GPUFL_LOG_DIR", OT_STR, OFF(log_dir), 0, 0 },
-    { "GPUFL_LOG_PREFIX", OT_STR, OFF(log_prefix), 0, 0 },
-    { "GPUFL_ENGINES", OT_STR, OFF(engines), 0, 0 },
-    { "GPUFL_SYSTEM_INTERVAL_MS", OT_U32, OFF(system_interval_ms), 0, 3600000 },
-    { "GPUFL_ROTATE_BYTES", OT_SIZE, OFF(rotate_bytes), 4096, 1e15 },
-    { "GPUFL_ROTATE_KEEP", OT_U32, OFF(rotate_keep), 0, 1000000 },
-    { "GPUFL_ROTATE_ZSTD", OT_BOOL, OFF(compress_rotated), 0, 1 },
-    { "GPUFL_MIN_FREE_BYTES", OT_SIZE, OFF(min_free_bytes), 0, 1e18 },
-    { "GPUFL_RING_EVENTS", OT_U32, OFF(ring_events), 64, 1 << 24 },
-    { "GPUFL_FLUSH_MS", OT_U32, OFF(flush_ms), 1, 60000 },
-    { "GPUFL_SIM_SEED", OT_U64, OFF(sim_seed), 0, 1.8e19 },
-    { "GPUFL_SIM_STEPS", OT_U32, OFF(sim_steps), 0, 1e9 },
-    { "GPUFL_SIM_DEVICES", OT_U32, OFF(sim_devices), 1, GPU_MAX_DEVICES },
-    { "GPUFL_SIM_SPEED", OT_F64, OFF(sim_speed), 0.001, 1e9 },
-    { "GPUFL_NVML_LIB", OT_STR, OFF(nvml_lib), 0, 0 },
-    { "GPUFL_PROC_ROOT", OT_STR, OFF(proc_root), 0, 0 },
-    { "GPUFL_LOG_LEVEL", OT_LEVEL, OFF(log_level), 0, 0 },
-    { "GPUFL_DISABLED", OT_BOOL, OFF(disabled), 0, 1 },
-    { "GPUFL_CUPTI_LIB", OT_STR, OFF(cupti_lib), 0, 0 },
-    { "GPUFL_STACKS", OT_BOOL, OFF(stacks), 0, 1 },
-    { "GPUFL_STACK_DEPTH", OT_U32, OFF(stack_depth), 1, 56 },
-    { "GPUFL_CUPTI_FLUSH_MS", OT_U32, OFF(cupti_flush_ms), 10, 60000 },
-    { "GPUFL_CUPTI_CLOSE_MS", OT_U32, OFF(cupti_close_ms), 100, 600000 },
+const opt_prog client_env_prog = {
+    .name = "libgpufl",
+    .opts = env_table,
+    .n = sizeof env_table / sizeof env_table[0],
+    .size = sizeof(gpufl_options),
+    .flags = OPT_P_NOPREFIX,
 };
 
 /* The CUPTI engine's settings of the running session.  client_cfg is not
@@ -72,123 +216,13 @@ const cupti_cfg *client_cupti_cfg(void)
     return &cupti_resolved;
 }
 
-/* 1/0 for true/false words, -1 otherwise. */
-static int parse_bool(const char *s)
+/* One variable's value into its field of o: 0, or -1 (the field keeps
+ * its value). */
+static int apply_env(gpufl_options *o, const opt_def *e, const char *v)
 {
-    static const char *const yes[] = { "1", "true", "yes", "on" };
-    static const char *const no[] = { "0", "false", "no", "off", "" };
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        if (!strcasecmp(s, yes[i]))
-            return 1;
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        if (!strcasecmp(s, no[i]))
-            return 0;
-    return -1;
-}
+    char why[256];
 
-/* Unsigned integer with an optional K/M/G/T suffix (powers of 1024, an
- * optional trailing "iB" or "B"). */
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-    uint64_t mul = 1;
-    errno = 0;
-    if (*s == '-' || !*s)
-        return -1;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mul = 1ull << 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mul = 1ull << 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mul = 1ull << 30;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        mul = 1ull << 40;
-        end++;
-        break;
-    default: break;
-    }
-    if (mul > 1 && (*end == 'i' || *end == 'I'))
-        end++;
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end)
-        return -1;
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
-
-static int parse_level(const char *s)
-{
-    static const char *const names[] = { "error", "warn", "info", "debug" };
-    for (int i = 0; i < 4; i++)
-        if (!strcasecmp(s, names[i]))
-            return i;
-    if (!strcasecmp(s, "off") || !strcasecmp(s, "none"))
-        return -1;
-    return -2;
-}
-
-static int apply_env(gpufl_options *o, const env_opt *e, const char *v)
-{
-    char *p = (char *)o + e->off;
-    uint64_t u;
-    char *end;
-    switch (e->type) {
-    case OT_STR: *(const char **)(void *)p = v; return 0;
-    case OT_BOOL: {
-        int b = parse_bool(v);
-        if (b < 0)
-            return -1;
-        *(int *)(void *)p = b;
-        return 0;
-    }
-    case OT_LEVEL: {
-        int l = parse_level(v);
-        if (l == -2)
-            return -1;
-        *(int *)(void *)p = l;
-        return 0;
-    }
-    case OT_F64: {
-        double d;
-        errno = 0;
-        d = strtod(v, &end);
-        if (errno || end == v || *end || !(d >= e->lo && d <= e->hi))
-            return -1;
-        *(double *)(void *)p = d;
-        return 0;
-    }
-    case OT_U32:
-    case OT_U64:
-    case OT_SIZE:
-        if (parse_size(v, &u) < 0)
-            return -1;
-        if ((double)u < e->lo || (double)u > e->hi)
-            return -1;
-        if (e->type == OT_U32)
-            *(uint32_t *)(void *)p = (uint32_t)u;
-        else
-            *(uint64_t *)(void *)p = u;
-        return 0;
-    }
-    return -1;
+    return opt_value_set(e, o, v, e->env, why, sizeof why) ? -1 : 0;
 }
 
 /* Fill a whole library-sized struct: defaults, then the environment. */

@@ -11,13 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/fsutil.h"
+#include "common/opt.h"
 #include "common/uuid.h"
 
 static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -269,7 +269,7 @@ int gpufl_init(const gpufl_options *opts)
     char err[512] = "";
     char bad[64];
     const char *dis = getenv("GPUFL_DISABLED");
-    int rc;
+    int rc, off = 0;
 
     pthread_mutex_lock(&life_lock);
     if (is_active()) {
@@ -279,8 +279,7 @@ int gpufl_init(const gpufl_options *opts)
         goto out;
     }
     g_client.last_error[0] = 0;
-    if (dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true") ||
-                !strcasecmp(dis, "yes") || !strcasecmp(dis, "on"))) {
+    if (dis && opt_parse_bool(dis, &off) == 0 && off) {
         rc = GPUFL_EDISABLED;
         client_set_error("gpufl is disabled by GPUFL_DISABLED=%s", dis);
         goto out;

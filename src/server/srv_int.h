@@ -12,9 +12,10 @@
 #include <stdio.h>
 
 #include "common/jw.h"
+#include "common/opt.h"
 #include "store.h"
 
-/* ---- configuration (config.c) ---- */
+/* ---- configuration (config.c: the option table; src/common/opt.h) ---- */
 
 #define SRV_STR_MAX 1024
 
@@ -23,7 +24,6 @@ typedef struct srv_config {
     char data_dir[SRV_STR_MAX];
     char db[SRV_STR_MAX];
     char admin_token[SRV_STR_MAX];
-    char config[SRV_STR_MAX];
     char ui_dir[SRV_STR_MAX];
     char cors_origin[SRV_STR_MAX];
     char kafka_brokers[SRV_STR_MAX];
@@ -46,12 +46,15 @@ typedef struct srv_config {
     uint64_t kafka_batch;
 } srv_config;
 
+extern const opt_prog srv_prog;
+
 /*
  * Fills *c from defaults < config file < GPUFL_SERVER_* environment <
  * flags.  argv[0] is skipped; non-option words are returned in pos[]
  * (up to pos_cap; *npos).  Returns 0, or 2 for a usage error with a
  * message in err (err_cap bytes), or 3 when --help / --help-markdown /
- * --version printed something and the program should exit 0.
+ * --dump-config / --version printed something and the program should
+ * exit 0.
  */
 int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
                     int pos_cap, int *npos, char *err, size_t err_cap);

@@ -139,6 +139,34 @@ static void test_secrets(void)
     agent_cfg_release(&c);
 }
 
+/* The syntax the option engine gives every program (src/common/opt.h). */
+static void test_syntax(void)
+{
+    agent_cfg c;
+    char why[256];
+    char *argv[] = { "a",
+                     "--batch-bytes=2MiB",
+                     "--linger-ms=2s",
+                     "--stats-s=1m",
+                     "--inotify=OFF",
+                     "--no-once",
+                     "--max-line-bytes",
+                     "64k",
+                     NULL };
+    char *env[] = { "GPUFL_AGENT_TIMEOUT_MS=900", NULL };
+    CHECK(opt_table_check(&agent_prog, why, sizeof why) == 0);
+    REQUIRE(load(&c, argv, env) == 0);
+    CHECK_EQ_U64(c.batch_bytes, 2097152);
+    CHECK_EQ_U64(c.linger_ms, 2000);
+    CHECK_EQ_U64(c.timeout_ms, 900); /* a bare number stays milliseconds */
+    CHECK_EQ_U64(c.stats_s, 60);
+    CHECK_EQ_U64(c.max_line_bytes, 65536);
+    CHECK(c.inotify == 0 && c.once == 0);
+    CHECK(opt_source(&agent_prog, &c.origin, "batch-bytes") == OPT_SRC_FLAG);
+    CHECK(opt_source(&agent_prog, &c.origin, "timeout-ms") == OPT_SRC_ENV);
+    agent_cfg_release(&c);
+}
+
 int main(void)
 {
     const char *t = getenv("GPUFL_TEST_TMP");
@@ -148,6 +176,7 @@ int main(void)
     RUN(test_layers);
     RUN(test_errors);
     RUN(test_secrets);
+    RUN(test_syntax);
     unlink(conf);
     TEST_DONE();
 }

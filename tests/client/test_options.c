@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "client/client_int.h"
+#include "common/opt.h"
 #include "test.h"
 
 static void clear_env(void)
@@ -149,6 +150,51 @@ static void test_strerror(void)
     CHECK_STR(gpufl_version(), GPUFL_VERSION_STRING);
 }
 
+/* The environment table (the option engine's rows): its defaults are
+ * gpufl_options_init()'s, and its values take the syntax every gpufl
+ * program shares. */
+static void test_env_table(void)
+{
+    static opt_ctx ctx;
+    gpufl_options o, d;
+    char why[256], a[64], b[64];
+    const opt_prog *p = &client_env_prog;
+
+    CHECK(opt_table_check(p, why, sizeof why) == 0);
+    clear_env();
+    unsetenv("GPUFL_FLUSH_MS");
+    unsetenv("GPUFL_CUPTI_FLUSH_MS");
+    REQUIRE(gpufl_options_init(&o) == GPUFL_OK);
+    REQUIRE(opt_begin(&ctx, p, &d, NULL) == 0);
+    for (size_t i = 0; i < p->n; i++) {
+        const opt_def *r = &p->opts[i];
+        const char *x = opt_value_str(r, &o, a, sizeof a);
+        const char *y = opt_value_str(r, &d, b, sizeof b);
+        if (!r->def)
+            continue;
+        CHECK(x && y && !strcmp(x, y));
+        if (!x || !y || strcmp(x, y))
+            fprintf(stderr, "%s: init %s, table %s\n", r->env, x ? x : "-",
+                    y ? y : "-");
+    }
+    setenv("GPUFL_FLUSH_MS", "2s", 1);
+    setenv("GPUFL_RING_EVENTS", "16K", 1);
+    setenv("GPUFL_ROTATE_ZSTD", "ON", 1);
+    setenv("GPUFL_LOG_LEVEL", "WARN", 1);
+    setenv("GPUFL_SYSTEM_INTERVAL_MS", "250", 1); /* bare: milliseconds */
+    CHECK(gpufl_options_init(&o) == GPUFL_OK);
+    CHECK_EQ_U64(o.flush_ms, 2000);
+    CHECK_EQ_U64(o.ring_events, 16384);
+    CHECK_EQ_U64(o.system_interval_ms, 250);
+    CHECK(o.compress_rotated == 1 && o.log_level == GPUFL_LOG_WARN);
+    setenv("GPUFL_FLUSH_MS", "1.5ms", 1); /* not whole milliseconds */
+    CHECK(gpufl_options_init(&o) == GPUFL_EINVAL);
+    CHECK_EQ_U64(o.flush_ms, 100);
+    CHECK(strstr(gpufl_last_error(), "GPUFL_FLUSH_MS") != NULL);
+    unsetenv("GPUFL_FLUSH_MS");
+    clear_env();
+}
+
 int main(void)
 {
     RUN(test_defaults);
@@ -157,5 +203,6 @@ int main(void)
     RUN(test_resolve);
     RUN(test_init_refusals);
     RUN(test_strerror);
+    RUN(test_env_table);
     TEST_DONE();
 }

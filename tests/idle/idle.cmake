@@ -11,6 +11,13 @@ if(TARGET gpufl_idle)
 
   gpufl_unit_test(test_idle_sess ${CMAKE_CURRENT_LIST_DIR}/test_idle_sess.c
                   LIBS gpufl_idle)
+
+  # the option table of `gpufl idle`, compiled in from src/cli
+  gpufl_unit_test(test_idle_cli_opt
+                  ${CMAKE_CURRENT_LIST_DIR}/test_idle_cli_opt.c
+                  ${PROJECT_SOURCE_DIR}/src/cli/cli_idle.c LIBS gpufl_idle)
+  target_include_directories(test_idle_cli_opt PRIVATE
+                             ${PROJECT_SOURCE_DIR}/src/cli)
 endif()
 
 if(TARGET gpufl_idle AND TARGET gpufl_cli)

@@ -95,10 +95,51 @@ static void test_values(void)
     CHECK(load(&c, a7, err) == 2);
 }
 
+/* The syntax every program shares (src/common/opt.h), and the
+ * environment's typos. */
+static void test_engine(void)
+{
+    srv_config c;
+    char err[512], why[256];
+    char *a1[] = { "s",
+                   "--max-body=16MiB",
+                   "--timeout=2m",
+                   "--quiet=YES",
+                   "--role=ADMIN",
+                   "--retention-max-db",
+                   "1.5G",
+                   NULL };
+    char *a2[] = { "s", "--timeout=1500ms", NULL };
+    char *a3[] = { "s", "keys", "create", "--role", "read", NULL };
+    char *a4[] = { "s", "--role=root", NULL };
+
+    CHECK(opt_table_check(&srv_prog, why, sizeof why) == 0);
+    REQUIRE(load(&c, a1, err) == 0);
+    CHECK_EQ_U64(c.max_body, 16u << 20);
+    CHECK_EQ_U64(c.timeout_s, 120);
+    CHECK_EQ_U64(c.quiet, 1);
+    CHECK_STR(c.key_role, "admin");
+    CHECK_EQ_U64(c.retention_max_db, 3ull << 29);
+    /* seconds stay seconds: a finer value is refused, not rounded */
+    CHECK(load(&c, a2, err) == 2 && strstr(err, "--timeout wants") &&
+          strstr(err, "a bare number is seconds"));
+    CHECK(load(&c, a3, err) == 0);
+    CHECK(load(&c, a4, err) == 2 &&
+          strstr(err, "--role wants ingest, read or admin, not 'root'"));
+    setenv("GPUFL_SERVER_LISTN", "0.0.0.0:1", 1);
+    CHECK(load(&c, a3, err) == 2 && strstr(err, "GPUFL_SERVER_LISTN") &&
+          strstr(err, "GPUFL_SERVER_LISTEN"));
+    unsetenv("GPUFL_SERVER_LISTN");
+    setenv("GPUFL_SERVER_TOPK", "8", 1); /* the store's, not a typo */
+    CHECK(load(&c, a3, err) == 0);
+    unsetenv("GPUFL_SERVER_TOPK");
+}
+
 int main(void)
 {
     RUN(test_defaults);
     RUN(test_precedence);
     RUN(test_values);
+    RUN(test_engine);
     TEST_DONE();
 }
