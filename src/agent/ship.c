@@ -16,6 +16,8 @@
 
 #include <gpufl/gpufl.h>
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,6 +57,24 @@ static int batch_full(const agent_ctx *c, const agent_file *f)
     return f->bn >= c->cfg->batch_lines || f->blen >= c->cfg->batch_bytes;
 }
 
+/* What a parsed line says for continuity: its seq, whether it ends the
+ * stream, and, at offset 0, the file's index. */
+static void line_facts(agent_ctx *c, agent_file *f, jsonl_doc *d,
+                       uint64_t start)
+{
+    uint32_t t = jsonl_doc_find(d, "type");
+    uint64_t seq;
+
+    if (jsonl_tok_u64(d, jsonl_doc_find(d, "seq"), &seq) == 0) {
+        f->cons_seq = seq;
+        f->cons_seq_known = 1;
+    }
+    f->ended = jsonl_tok_type(d, t) == JSONL_STRING && d->tok[t].len == 11 &&
+               memcmp(d->line + d->tok[t].off, "session_end", 11) == 0;
+    if (start == 0)
+        agent_gap_start(c, f);
+}
+
 /* Checks one complete line and takes it: into the batch, or aside.
  * Returns -1 (nothing taken) when the batch cannot grow. */
 static int take_line(agent_ctx *c, agent_file *f, const char *raw,
@@ -63,20 +83,23 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
 {
     uint64_t start = end_off - raw_len;
     jsonl_doc d;
-    int rc;
+    int rc, parsed = 0;
 
-    c->st.read_lines++;
-    c->st.read_bytes += raw_len;
-    f->consumed = end_off;
-    if (n == 0)
+    if (n == 0 || n > c->cfg->max_line_bytes) {
+        c->st.read_lines++;
+        c->st.read_bytes += raw_len;
+        f->consumed = end_off;
+        agent_mark_put(f, raw, raw_len);
+        if (n) {
+            char r[96];
+            int k = snprintf(r, sizeof r, "line over %llu bytes",
+                             (unsigned long long)c->cfg->max_line_bytes);
+            agent_dead_put(c, f, start, line, n, n, r, (size_t)k);
+        }
         return 0; /* blank lines carry nothing */
-    if (n > c->cfg->max_line_bytes) {
-        char r[96];
-        int k = snprintf(r, sizeof r, "line over %llu bytes",
-                         (unsigned long long)c->cfg->max_line_bytes);
-        agent_dead_put(c, f, start, line, n, n, r, (size_t)k);
-        return 0;
     }
+    if (batch_reserve(f, raw_len + 1))
+        return -1; /* out of memory: leave the line for later, unconsumed */
     jsonl_doc_init(&d, c->tok, AGENT_TOKENS);
     rc = jsonl_doc_parse_obj(&d, line, n);
     if (rc == GPUFL_ETOOBIG) {
@@ -86,10 +109,20 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
             jsonl_doc_init(&d, c->tok_big, AGENT_TOKENS_BIG);
             rc = jsonl_doc_parse_obj(&d, line, n);
         }
-        /* too big to check here: the receiver will */
-        if (rc == GPUFL_ETOOBIG)
-            rc = 0;
     }
+    if (rc == 0)
+        parsed = 1;
+    else if (rc == GPUFL_ETOOBIG)
+        rc = 0; /* too big to check here: the receiver will */
+    if (parsed && start == 0) {
+        agent_gap_first_line(f, &d);
+        if (agent_gap_hold(c, f))
+            return -1; /* a file before it may still turn up */
+    }
+    c->st.read_lines++;
+    c->st.read_bytes += raw_len;
+    f->consumed = end_off;
+    agent_mark_put(f, raw, raw_len);
     if (rc) {
         char r[160];
         int k = snprintf(r, sizeof r, "malformed JSON at byte %zu: %s",
@@ -97,18 +130,14 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
         agent_dead_put(c, f, start, line, n, n, r, (size_t)k);
         return 0;
     }
-    if (!f->sid[0] && d.n) {
-        uint32_t t = jsonl_doc_find(&d, "sid");
-        size_t sl;
-        if (jsonl_tok_str(&d, t, f->sid, sizeof f->sid, &sl))
-            f->sid[0] = '\0';
-    }
-    if (batch_reserve(f, raw_len + 1)) {
-        /* out of memory: leave the line for later, unconsumed */
-        f->consumed = start;
-        c->st.read_lines--;
-        c->st.read_bytes -= raw_len;
-        return -1;
+    if (parsed) {
+        if (!f->sid[0] && d.n) {
+            uint32_t t = jsonl_doc_find(&d, "sid");
+            size_t sl;
+            if (jsonl_tok_str(&d, t, f->sid, sizeof f->sid, &sl))
+                f->sid[0] = '\0';
+        }
+        line_facts(c, f, &d, start);
     }
     memcpy(f->bbuf + f->blen, raw, raw_len);
     f->blen += raw_len;
@@ -156,10 +185,45 @@ static int truncated(agent_ctx *c, agent_file *f)
     f->head_len = 0;
     f->sid[0] = '\0';
     f->skipping = 0;
+    f->mark_len = f->amark_len = 0;
+    f->fidx_known = f->hseq_known = f->cons_seq_known = 0;
+    f->ended = 0;
+    f->hold_scan = 0;
     f->size = (uint64_t)st.st_size;
     f->eof = 0;
     c->cursor_dirty = 1;
     return 1;
+}
+
+/* consumed jumped to the end of rbuf[0, end): the mark follows. */
+static void mark_reset(agent_file *f, size_t end)
+{
+    f->mark_len = 0;
+    agent_mark_put(f, f->rbuf, end);
+}
+
+/* A file that cannot be opened waits for the poll timer or a scan (which
+ * re-checks its name) instead of being retried every round; a reason
+ * other than "gone" or "moved" is said once. */
+static void open_failed(agent_ctx *c, agent_file *f, int rc)
+{
+    int e = errno;
+
+    f->idle = 1;
+    c->scan_needed = 1;
+    if (rc == GPUFL_EAGAIN) {
+        /* another file under the name now: the scan checks its head */
+        f->touched = 1;
+        return;
+    }
+    if (f->warned || (rc == GPUFL_EIO && e == ENOENT))
+        return;
+    f->warned = 1;
+    fprintf(stderr,
+            "gpufl-agent: cannot open %s: %s%s; retrying every "
+            "--poll-ms\n",
+            f->path, rc == GPUFL_EINVAL ? "not a regular file" : strerror(e),
+            e == EMFILE ? " (raise the open-files limit, ulimit -n)" : "");
 }
 
 /* Reads and takes lines until the batch is full or the data ends.
@@ -169,10 +233,12 @@ static int pump(agent_ctx *c, agent_file *f)
     int moved = 0;
 
     if (f->fd < 0) {
-        if (agent_file_open(f)) {
-            c->scan_needed = 1;
+        int rc = agent_file_open(f);
+        if (rc) {
+            open_failed(c, f, rc);
             return 0;
         }
+        f->warned = 0;
     }
     while (!batch_full(c, f)) {
         size_t pos = f->rpos, n;
@@ -185,6 +251,7 @@ static int pump(agent_ctx *c, agent_file *f)
                 f->rpos = (size_t)(nl - f->rbuf) + 1;
                 f->skipping = 0;
                 f->consumed = f->rbase + f->rpos;
+                mark_reset(f, f->rpos);
                 moved = 1;
                 continue;
             }
@@ -226,9 +293,16 @@ static int pump(agent_ctx *c, agent_file *f)
             f->final = 1;
             f->rpos = f->rlen;
             f->consumed = f->rbase + f->rlen;
+            mark_reset(f, f->rlen);
         }
         if (!f->rd_zst && f->rbase + f->rlen > f->size)
             f->size = f->rbase + f->rlen;
+        if (!f->final && f->ended && f->rpos == f->rlen) {
+            /* the stream's session_end was its last line: nothing more
+             * will come (the writer closed it), so it is finished like a
+             * rotated file, and costs nothing from now on */
+            f->final = 1;
+        }
         if (!f->final && agent_file_rotated(f)) {
             /* renamed after a flush: one more read gets its last bytes */
             f->final = 1;
@@ -247,10 +321,12 @@ static int pump(agent_ctx *c, agent_file *f)
             } else {
                 f->rpos = f->rlen;
                 f->consumed = f->rbase + f->rlen;
+                mark_reset(f, f->rlen);
             }
             moved = 1;
         } else if (f->skipping && f->final) {
             f->consumed = f->rbase + f->rlen;
+            mark_reset(f, f->rlen);
         }
         f->eof = 1;
         break;
@@ -269,6 +345,49 @@ static void on_reject(void *ctx, uint32_t i, const char *reason, size_t len)
 
     agent_dead_put(c, f, off, f->bbuf + start, n - 1, n - 1, reason, len);
     (*(uint64_t *)p[2])++;
+}
+
+/* Everything consumed is acknowledged now: the cursor and the stream's
+ * continuity follow. */
+static void acked_all(agent_ctx *c, agent_file *f)
+{
+    f->acked = f->consumed;
+    f->amark = agent_fp(f->mark, f->mark_len);
+    f->amark_len = f->mark_len;
+    c->cursor_dirty = 1;
+    agent_gap_acked(c, f);
+}
+
+/* A failed send: said once per burst of failures (and again when the
+ * reason changes, or each minute it lasts), never once per retry. */
+static void send_failed(agent_ctx *c, const agent_file *f, const char *why,
+                        uint64_t delay)
+{
+    uint64_t now = agent_now_ms();
+
+    if (c->fail_count++ == 0) {
+        c->fail_since_ms = now;
+        c->fail_why[0] = '\0';
+    }
+    if (!strncmp(why, c->fail_why, sizeof c->fail_why - 1) &&
+        now - c->fail_logged_ms < 60000)
+        return;
+    if (c->fail_count == 1)
+        fprintf(stderr,
+                "gpufl-agent: %s send of %u %s lines failed: %s; retrying "
+                "with backoff, first retry in %" PRIu64
+                " ms (nothing is dropped)\n",
+                c->sink->ops->name, f->bn, agent_stream_names[f->stream], why,
+                delay);
+    else
+        fprintf(stderr,
+                "gpufl-agent: %s sends still failing after %" PRIu64
+                " attempts over %" PRIu64 " s: %s; retrying (nothing is "
+                "dropped)\n",
+                c->sink->ops->name, c->fail_count,
+                (now - c->fail_since_ms) / 1000, why);
+    snprintf(c->fail_why, sizeof c->fail_why, "%s", why);
+    c->fail_logged_ms = now;
 }
 
 /* Sends f's batch if it is due; returns 1 if it was acknowledged. */
@@ -300,12 +419,15 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
     rc = agent_sink_send(c->sink, &b, on_reject, ctx, why, sizeof why);
     if (rc == AGENT_SEND_OK) {
         c->st.acked_lines += f->bn - rejected;
-        f->acked = f->consumed;
+        acked_all(c, f);
         f->bn = 0;
         f->blen = 0;
-        c->cursor_dirty = 1;
-        if (c->backoff_ms)
-            fprintf(stderr, "gpufl-agent: sink is back; shipping resumed\n");
+        if (c->fail_count)
+            fprintf(stderr,
+                    "gpufl-agent: sink is back after %" PRIu64
+                    " failed attempts over %" PRIu64 " s; shipping resumed\n",
+                    c->fail_count, (now - c->fail_since_ms) / 1000);
+        c->fail_count = 0;
         c->backoff_ms = 0;
         return 1;
     }
@@ -324,11 +446,7 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         uint64_t half = c->backoff_ms / 2;
         uint64_t d = half + (uint64_t)random() % (half + 1);
         c->backoff_until_ms = agent_now_ms() + d;
-        fprintf(stderr,
-                "gpufl-agent: %s send of %u %s lines failed: %s; retry in "
-                "%llu ms (nothing is dropped)\n",
-                c->sink->ops->name, f->bn, agent_stream_names[f->stream], why,
-                (unsigned long long)d);
+        send_failed(c, f, why, d);
     }
     return 0;
 }
@@ -336,40 +454,64 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
 void agent_cursor_commit(agent_ctx *c, int force)
 {
     uint64_t now = agent_now_ms();
-    agent_centry *e;
-    size_t n = 0;
+    agent_cursor cur;
+    int rc;
 
     if (!c->cursor_dirty)
         return;
     if (!force && now - c->cursor_saved_ms < c->cfg->cursor_sync_ms)
         return;
-    e = malloc((c->nfiles + 1) * sizeof *e);
-    if (!e)
+    memset(&cur, 0, sizeof cur);
+    cur.e = malloc((c->nfiles + 1) * sizeof *cur.e);
+    cur.k = malloc((c->nkeys + 1) * sizeof *cur.k);
+    if (!cur.e || !cur.k) {
+        agent_cursor_release(&cur);
         return;
+    }
     for (size_t i = 0; i < c->nfiles; i++) {
         agent_file *f = c->files[i];
+        agent_centry *e = &cur.e[cur.n];
         if ((!f->acked && !f->done) || !f->head_len)
             continue;
-        e[n].fp = agent_fp(f->head, f->head_len);
-        e[n].fp_len = f->head_len;
-        e[n].dev = f->dev;
-        e[n].ino = f->ino;
-        e[n].off = f->acked;
-        e[n].flags = (f->done ? CURSOR_F_DONE : 0) |
-                     (f->archived ? CURSOR_F_ARCHIVED : 0);
-        snprintf(e[n].name, sizeof e[n].name, "%s", f->name);
-        n++;
+        e->fp = agent_fp(f->head, f->head_len);
+        e->fp_len = f->head_len;
+        e->dev = f->dev;
+        e->ino = f->ino;
+        e->off = f->acked;
+        e->flags = (f->done ? CURSOR_F_DONE : 0) |
+                   (f->archived ? CURSOR_F_ARCHIVED : 0);
+        e->mark = f->amark;
+        e->mark_len = f->amark_len <= f->acked ? f->amark_len : 0;
+        snprintf(e->name, sizeof e->name, "%s", f->name);
+        cur.n++;
+    }
+    for (size_t i = 0; i < c->nkeys; i++) {
+        const agent_key *k = c->keys[i];
+        agent_ckey *e = &cur.k[cur.nk];
+        if (!k->flags && !k->lost_files && !k->lost_lines)
+            continue;
+        e->next_file = k->next_file;
+        e->next_seq = k->next_seq;
+        e->lost_files = k->lost_files;
+        e->lost_lines = k->lost_lines;
+        e->flags = k->flags;
+        snprintf(e->name, sizeof e->name, "%s", k->name);
+        cur.nk++;
     }
     /* dead letters first: the cursor must not pass lines not yet kept */
     agent_dead_sync(c);
-    if (agent_cursor_save(c->cfg->cursor_file, e, n) == 0) {
+    rc = agent_cursor_save(c->cfg->cursor_file, &cur);
+    if (rc == 0) {
         c->cursor_dirty = 0;
         c->cursor_saved_ms = now;
     } else {
-        fprintf(stderr, "gpufl-agent: cannot write cursor %s: %m\n",
-                c->cfg->cursor_file);
+        fprintf(stderr, "gpufl-agent: cannot write cursor %s: %s\n",
+                c->cfg->cursor_file,
+                rc == GPUFL_EIO ? strerror(errno) : gpufl_strerror(rc));
+        /* not every round: the next try waits like a normal write */
+        c->cursor_saved_ms = now;
     }
-    free(e);
+    agent_cursor_release(&cur);
 }
 
 /* Settles a file with nothing in flight: commit dropped lines, finish. */
@@ -377,17 +519,15 @@ static void settle(agent_ctx *c, agent_file *f)
 {
     if (f->bn)
         return;
-    if (f->acked < f->consumed) {
-        f->acked = f->consumed;
-        c->cursor_dirty = 1;
-    }
+    if (f->acked < f->consumed)
+        acked_all(c, f);
     if (f->final && f->eof && f->rpos == f->rlen && !f->done) {
+        /* finished: only its identity stays */
         f->done = 1;
+        f->idle = 0;
         c->cursor_dirty = 1;
         agent_file_close(f);
-        free(f->bbuf);
-        f->bbuf = NULL;
-        f->blen = f->bcap = 0;
+        agent_batch_free(f);
     }
 }
 
@@ -406,37 +546,76 @@ static int drained(const agent_ctx *c)
     return 1;
 }
 
+/* An idle file on the poll timer: has anything changed?  One fstat. */
+static int idle_woken(const agent_file *f)
+{
+    struct stat st;
+
+    if (f->fd < 0)
+        return 1; /* its open failed: try again */
+    if (fstat(f->fd, &st))
+        return 1;
+    return (uint64_t)st.st_size != f->rbase + f->rlen;
+}
+
+/* One turn over the files: at most one file per stream, oldest first;
+ * idle files only when written (inotify) or on the poll timer.  Returns
+ * 1 if anything moved. */
+static int round_files(agent_ctx *c, int poll_due)
+{
+    const agent_key *last = NULL;
+    int moved = 0;
+
+    for (size_t i = 0; i < c->nfiles && !*c->stop; i++) {
+        agent_file *f = c->files[i];
+        int fm;
+
+        if (f->done || f->k == last)
+            continue;
+        last = f->k;
+        if (f->idle) {
+            if (!f->dirty && !(poll_due && idle_woken(f)))
+                continue;
+            f->idle = 0;
+        }
+        f->dirty = 0;
+        fm = pump(c, f);
+        fm |= maybe_send(c, f, agent_now_ms());
+        settle(c, f);
+        if (!fm && !f->done && !f->final && f->eof && !f->bn &&
+            f->acked == f->consumed && f->fd >= 0) {
+            /* read to its end with nothing in flight: it costs nothing
+             * until it is written again */
+            f->idle = 1;
+            agent_file_idle(c, f);
+        }
+        moved |= fm;
+    }
+    return moved;
+}
+
 int agent_run(agent_ctx *c)
 {
     const agent_cfg *cfg = c->cfg;
     int first = 1;
 
     c->stats_ms = agent_now_ms();
+    c->polled_ms = c->stats_ms;
     for (;;) {
         uint64_t now = agent_now_ms(), wait;
-        int moved = 0;
-        const char *last_key = NULL;
-        int last_folder = -1;
+        int moved = 0, poll_due;
 
         if (first || (c->scan_needed && now - c->scanned_ms >= 100) ||
             now - c->scanned_ms >= 2 * cfg->poll_ms) {
             agent_scan(c);
             first = 0;
         }
-        for (size_t i = 0; i < c->nfiles && !*c->stop; i++) {
-            agent_file *f = c->files[i];
-            if (f->done)
-                continue;
-            /* one file per stream of a session at a time, oldest first */
-            if (last_key && f->folder == last_folder &&
-                !strcmp(last_key, f->key))
-                continue;
-            last_key = f->key;
-            last_folder = f->folder;
-            moved |= pump(c, f);
-            moved |= maybe_send(c, f, agent_now_ms());
-            settle(c, f);
+        poll_due = c->visit_all || now - c->polled_ms >= cfg->poll_ms;
+        if (poll_due) {
+            c->polled_ms = now;
+            c->visit_all = 0;
         }
+        moved |= round_files(c, poll_due);
         moved |= agent_archive_step(c);
         agent_cursor_commit(c, 0);
         if (cfg->stats_s && now - c->stats_ms >= cfg->stats_s * 1000) {
@@ -449,8 +628,10 @@ int agent_run(agent_ctx *c)
             break;
         if (moved)
             continue;
-        wait = cfg->poll_ms;
         now = agent_now_ms();
+        wait = c->polled_ms + cfg->poll_ms > now
+                   ? c->polled_ms + cfg->poll_ms - now
+                   : 0;
         if (c->backoff_until_ms > now && c->backoff_until_ms - now < wait)
             wait = c->backoff_until_ms - now;
         for (size_t i = 0; i < c->nfiles; i++) {
@@ -462,6 +643,8 @@ int agent_run(agent_ctx *c)
                     wait = w;
             }
         }
+        if (c->scan_needed && wait > 100)
+            wait = 100;
         if (cfg->once && c->cursor_dirty)
             wait = 0;
         if (wait)

@@ -533,6 +533,32 @@ def case_server(work):
     p.wait(timeout=30)
 
 
+def case_rotate_prune(work):
+    """Live rotation with deletion at a high rate (GPUFL_ROTATE_KEEP): the
+    filesystem hands a new live file the inode of a pruned one; every line
+    of every stream must still arrive (session_end says how many)."""
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs)
+    rec = Receiver(work)
+    rec.start()
+    agent = Agent(work, [logs], rec.url())
+    agent.start()
+    ws = [train(logs, 600, 2, rotate=262144, keep=3, wait=False),
+          train(logs, 400, 2, rotate=524288, keep=2, zstd=False,
+                wait=False)]
+    for w in ws:
+        check(w.wait(timeout=120) == 0, "writer failed")
+    ends = session_ends(logs)
+    check(len(ends) == 6, "expected 2 sessions x 3 streams: %s" % ends)
+    wait_streams(rec, ends, 30)
+    agent.stop()
+    check(rec.stats()["mismatch"] == 0, "a duplicate differed")
+    err = agent.stderr()
+    check("lost-files=0" in err.splitlines()[-1], "loss reported:\n" + err)
+    print("rotate_prune: %d lines in %d streams arrived"
+          % (sum(ends.values()), len(ends)))
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 

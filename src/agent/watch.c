@@ -1,0 +1,157 @@
+/*
+ * watch.c - inotify on the folders: which names changed (so a scan is
+ * due) and which files were written (so they are read now, and the idle
+ * ones that were not cost nothing until the poll timer).
+ *
+ * Events carry names, not inodes; a map (folder, name) -> file, rebuilt
+ * after every scan (the only place names change), turns an IN_MODIFY into
+ * "this file is dirty" in O(1).  A name created or moved in marks the
+ * file known under it "touched": the next scan checks that it is still
+ * the file the agent knew (inodes are recycled).  When the event queue
+ * overflows, every closed file is checked and every idle file visited.
+ * Folders on NFS give no events for remote writers: the poll timer
+ * (--poll-ms) covers them.
+ */
+#include "agent/agent_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+static uint64_t name_hash(int folder, const char *name)
+{
+    return agent_fp(name, strlen(name)) ^
+           ((uint64_t)folder * 0x9e3779b97f4a7c15ull);
+}
+
+void agent_watch_index(agent_ctx *c)
+{
+    size_t cap = 64;
+
+    while (cap < c->nfiles * 2)
+        cap *= 2;
+    if (cap != c->nmap_cap) {
+        agent_file **m = calloc(cap, sizeof *m);
+        if (!m)
+            return; /* the old map stays valid for names it still has */
+        free(c->nmap);
+        c->nmap = m;
+        c->nmap_cap = cap;
+    } else {
+        memset(c->nmap, 0, cap * sizeof *c->nmap);
+    }
+    for (size_t i = 0; i < c->nfiles; i++) {
+        agent_file *f = c->files[i];
+        size_t j = (size_t)name_hash(f->folder, f->name) & (cap - 1);
+        while (c->nmap[j])
+            j = (j + 1) & (cap - 1);
+        c->nmap[j] = f;
+    }
+}
+
+agent_file *agent_watch_find(const agent_ctx *c, int folder, const char *name)
+{
+    size_t j;
+
+    if (!c->nmap_cap)
+        return NULL;
+    j = (size_t)name_hash(folder, name) & (c->nmap_cap - 1);
+    for (; c->nmap[j]; j = (j + 1) & (c->nmap_cap - 1)) {
+        agent_file *f = c->nmap[j];
+        if (f->folder == folder && !strcmp(f->name, name))
+            return f;
+    }
+    return NULL;
+}
+
+int agent_watch_open(agent_ctx *c)
+{
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+    c->inotify_fd = -1;
+    if (fd < 0)
+        return -1;
+    for (size_t i = 0; i < c->cfg->nfolder; i++) {
+        c->wd[i] =
+            inotify_add_watch(fd, c->cfg->folder[i],
+                              IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
+                                  IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE);
+        if (c->wd[i] < 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+    }
+    c->inotify_fd = fd;
+    return 0;
+}
+
+void agent_watch_close(agent_ctx *c)
+{
+    if (c->inotify_fd >= 0)
+        close(c->inotify_fd);
+    c->inotify_fd = -1;
+    free(c->nmap);
+    c->nmap = NULL;
+    c->nmap_cap = 0;
+}
+
+static int folder_of(const agent_ctx *c, int wd)
+{
+    for (size_t i = 0; i < c->cfg->nfolder; i++)
+        if (c->wd[i] == wd)
+            return (int)i;
+    return -1;
+}
+
+static void on_event(agent_ctx *c, const struct inotify_event *ev)
+{
+    int fi;
+    agent_file *f;
+
+    if (ev->mask & IN_Q_OVERFLOW) {
+        c->scan_needed = 1;
+        c->watch_lost = 1;
+        c->visit_all = 1;
+        return;
+    }
+    if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE))
+        c->scan_needed = 1;
+    if (!ev->len || (fi = folder_of(c, ev->wd)) < 0)
+        return;
+    f = agent_watch_find(c, fi, ev->name);
+    if (!f)
+        return;
+    if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE))
+        f->dirty = 1;
+    if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+        f->touched = 1;
+}
+
+void agent_watch_wait(agent_ctx *c, uint64_t ms)
+{
+    struct pollfd p;
+    char buf[16384] __attribute__((aligned(8)));
+    ssize_t r;
+
+    if (c->inotify_fd < 0) {
+        poll(NULL, 0, (int)ms);
+        c->scan_needed = 1;
+        return;
+    }
+    p.fd = c->inotify_fd;
+    p.events = POLLIN;
+    if (poll(&p, 1, (int)ms) <= 0)
+        return;
+    while ((r = read(c->inotify_fd, buf, sizeof buf)) > 0) {
+        for (char *q = buf; q < buf + r;) {
+            const struct inotify_event *ev = (const void *)q;
+            on_event(c, ev);
+            q += sizeof *ev + ev->len;
+        }
+    }
+}
