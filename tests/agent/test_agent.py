@@ -624,6 +624,68 @@ def case_restart_prune(work):
           % (s["lost-files"], nmiss))
 
 
+def case_ack(work):
+    """HTTP 200 is not an acknowledgement unless it is the server's JSON
+    with counts that add up to the lines sent: an HTML page, an empty body,
+    cut JSON or wrong counts move nothing; the failure is logged once per
+    burst and the lines arrive once the receiver answers properly.  And
+    rejected lines past the server's 50 named errors are still found."""
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs)
+    rec = Receiver(work)
+    rec.start()
+    agent = Agent(work, [logs], rec.url(), ["--retry-max-ms=200"])
+    agent.start()
+    path = session_file(logs, SID_A, "device", range(1))
+    wait_for(lambda: len(rec.received()) == 1, 30, "the first line")
+    seq = 1
+    for mode, says in (("html", "not a JSON object"),
+                       ("empty", "empty body"),
+                       ("cut", "not a JSON object"),
+                       ("count", "accounting for")):
+        rec.ctl(mode)
+        before = rec.stats()["requests"]
+        logged = len(agent.stderr())
+        with open(path, "ab") as f:
+            for s in range(seq, seq + 50):
+                f.write(mkline(SID_A, "device", s))
+        seq += 50
+        wait_for(lambda: rec.stats()["requests"] > before, 30,
+                 "a request in mode %s" % mode)
+        time.sleep(1)
+        st, text = status_of(agent)
+        check(st["device"]["behind"] > 0,
+              "%s: the cursor moved on a non-acknowledgement:\n%s"
+              % (mode, text))
+        check(rec.stats()["requests"] >= before + 3,
+              "%s: the batch was not retried" % mode)
+        check(len(rec.received()) == seq - 50,
+              "%s: lines recorded while the receiver stored nothing" % mode)
+        rec.ctl("ok")
+        wait_for(lambda: len(rec.received()) == seq, 30,
+                 "the lines after mode %s" % mode)
+        err = agent.stderr()[logged:]
+        check(err.count(says) == 1,
+              "%s: logged %d times, want once per burst:\n%s"
+              % (mode, err.count(says), err))
+    check("sink is back" in agent.stderr(), "recovery not logged")
+    # 60 refused lines, the receiver names only 7 errors per answer: every
+    # refused line is still found (and dead-lettered), the rest stored
+    rec.ctl("reject=POISON")
+    rec.ctl("errmax=7")
+    with open(path, "ab") as f:
+        for s in range(seq, seq + 120):
+            f.write(mkline(SID_A, "device", s,
+                           typ="POISON" if s % 2 else "x"))
+    seq += 120
+    wait_for(lambda: len(dead_records(work)) == 60, 30,
+             "60 dead letters (have %d)" % len(dead_records(work)))
+    wait_for(lambda: len(rec.received()) == seq - 60, 30, "the good lines")
+    agent.stop()
+    verify_cursor = status_of(agent)[0]
+    check(verify_cursor["device"]["behind"] == 0, "not all acknowledged")
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
