@@ -570,8 +570,11 @@ def stats_of(agent):
 
 def status_of(agent):
     """--status: {stream: {files-bytes, lost-files, lost-lines, behind}}."""
-    r = subprocess.run(agent.args() + ["--status"], stdout=subprocess.PIPE,
-                       text=True)
+    try:
+        r = subprocess.run(agent.args() + ["--status"],
+                           stdout=subprocess.PIPE, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("--status did not finish in 30 s")
     check(r.returncode == 0, "--status exit %d" % r.returncode)
     out = {}
     for l in r.stdout.splitlines():
@@ -684,6 +687,65 @@ def case_ack(work):
     agent.stop()
     verify_cursor = status_of(agent)[0]
     check(verify_cursor["device"]["behind"] == 0, "not all acknowledged")
+
+
+def case_hostile(work):
+    """A FIFO, symlinks and a directory named like logs: the agent is not
+    blocked (open() of a FIFO would wait forever), ships the real logs,
+    follows no link (one points at a file of secrets), warns once per name;
+    its dead-letter file is created 0600."""
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs)
+    os.mkfifo(os.path.join(logs, "fifo.20261129-000000.aaaaaaaa.device.log"))
+    secret = os.path.join(work, "secret")
+    with open(secret, "wb") as f:
+        f.write(b"root:$6$salt$hash:19000:0:99999:7:::\n")
+        for s in range(10):
+            f.write(mkline(SID_C, "scope", s, "session" if s == 0 else "x"))
+    os.symlink(secret, os.path.join(
+        logs, "link.20261129-000000.cccccccc.scope.log"))
+    os.symlink(secret, os.path.join(
+        logs, "link.20261129-000000.cccccccc.scope.log.1"))
+    os.symlink("/nonexistent", os.path.join(
+        logs, "dangling.20261129-000000.dddddddd.system.log"))
+    os.mkdir(os.path.join(logs, "dir.20261129-000000.eeeeeeee.device.log"))
+    hostile = 5
+    path = session_file(logs, SID_A, "device", range(100),
+                        tail=b'{"v":1,"sid":"broken\n')
+    with open(path, "ab") as f:
+        f.write(mkline(SID_A, "device", 100))
+    rec = Receiver(work)
+    rec.start()
+    old = os.umask(0o022)
+    try:
+        agent = Agent(work, [logs], rec.url())
+        agent.start()
+        wait_for(lambda: len(rec.received()) == 101, 30, "the real lines")
+        st, text = status_of(agent)
+        check(st["device"]["behind"] == 0, "--status:\n" + text)
+        time.sleep(2.5)  # many scans (--poll-ms=100): still one warning
+    finally:
+        os.umask(old)
+    agent.stop()
+    err = agent.stderr()
+    got = rec.received()
+    check(all(k[0] != SID_C for k in got), "a symlinked file was shipped")
+    dead = dead_records(work)
+    check(len(dead) == 1 and "broken" in dead[0]["line"],
+          "dead letters: %s" % dead)
+    check(not any("root:" in d["line"] for d in dead),
+          "a symlinked file was read into the dead-letter file")
+    mode = os.stat(os.path.join(work, "cursor.dead.jsonl")).st_mode & 0o777
+    check(mode == 0o600, "dead-letter file mode %o, want 600" % mode)
+    mode = os.stat(agent.cursor).st_mode & 0o777
+    check(mode == 0o600, "cursor file mode %o, want 600" % mode)
+    warned = [l for l in err.splitlines() if "not a regular file" in l]
+    check(len(warned) == hostile,
+          "%d warnings for %d hostile names:\n%s" % (len(warned), hostile,
+                                                     err))
+    for what in ("a FIFO", "a symbolic link", "a directory"):
+        check(any(what in l for l in warned), "no warning says %s" % what)
+    check(stats_of(agent)["skipped"] == hostile, "skipped counter")
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
