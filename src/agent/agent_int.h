@@ -33,6 +33,17 @@
 /* Read buffers of AGENT_CHUNK bytes kept for reuse when a file goes idle,
  * so a live file written every 100 ms does not allocate each time. */
 #define AGENT_RCACHE 4
+/* Likewise batch arrays (at most AGENT_BCACHE_MAX bytes of lines each):
+ * a file's empty batch goes to the spares at the end of its turn, so
+ * files between turns hold none. */
+#define AGENT_BCACHE 4
+#define AGENT_BCACHE_MAX (4u << 20)
+/* Batches held (lingering or waiting for the sink) at once: past it a
+ * lingering batch is sent at once and no new batch is started. */
+#define AGENT_HELD_MAX 16
+/* .zst files being decompressed at once (each holds a decoder and its
+ * window, up to a few MiB). */
+#define AGENT_ZST_MAX 8
 /* How much of an oversize or malformed line the dead-letter file keeps. */
 #define AGENT_DEAD_KEEP (64u * 1024)
 /* Tokens for validating a line; a line with more is checked by a larger
@@ -49,6 +60,11 @@
  * at most this many scans for one found there. */
 #define AGENT_HOLE_LOOK 256
 #define AGENT_HOLE_SCANS 10
+/* Idle files of a local folder watched by inotify are visited every this
+ * many --poll-ms (inotify says when they are written), and such folders
+ * rescanned as seldom; network folders every --poll-ms (and rescanned
+ * every 2). */
+#define AGENT_IDLE_SLOW 10
 /* Names of non-regular files (FIFOs, symlinks, ...) remembered so that
  * each is warned about once. */
 #define AGENT_SKIP_MAX 256
@@ -56,13 +72,27 @@
 struct agent_key;
 
 typedef struct agent_file {
-    char *path;          /* current name (owned) */
-    const char *name;    /* base name: points into path */
+    /* what every round looks at, in one cache line: with a thousand
+     * files, a round that touches more of each costs more than it ships */
     struct agent_key *k; /* its stream of its session (borrowed) */
+    int done;            /* final and acked to the end */
+    int idle;            /* live, read to its end, nothing in flight */
+    int dirty;           /* inotify says it was written since */
+    int fd;
+    int rd_zst; /* how fd is read: the name may change under it */
+    int zst;
+    int final; /* renamed, compressed or ended: won't grow */
+    int eof;   /* the last read returned nothing */
+    uint32_t bn;
+    uint64_t bfirst_ms; /* when the batch got its first line */
+    int in_act;         /* in c->act (run.c) */
+    size_t pos;         /* index in c->files as of the last list rebuild */
+
+    char *path;       /* current name (owned) */
+    const char *name; /* base name: points into path */
     int folder;
     int stream;
     uint32_t n; /* rotation index; AGENT_LIVE for the live file */
-    int zst;
     uint64_t dev, ino;
     /* what a stat said when the file was last verified: a closed file
      * whose name, inode and these agree is the same file */
@@ -85,8 +115,6 @@ typedef struct agent_file {
     uint64_t hold_scan; /* 1 + c->nscans when a hole before it was seen */
 
     /* reading */
-    int fd;
-    int rd_zst; /* how fd is read: the name may change under it */
     ZSTD_DCtx *dz;
     unsigned char *zin; /* compressed input */
     size_t zin_len, zin_pos;
@@ -96,10 +124,6 @@ typedef struct agent_file {
     uint64_t rbase;          /* file offset of rbuf[0] */
     uint64_t skip_to;        /* zst: uncompressed bytes to discard */
     int skipping;            /* inside an oversize line: drop to '\n' */
-    int final;               /* renamed, compressed or ended: won't grow */
-    int eof;                 /* the last read returned nothing */
-    int idle;                /* live, read to its end, nothing in flight */
-    int dirty;               /* inotify says it was written since */
     uint64_t zpos;           /* zst: uncompressed bytes produced */
     uint64_t size;           /* uncompressed size as far as known */
     int final_size;          /* size is exact (zst read to its end) */
@@ -115,14 +139,22 @@ typedef struct agent_file {
     uint32_t mark_len;
     uint64_t amark;
     uint32_t amark_len;
-    int done; /* final and acked to the end */
+    /* its cursor line as last formatted, and what it was made from: a
+     * commit formats only the entries that changed */
+    char *cline;
+    uint32_t cline_len;
+    struct {
+        uint64_t fp, dev, ino, off, mark;
+        uint32_t fp_len, flags, mark_len, pad;
+    } cl;
+    uint64_t hfp; /* FNV of head[0, hfp_len) */
+    uint32_t hfp_len;
     char sid[40];
     char *bbuf;
     size_t blen, bcap;
     uint32_t *bend;
     uint64_t *bfoff; /* file offset after each batch line */
-    uint32_t bn, bcapn;
-    uint64_t bfirst_ms; /* when the batch got its first line */
+    uint32_t bcapn;
 } agent_file;
 
 /* One stream of one session (<prefix>.<stream> in one folder): what was
@@ -139,6 +171,9 @@ typedef struct agent_key {
     int history;   /* resumed from a cursor without stream entries */
     int vanished;  /* a file vanished unfinished: the next tells how much */
     size_t nfiles; /* files of it being followed */
+    char *cline;   /* its cursor line as last formatted, from cl */
+    uint32_t cline_len;
+    uint64_t cl[5];
 } agent_key;
 
 typedef struct agent_stats {
@@ -147,6 +182,14 @@ typedef struct agent_stats {
     uint64_t requests, truncations, lost_files, lost_lines, archived;
     uint64_t skipped; /* non-regular names refused */
 } agent_stats;
+
+typedef struct agent_bset {
+    char *bbuf;
+    size_t bcap;
+    uint32_t *bend;
+    uint64_t *bfoff;
+    uint32_t bcapn;
+} agent_bset;
 
 typedef struct agent_skip {
     int folder;
@@ -160,6 +203,14 @@ typedef struct agent_ctx {
     agent_file **files;
     size_t nfiles, capfiles;
     uint64_t disc_seq;
+    uint64_t files_gen; /* bumped by a scan that changed the files */
+    int scan_changed;   /* this scan added, removed or renamed files */
+    /* run.c: the heads that get a turn each round */
+    agent_file **act;
+    size_t nact, capact;
+    uint64_t act_gen; /* files_gen it was built for */
+    char *cbody;      /* the cursor's lines, kept between commits */
+    size_t cbody_cap;
     agent_key **keys; /* sorted by (name, folder) */
     size_t nkeys, capkeys;
     agent_cursor pend;    /* cursor entries not matched to a file yet */
@@ -177,12 +228,18 @@ typedef struct agent_ctx {
     size_t nmap_cap;
     int scan_needed;
     uint64_t scanned_ms;
-    uint64_t nscans;    /* scans completed */
-    uint64_t polled_ms; /* last visit of the idle files */
-    int visit_all;      /* the next round visits every idle file */
+    uint64_t nscans;         /* scans completed */
+    uint64_t polled_ms;      /* last visit of remote folders' idle files */
+    uint64_t polled_slow_ms; /* ... of every idle file */
+    int visit_all;           /* the next round visits every idle file */
+    int remote[AGENT_MAX_FOLDERS]; /* polled: inotify misses its writes */
+    int any_remote;
     uint64_t lost_gone[AGENT_NSTREAMS]; /* lost files of vanished keys */
     agent_skip skip[AGENT_SKIP_MAX];
     size_t nskip;
+    size_t nheld; /* files whose batch holds lines */
+    agent_bset bcache[AGENT_BCACHE];
+    size_t nbcache;
     char *rcache[AGENT_RCACHE];
     size_t nrcache;
     uint64_t backoff_until_ms;
@@ -220,6 +277,8 @@ int agent_scan_pending_init(agent_ctx *c);
 /* watch.c: inotify on every folder; -1 when unavailable (polling only). */
 int agent_watch_open(agent_ctx *c);
 void agent_watch_close(agent_ctx *c);
+/* Which folders need polling (network file systems, or no inotify). */
+void agent_watch_kinds(agent_ctx *c);
 /* Waits up to ms for folder activity: sets c->scan_needed on names
  * changing, marks written files dirty. */
 void agent_watch_wait(agent_ctx *c, uint64_t ms);
@@ -261,8 +320,15 @@ int agent_file_open(agent_file *f);
 long agent_file_fill(agent_ctx *c, agent_file *f);
 void agent_file_close(agent_file *f);
 void agent_file_free(agent_file *f);
-/* Drops the buffers of an idle file (the partial line is read again). */
+/* Drops the read buffer of a plain file between turns (what was read
+ * ahead is read again). */
+void agent_file_rest(agent_ctx *c, agent_file *f);
+/* Drops every buffer of an idle file (nothing in flight). */
 void agent_file_idle(agent_ctx *c, agent_file *f);
+/* Moves f's empty batch arrays to the spares (or frees them), and takes
+ * spares for a file that has none. */
+void agent_batch_park(agent_ctx *c, agent_file *f);
+void agent_batch_unpark(agent_ctx *c, agent_file *f);
 void agent_rcache_free(agent_ctx *c);
 /* Frees f's batch arrays (nothing may be in flight). */
 void agent_batch_free(agent_file *f);
@@ -290,8 +356,16 @@ void agent_dead_put(agent_ctx *c, const agent_file *f, uint64_t off,
 void agent_dead_sync(agent_ctx *c);
 void agent_dead_close(agent_ctx *c);
 
-/* ship.c */
+/* ship.c: one turn of f (read, send, settle, drop its buffers between
+ * turns); 1 if anything moved. */
+int agent_turn(agent_ctx *c, agent_file *f);
+
+/* run.c */
 int agent_run(agent_ctx *c);
+/* f was written (inotify): back in the list if it is its stream's head. */
+void agent_run_wake(agent_ctx *c, agent_file *f);
+
+/* commit.c */
 void agent_cursor_commit(agent_ctx *c, int force);
 
 /* archive.c: 0, or -1 when the S3 client cannot be made */

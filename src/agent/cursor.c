@@ -17,8 +17,6 @@
 
 #define CURSOR_MAGIC1 "gpufl-agent-cursor 1\n"
 #define CURSOR_MAGIC2 "gpufl-agent-cursor 2\n"
-/* One formatted entry: prefix, two hex fields, up to 7 numbers, the name. */
-#define CURSOR_LINE_MAX (2 + 2 * 17 + 7 * 21 + CURSOR_NAME_MAX + 8)
 
 uint64_t agent_fp(const void *p, size_t n)
 {
@@ -287,64 +285,95 @@ bad:
     return rc;
 }
 
-int agent_cursor_format(const agent_cursor *cur, char **buf, size_t *len)
+/* Checks a name for the format: 0 or GPUFL_EINVAL. */
+static int name_ok(const char *name)
 {
-    size_t magic = sizeof(CURSOR_MAGIC2) - 1, cap, pos;
-    size_t lines = cur->n + cur->nk;
-    char *b;
+    size_t nl = strnlen(name, CURSOR_NAME_MAX + 1);
+    return nl == 0 || nl > CURSOR_NAME_MAX || memchr(name, '\n', nl)
+               ? GPUFL_EINVAL
+               : 0;
+}
 
-    if (lines > (CURSOR_FILE_MAX - 128) / CURSOR_LINE_MAX)
+int agent_cursor_entry_line(const agent_centry *e, char *out, size_t cap)
+{
+    int w;
+
+    if (name_ok(e->name))
+        return -1;
+    w = snprintf(out, cap, "f %016llx %u %llu %llu %llu %u %016llx %u %s\n",
+                 (unsigned long long)e->fp, e->fp_len,
+                 (unsigned long long)e->dev, (unsigned long long)e->ino,
+                 (unsigned long long)e->off, e->flags,
+                 (unsigned long long)e->mark, e->mark_len, e->name);
+    return w < 0 || (size_t)w >= cap ? -1 : w;
+}
+
+int agent_cursor_key_line(const agent_ckey *k, char *out, size_t cap)
+{
+    int w;
+
+    if (name_ok(k->name))
+        return -1;
+    w = snprintf(out, cap, "k %llu %llu %llu %llu %u %s\n",
+                 (unsigned long long)k->next_file,
+                 (unsigned long long)k->next_seq,
+                 (unsigned long long)k->lost_files,
+                 (unsigned long long)k->lost_lines, k->flags, k->name);
+    return w < 0 || (size_t)w >= cap ? -1 : w;
+}
+
+/* magic + body + end line into a malloc'd buffer. */
+static int wrap_body(const char *body, size_t blen, size_t n, size_t nk,
+                     char **buf, size_t *len)
+{
+    size_t magic = sizeof(CURSOR_MAGIC2) - 1, cap = magic + blen + 96;
+    char *b;
+    int w;
+
+    if (cap > CURSOR_FILE_MAX)
         return GPUFL_ETOOBIG;
-    cap = magic + lines * CURSOR_LINE_MAX + 96;
     b = malloc(cap);
     if (!b)
         return GPUFL_ENOMEM;
     memcpy(b, CURSOR_MAGIC2, magic);
-    pos = magic;
-    for (size_t i = 0; i < lines; i++) {
-        int w;
-        const char *name =
-            i < cur->n ? cur->e[i].name : cur->k[i - cur->n].name;
-        size_t nl = strnlen(name, CURSOR_NAME_MAX + 1);
-        if (nl == 0 || nl > CURSOR_NAME_MAX || memchr(name, '\n', nl)) {
-            free(b);
-            return GPUFL_EINVAL;
-        }
-        if (i < cur->n) {
-            const agent_centry *e = &cur->e[i];
-            w = snprintf(b + pos, cap - pos,
-                         "f %016llx %u %llu %llu %llu %u %016llx %u %s\n",
-                         (unsigned long long)e->fp, e->fp_len,
-                         (unsigned long long)e->dev, (unsigned long long)e->ino,
-                         (unsigned long long)e->off, e->flags,
-                         (unsigned long long)e->mark, e->mark_len, e->name);
-        } else {
-            const agent_ckey *k = &cur->k[i - cur->n];
-            w = snprintf(b + pos, cap - pos, "k %llu %llu %llu %llu %u %s\n",
-                         (unsigned long long)k->next_file,
-                         (unsigned long long)k->next_seq,
-                         (unsigned long long)k->lost_files,
-                         (unsigned long long)k->lost_lines, k->flags, k->name);
-        }
-        if (w < 0 || (size_t)w >= cap - pos) {
-            free(b);
-            return GPUFL_EINVAL;
-        }
-        pos += (size_t)w;
-    }
-    {
-        uint64_t sum = agent_fp(b, pos);
-        int w = snprintf(b + pos, cap - pos, "end %zu %zu %016llx\n", cur->n,
-                         cur->nk, (unsigned long long)sum);
-        if (w < 0 || (size_t)w >= cap - pos) {
-            free(b);
-            return GPUFL_EINVAL;
-        }
-        pos += (size_t)w;
+    memcpy(b + magic, body, blen);
+    w = snprintf(b + magic + blen, cap - magic - blen, "end %zu %zu %016llx\n",
+                 n, nk, (unsigned long long)agent_fp(b, magic + blen));
+    if (w < 0 || (size_t)w >= cap - magic - blen) {
+        free(b);
+        return GPUFL_EINVAL;
     }
     *buf = b;
-    *len = pos;
+    *len = magic + blen + (size_t)w;
     return 0;
+}
+
+int agent_cursor_format(const agent_cursor *cur, char **buf, size_t *len)
+{
+    size_t lines = cur->n + cur->nk, cap, pos = 0;
+    char *body;
+    int rc;
+
+    if (lines > (CURSOR_FILE_MAX - 128) / CURSOR_LINE_MAX)
+        return GPUFL_ETOOBIG;
+    cap = lines * CURSOR_LINE_MAX + 1;
+    body = malloc(cap);
+    if (!body)
+        return GPUFL_ENOMEM;
+    for (size_t i = 0; i < lines; i++) {
+        int w = i < cur->n
+                    ? agent_cursor_entry_line(&cur->e[i], body + pos, cap - pos)
+                    : agent_cursor_key_line(&cur->k[i - cur->n], body + pos,
+                                            cap - pos);
+        if (w < 0) {
+            free(body);
+            return GPUFL_EINVAL;
+        }
+        pos += (size_t)w;
+    }
+    rc = wrap_body(body, pos, cur->n, cur->nk, buf, len);
+    free(body);
+    return rc;
 }
 
 int agent_cursor_load(const char *path, agent_cursor *cur, int *missing,
@@ -413,17 +442,12 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int agent_cursor_save(const char *path, const agent_cursor *cur)
+/* Writes buf[0, len) to path atomically. */
+static int save_bytes(const char *path, char *buf, size_t len)
 {
     char tmp[4200], dir[4200];
-    char *buf = NULL;
-    size_t len;
-    int fd = -1, rc;
+    int fd = -1, rc = GPUFL_EIO;
 
-    rc = agent_cursor_format(cur, &buf, &len);
-    if (rc)
-        return rc;
-    rc = GPUFL_EIO;
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
         goto out;
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -451,4 +475,27 @@ out:
         unlink(tmp);
     free(buf);
     return rc;
+}
+
+int agent_cursor_save(const char *path, const agent_cursor *cur)
+{
+    char *buf = NULL;
+    size_t len;
+    int rc = agent_cursor_format(cur, &buf, &len);
+
+    if (rc)
+        return rc;
+    return save_bytes(path, buf, len);
+}
+
+int agent_cursor_save_body(const char *path, const char *body, size_t blen,
+                           size_t n, size_t nk)
+{
+    char *buf = NULL;
+    size_t len;
+    int rc = wrap_body(body, blen, n, nk, &buf, &len);
+
+    if (rc)
+        return rc;
+    return save_bytes(path, buf, len);
 }

@@ -52,6 +52,8 @@
 
 #define CURSOR_FP_MAX 1024
 #define CURSOR_NAME_MAX 255
+/* One formatted entry: prefix, two hex fields, up to 7 numbers, the name. */
+#define CURSOR_LINE_MAX (2 + 2 * 17 + 7 * 21 + CURSOR_NAME_MAX + 8)
 /* A cursor file larger than this is refused (about 200k entries). */
 #define CURSOR_FILE_MAX (64u << 20)
 
@@ -111,6 +113,13 @@ int agent_cursor_parse(const char *buf, size_t len, agent_cursor *cur,
  * cannot be stored) / GPUFL_ETOOBIG. */
 int agent_cursor_format(const agent_cursor *cur, char **buf, size_t *len);
 
+/* One formatted "f" or "k" line with its '\n' into out (cap bytes):
+ * its length, or -1 (a name that cannot be stored, or no room).  Lines
+ * from these, back to back ("f" lines first), make the body that
+ * agent_cursor_save_body() completes. */
+int agent_cursor_entry_line(const agent_centry *e, char *out, size_t cap);
+int agent_cursor_key_line(const agent_ckey *k, char *out, size_t cap);
+
 /*
  * Loads path into *cur.  0 (possibly empty when the file does not exist,
  * *missing = 1); GPUFL_EPARSE/ETOOBIG/EIO with a reason in err.
@@ -121,5 +130,10 @@ int agent_cursor_load(const char *path, agent_cursor *cur, int *missing,
 /* Writes path atomically (mode 0600): path.tmp, fsync, rename, fsync the
  * folder.  Returns 0 or a gpufl_err (errno set for GPUFL_EIO). */
 int agent_cursor_save(const char *path, const agent_cursor *cur);
+/* The same from a body of n "f" and nk "k" lines (borrowed): the magic
+ * and the end line are added.  Lets a caller keep the lines of entries
+ * that did not change instead of formatting every entry every time. */
+int agent_cursor_save_body(const char *path, const char *body, size_t blen,
+                           size_t n, size_t nk);
 
 #endif

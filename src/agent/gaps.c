@@ -119,6 +119,7 @@ void agent_keys_prune(agent_ctx *c)
         if (c->keys[i]->nfiles) {
             c->keys[keep++] = c->keys[i];
         } else {
+            free(c->keys[i]->cline);
             free(c->keys[i]);
             c->cursor_dirty = 1;
         }

@@ -156,6 +156,7 @@ int main(int argc, char **argv)
                 "gpufl-agent: inotify unavailable (%s); polling "
                 "every %llu ms\n",
                 strerror(errno), (unsigned long long)cfg.poll_ms);
+    agent_watch_kinds(&c);
     rc = agent_run(&c) ? 1 : 0;
     if (cfg.stats_s)
         agent_stats_line(&c);
@@ -167,9 +168,13 @@ done:
     for (size_t i = 0; i < c.nfiles; i++)
         agent_file_free(c.files[i]);
     free(c.files);
-    for (size_t i = 0; i < c.nkeys; i++)
+    free(c.act);
+    for (size_t i = 0; i < c.nkeys; i++) {
+        free(c.keys[i]->cline);
         free(c.keys[i]);
+    }
     free(c.keys);
+    free(c.cbody);
     agent_cursor_release(&c.pend);
     free(c.pend_keyfp);
     agent_rcache_free(&c);

@@ -107,15 +107,16 @@ static int same_head(const unsigned char *a, uint32_t al,
            memcmp(a, b, m) == 0;
 }
 
+/* Files of one stream together, oldest first.  Streams are ordered by
+ * their key's address: any order of streams will do (they are served
+ * round-robin), and this one needs no string compare. */
 static int file_cmp(const void *pa, const void *pb)
 {
     const agent_file *a = *(agent_file *const *)pa;
     const agent_file *b = *(agent_file *const *)pb;
-    int k = a->k == b->k ? 0 : strcmp(a->k->name, b->k->name);
-    if (k)
-        return k;
-    if (a->folder != b->folder)
-        return a->folder < b->folder ? -1 : 1;
+
+    if (a->k != b->k)
+        return (uintptr_t)a->k < (uintptr_t)b->k ? -1 : 1;
     if (a->n != b->n)
         return a->n < b->n ? -1 : 1;
     /* two live files of one stream: the one renamed away that no scan
@@ -146,8 +147,8 @@ static agent_file *file_new(agent_ctx *c)
     return f;
 }
 
-static void set_name(agent_file *f, const char *dir, const char *name,
-                     uint32_t n, int zst, uint64_t size)
+static void set_name(agent_ctx *c, agent_file *f, const char *dir,
+                     const char *name, uint32_t n, int zst, uint64_t size)
 {
     char buf[4600];
 
@@ -165,12 +166,14 @@ static void set_name(agent_file *f, const char *dir, const char *name,
         free(f->path);
         f->path = p;
         f->name = p + strlen(dir) + 1;
+        c->scan_changed = 1;
     }
     f->zst = zst;
     if (n != AGENT_LIVE && !f->final) {
         /* renamed: one more read picks up the writer's last flush */
         f->final = 1;
         f->idle = 0;
+        c->scan_changed = 1;
     }
     f->n = n;
     if (!zst && size != UINT64_MAX)
@@ -396,7 +399,7 @@ static void scan_new(agent_ctx *c, int fi, const char *dir, const char *name,
             continue;
         if ((f->fd >= 0 && f->ino == tmp.ino && f->dev == tmp.dev) ||
             same_head(f->head, f->head_len, tmp.head, tmp.head_len)) {
-            set_name(f, dir, name, n, zst, tmp.size);
+            set_name(c, f, dir, name, n, zst, tmp.size);
             if (f->fd < 0 && f->zst == zst) {
                 f->dev = tmp.dev;
                 f->ino = tmp.ino;
@@ -425,7 +428,8 @@ static void scan_new(agent_ctx *c, int fi, const char *dir, const char *name,
     f->size = tmp.size;
     memcpy(f->head, tmp.head, tmp.head_len);
     f->head_len = tmp.head_len;
-    set_name(f, dir, name, n, zst, tmp.size);
+    c->scan_changed = 1;
+    set_name(c, f, dir, name, n, zst, tmp.size);
     if (!f->path) { /* out of memory: forget it until the next scan */
         c->nfiles--;
         agent_file_free(f);
@@ -478,12 +482,39 @@ static agent_file *ix_find(const ino_ix *ix, size_t n, uint64_t ino, int fi,
     return best;
 }
 
-static int scan_folder(agent_ctx *c, int fi, const ino_ix *ix, size_t nix)
+/* The inode index, made the first time a scan needs it: a scan of a
+ * folder whose names did not change needs none. */
+typedef struct scan_ix {
+    ino_ix *ix;
+    size_t n;
+    int made, failed;
+} scan_ix;
+
+static int ix_make(agent_ctx *c, scan_ix *x)
+{
+    if (x->made)
+        return x->failed ? -1 : 0;
+    x->made = 1;
+    x->n = c->nfiles;
+    x->ix = malloc((x->n ? x->n : 1) * sizeof *x->ix);
+    if (!x->ix) {
+        x->failed = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < x->n; i++) {
+        x->ix[i].ino = c->files[i]->ino;
+        x->ix[i].f = c->files[i];
+    }
+    qsort(x->ix, x->n, sizeof *x->ix, ix_cmp);
+    return 0;
+}
+
+static int scan_folder(agent_ctx *c, int fi, scan_ix *x)
 {
     const char *dir = c->cfg->folder[fi];
     DIR *d = opendir(dir);
     struct dirent *de;
-    int dfd;
+    int dfd, rc = 0;
     /* without inotify nothing says a name was re-created: check the
      * closed files' stats on every scan */
     int suspect_all = c->inotify_fd < 0 || c->watch_lost;
@@ -501,6 +532,16 @@ static int scan_folder(agent_ctx *c, int fi, const ino_ix *ix, size_t nix)
         uint32_t n;
         agent_file *f;
 
+        /* the usual entry: a name the agent knows, on the same inode, and
+         * nothing says it was re-created (or the file is held open) */
+        f = agent_watch_find(c, fi, de->d_name);
+        if (f && f->ino == (uint64_t)de->d_ino &&
+            (f->fd >= 0 || (!f->touched && !suspect_all))) {
+            f->seen = 1;
+            f->missed = 0;
+            f->gone = 0;
+            continue;
+        }
         if (agent_name_parse(de->d_name, key, sizeof key, &stream, &n, &zst))
             continue;
         if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN) {
@@ -510,9 +551,13 @@ static int scan_folder(agent_ctx *c, int fi, const ino_ix *ix, size_t nix)
         }
         if (c->nskip && skip_find(c, fi, de->d_name, (uint64_t)de->d_ino))
             continue;
+        if (ix_make(c, x)) {
+            rc = GPUFL_ENOMEM;
+            break;
+        }
         /* d_ino names the inode without a stat per entry; files of one
          * folder share its device */
-        f = ix_find(ix, nix, (uint64_t)de->d_ino, fi, key, zst, de->d_name);
+        f = ix_find(x->ix, x->n, (uint64_t)de->d_ino, fi, key, zst, de->d_name);
         if (f) {
             if (f->fd >= 0 ||
                 (!strcmp(f->name, de->d_name) && !f->touched && !suspect_all))
@@ -520,7 +565,7 @@ static int scan_folder(agent_ctx *c, int fi, const ino_ix *ix, size_t nix)
             else
                 r = verify_closed(c, f, dfd, dir, de->d_name);
             if (r > 0) {
-                set_name(f, dir, de->d_name, n, zst,
+                set_name(c, f, dir, de->d_name, n, zst,
                          f->fd < 0 && !zst ? f->vs_size : UINT64_MAX);
                 continue;
             }
@@ -531,7 +576,7 @@ static int scan_folder(agent_ctx *c, int fi, const ino_ix *ix, size_t nix)
                  (uint64_t)de->d_ino);
     }
     closedir(d);
-    return 0;
+    return rc;
 }
 
 int agent_scan_pending_init(agent_ctx *c)
@@ -587,38 +632,39 @@ void agent_scan_pending_done(agent_ctx *c)
 
 int agent_scan(agent_ctx *c)
 {
-    size_t keep = 0, nix = c->nfiles;
-    ino_ix *ix = malloc((nix ? nix : 1) * sizeof *ix);
-    int rc = 0;
+    size_t keep = 0;
+    scan_ix x = { NULL, 0, 0, 0 };
+    int rc = 0, again = 0;
 
-    if (!ix)
-        return GPUFL_ENOMEM;
-    for (size_t i = 0; i < c->nfiles; i++) {
+    for (size_t i = 0; i < c->nfiles; i++)
         c->files[i]->seen = 0;
-        ix[i].ino = c->files[i]->ino;
-        ix[i].f = c->files[i];
-    }
     for (size_t i = 0; i < c->nskip; i++)
         c->skip[i].seen = 0;
-    qsort(ix, nix, sizeof *ix, ix_cmp);
-    for (size_t fi = 0; fi < c->cfg->nfolder; fi++)
-        if (scan_folder(c, (int)fi, ix, nix))
-            rc = GPUFL_EIO;
-    free(ix);
+    c->scan_changed = 0;
+    for (size_t fi = 0; fi < c->cfg->nfolder; fi++) {
+        int r = scan_folder(c, (int)fi, &x);
+        if (r)
+            rc = r;
+    }
+    free(x.ix);
     for (size_t i = 0; i < c->nfiles; i++) {
         agent_file *f = c->files[i];
         if (f->seen || rc) {
             c->files[keep++] = f;
         } else if (f->fd >= 0 && !f->done) {
             /* deleted while open: the descriptor still reads it all */
-            if (!f->final)
+            if (!f->final) {
                 f->idle = 0;
+                c->scan_changed = 1;
+            }
             f->final = 1;
             c->files[keep++] = f;
         } else if (!f->gone && ++f->missed < 3) {
             /* readdir may miss a name renamed in during the scan (the
-             * client's .zst): believe a disappearance only when repeated */
+             * client's .zst): believe a disappearance only when repeated,
+             * soon */
             c->files[keep++] = f;
+            again = 1;
         } else {
             /* a file never read whose index is unknown (its head was
              * empty) is counted by the hole it leaves instead */
@@ -626,6 +672,7 @@ int agent_scan(agent_ctx *c)
                 (f->consumed || f->fidx_known || f->n != AGENT_LIVE))
                 agent_gap_vanished(c, f, f->size - f->consumed);
             c->cursor_dirty = 1;
+            c->scan_changed = 1;
             if (f->k)
                 f->k->nfiles--;
             agent_file_free(f);
@@ -642,13 +689,16 @@ int agent_scan(agent_ctx *c)
         c->nskip = sk;
         agent_keys_prune(c);
     }
-    /* files is NULL while nothing was ever found: qsort needs an array */
-    if (c->nfiles > 1)
-        qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
-    agent_watch_index(c);
+    if (c->scan_changed) {
+        /* files is NULL while nothing was ever found: qsort needs one */
+        if (c->nfiles > 1)
+            qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
+        agent_watch_index(c);
+        c->files_gen++;
+    }
     c->watch_lost = 0;
     c->scanned_ms = agent_now_ms();
-    c->scan_needed = 0;
+    c->scan_needed = again;
     if (!rc)
         c->nscans++;
     return rc;

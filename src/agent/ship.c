@@ -18,13 +18,15 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int batch_reserve(agent_file *f, size_t bytes)
+static int batch_reserve(agent_ctx *c, agent_file *f, size_t bytes)
 {
+    agent_batch_unpark(c, f);
     if (f->blen + bytes > f->bcap) {
         size_t cap = f->bcap ? f->bcap : 65536;
         char *g;
@@ -98,7 +100,7 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
         }
         return 0; /* blank lines carry nothing */
     }
-    if (batch_reserve(f, raw_len + 1))
+    if (batch_reserve(c, f, raw_len + 1))
         return -1; /* out of memory: leave the line for later, unconsumed */
     jsonl_doc_init(&d, c->tok, AGENT_TOKENS);
     rc = jsonl_doc_parse_obj(&d, line, n);
@@ -143,8 +145,10 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
     f->blen += raw_len;
     if (raw[raw_len - 1] != '\n') /* the last line of a final file */
         f->bbuf[f->blen++] = '\n';
-    if (f->bn == 0)
+    if (f->bn == 0) {
         f->bfirst_ms = agent_now_ms();
+        c->nheld++;
+    }
     f->bend[f->bn] = (uint32_t)f->blen;
     f->bfoff[f->bn] = end_off;
     f->bn++;
@@ -180,6 +184,8 @@ static int truncated(agent_ctx *c, agent_file *f)
     c->st.truncations++;
     f->rbase = f->rlen = f->rpos = 0;
     f->acked = f->consumed = 0;
+    if (f->bn)
+        c->nheld--;
     f->bn = 0;
     f->blen = 0;
     f->head_len = 0;
@@ -401,8 +407,10 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
 
     if (f->bn == 0 || now < c->backoff_until_ms)
         return 0;
+    /* lingering fills batches, but a thousand files each holding one is a
+     * thousand batches in memory: past AGENT_HELD_MAX, send at once */
     if (!batch_full(c, f) && !(f->eof && (c->cfg->once || f->final)) &&
-        now - f->bfirst_ms < c->cfg->linger_ms)
+        now - f->bfirst_ms < c->cfg->linger_ms && c->nheld <= AGENT_HELD_MAX)
         return 0;
     b.stream = f->stream;
     b.sid = f->sid;
@@ -422,6 +430,7 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         acked_all(c, f);
         f->bn = 0;
         f->blen = 0;
+        c->nheld--;
         if (c->fail_count)
             fprintf(stderr,
                     "gpufl-agent: sink is back after %" PRIu64
@@ -451,69 +460,6 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
     return 0;
 }
 
-void agent_cursor_commit(agent_ctx *c, int force)
-{
-    uint64_t now = agent_now_ms();
-    agent_cursor cur;
-    int rc;
-
-    if (!c->cursor_dirty)
-        return;
-    if (!force && now - c->cursor_saved_ms < c->cfg->cursor_sync_ms)
-        return;
-    memset(&cur, 0, sizeof cur);
-    cur.e = malloc((c->nfiles + 1) * sizeof *cur.e);
-    cur.k = malloc((c->nkeys + 1) * sizeof *cur.k);
-    if (!cur.e || !cur.k) {
-        agent_cursor_release(&cur);
-        return;
-    }
-    for (size_t i = 0; i < c->nfiles; i++) {
-        agent_file *f = c->files[i];
-        agent_centry *e = &cur.e[cur.n];
-        if ((!f->acked && !f->done) || !f->head_len)
-            continue;
-        e->fp = agent_fp(f->head, f->head_len);
-        e->fp_len = f->head_len;
-        e->dev = f->dev;
-        e->ino = f->ino;
-        e->off = f->acked;
-        e->flags = (f->done ? CURSOR_F_DONE : 0) |
-                   (f->archived ? CURSOR_F_ARCHIVED : 0);
-        e->mark = f->amark;
-        e->mark_len = f->amark_len <= f->acked ? f->amark_len : 0;
-        snprintf(e->name, sizeof e->name, "%s", f->name);
-        cur.n++;
-    }
-    for (size_t i = 0; i < c->nkeys; i++) {
-        const agent_key *k = c->keys[i];
-        agent_ckey *e = &cur.k[cur.nk];
-        if (!k->flags && !k->lost_files && !k->lost_lines)
-            continue;
-        e->next_file = k->next_file;
-        e->next_seq = k->next_seq;
-        e->lost_files = k->lost_files;
-        e->lost_lines = k->lost_lines;
-        e->flags = k->flags;
-        snprintf(e->name, sizeof e->name, "%s", k->name);
-        cur.nk++;
-    }
-    /* dead letters first: the cursor must not pass lines not yet kept */
-    agent_dead_sync(c);
-    rc = agent_cursor_save(c->cfg->cursor_file, &cur);
-    if (rc == 0) {
-        c->cursor_dirty = 0;
-        c->cursor_saved_ms = now;
-    } else {
-        fprintf(stderr, "gpufl-agent: cannot write cursor %s: %s\n",
-                c->cfg->cursor_file,
-                rc == GPUFL_EIO ? strerror(errno) : gpufl_strerror(rc));
-        /* not every round: the next try waits like a normal write */
-        c->cursor_saved_ms = now;
-    }
-    agent_cursor_release(&cur);
-}
-
 /* Settles a file with nothing in flight: commit dropped lines, finish. */
 static void settle(agent_ctx *c, agent_file *f)
 {
@@ -527,129 +473,27 @@ static void settle(agent_ctx *c, agent_file *f)
         f->idle = 0;
         c->cursor_dirty = 1;
         agent_file_close(f);
-        agent_batch_free(f);
+        agent_batch_park(c, f);
     }
 }
 
-/* Nothing left to do in --once mode? */
-static int drained(const agent_ctx *c)
+int agent_turn(agent_ctx *c, agent_file *f)
 {
-    for (size_t i = 0; i < c->nfiles; i++) {
-        const agent_file *f = c->files[i];
-        if (agent_archive_pending(c, f))
-            return 0;
-        if (f->done)
-            continue;
-        if (!f->eof || f->bn || f->acked != f->consumed)
-            return 0;
-    }
-    return 1;
-}
+    int moved = pump(c, f);
 
-/* An idle file on the poll timer: has anything changed?  One fstat. */
-static int idle_woken(const agent_file *f)
-{
-    struct stat st;
-
-    if (f->fd < 0)
-        return 1; /* its open failed: try again */
-    if (fstat(f->fd, &st))
-        return 1;
-    return (uint64_t)st.st_size != f->rbase + f->rlen;
-}
-
-/* One turn over the files: at most one file per stream, oldest first;
- * idle files only when written (inotify) or on the poll timer.  Returns
- * 1 if anything moved. */
-static int round_files(agent_ctx *c, int poll_due)
-{
-    const agent_key *last = NULL;
-    int moved = 0;
-
-    for (size_t i = 0; i < c->nfiles && !*c->stop; i++) {
-        agent_file *f = c->files[i];
-        int fm;
-
-        if (f->done || f->k == last)
-            continue;
-        last = f->k;
-        if (f->idle) {
-            if (!f->dirty && !(poll_due && idle_woken(f)))
-                continue;
-            f->idle = 0;
-        }
-        f->dirty = 0;
-        fm = pump(c, f);
-        fm |= maybe_send(c, f, agent_now_ms());
-        settle(c, f);
-        if (!fm && !f->done && !f->final && f->eof && !f->bn &&
-            f->acked == f->consumed && f->fd >= 0) {
-            /* read to its end with nothing in flight: it costs nothing
-             * until it is written again */
-            f->idle = 1;
-            agent_file_idle(c, f);
-        }
-        moved |= fm;
+    moved |= maybe_send(c, f, agent_now_ms());
+    settle(c, f);
+    if (!moved && !f->done && !f->final && f->eof && !f->bn &&
+        f->acked == f->consumed && f->fd >= 0) {
+        /* read to its end with nothing in flight: it costs nothing until
+         * it is written again */
+        f->idle = 1;
+        agent_file_idle(c, f);
+    } else if (!f->done) {
+        /* between turns a plain file keeps no read buffer (what was read
+         * ahead is read again next turn), and no empty batch */
+        agent_file_rest(c, f);
+        agent_batch_park(c, f);
     }
     return moved;
-}
-
-int agent_run(agent_ctx *c)
-{
-    const agent_cfg *cfg = c->cfg;
-    int first = 1;
-
-    c->stats_ms = agent_now_ms();
-    c->polled_ms = c->stats_ms;
-    for (;;) {
-        uint64_t now = agent_now_ms(), wait;
-        int moved = 0, poll_due;
-
-        if (first || (c->scan_needed && now - c->scanned_ms >= 100) ||
-            now - c->scanned_ms >= 2 * cfg->poll_ms) {
-            agent_scan(c);
-            first = 0;
-        }
-        poll_due = c->visit_all || now - c->polled_ms >= cfg->poll_ms;
-        if (poll_due) {
-            c->polled_ms = now;
-            c->visit_all = 0;
-        }
-        moved |= round_files(c, poll_due);
-        moved |= agent_archive_step(c);
-        agent_cursor_commit(c, 0);
-        if (cfg->stats_s && now - c->stats_ms >= cfg->stats_s * 1000) {
-            agent_stats_line(c);
-            c->stats_ms = now;
-        }
-        if (*c->stop)
-            break;
-        if (cfg->once && drained(c) && !c->scan_needed)
-            break;
-        if (moved)
-            continue;
-        now = agent_now_ms();
-        wait = c->polled_ms + cfg->poll_ms > now
-                   ? c->polled_ms + cfg->poll_ms - now
-                   : 0;
-        if (c->backoff_until_ms > now && c->backoff_until_ms - now < wait)
-            wait = c->backoff_until_ms - now;
-        for (size_t i = 0; i < c->nfiles; i++) {
-            agent_file *f = c->files[i];
-            if (f->bn && c->backoff_until_ms <= now) {
-                uint64_t due = f->bfirst_ms + cfg->linger_ms;
-                uint64_t w = due > now ? due - now : 0;
-                if (w < wait)
-                    wait = w;
-            }
-        }
-        if (c->scan_needed && wait > 100)
-            wait = 100;
-        if (cfg->once && c->cursor_dirty)
-            wait = 0;
-        if (wait)
-            agent_watch_wait(c, wait);
-    }
-    agent_cursor_commit(c, 1);
-    return 0;
 }

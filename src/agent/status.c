@@ -112,8 +112,10 @@ out:
     for (size_t i = 0; i < c.nfiles; i++)
         agent_file_free(c.files[i]);
     free(c.files);
-    for (size_t i = 0; i < c.nkeys; i++)
+    for (size_t i = 0; i < c.nkeys; i++) {
+        free(c.keys[i]->cline);
         free(c.keys[i]);
+    }
     free(c.keys);
     agent_cursor_release(&c.pend);
     free(c.pend_keyfp);

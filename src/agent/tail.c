@@ -149,33 +149,87 @@ void agent_file_free(agent_file *f)
         return;
     agent_file_close(f);
     free(f->path);
+    free(f->cline);
     agent_batch_free(f);
     free(f);
+}
+
+void agent_file_rest(agent_ctx *c, agent_file *f)
+{
+    if (f->rd_zst || !f->rbuf)
+        return;
+    /* the next read starts where this one would have: what was read ahead
+     * (a partial line included) is read again, a line being skipped is
+     * not */
+    if (f->skipping)
+        f->rbase += f->rlen;
+    else
+        f->rbase += f->rpos;
+    if (f->rcap == AGENT_CHUNK && c->nrcache < AGENT_RCACHE)
+        c->rcache[c->nrcache++] = f->rbuf;
+    else
+        free(f->rbuf);
+    f->rbuf = NULL;
+    f->rlen = f->rcap = f->rpos = 0;
+}
+
+void agent_batch_park(agent_ctx *c, agent_file *f)
+{
+    agent_bset *b;
+
+    if (f->bn || (!f->bbuf && !f->bend))
+        return;
+    if (c->nbcache == AGENT_BCACHE || f->bcap > AGENT_BCACHE_MAX) {
+        agent_batch_free(f);
+        return;
+    }
+    b = &c->bcache[c->nbcache++];
+    b->bbuf = f->bbuf;
+    b->bcap = f->bcap;
+    b->bend = f->bend;
+    b->bfoff = f->bfoff;
+    b->bcapn = f->bcapn;
+    f->bbuf = NULL;
+    f->bend = NULL;
+    f->bfoff = NULL;
+    f->blen = f->bcap = 0;
+    f->bcapn = 0;
+}
+
+void agent_batch_unpark(agent_ctx *c, agent_file *f)
+{
+    agent_bset *b;
+
+    if (f->bbuf || f->bend || !c->nbcache)
+        return;
+    b = &c->bcache[--c->nbcache];
+    f->bbuf = b->bbuf;
+    f->bcap = b->bcap;
+    f->bend = b->bend;
+    f->bfoff = b->bfoff;
+    f->bcapn = b->bcapn;
+    f->blen = 0;
+    f->bn = 0;
 }
 
 void agent_file_idle(agent_ctx *c, agent_file *f)
 {
     if (f->rd_zst || f->bn)
         return;
-    /* the next read starts where this one would have: a partial line is
-     * read again, a line being skipped is not */
-    if (f->skipping)
-        f->rbase += f->rlen;
-    else
-        f->rbase += f->rpos;
-    if (f->rbuf && f->rcap == AGENT_CHUNK && c->nrcache < AGENT_RCACHE)
-        c->rcache[c->nrcache++] = f->rbuf;
-    else
-        free(f->rbuf);
-    f->rbuf = NULL;
-    f->rlen = f->rcap = f->rpos = 0;
-    agent_batch_free(f);
+    agent_file_rest(c, f);
+    agent_batch_park(c, f);
 }
 
 void agent_rcache_free(agent_ctx *c)
 {
     while (c->nrcache)
         free(c->rcache[--c->nrcache]);
+    while (c->nbcache) {
+        agent_bset *b = &c->bcache[--c->nbcache];
+        free(b->bbuf);
+        free(b->bend);
+        free(b->bfoff);
+    }
 }
 
 void agent_mark_put(agent_file *f, const char *p, size_t n)

@@ -9,8 +9,10 @@
  * file known under it "touched": the next scan checks that it is still
  * the file the agent knew (inodes are recycled).  When the event queue
  * overflows, every closed file is checked and every idle file visited.
- * Folders on NFS give no events for remote writers: the poll timer
- * (--poll-ms) covers them.
+ * Folders on NFS (and other network file systems) give no events for
+ * remote writers: their idle files are visited every --poll-ms; those of
+ * local folders watched by inotify only every AGENT_IDLE_SLOW polls, as a
+ * safety net.
  */
 #include "agent/agent_int.h"
 
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static uint64_t name_hash(int folder, const char *name)
@@ -65,6 +68,36 @@ agent_file *agent_watch_find(const agent_ctx *c, int folder, const char *name)
             return f;
     }
     return NULL;
+}
+
+/* A file system where other machines write: inotify sees only this
+ * machine's writes there, so the poll timer is the only news of growth.
+ * (NFS, SMB/CIFS, FUSE, 9P, Ceph, AFS, Coda, GFS2, OCFS2, Lustre,
+ * OrangeFS.) */
+static int remote_fs(const char *dir)
+{
+    static const unsigned long magic[] = { 0x6969,     0x517B,     0xFF534D42,
+                                           0xFE534D42, 0x65735546, 0x01021997,
+                                           0x00c36400, 0x5346414F, 0x6B414653,
+                                           0x73757245, 0x01161970, 0x7461636f,
+                                           0x0BD00BD0, 0x13661366 };
+    struct statfs sf;
+
+    if (statfs(dir, &sf) != 0)
+        return 1; /* unknown: poll as for NFS */
+    for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+        if ((unsigned long)sf.f_type == magic[i])
+            return 1;
+    return 0;
+}
+
+void agent_watch_kinds(agent_ctx *c)
+{
+    c->any_remote = 0;
+    for (size_t i = 0; i < c->cfg->nfolder; i++) {
+        c->remote[i] = c->inotify_fd < 0 || remote_fs(c->cfg->folder[i]);
+        c->any_remote |= c->remote[i];
+    }
 }
 
 int agent_watch_open(agent_ctx *c)
@@ -126,8 +159,11 @@ static void on_event(agent_ctx *c, const struct inotify_event *ev)
     f = agent_watch_find(c, fi, ev->name);
     if (!f)
         return;
-    if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE))
+    if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) {
         f->dirty = 1;
+        if (f->idle)
+            agent_run_wake(c, f);
+    }
     if (ev->mask & (IN_CREATE | IN_MOVED_TO))
         f->touched = 1;
 }
