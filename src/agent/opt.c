@@ -94,8 +94,10 @@ static const opt_def agent_opts[] = {
     { "max-line-bytes", OT_U64, OFF(max_line_bytes), "1048576", 256, 67108864,
       NULL, 0, "Longer lines are dead-lettered." },
     { "poll-ms", OT_U64, OFF(poll_ms), "500", 10, 60000, NULL, 0,
-      "Longest sleep between looks at the folders (the NFS fallback when "
-      "inotify is silent)." },
+      "Polling interval: folders on network file systems (NFS, SMB, FUSE, "
+      "...) or without inotify are rescanned every 2 and their idle files "
+      "checked every 1; local folders watched by inotify every 10 (a "
+      "safety net)." },
     { "inotify", OT_BOOL, OFF(inotify), "true", 0, 0, NULL, 0,
       "Watch the folders with inotify; false = polling only (as on NFS)." },
     { "cursor-sync-ms", OT_U64, OFF(cursor_sync_ms), "100", 0, 60000, NULL, 0,

@@ -74,10 +74,10 @@ static int is_head(const agent_ctx *c, const agent_file *f)
         const agent_file *g = c->files[i];
         if (g->k != f->k)
             break;
-        if (!g->done)
+        if (!g->done && !g->gone)
             return 0;
     }
-    return !f->done;
+    return !f->done && !f->gone;
 }
 
 void agent_run_wake(agent_ctx *c, agent_file *f)
@@ -100,13 +100,14 @@ static int act_rebuild(agent_ctx *c, int fast, int slow)
 {
     const agent_key *last = NULL;
 
-    for (size_t i = 0; i < c->nact; i++)
-        c->act[i]->in_act = 0;
+    /* the old list may name files a scan has freed since: not read */
     c->nact = 0;
+    for (size_t i = 0; i < c->nfiles; i++)
+        c->files[i]->in_act = 0;
     for (size_t i = 0; i < c->nfiles; i++) {
         agent_file *f = c->files[i];
         f->pos = i;
-        if (f->done || f->k == last)
+        if (f->done || f->gone || f->k == last)
             continue;
         last = f->k;
         if ((!f->idle || f->dirty || visit_due(c, f, fast, slow)) &&
@@ -131,7 +132,7 @@ static int round_files(agent_ctx *c, int fast, int slow)
         agent_file *f = c->act[i];
         int fm;
 
-        if (f->done)
+        if (f->done || f->gone)
             goto drop;
         if (f->idle) {
             if (!f->dirty && !(visit_due(c, f, fast, slow) && idle_woken(f)))
@@ -157,7 +158,7 @@ static int round_files(agent_ctx *c, int fast, int slow)
         if (nzst != SIZE_MAX && f->fd >= 0 && f->rd_zst && fm)
             nzst++;
         moved |= fm;
-        if (f->done) {
+        if (f->done || f->gone) {
             /* the stream's next file is its head now: it takes its turn
              * in this round */
             size_t j = f->pos + 1;

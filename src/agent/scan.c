@@ -667,9 +667,13 @@ int agent_scan(agent_ctx *c)
             again = 1;
         } else {
             /* a file never read whose index is unknown (its head was
-             * empty) is counted by the hole it leaves instead */
+             * empty), or that is known to be gone (its inode or name
+             * holds another file), is counted by the hole it leaves in
+             * its stream's file indexes instead: that check looks for it
+             * by name first, this one could not */
             if (!f->done && f->consumed < f->size &&
-                (f->consumed || f->fidx_known || f->n != AGENT_LIVE))
+                (f->consumed ||
+                 (!f->gone && (f->fidx_known || f->n != AGENT_LIVE))))
                 agent_gap_vanished(c, f, f->size - f->consumed);
             c->cursor_dirty = 1;
             c->scan_changed = 1;

@@ -217,6 +217,15 @@ static void open_failed(agent_ctx *c, agent_file *f, int rc)
 
     f->idle = 1;
     c->scan_needed = 1;
+    if (f->consumed == 0 && (rc == GPUFL_EAGAIN || e == ENOENT)) {
+        /* its name holds another file now, or none: renamed or deleted.
+         * Nothing of it was read, so nothing is lost by forgetting it at
+         * once (the next scan takes it again under its new name; a file
+         * deleted unread shows as a hole in its stream's file indexes)
+         * instead of letting it hold up its stream for three scans */
+        f->gone = 1;
+        return;
+    }
     if (rc == GPUFL_EAGAIN) {
         /* another file under the name now: the scan checks its head */
         f->touched = 1;

@@ -120,5 +120,6 @@ out:
     agent_cursor_release(&c.pend);
     free(c.pend_keyfp);
     free(c.tok);
+    agent_watch_close(&c);
     return rc;
 }
