@@ -59,20 +59,69 @@ static int batch_full(const agent_ctx *c, const agent_file *f)
     return f->bn >= c->cfg->batch_lines || f->blen >= c->cfg->batch_bytes;
 }
 
+/* The members "seq" and "type" of a parsed line, by a walk over its
+ * first members (every gpufl line starts v, sid, st, seq, ts, type):
+ * per line this runs a million times a second, so no general lookup
+ * unless the walk misses them. */
+static void seq_type(jsonl_doc *d, uint32_t *seq, uint32_t *type)
+{
+    uint32_t t = 1;
+
+    *seq = *type = JSONL_NOTFOUND;
+    if (d->n == 0 || d->tok[0].type != JSONL_OBJECT)
+        return;
+    for (uint32_t m = 0; m < d->tok[0].n && m < 8 && t + 1 < d->n; m++) {
+        const jsonl_tok *k = &d->tok[t];
+        const char *s = d->line + k->off;
+        if (k->len == 3 && !memcmp(s, "seq", 3) && *seq == JSONL_NOTFOUND)
+            *seq = t + 1;
+        else if (k->len == 4 && !memcmp(s, "type", 4) &&
+                 *type == JSONL_NOTFOUND)
+            *type = t + 1;
+        if (*seq != JSONL_NOTFOUND && *type != JSONL_NOTFOUND)
+            return;
+        t = d->tok[t + 1].next;
+    }
+    if (*seq == JSONL_NOTFOUND)
+        *seq = jsonl_doc_findn(d, "seq", 3);
+    if (*type == JSONL_NOTFOUND)
+        *type = jsonl_doc_findn(d, "type", 4);
+}
+
+/* A plain non-negative integer token of up to 19 digits (every seq the
+ * client writes), else the general getter. */
+static int tok_seq(jsonl_doc *d, uint32_t t, uint64_t *out)
+{
+    const jsonl_tok *k;
+    uint64_t v = 0;
+
+    if (t >= d->n)
+        return -1;
+    k = &d->tok[t];
+    if (k->type != JSONL_NUMBER || k->flags || k->len > 19)
+        return jsonl_tok_u64(d, t, out);
+    for (uint32_t i = 0; i < k->len; i++)
+        v = v * 10 + (uint64_t)(d->line[k->off + i] - '0');
+    *out = v;
+    return 0;
+}
+
 /* What a parsed line says for continuity: its seq, whether it ends the
  * stream, and, at offset 0, the file's index. */
 static void line_facts(agent_ctx *c, agent_file *f, jsonl_doc *d,
                        uint64_t start)
 {
-    uint32_t t = jsonl_doc_find(d, "type");
+    uint32_t st, ty;
     uint64_t seq;
 
-    if (jsonl_tok_u64(d, jsonl_doc_find(d, "seq"), &seq) == 0) {
+    seq_type(d, &st, &ty);
+    if (tok_seq(d, st, &seq) == 0) {
         f->cons_seq = seq;
         f->cons_seq_known = 1;
     }
-    f->ended = jsonl_tok_type(d, t) == JSONL_STRING && d->tok[t].len == 11 &&
-               memcmp(d->line + d->tok[t].off, "session_end", 11) == 0;
+    f->ended = ty < d->n && d->tok[ty].type == JSONL_STRING &&
+               d->tok[ty].len == 11 &&
+               memcmp(d->line + d->tok[ty].off, "session_end", 11) == 0;
     if (start == 0)
         agent_gap_start(c, f);
 }
