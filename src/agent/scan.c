@@ -301,21 +301,33 @@ out:
     return rc;
 }
 
-/* Do the bytes before a cursor entry's offset still read as they did? */
-static int mark_agrees(const agent_file *f, const agent_centry *e)
+/* Do the bytes before a cursor entry's offset still read as they did?
+ * The last AGENT_MARK of them become f's marker for the checks while it
+ * is followed (ship.c, truncated()).  A plain file only. */
+static int mark_agrees(agent_file *f, const agent_centry *e)
 {
-    unsigned char b[CURSOR_MARK_MAX];
+    unsigned char
+        b[CURSOR_MARK_MAX > AGENT_MARK ? CURSOR_MARK_MAX : AGENT_MARK];
+    uint32_t want = e->mark_len > AGENT_MARK ? e->mark_len : AGENT_MARK;
     struct stat st;
     ssize_t n;
     int fd = agent_open_log(f->path, &st);
 
+    if (want > e->off)
+        want = (uint32_t)e->off;
     if (fd < 0)
         return 1; /* gone or unreadable: the open will tell */
     do {
-        n = pread(fd, b, e->mark_len, (off_t)(e->off - e->mark_len));
+        n = pread(fd, b, want, (off_t)(e->off - want));
     } while (n < 0 && errno == EINTR);
     close(fd);
-    return n == (ssize_t)e->mark_len && agent_fp(b, (size_t)n) == e->mark;
+    if (n != (ssize_t)want)
+        return !e->mark_len;
+    if (e->mark_len && agent_fp(b + want - e->mark_len, e->mark_len) != e->mark)
+        return 0;
+    f->mark_len = want < AGENT_MARK ? want : AGENT_MARK;
+    memcpy(f->mark, b + want - f->mark_len, f->mark_len);
+    return 1;
 }
 
 /* The cursor entry of a file found for the first time, if any. */
@@ -337,7 +349,7 @@ static void resume(agent_ctx *c, agent_file *f, uint64_t keyfp)
                         "(truncated); reading it again from the start\n",
                         f->path);
             c->st.truncations++;
-        } else if (!f->zst && e->mark_len && !mark_agrees(f, e)) {
+        } else if (!f->zst && e->off && !mark_agrees(f, e)) {
             if (!c->quiet)
                 fprintf(stderr,
                         "gpufl-agent: %s: the bytes before its shipped offset "

@@ -219,11 +219,21 @@ static int truncated(agent_ctx *c, agent_file *f)
     if (fstat(f->fd, &st))
         return 0;
     if ((uint64_t)st.st_size >= f->rbase + f->rlen) {
-        if (!f->head_len)
-            return 0;
-        n = pread(f->fd, head, f->head_len, 0);
-        if (n < 0 ||
-            (n == (ssize_t)f->head_len && !memcmp(head, f->head, f->head_len)))
+        int same = 1;
+        if (f->head_len) {
+            n = pread(f->fd, head, f->head_len, 0);
+            same = n < 0 || (n == (ssize_t)f->head_len &&
+                             !memcmp(head, f->head, f->head_len));
+        }
+        /* the offset marker: the bytes just before what was consumed
+         * (a file rewritten in place keeps its head but not these) */
+        if (same && f->mark_len && !f->skipping && f->consumed >= f->mark_len) {
+            n = pread(f->fd, head, f->mark_len,
+                      (off_t)(f->consumed - f->mark_len));
+            same = n < 0 || (n == (ssize_t)f->mark_len &&
+                             !memcmp(head, f->mark, f->mark_len));
+        }
+        if (same)
             return 0;
     }
     fprintf(stderr,

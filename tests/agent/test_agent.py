@@ -824,6 +824,51 @@ def case_many_files(work):
               % peaks[200])
 
 
+def case_marker(work):
+    """A file rewritten in place with the same first KiB: the head still
+    matches, the bytes before the shipped offset (the cursor's offset
+    marker) do not; the file is read again from the start instead of from
+    the old offset, so the new lines before that offset are shipped.  Both
+    while the agent is stopped (cursor) and while it follows (open file)."""
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs)
+    rec = Receiver(work)
+    rec.start()
+    agent = Agent(work, [logs], rec.url())
+    path = session_file(logs, SID_A, "device", range(100))
+    check(agent.once() == 0, "first run")
+    check(len(rec.received()) == 100, "first content")
+
+    def rewrite(keep, seqs):
+        """Lines after the first `keep` written over in place (no
+        truncation: the size never drops below what was read)."""
+        with open(path, "rb") as f:
+            old = f.read().split(b"\n")[:keep]
+        with open(path, "r+b") as f:
+            f.seek(len(b"\n".join(old) + b"\n"))
+            for q in seqs:
+                f.write(mkline(SID_A, "device", q, "y"))
+    # the first 15 lines (over 1 KiB) unchanged, the rest new and longer
+    rewrite(15, range(1000, 1200))
+    check(agent.once() == 0, "run after the rewrite")
+    got = rec.received()
+    miss = [q for q in range(1000, 1200) if (SID_A, "device", q) not in got]
+    check(not miss, "%d rewritten lines never arrived (first %s)"
+          % (len(miss), miss[:1]))
+    check("rewritten" in agent.stderr(), "the rewrite was not reported")
+    # and while it follows the file
+    before = len(agent.stderr())
+    agent.start()
+    wait_for(lambda: "stats read=" in agent.stderr()[before:], 10,
+             "the agent's first stats line")
+    rewrite(15, range(2000, 2300))
+    wait_for(lambda: all((SID_A, "device", q) in rec.received()
+                         for q in range(2000, 2300)), 30,
+             "the lines rewritten while it follows")
+    agent.stop()
+    check(rec.stats()["mismatch"] == 0, "a duplicate differed")
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
