@@ -47,9 +47,7 @@ static int idle_woken(const agent_file *f)
     return (uint64_t)st.st_size != f->rbase + f->rlen;
 }
 
-/* One turn over the files: at most one file per stream, oldest first;
- * idle files only when written (inotify) or on the poll timer.  Returns
- * 1 if anything moved. */
+/* Adds f to the list (once); 0, or -1 out of memory. */
 static int act_push(agent_ctx *c, agent_file *f)
 {
     if (f->in_act)

@@ -126,6 +126,16 @@ static void line_facts(agent_ctx *c, agent_file *f, jsonl_doc *d,
         agent_gap_start(c, f);
 }
 
+/* raw[0, raw_len), ending at file offset end_off, is taken. */
+static void consume(agent_ctx *c, agent_file *f, const char *raw,
+                    size_t raw_len, uint64_t end_off)
+{
+    c->st.read_lines++;
+    c->st.read_bytes += raw_len;
+    f->consumed = end_off;
+    agent_mark_put(f, raw, raw_len);
+}
+
 /* Checks one complete line and takes it: into the batch, or aside.
  * Returns -1 (nothing taken) when the batch cannot grow. */
 static int take_line(agent_ctx *c, agent_file *f, const char *raw,
@@ -137,10 +147,7 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
     int rc, parsed = 0;
 
     if (n == 0 || n > c->cfg->max_line_bytes) {
-        c->st.read_lines++;
-        c->st.read_bytes += raw_len;
-        f->consumed = end_off;
-        agent_mark_put(f, raw, raw_len);
+        consume(c, f, raw, raw_len, end_off);
         if (n) {
             char r[96];
             int k = snprintf(r, sizeof r, "line over %llu bytes",
@@ -170,10 +177,7 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
         if (agent_gap_hold(c, f))
             return -1; /* a file before it may still turn up */
     }
-    c->st.read_lines++;
-    c->st.read_bytes += raw_len;
-    f->consumed = end_off;
-    agent_mark_put(f, raw, raw_len);
+    consume(c, f, raw, raw_len, end_off);
     if (rc) {
         char r[160];
         int k = snprintf(r, sizeof r, "malformed JSON at byte %zu: %s",
