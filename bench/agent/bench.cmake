@@ -1,6 +1,9 @@
 # bench_agent: gpufl-agent shipping N events (~330 bytes, three streams)
-# to a loopback HTTP receiver: events/s, CPU-s per 1M events, peak RSS.
-# Prints figures; not a test.  Run: build/bin/bench_agent [events] [zstd|gzip|none]
+# to a loopback HTTP receiver: events/s, CPU-s per 1M events, peak RSS;
+# 'live': following a client-like writer that rotates and prunes (lines
+# written, shipped, reported lost); 'files': the same with 1,000 files in
+# the folder.  Prints figures; not a test.  Run: build/bin/bench_agent
+# [events] [zstd|gzip|none] | live [...] | files [...] (docs/agent.md)
 if(TARGET gpufl-agent)
   add_executable(bench_agent ${CMAKE_CURRENT_LIST_DIR}/bench_agent.c)
   gpufl_target(bench_agent)

@@ -14,6 +14,7 @@
 #include "agent/s3.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,9 +64,39 @@ static void head_field(const agent_file *f, const char *key, char *out,
             *p = '_';
 }
 
+/* Opens the temporary copy: 0600 (it holds the log's lines), never
+ * through a link planted at its name. */
+static FILE *tmp_open(const char *dst)
+{
+    int fd =
+        open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    FILE *f;
+
+    if (fd < 0)
+        return NULL;
+    f = fdopen(fd, "wb");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+static FILE *src_open(const char *src)
+{
+    struct stat st;
+    int fd = agent_open_log(src, &st);
+    FILE *f;
+
+    if (fd < 0)
+        return NULL;
+    f = fdopen(fd, "rb");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 static int compress_to(const char *src, const char *dst)
 {
-    FILE *in = fopen(src, "rbe"), *out = fopen(dst, "wbe");
+    FILE *in = src_open(src), *out = tmp_open(dst);
     ZSTD_CCtx *cx = ZSTD_createCCtx();
     size_t in_cap = AGENT_CHUNK, out_cap = ZSTD_CStreamOutSize();
     char *ib = malloc(in_cap), *ob = malloc(out_cap);

@@ -10,6 +10,8 @@
  * Invalid UTF-8 in a kept line is replaced by U+FFFD (jw.h), so the file
  * is always valid JSONL.  It is fsynced before the cursor moves past the
  * lines it holds: a crash may dead-letter a line twice, never lose it.
+ * It is created 0600: it holds log lines, which may say more than their
+ * folder's readers should see.
  */
 #include "agent/agent_int.h"
 
@@ -18,6 +20,7 @@
 #include <gpufl/gpufl.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,7 +52,11 @@ void agent_dead_put(agent_ctx *c, const agent_file *f, uint64_t off,
 
     c->st.dead_lines++;
     if (!c->dead) {
-        c->dead = fopen(c->dead_path, "ae");
+        int fd =
+            open(c->dead_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        c->dead = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (!c->dead && fd >= 0)
+            close(fd);
         if (!c->dead) {
             fprintf(stderr,
                     "gpufl-agent: cannot open dead-letter file %s: %s; the "

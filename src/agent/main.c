@@ -9,9 +9,13 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,8 +35,8 @@ static int load_cursor(agent_ctx *c)
 {
     char err[256];
     int missing;
-    int rc = agent_cursor_load(c->cfg->cursor_file, &c->pending, &c->npending,
-                               &missing, err, sizeof err);
+    int rc = agent_cursor_load(c->cfg->cursor_file, &c->pend, &missing, err,
+                               sizeof err);
 
     if (rc == GPUFL_EPARSE || rc == GPUFL_ETOOBIG) {
         char aside[4200];
@@ -54,7 +58,28 @@ static int load_cursor(agent_ctx *c)
                 c->cfg->cursor_file, err);
         return 1;
     }
-    return 0;
+    return agent_scan_pending_init(c) ? 1 : 0;
+}
+
+/*
+ * Process-wide resource settings.  Every followed file that is not
+ * finished keeps a descriptor (so its inode cannot be recycled under it):
+ * the soft open-files limit is raised to the hard one.  Buffers of 128 KiB
+ * and more (read buffers, large batches) are mmap'ed and go back to the
+ * system when freed; glibc would otherwise raise that threshold after the
+ * first free and keep idle files' memory in the heap.
+ */
+static void process_limits(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 }
 
 int main(int argc, char **argv)
@@ -82,6 +107,7 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    process_limits();
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
@@ -124,6 +150,7 @@ int main(int argc, char **argv)
                 "gpufl-agent: inotify unavailable (%s); polling "
                 "every %llu ms\n",
                 strerror(errno), (unsigned long long)cfg.poll_ms);
+    agent_watch_kinds(&c);
     rc = agent_run(&c) ? 1 : 0;
     if (cfg.stats_s)
         agent_stats_line(&c);
@@ -131,12 +158,20 @@ done:
     agent_sink_free(c.sink);
     agent_archive_close(&c);
     agent_dead_close(&c);
-    if (c.inotify_fd >= 0)
-        close(c.inotify_fd);
+    agent_watch_close(&c);
     for (size_t i = 0; i < c.nfiles; i++)
         agent_file_free(c.files[i]);
     free(c.files);
-    free(c.pending);
+    free(c.act);
+    for (size_t i = 0; i < c.nkeys; i++) {
+        free(c.keys[i]->cline);
+        free(c.keys[i]);
+    }
+    free(c.keys);
+    free(c.cbody);
+    agent_cursor_release(&c.pend);
+    free(c.pend_keyfp);
+    agent_rcache_free(&c);
     free(c.tok);
     free(c.tok_big);
     curl_global_cleanup();

@@ -166,8 +166,10 @@ static const opt_def agent_opts[] = {
       .def = "500",
       .min = 10,
       .max = 60000,
-      .help = "Longest sleep between looks at the folders (the NFS fallback "
-              "when inotify is silent)." },
+      .help = "Polling interval: folders on network file systems (NFS, SMB, "
+              "FUSE, ...) or without inotify are rescanned every 2 and their "
+              "idle files checked every 1; local folders watched by inotify "
+              "every 10 (a safety net)." },
     { .name = "inotify",
       .type = OPT_BOOL,
       OPT_F_SINT(T, inotify),

@@ -336,7 +336,9 @@ static int read_at(int fd, char *buf, size_t n, off_t off)
 int s3_put_file(s3_client *s, const char *key, const char *path, char *why,
                 size_t why_cap)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+    /* a log folder's file: never block on a FIFO, never follow a link */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW),
+        rc = -1;
     struct stat st;
     char *buf = NULL, *done = NULL, upload[512] = "", enc[1024], q[1200];
     size_t dlen = 0, dcap = 0;
@@ -345,6 +347,10 @@ int s3_put_file(s3_client *s, const char *key, const char *path, char *why,
 
     if (fd < 0 || fstat(fd, &st)) {
         snprintf(why, why_cap, "cannot open %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, why_cap, "%s is not a regular file", path);
         goto out;
     }
     size = (uint64_t)st.st_size;

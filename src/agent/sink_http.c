@@ -4,13 +4,21 @@
  * Bearer token, one keep-alive libcurl handle and a total time limit per
  * request.
  *
- * Answers (the server contract, docs/agent.md): 200 with
- * {"accepted","duplicate","rejected","errors":[{"line","reason"}]}; the
- * lines named in errors go to reject(), the rest are acknowledged.  413
- * and 400 split the batch in halves until the offending line is alone,
- * which is then rejected; 401/403/404 are configuration errors; 415 turns
- * compression off and retries; anything else (5xx, timeouts, refused
- * connections) is a plain retry.  The token never appears in messages.
+ * Answers (the server contract, docs/api.md, src/server/api_ingest.c):
+ * an acknowledgement is HTTP 200 with the JSON object
+ * {"errors":[{"line","reason"}...],"accepted":A,"duplicate":D,
+ * "rejected":R,...} where A + D + R is the number of lines sent; the lines
+ * named in errors (1-based, in order) go to reject(), the rest are
+ * acknowledged.  The server itemises at most 50 errors: when fewer than R
+ * are named, the lines after the last one named are sent again (the
+ * accepted ones come back as duplicates, the next rejected ones are
+ * named).  Anything else answered with a 2xx - an HTML page from a proxy
+ * or a wrong --url, an empty body, cut JSON, counts that do not add up -
+ * acknowledges nothing: a retry, like a 5xx.  413 and 400 split the batch
+ * in halves until the offending line is alone, which is then rejected;
+ * 401/403/404 are configuration errors; 415 turns compression off and
+ * retries; anything else (5xx, timeouts, refused connections) is a plain
+ * retry.  The token never appears in messages.
  */
 #include "agent/sink.h"
 
@@ -182,48 +190,131 @@ static long http_post(http_sink *h, int stream, const char *body, size_t n,
     return status;
 }
 
-/* Parses a 200 answer and rejects the lines it names (line K is 1-based
- * within the request, which starts at batch line `first`). */
-static void parse_answer(http_sink *h, uint32_t first, uint32_t count,
-                         agent_reject_fn reject, void *ctx)
+/* A short, printable excerpt of the answer for a message. */
+static void excerpt(const http_sink *h, char *out, size_t cap)
+{
+    size_t n = h->resp_len < 48 ? h->resp_len : 48, k = 0;
+
+    for (size_t i = 0; i < n && k + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)h->resp[i];
+        out[k++] = ch >= 0x20 && ch < 0x7f && ch != '"' ? (char)ch : '.';
+    }
+    out[k] = '\0';
+}
+
+/*
+ * Checks a 2xx answer for lines [0, count) of a request.  Returns 0 for an
+ * acknowledgement, after passing each line it names to reject() (request
+ * line K is batch line first + K - 1), with *named the number of errors
+ * named, *last the highest line named and *rejected the count R; or -1
+ * with the reason in why (nothing rejected then).
+ */
+static int parse_answer(http_sink *h, long status, uint32_t first,
+                        uint32_t count, agent_reject_fn reject, void *ctx,
+                        uint32_t *named, uint32_t *last, uint64_t *rejected,
+                        char *why, size_t why_cap)
 {
     jsonl_doc d;
-    uint32_t errs, t;
-    uint32_t need;
+    uint32_t errs, t, need;
+    uint64_t a, dup, r, prev = 0;
+    char ex[64];
 
-    if (h->resp_over || h->resp_len == 0)
-        return; /* 200 = committed; without details every line is acked */
+    *named = *last = 0;
+    if (status != 200) {
+        snprintf(why, why_cap,
+                 "HTTP %ld is not the server's acknowledgement (200 with "
+                 "its JSON counts); nothing is taken as shipped",
+                 status);
+        return -1;
+    }
+    if (h->resp_over) {
+        snprintf(why, why_cap, "HTTP 200 with an answer over %u bytes",
+                 HTTP_RESP_MAX);
+        return -1;
+    }
+    if (h->resp_len == 0) {
+        snprintf(why, why_cap,
+                 "HTTP 200 with an empty body, not an acknowledgement "
+                 "(check --url)");
+        return -1;
+    }
     need = (uint32_t)(h->resp_len / 2 + 8);
     if (need > h->tok_cap) {
         jsonl_tok *g = realloc(h->tok, need * sizeof *g);
-        if (!g)
-            return;
+        if (!g) {
+            snprintf(why, why_cap, "out of memory reading the answer");
+            return -1;
+        }
         h->tok = g;
         h->tok_cap = need;
     }
+    excerpt(h, ex, sizeof ex);
     jsonl_doc_init(&d, h->tok, h->tok_cap);
-    if (jsonl_doc_parse_obj(&d, h->resp, h->resp_len))
-        return;
+    if (jsonl_doc_parse_obj(&d, h->resp, h->resp_len)) {
+        snprintf(why, why_cap,
+                 "HTTP 200 with a body that is not a JSON object (\"%s\"...), "
+                 "not an acknowledgement: check --url (a proxy or another "
+                 "service may be answering)",
+                 ex);
+        return -1;
+    }
     errs = jsonl_doc_find(&d, "errors");
-    if (jsonl_tok_type(&d, errs) != JSONL_ARRAY)
-        return;
+    if (jsonl_tok_u64(&d, jsonl_doc_find(&d, "accepted"), &a) ||
+        jsonl_tok_u64(&d, jsonl_doc_find(&d, "duplicate"), &dup) ||
+        jsonl_tok_u64(&d, jsonl_doc_find(&d, "rejected"), &r) ||
+        jsonl_tok_type(&d, errs) != JSONL_ARRAY) {
+        snprintf(
+            why, why_cap,
+            "HTTP 200 with JSON that is not an acknowledgement (\"%s\"...: "
+            "no accepted, duplicate, rejected and errors)",
+            ex);
+        return -1;
+    }
+    if (a > count || dup > count || r > count || a + dup + r != count ||
+        d.tok[errs].n > r) {
+        snprintf(why, why_cap,
+                 "HTTP 200 accounting for %llu + %llu + %llu lines "
+                 "(accepted, duplicate, rejected) of %u sent, %u errors "
+                 "named: not an acknowledgement",
+                 (unsigned long long)a, (unsigned long long)dup,
+                 (unsigned long long)r, count, d.tok[errs].n);
+        return -1;
+    }
+    /* every error names a line of the request, in order, before any line
+     * is rejected */
     t = errs + 1;
     for (uint32_t i = 0; i < d.tok[errs].n; i++) {
         uint64_t line;
-        uint32_t r = jsonl_obj_find(&d, t, "reason");
-        uint32_t l = jsonl_obj_find(&d, t, "line");
-        if (jsonl_tok_type(&d, t) == JSONL_OBJECT &&
-            jsonl_tok_u64(&d, l, &line) == 0 && line >= 1 && line <= count) {
-            const char *why = "rejected";
-            size_t wl = 8;
-            if (jsonl_tok_type(&d, r) == JSONL_STRING) {
-                why = d.line + d.tok[r].off;
-                wl = d.tok[r].len;
-            }
-            reject(ctx, first + (uint32_t)line - 1, why, wl);
+        if (jsonl_tok_type(&d, t) != JSONL_OBJECT ||
+            jsonl_tok_u64(&d, jsonl_obj_find(&d, t, "line"), &line) ||
+            line <= prev || line > count) {
+            snprintf(why, why_cap,
+                     "HTTP 200 whose error %u names no line of the %u "
+                     "sent: not an acknowledgement",
+                     i + 1, count);
+            return -1;
         }
+        prev = line;
         t = d.tok[t].next;
     }
+    t = errs + 1;
+    for (uint32_t i = 0; i < d.tok[errs].n; i++) {
+        uint64_t line;
+        uint32_t rs = jsonl_obj_find(&d, t, "reason");
+        const char *rw = "rejected";
+        size_t wl = 8;
+        jsonl_tok_u64(&d, jsonl_obj_find(&d, t, "line"), &line);
+        if (jsonl_tok_type(&d, rs) == JSONL_STRING) {
+            rw = d.line + d.tok[rs].off;
+            wl = d.tok[rs].len;
+        }
+        reject(ctx, first + (uint32_t)line - 1, rw, wl);
+        t = d.tok[t].next;
+    }
+    *named = d.tok[errs].n;
+    *last = (uint32_t)prev;
+    *rejected = r;
+    return 0;
 }
 
 /* Sends lines [first, first + count) of b, splitting on 413 and 400. */
@@ -232,11 +323,14 @@ static agent_send_rc send_range(http_sink *h, const agent_batch *b,
                                 agent_reject_fn reject, void *ctx, char *why,
                                 size_t why_cap)
 {
-    size_t start = first ? b->end[first - 1] : 0;
-    size_t stop = b->end[first + count - 1];
     long st;
 
     for (;;) {
+        size_t start = first ? b->end[first - 1] : 0;
+        size_t stop = b->end[first + count - 1];
+        uint32_t named, last;
+        uint64_t rejected;
+
         st =
             http_post(h, b->stream, b->buf + start, stop - start, why, why_cap);
         if (st == 415 && h->enc != ENC_NONE) {
@@ -247,11 +341,25 @@ static agent_send_rc send_range(http_sink *h, const agent_batch *b,
             h->enc = ENC_NONE;
             continue;
         }
-        break;
-    }
-    if (st >= 200 && st < 300) {
-        parse_answer(h, first, count, reject, ctx);
-        return AGENT_SEND_OK;
+        if (st < 200 || st >= 300)
+            break;
+        if (parse_answer(h, st, first, count, reject, ctx, &named, &last,
+                         &rejected, why, why_cap))
+            return AGENT_SEND_RETRY;
+        if (named >= rejected)
+            return AGENT_SEND_OK;
+        if (named == 0 || last >= count) {
+            /* the server names errors in order, 50 at least: the lines it
+             * rejected cannot be told */
+            snprintf(why, why_cap,
+                     "HTTP 200 rejecting %llu lines but naming %u, none "
+                     "after line %u of %u: not an acknowledgement",
+                     (unsigned long long)rejected, named, last, count);
+            return AGENT_SEND_RETRY;
+        }
+        /* more rejected than named: the rest is after the last named */
+        first += last;
+        count -= last;
     }
     if (st == 413 || st == 400) {
         uint32_t half = count / 2;

@@ -6,6 +6,11 @@
  * The descriptor is kept open across the client's rename and across the
  * unlink that follows compression, so a rotated file is always read to
  * its end whatever the delay: the name may change, the inode does not.
+ *
+ * The folder is not trusted: every log file is opened O_NONBLOCK (a FIFO
+ * named like a log must not block the agent in open()), O_NOFOLLOW (a
+ * symlink is not followed to a file the agent may read but should not
+ * ship) and fstat'ed; anything but a regular file is refused.
  */
 #include "agent/agent_int.h"
 
@@ -18,23 +23,75 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int agent_open_log(const char *path, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+static uint64_t ts_ns(const struct timespec *t)
+{
+    return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+static void verified(agent_file *f, const struct stat *st)
+{
+    f->dev = (uint64_t)st->st_dev;
+    f->ino = (uint64_t)st->st_ino;
+    f->vs_size = (uint64_t)st->st_size;
+    f->vs_mtime = ts_ns(&st->st_mtim);
+    f->vs_ctime = ts_ns(&st->st_ctim);
+}
+
+/* Do the bytes at the start of fd agree with what f saw there? */
+static int head_agrees(agent_file *f, int fd)
+{
+    unsigned char head[CURSOR_FP_MAX];
+    ssize_t n;
+
+    if (!f->head_len)
+        return 1;
+    do {
+        n = pread(fd, head, f->head_len, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return 0;
+    return memcmp(head, f->head, (size_t)n) == 0;
+}
+
 int agent_file_open(agent_file *f)
 {
     struct stat st;
 
-    f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    f->fd = agent_open_log(f->path, &st);
     if (f->fd < 0)
-        return GPUFL_EIO;
+        return errno == EINVAL || errno == ELOOP ? GPUFL_EINVAL : GPUFL_EIO;
     /* the name may have moved to another file since the scan (rotation
-     * between scan and open): only the inode the scan saw will do */
-    if (fstat(f->fd, &st) != 0 || (f->ino && ((uint64_t)st.st_ino != f->ino ||
-                                              (uint64_t)st.st_dev != f->dev))) {
+     * between scan and open), or a deleted file's inode may have gone to
+     * a new one under the same name: only the inode the scan saw, with
+     * the head it had, will do */
+    if ((f->ino &&
+         ((uint64_t)st.st_ino != f->ino || (uint64_t)st.st_dev != f->dev)) ||
+        (!f->zst && !head_agrees(f, f->fd))) {
         close(f->fd);
         f->fd = -1;
         return GPUFL_EAGAIN;
     }
-    f->dev = (uint64_t)st.st_dev;
-    f->ino = (uint64_t)st.st_ino;
+    verified(f, &st);
     f->rd_zst = f->zst;
     f->rbase = f->consumed;
     f->rlen = f->rpos = 0;
@@ -56,8 +113,14 @@ int agent_file_open(agent_file *f)
 
 void agent_file_close(agent_file *f)
 {
-    if (f->fd >= 0)
+    struct stat st;
+
+    if (f->fd >= 0) {
+        /* what a later scan compares a closed file against */
+        if (fstat(f->fd, &st) == 0)
+            verified(f, &st);
         close(f->fd);
+    }
     f->fd = -1;
     ZSTD_freeDCtx(f->dz);
     f->dz = NULL;
@@ -68,16 +131,121 @@ void agent_file_close(agent_file *f)
     f->rlen = f->rcap = f->rpos = 0;
 }
 
+void agent_batch_free(agent_file *f)
+{
+    free(f->bbuf);
+    free(f->bend);
+    free(f->bfoff);
+    f->bbuf = NULL;
+    f->bend = NULL;
+    f->bfoff = NULL;
+    f->blen = f->bcap = 0;
+    f->bn = f->bcapn = 0;
+}
+
 void agent_file_free(agent_file *f)
 {
     if (!f)
         return;
     agent_file_close(f);
     free(f->path);
-    free(f->bbuf);
-    free(f->bend);
-    free(f->bfoff);
+    free(f->cline);
+    agent_batch_free(f);
     free(f);
+}
+
+void agent_file_rest(agent_ctx *c, agent_file *f)
+{
+    if (f->rd_zst || !f->rbuf)
+        return;
+    /* the next read starts where this one would have: what was read ahead
+     * (a partial line included) is read again, a line being skipped is
+     * not */
+    if (f->skipping)
+        f->rbase += f->rlen;
+    else
+        f->rbase += f->rpos;
+    if (f->rcap == AGENT_CHUNK && c->nrcache < AGENT_RCACHE)
+        c->rcache[c->nrcache++] = f->rbuf;
+    else
+        free(f->rbuf);
+    f->rbuf = NULL;
+    f->rlen = f->rcap = f->rpos = 0;
+}
+
+void agent_batch_park(agent_ctx *c, agent_file *f)
+{
+    agent_bset *b;
+
+    if (f->bn || (!f->bbuf && !f->bend))
+        return;
+    if (c->nbcache == AGENT_BCACHE || f->bcap > AGENT_BCACHE_MAX) {
+        agent_batch_free(f);
+        return;
+    }
+    b = &c->bcache[c->nbcache++];
+    b->bbuf = f->bbuf;
+    b->bcap = f->bcap;
+    b->bend = f->bend;
+    b->bfoff = f->bfoff;
+    b->bcapn = f->bcapn;
+    f->bbuf = NULL;
+    f->bend = NULL;
+    f->bfoff = NULL;
+    f->blen = f->bcap = 0;
+    f->bcapn = 0;
+}
+
+void agent_batch_unpark(agent_ctx *c, agent_file *f)
+{
+    agent_bset *b;
+
+    if (f->bbuf || f->bend || !c->nbcache)
+        return;
+    b = &c->bcache[--c->nbcache];
+    f->bbuf = b->bbuf;
+    f->bcap = b->bcap;
+    f->bend = b->bend;
+    f->bfoff = b->bfoff;
+    f->bcapn = b->bcapn;
+    f->blen = 0;
+    f->bn = 0;
+}
+
+void agent_file_idle(agent_ctx *c, agent_file *f)
+{
+    if (f->rd_zst || f->bn)
+        return;
+    agent_file_rest(c, f);
+    agent_batch_park(c, f);
+}
+
+void agent_rcache_free(agent_ctx *c)
+{
+    while (c->nrcache)
+        free(c->rcache[--c->nrcache]);
+    while (c->nbcache) {
+        agent_bset *b = &c->bcache[--c->nbcache];
+        free(b->bbuf);
+        free(b->bend);
+        free(b->bfoff);
+    }
+}
+
+void agent_mark_put(agent_file *f, const char *p, size_t n)
+{
+    if (n >= AGENT_MARK) {
+        memcpy(f->mark, p + n - AGENT_MARK, AGENT_MARK);
+        f->mark_len = AGENT_MARK;
+        return;
+    }
+    if (f->mark_len + n > AGENT_MARK) {
+        size_t keep = AGENT_MARK - n;
+        memmove(f->mark, f->mark + f->mark_len - keep, keep);
+        f->mark_len = (uint32_t)keep;
+    }
+    memcpy(f->mark + f->mark_len, p, n);
+    f->mark_len += (uint32_t)n;
 }
 
 /* Decompresses up to cap bytes into dst: >0 produced, 0 end, -1 error. */
@@ -134,6 +302,10 @@ long agent_file_fill(agent_ctx *c, agent_file *f)
         f->rlen -= f->rpos;
         f->rpos = 0;
     }
+    if (!f->rbuf && c->nrcache) {
+        f->rbuf = c->rcache[--c->nrcache];
+        f->rcap = AGENT_CHUNK;
+    }
     if (f->rcap - f->rlen < AGENT_CHUNK / 2 && f->rcap < limit) {
         size_t cap = f->rcap ? f->rcap * 2 : AGENT_CHUNK;
         char *g;
@@ -185,42 +357,64 @@ long agent_file_fill(agent_ctx *c, agent_file *f)
     }
 }
 
-int agent_file_head(agent_file *f)
+/* The first line of buf[0, n), if complete, into line (cap bytes). */
+static void first_line(const unsigned char *buf, size_t n, char *line,
+                       size_t cap, size_t *line_len)
 {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    const unsigned char *nl = memchr(buf, '\n', n < cap ? n : cap);
+
+    *line_len = 0;
+    if (nl) {
+        *line_len = (size_t)(nl - buf);
+        memcpy(line, buf, *line_len);
+    }
+}
+
+int agent_file_head(agent_file *f, char *line, size_t cap, size_t *line_len)
+{
     struct stat st;
+    unsigned char *buf;
+    size_t want = cap > CURSOR_FP_MAX ? cap : CURSOR_FP_MAX, got = 0;
+    int fd, rc = 0;
     ssize_t n;
 
     f->head_len = 0;
-    if (fd < 0)
-        return GPUFL_EIO;
+    *line_len = 0;
     /* identity and head from one descriptor: the name may be rotated
      * onto another file between a stat() and an open() */
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return GPUFL_EIO;
-    }
-    f->dev = (uint64_t)st.st_dev;
-    f->ino = (uint64_t)st.st_ino;
+    fd = agent_open_log(f->path, &st);
+    if (fd < 0)
+        return errno == EINVAL || errno == ELOOP ? GPUFL_EINVAL : GPUFL_EIO;
+    verified(f, &st);
     f->size = (uint64_t)st.st_size;
-    if (!f->zst) {
-        do {
-            n = pread(fd, f->head, CURSOR_FP_MAX, 0);
-        } while (n < 0 && errno == EINTR);
+    buf = malloc(want);
+    if (!buf) {
         close(fd);
-        if (n < 0)
-            return GPUFL_EIO;
-        f->head_len = (uint32_t)n;
-        return 0;
+        return GPUFL_ENOMEM;
     }
-    {
+    if (!f->zst) {
+        while (got < want) {
+            n = pread(fd, buf + got, want - got, (off_t)got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                rc = GPUFL_EIO;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+            /* the first line is usually short: stop at its end */
+            if (got >= CURSOR_FP_MAX && memchr(buf, '\n', got))
+                break;
+        }
+    } else {
         ZSTD_DCtx *dz = ZSTD_createDCtx();
         unsigned char in[16384];
-        size_t got = 0;
-        int rc = 0;
-        while (dz && got < CURSOR_FP_MAX) {
+        rc = dz ? 0 : GPUFL_ENOMEM;
+        while (dz && got < want) {
             ZSTD_inBuffer ib;
             n = read(fd, in, sizeof in);
+            if (n < 0 && errno == EINTR)
+                continue;
             if (n <= 0) {
                 rc = n < 0 ? GPUFL_EIO : 0;
                 break;
@@ -228,8 +422,8 @@ int agent_file_head(agent_file *f)
             ib.src = in;
             ib.size = (size_t)n;
             ib.pos = 0;
-            while (ib.pos < ib.size && got < CURSOR_FP_MAX) {
-                ZSTD_outBuffer ob = { f->head + got, CURSOR_FP_MAX - got, 0 };
+            while (ib.pos < ib.size && got < want) {
+                ZSTD_outBuffer ob = { buf + got, want - got, 0 };
                 if (ZSTD_isError(ZSTD_decompressStream(dz, &ob, &ib))) {
                     rc = GPUFL_EPARSE;
                     goto zdone;
@@ -238,15 +432,18 @@ int agent_file_head(agent_file *f)
                 if (ob.pos == 0 && ib.pos == ib.size)
                     break;
             }
+            if (got >= CURSOR_FP_MAX && memchr(buf, '\n', got))
+                break;
         }
     zdone:
-        if (!dz)
-            rc = GPUFL_ENOMEM;
         ZSTD_freeDCtx(dz);
-        close(fd);
-        f->head_len = (uint32_t)got;
-        return rc;
     }
+    close(fd);
+    f->head_len = (uint32_t)(got < CURSOR_FP_MAX ? got : CURSOR_FP_MAX);
+    memcpy(f->head, buf, f->head_len);
+    first_line(buf, got, line, cap, line_len);
+    free(buf);
+    return rc;
 }
 
 int agent_file_rotated(agent_file *f)
@@ -255,7 +452,7 @@ int agent_file_rotated(agent_file *f)
 
     if (f->zst || f->n != AGENT_LIVE)
         return 1;
-    if (stat(f->path, &st) != 0)
+    if (lstat(f->path, &st) != 0)
         return errno == ENOENT;
     return (uint64_t)st.st_ino != f->ino || (uint64_t)st.st_dev != f->dev;
 }
@@ -269,7 +466,8 @@ uint64_t agent_file_size(const char *path, int zst)
     long n;
 
     if (!zst)
-        return stat(path, &st) ? UINT64_MAX : (uint64_t)st.st_size;
+        return lstat(path, &st) || !S_ISREG(st.st_mode) ? UINT64_MAX
+                                                        : (uint64_t)st.st_size;
     memset(&tmp, 0, sizeof tmp);
     tmp.path = (char *)(uintptr_t)path;
     tmp.zst = 1;

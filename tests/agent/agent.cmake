@@ -26,6 +26,9 @@ if(TARGET gpufl-agent)
   set(GPUFL_AGENT_CASES e2e kill9 outage storm truncate deadletter
       corrupt_cursor cli status zst_restart)
   list(APPEND GPUFL_AGENT_CASES kafka kafka_down s3 server)
+  # issue 16: no silent loss
+  list(APPEND GPUFL_AGENT_CASES rotate_prune restart_prune ack hostile
+       many_files marker)
   foreach(case ${GPUFL_AGENT_CASES})
     add_test(NAME agent_${case}
       COMMAND ${Python3_EXECUTABLE} ${GPUFL_AGENT_TESTS}/test_agent.py ${case})

@@ -196,9 +196,10 @@ def wait_shipped(rec, folder, timeout=120):
     wait_for(arrived, timeout, "%d lines to arrive" % len(want))
 
 
-def train(folder, steps, speed, rotate=65536, zstd=True, wait=True):
+def train(folder, steps, speed, rotate=65536, zstd=True, wait=True, keep=0):
     env = dict(os.environ, GPUFL_ROTATE_BYTES=str(rotate),
-               GPUFL_ROTATE_ZSTD="1" if zstd else "0", GPUFL_ROTATE_KEEP="0")
+               GPUFL_ROTATE_ZSTD="1" if zstd else "0",
+               GPUFL_ROTATE_KEEP=str(keep))
     p = subprocess.Popen([os.path.join(BIN, "example_train"), "--steps",
                           str(steps), "--speed", str(speed), "--log-dir",
                           folder], env=env, stdout=subprocess.DEVNULL,
@@ -208,16 +209,58 @@ def train(folder, steps, speed, rotate=65536, zstd=True, wait=True):
     return p
 
 
-def workload(folder, threads, kernels, rotate=4096, zstd=True, wait=True):
+def workload(folder, threads, kernels, rotate=4096, zstd=True, wait=True,
+             keep=0):
     env = dict(os.environ, GPUFL_LOG_DIR=folder, GPUFL_ENGINES="host",
                GPUFL_ROTATE_BYTES=str(rotate),
-               GPUFL_ROTATE_ZSTD="1" if zstd else "0", GPUFL_ROTATE_KEEP="0")
+               GPUFL_ROTATE_ZSTD="1" if zstd else "0",
+               GPUFL_ROTATE_KEEP=str(keep))
     p = subprocess.Popen([os.path.join(BIN, "prog_workload"), str(threads),
                           str(kernels)], env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     if wait:
         check(p.wait(timeout=300) == 0, "prog_workload failed")
     return p
+
+
+def session_ends(folder):
+    """{(sid, st): lines} from the session_end line of every live file (the
+    client never prunes a live file, so this survives keep-K pruning)."""
+    ends = {}
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".log"):
+            continue
+        data = read_file(os.path.join(folder, name))
+        last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        e = json.loads(last)
+        check(e.get("type") == "session_end", "%s has no session_end" % name)
+        ends[(e["sid"], e["st"])] = e["lines"]
+    return ends
+
+
+def missing_by_stream(rec, ends):
+    """{(sid, st): [seq never received]} against session_end's line count."""
+    got = {}
+    for (sid, st, seq) in rec.received():
+        got.setdefault((sid, st), set()).add(seq)
+    return {k: sorted(set(range(n)) - got.get(k, set()))
+            for k, n in ends.items()
+            if got.get(k, set()) != set(range(n))}
+
+
+def wait_streams(rec, ends, timeout):
+    """Waits until every line 0..lines-1 of every stream arrived; on timeout
+    fails naming what is missing per stream."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if not missing_by_stream(rec, ends):
+            return
+        time.sleep(0.25)
+    miss = missing_by_stream(rec, ends)
+    check(False, "lines never arrived: %s" % "; ".join(
+        "%s %s: %d of %d missing (first %s)" % (sid[:8], st, len(m),
+                                                 ends[(sid, st)], m[:1])
+        for (sid, st), m in sorted(miss.items())))
 
 
 def mkline(sid, st, seq, typ="x", pad=0):

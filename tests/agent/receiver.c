@@ -6,8 +6,14 @@
  *
  * It fails on command, so tests can break it on purpose:
  *   POST /ctl  body "ok" | "503" | "hang" | "reject=SUBSTR" | "max=BYTES"
+ *              | "html" | "empty" | "cut" | "count" | "errmax=N"
  *   GET  /stats  {"lines","dups","mismatch","requests","rejected",...}
  * "hang" holds each request until the mode changes, then answers 503;
+ * "html", "empty", "cut" and "count" answer 200 without storing anything,
+ * with what is not an acknowledgement: a web page (a wrong URL, a proxy),
+ * no body, JSON cut short, counts one line short.  "errmax=N" names at
+ * most N errors and says how many more in "errors_truncated", as the
+ * server does (with 50);
  * "going down" is the test killing this process and starting another on
  * the same port with the same --out file (it reloads what it recorded).
  * "mismatch" counts re-sent lines whose bytes differ from the first copy:
@@ -48,6 +54,7 @@ static struct {
     char mode[64];
     char reject[256];
     size_t max_body;
+    uint64_t errmax;
     uint64_t lines, dups, mismatch, requests, rejected, bytes, status503;
     /* (sid, st, seq) hash -> line hash, open addressing; key 0 = empty */
     uint64_t *keys, *vals;
@@ -263,6 +270,8 @@ static enum MHD_Result control(struct MHD_Connection *c, const char *cmd,
         snprintf(R.reject, sizeof R.reject, "%.200s", b + 7);
     } else if (!strncmp(b, "max=", 4)) {
         R.max_body = (size_t)strtoull(b + 4, NULL, 10);
+    } else if (!strncmp(b, "errmax=", 7)) {
+        R.errmax = strtoull(b + 7, NULL, 10);
     } else {
         snprintf(R.mode, sizeof R.mode, "%.32s", b);
         R.reject[0] = '\0';
@@ -340,6 +349,28 @@ static enum MHD_Result ingest(struct MHD_Connection *c, const char *stream,
     if (rc < 0)
         return reply(c, 400, "{\"error\":\"bad encoding\"}", 24);
     body = rc == 0 ? dec : k->buf;
+    if (!strcmp(mode, "html") || !strcmp(mode, "empty") ||
+        !strcmp(mode, "cut") || !strcmp(mode, "count")) {
+        static const char html[] = "<!DOCTYPE html><html><body><h1>Welcome "
+                                   "to nginx!</h1></body></html>\n";
+        static const char cut[] = "{\"errors\":[],\"accepted\":1";
+        char b[160];
+        int n = 0;
+        for (const char *p = body;
+             (p = memchr(p, '\n', len - (size_t)(p - body))); p++)
+            cnt++;
+        if (!strcmp(mode, "count"))
+            n = snprintf(b, sizeof b,
+                         "{\"errors\":[],\"accepted\":%llu,\"duplicate\":0,"
+                         "\"rejected\":0}",
+                         (unsigned long long)(cnt ? cnt - 1 : 1));
+        free(dec);
+        if (!strcmp(mode, "html"))
+            return reply(c, 200, html, sizeof html - 1);
+        if (!strcmp(mode, "cut"))
+            return reply(c, 200, cut, sizeof cut - 1);
+        return reply(c, 200, b, (size_t)n);
+    }
     if (R.max_body && len > R.max_body) {
         free(dec);
         return reply(c, 413, "{\"error\":\"too big\"}", 19);
@@ -387,6 +418,8 @@ static enum MHD_Result ingest(struct MHD_Connection *c, const char *stream,
             why = "st does not match the URL", key = 0;
         if (!key) {
             rej++;
+            if (R.errmax && rej > R.errmax)
+                continue;
             if (rcap - rlen < 256) {
                 char *g = realloc(resp, rcap * 2);
                 if (!g)
@@ -424,9 +457,14 @@ static enum MHD_Result ingest(struct MHD_Connection *c, const char *stream,
     }
     rlen += (size_t)snprintf(
         resp + rlen, rcap - rlen,
-        "],\"accepted\":%llu,\"duplicate\":%llu,\"rejected\":%llu}",
+        "],\"accepted\":%llu,\"duplicate\":%llu,\"rejected\":%llu",
         (unsigned long long)acc, (unsigned long long)dup,
         (unsigned long long)rej);
+    if (R.errmax && rej > R.errmax)
+        rlen += (size_t)snprintf(resp + rlen, rcap - rlen,
+                                 ",\"errors_truncated\":%llu",
+                                 (unsigned long long)(rej - R.errmax));
+    rlen += (size_t)snprintf(resp + rlen, rcap - rlen, "}");
     ret = reply(c, 200, resp, rlen);
     free(resp);
     free(tok);

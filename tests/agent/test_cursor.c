@@ -27,89 +27,167 @@ static void mk_entries(agent_centry *e, size_t n)
         e[i].ino = 1000 + i;
         e[i].off = 12345 * (i + 1);
         e[i].flags = (uint32_t)(i % 4);
+        e[i].mark = 0xfedcba9876543210ull ^ i;
+        e[i].mark_len = (uint32_t)(i * 16 % (CURSOR_MARK_MAX + 1));
         snprintf(e[i].name, sizeof e[i].name,
                  "app.20261129-120000.abcd1234.device.log.%zu", i + 1);
     }
 }
 
+static void mk_keys(agent_ckey *k, size_t n)
+{
+    memset(k, 0, n * sizeof *k);
+    for (size_t i = 0; i < n; i++) {
+        k[i].next_file = 7 * i;
+        k[i].next_seq = 100000 * i + 3;
+        k[i].lost_files = i;
+        k[i].lost_lines = 1000 * i;
+        k[i].flags = (uint32_t)(i % 4);
+        snprintf(k[i].name, sizeof k[i].name, "app.20261129-120000.abcd1234.%s",
+                 i % 2 ? "scope" : "device");
+    }
+}
+
 static void test_roundtrip(void)
 {
-    agent_centry in[5], *out = NULL;
+    agent_centry in[5];
+    agent_ckey kin[3];
+    agent_cursor cur = { in, 5, kin, 3 }, out;
     char *buf = NULL, err[256];
-    size_t len, n;
+    size_t len;
 
     mk_entries(in, 5);
-    REQUIRE(agent_cursor_format(in, 5, &buf, &len) == 0);
-    REQUIRE(agent_cursor_parse(buf, len, &out, &n, err, sizeof err) == 0);
-    CHECK_EQ_U64(n, 5);
-    CHECK(memcmp(in, out, sizeof in) == 0);
-    free(out);
+    mk_keys(kin, 3);
+    REQUIRE(agent_cursor_format(&cur, &buf, &len) == 0);
+    CHECK(memcmp(buf, "gpufl-agent-cursor 2\n", 21) == 0);
+    REQUIRE(agent_cursor_parse(buf, len, &out, err, sizeof err) == 0);
+    CHECK_EQ_U64(out.n, 5);
+    CHECK_EQ_U64(out.nk, 3);
+    CHECK(memcmp(in, out.e, sizeof in) == 0);
+    CHECK(memcmp(kin, out.k, sizeof kin) == 0);
+    agent_cursor_release(&out);
     /* every single-byte change is refused (the checksum covers it) */
     for (size_t i = 0; i < len; i++) {
         int rc;
         buf[i] ^= 0x01;
-        rc = agent_cursor_parse(buf, len, &out, &n, err, sizeof err);
+        rc = agent_cursor_parse(buf, len, &out, err, sizeof err);
         if (rc == 0)
             fprintf(stderr, "accepted a flip at %zu\n", i);
-        CHECK(rc != 0 && out == NULL);
+        CHECK(rc != 0 && out.e == NULL && out.k == NULL);
         buf[i] ^= 0x01;
     }
     /* and every truncation */
     for (size_t i = 0; i < len; i++)
-        CHECK(agent_cursor_parse(buf, i, &out, &n, err, sizeof err) != 0);
+        CHECK(agent_cursor_parse(buf, i, &out, err, sizeof err) != 0);
     free(buf);
+}
+
+/* A version 1 cursor (before stream entries and offset markers) still
+ * loads: its entries, no marks, no streams. */
+static void test_v1(void)
+{
+    const char body[] = "gpufl-agent-cursor 1\n"
+                        "0123456789abcdef 1024 2049 131 65536 1 "
+                        "app.20261129-120000.abcd1234.device.log.1\n";
+    char buf[512], err[256];
+    agent_cursor out;
+    int n = snprintf(buf, sizeof buf, "%send 1 %016llx\n", body,
+                     (unsigned long long)agent_fp(body, sizeof body - 1));
+
+    REQUIRE(agent_cursor_parse(buf, (size_t)n, &out, err, sizeof err) == 0);
+    CHECK_EQ_U64(out.n, 1);
+    CHECK_EQ_U64(out.nk, 0);
+    CHECK_EQ_U64(out.e[0].off, 65536);
+    CHECK_EQ_U64(out.e[0].mark_len, 0);
+    CHECK_STR(out.e[0].name, "app.20261129-120000.abcd1234.device.log.1");
+    agent_cursor_release(&out);
+    /* a version 2 line in a version 1 file is refused */
+    n = snprintf(buf, sizeof buf,
+                 "gpufl-agent-cursor 1\nk 1 2 0 0 3 a.device\nend 0 %016llx\n",
+                 0ull);
+    CHECK(agent_cursor_parse(buf, (size_t)n, &out, err, sizeof err) ==
+          GPUFL_EPARSE);
 }
 
 static void test_bad_entries(void)
 {
-    agent_centry e, *out;
+    agent_centry e;
+    agent_ckey k;
+    agent_cursor cur = { &e, 1, NULL, 0 }, out;
     char *buf, err[256];
-    size_t len, n;
+    size_t len;
 
     mk_entries(&e, 1);
     memcpy(e.name, "a/b.device.log", 15);
-    CHECK(agent_cursor_format(&e, 1, &buf, &len) == 0);
+    CHECK(agent_cursor_format(&cur, &buf, &len) == 0);
     /* a '/' is refused at parse: names never hold one */
-    CHECK(agent_cursor_parse(buf, len, &out, &n, err, sizeof err) ==
-          GPUFL_EPARSE);
+    CHECK(agent_cursor_parse(buf, len, &out, err, sizeof err) == GPUFL_EPARSE);
     free(buf);
     mk_entries(&e, 1);
     e.fp_len = 10; /* shorter than the offset: ambiguous identity */
-    CHECK(agent_cursor_format(&e, 1, &buf, &len) == 0);
-    CHECK(agent_cursor_parse(buf, len, &out, &n, err, sizeof err) ==
-          GPUFL_EPARSE);
+    CHECK(agent_cursor_format(&cur, &buf, &len) == 0);
+    CHECK(agent_cursor_parse(buf, len, &out, err, sizeof err) == GPUFL_EPARSE);
     CHECK(strstr(err, "line 2") != NULL);
+    free(buf);
+    mk_entries(&e, 1);
+    e.mark_len = CURSOR_MARK_MAX + 1; /* a marker longer than its cap */
+    CHECK(agent_cursor_format(&cur, &buf, &len) == 0);
+    CHECK(agent_cursor_parse(buf, len, &out, err, sizeof err) == GPUFL_EPARSE);
+    free(buf);
+    mk_entries(&e, 1);
+    e.off = 3;
+    e.mark_len = 4; /* more marker bytes than bytes before the offset */
+    CHECK(agent_cursor_format(&cur, &buf, &len) == 0);
+    CHECK(agent_cursor_parse(buf, len, &out, err, sizeof err) == GPUFL_EPARSE);
+    free(buf);
+    /* a stream entry with unknown flags */
+    mk_keys(&k, 1);
+    k.flags = 4;
+    cur.e = NULL;
+    cur.n = 0;
+    cur.k = &k;
+    cur.nk = 1;
+    CHECK(agent_cursor_format(&cur, &buf, &len) == 0);
+    CHECK(agent_cursor_parse(buf, len, &out, err, sizeof err) == GPUFL_EPARSE);
+    CHECK(strstr(err, "stream entry") != NULL);
     free(buf);
 }
 
 static void test_save_load(void)
 {
-    agent_centry in[3], *out = NULL;
+    agent_centry in[3];
+    agent_ckey kin[2];
+    agent_cursor cur = { in, 3, kin, 2 }, out;
     char path[4200], err[256];
-    size_t n;
     int missing;
+    struct stat st;
     FILE *f;
 
     snprintf(path, sizeof path, "%s/cursor", tmpdir);
     unlink(path);
-    CHECK(agent_cursor_load(path, &out, &n, &missing, err, sizeof err) == 0);
-    CHECK(missing == 1 && n == 0);
+    CHECK(agent_cursor_load(path, &out, &missing, err, sizeof err) == 0);
+    CHECK(missing == 1 && out.n == 0 && out.nk == 0);
     mk_entries(in, 3);
-    REQUIRE(agent_cursor_save(path, in, 3) == 0);
+    mk_keys(kin, 2);
+    REQUIRE(agent_cursor_save(path, &cur) == 0);
     CHECK(access(path, F_OK) == 0);
+    /* the cursor says which files exist and how far they were read */
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
     {
         char tmp[4300];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         CHECK(access(tmp, F_OK) != 0);
     }
-    REQUIRE(agent_cursor_load(path, &out, &n, &missing, err, sizeof err) == 0);
-    CHECK(n == 3 && !missing && memcmp(in, out, sizeof in) == 0);
-    free(out);
+    REQUIRE(agent_cursor_load(path, &out, &missing, err, sizeof err) == 0);
+    CHECK(out.n == 3 && out.nk == 2 && !missing &&
+          memcmp(in, out.e, sizeof in) == 0 &&
+          memcmp(kin, out.k, sizeof kin) == 0);
+    agent_cursor_release(&out);
     f = fopen(path, "a");
     REQUIRE(f);
     fputs("junk\n", f);
     fclose(f);
-    CHECK(agent_cursor_load(path, &out, &n, &missing, err, sizeof err) ==
+    CHECK(agent_cursor_load(path, &out, &missing, err, sizeof err) ==
           GPUFL_EPARSE);
     unlink(path);
 }
@@ -151,6 +229,7 @@ int main(void)
     if (mkdir(tmpdir, 0700))
         return 1;
     RUN(test_roundtrip);
+    RUN(test_v1);
     RUN(test_bad_entries);
     RUN(test_save_load);
     RUN(test_names);
