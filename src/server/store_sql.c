@@ -388,7 +388,7 @@ static int migrate(sdb *db, char *eb, size_t ec)
 
 /* ---- pool, open, close ---- */
 
-sdb *sq_reader_get(sq_store *s)
+sdb *sq_reader_get(srv_store *s)
 {
     sdb *db = NULL;
 
@@ -409,7 +409,7 @@ sdb *sq_reader_get(sq_store *s)
     return db;
 }
 
-void sq_reader_put(sq_store *s, sdb *db)
+void sq_reader_put(srv_store *s, sdb *db)
 {
     pthread_mutex_lock(&s->rlock);
     for (unsigned i = 0; i < s->nr; i++)
@@ -419,9 +419,13 @@ void sq_reader_put(sq_store *s, sdb *db)
     pthread_mutex_unlock(&s->rlock);
 }
 
-static void sq_close(srv_store *bs)
+const char *srv_store_backend(const srv_store *s)
 {
-    sq_store *s = (sq_store *)bs;
+    return sdb_dialect(s->w) == SDB_POSTGRES ? "postgres" : "sqlite";
+}
+
+void srv_store_close(srv_store *s)
+{
 
     if (!s)
         return;
@@ -458,28 +462,6 @@ static void sq_close(srv_store *bs)
     free(s);
 }
 
-/* The same operations for both databases; only the name differs. */
-#define SQ_OPS(nm)                                                             \
-    {                                                                          \
-        .name = nm, .ingest = sq_ingest, .close = sq_close,                    \
-        .db_bytes = sq_db_bytes, .ping = sq_ping, .mark_stale = sq_mark_stale, \
-        .missing = sq_missing, .prune = sq_prune, .set_keep = sq_set_keep,     \
-        .key_add = sq_key_add, .key_list = sq_key_list,                        \
-        .key_revoke = sq_key_revoke, .key_lookup = sq_key_lookup,              \
-        .q_hosts = sq_q_hosts, .q_sessions = sq_q_sessions,                    \
-        .q_session = sq_q_session, .q_kernels = sq_q_kernels,                  \
-        .q_kernel_agg = sq_q_kernel_agg, .q_kernel = sq_q_kernel,              \
-        .q_timeline = sq_q_timeline, .q_copies = sq_q_copies,                  \
-        .q_scopes = sq_q_scopes, .q_profile = sq_q_profile,                    \
-        .q_system = sq_q_system, .q_compare = sq_q_compare,                    \
-        .q_fleet = sq_q_fleet, .q_verdicts = sq_q_verdicts,                    \
-        .memprof_put = sq_memprof_put, .q_memory = sq_q_memory,                \
-        .q_memprofs = sq_q_memprofs,                                           \
-    }
-
-static const srv_store_ops sq_ops = SQ_OPS("sqlite");
-static const srv_store_ops sq_ops_pg = SQ_OPS("postgres");
-
 /* PostgreSQL: per-connection settings, and the writer's staging tables
  * (session-local: a connection made again after a loss needs them again,
  * db.h sdb_set_setup) */
@@ -515,13 +497,12 @@ static int setup(sdb *db, int writer)
 int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
                    size_t ec)
 {
-    sq_store *s = calloc(1, sizeof(*s));
+    srv_store *s = calloc(1, sizeof(*s));
     int rc;
 
     *out = NULL;
     if (!s)
         return GPUFL_ENOMEM;
-    s->base.ops = &sq_ops;
     pthread_mutex_init(&s->wlock, NULL);
     pthread_mutex_init(&s->rlock, NULL);
     sq_health_init(s, url);
@@ -548,7 +529,6 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
         goto fail;
     sdb_set_watch(s->w, sq_health_watch, s);
     sdb_set_setup(s->w, pg_setup_writer);
-    s->base.ops = sdb_dialect(s->w) == SDB_POSTGRES ? &sq_ops_pg : &sq_ops;
     if (sdb_dialect(s->w) == SDB_POSTGRES &&
         !(s->pend = calloc(SQ_PEND_MAX, sizeof(*s->pend)))) {
         rc = GPUFL_ENOMEM;
@@ -616,9 +596,9 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
         if ((rc = setup(s->r[i], 0)) != 0)
             goto fail;
     }
-    *out = &s->base;
+    *out = s;
     return GPUFL_OK;
 fail:
-    sq_close(&s->base);
+    srv_store_close(s);
     return rc ? rc : GPUFL_EINTERNAL;
 }

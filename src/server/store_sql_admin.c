@@ -37,9 +37,8 @@ static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
 
 /* ---- maintenance, retention, keys ---- */
 
-uint64_t sq_db_bytes(srv_store *bs)
+uint64_t srv_store_db_bytes(srv_store *s)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     uint64_t v = 0;
@@ -61,9 +60,8 @@ uint64_t sq_db_bytes(srv_store *bs)
     return v;
 }
 
-int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
+int srv_store_mark_stale(srv_store *s, uint64_t stale_s, uint64_t heard_since)
 {
-    sq_store *s = (sq_store *)bs;
     long long now = (long long)time(NULL);
     char sql[160];
     int rc = GPUFL_OK;
@@ -95,7 +93,7 @@ int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
     return rc;
 }
 
-static int delete_session(sq_store *s, int64_t id)
+static int delete_session(srv_store *s, int64_t id)
 {
     char sql[96];
     int rc;
@@ -122,7 +120,7 @@ static int delete_session(sq_store *s, int64_t id)
 
 /* The oldest prunable session (by last line received, Unix s): its id and
  * *seen, or 0 if none. */
-static int64_t oldest(sq_store *s, int64_t before, int64_t *seen)
+static int64_t oldest(srv_store *s, int64_t before, int64_t *seen)
 {
     sdb_stmt *st = NULL;
     int64_t id = 0;
@@ -153,7 +151,7 @@ static int64_t oldest(sq_store *s, int64_t before, int64_t *seen)
     " ORDER BY p.end_ns, p.id LIMIT ?2"
 
 /* The end (ns) of the oldest prunable profile, or -1 if none. */
-static int64_t oldest_memprof(sq_store *s)
+static int64_t oldest_memprof(srv_store *s)
 {
     sdb_stmt *st = NULL;
     int64_t end = -1;
@@ -174,7 +172,7 @@ static int64_t oldest_memprof(sq_store *s)
 /* Deletes up to max prunable profiles that ended before end_ns, stacks
  * first, in one transaction; *n of them.  Both statements select the
  * same rows: the writer lock is held and the order is total. */
-static int delete_memprofs(sq_store *s, int64_t before_ns, int64_t max,
+static int delete_memprofs(srv_store *s, int64_t before_ns, int64_t max,
                            uint64_t *n)
 {
     static const char *const sql[] = {
@@ -204,7 +202,7 @@ static int delete_memprofs(sq_store *s, int64_t before_ns, int64_t max,
     return exec(s->w, "COMMIT");
 }
 
-static int delete_session_tx(sq_store *s, int64_t id)
+static int delete_session_tx(srv_store *s, int64_t id)
 {
     int rc = sdb_begin(s->w);
     if (!rc)
@@ -220,9 +218,8 @@ static int64_t cutoff_ns(int64_t now, uint64_t age_s)
     return (now - (int64_t)age_s) * 1000000000LL;
 }
 
-int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
+int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned)
 {
-    sq_store *s = (sq_store *)bs;
     int64_t now = (int64_t)time(NULL), id, seen = 0, mend;
     uint64_t mage = p->memprof_max_age_s ? p->memprof_max_age_s : p->max_age_s;
     uint64_t n_mem = 0, k;
@@ -244,7 +241,7 @@ int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
         pthread_mutex_unlock(&s->wlock);
         n_mem += k;
     }
-    while (!rc && p->max_db_bytes && sq_db_bytes(bs) > p->max_db_bytes) {
+    while (!rc && p->max_db_bytes && srv_store_db_bytes(s) > p->max_db_bytes) {
         pthread_mutex_lock(&s->wlock);
         id = oldest(s, INT64_MAX, &seen);
         mend = oldest_memprof(s);
@@ -279,7 +276,7 @@ int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
     return rc;
 }
 
-static int simple_update(sq_store *s, const char *sql, const char *text,
+static int simple_update(srv_store *s, const char *sql, const char *text,
                          int64_t v, int *changed)
 {
     sdb_stmt *st = NULL;
@@ -299,19 +296,17 @@ static int simple_update(sq_store *s, const char *sql, const char *text,
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-int sq_set_keep(srv_store *bs, const char *sid, int keep)
+int srv_store_set_keep(srv_store *s, const char *sid, int keep)
 {
     int changed = 0;
-    int rc = simple_update((sq_store *)bs,
-                           "UPDATE sessions SET keep=?1 WHERE sid=?2", sid,
+    int rc = simple_update(s, "UPDATE sessions SET keep=?1 WHERE sid=?2", sid,
                            keep, &changed);
     return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
 }
 
-int sq_key_add(srv_store *bs, const char *name, const char *role,
-               const char *prefix, const char *hash, int64_t *id)
+int srv_store_key_add(srv_store *s, const char *name, const char *role,
+                      const char *prefix, const char *hash, int64_t *id)
 {
-    sq_store *s = (sq_store *)bs;
     sdb_stmt *st = NULL;
     int rc;
 
@@ -341,9 +336,8 @@ static void col_text(sdb_stmt *st, int i, char *out, size_t cap)
     snprintf(out, cap, "%s", t ? (const char *)t : "");
 }
 
-int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
+int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     int rc;
@@ -369,7 +363,7 @@ int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
     return rc == SDB_DONE || rc == SDB_ROW || rc == 0 ? GPUFL_OK : sq_err(rc);
 }
 
-int sq_key_revoke(srv_store *bs, int64_t id)
+int srv_store_key_revoke(srv_store *s, int64_t id)
 {
     char sql[128];
     int changed = 0, rc;
@@ -377,13 +371,12 @@ int sq_key_revoke(srv_store *bs, int64_t id)
     snprintf(sql, sizeof(sql),
              "UPDATE keys SET revoked=%lld WHERE id=?1 AND revoked IS NULL",
              (long long)time(NULL));
-    rc = simple_update((sq_store *)bs, sql, NULL, id, &changed);
+    rc = simple_update(s, sql, NULL, id, &changed);
     return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
 }
 
-int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
+int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     int64_t id = 0, last = 0, now = (int64_t)time(NULL);

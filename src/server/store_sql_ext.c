@@ -108,14 +108,14 @@ static void ext_free_slot(struct sq_ext *x)
     memset(x, 0, sizeof(*x));
 }
 
-void sq_ext_reset(sq_store *s)
+void sq_ext_reset(srv_store *s)
 {
     for (size_t i = 0; s->ext && i < SQ_EXT_SESS; i++)
         ext_free_slot(&s->ext[i]);
     s->ndel = 0;
 }
 
-void sq_ext_release(sq_store *s)
+void sq_ext_release(srv_store *s)
 {
     sq_ext_reset(s);
     free(s->ext);
@@ -127,7 +127,7 @@ void sq_ext_release(sq_store *s)
 
 /* Loads side d of x's session from kext: the first K rows in the side's
  * order (rows past them are deleted: K shrank). */
-static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
+static int ext_load(srv_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
 {
     ext_heap *h = &x->h[d];
     sdb_stmt *st = s->ws[d ? WS_EXT_LOAD1 : WS_EXT_LOAD0];
@@ -173,7 +173,7 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
 /* The slot holding sess, or NULL; then *lru is the slot to load it into
  * (NULL when every slot was changed in this batch: those hold unwritten
  * keys and may not go). */
-static struct sq_ext *ext_find(sq_store *s, int64_t sess, struct sq_ext **lru)
+static struct sq_ext *ext_find(srv_store *s, int64_t sess, struct sq_ext **lru)
 {
     *lru = NULL;
     for (size_t i = 0; i < SQ_EXT_SESS; i++) {
@@ -190,7 +190,7 @@ static struct sq_ext *ext_find(sq_store *s, int64_t sess, struct sq_ext **lru)
  * server, on the same PostgreSQL, wrote it since), 0 when not, or a
  * negative gpufl_err.  Batches take turns (the advisory lock), so the
  * answer holds until COMMIT. */
-static int ext_stale(sq_store *s, const struct sq_ext *c)
+static int ext_stale(srv_store *s, const struct sq_ext *c)
 {
     sdb_stmt *st = s->ws[WS_EXT_VER];
     int64_t v = 0;
@@ -205,7 +205,7 @@ static int ext_stale(sq_store *s, const struct sq_ext *c)
     return v != c->ver;
 }
 
-static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
+static struct sq_ext *ext_get(srv_store *s, int64_t sess, int *rc)
 {
     struct sq_ext *x, *lru;
     uint64_t nk = 0;
@@ -270,7 +270,7 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
     return s->ext_last = x;
 }
 
-static int del_push(sq_store *s, int64_t sess, int d, const ext_key *k)
+static int del_push(srv_store *s, int64_t sess, int d, const ext_key *k)
 {
     if (s->ndel == s->del_cap) {
         size_t nc = s->del_cap ? 2 * s->del_cap : 1024;
@@ -284,7 +284,7 @@ static int del_push(sq_store *s, int64_t sess, int d, const ext_key *k)
     return GPUFL_OK;
 }
 
-int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq)
+int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq)
 {
     int rc;
     struct sq_ext *x = ext_get(s, sess, &rc);
@@ -315,7 +315,7 @@ int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq)
 
 /* SQLite: one prepared statement per key (an IN (VALUES ...) list made
  * SQLite compare every row of the range with every key). */
-static int key_step(sq_store *s, int w, int64_t sess, int d, int64_t dur,
+static int key_step(srv_store *s, int w, int64_t sess, int d, int64_t dur,
                     int64_t seq)
 {
     sdb_stmt *st = s->ws[w];
@@ -328,7 +328,7 @@ static int key_step(sq_store *s, int w, int64_t sess, int d, int64_t dur,
 
 /* PostgreSQL: runs sql (a chunk of keys as literals: a round trip per key
  * would cost more than the rest of the batch) and starts the next one. */
-static int chunk_run(sq_store *s, char *sql, size_t *len, size_t *n,
+static int chunk_run(srv_store *s, char *sql, size_t *len, size_t *n,
                      const char *tail, const char *head)
 {
     int rc = GPUFL_OK;
@@ -358,7 +358,7 @@ static void del_tail(char *tail, size_t cap, const sq_ext_del *e)
              (long long)e->sess, e->side);
 }
 
-static int flush_deletes(sq_store *s, char *sql)
+static int flush_deletes(srv_store *s, char *sql)
 {
     size_t len = 0, n = 0;
     int rc = GPUFL_OK;
@@ -401,7 +401,7 @@ static int flush_deletes(sq_store *s, char *sql)
     return rc;
 }
 
-int sq_ext_flush(sq_store *s)
+int sq_ext_flush(srv_store *s)
 {
     static const char head[] = "INSERT INTO kext(sess, side, dur, seq) VALUES ";
     static const char tail[] = " ON CONFLICT DO NOTHING";

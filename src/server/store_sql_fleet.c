@@ -22,7 +22,7 @@
 #define FLEET_TOKENS 4096
 #define FLEET_KEY_MAX 128
 
-int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e)
+int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e)
 {
     sdb_stmt *st = NULL;
     char host[256] = "unknown", vkey[160];
@@ -157,7 +157,7 @@ static void host_close(jw *w, int section, int64_t ts, int simulated)
     jw_obj_end(w);
 }
 
-int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_fleet(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     jsonl_doc d;
@@ -171,7 +171,7 @@ int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
 
     if (!tok)
         return GPUFL_ENOMEM;
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if (cursor(q, &off, 1) < 0) {
         free(tok);
         return q_end(&c, GPUFL_EINVAL, w);
@@ -247,7 +247,7 @@ int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
     return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
 }
 
-int sq_q_verdicts(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_verdicts(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     jsonl_doc d;
@@ -260,7 +260,7 @@ int sq_q_verdicts(srv_store *bs, const srv_q *q, jw *w)
 
     if (!tok)
         return GPUFL_ENOMEM;
-    q_begin(bs, &c);
+    q_begin(s, &c);
     has_cur = cursor(q, cur, 3);
     if (has_cur < 0 ||
         (q->kind && strcmp(q->kind, "gpu") && strcmp(q->kind, "session"))) {

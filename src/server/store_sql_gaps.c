@@ -26,7 +26,7 @@
 
 #include "ingest.h"
 
-int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n)
+int sq_gaps_begin(srv_store *s, const srv_ev *ev, size_t n)
 {
     if (n > s->bcap) {
         uint8_t *a = realloc(s->bacc, n);
@@ -45,7 +45,7 @@ int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n)
     return GPUFL_OK;
 }
 
-static int run_push(sq_store *s, const sq_run *r)
+static int run_push(srv_store *s, const sq_run *r)
 {
     if (s->nruns == s->runs_cap) {
         size_t cap = s->runs_cap ? 2 * s->runs_cap : 64;
@@ -71,7 +71,7 @@ static int run_cmp(const void *pa, const void *pb)
 
 /* The batch's accepted lines as runs of consecutive seqs, sorted by
  * (session, stream, lo) with touching runs merged. */
-static int runs_build(sq_store *s, size_t n)
+static int runs_build(srv_store *s, size_t n)
 {
     sq_run cur = { 0, 0, -1, 0 };
     int have = 0, sorted = 1, rc;
@@ -117,7 +117,7 @@ static int runs_build(sq_store *s, size_t n)
 }
 
 /* One run into seqr. */
-static int run_put(sq_store *s, const sq_run *r)
+static int run_put(srv_store *s, const sq_run *r)
 {
     uint64_t k[4] = { (uint64_t)r->sess, (uint64_t)r->st, 0, 0 };
     sq_run *h = rl_map_find(&s->seqhint, k);
@@ -186,7 +186,7 @@ static int run_put(sq_store *s, const sq_run *r)
     return GPUFL_OK;
 }
 
-int sq_gaps_flush(sq_store *s, size_t n)
+int sq_gaps_flush(srv_store *s, size_t n)
 {
     int rc = runs_build(s, n);
 
@@ -195,12 +195,12 @@ int sq_gaps_flush(sq_store *s, size_t n)
     return rc;
 }
 
-void sq_gaps_reset(sq_store *s)
+void sq_gaps_reset(srv_store *s)
 {
     rl_map_clear(&s->seqhint);
 }
 
-void sq_gaps_release(sq_store *s)
+void sq_gaps_release(srv_store *s)
 {
     rl_map_release(&s->seqhint);
     free(s->bacc);
@@ -298,9 +298,8 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
     return GPUFL_OK;
 }
 
-int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N])
+int srv_store_missing(srv_store *s, uint64_t out[SRV_ST_N])
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     int rc;

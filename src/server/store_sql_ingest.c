@@ -40,7 +40,7 @@ static void sid_key(const char *sid, uint64_t *k)
     }
 }
 
-static int sess_id(sq_store *s, const char *sid, int64_t *id)
+static int sess_id(srv_store *s, const char *sid, int64_t *id)
 {
     uint64_t k[4];
     int64_t *v;
@@ -82,7 +82,7 @@ static int sess_id(sq_store *s, const char *sid, int64_t *id)
 }
 
 /* The launch configuration a kernel refers to (cached per session). */
-static int launch_get(sq_store *s, int64_t sess, uint64_t cfg, sq_launch *out)
+static int launch_get(srv_store *s, int64_t sess, uint64_t cfg, sq_launch *out)
 {
     uint64_t k[4] = { (uint64_t)sess, cfg, 0, 0 };
     sq_launch *v = rl_map_find(&s->launch_cache, k);
@@ -122,7 +122,7 @@ static int launch_get(sq_store *s, int64_t sess, uint64_t cfg, sq_launch *out)
 
 /* ---- one line ---- */
 
-static int put_stalls(sq_store *s, int64_t sess, const srv_ev *e)
+static int put_stalls(srv_store *s, int64_t sess, const srv_ev *e)
 {
     jsonl_tok tok[256];
     jsonl_doc d;
@@ -154,7 +154,7 @@ static int put_stalls(sq_store *s, int64_t sess, const srv_ev *e)
     return GPUFL_OK;
 }
 
-static int put_dict(sq_store *s, int64_t sess, const srv_ev *e)
+static int put_dict(srv_store *s, int64_t sess, const srv_ev *e)
 {
     sdb_stmt *st = s->ws[WS_DICT];
     int rc;
@@ -225,7 +225,7 @@ static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
     bind_i(st, b + 24, e->flags);
 }
 
-static int count_line(sq_store *s, int64_t sess, const srv_ev *e);
+static int count_line(srv_store *s, int64_t sess, const srv_ev *e);
 
 /* Binary COPY (the server parses no text: about a tenth of its CPU per
  * kernel): the header, then per row the field count and each field as a
@@ -318,7 +318,7 @@ static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
  * hold the advisory lock, so no other writer adds kernels in between.
  * This is the common case (an agent sends its lines in order); a resent
  * batch takes the staging path. */
-static int can_append(sq_store *s, size_t n, int dup, int *ok)
+static int can_append(srv_store *s, size_t n, int dup, int *ok)
 {
     int64_t sess[SQ_APPEND_SESS], lo[SQ_APPEND_SESS];
     int ns = 0, rc;
@@ -359,7 +359,7 @@ static int can_append(sq_store *s, size_t n, int dup, int *ok)
 /* PostgreSQL: the rows in s->cb COPYed into kstage and moved into
  * kernels by one INSERT ... SELECT ... RETURNING, whose keys are the new
  * rows (the rest were already stored): marks those pending kernels fresh. */
-static int stage_kernels(sq_store *s)
+static int stage_kernels(srv_store *s)
 {
     sdb_stmt *st = s->kmerge;
     int rc;
@@ -386,7 +386,7 @@ static int stage_kernels(sq_store *s)
 /* PostgreSQL: the pending kernels, COPYed straight into kernels when none
  * can be a duplicate (can_append), else through kstage; then the new
  * ones are counted and feed the rollups. */
-static int flush_pending(sq_store *s, srv_ingest_res *r)
+static int flush_pending(srv_store *s, srv_ingest_res *r)
 {
     size_t n = s->npend;
     int rc, fresh, dup = 0, append;
@@ -437,7 +437,7 @@ static int flush_pending(sq_store *s, srv_ingest_res *r)
 /* SQLite: writes the queued new kernels (SQ_KGROUP in one statement, a
  * partial group row by row).  Each must be new: anything else means the
  * queue's premise broke, and the batch fails (its rollups counted them). */
-static int kq_flush(sq_store *s)
+static int kq_flush(srv_store *s)
 {
     size_t n = s->nkq;
     int rc;
@@ -464,7 +464,7 @@ static int kq_flush(sq_store *s)
 
 /* SQLite: the highest kernel seq of a session, stored or queued (-1: none),
  * as a pointer the caller may raise. */
-static int kmax_get(sq_store *s, int64_t sess, int64_t **out)
+static int kmax_get(srv_store *s, int64_t sess, int64_t **out)
 {
     uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
     int64_t *v = rl_map_find(&s->khigh, k);
@@ -496,7 +496,7 @@ static int kmax_get(sq_store *s, int64_t sess, int64_t **out)
     return GPUFL_OK;
 }
 
-static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
+static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
 {
     sdb_stmt *st;
     sq_launch l;
@@ -683,7 +683,7 @@ static int put_line(sq_store *s, int64_t sess, const srv_ev *e, int *fresh)
 }
 
 /* A new line's share of its session's counters and time span. */
-static int count_line(sq_store *s, int64_t sess, const srv_ev *e)
+static int count_line(srv_store *s, int64_t sess, const srv_ev *e)
 {
     uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 }, end = e->ts;
     int nf;
@@ -709,9 +709,9 @@ static int count_line(sq_store *s, int64_t sess, const srv_ev *e)
     return GPUFL_OK;
 }
 
-int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r)
+int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
+                     srv_ingest_res *r)
 {
-    sq_store *s = (sq_store *)bs;
     int rc;
 
     r->accepted = r->duplicate = 0;

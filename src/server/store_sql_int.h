@@ -142,11 +142,10 @@ typedef struct sq_health {
     int nospc;            /* a write failed for disk space: not ready */
     int nospc_logged;     /* ... said once, until a COMMIT succeeds */
     uint64_t down_since, last_log; /* mono ns */
-    uint64_t up_wall; /* Unix s: when the database was last back */
+    uint64_t up_wall;              /* Unix s: when the database was last back */
 } sq_health;
 
-typedef struct sq_store {
-    srv_store base;
+struct srv_store {
     char path[4096];       /* SQLite: the database file (store_sql_health.c) */
     pthread_mutex_t wlock; /* the one writer connection and the caches */
     sdb *w;
@@ -196,30 +195,17 @@ typedef struct sq_store {
     int rfree[SQ_READERS_MAX];
     unsigned nr;
     sq_health health;
-} sq_store;
+};
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];
 
-/* Write side (store_sql_ingest.c) and maintenance (store_sql_admin.c). */
-int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r);
-uint64_t sq_db_bytes(srv_store *bs);
-
 /* Health (store_sql_health.c): the watcher every connection reports to
- * (arg: the sq_store), and readiness: GPUFL_OK, GPUFL_EUNAVAIL (database
+ * (arg: the srv_store), and readiness: GPUFL_OK, GPUFL_EUNAVAIL (database
  * unreachable) or GPUFL_ENOSPC (writes fail for disk space). */
-void sq_health_init(sq_store *s, const char *url);
-void sq_health_release(sq_store *s);
+void sq_health_init(srv_store *s, const char *url);
+void sq_health_release(srv_store *s);
 void sq_health_watch(void *arg, int ev, const char *why);
-int sq_ping(srv_store *bs);
-int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since);
-int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned);
-int sq_set_keep(srv_store *bs, const char *sid, int keep);
-int sq_key_add(srv_store *bs, const char *name, const char *role,
-               const char *prefix, const char *hash, int64_t *id);
-int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n);
-int sq_key_revoke(srv_store *bs, int64_t id);
-int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap);
 
 /* Small statement helpers shared by the store files. */
 static inline int exec(sdb *db, const char *sql)
@@ -249,35 +235,13 @@ static inline void bind_s(sdb_stmt *st, int i, srv_str s)
 }
 
 /* Borrow a query connection (blocks until one is free), give it back. */
-sdb *sq_reader_get(sq_store *s);
-void sq_reader_put(sq_store *s, sdb *db);
+sdb *sq_reader_get(srv_store *s);
+void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
 
-/* The query operations (store_sql_q.c, store_sql_view.c). */
-int sq_q_hosts(srv_store *s, const srv_q *q, jw *w);
-int sq_q_sessions(srv_store *s, const srv_q *q, jw *w);
-int sq_q_session(srv_store *s, const srv_q *q, jw *w);
-int sq_q_kernels(srv_store *s, const srv_q *q, jw *w);
-int sq_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
-int sq_q_kernel(srv_store *s, const srv_q *q, jw *w);
-int sq_q_timeline(srv_store *s, const srv_q *q, jw *w);
-int sq_q_copies(srv_store *s, const srv_q *q, jw *w);
-int sq_q_scopes(srv_store *s, const srv_q *q, jw *w);
-int sq_q_profile(srv_store *s, const srv_q *q, jw *w);
-int sq_q_system(srv_store *s, const srv_q *q, jw *w);
-int sq_q_compare(srv_store *s, const srv_q *q, jw *w);
-
 /* Idle verdicts (store_sql_fleet.c): stores one fresh `verdict` line. */
-int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e);
-int sq_q_fleet(srv_store *s, const srv_q *q, jw *w);
-int sq_q_verdicts(srv_store *s, const srv_q *q, jw *w);
-
-/* Memory profiles (store_sql_memprof.c). */
-int sq_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
-                   size_t sid_cap);
-int sq_q_memory(srv_store *s, const srv_memq *q, jw *w);
-int sq_q_memprofs(srv_store *s, const srv_memq *q, jw *w);
+int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
 
 /* ---- store_sql_rollup.c ---- */
 /* COPY text rows: sq_cb_i/_f/_null append a column, then sep ('\t' or
@@ -290,31 +254,31 @@ void sq_cb_i(sq_cbuf *b, int64_t v, char sep);
 void sq_cb_text(sq_cbuf *b, const char *p, size_t n, char sep);
 void sq_cb_f(sq_cbuf *b, double v, char sep);
 void sq_cb_null(sq_cbuf *b, char sep);
-int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
+int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l);
-int sq_flush_kagg(sq_store *s);
-int sq_flush_kagg_pg(sq_store *s);
-int sq_flush_rest(sq_store *s, int64_t now);
+int sq_flush_kagg(srv_store *s);
+int sq_flush_kagg_pg(srv_store *s);
+int sq_flush_rest(srv_store *s, int64_t now);
 /* A new gpu or host sample into this batch's 60 s buckets; written (merged
  * with the stored buckets) by sq_flush_srl before COMMIT. */
-int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e);
-int sq_flush_srl(sq_store *s);
+int sq_acc_sample(srv_store *s, int64_t sess, const srv_ev *e);
+int sq_flush_srl(srv_store *s);
 
 /* ---- store_sql_gaps.c: stored seq ranges and what is missing ---- */
 /* Room for a batch of n lines, all marked not accepted yet. */
-int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n);
+int sq_gaps_begin(srv_store *s, const srv_ev *ev, size_t n);
 /* Line e of the batch (sess: its session's row id) was stored as new. */
-static inline void sq_gaps_note(sq_store *s, const srv_ev *e, int64_t sess)
+static inline void sq_gaps_note(srv_store *s, const srv_ev *e, int64_t sess)
 {
     size_t i = (size_t)(e - s->bev);
     s->bacc[i] = 1;
     s->bsess[i] = sess;
 }
 /* Writes the batch's accepted seqs into seqr (before COMMIT). */
-int sq_gaps_flush(sq_store *s, size_t n);
+int sq_gaps_flush(srv_store *s, size_t n);
 /* Forgets the hints (after a ROLLBACK or a prune). */
-void sq_gaps_reset(sq_store *s);
-void sq_gaps_release(sq_store *s);
+void sq_gaps_reset(srv_store *s);
+void sq_gaps_release(srv_store *s);
 /* "missing" (exact) and "gaps" of session sess, members of an open
  * object in w; a borrowed read connection. */
 int sq_gaps_json(sdb *db, int64_t sess, jw *w);
@@ -328,14 +292,13 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w);
     "(SELECT coalesce(sum(CASE WHEN m > 0 THEN m ELSE 0 END), 0) FROM"         \
     " (SELECT " SQ_MISSING_EXPR " AS m FROM seqr WHERE"                        \
     " seqr.sess=sessions.id GROUP BY st) g)"
-int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N]);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
-int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq);
+int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);
 /* Writes the batch's kext changes (before COMMIT). */
-int sq_ext_flush(sq_store *s);
+int sq_ext_flush(srv_store *s);
 /* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */
-void sq_ext_reset(sq_store *s);
-void sq_ext_release(sq_store *s);
+void sq_ext_reset(srv_store *s);
+void sq_ext_release(srv_store *s);
 
 #endif

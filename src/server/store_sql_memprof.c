@@ -38,7 +38,7 @@ static int cursor_of(const char *s, int64_t *v)
 }
 
 /* the linked session: (row id, uuid) or 0 */
-static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
+static int link_session(srv_store *s, const srv_memprof *p, int64_t *sess,
                         char *sid, size_t cap)
 {
     sdb_stmt *st = NULL;
@@ -75,7 +75,7 @@ static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
     return sdb_err(rc);
 }
 
-static int put(sq_store *s, const srv_memprof *p, int64_t *id, char *sid,
+static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
                size_t cap)
 {
     sdb_stmt *st = NULL;
@@ -168,10 +168,9 @@ static int put(sq_store *s, const srv_memprof *p, int64_t *id, char *sid,
     return rc;
 }
 
-int sq_memprof_put(srv_store *bs, const srv_memprof *p, int64_t *id, char *sid,
-                   size_t sid_cap)
+int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
+                          char *sid, size_t sid_cap)
 {
-    sq_store *s = (sq_store *)bs;
     int rc;
     pthread_mutex_lock(&s->wlock);
     rc = sdb_begin(s->w);
@@ -219,7 +218,7 @@ static int bind_where(qctx *c, const srv_memq *q, int i)
     return i;
 }
 
-int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
+int srv_store_q_memory(srv_store *s, const srv_memq *q, jw *w)
 {
     static const char *const vname[] = { "alloc", "inuse", "fail" };
     static const char *const col[] = { "alloc", "inuse", "fail" };
@@ -242,7 +241,7 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
                  wh);
     else
         snprintf(sel, sizeof(sel), "%s", wh);
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if (q->sid) {
         if ((rc = prep(&c, "SELECT 1 FROM sessions WHERE sid=? UNION ALL"
                            " SELECT 1 FROM memprofs WHERE sid=?")))
@@ -323,7 +322,7 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
     return q_end(&c, rc == SDB_DONE ? 0 : sq_err(rc), w);
 }
 
-int sq_q_memprofs(srv_store *bs, const srv_memq *q, jw *w)
+int srv_store_q_memprofs(srv_store *s, const srv_memq *q, jw *w)
 {
     char wh[256], sql[1024];
     qctx c;
@@ -334,7 +333,7 @@ int sq_q_memprofs(srv_store *bs, const srv_memq *q, jw *w)
              n = 0;
     int rc, has_cur;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     has_cur = cursor_of(q->cursor, &cur);
     if (has_cur < 0)
         return q_end(&c, GPUFL_EINVAL, w);

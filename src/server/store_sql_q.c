@@ -22,14 +22,14 @@
 
 /* ---- hosts, sessions ---- */
 
-int sq_q_hosts(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_hosts(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t off = 0;
     uint32_t n = 0, l = lim(q);
     int rc;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if (cursor(q, &off, 1) < 0)
         return q_end(&c, GPUFL_EINVAL, w);
     rc = prep(&c, sdb_dialect(c.db) == SDB_POSTGRES
@@ -106,7 +106,7 @@ static void w_session_row(qctx *c, jw *w)
     " coalesce(simulated, 0), n_lines, n_kernels, n_ops, n_scopes,"            \
     " n_samples, n_profile, id, header, ended"
 
-int sq_q_sessions(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t cur[2] = { INT64_MAX, INT64_MAX }, last[2] = { 0, 0 };
@@ -114,7 +114,7 @@ int sq_q_sessions(srv_store *bs, const srv_q *q, jw *w)
     char pat[600];
     int rc;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if (cursor(q, cur, 2) < 0)
         return q_end(&c, GPUFL_EINVAL, w);
     rc = prep(
@@ -188,14 +188,14 @@ static void w_raw_member(jw *w, const char *hdr, const char *key)
         jw_raw(w, hdr + d.tok[t].off, d.tok[t].len);
 }
 
-int sq_q_session(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_session(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int rc;
     int64_t sess;
     char *hdr = NULL;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     rc = prep(&c, "SELECT " SESS_COLS " FROM sessions WHERE sid=?");
     if (rc)
         return q_end(&c, rc, w);
@@ -376,7 +376,7 @@ static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int by_dur,
     return GPUFL_OK;
 }
 
-int sq_q_kernels(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t cur[2], last[2] = { 0, 0 };
@@ -388,7 +388,7 @@ int sq_q_kernels(srv_store *bs, const srv_q *q, jw *w)
 
     if (q->sort && !by_dur && strcmp(q->sort, "start") != 0)
         return GPUFL_EINVAL;
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     cur[0] = desc ? INT64_MAX : INT64_MIN;
@@ -432,14 +432,14 @@ int sq_q_kernels(srv_store *bs, const srv_q *q, jw *w)
     return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
 }
 
-int sq_q_kernel(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t scope, path, stack, cfg, sess;
     char buf[SQ_PATH_STR_MAX];
     int rc;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     sess = c.sess;
@@ -609,7 +609,7 @@ static void w_agg(jw *w, const agg_row *r)
     jw_kv_i64(w, "smem", r->smem);
 }
 
-int sq_q_kernel_agg(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     agg_row *rows = NULL;
@@ -618,7 +618,7 @@ int sq_q_kernel_agg(srv_store *bs, const srv_q *q, jw *w)
     uint32_t l = lim(q);
     int rc;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     if (cursor(q, &off, 1) < 0 || off < 0)
@@ -643,14 +643,14 @@ int sq_q_kernel_agg(srv_store *bs, const srv_q *q, jw *w)
     return q_end(&c, GPUFL_OK, w);
 }
 
-int sq_q_compare(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     agg_row *ra = NULL, *rb = NULL;
     size_t na = 0, nb = 0, l = lim(q);
     int rc;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0 ||
         (rc = agg_load(&c, q->name, &ra, &na)) != 0)
         goto out;

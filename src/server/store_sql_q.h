@@ -33,17 +33,17 @@
 #define SQ_PATH_STR_MAX 8192
 
 typedef struct qctx {
-    sq_store *s;
+    srv_store *s;
     sdb *db;
     sdb_stmt *st;
     int64_t sess;
     int64_t first, last;
 } qctx;
 
-static inline int q_begin(srv_store *bs, qctx *c)
+static inline int q_begin(srv_store *s, qctx *c)
 {
     memset(c, 0, sizeof(*c));
-    c->s = (sq_store *)bs;
+    c->s = s;
     c->db = sq_reader_get(c->s);
     return GPUFL_OK;
 }

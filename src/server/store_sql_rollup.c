@@ -80,7 +80,7 @@ void sq_cb_null(sq_cbuf *b, char sep)
 
 /* ---- accumulation ---- */
 
-int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
+int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l)
 {
     uint64_t k[4] = { (uint64_t)sess, (uint64_t)l->name_id, 0, 0 };
@@ -173,7 +173,7 @@ static void kagg_merge(sq_kagg *a, sdb_stmt *g, int c)
     (void)rl_hist_decode_add(h, hn, a->hist);
 }
 
-int sq_flush_kagg(sq_store *s)
+int sq_flush_kagg(srv_store *s)
 {
     const uint64_t *k;
     unsigned char enc[RL_HIST_ENC_MAX];
@@ -212,7 +212,7 @@ int sq_flush_kagg(sq_store *s)
 /* PostgreSQL: COPY the staged rows in s->cb into stage, then run the
  * upsert "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT
  * clause of the row-at-a-time statement ws. */
-static int stage_merge(sq_store *s, const char *stage, const char *dst, int ws)
+static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
 {
     char sql[1024];
     int rc;
@@ -227,7 +227,7 @@ static int stage_merge(sq_store *s, const char *stage, const char *dst, int ws)
 
 /* PostgreSQL: the kernel aggregates in three round trips - the stored rows
  * for the batch's keys, merged here, COPYed back through kastage. */
-int sq_flush_kagg_pg(sq_store *s)
+int sq_flush_kagg_pg(srv_store *s)
 {
     static const char hx[] = "0123456789abcdef";
     sdb_stmt *g = s->kaget;
@@ -299,7 +299,7 @@ int sq_flush_kagg_pg(sq_store *s)
 /* PostgreSQL: the timeline buckets and per-scope totals, each in one COPY
  * and one upsert (keys are unique within a batch, as ON CONFLICT DO
  * UPDATE requires). */
-static int flush_rest_pg(sq_store *s)
+static int flush_rest_pg(srv_store *s)
 {
     const uint64_t *k;
     int rc;
@@ -337,7 +337,7 @@ static int flush_rest_pg(sq_store *s)
     return GPUFL_OK;
 }
 
-int sq_flush_rest(sq_store *s, int64_t now)
+int sq_flush_rest(srv_store *s, int64_t now)
 {
     const uint64_t *k;
     int rc;
@@ -393,7 +393,7 @@ int sq_flush_rest(sq_store *s, int64_t now)
 
 /* ---- system samples per 60 s bucket (srl) ---- */
 
-int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e)
+int sq_acc_sample(srv_store *s, int64_t sess, const srv_ev *e)
 {
     int64_t src = e->type == EV_HOST ? -1 : (int64_t)e->dev;
     uint64_t k[4] = { (uint64_t)sess, (uint64_t)src,
@@ -427,7 +427,7 @@ int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e)
 /* Each bucket of the batch: read the stored one, merge, write back (the
  * write lock - PostgreSQL: the batch's advisory lock - makes that safe).
  * System samples come a few a second, so a batch touches few buckets. */
-int sq_flush_srl(sq_store *s)
+int sq_flush_srl(srv_store *s)
 {
     const uint64_t *k;
 

@@ -60,7 +60,7 @@ static void px_add(tl_px *p, uint64_t n, uint64_t busy, int64_t name,
     }
 }
 
-int sq_q_timeline(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     uint64_t from, to, bw;
@@ -72,7 +72,7 @@ int sq_q_timeline(srv_store *bs, const srv_q *q, jw *w)
 
     if (width > SQ_TL_WIDTH_MAX)
         width = SQ_TL_WIDTH_MAX;
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     from = q->from ? q->from : (uint64_t)c.first;
@@ -219,7 +219,7 @@ static int op_type(const char *kind)
     return -1;
 }
 
-int sq_q_copies(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t cur[2] = { INT64_MIN, -1 }, last[2] = { 0, 0 };
@@ -228,7 +228,7 @@ int sq_q_copies(srv_store *bs, const srv_q *q, jw *w)
 
     if (type < 0)
         return GPUFL_EINVAL;
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     if (cursor(q, cur, 2) < 0)
@@ -358,7 +358,7 @@ static void w_pnode(jw *w, const pnode *p, int n, int i, char *pathbuf,
     pathbuf[plen] = '\0';
 }
 
-int sq_q_scopes(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     pnode *p = calloc(SQ_PATHS_MAX, sizeof(*p));
@@ -367,7 +367,7 @@ int sq_q_scopes(srv_store *bs, const srv_q *q, jw *w)
 
     if (!p)
         return GPUFL_ENOMEM;
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         goto out;
     rc = prep(&c, "SELECT p.id, p.parent, p.name_id, p.depth,"
@@ -485,14 +485,14 @@ static void w_ratio(jw *w, const char *k, double num, double den)
         jw_null(w);
 }
 
-int sq_q_profile(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t pid = 0;
     uint32_t n = 0, l = lim(q);
     int rc;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     if (q->path && (pid = path_id(&c, q->path)) == 0)
@@ -595,7 +595,7 @@ static int field_idx(const char *name, size_t n)
     return -1;
 }
 
-int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_system(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int fi[SRV_SYS_NFIELDS], nf = 0, rc;
@@ -636,7 +636,7 @@ int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
         if (only == -2)
             return GPUFL_EINVAL;
     }
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if ((rc = sess_find(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     from = q->from ? q->from : (uint64_t)c.first;
@@ -683,27 +683,27 @@ int sq_q_system(srv_store *bs, const srv_q *q, jw *w)
     jw_kv_u64(w, "bucket_ns", bw);
     jw_key(w, "series");
     jw_arr_begin(w);
-    for (int s = 0; s < ns; s++) {
-        if (only != INT32_MIN && srcs[s] != only)
+    for (int si = 0; si < ns; si++) {
+        if (only != INT32_MIN && srcs[si] != only)
             continue;
         sdb_reset(c.st);
         bi(&c, 1, (int64_t)from);
         bi(&c, 2, (int64_t)bw);
         bi(&c, 3, c.sess);
-        bi(&c, 4, srcs[s]);
+        bi(&c, 4, srcs[si]);
         bi(&c, 5, (int64_t)to);
         if (rollup) {
             bi(&c, 6, (int64_t)(from / (uint64_t)SQ_SRL_NS));
             bi(&c, 7, (int64_t)((to - 1) / (uint64_t)SQ_SRL_NS));
         }
         jw_obj_begin(w);
-        if (srcs[s] < 0) {
+        if (srcs[si] < 0) {
             jw_kv_str(w, "src", "host");
         } else {
             char nm[24];
-            snprintf(nm, sizeof(nm), "gpu%lld", (long long)srcs[s]);
+            snprintf(nm, sizeof(nm), "gpu%lld", (long long)srcs[si]);
             jw_kv_str(w, "src", nm);
-            jw_kv_i64(w, "dev", srcs[s]);
+            jw_kv_i64(w, "dev", srcs[si]);
         }
         jw_key(w, "points");
         jw_arr_begin(w);

@@ -96,7 +96,7 @@ static void add_seq(const char *sid, int st, int seq)
 static uint64_t ingest(srv_store *s)
 {
     srv_ingest_res r;
-    int rc = s->ops->ingest(s, ev, nev, &r);
+    int rc = srv_store_ingest(s, ev, nev, &r);
 
     CHECK_EQ_U64(rc, GPUFL_OK);
     batch_reset();
@@ -114,7 +114,7 @@ static uint64_t put_range(srv_store *s, const char *sid, int st, int lo, int hi)
 
 static const char *session(srv_store *s, const char *sid)
 {
-    return q(s, s->ops->q_session, sid);
+    return q(s, srv_store_q_session, sid);
 }
 
 /* A hole, part of it filled, duplicates, several holes made by one batch
@@ -152,8 +152,8 @@ static void test_gaps_exact(void)
                  "0,\"ranges\":[],\"ranges_cut\":false,\"last_seq\":9},"
                  "\"system\":{\"count\":5,\"ranges\":[[0,4]],\"ranges_cut\":"
                  "false,\"last_seq\":9}}") != NULL);
-    CHECK(strstr(q(s, s->ops->q_sessions, NULL), "\"missing\":148}") != NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK(strstr(q(s, srv_store_q_sessions, NULL), "\"missing\":148}") != NULL);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_DEVICE], 143);
     CHECK_EQ_U64(miss[SRV_ST_SCOPE], 0);
     CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 5);
@@ -166,7 +166,7 @@ static void test_gaps_exact(void)
                  "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,"
                  "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":305},") !=
           NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_DEVICE] + miss[SRV_ST_SYSTEM], 0);
     /* 150 holes: the first SQ_GAP_RANGES_MAX (100) listed, count exact */
     batch_reset();
@@ -178,7 +178,7 @@ static void test_gaps_exact(void)
                  "\"ranges\":[[1,1],[3,3],") != NULL);
     CHECK(strstr(out, "[197,197],[199,199]],\"ranges_cut\":true,"
                       "\"last_seq\":300}") != NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_SCOPE], 150);
     /* the largest seq there is: nothing overflows */
     batch_reset();
@@ -191,11 +191,11 @@ static void test_gaps_exact(void)
                  "{\"count\":9223372036854775806,\"ranges\":[[1,"
                  "9223372036854775806]],\"ranges_cut\":false,\"last_seq\":"
                  "9223372036854775807}}") != NULL);
-    CHECK(strstr(q(s, s->ops->q_sessions, NULL),
+    CHECK(strstr(q(s, srv_store_q_sessions, NULL),
                  "\"missing\":9223372036854775806}") != NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 9223372036854775806ull);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 /* Two servers on one database (two stores), batches of one stream
@@ -221,7 +221,7 @@ static void test_gaps_two_writers(void)
                      "\"missing\":39,\"gaps\":{\"device\":{\"count\":39,"
                      "\"ranges\":[[261,299]],\"ranges_cut\":false,"
                      "\"last_seq\":399}}") != NULL);
-        REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+        REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
         CHECK_EQ_U64(miss[SRV_ST_DEVICE], 39);
     }
     /* and the last hole filled by both at once (same lines twice) */
@@ -229,8 +229,8 @@ static void test_gaps_two_writers(void)
     CHECK_EQ_U64(put_range(b, SIDG, SRV_ST_DEVICE, 270, 299), 19);
     CHECK(strstr(session(a, SIDG),
                  "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,") != NULL);
-    a->ops->close(a);
-    b->ops->close(b);
+    srv_store_close(a);
+    srv_store_close(b);
 }
 
 /* A session ends when all its streams have ended: its device stream's
@@ -274,7 +274,7 @@ static void test_end_all_streams(void)
                  "\"state\":\"ended\",\"end_reason\":\"signal\"") != NULL);
     CHECK(strstr(out, "\"streams_ended\":[\"device\",\"scope\",\"system\"]") !=
           NULL);
-    CHECK(strstr(q(s, s->ops->q_sessions, NULL), "\"state\":\"ended\"") !=
+    CHECK(strstr(q(s, srv_store_q_sessions, NULL), "\"state\":\"ended\"") !=
           NULL);
     /* a session of one stream says so on its session line */
     batch_reset();
@@ -287,7 +287,7 @@ static void test_end_all_streams(void)
         sys_only);
     CHECK_EQ_U64(ingest(s), 2);
     CHECK(strstr(session(s, sys_only), "\"state\":\"ended\"") != NULL);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 /* Staleness counts only the time the server could hear: a session silent
@@ -312,14 +312,14 @@ static void test_stale_heard_since(void)
         CHECK(sdb_exec(db, sql) == 0);
     }
     sdb_close(db);
-    CHECK(s->ops->mark_stale(s, 300, now - 60) == GPUFL_OK);
+    CHECK(srv_store_mark_stale(s, 300, now - 60) == GPUFL_OK);
     CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
-    CHECK(s->ops->mark_stale(s, 300, now - 301) == GPUFL_OK);
+    CHECK(srv_store_mark_stale(s, 300, now - 301) == GPUFL_OK);
     CHECK(strstr(session(s, SIDE), "\"state\":\"stale\"") != NULL);
     /* a new line makes it running again */
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 10, 10), 1);
     CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 /* Kernels whose durations add up past 2^63-1 in one timeline bucket,
@@ -350,7 +350,7 @@ static void test_rollup_saturates(void)
         "\"ts\":1002,\"type\":\"kernel\",\"name\":1,\"scope\":7,"
         "\"dur\":4700000000000000000}");
     CHECK_EQ_U64(ingest(s), 1);
-    p = q(s, s->ops->q_kernel_agg, SIDE);
+    p = q(s, srv_store_q_kernel_agg, SIDE);
     CHECK(strstr(p, "\"name\":\"long\",\"count\":3,"
                     "\"total_ns\":9223372036854775807,") != NULL);
     {
@@ -360,14 +360,14 @@ static void test_rollup_saturates(void)
         qq.sid = SIDE;
         qq.width = 10;
         jw_init(&w, out, sizeof(out));
-        CHECK(s->ops->q_timeline(s, &qq, &w) == GPUFL_OK);
+        CHECK(srv_store_q_timeline(s, &qq, &w) == GPUFL_OK);
         jw_put(&w, "", 1);
         /* one lane, the three kernels in its first bucket (too long to
          * spread), busy time saturated */
         CHECK(strstr(out, "\"buckets\":[[0,3,9223372036854775807,1]]") != NULL);
     }
     CHECK(strstr(session(s, SIDE), "\"kernels\":3,") != NULL);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 int main(void)

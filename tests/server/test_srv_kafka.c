@@ -147,7 +147,7 @@ static int start(srv *s, const char *group)
 static void stop(srv *s)
 {
     srv_kafka_stop(s);
-    s->store->ops->close(s->store);
+    srv_store_close(s->store);
 }
 
 static void test_two_servers_exactly_once(void)
@@ -184,7 +184,7 @@ static void test_two_servers_exactly_once(void)
         {
             srv_store *st;
             REQUIRE(srv_store_open(dbpath, 1, &st, err, sizeof(err)) == 0);
-            st->ops->close(st);
+            srv_store_close(st);
         }
         n1 = produce_all(prod, 0, NKERN);
         REQUIRE(start(&a, "g1") == 0);
@@ -340,7 +340,7 @@ static void test_retention_and_big_messages(void)
         memset(&qq, 0, sizeof(qq));
         qq.sid = SIDR;
         jw_init(&w, out, sizeof(out));
-        CHECK(b.store->ops->q_session(b.store, &qq, &w) == 0);
+        CHECK(srv_store_q_session(b.store, &qq, &w) == 0);
         jw_put(&w, "", 1);
         snprintf(want, sizeof(want),
                  "\"device\":{\"count\":%llu,\"ranges\":[[100,%llu],[%d,%d]],",
@@ -349,7 +349,7 @@ static void test_retention_and_big_messages(void)
         CHECK(strstr(out, want) != NULL);
         if (!strstr(out, want))
             fprintf(stderr, "want %s in %s\n", want, out);
-        CHECK(b.store->ops->missing(b.store, miss) == 0);
+        CHECK(srv_store_missing(b.store, miss) == 0);
         CHECK_EQ_U64(miss[SRV_ST_DEVICE], skipped + 1);
     }
     stop(&b);

@@ -79,38 +79,39 @@ static void test_ingest_dedup_rollups(void)
     size_t n = build(SIDA, 100, ev);
 
     REQUIRE(s);
-    REQUIRE(s->ops->ingest(s, ev, n, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, n);
     CHECK_EQ_U64(r.duplicate, 0);
-    REQUIRE(s->ops->ingest(s, ev, n, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 0);
     CHECK_EQ_U64(r.duplicate, n);
     /* halves in other batches are duplicates too */
-    REQUIRE(s->ops->ingest(s, ev + 10, 20, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev + 10, 20, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.duplicate, 20);
     /* count 100, total = 1000 * 5050, min 1000, max 100000 */
-    CHECK(strstr(q(s, s->ops->q_kernel_agg, SIDA),
+    CHECK(strstr(q(s, srv_store_q_kernel_agg, SIDA),
                  "\"count\":100,\"total_ns\":5050000,\"avg_ns\":50500,"
                  "\"min_ns\":1000") != NULL);
     CHECK(strstr(out, "\"max_ns\":100000") != NULL);
     CHECK(strstr(out, "\"occ_avg\":0.5,\"regs\":32") != NULL);
-    CHECK(strstr(q(s, s->ops->q_session, SIDA), "\"state\":\"ended\"") != NULL);
+    CHECK(strstr(q(s, srv_store_q_session, SIDA), "\"state\":\"ended\"") !=
+          NULL);
     CHECK(strstr(out, "\"kernels\":100") != NULL);
-    CHECK(
-        strstr(q(s, s->ops->q_kernels, "cccccccc-0000-4000-8000-000000000003"),
-               "") != NULL);
+    CHECK(strstr(
+              q(s, srv_store_q_kernels, "cccccccc-0000-4000-8000-000000000003"),
+              "") != NULL);
     {
         srv_q qq;
         jw w;
         memset(&qq, 0, sizeof(qq));
         qq.sid = "cccccccc-0000-4000-8000-000000000003";
         jw_init(&w, out, sizeof(out));
-        CHECK(s->ops->q_kernels(s, &qq, &w) == GPUFL_ENOTFOUND);
+        CHECK(srv_store_q_kernels(s, &qq, &w) == GPUFL_ENOTFOUND);
         qq.sid = SIDA;
         qq.cursor = "zz";
-        CHECK(s->ops->q_kernels(s, &qq, &w) == GPUFL_EINVAL);
+        CHECK(srv_store_q_kernels(s, &qq, &w) == GPUFL_EINVAL);
     }
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 static void test_keys_keep_retention(void)
@@ -126,35 +127,35 @@ static void test_keys_keep_retention(void)
     uint64_t pruned = 0;
 
     REQUIRE(s);
-    REQUIRE(s->ops->key_add(s, "k", "read", "gfk_12345678", "abcd", &id) ==
+    REQUIRE(srv_store_key_add(s, "k", "read", "gfk_12345678", "abcd", &id) ==
             GPUFL_OK);
-    REQUIRE(s->ops->key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
+    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
     CHECK_STR(role, "read");
-    REQUIRE(s->ops->key_list(s, keys, 8, &n) == GPUFL_OK);
+    REQUIRE(srv_store_key_list(s, keys, 8, &n) == GPUFL_OK);
     CHECK(n == 1 && keys[0].id == id && keys[0].last_used > 0);
-    CHECK(s->ops->key_revoke(s, id) == GPUFL_OK);
-    CHECK(s->ops->key_revoke(s, id) == GPUFL_ENOTFOUND);
-    REQUIRE(s->ops->key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
+    CHECK(srv_store_key_revoke(s, id) == GPUFL_OK);
+    CHECK(srv_store_key_revoke(s, id) == GPUFL_ENOTFOUND);
+    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
     CHECK_STR(role, "");
 
     n = build(SIDA, 10, ev);
-    REQUIRE(s->ops->ingest(s, ev, n, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
     n = build(SIDB, 10, ev);
-    REQUIRE(s->ops->ingest(s, ev, n, &r) == GPUFL_OK);
-    CHECK(s->ops->set_keep(s, SIDA, 1) == GPUFL_OK);
-    CHECK(s->ops->set_keep(s, "dddddddd-0000-4000-8000-000000000000", 1) ==
+    REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
+    CHECK(srv_store_set_keep(s, SIDA, 1) == GPUFL_OK);
+    CHECK(srv_store_set_keep(s, "dddddddd-0000-4000-8000-000000000000", 1) ==
           GPUFL_ENOTFOUND);
-    REQUIRE(s->ops->prune(s, &pol, &pruned) == GPUFL_OK);
+    REQUIRE(srv_store_prune(s, &pol, &pruned) == GPUFL_OK);
     CHECK_EQ_U64(pruned, 1);
-    CHECK(strstr(q(s, s->ops->q_session, SIDA), "\"keep\":true") != NULL);
-    CHECK_STR(q(s, s->ops->q_session, SIDB), "");
+    CHECK(strstr(q(s, srv_store_q_session, SIDA), "\"keep\":true") != NULL);
+    CHECK_STR(q(s, srv_store_q_session, SIDB), "");
     /* the pruned session can come back whole */
-    REQUIRE(s->ops->ingest(s, ev, n, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, n);
-    CHECK(s->ops->mark_stale(s, 0, 0) == GPUFL_OK);
-    CHECK(s->ops->db_bytes(s) > 0);
-    CHECK(s->ops->ping(s) == GPUFL_OK);
-    s->ops->close(s);
+    CHECK(srv_store_mark_stale(s, 0, 0) == GPUFL_OK);
+    CHECK(srv_store_db_bytes(s) > 0);
+    CHECK(srv_store_ping(s) == GPUFL_OK);
+    srv_store_close(s);
 }
 
 /* Kernels whose seqs spread over many epochs of the duration index
@@ -223,7 +224,7 @@ static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
         qq.to = to;
         qq.cursor = cur[0] ? cur : NULL;
         jw_init(&w, out, sizeof(out));
-        if (s->ops->q_kernels(s, &qq, &w))
+        if (srv_store_q_kernels(s, &qq, &w))
             return -1;
         jw_put(&w, "", 1);
         for (p = out; (p = strstr(p, "\"kid\":")) && n < cap;) {
@@ -252,27 +253,27 @@ static void test_mixed_batches_dur_sort(void)
     REQUIRE(s);
     /* new lines only (on PostgreSQL, COPY straight into kernels) */
     m = build_spread(SIDB, 0, 25, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, m);
     /* a key twice in one batch: the first is new, the second a duplicate
      * (as are the session and dict lines) */
     m = build_spread(SIDB, 25, 30, ev);
     ev[m] = ev[m - 1];
-    REQUIRE(s->ops->ingest(s, ev, m + 1, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m + 1, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 5);
     CHECK_EQ_U64(r.duplicate, 3);
     /* stored and new lines mixed: kernels 20..29 again, 30..59 new */
     m = build_spread(SIDB, 20, NSPREAD, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, NSPREAD - 30);
     CHECK_EQ_U64(r.duplicate, 2 + 10);
     /* everything again */
     m = build_spread(SIDB, 0, NSPREAD, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 0);
     CHECK_EQ_U64(r.duplicate, m);
-    CHECK(strstr(q(s, s->ops->q_session, SIDB), "\"kernels\":60,") != NULL);
-    CHECK(strstr(q(s, s->ops->q_kernel_agg, SIDB), "\"count\":60,") != NULL);
+    CHECK(strstr(q(s, srv_store_q_session, SIDB), "\"kernels\":60,") != NULL);
+    CHECK(strstr(q(s, srv_store_q_kernel_agg, SIDB), "\"count\":60,") != NULL);
 
     /* sorted by duration, both ways, page by page across the epochs */
     for (int desc = 0; desc < 2; desc++) {
@@ -318,14 +319,14 @@ static void test_mixed_batches_dur_sort(void)
         for (int i = 0; i < 3; i++)
             REQUIRE(ingest_line_parse(&d, SRV_ST_DEVICE, far[i], strlen(far[i]),
                                       &a, &ev[i], why) == 0);
-        REQUIRE(s->ops->ingest(s, ev, 3, &r) == GPUFL_OK);
+        REQUIRE(srv_store_ingest(s, ev, 3, &r) == GPUFL_OK);
         CHECK_EQ_U64(r.accepted, 3);
         n = dur_pages(s, SIDC, 0, NULL, 0, 0, dur, seq, NSPREAD + 8);
         CHECK_EQ_U64(n, 3);
         CHECK(n == 3 && seq[0] == 1073741824 && seq[1] == 1099511627776 &&
               seq[2] == 5);
     }
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 /* The (dur, seq) order of spread kernels [0, n) within [from, to) ts,
@@ -398,17 +399,17 @@ static void test_dur_prefix(void)
     s = open_tmp("store_topk");
     REQUIRE(s);
     m = build_spread(SIDC, 0, 3, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     check_dur_order(s, SIDC, 3); /* fewer than K: kext holds all */
     for (int from = 3; from < 39; from += 9) {
         m = build_spread(SIDC, from, from + 9, ev);
-        REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+        REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     }
     m = build_spread(SIDC, 0, 39, ev); /* all duplicates */
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 0);
     check_dur_order(s, SIDC, 39);
-    s->ops->close(s);
+    srv_store_close(s);
     /* reopened with K 8, 3 (shrinks the stored prefixes), 32 (longer
      * than the stored prefixes: they stay as long as they are) */
     for (int run = 0; run < 3; run++) {
@@ -419,10 +420,10 @@ static void test_dur_prefix(void)
         REQUIRE(s);
         check_dur_order(s, SIDC, lo);
         m = build_spread(SIDC, lo, lo + 10, ev);
-        REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+        REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
         CHECK_EQ_U64(r.accepted, 10);
         check_dur_order(s, SIDC, lo + 10);
-        s->ops->close(s);
+        srv_store_close(s);
     }
     unsetenv("GPUFL_SERVER_TOPK");
 }
@@ -546,11 +547,11 @@ static void test_two_writers(void)
     unsetenv("GPUFL_SERVER_TOPK");
     REQUIRE(a && b);
     m = build_durs(SIDC, 1, d1, 12, ev);
-    REQUIRE(a->ops->ingest(a, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(a, ev, m, &r) == GPUFL_OK);
     m = build_durs(SIDC, 13, d2, 3, ev);
-    REQUIRE(b->ops->ingest(b, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(b, ev, m, &r) == GPUFL_OK);
     m = build_durs(SIDC, 16, d3, 2, ev);
-    REQUIRE(a->ops->ingest(a, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(a, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 2);
     for (int i = 0; i < 12; i++)
         want[i] = d1[i];
@@ -572,8 +573,8 @@ static void test_two_writers(void)
         CHECK(ok);
     }
     page_limit = 7;
-    a->ops->close(a);
-    b->ops->close(b);
+    srv_store_close(a);
+    srv_store_close(b);
 }
 
 /* The System view of SIDD as build_sys wrote it: 120 s points from the
@@ -592,7 +593,7 @@ static void check_sys(srv_store *s)
     qq.to = SYS_T0 + SYS_N * 1000000000ull;
     qq.src = "gpu0";
     jw_init(&w, out, sizeof(out));
-    REQUIRE(s->ops->q_system(s, &qq, &w) == GPUFL_OK);
+    REQUIRE(srv_store_q_system(s, &qq, &w) == GPUFL_OK);
     jw_put(&w, "", 1);
     CHECK(strstr(out, "\"bucket_ns\":120000000000") != NULL);
     for (p = strstr(out, "\"t\":"); p; p = strstr(p + 1, "\"t\":"), pts++) {
@@ -626,7 +627,7 @@ static void check_sys(srv_store *s)
     /* 10 s points: from the samples themselves */
     qq.points = 60;
     jw_init(&w, out, sizeof(out));
-    REQUIRE(s->ops->q_system(s, &qq, &w) == GPUFL_OK);
+    REQUIRE(srv_store_q_system(s, &qq, &w) == GPUFL_OK);
     jw_put(&w, "", 1);
     CHECK(strstr(out, "\"bucket_ns\":10000000000") != NULL);
     CHECK(strstr(out, "\"n\":10,") != NULL);
@@ -641,16 +642,16 @@ static void test_system_rollup(void)
 
     REQUIRE(s);
     m = build_sys(0, 250, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     m = build_sys(250, 470, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     m = build_sys(470, SYS_N, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     m = build_sys(200, 300, ev); /* duplicates change nothing */
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 0);
     check_sys(s);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 /* A database of schema 6 (the duration index, no kext, srl, kext_ver,
@@ -670,10 +671,10 @@ static void test_migrate_to_kext_srl(void)
 
     REQUIRE(s);
     m = build_spread(SIDC, 0, 39, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     m = build_sys(0, SYS_N, ev);
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
-    s->ops->close(s);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
+    srv_store_close(s);
     tmp_url("store_mig", path);
     REQUIRE(sdb_open(path, 0, &db, err, sizeof(err)) == 0);
     CHECK(sdb_exec(db, "DROP TABLE kext") == 0);
@@ -692,25 +693,25 @@ static void test_migrate_to_kext_srl(void)
     REQUIRE(s);
     check_dur_order(s, SIDC, 39);
     check_sys(s);
-    CHECK(strstr(q(s, s->ops->q_session, SIDC),
+    CHECK(strstr(q(s, srv_store_q_session, SIDC),
                  "\"missing\":1139963,\"gaps\":{\"device\":{\"count\":"
                  "1139963,\"ranges\":[[2,2],[4,30002],[30004,60002],") != NULL);
     CHECK(strstr(out, "[1110004,1140002]],\"ranges_cut\":false,"
                       "\"last_seq\":1140003}}") != NULL);
-    CHECK(strstr(q(s, s->ops->q_session, SIDD),
+    CHECK(strstr(q(s, srv_store_q_session, SIDD),
                  "\"missing\":0,\"gaps\":{\"system\":{\"count\":0,"
                  "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":1200}}") !=
           NULL);
     m = build_spread(SIDC, 39, 49, ev); /* and ingest goes on from there */
-    REQUIRE(s->ops->ingest(s, ev, m, &r) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 10);
     check_dur_order(s, SIDC, 49);
-    CHECK(strstr(q(s, s->ops->q_session, SIDC),
+    CHECK(strstr(q(s, srv_store_q_session, SIDC),
                  "\"missing\":1439953,\"gaps\":{\"device\":{\"count\":"
                  "1439953,") != NULL);
     CHECK(strstr(out, "[1410004,1440002]],\"ranges_cut\":false,"
                       "\"last_seq\":1440003}}") != NULL);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 static void test_reopen(void)
@@ -723,8 +724,8 @@ static void test_reopen(void)
         return; /* SQLite files only */
     snprintf(path, sizeof(path), "%s/store_keys.db", t ? t : "/tmp");
     REQUIRE(srv_store_open(path, 1, &s, err, sizeof(err)) == GPUFL_OK);
-    CHECK(strstr(q(s, s->ops->q_session, SIDA), "\"keep\":true") != NULL);
-    s->ops->close(s);
+    CHECK(strstr(q(s, srv_store_q_session, SIDA), "\"keep\":true") != NULL);
+    srv_store_close(s);
     CHECK(srv_store_open("postgres://x/y", 1, &s, err, sizeof(err)) ==
           GPUFL_EUNAVAIL);
     CHECK(srv_store_open("/nonexistent/dir/x.db", 1, &s, err, sizeof(err)) !=
