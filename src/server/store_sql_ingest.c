@@ -5,11 +5,12 @@
  *
  * Idempotency: every line lands in exactly one table whose primary key is
  * (session, seq) - plus the stream for types that occur in all three - and
- * goes in with INSERT ... ON CONFLICT DO NOTHING; sdb_changes() (or, for
- * PostgreSQL's kernels, the RETURNING of INSERT ... SELECT from a COPY
- * staging table) then says new or duplicate, and only new lines feed the
- * rollups (store_sql_rollup.c), which are gathered in memory for the batch
- * and merged once per touched row.
+ * goes in with INSERT ... ON CONFLICT DO NOTHING; the database then says
+ * new or duplicate, and only new lines feed the rollups
+ * (store_sql_rollup.c), which are gathered in memory for the batch and
+ * merged once per touched row.  Kernels, most of a batch, and the merges go
+ * in through the batch writer, the one part that differs by database
+ * (sq_writer: store_sql_ingest_sqlite.c, store_sql_ingest_pg.c).
  */
 #include "store_sql_int.h"
 
@@ -193,307 +194,21 @@ static int put_dict(srv_store *s, int64_t sess, const srv_ev *e)
     return rc;
 }
 
-/* The kernel row's 24 parameters from index b + 1. */
-static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
-                        const sq_launch *l)
-{
-    bind_i(st, b + 1, (uint64_t)sess);
-    bind_i(st, b + 2, e->seq);
-    bind_i(st, b + 3, e->ts);
-    bind_i(st, b + 4, e->dur);
-    bind_i(st, b + 5, e->dev);
-    bind_i(st, b + 6, e->stream);
-    bind_i(st, b + 7, e->corr);
-    sdb_bind_i64(st, b + 8, l->name_id);
-    bind_i(st, b + 9, e->cfg);
-    for (int i = 0; i < 3; i++)
-        bind_i(st, b + 10 + i, e->grid[i]);
-    sdb_bind_i64(st, b + 13, l->bx);
-    sdb_bind_i64(st, b + 14, l->by);
-    sdb_bind_i64(st, b + 15, l->bz);
-    sdb_bind_i64(st, b + 16, l->regs);
-    sdb_bind_i64(st, b + 17, l->smem);
-    if (l->occ >= 0)
-        sdb_bind_f64(st, b + 18, l->occ);
-    else
-        sdb_bind_null(st, b + 18);
-    bind_i(st, b + 19, e->scope);
-    bind_i(st, b + 20, e->path);
-    bind_i(st, b + 21, e->stack);
-    sdb_bind_i64(st, b + 22, e->api_off);
-    bind_i(st, b + 23, e->api_dur);
-    bind_i(st, b + 24, e->flags);
-}
-
 static int count_line(srv_store *s, int64_t sess, const srv_ev *e);
 
-/* Binary COPY (the server parses no text: about a tenth of its CPU per
- * kernel): the header, then per row the field count and each field as a
- * length and big-endian bytes (-1: NULL), then the trailer. */
-static void cb_be(sq_cbuf *b, uint64_t v, int bytes)
+int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
+                   const sq_launch *l, int fresh)
 {
-    for (int i = bytes - 1; i >= 0; i--)
-        b->p[b->len++] = (char)(v >> (8 * i));
-}
-
-static int cb_bin_begin(sq_cbuf *b)
-{
-    static const char sig[11] = { 'P',  'G',    'C',  'O',  'P', 'Y',
-                                  '\n', '\377', '\r', '\n', '\0' };
-    b->len = 0;
-    if (sq_cb_reserve(b, 32))
-        return GPUFL_ENOMEM;
-    memcpy(b->p, sig, sizeof(sig));
-    b->len = sizeof(sig);
-    cb_be(b, 0, 4); /* flags */
-    cb_be(b, 0, 4); /* header extension length */
-    return GPUFL_OK;
-}
-
-static int cb_bin_end(sq_cbuf *b)
-{
-    if (sq_cb_reserve(b, 2))
-        return GPUFL_ENOMEM;
-    cb_be(b, 0xffff, 2);
-    return GPUFL_OK;
-}
-
-/* The kernel row, in the table's column order (as bind_kernel): 23
- * bigints and occ, a double precision. */
-static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
-                     const sq_launch *l)
-{
-    int64_t v[24] = { sess,
-                      (int64_t)e->seq,
-                      (int64_t)e->ts,
-                      (int64_t)e->dur,
-                      (int64_t)e->dev,
-                      (int64_t)e->stream,
-                      (int64_t)e->corr,
-                      l->name_id,
-                      (int64_t)e->cfg,
-                      (int64_t)e->grid[0],
-                      (int64_t)e->grid[1],
-                      (int64_t)e->grid[2],
-                      l->bx,
-                      l->by,
-                      l->bz,
-                      l->regs,
-                      l->smem,
-                      0,
-                      (int64_t)e->scope,
-                      (int64_t)e->path,
-                      (int64_t)e->stack,
-                      e->api_off,
-                      (int64_t)e->api_dur,
-                      (int64_t)e->flags };
-
-    if (sq_cb_reserve(b, 2 + 24 * 12))
-        return GPUFL_ENOMEM;
-    cb_be(b, 24, 2);
-    for (int c = 0; c < 24; c++) {
-        if (c == 17 && l->occ < 0) {
-            cb_be(b, 0xffffffffu, 4);
-            continue;
-        }
-        cb_be(b, 8, 4);
-        if (c == 17) {
-            uint64_t bits;
-            memcpy(&bits, &l->occ, 8);
-            cb_be(b, bits, 8);
-        } else {
-            cb_be(b, (uint64_t)v[c], 8);
-        }
-    }
-    return GPUFL_OK;
-}
-
-/* Sessions a batch's kernels may span and still take the append path. */
-#define SQ_APPEND_SESS 8
-
-/* PostgreSQL: can the pending kernels go straight into kernels by COPY?
- * Yes when no key repeats within them (dup) and, for each session, their
- * lowest seq is above the highest seq it has stored: then none can
- * conflict.  That holds across servers too, because ingest transactions
- * hold the advisory lock, so no other writer adds kernels in between.
- * This is the common case (an agent sends its lines in order); a resent
- * batch takes the staging path. */
-static int can_append(srv_store *s, size_t n, int dup, int *ok)
-{
-    int64_t sess[SQ_APPEND_SESS], lo[SQ_APPEND_SESS];
-    int ns = 0, rc;
-
-    *ok = 0;
-    if (dup)
-        return GPUFL_OK;
-    for (size_t j = 0; j < n; j++) {
-        int64_t seq = (int64_t)s->pend[j].e->seq;
-        int i = 0;
-        while (i < ns && sess[i] != s->pend[j].sess)
-            i++;
-        if (i == ns) {
-            if (ns == SQ_APPEND_SESS)
-                return GPUFL_OK;
-            sess[ns] = s->pend[j].sess;
-            lo[ns++] = seq;
-        } else if (seq < lo[i]) {
-            lo[i] = seq;
-        }
-    }
-    for (int i = 0; i < ns; i++) {
-        int below;
-        sdb_bind_i64(s->ws[WS_KMAX], 1, sess[i]);
-        rc = sdb_step(s->ws[WS_KMAX]);
-        below = rc == SDB_ROW && (sdb_col_null(s->ws[WS_KMAX], 0) ||
-                                  sdb_col_i64(s->ws[WS_KMAX], 0) < lo[i]);
-        sdb_reset(s->ws[WS_KMAX]);
-        if (rc != SDB_ROW)
-            return sq_err(rc);
-        if (!below)
-            return GPUFL_OK;
-    }
-    *ok = 1;
-    return GPUFL_OK;
-}
-
-/* PostgreSQL: the rows in s->cb COPYed into kstage and moved into
- * kernels by one INSERT ... SELECT ... RETURNING, whose keys are the new
- * rows (the rest were already stored): marks those pending kernels fresh. */
-static int stage_kernels(srv_store *s)
-{
-    sdb_stmt *st = s->kmerge;
     int rc;
 
-    /* a second flush in one transaction: the first one's rows are in
-     * kernels already */
-    if (s->staged && (rc = exec(s->w, "TRUNCATE kstage")) != 0)
-        return rc;
-    if ((rc = sdb_copy(s->w, "COPY kstage FROM STDIN (FORMAT binary)", s->cb.p,
-                       s->cb.len)) != 0)
-        return rc;
-    s->staged = 1;
-    while ((rc = sdb_step(st)) == SDB_ROW) {
-        uint64_t k[4] = { (uint64_t)sdb_col_i64(st, 0),
-                          (uint64_t)sdb_col_i64(st, 1), 0, 0 };
-        size_t *v = rl_map_find(&s->pend_idx, k);
-        if (v)
-            s->pend[*v - 1].fresh = 1;
-    }
-    sdb_reset(st);
-    return rc == SDB_DONE ? GPUFL_OK : sdb_err(rc);
-}
-
-/* PostgreSQL: the pending kernels, COPYed straight into kernels when none
- * can be a duplicate (can_append), else through kstage; then the new
- * ones are counted and feed the rollups. */
-static int flush_pending(srv_store *s, srv_ingest_res *r)
-{
-    size_t n = s->npend;
-    int rc, fresh, dup = 0, append;
-
-    if (!n)
-        return GPUFL_OK;
-    s->npend = 0;
-    rl_map_clear(&s->pend_idx);
-    if ((rc = cb_bin_begin(&s->cb)) != 0)
-        return rc;
-    for (size_t j = 0; j < n; j++) {
-        uint64_t k[4] = { (uint64_t)s->pend[j].sess, s->pend[j].e->seq, 0, 0 };
-        size_t *v = rl_map_get(&s->pend_idx, k, &fresh);
-        if (!v)
-            return GPUFL_EFULL;
-        if (fresh)
-            *v = j + 1; /* a key twice in one batch: the first is new */
-        else
-            dup = 1;
-        if ((rc = cb_kernel(&s->cb, s->pend[j].sess, s->pend[j].e,
-                            &s->pend[j].l)) != 0)
-            return rc;
-    }
-    if ((rc = cb_bin_end(&s->cb)) != 0 ||
-        (rc = can_append(s, n, dup, &append)) != 0)
-        return rc;
-    if (!append) {
-        rc = stage_kernels(s);
-    } else if ((rc = sdb_copy(s->w, "COPY kernels FROM STDIN (FORMAT binary)",
-                              s->cb.p, s->cb.len)) == 0) {
-        for (size_t j = 0; j < n; j++)
-            s->pend[j].fresh = 1;
-    }
-    for (size_t j = 0; j < n && !rc; j++) {
-        sq_pend *p = &s->pend[j];
-        if (!p->fresh) {
-            r->duplicate++;
-            continue;
-        }
-        r->accepted++;
-        rc = sq_acc_kernel(s, p->sess, p->e, &p->l);
-        if (!rc)
-            rc = count_line(s, p->sess, p->e);
-    }
-    return rc;
-}
-
-/* SQLite: writes the queued new kernels (SQ_KGROUP in one statement, a
- * partial group row by row).  Each must be new: anything else means the
- * queue's premise broke, and the batch fails (its rollups counted them). */
-static int kq_flush(srv_store *s)
-{
-    size_t n = s->nkq;
-    int rc;
-
-    s->nkq = 0;
-    if (n == SQ_KGROUP) {
-        for (size_t i = 0; i < n; i++)
-            bind_kernel(s->kgrp, (int)(24 * i), s->kq[i].sess, s->kq[i].e,
-                        &s->kq[i].l);
-        if ((rc = step_done(s->kgrp)) != 0)
-            return rc;
-        return sdb_changes(s->w) == (int64_t)n ? GPUFL_OK : GPUFL_EINTERNAL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        bind_kernel(s->ws[WS_KERNEL], 0, s->kq[i].sess, s->kq[i].e,
-                    &s->kq[i].l);
-        if ((rc = step_done(s->ws[WS_KERNEL])) != 0)
-            return rc;
-        if (sdb_changes(s->w) != 1)
-            return GPUFL_EINTERNAL;
-    }
-    return GPUFL_OK;
-}
-
-/* SQLite: the highest kernel seq of a session, stored or queued (-1: none),
- * as a pointer the caller may raise. */
-static int kmax_get(srv_store *s, int64_t sess, int64_t **out)
-{
-    uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
-    int64_t *v = rl_map_find(&s->khigh, k);
-    int rc, fresh;
-
-    if (v) {
-        *out = v;
+    if (!fresh) {
+        s->bres->duplicate++;
         return GPUFL_OK;
     }
-    if (s->khigh.n >= SQ_CACHE_MAX) {
-        /* queued rows are in the map, not yet in the table: write them */
-        if ((rc = kq_flush(s)) != 0)
-            return rc;
-        rl_map_clear(&s->khigh);
-    }
-    sdb_bind_i64(s->ws[WS_KMAX], 1, sess);
-    rc = sdb_step(s->ws[WS_KMAX]);
-    if (rc != SDB_ROW) {
-        sdb_reset(s->ws[WS_KMAX]);
-        return sq_err(rc);
-    }
-    if (!(v = rl_map_get(&s->khigh, k, &fresh))) {
-        sdb_reset(s->ws[WS_KMAX]);
-        return GPUFL_EFULL;
-    }
-    *v = sdb_col_null(s->ws[WS_KMAX], 0) ? -1 : sdb_col_i64(s->ws[WS_KMAX], 0);
-    sdb_reset(s->ws[WS_KMAX]);
-    *out = v;
-    return GPUFL_OK;
+    s->bres->accepted++;
+    if ((rc = sq_acc_kernel(s, sess, e, l)) != 0)
+        return rc;
+    return count_line(s, sess, e);
 }
 
 static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
@@ -516,41 +231,9 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
             l.by = (int64_t)e->block[1];
             l.bz = (int64_t)e->block[2];
         }
-        if (s->pend) {
-            sq_pend *p = &s->pend[s->npend++];
-            p->e = e;
-            p->sess = sess;
-            p->l = l;
-            p->fresh = 0;
-            *fresh = -1; /* counted when the batch's INSERT runs */
-            return GPUFL_OK;
-        }
-        {
-            /* after every kernel of its session stored or queued: new
-             * (agents send in order, so nearly always), queued */
-            int64_t *mx = NULL;
-            if ((rc = kmax_get(s, sess, &mx)) != 0)
-                return rc;
-            if ((int64_t)e->seq > *mx) {
-                *mx = (int64_t)e->seq;
-                s->kq[s->nkq].e = e;
-                s->kq[s->nkq].sess = sess;
-                s->kq[s->nkq++].l = l;
-                if (s->nkq == SQ_KGROUP && (rc = kq_flush(s)) != 0)
-                    return rc;
-                *fresh = 1;
-                return sq_acc_kernel(s, sess, e, &l);
-            }
-            /* maybe a duplicate of a queued row: those go in first */
-            if ((rc = kq_flush(s)) != 0)
-                return rc;
-        }
-        st = s->ws[WS_KERNEL];
-        bind_kernel(st, 0, sess, e, &l);
-        if ((rc = step_done(st)) != 0)
-            return rc;
-        *fresh = sdb_changes(s->w) > 0;
-        return *fresh ? sq_acc_kernel(s, sess, e, &l) : GPUFL_OK;
+        /* the writer reports it (sq_kernel_done), now or at its flush */
+        *fresh = -1;
+        return s->wr->kernel(s, sess, e, &l);
     case EV_MEMCPY:
     case EV_MEMSET:
     case EV_SYNC:
@@ -716,31 +399,15 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
 
     r->accepted = r->duplicate = 0;
     pthread_mutex_lock(&s->wlock);
+    s->bres = r;
     rl_map_clear(&s->kagg);
     rl_map_clear(&s->tl);
     rl_map_clear(&s->kscope);
     rl_map_clear(&s->sacc);
     rl_map_clear(&s->srl);
     rc = sdb_begin(s->w);
-    /* PostgreSQL with several servers: the kernel aggregates are merged
-     * read-modify-write, so batches take turns as SQLite's write lock
-     * makes them (held until COMMIT/ROLLBACK) */
-    if (!rc && sdb_dialect(s->w) == SDB_POSTGRES)
-        rc = exec(s->w, "SELECT pg_advisory_xact_lock(7242)");
-    /* SQLite with several servers on one file: another one's kernels
-     * make this writer's highest-seq cache stale (its queue would take a
-     * stored kernel for a new one and fail the batch) */
-    if (!rc && s->dver) {
-        int64_t v;
-        rc = sdb_step(s->dver);
-        v = rc == SDB_ROW ? sdb_col_i64(s->dver, 0) : -1;
-        sdb_reset(s->dver);
-        rc = sdb_err(rc);
-        if (!rc && v != s->dver_last) {
-            rl_map_clear(&s->khigh);
-            s->dver_last = v;
-        }
-    }
+    if (!rc)
+        rc = s->wr->begin(s);
     if (rc) {
         exec(s->w, "ROLLBACK");
         goto out;
@@ -749,8 +416,6 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         exec(s->w, "ROLLBACK");
         goto out;
     }
-    s->npend = 0;
-    s->staged = 0;
     if (++s->ext_gen == 0) /* 0 marks stored kext keys */
         s->ext_gen = 1;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -762,11 +427,8 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
             break;
         if ((rc = put_line(s, sess, e, &fresh)) != 0)
             break;
-        if (fresh < 0) {
-            if (s->npend == SQ_PEND_MAX)
-                rc = flush_pending(s, r);
-            continue;
-        }
+        if (fresh < 0)
+            continue; /* a kernel: the writer counts it */
         if (!fresh) {
             r->duplicate++;
             continue;
@@ -775,11 +437,9 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         rc = count_line(s, sess, e);
     }
     if (!rc)
-        rc = s->pend ? flush_pending(s, r) : kq_flush(s);
+        rc = s->wr->flush(s);
     if (!rc)
-        rc = s->pend ? sq_flush_kagg_pg(s) : sq_flush_kagg(s);
-    if (!rc)
-        rc = sq_flush_rest(s, (int64_t)time(NULL));
+        rc = sq_flush_sessions(s, (int64_t)time(NULL));
     if (!rc)
         rc = sq_ext_flush(s);
     if (!rc)
@@ -794,13 +454,13 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
          * transaction */
         rl_map_clear(&s->sess_cache);
         rl_map_clear(&s->launch_cache);
-        rl_map_clear(&s->khigh);
-        s->nkq = 0;
+        s->wr->abort(s);
         sq_ext_reset(s);
         sq_gaps_reset(s);
         r->accepted = r->duplicate = 0;
     }
 out:
+    s->bres = NULL;
     pthread_mutex_unlock(&s->wlock);
     return rc;
 }

@@ -1,7 +1,10 @@
 /*
- * store_sql_int.h - the store's private state, shared by its write side
- * (store_sql.c) and its queries (store_sql_q.c, store_sql_view.c); the
- * same code serves SQLite and PostgreSQL through db.h.
+ * store_sql_int.h - the store's private state, shared by its files: the
+ * schema and connections (store_sql.c), the ingest batch (store_sql_ingest.c
+ * and its rollups, kext and seq ranges), maintenance, and the queries
+ * (store_sql_q*.c).  The same code serves SQLite and PostgreSQL through
+ * db.h; what differs is how a batch's rows go in, the batch writer
+ * (sq_writer below), one file per database.
  */
 #ifndef GPUFL_SERVER_STORE_SQL_INT_H
 #define GPUFL_SERVER_STORE_SQL_INT_H
@@ -88,22 +91,6 @@ typedef struct sq_sacc {
 #define SQ_ACC_MAX (4u << 20)
 #define SQ_CACHE_MAX (1u << 20)
 
-/* PostgreSQL: a kernel line waiting for the batch's multi-row INSERT
- * (a round trip per row would cap ingest at ~10k rows/s). */
-typedef struct sq_pend {
-    const srv_ev *e;
-    int64_t sess;
-    sq_launch l;
-    int fresh;
-} sq_pend;
-
-#define SQ_PEND_MAX 16384
-
-/* SQLite: kernels known new (after every stored kernel of their session)
- * go in this many rows per INSERT: one statement end per row was ~10 %
- * of the store's time. */
-#define SQ_KGROUP 16
-
 /* kext (store_sql_ext.c): keys kept per session and side by default
  * (GPUFL_SERVER_TOPK changes it: tests), sessions whose heaps stay in
  * memory, and a stored key leaving in this batch. */
@@ -111,11 +98,12 @@ typedef struct sq_pend {
 #define SQ_EXT_K_MAX (1u << 20)
 #define SQ_EXT_SESS 32
 struct sq_ext;
-typedef struct sq_ext_del {
+/* A kext row (its key) the batch deletes or inserts. */
+typedef struct sq_ext_row {
     int64_t sess;
     int side;
     int64_t dur, seq;
-} sq_ext_del;
+} sq_ext_row;
 
 /* A run of stored seqs of one (session, stream): a batch's accepted lines
  * (store_sql_gaps.c), or the stored range a writer last extended. */
@@ -128,11 +116,7 @@ typedef struct sq_run {
  * count is always exact. */
 #define SQ_GAP_RANGES_MAX 100
 
-/* PostgreSQL: the rows a batch stages with COPY (text format). */
-typedef struct sq_cbuf {
-    char *p;
-    size_t len, cap;
-} sq_cbuf;
+struct sq_writer;
 
 /* The database's health as the connections report it
  * (store_sql_health.c). */
@@ -154,30 +138,19 @@ struct srv_store {
     rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
     rl_map srl;                    /* per-batch: (sess, src, b) -> sq_srl */
-    sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
-    sq_pend kq[SQ_KGROUP];         /* SQLite: new kernels, not yet written */
-    size_t nkq;
-    rl_map khigh; /* SQLite: sess -> highest kernel seq stored or in kq */
-    /* SQLite: PRAGMA data_version, and its value at this writer's last
-     * batch: another process committed in between when it differs, and
-     * khigh may be behind what is stored */
-    sdb_stmt *dver;
-    int64_t dver_last;
-    sdb_stmt *kgrp; /* SQLite: SQ_KGROUP kernels in one INSERT */
-    size_t npend;
-    rl_map pend_idx;         /* (sess, seq) -> 1 + first index in pend */
-    sdb_stmt *kmerge;        /* PostgreSQL: kstage -> kernels, RETURNING */
-    sdb_stmt *kaget;         /* PostgreSQL: the stored kagg rows of a batch */
-    sq_cbuf cb;              /* PostgreSQL: COPY rows being built */
-    int staged;              /* PostgreSQL: kstage filled in this transaction */
+    /* the batch writer (sq_writer, chosen by the database) and its own
+     * state; the batch's outcome while it is written */
+    const struct sq_writer *wr;
+    void *wst;
+    srv_ingest_res *bres;
     int64_t analyzed;        /* PostgreSQL: when ANALYZE last ran (Unix s) */
     struct sq_ext *ext;      /* SQ_EXT_SESS heaps (store_sql_ext.c) */
     struct sq_ext *ext_last; /* the slot a kernel last went to */
     uint32_t ext_k, ext_gen;
     uint64_t ext_clock;
-    int ext_dirty; /* keys added in this batch */
-    sq_ext_del *del;
-    size_t ndel, del_cap;
+    int ext_dirty;         /* keys added in this batch */
+    sq_ext_row *del, *put; /* kext rows leaving, coming in this batch */
+    size_t ndel, del_cap, nput, put_cap;
     /* seq ranges (store_sql_gaps.c): the batch in hand, per line of it
      * whether it was accepted and its session's row id, the runs they
      * form, and per (session, stream) the range this writer extended
@@ -240,25 +213,27 @@ void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
 
+/* ---- store_sql_ingest.c ---- */
+/* A kernel row the writer has written (fresh: new, else a duplicate
+ * already stored): counted in the batch's outcome, and a new one feeds
+ * the rollups and its session's counters. */
+int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
+                   const sq_launch *l, int fresh);
+
 /* Idle verdicts (store_sql_fleet.c): stores one fresh `verdict` line. */
 int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
 
-/* ---- store_sql_rollup.c ---- */
-/* COPY text rows: sq_cb_i/_f/_null append a column, then sep ('\t' or
- * '\n'), into room the caller reserved with sq_cb_reserve (CB_COL bytes
- * a column). */
-#define CB_COL 32
-int sq_cb_reserve(sq_cbuf *b, size_t n);
-void sq_cb_i(sq_cbuf *b, int64_t v, char sep);
-/* text of n bytes, escaped: reserve 2 * n + 1 */
-void sq_cb_text(sq_cbuf *b, const char *p, size_t n, char sep);
-void sq_cb_f(sq_cbuf *b, double v, char sep);
-void sq_cb_null(sq_cbuf *b, char sep);
+/* ---- store_sql_rollup.c: what new lines add up to ---- */
+/* A new kernel into this batch's accumulators: its name's aggregate
+ * (s->kagg), the timeline buckets (s->tl), its scope's totals (s->kscope)
+ * and the session's kext heaps. */
 int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l);
-int sq_flush_kagg(srv_store *s);
-int sq_flush_kagg_pg(srv_store *s);
-int sq_flush_rest(srv_store *s, int64_t now);
+/* Adds a stored kagg row (its columns from c: n, total, min, max, sum_occ,
+ * n_occ, regs, smem, hist) into an accumulator. */
+void sq_kagg_merge(sq_kagg *a, sdb_stmt *g, int c);
+/* The batch's session counters and time spans (s->sacc) into sessions. */
+int sq_flush_sessions(srv_store *s, int64_t now);
 /* A new gpu or host sample into this batch's 60 s buckets; written (merged
  * with the stored buckets) by sq_flush_srl before COMMIT. */
 int sq_acc_sample(srv_store *s, int64_t sess, const srv_ev *e);
@@ -295,10 +270,61 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
 int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);
-/* Writes the batch's kext changes (before COMMIT). */
+/* Writes the batch's kext changes (before COMMIT), through the writer. */
 int sq_ext_flush(srv_store *s);
 /* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */
 void sq_ext_reset(srv_store *s);
 void sq_ext_release(srv_store *s);
+
+/*
+ * ---- The batch writer: what differs by database ----
+ *
+ * Which rows a line makes, the rollups, the transaction and its order are
+ * the same for both databases (store_sql_ingest.c).  How the rows get in
+ * is not: SQLite runs in this process, so a prepared statement per row is
+ * cheap, and new kernels go in grouped INSERTs (store_sql_ingest_sqlite.c);
+ * PostgreSQL is a round trip away, so a batch's rows go in bulk - binary
+ * COPY, staging tables merged by one statement per table, multi-row
+ * statements (store_sql_ingest_pg.c).
+ *
+ * Every function runs on the writer connection s->w under s->wlock; the
+ * writer keeps its own state in s->wst.
+ */
+typedef struct sq_writer {
+    const char *name; /* "sqlite", "postgres" */
+    /* the writer connection's settings, before the schema exists */
+    int (*setup)(srv_store *s);
+    /* after the schema is current: its statements and state; eb says why
+     * it failed */
+    int (*open)(srv_store *s, char *eb, size_t ec);
+    /* frees what open made; accepts a writer that was never opened */
+    void (*close)(srv_store *s);
+    /* after BEGIN: what makes this batch's view of the database sound
+     * (other servers writing the same database) */
+    int (*begin)(srv_store *s);
+    /* one kernel row (l: its launch configuration), written now or held
+     * for flush; either way passed to sq_kernel_done once it is known new
+     * or duplicate, at the latest in flush */
+    int (*kernel)(srv_store *s, int64_t sess, const srv_ev *e,
+                  const sq_launch *l);
+    /* the kernels still held, then the batch's kernel aggregates, merged
+     * with the stored ones (s->kagg), its timeline buckets (s->tl) and
+     * per-scope totals (s->kscope) */
+    int (*flush)(srv_store *s);
+    /* kext: the rows leaving, then the rows coming (del may be reordered) */
+    int (*kext)(srv_store *s, sq_ext_row *del, size_t ndel,
+                const sq_ext_row *put, size_t nput);
+    /* the batch rolled back: forget what it held or cached */
+    void (*abort)(srv_store *s);
+    /* the p->n stacks of memory profile prof (store_sql_memprof.c), in the
+     * caller's transaction */
+    int (*memstacks)(srv_store *s, int64_t prof, const srv_memprof *p);
+} sq_writer;
+
+extern const sq_writer sq_writer_sqlite; /* store_sql_ingest_sqlite.c */
+extern const sq_writer sq_writer_pg;     /* store_sql_ingest_pg.c */
+
+/* PostgreSQL: every connection's session settings. */
+#define SQ_PG_SETUP "SET client_min_messages=warning"
 
 #endif

@@ -124,48 +124,7 @@ static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
     sdb_finalize(st);
     if (rc != SDB_ROW)
         return rc == SDB_DONE ? GPUFL_EINTERNAL : sdb_err(rc);
-    rc = 0;
-    if (sdb_dialect(s->w) == SDB_POSTGRES) {
-        /* one COPY, not a round trip per stack (17 ms a 200-stack
-         * profile) */
-        s->cb.len = 0;
-        for (size_t i = 0; i < p->n; i++) {
-            if ((rc = sq_cb_reserve(
-                     &s->cb, 10 * CB_COL + 2 * p->stacks[i].frames.n + 1)) != 0)
-                return rc;
-            sq_cb_i(&s->cb, *id, '\t');
-            sq_cb_i(&s->cb, (int64_t)i, '\t');
-            sq_cb_text(&s->cb, p->stacks[i].frames.p, p->stacks[i].frames.n,
-                       '\t');
-            for (int k = 0; k < 8; k++)
-                sq_cb_i(&s->cb, (int64_t)p->stacks[i].v[k],
-                        k < 7 ? '\t' : '\n');
-        }
-        return p->n ? sdb_copy(s->w,
-                               "COPY memsamples(prof, idx, frames,"
-                               " alloc_bytes, alloc_count, free_bytes,"
-                               " free_count, inuse_bytes, inuse_count,"
-                               " fail_bytes, fail_count) FROM STDIN",
-                               s->cb.p, s->cb.len)
-                    : GPUFL_OK;
-    }
-    if (sdb_prepare(s->w,
-                    "INSERT INTO memsamples(prof, idx, frames, alloc_bytes,"
-                    " alloc_count, free_bytes, free_count, inuse_bytes,"
-                    " inuse_count, fail_bytes, fail_count)"
-                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    &st))
-        return GPUFL_EINTERNAL;
-    for (size_t i = 0; i < p->n && !rc; i++) {
-        sdb_bind_i64(st, 1, *id);
-        sdb_bind_i64(st, 2, (int64_t)i);
-        sdb_bind_text(st, 3, p->stacks[i].frames.p, p->stacks[i].frames.n);
-        for (int k = 0; k < 8; k++)
-            sdb_bind_i64(st, 4 + k, (int64_t)p->stacks[i].v[k]);
-        rc = step_done(st);
-    }
-    sdb_finalize(st);
-    return rc;
+    return p->n ? s->wr->memstacks(s, *id, p) : GPUFL_OK;
 }
 
 int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
