@@ -103,8 +103,8 @@ static const char *const migrations[] = {
     " last_used INTEGER, revoked INTEGER);",
     /* 2: the duration index split into epochs of 2^16 seq (SQ_DUR_SHIFT):
      * a batch's inserts land in the newest epoch's few pages instead of
-     * pages all over a (sess, dur) index; store_sql_q.c merges the
-     * epochs to sort by duration */
+     * pages all over a (sess, dur) index; the kernel pages merged the
+     * epochs to sort by duration (until 7) */
     "DROP INDEX kernels_dur;"
     "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16), dur, seq);",
     /* 3: timeline level 0 is 2^18 ns wide, no longer 2^16 (rollup.h);
@@ -347,15 +347,15 @@ static int migrate(sdb *db, char *eb, size_t ec)
     sdb_stmt *st = NULL;
     int ver = 0, rc;
 
-    rc = exec(db, "CREATE TABLE IF NOT EXISTS schema_version(version BIGINT"
-                  " NOT NULL)");
+    rc = sdb_exec(db, "CREATE TABLE IF NOT EXISTS schema_version(version BIGINT"
+                      " NOT NULL)");
     if (rc) {
         snprintf(eb, ec, "cannot create the version table: %s", sdb_errmsg(db));
         return rc;
     }
     if (sdb_prepare(db, "SELECT max(version) FROM schema_version", &st) == 0 &&
         sdb_step(st) == SDB_ROW)
-        ver = (int)sdb_col_i64(st, 0);
+        ver = (int)qcol_i64(st, 0);
     sdb_finalize(st);
     if (ver > SQ_SCHEMA_VERSION) {
         snprintf(eb, ec,
@@ -374,14 +374,14 @@ static int migrate(sdb *db, char *eb, size_t ec)
             free(ddl);
             return rc;
         }
-        if (exec(db, ddl) != 0 || exec(db, bump)) {
+        if (sdb_exec(db, ddl) != 0 || sdb_exec(db, bump)) {
             snprintf(eb, ec, "migration %d failed: %s", v + 1, sdb_errmsg(db));
-            exec(db, "ROLLBACK");
+            sdb_exec(db, "ROLLBACK");
             free(ddl);
             return GPUFL_EINTERNAL;
         }
         free(ddl);
-        if ((rc = exec(db, "COMMIT")) != 0)
+        if ((rc = sdb_exec(db, "COMMIT")) != 0)
             return rc;
     }
     return GPUFL_OK;
@@ -512,7 +512,7 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
         s->rfree[i] = 1;
         if (sdb_dialect(s->r[i]) == SDB_POSTGRES) {
             sdb_set_setup(s->r[i], SQ_PG_SETUP);
-            if ((rc = exec(s->r[i], SQ_PG_SETUP)) != 0)
+            if ((rc = sdb_exec(s->r[i], SQ_PG_SETUP)) != 0)
                 goto fail;
         }
     }

@@ -13,9 +13,9 @@
  * durations in random order about K * (1 + ln(N / K)) of N kernels ever
  * enter, a few percent of a big session.  (Durations that only grow, or
  * only shrink, make every kernel enter one side: the cost of the old
- * index, twice.)  store_sql_q.c reads a page from kext and falls back to
- * a plain sort only past the prefix (or when filters leave too few rows
- * in it).
+ * index, twice.)  store_sql_q_kernels.c reads a page from kext and falls
+ * back to a plain sort only past the prefix (or when filters leave too few
+ * rows in it).
  *
  * The heaps live in memory for the sessions being written (SQ_EXT_SESS,
  * least recently used ones go), loaded from kext on first use.  Changes
@@ -136,11 +136,11 @@ static int ext_load(srv_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
     h->n = 0;
     if (!(h->k = malloc((size_t)h->cap * sizeof(*h->k))))
         return GPUFL_ENOMEM;
-    sdb_bind_i64(st, 1, x->sess);
-    sdb_bind_i64(st, 2, (int64_t)h->cap + 1);
+    qbind_i64(st, 1, x->sess);
+    qbind_i64(st, 2, (int64_t)h->cap + 1);
     while ((rc = sdb_step(st)) == SDB_ROW && h->n < h->cap) {
-        h->k[h->n].dur = sdb_col_i64(st, 0);
-        h->k[h->n].seq = sdb_col_i64(st, 1);
+        h->k[h->n].dur = qcol_i64(st, 0);
+        h->k[h->n].seq = qcol_i64(st, 1);
         h->k[h->n++].gen = 0;
     }
     more = rc == SDB_ROW; /* a row past the first K: K shrank */
@@ -156,7 +156,7 @@ static int ext_load(srv_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
                  " (dur, seq) %s (%lld, %lld)",
                  (long long)x->sess, d, d ? ">" : "<", (long long)last->dur,
                  (long long)last->seq);
-        if ((rc = exec(s->w, sql)) != 0)
+        if ((rc = sdb_exec(s->w, sql)) != 0)
             return rc;
     }
     /* a prefix shorter than K and than the session: it may not grow past
@@ -195,9 +195,9 @@ static int ext_stale(srv_store *s, const struct sq_ext *c)
     int64_t v = 0;
     int rc;
 
-    sdb_bind_i64(st, 1, c->sess);
+    qbind_i64(st, 1, c->sess);
     if ((rc = sdb_step(st)) == SDB_ROW)
-        v = sdb_col_i64(st, 0);
+        v = qcol_i64(st, 0);
     sdb_reset(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
         return sq_err(rc);
@@ -252,10 +252,10 @@ static struct sq_ext *ext_get(srv_store *s, int64_t sess, int *rc)
         sdb_stmt *st = s->ws[WS_EXT_COUNT];
         uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
         const sq_sacc *a = rl_map_find(&s->sacc, k);
-        sdb_bind_i64(st, 1, sess);
+        qbind_i64(st, 1, sess);
         if (sdb_step(st) == SDB_ROW) {
-            nk = (uint64_t)sdb_col_i64(st, 0);
-            x->ver = sdb_col_i64(st, 1);
+            nk = (uint64_t)qcol_i64(st, 0);
+            x->ver = qcol_i64(st, 1);
         }
         sdb_reset(st);
         nk += a ? a->kernels : 0;
@@ -354,10 +354,10 @@ int sq_ext_flush(srv_store *s)
         sdb_stmt *st = s->ws[WS_EXT_BUMP];
         if (!x->sess || x->gen != s->ext_gen)
             continue;
-        sdb_bind_i64(st, 1, x->sess);
+        qbind_i64(st, 1, x->sess);
         rc = sdb_step(st);
         if (rc == SDB_ROW)
-            x->ver = sdb_col_i64(st, 0);
+            x->ver = qcol_i64(st, 0);
         sdb_reset(st);
         rc = rc == SDB_ROW    ? GPUFL_OK
              : rc == SDB_DONE ? GPUFL_EINTERNAL

@@ -129,12 +129,12 @@ static int run_put(srv_store *s, const sq_run *r)
      * last, and that range is still as it left it */
     if (h && h->hi == r->lo - 1) {
         st = s->ws[WS_SEQ_EXT];
-        sdb_bind_i64(st, 1, r->hi);
-        sdb_bind_i64(st, 2, r->sess);
-        sdb_bind_i64(st, 3, r->st);
-        sdb_bind_i64(st, 4, h->lo);
-        sdb_bind_i64(st, 5, h->hi);
-        if ((rc = step_done(st)) != 0)
+        qbind_i64(st, 1, r->hi);
+        qbind_i64(st, 2, r->sess);
+        qbind_i64(st, 3, r->st);
+        qbind_i64(st, 4, h->lo);
+        qbind_i64(st, 5, h->hi);
+        if ((rc = qrun(st)) != 0)
             return rc;
         if (sdb_changes(s->w) == 1) {
             h->hi = r->hi;
@@ -144,35 +144,35 @@ static int run_put(srv_store *s, const sq_run *r)
     /* a range starting just above the run joins it (none above 2^63-1) */
     if (r->hi < INT64_MAX) {
         st = s->ws[WS_SEQ_TAKE];
-        sdb_bind_i64(st, 1, r->sess);
-        sdb_bind_i64(st, 2, r->st);
-        sdb_bind_i64(st, 3, r->hi + 1);
+        qbind_i64(st, 1, r->sess);
+        qbind_i64(st, 2, r->st);
+        qbind_i64(st, 3, r->hi + 1);
         rc = sdb_step(st);
-        if (rc == SDB_ROW && sdb_col_i64(st, 0) > hi)
-            hi = sdb_col_i64(st, 0);
+        if (rc == SDB_ROW && qcol_i64(st, 0) > hi)
+            hi = qcol_i64(st, 0);
         sdb_reset(st);
         if (rc != SDB_ROW && rc != SDB_DONE)
             return sq_err(rc);
     }
     /* the range ending just below it takes it in, or it is a new one */
     st = s->ws[WS_SEQ_JOIN];
-    sdb_bind_i64(st, 1, hi);
-    sdb_bind_i64(st, 2, r->sess);
-    sdb_bind_i64(st, 3, r->st);
-    sdb_bind_i64(st, 4, r->lo - 1);
+    qbind_i64(st, 1, hi);
+    qbind_i64(st, 2, r->sess);
+    qbind_i64(st, 3, r->st);
+    qbind_i64(st, 4, r->lo - 1);
     rc = sdb_step(st);
     if (rc == SDB_ROW)
-        lo = sdb_col_i64(st, 0);
+        lo = qcol_i64(st, 0);
     sdb_reset(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
         return sq_err(rc);
     if (rc == SDB_DONE) {
         st = s->ws[WS_SEQ_ADD];
-        sdb_bind_i64(st, 1, r->sess);
-        sdb_bind_i64(st, 2, r->st);
-        sdb_bind_i64(st, 3, r->lo);
-        sdb_bind_i64(st, 4, hi);
-        if ((rc = step_done(st)) != 0)
+        qbind_i64(st, 1, r->sess);
+        qbind_i64(st, 2, r->st);
+        qbind_i64(st, 3, r->lo);
+        qbind_i64(st, 4, hi);
+        if ((rc = qrun(st)) != 0)
             return rc;
     }
     if (s->seqhint.n >= SQ_CACHE_MAX)
@@ -257,11 +257,11 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
         free(g);
         return GPUFL_EINTERNAL;
     }
-    sdb_bind_i64(st, 1, sess);
+    qbind_i64(st, 1, sess);
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        int64_t k = sdb_col_i64(st, 0);
+        int64_t k = qcol_i64(st, 0);
         if (k >= 0 && k < SRV_ST_N)
-            gap_add(&g[k], sdb_col_i64(st, 1), sdb_col_i64(st, 2));
+            gap_add(&g[k], qcol_i64(st, 1), qcol_i64(st, 2));
     }
     sdb_finalize(st);
     if (rc != SDB_DONE) {
@@ -314,9 +314,9 @@ int srv_store_missing(srv_store *s, uint64_t out[SRV_ST_N])
         return GPUFL_EINTERNAL;
     }
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        int64_t k = sdb_col_i64(st, 0);
+        int64_t k = qcol_i64(st, 0);
         if (k >= 0 && k < SRV_ST_N)
-            out[k] = (uint64_t)sdb_col_i64(st, 1);
+            out[k] = (uint64_t)qcol_i64(st, 1);
     }
     sdb_finalize(st);
     sq_reader_put(s, db);

@@ -149,7 +149,7 @@ void sq_health_watch(void *arg, int ev, const char *why)
 int srv_store_ping(srv_store *s)
 {
     sdb *db = sq_reader_get(s);
-    int rc = exec(db, "SELECT 1 FROM schema_version LIMIT 1");
+    int rc = sdb_exec(db, "SELECT 1 FROM schema_version LIMIT 1");
 
     sq_reader_put(s, db);
     if (rc || !__atomic_load_n(&s->health.nospc, __ATOMIC_RELAXED))
@@ -159,7 +159,7 @@ int srv_store_ping(srv_store *s)
     /* a write failed for disk space: try one (autocommit, so it is not
      * taken for an ingest's COMMIT) */
     pthread_mutex_lock(&s->wlock);
-    rc = exec(s->w, "UPDATE schema_version SET version=version");
+    rc = sdb_exec(s->w, "UPDATE schema_version SET version=version");
     pthread_mutex_unlock(&s->wlock);
     if (rc)
         return __atomic_load_n(&s->health.nospc, __ATOMIC_RELAXED)

@@ -55,21 +55,21 @@ static int sess_id(srv_store *s, const char *sid, int64_t *id)
         return GPUFL_OK;
     }
     st = s->ws[WS_SESS_FIND];
-    sdb_bind_text(st, 1, sid, strlen(sid));
+    qbind_text(st, 1, sid);
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
-        *id = sdb_col_i64(st, 0);
+        *id = qcol_i64(st, 0);
         sdb_reset(st);
     } else {
         sdb_reset(st);
         if (rc != SDB_DONE)
             return sq_err(rc);
         st = s->ws[WS_SESS_ADD];
-        sdb_bind_text(st, 1, sid, strlen(sid));
-        sdb_bind_i64(st, 2, (int64_t)time(NULL));
+        qbind_text(st, 1, sid);
+        qbind_i64(st, 2, (int64_t)time(NULL));
         rc = sdb_step(st);
         if (rc == SDB_ROW)
-            *id = sdb_col_i64(st, 0);
+            *id = qcol_i64(st, 0);
         sdb_reset(st);
         if (rc != SDB_ROW)
             return rc == SDB_DONE ? GPUFL_EINTERNAL : rc;
@@ -96,17 +96,17 @@ static int launch_get(srv_store *s, int64_t sess, uint64_t cfg, sq_launch *out)
     }
     memset(out, 0, sizeof(*out));
     out->occ = -1;
-    bind_i(st, 1, (uint64_t)sess);
-    bind_i(st, 2, cfg);
+    qbind_u64(st, 1, (uint64_t)sess);
+    qbind_u64(st, 2, cfg);
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
-        out->name_id = sdb_col_i64(st, 0);
-        out->regs = sdb_col_i64(st, 1);
-        out->smem = sdb_col_i64(st, 2) + sdb_col_i64(st, 3);
-        out->occ = sdb_col_null(st, 4) ? -1 : sdb_col_f64(st, 4);
-        out->bx = sdb_col_i64(st, 5);
-        out->by = sdb_col_i64(st, 6);
-        out->bz = sdb_col_i64(st, 7);
+        out->name_id = qcol_i64(st, 0);
+        out->regs = qcol_i64(st, 1);
+        out->smem = qcol_i64(st, 2) + qcol_i64(st, 3);
+        out->occ = qcol_null(st, 4) ? -1 : qcol_f64(st, 4);
+        out->bx = qcol_i64(st, 5);
+        out->by = qcol_i64(st, 6);
+        out->bz = qcol_i64(st, 7);
     }
     sdb_reset(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
@@ -143,11 +143,11 @@ static int put_stalls(srv_store *s, int64_t sess, const srv_ev *e)
         int rc;
         if (jsonl_tok_str(&d, k, key, sizeof(key), &n) == GPUFL_OK &&
             jsonl_tok_u64(&d, k + 1, &v) == GPUFL_OK) {
-            bind_i(st, 1, (uint64_t)sess);
-            bind_i(st, 2, e->seq);
-            sdb_bind_text(st, 3, key, n);
-            bind_i(st, 4, v);
-            if ((rc = step_done(st)) != 0)
+            qbind_u64(st, 1, (uint64_t)sess);
+            qbind_u64(st, 2, e->seq);
+            qbind_str(st, 3, (srv_str){ key, n });
+            qbind_u64(st, 4, v);
+            if ((rc = qrun(st)) != 0)
                 return rc;
         }
         k = d.tok[k + 1].next;
@@ -160,29 +160,29 @@ static int put_dict(srv_store *s, int64_t sess, const srv_ev *e)
     sdb_stmt *st = s->ws[WS_DICT];
     int rc;
 
-    bind_i(st, 1, (uint64_t)sess);
-    bind_i(st, 2, e->id);
-    bind_i(st, 3, e->dkind);
-    bind_s(st, 4, e->dname);
-    bind_i(st, 5, e->name);
-    bind_i(st, 6, e->parent);
-    bind_i(st, 7, e->depth);
-    bind_i(st, 8, e->regs);
-    bind_i(st, 9, e->smem);
-    bind_i(st, 10, e->dsmem);
-    bind_i(st, 11, e->lmem);
+    qbind_u64(st, 1, (uint64_t)sess);
+    qbind_u64(st, 2, e->id);
+    qbind_u64(st, 3, e->dkind);
+    qbind_str(st, 4, e->dname);
+    qbind_u64(st, 5, e->name);
+    qbind_u64(st, 6, e->parent);
+    qbind_u64(st, 7, e->depth);
+    qbind_u64(st, 8, e->regs);
+    qbind_u64(st, 9, e->smem);
+    qbind_u64(st, 10, e->dsmem);
+    qbind_u64(st, 11, e->lmem);
     if (e->occ >= 0)
-        sdb_bind_f64(st, 12, e->occ);
+        qbind_f64(st, 12, e->occ);
     else
-        sdb_bind_null(st, 12);
-    bind_s(st, 13, e->lim);
+        qbind_null(st, 12);
+    qbind_str(st, 13, e->lim);
     for (int i = 0; i < 3; i++)
-        bind_i(st, 14 + i, e->dkind == DK_LAUNCH ? e->block[i] : 0);
+        qbind_u64(st, 14 + i, e->dkind == DK_LAUNCH ? e->block[i] : 0);
     if (e->dkind == DK_STACK)
-        sdb_bind_text(st, 17, e->raw.p, e->raw.n);
+        qbind_str(st, 17, e->raw);
     else
-        sdb_bind_null(st, 17);
-    rc = step_done(st);
+        qbind_null(st, 17);
+    rc = qrun(st);
     if (!rc && e->dkind == DK_LAUNCH) {
         /* a redefinition is identical by the format's rules: drop any
          * cached miss so kernels after it resolve */
@@ -240,56 +240,56 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
     case EV_ALLOC:
     case EV_FREE:
         st = s->ws[WS_OP];
-        bind_i(st, 1, (uint64_t)sess);
-        bind_i(st, 2, e->seq);
-        bind_i(st, 3, e->type);
-        bind_i(st, 4, e->ts);
-        bind_i(st, 5, e->dur);
-        bind_i(st, 6, e->dev);
-        bind_i(st, 7, e->stream);
-        bind_i(st, 8, e->corr);
-        bind_s(st, 9, e->kind);
-        bind_i(st, 10, e->bytes);
-        bind_i(st, 11, e->scope);
-        bind_i(st, 12, e->path);
-        bind_i(st, 13, e->stack);
-        bind_i(st, 14, e->flags);
+        qbind_u64(st, 1, (uint64_t)sess);
+        qbind_u64(st, 2, e->seq);
+        qbind_u64(st, 3, e->type);
+        qbind_u64(st, 4, e->ts);
+        qbind_u64(st, 5, e->dur);
+        qbind_u64(st, 6, e->dev);
+        qbind_u64(st, 7, e->stream);
+        qbind_u64(st, 8, e->corr);
+        qbind_str(st, 9, e->kind);
+        qbind_u64(st, 10, e->bytes);
+        qbind_u64(st, 11, e->scope);
+        qbind_u64(st, 12, e->path);
+        qbind_u64(st, 13, e->stack);
+        qbind_u64(st, 14, e->flags);
         break;
     case EV_SCOPE_BEGIN:
     case EV_SCOPE_END:
         st = s->ws[WS_SCOPE];
-        bind_i(st, 1, (uint64_t)sess);
-        bind_i(st, 2, e->seq);
-        bind_i(st, 3, e->type);
-        bind_i(st, 4, e->id);
-        bind_i(st, 5, e->ts);
-        bind_i(st, 6, e->name);
-        bind_i(st, 7, e->path);
-        bind_i(st, 8, e->parent);
-        bind_i(st, 9, e->depth);
-        bind_i(st, 10, e->tid);
-        bind_i(st, 11, e->dur);
-        bind_i(st, 12, e->flags);
+        qbind_u64(st, 1, (uint64_t)sess);
+        qbind_u64(st, 2, e->seq);
+        qbind_u64(st, 3, e->type);
+        qbind_u64(st, 4, e->id);
+        qbind_u64(st, 5, e->ts);
+        qbind_u64(st, 6, e->name);
+        qbind_u64(st, 7, e->path);
+        qbind_u64(st, 8, e->parent);
+        qbind_u64(st, 9, e->depth);
+        qbind_u64(st, 10, e->tid);
+        qbind_u64(st, 11, e->dur);
+        qbind_u64(st, 12, e->flags);
         break;
     case EV_SASS:
     case EV_PCSAMP:
         st = s->ws[WS_SASS];
-        bind_i(st, 1, (uint64_t)sess);
-        bind_i(st, 2, e->seq);
-        bind_i(st, 3, e->type == EV_PCSAMP);
-        bind_i(st, 4, e->dev);
-        bind_i(st, 5, e->func);
-        bind_i(st, 6, e->file);
-        bind_i(st, 7, e->srcline);
-        bind_i(st, 8, e->pc);
-        bind_i(st, 9, e->inst);
-        bind_i(st, 10, e->thread_inst);
-        bind_i(st, 11, e->sectors);
-        bind_i(st, 12, e->sectors_ideal);
-        bind_i(st, 13, e->samples);
-        bind_i(st, 14, e->scope);
-        bind_i(st, 15, e->path);
-        if ((rc = step_done(st)) != 0)
+        qbind_u64(st, 1, (uint64_t)sess);
+        qbind_u64(st, 2, e->seq);
+        qbind_u64(st, 3, e->type == EV_PCSAMP);
+        qbind_u64(st, 4, e->dev);
+        qbind_u64(st, 5, e->func);
+        qbind_u64(st, 6, e->file);
+        qbind_u64(st, 7, e->srcline);
+        qbind_u64(st, 8, e->pc);
+        qbind_u64(st, 9, e->inst);
+        qbind_u64(st, 10, e->thread_inst);
+        qbind_u64(st, 11, e->sectors);
+        qbind_u64(st, 12, e->sectors_ideal);
+        qbind_u64(st, 13, e->samples);
+        qbind_u64(st, 14, e->scope);
+        qbind_u64(st, 15, e->path);
+        if ((rc = qrun(st)) != 0)
             return rc;
         *fresh = sdb_changes(s->w) > 0;
         return *fresh && e->type == EV_PCSAMP ? put_stalls(s, sess, e)
@@ -297,30 +297,30 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
     case EV_GPU:
     case EV_HOST:
         st = s->ws[WS_SAMPLE];
-        bind_i(st, 1, (uint64_t)sess);
-        bind_i(st, 2, e->seq);
-        bind_i(st, 3, e->ts);
-        sdb_bind_i64(st, 4, e->type == EV_HOST ? -1 : (int64_t)e->dev);
+        qbind_u64(st, 1, (uint64_t)sess);
+        qbind_u64(st, 2, e->seq);
+        qbind_u64(st, 3, e->ts);
+        qbind_i64(st, 4, e->type == EV_HOST ? -1 : (int64_t)e->dev);
         for (int i = 0; i < SRV_SYS_NFIELDS; i++) {
             if (e->sys_set & (1u << i))
-                sdb_bind_f64(st, 5 + i, e->sys[i]);
+                qbind_f64(st, 5 + i, e->sys[i]);
             else
-                sdb_bind_null(st, 5 + i);
+                qbind_null(st, 5 + i);
         }
         break;
     default:
         /* session, session_end, dict, loss, marker, counter */
         st = s->ws[WS_LINE];
-        bind_i(st, 1, (uint64_t)sess);
-        bind_i(st, 2, e->st);
-        bind_i(st, 3, e->seq);
-        bind_i(st, 4, e->type);
-        bind_i(st, 5, e->ts);
+        qbind_u64(st, 1, (uint64_t)sess);
+        qbind_u64(st, 2, e->st);
+        qbind_u64(st, 3, e->seq);
+        qbind_u64(st, 4, e->type);
+        qbind_u64(st, 5, e->ts);
         if (e->type == EV_LOSS || e->type == EV_MARKER || e->type == EV_COUNTER)
-            sdb_bind_text(st, 6, e->raw.p, e->raw.n);
+            qbind_str(st, 6, e->raw);
         else
-            sdb_bind_null(st, 6);
-        if ((rc = step_done(st)) != 0)
+            qbind_null(st, 6);
+        if ((rc = qrun(st)) != 0)
             return rc;
         *fresh = sdb_changes(s->w) > 0;
         if (!*fresh)
@@ -332,32 +332,32 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
         if (e->type == EV_SESSION) {
             if (e->streams) {
                 st = s->ws[WS_SESS_STREAMS];
-                bind_i(st, 1, e->streams);
-                bind_i(st, 2, (uint64_t)sess);
-                if ((rc = step_done(st)) != 0)
+                qbind_u64(st, 1, e->streams);
+                qbind_u64(st, 2, (uint64_t)sess);
+                if ((rc = qrun(st)) != 0)
                     return rc;
             }
             st = s->ws[WS_SESS_HEADER];
-            bind_s(st, 1, e->app);
-            bind_s(st, 2, e->host);
-            bind_i(st, 3, e->pid);
-            bind_i(st, 4, e->start ? e->start : e->ts);
-            bind_s(st, 5, e->text);
-            bind_i(st, 6, e->simulated);
-            sdb_bind_text(st, 7, e->raw.p, e->raw.n);
-            bind_i(st, 8, (uint64_t)sess);
-            return step_done(st);
+            qbind_str(st, 1, e->app);
+            qbind_str(st, 2, e->host);
+            qbind_u64(st, 3, e->pid);
+            qbind_u64(st, 4, e->start ? e->start : e->ts);
+            qbind_str(st, 5, e->text);
+            qbind_u64(st, 6, e->simulated);
+            qbind_str(st, 7, e->raw);
+            qbind_u64(st, 8, (uint64_t)sess);
+            return qrun(st);
         }
         if (e->type == EV_SESSION_END) {
             st = s->ws[WS_SESS_END];
-            bind_i(st, 1, 1u << e->st);
-            bind_s(st, 2, e->reason);
-            bind_i(st, 3, (uint64_t)sess);
-            return step_done(st);
+            qbind_u64(st, 1, 1u << e->st);
+            qbind_str(st, 2, e->reason);
+            qbind_u64(st, 3, (uint64_t)sess);
+            return qrun(st);
         }
         return GPUFL_OK;
     }
-    if ((rc = step_done(st)) != 0)
+    if ((rc = qrun(st)) != 0)
         return rc;
     *fresh = sdb_changes(s->w) > 0;
     if (*fresh && (e->type == EV_GPU || e->type == EV_HOST))
@@ -409,11 +409,11 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     if (!rc)
         rc = s->wr->begin(s);
     if (rc) {
-        exec(s->w, "ROLLBACK");
+        sdb_exec(s->w, "ROLLBACK");
         goto out;
     }
     if ((rc = sq_gaps_begin(s, ev, n)) != 0) {
-        exec(s->w, "ROLLBACK");
+        sdb_exec(s->w, "ROLLBACK");
         goto out;
     }
     if (++s->ext_gen == 0) /* 0 marks stored kext keys */
@@ -447,9 +447,9 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     if (!rc)
         rc = sq_gaps_flush(s, n);
     if (!rc)
-        rc = exec(s->w, "COMMIT");
+        rc = sdb_exec(s->w, "COMMIT");
     if (rc) {
-        exec(s->w, "ROLLBACK");
+        sdb_exec(s->w, "ROLLBACK");
         /* rowids, launches and kext heaps cached in the rolled-back
          * transaction */
         rl_map_clear(&s->sess_cache);

@@ -241,10 +241,10 @@ static int can_append(srv_store *s, size_t n, int dup, int *ok)
     }
     for (int i = 0; i < ns; i++) {
         int below;
-        sdb_bind_i64(s->ws[WS_KMAX], 1, sess[i]);
+        qbind_i64(s->ws[WS_KMAX], 1, sess[i]);
         rc = sdb_step(s->ws[WS_KMAX]);
-        below = rc == SDB_ROW && (sdb_col_null(s->ws[WS_KMAX], 0) ||
-                                  sdb_col_i64(s->ws[WS_KMAX], 0) < lo[i]);
+        below = rc == SDB_ROW && (qcol_null(s->ws[WS_KMAX], 0) ||
+                                  qcol_i64(s->ws[WS_KMAX], 0) < lo[i]);
         sdb_reset(s->ws[WS_KMAX]);
         if (rc != SDB_ROW)
             return sq_err(rc);
@@ -266,15 +266,15 @@ static int stage_kernels(srv_store *s)
 
     /* a second flush in one transaction: the first one's rows are in
      * kernels already */
-    if (pw->staged && (rc = exec(s->w, "TRUNCATE kstage")) != 0)
+    if (pw->staged && (rc = sdb_exec(s->w, "TRUNCATE kstage")) != 0)
         return rc;
     if ((rc = sdb_copy(s->w, "COPY kstage FROM STDIN (FORMAT binary)", pw->cb.p,
                        pw->cb.len)) != 0)
         return rc;
     pw->staged = 1;
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        uint64_t k[4] = { (uint64_t)sdb_col_i64(st, 0),
-                          (uint64_t)sdb_col_i64(st, 1), 0, 0 };
+        uint64_t k[4] = { (uint64_t)qcol_i64(st, 0), (uint64_t)qcol_i64(st, 1),
+                          0, 0 };
         size_t *v = rl_map_find(&pw->pend_idx, k);
         if (v)
             pw->pend[*v - 1].fresh = 1;
@@ -359,7 +359,7 @@ static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
         return rc;
     snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
              strstr(sq_wsql[ws], " ON CONFLICT"));
-    return exec(s->w, sql);
+    return sdb_exec(s->w, sql);
 }
 
 /* The kernel aggregates in three round trips - the stored rows for the
@@ -391,11 +391,11 @@ static int flush_kagg(srv_store *s)
             cb_i(cb, (int64_t)k[col], ',');
         }
         cb->p[cb->len - 1] = '}';
-        sdb_bind_text(g, col + 1, cb->p + start, cb->len - start);
+        qbind_str(g, col + 1, (srv_str){ cb->p + start, cb->len - start });
     }
     while ((rc = sdb_step(g)) == SDB_ROW) {
-        uint64_t gk[4] = { (uint64_t)sdb_col_i64(g, 0),
-                           (uint64_t)sdb_col_i64(g, 1), 0, 0 };
+        uint64_t gk[4] = { (uint64_t)qcol_i64(g, 0), (uint64_t)qcol_i64(g, 1),
+                           0, 0 };
         sq_kagg *a = rl_map_find(&s->kagg, gk);
         if (a)
             sq_kagg_merge(a, g, 2);
@@ -495,7 +495,7 @@ static int chunk_run(srv_store *s, char *sql, size_t *len, size_t *n,
     int rc = GPUFL_OK;
     if (*n) {
         snprintf(sql + *len, EXT_SQL_MAX - *len, "%s", tail);
-        rc = exec(s->w, sql);
+        rc = sdb_exec(s->w, sql);
     }
     *len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
     *n = 0;
@@ -615,7 +615,7 @@ static int pg_memstacks(srv_store *s, int64_t prof, const srv_memprof *p)
 static int pg_setup(srv_store *s)
 {
     sdb_set_setup(s->w, pg_setup_writer);
-    return exec(s->w, SQ_PG_SETUP);
+    return sdb_exec(s->w, SQ_PG_SETUP);
 }
 
 static int pg_open(srv_store *s, char *eb, size_t ec)
@@ -629,7 +629,7 @@ static int pg_open(srv_store *s, char *eb, size_t ec)
     rl_map_init(&pw->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
     if (!(pw->pend = calloc(SQ_PEND_MAX, sizeof(*pw->pend))))
         return GPUFL_ENOMEM;
-    if ((rc = exec(s->w, pg_setup_writer)) != 0 ||
+    if ((rc = sdb_exec(s->w, pg_setup_writer)) != 0 ||
         (rc = sdb_prepare(s->w,
                           "SELECT k.sess, k.name_id, n, total, min, max,"
                           " sum_occ, n_occ, regs, smem, hist FROM kagg k"
@@ -667,7 +667,7 @@ static int pg_begin(srv_store *s)
 
     pw->npend = 0;
     pw->staged = 0;
-    return exec(s->w, "SELECT pg_advisory_xact_lock(7242)");
+    return sdb_exec(s->w, "SELECT pg_advisory_xact_lock(7242)");
 }
 
 static void pg_abort(srv_store *s)

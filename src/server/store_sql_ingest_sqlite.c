@@ -45,32 +45,32 @@ typedef struct lite_writer {
 static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
                         const sq_launch *l)
 {
-    bind_i(st, b + 1, (uint64_t)sess);
-    bind_i(st, b + 2, e->seq);
-    bind_i(st, b + 3, e->ts);
-    bind_i(st, b + 4, e->dur);
-    bind_i(st, b + 5, e->dev);
-    bind_i(st, b + 6, e->stream);
-    bind_i(st, b + 7, e->corr);
-    sdb_bind_i64(st, b + 8, l->name_id);
-    bind_i(st, b + 9, e->cfg);
+    qbind_u64(st, b + 1, (uint64_t)sess);
+    qbind_u64(st, b + 2, e->seq);
+    qbind_u64(st, b + 3, e->ts);
+    qbind_u64(st, b + 4, e->dur);
+    qbind_u64(st, b + 5, e->dev);
+    qbind_u64(st, b + 6, e->stream);
+    qbind_u64(st, b + 7, e->corr);
+    qbind_i64(st, b + 8, l->name_id);
+    qbind_u64(st, b + 9, e->cfg);
     for (int i = 0; i < 3; i++)
-        bind_i(st, b + 10 + i, e->grid[i]);
-    sdb_bind_i64(st, b + 13, l->bx);
-    sdb_bind_i64(st, b + 14, l->by);
-    sdb_bind_i64(st, b + 15, l->bz);
-    sdb_bind_i64(st, b + 16, l->regs);
-    sdb_bind_i64(st, b + 17, l->smem);
+        qbind_u64(st, b + 10 + i, e->grid[i]);
+    qbind_i64(st, b + 13, l->bx);
+    qbind_i64(st, b + 14, l->by);
+    qbind_i64(st, b + 15, l->bz);
+    qbind_i64(st, b + 16, l->regs);
+    qbind_i64(st, b + 17, l->smem);
     if (l->occ >= 0)
-        sdb_bind_f64(st, b + 18, l->occ);
+        qbind_f64(st, b + 18, l->occ);
     else
-        sdb_bind_null(st, b + 18);
-    bind_i(st, b + 19, e->scope);
-    bind_i(st, b + 20, e->path);
-    bind_i(st, b + 21, e->stack);
-    sdb_bind_i64(st, b + 22, e->api_off);
-    bind_i(st, b + 23, e->api_dur);
-    bind_i(st, b + 24, e->flags);
+        qbind_null(st, b + 18);
+    qbind_u64(st, b + 19, e->scope);
+    qbind_u64(st, b + 20, e->path);
+    qbind_u64(st, b + 21, e->stack);
+    qbind_i64(st, b + 22, e->api_off);
+    qbind_u64(st, b + 23, e->api_dur);
+    qbind_u64(st, b + 24, e->flags);
 }
 
 /* Writes the queued new kernels (SQ_KGROUP in one statement, a partial
@@ -87,14 +87,14 @@ static int kq_flush(srv_store *s)
         for (size_t i = 0; i < n; i++)
             bind_kernel(lw->kgrp, (int)(24 * i), lw->kq[i].sess, lw->kq[i].e,
                         &lw->kq[i].l);
-        if ((rc = step_done(lw->kgrp)) != 0)
+        if ((rc = qrun(lw->kgrp)) != 0)
             return rc;
         return sdb_changes(s->w) == (int64_t)n ? GPUFL_OK : GPUFL_EINTERNAL;
     }
     for (size_t i = 0; i < n; i++) {
         bind_kernel(s->ws[WS_KERNEL], 0, lw->kq[i].sess, lw->kq[i].e,
                     &lw->kq[i].l);
-        if ((rc = step_done(s->ws[WS_KERNEL])) != 0)
+        if ((rc = qrun(s->ws[WS_KERNEL])) != 0)
             return rc;
         if (sdb_changes(s->w) != 1)
             return GPUFL_EINTERNAL;
@@ -121,7 +121,7 @@ static int kmax_get(srv_store *s, int64_t sess, int64_t **out)
             return rc;
         rl_map_clear(&lw->khigh);
     }
-    sdb_bind_i64(s->ws[WS_KMAX], 1, sess);
+    qbind_i64(s->ws[WS_KMAX], 1, sess);
     rc = sdb_step(s->ws[WS_KMAX]);
     if (rc != SDB_ROW) {
         sdb_reset(s->ws[WS_KMAX]);
@@ -131,7 +131,7 @@ static int kmax_get(srv_store *s, int64_t sess, int64_t **out)
         sdb_reset(s->ws[WS_KMAX]);
         return GPUFL_EFULL;
     }
-    *v = sdb_col_null(s->ws[WS_KMAX], 0) ? -1 : sdb_col_i64(s->ws[WS_KMAX], 0);
+    *v = qcol_null(s->ws[WS_KMAX], 0) ? -1 : qcol_i64(s->ws[WS_KMAX], 0);
     sdb_reset(s->ws[WS_KMAX]);
     *out = v;
     return GPUFL_OK;
@@ -162,7 +162,7 @@ static int lite_kernel(srv_store *s, int64_t sess, const srv_ev *e,
     if ((rc = kq_flush(s)) != 0)
         return rc;
     bind_kernel(st, 0, sess, e, l);
-    if ((rc = step_done(st)) != 0)
+    if ((rc = qrun(st)) != 0)
         return rc;
     return sq_kernel_done(s, sess, e, l, sdb_changes(s->w) > 0);
 }
@@ -180,26 +180,26 @@ static int flush_kagg(srv_store *s)
         int rc;
         if (!a)
             continue;
-        bind_i(g, 1, k[0]);
-        bind_i(g, 2, k[1]);
+        qbind_u64(g, 1, k[0]);
+        qbind_u64(g, 2, k[1]);
         rc = sdb_step(g);
         if (rc == SDB_ROW)
             sq_kagg_merge(a, g, 0);
         sdb_reset(g);
         if (rc != SDB_ROW && rc != SDB_DONE)
             return sq_err(rc);
-        bind_i(p, 1, k[0]);
-        bind_i(p, 2, k[1]);
-        bind_i(p, 3, a->n);
-        bind_i(p, 4, a->total);
-        bind_i(p, 5, a->min);
-        bind_i(p, 6, a->max);
-        sdb_bind_f64(p, 7, a->sum_occ);
-        bind_i(p, 8, a->n_occ);
-        bind_i(p, 9, (uint64_t)a->regs);
-        bind_i(p, 10, (uint64_t)a->smem);
-        sdb_bind_blob(p, 11, enc, rl_hist_encode(a->hist, enc));
-        if ((rc = step_done(p)) != 0)
+        qbind_u64(p, 1, k[0]);
+        qbind_u64(p, 2, k[1]);
+        qbind_u64(p, 3, a->n);
+        qbind_u64(p, 4, a->total);
+        qbind_u64(p, 5, a->min);
+        qbind_u64(p, 6, a->max);
+        qbind_f64(p, 7, a->sum_occ);
+        qbind_u64(p, 8, a->n_occ);
+        qbind_u64(p, 9, (uint64_t)a->regs);
+        qbind_u64(p, 10, (uint64_t)a->smem);
+        qbind_blob(p, 11, enc, rl_hist_encode(a->hist, enc));
+        if ((rc = qrun(p)) != 0)
             return rc;
     }
     return GPUFL_OK;
@@ -218,12 +218,12 @@ static int lite_flush(srv_store *s)
         if (!t)
             continue;
         for (int j = 0; j < 4; j++)
-            bind_i(st, j + 1, k[j]);
-        bind_i(st, 5, t->n);
-        bind_i(st, 6, t->busy);
-        bind_i(st, 7, t->top_name);
-        bind_i(st, 8, t->top_dur);
-        if ((rc = step_done(st)) != 0)
+            qbind_u64(st, j + 1, k[j]);
+        qbind_u64(st, 5, t->n);
+        qbind_u64(st, 6, t->busy);
+        qbind_u64(st, 7, t->top_name);
+        qbind_u64(st, 8, t->top_dur);
+        if ((rc = qrun(st)) != 0)
             return rc;
     }
     for (size_t i = 0; i < s->kscope.cap; i++) {
@@ -231,11 +231,11 @@ static int lite_flush(srv_store *s)
         sdb_stmt *st = s->ws[WS_KSCOPE];
         if (!v)
             continue;
-        bind_i(st, 1, k[0]);
-        bind_i(st, 2, k[1]);
-        bind_i(st, 3, v[0]);
-        bind_i(st, 4, v[1]);
-        if ((rc = step_done(st)) != 0)
+        qbind_u64(st, 1, k[0]);
+        qbind_u64(st, 2, k[1]);
+        qbind_u64(st, 3, v[0]);
+        qbind_u64(st, 4, v[1]);
+        if ((rc = qrun(st)) != 0)
             return rc;
     }
     return GPUFL_OK;
@@ -246,11 +246,11 @@ static int lite_flush(srv_store *s)
 static int key_step(srv_store *s, int w, const sq_ext_row *r)
 {
     sdb_stmt *st = s->ws[w];
-    sdb_bind_i64(st, 1, r->sess);
-    sdb_bind_i64(st, 2, r->side);
-    sdb_bind_i64(st, 3, r->dur);
-    sdb_bind_i64(st, 4, r->seq);
-    return step_done(st);
+    qbind_i64(st, 1, r->sess);
+    qbind_i64(st, 2, r->side);
+    qbind_i64(st, 3, r->dur);
+    qbind_i64(st, 4, r->seq);
+    return qrun(st);
 }
 
 static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
@@ -278,12 +278,12 @@ static int lite_memstacks(srv_store *s, int64_t prof, const srv_memprof *p)
                     &st))
         return GPUFL_EINTERNAL;
     for (size_t i = 0; i < p->n && !rc; i++) {
-        sdb_bind_i64(st, 1, prof);
-        sdb_bind_i64(st, 2, (int64_t)i);
-        sdb_bind_text(st, 3, p->stacks[i].frames.p, p->stacks[i].frames.n);
+        qbind_i64(st, 1, prof);
+        qbind_i64(st, 2, (int64_t)i);
+        qbind_str(st, 3, p->stacks[i].frames);
         for (int k = 0; k < 8; k++)
-            sdb_bind_i64(st, 4 + k, (int64_t)p->stacks[i].v[k]);
-        rc = step_done(st);
+            qbind_i64(st, 4 + k, (int64_t)p->stacks[i].v[k]);
+        rc = qrun(st);
     }
     sdb_finalize(st);
     return rc;
@@ -293,15 +293,15 @@ static int lite_setup(srv_store *s)
 {
     /* auto_vacuum must be chosen before the first table exists; FULL
      * sync: a 200 means the batch survives power loss, not only a crash */
-    if (exec(s->w, "PRAGMA auto_vacuum=INCREMENTAL") ||
-        exec(s->w, "PRAGMA journal_mode=WAL") ||
-        exec(s->w, "PRAGMA synchronous=FULL"))
+    if (sdb_exec(s->w, "PRAGMA auto_vacuum=INCREMENTAL") ||
+        sdb_exec(s->w, "PRAGMA journal_mode=WAL") ||
+        sdb_exec(s->w, "PRAGMA synchronous=FULL"))
         return GPUFL_EUNAVAIL;
-    exec(s->w, "PRAGMA cache_size=-65536");
+    sdb_exec(s->w, "PRAGMA cache_size=-65536");
     /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
      * batch writes about that much, so the default checkpoints (copies
      * into the database and fsyncs it) at nearly every commit */
-    exec(s->w, "PRAGMA wal_autocheckpoint=16384");
+    sdb_exec(s->w, "PRAGMA wal_autocheckpoint=16384");
     return GPUFL_OK;
 }
 
@@ -337,7 +337,7 @@ static void lite_close(srv_store *s)
     lite_writer *lw = s->wst;
 
     if (s->w)
-        exec(s->w, "PRAGMA optimize");
+        sdb_exec(s->w, "PRAGMA optimize");
     if (!lw)
         return;
     sdb_finalize(lw->kgrp);
@@ -356,7 +356,7 @@ static int lite_begin(srv_store *s)
     int64_t v;
     int rc = sdb_step(lw->dver);
 
-    v = rc == SDB_ROW ? sdb_col_i64(lw->dver, 0) : -1;
+    v = rc == SDB_ROW ? qcol_i64(lw->dver, 0) : -1;
     sdb_reset(lw->dver);
     rc = sdb_err(rc);
     if (!rc && v != lw->dver_last) {

@@ -90,20 +90,20 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
 void sq_kagg_merge(sq_kagg *a, sdb_stmt *g, int c)
 {
     size_t hn = 0;
-    const char *h = sdb_col_blob(g, c + 8, &hn);
-    uint64_t mn = (uint64_t)sdb_col_i64(g, c + 2);
-    uint64_t mx = (uint64_t)sdb_col_i64(g, c + 3);
+    const char *h = qcol_blob(g, c + 8, &hn);
+    uint64_t mn = (uint64_t)qcol_i64(g, c + 2);
+    uint64_t mx = (uint64_t)qcol_i64(g, c + 3);
 
-    a->n += (uint64_t)sdb_col_i64(g, c);
-    a->total = rl_sat_add(a->total, (uint64_t)sdb_col_i64(g, c + 1));
+    a->n += (uint64_t)qcol_i64(g, c);
+    a->total = rl_sat_add(a->total, (uint64_t)qcol_i64(g, c + 1));
     a->min = mn < a->min ? mn : a->min;
     a->max = mx > a->max ? mx : a->max;
-    a->sum_occ += sdb_col_f64(g, c + 4);
-    a->n_occ += (uint64_t)sdb_col_i64(g, c + 5);
-    if (sdb_col_i64(g, c + 6) > a->regs)
-        a->regs = sdb_col_i64(g, c + 6);
-    if (sdb_col_i64(g, c + 7) > a->smem)
-        a->smem = sdb_col_i64(g, c + 7);
+    a->sum_occ += qcol_f64(g, c + 4);
+    a->n_occ += (uint64_t)qcol_i64(g, c + 5);
+    if (qcol_i64(g, c + 6) > a->regs)
+        a->regs = qcol_i64(g, c + 6);
+    if (qcol_i64(g, c + 7) > a->smem)
+        a->smem = qcol_i64(g, c + 7);
     /* a malformed stored histogram (never written by this code) adds
      * what it decoded before the fault */
     (void)rl_hist_decode_add(h, hn, a->hist);
@@ -119,17 +119,17 @@ int sq_flush_sessions(srv_store *s, int64_t now)
         sdb_stmt *st = s->ws[WS_SESS_TOUCH];
         if (!a)
             continue;
-        bind_i(st, 1, a->first);
-        bind_i(st, 2, a->last);
-        sdb_bind_i64(st, 3, now);
-        bind_i(st, 4, a->lines);
-        bind_i(st, 5, a->kernels);
-        bind_i(st, 6, a->ops);
-        bind_i(st, 7, a->scopes);
-        bind_i(st, 8, a->samples);
-        bind_i(st, 9, a->profile);
-        bind_i(st, 10, k[0]);
-        if ((rc = step_done(st)) != 0)
+        qbind_u64(st, 1, a->first);
+        qbind_u64(st, 2, a->last);
+        qbind_i64(st, 3, now);
+        qbind_u64(st, 4, a->lines);
+        qbind_u64(st, 5, a->kernels);
+        qbind_u64(st, 6, a->ops);
+        qbind_u64(st, 7, a->scopes);
+        qbind_u64(st, 8, a->samples);
+        qbind_u64(st, 9, a->profile);
+        qbind_u64(st, 10, k[0]);
+        if ((rc = qrun(st)) != 0)
             return rc;
     }
     return GPUFL_OK;
@@ -181,50 +181,50 @@ int sq_flush_srl(srv_store *s)
         int rc;
         if (!a)
             continue;
-        sdb_bind_i64(g, 1, (int64_t)k[0]);
-        sdb_bind_i64(g, 2, (int64_t)k[1]);
-        sdb_bind_i64(g, 3, (int64_t)k[2]);
+        qbind_i64(g, 1, (int64_t)k[0]);
+        qbind_i64(g, 2, (int64_t)k[1]);
+        qbind_i64(g, 3, (int64_t)k[2]);
         rc = sdb_step(g);
         if (rc == SDB_ROW) {
-            int64_t t0 = sdb_col_i64(g, 1);
-            a->n += (uint64_t)sdb_col_i64(g, 0);
+            int64_t t0 = qcol_i64(g, 1);
+            a->n += (uint64_t)qcol_i64(g, 0);
             if (t0 < a->t0)
                 a->t0 = t0;
             for (int f = 0; f < SRV_SYS_NFIELDS; f++) {
                 int c = 2 + 4 * f;
-                double ct = sdb_col_null(g, c + 3) ? 0 : sdb_col_f64(g, c + 3);
+                double ct = qcol_null(g, c + 3) ? 0 : qcol_f64(g, c + 3);
                 if (ct <= 0)
                     continue;
-                if (!a->ct[f] || sdb_col_f64(g, c) < a->mn[f])
-                    a->mn[f] = sdb_col_f64(g, c);
-                if (!a->ct[f] || sdb_col_f64(g, c + 1) > a->mx[f])
-                    a->mx[f] = sdb_col_f64(g, c + 1);
-                a->sm[f] += sdb_col_f64(g, c + 2);
+                if (!a->ct[f] || qcol_f64(g, c) < a->mn[f])
+                    a->mn[f] = qcol_f64(g, c);
+                if (!a->ct[f] || qcol_f64(g, c + 1) > a->mx[f])
+                    a->mx[f] = qcol_f64(g, c + 1);
+                a->sm[f] += qcol_f64(g, c + 2);
                 a->ct[f] += ct;
             }
         }
         sdb_reset(g);
         if (rc != SDB_ROW && rc != SDB_DONE)
             return sq_err(rc);
-        sdb_bind_i64(p, 1, (int64_t)k[0]);
-        sdb_bind_i64(p, 2, (int64_t)k[1]);
-        sdb_bind_i64(p, 3, (int64_t)k[2]);
-        sdb_bind_i64(p, 4, a->t0);
-        sdb_bind_i64(p, 5, (int64_t)a->n);
+        qbind_i64(p, 1, (int64_t)k[0]);
+        qbind_i64(p, 2, (int64_t)k[1]);
+        qbind_i64(p, 3, (int64_t)k[2]);
+        qbind_i64(p, 4, a->t0);
+        qbind_i64(p, 5, (int64_t)a->n);
         for (int f = 0; f < SRV_SYS_NFIELDS; f++) {
             int c = 6 + 4 * f;
             if (a->ct[f]) {
-                sdb_bind_f64(p, c, a->mn[f]);
-                sdb_bind_f64(p, c + 1, a->mx[f]);
-                sdb_bind_f64(p, c + 2, a->sm[f]);
+                qbind_f64(p, c, a->mn[f]);
+                qbind_f64(p, c + 1, a->mx[f]);
+                qbind_f64(p, c + 2, a->sm[f]);
             } else {
-                sdb_bind_null(p, c);
-                sdb_bind_null(p, c + 1);
-                sdb_bind_null(p, c + 2);
+                qbind_null(p, c);
+                qbind_null(p, c + 1);
+                qbind_null(p, c + 2);
             }
-            sdb_bind_f64(p, c + 3, a->ct[f]);
+            qbind_f64(p, c + 3, a->ct[f]);
         }
-        if ((rc = step_done(p)) != 0)
+        if ((rc = qrun(p)) != 0)
             return rc;
     }
     return GPUFL_OK;
