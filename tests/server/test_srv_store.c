@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "jpath.h"
 #include "store_test.h"
 
 #define SIDA "aaaaaaaa-0000-4000-8000-000000000001"
@@ -89,17 +90,26 @@ static void test_ingest_dedup_rollups(void)
     REQUIRE(srv_store_ingest(s, ev + 10, 20, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.duplicate, 20);
     /* count 100, total = 1000 * 5050, min 1000, max 100000 */
-    CHECK(strstr(q(s, srv_store_q_kernel_agg, SIDA),
-                 "\"count\":100,\"total_ns\":5050000,\"avg_ns\":50500,"
-                 "\"min_ns\":1000") != NULL);
-    CHECK(strstr(out, "\"max_ns\":100000") != NULL);
-    CHECK(strstr(out, "\"occ_avg\":0.5,\"regs\":32") != NULL);
-    CHECK(strstr(q(s, srv_store_q_session, SIDA), "\"state\":\"ended\"") !=
-          NULL);
-    CHECK(strstr(out, "\"kernels\":100") != NULL);
-    CHECK(strstr(
-              q(s, srv_store_q_kernels, "cccccccc-0000-4000-8000-000000000003"),
-              "") != NULL);
+    q(s, srv_store_q_kernel_agg, SIDA);
+    CHECK_JLEN(out, "items", 1);
+    CHECK_JSTR(out, "items.0.name", "k1");
+    CHECK_JI64(out, "items.0.count", 100);
+    CHECK_JI64(out, "items.0.total_ns", 5050000);
+    CHECK_JI64(out, "items.0.avg_ns", 50500);
+    CHECK_JI64(out, "items.0.min_ns", 1000);
+    CHECK_JI64(out, "items.0.max_ns", 100000);
+    CHECK_JF64(out, "items.0.occ_avg", 0.5);
+    CHECK_JI64(out, "items.0.regs", 32);
+    q(s, srv_store_q_session, SIDA);
+    CHECK_JSTR(out, "state", "ended");
+    CHECK_JI64(out, "counts.kernels", 100);
+    CHECK_JI64(out, "counts.lines", (int64_t)n);
+    /* each kernel listed once, in start order */
+    q(s, srv_store_q_kernels, SIDA);
+    CHECK_JLEN(out, "items", 100);
+    CHECK_JI64(out, "items.0.ts", 1000000);
+    CHECK_JI64(out, "items.99.ts", 1000000 + 99 * 5000);
+    CHECK_JNULL(out, "next");
     {
         srv_q qq;
         jw w;
@@ -147,8 +157,11 @@ static void test_keys_keep_retention(void)
           GPUFL_ENOTFOUND);
     REQUIRE(srv_store_prune(s, &pol, &pruned) == GPUFL_OK);
     CHECK_EQ_U64(pruned, 1);
-    CHECK(strstr(q(s, srv_store_q_session, SIDA), "\"keep\":true") != NULL);
-    CHECK_STR(q(s, srv_store_q_session, SIDB), "");
+    q(s, srv_store_q_session, SIDA);
+    CHECK_JBOOL(out, "keep", 1);
+    CHECK_JSTR(out, "id", SIDA);
+    q(s, srv_store_q_session, SIDB);
+    CHECK(q_rc == GPUFL_ENOTFOUND);
     /* the pruned session can come back whole */
     REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, n);
@@ -213,7 +226,7 @@ static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
     for (int page = 0; page < 100; page++) {
         srv_q qq;
         jw w;
-        const char *p, *nx;
+        size_t cl;
         memset(&qq, 0, sizeof(qq));
         qq.sid = sid;
         qq.sort = "duration";
@@ -227,16 +240,18 @@ static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
         if (srv_store_q_kernels(s, &qq, &w))
             return -1;
         jw_put(&w, "", 1);
-        for (p = out; (p = strstr(p, "\"kid\":")) && n < cap;) {
-            seq[n] = strtoll(p + 6, NULL, 10);
-            p = strstr(p, "\"dur\":");
-            dur[n++] = strtoll(p + 6, NULL, 10);
+        for (int i = 0; n < cap; i++) {
+            char path[32];
+            snprintf(path, sizeof(path), "items.%d.kid", i);
+            if (jp_int(out, path, &seq[n]))
+                break;
+            snprintf(path, sizeof(path), "items.%d.dur", i);
+            if (jp_int(out, path, &dur[n++]))
+                return -1;
         }
-        nx = strstr(out, "\"next\":\"");
-        if (!nx)
+        if (jsonl_tok_type(&jp_doc, jp_find(out, "next")) != JSONL_STRING)
             break;
-        nx += 8;
-        snprintf(cur, sizeof(cur), "%.*s", (int)strcspn(nx, "\""), nx);
+        jsonl_tok_str(&jp_doc, jp_find(out, "next"), cur, sizeof(cur), &cl);
     }
     return n;
 }
@@ -272,8 +287,8 @@ static void test_mixed_batches_dur_sort(void)
     REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 0);
     CHECK_EQ_U64(r.duplicate, m);
-    CHECK(strstr(q(s, srv_store_q_session, SIDB), "\"kernels\":60,") != NULL);
-    CHECK(strstr(q(s, srv_store_q_kernel_agg, SIDB), "\"count\":60,") != NULL);
+    CHECK_JI64(q(s, srv_store_q_session, SIDB), "counts.kernels", 60);
+    CHECK_JI64(q(s, srv_store_q_kernel_agg, SIDB), "items.0.count", 60);
 
     /* sorted by duration, both ways, page by page across the epochs */
     for (int desc = 0; desc < 2; desc++) {
@@ -477,24 +492,6 @@ static size_t build_sys(int from, int to, srv_ev *ev)
     return (size_t)k;
 }
 
-/* The value list [min,max,avg] of field f in the point starting at p. */
-static int sys_field(const char *p, const char *end, const char *f, double *v)
-{
-    char key[32];
-    const char *q;
-    snprintf(key, sizeof(key), "\"%s\":[", f);
-    q = strstr(p, key);
-    if (!q || (end && q > end))
-        return 0;
-    q += strlen(key);
-    for (int i = 0; i < 3; i++) {
-        char *e;
-        v[i] = strtod(q, &e);
-        q = e + 1;
-    }
-    return 1;
-}
-
 /* Kernels with the given durations, seq seq0, seq0 + 1, ... (ts = seq). */
 static size_t build_durs(const char *sid, int seq0, const int *dur, int n,
                          srv_ev *ev)
@@ -583,8 +580,7 @@ static void check_sys(srv_store *s)
 {
     srv_q qq;
     jw w;
-    const char *p;
-    int pts = 0;
+    int pts;
 
     memset(&qq, 0, sizeof(qq));
     qq.sid = SIDD;
@@ -595,11 +591,15 @@ static void check_sys(srv_store *s)
     jw_init(&w, out, sizeof(out));
     REQUIRE(srv_store_q_system(s, &qq, &w) == GPUFL_OK);
     jw_put(&w, "", 1);
-    CHECK(strstr(out, "\"bucket_ns\":120000000000") != NULL);
-    for (p = strstr(out, "\"t\":"); p; p = strstr(p + 1, "\"t\":"), pts++) {
-        const char *nx = strstr(p + 1, "\"t\":");
+    CHECK_JI64(out, "bucket_ns", 120000000000);
+    CHECK_JLEN(out, "series", 1);
+    CHECK_JSTR(out, "series.0.src", "gpu0");
+    CHECK_JLEN(out, "series.0.points", 5);
+    for (pts = 0; pts < 5; pts++) {
         double u[3], tp[3], wu[3] = { 1e9, -1, 0 }, wt[3] = { 1e9, -1, 0 };
-        int n = 0, nt = 0, ok;
+        int64_t pn = -1;
+        int n = 0, nt = 0, ok = 1;
+        char path[64];
         for (int t = pts * 120; t < pts * 120 + 120; t++) {
             double uv = (t * 7) % 101, tv = 40 + t % 30;
             n++;
@@ -615,22 +615,32 @@ static void check_sys(srv_store *s)
         }
         wu[2] /= n;
         wt[2] /= nt;
-        ok = strtol(strstr(p, "\"n\":") + 4, NULL, 10) == n &&
-             sys_field(p, nx, "util", u) && sys_field(p, nx, "temp", tp);
-        for (int i = 0; ok && i < 3; i++)
-            ok = fabs(u[i] - wu[i]) < 1e-3 && fabs(tp[i] - wt[i]) < 1e-3;
+        snprintf(path, sizeof(path), "series.0.points.%d.n", pts);
+        ok = jp_int(out, path, &pn) == 0 && pn == n;
+        for (int i = 0; ok && i < 3; i++) {
+            snprintf(path, sizeof(path), "series.0.points.%d.util.%d", pts, i);
+            ok = jp_num(out, path, &u[i]) == 0;
+            snprintf(path, sizeof(path), "series.0.points.%d.temp.%d", pts, i);
+            ok = ok && jp_num(out, path, &tp[i]) == 0;
+            ok = ok && fabs(u[i] - wu[i]) < 1e-3 && fabs(tp[i] - wt[i]) < 1e-3;
+        }
         if (!ok)
-            fprintf(stderr, "point %d differs: %.200s\n", pts, p);
+            fprintf(stderr, "point %d differs (n %lld, want %d)\n", pts,
+                    (long long)pn, n);
         CHECK(ok);
     }
-    CHECK_EQ_U64(pts, 5);
     /* 10 s points: from the samples themselves */
     qq.points = 60;
     jw_init(&w, out, sizeof(out));
     REQUIRE(srv_store_q_system(s, &qq, &w) == GPUFL_OK);
     jw_put(&w, "", 1);
-    CHECK(strstr(out, "\"bucket_ns\":10000000000") != NULL);
-    CHECK(strstr(out, "\"n\":10,") != NULL);
+    CHECK_JI64(out, "bucket_ns", 10000000000);
+    CHECK_JLEN(out, "series.0.points", 60);
+    for (pts = 0; pts < 60; pts++) {
+        char path[64];
+        snprintf(path, sizeof(path), "series.0.points.%d.n", pts);
+        CHECK_JI64(out, path, 10);
+    }
 }
 
 static void test_system_rollup(void)
@@ -652,6 +662,32 @@ static void test_system_rollup(void)
     CHECK_EQ_U64(r.accepted, 0);
     check_sys(s);
     srv_store_close(s);
+}
+
+/* SIDC's session answer as build_spread(SIDC, 0, nk) leaves it: its
+ * device stream holds seqs 0, 1, 3, 30003, 60003, ... (a kernel every
+ * 30000 seqs), so the ranges missing are [2,2], [4,30002], then one per
+ * kernel after the first, nr in all, and missing lines total. */
+static void check_gaps(const char *json, int64_t total, int nr, int64_t last)
+{
+    char path[64];
+
+    CHECK_JI64(json, "missing", total);
+    CHECK_JLEN(json, "gaps", 1);
+    CHECK_JI64(json, "gaps.device.count", total);
+    CHECK_JLEN(json, "gaps.device.ranges", (uint32_t)nr);
+    CHECK_JI64(json, "gaps.device.ranges.0.0", 2);
+    CHECK_JI64(json, "gaps.device.ranges.0.1", 2);
+    CHECK_JI64(json, "gaps.device.ranges.1.0", 4);
+    CHECK_JI64(json, "gaps.device.ranges.1.1", 30002);
+    CHECK_JI64(json, "gaps.device.ranges.2.0", 30004);
+    CHECK_JI64(json, "gaps.device.ranges.2.1", 60002);
+    snprintf(path, sizeof(path), "gaps.device.ranges.%d.0", nr - 1);
+    CHECK_JI64(json, path, last - 29999);
+    snprintf(path, sizeof(path), "gaps.device.ranges.%d.1", nr - 1);
+    CHECK_JI64(json, path, last - 1);
+    CHECK_JBOOL(json, "gaps.device.ranges_cut", 0);
+    CHECK_JI64(json, "gaps.device.last_seq", last);
 }
 
 /* A database of schema 6 (the duration index, no kext, srl, kext_ver,
@@ -693,24 +729,19 @@ static void test_migrate_to_kext_srl(void)
     REQUIRE(s);
     check_dur_order(s, SIDC, 39);
     check_sys(s);
-    CHECK(strstr(q(s, srv_store_q_session, SIDC),
-                 "\"missing\":1139963,\"gaps\":{\"device\":{\"count\":"
-                 "1139963,\"ranges\":[[2,2],[4,30002],[30004,60002],") != NULL);
-    CHECK(strstr(out, "[1110004,1140002]],\"ranges_cut\":false,"
-                      "\"last_seq\":1140003}}") != NULL);
-    CHECK(strstr(q(s, srv_store_q_session, SIDD),
-                 "\"missing\":0,\"gaps\":{\"system\":{\"count\":0,"
-                 "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":1200}}") !=
-          NULL);
+    check_gaps(q(s, srv_store_q_session, SIDC), 1139963, 39, 1140003);
+    q(s, srv_store_q_session, SIDD);
+    CHECK_JI64(out, "missing", 0);
+    CHECK_JLEN(out, "gaps", 1);
+    CHECK_JI64(out, "gaps.system.count", 0);
+    CHECK_JLEN(out, "gaps.system.ranges", 0);
+    CHECK_JBOOL(out, "gaps.system.ranges_cut", 0);
+    CHECK_JI64(out, "gaps.system.last_seq", 1200);
     m = build_spread(SIDC, 39, 49, ev); /* and ingest goes on from there */
     REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
     CHECK_EQ_U64(r.accepted, 10);
     check_dur_order(s, SIDC, 49);
-    CHECK(strstr(q(s, srv_store_q_session, SIDC),
-                 "\"missing\":1439953,\"gaps\":{\"device\":{\"count\":"
-                 "1439953,") != NULL);
-    CHECK(strstr(out, "[1410004,1440002]],\"ranges_cut\":false,"
-                      "\"last_seq\":1440003}}") != NULL);
+    check_gaps(q(s, srv_store_q_session, SIDC), 1439953, 49, 1440003);
     srv_store_close(s);
 }
 
@@ -724,7 +755,7 @@ static void test_reopen(void)
         return; /* SQLite files only */
     snprintf(path, sizeof(path), "%s/store_keys.db", t ? t : "/tmp");
     REQUIRE(srv_store_open(path, 1, &s, err, sizeof(err)) == GPUFL_OK);
-    CHECK(strstr(q(s, srv_store_q_session, SIDA), "\"keep\":true") != NULL);
+    CHECK_JBOOL(q(s, srv_store_q_session, SIDA), "keep", 1);
     srv_store_close(s);
     CHECK(srv_store_open("postgres://x/y", 1, &s, err, sizeof(err)) ==
           GPUFL_EUNAVAIL);
