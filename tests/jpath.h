@@ -11,7 +11,10 @@
  *   CHECK_JI64(json, path, want)   a JSON integer equal to want
  *   CHECK_JSTR(json, path, want)   a JSON string equal to want
  *   CHECK_JDEC(json, path, want)   a string of decimal digits (the API's
- *                                  64-bit integers, docs/api.md) == want
+ *                                  64-bit quantities, docs/api.md) == want
+ *   CHECK_JNUM(json, path, want)   the API's other integers: a number when
+ *                                  want is within +-(2^53 - 1), else a
+ *                                  decimal string
  *   CHECK_JF64(json, path, want)   a JSON number within 1e-9 of want
  *   CHECK_JBOOL(json, path, want)  true or false as want says
  *   CHECK_JNULL(json, path)        null
@@ -146,6 +149,17 @@ static inline int jp_dec_is(const char *json, const char *path, uint64_t want)
     return jp_str_is(json, path, w);
 }
 
+static inline int jp_num_is(const char *json, const char *path, int64_t want)
+{
+    const int64_t safe = (int64_t)((1ull << 53) - 1);
+    char w[24];
+
+    if (want >= -safe && want <= safe)
+        return jp_i64_is(json, path, want);
+    snprintf(w, sizeof(w), "%lld", (long long)want);
+    return jp_str_is(json, path, w);
+}
+
 static inline int jp_f64_is(const char *json, const char *path, double want)
 {
     uint32_t t = jp_find(json, path);
@@ -203,6 +217,8 @@ static inline int jp_len_is(const char *json, const char *path, uint32_t want)
     JP_CHECK(jp_str_is((json), (path), (want)), json, path)
 #define CHECK_JDEC(json, path, want)                                           \
     JP_CHECK(jp_dec_is((json), (path), (want)), json, path)
+#define CHECK_JNUM(json, path, want)                                           \
+    JP_CHECK(jp_num_is((json), (path), (want)), json, path)
 #define CHECK_JF64(json, path, want)                                           \
     JP_CHECK(jp_f64_is((json), (path), (want)), json, path)
 #define CHECK_JBOOL(json, path, want)                                          \

@@ -17,6 +17,7 @@
 
 #include "common/jsonl.h"
 #include "store_sql_int.h"
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 #define FLEET_TOKENS 4096
@@ -105,6 +106,9 @@ int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e)
 static void body_members(jw *w, jsonl_doc *d, const char *body, int keep_kind)
 {
     static const char *const skip[] = { "v", "sid", "st", "seq", "type" };
+    /* times in ns since the epoch: decimal strings, as every ns time the
+     * API writes (srv_json.h); the rest as the line had it */
+    static const char *const ns[] = { "ts", "since", "deadline", "veto_until" };
     if (!body || jsonl_doc_parse_obj(d, body, strlen(body)))
         return;
     for (uint32_t i = 1, k = 0; k < d->tok[0].n; k++) {
@@ -123,11 +127,15 @@ static void body_members(jw *w, jsonl_doc *d, const char *body, int keep_kind)
                 drop = 1;
         }
         if (!drop) {
+            int64_t t;
+            int is_ns = 0;
+            for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++)
+                is_ns |= !strcmp(key, ns[j]);
             jw_key(w, key);
-            if (d->tok[v].type == JSONL_STRING)
-                jw_raw(w, body + d->tok[v].off - 1, d->tok[v].len + 2);
+            if (is_ns && jsonl_tok_i64(d, v, &t) == GPUFL_OK)
+                srv_jw_dec(w, t);
             else
-                jw_raw(w, body + d->tok[v].off, d->tok[v].len);
+                srv_jw_copy(w, d, v);
         }
         i = d->tok[v].next;
     }
@@ -153,7 +161,7 @@ static void host_close(jw *w, int section, int64_t ts, int simulated)
     }
     jw_key(w, "simulated");
     jw_bool(w, simulated);
-    jw_kv_i64(w, "ts", ts);
+    srv_jw_kv_dec(w, "ts", ts);
     jw_obj_end(w);
 }
 

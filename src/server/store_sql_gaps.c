@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ingest.h"
+#include "srv_json.h"
 
 int sq_gaps_begin(srv_store *s, const srv_ev *ev, size_t n)
 {
@@ -270,7 +271,7 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
     }
     for (int i = 0; i < SRV_ST_N; i++)
         total += g[i].count;
-    jw_kv_u64(w, "missing", total);
+    srv_jw_kv_unum(w, "missing", total);
     jw_key(w, "gaps");
     jw_obj_begin(w);
     for (int i = 0; i < SRV_ST_N; i++) {
@@ -278,19 +279,19 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
             continue; /* nothing stored of this stream */
         jw_key(w, ingest_stream_name(i));
         jw_obj_begin(w);
-        jw_kv_u64(w, "count", g[i].count);
+        srv_jw_kv_unum(w, "count", g[i].count);
         jw_key(w, "ranges");
         jw_arr_begin(w);
         for (unsigned j = 0; j < g[i].n; j++) {
             jw_arr_begin(w);
-            jw_i64(w, g[i].lo[j]);
-            jw_i64(w, g[i].hi[j]);
+            srv_jw_num(w, g[i].lo[j]);
+            srv_jw_num(w, g[i].hi[j]);
             jw_arr_end(w);
         }
         jw_arr_end(w);
         jw_key(w, "ranges_cut");
         jw_bool(w, g[i].cut);
-        jw_kv_i64(w, "last_seq", g[i].end);
+        srv_jw_kv_num(w, "last_seq", g[i].end);
         jw_obj_end(w);
     }
     jw_obj_end(w);

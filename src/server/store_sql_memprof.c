@@ -18,6 +18,7 @@
 #include <gpufl/gpufl.h>
 
 #include "store_sql_int.h"
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 #define MEM_STACKS_DEFAULT 5000
@@ -268,13 +269,13 @@ int srv_store_q_memory(srv_store *s, const srv_memq *q, jw *w)
         jw_obj_begin(w);
         jw_key(w, "frames");
         jw_raw(w, fr, strlen(fr));
-        jw_kv_u64(w, "bytes", b);
-        jw_kv_u64(w, "count", k);
+        srv_jw_kv_udec(w, "bytes", b);
+        srv_jw_kv_unum(w, "count", k);
         jw_obj_end(w);
     }
     jw_arr_end(w);
-    jw_kv_u64(w, "total_bytes", tb);
-    jw_kv_u64(w, "total_count", tc);
+    srv_jw_kv_udec(w, "total_bytes", tb);
+    srv_jw_kv_unum(w, "total_count", tc);
     jw_key(w, "truncated");
     jw_bool(w, n > lim_);
     jw_obj_end(w);
@@ -316,21 +317,21 @@ int srv_store_q_memprofs(srv_store *s, const srv_memq *q, jw *w)
         jw_obj_begin(w);
         jw_kv_i64(w, "id", qcol_i64(c.st, 0));
         jw_kv_str(w, "host", qcol_text(c.st, 1));
-        jw_kv_i64(w, "pid", qcol_i64(c.st, 2));
+        srv_jw_kv_num(w, "pid", qcol_i64(c.st, 2));
         jw_kv_str(w, "comm", qcol_text(c.st, 3));
         jw_key(w, "sid");
         if (qcol_null(c.st, 4))
             jw_null(w);
         else
             jw_str(w, qcol_text(c.st, 4));
-        jw_kv_i64(w, "start", qcol_i64(c.st, 5));
-        jw_kv_i64(w, "end", qcol_i64(c.st, 6));
+        srv_jw_kv_dec(w, "start", qcol_i64(c.st, 5));
+        srv_jw_kv_dec(w, "end", qcol_i64(c.st, 6));
         jw_kv_str(w, "source", qcol_text(c.st, 7));
         jw_key(w, "simulated");
         jw_bool(w, qcol_i64(c.st, 8) != 0);
         jw_kv_i64(w, "stacks", qcol_i64(c.st, 9));
-        jw_kv_i64(w, "alloc_bytes", qcol_i64(c.st, 10));
-        jw_kv_i64(w, "inuse_bytes", qcol_i64(c.st, 11));
+        srv_jw_kv_dec(w, "alloc_bytes", qcol_i64(c.st, 10));
+        srv_jw_kv_dec(w, "inuse_bytes", qcol_i64(c.st, 11));
         jw_obj_end(w);
         cur = qcol_i64(c.st, 0);
         n++;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/jsonl.h"
+#include "srv_json.h"
 
 void q_begin(srv_store *s, qctx *c)
 {
@@ -170,8 +171,5 @@ void sq_raw_member(jw *w, const char *hdr, const char *key)
     if (t == JSONL_NOTFOUND)
         return;
     jw_key(w, key);
-    if (d.tok[t].type == JSONL_STRING)
-        jw_raw(w, hdr + d.tok[t].off - 1, d.tok[t].len + 2);
-    else
-        jw_raw(w, hdr + d.tok[t].off, d.tok[t].len);
+    srv_jw_copy(w, &d, t);
 }

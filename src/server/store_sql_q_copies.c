@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 static const char *const op_names[] = { "memcpy", "memset", "sync", "alloc",
@@ -61,18 +62,18 @@ int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w)
     while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
         int t = (int)qcol_i64(c.st, 1) - EV_MEMCPY;
         jw_obj_begin(w);
-        jw_kv_i64(w, "seq", qcol_i64(c.st, 0));
+        srv_jw_kv_num(w, "seq", qcol_i64(c.st, 0));
         jw_kv_str(w, "type", t >= 0 && t < 5 ? op_names[t] : "?");
-        jw_kv_i64(w, "ts", qcol_i64(c.st, 2));
-        jw_kv_i64(w, "dur", qcol_i64(c.st, 3));
-        jw_kv_i64(w, "dev", qcol_i64(c.st, 4));
-        jw_kv_i64(w, "stream", qcol_i64(c.st, 5));
-        jw_kv_i64(w, "corr", qcol_i64(c.st, 6));
+        srv_jw_kv_dec(w, "ts", qcol_i64(c.st, 2));
+        srv_jw_kv_dec(w, "dur", qcol_i64(c.st, 3));
+        srv_jw_kv_num(w, "dev", qcol_i64(c.st, 4));
+        srv_jw_kv_num(w, "stream", qcol_i64(c.st, 5));
+        srv_jw_kv_num(w, "corr", qcol_i64(c.st, 6));
         if (!qcol_null(c.st, 7))
             jw_kv_str(w, "kind", qcol_text(c.st, 7));
-        jw_kv_i64(w, "bytes", qcol_i64(c.st, 8));
-        jw_kv_i64(w, "scope", qcol_i64(c.st, 9));
-        jw_kv_i64(w, "flags", qcol_i64(c.st, 10));
+        srv_jw_kv_dec(w, "bytes", qcol_i64(c.st, 8));
+        srv_jw_kv_num(w, "scope", qcol_i64(c.st, 9));
+        srv_jw_kv_num(w, "flags", qcol_i64(c.st, 10));
         jw_obj_end(w);
         last[0] = qcol_i64(c.st, 2);
         last[1] = qcol_i64(c.st, 0);
@@ -100,9 +101,9 @@ int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w)
         jw_obj_begin(w);
         jw_kv_str(w, "type", t >= 0 && t < 5 ? op_names[t] : "?");
         jw_kv_str(w, "kind", qcol_text(c.st, 1));
-        jw_kv_i64(w, "count", qcol_i64(c.st, 2));
-        jw_kv_i64(w, "bytes", bytes);
-        jw_kv_i64(w, "dur_ns", dur);
+        srv_jw_kv_num(w, "count", qcol_i64(c.st, 2));
+        srv_jw_kv_dec(w, "bytes", bytes);
+        srv_jw_kv_dec(w, "dur_ns", dur);
         jw_key(w, "gbps"); /* bytes per ns = GB/s */
         if (dur > 0 && t == 0)
             jw_f64(w, (double)bytes / (double)dur, 3);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 #define KCOLS                                                                  \
@@ -27,33 +28,33 @@ static void w_xyz(jw *w, const char *k, int64_t x, int64_t y, int64_t z)
 {
     jw_key(w, k);
     jw_arr_begin(w);
-    jw_i64(w, x);
-    jw_i64(w, y);
-    jw_i64(w, z);
+    srv_jw_num(w, x);
+    srv_jw_num(w, y);
+    srv_jw_num(w, z);
     jw_arr_end(w);
 }
 
 static void w_kernel_row(qctx *c, jw *w)
 {
-    jw_kv_i64(w, "kid", qcol_i64(c->st, 0));
-    jw_kv_i64(w, "ts", qcol_i64(c->st, 1));
-    jw_kv_i64(w, "dur", qcol_i64(c->st, 2));
-    jw_kv_i64(w, "dev", qcol_i64(c->st, 3));
-    jw_kv_i64(w, "stream", qcol_i64(c->st, 4));
-    jw_kv_i64(w, "corr", qcol_i64(c->st, 5));
+    srv_jw_kv_num(w, "kid", qcol_i64(c->st, 0));
+    srv_jw_kv_dec(w, "ts", qcol_i64(c->st, 1));
+    srv_jw_kv_dec(w, "dur", qcol_i64(c->st, 2));
+    srv_jw_kv_num(w, "dev", qcol_i64(c->st, 3));
+    srv_jw_kv_num(w, "stream", qcol_i64(c->st, 4));
+    srv_jw_kv_num(w, "corr", qcol_i64(c->st, 5));
     jw_kv_str(w, "name", qcol_text(c->st, 6));
     w_xyz(w, "grid", qcol_i64(c->st, 7), qcol_i64(c->st, 8),
           qcol_i64(c->st, 9));
     w_xyz(w, "block", qcol_i64(c->st, 10), qcol_i64(c->st, 11),
           qcol_i64(c->st, 12));
-    jw_kv_i64(w, "regs", qcol_i64(c->st, 13));
-    jw_kv_i64(w, "smem", qcol_i64(c->st, 14));
+    srv_jw_kv_num(w, "regs", qcol_i64(c->st, 13));
+    srv_jw_kv_num(w, "smem", qcol_i64(c->st, 14));
     jw_key(w, "occ");
     if (qcol_null(c->st, 15))
         jw_null(w);
     else
         jw_f64(w, qcol_f64(c->st, 15), 4);
-    jw_kv_i64(w, "scope", qcol_i64(c->st, 16));
+    srv_jw_kv_num(w, "scope", qcol_i64(c->st, 16));
 }
 
 /* Bytes of a name filter's LIKE pattern. */
@@ -252,18 +253,18 @@ int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
     path = qcol_i64(c.st, 17);
     stack = qcol_i64(c.st, 18);
     cfg = qcol_i64(c.st, 21);
-    jw_kv_i64(w, "end", qcol_i64(c.st, 1) + qcol_i64(c.st, 2));
+    srv_jw_kv_dec(w, "end", qcol_i64(c.st, 1) + qcol_i64(c.st, 2));
     if (qcol_i64(c.st, 20)) {
-        jw_kv_i64(w, "api_enter", qcol_i64(c.st, 1) + qcol_i64(c.st, 19));
-        jw_kv_i64(w, "api_dur", qcol_i64(c.st, 20));
+        srv_jw_kv_dec(w, "api_enter", qcol_i64(c.st, 1) + qcol_i64(c.st, 19));
+        srv_jw_kv_dec(w, "api_dur", qcol_i64(c.st, 20));
     }
-    jw_kv_i64(w, "launch_cfg", cfg);
+    srv_jw_kv_num(w, "launch_cfg", cfg);
     jw_key(w, "cooperative");
     jw_bool(w, (qcol_i64(c.st, 22) & EVF_COOP) != 0);
     if (!qcol_null(c.st, 23))
         jw_kv_str(w, "limiter", qcol_text(c.st, 23));
-    jw_kv_i64(w, "local_mem", qcol_i64(c.st, 24));
-    jw_kv_i64(w, "dyn_smem", qcol_i64(c.st, 25));
+    srv_jw_kv_num(w, "local_mem", qcol_i64(c.st, 24));
+    srv_jw_kv_num(w, "dyn_smem", qcol_i64(c.st, 25));
     /* the scope instance's path, from its scope_begin line */
     if (scope && !path) {
         if (!q_prepare(
@@ -387,20 +388,20 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
 
 static void w_agg(jw *w, const agg_row *r)
 {
-    jw_kv_u64(w, "count", r->n);
-    jw_kv_u64(w, "total_ns", r->total);
-    jw_kv_u64(w, "avg_ns", r->n ? r->total / r->n : 0);
-    jw_kv_u64(w, "min_ns", r->min);
-    jw_kv_u64(w, "p50_ns", r->p50);
-    jw_kv_u64(w, "p99_ns", r->p99);
-    jw_kv_u64(w, "max_ns", r->max);
+    srv_jw_kv_unum(w, "count", r->n);
+    srv_jw_kv_udec(w, "total_ns", r->total);
+    srv_jw_kv_udec(w, "avg_ns", r->n ? r->total / r->n : 0);
+    srv_jw_kv_udec(w, "min_ns", r->min);
+    srv_jw_kv_udec(w, "p50_ns", r->p50);
+    srv_jw_kv_udec(w, "p99_ns", r->p99);
+    srv_jw_kv_udec(w, "max_ns", r->max);
     jw_key(w, "occ_avg");
     if (r->n_occ)
         jw_f64(w, r->sum_occ / (double)r->n_occ, 4);
     else
         jw_null(w);
-    jw_kv_i64(w, "regs", r->regs);
-    jw_kv_i64(w, "smem", r->smem);
+    srv_jw_kv_num(w, "regs", r->regs);
+    srv_jw_kv_num(w, "smem", r->smem);
 }
 
 int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w)

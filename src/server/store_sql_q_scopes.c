@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 typedef struct pnode {
@@ -41,17 +42,17 @@ static void w_pnode(jw *w, const pnode *p, int n, int i, char *pathbuf,
     jw_obj_begin(w);
     jw_kv_str(w, "name", p[i].name);
     jw_kv_str(w, "path", pathbuf);
-    jw_kv_i64(w, "path_id", p[i].id);
-    jw_kv_i64(w, "depth", p[i].depth);
-    jw_kv_u64(w, "instances", p[i].inst);
-    jw_kv_u64(w, "total_ns", p[i].total);
-    jw_kv_u64(w, "self_ns",
-              p[i].total > p[i].child_total ? p[i].total - p[i].child_total
-                                            : 0);
-    jw_kv_u64(w, "kernels", p[i].kernels);
-    jw_kv_u64(w, "gpu_ns", p[i].gpu_ns);
-    jw_kv_u64(w, "kernels_total", p[i].sub_kernels);
-    jw_kv_u64(w, "gpu_ns_total", p[i].sub_gpu_ns);
+    srv_jw_kv_num(w, "path_id", p[i].id);
+    srv_jw_kv_num(w, "depth", p[i].depth);
+    srv_jw_kv_unum(w, "instances", p[i].inst);
+    srv_jw_kv_udec(w, "total_ns", p[i].total);
+    srv_jw_kv_udec(w, "self_ns",
+                   p[i].total > p[i].child_total ? p[i].total - p[i].child_total
+                                                 : 0);
+    srv_jw_kv_unum(w, "kernels", p[i].kernels);
+    srv_jw_kv_udec(w, "gpu_ns", p[i].gpu_ns);
+    srv_jw_kv_unum(w, "kernels_total", p[i].sub_kernels);
+    srv_jw_kv_udec(w, "gpu_ns_total", p[i].sub_gpu_ns);
     jw_key(w, "children");
     jw_arr_begin(w);
     for (int j = 0; j < n; j++)
@@ -225,14 +226,14 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
         double inst = (double)qcol_i64(c.st, 1), ti = (double)qcol_i64(c.st, 2);
         jw_obj_begin(w);
         jw_kv_str(w, "function", qcol_text(c.st, 0));
-        jw_kv_i64(w, "inst", qcol_i64(c.st, 1));
-        jw_kv_i64(w, "thread_inst", qcol_i64(c.st, 2));
+        srv_jw_kv_dec(w, "inst", qcol_i64(c.st, 1));
+        srv_jw_kv_dec(w, "thread_inst", qcol_i64(c.st, 2));
         w_ratio(w, "warp_efficiency", ti, inst * 32);
-        jw_kv_i64(w, "sectors", qcol_i64(c.st, 3));
-        jw_kv_i64(w, "sectors_ideal", qcol_i64(c.st, 4));
+        srv_jw_kv_dec(w, "sectors", qcol_i64(c.st, 3));
+        srv_jw_kv_dec(w, "sectors_ideal", qcol_i64(c.st, 4));
         w_ratio(w, "coalescing", (double)qcol_i64(c.st, 4),
                 (double)qcol_i64(c.st, 3));
-        jw_kv_i64(w, "pc_samples", qcol_i64(c.st, 5));
+        srv_jw_kv_num(w, "pc_samples", qcol_i64(c.st, 5));
         jw_obj_end(w);
     }
     jw_arr_end(w);
@@ -258,15 +259,15 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
     while ((rc = sdb_step(c.st)) == SDB_ROW && n++ < SQ_LIMIT_MAX) {
         jw_obj_begin(w);
         jw_kv_str(w, "function", qcol_text(c.st, 0));
-        jw_kv_i64(w, "pc", qcol_i64(c.st, 1));
+        srv_jw_kv_num(w, "pc", qcol_i64(c.st, 1));
         jw_kv_str(w, "file", qcol_text(c.st, 2));
-        jw_kv_i64(w, "line", qcol_i64(c.st, 3));
-        jw_kv_i64(w, "inst", qcol_i64(c.st, 4));
+        srv_jw_kv_num(w, "line", qcol_i64(c.st, 3));
+        srv_jw_kv_dec(w, "inst", qcol_i64(c.st, 4));
         w_ratio(w, "warp_efficiency", (double)qcol_i64(c.st, 5),
                 (double)qcol_i64(c.st, 4) * 32);
         w_ratio(w, "coalescing", (double)qcol_i64(c.st, 7),
                 (double)qcol_i64(c.st, 6));
-        jw_kv_i64(w, "pc_samples", qcol_i64(c.st, 8));
+        srv_jw_kv_num(w, "pc_samples", qcol_i64(c.st, 8));
         jw_obj_end(w);
     }
     jw_arr_end(w);
@@ -285,7 +286,7 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
     while ((rc = sdb_step(c.st)) == SDB_ROW) {
         jw_obj_begin(w);
         jw_kv_str(w, "reason", qcol_text(c.st, 0));
-        jw_kv_i64(w, "samples", qcol_i64(c.st, 1));
+        srv_jw_kv_num(w, "samples", qcol_i64(c.st, 1));
         jw_obj_end(w);
     }
     jw_arr_end(w);

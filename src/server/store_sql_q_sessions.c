@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 int srv_store_q_hosts(srv_store *s, const srv_q *q, jw *w)
@@ -49,7 +50,7 @@ int srv_store_q_hosts(srv_store *s, const srv_q *q, jw *w)
         jw_obj_begin(w);
         jw_kv_str(w, "host", qcol_text(c.st, 0));
         jw_kv_i64(w, "sessions", qcol_i64(c.st, 1));
-        jw_kv_i64(w, "last_start_ns", qcol_i64(c.st, 2));
+        srv_jw_kv_dec(w, "last_start_ns", qcol_i64(c.st, 2));
         jw_kv_str(w, "apps", qcol_text(c.st, 3));
         jw_obj_end(w);
         n++;
@@ -66,13 +67,13 @@ static void w_session_row(qctx *c, jw *w)
     jw_kv_str(w, "id", qcol_text(c->st, 0));
     jw_kv_str(w, "app", qcol_text(c->st, 1));
     jw_kv_str(w, "host", qcol_text(c->st, 2));
-    jw_kv_i64(w, "pid", qcol_i64(c->st, 3));
-    jw_kv_i64(w, "start_ns", qcol_i64(c->st, 4));
+    srv_jw_kv_num(w, "pid", qcol_i64(c->st, 3));
+    srv_jw_kv_dec(w, "start_ns", qcol_i64(c->st, 4));
     jw_kv_str(w, "state", qcol_text(c->st, 5));
     if (!qcol_null(c->st, 6))
         jw_kv_str(w, "end_reason", qcol_text(c->st, 6));
-    jw_kv_i64(w, "first_ts", qcol_i64(c->st, 7));
-    jw_kv_i64(w, "last_ts", qcol_i64(c->st, 8));
+    srv_jw_kv_dec(w, "first_ts", qcol_i64(c->st, 7));
+    srv_jw_kv_dec(w, "last_ts", qcol_i64(c->st, 8));
     jw_kv_i64(w, "last_seen", qcol_i64(c->st, 9));
     jw_key(w, "keep");
     jw_bool(w, qcol_i64(c->st, 10) != 0);
@@ -153,7 +154,7 @@ int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
     while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
         jw_obj_begin(w);
         w_session_row(&c, w);
-        jw_kv_i64(w, "missing", qcol_i64(c.st, 21));
+        srv_jw_kv_num(w, "missing", qcol_i64(c.st, 21));
         jw_obj_end(w);
         last[0] = qcol_i64(c.st, 4);
         last[1] = qcol_i64(c.st, 18);
@@ -190,10 +191,10 @@ int srv_store_q_session(srv_store *s, const srv_q *q, jw *w)
     sq_raw_member(w, hdr, "lib");
     sq_raw_member(w, hdr, "interval_ms");
     free(hdr);
-    jw_kv_i64(w, "span_ns",
-              qcol_i64(c.st, 8) > qcol_i64(c.st, 7)
-                  ? qcol_i64(c.st, 8) - qcol_i64(c.st, 7)
-                  : 0);
+    srv_jw_kv_dec(w, "span_ns",
+                  qcol_i64(c.st, 8) > qcol_i64(c.st, 7)
+                      ? qcol_i64(c.st, 8) - qcol_i64(c.st, 7)
+                      : 0);
     sess = qcol_i64(c.st, 18);
     /* slots for the memory-profile and idle-verdict issues */
     jw_key(w, "memprof");

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/num.h"
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 /* Rows the raw (finest zoom) timeline reads at most. */
@@ -157,21 +158,21 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     }
     rc = GPUFL_OK;
     jw_obj_begin(w);
-    jw_kv_u64(w, "from", from);
-    jw_kv_u64(w, "to", to);
+    srv_jw_kv_udec(w, "from", from);
+    srv_jw_kv_udec(w, "to", to);
     jw_kv_u64(w, "width", width);
-    jw_kv_u64(w, "bucket_ns", bw);
+    srv_jw_kv_udec(w, "bucket_ns", bw);
     jw_key(w, "level");
     if (level >= 0)
-        jw_u64(w, 1ull << rl_tl_shift(level));
+        srv_jw_udec(w, 1ull << rl_tl_shift(level));
     else
         jw_str(w, "raw");
     jw_key(w, "lanes");
     jw_arr_begin(w);
     for (int i = 0; i < nl; i++) {
         jw_obj_begin(w);
-        jw_kv_i64(w, "dev", lanes[i].lane >> 32);
-        jw_kv_i64(w, "stream", lanes[i].lane & 0xffffffff);
+        srv_jw_kv_num(w, "dev", lanes[i].lane >> 32);
+        srv_jw_kv_num(w, "stream", lanes[i].lane & 0xffffffff);
         /* [pixel, kernels started, busy ns, top kernel name id] */
         jw_key(w, "buckets");
         jw_arr_begin(w);
@@ -181,9 +182,9 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
                 continue;
             jw_arr_begin(w);
             jw_u64(w, p);
-            jw_u64(w, x->n);
-            jw_u64(w, x->busy);
-            jw_i64(w, x->top_name);
+            srv_jw_unum(w, x->n);
+            srv_jw_udec(w, x->busy);
+            srv_jw_num(w, x->top_name);
             jw_arr_end(w);
             if (nn < 64) {
                 int seen = 0;
@@ -307,9 +308,9 @@ int srv_store_q_system(srv_store *s, const srv_q *q, jw *w)
     if ((rc = q_prepare(&c, sql)))
         return q_end(&c, rc, w);
     jw_obj_begin(w);
-    jw_kv_u64(w, "from", from);
-    jw_kv_u64(w, "to", to);
-    jw_kv_u64(w, "bucket_ns", bw);
+    srv_jw_kv_udec(w, "from", from);
+    srv_jw_kv_udec(w, "to", to);
+    srv_jw_kv_udec(w, "bucket_ns", bw);
     jw_key(w, "series");
     jw_arr_begin(w);
     for (int si = 0; si < ns; si++) {
@@ -332,14 +333,14 @@ int srv_store_q_system(srv_store *s, const srv_q *q, jw *w)
             char nm[24];
             snprintf(nm, sizeof(nm), "gpu%lld", (long long)srcs[si]);
             jw_kv_str(w, "src", nm);
-            jw_kv_i64(w, "dev", srcs[si]);
+            srv_jw_kv_num(w, "dev", srcs[si]);
         }
         jw_key(w, "points");
         jw_arr_begin(w);
         while ((rc = sdb_step(c.st)) == SDB_ROW) {
             jw_obj_begin(w);
-            jw_kv_i64(w, "t", qcol_i64(c.st, 1));
-            jw_kv_i64(w, "n", qcol_i64(c.st, 2));
+            srv_jw_kv_dec(w, "t", qcol_i64(c.st, 1));
+            srv_jw_kv_num(w, "n", qcol_i64(c.st, 2));
             for (int i = 0; i < nf; i++) {
                 if (qcol_null(c.st, 3 + 3 * i))
                     continue;

@@ -94,10 +94,10 @@ static void test_ingest_dedup_rollups(void)
     CHECK_JLEN(out, "items", 1);
     CHECK_JSTR(out, "items.0.name", "k1");
     CHECK_JI64(out, "items.0.count", 100);
-    CHECK_JI64(out, "items.0.total_ns", 5050000);
-    CHECK_JI64(out, "items.0.avg_ns", 50500);
-    CHECK_JI64(out, "items.0.min_ns", 1000);
-    CHECK_JI64(out, "items.0.max_ns", 100000);
+    CHECK_JDEC(out, "items.0.total_ns", 5050000);
+    CHECK_JDEC(out, "items.0.avg_ns", 50500);
+    CHECK_JDEC(out, "items.0.min_ns", 1000);
+    CHECK_JDEC(out, "items.0.max_ns", 100000);
     CHECK_JF64(out, "items.0.occ_avg", 0.5);
     CHECK_JI64(out, "items.0.regs", 32);
     q(s, srv_store_q_session, SIDA);
@@ -107,8 +107,8 @@ static void test_ingest_dedup_rollups(void)
     /* each kernel listed once, in start order */
     q(s, srv_store_q_kernels, SIDA);
     CHECK_JLEN(out, "items", 100);
-    CHECK_JI64(out, "items.0.ts", 1000000);
-    CHECK_JI64(out, "items.99.ts", 1000000 + 99 * 5000);
+    CHECK_JDEC(out, "items.0.ts", 1000000);
+    CHECK_JDEC(out, "items.99.ts", 1000000 + 99 * 5000);
     CHECK_JNULL(out, "next");
     {
         srv_q qq;
@@ -591,7 +591,7 @@ static void check_sys(srv_store *s)
     jw_init(&w, out, sizeof(out));
     REQUIRE(srv_store_q_system(s, &qq, &w) == GPUFL_OK);
     jw_put(&w, "", 1);
-    CHECK_JI64(out, "bucket_ns", 120000000000);
+    CHECK_JDEC(out, "bucket_ns", 120000000000);
     CHECK_JLEN(out, "series", 1);
     CHECK_JSTR(out, "series.0.src", "gpu0");
     CHECK_JLEN(out, "series.0.points", 5);
@@ -634,7 +634,7 @@ static void check_sys(srv_store *s)
     jw_init(&w, out, sizeof(out));
     REQUIRE(srv_store_q_system(s, &qq, &w) == GPUFL_OK);
     jw_put(&w, "", 1);
-    CHECK_JI64(out, "bucket_ns", 10000000000);
+    CHECK_JDEC(out, "bucket_ns", 10000000000);
     CHECK_JLEN(out, "series.0.points", 60);
     for (pts = 0; pts < 60; pts++) {
         char path[64];

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, ApiError, explain, getToken, Int, setToken } from './lib/api';
+import { api, ApiError, Dec, explain, getToken, Int, setToken } from './lib/api';
 import { fmtNs, fmtWall } from './lib/format';
 import { switchTab, Tab, TABS, UrlState } from './lib/url';
 import { useUrlState } from './state';
@@ -17,18 +17,18 @@ export interface Session {
   app: string;
   host: string;
   pid: number;
-  start_ns: string;
+  start_ns: Dec;
   state: string;
   end_reason?: string | null;
-  first_ts: string | number;
-  last_ts: string | number;
+  first_ts: Dec;
+  last_ts: Dec;
   last_seen: number;
   simulated: boolean;
   counts: Record<string, number>;
   devices?: any[];
   engines?: Record<string, string>;
   cmd?: string;
-  span_ns?: number;
+  span_ns?: Dec;
   interval_ms?: number;
   /* lines the server is missing (docs/api.md "gaps") */
   missing?: Int;

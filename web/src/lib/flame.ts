@@ -3,11 +3,13 @@
 //
 // total(node) = bytes of every stack passing through it; self(node) = bytes
 // of stacks ending at it.  total = self + Σ total(children).
+import type { Dec, Int } from './api';
 
+/* As the API sends it: bytes a decimal string (docs/api.md "Numbers"). */
 export interface Stack {
   frames: string[];
-  bytes: number;
-  count: number;
+  bytes: Dec | number;
+  count: Int;
 }
 
 export interface FNode {

@@ -1,9 +1,10 @@
 // series.ts - the system endpoint's buckets as uPlot data: one shared x
 // (seconds from the session start) and one y array per (source, field),
 // null where a source has no bucket at that x.
+import type { Dec } from './api';
 
 export interface SysPoint {
-  t: string | number;
+  t: Dec; // epoch ns, a decimal string (docs/api.md "Numbers")
   n: number;
   [field: string]: any;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { visibleRows, ScopeNode } from '../views/Scopes';
+import { ApiScopeNode, scopeTree, visibleRows, ScopeNode } from '../views/Scopes';
 import { demangle, fmtBytes, fmtNs } from './format';
 
 const n = (path: string, total: number, children: ScopeNode[] = []): ScopeNode => ({
@@ -16,6 +16,18 @@ describe('scope tree rows', () => {
   it('a filter keeps matches and their ancestors, expanded', () => {
     expect(visibleRows(roots, new Set(), 'FORW').map((r) => r.path)).toEqual(['epoch', 'epoch/step', 'epoch/step/forward']);
     expect(visibleRows(roots, new Set(), 'nothing')).toEqual([]);
+  });
+});
+
+describe('scope tree from the API', () => {
+  it('reads the ns sums, decimal strings (docs/api.md "Numbers"), as numbers at every depth', () => {
+    const a = (path: string, total: string, children: ApiScopeNode[] = []): ApiScopeNode => ({
+      name: path, path, path_id: 1, depth: 1, instances: 1, total_ns: total, self_ns: '1', kernels: 0, gpu_ns: '2', kernels_total: 0, gpu_ns_total: '3', children,
+    });
+    const t = scopeTree([a('x', '100', [a('x/y', '90')]), a('z', '5')]);
+    expect(t.reduce((s, n) => s + n.total_ns, 0)).toBe(105);
+    expect(t[0].children[0]).toMatchObject({ total_ns: 90, self_ns: 1, gpu_ns: 2, gpu_ns_total: 3 });
+    expect(visibleRows(t, new Set(), '').map((r) => r.path)).toEqual(['x', 'z']);
   });
 });
 

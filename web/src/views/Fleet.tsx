@@ -1,14 +1,14 @@
 import type { ViewProps } from '../App';
-import { big } from '../lib/api';
+import { big, Dec } from '../lib/api';
 import { fmtBytes, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 import { useEffect, useState } from 'react';
 
-interface Gpu { dev: number; uuid?: string; pci?: string; model?: string; state: string; since: string | number; ts: string | number; reasons: string[]; signals?: Record<string, number> }
-interface Sess { session: string; pod?: string; devs?: number[]; state: string; since: string | number; ts: string | number; action?: string; reasons: string[]; signals?: Record<string, number> }
-interface Host { host: string; simulated: boolean; ts: string | number; gpus: Gpu[]; sessions: Sess[] }
+interface Gpu { dev: number; uuid?: string; pci?: string; model?: string; state: string; since: Dec; ts: Dec; reasons: string[]; signals?: Record<string, number> }
+interface Sess { session: string; pod?: string; devs?: number[]; state: string; since: Dec; ts: Dec; action?: string; reasons: string[]; signals?: Record<string, number> }
+interface Host { host: string; simulated: boolean; ts: Dec; gpus: Gpu[]; sessions: Sess[] }
 
-function ago(ns: string | number): string {
+function ago(ns: Dec): string {
   const d = Number(BigInt(Date.now()) * 1000000n - big(ns));
   if (d < 0) return 'just now';
   if (d >= 3600e9) return (d / 3600e9).toFixed(1) + ' h ago';

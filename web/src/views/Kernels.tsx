@@ -1,15 +1,15 @@
 import { useMemo, useState } from 'react';
 import { createColumnHelper, flexRender, getCoreRowModel, getSortedRowModel, SortingState, useReactTable } from '@tanstack/react-table';
 import type { ViewProps } from '../App';
-import { big, rel } from '../lib/api';
+import { big, Dec, num, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtDim, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { Timeline, viewFromUrl } from './Timeline';
 
 interface K {
   kid: number;
-  ts: string;
-  dur: number;
+  ts: Dec;
+  dur: Dec;
   dev: number;
   stream: number;
   corr: number;
@@ -22,7 +22,7 @@ interface K {
   scope: number;
 }
 
-const col = createColumnHelper<K & { t: number }>();
+const col = createColumnHelper<K & { t: number; ns: number }>();
 
 export function Kernels({ st, set, session }: ViewProps) {
   const s = session!;
@@ -41,12 +41,12 @@ export function Kernels({ st, set, session }: ViewProps) {
   const [aggSort, setAggSort] = useState<[string, boolean]>(['total_ns', true]);
   const [sorting, setSorting] = useState<SortingState>([]);
 
-  const rows = useMemo(() => (list.data?.items ?? []).map((k) => ({ ...k, t: rel(k.ts, base) })), [list.data, base]);
+  const rows = useMemo(() => (list.data?.items ?? []).map((k) => ({ ...k, t: rel(k.ts, base), ns: num(k.dur) })), [list.data, base]);
   const columns = useMemo(
     () => [
       col.accessor('kid', { header: 'id' }),
       col.accessor('t', { header: 'start', cell: (c) => '+' + fmtNs(c.getValue()) }),
-      col.accessor('dur', { header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
+      col.accessor('ns', { id: 'dur', header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
       col.accessor('dev', { header: 'GPU' }),
       col.accessor('stream', { header: 'stream' }),
       col.accessor('name', { header: 'kernel', cell: (c) => <span title={c.getValue()}>{demangle(c.getValue())}</span> }),
@@ -155,12 +155,12 @@ export function Kernels({ st, set, session }: ViewProps) {
                         <tr key={a.name} data-testid="agg-row" onClick={() => setName(a.name)}>
                           <td className="name" title={a.name}>{demangle(a.name)}</td>
                           <td className="num">{a.count}</td>
-                          <td className="num">{fmtNs(a.total_ns)}</td>
-                          <td className="num">{fmtNs(a.avg_ns)}</td>
-                          <td className="num">{fmtNs(a.min_ns)}</td>
-                          <td className="num">{fmtNs(a.p50_ns)}</td>
-                          <td className="num">{fmtNs(a.p99_ns)}</td>
-                          <td className="num">{fmtNs(a.max_ns)}</td>
+                          <td className="num">{fmtNs(num(a.total_ns))}</td>
+                          <td className="num">{fmtNs(num(a.avg_ns))}</td>
+                          <td className="num">{fmtNs(num(a.min_ns))}</td>
+                          <td className="num">{fmtNs(num(a.p50_ns))}</td>
+                          <td className="num">{fmtNs(num(a.p99_ns))}</td>
+                          <td className="num">{fmtNs(num(a.max_ns))}</td>
                           <td className="num">{a.occ_avg === null ? '-' : fmtPct(a.occ_avg, 0)}</td>
                           <td className="num">{a.regs}</td>
                         </tr>

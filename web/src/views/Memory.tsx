@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { ViewProps } from '../App';
+import type { Dec, Int } from '../lib/api';
 import { buildFlame, findPath, FNode, layoutFlame, pathOf, searchFlame, Stack, topTable } from '../lib/flame';
 import { fmtBytes, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
@@ -11,8 +12,8 @@ interface MemAnswer {
   profiles: number;
   simulated: boolean;
   source: string;
-  total_bytes: number;
-  total_count: number;
+  total_bytes: Dec;
+  total_count: Int;
   stacks: Stack[];
   truncated: boolean;
 }

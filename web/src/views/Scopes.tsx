@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
+import { Dec, num } from '../lib/api';
 import { demangle, fmtNs, fmtPct } from '../lib/format';
 import { Empty, ErrorBox, Loading, useApi } from './common';
 
@@ -16,6 +17,21 @@ export interface ScopeNode {
   kernels_total: number;
   gpu_ns_total: number;
   children: ScopeNode[];
+}
+
+/* A node as the API sends it: its ns sums are decimal strings. */
+export type ApiScopeNode = Omit<ScopeNode, 'total_ns' | 'self_ns' | 'gpu_ns' | 'gpu_ns_total' | 'children'> & {
+  total_ns: Dec;
+  self_ns: Dec;
+  gpu_ns: Dec;
+  gpu_ns_total: Dec;
+  children: ApiScopeNode[];
+};
+
+/* The tree with its ns sums as Numbers to compute with (exact below 2^53
+   ns: 104 days). */
+export function scopeTree(items: ApiScopeNode[]): ScopeNode[] {
+  return items.map((n) => ({ ...n, total_ns: num(n.total_ns), self_ns: num(n.self_ns), gpu_ns: num(n.gpu_ns), gpu_ns_total: num(n.gpu_ns_total), children: scopeTree(n.children) }));
 }
 
 /* Rows of the tree as shown: depth-first, children sorted by total, only
@@ -46,7 +62,7 @@ function findNode(roots: ScopeNode[], path: string): ScopeNode | null {
 
 export function Scopes({ st, set, session }: ViewProps) {
   const s = session!;
-  const tree = useApi<{ items: ScopeNode[]; paths: number }>('sessions/' + s.id + '/scopes', {}, []);
+  const tree = useApi<{ items: ApiScopeNode[]; paths: number }>('sessions/' + s.id + '/scopes', {}, []);
   const [open, setOpen] = useState<Set<string>>(() => {
     const o = new Set<string>();
     if (st.sel) st.sel.split('/').forEach((_, i, a) => o.add(a.slice(0, i + 1).join('/')));
@@ -54,7 +70,7 @@ export function Scopes({ st, set, session }: ViewProps) {
   });
   const [filter, setFilter] = useState('');
   const [pins, setPins] = useState<string[]>([]);
-  const roots = tree.data?.items ?? [];
+  const roots = useMemo(() => scopeTree(tree.data?.items ?? []), [tree.data]);
   const rootTotal = roots.reduce((a, n) => a + n.total_ns, 0) || 1;
   const rows = useMemo(() => visibleRows(roots, open, filter), [roots, open, filter]);
   const selNode = st.sel ? findNode(roots, st.sel) : null;

@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
 import type { Session, ViewProps } from '../App';
+import { Dec, num } from '../lib/api';
 import { demangle, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 
@@ -98,7 +99,7 @@ export function Sessions({ st, set }: ViewProps) {
   );
 }
 
-interface Agg { count: number; total_ns: number; avg_ns: number; p50_ns: number; max_ns: number }
+interface Agg { count: number; total_ns: Dec; avg_ns: Dec; p50_ns: Dec; max_ns: Dec }
 
 function Compare({ a, b }: { a: string; b: string }) {
   const r = useApi<{ items: { name: string; a: Agg | null; b: Agg | null; avg_change_pct: number | null }[] }>('compare', { a, b, limit: 200 }, [a, b]);
@@ -120,11 +121,11 @@ function Compare({ a, b }: { a: string; b: string }) {
                 <tr key={it.name} data-testid="compare-row">
                   <td className="name" title={it.name}>{demangle(it.name)}</td>
                   <td className="num">{it.a?.count ?? '-'}</td>
-                  <td className="num">{it.a ? fmtNs(it.a.avg_ns) : '-'}</td>
-                  <td className="num">{it.a ? fmtNs(it.a.total_ns) : '-'}</td>
+                  <td className="num">{it.a ? fmtNs(num(it.a.avg_ns)) : '-'}</td>
+                  <td className="num">{it.a ? fmtNs(num(it.a.total_ns)) : '-'}</td>
                   <td className="num">{it.b?.count ?? '-'}</td>
-                  <td className="num">{it.b ? fmtNs(it.b.avg_ns) : '-'}</td>
-                  <td className="num">{it.b ? fmtNs(it.b.total_ns) : '-'}</td>
+                  <td className="num">{it.b ? fmtNs(num(it.b.avg_ns)) : '-'}</td>
+                  <td className="num">{it.b ? fmtNs(num(it.b.total_ns)) : '-'}</td>
                   <td className={'num ' + cls}>{d === null || d === undefined ? (it.a ? 'only A' : 'only B') : (d > 0 ? '+' : '') + d.toFixed(1) + ' %'}</td>
                 </tr>
               );

@@ -5,7 +5,7 @@
 // fetches and draws the kernels themselves, with the copy lanes and the
 // scope lane.
 import { useEffect, useRef, useState } from 'react';
-import { api, apiAll, big, rel } from '../lib/api';
+import { api, apiAll, big, num, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtNs } from '../lib/format';
 import { clampView, cLane, countInView, drawList, Item, kLane, Lane, layoutLanes, pan, pick, Rect, scopeItems, SCOPE_LANE, summaryItems, ticks, tOf, View, xOf, zoom } from '../lib/timeline';
 
@@ -416,7 +416,7 @@ function copyItems(rows: any[], base: bigint): { items: Item[]; lanes: { dev: nu
       const kind = c.type === 'memcpy' ? 'memcpy ' + c.kind : c.type;
       lanes.set(cLane(c.dev, kind), { dev: c.dev, kind });
       const dur = Math.max(1, Number(c.dur));
-      return { lane: cLane(c.dev, kind), t: rel(c.ts, base), dur, count: 1, busy: dur, name: kind + (c.bytes ? ' ' + fmtBytes(Number(c.bytes)) : ''), id: c.seq };
+      return { lane: cLane(c.dev, kind), t: rel(c.ts, base), dur, count: 1, busy: dur, name: kind + (num(c.bytes) ? ' ' + fmtBytes(num(c.bytes)) : ''), id: c.seq };
     });
   return { items, lanes: [...lanes.values()] };
 }
