@@ -6,12 +6,17 @@
 
 #include <string.h>
 
+/* Digits and a sign need no escaping: the quoted text goes in raw (a
+ * timeline answer writes thousands of these). */
 void srv_jw_udec(jw *w, uint64_t v)
 {
     char b[24];
-    size_t n = jw_fmt_u64(b, v);
+    size_t n;
 
-    jw_strn(w, b, n, n);
+    b[0] = '"';
+    n = 1 + jw_fmt_u64(b + 1, v);
+    b[n++] = '"';
+    jw_raw(w, b, n);
 }
 
 void srv_jw_dec(jw *w, int64_t v)
@@ -23,9 +28,11 @@ void srv_jw_dec(jw *w, int64_t v)
         srv_jw_udec(w, (uint64_t)v);
         return;
     }
-    b[0] = '-';
-    n = 1 + jw_fmt_u64(b + 1, 0 - (uint64_t)v);
-    jw_strn(w, b, n, n);
+    b[0] = '"';
+    b[1] = '-';
+    n = 2 + jw_fmt_u64(b + 2, 0 - (uint64_t)v);
+    b[n++] = '"';
+    jw_raw(w, b, n);
 }
 
 void srv_jw_kv_dec(jw *w, const char *key, int64_t v)
