@@ -437,13 +437,13 @@ int main(int argc, char **argv)
         cp += cpu_s(RUSAGE_THREAD) - c0;
         t0 = now_s();
         c0 = cpu_s(RUSAGE_THREAD);
-        if (st->ops->ingest(st, ev, k, &r))
+        if (srv_store_ingest(st, ev, k, &r))
             return 1;
         ts += now_s() - t0;
         cs += cpu_s(RUSAGE_THREAD) - c0;
     }
     pgs = pg_cpu_s(pm) - pg0;
-    st->ops->close(st);
+    srv_store_close(st);
     direct = (double)total / (tp + ts);
     printf("  parse only (ingest_line_parse)    %10.0f lines/s, %.2f CPU s "
            "per 1M\n",
@@ -541,7 +541,7 @@ int main(int argc, char **argv)
 
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */
-    s.store->ops->mark_stale(s.store, 1u << 30, 0);
+    srv_store_mark_stale(s.store, 1u << 30, 0);
     {
         enum { NQ = 200 };
         char *p[NQ];
@@ -633,9 +633,9 @@ int main(int argc, char **argv)
     }
     close(fd);
     printf("  database: %.1f MB used\n",
-           (double)s.store->ops->db_bytes(s.store) / 1e6);
+           (double)srv_store_db_bytes(s.store) / 1e6);
     srv_http_stop(&s);
-    s.store->ops->close(s.store);
+    srv_store_close(s.store);
     for (size_t i = 0; i < nb; i++)
         free(b[i].p);
     free(b);

@@ -85,7 +85,8 @@ try {
   }
   if (batch.length) await flush();
   const ingestS = (Date.now() - t) / 1000;
-  const s = JSON.parse((await req(server.url, 'GET', '/api/v1/sessions/' + sid)).text.replace(/(\d{16,})/g, '"$1"'));
+  // ns times are decimal strings (docs/api.md "Numbers")
+  const s = JSON.parse((await req(server.url, 'GET', '/api/v1/sessions/' + sid)).text);
   console.log(`bench_web: ingested ${sent} lines (${s.counts.kernels} kernels, span ${(Number(BigInt(s.last_ts) - BigInt(s.first_ts)) / 1e9).toFixed(1)} s) in ${ingestS.toFixed(1)} s`);
 
   const udd = fs.mkdtempSync(path.join(tmp, 'udd-'));

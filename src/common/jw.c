@@ -100,6 +100,16 @@ void jw_key(jw *w, const char *key)
     w->comma &= ~(1u << (w->depth & 31));
 }
 
+void jw_key_json(jw *w, const char *s, size_t n)
+{
+    sep(w);
+    put_c(w, '"');
+    jw_put(w, s, n);
+    put_c(w, '"');
+    put_c(w, ':');
+    w->comma &= ~(1u << (w->depth & 31));
+}
+
 size_t jw_fmt_u64(char *out, uint64_t v)
 {
     char tmp[24];

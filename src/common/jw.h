@@ -33,6 +33,9 @@ void jw_arr_end(jw *w);
 
 /* A key inside an object: must be a plain ASCII literal (not escaped). */
 void jw_key(jw *w, const char *key);
+/* A key as JSON string text without its quotes, already escaped (copied
+ * from a line jsonl accepted): n bytes, written as they are. */
+void jw_key_json(jw *w, const char *s, size_t n);
 
 void jw_u64(jw *w, uint64_t v);
 void jw_i64(jw *w, int64_t v);

@@ -27,8 +27,6 @@ typedef struct route_ctx {
     int nseg;
 } route_ctx;
 
-typedef int (*query_fn)(srv_store *, const srv_q *, jw *);
-
 /* Splits "/api/v1/a/b" into segments; -1 when too many or too long. */
 static int split(const char *path, route_ctx *rc)
 {
@@ -176,7 +174,7 @@ void srv_query_done(srv_resp *o, int rc, char *buf, size_t len,
     srv_resp_json(o, 200, buf, len);
 }
 
-static void run_query(srv *s, srv_req *r, srv_resp *o, query_fn fn,
+static void run_query(srv *s, srv_req *r, srv_resp *o, srv_query_fn fn,
                       const char *sid, uint64_t kid, const char *notfound)
 {
     char why[128];
@@ -193,7 +191,7 @@ static void run_query(srv *s, srv_req *r, srv_resp *o, query_fn fn,
     q.sid = sid;
     q.kid = kid;
     q.b_sid = srv_req_arg(r, "b");
-    if (fn == s->store->ops->q_compare) {
+    if (fn == srv_store_q_compare) {
         q.sid = srv_req_arg(r, "a");
         if (!q.sid || !q.b_sid) {
             srv_resp_error(o, 400, "compare needs a= and b= session ids");
@@ -220,7 +218,7 @@ static void keys_list(srv *s, srv_resp *o)
         srv_resp_error(o, 500, "out of memory");
         return;
     }
-    rc = s->store->ops->key_list(s->store, k, 1000, &n);
+    rc = srv_store_key_list(s->store, k, 1000, &n);
     if (rc) {
         free(k);
         free(buf);
@@ -369,19 +367,18 @@ static void not_allowed(srv_resp *o, const char *allow)
 
 static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
 {
-    const srv_store_ops *op = s->store->ops;
     const char *sid = rc->seg[3];
     const char *sub = rc->nseg > 4 ? rc->seg[4] : NULL;
     int get = strcmp(r->method, "GET") == 0;
     static const struct {
         const char *name;
-        size_t off;
+        srv_query_fn fn;
     } subs[] = {
-        { "timeline", offsetof(srv_store_ops, q_timeline) },
-        { "copies", offsetof(srv_store_ops, q_copies) },
-        { "scopes", offsetof(srv_store_ops, q_scopes) },
-        { "profile", offsetof(srv_store_ops, q_profile) },
-        { "system", offsetof(srv_store_ops, q_system) },
+        { "timeline", srv_store_q_timeline },
+        { "copies", srv_store_q_copies },
+        { "scopes", srv_store_q_scopes },
+        { "profile", srv_store_q_profile },
+        { "system", srv_store_q_system },
     };
 
     if (sub && !strcmp(sub, "keep") && rc->nseg == 5) {
@@ -398,7 +395,7 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             srv_resp_error(o, 400, "body must be {\"keep\": true|false}");
             return;
         }
-        e = op->set_keep(s->store, sid, keep);
+        e = srv_store_set_keep(s->store, sid, keep);
         if (e)
             return err_for(o, e, "no such session");
         return small_json(o, 200, "keep", (uint64_t)keep);
@@ -408,14 +405,16 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
     if (!need(r, o, ROLE_READ))
         return;
     if (!sub && rc->nseg == 4)
-        return run_query(s, r, o, op->q_session, sid, 0, "no such session");
+        return run_query(s, r, o, srv_store_q_session, sid, 0,
+                         "no such session");
     if (sub && !strcmp(sub, "memory") && rc->nseg == 5)
         return srv_api_memory(s, r, o, sid, 0);
     if (sub && !strcmp(sub, "kernels")) {
         if (rc->nseg == 5)
-            return run_query(s, r, o, op->q_kernels, sid, 0, "no such session");
+            return run_query(s, r, o, srv_store_q_kernels, sid, 0,
+                             "no such session");
         if (rc->nseg == 6 && !strcmp(rc->seg[5], "aggregate"))
-            return run_query(s, r, o, op->q_kernel_agg, sid, 0,
+            return run_query(s, r, o, srv_store_q_kernel_agg, sid, 0,
                              "no such session");
         if (rc->nseg == 6) {
             uint64_t kid;
@@ -423,17 +422,14 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
                 srv_resp_error(o, 400, "kernel id must be an integer");
                 return;
             }
-            return run_query(s, r, o, op->q_kernel, sid, kid,
+            return run_query(s, r, o, srv_store_q_kernel, sid, kid,
                              "no such session or kernel");
         }
     }
     for (size_t i = 0;
          sub && rc->nseg == 5 && i < sizeof(subs) / sizeof(subs[0]); i++) {
-        if (!strcmp(sub, subs[i].name)) {
-            query_fn fn;
-            memcpy(&fn, (const char *)op + subs[i].off, sizeof(fn));
-            return run_query(s, r, o, fn, sid, 0, "no such session");
-        }
+        if (!strcmp(sub, subs[i].name))
+            return run_query(s, r, o, subs[i].fn, sid, 0, "no such session");
     }
     srv_resp_error(o, 404, "no such endpoint");
 }
@@ -466,7 +462,7 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         if (!get)
             return not_allowed(o, "GET");
         if (need(r, o, ROLE_READ))
-            run_query(s, r, o, s->store->ops->q_hosts, NULL, 0, "");
+            run_query(s, r, o, srv_store_q_hosts, NULL, 0, "");
         return;
     }
     if ((!strcmp(a, "fleet") || !strcmp(a, "verdicts")) && rc->nseg == 3) {
@@ -495,8 +491,7 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         if (!get)
             return not_allowed(o, "GET");
         if (need(r, o, ROLE_READ))
-            run_query(s, r, o, s->store->ops->q_compare, NULL, 0,
-                      "no such session");
+            run_query(s, r, o, srv_store_q_compare, NULL, 0, "no such session");
         return;
     }
     if (!strcmp(a, "sessions")) {
@@ -504,7 +499,7 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             if (!get)
                 return not_allowed(o, "GET");
             if (need(r, o, ROLE_READ))
-                run_query(s, r, o, s->store->ops->q_sessions, NULL, 0, "");
+                run_query(s, r, o, srv_store_q_sessions, NULL, 0, "");
             return;
         }
         return session_routes(s, r, rc, o);
@@ -520,7 +515,7 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             int64_t id;
             int e = num_i64(rc->seg[3], &id)
                         ? GPUFL_ENOTFOUND
-                        : s->store->ops->key_revoke(s->store, id);
+                        : srv_store_key_revoke(s->store, id);
             if (e)
                 return err_for(o, e, "no such live key");
             return small_json(o, 200, "revoked", (uint64_t)id);
@@ -561,7 +556,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         return;
     }
     if (!strcmp(r->path, "/readyz")) {
-        int e = s->store->ops->ping(s->store);
+        int e = srv_store_ping(s->store);
         if (e == GPUFL_ENOSPC)
             srv_resp_error(o, 503, "database writes fail: disk full");
         else if (e)
@@ -599,9 +594,8 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         {
             srv_gauges g;
             memset(&g, 0, sizeof(g));
-            g.db_bytes = s->store->ops->db_bytes(s->store);
-            g.have_missing =
-                s->store->ops->missing(s->store, g.missing) == GPUFL_OK;
+            g.db_bytes = srv_store_db_bytes(s->store);
+            g.have_missing = srv_store_missing(s->store, g.missing) == GPUFL_OK;
             srv_metrics_write(&s->met, &g, &w);
         }
         srv_resp_json(o, 200, buf, w.len);

@@ -42,7 +42,7 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet)
     }
     if (!(buf = srv_query_buf(o, &w)))
         return;
-    rc = fleet ? s->store->ops->q_fleet(s->store, &q, &w)
-               : s->store->ops->q_verdicts(s->store, &q, &w);
+    rc = fleet ? srv_store_q_fleet(s->store, &q, &w)
+               : srv_store_q_verdicts(s->store, &q, &w);
     srv_query_done(o, rc, buf, w.len, "not found");
 }

@@ -138,7 +138,7 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                 "%u: %s\n",
                 ingest_stream_name(st), nerr, lineno, first_line, first);
     if (nev) {
-        rc = s->store->ops->ingest(s->store, ev, nev, &res);
+        rc = srv_store_ingest(s->store, ev, nev, &res);
         if (rc) {
             srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
                            rc == GPUFL_EUNAVAIL ? "database unavailable; retry"

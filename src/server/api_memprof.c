@@ -201,7 +201,7 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
         srv_resp_error(o, st, why);
         goto out;
     }
-    rc = s->store->ops->memprof_put(s->store, &p, &id, sid, sizeof(sid));
+    rc = srv_store_memprof_put(s->store, &p, &id, sid, sizeof(sid));
     if (rc) {
         srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
                        rc == GPUFL_EUNAVAIL ? "database unavailable"
@@ -265,7 +265,7 @@ void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list)
     }
     if (!(buf = srv_query_buf(o, &w)))
         return;
-    rc = list ? s->store->ops->q_memprofs(s->store, &q, &w)
-              : s->store->ops->q_memory(s->store, &q, &w);
+    rc = list ? srv_store_q_memprofs(s->store, &q, &w)
+              : srv_store_q_memory(s->store, &q, &w);
     srv_query_done(o, rc, buf, w.len, "no such session");
 }

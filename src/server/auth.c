@@ -97,7 +97,7 @@ int srv_auth_role(srv *s, const char *h)
     srv_hex(hash, 32, hex);
     /* a key we could not look up is not a wrong key: the client must
      * retry, not be told to check its token */
-    if (s->store->ops->key_lookup(s->store, hex, role, sizeof(role)))
+    if (srv_store_key_lookup(s->store, hex, role, sizeof(role)))
         return ROLE_UNKNOWN;
     return srv_role_parse(role);
 }
@@ -233,5 +233,5 @@ int srv_key_create(srv *s, const char *name, const char *role, char *secret,
     srv_hex(h, 32, hex);
     /* "gfk_" and 8 hex digits identify a key in listings */
     snprintf(prefix, sizeof(prefix), "%.12s", secret);
-    return s->store->ops->key_add(s->store, name, role, prefix, hex, id);
+    return srv_store_key_add(s->store, name, role, prefix, hex, id);
 }

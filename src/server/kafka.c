@@ -86,7 +86,7 @@ static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a)
     int rc;
 
     while (*nev) {
-        rc = s->store->ops->ingest(s->store, ev, *nev, &res);
+        rc = srv_store_ingest(s->store, ev, *nev, &res);
         if (rc == 0)
             break;
         if (!s->cfg.quiet)

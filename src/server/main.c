@@ -74,7 +74,7 @@ static int keys_cmd(srv *s, char **pos, int npos)
     } else if (!strcmp(pos[1], "list")) {
         srv_key *k = calloc(1000, sizeof(*k));
         size_t n = 0;
-        if (k && s->store->ops->key_list(s->store, k, 1000, &n) == 0) {
+        if (k && srv_store_key_list(s->store, k, 1000, &n) == 0) {
             printf("%-6s %-8s %-14s %-12s %-12s %s\n", "ID", "ROLE", "PREFIX",
                    "CREATED", "LAST_USED", "NAME");
             for (size_t i = 0; i < n; i++)
@@ -90,14 +90,14 @@ static int keys_cmd(srv *s, char **pos, int npos)
         if (num_i64(pos[2], &id)) {
             fprintf(stderr, "gpufl-server: key id must be a number\n");
             rc = 2;
-        } else if (s->store->ops->key_revoke(s->store, id) == 0) {
+        } else if (srv_store_key_revoke(s->store, id) == 0) {
             printf("revoked %lld\n", (long long)id);
             rc = 0;
         } else {
             fprintf(stderr, "gpufl-server: no live key %lld\n", (long long)id);
         }
     }
-    s->store->ops->close(s->store);
+    srv_store_close(s->store);
     return rc;
 }
 
@@ -134,25 +134,25 @@ int main(int argc, char **argv)
         return 1;
     }
     if (srv_admin_init(&s)) {
-        s.store->ops->close(s.store);
+        srv_store_close(s.store);
         return 1;
     }
     if (srv_maint_start(&s)) {
         fprintf(stderr, "gpufl-server: cannot start the maintenance thread\n");
-        s.store->ops->close(s.store);
+        srv_store_close(s.store);
         return 1;
     }
     if (srv_http_start(&s, err, sizeof(err))) {
         fprintf(stderr, "gpufl-server: %s\n", err);
         srv_maint_stop(&s);
-        s.store->ops->close(s.store);
+        srv_store_close(s.store);
         return 1;
     }
     if (srv_kafka_start(&s, err, sizeof(err))) {
         fprintf(stderr, "gpufl-server: %s\n", err);
         srv_http_stop(&s);
         srv_maint_stop(&s);
-        s.store->ops->close(s.store);
+        srv_store_close(s.store);
         return 1;
     }
     {
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
         int hl = colon ? (int)(colon - s.cfg.listen) : 0;
         printf("gpufl-server: listening on http://%.*s:%u (store %s)\n",
                hl ? hl : 9, hl ? s.cfg.listen : "127.0.0.1", s.port,
-               s.store->ops->name);
+               srv_store_backend(s.store));
     }
     fflush(stdout);
     while (sigwait(&set, &sig) != 0)
@@ -170,6 +170,6 @@ int main(int argc, char **argv)
     srv_http_stop(&s);
     srv_kafka_stop(&s);
     srv_maint_stop(&s);
-    s.store->ops->close(s.store);
+    srv_store_close(s.store);
     return 0;
 }

@@ -28,7 +28,7 @@ int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
     *memprofs = 0;
     if (!pol.max_age_s && !pol.max_db_bytes && !pol.memprof_max_age_s)
         return 0;
-    return s->store->ops->prune(s->store, &pol, pruned);
+    return srv_store_prune(s->store, &pol, pruned);
 }
 
 static void *maint_main(void *arg)
@@ -53,7 +53,7 @@ static void *maint_main(void *arg)
         if (s->stopping)
             break;
         pthread_mutex_unlock(&s->mlock);
-        s->store->ops->mark_stale(
+        srv_store_mark_stale(
             s->store, s->cfg.stale_after_s,
             __atomic_load_n(&s->heard_since, __ATOMIC_RELAXED));
         if ((uint64_t)(time(NULL) - last_ret) >= s->cfg.retention_interval_s) {

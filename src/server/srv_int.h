@@ -82,7 +82,7 @@ void srv_metrics_request(srv_metrics *m, int cls, int status, uint64_t us);
 /* What a scrape reads from the store. */
 typedef struct srv_gauges {
     uint64_t db_bytes;
-    uint64_t missing[SRV_ST_N]; /* store_ops.missing */
+    uint64_t missing[SRV_ST_N]; /* srv_store_missing */
     int have_missing;           /* 0: the store could not say */
 } srv_gauges;
 

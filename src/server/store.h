@@ -2,11 +2,12 @@
  * store.h - the storage interface of gpufl-server: one parsed event batch
  * in, one transaction; queries answer as JSON written into a jw.
  *
- * The implementation (store_sql*.c) is written once against db.h, whose
- * backends are db_sqlite.c and db_pg.c; it owns its connections and its
- * schema.  Every operation is
- * safe to call from any HTTP thread: ingest is serialised inside the
- * backend, queries run concurrently on their own connections.
+ * One implementation (store_sql*.c), written against db.h, whose backends
+ * are db_sqlite.c and db_pg.c; only the way an ingest batch's rows go in
+ * differs by database (the batch writer, store_sql_int.h).  The store owns
+ * its connections and its schema.  Every operation is safe to call from
+ * any HTTP thread: ingest is serialised inside the store, queries run
+ * concurrently on their own connections.
  *
  * Events reach the store already validated (ingest.c): strings point into
  * the request's decoded body, which outlives the call (borrowed).
@@ -89,7 +90,7 @@ typedef struct srv_ev {
 #define EVF_COOP 4u
 #define EVF_UNCLOSED 8u
 
-/* Per-batch outcome, filled by store_ops.ingest. */
+/* Per-batch outcome, filled by srv_store_ingest. */
 typedef struct srv_ingest_res {
     uint64_t accepted, duplicate;
 } srv_ingest_res;
@@ -115,6 +116,7 @@ typedef struct srv_key {
     int64_t created, last_used, revoked;
 } srv_key;
 
+/* The store: opaque (store_sql_int.h). */
 typedef struct srv_store srv_store;
 
 /* ---- memory profiles (gpufl memprof, docs/api.md "Memory profiles";
@@ -145,7 +147,7 @@ typedef struct srv_memq {
     uint32_t limit;
 } srv_memq;
 
-/* Retention policy, for store_ops.prune. */
+/* Retention policy, for srv_store_prune. */
 typedef struct srv_retention {
     uint64_t max_age_s;    /* 0: no age limit */
     uint64_t max_db_bytes; /* 0: no size limit */
@@ -156,75 +158,76 @@ typedef struct srv_retention {
 } srv_retention;
 
 /*
- * The operations a backend provides.  Return GPUFL_OK or a gpufl_err:
+ * The store's operations.  Return GPUFL_OK or a gpufl_err:
  * GPUFL_EUNAVAIL when the database cannot be reached (HTTP 503),
  * GPUFL_ENOTFOUND for an unknown session/kernel/key (404), GPUFL_EINVAL for
  * a bad cursor or parameter (400), GPUFL_ETOOBIG when the answer does not
  * fit the response buffer.
  */
-typedef struct srv_store_ops {
-    const char *name;
-    int (*ingest)(srv_store *s, const srv_ev *ev, size_t n, srv_ingest_res *r);
-    void (*close)(srv_store *s);
-    uint64_t (*db_bytes)(srv_store *s);
-    int (*ping)(srv_store *s);
-    /* running sessions silent for stale_s seconds of the time the server
-     * could hear them become "stale": nothing before heard_since (Unix s:
-     * when the server started, or the database became reachable again)
-     * counts, so a server outage never makes a session stale */
-    int (*mark_stale)(srv_store *s, uint64_t stale_s, uint64_t heard_since);
-    /* lines missing below the highest stored seq, summed over sessions,
-     * per stream (the gaps of docs/api.md) */
-    int (*missing)(srv_store *s, uint64_t out[SRV_ST_N]);
-    /* prunes whole sessions (not kept) and memory profiles (not linked to
-     * a kept session); *n_pruned sessions removed */
-    int (*prune)(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
-    int (*set_keep)(srv_store *s, const char *sid, int keep);
-    /* keys: hash is the hex SHA-256 of the secret */
-    int (*key_add)(srv_store *s, const char *name, const char *role,
-                   const char *prefix, const char *hash, int64_t *id);
-    int (*key_list)(srv_store *s, srv_key *out, size_t cap, size_t *n);
-    int (*key_revoke)(srv_store *s, int64_t id);
-    /* *role filled ("" if no live key has this hash) */
-    int (*key_lookup)(srv_store *s, const char *hash, char *role, size_t cap);
-    /* queries, JSON into w */
-    int (*q_hosts)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_sessions)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_session)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_kernels)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_kernel_agg)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_kernel)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_timeline)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_copies)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_scopes)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_profile)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_system)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_compare)(srv_store *s, const srv_q *q, jw *w);
-    /* idle verdicts: latest per host GPU/session, and history */
-    int (*q_fleet)(srv_store *s, const srv_q *q, jw *w);
-    int (*q_verdicts)(srv_store *s, const srv_q *q, jw *w);
-    /* memory profiles: one POSTed profile in one transaction (*id, and
-     * the uuid of the session it was linked to, "" if none, into sid) */
-    int (*memprof_put)(srv_store *s, const srv_memprof *p, int64_t *id,
-                       char *sid, size_t sid_cap);
-    int (*q_memory)(srv_store *s, const srv_memq *q, jw *w);
-    int (*q_memprofs)(srv_store *s, const srv_memq *q, jw *w);
-} srv_store_ops;
+int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
+                     srv_ingest_res *r);
+/* Accepts NULL. */
+void srv_store_close(srv_store *s);
+/* "sqlite" or "postgres" (static). */
+const char *srv_store_backend(const srv_store *s);
+uint64_t srv_store_db_bytes(srv_store *s);
+int srv_store_ping(srv_store *s);
+/* running sessions silent for stale_s seconds of the time the server
+ * could hear them become "stale": nothing before heard_since (Unix s:
+ * when the server started, or the database became reachable again)
+ * counts, so a server outage never makes a session stale */
+int srv_store_mark_stale(srv_store *s, uint64_t stale_s, uint64_t heard_since);
+/* lines missing below the highest stored seq, summed over sessions, per
+ * stream (the gaps of docs/api.md) */
+int srv_store_missing(srv_store *s, uint64_t out[SRV_ST_N]);
+/* prunes whole sessions (not kept) and memory profiles (not linked to a
+ * kept session); *n_pruned sessions removed */
+int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
+int srv_store_set_keep(srv_store *s, const char *sid, int keep);
+/* keys: hash is the hex SHA-256 of the secret */
+int srv_store_key_add(srv_store *s, const char *name, const char *role,
+                      const char *prefix, const char *hash, int64_t *id);
+int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n);
+int srv_store_key_revoke(srv_store *s, int64_t id);
+/* *role filled ("" if no live key has this hash) */
+int srv_store_key_lookup(srv_store *s, const char *hash, char *role,
+                         size_t cap);
 
-struct srv_store {
-    const srv_store_ops *ops;
-};
+/* Queries, JSON into w (docs/api.md says what each answers). */
+typedef int (*srv_query_fn)(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_hosts(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_session(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_system(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w);
+/* idle verdicts: latest per host GPU/session, and history */
+int srv_store_q_fleet(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_verdicts(srv_store *s, const srv_q *q, jw *w);
+
+/* Memory profiles: one POSTed profile in one transaction (*id, and the
+ * uuid of the session it was linked to, "" if none, into sid). */
+int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
+                          char *sid, size_t sid_cap);
+int srv_store_q_memory(srv_store *s, const srv_memq *q, jw *w);
+int srv_store_q_memprofs(srv_store *s, const srv_memq *q, jw *w);
 
 /*
  * Opens the store named by url: "sqlite:PATH" or a plain path (SQLite),
  * "postgres://..." or "postgresql://..." (libpq).  Creates or migrates
  * the schema.  readers: query connections kept open.  On failure errbuf
- * says why.  Both databases run the same code (store_sql*.c) over db.h.
+ * says why.
  */
 int srv_store_open(const char *url, unsigned readers, srv_store **out,
                    char *errbuf, size_t errcap);
 
-/* Opaque cursors: a few integers as a hex string (see store_cursor.c). */
+/* Opaque cursors: a few integers as a hex string (cursor.c). */
 #define SRV_CURSOR_MAX 64
 int srv_cursor_encode(const int64_t *v, int n, char *out, size_t cap);
 int srv_cursor_decode(const char *s, int64_t *v, int n);

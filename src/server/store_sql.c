@@ -1,12 +1,13 @@
 /*
- * store_sql.c - the store's schema, migrations, connections and operation
- * table; one implementation for SQLite and PostgreSQL over db.h.
+ * store_sql.c - the store's schema, migrations and connections: open and
+ * close; one implementation for SQLite and PostgreSQL over db.h.
  *
  * The schema is versioned in schema_version and migrated forward at open
  * in one transaction per step.  One writer connection does all writes
- * under a mutex (SQLite: WAL, synchronous=FULL, so a 200 means the batch
- * is on disk); queries borrow one of --readers read connections, which
- * WAL lets run beside the writer.
+ * under a mutex, through the batch writer of its database (SQLite: WAL,
+ * synchronous=FULL, so a 200 means the batch is on disk); queries borrow
+ * one of --readers read connections, which WAL lets run beside the
+ * writer.
  */
 #include "store_sql_int.h"
 
@@ -102,8 +103,8 @@ static const char *const migrations[] = {
     " last_used INTEGER, revoked INTEGER);",
     /* 2: the duration index split into epochs of 2^16 seq (SQ_DUR_SHIFT):
      * a batch's inserts land in the newest epoch's few pages instead of
-     * pages all over a (sess, dur) index; store_sql_q.c merges the
-     * epochs to sort by duration */
+     * pages all over a (sess, dur) index; the kernel pages merged the
+     * epochs to sort by duration (until 7) */
     "DROP INDEX kernels_dur;"
     "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16), dur, seq);",
     /* 3: timeline level 0 is 2^18 ns wide, no longer 2^16 (rollup.h);
@@ -346,15 +347,15 @@ static int migrate(sdb *db, char *eb, size_t ec)
     sdb_stmt *st = NULL;
     int ver = 0, rc;
 
-    rc = exec(db, "CREATE TABLE IF NOT EXISTS schema_version(version BIGINT"
-                  " NOT NULL)");
+    rc = sdb_exec(db, "CREATE TABLE IF NOT EXISTS schema_version(version BIGINT"
+                      " NOT NULL)");
     if (rc) {
         snprintf(eb, ec, "cannot create the version table: %s", sdb_errmsg(db));
         return rc;
     }
     if (sdb_prepare(db, "SELECT max(version) FROM schema_version", &st) == 0 &&
         sdb_step(st) == SDB_ROW)
-        ver = (int)sdb_col_i64(st, 0);
+        ver = (int)qcol_i64(st, 0);
     sdb_finalize(st);
     if (ver > SQ_SCHEMA_VERSION) {
         snprintf(eb, ec,
@@ -373,14 +374,14 @@ static int migrate(sdb *db, char *eb, size_t ec)
             free(ddl);
             return rc;
         }
-        if (exec(db, ddl) != 0 || exec(db, bump)) {
+        if (sdb_exec(db, ddl) != 0 || sdb_exec(db, bump)) {
             snprintf(eb, ec, "migration %d failed: %s", v + 1, sdb_errmsg(db));
-            exec(db, "ROLLBACK");
+            sdb_exec(db, "ROLLBACK");
             free(ddl);
             return GPUFL_EINTERNAL;
         }
         free(ddl);
-        if ((rc = exec(db, "COMMIT")) != 0)
+        if ((rc = sdb_exec(db, "COMMIT")) != 0)
             return rc;
     }
     return GPUFL_OK;
@@ -388,7 +389,7 @@ static int migrate(sdb *db, char *eb, size_t ec)
 
 /* ---- pool, open, close ---- */
 
-sdb *sq_reader_get(sq_store *s)
+sdb *sq_reader_get(srv_store *s)
 {
     sdb *db = NULL;
 
@@ -409,7 +410,7 @@ sdb *sq_reader_get(sq_store *s)
     return db;
 }
 
-void sq_reader_put(sq_store *s, sdb *db)
+void sq_reader_put(srv_store *s, sdb *db)
 {
     pthread_mutex_lock(&s->rlock);
     for (unsigned i = 0; i < s->nr; i++)
@@ -419,25 +420,22 @@ void sq_reader_put(sq_store *s, sdb *db)
     pthread_mutex_unlock(&s->rlock);
 }
 
-static void sq_close(srv_store *bs)
+const char *srv_store_backend(const srv_store *s)
 {
-    sq_store *s = (sq_store *)bs;
+    return s->wr->name;
+}
 
+void srv_store_close(srv_store *s)
+{
     if (!s)
         return;
+    if (s->wr)
+        s->wr->close(s);
     for (int i = 0; i < WS_N; i++)
         sdb_finalize(s->ws[i]);
-    sdb_finalize(s->kmerge);
-    sdb_finalize(s->kaget);
-    sdb_finalize(s->kgrp);
-    sdb_finalize(s->dver);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
-    if (s->w) {
-        if (sdb_dialect(s->w) == SDB_SQLITE)
-            exec(s->w, "PRAGMA optimize");
-        sdb_close(s->w);
-    }
+    sdb_close(s->w);
     rl_map_release(&s->sess_cache);
     rl_map_release(&s->launch_cache);
     rl_map_release(&s->kagg);
@@ -445,12 +443,8 @@ static void sq_close(srv_store *bs)
     rl_map_release(&s->kscope);
     rl_map_release(&s->sacc);
     rl_map_release(&s->srl);
-    rl_map_release(&s->pend_idx);
-    rl_map_release(&s->khigh);
     sq_ext_release(s);
     sq_gaps_release(s);
-    free(s->cb.p);
-    free(s->pend);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);
     sq_health_release(s);
@@ -458,70 +452,15 @@ static void sq_close(srv_store *bs)
     free(s);
 }
 
-/* The same operations for both databases; only the name differs. */
-#define SQ_OPS(nm)                                                             \
-    {                                                                          \
-        .name = nm, .ingest = sq_ingest, .close = sq_close,                    \
-        .db_bytes = sq_db_bytes, .ping = sq_ping, .mark_stale = sq_mark_stale, \
-        .missing = sq_missing, .prune = sq_prune, .set_keep = sq_set_keep,     \
-        .key_add = sq_key_add, .key_list = sq_key_list,                        \
-        .key_revoke = sq_key_revoke, .key_lookup = sq_key_lookup,              \
-        .q_hosts = sq_q_hosts, .q_sessions = sq_q_sessions,                    \
-        .q_session = sq_q_session, .q_kernels = sq_q_kernels,                  \
-        .q_kernel_agg = sq_q_kernel_agg, .q_kernel = sq_q_kernel,              \
-        .q_timeline = sq_q_timeline, .q_copies = sq_q_copies,                  \
-        .q_scopes = sq_q_scopes, .q_profile = sq_q_profile,                    \
-        .q_system = sq_q_system, .q_compare = sq_q_compare,                    \
-        .q_fleet = sq_q_fleet, .q_verdicts = sq_q_verdicts,                    \
-        .memprof_put = sq_memprof_put, .q_memory = sq_q_memory,                \
-        .q_memprofs = sq_q_memprofs,                                           \
-    }
-
-static const srv_store_ops sq_ops = SQ_OPS("sqlite");
-static const srv_store_ops sq_ops_pg = SQ_OPS("postgres");
-
-/* PostgreSQL: per-connection settings, and the writer's staging tables
- * (session-local: a connection made again after a loss needs them again,
- * db.h sdb_set_setup) */
-#define PG_SETUP "SET client_min_messages=warning"
-static const char pg_setup_writer[] =
-    PG_SETUP ";"
-             "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
-             "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
-             "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
-             "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
-
-/* Per-connection settings. */
-static int setup(sdb *db, int writer)
-{
-    if (sdb_dialect(db) == SDB_POSTGRES)
-        return exec(db, PG_SETUP);
-    if (!writer)
-        return GPUFL_OK;
-    /* auto_vacuum must be chosen before the first table exists; FULL
-     * sync: a 200 means the batch survives power loss, not only a crash */
-    if (exec(db, "PRAGMA auto_vacuum=INCREMENTAL") ||
-        exec(db, "PRAGMA journal_mode=WAL") ||
-        exec(db, "PRAGMA synchronous=FULL"))
-        return GPUFL_EUNAVAIL;
-    exec(db, "PRAGMA cache_size=-65536");
-    /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
-     * batch writes about that much, so the default checkpoints (copies
-     * into the database and fsyncs it) at nearly every commit */
-    exec(db, "PRAGMA wal_autocheckpoint=16384");
-    return GPUFL_OK;
-}
-
 int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
                    size_t ec)
 {
-    sq_store *s = calloc(1, sizeof(*s));
+    srv_store *s = calloc(1, sizeof(*s));
     int rc;
 
     *out = NULL;
     if (!s)
         return GPUFL_ENOMEM;
-    s->base.ops = &sq_ops;
     pthread_mutex_init(&s->wlock, NULL);
     pthread_mutex_init(&s->rlock, NULL);
     sq_health_init(s, url);
@@ -533,8 +472,6 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     rl_map_init(&s->kscope, 2 * sizeof(uint64_t), SQ_ACC_MAX);
     rl_map_init(&s->sacc, sizeof(sq_sacc), SQ_ACC_MAX);
     rl_map_init(&s->srl, sizeof(sq_srl), SQ_ACC_MAX / 64);
-    rl_map_init(&s->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
-    rl_map_init(&s->khigh, sizeof(int64_t), SQ_CACHE_MAX);
     rl_map_init(&s->seqhint, sizeof(sq_run), SQ_CACHE_MAX);
     s->ext_k = SQ_EXT_K;
     {
@@ -547,14 +484,9 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     if ((rc = sdb_open(url, 0, &s->w, eb, ec)) != 0)
         goto fail;
     sdb_set_watch(s->w, sq_health_watch, s);
-    sdb_set_setup(s->w, pg_setup_writer);
-    s->base.ops = sdb_dialect(s->w) == SDB_POSTGRES ? &sq_ops_pg : &sq_ops;
-    if (sdb_dialect(s->w) == SDB_POSTGRES &&
-        !(s->pend = calloc(SQ_PEND_MAX, sizeof(*s->pend)))) {
-        rc = GPUFL_ENOMEM;
-        goto fail;
-    }
-    if ((rc = setup(s->w, 1)) != 0) {
+    s->wr =
+        sdb_dialect(s->w) == SDB_POSTGRES ? &sq_writer_pg : &sq_writer_sqlite;
+    if ((rc = s->wr->setup(s)) != 0) {
         snprintf(eb, ec, "cannot set up the database: %s", sdb_errmsg(s->w));
         goto fail;
     }
@@ -566,42 +498,8 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
             goto fail;
         }
     }
-    /* SQLite: new kernels SQ_KGROUP rows per INSERT (store_sql_ingest.c) */
-    if (sdb_dialect(s->w) == SDB_SQLITE) {
-        char sql[SQ_KGROUP * 52 + 64];
-        size_t len =
-            (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kernels VALUES");
-        for (int i = 0; i < SQ_KGROUP; i++)
-            len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-                                    "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                                    "?,?,?,?,?)",
-                                    i ? "," : "");
-        snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
-        if ((rc = sdb_prepare(s->w, sql, &s->kgrp)) != 0 ||
-            (rc = sdb_prepare(s->w, "PRAGMA data_version", &s->dver)) != 0) {
-            snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
-            goto fail;
-        }
-        s->dver_last = -1;
-    }
-    /* PostgreSQL: kernels go in by COPY into a session-local staging table
-     * (emptied at each commit), then one INSERT ... SELECT whose RETURNING
-     * names the new rows */
-    if (sdb_dialect(s->w) == SDB_POSTGRES &&
-        ((rc = exec(s->w, pg_setup_writer)) != 0 ||
-         (rc = sdb_prepare(s->w,
-                           "SELECT k.sess, k.name_id, n, total, min, max,"
-                           " sum_occ, n_occ, regs, smem, hist FROM kagg k"
-                           " JOIN unnest(?::bigint[], ?::bigint[])"
-                           " AS u(us, un) ON k.sess=u.us AND k.name_id=u.un",
-                           &s->kaget)) != 0 ||
-         (rc = sdb_prepare(s->w,
-                           "INSERT INTO kernels SELECT * FROM kstage"
-                           " ON CONFLICT DO NOTHING RETURNING sess, seq",
-                           &s->kmerge)) != 0)) {
-        snprintf(eb, ec, "cannot set up staging: %s", sdb_errmsg(s->w));
+    if ((rc = s->wr->open(s, eb, ec)) != 0)
         goto fail;
-    }
     if (readers < 1)
         readers = 1;
     if (readers > SQ_READERS_MAX)
@@ -610,15 +508,17 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
         if ((rc = sdb_open(url, 1, &s->r[i], eb, ec)) != 0)
             goto fail;
         sdb_set_watch(s->r[i], sq_health_watch, s);
-        sdb_set_setup(s->r[i], PG_SETUP);
         s->nr = i + 1;
         s->rfree[i] = 1;
-        if ((rc = setup(s->r[i], 0)) != 0)
-            goto fail;
+        if (sdb_dialect(s->r[i]) == SDB_POSTGRES) {
+            sdb_set_setup(s->r[i], SQ_PG_SETUP);
+            if ((rc = sdb_exec(s->r[i], SQ_PG_SETUP)) != 0)
+                goto fail;
+        }
     }
-    *out = &s->base;
+    *out = s;
     return GPUFL_OK;
 fail:
-    sq_close(&s->base);
+    srv_store_close(s);
     return rc ? rc : GPUFL_EINTERNAL;
 }

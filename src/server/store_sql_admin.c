@@ -37,9 +37,8 @@ static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
 
 /* ---- maintenance, retention, keys ---- */
 
-uint64_t sq_db_bytes(srv_store *bs)
+uint64_t srv_store_db_bytes(srv_store *s)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     uint64_t v = 0;
@@ -55,15 +54,14 @@ uint64_t sq_db_bytes(srv_store *bs)
                           " pragma_page_size)",
                     &st) == 0 &&
         sdb_step(st) == SDB_ROW)
-        v = (uint64_t)sdb_col_i64(st, 0) * (uint64_t)sdb_col_i64(st, 1);
+        v = (uint64_t)qcol_i64(st, 0) * (uint64_t)qcol_i64(st, 1);
     sdb_finalize(st);
     sq_reader_put(s, db);
     return v;
 }
 
-int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
+int srv_store_mark_stale(srv_store *s, uint64_t stale_s, uint64_t heard_since)
 {
-    sq_store *s = (sq_store *)bs;
     long long now = (long long)time(NULL);
     char sql[160];
     int rc = GPUFL_OK;
@@ -83,19 +81,19 @@ int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since)
     pthread_mutex_unlock(&s->health.lock);
     pthread_mutex_lock(&s->wlock);
     if ((long long)heard_since + (long long)stale_s <= now)
-        rc = exec(s->w, sql);
+        rc = sdb_exec(s->w, sql);
     /* fresh statistics for the planner: autovacuum lags behind bulk
      * ingest (SQLite's planner does without) */
     if (!rc && sdb_dialect(s->w) == SDB_POSTGRES &&
         time(NULL) - s->analyzed >= 60) {
         s->analyzed = time(NULL);
-        exec(s->w, "ANALYZE");
+        sdb_exec(s->w, "ANALYZE");
     }
     pthread_mutex_unlock(&s->wlock);
     return rc;
 }
 
-static int delete_session(sq_store *s, int64_t id)
+static int delete_session(srv_store *s, int64_t id)
 {
     char sql[96];
     int rc;
@@ -103,13 +101,13 @@ static int delete_session(sq_store *s, int64_t id)
     for (size_t i = 0; i < sizeof(sess_tables) / sizeof(sess_tables[0]); i++) {
         snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE sess=%lld",
                  sess_tables[i], (long long)id);
-        if ((rc = exec(s->w, sql)) != 0)
+        if ((rc = sdb_exec(s->w, sql)) != 0)
             return rc;
     }
     /* its memory profiles outlive it, unlinked: the id may be reused */
     snprintf(sql, sizeof(sql), "UPDATE memprofs SET sess=NULL WHERE sess=%lld",
              (long long)id);
-    if ((rc = exec(s->w, sql)) != 0)
+    if ((rc = sdb_exec(s->w, sql)) != 0)
         return rc;
     snprintf(sql, sizeof(sql), "DELETE FROM sessions WHERE id=%lld",
              (long long)id);
@@ -117,12 +115,12 @@ static int delete_session(sq_store *s, int64_t id)
      * for another session) */
     sq_ext_reset(s);
     sq_gaps_reset(s);
-    return exec(s->w, sql);
+    return sdb_exec(s->w, sql);
 }
 
 /* The oldest prunable session (by last line received, Unix s): its id and
  * *seen, or 0 if none. */
-static int64_t oldest(sq_store *s, int64_t before, int64_t *seen)
+static int64_t oldest(srv_store *s, int64_t before, int64_t *seen)
 {
     sdb_stmt *st = NULL;
     int64_t id = 0;
@@ -132,11 +130,11 @@ static int64_t oldest(sq_store *s, int64_t before, int64_t *seen)
                     " keep=0 AND coalesce(last_seen, 0) < ? ORDER BY"
                     " last_seen, id LIMIT 1",
                     &st) == 0) {
-        sdb_bind_i64(st, 1, before);
+        qbind_i64(st, 1, before);
         if (sdb_step(st) == SDB_ROW) {
-            id = sdb_col_i64(st, 0);
+            id = qcol_i64(st, 0);
             if (seen)
-                *seen = sdb_col_i64(st, 1);
+                *seen = qcol_i64(st, 1);
         }
     }
     sdb_finalize(st);
@@ -153,7 +151,7 @@ static int64_t oldest(sq_store *s, int64_t before, int64_t *seen)
     " ORDER BY p.end_ns, p.id LIMIT ?2"
 
 /* The end (ns) of the oldest prunable profile, or -1 if none. */
-static int64_t oldest_memprof(sq_store *s)
+static int64_t oldest_memprof(srv_store *s)
 {
     sdb_stmt *st = NULL;
     int64_t end = -1;
@@ -162,10 +160,10 @@ static int64_t oldest_memprof(sq_store *s)
                     "SELECT q.end_ns FROM memprofs q WHERE q.id IN"
                     " (" MP_PRUNABLE ")",
                     &st) == 0) {
-        sdb_bind_i64(st, 1, INT64_MAX);
-        sdb_bind_i64(st, 2, 1);
+        qbind_i64(st, 1, INT64_MAX);
+        qbind_i64(st, 2, 1);
         if (sdb_step(st) == SDB_ROW)
-            end = sdb_col_i64(st, 0);
+            end = qcol_i64(st, 0);
     }
     sdb_finalize(st);
     return end;
@@ -174,7 +172,7 @@ static int64_t oldest_memprof(sq_store *s)
 /* Deletes up to max prunable profiles that ended before end_ns, stacks
  * first, in one transaction; *n of them.  Both statements select the
  * same rows: the writer lock is held and the order is total. */
-static int delete_memprofs(sq_store *s, int64_t before_ns, int64_t max,
+static int delete_memprofs(srv_store *s, int64_t before_ns, int64_t max,
                            uint64_t *n)
 {
     static const char *const sql[] = {
@@ -188,8 +186,8 @@ static int delete_memprofs(sq_store *s, int64_t before_ns, int64_t max,
     for (size_t i = 0; !rc && i < 2; i++) {
         if ((rc = sdb_prepare(s->w, sql[i], &st)) != 0)
             break;
-        sdb_bind_i64(st, 1, before_ns);
-        sdb_bind_i64(st, 2, max);
+        qbind_i64(st, 1, before_ns);
+        qbind_i64(st, 2, max);
         rc = sdb_err(sdb_step(st));
         if (!rc && i == 1)
             *n = (uint64_t)sdb_changes(s->w);
@@ -197,19 +195,19 @@ static int delete_memprofs(sq_store *s, int64_t before_ns, int64_t max,
         st = NULL;
     }
     if (rc) {
-        exec(s->w, "ROLLBACK");
+        sdb_exec(s->w, "ROLLBACK");
         *n = 0;
         return rc;
     }
-    return exec(s->w, "COMMIT");
+    return sdb_exec(s->w, "COMMIT");
 }
 
-static int delete_session_tx(sq_store *s, int64_t id)
+static int delete_session_tx(srv_store *s, int64_t id)
 {
     int rc = sdb_begin(s->w);
     if (!rc)
         rc = delete_session(s, id);
-    return rc ? (exec(s->w, "ROLLBACK"), rc) : exec(s->w, "COMMIT");
+    return rc ? (sdb_exec(s->w, "ROLLBACK"), rc) : sdb_exec(s->w, "COMMIT");
 }
 
 /* ns cutoff for "older than age_s", clamped at 0 */
@@ -220,9 +218,8 @@ static int64_t cutoff_ns(int64_t now, uint64_t age_s)
     return (now - (int64_t)age_s) * 1000000000LL;
 }
 
-int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
+int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned)
 {
-    sq_store *s = (sq_store *)bs;
     int64_t now = (int64_t)time(NULL), id, seen = 0, mend;
     uint64_t mage = p->memprof_max_age_s ? p->memprof_max_age_s : p->max_age_s;
     uint64_t n_mem = 0, k;
@@ -244,7 +241,7 @@ int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
         pthread_mutex_unlock(&s->wlock);
         n_mem += k;
     }
-    while (!rc && p->max_db_bytes && sq_db_bytes(bs) > p->max_db_bytes) {
+    while (!rc && p->max_db_bytes && srv_store_db_bytes(s) > p->max_db_bytes) {
         pthread_mutex_lock(&s->wlock);
         id = oldest(s, INT64_MAX, &seen);
         mend = oldest_memprof(s);
@@ -268,7 +265,7 @@ int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
     }
     pthread_mutex_lock(&s->wlock);
     if ((*n_pruned || n_mem) && sdb_dialect(s->w) == SDB_SQLITE)
-        exec(s->w, "PRAGMA incremental_vacuum");
+        sdb_exec(s->w, "PRAGMA incremental_vacuum");
     if (*n_pruned) {
         rl_map_clear(&s->sess_cache);
         rl_map_clear(&s->launch_cache);
@@ -279,7 +276,7 @@ int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned)
     return rc;
 }
 
-static int simple_update(sq_store *s, const char *sql, const char *text,
+static int simple_update(srv_store *s, const char *sql, const char *text,
                          int64_t v, int *changed)
 {
     sdb_stmt *st = NULL;
@@ -288,9 +285,9 @@ static int simple_update(sq_store *s, const char *sql, const char *text,
     pthread_mutex_lock(&s->wlock);
     rc = sdb_prepare(s->w, sql, &st);
     if (rc == 0) {
-        sdb_bind_i64(st, 1, v);
+        qbind_i64(st, 1, v);
         if (text)
-            sdb_bind_text(st, 2, text, strlen(text));
+            qbind_text(st, 2, text);
         rc = sdb_step(st);
         *changed = sdb_changes(s->w);
     }
@@ -299,19 +296,17 @@ static int simple_update(sq_store *s, const char *sql, const char *text,
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-int sq_set_keep(srv_store *bs, const char *sid, int keep)
+int srv_store_set_keep(srv_store *s, const char *sid, int keep)
 {
     int changed = 0;
-    int rc = simple_update((sq_store *)bs,
-                           "UPDATE sessions SET keep=?1 WHERE sid=?2", sid,
+    int rc = simple_update(s, "UPDATE sessions SET keep=?1 WHERE sid=?2", sid,
                            keep, &changed);
     return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
 }
 
-int sq_key_add(srv_store *bs, const char *name, const char *role,
-               const char *prefix, const char *hash, int64_t *id)
+int srv_store_key_add(srv_store *s, const char *name, const char *role,
+                      const char *prefix, const char *hash, int64_t *id)
 {
-    sq_store *s = (sq_store *)bs;
     sdb_stmt *st = NULL;
     int rc;
 
@@ -321,14 +316,14 @@ int sq_key_add(srv_store *bs, const char *name, const char *role,
                      " created) VALUES(?,?,?,?,?) RETURNING id",
                      &st);
     if (rc == 0) {
-        sdb_bind_text(st, 1, name, strlen(name));
-        sdb_bind_text(st, 2, role, strlen(role));
-        sdb_bind_text(st, 3, prefix, strlen(prefix));
-        sdb_bind_text(st, 4, hash, strlen(hash));
-        sdb_bind_i64(st, 5, (int64_t)time(NULL));
+        qbind_text(st, 1, name);
+        qbind_text(st, 2, role);
+        qbind_text(st, 3, prefix);
+        qbind_text(st, 4, hash);
+        qbind_i64(st, 5, (int64_t)time(NULL));
         rc = sdb_step(st);
         if (rc == SDB_ROW)
-            *id = sdb_col_i64(st, 0);
+            *id = qcol_i64(st, 0);
     }
     sdb_finalize(st);
     pthread_mutex_unlock(&s->wlock);
@@ -337,13 +332,11 @@ int sq_key_add(srv_store *bs, const char *name, const char *role,
 
 static void col_text(sdb_stmt *st, int i, char *out, size_t cap)
 {
-    const char *t = sdb_col_text(st, i);
-    snprintf(out, cap, "%s", t ? (const char *)t : "");
+    snprintf(out, cap, "%s", qcol_text(st, i));
 }
 
-int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
+int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     int rc;
@@ -355,13 +348,13 @@ int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
                      &st);
     while (rc == 0 && (rc = sdb_step(st)) == SDB_ROW && *n < cap) {
         srv_key *k = &out[(*n)++];
-        k->id = sdb_col_i64(st, 0);
+        k->id = qcol_i64(st, 0);
         col_text(st, 1, k->name, sizeof(k->name));
         col_text(st, 2, k->role, sizeof(k->role));
         col_text(st, 3, k->prefix, sizeof(k->prefix));
-        k->created = sdb_col_i64(st, 4);
-        k->last_used = sdb_col_i64(st, 5);
-        k->revoked = sdb_col_i64(st, 6);
+        k->created = qcol_i64(st, 4);
+        k->last_used = qcol_i64(st, 5);
+        k->revoked = qcol_i64(st, 6);
         rc = 0;
     }
     sdb_finalize(st);
@@ -369,7 +362,7 @@ int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
     return rc == SDB_DONE || rc == SDB_ROW || rc == 0 ? GPUFL_OK : sq_err(rc);
 }
 
-int sq_key_revoke(srv_store *bs, int64_t id)
+int srv_store_key_revoke(srv_store *s, int64_t id)
 {
     char sql[128];
     int changed = 0, rc;
@@ -377,13 +370,12 @@ int sq_key_revoke(srv_store *bs, int64_t id)
     snprintf(sql, sizeof(sql),
              "UPDATE keys SET revoked=%lld WHERE id=?1 AND revoked IS NULL",
              (long long)time(NULL));
-    rc = simple_update((sq_store *)bs, sql, NULL, id, &changed);
+    rc = simple_update(s, sql, NULL, id, &changed);
     return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
 }
 
-int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
+int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     int64_t id = 0, last = 0, now = (int64_t)time(NULL);
@@ -395,12 +387,12 @@ int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
                      " WHERE hash=? AND revoked IS NULL",
                      &st);
     if (rc == 0) {
-        sdb_bind_text(st, 1, hash, strlen(hash));
+        qbind_text(st, 1, hash);
         rc = sdb_step(st);
         if (rc == SDB_ROW) {
-            id = sdb_col_i64(st, 0);
+            id = qcol_i64(st, 0);
             col_text(st, 1, role, cap);
-            last = sdb_col_i64(st, 2);
+            last = qcol_i64(st, 2);
         }
     }
     sdb_finalize(st);

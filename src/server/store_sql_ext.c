@@ -13,14 +13,15 @@
  * durations in random order about K * (1 + ln(N / K)) of N kernels ever
  * enter, a few percent of a big session.  (Durations that only grow, or
  * only shrink, make every kernel enter one side: the cost of the old
- * index, twice.)  store_sql_q.c reads a page from kext and falls back to
- * a plain sort only past the prefix (or when filters leave too few rows
- * in it).
+ * index, twice.)  store_sql_q_kernels.c reads a page from kext and falls
+ * back to a plain sort only past the prefix (or when filters leave too few
+ * rows in it).
  *
  * The heaps live in memory for the sessions being written (SQ_EXT_SESS,
  * least recently used ones go), loaded from kext on first use.  Changes
- * are collected per ingest batch and written before its COMMIT (SQLite:
- * a prepared statement per key; PostgreSQL: multi-row statements); a
+ * are collected per ingest batch and written before its COMMIT by the
+ * batch writer (SQLite: a prepared statement per key; PostgreSQL:
+ * multi-row statements); a
  * batch that rolls back drops every heap (they are reloaded), and every
  * batch that changes a session bumps sessions.kext_ver, so a server whose
  * heaps are older (another server wrote the session) reloads them.  A
@@ -35,11 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Keys per chunk of an INSERT or DELETE statement (its text is built
- * with integer literals only). */
-#define EXT_CHUNK 256
-#define EXT_SQL_MAX (EXT_CHUNK * 64 + 256)
 
 typedef struct ext_key {
     int64_t dur, seq;
@@ -108,26 +104,29 @@ static void ext_free_slot(struct sq_ext *x)
     memset(x, 0, sizeof(*x));
 }
 
-void sq_ext_reset(sq_store *s)
+void sq_ext_reset(srv_store *s)
 {
     for (size_t i = 0; s->ext && i < SQ_EXT_SESS; i++)
         ext_free_slot(&s->ext[i]);
     s->ndel = 0;
+    s->nput = 0;
 }
 
-void sq_ext_release(sq_store *s)
+void sq_ext_release(srv_store *s)
 {
     sq_ext_reset(s);
     free(s->ext);
     s->ext_last = NULL;
     free(s->del);
+    free(s->put);
     s->ext = NULL;
     s->del = NULL;
+    s->put = NULL;
 }
 
 /* Loads side d of x's session from kext: the first K rows in the side's
  * order (rows past them are deleted: K shrank). */
-static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
+static int ext_load(srv_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
 {
     ext_heap *h = &x->h[d];
     sdb_stmt *st = s->ws[d ? WS_EXT_LOAD1 : WS_EXT_LOAD0];
@@ -137,11 +136,11 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
     h->n = 0;
     if (!(h->k = malloc((size_t)h->cap * sizeof(*h->k))))
         return GPUFL_ENOMEM;
-    sdb_bind_i64(st, 1, x->sess);
-    sdb_bind_i64(st, 2, (int64_t)h->cap + 1);
+    qbind_i64(st, 1, x->sess);
+    qbind_i64(st, 2, (int64_t)h->cap + 1);
     while ((rc = sdb_step(st)) == SDB_ROW && h->n < h->cap) {
-        h->k[h->n].dur = sdb_col_i64(st, 0);
-        h->k[h->n].seq = sdb_col_i64(st, 1);
+        h->k[h->n].dur = qcol_i64(st, 0);
+        h->k[h->n].seq = qcol_i64(st, 1);
         h->k[h->n++].gen = 0;
     }
     more = rc == SDB_ROW; /* a row past the first K: K shrank */
@@ -157,7 +156,7 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
                  " (dur, seq) %s (%lld, %lld)",
                  (long long)x->sess, d, d ? ">" : "<", (long long)last->dur,
                  (long long)last->seq);
-        if ((rc = exec(s->w, sql)) != 0)
+        if ((rc = sdb_exec(s->w, sql)) != 0)
             return rc;
     }
     /* a prefix shorter than K and than the session: it may not grow past
@@ -173,7 +172,7 @@ static int ext_load(sq_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
 /* The slot holding sess, or NULL; then *lru is the slot to load it into
  * (NULL when every slot was changed in this batch: those hold unwritten
  * keys and may not go). */
-static struct sq_ext *ext_find(sq_store *s, int64_t sess, struct sq_ext **lru)
+static struct sq_ext *ext_find(srv_store *s, int64_t sess, struct sq_ext **lru)
 {
     *lru = NULL;
     for (size_t i = 0; i < SQ_EXT_SESS; i++) {
@@ -190,22 +189,22 @@ static struct sq_ext *ext_find(sq_store *s, int64_t sess, struct sq_ext **lru)
  * server, on the same PostgreSQL, wrote it since), 0 when not, or a
  * negative gpufl_err.  Batches take turns (the advisory lock), so the
  * answer holds until COMMIT. */
-static int ext_stale(sq_store *s, const struct sq_ext *c)
+static int ext_stale(srv_store *s, const struct sq_ext *c)
 {
     sdb_stmt *st = s->ws[WS_EXT_VER];
     int64_t v = 0;
     int rc;
 
-    sdb_bind_i64(st, 1, c->sess);
+    qbind_i64(st, 1, c->sess);
     if ((rc = sdb_step(st)) == SDB_ROW)
-        v = sdb_col_i64(st, 0);
+        v = qcol_i64(st, 0);
     sdb_reset(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
         return sq_err(rc);
     return v != c->ver;
 }
 
-static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
+static struct sq_ext *ext_get(srv_store *s, int64_t sess, int *rc)
 {
     struct sq_ext *x, *lru;
     uint64_t nk = 0;
@@ -253,10 +252,10 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
         sdb_stmt *st = s->ws[WS_EXT_COUNT];
         uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
         const sq_sacc *a = rl_map_find(&s->sacc, k);
-        sdb_bind_i64(st, 1, sess);
+        qbind_i64(st, 1, sess);
         if (sdb_step(st) == SDB_ROW) {
-            nk = (uint64_t)sdb_col_i64(st, 0);
-            x->ver = sdb_col_i64(st, 1);
+            nk = (uint64_t)qcol_i64(st, 0);
+            x->ver = qcol_i64(st, 1);
         }
         sdb_reset(st);
         nk += a ? a->kernels : 0;
@@ -270,21 +269,21 @@ static struct sq_ext *ext_get(sq_store *s, int64_t sess, int *rc)
     return s->ext_last = x;
 }
 
-static int del_push(sq_store *s, int64_t sess, int d, const ext_key *k)
+static int del_push(srv_store *s, int64_t sess, int d, const ext_key *k)
 {
     if (s->ndel == s->del_cap) {
         size_t nc = s->del_cap ? 2 * s->del_cap : 1024;
-        sq_ext_del *p = realloc(s->del, nc * sizeof(*p));
+        sq_ext_row *p = realloc(s->del, nc * sizeof(*p));
         if (!p)
             return GPUFL_ENOMEM;
         s->del = p;
         s->del_cap = nc;
     }
-    s->del[s->ndel++] = (sq_ext_del){ sess, d, k->dur, k->seq };
+    s->del[s->ndel++] = (sq_ext_row){ sess, d, k->dur, k->seq };
     return GPUFL_OK;
 }
 
-int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq)
+int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq)
 {
     int rc;
     struct sq_ext *x = ext_get(s, sess, &rc);
@@ -313,155 +312,63 @@ int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq)
     return GPUFL_OK;
 }
 
-/* SQLite: one prepared statement per key (an IN (VALUES ...) list made
- * SQLite compare every row of the range with every key). */
-static int key_step(sq_store *s, int w, int64_t sess, int d, int64_t dur,
-                    int64_t seq)
+/* The keys added in this batch (marked stored now), onto s->put. */
+static int gather_puts(srv_store *s)
 {
-    sdb_stmt *st = s->ws[w];
-    sdb_bind_i64(st, 1, sess);
-    sdb_bind_i64(st, 2, d);
-    sdb_bind_i64(st, 3, dur);
-    sdb_bind_i64(st, 4, seq);
-    return step_done(st);
-}
-
-/* PostgreSQL: runs sql (a chunk of keys as literals: a round trip per key
- * would cost more than the rest of the batch) and starts the next one. */
-static int chunk_run(sq_store *s, char *sql, size_t *len, size_t *n,
-                     const char *tail, const char *head)
-{
-    int rc = GPUFL_OK;
-    if (*n) {
-        snprintf(sql + *len, EXT_SQL_MAX - *len, "%s", tail);
-        rc = exec(s->w, sql);
-    }
-    *len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
-    *n = 0;
-    return rc;
-}
-
-static int del_cmp(const void *a, const void *b)
-{
-    const sq_ext_del *x = a, *y = b;
-    if (x->sess != y->sess)
-        return x->sess < y->sess ? -1 : 1;
-    return x->side - y->side;
-}
-
-/* The end of a DELETE chunk for the keys of e's session and side. */
-static void del_tail(char *tail, size_t cap, const sq_ext_del *e)
-{
-    snprintf(tail, cap,
-             ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND k.dur=v.d AND"
-             " k.seq=v.s",
-             (long long)e->sess, e->side);
-}
-
-static int flush_deletes(sq_store *s, char *sql)
-{
-    size_t len = 0, n = 0;
-    int rc = GPUFL_OK;
-    char tail[160];
-
-    if (sdb_dialect(s->w) != SDB_POSTGRES) {
-        for (size_t i = 0; i < s->ndel && !rc; i++)
-            rc = key_step(s, WS_EXT_DEL, s->del[i].sess, s->del[i].side,
-                          s->del[i].dur, s->del[i].seq);
-        s->ndel = 0;
-        return rc;
-    }
-    /* grouped by (sess, side): each statement reads one key range.  A
-     * join with the keys, not "(dur, seq) IN (VALUES ...)": before ANALYZE
-     * has seen kext, the planner made the latter a nested loop comparing
-     * every row with every key (200 ms a statement at 4k rows) */
-    if (s->ndel)
-        qsort(s->del, s->ndel, sizeof(*s->del), del_cmp);
-    for (size_t i = 0; i < s->ndel && !rc; i++) {
-        const sq_ext_del *e = &s->del[i];
-        if (i == 0 || n == EXT_CHUNK || e->sess != s->del[i - 1].sess ||
-            e->side != s->del[i - 1].side) {
-            /* the chunk so far (if any) ends with its own keys' tail */
-            if (i)
-                del_tail(tail, sizeof(tail), &s->del[i - 1]);
-            if ((rc = chunk_run(s, sql, &len, &n, tail,
-                                "DELETE FROM kext k USING (VALUES ")) != 0)
-                break;
+    for (size_t i = 0; i < SQ_EXT_SESS; i++) {
+        struct sq_ext *x = &s->ext[i];
+        if (!x->sess || x->gen != s->ext_gen)
+            continue;
+        for (int d = 0; d < 2; d++) {
+            ext_heap *h = &x->h[d];
+            for (uint32_t j = 0; j < h->n; j++) {
+                ext_key *k = &h->k[j];
+                if (k->gen != s->ext_gen)
+                    continue;
+                k->gen = 0;
+                if (s->nput == s->put_cap) {
+                    size_t nc = s->put_cap ? 2 * s->put_cap : 1024;
+                    sq_ext_row *p = realloc(s->put, nc * sizeof(*p));
+                    if (!p)
+                        return GPUFL_ENOMEM;
+                    s->put = p;
+                    s->put_cap = nc;
+                }
+                s->put[s->nput++] = (sq_ext_row){ x->sess, d, k->dur, k->seq };
+            }
         }
-        len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(%lld,%lld)",
-                                n ? "," : "", (long long)e->dur,
-                                (long long)e->seq);
-        n++;
     }
-    if (!rc && s->ndel) {
-        del_tail(tail, sizeof(tail), &s->del[s->ndel - 1]);
-        rc = chunk_run(s, sql, &len, &n, tail, "");
-    }
-    s->ndel = 0;
-    return rc;
+    return GPUFL_OK;
 }
 
-int sq_ext_flush(sq_store *s)
+int sq_ext_flush(srv_store *s)
 {
-    static const char head[] = "INSERT INTO kext(sess, side, dur, seq) VALUES ";
-    static const char tail[] = " ON CONFLICT DO NOTHING";
-    char *sql;
-    size_t len = 0, n = 0;
-    int rc;
+    int rc = GPUFL_OK;
 
     if (!s->ext || (!s->ndel && !s->ext_dirty))
         return GPUFL_OK;
-    if (!(sql = malloc(EXT_SQL_MAX)))
-        return GPUFL_ENOMEM;
     /* a new version for each session changed in this batch (another
      * server holding its heaps reloads them) */
-    rc = GPUFL_OK;
     for (size_t i = 0; i < SQ_EXT_SESS && !rc; i++) {
         struct sq_ext *x = &s->ext[i];
         sdb_stmt *st = s->ws[WS_EXT_BUMP];
         if (!x->sess || x->gen != s->ext_gen)
             continue;
-        sdb_bind_i64(st, 1, x->sess);
+        qbind_i64(st, 1, x->sess);
         rc = sdb_step(st);
         if (rc == SDB_ROW)
-            x->ver = sdb_col_i64(st, 0);
+            x->ver = qcol_i64(st, 0);
         sdb_reset(st);
         rc = rc == SDB_ROW    ? GPUFL_OK
              : rc == SDB_DONE ? GPUFL_EINTERNAL
                               : sq_err(rc);
     }
     if (!rc)
-        rc = flush_deletes(s, sql);
-    len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
-    for (size_t i = 0; i < SQ_EXT_SESS && !rc; i++) {
-        struct sq_ext *x = &s->ext[i];
-        if (!x->sess || x->gen != s->ext_gen)
-            continue;
-        for (int d = 0; d < 2 && !rc; d++) {
-            ext_heap *h = &x->h[d];
-            for (uint32_t j = 0; j < h->n && !rc; j++) {
-                ext_key *k = &h->k[j];
-                if (k->gen != s->ext_gen)
-                    continue;
-                k->gen = 0;
-                if (sdb_dialect(s->w) != SDB_POSTGRES) {
-                    rc = key_step(s, WS_EXT_PUT, x->sess, d, k->dur, k->seq);
-                    continue;
-                }
-                if (n == EXT_CHUNK &&
-                    (rc = chunk_run(s, sql, &len, &n, tail, head)) != 0)
-                    break;
-                len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                        "%s(%lld,%d,%lld,%lld)", n ? "," : "",
-                                        (long long)x->sess, d,
-                                        (long long)k->dur, (long long)k->seq);
-                n++;
-            }
-        }
-    }
-    if (!rc && n)
-        rc = chunk_run(s, sql, &len, &n, tail, head);
-    free(sql);
+        rc = gather_puts(s);
+    if (!rc)
+        rc = s->wr->kext(s, s->del, s->ndel, s->put, s->nput);
+    s->ndel = 0;
+    s->nput = 0;
     s->ext_dirty = 0;
     return rc;
 }

@@ -17,12 +17,13 @@
 
 #include "common/jsonl.h"
 #include "store_sql_int.h"
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 #define FLEET_TOKENS 4096
 #define FLEET_KEY_MAX 128
 
-int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e)
+int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e)
 {
     sdb_stmt *st = NULL;
     char host[256] = "unknown", vkey[160];
@@ -37,12 +38,12 @@ int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e)
     if (sdb_prepare(s->w, "SELECT host, simulated FROM sessions WHERE id=?",
                     &st))
         return GPUFL_EINTERNAL;
-    sdb_bind_i64(st, 1, sess);
+    qbind_i64(st, 1, sess);
     if ((rc = sdb_step(st)) == SDB_ROW) {
-        const char *h = sdb_col_text(st, 0);
-        if (h && *h)
+        const char *h = qcol_text(st, 0);
+        if (*h)
             snprintf(host, sizeof(host), "%s", h);
-        simulated = sdb_col_i64(st, 1);
+        simulated = qcol_i64(st, 1);
     }
     sdb_finalize(st);
     st = NULL;
@@ -55,21 +56,21 @@ int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e)
                     " ON CONFLICT DO NOTHING",
                     &st))
         return GPUFL_EINTERNAL;
-    sdb_bind_i64(st, 1, sess);
-    sdb_bind_i64(st, 2, (int64_t)e->seq);
-    sdb_bind_i64(st, 3, (int64_t)e->ts);
-    sdb_bind_text(st, 4, host, strlen(host));
-    sdb_bind_text(st, 5, e->kind.p, e->kind.n);
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, (int64_t)e->seq);
+    qbind_i64(st, 3, (int64_t)e->ts);
+    qbind_text(st, 4, host);
+    qbind_str(st, 5, e->kind);
     if (gpu)
-        sdb_bind_i64(st, 6, (int64_t)e->dev);
+        qbind_i64(st, 6, (int64_t)e->dev);
     else
-        sdb_bind_null(st, 6);
-    sdb_bind_text(st, 7, vkey, strlen(vkey));
-    sdb_bind_text(st, 8, e->reason.p, e->reason.n);
-    sdb_bind_i64(st, 9, (int64_t)e->start);
-    sdb_bind_i64(st, 10, simulated);
-    sdb_bind_text(st, 11, e->raw.p, e->raw.n);
-    rc = step_done(st);
+        qbind_null(st, 6);
+    qbind_text(st, 7, vkey);
+    qbind_str(st, 8, e->reason);
+    qbind_i64(st, 9, (int64_t)e->start);
+    qbind_i64(st, 10, simulated);
+    qbind_str(st, 11, e->raw);
+    rc = qrun(st);
     sdb_finalize(st);
     st = NULL;
     if (rc)
@@ -83,19 +84,19 @@ int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e)
                     " body=excluded.body WHERE excluded.ts >= fleet.ts",
                     &st))
         return GPUFL_EINTERNAL;
-    sdb_bind_text(st, 1, host, strlen(host));
-    sdb_bind_text(st, 2, e->kind.p, e->kind.n);
-    sdb_bind_text(st, 3, vkey, strlen(vkey));
+    qbind_text(st, 1, host);
+    qbind_str(st, 2, e->kind);
+    qbind_text(st, 3, vkey);
     if (gpu)
-        sdb_bind_i64(st, 4, (int64_t)e->dev);
+        qbind_i64(st, 4, (int64_t)e->dev);
     else
-        sdb_bind_null(st, 4);
-    sdb_bind_i64(st, 5, (int64_t)e->ts);
-    sdb_bind_i64(st, 6, sess);
-    sdb_bind_i64(st, 7, (int64_t)e->seq);
-    sdb_bind_i64(st, 8, simulated);
-    sdb_bind_text(st, 9, e->raw.p, e->raw.n);
-    rc = step_done(st);
+        qbind_null(st, 4);
+    qbind_i64(st, 5, (int64_t)e->ts);
+    qbind_i64(st, 6, sess);
+    qbind_i64(st, 7, (int64_t)e->seq);
+    qbind_i64(st, 8, simulated);
+    qbind_str(st, 9, e->raw);
+    rc = qrun(st);
     sdb_finalize(st);
     return rc;
 }
@@ -105,6 +106,9 @@ int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e)
 static void body_members(jw *w, jsonl_doc *d, const char *body, int keep_kind)
 {
     static const char *const skip[] = { "v", "sid", "st", "seq", "type" };
+    /* times in ns since the epoch: decimal strings, as every ns time the
+     * API writes (srv_json.h); the rest as the line had it */
+    static const char *const ns[] = { "ts", "since", "deadline", "veto_until" };
     if (!body || jsonl_doc_parse_obj(d, body, strlen(body)))
         return;
     for (uint32_t i = 1, k = 0; k < d->tok[0].n; k++) {
@@ -123,11 +127,15 @@ static void body_members(jw *w, jsonl_doc *d, const char *body, int keep_kind)
                 drop = 1;
         }
         if (!drop) {
+            int64_t t;
+            int is_ns = 0;
+            for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++)
+                is_ns |= !strcmp(key, ns[j]);
             jw_key(w, key);
-            if (d->tok[v].type == JSONL_STRING)
-                jw_raw(w, body + d->tok[v].off - 1, d->tok[v].len + 2);
+            if (is_ns && jsonl_tok_i64(d, v, &t) == GPUFL_OK)
+                srv_jw_dec(w, t);
             else
-                jw_raw(w, body + d->tok[v].off, d->tok[v].len);
+                srv_jw_copy(w, d, v);
         }
         i = d->tok[v].next;
     }
@@ -153,17 +161,17 @@ static void host_close(jw *w, int section, int64_t ts, int simulated)
     }
     jw_key(w, "simulated");
     jw_bool(w, simulated);
-    jw_kv_i64(w, "ts", ts);
+    srv_jw_kv_dec(w, "ts", ts);
     jw_obj_end(w);
 }
 
-int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_fleet(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     jsonl_doc d;
     jsonl_tok *tok = tokens(&d);
     int64_t off = 0;
-    uint32_t l = lim(q), nh = 0;
+    uint32_t l = q_limit(q), nh = 0;
     char cur_host[256] = "";
     int64_t host_ts = 0;
     int rc, open = 0, section = 0,
@@ -171,32 +179,33 @@ int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
 
     if (!tok)
         return GPUFL_ENOMEM;
-    q_begin(bs, &c);
-    if (cursor(q, &off, 1) < 0) {
+    q_begin(s, &c);
+    if (q_cursor(q, &off, 1) < 0) {
         free(tok);
         return q_end(&c, GPUFL_EINVAL, w);
     }
-    rc = prep(&c, q->host ? "SELECT host, kind, ts, simulated, body FROM fleet"
-                            " WHERE host=? ORDER BY host, kind, dev, vkey"
-                          : "SELECT host, kind, ts, simulated, body FROM fleet"
-                            " WHERE host IN (SELECT DISTINCT host FROM fleet"
-                            " ORDER BY host LIMIT ? OFFSET ?)"
-                            " ORDER BY host, kind, dev, vkey");
+    rc = q_prepare(&c, q->host
+                           ? "SELECT host, kind, ts, simulated, body FROM fleet"
+                             " WHERE host=? ORDER BY host, kind, dev, vkey"
+                           : "SELECT host, kind, ts, simulated, body FROM fleet"
+                             " WHERE host IN (SELECT DISTINCT host FROM fleet"
+                             " ORDER BY host LIMIT ? OFFSET ?)"
+                             " ORDER BY host, kind, dev, vkey");
     if (rc) {
         free(tok);
         return q_end(&c, rc, w);
     }
     if (q->host) {
-        bt(&c, 1, q->host);
+        qbind_text(c.st, 1, q->host);
     } else {
-        bi(&c, 1, l + 1);
-        bi(&c, 2, off);
+        qbind_i64(c.st, 1, l + 1);
+        qbind_i64(c.st, 2, off);
     }
     jw_obj_begin(w);
     jw_key(w, "items");
     jw_arr_begin(w);
     while ((rc = sdb_step(c.st)) == SDB_ROW) {
-        const char *host = ct(&c, 0), *kind = ct(&c, 1);
+        const char *host = qcol_text(c.st, 0), *kind = qcol_text(c.st, 1);
         int gpu = !strcmp(kind, "gpu");
         if (!open || strcmp(host, cur_host) != 0) {
             if (open)
@@ -215,9 +224,9 @@ int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
             host_ts = 0;
             host_sim = 0;
         }
-        if (ci(&c, 2) > host_ts)
-            host_ts = ci(&c, 2);
-        host_sim |= ci(&c, 3) != 0;
+        if (qcol_i64(c.st, 2) > host_ts)
+            host_ts = qcol_i64(c.st, 2);
+        host_sim |= qcol_i64(c.st, 3) != 0;
         if (section == 0) {
             if (!gpu) {
                 jw_key(w, "gpus");
@@ -234,20 +243,20 @@ int sq_q_fleet(srv_store *bs, const srv_q *q, jw *w)
             section = 2;
         }
         jw_obj_begin(w);
-        body_members(w, &d, sdb_col_text(c.st, 4), 0);
+        body_members(w, &d, qcol_text(c.st, 4), 0);
         jw_obj_end(w);
     }
     if (open)
         host_close(w, section, host_ts, host_sim);
     jw_arr_end(w);
     off += l;
-    w_next(w, !q->host && nh > l, &off, 1);
+    q_next(w, !q->host && nh > l, &off, 1);
     jw_obj_end(w);
     free(tok);
     return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
 }
 
-int sq_q_verdicts(srv_store *bs, const srv_q *q, jw *w)
+int srv_store_q_verdicts(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     jsonl_doc d;
@@ -255,13 +264,13 @@ int sq_q_verdicts(srv_store *bs, const srv_q *q, jw *w)
     int64_t cur[3] = { 0, 0, 0 };
     char sql[1024];
     size_t k;
-    uint32_t l = lim(q), n = 0;
+    uint32_t l = q_limit(q), n = 0;
     int rc, p = 0, has_cur;
 
     if (!tok)
         return GPUFL_ENOMEM;
-    q_begin(bs, &c);
-    has_cur = cursor(q, cur, 3);
+    q_begin(s, &c);
+    has_cur = q_cursor(q, cur, 3);
     if (has_cur < 0 ||
         (q->kind && strcmp(q->kind, "gpu") && strcmp(q->kind, "session"))) {
         free(tok);
@@ -288,44 +297,44 @@ int sq_q_verdicts(srv_store *bs, const srv_q *q, jw *w)
         ADD(" AND (v.ts, v.sess, v.seq) < (?, ?, ?)");
     ADD(" ORDER BY v.ts DESC, v.sess DESC, v.seq DESC LIMIT ?");
 #undef ADD
-    if ((rc = prep(&c, sql)) != 0) {
+    if ((rc = q_prepare(&c, sql)) != 0) {
         free(tok);
         return q_end(&c, rc, w);
     }
     if (q->host)
-        bt(&c, ++p, q->host);
+        qbind_text(c.st, ++p, q->host);
     if (q->kind)
-        bt(&c, ++p, q->kind);
+        qbind_text(c.st, ++p, q->kind);
     if (q->dev >= 0)
-        bi(&c, ++p, q->dev);
+        qbind_i64(c.st, ++p, q->dev);
     if (q->session)
-        bt(&c, ++p, q->session);
+        qbind_text(c.st, ++p, q->session);
     if (q->from)
-        bi(&c, ++p, (int64_t)q->from);
+        qbind_i64(c.st, ++p, (int64_t)q->from);
     if (q->to)
-        bi(&c, ++p, (int64_t)q->to);
+        qbind_i64(c.st, ++p, (int64_t)q->to);
     if (has_cur > 0)
         for (int i = 0; i < 3; i++)
-            bi(&c, ++p, cur[i]);
-    bi(&c, ++p, l + 1);
+            qbind_i64(c.st, ++p, cur[i]);
+    qbind_i64(c.st, ++p, l + 1);
     jw_obj_begin(w);
     jw_key(w, "items");
     jw_arr_begin(w);
     while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
         jw_obj_begin(w);
-        jw_kv_str(w, "host", ct(&c, 0));
-        jw_kv_str(w, "sid", ct(&c, 5));
+        jw_kv_str(w, "host", qcol_text(c.st, 0));
+        jw_kv_str(w, "sid", qcol_text(c.st, 5));
         jw_key(w, "simulated");
-        jw_bool(w, ci(&c, 6) != 0);
-        body_members(w, &d, sdb_col_text(c.st, 4), 1);
+        jw_bool(w, qcol_i64(c.st, 6) != 0);
+        body_members(w, &d, qcol_text(c.st, 4), 1);
         jw_obj_end(w);
-        cur[0] = ci(&c, 1);
-        cur[1] = ci(&c, 2);
-        cur[2] = ci(&c, 3);
+        cur[0] = qcol_i64(c.st, 1);
+        cur[1] = qcol_i64(c.st, 2);
+        cur[2] = qcol_i64(c.st, 3);
         n++;
     }
     jw_arr_end(w);
-    w_next(w, rc == SDB_ROW, cur, 3);
+    q_next(w, rc == SDB_ROW, cur, 3);
     jw_obj_end(w);
     free(tok);
     return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);

@@ -25,8 +25,9 @@
 #include <string.h>
 
 #include "ingest.h"
+#include "srv_json.h"
 
-int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n)
+int sq_gaps_begin(srv_store *s, const srv_ev *ev, size_t n)
 {
     if (n > s->bcap) {
         uint8_t *a = realloc(s->bacc, n);
@@ -45,7 +46,7 @@ int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n)
     return GPUFL_OK;
 }
 
-static int run_push(sq_store *s, const sq_run *r)
+static int run_push(srv_store *s, const sq_run *r)
 {
     if (s->nruns == s->runs_cap) {
         size_t cap = s->runs_cap ? 2 * s->runs_cap : 64;
@@ -71,7 +72,7 @@ static int run_cmp(const void *pa, const void *pb)
 
 /* The batch's accepted lines as runs of consecutive seqs, sorted by
  * (session, stream, lo) with touching runs merged. */
-static int runs_build(sq_store *s, size_t n)
+static int runs_build(srv_store *s, size_t n)
 {
     sq_run cur = { 0, 0, -1, 0 };
     int have = 0, sorted = 1, rc;
@@ -117,7 +118,7 @@ static int runs_build(sq_store *s, size_t n)
 }
 
 /* One run into seqr. */
-static int run_put(sq_store *s, const sq_run *r)
+static int run_put(srv_store *s, const sq_run *r)
 {
     uint64_t k[4] = { (uint64_t)r->sess, (uint64_t)r->st, 0, 0 };
     sq_run *h = rl_map_find(&s->seqhint, k);
@@ -129,12 +130,12 @@ static int run_put(sq_store *s, const sq_run *r)
      * last, and that range is still as it left it */
     if (h && h->hi == r->lo - 1) {
         st = s->ws[WS_SEQ_EXT];
-        sdb_bind_i64(st, 1, r->hi);
-        sdb_bind_i64(st, 2, r->sess);
-        sdb_bind_i64(st, 3, r->st);
-        sdb_bind_i64(st, 4, h->lo);
-        sdb_bind_i64(st, 5, h->hi);
-        if ((rc = step_done(st)) != 0)
+        qbind_i64(st, 1, r->hi);
+        qbind_i64(st, 2, r->sess);
+        qbind_i64(st, 3, r->st);
+        qbind_i64(st, 4, h->lo);
+        qbind_i64(st, 5, h->hi);
+        if ((rc = qrun(st)) != 0)
             return rc;
         if (sdb_changes(s->w) == 1) {
             h->hi = r->hi;
@@ -144,35 +145,35 @@ static int run_put(sq_store *s, const sq_run *r)
     /* a range starting just above the run joins it (none above 2^63-1) */
     if (r->hi < INT64_MAX) {
         st = s->ws[WS_SEQ_TAKE];
-        sdb_bind_i64(st, 1, r->sess);
-        sdb_bind_i64(st, 2, r->st);
-        sdb_bind_i64(st, 3, r->hi + 1);
+        qbind_i64(st, 1, r->sess);
+        qbind_i64(st, 2, r->st);
+        qbind_i64(st, 3, r->hi + 1);
         rc = sdb_step(st);
-        if (rc == SDB_ROW && sdb_col_i64(st, 0) > hi)
-            hi = sdb_col_i64(st, 0);
+        if (rc == SDB_ROW && qcol_i64(st, 0) > hi)
+            hi = qcol_i64(st, 0);
         sdb_reset(st);
         if (rc != SDB_ROW && rc != SDB_DONE)
             return sq_err(rc);
     }
     /* the range ending just below it takes it in, or it is a new one */
     st = s->ws[WS_SEQ_JOIN];
-    sdb_bind_i64(st, 1, hi);
-    sdb_bind_i64(st, 2, r->sess);
-    sdb_bind_i64(st, 3, r->st);
-    sdb_bind_i64(st, 4, r->lo - 1);
+    qbind_i64(st, 1, hi);
+    qbind_i64(st, 2, r->sess);
+    qbind_i64(st, 3, r->st);
+    qbind_i64(st, 4, r->lo - 1);
     rc = sdb_step(st);
     if (rc == SDB_ROW)
-        lo = sdb_col_i64(st, 0);
+        lo = qcol_i64(st, 0);
     sdb_reset(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
         return sq_err(rc);
     if (rc == SDB_DONE) {
         st = s->ws[WS_SEQ_ADD];
-        sdb_bind_i64(st, 1, r->sess);
-        sdb_bind_i64(st, 2, r->st);
-        sdb_bind_i64(st, 3, r->lo);
-        sdb_bind_i64(st, 4, hi);
-        if ((rc = step_done(st)) != 0)
+        qbind_i64(st, 1, r->sess);
+        qbind_i64(st, 2, r->st);
+        qbind_i64(st, 3, r->lo);
+        qbind_i64(st, 4, hi);
+        if ((rc = qrun(st)) != 0)
             return rc;
     }
     if (s->seqhint.n >= SQ_CACHE_MAX)
@@ -186,7 +187,7 @@ static int run_put(sq_store *s, const sq_run *r)
     return GPUFL_OK;
 }
 
-int sq_gaps_flush(sq_store *s, size_t n)
+int sq_gaps_flush(srv_store *s, size_t n)
 {
     int rc = runs_build(s, n);
 
@@ -195,12 +196,12 @@ int sq_gaps_flush(sq_store *s, size_t n)
     return rc;
 }
 
-void sq_gaps_reset(sq_store *s)
+void sq_gaps_reset(srv_store *s)
 {
     rl_map_clear(&s->seqhint);
 }
 
-void sq_gaps_release(sq_store *s)
+void sq_gaps_release(srv_store *s)
 {
     rl_map_release(&s->seqhint);
     free(s->bacc);
@@ -257,11 +258,11 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
         free(g);
         return GPUFL_EINTERNAL;
     }
-    sdb_bind_i64(st, 1, sess);
+    qbind_i64(st, 1, sess);
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        int64_t k = sdb_col_i64(st, 0);
+        int64_t k = qcol_i64(st, 0);
         if (k >= 0 && k < SRV_ST_N)
-            gap_add(&g[k], sdb_col_i64(st, 1), sdb_col_i64(st, 2));
+            gap_add(&g[k], qcol_i64(st, 1), qcol_i64(st, 2));
     }
     sdb_finalize(st);
     if (rc != SDB_DONE) {
@@ -270,7 +271,7 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
     }
     for (int i = 0; i < SRV_ST_N; i++)
         total += g[i].count;
-    jw_kv_u64(w, "missing", total);
+    srv_jw_kv_unum(w, "missing", total);
     jw_key(w, "gaps");
     jw_obj_begin(w);
     for (int i = 0; i < SRV_ST_N; i++) {
@@ -278,19 +279,19 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
             continue; /* nothing stored of this stream */
         jw_key(w, ingest_stream_name(i));
         jw_obj_begin(w);
-        jw_kv_u64(w, "count", g[i].count);
+        srv_jw_kv_unum(w, "count", g[i].count);
         jw_key(w, "ranges");
         jw_arr_begin(w);
         for (unsigned j = 0; j < g[i].n; j++) {
             jw_arr_begin(w);
-            jw_i64(w, g[i].lo[j]);
-            jw_i64(w, g[i].hi[j]);
+            srv_jw_num(w, g[i].lo[j]);
+            srv_jw_num(w, g[i].hi[j]);
             jw_arr_end(w);
         }
         jw_arr_end(w);
         jw_key(w, "ranges_cut");
         jw_bool(w, g[i].cut);
-        jw_kv_i64(w, "last_seq", g[i].end);
+        srv_jw_kv_num(w, "last_seq", g[i].end);
         jw_obj_end(w);
     }
     jw_obj_end(w);
@@ -298,9 +299,8 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w)
     return GPUFL_OK;
 }
 
-int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N])
+int srv_store_missing(srv_store *s, uint64_t out[SRV_ST_N])
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
     int rc;
@@ -315,9 +315,9 @@ int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N])
         return GPUFL_EINTERNAL;
     }
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        int64_t k = sdb_col_i64(st, 0);
+        int64_t k = qcol_i64(st, 0);
         if (k >= 0 && k < SRV_ST_N)
-            out[k] = (uint64_t)sdb_col_i64(st, 1);
+            out[k] = (uint64_t)qcol_i64(st, 1);
     }
     sdb_finalize(st);
     sq_reader_put(s, db);

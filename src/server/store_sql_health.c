@@ -3,7 +3,7 @@
  * from what its connections report (db.h, sdb_set_watch): whether the
  * database can be reached, and whether writes fail for want of disk space.
  * Each change is logged once (not once per request or per connection), and
- * readiness (/readyz, sq_ping) follows it.
+ * readiness (/readyz, srv_store_ping) follows it.
  *
  * Reachability is checked for real at every ping (a query on a read
  * connection, made again if it was lost).  Disk space is checked only
@@ -35,7 +35,7 @@
  * over: room for a few big batches' WAL (about 4 MiB per 10 000 kernels). */
 #define HEALTH_FREE_MIN (16ull << 20)
 
-void sq_health_init(sq_store *s, const char *url)
+void sq_health_init(srv_store *s, const char *url)
 {
     pthread_mutex_init(&s->health.lock, NULL);
     if (strncmp(url, "sqlite:", 7) == 0)
@@ -44,7 +44,7 @@ void sq_health_init(sq_store *s, const char *url)
 }
 
 /* SQLite: whether its file system has room again (1 when unknown). */
-static int room(sq_store *s)
+static int room(srv_store *s)
 {
     struct statvfs v;
 
@@ -53,7 +53,7 @@ static int room(sq_store *s)
     return (uint64_t)v.f_bavail * v.f_frsize >= HEALTH_FREE_MIN;
 }
 
-void sq_health_release(sq_store *s)
+void sq_health_release(srv_store *s)
 {
     pthread_mutex_destroy(&s->health.lock);
 }
@@ -75,7 +75,7 @@ static void one_line(const char *why, const char *dflt, char *out, size_t cap)
 
 void sq_health_watch(void *arg, int ev, const char *why)
 {
-    sq_store *s = arg;
+    srv_store *s = arg;
     sq_health *h = &s->health;
     char msg[512];
     uint64_t now;
@@ -109,7 +109,7 @@ void sq_health_watch(void *arg, int ev, const char *why)
             h->down = 0;
             h->last_log = now;
             /* sessions were silent because we could not hear: staleness
-             * counts from here (sq_mark_stale) */
+             * counts from here (srv_store_mark_stale) */
             h->up_wall = (uint64_t)time(NULL);
             fprintf(stderr,
                     "gpufl-server: the database is reachable again"
@@ -146,11 +146,10 @@ void sq_health_watch(void *arg, int ev, const char *why)
     pthread_mutex_unlock(&h->lock);
 }
 
-int sq_ping(srv_store *bs)
+int srv_store_ping(srv_store *s)
 {
-    sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
-    int rc = exec(db, "SELECT 1 FROM schema_version LIMIT 1");
+    int rc = sdb_exec(db, "SELECT 1 FROM schema_version LIMIT 1");
 
     sq_reader_put(s, db);
     if (rc || !__atomic_load_n(&s->health.nospc, __ATOMIC_RELAXED))
@@ -160,7 +159,7 @@ int sq_ping(srv_store *bs)
     /* a write failed for disk space: try one (autocommit, so it is not
      * taken for an ingest's COMMIT) */
     pthread_mutex_lock(&s->wlock);
-    rc = exec(s->w, "UPDATE schema_version SET version=version");
+    rc = sdb_exec(s->w, "UPDATE schema_version SET version=version");
     pthread_mutex_unlock(&s->wlock);
     if (rc)
         return __atomic_load_n(&s->health.nospc, __ATOMIC_RELAXED)

@@ -1,12 +1,16 @@
 /*
- * store_sql_int.h - the store's private state, shared by its write side
- * (store_sql.c) and its queries (store_sql_q.c, store_sql_view.c); the
- * same code serves SQLite and PostgreSQL through db.h.
+ * store_sql_int.h - the store's private state, shared by its files: the
+ * schema and connections (store_sql.c), the ingest batch (store_sql_ingest.c
+ * and its rollups, kext and seq ranges), maintenance, and the queries
+ * (store_sql_q*.c).  The same code serves SQLite and PostgreSQL through
+ * db.h; what differs is how a batch's rows go in, the batch writer
+ * (sq_writer below), one file per database.
  */
 #ifndef GPUFL_SERVER_STORE_SQL_INT_H
 #define GPUFL_SERVER_STORE_SQL_INT_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "db.h"
 #include "rollup.h"
@@ -88,22 +92,6 @@ typedef struct sq_sacc {
 #define SQ_ACC_MAX (4u << 20)
 #define SQ_CACHE_MAX (1u << 20)
 
-/* PostgreSQL: a kernel line waiting for the batch's multi-row INSERT
- * (a round trip per row would cap ingest at ~10k rows/s). */
-typedef struct sq_pend {
-    const srv_ev *e;
-    int64_t sess;
-    sq_launch l;
-    int fresh;
-} sq_pend;
-
-#define SQ_PEND_MAX 16384
-
-/* SQLite: kernels known new (after every stored kernel of their session)
- * go in this many rows per INSERT: one statement end per row was ~10 %
- * of the store's time. */
-#define SQ_KGROUP 16
-
 /* kext (store_sql_ext.c): keys kept per session and side by default
  * (GPUFL_SERVER_TOPK changes it: tests), sessions whose heaps stay in
  * memory, and a stored key leaving in this batch. */
@@ -111,11 +99,12 @@ typedef struct sq_pend {
 #define SQ_EXT_K_MAX (1u << 20)
 #define SQ_EXT_SESS 32
 struct sq_ext;
-typedef struct sq_ext_del {
+/* A kext row (its key) the batch deletes or inserts. */
+typedef struct sq_ext_row {
     int64_t sess;
     int side;
     int64_t dur, seq;
-} sq_ext_del;
+} sq_ext_row;
 
 /* A run of stored seqs of one (session, stream): a batch's accepted lines
  * (store_sql_gaps.c), or the stored range a writer last extended. */
@@ -128,11 +117,7 @@ typedef struct sq_run {
  * count is always exact. */
 #define SQ_GAP_RANGES_MAX 100
 
-/* PostgreSQL: the rows a batch stages with COPY (text format). */
-typedef struct sq_cbuf {
-    char *p;
-    size_t len, cap;
-} sq_cbuf;
+struct sq_writer;
 
 /* The database's health as the connections report it
  * (store_sql_health.c). */
@@ -145,8 +130,7 @@ typedef struct sq_health {
     uint64_t up_wall;              /* Unix s: when the database was last back */
 } sq_health;
 
-typedef struct sq_store {
-    srv_store base;
+struct srv_store {
     char path[4096];       /* SQLite: the database file (store_sql_health.c) */
     pthread_mutex_t wlock; /* the one writer connection and the caches */
     sdb *w;
@@ -155,30 +139,19 @@ typedef struct sq_store {
     rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
     rl_map srl;                    /* per-batch: (sess, src, b) -> sq_srl */
-    sq_pend *pend;                 /* SQ_PEND_MAX, PostgreSQL only */
-    sq_pend kq[SQ_KGROUP];         /* SQLite: new kernels, not yet written */
-    size_t nkq;
-    rl_map khigh; /* SQLite: sess -> highest kernel seq stored or in kq */
-    /* SQLite: PRAGMA data_version, and its value at this writer's last
-     * batch: another process committed in between when it differs, and
-     * khigh may be behind what is stored */
-    sdb_stmt *dver;
-    int64_t dver_last;
-    sdb_stmt *kgrp; /* SQLite: SQ_KGROUP kernels in one INSERT */
-    size_t npend;
-    rl_map pend_idx;         /* (sess, seq) -> 1 + first index in pend */
-    sdb_stmt *kmerge;        /* PostgreSQL: kstage -> kernels, RETURNING */
-    sdb_stmt *kaget;         /* PostgreSQL: the stored kagg rows of a batch */
-    sq_cbuf cb;              /* PostgreSQL: COPY rows being built */
-    int staged;              /* PostgreSQL: kstage filled in this transaction */
+    /* the batch writer (sq_writer, chosen by the database) and its own
+     * state; the batch's outcome while it is written */
+    const struct sq_writer *wr;
+    void *wst;
+    srv_ingest_res *bres;
     int64_t analyzed;        /* PostgreSQL: when ANALYZE last ran (Unix s) */
     struct sq_ext *ext;      /* SQ_EXT_SESS heaps (store_sql_ext.c) */
     struct sq_ext *ext_last; /* the slot a kernel last went to */
     uint32_t ext_k, ext_gen;
     uint64_t ext_clock;
-    int ext_dirty; /* keys added in this batch */
-    sq_ext_del *del;
-    size_t ndel, del_cap;
+    int ext_dirty;         /* keys added in this batch */
+    sq_ext_row *del, *put; /* kext rows leaving, coming in this batch */
+    size_t ndel, del_cap, nput, put_cap;
     /* seq ranges (store_sql_gaps.c): the batch in hand, per line of it
      * whether it was accepted and its session's row id, the runs they
      * form, and per (session, stream) the range this writer extended
@@ -196,51 +169,57 @@ typedef struct sq_store {
     int rfree[SQ_READERS_MAX];
     unsigned nr;
     sq_health health;
-} sq_store;
+};
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];
 
-/* Write side (store_sql_ingest.c) and maintenance (store_sql_admin.c). */
-int sq_ingest(srv_store *bs, const srv_ev *ev, size_t n, srv_ingest_res *r);
-uint64_t sq_db_bytes(srv_store *bs);
-
 /* Health (store_sql_health.c): the watcher every connection reports to
- * (arg: the sq_store), and readiness: GPUFL_OK, GPUFL_EUNAVAIL (database
+ * (arg: the srv_store), and readiness: GPUFL_OK, GPUFL_EUNAVAIL (database
  * unreachable) or GPUFL_ENOSPC (writes fail for disk space). */
-void sq_health_init(sq_store *s, const char *url);
-void sq_health_release(sq_store *s);
+void sq_health_init(srv_store *s, const char *url);
+void sq_health_release(srv_store *s);
 void sq_health_watch(void *arg, int ev, const char *why);
-int sq_ping(srv_store *bs);
-int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since);
-int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned);
-int sq_set_keep(srv_store *bs, const char *sid, int keep);
-int sq_key_add(srv_store *bs, const char *name, const char *role,
-               const char *prefix, const char *hash, int64_t *id);
-int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n);
-int sq_key_revoke(srv_store *bs, int64_t id);
-int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap);
 
-/* Small statement helpers shared by the store files. */
-static inline int exec(sdb *db, const char *sql)
+/*
+ * Statement helpers: the one vocabulary the store's files use for binding
+ * parameters and reading columns (db.h underneath).  Parameters are
+ * 1-based, columns 0-based; text is borrowed until the next step
+ * (db.h).
+ */
+static inline void qbind_i64(sdb_stmt *st, int i, int64_t v)
 {
-    return sdb_exec(db, sql);
+    sdb_bind_i64(st, i, v);
 }
 
-/* Runs a statement with no result rows and resets it. */
-static inline int step_done(sdb_stmt *st)
-{
-    int rc = sdb_step(st);
-    sdb_reset(st);
-    return sdb_err(rc);
-}
-
-static inline void bind_i(sdb_stmt *st, int i, uint64_t v)
+/* An unsigned event field (ts, seq, ids...), stored as the int64 of the
+ * same bits: the format's values stay below 2^63 (ingest.c checks). */
+static inline void qbind_u64(sdb_stmt *st, int i, uint64_t v)
 {
     sdb_bind_i64(st, i, (int64_t)v);
 }
 
-static inline void bind_s(sdb_stmt *st, int i, srv_str s)
+static inline void qbind_f64(sdb_stmt *st, int i, double v)
+{
+    sdb_bind_f64(st, i, v);
+}
+
+static inline void qbind_null(sdb_stmt *st, int i)
+{
+    sdb_bind_null(st, i);
+}
+
+/* A NUL-terminated string; NULL binds SQL NULL. */
+static inline void qbind_text(sdb_stmt *st, int i, const char *s)
+{
+    if (s)
+        sdb_bind_text(st, i, s, strlen(s));
+    else
+        sdb_bind_null(st, i);
+}
+
+/* A borrowed string of the batch (s.p NULL: absent, SQL NULL). */
+static inline void qbind_str(sdb_stmt *st, int i, srv_str s)
 {
     if (s.p)
         sdb_bind_text(st, i, s.p, s.n);
@@ -248,73 +227,93 @@ static inline void bind_s(sdb_stmt *st, int i, srv_str s)
         sdb_bind_null(st, i);
 }
 
+static inline void qbind_blob(sdb_stmt *st, int i, const void *p, size_t n)
+{
+    sdb_bind_blob(st, i, p, n);
+}
+
+static inline int64_t qcol_i64(sdb_stmt *st, int i)
+{
+    return sdb_col_i64(st, i);
+}
+
+static inline double qcol_f64(sdb_stmt *st, int i)
+{
+    return sdb_col_f64(st, i);
+}
+
+/* Never NULL: "" for SQL NULL (qcol_null tells them apart). */
+static inline const char *qcol_text(sdb_stmt *st, int i)
+{
+    const char *t = sdb_col_text(st, i);
+    return t ? t : "";
+}
+
+static inline int qcol_null(sdb_stmt *st, int i)
+{
+    return sdb_col_null(st, i);
+}
+
+static inline const void *qcol_blob(sdb_stmt *st, int i, size_t *n)
+{
+    return sdb_col_blob(st, i, n);
+}
+
+/* Runs a statement that returns no rows and resets it: 0 or gpufl_err. */
+static inline int qrun(sdb_stmt *st)
+{
+    int rc = sdb_step(st);
+    sdb_reset(st);
+    return sdb_err(rc);
+}
+
 /* Borrow a query connection (blocks until one is free), give it back. */
-sdb *sq_reader_get(sq_store *s);
-void sq_reader_put(sq_store *s, sdb *db);
+sdb *sq_reader_get(srv_store *s);
+void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
 
-/* The query operations (store_sql_q.c, store_sql_view.c). */
-int sq_q_hosts(srv_store *s, const srv_q *q, jw *w);
-int sq_q_sessions(srv_store *s, const srv_q *q, jw *w);
-int sq_q_session(srv_store *s, const srv_q *q, jw *w);
-int sq_q_kernels(srv_store *s, const srv_q *q, jw *w);
-int sq_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
-int sq_q_kernel(srv_store *s, const srv_q *q, jw *w);
-int sq_q_timeline(srv_store *s, const srv_q *q, jw *w);
-int sq_q_copies(srv_store *s, const srv_q *q, jw *w);
-int sq_q_scopes(srv_store *s, const srv_q *q, jw *w);
-int sq_q_profile(srv_store *s, const srv_q *q, jw *w);
-int sq_q_system(srv_store *s, const srv_q *q, jw *w);
-int sq_q_compare(srv_store *s, const srv_q *q, jw *w);
+/* ---- store_sql_ingest.c ---- */
+/* A kernel row the writer has written (fresh: new, else a duplicate
+ * already stored): counted in the batch's outcome, and a new one feeds
+ * the rollups and its session's counters. */
+int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
+                   const sq_launch *l, int fresh);
 
 /* Idle verdicts (store_sql_fleet.c): stores one fresh `verdict` line. */
-int sq_fleet_put(sq_store *s, int64_t sess, const srv_ev *e);
-int sq_q_fleet(srv_store *s, const srv_q *q, jw *w);
-int sq_q_verdicts(srv_store *s, const srv_q *q, jw *w);
+int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
 
-/* Memory profiles (store_sql_memprof.c). */
-int sq_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
-                   size_t sid_cap);
-int sq_q_memory(srv_store *s, const srv_memq *q, jw *w);
-int sq_q_memprofs(srv_store *s, const srv_memq *q, jw *w);
-
-/* ---- store_sql_rollup.c ---- */
-/* COPY text rows: sq_cb_i/_f/_null append a column, then sep ('\t' or
- * '\n'), into room the caller reserved with sq_cb_reserve (CB_COL bytes
- * a column). */
-#define CB_COL 32
-int sq_cb_reserve(sq_cbuf *b, size_t n);
-void sq_cb_i(sq_cbuf *b, int64_t v, char sep);
-/* text of n bytes, escaped: reserve 2 * n + 1 */
-void sq_cb_text(sq_cbuf *b, const char *p, size_t n, char sep);
-void sq_cb_f(sq_cbuf *b, double v, char sep);
-void sq_cb_null(sq_cbuf *b, char sep);
-int sq_acc_kernel(sq_store *s, int64_t sess, const srv_ev *e,
+/* ---- store_sql_rollup.c: what new lines add up to ---- */
+/* A new kernel into this batch's accumulators: its name's aggregate
+ * (s->kagg), the timeline buckets (s->tl), its scope's totals (s->kscope)
+ * and the session's kext heaps. */
+int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l);
-int sq_flush_kagg(sq_store *s);
-int sq_flush_kagg_pg(sq_store *s);
-int sq_flush_rest(sq_store *s, int64_t now);
+/* Adds a stored kagg row (its columns from c: n, total, min, max, sum_occ,
+ * n_occ, regs, smem, hist) into an accumulator. */
+void sq_kagg_merge(sq_kagg *a, sdb_stmt *g, int c);
+/* The batch's session counters and time spans (s->sacc) into sessions. */
+int sq_flush_sessions(srv_store *s, int64_t now);
 /* A new gpu or host sample into this batch's 60 s buckets; written (merged
  * with the stored buckets) by sq_flush_srl before COMMIT. */
-int sq_acc_sample(sq_store *s, int64_t sess, const srv_ev *e);
-int sq_flush_srl(sq_store *s);
+int sq_acc_sample(srv_store *s, int64_t sess, const srv_ev *e);
+int sq_flush_srl(srv_store *s);
 
 /* ---- store_sql_gaps.c: stored seq ranges and what is missing ---- */
 /* Room for a batch of n lines, all marked not accepted yet. */
-int sq_gaps_begin(sq_store *s, const srv_ev *ev, size_t n);
+int sq_gaps_begin(srv_store *s, const srv_ev *ev, size_t n);
 /* Line e of the batch (sess: its session's row id) was stored as new. */
-static inline void sq_gaps_note(sq_store *s, const srv_ev *e, int64_t sess)
+static inline void sq_gaps_note(srv_store *s, const srv_ev *e, int64_t sess)
 {
     size_t i = (size_t)(e - s->bev);
     s->bacc[i] = 1;
     s->bsess[i] = sess;
 }
 /* Writes the batch's accepted seqs into seqr (before COMMIT). */
-int sq_gaps_flush(sq_store *s, size_t n);
+int sq_gaps_flush(srv_store *s, size_t n);
 /* Forgets the hints (after a ROLLBACK or a prune). */
-void sq_gaps_reset(sq_store *s);
-void sq_gaps_release(sq_store *s);
+void sq_gaps_reset(srv_store *s);
+void sq_gaps_release(srv_store *s);
 /* "missing" (exact) and "gaps" of session sess, members of an open
  * object in w; a borrowed read connection. */
 int sq_gaps_json(sdb *db, int64_t sess, jw *w);
@@ -328,14 +327,64 @@ int sq_gaps_json(sdb *db, int64_t sess, jw *w);
     "(SELECT coalesce(sum(CASE WHEN m > 0 THEN m ELSE 0 END), 0) FROM"         \
     " (SELECT " SQ_MISSING_EXPR " AS m FROM seqr WHERE"                        \
     " seqr.sess=sessions.id GROUP BY st) g)"
-int sq_missing(srv_store *bs, uint64_t out[SRV_ST_N]);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
-int sq_ext_add(sq_store *s, int64_t sess, int64_t dur, int64_t seq);
-/* Writes the batch's kext changes (before COMMIT). */
-int sq_ext_flush(sq_store *s);
+int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);
+/* Writes the batch's kext changes (before COMMIT), through the writer. */
+int sq_ext_flush(srv_store *s);
 /* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */
-void sq_ext_reset(sq_store *s);
-void sq_ext_release(sq_store *s);
+void sq_ext_reset(srv_store *s);
+void sq_ext_release(srv_store *s);
+
+/*
+ * ---- The batch writer: what differs by database ----
+ *
+ * Which rows a line makes, the rollups, the transaction and its order are
+ * the same for both databases (store_sql_ingest.c).  How the rows get in
+ * is not: SQLite runs in this process, so a prepared statement per row is
+ * cheap, and new kernels go in grouped INSERTs (store_sql_ingest_sqlite.c);
+ * PostgreSQL is a round trip away, so a batch's rows go in bulk - binary
+ * COPY, staging tables merged by one statement per table, multi-row
+ * statements (store_sql_ingest_pg.c).
+ *
+ * Every function runs on the writer connection s->w under s->wlock; the
+ * writer keeps its own state in s->wst.
+ */
+typedef struct sq_writer {
+    const char *name; /* "sqlite", "postgres" */
+    /* the writer connection's settings, before the schema exists */
+    int (*setup)(srv_store *s);
+    /* after the schema is current: its statements and state; eb says why
+     * it failed */
+    int (*open)(srv_store *s, char *eb, size_t ec);
+    /* frees what open made; accepts a writer that was never opened */
+    void (*close)(srv_store *s);
+    /* after BEGIN: what makes this batch's view of the database sound
+     * (other servers writing the same database) */
+    int (*begin)(srv_store *s);
+    /* one kernel row (l: its launch configuration), written now or held
+     * for flush; either way passed to sq_kernel_done once it is known new
+     * or duplicate, at the latest in flush */
+    int (*kernel)(srv_store *s, int64_t sess, const srv_ev *e,
+                  const sq_launch *l);
+    /* the kernels still held, then the batch's kernel aggregates, merged
+     * with the stored ones (s->kagg), its timeline buckets (s->tl) and
+     * per-scope totals (s->kscope) */
+    int (*flush)(srv_store *s);
+    /* kext: the rows leaving, then the rows coming (del may be reordered) */
+    int (*kext)(srv_store *s, sq_ext_row *del, size_t ndel,
+                const sq_ext_row *put, size_t nput);
+    /* the batch rolled back: forget what it held or cached */
+    void (*abort)(srv_store *s);
+    /* the p->n stacks of memory profile prof (store_sql_memprof.c), in the
+     * caller's transaction */
+    int (*memstacks)(srv_store *s, int64_t prof, const srv_memprof *p);
+} sq_writer;
+
+extern const sq_writer sq_writer_sqlite; /* store_sql_ingest_sqlite.c */
+extern const sq_writer sq_writer_pg;     /* store_sql_ingest_pg.c */
+
+/* PostgreSQL: every connection's session settings. */
+#define SQ_PG_SETUP "SET client_min_messages=warning"
 
 #endif

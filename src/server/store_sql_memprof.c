@@ -18,6 +18,7 @@
 #include <gpufl/gpufl.h>
 
 #include "store_sql_int.h"
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 #define MEM_STACKS_DEFAULT 5000
@@ -38,7 +39,7 @@ static int cursor_of(const char *s, int64_t *v)
 }
 
 /* the linked session: (row id, uuid) or 0 */
-static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
+static int link_session(srv_store *s, const srv_memprof *p, int64_t *sess,
                         char *sid, size_t cap)
 {
     sdb_stmt *st = NULL;
@@ -48,7 +49,7 @@ static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
     if (p->sid.p) {
         if (sdb_prepare(s->w, "SELECT id, sid FROM sessions WHERE sid=?", &st))
             return GPUFL_EINTERNAL;
-        sdb_bind_text(st, 1, p->sid.p, p->sid.n);
+        qbind_str(st, 1, p->sid);
     } else {
         if (sdb_prepare(s->w,
                         "SELECT id, sid FROM sessions WHERE host=? AND pid=?"
@@ -56,17 +57,16 @@ static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
                         " coalesce(last_ts, ?) >= ? ORDER BY id DESC LIMIT 1",
                         &st))
             return GPUFL_EINTERNAL;
-        sdb_bind_text(st, 1, p->host.p, p->host.n);
-        sdb_bind_i64(st, 2, (int64_t)p->pid);
-        sdb_bind_i64(st, 3, (int64_t)p->end);
-        sdb_bind_i64(st, 4, (int64_t)p->end);
-        sdb_bind_i64(st, 5, (int64_t)p->start);
+        qbind_str(st, 1, p->host);
+        qbind_i64(st, 2, (int64_t)p->pid);
+        qbind_i64(st, 3, (int64_t)p->end);
+        qbind_i64(st, 4, (int64_t)p->end);
+        qbind_i64(st, 5, (int64_t)p->start);
     }
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
-        *sess = sdb_col_i64(st, 0);
-        snprintf(sid, cap, "%s",
-                 sdb_col_text(st, 1) ? sdb_col_text(st, 1) : "");
+        *sess = qcol_i64(st, 0);
+        snprintf(sid, cap, "%s", qcol_text(st, 1));
     } else if (p->sid.p) {
         /* not (yet) stored: keep the process's own word for it */
         snprintf(sid, cap, "%.*s", (int)p->sid.n, p->sid.p);
@@ -75,7 +75,7 @@ static int link_session(sq_store *s, const srv_memprof *p, int64_t *sess,
     return sdb_err(rc);
 }
 
-static int put(sq_store *s, const srv_memprof *p, int64_t *id, char *sid,
+static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
                size_t cap)
 {
     sdb_stmt *st = NULL;
@@ -96,91 +96,49 @@ static int put(sq_store *s, const srv_memprof *p, int64_t *id, char *sid,
                     " RETURNING id",
                     &st))
         return GPUFL_EINTERNAL;
-    sdb_bind_text(st, 1, p->host.p, p->host.n);
-    sdb_bind_i64(st, 2, (int64_t)p->pid);
+    qbind_str(st, 1, p->host);
+    qbind_i64(st, 2, (int64_t)p->pid);
     if (p->comm.p)
-        sdb_bind_text(st, 3, p->comm.p, p->comm.n);
+        qbind_str(st, 3, p->comm);
     else
-        sdb_bind_null(st, 3);
+        qbind_null(st, 3);
     if (sess)
-        sdb_bind_i64(st, 4, sess);
+        qbind_i64(st, 4, sess);
     else
-        sdb_bind_null(st, 4);
+        qbind_null(st, 4);
     if (sid[0])
-        sdb_bind_text(st, 5, sid, strlen(sid));
+        qbind_text(st, 5, sid);
     else
-        sdb_bind_null(st, 5);
-    sdb_bind_i64(st, 6, (int64_t)p->start);
-    sdb_bind_i64(st, 7, (int64_t)p->end);
-    sdb_bind_text(st, 8, p->source.p, p->source.n);
-    sdb_bind_i64(st, 9, p->simulated);
-    sdb_bind_i64(st, 10, (int64_t)p->n);
-    sdb_bind_i64(st, 11, (int64_t)alloc);
-    sdb_bind_i64(st, 12, (int64_t)inuse);
-    sdb_bind_i64(st, 13, (int64_t)time(NULL) * 1000000000LL);
+        qbind_null(st, 5);
+    qbind_i64(st, 6, (int64_t)p->start);
+    qbind_i64(st, 7, (int64_t)p->end);
+    qbind_str(st, 8, p->source);
+    qbind_i64(st, 9, p->simulated);
+    qbind_i64(st, 10, (int64_t)p->n);
+    qbind_i64(st, 11, (int64_t)alloc);
+    qbind_i64(st, 12, (int64_t)inuse);
+    qbind_i64(st, 13, (int64_t)time(NULL) * 1000000000LL);
     rc = sdb_step(st);
     if (rc == SDB_ROW)
-        *id = sdb_col_i64(st, 0);
+        *id = qcol_i64(st, 0);
     sdb_finalize(st);
     if (rc != SDB_ROW)
         return rc == SDB_DONE ? GPUFL_EINTERNAL : sdb_err(rc);
-    rc = 0;
-    if (sdb_dialect(s->w) == SDB_POSTGRES) {
-        /* one COPY, not a round trip per stack (17 ms a 200-stack
-         * profile) */
-        s->cb.len = 0;
-        for (size_t i = 0; i < p->n; i++) {
-            if ((rc = sq_cb_reserve(
-                     &s->cb, 10 * CB_COL + 2 * p->stacks[i].frames.n + 1)) != 0)
-                return rc;
-            sq_cb_i(&s->cb, *id, '\t');
-            sq_cb_i(&s->cb, (int64_t)i, '\t');
-            sq_cb_text(&s->cb, p->stacks[i].frames.p, p->stacks[i].frames.n,
-                       '\t');
-            for (int k = 0; k < 8; k++)
-                sq_cb_i(&s->cb, (int64_t)p->stacks[i].v[k],
-                        k < 7 ? '\t' : '\n');
-        }
-        return p->n ? sdb_copy(s->w,
-                               "COPY memsamples(prof, idx, frames,"
-                               " alloc_bytes, alloc_count, free_bytes,"
-                               " free_count, inuse_bytes, inuse_count,"
-                               " fail_bytes, fail_count) FROM STDIN",
-                               s->cb.p, s->cb.len)
-                    : GPUFL_OK;
-    }
-    if (sdb_prepare(s->w,
-                    "INSERT INTO memsamples(prof, idx, frames, alloc_bytes,"
-                    " alloc_count, free_bytes, free_count, inuse_bytes,"
-                    " inuse_count, fail_bytes, fail_count)"
-                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    &st))
-        return GPUFL_EINTERNAL;
-    for (size_t i = 0; i < p->n && !rc; i++) {
-        sdb_bind_i64(st, 1, *id);
-        sdb_bind_i64(st, 2, (int64_t)i);
-        sdb_bind_text(st, 3, p->stacks[i].frames.p, p->stacks[i].frames.n);
-        for (int k = 0; k < 8; k++)
-            sdb_bind_i64(st, 4 + k, (int64_t)p->stacks[i].v[k]);
-        rc = step_done(st);
-    }
-    sdb_finalize(st);
-    return rc;
+    return p->n ? s->wr->memstacks(s, *id, p) : GPUFL_OK;
 }
 
-int sq_memprof_put(srv_store *bs, const srv_memprof *p, int64_t *id, char *sid,
-                   size_t sid_cap)
+int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
+                          char *sid, size_t sid_cap)
 {
-    sq_store *s = (sq_store *)bs;
     int rc;
     pthread_mutex_lock(&s->wlock);
     rc = sdb_begin(s->w);
     if (!rc)
         rc = put(s, p, id, sid, sid_cap);
     if (!rc)
-        rc = exec(s->w, "COMMIT");
+        rc = sdb_exec(s->w, "COMMIT");
     if (rc)
-        exec(s->w, "ROLLBACK");
+        sdb_exec(s->w, "ROLLBACK");
     pthread_mutex_unlock(&s->wlock);
     return rc;
 }
@@ -207,19 +165,19 @@ static void where(const srv_memq *q, char *out, size_t cap)
 static int bind_where(qctx *c, const srv_memq *q, int i)
 {
     if (q->sid)
-        bt(c, ++i, q->sid);
+        qbind_text(c->st, ++i, q->sid);
     if (q->host)
-        bt(c, ++i, q->host);
+        qbind_text(c->st, ++i, q->host);
     if (q->pid)
-        bi(c, ++i, (int64_t)q->pid);
+        qbind_i64(c->st, ++i, (int64_t)q->pid);
     if (q->from)
-        bi(c, ++i, (int64_t)q->from);
+        qbind_i64(c->st, ++i, (int64_t)q->from);
     if (q->to)
-        bi(c, ++i, (int64_t)q->to);
+        qbind_i64(c->st, ++i, (int64_t)q->to);
     return i;
 }
 
-int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
+int srv_store_q_memory(srv_store *s, const srv_memq *q, jw *w)
 {
     static const char *const vname[] = { "alloc", "inuse", "fail" };
     static const char *const col[] = { "alloc", "inuse", "fail" };
@@ -242,13 +200,13 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
                  wh);
     else
         snprintf(sel, sizeof(sel), "%s", wh);
-    q_begin(bs, &c);
+    q_begin(s, &c);
     if (q->sid) {
-        if ((rc = prep(&c, "SELECT 1 FROM sessions WHERE sid=? UNION ALL"
-                           " SELECT 1 FROM memprofs WHERE sid=?")))
+        if ((rc = q_prepare(&c, "SELECT 1 FROM sessions WHERE sid=? UNION ALL"
+                                " SELECT 1 FROM memprofs WHERE sid=?")))
             return q_end(&c, rc, w);
-        bt(&c, 1, q->sid);
-        bt(&c, 2, q->sid);
+        qbind_text(c.st, 1, q->sid);
+        qbind_text(c.st, 2, q->sid);
         rc = sdb_step(c.st);
         if (rc != SDB_ROW)
             return q_end(&c, rc == SDB_DONE ? GPUFL_ENOTFOUND : sq_err(rc), w);
@@ -258,16 +216,16 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
              " coalesce(min(p.source), ''), coalesce(max(p.source), '')"
              " FROM memprofs p WHERE %s",
              sel);
-    if ((rc = prep(&c, sql)))
+    if ((rc = q_prepare(&c, sql)))
         return q_end(&c, rc, w);
     bind_where(&c, q, 0);
     rc = sdb_step(c.st);
     if (rc != SDB_ROW)
         return q_end(&c, sq_err(rc == SDB_DONE ? SDB_ROW : rc), w);
-    nprof = ci(&c, 0);
-    sim = ci(&c, 1);
-    snprintf(src0, sizeof(src0), "%s", ct(&c, 2));
-    snprintf(src1, sizeof(src1), "%s", ct(&c, 3));
+    nprof = qcol_i64(c.st, 0);
+    sim = qcol_i64(c.st, 1);
+    snprintf(src0, sizeof(src0), "%s", qcol_text(c.st, 2));
+    snprintf(src1, sizeof(src1), "%s", qcol_text(c.st, 3));
     /* one row per distinct stack, biggest first; all rows are read for
      * the totals, the first lim_ are written.  Each stored counter is
      * below 2^63 (api_memprof.c), their sums need not be: they saturate
@@ -285,7 +243,7 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
                  f0, col[view], f1, f0, col[view], f1, sel, col[view],
                  col[view]);
     }
-    if ((rc = prep(&c, sql)))
+    if ((rc = q_prepare(&c, sql)))
         return q_end(&c, rc, w);
     bind_where(&c, q, 0);
     jw_obj_begin(w);
@@ -301,29 +259,30 @@ int sq_q_memory(srv_store *bs, const srv_memq *q, jw *w)
     jw_key(w, "stacks");
     jw_arr_begin(w);
     while ((rc = sdb_step(c.st)) == SDB_ROW) {
-        uint64_t b = (uint64_t)ci(&c, 1), k = (uint64_t)ci(&c, 2);
+        uint64_t b = (uint64_t)qcol_i64(c.st, 1),
+                 k = (uint64_t)qcol_i64(c.st, 2);
         tb = sat_add(tb, b);
         tc = sat_add(tc, k);
         if (n++ >= lim_)
             continue;
-        const char *fr = ct(&c, 0);
+        const char *fr = qcol_text(c.st, 0);
         jw_obj_begin(w);
         jw_key(w, "frames");
         jw_raw(w, fr, strlen(fr));
-        jw_kv_u64(w, "bytes", b);
-        jw_kv_u64(w, "count", k);
+        srv_jw_kv_udec(w, "bytes", b);
+        srv_jw_kv_unum(w, "count", k);
         jw_obj_end(w);
     }
     jw_arr_end(w);
-    jw_kv_u64(w, "total_bytes", tb);
-    jw_kv_u64(w, "total_count", tc);
+    srv_jw_kv_udec(w, "total_bytes", tb);
+    srv_jw_kv_unum(w, "total_count", tc);
     jw_key(w, "truncated");
     jw_bool(w, n > lim_);
     jw_obj_end(w);
     return q_end(&c, rc == SDB_DONE ? 0 : sq_err(rc), w);
 }
 
-int sq_q_memprofs(srv_store *bs, const srv_memq *q, jw *w)
+int srv_store_q_memprofs(srv_store *s, const srv_memq *q, jw *w)
 {
     char wh[256], sql[1024];
     qctx c;
@@ -334,7 +293,7 @@ int sq_q_memprofs(srv_store *bs, const srv_memq *q, jw *w)
              n = 0;
     int rc, has_cur;
 
-    q_begin(bs, &c);
+    q_begin(s, &c);
     has_cur = cursor_of(q->cursor, &cur);
     if (has_cur < 0)
         return q_end(&c, GPUFL_EINVAL, w);
@@ -345,40 +304,40 @@ int sq_q_memprofs(srv_store *bs, const srv_memq *q, jw *w)
              " p.inuse_bytes FROM memprofs p WHERE %s%s"
              " ORDER BY p.id DESC LIMIT ?",
              wh, has_cur > 0 ? " AND p.id<?" : "");
-    if ((rc = prep(&c, sql)))
+    if ((rc = q_prepare(&c, sql)))
         return q_end(&c, rc, w);
     int i = bind_where(&c, q, 0);
     if (has_cur > 0)
-        bi(&c, ++i, cur);
-    bi(&c, ++i, (int64_t)l + 1);
+        qbind_i64(c.st, ++i, cur);
+    qbind_i64(c.st, ++i, (int64_t)l + 1);
     jw_obj_begin(w);
     jw_key(w, "items");
     jw_arr_begin(w);
     while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
         jw_obj_begin(w);
-        jw_kv_i64(w, "id", ci(&c, 0));
-        jw_kv_str(w, "host", ct(&c, 1));
-        jw_kv_i64(w, "pid", ci(&c, 2));
-        jw_kv_str(w, "comm", ct(&c, 3));
+        jw_kv_i64(w, "id", qcol_i64(c.st, 0));
+        jw_kv_str(w, "host", qcol_text(c.st, 1));
+        srv_jw_kv_num(w, "pid", qcol_i64(c.st, 2));
+        jw_kv_str(w, "comm", qcol_text(c.st, 3));
         jw_key(w, "sid");
-        if (sdb_col_null(c.st, 4))
+        if (qcol_null(c.st, 4))
             jw_null(w);
         else
-            jw_str(w, ct(&c, 4));
-        jw_kv_i64(w, "start", ci(&c, 5));
-        jw_kv_i64(w, "end", ci(&c, 6));
-        jw_kv_str(w, "source", ct(&c, 7));
+            jw_str(w, qcol_text(c.st, 4));
+        srv_jw_kv_dec(w, "start", qcol_i64(c.st, 5));
+        srv_jw_kv_dec(w, "end", qcol_i64(c.st, 6));
+        jw_kv_str(w, "source", qcol_text(c.st, 7));
         jw_key(w, "simulated");
-        jw_bool(w, ci(&c, 8) != 0);
-        jw_kv_i64(w, "stacks", ci(&c, 9));
-        jw_kv_i64(w, "alloc_bytes", ci(&c, 10));
-        jw_kv_i64(w, "inuse_bytes", ci(&c, 11));
+        jw_bool(w, qcol_i64(c.st, 8) != 0);
+        jw_kv_i64(w, "stacks", qcol_i64(c.st, 9));
+        srv_jw_kv_dec(w, "alloc_bytes", qcol_i64(c.st, 10));
+        srv_jw_kv_dec(w, "inuse_bytes", qcol_i64(c.st, 11));
         jw_obj_end(w);
-        cur = ci(&c, 0);
+        cur = qcol_i64(c.st, 0);
         n++;
     }
     jw_arr_end(w);
-    w_next(w, rc == SDB_ROW, &cur, 1);
+    q_next(w, rc == SDB_ROW, &cur, 1);
     jw_obj_end(w);
     return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
 }

@@ -129,6 +129,24 @@ static void test_fmt_u64(void)
     CHECK(memcmp(o, "10000000000000000000", 20) == 0);
 }
 
+/* A key copied as JSON text (escapes kept) takes its place like jw_key:
+ * a comma before it, none between it and its value. */
+static void test_key_json(void)
+{
+    static char b[128];
+    jw j;
+    jw_init(&j, b, sizeof b);
+    jw_obj_begin(&j);
+    jw_kv_u64(&j, "a", 1);
+    jw_key_json(&j, "b\\u0063", 7);
+    jw_u64(&j, 2);
+    jw_key_json(&j, "", 0);
+    jw_str(&j, "x");
+    jw_obj_end(&j);
+    jw_put(&j, "", 1);
+    CHECK_STR(b, "{\"a\":1,\"b\\u0063\":2,\"\":\"x\"}");
+}
+
 static void test_depth_cap(void)
 {
     static char big[512];
@@ -146,6 +164,7 @@ int main(void)
     RUN(test_strings);
     RUN(test_overflow);
     RUN(test_fmt_u64);
+    RUN(test_key_json);
     RUN(test_depth_cap);
     TEST_DONE();
 }

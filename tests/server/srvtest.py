@@ -27,6 +27,70 @@ ADMIN = "test-admin-token-0123456789"
 STREAMS = ("device", "scope", "system")
 
 
+# docs/api.md "Numbers": the members that are always strings of decimal
+# digits (ns times and durations, byte counts, instruction and sector
+# counts); every other integer is a JSON number up to 2^53 - 1, which a
+# JavaScript reader holds exactly, and a decimal string past it.
+API_DEC = frozenset((
+    "ts", "dur", "start_ns", "first_ts", "last_ts", "span_ns", "last_start_ns",
+    "end", "api_enter", "api_dur", "total_ns", "avg_ns", "min_ns", "p50_ns",
+    "p99_ns", "max_ns", "from", "to", "bucket_ns", "t", "dur_ns", "self_ns",
+    "gpu_ns", "gpu_ns_total", "bytes", "inst", "thread_inst", "sectors",
+    "sectors_ideal", "start", "alloc_bytes", "inuse_bytes", "total_bytes",
+    "since", "deadline", "veto_until"))
+# Members copied from event lines as they came: their integers are
+# numbers up to 2^53 - 1 and decimal strings past it, whatever the key.
+API_COPIED = frozenset(("devices", "engines", "cmd", "lib", "interval_ms",
+                        "stack", "signals"))
+SAFE = 2 ** 53 - 1
+DEC_RE = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def api_decode(v, key=None, copied=False, where="$"):
+    """An API answer checked against docs/api.md "Numbers", its decimal
+    strings turned into ints for the tests' arithmetic: raises
+    AssertionError naming the member that breaks the rule."""
+    def bad(why):
+        raise AssertionError("%s: %s (%r)" % (where, why, v))
+    dec = key in API_DEC and not copied
+    if isinstance(v, dict):
+        return {k: api_decode(x, k, copied or k in API_COPIED,
+                              where + "." + k) for k, x in v.items()}
+    if isinstance(v, list):
+        if key == "buckets" and not copied:
+            # timeline: [pixel, kernels started, busy ns, top name id]
+            for b in v:
+                if not (isinstance(b, list) and len(b) == 4):
+                    bad("a bucket is [pixel, kernels, busy ns, name id]")
+            return [[api_decode(x, "dur" if i == 2 else None, False,
+                                "%s[%d][%d]" % (where, j, i))
+                     for i, x in enumerate(b)] for j, b in enumerate(v)]
+        return [api_decode(x, key, copied, "%s[%d]" % (where, i))
+                for i, x in enumerate(v)]
+    if isinstance(v, bool) or v is None or isinstance(v, float):
+        return v
+    if isinstance(v, int):
+        if abs(v) > SAFE:
+            bad("an integer past 2^53 - 1 as a bare number")
+        if dec:
+            bad("a number where docs/api.md says a decimal string")
+        return v
+    if isinstance(v, str) and DEC_RE.fullmatch(v):
+        if dec or (key == "level" and not copied):
+            return int(v)
+        if abs(int(v)) > SAFE:
+            return int(v)  # an integer too big for a number
+    elif dec and not (key == "level" and v == "raw"):
+        bad("not a decimal string")
+    return v
+
+
+def api_json(data):
+    """An API answer's body (bytes): parsed, checked, decimal strings as
+    ints (api_decode)."""
+    return api_decode(json.loads(data))
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUFL_SERVER_") and not k.startswith("GPUFL_")
@@ -133,10 +197,11 @@ class Server:
             c.close()
 
     def get(self, path, token="admin"):
+        """A 200 answer, checked against docs/api.md "Numbers" (api_json)."""
         st, _, data = self.req("GET", path, token=token)
         if st != 200:
             raise AssertionError("GET %s -> %d %s" % (path, st, data[:300]))
-        return json.loads(data)
+        return api_json(data)
 
     def post(self, stream, body, token="admin", enc=None,
              ctype="application/x-ndjson"):

@@ -3,7 +3,7 @@
  * SQLite, or on PostgreSQL when GPUFL_TEST_PG_URI_FILE names a throwaway
  * cluster's URI (tests/server/pg_cluster.sh), then a fresh database there;
  * the same store opened again (a second server on one database); and a
- * query's JSON answer.
+ * query's JSON answer (check it with tests/jpath.h).
  */
 #ifndef GPUFL_TESTS_SERVER_STORE_TEST_H
 #define GPUFL_TESTS_SERVER_STORE_TEST_H
@@ -18,8 +18,9 @@
 #include "db.h"
 #include "store.h"
 
-/* The last answer of q(). */
+/* The last answer of q(), and what the query returned. */
 static char out[1 << 20];
+static int q_rc;
 
 /* The PostgreSQL cluster's URI (no database), or "" for SQLite. */
 static const char *pg_uri(void)
@@ -98,7 +99,7 @@ static const char *q(srv_store *s, int (*fn)(srv_store *, const srv_q *, jw *),
     qq.sid = sid;
     qq.limit = 1000;
     jw_init(&w, out, sizeof(out));
-    if (fn(s, &qq, &w))
+    if ((q_rc = fn(s, &qq, &w)) != 0)
         return "";
     jw_put(&w, "", 1);
     return out;

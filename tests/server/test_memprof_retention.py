@@ -119,7 +119,7 @@ class MemprofRetention(unittest.TestCase):
         self.post(srv, body)
         st, _, data = srv.req("GET", "/api/v1/memory?host=roundtrip&limit=10")
         self.assertEqual(st, 200, data)
-        frames = [s["frames"] for s in json.loads(data)["stacks"]]
+        frames = [s["frames"] for s in T.api_json(data)["stacks"]]
         self.assertIn(odd, frames)
         self.no_orphans(srv)
 

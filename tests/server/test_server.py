@@ -8,6 +8,7 @@ import bisect
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -330,6 +331,52 @@ class Query(Base):
         self.assertEqual(st, 404)
         st, _, _ = self.srv.req("GET", "/api/v1/sessions?cursor=garbage")
         self.assertEqual(st, 400)
+
+    def test_numbers_read_exactly_as_doubles(self):
+        """docs/api.md "Numbers": every answer reads the same through
+        doubles (what JavaScript's JSON.parse does) as exactly, and each
+        ns time, duration, byte and instruction count is a decimal string
+        whatever its value - checked on the raw text, not through
+        srv.get."""
+        s, w = self.train, self.work
+        kid = self.kernels(s)[0][0]
+        paths = ["/api/v1/hosts", "/api/v1/sessions", "/api/v1/sessions/" + s.sid]
+        paths += ["/api/v1/sessions/%s/%s" % (x.sid, q) for x in (s, w) for q in (
+            "kernels?limit=1000", "kernels?sort=duration", "kernels/aggregate",
+            "timeline?width=700", "timeline?width=10000&from=%d&to=%d" % (
+                x.streams["device"].events[0]["ts"],
+                x.streams["device"].events[0]["ts"] + 100000),
+            "copies?limit=1000", "scopes", "profile", "system?points=50")]
+        paths += ["/api/v1/sessions/%s/kernels/%d" % (s.sid, kid),
+                  "/api/v1/compare?a=%s&b=%s" % (s.sid, self.train2.sid),
+                  "/api/v1/memory", "/api/v1/memory/profiles", "/api/v1/fleet",
+                  "/api/v1/verdicts", "/api/v1/keys"]
+
+        def same(a, b, where):
+            if isinstance(a, dict):
+                self.assertEqual(a.keys(), b.keys(), where)
+                for k in a:
+                    same(a[k], b[k], where + "." + k)
+            elif isinstance(a, list):
+                self.assertEqual(len(a), len(b), where)
+                for i, (x, y) in enumerate(zip(a, b)):
+                    same(x, y, "%s[%d]" % (where, i))
+            elif isinstance(a, int) and not isinstance(a, bool):
+                self.assertEqual(int(b), a, where + ": rounded through a double")
+            else:
+                self.assertEqual(a, b, where)
+        strings = 0
+        for p in paths:
+            st, _, data = self.srv.req("GET", p)
+            self.assertEqual(st, 200, p)
+            same(json.loads(data), json.loads(data, parse_int=float), p)
+            T.api_json(data)  # every member of docs/api.md's list a string
+            strings += len(re.findall(rb'"(ts|dur|t|total_ns|bytes)":"[0-9]+"', data))
+        self.assertGreater(strings, 1000)
+        # one kernel as the log has it: ns as strings, ids as numbers
+        e = s.streams["device"].of("kernel")[0]
+        st, _, data = self.srv.req("GET", "/api/v1/sessions/%s/kernels/%d" % (s.sid, e["seq"]))
+        self.assertIn(('"kid":%d,"ts":"%d","dur":"%d"' % (e["seq"], e["ts"], e["dur"])).encode(), data)
 
 
 # (method, path, role that may call it; None = no token needed)

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "jpath.h"
 #include "store_test.h"
 
 #define SIDE "eeeeeeee-0000-4000-8000-000000000001"
@@ -96,7 +97,7 @@ static void add_seq(const char *sid, int st, int seq)
 static uint64_t ingest(srv_store *s)
 {
     srv_ingest_res r;
-    int rc = s->ops->ingest(s, ev, nev, &r);
+    int rc = srv_store_ingest(s, ev, nev, &r);
 
     CHECK_EQ_U64(rc, GPUFL_OK);
     batch_reset();
@@ -114,7 +115,45 @@ static uint64_t put_range(srv_store *s, const char *sid, int st, int lo, int hi)
 
 static const char *session(srv_store *s, const char *sid)
 {
-    return q(s, s->ops->q_session, sid);
+    return q(s, srv_store_q_session, sid);
+}
+
+/* The gaps of stream st in a session answer: count missing, its first
+ * nr missing ranges as listed (lo, hi pairs), whether the list was cut,
+ * and the highest seq stored. */
+static void check_gaps(const char *json, const char *st, int64_t count,
+                       const int64_t (*r)[2], int nr, int listed, int cut,
+                       int64_t last)
+{
+    char path[64];
+
+#define P(...) (snprintf(path, sizeof(path), __VA_ARGS__), path)
+    CHECK_JNUM(json, P("gaps.%s.count", st), count);
+    CHECK_JLEN(json, P("gaps.%s.ranges", st), (uint32_t)listed);
+    for (int i = 0; i < nr; i++) {
+        CHECK_JNUM(json, P("gaps.%s.ranges.%d.0", st, i), r[i][0]);
+        CHECK_JNUM(json, P("gaps.%s.ranges.%d.1", st, i), r[i][1]);
+    }
+    CHECK_JBOOL(json, P("gaps.%s.ranges_cut", st), cut);
+    CHECK_JNUM(json, P("gaps.%s.last_seq", st), last);
+#undef P
+}
+
+/* The lines missing in the first item of a sessions list with sid. */
+static void check_list_missing(srv_store *s, const char *sid, int64_t want)
+{
+    const char *json = q(s, srv_store_q_sessions, NULL);
+    int i = 0;
+    char path[32];
+
+    for (;; i++) {
+        snprintf(path, sizeof(path), "items.%d.id", i);
+        if (jp_find(json, path) == JSONL_NOTFOUND ||
+            jsonl_tok_streq(&jp_doc, jp_find(json, path), sid, strlen(sid)))
+            break;
+    }
+    snprintf(path, sizeof(path), "items.%d.missing", i);
+    CHECK_JNUM(json, path, want);
 }
 
 /* A hole, part of it filled, duplicates, several holes made by one batch
@@ -127,13 +166,14 @@ static void test_gaps_exact(void)
 
     REQUIRE(s);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 0, 99), 100);
-    CHECK(strstr(session(s, SIDE),
-                 "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,"
-                 "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":99}}") !=
-          NULL);
+    CHECK_JI64(session(s, SIDE), "missing", 0);
+    CHECK_JLEN(out, "gaps", 1);
+    check_gaps(out, "device", 0, NULL, 0, 0, 0, 99);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 150, 199), 50);
-    CHECK(strstr(session(s, SIDE),
-                 "\"device\":{\"count\":50,\"ranges\":[[100,149]],") != NULL);
+    {
+        static const int64_t r[][2] = { { 100, 149 } };
+        check_gaps(session(s, SIDE), "device", 50, r, 1, 1, 0, 199);
+    }
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 120, 129), 10);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 0, 50), 0);
     /* one batch: 305, 300, 301 (after 199): two holes */
@@ -145,15 +185,19 @@ static void test_gaps_exact(void)
     CHECK_EQ_U64(ingest(s), 3);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_SCOPE, 0, 9), 10);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_SYSTEM, 5, 9), 5);
-    CHECK(strstr(session(s, SIDE),
-                 "\"missing\":148,\"gaps\":{\"device\":{\"count\":143,"
-                 "\"ranges\":[[100,119],[130,149],[200,299],[302,304]],"
-                 "\"ranges_cut\":false,\"last_seq\":305},\"scope\":{\"count\":"
-                 "0,\"ranges\":[],\"ranges_cut\":false,\"last_seq\":9},"
-                 "\"system\":{\"count\":5,\"ranges\":[[0,4]],\"ranges_cut\":"
-                 "false,\"last_seq\":9}}") != NULL);
-    CHECK(strstr(q(s, s->ops->q_sessions, NULL), "\"missing\":148}") != NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    {
+        static const int64_t dev[][2] = {
+            { 100, 119 }, { 130, 149 }, { 200, 299 }, { 302, 304 }
+        };
+        static const int64_t sys[][2] = { { 0, 4 } };
+        CHECK_JI64(session(s, SIDE), "missing", 148);
+        CHECK_JLEN(out, "gaps", 3);
+        check_gaps(out, "device", 143, dev, 4, 4, 0, 305);
+        check_gaps(out, "scope", 0, NULL, 0, 0, 0, 9);
+        check_gaps(out, "system", 5, sys, 1, 1, 0, 9);
+    }
+    check_list_missing(s, SIDE, 148);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_DEVICE], 143);
     CHECK_EQ_U64(miss[SRV_ST_SCOPE], 0);
     CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 5);
@@ -162,23 +206,24 @@ static void test_gaps_exact(void)
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 100, 119), 20);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 130, 300), 120);
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_SYSTEM, 0, 4), 5);
-    CHECK(strstr(session(s, SIDE),
-                 "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,"
-                 "\"ranges\":[],\"ranges_cut\":false,\"last_seq\":305},") !=
-          NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    CHECK_JI64(session(s, SIDE), "missing", 0);
+    check_gaps(out, "device", 0, NULL, 0, 0, 0, 305);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_DEVICE] + miss[SRV_ST_SYSTEM], 0);
     /* 150 holes: the first SQ_GAP_RANGES_MAX (100) listed, count exact */
     batch_reset();
     for (int i = 0; i <= 150; i++)
         add_seq(SIDF, SRV_ST_SCOPE, 2 * i);
     CHECK_EQ_U64(ingest(s), 151);
-    CHECK(strstr(session(s, SIDF),
-                 "\"missing\":150,\"gaps\":{\"scope\":{\"count\":150,"
-                 "\"ranges\":[[1,1],[3,3],") != NULL);
-    CHECK(strstr(out, "[197,197],[199,199]],\"ranges_cut\":true,"
-                      "\"last_seq\":300}") != NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    {
+        int64_t r[100][2];
+        for (int i = 0; i < 100; i++)
+            r[i][0] = r[i][1] = 2 * i + 1;
+        CHECK_JI64(session(s, SIDF), "missing", 150);
+        CHECK_JLEN(out, "gaps", 1);
+        check_gaps(out, "scope", 150, (const int64_t(*)[2])r, 100, 100, 1, 300);
+    }
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_SCOPE], 150);
     /* the largest seq there is: nothing overflows */
     batch_reset();
@@ -186,16 +231,15 @@ static void test_gaps_exact(void)
     add("{\"v\":1,\"sid\":\"" SIDG "\",\"st\":\"system\","
         "\"seq\":9223372036854775807,\"ts\":5,\"type\":\"host\"}");
     CHECK_EQ_U64(ingest(s), 2);
-    CHECK(strstr(session(s, SIDG),
-                 "\"missing\":9223372036854775806,\"gaps\":{\"system\":"
-                 "{\"count\":9223372036854775806,\"ranges\":[[1,"
-                 "9223372036854775806]],\"ranges_cut\":false,\"last_seq\":"
-                 "9223372036854775807}}") != NULL);
-    CHECK(strstr(q(s, s->ops->q_sessions, NULL),
-                 "\"missing\":9223372036854775806}") != NULL);
-    REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+    {
+        static const int64_t r[][2] = { { 1, INT64_MAX - 1 } };
+        CHECK_JNUM(session(s, SIDG), "missing", INT64_MAX - 1);
+        check_gaps(out, "system", INT64_MAX - 1, r, 1, 1, 0, INT64_MAX);
+    }
+    check_list_missing(s, SIDG, INT64_MAX - 1);
+    REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
     CHECK_EQ_U64(miss[SRV_ST_SYSTEM], 9223372036854775806ull);
-    s->ops->close(s);
+    srv_store_close(s);
 }
 
 /* Two servers on one database (two stores), batches of one stream
@@ -217,20 +261,20 @@ static void test_gaps_two_writers(void)
             fresh[i]);
     for (int w = 0; w < 2; w++) {
         srv_store *s = w ? b : a;
-        CHECK(strstr(session(s, SIDG),
-                     "\"missing\":39,\"gaps\":{\"device\":{\"count\":39,"
-                     "\"ranges\":[[261,299]],\"ranges_cut\":false,"
-                     "\"last_seq\":399}}") != NULL);
-        REQUIRE(s->ops->missing(s, miss) == GPUFL_OK);
+        static const int64_t r[][2] = { { 261, 299 } };
+        CHECK_JI64(session(s, SIDG), "missing", 39);
+        CHECK_JLEN(out, "gaps", 1);
+        check_gaps(out, "device", 39, r, 1, 1, 0, 399);
+        REQUIRE(srv_store_missing(s, miss) == GPUFL_OK);
         CHECK_EQ_U64(miss[SRV_ST_DEVICE], 39);
     }
     /* and the last hole filled by both at once (same lines twice) */
     CHECK_EQ_U64(put_range(a, SIDG, SRV_ST_DEVICE, 255, 280), 20);
     CHECK_EQ_U64(put_range(b, SIDG, SRV_ST_DEVICE, 270, 299), 19);
-    CHECK(strstr(session(a, SIDG),
-                 "\"missing\":0,\"gaps\":{\"device\":{\"count\":0,") != NULL);
-    a->ops->close(a);
-    b->ops->close(b);
+    CHECK_JI64(session(a, SIDG), "missing", 0);
+    check_gaps(out, "device", 0, NULL, 0, 0, 0, 399);
+    srv_store_close(a);
+    srv_store_close(b);
 }
 
 /* A session ends when all its streams have ended: its device stream's
@@ -253,9 +297,10 @@ static void test_end_all_streams(void)
         "\"ts\":2000,\"type\":\"session_end\",\"reason\":\"shutdown\","
         "\"lines\":3}");
     CHECK_EQ_U64(ingest(s), 5);
-    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
-    CHECK(strstr(out, "\"end_reason\"") == NULL);
-    CHECK(strstr(out, "\"streams_ended\":[\"device\"]") != NULL);
+    CHECK_JSTR(session(s, SIDE), "state", "running");
+    CHECK_JABSENT(out, "end_reason");
+    CHECK_JLEN(out, "streams_ended", 1);
+    CHECK_JSTR(out, "streams_ended.0", "device");
     batch_reset();
     add_seq(SIDE, SRV_ST_SCOPE, 1);
     add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"scope\",\"seq\":2,"
@@ -263,19 +308,20 @@ static void test_end_all_streams(void)
         "\"lines\":3}");
     add_seq(SIDE, SRV_ST_SYSTEM, 1);
     CHECK_EQ_U64(ingest(s), 3);
-    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
-    CHECK(strstr(out, "\"streams_ended\":[\"device\",\"scope\"]") != NULL);
+    CHECK_JSTR(session(s, SIDE), "state", "running");
+    CHECK_JLEN(out, "streams_ended", 2);
+    CHECK_JSTR(out, "streams_ended.0", "device");
+    CHECK_JSTR(out, "streams_ended.1", "scope");
     batch_reset();
     add("{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"system\",\"seq\":2,"
         "\"ts\":2000,\"type\":\"session_end\",\"reason\":\"signal\","
         "\"lines\":3}");
     CHECK_EQ_U64(ingest(s), 1);
-    CHECK(strstr(session(s, SIDE),
-                 "\"state\":\"ended\",\"end_reason\":\"signal\"") != NULL);
-    CHECK(strstr(out, "\"streams_ended\":[\"device\",\"scope\",\"system\"]") !=
-          NULL);
-    CHECK(strstr(q(s, s->ops->q_sessions, NULL), "\"state\":\"ended\"") !=
-          NULL);
+    CHECK_JSTR(session(s, SIDE), "state", "ended");
+    CHECK_JSTR(out, "end_reason", "signal");
+    CHECK_JLEN(out, "streams_ended", 3);
+    CHECK_JSTR(out, "streams_ended.2", "system");
+    CHECK_JSTR(q(s, srv_store_q_sessions, NULL), "items.0.state", "ended");
     /* a session of one stream says so on its session line */
     batch_reset();
     add("{\"v\":1,\"sid\":\"%s\",\"st\":\"system\",\"seq\":0,\"ts\":100,"
@@ -286,8 +332,8 @@ static void test_end_all_streams(void)
         "\"type\":\"session_end\",\"reason\":\"shutdown\",\"lines\":2}",
         sys_only);
     CHECK_EQ_U64(ingest(s), 2);
-    CHECK(strstr(session(s, sys_only), "\"state\":\"ended\"") != NULL);
-    s->ops->close(s);
+    CHECK_JSTR(session(s, sys_only), "state", "ended");
+    srv_store_close(s);
 }
 
 /* Staleness counts only the time the server could hear: a session silent
@@ -312,14 +358,14 @@ static void test_stale_heard_since(void)
         CHECK(sdb_exec(db, sql) == 0);
     }
     sdb_close(db);
-    CHECK(s->ops->mark_stale(s, 300, now - 60) == GPUFL_OK);
-    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
-    CHECK(s->ops->mark_stale(s, 300, now - 301) == GPUFL_OK);
-    CHECK(strstr(session(s, SIDE), "\"state\":\"stale\"") != NULL);
+    CHECK(srv_store_mark_stale(s, 300, now - 60) == GPUFL_OK);
+    CHECK_JSTR(session(s, SIDE), "state", "running");
+    CHECK(srv_store_mark_stale(s, 300, now - 301) == GPUFL_OK);
+    CHECK_JSTR(session(s, SIDE), "state", "stale");
     /* a new line makes it running again */
     CHECK_EQ_U64(put_range(s, SIDE, SRV_ST_DEVICE, 10, 10), 1);
-    CHECK(strstr(session(s, SIDE), "\"state\":\"running\"") != NULL);
-    s->ops->close(s);
+    CHECK_JSTR(session(s, SIDE), "state", "running");
+    srv_store_close(s);
 }
 
 /* Kernels whose durations add up past 2^63-1 in one timeline bucket,
@@ -350,9 +396,10 @@ static void test_rollup_saturates(void)
         "\"ts\":1002,\"type\":\"kernel\",\"name\":1,\"scope\":7,"
         "\"dur\":4700000000000000000}");
     CHECK_EQ_U64(ingest(s), 1);
-    p = q(s, s->ops->q_kernel_agg, SIDE);
-    CHECK(strstr(p, "\"name\":\"long\",\"count\":3,"
-                    "\"total_ns\":9223372036854775807,") != NULL);
+    p = q(s, srv_store_q_kernel_agg, SIDE);
+    CHECK_JSTR(p, "items.0.name", "long");
+    CHECK_JI64(p, "items.0.count", 3);
+    CHECK_JDEC(p, "items.0.total_ns", INT64_MAX);
     {
         srv_q qq;
         jw w;
@@ -360,14 +407,19 @@ static void test_rollup_saturates(void)
         qq.sid = SIDE;
         qq.width = 10;
         jw_init(&w, out, sizeof(out));
-        CHECK(s->ops->q_timeline(s, &qq, &w) == GPUFL_OK);
+        CHECK(srv_store_q_timeline(s, &qq, &w) == GPUFL_OK);
         jw_put(&w, "", 1);
         /* one lane, the three kernels in its first bucket (too long to
          * spread), busy time saturated */
-        CHECK(strstr(out, "\"buckets\":[[0,3,9223372036854775807,1]]") != NULL);
+        CHECK_JLEN(out, "lanes", 1);
+        CHECK_JLEN(out, "lanes.0.buckets", 1);
+        CHECK_JI64(out, "lanes.0.buckets.0.0", 0);
+        CHECK_JI64(out, "lanes.0.buckets.0.1", 3);
+        CHECK_JDEC(out, "lanes.0.buckets.0.2", INT64_MAX);
+        CHECK_JI64(out, "lanes.0.buckets.0.3", 1);
     }
-    CHECK(strstr(session(s, SIDE), "\"kernels\":3,") != NULL);
-    s->ops->close(s);
+    CHECK_JI64(session(s, SIDE), "counts.kernels", 3);
+    srv_store_close(s);
 }
 
 int main(void)

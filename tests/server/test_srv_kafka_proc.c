@@ -210,7 +210,7 @@ static int make_db(const char *tmp)
         fprintf(stderr, "%s\n", err);
         return -1;
     }
-    st->ops->close(st);
+    srv_store_close(st);
     return 0;
 }
 

@@ -94,7 +94,12 @@ try {
   const get = async (p) => {
     const r = await req(U, 'GET', '/api/v1/' + p);
     if (r.status !== 200) throw new Error('GET ' + p + ': ' + r.status + ' ' + r.text);
-    return JSON.parse(r.text.replace(/([:[,])(-?\d{16,})(?=[,\]}])/g, '$1"$2"'));
+    // docs/api.md "Numbers": what the API sends, JSON.parse holds exactly
+    return JSON.parse(r.text, (k, v) => {
+      if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v))
+        throw new Error('GET ' + p + ': "' + k + '":' + v + ' is an integer past 2^53 - 1 sent as a number');
+      return v;
+    });
   };
 
   // ---- memory profile (CONTRACTS.md §1) and idle verdicts (§2) -------------

@@ -1,9 +1,15 @@
 // api.ts - the gpufl-server query API, as the UI uses it.
 //
-// Integers of 16 digits or more (epoch-ns times) arrive as strings: JSON.parse
-// would round them through doubles (docs/api.md: "64-bit integers are written
-// exactly").  Use big() / rel() to work with them.
+// The API writes what JSON.parse would round (docs/api.md "Numbers") as
+// strings of decimal digits: every ns time and duration, byte count and
+// instruction count is a Dec, always; other integers are numbers (an Int:
+// a decimal string only past 2^53 - 1, which real data never reaches).
+// Use big() / rel() for epoch-ns times, num() for a duration or a size
+// to show.
 
+/* A decimal-string integer of the API: ns, bytes, instruction counts. */
+export type Dec = string;
+/* A number, or a decimal string past 2^53 - 1. */
 export type Int = number | string;
 
 export class ApiError extends Error {
@@ -29,44 +35,20 @@ export function setToken(t: string | null): void {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
-/* Quotes every integer literal of 16+ digits outside strings. */
-export function quoteBigInts(text: string): string {
-  let out = '';
-  let i = 0;
-  const n = text.length;
-  while (i < n) {
-    const c = text[i];
-    if (c === '"') {
-      let j = i + 1;
-      while (j < n && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      out += text.slice(i, j + 1);
-      i = j + 1;
-    } else if ((c >= '0' && c <= '9') || c === '-') {
-      let j = i + 1;
-      while (j < n && /[0-9.eE+-]/.test(text[j])) j++;
-      const num = text.slice(i, j);
-      out += /^-?\d{16,}$/.test(num) ? '"' + num + '"' : num;
-      i = j;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
-}
-
-export function parseJson(text: string): unknown {
-  return JSON.parse(quoteBigInts(text));
-}
-
-export function big(v: Int | null | undefined): bigint {
+export function big(v: Dec | Int | null | undefined): bigint {
   if (v === null || v === undefined || v === '') return 0n;
   return typeof v === 'string' ? BigInt(v) : BigInt(Math.trunc(v));
 }
 
 /* ns offset of v from base as a Number (exact below 2^53 ns = 104 days). */
-export function rel(v: Int, base: bigint): number {
+export function rel(v: Dec | Int, base: bigint): number {
   return Number(big(v) - base);
+}
+
+/* A duration, size or count as a Number to show or compute with (exact
+ * below 2^53: 104 days of ns, 8 PiB); 0 for none. */
+export function num(v: Dec | Int | null | undefined): number {
+  return v === null || v === undefined || v === '' ? 0 : Number(v);
 }
 
 type Fetcher = (input: string, init?: RequestInit) => Promise<Response>;
@@ -115,7 +97,7 @@ export async function api<T>(
       }
       throw new ApiError(r.status, msg || r.statusText);
     }
-    return parseJson(text) as T;
+    return JSON.parse(text) as T;
   } finally {
     inflight.n--;
   }

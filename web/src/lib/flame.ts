@@ -3,12 +3,12 @@
 //
 // total(node) = bytes of every stack passing through it; self(node) = bytes
 // of stacks ending at it.  total = self + Σ total(children).
+import type { Dec, Int } from './api';
 
-import type { Int } from './api';
-
+/* As the API sends it: bytes a decimal string (docs/api.md "Numbers"). */
 export interface Stack {
   frames: string[];
-  bytes: Int;
+  bytes: Dec | number;
   count: Int;
 }
 

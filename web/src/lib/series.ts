@@ -1,12 +1,11 @@
 // series.ts - the system endpoint's buckets as uPlot data: one shared x
 // (seconds from the session start) and one y array per (source, field),
 // null where a source has no bucket at that x.
-
-import type { Int } from './api';
+import type { Dec, Int } from './api';
 
 /* One bucket: t, n, and per field [min, max, avg] (docs/api.md). */
 export interface SysPoint {
-  t: Int;
+  t: Dec; // epoch ns, a decimal string (docs/api.md "Numbers")
   n: number;
   [field: string]: Int | number[];
 }

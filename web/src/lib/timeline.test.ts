@@ -36,6 +36,7 @@ describe('layoutLanes', () => {
 });
 
 describe('summary buckets to rects', () => {
+  // busy ns as the API sends it: a decimal string (docs/api.md "Numbers")
   const s = {
     from: 0,
     to: 1000,
@@ -46,19 +47,19 @@ describe('summary buckets to rects', () => {
         dev: 0,
         stream: 7,
         buckets: [
-          [0, 5, 100, 1],
-          [3, 2, 50, 2],
-          [9, 1, 10, 1],
-        ] as [number, number, number, number][],
+          [0, 5, '100', 1],
+          [3, 2, '50', 2],
+          [9, 1, '10', 1],
+        ] as [number, number, string, number][],
       },
     ],
   };
   it('maps pixel p to [from + p*px, +px)', () => {
     const it = summaryItems(s);
-    expect(it.map((x) => [x.lane, x.t, x.dur, x.count])).toEqual([
-      ['k0:7', 0, 100, 5],
-      ['k0:7', 300, 100, 2],
-      ['k0:7', 900, 100, 1],
+    expect(it.map((x) => [x.lane, x.t, x.dur, x.count, x.busy])).toEqual([
+      ['k0:7', 0, 100, 5, 100],
+      ['k0:7', 300, 100, 2, 50],
+      ['k0:7', 900, 100, 1, 10],
     ]);
     expect(countInView(it, { t0: 250, t1: 950 })).toBe(3);
     expect(countInView(it, { t0: 0, t1: 1000 })).toBe(8);

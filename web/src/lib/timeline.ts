@@ -4,6 +4,7 @@
 //
 // All times here are ns offsets (Numbers) from the session's base time; the
 // absolute epoch-ns values stay bigint/strings elsewhere (api.ts).
+import { Dec, num } from './api';
 
 export type LaneKind = 'kernel' | 'copy' | 'scope';
 
@@ -92,7 +93,9 @@ export interface Summary {
   to: number;
   width: number;
   bucket_ns: number;
-  lanes: { dev: number; stream: number; buckets: [number, number, number, number][] }[];
+  /* per pixel [pixel, kernels started, busy ns (a decimal string, as the
+     API sends it), top kernel name id] */
+  lanes: { dev: number; stream: number; buckets: [number, number, Dec | number, number][] }[];
 }
 
 /* The server's buckets as items: pixel p covers [from + p*px, from + (p+1)*px). */
@@ -102,7 +105,7 @@ export function summaryItems(s: Summary): Item[] {
   for (const l of s.lanes) {
     const key = kLane(l.dev, l.stream);
     for (const [p, count, busy, name] of l.buckets)
-      out.push({ lane: key, t: s.from + p * px, dur: px, count, busy, name });
+      out.push({ lane: key, t: s.from + p * px, dur: px, count, busy: num(busy), name });
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // types.ts - the gpufl-server query API's answers as the UI reads them
-// (docs/api.md, one interface per answer).  Fields that can hold a 64-bit
-// integer (epoch-ns times, ns sums, byte counts) are `Int`: such a value may
-// arrive as a string (api.ts), so read it with big(), rel() or Number().
-import type { Int } from './api';
+// (docs/api.md, one interface per answer).  docs/api.md "Numbers": every ns
+// time and duration, byte count and instruction/sector count is a `Dec`, a
+// decimal string always (read it with big(), rel() or num()); every other
+// integer is an `Int`, a number (a decimal string only past 2^53 - 1).
+import type { Dec, Int } from './api';
 import type { StreamGaps } from './gaps';
 
 /* Every list answer: {"items": [...], "next": cursor|null}. */
@@ -15,7 +16,7 @@ export interface Page<T> {
 export interface HostItem {
   host: string;
   sessions: number;
-  last_start_ns: Int;
+  last_start_ns: Dec;
   apps: string;
 }
 
@@ -39,11 +40,11 @@ export interface Session {
   app: string;
   host: string;
   pid: number;
-  start_ns: Int;
+  start_ns: Dec;
   state: string;
   end_reason?: string | null;
-  first_ts: Int;
-  last_ts: Int;
+  first_ts: Dec;
+  last_ts: Dec;
   last_seen: number;
   keep?: boolean;
   simulated: boolean;
@@ -56,7 +57,7 @@ export interface Session {
   engines?: Record<string, string>;
   cmd?: string;
   lib?: string;
-  span_ns?: Int;
+  span_ns?: Dec;
   interval_ms?: number;
   gaps?: Record<string, StreamGaps>;
 }
@@ -64,8 +65,8 @@ export interface Session {
 /* GET /sessions/{id}/kernels item. */
 export interface KernelItem {
   kid: number;
-  ts: Int;
-  dur: Int;
+  ts: Dec;
+  dur: Dec;
   dev: number;
   stream: number;
   corr: number;
@@ -80,9 +81,9 @@ export interface KernelItem {
 
 /* GET /sessions/{id}/kernels/{kid}. */
 export interface KernelDetail extends KernelItem {
-  end?: Int;
-  api_enter?: Int | null;
-  api_dur?: Int | null;
+  end?: Dec;
+  api_enter?: Dec | null;
+  api_dur?: Dec | null;
   launch_cfg?: number | null;
   cooperative?: boolean;
   limiter?: string | null;
@@ -96,12 +97,12 @@ export interface KernelDetail extends KernelItem {
 export interface KernelAgg {
   name: string;
   count: number;
-  total_ns: Int;
-  avg_ns: Int;
-  min_ns: Int;
-  p50_ns: Int;
-  p99_ns: Int;
-  max_ns: Int;
+  total_ns: Dec;
+  avg_ns: Dec;
+  min_ns: Dec;
+  p50_ns: Dec;
+  p99_ns: Dec;
+  max_ns: Dec;
   occ_avg: number | null;
   regs: number;
   smem: number;
@@ -111,25 +112,25 @@ export interface KernelAgg {
 export interface CopyItem {
   seq: number;
   type: 'memcpy' | 'memset' | 'sync' | 'alloc' | 'free';
-  ts: Int;
-  dur?: Int;
+  ts: Dec;
+  dur?: Dec;
   dev: number;
   stream?: number;
   corr?: number;
   kind?: string;
-  bytes?: Int;
+  bytes?: Dec;
   scope?: number;
   flags?: number;
 }
 
-/* GET /sessions/{id}/timeline: lanes of [pixel, kernels, busy ns, name id]. */
+/* GET /sessions/{id}/timeline: lanes of [pixel, kernels, busy ns (a Dec), name id]. */
 export interface TimelineAnswer {
-  from: Int;
-  to: Int;
+  from: Dec;
+  to: Dec;
   width: number;
-  bucket_ns: Int;
-  level: Int | 'raw';
-  lanes: { dev: number; stream: number; buckets: [number, number, number, number][] }[];
+  bucket_ns: Dec;
+  level: Dec | 'raw';
+  lanes: { dev: number; stream: number; buckets: [number, number, Dec, number][] }[];
   names: Record<string, string>;
 }
 
@@ -140,12 +141,12 @@ export interface ScopeNode {
   path_id: number;
   depth: number;
   instances: number;
-  total_ns: Int;
-  self_ns: Int;
+  total_ns: Dec;
+  self_ns: Dec;
   kernels: number;
-  gpu_ns: Int;
+  gpu_ns: Dec;
   kernels_total: number;
-  gpu_ns_total: Int;
+  gpu_ns_total: Dec;
   children: ScopeNode[];
 }
 
@@ -158,11 +159,11 @@ export interface ScopeTree {
 export interface ProfileAnswer {
   functions: {
     function: string;
-    inst: Int;
-    thread_inst: Int;
+    inst: Dec;
+    thread_inst: Dec;
     warp_efficiency: number;
-    sectors?: Int;
-    sectors_ideal?: Int;
+    sectors?: Dec;
+    sectors_ideal?: Dec;
     coalescing: number | null;
     pc_samples: Int;
   }[];
@@ -171,7 +172,7 @@ export interface ProfileAnswer {
     pc: Int;
     file?: string | null;
     line?: number;
-    inst: Int;
+    inst: Dec;
     warp_efficiency: number;
     coalescing: number | null;
     pc_samples: Int;
@@ -182,10 +183,10 @@ export interface ProfileAnswer {
 /* GET /compare item. */
 export interface CompareAgg {
   count: number;
-  total_ns: Int;
-  avg_ns: Int;
-  p50_ns: Int;
-  max_ns: Int;
+  total_ns: Dec;
+  avg_ns: Dec;
+  p50_ns: Dec;
+  max_ns: Dec;
 }
 
 export interface CompareItem {
@@ -202,13 +203,13 @@ export interface MemProfile {
   pid: number;
   comm?: string | null;
   sid: string | null;
-  start: Int;
-  end: Int;
+  start: Dec;
+  end: Dec;
   source: string;
   simulated: boolean;
   stacks: number;
-  alloc_bytes: Int;
-  inuse_bytes: Int;
+  alloc_bytes: Dec;
+  inuse_bytes: Dec;
 }
 
 /* GET /fleet: the latest verdict per GPU and per session, by host. */
@@ -218,8 +219,8 @@ export interface FleetGpu {
   pci?: string;
   model?: string;
   state: string;
-  since: Int;
-  ts: Int;
+  since: Dec;
+  ts: Dec;
   reasons: string[];
   signals?: Record<string, number | string>;
 }
@@ -229,8 +230,8 @@ export interface FleetSession {
   pod?: string;
   devs?: number[];
   state: string;
-  since: Int;
-  ts: Int;
+  since: Dec;
+  ts: Dec;
   action?: string;
   reasons: string[];
   signals?: Record<string, number | string>;
@@ -239,7 +240,7 @@ export interface FleetSession {
 export interface FleetHost {
   host: string;
   simulated: boolean;
-  ts: Int;
+  ts: Dec;
   gpus: FleetGpu[];
   sessions: FleetSession[];
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatHash, parseHash, switchTab } from './url';
-import { quoteBigInts, parseJson, rel } from './api';
+import { big, num, rel } from './api';
 import { align, FAMILIES } from './series';
 
 describe('URL state', () => {
@@ -40,17 +40,14 @@ describe('URL state', () => {
 });
 
 describe('exact 64-bit integers from the API', () => {
-  it('quotes 16+ digit integers outside strings only', () => {
-    expect(
-      quoteBigInts('{"ts":1796002169544662331,"n":12,"s":"x 1796002169544662331","a":[-1234567890123456789]}'),
-    ).toBe('{"ts":"1796002169544662331","n":12,"s":"x 1796002169544662331","a":["-1234567890123456789"]}');
-    const j = parseJson('{"ts":1796002169544662331,"d":1.5,"e":"q\\"1234567890123456789"}') as {
-      ts: string;
-      d: number;
-    };
-    expect(j.ts).toBe('1796002169544662331');
-    expect(j.d).toBe(1.5);
+  it('reads decimal-string ns times and durations exactly', () => {
+    // as the server writes them (docs/api.md "Numbers"): JSON.parse alone
+    const j = JSON.parse('{"ts":"1796002169544662331","dur":"1500","n":12}') as { ts: string; dur: string; n: number };
+    expect(big(j.ts)).toBe(1796002169544662331n);
     expect(rel(j.ts, 1796002169544662000n)).toBe(331);
+    expect(num(j.dur)).toBe(1500);
+    expect(num(undefined)).toBe(0);
+    expect(big('-5')).toBe(-5n);
   });
 });
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { visibleRows } from '../views/Scopes';
+import { scopeTree, ScopeNodeNum, visibleRows } from '../views/Scopes';
 import type { ScopeNode } from './types';
 import { demangle, fmtBytes, fmtNs } from './format';
 
-const n = (path: string, total: number, children: ScopeNode[] = []): ScopeNode => ({
+const n = (path: string, total: number, children: ScopeNodeNum[] = []): ScopeNodeNum => ({
   name: path.split('/').pop()!,
   path,
   path_id: 0,
@@ -40,6 +40,29 @@ describe('scope tree rows', () => {
       'epoch/step/forward',
     ]);
     expect(visibleRows(roots, new Set(), 'nothing')).toEqual([]);
+  });
+});
+
+describe('scope tree from the API', () => {
+  it('reads the ns sums, decimal strings (docs/api.md "Numbers"), as numbers at every depth', () => {
+    const a = (path: string, total: string, children: ScopeNode[] = []): ScopeNode => ({
+      name: path,
+      path,
+      path_id: 1,
+      depth: 1,
+      instances: 1,
+      total_ns: total,
+      self_ns: '1',
+      kernels: 0,
+      gpu_ns: '2',
+      kernels_total: 0,
+      gpu_ns_total: '3',
+      children,
+    });
+    const t = scopeTree([a('x', '100', [a('x/y', '90')]), a('z', '5')]);
+    expect(t.reduce((s, n) => s + n.total_ns, 0)).toBe(105);
+    expect(t[0].children[0]).toMatchObject({ total_ns: 90, self_ns: 1, gpu_ns: 2, gpu_ns_total: 3 });
+    expect(visibleRows(t, new Set(), '').map((r) => r.path)).toEqual(['x', 'z']);
   });
 });
 

@@ -1,11 +1,11 @@
 import type { ViewProps } from '../App';
-import { big, Int } from '../lib/api';
+import { big, Dec } from '../lib/api';
 import type { FleetHost, Page } from '../lib/types';
 import { fmtBytes, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 import { useEffect, useState } from 'react';
 
-function ago(ns: Int): string {
+function ago(ns: Dec): string {
   const d = Number(BigInt(Date.now()) * 1000000n - big(ns));
   if (d < 0) return 'just now';
   if (d >= 3600e9) return (d / 3600e9).toFixed(1) + ' h ago';

@@ -8,13 +8,13 @@ import {
   useReactTable,
 } from '@tanstack/react-table';
 import type { ViewProps } from '../App';
-import { big, rel } from '../lib/api';
+import { big, num, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtDim, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { Timeline, viewFromUrl } from './Timeline';
 import type { Device, KernelAgg, KernelDetail, KernelItem, Page } from '../lib/types';
 
-const col = createColumnHelper<KernelItem & { t: number }>();
+const col = createColumnHelper<KernelItem & { t: number; ns: number }>();
 
 /* An aggregate's value for sorting by column k. */
 function aggKey(r: KernelAgg, k: string): number | string {
@@ -46,12 +46,15 @@ export function Kernels({ st, set, session }: ViewProps) {
   const [aggSort, setAggSort] = useState<[string, boolean]>(['total_ns', true]);
   const [sorting, setSorting] = useState<SortingState>([]);
 
-  const rows = useMemo(() => (list.data?.items ?? []).map((k) => ({ ...k, t: rel(k.ts, base) })), [list.data, base]);
+  const rows = useMemo(
+    () => (list.data?.items ?? []).map((k) => ({ ...k, t: rel(k.ts, base), ns: num(k.dur) })),
+    [list.data, base],
+  );
   const columns = useMemo(
     () => [
       col.accessor('kid', { header: 'id' }),
       col.accessor('t', { header: 'start', cell: (c) => '+' + fmtNs(c.getValue()) }),
-      col.accessor((r) => Number(r.dur), { id: 'dur', header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
+      col.accessor('ns', { id: 'dur', header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
       col.accessor('dev', { header: 'GPU' }),
       col.accessor('stream', { header: 'stream' }),
       col.accessor('name', {
@@ -256,12 +259,12 @@ export function Kernels({ st, set, session }: ViewProps) {
                             {demangle(a.name)}
                           </td>
                           <td className="num">{a.count}</td>
-                          <td className="num">{fmtNs(Number(a.total_ns))}</td>
-                          <td className="num">{fmtNs(Number(a.avg_ns))}</td>
-                          <td className="num">{fmtNs(Number(a.min_ns))}</td>
-                          <td className="num">{fmtNs(Number(a.p50_ns))}</td>
-                          <td className="num">{fmtNs(Number(a.p99_ns))}</td>
-                          <td className="num">{fmtNs(Number(a.max_ns))}</td>
+                          <td className="num">{fmtNs(num(a.total_ns))}</td>
+                          <td className="num">{fmtNs(num(a.avg_ns))}</td>
+                          <td className="num">{fmtNs(num(a.min_ns))}</td>
+                          <td className="num">{fmtNs(num(a.p50_ns))}</td>
+                          <td className="num">{fmtNs(num(a.p99_ns))}</td>
+                          <td className="num">{fmtNs(num(a.max_ns))}</td>
                           <td className="num">{a.occ_avg === null ? '-' : fmtPct(a.occ_avg, 0)}</td>
                           <td className="num">{a.regs}</td>
                         </tr>

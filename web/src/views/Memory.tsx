@@ -1,9 +1,9 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { ViewProps } from '../App';
+import type { Dec, Int } from '../lib/api';
 import { buildFlame, findPath, FNode, layoutFlame, pathOf, searchFlame, Stack, topTable } from '../lib/flame';
 import { fmtBytes, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
-import type { Int } from '../lib/api';
 import type { MemProfile, Page } from '../lib/types';
 import { testHooks } from '../lib/testHooks';
 
@@ -14,7 +14,7 @@ interface MemAnswer {
   profiles: number;
   simulated: boolean;
   source: string;
-  total_bytes: Int;
+  total_bytes: Dec;
   total_count: Int;
   stacks: Stack[];
   truncated: boolean;

@@ -2,16 +2,40 @@ import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
 import { demangle, fmtNs, fmtPct } from '../lib/format';
 import { Empty, ErrorBox, Loading, useApi } from './common';
+import { num } from '../lib/api';
 import type { ProfileAnswer, ScopeNode, ScopeTree } from '../lib/types';
+
+/* A node of the tree as the view computes with it: the API's ns sums,
+   decimal strings (docs/api.md "Numbers"), as Numbers (exact below 2^53 ns:
+   104 days). */
+export type ScopeNodeNum = Omit<ScopeNode, 'total_ns' | 'self_ns' | 'gpu_ns' | 'gpu_ns_total' | 'children'> & {
+  total_ns: number;
+  self_ns: number;
+  gpu_ns: number;
+  gpu_ns_total: number;
+  children: ScopeNodeNum[];
+};
+
+/* The API's tree with its ns sums converted, at every depth. */
+export function scopeTree(items: ScopeNode[]): ScopeNodeNum[] {
+  return items.map((n) => ({
+    ...n,
+    total_ns: num(n.total_ns),
+    self_ns: num(n.self_ns),
+    gpu_ns: num(n.gpu_ns),
+    gpu_ns_total: num(n.gpu_ns_total),
+    children: scopeTree(n.children),
+  }));
+}
 
 /* Rows of the tree as shown: depth-first, children sorted by total, only
    below expanded nodes; a filter keeps matching nodes and their ancestors. */
-export function visibleRows(roots: ScopeNode[], open: Set<string>, filter: string): ScopeNode[] {
+export function visibleRows(roots: ScopeNodeNum[], open: Set<string>, filter: string): ScopeNodeNum[] {
   const q = filter.toLowerCase();
-  const keep = (n: ScopeNode): boolean => !q || n.name.toLowerCase().includes(q) || n.children.some(keep);
-  const out: ScopeNode[] = [];
-  const walk = (ns: ScopeNode[]) => {
-    for (const n of [...ns].sort((a, b) => Number(b.total_ns) - Number(a.total_ns))) {
+  const keep = (n: ScopeNodeNum): boolean => !q || n.name.toLowerCase().includes(q) || n.children.some(keep);
+  const out: ScopeNodeNum[] = [];
+  const walk = (ns: ScopeNodeNum[]) => {
+    for (const n of [...ns].sort((a, b) => b.total_ns - a.total_ns)) {
       if (!keep(n)) continue;
       out.push(n);
       if (open.has(n.path) || q) walk(n.children);
@@ -21,7 +45,7 @@ export function visibleRows(roots: ScopeNode[], open: Set<string>, filter: strin
   return out;
 }
 
-function findNode(roots: ScopeNode[], path: string): ScopeNode | null {
+function findNode(roots: ScopeNodeNum[], path: string): ScopeNodeNum | null {
   for (const n of roots) {
     if (n.path === path) return n;
     const c = findNode(n.children, path);
@@ -40,8 +64,8 @@ export function Scopes({ st, set, session }: ViewProps) {
   });
   const [filter, setFilter] = useState('');
   const [pins, setPins] = useState<string[]>([]);
-  const roots = useMemo(() => tree.data?.items ?? [], [tree.data]);
-  const rootTotal = roots.reduce((a, n) => a + Number(n.total_ns), 0) || 1;
+  const roots = useMemo(() => scopeTree(tree.data?.items ?? []), [tree.data]);
+  const rootTotal = roots.reduce((a, n) => a + n.total_ns, 0) || 1;
   const rows = useMemo(() => visibleRows(roots, open, filter), [roots, open, filter]);
   const selNode = st.sel ? findNode(roots, st.sel) : null;
 
@@ -77,7 +101,7 @@ export function Scopes({ st, set, session }: ViewProps) {
               data-testid="scope-expand-all"
               onClick={() => {
                 const o = new Set<string>();
-                const all = (ns: ScopeNode[]) =>
+                const all = (ns: ScopeNodeNum[]) =>
                   ns.forEach((n) => {
                     o.add(n.path);
                     all(n.children);
@@ -138,15 +162,14 @@ export function Scopes({ st, set, session }: ViewProps) {
                       {fmtNs(n.total_ns)}
                     </td>
                     <td className="num">{fmtNs(n.self_ns)}</td>
-                    <td className="num">{fmtPct(Number(n.total_ns) / rootTotal)}</td>
+                    <td className="num">{fmtPct(n.total_ns / rootTotal)}</td>
                     <td className="num">{fmtNs(n.gpu_ns_total)}</td>
                     <td className="num">{n.kernels_total}</td>
                     <td>
                       <div className="bar">
                         <div
                           style={{
-                            width:
-                              Math.min(100, (100 * Number(n.gpu_ns_total)) / Math.max(1, Number(n.total_ns))) + '%',
+                            width: Math.min(100, (100 * n.gpu_ns_total) / Math.max(1, n.total_ns)) + '%',
                           }}
                         />
                       </div>
@@ -171,7 +194,7 @@ export function Scopes({ st, set, session }: ViewProps) {
             </table>
           </div>
           {pins.length > 1 && (
-            <ScopeCompare nodes={pins.map((p) => findNode(roots, p)).filter(Boolean) as ScopeNode[]} />
+            <ScopeCompare nodes={pins.map((p) => findNode(roots, p)).filter(Boolean) as ScopeNodeNum[]} />
           )}
         </div>
         <aside className="inspector wide">
@@ -182,11 +205,11 @@ export function Scopes({ st, set, session }: ViewProps) {
   );
 }
 
-function ScopeCompare({ nodes }: { nodes: ScopeNode[] }) {
-  const f: [string, (n: ScopeNode) => string][] = [
+function ScopeCompare({ nodes }: { nodes: ScopeNodeNum[] }) {
+  const f: [string, (n: ScopeNodeNum) => string][] = [
     ['calls', (n) => String(n.instances)],
     ['total', (n) => fmtNs(n.total_ns)],
-    ['mean per call', (n) => fmtNs(Number(n.total_ns) / Math.max(1, n.instances))],
+    ['mean per call', (n) => fmtNs(n.total_ns / Math.max(1, n.instances))],
     ['self', (n) => fmtNs(n.self_ns)],
     ['GPU time (incl. children)', (n) => fmtNs(n.gpu_ns_total)],
     ['kernels (incl. children)', (n) => String(n.kernels_total)],
@@ -222,7 +245,7 @@ function ScopeCompare({ nodes }: { nodes: ScopeNode[] }) {
   );
 }
 
-function ScopeDetail({ sid, n }: { sid: string; n: ScopeNode }) {
+function ScopeDetail({ sid, n }: { sid: string; n: ScopeNodeNum }) {
   return (
     <div data-testid="scope-detail">
       <h3>{n.path}</h3>
@@ -235,7 +258,7 @@ function ScopeDetail({ sid, n }: { sid: string; n: ScopeNode }) {
           <tr>
             <th>total (inclusive)</th>
             <td>
-              {fmtNs(n.total_ns)} · mean {fmtNs(Number(n.total_ns) / Math.max(1, n.instances))}
+              {fmtNs(n.total_ns)} · mean {fmtNs(n.total_ns / Math.max(1, n.instances))}
             </td>
           </tr>
           <tr>

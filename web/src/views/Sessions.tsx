@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
+import { num } from '../lib/api';
 import type { CompareItem, HostItem, Page, Session } from '../lib/types';
 import { demangle, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
@@ -212,11 +213,11 @@ function Compare({ a, b }: { a: string; b: string }) {
                     {demangle(it.name)}
                   </td>
                   <td className="num">{it.a?.count ?? '-'}</td>
-                  <td className="num">{it.a ? fmtNs(it.a.avg_ns) : '-'}</td>
-                  <td className="num">{it.a ? fmtNs(it.a.total_ns) : '-'}</td>
+                  <td className="num">{it.a ? fmtNs(num(it.a.avg_ns)) : '-'}</td>
+                  <td className="num">{it.a ? fmtNs(num(it.a.total_ns)) : '-'}</td>
                   <td className="num">{it.b?.count ?? '-'}</td>
-                  <td className="num">{it.b ? fmtNs(it.b.avg_ns) : '-'}</td>
-                  <td className="num">{it.b ? fmtNs(it.b.total_ns) : '-'}</td>
+                  <td className="num">{it.b ? fmtNs(num(it.b.avg_ns)) : '-'}</td>
+                  <td className="num">{it.b ? fmtNs(num(it.b.total_ns)) : '-'}</td>
                   <td className={'num ' + cls}>
                     {d === null || d === undefined
                       ? it.a

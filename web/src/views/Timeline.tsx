@@ -5,7 +5,7 @@
 // fetches and draws the kernels themselves, with the copy lanes and the
 // scope lane.
 import { useEffect, useRef, useState } from 'react';
-import { api, apiAll, big, rel } from '../lib/api';
+import { api, apiAll, big, num, rel } from '../lib/api';
 import { demangle, fmtBytes, fmtNs } from '../lib/format';
 import type { CopyItem, KernelItem, TimelineAnswer } from '../lib/types';
 import { testHooks } from '../lib/testHooks';
@@ -533,7 +533,7 @@ function copyItems(rows: CopyItem[], base: bigint): { items: Item[]; lanes: { de
         dur,
         count: 1,
         busy: dur,
-        name: kind + (c.bytes ? ' ' + fmtBytes(Number(c.bytes)) : ''),
+        name: kind + (num(c.bytes) ? ' ' + fmtBytes(num(c.bytes)) : ''),
         id: c.seq,
       };
     });

@@ -1,0 +1,691 @@
+/*
+ * store_sql_ingest_pg.c - the batch writer on PostgreSQL (sq_writer,
+ * store_sql_int.h): a batch's rows go in bulk, because every statement is
+ * a round trip (one per row would cap ingest at ~10k rows/s).
+ *
+ * Kernels are held until the batch ends (or SQ_PEND_MAX of them), then
+ * sent by one binary COPY: straight into kernels when none can be a
+ * duplicate (the common case: an agent sends in order), else into the
+ * staging table kstage and moved by one INSERT ... SELECT whose RETURNING
+ * names the new rows.  The rollups are merged the same way (COPY into a
+ * staging table, one upsert), kext changes go in multi-row statements and
+ * a memory profile's stacks in one COPY.  The staging tables are
+ * session-local and emptied at each commit.
+ *
+ * Several servers may write one database: each batch takes an advisory
+ * lock first, so batches take turns as SQLite's write lock makes them
+ * (the kernel aggregates are merged read-modify-write).
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Kernels held per COPY. */
+#define SQ_PEND_MAX 16384
+
+/* A kernel line waiting for the batch's COPY. */
+typedef struct sq_pend {
+    const srv_ev *e;
+    int64_t sess;
+    sq_launch l;
+    int fresh;
+} sq_pend;
+
+/* COPY rows being built. */
+typedef struct sq_cbuf {
+    char *p;
+    size_t len, cap;
+} sq_cbuf;
+
+typedef struct pg_writer {
+    sq_pend *pend; /* SQ_PEND_MAX */
+    size_t npend;
+    rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
+    sdb_stmt *kmerge; /* kstage -> kernels, RETURNING */
+    sdb_stmt *kaget;  /* the stored kagg rows of a batch */
+    sq_cbuf cb;
+    int staged; /* kstage filled in this transaction */
+} pg_writer;
+
+/* The writer connection's settings and its staging tables (session-local:
+ * a connection made again after a loss needs them again, db.h
+ * sdb_set_setup). */
+static const char pg_setup_writer[] =
+    SQ_PG_SETUP ";"
+                "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
+                "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
+                "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
+                "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
+
+/* ---- COPY rows ---- */
+
+/* Room for n more bytes. */
+static int cb_reserve(sq_cbuf *b, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        char *p;
+        while (cap < b->len + n)
+            cap *= 2;
+        if (!(p = realloc(b->p, cap)))
+            return GPUFL_ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    return GPUFL_OK;
+}
+
+/* Text format: cb_i/_f append a column, then sep ('\t' or '\n'), into
+ * room the caller reserved (CB_COL bytes a column). */
+#define CB_COL 32
+
+static void cb_i(sq_cbuf *b, int64_t v, char sep)
+{
+    char tmp[24];
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    size_t n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        b->p[b->len++] = '-';
+    while (n)
+        b->p[b->len++] = tmp[--n];
+    b->p[b->len++] = sep;
+}
+
+/* text of n bytes, escaped: reserve 2 * n + 1 */
+static void cb_text(sq_cbuf *b, const char *p, size_t n, char sep)
+{
+    /* COPY's text format: backslash, tab, newline and CR escaped; text
+     * stops at a NUL (PostgreSQL text cannot hold one) */
+    for (size_t i = 0; i < n && p[i]; i++) {
+        char c = p[i];
+        if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+            b->p[b->len++] = '\\';
+            c = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : c;
+        }
+        b->p[b->len++] = c;
+    }
+    b->p[b->len++] = sep;
+}
+
+static void cb_f(sq_cbuf *b, double v, char sep)
+{
+    /* the same text pg_bind_f64 sends */
+    b->len += (size_t)snprintf(b->p + b->len, CB_COL, "%.17g", v);
+    b->p[b->len++] = sep;
+}
+
+/* Binary format (the server parses no text: about a tenth of its CPU per
+ * kernel): the header, then per row the field count and each field as a
+ * length and big-endian bytes (-1: NULL), then the trailer. */
+static void cb_be(sq_cbuf *b, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        b->p[b->len++] = (char)(v >> (8 * i));
+}
+
+static int cb_bin_begin(sq_cbuf *b)
+{
+    static const char sig[11] = { 'P',  'G',    'C',  'O',  'P', 'Y',
+                                  '\n', '\377', '\r', '\n', '\0' };
+    b->len = 0;
+    if (cb_reserve(b, 32))
+        return GPUFL_ENOMEM;
+    memcpy(b->p, sig, sizeof(sig));
+    b->len = sizeof(sig);
+    cb_be(b, 0, 4); /* flags */
+    cb_be(b, 0, 4); /* header extension length */
+    return GPUFL_OK;
+}
+
+static int cb_bin_end(sq_cbuf *b)
+{
+    if (cb_reserve(b, 2))
+        return GPUFL_ENOMEM;
+    cb_be(b, 0xffff, 2);
+    return GPUFL_OK;
+}
+
+/* The kernel row, in the table's column order: 23 bigints and occ, a
+ * double precision. */
+static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
+                     const sq_launch *l)
+{
+    int64_t v[24] = { sess,
+                      (int64_t)e->seq,
+                      (int64_t)e->ts,
+                      (int64_t)e->dur,
+                      (int64_t)e->dev,
+                      (int64_t)e->stream,
+                      (int64_t)e->corr,
+                      l->name_id,
+                      (int64_t)e->cfg,
+                      (int64_t)e->grid[0],
+                      (int64_t)e->grid[1],
+                      (int64_t)e->grid[2],
+                      l->bx,
+                      l->by,
+                      l->bz,
+                      l->regs,
+                      l->smem,
+                      0,
+                      (int64_t)e->scope,
+                      (int64_t)e->path,
+                      (int64_t)e->stack,
+                      e->api_off,
+                      (int64_t)e->api_dur,
+                      (int64_t)e->flags };
+
+    if (cb_reserve(b, 2 + 24 * 12))
+        return GPUFL_ENOMEM;
+    cb_be(b, 24, 2);
+    for (int c = 0; c < 24; c++) {
+        if (c == 17 && l->occ < 0) {
+            cb_be(b, 0xffffffffu, 4);
+            continue;
+        }
+        cb_be(b, 8, 4);
+        if (c == 17) {
+            uint64_t bits;
+            memcpy(&bits, &l->occ, 8);
+            cb_be(b, bits, 8);
+        } else {
+            cb_be(b, (uint64_t)v[c], 8);
+        }
+    }
+    return GPUFL_OK;
+}
+
+/* ---- kernels ---- */
+
+/* Sessions a batch's kernels may span and still take the append path. */
+#define SQ_APPEND_SESS 8
+
+/* Can the pending kernels go straight into kernels by COPY?  Yes when no
+ * key repeats within them (dup) and, for each session, their lowest seq
+ * is above the highest seq it has stored: then none can conflict.  That
+ * holds across servers too, because ingest transactions hold the
+ * advisory lock, so no other writer adds kernels in between.  This is the
+ * common case (an agent sends its lines in order); a resent batch takes
+ * the staging path. */
+static int can_append(srv_store *s, size_t n, int dup, int *ok)
+{
+    pg_writer *pw = s->wst;
+    int64_t sess[SQ_APPEND_SESS], lo[SQ_APPEND_SESS];
+    int ns = 0, rc;
+
+    *ok = 0;
+    if (dup)
+        return GPUFL_OK;
+    for (size_t j = 0; j < n; j++) {
+        int64_t seq = (int64_t)pw->pend[j].e->seq;
+        int i = 0;
+        while (i < ns && sess[i] != pw->pend[j].sess)
+            i++;
+        if (i == ns) {
+            if (ns == SQ_APPEND_SESS)
+                return GPUFL_OK;
+            sess[ns] = pw->pend[j].sess;
+            lo[ns++] = seq;
+        } else if (seq < lo[i]) {
+            lo[i] = seq;
+        }
+    }
+    for (int i = 0; i < ns; i++) {
+        int below;
+        qbind_i64(s->ws[WS_KMAX], 1, sess[i]);
+        rc = sdb_step(s->ws[WS_KMAX]);
+        below = rc == SDB_ROW && (qcol_null(s->ws[WS_KMAX], 0) ||
+                                  qcol_i64(s->ws[WS_KMAX], 0) < lo[i]);
+        sdb_reset(s->ws[WS_KMAX]);
+        if (rc != SDB_ROW)
+            return sq_err(rc);
+        if (!below)
+            return GPUFL_OK;
+    }
+    *ok = 1;
+    return GPUFL_OK;
+}
+
+/* The rows in cb COPYed into kstage and moved into kernels by one
+ * INSERT ... SELECT ... RETURNING, whose keys are the new rows (the rest
+ * were already stored): marks those pending kernels fresh. */
+static int stage_kernels(srv_store *s)
+{
+    pg_writer *pw = s->wst;
+    sdb_stmt *st = pw->kmerge;
+    int rc;
+
+    /* a second flush in one transaction: the first one's rows are in
+     * kernels already */
+    if (pw->staged && (rc = sdb_exec(s->w, "TRUNCATE kstage")) != 0)
+        return rc;
+    if ((rc = sdb_copy(s->w, "COPY kstage FROM STDIN (FORMAT binary)", pw->cb.p,
+                       pw->cb.len)) != 0)
+        return rc;
+    pw->staged = 1;
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        uint64_t k[4] = { (uint64_t)qcol_i64(st, 0), (uint64_t)qcol_i64(st, 1),
+                          0, 0 };
+        size_t *v = rl_map_find(&pw->pend_idx, k);
+        if (v)
+            pw->pend[*v - 1].fresh = 1;
+    }
+    sdb_reset(st);
+    return rc == SDB_DONE ? GPUFL_OK : sdb_err(rc);
+}
+
+/* The pending kernels, COPYed straight into kernels when none can be a
+ * duplicate (can_append), else through kstage; then each is known new or
+ * duplicate (sq_kernel_done). */
+static int flush_pending(srv_store *s)
+{
+    pg_writer *pw = s->wst;
+    size_t n = pw->npend;
+    int rc, fresh, dup = 0, append;
+
+    if (!n)
+        return GPUFL_OK;
+    pw->npend = 0;
+    rl_map_clear(&pw->pend_idx);
+    if ((rc = cb_bin_begin(&pw->cb)) != 0)
+        return rc;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t k[4] = { (uint64_t)pw->pend[j].sess, pw->pend[j].e->seq, 0,
+                          0 };
+        size_t *v = rl_map_get(&pw->pend_idx, k, &fresh);
+        if (!v)
+            return GPUFL_EFULL;
+        if (fresh)
+            *v = j + 1; /* a key twice in one batch: the first is new */
+        else
+            dup = 1;
+        if ((rc = cb_kernel(&pw->cb, pw->pend[j].sess, pw->pend[j].e,
+                            &pw->pend[j].l)) != 0)
+            return rc;
+    }
+    if ((rc = cb_bin_end(&pw->cb)) != 0 ||
+        (rc = can_append(s, n, dup, &append)) != 0)
+        return rc;
+    if (!append) {
+        rc = stage_kernels(s);
+    } else if ((rc = sdb_copy(s->w, "COPY kernels FROM STDIN (FORMAT binary)",
+                              pw->cb.p, pw->cb.len)) == 0) {
+        for (size_t j = 0; j < n; j++)
+            pw->pend[j].fresh = 1;
+    }
+    for (size_t j = 0; j < n && !rc; j++) {
+        sq_pend *p = &pw->pend[j];
+        rc = sq_kernel_done(s, p->sess, p->e, &p->l, p->fresh);
+    }
+    return rc;
+}
+
+static int pg_kernel(srv_store *s, int64_t sess, const srv_ev *e,
+                     const sq_launch *l)
+{
+    pg_writer *pw = s->wst;
+    sq_pend *p = &pw->pend[pw->npend++];
+
+    p->e = e;
+    p->sess = sess;
+    p->l = *l;
+    p->fresh = 0;
+    return pw->npend == SQ_PEND_MAX ? flush_pending(s) : GPUFL_OK;
+}
+
+/* ---- rollups ---- */
+
+/* COPY the staged rows in cb into stage, then run the upsert
+ * "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT clause of
+ * the row-at-a-time statement ws (store_sql.c), so both databases merge
+ * alike. */
+static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
+{
+    pg_writer *pw = s->wst;
+    char sql[1024];
+    int rc;
+
+    snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", stage);
+    if ((rc = sdb_copy(s->w, sql, pw->cb.p, pw->cb.len)) != 0)
+        return rc;
+    snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
+             strstr(sq_wsql[ws], " ON CONFLICT"));
+    return sdb_exec(s->w, sql);
+}
+
+/* The kernel aggregates in three round trips - the stored rows for the
+ * batch's keys, merged here, COPYed back through kastage. */
+static int flush_kagg(srv_store *s)
+{
+    static const char hx[] = "0123456789abcdef";
+    pg_writer *pw = s->wst;
+    sq_cbuf *cb = &pw->cb;
+    sdb_stmt *g = pw->kaget;
+    const uint64_t *k;
+    int rc, first = 1;
+
+    if (!s->kagg.n)
+        return GPUFL_OK;
+    /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
+    cb->len = 0;
+    for (int col = 0; col < 2; col++) {
+        size_t start = cb->len;
+        first = 1;
+        for (size_t i = 0; i < s->kagg.cap; i++) {
+            if (!rl_map_at(&s->kagg, i, &k))
+                continue;
+            if (cb_reserve(cb, CB_COL + 2))
+                return GPUFL_ENOMEM;
+            if (first)
+                cb->p[cb->len++] = '{';
+            first = 0;
+            cb_i(cb, (int64_t)k[col], ',');
+        }
+        cb->p[cb->len - 1] = '}';
+        qbind_str(g, col + 1, (srv_str){ cb->p + start, cb->len - start });
+    }
+    while ((rc = sdb_step(g)) == SDB_ROW) {
+        uint64_t gk[4] = { (uint64_t)qcol_i64(g, 0), (uint64_t)qcol_i64(g, 1),
+                           0, 0 };
+        sq_kagg *a = rl_map_find(&s->kagg, gk);
+        if (a)
+            sq_kagg_merge(a, g, 2);
+    }
+    sdb_reset(g);
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    cb->len = 0;
+    for (size_t i = 0; i < s->kagg.cap; i++) {
+        sq_kagg *a = rl_map_at(&s->kagg, i, &k);
+        unsigned char h[RL_HIST_ENC_MAX];
+        size_t hn;
+        if (!a)
+            continue;
+        hn = rl_hist_encode(a->hist, h);
+        if (cb_reserve(cb, 10 * CB_COL + 2 * hn + 8))
+            return GPUFL_ENOMEM;
+        cb_i(cb, (int64_t)k[0], '\t');
+        cb_i(cb, (int64_t)k[1], '\t');
+        cb_i(cb, (int64_t)a->n, '\t');
+        cb_i(cb, (int64_t)a->total, '\t');
+        cb_i(cb, (int64_t)a->min, '\t');
+        cb_i(cb, (int64_t)a->max, '\t');
+        cb_f(cb, a->sum_occ, '\t');
+        cb_i(cb, (int64_t)a->n_occ, '\t');
+        cb_i(cb, a->regs, '\t');
+        cb_i(cb, a->smem, '\t');
+        /* bytea hex; COPY text needs the backslash doubled */
+        memcpy(cb->p + cb->len, "\\\\x", 3);
+        cb->len += 3;
+        for (size_t b = 0; b < hn; b++) {
+            cb->p[cb->len++] = hx[h[b] >> 4];
+            cb->p[cb->len++] = hx[h[b] & 15];
+        }
+        cb->p[cb->len++] = '\n';
+    }
+    return stage_merge(s, "kastage", "kagg", WS_KAGG_PUT);
+}
+
+/* The pending kernels, then the kernel aggregates, timeline buckets and
+ * per-scope totals, each in one COPY and one upsert (keys are unique
+ * within a batch, as ON CONFLICT DO UPDATE requires). */
+static int pg_flush(srv_store *s)
+{
+    pg_writer *pw = s->wst;
+    sq_cbuf *cb = &pw->cb;
+    const uint64_t *k;
+    int rc;
+
+    if ((rc = flush_pending(s)) != 0 || (rc = flush_kagg(s)) != 0)
+        return rc;
+    cb->len = 0;
+    for (size_t i = 0; i < s->tl.cap; i++) {
+        sq_tl *t = rl_map_at(&s->tl, i, &k);
+        if (!t)
+            continue;
+        if (cb_reserve(cb, 8 * CB_COL))
+            return GPUFL_ENOMEM;
+        for (int j = 0; j < 4; j++)
+            cb_i(cb, (int64_t)k[j], '\t');
+        cb_i(cb, (int64_t)t->n, '\t');
+        cb_i(cb, (int64_t)t->busy, '\t');
+        cb_i(cb, (int64_t)t->top_name, '\t');
+        cb_i(cb, (int64_t)t->top_dur, '\n');
+    }
+    if (s->tl.n && (rc = stage_merge(s, "tlstage", "tl", WS_TL)) != 0)
+        return rc;
+    cb->len = 0;
+    for (size_t i = 0; i < s->kscope.cap; i++) {
+        uint64_t *v = rl_map_at(&s->kscope, i, &k);
+        if (!v)
+            continue;
+        if (cb_reserve(cb, 4 * CB_COL))
+            return GPUFL_ENOMEM;
+        cb_i(cb, (int64_t)k[0], '\t');
+        cb_i(cb, (int64_t)k[1], '\t');
+        cb_i(cb, (int64_t)v[0], '\t');
+        cb_i(cb, (int64_t)v[1], '\n');
+    }
+    if (s->kscope.n && (rc = stage_merge(s, "ksstage", "kscope", WS_KSCOPE)))
+        return rc;
+    return GPUFL_OK;
+}
+
+/* ---- kext ---- */
+
+/* Keys per chunk of an INSERT or DELETE statement (its text is built
+ * with integer literals only: a round trip per key would cost more than
+ * the rest of the batch). */
+#define EXT_CHUNK 256
+#define EXT_SQL_MAX (EXT_CHUNK * 64 + 256)
+
+/* Runs sql (a chunk of keys, if it has any) and starts the next one. */
+static int chunk_run(srv_store *s, char *sql, size_t *len, size_t *n,
+                     const char *tail, const char *head)
+{
+    int rc = GPUFL_OK;
+    if (*n) {
+        snprintf(sql + *len, EXT_SQL_MAX - *len, "%s", tail);
+        rc = sdb_exec(s->w, sql);
+    }
+    *len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
+    *n = 0;
+    return rc;
+}
+
+static int del_cmp(const void *a, const void *b)
+{
+    const sq_ext_row *x = a, *y = b;
+    if (x->sess != y->sess)
+        return x->sess < y->sess ? -1 : 1;
+    return x->side - y->side;
+}
+
+/* The end of a DELETE chunk for the keys of e's session and side. */
+static void del_tail(char *tail, size_t cap, const sq_ext_row *e)
+{
+    snprintf(tail, cap,
+             ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND k.dur=v.d AND"
+             " k.seq=v.s",
+             (long long)e->sess, e->side);
+}
+
+static int ext_deletes(srv_store *s, char *sql, sq_ext_row *del, size_t ndel)
+{
+    size_t len = 0, n = 0;
+    int rc = GPUFL_OK;
+    char tail[160];
+
+    /* grouped by (sess, side): each statement reads one key range.  A
+     * join with the keys, not "(dur, seq) IN (VALUES ...)": before ANALYZE
+     * has seen kext, the planner made the latter a nested loop comparing
+     * every row with every key (200 ms a statement at 4k rows) */
+    if (ndel)
+        qsort(del, ndel, sizeof(*del), del_cmp);
+    for (size_t i = 0; i < ndel && !rc; i++) {
+        const sq_ext_row *e = &del[i];
+        if (i == 0 || n == EXT_CHUNK || e->sess != del[i - 1].sess ||
+            e->side != del[i - 1].side) {
+            /* the chunk so far (if any) ends with its own keys' tail */
+            if (i)
+                del_tail(tail, sizeof(tail), &del[i - 1]);
+            if ((rc = chunk_run(s, sql, &len, &n, tail,
+                                "DELETE FROM kext k USING (VALUES ")) != 0)
+                break;
+        }
+        len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(%lld,%lld)",
+                                n ? "," : "", (long long)e->dur,
+                                (long long)e->seq);
+        n++;
+    }
+    if (!rc && ndel) {
+        del_tail(tail, sizeof(tail), &del[ndel - 1]);
+        rc = chunk_run(s, sql, &len, &n, tail, "");
+    }
+    return rc;
+}
+
+static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
+                   const sq_ext_row *put, size_t nput)
+{
+    static const char head[] = "INSERT INTO kext(sess, side, dur, seq) VALUES ";
+    static const char tail[] = " ON CONFLICT DO NOTHING";
+    char *sql = malloc(EXT_SQL_MAX);
+    size_t len, n = 0;
+    int rc;
+
+    if (!sql)
+        return GPUFL_ENOMEM;
+    rc = ext_deletes(s, sql, del, ndel);
+    len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
+    for (size_t i = 0; i < nput && !rc; i++) {
+        if (n == EXT_CHUNK &&
+            (rc = chunk_run(s, sql, &len, &n, tail, head)) != 0)
+            break;
+        len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                "%s(%lld,%d,%lld,%lld)", n ? "," : "",
+                                (long long)put[i].sess, put[i].side,
+                                (long long)put[i].dur, (long long)put[i].seq);
+        n++;
+    }
+    if (!rc && n)
+        rc = chunk_run(s, sql, &len, &n, tail, head);
+    free(sql);
+    return rc;
+}
+
+/* ---- memory profiles ---- */
+
+/* One COPY, not a round trip per stack (17 ms a 200-stack profile). */
+static int pg_memstacks(srv_store *s, int64_t prof, const srv_memprof *p)
+{
+    pg_writer *pw = s->wst;
+    sq_cbuf *cb = &pw->cb;
+    int rc;
+
+    cb->len = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if ((rc = cb_reserve(cb,
+                             10 * CB_COL + 2 * p->stacks[i].frames.n + 1)) != 0)
+            return rc;
+        cb_i(cb, prof, '\t');
+        cb_i(cb, (int64_t)i, '\t');
+        cb_text(cb, p->stacks[i].frames.p, p->stacks[i].frames.n, '\t');
+        for (int k = 0; k < 8; k++)
+            cb_i(cb, (int64_t)p->stacks[i].v[k], k < 7 ? '\t' : '\n');
+    }
+    return sdb_copy(s->w,
+                    "COPY memsamples(prof, idx, frames, alloc_bytes,"
+                    " alloc_count, free_bytes, free_count, inuse_bytes,"
+                    " inuse_count, fail_bytes, fail_count) FROM STDIN",
+                    cb->p, cb->len);
+}
+
+/* ---- the writer ---- */
+
+static int pg_setup(srv_store *s)
+{
+    sdb_set_setup(s->w, pg_setup_writer);
+    return sdb_exec(s->w, SQ_PG_SETUP);
+}
+
+static int pg_open(srv_store *s, char *eb, size_t ec)
+{
+    pg_writer *pw = calloc(1, sizeof(*pw));
+    int rc;
+
+    if (!pw)
+        return GPUFL_ENOMEM;
+    s->wst = pw;
+    rl_map_init(&pw->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
+    if (!(pw->pend = calloc(SQ_PEND_MAX, sizeof(*pw->pend))))
+        return GPUFL_ENOMEM;
+    if ((rc = sdb_exec(s->w, pg_setup_writer)) != 0 ||
+        (rc = sdb_prepare(s->w,
+                          "SELECT k.sess, k.name_id, n, total, min, max,"
+                          " sum_occ, n_occ, regs, smem, hist FROM kagg k"
+                          " JOIN unnest(?::bigint[], ?::bigint[])"
+                          " AS u(us, un) ON k.sess=u.us AND k.name_id=u.un",
+                          &pw->kaget)) != 0 ||
+        (rc = sdb_prepare(s->w,
+                          "INSERT INTO kernels SELECT * FROM kstage"
+                          " ON CONFLICT DO NOTHING RETURNING sess, seq",
+                          &pw->kmerge)) != 0) {
+        snprintf(eb, ec, "cannot set up staging: %s", sdb_errmsg(s->w));
+        return rc;
+    }
+    return GPUFL_OK;
+}
+
+static void pg_close(srv_store *s)
+{
+    pg_writer *pw = s->wst;
+
+    if (!pw)
+        return;
+    sdb_finalize(pw->kmerge);
+    sdb_finalize(pw->kaget);
+    rl_map_release(&pw->pend_idx);
+    free(pw->pend);
+    free(pw->cb.p);
+    free(pw);
+    s->wst = NULL;
+}
+
+static int pg_begin(srv_store *s)
+{
+    pg_writer *pw = s->wst;
+
+    pw->npend = 0;
+    pw->staged = 0;
+    return sdb_exec(s->w, "SELECT pg_advisory_xact_lock(7242)");
+}
+
+static void pg_abort(srv_store *s)
+{
+    pg_writer *pw = s->wst;
+
+    pw->npend = 0;
+}
+
+const sq_writer sq_writer_pg = {
+    .name = "postgres",
+    .setup = pg_setup,
+    .open = pg_open,
+    .close = pg_close,
+    .begin = pg_begin,
+    .kernel = pg_kernel,
+    .flush = pg_flush,
+    .kext = pg_kext,
+    .abort = pg_abort,
+    .memstacks = pg_memstacks,
+};

@@ -1,0 +1,389 @@
+/*
+ * store_sql_ingest_sqlite.c - the batch writer on SQLite (sq_writer,
+ * store_sql_int.h): rows go in through prepared statements, one step per
+ * row, which in-process costs a few microseconds.
+ *
+ * Kernels are most of a batch, and an agent sends them in order, so a
+ * kernel above every stored kernel of its session is known new without
+ * asking the database: those are queued and go in SQ_KGROUP rows per
+ * INSERT (one statement end per row was ~10 % of the store's time).  Any
+ * other kernel is inserted on its own, and sdb_changes() says whether it
+ * was new.  The highest seq per session is cached (khigh); PRAGMA
+ * data_version tells when another process wrote the file in between,
+ * which makes the cache stale.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Known-new kernels per grouped INSERT. */
+#define SQ_KGROUP 16
+
+typedef struct kq_row {
+    const srv_ev *e;
+    int64_t sess;
+    sq_launch l;
+} kq_row;
+
+typedef struct lite_writer {
+    kq_row kq[SQ_KGROUP]; /* new kernels, not yet written */
+    size_t nkq;
+    rl_map khigh;   /* sess -> highest kernel seq stored or in kq */
+    sdb_stmt *kgrp; /* SQ_KGROUP kernels in one INSERT */
+    /* PRAGMA data_version, and its value at this writer's last batch:
+     * another process committed in between when it differs, and khigh
+     * may be behind what is stored */
+    sdb_stmt *dver;
+    int64_t dver_last;
+} lite_writer;
+
+/* The kernel row's 24 parameters from index b + 1. */
+static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
+                        const sq_launch *l)
+{
+    qbind_u64(st, b + 1, (uint64_t)sess);
+    qbind_u64(st, b + 2, e->seq);
+    qbind_u64(st, b + 3, e->ts);
+    qbind_u64(st, b + 4, e->dur);
+    qbind_u64(st, b + 5, e->dev);
+    qbind_u64(st, b + 6, e->stream);
+    qbind_u64(st, b + 7, e->corr);
+    qbind_i64(st, b + 8, l->name_id);
+    qbind_u64(st, b + 9, e->cfg);
+    for (int i = 0; i < 3; i++)
+        qbind_u64(st, b + 10 + i, e->grid[i]);
+    qbind_i64(st, b + 13, l->bx);
+    qbind_i64(st, b + 14, l->by);
+    qbind_i64(st, b + 15, l->bz);
+    qbind_i64(st, b + 16, l->regs);
+    qbind_i64(st, b + 17, l->smem);
+    if (l->occ >= 0)
+        qbind_f64(st, b + 18, l->occ);
+    else
+        qbind_null(st, b + 18);
+    qbind_u64(st, b + 19, e->scope);
+    qbind_u64(st, b + 20, e->path);
+    qbind_u64(st, b + 21, e->stack);
+    qbind_i64(st, b + 22, e->api_off);
+    qbind_u64(st, b + 23, e->api_dur);
+    qbind_u64(st, b + 24, e->flags);
+}
+
+/* Writes the queued new kernels (SQ_KGROUP in one statement, a partial
+ * group row by row).  Each must be new: anything else means the queue's
+ * premise broke, and the batch fails (its rollups counted them). */
+static int kq_flush(srv_store *s)
+{
+    lite_writer *lw = s->wst;
+    size_t n = lw->nkq;
+    int rc;
+
+    lw->nkq = 0;
+    if (n == SQ_KGROUP) {
+        for (size_t i = 0; i < n; i++)
+            bind_kernel(lw->kgrp, (int)(24 * i), lw->kq[i].sess, lw->kq[i].e,
+                        &lw->kq[i].l);
+        if ((rc = qrun(lw->kgrp)) != 0)
+            return rc;
+        return sdb_changes(s->w) == (int64_t)n ? GPUFL_OK : GPUFL_EINTERNAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bind_kernel(s->ws[WS_KERNEL], 0, lw->kq[i].sess, lw->kq[i].e,
+                    &lw->kq[i].l);
+        if ((rc = qrun(s->ws[WS_KERNEL])) != 0)
+            return rc;
+        if (sdb_changes(s->w) != 1)
+            return GPUFL_EINTERNAL;
+    }
+    return GPUFL_OK;
+}
+
+/* The highest kernel seq of a session, stored or queued (-1: none), as a
+ * pointer the caller may raise. */
+static int kmax_get(srv_store *s, int64_t sess, int64_t **out)
+{
+    lite_writer *lw = s->wst;
+    uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 };
+    int64_t *v = rl_map_find(&lw->khigh, k);
+    int rc, fresh;
+
+    if (v) {
+        *out = v;
+        return GPUFL_OK;
+    }
+    if (lw->khigh.n >= SQ_CACHE_MAX) {
+        /* queued rows are in the map, not yet in the table: write them */
+        if ((rc = kq_flush(s)) != 0)
+            return rc;
+        rl_map_clear(&lw->khigh);
+    }
+    qbind_i64(s->ws[WS_KMAX], 1, sess);
+    rc = sdb_step(s->ws[WS_KMAX]);
+    if (rc != SDB_ROW) {
+        sdb_reset(s->ws[WS_KMAX]);
+        return sq_err(rc);
+    }
+    if (!(v = rl_map_get(&lw->khigh, k, &fresh))) {
+        sdb_reset(s->ws[WS_KMAX]);
+        return GPUFL_EFULL;
+    }
+    *v = qcol_null(s->ws[WS_KMAX], 0) ? -1 : qcol_i64(s->ws[WS_KMAX], 0);
+    sdb_reset(s->ws[WS_KMAX]);
+    *out = v;
+    return GPUFL_OK;
+}
+
+static int lite_kernel(srv_store *s, int64_t sess, const srv_ev *e,
+                       const sq_launch *l)
+{
+    lite_writer *lw = s->wst;
+    sdb_stmt *st = s->ws[WS_KERNEL];
+    int64_t *mx = NULL;
+    int rc;
+
+    /* after every kernel of its session stored or queued: new (agents
+     * send in order, so nearly always), queued */
+    if ((rc = kmax_get(s, sess, &mx)) != 0)
+        return rc;
+    if ((int64_t)e->seq > *mx) {
+        *mx = (int64_t)e->seq;
+        lw->kq[lw->nkq].e = e;
+        lw->kq[lw->nkq].sess = sess;
+        lw->kq[lw->nkq++].l = *l;
+        if (lw->nkq == SQ_KGROUP && (rc = kq_flush(s)) != 0)
+            return rc;
+        return sq_kernel_done(s, sess, e, l, 1);
+    }
+    /* maybe a duplicate of a queued row: those go in first */
+    if ((rc = kq_flush(s)) != 0)
+        return rc;
+    bind_kernel(st, 0, sess, e, l);
+    if ((rc = qrun(st)) != 0)
+        return rc;
+    return sq_kernel_done(s, sess, e, l, sdb_changes(s->w) > 0);
+}
+
+/* Each kernel aggregate of the batch: the stored row read, merged, and
+ * written back (the write lock makes that safe). */
+static int flush_kagg(srv_store *s)
+{
+    const uint64_t *k;
+    unsigned char enc[RL_HIST_ENC_MAX];
+
+    for (size_t i = 0; i < s->kagg.cap; i++) {
+        sq_kagg *a = rl_map_at(&s->kagg, i, &k);
+        sdb_stmt *g = s->ws[WS_KAGG_GET], *p = s->ws[WS_KAGG_PUT];
+        int rc;
+        if (!a)
+            continue;
+        qbind_u64(g, 1, k[0]);
+        qbind_u64(g, 2, k[1]);
+        rc = sdb_step(g);
+        if (rc == SDB_ROW)
+            sq_kagg_merge(a, g, 0);
+        sdb_reset(g);
+        if (rc != SDB_ROW && rc != SDB_DONE)
+            return sq_err(rc);
+        qbind_u64(p, 1, k[0]);
+        qbind_u64(p, 2, k[1]);
+        qbind_u64(p, 3, a->n);
+        qbind_u64(p, 4, a->total);
+        qbind_u64(p, 5, a->min);
+        qbind_u64(p, 6, a->max);
+        qbind_f64(p, 7, a->sum_occ);
+        qbind_u64(p, 8, a->n_occ);
+        qbind_u64(p, 9, (uint64_t)a->regs);
+        qbind_u64(p, 10, (uint64_t)a->smem);
+        qbind_blob(p, 11, enc, rl_hist_encode(a->hist, enc));
+        if ((rc = qrun(p)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+static int lite_flush(srv_store *s)
+{
+    const uint64_t *k;
+    int rc;
+
+    if ((rc = kq_flush(s)) != 0 || (rc = flush_kagg(s)) != 0)
+        return rc;
+    for (size_t i = 0; i < s->tl.cap; i++) {
+        sq_tl *t = rl_map_at(&s->tl, i, &k);
+        sdb_stmt *st = s->ws[WS_TL];
+        if (!t)
+            continue;
+        for (int j = 0; j < 4; j++)
+            qbind_u64(st, j + 1, k[j]);
+        qbind_u64(st, 5, t->n);
+        qbind_u64(st, 6, t->busy);
+        qbind_u64(st, 7, t->top_name);
+        qbind_u64(st, 8, t->top_dur);
+        if ((rc = qrun(st)) != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < s->kscope.cap; i++) {
+        uint64_t *v = rl_map_at(&s->kscope, i, &k);
+        sdb_stmt *st = s->ws[WS_KSCOPE];
+        if (!v)
+            continue;
+        qbind_u64(st, 1, k[0]);
+        qbind_u64(st, 2, k[1]);
+        qbind_u64(st, 3, v[0]);
+        qbind_u64(st, 4, v[1]);
+        if ((rc = qrun(st)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+/* One prepared statement per key (an IN (VALUES ...) list made SQLite
+ * compare every row of the range with every key). */
+static int key_step(srv_store *s, int w, const sq_ext_row *r)
+{
+    sdb_stmt *st = s->ws[w];
+    qbind_i64(st, 1, r->sess);
+    qbind_i64(st, 2, r->side);
+    qbind_i64(st, 3, r->dur);
+    qbind_i64(st, 4, r->seq);
+    return qrun(st);
+}
+
+static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
+                     const sq_ext_row *put, size_t nput)
+{
+    int rc = GPUFL_OK;
+
+    for (size_t i = 0; i < ndel && !rc; i++)
+        rc = key_step(s, WS_EXT_DEL, &del[i]);
+    for (size_t i = 0; i < nput && !rc; i++)
+        rc = key_step(s, WS_EXT_PUT, &put[i]);
+    return rc;
+}
+
+static int lite_memstacks(srv_store *s, int64_t prof, const srv_memprof *p)
+{
+    sdb_stmt *st = NULL;
+    int rc = GPUFL_OK;
+
+    if (sdb_prepare(s->w,
+                    "INSERT INTO memsamples(prof, idx, frames, alloc_bytes,"
+                    " alloc_count, free_bytes, free_count, inuse_bytes,"
+                    " inuse_count, fail_bytes, fail_count)"
+                    " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    &st))
+        return GPUFL_EINTERNAL;
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        qbind_i64(st, 1, prof);
+        qbind_i64(st, 2, (int64_t)i);
+        qbind_str(st, 3, p->stacks[i].frames);
+        for (int k = 0; k < 8; k++)
+            qbind_i64(st, 4 + k, (int64_t)p->stacks[i].v[k]);
+        rc = qrun(st);
+    }
+    sdb_finalize(st);
+    return rc;
+}
+
+static int lite_setup(srv_store *s)
+{
+    /* auto_vacuum must be chosen before the first table exists; FULL
+     * sync: a 200 means the batch survives power loss, not only a crash */
+    if (sdb_exec(s->w, "PRAGMA auto_vacuum=INCREMENTAL") ||
+        sdb_exec(s->w, "PRAGMA journal_mode=WAL") ||
+        sdb_exec(s->w, "PRAGMA synchronous=FULL"))
+        return GPUFL_EUNAVAIL;
+    sdb_exec(s->w, "PRAGMA cache_size=-65536");
+    /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
+     * batch writes about that much, so the default checkpoints (copies
+     * into the database and fsyncs it) at nearly every commit */
+    sdb_exec(s->w, "PRAGMA wal_autocheckpoint=16384");
+    return GPUFL_OK;
+}
+
+static int lite_open(srv_store *s, char *eb, size_t ec)
+{
+    lite_writer *lw = calloc(1, sizeof(*lw));
+    char sql[SQ_KGROUP * 52 + 64];
+    size_t len;
+    int rc;
+
+    if (!lw)
+        return GPUFL_ENOMEM;
+    s->wst = lw;
+    rl_map_init(&lw->khigh, sizeof(int64_t), SQ_CACHE_MAX);
+    lw->dver_last = -1;
+    len = (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kernels VALUES");
+    for (int i = 0; i < SQ_KGROUP; i++)
+        len += (size_t)snprintf(sql + len, sizeof(sql) - len,
+                                "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                                "?,?,?,?,?)",
+                                i ? "," : "");
+    snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
+    if ((rc = sdb_prepare(s->w, sql, &lw->kgrp)) != 0 ||
+        (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0) {
+        snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
+        return rc;
+    }
+    return GPUFL_OK;
+}
+
+static void lite_close(srv_store *s)
+{
+    lite_writer *lw = s->wst;
+
+    if (s->w)
+        sdb_exec(s->w, "PRAGMA optimize");
+    if (!lw)
+        return;
+    sdb_finalize(lw->kgrp);
+    sdb_finalize(lw->dver);
+    rl_map_release(&lw->khigh);
+    free(lw);
+    s->wst = NULL;
+}
+
+/* With several servers on one file, another one's kernels make the
+ * highest-seq cache stale (the queue would take a stored kernel for a new
+ * one and fail the batch). */
+static int lite_begin(srv_store *s)
+{
+    lite_writer *lw = s->wst;
+    int64_t v;
+    int rc = sdb_step(lw->dver);
+
+    v = rc == SDB_ROW ? qcol_i64(lw->dver, 0) : -1;
+    sdb_reset(lw->dver);
+    rc = sdb_err(rc);
+    if (!rc && v != lw->dver_last) {
+        rl_map_clear(&lw->khigh);
+        lw->dver_last = v;
+    }
+    return rc;
+}
+
+static void lite_abort(srv_store *s)
+{
+    lite_writer *lw = s->wst;
+
+    /* seqs cached in the rolled-back transaction */
+    rl_map_clear(&lw->khigh);
+    lw->nkq = 0;
+}
+
+const sq_writer sq_writer_sqlite = {
+    .name = "sqlite",
+    .setup = lite_setup,
+    .open = lite_open,
+    .close = lite_close,
+    .begin = lite_begin,
+    .kernel = lite_kernel,
+    .flush = lite_flush,
+    .kext = lite_kext,
+    .abort = lite_abort,
+    .memstacks = lite_memstacks,
+};

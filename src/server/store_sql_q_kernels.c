@@ -1,0 +1,515 @@
+/*
+ * store_sql_q_kernels.c - the kernels of a session: pages sorted by start
+ * or duration, one kernel in full, aggregates by name (from the kagg
+ * rollup, never a scan) and two sessions compared by name.
+ *
+ * Kernel pages are keyset-paginated (the cursor holds the last row's sort
+ * key and seq), so a page costs the same at any depth; sorted by duration
+ * they read the kext prefix (store_sql_ext.c) and fall back to a plain
+ * sort past it.  Aggregate pages are few rows, paged by offset.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_json.h"
+#include "store_sql_q.h"
+
+#define KCOLS                                                                  \
+    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr, coalesce(n.name, ''),"       \
+    " k.gx, k.gy, k.gz, k.bx, k.by, k.bz, k.regs, k.smem, k.occ, k.scope,"     \
+    " k.path, k.stack, k.api_off, k.api_dur, k.cfg, k.flags"
+
+static void w_xyz(jw *w, const char *k, int64_t x, int64_t y, int64_t z)
+{
+    jw_key(w, k);
+    jw_arr_begin(w);
+    srv_jw_num(w, x);
+    srv_jw_num(w, y);
+    srv_jw_num(w, z);
+    jw_arr_end(w);
+}
+
+static void w_kernel_row(qctx *c, jw *w)
+{
+    srv_jw_kv_num(w, "kid", qcol_i64(c->st, 0));
+    srv_jw_kv_dec(w, "ts", qcol_i64(c->st, 1));
+    srv_jw_kv_dec(w, "dur", qcol_i64(c->st, 2));
+    srv_jw_kv_num(w, "dev", qcol_i64(c->st, 3));
+    srv_jw_kv_num(w, "stream", qcol_i64(c->st, 4));
+    srv_jw_kv_num(w, "corr", qcol_i64(c->st, 5));
+    jw_kv_str(w, "name", qcol_text(c->st, 6));
+    w_xyz(w, "grid", qcol_i64(c->st, 7), qcol_i64(c->st, 8),
+          qcol_i64(c->st, 9));
+    w_xyz(w, "block", qcol_i64(c->st, 10), qcol_i64(c->st, 11),
+          qcol_i64(c->st, 12));
+    srv_jw_kv_num(w, "regs", qcol_i64(c->st, 13));
+    srv_jw_kv_num(w, "smem", qcol_i64(c->st, 14));
+    jw_key(w, "occ");
+    if (qcol_null(c->st, 15))
+        jw_null(w);
+    else
+        jw_f64(w, qcol_f64(c->st, 15), 4);
+    srv_jw_kv_num(w, "scope", qcol_i64(c->st, 16));
+}
+
+/* Bytes of a name filter's LIKE pattern. */
+#define SQ_PAT_MAX 600
+
+/* The parameters every kernel page statement shares: ?1 session, ?2/?3
+ * the time range (used only when one was asked), ?4/?5 the cursor, ?6 the
+ * name pattern (only with a filter; pat, SQ_PAT_MAX bytes, holds it until
+ * the last step), ?7 the page size plus one. */
+static void page_bind(qctx *c, const srv_q *q, const int64_t *cur, uint32_t l,
+                      char *pat)
+{
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, (int64_t)q->from);
+    qbind_i64(c->st, 3, q->to ? (int64_t)q->to : INT64_MAX);
+    qbind_i64(c->st, 4, cur[0]);
+    qbind_i64(c->st, 5, cur[1]);
+    if (q->name) {
+        sq_like_pat(q->name, pat, SQ_PAT_MAX);
+        qbind_text(c->st, 6, pat);
+    }
+    qbind_i64(c->st, 7, l + 1);
+}
+
+/* The name filter of a kernel page (?6), only with a filter: the subquery
+ * is built per execution. */
+#define PAGE_NAME_FILTER                                                       \
+    " AND k.name_id IN (SELECT id FROM dicts WHERE sess=?1 AND kind=0 AND"     \
+    " name LIKE ?6 ESCAPE '\\')"
+
+/* The page's statement over kext (count_only: just how many rows). */
+static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
+                    uint32_t l, char *pat, int count_only)
+{
+    char sql[1024];
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "%s FROM kext x JOIN kernels k ON k.sess=x.sess AND k.seq=x.seq"
+             "%s WHERE x.sess=?1 AND x.side=?8 AND (x.dur, x.seq) %s (?4, ?5)"
+             "%s%s ORDER BY x.dur %s, x.seq %s LIMIT ?7%s",
+             count_only ? "SELECT count(*) FROM (SELECT 1" : "SELECT " KCOLS,
+             count_only ? ""
+                        : " LEFT JOIN dicts n ON n.sess=k.sess AND"
+                          " n.id=k.name_id",
+             desc ? "<" : ">",
+             q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
+             q->name ? PAGE_NAME_FILTER : "", desc ? "DESC" : "ASC",
+             desc ? "DESC" : "ASC", count_only ? ") t" : "");
+    if ((rc = q_prepare(c, sql)) != 0)
+        return rc;
+    page_bind(c, q, cur, l, pat);
+    qbind_i64(c->st, 8, desc ? 0 : 1);
+    return GPUFL_OK;
+}
+
+/* Prepares the page of kernels sorted by duration from kext as c->st (its
+ * rows: the page, plus one when there is more).  kext holds a prefix of
+ * the session's kernels in each order (store_sql_ext.c), so its rows
+ * after the cursor are the right ones as far as they go: when they fill
+ * the page, or when kext holds every kernel of the session.  Otherwise
+ * GPUFL_EFULL: the caller sorts the plain way. */
+static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
+                          uint32_t l, char *pat)
+{
+    int64_t n;
+    int rc;
+
+    if ((rc = kext_sql(c, q, cur, desc, l, pat, 1)) != 0)
+        return rc;
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    n = qcol_i64(c->st, 0);
+    if (n <= (int64_t)l) {
+        if ((rc = q_prepare(
+                 c, "SELECT CASE WHEN (SELECT count(*) FROM kext"
+                    " WHERE sess=?1 AND side=?2) = (SELECT n_kernels"
+                    " FROM sessions WHERE id=?1) THEN 1 ELSE 0 END")) != 0)
+            return rc;
+        qbind_i64(c->st, 1, c->sess);
+        qbind_i64(c->st, 2, desc ? 0 : 1);
+        if ((rc = sdb_step(c->st)) != SDB_ROW)
+            return sq_err(rc);
+        if (!qcol_i64(c->st, 0))
+            return GPUFL_EFULL; /* past what kext holds */
+    }
+    return kext_sql(c, q, cur, desc, l, pat, 0);
+}
+
+/* Prepares the page of kernels (sorted by start, or by duration as one
+ * plain sort) as c->st, with one row more when there is more.  pat
+ * (SQ_PAT_MAX bytes) holds the name pattern, bound until the last step. */
+static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int by_dur,
+                       int desc, uint32_t l, char *pat)
+{
+    char sql[1024];
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "SELECT " KCOLS " FROM kernels k LEFT JOIN dicts n ON"
+             " n.sess=k.sess AND n.id=k.name_id WHERE k.sess=?1"
+             "%s AND (k.%s, k.seq) %s (?4, ?5)"
+             "%s ORDER BY k.%s %s, k.seq %s LIMIT ?7",
+             /* a time range only when asked: without statistics the
+              * PostgreSQL planner takes an open range for a selective one */
+             q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
+             by_dur ? "dur" : "ts", desc ? "<" : ">",
+             q->name ? PAGE_NAME_FILTER : "", by_dur ? "dur" : "ts",
+             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
+    if ((rc = q_prepare(c, sql)) != 0)
+        return rc;
+    page_bind(c, q, cur, l, pat);
+    return GPUFL_OK;
+}
+
+int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    int64_t cur[2], last[2] = { 0, 0 };
+    int by_dur = q->sort && strcmp(q->sort, "duration") == 0;
+    int desc = q->desc;
+    uint32_t n = 0, l = q_limit(q);
+    char pat[SQ_PAT_MAX];
+    int rc, hc;
+
+    if (q->sort && !by_dur && strcmp(q->sort, "start") != 0)
+        return GPUFL_EINVAL;
+    q_begin(s, &c);
+    if ((rc = q_session(&c, q->sid)) != 0)
+        return q_end(&c, rc, w);
+    cur[0] = desc ? INT64_MAX : INT64_MIN;
+    cur[1] = desc ? INT64_MAX : -1;
+    if ((hc = q_cursor(q, cur, 2)) < 0)
+        return q_end(&c, GPUFL_EINVAL, w);
+    /* one row-value bound on the index key (a separate "ts >= from" next
+     * to an OR-ed cursor test made SQLite seek from the cursor instead) */
+    if (!by_dur) {
+        int64_t from = (int64_t)q->from,
+                to = q->to ? (int64_t)q->to : INT64_MAX;
+        if (!desc && cur[0] < from) {
+            cur[0] = from;
+            cur[1] = -1;
+        }
+        if (desc && cur[0] >= to) {
+            cur[0] = to;
+            cur[1] = -1;
+        }
+    }
+    rc = by_dur ? kernels_by_dur(&c, q, cur, desc, l, pat) : GPUFL_EFULL;
+    if (rc == GPUFL_EFULL)
+        rc = kernels_sql(&c, q, cur, by_dur, desc, l, pat);
+    if (rc)
+        return q_end(&c, rc, w);
+    (void)hc;
+    jw_obj_begin(w);
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
+        jw_obj_begin(w);
+        w_kernel_row(&c, w);
+        jw_obj_end(w);
+        last[0] = by_dur ? qcol_i64(c.st, 2) : qcol_i64(c.st, 1);
+        last[1] = qcol_i64(c.st, 0);
+        n++;
+    }
+    jw_arr_end(w);
+    q_next(w, rc == SDB_ROW, last, 2);
+    jw_obj_end(w);
+    return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
+}
+
+int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    int64_t scope, path, stack, cfg, sess;
+    char buf[SQ_PATH_STR_MAX];
+    int rc;
+
+    q_begin(s, &c);
+    if ((rc = q_session(&c, q->sid)) != 0)
+        return q_end(&c, rc, w);
+    sess = c.sess;
+    rc = q_prepare(&c, "SELECT " KCOLS ", d.lim, d.lmem, d.dsmem FROM kernels k"
+                       " LEFT JOIN dicts n ON n.sess=k.sess AND n.id=k.name_id"
+                       " LEFT JOIN dicts d ON d.sess=k.sess AND d.id=k.cfg"
+                       " WHERE k.sess=? AND k.seq=?");
+    if (rc)
+        return q_end(&c, rc, w);
+    qbind_i64(c.st, 1, sess);
+    qbind_i64(c.st, 2, (int64_t)q->kid);
+    if ((rc = sdb_step(c.st)) != SDB_ROW)
+        return q_end(&c, rc == SDB_DONE ? GPUFL_ENOTFOUND : sq_err(rc), w);
+    jw_obj_begin(w);
+    w_kernel_row(&c, w);
+    scope = qcol_i64(c.st, 16);
+    path = qcol_i64(c.st, 17);
+    stack = qcol_i64(c.st, 18);
+    cfg = qcol_i64(c.st, 21);
+    srv_jw_kv_dec(w, "end", qcol_i64(c.st, 1) + qcol_i64(c.st, 2));
+    if (qcol_i64(c.st, 20)) {
+        srv_jw_kv_dec(w, "api_enter", qcol_i64(c.st, 1) + qcol_i64(c.st, 19));
+        srv_jw_kv_dec(w, "api_dur", qcol_i64(c.st, 20));
+    }
+    srv_jw_kv_num(w, "launch_cfg", cfg);
+    jw_key(w, "cooperative");
+    jw_bool(w, (qcol_i64(c.st, 22) & EVF_COOP) != 0);
+    if (!qcol_null(c.st, 23))
+        jw_kv_str(w, "limiter", qcol_text(c.st, 23));
+    srv_jw_kv_num(w, "local_mem", qcol_i64(c.st, 24));
+    srv_jw_kv_num(w, "dyn_smem", qcol_i64(c.st, 25));
+    /* the scope instance's path, from its scope_begin line */
+    if (scope && !path) {
+        if (!q_prepare(
+                &c, "SELECT path FROM scopes WHERE sess=? AND id=? LIMIT 1")) {
+            qbind_i64(c.st, 1, sess);
+            qbind_i64(c.st, 2, scope);
+            if (sdb_step(c.st) == SDB_ROW)
+                path = qcol_i64(c.st, 0);
+        }
+    }
+    jw_kv_str(w, "path", sq_path_of(c.db, sess, path, buf, sizeof(buf)));
+    jw_key(w, "stack");
+    if (stack &&
+        !q_prepare(&c, "SELECT body FROM dicts WHERE sess=? AND id=?")) {
+        char *body = NULL;
+        qbind_i64(c.st, 1, sess);
+        qbind_i64(c.st, 2, stack);
+        if (sdb_step(c.st) == SDB_ROW)
+            body = strdup(qcol_text(c.st, 0));
+        jw_obj_begin(w);
+        sq_raw_member(w, body, "frames");
+        jw_obj_end(w);
+        free(body);
+    } else {
+        jw_null(w);
+    }
+    jw_obj_end(w);
+    return q_end(&c, GPUFL_OK, w);
+}
+
+/* One aggregate row, as read from kagg (+ its name). */
+typedef struct agg_row {
+    char *name; /* malloc'd, whole */
+    uint64_t n, total, min, max, p50, p99, n_occ;
+    double sum_occ;
+    int64_t regs, smem;
+} agg_row;
+
+static void agg_free(agg_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n && rows; i++)
+        free(rows[i].name);
+    free(rows);
+}
+
+/* All aggregate rows of a session, biggest total first (agg_free). */
+static int agg_load(qctx *c, const char *namefilter, agg_row **out,
+                    size_t *nout)
+{
+    agg_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    char pat[600];
+    int rc;
+
+    *out = NULL;
+    *nout = 0;
+    rc = q_prepare(c, "SELECT coalesce(d.name, ''), a.n, a.total, a.min, a.max,"
+                      " a.sum_occ, a.n_occ, a.regs, a.smem, a.hist FROM kagg a"
+                      " LEFT JOIN dicts d ON d.sess=a.sess AND d.id=a.name_id"
+                      " WHERE a.sess=?1 AND (CAST(?2 AS TEXT) IS NULL OR d.name"
+                      " LIKE ?2 ESCAPE '\\') ORDER BY a.total DESC, a.name_id");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    if (namefilter) {
+        sq_like_pat(namefilter, pat, sizeof(pat));
+        qbind_text(c->st, 2, pat);
+    }
+    while ((rc = sdb_step(c->st)) == SDB_ROW && n < SQ_NAMES_MAX) {
+        agg_row *r;
+        uint64_t h[RL_HIST_N];
+        if (n == cap) {
+            agg_row *nr =
+                realloc(rows, (cap = cap ? cap * 2 : 64) * sizeof(*rows));
+            if (!nr) {
+                agg_free(rows, n);
+                return GPUFL_ENOMEM;
+            }
+            rows = nr;
+        }
+        r = &rows[n];
+        if (!(r->name = strdup(qcol_text(c->st, 0)))) {
+            agg_free(rows, n);
+            return GPUFL_ENOMEM;
+        }
+        n++;
+        r->n = (uint64_t)qcol_i64(c->st, 1);
+        r->total = (uint64_t)qcol_i64(c->st, 2);
+        r->min = (uint64_t)qcol_i64(c->st, 3);
+        r->max = (uint64_t)qcol_i64(c->st, 4);
+        r->sum_occ = qcol_f64(c->st, 5);
+        r->n_occ = (uint64_t)qcol_i64(c->st, 6);
+        r->regs = qcol_i64(c->st, 7);
+        r->smem = qcol_i64(c->st, 8);
+        memset(h, 0, sizeof(h));
+        {
+            size_t hn = 0;
+            const void *hp = qcol_blob(c->st, 9, &hn);
+            (void)rl_hist_decode_add(hp, hn, h);
+        }
+        r->p50 = rl_hist_quantile(h, r->n, 0.5);
+        r->p99 = rl_hist_quantile(h, r->n, 0.99);
+        /* the histogram's midpoint may fall outside the exact range */
+        if (r->p50 < r->min)
+            r->p50 = r->min;
+        if (r->p99 > r->max)
+            r->p99 = r->max;
+        if (r->p50 > r->max)
+            r->p50 = r->max;
+        if (r->p99 < r->min)
+            r->p99 = r->min;
+    }
+    if (rc != SDB_DONE && rc != SDB_ROW) {
+        agg_free(rows, n);
+        return sq_err(rc);
+    }
+    *out = rows;
+    *nout = n;
+    return GPUFL_OK;
+}
+
+static void w_agg(jw *w, const agg_row *r)
+{
+    srv_jw_kv_unum(w, "count", r->n);
+    srv_jw_kv_udec(w, "total_ns", r->total);
+    srv_jw_kv_udec(w, "avg_ns", r->n ? r->total / r->n : 0);
+    srv_jw_kv_udec(w, "min_ns", r->min);
+    srv_jw_kv_udec(w, "p50_ns", r->p50);
+    srv_jw_kv_udec(w, "p99_ns", r->p99);
+    srv_jw_kv_udec(w, "max_ns", r->max);
+    jw_key(w, "occ_avg");
+    if (r->n_occ)
+        jw_f64(w, r->sum_occ / (double)r->n_occ, 4);
+    else
+        jw_null(w);
+    srv_jw_kv_num(w, "regs", r->regs);
+    srv_jw_kv_num(w, "smem", r->smem);
+}
+
+int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    agg_row *rows = NULL;
+    size_t n = 0;
+    int64_t off = 0;
+    uint32_t l = q_limit(q);
+    int rc;
+
+    q_begin(s, &c);
+    if ((rc = q_session(&c, q->sid)) != 0)
+        return q_end(&c, rc, w);
+    if (q_cursor(q, &off, 1) < 0 || off < 0)
+        return q_end(&c, GPUFL_EINVAL, w);
+    if ((rc = agg_load(&c, q->name, &rows, &n)) != 0)
+        return q_end(&c, rc, w);
+    jw_obj_begin(w);
+    jw_kv_str(w, "percentiles", "log-histogram, within 3.2%");
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    for (size_t i = (size_t)off; i < n && i < (size_t)off + l; i++) {
+        jw_obj_begin(w);
+        jw_kv_str(w, "name", rows[i].name);
+        w_agg(w, &rows[i]);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    off += l;
+    q_next(w, (size_t)off < n, &off, 1);
+    jw_obj_end(w);
+    agg_free(rows, n);
+    return q_end(&c, GPUFL_OK, w);
+}
+
+int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    agg_row *ra = NULL, *rb = NULL;
+    size_t na = 0, nb = 0, l = q_limit(q);
+    int rc;
+
+    q_begin(s, &c);
+    if ((rc = q_session(&c, q->sid)) != 0 ||
+        (rc = agg_load(&c, q->name, &ra, &na)) != 0)
+        goto out;
+    if ((rc = q_session(&c, q->b_sid)) != 0 ||
+        (rc = agg_load(&c, q->name, &rb, &nb)) != 0)
+        goto out;
+    jw_obj_begin(w);
+    jw_kv_str(w, "a", q->sid);
+    jw_kv_str(w, "b", q->b_sid);
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    /* a's names by total, then b's names a lacks (up to limit each);
+     * quadratic in names, which SQ_NAMES_MAX caps */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t nn = pass ? nb : na;
+        const agg_row *src = pass ? rb : ra;
+        for (size_t i = 0, out = 0; i < nn && out < l; i++) {
+            const agg_row *x = NULL, *y = NULL;
+            const agg_row *other = pass ? ra : rb;
+            size_t no = pass ? na : nb;
+            const agg_row *m = NULL;
+            for (size_t j = 0; j < no; j++)
+                if (strcmp(other[j].name, src[i].name) == 0) {
+                    m = &other[j];
+                    break;
+                }
+            if (pass && m)
+                continue;
+            x = pass ? NULL : &src[i];
+            y = pass ? &src[i] : m;
+            if (!pass)
+                y = m;
+            jw_obj_begin(w);
+            jw_kv_str(w, "name", src[i].name);
+            jw_key(w, "a");
+            if (x) {
+                jw_obj_begin(w);
+                w_agg(w, x);
+                jw_obj_end(w);
+            } else {
+                jw_null(w);
+            }
+            jw_key(w, "b");
+            if (y) {
+                jw_obj_begin(w);
+                w_agg(w, y);
+                jw_obj_end(w);
+            } else {
+                jw_null(w);
+            }
+            if (x && y && x->n && y->n) {
+                double aa = (double)x->total / (double)x->n;
+                double ab = (double)y->total / (double)y->n;
+                jw_key(w, "avg_change_pct");
+                jw_f64(w, aa > 0 ? (ab - aa) * 100.0 / aa : 0, 2);
+            }
+            jw_obj_end(w);
+            out++;
+        }
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
+out:
+    agg_free(ra, na);
+    agg_free(rb, nb);
+    return q_end(&c, rc, w);
+}
