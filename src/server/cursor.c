@@ -6,7 +6,6 @@
  */
 #include <gpufl/gpufl.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,21 +29,20 @@ int srv_cursor_decode(const char *s, int64_t *v, int n)
 {
     const char *p = s;
 
-    if (!s || *p++ != 'c')
+    /* one spelling per cursor, the encoder's: lowercase hex without
+     * leading zeros (strtoull also took "0x1f", "1F" and "001") */
+    if (!s || *p++ != 'c' || n < 1)
         return GPUFL_EINVAL;
     for (int i = 0; i < n; i++) {
-        char *end;
-        unsigned long long x;
+        uint64_t x = 0;
+        const char *d;
         if (i && *p++ != '.')
             return GPUFL_EINVAL;
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return GPUFL_EINVAL;
-        errno = 0;
-        x = strtoull(p, &end, 16);
-        if (errno || end - p > 16)
+        for (d = p; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+            x = x << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+        if (p == d || p - d > 16 || (*d == '0' && p - d > 1))
             return GPUFL_EINVAL;
         v[i] = (int64_t)x;
-        p = end;
     }
     return *p ? GPUFL_EINVAL : GPUFL_OK;
 }
