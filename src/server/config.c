@@ -63,7 +63,23 @@ static const opt opts[] = {
         "largest ingest body after decompression (413 above)"),
     NUM("max-lines", O_UINT, max_lines, "200000", 1, 10000000,
         "most lines in one ingest request (413 above)"),
-    NUM("timeout", O_DUR, timeout_s, "60", 1, 86400, "idle connection timeout"),
+    NUM("timeout", O_DUR, timeout_s, "60", 1, 86400,
+        "idle keep-alive timeout, and the deadline of an authenticated "
+        "request's body"),
+    NUM("header-timeout", O_DUR, header_timeout_s, "10", 1, 3600,
+        "a request's line and headers must have arrived this long after "
+        "the connection opened or its request line began (else closed)"),
+    NUM("max-conns", O_UINT, max_conns, "1000", 16, 100000,
+        "most open connections; one more is answered 503 and closed"),
+    NUM("max-conns-per-ip", O_UINT, max_conns_per_ip, "128", 1, 100000,
+        "most open connections from one address (IPv6: one /64); one more "
+        "is answered 429 and closed"),
+    NUM("max-buffered", O_SIZE, max_buffered, "256M", 1024, 1ull << 40,
+        "request body bytes held in memory across all connections (503 "
+        "with Retry-After above); at least --max-body"),
+    STR("tls-cert", tls_cert, "",
+        "PEM certificate (chain) to serve HTTPS with; needs --tls-key"),
+    STR("tls-key", tls_key, "", "PEM private key of --tls-cert"),
     NUM("stale-after", O_DUR, stale_after_s, "5m", 1, 1ull << 32,
         "a running session with no line for this long becomes stale "
         "(the server's own downtime not counted)"),
@@ -90,6 +106,9 @@ static const opt opts[] = {
         "transaction (more are stored in several)"),
     STR("name", key_name, "", "keys create: a label for the new key"),
     STR("role", key_role, "read", "keys create: ingest, read or admin"),
+    STR("hosts", key_hosts, "",
+        "keys create: the hosts an ingest key may write for, comma-separated "
+        "(empty: any host)"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -278,6 +297,7 @@ void srv_config_help(FILE *f, int md)
     } else {
         fprintf(f, "usage: gpufl-server [options]\n"
                    "       gpufl-server keys create --role ROLE [--name N]"
+                   " [--hosts H1,H2]"
                    " [options]\n"
                    "       gpufl-server keys list [options]\n"
                    "       gpufl-server keys revoke ID [options]\n\n"

@@ -31,12 +31,19 @@ typedef struct srv_config {
     char kafka_topic_prefix[256];
     char key_name[128];
     char key_role[16];
+    char key_hosts[SRV_STR_MAX]; /* keys create: "node-7,node-8" */
+    char tls_cert[SRV_STR_MAX];
+    char tls_key[SRV_STR_MAX];
     uint64_t threads;
     uint64_t readers;
     uint64_t max_body;
     uint64_t max_decoded;
     uint64_t max_lines;
     uint64_t timeout_s;
+    uint64_t header_timeout_s;
+    uint64_t max_conns;
+    uint64_t max_conns_per_ip;
+    uint64_t max_buffered;
     uint64_t stale_after_s;
     uint64_t retention_max_age_s;
     uint64_t retention_max_db;
