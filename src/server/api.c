@@ -353,10 +353,12 @@ static void small_json(srv_resp *o, int status, const char *k1, uint64_t v1)
     small_json2(o, status, k1, v1, NULL, 0);
 }
 
+/* 1: go on to the handler.  A probe (http.c's first callback, before the
+ * body) stops here when the role allows the call, with no answer set. */
 static int need(srv_req *r, srv_resp *o, int role)
 {
     if (r->role == ROLE_ADMIN || r->role == role)
-        return 1;
+        return !r->probe;
     srv_resp_error(o, 403, "this key's role does not allow this call");
     return 0;
 }
@@ -576,7 +578,8 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         srv_resp_error(o, 404, "not found");
         return;
     }
-    r->role = srv_auth_role(s, srv_req_header(r, "Authorization"));
+    if (r->role <= 0) /* not looked up by the probe */
+        r->role = srv_auth_role(s, srv_req_header(r, "Authorization"));
     if (r->role == ROLE_UNKNOWN) {
         srv_resp_error(o, 503, "database unavailable; retry");
         return;
@@ -602,6 +605,8 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
             g.db_bytes = s->store->ops->db_bytes(s->store);
             g.have_missing =
                 s->store->ops->missing(s->store, g.missing) == GPUFL_OK;
+            g.conns_open = srv_conns_open(s);
+            g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
             srv_metrics_write(&s->met, &g, &w);
         }
         srv_resp_json(o, 200, buf, w.len);

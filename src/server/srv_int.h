@@ -76,6 +76,11 @@ typedef struct srv_metrics {
     /* Kafka bridge (kafka.c): offset resets past the broker's retention,
      * the messages they skipped, and messages that came as errors */
     uint64_t kafka_resets, kafka_skipped, kafka_errors;
+    /* connections (conn.c): turned away by --max-conns-per-ip and by
+     * --max-conns, shut down past a deadline; request bodies refused by
+     * --max-buffered */
+    uint64_t conn_refused_ip, conn_refused_full, conn_timeouts;
+    uint64_t body_refused_budget;
     uint64_t status[6]; /* by first digit */
     uint64_t lat_count[MET_NCLASS], lat_sum_us[MET_NCLASS];
     uint64_t lat_bucket[MET_NCLASS][MET_NBUCKETS];
@@ -88,6 +93,8 @@ typedef struct srv_gauges {
     uint64_t db_bytes;
     uint64_t missing[SRV_ST_N]; /* store_ops.missing */
     int have_missing;           /* 0: the store could not say */
+    uint64_t conns_open;        /* connections held now */
+    uint64_t body_buffered;     /* request body bytes held now */
 } srv_gauges;
 
 /* Prometheus text into w. */
@@ -101,7 +108,11 @@ typedef struct srv {
     srv_metrics met;
     unsigned char admin_hash[32];
     int have_admin;
-    void *http; /* struct MHD_Daemon */
+    void *http;              /* struct MHD_Daemon */
+    struct srv_conns *conns; /* conn.c */
+    /* request body bytes held by all connections (relaxed atomic, at
+     * most cfg.max_buffered) */
+    uint64_t buffered;
     int listen_fd;
     uint16_t port;
     /* maintenance thread */
@@ -158,8 +169,10 @@ typedef struct srv_req {
     void *conn; /* struct MHD_Connection */
     const char *body;
     size_t body_len;
-    int role;
-    int cls; /* MET_* */
+    int role;  /* preset by the first callback; 0: not looked up yet */
+    int cls;   /* MET_* */
+    int probe; /* only route, method and token: no handler runs, and a
+                * request that may go on leaves the answer unset */
 } srv_req;
 
 /* A response to send: body is malloc'd (ownership transferred). */
@@ -168,7 +181,9 @@ typedef struct srv_resp {
     const char *ctype;
     char *body;
     size_t len;
-    char allow[64]; /* for 405 */
+    char allow[64];  /* for 405 */
+    int retry_after; /* a Retry-After header */
+    int close;       /* close the connection after the answer */
 } srv_resp;
 
 const char *srv_req_arg(const srv_req *r, const char *key);
@@ -205,6 +220,38 @@ int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
 
 int srv_http_start(srv *s, char *err, size_t cap);
 void srv_http_stop(srv *s);
+
+/* ---- connections (conn.c) ---- */
+
+/* The phases of a request whose deadlines conn.c keeps: its head is due
+ * --header-timeout after the connection opened or the request line began;
+ * its body, the sending of its answer and the idle time after it each get
+ * --timeout; the handler's own work has none. */
+enum {
+    SRV_CONN_HEAD = 1,
+    SRV_CONN_BODY,
+    SRV_CONN_BUSY,
+    SRV_CONN_SEND,
+    SRV_CONN_IDLE
+};
+
+/* Starts the accept loop on s->listen_fd, handing connections to s->http
+ * (started with no listening socket of its own).  tls: refusals are closed
+ * without an HTTP answer. */
+int srv_conns_start(srv *s, int tls, char *err, size_t cap);
+/* Stops accepting (before libmicrohttpd stops). */
+void srv_conns_stop(srv *s);
+/* Frees the table (after libmicrohttpd stopped: its CLOSED notifications
+ * use it). */
+void srv_conns_free(srv *s);
+/* libmicrohttpd started / closed the connection on fd (addr: its peer, a
+ * struct sockaddr); returns the socket context for the others. */
+void *srv_conn_started(srv *s, int fd, const void *addr);
+void srv_conn_closed(srv *s, void *sc);
+/* The request on connection sc entered phase (SRV_CONN_*). */
+void srv_conn_phase(srv *s, void *sc, int phase);
+/* Connections held now. */
+size_t srv_conns_open(srv *s);
 
 /* ---- Kafka consumer bridge (kafka.c) ---- */
 
