@@ -533,9 +533,13 @@ int srv_http_start(srv *s, char *err, size_t cap)
                  (unsigned long long)s->cfg.max_body);
         return GPUFL_EINVAL;
     }
+    if ((rc = srv_static_open(s, err, cap)) != 0)
+        return rc;
     s->listen_fd = listen_on(s->cfg.listen, &s->port, err, cap);
-    if (s->listen_fd < 0)
+    if (s->listen_fd < 0) {
+        srv_static_close(s);
         return GPUFL_EIO;
+    }
     /* conn.c accepts and enforces --max-conns; MHD's own limit only
      * backs it up (records beyond it are what conn.c keeps as slack) */
     d = MHD_start_daemon(
@@ -552,6 +556,7 @@ int srv_http_start(srv *s, char *err, size_t cap)
         snprintf(err, cap, "cannot start the HTTP server on %s", s->cfg.listen);
         close(s->listen_fd);
         s->listen_fd = -1;
+        srv_static_close(s);
         return GPUFL_EIO;
     }
     s->http = d;
@@ -576,4 +581,5 @@ void srv_http_stop(srv *s)
         close(s->listen_fd);
         s->listen_fd = -1;
     }
+    srv_static_close(s);
 }

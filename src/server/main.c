@@ -142,11 +142,12 @@ int main(int argc, char **argv)
         s.store->ops->close(s.store);
         return 1;
     }
-    if (srv_http_start(&s, err, sizeof(err))) {
+    if ((rc = srv_http_start(&s, err, sizeof(err))) != 0) {
         fprintf(stderr, "gpufl-server: %s\n", err);
         srv_maint_stop(&s);
         s.store->ops->close(s.store);
-        return 1;
+        /* a configuration that cannot be served safely is a usage error */
+        return rc == GPUFL_EINVAL ? 2 : 1;
     }
     if (srv_kafka_start(&s, err, sizeof(err))) {
         fprintf(stderr, "gpufl-server: %s\n", err);

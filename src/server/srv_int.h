@@ -110,6 +110,7 @@ typedef struct srv {
     int have_admin;
     void *http;              /* struct MHD_Daemon */
     struct srv_conns *conns; /* conn.c */
+    int ui_fd;               /* --ui-dir, opened (static.c); -1: none */
     /* request body bytes held by all connections (relaxed atomic, at
      * most cfg.max_buffered) */
     uint64_t buffered;
@@ -216,6 +217,11 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
+/* Opens --ui-dir (if set) for srv_static_handle; refuses (GPUFL_EINVAL,
+ * err) a folder holding the data folder or the database file. */
+int srv_static_open(srv *s, char *err, size_t cap);
+void srv_static_close(srv *s);
+/* 1 when it answered r with a file of --ui-dir. */
 int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
 
 int srv_http_start(srv *s, char *err, size_t cap);

@@ -423,5 +423,71 @@ class BeforeBody(Base):
         self.assertEqual(srv.req("GET", "/healthz", token=None)[0], 200)
 
 
+class Static(Base):
+    """--ui-dir serves its own regular files and nothing else."""
+
+    def test_confined(self):
+        ui = os.path.join(self.dir, "ui")
+        outside = os.path.join(self.dir, "outside")
+        os.makedirs(os.path.join(ui, "assets"))
+        os.makedirs(outside)
+        with open(os.path.join(ui, "index.html"), "w") as f:
+            f.write("<html>gpufl</html>")
+        with open(os.path.join(ui, "assets", "app.js"), "w") as f:
+            f.write("console.log(1)")
+        with open(os.path.join(outside, "secret.txt"), "w") as f:
+            f.write("TOP-SECRET")
+        os.symlink(os.path.join(outside, "secret.txt"), os.path.join(ui, "secret.txt"))
+        os.symlink(outside, os.path.join(ui, "out"))
+        os.symlink("/dev/zero", os.path.join(ui, "zero.js"))
+        os.symlink("../../outside/secret.txt", os.path.join(ui, "assets", "rel.txt"))
+        os.mkfifo(os.path.join(ui, "fifo.js"))
+        srv = self.server(args=["--ui-dir", ui])
+        for path in ("/secret.txt", "/out/secret.txt", "/assets/rel.txt", "/zero.js",
+                     "/fifo.js", "/assets/../../outside/secret.txt"):
+            t0 = time.time()
+            st, _, data = srv.req("GET", path, token=None, timeout=3)
+            self.assertEqual(st, 404, path)
+            self.assertNotIn(b"TOP-SECRET", data)
+            self.assertLess(time.time() - t0, 1.0, path)
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual((st, data), (200, b"<html>gpufl</html>"))
+        st, _, data = srv.req("GET", "/assets/app.js", token=None)
+        self.assertEqual((st, data), (200, b"console.log(1)"))
+        st, _, data = srv.req("GET", "/sessions/abc", token=None)
+        self.assertEqual((st, data), (200, b"<html>gpufl</html>"))
+        # the workers are all free: nothing hangs on the FIFO
+        for _ in range(8):
+            self.assertEqual(srv.req("GET", "/", token=None, timeout=3)[0], 200)
+
+    def start_fails(self, args, cwd=None):
+        p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--admin-token", ADMIN]
+                           + args, cwd=cwd, env=T.clean_env(), timeout=5,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("--ui-dir", p.stderr)
+        self.assertIn("would be served to anyone", p.stderr)
+        return p.stderr
+
+    def test_refuses_a_folder_holding_the_data(self):
+        """--ui-dir . with the default ./gpufl-data (reported: served
+        gpufl.db and its WAL) and a database file below the folder."""
+        work = os.path.join(self.dir, "work")
+        os.makedirs(work)
+        err = self.start_fails(["--ui-dir", "."], cwd=work)
+        self.assertIn("data folder", err)
+        err = self.start_fails(["--ui-dir", self.dir, "--data-dir",
+                                os.path.join(self.dir, "d")])
+        self.assertIn("data folder", err)
+        os.makedirs(os.path.join(self.dir, "web", "x"))
+        err = self.start_fails(["--ui-dir", os.path.join(self.dir, "web"),
+                                "--data-dir", os.path.join(self.dir, "d2"),
+                                "--db", "sqlite:" + os.path.join(self.dir, "web", "x", "my.db")])
+        self.assertIn("database file", err)
+        # beside each other: fine
+        srv = self.server(args=["--ui-dir", os.path.join(self.dir, "web")])
+        self.assertEqual(srv.req("GET", "/healthz", token=None)[0], 200)
+
+
 if __name__ == "__main__":
     unittest.main()
