@@ -221,6 +221,10 @@ void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
  * err) a folder holding the data folder or the database file. */
 int srv_static_open(srv *s, char *err, size_t cap);
 void srv_static_close(srv *s);
+/* rel opened read-only below the folder dir, never through a symbolic
+ * link or out of it: openat2, or (walk, or openat2 missing) one component
+ * at a time.  An fd or -1 (errno). */
+int srv_static_open_below(int dir, const char *rel, int walk);
 /* 1 when it answered r with a file of --ui-dir. */
 int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
 

@@ -81,11 +81,13 @@ static int open_walk(int dir, const char *rel)
     return fd;
 }
 
-static int open_below(int dir, const char *rel)
+int srv_static_open_below(int dir, const char *rel, int walk)
 {
     struct open_how how;
     long fd;
 
+    if (walk)
+        return open_walk(dir, rel);
     memset(&how, 0, sizeof(how));
     how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
@@ -98,7 +100,7 @@ static int open_below(int dir, const char *rel)
 static int read_file(int dir, const char *rel, char **out, size_t *n)
 {
     struct stat st;
-    int fd = open_below(dir, rel);
+    int fd = srv_static_open_below(dir, rel, 0);
     char *buf;
     size_t got = 0;
 
