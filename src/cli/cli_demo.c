@@ -196,8 +196,10 @@ static int parse(int argc, char **argv, demo_opts *o)
                         "127.0.0.1:8080\n");
         return -1;
     }
-    if (o->token && (strlen(o->token) < 8 || strlen(o->token) > 64)) {
-        fprintf(stderr, "gpufl demo: --token must be 8 to 64 characters\n");
+    if (o->token && (strlen(o->token) < 32 || strlen(o->token) > 64)) {
+        fprintf(stderr, "gpufl demo: --token must be 32 to 64 characters"
+                        " (gpufl-server refuses shorter admin tokens; e.g."
+                        " `openssl rand -hex 16`)\n");
         return -1;
     }
     if (strcmp(o->gpu, "auto") && strcmp(o->gpu, "on") &&

@@ -23,6 +23,12 @@
 
 /* Longest bearer token we will hash. */
 #define AUTH_TOKEN_MAX 512
+/* Shortest admin token accepted from the configuration: 32 characters of
+ * `openssl rand -hex 32` hold 128 bits, as a generated token's 64 do
+ * 256. */
+#define AUTH_ADMIN_MIN 32
+/* The placeholder of the deploy folder's env examples: never a token. */
+#define AUTH_PLACEHOLDER "change-me"
 #define ADMIN_HASH_FILE "admin_token.sha256"
 
 void srv_sha256(const void *s, size_t n, unsigned char out[32])
@@ -173,6 +179,19 @@ int srv_admin_init(srv *s)
     ssize_t n;
 
     if (s->cfg.admin_token[0]) {
+        size_t len = strlen(s->cfg.admin_token);
+        if (len < AUTH_ADMIN_MIN || !strncmp(s->cfg.admin_token, AUTH_PLACEHOLDER,
+                                           strlen(AUTH_PLACEHOLDER))) {
+            fprintf(stderr,
+                    "gpufl-server: the admin token %s; make one with"
+                    " `openssl rand -hex 32` (or `head -c 32 /dev/urandom |"
+                    " base64`), or leave --admin-token unset to have one"
+                    " generated; not starting\n",
+                    len < AUTH_ADMIN_MIN
+                        ? "is shorter than 32 characters"
+                        : "is the example file's placeholder (change-me...)");
+            return GPUFL_EINVAL;
+        }
         srv_sha256(s->cfg.admin_token, strlen(s->cfg.admin_token),
                    s->admin_hash);
         s->have_admin = 1;

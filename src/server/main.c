@@ -133,9 +133,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpufl-server: %s\n", err);
         return 1;
     }
-    if (srv_admin_init(&s)) {
+    if ((rc = srv_admin_init(&s)) != 0) {
         s.store->ops->close(s.store);
-        return 1;
+        return rc == GPUFL_EINVAL ? 2 : 1;
     }
     if (srv_maint_start(&s)) {
         fprintf(stderr, "gpufl-server: cannot start the maintenance thread\n");

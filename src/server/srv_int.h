@@ -153,7 +153,9 @@ int srv_role_parse(const char *name);
 /*
  * The admin token at start-up: configured (hashed in memory), else the
  * hash in data_dir/admin_token.sha256, else a new one printed once on out
- * and its hash stored.  Returns 0 or a gpufl_err.
+ * and its hash stored.  Returns 0 or a gpufl_err: GPUFL_EINVAL (said on
+ * stderr, with how to make one) for a configured token shorter than 32
+ * characters or starting with the example's "change-me".
  */
 int srv_admin_init(srv *s);
 /* Creates a key: *secret (cap >= 80) is shown once. */

@@ -489,5 +489,45 @@ class Static(Base):
         self.assertEqual(srv.req("GET", "/healthz", token=None)[0], 200)
 
 
+class Tokens(Base):
+    """Weak admin tokens are refused at start, with how to make one."""
+
+    def run_server(self, args, env=None):
+        try:
+            p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir",
+                                os.path.join(self.dir, "d")] + args,
+                               env=T.clean_env(env), timeout=5, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except subprocess.TimeoutExpired:
+            self.fail("the server started with %s %s" % (args, env))
+        return p
+
+    def test_weak_admin_tokens(self):
+        root = os.path.join(HERE, "..", "..", "deploy")
+        placeholders = set()
+        for ex in ("systemd/server.env.example", "compose.env.example"):
+            with open(os.path.join(root, ex)) as f:
+                for line in f:
+                    m = re.match(r"GPUFL_(?:SERVER_)?ADMIN_TOKEN=(\S+)", line)
+                    if m:
+                        placeholders.add(m.group(1))
+        self.assertTrue(placeholders)
+        cfg = os.path.join(self.dir, "server.conf")
+        with open(cfg, "w") as f:
+            f.write("admin-token = short-from-file\n")
+        for args, env in [(["--admin-token", "x"], None),
+                          (["--admin-token", "a" * 31], None),
+                          ([], {"GPUFL_SERVER_ADMIN_TOKEN": "from-env"}),
+                          (["--config", cfg], None)] + \
+                [(["--admin-token", p], None) for p in placeholders]:
+            p = self.run_server(args, env)
+            self.assertEqual(p.returncode, 2, (args, env, p.stderr))
+            self.assertIn("openssl rand -hex 32", p.stderr)
+            self.assertIn("not starting", p.stderr)
+        # 32 characters is enough
+        srv = self.server(admin="b" * 32)
+        self.assertEqual(srv.req("GET", "/api/v1/hosts", token="b" * 32)[0], 200)
+
+
 if __name__ == "__main__":
     unittest.main()
