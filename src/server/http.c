@@ -520,9 +520,27 @@ static int listen_on(const char *spec, uint16_t *port, char *err, size_t cap)
     return fd;
 }
 
+/* 1 when the bound address is 127.0.0.0/8 or ::1. */
+static int is_loopback(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) ==
+               127;
+    return ss.ss_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+}
+
 int srv_http_start(srv *s, char *err, size_t cap)
 {
+    struct MHD_OptionItem tls[3];
     struct MHD_Daemon *d;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     int rc;
 
     if (s->cfg.max_buffered < s->cfg.max_body) {
@@ -533,34 +551,55 @@ int srv_http_start(srv *s, char *err, size_t cap)
                  (unsigned long long)s->cfg.max_body);
         return GPUFL_EINVAL;
     }
-    if ((rc = srv_static_open(s, err, cap)) != 0)
+    if ((rc = srv_tls_load(s, err, cap)) != 0)
         return rc;
+    memset(tls, 0, sizeof(tls));
+    tls[0].option = MHD_OPTION_END;
+    if (s->tls_cert) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            snprintf(err, cap, "this libmicrohttpd has no TLS support");
+            srv_tls_free(s);
+            return GPUFL_EINVAL;
+        }
+        flags |= MHD_USE_TLS;
+        tls[0].option = MHD_OPTION_HTTPS_MEM_KEY;
+        tls[0].ptr_value = s->tls_key;
+        tls[1].option = MHD_OPTION_HTTPS_MEM_CERT;
+        tls[1].ptr_value = s->tls_cert;
+        tls[2].option = MHD_OPTION_END;
+    }
+    if ((rc = srv_static_open(s, err, cap)) != 0) {
+        srv_tls_free(s);
+        return rc;
+    }
     s->listen_fd = listen_on(s->cfg.listen, &s->port, err, cap);
     if (s->listen_fd < 0) {
         srv_static_close(s);
+        srv_tls_free(s);
         return GPUFL_EIO;
     }
+    s->loopback = is_loopback(s->listen_fd);
     /* conn.c accepts and enforces --max-conns; MHD's own limit only
      * backs it up (records beyond it are what conn.c keeps as slack) */
     d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-            MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
-        0, NULL, NULL, on_request, s, MHD_OPTION_THREAD_POOL_SIZE,
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->cfg.threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->cfg.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)s->cfg.max_conns + 64u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(128 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_conn, s, MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, s, MHD_OPTION_END);
+        on_uri, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (!d) {
-        snprintf(err, cap, "cannot start the HTTP server on %s", s->cfg.listen);
+        snprintf(err, cap, "cannot start the HTTP%s server on %s",
+                 s->tls_cert ? "S" : "", s->cfg.listen);
         close(s->listen_fd);
         s->listen_fd = -1;
         srv_static_close(s);
+        srv_tls_free(s);
         return GPUFL_EIO;
     }
     s->http = d;
-    if ((rc = srv_conns_start(s, 0, err, cap)) != 0) {
+    if ((rc = srv_conns_start(s, s->tls_cert != NULL, err, cap)) != 0) {
         srv_http_stop(s);
         return rc;
     }
@@ -582,4 +621,5 @@ void srv_http_stop(srv *s)
         s->listen_fd = -1;
     }
     srv_static_close(s);
+    srv_tls_free(s);
 }

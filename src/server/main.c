@@ -159,9 +159,16 @@ int main(int argc, char **argv)
     {
         const char *colon = strrchr(s.cfg.listen, ':');
         int hl = colon ? (int)(colon - s.cfg.listen) : 0;
-        printf("gpufl-server: listening on http://%.*s:%u (store %s)\n",
-               hl ? hl : 9, hl ? s.cfg.listen : "127.0.0.1", s.port,
-               s.store->ops->name);
+        printf("gpufl-server: listening on http%s://%.*s:%u (store %s)\n",
+               s.tls_cert ? "s" : "", hl ? hl : 9,
+               hl ? s.cfg.listen : "127.0.0.1", s.port, s.store->ops->name);
+        if (!s.tls_cert && !s.loopback && !s.cfg.quiet)
+            fprintf(stderr,
+                    "gpufl-server: warning: listening on %s without TLS:"
+                    " tokens and data cross the network in the clear; give"
+                    " --tls-cert and --tls-key (or put a TLS proxy in front"
+                    " and listen on 127.0.0.1)\n",
+                    s.cfg.listen);
     }
     fflush(stdout);
     while (sigwait(&set, &sig) != 0)

@@ -111,6 +111,9 @@ typedef struct srv {
     void *http;              /* struct MHD_Daemon */
     struct srv_conns *conns; /* conn.c */
     int ui_fd;               /* --ui-dir, opened (static.c); -1: none */
+    /* --tls-cert / --tls-key as read (tls.c); NULL: plain HTTP */
+    char *tls_cert, *tls_key;
+    int loopback; /* the listening address is a loopback one */
     /* request body bytes held by all connections (relaxed atomic, at
      * most cfg.max_buffered) */
     uint64_t buffered;
@@ -232,6 +235,16 @@ int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
 
 int srv_http_start(srv *s, char *err, size_t cap);
 void srv_http_stop(srv *s);
+
+/* ---- TLS (tls.c) ---- */
+
+/* Reads and checks --tls-cert and --tls-key into s->tls_cert/tls_key
+ * (both or neither given; GPUFL_EINVAL with why in err for one alone, an
+ * unreadable file, no PEM certificate or key, or a key not the
+ * certificate's).  Nothing set: both stay NULL. */
+int srv_tls_load(srv *s, char *err, size_t cap);
+/* Frees them, the key's bytes wiped first. */
+void srv_tls_free(srv *s);
 
 /* ---- connections (conn.c) ---- */
 

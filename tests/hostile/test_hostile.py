@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -527,6 +528,140 @@ class Tokens(Base):
         # 32 characters is enough
         srv = self.server(admin="b" * 32)
         self.assertEqual(srv.req("GET", "/api/v1/hosts", token="b" * 32)[0], 200)
+
+
+def openssl(*args, cwd=None):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+
+
+class Tls(Base):
+    """gpufl-server --tls-cert/--tls-key: HTTPS verified by a client that
+    trusts the issuing CA, clear refusals of bad pairs."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not shutil.which("openssl"):
+            raise unittest.SkipTest("openssl is not installed")
+        d = cls.pki = tempfile.mkdtemp(prefix="hostile_pki_", dir=T.TMP)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        # a CA, and a server certificate it signs for 127.0.0.1/localhost
+        openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=gpufl test CA",
+                "-keyout", "ca.key", "-out", "ca.crt", cwd=d)
+        openssl("req", *ec, "-subj", "/CN=localhost", "-keyout", "srv.key",
+                "-out", "srv.csr", cwd=d)
+        with open(os.path.join(d, "ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", "ext", "-out", "srv.crt",
+                cwd=d)
+        openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                "-out", "other.key", cwd=d)
+        cls.cert = os.path.join(d, "srv.crt")
+        cls.key = os.path.join(d, "srv.key")
+        cls.ca = os.path.join(d, "ca.crt")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pki, ignore_errors=True)
+
+    def https(self, srv, path, token=None):
+        ctx = ssl.create_default_context(cafile=self.ca)
+        req = urllib.request.Request("https://127.0.0.1:%d%s" % (srv.port, path))
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def test_https(self):
+        srv = self.server(args=["--tls-cert", self.cert, "--tls-key", self.key])
+        self.assertIn("listening on https://", srv.output())
+        self.assertEqual(self.https(srv, "/healthz"), (200, b'{"ok":1}'))
+        self.assertEqual(self.https(srv, "/api/v1/hosts", ADMIN)[0], 200)
+        self.assertEqual(self.https(srv, "/api/v1/hosts")[0], 401)
+        # curl, verifying with the CA
+        if shutil.which("curl"):
+            p = subprocess.run(["curl", "-sS", "--cacert", self.ca, "-H",
+                                "Authorization: Bearer " + ADMIN,
+                                "https://127.0.0.1:%d/api/v1/sessions" % srv.port],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(b'"items"', p.stdout)
+            # and without the CA: the certificate is not trusted
+            p = subprocess.run(["curl", "-sS", "https://127.0.0.1:%d/healthz" % srv.port],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+            self.assertNotEqual(p.returncode, 0)
+        # plain HTTP to the TLS port gets no HTTP answer
+        data, _ = raw(srv.port, HEALTHZ, timeout=2)
+        self.assertIsNone(status_of(data))
+        srv.stop()
+
+    def test_caps_and_deadlines_under_tls(self):
+        srv = self.server(args=["--tls-cert", self.cert, "--tls-key", self.key,
+                                "--header-timeout", "1", "--max-conns-per-ip", "2"])
+        held = [connect(srv.port), connect(srv.port)]
+        time.sleep(0.2)
+        # over the cap: closed, and no plaintext answer into a handshake
+        data, closed = raw(srv.port, b"\x16\x03\x01", timeout=2)
+        self.assertEqual((data, closed), (b"", True))
+        # the two silent ones are cut by the head deadline
+        t0 = time.time()
+        for s in held:
+            got, closed = read_all(s, timeout=3)
+            s.close()
+            self.assertTrue(closed)
+        self.assertLess(time.time() - t0, 2.5)
+        self.assertEqual(self.https(srv, "/healthz")[0], 200)
+
+    def refused(self, args, want):
+        p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir",
+                            os.path.join(self.dir, "d"), "--admin-token", ADMIN] + args,
+                           env=T.clean_env(), timeout=5, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(want, p.stderr)
+
+    def test_refusals(self):
+        self.refused(["--tls-cert", self.cert], "go together")
+        self.refused(["--tls-key", self.key], "go together")
+        self.refused(["--tls-cert", self.cert, "--tls-key",
+                      os.path.join(self.pki, "other.key")], "is not the key of")
+        self.refused(["--tls-cert", self.key, "--tls-key", self.key],
+                     "no PEM certificate")
+        self.refused(["--tls-cert", self.cert, "--tls-key", self.cert],
+                     "no PEM private key")
+        self.refused(["--tls-cert", os.path.join(self.pki, "missing.crt"),
+                      "--tls-key", self.key], "No such file")
+        self.refused(["--tls-cert", "/dev/zero", "--tls-key", self.key],
+                     "not a regular file")
+
+    def test_plain_http_on_the_network_warns(self):
+        """Listening on a non-loopback address without TLS is said at start."""
+        def start(args):
+            out = os.path.join(self.dir, "out%d" % len(self.servers))
+            with open(out, "w") as o:
+                p = subprocess.Popen([T.SERVER, "--listen", "0.0.0.0:0", "--data-dir",
+                                      os.path.join(self.dir, "w"), "--admin-token",
+                                      ADMIN] + args, env=T.clean_env(), stdout=o,
+                                     stderr=subprocess.STDOUT)
+            try:
+                for _ in range(100):
+                    with open(out) as f:
+                        text = f.read()
+                    if "listening on" in text:
+                        time.sleep(0.1)
+                        with open(out) as f:
+                            return f.read()
+                    time.sleep(0.05)
+                self.fail("no start")
+            finally:
+                p.kill()
+                p.wait()
+        self.assertIn("without TLS", start([]))
+        self.assertNotIn("without TLS", start(["--tls-cert", self.cert, "--tls-key", self.key]))
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ class Server:
         while time.time() < deadline:
             self.out.seek(0)
             text = self.out.read()
-            m = re.search(r"listening on http://[^:]+:(\d+)", text)
+            m = re.search(r"listening on https?://[^:]+:(\d+)", text)
             if m:
                 self.port = int(m.group(1))
                 break
