@@ -52,6 +52,7 @@ typedef struct conn_ctx {
     int budget_over; /* --max-buffered spent: drained, then 503 */
     int args_over;   /* more than HTTP_ARGS_MAX query arguments */
     int role;        /* from the first callback's auth */
+    char hosts[SRV_KEY_HOSTS_MAX]; /* and the key's hosts */
     uint64_t t0_us;
 } conn_ctx;
 
@@ -288,6 +289,7 @@ static enum MHD_Result first_call(srv *s, struct MHD_Connection *c, conn_ctx *x,
         else
             srv_api_handle(s, &r, &o);
         x->role = r.role;
+        memcpy(x->hosts, r.hosts, sizeof(x->hosts));
         if (!o.status && n && budget_take(s, (size_t)n) != 0)
             budget_error(s, &o);
         else if (!o.status)
@@ -376,6 +378,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     r.body_len = x->len;
     r.cls = MET_OTHER;
     r.role = x->role;
+    memcpy(r.hosts, x->hosts, sizeof(r.hosts));
     if (x->over)
         body_cap_error(s, &o);
     else if (x->budget_over)

@@ -149,8 +149,11 @@ void srv_hex(const unsigned char *b, size_t n, char *out);
 /* A new random secret "<kind>_<64 hex>" into out (>= 72 bytes). */
 int srv_token_new(const char *kind, char *out, size_t cap);
 /* The role of a bearer header value (NULL: none); ROLE_NONE if invalid,
- * ROLE_UNKNOWN if the key lookup failed (database unavailable). */
-int srv_auth_role(srv *s, const char *authorization);
+ * ROLE_UNKNOWN if the key lookup failed (database unavailable).  The
+ * key's hosts (comma-separated, "" = any) into hosts (hosts_cap bytes,
+ * SRV_KEY_HOSTS_MAX for all; 0: not wanted). */
+int srv_auth_role(srv *s, const char *authorization, char *hosts,
+                  size_t hosts_cap);
 const char *srv_role_name(int role);
 int srv_role_parse(const char *name);
 /*
@@ -161,9 +164,19 @@ int srv_role_parse(const char *name);
  * characters or starting with the example's "change-me".
  */
 int srv_admin_init(srv *s);
-/* Creates a key: *secret (cap >= 80) is shown once. */
-int srv_key_create(srv *s, const char *name, const char *role, char *secret,
-                   size_t cap, int64_t *id);
+/* Most hosts one key may be bound to. */
+#define SRV_KEY_HOSTS_N 64
+/* 0 when hosts (comma-separated; NULL or "": any) may bind a key of role:
+ * ingest keys only, each a host name, at most SRV_KEY_HOSTS_N; else -1
+ * with why. */
+int srv_key_hosts_check(const char *hosts, const char *role, char *why,
+                        size_t cap);
+/* 1 when a key bound to hosts ("" = any) may write for host[0, n). */
+int srv_key_host_ok(const char *hosts, const char *host, size_t n);
+/* Creates a key bound to hosts (NULL or "": any): *secret (cap >= 80) is
+ * shown once.  GPUFL_EINVAL for a bad role or hosts. */
+int srv_key_create(srv *s, const char *name, const char *role,
+                   const char *hosts, char *secret, size_t cap, int64_t *id);
 
 /* ---- HTTP (http.c) and routes (api.c) ---- */
 
@@ -175,8 +188,9 @@ typedef struct srv_req {
     void *conn; /* struct MHD_Connection */
     const char *body;
     size_t body_len;
-    int role;  /* preset by the first callback; 0: not looked up yet */
-    int cls;   /* MET_* */
+    int role; /* preset by the first callback; 0: not looked up yet */
+    char hosts[SRV_KEY_HOSTS_MAX]; /* the key's hosts ("" = any) */
+    int cls;                       /* MET_* */
     int probe; /* only route, method and token: no handler runs, and a
                 * request that may go on leaves the answer unset */
 } srv_req;
@@ -215,6 +229,14 @@ void srv_resp_json(srv_resp *o, int status, char *buf, size_t len);
 /* Dispatches one complete request. */
 void srv_api_handle(srv *s, srv_req *r, srv_resp *o);
 void srv_ingest_handle(srv *s, srv_req *r, int stream, srv_resp *o);
+/* Called for each line a request may not write: its number, why. */
+typedef void (*srv_scope_reject_fn)(void *ctx, uint32_t line, const char *why);
+/* Drops from ev[0, *n) (compacting it, *n updated) the lines a key bound
+ * to hosts ("" = any) may not write, and lines past their stream's
+ * session_end, each said to fn (ingest_scope.c).  GPUFL_OK or the store's
+ * error (nothing dropped then). */
+int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
+                     srv_scope_reject_fn fn, void *ctx);
 /* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
 void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),

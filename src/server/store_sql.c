@@ -192,6 +192,9 @@ static const char *const migrations[] = {
     "UPDATE sessions SET ended=(SELECT coalesce(sum(DISTINCT CASE st WHEN 0"
     " THEN 1 WHEN 1 THEN 2 ELSE 4 END), 0) FROM lines WHERE"
     " lines.sess=sessions.id AND lines.type=2);",
+    /* 11: the hosts an ingest key may write for, comma-separated (NULL:
+     * any host) */
+    "ALTER TABLE keys ADD COLUMN hosts TEXT;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 
@@ -466,15 +469,15 @@ static void sq_close(srv_store *bs)
         .missing = sq_missing, .prune = sq_prune, .set_keep = sq_set_keep,     \
         .key_add = sq_key_add, .key_list = sq_key_list,                        \
         .key_revoke = sq_key_revoke, .key_lookup = sq_key_lookup,              \
-        .q_hosts = sq_q_hosts, .q_sessions = sq_q_sessions,                    \
-        .q_session = sq_q_session, .q_kernels = sq_q_kernels,                  \
-        .q_kernel_agg = sq_q_kernel_agg, .q_kernel = sq_q_kernel,              \
-        .q_timeline = sq_q_timeline, .q_copies = sq_q_copies,                  \
-        .q_scopes = sq_q_scopes, .q_profile = sq_q_profile,                    \
-        .q_system = sq_q_system, .q_compare = sq_q_compare,                    \
-        .q_fleet = sq_q_fleet, .q_verdicts = sq_q_verdicts,                    \
-        .memprof_put = sq_memprof_put, .q_memory = sq_q_memory,                \
-        .q_memprofs = sq_q_memprofs,                                           \
+        .sess_policy = sq_sess_policy, .q_hosts = sq_q_hosts,                  \
+        .q_sessions = sq_q_sessions, .q_session = sq_q_session,                \
+        .q_kernels = sq_q_kernels, .q_kernel_agg = sq_q_kernel_agg,            \
+        .q_kernel = sq_q_kernel, .q_timeline = sq_q_timeline,                  \
+        .q_copies = sq_q_copies, .q_scopes = sq_q_scopes,                      \
+        .q_profile = sq_q_profile, .q_system = sq_q_system,                    \
+        .q_compare = sq_q_compare, .q_fleet = sq_q_fleet,                      \
+        .q_verdicts = sq_q_verdicts, .memprof_put = sq_memprof_put,            \
+        .q_memory = sq_q_memory, .q_memprofs = sq_q_memprofs,                  \
     }
 
 static const srv_store_ops sq_ops = SQ_OPS("sqlite");

@@ -309,7 +309,8 @@ int sq_set_keep(srv_store *bs, const char *sid, int keep)
 }
 
 int sq_key_add(srv_store *bs, const char *name, const char *role,
-               const char *prefix, const char *hash, int64_t *id)
+               const char *prefix, const char *hash, const char *hosts,
+               int64_t *id)
 {
     sq_store *s = (sq_store *)bs;
     sdb_stmt *st = NULL;
@@ -318,7 +319,7 @@ int sq_key_add(srv_store *bs, const char *name, const char *role,
     pthread_mutex_lock(&s->wlock);
     rc = sdb_prepare(s->w,
                      "INSERT INTO keys(name, role, prefix, hash,"
-                     " created) VALUES(?,?,?,?,?) RETURNING id",
+                     " created, hosts) VALUES(?,?,?,?,?,?) RETURNING id",
                      &st);
     if (rc == 0) {
         sdb_bind_text(st, 1, name, strlen(name));
@@ -326,6 +327,10 @@ int sq_key_add(srv_store *bs, const char *name, const char *role,
         sdb_bind_text(st, 3, prefix, strlen(prefix));
         sdb_bind_text(st, 4, hash, strlen(hash));
         sdb_bind_i64(st, 5, (int64_t)time(NULL));
+        if (hosts && hosts[0])
+            sdb_bind_text(st, 6, hosts, strlen(hosts));
+        else
+            sdb_bind_null(st, 6);
         rc = sdb_step(st);
         if (rc == SDB_ROW)
             *id = sdb_col_i64(st, 0);
@@ -341,7 +346,8 @@ static void col_text(sdb_stmt *st, int i, char *out, size_t cap)
     snprintf(out, cap, "%s", t ? (const char *)t : "");
 }
 
-int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
+int sq_key_list(srv_store *bs, int64_t after, srv_key *out, size_t cap,
+                size_t *n)
 {
     sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
@@ -351,8 +357,13 @@ int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
     *n = 0;
     rc = sdb_prepare(db,
                      "SELECT id, name, role, prefix, created,"
-                     " last_used, revoked FROM keys ORDER BY id",
+                     " last_used, revoked, hosts FROM keys WHERE id > ?"
+                     " ORDER BY id LIMIT ?",
                      &st);
+    if (rc == 0) {
+        sdb_bind_i64(st, 1, after);
+        sdb_bind_i64(st, 2, (int64_t)cap);
+    }
     while (rc == 0 && (rc = sdb_step(st)) == SDB_ROW && *n < cap) {
         srv_key *k = &out[(*n)++];
         k->id = sdb_col_i64(st, 0);
@@ -362,6 +373,7 @@ int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n)
         k->created = sdb_col_i64(st, 4);
         k->last_used = sdb_col_i64(st, 5);
         k->revoked = sdb_col_i64(st, 6);
+        col_text(st, 7, k->hosts, sizeof(k->hosts));
         rc = 0;
     }
     sdb_finalize(st);
@@ -381,7 +393,8 @@ int sq_key_revoke(srv_store *bs, int64_t id)
     return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
 }
 
-int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
+int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap,
+                  char *hosts, size_t hosts_cap)
 {
     sq_store *s = (sq_store *)bs;
     sdb *db = sq_reader_get(s);
@@ -390,8 +403,10 @@ int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
     int rc, changed;
 
     role[0] = '\0';
+    if (hosts_cap)
+        hosts[0] = '\0';
     rc = sdb_prepare(db,
-                     "SELECT id, role, coalesce(last_used, 0) FROM keys"
+                     "SELECT id, role, coalesce(last_used, 0), hosts FROM keys"
                      " WHERE hash=? AND revoked IS NULL",
                      &st);
     if (rc == 0) {
@@ -401,6 +416,8 @@ int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap)
             id = sdb_col_i64(st, 0);
             col_text(st, 1, role, cap);
             last = sdb_col_i64(st, 2);
+            if (hosts_cap)
+                col_text(st, 3, hosts, hosts_cap);
         }
     }
     sdb_finalize(st);

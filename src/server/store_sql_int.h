@@ -142,7 +142,7 @@ typedef struct sq_health {
     int nospc;            /* a write failed for disk space: not ready */
     int nospc_logged;     /* ... said once, until a COMMIT succeeds */
     uint64_t down_since, last_log; /* mono ns */
-    uint64_t up_wall; /* Unix s: when the database was last back */
+    uint64_t up_wall;              /* Unix s: when the database was last back */
 } sq_health;
 
 typedef struct sq_store {
@@ -216,10 +216,15 @@ int sq_mark_stale(srv_store *bs, uint64_t stale_s, uint64_t heard_since);
 int sq_prune(srv_store *bs, const srv_retention *p, uint64_t *n_pruned);
 int sq_set_keep(srv_store *bs, const char *sid, int keep);
 int sq_key_add(srv_store *bs, const char *name, const char *role,
-               const char *prefix, const char *hash, int64_t *id);
-int sq_key_list(srv_store *bs, srv_key *out, size_t cap, size_t *n);
+               const char *prefix, const char *hash, const char *hosts,
+               int64_t *id);
+int sq_key_list(srv_store *bs, int64_t after, srv_key *out, size_t cap,
+                size_t *n);
 int sq_key_revoke(srv_store *bs, int64_t id);
-int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap);
+int sq_key_lookup(srv_store *bs, const char *hash, char *role, size_t cap,
+                  char *hosts, size_t hosts_cap);
+/* store_sql_policy.c */
+int sq_sess_policy(srv_store *bs, const char *sid, srv_sess_policy *out);
 
 /* Small statement helpers shared by the store files. */
 static inline int exec(sdb *db, const char *sql)

@@ -1,7 +1,7 @@
 # tests/hostile: the attacks of issue 17 (docs/security.md) replayed
 # against the real gpufl-server on loopback; every test bounded in seconds.
 if(TARGET gpufl-server)
-  foreach(cls Connections Framing BeforeBody Static Tokens Tls)
+  foreach(cls Connections Framing BeforeBody Static Tokens Tls Keys)
     add_test(NAME hostile_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_hostile.py
               -v ${cls})

@@ -664,5 +664,173 @@ class Tls(Base):
         self.assertNotIn("without TLS", start(["--tls-cert", self.cert, "--tls-key", self.key]))
 
 
+def line(st, seq, typ, sid=SID, **kw):
+    d = {"v": 1, "sid": sid, "st": st, "seq": seq, "ts": 1000 + seq, "type": typ}
+    d.update(kw)
+    return json.dumps(d).encode()
+
+
+def sid_n(i):
+    return "%08x-2222-4333-8444-555555555555" % i
+
+
+class Keys(Base):
+    """Every key is listed; a key bound to hosts writes only for them; no
+    key writes a stream past its end."""
+
+    def test_listing_pages_past_1000(self):
+        """1200 decoys in front (reported: the list stopped at 1000 with
+        "next": null, hiding the rest)."""
+        srv = self.server()
+        db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"), timeout=10)
+        with db:
+            db.executemany("INSERT INTO keys(name, role, prefix, hash, created)"
+                           " VALUES(?, 'read', 'gfk_decoy', ?, 1)",
+                           [("decoy%d" % i, "%064x" % i) for i in range(1200)])
+        db.close()
+        st, _, data = srv.req("POST", "/api/v1/keys",
+                              json.dumps({"name": "hidden", "role": "admin"}))
+        self.assertEqual(st, 201)
+        items, cur, pages = [], None, 0
+        while True:
+            r = srv.get("/api/v1/keys?limit=1000" + ("&cursor=" + cur if cur else ""))
+            pages += 1
+            self.assertLessEqual(len(r["items"]), 1000)
+            items += r["items"]
+            cur = r["next"]
+            if not cur:
+                break
+        self.assertEqual((len(items), pages), (1201, 2))
+        self.assertEqual(items[-1]["name"], "hidden")
+        self.assertEqual(len({k["id"] for k in items}), 1201)
+        # the default page is smaller and says where to go on
+        r = srv.get("/api/v1/keys")
+        self.assertEqual(len(r["items"]), 100)
+        self.assertTrue(r["next"])
+        for bad in ("limit=0", "limit=1001", "cursor=zz"):
+            self.assertEqual(srv.req("GET", "/api/v1/keys?" + bad)[0], 400, bad)
+        # the command line lists them all too
+        p = subprocess.run([T.SERVER, "keys", "list", "--data-dir", srv.data_dir],
+                           env=T.clean_env(), timeout=30, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(p.stdout.splitlines()), 1 + 1201)
+        self.assertIn("hidden", p.stdout.splitlines()[-1])
+
+    def key(self, srv, role, hosts=None, want=201):
+        body = {"name": "k", "role": role}
+        if hosts is not None:
+            body["hosts"] = hosts
+        st, _, data = srv.req("POST", "/api/v1/keys", json.dumps(body))
+        self.assertEqual(st, want, data)
+        return json.loads(data)
+
+    def test_host_bound_key(self):
+        srv = self.server()
+        k7 = self.key(srv, "ingest", ["node-7"])
+        self.assertEqual(k7["hosts"], ["node-7"])
+        tok = k7["key"]
+        for bad in ([], ["a,b"], ["has space"], [""], "node-7", [1]):
+            self.key(srv, "ingest", bad, want=400)
+        self.key(srv, "read", ["node-7"], want=400)
+        # its own host: stored
+        a, b, c, u = sid_n(0xa), sid_n(0xb), sid_n(0xc), sid_n(0xd)
+        body = b"\n".join([line("device", 0, "session", sid=a, app="x", host="node-7")] +
+                          [line("device", i, "kernel", sid=a, dur=5, name=1)
+                           for i in range(1, 4)]) + b"\n"
+        st, r = srv.post("device", body, token=tok)
+        self.assertEqual((st, r["accepted"], r["rejected"]), (200, 4, 0), r)
+        # another host's new session: every line refused, nothing stored
+        body = b"\n".join([line("device", 0, "session", sid=b, app="x", host="node-8")] +
+                          [line("device", i, "kernel", sid=b, dur=5, name=1)
+                           for i in range(1, 4)]) + b"\n"
+        st, r = srv.post("device", body, token=tok)
+        self.assertEqual((st, r["accepted"], r["rejected"]), (200, 0, 4), r)
+        self.assertIn("node-8", r["errors"][0]["reason"])
+        self.assertEqual(srv.req("GET", "/api/v1/sessions/" + b)[0], 404)
+        # another host's stored session (written with an unbound key):
+        # neither its lines nor an idle verdict for it
+        st, r = srv.post("system", line("system", 0, "session", sid=c, app="idle",
+                                        host="node-8") + b"\n")
+        self.assertEqual(r["accepted"], 1)
+        verdict = line("system", 1, "verdict", sid=c, kind="gpu", dev=0, state="EMPTY",
+                       since=1, reasons=["x"])
+        st, r = srv.post("system", verdict + b"\n" +
+                         line("system", 2, "host", sid=c, cpu=1.0) + b"\n", token=tok)
+        self.assertEqual((r["accepted"], r["rejected"]), (0, 2), r)
+        self.assertEqual(srv.get("/api/v1/fleet")["items"], [])
+        # a session line naming another host for its own session
+        st, r = srv.post("scope", line("scope", 0, "session", sid=a, app="x",
+                                       host="node-8") + b"\n", token=tok)
+        self.assertEqual(r["rejected"], 1, r)
+        # a session whose host nobody has said yet
+        st, r = srv.post("device", line("device", 5, "kernel", sid=u, dur=1, name=1) +
+                         b"\n", token=tok)
+        self.assertEqual(r["rejected"], 1)
+        self.assertIn("not known yet", r["errors"][0]["reason"])
+        # the same verdict with an unbound key goes in
+        st, r = srv.post("system", verdict + b"\n")
+        self.assertEqual(r["accepted"], 1, r)
+        # memory profiles: only its hosts'
+        prof = {"v": 1, "host": "node-8", "pid": 1, "comm": "x", "start": 1, "end": 2,
+                "source": "preload", "simulated": False,
+                "stacks": [{"frames": ["main", "cudaMalloc"], "alloc_bytes": 1,
+                            "alloc_count": 1, "free_bytes": 0, "free_count": 0,
+                            "inuse_bytes": 1, "inuse_count": 1, "fail_bytes": 0,
+                            "fail_count": 0}]}
+        st, _, data = srv.req("POST", "/api/v1/memprof", json.dumps(prof), token=tok,
+                              headers={"Content-Type": "application/json"})
+        self.assertEqual(st, 403, data)
+        prof["host"] = "node-7"
+        st, _, data = srv.req("POST", "/api/v1/memprof", json.dumps(prof), token=tok,
+                              headers={"Content-Type": "application/json"})
+        self.assertEqual(st, 200, data)
+        # listed with its hosts; the command line binds keys too
+        keys = srv.get("/api/v1/keys")["items"]
+        self.assertEqual([k["hosts"] for k in keys if k["id"] == k7["id"]], [["node-7"]])
+        p = subprocess.run([T.SERVER, "keys", "create", "--role", "ingest", "--hosts",
+                            "node-9,node-10", "--data-dir", srv.data_dir],
+                           env=T.clean_env(), timeout=30, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        tok9 = p.stdout.split()[-1]
+        st, r = srv.post("device", line("device", 0, "session", sid=sid_n(0x9), app="x",
+                                        host="node-10") + b"\n", token=tok9)
+        self.assertEqual(r["accepted"], 1, r)
+        p = subprocess.run([T.SERVER, "keys", "create", "--role", "read", "--hosts",
+                            "node-9", "--data-dir", srv.data_dir],
+                           env=T.clean_env(), timeout=30, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("ingest keys only", p.stderr)
+
+    def test_no_append_past_the_end(self):
+        srv = self.server()
+        d = sid_n(0xe)
+        lines = [line("device", 0, "session", sid=d, app="x", host="h")] + \
+            [line("device", i, "kernel", sid=d, dur=5, name=1) for i in range(1, 6)] + \
+            [line("device", 6, "session_end", sid=d, reason="shutdown", lines=7)]
+        st, r = srv.post("device", b"\n".join(lines) + b"\n")
+        self.assertEqual(r["accepted"], 7, r)
+        st, r = srv.post("device", line("device", 7, "kernel", sid=d, dur=5, name=1) +
+                         b"\n" + line("device", 3, "kernel", sid=d, dur=5, name=1) + b"\n" +
+                         line("device", 9, "loss", sid=d, reason="x", count=1) + b"\n")
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]), (0, 1, 2), r)
+        self.assertIn("past the end", r["errors"][0]["reason"])
+        self.assertEqual([e["line"] for e in r["errors"]], [1, 3])
+        # in one batch: the end and a line after it
+        e = sid_n(0xf)
+        st, r = srv.post("scope", b"\n".join([
+            line("scope", 0, "session", sid=e, app="x", host="h"),
+            line("scope", 2, "marker", sid=e, text="after"),
+            line("scope", 1, "session_end", sid=e, reason="shutdown", lines=2)]) + b"\n")
+        self.assertEqual((r["accepted"], r["rejected"]), (2, 1), r)
+        self.assertEqual(r["errors"][0]["line"], 2)
+        # other streams of the session go on
+        st, r = srv.post("system", line("system", 0, "session", sid=d, app="x", host="h") +
+                         b"\n" + line("system", 1, "host", sid=d, cpu=1.0) + b"\n")
+        self.assertEqual(r["accepted"], 2, r)
+
+
 if __name__ == "__main__":
     unittest.main()
