@@ -239,8 +239,11 @@ class Connections(Base):
         self.assertTrue(closed)
         self.assertIn(b"too many connections from this address", data)
         held.pop().close()
-        time.sleep(0.5)
-        data, _ = raw(srv.port, HEALTHZ)
+        for _ in range(30):
+            time.sleep(0.1)
+            data, _ = raw(srv.port, HEALTHZ)
+            if status_of(data) == 200:
+                break
         self.assertEqual(status_of(data), 200, data)
         # the total: 13 more from other addresses fill it
         for i in range(13):
@@ -601,7 +604,7 @@ class Tls(Base):
 
     def test_caps_and_deadlines_under_tls(self):
         srv = self.server(args=["--tls-cert", self.cert, "--tls-key", self.key,
-                                "--header-timeout", "1", "--max-conns-per-ip", "2"])
+                                "--header-timeout", "2", "--max-conns-per-ip", "2"])
         held = [connect(srv.port), connect(srv.port)]
         time.sleep(0.2)
         # over the cap: closed, and no plaintext answer into a handshake
@@ -610,11 +613,19 @@ class Tls(Base):
         # the two silent ones are cut by the head deadline
         t0 = time.time()
         for s in held:
-            got, closed = read_all(s, timeout=3)
+            got, closed = read_all(s, timeout=4)
             s.close()
             self.assertTrue(closed)
-        self.assertLess(time.time() - t0, 2.5)
-        self.assertEqual(self.https(srv, "/healthz")[0], 200)
+        self.assertLess(time.time() - t0, 3.5)
+        # their places come back once the server has closed them
+        for _ in range(40):
+            try:
+                self.assertEqual(self.https(srv, "/healthz")[0], 200)
+                break
+            except (urllib.error.URLError, ssl.SSLError, OSError):
+                time.sleep(0.05)
+        else:
+            self.fail("no place came back")
 
     def refused(self, args, want):
         p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir",
