@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,9 @@
 #define CONN_UNBOUND_MS 10000
 /* A refusal's warning on stderr at most this often (s). */
 #define CONN_WARN_EVERY_S 60
+/* Descriptors beyond --max-conns the process needs besides connections:
+ * database files and sockets, Kafka, the UI folder, stdio. */
+#define CONN_FD_SPARE 256
 
 enum { PH_NEW = 0, PH_HEAD, PH_BODY, PH_BUSY, PH_SEND, PH_IDLE };
 
@@ -296,6 +300,26 @@ static void *accept_main(void *arg)
     return NULL;
 }
 
+/* Every connection is a descriptor: the soft open-file limit (often 1024)
+ * is raised toward the hard one so --max-conns can be reached; a limit
+ * that stays too low is said once at start. */
+static void fd_limit(srv *s)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)s->cfg.max_conns + CONN_FD_SPARE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want)
+        fprintf(stderr,
+                "gpufl-server: warning: the open-file limit (%llu) is below"
+                " --max-conns + %d; raise it (LimitNOFILE=, ulimit -n) or"
+                " lower --max-conns\n",
+                (unsigned long long)rl.rlim_cur, CONN_FD_SPARE);
+}
+
 int srv_conns_start(srv *s, int tls, char *err, size_t cap)
 {
     srv_conns *cs = calloc(1, sizeof(*cs));
@@ -304,6 +328,7 @@ int srv_conns_start(srv *s, int tls, char *err, size_t cap)
         snprintf(err, cap, "out of memory");
         return GPUFL_ENOMEM;
     }
+    fd_limit(s);
     cs->cap = (size_t)s->cfg.max_conns + CONN_SLACK;
     cs->rec = calloc(cs->cap, sizeof(*cs->rec));
     cs->lfd = s->listen_fd;
