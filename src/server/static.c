@@ -16,6 +16,8 @@
  */
 #include "srv_int.h"
 
+#include "common/fsutil.h"
+
 #include <gpufl/gpufl.h>
 
 #include <errno.h>
@@ -99,33 +101,13 @@ int srv_static_open_below(int dir, const char *rel, int walk)
 
 static int read_file(int dir, const char *rel, char **out, size_t *n)
 {
-    struct stat st;
-    int fd = srv_static_open_below(dir, rel, 0);
-    char *buf;
-    size_t got = 0;
+    int fd = srv_static_open_below(dir, rel, 0), rc;
 
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-        (uint64_t)st.st_size > STATIC_FILE_MAX) {
-        close(fd);
-        return -1;
-    }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        close(fd);
-        return -1;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    rc = fs_read_regular(fd, STATIC_FILE_MAX, out, n);
     close(fd);
-    *out = buf;
-    *n = got;
-    return 0;
+    return rc;
 }
 
 /* 1 when path (resolved) is dir (resolved) or below it. */

@@ -7,6 +7,8 @@
  */
 #include "srv_int.h"
 
+#include "common/fsutil.h"
+
 #include <gpufl/gpufl.h>
 
 #include <errno.h>
@@ -25,41 +27,34 @@
 /* Largest PEM file read: a key, or a certificate with its chain. */
 #define TLS_PEM_MAX (1u << 20)
 
-/* The whole of a regular file of at most TLS_PEM_MAX bytes, NUL-ended. */
+/* The whole of a regular file of 1 to TLS_PEM_MAX bytes, NUL-ended. */
 static int read_pem(const char *flag, const char *path, char **out, char *err,
                     size_t cap)
 {
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    size_t got = 0;
-    char *buf;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc;
+    size_t n = 0;
 
     if (fd < 0) {
         snprintf(err, cap, "%s %s: %s", flag, path, strerror(errno));
         return GPUFL_EINVAL;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        (uint64_t)st.st_size > TLS_PEM_MAX || st.st_size == 0) {
+    rc = fs_read_regular(fd, TLS_PEM_MAX, out, &n);
+    close(fd);
+    if (rc == 0 && n == 0) {
+        free(*out);
+        *out = NULL;
+        errno = EINVAL;
+        rc = -1;
+    }
+    if (rc) {
+        if (errno == ENOMEM) {
+            snprintf(err, cap, "out of memory");
+            return GPUFL_ENOMEM;
+        }
         snprintf(err, cap, "%s %s: not a regular file of 1 to %u bytes", flag,
                  path, TLS_PEM_MAX);
-        close(fd);
         return GPUFL_EINVAL;
     }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        close(fd);
-        snprintf(err, cap, "out of memory");
-        return GPUFL_ENOMEM;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    buf[got] = '\0';
-    *out = buf;
     return GPUFL_OK;
 }
 
