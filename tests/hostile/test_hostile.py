@@ -235,8 +235,8 @@ class Connections(Base):
 
     def test_caps_answer(self):
         """Over --max-conns-per-ip: 429; over --max-conns: 503; a closed
-        connection frees its place."""
-        srv = self.server(args=["--max-conns-per-ip", "4", "--max-conns", "16"])
+        connection frees its place (once the server has closed it too)."""
+        srv = self.server(args=["--max-conns-per-ip", "4"])
         held = [connect(srv.port) for _ in range(4)]
         time.sleep(0.3)
         data, closed = raw(srv.port, HEALTHZ)
@@ -250,13 +250,27 @@ class Connections(Base):
             if status_of(data) == 200:
                 break
         self.assertEqual(status_of(data), 200, data)
-        # the total: 13 more from other addresses fill it
-        for i in range(13):
-            held.append(connect(srv.port, src="127.0.1.%d" % (i + 1)))
+        for s in held:
+            s.close()
+        # the total: 16 idle connections from 16 addresses fill it
+        srv = self.server("full", args=["--max-conns", "16"])
+        held = [connect(srv.port, src="127.0.1.%d" % (i + 1)) for i in range(16)]
         time.sleep(0.3)
-        data, _ = raw(srv.port, HEALTHZ,
-                      src="127.0.2.1")
+        data, closed = raw(srv.port, HEALTHZ, src="127.0.2.1")
         self.assertEqual(status_of(data), 503, data)
+        self.assertIn(b"Retry-After: 5", data)
+        self.assertTrue(closed)
+        for s in held:  # none of the 16 was turned away
+            s.setblocking(False)
+            with self.assertRaises(BlockingIOError):
+                s.recv(1)
+        held.pop().close()
+        for _ in range(30):
+            time.sleep(0.1)
+            data, _ = raw(srv.port, HEALTHZ, src="127.0.2.2")
+            if status_of(data) == 200:
+                break
+        self.assertEqual(status_of(data), 200, data)
         for s in held:
             s.close()
 
