@@ -137,15 +137,17 @@ static void test_keys_keep_retention(void)
     uint64_t pruned = 0;
 
     REQUIRE(s);
-    REQUIRE(srv_store_key_add(s, "k", "read", "gfk_12345678", "abcd", &id) ==
+    REQUIRE(srv_store_key_add(s, "k", "read", "gfk_12345678", "abcd", NULL,
+                              &id) == GPUFL_OK);
+    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role), NULL, 0) ==
             GPUFL_OK);
-    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
     CHECK_STR(role, "read");
-    REQUIRE(srv_store_key_list(s, keys, 8, &n) == GPUFL_OK);
+    REQUIRE(srv_store_key_list(s, 0, keys, 8, &n) == GPUFL_OK);
     CHECK(n == 1 && keys[0].id == id && keys[0].last_used > 0);
     CHECK(srv_store_key_revoke(s, id) == GPUFL_OK);
     CHECK(srv_store_key_revoke(s, id) == GPUFL_ENOTFOUND);
-    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
+    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role), NULL, 0) ==
+            GPUFL_OK);
     CHECK_STR(role, "");
 
     n = build(SIDA, 10, ev);
@@ -719,6 +721,7 @@ static void test_migrate_to_kext_srl(void)
     CHECK(sdb_exec(db, "DROP TABLE seqr") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN streams") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN ended") == 0);
+    CHECK(sdb_exec(db, "ALTER TABLE keys DROP COLUMN hosts") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);
