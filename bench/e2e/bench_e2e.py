@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
 import srvtest as st  # noqa: E402
 
 BIN = st.BIN
-TOKEN = "bench-e2e-token-0123456789"
+TOKEN = "bench-e2e-token-0123456789abcdef0123"
 
 
 def cpu_s(pid):

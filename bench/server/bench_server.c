@@ -44,6 +44,8 @@
 /* The session of run r (0: direct, 1: HTTP). */
 #define SID_FMT "5e55e55e-0000-4000-8000-00000000be0%d"
 #define SID "5e55e55e-0000-4000-8000-00000000be01"
+/* the admin token: gpufl-server wants 32 characters or more */
+#define BENCH_TOKEN "bench-admin-token-0123456789abcdef"
 
 static double now_s(void)
 {
@@ -374,7 +376,7 @@ static void *send_part(void *arg)
     int fd = connect_to(sd->port);
 
     for (size_t i = 1 + sd->part; i < sd->nb && resp; i += 2) {
-        int code = http(fd, "POST", "/api/v1/events/device", "bench",
+        int code = http(fd, "POST", "/api/v1/events/device", BENCH_TOKEN,
                         sd->b[i].p, sd->b[i].len, resp, SRV_RESP_MAX);
         if (code != 200) {
             fprintf(stderr, "POST -> %d\n", code);
@@ -468,7 +470,7 @@ int main(int argc, char **argv)
     b = make(sid, nk, names, &nb, &t_end);
     if (srv_config_load(&s.cfg, 4, sargv, pos, 2, &npos, err, sizeof(err)))
         return 1;
-    snprintf(s.cfg.admin_token, sizeof(s.cfg.admin_token), "bench");
+    snprintf(s.cfg.admin_token, sizeof(s.cfg.admin_token), "%s", BENCH_TOKEN);
     snprintf(path, sizeof(path), "%s/bench_server_http.db", dir);
     unlink(path);
     if (srv_store_open(pg ? pg : path, 4, &s.store, err, sizeof(err)) ||
@@ -482,8 +484,8 @@ int main(int argc, char **argv)
     pm = pg_postmaster(pg);
     pg0 = pg_cpu_s(pm);
     for (size_t i = 0; i < nb; i++) {
-        int code = http(fd, "POST", "/api/v1/events/device", "bench", b[i].p,
-                        b[i].len, resp, SRV_RESP_MAX);
+        int code = http(fd, "POST", "/api/v1/events/device", BENCH_TOKEN,
+                        b[i].p, b[i].len, resp, SRV_RESP_MAX);
         if (code != 200) {
             fprintf(stderr, "POST -> %d\n", code);
             return 1;
@@ -513,7 +515,7 @@ int main(int argc, char **argv)
         c0 = cpu_s(RUSAGE_SELF);
         pg0 = pg_cpu_s(pm);
         /* the dicts first: the kernels refer to them */
-        if (http(fd, "POST", "/api/v1/events/device", "bench", b2[0].p,
+        if (http(fd, "POST", "/api/v1/events/device", BENCH_TOKEN, b2[0].p,
                  b2[0].len, resp, SRV_RESP_MAX) != 200)
             return 1;
         for (int t = 0; t < 2; t++) {
@@ -554,13 +556,13 @@ int main(int argc, char **argv)
                      "/api/v1/sessions/" SID "/kernels?limit=100&from=%llu",
                      (unsigned long long)(t_start + (x >> 11) % span));
         }
-        lat("kernels page (100, random from)", fd, "bench", p, NQ, resp,
+        lat("kernels page (100, random from)", fd, BENCH_TOKEN, p, NQ, resp,
             SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++)
             snprintf(p[i], 256,
                      "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
                      "&desc=true");
-        lat("kernels page sorted by duration", fd, "bench", p, 50, resp,
+        lat("kernels page sorted by duration", fd, BENCH_TOKEN, p, 50, resp,
             SRV_RESP_MAX);
         /* one name of 200: too few of it among the session's longest
          * kept kernels (kext) for a page, so the plain sort answers */
@@ -569,12 +571,12 @@ int main(int argc, char **argv)
                      "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
                      "&desc=true&name=kernel_%d_",
                      17 + i % 50);
-        lat("  ... of one name (plain sort)", fd, "bench", p, 20, resp,
+        lat("  ... of one name (plain sort)", fd, BENCH_TOKEN, p, 20, resp,
             SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++)
             snprintf(p[i], 256,
                      "/api/v1/sessions/" SID "/kernels/aggregate?limit=1000");
-        lat("aggregates by name (p50/p99)", fd, "bench", p, 50, resp,
+        lat("aggregates by name (p50/p99)", fd, BENCH_TOKEN, p, 50, resp,
             SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++) {
             uint64_t w;
@@ -587,12 +589,12 @@ int main(int argc, char **argv)
                 (unsigned long long)(t_start + (x >> 20) % (span - w + 1)),
                 (unsigned long long)(t_start + (x >> 20) % (span - w + 1) + w));
         }
-        lat("timeline 2000 px, random zoom", fd, "bench", p, NQ, resp,
+        lat("timeline 2000 px, random zoom", fd, BENCH_TOKEN, p, NQ, resp,
             SRV_RESP_MAX);
         snprintf(p[0], 256, "/api/v1/sessions/" SID "/timeline?width=2000");
         for (int i = 1; i < 20; i++)
             snprintf(p[i], 256, "%s", p[0]);
-        lat("timeline 2000 px, full range", fd, "bench", p, 20, resp,
+        lat("timeline 2000 px, full range", fd, BENCH_TOKEN, p, 20, resp,
             SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++)
             free(p[i]);
@@ -610,7 +612,7 @@ int main(int argc, char **argv)
         t0 = now_s();
         for (size_t i = 0; i < nsb; i++) {
             lines += sb[i].lines;
-            if (http(fd, "POST", "/api/v1/events/system", "bench", sb[i].p,
+            if (http(fd, "POST", "/api/v1/events/system", BENCH_TOKEN, sb[i].p,
                      sb[i].len, resp, SRV_RESP_MAX) != 200) {
                 fprintf(stderr, "POST system -> failed\n");
                 return 1;
@@ -623,7 +625,7 @@ int main(int argc, char **argv)
             snprintf(p[i], 256, "/api/v1/sessions/%s/system?points=500%s", sid3,
                      i % 2 ? "&src=gpu0&fields=util,temp,power" : "");
         }
-        lat("system, 24 h -> 500 points", fd, "bench", p, NQ, resp,
+        lat("system, 24 h -> 500 points", fd, BENCH_TOKEN, p, NQ, resp,
             SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++)
             free(p[i]);

@@ -75,7 +75,7 @@ static const opt_def demo_rows[] = {
       .flags = OPT_SECRET,
       .arg = "TOKEN",
       .def_doc = "a new random one",
-      .help = "admin token to sign in with (8 to 64 characters)" },
+      .help = "admin token to sign in with (32 to 64 characters)" },
     { .name = "dir",
       .type = OPT_STR,
       OPT_F_PTR(T, dir),
@@ -183,8 +183,10 @@ static int check_opts(demo_opts *o)
                         "127.0.0.1:8080\n");
         return -1;
     }
-    if (o->token && (strlen(o->token) < 8 || strlen(o->token) > 64)) {
-        fprintf(stderr, "gpufl demo: --token must be 8 to 64 characters\n");
+    if (o->token && (strlen(o->token) < 32 || strlen(o->token) > 64)) {
+        fprintf(stderr, "gpufl demo: --token must be 32 to 64 characters"
+                        " (gpufl-server refuses shorter admin tokens; e.g."
+                        " `openssl rand -hex 16`)\n");
         return -1;
     }
     if (o->steps == 0)

@@ -42,22 +42,46 @@ static int ctype_ok(const char *ct)
     return 0;
 }
 
+/* The answer's errors array as lines are refused. */
+typedef struct err_list {
+    jw *w;
+    size_t n;
+    uint32_t first_line;
+    char first[INGEST_REASON_MAX];
+} err_list;
+
+static void err_add(void *ctx, uint32_t line, const char *why)
+{
+    err_list *l = ctx;
+
+    if (!l->n) {
+        l->first_line = line;
+        snprintf(l->first, sizeof(l->first), "%s", why);
+    }
+    if (l->n++ < INGEST_ERRORS_MAX) {
+        jw_obj_begin(l->w);
+        jw_kv_u64(l->w, "line", line);
+        jw_kv_str(l->w, "reason", why);
+        jw_obj_end(l->w);
+    }
+}
+
 void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
 {
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
-    char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX],
-         first[INGEST_REASON_MAX] = "";
+    char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX];
     const char *why = NULL;
-    size_t blen = 0, nl = 0, pos = 0, n, nev = 0, nerr = 0;
+    size_t blen = 0, nl = 0, pos = 0, n, nev = 0;
     srv_ev *ev = NULL;
     jsonl_tok *tok = NULL;
     ingest_arena ar = { NULL, 0, 0 };
     srv_ingest_res res = { 0, 0 };
     const char *line;
-    uint32_t lineno = 0, first_line = 0;
+    uint32_t lineno = 0;
     jsonl_doc d;
     jw w;
+    err_list el;
     int rc;
 
     r->cls = MET_INGEST;
@@ -103,6 +127,8 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     }
     jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
     jw_init(&w, out, 64 * 1024);
+    memset(&el, 0, sizeof(el));
+    el.w = &w;
     jw_obj_begin(&w);
     jw_key(&w, "errors");
     jw_arr_begin(&w);
@@ -118,25 +144,24 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
             ev[nev++].line = lineno;
             continue;
         }
-        if (!nerr) {
-            first_line = lineno;
-            snprintf(first, sizeof(first), "%s", reason);
-        }
-        if (nerr++ < INGEST_ERRORS_MAX) {
-            jw_obj_begin(&w);
-            jw_kv_u64(&w, "line", lineno);
-            jw_kv_str(&w, "reason", reason);
-            jw_obj_end(&w);
-        }
+        err_add(&el, lineno, reason);
+    }
+    /* what this key may write: its hosts, and no stream past its end */
+    rc = nev ? srv_ingest_scope(s, r->hosts, ev, &nev, err_add, &el) : 0;
+    if (rc) {
+        srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                       rc == GPUFL_EUNAVAIL ? "database unavailable; retry"
+                                            : gpufl_strerror(rc));
+        goto out;
     }
     jw_arr_end(&w);
     /* the agent gets the errors; the operator a line per request (the
      * lines are missing from their session's gaps from now on) */
-    if (nerr && !s->cfg.quiet)
+    if (el.n && !s->cfg.quiet)
         fprintf(stderr,
                 "gpufl-server: %s batch: %zu of %u line(s) rejected; line "
                 "%u: %s\n",
-                ingest_stream_name(st), nerr, lineno, first_line, first);
+                ingest_stream_name(st), el.n, lineno, el.first_line, el.first);
     if (nev) {
         rc = srv_store_ingest(s->store, ev, nev, &res);
         if (rc) {
@@ -149,14 +174,14 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     __atomic_fetch_add(&s->met.lines_accepted, res.accepted, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.lines_duplicate, res.duplicate,
                        __ATOMIC_RELAXED);
-    __atomic_fetch_add(&s->met.lines_rejected, nerr, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->met.lines_rejected, el.n, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.batches, 1, __ATOMIC_RELAXED);
     jw_kv_u64(&w, "accepted", res.accepted);
     jw_kv_u64(&w, "duplicate", res.duplicate);
-    jw_kv_u64(&w, "rejected", nerr);
+    jw_kv_u64(&w, "rejected", el.n);
     jw_kv_str(&w, "stream", ingest_stream_name(st));
-    if (nerr > INGEST_ERRORS_MAX)
-        jw_kv_u64(&w, "errors_truncated", nerr - INGEST_ERRORS_MAX);
+    if (el.n > INGEST_ERRORS_MAX)
+        jw_kv_u64(&w, "errors_truncated", el.n - INGEST_ERRORS_MAX);
     jw_obj_end(&w);
     if (w.err) {
         srv_resp_error(o, 500, "response too large");

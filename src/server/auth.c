@@ -23,6 +23,12 @@
 
 /* Longest bearer token we will hash. */
 #define AUTH_TOKEN_MAX 512
+/* Shortest admin token accepted from the configuration: 32 characters of
+ * `openssl rand -hex 32` hold 128 bits, as a generated token's 64 do
+ * 256. */
+#define AUTH_ADMIN_MIN 32
+/* The placeholder of the deploy folder's env examples: never a token. */
+#define AUTH_PLACEHOLDER "change-me"
 #define ADMIN_HASH_FILE "admin_token.sha256"
 
 void srv_sha256(const void *s, size_t n, unsigned char out[32])
@@ -77,12 +83,14 @@ int srv_role_parse(const char *name)
     return ROLE_NONE;
 }
 
-int srv_auth_role(srv *s, const char *h)
+int srv_auth_role(srv *s, const char *h, char *hosts, size_t hosts_cap)
 {
     unsigned char hash[32];
     char hex[65], role[16];
     size_t n;
 
+    if (hosts_cap)
+        hosts[0] = '\0';
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return ROLE_NONE;
     h += 7;
@@ -97,7 +105,8 @@ int srv_auth_role(srv *s, const char *h)
     srv_hex(hash, 32, hex);
     /* a key we could not look up is not a wrong key: the client must
      * retry, not be told to check its token */
-    if (srv_store_key_lookup(s->store, hex, role, sizeof(role)))
+    if (srv_store_key_lookup(s->store, hex, role, sizeof(role), hosts,
+                             hosts_cap))
         return ROLE_UNKNOWN;
     return srv_role_parse(role);
 }
@@ -173,6 +182,20 @@ int srv_admin_init(srv *s)
     ssize_t n;
 
     if (s->cfg.admin_token[0]) {
+        size_t len = strlen(s->cfg.admin_token);
+        if (len < AUTH_ADMIN_MIN ||
+            !strncmp(s->cfg.admin_token, AUTH_PLACEHOLDER,
+                     strlen(AUTH_PLACEHOLDER))) {
+            fprintf(stderr,
+                    "gpufl-server: the admin token %s; make one with"
+                    " `openssl rand -hex 32` (or `head -c 32 /dev/urandom |"
+                    " base64`), or leave --admin-token unset to have one"
+                    " generated; not starting\n",
+                    len < AUTH_ADMIN_MIN
+                        ? "is shorter than 32 characters"
+                        : "is the example file's placeholder (change-me...)");
+            return GPUFL_EINVAL;
+        }
         srv_sha256(s->cfg.admin_token, strlen(s->cfg.admin_token),
                    s->admin_hash);
         s->have_admin = 1;
@@ -218,14 +241,77 @@ int srv_admin_init(srv *s)
     return GPUFL_OK;
 }
 
-int srv_key_create(srv *s, const char *name, const char *role, char *secret,
-                   size_t cap, int64_t *id)
+/* A host name a key may be bound to: what gethostname gives, printable,
+ * no comma (the separator) and no space. */
+static int host_name_ok(const char *p, size_t n)
+{
+    if (n == 0 || n > 255)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] <= ' ' || p[i] > '~' || p[i] == ',')
+            return 0;
+    return 1;
+}
+
+int srv_key_hosts_check(const char *hosts, const char *role, char *why,
+                        size_t cap)
+{
+    size_t n = 0;
+
+    if (!hosts || !hosts[0])
+        return 0;
+    if (strcmp(role, "ingest") != 0) {
+        snprintf(why, cap, "hosts bind ingest keys only");
+        return -1;
+    }
+    if (strlen(hosts) >= SRV_KEY_HOSTS_MAX) {
+        snprintf(why, cap, "hosts: at most %d bytes in all",
+                 SRV_KEY_HOSTS_MAX - 1);
+        return -1;
+    }
+    for (const char *p = hosts;;) {
+        size_t len = strcspn(p, ",");
+        if (!host_name_ok(p, len)) {
+            snprintf(why, cap,
+                     "hosts: '%.*s' is no host name (1 to 255 printable "
+                     "characters, no comma or space)",
+                     (int)(len > 64 ? 64 : len), p);
+            return -1;
+        }
+        if (++n > SRV_KEY_HOSTS_N) {
+            snprintf(why, cap, "hosts: at most %d", SRV_KEY_HOSTS_N);
+            return -1;
+        }
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    return 0;
+}
+
+int srv_key_host_ok(const char *hosts, const char *host, size_t n)
+{
+    if (!hosts || !hosts[0])
+        return 1;
+    for (const char *p = hosts;;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && memcmp(p, host, n) == 0)
+            return 1;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+int srv_key_create(srv *s, const char *name, const char *role,
+                   const char *hosts, char *secret, size_t cap, int64_t *id)
 {
     unsigned char h[32];
-    char hex[65], prefix[16];
+    char hex[65], prefix[16], why[160];
     int rc;
 
-    if (srv_role_parse(role) == ROLE_NONE)
+    if (srv_role_parse(role) == ROLE_NONE ||
+        srv_key_hosts_check(hosts, role, why, sizeof(why)))
         return GPUFL_EINVAL;
     if ((rc = srv_token_new("gfk", secret, cap)) != 0)
         return rc;
@@ -233,5 +319,5 @@ int srv_key_create(srv *s, const char *name, const char *role, char *secret,
     srv_hex(h, 32, hex);
     /* "gfk_" and 8 hex digits identify a key in listings */
     snprintf(prefix, sizeof(prefix), "%.12s", secret);
-    return srv_store_key_add(s->store, name, role, prefix, hex, id);
+    return srv_store_key_add(s->store, name, role, prefix, hex, hosts, id);
 }

@@ -40,8 +40,9 @@ static const opt_def srv_opts[] = {
       OPT_F_ARR(T, admin_token),
       .flags = OPT_SECRET,
       .arg = "TOKEN",
-      .help = "admin bearer token (default: generated once, printed, stored "
-              "hashed)" },
+      .help = "admin bearer token, 32 characters or more and not the "
+              "example's change-me... (default: generated once, printed, "
+              "stored hashed)" },
     { .name = "ui-dir",
       .type = OPT_STR,
       OPT_F_ARR(T, ui_dir),
@@ -94,7 +95,51 @@ static const opt_def srv_opts[] = {
       .def = "60",
       .min = 1,
       .max = 86400,
-      .help = "idle connection timeout" },
+      .help = "idle keep-alive timeout, and the deadline of an "
+              "authenticated request's body" },
+    { .name = "header-timeout",
+      DUR_S,
+      OPT_F_UINT(T, header_timeout_s),
+      .def = "10",
+      .min = 1,
+      .max = 3600,
+      .help = "a request's line and headers must have arrived this long "
+              "after the connection opened or its request line began (else "
+              "closed)" },
+    { .name = "max-conns",
+      .type = OPT_INT,
+      OPT_F_UINT(T, max_conns),
+      .def = "1000",
+      .min = 16,
+      .max = 100000,
+      .help = "most open connections; one more is answered 503 and closed" },
+    { .name = "max-conns-per-ip",
+      .type = OPT_INT,
+      OPT_F_UINT(T, max_conns_per_ip),
+      .def = "128",
+      .min = 1,
+      .max = 100000,
+      .help = "most open connections from one address (IPv6: one /64); one "
+              "more is answered 429 and closed" },
+    { .name = "max-buffered",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, max_buffered),
+      .def = "256M",
+      .min = 1024,
+      .max = 1ull << 40,
+      .help = "request body bytes held in memory across all connections "
+              "(503 with Retry-After above); at least --max-body" },
+    { .name = "tls-cert",
+      .type = OPT_STR,
+      OPT_F_ARR(T, tls_cert),
+      .arg = "FILE",
+      .help = "PEM certificate (chain) to serve HTTPS with; needs "
+              "--tls-key" },
+    { .name = "tls-key",
+      .type = OPT_STR,
+      OPT_F_ARR(T, tls_key),
+      .arg = "FILE",
+      .help = "PEM private key of --tls-cert" },
     { .name = "stale-after",
       DUR_S,
       OPT_F_UINT(T, stale_after_s),
@@ -170,6 +215,12 @@ static const opt_def srv_opts[] = {
       .def = "read",
       .choices = "ingest|read|admin",
       .help = "keys create: the new key's role" },
+    { .name = "hosts",
+      .type = OPT_STR,
+      OPT_F_ARR(T, key_hosts),
+      .arg = "H1,H2",
+      .help = "keys create: the hosts an ingest key may write for, "
+              "comma-separated (empty: any host)" },
 };
 #undef DUR_S
 #undef T
@@ -186,7 +237,7 @@ const opt_prog srv_prog = {
     .size = sizeof(srv_config),
     .usage = "usage: gpufl-server [options]\n"
              "       gpufl-server keys create --role ROLE [--name N] "
-             "[options]\n"
+             "[--hosts H1,H2] [options]\n"
              "       gpufl-server keys list [options]\n"
              "       gpufl-server keys revoke ID [options]\n\n"
              "Stores gpufl events POSTed to /api/v1/events/{device|scope|"

@@ -37,6 +37,9 @@ static int open_store(srv *s, char *err, size_t cap)
     return srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err, cap);
 }
 
+/* Keys read per store call by `keys list`. */
+#define KEYS_CLI_PAGE 500
+
 static int keys_cmd(srv *s, char **pos, int npos)
 {
     char err[512] = "", secret[96];
@@ -59,30 +62,52 @@ static int keys_cmd(srv *s, char **pos, int npos)
         fprintf(stderr, "gpufl-server: --role must be ingest, read or admin\n");
         return 2;
     }
+    if (!strcmp(pos[1], "create") &&
+        srv_key_hosts_check(s->cfg.key_hosts, s->cfg.key_role, err,
+                            sizeof(err))) {
+        fprintf(stderr, "gpufl-server: --%s\n", err);
+        return 2;
+    }
     if (open_store(s, err, sizeof(err))) {
         fprintf(stderr, "gpufl-server: %s\n", err);
         return 1;
     }
     if (!strcmp(pos[1], "create")) {
         int64_t id;
-        if (srv_key_create(s, s->cfg.key_name, s->cfg.key_role, secret,
-                           sizeof(secret), &id) == 0) {
-            printf("id %lld role %s (the key is shown once):\n%s\n",
-                   (long long)id, s->cfg.key_role, secret);
+        if (srv_key_create(s, s->cfg.key_name, s->cfg.key_role,
+                           s->cfg.key_hosts, secret, sizeof(secret),
+                           &id) == 0) {
+            printf("id %lld role %s%s%s (the key is shown once):\n%s\n",
+                   (long long)id, s->cfg.key_role,
+                   s->cfg.key_hosts[0] ? " hosts " : "", s->cfg.key_hosts,
+                   secret);
             rc = 0;
         }
     } else if (!strcmp(pos[1], "list")) {
-        srv_key *k = calloc(1000, sizeof(*k));
-        size_t n = 0;
-        if (k && srv_store_key_list(s->store, k, 1000, &n) == 0) {
+        /* every key, a page at a time */
+        srv_key *k = calloc(KEYS_CLI_PAGE, sizeof(*k));
+        int64_t after = 0;
+        size_t n = KEYS_CLI_PAGE;
+        if (k)
             printf("%-6s %-8s %-14s %-12s %-12s %s\n", "ID", "ROLE", "PREFIX",
-                   "CREATED", "LAST_USED", "NAME");
+                   "CREATED", "LAST_USED", "NAME [HOSTS]");
+        rc = k ? 0 : 1;
+        while (!rc && n == KEYS_CLI_PAGE) {
+            if (srv_store_key_list(s->store, after, k, KEYS_CLI_PAGE, &n) !=
+                0) {
+                fprintf(stderr, "gpufl-server: cannot list the keys\n");
+                rc = 1;
+                break;
+            }
             for (size_t i = 0; i < n; i++)
-                printf("%-6lld %-8s %-14s %-12lld %-12lld %s%s\n",
+                printf("%-6lld %-8s %-14s %-12lld %-12lld %s%s%s%s%s\n",
                        (long long)k[i].id, k[i].role, k[i].prefix,
                        (long long)k[i].created, (long long)k[i].last_used,
-                       k[i].name, k[i].revoked ? " (revoked)" : "");
-            rc = 0;
+                       k[i].name, k[i].hosts[0] ? " [" : "", k[i].hosts,
+                       k[i].hosts[0] ? "]" : "",
+                       k[i].revoked ? " (revoked)" : "");
+            if (n)
+                after = k[n - 1].id;
         }
         free(k);
     } else {
@@ -133,20 +158,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpufl-server: %s\n", err);
         return 1;
     }
-    if (srv_admin_init(&s)) {
+    if ((rc = srv_admin_init(&s)) != 0) {
         srv_store_close(s.store);
-        return 1;
+        return rc == GPUFL_EINVAL ? 2 : 1;
     }
     if (srv_maint_start(&s)) {
         fprintf(stderr, "gpufl-server: cannot start the maintenance thread\n");
         srv_store_close(s.store);
         return 1;
     }
-    if (srv_http_start(&s, err, sizeof(err))) {
+    if ((rc = srv_http_start(&s, err, sizeof(err))) != 0) {
         fprintf(stderr, "gpufl-server: %s\n", err);
         srv_maint_stop(&s);
         srv_store_close(s.store);
-        return 1;
+        /* a configuration that cannot be served safely is a usage error */
+        return rc == GPUFL_EINVAL ? 2 : 1;
     }
     if (srv_kafka_start(&s, err, sizeof(err))) {
         fprintf(stderr, "gpufl-server: %s\n", err);
@@ -158,9 +184,17 @@ int main(int argc, char **argv)
     {
         const char *colon = strrchr(s.cfg.listen, ':');
         int hl = colon ? (int)(colon - s.cfg.listen) : 0;
-        printf("gpufl-server: listening on http://%.*s:%u (store %s)\n",
-               hl ? hl : 9, hl ? s.cfg.listen : "127.0.0.1", s.port,
+        printf("gpufl-server: listening on http%s://%.*s:%u (store %s)\n",
+               s.tls_cert ? "s" : "", hl ? hl : 9,
+               hl ? s.cfg.listen : "127.0.0.1", s.port,
                srv_store_backend(s.store));
+        if (!s.tls_cert && !s.loopback && !s.cfg.quiet)
+            fprintf(stderr,
+                    "gpufl-server: warning: listening on %s without TLS:"
+                    " tokens and data cross the network in the clear; give"
+                    " --tls-cert and --tls-key (or put a TLS proxy in front"
+                    " and listen on 127.0.0.1)\n",
+                    s.cfg.listen);
     }
     fflush(stdout);
     while (sigwait(&set, &sig) != 0)

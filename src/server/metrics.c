@@ -133,4 +133,37 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, jw *w)
          "# TYPE gpufl_server_kafka_errors_total counter\n"
          "gpufl_server_kafka_errors_total %llu\n",
          (unsigned long long)GET(m->kafka_errors));
+    line(w,
+         "# HELP gpufl_server_connections Connections held now.\n"
+         "# TYPE gpufl_server_connections gauge\n"
+         "gpufl_server_connections %llu\n",
+         (unsigned long long)g->conns_open);
+    line(w,
+         "# HELP gpufl_server_connections_refused_total Connections"
+         " answered and closed on arrival: over --max-conns-per-ip"
+         " (per_address, 429) or --max-conns (full, 503).\n"
+         "# TYPE gpufl_server_connections_refused_total counter\n"
+         "gpufl_server_connections_refused_total{why=\"per_address\"}"
+         " %llu\n"
+         "gpufl_server_connections_refused_total{why=\"full\"} %llu\n",
+         (unsigned long long)GET(m->conn_refused_ip),
+         (unsigned long long)GET(m->conn_refused_full));
+    line(w,
+         "# HELP gpufl_server_connections_timed_out_total Connections"
+         " shut down past a deadline (--header-timeout, --timeout).\n"
+         "# TYPE gpufl_server_connections_timed_out_total counter\n"
+         "gpufl_server_connections_timed_out_total %llu\n",
+         (unsigned long long)GET(m->conn_timeouts));
+    line(w,
+         "# HELP gpufl_server_body_buffered_bytes Request body bytes held"
+         " in memory now (at most --max-buffered).\n"
+         "# TYPE gpufl_server_body_buffered_bytes gauge\n"
+         "gpufl_server_body_buffered_bytes %llu\n",
+         (unsigned long long)g->body_buffered);
+    line(w,
+         "# HELP gpufl_server_body_refused_total Requests answered 503"
+         " because --max-buffered was spent.\n"
+         "# TYPE gpufl_server_body_refused_total counter\n"
+         "gpufl_server_body_refused_total %llu\n",
+         (unsigned long long)GET(m->body_refused_budget));
 }

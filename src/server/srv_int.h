@@ -31,12 +31,19 @@ typedef struct srv_config {
     char kafka_topic_prefix[256];
     char key_name[128];
     char key_role[16];
+    char key_hosts[SRV_STR_MAX]; /* keys create: "node-7,node-8" */
+    char tls_cert[SRV_STR_MAX];
+    char tls_key[SRV_STR_MAX];
     uint64_t threads;
     uint64_t readers;
     uint64_t max_body;
     uint64_t max_decoded;
     uint64_t max_lines;
     uint64_t timeout_s;
+    uint64_t header_timeout_s;
+    uint64_t max_conns;
+    uint64_t max_conns_per_ip;
+    uint64_t max_buffered;
     uint64_t stale_after_s;
     uint64_t retention_max_age_s;
     uint64_t retention_max_db;
@@ -72,6 +79,11 @@ typedef struct srv_metrics {
     /* Kafka bridge (kafka.c): offset resets past the broker's retention,
      * the messages they skipped, and messages that came as errors */
     uint64_t kafka_resets, kafka_skipped, kafka_errors;
+    /* connections (conn.c): turned away by --max-conns-per-ip and by
+     * --max-conns, shut down past a deadline; request bodies refused by
+     * --max-buffered */
+    uint64_t conn_refused_ip, conn_refused_full, conn_timeouts;
+    uint64_t body_refused_budget;
     uint64_t status[6]; /* by first digit */
     uint64_t lat_count[MET_NCLASS], lat_sum_us[MET_NCLASS];
     uint64_t lat_bucket[MET_NCLASS][MET_NBUCKETS];
@@ -84,6 +96,8 @@ typedef struct srv_gauges {
     uint64_t db_bytes;
     uint64_t missing[SRV_ST_N]; /* srv_store_missing */
     int have_missing;           /* 0: the store could not say */
+    uint64_t conns_open;        /* connections held now */
+    uint64_t body_buffered;     /* request body bytes held now */
 } srv_gauges;
 
 /* Prometheus text into w. */
@@ -97,7 +111,15 @@ typedef struct srv {
     srv_metrics met;
     unsigned char admin_hash[32];
     int have_admin;
-    void *http; /* struct MHD_Daemon */
+    void *http;              /* struct MHD_Daemon */
+    struct srv_conns *conns; /* conn.c */
+    int ui_fd;               /* --ui-dir, opened (static.c); -1: none */
+    /* --tls-cert / --tls-key as read (tls.c); NULL: plain HTTP */
+    char *tls_cert, *tls_key;
+    int loopback; /* the listening address is a loopback one */
+    /* request body bytes held by all connections (relaxed atomic, at
+     * most cfg.max_buffered) */
+    uint64_t buffered;
     int listen_fd;
     uint16_t port;
     /* maintenance thread */
@@ -130,19 +152,34 @@ void srv_hex(const unsigned char *b, size_t n, char *out);
 /* A new random secret "<kind>_<64 hex>" into out (>= 72 bytes). */
 int srv_token_new(const char *kind, char *out, size_t cap);
 /* The role of a bearer header value (NULL: none); ROLE_NONE if invalid,
- * ROLE_UNKNOWN if the key lookup failed (database unavailable). */
-int srv_auth_role(srv *s, const char *authorization);
+ * ROLE_UNKNOWN if the key lookup failed (database unavailable).  The
+ * key's hosts (comma-separated, "" = any) into hosts (hosts_cap bytes,
+ * SRV_KEY_HOSTS_MAX for all; 0: not wanted). */
+int srv_auth_role(srv *s, const char *authorization, char *hosts,
+                  size_t hosts_cap);
 const char *srv_role_name(int role);
 int srv_role_parse(const char *name);
 /*
  * The admin token at start-up: configured (hashed in memory), else the
  * hash in data_dir/admin_token.sha256, else a new one printed once on out
- * and its hash stored.  Returns 0 or a gpufl_err.
+ * and its hash stored.  Returns 0 or a gpufl_err: GPUFL_EINVAL (said on
+ * stderr, with how to make one) for a configured token shorter than 32
+ * characters or starting with the example's "change-me".
  */
 int srv_admin_init(srv *s);
-/* Creates a key: *secret (cap >= 80) is shown once. */
-int srv_key_create(srv *s, const char *name, const char *role, char *secret,
-                   size_t cap, int64_t *id);
+/* Most hosts one key may be bound to. */
+#define SRV_KEY_HOSTS_N 64
+/* 0 when hosts (comma-separated; NULL or "": any) may bind a key of role:
+ * ingest keys only, each a host name, at most SRV_KEY_HOSTS_N; else -1
+ * with why. */
+int srv_key_hosts_check(const char *hosts, const char *role, char *why,
+                        size_t cap);
+/* 1 when a key bound to hosts ("" = any) may write for host[0, n). */
+int srv_key_host_ok(const char *hosts, const char *host, size_t n);
+/* Creates a key bound to hosts (NULL or "": any): *secret (cap >= 80) is
+ * shown once.  GPUFL_EINVAL for a bad role or hosts. */
+int srv_key_create(srv *s, const char *name, const char *role,
+                   const char *hosts, char *secret, size_t cap, int64_t *id);
 
 /* ---- HTTP (http.c) and routes (api.c) ---- */
 
@@ -154,8 +191,11 @@ typedef struct srv_req {
     void *conn; /* struct MHD_Connection */
     const char *body;
     size_t body_len;
-    int role;
-    int cls; /* MET_* */
+    int role; /* preset by the first callback; 0: not looked up yet */
+    char hosts[SRV_KEY_HOSTS_MAX]; /* the key's hosts ("" = any) */
+    int cls;                       /* MET_* */
+    int probe; /* only route, method and token: no handler runs, and a
+                * request that may go on leaves the answer unset */
 } srv_req;
 
 /* A response to send: body is malloc'd (ownership transferred). */
@@ -164,7 +204,9 @@ typedef struct srv_resp {
     const char *ctype;
     char *body;
     size_t len;
-    char allow[64]; /* for 405 */
+    char allow[64];  /* for 405 */
+    int retry_after; /* a Retry-After header */
+    int close;       /* close the connection after the answer */
 } srv_resp;
 
 const char *srv_req_arg(const srv_req *r, const char *key);
@@ -190,6 +232,14 @@ void srv_resp_json(srv_resp *o, int status, char *buf, size_t len);
 /* Dispatches one complete request. */
 void srv_api_handle(srv *s, srv_req *r, srv_resp *o);
 void srv_ingest_handle(srv *s, srv_req *r, int stream, srv_resp *o);
+/* Called for each line a request may not write: its number, why. */
+typedef void (*srv_scope_reject_fn)(void *ctx, uint32_t line, const char *why);
+/* Drops from ev[0, *n) (compacting it, *n updated) the lines a key bound
+ * to hosts ("" = any) may not write, and lines past their stream's
+ * session_end, each said to fn (ingest_scope.c).  GPUFL_OK or the store's
+ * error (nothing dropped then). */
+int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
+                     srv_scope_reject_fn fn, void *ctx);
 /* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
 void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
@@ -197,10 +247,61 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
+/* Opens --ui-dir (if set) for srv_static_handle; refuses (GPUFL_EINVAL,
+ * err) a folder holding the data folder or the database file. */
+int srv_static_open(srv *s, char *err, size_t cap);
+void srv_static_close(srv *s);
+/* rel opened read-only below the folder dir, never through a symbolic
+ * link or out of it: openat2, or (walk, or openat2 missing) one component
+ * at a time.  An fd or -1 (errno). */
+int srv_static_open_below(int dir, const char *rel, int walk);
+/* 1 when it answered r with a file of --ui-dir. */
 int srv_static_handle(srv *s, srv_req *r, srv_resp *o);
 
 int srv_http_start(srv *s, char *err, size_t cap);
 void srv_http_stop(srv *s);
+
+/* ---- TLS (tls.c) ---- */
+
+/* Reads and checks --tls-cert and --tls-key into s->tls_cert/tls_key
+ * (both or neither given; GPUFL_EINVAL with why in err for one alone, an
+ * unreadable file, no PEM certificate or key, or a key not the
+ * certificate's).  Nothing set: both stay NULL. */
+int srv_tls_load(srv *s, char *err, size_t cap);
+/* Frees them, the key's bytes wiped first. */
+void srv_tls_free(srv *s);
+
+/* ---- connections (conn.c) ---- */
+
+/* The phases of a request whose deadlines conn.c keeps: its head is due
+ * --header-timeout after the connection opened or the request line began;
+ * its body, the sending of its answer and the idle time after it each get
+ * --timeout; the handler's own work has none. */
+enum {
+    SRV_CONN_HEAD = 1,
+    SRV_CONN_BODY,
+    SRV_CONN_BUSY,
+    SRV_CONN_SEND,
+    SRV_CONN_IDLE
+};
+
+/* Starts the accept loop on s->listen_fd, handing connections to s->http
+ * (started with no listening socket of its own).  tls: refusals are closed
+ * without an HTTP answer. */
+int srv_conns_start(srv *s, int tls, char *err, size_t cap);
+/* Stops accepting (before libmicrohttpd stops). */
+void srv_conns_stop(srv *s);
+/* Frees the table (after libmicrohttpd stopped: its CLOSED notifications
+ * use it). */
+void srv_conns_free(srv *s);
+/* libmicrohttpd started / closed the connection on fd (addr: its peer, a
+ * struct sockaddr); returns the socket context for the others. */
+void *srv_conn_started(srv *s, int fd, const void *addr);
+void srv_conn_closed(srv *s, void *sc);
+/* The request on connection sc entered phase (SRV_CONN_*). */
+void srv_conn_phase(srv *s, void *sc, int phase);
+/* Connections held now. */
+size_t srv_conns_open(srv *s);
 
 /* ---- Kafka consumer bridge (kafka.c) ---- */
 

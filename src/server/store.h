@@ -109,12 +109,25 @@ typedef struct srv_q {
     int64_t dev;         /* verdicts: a GPU, -1 = any */
 } srv_q;
 
+/* The hosts an ingest key is bound to, comma-separated ("" = any). */
+#define SRV_KEY_HOSTS_MAX 1024
+
 /* A stored API key as listed (never the secret). */
 typedef struct srv_key {
     int64_t id;
     char name[128], role[16], prefix[16];
+    char hosts[SRV_KEY_HOSTS_MAX];
     int64_t created, last_used, revoked;
 } srv_key;
+
+/* What the ingest scope check (ingest_scope.c) needs of a stored session:
+ * its host and where its ended streams ended. */
+typedef struct srv_sess_policy {
+    int found;
+    char host[256];             /* "" until a session line is stored */
+    uint8_t ended;              /* bit per SRV_ST_* with a session_end */
+    uint64_t end_seq[SRV_ST_N]; /* that session_end's seq */
+} srv_sess_policy;
 
 /* The store: opaque (store_sql_int.h). */
 typedef struct srv_store srv_store;
@@ -184,14 +197,19 @@ int srv_store_missing(srv_store *s, uint64_t out[SRV_ST_N]);
  * kept session); *n_pruned sessions removed */
 int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
 int srv_store_set_keep(srv_store *s, const char *sid, int keep);
-/* keys: hash is the hex SHA-256 of the secret */
+/* keys: hash is the hex SHA-256 of the secret; hosts as in srv_key */
 int srv_store_key_add(srv_store *s, const char *name, const char *role,
-                      const char *prefix, const char *hash, int64_t *id);
-int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n);
+                      const char *prefix, const char *hash, const char *hosts,
+                      int64_t *id);
+/* up to cap keys with an id above after, by id */
+int srv_store_key_list(srv_store *s, int64_t after, srv_key *out, size_t cap,
+                       size_t *n);
 int srv_store_key_revoke(srv_store *s, int64_t id);
-/* *role filled ("" if no live key has this hash) */
-int srv_store_key_lookup(srv_store *s, const char *hash, char *role,
-                         size_t cap);
+/* *role filled ("" if no live key has this hash), and its hosts */
+int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap,
+                         char *hosts, size_t hosts_cap);
+/* a session's host and ended streams (out->found 0: not stored) */
+int srv_store_sess_policy(srv_store *s, const char *sid, srv_sess_policy *out);
 
 /* Queries, JSON into w (docs/api.md says what each answers). */
 typedef int (*srv_query_fn)(srv_store *s, const srv_q *q, jw *w);

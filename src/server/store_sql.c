@@ -193,6 +193,9 @@ static const char *const migrations[] = {
     "UPDATE sessions SET ended=(SELECT coalesce(sum(DISTINCT CASE st WHEN 0"
     " THEN 1 WHEN 1 THEN 2 ELSE 4 END), 0) FROM lines WHERE"
     " lines.sess=sessions.id AND lines.type=2);",
+    /* 11: the hosts an ingest key may write for, comma-separated (NULL:
+     * any host) */
+    "ALTER TABLE keys ADD COLUMN hosts TEXT;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 

@@ -305,7 +305,8 @@ int srv_store_set_keep(srv_store *s, const char *sid, int keep)
 }
 
 int srv_store_key_add(srv_store *s, const char *name, const char *role,
-                      const char *prefix, const char *hash, int64_t *id)
+                      const char *prefix, const char *hash, const char *hosts,
+                      int64_t *id)
 {
     sdb_stmt *st = NULL;
     int rc;
@@ -313,7 +314,7 @@ int srv_store_key_add(srv_store *s, const char *name, const char *role,
     pthread_mutex_lock(&s->wlock);
     rc = sdb_prepare(s->w,
                      "INSERT INTO keys(name, role, prefix, hash,"
-                     " created) VALUES(?,?,?,?,?) RETURNING id",
+                     " created, hosts) VALUES(?,?,?,?,?,?) RETURNING id",
                      &st);
     if (rc == 0) {
         qbind_text(st, 1, name);
@@ -321,6 +322,8 @@ int srv_store_key_add(srv_store *s, const char *name, const char *role,
         qbind_text(st, 3, prefix);
         qbind_text(st, 4, hash);
         qbind_i64(st, 5, (int64_t)time(NULL));
+        /* "" and NULL both mean any host: stored as SQL NULL */
+        qbind_text(st, 6, hosts && hosts[0] ? hosts : NULL);
         rc = sdb_step(st);
         if (rc == SDB_ROW)
             *id = qcol_i64(st, 0);
@@ -335,7 +338,8 @@ static void col_text(sdb_stmt *st, int i, char *out, size_t cap)
     snprintf(out, cap, "%s", qcol_text(st, i));
 }
 
-int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n)
+int srv_store_key_list(srv_store *s, int64_t after, srv_key *out, size_t cap,
+                       size_t *n)
 {
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
@@ -344,8 +348,13 @@ int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n)
     *n = 0;
     rc = sdb_prepare(db,
                      "SELECT id, name, role, prefix, created,"
-                     " last_used, revoked FROM keys ORDER BY id",
+                     " last_used, revoked, hosts FROM keys WHERE id > ?"
+                     " ORDER BY id LIMIT ?",
                      &st);
+    if (rc == 0) {
+        qbind_i64(st, 1, after);
+        qbind_i64(st, 2, (int64_t)cap);
+    }
     while (rc == 0 && (rc = sdb_step(st)) == SDB_ROW && *n < cap) {
         srv_key *k = &out[(*n)++];
         k->id = qcol_i64(st, 0);
@@ -355,6 +364,7 @@ int srv_store_key_list(srv_store *s, srv_key *out, size_t cap, size_t *n)
         k->created = qcol_i64(st, 4);
         k->last_used = qcol_i64(st, 5);
         k->revoked = qcol_i64(st, 6);
+        col_text(st, 7, k->hosts, sizeof(k->hosts));
         rc = 0;
     }
     sdb_finalize(st);
@@ -374,7 +384,8 @@ int srv_store_key_revoke(srv_store *s, int64_t id)
     return rc ? rc : changed ? GPUFL_OK : GPUFL_ENOTFOUND;
 }
 
-int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap)
+int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap,
+                         char *hosts, size_t hosts_cap)
 {
     sdb *db = sq_reader_get(s);
     sdb_stmt *st = NULL;
@@ -382,8 +393,10 @@ int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap)
     int rc, changed;
 
     role[0] = '\0';
+    if (hosts_cap)
+        hosts[0] = '\0';
     rc = sdb_prepare(db,
-                     "SELECT id, role, coalesce(last_used, 0) FROM keys"
+                     "SELECT id, role, coalesce(last_used, 0), hosts FROM keys"
                      " WHERE hash=? AND revoked IS NULL",
                      &st);
     if (rc == 0) {
@@ -393,6 +406,8 @@ int srv_store_key_lookup(srv_store *s, const char *hash, char *role, size_t cap)
             id = qcol_i64(st, 0);
             col_text(st, 1, role, cap);
             last = qcol_i64(st, 2);
+            if (hosts_cap)
+                col_text(st, 3, hosts, hosts_cap);
         }
     }
     sdb_finalize(st);

@@ -486,7 +486,7 @@ def case_server(work):
     out = open(os.path.join(work, "server.out"), "w+")
     p = subprocess.Popen([srv, "--listen", "127.0.0.1:0", "--data-dir",
                           os.path.join(work, "data"), "--admin-token",
-                          "ADMIN-TOKEN-1", "--quiet"], stdout=out,
+                          "ADMIN-TOKEN-1-0123456789abcdef0123456789", "--quiet"], stdout=out,
                          stderr=subprocess.STDOUT)
     url = []
 
@@ -507,7 +507,7 @@ def case_server(work):
     def counts():
         req = urllib.request.Request(
             base + "/api/v1/sessions",
-            headers={"Authorization": "Bearer ADMIN-TOKEN-1"})
+            headers={"Authorization": "Bearer ADMIN-TOKEN-1-0123456789abcdef0123456789"})
         with urllib.request.urlopen(req, timeout=10) as r:
             items = json.loads(r.read())["items"]
         return {i["id"]: i["counts"]["lines"] for i in items}
@@ -521,7 +521,7 @@ def case_server(work):
           "a wrong token was not refused")
     for run in range(2):
         a = Agent(work, [logs], base + "/api/v1/events/",
-                  env={"GPUFL_AGENT_TOKEN": "ADMIN-TOKEN-1"},
+                  env={"GPUFL_AGENT_TOKEN": "ADMIN-TOKEN-1-0123456789abcdef0123456789"},
                   name="run%d" % run)
         if run:
             a.cursor += ".fresh"   # everything again: duplicates

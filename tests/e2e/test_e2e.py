@@ -33,7 +33,7 @@ from srvtest import gl  # noqa: E402
 BIN = st.BIN
 GPUFL = os.path.join(BIN, "gpufl")
 AGENT = os.path.join(BIN, "gpufl-agent")
-TOKEN = "e2e-admin-token-0123456789"
+TOKEN = "e2e-admin-token-0123456789abcdef0123"
 STREAM_NO = {"device": 0, "scope": 1, "system": 2}
 
 

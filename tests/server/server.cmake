@@ -13,6 +13,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_json ${CMAKE_CURRENT_LIST_DIR}/test_srv_json.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_static ${CMAKE_CURRENT_LIST_DIR}/test_srv_static.c
+                  LIBS gpufl_server_core)
 
   # One ctest test per test class, so ctest -j runs them side by side.
   foreach(cls Query Auth Hostile Static Durability Retention DiskFull)

@@ -23,7 +23,7 @@ import gpufl_logs as gl  # noqa: E402
 BIN = os.environ.get("GPUFL_BIN_DIR", "build/bin")
 TMP = os.environ.get("GPUFL_TEST_TMP", tempfile.gettempdir())
 SERVER = os.path.join(BIN, "gpufl-server")
-ADMIN = "test-admin-token-0123456789"
+ADMIN = "test-admin-token-0123456789abcdef0123"
 STREAMS = ("device", "scope", "system")
 
 
@@ -147,7 +147,7 @@ class Server:
         while time.time() < deadline:
             self.out.seek(0)
             text = self.out.read()
-            m = re.search(r"listening on http://[^:]+:(\d+)", text)
+            m = re.search(r"listening on https?://[^:]+:(\d+)", text)
             if m:
                 self.port = int(m.group(1))
                 break

@@ -526,22 +526,22 @@ class Auth(Base):
         d = os.path.join(self.dir, "cfg")
         cfg = os.path.join(self.dir, "server.conf")
         with open(cfg, "w") as f:
-            f.write("# test\nadmin-token = from-file\nmax-body = 2K\n")
+            f.write("# test\nadmin-token = from-file-0123456789abcdef0123456789\nmax-body = 2K\n")
         srv = T.Server(d, ["--config", cfg], admin=None,
-                       env={"GPUFL_SERVER_ADMIN_TOKEN": "from-env"})
+                       env={"GPUFL_SERVER_ADMIN_TOKEN": "from-env-0123456789abcdef0123456789"})
         self.servers.append(srv)
-        st, _, _ = srv.req("GET", "/api/v1/hosts", token="from-file")
+        st, _, _ = srv.req("GET", "/api/v1/hosts", token="from-file-0123456789abcdef0123456789")
         self.assertEqual(st, 401)
-        st, _, _ = srv.req("GET", "/api/v1/hosts", token="from-env")
+        st, _, _ = srv.req("GET", "/api/v1/hosts", token="from-env-0123456789abcdef0123456789")
         self.assertEqual(st, 200)
-        st, _, _ = srv.req("POST", "/api/v1/events/device", b"x" * 4096, token="from-env",
+        st, _, _ = srv.req("POST", "/api/v1/events/device", b"x" * 4096, token="from-env-0123456789abcdef0123456789",
                            headers={"Content-Type": "application/x-ndjson"})
         self.assertEqual(st, 413)
         srv.stop()
         srv = T.Server(d + "2", ["--config", cfg, "--cors-origin", "https://ui.example"],
-                       admin="from-flag", env={"GPUFL_SERVER_ADMIN_TOKEN": "from-env"})
+                       admin="from-flag-0123456789abcdef0123456789", env={"GPUFL_SERVER_ADMIN_TOKEN": "from-env-0123456789abcdef0123456789"})
         self.servers.append(srv)
-        st, hdr, _ = srv.req("GET", "/api/v1/hosts", token="from-flag")
+        st, hdr, _ = srv.req("GET", "/api/v1/hosts", token="from-flag-0123456789abcdef0123456789")
         self.assertEqual(st, 200)
         self.assertEqual(hdr.get("Access-Control-Allow-Origin"), "https://ui.example")
         srv.stop()

@@ -239,7 +239,7 @@ static int spawn(const char *bin, const char *tmp, const char *name, server *sv)
                          "--data-dir",
                          ddir,
                          "--admin-token",
-                         "kafkaproc",
+                         "kafkaproc-admin-token-0123456789abcdef",
                          "--quiet",
                          "--threads",
                          "2",
@@ -293,7 +293,8 @@ static int64_t accepted(const server *sv)
     }
     n = snprintf(req, sizeof(req),
                  "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                 "kafkaproc\r\nConnection: close\r\n\r\n");
+                 "kafkaproc-admin-token-0123456789abcdef\r\nConnection: "
+                 "close\r\n\r\n");
     if (write(fd, req, (size_t)n) != n) {
         close(fd);
         return -1;

@@ -2,7 +2,8 @@
  * test_srv_store.c - the store through its interface: idempotent ingest
  * (also batches mixing new and stored lines), rollups against the raw
  * rows, kernels sorted by duration across the duration index's epochs,
- * keys, keep and retention, and a reopen that finds the schema current.
+ * keys (pages, hosts), a session's ingest policy, keep and retention, and
+ * a reopen that finds the schema current.
  *
  * On SQLite; on PostgreSQL too when GPUFL_TEST_PG_URI_FILE names a
  * throwaway cluster's URI (tests/server/pg_cluster.sh): each store is then
@@ -137,15 +138,17 @@ static void test_keys_keep_retention(void)
     uint64_t pruned = 0;
 
     REQUIRE(s);
-    REQUIRE(srv_store_key_add(s, "k", "read", "gfk_12345678", "abcd", &id) ==
+    REQUIRE(srv_store_key_add(s, "k", "read", "gfk_12345678", "abcd", NULL,
+                              &id) == GPUFL_OK);
+    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role), NULL, 0) ==
             GPUFL_OK);
-    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
     CHECK_STR(role, "read");
-    REQUIRE(srv_store_key_list(s, keys, 8, &n) == GPUFL_OK);
+    REQUIRE(srv_store_key_list(s, 0, keys, 8, &n) == GPUFL_OK);
     CHECK(n == 1 && keys[0].id == id && keys[0].last_used > 0);
     CHECK(srv_store_key_revoke(s, id) == GPUFL_OK);
     CHECK(srv_store_key_revoke(s, id) == GPUFL_ENOTFOUND);
-    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role)) == GPUFL_OK);
+    REQUIRE(srv_store_key_lookup(s, "abcd", role, sizeof(role), NULL, 0) ==
+            GPUFL_OK);
     CHECK_STR(role, "");
 
     n = build(SIDA, 10, ev);
@@ -254,6 +257,63 @@ static int dur_pages(srv_store *s, const char *sid, int desc, const char *name,
         jsonl_tok_str(&jp_doc, jp_find(out, "next"), cur, sizeof(cur), &cl);
     }
     return n;
+}
+
+/* Keys page by id (after), carry their hosts through add, list and
+ * lookup; a session's policy is its host and where its ended streams
+ * ended (what ingest_scope.c decides from). */
+static void test_keys_pages_hosts_policy(void)
+{
+    static srv_ev ev[64];
+    srv_ingest_res r;
+    srv_store *s = open_tmp("store_keys_pages");
+    srv_key keys[4];
+    srv_sess_policy p;
+    char role[16], hosts[SRV_KEY_HOSTS_MAX], hash[8];
+    int64_t id[5];
+    size_t n;
+
+    REQUIRE(s);
+    for (int i = 0; i < 5; i++) {
+        snprintf(hash, sizeof(hash), "h%d", i);
+        REQUIRE(srv_store_key_add(s, "k", "ingest", "gfk_1", hash,
+                                  i == 2   ? "node-7,node-8"
+                                  : i == 3 ? ""
+                                           : NULL,
+                                  &id[i]) == GPUFL_OK);
+    }
+    REQUIRE(srv_store_key_list(s, 0, keys, 2, &n) == GPUFL_OK);
+    CHECK(n == 2 && keys[0].id == id[0] && keys[1].id == id[1]);
+    REQUIRE(srv_store_key_list(s, keys[1].id, keys, 2, &n) == GPUFL_OK);
+    CHECK(n == 2 && keys[0].id == id[2] && keys[1].id == id[3]);
+    CHECK_STR(keys[0].hosts, "node-7,node-8");
+    CHECK_STR(keys[1].hosts, ""); /* "" is stored as any host */
+    REQUIRE(srv_store_key_list(s, keys[1].id, keys, 2, &n) == GPUFL_OK);
+    CHECK(n == 1 && keys[0].id == id[4]);
+    REQUIRE(srv_store_key_list(s, id[4], keys, 2, &n) == GPUFL_OK);
+    CHECK(n == 0);
+    REQUIRE(srv_store_key_lookup(s, "h2", role, sizeof(role), hosts,
+                                 sizeof(hosts)) == GPUFL_OK);
+    CHECK_STR(role, "ingest");
+    CHECK_STR(hosts, "node-7,node-8");
+    REQUIRE(srv_store_key_lookup(s, "h0", role, sizeof(role), hosts,
+                                 sizeof(hosts)) == GPUFL_OK);
+    CHECK_STR(hosts, "");
+
+    REQUIRE(srv_store_sess_policy(s, SIDA, &p) == GPUFL_OK);
+    CHECK(p.found == 0 && p.ended == 0);
+    /* seq 0 session (host "h"), 1-2 dicts, 3-5 kernels, 6 session_end */
+    n = build(SIDA, 3, ev);
+    REQUIRE(srv_store_ingest(s, ev, n - 1, &r) == GPUFL_OK);
+    REQUIRE(srv_store_sess_policy(s, SIDA, &p) == GPUFL_OK);
+    CHECK(p.found == 1 && p.ended == 0);
+    CHECK_STR(p.host, "h");
+    REQUIRE(srv_store_ingest(s, ev + n - 1, 1, &r) == GPUFL_OK);
+    REQUIRE(srv_store_sess_policy(s, SIDA, &p) == GPUFL_OK);
+    CHECK(p.found == 1 && p.ended == 1u << SRV_ST_DEVICE);
+    CHECK_EQ_U64(p.end_seq[SRV_ST_DEVICE], 6);
+    CHECK_EQ_U64(p.end_seq[SRV_ST_SYSTEM], 0);
+    srv_store_close(s);
 }
 
 static void test_mixed_batches_dur_sort(void)
@@ -719,6 +779,7 @@ static void test_migrate_to_kext_srl(void)
     CHECK(sdb_exec(db, "DROP TABLE seqr") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN streams") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN ended") == 0);
+    CHECK(sdb_exec(db, "ALTER TABLE keys DROP COLUMN hosts") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);
@@ -767,6 +828,7 @@ int main(void)
 {
     RUN(test_ingest_dedup_rollups);
     RUN(test_keys_keep_retention);
+    RUN(test_keys_pages_hosts_policy);
     RUN(test_mixed_batches_dur_sort);
     RUN(test_dur_prefix);
     RUN(test_two_writers);

@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-export const ADMIN = 'web-e2e-admin-token-0123456789';
+export const ADMIN = 'web-e2e-admin-token-0123456789abcdef';
 
 export async function startServer({ bin, uiDir, tmp, extra = [] }) {
   const dataDir = path.join(tmp, 'data');
