@@ -243,7 +243,9 @@ static void test_arch_table(void)
               GPUFL_EUNAVAIL);
     CHECK(occ_arch_for_cc(8, 0, NULL) == GPUFL_EINVAL);
 
-    /* Rows the reference defines by another. */
+    /* Compute capabilities that share a row of
+     * docs/occupancy.md#per-architecture-parameters (10.3 with 10.0, 12.1
+     * with 12.0, 11.0 with 10.1). */
     a = arch(10, 3);
     b = arch(10, 0);
     b.cc_minor = 3;
