@@ -1,7 +1,7 @@
 /*
  * bench_client.c - figures for libgpufl's hot path and collector.
  *
- * Prints, not asserts (targets from issue 2 beside each figure):
+ * Prints, not asserts (the design targets beside each figure):
  *   1. app-thread cost per event (median of 1000-event rounds), 1 and 4
  *      threads: scope begin+end, kernel record       target <= 50 ns
  *   2. collector throughput: events per CPU-second of the collector thread

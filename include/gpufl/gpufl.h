@@ -137,14 +137,13 @@ typedef struct gpufl_options {
     const char *nvml_lib;        /* GPUFL_NVML_LIB; default
                                     "libnvidia-ml.so.1" */
     const char *proc_root;       /* GPUFL_PROC_ROOT; default "/proc" */
-    gpufl_log_fn log;            /* default: stderr at GPUFL_LOG_LEVEL
-                                    (default: silent); a callback gets
-                                    messages up to log_level (warn when
-                                    log_level is -1) */
+    /* default: stderr at GPUFL_LOG_LEVEL (default: silent); a callback gets
+     * messages up to log_level (warn when log_level is -1) */
+    gpufl_log_fn log;
     void *log_ud;
-    int log_level; /* GPUFL_LOG_LEVEL: error|warn|info|debug;
-                                    default -1 = silent */
-    int disabled;  /* GPUFL_DISABLED; default 0 */
+    /* GPUFL_LOG_LEVEL: error|warn|info|debug; default -1 = silent */
+    int log_level;
+    int disabled; /* GPUFL_DISABLED; default 0 */
 
     /* CUDA capture, the "cupti" engine (docs/capture.md) */
     const char *cupti_lib;   /* GPUFL_CUPTI_LIB; path of libcupti.so.13;

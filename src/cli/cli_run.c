@@ -6,10 +6,10 @@
  * libgpufl_inject.so (the driver loads it at cuInit, src/inject) and the
  * session's settings as GPUFL_* variables.  The library is checked before
  * the program starts - it must exist and export InitializeInjection - since
- * the driver ignores a bad one without a word (reference/
- * cupti-and-occupancy.md §2.3).  We stay the program's parent to forward
- * SIGINT/SIGTERM/SIGHUP/SIGQUIT and to exit with its status (128 + signal
- * when it was killed), then say where the logs are.
+ * the driver ignores a bad one without a word
+ * (docs/cupti-internals.md#injection).  We stay the program's parent to
+ * forward SIGINT/SIGTERM/SIGHUP/SIGQUIT and to exit with its status
+ * (128 + signal when it was killed), then say where the logs are.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -24,9 +24,8 @@
 #define CLIENT_MAX_THREADS 4096 /* rings registered at once */
 #define CLIENT_MAX_COUNTERS 1024
 #define CLIENT_MAX_SCOPE_DEPTH 256
-#define CLIENT_LINE_MAX                                                        \
-    (256 * 1024) /* one line; a system sample with 64
-                                        processes is < 8 KiB */
+/* One line; a system sample with 64 processes is < 8 KiB. */
+#define CLIENT_LINE_MAX (256 * 1024)
 #define CLIENT_MAX_SOURCES 8
 #define CLIENT_PATH_MAX 4096
 /* Longest GPUFL_LOG_PREFIX: 255 - strlen(".system.log.999999999.zst.tmp"). */

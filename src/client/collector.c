@@ -27,9 +27,8 @@
 #define DISK_CHECK_NS 1000000000ull /* statvfs once a second */
 #define LOSS_EVERY_NS 100000000ull  /* at most 10 loss lines/s per stream */
 #define IDLE_WAIT_MS 100
-#define EVENT_ROOM                                                             \
-    (96 * 1024) /* an event + up to 8 dict lines (a stack
-                                  dict can reach 33 KiB) */
+/* An event + up to 8 dict lines (a stack dict can reach 33 KiB). */
+#define EVENT_ROOM (96 * 1024)
 
 enum {
     LOSS_BUFFER_FULL,

@@ -7,7 +7,7 @@
  * cupti_prof_abi_int.h.
  *
  * Why not NVIDIA's headers: they are licensed deliverables that our build
- * machines do not have (reference/cupti-and-occupancy.md §1.5).  Every
+ * machines do not have (docs/cupti-internals.md#our-abi-declarations).  Every
  * offset below is asserted at compile time; tests/cupti/test_cupti_abi.c
  * compares them with the real headers on machines that have the toolkit.
  * The fake libraries of tests/cupti build from this same file.

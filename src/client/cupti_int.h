@@ -44,7 +44,8 @@
 
 /* Settings the CUPTI source reads (resolved by options.c at gpufl_init). */
 typedef struct cupti_cfg {
-    char lib[4096];       /* GPUFL_CUPTI_LIB; "" = search (§1.2) */
+    /* GPUFL_CUPTI_LIB; "" = search (docs/cupti-internals.md#library-loading) */
+    char lib[4096];
     int stacks;           /* GPUFL_STACKS */
     uint32_t stack_depth; /* GPUFL_STACK_DEPTH, 1..CUPTI_STACK_MAX */
     uint32_t flush_ms;    /* GPUFL_CUPTI_FLUSH_MS */
@@ -314,7 +315,8 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
 int cupti_launch_enable(cupti_state *s, char *why, size_t whylen);
 /* API activity records for the launch CBIDs only, where CUPTI has the
  * per-CBID switch: CUPTI generates correlation ids only when API records
- * are on (§3.8).  Returns how many CBIDs were switched on. */
+ * are on (docs/cupti-internals.md#launch-correlation).  Returns how many
+ * CBIDs were switched on. */
 int cupti_launch_api_records(cupti_state *s);
 /* Copy the launch slot of corr into *out (and its frames into frames[]);
  * 1 when found, 0 otherwise.  Safe against concurrent writers. */

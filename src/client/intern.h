@@ -15,9 +15,9 @@
 #include <stdint.h>
 
 #define INTERN_MAX_IDS 49152 /* 3/4 of the table: probes stay short */
-#define INTERN_MAX_LEN                                                         \
-    4096                     /* longer names are cut (mangled names can
-                                  exceed 1 KiB; 4 KiB covers all seen) */
+/* Longer names are cut (mangled names can exceed 1 KiB; 4 KiB covers all
+ * seen). */
+#define INTERN_MAX_LEN 4096
 #define INTERN_MAX_FRAMES 64 /* frames kept per stack */
 
 enum intern_kind { IK_NAME = 0, IK_PATH = 1, IK_STACK = 2, IK_LAUNCH = 3 };

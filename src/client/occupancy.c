@@ -2,8 +2,8 @@
  * occupancy.c - the theoretical occupancy calculator: the per-architecture
  * table, device overrides, the block-count computation and limiter names.
  *
- * Restates the CUDA 13.0 cuda_occupancy.h algorithm from
- * reference/cupti-and-occupancy.md §9.2 (our own code).  All arithmetic on
+ * Restates the CUDA 13.0 cuda_occupancy.h algorithm (our own code; the
+ * steps are in docs/occupancy.md#the-calculation).  All arithmetic on
  * sizes is 64-bit: a record can carry any 32-bit value and products of two
  * of them must not wrap.
  */
@@ -38,13 +38,14 @@
 #define CV_HOPPER 10, 0, 8, 16, 32, 64, 100, 132, 164, 196, 228
 
 /*
- * §9.3.  Block limits, allocation units, reservations and carveout lists are
- * the header's; thread and shared memory sizes the Programming Guide's.
- * Values the reference does not give (filled from the Programming Guide as
- * remembered, not checked on a device): 7.2 (Xavier) as 7.0, which the
- * header's 7.x rules also imply; 48 warps per SM on 8.7 (Orin) and on
- * 10.1/11.0 (Thor).  Devices report their own values for everything but the
- * carveout list and the reservation, and the caller lets those win.
+ * docs/occupancy.md#per-architecture-parameters.  Block limits, allocation
+ * units, reservations and carveout lists are the header's; thread and
+ * shared memory sizes the Programming Guide's.  Values not checked against
+ * a source or a device: 7.2 (Xavier) as 7.0, which the header's 7.x rules
+ * also imply; 48 warps per SM on 8.7 (Orin) and on 10.1/11.0 (Thor).
+ * Devices report their own values for everything but the carveout list,
+ * the reservation, the allocation unit and the barrier factor, and the
+ * caller lets those win.
  */
 static const occ_arch arch_table[] = {
     /* cc, threads/SM, blocks/SM, smem/SM, opt-in/block, reserved/block,
@@ -61,7 +62,8 @@ static const occ_arch arch_table[] = {
     ROW(10, 1, 1536, 24, 228 * KIB, 227 * KIB, KIB, 128, 1, CV_HOPPER),
     ROW(10, 3, 2048, 32, 228 * KIB, 227 * KIB, KIB, 128, 2, CV_HOPPER),
     ROW(11, 0, 1536, 24, 228 * KIB, 227 * KIB, KIB, 128, 1, CV_HOPPER),
-    /* 24 blocks is the 13.0 header's value; the guides say 32 (§9.3). */
+    /* 24 blocks is the 13.0 header's value; the guides say 32
+     * (docs/occupancy.md#per-architecture-parameters). */
     ROW(12, 0, 1536, 24, 100 * KIB, 99 * KIB, KIB, 128, 1, CV_GA10X),
     ROW(12, 1, 1536, 24, 100 * KIB, 99 * KIB, KIB, 128, 1, CV_GA10X),
 };
@@ -141,7 +143,7 @@ static uint64_t carveout_config(const occ_arch *a, uint64_t want)
     return found ? best : a->smem_sm;
 }
 
-/* Blocks that registers allow (§9.2 step 3). */
+/* Blocks that registers allow (docs/occupancy.md#the-calculation, step 4). */
 static int regs_limit(const occ_arch *a, uint32_t regs, uint64_t wpb,
                       uint64_t *per_block)
 {
@@ -172,8 +174,9 @@ static int smem_fit(uint64_t cap, uint64_t per)
     return per ? clamp_int(cap / per) : OCC_INF;
 }
 
-/* Whether one block fits the per-block shared memory limit (§9.2 step 4);
- * `per` is its allocation, the driver's reservation included. */
+/* Whether one block fits the per-block shared memory limit
+ * (docs/occupancy.md#the-calculation, step 6); `per` is its allocation,
+ * the driver's reservation included. */
 static int smem_block_fits(const occ_arch *a, const occ_launch *l, uint64_t per)
 {
     uint64_t blk_limit = a->smem_block;
@@ -181,7 +184,8 @@ static int smem_block_fits(const occ_arch *a, const occ_launch *l, uint64_t per)
     if (l->optin) {
         /* The record does not carry the function's maximum dynamic size;
          * the most it could have been set to is the opt-in limit minus the
-         * static part (§9.1), and a launch that ran passed the check. */
+         * static part (docs/occupancy.md#inputs), and a launch that ran
+         * passed the check. */
         int64_t max_dyn = (int64_t)a->smem_optin - (int64_t)l->smem_static;
 
         if ((int64_t)l->smem_dynamic > max_dyn)
@@ -279,9 +283,10 @@ int occ_compute(const occ_arch *a, const occ_launch *l, occ_result *r)
     r->active_warps = (int)((uint64_t)blocks * wpb);
     r->occupancy = (double)r->active_warps / r->max_warps;
 
-    /* As launched (§9.4): the driver's executed configuration replaces the
-     * assumed one.  One below a block's need cannot have run; the record is
-     * then not trusted and the need decides, as for a preference. */
+    /* As launched (docs/occupancy.md#the-calculation): the driver's
+     * executed configuration replaces the assumed one.  One below a block's
+     * need cannot have run; the record is then not trusted and the need
+     * decides, as for a preference. */
     if (l->smem_executed) {
         int launched = 0;
 

@@ -5,8 +5,8 @@
  * that number.
  *
  * The algorithm is the host-side calculator of the CUDA 13.0 toolkit
- * (cuda_occupancy.h, cudaOccMaxActiveBlocksPerMultiprocessor) as restated in
- * reference/cupti-and-occupancy.md §9; it needs neither a GPU nor CUDA.
+ * (cuda_occupancy.h, cudaOccMaxActiveBlocksPerMultiprocessor), restated in
+ * docs/occupancy.md; it needs neither a GPU nor CUDA.
  * Every function is pure over caller-owned structs: thread-safe, no
  * allocation, callable from a CUPTI buffer callback.
  */
@@ -24,8 +24,9 @@
 #define OCC_MAX_CARVEOUTS 12
 
 /* Per-architecture parameters.  occ_arch_for_cc() fills them from the
- * table of §9.3; the caller may then overwrite fields with what the device
- * reports (occ_arch_override()), since the device's own values win. */
+ * table of docs/occupancy.md#per-architecture-parameters; the caller may
+ * then overwrite fields with what the device reports (occ_arch_override()),
+ * since the device's own values win. */
 typedef struct occ_arch {
     int cc_major, cc_minor;
     uint32_t max_threads_block; /* threads per block (1024) */
@@ -57,7 +58,7 @@ typedef struct occ_device {
     uint32_t smem_optin;        /* attribute 97, opt-in per-block maximum */
 } occ_device;
 
-/* One launch.  Fields come from the kernel record (§9.1). */
+/* One launch.  Fields come from the kernel record (docs/occupancy.md#inputs). */
 typedef struct occ_launch {
     uint32_t threads;       /* per block: blockX * blockY * blockZ */
     uint32_t regs;          /* registers per thread */
@@ -81,21 +82,23 @@ typedef struct occ_result {
     int active_warps;  /* blocks_per_sm x warps per block */
     int max_warps;     /* warp slots per SM */
     double occupancy;  /* active_warps / max_warps, 0..1 */
-    uint32_t limiters; /* GPUFL_LIMIT_* of every limit equal to the
-                             * result (several can tie) */
+    /* GPUFL_LIMIT_* of every limit equal to the result (several can tie) */
+    uint32_t limiters;
+    /* blocks each resource alone allows; OCC_INF where it does not
+     * constrain */
     int limit_warps, limit_regs, limit_smem, limit_blocks, limit_barriers;
-    /* blocks each resource alone allows; OCC_INF
-                             * where it does not constrain */
-    uint64_t regs_per_block;    /* registers allocated per block */
-    uint64_t smem_per_block;    /* shared memory allocated per block, bytes,
-                               * the driver's reservation included */
-    uint64_t smem_config;       /* per-SM shared memory assumed, bytes (0 when
-                               * the block cannot launch) */
+    uint64_t regs_per_block; /* registers allocated per block */
+    /* shared memory allocated per block, bytes, the driver's reservation
+     * included */
+    uint64_t smem_per_block;
+    /* per-SM shared memory assumed, bytes (0 when the block cannot launch) */
+    uint64_t smem_config;
     int launched_blocks_per_sm; /* with smem_executed; -1 = unknown */
     double launched_occupancy;  /* with smem_executed; < 0 = unknown */
 } occ_result;
 
-/* Fill *out with the §9.3 parameters of compute capability major.minor.
+/* Fill *out with the parameters of compute capability major.minor
+ * (docs/occupancy.md#per-architecture-parameters).
  * Returns 0, GPUFL_EINVAL (out NULL) or GPUFL_EUNAVAIL (an architecture the
  * table does not know: before 7.0, or newer than CUDA 13.0). */
 int occ_arch_for_cc(int major, int minor, occ_arch *out);

@@ -5,7 +5,6 @@
  * first event (the one allocation a thread ever makes); the collector thread
  * is the only consumer of all rings.  So producers never share a cache line
  * with each other and never wait: a full ring drops the event and counts it.
- * This is the fix for the original's "lock-free" ring that took a mutex.
  *
  * Slots are fixed 128-byte records (two cache lines): big enough for the
  * largest structured event (a kernel launch); system samples, whose size
@@ -107,8 +106,9 @@ typedef struct rec {
         struct {
             uint32_t stream; /* ST_* */
             uint32_t len;
-            char *body; /* malloc'd JSON members without braces; owned
-                                by the record, freed by the consumer */
+            /* malloc'd JSON members without braces; owned by the record,
+             * freed by the consumer */
+            char *body;
         } raw;
     } u;
 } rec;

@@ -6,7 +6,7 @@
  * A thread of its own because NVML calls can block for seconds (a GPU
  * without persistence mode re-initialises on first touch); the collector
  * and the application never wait for it.  System sampling is on by default
- * (the original's 0 default silently turned it off).
+ * (docs/events.md §11: GPU Flight's default of 0 silently turned it off).
  */
 #include <linux/futex.h>
 #include <stdio.h>

@@ -63,8 +63,9 @@ extern const src_ops src_pcsamp_ops; /* source_cupti_prof.c, capture.md */
 /* ---- host CPU and memory (source_host.c) ---- */
 
 typedef struct src_host_sample {
-    double cpu_pct;     /* all CPUs, 0..100, since the previous call;
-                                  < 0 on the first call (no interval yet) */
+    /* all CPUs, 0..100, since the previous call; < 0 on the first call
+     * (no interval yet) */
+    double cpu_pct;
     uint64_t ram_total; /* bytes */
     uint64_t ram_used;  /* total - MemAvailable (cache not counted) */
     uint64_t swap_used; /* bytes */

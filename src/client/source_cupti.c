@@ -13,10 +13,12 @@
  * block (a lock-free scan of a fixed pool); completed buffers arrive on a
  * CUPTI thread or on ours and are only queued; everything else - decoding,
  * device queries, gpufl_record_* - happens on the flush thread, outside any
- * CUPTI callback, so the no-CUDA-calls-in-callbacks rule holds (§4.4).
+ * CUPTI callback, so the no-CUDA-calls-in-callbacks rule holds
+ * (docs/cupti-internals.md#callbacks).
  *
- * CUPTI is never finalized, unsubscribed or dlclosed (§2.5): its threads
- * and driver hooks outlive us.  So the engine's state is static and lives
+ * CUPTI is never finalized, unsubscribed or dlclosed
+ * (docs/cupti-internals.md#teardown): its threads and driver hooks outlive
+ * us.  So the engine's state is static and lives
  * as long as the process; a later session in the same process reuses the
  * subscription.
  */
@@ -100,7 +102,8 @@ static const char *cuda_err_name(int rc)
 
 /* Explicit setting, then a CUPTI the application already loaded (two
  * copies in one process fight over the driver's tool interface), then
- * the default search path, then the toolkit's usual places (§1.2). */
+ * the default search path, then the toolkit's usual places
+ * (docs/cupti-internals.md#library-loading). */
 static int load_cupti(cupti_state *s, char *why, size_t whylen)
 {
     static const char *const where[] = {
@@ -326,7 +329,8 @@ static int final_flush(cupti_state *s, uint32_t gen)
 static void update_counters(cupti_state *s)
 {
     size_t n = 0;
-    /* outside every lock of ours: Kineto's ABBA deadlock (§3.1) */
+    /* outside every lock of ours: Kineto deadlocked calling this under its
+     * own mutex (docs/cupti-internals.md#activity-records) */
     if (s->GetNumDropped && s->GetNumDropped(NULL, 0, &n) == 0)
         s->n_dropped += n;
     if (s->c_dropped)
@@ -715,9 +719,9 @@ static void cupti_flush(void *state, uint32_t timeout_ms)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* CUPTI's teardown can hang (the original's §6: "CUPTI release at process
- * exit can hang"; HPCToolkit #195): a recorder must not keep the program
- * from exiting.  After cfg.close_ms the flush thread is given up on - its
+/* CUPTI's teardown can hang (HPCToolkit #195; the original GPU Flight
+ * reported hangs releasing CUPTI at exit; docs/cupti-internals.md#teardown):
+ * a recorder must not keep the program from exiting.  After cfg.close_ms the flush thread is given up on - its
  * records still in CUPTI are lost, and said so - and left to CUPTI; under
  * own_lock it can no longer touch the session (still_own). */
 static void join_bounded(cupti_state *s)

@@ -7,8 +7,9 @@
  * callback, so it may call the driver (cuDeviceGetAttribute) and take the
  * dictionary's lock.  Records are read by offset from CUPTI's stateless
  * iterator; only fields shared by every layout of an accepted CUPTI
- * version are read (§3.4).  Records whose timing could not be collected
- * (start = end = 0, or end before start) are not written, and counted.
+ * version are read.  Records whose timing could not be collected
+ * (start = end = 0, or end before start) are not written, and counted
+ * (docs/cupti-internals.md#activity-records).
  */
 #include "cupti_int.h"
 
@@ -74,7 +75,8 @@ int cupti_devices_query(cupti_state *s)
             s, d, GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
         o->smem_per_block_optin =
             (uint32_t)attr(s, d, GFL_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-        /* the device's own numbers win over the architecture table (§9) */
+        /* the device's own numbers win over the architecture table
+         * (docs/occupancy.md#inputs) */
         memset(&od, 0, sizeof od);
         od.max_threads_block =
             (uint32_t)attr(s, d, GFL_CU_ATTR_MAX_THREADS_PER_BLOCK);
@@ -105,7 +107,8 @@ static uint64_t ts(const cupti_state *s, uint64_t t)
 static int valid_times(cupti_state *s, uint64_t start, uint64_t end)
 {
     /* no device timestamp buffer left, or a forced flush of work still
-     * running: do not write kernels at the epoch (§3.6, §11.1) */
+     * running: do not write kernels at the epoch
+     * (docs/cupti-internals.md#activity-records) */
     if (!start || end < start) {
         s->n_invalid++;
         return 0;
@@ -127,8 +130,8 @@ static const cupti_dev *dev_props(cupti_state *s, uint32_t dev)
 
 /* The carveout the launch asked for, percent, or -1 for none: the record's
  * explicit request, else its legacy cache preference (cudaFuncSetCache-
- * Config), which the calculator treats as these percentages (reference
- * §9.1; cuda_occupancy.h does the same). */
+ * Config), which the calculator treats as these percentages
+ * (docs/occupancy.md#inputs; cuda_occupancy.h does the same). */
 static int carveout_of(const gfl_cupti_kernel10 *r)
 {
     if (r->is_shared_memory_carveout_requested)

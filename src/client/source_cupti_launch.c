@@ -2,7 +2,7 @@
  * source_cupti_launch.c - kernel launch callbacks of the CUPTI engine: API
  * enter/exit times, the scope open at the launch, optionally the CPU call
  * stack, kept in a bounded table keyed by correlation id until the kernel's
- * activity record arrives (reference/cupti-and-occupancy.md §5).
+ * activity record arrives (docs/cupti-internals.md#launch-correlation).
  *
  * One launch usually fires two callbacks: a runtime one (nvcc 13's
  * <<<>>> goes through __cudaLaunchKernel, CBID 505/506) with a driver one
@@ -24,17 +24,17 @@
  * thread when the record is decoded).  No allocation, no lock, no CUDA
  * call (a thread's first capture reads its stack bounds once).
  *
- * Stack capture is hybrid (reference §5.5): CUPTI and the driver keep no
- * frame pointers, so the walk starts with the DWARF unwinder (libgcc's
- * _Unwind_Backtrace, what backtrace() uses, ~130 ns a frame); at each
- * frame it checks whether the frame keeps a frame pointer - the saved
- * return address at fp+8 must equal the caller's address the unwinder
- * finds next - and from the first frame that passes, it follows the
- * frame-pointer chain (a few ns a frame), each read bounded by the
- * thread's stack and by the previous frame.  An application built
- * without frame pointers never passes the check and is unwound with DWARF
- * to the end, as before.  A function without a frame pointer further up
- * a chain that passed hides its caller (the usual frame-pointer limit).
+ * Stack capture is hybrid (docs/cupti-internals.md#stacks): CUPTI and the
+ * driver keep no frame pointers, so the walk starts with the DWARF
+ * unwinder (libgcc's _Unwind_Backtrace, what backtrace() uses, ~130 ns a
+ * frame); at each frame it checks whether the frame keeps a frame pointer
+ * - the saved return address at fp+8 must equal the caller's address the
+ * unwinder finds next - and from the first frame that passes, it follows
+ * the frame-pointer chain (a few ns a frame), each read bounded by the
+ * thread's stack and by the previous frame.  An application built without
+ * frame pointers never passes the check and is unwound with DWARF to the
+ * end.  A function without a frame pointer further up a chain that passed
+ * hides its caller (the usual frame-pointer limit).
  */
 #include "cupti_int.h"
 
@@ -192,7 +192,8 @@ static const uint32_t drv_cbids[] = {
 int cupti_launch_enable(cupti_state *s, char *why, size_t whylen)
 {
     /* per CBID, not per domain: a domain-wide enable would run our
-     * callback on every cudaGetDevice/cudaStreamQuery (§4.2) */
+     * callback on every cudaGetDevice/cudaStreamQuery
+     * (docs/cupti-internals.md#callbacks) */
     for (size_t i = 0; i < sizeof rt_cbids / sizeof rt_cbids[0]; i++) {
         int rc = s->EnableCallback(
             1, s->subscriber, GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbids[i]);

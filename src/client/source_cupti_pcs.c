@@ -1,22 +1,24 @@
 /*
  * source_cupti_pcs.c - the "pcsamp" engine: warp stall reasons per PC from
- * CUPTI's PC sampling API (cupti_pcsampling.h; reference/cupti-and-
- * occupancy.md §7), written as `pcsamp` lines per GFL_SCOPE.
+ * CUPTI's PC sampling API (cupti_pcsampling.h;
+ * docs/cupti-internals.md#pc-sampling), written as `pcsamp` lines per
+ * GFL_SCOPE.
  *
  * Continuous mode (kernels keep running concurrently; serialized mode
- * costs +665 % on small-kernel workloads, §7.7).  Per context, in the
- * CONTEXT_CREATED callback as NVIDIA's sample does: Enable, the chip's
- * stall-reason table (indices differ between chips: reasons are written
- * by name, never by index), one sampling buffer of CUPTI_PCS_PCS records,
- * the configuration.  At each scope boundary, and at every module load
- * (CUPTI wants a drain after a load-unload-load), GetData is called until
- * CUPTI has nothing left (remainingNumPcs), and Disable at the end
- * flushes the rest into the buffer.  PC sampling works on one context per
- * device at a time.  No cuptiProfilerInitialize when injected (inside
- * cuInit), as in NVIDIA's PC sampling injection sample.
+ * cost the original GPU Flight +665 % on a small-kernel workload).  Per
+ * context, in the CONTEXT_CREATED callback as NVIDIA's sample does:
+ * Enable, the chip's stall-reason table (indices differ between chips:
+ * reasons are written by name, never by index), one sampling buffer of
+ * CUPTI_PCS_PCS records, the configuration.  At each scope boundary, and
+ * at every module load (CUPTI wants a drain after a load-unload-load),
+ * GetData is called until CUPTI has nothing left (remainingNumPcs), and
+ * Disable at the end flushes the rest into the buffer.  PC sampling works
+ * on one context per device at a time.  No cuptiProfilerInitialize when
+ * injected (inside cuInit), as in NVIDIA's PC sampling injection sample.
  *
  * Function names in PC records are CUPTI's and may be shared with other
- * records; they are freed once each, at the end (§7.3).
+ * records; they are freed once each, at the end (cupti_pcsampling.h says
+ * the client frees them after all processing).
  */
 #include "cupti_int.h"
 

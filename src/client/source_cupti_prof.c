@@ -6,7 +6,7 @@
  * they follow, the cubins kept to map PCs to source lines, and the scope
  * hook that gives every result its GFL_SCOPE.
  *
- * Per-scope attribution (reference/cupti-and-occupancy.md §6.4): CUPTI
+ * Per-scope attribution (docs/cupti-internals.md#sass-metrics): CUPTI
  * accumulates per context, so at every scope begin and end on a thread
  * the hook synchronises the thread's context, drains what CUPTI gathered
  * since the previous boundary and attributes it to the scope that was
@@ -67,7 +67,8 @@ int cupti_prof_refusal(cupti_state *s, int rc, char *why, size_t whylen,
                                                          : GPUFL_EUNAVAIL;
 }
 
-/* ---- permission, before anything is loaded (§8.2) ---- */
+/* ---- permission, before anything is loaded ---- */
+/* docs/cupti-internals.md#permissions */
 
 static int read_small(const char *root, const char *rel, char *buf, size_t cap)
 {

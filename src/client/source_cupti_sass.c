@@ -1,21 +1,23 @@
 /*
  * source_cupti_sass.c - the "sass" engine: per-instruction counters from
- * CUPTI's SASS metrics API (cupti_sass_metrics.h; reference/cupti-and-
- * occupancy.md §6), written as `sass` lines per GFL_SCOPE.
+ * CUPTI's SASS metrics API (cupti_sass_metrics.h;
+ * docs/cupti-internals.md#sass-metrics), written as `sass` lines per
+ * GFL_SCOPE.
  *
  * Metrics: warp-level and thread-level instructions executed (their ratio
  * is the SIMT efficiency; 1 - it is divergence) and global-memory sectors
  * against the ideal count (coalescing).  The ideal-sector metric is
  * smsp__sass_sectors_mem_global_ideal where the chip offers it, else the
  * sum of the _op_ld_ideal and _op_st_ideal variants (much slower to
- * collect on older chips, §6.3).  Chips differ: every id is looked up by
+ * collect on older chips).  Chips differ: every id is looked up by
  * name, every value matched by id.
  *
- * Sequence (§6.2): cuptiProfilerInitialize (source_cupti_prof.c), per
- * device the metric ids and one SetConfig, per context Enable with lazy
- * patching (a function is patched at its first launch); at each scope
- * boundary GetDataProperties + FlushData (which also resets CUPTI's
- * counters); Disable per context and UnsetConfig per device at the end.
+ * Sequence (as NVIDIA's sass_metrics sample): cuptiProfilerInitialize
+ * (source_cupti_prof.c), per device the metric ids and one SetConfig, per
+ * context Enable with lazy patching (a function is patched at its first
+ * launch); at each scope boundary GetDataProperties + FlushData (which
+ * also resets CUPTI's counters); Disable per context and UnsetConfig per
+ * device at the end.
  * Everything but the counters' decoding runs under prof.lock.
  */
 #include "cupti_int.h"

@@ -1,8 +1,8 @@
 /*
  * idle_verdict.c - the verdict engine: per-GPU states over a window and
  * per-session verdicts with timers, hysteresis, a warning period and a
- * veto.  The decision table is docs/idle.md §3-§4 (from the A10G
- * measurements of shared/reference/gpu-metrics-and-idle.md §5-§6).
+ * veto.  The decision table is docs/idle.md §3-§4 (its thresholds come
+ * from the A10G measurements tabled in §3).
  *
  * Invariants: PHANTOM never counts as work; UNKNOWN never leads to a stop;
  * a verdict only leaves "in use" after holding for hyst_s, while any

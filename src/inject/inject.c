@@ -4,11 +4,12 @@
  *
  * The CUDA driver, inside the process's first cuInit, dlopens the library
  * named by CUDA_INJECTION64_PATH and calls its InitializeInjection
- * (reference/cupti-and-occupancy.md §2).  We start a gpufl session from
+ * (docs/cupti-internals.md#injection).  We start a gpufl session from
  * the GPUFL_* environment right there, synchronously, as NVIDIA's samples
  * do: CUPTI is subscribed before any context or module exists, and
  * gpufl_init registers the exit flush with atexit from inside cuInit, i.e.
- * after the driver registered its own teardown, so ours runs first (§2.5).
+ * after the driver registered its own teardown, so ours runs first
+ * (docs/cupti-internals.md#teardown).
  * A program that calls gpufl_init itself keeps its own session (ours then
  * gets GPUFL_EALREADY and does nothing).
  *

@@ -8,8 +8,8 @@
  * the out-parameters (valid only after the call returned) and the user
  * stack, and sends it all to user space, which does the accounting.  The
  * stack is taken at return: at entry the direct caller is missing whenever
- * the probed function does not start with `push %rbp`
- * (../shared/reference/ebpf-memprof.md §10).
+ * the probed function does not start with `push %rbp` (docs/memprof.md,
+ * "Why the stack is taken at return").
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

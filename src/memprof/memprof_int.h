@@ -210,8 +210,8 @@ int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
                  uint64_t end_ns);
 /* gzip of a buffer (pprof on disk, HTTP bodies); malloc'd */
 int mp_gzip(const void *in, size_t n, unsigned char **out, size_t *outn);
-/* gpufl-server body for one pid (CONTRACTS §1), malloc'd; NULL when the
- * pid has nothing to report in this interval. */
+/* gpufl-server body for one pid (docs/api.md, POST /api/v1/memprof),
+ * malloc'd; NULL when the pid has nothing to report in this interval. */
 char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
                          uint64_t start, uint64_t end, const char *source,
                          int simulated, size_t *len);

@@ -2,8 +2,8 @@
  * pyroscope.c - push to a Pyroscope-compatible server (Grafana Pyroscope,
  * Grafana Cloud Profiles, Alloy's pyroscope.receive_http): the legacy
  * `POST /ingest` with folded text, one request per process and sample
- * type.  The name's suffix picks the profile type
- * (../shared/reference/ebpf-memprof.md §4.1): alloc_space and
+ * type.  The name's suffix picks the profile type (*_space in bytes,
+ * *_objects as a count; docs/memprof.md): alloc_space and
  * alloc_objects as deltas over the interval (Pyroscope wants deltas),
  * inuse_space and inuse_objects as the snapshot.  Labels: host, pid, comm.
  *

@@ -1,6 +1,7 @@
 /*
  * import.c - `gpufl import`: the original GPU Flight client's v1 logs
- * (reference/gpuflight-original.md 1.8-1.9) rewritten in gpufl's format
+ * (github.com/gpu-flight/gpufl-client; the layouts and line types read are
+ * in docs/report.md#gpufl-import) rewritten in gpufl's format
  * (docs/events.md), so its users keep their history.
  *
  * Input (import_files.c finds the files): v1.2+ session folders under
@@ -163,7 +164,8 @@ void imp_unconverted(imp *m, const char *type)
         m->ut[k].n++;
 }
 
-/* Written into device, scope and system alike (reference 1.8 "All"). */
+/* Written by the original into device, scope and system alike
+ * (docs/report.md#gpufl-import: taken once, from the first channel). */
 static int triplicated(const char *t)
 {
     static const char *const all[] = { "segment_start", "segment_end",

@@ -1,6 +1,6 @@
 /*
  * import_conv.c - `gpufl import`: each kind of line of the original GPU
- * Flight v1 format (reference/gpuflight-original.md 1.9) rewritten as
+ * Flight v1 format (docs/report.md#gpufl-import) rewritten as
  * gpufl events (docs/events.md).  Columnar batches are read by column
  * name, never by position; what the original lacks is written as the
  * format says for unknown (docs/report.md has the table).

@@ -1,7 +1,7 @@
 /*
  * import_files.c - `gpufl import`: which files of the original GPU Flight
- * client's logs to read, in which order (reference/gpuflight-original.md
- * 1.8: three generations of layout).
+ * client's logs to read, in which order (three generations of layout;
+ * docs/report.md#gpufl-import).
  *
  *   v1.2+  <sid>/<ch>.<N>.log.gz (N = 1 oldest), <sid>/.tmp/<ch>.<N>.log
  *          (retired, not yet gzipped), <sid>/.tmp/<ch>.log (active);

@@ -1,6 +1,6 @@
 /*
  * import_prof.c - `gpufl import`: the original's profile_sample_batch
- * (reference/gpuflight-original.md 1.9) as gpufl `sass` and `pcsamp` lines
+ * (docs/report.md#gpufl-import) as gpufl `sass` and `pcsamp` lines
  * (docs/events.md).  The original writes one row per metric: sample_kind
  * 1 rows carry one SASS metric (metric_id names it through metric_dict),
  * sample_kind 0 rows one PC-sampling stall reason (metric_id names the
@@ -15,8 +15,8 @@
 #include "common/jw.h"
 #include "import_int.h"
 
-/* The SASS metrics the original configures (reference 1.5, SassMetrics)
- * -> inst, thread_inst, sectors, sectors_ideal.  The ideal sectors of
+/* The SASS metrics the original configures (CUPTI's names, as in
+ * source_cupti_sass.c) -> inst, thread_inst, sectors, sectors_ideal.  The ideal sectors of
  * loads and of stores (the pre-sm_120 fallback) add up to sectors_ideal. */
 static int sass_slot(const char *name)
 {

@@ -2,9 +2,10 @@
  * report.h - offline analysis of gpufl log folders, for the `gpufl report`,
  * `gpufl export` and `gpufl import` commands (src/cli).
  *
- * Every function reads files that libgpufl (or the original GPU Flight)
- * wrote, using only docs/events.md (and, for import, the original's v1
- * format), through src/common/jsonl.h.  Memory is bounded by the number of
+ * Every function reads files that libgpufl (or the original GPU Flight,
+ * github.com/gpu-flight/gpufl-client) wrote, using only docs/events.md
+ * (and, for import, the original's v1 format, docs/report.md#gpufl-import),
+ * through src/common/jsonl.h.  Memory is bounded by the number of
  * distinct kernel configurations, names, scope paths and devices of a
  * session, not by the number of events: files are streamed in 4 MiB chunks.
  *

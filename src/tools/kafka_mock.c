@@ -1,7 +1,7 @@
 /*
  * kafka_mock.c - the Kafka side of the agent tests, on librdkafka's mock
- * cluster (no real broker is installable here; see
- * shared/reference/test-infrastructure.md section 2).
+ * cluster (no Kafka broker is packaged in Debian, the only source of
+ * packages on the build machines).
  *
  *   agent_kafka_mock serve FILE PREFIX   3 brokers, topics PREFIX.device,
  *       .scope, .system (4 partitions); writes the bootstrap string to FILE,

@@ -1,7 +1,7 @@
 #!/bin/bash
 # ceph_up.sh - a throwaway single-node radosgw on 127.0.0.1:7480 for the
 # agent's S3 archive test (it checks SigV4 signatures, which s3rver does
-# not).  From shared/reference/test-infrastructure.md, Appendix B.
+# not).
 #   ceph_up.sh start DIR   (user TESTKEY / TESTSECRET; ~15 s)
 #   ceph_up.sh stop DIR
 # Needs: radosgw ceph-mon ceph-osd (scripts/deps/agent.test).

@@ -1,8 +1,9 @@
 /*
- * test_occupancy.c - the theoretical occupancy calculator against every
- * worked example of reference/cupti-and-occupancy.md §9.5 (each evaluated
- * there with CUDA 13.0's cuda_occupancy.h), plus carveouts, opt-in, device
- * overrides, launched occupancy, edge inputs and the limiter wire names.
+ * test_occupancy.c - the theoretical occupancy calculator against 29
+ * hand-worked examples E1-E29 (each also evaluated with CUDA 13.0's
+ * cuda_occupancy.h when written; docs/occupancy.md#worked-examples shows
+ * some), plus carveouts, opt-in, device overrides, launched occupancy, edge
+ * inputs and the limiter wire names.
  */
 #include "client/occupancy.h"
 
@@ -31,7 +32,7 @@
         }                                                                      \
     } while (0)
 
-/* One row of the §9.5 table, transcribed column by column. */
+/* One worked example, column by column. */
 typedef struct ecase {
     const char *id;
     int major, minor;
@@ -165,7 +166,7 @@ static void test_worked_examples(void)
     CHECK(n_checked == 29);
 }
 
-/* Intermediate values the hand working of §9.5 quotes. */
+/* Intermediate values of the examples' hand working. */
 static void test_worked_intermediates(void)
 {
     occ_arch a = arch(8, 6);
@@ -242,7 +243,9 @@ static void test_arch_table(void)
               GPUFL_EUNAVAIL);
     CHECK(occ_arch_for_cc(8, 0, NULL) == GPUFL_EINVAL);
 
-    /* Rows the reference defines by another. */
+    /* Compute capabilities that share a row of
+     * docs/occupancy.md#per-architecture-parameters (10.3 with 10.0, 12.1
+     * with 12.0, 11.0 with 10.1). */
     a = arch(10, 3);
     b = arch(10, 0);
     b.cc_minor = 3;
@@ -381,8 +384,8 @@ static void test_optin(void)
     CHECK(r.limit_smem == 0 && r.blocks_per_sm == 0);
     CHECK_EQ_U64(r.limiters, S);
 
-    /* Kineto's mistake (§9.1): an opted-in 64 KiB kernel is 0 % if the
-     * opt-in is ignored, 2 blocks with it. */
+    /* Kineto's mistake (docs/occupancy.md#inputs): an opted-in 64 KiB
+     * kernel is 0 % if the opt-in is ignored, 2 blocks with it. */
     l = launch(256, 32, 0, 65536);
     r = compute(&a, &l);
     CHECK(r.blocks_per_sm == 0);

@@ -244,8 +244,8 @@ static void make_case(const occ_arch *table, dcase *c)
     c->state.carveoutConfig =
         l->carveout_pct < 0 ? SHAREDMEM_CARVEOUT_DEFAULT : l->carveout_pct;
     /* The legacy cache preference gives the same as 100 / 0 / 50 % (the
-     * mapping §9.1 tells a decoder to apply before calling us): say the
-     * named percentages that way to NVIDIA half the time. */
+     * mapping a decoder applies before calling us, docs/occupancy.md#inputs):
+     * say the named percentages that way to NVIDIA half the time. */
     if (rng() % 2 && (l->carveout_pct == 0 || l->carveout_pct == 50 ||
                       l->carveout_pct == 100)) {
         c->state.carveoutConfig = SHAREDMEM_CARVEOUT_DEFAULT;

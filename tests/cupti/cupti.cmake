@@ -21,7 +21,8 @@ foreach(_gpufl_v full nosym)
 endforeach()
 
 # The fake driver lives in a directory of its own that is never on
-# LD_LIBRARY_PATH: programs reach it through their RPATH (§10.8).
+# LD_LIBRARY_PATH: programs reach it through their RPATH
+# (docs/cupti-internals.md#testing-without-a-gpu).
 add_library(fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda.c)
 gpufl_target(fake_cuda)
 target_include_directories(fake_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src)

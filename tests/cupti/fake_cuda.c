@@ -1,13 +1,14 @@
 /*
  * fake_cuda.c - a fake libcuda.so.1 for GPU-less tests of the "cupti"
- * engine and of injection (reference/cupti-and-occupancy.md §10).
+ * engine and of injection (docs/cupti-internals.md#testing-without-a-gpu).
  *
  * cuInit does what the real driver does for tools: on the first call it
  * dlopens CUDA_INJECTION64_PATH and calls its InitializeInjection.  Device
- * queries answer as an sm_86 GPU (A10G-like) from the §9.3 table.  Every
- * entry point fails the test (abort) when called from inside a CUPTI
- * callback or from inside InitializeInjection, which is what the engine
- * promises never to do (§4.4).
+ * queries answer as an sm_86 GPU (A10G-like) from the table of
+ * docs/occupancy.md#per-architecture-parameters.  Every entry point fails
+ * the test (abort) when called from inside a CUPTI callback or from inside
+ * InitializeInjection, which is what the engine promises never to do
+ * (docs/cupti-internals.md#callbacks).
  *
  * Launch entry points (cuLaunchKernel, cuLaunchKernelEx,
  * cuLaunchCooperativeKernel, and fakecuda_rt_launch for the runtime's

@@ -1,6 +1,6 @@
 /*
  * fake_cupti.c - a fake libcupti.so.13 for GPU-less tests of the "cupti"
- * engine (reference/cupti-and-occupancy.md §10).
+ * engine (docs/cupti-internals.md#testing-without-a-gpu).
  *
  * Exports the real CUPTI entry points the engine resolves, with CUPTI's
  * contracts: buffers come from the engine's request callback (called on the
@@ -292,7 +292,8 @@ EXPORT int cuptiUnsubscribe(void *sub)
 
 EXPORT int cuptiFinalize(void)
 {
-    /* the engine must never finalize (§2.5): make it visible */
+    /* the engine must never finalize (docs/cupti-internals.md#teardown):
+     * make it visible */
     fprintf(stderr, "fake_cupti: cuptiFinalize called\n");
     abort();
 }

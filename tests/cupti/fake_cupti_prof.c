@@ -1,7 +1,7 @@
 /*
  * fake_cupti_prof.c - the SASS metrics and PC sampling half of the fake
- * libcupti.so.13 (reference/cupti-and-occupancy.md §10.5): the real entry
- * points with CUPTI's contracts, driven by the script.
+ * libcupti.so.13 (docs/cupti-internals.md#testing-without-a-gpu): the real
+ * entry points with CUPTI's contracts, driven by the script.
  *
  * Contracts enforced (a violation returns an error the engine must report,
  * and is printed): every params struct's size field equals the header's

@@ -3,9 +3,10 @@
  * against NVIDIA's headers, where the CUDA toolkit is installed.
  *
  * The build never needs the headers: every offset is already asserted
- * against the numbers of reference/cupti-and-occupancy.md.  This test
- * closes the remaining gap - a wrong number copied into both places - on
- * machines that have the toolkit, and says it skipped otherwise.
+ * there (_Static_assert; docs/cupti-internals.md#our-abi-declarations).
+ * This test closes the remaining gap - a wrong number copied into both
+ * places - on machines that have the toolkit, and says it skipped
+ * otherwise.
  */
 #include "client/cupti_prof_abi_int.h"
 

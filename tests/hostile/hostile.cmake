@@ -1,4 +1,4 @@
-# tests/hostile: the attacks of issue 17 (docs/security.md) replayed
+# tests/hostile: the attacks docs/security.md lists, replayed
 # against the real gpufl-server on loopback; every test bounded in seconds.
 if(TARGET gpufl-server)
   foreach(cls Connections Framing BeforeBody Static Tokens Tls Keys)

@@ -1,6 +1,6 @@
-"""test_hostile.py - the attacks of issue 17 replayed against the real
-gpufl-server on loopback, each asserting what the server now promises
-(docs/security.md).  Every test is bounded in time: a server that does not
+"""test_hostile.py - the attacks docs/security.md lists, replayed against
+the real gpufl-server on loopback, each asserting what the server promises
+there.  Every test is bounded in time: a server that does not
 hold fails by a timeout of a few seconds, never by hanging the suite.
 
 Run one class per ctest test: python3 test_hostile.py Connections

@@ -1,10 +1,11 @@
 /*
  * fake_cudamem.c - a fake libcuda.so.1 for the memprof tests: the real
- * names and argument order of the driver's allocation API (see
- * ../shared/reference/ebpf-memprof.md §7.1), handing out made-up device
- * addresses.  Sizes above 1 TiB fail with CUDA_ERROR_OUT_OF_MEMORY (2), a
- * free of an address never handed out fails with
- * CUDA_ERROR_INVALID_VALUE (1).  Pitch is the width rounded up to 512.
+ * names and argument order of the driver's allocation API (NVIDIA's CUDA
+ * Driver API reference; docs/memprof.md "What is traced"), handing out
+ * made-up device addresses.  Sizes above 1 TiB fail with
+ * CUDA_ERROR_OUT_OF_MEMORY (2), a free of an address never handed out
+ * fails with CUDA_ERROR_INVALID_VALUE (1).  Pitch is the width rounded up
+ * to 512.
  */
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 """make_v1_fixture.py - writes sample logs in the original GPU Flight
-client's v1 format (reference/gpuflight-original.md 1.8-1.9) for `gpufl
-import`'s test:
+client's v1 format (github.com/gpu-flight/gpufl-client; docs/report.md,
+"gpufl import", describes what is read) for `gpufl import`'s test:
 
 - a v1.2+ session folder (gzipped windows, .tmp/ active windows, columnar
   batches, triplicated job_start/dictionary_update/shutdown/segment_start
@@ -30,7 +30,7 @@ PROF_COLS = ["dt_ns", "corr_id", "device_id", "function_id", "pc_offset",
              "metric_id", "metric_value", "stall_reason", "sample_kind",
              "scope_name_id", "source_file_id", "source_line"]
 # metric_dict of the v1.2 session: SASS metric names and CUPTI stall
-# reason names as the original logs them (reference 1.5, 1.9)
+# reason names as the original logs them (CUPTI's metric names)
 METRICS = {"4": "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
            "5": "smsp__sass_inst_executed",
            "6": "smsp__sass_thread_inst_executed",
@@ -308,7 +308,7 @@ def flat(out):
 
 
 def v0(out):
-    """v0 (reference 1.8, 1.9 "Legacy"): recognised by name, not converted."""
+    """v0 (docs/report.md "gpufl import"): recognised by name, not converted."""
     lines = {"kernel": {"type": "kernel_event", "pid": 5, "app": "old",
                         "device_id": "0", "grid": "(1,1,1)", "block": "(32,1,1)"},
              "scope": {"type": "scope_begin", "pid": 5, "app": "old", "name": "s"},

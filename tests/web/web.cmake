@@ -22,7 +22,8 @@ if(TARGET gpufl-server AND TARGET gpufl_example_train)
   set_tests_properties(web_e2e PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
     FIXTURES_SETUP web_e2e_run)
   # The memory flame graph and the fleet view need the server's memory-
-  # profile and idle-verdict endpoints (CONTRACTS.md); judged separately.
+  # profile and idle-verdict endpoints (docs/api.md "Memory profiles",
+  # "Idle verdicts"); judged separately.
   foreach(what memory fleet)
     add_test(NAME web_e2e_${what}
       COMMAND ${GPUFL_WEB_SH} check ${GPUFL_WEB_OUT} ${what})

@@ -102,7 +102,7 @@ try {
     });
   };
 
-  // ---- memory profile (CONTRACTS.md §1) and idle verdicts (§2) -------------
+  // ---- memory profile and idle verdicts (docs/api.md) ----------------------
   const memStacks = [
     {
       frames: ['<module>', 'train.py:main', 'torch.empty', 'cudaMalloc', 'cuMemAlloc_v2'],
