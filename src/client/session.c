@@ -246,8 +246,12 @@ static void close_engines(void)
     }
 }
 
-static void at_exit(void)
+/* on_exit, not atexit: the exit status decides the exit-error trigger
+ * of ring mode (collector_exit). */
+static void at_exit(int status, void *arg)
 {
+    (void)arg;
+    collector_exit(status);
     gpufl_shutdown();
 }
 
@@ -348,13 +352,19 @@ int gpufl_init(const gpufl_options *opts)
         }
     }
     if (!atexit_done) {
-        atexit(at_exit);
+        on_exit(at_exit, NULL);
         pthread_atfork(NULL, NULL, at_fork_child);
         atexit_done = 1;
     }
-    client_log(GPUFL_LOG_INFO,
-               "session %s writing %s.{device,scope,system}.log", g_client.sid,
-               g_client.prefix_path);
+    if (g_client.cfg.ring)
+        client_log(GPUFL_LOG_INFO,
+                   "session %s recording in memory (ring mode); dumps go "
+                   "to %s when a trigger fires",
+                   g_client.sid, g_client.cfg.log_dir);
+    else
+        client_log(GPUFL_LOG_INFO,
+                   "session %s writing %s.{device,scope,system}.log",
+                   g_client.sid, g_client.prefix_path);
 out:
     pthread_mutex_unlock(&life_lock);
     return rc;

@@ -21,3 +21,4 @@ target_compile_options(client_scope_macros_cxx PRIVATE -Wall -Wextra -Werror
 gpufl_unit_test(client_counter_sessions
                 ${CMAKE_CURRENT_LIST_DIR}/test_counter_sessions.c
                 LIBS gpufl_internal)
+gpufl_unit_test(test_window ${CMAKE_CURRENT_LIST_DIR}/test_window.c LIBS gpufl_internal)
