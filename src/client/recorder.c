@@ -344,11 +344,13 @@ void rec_stop(void)
 {
     trg_event ev;
     /* triggers that came in at the end (exit-error) */
-    while (trigger_take(&ev))
+    while (trigger_take(&ev)) {
         if (C.state == CS_RING)
             dump_begin(&ev, 0);
         else
             fire(&ev);
+        trigger_done(ev.kind);
+    }
     if (C.state == CS_LIVE)
         dump_end("shutdown");
     trigger_disarm();
@@ -433,8 +435,10 @@ uint32_t rec_poll(uint32_t sleep_ms)
     if (atomic_load(&C.crash_req))
         park(); /* drained already: this iteration's coll_drain_all */
     if (atomic_load_explicit(&trigger_waiting, memory_order_acquire))
-        while (trigger_take(&ev))
+        while (trigger_take(&ev)) {
             fire(&ev);
+            trigger_done(ev.kind);
+        }
     now = client_now();
     if (C.state == CS_LIVE && now >= C.live_until)
         dump_end("dump_end");

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/fsutil.h"
+#include "ctl.h"
 #include "common/opt.h"
 #include "common/uuid.h"
 
@@ -266,6 +267,7 @@ static void at_fork_child(void)
     g_client.n_engines = 0;
     pthread_mutex_init(&life_lock, NULL);
     client_counters_atfork();
+    ctl_atfork_child();
 }
 
 int gpufl_init(const gpufl_options *opts)
@@ -351,6 +353,8 @@ int gpufl_init(const gpufl_options *opts)
                        g_client.engine_names[i]);
         }
     }
+    /* after the engines: `gpufl ctl` may switch them */
+    ctl_start();
     if (!atexit_done) {
         on_exit(at_exit, NULL);
         pthread_atfork(NULL, NULL, at_fork_child);
@@ -377,6 +381,9 @@ void gpufl_shutdown(void)
         pthread_mutex_unlock(&life_lock);
         return;
     }
+    /* No more control requests: what they started ends with markers
+     * that still reach the files. */
+    ctl_stop();
     /* Stop producers that we own first, so their last events are kept. */
     for (int i = 0; i < g_client.n_engines; i++) {
         client_engine *e = &g_client.engines[i];

@@ -209,10 +209,10 @@ int trigger_take(trg_event *ev)
         memcpy(ev->detail, s->detail, sizeof ev->detail);
         atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
         held_repeats[k] += atomic_exchange(&repeats[k], 0);
-        atomic_fetch_add(&handled[k], 1);
         if (last_fire[k] && now - last_fire[k] < TRG_RATE_NS) {
             held_repeats[k]++;
             atomic_fetch_add(&limited[k], 1);
+            atomic_fetch_add(&handled[k], 1);
             continue;
         }
         last_fire[k] = now;
@@ -230,6 +230,12 @@ void trigger_counts(uint64_t f[TRG_N], uint64_t l[TRG_N])
         f[k] = atomic_load(&fired[k]);
         l[k] = atomic_load(&limited[k]) + atomic_load(&repeats[k]);
     }
+}
+
+void trigger_done(int kind)
+{
+    if (kind >= 0 && kind < TRG_N)
+        atomic_fetch_add(&handled[kind], 1);
 }
 
 uint64_t trigger_handled(int kind)

@@ -82,8 +82,11 @@ extern _Atomic uint32_t trigger_waiting;
 int trigger_take(trg_event *ev);
 /* Counts for `gpufl ctl status`: fired and rate-limited, per kind. */
 void trigger_counts(uint64_t fired[TRG_N], uint64_t limited[TRG_N]);
-/* Posts of kind taken by the collector so far (fired or limited): the
- * control socket waits for its own dump request to be handled. */
+/* The collector acted on a trigger trigger_take() returned (its dump or
+ * trigger lines are written). */
+void trigger_done(int kind);
+/* Posts of kind the collector is done with (acted on, or rate-limited):
+ * the control socket waits for its own dump request. */
 uint64_t trigger_handled(int kind);
 /* Forget pending posts and counts (a new session). */
 void trigger_reset(void);

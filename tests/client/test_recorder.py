@@ -5,10 +5,12 @@ read by the independent reader gpufl_logs.py and checked line by line.
 
 Needs GPUFL_BIN_DIR and GPUFL_TEST_TMP.
 """
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -266,6 +268,184 @@ class Triggers(Base):
                          ({"record": "tape"}, "is not file")):
             p = self.run_prog(["work:10"], want_rc=1, **kw)
             self.assertIn(want, p.stderr, kw)
+        self.assertEqual(self.files(), [])
+
+
+class Ctl(Base):
+    """The control socket: `gpufl ctl` and raw requests."""
+
+    def setUp(self):
+        super().setUp()
+        self.procs = []
+        self.cue_path = os.path.join(self.dir, "cue")
+
+    def tearDown(self):
+        open(self.cue_path, "w").close()
+        for p in self.procs:
+            try:
+                p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+        super().tearDown()
+
+    def start(self, steps, **kw):
+        """prog_ring runs steps, says its pid, waits for the cue."""
+        p = subprocess.Popen([BIN + "/prog_ring"] + steps +
+                             ["pid", "wait:" + self.cue_path],
+                             env=env_of(self.logs, **kw),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        if not line.startswith("pid "):
+            self.fail(line + p.stderr.read())
+        return p, int(line.split()[1])
+
+    def ctl(self, target, *args, rc=0):
+        r = subprocess.run([BIN + "/gpufl", "ctl", str(target)] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
+        return [json.loads(ln) for ln in r.stdout.splitlines()], r.stderr
+
+    def raw(self, pid, data, uid=None):
+        """Send bytes to pid's socket (as uid, in a child), return the
+        reply."""
+        rd, wr = os.pipe()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                os.close(rd)
+                if uid is not None:
+                    os.setgid(uid)
+                    os.setuid(uid)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(20)
+                s.connect("\0gpufl-ctl.%d" % pid)
+                try:
+                    s.sendall(data)
+                    s.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass  # it answered (and closed) before reading all
+                got = b""
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        break
+                    got += b
+                os.write(wr, got)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(wr)
+        out = b""
+        while True:
+            b = os.read(rd, 65536)
+            if not b:
+                break
+            out += b
+        os.close(rd)
+        _, st = os.waitpid(child, 0)
+        self.assertEqual(st, 0)
+        return out
+
+    def test_status_parses(self):
+        p, pid = self.start(["work:300", "flush"], record="ring:5s,8MiB")
+        (st,), _ = self.ctl(pid, "status")
+        self.assertEqual((st["pid"], st["ok"], st["cmd"], st["proto"]),
+                         (pid, True, "status", 1))
+        self.assertEqual((st["mode"], st["state"], st["files"], st["dumps"]),
+                         ("ring", "ring", [], 0))
+        w = st["window"]
+        self.assertEqual((w["cap"], w["duration_ms"]), (8 << 20, 5000))
+        self.assertGreater(w["lines"], 200)
+        self.assertLessEqual(w["used"], w["cap"])
+        self.assertEqual(set(st["triggers"]), {"signal", "crash", "exit-error",
+                                               "cuda-error", "oom", "ctl"})
+        self.assertEqual(st["engines"], {"host": "on"})
+        self.assertEqual(st["trace"], "unavailable")
+        # --all: this process is among the user's gpufl processes
+        replies, _ = self.ctl("--all", "status")
+        self.assertIn(pid, [r["pid"] for r in replies])
+
+    def test_status_in_file_mode(self):
+        p, pid = self.start(["work:50"], record="file")
+        (st,), _ = self.ctl(pid, "status")
+        self.assertEqual((st["mode"], st["state"]), ("file", "file"))
+        self.assertEqual(len(st["files"]), 3)
+        self.assertTrue(all(os.path.exists(f) for f in st["files"]))
+        self.assertNotIn("window", st)
+        (r,), _ = self.ctl(pid, "dump", rc=1)
+        self.assertIn("not in ring mode", r["error"])
+
+    def test_dump_by_ctl(self):
+        p, pid = self.start(["work:300", "flush"], trigger_after="0")
+        (r,), _ = self.ctl(pid, "dump", "asked", "by", "the", "test")
+        self.assertEqual((r["ok"], r["dump"]), (True, 1))
+        self.assertTrue(os.path.exists(r["prefix"] + ".device.log"))
+        (r2,), _ = self.ctl(pid, "dump", rc=1)  # within a second: limited
+        self.assertIn("rate-limited", r2["error"])
+        (st,), _ = self.ctl(pid, "status")
+        self.assertEqual(st["triggers"]["ctl"], {"fired": 1, "limited": 1})
+        self.assertEqual(st["last_dump"], r["prefix"])
+        open(self.cue_path, "w").close()
+        p.communicate(timeout=60)
+        (sess,) = dumps(self.logs)
+        t = self.check_head(sess, "ctl", 1)
+        self.assertEqual(t["detail"], "asked by the test")
+        self.assertGreater(len(self.kernels(sess)), 100)
+
+    def test_ctl_trigger_not_armed(self):
+        p, pid = self.start(["work:20"], triggers="signal")
+        (r,), _ = self.ctl(pid, "dump", rc=1)
+        self.assertIn("not in GPUFL_TRIGGERS", r["error"])
+
+    def test_no_socket_when_switched_off(self):
+        p, pid = self.start(["work:20"], ctl="false")
+        (r,), _ = self.ctl(pid, "status", rc=1)
+        self.assertIn("no control socket for pid %d" % pid, r["error"])
+
+    def test_malformed_requests_are_refused(self):
+        p, pid = self.start(["work:20"])
+        cases = [
+            (b"x" * 2000, "request longer than 1024 bytes"),
+            (b"status", "ended without a newline"),
+            (b"status\nstatus\n", "one request per connection"),
+            (b"st\xc3\xa4tus\n", "printable ASCII"),
+            (b"\n", "empty request"),
+            (b"launch missiles\n", "unknown or malformed request"),
+            (b"trace on for=forever\n", "expected for=DURATION"),
+            (b"trace sideways\n", "unknown or malformed request"),
+        ]
+        for data, want in cases:
+            out = self.raw(pid, data)
+            r = json.loads(out)
+            self.assertFalse(r["ok"], data)
+            self.assertIn(want, r["error"], data)
+            self.assertTrue(out.endswith(b"\n") and out.count(b"\n") == 1)
+        # and it still answers
+        r = json.loads(self.raw(pid, b"status\n"))
+        self.assertTrue(r["ok"])
+        # the command line refuses bad use itself (exit 2)
+        for args in (["trace"], ["trace", "on", "--for", "soon"],
+                     ["status", "now"], ["fly"]):
+            r = subprocess.run([BIN + "/gpufl", "ctl", str(pid)] + args,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(r.stdout, "")
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to act as another uid")
+    def test_another_uid_is_refused(self):
+        p, pid = self.start(["work:20"])
+        r = json.loads(self.raw(pid, b"status\n", uid=65534))
+        self.assertEqual((r["ok"], r["code"]), (False, 8))
+        self.assertIn("permission denied: uid 65534", r["error"])
+        # a dump request is refused the same way: nothing written
+        r = json.loads(self.raw(pid, b"dump\n", uid=65534))
+        self.assertFalse(r["ok"])
         self.assertEqual(self.files(), [])
 
 
