@@ -306,9 +306,12 @@ int main(int argc, char **argv)
     }
     if (!dir[0])
         snprintf(dir, sizeof dir, "/tmp/gpufl-bench-client.%d", (int)getpid());
-    printf("bench_client: libgpufl %s, %ld CPUs, logs in %s%s\n",
+    printf("bench_client: libgpufl %s, %ld CPUs, logs in %s%s, "
+           "GPUFL_RECORD=%s\n",
            gpufl_version(), sysconf(_SC_NPROCESSORS_ONLN), dir,
-           quick ? " (quick)" : "");
+           quick ? " (quick)" : "",
+           getenv("GPUFL_RECORD") ? getenv("GPUFL_RECORD")
+                                  : "file (ring:256MiB: the flight recorder)");
     if (!only || !strcmp(only, "cost")) {
         printf("app-thread cost\n");
         bench_cost(0, 1);

@@ -422,6 +422,23 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
         tl.depth = 0;
     }
     on = atomic_load_explicit(&s->trace_on, memory_order_relaxed);
+    if (!on) {
+        /* monitoring (the callbacks are installed only for the error
+         * triggers): the nesting, and the outermost launch's return */
+        if (cd->callback_site == GFL_CUPTI_API_ENTER) {
+            tl.depth++;
+            return;
+        }
+        if (!tl.depth || --tl.depth)
+            return;
+        rc = cd->function_return_value ? *(const int *)cd->function_return_value
+                                       : 0;
+        if (rc && atomic_load_explicit(&s->err_trigger, memory_order_relaxed) &&
+            !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+            trigger_post_cuda(rc, domain == GFL_CUPTI_CB_DOMAIN_DRIVER_API,
+                              cd->function_name, cd->symbol_name);
+        return;
+    }
     /* The depth is kept even while stopping: a session that closes between
      * a launch's ENTER and EXIT would otherwise leave this thread's depth
      * at 1 for good, and every launch of a later session in the process
@@ -442,8 +459,6 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
         tl.depth = 1;
         tl.outer = cd->correlation_id;
         tl.nested = 0;
-        if (!on) /* monitoring: only the nesting, for the error triggers */
-            return;
         tl.enter_ns = gpufl_now_ns();
         gpufl_current_scope(&tl.scope, &tl.path_id);
         tl.flags = is_coop(domain, cbid) ? GPUFL_KERNEL_COOPERATIVE : 0;
@@ -472,8 +487,6 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
                               cd->function_name, cd->symbol_name);
         return;
     }
-    if (!on)
-        return;
     {
         uint64_t exit_ns = gpufl_now_ns();
         publish(s, tl.outer, exit_ns);

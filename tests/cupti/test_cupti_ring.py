@@ -170,6 +170,41 @@ class Trace(Base):
         self.finish(p)
 
 
+class Engines(Base):
+    def test_pcsamp_for_a_while(self):
+        with open(self.script, "w") as f:
+            f.write("lineinfo\npcsamp func=kern_a pc=16 stalls=barrier:5\n")
+        p, pid = self.start(["pid", "launch:50", "say:A", self.wait_for("go"),
+                             "launch:1200", "say:B", self.wait_for("end")])
+        self.expect(p, "A")
+        r = self.ctl(pid, "engines", "pcsamp", "--for", "500ms")
+        self.assertEqual((r["engine"], r["for_ms"]), ("pcsamp", 500))
+        st = self.ctl(pid, "status")
+        self.assertTrue(st["engines"]["pcsamp"].startswith("on (gpufl ctl"))
+        r = self.ctl(pid, "engines", "sass", ok=False)
+        self.assertIn("runs already", r["error"])
+        self.cue("go")
+        self.expect(p, "B")
+        self.assertNotIn("pcsamp", self.ctl(pid, "status")["engines"])
+        # sass after tracing was on in this process: refused, with why
+        r = self.ctl(pid, "engines", "sass", ok=False)
+        self.assertIn("tracing was switched on", r["error"])
+        self.cue("end")
+        self.finish(p)
+        sess = self.session()
+        sc = sess.streams["scope"]
+        m = {e["text"]: e["ts"] for e in sc.of("marker")}
+        on = m["gpufl: engine pcsamp on (gpufl ctl, timed)"]
+        off = m["gpufl: engine pcsamp off (its gpufl ctl time ended)"]
+        self.assertAlmostEqual((off - on) / 1e9, 0.5, delta=0.3)
+        lines = sc.of("pcsamp")
+        self.assertGreater(len(lines), 0)
+        for e in lines:
+            self.assertEqual(sess.name(e["func"]), "kern_a")
+            self.assertEqual(set(e["stalls"]), {"barrier"})
+            self.assertTrue(on <= e["ts"] <= off + 50 * 1000000, (on, e, off))
+
+
 class CudaTriggers(Base):
     def ring(self, steps, **kw):
         kw.setdefault("record", "ring:10s")
