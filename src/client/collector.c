@@ -328,12 +328,14 @@ static void handle(rec *r)
 
 /* ---- draining ---- */
 
-static uint64_t drain_ring(ring *r, uint8_t gen)
+/* full: up to the head seen now, not a batch (a flush, a trigger, a
+ * crash: everything recorded so far). */
+static uint64_t drain_ring(ring *r, uint8_t gen, int full)
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     uint64_t n = 0;
-    while (tail != head && n < DRAIN_BATCH) {
+    while (tail != head && (full || n < DRAIN_BATCH)) {
         rec *x = &r->slots[tail & r->mask];
         if (x->gen == gen)
             handle(x);
@@ -364,7 +366,7 @@ static uint64_t drain_ring(ring *r, uint8_t gen)
     return n;
 }
 
-uint64_t coll_drain_all(void)
+uint64_t coll_drain_all(int full)
 {
     uint8_t gen = (uint8_t)atomic_load(&g_client.gen);
     uint32_t slots = client_ring_slots();
@@ -374,7 +376,7 @@ uint64_t coll_drain_all(void)
         if (!r)
             continue;
         int dead = atomic_load_explicit(&r->dead, memory_order_acquire);
-        total += drain_ring(r, gen);
+        total += drain_ring(r, gen, full);
         if (dead && atomic_load(&r->tail) == atomic_load(&r->head))
             client_ring_release(i);
     }
@@ -577,15 +579,16 @@ static void *collector_main(void *arg)
         uint64_t n, now;
         uint32_t ms;
         rec_work_begin();
-        n = coll_drain_all();
+        n = coll_drain_all(0);
         now = clock_mono_ns();
         disk_guard(now);
         flush_losses(0, 0);
         if (now - last_flush >= flush_ns ||
             req != atomic_load(&g_client.flush_done) || stop) {
-            /* a second pass picks up what arrived while we formatted */
+            /* gpufl_flush: everything recorded before it was asked (a
+             * batch per ring would leave a backlog behind) */
             if (req != atomic_load(&g_client.flush_done))
-                n += coll_drain_all();
+                n += coll_drain_all(1);
             flush_files();
             last_flush = now;
             atomic_store(&g_client.flush_done, req);
@@ -713,6 +716,7 @@ void coll_end_files(const char *reason)
     for (int s = 0; s < ST_COUNT; s++) {
         struct end_arg e = { reason, 0, 0, 0 };
         uint64_t lost0;
+        int bad;
         if (!C.open[s])
             continue;
         for (int k = 0; k < LOSS_REASONS; k++)
@@ -721,7 +725,10 @@ void coll_end_files(const char *reason)
         e.rotations = C.w[s].rotations;
         emit(s, client_now(), body_end, &e);
         lost0 = C.w[s].lines_lost;
-        if (writer_close(&C.w[s]) != 0)
+        bad = writer_close(&C.w[s]) != 0;
+        if (atomic_load(&g_client.in_crash))
+            ; /* a crash dump: no strerror, no logging in a signal handler */
+        else if (bad)
             client_log(GPUFL_LOG_ERROR,
                        "the last %llu lines of %s could not be written (%s);"
                        " its loss and session_end lines are among them",
@@ -747,7 +754,7 @@ void collector_stop(const char *reason)
     g_client.collector_started = 0;
     /* last words: whatever a racing producer added, then losses, then the
      * end line that tells readers the session finished cleanly */
-    coll_drain_all();
+    coll_drain_all(1);
     if (g_client.cfg.ring)
         rec_stop();
     else

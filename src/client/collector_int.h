@@ -91,7 +91,9 @@ void coll_flush_losses(int force, int ending);
 /* Losses, session_end lines with reason, close: the end of the files. */
 void coll_end_files(const char *reason);
 void coll_reset_losses(void);
-uint64_t coll_drain_all(void);
+/* Drain the rings: a batch per ring (fairness), or full: up to what
+ * each held when the pass began. */
+uint64_t coll_drain_all(int full);
 
 /* ---- recorder.c, for collector.c ---- */
 /* Ring mode at collector_start: the window, the dump buffers, the

@@ -432,8 +432,13 @@ uint32_t rec_poll(uint32_t sleep_ms)
 {
     trg_event ev;
     uint64_t now;
-    if (atomic_load(&C.crash_req))
-        park(); /* drained already: this iteration's coll_drain_all */
+    if (atomic_load(&C.crash_req)) {
+        coll_drain_all(1); /* everything recorded before the crash */
+        park();
+    }
+    /* the window a trigger writes holds everything recorded before it */
+    if (atomic_load_explicit(&trigger_waiting, memory_order_acquire))
+        coll_drain_all(1);
     if (atomic_load_explicit(&trigger_waiting, memory_order_acquire))
         while (trigger_take(&ev)) {
             fire(&ev);

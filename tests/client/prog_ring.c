@@ -9,6 +9,7 @@
  *                  grows over the whole run, name "kern_<corr % 3>") and a
  *                  marker "m<corr>"
  *   once:NAME      one kernel named NAME (a name used nowhere else)
+ *   burst:N        N kernels as fast as they go (no scope, no marker)
  *   scope:NAME:MS  a scope NAME that lasts MS ms
  *   sleep:MS       sleep
  *   usr2           send ourselves SIGUSR2
@@ -102,6 +103,9 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strncmp(a, "work:", 5)) {
             work(strtoul(a + 5, NULL, 10));
+        } else if (!strncmp(a, "burst:", 6)) {
+            for (unsigned long n = strtoul(a + 6, NULL, 10); n; n--)
+                kernel(names[corr % 3]);
         } else if (!strncmp(a, "once:", 5)) {
             kernel(gpufl_intern(a + 5));
         } else if (!strncmp(a, "scope:", 6)) {

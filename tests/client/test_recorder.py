@@ -170,6 +170,18 @@ class Window(Base):
         self.assertEqual(len(corr), w["device"]["lines"])
         self.assertEqual(sess.streams["device"].events[-1]["reason"], "dump_end")
 
+    def test_a_backlog_is_in_the_window(self):
+        # 300,000 kernels faster than the collector drains them: the
+        # trigger waits for all of them (no live part to catch up with)
+        p = self.run_prog(["burst:300000", "usr2", "sleep:100"],
+                          record="ring:1GiB", trigger_after="0",
+                          ring_events="1M")
+        (sess,) = dumps(self.logs)
+        corr = self.kernels(sess)
+        self.assertEqual(corr, list(range(1, 300001)))
+        t = sess.streams["device"].events[1]
+        self.assertEqual(t["window"]["lines"], 300000)
+
     def test_dict_lines_for_names_defined_long_before(self):
         # kern_0..2 are interned at start, 'early' a second before the
         # window: the dump defines them (gpufl_logs checks every id a line
@@ -396,6 +408,17 @@ class Ctl(Base):
         t = self.check_head(sess, "ctl", 1)
         self.assertEqual(t["detail"], "asked by the test")
         self.assertGreater(len(self.kernels(sess)), 100)
+
+    def test_flush_writes_a_backlog_in_file_mode(self):
+        # gpufl_flush() means every event recorded before it: not one
+        # batch per thread (the files are read while the program waits)
+        p, pid = self.start(["burst:300000", "flush"], record="file",
+                            ring_events="1M")
+        (st,), _ = self.ctl(pid, "status")
+        path = [f for f in st["files"] if f.endswith(".device.log")][0]
+        with open(path, "rb") as f:
+            n = sum(1 for ln in f if b'"type":"kernel"' in ln)
+        self.assertEqual(n, 300000)
 
     def test_ctl_trigger_not_armed(self):
         p, pid = self.start(["work:20"], triggers="signal")
