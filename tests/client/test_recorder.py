@@ -152,8 +152,9 @@ class Window(Base):
         self.assertGreater(len(d[0].streams["system"].of("host")), 0)
 
     def test_size_bound_drops_the_oldest(self):
-        self.run_prog(["work:3000", "usr2", "work:50"], record="ring:1MiB",
-                      trigger_after="0")
+        # 20,000 kernels are about 2.6 MB of lines
+        self.run_prog(["work:200", "burst:20000", "usr2", "work:50"],
+                      record="ring:1MiB", trigger_after="0", ring_events="64K")
         (sess,) = dumps(self.logs)
         ts = [self.check_head(sess, "signal", 1)]
         ts += [st.events[1] for st in sess.streams.values()]
