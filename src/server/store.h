@@ -80,7 +80,9 @@ typedef struct srv_ev {
     int64_t api_off, value;
     double occ;     /* < 0 when absent */
     uint32_t flags; /* EVF_* */
-    srv_str app, host, kind, reason, lim, text, dname, raw;
+    /* dname: a name dict's string; demangled: its readable form (p NULL:
+     * not given) */
+    srv_str app, host, kind, reason, lim, text, dname, demangled, raw;
     double sys[SRV_SYS_NFIELDS];
     uint32_t sys_set; /* bit i: sys[i] present */
 } srv_ev;

@@ -125,6 +125,25 @@ const char *sq_name_of(sdb *db, int64_t sess, int64_t id, char *buf, size_t cap)
     return buf;
 }
 
+void sq_kname_of(sdb *db, int64_t sess, int64_t id, char *disp, char *mangled,
+                 size_t cap)
+{
+    sdb_stmt *st = NULL;
+    disp[0] = mangled[0] = '\0';
+    if (sdb_prepare(db,
+                    "SELECT coalesce(demangled, name, ''), coalesce(name, '')"
+                    " FROM dicts WHERE sess=? AND id=?",
+                    &st) == 0) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, id);
+        if (sdb_step(st) == SDB_ROW) {
+            sq_str_add_utf8(disp, 0, cap, qcol_text(st, 0));
+            sq_str_add_utf8(mangled, 0, cap, qcol_text(st, 1));
+        }
+    }
+    sdb_finalize(st);
+}
+
 const char *sq_path_of(sdb *db, int64_t sess, int64_t id, char *buf, size_t cap)
 {
     int64_t ids[64];

@@ -66,6 +66,11 @@ size_t sq_str_add_utf8(char *buf, size_t len, size_t cap, const char *s);
  * bytes hold any whole); "" when unknown. */
 const char *sq_name_of(sdb *db, int64_t sess, int64_t id, char *buf,
                        size_t cap);
+/* A kernel or function name id's display name (demangled when stored)
+ * and recorded name (docs/api.md "Names"), each into cap bytes
+ * (SQ_NAME_MAX + 1 hold any whole); "" when unknown. */
+void sq_kname_of(sdb *db, int64_t sess, int64_t id, char *disp, char *mangled,
+                 size_t cap);
 /* "a/b/c" for a path dict id, into buf. */
 const char *sq_path_of(sdb *db, int64_t sess, int64_t id, char *buf,
                        size_t cap);
