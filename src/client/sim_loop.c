@@ -289,7 +289,8 @@ static void copy(sim *s, uint32_t dev, uint32_t kind, uint64_t bytes, int async)
     gpufl_memcpy m;
     double gbps = kind == GPUFL_COPY_DTOD ? 1800.0 : rndf(s, 22.0, 26.0);
     uint64_t start, dur = 1500 + (uint64_t)((double)bytes / gbps);
-    cpu_advance(s, 4000 + rnd(s) % 2000);
+    uint64_t enter = cpu_now(s);
+    cpu_advance(s, 4000 + rnd(s) % 2000); /* the copy API call */
     start = cpu_now(s) + 1500;
     if (start < s->stream_free[dev])
         start = s->stream_free[dev];
@@ -307,6 +308,8 @@ static void copy(sim *s, uint32_t dev, uint32_t kind, uint64_t bytes, int async)
     m.bytes = bytes;
     m.start_ns = start;
     m.end_ns = start + dur;
+    m.api_enter_ns = enter;
+    m.api_exit_ns = cpu_now(s);
     gpufl_record_memcpy(&m);
     if (!async)
         atomic_store(&s->now, s->stream_free[dev] > cpu_now(s)
@@ -357,7 +360,8 @@ static void memset_grads(sim *s, uint32_t dev)
 {
     gpufl_memset m;
     uint64_t start, dur = 60000 + rnd(s) % 10000;
-    cpu_advance(s, 4000);
+    uint64_t enter = cpu_now(s);
+    cpu_advance(s, 4000); /* the memset API call */
     start = cpu_now(s) + 1500;
     if (start < s->stream_free[dev])
         start = s->stream_free[dev];
@@ -370,6 +374,8 @@ static void memset_grads(sim *s, uint32_t dev)
     m.bytes = 248ull << 20;
     m.start_ns = start;
     m.end_ns = start + dur;
+    m.api_enter_ns = enter;
+    m.api_exit_ns = cpu_now(s);
     gpufl_record_memset(&m);
 }
 
