@@ -222,6 +222,7 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w);

@@ -216,5 +216,175 @@ class Names(Base):
                          [["2000", "5000"]])
 
 
+def flows_session(rnd, n=600):
+    """Kernels, copies, memsets and syncs with their API calls on three
+    threads; some launches wait long in their stream's queue (the call
+    long before the kernel), some lines have no call."""
+    g = Gen()
+    names = [g.name(*ADD), g.name(*FILL), g.name(GEMM)]
+    t = T0 + 10 ** 6
+    corr = 0
+    for i in range(n):
+        tid = 101 + i % 3
+        t += rnd.randrange(1000, 40000)
+        corr += 1
+        r = rnd.random()
+        call = rnd.randrange(500, 8000)
+        if r < 0.6:
+            # queue latency: mostly a few us, sometimes 50 ms
+            wait = rnd.choice([rnd.randrange(0, 20000)] * 9 + [50 * 10 ** 6])
+            gpu = t + call + wait - rnd.randrange(0, 600)
+            g.kernel(gpu, rnd.randrange(0, 30000), names[i % 3],
+                     stream=7 + i % 2, corr=corr, api=(t - gpu, call),
+                     tid=tid)
+        elif r < 0.7:
+            g.kernel(t, 5000, names[0], corr=corr)  # no call recorded
+        elif r < 0.8:
+            gpu = t + call + 2000
+            g.op("memcpy", gpu, 3000, stream=7, corr=corr, kind="htod",
+                 bytes=4096, api=[t - gpu, call], tid=tid)
+        elif r < 0.85:
+            g.op("memcpy", t, 3000, stream=7, corr=corr, kind="dtoh",
+                 bytes=64)  # no call recorded
+        elif r < 0.9:
+            gpu = t + call + 1000
+            g.op("memset", gpu, 6000, stream=8, corr=corr, bytes=1 << 20,
+                 api=[t - gpu, call], tid=tid)
+        else:
+            g.op("sync", t, rnd.choice([0, 30000, 200000]), stream=7,
+                 corr=corr, kind="stream", tid=tid)
+    return g
+
+
+def expected_calls(g):
+    """(tid, type, enter, dur, seq, corr) of every call, from the lines."""
+    out = []
+    for e in g.lines["device"]:
+        ty = e["type"]
+        if ty == "sync":
+            out.append((e["tid"], "sync", e["ts"], e["dur"], e["seq"], e["corr"]))
+        elif ty in ("kernel", "memcpy", "memset") and "api" in e:
+            out.append((e.get("tid", 0), "launch" if ty == "kernel" else ty,
+                        e["ts"] + e["api"][0], e["api"][1], e["seq"], e["corr"]))
+    return out
+
+
+def in_range(c, lo, hi):
+    enter, dur = c[2], c[3]
+    return enter < hi and (enter + dur > lo or lo <= enter)
+
+
+class Flows(Base):
+    def setUp(self):
+        super().setUp()
+        self.rnd = random.Random(18)
+        self.g = flows_session(self.rnd)
+        self.srv = self.server()
+        # small batches: the session's call bounds grow batch by batch
+        self.g.send(self.srv, batch=37)
+        self.calls = expected_calls(self.g)
+        self.base = "/api/v1/sessions/" + self.g.sid
+
+    def test_calls_complete(self):
+        ts = sorted(c[2] for c in self.calls)
+        span = (ts[0] - 10 ** 6, ts[-1] + 10 ** 8)
+        wins = [span]
+        for _ in range(40):
+            a = self.rnd.randrange(*span)
+            wins.append((a, a + self.rnd.choice([10 ** 4, 10 ** 6, 10 ** 8])))
+        # a window holding a call whose kernel runs 50 ms later
+        late = [e for e in self.g.lines["device"] if e["type"] == "kernel"
+                and "api" in e and -e["api"][0] > 40 * 10 ** 6][0]
+        enter = late["ts"] + late["api"][0]
+        wins.append((enter, enter + 1))
+        for lo, hi in wins:
+            r = self.srv.get(self.base + "/calls?from=%d&to=%d" % (lo, hi))
+            want = sorted(c for c in self.calls if in_range(c, lo, hi))
+            self.assertTrue(r["complete"])
+            self.assertEqual(r["count"], len(want))
+            got = []
+            for th in r["threads"]:
+                for c in th["calls"]:
+                    got.append((th["tid"], c["type"], c["ts"], c["dur"],
+                                c["seq"], c["corr"]))
+                self.assertEqual([c["ts"] for c in th["calls"]],
+                                 sorted(c["ts"] for c in th["calls"]))
+            self.assertEqual(sorted(got), want, (lo, hi))
+            self.assertEqual([t["tid"] for t in r["threads"]],
+                             sorted({t["tid"] for t in r["threads"]}))
+        r = self.srv.get(self.base + "/calls?from=%d&to=%d" % (enter, enter + 1))
+        c = [c for t in r["threads"] for c in t["calls"] if c["seq"] == late["seq"]][0]
+        self.assertEqual((c["gpu_ts"], c["gpu_dur"], c["stream"]),
+                         (late["ts"], late["dur"], late["stream"]))
+
+    def test_calls_summary(self):
+        ts = sorted(c[2] for c in self.calls)
+        for lo, hi, width in ((ts[0], ts[-1] + 1, 300), (ts[10], ts[200], 977),
+                              (ts[0] - 5, ts[0] + 10 ** 7, 10)):
+            want = [c for c in self.calls if in_range(c, lo, hi)]
+            r = self.srv.get(self.base + "/calls?from=%d&to=%d&width=%d&limit=5"
+                             % (lo, hi, width))
+            self.assertEqual((r["complete"], r["count"]), (False, len(want)))
+            bw = -(-(hi - lo) // width)
+            self.assertEqual(r["bucket_ns"], bw)
+            for th in r["threads"]:
+                mine = [c for c in want if c[0] == th["tid"]]
+                cols = {b[0]: b for b in th["buckets"]}
+                occ = set()
+                for c in mine:
+                    last = c[2] + max(c[3], 1) - 1
+                    a = max(c[2], lo)
+                    b = min(last, hi - 1)
+                    occ |= set(range((a - lo) // bw, (b - lo) // bw + 1))
+                self.assertEqual(set(cols), occ)
+                self.assertEqual(sum(b[1] for b in th["buckets"]),
+                                 sum(1 for c in mine if c[2] >= lo))
+                self.assertEqual(sum(b[2] for b in th["buckets"]),
+                                 sum(max(0, min(c[2] + c[3], hi) - max(c[2], lo))
+                                     for c in mine))
+            self.assertEqual({t["tid"] for t in r["threads"]},
+                             {c[0] for c in want})
+
+    def test_latency_columns_and_sort(self):
+        ks = [e for e in self.g.lines["device"] if e["type"] == "kernel"]
+        with_api = [e for e in ks if "api" in e]
+        for sort, key in (("queue", lambda e: -e["api"][0] - e["api"][1]),
+                          ("launch_latency", lambda e: -e["api"][0])):
+            for desc in (False, True):
+                got = T.page_all(self.srv, self.base + "/kernels?sort=%s&desc=%s"
+                                 % (sort, "true" if desc else "false"), 23)
+                want = sorted(with_api, key=lambda e: (key(e), e["seq"]),
+                              reverse=desc)
+                self.assertEqual([g["kid"] for g in got], [e["seq"] for e in want])
+                for g, e in zip(got, want):
+                    self.assertEqual(g["launch_ns"], -e["api"][0])
+                    self.assertEqual(g["queue_ns"], -e["api"][0] - e["api"][1])
+                    self.assertEqual(g["tid"], e["tid"])
+        lo = sorted(e["ts"] for e in ks)[100]
+        hi = sorted(e["ts"] for e in ks)[300]
+        got = T.page_all(self.srv, self.base + "/kernels?sort=queue&from=%d&to=%d"
+                         % (lo, hi), 50)
+        self.assertEqual(len(got), sum(1 for e in with_api if lo <= e["ts"] < hi))
+        # kernels whose call was not recorded: listed by start, no latency
+        plain = T.page_all(self.srv, self.base + "/kernels")
+        self.assertEqual(len(plain), len(ks))
+        for g in plain:
+            if g["kid"] not in {e["seq"] for e in with_api}:
+                self.assertEqual((g["launch_ns"], g["queue_ns"], g["tid"]),
+                                 (None, None, None))
+        st, _, _ = self.srv.req("GET", self.base + "/kernels?sort=nope")
+        self.assertEqual(st, 400)
+
+    def test_bad_api_times_refused(self):
+        g = Gen()
+        n = g.name(GEMM)
+        g.kernel(T0 + 100, 10, n, api=(-(T0 + 101), 5), tid=1)
+        g.kernel(T0 + 200, 10, n, api=(2 ** 62, 2 ** 62), tid=1)
+        lines = [json.dumps(e).encode() for e in g.lines["device"]]
+        st, r = self.srv.post("device", b"\n".join(lines))
+        self.assertEqual((st, r["rejected"]), (200, 2))
+        self.assertIn("the call's entry and exit", r["errors"][0]["reason"])
+
+
 if __name__ == "__main__":
     unittest.main()
