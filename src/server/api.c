@@ -79,8 +79,8 @@ static int arg_bool(const srv_req *r, const char *k, int *out)
 static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
 {
     uint64_t v;
-    static const char *const nums[] = { "from", "to", "limit", "width",
-                                        "points" };
+    static const char *const nums[] = { "from",  "to",     "limit",
+                                        "width", "points", "exact" };
 
     memset(q, 0, sizeof(*q));
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
@@ -95,13 +95,19 @@ static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
         case 1: q->to = v; break;
         case 2: q->limit = v > 1000000 ? 1000000 : (uint32_t)v; break;
         case 3: q->width = v > 1000000 ? 1000000 : (uint32_t)v; break;
-        default: q->points = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        case 4: q->points = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        default: q->exact = v > 1000000 ? 1000000 : (uint32_t)v; break;
         }
     }
     if (arg_bool(r, "desc", &q->desc)) {
         snprintf(why, cap, "parameter desc must be true or false");
         return -1;
     }
+    if (arg_bool(r, "truncate", &q->truncate)) {
+        snprintf(why, cap, "parameter truncate must be true or false");
+        return -1;
+    }
+    q->lanes = srv_req_arg(r, "lanes");
     q->host = srv_req_arg(r, "host");
     q->app = srv_req_arg(r, "app");
     q->state = srv_req_arg(r, "state");
@@ -475,12 +481,9 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         const char *name;
         srv_query_fn fn;
     } subs[] = {
-        { "timeline", srv_store_q_timeline },
-        { "calls", srv_store_q_calls },
-        { "copies", srv_store_q_copies },
-        { "scopes", srv_store_q_scopes },
-        { "profile", srv_store_q_profile },
-        { "system", srv_store_q_system },
+        { "timeline", srv_store_q_timeline }, { "calls", srv_store_q_calls },
+        { "copies", srv_store_q_copies },     { "scopes", srv_store_q_scopes },
+        { "profile", srv_store_q_profile },   { "system", srv_store_q_system },
     };
 
     if (sub && !strcmp(sub, "keep") && rc->nseg == 5) {

@@ -106,6 +106,9 @@ typedef struct srv_q {
     uint64_t from, to;  /* ns; to == 0: no upper bound */
     uint64_t kid;       /* kernel seq */
     uint32_t limit, width, points;
+    uint32_t exact;    /* timeline: kernels per lane listed one by one */
+    const char *lanes; /* timeline, export: "dev:stream,..." */
+    int truncate;      /* export: the part that fits, not 413 */
     int desc;
     const char *session; /* verdicts: a session name */
     int64_t dev;         /* verdicts: a GPU, -1 = any */

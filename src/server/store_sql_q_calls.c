@@ -133,9 +133,9 @@ static int scan_launches(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
     rc = q_prepare(c, "SELECT k.seq, k.ts, k.dur, k.api_off, k.api_dur,"
                       " coalesce(k.tid, 0), k.corr, k.dev, k.stream FROM"
                       " kernels k WHERE k.sess=?1 AND k.ts >= ?2 AND"
-                      " k.ts <= ?3 AND " SQ_API_OK(
-                          "k") " AND k.ts + k.api_off < ?4 AND"
-                               " k.ts + k.api_off + k.api_dur > ?5");
+                      " k.ts <= ?3 AND " SQ_API_OK_K
+                      " AND k.ts + k.api_off < ?4 AND"
+                      " k.ts + k.api_off + k.api_dur > ?5");
     if (rc)
         return rc;
     qbind_i64(c->st, 1, c->sess);
@@ -176,7 +176,7 @@ static int scan_ops(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
              " (o.ts + o.dur > ?5 OR o.ts >= ?5)) OR (o.type IN (%d, %d) AND"
              " %s AND o.ts + o.api_off < ?4 AND"
              " o.ts + o.api_off + o.api_dur > ?5))",
-             EV_SYNC, EV_MEMCPY, EV_MEMSET, SQ_API_OK("o"));
+             EV_SYNC, EV_MEMCPY, EV_MEMSET, SQ_API_OK_O);
     if ((rc = q_prepare(c, sql)) != 0)
         return rc;
     qbind_i64(c->st, 1, c->sess);

@@ -216,6 +216,43 @@ class Names(Base):
                          [["2000", "5000"]])
 
 
+def lod_session(rnd):
+    """Kernels on 2 GPUs x 3 streams over ~6 s: gaps and durations from 0
+    ns to tens of ms, some concurrent within a lane, kernels longer than
+    the rollup spreads (0.6 s and 2.5 s: kept apart at ingest), and a
+    burst of 18000 short kernels in 80 ms (denser than a window may be to
+    be read raw)."""
+    g = Gen()
+    names = [g.name(*ADD), g.name(*FILL), g.name(GEMM)]
+    lanes = [(d, s) for d in (0, 1) for s in (7, 8, 9)]
+    for li, (d, s) in enumerate(lanes):
+        t = T0 + rnd.randrange(0, 10 ** 6)
+        for i in range(1200):
+            t += rnd.choice([0, 1, 300, 5000, 70000, 400000, 3 * 10 ** 6])
+            dur = rnd.choice([0, 1, 900, 40000, 262144, 2 * 10 ** 6,
+                              30 * 10 ** 6])
+            g.kernel(t, dur, names[(li + i) % 3], dev=d, stream=s,
+                     corr=len(g.kernels) + 1)
+            if rnd.random() < 0.05:  # a concurrent one in the same lane
+                g.kernel(t + 17, dur // 2 + 3, names[0], dev=d, stream=s)
+            t += dur // (1 + rnd.randrange(3))
+    g.kernel(T0 + 2 * 10 ** 9 + 123, 600 * 10 ** 6, names[2], dev=1, stream=8)
+    g.kernel(T0 + 10 ** 9 + 7, 2500 * 10 ** 6, names[1], dev=0, stream=9)
+    t = T0 + 3 * 10 ** 9
+    for i in range(18000):
+        g.kernel(t + i * 4444, 3000 + i % 700, names[i % 3], dev=0, stream=7)
+    return g, lanes
+
+
+def occupied(k, lo, hi, bw):
+    """The columns of [lo, hi) (bw ns wide) kernel k occupies."""
+    ts, dur = k[3], k[4]
+    last = ts + max(dur, 1) - 1
+    if last < lo or ts >= hi:
+        return range(0)
+    return range((max(ts, lo) - lo) // bw, (min(last, hi - 1) - lo) // bw + 1)
+
+
 def flows_session(rnd, n=600):
     """Kernels, copies, memsets and syncs with their API calls on three
     threads; some launches wait long in their stream's queue (the call
@@ -272,6 +309,99 @@ def expected_calls(g):
 def in_range(c, lo, hi):
     enter, dur = c[2], c[3]
     return enter < hi and (enter + dur > lo or lo <= enter)
+
+
+class Lod(Base):
+    """Every column where a kernel ran is drawn, at every zoom: checked on
+    random windows against the kernels themselves."""
+
+    def test_every_occupied_column_is_listed(self):
+        rnd = random.Random(1818)
+        g, lanes = lod_session(rnd)
+        srv = self.server()
+        g.send(srv, batch=4000)
+        base = "/api/v1/sessions/%s/timeline" % g.sid
+        ks = g.kernels
+        first = min(k[3] for k in ks)
+        last = max(k[3] + k[4] for k in ks)
+        byl = {}
+        for k in ks:
+            byl.setdefault((k[1], k[2]), []).append(k)
+        modes = {"raw": 0, "summary": 0, "dense": 0, "exact": 0, "long": 0}
+        wins = [(first, last + 1, 1000)]
+        # the burst, too dense to read raw in narrow pixels
+        burst = T0 + 3 * 10 ** 9
+        wins += [(burst - 10 ** 5 + i * 3 * 10 ** 5, burst + 79 * 10 ** 6 + i, w)
+                 for i, w in enumerate((2000, 700, 4000, 10000))]
+        for _ in range(70):
+            span = rnd.choice([10 ** 3, 10 ** 5, 3 * 10 ** 6, 10 ** 8, 7 * 10 ** 8,
+                               4 * 10 ** 9])
+            a = rnd.randrange(first - span // 2, last)
+            wins.append((a, a + span, rnd.choice([37, 333, 1000, 2048])))
+        for lo, hi, width in wins:
+            exact = rnd.choice([0, 0, 50, 5000])
+            want_lanes = rnd.sample(lanes, rnd.choice([0, 2, 6]))
+            q = "%s?from=%d&to=%d&width=%d&exact=%d" % (base, lo, hi, width, exact)
+            if want_lanes:
+                q += "&lanes=" + ",".join("%d:%d" % l for l in want_lanes)
+            r = srv.get(q)
+            bw = -(-(hi - lo) // width)
+            self.assertEqual((r["from"], r["to"], r["bucket_ns"]), (lo, hi, bw))
+            got = {(l["dev"], l["stream"]): l for l in r["lanes"]}
+            if want_lanes:
+                self.assertEqual([(l["dev"], l["stream"]) for l in r["lanes"]],
+                                 want_lanes)
+            raw = r["level"] == "raw"
+            if raw:
+                modes["raw"] += 1
+            elif r["level"] > bw:
+                modes["dense"] += 1
+            else:
+                modes["summary"] += 1
+            for lane in (want_lanes or lanes):
+                mine = [k for k in byl[lane] if occupied(k, lo, hi, bw)]
+                occ = set()
+                for k in mine:
+                    occ |= set(occupied(k, lo, hi, bw))
+                if any(k[4] > 268173312 for k in mine):
+                    modes["long"] += 1
+                L = got.get(lane)
+                cols = {b[0]: b for b in L["buckets"]} if L else {}
+                where = (lo, hi, width, lane, r["level"])
+                # the promise: no column where a kernel ran is left empty
+                self.assertEqual(occ - set(cols), set(), where)
+                if raw:
+                    self.assertEqual(set(cols), occ, where)
+                    for p, b in cols.items():
+                        c0, c1 = lo + p * bw, min(lo + (p + 1) * bw, hi)
+                        self.assertEqual(b[1], sum(1 for k in mine if c0 <= k[3] < c1), where)
+                        self.assertEqual(b[2], sum(max(0, min(k[3] + k[4], c1) - max(k[3], c0))
+                                                   for k in mine), where)
+                    self.assertEqual(r["kernels_in_window"] >= len(mine), True)
+                if L and L["exact"]:
+                    modes["exact"] += 1
+                    self.assertTrue(raw and exact and len(mine) <= exact, where)
+                    self.assertEqual([x[0] for x in L["kernels"]],
+                                     [k[0] for k in sorted(mine, key=lambda k: (k[3], k[0]))], where)
+                    for x in L["kernels"]:
+                        self.assertIn(str(x[3]), r["names"])
+                elif L:
+                    self.assertNotIn("kernels", L)
+                    self.assertFalse(raw and exact and len(mine) <= exact, where)
+            for l in r["lanes"]:
+                for b in l["buckets"]:
+                    self.assertIn(str(b[3]), r["mangled"])
+        # the windows went through every way of answering
+        for m, n in modes.items():
+            self.assertGreater(n, 2, modes)
+        # a whole-session window counts every kernel and all busy time
+        r = srv.get(base + "?width=777")
+        self.assertEqual(sum(b[1] for l in r["lanes"] for b in l["buckets"]), len(ks))
+        self.assertEqual(sum(b[2] for l in r["lanes"] for b in l["buckets"]),
+                         sum(k[4] for k in ks))
+        for bad in ("0:7,", "a:1", "0:", "1:2:3", ",", "0:99999999999"):
+            st, _, _ = srv.req("GET", base + "?lanes=" + bad)
+            self.assertEqual(st, 400, bad)
 
 
 class Flows(Base):
