@@ -210,6 +210,39 @@ static void run_query(srv *s, srv_req *r, srv_resp *o, srv_query_fn fn,
     srv_query_done(o, rc, buf, w.len, notfound);
 }
 
+/* Bytes of one export answer (docs/api.md "export"). */
+#define SRV_EXPORT_MAX (64u << 20)
+
+/* GET /api/v1/sessions/{id}/export: a Chrome trace in its own, larger
+ * buffer; over the caps, 413 with why. */
+static void export_route(srv *s, srv_req *r, srv_resp *o, const char *sid)
+{
+    char why[256];
+    srv_q q;
+    char *buf;
+    jw w;
+    int rc;
+
+    r->cls = MET_QUERY;
+    if (parse_q(r, &q, why, sizeof(why))) {
+        srv_resp_error(o, 400, why);
+        return;
+    }
+    q.sid = sid;
+    if (!(buf = malloc(SRV_EXPORT_MAX))) {
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    jw_init(&w, buf, SRV_EXPORT_MAX);
+    rc = srv_store_q_export(s->store, &q, &w, why, sizeof(why));
+    if (rc == GPUFL_ETOOBIG) {
+        free(buf);
+        srv_resp_error(o, 413, why[0] ? why : "the export is too large");
+        return;
+    }
+    srv_query_done(o, rc, buf, w.len, "no such session");
+}
+
 /* Keys per page of GET /api/v1/keys: limit= (default) and its cap. */
 #define KEYS_PAGE 100
 #define KEYS_PAGE_MAX 1000
@@ -514,6 +547,8 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
                          "no such session");
     if (sub && !strcmp(sub, "memory") && rc->nseg == 5)
         return srv_api_memory(s, r, o, sid, 0);
+    if (sub && !strcmp(sub, "export") && rc->nseg == 5)
+        return export_route(s, r, o, sid);
     if (sub && !strcmp(sub, "kernels")) {
         if (rc->nseg == 5)
             return run_query(s, r, o, srv_store_q_kernels, sid, 0,

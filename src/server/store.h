@@ -226,6 +226,11 @@ int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w);
+/* The range as a Chrome trace (docs/api.md "export"): GPUFL_ETOOBIG
+ * with why (cap bytes) when it is over the caps and truncation was not
+ * asked, or the answer does not fit w. */
+int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
+                       size_t cap);
 int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w);

@@ -516,5 +516,107 @@ class Flows(Base):
         self.assertIn("the call's entry and exit", r["errors"][0]["reason"])
 
 
+class Export(Base):
+    def test_trace_of_a_range(self):
+        rnd = random.Random(4)
+        g = flows_session(rnd, 400)
+        sname = g.name("train_step")
+        ks = [e for e in g.lines["device"] if e["type"] == "kernel"]
+        t0, t1 = ks[0]["ts"], ks[-1]["ts"]
+        for i in range(20):  # scope instances on thread 101, 60 us each
+            b = t0 + i * (t1 - t0) // 20
+            g.line("scope", b, "scope_begin", id=i + 1, name=sname, path=0,
+                   depth=1, tid=101)
+            g.line("scope", b + 60000, "scope_end", id=i + 1, name=sname,
+                   path=0, depth=1, tid=101, dur=60000)
+        srv = self.server()
+        g.send(srv, batch=500)
+        disp = {ADD[0]: ADD[1], FILL[0]: FILL[1], GEMM: GEMM}
+        idn = {v: k for k, v in g.names.items()}
+        calls = expected_calls(g)
+        for lo, hi, lanes in ((t0 - 10, t1 + 10 ** 8, None),
+                              ((t0 + t1) // 2, (t0 + t1) // 2 + 10 ** 7, None),
+                              (t0, t1, [(0, 8)])):
+            q = "/api/v1/sessions/%s/export?from=%d&to=%d" % (g.sid, lo, hi)
+            if lanes:
+                q += "&lanes=" + ",".join("%d:%d" % l for l in lanes)
+            st, h, data = srv.req("GET", q)
+            self.assertEqual(st, 200, data[:200])
+            self.assertTrue(h["Content-Type"].startswith("application/json"))
+            tr = json.loads(data)
+            ev = tr["traceEvents"]
+            od = tr["otherData"]
+            self.assertEqual((int(od["from"]), int(od["to"]), od["truncated"]),
+                             (lo, hi, False))
+            want = [e for e in ks if e["ts"] < hi and (e["ts"] + e["dur"] > lo
+                                                       or e["ts"] >= lo)
+                    and (not lanes or (e.get("dev", 0), e.get("stream", 0)) in lanes)]
+            kern = [e for e in ev if e.get("cat") == "kernel"]
+            self.assertEqual(sorted(e["args"]["kid"] for e in kern),
+                             sorted(e["seq"] for e in want))
+            self.assertEqual(od["kernels"], len(want))
+            byk = {e["seq"]: e for e in want}
+            for e in kern:
+                k = byk[e["args"]["kid"]]
+                self.assertEqual(e["args"]["mangled"], idn[k["name"]])
+                self.assertEqual(e["name"], disp[idn[k["name"]]])
+                self.assertEqual(e["pid"], 2 + k.get("dev", 0))
+                self.assertEqual(e["tid"], k.get("stream", 0))
+                self.assertAlmostEqual(e["ts"], (k["ts"] - lo) / 1000, places=3)
+                self.assertAlmostEqual(e["dur"], k["dur"] / 1000, places=3)
+            # an arrow from each exported kernel's launch call to it
+            starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+            ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+            self.assertEqual(set(starts), set(ends))
+            self.assertEqual(len(starts), sum(1 for e in want if "api" in e))
+            for i, f in ends.items():
+                self.assertEqual(f["bp"], "e")
+                self.assertEqual(starts[i]["tid"] in (101, 102, 103), True)
+            # calls of the range on their threads (launches of exported
+            # kernels went out with their arrow)
+            inr = [c for c in calls if in_range(c, lo, hi)]
+            self.assertEqual(od["calls"], len(inr))
+            host = [e for e in ev if e["pid"] == 1 and e["ph"] == "X"]
+            syncs = [e for e in host if e["cat"] == "sync"]
+            self.assertEqual(len(syncs), sum(1 for c in inr if c[1] == "sync"))
+            names = [e for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+            self.assertTrue(any(e["args"]["name"] == "thread 101" for e in names))
+            scopes = [e for e in host if e["cat"] == "scope"]
+            self.assertEqual(od["scopes"], len(scopes))
+            self.assertTrue(all(e["name"] == "train_step" for e in scopes))
+            cps = [e for e in ev if e.get("cat") in ("memcpy", "memset")]
+            self.assertEqual(od["copies"], len(cps))
+        for bad in ("lanes=x", "from=5&to=4"):
+            st, _, _ = srv.req("GET", "/api/v1/sessions/%s/export?%s" % (g.sid, bad))
+            self.assertEqual(st, 400, bad)
+
+    def test_cap_413_or_truncated(self):
+        g = Gen()
+        n = g.name(GEMM)
+        for i in range(20010):
+            g.kernel(T0 + 10 ** 6 + i * 1000, 500, n, api=(-300, 100), tid=9)
+        srv = self.server()
+        g.send(srv, batch=10000)
+        base = "/api/v1/sessions/%s/export" % g.sid
+        st, _, data = srv.req("GET", base)
+        self.assertEqual(st, 413)
+        self.assertIn("over 20000 kernels", json.loads(data)["error"])
+        st, _, data = srv.req("GET", base + "?truncate=true")
+        self.assertEqual(st, 200)
+        tr = json.loads(data)
+        od = tr["otherData"]
+        # complete up to the first kernel left out, and says so
+        self.assertEqual((od["truncated"], od["kernels"], int(od["to"])),
+                         (True, 20000, T0 + 10 ** 6 + 20000 * 1000))
+        self.assertEqual(len([e for e in tr["traceEvents"] if e.get("cat") == "kernel"]),
+                         20000)
+        # the calls that began before it: the left-out kernel's own too
+        self.assertEqual(od["calls"], 20001)
+        # a narrower range fits whole
+        st, _, data = srv.req("GET", base + "?from=%d&to=%d" % (T0, T0 + 10 ** 7))
+        self.assertEqual(st, 200)
+        self.assertFalse(json.loads(data)["otherData"]["truncated"])
+
+
 if __name__ == "__main__":
     unittest.main()
