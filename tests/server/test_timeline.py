@@ -618,5 +618,86 @@ class Export(Base):
         self.assertFalse(json.loads(data)["otherData"]["truncated"])
 
 
+class UiDefault(Base):
+    """gpufl-server started as a user would, without --ui-dir."""
+
+    def start(self, binary, name, args=()):
+        keep = T.SERVER
+        T.SERVER = binary
+        try:
+            return self.server(name, args)
+        finally:
+            T.SERVER = keep
+
+    def place(self, folder):
+        """A copy of the binary in folder/bin (it links no library of the
+        build tree)."""
+        os.makedirs(os.path.join(folder, "bin"))
+        b = os.path.join(folder, "bin", "gpufl-server")
+        shutil.copy2(T.SERVER, b)
+        return b
+
+    def page(self, folder, text):
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "index.html"), "w") as f:
+            f.write(text)
+
+    def test_installed_copy(self):
+        prefix = os.path.join(self.dir, "prefix")
+        b = self.place(prefix)
+        web = os.path.join(prefix, "share", "gpufl", "web")
+        self.page(web, "<html>installed</html>")
+        srv = self.start(b, "d1")
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual((st, data), (200, b"<html>installed</html>"))
+        self.assertIn("gpufl-server: web UI from %s\n" % os.path.realpath(web),
+                      srv.output())
+        srv.stop()
+        # --ui-dir none: no UI, and said so
+        srv = self.start(b, "d2", ["--ui-dir", "none"])
+        st, _, _ = srv.req("GET", "/", token=None)
+        self.assertEqual(st, 404)
+        self.assertIn("gpufl-server: no web UI (--ui-dir none)", srv.output())
+        srv.stop()
+        # an installed copy holding the data folder is not served
+        srv = self.start(b, os.path.join("prefix", "share", "gpufl", "web", "data"))
+        st, _, _ = srv.req("GET", "/", token=None)
+        self.assertEqual(st, 404)
+        self.assertIn("which must not be served", srv.output())
+        st, _, _ = srv.req("GET", "/data/gpufl.db", token=None)
+        self.assertEqual(st, 404)
+        srv.stop()
+
+    def test_build_tree(self):
+        build = os.path.join(self.dir, "build")
+        src = os.path.join(self.dir, "src")
+        b = self.place(build)
+        with open(os.path.join(build, "CMakeCache.txt"), "w") as f:
+            f.write("# a build tree\nCMAKE_BUILD_TYPE:STRING=Debug\n"
+                    "gpufl_SOURCE_DIR:STATIC=%s\n" % src)
+        srv = self.start(b, "d1")
+        st, _, _ = srv.req("GET", "/", token=None)
+        self.assertEqual(st, 404)
+        out = srv.output()
+        self.assertIn("gpufl-server: no web UI (looked in %s/../share/gpufl/web, "
+                      "%s/web/dist; make web, or give --ui-dir)"
+                      % (os.path.realpath(os.path.join(build, "bin")), src), out)
+        srv.stop()
+        self.page(os.path.join(src, "web", "dist"), "<html>dist</html>")
+        srv = self.start(b, "d2")
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual((st, data), (200, b"<html>dist</html>"))
+        self.assertIn("web UI from %s" % os.path.realpath(os.path.join(src, "web", "dist")),
+                      srv.output())
+        srv.stop()
+        # --ui-dir still wins
+        other = os.path.join(self.dir, "other")
+        self.page(other, "<html>other</html>")
+        srv = self.start(b, "d3", ["--ui-dir", other])
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual(data, b"<html>other</html>")
+        srv.stop()
+
+
 if __name__ == "__main__":
     unittest.main()
