@@ -71,6 +71,15 @@ static inline uint64_t sq_cols_width(uint64_t from, uint64_t to, uint32_t width)
     return (to - from) / width + ((to - from) % width != 0);
 }
 
+/* The earliest ts a kernel of c's session that occupies time t can have,
+ * unless it is a long one (klong, RL_TL_LONG_NS): t minus the session's
+ * longest kernel (kext's first row), bounded by RL_TL_LONG_NS, into *lo. */
+int sq_kernels_back(qctx *c, uint64_t t, int64_t *lo);
+/* lanes= of the timeline and the export: "dev:stream,..." into out (at
+ * most cap lane keys dev << 32 | stream, *n of them); GPUFL_EINVAL when
+ * malformed or more than cap. */
+int sq_lanes_parse(const char *s, int64_t *out, int cap, int *n);
+
 /* A CUDA API call (store_sql_q_calls.c, docs/api.md "calls"): its type
  * (SQ_CALL_*, named by sq_call_types), entry ts and duration, the line's
  * seq, correlation id, device and stream, the GPU work's start and

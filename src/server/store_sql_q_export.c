@@ -120,44 +120,15 @@ static int lane_ok(const ex_ctx *x, int64_t dev, int64_t stream)
     return 0;
 }
 
-/* lanes= as the timeline reads it: "dev:stream,...". */
-static int lanes_parse(ex_ctx *x, const char *s)
-{
-    while (*s) {
-        char *end;
-        unsigned long long dev, stream;
-        if (*s < '0' || *s > '9')
-            return GPUFL_EINVAL;
-        dev = strtoull(s, &end, 10);
-        if (*end != ':' || dev > 0x7fffffff || end[1] < '0' || end[1] > '9')
-            return GPUFL_EINVAL;
-        stream = strtoull(end + 1, &end, 10);
-        if ((*end && *end != ',') || stream > 0xffffffffu ||
-            x->nlanes == SQ_EXP_LANES || (*end == ',' && !end[1]))
-            return GPUFL_EINVAL;
-        x->lanes[x->nlanes++] = (int64_t)(dev << 32 | stream);
-        s = *end ? end + 1 : end;
-    }
-    return GPUFL_OK;
-}
-
 /* The kernels occupying [from, to), ts order: the long ones that began
  * before the scan, then the scan (as the timeline reads them). */
 static int read_kernels(ex_ctx *x)
 {
-    int64_t back, lo;
+    int64_t lo;
     int rc;
 
-    if ((rc = q_prepare(&x->c, "SELECT coalesce(max(dur), 0) FROM kext WHERE"
-                               " sess=? AND side=0")) != 0)
+    if ((rc = sq_kernels_back(&x->c, x->from, &lo)) != 0)
         return rc;
-    qbind_i64(x->c.st, 1, x->c.sess);
-    if ((rc = sdb_step(x->c.st)) != SDB_ROW)
-        return sq_err(rc);
-    back = qcol_i64(x->c.st, 0);
-    if (back > (int64_t)RL_TL_LONG_NS)
-        back = (int64_t)RL_TL_LONG_NS;
-    lo = (int64_t)x->from > back ? (int64_t)x->from - back : 0;
     for (int pass = 0; pass < 2 && !x->k.over; pass++) {
         rc = q_prepare(
             &x->c,
@@ -638,7 +609,9 @@ int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
         goto out;
     x->from = q->from ? q->from : (uint64_t)x->c.first;
     x->to = q->to ? q->to : (uint64_t)x->c.last + 1;
-    if (x->to <= x->from || (q->lanes && lanes_parse(x, q->lanes))) {
+    if (x->to <= x->from ||
+        (q->lanes &&
+         sq_lanes_parse(q->lanes, x->lanes, SQ_EXP_LANES, &x->nlanes))) {
         rc = GPUFL_EINVAL;
         goto out;
     }

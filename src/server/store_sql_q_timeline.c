@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/num.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
 
@@ -96,46 +95,23 @@ static tl_lane *lane_get(tl_ctx *x, int64_t lane)
     return L;
 }
 
-/* lanes= "dev:stream,...": GPUFL_EINVAL when malformed or too many. */
+/* lanes= "dev:stream,...": those lanes only, in that order. */
 static int lanes_parse(tl_ctx *x, const char *s)
 {
-    while (*s) {
-        char num[24];
-        size_t n = strcspn(s, ":,");
-        uint64_t dev, stream;
-        tl_lane *L;
+    int64_t keys[SQ_TL_LANES_MAX];
+    int n = 0, rc = sq_lanes_parse(s, keys, SQ_TL_LANES_MAX, &n);
 
-        if (n == 0 || n >= sizeof(num) || s[n] != ':')
-            return GPUFL_EINVAL;
-        memcpy(num, s, n);
-        num[n] = '\0';
-        if (num_u64(num, &dev) || dev > 0x7fffffff)
-            return GPUFL_EINVAL;
-        s += n + 1;
-        n = strcspn(s, ",");
-        if (n == 0 || n >= sizeof(num))
-            return GPUFL_EINVAL;
-        memcpy(num, s, n);
-        num[n] = '\0';
-        if (num_u64(num, &stream) || stream > 0xffffffffu)
-            return GPUFL_EINVAL;
-        s += n;
-        if (*s == ',' && !*++s)
-            return GPUFL_EINVAL;
-        if (lane_find(x, (int64_t)(dev << 32 | stream)))
-            continue;
-        if (x->nl >= SQ_TL_LANES_MAX)
-            return GPUFL_EINVAL;
-        L = &x->lanes[x->nl];
+    for (int i = 0; !rc && i < n; i++) {
+        tl_lane *L = &x->lanes[x->nl];
         memset(L, 0, sizeof(*L));
-        L->lane = (int64_t)(dev << 32 | stream);
+        L->lane = keys[i];
         L->asked = 1;
         if (!(L->px = calloc(x->width, sizeof(tl_px))))
             return GPUFL_ENOMEM;
         x->nl++;
     }
     x->filtered = x->nl > 0;
-    return GPUFL_OK;
+    return rc;
 }
 
 static void px_top(tl_px *p, int64_t name, uint64_t dur)
@@ -301,20 +277,11 @@ static int read_summary(tl_ctx *x, int lv, uint64_t *started)
  * other kernel before the window.  GPUFL_EFULL past SQ_TL_RAW_DENSE. */
 static int read_raw(tl_ctx *x)
 {
-    int64_t back = 0, lo;
+    int64_t lo;
     int rc;
 
-    if ((rc = q_prepare(&x->c, "SELECT coalesce(max(dur), 0) FROM kext WHERE"
-                               " sess=? AND side=0")) != 0)
+    if ((rc = sq_kernels_back(&x->c, x->from, &lo)) != 0)
         return rc;
-    qbind_i64(x->c.st, 1, x->c.sess);
-    if ((rc = sdb_step(x->c.st)) != SDB_ROW)
-        return sq_err(rc);
-    back = qcol_i64(x->c.st, 0);
-    /* longer ones are in klong (x->lng) */
-    if (back > (int64_t)RL_TL_LONG_NS)
-        back = (int64_t)RL_TL_LONG_NS;
-    lo = (int64_t)x->from > back ? (int64_t)x->from - back : 0;
     x->raw = malloc((SQ_TL_RAW_DENSE + 1) * sizeof(tl_row));
     if (!x->raw)
         return GPUFL_ENOMEM;
