@@ -6,6 +6,10 @@
  */
 #include "jw.h"
 
+#include "buf.h"
+
+#include <gpufl/gpufl.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -13,7 +17,51 @@ void jw_init(jw *w, char *buf, size_t cap)
 {
     w->buf = buf;
     w->cap = cap;
+    w->g = NULL;
     jw_reset(w);
+}
+
+void jw_init_gbuf(jw *w, gbuf *g)
+{
+    jw_reset(w);
+    w->g = g;
+    w->buf = g->p;
+    w->len = g->len;
+    w->cap = g->p ? g->cap : 0;
+    if (g->err)
+        w->err = 1;
+}
+
+int jw_gbuf_end(jw *w)
+{
+    gbuf *g = w->g;
+
+    if (!g)
+        return w->err ? GPUFL_ETOOBIG : 0;
+    if (w->err && !g->err)
+        g->err = GPUFL_ETOOBIG; /* nesting too deep: not a size matter */
+    if (g->p)
+        gbuf_setlen(g, w->len);
+    return g->err;
+}
+
+/* Room for n more bytes in the gbuf behind w; 0, or -1 (w->err set). */
+static int jw_grow(jw *w, size_t n)
+{
+    gbuf *g = w->g;
+
+    if (!g || w->err) {
+        w->err = 1;
+        return -1;
+    }
+    g->len = w->len;
+    if (gbuf_grow(g, n)) {
+        w->err = 1;
+        return -1;
+    }
+    w->buf = g->p;
+    w->cap = g->cap;
+    return 0;
 }
 
 void jw_reset(jw *w)
@@ -26,20 +74,16 @@ void jw_reset(jw *w)
 
 void jw_put(jw *w, const char *s, size_t n)
 {
-    if (w->err || n > w->cap - w->len) {
-        w->err = 1;
+    if ((w->err || n > w->cap - w->len) && jw_grow(w, n))
         return;
-    }
     memcpy(w->buf + w->len, s, n);
     w->len += n;
 }
 
 static void put_c(jw *w, char c)
 {
-    if (w->err || w->len >= w->cap) {
-        w->err = 1;
+    if ((w->err || w->len >= w->cap) && jw_grow(w, 1))
         return;
-    }
     w->buf[w->len++] = c;
 }
 

@@ -2,8 +2,11 @@
  * jw.h - a JSON writer into a caller-owned, bounded buffer.
  *
  * Used to format event lines on the collector thread and response bodies in
- * the other components.  It never allocates: when the buffer is full, `err`
- * is set, later calls do nothing, and the caller drops or resizes.  Strings
+ * the other components.  Into a caller's buffer (jw_init) it never
+ * allocates: when the buffer is full, `err` is set, later calls do nothing,
+ * and the caller drops the output.  Into a gbuf (jw_init_gbuf, buf.h) it
+ * grows the gbuf up to its cap instead, for output of unknown size; the
+ * fixed-buffer path is unchanged by it (one more test when full).  Strings
  * are escaped per RFC 8259; invalid UTF-8 bytes are replaced by U+FFFD so
  * every line written is valid UTF-8.
  */
@@ -15,16 +18,26 @@
 
 #define JW_MAX_DEPTH 32
 
+struct gbuf;
+
 typedef struct jw {
     char *buf; /* borrowed */
     size_t len, cap;
     int err; /* 1 once anything did not fit */
     int depth;
     uint32_t comma; /* bit d set: level d needs a comma before the next item */
+    struct gbuf *g; /* jw_init_gbuf: grown when full; else NULL */
 } jw;
 
 void jw_init(jw *w, char *buf, size_t cap);
 void jw_reset(jw *w); /* len = 0, err = 0 */
+
+/* Writes after what g (borrowed, must outlive the writer) holds, growing
+ * it up to its cap; g->len is brought up to date by jw_gbuf_end, which
+ * returns 0 or the gbuf's error (GPUFL_ETOOBIG past its cap,
+ * GPUFL_ENOMEM).  Between the two, g belongs to the writer. */
+void jw_init_gbuf(jw *w, struct gbuf *g);
+int jw_gbuf_end(jw *w);
 
 void jw_obj_begin(jw *w);
 void jw_obj_end(jw *w);
