@@ -142,6 +142,7 @@ static agent_file *file_new(agent_ctx *c)
     if (!f)
         return NULL;
     f->fd = -1;
+    gbuf_init(&f->batch, agent_batch_max(c->cfg));
     f->disc = ++c->disc_seq;
     c->files[c->nfiles++] = f;
     return f;

@@ -27,16 +27,9 @@
 static int batch_reserve(agent_ctx *c, agent_file *f, size_t bytes)
 {
     agent_batch_unpark(c, f);
-    if (f->blen + bytes > f->bcap) {
-        size_t cap = f->bcap ? f->bcap : 65536;
-        char *g;
-        while (cap < f->blen + bytes)
-            cap *= 2;
-        g = realloc(f->bbuf, cap);
-        if (!g)
-            return -1;
-        f->bbuf = g;
-        f->bcap = cap;
+    if (gbuf_grow(&f->batch, bytes)) {
+        f->batch.err = 0; /* nothing was taken: the line is tried later */
+        return -1;
     }
     if (f->bn == f->bcapn) {
         uint32_t n = f->bcapn ? f->bcapn * 2 : 1024;
@@ -56,7 +49,7 @@ static int batch_reserve(agent_ctx *c, agent_file *f, size_t bytes)
 
 static int batch_full(const agent_ctx *c, const agent_file *f)
 {
-    return f->bn >= c->cfg->batch_lines || f->blen >= c->cfg->batch_bytes;
+    return f->bn >= c->cfg->batch_lines || f->batch.len >= c->cfg->batch_bytes;
 }
 
 /* The members "seq" and "type" of a parsed line, by a walk over its
@@ -194,15 +187,16 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
         }
         line_facts(c, f, &d, start);
     }
-    memcpy(f->bbuf + f->blen, raw, raw_len);
-    f->blen += raw_len;
+    /* in the room batch_reserve took; the NUL is never needed */
+    memcpy(f->batch.p + f->batch.len, raw, raw_len);
+    f->batch.len += raw_len;
     if (raw[raw_len - 1] != '\n') /* the last line of a final file */
-        f->bbuf[f->blen++] = '\n';
+        f->batch.p[f->batch.len++] = '\n';
     if (f->bn == 0) {
         f->bfirst_ms = agent_now_ms();
         c->nheld++;
     }
-    f->bend[f->bn] = (uint32_t)f->blen;
+    f->bend[f->bn] = (uint32_t)f->batch.len;
     f->bfoff[f->bn] = end_off;
     f->bn++;
     return 0;
@@ -250,7 +244,7 @@ static int truncated(agent_ctx *c, agent_file *f)
     if (f->bn)
         c->nheld--;
     f->bn = 0;
-    f->blen = 0;
+    gbuf_setlen(&f->batch, 0);
     f->head_len = 0;
     f->sid[0] = '\0';
     f->skipping = 0;
@@ -421,7 +415,7 @@ static void on_reject(void *ctx, uint32_t i, const char *reason, size_t len)
     uint32_t n = f->bend[i] - start;
     uint64_t off = f->bfoff[i] - n;
 
-    agent_dead_put(c, f, off, f->bbuf + start, n - 1, n - 1, reason, len);
+    agent_dead_put(c, f, off, f->batch.p + start, n - 1, n - 1, reason, len);
     (*(uint64_t *)p[2])++;
 }
 
@@ -486,8 +480,8 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         return 0;
     b.stream = f->stream;
     b.sid = f->sid;
-    b.buf = f->bbuf;
-    b.len = f->blen;
+    b.buf = f->batch.p;
+    b.len = f->batch.len;
     b.n = f->bn;
     b.end = f->bend;
     ctx[0] = c;
@@ -501,7 +495,7 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         c->st.acked_lines += f->bn - rejected;
         acked_all(c, f);
         f->bn = 0;
-        f->blen = 0;
+        gbuf_setlen(&f->batch, 0);
         c->nheld--;
         if (c->fail_count)
             fprintf(stderr,

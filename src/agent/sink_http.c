@@ -22,6 +22,7 @@
  */
 #include "agent/sink.h"
 
+#include "common/buf.h"
 #include "common/jsonl.h"
 
 #include <gpufl/gpufl.h>
@@ -46,8 +47,7 @@ typedef struct http_sink {
     http_enc enc;
     uint64_t timeout_ms;
     ZSTD_CCtx *zc;
-    char *zbuf; /* compressed body */
-    size_t zcap;
+    gbuf z; /* compressed body: the bound of the largest batch at most */
     char *resp;
     size_t resp_len, resp_cap;
     int resp_over;
@@ -95,27 +95,15 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static int zbuf_reserve(http_sink *h, size_t need)
-{
-    char *g;
-    if (need <= h->zcap)
-        return 0;
-    g = realloc(h->zbuf, need);
-    if (!g)
-        return -1;
-    h->zbuf = g;
-    h->zcap = need;
-    return 0;
-}
-
-/* Compresses src into h->zbuf; returns the length or 0 on failure. */
+/* Compresses src into h->z; returns the length or 0 on failure. */
 static size_t compress_body(http_sink *h, const char *src, size_t n)
 {
     if (h->enc == ENC_ZSTD) {
         size_t r, bound = ZSTD_compressBound(n);
-        if (zbuf_reserve(h, bound))
+        gbuf_reset(&h->z);
+        if (gbuf_grow(&h->z, bound))
             return 0;
-        r = ZSTD_compressCCtx(h->zc, h->zbuf, bound, src, n, 1);
+        r = ZSTD_compressCCtx(h->zc, h->z.p, bound, src, n, 1);
         return ZSTD_isError(r) ? 0 : r;
     } else {
         z_stream z;
@@ -125,13 +113,14 @@ static size_t compress_body(http_sink *h, const char *src, size_t n)
         if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
             return 0;
         bound = deflateBound(&z, (uLong)n) + 32;
-        if (zbuf_reserve(h, bound)) {
+        gbuf_reset(&h->z);
+        if (gbuf_grow(&h->z, bound)) {
             deflateEnd(&z);
             return 0;
         }
         z.next_in = (Bytef *)(uintptr_t)src;
         z.avail_in = (uInt)n;
-        z.next_out = (Bytef *)h->zbuf;
+        z.next_out = (Bytef *)h->z.p;
         z.avail_out = (uInt)bound;
         if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
             deflateEnd(&z);
@@ -160,7 +149,7 @@ static long http_post(http_sink *h, int stream, const char *body, size_t n,
             snprintf(why, why_cap, "compression failed");
             return 0;
         }
-        data = h->zbuf;
+        data = h->z.p;
     }
     hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
     if (h->enc == ENC_ZSTD)
@@ -418,7 +407,7 @@ static void http_free(agent_sink *s)
         free(h->auth);
     }
     ZSTD_freeCCtx(h->zc);
-    free(h->zbuf);
+    gbuf_release(&h->z);
     free(h->resp);
     free(h->tok);
     free(h);
@@ -437,6 +426,10 @@ agent_sink *agent_sink_http_new(const agent_cfg *cfg, volatile int *stop,
     }
     h->base.ops = &http_ops;
     h->stop = stop;
+    /* the bounds of both encoders for the largest batch: n + n/8 + 64 KiB
+     * is above zstd's (n + n/256 + ...) and zlib's (n + n/1000 + ...) */
+    gbuf_init(&h->z, (size_t)cfg->batch_bytes + cfg->max_line_bytes +
+                         (cfg->batch_bytes + cfg->max_line_bytes) / 8 + 65536);
     h->timeout_ms = cfg->timeout_ms;
     h->enc = !strcmp(cfg->compress, "zstd")   ? ENC_ZSTD
              : !strcmp(cfg->compress, "gzip") ? ENC_GZIP

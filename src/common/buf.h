@@ -7,8 +7,11 @@
  * Invariants:
  *   - len <= cap <= max: `max` is the cap the owner names (bytes of
  *     content); going past it is GPUFL_ETOOBIG, never a larger buffer;
- *   - when p is not NULL, p[len] == '\0' and cap + 1 bytes are allocated,
- *     so the content can be used as a C string (it may hold NULs);
+ *   - when p is not NULL, cap + 1 bytes are allocated and every gbuf
+ *     function leaves p[len] == '\0', so the content can be used as a C
+ *     string (it may hold NULs); code that writes in place and moves len
+ *     itself (b->p[b->len++] = c on a hot path) owes the NUL until its
+ *     next gbuf_setlen or add;
  *   - the first error is sticky (err): every later add does nothing and
  *     returns it, so a writer can add many pieces and check once (like jw);
  *     gbuf_reset clears it.
@@ -18,7 +21,8 @@
  *
  * Writing in place (decoders, formatters that know their size): take
  * room with gbuf_grow(b, n), write up to gbuf_avail(b) bytes at
- * b->p + b->len, then gbuf_setlen(b, b->len + written).
+ * b->p + b->len, then gbuf_setlen(b, b->len + written) (or move len
+ * yourself, within the room taken).
  */
 #ifndef GPUFL_COMMON_BUF_H
 #define GPUFL_COMMON_BUF_H

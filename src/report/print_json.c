@@ -5,10 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/jw.h"
 #include "report_int.h"
 
 #define MAX_HINTS 64
+/* The largest JSON report (bytes): far above any session's. */
+#define RPT_JSON_MAX (1u << 30)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
@@ -410,28 +413,21 @@ static void json_rest(jw *w, const rpt_ctx *c, const rpt_agg *a)
 char *rpt_print_json(const rpt_ctx *c, const rpt_agg *a, const rpt_files *files,
                      size_t *len)
 {
-    size_t cap = 64u << 10; /* doubled until it fits: most reports do */
-    for (;;) {
-        char *buf = malloc(cap);
-        jw w;
-        if (!buf)
-            return NULL;
-        jw_init(&w, buf, cap);
-        jw_obj_begin(&w);
-        json_session(&w, c, a, files);
-        json_kernels(&w, c, a);
-        json_copies(&w, a);
-        json_scopes(&w, c, a);
-        json_devices(&w, a);
-        json_rest(&w, c, a);
-        jw_obj_end(&w);
-        if (!w.err) {
-            *len = w.len;
-            return buf;
-        }
-        free(buf);
-        if (cap >= (1u << 30))
-            return NULL;
-        cap *= 2;
+    gbuf b = GBUF_INIT(RPT_JSON_MAX);
+    jw w;
+
+    jw_init_gbuf(&w, &b);
+    jw_obj_begin(&w);
+    json_session(&w, c, a, files);
+    json_kernels(&w, c, a);
+    json_copies(&w, a);
+    json_scopes(&w, c, a);
+    json_devices(&w, a);
+    json_rest(&w, c, a);
+    jw_obj_end(&w);
+    if (jw_gbuf_end(&w)) {
+        gbuf_release(&b);
+        return NULL;
     }
+    return gbuf_detach(&b, len);
 }
