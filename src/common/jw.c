@@ -17,51 +17,7 @@ void jw_init(jw *w, char *buf, size_t cap)
 {
     w->buf = buf;
     w->cap = cap;
-    w->g = NULL;
     jw_reset(w);
-}
-
-void jw_init_gbuf(jw *w, gbuf *g)
-{
-    jw_reset(w);
-    w->g = g;
-    w->buf = g->p;
-    w->len = g->len;
-    w->cap = g->p ? g->cap : 0;
-    if (g->err)
-        w->err = 1;
-}
-
-int jw_gbuf_end(jw *w)
-{
-    gbuf *g = w->g;
-
-    if (!g)
-        return w->err ? GPUFL_ETOOBIG : 0;
-    if (w->err && !g->err)
-        g->err = GPUFL_ETOOBIG; /* nesting too deep: not a size matter */
-    if (g->p)
-        gbuf_setlen(g, w->len);
-    return g->err;
-}
-
-/* Room for n more bytes in the gbuf behind w; 0, or -1 (w->err set). */
-static int jw_grow(jw *w, size_t n)
-{
-    gbuf *g = w->g;
-
-    if (!g || w->err) {
-        w->err = 1;
-        return -1;
-    }
-    g->len = w->len;
-    if (gbuf_grow(g, n)) {
-        w->err = 1;
-        return -1;
-    }
-    w->buf = g->p;
-    w->cap = g->cap;
-    return 0;
 }
 
 void jw_reset(jw *w)
@@ -70,20 +26,28 @@ void jw_reset(jw *w)
     w->err = 0;
     w->depth = 0;
     w->comma = 0;
+    w->need = 0;
+    w->deep = 0;
 }
 
 void jw_put(jw *w, const char *s, size_t n)
 {
-    if ((w->err || n > w->cap - w->len) && jw_grow(w, n))
+    if (w->err || n > w->cap - w->len) {
+        w->err = 1;
+        w->need += n;
         return;
+    }
     memcpy(w->buf + w->len, s, n);
     w->len += n;
 }
 
 static void put_c(jw *w, char c)
 {
-    if ((w->err || w->len >= w->cap) && jw_grow(w, 1))
+    if (w->err || w->len >= w->cap) {
+        w->err = 1;
+        w->need++;
         return;
+    }
     w->buf[w->len++] = c;
 }
 
@@ -102,6 +66,7 @@ static void open_c(jw *w, char c)
     put_c(w, c);
     if (w->depth + 1 >= JW_MAX_DEPTH) {
         w->err = 1;
+        w->deep = 1;
         return;
     }
     w->depth++;
@@ -293,7 +258,8 @@ void jw_strn(jw *w, const char *s, size_t n, size_t maxlen)
     }
     sep(w);
     put_c(w, '"');
-    while (i < n && !w->err) {
+    /* on past an error too: need counts every byte */
+    while (i < n) {
         unsigned char c = p[i];
         size_t run = i;
         /* copy the longest run of bytes that need no escaping at once */
@@ -365,4 +331,31 @@ void jw_kv_str(jw *w, const char *key, const char *s)
 {
     jw_key(w, key);
     jw_str(w, s);
+}
+
+int jw_gbuf_run(gbuf *g, void (*fn)(jw *w, void *ctx), void *ctx)
+{
+    jw w;
+    int rc;
+
+    /* a buffer to point at, even when fn writes nothing */
+    if ((rc = gbuf_grow(g, 0)) != 0)
+        return rc;
+    jw_init(&w, g->p + g->len, gbuf_avail(g));
+    fn(&w, ctx);
+    if (w.err && !w.deep) {
+        /* the exact size is known now: one more pass */
+        if ((rc = gbuf_grow(g, w.len + w.need)) != 0) {
+            gbuf_setlen(g, g->len); /* the first pass is not content */
+            return rc;
+        }
+        jw_init(&w, g->p + g->len, gbuf_avail(g));
+        fn(&w, ctx);
+    }
+    if (w.err) {
+        gbuf_setlen(g, g->len);
+        return GPUFL_ETOOBIG;
+    }
+    gbuf_setlen(g, g->len + w.len);
+    return 0;
 }

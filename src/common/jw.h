@@ -2,11 +2,11 @@
  * jw.h - a JSON writer into a caller-owned, bounded buffer.
  *
  * Used to format event lines on the collector thread and response bodies in
- * the other components.  Into a caller's buffer (jw_init) it never
- * allocates: when the buffer is full, `err` is set, later calls do nothing,
- * and the caller drops the output.  Into a gbuf (jw_init_gbuf, buf.h) it
- * grows the gbuf up to its cap instead, for output of unknown size; the
- * fixed-buffer path is unchanged by it (one more test when full).  Strings
+ * the other components.  It never allocates: when the buffer is full, `err`
+ * is set, later calls write nothing (they count what they would have
+ * written in `need`), and the caller drops the output or, for output of
+ * unknown size, lets jw_gbuf_run() write it again into a gbuf grown to
+ * the exact size (so the writers keep one fast path, free of calls).  Strings
  * are escaped per RFC 8259; invalid UTF-8 bytes are replaced by U+FFFD so
  * every line written is valid UTF-8.
  */
@@ -26,18 +26,22 @@ typedef struct jw {
     int err; /* 1 once anything did not fit */
     int depth;
     uint32_t comma; /* bit d set: level d needs a comma before the next item */
-    struct gbuf *g; /* jw_init_gbuf: grown when full; else NULL */
+    size_t need;    /* bytes that did not fit, from the first that did not */
+    int deep;       /* nesting passed JW_MAX_DEPTH: no size would do */
 } jw;
 
 void jw_init(jw *w, char *buf, size_t cap);
 void jw_reset(jw *w); /* len = 0, err = 0 */
 
-/* Writes after what g (borrowed, must outlive the writer) holds, growing
- * it up to its cap; g->len is brought up to date by jw_gbuf_end, which
- * returns 0 or the gbuf's error (GPUFL_ETOOBIG past its cap,
- * GPUFL_ENOMEM).  Between the two, g belongs to the writer. */
-void jw_init_gbuf(jw *w, struct gbuf *g);
-int jw_gbuf_end(jw *w);
+/*
+ * Writes fn's JSON after what g holds, growing g (up to its cap) for
+ * output of unknown size: fn(w, ctx) runs into g's room, and once more
+ * into room of the exact size it turned out to need when that did not
+ * fit, so fn must write the same bytes each time.  0; GPUFL_ETOOBIG past
+ * g's cap or for nesting deeper than JW_MAX_DEPTH; GPUFL_ENOMEM.  g's
+ * content is unchanged on an error.
+ */
+int jw_gbuf_run(struct gbuf *g, void (*fn)(jw *w, void *ctx), void *ctx);
 
 void jw_obj_begin(jw *w);
 void jw_obj_end(jw *w);

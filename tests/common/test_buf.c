@@ -2,7 +2,8 @@
  * test_buf.c - the growing buffer with a named cap: growth, the cap
  * (exact fit, one byte over, sticky), printf appends, writing in place,
  * detach and reset, and jw writing into a gbuf (the same bytes as into a
- * fixed buffer, the cap honoured).
+ * fixed buffer; the size a full writer counts is exact; the cap and the
+ * depth limit honoured).
  */
 #include "common/buf.h"
 #include "common/jw.h"
@@ -120,67 +121,84 @@ static void test_in_place_and_detach(void)
     gbuf_release(&b);
 }
 
-static void write_doc(jw *w, int n)
+static void write_doc(jw *w, void *ctx)
 {
+    int n = *(int *)ctx;
     jw_obj_begin(w);
     jw_key(w, "items");
     jw_arr_begin(w);
     for (int i = 0; i < n; i++) {
         jw_obj_begin(w);
         jw_kv_u64(w, "i", (uint64_t)i);
-        jw_kv_str(w, "name", "a \"quoted\" name\n");
+        jw_kv_str(w, "name", "a \"quoted\" name\n\x01\xff");
         jw_key(w, "f");
         jw_f64(w, i / 3.0, 3);
+        jw_key(w, "e");
+        jw_arr_begin(w);
+        jw_arr_end(w);
         jw_obj_end(w);
     }
     jw_arr_end(w);
     jw_obj_end(w);
 }
 
+static void write_deep(jw *w, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < JW_MAX_DEPTH + 1; i++)
+        jw_arr_begin(w);
+}
+
 static void test_jw_gbuf(void)
 {
     static char fixed[1 << 20];
     gbuf b = GBUF_INIT(1 << 20);
+    int n = 5000;
     jw w;
 
     jw_init(&w, fixed, sizeof fixed);
-    write_doc(&w, 5000);
+    write_doc(&w, &n);
     REQUIRE(!w.err);
-    jw_init_gbuf(&w, &b);
-    write_doc(&w, 5000);
-    CHECK(jw_gbuf_end(&w) == 0);
-    CHECK_EQ_U64(b.len, w.len);
-    CHECK(b.p[b.len] == '\0');
-    jw_init(&w, fixed, sizeof fixed);
-    write_doc(&w, 5000);
+    /* into an empty gbuf: larger than its first room, so two passes */
+    CHECK(jw_gbuf_run(&b, write_doc, &n) == 0);
     CHECK(b.len == w.len && memcmp(b.p, fixed, w.len) == 0);
+    CHECK(b.p[b.len] == '\0');
     gbuf_release(&b);
+
+    /* the count of what did not fit is exact, whatever failed first */
+    n = 3;
+    jw_init(&w, fixed, sizeof fixed);
+    write_doc(&w, &n);
+    for (size_t cap = 0; cap < w.len; cap++) {
+        static char small[1 << 12];
+        jw c;
+        jw_init(&c, small, cap);
+        write_doc(&c, &n);
+        CHECK(c.err && !c.deep);
+        CHECK_EQ_U64(c.len + c.need, w.len);
+        CHECK(c.len <= cap && memcmp(small, fixed, c.len) == 0);
+    }
 
     /* after what the gbuf holds already */
     gbuf_adds(&b, "x=");
-    jw_init_gbuf(&w, &b);
-    jw_u64(&w, 7);
-    CHECK(jw_gbuf_end(&w) == 0);
-    CHECK(strcmp(b.p, "x=7") == 0);
+    n = 1;
+    CHECK(jw_gbuf_run(&b, write_doc, &n) == 0);
+    CHECK(strncmp(b.p, "x={\"items\":[{\"i\":0,", 19) == 0);
     gbuf_release(&b);
 
-    /* the cap: an error, never more than max bytes */
+    /* the cap: an error, nothing added */
     gbuf_init(&b, 1000);
-    jw_init_gbuf(&w, &b);
-    write_doc(&w, 100);
-    CHECK(w.err);
-    CHECK(jw_gbuf_end(&w) == GPUFL_ETOOBIG);
-    CHECK(b.len <= 1000 && b.cap <= 1000);
+    gbuf_adds(&b, "kept");
+    n = 100;
+    CHECK(jw_gbuf_run(&b, write_doc, &n) == GPUFL_ETOOBIG);
+    CHECK(strcmp(gbuf_str(&b), "kept") == 0);
     gbuf_release(&b);
 
-    /* the fixed-buffer writer still stops at its end */
-    {
-        char small[8];
-        jw_init(&w, small, sizeof small);
-        jw_str(&w, "0123456789");
-        CHECK(w.err && w.len <= sizeof small);
-        CHECK(jw_gbuf_end(&w) == GPUFL_ETOOBIG);
-    }
+    /* too deep: no size would do */
+    gbuf_init(&b, 1 << 20);
+    CHECK(jw_gbuf_run(&b, write_deep, NULL) == GPUFL_ETOOBIG);
+    CHECK_EQ_U64(b.len, 0);
+    gbuf_release(&b);
 }
 
 int main(void)
