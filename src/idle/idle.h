@@ -279,14 +279,16 @@ void idle_src_close(idle_src *s);
 /* ---- outputs (idle_out.c) ---- */
 
 typedef struct jw jw;
+struct gbuf;
 
 /* One verdict object (the fields of a `verdict` event after "type"). */
 void idle_out_gpu(jw *w, const idle_gpu *g);
 void idle_out_sess(jw *w, const idle_sess *s);
-/* Prometheus text exposition into buf; returns bytes or 0 when too small. */
-size_t idle_out_metrics(char *buf, size_t cap, const idle_gpu *gpus, int ngpus,
-                        const idle_sess *ss, int nss, const char *hostname,
-                        int simulated);
+/* The Prometheus text exposition, appended to b: 0, or b's error
+ * (GPUFL_ETOOBIG past its cap, GPUFL_ENOMEM). */
+int idle_out_metrics(struct gbuf *b, const idle_gpu *gpus, int ngpus,
+                     const idle_sess *ss, int nss, const char *hostname,
+                     int simulated);
 
 /* A gpufl log (system stream) for verdict lines. */
 typedef struct idle_log idle_log;

@@ -26,6 +26,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/jw.h"
 
@@ -462,12 +463,13 @@ static int http_open(ictx *x, const char *spec, char *why, size_t whylen)
 
 static void publish(ictx *x)
 {
-    size_t ml = idle_out_metrics(x->scratch, IDLE_OUT_CAP, x->gpus, x->ngpus,
-                                 x->ss, x->nss, x->host, x->simulated);
-    char *m = ml ? malloc(ml) : NULL, *v;
-    size_t vl;
-    if (m)
-        memcpy(m, x->scratch, ml);
+    gbuf mb = GBUF_INIT(IDLE_OUT_CAP);
+    size_t ml = 0, vl;
+    char *m = NULL, *v;
+    if (idle_out_metrics(&mb, x->gpus, x->ngpus, x->ss, x->nss, x->host,
+                         x->simulated) == 0)
+        m = gbuf_detach(&mb, &ml);
+    gbuf_release(&mb);
     vl = render_json(x, x->scratch, IDLE_OUT_CAP, 1);
     v = vl ? malloc(vl) : NULL;
     if (v)

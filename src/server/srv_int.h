@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/buf.h"
 #include "common/jw.h"
 #include "common/opt.h"
 #include "store.h"
@@ -100,8 +101,11 @@ typedef struct srv_gauges {
     uint64_t body_buffered;     /* request body bytes held now */
 } srv_gauges;
 
-/* Prometheus text into w. */
-void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, jw *w);
+/* The largest /metrics answer (bytes): a few KiB today. */
+#define SRV_METRICS_MAX (1u << 20)
+
+/* The Prometheus text exposition, appended to b (errors stick in b). */
+void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, gbuf *b);
 
 /* ---- the server ---- */
 
