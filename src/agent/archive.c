@@ -22,14 +22,18 @@
 int agent_archive_open(agent_ctx *c)
 {
     const agent_cfg *cfg = c->cfg;
+    char why[256];
 
     if (!cfg->archiver_endpoint)
         return 0;
     c->s3 = s3_client_new(cfg->archiver_endpoint, cfg->archiver_bucket,
                           cfg->archiver_region, cfg->archiver_access_key,
-                          cfg->archiver_secret_key, cfg->timeout_ms);
-    if (!c->s3)
+                          cfg->archiver_secret_key, cfg->timeout_ms, NULL, why,
+                          sizeof why);
+    if (!c->s3) {
+        fprintf(stderr, "gpufl-agent: cannot set up the S3 archive: %s\n", why);
         return -1;
+    }
     snprintf(c->tmp_zst, sizeof c->tmp_zst, "%s.archive.zst.tmp",
              cfg->cursor_file);
     return 0;

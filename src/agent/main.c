@@ -139,8 +139,7 @@ int main(int argc, char **argv)
     }
     agent_dead_open(&c);
     if (agent_archive_open(&c)) {
-        fprintf(stderr, "gpufl-agent: cannot set up the S3 archive\n");
-        rc = 1;
+        rc = 1; /* it said why */
         goto done;
     }
     if (!cfg.inotify)

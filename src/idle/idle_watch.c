@@ -152,7 +152,8 @@ static void round_sample(ictx *x)
     int n = 0, err;
     char why[IDLE_WHY];
     if (x->o->dcgm_url)
-        idle_dcgm_scrape(x->o->dcgm_url, x->gpus, x->ngpus, why, sizeof why);
+        idle_dcgm_scrape(x->o->dcgm_url, x->o->env.ca_file, x->gpus, x->ngpus,
+                         why, sizeof why);
     err = idle_src_sample(x->src, buf, x->ngpus, &n);
     for (int i = 0; i < x->ngpus; i++)
         idle_gpu_push(&x->gpus[i], !err && i < n ? &buf[i] : NULL, now);
@@ -518,7 +519,8 @@ static void run_hook(ictx *x, const idle_sess *s)
     }
     if (o->hook_url) {
         char why[IDLE_WHY];
-        if (idle_http_post(o->hook_url, x->scratch, why, sizeof why))
+        if (idle_http_post(o->hook_url, o->env.ca_file, x->scratch, why,
+                           sizeof why))
             fprintf(stderr, "gpufl idle: webhook for %s failed: %s\n",
                     s->c.name, why);
     }

@@ -63,11 +63,10 @@ static void push_all(mp_session *s)
         if (!body)
             continue;
         long st = 0;
-        if (mp_push(url, o->token, body, n, &st)) {
-            fprintf(stderr,
-                    "gpufl memprof: push of pid %u to %s failed (HTTP "
-                    "%ld)\n",
-                    p->pid, url, st);
+        char why[512];
+        if (mp_push(url, o->token, o->ca_file, body, n, &st, why, sizeof why)) {
+            fprintf(stderr, "gpufl memprof: push of pid %u to %s failed (%s)\n",
+                    p->pid, url, why);
             failed = 1;
             s->push_errors++;
         } else {
