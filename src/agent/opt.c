@@ -11,6 +11,7 @@
  * seconds, so no existing command line changes meaning.
  */
 #include "agent/opt.h"
+#include "common/log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,7 @@ static const opt_def agent_opts[] = {
       .def = "10",
       .max = 86400,
       .help = "Time between stats lines on stderr; 0 = none." },
+    GLOG_OPT_ROWS(T, log_level, log_format),
     { .name = "once",
       .type = OPT_BOOL,
       OPT_F_SINT(T, once),

@@ -56,6 +56,7 @@ typedef struct agent_cfg {
     uint64_t stats_s;
     int once;
     int status;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
     /* what the load said: --help, --dump-config ..., and where each
      * value came from (for --dump-config) */
     opt_action action;

@@ -13,6 +13,7 @@
  *     retried, whatever the delay; nothing is ever dropped.
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -234,10 +235,10 @@ static int truncated(agent_ctx *c, agent_file *f)
         if (same)
             return 0;
     }
-    fprintf(stderr,
-            "gpufl-agent: %s was truncated or replaced; reading it again "
-            "from the start\n",
-            f->path);
+    glog_warn("ship",
+              "%s was truncated or replaced; reading it again "
+              "from the start",
+              f->path);
     c->st.truncations++;
     f->rbase = f->rlen = f->rpos = 0;
     f->acked = f->consumed = 0;
@@ -291,11 +292,11 @@ static void open_failed(agent_ctx *c, agent_file *f, int rc)
     if (f->warned || (rc == GPUFL_EIO && e == ENOENT))
         return;
     f->warned = 1;
-    fprintf(stderr,
-            "gpufl-agent: cannot open %s: %s%s; retrying every "
-            "--poll-ms\n",
-            f->path, rc == GPUFL_EINVAL ? "not a regular file" : strerror(e),
-            e == EMFILE ? " (raise the open-files limit, ulimit -n)" : "");
+    glog_warn("ship",
+              "cannot open %s: %s%s; retrying every "
+              "--poll-ms",
+              f->path, rc == GPUFL_EINVAL ? "not a regular file" : strerror(e),
+              e == EMFILE ? " (raise the open-files limit, ulimit -n)" : "");
 }
 
 /* Reads and takes lines until the batch is full or the data ends.
@@ -358,10 +359,10 @@ static int pump(agent_ctx *c, agent_file *f)
             continue;
         }
         if (r < 0) {
-            fprintf(stderr,
-                    "gpufl-agent: cannot read %s (corrupt or unreadable); "
-                    "the rest of it is skipped\n",
-                    f->path);
+            glog_error("ship",
+                       "cannot read %s (corrupt or unreadable); "
+                       "the rest of it is skipped",
+                       f->path);
             f->final = 1;
             f->rpos = f->rlen;
             f->consumed = f->rbase + f->rlen;
@@ -444,20 +445,24 @@ static void send_failed(agent_ctx *c, const agent_file *f, const char *why,
     if (!strncmp(why, c->fail_why, sizeof c->fail_why - 1) &&
         now - c->fail_logged_ms < 60000)
         return;
+    glog_field fl[4] = { GLOG_STR("sink", c->sink->ops->name),
+                         GLOG_STR("error", why),
+                         GLOG_NUM("attempts", c->fail_count),
+                         GLOG_NUM("retry_ms", delay) };
     if (c->fail_count == 1)
-        fprintf(stderr,
-                "gpufl-agent: %s send of %u %s lines failed: %s; retrying "
-                "with backoff, first retry in %" PRIu64
-                " ms (nothing is dropped)\n",
-                c->sink->ops->name, f->bn, agent_stream_names[f->stream], why,
-                delay);
+        glog_fields(GLOG_WARN, "ship", fl, 4,
+                    "%s send of %u %s lines failed: %s; retrying with "
+                    "backoff, first retry in %" PRIu64
+                    " ms (nothing is dropped)",
+                    c->sink->ops->name, f->bn, agent_stream_names[f->stream],
+                    why, delay);
     else
-        fprintf(stderr,
-                "gpufl-agent: %s sends still failing after %" PRIu64
-                " attempts over %" PRIu64 " s: %s; retrying (nothing is "
-                "dropped)\n",
-                c->sink->ops->name, c->fail_count,
-                (now - c->fail_since_ms) / 1000, why);
+        glog_fields(GLOG_WARN, "ship", fl, 4,
+                    "%s sends still failing after %" PRIu64
+                    " attempts over %" PRIu64 " s: %s; retrying (nothing is "
+                    "dropped)",
+                    c->sink->ops->name, c->fail_count,
+                    (now - c->fail_since_ms) / 1000, why);
     snprintf(c->fail_why, sizeof c->fail_why, "%s", why);
     c->fail_logged_ms = now;
 }
@@ -498,10 +503,10 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         gbuf_setlen(&f->batch, 0);
         c->nheld--;
         if (c->fail_count)
-            fprintf(stderr,
-                    "gpufl-agent: sink is back after %" PRIu64
-                    " failed attempts over %" PRIu64 " s; shipping resumed\n",
-                    c->fail_count, (now - c->fail_since_ms) / 1000);
+            glog_info("ship",
+                      "sink is back after %" PRIu64
+                      " failed attempts over %" PRIu64 " s; shipping resumed",
+                      c->fail_count, (now - c->fail_since_ms) / 1000);
         c->fail_count = 0;
         c->backoff_ms = 0;
         return 1;

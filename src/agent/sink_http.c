@@ -25,6 +25,7 @@
 #include "common/buf.h"
 #include "common/jsonl.h"
 #include "httpc/httpc.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -285,10 +286,10 @@ static agent_send_rc send_range(http_sink *h, const agent_batch *b,
         st =
             http_post(h, b->stream, b->buf + start, stop - start, why, why_cap);
         if (st == 415 && h->enc != ENC_NONE) {
-            fprintf(stderr,
-                    "gpufl-agent: server refuses %s bodies (HTTP "
-                    "415); sending uncompressed\n",
-                    h->enc == ENC_ZSTD ? "zstd" : "gzip");
+            glog_warn("http",
+                      "server refuses %s bodies (HTTP "
+                      "415); sending uncompressed",
+                      h->enc == ENC_ZSTD ? "zstd" : "gzip");
             h->enc = ENC_NONE;
             continue;
         }

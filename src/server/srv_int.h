@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "common/jw.h"
+#include "common/log.h"
 #include "common/opt.h"
 #include "store.h"
 
@@ -52,6 +53,7 @@ typedef struct srv_config {
     uint64_t retention_interval_s;
     uint64_t quiet;
     uint64_t kafka_batch;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
 } srv_config;
 
 extern const opt_prog srv_prog;
