@@ -15,6 +15,7 @@
 
 #include "cli_int.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/opt.h"
 #include "idle/idle.h"
 
@@ -25,6 +26,7 @@ typedef struct idle_cli {
     char *session[MAX_SESS]; /* --session specs, parsed after the load */
     size_t nsession;
     int once;
+    int log_level, log_format;    /* GLOG_* (common/log.h) */
     idle_sess_cfg sess[MAX_SESS]; /* what they say (o.sessions) */
 } idle_cli;
 
@@ -240,6 +242,7 @@ static const opt_def idle_rows[] = {
       .min = 1,
       .max = 100000000,
       .help = "keep: veto length" },
+    GLOG_OPT_ROWS(T, log_level, log_format),
 };
 #undef FRAC
 #undef DUR_S
@@ -409,6 +412,7 @@ int cli_idle_main(int argc, char **argv)
     rc = opt_cli(&c, &cli_idle_prog, &p, NULL, argc, argv);
     if (rc)
         goto out;
+    glog_setup("gpufl idle", p.log_level, p.log_format);
     /* what the table does not set keeps the detector's own default */
     idle_cfg_init(&d);
     p.o.cfg.unattended_mult = d.unattended_mult;

@@ -21,6 +21,7 @@
 
 #include "httpc/httpc.h"
 #include "session.h"
+#include "common/log.h"
 
 /* the start of the server's answer, for error messages */
 #define PYRO_ANSWER_MAX 200
@@ -119,13 +120,13 @@ static void auth_error(const memprof_opts *o, const char *url, long st)
         fix = "it wants credentials: --pyroscope-token-file (or "
               "GPUFL_PYROSCOPE_TOKEN), or --pyroscope-user with "
               "--pyroscope-password-file (or GPUFL_PYROSCOPE_PASSWORD)";
-    fprintf(stderr,
-            "gpufl memprof: Pyroscope at %s refused the push (HTTP %ld %s): "
-            "%s%s\n",
-            url, st, st == 401 ? "Unauthorized" : "Forbidden", fix,
-            st == 403 || o->pyroscope_tenant
-                ? "; and the tenant (--pyroscope-tenant)"
-                : "");
+    glog_error("pyroscope",
+               "Pyroscope at %s refused the push (HTTP %ld %s): "
+               "%s%s",
+               url, st, st == 401 ? "Unauthorized" : "Forbidden", fix,
+               st == 403 || o->pyroscope_tenant
+                   ? "; and the tenant (--pyroscope-tenant)"
+                   : "");
 }
 
 static int push_one(mp_session *s, CURL *esc, const mp_proc *p, int view,
@@ -176,13 +177,11 @@ static int push_one(mp_session *s, CURL *esc, const mp_proc *p, int view,
         auth_error(o, shown, st);
         rc = PUSH_AUTH;
     } else if (cr != 0) {
-        fprintf(stderr, "gpufl memprof: Pyroscope push to %s failed: %s\n",
-                shown, why);
+        glog_warn("pyroscope", "Pyroscope push to %s failed: %s", shown, why);
     } else {
         const char *line = answer_line(o, &ans);
-        fprintf(stderr,
-                "gpufl memprof: Pyroscope push to %s failed (HTTP %ld)%s%s\n",
-                shown, st, line ? ": " : "", line ? line : "");
+        glog_warn("pyroscope", "Pyroscope push to %s failed (HTTP %ld)%s%s",
+                  shown, st, line ? ": " : "", line ? line : "");
     }
 out:
     gbuf_release(&ans);
