@@ -29,8 +29,8 @@ int agent_archive_open(agent_ctx *c)
         return 0;
     c->s3 = s3_client_new(cfg->archiver_endpoint, cfg->archiver_bucket,
                           cfg->archiver_region, cfg->archiver_access_key,
-                          cfg->archiver_secret_key, cfg->timeout_ms, NULL, why,
-                          sizeof why);
+                          cfg->archiver_secret_key, cfg->timeout_ms,
+                          cfg->ca_file, why, sizeof why);
     if (!c->s3) {
         glog_error("archive", "cannot set up the S3 archive: %s", why);
         return -1;

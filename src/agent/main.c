@@ -5,6 +5,7 @@
  */
 #include "agent/agent_int.h"
 #include "common/log.h"
+#include "httpc/httpc.h"
 
 #include <gpufl/gpufl.h>
 
@@ -138,6 +139,14 @@ int main(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    if (!strcmp(cfg.type, "http") && cfg.token && *cfg.token &&
+        httpc_cleartext(cfg.url))
+        glog_warn("main",
+                  "warning: --url %s is plain http to another machine: the "
+                  "token and the events cross the network in the clear; "
+                  "use https:// (gpufl-server --tls-cert/--tls-key, "
+                  "docs/deploy.md)",
+                  cfg.url);
     agent_dead_open(&c);
     if (agent_archive_open(&c)) {
         rc = 1; /* it said why */

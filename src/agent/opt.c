@@ -44,6 +44,13 @@ static const opt_def agent_opts[] = {
       .arg = "TOKEN",
       .help = "HTTP: Bearer token (prefer the environment or the config "
               "file to the command line)." },
+    { .name = "ca-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs an https --url and --archiver-endpoint "
+              "are verified with (peer and host name, always); default the "
+              "system's CA store." },
     { .name = "compress",
       .type = OPT_ENUM,
       OPT_F_PTR(T, compress),

@@ -33,7 +33,8 @@ typedef struct agent_cfg {
     /* sink */
     char *type; /* "http" | "kafka" */
     char *url;
-    char *token; /* secret */
+    char *token;   /* secret */
+    char *ca_file; /* https: CAs to verify with; NULL: the system's */
     char *compress;
     uint64_t batch_lines;
     uint64_t batch_bytes;

@@ -382,7 +382,7 @@ agent_sink *agent_sink_http_new(const agent_cfg *cfg, volatile int *stop,
                                 char *err, size_t errcap)
 {
     http_sink *h = calloc(1, sizeof *h);
-    httpc_cfg hc = { cfg->timeout_ms, NULL, "gpufl-agent/0.1", 1 };
+    httpc_cfg hc = { cfg->timeout_ms, cfg->ca_file, "gpufl-agent/0.1", 1 };
     CURL *c;
 
     if (!h) {

@@ -16,6 +16,7 @@
 #include "cli_int.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "httpc/httpc.h"
 #include "common/opt.h"
 #include "idle/idle.h"
 
@@ -134,6 +135,13 @@ static const opt_def idle_rows[] = {
       .arg = "URL",
       .help = "watch: POST the verdict JSON here when a warning period "
               "ends" },
+    { .name = "ca-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.env.ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs https Jupyter, dcgm-exporter and "
+              "--hook-url servers are verified with (peer and host name, "
+              "always); default the system's CA store" },
     { .name = "duration",
       DUR_S,
       OPT_F_UINT(T, o.duration_s),
@@ -424,6 +432,13 @@ int cli_idle_main(int argc, char **argv)
             rc = 2;
             goto out;
         }
+    for (int i = 0; i < p.o.nsessions; i++)
+        if (p.sess[i].token[0] && httpc_cleartext(p.sess[i].jupyter))
+            glog_warn("cli",
+                      "warning: session %s: jupyter=%s is plain http to "
+                      "another machine: its token crosses the network in "
+                      "the clear; use https://",
+                      p.sess[i].name, p.sess[i].jupyter);
     for (int i = 0, k = 0; i < argc && k + 2 < (int)sizeof g_cmdline; i++)
         k += snprintf(g_cmdline + k, sizeof g_cmdline - (size_t)k, "%s%s",
                       i ? " " : "gpufl ", argv[i]);

@@ -15,6 +15,7 @@
 #include "common/fsutil.h"
 #include "memprof/memprof.h"
 #include "common/log.h"
+#include "httpc/httpc.h"
 
 int mp_ebpf_check(void); /* src/memprof/ebpf.c */
 
@@ -137,6 +138,13 @@ static const opt_def mp_rows[] = {
       .arg = "T",
       .flags = OPT_SECRET,
       .help = "bearer token for --server (role ingest); also GPUFL_TOKEN" },
+    { .name = "ca-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs an https --server or --pyroscope is "
+              "verified with (peer and host name, always); default the "
+              "system's CA store" },
     { .name = "host",
       .type = OPT_STR,
       OPT_F_PTR(T, o.host),
@@ -470,9 +478,22 @@ int cli_memprof_main(int argc, char **argv)
     }
     if (o->server && !o->token)
         o->token = getenv("GPUFL_TOKEN");
+    if (o->server && o->token && httpc_cleartext(o->server))
+        glog_warn("cli",
+                  "warning: --server %s is plain http to another machine: "
+                  "the token and the profiles cross the network in the "
+                  "clear; use https:// (gpufl-server --tls-cert/--tls-key, "
+                  "docs/deploy.md)",
+                  o->server);
     if (pyroscope_auth(o, m.pw_file, m.tok_file, pyro_secret,
                        sizeof pyro_secret))
         goto out;
+    if (o->pyroscope && (o->pyroscope_token || o->pyroscope_password) &&
+        httpc_cleartext(o->pyroscope))
+        glog_warn("cli",
+                  "warning: --pyroscope is plain http to another machine: "
+                  "its credentials cross the network in the clear; use "
+                  "https://");
     o->duration = (double)m.duration_ms / 1000;
     o->interval = m.interval_ms ? (double)m.interval_ms / 1000
                   : o->live     ? 2
