@@ -472,6 +472,46 @@ def case_s3(work):
         subprocess.run([CEPH, "stop", cdir], timeout=60)
 
 
+ADMIN = "ADMIN-TOKEN-1-0123456789abcdef0123456789"
+
+
+def start_server(work, extra=(), scheme="http"):
+    """The real gpufl-server on an ephemeral port: (process, base URL)."""
+    out = open(os.path.join(work, "server.out"), "w+")
+    p = subprocess.Popen([os.path.join(BIN, "gpufl-server"), "--listen",
+                          "127.0.0.1:0", "--data-dir",
+                          os.path.join(work, "data"), "--admin-token", ADMIN,
+                          "--quiet"] + list(extra), stdout=out,
+                         stderr=subprocess.STDOUT)
+    url = []
+
+    def listening():
+        out.seek(0)
+        for line in out:
+            if "listening on %s://" % scheme in line:
+                url.append(line.split("listening on ")[1].split()[0])
+                return True
+        return False
+    wait_for(listening, 30, "gpufl-server to listen on " + scheme)
+    return p, url[0]
+
+
+def server_counts(base, context=None):
+    """{session id: lines stored} as the server's API says."""
+    req = urllib.request.Request(base + "/api/v1/sessions",
+                                 headers={"Authorization": "Bearer " + ADMIN})
+    with urllib.request.urlopen(req, timeout=10, context=context) as r:
+        items = json.loads(r.read())["items"]
+    return {i["id"]: i["counts"]["lines"] for i in items}
+
+
+def lines_per_sid(logs):
+    per_sid = {}
+    for (sid, st, seq) in expected(logs):
+        per_sid[sid] = per_sid.get(sid, 0) + 1
+    return per_sid
+
+
 def case_server(work):
     """The real gpufl-server (when built): every line stored once, a full
     re-send de-duplicated, a wrong token refused."""
@@ -483,34 +523,11 @@ def case_server(work):
     os.makedirs(logs)
     train(logs, 300, 50, rotate=65536, zstd=True)
     workload(logs, 2, 200, rotate=16384)
-    out = open(os.path.join(work, "server.out"), "w+")
-    p = subprocess.Popen([srv, "--listen", "127.0.0.1:0", "--data-dir",
-                          os.path.join(work, "data"), "--admin-token",
-                          "ADMIN-TOKEN-1-0123456789abcdef0123456789", "--quiet"], stdout=out,
-                         stderr=subprocess.STDOUT)
-    url = []
-
-    def listening():
-        out.seek(0)
-        for line in out:
-            if "listening on http://" in line:
-                url.append(line.split("listening on ")[1].split()[0])
-                return True
-        return False
-    wait_for(listening, 30, "gpufl-server to listen")
-    base = url[0]
-    want = expected(logs)
-    per_sid = {}
-    for (sid, st, seq) in want:
-        per_sid[sid] = per_sid.get(sid, 0) + 1
+    p, base = start_server(work)
+    per_sid = lines_per_sid(logs)
 
     def counts():
-        req = urllib.request.Request(
-            base + "/api/v1/sessions",
-            headers={"Authorization": "Bearer ADMIN-TOKEN-1-0123456789abcdef0123456789"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            items = json.loads(r.read())["items"]
-        return {i["id"]: i["counts"]["lines"] for i in items}
+        return server_counts(base)
     bad = Agent(work, [logs], base + "/api/v1/events/", ["--token=nope",
                                                           "--retry-max-ms=200"],
                 name="bad")
@@ -521,7 +538,7 @@ def case_server(work):
           "a wrong token was not refused")
     for run in range(2):
         a = Agent(work, [logs], base + "/api/v1/events/",
-                  env={"GPUFL_AGENT_TOKEN": "ADMIN-TOKEN-1-0123456789abcdef0123456789"},
+                  env={"GPUFL_AGENT_TOKEN": ADMIN},
                   name="run%d" % run)
         if run:
             a.cursor += ".fresh"   # everything again: duplicates
@@ -556,36 +573,14 @@ def case_tls(work):
     logs = os.path.join(work, "logs")
     os.makedirs(logs)
     train(logs, 200, 50, rotate=65536, zstd=True)
-    admin = "ADMIN-TOKEN-1-0123456789abcdef0123456789"
-    out = open(os.path.join(work, "server.out"), "w+")
-    p = subprocess.Popen([srv, "--listen", "127.0.0.1:0", "--data-dir",
-                          os.path.join(work, "data"), "--admin-token", admin,
-                          "--tls-cert", pki["cert"], "--tls-key", pki["key"],
-                          "--quiet"], stdout=out, stderr=subprocess.STDOUT)
-    url = []
-
-    def listening():
-        out.seek(0)
-        for line in out:
-            if "listening on https://" in line:
-                url.append(line.split("listening on ")[1].split()[0])
-                return True
-        return False
-    wait_for(listening, 30, "gpufl-server to listen on https")
-    base = url[0]
+    admin = ADMIN
+    p, base = start_server(work, ["--tls-cert", pki["cert"], "--tls-key",
+                                  pki["key"]], scheme="https")
     ctx = ssl.create_default_context(cafile=pki["ca"])
 
     def counts():
-        req = urllib.request.Request(base + "/api/v1/sessions",
-                                     headers={"Authorization": "Bearer " +
-                                              admin})
-        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
-            items = json.loads(r.read())["items"]
-        return {i["id"]: i["counts"]["lines"] for i in items}
-    want = expected(logs)
-    per_sid = {}
-    for (sid, st, seq) in want:
-        per_sid[sid] = per_sid.get(sid, 0) + 1
+        return server_counts(base, ctx)
+    per_sid = lines_per_sid(logs)
     env = {"GPUFL_AGENT_TOKEN": admin}
     for name, ca in (("system", None), ("other", pki["other_ca"])):
         extra = ["--retry-max-ms=200", "--log-format=json"]
