@@ -121,8 +121,9 @@ static void json_line(int level, const char *component, const glog_field *f,
     emit(line, w.len);
 }
 
-static void vwrite(int level, const char *component, const glog_field *f,
-                   size_t nf, const char *fmt, va_list ap)
+__attribute__((format(printf, 5, 0))) static void
+vwrite(int level, const char *component, const glog_field *f, size_t nf,
+       const char *fmt, va_list ap)
 {
     char msg[GLOG_MSG_MAX], line[GLOG_MSG_MAX + 128];
     uint64_t dropped = 0;
