@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/buf.h"
 #include "common/jw.h"
+#include "common/log.h"
 #include "common/opt.h"
 #include "store.h"
 
@@ -51,6 +53,7 @@ typedef struct srv_config {
     uint64_t retention_interval_s;
     uint64_t quiet;
     uint64_t kafka_batch;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
 } srv_config;
 
 extern const opt_prog srv_prog;
@@ -100,8 +103,11 @@ typedef struct srv_gauges {
     uint64_t body_buffered;     /* request body bytes held now */
 } srv_gauges;
 
-/* Prometheus text into w. */
-void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, jw *w);
+/* The largest /metrics answer (bytes): a few KiB today. */
+#define SRV_METRICS_MAX (1u << 20)
+
+/* The Prometheus text exposition, appended to b (errors stick in b). */
+void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, gbuf *b);
 
 /* ---- the server ---- */
 
