@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "common/buf.h"
+#include "common/jsonl.h"
 #include "common/jw.h"
 #include "common/log.h"
 #include "common/opt.h"
@@ -254,6 +255,12 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
+/* The body of POST /api/v1/memprof, parsed into d, checked and read into
+ * *p: 0, or the HTTP status (400, 413, 500) with why.  *stacks (caller
+ * frees, also after a refusal) holds p->n stacks whose strings borrow d's
+ * line.  Exposed for tests/fuzz/fuzz_memprof_post.c. */
+int srv_memprof_parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks,
+                      char *why, size_t cap);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
 /* Opens the web UI's folder for srv_static_handle: --ui-dir, or without
  * it the installed copy or (a binary in its build tree) the source tree's
