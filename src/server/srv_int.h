@@ -11,7 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/buf.h"
+#include "common/jsonl.h"
 #include "common/jw.h"
+#include "common/log.h"
 #include "common/opt.h"
 #include "store.h"
 
@@ -51,6 +54,7 @@ typedef struct srv_config {
     uint64_t retention_interval_s;
     uint64_t quiet;
     uint64_t kafka_batch;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
 } srv_config;
 
 extern const opt_prog srv_prog;
@@ -100,8 +104,11 @@ typedef struct srv_gauges {
     uint64_t body_buffered;     /* request body bytes held now */
 } srv_gauges;
 
-/* Prometheus text into w. */
-void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, jw *w);
+/* The largest /metrics answer (bytes): a few KiB today. */
+#define SRV_METRICS_MAX (1u << 20)
+
+/* The Prometheus text exposition, appended to b (errors stick in b). */
+void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, gbuf *b);
 
 /* ---- the server ---- */
 
@@ -114,6 +121,8 @@ typedef struct srv {
     void *http;              /* struct MHD_Daemon */
     struct srv_conns *conns; /* conn.c */
     int ui_fd;               /* --ui-dir, opened (static.c); -1: none */
+    /* which web UI it serves, for the start-up line (static.c) */
+    char ui_msg[4 * 4096 + 2 * SRV_STR_MAX + 512];
     /* --tls-cert / --tls-key as read (tls.c); NULL: plain HTTP */
     char *tls_cert, *tls_key;
     int loopback; /* the listening address is a loopback one */
@@ -246,9 +255,18 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
+/* The body of POST /api/v1/memprof, parsed into d, checked and read into
+ * *p: 0, or the HTTP status (400, 413, 500) with why.  *stacks (caller
+ * frees, also after a refusal) holds p->n stacks whose strings borrow d's
+ * line.  Exposed for tests/fuzz/fuzz_memprof_post.c. */
+int srv_memprof_parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks,
+                      char *why, size_t cap);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
-/* Opens --ui-dir (if set) for srv_static_handle; refuses (GPUFL_EINVAL,
- * err) a folder holding the data folder or the database file. */
+/* Opens the web UI's folder for srv_static_handle: --ui-dir, or without
+ * it the installed copy or (a binary in its build tree) the source tree's
+ * web/dist; --ui-dir none: none.  Says which in s->ui_msg.  Refuses
+ * (GPUFL_EINVAL, err) a --ui-dir holding the data folder or the database
+ * file; a found one holding them is not served (said in ui_msg). */
 int srv_static_open(srv *s, char *err, size_t cap);
 void srv_static_close(srv *s);
 /* rel opened read-only below the folder dir, never through a symbolic

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/jsonl.h"
+#include "common/num.h"
 #include "srv_json.h"
 
 void q_begin(srv_store *s, qctx *c)
@@ -83,6 +84,95 @@ void q_next(jw *w, int more, const int64_t *v, int n)
         jw_null(w);
 }
 
+int sq_cols_of(uint64_t from, uint64_t to, uint64_t bw, uint32_t width,
+               uint64_t t0, uint64_t dur, uint32_t *c0, uint32_t *c1)
+{
+    /* the last ns the span occupies (an instant: t0 itself); ts + dur is
+     * a time (ingest checks), so no overflow */
+    uint64_t last = dur ? t0 + dur - 1 : t0;
+
+    if (last < from || t0 >= to || !width || !bw)
+        return 0;
+    *c0 = t0 > from ? (uint32_t)((t0 - from) / bw) : 0;
+    *c1 = last < to ? (uint32_t)((last - from) / bw)
+                    : (uint32_t)((to - 1 - from) / bw);
+    if (*c1 >= width)
+        *c1 = width - 1;
+    if (*c0 > *c1)
+        *c0 = *c1;
+    return 1;
+}
+
+uint64_t sq_cols_overlap(uint64_t from, uint64_t to, uint64_t bw, uint32_t c,
+                         uint64_t t0, uint64_t dur)
+{
+    uint64_t lo = from + (uint64_t)c * bw, hi = lo + bw, end = t0 + dur;
+
+    if (hi > to || hi < lo)
+        hi = to;
+    if (t0 > lo)
+        lo = t0;
+    if (end < hi)
+        hi = end;
+    return hi > lo ? hi - lo : 0;
+}
+
+int sq_kernels_back(qctx *c, uint64_t t, int64_t *lo)
+{
+    int64_t back;
+    int rc;
+
+    if ((rc = q_prepare(c, "SELECT coalesce(max(dur), 0) FROM kext WHERE"
+                           " sess=? AND side=0")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    back = qcol_i64(c->st, 0);
+    /* longer ones are in klong: read apart */
+    if (back > (int64_t)RL_TL_LONG_NS)
+        back = (int64_t)RL_TL_LONG_NS;
+    *lo = (int64_t)t > back ? (int64_t)t - back : 0;
+    return GPUFL_OK;
+}
+
+int sq_lanes_parse(const char *s, int64_t *out, int cap, int *n)
+{
+    *n = 0;
+    while (*s) {
+        char num[24];
+        size_t len = strcspn(s, ":,");
+        uint64_t dev, stream;
+        int dup = 0;
+
+        if (len == 0 || len >= sizeof(num) || s[len] != ':')
+            return GPUFL_EINVAL;
+        memcpy(num, s, len);
+        num[len] = '\0';
+        if (num_u64(num, &dev) || dev > 0x7fffffff)
+            return GPUFL_EINVAL;
+        s += len + 1;
+        len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof(num))
+            return GPUFL_EINVAL;
+        memcpy(num, s, len);
+        num[len] = '\0';
+        if (num_u64(num, &stream) || stream > 0xffffffffu)
+            return GPUFL_EINVAL;
+        s += len;
+        if (*s == ',' && !*++s)
+            return GPUFL_EINVAL;
+        for (int i = 0; i < *n; i++)
+            dup |= out[i] == (int64_t)(dev << 32 | stream);
+        if (dup)
+            continue;
+        if (*n >= cap)
+            return GPUFL_EINVAL;
+        out[(*n)++] = (int64_t)(dev << 32 | stream);
+    }
+    return GPUFL_OK;
+}
+
 void sq_like_pat(const char *s, char *out, size_t cap)
 {
     size_t n = 0;
@@ -123,6 +213,25 @@ const char *sq_name_of(sdb *db, int64_t sess, int64_t id, char *buf, size_t cap)
     }
     sdb_finalize(st);
     return buf;
+}
+
+void sq_kname_of(sdb *db, int64_t sess, int64_t id, char *disp, char *mangled,
+                 size_t cap)
+{
+    sdb_stmt *st = NULL;
+    disp[0] = mangled[0] = '\0';
+    if (sdb_prepare(db,
+                    "SELECT coalesce(demangled, name, ''), coalesce(name, '')"
+                    " FROM dicts WHERE sess=? AND id=?",
+                    &st) == 0) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, id);
+        if (sdb_step(st) == SDB_ROW) {
+            sq_str_add_utf8(disp, 0, cap, qcol_text(st, 0));
+            sq_str_add_utf8(mangled, 0, cap, qcol_text(st, 1));
+        }
+    }
+    sdb_finalize(st);
 }
 
 const char *sq_path_of(sdb *db, int64_t sess, int64_t id, char *buf, size_t cap)

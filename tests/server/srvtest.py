@@ -37,7 +37,8 @@ API_DEC = frozenset((
     "p99_ns", "max_ns", "from", "to", "bucket_ns", "t", "dur_ns", "self_ns",
     "gpu_ns", "gpu_ns_total", "bytes", "inst", "thread_inst", "sectors",
     "sectors_ideal", "start", "alloc_bytes", "inuse_bytes", "total_bytes",
-    "since", "deadline", "veto_until"))
+    "since", "deadline", "veto_until", "gpu_ts", "gpu_dur", "queue_ns",
+    "launch_ns"))
 # Members copied from event lines as they came: their integers are
 # numbers up to 2^53 - 1 and decimal strings past it, whatever the key.
 API_COPIED = frozenset(("devices", "engines", "cmd", "lib", "interval_ms",
@@ -58,12 +59,21 @@ def api_decode(v, key=None, copied=False, where="$"):
                               where + "." + k) for k, x in v.items()}
     if isinstance(v, list):
         if key == "buckets" and not copied:
-            # timeline: [pixel, kernels started, busy ns, top name id]
+            # timeline: [pixel, kernels started, busy ns, top name id];
+            # API calls: [pixel, calls started, busy ns]
             for b in v:
-                if not (isinstance(b, list) and len(b) == 4):
-                    bad("a bucket is [pixel, kernels, busy ns, name id]")
+                if not (isinstance(b, list) and len(b) in (3, 4)):
+                    bad("a bucket is [pixel, count, busy ns(, name id)]")
             return [[api_decode(x, "dur" if i == 2 else None, False,
                                 "%s[%d][%d]" % (where, j, i))
+                     for i, x in enumerate(b)] for j, b in enumerate(v)]
+        if key == "kernels" and not copied:
+            # timeline: [kid, ts, dur, name id, corr]
+            for b in v:
+                if not (isinstance(b, list) and len(b) == 5):
+                    bad("a kernel row is [kid, ts, dur, name id, corr]")
+            return [[api_decode(x, ("ts", "dur")[i - 1] if i in (1, 2)
+                                else None, False, "%s[%d][%d]" % (where, j, i))
                      for i, x in enumerate(b)] for j, b in enumerate(v)]
         return [api_decode(x, key, copied, "%s[%d]" % (where, i))
                 for i, x in enumerate(v)]
@@ -89,6 +99,54 @@ def api_json(data):
     """An API answer's body (bytes): parsed, checked, decimal strings as
     ints (api_decode)."""
     return api_decode(json.loads(data))
+
+
+def make_pki(d):
+    """A test CA, a server certificate it signs for 127.0.0.1 and
+    localhost, and another CA that signed nothing, made with openssl in
+    folder d: {"ca", "cert", "key", "other_ca"} paths, or None when openssl
+    is not installed."""
+    import shutil
+    if not shutil.which("openssl"):
+        return None
+    os.makedirs(d, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+          "-nodes"]
+
+    def ossl(*args):
+        subprocess.run(["openssl"] + list(args), cwd=d, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=30)
+    ossl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=gpufl test CA",
+         "-keyout", "ca.key", "-out", "ca.crt")
+    ossl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=another CA",
+         "-keyout", "other.key", "-out", "other.crt")
+    ossl("req", *ec, "-subj", "/CN=localhost", "-keyout", "srv.key",
+         "-out", "srv.csr")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ossl("x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey",
+         "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext",
+         "-out", "srv.crt")
+    return {"ca": os.path.join(d, "ca.crt"), "cert": os.path.join(d, "srv.crt"),
+            "key": os.path.join(d, "srv.key"),
+            "other_ca": os.path.join(d, "other.crt")}
+
+
+def json_log_lines(text):
+    """The lines of a --log-format json stderr, each parsed; an
+    AssertionError names the first that is not one log object."""
+    out = []
+    for line in text.splitlines():
+        try:
+            o = json.loads(line)
+        except ValueError:
+            raise AssertionError("not a JSON log line: %r" % line)
+        if not (isinstance(o, dict) and {"ts", "level", "program",
+                                         "component", "msg"} <= set(o)):
+            raise AssertionError("not a log object: %r" % line)
+        out.append(o)
+    return out
 
 
 def clean_env(extra=None):
