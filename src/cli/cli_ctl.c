@@ -7,7 +7,7 @@
  * printed with "pid" added.  --all finds the sockets in /proc/net/unix
  * ("@gpufl-ctl.<pid>") and asks each process of this user (every one for
  * root).  Exit 0 when every process answered "ok", 1 otherwise, 2 for a
- * usage error.
+ * usage error (nothing is sent then).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,113 +21,152 @@
 
 #include "cli_int.h"
 #include "common/ctlproto.h"
+#include "common/jw.h"
+#include "common/log.h"
 #include "common/opt.h"
 
 #define CTL_MAX_PIDS 4096 /* processes --all addresses */
 #define CTL_WAIT_S 20     /* a dump waits up to 10 s inside the process */
+/* dump TEXT: the trigger line's detail is at most 255 bytes */
+#define CTL_TEXT_MAX 230
+#define CTL_FOR_MAX_MS 86400000ull /* the process refuses more than a day */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gpufl ctl PID|--all COMMAND [ARGS]\n\n"
-            "Talks to running programs that use libgpufl, through their "
-            "control socket\n(@gpufl-ctl.<pid>; the same user or root "
-            "only).  Prints one JSON line per\nprocess.\n\n"
-            "commands:\n"
-            "  status                       mode, window, triggers, tracing, "
-            "engines, files\n"
-            "  dump [TEXT...]               ring mode: write the window now "
-            "(the ctl trigger;\n"
-            "                               TEXT goes into its trigger "
-            "line)\n"
-            "  trace on|off [--for DUR]     CUPTI activity tracing on or off "
-            "(for DUR, then back)\n"
-            "  engines sass|pcsamp|cupti|off [--for DUR]\n"
-            "                               a profiling engine on (for DUR) "
-            "or off\n\n"
-            "DUR: 30s, 500ms, 2m (a bare number is ms).  Exit codes: 0 every "
-            "process said ok,\n1 one did not (or none was found), 2 usage "
-            "error.\n");
-}
+typedef struct ctl_opts {
+    int all;
+    uint64_t for_ms; /* 0: not given */
+    int log_level, log_format;
+} ctl_opts;
 
-/* The request line from the command words: 0, or -1 (usage said). */
-static int build(int argc, char **argv, char *out, size_t cap)
+#define T ctl_opts
+static const opt_def ctl_rows[] = {
+    { .name = "all",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, all),
+      .flags = OPT_CLI_ONLY,
+      .help = "Instead of PID: every process of this user (every process, "
+              "for root) that has a gpufl control socket, found in "
+              "/proc/net/unix." },
+    { .name = "for",
+      .type = OPT_DUR,
+      .unit = OPT_MS,
+      OPT_F_UINT(T, for_ms),
+      .min = 1,
+      .max = CTL_FOR_MAX_MS,
+      .flags = OPT_CLI_ONLY,
+      .arg = "DUR",
+      .help = "With `trace` and `engines`: back to how it was after DUR "
+              "(`30s`, `500ms`, `2m`; a bare number is milliseconds)." },
+    GLOG_OPT_ROWS(T, log_level, log_format),
+};
+#undef T
+
+const opt_prog cli_ctl_prog = {
+    .name = "gpufl ctl",
+    .env_prefix = "GPUFL_CTL_",
+    .opts = ctl_rows,
+    .n = sizeof ctl_rows / sizeof ctl_rows[0],
+    .size = sizeof(ctl_opts),
+    .usage = "usage: gpufl ctl PID|--all status\n"
+             "       gpufl ctl PID|--all dump [TEXT...]\n"
+             "       gpufl ctl PID|--all trace on|off [--for DUR]\n"
+             "       gpufl ctl PID|--all engines sass|pcsamp|cupti|off "
+             "[--for DUR]\n\n"
+             "Talks to running programs that use libgpufl, through their "
+             "control socket\n(@gpufl-ctl.<pid>; the same user or root "
+             "only), and prints each one's answer\nas one JSON line with "
+             "\"pid\" added (docs/recorder.md).\n\n"
+             "  status     mode, window, triggers, tracing, engines, files\n"
+             "  dump       ring mode: write the window now (the ctl trigger; "
+             "TEXT, printable\n             ASCII, goes into its trigger "
+             "line; after -- when it starts with -)\n"
+             "  trace      CUPTI activity tracing on or off\n"
+             "  engines    a profiling engine on, or off\n",
+    .tail = "Exit codes: 0 every process said ok, 1 one did not (or none was "
+            "found), 2 usage\nerror.\n",
+    .flags = OPT_P_ARGS | OPT_P_DASHDASH,
+};
+
+/* The request line from the command words: 0, or 2 (usage, said). */
+static int build(const ctl_opts *o, char **w, size_t nw, char **rest, int nrest,
+                 char *out, size_t cap)
 {
-    const char *cmd = argv[0], *dur = NULL;
-    size_t n = 0;
-    uint64_t ms;
-    char words[3][64];
-    int nw = 0;
+    const char *cmd = w[0];
+    size_t n;
+    int is_trace = !strcmp(cmd, "trace"), is_eng = !strcmp(cmd, "engines");
+
     if (!strcmp(cmd, "dump")) {
         n = (size_t)snprintf(out, cap, "dump");
-        for (int i = 1; i < argc; i++) {
-            for (const char *p = argv[i]; *p; p++)
+        for (size_t i = 1; i < nw + (size_t)nrest; i++) {
+            const char *a = i < nw ? w[i] : rest[i - nw];
+            for (const char *p = a; *p; p++)
                 if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) {
-                    fprintf(stderr, "gpufl ctl: dump TEXT must be printable "
-                                    "ASCII\n");
-                    return -1;
+                    glog_error("ctl", "dump TEXT must be printable ASCII");
+                    return 2;
                 }
-            n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, " %s",
-                                  argv[i]);
+            n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, " %s", a);
         }
-        if (n > 240) {
-            fprintf(stderr, "gpufl ctl: dump TEXT is at most 230 bytes\n");
-            return -1;
+        if (n > CTL_TEXT_MAX + 5) {
+            glog_error("ctl", "dump TEXT is at most %d bytes", CTL_TEXT_MAX);
+            return 2;
+        }
+        if (o->for_ms) {
+            glog_error("ctl", "--for goes with trace and engines");
+            return 2;
         }
         return 0;
     }
-    if (strcmp(cmd, "status") && strcmp(cmd, "trace") &&
-        strcmp(cmd, "engines")) {
-        fprintf(stderr, "gpufl ctl: unknown command \"%s\"\n", cmd);
-        return -1;
+    if (strcmp(cmd, "status") && !is_trace && !is_eng) {
+        glog_error("ctl",
+                   "unknown command \"%.100s\" (status, dump, trace, "
+                   "engines)",
+                   cmd);
+        return 2;
     }
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--for") && i + 1 < argc)
-            dur = argv[++i];
-        else if (!strncmp(argv[i], "--for=", 6))
-            dur = argv[i] + 6;
-        else if (nw < 3 && strlen(argv[i]) < sizeof words[0] &&
-                 argv[i][0] != '-')
-            snprintf(words[nw++], sizeof words[0], "%s", argv[i]);
-        else {
-            fprintf(stderr, "gpufl ctl: unexpected argument \"%s\"\n", argv[i]);
-            return -1;
-        }
+    if (nrest) {
+        glog_error("ctl", "%s: nothing goes after --", cmd);
+        return 2;
     }
-    if (dur && (strcmp(cmd, "trace") && strcmp(cmd, "engines"))) {
-        fprintf(stderr, "gpufl ctl: --for goes with trace and engines\n");
-        return -1;
+    if (o->for_ms && !is_trace && !is_eng) {
+        glog_error("ctl", "--for goes with trace and engines");
+        return 2;
     }
-    if (dur && (opt_parse_dur(dur, OPT_MS, OPT_MS, &ms) || !ms)) {
-        fprintf(stderr,
-                "gpufl ctl: --for %s is not a duration (30s, "
-                "500ms, 2m)\n",
-                dur);
-        return -1;
-    }
-    if ((!strcmp(cmd, "status") && nw != 0) ||
-        (!strcmp(cmd, "trace") &&
-         (nw != 1 || (strcmp(words[0], "on") && strcmp(words[0], "off")))) ||
-        (!strcmp(cmd, "engines") && nw != 1)) {
-        fprintf(stderr, "gpufl ctl: %s: wrong arguments (see --help)\n", cmd);
-        return -1;
+    if ((!is_trace && !is_eng && nw != 1) ||
+        (is_trace &&
+         (nw != 2 || (strcmp(w[1], "on") && strcmp(w[1], "off")))) ||
+        (is_eng && (nw != 2 || strlen(w[1]) > 32))) {
+        glog_error("ctl", "%s: wrong arguments (see gpufl ctl --help)", cmd);
+        return 2;
     }
     n = (size_t)snprintf(out, cap, "%s", cmd);
-    if (nw)
-        n += (size_t)snprintf(out + n, cap - n, " %s", words[0]);
-    if (dur)
-        snprintf(out + n, cap - n, " for=%llu", (unsigned long long)ms);
+    if (nw == 2)
+        n += (size_t)snprintf(out + n, cap - n, " %s", w[1]);
+    if (o->for_ms)
+        snprintf(out + n, cap - n, " for=%llu", (unsigned long long)o->for_ms);
     return 0;
 }
 
 /* Print {"pid":N,...} from the process's reply or our own error. */
 static int print_reply(long pid, const char *reply, const char *err)
 {
+    char line[512];
+    jw j;
     if (err) {
-        printf("{\"pid\":%ld,\"ok\":false,\"error\":\"%s\"}\n", pid, err);
+        jw_init(&j, line, sizeof line - 1);
+        jw_obj_begin(&j);
+        jw_kv_u64(&j, "pid", (uint64_t)pid);
+        jw_key(&j, "ok");
+        jw_bool(&j, 0);
+        jw_key(&j, "error");
+        jw_strn(&j, err, strlen(err), 300);
+        jw_obj_end(&j);
+        if (j.err) /* cannot happen: 300 bytes of text, escaped, fit */
+            return 1;
+        line[j.len] = 0;
+        printf("%s\n", line);
         return 1;
     }
-    printf("{\"pid\":%ld,%s", pid, reply + 1); /* reply ends in \n */
+    /* the reply is one object ending in "}\n": "pid" goes in first */
+    printf("{\"pid\":%ld%s%s", pid, reply[1] == '}' ? "" : ",", reply + 1);
     return strncmp(reply, "{\"ok\":true", 10) != 0;
 }
 
@@ -223,44 +262,57 @@ static size_t find_all(long *pids, size_t max)
 
 int cli_ctl_main(int argc, char **argv)
 {
-    char req[CTL_REQ_MAX];
+    static opt_ctx c; /* large: its origin table */
     static long pids[CTL_MAX_PIDS];
-    size_t n = 0;
-    int bad = 0;
+    char req[CTL_REQ_MAX];
+    ctl_opts o;
+    size_t n = 0, first;
+    int bad = 0, rc;
     char *end;
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        usage(stdout);
-        return 0;
+
+    glog_setup("gpufl ctl", GLOG_INFO, GLOG_TEXT);
+    rc = opt_cli(&c, &cli_ctl_prog, &o, NULL, argc, argv);
+    if (rc)
+        goto out;
+    glog_setup("gpufl ctl", o.log_level, o.log_format);
+    /* PID, then the command's words; with --all, no PID */
+    first = o.all ? 0 : 1;
+    if (c.nargs < first + 1) {
+        glog_error("ctl", "%s (see gpufl ctl --help)",
+                   o.all ? "a command after --all, please"
+                         : "PID or --all, then a command, please");
+        rc = 2;
+        goto out;
     }
-    if (argc < 3) {
-        usage(stderr);
-        return 2;
-    }
-    if (build(argc - 2, argv + 2, req, sizeof req) < 0)
-        return 2;
-    if (!strcmp(argv[1], "--all")) {
+    rc = build(&o, c.args + first, c.nargs - first, c.rest, c.nrest, req,
+               sizeof req);
+    if (rc)
+        goto out;
+    if (o.all) {
         n = find_all(pids, CTL_MAX_PIDS);
         if (!n) {
-            fprintf(stderr,
-                    "gpufl ctl: no process of uid %ld has a gpufl "
-                    "control socket\n",
-                    (long)geteuid());
-            return 1;
+            glog_error("ctl",
+                       "no process of uid %ld has a gpufl control socket",
+                       (long)geteuid());
+            rc = 1;
+            goto out;
         }
     } else {
         errno = 0;
-        pids[0] = strtol(argv[1], &end, 10);
-        if (errno || *end || pids[0] <= 0) {
-            fprintf(stderr,
-                    "gpufl ctl: \"%s\" is not a process id (or "
-                    "--all)\n",
-                    argv[1]);
-            return 2;
+        pids[0] = strtol(c.args[0], &end, 10);
+        if (errno || *end || pids[0] <= 0 || pids[0] > 4194304) {
+            glog_error("ctl", "\"%.100s\" is not a process id (or --all)",
+                       c.args[0]);
+            rc = 2;
+            goto out;
         }
         n = 1;
     }
     for (size_t i = 0; i < n; i++)
         bad |= ask(pids[i], req);
     fflush(stdout);
-    return bad ? 1 : 0;
+    rc = bad ? 1 : 0;
+out:
+    opt_release(&cli_ctl_prog, &o);
+    return rc < 0 ? 0 : rc;
 }

@@ -395,7 +395,9 @@ class Ctl(Base):
 
     def test_dump_by_ctl(self):
         p, pid = self.start(["work:300", "flush"], trigger_after="0")
-        (r,), _ = self.ctl(pid, "dump", "asked", "by", "the", "test")
+        # words after -- may begin with '-'
+        (r,), _ = self.ctl(pid, "dump", "asked", "by", "the", "test", "--",
+                           "-now")
         self.assertEqual((r["ok"], r["dump"]), (True, 1))
         self.assertTrue(os.path.exists(r["prefix"] + ".device.log"))
         (r2,), _ = self.ctl(pid, "dump", rc=1)  # within a second: limited
@@ -407,7 +409,7 @@ class Ctl(Base):
         p.communicate(timeout=60)
         (sess,) = dumps(self.logs)
         t = self.check_head(sess, "ctl", 1)
-        self.assertEqual(t["detail"], "asked by the test")
+        self.assertEqual(t["detail"], "asked by the test -now")
         self.assertGreater(len(self.kernels(sess)), 100)
 
     def test_flush_writes_a_backlog_in_file_mode(self):
@@ -454,7 +456,8 @@ class Ctl(Base):
         self.assertTrue(r["ok"])
         # the command line refuses bad use itself (exit 2)
         for args in (["trace"], ["trace", "on", "--for", "soon"],
-                     ["status", "now"], ["fly"]):
+                     ["status", "now"], ["fly"], ["status", "--for", "1s"],
+                     ["trace", "on", "--", "x"], ["dump", "\x01"]):
             r = subprocess.run([BIN + "/gpufl", "ctl", str(pid)] + args,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
