@@ -65,12 +65,7 @@ static void reply(int c, jw *j)
 static void refuse(int c, jw *j, int code, const char *msg)
 {
     jw_reset(j);
-    jw_obj_begin(j);
-    jw_key(j, "ok");
-    jw_bool(j, 0);
-    jw_kv_str(j, "error", msg);
-    jw_kv_u64(j, "code", (uint64_t)code);
-    jw_obj_end(j);
+    ctl_fail(j, code, msg);
     reply(c, j);
 }
 

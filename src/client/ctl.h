@@ -35,5 +35,7 @@ void ctl_cmd_run(char *line, jw *j);
 uint64_t ctl_cmd_tick(uint64_t now);
 /* End what the commands started (ctl_stop). */
 void ctl_cmd_stop(void);
+/* A refusal into j (empty): {"ok":false,"error":msg,"code":code}. */
+void ctl_fail(jw *j, int code, const char *msg);
 
 #endif

@@ -36,7 +36,7 @@ static struct {
     uint64_t eng_until; /* 0 = until `engines off` or the session's end */
 } T;
 
-static void fail(jw *j, int code, const char *msg)
+void ctl_fail(jw *j, int code, const char *msg)
 {
     jw_obj_begin(j);
     jw_key(j, "ok");
@@ -155,13 +155,14 @@ static void dump(const char *why, jw *j)
     collector_info ci;
     char detail[TRG_DETAIL_MAX];
     if (!cfg->ring) {
-        fail(j, GPUFL_ECONFLICT,
-             "not in ring mode (GPUFL_RECORD=file): every event is written "
-             "as it comes already");
+        ctl_fail(j, GPUFL_ECONFLICT,
+                 "not in ring mode (GPUFL_RECORD=file): every event is written "
+                 "as it comes already");
         return;
     }
     if (!(cfg->trg.armed & (1u << TRG_CTL))) {
-        fail(j, GPUFL_ECONFLICT, "the ctl trigger is not in GPUFL_TRIGGERS");
+        ctl_fail(j, GPUFL_ECONFLICT,
+                 "the ctl trigger is not in GPUFL_TRIGGERS");
         return;
     }
     trigger_counts(fired, limited);
@@ -173,15 +174,15 @@ static void dump(const char *why, jw *j)
         nanosleep(&t, NULL);
     }
     if (trigger_handled(TRG_CTL) == h0) {
-        fail(j, GPUFL_ETIMEDOUT,
-             "the recorder did not take the request within 10 s");
+        ctl_fail(j, GPUFL_ETIMEDOUT,
+                 "the recorder did not take the request within 10 s");
         return;
     }
     trigger_counts(fired, limited);
     if (fired[TRG_CTL] == f0) {
-        fail(j, GPUFL_EAGAIN,
-             "rate-limited: a ctl trigger fired less than 1 s ago (counted "
-             "as a repeat of it)");
+        ctl_fail(j, GPUFL_EAGAIN,
+                 "rate-limited: a ctl trigger fired less than 1 s ago (counted "
+                 "as a repeat of it)");
         return;
     }
     /* the dump's head and window are written when the trigger is taken */
@@ -200,9 +201,9 @@ static int parse_for(const char *w, uint64_t *ms, jw *j)
 {
     if (strncmp(w, "for=", 4) || opt_parse_dur(w + 4, OPT_MS, OPT_MS, ms) ||
         !*ms || *ms > CTL_FOR_MAX_MS) {
-        fail(j, GPUFL_EINVAL,
-             "expected for=DURATION (e.g. for=30s, for=500ms; at most 1 "
-             "day)");
+        ctl_fail(j, GPUFL_EINVAL,
+                 "expected for=DURATION (e.g. for=30s, for=500ms; at most 1 "
+                 "day)");
         return -1;
     }
     return 0;
@@ -213,14 +214,14 @@ static void trace(int on, uint64_t for_ms, jw *j)
     char why[SRC_REASON_LEN], msg[96];
     int was = cupti_trace_state(), rc;
     if (was < 0) {
-        fail(j, GPUFL_EUNAVAIL,
-             "the cupti engine is not on in this session (it needs "
-             "GPUFL_ENGINES with cupti or auto, and a GPU)");
+        ctl_fail(j, GPUFL_EUNAVAIL,
+                 "the cupti engine is not on in this session (it needs "
+                 "GPUFL_ENGINES with cupti or auto, and a GPU)");
         return;
     }
     rc = cupti_trace_set(on, why, sizeof why);
     if (rc) {
-        fail(j, rc, why);
+        ctl_fail(j, rc, why);
         return;
     }
     if (for_ms) {
@@ -285,16 +286,16 @@ static void engines(const char *list, uint64_t for_ms, jw *j)
     else if (!strcmp(list, "pcsamp"))
         ops = &src_pcsamp_ops;
     if (!ops) {
-        fail(j, GPUFL_EINVAL,
-             "engines takes one of sass, pcsamp, cupti, or off (sass and "
-             "pcsamp share the GPU's performance monitors: one at a time)");
+        ctl_fail(j, GPUFL_EINVAL,
+                 "engines takes one of sass, pcsamp, cupti, or off (sass and "
+                 "pcsamp share the GPU's performance monitors: one at a time)");
         return;
     }
     if (T.eng_ops) {
         snprintf(msg, sizeof msg,
                  "%s runs already (gpufl ctl); 'engines off' first",
                  T.eng_name);
-        fail(j, GPUFL_EALREADY, msg);
+        ctl_fail(j, GPUFL_EALREADY, msg);
         return;
     }
     for (int i = 0; i < g_client.n_engines; i++)
@@ -303,7 +304,7 @@ static void engines(const char *list, uint64_t for_ms, jw *j)
              !strcmp(g_client.engine_names[i], "pcsamp"))) {
             snprintf(msg, sizeof msg, "%s runs in this session already",
                      g_client.engine_names[i]);
-            fail(j, GPUFL_EALREADY, msg);
+            ctl_fail(j, GPUFL_EALREADY, msg);
             return;
         }
     memset(&sc, 0, sizeof sc);
@@ -317,7 +318,7 @@ static void engines(const char *list, uint64_t for_ms, jw *j)
         rc = GPUFL_EUNAVAIL;
     }
     if (rc) {
-        fail(j, rc, why[0] ? why : gpufl_strerror(rc));
+        ctl_fail(j, rc, why[0] ? why : gpufl_strerror(rc));
         T.eng_state = NULL;
         return;
     }
@@ -355,7 +356,7 @@ void ctl_cmd_run(char *line, jw *j)
         p = sp + 1;
     }
     if (!n || !w[0][0]) {
-        fail(j, GPUFL_EPARSE, "empty request");
+        ctl_fail(j, GPUFL_EPARSE, "empty request");
         return;
     }
     if (!strcmp(w[0], "status") && n == 1) {
@@ -375,10 +376,10 @@ void ctl_cmd_run(char *line, jw *j)
         engines(w[1], for_ms, j);
         return;
     }
-    fail(j, GPUFL_EINVAL,
-         "unknown or malformed request; requests: status | dump [TEXT] | "
-         "trace on|off [for=DURATION] | engines sass|pcsamp|cupti|off "
-         "[for=DURATION]");
+    ctl_fail(j, GPUFL_EINVAL,
+             "unknown or malformed request; requests: status | dump [TEXT] | "
+             "trace on|off [for=DURATION] | engines sass|pcsamp|cupti|off "
+             "[for=DURATION]");
 }
 
 uint64_t ctl_cmd_tick(uint64_t now)

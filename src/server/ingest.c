@@ -162,8 +162,7 @@ static const field f_verdict[] = {
 };
 /* libgpufl's ring mode: what made it write a dump (docs/events.md) */
 static const field f_trigger[] = { SR("trigger", kind, 32),
-                                   S("detail", text, 256), U("dump", id),
-                                   END };
+                                   S("detail", text, 256), U("dump", id), END };
 static const field f_dict[] = { UR("id", id), END };
 static const field f_dict_name[] = { SR("name", dname, INGEST_NAME_MAX),
                                      S("demangled", demangled, INGEST_NAME_MAX),
