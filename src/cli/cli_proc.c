@@ -63,7 +63,11 @@ int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
 {
     pid_t parent = getpid(), pid;
     cli_proc *p;
-    if (ps->n >= CLI_PROC_MAX) {
+    int slot = 0;
+
+    while (slot < ps->n && ps->p[slot].used)
+        slot++;
+    if (slot >= CLI_PROC_MAX) {
         fprintf(stderr, "gpufl: too many child processes\n");
         return -1;
     }
@@ -82,11 +86,20 @@ int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
     if (pid == 0)
         child(argv, log, extra_env, parent);
     setpgid(pid, pid); /* also here: no race with an early signal */
-    p = &ps->p[ps->n];
+    p = &ps->p[slot];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
+    p->used = 1;
     p->pid = pid;
-    return ps->n++;
+    if (slot == ps->n)
+        ps->n++;
+    return slot;
+}
+
+void cli_proc_release(cli_procs *ps, int i)
+{
+    if (i >= 0 && i < ps->n && ps->p[i].pid <= 0)
+        ps->p[i].used = 0;
 }
 
 int cli_proc_poll(cli_procs *ps)

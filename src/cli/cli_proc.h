@@ -17,6 +17,7 @@
 
 typedef struct cli_proc {
     char name[32];
+    int used;    /* 0: a free slot (never started, or released) */
     pid_t pid;   /* 0 once reaped */
     int status;  /* wait status once reaped */
     int restart; /* unused by the table itself; callers' flag */
@@ -33,6 +34,11 @@ typedef struct cli_procs {
  * stderr. */
 int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
                    const char *log, char *const extra_env[]);
+
+/* Gives slot i back once its child is reaped and its index forgotten: a
+ * loop that starts a child per round (the demo's workload) would run out
+ * of slots otherwise.  A slot whose child still runs is not released. */
+void cli_proc_release(cli_procs *ps, int i);
 
 /* Reaps children that have exited, without blocking.  Returns the index of
  * one that exited since the last call (its status filled), or -1. */
