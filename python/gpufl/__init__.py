@@ -70,6 +70,11 @@ class _Options(ctypes.Structure):
         ("stack_depth", ctypes.c_uint32),
         ("cupti_flush_ms", ctypes.c_uint32),
         ("cupti_close_ms", ctypes.c_uint32),
+        ("record", ctypes.c_char_p),
+        ("triggers", ctypes.c_char_p),
+        ("trigger_after_ms", ctypes.c_uint32),
+        ("ctl", ctypes.c_int),
+        ("trace", ctypes.c_int),
     ]
 
 
@@ -90,6 +95,9 @@ ENV = {
     "cupti_lib": "GPUFL_CUPTI_LIB", "stacks": "GPUFL_STACKS",
     "stack_depth": "GPUFL_STACK_DEPTH", "cupti_flush_ms": "GPUFL_CUPTI_FLUSH_MS",
     "cupti_close_ms": "GPUFL_CUPTI_CLOSE_MS",
+    "record": "GPUFL_RECORD", "triggers": "GPUFL_TRIGGERS",
+    "trigger_after_ms": "GPUFL_TRIGGER_AFTER", "ctl": "GPUFL_CTL",
+    "trace": "GPUFL_TRACE",
 }
 _LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3, "off": -1, "none": -1}
 
