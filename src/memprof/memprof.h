@@ -50,6 +50,14 @@ typedef struct memprof_opts {
      * secrets come from files or the environment and are never printed. */
     const char *pyroscope_user, *pyroscope_password;
     const char *pyroscope_token, *pyroscope_tenant;
+    /* --oom (oom.c, docs/memprof.md "OOM forensics") */
+    int oom;
+    const char *oom_dir;  /* reports go there (NULL: outdir, else ".") */
+    double oom_window;    /* s of calls before the OOM in a report */
+    double oom_settle;    /* s to watch the process after its OOM */
+    size_t oom_events;    /* calls kept per process */
+    size_t oom_max;       /* reports per process */
+    const char *nvml_lib; /* NVML for the device's memory (eBPF) */
 } memprof_opts;
 
 /* Runs one profiling session; returns the exit code (0 ok, 1 failure, and
