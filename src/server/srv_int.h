@@ -247,6 +247,10 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
+/* POST /api/v1/memprof/oom; GET /api/v1/memory/ooms (id NULL) and
+ * /api/v1/memory/ooms/{id} (api_memoom.c). */
+void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o);
+void srv_api_memooms(srv *s, srv_req *r, srv_resp *o, const char *id);
 /* Opens --ui-dir (if set) for srv_static_handle; refuses (GPUFL_EINVAL,
  * err) a folder holding the data folder or the database file. */
 int srv_static_open(srv *s, char *err, size_t cap);

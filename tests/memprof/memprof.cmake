@@ -98,3 +98,19 @@ foreach(_mp_mode preload ebpf)
   set_tests_properties(memprof_oom_${_mp_mode} PROPERTIES TIMEOUT 120
     SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
 endforeach()
+if(TARGET gpufl-server)
+  add_test(NAME memprof_oom_server
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+            server ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(memprof_oom_server PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+  if(_mp_pg_bins)
+    add_test(NAME memprof_oom_server_pg
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+              server ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
+    set_tests_properties(memprof_oom_server_pg PROPERTIES TIMEOUT 120
+      SKIP_RETURN_CODE 77 FIXTURES_REQUIRED server_pg
+      RESOURCE_LOCK memprof_fake_cuda
+      ENVIRONMENT "GPUFL_TEST_PG_URI_FILE=${CMAKE_BINARY_DIR}/testtmp/pgcluster/uri")
+  endif()
+endif()

@@ -319,6 +319,169 @@ def run_ebpf(a, d):
                  "process_bytes": str(NVML_PROC)})
 
 
+def http(method, url, token, body=None, ctype="application/json"):
+    """(status, parsed answer, raw text)."""
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(url, data=body, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    if body is not None:
+        req.add_header("Content-Type", ctype)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            raw = r.read()
+            return r.status, json.loads(raw), raw
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, json.loads(raw or b"null"), raw
+
+
+def run_server(a, d):
+    sys.path.insert(0, os.path.join(HERE, "..", "server"))
+    import srvtest  # noqa: E402
+    srvtest.SERVER = a.server
+    srv = srvtest.Server(os.path.join(d, "srv"))
+    try:
+        base, tok = "http://127.0.0.1:%d" % srv.port, srv.token
+        go = os.path.join(d, "go")
+        open(go, "w").close()
+        out = os.path.join(d, "rep")
+        r = subprocess.run([a.gpufl, "memprof", "--preload-lib",
+                            a.preload_lib, "--oom", "--oom-dir", out,
+                            "--oom-settle", "0.3", "--server", base,
+                            "--token", tok, "--host", "oom-test",
+                            "--interval", "600", "--output", os.devnull,
+                            "--preload", "--", sys.executable, SRC, a.c10,
+                            go, go], capture_output=True, text=True,
+                           timeout=60, env=env_fake())
+        check(r.returncode == 0 and "push of" not in r.stderr,
+              "server: report pushed (%d) %s" % (r.returncode,
+                                                 r.stderr.strip()))
+        files = reports(out)
+        check(len(files) == 1, "server: one report on disk too")
+        mine = json.load(open(files[0])) if files else {}
+        st, lst, raw = http("GET", base + "/api/v1/memory/ooms?host=oom-test",
+                            tok)
+        srvtest.api_json(raw)  # docs/api.md "Numbers", or AssertionError
+        items = lst.get("items", []) if st == 200 else []
+        check(st == 200 and len(items) == 1 and lst["next"] is None,
+              "server: one OOM report listed (%s %s)" % (st, lst))
+        if not items:
+            return
+        it = items[0]
+        want = {"host": "oom-test", "pid": mine.get("pid"),
+                "comm": mine.get("comm"), "sid": None, "ts": mine.get("ts"),
+                "api": "cuMemAlloc_v2", "bytes": str(4 * GiB), "device": 1,
+                "device_source": "driver",
+                "free_bytes": str(TOTAL - 5 * GiB - 258 * MiB),
+                "total_bytes": str(TOTAL),
+                "live_bytes": str(5 * GiB + 258 * MiB),
+                "source": "preload", "simulated": False}
+        check(it == dict(want, id=it["id"]), "server: the list's columns "
+              "(%s)" % it)
+        st, one, raw = http("GET", base + "/api/v1/memory/ooms/%d" % it["id"],
+                            tok)
+        srvtest.api_json(raw)
+        rep = one.get("report", {})
+        check(st == 200 and one["id"] == it["id"] and one["sid"] is None and
+              is_dec(one["received"]) and rep == dict(mine, sid=None),
+              "server: the report read back is the one written")
+        check_report(rep, "server", {"source": "driver", "index": 1})
+        # filters and paging
+        for q, n in (("pid=%d" % it["pid"], 1), ("pid=1", 0),
+                     ("host=other", 0), ("from=%s" % rep["ts"], 1),
+                     ("to=%s" % rep["ts"], 0)):
+            st, l2, _ = http("GET", base + "/api/v1/memory/ooms?" + q, tok)
+            check(st == 200 and len(l2["items"]) == n,
+                  "server: ?%s lists %d" % (q, n))
+        # a second report (the same, as numbers and without the optional
+        # members) links to a session by its sid and pages
+        sid = "0b9a3c3e-5d4e-4f7a-9a41-3c2b1a00f00d"
+        small = {"v": 1, "host": "h2", "pid": 7, "sid": sid, "ts": 5,
+                 "source": "ebpf", "stacks": [["main", "cuMemAlloc_v2"]],
+                 "request": {"api": "cuMemAlloc_v2", "bytes": 100, "rc": 2,
+                             "stack": 0},
+                 "device": {"source": "unknown", "why": "no NVML"},
+                 "live": {"bytes": 50, "count": 1,
+                          "stacks": [{"stack": 0, "bytes": 50, "count": 1}]},
+                 "recent": {"window_ns": 10, "events": [
+                     {"ts": 5, "op": "fail", "api": "cuMemAlloc_v2",
+                      "bytes": 100, "stack": 0}]}}
+        st, res, _ = http("POST", base + "/api/v1/memprof/oom", tok,
+                          json.dumps(small).encode())
+        check(st == 200 and res["sid"] == sid and res["report"] > it["id"],
+              "server: POST answer %s %s" % (st, res))
+        st, l2, _ = http("GET", base + "/api/v1/memory/ooms?limit=1", tok)
+        st2, l3, _ = http("GET", base + "/api/v1/memory/ooms?limit=1&cursor=" +
+                          str(l2.get("next")), tok)
+        check(st == 200 and st2 == 200 and
+              [x["id"] for x in l2["items"] + l3["items"]] ==
+              [res.get("report"), it["id"]] and l3["next"] is None,
+              "server: newest first, one page at a time")
+        st, one, raw = http("GET", base + "/api/v1/memory/ooms/%d" %
+                            res.get("report", 0), tok)
+        srvtest.api_json(raw)
+        r2 = one.get("report", {})
+        check(st == 200 and one["sid"] == sid and r2["ts"] == "5" and
+              r2["request"]["bytes"] == "100" and
+              r2["device"] == {"source": "unknown", "index": None,
+                               "free_bytes": None, "total_bytes": None,
+                               "process_bytes": None, "ts": None,
+                               "why": "no NVML"} and
+              r2["fragmentation"] is None and r2["live"]["host_bytes"] == "0",
+              "server: numbers rewritten as decimal strings, absent members "
+              "as null or 0 (%s)" % r2)
+        st, l4, _ = http("GET", base + "/api/v1/memory/ooms?sid=" + sid, tok)
+        check(st == 200 and [x["id"] for x in l4["items"]] ==
+              [res.get("report")], "server: ?sid= selects by session")
+        # refused: each names what is wrong; nothing stored
+        ev = small["recent"]["events"][0]
+        for bad, code, what in (
+                (dict(small, v=2), 400, '"v" must be 1'),
+                (dict(small, request=dict(small["request"], stack=1)), 400,
+                 "request.stack"),
+                (dict(small, request=dict(small["request"], bytes=-1)), 400,
+                 "request.bytes"),
+                (dict(small, request=dict(small["request"], bytes="1e3")), 400,
+                 "request.bytes"),
+                (dict(small, ts=2 ** 63), 400, "ts must"),
+                (dict(small, device={"source": "gpu"}), 400, "device.source"),
+                (dict(small, recent=dict(small["recent"], events=[
+                    dict(ev, op="grow")])), 400, "recent.events[0].op"),
+                (dict(small, recent=dict(small["recent"], events=[ev] *
+                                         50001)), 413, "recent.events"),
+                (dict(small, stacks=[["f"] * 257]), 413, "stacks[0]"),
+                (dict(small, stacks=[]), 400, "stacks"),
+                (dict(small, sid="NOT-A-UUID"), 400, "sid"),
+                ({"v": 1}, 400, "stacks")):
+            st, res, _ = http("POST", base + "/api/v1/memprof/oom", tok,
+                              json.dumps(bad).encode())
+            check(st == code and what in (res or {}).get("error", ""),
+                  "server: bad report -> %d naming %s (%s %s)" %
+                  (code, what, st, (res or {}).get("error")))
+        st, l5, _ = http("GET", base + "/api/v1/memory/ooms", tok)
+        check(len(l5["items"]) == 2, "server: nothing stored from them")
+        # retention: OOM reports go with memory profiles, by their ts
+        st, res, _ = http("POST", base + "/api/v1/admin/retention?"
+                          "memprof_max_age=3600", srvtest.ADMIN)
+        st2, l6, _ = http("GET", base + "/api/v1/memory/ooms", tok)
+        check(st == 200 and res == {"pruned": 0, "memprofs": 1} and
+              [x["id"] for x in l6["items"]] == [it["id"]],
+              "server: retention removed the report from 1970, kept the "
+              "new one (%s %s)" % (st, res))
+        st, res, _ = http("POST", base + "/api/v1/memprof/oom", tok, b"{}",
+                          "text/plain")
+        check(st == 415, "server: wrong Content-Type 415")
+        st, res, _ = http("GET", base + "/api/v1/memory/ooms/999999", tok)
+        check(st == 404, "server: unknown report 404 (%s)" % st)
+        st, res, _ = http("GET", base + "/api/v1/memory/ooms/x1", tok)
+        check(st == 404, "server: a malformed id is 404 (%s)" % st)
+        st, res, _ = http("GET", base + "/api/v1/memprof/oom", tok)
+        check(st == 405, "server: GET on the POST endpoint 405 (%s)" % st)
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=("preload", "ebpf", "server"))
@@ -332,7 +495,8 @@ def main():
     os.makedirs(a.tmp, exist_ok=True)
     d = tempfile.mkdtemp(prefix="memprof-oom-", dir=a.tmp)
     try:
-        {"preload": run_preload, "ebpf": run_ebpf}[a.mode](a, d)
+        {"preload": run_preload, "ebpf": run_ebpf, "server": run_server}[
+            a.mode](a, d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("%s: %d failures" % (a.mode, memprof_common.failures))
