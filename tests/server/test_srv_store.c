@@ -780,6 +780,7 @@ static void test_migrate_to_kext_srl(void)
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN streams") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN ended") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE keys DROP COLUMN hosts") == 0);
+    CHECK(sdb_exec(db, "DROP TABLE memooms") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);
