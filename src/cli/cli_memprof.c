@@ -239,7 +239,7 @@ static const opt_def mp_rows[] = {
       OPT_F_UINT(T, o.oom_events),
       .def = "4096",
       .min = 16,
-      .max = 100000,
+      .max = 50000,
       .help = "calls kept per process for OOM reports (a ring: the oldest "
               "go; a report says when its window lost some)" },
     { .name = "oom-settle",
