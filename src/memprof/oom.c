@@ -418,8 +418,12 @@ int mp_oom_finish(mp_oom *m)
 {
     for (size_t i = 0; i < m->nprocs; i++) {
         oom_proc *op = &m->procs[i];
-        if (op->open)
+        if (op->open) {
+            /* --preload ends when every process of the command has */
+            if (m->s->o->mode == MEMPROF_PRELOAD)
+                op->open->exited = 1;
             settle(m, op);
+        }
         if (op->suppressed)
             fprintf(stderr,
                     "gpufl memprof: %llu more OOMs of pid %u not reported "

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <gpufl/gpufl.h>
 
@@ -31,7 +30,6 @@
 #define OOM_NAME_MAX 64          /* api, op, sources, allocator */
 #define OOM_WHY_MAX 1024         /* device.why */
 #define OOM_BODY_MAX (12u << 20) /* the stored report: answers stay < 16 MiB */
-#define OOM_TOKENS_MAX (16u << 20)
 
 /* The check-and-rewrite pass: the parsed body, the canonical text being
  * written, and the first error (an HTTP status and why). */
@@ -469,11 +467,7 @@ static int rewrite(rd *r, srv_memoom *p)
 
 void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o)
 {
-    const char *ct = srv_req_header(r, "Content-Type");
-    int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
     char *body = NULL, *canon = NULL, why[200], sid[64];
-    const char *dwhy = NULL;
-    size_t blen = 0;
     jsonl_tok *tok = NULL;
     jsonl_doc d;
     srv_memoom p;
@@ -481,43 +475,11 @@ void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o)
     int64_t id = 0;
     int rc;
 
-    r->cls = MET_INGEST;
-    if (!ct || strncasecmp(ct, "application/json", 16) ||
-        (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
-        srv_resp_error(o, 415, "Content-Type must be application/json");
-        return;
-    }
-    if (enc < 0) {
-        srv_resp_error(o, 415,
-                       "Content-Encoding must be identity, gzip or zstd");
-        return;
-    }
-    rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen, &dwhy);
-    if (rc) {
-        srv_resp_error(o,
-                       rc == GPUFL_ETOOBIG  ? 413
-                       : rc == GPUFL_ENOMEM ? 500
-                                            : 400,
-                       rc == GPUFL_ETOOBIG  ? "decoded body over the "
-                                              "--max-decoded cap"
-                       : rc == GPUFL_ENOMEM ? "out of memory"
-                                            : dwhy);
-        return;
-    }
-    size_t ntok = blen + 2 < OOM_TOKENS_MAX ? blen + 2 : OOM_TOKENS_MAX;
-    tok = malloc(ntok * sizeof(*tok));
-    canon = malloc(OOM_BODY_MAX);
-    if (!tok || !canon) {
-        srv_resp_error(o, 500, "out of memory");
+    if (srv_json_body(s, r, o, &body, &tok, &d))
         goto out;
-    }
-    jsonl_doc_init(&d, tok, (uint32_t)ntok);
-    rc = jsonl_doc_parse_obj(&d, body, blen);
-    if (rc) {
-        snprintf(why, sizeof(why), "body is not a JSON object: %s at byte %zu",
-                 d.err ? d.err : "error", d.err_off);
-        srv_resp_error(o, rc == GPUFL_ETOOBIG ? 413 : 400, why);
+    canon = malloc(OOM_BODY_MAX);
+    if (!canon) {
+        srv_resp_error(o, 500, "out of memory");
         goto out;
     }
     memset(&rr, 0, sizeof(rr));

@@ -272,6 +272,10 @@ sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
+/* fn(s, arg) in one write transaction under the writer lock: committed
+ * when it returns 0, rolled back otherwise; its result
+ * (store_sql_memprof.c). */
+int sq_write_tx(srv_store *s, int (*fn)(srv_store *, void *), void *arg);
 /* The session a memory profile or OOM report belongs to
  * (store_sql_memprof.c): the one named by psid, else the newest of host
  * and pid whose time range meets [start, end]; *sess its row id (0: none)

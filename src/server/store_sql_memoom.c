@@ -79,20 +79,24 @@ static int put(srv_store *s, const srv_memoom *p, int64_t *id, char *sid,
     return GPUFL_OK;
 }
 
+typedef struct put_args {
+    const srv_memoom *p;
+    int64_t *id;
+    char *sid;
+    size_t cap;
+} put_args;
+
+static int put_tx(srv_store *s, void *arg)
+{
+    put_args *a = arg;
+    return put(s, a->p, a->id, a->sid, a->cap);
+}
+
 int srv_store_memoom_put(srv_store *s, const srv_memoom *p, int64_t *id,
                          char *sid, size_t sid_cap)
 {
-    int rc;
-    pthread_mutex_lock(&s->wlock);
-    rc = sdb_begin(s->w);
-    if (!rc)
-        rc = put(s, p, id, sid, sid_cap);
-    if (!rc)
-        rc = sdb_exec(s->w, "COMMIT");
-    if (rc)
-        sdb_exec(s->w, "ROLLBACK");
-    pthread_mutex_unlock(&s->wlock);
-    return rc;
+    put_args a = { p, id, sid, sid_cap };
+    return sq_write_tx(s, put_tx, &a);
 }
 
 /* a nullable integer column as a decimal string or null */

@@ -128,20 +128,39 @@ static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
     return p->n ? s->wr->memstacks(s, *id, p) : GPUFL_OK;
 }
 
-int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
-                          char *sid, size_t sid_cap)
+int sq_write_tx(srv_store *s, int (*fn)(srv_store *, void *), void *arg)
 {
     int rc;
     pthread_mutex_lock(&s->wlock);
     rc = sdb_begin(s->w);
     if (!rc)
-        rc = put(s, p, id, sid, sid_cap);
+        rc = fn(s, arg);
     if (!rc)
         rc = sdb_exec(s->w, "COMMIT");
     if (rc)
         sdb_exec(s->w, "ROLLBACK");
     pthread_mutex_unlock(&s->wlock);
     return rc;
+}
+
+typedef struct put_args {
+    const srv_memprof *p;
+    int64_t *id;
+    char *sid;
+    size_t cap;
+} put_args;
+
+static int put_tx(srv_store *s, void *arg)
+{
+    put_args *a = arg;
+    return put(s, a->p, a->id, a->sid, a->cap);
+}
+
+int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
+                          char *sid, size_t sid_cap)
+{
+    put_args a = { p, id, sid, sid_cap };
+    return sq_write_tx(s, put_tx, &a);
 }
 
 /* The WHERE clause selecting the profiles of a query (alias p) and its
