@@ -110,6 +110,11 @@ if(TARGET gpufl-server)
             server ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
   set_tests_properties(memprof_oom_server PROPERTIES TIMEOUT 120
     SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+  add_test(NAME memprof_oom_tls
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+            tls ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(memprof_oom_tls PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
   if(_mp_pg_bins)
     add_test(NAME memprof_oom_server_pg
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py

@@ -19,6 +19,8 @@ allocator's) and every stack holding device memory, with exact bytes.
   server   --preload --server: the report POSTed, stored, listed and read
            back from a real gpufl-server (SQLite; PostgreSQL with
            GPUFL_TEST_PG_URI_FILE), and bad reports refused.
+  tls      --server https://: pushed with --ca-file, refused with the
+           system's CAs (said, exit 1, the report kept on disk).
 """
 import argparse
 import glob
@@ -319,8 +321,10 @@ def run_ebpf(a, d):
                  "process_bytes": str(NVML_PROC)})
 
 
-def http(method, url, token, body=None, ctype="application/json"):
-    """(status, parsed answer, raw text)."""
+def http(method, url, token, body=None, ctype="application/json",
+         ctx=None):
+    """(status, parsed answer, raw text); ctx: the SSL context of an https
+    url."""
     import urllib.error
     import urllib.request
     req = urllib.request.Request(url, data=body, method=method)
@@ -328,7 +332,7 @@ def http(method, url, token, body=None, ctype="application/json"):
     if body is not None:
         req.add_header("Content-Type", ctype)
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
             raw = r.read()
             return r.status, json.loads(raw), raw
     except urllib.error.HTTPError as e:
@@ -482,9 +486,69 @@ def run_server(a, d):
         srv.stop()
 
 
+def run_tls(a, d):
+    """The report pushed to an https gpufl-server (--tls-cert/--tls-key
+    from a CA made here) the way profiles are: verified with --ca-file it
+    is stored; with the system's CAs the push is refused, said with the
+    reason, nothing stored, the exit code 1 and the report still on
+    disk."""
+    sys.path.insert(0, os.path.join(HERE, "..", "server"))
+    import srvtest  # noqa: E402
+    import ssl
+    srvtest.SERVER = a.server
+    pki = srvtest.make_pki(os.path.join(d, "pki"))
+    if not pki:
+        print("SKIP: openssl is not installed")
+        sys.exit(77)
+    srv = srvtest.Server(os.path.join(d, "srv"),
+                         args=["--tls-cert", pki["cert"], "--tls-key",
+                               pki["key"]])
+    ctx = ssl.create_default_context(cafile=pki["ca"])
+    base, tok = "https://127.0.0.1:%d" % srv.port, srv.token
+    go = os.path.join(d, "go")
+    open(go, "w").close()
+
+    def run(host, ca):
+        out = os.path.join(d, host)
+        cmd = [a.gpufl, "memprof", "--preload-lib", a.preload_lib, "--oom",
+               "--oom-dir", out, "--oom-settle", "0.3", "--server", base,
+               "--token", tok, "--host", host, "--interval", "600",
+               "--output", os.devnull]
+        if ca:
+            cmd += ["--ca-file", ca]
+        r = subprocess.run(cmd + ["--preload", "--", sys.executable, SRC,
+                                  a.c10, go, go], capture_output=True,
+                           text=True, timeout=60, env=env_fake())
+        st, lst, _ = http("GET", base + "/api/v1/memory/ooms?host=" + host,
+                          tok, ctx=ctx)
+        return r, reports(out), lst.get("items", []) if st == 200 else None
+
+    try:
+        r, files, items = run("oom-tls-system", None)
+        check(r.returncode == 1 and "push of the OOM report of pid" in
+              r.stderr and "certificate was not accepted" in r.stderr,
+              "tls: system CAs: refused with the reason (%d, %s)" %
+              (r.returncode, r.stderr.strip()))
+        check(len(files) == 1 and items == [],
+              "tls: system CAs: report on disk, nothing stored (%s %s)" %
+              (files, items))
+        r, files, items = run("oom-tls-good", pki["ca"])
+        check(r.returncode == 0 and "push of" not in r.stderr,
+              "tls: --ca-file: pushed (%d, %s)" % (r.returncode,
+                                                    r.stderr.strip()))
+        mine = json.load(open(files[0])) if len(files) == 1 else {}
+        check(items is not None and len(items) == 1 and
+              items[0]["ts"] == mine.get("ts") and
+              items[0]["pid"] == mine.get("pid"),
+              "tls: --ca-file: the report on disk is the one stored (%s)" %
+              items)
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("preload", "ebpf", "server"))
+    ap.add_argument("mode", choices=("preload", "ebpf", "server", "tls"))
     ap.add_argument("--gpufl", required=True)
     ap.add_argument("--c10", required=True)
     ap.add_argument("--preload-lib", required=True)
@@ -495,8 +559,8 @@ def main():
     os.makedirs(a.tmp, exist_ok=True)
     d = tempfile.mkdtemp(prefix="memprof-oom-", dir=a.tmp)
     try:
-        {"preload": run_preload, "ebpf": run_ebpf, "server": run_server}[
-            a.mode](a, d)
+        {"preload": run_preload, "ebpf": run_ebpf, "server": run_server,
+         "tls": run_tls}[a.mode](a, d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("%s: %d failures" % (a.mode, memprof_common.failures))
