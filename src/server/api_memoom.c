@@ -15,6 +15,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include "common/buf.h"
 #include "common/jsonl.h"
 #include "common/num.h"
 #include "ingest.h"
@@ -27,15 +28,18 @@
 #define OOM_FRAME_LEN_MAX 1024
 #define OOM_EVENTS_MAX 50000
 #define OOM_RETRIES_MAX 64
-#define OOM_NAME_MAX 64          /* api, op, sources, allocator */
-#define OOM_WHY_MAX 1024         /* device.why */
-#define OOM_BODY_MAX (12u << 20) /* the stored report: answers stay < 16 MiB */
+#define OOM_NAME_MAX 64  /* api, op, sources, allocator */
+#define OOM_WHY_MAX 1024 /* device.why */
+/* the stored report: answers stay < 16 MiB (SRV_RESP_MAX); said in
+ * srv_memoom_parse's 413 */
+#define OOM_BODY_MAX (12u << 20)
+_Static_assert(OOM_BODY_MAX + 4096 < SRV_RESP_MAX, "GET ooms/{id} holds one");
 
 /* The check-and-rewrite pass: the parsed body, the canonical text being
  * written, and the first error (an HTTP status and why). */
 typedef struct rd {
     jsonl_doc *d;
-    jw w;
+    jw *w; /* borrowed: jw_gbuf_run's writer of this pass */
     int st;
     char why[200];
     uint32_t nstacks;
@@ -101,12 +105,12 @@ static int put_u63(rd *r, uint32_t obj, const char *path, const char *key,
     if (out)
         *out = v;
     if (rc > 0 && opt == U_NULL) {
-        jw_key(&r->w, key);
-        jw_null(&r->w);
+        jw_key(r->w, key);
+        jw_null(r->w);
     } else if (dec) {
-        srv_jw_kv_udec(&r->w, key, v);
+        srv_jw_kv_udec(r->w, key, v);
     } else {
-        srv_jw_kv_unum(&r->w, key, v);
+        srv_jw_kv_unum(r->w, key, v);
     }
     return 0;
 }
@@ -130,11 +134,11 @@ static int put_word(rd *r, uint32_t obj, const char *path, const char *key,
         s.p = r->d->line + r->d->tok[t].off;
         s.n = r->d->tok[t].len;
     }
-    jw_key(&r->w, key);
+    jw_key(r->w, key);
     if (s.p)
-        jw_strn(&r->w, s.p, s.n, s.n);
+        jw_strn(r->w, s.p, s.n, s.n);
     else
-        jw_null(&r->w);
+        jw_null(r->w);
     if (out)
         *out = s;
     return 0;
@@ -166,8 +170,8 @@ static int put_bool(rd *r, uint32_t obj, const char *path, const char *key,
     int v = 0;
     if (t != JSONL_NOTFOUND && jsonl_tok_bool(r->d, t, &v))
         return bad(r, 400, "%s%s must be true or false", path, key);
-    jw_key(&r->w, key);
-    jw_bool(&r->w, v);
+    jw_key(r->w, key);
+    jw_bool(r->w, v);
     if (out)
         *out = v;
     return 0;
@@ -180,7 +184,7 @@ static int put_stack(rd *r, uint32_t obj, const char *path)
     if (tok_u63(r, member(r, obj, "stack"), &v) || v >= r->nstacks)
         return bad(r, 400, "%sstack must be an index into stacks (0 to %u)",
                    path, r->nstacks ? r->nstacks - 1 : 0);
-    srv_jw_kv_unum(&r->w, "stack", v);
+    srv_jw_kv_unum(r->w, "stack", v);
     return 0;
 }
 
@@ -208,8 +212,8 @@ static int put_stacks(rd *r)
     if (!r->d->tok[t].n)
         return bad(r, 400, "stacks must not be empty");
     r->nstacks = r->d->tok[t].n;
-    jw_key(&r->w, "stacks");
-    jw_arr_begin(&r->w);
+    jw_key(r->w, "stacks");
+    jw_arr_begin(r->w);
     uint32_t e = t + 1;
     for (uint32_t i = 0; i < r->d->tok[t].n; i++, e = r->d->tok[e].next) {
         if (jsonl_tok_type(r->d, e) != JSONL_ARRAY || !r->d->tok[e].n)
@@ -217,7 +221,7 @@ static int put_stacks(rd *r)
         if (r->d->tok[e].n > OOM_FRAMES_MAX)
             return bad(r, 413, "stacks[%u] has more than %d frames", i,
                        OOM_FRAMES_MAX);
-        jw_arr_begin(&r->w);
+        jw_arr_begin(r->w);
         uint32_t x = e + 1;
         for (uint32_t k = 0; k < r->d->tok[e].n; k++, x = r->d->tok[x].next) {
             if (jsonl_tok_type(r->d, x) != JSONL_STRING ||
@@ -226,11 +230,11 @@ static int put_stacks(rd *r)
                            "stacks[%u][%u] must be a string (<= %d "
                            "bytes)",
                            i, k, OOM_FRAME_LEN_MAX);
-            srv_jw_copy(&r->w, r->d, x);
+            srv_jw_copy(r->w, r->d, x);
         }
-        jw_arr_end(&r->w);
+        jw_arr_end(r->w);
     }
-    jw_arr_end(&r->w);
+    jw_arr_end(r->w);
     return 0;
 }
 
@@ -240,8 +244,8 @@ static int put_request(rd *r, srv_memoom *p)
     int64_t rc;
     if (o == JSONL_NOTFOUND)
         return -1;
-    jw_key(&r->w, "request");
-    jw_obj_begin(&r->w);
+    jw_key(r->w, "request");
+    jw_obj_begin(r->w);
     if (put_word(r, o, "request.", "api", OOM_NAME_MAX, 1, &p->api) ||
         put_u63(r, o, "request.", "bytes", 1, U_REQ, INT64_MAX, &p->bytes))
         return -1;
@@ -249,11 +253,11 @@ static int put_request(rd *r, srv_memoom *p)
     if (t == JSONL_NOTFOUND || jsonl_tok_i64(r->d, t, &rc) || rc < INT32_MIN ||
         rc > INT32_MAX)
         return bad(r, 400, "request.rc must be an integer (a CUresult)");
-    jw_kv_i64(&r->w, "rc", rc);
+    jw_kv_i64(r->w, "rc", rc);
     if (put_u63(r, o, "request.", "tid", 0, U_ZERO, UINT32_MAX, NULL) ||
         put_stack(r, o, "request."))
         return -1;
-    jw_obj_end(&r->w);
+    jw_obj_end(r->w);
     return 0;
 }
 
@@ -263,8 +267,8 @@ static int put_device(rd *r, srv_memoom *p)
     uint64_t idx;
     if (o == JSONL_NOTFOUND)
         return -1;
-    jw_key(&r->w, "device");
-    jw_obj_begin(&r->w);
+    jw_key(r->w, "device");
+    jw_obj_begin(r->w);
     if (put_choice(r, o, "device.", "source", "unknown|driver|nvml",
                    &p->dev_source) ||
         put_u63(r, o, "device.", "index", 0, U_NULL, INT32_MAX, &idx))
@@ -280,16 +284,16 @@ static int put_device(rd *r, srv_memoom *p)
     p->have_mem = member(r, o, "free_bytes") != JSONL_NOTFOUND &&
                   member(r, o, "total_bytes") != JSONL_NOTFOUND;
     t = member(r, o, "why");
-    jw_key(&r->w, "why");
+    jw_key(r->w, "why");
     if (t == JSONL_NOTFOUND)
-        jw_null(&r->w);
+        jw_null(r->w);
     else if (jsonl_tok_type(r->d, t) != JSONL_STRING ||
              r->d->tok[t].len > OOM_WHY_MAX)
         return bad(r, 400, "device.why must be a string (<= %d bytes)",
                    OOM_WHY_MAX);
     else
-        srv_jw_copy(&r->w, r->d, t);
-    jw_obj_end(&r->w);
+        srv_jw_copy(r->w, r->d, t);
+    jw_obj_end(r->w);
     return 0;
 }
 
@@ -299,36 +303,36 @@ static int put_live(rd *r, srv_memoom *p)
     char path[48];
     if (o == JSONL_NOTFOUND)
         return -1;
-    jw_key(&r->w, "live");
-    jw_obj_begin(&r->w);
+    jw_key(r->w, "live");
+    jw_obj_begin(r->w);
     if (put_u63(r, o, "live.", "bytes", 1, U_REQ, INT64_MAX, &p->live_bytes) ||
         put_u63(r, o, "live.", "count", 0, U_REQ, INT64_MAX, NULL))
         return -1;
     a = container(r, o, "live.", "stacks", 1, OOM_STACKS_MAX);
     if (a == JSONL_NOTFOUND)
         return -1;
-    jw_key(&r->w, "stacks");
-    jw_arr_begin(&r->w);
+    jw_key(r->w, "stacks");
+    jw_arr_begin(r->w);
     e = a + 1;
     for (uint32_t i = 0; i < r->d->tok[a].n; i++, e = r->d->tok[e].next) {
         snprintf(path, sizeof(path), "live.stacks[%u].", i);
         if (jsonl_tok_type(r->d, e) != JSONL_OBJECT)
             return bad(r, 400, "%s must be an object", path);
-        jw_obj_begin(&r->w);
+        jw_obj_begin(r->w);
         if (put_stack(r, e, path) ||
             put_u63(r, e, path, "bytes", 1, U_REQ, INT64_MAX, NULL) ||
             put_u63(r, e, path, "count", 0, U_REQ, INT64_MAX, NULL))
             return -1;
-        jw_obj_end(&r->w);
+        jw_obj_end(r->w);
     }
-    jw_arr_end(&r->w);
+    jw_arr_end(r->w);
     if (put_bool(r, o, "live.", "truncated", NULL) ||
         put_u63(r, o, "live.", "host_bytes", 1, U_ZERO, INT64_MAX, NULL) ||
         put_u63(r, o, "live.", "host_count", 0, U_ZERO, INT64_MAX, NULL) ||
         put_u63(r, o, "live.", "untracked_bytes", 1, U_ZERO, INT64_MAX, NULL) ||
         put_u63(r, o, "live.", "untracked_count", 0, U_ZERO, INT64_MAX, NULL))
         return -1;
-    jw_obj_end(&r->w);
+    jw_obj_end(r->w);
     return 0;
 }
 
@@ -338,22 +342,22 @@ static int put_recent(rd *r)
     char path[48];
     if (o == JSONL_NOTFOUND)
         return -1;
-    jw_key(&r->w, "recent");
-    jw_obj_begin(&r->w);
+    jw_key(r->w, "recent");
+    jw_obj_begin(r->w);
     if (put_u63(r, o, "recent.", "window_ns", 1, U_REQ, INT64_MAX, NULL) ||
         put_bool(r, o, "recent.", "cut", NULL))
         return -1;
     a = container(r, o, "recent.", "events", 1, OOM_EVENTS_MAX);
     if (a == JSONL_NOTFOUND)
         return -1;
-    jw_key(&r->w, "events");
-    jw_arr_begin(&r->w);
+    jw_key(r->w, "events");
+    jw_arr_begin(r->w);
     e = a + 1;
     for (uint32_t i = 0; i < r->d->tok[a].n; i++, e = r->d->tok[e].next) {
         snprintf(path, sizeof(path), "recent.events[%u].", i);
         if (jsonl_tok_type(r->d, e) != JSONL_OBJECT)
             return bad(r, 400, "%s must be an object", path);
-        jw_obj_begin(&r->w);
+        jw_obj_begin(r->w);
         if (put_u63(r, e, path, "ts", 1, U_REQ, INT64_MAX, NULL) ||
             put_u63(r, e, path, "tid", 0, U_ZERO, UINT32_MAX, NULL) ||
             put_choice(r, e, path, "op", "alloc|free|fail", NULL) ||
@@ -361,10 +365,10 @@ static int put_recent(rd *r)
             put_u63(r, e, path, "bytes", 1, U_REQ, INT64_MAX, NULL) ||
             put_stack(r, e, path))
             return -1;
-        jw_obj_end(&r->w);
+        jw_obj_end(r->w);
     }
-    jw_arr_end(&r->w);
-    jw_obj_end(&r->w);
+    jw_arr_end(r->w);
+    jw_obj_end(r->w);
     return 0;
 }
 
@@ -379,17 +383,17 @@ static int put_frag(rd *r)
                                        "held_bytes" };
     uint32_t o = member(r, 0, "fragmentation"), a, e;
     char path[48];
-    jw_key(&r->w, "fragmentation");
+    jw_key(r->w, "fragmentation");
     if (o == JSONL_NOTFOUND) {
-        jw_null(&r->w);
+        jw_null(r->w);
         return 0;
     }
     if (jsonl_tok_type(r->d, o) != JSONL_OBJECT)
         return bad(r, 400, "fragmentation must be an object or null");
-    jw_obj_begin(&r->w);
+    jw_obj_begin(r->w);
     if (member(r, o, "allocator") == JSONL_NOTFOUND) {
-        jw_key(&r->w, "allocator");
-        jw_null(&r->w);
+        jw_key(r->w, "allocator");
+        jw_null(r->w);
     } else if (put_word(r, o, "fragmentation.", "allocator", OOM_NAME_MAX, 0,
                         NULL)) {
         return -1;
@@ -401,8 +405,8 @@ static int put_frag(rd *r)
                 NULL))
         return -1;
     a = member(r, o, "retries");
-    jw_key(&r->w, "retries");
-    jw_arr_begin(&r->w);
+    jw_key(r->w, "retries");
+    jw_arr_begin(r->w);
     if (a != JSONL_NOTFOUND) {
         a = container(r, o, "fragmentation.", "retries", 1, OOM_RETRIES_MAX);
         if (a == JSONL_NOTFOUND)
@@ -412,19 +416,19 @@ static int put_frag(rd *r)
             snprintf(path, sizeof(path), "fragmentation.retries[%u].", i);
             if (jsonl_tok_type(r->d, e) != JSONL_OBJECT)
                 return bad(r, 400, "%s must be an object", path);
-            jw_obj_begin(&r->w);
+            jw_obj_begin(r->w);
             if (put_u63(r, e, path, "ts", 1, U_REQ, INT64_MAX, NULL) ||
                 put_bool(r, e, path, "ok", NULL))
                 return -1;
-            jw_obj_end(&r->w);
+            jw_obj_end(r->w);
         }
     }
-    jw_arr_end(&r->w);
+    jw_arr_end(r->w);
     if (put_u63(r, o, "fragmentation.", "more_ooms", 0, U_ZERO, INT64_MAX,
                 NULL) ||
         put_bool(r, o, "fragmentation.", "exited", NULL))
         return -1;
-    jw_obj_end(&r->w);
+    jw_obj_end(r->w);
     return 0;
 }
 
@@ -438,10 +442,10 @@ static int rewrite(rd *r, srv_memoom *p)
     if (t == JSONL_NOTFOUND)
         return -1;
     r->nstacks = r->d->tok[t].n;
-    jw_obj_begin(&r->w);
+    jw_obj_begin(r->w);
     if (tok_u63(r, member(r, 0, "v"), &v) || v != 1)
         return bad(r, 400, "\"v\" must be 1");
-    jw_kv_u64(&r->w, "v", 1);
+    jw_kv_u64(r->w, "v", 1);
     if (put_word(r, 0, "", "host", 255, 1, &p->host) ||
         put_u63(r, 0, "", "pid", 0, U_REQ, UINT32_MAX, &p->pid) ||
         put_word(r, 0, "", "comm", 255, 0, &p->comm) ||
@@ -458,35 +462,75 @@ static int rewrite(rd *r, srv_memoom *p)
         put_request(r, p) || put_device(r, p) || put_live(r, p) ||
         put_recent(r) || put_frag(r) || put_stacks(r))
         return -1;
-    jw_obj_end(&r->w);
-    if (r->w.err)
-        return bad(r, 413, "the report is larger than %u MiB",
-                   OOM_BODY_MAX >> 20);
+    jw_obj_end(r->w);
+    return 0;
+}
+
+/* One pass of jw_gbuf_run: the same bytes each time (a pass checks the
+ * whole report whether or not its text fits). */
+typedef struct pass {
+    rd r;
+    srv_memoom *p;
+} pass;
+
+static void rewrite_pass(jw *w, void *ctx)
+{
+    pass *x = ctx;
+    x->r.w = w;
+    x->r.st = 0;
+    x->r.why[0] = '\0';
+    rewrite(&x->r, x->p);
+}
+
+int srv_memoom_parse(jsonl_doc *d, srv_memoom *p, gbuf *out, char *why,
+                     size_t cap)
+{
+    pass x;
+    size_t want = d->len + 4096;
+    int rc;
+
+    memset(&x, 0, sizeof(x));
+    x.r.d = d;
+    x.p = p;
+    /* room for gpufl memprof's report at once (it writes this form);
+     * numbers rewritten as strings and members added take a second pass */
+    gbuf_init(out, OOM_BODY_MAX);
+    rc = gbuf_grow(out, want < OOM_BODY_MAX ? want : OOM_BODY_MAX);
+    if (!rc)
+        rc = jw_gbuf_run(out, rewrite_pass, &x);
+    if (x.r.st) {
+        /* the checks ran to their end even when the text did not fit */
+        snprintf(why, cap, "%s", x.r.why);
+        return x.r.st;
+    }
+    if (rc) {
+        if (rc == GPUFL_ETOOBIG)
+            snprintf(why, cap, "the report is larger than %u MiB",
+                     OOM_BODY_MAX >> 20);
+        else
+            snprintf(why, cap, "out of memory");
+        return rc == GPUFL_ETOOBIG ? 413 : 500;
+    }
+    p->body = out->p;
+    p->body_len = out->len;
     return 0;
 }
 
 void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o)
 {
-    char *body = NULL, *canon = NULL, why[200], sid[64];
+    char *body = NULL, why[200], sid[64];
     jsonl_tok *tok = NULL;
     jsonl_doc d;
     srv_memoom p;
-    rd rr;
+    gbuf canon = GBUF_INIT(OOM_BODY_MAX);
     int64_t id = 0;
-    int rc;
+    int rc, st;
 
     if (srv_json_body(s, r, o, &body, &tok, &d))
         goto out;
-    canon = malloc(OOM_BODY_MAX);
-    if (!canon) {
-        srv_resp_error(o, 500, "out of memory");
-        goto out;
-    }
-    memset(&rr, 0, sizeof(rr));
-    rr.d = &d;
-    jw_init(&rr.w, canon, OOM_BODY_MAX);
-    if (rewrite(&rr, &p)) {
-        srv_resp_error(o, rr.st ? rr.st : 400, rr.why);
+    st = srv_memoom_parse(&d, &p, &canon, why, sizeof(why));
+    if (st) {
+        srv_resp_error(o, st, why);
         goto out;
     }
     if (!srv_key_host_ok(r->hosts, p.host.p, p.host.n)) {
@@ -496,8 +540,6 @@ void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o)
         srv_resp_error(o, 403, why);
         goto out;
     }
-    p.body = canon;
-    p.body_len = rr.w.len;
     rc = srv_store_memoom_put(s->store, &p, &id, sid, sizeof(sid));
     if (rc) {
         srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
@@ -522,7 +564,7 @@ void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o)
     jw_obj_end(&w);
     srv_resp_json(o, 200, buf, w.len);
 out:
-    free(canon);
+    gbuf_release(&canon);
     free(tok);
     free(body);
 }

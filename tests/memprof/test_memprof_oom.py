@@ -482,6 +482,37 @@ def run_server(a, d):
         check(st == 404, "server: a malformed id is 404 (%s)" % st)
         st, res, _ = http("GET", base + "/api/v1/memprof/oom", tok)
         check(st == 405, "server: GET on the POST endpoint 405 (%s)" % st)
+        # a rewritten text longer than the room the server first gives it
+        # (the body's length + 4 KiB, rounded up to a power of two): numbers
+        # become strings and tid is added, about 1.2 times the body, whose
+        # length is put just below 2 MiB - 4 KiB: stored whole (the second
+        # pass of jw_gbuf_run)
+        n = 33000
+        while True:
+            many = dict(small, recent=dict(small["recent"], events=[
+                dict(ev, ts=i, bytes=1) for i in range(n)]))
+            body = json.dumps(many, separators=(",", ":")).encode()
+            if len(body) <= (2 << 20) - 8192:
+                break
+            n -= 200
+        st, res, _ = http("POST", base + "/api/v1/memprof/oom", tok, body)
+        st2, one, raw = http("GET", base + "/api/v1/memory/ooms/%s" %
+                             (res or {}).get("report"), tok)
+        evs = one.get("report", {}).get("recent", {}).get("events", []) \
+            if st2 == 200 else []
+        check(st == 200 and len(evs) == n and
+              len(raw) > (2 << 20) and
+              evs[-1] == {"ts": str(n - 1), "tid": 0, "op": "fail",
+                          "api": "cuMemAlloc_v2", "bytes": "1", "stack": 0},
+              "server: a report rewritten longer than its body stored whole "
+              "(%s %s, %d events)" % (st, res, len(evs)))
+        # past the 12 MiB a stored report may take: 413, nothing stored
+        huge = dict(small, stacks=[["f" * 1000] * 256] * 52)
+        st, res, _ = http("POST", base + "/api/v1/memprof/oom", tok,
+                          json.dumps(huge).encode())
+        check(st == 413 and "larger than 12 MiB" in (res or {}).get("error",
+                                                                     ""),
+              "server: a report over 12 MiB -> 413 (%s %s)" % (st, res))
     finally:
         srv.stop()
 
