@@ -24,6 +24,7 @@ int mp_ebpf_check(void); /* src/memprof/ebpf.c */
 typedef struct mp_cli {
     memprof_opts o;
     uint64_t duration_ms, interval_ms; /* 0: not given */
+    uint64_t oom_window_ms, oom_settle_ms;
     char *pw_file, *tok_file;
     int all, preload, check;
     int log_level, log_format; /* GLOG_* (common/log.h) */
@@ -218,13 +219,70 @@ static const opt_def mp_rows[] = {
       OPT_F_SINT(T, o.simulated),
       .help = "label pushed profiles simulated (the driver is a stand-in, as "
               "in gpufl demo)" },
+    { .name = "oom",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.oom),
+      .help = "OOM forensics: when an allocation fails with "
+              "CUDA_ERROR_OUT_OF_MEMORY, write a report (the request and its "
+              "stack, the device's free/total memory, the device memory the "
+              "process holds by stack, its calls of the last --oom-window, "
+              "what a caching allocator reserved and gave back) into "
+              "--oom-dir, and push it with --server" },
+    { .name = "oom-dir",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.oom_dir),
+      .arg = "DIR",
+      .def_doc = "--outdir, else the current directory",
+      .help = "where OOM reports go (oom-PID-N.json and the live set as "
+              "oom-PID-N.folded); created, and one that cannot be written "
+              "stops gpufl memprof at once (exit 2)" },
+    { .name = "oom-window",
+      DUR_MS,
+      OPT_F_UINT(T, oom_window_ms),
+      .def = "10s",
+      .min = 10,
+      .max = 3600000,
+      .help = "an OOM report lists the process's calls of this long before "
+              "the OOM (at most --oom-events of them)" },
+    { .name = "oom-events",
+      .type = OPT_INT,
+      OPT_F_UINT(T, o.oom_events),
+      .def = "4096",
+      .min = 16,
+      .max = 50000,
+      .help = "calls kept per process for OOM reports (a ring: the oldest "
+              "go; a report says when its window lost some)" },
+    { .name = "oom-settle",
+      DUR_MS,
+      OPT_F_UINT(T, oom_settle_ms),
+      .def = "1s",
+      .max = 60000,
+      .help = "how long after an OOM to watch the process (its frees, "
+              "its retries of the request) before the report is written; it "
+              "is written earlier when the process ends" },
+    { .name = "oom-max",
+      .type = OPT_INT,
+      OPT_F_UINT(T, o.oom_max),
+      .def = "10",
+      .min = 1,
+      .max = 10000,
+      .help = "OOM reports per process; later OOMs are counted and said at "
+              "the end" },
+    { .name = "nvml-lib",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.nvml_lib),
+      .arg = "LIB",
+      .def_doc = "libnvidia-ml.so.1",
+      .help = "NVML library, read for the device's memory in OOM reports "
+              "when the driver's own figures are not at hand (eBPF)" },
     GLOG_OPT_ROWS(T, log_level, log_format),
 };
 #undef DUR_MS
 #undef T
 
 /* The preload library's pipe, set in the profiled command's environment. */
-static const char *const mp_env_known[] = { "GPUFL_MEMPROF_FD", NULL };
+static const char *const mp_env_known[] = { "GPUFL_MEMPROF_FD",
+                                            "GPUFL_MEMPROF_MEMINFO", NULL };
 
 const opt_prog cli_memprof_prog = {
     .name = "gpufl memprof",
@@ -472,6 +530,22 @@ int cli_memprof_main(int argc, char **argv)
         glog_error("cli", "--outdir %s: %s", o->outdir, strerror(errno));
         goto out;
     }
+    if (o->oom_dir && !o->oom) {
+        glog_error("cli", "--oom-dir needs --oom");
+        goto out;
+    }
+    if (o->oom && o->oom_dir &&
+        (fs_mkdir_p(o->oom_dir) || access(o->oom_dir, W_OK))) {
+        glog_error("cli", "--oom-dir %s: %s", o->oom_dir, strerror(errno));
+        goto out;
+    }
+    if (o->oom && !o->oom_dir && !o->outdir && access(".", W_OK)) {
+        glog_error("cli",
+                   "--oom writes its reports into the current directory, "
+                   "which cannot be written (%s): give --oom-dir",
+                   strerror(errno));
+        goto out;
+    }
     if (o->format == MEMPROF_FMT_PPROF && !o->output && !o->outdir) {
         glog_error("cli", "--format pprof needs --output FILE");
         goto out;
@@ -495,6 +569,8 @@ int cli_memprof_main(int argc, char **argv)
                   "its credentials cross the network in the clear; use "
                   "https://");
     o->duration = (double)m.duration_ms / 1000;
+    o->oom_window = (double)m.oom_window_ms / 1000;
+    o->oom_settle = (double)m.oom_settle_ms / 1000;
     o->interval = m.interval_ms ? (double)m.interval_ms / 1000
                   : o->live     ? 2
                                 : 10;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "memprof_int.h"
 
 #define MP_MAX_STACKS (1u << 20)
@@ -409,18 +410,21 @@ static uint32_t event_stack(mp_agg *g, mp_proc *p, const struct mp_event *e)
     return stack_get(g, p->pid, e->api, fp, k);
 }
 
+/* e: the free that released it; NULL for an implicit release */
 static void release(mp_agg *g, mp_proc *p, uint32_t sidx, uint64_t size,
-                    int implicit)
+                    const struct mp_event *e)
 {
     if (sidx >= g->nstacks)
         return;
     mp_stack *s = &g->stacks[sidx];
-    if (implicit) {
+    if (!e) {
         p->implicit_b += size;
         p->implicit_n++;
     } else {
         s->cum.free_b += size;
         s->cum.free_n++;
+        if (g->hook)
+            g->hook(g->hook_ctx, g, p, e, MP_REC_FREE, sidx, size);
     }
     s->inuse_b -= s->inuse_b < size ? s->inuse_b : size;
     s->inuse_n -= s->inuse_n ? 1 : 0;
@@ -431,23 +435,24 @@ static void release_all(mp_agg *g, mp_proc *p)
 {
     for (size_t i = 0; i < p->live.cap; i++)
         if (p->live.st[i] == 1)
-            release(g, p, (uint32_t)p->live.b[i], p->live.a[i], 1);
+            release(g, p, (uint32_t)p->live.b[i], p->live.a[i], NULL);
     for (size_t i = 0; i < p->vmm.cap; i++)
         if (p->vmm.st[i] == 1)
-            release(g, p, (uint32_t)p->vmm.b[i], p->vmm.a[i], 1);
+            release(g, p, (uint32_t)p->vmm.b[i], p->vmm.a[i], NULL);
     mp_u64map_release(&p->live);
     mp_u64map_release(&p->vmm);
     mp_u64map_release(&p->va);
 }
 
-static void vmm_drop_if_done(mp_agg *g, mp_proc *p, uint64_t h)
+static void vmm_drop_if_done(mp_agg *g, mp_proc *p, uint64_t h,
+                             const struct mp_event *e)
 {
     uint64_t size, b;
     if (!mp_u64map_get(&p->vmm, h, &size, &b))
         return;
     uint64_t maps = (b >> 32) & 0x7fffffff;
     if ((b >> 63) && !maps) {
-        release(g, p, (uint32_t)b, size, 0);
+        release(g, p, (uint32_t)b, size, e);
         mp_u64map_del(&p->vmm, h);
     }
 }
@@ -460,6 +465,9 @@ void mp_agg_event(mp_agg *g, const struct mp_event *e)
             if (g->procs[i].pid == e->pid && !g->procs[i].exited) {
                 release_all(g, &g->procs[i]);
                 g->procs[i].exited = 1;
+                if (g->hook)
+                    g->hook(g->hook_ctx, g, &g->procs[i], e, MP_REC_EXIT,
+                            UINT32_MAX, 0);
             }
         return;
     }
@@ -490,17 +498,37 @@ void mp_agg_event(mp_agg *g, const struct mp_event *e)
         if (e->rc != 0) {
             st->cum.fail_b += size;
             st->cum.fail_n++;
+            if (g->hook)
+                g->hook(g->hook_ctx, g, p, e, MP_REC_FAIL, s, size);
             return;
         }
         st->cum.alloc_b += size;
         st->cum.alloc_n++;
-        st->inuse_b += size;
-        st->inuse_n++;
+        if (g->hook)
+            g->hook(g->hook_ctx, g, p, e, MP_REC_ALLOC, s, size);
         mp_u64map *m = a->op == MP_OP_CREATE ? &p->vmm : &p->live;
         uint64_t old, oldb;
-        if (mp_u64map_get(m, e->out, &old, &oldb)) /* missed free */
-            release(g, p, (uint32_t)oldb, old, 1);
-        mp_u64map_put(m, e->out, size, s);
+        if (mp_u64map_get(m, e->out, &old, &oldb)) { /* missed free */
+            release(g, p, (uint32_t)oldb, old, NULL);
+        } else if (m->n >= MP_LIVE_MAX) {
+            if (!p->untracked_n)
+                glog_warn("agg",
+                          "pid %u holds more than %u live blocks: later ones "
+                          "are counted as allocated, not as in use",
+                          p->pid, MP_LIVE_MAX);
+            p->untracked_b += size;
+            p->untracked_n++;
+            return;
+        }
+        st->inuse_b += size;
+        st->inuse_n++;
+        if (mp_u64map_put(m, e->out, size, s)) {
+            /* out of memory: not held, as above */
+            st->inuse_b -= size;
+            st->inuse_n--;
+            p->untracked_b += size;
+            p->untracked_n++;
+        }
         return;
     }
     case MP_OP_FREE:
@@ -515,7 +543,7 @@ void mp_agg_event(mp_agg *g, const struct mp_event *e)
             return;
         }
         mp_u64map_del(&p->live, e->arg[0]);
-        release(g, p, (uint32_t)b, size, 0);
+        release(g, p, (uint32_t)b, size, e);
         return;
     case MP_OP_MAP:
         if (e->rc != 0 || !mp_u64map_get(&p->vmm, e->arg[3], &size, &b))
@@ -530,14 +558,14 @@ void mp_agg_event(mp_agg *g, const struct mp_event *e)
         mp_u64map_del(&p->va, e->arg[0]);
         if (mp_u64map_get(&p->vmm, h, &size, &b) && ((b >> 32) & 0x7fffffff))
             mp_u64map_put(&p->vmm, h, size, b - (1ULL << 32));
-        vmm_drop_if_done(g, p, h);
+        vmm_drop_if_done(g, p, h, e);
         return;
     }
     case MP_OP_RELEASE:
         if (e->rc != 0 || !mp_u64map_get(&p->vmm, e->arg[0], &size, &b))
             return;
         mp_u64map_put(&p->vmm, e->arg[0], size, b | (1ULL << 63));
-        vmm_drop_if_done(g, p, e->arg[0]);
+        vmm_drop_if_done(g, p, e->arg[0], e);
         return;
     case MP_OP_CTX:
         if (e->rc == 0)

@@ -59,6 +59,12 @@ int mp_feed_run(mp_session *s, int *child_status)
         snprintf(pre, sizeof pre, "%s%s%s", o->preload_so,
                  old && *old ? ":" : "", old && *old ? old : "");
         setenv("GPUFL_MEMPROF_FD", fdv, 1);
+        /* --oom: the interposer asks the driver for the device's memory
+         * when an allocation fails with out-of-memory */
+        if (o->oom)
+            setenv("GPUFL_MEMPROF_MEMINFO", "1", 1);
+        else
+            unsetenv("GPUFL_MEMPROF_MEMINFO");
         setenv("LD_PRELOAD", pre, 1);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
@@ -104,6 +110,11 @@ int mp_feed_run(mp_session *s, int *child_status)
             name[e.arg[3]] = 0;
             mp_agg_pyname(&s->agg, e.pid, (unsigned)e.arg[2], e.arg[0],
                           e.arg[1], name);
+            continue;
+        }
+        if (e.kind == MP_EV_MEMINFO) {
+            if (s->oom)
+                mp_oom_meminfo(s->oom, &e);
             continue;
         }
         mp_agg_event(&s->agg, &e);

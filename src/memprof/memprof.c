@@ -86,6 +86,8 @@ int mp_session_tick(mp_session *s)
 {
     const memprof_opts *o = s->o;
     uint64_t now = mp_now_mono();
+    if (s->oom)
+        mp_oom_tick(s->oom);
     if (o->interval > 0 &&
         now - s->last_tick_mono >= (uint64_t)(o->interval * 1e9)) {
         s->last_tick_mono = now;
@@ -133,10 +135,12 @@ int mp_session_finish(mp_session *s)
 {
     const memprof_opts *o = s->o;
     int rc = 0;
+    if (s->oom && mp_oom_finish(s->oom))
+        rc = 1;
     if (o->server || o->pyroscope)
         push_all(s);
     if (o->live)
-        return s->push_errors ? 1 : 0;
+        return rc || s->push_errors ? 1 : 0;
     if (o->outdir) {
         rc = write_all_views(s, o->outdir);
     } else if (o->format == MEMPROF_FMT_PPROF) {
@@ -195,6 +199,10 @@ int memprof_run(const memprof_opts *o)
     sigaction(SIGTERM, &sa, NULL);
 
     int rc, status = 0;
+    if (o->oom && mp_oom_new(&s, &s.oom)) {
+        mp_agg_release(&s.agg);
+        return 1;
+    }
     if (o->mode == MEMPROF_PRELOAD) {
         s.source = "preload";
         rc = mp_feed_run(&s, &status);
@@ -204,6 +212,7 @@ int memprof_run(const memprof_opts *o)
     }
     if (!rc)
         rc = mp_session_finish(&s);
+    mp_oom_free(s.oom);
     mp_agg_release(&s.agg);
     if (!rc && o->mode == MEMPROF_PRELOAD)
         return status;

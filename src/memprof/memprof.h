@@ -53,6 +53,14 @@ typedef struct memprof_opts {
     /* CAs that https servers (--server, --pyroscope) are verified with;
      * NULL: the system's. */
     const char *ca_file;
+    /* --oom (oom.c, docs/memprof.md "OOM forensics") */
+    int oom;
+    const char *oom_dir;  /* reports go there (NULL: outdir, else ".") */
+    double oom_window;    /* s of calls before the OOM in a report */
+    double oom_settle;    /* s to watch the process after its OOM */
+    size_t oom_events;    /* calls kept per process */
+    size_t oom_max;       /* reports per process */
+    const char *nvml_lib; /* NVML for the device's memory (eBPF) */
 } memprof_opts;
 
 /* Runs one profiling session; returns the exit code (0 ok, 1 failure, and

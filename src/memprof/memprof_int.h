@@ -147,6 +147,11 @@ typedef struct mp_stack {
     uint64_t inuse_b, inuse_n;
 } mp_stack;
 
+/* Live blocks tracked per process (ptr -> size, stack): past this, an
+ * allocation is counted as allocated but not held (untracked_*, said
+ * once on stderr), so the table stays bounded. */
+#define MP_LIVE_MAX (1u << 22)
+
 typedef struct mp_proc {
     uint32_t pid;
     char comm[16];
@@ -158,13 +163,25 @@ typedef struct mp_proc {
     mp_u64map vmm;  /* handle -> (size, stack | maps << 32 | released << 63) */
     mp_u64map va;   /* mapped va -> (handle, size) */
     uint64_t implicit_b, implicit_n;
+    uint64_t untracked_b, untracked_n; /* past MP_LIVE_MAX */
     const mp_pyver *py; /* set when the BPF side walks its Python frames */
     int py_checked;
     mp_u64map pycache; /* mp_py_key -> (frame name id, code object) */
 } mp_proc;
 
+/* What the aggregation tells its hook (--oom, oom.c) about each call it
+ * accounted: an allocation, its failure, a free credited to the stack
+ * that allocated it, and a process's end. */
+enum { MP_REC_ALLOC = 1, MP_REC_FREE, MP_REC_FAIL, MP_REC_EXIT };
+struct mp_agg;
+typedef void (*mp_agg_hook)(void *ctx, struct mp_agg *g, mp_proc *p,
+                            const struct mp_event *e, int rec, uint32_t stack,
+                            uint64_t bytes);
+
 typedef struct mp_agg {
-    int api_frame; /* append the API name as the leaf frame */
+    int api_frame;    /* append the API name as the leaf frame */
+    mp_agg_hook hook; /* NULL: none */
+    void *hook_ctx;
     mp_symb symb;
     /* interned frame names */
     char **names;
@@ -199,6 +216,13 @@ void mp_stack_value(const mp_stack *st, int view, int delta, uint64_t *bytes,
 void mp_agg_mark(mp_agg *g); /* pushed = cum */
 
 /* ---- outputs (out.c, pprof.c) ---- */
+/* Frames of a stack as written: native, Python, and the API's name. */
+#define MP_STACK_MAX (MP_MAX_FRAMES + MP_MAX_PYFRAMES + 1)
+/* Root-first frame names of stack s (borrowed from g), the API's name
+ * last when g->api_frame; out holds MP_STACK_MAX.  Returns the count. */
+size_t mp_stack_frames(const mp_agg *g, const mp_stack *s, const char **out);
+/* The process name of pid ("?" when never seen). */
+const char *mp_agg_comm(const mp_agg *g, uint32_t pid);
 int mp_out_folded(mp_agg *g, int view, int counts, FILE *f);
 /* Only pid's stacks (0: all), deltas since mp_agg_mark() (delta), with or
  * without the process name as the root frame. */

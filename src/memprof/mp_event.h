@@ -72,10 +72,17 @@ enum mp_kind {
     /* preload only: the name of a Python frame, resolved in the process:
      * arg[0] code object, arg[1] py_instr, arg[2] version (python.c's
      * table), arg[3] bytes of "qualname (file.py:LINE)" that follow */
-    MP_EV_PYNAME = 5
+    MP_EV_PYNAME = 5,
+    /* preload only, --oom: the device's memory as the driver saw it when
+     * an allocation failed with CUDA_ERROR_OUT_OF_MEMORY, just before
+     * that call's MP_EV_CALL (flag MP_EVF_MEMINFO): arg[0] free bytes,
+     * arg[1] total bytes, arg[2] cuMemGetInfo's CUresult, arg[3] the
+     * device ordinal, arg[4] the CUresult that ordinal came with */
+    MP_EV_MEMINFO = 6
 };
 
-#define MP_EVF_USTACK 1u /* mp_event.flags: an MP_EV_USTACK precedes it */
+#define MP_EVF_USTACK 1u  /* mp_event.flags: an MP_EV_USTACK precedes it */
+#define MP_EVF_MEMINFO 2u /* an MP_EV_MEMINFO precedes it */
 #define MP_USTACK_MAX 16384
 
 /* --dwarf: the registers at the return probe and a copy of the user stack

@@ -10,7 +10,7 @@
 #include "common/jw.h"
 #include "memprof_int.h"
 
-static const char *stack_comm(mp_agg *g, uint32_t pid)
+const char *mp_agg_comm(const mp_agg *g, uint32_t pid)
 {
     const char *c = "?";
     for (size_t i = 0; i < g->nprocs; i++)
@@ -19,8 +19,9 @@ static const char *stack_comm(mp_agg *g, uint32_t pid)
     return c;
 }
 
-/* root-first frame names of a stack: the native frames, then the API */
-static size_t frames(mp_agg *g, const mp_stack *s, const char **out)
+/* native and Python frames (innermost first in s->f), then the API; a
+ * stack with Python frames holds up to MP_MAX_FRAMES + MP_MAX_PYFRAMES */
+size_t mp_stack_frames(const mp_agg *g, const mp_stack *s, const char **out)
 {
     size_t n = 0;
     for (uint32_t i = s->n; i-- > 0;)
@@ -56,9 +57,9 @@ int mp_out_folded_ex(mp_agg *g, int view, int counts, int delta, uint32_t pid,
         mp_stack_value(&g->stacks[i], view, delta, &b, &c);
         if (!c && !b)
             continue;
-        const char *fr[MP_MAX_FRAMES + 1];
-        size_t n = frames(g, &g->stacks[i], fr);
-        size_t len = strlen(stack_comm(g, g->stacks[i].pid)) + 1;
+        const char *fr[MP_STACK_MAX];
+        size_t n = mp_stack_frames(g, &g->stacks[i], fr);
+        size_t len = strlen(mp_agg_comm(g, g->stacks[i].pid)) + 1;
         for (size_t k = 0; k < n; k++)
             len += strlen(fr[k]) + 1;
         char *l = malloc(len + 1);
@@ -67,7 +68,7 @@ int mp_out_folded_ex(mp_agg *g, int view, int counts, int delta, uint32_t pid,
         size_t o = 0;
         if (comm_root)
             o = (size_t)snprintf(l, len + 1, "%s",
-                                 stack_comm(g, g->stacks[i].pid));
+                                 mp_agg_comm(g, g->stacks[i].pid));
         for (size_t k = 0; k < n; k++)
             o += (size_t)snprintf(l + o, len + 1 - o, "%s%s", o ? ";" : "",
                                   fr[k]);
@@ -161,9 +162,9 @@ int mp_out_top(mp_agg *g, int view, size_t n, FILE *f)
         const mp_stack *s = &g->stacks[r[k].i];
         human(r[k].b, hb, sizeof hb);
         fprintf(f, "%12s %8" PRIu64 " %7u %-15s ", hb, r[k].c, s->pid,
-                stack_comm(g, s->pid));
-        const char *fr[MP_MAX_FRAMES + 1];
-        size_t nf = frames(g, s, fr);
+                mp_agg_comm(g, s->pid));
+        const char *fr[MP_STACK_MAX];
+        size_t nf = mp_stack_frames(g, s, fr);
         for (size_t j = nf; j-- > 0;)
             fprintf(f, "%s%s", fr[j], j ? " <- " : "");
         fputc('\n', f);
@@ -223,7 +224,7 @@ char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
     jw_kv_u64(&w, "v", 1);
     jw_kv_str(&w, "host", host);
     jw_kv_u64(&w, "pid", pid);
-    jw_kv_str(&w, "comm", stack_comm(g, pid));
+    jw_kv_str(&w, "comm", mp_agg_comm(g, pid));
     jw_kv_u64(&w, "start", start);
     jw_kv_u64(&w, "end", end);
     jw_kv_str(&w, "source", source);
@@ -242,8 +243,8 @@ char *mp_out_server_json(mp_agg *g, uint32_t pid, const char *host,
         jw_obj_begin(&w);
         jw_key(&w, "frames");
         jw_arr_begin(&w);
-        const char *fr[MP_MAX_FRAMES + 1];
-        size_t nf = frames(g, s, fr);
+        const char *fr[MP_STACK_MAX];
+        size_t nf = mp_stack_frames(g, s, fr);
         for (size_t k = 0; k < nf; k++)
             jw_str(&w, fr[k]);
         jw_arr_end(&w);

@@ -34,6 +34,7 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int out_fd = -2; /* -2 unknown, -1 off */
+static int meminfo_on;  /* --oom: GPUFL_MEMPROF_MEMINFO */
 static unsigned long long maps_adds;
 static char comm[16];
 
@@ -44,6 +45,8 @@ static int fd_get(void)
         char *end;
         long fd = v ? strtol(v, &end, 10) : -1;
         out_fd = (v && *v && !*end && fd >= 0) ? (int)fd : -1;
+        v = getenv("GPUFL_MEMPROF_MEMINFO");
+        meminfo_on = v && !strcmp(v, "1");
         int c = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
         if (c >= 0) {
             ssize_t n = read(c, comm, sizeof comm - 1);
@@ -190,6 +193,54 @@ static void py_frames(int fd, struct mp_event *e)
     }
 }
 
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_FOUND 500
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+
+/* --oom, an allocation just failed with out-of-memory: the device's free
+ * and total memory from the driver, asked on this thread right after the
+ * call returned (outside any driver call, with the context the failed
+ * call used still current), into an MP_EV_MEMINFO record.  The device is
+ * cuMemCreate's prop->location when that names one, else the current
+ * context's (cuCtxGetDevice). */
+static void meminfo(unsigned api, unsigned long long a2, struct mp_event *m)
+{
+    static int (*get_info)(size_t *, size_t *);
+    static int (*get_dev)(int *);
+    size_t fr = 0, to = 0;
+    int dev = -1, rc, drc = CUDA_ERROR_NOT_FOUND;
+
+    if (!get_info)
+        get_info =
+            (int (*)(size_t *, size_t *))dlsym(RTLD_NEXT, "cuMemGetInfo_v2");
+    if (!get_dev)
+        get_dev = (int (*)(int *))dlsym(RTLD_NEXT, "cuCtxGetDevice");
+    rc = get_info ? get_info(&fr, &to) : CUDA_ERROR_NOT_FOUND;
+    /* CUmemAllocationProp: type, requestedHandleTypes, then
+     * location {type, id}: ints at byte offsets 8 and 12 */
+    const int *prop = (const int *)(uintptr_t)a2;
+    if (api == MP_cuMemCreate && prop &&
+        prop[2] == CU_MEM_LOCATION_TYPE_DEVICE) {
+        dev = prop[3];
+        drc = 0;
+    } else if (get_dev) {
+        drc = get_dev(&dev);
+    }
+    memset(m, 0, sizeof *m);
+    m->kind = MP_EV_MEMINFO;
+    m->pid = (unsigned)getpid();
+    m->tid = (unsigned)gettid();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    m->ts = (unsigned long long)ts.tv_sec * 1000000000ULL +
+            (unsigned long long)ts.tv_nsec;
+    m->arg[0] = fr;
+    m->arg[1] = to;
+    m->arg[2] = (unsigned)rc;
+    m->arg[3] = (unsigned)dev;
+    m->arg[4] = (unsigned)drc;
+}
+
 static __attribute__((noinline)) void
 emit(unsigned api, int stack, int rc, unsigned long long a0,
      unsigned long long a1, unsigned long long a2, unsigned long long a3,
@@ -224,10 +275,18 @@ emit(unsigned api, int stack, int rc, unsigned long long a0,
     e.out2 = out2;
     e.rc = rc;
     memcpy(e.comm, comm, sizeof e.comm);
+    struct mp_event mi;
+    int with_mi = stack && rc == CUDA_ERROR_OUT_OF_MEMORY && meminfo_on;
+    if (with_mi) {
+        meminfo(api, a2, &mi);
+        e.flags |= MP_EVF_MEMINFO;
+    }
     pthread_mutex_lock(&mu);
     send_maps(fd);
     if (stack)
         py_frames(fd, &e);
+    if (with_mi)
+        write_all(fd, &mi, sizeof mi);
     /* the record is fixed-size on the pipe: the reader needs no framing */
     write_all(fd, &e, sizeof e);
     pthread_mutex_unlock(&mu);

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include "memprof_int.h"
+#include "oom_int.h"
 
 typedef struct mp_session {
     const memprof_opts *o;
@@ -18,6 +19,7 @@ typedef struct mp_session {
     const char *source; /* "ebpf" | "preload" */
     char host[256];
     uint64_t pushes, push_errors;
+    mp_oom *oom; /* --oom, else NULL */
 } mp_session;
 
 extern volatile sig_atomic_t mp_stop; /* set by SIGINT/SIGTERM */

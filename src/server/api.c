@@ -612,11 +612,24 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             srv_api_fleet(s, r, o, a[0] == 'f');
         return;
     }
-    if (!strcmp(a, "memprof") && rc->nseg == 3) {
+    if (!strcmp(a, "memprof") &&
+        (rc->nseg == 3 || (rc->nseg == 4 && !strcmp(rc->seg[3], "oom")))) {
         if (strcmp(r->method, "POST") != 0)
             return not_allowed(o, "POST");
-        if (need(r, o, ROLE_INGEST))
+        if (!need(r, o, ROLE_INGEST))
+            return;
+        if (rc->nseg == 4)
+            srv_api_memoom_post(s, r, o);
+        else
             srv_api_memprof_post(s, r, o);
+        return;
+    }
+    if (!strcmp(a, "memory") && rc->nseg >= 4 && rc->nseg <= 5 &&
+        !strcmp(rc->seg[3], "ooms")) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (need(r, o, ROLE_READ))
+            srv_api_memooms(s, r, o, rc->nseg == 5 ? rc->seg[4] : NULL);
         return;
     }
     if (!strcmp(a, "memory") &&

@@ -142,33 +142,31 @@ int srv_memprof_parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks,
     return 0;
 }
 
-void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
+int srv_json_body(srv *s, srv_req *r, srv_resp *o, char **body, jsonl_tok **tok,
+                  jsonl_doc *d)
 {
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
-    char *body = NULL, why[160], sid[64];
     const char *dwhy = NULL;
+    char why[160];
     size_t blen = 0;
-    jsonl_tok *tok = NULL;
-    srv_memstack *stacks = NULL;
-    srv_memprof p;
-    jsonl_doc d;
-    int64_t id = 0;
-    int rc, st;
+    int rc;
 
+    *body = NULL;
+    *tok = NULL;
     r->cls = MET_INGEST;
     if (!ct || strncasecmp(ct, "application/json", 16) ||
         (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
         srv_resp_error(o, 415, "Content-Type must be application/json");
-        return;
+        return -1;
     }
     if (enc < 0) {
         srv_resp_error(o, 415,
                        "Content-Encoding must be identity, gzip or zstd");
-        return;
+        return -1;
     }
     rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen, &dwhy);
+                       s->cfg.max_decoded, body, &blen, &dwhy);
     if (rc) {
         srv_resp_error(o,
                        rc == GPUFL_ETOOBIG  ? 413
@@ -178,23 +176,38 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
                                               "--max-decoded cap"
                        : rc == GPUFL_ENOMEM ? "out of memory"
                                             : dwhy);
-        return;
+        return -1;
     }
     /* every token takes at least one byte of text */
     size_t ntok = blen + 2 < MEMPROF_TOKENS_MAX ? blen + 2 : MEMPROF_TOKENS_MAX;
-    tok = malloc(ntok * sizeof(*tok));
-    if (!tok) {
+    *tok = malloc(ntok * sizeof(**tok));
+    if (!*tok) {
         srv_resp_error(o, 500, "out of memory");
-        goto out;
+        return -1;
     }
-    jsonl_doc_init(&d, tok, (uint32_t)ntok);
-    rc = jsonl_doc_parse_obj(&d, body, blen);
+    jsonl_doc_init(d, *tok, (uint32_t)ntok);
+    rc = jsonl_doc_parse_obj(d, *body, blen);
     if (rc) {
         snprintf(why, sizeof(why), "body is not a JSON object: %s at byte %zu",
-                 d.err ? d.err : "error", d.err_off);
+                 d->err ? d->err : "error", d->err_off);
         srv_resp_error(o, rc == GPUFL_ETOOBIG ? 413 : 400, why);
-        goto out;
+        return -1;
     }
+    return 0;
+}
+
+void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
+{
+    char *body = NULL, why[160], sid[64];
+    jsonl_tok *tok = NULL;
+    srv_memstack *stacks = NULL;
+    srv_memprof p;
+    jsonl_doc d;
+    int64_t id = 0;
+    int rc, st;
+
+    if (srv_json_body(s, r, o, &body, &tok, &d))
+        goto out;
     st = srv_memprof_parse(&d, &p, &stacks, why, sizeof(why));
     if (st) {
         srv_resp_error(o, st, why);

@@ -262,6 +262,24 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
 int srv_memprof_parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks,
                       char *why, size_t cap);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
+/* A POSTed JSON object (api_memprof.c): Content-Type and -Encoding
+ * checked, the body decoded (*body, malloc'd) and parsed into d with the
+ * token array *tok (malloc'd); both are the caller's to free, also on
+ * failure.  0, or -1 with the error answered in o (415, 413, 400, 500). */
+int srv_json_body(srv *s, srv_req *r, srv_resp *o, char **body, jsonl_tok **tok,
+                  jsonl_doc *d);
+/* POST /api/v1/memprof/oom; GET /api/v1/memory/ooms (id NULL) and
+ * /api/v1/memory/ooms/{id} (api_memoom.c). */
+void srv_api_memoom_post(srv *s, srv_req *r, srv_resp *o);
+/* The body of POST /api/v1/memprof/oom (api_memoom.c; exposed for
+ * fuzz_memoom_post): checks the report in d member by member and
+ * rewrites it into out (initialised here, capped at 12 MiB; the caller
+ * releases it, also on failure) in the form GET answers; *p gets the
+ * columns, borrowing from d's text and out (p->body).  0, or the HTTP
+ * status (400, 413, 500) with why. */
+int srv_memoom_parse(jsonl_doc *d, srv_memoom *p, gbuf *out, char *why,
+                     size_t cap);
+void srv_api_memooms(srv *s, srv_req *r, srv_resp *o, const char *id);
 /* Opens the web UI's folder for srv_static_handle: --ui-dir, or without
  * it the installed copy or (a binary in its build tree) the source tree's
  * web/dist; --ui-dir none: none.  Says which in s->ui_msg.  Refuses

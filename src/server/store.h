@@ -166,6 +166,19 @@ typedef struct srv_memq {
     uint32_t limit;
 } srv_memq;
 
+/* ---- OOM reports (gpufl memprof --oom, docs/api.md "OOM reports";
+ * api_memoom.c checks and rewrites, store_sql_memoom.c stores) ---- */
+typedef struct srv_memoom {
+    srv_str host, comm, sid, source; /* comm.p, sid.p NULL when absent */
+    srv_str api, dev_source;
+    uint64_t pid, ts, bytes, live_bytes;
+    int64_t dev; /* -1: not known */
+    int have_mem, simulated;
+    uint64_t free_bytes, total_bytes;
+    const char *body; /* the report as answered (borrowed), body_len bytes */
+    size_t body_len;
+} srv_memoom;
+
 /* Retention policy, for srv_store_prune. */
 typedef struct srv_retention {
     uint64_t max_age_s;    /* 0: no age limit */
@@ -247,6 +260,14 @@ int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
                           char *sid, size_t sid_cap);
 int srv_store_q_memory(srv_store *s, const srv_memq *q, jw *w);
 int srv_store_q_memprofs(srv_store *s, const srv_memq *q, jw *w);
+/* Stores one OOM report in one transaction; *id and its linked session
+ * (sid, "" when none) as for memory profiles. */
+int srv_store_memoom_put(srv_store *s, const srv_memoom *p, int64_t *id,
+                         char *sid, size_t sid_cap);
+/* GET /api/v1/memory/ooms (host, pid, sid, from/to on ts, limit, cursor)
+ * and /api/v1/memory/ooms/{id} (GPUFL_ENOTFOUND when none). */
+int srv_store_q_memooms(srv_store *s, const srv_memq *q, jw *w);
+int srv_store_q_memoom(srv_store *s, int64_t id, jw *w);
 
 /*
  * Opens the store named by url: "sqlite:PATH" or a plain path (SQLite),

@@ -234,6 +234,20 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN api_hi INTEGER;"
     "ALTER TABLE sessions ADD COLUMN op_lo INTEGER;"
     "ALTER TABLE sessions ADD COLUMN op_hi INTEGER;" SQ_M12_BOUNDS SQ_M12_KLONG,
+    /* 13: OOM reports of gpufl memprof --oom (store_sql_memoom.c): the
+     * report as answered (body), and the columns the list shows and
+     * filters on */
+    "CREATE TABLE memooms(id INTEGER PRIMARY KEY, host TEXT NOT NULL,"
+    " pid INTEGER NOT NULL, comm TEXT, sess INTEGER, sid TEXT,"
+    " ts INTEGER NOT NULL, api TEXT NOT NULL, bytes INTEGER NOT NULL,"
+    " dev INTEGER, dev_source TEXT NOT NULL, free_bytes INTEGER,"
+    " total_bytes INTEGER, live_bytes INTEGER NOT NULL,"
+    " source TEXT NOT NULL, simulated INTEGER NOT NULL, body TEXT NOT NULL,"
+    " received INTEGER NOT NULL);"
+    "CREATE INDEX memooms_hp ON memooms(host, pid, id);"
+    "CREATE INDEX memooms_sid ON memooms(sid, id);"
+    "CREATE INDEX memooms_ts ON memooms(ts, id);"
+    "CREATE INDEX memooms_sess ON memooms(sess);",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");

@@ -104,8 +104,13 @@ static int delete_session(srv_store *s, int64_t id)
         if ((rc = sdb_exec(s->w, sql)) != 0)
             return rc;
     }
-    /* its memory profiles outlive it, unlinked: the id may be reused */
+    /* its memory profiles and OOM reports outlive it, unlinked: the id
+     * may be reused */
     snprintf(sql, sizeof(sql), "UPDATE memprofs SET sess=NULL WHERE sess=%lld",
+             (long long)id);
+    if ((rc = sdb_exec(s->w, sql)) != 0)
+        return rc;
+    snprintf(sql, sizeof(sql), "UPDATE memooms SET sess=NULL WHERE sess=%lld",
              (long long)id);
     if ((rc = sdb_exec(s->w, sql)) != 0)
         return rc;
@@ -202,6 +207,29 @@ static int delete_memprofs(srv_store *s, int64_t before_ns, int64_t max,
     return sdb_exec(s->w, "COMMIT");
 }
 
+/* OOM reports of before_ns (by their ts) and of no kept session, as
+ * memory profiles; *n of them. */
+static int delete_memooms(srv_store *s, int64_t before_ns, uint64_t *n)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *n = 0;
+    if (sdb_prepare(s->w,
+                    "DELETE FROM memooms WHERE ts < ?1 AND NOT EXISTS"
+                    " (SELECT 1 FROM sessions k WHERE k.id=memooms.sess AND"
+                    " k.keep<>0) AND NOT EXISTS (SELECT 1 FROM sessions k"
+                    " WHERE k.sid=memooms.sid AND k.keep<>0)",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, before_ns);
+    rc = sdb_err(sdb_step(st));
+    if (!rc)
+        *n = (uint64_t)sdb_changes(s->w);
+    sdb_finalize(st);
+    return rc;
+}
+
 static int delete_session_tx(srv_store *s, int64_t id)
 {
     int rc = sdb_begin(s->w);
@@ -238,6 +266,12 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned)
     for (k = mage ? MEMPROF_PRUNE_BATCH : 0; !rc && k == MEMPROF_PRUNE_BATCH;) {
         pthread_mutex_lock(&s->wlock);
         rc = delete_memprofs(s, cutoff_ns(now, mage), MEMPROF_PRUNE_BATCH, &k);
+        pthread_mutex_unlock(&s->wlock);
+        n_mem += k;
+    }
+    if (!rc && mage) {
+        pthread_mutex_lock(&s->wlock);
+        rc = delete_memooms(s, cutoff_ns(now, mage), &k);
         pthread_mutex_unlock(&s->wlock);
         n_mem += k;
     }

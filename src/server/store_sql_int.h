@@ -287,6 +287,17 @@ sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
+/* fn(s, arg) in one write transaction under the writer lock: committed
+ * when it returns 0, rolled back otherwise; its result
+ * (store_sql_memprof.c). */
+int sq_write_tx(srv_store *s, int (*fn)(srv_store *, void *), void *arg);
+/* The session a memory profile or OOM report belongs to
+ * (store_sql_memprof.c): the one named by psid, else the newest of host
+ * and pid whose time range meets [start, end]; *sess its row id (0: none)
+ * and sid its id ("" when none; psid as given when not stored). */
+int sq_mem_link(srv_store *s, srv_str psid, srv_str host, uint64_t pid,
+                uint64_t start, uint64_t end, int64_t *sess, char *sid,
+                size_t cap);
 
 /* ---- store_sql_ingest.c ---- */
 /* A kernel row the writer has written (fresh: new, else a duplicate

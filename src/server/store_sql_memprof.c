@@ -38,18 +38,18 @@ static int cursor_of(const char *s, int64_t *v)
     return srv_cursor_decode(s, v, 1) ? -1 : 1;
 }
 
-/* the linked session: (row id, uuid) or 0 */
-static int link_session(srv_store *s, const srv_memprof *p, int64_t *sess,
-                        char *sid, size_t cap)
+int sq_mem_link(srv_store *s, srv_str psid, srv_str host, uint64_t pid,
+                uint64_t start, uint64_t end, int64_t *sess, char *sid,
+                size_t cap)
 {
     sdb_stmt *st = NULL;
     int rc;
     *sess = 0;
     sid[0] = '\0';
-    if (p->sid.p) {
+    if (psid.p) {
         if (sdb_prepare(s->w, "SELECT id, sid FROM sessions WHERE sid=?", &st))
             return GPUFL_EINTERNAL;
-        qbind_str(st, 1, p->sid);
+        qbind_str(st, 1, psid);
     } else {
         if (sdb_prepare(s->w,
                         "SELECT id, sid FROM sessions WHERE host=? AND pid=?"
@@ -57,19 +57,19 @@ static int link_session(srv_store *s, const srv_memprof *p, int64_t *sess,
                         " coalesce(last_ts, ?) >= ? ORDER BY id DESC LIMIT 1",
                         &st))
             return GPUFL_EINTERNAL;
-        qbind_str(st, 1, p->host);
-        qbind_i64(st, 2, (int64_t)p->pid);
-        qbind_i64(st, 3, (int64_t)p->end);
-        qbind_i64(st, 4, (int64_t)p->end);
-        qbind_i64(st, 5, (int64_t)p->start);
+        qbind_str(st, 1, host);
+        qbind_i64(st, 2, (int64_t)pid);
+        qbind_i64(st, 3, (int64_t)end);
+        qbind_i64(st, 4, (int64_t)end);
+        qbind_i64(st, 5, (int64_t)start);
     }
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
         *sess = qcol_i64(st, 0);
         snprintf(sid, cap, "%s", qcol_text(st, 1));
-    } else if (p->sid.p) {
+    } else if (psid.p) {
         /* not (yet) stored: keep the process's own word for it */
-        snprintf(sid, cap, "%.*s", (int)p->sid.n, p->sid.p);
+        snprintf(sid, cap, "%.*s", (int)psid.n, psid.p);
     }
     sdb_finalize(st);
     return sdb_err(rc);
@@ -81,7 +81,8 @@ static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
     sdb_stmt *st = NULL;
     int64_t sess;
     uint64_t alloc = 0, inuse = 0;
-    int rc = link_session(s, p, &sess, sid, cap);
+    int rc = sq_mem_link(s, p->sid, p->host, p->pid, p->start, p->end, &sess,
+                         sid, cap);
     if (rc)
         return rc;
     for (size_t i = 0; i < p->n; i++) {
@@ -127,20 +128,39 @@ static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
     return p->n ? s->wr->memstacks(s, *id, p) : GPUFL_OK;
 }
 
-int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
-                          char *sid, size_t sid_cap)
+int sq_write_tx(srv_store *s, int (*fn)(srv_store *, void *), void *arg)
 {
     int rc;
     pthread_mutex_lock(&s->wlock);
     rc = sdb_begin(s->w);
     if (!rc)
-        rc = put(s, p, id, sid, sid_cap);
+        rc = fn(s, arg);
     if (!rc)
         rc = sdb_exec(s->w, "COMMIT");
     if (rc)
         sdb_exec(s->w, "ROLLBACK");
     pthread_mutex_unlock(&s->wlock);
     return rc;
+}
+
+typedef struct put_args {
+    const srv_memprof *p;
+    int64_t *id;
+    char *sid;
+    size_t cap;
+} put_args;
+
+static int put_tx(srv_store *s, void *arg)
+{
+    put_args *a = arg;
+    return put(s, a->p, a->id, a->sid, a->cap);
+}
+
+int srv_store_memprof_put(srv_store *s, const srv_memprof *p, int64_t *id,
+                          char *sid, size_t sid_cap)
+{
+    put_args a = { p, id, sid, sid_cap };
+    return sq_write_tx(s, put_tx, &a);
 }
 
 /* The WHERE clause selecting the profiles of a query (alias p) and its

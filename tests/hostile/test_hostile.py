@@ -352,8 +352,10 @@ class BeforeBody(Base):
             ("POST", "/api/v1/events/device", None, 401),
             ("POST", "/api/v1/events/device", "gfk_" + "0" * 64, 401),
             ("POST", "/api/v1/memprof", None, 401),
+            ("POST", "/api/v1/memprof/oom", None, 401),
             ("POST", "/api/v1/keys", None, 401),
             ("POST", "/api/v1/events/device", read, 403),
+            ("POST", "/api/v1/memprof/oom", read, 403),
             ("POST", "/api/v1/keys", read, 403),
             ("POST", "/api/v1/events/nope", ADMIN, 404),
             ("POST", "/api/v1/nope", ADMIN, 404),
@@ -370,6 +372,13 @@ class BeforeBody(Base):
         # an allowed upload waits for its body (no answer without it)
         st, _, _, _ = self.head_only(srv, "POST", "/api/v1/events/device", ADMIN, 1000)
         self.assertIsNone(st)
+        st, _, _, _ = self.head_only(srv, "POST", "/api/v1/memprof/oom", ADMIN, 1000)
+        self.assertIsNone(st)
+        # past --max-body: refused from the head, whoever sends it
+        for path in ("/api/v1/memprof", "/api/v1/memprof/oom"):
+            st, took, closed, data = self.head_only(srv, "POST", path, ADMIN, 33 << 20)
+            self.assertEqual(st, 413, (path, data[:200]))
+            self.assertLess(took, 1.0, path)
 
     def test_unauthenticated_uploads_hold_no_memory(self):
         """40 unauthenticated 8 MiB uploads at once (reported: ~640 MiB
@@ -825,6 +834,24 @@ class Keys(Base):
         st, _, data = srv.req("POST", "/api/v1/memprof", json.dumps(prof), token=tok,
                               headers={"Content-Type": "application/json"})
         self.assertEqual(st, 200, data)
+        # OOM reports (gpufl memprof --oom): the same
+        oom = {"v": 1, "host": "node-8", "pid": 1, "ts": 5, "source": "preload",
+               "stacks": [["main", "cuMemAlloc_v2"]],
+               "request": {"api": "cuMemAlloc_v2", "bytes": 100, "rc": 2, "stack": 0},
+               "device": {"source": "unknown"},
+               "live": {"bytes": 0, "count": 0, "stacks": []},
+               "recent": {"window_ns": 10, "events": []}}
+        st, _, data = srv.req("POST", "/api/v1/memprof/oom", json.dumps(oom), token=tok,
+                              headers={"Content-Type": "application/json"})
+        self.assertEqual(st, 403, data)
+        self.assertIn(b"node-8", data)
+        self.assertEqual(srv.get("/api/v1/memory/ooms")["items"], [])
+        oom["host"] = "node-7"
+        st, _, data = srv.req("POST", "/api/v1/memprof/oom", json.dumps(oom), token=tok,
+                              headers={"Content-Type": "application/json"})
+        self.assertEqual(st, 200, data)
+        self.assertEqual([x["host"] for x in srv.get("/api/v1/memory/ooms")["items"]],
+                         ["node-7"])
         # listed with its hosts; the command line binds keys too
         keys = srv.get("/api/v1/keys")["items"]
         self.assertEqual([k["hosts"] for k in keys if k["id"] == k7["id"]], [["node-7"]])

@@ -80,3 +80,48 @@ if(TARGET gpufl-server AND EXISTS ${PROJECT_SOURCE_DIR}/src/server/api_memprof.c
       ENVIRONMENT "GPUFL_TEST_PG_URI_FILE=${CMAKE_BINARY_DIR}/testtmp/pgcluster/uri")
   endif()
 endif()
+
+# --oom (test_memprof_oom.py): a stand-in for PyTorch's caching allocator
+# (C++, so its frames carry c10::cuda::CUDACachingAllocator names), called
+# from prog_oom.py through ctypes; the fake driver's device is sized by
+# the test (FAKE_CUDA_MEM_TOTAL) so that the workload runs out of it
+add_library(fake_c10 SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_c10.cpp)
+target_compile_options(fake_c10 PRIVATE -O1 -fno-omit-frame-pointer
+  -fno-sanitize=all -Wall -Wextra -Werror)
+target_link_options(fake_c10 PRIVATE -fno-sanitize=all)
+target_link_libraries(fake_c10 PRIVATE fake_cudamem)
+set_target_properties(fake_c10 PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cudamem)
+set(_mp_oom_args --gpufl $<TARGET_FILE:gpufl_cli>
+  --c10 $<TARGET_FILE:fake_c10>
+  --preload-lib $<TARGET_FILE:gpufl_memprof_preload>
+  --nvml-lib $<TARGET_FILE:fake_nvml_full>
+  --tmp ${CMAKE_BINARY_DIR}/testtmp)
+foreach(_mp_mode preload ebpf)
+  add_test(NAME memprof_oom_${_mp_mode}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+            ${_mp_mode} ${_mp_oom_args})
+  set_tests_properties(memprof_oom_${_mp_mode} PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+endforeach()
+if(TARGET gpufl-server)
+  add_test(NAME memprof_oom_server
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+            server ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(memprof_oom_server PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+  add_test(NAME memprof_oom_tls
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+            tls ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(memprof_oom_tls PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+  if(_mp_pg_bins)
+    add_test(NAME memprof_oom_server_pg
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof_oom.py
+              server ${_mp_oom_args} --server $<TARGET_FILE:gpufl-server>)
+    set_tests_properties(memprof_oom_server_pg PROPERTIES TIMEOUT 120
+      SKIP_RETURN_CODE 77 FIXTURES_REQUIRED server_pg
+      RESOURCE_LOCK memprof_fake_cuda
+      ENVIRONMENT "GPUFL_TEST_PG_URI_FILE=${CMAKE_BINARY_DIR}/testtmp/pgcluster/uri")
+  endif()
+endif()

@@ -38,7 +38,12 @@ API_DEC = frozenset((
     "gpu_ns", "gpu_ns_total", "bytes", "inst", "thread_inst", "sectors",
     "sectors_ideal", "start", "alloc_bytes", "inuse_bytes", "total_bytes",
     "since", "deadline", "veto_until", "gpu_ts", "gpu_dur", "queue_ns",
-    "launch_ns"))
+    "launch_ns",
+    # OOM reports (docs/api.md "OOM reports")
+    "received", "window_ns", "settle_ns", "free_bytes", "process_bytes",
+    "live_bytes", "host_bytes", "untracked_bytes", "reserved_bytes",
+    "other_bytes", "released_bytes", "released_allocator_bytes",
+    "held_bytes"))
 # Members copied from event lines as they came: their integers are
 # numbers up to 2^53 - 1 and decimal strings past it, whatever the key.
 API_COPIED = frozenset(("devices", "engines", "cmd", "lib", "interval_ms",

@@ -184,8 +184,9 @@ class Names(Base):
         g.kernel(T0 + 10 ** 9, 2000, a, api=(-5000, 1200), tid=11)
         g.send(srv)
         srv.stop()
-        # back to schema 11: what migration 12 added, removed
-        undo = ["DELETE FROM schema_version WHERE version=12",
+        # back to schema 11: what migrations 12 and 13 added, removed
+        undo = ["DELETE FROM schema_version WHERE version>=12",
+                "DROP TABLE memooms",
                 "ALTER TABLE dicts DROP COLUMN demangled",
                 "ALTER TABLE kernels DROP COLUMN tid",
                 "ALTER TABLE ops DROP COLUMN tid",

@@ -236,6 +236,46 @@ try {
       (memOk ? '' : ' (not yet: the server has no memory-profile endpoint)'),
   );
 
+  // an OOM report of session A (docs/api.md "OOM reports"), as gpufl
+  // memprof --oom sends it: integers as numbers are accepted
+  const oomStacks = [
+    ['<module> (train.py:9)', 'step (train.py:5)', 'torch.empty', 'alloc_block', 'cuMemAlloc_v2'],
+    ['<module> (train.py:9)', 'Model.build (train.py:3)', 'torch.empty', 'alloc_block', 'cuMemAlloc_v2'],
+    ['<module> (train.py:9)', 'nccl_init', 'cuMemAlloc_v2'],
+  ];
+  const oomBody = {
+    v: 1,
+    host: A.host,
+    pid: A.pid,
+    comm: 'example_train',
+    sid: A.sid,
+    source: 'preload',
+    ts: String(start + 1000000000n),
+    stacks: oomStacks,
+    request: { api: 'cuMemAlloc_v2', bytes: 4294967296, rc: 2, tid: 1, stack: 0 },
+    device: { source: 'driver', index: 1, free_bytes: 2952790016, total_bytes: 8589934592 },
+    live: {
+      bytes: 3489660928,
+      count: 4,
+      stacks: [
+        { stack: 1, bytes: 3221225472, count: 3 },
+        { stack: 2, bytes: 268435456, count: 1 },
+      ],
+    },
+    recent: {
+      window_ns: 10000000000,
+      events: [1, 1, 1, 2, 0].map((k, i) => ({
+        ts: String(start + 1000000000n - BigInt(5 - i) * 1000000n),
+        op: i === 4 ? 'fail' : 'alloc',
+        api: 'cuMemAlloc_v2',
+        bytes: i === 4 ? 4294967296 : k === 1 ? 1073741824 : 268435456,
+        stack: k,
+      })),
+    },
+  };
+  const oomPost = await req(U, 'POST', '/api/v1/memprof/oom', JSON.stringify(oomBody), 'application/json');
+  const oomOk = oomPost.status === 200;
+
   const vsid = 'e2e0e2e0-0000-4000-8000-00000000f1ee';
   const now = BigInt(Date.now()) * 1000000n;
   const vlines = [
@@ -888,6 +928,51 @@ try {
         ')',
     );
     check('memory_view', true, 'rendered');
+  });
+
+  // the session's OOM report in the Memory view: listed, then shown
+  await attempt('memory_oom', async () => {
+    if (!oomOk) {
+      check('memory_oom', false, 'POST /api/v1/memprof/oom -> ' + oomPost.status + ' ' + oomPost.text.slice(0, 200));
+      return;
+    }
+    await page.goto(U + '/#/memory?s=' + A.sid);
+    await page.waitForSelector('[data-testid=oom-row]');
+    const rows = await page.locator('[data-testid=oom-row]').count();
+    await page.click('[data-testid=oom-row]');
+    await page.waitForFunction(() => window.__uiTest.oom);
+    await idle();
+    const o = await page.evaluate(() => window.__uiTest.oom);
+    const events = await page.locator('[data-testid=oom-event]').count();
+    const dev = await text('[data-testid=oom-device]');
+    const asked = await text('[data-testid=oom-req-bytes]');
+    await shot('memory-oom');
+    const ok =
+      rows === 1 &&
+      /oom=\d+/.test(page.url()) &&
+      JSON.stringify(o.request) === JSON.stringify(oomStacks[0]) &&
+      o.liveTotal === oomBody.live.bytes &&
+      o.events === 5 &&
+      events === 5 &&
+      asked === '4.00 GiB' &&
+      dev.includes('device 1: 2.75 GiB free of 8.00 GiB');
+    check(
+      'memory_oom',
+      ok,
+      rows +
+        ' report listed; asked ' +
+        asked +
+        ' from ' +
+        o.request.join(' > ') +
+        '; live flame ' +
+        o.liveTotal +
+        ' B in ' +
+        o.liveRects +
+        ' frames; ' +
+        events +
+        ' calls on the timeline; ' +
+        dev,
+    );
   });
 
   // fleet

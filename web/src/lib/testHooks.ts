@@ -48,6 +48,15 @@ export interface FlameHit {
   path: string[];
 }
 
+/* The OOM report the Memory view shows (MemoryOom.tsx). */
+export interface OomDraw {
+  id: number;
+  request: string[]; // the frames that asked, root first
+  liveTotal: number; // bytes of the live-set flame graph's root
+  liveRects: number;
+  events: number; // calls drawn on the timeline
+}
+
 export interface UiTest {
   idle: () => boolean; // no fetch and no view work pending
   busy: number; // views' pending work besides fetches
@@ -56,6 +65,7 @@ export interface UiTest {
   timelineSet?: (t0: number, t1: number) => void;
   flame?: FlameDraw;
   flameHits?: () => FlameHit[];
+  oom?: OomDraw;
 }
 
 declare global {

@@ -212,6 +212,78 @@ export interface MemProfile {
   inuse_bytes: Dec;
 }
 
+/* GET /memory/ooms: one OOM report of gpufl memprof --oom, as listed. */
+export interface OomItem {
+  id: number;
+  host: string;
+  pid: number;
+  comm: string | null;
+  sid: string | null;
+  ts: Dec;
+  api: string;
+  bytes: Dec;
+  device: number | null;
+  device_source: string;
+  free_bytes: Dec | null;
+  total_bytes: Dec | null;
+  live_bytes: Dec;
+  source: string;
+  simulated: boolean;
+}
+
+/* GET /memory/ooms/{id}: the whole report (docs/api.md "OOM reports");
+   stack members index `stacks` (frames root first, the API last). */
+export interface OomReport {
+  host: string;
+  pid: number;
+  comm: string | null;
+  source: string;
+  simulated: boolean;
+  ts: Dec;
+  request: { api: string; bytes: Dec; rc: number; tid: Int; stack: number };
+  device: {
+    source: string;
+    index: number | null;
+    free_bytes: Dec | null;
+    total_bytes: Dec | null;
+    process_bytes: Dec | null;
+    why: string | null;
+  };
+  live: {
+    bytes: Dec;
+    count: Int;
+    stacks: { stack: number; bytes: Dec; count: Int }[];
+    truncated: boolean;
+    host_bytes: Dec;
+    untracked_count: Int;
+  };
+  recent: {
+    window_ns: Dec;
+    cut: boolean;
+    events: { ts: Dec; tid: Int; op: 'alloc' | 'free' | 'fail'; api: string; bytes: Dec; stack: number }[];
+  };
+  fragmentation: {
+    allocator: string | null;
+    reserved_bytes: Dec;
+    other_bytes: Dec;
+    released_bytes: Dec;
+    released_allocator_bytes: Dec;
+    held_bytes: Dec;
+    settle_ns: Dec;
+    retries: { ts: Dec; ok: boolean }[];
+    more_ooms: Int;
+    exited: boolean;
+  } | null;
+  stacks: string[][];
+}
+
+export interface OomAnswer {
+  id: number;
+  sid: string | null;
+  received: Dec;
+  report: OomReport;
+}
+
 /* GET /fleet: the latest verdict per GPU and per session, by host. */
 export interface FleetGpu {
   dev: number;

@@ -1,5 +1,6 @@
 // url.ts - the view's state in the URL hash, so a view can be shared as a link:
 //   #/<tab>?s=<sid>&b=<sid2>&from=<ns>&to=<ns>&sel=<id>&q=<text>&mv=<memview>
+//          &oom=<OOM report id>
 // Times are absolute epoch ns, kept as decimal strings (never Numbers).
 
 export const TABS = ['sessions', 'kernels', 'scopes', 'system', 'memory', 'fleet'] as const;
@@ -14,9 +15,10 @@ export interface UrlState {
   sel?: string; // selection: kernel id, scope path, frame path
   q?: string; // search text
   mv?: string; // memory view: alloc|inuse|fail, + ":self"
+  oom?: string; // memory view: the OOM report shown
 }
 
-const KEYS = ['s', 'b', 'from', 'to', 'sel', 'q', 'mv'] as const;
+const KEYS = ['s', 'b', 'from', 'to', 'sel', 'q', 'mv', 'oom'] as const;
 const NS = /^\d{1,20}$/;
 
 export function parseHash(hash: string): UrlState {
@@ -54,5 +56,6 @@ export function switchTab(st: UrlState, tab: Tab): UrlState {
   const n: UrlState = { ...st, tab };
   delete n.sel;
   delete n.q;
+  delete n.oom;
   return n;
 }

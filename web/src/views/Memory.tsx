@@ -6,6 +6,7 @@ import { fmtBytes, fmtNs, fmtPct, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 import type { MemProfile, Page } from '../lib/types';
 import { testHooks } from '../lib/testHooks';
+import { OomReports } from './MemoryOom';
 
 const ROW = 18;
 
@@ -202,6 +203,7 @@ export function Memory({ st, set, session }: ViewProps) {
           </span>
         )}
       </div>
+      <OomReports sid={s.id} st={st} set={set} />
       {r.error ? (
         <ErrorBox
           error={r.error}
