@@ -19,6 +19,7 @@
 
 #include "common/jw.h"
 #include "ring.h"
+#include "sim_perturb.h"
 #include "source.h"
 
 #define CLIENT_MAX_THREADS 4096 /* rings registered at once */
@@ -69,6 +70,13 @@ typedef struct client_cfg {
     gpufl_log_fn log;
     void *log_ud;
     int log_level;
+    /* the job (job.c): job "" = none known, and then the rest unset */
+    char job[128];
+    char job_source[16];
+    int32_t rank, world_size, local_rank; /* -1 = unknown */
+    char step_scope[128];                 /* "" = none named */
+    char sim_perturb_str[SIM_PERTURB_LEN_MAX + 1]; /* as given; "" none */
+    sim_perturb sim_perturb;
 } client_cfg;
 
 /* One engine of the session: its state and what the header says of it. */
@@ -182,6 +190,13 @@ extern const struct opt_prog client_env_prog;
 void client_env_warning(const char *msg);
 int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
                        size_t errlen);
+
+/* ---- job.c ---- */
+/* The job and rank of this process into cfg->job..local_rank: o's fields
+ * (GPUFL_JOB ... or code), else the launcher's variables.  A value that
+ * cannot be used is logged and kept as the session's warning; the job is
+ * then not recorded. */
+void client_job_resolve(const gpufl_options *o, client_cfg *cfg);
 
 /* ---- collector.c ---- */
 int collector_start(void);
