@@ -70,6 +70,12 @@ class _Options(ctypes.Structure):
         ("stack_depth", ctypes.c_uint32),
         ("cupti_flush_ms", ctypes.c_uint32),
         ("cupti_close_ms", ctypes.c_uint32),
+        ("job", ctypes.c_char_p),
+        ("rank", ctypes.c_int32),
+        ("world_size", ctypes.c_int32),
+        ("local_rank", ctypes.c_int32),
+        ("step_scope", ctypes.c_char_p),
+        ("sim_perturb", ctypes.c_char_p),
     ]
 
 
@@ -90,6 +96,9 @@ ENV = {
     "cupti_lib": "GPUFL_CUPTI_LIB", "stacks": "GPUFL_STACKS",
     "stack_depth": "GPUFL_STACK_DEPTH", "cupti_flush_ms": "GPUFL_CUPTI_FLUSH_MS",
     "cupti_close_ms": "GPUFL_CUPTI_CLOSE_MS",
+    "job": "GPUFL_JOB", "rank": "GPUFL_RANK", "world_size": "GPUFL_WORLD_SIZE",
+    "local_rank": "GPUFL_LOCAL_RANK", "step_scope": "GPUFL_STEP_SCOPE",
+    "sim_perturb": "GPUFL_SIM_PERTURB",
 }
 _LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3, "off": -1, "none": -1}
 
