@@ -63,7 +63,16 @@ int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
 {
     pid_t parent = getpid(), pid;
     cli_proc *p;
-    if (ps->n >= CLI_PROC_MAX) {
+    int slot = ps->n;
+    /* a reaped child's slot is free: a supervisor that starts a workload
+     * again and again (gpufl demo) would otherwise run out after a few
+     * runs */
+    for (int i = 0; i < ps->n; i++)
+        if (ps->p[i].pid == 0) {
+            slot = i;
+            break;
+        }
+    if (slot >= CLI_PROC_MAX) {
         fprintf(stderr, "gpufl: too many child processes\n");
         return -1;
     }
@@ -82,11 +91,13 @@ int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
     if (pid == 0)
         child(argv, log, extra_env, parent);
     setpgid(pid, pid); /* also here: no race with an early signal */
-    p = &ps->p[ps->n];
+    p = &ps->p[slot];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     p->pid = pid;
-    return ps->n++;
+    if (slot == ps->n)
+        ps->n++;
+    return slot;
 }
 
 int cli_proc_poll(cli_procs *ps)

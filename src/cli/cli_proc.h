@@ -29,7 +29,8 @@ typedef struct cli_procs {
 
 /* Starts argv (argv[0] a path) with stdout and stderr appended to log (NULL:
  * inherited) and extra "NAME=VALUE" strings added to the environment (NULL
- * ends; may be NULL).  Returns the slot index, or -1 with a message on
+ * ends; may be NULL).  Returns the slot index (the slot of a child already
+ * reaped is used again), or -1 with a message on
  * stderr. */
 int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
                    const char *log, char *const extra_env[]);

@@ -73,8 +73,8 @@ typedef struct client_cfg {
     /* the job (job.c): job "" = none known, and then the rest unset */
     char job[128];
     char job_source[16];
-    int32_t rank, world_size, local_rank; /* -1 = unknown */
-    char step_scope[128];                 /* "" = none named */
+    int32_t rank, world_size, local_rank;          /* -1 = unknown */
+    char step_scope[128];                          /* "" = none named */
     char sim_perturb_str[SIM_PERTURB_LEN_MAX + 1]; /* as given; "" none */
     sim_perturb sim_perturb;
 } client_cfg;

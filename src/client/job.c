@@ -58,10 +58,18 @@ static void job_warn(int *warned, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (!*warned)
+    if (!*warned && !g_client.env_warning[0]) {
         client_env_warning(msg);
-    else
+    } else if (!*warned && !strstr(g_client.env_warning, msg) &&
+               strlen(g_client.env_warning) + 2 + strlen(msg) <
+                   sizeof g_client.env_warning) {
+        /* after a bad GPUFL_* value's message: both are kept */
+        char both[2 * sizeof g_client.env_warning];
+        snprintf(both, sizeof both, "%s; %s", g_client.env_warning, msg);
+        client_env_warning(both);
+    } else if (!strstr(g_client.env_warning, msg)) {
         client_log(GPUFL_LOG_WARN, "%s", msg);
+    }
     *warned = 1;
 }
 
@@ -181,8 +189,7 @@ void client_job_resolve(const gpufl_options *o, client_cfg *cfg)
     }
     if (size == 0 || rank >= size) {
         char r[48];
-        snprintf(r, sizeof r, "%lld of %lld", (long long)rank,
-                 (long long)size);
+        snprintf(r, sizeof r, "%lld of %lld", (long long)rank, (long long)size);
         job_warn(&warned,
                  "job \"%.60s\": rank %s is not a rank of the world; the "
                  "job and rank are not recorded",
@@ -202,8 +209,9 @@ void client_job_resolve(const gpufl_options *o, client_cfg *cfg)
         char r[48];
         snprintf(r, sizeof r, "%lld of %lld", (long long)local,
                  (long long)size);
-        job_warn(&warned, "job \"%.60s\": local rank %s is not in the "
-                          "world; the local rank is not recorded",
+        job_warn(&warned,
+                 "job \"%.60s\": local rank %s is not in the "
+                 "world; the local rank is not recorded",
                  job, r);
         local = -1;
     }

@@ -487,8 +487,7 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
      * test show nothing and pass: refused like an unknown engine */
     if (sim_perturb_parse(o->sim_perturb, &cfg->sim_perturb, err, errlen))
         return GPUFL_EINVAL;
-    copy_str(cfg->sim_perturb_str, sizeof cfg->sim_perturb_str,
-             o->sim_perturb);
+    copy_str(cfg->sim_perturb_str, sizeof cfg->sim_perturb_str, o->sim_perturb);
     if (o->step_scope && strlen(o->step_scope) >= sizeof cfg->step_scope) {
         /* a label: not worth a session, but not cut short either (a cut
          * name would name no scope) */

@@ -45,8 +45,8 @@ static int step_parse(const char *s, uint64_t *step)
     return *s != '@' || num_u64(s + 1, step) ? -1 : 0;
 }
 
-static int kernel_item(const char *v, sim_perturb *p, const item *it,
-                       char *why, size_t cap)
+static int kernel_item(const char *v, sim_perturb *p, const item *it, char *why,
+                       size_t cap)
 {
     const char *colon = strrchr(v, ':'), *end;
     sim_perturb_kernel *k;
@@ -93,8 +93,8 @@ static int mem_item(const char *v, sim_perturb *p, const item *it, char *why,
     return 0;
 }
 
-static int stall_item(const char *v, sim_perturb *p, const item *it,
-                      char *why, size_t cap)
+static int stall_item(const char *v, sim_perturb *p, const item *it, char *why,
+                      size_t cap)
 {
     num_dec d;
     const char *end;

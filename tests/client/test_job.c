@@ -10,16 +10,26 @@
 #include "test.h"
 
 static const char *const job_vars[] = {
-    "GPUFL_JOB",           "GPUFL_RANK",
-    "GPUFL_WORLD_SIZE",    "GPUFL_LOCAL_RANK",
-    "GPUFL_STEP_SCOPE",    "GPUFL_SIM_PERTURB",
-    "TORCHELASTIC_RUN_ID", "RANK",
-    "WORLD_SIZE",          "LOCAL_RANK",
-    "SLURM_JOB_ID",        "SLURM_STEP_ID",
-    "SLURM_PROCID",        "SLURM_NTASKS",
-    "SLURM_LOCALID",       "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_MCA_ess_base_jobid", "PMI_RANK",
+    "GPUFL_JOB",
+    "GPUFL_RANK",
+    "GPUFL_WORLD_SIZE",
+    "GPUFL_LOCAL_RANK",
+    "GPUFL_STEP_SCOPE",
+    "GPUFL_SIM_PERTURB",
+    "TORCHELASTIC_RUN_ID",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_MCA_ess_base_jobid",
+    "PMI_RANK",
     "PMI_SIZE",
 };
 
@@ -171,6 +181,18 @@ static void test_bad_values(void)
     CHECK(c.rank == 1);
     CHECK(strstr(g_client.env_warning, "GPUFL_RANK") != NULL);
 
+    /* a bad GPUFL_* value's message and the job's are both kept */
+    clear_env();
+    client_env_warning(NULL);
+    setenv("GPUFL_FLUSH_MS", "fast", 1);
+    setenv("GPUFL_JOB", "j", 1);
+    setenv("GPUFL_RANK", "2", 1);
+    setenv("GPUFL_WORLD_SIZE", "2", 1);
+    CHECK(resolve(&c) == GPUFL_OK);
+    CHECK(strstr(g_client.env_warning, "GPUFL_FLUSH_MS") != NULL);
+    CHECK(strstr(g_client.env_warning, "2 of 2") != NULL);
+    unsetenv("GPUFL_FLUSH_MS");
+
     /* rank outside the world */
     clear_env();
     setenv("GPUFL_JOB", "j", 1);
@@ -226,14 +248,30 @@ static void test_perturb_parse(void)
     sim_perturb p;
     char why[256];
     static const char *const bad[] = {
-        "kernel=gemm",         "kernel=gemm:1.2",   "kernel=gemm:x",
-        "kernel=gemm:x0",      "kernel=gemm:x-1",   "kernel=gemm:x1.2@",
-        "kernel=gemm:x1.2@-1", "kernel=gemm:x1.2x", "kernel=gemm:x101",
-        "mem=1G",              "mem=+",             "mem=+0",
-        "mem=+21GiB",          "mem=+1G,mem=+1G",   "stall=1",
-        "stall=1@",            "stall=0@1",         "stall=x@1",
-        "stall=3601@1",        "stall=1.5s@1",      "kernel=gemm:x1.2,",
-        ",mem=+1G",            "speed=2",           "kernel=gemm:x1.2@1 2",
+        "kernel=gemm",
+        "kernel=gemm:1.2",
+        "kernel=gemm:x",
+        "kernel=gemm:x0",
+        "kernel=gemm:x-1",
+        "kernel=gemm:x1.2@",
+        "kernel=gemm:x1.2@-1",
+        "kernel=gemm:x1.2x",
+        "kernel=gemm:x101",
+        "mem=1G",
+        "mem=+",
+        "mem=+0",
+        "mem=+21GiB",
+        "mem=+1G,mem=+1G",
+        "stall=1",
+        "stall=1@",
+        "stall=0@1",
+        "stall=x@1",
+        "stall=3601@1",
+        "stall=1.5s@1",
+        "kernel=gemm:x1.2,",
+        ",mem=+1G",
+        "speed=2",
+        "kernel=gemm:x1.2@1 2",
     };
     CHECK(sim_perturb_parse(NULL, &p, why, sizeof why) == 0);
     CHECK(p.n_kernel == 0 && p.n_stall == 0 && p.mem_bytes == 0);
