@@ -59,7 +59,8 @@ typedef struct demo {
     char cuda[DEMO_PATH + 32]; /* the CUDA workload; "" = simulated GPU */
     int server, agent;         /* slots; -1 = not running */
     int work[DEMO_RANKS];      /* the run's processes; -1 = none */
-    unsigned runs;
+    unsigned runs, jobs;
+    long long t_start; /* seconds since 1970 at the start: in job ids */
 } demo;
 
 static volatile sig_atomic_t stop_flag;
@@ -520,8 +521,8 @@ static int start_workload(demo *d)
                      "--app", "cuda-demo", "--log-dir", d->logs,
                      "--",    d->cuda,     steps,       NULL };
     const char *name = d->cuda[0] ? "demo_cuda" : "example_train";
-    /* a job id of its own on every start of the demo, which may reuse
-     * the data of an earlier one: the seconds of its start */
+    /* a job id of its own, also across starts of the demo, which may
+     * reuse the data of an earlier one: its start time and a count */
     char job[48], ebuf[DEMO_RANKS][8][96], *env[DEMO_RANKS][9];
     unsigned run = d->runs + 1;
     int kind = run_kind(d, run), n = kind == RUN_JOB ? DEMO_RANKS : 1;
@@ -537,7 +538,7 @@ static int start_workload(demo *d)
     }
     snprintf(log, sizeof log, "%s/workload.log", d->root);
     snprintf(steps, sizeof steps, "%u", d->o.steps);
-    snprintf(job, sizeof job, "demo-job-%lld", (long long)time(NULL));
+    snprintf(job, sizeof job, "demo-job-%lld-%u", d->t_start, d->jobs + 1);
     for (int r = 0; r < n; r++) {
         run_env(ebuf[r], env[r], run, kind, job, r);
         d->work[r] = cli_proc_start(&d->ps, name, d->cuda[0] ? cuda : train,
@@ -546,6 +547,7 @@ static int start_workload(demo *d)
             return -1;
     }
     d->runs = run;
+    d->jobs += kind == RUN_JOB;
     if (d->cuda[0])
         say(d,
             "      run %u: demo_cuda, %u steps, under gpufl run (engines "
@@ -683,6 +685,7 @@ static int demo_run(demo *d)
             snprintf(d->token + 2 * i, 3, "%02x", r[i]);
     }
     snprintf(d->url, sizeof d->url, "http://%s", d->o.listen);
+    d->t_start = (long long)time(NULL);
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal; /* no SA_RESTART: waits end at once */

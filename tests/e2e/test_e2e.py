@@ -380,12 +380,14 @@ class DemoRuns(unittest.TestCase):
         # more runs than 16 slots: finished children's slots are reused
         self.assertGreater(len(runs), 16, runs)
         cycle = ["plain", "job", "plain", "perturbed"]
+        self.assertEqual(sorted(jobs), sorted("%s-%d" % (next(iter(jobs)).rsplit("-", 1)[0], n)
+                                              for n in range(1, len(jobs) + 1)))
         self.assertEqual([k for k, _ in runs], [cycle[i % 4] for i in range(len(runs))])
         for k, v in runs:
             if k == "perturbed":
                 self.assertEqual(v, "kernel=gemm:x1.25")
         for job, hs in jobs.items():
-            self.assertRegex(job, r"^demo-job-\d+$")
+            self.assertRegex(job, r"^demo-job-\d+-\d+$")
             self.assertEqual(sorted(h["rank"] for h in hs), [0, 1, 2, 3])
             for h in hs:
                 self.assertEqual((h["world_size"], h["local_rank"], h["job_source"]),
