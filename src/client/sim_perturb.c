@@ -65,8 +65,9 @@ static int kernel_item(const char *v, sim_perturb *p, const item *it, char *why,
         return fail(why, cap, it,
                     "the factor after 'x' must be a decimal number "
                     "(\"x1.2\")");
-    if (!(k->factor > 0) || k->factor > SIM_PERTURB_FACTOR_MAX)
-        return fail(why, cap, it, "the factor must be above 0 and at most 100");
+    if (!(k->factor >= SIM_PERTURB_FACTOR_MIN) ||
+        k->factor > SIM_PERTURB_FACTOR_MAX)
+        return fail(why, cap, it, "the factor must be from 0.01 to 100");
     if (*end && step_parse(end, &k->from_step))
         return fail(why, cap, it,
                     "after the factor comes nothing or @STEP (a step number "

@@ -17,13 +17,15 @@
 /* One kernel= substring, in bytes. */
 #define SIM_PERTURB_SUB_MAX 63
 /* Largest duration factor, extra allocation and stall. */
+/* A factor below 0.01 would make kernels of 0 ns. */
+#define SIM_PERTURB_FACTOR_MIN 0.01
 #define SIM_PERTURB_FACTOR_MAX 100.0
 #define SIM_PERTURB_MEM_MAX (20ull << 30)
 #define SIM_PERTURB_STALL_MAX_NS (3600ull * 1000000000ull)
 
 typedef struct sim_perturb_kernel {
     char sub[SIM_PERTURB_SUB_MAX + 1]; /* "" = every kernel */
-    double factor;                     /* > 0 */
+    double factor;                     /* 0.01 ... 100 */
     uint64_t from_step;                /* 0 = from the first step */
 } sim_perturb_kernel;
 
