@@ -252,6 +252,7 @@ static void test_perturb_parse(void)
         "kernel=gemm:1.2",
         "kernel=gemm:x",
         "kernel=gemm:x0",
+        "kernel=gemm:x0.009",
         "kernel=gemm:x-1",
         "kernel=gemm:x1.2@",
         "kernel=gemm:x1.2@-1",

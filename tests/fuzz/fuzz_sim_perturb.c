@@ -4,7 +4,7 @@
  *
  * Oracles beyond "does not crash":
  *   - accepted: every item is within its caps (counts, substring length,
- *     factor in (0, 100], extra allocation 1 byte to 20 GiB, a pause in
+ *     factor in [0.01, 100], extra allocation 1 byte to 20 GiB, a pause in
  *     (0, 3600 s]), and the value is at most 255 bytes;
  *   - refused: the result holds no change and the message names
  *     GPUFL_SIM_PERTURB;
@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (uint32_t i = 0; i < p.n_kernel; i++) {
         FUZZ_ASSERT(strlen(p.kernel[i].sub) <= SIM_PERTURB_SUB_MAX);
         FUZZ_ASSERT(strstr(v, p.kernel[i].sub) != NULL);
-        FUZZ_ASSERT(p.kernel[i].factor > 0 &&
+        FUZZ_ASSERT(p.kernel[i].factor >= SIM_PERTURB_FACTOR_MIN &&
                     p.kernel[i].factor <= SIM_PERTURB_FACTOR_MAX);
     }
     for (uint32_t i = 0; i < p.n_stall; i++)
