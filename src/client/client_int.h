@@ -190,6 +190,9 @@ extern const struct opt_prog client_env_prog;
 void client_env_warning(const char *msg);
 int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
                        size_t errlen);
+/* Names in file names and the session line (app, prefix, job): characters
+ * outside [A-Za-z0-9._-] become '_', in place. */
+void client_name_sanitize(char *s);
 
 /* ---- job.c ---- */
 /* The job and rank of this process into cfg->job..local_rank: o's fields

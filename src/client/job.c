@@ -99,15 +99,8 @@ static int job_id_copy(char *dst, size_t cap, const char *src)
     size_t n = strlen(src);
     if (n >= cap)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        char c = src[i];
-        dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                         (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                         c == '-'
-                     ? c
-                     : '_';
-    }
-    dst[n] = 0;
+    memcpy(dst, src, n + 1);
+    client_name_sanitize(dst);
     return 0;
 }
 

@@ -387,7 +387,7 @@ static void program_name(char *out, size_t cap)
 }
 
 /* App names end up in file names: keep [A-Za-z0-9._-], map others to '_'. */
-static void sanitize_name(char *s)
+void client_name_sanitize(char *s)
 {
     for (; *s; s++) {
         char c = *s;
@@ -432,7 +432,7 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
         copy_str(cfg->app, sizeof cfg->app, o->app);
     else
         program_name(cfg->app, sizeof cfg->app);
-    sanitize_name(cfg->app);
+    client_name_sanitize(cfg->app);
     copy_str(cfg->log_dir, sizeof cfg->log_dir,
              o->log_dir && *o->log_dir ? o->log_dir : ".");
     /* every file name must fit NAME_MAX (255) with the longest suffix
@@ -447,7 +447,7 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     }
     copy_str(cfg->log_prefix, sizeof cfg->log_prefix, o->log_prefix);
     if (cfg->log_prefix[0])
-        sanitize_name(cfg->log_prefix);
+        client_name_sanitize(cfg->log_prefix);
     copy_str(cfg->engines, sizeof cfg->engines,
              o->engines && *o->engines ? o->engines : "auto");
     copy_str(cfg->nvml_lib, sizeof cfg->nvml_lib,
