@@ -209,7 +209,7 @@ static double kernel_line_bytes(const char *path, uint64_t *n)
 static void bench_collector(void)
 {
     uint64_t n = quick ? 2000000 : 8000000, cpu0, cpu1, w0, w1, lines = 0;
-    char path[1200];
+    char path[CLIENT_PATH_MAX + 16];
     gpufl_kernel k;
     double avg;
     start_session(1u << 22, "collector");
@@ -229,6 +229,22 @@ static void bench_collector(void)
     w1 = clock_mono_ns();
     cpu1 = thread_cpu_ns(g_client.collector);
     snprintf(path, sizeof path, "%s.device.log", gpufl_log_prefix());
+    if (g_client.cfg.ring) {
+        /* the flight recorder: how long writing its full window takes */
+        uint64_t h0 = trigger_handled(TRG_CTL), d0 = clock_mono_ns();
+        collector_info ci;
+        trigger_post(TRG_CTL, "bench_client");
+        while (trigger_handled(TRG_CTL) == h0) {
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        collector_get_info(&ci);
+        snprintf(path, sizeof path, "%s.device.log", ci.prefix);
+        printf("  ring dump: the window written in %.2f s (%.1f MB device "
+               "file, with its live part until shutdown)\n",
+               (double)(clock_mono_ns() - d0) / 1e9,
+               (double)file_size(path) / 1e6);
+    }
     gpufl_shutdown();
     avg = kernel_line_bytes(path, &lines);
     printf("  collector: %llu kernel events in %.2f s wall, %.2f CPU-s: "
@@ -306,9 +322,12 @@ int main(int argc, char **argv)
     }
     if (!dir[0])
         snprintf(dir, sizeof dir, "/tmp/gpufl-bench-client.%d", (int)getpid());
-    printf("bench_client: libgpufl %s, %ld CPUs, logs in %s%s\n",
+    printf("bench_client: libgpufl %s, %ld CPUs, logs in %s%s, "
+           "GPUFL_RECORD=%s\n",
            gpufl_version(), sysconf(_SC_NPROCESSORS_ONLN), dir,
-           quick ? " (quick)" : "");
+           quick ? " (quick)" : "",
+           getenv("GPUFL_RECORD") ? getenv("GPUFL_RECORD")
+                                  : "file (ring:256MiB: the flight recorder)");
     if (!only || !strcmp(only, "cost")) {
         printf("app-thread cost\n");
         bench_cost(0, 1);

@@ -163,6 +163,27 @@ typedef struct gpufl_options {
                                rather than hang the program; default
                                10000 */
 
+    /* The flight recorder and the control socket (docs/recorder.md) */
+    const char *record;        /* GPUFL_RECORD: "file" (default: every
+                                  event written) or "ring:DURATION",
+                                  "ring:SIZE", "ring:DURATION,SIZE"
+                                  (e.g. "ring:120s", "ring:256MiB"):
+                                  events kept in memory, written when a
+                                  trigger fires */
+    const char *triggers;      /* GPUFL_TRIGGERS: comma list of signal,
+                                  crash, exit-error, cuda-error, oom,
+                                  ctl, scope=NAME>DURATION; default
+                                  "signal,crash,exit-error,cuda-error,
+                                  oom,ctl" (ring mode only) */
+    uint32_t trigger_after_ms; /* GPUFL_TRIGGER_AFTER: how long a dump
+                                  stays live after its trigger; default
+                                  10000 */
+    int ctl;                   /* GPUFL_CTL: the control socket of
+                                  `gpufl ctl`; default 1 */
+    int trace;                 /* GPUFL_TRACE: CUPTI activity tracing at
+                                  start; 0 = monitoring (scopes, NVML,
+                                  host) until `gpufl ctl PID trace on`;
+                                  default 1 */
     /* Jobs and ranks (docs/client.md#jobs-and-ranks): which job this
      * process belongs to, written in the session line.  Unset, they come
      * from the launcher (torchrun, Slurm, Open MPI, PMI). */

@@ -350,7 +350,7 @@ static void start_memprof(demo *d, char *self)
     char ldpath[DEMO_PATH + 64], pid[16];
     char *check[] = { self, "memprof", "--check", NULL };
     char *env[] = { ldpath, NULL };
-    int real = access("/dev/nvidiactl", F_OK) == 0, i, w;
+    int real = access("/dev/nvidiactl", F_OK) == 0, i, w, ok;
 
     snprintf(fake, sizeof fake, "%s/../fake/cudamem", d->bin);
     snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fake);
@@ -365,8 +365,10 @@ static void start_memprof(demo *d, char *self)
     }
     snprintf(log, sizeof log, "%s/memprof.log", d->root);
     i = cli_proc_start(&d->ps, "memprof-check", check, log, NULL);
-    if (i < 0 || cli_proc_wait(&d->ps, i, 10000) ||
-        !WIFEXITED(d->ps.p[i].status) || WEXITSTATUS(d->ps.p[i].status)) {
+    ok = i >= 0 && cli_proc_wait(&d->ps, i, 10000) == 0 &&
+         WIFEXITED(d->ps.p[i].status) && !WEXITSTATUS(d->ps.p[i].status);
+    cli_proc_release(&d->ps, i); /* kept if it still runs: stopped at exit */
+    if (!ok) {
         say(d,
             "      memprof skipped: eBPF is not permitted here (root or "
             "CAP_BPF+CAP_PERFMON; see %s)\n",
@@ -606,6 +608,7 @@ static int run_loop(demo *d)
                 show_tail(log);
                 return 1;
             }
+            cli_proc_release(&d->ps, i);
             d->work[work_of(d, i)] = -1;
             if (!work_running(d))
                 next = now + (time_t)d->o.pause_s;

@@ -63,15 +63,10 @@ int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
 {
     pid_t parent = getpid(), pid;
     cli_proc *p;
-    int slot = ps->n;
-    /* a reaped child's slot is free: a supervisor that starts a workload
-     * again and again (gpufl demo) would otherwise run out after a few
-     * runs */
-    for (int i = 0; i < ps->n; i++)
-        if (ps->p[i].pid == 0) {
-            slot = i;
-            break;
-        }
+    int slot = 0;
+
+    while (slot < ps->n && ps->p[slot].used)
+        slot++;
     if (slot >= CLI_PROC_MAX) {
         fprintf(stderr, "gpufl: too many child processes\n");
         return -1;
@@ -94,10 +89,17 @@ int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
     p = &ps->p[slot];
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
+    p->used = 1;
     p->pid = pid;
     if (slot == ps->n)
         ps->n++;
     return slot;
+}
+
+void cli_proc_release(cli_procs *ps, int i)
+{
+    if (i >= 0 && i < ps->n && ps->p[i].pid <= 0)
+        ps->p[i].used = 0;
 }
 
 int cli_proc_poll(cli_procs *ps)

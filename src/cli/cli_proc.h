@@ -17,6 +17,7 @@
 
 typedef struct cli_proc {
     char name[32];
+    int used;    /* 0: a free slot (never started, or released) */
     pid_t pid;   /* 0 once reaped */
     int status;  /* wait status once reaped */
     int restart; /* unused by the table itself; callers' flag */
@@ -29,11 +30,15 @@ typedef struct cli_procs {
 
 /* Starts argv (argv[0] a path) with stdout and stderr appended to log (NULL:
  * inherited) and extra "NAME=VALUE" strings added to the environment (NULL
- * ends; may be NULL).  Returns the slot index (the slot of a child already
- * reaped is used again), or -1 with a message on
+ * ends; may be NULL).  Returns the slot index, or -1 with a message on
  * stderr. */
 int cli_proc_start(cli_procs *ps, const char *name, char *const argv[],
                    const char *log, char *const extra_env[]);
+
+/* Gives slot i back once its child is reaped and its index forgotten: a
+ * loop that starts a child per round (the demo's workload) would run out
+ * of slots otherwise.  A slot whose child still runs is not released. */
+void cli_proc_release(cli_procs *ps, int i);
 
 /* Reaps children that have exited, without blocking.  Returns the index of
  * one that exited since the last call (its status filled), or -1. */

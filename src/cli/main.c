@@ -8,6 +8,10 @@
 #include "cli_int.h"
 
 static const cli_cmd cmds[] = {
+    { "ctl",
+      "a running gpufl program: status, dump its window, tracing on/off, "
+      "engines (PID|--all)",
+      cli_ctl_main },
     { "demo",
       "the whole stack on this machine: server, agent, UI and live "
       "workloads",

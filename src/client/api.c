@@ -77,7 +77,8 @@ void client_log(gpufl_log_level lvl, const char *fmt, ...)
     /* a callback with no level chosen gets errors and warnings */
     if (c->log && level < 0)
         level = GPUFL_LOG_WARN;
-    if ((int)lvl > level)
+    if ((int)lvl > level ||
+        atomic_load_explicit(&g_client.in_crash, memory_order_relaxed))
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@
 #include "ring.h"
 #include "sim_perturb.h"
 #include "source.h"
+#include "trigger.h"
 
 #define CLIENT_MAX_THREADS 4096 /* rings registered at once */
 #define CLIENT_MAX_COUNTERS 1024
@@ -70,6 +72,14 @@ typedef struct client_cfg {
     gpufl_log_fn log;
     void *log_ud;
     int log_level;
+    /* the flight recorder (docs/recorder.md) */
+    int ring;            /* GPUFL_RECORD=ring:...; 0 = file */
+    uint64_t ring_ns;    /* window length; 0 = bounded in bytes only */
+    uint64_t ring_bytes; /* window memory */
+    trg_cfg trg;         /* GPUFL_TRIGGERS (ring mode) */
+    uint32_t trigger_after_ms;
+    int ctl;   /* the control socket */
+    int trace; /* CUPTI activity tracing at start */
     /* the job (job.c): job "" = none known, and then the rest unset */
     char job[128];
     char job_source[16];
@@ -138,6 +148,11 @@ typedef struct client_state {
 
     char last_error[512];
     char env_warning[512]; /* the last GPUFL_* value that did not parse */
+
+    /* the flight recorder (collector.c) */
+    uint32_t dump_n;      /* the dump being written (session lines) */
+    _Atomic int in_crash; /* a crash dump runs in a signal handler: no
+                              logging, no demangling, no allocation */
 } client_state;
 
 extern client_state g_client;
@@ -205,6 +220,25 @@ void client_job_resolve(const gpufl_options *o, client_cfg *cfg);
 int collector_start(void);
 /* Final drain, session_end lines, close files; joins the thread. */
 void collector_stop(const char *reason);
+/* The program exits with status: in ring mode with exit-error armed and
+ * status != 0, the window is written (also after gpufl_shutdown, which
+ * keeps it for this). */
+void collector_exit(int status);
+/* A fatal signal on any thread (trigger.c's handler): park the collector
+ * and write the window with async-signal-safe calls only. */
+void collector_crash(int sig, const siginfo_t *si);
+/* What the recorder is doing, for `gpufl ctl status` (ctl.c). */
+typedef struct collector_info {
+    int ring;                     /* ring mode */
+    int live;                     /* a dump is being written live */
+    uint64_t dumps;               /* dumps begun in this session */
+    uint64_t live_until;          /* gpufl clock; 0 when not live */
+    char prefix[CLIENT_PATH_MAX]; /* files being written, or last dump */
+} collector_info;
+void collector_get_info(collector_info *out);
+/* The window's figures as the collector last published them (window.h). */
+struct win_stats;
+void collector_get_window(struct win_stats *out);
 
 /* ---- sampler.c ---- */
 int sampler_start(void);

@@ -1,7 +1,9 @@
 /*
  * collector.c - the collector thread: drains every thread's ring, writes
  * dictionary lines before first use in each file, formats events, rotates
- * files, emits loss markers, and guards the disk.
+ * files, emits loss markers, and guards the disk.  In ring mode the lines
+ * go to the flight recorder's window instead, until a trigger fires
+ * (recorder.c).
  *
  * It is the only writer of the three files, so sequence numbers, rotation
  * and dictionaries need no locks.  It sleeps on a futex when there is
@@ -17,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client_int.h"
+#include "collector_int.h"
 #include "common/clock.h"
 #include "format.h"
 #include "intern.h"
-#include "writer.h"
+#include "window.h"
 
 #define DRAIN_BATCH 4096            /* records per ring per pass: fairness */
 #define DISK_CHECK_NS 1000000000ull /* statvfs once a second */
@@ -30,37 +32,12 @@
 /* An event + up to 8 dict lines (a stack dict can reach 33 KiB). */
 #define EVENT_ROOM (96 * 1024)
 
-enum {
-    LOSS_BUFFER_FULL,
-    LOSS_DISK_LOW,
-    LOSS_DICT_FULL,
-    LOSS_TOO_LONG,
-    LOSS_SCOPE_DEPTH,
-    LOSS_WRITE_ERROR,
-    LOSS_REASONS
-};
-
 static const char *const loss_name[LOSS_REASONS] = {
     "buffer_full", "disk_low",    "dict_full",
     "too_long",    "scope_depth", "write_error"
 };
 
-static struct {
-    wstream w[ST_COUNT];
-    int open[ST_COUNT];
-    char envelope[ST_COUNT][96]; /* {"v":1,"sid":"...","st":"device","seq": */
-    size_t envelope_len[ST_COUNT];
-    uint64_t lost[ST_COUNT][LOSS_REASONS];    /* since start, for session_end */
-    uint64_t pending[ST_COUNT][LOSS_REASONS]; /* not yet in a loss line */
-    uint64_t last_loss_ns;
-    uint64_t dict_overflow_seen;
-    uint64_t lines_lost_seen[ST_COUNT];
-    int disk_paused;
-    int pause_open[ST_COUNT]; /* a "capture paused" line awaits its end */
-    int write_failing;        /* a write failure was logged, not its end */
-    uint64_t last_disk_check;
-    uint64_t free_bytes;
-} C;
+coll_state C;
 
 /* ---- line building ---- */
 
@@ -89,12 +66,38 @@ static int line_begin(int s, jw *j, uint64_t ts, size_t need)
 
 /* Finish: newline and commit; on overflow retry once with an empty buffer
  * of full size, then give up (counted as too_long). */
-typedef void (*body_fn)(jw *j, const void *arg);
+typedef coll_body_fn body_fn;
 
-static int emit(int s, uint64_t ts, body_fn body, const void *arg)
+/* Ring mode: the line without its identity (see window.h) into the
+ * window, with the ids it uses. */
+static int keep(int s, uint64_t ts, body_fn body, const void *arg,
+                const uint32_t *refs, int nrefs)
+{
+    jw j;
+    char num[24];
+    /* room for the envelope too: a kept line must fit a file later */
+    jw_init(&j, C.scratch, WRITER_BUF - 128);
+    jw_put(&j, ",\"ts\":", 6);
+    jw_put(&j, num, jw_fmt_u64(num, ts));
+    j.depth = 1;
+    j.comma = 1u << 1;
+    body(&j, arg);
+    jw_put(&j, "\n", 1);
+    if (j.err || window_append(s, client_now(), refs, nrefs, j.buf, j.len)) {
+        C.lost[s][LOSS_TOO_LONG]++;
+        C.pending[s][LOSS_TOO_LONG]++;
+        return -1;
+    }
+    return 0;
+}
+
+int coll_emit(int s, uint64_t ts, body_fn body, const void *arg,
+              const uint32_t *refs, int nrefs)
 {
     wstream *w = &C.w[s];
     jw j;
+    if (C.state == CS_RING)
+        return keep(s, ts, body, arg, refs, nrefs);
     for (int attempt = 0; attempt < 2; attempt++) {
         size_t need = attempt == 0 ? 4096 : w->cap;
         if (attempt == 1)
@@ -111,6 +114,11 @@ static int emit(int s, uint64_t ts, body_fn body, const void *arg)
     C.lost[s][LOSS_TOO_LONG]++;
     C.pending[s][LOSS_TOO_LONG]++;
     return -1;
+}
+
+static int emit(int s, uint64_t ts, body_fn body, const void *arg)
+{
+    return coll_emit(s, ts, body, arg, NULL, 0);
 }
 
 static void body_session(jw *j, const void *arg)
@@ -170,12 +178,17 @@ static void write_header(int s)
     emit(s, client_now(), body_session, &idx);
 }
 
+void coll_header(int s)
+{
+    write_header(s);
+}
+
 /* Rotation happens before an event's dictionary lines are written, so an
  * event and the dict lines it needs always share a file. */
 static void maybe_rotate(int s, size_t need)
 {
     wstream *w = &C.w[s];
-    if (!writer_should_rotate(w, need))
+    if (C.state == CS_RING || !writer_should_rotate(w, need))
         return;
     if (writer_rotate(w) != 0) {
         client_log(GPUFL_LOG_ERROR,
@@ -201,6 +214,11 @@ static void dict_ensure(int s, uint32_t id, int depth)
     }
     e->emitted[s] = C.w[s].file_gen;
     emit(s, client_now(), body_dict, e);
+}
+
+void coll_dict(int s, uint32_t id)
+{
+    dict_ensure(s, id, 0);
 }
 
 static int rec_stream(const rec *r)
@@ -233,13 +251,10 @@ static void kernel_cfg(rec *r)
     r->u.k.cfg = r->u.k.name ? intern_launch_cfg(&l) : 0;
 }
 
-static void handle(rec *r)
+int coll_line_prep(int s, size_t need)
 {
-    int s = rec_stream(r);
-    uint32_t ids[8];
-    int n;
     if (!C.open[s])
-        return;
+        return -1;
     /* Room for the event and the dict lines it may need, up front: a
      * flush (which can fail and drop the buffer) then never happens
      * between a dict line and the event that relies on it. */
@@ -254,10 +269,50 @@ static void handle(rec *r)
     if (C.disk_paused) {
         C.lost[s][LOSS_DISK_LOW]++;
         C.pending[s][LOSS_DISK_LOW]++;
+        return -1;
+    }
+    maybe_rotate(s, need);
+    return C.open[s] ? 0 : -1;
+}
+
+void coll_put(int s, const char *text, size_t len)
+{
+    wstream *w = &C.w[s];
+    size_t avail;
+    char num[24], *p = writer_space(w, C.envelope_len[s] + 24 + len, &avail);
+    size_t n;
+    if (!p) {
+        C.lost[s][LOSS_TOO_LONG]++;
+        C.pending[s][LOSS_TOO_LONG]++;
         return;
     }
-    maybe_rotate(s, r->type == REC_RAW ? r->u.raw.len + 256 : 1024);
-    if (!C.open[s])
+    memcpy(p, C.envelope[s], C.envelope_len[s]);
+    n = C.envelope_len[s];
+    memcpy(p + n, num, jw_fmt_u64(num, w->seq));
+    n += jw_fmt_u64(num, w->seq);
+    memcpy(p + n, text, len);
+    writer_commit(w, n + len);
+}
+
+static void handle(rec *r)
+{
+    int s = rec_stream(r);
+    uint32_t ids[8];
+    int n;
+    if (r->type == REC_SCOPE_END && g_client.cfg.ring)
+        rec_scope_end(r);
+    if (C.state == CS_RING) {
+        if (r->type == REC_RAW) {
+            keep(s, r->ts, body_raw, r, NULL, 0);
+            return;
+        }
+        if (r->type == REC_KERNEL)
+            kernel_cfg(r);
+        n = fmt_refs(r, ids);
+        keep(s, r->ts, body_record, r, ids, n);
+        return;
+    }
+    if (coll_line_prep(s, r->type == REC_RAW ? r->u.raw.len + 256 : 1024) < 0)
         return;
     if (r->type == REC_RAW) {
         emit(s, r->ts, body_raw, r);
@@ -273,12 +328,14 @@ static void handle(rec *r)
 
 /* ---- draining ---- */
 
-static uint64_t drain_ring(ring *r, uint8_t gen)
+/* full: up to the head seen now, not a batch (a flush, a trigger, a
+ * crash: everything recorded so far). */
+static uint64_t drain_ring(ring *r, uint8_t gen, int full)
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     uint64_t n = 0;
-    while (tail != head && n < DRAIN_BATCH) {
+    while (tail != head && (full || n < DRAIN_BATCH)) {
         rec *x = &r->slots[tail & r->mask];
         if (x->gen == gen)
             handle(x);
@@ -309,7 +366,7 @@ static uint64_t drain_ring(ring *r, uint8_t gen)
     return n;
 }
 
-static uint64_t drain_all(void)
+uint64_t coll_drain_all(int full)
 {
     uint8_t gen = (uint8_t)atomic_load(&g_client.gen);
     uint32_t slots = client_ring_slots();
@@ -319,7 +376,7 @@ static uint64_t drain_all(void)
         if (!r)
             continue;
         int dead = atomic_load_explicit(&r->dead, memory_order_acquire);
-        total += drain_ring(r, gen);
+        total += drain_ring(r, gen, full);
         if (dead && atomic_load(&r->tail) == atomic_load(&r->head))
             client_ring_release(i);
     }
@@ -356,6 +413,8 @@ static void discard_all(void)
 static void write_health(void)
 {
     int failing = -1;
+    if (atomic_load(&g_client.in_crash)) /* strerror, logging: not there */
+        return;
     for (int s = 0; s < ST_COUNT; s++)
         if (C.open[s] && C.w[s].failing) {
             failing = s;
@@ -404,7 +463,7 @@ static void flush_losses(int force, int ending)
     if (C.disk_paused)
         return; /* written when capture resumes */
     for (int s = 0; s < ST_COUNT; s++) {
-        if (!C.open[s])
+        if (!C.open[s] && C.state != CS_RING)
             continue;
         for (int k = 0; k < LOSS_REASONS; k++) {
             struct loss_arg a = { loss_name[k], C.pending[s][k], C.lost[s][k],
@@ -431,10 +490,28 @@ static void flush_losses(int force, int ending)
     }
 }
 
+void coll_flush_losses(int force, int ending)
+{
+    flush_losses(force, ending);
+}
+
+void coll_reset_losses(void)
+{
+    memset(C.lost, 0, sizeof C.lost);
+    memset(C.pending, 0, sizeof C.pending);
+    memset(C.lines_lost_seen, 0, sizeof C.lines_lost_seen);
+    memset(C.pause_open, 0, sizeof C.pause_open);
+    C.disk_paused = 0;
+    C.write_failing = 0;
+    C.last_disk_check = 0; /* a dump looks at the disk before it writes */
+}
+
 static void disk_guard(uint64_t now)
 {
     struct statvfs sv;
     uint64_t min = g_client.cfg.min_free_bytes;
+    if (C.state == CS_RING) /* nothing is written */
+        return;
     if (now - C.last_disk_check < DISK_CHECK_NS && C.last_disk_check)
         return;
     C.last_disk_check = now;
@@ -475,6 +552,11 @@ static void flush_files(void)
             writer_flush(&C.w[s]);
 }
 
+void coll_flush_files(void)
+{
+    flush_files();
+}
+
 static void wait_for_work(uint32_t ms)
 {
     uint32_t seen = atomic_load_explicit(&g_client.wake, memory_order_acquire);
@@ -490,45 +572,63 @@ static void *collector_main(void *arg)
     uint64_t flush_ns = (uint64_t)g_client.cfg.flush_ms * 1000000ull;
     int busy = 0;
     (void)arg;
+    C.tid = (pid_t)syscall(SYS_gettid);
     for (;;) {
         uint64_t req = atomic_load(&g_client.flush_req);
         int stop = atomic_load(&g_client.stop_collector);
-        uint64_t n = drain_all();
-        uint64_t now = clock_mono_ns();
+        uint64_t n, now;
+        uint32_t ms;
+        rec_work_begin();
+        n = coll_drain_all(0);
+        now = clock_mono_ns();
         disk_guard(now);
         flush_losses(0, 0);
         if (now - last_flush >= flush_ns ||
             req != atomic_load(&g_client.flush_done) || stop) {
-            /* a second pass picks up what arrived while we formatted */
+            /* gpufl_flush: everything recorded before it was asked (a
+             * batch per ring would leave a backlog behind) */
             if (req != atomic_load(&g_client.flush_done))
-                n += drain_all();
+                n += coll_drain_all(1);
             flush_files();
             last_flush = now;
             atomic_store(&g_client.flush_done, req);
         }
+        /* while events keep coming, look again soon instead of waiting
+         * for a producer's kick; idle, sleep long */
+        ms = g_client.cfg.flush_ms < IDLE_WAIT_MS ? g_client.cfg.flush_ms
+                                                  : IDLE_WAIT_MS;
+        if (busy)
+            ms = 1;
+        if (g_client.cfg.ring)
+            ms = rec_poll(ms);
+        rec_work_end();
         if (stop && n == 0)
             break;
-        if (n == 0) {
-            /* while events keep coming, look again soon instead of
-             * waiting for a producer's kick; idle, sleep long */
-            uint32_t ms = g_client.cfg.flush_ms < IDLE_WAIT_MS
-                              ? g_client.cfg.flush_ms
-                              : IDLE_WAIT_MS;
-            if (busy)
-                ms = 1;
+        if (n == 0)
             wait_for_work(ms);
-        }
         busy = n > 0;
     }
     return NULL;
 }
 
-static void make_envelope(int s)
+/* {"v":1,"sid":"<sid>","st":"<stream>","seq": - by hand, since a crash
+ * dump makes them in a signal handler. */
+void coll_envelopes(const char *sid)
 {
-    int n = snprintf(C.envelope[s], sizeof C.envelope[s],
-                     "{\"v\":%d,\"sid\":\"%s\",\"st\":\"%s\",\"seq\":",
-                     GPUFL_FORMAT_VERSION, g_client.sid, fmt_stream_name(s));
-    C.envelope_len[s] = (size_t)n;
+    for (int s = 0; s < ST_COUNT; s++) {
+        jw j;
+        char num[24];
+        jw_init(&j, C.envelope[s], sizeof C.envelope[s]);
+        jw_put(&j, "{\"v\":", 5);
+        jw_put(&j, num, jw_fmt_u64(num, GPUFL_FORMAT_VERSION));
+        jw_put(&j, ",\"sid\":\"", 8);
+        jw_put(&j, sid, strlen(sid));
+        jw_put(&j, "\",\"st\":\"", 8);
+        jw_put(&j, fmt_stream_name(s), strlen(fmt_stream_name(s)));
+        jw_put(&j, "\",\"seq\":", 8);
+        C.envelope_len[s] = j.len;
+    }
+    memcpy(C.sid, sid, strlen(sid) + 1);
 }
 
 static void default_prefix(char *out, size_t cap)
@@ -546,8 +646,19 @@ int collector_start(void)
     const client_cfg *cfg = &g_client.cfg;
     char prefix[300];
     int rc = 0;
+    rec_release(); /* a window an earlier session kept for exit-error */
     memset(&C, 0, sizeof C);
     C.dict_overflow_seen = intern_overflows();
+    discard_all();
+    if (cfg->ring) {
+        /* the flight recorder: no file until a trigger fires */
+        g_client.prefix_path[0] = 0;
+        C.state = CS_RING;
+        rc = rec_start();
+        if (rc)
+            return rc;
+        goto thread;
+    }
     if (cfg->log_prefix[0])
         snprintf(prefix, sizeof prefix, "%s", cfg->log_prefix);
     else
@@ -558,7 +669,7 @@ int collector_start(void)
         client_set_error("gpufl_init: log path too long");
         return GPUFL_ETOOBIG;
     }
-    discard_all();
+    coll_envelopes(g_client.sid);
     for (int s = 0; s < ST_COUNT; s++) {
         rc = writer_open(&C.w[s], s, g_client.prefix_path, fmt_stream_name(s),
                          cfg->rotate_bytes, cfg->rotate_keep,
@@ -573,44 +684,39 @@ int collector_start(void)
             return rc;
         }
         C.open[s] = 1;
-        make_envelope(s);
     }
     for (int s = 0; s < ST_COUNT; s++) {
         write_header(s);
         writer_flush(&C.w[s]);
     }
+thread:
     if (cfg->compress_rotated)
         writer_compressor_start();
     atomic_store(&g_client.stop_collector, 0);
     if (pthread_create(&g_client.collector, NULL, collector_main, NULL) != 0) {
         client_set_error("gpufl_init: cannot start the collector thread");
         for (int s = 0; s < ST_COUNT; s++)
-            writer_close(&C.w[s]);
+            if (C.open[s])
+                writer_close(&C.w[s]);
+        rec_release();
         return GPUFL_ENOMEM;
     }
     g_client.collector_started = 1;
     return 0;
 }
 
-void collector_stop(const char *reason)
+void coll_end_files(const char *reason)
 {
-    if (!g_client.collector_started)
-        return;
-    atomic_store(&g_client.stop_collector, 1);
-    client_kick();
-    pthread_join(g_client.collector, NULL);
-    g_client.collector_started = 0;
-    /* last words: whatever a racing producer added, then losses, then the
-     * end line that tells readers the session finished cleanly */
-    drain_all();
+    int ending = 1;
     /* the events out first (or dropped and counted), so the file's reserve
      * is left for its last lines: the losses and the end */
     flush_files();
     C.disk_paused = 0;
-    flush_losses(1, 1);
+    flush_losses(1, ending);
     for (int s = 0; s < ST_COUNT; s++) {
         struct end_arg e = { reason, 0, 0, 0 };
         uint64_t lost0;
+        int bad;
         if (!C.open[s])
             continue;
         for (int k = 0; k < LOSS_REASONS; k++)
@@ -619,7 +725,10 @@ void collector_stop(const char *reason)
         e.rotations = C.w[s].rotations;
         emit(s, client_now(), body_end, &e);
         lost0 = C.w[s].lines_lost;
-        if (writer_close(&C.w[s]) != 0)
+        bad = writer_close(&C.w[s]) != 0;
+        if (atomic_load(&g_client.in_crash))
+            ; /* a crash dump: no strerror, no logging in a signal handler */
+        else if (bad)
             client_log(GPUFL_LOG_ERROR,
                        "the last %llu lines of %s could not be written (%s);"
                        " its loss and session_end lines are among them",
@@ -633,5 +742,22 @@ void collector_stop(const char *reason)
                        C.w[s].path);
         C.open[s] = 0;
     }
+}
+
+void collector_stop(const char *reason)
+{
+    if (!g_client.collector_started)
+        return;
+    atomic_store(&g_client.stop_collector, 1);
+    client_kick();
+    pthread_join(g_client.collector, NULL);
+    g_client.collector_started = 0;
+    /* last words: whatever a racing producer added, then losses, then the
+     * end line that tells readers the session finished cleanly */
+    coll_drain_all(1);
+    if (g_client.cfg.ring)
+        rec_stop();
+    else
+        coll_end_files(reason);
     writer_compressor_stop();
 }

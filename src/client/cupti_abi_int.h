@@ -481,6 +481,34 @@ enum {
     GFL_DRV_CBID_cuLaunchKernelEx_ptsz = 653
 };
 
+/* Device and pinned-host allocation CBIDs (CUDA 13.0): their return codes
+ * feed the oom and cuda-error triggers of ring mode (docs/recorder.md). */
+enum {
+    GFL_RT_CBID_cudaMalloc_v3020 = 20,
+    GFL_RT_CBID_cudaMallocPitch_v3020 = 21,
+    GFL_RT_CBID_cudaMallocArray_v3020 = 23,
+    GFL_RT_CBID_cudaMallocHost_v3020 = 25,
+    GFL_RT_CBID_cudaHostAlloc_v3020 = 27,
+    GFL_RT_CBID_cudaMalloc3D_v3020 = 140,
+    GFL_RT_CBID_cudaMallocManaged_v6000 = 206,
+    GFL_RT_CBID_cudaMallocAsync_v11020 = 373,
+    GFL_RT_CBID_cudaMallocAsync_ptsz_v11020 = 374,
+    GFL_RT_CBID_cudaMallocFromPoolAsync_v11020 = 391,
+    GFL_RT_CBID_cudaMallocFromPoolAsync_ptsz_v11020 = 392
+};
+enum {
+    GFL_DRV_CBID_cuMemAlloc_v2 = 243,
+    GFL_DRV_CBID_cuMemAllocPitch_v2 = 244,
+    GFL_DRV_CBID_cuMemHostAlloc_v2 = 271,
+    GFL_DRV_CBID_cuMemAllocHost_v2 = 294,
+    GFL_DRV_CBID_cuMemAllocManaged = 371,
+    GFL_DRV_CBID_cuMemCreate = 549,
+    GFL_DRV_CBID_cuMemAllocAsync = 598,
+    GFL_DRV_CBID_cuMemAllocAsync_ptsz = 599,
+    GFL_DRV_CBID_cuMemAllocFromPoolAsync = 611,
+    GFL_DRV_CBID_cuMemAllocFromPoolAsync_ptsz = 612
+};
+
 typedef struct gfl_cupti_callback_data {
     uint32_t callback_site;
     const char *function_name;
@@ -607,6 +635,7 @@ typedef gfl_cupti_result (*gfl_cuptiEnableCallback_fn)(uint32_t enable,
 typedef gfl_cupti_result (*gfl_cuptiActivityRegisterCallbacks_fn)(
     gfl_cupti_buf_request_fn req, gfl_cupti_buf_complete_fn done);
 typedef gfl_cupti_result (*gfl_cuptiActivityEnable_fn)(uint32_t kind);
+typedef gfl_cupti_result (*gfl_cuptiActivityDisable_fn)(uint32_t kind);
 typedef gfl_cupti_result (*gfl_cuptiActivityGetNextRecord_fn)(
     uint8_t *buf, size_t valid, gfl_cupti_activity **rec);
 typedef gfl_cupti_result (*gfl_cuptiActivityFlushAll_fn)(uint32_t flag);

@@ -179,6 +179,7 @@ typedef struct cupti_state {
     gfl_cuptiEnableCallback_fn EnableCallback;
     gfl_cuptiActivityRegisterCallbacks_fn RegisterCallbacks;
     gfl_cuptiActivityEnable_fn Enable;
+    gfl_cuptiActivityDisable_fn Disable;      /* optional: trace off */
     gfl_cuptiActivityEnable_fn EnableAndDump; /* optional */
     gfl_cuptiActivityGetNextRecord_fn GetNextRecord;
     gfl_cuptiActivityFlushAll_fn FlushAll;
@@ -258,7 +259,19 @@ typedef struct cupti_state {
     uint32_t attach_gen;
     int attach_rc;
     char attach_why[2 * SRC_REASON_LEN]; /* room for every message */
-    int traced; /* launch callbacks and activity kinds are on (process) */
+    int traced; /* tracing was on at some time in this process (the
+                   sass engine refuses to run after it) */
+
+    /* tracing on and off (cupti_trace_set): buffer callbacks registered
+     * once; activity kinds, API records and the launch joins follow
+     * trace_on; the launch callbacks stay installed while tracing is off
+     * only for the error triggers (err_trigger) */
+    int registered;
+    int launch_cb_on, alloc_cb_on, api_records_on;
+    _Atomic int trace_on;
+    _Atomic uint32_t trace_gen; /* moves at every switch: a thread's launch
+                                   nesting from before it is stale */
+    _Atomic int err_trigger;    /* ring mode's cuda-error / oom armed */
 
     cupti_prof prof;
 } cupti_state;
@@ -313,12 +326,22 @@ void cupti_pcs_close(cupti_state *s);
 /* source_cupti_launch.c */
 void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
                            const void *cbdata);
-int cupti_launch_enable(cupti_state *s, char *why, size_t whylen);
+/* The launch callbacks on (1) or off (0); 0, or a gpufl_err with why. */
+int cupti_launch_enable(cupti_state *s, int on, char *why, size_t whylen);
+/* The allocation callbacks (error triggers) on or off; 0 or a gpufl_err. */
+int cupti_alloc_enable(cupti_state *s, int on, char *why, size_t whylen);
 /* API activity records for the launch CBIDs only, where CUPTI has the
  * per-CBID switch: CUPTI generates correlation ids only when API records
- * are on (docs/cupti-internals.md#launch-correlation).  Returns how many
- * CBIDs were switched on. */
-int cupti_launch_api_records(cupti_state *s);
+ * are on (docs/cupti-internals.md#launch-correlation).  on = 0 switches
+ * them off.  Returns how many CBIDs were switched. */
+int cupti_launch_api_records(cupti_state *s, int on);
+
+/* source_cupti.c: tracing on or off in a running session (gpufl ctl PID
+ * trace on|off): 0, or a gpufl_err with why (the cupti engine is not on,
+ * this CUPTI cannot switch kinds off, the sass engine runs). */
+int cupti_trace_set(int on, char *why, size_t whylen);
+/* -1: the cupti engine is not on in this session; else 0/1 (tracing). */
+int cupti_trace_state(void);
 /* Copy the launch slot of corr into *out (and its frames into frames[]);
  * 1 when found, 0 otherwise.  Safe against concurrent writers. */
 int cupti_launch_find(cupti_state *s, uint32_t corr, cupti_launch *out,

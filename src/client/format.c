@@ -422,8 +422,10 @@ void fmt_dict(jw *j, const intern_entry *e)
         char dm[INTERN_MAX_LEN + 1];
         jw_key(j, "name");
         jw_strn(j, e->str, e->len, INTERN_MAX_LEN);
-        /* collector thread: a C++ kernel or function name, readable */
-        if (e->len > 2 && client_demangle(e->str, dm, sizeof dm))
+        /* collector thread: a C++ kernel or function name, readable (not
+         * in a crash dump: the demangler allocates) */
+        if (e->len > 2 && !atomic_load(&g_client.in_crash) &&
+            client_demangle(e->str, dm, sizeof dm))
             jw_kv_str(j, "demangled", dm);
     }
     jw_obj_end(j);
@@ -431,7 +433,7 @@ void fmt_dict(jw *j, const intern_entry *e)
 
 static void fmt_device(jw *j, const gpu_device *d)
 {
-    char cc[16];
+    char cc[48];
     jw_obj_begin(j);
     jw_kv_u64(j, "id", d->id);
     jw_kv_str(j, "name", d->name);
@@ -441,8 +443,13 @@ static void fmt_device(jw *j, const gpu_device *d)
         jw_kv_str(j, "pci", d->pci_bus_id);
     if (d->driver[0])
         jw_kv_str(j, "driver", d->driver);
-    if (d->cc_major) {
-        snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+    if (d->cc_major > 0 && d->cc_minor >= 0) {
+        /* by hand: a crash dump writes session lines from a signal
+         * handler, where snprintf is not allowed */
+        size_t n = jw_fmt_u64(cc, (uint64_t)d->cc_major);
+        cc[n++] = '.';
+        n += jw_fmt_u64(cc + n, (uint64_t)d->cc_minor);
+        cc[n] = 0;
         jw_kv_str(j, "cc", cc);
     }
     kv_opt(j, "sms", d->sm_count);
@@ -478,6 +485,12 @@ void fmt_session(jw *j, uint32_t file_index)
     jw_key(j, "cmd");
     jw_strn(j, c->cmdline, strlen(c->cmdline), 1000);
     jw_kv_u64(j, "interval_ms", c->cfg.system_interval_ms);
+    if (c->cfg.ring) {
+        /* a dump of the flight recorder (docs/recorder.md) */
+        jw_kv_str(j, "record", "ring");
+        jw_kv_u64(j, "dump", c->dump_n);
+        jw_kv_str(j, "recorder", c->sid);
+    }
     if (c->cfg.job[0]) {
         jw_kv_str(j, "job", c->cfg.job);
         jw_kv_u64(j, "rank", (uint64_t)c->cfg.rank);
@@ -531,5 +544,32 @@ void fmt_session_end(jw *j, const char *reason, uint64_t lines, uint64_t lost,
     jw_kv_u64(j, "lines", lines);
     jw_kv_u64(j, "lost", lost);
     jw_kv_u64(j, "rotations", rotations);
+    jw_obj_end(j);
+}
+
+void fmt_trigger(jw *j, const fmt_trg *t)
+{
+    jw_kv_str(j, "type", "trigger");
+    jw_kv_str(j, "trigger", t->name);
+    if (t->detail && t->detail[0])
+        jw_kv_str(j, "detail", t->detail);
+    jw_kv_u64(j, "dump", t->dump);
+    jw_kv_u64(j, "live_ms", t->live_ms);
+    kv_opt(j, "repeats", t->repeats);
+    if (t->win) {
+        const win_stats *w = t->win;
+        int s = t->stream;
+        jw_key(j, "window");
+        jw_obj_begin(j);
+        jw_kv_u64(j, "lines", w->lines[s]);
+        jw_kv_u64(j, "bytes", w->bytes[s]);
+        kv_opt(j, "from", w->oldest);
+        jw_kv_u64(j, "evicted", w->evicted[s]);
+        jw_kv_u64(j, "evicted_bytes", w->evicted_bytes[s]);
+        jw_kv_u64(j, "aged", w->aged[s]);
+        jw_kv_u64(j, "cap", w->cap);
+        kv_opt(j, "duration_ms", w->age_ns / 1000000ull);
+        jw_obj_end(j);
+    }
     jw_obj_end(j);
 }

@@ -11,6 +11,7 @@
 
 #include "client_int.h"
 #include "intern.h"
+#include "window.h"
 
 /* Ids a record refers to, in the order their dict lines must be written;
  * returns the count (<= 8). */
@@ -24,6 +25,18 @@ void fmt_loss(jw *j, const char *reason, uint64_t count, uint64_t total,
               const char *detail);
 void fmt_session_end(jw *j, const char *reason, uint64_t lines, uint64_t lost,
                      uint32_t rotations);
+
+/* A trigger line (docs/events.md#trigger): what fired, and for the first
+ * one of a dump, the window of its stream that follows. */
+typedef struct fmt_trg {
+    const char *name, *detail;
+    uint64_t repeats;
+    uint64_t dump;        /* the dump's number in this recorder */
+    uint64_t live_ms;     /* how long the dump stays live from here */
+    const win_stats *win; /* NULL after the first trigger of a dump */
+    int stream;
+} fmt_trg;
+void fmt_trigger(jw *j, const fmt_trg *t);
 
 /* Wire names. */
 const char *fmt_stream_name(int stream);

@@ -11,6 +11,7 @@
  */
 #include "client_int.h"
 #include "cupti_int.h"
+#include "window.h"
 #include "common/opt.h"
 
 #include <stdio.h>
@@ -188,6 +189,50 @@ static const opt_def env_table[] = {
       .help = "Longest wait at shutdown for CUPTI's final flush; then the "
               "session ends without what CUPTI still holds (a marker says "
               "so) instead of hanging the program." },
+    { ENV_STR(record, "GPUFL_RECORD"), .def = "file",
+      .help = "`file`: every event is written as it comes. `ring:DURATION`, "
+              "`ring:SIZE` or `ring:DURATION,SIZE` (`ring:120s`, "
+              "`ring:256MiB`, `ring:2m,1GiB`): the flight recorder keeps the "
+              "last DURATION of events, or the last SIZE of formatted lines, "
+              "in memory and writes them only when a trigger fires "
+              "([recorder.md](recorder.md)). A duration needs its unit (`ms`, "
+              "`s`, `m` = minutes, `h`, `d`); a size needs a size unit (`K`, "
+              "`M`, `G`, `T`, with an optional `i` and `B`); a window given "
+              "as a duration holds at most 256 MiB. Sizes from 1 MiB to 1 "
+              "TiB. A value that is neither makes `gpufl_init` fail with "
+              "`GPUFL_EINVAL`." },
+    { ENV_STR(triggers, "GPUFL_TRIGGERS"), .def = TRG_DEFAULT,
+      .help = "What makes ring mode write its window (comma list): `signal` "
+              "(SIGUSR2), `crash` (SIGSEGV, SIGBUS, SIGILL, SIGFPE, "
+              "SIGABRT), `exit-error` (a non-zero exit status), `cuda-error` "
+              "(a kernel launch or device allocation that returns an "
+              "error), `oom` (one that returns out of memory), "
+              "`scope=NAME>DURATION` (a scope of that name lasting longer, "
+              "up to 8 of them), `ctl` (`gpufl ctl PID dump`). An unknown "
+              "name makes `gpufl_init` fail with `GPUFL_EINVAL`. Unused in "
+              "file mode." },
+    { ENV_MS(trigger_after_ms, "GPUFL_TRIGGER_AFTER"), .def = "10s",
+      .max = 3600000,
+      .help = "After a trigger, how long ring mode keeps writing every "
+              "event as it comes (the dump's live part) before it goes back "
+              "to its window; 0 = the window only." },
+    { .name = "ctl",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, ctl),
+      .env = "GPUFL_CTL",
+      .def = "true",
+      .help = "Listen on the control socket of `gpufl ctl` (an abstract "
+              "Unix socket `@gpufl-ctl.<pid>`, for this user and root only; "
+              "[recorder.md](recorder.md#control-socket))." },
+    { .name = "trace",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, trace),
+      .env = "GPUFL_TRACE",
+      .def = "true",
+      .help = "CUPTI activity tracing (kernels, copies, ...) from the start. "
+              "`false`: monitoring only (scopes, markers, counters, NVML, "
+              "host) until `gpufl ctl PID trace on`; the cupti engine is "
+              "still opened, so tracing can be switched on later." },
     { ENV_STR(job, "GPUFL_JOB"), .def_doc = "the launcher's",
       .help = "Job id, written in the `session` line with the rank "
               "([Jobs and ranks](#jobs-and-ranks)); like `app`, characters "
@@ -288,6 +333,11 @@ static int options_fill(gpufl_options *o)
     o->stack_depth = 32;
     o->cupti_flush_ms = CUPTI_FLUSH_MS_DEFAULT;
     o->cupti_close_ms = CUPTI_CLOSE_MS_DEFAULT;
+    o->record = "file";
+    o->triggers = TRG_DEFAULT;
+    o->trigger_after_ms = 10000;
+    o->ctl = 1;
+    o->trace = 1;
     o->job = NULL;
     o->rank = -1;
     o->world_size = -1;
@@ -397,9 +447,69 @@ void client_name_sanitize(char *s)
     }
 }
 
+/* One part of ring:...: a duration (needs its unit) or a size (a size
+ * unit); "1m" is a minute, since durations are tried first. */
+static int ring_part(const char *p, size_t n, uint64_t *ns, uint64_t *bytes)
+{
+    char v[64];
+    uint64_t x;
+    if (!n || n >= sizeof v || !(p[n - 1] < '0' || p[n - 1] > '9'))
+        return -1;
+    memcpy(v, p, n);
+    v[n] = 0;
+    if (!*ns && opt_parse_dur(v, OPT_MS, OPT_MS, &x) == 0 && x) {
+        *ns = x * 1000000ull;
+        return 0;
+    }
+    if (!*bytes && opt_parse_size(v, &x) == 0 && x) {
+        *bytes = x;
+        return 0;
+    }
+    return -1;
+}
+
+/* GPUFL_RECORD: "file", or "ring:" and one or two parts. */
+static int parse_record(const char *v, client_cfg *cfg, char *err,
+                        size_t errlen)
+{
+    const char *p, *comma;
+    cfg->ring = 0;
+    if (!v || !*v || !strcmp(v, "file"))
+        return 0;
+    if (strncmp(v, "ring:", 5))
+        goto bad;
+    p = v + 5;
+    comma = strchr(p, ',');
+    cfg->ring_ns = cfg->ring_bytes = 0;
+    if (ring_part(p, comma ? (size_t)(comma - p) : strlen(p), &cfg->ring_ns,
+                  &cfg->ring_bytes) < 0 ||
+        (comma && ring_part(comma + 1, strlen(comma + 1), &cfg->ring_ns,
+                            &cfg->ring_bytes) < 0))
+        goto bad;
+    if (!cfg->ring_bytes)
+        cfg->ring_bytes = WINDOW_DEFAULT_BYTES;
+    if (cfg->ring_bytes < WINDOW_MIN_BYTES ||
+        cfg->ring_bytes > WINDOW_MAX_BYTES) {
+        snprintf(err, errlen,
+                 "record=\"%.60s\": a window of 1MiB to 1TiB, please", v);
+        return GPUFL_EINVAL;
+    }
+    cfg->ring = 1;
+    return 0;
+bad:
+    snprintf(err, errlen,
+             "record=\"%.60s\" is not file, ring:DURATION, ring:SIZE or "
+             "ring:DURATION,SIZE (e.g. ring:120s, ring:256MiB; a duration "
+             "needs its unit: ms, s, m, h, d; a size its unit: K, M, G, T "
+             "with an optional iB)",
+             v);
+    return GPUFL_EINVAL;
+}
+
 int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
                        size_t errlen)
 {
+    int rc;
     gpufl_options d;
     size_t bad;
     if (o && !options_sz_ok(o->sz, err, errlen))
@@ -506,6 +616,23 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cupti_resolved.stack_depth = o->stack_depth;
     cupti_resolved.flush_ms = o->cupti_flush_ms;
     cupti_resolved.close_ms = o->cupti_close_ms;
+    rc = parse_record(o->record, cfg, err, errlen);
+    if (rc)
+        return rc;
+    /* a ring mode dump of a fixed prefix is <prefix>.dump<N> */
+    if (cfg->ring && strlen(cfg->log_prefix) > CLIENT_PREFIX_MAX - 15) {
+        snprintf(err, errlen,
+                 "log_prefix is %zu bytes; at most %d in ring mode (dumps "
+                 "add .dump<N> to it)",
+                 strlen(cfg->log_prefix), CLIENT_PREFIX_MAX - 15);
+        return GPUFL_EINVAL;
+    }
+    rc = trigger_parse(o->triggers, &cfg->trg, err, errlen);
+    if (rc)
+        return rc;
+    cfg->trigger_after_ms = o->trigger_after_ms;
+    cfg->ctl = o->ctl;
+    cfg->trace = o->trace;
     if (o->disabled)
         return GPUFL_EDISABLED;
     return GPUFL_OK;

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/fsutil.h"
+#include "ctl.h"
 #include "common/opt.h"
 #include "common/uuid.h"
 
@@ -247,8 +248,12 @@ static void close_engines(void)
     }
 }
 
-static void at_exit(void)
+/* on_exit, not atexit: the exit status decides the exit-error trigger
+ * of ring mode (collector_exit). */
+static void at_exit(int status, void *arg)
 {
+    (void)arg;
+    collector_exit(status);
     gpufl_shutdown();
 }
 
@@ -263,6 +268,7 @@ static void at_fork_child(void)
     g_client.n_engines = 0;
     pthread_mutex_init(&life_lock, NULL);
     client_counters_atfork();
+    ctl_atfork_child();
 }
 
 int gpufl_init(const gpufl_options *opts)
@@ -357,14 +363,22 @@ int gpufl_init(const gpufl_options *opts)
                        g_client.engine_names[i]);
         }
     }
+    /* after the engines: `gpufl ctl` may switch them */
+    ctl_start();
     if (!atexit_done) {
-        atexit(at_exit);
+        on_exit(at_exit, NULL);
         pthread_atfork(NULL, NULL, at_fork_child);
         atexit_done = 1;
     }
-    client_log(GPUFL_LOG_INFO,
-               "session %s writing %s.{device,scope,system}.log", g_client.sid,
-               g_client.prefix_path);
+    if (g_client.cfg.ring)
+        client_log(GPUFL_LOG_INFO,
+                   "session %s recording in memory (ring mode); dumps go "
+                   "to %s when a trigger fires",
+                   g_client.sid, g_client.cfg.log_dir);
+    else
+        client_log(GPUFL_LOG_INFO,
+                   "session %s writing %s.{device,scope,system}.log",
+                   g_client.sid, g_client.prefix_path);
 out:
     pthread_mutex_unlock(&life_lock);
     return rc;
@@ -377,6 +391,9 @@ void gpufl_shutdown(void)
         pthread_mutex_unlock(&life_lock);
         return;
     }
+    /* No more control requests: what they started ends with markers
+     * that still reach the files. */
+    ctl_stop();
     /* Stop producers that we own first, so their last events are kept. */
     for (int i = 0; i < g_client.n_engines; i++) {
         client_engine *e = &g_client.engines[i];

@@ -145,6 +145,8 @@ static int load_cupti(cupti_state *s, char *why, size_t whylen)
         s->lib, "cuptiActivityGetNumDroppedRecords");
     s->EnableAndDump =
         (gfl_cuptiActivityEnable_fn)dlsym(s->lib, "cuptiActivityEnableAndDump");
+    s->Disable =
+        (gfl_cuptiActivityDisable_fn)dlsym(s->lib, "cuptiActivityDisable");
     if (missing) {
         snprintf(why, whylen, "cupti: %.200s lacks %s (not a CUDA 13 CUPTI?)",
                  name, missing);
@@ -462,20 +464,34 @@ static void cupti_atfork_child(void)
 
 /* ---- src_ops ---- */
 
-static int enable_kinds(cupti_state *s, char *why, size_t whylen)
+/* The activity kinds of tracing (CONTEXT is not among them: it stays on,
+ * it is rare and maps contexts to devices). */
+static const uint32_t optional_kinds[] = {
+    GFL_CUPTI_ACT_MEMCPY,          GFL_CUPTI_ACT_MEMCPY2, GFL_CUPTI_ACT_MEMSET,
+    GFL_CUPTI_ACT_SYNCHRONIZATION, GFL_CUPTI_ACT_MEMORY2,
+};
+
+static int register_buffers(cupti_state *s, char *why, size_t whylen)
 {
-    static const uint32_t optional[] = {
-        GFL_CUPTI_ACT_MEMCPY,  GFL_CUPTI_ACT_MEMCPY2,
-        GFL_CUPTI_ACT_MEMSET,  GFL_CUPTI_ACT_SYNCHRONIZATION,
-        GFL_CUPTI_ACT_MEMORY2, GFL_CUPTI_ACT_CONTEXT,
-    };
-    int rc = s->RegisterCallbacks(buf_request, buf_complete);
+    int rc;
+    if (s->registered)
+        return 0;
+    rc = s->RegisterCallbacks(buf_request, buf_complete);
     if (rc) {
         cupti_reason(s, rc, "cuptiActivityRegisterCallbacks", why, whylen);
         return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? GPUFL_EPERM
                                                              : GPUFL_EUNAVAIL;
     }
-    rc = s->Enable(GFL_CUPTI_ACT_CONCURRENT_KERNEL);
+    if (s->Enable(GFL_CUPTI_ACT_CONTEXT) != 0)
+        client_log(GPUFL_LOG_INFO, "cupti: activity kind %u not enabled",
+                   GFL_CUPTI_ACT_CONTEXT);
+    s->registered = 1;
+    return 0;
+}
+
+static int enable_kinds(cupti_state *s, char *why, size_t whylen)
+{
+    int rc = s->Enable(GFL_CUPTI_ACT_CONCURRENT_KERNEL);
     if (rc) {
         cupti_reason(s, rc, "cuptiActivityEnable(CONCURRENT_KERNEL)", why,
                      whylen);
@@ -484,14 +500,66 @@ static int enable_kinds(cupti_state *s, char *why, size_t whylen)
     }
     /* MEMCPY implies MEMCPY2 on current CUPTI; a kind an older or reduced
      * CUPTI refuses costs that kind only */
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
-        if (s->Enable(optional[i]) != 0)
+    for (size_t i = 0; i < sizeof optional_kinds / sizeof optional_kinds[0];
+         i++)
+        if (s->Enable(optional_kinds[i]) != 0)
             client_log(GPUFL_LOG_INFO, "cupti: activity kind %u not enabled",
-                       optional[i]);
+                       optional_kinds[i]);
     /* the API records themselves are skipped by the decoder */
-    if (!cupti_launch_api_records(s))
+    if (!cupti_launch_api_records(s, 1))
         client_log(GPUFL_LOG_INFO, "cupti: no per-API activity switch; "
                                    "correlation ids rely on callbacks");
+    return 0;
+}
+
+static void disable_kinds(cupti_state *s)
+{
+    s->Disable(GFL_CUPTI_ACT_CONCURRENT_KERNEL);
+    for (size_t i = 0; i < sizeof optional_kinds / sizeof optional_kinds[0];
+         i++)
+        s->Disable(optional_kinds[i]);
+    if (s->api_records_on)
+        cupti_launch_api_records(s, 0);
+}
+
+/* Tracing on or off, and the callbacks the error triggers need; each
+ * switch is done only when it changes something (CUPTI's state persists
+ * from one session to the next in the process). */
+static int trace_apply(cupti_state *s, int on, char *why, size_t whylen)
+{
+    int err = atomic_load(&s->err_trigger);
+    int rc = register_buffers(s, why, whylen);
+    if (rc)
+        return rc;
+    if (!on && atomic_load(&s->trace_on) && !s->Disable) {
+        snprintf(why, whylen,
+                 "cupti: this CUPTI has no cuptiActivityDisable: tracing "
+                 "cannot be switched off");
+        return GPUFL_EUNAVAIL;
+    }
+    /* the launch callbacks: for tracing, or for the error triggers */
+    if ((on || err) != s->launch_cb_on) {
+        rc = cupti_launch_enable(s, on || err, why, whylen);
+        if (rc)
+            return rc;
+    }
+    if (err != s->alloc_cb_on) {
+        rc = cupti_alloc_enable(s, err, why, whylen);
+        if (rc)
+            return rc;
+    }
+    if (on && !atomic_load(&s->trace_on)) {
+        rc = enable_kinds(s, why, whylen);
+        if (rc)
+            return rc;
+        s->traced = 1;
+    } else if (!on && atomic_load(&s->trace_on)) {
+        disable_kinds(s);
+    }
+    if (on != atomic_load(&s->trace_on)) {
+        atomic_fetch_add(&s->trace_gen, 1);
+        atomic_store(&s->trace_on, on);
+    }
     return 0;
 }
 
@@ -624,22 +692,23 @@ static int cupti_open(void **state, const src_config *cfg, char *why,
         snprintf(why, whylen, "cupti: already capturing in this process");
         return GPUFL_EALREADY;
     }
-    if (s->traced && s->broken[0]) { /* subscribed, but enabling failed */
+    if (s->broken[0]) { /* subscribed, but enabling failed */
         snprintf(why, whylen, "%s", s->broken);
         return GPUFL_EUNAVAIL;
     }
     rc = cupti_attach(s, why, whylen);
     if (rc)
         return rc;
-    if (!s->traced) {
-        s->traced = 1;
-        rc = cupti_launch_enable(s, why, whylen);
-        if (!rc)
-            rc = enable_kinds(s, why, whylen);
-        if (rc) {
-            snprintf(s->broken, sizeof s->broken, "%s", why);
-            return rc;
-        }
+    /* ring mode's cuda-error and oom triggers read return codes in the
+     * launch and allocation callbacks */
+    atomic_store(&s->err_trigger,
+                 g_client.cfg.ring &&
+                     (g_client.cfg.trg.armed &
+                      ((1u << TRG_CUDA_ERROR) | (1u << TRG_OOM))) != 0);
+    rc = trace_apply(s, g_client.cfg.trace, why, whylen);
+    if (rc) {
+        snprintf(s->broken, sizeof s->broken, "%s", why);
+        return rc;
     }
     if (s->cfg.stacks && !s->frames) {
         void *warm[4];
@@ -784,3 +853,33 @@ const src_ops src_cupti_ops = {
     .flush = cupti_flush,
     .close = cupti_close,
 };
+
+int cupti_trace_state(void)
+{
+    if (!atomic_load_explicit(&live, memory_order_acquire))
+        return -1;
+    return atomic_load(&st.trace_on);
+}
+
+int cupti_trace_set(int on, char *why, size_t whylen)
+{
+    cupti_state *s = &st;
+    int rc;
+    if (!atomic_load_explicit(&live, memory_order_acquire)) {
+        snprintf(why, whylen,
+                 "the cupti engine is not on in this session (GPUFL_ENGINES "
+                 "with cupti, and a GPU, are needed for tracing)");
+        return GPUFL_EUNAVAIL;
+    }
+    if (on && s->prof.mode == CUPTI_PROF_SASS) {
+        snprintf(why, whylen,
+                 "the sass engine runs in this process, and it runs without "
+                 "tracing (SASS patching next to activity tracing hung in "
+                 "practice)");
+        return GPUFL_ECONFLICT;
+    }
+    rc = trace_apply(s, on, why, whylen);
+    if (!rc && !on)
+        cupti_flush(s, 0); /* what was recorded until now comes out soon */
+    return rc;
+}

@@ -54,10 +54,12 @@
 #define STACK_SKIP_MAX 8 /* frames of ours and NVIDIA's above the app */
 
 typedef struct launch_tls {
-    uint32_t depth;    /* open launch callbacks on this thread */
-    uint32_t outer;    /* correlation id of the outermost */
-    uint32_t nested;   /* driver id nested in a runtime launch, 0 = none */
-    uint64_t enter_ns; /* outermost ENTER */
+    uint32_t gen;         /* cupti_g->trace_gen when depth was last valid */
+    uint32_t depth;       /* open launch callbacks on this thread */
+    uint32_t alloc_depth; /* open allocation callbacks (runtime, driver) */
+    uint32_t outer;       /* correlation id of the outermost */
+    uint32_t nested;      /* driver id nested in a runtime launch, 0 = none */
+    uint64_t enter_ns;    /* outermost ENTER */
     uint64_t scope;
     uint32_t path_id, flags, n_frames;
     uintptr_t frames[CUPTI_STACK_MAX];
@@ -192,30 +194,58 @@ static const uint32_t drv_cbids[] = {
     GFL_DRV_CBID_cuLaunchKernelEx_ptsz,
 };
 
-int cupti_launch_enable(cupti_state *s, char *why, size_t whylen)
+/* Allocations whose return code the error triggers watch. */
+static const uint32_t rt_alloc_cbids[] = {
+    GFL_RT_CBID_cudaMalloc_v3020,
+    GFL_RT_CBID_cudaMallocPitch_v3020,
+    GFL_RT_CBID_cudaMallocArray_v3020,
+    GFL_RT_CBID_cudaMallocHost_v3020,
+    GFL_RT_CBID_cudaHostAlloc_v3020,
+    GFL_RT_CBID_cudaMalloc3D_v3020,
+    GFL_RT_CBID_cudaMallocManaged_v6000,
+    GFL_RT_CBID_cudaMallocAsync_v11020,
+    GFL_RT_CBID_cudaMallocAsync_ptsz_v11020,
+    GFL_RT_CBID_cudaMallocFromPoolAsync_v11020,
+    GFL_RT_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
+};
+
+static const uint32_t drv_alloc_cbids[] = {
+    GFL_DRV_CBID_cuMemAlloc_v2,
+    GFL_DRV_CBID_cuMemAllocPitch_v2,
+    GFL_DRV_CBID_cuMemHostAlloc_v2,
+    GFL_DRV_CBID_cuMemAllocHost_v2,
+    GFL_DRV_CBID_cuMemAllocManaged,
+    GFL_DRV_CBID_cuMemCreate,
+    GFL_DRV_CBID_cuMemAllocAsync,
+    GFL_DRV_CBID_cuMemAllocAsync_ptsz,
+    GFL_DRV_CBID_cuMemAllocFromPoolAsync,
+    GFL_DRV_CBID_cuMemAllocFromPoolAsync_ptsz,
+};
+
+/* Allocation CBIDs as bits, per domain (driver 1, runtime 2): the
+ * callback tells them from launches with one load. */
+#define ALLOC_BITS 1024
+static uint64_t alloc_bits[3][ALLOC_BITS / 64];
+
+static int is_alloc(uint32_t domain, uint32_t cbid)
 {
-    /* per CBID, not per domain: a domain-wide enable would run our
-     * callback on every cudaGetDevice/cudaStreamQuery
-     * (docs/cupti-internals.md#callbacks) */
-    for (size_t i = 0; i < sizeof rt_cbids / sizeof rt_cbids[0]; i++) {
-        int rc = s->EnableCallback(
-            1, s->subscriber, GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbids[i]);
+    return cbid < ALLOC_BITS &&
+           (alloc_bits[domain][cbid / 64] >> (cbid % 64) & 1);
+}
+
+static int enable_list(cupti_state *s, int on, uint32_t domain,
+                       const uint32_t *cbids, size_t n, char *why,
+                       size_t whylen)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc =
+            s->EnableCallback((uint32_t)on, s->subscriber, domain, cbids[i]);
         if (rc) {
             snprintf(why, whylen,
-                     "cupti: cuptiEnableCallback(runtime %u) failed (%d)",
-                     rt_cbids[i], rc);
-            return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-                       ? GPUFL_EPERM
-                       : GPUFL_EUNAVAIL;
-        }
-    }
-    for (size_t i = 0; i < sizeof drv_cbids / sizeof drv_cbids[0]; i++) {
-        int rc = s->EnableCallback(
-            1, s->subscriber, GFL_CUPTI_CB_DOMAIN_DRIVER_API, drv_cbids[i]);
-        if (rc) {
-            snprintf(why, whylen,
-                     "cupti: cuptiEnableCallback(driver %u) failed (%d)",
-                     drv_cbids[i], rc);
+                     "cupti: cuptiEnableCallback(%s %u, %d) failed (%d)",
+                     domain == GFL_CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime"
+                                                               : "driver",
+                     cbids[i], on, rc);
             return rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
                        ? GPUFL_EPERM
                        : GPUFL_EUNAVAIL;
@@ -224,7 +254,45 @@ int cupti_launch_enable(cupti_state *s, char *why, size_t whylen)
     return 0;
 }
 
-int cupti_launch_api_records(cupti_state *s)
+int cupti_launch_enable(cupti_state *s, int on, char *why, size_t whylen)
+{
+    /* per CBID, not per domain: a domain-wide enable would run our
+     * callback on every cudaGetDevice/cudaStreamQuery
+     * (docs/cupti-internals.md#callbacks) */
+    int rc = enable_list(s, on, GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbids,
+                         sizeof rt_cbids / sizeof rt_cbids[0], why, whylen);
+    if (!rc)
+        rc = enable_list(s, on, GFL_CUPTI_CB_DOMAIN_DRIVER_API, drv_cbids,
+                         sizeof drv_cbids / sizeof drv_cbids[0], why, whylen);
+    if (!rc)
+        s->launch_cb_on = on;
+    return rc;
+}
+
+int cupti_alloc_enable(cupti_state *s, int on, char *why, size_t whylen)
+{
+    int rc;
+    for (size_t i = 0; i < sizeof rt_alloc_cbids / sizeof rt_alloc_cbids[0];
+         i++)
+        alloc_bits[GFL_CUPTI_CB_DOMAIN_RUNTIME_API][rt_alloc_cbids[i] / 64] |=
+            1ull << (rt_alloc_cbids[i] % 64);
+    for (size_t i = 0; i < sizeof drv_alloc_cbids / sizeof drv_alloc_cbids[0];
+         i++)
+        alloc_bits[GFL_CUPTI_CB_DOMAIN_DRIVER_API][drv_alloc_cbids[i] / 64] |=
+            1ull << (drv_alloc_cbids[i] % 64);
+    rc = enable_list(s, on, GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_alloc_cbids,
+                     sizeof rt_alloc_cbids / sizeof rt_alloc_cbids[0], why,
+                     whylen);
+    if (!rc)
+        rc = enable_list(s, on, GFL_CUPTI_CB_DOMAIN_DRIVER_API, drv_alloc_cbids,
+                         sizeof drv_alloc_cbids / sizeof drv_alloc_cbids[0],
+                         why, whylen);
+    if (!rc)
+        s->alloc_cb_on = on;
+    return rc;
+}
+
+int cupti_launch_api_records(cupti_state *s, int on)
 {
     gfl_cuptiActivityEnableApi_fn rt = (gfl_cuptiActivityEnableApi_fn)dlsym(
         s->lib, "cuptiActivityEnableRuntimeApi");
@@ -232,10 +300,31 @@ int cupti_launch_api_records(cupti_state *s)
         s->lib, "cuptiActivityEnableDriverApi");
     int n = 0;
     for (size_t i = 0; rt && i < sizeof rt_cbids / sizeof rt_cbids[0]; i++)
-        n += rt(rt_cbids[i], 1) == 0;
+        n += rt(rt_cbids[i], (uint8_t)on) == 0;
     for (size_t i = 0; drv && i < sizeof drv_cbids / sizeof drv_cbids[0]; i++)
-        n += drv(drv_cbids[i], 1) == 0;
+        n += drv(drv_cbids[i], (uint8_t)on) == 0;
+    s->api_records_on = on && n > 0;
     return n;
+}
+
+/* An allocation returned: its error, if any, to the triggers.  Only the
+ * outermost of a runtime call and the driver call inside it is said. */
+static void alloc_callback(cupti_state *s, uint32_t domain,
+                           const gfl_cupti_callback_data *cd)
+{
+    int rc;
+    if (cd->callback_site == GFL_CUPTI_API_ENTER) {
+        tl.alloc_depth++;
+        return;
+    }
+    if (tl.alloc_depth && --tl.alloc_depth)
+        return;
+    rc =
+        cd->function_return_value ? *(const int *)cd->function_return_value : 0;
+    if (rc && atomic_load_explicit(&s->err_trigger, memory_order_relaxed) &&
+        !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+        trigger_post_cuda(rc, domain == GFL_CUPTI_CB_DOMAIN_DRIVER_API,
+                          cd->function_name, NULL);
 }
 
 static int is_coop(uint32_t domain, uint32_t cbid)
@@ -317,7 +406,8 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
 {
     cupti_state *s = ud;
     const gfl_cupti_callback_data *cd = cbdata;
-    int stopping;
+    int stopping, on, rc;
+    uint32_t gen;
     if (domain == GFL_CUPTI_CB_DOMAIN_RESOURCE) { /* profiling engines */
         cupti_prof_resource(s, cbid, cbdata);
         return;
@@ -325,6 +415,35 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
     if (!cd || (domain != GFL_CUPTI_CB_DOMAIN_RUNTIME_API &&
                 domain != GFL_CUPTI_CB_DOMAIN_DRIVER_API))
         return;
+    if (is_alloc(domain, cbid)) {
+        alloc_callback(s, domain, cd);
+        return;
+    }
+    /* tracing switched on or off since this thread's last launch
+     * callback: a launch open across the switch is not joined */
+    gen = atomic_load_explicit(&s->trace_gen, memory_order_relaxed);
+    if (tl.gen != gen) {
+        tl.gen = gen;
+        tl.depth = 0;
+    }
+    on = atomic_load_explicit(&s->trace_on, memory_order_relaxed);
+    if (!on) {
+        /* monitoring (the callbacks are installed only for the error
+         * triggers): the nesting, and the outermost launch's return */
+        if (cd->callback_site == GFL_CUPTI_API_ENTER) {
+            tl.depth++;
+            return;
+        }
+        if (!tl.depth || --tl.depth)
+            return;
+        rc = cd->function_return_value ? *(const int *)cd->function_return_value
+                                       : 0;
+        if (rc && atomic_load_explicit(&s->err_trigger, memory_order_relaxed) &&
+            !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+            trigger_post_cuda(rc, domain == GFL_CUPTI_CB_DOMAIN_DRIVER_API,
+                              cd->function_name, cd->symbol_name);
+        return;
+    }
     /* The depth is kept even while stopping: a session that closes between
      * a launch's ENTER and EXIT would otherwise leave this thread's depth
      * at 1 for good, and every launch of a later session in the process
@@ -366,9 +485,15 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
         tl.flags |= GPUFL_KERNEL_COOPERATIVE;
     if (--tl.depth || stopping)
         return;
-    /* a failed launch produces no record: nothing to join */
-    if (cd->function_return_value && *(const int *)cd->function_return_value)
+    /* a failed launch produces no record: nothing to join; ring mode's
+     * error triggers hear of it */
+    if (cd->function_return_value &&
+        (rc = *(const int *)cd->function_return_value) != 0) {
+        if (atomic_load_explicit(&s->err_trigger, memory_order_relaxed))
+            trigger_post_cuda(rc, domain == GFL_CUPTI_CB_DOMAIN_DRIVER_API,
+                              cd->function_name, cd->symbol_name);
         return;
+    }
     {
         uint64_t exit_ns = gpufl_now_ns();
         publish(s, tl.outer, exit_ns);

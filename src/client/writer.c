@@ -90,7 +90,31 @@ int writer_open(wstream *w, int stream, const char *prefix_path,
     w->buf = malloc(WRITER_BUF);
     if (!w->buf)
         return GPUFL_ENOMEM;
+    w->own_buf = 1;
     w->cap = WRITER_BUF;
+    w->rotate_bytes = rotate_bytes;
+    w->keep = keep;
+    w->compress = compress;
+    return open_live(w);
+}
+
+int writer_open_buf(wstream *w, int stream, const char *path, char *buf,
+                    size_t cap, uint64_t rotate_bytes, uint32_t keep,
+                    int compress)
+{
+    size_t n = 0;
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    w->stream = stream;
+    while (path[n] && n < sizeof w->path - 1) { /* no snprintf: crashes */
+        w->path[n] = path[n];
+        n++;
+    }
+    if (path[n])
+        return GPUFL_ETOOBIG;
+    w->path[n] = 0;
+    w->buf = buf;
+    w->cap = cap;
     w->rotate_bytes = rotate_bytes;
     w->keep = keep;
     w->compress = compress;
@@ -410,7 +434,8 @@ int writer_close(wstream *w)
         close(w->fd);
     }
     w->fd = -1;
-    free(w->buf);
+    if (w->own_buf)
+        free(w->buf);
     w->buf = NULL;
     return rc;
 }

@@ -57,6 +57,7 @@ typedef struct wstream {
     int err;             /* its errno */
     char *buf;
     size_t len, cap;
+    int own_buf; /* buf is ours to free (writer_open) */
     uint64_t rotate_bytes;
     uint32_t keep;
     int compress;
@@ -66,6 +67,13 @@ typedef struct wstream {
 int writer_open(wstream *w, int stream, const char *prefix_path,
                 const char *name, uint64_t rotate_bytes, uint32_t keep,
                 int compress);
+/* As writer_open, for a path already made and a buffer of cap bytes the
+ * caller owns (writer_close keeps it): nothing is allocated and nothing
+ * but open(2) is called, so a crash handler may open a file
+ * (collector_crash).  path is copied. */
+int writer_open_buf(wstream *w, int stream, const char *path, char *buf,
+                    size_t cap, uint64_t rotate_bytes, uint32_t keep,
+                    int compress);
 /* Write the buffer out.  Returns 0, or GPUFL_EIO when the write (or
  * reserving its space) failed: the buffered lines are dropped and counted
  * in lines_lost, failing and err say why. */

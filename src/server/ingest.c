@@ -160,6 +160,9 @@ static const field f_verdict[] = {
     SR("kind", kind, 16),    SR("state", reason, 32), U("dev", dev),
     S("session", text, 128), U("since", start),       END
 };
+/* libgpufl's ring mode: what made it write a dump (docs/events.md) */
+static const field f_trigger[] = { SR("trigger", kind, 32),
+                                   S("detail", text, 256), U("dump", id), END };
 static const field f_dict[] = { UR("id", id), END };
 static const field f_dict_name[] = { SR("name", dname, INGEST_NAME_MAX),
                                      S("demangled", demangled, INGEST_NAME_MAX),
@@ -209,6 +212,7 @@ static const type_def types[] = {
     { "gpu", EV_GPU, SY, f_gpu },
     { "host", EV_HOST, SY, f_host },
     { "verdict", EV_VERDICT, SY, f_verdict },
+    { "trigger", EV_TRIGGER, SD | SS | SY, f_trigger },
 };
 
 /* ---- helpers ---- */

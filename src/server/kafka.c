@@ -77,16 +77,43 @@ static int stream_of(srv_kafka *k, const rd_kafka_message_t *m)
     return -1;
 }
 
+/* The lines of one poll's messages refused before the store: counted,
+ * the first one named in the log with its topic, partition and offset. */
+typedef struct kafka_rej {
+    rd_kafka_message_t **msgs; /* ev[].line is the message's index + 1 */
+    size_t n;
+    char first[INGEST_REASON_MAX + 400];
+} kafka_rej;
+
+static void rej_add(void *ctx, uint32_t line, const char *why)
+{
+    kafka_rej *r = ctx;
+    const rd_kafka_message_t *m = r->msgs[line - 1];
+
+    if (!r->n++)
+        snprintf(r->first, sizeof(r->first), "%s [%d] offset %lld: %s",
+                 rd_kafka_topic_name(m->rkt), (int)m->partition,
+                 (long long)m->offset, why);
+}
+
 /* Stores ev[0, *nev), retrying while the database is down; then the
- * batch's arena and events are free again.  0, or -1 when stopping. */
-static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a)
+ * batch's arena and events are free again.  0, or -1 when stopping.
+ * Lines past their stream's session_end are refused first, as over
+ * HTTP: a broker replaying an ended stream cannot grow it (no host scope
+ * here: the broker's ACLs say who may produce). */
+static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a,
+                    kafka_rej *rj)
 {
     srv *s = k->s;
     srv_ingest_res res = { 0, 0 };
     int rc;
 
     while (*nev) {
-        rc = srv_store_ingest(s->store, ev, *nev, &res);
+        rc = srv_ingest_scope(s, "", ev, nev, rej_add, rj);
+        if (rc == 0 && *nev == 0)
+            break;
+        if (rc == 0)
+            rc = srv_store_ingest(s->store, ev, *nev, &res);
         if (rc == 0)
             break;
         if (!s->cfg.quiet)
@@ -117,6 +144,7 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
     srv *s = k->s;
     size_t nev = 0, nerr = 0;
     char why[INGEST_REASON_MAX], first[INGEST_REASON_MAX + 400] = "";
+    kafka_rej rj = { .msgs = msgs, .n = 0, .first = "" };
 
     a->len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -131,7 +159,7 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
             no++;
             if (ln == 0)
                 continue;
-            if (nev == ev_cap && flush_ev(k, ev, &nev, a))
+            if (nev == ev_cap && flush_ev(k, ev, &nev, a, &rj))
                 return -1;
             if (ingest_line_parse(d, st, line, ln, a, &ev[nev], why) == 0) {
                 ev[nev++].line = (uint32_t)(i + 1);
@@ -144,7 +172,7 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
                          no, why);
         }
     }
-    if (nev && flush_ev(k, ev, &nev, a))
+    if (nev && flush_ev(k, ev, &nev, a, &rj))
         return -1;
     /* no client hears of these: the log is where they are reported */
     if (nerr)
@@ -152,6 +180,11 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
                   "kafka: %zu line(s) rejected, not stored (the"
                   " first: %s)",
                   nerr, first);
+    if (rj.n)
+        glog_warn("kafka",
+                  "kafka: %zu line(s) refused, not stored (the first: %s)",
+                  rj.n, rj.first);
+    nerr += rj.n;
     __atomic_fetch_add(&s->met.lines_rejected, nerr, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.batches, 1, __ATOMIC_RELAXED);
     return 0;

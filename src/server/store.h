@@ -44,6 +44,7 @@ typedef enum srv_type {
     EV_GPU,
     EV_HOST,
     EV_VERDICT, /* gpufl idle (store_sql_fleet.c) */
+    EV_TRIGGER, /* a flight-recorder dump's cause (docs/recorder.md) */
     EV_NTYPES
 } srv_type;
 

@@ -329,14 +329,15 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
         }
         break;
     default:
-        /* session, session_end, dict, loss, marker, counter */
+        /* session, session_end, dict, loss, marker, counter, trigger */
         st = s->ws[WS_LINE];
         qbind_u64(st, 1, (uint64_t)sess);
         qbind_u64(st, 2, e->st);
         qbind_u64(st, 3, e->seq);
         qbind_u64(st, 4, e->type);
         qbind_u64(st, 5, e->ts);
-        if (e->type == EV_LOSS || e->type == EV_MARKER || e->type == EV_COUNTER)
+        if (e->type == EV_LOSS || e->type == EV_MARKER ||
+            e->type == EV_COUNTER || e->type == EV_TRIGGER)
             qbind_str(st, 6, e->raw);
         else
             qbind_null(st, 6);

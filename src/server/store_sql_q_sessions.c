@@ -190,6 +190,10 @@ int srv_store_q_session(srv_store *s, const srv_q *q, jw *w)
     sq_raw_member(w, hdr, "cmd");
     sq_raw_member(w, hdr, "lib");
     sq_raw_member(w, hdr, "interval_ms");
+    /* a flight-recorder dump: its number and the recorder's session id */
+    sq_raw_member(w, hdr, "record");
+    sq_raw_member(w, hdr, "dump");
+    sq_raw_member(w, hdr, "recorder");
     free(hdr);
     srv_jw_kv_dec(w, "span_ns",
                   qcol_i64(c.st, 8) > qcol_i64(c.st, 7)

@@ -196,14 +196,21 @@ def wait_shipped(rec, folder, timeout=120):
     wait_for(arrived, timeout, "%d lines to arrive" % len(want))
 
 
-def train(folder, steps, speed, rotate=65536, zstd=True, wait=True, keep=0):
+def train(folder, steps, speed, rotate=65536, zstd=True, wait=True, keep=0,
+          nice=0):
+    """example_train writing into folder.  nice > 0 lowers the writer's
+    priority: a test of an agent following live pruning asserts that the
+    agent keeps up, and on a loaded machine (CI's sanitizer build, or
+    other tests alongside) the writer then slows down rather than outrun a
+    starved agent; on an idle machine it changes nothing."""
     env = dict(os.environ, GPUFL_ROTATE_BYTES=str(rotate),
                GPUFL_ROTATE_ZSTD="1" if zstd else "0",
                GPUFL_ROTATE_KEEP=str(keep))
     p = subprocess.Popen([os.path.join(BIN, "example_train"), "--steps",
                           str(steps), "--speed", str(speed), "--log-dir",
                           folder], env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+                         stderr=subprocess.DEVNULL,
+                         preexec_fn=(lambda: os.nice(nice)) if nice else None)
     if wait:
         check(p.wait(timeout=300) == 0, "example_train failed")
     return p

@@ -641,9 +641,9 @@ def case_rotate_prune(work):
     # the settings (1 MiB, keep 3: 19,548 of 82,835 device lines
     # shipped before the fix), and a faster rotation without compression;
     # rates a sanitizer build on two busy cores keeps up with
-    ws = [train(logs, 600, 2, rotate=1048576, keep=3, wait=False),
+    ws = [train(logs, 600, 2, rotate=1048576, keep=3, wait=False, nice=19),
           train(logs, 200, 1, rotate=262144, keep=3, zstd=False,
-                wait=False)]
+                wait=False, nice=19)]
     for w in ws:
         check(w.wait(timeout=120) == 0, "writer failed")
     ends = session_ends(logs)
@@ -692,7 +692,7 @@ def case_restart_prune(work):
     rec.start()
     agent = Agent(work, [logs], rec.url())
     agent.start()
-    writer = train(logs, 800, 2, rotate=262144, keep=2, wait=False)
+    writer = train(logs, 800, 2, rotate=262144, keep=2, wait=False, nice=19)
     time.sleep(2)
     check(agent.stop() == 0, "agent exit status")
     check(stats_of(agent)["lost-files"] == 0, "a loss before the stop")

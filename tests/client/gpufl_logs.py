@@ -15,11 +15,11 @@ import subprocess
 STREAMS = ("device", "scope", "system")
 ENVELOPE = ("v", "sid", "st", "seq", "ts", "type")
 DEVICE_TYPES = {"session", "dict", "kernel", "memcpy", "memset", "sync",
-                "alloc", "free", "loss", "session_end"}
+                "alloc", "free", "loss", "trigger", "session_end"}
 SCOPE_TYPES = {"session", "dict", "scope_begin", "scope_end", "marker",
-               "counter", "sass", "pcsamp", "loss", "session_end"}
+               "counter", "sass", "pcsamp", "loss", "trigger", "session_end"}
 SYSTEM_TYPES = {"session", "dict", "gpu", "host", "verdict", "loss",
-                "session_end"}
+                "trigger", "session_end"}
 TYPES = {"device": DEVICE_TYPES, "scope": SCOPE_TYPES, "system": SYSTEM_TYPES}
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -278,6 +278,8 @@ def validate(log_dir, allow_partial=False, pruned_ok=False, complete=True,
         sc = sess.streams["scope"]
         # lost lines (counted in loss lines) may be either half of a pair
         lossy = bool(sc.of("loss")) or not complete or pruned_ok or write_errors
+        # a flight recorder dump starts and ends inside scopes
+        lossy = lossy or sess.header.get("record") == "ring"
         opened = {}
         for e in sc.events:
             if e["type"] == "scope_begin":

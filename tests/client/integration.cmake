@@ -9,6 +9,16 @@ add_test(NAME client_integration
 set_tests_properties(client_integration PROPERTIES TIMEOUT 900
   ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake")
 
+# The flight recorder (ring mode, triggers, dumps) end to end.
+add_executable(prog_ring ${CMAKE_CURRENT_LIST_DIR}/prog_ring.c)
+gpufl_target(prog_ring)
+target_link_libraries(prog_ring PRIVATE gpufl Threads::Threads)
+
+add_test(NAME client_recorder
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_recorder.py)
+set_tests_properties(client_recorder PROPERTIES TIMEOUT 300
+  ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+
 # The job and rank in the session line; the simulated GPU's perturbations
 # measured from the logs of real runs (GPUFL_SIM_PERTURB, GPUFL_SIM_SEED).
 add_test(NAME client_jobs

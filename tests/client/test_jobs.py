@@ -194,9 +194,15 @@ class Perturb(Base):
         self.assertEqual(allocs, base + [3 << 30])
         self.assertEqual(len(s.streams["device"].of("free")),
                          len(self.base.streams["device"].of("free")))
+        # the gpu lines: samples come on the real clock, so which moments
+        # they catch varies; what is held after the first allocations is
+        # 14 + 22 GiB (+ the 2 GiB workspace until the end) + 512 MiB of
+        # context, and the extra 3 GiB: above anything the base run holds
+        gib, ctx = 1 << 30, 512 << 20
         top = max(g["mem_used"] for g in s.streams["system"].of("gpu"))
         top0 = max(g["mem_used"] for g in self.base.streams["system"].of("gpu"))
-        self.assertEqual(top - top0, 3 << 30)
+        self.assertIn(top0, (36 * gib + ctx, 38 * gib + ctx))
+        self.assertIn(top, (39 * gib + ctx, 41 * gib + ctx))
 
     def test_bad_value_refused(self):
         p = train(self.dir, {"GPUFL_SIM_PERTURB": "kernel=gemm:1.2"}, check=False)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """test_opt_programs.py - every program reads its options the same way.
 
-gpufl-agent, gpufl-server, gpufl idle, gpufl memprof and gpufl demo read
-their options with one engine (src/common/opt.h).  For each, the real
-binary is run with a config file, a GPUFL_<PROGRAM>_* variable and flags,
-and --dump-config must show:
+gpufl-agent, gpufl-server, gpufl idle, gpufl memprof, gpufl demo and
+gpufl ctl read their options with one engine (src/common/opt.h).  For
+each, the real binary is run with a config file, a GPUFL_<PROGRAM>_*
+variable and flags, and --dump-config must show:
   - a size in bytes and a duration with its unit, written in the shared
     syntax (16MiB, 500ms, 2m), with the layer each came from;
   - flags over the environment over the file over the defaults;
@@ -63,6 +63,10 @@ PROGRAMS = [
      ["pause = 1m  # flag", "idle = false  # flag",
       "steps = 6  # env GPUFL_DEMO_STEPS", "engines = sim  # file "],
      "--token=S3CRET-VALUE"),
+    (["gpufl", "ctl"], "GPUFL_CTL_", "log-level = error\nlog-format = text\n",
+     ("GPUFL_CTL_LOG_LEVEL", "warn"), ["--log-format=json"],
+     ["log-format = json  # flag",
+      "log-level = warn  # env GPUFL_CTL_LOG_LEVEL"], None),
 ]
 
 

@@ -111,3 +111,14 @@ add_test(NAME cupti_real_symbols
           $<TARGET_FILE:gpufl> $<TARGET_FILE:gpufl_inject>)
 set_tests_properties(cupti_real_symbols PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
   ENVIRONMENT "GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake")
+
+# The flight recorder's CUDA triggers (cuda-error, oom) and `gpufl ctl
+# trace on|off` / `engines` with the fake CUPTI.
+add_executable(prog_cupti_steps ${CMAKE_CURRENT_LIST_DIR}/prog_cupti_steps.c)
+gpufl_target(prog_cupti_steps)
+target_link_libraries(prog_cupti_steps PRIVATE gpufl fake_cuda Threads::Threads)
+add_dependencies(prog_cupti_steps fake_cupti_full)
+add_test(NAME cupti_ring
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_cupti_ring.py)
+set_tests_properties(cupti_ring PROPERTIES TIMEOUT 300
+  ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_FAKE_DIR=${CMAKE_BINARY_DIR}/fake")

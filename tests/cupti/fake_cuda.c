@@ -36,6 +36,7 @@ static _Thread_local int in_injection;
 static fakecupti_launch_fn h_launch;
 static fakecupti_sync_fn h_sync;
 static fakecupti_in_callback_fn h_in_cb;
+static fakecupti_api_fn h_api;
 static void *(*h_ctx)(void);
 static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -66,6 +67,7 @@ static void hooks(void)
         h_sync = (fakecupti_sync_fn)dlsym(h, "fakecupti_sync");
         h_in_cb = (fakecupti_in_callback_fn)dlsym(h, "fakecupti_in_callback");
         h_launch = (fakecupti_launch_fn)dlsym(h, "fakecupti_launch");
+        h_api = (fakecupti_api_fn)dlsym(h, "fakecupti_api");
         h_ctx = (void *(*)(void))dlsym(h, "fakecupti_current_context");
         /* the NOLOAD reference is dropped; the engine keeps CUPTI loaded */
         dlclose(h);
@@ -276,4 +278,36 @@ EXPORT int fakecuda_rt_launch(uint32_t rt_cbid, uint32_t drv_cbid,
     if (h_launch)
         h_launch(rt_cbid, drv_cbid, f, grid, block, smem, stream, fail);
     return fail;
+}
+
+/* Device memory "allocations": nothing is allocated; a request of 1 TiB or
+ * more fails with CUDA_ERROR_OUT_OF_MEMORY (2), as on a real GPU. */
+#define FAKE_OOM_BYTES (1ull << 40)
+
+EXPORT int cuMemAlloc_v2(unsigned long long *dptr, size_t bytes)
+{
+    int rc = need_init("cuMemAlloc_v2");
+    if (rc)
+        return rc;
+    rc = bytes >= FAKE_OOM_BYTES ? 2 : 0;
+    if (h_api)
+        h_api(0, GFL_DRV_CBID_cuMemAlloc_v2, NULL, "cuMemAlloc_v2", rc);
+    if (dptr)
+        *dptr = rc ? 0 : 0x7f0000000000ull;
+    return rc;
+}
+
+/* The runtime's cudaMalloc, as libcudart does it: cuMemAlloc_v2 inside
+ * (the runtime's code for out of memory, cudaErrorMemoryAllocation, is
+ * also 2). */
+EXPORT int fakecuda_rt_malloc(size_t bytes)
+{
+    int rc = need_init("fakecuda_rt_malloc");
+    if (rc)
+        return rc;
+    rc = bytes >= FAKE_OOM_BYTES ? 2 : 0;
+    if (h_api)
+        h_api(GFL_RT_CBID_cudaMalloc_v3020, GFL_DRV_CBID_cuMemAlloc_v2,
+              "cudaMalloc", "cuMemAlloc_v2", rc);
+    return rc;
 }

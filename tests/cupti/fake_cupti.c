@@ -340,6 +340,16 @@ EXPORT int cuptiActivityEnable(uint32_t kind)
     return 0;
 }
 
+EXPORT int cuptiActivityDisable(uint32_t kind)
+{
+    if (kind >= 64 || !rec_size(kind))
+        return GFL_CUPTI_ERROR_INVALID_KIND;
+    enabled_kind[kind] = 0;
+    if (kind == GFL_CUPTI_ACT_MEMCPY)
+        enabled_kind[GFL_CUPTI_ACT_MEMCPY2] = 0;
+    return 0;
+}
+
 /* CUPTI: enable the kind, then one record for each object of it that
  * already exists - for CONTEXT, the contexts made before (precontext). */
 EXPORT int cuptiActivityEnableAndDump(uint32_t kind)
@@ -588,6 +598,36 @@ EXPORT void fakecupti_launch(uint32_t rt_cbid, uint32_t drv_cbid,
         k.launch_type = 1;
     push(&k);
     fake_prof_ran(name);
+}
+
+/* A CUDA call that is not a launch (an allocation): its callbacks, the
+ * runtime one (rt_cbid, 0 = none) around the driver one, with ret as both
+ * return values. */
+EXPORT int fakecupti_api(uint32_t rt_cbid, uint32_t drv_cbid,
+                         const char *rt_name, const char *drv_name, int ret)
+{
+    uint64_t rdata = 0, ddata = 0;
+    uint32_t r = 0, d = 0;
+    init();
+    pthread_mutex_lock(&mu);
+    if (rt_cbid)
+        r = next_corr++;
+    if (drv_cbid)
+        d = next_corr++;
+    pthread_mutex_unlock(&mu);
+    if (r)
+        emit(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, GFL_CUPTI_API_ENTER,
+             rt_name, NULL, NULL, r, &rdata, &ret);
+    if (d) {
+        emit(GFL_CUPTI_CB_DOMAIN_DRIVER_API, drv_cbid, GFL_CUPTI_API_ENTER,
+             drv_name, NULL, NULL, d, &ddata, &ret);
+        emit(GFL_CUPTI_CB_DOMAIN_DRIVER_API, drv_cbid, GFL_CUPTI_API_EXIT,
+             drv_name, NULL, NULL, d, &ddata, &ret);
+    }
+    if (r)
+        emit(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbid, GFL_CUPTI_API_EXIT,
+             rt_name, NULL, NULL, r, &rdata, &ret);
+    return ret;
 }
 
 static long kv(const char *line, const char *key, long def)

@@ -16,6 +16,11 @@ typedef void (*fakecupti_launch_fn)(uint32_t rt_cbid, uint32_t drv_cbid,
                                     const char *name, const unsigned grid[3],
                                     const unsigned block[3], unsigned smem,
                                     void *stream, int fail);
+/* A non-launch CUDA call's callbacks (runtime around driver) returning
+ * ret; returns ret. */
+typedef int (*fakecupti_api_fn)(uint32_t rt_cbid, uint32_t drv_cbid,
+                                const char *rt_name, const char *drv_name,
+                                int ret);
 /* Deliver the scripted records (first call only). */
 typedef void (*fakecupti_sync_fn)(void);
 /* 1 while the calling thread runs inside a CUPTI callback of ours. */

@@ -596,6 +596,17 @@ static void check_values(void)
     RTV(__cudaLaunchKernel_v13000);
     RTV(__cudaLaunchKernel_ptsz_v13000);
     RTV(cudaDeviceReset_v3020);
+    RTV(cudaMalloc_v3020);
+    RTV(cudaMallocPitch_v3020);
+    RTV(cudaMallocArray_v3020);
+    RTV(cudaMallocHost_v3020);
+    RTV(cudaHostAlloc_v3020);
+    RTV(cudaMalloc3D_v3020);
+    RTV(cudaMallocManaged_v6000);
+    RTV(cudaMallocAsync_v11020);
+    RTV(cudaMallocAsync_ptsz_v11020);
+    RTV(cudaMallocFromPoolAsync_v11020);
+    RTV(cudaMallocFromPoolAsync_ptsz_v11020);
 #undef RTV
 #define DRV(n) V(GFL_DRV_CBID_##n, CUPTI_DRIVER_TRACE_CBID_##n)
     DRV(cuLaunchKernel);
@@ -606,6 +617,16 @@ static void check_values(void)
     DRV(cuGraphLaunch_ptsz);
     DRV(cuLaunchKernelEx);
     DRV(cuLaunchKernelEx_ptsz);
+    DRV(cuMemAlloc_v2);
+    DRV(cuMemAllocPitch_v2);
+    DRV(cuMemHostAlloc_v2);
+    DRV(cuMemAllocHost_v2);
+    DRV(cuMemAllocManaged);
+    DRV(cuMemCreate);
+    DRV(cuMemAllocAsync);
+    DRV(cuMemAllocAsync_ptsz);
+    DRV(cuMemAllocFromPoolAsync);
+    DRV(cuMemAllocFromPoolAsync_ptsz);
 #undef DRV
 }
 #undef V

@@ -1,12 +1,16 @@
 /*
  * test_cupti_launch.c - the CUPTI engine's launch callback on its own:
  * runtime/driver nesting and deduplication, publication under both
- * correlation ids, failed launches, cooperative flags, eviction, stacks;
- * and the application-thread cost of a launch (printed, not asserted: the
- * issue's targets are 300 ns without stacks and 2 us with 32 frames).
+ * correlation ids, failed launches, cooperative flags, eviction, stacks,
+ * the monitoring state (tracing off: nothing joined, errors still go to
+ * ring mode's triggers, once per launch), a switch in mid-launch; and the
+ * application-thread cost of a launch (printed, not asserted: the targets
+ * are 300 ns without stacks, 2 us with 32 frames, 20 ns while
+ * monitoring).
  * Built with frame pointers, like an application the hybrid stack walk can
  * follow; the DWARF-only figure is the fallback for one that has none.
  */
+#include "client/client_int.h"
 #include "client/cupti_int.h"
 
 #include <stdlib.h>
@@ -33,6 +37,9 @@ static void cb(uint32_t dom, uint32_t cbid, uint32_t site, uint32_t corr,
     d.correlation_id = corr;
     d.correlation_data = &slot;
     d.function_return_value = site == GFL_CUPTI_API_EXIT ? &ret : NULL;
+    d.function_name = dom == GFL_CUPTI_CB_DOMAIN_RUNTIME_API
+                          ? "cudaLaunchKernel"
+                          : "cuLaunchKernel";
     cupti_launch_callback(cupti_g, dom, cbid, &d);
 }
 
@@ -101,6 +108,42 @@ static void test_join(void)
     cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_EXIT, 92, 0);
     rt_launch(94, 95, 505, 307, 0);
     CHECK(cupti_launch_find(cupti_g, 94, &l, NULL));
+}
+
+/* Tracing off, the error triggers armed: the callbacks keep only the
+ * nesting; a failed launch posts one trigger (the runtime call and the
+ * driver call inside it fail together), a success joins nothing. */
+static void test_monitoring(void)
+{
+    cupti_launch l;
+    trg_event ev;
+    g_client.cfg.ring = 1;
+    g_client.cfg.trg.armed = (1u << TRG_CUDA_ERROR) | (1u << TRG_OOM);
+    atomic_store(&cupti_g->err_trigger, 1);
+    atomic_store(&cupti_g->trace_on, 0);
+    atomic_fetch_add(&cupti_g->trace_gen, 1);
+    rt_launch(200, 201, 505, 307, 0);
+    CHECK(!cupti_launch_find(cupti_g, 200, &l, NULL));
+    CHECK(!trigger_take(&ev));
+    rt_launch(202, 203, 505, 307, 98);
+    REQUIRE(trigger_take(&ev));
+    CHECK_EQ_U64(ev.kind, TRG_CUDA_ERROR);
+    CHECK_STR(ev.detail, "cudaLaunchKernel returned 98");
+    CHECK_EQ_U64(ev.repeats, 0);
+    trigger_done(ev.kind);
+    CHECK(!trigger_take(&ev)); /* once, not once per callback */
+    /* a switch between ENTER and EXIT: that launch is not joined, and the
+     * thread's nesting does not stay open */
+    atomic_store(&cupti_g->trace_on, 1);
+    cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_ENTER, 210, 0);
+    atomic_fetch_add(&cupti_g->trace_gen, 1);
+    cb(GFL_CUPTI_CB_DOMAIN_RUNTIME_API, 505, GFL_CUPTI_API_EXIT, 210, 0);
+    CHECK(!cupti_launch_find(cupti_g, 210, &l, NULL));
+    rt_launch(212, 213, 505, 307, 0);
+    CHECK(cupti_launch_find(cupti_g, 212, &l, NULL));
+    atomic_store(&cupti_g->err_trigger, 0);
+    g_client.cfg.trg.armed = 0;
+    trigger_reset();
 }
 
 static void test_stacks(void)
@@ -179,6 +222,10 @@ __attribute__((noinline)) static double deep(int depth, int stacks)
     return bench(stacks);
 }
 
+/* 4 callbacks of a domain the callback does not handle: what the
+ * harness itself costs (building the callback data, the calls). */
+static int harness_only;
+
 static double bench(int stacks)
 {
     const uint32_t n = 200000;
@@ -186,7 +233,11 @@ static double bench(int stacks)
     atomic_store(&cupti_g->stacks_on, stacks);
     t0 = mono();
     for (uint32_t i = 0; i < n; i++)
-        rt_launch(1000 + 2 * i, 1001 + 2 * i, 505, 307, 0);
+        if (harness_only)
+            for (int k = 0; k < 4; k++)
+                cb(99, 505, (uint32_t)k & 1, 1000 + 2 * i, 0);
+        else
+            rt_launch(1000 + 2 * i, 1001 + 2 * i, 505, 307, 0);
     t1 = mono();
     atomic_store(&cupti_g->stacks_on, 0);
     return (double)(t1 - t0) / n;
@@ -200,7 +251,9 @@ int main(void)
     cupti_g->cfg.stack_depth = 32;
     if (!cupti_g->launches || !cupti_g->frames)
         return 1;
+    atomic_store(&cupti_g->trace_on, 1);
     RUN(test_join);
+    RUN(test_monitoring);
     RUN(test_stacks);
     RUN(test_hybrid_matches_dwarf);
     {
@@ -213,12 +266,23 @@ int main(void)
         cupti_g->cfg.stack_depth = 32;
         w32 = deep(40, 1);
         cupti_g->stack_dwarf_only = 0;
+        double mon, base;
+        atomic_store(&cupti_g->trace_on, 0); /* monitoring, error triggers */
+        atomic_store(&cupti_g->err_trigger, 1);
+        mon = deep(40, 0);
+        harness_only = 1;
+        base = deep(40, 0);
+        harness_only = 0;
+        atomic_store(&cupti_g->trace_on, 1);
+        atomic_store(&cupti_g->err_trigger, 0);
         printf("launch (runtime 505 + nested driver 307, 4 callbacks), 40 "
                "frames deep, thread CPU time: %.0f ns without stacks; "
                "32-frame stack: %.0f ns "
                "(DWARF then frame pointers), %.0f ns (DWARF only); 8-frame "
-               "stack: %.0f ns / %.0f ns\n",
-               none, d32, w32, d8, w8);
+               "stack: %.0f ns / %.0f ns; monitoring (tracing off, callbacks "
+               "kept for the error triggers): %.1f ns, of which the test's "
+               "own calls %.1f ns\n",
+               none, d32, w32, d8, w8, mon, base);
     }
     free(cupti_g->launches);
     free(cupti_g->frames);

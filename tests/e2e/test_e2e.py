@@ -320,6 +320,38 @@ class Demo(unittest.TestCase):
                          + (4 << 20) * (n // 2))
         self.assertEqual(m["total_bytes"], sum(s["bytes"] for s in m["stacks"]))
 
+    def test_runs_past_the_child_table(self):
+        """The demo runs its workload over and over for as long as it is
+        left running: the 12th run (more children than the 16 slots of its
+        process table hold, with the server, agent and detectors) starts
+        like the first, and Ctrl-C still stops everything cleanly."""
+        root = fresh("demo-many")
+        port = free_port()
+        out = open(os.path.join(root, "demo.out"), "w+")
+        p = subprocess.Popen([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
+                              "--dir", root, "--token", TOKEN, "--steps", "1",
+                              "--pause", "0", "--duration", "240"],
+                             stdout=out, stderr=subprocess.STDOUT,
+                             env=st.clean_env())
+        try:
+            def runs():
+                out.seek(0)
+                text = out.read()
+                if p.poll() is not None:
+                    return text
+                return text if "run 20:" in text else None
+            text = wait_for(runs, 200, "20 workload runs")
+            self.assertNotIn("too many child processes", text)
+            self.assertIsNone(p.poll(), "the demo stopped:\n" + text)
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(60), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            out.close()
+        self.assertEqual(procs_mentioning(root), [], "processes left behind")
+
     def test_port_in_use_is_explained(self):
         root = fresh("demo-busy")
         s = socket.socket()

@@ -63,6 +63,11 @@ class Binding(unittest.TestCase):
         self.assertEqual(o["stack_depth"], 32)
         self.assertEqual(o["log_level"], -1)
         self.assertIsNone(o["app"])
+        self.assertEqual(o["record"], "file")
+        self.assertEqual(o["triggers"],
+                         "signal,crash,exit-error,cuda-error,oom,ctl")
+        self.assertEqual(o["trigger_after_ms"], 10000)
+        self.assertEqual((o["ctl"], o["trace"]), (1, 1))
         # the job and rank: the launcher's unless set
         self.assertIsNone(o["job"])
         self.assertEqual((o["rank"], o["world_size"], o["local_rank"]), (-1, -1, -1))

@@ -568,6 +568,29 @@ KIND = "k'; DROP TABLE ops;--"
 
 
 class Hostile(Base):
+    def test_flight_recorder_dump(self):
+        """A ring-mode dump (docs/recorder.md) is a session like any other;
+        its trigger lines are kept and the session says it is a dump."""
+        logs = os.path.join(self.dir, "ring")
+        env = T.clean_env({"GPUFL_LOG_DIR": logs, "GPUFL_ENGINES": "host",
+                           "GPUFL_RECORD": "ring:10s",
+                           "GPUFL_TRIGGER_AFTER": "0"})
+        subprocess.run([os.path.join(T.BIN, "prog_ring"), "work:200", "usr2",
+                        "work:20"], env=env, check=True, timeout=120,
+                       stdout=subprocess.DEVNULL)
+        (sess,) = T.gl.validate(logs).values()
+        srv = self.server()
+        tot = T.send_session(srv, sess)
+        self.assertEqual(tot["rejected"], 0)
+        got = srv.get("/api/v1/sessions/" + sess.sid)
+        self.assertEqual((got["record"], got["dump"]), ("ring", 1))
+        self.assertEqual(got["recorder"], sess.header["recorder"])
+        self.assertEqual(got["state"], "ended")
+        bodies = [r[0] for r in srv.sql("SELECT body FROM lines WHERE body"
+                                        " LIKE '%\"type\":\"trigger\"%'")]
+        self.assertEqual(len(bodies), 3)  # one per stream
+        self.assertTrue(all('"trigger":"signal"' in b for b in bodies))
+
     def test_bad_lines(self):
         srv = self.server(args=["--max-body", "1M", "--max-decoded", "4M"])
         sid = "11111111-2222-4333-8444-555555555555"

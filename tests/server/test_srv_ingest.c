@@ -96,6 +96,21 @@ static void test_good(void)
                   &e, why) == GPUFL_OK);
     CHECK_EQ_U64(e.streams, (1u << SRV_ST_SYSTEM) | (1u << SRV_ST_SCOPE));
 
+    /* a flight-recorder dump's trigger line, in any stream */
+    for (int st = 0; st < SRV_ST_N; st++) {
+        char line[512];
+        snprintf(line, sizeof line,
+                 "{\"v\":1," SID ",\"st\":\"%s\",\"seq\":1,\"ts\":5,"
+                 "\"type\":\"trigger\",\"trigger\":\"oom\",\"detail\":"
+                 "\"cudaMalloc returned 2\",\"dump\":3,\"live_ms\":10000,"
+                 "\"window\":{\"lines\":4,\"bytes\":400}}",
+                 ingest_stream_name(st));
+        REQUIRE(parse(st, line, &e, why) == GPUFL_OK);
+        CHECK(e.type == EV_TRIGGER && e.id == 3);
+        CHECK(e.kind.n == 3 && memcmp(e.kind.p, "oom", 3) == 0);
+        CHECK(e.text.n == 21);
+    }
+
     /* an operation may end at 2^63-1 ns, not after */
     REQUIRE(parse(SRV_ST_DEVICE,
                   "{\"v\":1," SID ",\"st\":\"device\",\"seq\":1,\"ts\":7,"
@@ -121,6 +136,11 @@ static void test_bad(void)
 
     bad(SRV_ST_DEVICE, "", "invalid JSON");
     bad(SRV_ST_DEVICE, "[1]", "invalid JSON");
+    /* a trigger line says what fired */
+    bad(SRV_ST_SCOPE,
+        "{\"v\":1," SID ",\"st\":\"scope\",\"seq\":1,"
+        "\"ts\":5,\"type\":\"trigger\",\"dump\":1}",
+        "trigger");
     bad(SRV_ST_DEVICE,
         "{\"v\":2," SID ",\"st\":\"device\",\"seq\":1,"
         "\"ts\":5,\"type\":\"loss\"}",

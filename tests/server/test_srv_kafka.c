@@ -5,7 +5,8 @@
  * one server stops halfway and the other takes its partitions over.  A
  * group pushed past the broker's retention counts and logs the messages
  * it lost, and their lines show in their session's gaps; a message of more
- * lines than --kafka-batch is stored whole; consumer errors are counted.
+ * lines than --kafka-batch is stored whole; consumer errors are counted;
+ * lines past their stream's session_end are refused, as over HTTP.
  */
 #include "srv_int.h"
 #include "jpath.h"
@@ -357,9 +358,85 @@ static void test_retention_and_big_messages(void)
     rd_kafka_destroy(p);
 }
 
+/* A stream ended stays ended: lines past its session_end (in the same
+ * poll as the end, or in a later one) are refused and counted, as over
+ * HTTP, and nothing of them is stored. */
+#define SIDE "e0d00000-0000-4000-8000-000000000000"
+static void produce_seq(rd_kafka_t *p, int seq, const char *rest)
+{
+    char line[512];
+    snprintf(line, sizeof(line),
+             "{\"v\":1,\"sid\":\"" SIDE "\",\"st\":\"device\","
+             "\"seq\":%d,\"ts\":%d,%s}",
+             seq, 100 + seq, rest);
+    produce(p, "pe.device", SIDE, line);
+}
+
+static void test_past_the_end(void)
+{
+    static srv a;
+    char err[512];
+    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
+    rd_kafka_t *p, *prod;
+    rd_kafka_mock_cluster_t *mc;
+    const char *tmp = getenv("GPUFL_TEST_TMP");
+
+    snprintf(dbpath, sizeof(dbpath), "%s/kafka_pe.db", tmp ? tmp : "/tmp");
+    unlink(dbpath);
+    topic_prefix = "pe";
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
+    p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+    REQUIRE(p);
+    mc = rd_kafka_mock_cluster_new(p, 1);
+    REQUIRE(mc);
+    snprintf(bootstraps, sizeof(bootstraps), "%s",
+             rd_kafka_mock_cluster_bootstraps(mc));
+    rd_kafka_mock_topic_create(mc, "pe.device", 1, 1);
+    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
+    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
+    prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
+    REQUIRE(prod);
+    produce_seq(prod, 0,
+                "\"type\":\"session\",\"app\":\"k\","
+                "\"host\":\"h\",\"streams\":[\"device\"]");
+    produce_seq(prod, 1,
+                "\"type\":\"dict\",\"id\":1,\"kind\":\"name\","
+                "\"name\":\"kern\"");
+    for (int k = 2; k < 10; k++)
+        produce_seq(prod, k, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    produce_seq(prod, 10,
+                "\"type\":\"session_end\",\"reason\":\"shutdown\","
+                "\"dur\":10,\"lines\":11,\"lost\":0,"
+                "\"rotations\":0");
+    /* past the end, in the same poll as the end */
+    produce_seq(prod, 11, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    produce_seq(prod, 12, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    rd_kafka_flush(prod, 10000);
+    REQUIRE(start(&a, "g3") == 0);
+    CHECK(wait_lines(11, 60));
+    for (int i = 0; i < 100 && a.met.lines_rejected < 2; i++)
+        usleep(100000);
+    /* and in a later poll, with the end stored */
+    produce_seq(prod, 13, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    rd_kafka_flush(prod, 10000);
+    for (int i = 0; i < 100 && a.met.lines_rejected < 3; i++)
+        usleep(100000);
+    usleep(300000);
+    CHECK_EQ_U64(a.met.lines_rejected, 3);
+    CHECK_EQ_U64(a.met.lines_accepted, 11);
+    CHECK_EQ_U64(stored("SELECT n_lines FROM sessions"), 11);
+    CHECK_EQ_U64(stored("SELECT count(*) FROM kernels"), 8);
+    CHECK_EQ_U64(stored("SELECT count(*) FROM kernels WHERE seq > 10"), 0);
+    stop(&a);
+    rd_kafka_destroy(prod);
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(p);
+}
+
 int main(void)
 {
     RUN(test_two_servers_exactly_once);
     RUN(test_retention_and_big_messages);
+    RUN(test_past_the_end);
     TEST_DONE();
 }
