@@ -184,6 +184,22 @@ typedef struct gpufl_options {
                                   start; 0 = monitoring (scopes, NVML,
                                   host) until `gpufl ctl PID trace on`;
                                   default 1 */
+    /* Jobs and ranks (docs/client.md#jobs-and-ranks): which job this
+     * process belongs to, written in the session line.  Unset, they come
+     * from the launcher (torchrun, Slurm, Open MPI, PMI). */
+    const char *job;         /* GPUFL_JOB; job id (at most 127 bytes);
+                               default NULL = the launcher's */
+    int32_t rank;            /* GPUFL_RANK; default -1 = the launcher's */
+    int32_t world_size;      /* GPUFL_WORLD_SIZE; default -1 = the
+                               launcher's */
+    int32_t local_rank;      /* GPUFL_LOCAL_RANK; default -1 = the
+                               launcher's */
+    const char *step_scope;  /* GPUFL_STEP_SCOPE; the scope that is one
+                               training step, for the server; default
+                               NULL = none named */
+    const char *sim_perturb; /* GPUFL_SIM_PERTURB; changes the simulated
+                               GPU on purpose (docs/client.md); default
+                               NULL = none */
 } gpufl_options;
 
 /*

@@ -75,6 +75,12 @@ class _Options(ctypes.Structure):
         ("trigger_after_ms", ctypes.c_uint32),
         ("ctl", ctypes.c_int),
         ("trace", ctypes.c_int),
+        ("job", ctypes.c_char_p),
+        ("rank", ctypes.c_int32),
+        ("world_size", ctypes.c_int32),
+        ("local_rank", ctypes.c_int32),
+        ("step_scope", ctypes.c_char_p),
+        ("sim_perturb", ctypes.c_char_p),
     ]
 
 
@@ -98,6 +104,9 @@ ENV = {
     "record": "GPUFL_RECORD", "triggers": "GPUFL_TRIGGERS",
     "trigger_after_ms": "GPUFL_TRIGGER_AFTER", "ctl": "GPUFL_CTL",
     "trace": "GPUFL_TRACE",
+    "job": "GPUFL_JOB", "rank": "GPUFL_RANK", "world_size": "GPUFL_WORLD_SIZE",
+    "local_rank": "GPUFL_LOCAL_RANK", "step_scope": "GPUFL_STEP_SCOPE",
+    "sim_perturb": "GPUFL_SIM_PERTURB",
 }
 _LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3, "off": -1, "none": -1}
 

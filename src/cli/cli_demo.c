@@ -34,6 +34,12 @@
 #include "common/log.h"
 
 #define DEMO_PATH 4096
+/* The small job every fourth run is (docs/demo.md). */
+#define DEMO_RANKS 4
+#define DEMO_JOB_SLOW_RANK 2
+#define DEMO_JOB_PERTURB "kernel=:x1.3"
+/* Every fourth run's GEMMs are slower: something for Regressions. */
+#define DEMO_PERTURB "kernel=gemm:x1.25"
 
 /* The options (the table below); strings are owned, opt_release frees. */
 typedef struct demo_opts {
@@ -51,8 +57,10 @@ typedef struct demo {
     char logs[DEMO_PATH + 16], data[DEMO_PATH + 16];
     char token[80], url[320];
     char cuda[DEMO_PATH + 32]; /* the CUDA workload; "" = simulated GPU */
-    int server, agent, work;   /* slots; -1 = not running */
-    unsigned runs;
+    int server, agent;         /* slots; -1 = not running */
+    int work[DEMO_RANKS];      /* the run's processes; -1 = none */
+    unsigned runs, jobs;
+    long long t_start; /* seconds since 1970 at the start: in job ids */
 } demo;
 
 static volatile sig_atomic_t stop_flag;
@@ -461,9 +469,45 @@ static int setup_gpu(demo *d)
     return 0;
 }
 
+/* What one run of the simulated workload is: runs 1, 3 plain, 2 a 4-rank
+ * job, 4 perturbed, and so on, so that the first minutes already give the
+ * Job and Regressions views something to show. */
+enum { RUN_PLAIN, RUN_JOB, RUN_PERTURBED };
+
+static int run_kind(const demo *d, unsigned run)
+{
+    if (d->cuda[0] || !strstr(d->o.engines, "sim"))
+        return RUN_PLAIN; /* perturbations are the simulated GPU's */
+    return run % 4 == 2 ? RUN_JOB : run % 4 == 0 ? RUN_PERTURBED : RUN_PLAIN;
+}
+
+/* The variables of one process of a run (its own seed: the runs differ
+ * the way real runs do).  env[] gets pointers into buf. */
+static void run_env(char buf[][96], char **env, unsigned run, int kind,
+                    const char *job, int rank)
+{
+    int n = 0;
+    snprintf(buf[n++], 96, "GPUFL_SIM_SEED=%u",
+             run * DEMO_RANKS + (unsigned)rank);
+    snprintf(buf[n++], 96, "GPUFL_STEP_SCOPE=train_step");
+    if (kind == RUN_PERTURBED)
+        snprintf(buf[n++], 96, "GPUFL_SIM_PERTURB=%s", DEMO_PERTURB);
+    if (kind == RUN_JOB) {
+        snprintf(buf[n++], 96, "GPUFL_JOB=%s", job);
+        snprintf(buf[n++], 96, "GPUFL_RANK=%d", rank);
+        snprintf(buf[n++], 96, "GPUFL_WORLD_SIZE=%d", DEMO_RANKS);
+        snprintf(buf[n++], 96, "GPUFL_LOCAL_RANK=%d", rank);
+        if (rank == DEMO_JOB_SLOW_RANK)
+            snprintf(buf[n++], 96, "GPUFL_SIM_PERTURB=%s", DEMO_JOB_PERTURB);
+    }
+    for (int i = 0; i < n; i++)
+        env[i] = buf[i];
+    env[n] = NULL;
+}
+
 /* One run of the workload: the CUDA program under `gpufl run` (real
  * capture) when setup_gpu built it, else the example on the engines of
- * --engines. */
+ * --engines (one process, or the ranks of a job). */
 static int start_workload(demo *d)
 {
     char exe[DEMO_PATH + 32], log[DEMO_PATH + 32], steps[16];
@@ -479,6 +523,11 @@ static int start_workload(demo *d)
                      "--app", "cuda-demo", "--log-dir", d->logs,
                      "--",    d->cuda,     steps,       NULL };
     const char *name = d->cuda[0] ? "demo_cuda" : "example_train";
+    /* a job id of its own, also across starts of the demo, which may
+     * reuse the data of an earlier one: its start time and a count */
+    char job[48], ebuf[DEMO_RANKS][8][96], *env[DEMO_RANKS][9];
+    unsigned run = d->runs + 1;
+    int kind = run_kind(d, run), n = kind == RUN_JOB ? DEMO_RANKS : 1;
 
     if (d->cuda[0]) {
         snprintf(exe, sizeof exe, "%s/gpufl", d->bin);
@@ -491,20 +540,50 @@ static int start_workload(demo *d)
     }
     snprintf(log, sizeof log, "%s/workload.log", d->root);
     snprintf(steps, sizeof steps, "%u", d->o.steps);
-    d->work =
-        cli_proc_start(&d->ps, name, d->cuda[0] ? cuda : train, log, NULL);
-    if (d->work < 0)
-        return -1;
-    d->runs++;
+    snprintf(job, sizeof job, "demo-job-%lld-%u", d->t_start, d->jobs + 1);
+    for (int r = 0; r < n; r++) {
+        run_env(ebuf[r], env[r], run, kind, job, r);
+        d->work[r] = cli_proc_start(&d->ps, name, d->cuda[0] ? cuda : train,
+                                    log, d->cuda[0] ? NULL : env[r]);
+        if (d->work[r] < 0)
+            return -1;
+    }
+    d->runs = run;
+    d->jobs += kind == RUN_JOB;
     if (d->cuda[0])
         say(d,
             "      run %u: demo_cuda, %u steps, under gpufl run (engines "
             "cupti,nvml,host)\n",
             d->runs, d->o.steps);
+    else if (kind == RUN_JOB)
+        say(d,
+            "      run %u: job %s, %d ranks of example_train, %u steps; "
+            "rank %d slowed (%s)\n",
+            d->runs, job, DEMO_RANKS, d->o.steps, DEMO_JOB_SLOW_RANK,
+            DEMO_JOB_PERTURB);
     else
-        say(d, "      run %u: example_train, %u steps, engines %s%s\n", d->runs,
-            d->o.steps, d->o.engines,
-            strstr(d->o.engines, "sim") ? " (simulated GPU)" : "");
+        say(d, "      run %u: example_train, %u steps, engines %s%s%s%s\n",
+            d->runs, d->o.steps, d->o.engines,
+            strstr(d->o.engines, "sim") ? " (simulated GPU)" : "",
+            kind == RUN_PERTURBED ? "; perturbed: " : "",
+            kind == RUN_PERTURBED ? DEMO_PERTURB : "");
+    return 0;
+}
+
+/* The run's slot that is i, or -1. */
+static int work_of(const demo *d, int i)
+{
+    for (int r = 0; r < DEMO_RANKS; r++)
+        if (i >= 0 && d->work[r] == i)
+            return r;
+    return -1;
+}
+
+static int work_running(const demo *d)
+{
+    for (int r = 0; r < DEMO_RANKS; r++)
+        if (d->work[r] >= 0)
+            return 1;
     return 0;
 }
 
@@ -517,7 +596,7 @@ static int run_loop(demo *d)
         time_t now = time(NULL);
         if (d->o.duration_s && now - t0 >= (time_t)d->o.duration_s)
             break;
-        if (i >= 0 && i == d->work) {
+        if (work_of(d, i) >= 0) {
             cli_proc *p = &d->ps.p[i];
             if (p->status != 0) {
                 char log[DEMO_PATH + 32];
@@ -529,9 +608,10 @@ static int run_loop(demo *d)
                 show_tail(log);
                 return 1;
             }
-            cli_proc_release(&d->ps, d->work);
-            d->work = -1;
-            next = now + (time_t)d->o.pause_s;
+            cli_proc_release(&d->ps, i);
+            d->work[work_of(d, i)] = -1;
+            if (!work_running(d))
+                next = now + (time_t)d->o.pause_s;
         } else if (i >= 0) {
             char log[DEMO_PATH + 64];
             const char *n = d->ps.p[i].name;
@@ -541,7 +621,7 @@ static int run_loop(demo *d)
             show_tail(log);
             return 1;
         }
-        if (d->work < 0 && now >= next && start_workload(d))
+        if (!work_running(d) && now >= next && start_workload(d))
             return 1;
         sleep_ms(100);
     }
@@ -608,6 +688,7 @@ static int demo_run(demo *d)
             snprintf(d->token + 2 * i, 3, "%02x", r[i]);
     }
     snprintf(d->url, sizeof d->url, "http://%s", d->o.listen);
+    d->t_start = (long long)time(NULL);
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal; /* no SA_RESTART: waits end at once */
@@ -641,8 +722,9 @@ static int demo_run(demo *d)
 stop:
     say(d, "[4/4] stopping: workload, detectors, then the agent (it ships "
            "what is left), then the server\n");
-    if (d->work >= 0)
-        cli_proc_stop(&d->ps, d->work, 5000);
+    for (int r = 0; r < DEMO_RANKS; r++)
+        if (d->work[r] >= 0)
+            cli_proc_stop(&d->ps, d->work[r], 5000);
     /* let the agent catch up with the last lines before it stops */
     if (d->agent >= 0 && d->ps.p[d->agent].pid > 0)
         sleep_ms(1500);
@@ -664,7 +746,9 @@ int cli_demo_main(int argc, char **argv)
     int rc;
 
     memset(&d, 0, sizeof d);
-    d.server = d.agent = d.work = -1;
+    d.server = d.agent = -1;
+    for (int r = 0; r < DEMO_RANKS; r++)
+        d.work[r] = -1;
     glog_setup("gpufl demo", GLOG_INFO, GLOG_TEXT);
     if (cli_self_dir(d.bin, sizeof d.bin)) {
         glog_error("demo", "cannot find my own folder");

@@ -55,6 +55,16 @@ static const run_opt opts[] = {
     { "--cupti-lib", "PATH", "GPUFL_CUPTI_LIB",
       "libcupti.so.13 to use; default: the one the program loads, the "
       "library path, then /usr/local/cuda" },
+    { "--job", "ID", "GPUFL_JOB",
+      "job id in the session line (docs/client.md#jobs-and-ranks); default: "
+      "the launcher's (torchrun, Slurm, Open MPI), whose variables the "
+      "program inherits" },
+    { "--rank", "N", "GPUFL_RANK", "this process's rank in the job" },
+    { "--world-size", "N", "GPUFL_WORLD_SIZE", "ranks in the job" },
+    { "--local-rank", "N", "GPUFL_LOCAL_RANK",
+      "this process's rank on its host" },
+    { "--step-scope", "NAME", "GPUFL_STEP_SCOPE",
+      "the scope that is one training step" },
     { "--inject", "PATH", NULL,
       "the injection library; default: libgpufl_inject.so next to gpufl's "
       "own library (or GPUFL_INJECT_LIB)" },

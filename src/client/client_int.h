@@ -20,6 +20,7 @@
 
 #include "common/jw.h"
 #include "ring.h"
+#include "sim_perturb.h"
 #include "source.h"
 #include "trigger.h"
 
@@ -79,6 +80,13 @@ typedef struct client_cfg {
     uint32_t trigger_after_ms;
     int ctl;   /* the control socket */
     int trace; /* CUPTI activity tracing at start */
+    /* the job (job.c): job "" = none known, and then the rest unset */
+    char job[128];
+    char job_source[16];
+    int32_t rank, world_size, local_rank;          /* -1 = unknown */
+    char step_scope[128];                          /* "" = none named */
+    char sim_perturb_str[SIM_PERTURB_LEN_MAX + 1]; /* as given; "" none */
+    sim_perturb sim_perturb;
 } client_cfg;
 
 /* One engine of the session: its state and what the header says of it. */
@@ -197,6 +205,16 @@ extern const struct opt_prog client_env_prog;
 void client_env_warning(const char *msg);
 int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
                        size_t errlen);
+/* Names in file names and the session line (app, prefix, job): characters
+ * outside [A-Za-z0-9._-] become '_', in place. */
+void client_name_sanitize(char *s);
+
+/* ---- job.c ---- */
+/* The job and rank of this process into cfg->job..local_rank: o's fields
+ * (GPUFL_JOB ... or code), else the launcher's variables.  A value that
+ * cannot be used is logged and kept as the session's warning; the job is
+ * then not recorded. */
+void client_job_resolve(const gpufl_options *o, client_cfg *cfg);
 
 /* ---- collector.c ---- */
 int collector_start(void);

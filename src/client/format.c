@@ -491,6 +491,20 @@ void fmt_session(jw *j, uint32_t file_index)
         jw_kv_u64(j, "dump", c->dump_n);
         jw_kv_str(j, "recorder", c->sid);
     }
+    if (c->cfg.job[0]) {
+        jw_kv_str(j, "job", c->cfg.job);
+        jw_kv_u64(j, "rank", (uint64_t)c->cfg.rank);
+        jw_kv_u64(j, "world_size", (uint64_t)c->cfg.world_size);
+        if (c->cfg.local_rank >= 0)
+            jw_kv_u64(j, "local_rank", (uint64_t)c->cfg.local_rank);
+        jw_kv_str(j, "job_source", c->cfg.job_source);
+    }
+    if (c->cfg.step_scope[0])
+        jw_kv_str(j, "step_scope", c->cfg.step_scope);
+    /* labelled wherever the session is seen: a perturbed run is not a
+     * regression of the program */
+    if (c->simulated && c->cfg.sim_perturb_str[0])
+        jw_kv_str(j, "sim_perturb", c->cfg.sim_perturb_str);
     if (c->env_warning[0])
         jw_kv_str(j, "warning", c->env_warning);
     jw_key(j, "engines");

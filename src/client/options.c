@@ -22,6 +22,11 @@
 #define ENV_STR(f, e) .name = #f, .type = OPT_STR, OPT_F_REF(T, f), .env = e
 #define ENV_MS(f, e)                                                           \
     .name = #f, .type = OPT_DUR, .unit = OPT_MS, OPT_F_UINT(T, f), .env = e
+/* Ranks are -1 (the launcher's) until set: the default is documented, not
+ * parsed, since the engine's integers are not negative. */
+#define ENV_RANK(f, e)                                                         \
+    .name = #f, .type = OPT_INT, OPT_F_SINT(T, f), .env = e,                   \
+    .def_doc = "the launcher's"
 /* Strings are borrowed from the environment, as they always were: the
  * struct holds what getenv() returned. */
 static const opt_def env_table[] = {
@@ -228,7 +233,30 @@ static const opt_def env_table[] = {
               "`false`: monitoring only (scopes, markers, counters, NVML, "
               "host) until `gpufl ctl PID trace on`; the cupti engine is "
               "still opened, so tracing can be switched on later." },
+    { ENV_STR(job, "GPUFL_JOB"), .def_doc = "the launcher's",
+      .help = "Job id, written in the `session` line with the rank "
+              "([Jobs and ranks](#jobs-and-ranks)); like `app`, characters "
+              "outside `[A-Za-z0-9._-]` become `_`. Longer than 127 bytes "
+              "is not recorded (a warning says so)." },
+    { ENV_RANK(rank, "GPUFL_RANK"),
+      .help = "This process's rank in the job (0 = the first)." },
+    { ENV_RANK(world_size, "GPUFL_WORLD_SIZE"), .min = 1,
+      .help = "Ranks in the job." },
+    { ENV_RANK(local_rank, "GPUFL_LOCAL_RANK"),
+      .help = "This process's rank on its host." },
+    { ENV_STR(step_scope, "GPUFL_STEP_SCOPE"), .def_doc = "(none)",
+      .help = "Name of the scope that is one training step (`train_step`), "
+              "written in the `session` line for the server's per-step "
+              "figures. Longer than 127 bytes is not recorded (a warning "
+              "says so)." },
+    { ENV_STR(sim_perturb, "GPUFL_SIM_PERTURB"), .def_doc = "(none)",
+      .help = "Changes the simulated GPU makes on purpose: a comma list of "
+              "`kernel=SUBSTRING:xFACTOR[@STEP]`, `mem=+BYTES` and "
+              "`stall=SECONDS@STEP` ([Perturbations](#perturbations)). A "
+              "value that does not parse makes `gpufl_init` fail with "
+              "`GPUFL_EINVAL` naming the item." },
 };
+#undef ENV_RANK
 #undef ENV_MS
 #undef ENV_STR
 #undef T
@@ -310,6 +338,12 @@ static int options_fill(gpufl_options *o)
     o->trigger_after_ms = 10000;
     o->ctl = 1;
     o->trace = 1;
+    o->job = NULL;
+    o->rank = -1;
+    o->world_size = -1;
+    o->local_rank = -1;
+    o->step_scope = NULL;
+    o->sim_perturb = NULL;
     for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++) {
         const char *v = getenv(env_table[i].env);
         if (v && apply_env(o, &env_table[i], v) < 0) {
@@ -403,7 +437,7 @@ static void program_name(char *out, size_t cap)
 }
 
 /* App names end up in file names: keep [A-Za-z0-9._-], map others to '_'. */
-static void sanitize_name(char *s)
+void client_name_sanitize(char *s)
 {
     for (; *s; s++) {
         char c = *s;
@@ -508,7 +542,7 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
         copy_str(cfg->app, sizeof cfg->app, o->app);
     else
         program_name(cfg->app, sizeof cfg->app);
-    sanitize_name(cfg->app);
+    client_name_sanitize(cfg->app);
     copy_str(cfg->log_dir, sizeof cfg->log_dir,
              o->log_dir && *o->log_dir ? o->log_dir : ".");
     /* every file name must fit NAME_MAX (255) with the longest suffix
@@ -523,7 +557,7 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     }
     copy_str(cfg->log_prefix, sizeof cfg->log_prefix, o->log_prefix);
     if (cfg->log_prefix[0])
-        sanitize_name(cfg->log_prefix);
+        client_name_sanitize(cfg->log_prefix);
     copy_str(cfg->engines, sizeof cfg->engines,
              o->engines && *o->engines ? o->engines : "auto");
     copy_str(cfg->nvml_lib, sizeof cfg->nvml_lib,
@@ -554,6 +588,28 @@ int client_cfg_resolve(const gpufl_options *o, client_cfg *cfg, char *err,
     cfg->log = o->log;
     cfg->log_ud = o->log_ud;
     cfg->log_level = o->log_level;
+    if (o->sim_perturb && strlen(o->sim_perturb) > SIM_PERTURB_LEN_MAX) {
+        snprintf(err, errlen, "sim_perturb is %zu bytes; at most %d",
+                 strlen(o->sim_perturb), SIM_PERTURB_LEN_MAX);
+        return GPUFL_EINVAL;
+    }
+    /* a perturbation asked for and not applied would make a demo or a
+     * test show nothing and pass: refused like an unknown engine */
+    if (sim_perturb_parse(o->sim_perturb, &cfg->sim_perturb, err, errlen))
+        return GPUFL_EINVAL;
+    copy_str(cfg->sim_perturb_str, sizeof cfg->sim_perturb_str, o->sim_perturb);
+    if (o->step_scope && strlen(o->step_scope) >= sizeof cfg->step_scope) {
+        /* a label: not worth a session, but not cut short either (a cut
+         * name would name no scope) */
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "step_scope is %zu bytes, at most %zu; not recorded",
+                 strlen(o->step_scope), sizeof cfg->step_scope - 1);
+        client_env_warning(msg);
+    } else {
+        copy_str(cfg->step_scope, sizeof cfg->step_scope, o->step_scope);
+    }
+    client_job_resolve(o, cfg);
     memset(&cupti_resolved, 0, sizeof cupti_resolved);
     copy_str(cupti_resolved.lib, sizeof cupti_resolved.lib, o->cupti_lib);
     cupti_resolved.stacks = o->stacks;

@@ -118,6 +118,7 @@ static void add_engine(const char *name, const src_ops *ops)
         .sim_steps = g_client.cfg.sim_steps,
         .sim_devices = g_client.cfg.sim_devices,
         .sim_speed = g_client.cfg.sim_speed,
+        .sim_perturb = &g_client.cfg.sim_perturb,
     };
     char why[SRC_REASON_LEN] = "";
     int rc;
@@ -334,6 +335,15 @@ int gpufl_init(const gpufl_options *opts)
     atomic_fetch_add(&g_client.gen, 1);
 
     open_engines();
+    if (g_client.cfg.sim_perturb_str[0] && !g_client.simulated) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "GPUFL_SIM_PERTURB=\"%.200s\" is set but the simulated GPU "
+                 "is not on: nothing is perturbed",
+                 g_client.cfg.sim_perturb_str);
+        client_log(GPUFL_LOG_WARN, "%s", msg);
+        client_env_warning(msg);
+    }
     rc = collector_start();
     if (rc) {
         close_engines();

@@ -19,6 +19,10 @@
 #define SIM_COPY_STREAM 13
 #define SIM_CONTEXT_BYTES (512ull << 20)
 
+_Static_assert(SIM_PERTURB_MEM_MAX <= (20ull << 30),
+               "the extra allocation fits between the workspace and the "
+               "next device's addresses");
+
 typedef struct sim_kernel {
     const char *name;
     uint32_t grid[3], block[3];
@@ -53,6 +57,8 @@ enum {
     K_ALLREDUCE,
     K_COUNT
 };
+
+_Static_assert(K_COUNT <= 32, "a perturbation's kernels are a 32-bit mask");
 
 extern sim_kernel sim_catalog[K_COUNT];
 
@@ -101,6 +107,11 @@ typedef struct sim {
     uint32_t scope_id[S_COUNT];
     uint32_t stall_id[N_STALLS];
     uint32_t file_id;
+    /* GPUFL_SIM_PERTURB (sim_perturb.h): the kernels each kernel= item
+     * names (bit k: sim_catalog[k]) and the duration factor of each kernel
+     * in the step being played */
+    uint32_t perturb_mask[SIM_PERTURB_KERNELS_MAX];
+    double kfactor[K_COUNT];
     /* metrics (sampler thread only) */
     uint64_t m_last_now, m_last_busy[GPU_MAX_DEVICES],
         m_last_fill[GPU_MAX_DEVICES];

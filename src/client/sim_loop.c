@@ -255,7 +255,11 @@ static void launch(sim *s, int k, uint32_t dev)
     start = exit_ + 2000 + rnd(s) % 3000;
     if (start < s->stream_free[dev])
         start = s->stream_free[dev];
-    dur = (uint64_t)((double)sk->dur_us * 1000.0 * rndf(s, 0.9, 1.1));
+    /* run-to-run noise: +-10 % per launch from the seeded generator,
+     * then the perturbation, which draws nothing, so that a perturbed run
+     * is the same seed's run plus exactly the change */
+    dur = (uint64_t)((double)sk->dur_us * 1000.0 * rndf(s, 0.9, 1.1) *
+                     s->kfactor[k]);
     s->stream_free[dev] = start + dur;
     atomic_fetch_add_explicit(&s->stats[dev].busy_ns, dur,
                               memory_order_relaxed);
@@ -335,8 +339,8 @@ static void sync_stream(sim *s, uint32_t dev)
     cpu_advance(s, end - start);
 }
 
-static void memop(sim *s, uint32_t dev, int is_free, uint64_t addr,
-                  uint64_t bytes)
+static void memop_cost(sim *s, uint32_t dev, int is_free, uint64_t addr,
+                       uint64_t bytes, uint64_t cost_ns)
 {
     gpufl_memop m;
     memset(&m, 0, sizeof m);
@@ -347,13 +351,32 @@ static void memop(sim *s, uint32_t dev, int is_free, uint64_t addr,
     m.corr = ++s->corr;
     m.address = addr;
     m.bytes = bytes;
-    cpu_advance(s, 20000 + rnd(s) % 30000);
+    cpu_advance(s, cost_ns);
     m.ts_ns = cpu_now(s);
     gpufl_record_memop(&m);
     if (is_free)
         atomic_fetch_sub(&s->stats[dev].mem_bytes, bytes);
     else
         atomic_fetch_add(&s->stats[dev].mem_bytes, bytes);
+}
+
+static void memop(sim *s, uint32_t dev, int is_free, uint64_t addr,
+                  uint64_t bytes)
+{
+    memop_cost(s, dev, is_free, addr, bytes, 20000 + rnd(s) % 30000);
+}
+
+/* The duration factor of every kernel in this step: the product of the
+ * kernel= items that name it and have begun. */
+static void perturb_step(sim *s, uint64_t step)
+{
+    const sim_perturb *p = s->cfg.sim_perturb;
+    for (int k = 0; k < K_COUNT; k++) {
+        s->kfactor[k] = 1.0;
+        for (uint32_t i = 0; i < p->n_kernel; i++)
+            if ((s->perturb_mask[i] >> k & 1) && step >= p->kernel[i].from_step)
+                s->kfactor[k] *= p->kernel[i].factor;
+    }
 }
 
 static void memset_grads(sim *s, uint32_t dev)
@@ -428,6 +451,11 @@ static void train_step(sim *s, uint64_t step)
 
     t = scope_in(s, S_DATA);
     cpu_advance(s, 6000000 + rnd(s) % 4000000); /* tokenizer/collate on CPU */
+    /* stall=: the host-side pause a slow data loader, a checkpoint or a
+     * GC makes; the GPU idles through it */
+    for (uint32_t i = 0; i < s->cfg.sim_perturb->n_stall; i++)
+        if (s->cfg.sim_perturb->stall[i].step == step)
+            cpu_advance(s, s->cfg.sim_perturb->stall[i].ns);
     for (uint32_t d = 0; d < nd; d++)
         copy(s, d, GPUFL_COPY_HTOD, 8 * 1024 * 8 * 2, 1);
     scope_out(s, t);
@@ -515,6 +543,10 @@ void *sim_loop_main(void *arg)
         memop(s, d, 0, base + ((uint64_t)d << 36), 14ull << 30);
         memop(s, d, 0, base + ((uint64_t)d << 36) + (16ull << 30), 22ull << 30);
         memop(s, d, 0, base + ((uint64_t)d << 36) + (40ull << 30), 2ull << 30);
+        /* mem=: held for the whole run; a fixed cost, no random draw */
+        if (s->cfg.sim_perturb->mem_bytes)
+            memop_cost(s, d, 0, base + ((uint64_t)d << 36) + (44ull << 30),
+                       s->cfg.sim_perturb->mem_bytes, 30000);
     }
     while (!atomic_load(&s->stop) &&
            (!s->cfg.sim_steps || step < s->cfg.sim_steps)) {
@@ -523,6 +555,7 @@ void *sim_loop_main(void *arg)
                 scope_out(s, epoch_tok);
             epoch_tok = scope_in(s, S_EPOCH);
         }
+        perturb_step(s, step);
         train_step(s, step);
         step++;
     }

@@ -33,6 +33,7 @@ typedef struct src_config {
     uint32_t sim_steps;
     uint32_t sim_devices;
     double sim_speed;
+    const struct sim_perturb *sim_perturb; /* borrowed; never NULL */
 } src_config;
 
 typedef struct src_ops {

@@ -96,6 +96,12 @@ static int sim_open(void **state, const src_config *cfg, char *why,
             sk->fill = 0.5f;
         }
     }
+    /* the names are fixed: which kernels each kernel= item slows is known
+     * before the first step */
+    for (uint32_t i = 0; i < cfg->sim_perturb->n_kernel; i++)
+        for (int k = 0; k < K_COUNT; k++)
+            if (strstr(sim_catalog[k].name, cfg->sim_perturb->kernel[i].sub))
+                s->perturb_mask[i] |= 1u << k;
     for (int i = 0; i < S_COUNT; i++)
         s->scope_id[i] = gpufl_intern(sim_scope_names[i]);
     for (size_t i = 0; i < N_STALLS; i++)

@@ -18,3 +18,10 @@ add_test(NAME client_recorder
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_recorder.py)
 set_tests_properties(client_recorder PROPERTIES TIMEOUT 300
   ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+
+# The job and rank in the session line; the simulated GPU's perturbations
+# measured from the logs of real runs (GPUFL_SIM_PERTURB, GPUFL_SIM_SEED).
+add_test(NAME client_jobs
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_jobs.py)
+set_tests_properties(client_jobs PROPERTIES TIMEOUT 300
+  ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")

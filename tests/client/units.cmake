@@ -3,6 +3,8 @@ gpufl_unit_test(test_ring ${CMAKE_CURRENT_LIST_DIR}/test_ring.c LIBS gpufl_inter
 gpufl_unit_test(test_intern ${CMAKE_CURRENT_LIST_DIR}/test_intern.c LIBS gpufl_internal)
 gpufl_unit_test(test_writer ${CMAKE_CURRENT_LIST_DIR}/test_writer.c LIBS gpufl_internal)
 gpufl_unit_test(test_options ${CMAKE_CURRENT_LIST_DIR}/test_options.c LIBS gpufl_internal)
+# The job and rank of a session, and GPUFL_SIM_PERTURB's parser.
+gpufl_unit_test(client_job ${CMAKE_CURRENT_LIST_DIR}/test_job.c LIBS gpufl_internal)
 # The host source against procfs fixtures.
 gpufl_unit_test(test_host ${CMAKE_CURRENT_LIST_DIR}/test_host.c
                 LIBS gpufl_internal m)

@@ -471,6 +471,28 @@ class Run(Base):
         self.assertTrue(os.path.basename(
             gl.prefixes(logs)[0]).startswith("plainapp."))
 
+    def test_job_passed_through(self):
+        """The job and rank reach the program: from the flags, and from
+        the launcher's variables it inherits (docs/client.md#jobs-and-ranks)."""
+        env = self.env(self.script(SCRIPT))
+        logs = env.pop("GPUFL_LOG_DIR")
+        env["GPUFL_INJECT_LIB"] = INJECT
+        env.update({"SLURM_JOB_ID": "31", "SLURM_PROCID": "1",
+                    "SLURM_NTASKS": "2", "SLURM_LOCALID": "1"})
+        self.gpufl(["run", "--log-dir", logs, "--step-scope", "train_step",
+                    "--", BIN + "/prog_cupti_plain", "1", "1"], env)
+        h = self.session().header
+        self.assertEqual((h["job"], h["rank"], h["world_size"], h["local_rank"],
+                          h["job_source"], h["step_scope"]),
+                         ("31", 1, 2, 1, "slurm", "train_step"))
+        shutil.rmtree(logs)
+        self.gpufl(["run", "--log-dir", logs, "--job", "j-7", "--rank", "0",
+                    "--world-size", "4", "--local-rank", "0", "--",
+                    BIN + "/prog_cupti_plain", "1", "1"], env)
+        h = self.session().header
+        self.assertEqual((h["job"], h["rank"], h["world_size"], h["local_rank"],
+                          h["job_source"]), ("j-7", 0, 4, 0, "gpufl"))
+
     def test_exit_status_and_signal(self):
         env = {"GPUFL_INJECT_LIB": INJECT, "GPUFL_LOG_DIR": self.dir}
         p = self.gpufl(["run", "--", "sh", "-c", "exit 7"], env, check=False)
@@ -506,8 +528,9 @@ class Run(Base):
         p = self.gpufl(["--help"], {})
         self.assertIn("run", p.stdout)
         p = self.gpufl(["run", "--help"], {})
-        for flag in ("--engines", "--app", "--log-dir", "--stacks",
-                     "GPUFL_ENGINES", "CUDA_INJECTION64_PATH"):
+        for flag in ("--engines", "--app", "--log-dir", "--stacks", "--job",
+                     "--rank", "--world-size", "--local-rank", "--step-scope",
+                     "GPUFL_ENGINES", "GPUFL_JOB", "CUDA_INJECTION64_PATH"):
             self.assertIn(flag, p.stdout)
         p = self.gpufl(["version"], {})
         self.assertRegex(p.stdout, r"^gpufl \d+\.\d+\.\d+ ")

@@ -1,7 +1,7 @@
 # End-to-end: the real binaries together (gpufl demo, agent + server under
 # SIGKILL).  One ctest test per class so ctest -j runs them side by side.
 if(TARGET gpufl_cli AND TARGET gpufl_server_core AND TARGET gpufl-agent)
-  foreach(cls Demo DemoGpu Restart Fleet)
+  foreach(cls Demo DemoRuns DemoGpu Restart Fleet)
     add_test(NAME e2e_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_e2e.py -v ${cls})
     set_tests_properties(e2e_${cls} PROPERTIES TIMEOUT 600

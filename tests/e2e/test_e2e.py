@@ -382,6 +382,60 @@ class Demo(unittest.TestCase):
             self.assertIn(flag, r.stdout)
 
 
+class DemoRuns(unittest.TestCase):
+    def test_jobs_perturbed_runs_and_many_runs(self):
+        """The demo's cycle of runs (docs/demo.md): plain, a 4-rank job with
+        rank 2 slowed, plain, GEMMs slowed; and it keeps going past the
+        16 processes a supervisor could once start."""
+        root = fresh("demoruns")
+        port = free_port()
+        p = subprocess.run([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
+                            "--dir", root, "--token", TOKEN, "--steps", "2",
+                            "--pause", "0", "--duration", "25", "--gpu", "off",
+                            "--no-idle", "--no-memprof"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env=st.clean_env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:])
+        logs = gl.validate(os.path.join(root, "logs"), allow_partial=True,
+                           complete=False)
+        heads = sorted((s.header for s in logs.values()), key=lambda h: h["start"])
+        runs, jobs = [], {}
+        for h in heads:
+            self.assertEqual(h["step_scope"], "train_step")
+            if "job" in h:
+                if h["job"] not in jobs:
+                    runs.append(("job", h["job"]))
+                jobs.setdefault(h["job"], []).append(h)
+            else:
+                runs.append(("perturbed" if "sim_perturb" in h else "plain",
+                             h.get("sim_perturb")))
+        # more runs than 16 slots: finished children's slots are reused
+        self.assertGreater(len(runs), 16, runs)
+        cycle = ["plain", "job", "plain", "perturbed"]
+        self.assertEqual(sorted(jobs), sorted("%s-%d" % (next(iter(jobs)).rsplit("-", 1)[0], n)
+                                              for n in range(1, len(jobs) + 1)))
+        self.assertEqual([k for k, _ in runs], [cycle[i % 4] for i in range(len(runs))])
+        for k, v in runs:
+            if k == "perturbed":
+                self.assertEqual(v, "kernel=gemm:x1.25")
+        for job, hs in jobs.items():
+            self.assertRegex(job, r"^demo-job-\d+-\d+$")
+            self.assertEqual(sorted(h["rank"] for h in hs), [0, 1, 2, 3])
+            for h in hs:
+                self.assertEqual((h["world_size"], h["local_rank"], h["job_source"]),
+                                 (4, h["rank"], "gpufl"))
+                self.assertEqual(h.get("sim_perturb"),
+                                 "kernel=:x1.3" if h["rank"] == 2 else None)
+        # every run has a seed of its own: two plain runs' kernels differ
+        plain = [logs[h["sid"]] for h in heads[:8]
+                 if "job" not in h and "sim_perturb" not in h][:2]
+        durs = [[k["dur"] for k in s.streams["device"].of("kernel")][:200]
+                for s in plain]
+        self.assertEqual(len(durs[0]), 200)
+        self.assertEqual(len(durs[1]), 200)
+        self.assertNotEqual(durs[0], durs[1])
+
+
 class DemoGpu(unittest.TestCase):
     """`gpufl demo` on a machine with a GPU, without one: the demo's CUDA
     program is built by the real nvcc (-cudart shared) and runs against the

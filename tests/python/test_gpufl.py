@@ -68,6 +68,25 @@ class Binding(unittest.TestCase):
                          "signal,crash,exit-error,cuda-error,oom,ctl")
         self.assertEqual(o["trigger_after_ms"], 10000)
         self.assertEqual((o["ctl"], o["trace"]), (1, 1))
+        # the job and rank: the launcher's unless set
+        self.assertIsNone(o["job"])
+        self.assertEqual((o["rank"], o["world_size"], o["local_rank"]), (-1, -1, -1))
+        self.assertIsNone(o["sim_perturb"])
+
+    def test_job_keywords(self):
+        out = run_py("""
+            import glob, json, gpufl
+            gpufl.init(app="pyjob", log_dir=%r, engines="sim", sim_steps=1,
+                       sim_speed=50, job="py-job", rank=1, world_size=2,
+                       step_scope="train_step", sim_perturb="kernel=gemm:x2")
+            gpufl.shutdown()
+            f = glob.glob(%r + "/pyjob.*.device.log")[0]
+            h = json.loads(open(f).readline())
+            print(h["job"], h["rank"], h["world_size"], h["job_source"],
+                  h["step_scope"], h["sim_perturb"])
+            """ % (self.dir, self.dir))
+        self.assertEqual(out.split(), ["py-job", "1", "2", "gpufl", "train_step",
+                                       "kernel=gemm:x2"])
 
     def test_options_size_is_ours(self):
         # the binding passes ctypes.sizeof of its mirror: a mirror older
