@@ -11,11 +11,22 @@ export interface TimelineDraw {
   t0: number;
   t1: number;
   base: string;
-  rects: number;
+  rects: number; // kernel lanes painted
   labels: number;
-  mode: string;
+  mode: string; // raw: every lane exact; summary: some lane from columns; loading: a stretch not loaded
   ms: number;
   frames: number[]; // draw times (ms), newest last
+  plotX: number; // the plot's left edge and width, css px
+  plotW: number;
+  height: number;
+  res: number; // ns per tile column
+  ticks: string[]; // the axis' labels
+  follow: boolean; // live: following the end of a running session
+  hi: number; // the session's span (ns)
+  marks: number[];
+  area: { t0: number; t1: number; lanes: string[] } | null;
+  flow: { kid: number; tid: number | null } | null; // the launch -> kernel arrow drawn
+  lanes: { key: string; kind: string; y: number; h: number; label: string }[];
 }
 
 export interface TimelineHit {
@@ -54,6 +65,7 @@ export interface UiTest {
   timeline?: TimelineDraw;
   timelineHits?: () => TimelineHit[];
   timelineSet?: (t0: number, t1: number) => void;
+  timelineArea?: (t0: number, t1: number, lanes: string[] | null) => void;
   flame?: FlameDraw;
   flameHits?: () => FlameHit[];
 }
