@@ -58,6 +58,11 @@ typedef struct gpufl_kernel {
     uint32_t path_id;          /* scope path id, 0 = the caller's current */
     uint32_t stack_id;         /* gpufl_intern_stack() id, 0 = none */
     uint32_t flags;            /* GPUFL_KERNEL_* */
+    uint32_t reserved_;        /* gpufl 0.1's tail padding: never read */
+    /* Added in 0.2.  OS thread id (gettid) of the thread that called the
+     * launch API, written with the call's times (the CPU thread whose API
+     * lane the call belongs to); 0 = the calling thread of this function. */
+    uint32_t api_tid;
 } gpufl_kernel;
 
 #define GPUFL_KERNEL_NO_SCOPE 0x1u /* do not attribute to the caller's scope */
@@ -85,6 +90,11 @@ typedef struct gpufl_memcpy {
     uint64_t scope;
     uint32_t path_id;
     uint32_t stack_id;
+    /* Added in 0.2: the copy's API call (cudaMemcpyAsync, ...), both 0 =
+     * unknown, and the thread that made it (0 = the calling thread of
+     * this function); as for gpufl_kernel. */
+    uint64_t api_enter_ns, api_exit_ns;
+    uint32_t api_tid;
 } gpufl_memcpy;
 
 #define GPUFL_MEMCPY_ASYNC 0x1u
@@ -98,6 +108,10 @@ typedef struct gpufl_memset {
     uint64_t start_ns, end_ns;
     uint64_t scope;
     uint32_t path_id;
+    uint32_t reserved_; /* gpufl 0.1's tail padding: never read */
+    /* Added in 0.2: the memset's API call and thread, as for gpufl_memcpy. */
+    uint64_t api_enter_ns, api_exit_ns;
+    uint32_t api_tid;
 } gpufl_memset;
 
 typedef enum gpufl_sync_kind {

@@ -541,6 +541,9 @@ int gpufl_record_kernel(const gpufl_kernel *k)
     r->u.k.end = k->end_ns;
     r->u.k.api_enter = k->api_enter_ns;
     r->u.k.api_exit = k->api_exit_ns;
+    /* the call's thread, when another one recorded it (CUPTI's buffers) */
+    if (k->api_tid)
+        r->tid = k->api_tid;
     /* a launch that ran cannot have 0 theoretical occupancy: 0 (a zeroed
      * struct) means unknown, like negative values */
     r->u.k.occ = k->occupancy > 0.0f ? k->occupancy : -1.0f;
@@ -565,6 +568,10 @@ int gpufl_record_memcpy(const gpufl_memcpy *m)
     r->u.cp.bytes = m->bytes;
     r->u.cp.end = m->end_ns;
     r->u.cp.stack = m->stack_id;
+    r->u.cp.api_enter = m->api_enter_ns;
+    r->u.cp.api_exit = m->api_exit_ns;
+    if (m->api_tid)
+        r->tid = m->api_tid;
     attribute(t, m->scope, m->path_id, 0, &r->u.cp.scope, &r->u.cp.path);
     rec_end(t);
     return GPUFL_OK;
@@ -579,6 +586,10 @@ int gpufl_record_memset(const gpufl_memset *m)
     r->u.ms.value = m->value;
     r->u.ms.bytes = m->bytes;
     r->u.ms.end = m->end_ns;
+    r->u.ms.api_enter = m->api_enter_ns;
+    r->u.ms.api_exit = m->api_exit_ns;
+    if (m->api_tid)
+        r->tid = m->api_tid;
     attribute(t, m->scope, m->path_id, 0, &r->u.ms.scope, &r->u.ms.path);
     rec_end(t);
     return GPUFL_OK;

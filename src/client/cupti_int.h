@@ -65,6 +65,7 @@ typedef struct cupti_launch {
     uint32_t path_id;
     uint32_t flags;    /* GPUFL_KERNEL_COOPERATIVE */
     uint32_t n_frames; /* frames in cupti_g.frames for this slot */
+    uint32_t tid;      /* the thread that made the launch call */
 } cupti_launch;
 
 typedef struct cupti_dev {

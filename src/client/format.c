@@ -141,6 +141,20 @@ static void scope_refs_full(jw *j, uint64_t scope, uint32_t path)
     kv_opt(j, "path", path);
 }
 
+/* "api": [API call entry relative to ts, its duration], and "tid": the
+ * thread that made the call (docs/events.md); nothing when unknown. */
+static void api_call(jw *j, const rec *r, uint64_t enter, uint64_t exit_)
+{
+    if (!enter || !exit_)
+        return;
+    jw_key(j, "api");
+    jw_arr_begin(j);
+    jw_i64(j, (int64_t)(enter - r->ts));
+    jw_u64(j, exit_ > enter ? exit_ - enter : 0);
+    jw_arr_end(j);
+    jw_kv_u64(j, "tid", r->tid);
+}
+
 static void fmt_kernel(jw *j, const rec *r)
 {
     const __typeof__(r->u.k) *k = &r->u.k;
@@ -161,14 +175,7 @@ static void fmt_kernel(jw *j, const rec *r)
     }
     xyz(j, "grid", k->grid);
     dur(j, r->ts, k->end);
-    if (k->api_enter && k->api_exit) {
-        /* [launch API entry relative to ts, API duration] */
-        jw_key(j, "api");
-        jw_arr_begin(j);
-        jw_i64(j, (int64_t)(k->api_enter - r->ts));
-        jw_u64(j, k->api_exit > k->api_enter ? k->api_exit - k->api_enter : 0);
-        jw_arr_end(j);
-    }
+    api_call(j, r, k->api_enter, k->api_exit);
     if (!k->cfg && k->occ >= 0.0f) {
         jw_key(j, "occ");
         jw_f64(j, k->occ, 3);
@@ -202,6 +209,7 @@ static void fmt_memcpy(jw *j, const rec *r)
         jw_kv_u64(j, "async", 1);
     if (c->flags & GPUFL_MEMCPY_PINNED)
         jw_kv_u64(j, "pinned", 1);
+    api_call(j, r, c->api_enter, c->api_exit);
     scope_refs(j, c->scope, c->path);
     kv_opt(j, "stack", c->stack);
 }
@@ -216,6 +224,7 @@ static void fmt_memset(jw *j, const rec *r)
     jw_kv_u64(j, "bytes", m->bytes);
     kv_opt(j, "value", m->value);
     dur(j, r->ts, m->end);
+    api_call(j, r, m->api_enter, m->api_exit);
     scope_refs(j, m->scope, m->path);
 }
 

@@ -44,8 +44,10 @@ typedef struct rec {
     uint16_t type; /* enum rec_type */
     uint8_t gen;   /* session generation: stale records are discarded */
     uint8_t flags;
-    uint32_t tid; /* OS thread id of the producer */
-    uint64_t ts;  /* event time, ns (gpufl clock) */
+    /* OS thread id of the producer; for a kernel, copy or memset with
+     * API times, of the thread that made the API call */
+    uint32_t tid;
+    uint64_t ts; /* event time, ns (gpufl clock) */
     union {
         struct {
             uint32_t name, dev, stream, corr;
@@ -63,12 +65,14 @@ typedef struct rec {
             uint32_t kind, dev, dst_dev, stream, corr, flags;
             uint64_t bytes, end, scope;
             uint32_t path, stack;
-        } cp; /* memcpy */
+            uint64_t api_enter, api_exit; /* 0: unknown */
+        } cp;                             /* memcpy */
         struct {
             uint32_t dev, stream, corr, value;
             uint64_t bytes, end, scope;
             uint32_t path;
-        } ms; /* memset */
+            uint64_t api_enter, api_exit; /* 0: unknown */
+        } ms;                             /* memset */
         struct {
             uint32_t kind, dev, stream, corr;
             uint64_t end, scope;

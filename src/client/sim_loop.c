@@ -13,10 +13,12 @@
 #include "sim_int.h"
 
 /* Names as CUPTI reports them: cuBLAS/cutlass kernels unmangled, PyTorch
- * and flash-attention templates mangled. */
+ * and flash-attention templates mangled.  The mangled ones are what g++
+ * emits for declarations shaped like PyTorch's and flash-attention's, so
+ * c++filt and the C++ runtime read them (tests/client/test_sim_names.c). */
 sim_kernel sim_catalog[K_COUNT] = {
-    [K_LN] = { "_ZN2at6native53_GLOBAL__N__layer_norm_kernel_cu_vectorized_"
-               "layer_norm_kernelIN3c108BFloat16EfEEviT0_PKT_S8_S8_PS5_S9_PS6_",
+    [K_LN] = { "_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIN3"
+               "c108BFloat16EfEEviT0_PKT_S8_S8_PS5_S9_PS6_",
                { 8192, 1, 1 },
                { 256, 1, 1 },
                30,
@@ -33,10 +35,13 @@ sim_kernel sim_catalog[K_COUNT] = {
                 213000,
                 0,
                 180 },
-    [K_FLASH_FWD] = { "_ZN5flash15flash_fwd_kernelI23Flash_fwd_kernel_"
-                      "traitsILi128ELi128ELi64ELi4ELb0ELb0EN7cutlass10bfloat16_"
-                      "tE19Flash_kernel_traitsILi128ELi128ELi64ELi4ES4_"
-                      "EELb0ELb1ELb0ELb0ELb1ELb1ELb0ELb0EEEv16Flash_fwd_params",
+    [K_FLASH_FWD] = { "_ZN5flash16flash_fwd_kernelI23Flash_fwd_kernel_"
+                      "traitsILi128E"
+                      "Li128ELi64ELi4ELb0ELb0EN7cutlass10bfloat16_tE19Flash_"
+                      "kernel_"
+                      "traitsILi128ELi128ELi64ELi4ES3_"
+                      "EELb0ELb1ELb0ELb0ELb1ELb1ELb0"
+                      "ELb0EEEv16Flash_fwd_params",
                       { 8, 16, 8 },
                       { 128, 1, 1 },
                       255,
@@ -71,10 +76,10 @@ sim_kernel sim_catalog[K_COUNT] = {
                213000,
                0,
                260 },
-    [K_GELU] = { "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_"
-                 "19GeluCUDAKernelImplERNS_18TensorIteratorBaseENS0_"
-                 "13GeluTypeEENKUlvE0_clEvENKUlvE2_clEvEUlN3c108BFloat16EE_"
-                 "St5arrayIPcLm2EEEEviT0_T1_",
+    [K_GELU] = { "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_18Ge"
+                 "luCUDAKernelImplERNS_18TensorIteratorBaseENS0_8GeluTypeEENKU"
+                 "lvE_clEvENKUlvE_clEvEUlN3c108BFloat16EE_St5arrayIPcLm2EEEEvi"
+                 "T0_T1_",
                  { 16384, 1, 1 },
                  { 128, 1, 1 },
                  26,
@@ -91,9 +96,9 @@ sim_kernel sim_catalog[K_COUNT] = {
                  147456,
                  0,
                  250 },
-    [K_SOFTMAX] = { "_ZN2at6native43_GLOBAL__N__SoftMax_cu_cunn_"
-                    "SoftMaxForwardILi8EN3c108BFloat16EffNS1_"
-                    "22LogSoftMaxForwardEpilogueEEEvPT2_PKT0_i",
+    [K_SOFTMAX] = { "_ZN2at6native12_GLOBAL__N_119cunn_"
+                    "SoftMaxForwardILi8EN3c108B"
+                    "Float16EffNS1_25LogSoftMaxForwardEpilogueEEEvPT2_PKT0_i",
                     { 8192, 1, 1 },
                     { 1024, 1, 1 },
                     40,
@@ -101,8 +106,8 @@ sim_kernel sim_catalog[K_COUNT] = {
                     0,
                     0,
                     120 },
-    [K_NLL] = { "_ZN2at6native61_GLOBAL__N__nll_loss_forward_reduce_cuda_"
-                "kernel_2dIfflEEvPT_S3_PKS2_PKT1_S6_biii",
+    [K_NLL] = { "_ZN2at6native12_GLOBAL__N_138nll_loss_forward_reduce_cuda_ke"
+                "rnel_2dIflEEvPT_S4_PKS3_PKT0_S6_blll",
                 { 1, 1, 1 },
                 { 1024, 1, 1 },
                 32,
@@ -110,9 +115,9 @@ sim_kernel sim_catalog[K_COUNT] = {
                 0,
                 0,
                 12 },
-    [K_LN_BWD] = { "_ZN2at6native53_GLOBAL__N__layer_norm_kernel_cu_layer_norm_"
-                   "grad_input_kernel_vectorizedIN3c108BFloat16EfEEvPKT_S6_"
-                   "PKT0_S9_S6_PS4_i",
+    [K_LN_BWD] = { "_ZN2at6native12_GLOBAL__N_139layer_norm_grad_input_kernel_"
+                   "ve"
+                   "ctorizedIN3c108BFloat16EfEEvPKT_S7_PKT0_SA_S7_PS5_i",
                    { 8192, 1, 1 },
                    { 128, 1, 1 },
                    48,
@@ -138,12 +143,15 @@ sim_kernel sim_catalog[K_COUNT] = {
                   147456,
                   0,
                   230 },
-    [K_FLASH_BWD] = { "_ZN5flash25flash_bwd_dq_dk_dv_loop_seqk_parallel_"
-                      "kernelI23Flash_bwd_kernel_"
-                      "traitsILi128ELi64ELi128ELi8ELi2ELi4ELi2ELb0ELb0EN7cutlas"
-                      "s10bfloat16_tE19Flash_kernel_"
-                      "traitsILi128ELi64ELi128ELi8ES4_"
-                      "EELb0ELb1ELb0ELb0ELb1ELb1ELb0EEEv16Flash_bwd_params",
+    [K_FLASH_BWD] = { "_ZN5flash44flash_bwd_dq_dk_dv_loop_seqk_parallel_"
+                      "kernelI23Fl"
+                      "ash_bwd_kernel_"
+                      "traitsILi128ELi64ELi128ELi8ELi2ELi4ELi2ELb0EL"
+                      "b0EN7cutlass10bfloat16_tE19Flash_kernel_"
+                      "traitsILi128ELi64ELi"
+                      "128ELi8ES3_EELb0ELb1ELb0ELb0ELb1ELb1ELb0EEEv16Flash_bwd_"
+                      "para"
+                      "ms",
                       { 16, 8, 16 },
                       { 256, 1, 1 },
                       255,
@@ -152,10 +160,12 @@ sim_kernel sim_catalog[K_COUNT] = {
                       16,
                       520 },
     [K_GELU_BWD] = { "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_"
-                     "27GeluBackwardCUDAKernelImplERNS_"
-                     "18TensorIteratorBaseENS0_13GeluTypeEENKUlvE0_"
-                     "clEvENKUlvE2_clEvEUlN3c108BFloat16ES8_E_"
-                     "St5arrayIPcLm3EEEEviT0_T1_",
+                     "26Ge"
+                     "luBackwardCUDAKernelImplERNS_18TensorIteratorBaseENS0_"
+                     "8GeluT"
+                     "ypeEENKUlvE_clEvENKUlvE_clEvEUlN3c108BFloat16ES8_E_"
+                     "St5arrayI"
+                     "PcLm3EEEEviT0_T1_",
                      { 16384, 1, 1 },
                      { 128, 1, 1 },
                      32,
@@ -163,10 +173,9 @@ sim_kernel sim_catalog[K_COUNT] = {
                      0,
                      0,
                      30 },
-    [K_ADAM] = { "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_"
-                 "18TensorListMetadataILi4EEENS1_"
-                 "14FusedAdamMathFunctorIfLi4ELNS1_8ADAM_"
-                 "MODEE1ELb0EEEJPfdddddbbS7_S7_EEEvT_T0_DpT1_",
+    [K_ADAM] = { "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_1"
+                 "8TensorListMetadataILi4EEENS1_20FusedAdamMathFunctorIfLi4ELN"
+                 "S0_9ADAM_MODEE1ELb0EEEJPfdddddbbS8_S8_EEEvT_T0_DpT1_",
                  { 320, 1, 1 },
                  { 512, 1, 1 },
                  64,
@@ -280,7 +289,8 @@ static void copy(sim *s, uint32_t dev, uint32_t kind, uint64_t bytes, int async)
     gpufl_memcpy m;
     double gbps = kind == GPUFL_COPY_DTOD ? 1800.0 : rndf(s, 22.0, 26.0);
     uint64_t start, dur = 1500 + (uint64_t)((double)bytes / gbps);
-    cpu_advance(s, 4000 + rnd(s) % 2000);
+    uint64_t enter = cpu_now(s);
+    cpu_advance(s, 4000 + rnd(s) % 2000); /* the copy API call */
     start = cpu_now(s) + 1500;
     if (start < s->stream_free[dev])
         start = s->stream_free[dev];
@@ -298,6 +308,8 @@ static void copy(sim *s, uint32_t dev, uint32_t kind, uint64_t bytes, int async)
     m.bytes = bytes;
     m.start_ns = start;
     m.end_ns = start + dur;
+    m.api_enter_ns = enter;
+    m.api_exit_ns = cpu_now(s);
     gpufl_record_memcpy(&m);
     if (!async)
         atomic_store(&s->now, s->stream_free[dev] > cpu_now(s)
@@ -348,7 +360,8 @@ static void memset_grads(sim *s, uint32_t dev)
 {
     gpufl_memset m;
     uint64_t start, dur = 60000 + rnd(s) % 10000;
-    cpu_advance(s, 4000);
+    uint64_t enter = cpu_now(s);
+    cpu_advance(s, 4000); /* the memset API call */
     start = cpu_now(s) + 1500;
     if (start < s->stream_free[dev])
         start = s->stream_free[dev];
@@ -361,6 +374,8 @@ static void memset_grads(sim *s, uint32_t dev)
     m.bytes = 248ull << 20;
     m.start_ns = start;
     m.end_ns = start + dur;
+    m.api_enter_ns = enter;
+    m.api_exit_ns = cpu_now(s);
     gpufl_record_memset(&m);
 }
 

@@ -194,6 +194,7 @@ static void kernel(cupti_state *s, const gfl_cupti_kernel10 *r)
     if (cupti_launch_find(s, k.corr, &l, frames)) {
         k.api_enter_ns = l.enter_ns;
         k.api_exit_ns = l.exit_ns;
+        k.api_tid = l.tid;
         k.scope = l.scope;
         k.path_id = l.path_id;
         k.flags |= l.flags;

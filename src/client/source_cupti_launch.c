@@ -45,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #include "client_int.h"
@@ -61,6 +63,7 @@ typedef struct launch_tls {
     uintptr_t frames[CUPTI_STACK_MAX];
     uintptr_t stack_hi; /* top of this thread's stack, 0 = unknown */
     int stack_known;
+    uint32_t tid; /* this thread's gettid(), 0 until its first launch */
 } launch_tls;
 
 static _Thread_local launch_tls tl;
@@ -266,6 +269,7 @@ static void publish(cupti_state *s, uint32_t corr, uint64_t exit_ns)
     l->path_id = tl.path_id;
     l->flags = tl.flags;
     l->n_frames = tl.n_frames;
+    l->tid = tl.tid;
     if (l->n_frames)
         memcpy(s->frames + (size_t)(corr % CUPTI_CORR_SLOTS) * CUPTI_STACK_MAX,
                tl.frames, l->n_frames * sizeof tl.frames[0]);
@@ -291,6 +295,7 @@ int cupti_launch_find(cupti_state *s, uint32_t corr, cupti_launch *out,
         out->path_id = l->path_id;
         out->flags = l->flags;
         out->n_frames = l->n_frames;
+        out->tid = l->tid;
         if (out->n_frames > CUPTI_STACK_MAX)
             out->n_frames = 0;
         if (out->n_frames && frames && s->frames)
@@ -338,6 +343,8 @@ void cupti_launch_callback(void *ud, uint32_t domain, uint32_t cbid,
         if (stopping)
             return;
         tl.depth = 1;
+        if (!tl.tid) /* once per thread: the API lane the calls belong to */
+            tl.tid = (uint32_t)syscall(SYS_gettid);
         tl.outer = cd->correlation_id;
         tl.nested = 0;
         tl.enter_ns = gpufl_now_ns();

@@ -476,6 +476,7 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         srv_query_fn fn;
     } subs[] = {
         { "timeline", srv_store_q_timeline },
+        { "calls", srv_store_q_calls },
         { "copies", srv_store_q_copies },
         { "scopes", srv_store_q_scopes },
         { "profile", srv_store_q_profile },

@@ -111,6 +111,7 @@ static const field f_kernel[] = {
     U("path", path),
     U("stack", stack),
     FL("coop", EVF_COOP),
+    U("tid", tid),
     END
 };
 static const field f_copy[] = {
@@ -158,7 +159,9 @@ static const field f_verdict[] = {
     S("session", text, 128), U("since", start),       END
 };
 static const field f_dict[] = { UR("id", id), END };
-static const field f_dict_name[] = { SR("name", dname, INGEST_NAME_MAX), END };
+static const field f_dict_name[] = { SR("name", dname, INGEST_NAME_MAX),
+                                     S("demangled", demangled, INGEST_NAME_MAX),
+                                     END };
 static const field f_dict_path[] = { U("parent", parent), UR("name", name),
                                      U("depth", depth), END };
 static const field f_dict_launch[] = {
@@ -464,10 +467,14 @@ static int streams_get(jsonl_doc *d, int st, srv_ev *ev, char *reason)
     return GPUFL_OK;
 }
 
-/* "api": [launch API entry relative to ts, API duration] */
+/* "api": [API call entry relative to ts, API duration] of a kernel, copy
+ * or memset.  The call is a time span like the operation itself: its
+ * entry and exit must be times (0 .. 2^63-1 ns), so the queries' sums
+ * (ts + offset + duration) never wrap. */
 static int api_get(jsonl_doc *d, srv_ev *ev, char *reason)
 {
     uint32_t t = jsonl_doc_find(d, "api");
+    uint64_t enter;
 
     if (t == JSONL_NOTFOUND)
         return GPUFL_OK;
@@ -477,6 +484,15 @@ static int api_get(jsonl_doc *d, srv_ev *ev, char *reason)
         ev->api_dur > (uint64_t)INT64_MAX)
         return fail3(reason, "field \"api\": must be [offset, duration]", "",
                      "");
+    enter = ev->ts + (uint64_t)ev->api_off;
+    if ((ev->api_off < 0 && (uint64_t)0 - (uint64_t)ev->api_off > ev->ts) ||
+        (ev->api_off > 0 &&
+         (uint64_t)ev->api_off > (uint64_t)INT64_MAX - ev->ts) ||
+        ev->api_dur > (uint64_t)INT64_MAX - enter)
+        return fail3(reason,
+                     "field \"api\": the call's entry and exit must lie in "
+                     "0 .. 2^63-1 ns",
+                     "", "");
     return GPUFL_OK;
 }
 
@@ -550,7 +566,8 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         rc = stalls_check(d, reason);
     if (!rc && td->type == EV_VERDICT)
         rc = verdict_check(d, ev, reason);
-    if (!rc && td->type == EV_KERNEL)
+    if (!rc && (td->type == EV_KERNEL || td->type == EV_MEMCPY ||
+                td->type == EV_MEMSET))
         rc = api_get(d, ev, reason);
     if (!rc && td->type == EV_SESSION)
         rc = streams_get(d, st, ev, reason);

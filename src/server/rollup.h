@@ -87,6 +87,12 @@ int rl_hist_decode_add(const void *blob, size_t n, uint64_t *counts);
 /* A kernel spreads its busy time over at most this many buckets of one
  * level; beyond it the time goes to its first bucket (documented). */
 #define RL_TL_SPAN_MAX 1024
+/* Kernels longer than this may span more than RL_TL_SPAN_MAX buckets of
+ * level 0 (and so of any level): kept apart at ingest (table klong), so
+ * the timeline spreads them exactly over the columns they occupy.  The
+ * string is for SQL. */
+#define RL_TL_LONG_NS ((uint64_t)(RL_TL_SPAN_MAX - 1) << RL_TL_SHIFT0)
+#define RL_TL_LONG_STR "268173312"
 static inline unsigned rl_tl_shift(int level)
 {
     return level == 0 ? RL_TL_SHIFT0 : 16u + 4u * (unsigned)level;

@@ -80,7 +80,9 @@ typedef struct srv_ev {
     int64_t api_off, value;
     double occ;     /* < 0 when absent */
     uint32_t flags; /* EVF_* */
-    srv_str app, host, kind, reason, lim, text, dname, raw;
+    /* dname: a name dict's string; demangled: its readable form (p NULL:
+     * not given) */
+    srv_str app, host, kind, reason, lim, text, dname, demangled, raw;
     double sys[SRV_SYS_NFIELDS];
     uint32_t sys_set; /* bit i: sys[i] present */
 } srv_ev;
@@ -220,6 +222,7 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w);

@@ -196,8 +196,49 @@ static const char *const migrations[] = {
     /* 11: the hosts an ingest key may write for, comma-separated (NULL:
      * any host) */
     "ALTER TABLE keys ADD COLUMN hosts TEXT;",
+    /* 12: names as the compiler wrote them and the API calls (docs/api.md
+     * "Names", "calls"): a name's demangled form (NULL before); the
+     * thread of a kernel's launch call; an op's API call and thread (a
+     * sync's tid was not kept before); per session the bounds of a
+     * kernel's start minus its call's exit (api_lo) and entry (api_hi),
+     * and the same for ops (op_lo, op_hi), so the calls of a time range
+     * are found through the ts indexes (store_sql_q_calls.c); and the
+     * kernels too long for the timeline rollup's spread (klong,
+     * RL_TL_LONG_NS).  A stored call counts only when its times are
+     * times (SQ_API_OK: older servers did not check). */
+    "ALTER TABLE dicts ADD COLUMN demangled TEXT;"
+    "ALTER TABLE kernels ADD COLUMN tid INTEGER;"
+    "ALTER TABLE ops ADD COLUMN tid INTEGER;"
+    "ALTER TABLE ops ADD COLUMN api_off INTEGER;"
+    "ALTER TABLE ops ADD COLUMN api_dur INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN api_lo INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN api_hi INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN op_lo INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN op_hi INTEGER;"
+    "UPDATE sessions SET api_lo=(SELECT min(-k.api_off - k.api_dur) FROM"
+    " kernels k WHERE k.sess=sessions.id AND " SQ_API_OK(
+        "k") "),"
+             " api_hi=(SELECT max(-k.api_off) FROM kernels k WHERE"
+             " k.sess=sessions.id AND " SQ_API_OK(
+                 "k") "),"
+                      " op_lo=(SELECT min(-dur) FROM ops WHERE "
+                      "ops.sess=sessions.id AND"
+                      " ops.type=8), op_hi=(SELECT max(0) FROM ops WHERE"
+                      " ops.sess=sessions.id AND ops.type=8);"
+                      "CREATE TABLE klong(sess INTEGER NOT NULL, seq INTEGER "
+                      "NOT NULL,"
+                      " ts INTEGER NOT NULL, dur INTEGER NOT NULL, lane "
+                      "INTEGER NOT NULL,"
+                      " name_id INTEGER, PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+                      "CREATE INDEX klong_ts ON klong(sess, ts);"
+                      "INSERT INTO klong SELECT sess, seq, ts, dur, "
+                      "(coalesce(dev, 0)<<32) |"
+                      " (coalesce(stream, 0) & 4294967295), name_id FROM "
+                      "kernels WHERE"
+                      " dur > " RL_TL_LONG_STR ";",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
+_Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
 
 const char *const sq_wsql[WS_N] = {
     [WS_SESS_FIND] = "SELECT id FROM sessions WHERE sid=?",
@@ -217,6 +258,8 @@ const char *const sq_wsql[WS_N] = {
     [WS_SESS_STREAMS] =
         "UPDATE sessions SET streams=?1, state=CASE WHEN ended <> 0 AND"
         " (ended & ?1) = ?1 THEN 'ended' ELSE state END WHERE id=?2",
+    /* ?11..?14: the batch's API call bounds, INT64_MAX (lo) or INT64_MIN
+     * (hi) when it had none: never below/above a stored one then */
     [WS_SESS_TOUCH] =
         "UPDATE sessions SET first_ts=CASE WHEN first_ts IS NULL OR"
         " first_ts > ?1 THEN ?1 ELSE first_ts END,"
@@ -225,17 +268,26 @@ const char *const sq_wsql[WS_N] = {
         " n_lines=n_lines+?4, n_kernels=n_kernels+?5, n_ops=n_ops+?6,"
         " n_scopes=n_scopes+?7, n_samples=n_samples+?8,"
         " n_profile=n_profile+?9,"
-        " state=CASE WHEN state='stale' THEN 'running' ELSE state END"
+        " state=CASE WHEN state='stale' THEN 'running' ELSE state END,"
+        " api_lo=CASE WHEN ?11 < coalesce(api_lo, 9223372036854775807) THEN"
+        " ?11 ELSE api_lo END,"
+        " api_hi=CASE WHEN ?12 > coalesce(api_hi, -9223372036854775807 - 1)"
+        " THEN ?12 ELSE api_hi END,"
+        " op_lo=CASE WHEN ?13 < coalesce(op_lo, 9223372036854775807) THEN"
+        " ?13 ELSE op_lo END,"
+        " op_hi=CASE WHEN ?14 > coalesce(op_hi, -9223372036854775807 - 1)"
+        " THEN ?14 ELSE op_hi END"
         " WHERE id=?10",
     [WS_LINE] = "INSERT INTO lines VALUES(?,?,?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_DICT] = "INSERT INTO dicts VALUES(?,?,?,?,?,?,?,?,?,?,?,?,"
-                "?,?,?,?,?) ON CONFLICT DO NOTHING",
+                "?,?,?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_DICT_GET] = "SELECT name_id, regs, smem, dsmem, occ, bx, by, bz"
                     " FROM dicts WHERE sess=? AND id=? AND kind=3",
     [WS_KERNEL] = "INSERT INTO kernels VALUES(?,?,?,?,?,?,?,?,?,?,"
-                  "?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-    [WS_OP] = "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT "
-              "DO NOTHING",
+                  "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_OP] = "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON"
+              " CONFLICT DO NOTHING",
+    [WS_KLONG] = "INSERT INTO klong VALUES(?,?,?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_SCOPE] = "INSERT INTO scopes VALUES(?,?,?,?,?,?,?,?,?,?,?,?) ON "
                  "CONFLICT DO NOTHING",
     [WS_SASS] = "INSERT INTO sass VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,"

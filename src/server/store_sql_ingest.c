@@ -182,6 +182,7 @@ static int put_dict(srv_store *s, int64_t sess, const srv_ev *e)
         qbind_str(st, 17, e->raw);
     else
         qbind_null(st, 17);
+    qbind_str(st, 18, e->demangled);
     rc = qrun(st);
     if (!rc && e->dkind == DK_LAUNCH) {
         /* a redefinition is identical by the format's rules: drop any
@@ -208,6 +209,18 @@ int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
     s->bres->accepted++;
     if ((rc = sq_acc_kernel(s, sess, e, l)) != 0)
         return rc;
+    if (e->dur > RL_TL_LONG_NS) {
+        /* too long for the rollup's spread: the timeline reads it here */
+        sdb_stmt *st = s->ws[WS_KLONG];
+        qbind_u64(st, 1, (uint64_t)sess);
+        qbind_u64(st, 2, e->seq);
+        qbind_u64(st, 3, e->ts);
+        qbind_u64(st, 4, e->dur);
+        qbind_u64(st, 5, e->dev << 32 | (e->stream & 0xffffffffu));
+        qbind_i64(st, 6, l->name_id);
+        if ((rc = qrun(st)) != 0)
+            return rc;
+    }
     return count_line(s, sess, e);
 }
 
@@ -254,6 +267,12 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
         qbind_u64(st, 12, e->path);
         qbind_u64(st, 13, e->stack);
         qbind_u64(st, 14, e->flags);
+        if (e->tid)
+            qbind_u64(st, 15, e->tid);
+        else
+            qbind_null(st, 15);
+        qbind_i64(st, 16, e->api_off);
+        qbind_u64(st, 17, e->api_dur);
         break;
     case EV_SCOPE_BEGIN:
     case EV_SCOPE_END:
@@ -375,8 +394,29 @@ static int count_line(srv_store *s, int64_t sess, const srv_ev *e)
     if (!a)
         return GPUFL_EFULL;
     sq_gaps_note(s, e, sess);
+    if (nf) {
+        a->api_lo = a->op_lo = INT64_MAX;
+        a->api_hi = a->op_hi = INT64_MIN;
+    }
     if (nf || e->ts < a->first)
         a->first = e->ts;
+    /* the API call's start - exit and start - entry (ingest.c checked
+     * that its times are times: no overflow) */
+    if (e->api_dur && e->type != EV_SYNC) {
+        int64_t lo = -e->api_off - (int64_t)e->api_dur, hi = -e->api_off;
+        int64_t *plo = e->type == EV_KERNEL ? &a->api_lo : &a->op_lo;
+        int64_t *phi = e->type == EV_KERNEL ? &a->api_hi : &a->op_hi;
+        if (lo < *plo)
+            *plo = lo;
+        if (hi > *phi)
+            *phi = hi;
+    } else if (e->type == EV_SYNC) {
+        /* a sync is its own call: [ts, ts + dur] */
+        if (-(int64_t)e->dur < a->op_lo)
+            a->op_lo = -(int64_t)e->dur;
+        if (0 > a->op_hi)
+            a->op_hi = 0;
+    }
     /* a kernel or copy ends at ts + dur; other lines' dur (scope,
      * session_end) ends at ts */
     if (e->type == EV_KERNEL || (e->type >= EV_MEMCPY && e->type <= EV_SYNC))

@@ -154,12 +154,14 @@ static int cb_bin_end(sq_cbuf *b)
     return GPUFL_OK;
 }
 
-/* The kernel row, in the table's column order: 23 bigints and occ, a
- * double precision. */
+/* The kernel row, in the table's column order: 24 bigints and occ, a
+ * double precision; occ and tid may be NULL. */
 static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
                      const sq_launch *l)
 {
-    int64_t v[24] = { sess,
+    /* the launching thread, said only with the call's times */
+    int no_tid = !e->tid || !e->api_dur;
+    int64_t v[25] = { sess,
                       (int64_t)e->seq,
                       (int64_t)e->ts,
                       (int64_t)e->dur,
@@ -182,13 +184,14 @@ static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
                       (int64_t)e->stack,
                       e->api_off,
                       (int64_t)e->api_dur,
-                      (int64_t)e->flags };
+                      (int64_t)e->flags,
+                      (int64_t)e->tid };
 
-    if (cb_reserve(b, 2 + 24 * 12))
+    if (cb_reserve(b, 2 + 25 * 12))
         return GPUFL_ENOMEM;
-    cb_be(b, 24, 2);
-    for (int c = 0; c < 24; c++) {
-        if (c == 17 && l->occ < 0) {
+    cb_be(b, 25, 2);
+    for (int c = 0; c < 25; c++) {
+        if ((c == 17 && l->occ < 0) || (c == 24 && no_tid)) {
             cb_be(b, 0xffffffffu, 4);
             continue;
         }

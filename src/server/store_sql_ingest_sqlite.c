@@ -41,7 +41,7 @@ typedef struct lite_writer {
     int64_t dver_last;
 } lite_writer;
 
-/* The kernel row's 24 parameters from index b + 1. */
+/* The kernel row's 25 parameters from index b + 1. */
 static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
                         const sq_launch *l)
 {
@@ -71,6 +71,11 @@ static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
     qbind_i64(st, b + 22, e->api_off);
     qbind_u64(st, b + 23, e->api_dur);
     qbind_u64(st, b + 24, e->flags);
+    /* the launching thread, said only with the call's times */
+    if (e->tid && e->api_dur)
+        qbind_u64(st, b + 25, e->tid);
+    else
+        qbind_null(st, b + 25);
 }
 
 /* Writes the queued new kernels (SQ_KGROUP in one statement, a partial
@@ -85,7 +90,7 @@ static int kq_flush(srv_store *s)
     lw->nkq = 0;
     if (n == SQ_KGROUP) {
         for (size_t i = 0; i < n; i++)
-            bind_kernel(lw->kgrp, (int)(24 * i), lw->kq[i].sess, lw->kq[i].e,
+            bind_kernel(lw->kgrp, (int)(25 * i), lw->kq[i].sess, lw->kq[i].e,
                         &lw->kq[i].l);
         if ((rc = qrun(lw->kgrp)) != 0)
             return rc;
@@ -308,7 +313,7 @@ static int lite_setup(srv_store *s)
 static int lite_open(srv_store *s, char *eb, size_t ec)
 {
     lite_writer *lw = calloc(1, sizeof(*lw));
-    char sql[SQ_KGROUP * 52 + 64];
+    char sql[SQ_KGROUP * 54 + 64];
     size_t len;
     int rc;
 
@@ -321,7 +326,7 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
     for (int i = 0; i < SQ_KGROUP; i++)
         len += (size_t)snprintf(sql + len, sizeof(sql) - len,
                                 "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                                "?,?,?,?,?)",
+                                "?,?,?,?,?,?)",
                                 i ? "," : "");
     snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
     if ((rc = sdb_prepare(s->w, sql, &lw->kgrp)) != 0 ||

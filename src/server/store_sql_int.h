@@ -53,8 +53,16 @@ enum {
     WS_SEQ_TAKE,
     WS_SEQ_JOIN,
     WS_SEQ_ADD,
+    WS_KLONG,
     WS_N
 };
+
+/* A stored API call (a kernel's or op's api_off, api_dur as ALIAS.x) that
+ * counts: recorded (a duration), its entry and exit times (rows stored
+ * before ingest checked them may not be; docs/api.md "calls"). */
+#define SQ_API_OK(a)                                                           \
+    a ".api_dur > 0 AND " a ".api_off >= -" a ".ts AND " a                     \
+      ".api_off <= 9223372036854775807 - " a ".ts - " a ".api_dur"
 
 /* A kernel's launch configuration, resolved at ingest. */
 typedef struct sq_launch {
@@ -86,6 +94,10 @@ typedef struct sq_srl {
 
 typedef struct sq_sacc {
     uint64_t first, last, lines, kernels, ops, scopes, samples, profile;
+    /* bounds of start - call exit (lo) and start - call entry (hi) of the
+     * batch's kernels (api_*) and ops (op_*): INT64_MAX / INT64_MIN when
+     * none */
+    int64_t api_lo, api_hi, op_lo, op_hi;
 } sq_sacc;
 
 /* Entries a batch accumulator or cache may hold. */

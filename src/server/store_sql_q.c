@@ -83,6 +83,39 @@ void q_next(jw *w, int more, const int64_t *v, int n)
         jw_null(w);
 }
 
+int sq_cols_of(uint64_t from, uint64_t to, uint64_t bw, uint32_t width,
+               uint64_t t0, uint64_t dur, uint32_t *c0, uint32_t *c1)
+{
+    /* the last ns the span occupies (an instant: t0 itself); ts + dur is
+     * a time (ingest checks), so no overflow */
+    uint64_t last = dur ? t0 + dur - 1 : t0;
+
+    if (last < from || t0 >= to || !width || !bw)
+        return 0;
+    *c0 = t0 > from ? (uint32_t)((t0 - from) / bw) : 0;
+    *c1 = last < to ? (uint32_t)((last - from) / bw)
+                    : (uint32_t)((to - 1 - from) / bw);
+    if (*c1 >= width)
+        *c1 = width - 1;
+    if (*c0 > *c1)
+        *c0 = *c1;
+    return 1;
+}
+
+uint64_t sq_cols_overlap(uint64_t from, uint64_t to, uint64_t bw, uint32_t c,
+                         uint64_t t0, uint64_t dur)
+{
+    uint64_t lo = from + (uint64_t)c * bw, hi = lo + bw, end = t0 + dur;
+
+    if (hi > to || hi < lo)
+        hi = to;
+    if (t0 > lo)
+        lo = t0;
+    if (end < hi)
+        hi = end;
+    return hi > lo ? hi - lo : 0;
+}
+
 void sq_like_pat(const char *s, char *out, size_t cap)
 {
     size_t n = 0;
@@ -123,6 +156,25 @@ const char *sq_name_of(sdb *db, int64_t sess, int64_t id, char *buf, size_t cap)
     }
     sdb_finalize(st);
     return buf;
+}
+
+void sq_kname_of(sdb *db, int64_t sess, int64_t id, char *disp, char *mangled,
+                 size_t cap)
+{
+    sdb_stmt *st = NULL;
+    disp[0] = mangled[0] = '\0';
+    if (sdb_prepare(db,
+                    "SELECT coalesce(demangled, name, ''), coalesce(name, '')"
+                    " FROM dicts WHERE sess=? AND id=?",
+                    &st) == 0) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, id);
+        if (sdb_step(st) == SDB_ROW) {
+            sq_str_add_utf8(disp, 0, cap, qcol_text(st, 0));
+            sq_str_add_utf8(mangled, 0, cap, qcol_text(st, 1));
+        }
+    }
+    sdb_finalize(st);
 }
 
 const char *sq_path_of(sdb *db, int64_t sess, int64_t id, char *buf, size_t cap)

@@ -56,6 +56,21 @@ int q_cursor(const srv_q *q, int64_t *v, int n);
 /* "next": the cursor after v (n integers) when more, else null. */
 void q_next(jw *w, int more, const int64_t *v, int n);
 
+/* Pixel columns of a window [from, to) bw ns wide (docs/api.md,
+ * timeline): column i covers [from + i*bw, from + (i+1)*bw) within the
+ * window.  A span [t0, t0 + dur) - the instant t0 when dur is 0 - occupies
+ * columns c0..c1; 0 when it occupies none, else 1 with, per column, the
+ * ns of it the span covers from sq_cols_overlap. */
+int sq_cols_of(uint64_t from, uint64_t to, uint64_t bw, uint32_t width,
+               uint64_t t0, uint64_t dur, uint32_t *c0, uint32_t *c1);
+uint64_t sq_cols_overlap(uint64_t from, uint64_t to, uint64_t bw, uint32_t c,
+                         uint64_t t0, uint64_t dur);
+/* The window's column width: ceil((to - from) / width). */
+static inline uint64_t sq_cols_width(uint64_t from, uint64_t to, uint32_t width)
+{
+    return (to - from) / width + ((to - from) % width != 0);
+}
+
 /* A LIKE pattern matching s anywhere, with %, _ and \ escaped, into out
  * (cut to cap). */
 void sq_like_pat(const char *s, char *out, size_t cap);
@@ -66,6 +81,11 @@ size_t sq_str_add_utf8(char *buf, size_t len, size_t cap, const char *s);
  * bytes hold any whole); "" when unknown. */
 const char *sq_name_of(sdb *db, int64_t sess, int64_t id, char *buf,
                        size_t cap);
+/* A kernel or function name id's display name (demangled when stored)
+ * and recorded name (docs/api.md "Names"), each into cap bytes
+ * (SQ_NAME_MAX + 1 hold any whole); "" when unknown. */
+void sq_kname_of(sdb *db, int64_t sess, int64_t id, char *disp, char *mangled,
+                 size_t cap);
 /* "a/b/c" for a path dict id, into buf. */
 const char *sq_path_of(sdb *db, int64_t sess, int64_t id, char *buf,
                        size_t cap);

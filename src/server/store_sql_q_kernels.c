@@ -19,10 +19,34 @@
 #include "srv_json.h"
 #include "store_sql_q.h"
 
+/* A kernel row: its name is the display name (demangled when stored) and
+ * the recorded one (23), docs/api.md "Names". */
 #define KCOLS                                                                  \
-    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr, coalesce(n.name, ''),"       \
-    " k.gx, k.gy, k.gz, k.bx, k.by, k.bz, k.regs, k.smem, k.occ, k.scope,"     \
-    " k.path, k.stack, k.api_off, k.api_dur, k.cfg, k.flags"
+    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr,"                             \
+    " coalesce(n.demangled, n.name, ''), k.gx, k.gy, k.gz, k.bx, k.by, k.bz,"  \
+    " k.regs, k.smem, k.occ, k.scope, k.path, k.stack, k.api_off, k.api_dur,"  \
+    " k.cfg, k.flags, coalesce(n.name, ''), k.tid"
+/* Columns after KCOLS in a detail query start here. */
+#define KCOLS_N 25
+
+/* The sort keys of a kernel page: column or expression, by sort= name.
+ * The latencies are those of kernels whose call counts (SQ_API_OK). */
+static const struct {
+    const char *name, *key;
+    int api;
+} sorts[] = {
+    { "start", "k.ts", 0 },
+    { "duration", "k.dur", 0 },
+    { "queue", "(-k.api_off - k.api_dur)", 1 },
+    { "launch_latency", "(-k.api_off)", 1 },
+};
+
+/* 1 when a row's call times (api_off, api_dur at ts) count, as SQ_API_OK
+ * says in SQL. */
+static int api_ok(int64_t ts, int64_t off, int64_t dur)
+{
+    return dur > 0 && off >= -ts && off <= INT64_MAX - ts - dur;
+}
 
 static void w_xyz(jw *w, const char *k, int64_t x, int64_t y, int64_t z)
 {
@@ -43,6 +67,7 @@ static void w_kernel_row(qctx *c, jw *w)
     srv_jw_kv_num(w, "stream", qcol_i64(c->st, 4));
     srv_jw_kv_num(w, "corr", qcol_i64(c->st, 5));
     jw_kv_str(w, "name", qcol_text(c->st, 6));
+    jw_kv_str(w, "mangled", qcol_text(c->st, 23));
     w_xyz(w, "grid", qcol_i64(c->st, 7), qcol_i64(c->st, 8),
           qcol_i64(c->st, 9));
     w_xyz(w, "block", qcol_i64(c->st, 10), qcol_i64(c->st, 11),
@@ -55,6 +80,27 @@ static void w_kernel_row(qctx *c, jw *w)
     else
         jw_f64(w, qcol_f64(c->st, 15), 4);
     srv_jw_kv_num(w, "scope", qcol_i64(c->st, 16));
+    {
+        int64_t ts = qcol_i64(c->st, 1), off = qcol_i64(c->st, 19),
+                dur = qcol_i64(c->st, 20);
+        int ok = api_ok(ts, off, dur);
+        jw_key(w, "tid");
+        if (ok && !qcol_null(c->st, 24))
+            srv_jw_num(w, qcol_i64(c->st, 24));
+        else
+            jw_null(w);
+        /* no overflow: api_ok bounds the call within 0 .. 2^63-1 */
+        jw_key(w, "launch_ns");
+        if (ok)
+            srv_jw_dec(w, -off);
+        else
+            jw_null(w);
+        jw_key(w, "queue_ns");
+        if (ok)
+            srv_jw_dec(w, -off - dur);
+        else
+            jw_null(w);
+    }
 }
 
 /* Bytes of a name filter's LIKE pattern. */
@@ -83,7 +129,7 @@ static void page_bind(qctx *c, const srv_q *q, const int64_t *cur, uint32_t l,
  * is built per execution. */
 #define PAGE_NAME_FILTER                                                       \
     " AND k.name_id IN (SELECT id FROM dicts WHERE sess=?1 AND kind=0 AND"     \
-    " name LIKE ?6 ESCAPE '\\')"
+    " (name LIKE ?6 ESCAPE '\\' OR demangled LIKE ?6 ESCAPE '\\'))"
 
 /* The page's statement over kext (count_only: just how many rows). */
 static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
@@ -144,25 +190,26 @@ static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
     return kext_sql(c, q, cur, desc, l, pat, 0);
 }
 
-/* Prepares the page of kernels (sorted by start, or by duration as one
- * plain sort) as c->st, with one row more when there is more.  pat
- * (SQ_PAT_MAX bytes) holds the name pattern, bound until the last step. */
-static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int by_dur,
+/* Prepares the page of kernels (sorted by key, sorts[]: start, or
+ * duration, queue or launch latency as one plain sort) as c->st, with one
+ * row more when there is more.  pat (SQ_PAT_MAX bytes) holds the name
+ * pattern, bound until the last step. */
+static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int sort,
                        int desc, uint32_t l, char *pat)
 {
-    char sql[1024];
+    char sql[1536];
     int rc;
 
     snprintf(sql, sizeof(sql),
              "SELECT " KCOLS " FROM kernels k LEFT JOIN dicts n ON"
              " n.sess=k.sess AND n.id=k.name_id WHERE k.sess=?1"
-             "%s AND (k.%s, k.seq) %s (?4, ?5)"
-             "%s ORDER BY k.%s %s, k.seq %s LIMIT ?7",
+             "%s%s AND (%s, k.seq) %s (?4, ?5)"
+             "%s ORDER BY %s %s, k.seq %s LIMIT ?7",
              /* a time range only when asked: without statistics the
               * PostgreSQL planner takes an open range for a selective one */
              q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
-             by_dur ? "dur" : "ts", desc ? "<" : ">",
-             q->name ? PAGE_NAME_FILTER : "", by_dur ? "dur" : "ts",
+             sorts[sort].api ? " AND " SQ_API_OK("k") : "", sorts[sort].key,
+             desc ? "<" : ">", q->name ? PAGE_NAME_FILTER : "", sorts[sort].key,
              desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
     if ((rc = q_prepare(c, sql)) != 0)
         return rc;
@@ -174,14 +221,19 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     int64_t cur[2], last[2] = { 0, 0 };
-    int by_dur = q->sort && strcmp(q->sort, "duration") == 0;
-    int desc = q->desc;
+    int sort = 0, desc = q->desc, by_dur;
     uint32_t n = 0, l = q_limit(q);
     char pat[SQ_PAT_MAX];
     int rc, hc;
 
-    if (q->sort && !by_dur && strcmp(q->sort, "start") != 0)
-        return GPUFL_EINVAL;
+    if (q->sort) {
+        for (sort = 0; sort < (int)(sizeof(sorts) / sizeof(sorts[0])); sort++)
+            if (!strcmp(q->sort, sorts[sort].name))
+                break;
+        if (sort == (int)(sizeof(sorts) / sizeof(sorts[0])))
+            return GPUFL_EINVAL;
+    }
+    by_dur = sort == 1;
     q_begin(s, &c);
     if ((rc = q_session(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
@@ -191,7 +243,7 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
         return q_end(&c, GPUFL_EINVAL, w);
     /* one row-value bound on the index key (a separate "ts >= from" next
      * to an OR-ed cursor test made SQLite seek from the cursor instead) */
-    if (!by_dur) {
+    if (sort == 0) {
         int64_t from = (int64_t)q->from,
                 to = q->to ? (int64_t)q->to : INT64_MAX;
         if (!desc && cur[0] < from) {
@@ -205,7 +257,7 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
     }
     rc = by_dur ? kernels_by_dur(&c, q, cur, desc, l, pat) : GPUFL_EFULL;
     if (rc == GPUFL_EFULL)
-        rc = kernels_sql(&c, q, cur, by_dur, desc, l, pat);
+        rc = kernels_sql(&c, q, cur, sort, desc, l, pat);
     if (rc)
         return q_end(&c, rc, w);
     (void)hc;
@@ -216,7 +268,12 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
         jw_obj_begin(w);
         w_kernel_row(&c, w);
         jw_obj_end(w);
-        last[0] = by_dur ? qcol_i64(c.st, 2) : qcol_i64(c.st, 1);
+        switch (sort) {
+        case 0: last[0] = qcol_i64(c.st, 1); break;
+        case 1: last[0] = qcol_i64(c.st, 2); break;
+        case 2: last[0] = -qcol_i64(c.st, 19) - qcol_i64(c.st, 20); break;
+        default: last[0] = -qcol_i64(c.st, 19); break;
+        }
         last[1] = qcol_i64(c.st, 0);
         n++;
     }
@@ -254,17 +311,17 @@ int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
     stack = qcol_i64(c.st, 18);
     cfg = qcol_i64(c.st, 21);
     srv_jw_kv_dec(w, "end", qcol_i64(c.st, 1) + qcol_i64(c.st, 2));
-    if (qcol_i64(c.st, 20)) {
+    if (api_ok(qcol_i64(c.st, 1), qcol_i64(c.st, 19), qcol_i64(c.st, 20))) {
         srv_jw_kv_dec(w, "api_enter", qcol_i64(c.st, 1) + qcol_i64(c.st, 19));
         srv_jw_kv_dec(w, "api_dur", qcol_i64(c.st, 20));
     }
     srv_jw_kv_num(w, "launch_cfg", cfg);
     jw_key(w, "cooperative");
     jw_bool(w, (qcol_i64(c.st, 22) & EVF_COOP) != 0);
-    if (!qcol_null(c.st, 23))
-        jw_kv_str(w, "limiter", qcol_text(c.st, 23));
-    srv_jw_kv_num(w, "local_mem", qcol_i64(c.st, 24));
-    srv_jw_kv_num(w, "dyn_smem", qcol_i64(c.st, 25));
+    if (!qcol_null(c.st, KCOLS_N))
+        jw_kv_str(w, "limiter", qcol_text(c.st, KCOLS_N));
+    srv_jw_kv_num(w, "local_mem", qcol_i64(c.st, KCOLS_N + 1));
+    srv_jw_kv_num(w, "dyn_smem", qcol_i64(c.st, KCOLS_N + 2));
     /* the scope instance's path, from its scope_begin line */
     if (scope && !path) {
         if (!q_prepare(
@@ -297,7 +354,8 @@ int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
 
 /* One aggregate row, as read from kagg (+ its name). */
 typedef struct agg_row {
-    char *name; /* malloc'd, whole */
+    char *name;    /* display name, malloc'd, whole */
+    char *mangled; /* recorded name (the key), malloc'd, whole */
     uint64_t n, total, min, max, p50, p99, n_occ;
     double sum_occ;
     int64_t regs, smem;
@@ -305,8 +363,10 @@ typedef struct agg_row {
 
 static void agg_free(agg_row *rows, size_t n)
 {
-    for (size_t i = 0; i < n && rows; i++)
+    for (size_t i = 0; i < n && rows; i++) {
         free(rows[i].name);
+        free(rows[i].mangled);
+    }
     free(rows);
 }
 
@@ -321,11 +381,14 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
 
     *out = NULL;
     *nout = 0;
-    rc = q_prepare(c, "SELECT coalesce(d.name, ''), a.n, a.total, a.min, a.max,"
-                      " a.sum_occ, a.n_occ, a.regs, a.smem, a.hist FROM kagg a"
-                      " LEFT JOIN dicts d ON d.sess=a.sess AND d.id=a.name_id"
-                      " WHERE a.sess=?1 AND (CAST(?2 AS TEXT) IS NULL OR d.name"
-                      " LIKE ?2 ESCAPE '\\') ORDER BY a.total DESC, a.name_id");
+    rc = q_prepare(c,
+                   "SELECT coalesce(d.demangled, d.name, ''), a.n, a.total,"
+                   " a.min, a.max, a.sum_occ, a.n_occ, a.regs, a.smem, a.hist,"
+                   " coalesce(d.name, '') FROM kagg a LEFT JOIN dicts d ON"
+                   " d.sess=a.sess AND d.id=a.name_id WHERE a.sess=?1 AND"
+                   " (CAST(?2 AS TEXT) IS NULL OR d.name LIKE ?2 ESCAPE '\\'"
+                   " OR d.demangled LIKE ?2 ESCAPE '\\') ORDER BY a.total"
+                   " DESC, a.name_id");
     if (rc)
         return rc;
     qbind_i64(c->st, 1, c->sess);
@@ -346,11 +409,13 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
             rows = nr;
         }
         r = &rows[n];
-        if (!(r->name = strdup(qcol_text(c->st, 0)))) {
+        r->name = strdup(qcol_text(c->st, 0));
+        r->mangled = strdup(qcol_text(c->st, 10));
+        n++;
+        if (!r->name || !r->mangled) {
             agg_free(rows, n);
             return GPUFL_ENOMEM;
         }
-        n++;
         r->n = (uint64_t)qcol_i64(c->st, 1);
         r->total = (uint64_t)qcol_i64(c->st, 2);
         r->min = (uint64_t)qcol_i64(c->st, 3);
@@ -427,6 +492,7 @@ int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w)
     for (size_t i = (size_t)off; i < n && i < (size_t)off + l; i++) {
         jw_obj_begin(w);
         jw_kv_str(w, "name", rows[i].name);
+        jw_kv_str(w, "mangled", rows[i].mangled);
         w_agg(w, &rows[i]);
         jw_obj_end(w);
     }
@@ -457,8 +523,9 @@ int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w)
     jw_kv_str(w, "b", q->b_sid);
     jw_key(w, "items");
     jw_arr_begin(w);
-    /* a's names by total, then b's names a lacks (up to limit each);
-     * quadratic in names, which SQ_NAMES_MAX caps */
+    /* a's names by total, then b's names a lacks (up to limit each),
+     * matched by the whole recorded name: template instantiations that
+     * read alike stay apart; quadratic in names, which SQ_NAMES_MAX caps */
     for (int pass = 0; pass < 2; pass++) {
         size_t nn = pass ? nb : na;
         const agg_row *src = pass ? rb : ra;
@@ -468,7 +535,7 @@ int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w)
             size_t no = pass ? na : nb;
             const agg_row *m = NULL;
             for (size_t j = 0; j < no; j++)
-                if (strcmp(other[j].name, src[i].name) == 0) {
+                if (strcmp(other[j].mangled, src[i].mangled) == 0) {
                     m = &other[j];
                     break;
                 }
@@ -480,6 +547,7 @@ int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w)
                 y = m;
             jw_obj_begin(w);
             jw_kv_str(w, "name", src[i].name);
+            jw_kv_str(w, "mangled", src[i].mangled);
             jw_key(w, "a");
             if (x) {
                 jw_obj_begin(w);

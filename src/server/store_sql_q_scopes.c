@@ -209,9 +209,10 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
         jw_kv_str(w, "path", q->path);
     /* per function: warp efficiency (divergence) and coalescing */
     rc = q_prepare(&c,
-                   "SELECT min(coalesce(n.name, '')), sum(s.inst),"
+                   "SELECT min(coalesce(n.demangled, n.name, '')), sum(s.inst),"
                    " sum(s.thread_inst), sum(s.sectors), sum(s.sectors_ideal),"
-                   " sum(s.samples) FROM sass s LEFT JOIN dicts n ON"
+                   " sum(s.samples), min(coalesce(n.name, '')) FROM sass s"
+                   " LEFT JOIN dicts n ON"
                    " n.sess=s.sess AND n.id=s.func WHERE s.sess=?1 AND"
                    " (?2 = 0 OR s.path=?2) GROUP BY s.func ORDER BY"
                    " sum(s.inst) + sum(s.samples) DESC LIMIT ?3");
@@ -226,6 +227,7 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
         double inst = (double)qcol_i64(c.st, 1), ti = (double)qcol_i64(c.st, 2);
         jw_obj_begin(w);
         jw_kv_str(w, "function", qcol_text(c.st, 0));
+        jw_kv_str(w, "function_mangled", qcol_text(c.st, 6));
         srv_jw_kv_dec(w, "inst", qcol_i64(c.st, 1));
         srv_jw_kv_dec(w, "thread_inst", qcol_i64(c.st, 2));
         w_ratio(w, "warp_efficiency", ti, inst * 32);
@@ -241,10 +243,11 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
         goto fail;
     /* per instruction (function, pc, source line) */
     rc = q_prepare(&c,
-                   "SELECT min(coalesce(n.name, '')), s.pc,"
+                   "SELECT min(coalesce(n.demangled, n.name, '')), s.pc,"
                    " min(coalesce(f.name, '')), min(s.line), sum(s.inst), "
                    "sum(s.thread_inst), sum(s.sectors),"
-                   " sum(s.sectors_ideal), sum(s.samples) FROM sass s LEFT JOIN"
+                   " sum(s.sectors_ideal), sum(s.samples),"
+                   " min(coalesce(n.name, '')) FROM sass s LEFT JOIN"
                    " dicts n ON n.sess=s.sess AND n.id=s.func LEFT JOIN dicts f"
                    " ON f.sess=s.sess AND f.id=s.file WHERE s.sess=?1 AND"
                    " (?2 = 0 OR s.path=?2) GROUP BY s.func, s.pc ORDER BY"
@@ -259,6 +262,7 @@ int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w)
     while ((rc = sdb_step(c.st)) == SDB_ROW && n++ < SQ_LIMIT_MAX) {
         jw_obj_begin(w);
         jw_kv_str(w, "function", qcol_text(c.st, 0));
+        jw_kv_str(w, "function_mangled", qcol_text(c.st, 9));
         srv_jw_kv_num(w, "pc", qcol_i64(c.st, 1));
         jw_kv_str(w, "file", qcol_text(c.st, 2));
         srv_jw_kv_num(w, "line", qcol_i64(c.st, 3));

@@ -198,16 +198,19 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
         jw_obj_end(w);
     }
     jw_arr_end(w);
-    jw_key(w, "names");
-    jw_obj_begin(w);
-    for (int k = 0; k < nn; k++) {
-        char key[24], nm[SQ_NAME_MAX + 1];
-        size_t kl = jw_fmt_u64(key, (uint64_t)names[k]);
-        key[kl] = '\0';
-        jw_key(w, key);
-        jw_str(w, sq_name_of(c.db, c.sess, names[k], nm, sizeof(nm)));
+    for (int pass = 0; pass < 2; pass++) {
+        jw_key(w, pass ? "mangled" : "names");
+        jw_obj_begin(w);
+        for (int k = 0; k < nn; k++) {
+            char key[24], nm[SQ_NAME_MAX + 1], mg[SQ_NAME_MAX + 1];
+            size_t kl = jw_fmt_u64(key, (uint64_t)names[k]);
+            key[kl] = '\0';
+            sq_kname_of(c.db, c.sess, names[k], nm, mg, sizeof(nm));
+            jw_key(w, key);
+            jw_str(w, pass ? mg : nm);
+        }
+        jw_obj_end(w);
     }
-    jw_obj_end(w);
     jw_obj_end(w);
 out:
     for (int i = 0; i < nl; i++)

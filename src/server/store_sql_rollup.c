@@ -129,6 +129,10 @@ int sq_flush_sessions(srv_store *s, int64_t now)
         qbind_u64(st, 8, a->samples);
         qbind_u64(st, 9, a->profile);
         qbind_u64(st, 10, k[0]);
+        qbind_i64(st, 11, a->api_lo);
+        qbind_i64(st, 12, a->api_hi);
+        qbind_i64(st, 13, a->op_lo);
+        qbind_i64(st, 14, a->op_hi);
         if ((rc = qrun(st)) != 0)
             return rc;
     }

@@ -56,6 +56,15 @@ class Session:
                 return d["name"]
         raise LogError("name id %s not defined" % id_)
 
+    def display(self, id_):
+        """A name id's readable form: the dict line's demangled string when
+        it has one, else the name itself (docs/api.md "Names")."""
+        for s in self.streams.values():
+            d = s.dicts.get(id_)
+            if d and d["kind"] == "name":
+                return d.get("demangled", d["name"])
+        raise LogError("name id %s not defined" % id_)
+
     def path(self, id_):
         """The scope path of a path id, as 'a/b/c'."""
         parts = []

@@ -68,6 +68,11 @@ static void *worker(void *arg)
                     m.bytes = (uint64_t)(i + 1) * 100;
                     m.start_ns = now;
                     m.end_ns = now + 2000;
+                    /* the copy's API call: on every other copy made by
+                     * a thread the source names (4242), else this one */
+                    m.api_enter_ns = now - 3000;
+                    m.api_exit_ns = now - 2000;
+                    m.api_tid = i % 20 == 10 ? 4242 : 0;
                     gpufl_record_memcpy(&m);
                 }
             }

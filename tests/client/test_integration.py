@@ -56,6 +56,7 @@ class Workload(Base):
         scopes = {e["id"]: e for e in sess.streams["scope"].of("scope_begin")}
         ends = {e["id"]: e for e in sess.streams["scope"].of("scope_end")}
         seen = set()
+        tids = {}
         for k in dev.of("kernel"):
             t = k["stream"] - 100
             i = k["corr"] - t * 1000000 - 1
@@ -74,6 +75,9 @@ class Workload(Base):
             self.assertEqual(k["api"], [-5000, 4000])
             self.assertEqual(k.get("dev", 0), t % 2)
             b, e = scopes[k["scope"]], ends[k["scope"]]
+            # the launching thread: the one whose scope it ran in
+            self.assertEqual(k["tid"], b["tid"])
+            tids.setdefault(k["stream"], b["tid"])
             self.assertEqual(sess.path(b["path"]), "outer/inner")
             self.assertTrue(b["ts"] <= k["ts"] <= e["ts"])
         self.assertEqual(len(seen), threads * n)
@@ -86,6 +90,12 @@ class Workload(Base):
             self.assertEqual(c.get("dev", 0), t % 2)
             self.assertEqual(c["gbps"], round(c["bytes"] / 2000, 2))
             self.assertEqual((c["bytes"] // 100 - 1) % 10, 0)
+            # the copy's API call and thread: the recording one, or the one
+            # the source named
+            self.assertEqual(c["api"], [-3000, 1000])
+            i = c["bytes"] // 100 - 1
+            self.assertEqual(c["tid"], 4242 if i % 20 == 10 else tids[c["stream"]])
+        self.assertEqual(len(set(tids.values())), threads)
 
     def test_fields(self):
         p = run([BIN + "/prog_workload", "3", "500"], self.env())
@@ -381,11 +391,22 @@ class Simulated(Base):
         names = {s.name(s.launch(k["cfg"])["name"]) for k in kernels}
         self.assertTrue(any(n.startswith("sm90_xmma_gemm") for n in names))
         self.assertTrue(any("flash_fwd_kernel" in n for n in names))
+        # the simulated CPU thread: the one whose scopes the kernels ran in
+        begins = {e["id"]: e for e in sc.of("scope_begin")}
+        tid = {begins[k["scope"]]["tid"] for k in kernels}
+        self.assertEqual(len(tid), 1)
         for k in kernels:
             cfg = s.launch(k["cfg"])
             self.assertTrue(0 < cfg["occ"] <= 1)
             self.assertGreater(k["dur"], 0)
             self.assertLess(k["api"][0], 0)
+            self.assertEqual(k["tid"], min(tid))
+        # copies and memsets carry their API call, made before the GPU
+        # started them, on the simulated CPU thread
+        for e in dev.of("memcpy") + dev.of("memset"):
+            self.assertLess(e["api"][0] + e["api"][1], 0, e)
+            self.assertGreater(e["api"][1], 0)
+            self.assertEqual(e["tid"], min(tid))
         self.assertEqual({e["kind"] for e in dev.of("memcpy")}, {"htod", "dtoh"})
         self.assertEqual(len(dev.of("sync")), 40)
         self.assertEqual(len(dev.of("memset")), 40)

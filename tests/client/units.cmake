@@ -21,3 +21,7 @@ target_compile_options(client_scope_macros_cxx PRIVATE -Wall -Wextra -Werror
 gpufl_unit_test(client_counter_sessions
                 ${CMAKE_CURRENT_LIST_DIR}/test_counter_sessions.c
                 LIBS gpufl_internal)
+# The simulated GPU's mangled kernel names read by c++filt as libgpufl's
+# dict lines demangle them (binutils: scripts/deps/client.test).
+gpufl_unit_test(client_sim_names ${CMAKE_CURRENT_LIST_DIR}/test_sim_names.c
+                LIBS gpufl_internal)

@@ -140,6 +140,9 @@ class Base(unittest.TestCase):
                 self.assertEqual(sess.path(b["path"]), "outer/inner")
                 # every launch of thread t is attributed to t's scopes
                 self.assertEqual(tid_of.setdefault(t, b["tid"]), b["tid"])
+                # and its call to t's API lane: the launching thread, not
+                # the one that read CUPTI's buffer
+                self.assertEqual(k["tid"], b["tid"])
             else:
                 self.assertNotIn("scope", k)
         self.assertEqual(seen, {(t, i) for t in range(threads)
@@ -172,7 +175,7 @@ class Capture(Base):
                           cfg["lmem"]), ([256, 2], 40, 1024, 2048, 8))
         # 512 threads = 16 warps: 3 blocks by warps, 40 regs -> 3 by regs
         self.assertEqual((cfg["occ"], cfg["lim"]), (1, "warps+regs"))
-        for f in ("api", "scope", "stack", "coop"):
+        for f in ("api", "tid", "scope", "stack", "coop"):
             self.assertNotIn(f, k)  # no launch callback: nothing invented
         k = ks["optin_k"]
         self.assertEqual(k["coop"], 1)

@@ -26,6 +26,19 @@ if(TARGET gpufl_server_core)
   endforeach()
 endif()
 
+# Names, API calls, the level-of-detail timeline, export, the UI found
+# without a flag (test_timeline.py), on SQLite; on PostgreSQL below.
+set(GPUFL_TL_CLASSES Names Lod Flows Export)
+if(TARGET gpufl_server_core)
+  foreach(cls ${GPUFL_TL_CLASSES} UiDefault)
+    add_test(NAME server_tl_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
+              -v ${cls})
+    set_tests_properties(server_tl_${cls} PROPERTIES TIMEOUT 600
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  endforeach()
+endif()
+
 # The same HTTP suite on PostgreSQL: a throwaway cluster (pg_cluster.sh)
 # started before and stopped after, one fresh database per server.
 file(GLOB GPUFL_PG_BINS /usr/lib/postgresql/*/bin/initdb)
@@ -43,6 +56,14 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
               -v ${cls})
     set_tests_properties(server_pg_http_${cls} PROPERTIES TIMEOUT 600
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endforeach()
+  foreach(cls ${GPUFL_TL_CLASSES})
+    add_test(NAME server_pg_tl_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
+              -v ${cls})
+    set_tests_properties(server_pg_tl_${cls} PROPERTIES TIMEOUT 600
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endforeach()

@@ -37,7 +37,8 @@ API_DEC = frozenset((
     "p99_ns", "max_ns", "from", "to", "bucket_ns", "t", "dur_ns", "self_ns",
     "gpu_ns", "gpu_ns_total", "bytes", "inst", "thread_inst", "sectors",
     "sectors_ideal", "start", "alloc_bytes", "inuse_bytes", "total_bytes",
-    "since", "deadline", "veto_until"))
+    "since", "deadline", "veto_until", "gpu_ts", "gpu_dur", "queue_ns",
+    "launch_ns"))
 # Members copied from event lines as they came: their integers are
 # numbers up to 2^53 - 1 and decimal strings past it, whatever the key.
 API_COPIED = frozenset(("devices", "engines", "cmd", "lib", "interval_ms",
@@ -58,12 +59,21 @@ def api_decode(v, key=None, copied=False, where="$"):
                               where + "." + k) for k, x in v.items()}
     if isinstance(v, list):
         if key == "buckets" and not copied:
-            # timeline: [pixel, kernels started, busy ns, top name id]
+            # timeline: [pixel, kernels started, busy ns, top name id];
+            # API calls: [pixel, calls started, busy ns]
             for b in v:
-                if not (isinstance(b, list) and len(b) == 4):
-                    bad("a bucket is [pixel, kernels, busy ns, name id]")
+                if not (isinstance(b, list) and len(b) in (3, 4)):
+                    bad("a bucket is [pixel, count, busy ns(, name id)]")
             return [[api_decode(x, "dur" if i == 2 else None, False,
                                 "%s[%d][%d]" % (where, j, i))
+                     for i, x in enumerate(b)] for j, b in enumerate(v)]
+        if key == "kernels" and not copied:
+            # timeline: [kid, ts, dur, name id, corr]
+            for b in v:
+                if not (isinstance(b, list) and len(b) == 5):
+                    bad("a kernel row is [kid, ts, dur, name id, corr]")
+            return [[api_decode(x, ("ts", "dur")[i - 1] if i in (1, 2)
+                                else None, False, "%s[%d][%d]" % (where, j, i))
                      for i, x in enumerate(b)] for j, b in enumerate(v)]
         return [api_decode(x, key, copied, "%s[%d]" % (where, i))
                 for i, x in enumerate(v)]

@@ -132,7 +132,9 @@ class Query(Base):
             self.assertEqual([g["ts"] for g in got], sorted(g["ts"] for g in got))
             for g in got:
                 seq, ts, dur, name, e = want[g["kid"]]
-                self.assertEqual((g["ts"], g["dur"], g["name"]), (ts, dur, name))
+                self.assertEqual((g["ts"], g["dur"], g["mangled"]), (ts, dur, name))
+                nid = s.launch(e["cfg"])["name"] if e.get("cfg") else e["name"]
+                self.assertEqual(g["name"], s.display(nid))
                 self.assertEqual(g["stream"], e.get("stream", 0))
                 self.assertEqual(g["dev"], e.get("dev", 0))
                 grid = e["grid"] + [1] * (3 - len(e["grid"]))
@@ -160,7 +162,8 @@ class Query(Base):
         for seq, ts, dur, name, e in self.kernels(s)[::97]:
             d = self.srv.get("/api/v1/sessions/%s/kernels/%d" % (s.sid, seq))
             l = s.launch(e["cfg"])
-            self.assertEqual(d["name"], name)
+            self.assertEqual(d["mangled"], name)
+            self.assertEqual(d["name"], s.display(l["name"]))
             self.assertEqual(d["regs"], l["regs"])
             self.assertEqual(d["block"], l["block"] + [1] * (3 - len(l["block"])))
             self.assertEqual(d["smem"], l.get("smem", 0) + l.get("dsmem", 0))
@@ -180,7 +183,7 @@ class Query(Base):
         agg = self.srv.get("/api/v1/sessions/%s/kernels/aggregate?limit=1000" % s.sid)
         self.assertEqual(len(agg["items"]), len(by))
         for it in agg["items"]:
-            v = by[it["name"]]
+            v = by[it["mangled"]]
             self.assertEqual(it["count"], len(v))
             self.assertEqual(it["total_ns"], sum(v))
             self.assertEqual(it["min_ns"], min(v))
@@ -270,9 +273,15 @@ class Query(Base):
         self.assertEqual({x["reason"]: x["samples"] for x in r["stalls"]}, stalls)
         inst = {}
         for x in sc.of("sass"):
-            f = s.name(x["func"])
+            f = (s.display(x["func"]), s.name(x["func"]))
             inst[f] = inst.get(f, 0) + x["inst"]
-        self.assertEqual({f["function"]: f["inst"] for f in r["functions"] if f["inst"]}, inst)
+        self.assertEqual({(f["function"], f["function_mangled"]): f["inst"]
+                          for f in r["functions"] if f["inst"]}, inst)
+        # the display names are readable: a mangled C++ function shows
+        # demangled (the simulated flash-attention kernel is one)
+        self.assertTrue(any(f["function_mangled"].startswith("_Z") and
+                            not f["function"].startswith("_Z")
+                            for f in r["functions"]), r["functions"])
         # per scope path
         path = s.path(sc.of("sass")[0]["path"])
         r2 = self.srv.get("/api/v1/sessions/%s/profile?path=%s" % (s.sid, path))
@@ -323,9 +332,9 @@ class Query(Base):
         self.assertEqual(h["items"][0]["sessions"], 3)
         c = self.srv.get("/api/v1/compare?a=%s&b=%s&limit=1000" % (self.train.sid, self.train2.sid))
         names = {k[3] for k in self.kernels(self.train)} | {k[3] for k in self.kernels(self.train2)}
-        self.assertEqual({i["name"] for i in c["items"]}, names)
+        self.assertEqual({i["mangled"] for i in c["items"]}, names)
         for i in c["items"]:
-            n2 = sum(1 for k in self.kernels(self.train2) if k[3] == i["name"])
+            n2 = sum(1 for k in self.kernels(self.train2) if k[3] == i["mangled"])
             self.assertEqual(i["b"]["count"] if i["b"] else 0, n2)
         st, _, _ = self.srv.req("GET", "/api/v1/sessions/00000000-0000-4000-8000-000000000000")
         self.assertEqual(st, 404)
@@ -393,6 +402,7 @@ def endpoints(sid):
         ("GET", "/api/v1/sessions/%s/kernels/aggregate" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/kernels/1" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/timeline" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/calls" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/copies" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/scopes" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/profile" % sid, "read"),

@@ -751,9 +751,9 @@ static void check_gaps(const char *json, int64_t total, int nr, int64_t last)
 }
 
 /* A database of schema 6 (the duration index, no kext, srl, kext_ver,
- * seqr) with kernels and system samples: migrations 7, 8 and 10 fill kext,
- * srl and the stored seq ranges from what is stored (9 adds kext_ver), and
- * the queries answer as for data ingested since: SIDC's device stream
+ * seqr, nor what schema 12 added) with kernels and system samples:
+ * migrations 7, 8 and 10 fill kext, srl and the stored seq ranges from
+ * what is stored (9 adds kext_ver), and the queries answer as for data ingested since: SIDC's device stream
  * holds seqs 0, 1, 3, 30003, ... 1140003, so 39 ranges (1139963 seqs) are
  * missing; after ten more kernels 49 (1439953). */
 static void test_migrate_to_kext_srl(void)
@@ -780,6 +780,17 @@ static void test_migrate_to_kext_srl(void)
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN streams") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN ended") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE keys DROP COLUMN hosts") == 0);
+    /* schema 12 */
+    CHECK(sdb_exec(db, "ALTER TABLE dicts DROP COLUMN demangled;"
+                       "ALTER TABLE kernels DROP COLUMN tid;"
+                       "ALTER TABLE ops DROP COLUMN tid;"
+                       "ALTER TABLE ops DROP COLUMN api_off;"
+                       "ALTER TABLE ops DROP COLUMN api_dur;"
+                       "ALTER TABLE sessions DROP COLUMN api_lo;"
+                       "ALTER TABLE sessions DROP COLUMN api_hi;"
+                       "ALTER TABLE sessions DROP COLUMN op_lo;"
+                       "ALTER TABLE sessions DROP COLUMN op_hi;"
+                       "DROP TABLE klong") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);

@@ -1,0 +1,371 @@
+/*
+ * store_sql_q_calls.c - the CUDA API calls of a time range per CPU thread
+ * (docs/api.md "calls"): kernel launches, copies' and memsets' calls, and
+ * syncs, listed one by one when they are few, else summarised per thread
+ * and pixel column - never a list cut short.
+ *
+ * No index holds API times: a call is found through the ts index of its
+ * kernel or op.  Each session keeps the bounds of start - call exit (lo)
+ * and start - call entry (hi) over its kernels, and over its ops, updated
+ * by every batch (store_sql_ingest.c), so a call overlapping [from, to)
+ * belongs to a row whose ts lies in [from + lo, to + hi]: one range scan,
+ * as wide as the session's worst queue latency is long.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv_json.h"
+#include "store_sql_q.h"
+
+/* Calls listed one by one: default and cap of limit=. */
+#define SQ_CALLS_DEFAULT 10000
+#define SQ_CALLS_MAX 50000
+/* Threads summarised per answer (each a row of columns). */
+#define SQ_CALL_THREADS_MAX 256
+
+enum { CALL_LAUNCH, CALL_MEMCPY, CALL_MEMSET, CALL_SYNC };
+static const char *const call_types[] = { "launch", "memcpy", "memset",
+                                          "sync" };
+
+typedef struct call {
+    int64_t ts, dur, gpu_ts, gpu_dur, seq, corr, dev, stream, bytes;
+    uint32_t tid;
+    uint8_t type;
+    char kind[16];
+} call;
+
+/* Per thread: its columns (summary) - calls started, busy ns. */
+typedef struct thr {
+    uint32_t tid;
+    uint64_t *n, *busy;
+} thr;
+
+typedef struct calls_ctx {
+    uint64_t from, to, bw;
+    uint32_t width, limit;
+    uint64_t count; /* calls in the range, all */
+    call *list;     /* the first limit + 1 */
+    size_t nlist;
+    thr thr[SQ_CALL_THREADS_MAX];
+    int nthr;
+    uint64_t threads_cut; /* calls of threads past SQ_CALL_THREADS_MAX */
+    uint32_t cut_tids[SQ_CALL_THREADS_MAX];
+    int ncut;
+} calls_ctx;
+
+static thr *thr_get(calls_ctx *x, uint32_t tid)
+{
+    for (int i = 0; i < x->nthr; i++)
+        if (x->thr[i].tid == tid)
+            return &x->thr[i];
+    if (x->nthr == SQ_CALL_THREADS_MAX)
+        return NULL;
+    x->thr[x->nthr].tid = tid;
+    x->thr[x->nthr].n = calloc(x->width, sizeof(uint64_t));
+    x->thr[x->nthr].busy = calloc(x->width, sizeof(uint64_t));
+    if (!x->thr[x->nthr].n || !x->thr[x->nthr].busy) {
+        free(x->thr[x->nthr].n);
+        free(x->thr[x->nthr].busy);
+        return NULL;
+    }
+    return &x->thr[x->nthr++];
+}
+
+/* Threads left out of the summary, counted once each. */
+static void thr_cut(calls_ctx *x, uint32_t tid)
+{
+    for (int i = 0; i < x->ncut; i++)
+        if (x->cut_tids[i] == tid)
+            return;
+    if (x->ncut < SQ_CALL_THREADS_MAX)
+        x->cut_tids[x->ncut++] = tid;
+    x->threads_cut++;
+}
+
+/* One call of the range: kept while the list has room, and added to its
+ * thread's columns.  GPUFL_ENOMEM when a thread's columns cannot be had. */
+static int call_add(calls_ctx *x, const call *c)
+{
+    uint32_t c0, c1;
+    thr *t;
+
+    x->count++;
+    if (x->nlist <= x->limit)
+        x->list[x->nlist++] = *c;
+    t = thr_get(x, c->tid);
+    if (!t) {
+        if (x->nthr < SQ_CALL_THREADS_MAX)
+            return GPUFL_ENOMEM;
+        thr_cut(x, c->tid);
+        return GPUFL_OK;
+    }
+    if (!sq_cols_of(x->from, x->to, x->bw, x->width, (uint64_t)c->ts,
+                    (uint64_t)c->dur, &c0, &c1))
+        return GPUFL_OK;
+    if ((uint64_t)c->ts >= x->from)
+        t->n[c0]++;
+    for (uint32_t i = c0; i <= c1; i++)
+        t->busy[i] = rl_sat_add(
+            t->busy[i], sq_cols_overlap(x->from, x->to, x->bw, i,
+                                        (uint64_t)c->ts, (uint64_t)c->dur));
+    return GPUFL_OK;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+/* The kernels' launch calls (bounds lo, hi: start - exit, start - entry). */
+static int scan_launches(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
+{
+    int rc;
+
+    rc = q_prepare(c, "SELECT k.seq, k.ts, k.dur, k.api_off, k.api_dur,"
+                      " coalesce(k.tid, 0), k.corr, k.dev, k.stream FROM"
+                      " kernels k WHERE k.sess=?1 AND k.ts >= ?2 AND"
+                      " k.ts <= ?3 AND " SQ_API_OK(
+                          "k") " AND k.ts + k.api_off < ?4 AND"
+                               " k.ts + k.api_off + k.api_dur > ?5");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, sat_add((int64_t)x->from, lo));
+    qbind_i64(c->st, 3, sat_add((int64_t)x->to, hi));
+    qbind_i64(c->st, 4, (int64_t)x->to);
+    qbind_i64(c->st, 5, (int64_t)x->from);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        call k;
+        memset(&k, 0, sizeof(k));
+        k.type = CALL_LAUNCH;
+        k.seq = qcol_i64(c->st, 0);
+        k.gpu_ts = qcol_i64(c->st, 1);
+        k.gpu_dur = qcol_i64(c->st, 2);
+        k.ts = k.gpu_ts + qcol_i64(c->st, 3);
+        k.dur = qcol_i64(c->st, 4);
+        k.tid = (uint32_t)qcol_i64(c->st, 5);
+        k.corr = qcol_i64(c->st, 6);
+        k.dev = qcol_i64(c->st, 7);
+        k.stream = qcol_i64(c->st, 8);
+        if ((rc = call_add(x, &k)) != 0)
+            return rc;
+    }
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+/* Syncs (their own times) and the API calls of copies and memsets. */
+static int scan_ops(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
+{
+    char sql[1024];
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "SELECT o.seq, o.type, o.ts, o.dur, o.api_off, o.api_dur,"
+             " coalesce(o.tid, 0), o.corr, o.dev, o.stream,"
+             " coalesce(o.kind, ''), o.bytes FROM ops o WHERE o.sess=?1 AND"
+             " o.ts >= ?2 AND o.ts <= ?3 AND ((o.type=%d AND o.ts < ?4 AND"
+             " (o.ts + o.dur > ?5 OR o.ts >= ?5)) OR (o.type IN (%d, %d) AND"
+             " %s AND o.ts + o.api_off < ?4 AND"
+             " o.ts + o.api_off + o.api_dur > ?5))",
+             EV_SYNC, EV_MEMCPY, EV_MEMSET, SQ_API_OK("o"));
+    if ((rc = q_prepare(c, sql)) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, sat_add((int64_t)x->from, lo));
+    qbind_i64(c->st, 3, sat_add((int64_t)x->to, hi));
+    qbind_i64(c->st, 4, (int64_t)x->to);
+    qbind_i64(c->st, 5, (int64_t)x->from);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        int64_t type = qcol_i64(c->st, 1);
+        call o;
+        memset(&o, 0, sizeof(o));
+        o.seq = qcol_i64(c->st, 0);
+        o.tid = (uint32_t)qcol_i64(c->st, 6);
+        o.corr = qcol_i64(c->st, 7);
+        o.dev = qcol_i64(c->st, 8);
+        o.stream = qcol_i64(c->st, 9);
+        snprintf(o.kind, sizeof(o.kind), "%s", qcol_text(c->st, 10));
+        if (type == EV_SYNC) {
+            o.type = CALL_SYNC;
+            o.ts = qcol_i64(c->st, 2);
+            o.dur = qcol_i64(c->st, 3);
+        } else {
+            o.type = type == EV_MEMCPY ? CALL_MEMCPY : CALL_MEMSET;
+            o.gpu_ts = qcol_i64(c->st, 2);
+            o.gpu_dur = qcol_i64(c->st, 3);
+            o.ts = o.gpu_ts + qcol_i64(c->st, 4);
+            o.dur = qcol_i64(c->st, 5);
+            o.bytes = qcol_i64(c->st, 11);
+        }
+        if ((rc = call_add(x, &o)) != 0)
+            return rc;
+    }
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+static int call_cmp(const void *a, const void *b)
+{
+    const call *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int thr_cmp(const void *a, const void *b)
+{
+    const thr *x = a, *y = b;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static void w_call(jw *w, const call *c)
+{
+    jw_obj_begin(w);
+    jw_kv_str(w, "type", call_types[c->type]);
+    srv_jw_kv_dec(w, "ts", c->ts);
+    srv_jw_kv_dec(w, "dur", c->dur);
+    srv_jw_kv_num(w, "seq", c->seq);
+    srv_jw_kv_num(w, "corr", c->corr);
+    srv_jw_kv_num(w, "dev", c->dev);
+    srv_jw_kv_num(w, "stream", c->stream);
+    if (c->type == CALL_MEMCPY || c->type == CALL_SYNC)
+        jw_kv_str(w, "kind", c->kind);
+    if (c->type == CALL_MEMCPY || c->type == CALL_MEMSET)
+        srv_jw_kv_dec(w, "bytes", c->bytes);
+    if (c->type != CALL_SYNC) {
+        srv_jw_kv_dec(w, "gpu_ts", c->gpu_ts);
+        srv_jw_kv_dec(w, "gpu_dur", c->gpu_dur);
+    }
+    jw_obj_end(w);
+}
+
+static void w_calls(jw *w, calls_ctx *x)
+{
+    size_t i = 0;
+
+    qsort(x->list, x->nlist, sizeof(call), call_cmp);
+    jw_key(w, "threads");
+    jw_arr_begin(w);
+    while (i < x->nlist) {
+        uint32_t tid = x->list[i].tid;
+        jw_obj_begin(w);
+        srv_jw_kv_num(w, "tid", tid);
+        jw_key(w, "calls");
+        jw_arr_begin(w);
+        for (; i < x->nlist && x->list[i].tid == tid; i++)
+            w_call(w, &x->list[i]);
+        jw_arr_end(w);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+}
+
+static void w_summary(jw *w, calls_ctx *x)
+{
+    qsort(x->thr, (size_t)x->nthr, sizeof(thr), thr_cmp);
+    jw_kv_u64(w, "width", x->width);
+    srv_jw_kv_udec(w, "bucket_ns", x->bw);
+    jw_key(w, "threads");
+    jw_arr_begin(w);
+    for (int i = 0; i < x->nthr; i++) {
+        jw_obj_begin(w);
+        srv_jw_kv_num(w, "tid", x->thr[i].tid);
+        /* [pixel, calls started, busy ns], the occupied columns */
+        jw_key(w, "buckets");
+        jw_arr_begin(w);
+        for (uint32_t p = 0; p < x->width; p++) {
+            /* an occupied column has a start or covered ns */
+            if (!x->thr[i].n[p] && !x->thr[i].busy[p])
+                continue;
+            jw_arr_begin(w);
+            jw_u64(w, p);
+            srv_jw_unum(w, x->thr[i].n[p]);
+            srv_jw_udec(w, x->thr[i].busy[p]);
+            jw_arr_end(w);
+        }
+        jw_arr_end(w);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_kv_u64(w, "threads_cut", x->threads_cut);
+}
+
+int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    calls_ctx *x = calloc(1, sizeof(*x));
+    int64_t b[4];
+    int has[4] = { 0 }, rc;
+
+    if (!x)
+        return GPUFL_ENOMEM;
+    x->width = q->width ? q->width : 1000;
+    if (x->width > SQ_TL_WIDTH_MAX)
+        x->width = SQ_TL_WIDTH_MAX;
+    x->limit = q->limit ? q->limit : SQ_CALLS_DEFAULT;
+    if (x->limit > SQ_CALLS_MAX)
+        x->limit = SQ_CALLS_MAX;
+    x->list = malloc(((size_t)x->limit + 1) * sizeof(call));
+    if (!x->list) {
+        free(x);
+        return GPUFL_ENOMEM;
+    }
+    q_begin(s, &c);
+    if ((rc = q_session(&c, q->sid)) != 0)
+        goto out;
+    x->from = q->from ? q->from : (uint64_t)c.first;
+    x->to = q->to ? q->to : (uint64_t)c.last + 1;
+    if (x->to <= x->from) {
+        rc = GPUFL_EINVAL;
+        goto out;
+    }
+    x->bw = sq_cols_width(x->from, x->to, x->width);
+    if ((rc = q_prepare(&c, "SELECT api_lo, api_hi, op_lo, op_hi FROM"
+                            " sessions WHERE id=?")) != 0)
+        goto out;
+    qbind_i64(c.st, 1, c.sess);
+    if ((rc = sdb_step(c.st)) != SDB_ROW) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    for (int i = 0; i < 4; i++) {
+        has[i] = !qcol_null(c.st, i);
+        b[i] = has[i] ? qcol_i64(c.st, i) : 0;
+    }
+    rc = GPUFL_OK;
+    if (has[0] && has[1])
+        rc = scan_launches(&c, x, b[0], b[1]);
+    if (!rc && has[2] && has[3])
+        rc = scan_ops(&c, x, b[2], b[3]);
+    if (rc)
+        goto out;
+    jw_obj_begin(w);
+    srv_jw_kv_udec(w, "from", x->from);
+    srv_jw_kv_udec(w, "to", x->to);
+    jw_key(w, "complete");
+    jw_bool(w, x->count <= x->limit);
+    jw_kv_u64(w, "count", x->count);
+    if (x->count <= x->limit)
+        w_calls(w, x);
+    else
+        w_summary(w, x);
+    jw_obj_end(w);
+out:
+    for (int i = 0; i < x->nthr; i++) {
+        free(x->thr[i].n);
+        free(x->thr[i].busy);
+    }
+    free(x->list);
+    free(x);
+    return q_end(&c, rc, w);
+}
