@@ -45,9 +45,9 @@ export function hitsIn(st: Stratum[], a: number, b: number): { n: number; exact:
 }
 
 /* Density per pixel column of [v0, v1) over w columns: 0 none, else the
-   number of hits seen in it (a dense stratum fills its columns with
-   `dense`). */
-export function density(st: Stratum[], v0: number, v1: number, w: number, dense = 1e9): Float32Array {
+   number of hits seen in it; the columns of a dense stratum that hold no
+   hit seen are `dense` (a hit is there or near, not counted). */
+export function density(st: Stratum[], v0: number, v1: number, w: number, dense = -1): Float32Array {
   const out = new Float32Array(Math.max(1, Math.floor(w)));
   const k = out.length / (v1 - v0);
   for (const s of st) {
@@ -55,7 +55,12 @@ export function density(st: Stratum[], v0: number, v1: number, w: number, dense 
     if (s.more) {
       const x0 = Math.max(0, Math.floor((s.a - v0) * k));
       const x1 = Math.min(out.length, Math.ceil((s.b - v0) * k));
-      for (let x = x0; x < x1; x++) out[x] = Math.max(out[x], dense);
+      for (let x = x0; x < x1; x++) if (out[x] === 0) out[x] = dense;
+      for (const t of s.at) {
+        if (t < v0 || t >= v1) continue;
+        const x = Math.min(out.length - 1, Math.floor((t - v0) * k));
+        out[x] = out[x] === dense ? 1 : out[x] + 1;
+      }
       continue;
     }
     for (const t of s.at) {

@@ -12,14 +12,14 @@ export const CALL_COLORS: Record<string, number> = {
   launch: hexColor('#5b8def'),
   memcpy: hexColor('#d9a441'),
   memset: hexColor('#b0884a'),
-  sync: hexColor('#c0504d'),
+  sync: hexColor('#7d4b4b'),
 };
 export const COPY_COLORS: Record<string, number> = {
   htod: hexColor('#d9a441'),
   dtoh: hexColor('#41b3d9'),
   dtod: hexColor('#9a7fd1'),
   memset: hexColor('#b0884a'),
-  sync: hexColor('#c0504d'),
+  sync: hexColor('#7d4b4b'),
   other: hexColor('#8f8f8f'),
 };
 export const SCOPE_COLOR = hexColor('#3f7f6b');

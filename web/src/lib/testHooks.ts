@@ -21,6 +21,8 @@ export interface TimelineDraw {
   height: number;
   res: number; // ns per tile column
   ticks: string[]; // the axis' labels
+  tickAt: number[]; // their times (offsets, ns)
+  scopes: { name: string; t: number; dur: number; depth: number }[]; // scope instances in view
   follow: boolean; // live: following the end of a running session
   hi: number; // the session's span (ns)
   marks: number[];
@@ -66,6 +68,7 @@ export interface UiTest {
   timelineHits?: () => TimelineHit[];
   timelineSet?: (t0: number, t1: number) => void;
   timelineArea?: (t0: number, t1: number, lanes: string[] | null) => void;
+  system?: { r0: number; r1: number; live: boolean }; // the System charts' x range (s from the session start)
   flame?: FlameDraw;
   flameHits?: () => FlameHit[];
 }

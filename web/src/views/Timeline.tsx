@@ -168,6 +168,9 @@ export function Timeline(props: Props) {
     scopeDepths: 0,
     counters: null as null | { a: number; b: number; px: number; tracks: Track[] },
     trackIds: new Set(TRACKS.map((t) => t.id)),
+    // counter lanes seen in any answer: they stay (empty where a range has
+    // no samples) so that lanes do not jump while panning
+    trackLanes: new Map<string, { dev: number; track: string; label: string }>(),
     hits: null as null | { q: string; a: number; b: number; strata: Stratum[]; whole: Stratum[] },
     hitTotal: null as number | null,
     q: query,
@@ -437,7 +440,10 @@ export function Timeline(props: Props) {
       fields: 'util,sm_active,mem_used,mem_total,power,pcie_tx,pcie_rx',
     });
     if (gen !== S.gen) return;
-    S.counters = { a, b, px, tracks: shapeTracks(r.series, num(r.bucket_ns), base, devices, S.trackIds, interval) };
+    const tracks = shapeTracks(r.series, num(r.bucket_ns), base, devices, S.trackIds, interval);
+    for (const t of tracks)
+      S.trackLanes.set(tLane(t.dev, t.id), { dev: t.dev, track: t.id, label: 'GPU' + t.dev + ' ' + t.label });
+    S.counters = { a, b, px, tracks };
   };
 
   const loadHits = async (gen: number) => {
@@ -488,10 +494,9 @@ export function Timeline(props: Props) {
   /* ---- drawing ------------------------------------------------------------ */
 
   const layout = () => {
-    const counters: { dev: number; track: string; label: string }[] = [];
-    if (S.counters)
-      for (const t of S.counters.tracks)
-        counters.push({ dev: t.dev, track: t.id, label: 'GPU' + t.dev + ' ' + t.label });
+    const counters = [...S.trackLanes.values()].filter((c) => S.trackIds.has(c.track));
+    const order = TRACKS.map((t) => t.id);
+    counters.sort((a, b) => a.dev - b.dev || order.indexOf(a.track) - order.indexOf(b.track));
     S.lanes = layoutLanes(
       {
         hits: !!S.q,
@@ -601,7 +606,7 @@ export function Timeline(props: Props) {
     drawOverlays(g, W, H);
     S.labels = labels;
     S.boxes = pc.boxes ?? [];
-    if (testHooks.on) publish(W, H, painted, nl, performance.now() - t0, tk.labels);
+    if (testHooks.on) publish(W, H, painted, nl, performance.now() - t0, tk.labels, tk.at);
     updateStatus();
   };
 
@@ -924,7 +929,15 @@ export function Timeline(props: Props) {
     }
   };
 
-  const publish = (W: number, H: number, painted: number, labels: number, ms: number, ticks: string[]) => {
+  const publish = (
+    W: number,
+    H: number,
+    painted: number,
+    labels: number,
+    ms: number,
+    ticks: string[],
+    tickAt: number[],
+  ) => {
     S.frames.push(ms);
     if (S.frames.length > 4000) S.frames.splice(0, 2000);
     let loading = 0;
@@ -951,6 +964,11 @@ export function Timeline(props: Props) {
       height: H,
       res: S.res,
       ticks,
+      tickAt,
+      scopes: (S.scopeWin?.items ?? [])
+        .filter((x) => x.t < S.v.t1 && x.t + x.dur > S.v.t0)
+        .slice(0, 500)
+        .map((x) => ({ name: x.name, t: x.t, dur: x.dur, depth: x.depth })),
       follow: S.follow,
       hi: S.hi,
       marks: [...S.marks],
