@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/jw.h"
+#include "common/trace.h"
 #include "gpufl/gpufl.h"
 #include "report.h"
 #include "report_int.h"
@@ -60,47 +61,24 @@ static void ev_end(exp *x)
     x->events++;
 }
 
-/* ts in microseconds with 3 decimals, exact (no double rounding). */
-static void kv_us(jw *w, const char *k, uint64_t base, uint64_t ts)
-{
-    char b[48];
-    int neg = ts < base;
-    uint64_t d = neg ? base - ts : ts - base;
-    int n = snprintf(b, sizeof b, "%s%llu.%03llu", neg ? "-" : "",
-                     (unsigned long long)(d / 1000),
-                     (unsigned long long)(d % 1000));
-    jw_key(w, k);
-    jw_raw(w, b, (size_t)n);
-}
-
+/* The event members: common/trace.h, shared with gpufl-server's export. */
 static void kv_common(exp *x, const char *ph, int pid, uint64_t tid)
 {
-    jw_kv_str(&x->w, "ph", ph);
-    jw_kv_u64(&x->w, "pid", (uint64_t)pid);
-    jw_kv_u64(&x->w, "tid", tid);
+    trace_ph(&x->w, ph, pid, tid);
 }
 
 static void meta(exp *x, const char *what, int pid, uint64_t tid,
                  const char *name, int sort)
 {
     ev_begin(x);
-    jw_kv_str(&x->w, "name", what);
-    kv_common(x, "M", pid, tid);
-    jw_key(&x->w, "args");
-    jw_obj_begin(&x->w);
-    jw_kv_str(&x->w, "name", name);
-    jw_obj_end(&x->w);
+    trace_meta(&x->w, what, pid, tid, name);
     ev_end(x);
     if (sort >= 0) {
         ev_begin(x);
-        jw_kv_str(&x->w, "name",
-                  !strcmp(what, "process_name") ? "process_sort_index"
-                                                : "thread_sort_index");
-        kv_common(x, "M", pid, tid);
-        jw_key(&x->w, "args");
-        jw_obj_begin(&x->w);
-        jw_kv_u64(&x->w, "sort_index", (uint64_t)sort);
-        jw_obj_end(&x->w);
+        trace_sort(&x->w,
+                   !strcmp(what, "process_name") ? "process_sort_index"
+                                                 : "thread_sort_index",
+                   pid, tid, sort);
         ev_end(x);
     }
 }
@@ -173,10 +151,7 @@ static void on_kernel(exp *x, rpt_ctx *c, const rpt_line *ln)
     track(x, pid, stream, "stream");
     ev_begin(x);
     kv_name(x, c, "name", name, "(unknown kernel)");
-    jw_kv_str(&x->w, "cat", "kernel");
-    kv_common(x, "X", pid, stream);
-    kv_us(&x->w, "ts", x->base, ln->ts);
-    kv_us(&x->w, "dur", 0, dur);
+    trace_slice(&x->w, "kernel", pid, stream, x->base, ln->ts, dur);
     jw_key(&x->w, "args");
     jw_obj_begin(&x->w);
     rpt_json_dims(&x->w, "grid", grid);
@@ -209,29 +184,20 @@ static void on_kernel(exp *x, rpt_ctx *c, const rpt_line *ln)
         return;
     {
         uint64_t enter = (uint64_t)((int64_t)ln->ts + a0);
-        uint64_t tid = in ? in->tid : 0, id = ++x->flows;
+        /* the launching thread: the line's own (docs/events.md), else the
+         * thread of the scope it ran in */
+        uint64_t tid = rpt_u64(d, "tid", in ? in->tid : 0), id = ++x->flows;
         track(x, x->host_pid, tid, "thread");
         ev_begin(x);
         jw_kv_str(&x->w, "name", "cudaLaunchKernel");
-        jw_kv_str(&x->w, "cat", "launch");
-        kv_common(x, "X", x->host_pid, tid);
-        kv_us(&x->w, "ts", x->base, enter);
-        kv_us(&x->w, "dur", 0, (uint64_t)a1);
+        trace_slice(&x->w, "launch", x->host_pid, tid, x->base, enter,
+                    (uint64_t)a1);
         ev_end(x);
         ev_begin(x);
-        jw_kv_str(&x->w, "name", "launch");
-        jw_kv_str(&x->w, "cat", "launch");
-        kv_common(x, "s", x->host_pid, tid);
-        jw_kv_u64(&x->w, "id", id);
-        kv_us(&x->w, "ts", x->base, enter);
+        trace_flow(&x->w, 0, id, x->host_pid, tid, x->base, enter);
         ev_end(x);
         ev_begin(x);
-        jw_kv_str(&x->w, "name", "launch");
-        jw_kv_str(&x->w, "cat", "launch");
-        kv_common(x, "f", pid, stream);
-        jw_kv_str(&x->w, "bp", "e");
-        jw_kv_u64(&x->w, "id", id);
-        kv_us(&x->w, "ts", x->base, ln->ts);
+        trace_flow(&x->w, 1, id, pid, stream, x->base, ln->ts);
         ev_end(x);
     }
 }
@@ -250,8 +216,8 @@ static void on_copy(exp *x, rpt_ctx *c, const rpt_line *ln)
     jw_kv_str(&x->w, "name", name);
     jw_kv_str(&x->w, "cat", ln->type == RT_MEMSET ? "memset" : "memcpy");
     kv_common(x, "X", pid, stream);
-    kv_us(&x->w, "ts", x->base, ln->ts);
-    kv_us(&x->w, "dur", 0, rpt_u64(d, "dur", 0));
+    trace_us(&x->w, "ts", x->base, ln->ts);
+    trace_us(&x->w, "dur", 0, rpt_u64(d, "dur", 0));
     jw_key(&x->w, "args");
     jw_obj_begin(&x->w);
     jw_kv_u64(&x->w, "bytes", rpt_u64(d, "bytes", 0));
@@ -271,7 +237,7 @@ static void counter(exp *x, int pid, const char *name, uint64_t ts,
     ev_begin(x);
     jw_kv_str(&x->w, "name", name);
     kv_common(x, "C", pid, 0);
-    kv_us(&x->w, "ts", x->base, ts);
+    trace_us(&x->w, "ts", x->base, ts);
     jw_key(&x->w, "args");
     jw_obj_begin(&x->w);
     jw_key(&x->w, k);
@@ -316,8 +282,8 @@ static void on_scope_end(exp *x, rpt_ctx *c, const rpt_line *ln)
     kv_name(x, c, "name", (uint32_t)rpt_u64(d, "name", 0), "(scope)");
     jw_kv_str(&x->w, "cat", "scope");
     kv_common(x, "X", x->host_pid, tid);
-    kv_us(&x->w, "ts", x->base, ln->ts - dur);
-    kv_us(&x->w, "dur", 0, dur);
+    trace_us(&x->w, "ts", x->base, ln->ts - dur);
+    trace_us(&x->w, "dur", 0, dur);
     jw_key(&x->w, "args");
     jw_obj_begin(&x->w);
     jw_kv_str(
@@ -348,8 +314,8 @@ static int visit(void *ud, rpt_ctx *c, const rpt_line *ln)
         jw_kv_str(&x->w, "name", name);
         jw_kv_str(&x->w, "cat", "sync");
         kv_common(x, "X", x->host_pid, tid);
-        kv_us(&x->w, "ts", x->base, ln->ts);
-        kv_us(&x->w, "dur", 0, rpt_u64(d, "dur", 0));
+        trace_us(&x->w, "ts", x->base, ln->ts);
+        trace_us(&x->w, "dur", 0, rpt_u64(d, "dur", 0));
         ev_end(x);
         break;
     }
@@ -375,7 +341,7 @@ static int visit(void *ud, rpt_ctx *c, const rpt_line *ln)
         jw_kv_str(&x->w, "cat", "marker");
         kv_common(x, "i", x->host_pid, tid);
         jw_kv_str(&x->w, "s", "t");
-        kv_us(&x->w, "ts", x->base, ln->ts);
+        trace_us(&x->w, "ts", x->base, ln->ts);
         ev_end(x);
         break;
     }

@@ -79,8 +79,8 @@ static int arg_bool(const srv_req *r, const char *k, int *out)
 static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
 {
     uint64_t v;
-    static const char *const nums[] = { "from", "to", "limit", "width",
-                                        "points" };
+    static const char *const nums[] = { "from",  "to",     "limit",
+                                        "width", "points", "exact" };
 
     memset(q, 0, sizeof(*q));
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
@@ -95,13 +95,19 @@ static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
         case 1: q->to = v; break;
         case 2: q->limit = v > 1000000 ? 1000000 : (uint32_t)v; break;
         case 3: q->width = v > 1000000 ? 1000000 : (uint32_t)v; break;
-        default: q->points = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        case 4: q->points = v > 1000000 ? 1000000 : (uint32_t)v; break;
+        default: q->exact = v > 1000000 ? 1000000 : (uint32_t)v; break;
         }
     }
     if (arg_bool(r, "desc", &q->desc)) {
         snprintf(why, cap, "parameter desc must be true or false");
         return -1;
     }
+    if (arg_bool(r, "truncate", &q->truncate)) {
+        snprintf(why, cap, "parameter truncate must be true or false");
+        return -1;
+    }
+    q->lanes = srv_req_arg(r, "lanes");
     q->host = srv_req_arg(r, "host");
     q->app = srv_req_arg(r, "app");
     q->state = srv_req_arg(r, "state");
@@ -202,6 +208,39 @@ static void run_query(srv *s, srv_req *r, srv_resp *o, srv_query_fn fn,
         return;
     rc = fn(s->store, &q, &w);
     srv_query_done(o, rc, buf, w.len, notfound);
+}
+
+/* Bytes of one export answer (docs/api.md "export"). */
+#define SRV_EXPORT_MAX (64u << 20)
+
+/* GET /api/v1/sessions/{id}/export: a Chrome trace in its own, larger
+ * buffer; over the caps, 413 with why. */
+static void export_route(srv *s, srv_req *r, srv_resp *o, const char *sid)
+{
+    char why[256];
+    srv_q q;
+    char *buf;
+    jw w;
+    int rc;
+
+    r->cls = MET_QUERY;
+    if (parse_q(r, &q, why, sizeof(why))) {
+        srv_resp_error(o, 400, why);
+        return;
+    }
+    q.sid = sid;
+    if (!(buf = malloc(SRV_EXPORT_MAX))) {
+        srv_resp_error(o, 500, "out of memory");
+        return;
+    }
+    jw_init(&w, buf, SRV_EXPORT_MAX);
+    rc = srv_store_q_export(s->store, &q, &w, why, sizeof(why));
+    if (rc == GPUFL_ETOOBIG) {
+        free(buf);
+        srv_resp_error(o, 413, why[0] ? why : "the export is too large");
+        return;
+    }
+    srv_query_done(o, rc, buf, w.len, "no such session");
 }
 
 /* Keys per page of GET /api/v1/keys: limit= (default) and its cap. */
@@ -475,12 +514,9 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         const char *name;
         srv_query_fn fn;
     } subs[] = {
-        { "timeline", srv_store_q_timeline },
-        { "calls", srv_store_q_calls },
-        { "copies", srv_store_q_copies },
-        { "scopes", srv_store_q_scopes },
-        { "profile", srv_store_q_profile },
-        { "system", srv_store_q_system },
+        { "timeline", srv_store_q_timeline }, { "calls", srv_store_q_calls },
+        { "copies", srv_store_q_copies },     { "scopes", srv_store_q_scopes },
+        { "profile", srv_store_q_profile },   { "system", srv_store_q_system },
     };
 
     if (sub && !strcmp(sub, "keep") && rc->nseg == 5) {
@@ -511,6 +547,8 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
                          "no such session");
     if (sub && !strcmp(sub, "memory") && rc->nseg == 5)
         return srv_api_memory(s, r, o, sid, 0);
+    if (sub && !strcmp(sub, "export") && rc->nseg == 5)
+        return export_route(s, r, o, sid);
     if (sub && !strcmp(sub, "kernels")) {
         if (rc->nseg == 5)
             return run_query(s, r, o, srv_store_q_kernels, sid, 0,

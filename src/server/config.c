@@ -48,7 +48,8 @@ static const opt_def srv_opts[] = {
       OPT_F_ARR(T, ui_dir),
       .arg = "DIR",
       .help = "folder of the web UI's built files, served at / without "
-              "auth" },
+              "auth (default: the installed PREFIX/share/gpufl/web, or, run "
+              "from the build tree, the source's web/dist; none: no UI)" },
     { .name = "cors-origin",
       .type = OPT_STR,
       OPT_F_ARR(T, cors_origin),

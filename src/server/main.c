@@ -188,6 +188,7 @@ int main(int argc, char **argv)
                s.tls_cert ? "s" : "", hl ? hl : 9,
                hl ? s.cfg.listen : "127.0.0.1", s.port,
                srv_store_backend(s.store));
+        printf("gpufl-server: %s\n", s.ui_msg);
         if (!s.tls_cert && !s.loopback && !s.cfg.quiet)
             fprintf(stderr,
                     "gpufl-server: warning: listening on %s without TLS:"

@@ -114,6 +114,8 @@ typedef struct srv {
     void *http;              /* struct MHD_Daemon */
     struct srv_conns *conns; /* conn.c */
     int ui_fd;               /* --ui-dir, opened (static.c); -1: none */
+    /* which web UI it serves, for the start-up line (static.c) */
+    char ui_msg[4 * 4096 + 2 * SRV_STR_MAX + 512];
     /* --tls-cert / --tls-key as read (tls.c); NULL: plain HTTP */
     char *tls_cert, *tls_key;
     int loopback; /* the listening address is a loopback one */
@@ -247,8 +249,11 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
-/* Opens --ui-dir (if set) for srv_static_handle; refuses (GPUFL_EINVAL,
- * err) a folder holding the data folder or the database file. */
+/* Opens the web UI's folder for srv_static_handle: --ui-dir, or without
+ * it the installed copy or (a binary in its build tree) the source tree's
+ * web/dist; --ui-dir none: none.  Says which in s->ui_msg.  Refuses
+ * (GPUFL_EINVAL, err) a --ui-dir holding the data folder or the database
+ * file; a found one holding them is not served (said in ui_msg). */
 int srv_static_open(srv *s, char *err, size_t cap);
 void srv_static_close(srv *s);
 /* rel opened read-only below the folder dir, never through a symbolic

@@ -1,6 +1,10 @@
 /*
- * static.c - serves the web UI's built files from --ui-dir at /, without
- * auth (they hold no data; the API they call is protected).
+ * static.c - serves the web UI's built files at /, without auth (they
+ * hold no data; the API they call is protected): from --ui-dir, or
+ * without it from the copy `make install` put next to the binary
+ * (BINDIR/GPUFL_UI_REL: PREFIX/share/gpufl/web), or, for a binary run
+ * from its build tree (a CMakeCache.txt one folder above it names the
+ * source tree), from the source tree's web/dist.  --ui-dir none: none.
  *
  * The folder is opened once at start; every file is opened relative to it
  * with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so neither "..",
@@ -34,6 +38,13 @@
 #define STATIC_FILE_MAX (64u << 20)
 /* Most path components walked where openat2 is missing. */
 #define STATIC_DEPTH_MAX 32
+/* The installed web UI relative to the binary's folder (CMake sets it
+ * from the install directories). */
+#ifndef GPUFL_UI_REL
+#define GPUFL_UI_REL "../share/gpufl/web"
+#endif
+/* Bytes of a CMakeCache.txt read. */
+#define STATIC_CACHE_MAX (4u << 20)
 
 static const char *mime(const char *path)
 {
@@ -152,36 +163,154 @@ static void db_file(const srv_config *c, char *out, size_t cap)
     }
 }
 
+/* 1 when dir holds an index.html that is a regular file. */
+static int has_index(const char *dir)
+{
+    char p[PATH_MAX + 16];
+    struct stat st;
+
+    return (size_t)snprintf(p, sizeof(p), "%s/index.html", dir) < sizeof(p) &&
+           stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The running binary's folder, resolved; 0 when unknown. */
+static int exe_dir(char *out, size_t cap)
+{
+    char p[PATH_MAX], *slash;
+
+    if (!realpath("/proc/self/exe", p) || !(slash = strrchr(p, '/')))
+        return 0;
+    *slash = '\0';
+    return (size_t)snprintf(out, cap, "%s", p[0] ? p : "/") < cap;
+}
+
+/* The source tree of the build tree a binary in bin runs from: the
+ * gpufl_SOURCE_DIR its CMakeCache.txt (one folder above bin) records. */
+static int build_source(const char *bin, char *out, size_t cap)
+{
+    char p[PATH_MAX + 32], *text = NULL;
+    const char *key = "gpufl_SOURCE_DIR:STATIC=", *v;
+    size_t n = 0, len;
+    int fd, ok = 0;
+
+    if ((size_t)snprintf(p, sizeof(p), "%s/../CMakeCache.txt", bin) >=
+        sizeof(p))
+        return 0;
+    if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+        return 0;
+    if (fs_read_regular(fd, STATIC_CACHE_MAX, &text, &n) == 0) {
+        for (v = text; v && v < text + n;
+             v = memchr(v, '\n', (size_t)(text + n - v))) {
+            if (*v == '\n')
+                v++;
+            if ((size_t)(text + n - v) > strlen(key) &&
+                !strncmp(v, key, strlen(key))) {
+                v += strlen(key);
+                len = strcspn(v, "\r\n");
+                if (len && len + sizeof("/web/dist") <= cap) {
+                    memcpy(out, v, len);
+                    memcpy(out + len, "/web/dist", sizeof("/web/dist"));
+                    ok = 1;
+                }
+                break;
+            }
+        }
+    }
+    free(text);
+    close(fd);
+    return ok;
+}
+
+/* Where the web UI is when --ui-dir is not given: the installed copy,
+ * else the build tree's source web/dist, whichever holds index.html.
+ * The places looked at go into tried. */
+static int ui_find(char *out, size_t cap, char *tried, size_t tcap)
+{
+    char bin[PATH_MAX], c[2][PATH_MAX + 64];
+    int nc = 0;
+
+    tried[0] = '\0';
+    if (!exe_dir(bin, sizeof(bin)))
+        return 0;
+    if ((size_t)snprintf(c[nc], sizeof(c[nc]), "%s/%s", bin, GPUFL_UI_REL) <
+        sizeof(c[nc]))
+        nc++;
+    if (build_source(bin, c[nc], sizeof(c[nc])))
+        nc++;
+    for (int i = 0; i < nc; i++) {
+        size_t tl = strlen(tried);
+        snprintf(tried + tl, tcap - tl, "%s%s", i ? ", " : "", c[i]);
+        if (has_index(c[i]) && realpath(c[i], out) && strlen(out) < cap)
+            return 1;
+    }
+    return 0;
+}
+
+/* What dir holds of the server's own: "data folder", "database file"
+ * or NULL; its path into held. */
+static const char *holds_data(const srv *s, const char *dir, char *held,
+                              size_t cap)
+{
+    char data[PATH_MAX], db[PATH_MAX + SRV_STR_MAX + 40];
+
+    db_file(&s->cfg, db, sizeof(db));
+    if (realpath(s->cfg.data_dir, data) && is_below(dir, data)) {
+        snprintf(held, cap, "%s", data);
+        return "data folder";
+    }
+    if (db[0] && is_below(dir, db)) {
+        snprintf(held, cap, "%s", db);
+        return "database file";
+    }
+    return NULL;
+}
+
 int srv_static_open(srv *s, char *err, size_t cap)
 {
-    char ui[PATH_MAX], data[PATH_MAX], db[PATH_MAX + SRV_STR_MAX + 40];
+    char ui[PATH_MAX], tried[3 * PATH_MAX], held[PATH_MAX + SRV_STR_MAX + 40];
     const char *what = NULL;
+    int given = s->cfg.ui_dir[0] != '\0';
 
     s->ui_fd = -1;
-    if (!s->cfg.ui_dir[0])
+    if (given && !strcmp(s->cfg.ui_dir, "none")) {
+        snprintf(s->ui_msg, sizeof(s->ui_msg), "no web UI (--ui-dir none)");
         return GPUFL_OK;
-    if (!realpath(s->cfg.ui_dir, ui)) {
+    }
+    if (!given) {
+        if (!ui_find(ui, sizeof(ui), tried, sizeof(tried))) {
+            snprintf(s->ui_msg, sizeof(s->ui_msg),
+                     "no web UI (looked in %s; make web, or give --ui-dir)",
+                     tried[0] ? tried
+                              : "no place: the binary's folder is "
+                                "unknown");
+            return GPUFL_OK;
+        }
+    } else if (!realpath(s->cfg.ui_dir, ui)) {
         snprintf(err, cap, "--ui-dir %s: %s", s->cfg.ui_dir, strerror(errno));
         return GPUFL_EINVAL;
     }
-    db_file(&s->cfg, db, sizeof(db));
-    if (realpath(s->cfg.data_dir, data) && is_below(ui, data))
-        what = "data folder";
-    else if (db[0] && is_below(ui, db))
-        what = "database file";
-    if (what) {
+    if ((what = holds_data(s, ui, held, sizeof(held))) != NULL) {
+        if (!given) {
+            snprintf(s->ui_msg, sizeof(s->ui_msg),
+                     "no web UI: %s holds the %s (%s), which must not be "
+                     "served; give --ui-dir",
+                     ui, what, held);
+            return GPUFL_OK;
+        }
         snprintf(err, cap,
                  "--ui-dir %s holds the %s (%s): it would be served to "
                  "anyone without a token; give --ui-dir the web UI's built "
                  "files only (web/dist)",
-                 s->cfg.ui_dir, what, what[1] == 'a' ? data : db);
+                 s->cfg.ui_dir, what, held);
         return GPUFL_EINVAL;
     }
     s->ui_fd = open(ui, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->ui_fd < 0) {
-        snprintf(err, cap, "--ui-dir %s: %s", s->cfg.ui_dir, strerror(errno));
+        snprintf(err, cap, "%s %s: %s", given ? "--ui-dir" : "web UI",
+                 given ? s->cfg.ui_dir : ui, strerror(errno));
         return GPUFL_EINVAL;
     }
+    snprintf(s->ui_msg, sizeof(s->ui_msg), "web UI from %s", ui);
     return GPUFL_OK;
 }
 
@@ -198,7 +327,7 @@ int srv_static_handle(srv *s, srv_req *r, srv_resp *o)
     char *body;
     size_t n;
 
-    if (!s->cfg.ui_dir[0] || s->ui_fd < 0)
+    if (s->ui_fd < 0)
         return 0;
     /* refused before the file system sees it; openat2 would too */
     if (strstr(p, "..") || strchr(p, '\\') || strlen(p) > SRV_STR_MAX)

@@ -106,6 +106,9 @@ typedef struct srv_q {
     uint64_t from, to;  /* ns; to == 0: no upper bound */
     uint64_t kid;       /* kernel seq */
     uint32_t limit, width, points;
+    uint32_t exact;    /* timeline: kernels per lane listed one by one */
+    const char *lanes; /* timeline, export: "dev:stream,..." */
+    int truncate;      /* export: the part that fits, not 413 */
     int desc;
     const char *session; /* verdicts: a session name */
     int64_t dev;         /* verdicts: a GPU, -1 = any */
@@ -223,6 +226,11 @@ int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w);
+/* The range as a Chrome trace (docs/api.md "export"): GPUFL_ETOOBIG
+ * with why (cap bytes) when it is over the caps and truncation was not
+ * asked, or the answer does not fit w. */
+int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
+                       size_t cap);
 int srv_store_q_copies(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w);

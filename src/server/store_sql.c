@@ -33,6 +33,25 @@
 #define SRL_Q4(i) ",?,?,?,?"
 #define SRL_GETC(i) ", mn" #i ", mx" #i ", sm" #i ", ct" #i
 
+/* Migration 12 (below): the call bounds of the stored kernels and syncs,
+ * and the long kernels of the stored sessions. */
+#define SQ_M12_BOUNDS                                                          \
+    "UPDATE sessions SET api_lo=(SELECT min(-k.api_off - k.api_dur) FROM"      \
+    " kernels k WHERE k.sess=sessions.id AND " SQ_API_OK_K "),"                \
+    " api_hi=(SELECT max(-k.api_off) FROM kernels k WHERE"                     \
+    " k.sess=sessions.id AND " SQ_API_OK_K "),"                                \
+    " op_lo=(SELECT min(-dur) FROM ops WHERE ops.sess=sessions.id AND"         \
+    " ops.type=8), op_hi=(SELECT max(0) FROM ops WHERE"                        \
+    " ops.sess=sessions.id AND ops.type=8);"
+#define SQ_M12_KLONG                                                           \
+    "CREATE TABLE klong(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"          \
+    " ts INTEGER NOT NULL, dur INTEGER NOT NULL, lane INTEGER NOT NULL,"       \
+    " name_id INTEGER, corr INTEGER, PRIMARY KEY(sess, seq)) WITHOUT ROWID;"   \
+    "CREATE INDEX klong_ts ON klong(sess, ts);"                                \
+    "INSERT INTO klong SELECT sess, seq, ts, dur, (coalesce(dev, 0)<<32) |"    \
+    " (coalesce(stream, 0) & 4294967295), name_id, corr FROM kernels WHERE"    \
+    " dur > " RL_TL_LONG_STR ";"
+
 static const char *const migrations[] = {
     /* 1: the initial schema */
     "CREATE TABLE sessions(id INTEGER PRIMARY KEY, sid TEXT NOT NULL UNIQUE,"
@@ -214,28 +233,7 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN api_lo INTEGER;"
     "ALTER TABLE sessions ADD COLUMN api_hi INTEGER;"
     "ALTER TABLE sessions ADD COLUMN op_lo INTEGER;"
-    "ALTER TABLE sessions ADD COLUMN op_hi INTEGER;"
-    "UPDATE sessions SET api_lo=(SELECT min(-k.api_off - k.api_dur) FROM"
-    " kernels k WHERE k.sess=sessions.id AND " SQ_API_OK(
-        "k") "),"
-             " api_hi=(SELECT max(-k.api_off) FROM kernels k WHERE"
-             " k.sess=sessions.id AND " SQ_API_OK(
-                 "k") "),"
-                      " op_lo=(SELECT min(-dur) FROM ops WHERE "
-                      "ops.sess=sessions.id AND"
-                      " ops.type=8), op_hi=(SELECT max(0) FROM ops WHERE"
-                      " ops.sess=sessions.id AND ops.type=8);"
-                      "CREATE TABLE klong(sess INTEGER NOT NULL, seq INTEGER "
-                      "NOT NULL,"
-                      " ts INTEGER NOT NULL, dur INTEGER NOT NULL, lane "
-                      "INTEGER NOT NULL,"
-                      " name_id INTEGER, PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
-                      "CREATE INDEX klong_ts ON klong(sess, ts);"
-                      "INSERT INTO klong SELECT sess, seq, ts, dur, "
-                      "(coalesce(dev, 0)<<32) |"
-                      " (coalesce(stream, 0) & 4294967295), name_id FROM "
-                      "kernels WHERE"
-                      " dur > " RL_TL_LONG_STR ";",
+    "ALTER TABLE sessions ADD COLUMN op_hi INTEGER;" SQ_M12_BOUNDS SQ_M12_KLONG,
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
@@ -287,7 +285,8 @@ const char *const sq_wsql[WS_N] = {
                   "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_OP] = "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON"
               " CONFLICT DO NOTHING",
-    [WS_KLONG] = "INSERT INTO klong VALUES(?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_KLONG] =
+        "INSERT INTO klong VALUES(?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_SCOPE] = "INSERT INTO scopes VALUES(?,?,?,?,?,?,?,?,?,?,?,?) ON "
                  "CONFLICT DO NOTHING",
     [WS_SASS] = "INSERT INTO sass VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,"

@@ -218,6 +218,7 @@ int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
         qbind_u64(st, 4, e->dur);
         qbind_u64(st, 5, e->dev << 32 | (e->stream & 0xffffffffu));
         qbind_i64(st, 6, l->name_id);
+        qbind_u64(st, 7, e->corr);
         if ((rc = qrun(st)) != 0)
             return rc;
     }

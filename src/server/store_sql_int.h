@@ -63,6 +63,9 @@ enum {
 #define SQ_API_OK(a)                                                           \
     a ".api_dur > 0 AND " a ".api_off >= -" a ".ts AND " a                     \
       ".api_off <= 9223372036854775807 - " a ".ts - " a ".api_dur"
+/* ... of the kernels as k, the ops as o (what the queries name them) */
+#define SQ_API_OK_K SQ_API_OK("k")
+#define SQ_API_OK_O SQ_API_OK("o")
 
 /* A kernel's launch configuration, resolved at ingest. */
 typedef struct sq_launch {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/jsonl.h"
+#include "common/num.h"
 #include "srv_json.h"
 
 void q_begin(srv_store *s, qctx *c)
@@ -114,6 +115,62 @@ uint64_t sq_cols_overlap(uint64_t from, uint64_t to, uint64_t bw, uint32_t c,
     if (end < hi)
         hi = end;
     return hi > lo ? hi - lo : 0;
+}
+
+int sq_kernels_back(qctx *c, uint64_t t, int64_t *lo)
+{
+    int64_t back;
+    int rc;
+
+    if ((rc = q_prepare(c, "SELECT coalesce(max(dur), 0) FROM kext WHERE"
+                           " sess=? AND side=0")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    back = qcol_i64(c->st, 0);
+    /* longer ones are in klong: read apart */
+    if (back > (int64_t)RL_TL_LONG_NS)
+        back = (int64_t)RL_TL_LONG_NS;
+    *lo = (int64_t)t > back ? (int64_t)t - back : 0;
+    return GPUFL_OK;
+}
+
+int sq_lanes_parse(const char *s, int64_t *out, int cap, int *n)
+{
+    *n = 0;
+    while (*s) {
+        char num[24];
+        size_t len = strcspn(s, ":,");
+        uint64_t dev, stream;
+        int dup = 0;
+
+        if (len == 0 || len >= sizeof(num) || s[len] != ':')
+            return GPUFL_EINVAL;
+        memcpy(num, s, len);
+        num[len] = '\0';
+        if (num_u64(num, &dev) || dev > 0x7fffffff)
+            return GPUFL_EINVAL;
+        s += len + 1;
+        len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof(num))
+            return GPUFL_EINVAL;
+        memcpy(num, s, len);
+        num[len] = '\0';
+        if (num_u64(num, &stream) || stream > 0xffffffffu)
+            return GPUFL_EINVAL;
+        s += len;
+        if (*s == ',' && !*++s)
+            return GPUFL_EINVAL;
+        for (int i = 0; i < *n; i++)
+            dup |= out[i] == (int64_t)(dev << 32 | stream);
+        if (dup)
+            continue;
+        if (*n >= cap)
+            return GPUFL_EINVAL;
+        out[(*n)++] = (int64_t)(dev << 32 | stream);
+    }
+    return GPUFL_OK;
 }
 
 void sq_like_pat(const char *s, char *out, size_t cap)

@@ -71,6 +71,33 @@ static inline uint64_t sq_cols_width(uint64_t from, uint64_t to, uint32_t width)
     return (to - from) / width + ((to - from) % width != 0);
 }
 
+/* The earliest ts a kernel of c's session that occupies time t can have,
+ * unless it is a long one (klong, RL_TL_LONG_NS): t minus the session's
+ * longest kernel (kext's first row), bounded by RL_TL_LONG_NS, into *lo. */
+int sq_kernels_back(qctx *c, uint64_t t, int64_t *lo);
+/* lanes= of the timeline and the export: "dev:stream,..." into out (at
+ * most cap lane keys dev << 32 | stream, *n of them); GPUFL_EINVAL when
+ * malformed or more than cap. */
+int sq_lanes_parse(const char *s, int64_t *out, int cap, int *n);
+
+/* A CUDA API call (store_sql_q_calls.c, docs/api.md "calls"): its type
+ * (SQ_CALL_*, named by sq_call_types), entry ts and duration, the line's
+ * seq, correlation id, device and stream, the GPU work's start and
+ * duration (not for a sync), a copy's bytes, a copy's or sync's kind. */
+enum { SQ_CALL_LAUNCH, SQ_CALL_MEMCPY, SQ_CALL_MEMSET, SQ_CALL_SYNC };
+extern const char *const sq_call_types[4];
+typedef struct sq_call {
+    int64_t ts, dur, gpu_ts, gpu_dur, seq, corr, dev, stream, bytes;
+    uint32_t tid; /* 0: not recorded */
+    uint8_t type;
+    char kind[16];
+} sq_call;
+/* Called per call; a non-zero return stops the scan with it. */
+typedef int (*sq_call_fn)(void *arg, const sq_call *c);
+/* Every API call of c's session overlapping [from, to), in no order. */
+int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
+                  void *arg);
+
 /* A LIKE pattern matching s anywhere, with %, _ and \ escaped, into out
  * (cut to cap). */
 void sq_like_pat(const char *s, char *out, size_t cap);

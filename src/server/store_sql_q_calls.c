@@ -28,16 +28,7 @@
 /* Threads summarised per answer (each a row of columns). */
 #define SQ_CALL_THREADS_MAX 256
 
-enum { CALL_LAUNCH, CALL_MEMCPY, CALL_MEMSET, CALL_SYNC };
-static const char *const call_types[] = { "launch", "memcpy", "memset",
-                                          "sync" };
-
-typedef struct call {
-    int64_t ts, dur, gpu_ts, gpu_dur, seq, corr, dev, stream, bytes;
-    uint32_t tid;
-    uint8_t type;
-    char kind[16];
-} call;
+const char *const sq_call_types[4] = { "launch", "memcpy", "memset", "sync" };
 
 /* Per thread: its columns (summary) - calls started, busy ns. */
 typedef struct thr {
@@ -49,7 +40,7 @@ typedef struct calls_ctx {
     uint64_t from, to, bw;
     uint32_t width, limit;
     uint64_t count; /* calls in the range, all */
-    call *list;     /* the first limit + 1 */
+    sq_call *list;  /* the first limit + 1 */
     size_t nlist;
     thr thr[SQ_CALL_THREADS_MAX];
     int nthr;
@@ -89,8 +80,9 @@ static void thr_cut(calls_ctx *x, uint32_t tid)
 
 /* One call of the range: kept while the list has room, and added to its
  * thread's columns.  GPUFL_ENOMEM when a thread's columns cannot be had. */
-static int call_add(calls_ctx *x, const call *c)
+static int call_add(void *arg, const sq_call *c)
 {
+    calls_ctx *x = arg;
     uint32_t c0, c1;
     thr *t;
 
@@ -126,27 +118,28 @@ static int64_t sat_add(int64_t a, int64_t b)
 }
 
 /* The kernels' launch calls (bounds lo, hi: start - exit, start - entry). */
-static int scan_launches(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
+static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
+                         int64_t hi, sq_call_fn fn, void *arg)
 {
     int rc;
 
     rc = q_prepare(c, "SELECT k.seq, k.ts, k.dur, k.api_off, k.api_dur,"
                       " coalesce(k.tid, 0), k.corr, k.dev, k.stream FROM"
                       " kernels k WHERE k.sess=?1 AND k.ts >= ?2 AND"
-                      " k.ts <= ?3 AND " SQ_API_OK(
-                          "k") " AND k.ts + k.api_off < ?4 AND"
-                               " k.ts + k.api_off + k.api_dur > ?5");
+                      " k.ts <= ?3 AND " SQ_API_OK_K
+                      " AND k.ts + k.api_off < ?4 AND"
+                      " k.ts + k.api_off + k.api_dur > ?5");
     if (rc)
         return rc;
     qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, sat_add((int64_t)x->from, lo));
-    qbind_i64(c->st, 3, sat_add((int64_t)x->to, hi));
-    qbind_i64(c->st, 4, (int64_t)x->to);
-    qbind_i64(c->st, 5, (int64_t)x->from);
+    qbind_i64(c->st, 2, sat_add((int64_t)from, lo));
+    qbind_i64(c->st, 3, sat_add((int64_t)to, hi));
+    qbind_i64(c->st, 4, (int64_t)to);
+    qbind_i64(c->st, 5, (int64_t)from);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        call k;
+        sq_call k;
         memset(&k, 0, sizeof(k));
-        k.type = CALL_LAUNCH;
+        k.type = SQ_CALL_LAUNCH;
         k.seq = qcol_i64(c->st, 0);
         k.gpu_ts = qcol_i64(c->st, 1);
         k.gpu_dur = qcol_i64(c->st, 2);
@@ -156,14 +149,15 @@ static int scan_launches(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
         k.corr = qcol_i64(c->st, 6);
         k.dev = qcol_i64(c->st, 7);
         k.stream = qcol_i64(c->st, 8);
-        if ((rc = call_add(x, &k)) != 0)
+        if ((rc = fn(arg, &k)) != 0)
             return rc;
     }
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
 /* Syncs (their own times) and the API calls of copies and memsets. */
-static int scan_ops(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
+static int scan_ops(qctx *c, uint64_t from, uint64_t to, int64_t lo, int64_t hi,
+                    sq_call_fn fn, void *arg)
 {
     char sql[1024];
     int rc;
@@ -176,17 +170,17 @@ static int scan_ops(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
              " (o.ts + o.dur > ?5 OR o.ts >= ?5)) OR (o.type IN (%d, %d) AND"
              " %s AND o.ts + o.api_off < ?4 AND"
              " o.ts + o.api_off + o.api_dur > ?5))",
-             EV_SYNC, EV_MEMCPY, EV_MEMSET, SQ_API_OK("o"));
+             EV_SYNC, EV_MEMCPY, EV_MEMSET, SQ_API_OK_O);
     if ((rc = q_prepare(c, sql)) != 0)
         return rc;
     qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, sat_add((int64_t)x->from, lo));
-    qbind_i64(c->st, 3, sat_add((int64_t)x->to, hi));
-    qbind_i64(c->st, 4, (int64_t)x->to);
-    qbind_i64(c->st, 5, (int64_t)x->from);
+    qbind_i64(c->st, 2, sat_add((int64_t)from, lo));
+    qbind_i64(c->st, 3, sat_add((int64_t)to, hi));
+    qbind_i64(c->st, 4, (int64_t)to);
+    qbind_i64(c->st, 5, (int64_t)from);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         int64_t type = qcol_i64(c->st, 1);
-        call o;
+        sq_call o;
         memset(&o, 0, sizeof(o));
         o.seq = qcol_i64(c->st, 0);
         o.tid = (uint32_t)qcol_i64(c->st, 6);
@@ -195,26 +189,49 @@ static int scan_ops(qctx *c, calls_ctx *x, int64_t lo, int64_t hi)
         o.stream = qcol_i64(c->st, 9);
         snprintf(o.kind, sizeof(o.kind), "%s", qcol_text(c->st, 10));
         if (type == EV_SYNC) {
-            o.type = CALL_SYNC;
+            o.type = SQ_CALL_SYNC;
             o.ts = qcol_i64(c->st, 2);
             o.dur = qcol_i64(c->st, 3);
         } else {
-            o.type = type == EV_MEMCPY ? CALL_MEMCPY : CALL_MEMSET;
+            o.type = type == EV_MEMCPY ? SQ_CALL_MEMCPY : SQ_CALL_MEMSET;
             o.gpu_ts = qcol_i64(c->st, 2);
             o.gpu_dur = qcol_i64(c->st, 3);
             o.ts = o.gpu_ts + qcol_i64(c->st, 4);
             o.dur = qcol_i64(c->st, 5);
             o.bytes = qcol_i64(c->st, 11);
         }
-        if ((rc = call_add(x, &o)) != 0)
+        if ((rc = fn(arg, &o)) != 0)
             return rc;
     }
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
+int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
+{
+    int64_t b[4];
+    int has[4], rc;
+
+    if ((rc = q_prepare(c, "SELECT api_lo, api_hi, op_lo, op_hi FROM"
+                           " sessions WHERE id=?")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    for (int i = 0; i < 4; i++) {
+        has[i] = !qcol_null(c->st, i);
+        b[i] = has[i] ? qcol_i64(c->st, i) : 0;
+    }
+    rc = GPUFL_OK;
+    if (has[0] && has[1])
+        rc = scan_launches(c, from, to, b[0], b[1], fn, arg);
+    if (!rc && has[2] && has[3])
+        rc = scan_ops(c, from, to, b[2], b[3], fn, arg);
+    return rc;
+}
+
 static int call_cmp(const void *a, const void *b)
 {
-    const call *x = a, *y = b;
+    const sq_call *x = a, *y = b;
     if (x->tid != y->tid)
         return x->tid < y->tid ? -1 : 1;
     if (x->ts != y->ts)
@@ -228,21 +245,21 @@ static int thr_cmp(const void *a, const void *b)
     return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-static void w_call(jw *w, const call *c)
+static void w_call(jw *w, const sq_call *c)
 {
     jw_obj_begin(w);
-    jw_kv_str(w, "type", call_types[c->type]);
+    jw_kv_str(w, "type", sq_call_types[c->type]);
     srv_jw_kv_dec(w, "ts", c->ts);
     srv_jw_kv_dec(w, "dur", c->dur);
     srv_jw_kv_num(w, "seq", c->seq);
     srv_jw_kv_num(w, "corr", c->corr);
     srv_jw_kv_num(w, "dev", c->dev);
     srv_jw_kv_num(w, "stream", c->stream);
-    if (c->type == CALL_MEMCPY || c->type == CALL_SYNC)
+    if (c->type == SQ_CALL_MEMCPY || c->type == SQ_CALL_SYNC)
         jw_kv_str(w, "kind", c->kind);
-    if (c->type == CALL_MEMCPY || c->type == CALL_MEMSET)
+    if (c->type == SQ_CALL_MEMCPY || c->type == SQ_CALL_MEMSET)
         srv_jw_kv_dec(w, "bytes", c->bytes);
-    if (c->type != CALL_SYNC) {
+    if (c->type != SQ_CALL_SYNC) {
         srv_jw_kv_dec(w, "gpu_ts", c->gpu_ts);
         srv_jw_kv_dec(w, "gpu_dur", c->gpu_dur);
     }
@@ -253,7 +270,7 @@ static void w_calls(jw *w, calls_ctx *x)
 {
     size_t i = 0;
 
-    qsort(x->list, x->nlist, sizeof(call), call_cmp);
+    qsort(x->list, x->nlist, sizeof(sq_call), call_cmp);
     jw_key(w, "threads");
     jw_arr_begin(w);
     while (i < x->nlist) {
@@ -304,8 +321,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     calls_ctx *x = calloc(1, sizeof(*x));
-    int64_t b[4];
-    int has[4] = { 0 }, rc;
+    int rc;
 
     if (!x)
         return GPUFL_ENOMEM;
@@ -315,7 +331,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
     x->limit = q->limit ? q->limit : SQ_CALLS_DEFAULT;
     if (x->limit > SQ_CALLS_MAX)
         x->limit = SQ_CALLS_MAX;
-    x->list = malloc(((size_t)x->limit + 1) * sizeof(call));
+    x->list = malloc(((size_t)x->limit + 1) * sizeof(sq_call));
     if (!x->list) {
         free(x);
         return GPUFL_ENOMEM;
@@ -330,24 +346,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         goto out;
     }
     x->bw = sq_cols_width(x->from, x->to, x->width);
-    if ((rc = q_prepare(&c, "SELECT api_lo, api_hi, op_lo, op_hi FROM"
-                            " sessions WHERE id=?")) != 0)
-        goto out;
-    qbind_i64(c.st, 1, c.sess);
-    if ((rc = sdb_step(c.st)) != SDB_ROW) {
-        rc = sq_err(rc);
-        goto out;
-    }
-    for (int i = 0; i < 4; i++) {
-        has[i] = !qcol_null(c.st, i);
-        b[i] = has[i] ? qcol_i64(c.st, i) : 0;
-    }
-    rc = GPUFL_OK;
-    if (has[0] && has[1])
-        rc = scan_launches(&c, x, b[0], b[1]);
-    if (!rc && has[2] && has[3])
-        rc = scan_ops(&c, x, b[2], b[3]);
-    if (rc)
+    if ((rc = sq_calls_each(&c, x->from, x->to, call_add, x)) != 0)
         goto out;
     jw_obj_begin(w);
     srv_jw_kv_udec(w, "from", x->from);

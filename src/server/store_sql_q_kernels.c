@@ -208,7 +208,7 @@ static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int sort,
              /* a time range only when asked: without statistics the
               * PostgreSQL planner takes an open range for a selective one */
              q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
-             sorts[sort].api ? " AND " SQ_API_OK("k") : "", sorts[sort].key,
+             sorts[sort].api ? " AND " SQ_API_OK_K : "", sorts[sort].key,
              desc ? "<" : ">", q->name ? PAGE_NAME_FILTER : "", sorts[sort].key,
              desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
     if ((rc = q_prepare(c, sql)) != 0)

@@ -403,6 +403,7 @@ def endpoints(sid):
         ("GET", "/api/v1/sessions/%s/kernels/1" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/timeline" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/calls" % sid, "read"),
+        ("GET", "/api/v1/sessions/%s/export" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/copies" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/scopes" % sid, "read"),
         ("GET", "/api/v1/sessions/%s/profile" % sid, "read"),

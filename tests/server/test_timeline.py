@@ -216,6 +216,43 @@ class Names(Base):
                          [["2000", "5000"]])
 
 
+def lod_session(rnd):
+    """Kernels on 2 GPUs x 3 streams over ~6 s: gaps and durations from 0
+    ns to tens of ms, some concurrent within a lane, kernels longer than
+    the rollup spreads (0.6 s and 2.5 s: kept apart at ingest), and a
+    burst of 18000 short kernels in 80 ms (denser than a window may be to
+    be read raw)."""
+    g = Gen()
+    names = [g.name(*ADD), g.name(*FILL), g.name(GEMM)]
+    lanes = [(d, s) for d in (0, 1) for s in (7, 8, 9)]
+    for li, (d, s) in enumerate(lanes):
+        t = T0 + rnd.randrange(0, 10 ** 6)
+        for i in range(1200):
+            t += rnd.choice([0, 1, 300, 5000, 70000, 400000, 3 * 10 ** 6])
+            dur = rnd.choice([0, 1, 900, 40000, 262144, 2 * 10 ** 6,
+                              30 * 10 ** 6])
+            g.kernel(t, dur, names[(li + i) % 3], dev=d, stream=s,
+                     corr=len(g.kernels) + 1)
+            if rnd.random() < 0.05:  # a concurrent one in the same lane
+                g.kernel(t + 17, dur // 2 + 3, names[0], dev=d, stream=s)
+            t += dur // (1 + rnd.randrange(3))
+    g.kernel(T0 + 2 * 10 ** 9 + 123, 600 * 10 ** 6, names[2], dev=1, stream=8)
+    g.kernel(T0 + 10 ** 9 + 7, 2500 * 10 ** 6, names[1], dev=0, stream=9)
+    t = T0 + 3 * 10 ** 9
+    for i in range(18000):
+        g.kernel(t + i * 4444, 3000 + i % 700, names[i % 3], dev=0, stream=7)
+    return g, lanes
+
+
+def occupied(k, lo, hi, bw):
+    """The columns of [lo, hi) (bw ns wide) kernel k occupies."""
+    ts, dur = k[3], k[4]
+    last = ts + max(dur, 1) - 1
+    if last < lo or ts >= hi:
+        return range(0)
+    return range((max(ts, lo) - lo) // bw, (min(last, hi - 1) - lo) // bw + 1)
+
+
 def flows_session(rnd, n=600):
     """Kernels, copies, memsets and syncs with their API calls on three
     threads; some launches wait long in their stream's queue (the call
@@ -272,6 +309,99 @@ def expected_calls(g):
 def in_range(c, lo, hi):
     enter, dur = c[2], c[3]
     return enter < hi and (enter + dur > lo or lo <= enter)
+
+
+class Lod(Base):
+    """Every column where a kernel ran is drawn, at every zoom: checked on
+    random windows against the kernels themselves."""
+
+    def test_every_occupied_column_is_listed(self):
+        rnd = random.Random(1818)
+        g, lanes = lod_session(rnd)
+        srv = self.server()
+        g.send(srv, batch=4000)
+        base = "/api/v1/sessions/%s/timeline" % g.sid
+        ks = g.kernels
+        first = min(k[3] for k in ks)
+        last = max(k[3] + k[4] for k in ks)
+        byl = {}
+        for k in ks:
+            byl.setdefault((k[1], k[2]), []).append(k)
+        modes = {"raw": 0, "summary": 0, "dense": 0, "exact": 0, "long": 0}
+        wins = [(first, last + 1, 1000)]
+        # the burst, too dense to read raw in narrow pixels
+        burst = T0 + 3 * 10 ** 9
+        wins += [(burst - 10 ** 5 + i * 3 * 10 ** 5, burst + 79 * 10 ** 6 + i, w)
+                 for i, w in enumerate((2000, 700, 4000, 10000))]
+        for _ in range(70):
+            span = rnd.choice([10 ** 3, 10 ** 5, 3 * 10 ** 6, 10 ** 8, 7 * 10 ** 8,
+                               4 * 10 ** 9])
+            a = rnd.randrange(first - span // 2, last)
+            wins.append((a, a + span, rnd.choice([37, 333, 1000, 2048])))
+        for lo, hi, width in wins:
+            exact = rnd.choice([0, 0, 50, 5000])
+            want_lanes = rnd.sample(lanes, rnd.choice([0, 2, 6]))
+            q = "%s?from=%d&to=%d&width=%d&exact=%d" % (base, lo, hi, width, exact)
+            if want_lanes:
+                q += "&lanes=" + ",".join("%d:%d" % l for l in want_lanes)
+            r = srv.get(q)
+            bw = -(-(hi - lo) // width)
+            self.assertEqual((r["from"], r["to"], r["bucket_ns"]), (lo, hi, bw))
+            got = {(l["dev"], l["stream"]): l for l in r["lanes"]}
+            if want_lanes:
+                self.assertEqual([(l["dev"], l["stream"]) for l in r["lanes"]],
+                                 want_lanes)
+            raw = r["level"] == "raw"
+            if raw:
+                modes["raw"] += 1
+            elif r["level"] > bw:
+                modes["dense"] += 1
+            else:
+                modes["summary"] += 1
+            for lane in (want_lanes or lanes):
+                mine = [k for k in byl[lane] if occupied(k, lo, hi, bw)]
+                occ = set()
+                for k in mine:
+                    occ |= set(occupied(k, lo, hi, bw))
+                if any(k[4] > 268173312 for k in mine):
+                    modes["long"] += 1
+                L = got.get(lane)
+                cols = {b[0]: b for b in L["buckets"]} if L else {}
+                where = (lo, hi, width, lane, r["level"])
+                # the promise: no column where a kernel ran is left empty
+                self.assertEqual(occ - set(cols), set(), where)
+                if raw:
+                    self.assertEqual(set(cols), occ, where)
+                    for p, b in cols.items():
+                        c0, c1 = lo + p * bw, min(lo + (p + 1) * bw, hi)
+                        self.assertEqual(b[1], sum(1 for k in mine if c0 <= k[3] < c1), where)
+                        self.assertEqual(b[2], sum(max(0, min(k[3] + k[4], c1) - max(k[3], c0))
+                                                   for k in mine), where)
+                    self.assertEqual(r["kernels_in_window"] >= len(mine), True)
+                if L and L["exact"]:
+                    modes["exact"] += 1
+                    self.assertTrue(raw and exact and len(mine) <= exact, where)
+                    self.assertEqual([x[0] for x in L["kernels"]],
+                                     [k[0] for k in sorted(mine, key=lambda k: (k[3], k[0]))], where)
+                    for x in L["kernels"]:
+                        self.assertIn(str(x[3]), r["names"])
+                elif L:
+                    self.assertNotIn("kernels", L)
+                    self.assertFalse(raw and exact and len(mine) <= exact, where)
+            for l in r["lanes"]:
+                for b in l["buckets"]:
+                    self.assertIn(str(b[3]), r["mangled"])
+        # the windows went through every way of answering
+        for m, n in modes.items():
+            self.assertGreater(n, 2, modes)
+        # a whole-session window counts every kernel and all busy time
+        r = srv.get(base + "?width=777")
+        self.assertEqual(sum(b[1] for l in r["lanes"] for b in l["buckets"]), len(ks))
+        self.assertEqual(sum(b[2] for l in r["lanes"] for b in l["buckets"]),
+                         sum(k[4] for k in ks))
+        for bad in ("0:7,", "a:1", "0:", "1:2:3", ",", "0:99999999999"):
+            st, _, _ = srv.req("GET", base + "?lanes=" + bad)
+            self.assertEqual(st, 400, bad)
 
 
 class Flows(Base):
@@ -384,6 +514,189 @@ class Flows(Base):
         st, r = self.srv.post("device", b"\n".join(lines))
         self.assertEqual((st, r["rejected"]), (200, 2))
         self.assertIn("the call's entry and exit", r["errors"][0]["reason"])
+
+
+class Export(Base):
+    def test_trace_of_a_range(self):
+        rnd = random.Random(4)
+        g = flows_session(rnd, 400)
+        sname = g.name("train_step")
+        ks = [e for e in g.lines["device"] if e["type"] == "kernel"]
+        t0, t1 = ks[0]["ts"], ks[-1]["ts"]
+        for i in range(20):  # scope instances on thread 101, 60 us each
+            b = t0 + i * (t1 - t0) // 20
+            g.line("scope", b, "scope_begin", id=i + 1, name=sname, path=0,
+                   depth=1, tid=101)
+            g.line("scope", b + 60000, "scope_end", id=i + 1, name=sname,
+                   path=0, depth=1, tid=101, dur=60000)
+        srv = self.server()
+        g.send(srv, batch=500)
+        disp = {ADD[0]: ADD[1], FILL[0]: FILL[1], GEMM: GEMM}
+        idn = {v: k for k, v in g.names.items()}
+        calls = expected_calls(g)
+        for lo, hi, lanes in ((t0 - 10, t1 + 10 ** 8, None),
+                              ((t0 + t1) // 2, (t0 + t1) // 2 + 10 ** 7, None),
+                              (t0, t1, [(0, 8)])):
+            q = "/api/v1/sessions/%s/export?from=%d&to=%d" % (g.sid, lo, hi)
+            if lanes:
+                q += "&lanes=" + ",".join("%d:%d" % l for l in lanes)
+            st, h, data = srv.req("GET", q)
+            self.assertEqual(st, 200, data[:200])
+            self.assertTrue(h["Content-Type"].startswith("application/json"))
+            tr = json.loads(data)
+            ev = tr["traceEvents"]
+            od = tr["otherData"]
+            self.assertEqual((int(od["from"]), int(od["to"]), od["truncated"]),
+                             (lo, hi, False))
+            want = [e for e in ks if e["ts"] < hi and (e["ts"] + e["dur"] > lo
+                                                       or e["ts"] >= lo)
+                    and (not lanes or (e.get("dev", 0), e.get("stream", 0)) in lanes)]
+            kern = [e for e in ev if e.get("cat") == "kernel"]
+            self.assertEqual(sorted(e["args"]["kid"] for e in kern),
+                             sorted(e["seq"] for e in want))
+            self.assertEqual(od["kernels"], len(want))
+            byk = {e["seq"]: e for e in want}
+            for e in kern:
+                k = byk[e["args"]["kid"]]
+                self.assertEqual(e["args"]["mangled"], idn[k["name"]])
+                self.assertEqual(e["name"], disp[idn[k["name"]]])
+                self.assertEqual(e["pid"], 2 + k.get("dev", 0))
+                self.assertEqual(e["tid"], k.get("stream", 0))
+                self.assertAlmostEqual(e["ts"], (k["ts"] - lo) / 1000, places=3)
+                self.assertAlmostEqual(e["dur"], k["dur"] / 1000, places=3)
+            # an arrow from each exported kernel's launch call to it
+            starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+            ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+            self.assertEqual(set(starts), set(ends))
+            self.assertEqual(len(starts), sum(1 for e in want if "api" in e))
+            for i, f in ends.items():
+                self.assertEqual(f["bp"], "e")
+                self.assertEqual(starts[i]["tid"] in (101, 102, 103), True)
+            # calls of the range on their threads (launches of exported
+            # kernels went out with their arrow)
+            inr = [c for c in calls if in_range(c, lo, hi)]
+            self.assertEqual(od["calls"], len(inr))
+            host = [e for e in ev if e["pid"] == 1 and e["ph"] == "X"]
+            syncs = [e for e in host if e["cat"] == "sync"]
+            self.assertEqual(len(syncs), sum(1 for c in inr if c[1] == "sync"))
+            names = [e for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+            self.assertTrue(any(e["args"]["name"] == "thread 101" for e in names))
+            scopes = [e for e in host if e["cat"] == "scope"]
+            self.assertEqual(od["scopes"], len(scopes))
+            self.assertTrue(all(e["name"] == "train_step" for e in scopes))
+            cps = [e for e in ev if e.get("cat") in ("memcpy", "memset")]
+            self.assertEqual(od["copies"], len(cps))
+        for bad in ("lanes=x", "from=5&to=4"):
+            st, _, _ = srv.req("GET", "/api/v1/sessions/%s/export?%s" % (g.sid, bad))
+            self.assertEqual(st, 400, bad)
+
+    def test_cap_413_or_truncated(self):
+        g = Gen()
+        n = g.name(GEMM)
+        for i in range(20010):
+            g.kernel(T0 + 10 ** 6 + i * 1000, 500, n, api=(-300, 100), tid=9)
+        srv = self.server()
+        g.send(srv, batch=10000)
+        base = "/api/v1/sessions/%s/export" % g.sid
+        st, _, data = srv.req("GET", base)
+        self.assertEqual(st, 413)
+        self.assertIn("over 20000 kernels", json.loads(data)["error"])
+        st, _, data = srv.req("GET", base + "?truncate=true")
+        self.assertEqual(st, 200)
+        tr = json.loads(data)
+        od = tr["otherData"]
+        # complete up to the first kernel left out, and says so
+        self.assertEqual((od["truncated"], od["kernels"], int(od["to"])),
+                         (True, 20000, T0 + 10 ** 6 + 20000 * 1000))
+        self.assertEqual(len([e for e in tr["traceEvents"] if e.get("cat") == "kernel"]),
+                         20000)
+        # the calls that began before it: the left-out kernel's own too
+        self.assertEqual(od["calls"], 20001)
+        # a narrower range fits whole
+        st, _, data = srv.req("GET", base + "?from=%d&to=%d" % (T0, T0 + 10 ** 7))
+        self.assertEqual(st, 200)
+        self.assertFalse(json.loads(data)["otherData"]["truncated"])
+
+
+class UiDefault(Base):
+    """gpufl-server started as a user would, without --ui-dir."""
+
+    def start(self, binary, name, args=()):
+        keep = T.SERVER
+        T.SERVER = binary
+        try:
+            return self.server(name, args)
+        finally:
+            T.SERVER = keep
+
+    def place(self, folder):
+        """A copy of the binary in folder/bin (it links no library of the
+        build tree)."""
+        os.makedirs(os.path.join(folder, "bin"))
+        b = os.path.join(folder, "bin", "gpufl-server")
+        shutil.copy2(T.SERVER, b)
+        return b
+
+    def page(self, folder, text):
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "index.html"), "w") as f:
+            f.write(text)
+
+    def test_installed_copy(self):
+        prefix = os.path.join(self.dir, "prefix")
+        b = self.place(prefix)
+        web = os.path.join(prefix, "share", "gpufl", "web")
+        self.page(web, "<html>installed</html>")
+        srv = self.start(b, "d1")
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual((st, data), (200, b"<html>installed</html>"))
+        self.assertIn("gpufl-server: web UI from %s\n" % os.path.realpath(web),
+                      srv.output())
+        srv.stop()
+        # --ui-dir none: no UI, and said so
+        srv = self.start(b, "d2", ["--ui-dir", "none"])
+        st, _, _ = srv.req("GET", "/", token=None)
+        self.assertEqual(st, 404)
+        self.assertIn("gpufl-server: no web UI (--ui-dir none)", srv.output())
+        srv.stop()
+        # an installed copy holding the data folder is not served
+        srv = self.start(b, os.path.join("prefix", "share", "gpufl", "web", "data"))
+        st, _, _ = srv.req("GET", "/", token=None)
+        self.assertEqual(st, 404)
+        self.assertIn("which must not be served", srv.output())
+        st, _, _ = srv.req("GET", "/data/gpufl.db", token=None)
+        self.assertEqual(st, 404)
+        srv.stop()
+
+    def test_build_tree(self):
+        build = os.path.join(self.dir, "build")
+        src = os.path.join(self.dir, "src")
+        b = self.place(build)
+        with open(os.path.join(build, "CMakeCache.txt"), "w") as f:
+            f.write("# a build tree\nCMAKE_BUILD_TYPE:STRING=Debug\n"
+                    "gpufl_SOURCE_DIR:STATIC=%s\n" % src)
+        srv = self.start(b, "d1")
+        st, _, _ = srv.req("GET", "/", token=None)
+        self.assertEqual(st, 404)
+        out = srv.output()
+        self.assertIn("gpufl-server: no web UI (looked in %s/../share/gpufl/web, "
+                      "%s/web/dist; make web, or give --ui-dir)"
+                      % (os.path.realpath(os.path.join(build, "bin")), src), out)
+        srv.stop()
+        self.page(os.path.join(src, "web", "dist"), "<html>dist</html>")
+        srv = self.start(b, "d2")
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual((st, data), (200, b"<html>dist</html>"))
+        self.assertIn("web UI from %s" % os.path.realpath(os.path.join(src, "web", "dist")),
+                      srv.output())
+        srv.stop()
+        # --ui-dir still wins
+        other = os.path.join(self.dir, "other")
+        self.page(other, "<html>other</html>")
+        srv = self.start(b, "d3", ["--ui-dir", other])
+        st, _, data = srv.req("GET", "/", token=None)
+        self.assertEqual(data, b"<html>other</html>")
+        srv.stop()
 
 
 if __name__ == "__main__":

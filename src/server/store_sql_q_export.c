@@ -1,0 +1,680 @@
+/*
+ * store_sql_q_export.c - a time range of a session as a Chrome trace-event
+ * JSON file (docs/api.md "export"), built from the stored rows: kernels,
+ * copies and memsets on their GPU and stream, API calls and syncs on their
+ * CPU thread with an arrow from each launch to its kernel, scope instances
+ * on their thread.  The layout and the event members are `gpufl export`'s
+ * (src/common/trace.h writes both).
+ *
+ * An export holds at most SQ_EXP_* items of each kind.  Each kind is read
+ * in time order with one row more than its cap; where a kind has more,
+ * the export stops at the time T of the first item left out (every kind
+ * cut there), so what it holds is complete for [from, T), and says so -
+ * or, unless truncation was asked, the answer is a 413.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonl.h"
+#include "common/trace.h"
+#include "srv_json.h"
+#include "store_sql_q.h"
+
+/* Items of each kind one export holds. */
+#define SQ_EXP_KERNELS 20000
+#define SQ_EXP_COPIES 20000
+#define SQ_EXP_CALLS 40000
+#define SQ_EXP_SCOPES 20000
+/* API calls gathered before they are sorted to find where to cut: past
+ * this many the range is refused even with truncation. */
+#define SQ_EXP_CALLS_READ (4 * SQ_EXP_CALLS)
+/* Lanes of lanes=, GPU processes named. */
+#define SQ_EXP_LANES 256
+#define SQ_EXP_DEVS 64
+/* The host process; GPU d is process SQ_EXP_PID_HOST + 1 + d. */
+#define SQ_EXP_PID_HOST 1
+
+/* A kernel, copy, memset or scope instance as exported. */
+typedef struct ex_item {
+    int64_t seq, ts, dur, dev, stream, corr, a, b;
+    uint32_t tid;
+    char *name, *mangled; /* kernels: display and recorded; scopes: name */
+    char kind[16];
+} ex_item;
+
+typedef struct ex_list {
+    ex_item *v;
+    size_t n, cap, max;
+    int over;    /* more than max in the range */
+    int64_t cut; /* then: the time of the first left out */
+} ex_list;
+
+typedef struct ex_ctx {
+    qctx c;
+    uint64_t from, to;
+    int64_t lanes[SQ_EXP_LANES];
+    int nlanes; /* 0: every lane */
+    ex_list k, cp, sc;
+    sq_call *calls;
+    size_t ncalls, calls_cap;
+    int calls_over; /* more than SQ_EXP_CALLS_READ */
+    uint64_t flows;
+    /* tracks named: host threads, GPU (dev << 32 | stream) */
+    int64_t tracks[2 * SQ_EXP_LANES];
+    int ntracks;
+    int devs_named[SQ_EXP_DEVS];
+    char devname[SQ_EXP_DEVS][128];
+    char app[256], host[256];
+    int64_t pid;
+    int simulated;
+} ex_ctx;
+
+static void list_free(ex_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].name);
+        free(l->v[i].mangled);
+    }
+    free(l->v);
+}
+
+/* Room for one more item; NULL when out of memory. */
+static ex_item *list_add(ex_list *l)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 256;
+        ex_item *v = realloc(l->v, nc * sizeof(*v));
+        if (!v)
+            return NULL;
+        l->v = v;
+        l->cap = nc;
+    }
+    memset(&l->v[l->n], 0, sizeof(ex_item));
+    return &l->v[l->n++];
+}
+
+/* A row in time order: kept while the list has room; the first one past
+ * it marks the list over, at its time.  1 when the reading may stop. */
+static int list_over(ex_list *l, int64_t t)
+{
+    if (l->n < l->max)
+        return 0;
+    l->over = 1;
+    l->cut = t;
+    return 1;
+}
+
+static int lane_ok(const ex_ctx *x, int64_t dev, int64_t stream)
+{
+    int64_t lane = (int64_t)((uint64_t)dev << 32 | (uint64_t)stream);
+    if (!x->nlanes)
+        return 1;
+    for (int i = 0; i < x->nlanes; i++)
+        if (x->lanes[i] == lane)
+            return 1;
+    return 0;
+}
+
+/* The kernels occupying [from, to), ts order: the long ones that began
+ * before the scan, then the scan (as the timeline reads them). */
+static int read_kernels(ex_ctx *x)
+{
+    int64_t lo;
+    int rc;
+
+    if ((rc = sq_kernels_back(&x->c, x->from, &lo)) != 0)
+        return rc;
+    for (int pass = 0; pass < 2 && !x->k.over; pass++) {
+        rc = q_prepare(
+            &x->c,
+            pass ? "SELECT k.seq, k.ts, k.dur, coalesce(k.dev, 0),"
+                   " coalesce(k.stream, 0), k.corr, k.api_off, k.api_dur,"
+                   " coalesce(k.tid, 0), coalesce(n.demangled, n.name, ''),"
+                   " coalesce(n.name, '') FROM kernels k LEFT JOIN dicts n ON"
+                   " n.sess=k.sess AND n.id=k.name_id WHERE k.sess=?1 AND"
+                   " k.ts >= ?2 AND k.ts < ?3 AND (k.ts + k.dur > ?4 OR"
+                   " k.ts >= ?4) ORDER BY k.ts, k.seq"
+                 : "SELECT k.seq, k.ts, k.dur, coalesce(k.dev, 0),"
+                   " coalesce(k.stream, 0), k.corr, k.api_off, k.api_dur,"
+                   " coalesce(k.tid, 0), coalesce(n.demangled, n.name, ''),"
+                   " coalesce(n.name, '') FROM klong l JOIN kernels k ON"
+                   " k.sess=l.sess AND k.seq=l.seq LEFT JOIN dicts n ON"
+                   " n.sess=k.sess AND n.id=k.name_id WHERE l.sess=?1 AND"
+                   " l.ts < ?2 AND l.ts + l.dur > ?4 AND ?3 > 0 ORDER BY"
+                   " l.ts, l.seq");
+        if (rc)
+            return rc;
+        qbind_i64(x->c.st, 1, x->c.sess);
+        qbind_i64(x->c.st, 2, lo);
+        qbind_i64(x->c.st, 3, (int64_t)x->to);
+        qbind_i64(x->c.st, 4, (int64_t)x->from);
+        while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
+            ex_item *e;
+            int64_t dev = qcol_i64(x->c.st, 3), stream = qcol_i64(x->c.st, 4);
+            if (!lane_ok(x, dev, stream))
+                continue;
+            if (list_over(&x->k, qcol_i64(x->c.st, 1)))
+                break;
+            if (!(e = list_add(&x->k)))
+                return GPUFL_ENOMEM;
+            e->seq = qcol_i64(x->c.st, 0);
+            e->ts = qcol_i64(x->c.st, 1);
+            e->dur = qcol_i64(x->c.st, 2);
+            e->dev = dev;
+            e->stream = stream;
+            e->corr = qcol_i64(x->c.st, 5);
+            e->a = qcol_i64(x->c.st, 6);
+            e->b = qcol_i64(x->c.st, 7);
+            e->tid = (uint32_t)qcol_i64(x->c.st, 8);
+            e->name = strdup(qcol_text(x->c.st, 9));
+            e->mangled = strdup(qcol_text(x->c.st, 10));
+            if (!e->name || !e->mangled)
+                return GPUFL_ENOMEM;
+        }
+        if (rc != SDB_DONE && rc != SDB_ROW)
+            return sq_err(rc);
+    }
+    return GPUFL_OK;
+}
+
+/* Copies and memsets occupying [from, to), ts order (ops are few: the
+ * longest one bounds how far back to look). */
+static int read_copies(ex_ctx *x)
+{
+    char sql[512];
+    int64_t back, lo;
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "SELECT coalesce(max(dur), 0) FROM ops WHERE sess=? AND"
+             " type IN (%d, %d)",
+             EV_MEMCPY, EV_MEMSET);
+    if ((rc = q_prepare(&x->c, sql)) != 0)
+        return rc;
+    qbind_i64(x->c.st, 1, x->c.sess);
+    if ((rc = sdb_step(x->c.st)) != SDB_ROW)
+        return sq_err(rc);
+    back = qcol_i64(x->c.st, 0);
+    lo = (int64_t)x->from > back ? (int64_t)x->from - back : 0;
+    snprintf(sql, sizeof(sql),
+             "SELECT seq, type, ts, dur, coalesce(dev, 0), coalesce(stream,"
+             " 0), corr, coalesce(kind, ''), coalesce(bytes, 0) FROM ops"
+             " WHERE sess=?1 AND type IN (%d, %d) AND ts >= ?2 AND ts < ?3"
+             " AND (ts + dur > ?4 OR ts >= ?4) ORDER BY ts, seq",
+             EV_MEMCPY, EV_MEMSET);
+    if ((rc = q_prepare(&x->c, sql)) != 0)
+        return rc;
+    qbind_i64(x->c.st, 1, x->c.sess);
+    qbind_i64(x->c.st, 2, lo);
+    qbind_i64(x->c.st, 3, (int64_t)x->to);
+    qbind_i64(x->c.st, 4, (int64_t)x->from);
+    while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
+        ex_item *e;
+        int64_t dev = qcol_i64(x->c.st, 4), stream = qcol_i64(x->c.st, 5);
+        if (!lane_ok(x, dev, stream))
+            continue;
+        if (list_over(&x->cp, qcol_i64(x->c.st, 2)))
+            break;
+        if (!(e = list_add(&x->cp)))
+            return GPUFL_ENOMEM;
+        e->seq = qcol_i64(x->c.st, 0);
+        e->a = qcol_i64(x->c.st, 1); /* type */
+        e->ts = qcol_i64(x->c.st, 2);
+        e->dur = qcol_i64(x->c.st, 3);
+        e->dev = dev;
+        e->stream = stream;
+        e->corr = qcol_i64(x->c.st, 6);
+        snprintf(e->kind, sizeof(e->kind), "%s", qcol_text(x->c.st, 7));
+        e->b = qcol_i64(x->c.st, 8); /* bytes */
+    }
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+/* Scope instances overlapping [from, to) (their scope_end rows: begin is
+ * ts - dur), in begin order. */
+static int read_scopes(ex_ctx *x)
+{
+    char sql[512];
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "SELECT s.id, s.ts - s.dur, s.dur, coalesce(s.tid, 0),"
+             " coalesce(n.name, '') FROM scopes s LEFT JOIN dicts n ON"
+             " n.sess=s.sess AND n.id=s.name WHERE s.sess=?1 AND s.type=%d"
+             " AND s.ts > ?2 AND s.ts - s.dur < ?3 ORDER BY s.ts - s.dur,"
+             " s.id",
+             EV_SCOPE_END);
+    if ((rc = q_prepare(&x->c, sql)) != 0)
+        return rc;
+    qbind_i64(x->c.st, 1, x->c.sess);
+    qbind_i64(x->c.st, 2, (int64_t)x->from);
+    qbind_i64(x->c.st, 3, (int64_t)x->to);
+    while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
+        ex_item *e;
+        if (list_over(&x->sc, qcol_i64(x->c.st, 1)))
+            break;
+        if (!(e = list_add(&x->sc)))
+            return GPUFL_ENOMEM;
+        e->seq = qcol_i64(x->c.st, 0);
+        e->ts = qcol_i64(x->c.st, 1);
+        e->dur = qcol_i64(x->c.st, 2);
+        e->tid = (uint32_t)qcol_i64(x->c.st, 3);
+        if (!(e->name = strdup(qcol_text(x->c.st, 4))))
+            return GPUFL_ENOMEM;
+    }
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+static int call_keep(void *arg, const sq_call *c)
+{
+    ex_ctx *x = arg;
+
+    if (x->ncalls == SQ_EXP_CALLS_READ) {
+        x->calls_over = 1;
+        return GPUFL_ETOOBIG;
+    }
+    if (x->ncalls == x->calls_cap) {
+        size_t nc = x->calls_cap ? x->calls_cap * 2 : 1024;
+        sq_call *v = realloc(x->calls, nc * sizeof(*v));
+        if (!v)
+            return GPUFL_ENOMEM;
+        x->calls = v;
+        x->calls_cap = nc;
+    }
+    x->calls[x->ncalls++] = *c;
+    return GPUFL_OK;
+}
+
+static int call_by_ts(const void *a, const void *b)
+{
+    const sq_call *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The session's header: app, host, pid, simulated and its devices'
+ * names (for the process names). */
+static int read_header(ex_ctx *x)
+{
+    jsonl_tok *tok = NULL;
+    jsonl_doc d;
+    char *hdr = NULL;
+    uint32_t t;
+    int rc;
+
+    if ((rc = q_prepare(&x->c, "SELECT coalesce(app, ''), coalesce(host, ''),"
+                               " coalesce(pid, 0), coalesce(simulated, 0),"
+                               " header FROM sessions WHERE id=?")) != 0)
+        return rc;
+    qbind_i64(x->c.st, 1, x->c.sess);
+    if ((rc = sdb_step(x->c.st)) != SDB_ROW)
+        return sq_err(rc);
+    snprintf(x->app, sizeof(x->app), "%s", qcol_text(x->c.st, 0));
+    snprintf(x->host, sizeof(x->host), "%s", qcol_text(x->c.st, 1));
+    x->pid = qcol_i64(x->c.st, 2);
+    x->simulated = qcol_i64(x->c.st, 3) != 0;
+    if (qcol_null(x->c.st, 4))
+        return GPUFL_OK;
+    hdr = strdup(qcol_text(x->c.st, 4));
+    tok = malloc(INGEST_HDR_TOKENS * sizeof(*tok));
+    if (!hdr || !tok) {
+        free(hdr);
+        free(tok);
+        return GPUFL_ENOMEM;
+    }
+    /* devices[]: {"id": N, "name": "...", ...} (docs/events.md) */
+    jsonl_doc_init(&d, tok, INGEST_HDR_TOKENS);
+    t = jsonl_doc_parse_obj(&d, hdr, strlen(hdr)) == GPUFL_OK
+            ? jsonl_doc_find(&d, "devices")
+            : JSONL_NOTFOUND;
+    if (t != JSONL_NOTFOUND && jsonl_tok_type(&d, t) == JSONL_ARRAY) {
+        for (uint32_t i = 0, e = t + 1; i < d.tok[t].n;
+             i++, e = d.tok[e].next) {
+            uint64_t id = UINT64_MAX;
+            uint32_t nm = JSONL_NOTFOUND;
+            char name[128];
+            size_t n = 0;
+            if (jsonl_tok_type(&d, e) != JSONL_OBJECT)
+                continue;
+            for (uint32_t j = 0, m = e + 1; j < d.tok[e].n;
+                 j++, m = d.tok[m + 1].next) {
+                if (jsonl_tok_streq(&d, m, "id", 2) &&
+                    jsonl_tok_u64(&d, m + 1, &id))
+                    id = UINT64_MAX;
+                if (jsonl_tok_streq(&d, m, "name", 4))
+                    nm = m + 1;
+            }
+            if (id < SQ_EXP_DEVS && nm != JSONL_NOTFOUND &&
+                jsonl_tok_str(&d, nm, name, sizeof(name), &n) == GPUFL_OK)
+                snprintf(x->devname[id], sizeof(x->devname[id]), "%s", name);
+        }
+    }
+    free(tok);
+    free(hdr);
+    return GPUFL_OK;
+}
+
+/* ---- writing ---- */
+
+static void ev_begin(jw *w)
+{
+    jw_obj_begin(w);
+}
+
+/* Names a track the first time it is used: a host thread (dev < 0) or a
+ * GPU stream. */
+static void track(ex_ctx *x, jw *w, int64_t dev, int64_t id)
+{
+    int64_t key =
+        dev < 0 ? id : (int64_t)((uint64_t)(dev + 1) << 32 | (uint64_t)id);
+    char name[160];
+    int pid = dev < 0 ? SQ_EXP_PID_HOST : SQ_EXP_PID_HOST + 1 + (int)dev;
+
+    for (int i = 0; i < x->ntracks; i++)
+        if (x->tracks[i] == key)
+            return;
+    if (x->ntracks == (int)(sizeof(x->tracks) / sizeof(x->tracks[0])))
+        return;
+    x->tracks[x->ntracks++] = key;
+    if (dev >= 0 && dev < SQ_EXP_DEVS && !x->devs_named[dev]) {
+        x->devs_named[dev] = 1;
+        snprintf(name, sizeof(name), "GPU %lld: %s%s", (long long)dev,
+                 x->devname[dev][0] ? x->devname[dev] : "?",
+                 x->simulated ? " [SIMULATED]" : "");
+        ev_begin(w);
+        trace_meta(w, "process_name", pid, 0, name);
+        jw_obj_end(w);
+        ev_begin(w);
+        trace_sort(w, "process_sort_index", pid, 0, pid);
+        jw_obj_end(w);
+    }
+    if (dev >= 0)
+        snprintf(name, sizeof(name), "stream %lld", (long long)id);
+    else if (id)
+        snprintf(name, sizeof(name), "thread %lld", (long long)id);
+    else
+        snprintf(name, sizeof(name), "calls (thread unknown)");
+    ev_begin(w);
+    trace_meta(w, "thread_name", pid, (uint64_t)id, name);
+    jw_obj_end(w);
+}
+
+static int gpu_pid(int64_t dev)
+{
+    return SQ_EXP_PID_HOST + 1 + (int)(dev < SQ_EXP_DEVS ? dev : SQ_EXP_DEVS);
+}
+
+/* A kernel's launch call and its arrow, when its times count. */
+static void w_launch(ex_ctx *x, jw *w, const ex_item *k)
+{
+    int64_t off = k->a, dur = k->b;
+    uint64_t enter, id;
+
+    if (!(dur > 0 && off >= -k->ts && off <= INT64_MAX - k->ts - dur))
+        return;
+    enter = (uint64_t)(k->ts + off);
+    id = ++x->flows;
+    track(x, w, -1, k->tid);
+    ev_begin(w);
+    jw_kv_str(w, "name", "cudaLaunchKernel");
+    trace_slice(w, "launch", SQ_EXP_PID_HOST, k->tid, x->from, enter,
+                (uint64_t)dur);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    srv_jw_kv_num(w, "corr", k->corr);
+    srv_jw_kv_num(w, "kid", k->seq);
+    jw_obj_end(w);
+    jw_obj_end(w);
+    ev_begin(w);
+    trace_flow(w, 0, id, SQ_EXP_PID_HOST, k->tid, x->from, enter);
+    jw_obj_end(w);
+    ev_begin(w);
+    trace_flow(w, 1, id, gpu_pid(k->dev), (uint64_t)k->stream, x->from,
+               (uint64_t)k->ts);
+    jw_obj_end(w);
+}
+
+static void w_kernel(ex_ctx *x, jw *w, const ex_item *k)
+{
+    track(x, w, k->dev, k->stream);
+    ev_begin(w);
+    jw_kv_str(w, "name", k->name[0] ? k->name : "(unknown kernel)");
+    trace_slice(w, "kernel", gpu_pid(k->dev), (uint64_t)k->stream, x->from,
+                (uint64_t)k->ts, (uint64_t)k->dur);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    srv_jw_kv_num(w, "kid", k->seq);
+    srv_jw_kv_num(w, "corr", k->corr);
+    jw_kv_str(w, "mangled", k->mangled);
+    jw_obj_end(w);
+    jw_obj_end(w);
+    w_launch(x, w, k);
+}
+
+static void w_copy(ex_ctx *x, jw *w, const ex_item *e)
+{
+    char name[48];
+    int memset_ = e->a == EV_MEMSET;
+
+    track(x, w, e->dev, e->stream);
+    snprintf(name, sizeof(name), memset_ ? "memset" : "memcpy %s", e->kind);
+    ev_begin(w);
+    jw_kv_str(w, "name", name);
+    trace_slice(w, memset_ ? "memset" : "memcpy", gpu_pid(e->dev),
+                (uint64_t)e->stream, x->from, (uint64_t)e->ts,
+                (uint64_t)e->dur);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    srv_jw_kv_dec(w, "bytes", e->b);
+    srv_jw_kv_num(w, "corr", e->corr);
+    jw_obj_end(w);
+    jw_obj_end(w);
+}
+
+/* An API call other than the launch of an exported kernel. */
+static void w_call(ex_ctx *x, jw *w, const sq_call *c)
+{
+    char name[48];
+
+    track(x, w, -1, c->tid);
+    if (c->type == SQ_CALL_SYNC)
+        snprintf(name, sizeof(name), "sync %s", c->kind);
+    else if (c->type == SQ_CALL_LAUNCH)
+        snprintf(name, sizeof(name), "cudaLaunchKernel");
+    else
+        snprintf(name, sizeof(name), "%s call",
+                 c->type == SQ_CALL_MEMCPY ? "memcpy" : "memset");
+    ev_begin(w);
+    jw_kv_str(w, "name", name);
+    trace_slice(w, c->type == SQ_CALL_SYNC ? "sync" : "launch", SQ_EXP_PID_HOST,
+                c->tid, x->from, (uint64_t)c->ts, (uint64_t)c->dur);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    srv_jw_kv_num(w, "corr", c->corr);
+    srv_jw_kv_num(w, "seq", c->seq);
+    jw_obj_end(w);
+    jw_obj_end(w);
+}
+
+static void w_scope(ex_ctx *x, jw *w, const ex_item *s)
+{
+    track(x, w, -1, s->tid);
+    ev_begin(w);
+    jw_kv_str(w, "name", s->name[0] ? s->name : "(scope)");
+    trace_slice(w, "scope", SQ_EXP_PID_HOST, s->tid, x->from, (uint64_t)s->ts,
+                (uint64_t)s->dur);
+    jw_key(w, "args");
+    jw_obj_begin(w);
+    srv_jw_kv_num(w, "id", s->seq);
+    jw_obj_end(w);
+    jw_obj_end(w);
+}
+
+static int seq_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void w_export(ex_ctx *x, jw *w, const char *sid, uint64_t cut)
+{
+    size_t nk = 0, nc = 0, nx = 0, ns = 0;
+    int64_t *kseq = malloc((x->k.n + 1) * sizeof(int64_t));
+    char name[600];
+
+    jw_obj_begin(w);
+    jw_key(w, "traceEvents");
+    jw_arr_begin(w);
+    snprintf(name, sizeof(name), "%s (%s, pid %lld) host%s", x->app, x->host,
+             (long long)x->pid, x->simulated ? " [SIMULATED GPU]" : "");
+    ev_begin(w);
+    trace_meta(w, "process_name", SQ_EXP_PID_HOST, 0, name);
+    jw_obj_end(w);
+    ev_begin(w);
+    trace_sort(w, "process_sort_index", SQ_EXP_PID_HOST, 0, SQ_EXP_PID_HOST);
+    jw_obj_end(w);
+    for (size_t i = 0; i < x->k.n; i++) {
+        if ((uint64_t)x->k.v[i].ts >= cut)
+            continue;
+        w_kernel(x, w, &x->k.v[i]);
+        if (kseq)
+            kseq[nk] = x->k.v[i].seq;
+        nk++;
+    }
+    if (kseq)
+        qsort(kseq, nk, sizeof(int64_t), seq_cmp);
+    for (size_t i = 0; i < x->cp.n; i++) {
+        if ((uint64_t)x->cp.v[i].ts >= cut)
+            continue;
+        w_copy(x, w, &x->cp.v[i]);
+        nc++;
+    }
+    for (size_t i = 0; i < x->ncalls; i++) {
+        const sq_call *c = &x->calls[i];
+        if ((uint64_t)c->ts >= cut)
+            continue;
+        nx++;
+        /* an exported kernel's call went out with its arrow */
+        if (c->type == SQ_CALL_LAUNCH && kseq &&
+            bsearch(&c->seq, kseq, nk, sizeof(int64_t), seq_cmp))
+            continue;
+        w_call(x, w, c);
+    }
+    for (size_t i = 0; i < x->sc.n; i++) {
+        if ((uint64_t)x->sc.v[i].ts >= cut)
+            continue;
+        w_scope(x, w, &x->sc.v[i]);
+        ns++;
+    }
+    jw_arr_end(w);
+    jw_kv_str(w, "displayTimeUnit", "ns");
+    jw_key(w, "otherData");
+    jw_obj_begin(w);
+    jw_kv_str(w, "generator", "gpufl-server");
+    jw_kv_str(w, "session", sid);
+    srv_jw_kv_udec(w, "from", x->from);
+    srv_jw_kv_udec(w, "to", cut < x->to ? cut : x->to);
+    jw_key(w, "truncated");
+    jw_bool(w, cut < x->to);
+    jw_kv_u64(w, "kernels", nk);
+    jw_kv_u64(w, "copies", nc);
+    jw_kv_u64(w, "calls", nx);
+    jw_kv_u64(w, "scopes", ns);
+    jw_obj_end(w);
+    jw_obj_end(w);
+    free(kseq);
+}
+
+int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
+                       size_t cap)
+{
+    ex_ctx *x = calloc(1, sizeof(*x));
+    uint64_t cut;
+    int rc;
+
+    why[0] = '\0';
+    if (!x)
+        return GPUFL_ENOMEM;
+    x->k.max = SQ_EXP_KERNELS;
+    x->cp.max = SQ_EXP_COPIES;
+    x->sc.max = SQ_EXP_SCOPES;
+    q_begin(s, &x->c);
+    if ((rc = q_session(&x->c, q->sid)) != 0)
+        goto out;
+    x->from = q->from ? q->from : (uint64_t)x->c.first;
+    x->to = q->to ? q->to : (uint64_t)x->c.last + 1;
+    if (x->to <= x->from ||
+        (q->lanes &&
+         sq_lanes_parse(q->lanes, x->lanes, SQ_EXP_LANES, &x->nlanes))) {
+        rc = GPUFL_EINVAL;
+        goto out;
+    }
+    if ((rc = read_header(x)) != 0 || (rc = read_kernels(x)) != 0 ||
+        (rc = read_copies(x)) != 0 || (rc = read_scopes(x)) != 0)
+        goto out;
+    /* where the export stops: the first item a full kind left out */
+    cut = x->to;
+    if (x->k.over && (uint64_t)x->k.cut < cut)
+        cut = (uint64_t)x->k.cut;
+    if (x->cp.over && (uint64_t)x->cp.cut < cut)
+        cut = (uint64_t)x->cp.cut;
+    if (x->sc.over && (uint64_t)x->sc.cut < cut)
+        cut = (uint64_t)x->sc.cut;
+    if (cut < x->to && !q->truncate) {
+        snprintf(why, cap,
+                 "the range holds more than one export carries (over %d %s);"
+                 " narrow it, or ask truncate=true",
+                 x->k.over    ? SQ_EXP_KERNELS
+                 : x->cp.over ? SQ_EXP_COPIES
+                              : SQ_EXP_SCOPES,
+                 x->k.over    ? "kernels"
+                 : x->cp.over ? "copies and memsets"
+                              : "scope instances");
+        rc = GPUFL_ETOOBIG;
+        goto out;
+    }
+    rc = sq_calls_each(&x->c, x->from, cut, call_keep, x);
+    if (rc == GPUFL_ETOOBIG && x->calls_over) {
+        snprintf(why, cap,
+                 "the range holds more than %d API calls, too many to cut;"
+                 " narrow it",
+                 SQ_EXP_CALLS_READ);
+        goto out;
+    }
+    if (rc)
+        goto out;
+    qsort(x->calls, x->ncalls, sizeof(sq_call), call_by_ts);
+    if (x->ncalls > SQ_EXP_CALLS) {
+        if (!q->truncate) {
+            snprintf(why, cap,
+                     "the range holds more than one export carries (over %d"
+                     " API calls); narrow it, or ask truncate=true",
+                     SQ_EXP_CALLS);
+            rc = GPUFL_ETOOBIG;
+            goto out;
+        }
+        if ((uint64_t)x->calls[SQ_EXP_CALLS].ts < cut)
+            cut = (uint64_t)x->calls[SQ_EXP_CALLS].ts;
+    }
+    w_export(x, w, q->sid, cut);
+    if (w->err) {
+        snprintf(why, cap,
+                 "the range's export is larger than one answer carries;"
+                 " narrow it");
+        rc = GPUFL_ETOOBIG;
+    }
+out:
+    list_free(&x->k);
+    list_free(&x->cp);
+    list_free(&x->sc);
+    free(x->calls);
+    rc = q_end(&x->c, rc, NULL);
+    free(x);
+    return rc;
+}
