@@ -353,31 +353,29 @@ export async function testFlows({ page, U, get, check, sid, shot }) {
   if (!f || f.kid !== Number(kid) || f.tid !== k.tid)
     bad.push('flow ' + JSON.stringify(f) + ' for kernel ' + kid + ' (tid ' + k.tid + ')');
   if (shot) await shot('kernels-flow');
-  // click a launch call wide enough to hit: its kernel is selected
-  const t2 = await tl(page);
+  // zoom to a launch call (a few µs) and click it: its kernel is selected
   let clicked = null;
-  for (const th of calls.threads) {
+  const th = calls.threads[0];
+  const c = (th.calls ?? []).find((x) => x.type === 'launch' && String(x.seq) !== kid);
+  if (c) {
+    const ct = Number(BigInt(c.ts) - base);
+    await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [ct - 20000, ct + 40000]);
+    await idleWait(page);
+    const t2 = await tl(page);
     const lane = t2.lanes.find((l) => l.key === 'a' + th.tid);
-    for (const c of th.calls ?? []) {
-      if (c.type !== 'launch' || String(c.seq) === kid) continue;
-      const x0 = ((Number(BigInt(c.ts) - base) - t2.t0) / (t2.t1 - t2.t0)) * t2.plotW;
-      const x1 = x0 + (Number(c.dur) / (t2.t1 - t2.t0)) * t2.plotW;
-      if (x0 < 5 || x1 > t2.plotW - 5 || x1 - x0 < 3) continue;
-      const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
-      await page.mouse.click(box.x + t2.plotX + (x0 + x1) / 2, box.y + lane.y + lane.h / 2);
-      clicked = c.seq;
-      break;
-    }
-    if (clicked !== null) break;
-  }
-  if (clicked === null) bad.push('no launch call wide enough to click');
-  else {
+    const x = t2.plotX + ((ct + Number(c.dur) / 2 - t2.t0) / (t2.t1 - t2.t0)) * t2.plotW;
+    const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+    await page.mouse.click(box.x + x, box.y + lane.y + lane.h / 2);
+    clicked = c.seq;
     await page
       .waitForFunction((k) => new RegExp('[?&]sel=' + k + '(&|$)').test(location.hash), clicked, { timeout: 5000 })
       .catch(() => {});
     if (!new RegExp('[?&]sel=' + clicked + '(&|$)').test(page.url()))
       bad.push('clicking launch ' + clicked + ' did not select its kernel');
-  }
+    await idleWait(page);
+    const f2 = (await tl(page)).flow;
+    if (!f2 || f2.kid !== clicked) bad.push('no arrow for the clicked launch: ' + JSON.stringify(f2));
+  } else bad.push('no launch call in the range');
   check(
     'tl_flows',
     !bad.length && calls.threads.length > 0,

@@ -134,27 +134,36 @@ export interface ScopeSpan {
 }
 
 /* The scope instances of an export answer (its "scope" slices: host
-   process, one thread each), with their depth from the path. */
+   process, one thread each), with their depth from their nesting on their
+   thread (an instance inside another one of its thread is one deeper; the
+   export holds every instance that overlaps the range, so the ancestors of
+   one in the range are there too). */
 export function scopesOf(a: ExportAnswer, base: bigint): ScopeSpan[] {
   const from = Number(BigInt(a.otherData.from) - base);
   const out: ScopeSpan[] = [];
   for (const e of a.traceEvents) {
     if (e.cat !== 'scope' || e.ph !== 'X' || e.ts === undefined) continue;
-    const path = typeof e.args?.path === 'string' ? (e.args.path as string) : e.name;
     // µs with three decimals: ns exact
-    const t = from + Math.round(e.ts * 1000);
-    const dur = Math.round((e.dur ?? 0) * 1000);
     out.push({
-      t,
-      dur,
+      t: from + Math.round(e.ts * 1000),
+      dur: Math.round((e.dur ?? 0) * 1000),
       name: e.name,
-      path,
-      depth: Math.max(0, path.split('/').length - 1),
+      path: typeof e.args?.path === 'string' ? (e.args.path as string) : '',
+      depth: 0,
       tid: e.tid,
       id: typeof e.args?.id === 'number' ? (e.args.id as number) : 0,
       color: SCOPE_COLOR,
     });
   }
-  out.sort((a, b) => a.t - b.t || b.dur - a.dur);
+  out.sort((p, q) => p.t - q.t || q.dur - p.dur);
+  const open = new Map<number, ScopeSpan[]>();
+  for (const x of out) {
+    let st = open.get(x.tid);
+    if (!st) open.set(x.tid, (st = []));
+    while (st.length && st[st.length - 1].t + st[st.length - 1].dur <= x.t) st.pop();
+    x.depth = st.length;
+    x.path = x.path || [...st.map((p) => p.name), x.name].join('/');
+    st.push(x);
+  }
   return out;
 }

@@ -169,7 +169,10 @@ describe('painting a kernel lane', () => {
     expect(r.at(10 + 11, row)).toBe(LANE_BG);
     expect(r.at(10 + 100, row)).not.toBe(LANE_BG);
     expect(r.at(10 + 128, row)).not.toBe(LANE_BG);
-    expect(r.at(10 + 129, row)).toBe(LANE_BG); // the 1-px gap after a wide kernel
+    // its last pixel is a darker edge (neighbours stay apart), still drawn
+    expect(r.at(10 + 129, row)).not.toBe(LANE_BG);
+    expect(r.at(10 + 129, row)).not.toBe(r.at(10 + 128, row));
+    expect(r.at(10 + 130, row)).toBe(LANE_BG);
     expect(r.at(10 + 131, row)).toBe(LANE_BG);
     expect(r.at(10 + 50, row)).toBe(LANE_BG);
     // the label column is untouched

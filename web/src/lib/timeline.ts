@@ -303,6 +303,9 @@ function paintExact(
     const nm = lt.kname[i];
     const c = match && !match(nm) ? DIM : colors.get(nm);
     if (x2 - x1 >= 3) {
+      // the last pixel a darker edge, not a gap: neighbours stay apart and
+      // every pixel a kernel occupies is drawn
+      r.span(x1, x2, shades(c)[0]);
       r.span(x1, x2 - 1, c);
       if (x2 - x1 >= 40 * dpr && labels.length < 600)
         labels.push({ x: x1 / dpr, w: (x2 - x1) / dpr, y, h, name: nm, kid: lt.kid[i] });
@@ -358,6 +361,7 @@ export function paintSpans(p: PaintCtx, spans: Span[], y: number, h: number, fro
     let x2 = x0 + (s.t + s.dur - v.t0) * k;
     if (x1 < x0) x1 = x0;
     if (x2 > x0 + w) x2 = x0 + w;
+    if (x2 - x1 >= 3) r.span(x1, x2, shades(s.color)[0]);
     r.span(x1, x2 - (x2 - x1 >= 3 ? 1 : 0), s.color);
   }
   r.rowCommit((y + 1) * dpr, (y + h - 1) * dpr, Math.floor(x0));

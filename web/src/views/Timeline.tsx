@@ -650,6 +650,7 @@ export function Timeline(props: Props) {
           const x1 = Math.max(xa, X(c.t));
           const x2 = Math.min(xb, X(c.t + c.dur));
           const col = sel && c.type === 'launch' && c.kid === sel.kid ? hexColor(SEL) : CALL_COLORS[c.type];
+          if (x2 - x1 >= 3) pc.r.span(x1, x2, shades(col)[0]);
           pc.r.span(x1, x2 - (x2 - x1 >= 3 ? 1 : 0), col);
         }
       } else {
@@ -667,6 +668,13 @@ export function Timeline(props: Props) {
     pc.r.rowCommit((l.y + 1) * pc.dpr, (l.y + l.h - 1) * pc.dpr, Math.floor(pc.x0));
   };
 
+  /* the shortest scope of that depth at t (threads may overlap) */
+  const scopeAt = (depth: number, t: number, slop: number) => {
+    let best: ScopeSpan | null = null;
+    for (const x of scopeSpans(depth))
+      if (x.t - slop <= t && t <= x.t + x.dur + slop && (!best || x.dur < best.dur)) best = x;
+    return best;
+  };
   const scopeSpans = (depth: number) => (S.scopeWin ? S.scopeWin.items.filter((s) => s.depth === depth) : []);
 
   const paintScope = (pc: Parameters<typeof paintSpans>[0], l: Lane) => {
@@ -1400,7 +1408,7 @@ export function Timeline(props: Props) {
       if (c && c.type === 'launch') cb.current.onPick(c.kid);
       else if (c) setView(fitView(c.t, c.t + Math.max(c.dur, c.gpuT !== null ? c.gpuT + c.gpuDur - c.t : 0), 0, S.hi));
     } else if (lane.kind === 'scope') {
-      const s = scopeSpans(lane.depth).find((x) => x.t - slop <= t && t <= x.t + x.dur + slop);
+      const s = scopeAt(lane.depth, t, slop);
       if (s) selectArea(s.t, s.t + s.dur, null);
     } else if (lane.kind === 'copy') {
       const src = S.copiesAll ?? S.copiesWin?.lanes;
@@ -1479,7 +1487,7 @@ export function Timeline(props: Props) {
           c.type === 'launch' ? 'click: select its kernel' : 'click: zoom to it',
         ];
     } else if (lane?.kind === 'scope') {
-      const s = scopeSpans(lane.depth).find((x) => x.t - slop <= t && t <= x.t + x.dur + slop);
+      const s = scopeAt(lane.depth, t, slop);
       if (s) lines = [s.path, 'scope · ' + fmtNs(s.dur) + ' · thread ' + s.tid, 'click: select its range'];
     } else if (lane?.kind === 'copy') {
       const src = S.copiesAll ?? S.copiesWin?.lanes;
@@ -1613,17 +1621,21 @@ export function Timeline(props: Props) {
   );
 }
 
+/* A label cut to w px with an ellipsis, from one average character width
+   measured per font (Perfetto's way: measureText per label costs ~8 µs,
+   too much for hundreds of labels a frame). */
+const charW = new Map<string, number>();
 function fitText(g: CanvasRenderingContext2D, s: string, w: number): string {
   if (w < 14) return '';
-  if (g.measureText(s).width <= w) return s;
-  let lo = 0;
-  let hi = s.length;
-  while (lo < hi) {
-    const m = (lo + hi + 1) >> 1;
-    if (g.measureText(s.slice(0, m) + '…').width <= w) lo = m;
-    else hi = m - 1;
+  let cw = charW.get(g.font);
+  if (cw === undefined) {
+    const sample = 'void at::native::vectorized_elementwise_kernel<4, float>(int)';
+    cw = g.measureText(sample).width / sample.length;
+    charW.set(g.font, cw);
   }
-  return lo >= 2 ? s.slice(0, lo) + '…' : '';
+  const n = Math.floor(w / cw);
+  if (s.length <= n) return s;
+  return n >= 3 ? s.slice(0, n - 1) + '…' : '';
 }
 
 function firstFrom(spans: { t: number }[], t: number): number {
