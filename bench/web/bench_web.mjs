@@ -3,7 +3,10 @@
 // timeline render, then frame times phase by phase (docs/ui.md
 // "Performance"), and the tab's memory.  Figures, not a test.  Usage:
 //   node bench/web/bench_web.mjs --bin build/bin [--kernels 1000000] [--dist web/dist]
-//                                [--width 1600]
+//                                [--width 1600] [--url URL --sid SID]
+// --url/--sid: a running gpufl-server (admin token ADMIN of
+// web/e2e/fixture.mjs) and a session already on it, instead of a fresh
+// server and N generated kernels (for repeated runs on the same data).
 // Phases (one input event per animation frame, as a user's wheel or keys
 // arrive; frame = the interval between animation frames, draw = the
 // timeline's own draw time, long tasks = PerformanceObserver "longtask"):
@@ -55,18 +58,21 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gpufl-bench-web-'));
 let server;
 let ctx;
 try {
-  server = await startServer({ bin: BIN, uiDir: DIST, tmp });
-  const sid = 'b0b0b0b0-0000-4000-8000-' + String(N).padStart(12, '0');
-  const t0 = BigInt(Date.now()) * 1000000n - 3600n * 1000000000n;
-  let t = Date.now();
-  const sent = await ingestLines(server.url, ADMIN, sessionLines(sid, t0, N, { copyEvery: 2000, app: 'bench_web' }));
-  const ingestS = (Date.now() - t) / 1000;
+  let sid = args.sid;
+  if (args.url) server = { url: args.url, stop: () => {} };
+  else {
+    server = await startServer({ bin: BIN, uiDir: DIST, tmp });
+    sid = 'b0b0b0b0-0000-4000-8000-' + String(N).padStart(12, '0');
+    const t0 = BigInt(Date.now()) * 1000000n - 3600n * 1000000000n;
+    const t = Date.now();
+    const sent = await ingestLines(server.url, ADMIN, sessionLines(sid, t0, N, { copyEvery: 2000, app: 'bench_web' }));
+    console.log(`bench_web: ingested ${sent} lines in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
   // ns times are decimal strings (docs/api.md "Numbers")
   const s = JSON.parse((await req(server.url, 'GET', '/api/v1/sessions/' + sid)).text);
   const span = Number(BigInt(s.last_ts) - BigInt(s.first_ts));
-  console.log(
-    `bench_web: ingested ${sent} lines (${s.counts.kernels} kernels on 2 GPUs x 4 streams, span ${(span / 1e9).toFixed(1)} s) in ${ingestS.toFixed(1)} s`,
-  );
+  const nk = s.counts.kernels;
+  console.log(`bench_web: session ${sid}: ${nk} kernels, ${s.counts.ops} copies, span ${(span / 1e9).toFixed(1)} s`);
 
   const udd = fs.mkdtempSync(path.join(tmp, 'udd-'));
   ctx = await chromium.launchPersistentContext(udd, {
@@ -92,7 +98,9 @@ try {
     window.__gpuflTestHooks = true;
     window.__long = [];
     try {
-      new PerformanceObserver((l) => l.getEntries().forEach((e) => window.__long.push([e.startTime, e.duration]))).observe({
+      new PerformanceObserver((l) =>
+        l.getEntries().forEach((e) => window.__long.push([e.startTime, e.duration])),
+      ).observe({
         type: 'longtask',
         buffered: true,
       });
@@ -128,7 +136,11 @@ try {
         const tick = () => {
           const tl = window.__uiTest && window.__uiTest.timeline;
           if (tl && tl.mode !== 'loading' && tl.lanes.some((l) => l.kind === 'kernel'))
-            res({ ms: performance.now(), mode: tl.mode, lanes: tl.lanes.filter((l) => l.kind === 'kernel').length });
+            res({
+              ms: performance.now(),
+              mode: tl.mode,
+              lanes: tl.lanes.filter((l) => l.kind === 'kernel').length,
+            });
           else requestAnimationFrame(tick);
         };
         tick();
@@ -137,7 +149,7 @@ try {
   await idle();
   const settled = await page.evaluate(() => performance.now());
   console.log(
-    `bench_web: first render ${first.ms.toFixed(0)} ms after navigation (${first.lanes} kernel lanes, ${first.mode}); all fetches done at ${settled.toFixed(0)} ms; target <= ${N > 2e6 ? 2000 : 1000} ms`,
+    `bench_web: first render ${first.ms.toFixed(0)} ms after navigation (${first.lanes} kernel lanes, ${first.mode}); all fetches done at ${settled.toFixed(0)} ms; target <= ${nk > 2e6 ? 2000 : 1000} ms`,
   );
 
   /* One phase: `frames` animation frames, each dispatching ev(i) (a wheel
@@ -210,21 +222,46 @@ try {
   };
 
   const whole = [0, span];
-  const oscillate = (n, d) => Array.from({ length: n }, (_, i) => ({ dy: Math.floor(i / 20) % 2 ? d : -d, at: 0.5 }));
+  const oscillate = (n, d) =>
+    Array.from({ length: n }, (_, i) => ({
+      dy: Math.floor(i / 20) % 2 ? d : -d,
+      at: 0.5,
+    }));
   await phase('overview-zoom', 120, whole, oscillate(120, 40));
-  await phase('overview-pan', 120, [span * 0.25, span * 0.75], Array.from({ length: 120 }, (_, i) => ({ dy: Math.floor(i / 30) % 2 ? -40 : 40, shift: true })));
+  await phase(
+    'overview-pan',
+    120,
+    [span * 0.25, span * 0.75],
+    Array.from({ length: 120 }, (_, i) => ({
+      dy: Math.floor(i / 30) % 2 ? -40 : 40,
+      shift: true,
+    })),
+  );
   // 1.0015^-120 per frame: from the whole session to 1 µs in ~100 frames
   const toUs = Math.ceil(Math.log(1000 / span) / Math.log(Math.pow(1.0015, -120)));
   const zin = await phase('zoom-in', toUs + 5, whole, [{ dy: -120, at: 0.37 }]);
-  await phase('pan-1us', 90, null, Array.from({ length: 90 }, (_, i) => ({ dy: i < 45 ? 30 : -30, shift: true })));
+  await phase(
+    'pan-1us',
+    90,
+    null,
+    Array.from({ length: 90 }, (_, i) => ({
+      dy: i < 45 ? 30 : -30,
+      shift: true,
+    })),
+  );
   void zin;
   await phase('zoom-out', toUs + 10, null, [{ dy: 120, at: 0.37 }]);
-  await phase('keys', 120, [span * 0.3, span * 0.3 + span / 64], [
-    ...Array(30).fill({ key: 'KeyW' }),
-    ...Array(30).fill({ key: 'KeyA' }),
-    ...Array(30).fill({ key: 'KeyS' }),
-    ...Array(30).fill({ key: 'KeyD' }),
-  ]);
+  await phase(
+    'keys',
+    120,
+    [span * 0.3, span * 0.3 + span / 64],
+    [
+      ...Array(30).fill({ key: 'KeyW' }),
+      ...Array(30).fill({ key: 'KeyA' }),
+      ...Array(30).fill({ key: 'KeyS' }),
+      ...Array(30).fill({ key: 'KeyD' }),
+    ],
+  );
 
   // memory of the tab: JS heap (CDP) and the renderer processes' RSS
   const cdp = await ctx.newCDPSession(page);
@@ -241,7 +278,11 @@ try {
       if (!cmd.includes('--type=renderer') || !cmd.includes(udd)) continue;
       const st = fs.readFileSync(`/proc/${p}/status`, 'utf8');
       const sm = fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
-      rend.push({ pid: p, rss: Number(/VmRSS:\s+(\d+)/.exec(st)[1]) / 1024, pss: Number(/Pss:\s+(\d+)/.exec(sm)[1]) / 1024 });
+      rend.push({
+        pid: p,
+        rss: Number(/VmRSS:\s+(\d+)/.exec(st)[1]) / 1024,
+        pss: Number(/Pss:\s+(\d+)/.exec(sm)[1]) / 1024,
+      });
     } catch {
       /* gone */
     }

@@ -494,7 +494,7 @@ export async function testArea({ page, U, get, check, sid, shot }) {
   const s = await get('sessions/' + sid);
   const base = BigInt(s.first_ts);
   const from = base + 600000000n;
-  const to = from + 6000000n;
+  const to = from + 30000000n;
   await page.goto(U + `/#/kernels?s=${sid}&from=${from}&to=${to}`);
   await page.waitForSelector('[data-testid=timeline-canvas]');
   await idleWait(page);
@@ -504,9 +504,9 @@ export async function testArea({ page, U, get, check, sid, shot }) {
   const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
   const x0 = t.plotX + t.plotW * 0.2;
   const x1 = t.plotX + t.plotW * 0.7;
-  // from the first kernel lane down to the second (and the copy lane of GPU0 when it lies between)
-  const l0 = ks[0];
-  const l1 = ks[1];
+  // from GPU0's third stream down to its copy lane (crossing its fourth)
+  const l0 = ks[2];
+  const l1 = cp;
   await page.keyboard.down('Shift');
   await page.mouse.move(box.x + x0, box.y + l0.y + 4);
   await page.mouse.down();

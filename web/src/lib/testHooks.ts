@@ -16,6 +16,7 @@ export interface TimelineDraw {
   mode: string; // raw: every lane exact; summary: some lane from columns; loading: a stretch not loaded
   ms: number;
   frames: number[]; // draw times (ms), newest last
+  phases: [number, number, number][]; // per draw: painting the buffer, putImageData, text and overlays (ms)
   plotX: number; // the plot's left edge and width, css px
   plotW: number;
   height: number;

@@ -167,7 +167,7 @@ export function AreaPanel({
         </div>
       )}
       {!res && !err && <div className="loading">Reading the kernels of the range…</div>}
-      {res && res.kernels && (
+      {res && res.kernels && res.kernels.count > 0 && (
         <>
           <table className="grid" data-testid="area-lanes">
             <thead>

@@ -162,6 +162,7 @@ export function Kernels({ st, set, session }: ViewProps) {
         base={base}
         span={span}
         running={s.state === 'running'}
+        kernels={s.counts.kernels}
         ops={s.counts.ops ?? 0}
         scopes={s.counts.scopes ?? 0}
         devices={s.devices ?? []}

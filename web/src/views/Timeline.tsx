@@ -80,9 +80,13 @@ const PARALLEL = 4;
 const COPIES_ALL = 5000;
 /* API calls listed one by one per tile at most */
 const CALLS_EXACT = 4096;
+/* API calls a tile may hold (estimated) to be asked for */
+const CALLS_TILE_MAX = 65536;
 /* scope instances fetched for a view at most (estimated) */
 const SCOPES_MAX = 4000;
 const HIT_STRATA = 48;
+const SETTLE_MS = 90;
+const MAX_WAIT_MS = 400;
 /* a tile whose fetch failed is asked again after this long */
 const FAIL_MS = 5000;
 const HIT_LIMIT = 40;
@@ -96,6 +100,7 @@ interface Props {
   base: bigint; // session first_ts
   span: number; // ns
   running: boolean;
+  kernels: number; // the session's kernel count
   ops: number; // the session's copy/memset/sync/alloc/free count
   scopes: number; // completed scope instances
   devices: Device[];
@@ -129,7 +134,8 @@ function laneAt(lanes: Lane[], y: number): Lane | null {
 }
 
 export function Timeline(props: Props) {
-  const { sid, base, span, running, ops, scopes, devices, interval, view, selected, query, onView, onPick } = props;
+  const { sid, base, span, running, kernels, ops, scopes, devices, interval, view, selected, query, onView, onPick } =
+    props;
   const wrap = useRef<HTMLDivElement>(null);
   const cv = useRef<HTMLCanvasElement>(null);
   const tip = useRef<HTMLDivElement>(null);
@@ -146,6 +152,11 @@ export function Timeline(props: Props) {
     calls: new TileCache<CallTile>(256),
     stale: new Set<string>(), // tiles of a live session's end, to refetch
     pending: new Set<string>(),
+    callsRunning: 0,
+    kickFirst: 0,
+    mini: null as null | { tile: Tile; n: number; hs: Float32Array },
+    statusTimer: 0,
+    moved: 0, // when the view last moved (performance.now())
     failed: new Map<string, number>(), // tile -> when its fetch failed (retried after FAIL_MS)
     noCalls: false, // the server has no /calls (404): no API lanes
     noScopes: false, // ... no /export: no scope lanes
@@ -193,6 +204,7 @@ export function Timeline(props: Props) {
     labels: [] as Label[],
     boxes: [] as Box[],
     frames: [] as number[],
+    phases: [] as [number, number, number][], // per draw: paint, putImageData, text and overlays (ms)
     urlTimer: 0,
     dataTimer: 0,
     gen: 0,
@@ -222,15 +234,17 @@ export function Timeline(props: Props) {
   const frame = () => {
     S.frame = 0;
     const now = performance.now();
-    if (S.keys.size) {
-      keyStep(now);
-      S.frame = requestAnimationFrame(frame);
-    } else S.lastKeyT = 0;
+    // held keys move the view once per frame (keyStep's setView asks for
+    // the next frame: exactly one is pending)
+    if (S.keys.size) keyStep(now);
+    else S.lastKeyT = 0;
     draw();
+    if (S.keys.size) schedule();
   };
 
   const setView = (nv: View, user = true) => {
     S.v = clampView(nv, 0, S.hi);
+    S.moved = performance.now();
     if (user && S.follow && S.v.t1 < S.hi - (S.v.t1 - S.v.t0) * 0.001) {
       S.follow = false;
       setFollow(false);
@@ -248,48 +262,74 @@ export function Timeline(props: Props) {
 
   /* ---- data -------------------------------------------------------------- */
 
+  /* API calls a tile of resolution r holds, from the session's average
+     rate: a summary of a million calls costs the server seconds, so calls
+     are asked only for tiles likely to list them one by one (the lanes say
+     "zoom in" elsewhere) */
+  const callsWorth = (r: number) => ((kernels + ops) * tileSpan(r)) / Math.max(1, S.hi) <= CALLS_TILE_MAX;
+
   const wantTiles = (): Want[] => {
     const v = S.v;
     const nsPerPx = (v.t1 - v.t0) / Math.max(1, S.W);
     const res = Math.min(resFor(nsPerPx), S.maxRes);
     const out: Want[] = [];
+    const seen = new Set<string>();
     const add = (kind: Want['kind'], r: number, i: number) => {
       const c = kind === 'tile' ? S.tiles : S.calls;
       const k = kind[0] + r + ':' + i;
-      if (kind === 'calls' && S.noCalls) return;
+      if (seen.has(k) || (kind === 'calls' && (S.noCalls || !callsWorth(r)))) return;
+      seen.add(k);
       const f = S.failed.get(k);
       if (f !== undefined && performance.now() - f < FAIL_MS) return;
       if ((!c.has(r, i) || S.stale.has(k)) && !S.pending.has(k)) out.push({ kind, res: r, idx: i });
     };
     add('tile', S.maxRes, 0);
-    add('calls', S.maxRes, 0);
     const vis = tilesFor(v.t0, v.t1, res, 0, S.hi);
     for (const i of vis) add('tile', res, i);
-    if (S.threads.size) for (const i of vis) add('calls', res, i);
-    // one tile of padding each side, and the next coarser level: panning
-    // and zooming out find their tiles ready
-    for (const i of tilesFor(v.t0, v.t1, res, 1, S.hi)) if (!vis.includes(i)) add('tile', res, i);
-    if (res * 2 <= S.maxRes) for (const i of tilesFor(v.t0, v.t1, res * 2, 0, S.hi)) add('tile', res * 2, i);
+    // once the view is still: one tile of padding each side and the next
+    // coarser level, so that panning and zooming out find their tiles
+    // ready (while it moves, each fetch costs the page ~3 ms: only what
+    // is in view)
+    if (performance.now() - S.moved >= SETTLE_MS * 0.9) {
+      for (const i of tilesFor(v.t0, v.t1, res, 1, S.hi)) add('tile', res, i);
+      if (res * 2 <= S.maxRes) for (const i of tilesFor(v.t0, v.t1, res * 2, 0, S.hi)) add('tile', res * 2, i);
+    }
+    // API calls last: the kernels come first
+    add('calls', S.maxRes, 0);
+    for (const i of vis) add('calls', res, i);
     return out;
   };
 
+  /* ask for the tiles of the view once it has been still for SETTLE_MS
+     (at most MAX_WAIT_MS after the first change): a zoom sweep passes a
+     resolution in a few frames, and its tiles would only load the server
+     while the view draws from the coarser ones it has */
   const kick = () => {
-    if (S.dataTimer) return;
-    testHooks.busy(1);
+    const now = performance.now();
+    if (!S.dataTimer) {
+      testHooks.busy(1);
+      S.kickFirst = now;
+    } else clearTimeout(S.dataTimer);
+    const wait = Math.max(0, Math.min(SETTLE_MS, S.kickFirst + MAX_WAIT_MS - now));
     S.dataTimer = window.setTimeout(() => {
       S.dataTimer = 0;
       testHooks.busy(-1);
       S.queue = wantTiles();
       pump();
       loadSide();
-    }, 40);
+    }, wait);
   };
 
   const pump = () => {
     while (S.running < PARALLEL && S.queue.length) {
-      const w = S.queue.shift()!;
+      // one API-call request at a time (they are the server's slow ones)
+      const qi = S.callsRunning ? S.queue.findIndex((x) => x.kind === 'tile') : 0;
+      if (qi < 0) break;
+      const w = S.queue.splice(qi, 1)[0];
       const k = w.kind[0] + w.res + ':' + w.idx;
-      if (S.pending.has(k)) continue;
+      const cache = w.kind === 'tile' ? S.tiles : S.calls;
+      if (S.pending.has(k) || (cache.has(w.res, w.idx) && !S.stale.has(k))) continue;
+      if (w.kind === 'calls') S.callsRunning++;
       S.pending.add(k);
       S.running++;
       testHooks.busy(1);
@@ -311,6 +351,7 @@ export function Timeline(props: Props) {
         .finally(() => {
           S.pending.delete(k);
           S.running--;
+          if (w.kind === 'calls') S.callsRunning--;
           testHooks.busy(-1);
           if (gen !== S.gen) return;
           schedule();
@@ -572,7 +613,9 @@ export function Timeline(props: Props) {
       else if (l.kind === 'hits') paintHits(pc, l);
     }
     paintMini(pc);
+    const tPaint = performance.now();
     g.putImageData(r.data!, 0, 0);
+    const tPut = performance.now();
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     // axis
     g.font = '11px DejaVu Sans, sans-serif';
@@ -604,6 +647,11 @@ export function Timeline(props: Props) {
     }
     drawScopeNames(g, pc);
     drawOverlays(g, W, H);
+    if (testHooks.on) {
+      const now = performance.now();
+      S.phases.push([tPaint - t0, tPut - tPaint, now - tPut]);
+      if (S.phases.length > 4000) S.phases.splice(0, 2000);
+    }
     S.labels = labels;
     S.boxes = pc.boxes ?? [];
     if (testHooks.on) publish(W, H, painted, nl, performance.now() - t0, tk.labels, tk.at);
@@ -763,7 +811,9 @@ export function Timeline(props: Props) {
     r.rect(x0, 0, x0 + w, (MINI_H - 2) * dpr, hexColor('#0f1218'));
     const whole = S.tiles.get(S.maxRes, 0);
     const n = Math.floor(w);
-    if (whole) {
+    if (whole && S.mini && S.mini.tile === whole && S.mini.n === n)
+      r.bars(Math.floor(x0), S.mini.hs, (MINI_H - 3) * dpr, hexColor('#3d6fb5'));
+    else if (whole) {
       const busy = new Float32Array(n);
       const k = n / S.hi;
       let lanes = 0;
@@ -780,6 +830,7 @@ export function Timeline(props: Props) {
       const hpx = (MINI_H - 6) * dpr;
       const hs = new Float32Array(n);
       for (let i = 0; i < n; i++) hs[i] = busy[i] > 0 ? Math.max(1, Math.min(1, busy[i]) * hpx) : 0;
+      S.mini = { tile: whole, n, hs };
       r.bars(Math.floor(x0), hs, (MINI_H - 3) * dpr, hexColor('#3d6fb5'));
       void lanes;
     }
@@ -905,7 +956,24 @@ export function Timeline(props: Props) {
   };
 
   const statusRef = useRef('');
+  /* the status line, computed and put in the DOM at most 4 times a
+     second: counting the kernels in view and a layout of the toolbar every
+     frame would cost more than the canvas */
   const updateStatus = () => {
+    if (S.statusTimer) return;
+    testHooks.busy(1);
+    S.statusTimer = window.setTimeout(() => {
+      S.statusTimer = 0;
+      testHooks.busy(-1);
+      const text = statusText();
+      if (text !== statusRef.current) {
+        statusRef.current = text;
+        setStatus(text);
+      }
+    }, 250);
+  };
+
+  const statusText = () => {
     let loading = 0;
     let exact = 0;
     let summary = 0;
@@ -918,7 +986,7 @@ export function Timeline(props: Props) {
     }
     const c = countInView(S.segs, S.v);
     const nsPerPx = (S.v.t1 - S.v.t0) / S.W;
-    const text =
+    return (
       (c.exact ? c.n.toLocaleString('en-US') : '≈' + c.n.toLocaleString('en-US')) +
       ' kernels in view · ' +
       fmtNs(nsPerPx) +
@@ -930,11 +998,8 @@ export function Timeline(props: Props) {
           : exact
             ? 'every kernel drawn'
             : 'no kernels here') +
-      (loading ? ' · loading…' : '');
-    if (text !== statusRef.current) {
-      statusRef.current = text;
-      setStatus(text);
-    }
+      (loading ? ' · loading…' : '')
+    );
   };
 
   const publish = (
@@ -967,6 +1032,7 @@ export function Timeline(props: Props) {
       mode: loading ? 'loading' : summary ? 'summary' : exact ? 'raw' : 'empty',
       ms,
       frames: S.frames,
+      phases: S.phases,
       plotX: LABEL_W,
       plotW: W,
       height: H,
@@ -1368,13 +1434,14 @@ export function Timeline(props: Props) {
       window.removeEventListener('blur', onBlur);
       cancelAnimationFrame(S.frame);
       S.frame = 0;
-      for (const t of [S.urlTimer, S.dataTimer, sideTimer.current])
+      for (const t of [S.urlTimer, S.dataTimer, sideTimer.current, S.statusTimer])
         if (t) {
           clearTimeout(t);
           testHooks.busy(-1);
         }
       S.urlTimer = 0;
       S.dataTimer = 0;
+      S.statusTimer = 0;
       sideTimer.current = 0;
       S.gen++;
     };
