@@ -16,6 +16,7 @@
 #include "agent/opt.h"
 #include "agent/sink.h"
 
+#include "common/buf.h"
 #include "common/jsonl.h"
 
 #include <stddef.h>
@@ -150,8 +151,7 @@ typedef struct agent_file {
     uint64_t hfp; /* FNV of head[0, hfp_len) */
     uint32_t hfp_len;
     char sid[40];
-    char *bbuf;
-    size_t blen, bcap;
+    gbuf batch; /* the batch's lines (agent_batch_max bytes at most) */
     uint32_t *bend;
     uint64_t *bfoff; /* file offset after each batch line */
     uint32_t bcapn;
@@ -184,8 +184,7 @@ typedef struct agent_stats {
 } agent_stats;
 
 typedef struct agent_bset {
-    char *bbuf;
-    size_t bcap;
+    gbuf batch;
     uint32_t *bend;
     uint64_t *bfoff;
     uint32_t bcapn;
@@ -332,6 +331,10 @@ void agent_batch_unpark(agent_ctx *c, agent_file *f);
 void agent_rcache_free(agent_ctx *c);
 /* Frees f's batch arrays (nothing may be in flight). */
 void agent_batch_free(agent_file *f);
+/* The cap of a batch's bytes: a batch is sent once it holds batch_bytes,
+ * so it never holds more than that plus one line (up to max_line_bytes,
+ * with its newline and a CR). */
+#define agent_batch_max(cfg) ((cfg)->batch_bytes + (cfg)->max_line_bytes + 8)
 /* Opens a log file the safe way: never blocks (FIFO), never follows a
  * symlink, regular files only.  fd >= 0, or -1 with errno (EINVAL: not a
  * regular file). */

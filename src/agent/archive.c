@@ -12,6 +12,7 @@
  */
 #include "agent/agent_int.h"
 #include "agent/s3.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,14 +23,18 @@
 int agent_archive_open(agent_ctx *c)
 {
     const agent_cfg *cfg = c->cfg;
+    char why[256];
 
     if (!cfg->archiver_endpoint)
         return 0;
     c->s3 = s3_client_new(cfg->archiver_endpoint, cfg->archiver_bucket,
                           cfg->archiver_region, cfg->archiver_access_key,
-                          cfg->archiver_secret_key, cfg->timeout_ms);
-    if (!c->s3)
+                          cfg->archiver_secret_key, cfg->timeout_ms,
+                          cfg->ca_file, why, sizeof why);
+    if (!c->s3) {
+        glog_error("archive", "cannot set up the S3 archive: %s", why);
         return -1;
+    }
     snprintf(c->tmp_zst, sizeof c->tmp_zst, "%s.archive.zst.tmp",
              cfg->cursor_file);
     return 0;
@@ -149,8 +154,7 @@ static int archive_one(agent_ctx *c, agent_file *f)
              host, sid, agent_stream_names[f->stream], f->n);
     if (!f->zst) {
         if (compress_to(f->path, c->tmp_zst)) {
-            fprintf(stderr, "gpufl-agent: archive: cannot compress %s\n",
-                    f->path);
+            glog_error("archive", "archive: cannot compress %s", f->path);
             unlink(c->tmp_zst);
             return -1;
         }
@@ -160,16 +164,16 @@ static int archive_one(agent_ctx *c, agent_file *f)
     if (!f->zst)
         unlink(c->tmp_zst);
     if (rc) {
-        fprintf(stderr, "gpufl-agent: archive of %s as %s failed: %s\n",
-                f->path, key, why);
+        glog_error("archive", "archive of %s as %s failed: %s", f->path, key,
+                   why);
         return -1;
     }
     f->archived = 1;
     c->cursor_dirty = 1;
     c->st.archived++;
     if (cfg->archiver_delete && unlink(f->path) && errno != ENOENT)
-        fprintf(stderr, "gpufl-agent: archive: cannot delete %s: %s\n", f->path,
-                strerror(errno));
+        glog_warn("archive", "archive: cannot delete %s: %s", f->path,
+                  strerror(errno));
     return 0;
 }
 

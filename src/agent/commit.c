@@ -9,6 +9,7 @@
  * thousand lines.
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -154,9 +155,8 @@ out:
     if (rc == 0) {
         c->cursor_dirty = 0;
     } else {
-        fprintf(stderr, "gpufl-agent: cannot write cursor %s: %s\n",
-                c->cfg->cursor_file,
-                rc == GPUFL_EIO ? strerror(errno) : gpufl_strerror(rc));
+        glog_error("cursor", "cannot write cursor %s: %s", c->cfg->cursor_file,
+                   rc == GPUFL_EIO ? strerror(errno) : gpufl_strerror(rc));
     }
     /* after a failure too: the next try waits like a normal write */
     c->cursor_saved_ms = now;

@@ -16,6 +16,7 @@
 #include "agent/agent_int.h"
 
 #include "common/jw.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -58,11 +59,11 @@ void agent_dead_put(agent_ctx *c, const agent_file *f, uint64_t off,
         if (!c->dead && fd >= 0)
             close(fd);
         if (!c->dead) {
-            fprintf(stderr,
-                    "gpufl-agent: cannot open dead-letter file %s: %s; the "
-                    "line at %s:%llu is counted but not kept\n",
-                    c->dead_path, strerror(errno), f->path,
-                    (unsigned long long)off);
+            glog_error("dead",
+                       "cannot open dead-letter file %s: %s; the "
+                       "line at %s:%llu is counted but not kept",
+                       c->dead_path, strerror(errno), f->path,
+                       (unsigned long long)off);
             return;
         }
     }

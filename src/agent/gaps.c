@@ -19,6 +19,7 @@
  * at each new file O(log n).
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -172,8 +173,15 @@ static void say_lost(agent_ctx *c, const agent_key *k, const char *what,
     else
         snprintf(l, sizeof l, "%" PRIu64 " lines, seq %" PRIu64 "..%" PRIu64,
                  lines, from_seq, from_seq + lines - 1);
-    fprintf(stderr, "gpufl-agent: LOST: %s/%s: %s (%s); never shipped\n",
-            c->cfg->folder[k->folder], k->name, what, l);
+    {
+        glog_field fl[3] = { GLOG_STR("folder", c->cfg->folder[k->folder]),
+                             GLOG_STR("stream", k->name),
+                             GLOG_NUM("lines", lines) };
+        /* an unknown count is left out */
+        glog_fields(GLOG_ERROR, "gaps", fl, lines == UINT64_MAX ? 2 : 3,
+                    "LOST: %s/%s: %s (%s); never shipped",
+                    c->cfg->folder[k->folder], k->name, what, l);
+    }
 }
 
 static void count_lost(agent_ctx *c, agent_key *k, uint64_t files,
@@ -326,11 +334,14 @@ void agent_gap_vanished(agent_ctx *c, agent_file *f, uint64_t unsent)
 {
     agent_key *k = f->k;
 
-    if (!c->quiet)
-        fprintf(stderr,
-                "gpufl-agent: LOST: %s vanished before it was shipped (%" PRIu64
-                " bytes unsent)\n",
-                f->path, unsent);
+    if (!c->quiet) {
+        glog_field fl[2] = { GLOG_STR("file", f->path),
+                             GLOG_NUM("bytes_unsent", unsent) };
+        glog_fields(GLOG_ERROR, "gaps", fl, 2,
+                    "LOST: %s vanished before it was shipped (%" PRIu64
+                    " bytes unsent)",
+                    f->path, unsent);
+    }
     if (!k) {
         c->st.lost_files++;
         return;

@@ -4,6 +4,8 @@
  * usage error.
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
+#include "httpc/httpc.h"
 
 #include <gpufl/gpufl.h>
 
@@ -41,21 +43,20 @@ static int load_cursor(agent_ctx *c)
     if (rc == GPUFL_EPARSE || rc == GPUFL_ETOOBIG) {
         char aside[4200];
         snprintf(aside, sizeof aside, "%s.corrupt", c->cfg->cursor_file);
-        fprintf(stderr,
-                "gpufl-agent: cursor file %s is corrupt (%s); moved to %s. "
-                "Starting from the beginning of every file: lines already "
-                "shipped will be sent again and de-duplicated downstream "
-                "by (sid, st, seq).\n",
-                c->cfg->cursor_file, err, aside);
+        glog_warn("cursor",
+                  "cursor file %s is corrupt (%s); moved to %s. "
+                  "Starting from the beginning of every file: lines already "
+                  "shipped will be sent again and de-duplicated downstream "
+                  "by (sid, st, seq).",
+                  c->cfg->cursor_file, err, aside);
         if (rename(c->cfg->cursor_file, aside))
-            fprintf(stderr, "gpufl-agent: cannot move it aside: %s\n",
-                    strerror(errno));
+            glog_error("cursor", "cannot move it aside: %s", strerror(errno));
         c->cursor_dirty = 1;
         return 0;
     }
     if (rc) {
-        fprintf(stderr, "gpufl-agent: cannot read cursor file %s: %s\n",
-                c->cfg->cursor_file, err);
+        glog_error("cursor", "cannot read cursor file %s: %s",
+                   c->cfg->cursor_file, err);
         return 1;
     }
     return agent_scan_pending_init(c) ? 1 : 0;
@@ -102,6 +103,7 @@ int main(int argc, char **argv)
     rc = agent_cfg_check(&cfg, stderr);
     if (rc)
         goto out;
+    glog_setup("gpufl-agent", cfg.log_level, cfg.log_format);
     if (cfg.status) {
         rc = agent_status_print(&cfg, stdout);
         goto out;
@@ -133,23 +135,30 @@ int main(int argc, char **argv)
     else
         c.sink = agent_sink_http_new(&cfg, &agent_stop, err, sizeof err);
     if (!c.sink) {
-        fprintf(stderr, "gpufl-agent: %s sink: %s\n", cfg.type, err);
+        glog_error("main", "%s sink: %s", cfg.type, err);
         rc = 1;
         goto done;
     }
+    if (!strcmp(cfg.type, "http") && cfg.token && *cfg.token &&
+        httpc_cleartext(cfg.url))
+        glog_warn("main",
+                  "warning: --url %s is plain http to another machine: the "
+                  "token and the events cross the network in the clear; "
+                  "use https:// (gpufl-server --tls-cert/--tls-key, "
+                  "docs/deploy.md)",
+                  cfg.url);
     agent_dead_open(&c);
     if (agent_archive_open(&c)) {
-        fprintf(stderr, "gpufl-agent: cannot set up the S3 archive\n");
-        rc = 1;
+        rc = 1; /* it said why */
         goto done;
     }
     if (!cfg.inotify)
         c.inotify_fd = -1;
     else if (agent_watch_open(&c))
-        fprintf(stderr,
-                "gpufl-agent: inotify unavailable (%s); polling "
-                "every %llu ms\n",
-                strerror(errno), (unsigned long long)cfg.poll_ms);
+        glog_warn("watch",
+                  "inotify unavailable (%s); polling "
+                  "every %llu ms",
+                  strerror(errno), (unsigned long long)cfg.poll_ms);
     agent_watch_kinds(&c);
     rc = agent_run(&c) ? 1 : 0;
     if (cfg.stats_s)

@@ -11,6 +11,7 @@
  * seconds, so no existing command line changes meaning.
  */
 #include "agent/opt.h"
+#include "common/log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,13 @@ static const opt_def agent_opts[] = {
       .arg = "TOKEN",
       .help = "HTTP: Bearer token (prefer the environment or the config "
               "file to the command line)." },
+    { .name = "ca-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs an https --url and --archiver-endpoint "
+              "are verified with (peer and host name, always); default the "
+              "system's CA store." },
     { .name = "compress",
       .type = OPT_ENUM,
       OPT_F_PTR(T, compress),
@@ -190,6 +198,7 @@ static const opt_def agent_opts[] = {
       .def = "10",
       .max = 86400,
       .help = "Time between stats lines on stderr; 0 = none." },
+    GLOG_OPT_ROWS(T, log_level, log_format),
     { .name = "once",
       .type = OPT_BOOL,
       OPT_F_SINT(T, once),

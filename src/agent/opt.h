@@ -33,7 +33,8 @@ typedef struct agent_cfg {
     /* sink */
     char *type; /* "http" | "kafka" */
     char *url;
-    char *token; /* secret */
+    char *token;   /* secret */
+    char *ca_file; /* https: CAs to verify with; NULL: the system's */
     char *compress;
     uint64_t batch_lines;
     uint64_t batch_bytes;
@@ -56,6 +57,7 @@ typedef struct agent_cfg {
     uint64_t stats_s;
     int once;
     int status;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
     /* what the load said: --help, --dump-config ..., and where each
      * value came from (for --dump-config) */
     opt_action action;

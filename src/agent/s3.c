@@ -7,7 +7,11 @@
  */
 #include "agent/s3.h"
 
-#include <curl/curl.h>
+#include "common/buf.h"
+#include "httpc/httpc.h"
+
+#include <gpufl/gpufl.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -25,13 +29,11 @@
 #define S3_URL_MAX 4096
 
 struct s3_client {
-    CURL *curl;
+    httpc *hc;
     char *endpoint; /* without a trailing '/' */
     char *host;     /* host[:port] as in the endpoint */
     char *bucket, *region, *access, *secret;
-    uint64_t timeout_ms;
-    char resp[S3_RESP_MAX + 1];
-    size_t resp_len;
+    gbuf resp; /* the answer's first S3_RESP_MAX bytes (errors, upload ids) */
     char etag[256];
 };
 
@@ -145,16 +147,6 @@ fail:
     return -1;
 }
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    s3_client *s = ud;
-    size_t n = size * nmemb, room = S3_RESP_MAX - s->resp_len;
-    memcpy(s->resp + s->resp_len, p, n < room ? n : room);
-    s->resp_len += n < room ? n : room;
-    s->resp[s->resp_len] = '\0';
-    return n;
-}
-
 static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     s3_client *s = ud;
@@ -181,7 +173,7 @@ static void xml_get(const s3_client *s, const char *tag, char *out, size_t cap)
     snprintf(open, sizeof open, "<%s>", tag);
     snprintf(close, sizeof close, "</%s>", tag);
     out[0] = '\0';
-    a = strstr(s->resp, open);
+    a = strstr(gbuf_str(&s->resp), open);
     if (!a)
         return;
     a += strlen(open);
@@ -198,13 +190,13 @@ static long s3_request(s3_client *s, const char *method, const char *key,
                        char *why, size_t why_cap)
 {
     char path[2 * S3_URL_MAX], ekey[S3_URL_MAX], url[4 * S3_URL_MAX];
-    char payload[65], amz_date[17], auth[1024], h1[600], h2[120], h3[60];
+    char payload[65], amz_date[17], auth[1024];
     s3_header hs[3];
     struct curl_slist *hl = NULL;
+    httpc_req r = { NULL, NULL, NULL, NULL, 0 };
     time_t now = time(NULL);
     struct tm tm;
     long status = 0;
-    CURLcode cc;
 
     if (!s3_uri_encode(key, 1, ekey, sizeof ekey))
         return 0;
@@ -223,79 +215,79 @@ static long s3_request(s3_client *s, const char *method, const char *key,
     hs[2].name = "x-amz-date";
     hs[2].value = amz_date;
     if (s3_sign(method, path, query, hs, 3, payload, amz_date, s->region, "s3",
-                s->access, s->secret, auth + 15, sizeof auth - 15)) {
+                s->access, s->secret, auth, sizeof auth)) {
         snprintf(why, why_cap, "cannot sign the request");
         return 0;
     }
-    memcpy(auth, "Authorization: ", 15);
-    snprintf(h1, sizeof h1, "x-amz-content-sha256: %s", payload);
-    snprintf(h2, sizeof h2, "x-amz-date: %s", amz_date);
-    snprintf(h3, sizeof h3, "Expect:");
-    hl = curl_slist_append(hl, auth);
-    hl = curl_slist_append(hl, h1);
-    hl = curl_slist_append(hl, h2);
-    hl = curl_slist_append(hl, h3);
-    hl = curl_slist_append(hl, "Content-Type: application/octet-stream");
-    s->resp_len = 0;
-    s->resp[0] = '\0';
-    s->etag[0] = '\0';
-    curl_easy_reset(s->curl);
-    curl_easy_setopt(s->curl, CURLOPT_URL, url);
-    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
-    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(s->curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(s->curl, CURLOPT_HEADERDATA, s);
-    if (strcmp(method, "GET") && strcmp(method, "DELETE")) {
-        curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, body ? body : "");
-        curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    if (httpc_header(&hl, "Authorization", auth) ||
+        httpc_header(&hl, "x-amz-content-sha256", payload) ||
+        httpc_header(&hl, "x-amz-date", amz_date) ||
+        httpc_header(&hl, "Expect", NULL) ||
+        httpc_header(&hl, "Content-Type", "application/octet-stream")) {
+        explicit_bzero(auth, sizeof auth);
+        httpc_headers_free(hl);
+        snprintf(why, why_cap, "out of memory");
+        return 0;
     }
-    cc = curl_easy_perform(s->curl);
-    if (cc != CURLE_OK)
-        snprintf(why, why_cap, "%s", curl_easy_strerror(cc));
-    else
-        curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 300) {
+    explicit_bzero(auth, sizeof auth);
+    gbuf_reset(&s->resp);
+    s->etag[0] = '\0';
+    r.url = url;
+    r.method = method;
+    r.headers = hl;
+    /* a body for every method but GET and DELETE, empty for a POST */
+    if (strcmp(method, "GET") && strcmp(method, "DELETE")) {
+        r.body = body ? body : "";
+        r.len = len;
+    }
+    if (httpc_do(s->hc, &r, &s->resp, &status, why, why_cap) == 0 &&
+        status >= 300) {
         char code[128];
         xml_get(s, "Code", code, sizeof code);
         snprintf(why, why_cap, "HTTP %ld %s", status, code);
     }
-    curl_slist_free_all(hl);
-    memset(auth, 0, sizeof auth);
+    httpc_headers_free(hl);
     return status;
 }
 
 s3_client *s3_client_new(const char *endpoint, const char *bucket,
                          const char *region, const char *access_key,
-                         const char *secret_key, uint64_t timeout_ms)
+                         const char *secret_key, uint64_t timeout_ms,
+                         const char *ca_file, char *why, size_t why_cap)
 {
     s3_client *s = calloc(1, sizeof *s);
+    httpc_cfg hc = { timeout_ms, ca_file, NULL, 0 };
     const char *h;
     size_t n;
 
-    if (!s)
+    if (!s) {
+        snprintf(why, why_cap, "out of memory");
         return NULL;
+    }
+    gbuf_init(&s->resp, S3_RESP_MAX);
     s->endpoint = strdup(endpoint);
     s->bucket = strdup(bucket);
     s->region = strdup(region);
     s->access = strdup(access_key);
     s->secret = strdup(secret_key);
-    s->curl = curl_easy_init();
-    s->timeout_ms = timeout_ms;
-    if (!s->endpoint || !s->bucket || !s->region || !s->access || !s->secret ||
-        !s->curl)
+    if (!s->endpoint || !s->bucket || !s->region || !s->access || !s->secret) {
+        snprintf(why, why_cap, "out of memory");
         goto fail;
+    }
+    if (httpc_new(&s->hc, &hc, why, why_cap))
+        goto fail;
+    curl_easy_setopt(httpc_curl(s->hc), CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(httpc_curl(s->hc), CURLOPT_HEADERDATA, s);
     n = strlen(s->endpoint);
     while (n && s->endpoint[n - 1] == '/')
         s->endpoint[--n] = '\0';
     h = strstr(s->endpoint, "://");
     h = h ? h + 3 : s->endpoint;
     s->host = strndup(h, strcspn(h, "/"));
-    if (!s->host)
+    if (!s->host) {
+        snprintf(why, why_cap, "out of memory");
         goto fail;
+    }
     return s;
 fail:
     s3_client_free(s);
@@ -306,7 +298,8 @@ void s3_client_free(s3_client *s)
 {
     if (!s)
         return;
-    curl_easy_cleanup(s->curl);
+    httpc_free(s->hc);
+    gbuf_release(&s->resp);
     free(s->endpoint);
     free(s->host);
     free(s->bucket);
@@ -404,7 +397,7 @@ int s3_put_file(s3_client *s, const char *key, const char *path, char *why,
     snprintf(q, sizeof q, "uploadId=%s", enc);
     status = s3_request(s, "POST", key, q, done, dlen, why, why_cap);
     /* S3 may answer 200 with an <Error> body to a Complete */
-    if (status == 200 && !strstr(s->resp, "<Error>")) {
+    if (status == 200 && !strstr(gbuf_str(&s->resp), "<Error>")) {
         rc = 0;
         goto out;
     }

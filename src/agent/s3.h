@@ -25,10 +25,13 @@ typedef struct s3_header {
     const char *value;
 } s3_header;
 
-/* endpoint e.g. "http://127.0.0.1:7480"; all strings are copied. */
+/* endpoint e.g. "http://127.0.0.1:7480"; all strings are copied.
+ * ca_file: the CAs an https endpoint is verified with (NULL: the
+ * system's).  NULL with the reason in why[why_cap] on failure. */
 s3_client *s3_client_new(const char *endpoint, const char *bucket,
                          const char *region, const char *access_key,
-                         const char *secret_key, uint64_t timeout_ms);
+                         const char *secret_key, uint64_t timeout_ms,
+                         const char *ca_file, char *why, size_t why_cap);
 void s3_client_free(s3_client *s);
 
 /*

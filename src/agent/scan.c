@@ -20,6 +20,7 @@
  * name.
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -142,6 +143,7 @@ static agent_file *file_new(agent_ctx *c)
     if (!f)
         return NULL;
     f->fd = -1;
+    gbuf_init(&f->batch, agent_batch_max(c->cfg));
     f->disc = ++c->disc_seq;
     c->files[c->nfiles++] = f;
     return f;
@@ -213,10 +215,10 @@ static void skip_name(agent_ctx *c, int fi, const char *dir, const char *name,
         s->seen = 1;
     }
     if (!c->quiet)
-        fprintf(stderr,
-                "gpufl-agent: %s/%s is %s, not a regular file; not read "
-                "(logs are regular files)\n",
-                dir, name, what);
+        glog_warn("scan",
+                  "%s/%s is %s, not a regular file; not read "
+                  "(logs are regular files)",
+                  dir, name, what);
 }
 
 static const char *dtype_name(unsigned char t)
@@ -344,18 +346,18 @@ static void resume(agent_ctx *c, agent_file *f, uint64_t keyfp)
          * before the offset differ (the offset marker) was rewritten */
         if (!f->zst && f->size < e->off) {
             if (!c->quiet)
-                fprintf(stderr,
-                        "gpufl-agent: %s is shorter than its shipped offset "
-                        "(truncated); reading it again from the start\n",
-                        f->path);
+                glog_warn("scan",
+                          "%s is shorter than its shipped offset "
+                          "(truncated); reading it again from the start",
+                          f->path);
             c->st.truncations++;
         } else if (!f->zst && e->off && !mark_agrees(f, e)) {
             if (!c->quiet)
-                fprintf(stderr,
-                        "gpufl-agent: %s: the bytes before its shipped offset "
-                        "changed (rewritten); reading it again from the "
-                        "start\n",
-                        f->path);
+                glog_warn("scan",
+                          "%s: the bytes before its shipped offset "
+                          "changed (rewritten); reading it again from the "
+                          "start",
+                          f->path);
             c->st.truncations++;
         } else {
             f->acked = f->consumed = e->off;
@@ -533,8 +535,8 @@ static int scan_folder(agent_ctx *c, int fi, scan_ix *x)
 
     if (!d) {
         if (!c->quiet)
-            fprintf(stderr, "gpufl-agent: cannot read folder %s: %s\n", dir,
-                    strerror(errno));
+            glog_error("scan", "cannot read folder %s: %s", dir,
+                       strerror(errno));
         return GPUFL_EIO;
     }
     dfd = dirfd(d);
@@ -624,12 +626,15 @@ void agent_scan_pending_done(agent_ctx *c)
             continue;
         for (size_t fi = 0; fi < c->cfg->nfolder && !k; fi++)
             k = agent_key_find(c, (int)fi, key);
-        if (!c->quiet)
-            fprintf(stderr,
-                    "gpufl-agent: LOST: %s (shipped up to byte %llu) was "
-                    "deleted while the agent was not running; the rest of it "
-                    "was never shipped\n",
-                    e->name, (unsigned long long)e->off);
+        if (!c->quiet) {
+            glog_field fl[2] = { GLOG_STR("file", e->name),
+                                 GLOG_NUM("shipped_bytes", e->off) };
+            glog_fields(GLOG_ERROR, "scan", fl, 2,
+                        "LOST: %s (shipped up to byte %llu) was deleted "
+                        "while the agent was not running; the rest of it "
+                        "was never shipped",
+                        e->name, (unsigned long long)e->off);
+        }
         c->st.lost_files++;
         c->lost_gone[stream]++;
         if (k) {

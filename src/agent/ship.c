@@ -13,6 +13,7 @@
  *     retried, whatever the delay; nothing is ever dropped.
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -27,16 +28,9 @@
 static int batch_reserve(agent_ctx *c, agent_file *f, size_t bytes)
 {
     agent_batch_unpark(c, f);
-    if (f->blen + bytes > f->bcap) {
-        size_t cap = f->bcap ? f->bcap : 65536;
-        char *g;
-        while (cap < f->blen + bytes)
-            cap *= 2;
-        g = realloc(f->bbuf, cap);
-        if (!g)
-            return -1;
-        f->bbuf = g;
-        f->bcap = cap;
+    if (gbuf_grow(&f->batch, bytes)) {
+        f->batch.err = 0; /* nothing was taken: the line is tried later */
+        return -1;
     }
     if (f->bn == f->bcapn) {
         uint32_t n = f->bcapn ? f->bcapn * 2 : 1024;
@@ -56,7 +50,7 @@ static int batch_reserve(agent_ctx *c, agent_file *f, size_t bytes)
 
 static int batch_full(const agent_ctx *c, const agent_file *f)
 {
-    return f->bn >= c->cfg->batch_lines || f->blen >= c->cfg->batch_bytes;
+    return f->bn >= c->cfg->batch_lines || f->batch.len >= c->cfg->batch_bytes;
 }
 
 /* The members "seq" and "type" of a parsed line, by a walk over its
@@ -194,15 +188,16 @@ static int take_line(agent_ctx *c, agent_file *f, const char *raw,
         }
         line_facts(c, f, &d, start);
     }
-    memcpy(f->bbuf + f->blen, raw, raw_len);
-    f->blen += raw_len;
+    /* in the room batch_reserve took; the NUL is never needed */
+    memcpy(f->batch.p + f->batch.len, raw, raw_len);
+    f->batch.len += raw_len;
     if (raw[raw_len - 1] != '\n') /* the last line of a final file */
-        f->bbuf[f->blen++] = '\n';
+        f->batch.p[f->batch.len++] = '\n';
     if (f->bn == 0) {
         f->bfirst_ms = agent_now_ms();
         c->nheld++;
     }
-    f->bend[f->bn] = (uint32_t)f->blen;
+    f->bend[f->bn] = (uint32_t)f->batch.len;
     f->bfoff[f->bn] = end_off;
     f->bn++;
     return 0;
@@ -240,17 +235,17 @@ static int truncated(agent_ctx *c, agent_file *f)
         if (same)
             return 0;
     }
-    fprintf(stderr,
-            "gpufl-agent: %s was truncated or replaced; reading it again "
-            "from the start\n",
-            f->path);
+    glog_warn("ship",
+              "%s was truncated or replaced; reading it again "
+              "from the start",
+              f->path);
     c->st.truncations++;
     f->rbase = f->rlen = f->rpos = 0;
     f->acked = f->consumed = 0;
     if (f->bn)
         c->nheld--;
     f->bn = 0;
-    f->blen = 0;
+    gbuf_setlen(&f->batch, 0);
     f->head_len = 0;
     f->sid[0] = '\0';
     f->skipping = 0;
@@ -297,11 +292,11 @@ static void open_failed(agent_ctx *c, agent_file *f, int rc)
     if (f->warned || (rc == GPUFL_EIO && e == ENOENT))
         return;
     f->warned = 1;
-    fprintf(stderr,
-            "gpufl-agent: cannot open %s: %s%s; retrying every "
-            "--poll-ms\n",
-            f->path, rc == GPUFL_EINVAL ? "not a regular file" : strerror(e),
-            e == EMFILE ? " (raise the open-files limit, ulimit -n)" : "");
+    glog_warn("ship",
+              "cannot open %s: %s%s; retrying every "
+              "--poll-ms",
+              f->path, rc == GPUFL_EINVAL ? "not a regular file" : strerror(e),
+              e == EMFILE ? " (raise the open-files limit, ulimit -n)" : "");
 }
 
 /* Reads and takes lines until the batch is full or the data ends.
@@ -364,10 +359,10 @@ static int pump(agent_ctx *c, agent_file *f)
             continue;
         }
         if (r < 0) {
-            fprintf(stderr,
-                    "gpufl-agent: cannot read %s (corrupt or unreadable); "
-                    "the rest of it is skipped\n",
-                    f->path);
+            glog_error("ship",
+                       "cannot read %s (corrupt or unreadable); "
+                       "the rest of it is skipped",
+                       f->path);
             f->final = 1;
             f->rpos = f->rlen;
             f->consumed = f->rbase + f->rlen;
@@ -421,7 +416,7 @@ static void on_reject(void *ctx, uint32_t i, const char *reason, size_t len)
     uint32_t n = f->bend[i] - start;
     uint64_t off = f->bfoff[i] - n;
 
-    agent_dead_put(c, f, off, f->bbuf + start, n - 1, n - 1, reason, len);
+    agent_dead_put(c, f, off, f->batch.p + start, n - 1, n - 1, reason, len);
     (*(uint64_t *)p[2])++;
 }
 
@@ -450,20 +445,24 @@ static void send_failed(agent_ctx *c, const agent_file *f, const char *why,
     if (!strncmp(why, c->fail_why, sizeof c->fail_why - 1) &&
         now - c->fail_logged_ms < 60000)
         return;
+    glog_field fl[4] = { GLOG_STR("sink", c->sink->ops->name),
+                         GLOG_STR("error", why),
+                         GLOG_NUM("attempts", c->fail_count),
+                         GLOG_NUM("retry_ms", delay) };
     if (c->fail_count == 1)
-        fprintf(stderr,
-                "gpufl-agent: %s send of %u %s lines failed: %s; retrying "
-                "with backoff, first retry in %" PRIu64
-                " ms (nothing is dropped)\n",
-                c->sink->ops->name, f->bn, agent_stream_names[f->stream], why,
-                delay);
+        glog_fields(GLOG_WARN, "ship", fl, 4,
+                    "%s send of %u %s lines failed: %s; retrying with "
+                    "backoff, first retry in %" PRIu64
+                    " ms (nothing is dropped)",
+                    c->sink->ops->name, f->bn, agent_stream_names[f->stream],
+                    why, delay);
     else
-        fprintf(stderr,
-                "gpufl-agent: %s sends still failing after %" PRIu64
-                " attempts over %" PRIu64 " s: %s; retrying (nothing is "
-                "dropped)\n",
-                c->sink->ops->name, c->fail_count,
-                (now - c->fail_since_ms) / 1000, why);
+        glog_fields(GLOG_WARN, "ship", fl, 4,
+                    "%s sends still failing after %" PRIu64
+                    " attempts over %" PRIu64 " s: %s; retrying (nothing is "
+                    "dropped)",
+                    c->sink->ops->name, c->fail_count,
+                    (now - c->fail_since_ms) / 1000, why);
     snprintf(c->fail_why, sizeof c->fail_why, "%s", why);
     c->fail_logged_ms = now;
 }
@@ -486,8 +485,8 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         return 0;
     b.stream = f->stream;
     b.sid = f->sid;
-    b.buf = f->bbuf;
-    b.len = f->blen;
+    b.buf = f->batch.p;
+    b.len = f->batch.len;
     b.n = f->bn;
     b.end = f->bend;
     ctx[0] = c;
@@ -501,13 +500,13 @@ static int maybe_send(agent_ctx *c, agent_file *f, uint64_t now)
         c->st.acked_lines += f->bn - rejected;
         acked_all(c, f);
         f->bn = 0;
-        f->blen = 0;
+        gbuf_setlen(&f->batch, 0);
         c->nheld--;
         if (c->fail_count)
-            fprintf(stderr,
-                    "gpufl-agent: sink is back after %" PRIu64
-                    " failed attempts over %" PRIu64 " s; shipping resumed\n",
-                    c->fail_count, (now - c->fail_since_ms) / 1000);
+            glog_info("ship",
+                      "sink is back after %" PRIu64
+                      " failed attempts over %" PRIu64 " s; shipping resumed",
+                      c->fail_count, (now - c->fail_since_ms) / 1000);
         c->fail_count = 0;
         c->backoff_ms = 0;
         return 1;

@@ -22,11 +22,13 @@
  */
 #include "agent/sink.h"
 
+#include "common/buf.h"
 #include "common/jsonl.h"
+#include "httpc/httpc.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -40,17 +42,13 @@ typedef enum { ENC_NONE, ENC_ZSTD, ENC_GZIP } http_enc;
 
 typedef struct http_sink {
     agent_sink base;
-    CURL *curl;
+    httpc *hc; /* one keep-alive connection */
     char *url[AGENT_NSTREAMS];
-    char *auth; /* "Authorization: Bearer ..." */
+    char *token; /* Bearer; wiped when freed */
     http_enc enc;
-    uint64_t timeout_ms;
     ZSTD_CCtx *zc;
-    char *zbuf; /* compressed body */
-    size_t zcap;
-    char *resp;
-    size_t resp_len, resp_cap;
-    int resp_over;
+    gbuf z;    /* compressed body: the bound of the largest batch at most */
+    gbuf resp; /* the answer, HTTP_RESP_MAX at most */
     jsonl_tok *tok;
     uint32_t tok_cap;
     volatile int *stop;
@@ -68,54 +66,15 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
     return h->stop && *h->stop;
 }
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-    http_sink *h = ud;
-    size_t n = size * nmemb;
-
-    if (h->resp_len + n + 1 > h->resp_cap) {
-        size_t cap = h->resp_cap ? h->resp_cap : 4096;
-        char *g;
-        while (cap < h->resp_len + n + 1)
-            cap *= 2;
-        if (cap > HTTP_RESP_MAX) {
-            h->resp_over = 1;
-            return n; /* drain, but the answer is unusable */
-        }
-        g = realloc(h->resp, cap);
-        if (!g) {
-            h->resp_over = 1;
-            return n;
-        }
-        h->resp = g;
-        h->resp_cap = cap;
-    }
-    memcpy(h->resp + h->resp_len, p, n);
-    h->resp_len += n;
-    return n;
-}
-
-static int zbuf_reserve(http_sink *h, size_t need)
-{
-    char *g;
-    if (need <= h->zcap)
-        return 0;
-    g = realloc(h->zbuf, need);
-    if (!g)
-        return -1;
-    h->zbuf = g;
-    h->zcap = need;
-    return 0;
-}
-
-/* Compresses src into h->zbuf; returns the length or 0 on failure. */
+/* Compresses src into h->z; returns the length or 0 on failure. */
 static size_t compress_body(http_sink *h, const char *src, size_t n)
 {
     if (h->enc == ENC_ZSTD) {
         size_t r, bound = ZSTD_compressBound(n);
-        if (zbuf_reserve(h, bound))
+        gbuf_reset(&h->z);
+        if (gbuf_grow(&h->z, bound))
             return 0;
-        r = ZSTD_compressCCtx(h->zc, h->zbuf, bound, src, n, 1);
+        r = ZSTD_compressCCtx(h->zc, h->z.p, bound, src, n, 1);
         return ZSTD_isError(r) ? 0 : r;
     } else {
         z_stream z;
@@ -125,13 +84,14 @@ static size_t compress_body(http_sink *h, const char *src, size_t n)
         if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
             return 0;
         bound = deflateBound(&z, (uLong)n) + 32;
-        if (zbuf_reserve(h, bound)) {
+        gbuf_reset(&h->z);
+        if (gbuf_grow(&h->z, bound)) {
             deflateEnd(&z);
             return 0;
         }
         z.next_in = (Bytef *)(uintptr_t)src;
         z.avail_in = (uInt)n;
-        z.next_out = (Bytef *)h->zbuf;
+        z.next_out = (Bytef *)h->z.p;
         z.avail_out = (uInt)bound;
         if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
             deflateEnd(&z);
@@ -149,54 +109,42 @@ static long http_post(http_sink *h, int stream, const char *body, size_t n,
                       char *why, size_t why_cap)
 {
     struct curl_slist *hdr = NULL;
-    const char *data = body;
-    size_t len = n;
+    httpc_req r = { h->url[stream], "POST", NULL, body, n };
     long status = 0;
-    CURLcode cc;
 
     if (h->enc != ENC_NONE && n > 0) {
-        len = compress_body(h, body, n);
-        if (!len) {
+        r.len = compress_body(h, body, n);
+        if (!r.len) {
             snprintf(why, why_cap, "compression failed");
             return 0;
         }
-        data = h->zbuf;
+        r.body = h->z.p;
     }
-    hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
-    if (h->enc == ENC_ZSTD)
-        hdr = curl_slist_append(hdr, "Content-Encoding: zstd");
-    else if (h->enc == ENC_GZIP)
-        hdr = curl_slist_append(hdr, "Content-Encoding: gzip");
     /* no 100-continue round trip on every request */
-    hdr = curl_slist_append(hdr, "Expect:");
-    if (h->auth)
-        hdr = curl_slist_append(hdr, h->auth);
-    if (!hdr) {
+    if (httpc_header(&hdr, "Content-Type", "application/x-ndjson") ||
+        (h->enc != ENC_NONE &&
+         httpc_header(&hdr, "Content-Encoding",
+                      h->enc == ENC_ZSTD ? "zstd" : "gzip")) ||
+        httpc_header(&hdr, "Expect", NULL) ||
+        (h->token && httpc_auth(&hdr, "Bearer", h->token))) {
+        httpc_headers_free(hdr);
         snprintf(why, why_cap, "out of memory");
         return 0;
     }
-    h->resp_len = 0;
-    h->resp_over = 0;
-    curl_easy_setopt(h->curl, CURLOPT_URL, h->url[stream]);
-    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, data);
-    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    cc = curl_easy_perform(h->curl);
-    if (cc != CURLE_OK)
-        snprintf(why, why_cap, "%s", curl_easy_strerror(cc));
-    else
-        curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hdr);
+    r.headers = hdr;
+    gbuf_reset(&h->resp);
+    httpc_do(h->hc, &r, &h->resp, &status, why, why_cap);
+    httpc_headers_free(hdr);
     return status;
 }
 
 /* A short, printable excerpt of the answer for a message. */
 static void excerpt(const http_sink *h, char *out, size_t cap)
 {
-    size_t n = h->resp_len < 48 ? h->resp_len : 48, k = 0;
+    size_t n = h->resp.len < 48 ? h->resp.len : 48, k = 0;
 
     for (size_t i = 0; i < n && k + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)h->resp[i];
+        unsigned char ch = (unsigned char)h->resp.p[i];
         out[k++] = ch >= 0x20 && ch < 0x7f && ch != '"' ? (char)ch : '.';
     }
     out[k] = '\0';
@@ -227,18 +175,22 @@ static int parse_answer(http_sink *h, long status, uint32_t first,
                  status);
         return -1;
     }
-    if (h->resp_over) {
+    if (h->resp.err == GPUFL_ETOOBIG) {
         snprintf(why, why_cap, "HTTP 200 with an answer over %u bytes",
                  HTTP_RESP_MAX);
         return -1;
     }
-    if (h->resp_len == 0) {
+    if (h->resp.err) {
+        snprintf(why, why_cap, "out of memory reading the answer");
+        return -1;
+    }
+    if (h->resp.len == 0) {
         snprintf(why, why_cap,
                  "HTTP 200 with an empty body, not an acknowledgement "
                  "(check --url)");
         return -1;
     }
-    need = (uint32_t)(h->resp_len / 2 + 8);
+    need = (uint32_t)(h->resp.len / 2 + 8);
     if (need > h->tok_cap) {
         jsonl_tok *g = realloc(h->tok, need * sizeof *g);
         if (!g) {
@@ -250,7 +202,7 @@ static int parse_answer(http_sink *h, long status, uint32_t first,
     }
     excerpt(h, ex, sizeof ex);
     jsonl_doc_init(&d, h->tok, h->tok_cap);
-    if (jsonl_doc_parse_obj(&d, h->resp, h->resp_len)) {
+    if (jsonl_doc_parse_obj(&d, h->resp.p, h->resp.len)) {
         snprintf(why, why_cap,
                  "HTTP 200 with a body that is not a JSON object (\"%s\"...), "
                  "not an acknowledgement: check --url (a proxy or another "
@@ -334,10 +286,10 @@ static agent_send_rc send_range(http_sink *h, const agent_batch *b,
         st =
             http_post(h, b->stream, b->buf + start, stop - start, why, why_cap);
         if (st == 415 && h->enc != ENC_NONE) {
-            fprintf(stderr,
-                    "gpufl-agent: server refuses %s bodies (HTTP "
-                    "415); sending uncompressed\n",
-                    h->enc == ENC_ZSTD ? "zstd" : "gzip");
+            glog_warn("http",
+                      "server refuses %s bodies (HTTP "
+                      "415); sending uncompressed",
+                      h->enc == ENC_ZSTD ? "zstd" : "gzip");
             h->enc = ENC_NONE;
             continue;
         }
@@ -409,17 +361,17 @@ static void http_free(agent_sink *s)
     http_sink *h = (http_sink *)s;
     if (!h)
         return;
-    curl_easy_cleanup(h->curl);
+    httpc_free(h->hc);
     for (int i = 0; i < AGENT_NSTREAMS; i++)
         free(h->url[i]);
-    if (h->auth) {
+    if (h->token) {
         /* the token does not outlive the sink in freed memory */
-        memset(h->auth, 0, strlen(h->auth));
-        free(h->auth);
+        explicit_bzero(h->token, strlen(h->token));
+        free(h->token);
     }
     ZSTD_freeCCtx(h->zc);
-    free(h->zbuf);
-    free(h->resp);
+    gbuf_release(&h->z);
+    gbuf_release(&h->resp);
     free(h->tok);
     free(h);
 }
@@ -430,6 +382,8 @@ agent_sink *agent_sink_http_new(const agent_cfg *cfg, volatile int *stop,
                                 char *err, size_t errcap)
 {
     http_sink *h = calloc(1, sizeof *h);
+    httpc_cfg hc = { cfg->timeout_ms, cfg->ca_file, "gpufl-agent/0.1", 1 };
+    CURL *c;
 
     if (!h) {
         snprintf(err, errcap, "out of memory");
@@ -437,7 +391,11 @@ agent_sink *agent_sink_http_new(const agent_cfg *cfg, volatile int *stop,
     }
     h->base.ops = &http_ops;
     h->stop = stop;
-    h->timeout_ms = cfg->timeout_ms;
+    gbuf_init(&h->resp, HTTP_RESP_MAX);
+    /* the bounds of both encoders for the largest batch: n + n/8 + 64 KiB
+     * is above zstd's (n + n/256 + ...) and zlib's (n + n/1000 + ...) */
+    gbuf_init(&h->z, (size_t)cfg->batch_bytes + cfg->max_line_bytes +
+                         (cfg->batch_bytes + cfg->max_line_bytes) / 8 + 65536);
     h->enc = !strcmp(cfg->compress, "zstd")   ? ENC_ZSTD
              : !strcmp(cfg->compress, "gzip") ? ENC_GZIP
                                               : ENC_NONE;
@@ -454,30 +412,17 @@ agent_sink *agent_sink_http_new(const agent_cfg *cfg, volatile int *stop,
         snprintf(h->url[i], n, "%s%s%s", cfg->url, slash,
                  agent_stream_names[i]);
     }
-    if (cfg->token && *cfg->token) {
-        size_t n = strlen(cfg->token) + 32;
-        h->auth = malloc(n);
-        if (!h->auth)
-            goto nomem;
-        snprintf(h->auth, n, "Authorization: Bearer %s", cfg->token);
-    }
-    h->zc = ZSTD_createCCtx();
-    h->curl = curl_easy_init();
-    if (!h->zc || !h->curl)
+    if (cfg->token && *cfg->token && !(h->token = strdup(cfg->token)))
         goto nomem;
-    curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)cfg->timeout_ms);
-    curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(cfg->timeout_ms < 10000 ? cfg->timeout_ms : 10000));
-    curl_easy_setopt(h->curl, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
-    curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, h);
-    curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "gpufl-agent/0.1");
-    /* redirects would re-send the token to another host */
-    curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+    h->zc = ZSTD_createCCtx();
+    if (!h->zc)
+        goto nomem;
+    if (httpc_new(&h->hc, &hc, err, errcap))
+        goto fail;
+    c = httpc_curl(h->hc);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     return &h->base;
 nomem:
     snprintf(err, errcap, "out of memory");

@@ -15,6 +15,7 @@
  * large, invalid) is rejected to the dead-letter file.
  */
 #include "agent/sink.h"
+#include "common/log.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdlib.h>
@@ -74,9 +75,11 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf)
 {
     (void)rk;
-    /* librdkafka is chatty while a broker is down; warnings and worse */
+    /* librdkafka is chatty while a broker is down; warnings and worse
+     * (syslog levels: 3 and below errors, 4 warnings) */
     if (level <= 4)
-        fprintf(stderr, "gpufl-agent: kafka %s: %s\n", fac, buf);
+        glog(level <= 3 ? GLOG_ERROR : GLOG_WARN, "kafka", "kafka %s: %s", fac,
+             buf);
 }
 
 static agent_send_rc kafka_send(agent_sink *s, const agent_batch *b,

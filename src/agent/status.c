@@ -5,6 +5,7 @@
  * (files lost: reported before, or deleted since the agent last ran).
  */
 #include "agent/agent_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -26,17 +27,17 @@ uint64_t agent_behind(agent_ctx *c, int stream)
 void agent_stats_line(agent_ctx *c)
 {
     const agent_stats *s = &c->st;
-    fprintf(stderr,
-            "gpufl-agent: stats read=%" PRIu64 " sent=%" PRIu64
-            " acked=%" PRIu64 " retried=%" PRIu64 " dead=%" PRIu64
-            " requests=%" PRIu64 " truncated=%" PRIu64 " lost-files=%" PRIu64
-            " lost-lines=%" PRIu64 " skipped=%" PRIu64 " archived=%" PRIu64
-            " files=%zu behind: device=%" PRIu64 " scope=%" PRIu64
-            " system=%" PRIu64 " bytes\n",
-            s->read_lines, s->sent_lines, s->acked_lines, s->retried,
-            s->dead_lines, s->requests, s->truncations, s->lost_files,
-            s->lost_lines, s->skipped, s->archived, c->nfiles,
-            agent_behind(c, 0), agent_behind(c, 1), agent_behind(c, 2));
+    glog_info("stats",
+              "stats read=%" PRIu64 " sent=%" PRIu64 " acked=%" PRIu64
+              " retried=%" PRIu64 " dead=%" PRIu64 " requests=%" PRIu64
+              " truncated=%" PRIu64 " lost-files=%" PRIu64
+              " lost-lines=%" PRIu64 " skipped=%" PRIu64 " archived=%" PRIu64
+              " files=%zu behind: device=%" PRIu64 " scope=%" PRIu64
+              " system=%" PRIu64 " bytes",
+              s->read_lines, s->sent_lines, s->acked_lines, s->retried,
+              s->dead_lines, s->requests, s->truncations, s->lost_files,
+              s->lost_lines, s->skipped, s->archived, c->nfiles,
+              agent_behind(c, 0), agent_behind(c, 1), agent_behind(c, 2));
 }
 
 int agent_status_print(const agent_cfg *cfg, FILE *out)
@@ -59,8 +60,8 @@ int agent_status_print(const agent_cfg *cfg, FILE *out)
     rc =
         agent_cursor_load(cfg->cursor_file, &c.pend, &missing, err, sizeof err);
     if (rc || agent_scan_pending_init(&c)) {
-        fprintf(stderr, "gpufl-agent: cursor %s is unusable (%s)\n",
-                cfg->cursor_file, rc ? err : "out of memory");
+        glog_error("stats", "cursor %s is unusable (%s)", cfg->cursor_file,
+                   rc ? err : "out of memory");
         rc = 1;
         goto out;
     }

@@ -133,13 +133,11 @@ void agent_file_close(agent_file *f)
 
 void agent_batch_free(agent_file *f)
 {
-    free(f->bbuf);
+    gbuf_release(&f->batch);
     free(f->bend);
     free(f->bfoff);
-    f->bbuf = NULL;
     f->bend = NULL;
     f->bfoff = NULL;
-    f->blen = f->bcap = 0;
     f->bn = f->bcapn = 0;
 }
 
@@ -177,22 +175,20 @@ void agent_batch_park(agent_ctx *c, agent_file *f)
 {
     agent_bset *b;
 
-    if (f->bn || (!f->bbuf && !f->bend))
+    if (f->bn || (!f->batch.p && !f->bend))
         return;
-    if (c->nbcache == AGENT_BCACHE || f->bcap > AGENT_BCACHE_MAX) {
+    if (c->nbcache == AGENT_BCACHE || f->batch.cap > AGENT_BCACHE_MAX) {
         agent_batch_free(f);
         return;
     }
     b = &c->bcache[c->nbcache++];
-    b->bbuf = f->bbuf;
-    b->bcap = f->bcap;
+    b->batch = f->batch;
     b->bend = f->bend;
     b->bfoff = f->bfoff;
     b->bcapn = f->bcapn;
-    f->bbuf = NULL;
+    gbuf_init(&f->batch, f->batch.max);
     f->bend = NULL;
     f->bfoff = NULL;
-    f->blen = f->bcap = 0;
     f->bcapn = 0;
 }
 
@@ -200,15 +196,14 @@ void agent_batch_unpark(agent_ctx *c, agent_file *f)
 {
     agent_bset *b;
 
-    if (f->bbuf || f->bend || !c->nbcache)
+    if (f->batch.p || f->bend || !c->nbcache)
         return;
     b = &c->bcache[--c->nbcache];
-    f->bbuf = b->bbuf;
-    f->bcap = b->bcap;
+    f->batch = b->batch;
     f->bend = b->bend;
     f->bfoff = b->bfoff;
     f->bcapn = b->bcapn;
-    f->blen = 0;
+    gbuf_reset(&f->batch);
     f->bn = 0;
 }
 
@@ -226,7 +221,7 @@ void agent_rcache_free(agent_ctx *c)
         free(c->rcache[--c->nrcache]);
     while (c->nbcache) {
         agent_bset *b = &c->bcache[--c->nbcache];
-        free(b->bbuf);
+        gbuf_release(&b->batch);
         free(b->bend);
         free(b->bfoff);
     }

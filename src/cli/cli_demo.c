@@ -31,6 +31,7 @@
 #include "common/fsutil.h"
 #include "cli_int.h"
 #include "cli_proc.h"
+#include "common/log.h"
 
 #define DEMO_PATH 4096
 
@@ -39,6 +40,7 @@ typedef struct demo_opts {
     const char *listen, *token, *dir, *engines, *ui_dir, *gpu;
     unsigned steps, pause_s, duration_s;
     int idle, memprof, quiet, fleet;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
 } demo_opts;
 
 typedef struct demo {
@@ -146,6 +148,7 @@ static const opt_def demo_rows[] = {
       OPT_F_SINT(T, quiet),
       .short_name = 'q',
       .help = "only the URL, the token and errors" },
+    GLOG_OPT_ROWS(T, log_level, log_format),
 };
 #undef T
 
@@ -179,14 +182,14 @@ const opt_prog cli_demo_prog = {
 static int check_opts(demo_opts *o)
 {
     if (!strchr(o->listen, ':')) {
-        fprintf(stderr, "gpufl demo: --listen wants ADDR:PORT, e.g. "
-                        "127.0.0.1:8080\n");
+        glog_error("demo", "--listen wants ADDR:PORT, e.g. "
+                           "127.0.0.1:8080");
         return -1;
     }
     if (o->token && (strlen(o->token) < 32 || strlen(o->token) > 64)) {
-        fprintf(stderr, "gpufl demo: --token must be 32 to 64 characters"
-                        " (gpufl-server refuses shorter admin tokens; e.g."
-                        " `openssl rand -hex 16`)\n");
+        glog_error("demo", "--token must be 32 to 64 characters"
+                           " (gpufl-server refuses shorter admin tokens; e.g."
+                           " `openssl rand -hex 16`)");
         return -1;
     }
     if (o->steps == 0)
@@ -229,7 +232,7 @@ static void show_tail(const char *path)
     n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = 0;
     fclose(f);
-    fprintf(stderr, "---- last lines of %s\n%s----\n", path, buf);
+    glog_error("demo", "---- last lines of %s\n%s----", path, buf);
 }
 
 static int exists_dir(const char *p)
@@ -291,18 +294,18 @@ static int start_server(demo *d)
         if (cli_http_ok(d->o.listen, "/healthz", 200))
             return 0;
         if (cli_proc_wait(&d->ps, d->server, 0) == 0) {
-            fprintf(stderr,
-                    "gpufl demo: gpufl-server exited at start (is %s already "
-                    "in use? try --listen 127.0.0.1:8081)\n",
-                    d->o.listen);
+            glog_error("demo",
+                       "gpufl-server exited at start (is %s already "
+                       "in use? try --listen 127.0.0.1:8081)",
+                       d->o.listen);
             show_tail(log);
             return -1;
         }
         sleep_ms(50);
     }
     if (!stop_flag) {
-        fprintf(stderr, "gpufl demo: gpufl-server did not answer /healthz in "
-                        "15 s\n");
+        glog_error("demo", "gpufl-server did not answer /healthz in "
+                           "15 s");
         show_tail(log);
     }
     return -1;
@@ -449,7 +452,7 @@ static int setup_gpu(demo *d)
         d->cuda[0] = 0;
     }
     if (must) {
-        fprintf(stderr, "gpufl demo: --gpu on: %s\n", why);
+        glog_error("demo", "--gpu on: %s", why);
         return -1;
     }
     say(d, "      no real GPU workload (%s): the simulated GPU it is\n", why);
@@ -517,10 +520,10 @@ static int run_loop(demo *d)
             if (p->status != 0) {
                 char log[DEMO_PATH + 32];
                 snprintf(log, sizeof log, "%s/workload.log", d->root);
-                fprintf(stderr,
-                        "gpufl demo: the workload failed (status "
-                        "%d)\n",
-                        p->status);
+                glog_error("demo",
+                           "the workload failed (status "
+                           "%d)",
+                           p->status);
                 show_tail(log);
                 return 1;
             }
@@ -531,7 +534,7 @@ static int run_loop(demo *d)
             const char *n = d->ps.p[i].name;
             snprintf(log, sizeof log, "%s/%s.log", d->root,
                      !strncmp(n, "gpufl-", 6) ? n + 6 : n);
-            fprintf(stderr, "gpufl demo: %s stopped unexpectedly\n", n);
+            glog_error("demo", "%s stopped unexpectedly", n);
             show_tail(log);
             return 1;
         }
@@ -563,14 +566,13 @@ static int run_fleet(demo *d, int argc, char **argv)
             av[n] = NULL;
             setenv("GPUFL_BIN_DIR", d->bin, 1);
             execv(path, av);
-            fprintf(stderr, "gpufl demo: cannot run %s: %s\n", path,
-                    strerror(errno));
+            glog_error("demo", "cannot run %s: %s", path, strerror(errno));
             free(av);
             return 1;
         }
     }
-    fprintf(stderr, "gpufl demo: --fleet needs scripts/fleet.sh (from the "
-                    "source tree or share/gpufl)\n");
+    glog_error("demo", "--fleet needs scripts/fleet.sh (from the "
+                       "source tree or share/gpufl)");
     return 1;
 }
 
@@ -581,15 +583,14 @@ static int demo_run(demo *d)
     int rc;
 
     if (fs_mkdir_p(d->o.dir) || !realpath(d->o.dir, d->root)) {
-        fprintf(stderr, "gpufl demo: cannot create %s: %s\n", d->o.dir,
-                strerror(errno));
+        glog_error("demo", "cannot create %s: %s", d->o.dir, strerror(errno));
         return 1;
     }
     snprintf(d->logs, sizeof d->logs, "%s/logs", d->root);
     snprintf(d->data, sizeof d->data, "%s/data", d->root);
     if (fs_mkdir_p(d->logs) || fs_mkdir_p(d->data)) {
-        fprintf(stderr, "gpufl demo: cannot create folders in %s: %s\n",
-                d->root, strerror(errno));
+        glog_error("demo", "cannot create folders in %s: %s", d->root,
+                   strerror(errno));
         return 1;
     }
     if (d->o.token)
@@ -597,7 +598,7 @@ static int demo_run(demo *d)
     else {
         unsigned char r[16];
         if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-            fprintf(stderr, "gpufl demo: no randomness for a token\n");
+            glog_error("demo", "no randomness for a token");
             return 1;
         }
         for (size_t i = 0; i < sizeof r; i++)
@@ -661,8 +662,9 @@ int cli_demo_main(int argc, char **argv)
 
     memset(&d, 0, sizeof d);
     d.server = d.agent = d.work = -1;
+    glog_setup("gpufl demo", GLOG_INFO, GLOG_TEXT);
     if (cli_self_dir(d.bin, sizeof d.bin)) {
-        fprintf(stderr, "gpufl demo: cannot find my own folder\n");
+        glog_error("demo", "cannot find my own folder");
         return 1;
     }
     /* fleet.sh has options of its own (--agents, --runs, ...): it parses */
@@ -670,6 +672,8 @@ int cli_demo_main(int argc, char **argv)
         if (!strcmp(argv[i], "--fleet"))
             return run_fleet(&d, argc, argv);
     rc = opt_cli(&c, &cli_demo_prog, &d.o, NULL, argc, argv);
+    if (!rc)
+        glog_setup("gpufl demo", d.o.log_level, d.o.log_format);
     if (!rc && check_opts(&d.o))
         rc = 2;
     if (!rc)

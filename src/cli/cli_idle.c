@@ -15,6 +15,8 @@
 
 #include "cli_int.h"
 #include "common/clock.h"
+#include "common/log.h"
+#include "httpc/httpc.h"
 #include "common/opt.h"
 #include "idle/idle.h"
 
@@ -25,6 +27,7 @@ typedef struct idle_cli {
     char *session[MAX_SESS]; /* --session specs, parsed after the load */
     size_t nsession;
     int once;
+    int log_level, log_format;    /* GLOG_* (common/log.h) */
     idle_sess_cfg sess[MAX_SESS]; /* what they say (o.sessions) */
 } idle_cli;
 
@@ -132,6 +135,13 @@ static const opt_def idle_rows[] = {
       .arg = "URL",
       .help = "watch: POST the verdict JSON here when a warning period "
               "ends" },
+    { .name = "ca-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.env.ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs https Jupyter, dcgm-exporter and "
+              "--hook-url servers are verified with (peer and host name, "
+              "always); default the system's CA store" },
     { .name = "duration",
       DUR_S,
       OPT_F_UINT(T, o.duration_s),
@@ -240,6 +250,7 @@ static const opt_def idle_rows[] = {
       .min = 1,
       .max = 100000000,
       .help = "keep: veto length" },
+    GLOG_OPT_ROWS(T, log_level, log_format),
 };
 #undef FRAC
 #undef DUR_S
@@ -409,6 +420,7 @@ int cli_idle_main(int argc, char **argv)
     rc = opt_cli(&c, &cli_idle_prog, &p, NULL, argc, argv);
     if (rc)
         goto out;
+    glog_setup("gpufl idle", p.log_level, p.log_format);
     /* what the table does not set keeps the detector's own default */
     idle_cfg_init(&d);
     p.o.cfg.unattended_mult = d.unattended_mult;
@@ -420,6 +432,13 @@ int cli_idle_main(int argc, char **argv)
             rc = 2;
             goto out;
         }
+    for (int i = 0; i < p.o.nsessions; i++)
+        if (p.sess[i].token[0] && httpc_cleartext(p.sess[i].jupyter))
+            glog_warn("cli",
+                      "warning: session %s: jupyter=%s is plain http to "
+                      "another machine: its token crosses the network in "
+                      "the clear; use https://",
+                      p.sess[i].name, p.sess[i].jupyter);
     for (int i = 0, k = 0; i < argc && k + 2 < (int)sizeof g_cmdline; i++)
         k += snprintf(g_cmdline + k, sizeof g_cmdline - (size_t)k, "%s%s",
                       i ? " " : "gpufl ", argv[i]);

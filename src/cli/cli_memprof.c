@@ -14,6 +14,8 @@
 #include "cli_int.h"
 #include "common/fsutil.h"
 #include "memprof/memprof.h"
+#include "common/log.h"
+#include "httpc/httpc.h"
 
 int mp_ebpf_check(void); /* src/memprof/ebpf.c */
 
@@ -24,6 +26,7 @@ typedef struct mp_cli {
     uint64_t duration_ms, interval_ms; /* 0: not given */
     char *pw_file, *tok_file;
     int all, preload, check;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
 } mp_cli;
 
 #define T mp_cli
@@ -135,6 +138,13 @@ static const opt_def mp_rows[] = {
       .arg = "T",
       .flags = OPT_SECRET,
       .help = "bearer token for --server (role ingest); also GPUFL_TOKEN" },
+    { .name = "ca-file",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs an https --server or --pyroscope is "
+              "verified with (peer and host name, always); default the "
+              "system's CA store" },
     { .name = "host",
       .type = OPT_STR,
       OPT_F_PTR(T, o.host),
@@ -208,6 +218,7 @@ static const opt_def mp_rows[] = {
       OPT_F_SINT(T, o.simulated),
       .help = "label pushed profiles simulated (the driver is a stand-in, as "
               "in gpufl demo)" },
+    GLOG_OPT_ROWS(T, log_level, log_format),
 };
 #undef DUR_MS
 #undef T
@@ -282,8 +293,7 @@ static int read_secret(const char *flag, const char *path, char *out,
     size_t n;
     int bad;
     if (!f) {
-        fprintf(stderr, "gpufl memprof: %s %s: %s\n", flag, path,
-                strerror(errno));
+        glog_error("cli", "%s %s: %s", flag, path, strerror(errno));
         return -1;
     }
     n = fread(out, 1, cap - 1, f);
@@ -293,11 +303,11 @@ static int read_secret(const char *flag, const char *path, char *out,
     while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         out[--n] = 0;
     if (bad || n > cap - 2 || strlen(out) != n || header_safe(out)) {
-        fprintf(stderr, "gpufl memprof: %s %s: %s\n", flag, path,
-                bad           ? "cannot be read"
-                : n > cap - 2 ? "longer than 4096 bytes"
-                              : "must hold one non-empty line of printable "
-                                "ASCII");
+        glog_error("cli", "%s %s: %s", flag, path,
+                   bad           ? "cannot be read"
+                   : n > cap - 2 ? "longer than 4096 bytes"
+                                 : "must hold one non-empty line of printable "
+                                   "ASCII");
         explicit_bzero(out, cap);
         return -1;
     }
@@ -311,10 +321,10 @@ static int env_secret(const char *var, char *out, size_t cap)
     if (!v || !*v)
         return 1;
     if (strlen(v) > PYRO_SECRET_MAX || header_safe(v)) {
-        fprintf(stderr,
-                "gpufl memprof: %s must be one line of printable ASCII, at "
-                "most 4096 bytes\n",
-                var);
+        glog_error("cli",
+                   "%s must be one line of printable ASCII, at "
+                   "most 4096 bytes",
+                   var);
         return -1;
     }
     snprintf(out, cap, "%s", v);
@@ -333,15 +343,15 @@ static int pyroscope_auth(memprof_opts *o, const char *pw_file,
     secret[0] = 0;
     if (!u) {
         if (o->pyroscope_user || pw_file || tok_file || o->pyroscope_tenant) {
-            fprintf(stderr, "gpufl memprof: the --pyroscope-* options need "
-                            "--pyroscope URL\n");
+            glog_error("cli", "the --pyroscope-* options need "
+                              "--pyroscope URL");
             return -1;
         }
         return 0;
     }
     if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
-        fprintf(stderr, "gpufl memprof: --pyroscope wants an http:// or "
-                        "https:// URL\n");
+        glog_error("cli", "--pyroscope wants an http:// or "
+                          "https:// URL");
         return -1;
     }
     /* user:password@ in the URL is refused, not used: the command line is
@@ -349,43 +359,43 @@ static int pyroscope_auth(memprof_opts *o, const char *pw_file,
     auth = strstr(u, "://") + 3;
     end = auth + strcspn(auth, "/?#");
     if (memchr(auth, '@', (size_t)(end - auth))) {
-        fprintf(stderr,
-                "gpufl memprof: --pyroscope URL must not contain "
-                "user:password@ (a command line is visible to every user); "
-                "use --pyroscope-user with --pyroscope-password-file or "
-                "GPUFL_PYROSCOPE_PASSWORD\n");
+        glog_error("cli",
+                   "--pyroscope URL must not contain "
+                   "user:password@ (a command line is visible to every user); "
+                   "use --pyroscope-user with --pyroscope-password-file or "
+                   "GPUFL_PYROSCOPE_PASSWORD");
         return -1;
     }
     if (o->pyroscope_tenant && (header_safe(o->pyroscope_tenant) ||
                                 strlen(o->pyroscope_tenant) > 256)) {
-        fprintf(stderr, "gpufl memprof: --pyroscope-tenant must be printable "
-                        "ASCII, 1 to 256 bytes\n");
+        glog_error("cli", "--pyroscope-tenant must be printable "
+                          "ASCII, 1 to 256 bytes");
         return -1;
     }
     if (o->pyroscope_user && tok_file) {
-        fprintf(stderr, "gpufl memprof: give --pyroscope-user (basic auth) or "
-                        "--pyroscope-token-file (bearer), not both\n");
+        glog_error("cli", "give --pyroscope-user (basic auth) or "
+                          "--pyroscope-token-file (bearer), not both");
         return -1;
     }
     if (pw_file && !o->pyroscope_user) {
-        fprintf(stderr, "gpufl memprof: --pyroscope-password-file needs "
-                        "--pyroscope-user\n");
+        glog_error("cli", "--pyroscope-password-file needs "
+                          "--pyroscope-user");
         return -1;
     }
     if (o->pyroscope_user) {
         if (header_safe(o->pyroscope_user) || strchr(o->pyroscope_user, ':') ||
             strlen(o->pyroscope_user) > 256) {
-            fprintf(stderr, "gpufl memprof: --pyroscope-user must be "
-                            "printable ASCII without ':', 1 to 256 bytes\n");
+            glog_error("cli", "--pyroscope-user must be "
+                              "printable ASCII without ':', 1 to 256 bytes");
             return -1;
         }
         rc = pw_file ? read_secret("--pyroscope-password-file", pw_file, secret,
                                    cap)
                      : env_secret("GPUFL_PYROSCOPE_PASSWORD", secret, cap);
         if (rc > 0)
-            fprintf(stderr, "gpufl memprof: --pyroscope-user needs a "
-                            "password: --pyroscope-password-file FILE or "
-                            "GPUFL_PYROSCOPE_PASSWORD\n");
+            glog_error("cli", "--pyroscope-user needs a "
+                              "password: --pyroscope-password-file FILE or "
+                              "GPUFL_PYROSCOPE_PASSWORD");
         if (rc)
             return -1;
         o->pyroscope_password = secret;
@@ -412,13 +422,14 @@ int cli_memprof_main(int argc, char **argv)
     rc = opt_cli(&c, &cli_memprof_prog, &m, NULL, argc, argv);
     if (rc)
         goto out;
+    glog_setup("gpufl memprof", m.log_level, m.log_format);
     rc = 2;
     for (size_t i = 0; i < c.nargs; i++)
         if (i || strcmp(c.args[i], "top")) {
-            fprintf(stderr,
-                    "gpufl memprof: unexpected argument \"%s\" (see gpufl "
-                    "memprof --help)\n",
-                    c.args[i]);
+            glog_error("cli",
+                       "unexpected argument \"%s\" (see gpufl "
+                       "memprof --help)",
+                       c.args[i]);
             goto out;
         }
     if (c.nargs) {
@@ -436,13 +447,13 @@ int cli_memprof_main(int argc, char **argv)
               : m.all     ? MEMPROF_ALL
                           : MEMPROF_PRELOAD;
     if (nmodes != 1) {
-        fprintf(stderr, "gpufl memprof: give exactly one of --pid, --cgroup, "
-                        "--all, --preload (see gpufl memprof --help)\n");
+        glog_error("cli", "give exactly one of --pid, --cgroup, "
+                          "--all, --preload (see gpufl memprof --help)");
         goto out;
     }
     if (o->mode == MEMPROF_PRELOAD) {
         if (!c.nrest) {
-            fprintf(stderr, "gpufl memprof: --preload needs -- CMD\n");
+            glog_error("cli", "--preload needs -- CMD");
             goto out;
         }
         o->cmd = c.rest;
@@ -451,26 +462,38 @@ int cli_memprof_main(int argc, char **argv)
             o->preload_so = preload[0] ? preload : NULL;
         }
     } else if (c.rest) {
-        fprintf(stderr, "gpufl memprof: a command is only run with "
-                        "--preload\n");
+        glog_error("cli", "a command is only run with "
+                          "--preload");
         goto out;
     }
     /* the profile is written at the end: a folder that cannot take it
      * must stop us now, not lose the whole run then */
     if (o->outdir && (fs_mkdir_p(o->outdir) || access(o->outdir, W_OK))) {
-        fprintf(stderr, "gpufl memprof: --outdir %s: %s\n", o->outdir,
-                strerror(errno));
+        glog_error("cli", "--outdir %s: %s", o->outdir, strerror(errno));
         goto out;
     }
     if (o->format == MEMPROF_FMT_PPROF && !o->output && !o->outdir) {
-        fprintf(stderr, "gpufl memprof: --format pprof needs --output FILE\n");
+        glog_error("cli", "--format pprof needs --output FILE");
         goto out;
     }
     if (o->server && !o->token)
         o->token = getenv("GPUFL_TOKEN");
+    if (o->server && o->token && httpc_cleartext(o->server))
+        glog_warn("cli",
+                  "warning: --server %s is plain http to another machine: "
+                  "the token and the profiles cross the network in the "
+                  "clear; use https:// (gpufl-server --tls-cert/--tls-key, "
+                  "docs/deploy.md)",
+                  o->server);
     if (pyroscope_auth(o, m.pw_file, m.tok_file, pyro_secret,
                        sizeof pyro_secret))
         goto out;
+    if (o->pyroscope && (o->pyroscope_token || o->pyroscope_password) &&
+        httpc_cleartext(o->pyroscope))
+        glog_warn("cli",
+                  "warning: --pyroscope is plain http to another machine: "
+                  "its credentials cross the network in the clear; use "
+                  "https://");
     o->duration = (double)m.duration_ms / 1000;
     o->interval = m.interval_ms ? (double)m.interval_ms / 1000
                   : o->live     ? 2

@@ -6,6 +6,10 @@
  */
 #include "jw.h"
 
+#include "buf.h"
+
+#include <gpufl/gpufl.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -22,12 +26,15 @@ void jw_reset(jw *w)
     w->err = 0;
     w->depth = 0;
     w->comma = 0;
+    w->need = 0;
+    w->deep = 0;
 }
 
 void jw_put(jw *w, const char *s, size_t n)
 {
     if (w->err || n > w->cap - w->len) {
         w->err = 1;
+        w->need += n;
         return;
     }
     memcpy(w->buf + w->len, s, n);
@@ -38,6 +45,7 @@ static void put_c(jw *w, char c)
 {
     if (w->err || w->len >= w->cap) {
         w->err = 1;
+        w->need++;
         return;
     }
     w->buf[w->len++] = c;
@@ -58,6 +66,7 @@ static void open_c(jw *w, char c)
     put_c(w, c);
     if (w->depth + 1 >= JW_MAX_DEPTH) {
         w->err = 1;
+        w->deep = 1;
         return;
     }
     w->depth++;
@@ -249,7 +258,8 @@ void jw_strn(jw *w, const char *s, size_t n, size_t maxlen)
     }
     sep(w);
     put_c(w, '"');
-    while (i < n && !w->err) {
+    /* on past an error too: need counts every byte */
+    while (i < n) {
         unsigned char c = p[i];
         size_t run = i;
         /* copy the longest run of bytes that need no escaping at once */
@@ -321,4 +331,31 @@ void jw_kv_str(jw *w, const char *key, const char *s)
 {
     jw_key(w, key);
     jw_str(w, s);
+}
+
+int jw_gbuf_run(gbuf *g, void (*fn)(jw *w, void *ctx), void *ctx)
+{
+    jw w;
+    int rc;
+
+    /* a buffer to point at, even when fn writes nothing */
+    if ((rc = gbuf_grow(g, 0)) != 0)
+        return rc;
+    jw_init(&w, g->p + g->len, gbuf_avail(g));
+    fn(&w, ctx);
+    if (w.err && !w.deep) {
+        /* the exact size is known now: one more pass */
+        if ((rc = gbuf_grow(g, w.len + w.need)) != 0) {
+            gbuf_setlen(g, g->len); /* the first pass is not content */
+            return rc;
+        }
+        jw_init(&w, g->p + g->len, gbuf_avail(g));
+        fn(&w, ctx);
+    }
+    if (w.err) {
+        gbuf_setlen(g, g->len);
+        return GPUFL_ETOOBIG;
+    }
+    gbuf_setlen(g, g->len + w.len);
+    return 0;
 }

@@ -3,7 +3,10 @@
  *
  * Used to format event lines on the collector thread and response bodies in
  * the other components.  It never allocates: when the buffer is full, `err`
- * is set, later calls do nothing, and the caller drops or resizes.  Strings
+ * is set, later calls write nothing (they count what they would have
+ * written in `need`), and the caller drops the output or, for output of
+ * unknown size, lets jw_gbuf_run() write it again into a gbuf grown to
+ * the exact size (so the writers keep one fast path, free of calls).  Strings
  * are escaped per RFC 8259; invalid UTF-8 bytes are replaced by U+FFFD so
  * every line written is valid UTF-8.
  */
@@ -15,16 +18,30 @@
 
 #define JW_MAX_DEPTH 32
 
+struct gbuf;
+
 typedef struct jw {
     char *buf; /* borrowed */
     size_t len, cap;
     int err; /* 1 once anything did not fit */
     int depth;
     uint32_t comma; /* bit d set: level d needs a comma before the next item */
+    size_t need;    /* bytes that did not fit, from the first that did not */
+    int deep;       /* nesting passed JW_MAX_DEPTH: no size would do */
 } jw;
 
 void jw_init(jw *w, char *buf, size_t cap);
 void jw_reset(jw *w); /* len = 0, err = 0 */
+
+/*
+ * Writes fn's JSON after what g holds, growing g (up to its cap) for
+ * output of unknown size: fn(w, ctx) runs into g's room, and once more
+ * into room of the exact size it turned out to need when that did not
+ * fit, so fn must write the same bytes each time.  0; GPUFL_ETOOBIG past
+ * g's cap or for nesting deeper than JW_MAX_DEPTH; GPUFL_ENOMEM.  g's
+ * content is unchanged on an error.
+ */
+int jw_gbuf_run(struct gbuf *g, void (*fn)(jw *w, void *ctx), void *ctx);
 
 void jw_obj_begin(jw *w);
 void jw_obj_end(jw *w);

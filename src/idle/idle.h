@@ -214,6 +214,7 @@ typedef struct idle_env {
     const char *root;     /* "" or a fixture tree with proc/, sys/, var/ */
     const char *utmp;     /* utmp file, default <root>/var/run/utmp */
     const char *veto_dir; /* "<dir>/<session>.keep" holds an end time */
+    const char *ca_file; /* CAs for https (Jupyter, dcgm, hook); NULL: system */
 } idle_env;
 
 /* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
@@ -248,16 +249,18 @@ typedef struct idle_jupyter {
     uint64_t last_activity_ns; /* newest kernel activity, 0 unknown */
 } idle_jupyter;
 
-int idle_jupyter_get(const char *base, const char *token, idle_jupyter *out,
-                     char *why, size_t whylen);
+/* The HTTP clients verify https with ca_file (NULL: the system's CAs). */
+int idle_jupyter_get(const char *base, const char *token, const char *ca_file,
+                     idle_jupyter *out, char *why, size_t whylen);
 /* Scrapes dcgm-exporter: sets dcgm_sm / dcgm_gr of matching GPUs. */
-int idle_dcgm_scrape(const char *url, idle_gpu *gpus, int ngpus, char *why,
-                     size_t whylen);
+int idle_dcgm_scrape(const char *url, const char *ca_file, idle_gpu *gpus,
+                     int ngpus, char *why, size_t whylen);
 /* The parser behind the scrape: Prometheus text (need not be
  * NUL-terminated); sets dcgm_sm / dcgm_gr of matching GPUs. */
 void idle_dcgm_parse(const char *text, size_t len, idle_gpu *gpus, int ngpus);
 /* POSTs body (JSON) to url; 0 on a 2xx answer. */
-int idle_http_post(const char *url, const char *body, char *why, size_t whylen);
+int idle_http_post(const char *url, const char *ca_file, const char *body,
+                   char *why, size_t whylen);
 /* ISO 8601 UTC ("2026-11-30T01:02:03.123456Z") to ns; 0 on failure. */
 uint64_t idle_iso_ns(const char *s);
 
@@ -279,14 +282,16 @@ void idle_src_close(idle_src *s);
 /* ---- outputs (idle_out.c) ---- */
 
 typedef struct jw jw;
+struct gbuf;
 
 /* One verdict object (the fields of a `verdict` event after "type"). */
 void idle_out_gpu(jw *w, const idle_gpu *g);
 void idle_out_sess(jw *w, const idle_sess *s);
-/* Prometheus text exposition into buf; returns bytes or 0 when too small. */
-size_t idle_out_metrics(char *buf, size_t cap, const idle_gpu *gpus, int ngpus,
-                        const idle_sess *ss, int nss, const char *hostname,
-                        int simulated);
+/* The Prometheus text exposition, appended to b: 0, or b's error
+ * (GPUFL_ETOOBIG past its cap, GPUFL_ENOMEM). */
+int idle_out_metrics(struct gbuf *b, const idle_gpu *gpus, int ngpus,
+                     const idle_sess *ss, int nss, const char *hostname,
+                     int simulated);
 
 /* A gpufl log (system stream) for verdict lines. */
 typedef struct idle_log idle_log;

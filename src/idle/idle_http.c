@@ -10,7 +10,6 @@
  */
 #include "idle.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,88 +17,53 @@
 
 #include <gpufl/gpufl.h>
 
+#include "common/buf.h"
 #include "common/jsonl.h"
+#include "httpc/httpc.h"
 
 #define IDLE_HTTP_CAP (1024 * 1024)
 #define IDLE_HTTP_TIMEOUT_MS 2000L
 #define IDLE_JSON_TOKENS 8192
 
-typedef struct hbuf {
-    char *p;
-    size_t len, cap;
-    int over;
-} hbuf;
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+/* GET (body NULL) or POST (JSON) of url, verified with ca_file (NULL:
+ * the system's CAs); the answer in out on a 2xx. */
+static int http_do(const char *url, const char *token, const char *ca_file,
+                   const char *body, gbuf *out, char *why, size_t whylen)
 {
-    hbuf *b = ud;
-    size_t n = size * nmemb;
-    if (b->len + n + 1 > IDLE_HTTP_CAP) {
-        b->over = 1;
-        return 0;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *q;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        q = realloc(b->p, cap);
-        if (!q)
-            return 0;
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, ptr, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return n;
-}
-
-/* GET (body NULL) or POST; fills out on a 2xx answer. */
-static int http_do(const char *url, const char *token, const char *body,
-                   hbuf *out, char *why, size_t whylen)
-{
-    CURL *c = curl_easy_init();
+    httpc_cfg cfg = { IDLE_HTTP_TIMEOUT_MS, ca_file, NULL, 0 };
+    httpc_req r = { url, NULL, NULL, body, body ? strlen(body) : 0 };
     struct curl_slist *h = NULL;
-    char auth[200];
+    httpc *c;
     long code = 0;
-    CURLcode rc;
-    if (!c) {
-        snprintf(why, whylen, "curl_easy_init failed");
-        return GPUFL_ENOMEM;
+    int err;
+
+    if ((err = httpc_new(&c, &cfg, why, whylen)) != 0)
+        return err;
+    /* Jupyter Server's scheme */
+    if ((token && *token && httpc_auth(&h, "token", token)) ||
+        (body && httpc_header(&h, "Content-Type", "application/json"))) {
+        snprintf(why, whylen, "out of memory");
+        err = GPUFL_ENOMEM;
+        goto out;
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, IDLE_HTTP_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    if (token && *token) {
-        snprintf(auth, sizeof auth, "Authorization: token %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (body) {
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    if (h)
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (out->over) {
+    r.headers = h;
+    err = httpc_do(c, &r, out, &code, why, whylen);
+    if (err)
+        goto out;
+    if (out->err == GPUFL_ETOOBIG) {
         snprintf(why, whylen, "answer larger than %d bytes", IDLE_HTTP_CAP);
-        return GPUFL_ETOOBIG;
-    }
-    if (rc != CURLE_OK) {
-        snprintf(why, whylen, "%s", curl_easy_strerror(rc));
-        return GPUFL_EIO;
-    }
-    if (code < 200 || code > 299) {
+        err = GPUFL_ETOOBIG;
+    } else if (out->err) {
+        snprintf(why, whylen, "out of memory");
+        err = out->err;
+    } else if (code < 200 || code > 299) {
         snprintf(why, whylen, "HTTP %ld from %s", code, url);
-        return GPUFL_EIO;
+        err = GPUFL_EIO;
     }
-    return 0;
+out:
+    httpc_headers_free(h);
+    httpc_free(c);
+    return err;
 }
 
 uint64_t idle_iso_ns(const char *s)
@@ -137,11 +101,11 @@ static uint64_t tok_time(jsonl_doc *d, uint32_t t)
     return idle_iso_ns(buf);
 }
 
-int idle_jupyter_get(const char *base, const char *token, idle_jupyter *out,
-                     char *why, size_t whylen)
+int idle_jupyter_get(const char *base, const char *token, const char *ca_file,
+                     idle_jupyter *out, char *why, size_t whylen)
 {
     char url[400];
-    hbuf b = { 0 };
+    gbuf b = GBUF_INIT(IDLE_HTTP_CAP);
     jsonl_tok *tok = NULL;
     jsonl_doc d;
     uint64_t v;
@@ -156,22 +120,22 @@ int idle_jupyter_get(const char *base, const char *token, idle_jupyter *out,
     }
     jsonl_doc_init(&d, tok, IDLE_JSON_TOKENS);
     snprintf(url, sizeof url, "%s/api/status", base);
-    err = http_do(url, token, NULL, &b, why, whylen);
+    err = http_do(url, token, ca_file, NULL, &b, why, whylen);
     if (err)
         goto out;
-    if (jsonl_doc_parse_obj(&d, b.p, b.len)) {
+    if (jsonl_doc_parse_obj(&d, gbuf_str(&b), b.len)) {
         snprintf(why, whylen, "/api/status: not a JSON object");
         err = GPUFL_EPARSE;
         goto out;
     }
     if (jsonl_tok_u64(&d, jsonl_doc_find(&d, "connections"), &v) == 0)
         out->connections = (int)(v > 100000 ? 100000 : v);
-    b.len = 0;
+    gbuf_reset(&b);
     snprintf(url, sizeof url, "%s/api/kernels", base);
-    err = http_do(url, token, NULL, &b, why, whylen);
+    err = http_do(url, token, ca_file, NULL, &b, why, whylen);
     if (err)
         goto out;
-    if (jsonl_doc_parse(&d, b.p ? b.p : "", b.len) ||
+    if (jsonl_doc_parse(&d, gbuf_str(&b), b.len) ||
         jsonl_tok_type(&d, 0) != JSONL_ARRAY) {
         snprintf(why, whylen, "/api/kernels: not a JSON array");
         err = GPUFL_EPARSE;
@@ -188,7 +152,7 @@ int idle_jupyter_get(const char *base, const char *token, idle_jupyter *out,
     }
 out:
     free(tok);
-    free(b.p);
+    gbuf_release(&b);
     return err;
 }
 
@@ -242,23 +206,24 @@ void idle_dcgm_parse(const char *text, size_t len, idle_gpu *gpus, int ngpus)
     }
 }
 
-int idle_dcgm_scrape(const char *url, idle_gpu *gpus, int ngpus, char *why,
-                     size_t whylen)
+int idle_dcgm_scrape(const char *url, const char *ca_file, idle_gpu *gpus,
+                     int ngpus, char *why, size_t whylen)
 {
-    hbuf b = { 0 };
-    int err = http_do(url, NULL, NULL, &b, why, whylen);
+    gbuf b = GBUF_INIT(IDLE_HTTP_CAP);
+    int err = http_do(url, NULL, ca_file, NULL, &b, why, whylen);
     for (int i = 0; i < ngpus; i++)
         gpus[i].dcgm_sm = gpus[i].dcgm_gr = -1;
     if (!err && b.p)
         idle_dcgm_parse(b.p, b.len, gpus, ngpus);
-    free(b.p);
+    gbuf_release(&b);
     return err;
 }
 
-int idle_http_post(const char *url, const char *body, char *why, size_t whylen)
+int idle_http_post(const char *url, const char *ca_file, const char *body,
+                   char *why, size_t whylen)
 {
-    hbuf b = { 0 };
-    int err = http_do(url, NULL, body, &b, why, whylen);
-    free(b.p);
+    gbuf b = GBUF_INIT(IDLE_HTTP_CAP);
+    int err = http_do(url, NULL, ca_file, body, &b, why, whylen);
+    gbuf_release(&b);
     return err;
 }

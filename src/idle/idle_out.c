@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/jw.h"
+#include "common/prom.h"
 #include "common/uuid.h"
 
 static void reasons(jw *w, char (*r)[IDLE_REASON_LEN], int n)
@@ -139,179 +139,148 @@ void idle_out_sess(jw *w, const idle_sess *s)
 
 /* ---- Prometheus ---- */
 
-typedef struct pbuf {
-    char *p;
-    size_t len, cap;
-    int over;
-} pbuf;
+/* The labels that join dcgm-exporter's series, and a last one (state,
+ * action) when extra is not NULL; returns the count. */
+typedef struct gpu_lbl {
+    prom_label l[7];
+    char id[16];
+} gpu_lbl;
 
-__attribute__((format(printf, 2, 3))) static void pf(pbuf *b, const char *fmt,
-                                                     ...)
+static size_t gpu_labels(gpu_lbl *x, const idle_gpu *g, const char *host,
+                         const char *extra_name, const char *extra)
 {
-    va_list ap;
-    int n;
-    if (b->over)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= b->cap - b->len)
-        b->over = 1;
-    else
-        b->len += (size_t)n;
+    snprintf(x->id, sizeof x->id, "%u", g->info.id);
+    x->l[0] = (prom_label){ "gpu", x->id };
+    x->l[1] = (prom_label){ "UUID", g->info.uuid };
+    x->l[2] = (prom_label){ "pci_bus_id", g->info.pci_bus_id };
+    x->l[3] = (prom_label){ "modelName", g->info.name };
+    x->l[4] = (prom_label){ "Hostname", host };
+    x->l[5] = (prom_label){ "hostname", host };
+    x->l[6] = (prom_label){ extra_name, extra };
+    return extra ? 7 : 6;
 }
 
-/* A label value: backslash, double quote and newline escaped. */
-static void pv(pbuf *b, const char *s)
-{
-    for (; *s && !b->over; s++) {
-        if (*s == '\\')
-            pf(b, "\\\\");
-        else if (*s == '"')
-            pf(b, "\\\"");
-        else if (*s == '\n')
-            pf(b, "\\n");
-        else
-            pf(b, "%c", *s);
-    }
-}
+typedef struct sess_lbl {
+    prom_label l[7];
+    char ns[sizeof(((idle_sess_cfg *)0)->pod)];
+} sess_lbl;
 
-static void gpu_labels(pbuf *b, const idle_gpu *g, const char *host)
-{
-    pf(b, "gpu=\"%u\",UUID=\"", g->info.id);
-    pv(b, g->info.uuid);
-    pf(b, "\",pci_bus_id=\"");
-    pv(b, g->info.pci_bus_id);
-    pf(b, "\",modelName=\"");
-    pv(b, g->info.name);
-    pf(b, "\",Hostname=\"");
-    pv(b, host);
-    pf(b, "\",hostname=\"");
-    pv(b, host);
-    pf(b, "\"");
-}
-
-static void sess_labels(pbuf *b, const idle_sess *s, const char *host)
+static size_t sess_labels(sess_lbl *x, const idle_sess *s, const char *host,
+                          const char *extra_name, const char *extra)
 {
     const char *slash = strchr(s->c.pod, '/');
-    pf(b, "session=\"");
-    pv(b, s->c.name);
-    pf(b, "\",namespace=\"");
-    if (slash)
-        pf(b, "%.*s", (int)(slash - s->c.pod), s->c.pod);
-    pf(b, "\",pod=\"");
-    pv(b, slash ? slash + 1 : s->c.pod);
-    pf(b, "\",container=\"");
-    pv(b, s->c.container);
-    pf(b, "\",Hostname=\"");
-    pv(b, host);
-    pf(b, "\",hostname=\"");
-    pv(b, host);
-    pf(b, "\"");
+    snprintf(x->ns, sizeof x->ns, "%.*s", slash ? (int)(slash - s->c.pod) : 0,
+             s->c.pod);
+    x->l[0] = (prom_label){ "session", s->c.name };
+    x->l[1] = (prom_label){ "namespace", x->ns };
+    x->l[2] = (prom_label){ "pod", slash ? slash + 1 : s->c.pod };
+    x->l[3] = (prom_label){ "container", s->c.container };
+    x->l[4] = (prom_label){ "Hostname", host };
+    x->l[5] = (prom_label){ "hostname", host };
+    x->l[6] = (prom_label){ extra_name, extra };
+    return extra ? 7 : 6;
 }
 
-#define HELP(name, type, text)                                                 \
-    pf(&b, "# HELP " name " " text "\n# TYPE " name " " type "\n")
-
-size_t idle_out_metrics(char *buf, size_t cap, const idle_gpu *gpus, int ngpus,
-                        const idle_sess *ss, int nss, const char *host,
-                        int simulated)
+int idle_out_metrics(gbuf *b, const idle_gpu *gpus, int ngpus,
+                     const idle_sess *ss, int nss, const char *host,
+                     int simulated)
 {
-    pbuf b = { buf, 0, cap, 0 };
-    HELP("gpufl_idle_simulated", "gauge",
-         "1 when the GPU source is simulated (no real GPU measured).");
-    pf(&b, "gpufl_idle_simulated %d\n", simulated ? 1 : 0);
-    HELP("gpufl_idle_gpu_state", "gauge",
-         "GPU verdict over the window: 1 for the current state, else 0.");
+    gpu_lbl g;
+    sess_lbl sl;
+    size_t n;
+
+    prom_family(b, "gpufl_idle_simulated", "gauge",
+                "1 when the GPU source is simulated (no real GPU measured).");
+    prom_u64(b, "gpufl_idle_simulated", NULL, 0, simulated ? 1 : 0);
+    prom_family(b, "gpufl_idle_gpu_state", "gauge",
+                "GPU verdict over the window: 1 for the current state, else "
+                "0.");
     for (int i = 0; i < ngpus; i++)
         for (int k = 0; k < IG_N; k++) {
-            pf(&b, "gpufl_idle_gpu_state{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, ",state=\"%s\"} %d\n", idle_gpu_state_name(k),
-               gpus[i].state == k);
+            n = gpu_labels(&g, &gpus[i], host, "state", idle_gpu_state_name(k));
+            prom_u64(b, "gpufl_idle_gpu_state", g.l, n, gpus[i].state == k);
         }
-    HELP("gpufl_idle_gpu_utilization_ratio", "gauge",
-         "Mean share of time a kernel ran over the window (0..1).");
+    prom_family(b, "gpufl_idle_gpu_utilization_ratio", "gauge",
+                "Mean share of time a kernel ran over the window (0..1).");
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].sig.valid) {
-            pf(&b, "gpufl_idle_gpu_utilization_ratio{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, "} %.4f\n", gpus[i].sig.util_mean / 100.0);
+            n = gpu_labels(&g, &gpus[i], host, NULL, NULL);
+            prom_f64(b, "gpufl_idle_gpu_utilization_ratio", g.l, n,
+                     gpus[i].sig.util_mean / 100.0, 4);
         }
-    HELP("gpufl_idle_gpu_sm_active_ratio", "gauge",
-         "Mean share of SMs busy over the window (GPM or DCGM only).");
+    prom_family(b, "gpufl_idle_gpu_sm_active_ratio", "gauge",
+                "Mean share of SMs busy over the window (GPM or DCGM only).");
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].sig.has_sm) {
-            pf(&b, "gpufl_idle_gpu_sm_active_ratio{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, "} %.4f\n", gpus[i].sig.sm_mean);
+            n = gpu_labels(&g, &gpus[i], host, NULL, NULL);
+            prom_f64(b, "gpufl_idle_gpu_sm_active_ratio", g.l, n,
+                     gpus[i].sig.sm_mean, 4);
         }
-    HELP("gpufl_idle_gpu_memory_used_bytes", "gauge",
-         "Device memory used (latest sample).");
+    prom_family(b, "gpufl_idle_gpu_memory_used_bytes", "gauge",
+                "Device memory used (latest sample).");
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].sig.valid) {
-            pf(&b, "gpufl_idle_gpu_memory_used_bytes{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, "} %llu\n", (unsigned long long)gpus[i].sig.mem_used);
+            n = gpu_labels(&g, &gpus[i], host, NULL, NULL);
+            prom_u64(b, "gpufl_idle_gpu_memory_used_bytes", g.l, n,
+                     gpus[i].sig.mem_used);
         }
-    HELP("gpufl_idle_gpu_power_watts", "gauge", "Mean power over the window.");
+    prom_family(b, "gpufl_idle_gpu_power_watts", "gauge",
+                "Mean power over the window.");
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].sig.has_power) {
-            pf(&b, "gpufl_idle_gpu_power_watts{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, "} %.1f\n", gpus[i].sig.power_w);
+            n = gpu_labels(&g, &gpus[i], host, NULL, NULL);
+            prom_f64(b, "gpufl_idle_gpu_power_watts", g.l, n,
+                     gpus[i].sig.power_w, 1);
         }
-    HELP("gpufl_idle_gpu_processes", "gauge",
-         "Processes with a context on the GPU (most over the window).");
+    prom_family(b, "gpufl_idle_gpu_processes", "gauge",
+                "Processes with a context on the GPU (most over the window).");
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].sig.valid) {
-            pf(&b, "gpufl_idle_gpu_processes{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, "} %u\n", gpus[i].sig.procs);
+            n = gpu_labels(&g, &gpus[i], host, NULL, NULL);
+            prom_u64(b, "gpufl_idle_gpu_processes", g.l, n, gpus[i].sig.procs);
         }
-    HELP("gpufl_idle_gpu_energy_joules_total", "counter",
-         "Energy since the driver loaded.");
+    prom_family(b, "gpufl_idle_gpu_energy_joules_total", "counter",
+                "Energy since the driver loaded.");
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].last.present & GS_ENERGY) {
-            pf(&b, "gpufl_idle_gpu_energy_joules_total{");
-            gpu_labels(&b, &gpus[i], host);
-            pf(&b, "} %.3f\n", (double)gpus[i].last.energy_mj / 1000.0);
+            n = gpu_labels(&g, &gpus[i], host, NULL, NULL);
+            prom_f64(b, "gpufl_idle_gpu_energy_joules_total", g.l, n,
+                     (double)gpus[i].last.energy_mj / 1000.0, 3);
         }
-    HELP("gpufl_idle_session_state", "gauge",
-         "Session verdict: 1 for the current state, else 0.");
+    prom_family(b, "gpufl_idle_session_state", "gauge",
+                "Session verdict: 1 for the current state, else 0.");
     for (int i = 0; i < nss; i++)
         for (int k = 0; k < IS_N; k++) {
-            pf(&b, "gpufl_idle_session_state{");
-            sess_labels(&b, &ss[i], host);
-            pf(&b, ",state=\"%s\"} %d\n", idle_sess_state_name(k),
-               ss[i].state == k);
+            n = sess_labels(&sl, &ss[i], host, "state",
+                            idle_sess_state_name(k));
+            prom_u64(b, "gpufl_idle_session_state", sl.l, n, ss[i].state == k);
         }
-    HELP("gpufl_idle_session_idle_seconds", "gauge",
-         "Seconds since the session last showed activity.");
+    prom_family(b, "gpufl_idle_session_idle_seconds", "gauge",
+                "Seconds since the session last showed activity.");
     for (int i = 0; i < nss; i++) {
-        pf(&b, "gpufl_idle_session_idle_seconds{");
-        sess_labels(&b, &ss[i], host);
-        pf(&b, "} %.1f\n",
-           ss[i].ts > ss[i].last_active
-               ? (double)(ss[i].ts - ss[i].last_active) / 1e9
-               : 0.0);
+        n = sess_labels(&sl, &ss[i], host, NULL, NULL);
+        prom_f64(b, "gpufl_idle_session_idle_seconds", sl.l, n,
+                 ss[i].ts > ss[i].last_active
+                     ? (double)(ss[i].ts - ss[i].last_active) / 1e9
+                     : 0.0,
+                 1);
     }
-    HELP("gpufl_idle_session_connections", "gauge",
-         "Open interactive connections (when known).");
+    prom_family(b, "gpufl_idle_session_connections", "gauge",
+                "Open interactive connections (when known).");
     for (int i = 0; i < nss; i++)
         if (ss[i].sig.conn >= 0) {
-            pf(&b, "gpufl_idle_session_connections{");
-            sess_labels(&b, &ss[i], host);
-            pf(&b, "} %d\n", ss[i].sig.conn);
+            n = sess_labels(&sl, &ss[i], host, NULL, NULL);
+            prom_u64(b, "gpufl_idle_session_connections", sl.l, n,
+                     (uint64_t)ss[i].sig.conn);
         }
-    HELP("gpufl_idle_session_action", "gauge",
-         "1 for the action the verdict asks for now.");
+    prom_family(b, "gpufl_idle_session_action", "gauge",
+                "1 for the action the verdict asks for now.");
     for (int i = 0; i < nss; i++) {
-        pf(&b, "gpufl_idle_session_action{");
-        sess_labels(&b, &ss[i], host);
-        pf(&b, ",action=\"%s\"} 1\n", idle_action_name(ss[i].action));
+        n = sess_labels(&sl, &ss[i], host, "action",
+                        idle_action_name(ss[i].action));
+        prom_u64(b, "gpufl_idle_session_action", sl.l, n, 1);
     }
-    return b.over ? 0 : b.len;
+    return b->err;
 }
 
 /* ---- log ---- */

@@ -302,7 +302,8 @@ void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,
     if (s->c.jupyter[0]) {
         idle_jupyter j;
         char why[96];
-        if (idle_jupyter_get(s->c.jupyter, s->c.token, &j, why, sizeof why)) {
+        if (idle_jupyter_get(s->c.jupyter, s->c.token, e->ca_file, &j, why,
+                             sizeof why)) {
             q->unknown = 1;
             snprintf(q->why, sizeof q->why, "Jupyter API: %s", why);
         } else {

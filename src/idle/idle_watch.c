@@ -26,8 +26,10 @@
 
 #include <gpufl/gpufl.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/jw.h"
+#include "common/log.h"
 
 #define IDLE_OUT_CAP (4u << 20)
 #define IDLE_WHY 256
@@ -151,7 +153,8 @@ static void round_sample(ictx *x)
     int n = 0, err;
     char why[IDLE_WHY];
     if (x->o->dcgm_url)
-        idle_dcgm_scrape(x->o->dcgm_url, x->gpus, x->ngpus, why, sizeof why);
+        idle_dcgm_scrape(x->o->dcgm_url, x->o->env.ca_file, x->gpus, x->ngpus,
+                         why, sizeof why);
     err = idle_src_sample(x->src, buf, x->ngpus, &n);
     for (int i = 0; i < x->ngpus; i++)
         idle_gpu_push(&x->gpus[i], !err && i < n ? &buf[i] : NULL, now);
@@ -326,7 +329,7 @@ int idle_once(const idle_opts *o)
     int rc;
     size_t len;
     if (ctx_open(&x, o, why, sizeof why)) {
-        fprintf(stderr, "gpufl idle: %s\n", why);
+        glog_error("watch", "%s", why);
         ctx_close(&x);
         return 1;
     }
@@ -455,19 +458,20 @@ static int http_open(ictx *x, const char *spec, char *why, size_t whylen)
         close(x->http_fd);
         return GPUFL_EIO;
     }
-    fprintf(stderr, "gpufl idle: listening on %s:%d\n", host[0] ? host : "*",
-            ntohs(a.sin_port));
+    glog_info("http", "listening on %s:%d", host[0] ? host : "*",
+              ntohs(a.sin_port));
     return 0;
 }
 
 static void publish(ictx *x)
 {
-    size_t ml = idle_out_metrics(x->scratch, IDLE_OUT_CAP, x->gpus, x->ngpus,
-                                 x->ss, x->nss, x->host, x->simulated);
-    char *m = ml ? malloc(ml) : NULL, *v;
-    size_t vl;
-    if (m)
-        memcpy(m, x->scratch, ml);
+    gbuf mb = GBUF_INIT(IDLE_OUT_CAP);
+    size_t ml = 0, vl;
+    char *m = NULL, *v;
+    if (idle_out_metrics(&mb, x->gpus, x->ngpus, x->ss, x->nss, x->host,
+                         x->simulated) == 0)
+        m = gbuf_detach(&mb, &ml);
+    gbuf_release(&mb);
     vl = render_json(x, x->scratch, IDLE_OUT_CAP, 1);
     v = vl ? malloc(vl) : NULL;
     if (v)
@@ -508,17 +512,17 @@ static void run_hook(ictx *x, const idle_sess *s)
             execl("/bin/sh", "sh", "-c", o->hook_cmd, (char *)NULL);
             _exit(127);
         } else if (p < 0) {
-            fprintf(stderr, "gpufl idle: hook: fork: %s\n", strerror(errno));
+            glog_error("hook", "hook: fork: %s", strerror(errno));
         } else {
-            fprintf(stderr, "gpufl idle: stop hook started for %s (pid %d)\n",
-                    s->c.name, (int)p);
+            glog_info("hook", "stop hook started for %s (pid %d)", s->c.name,
+                      (int)p);
         }
     }
     if (o->hook_url) {
         char why[IDLE_WHY];
-        if (idle_http_post(o->hook_url, x->scratch, why, sizeof why))
-            fprintf(stderr, "gpufl idle: webhook for %s failed: %s\n",
-                    s->c.name, why);
+        if (idle_http_post(o->hook_url, o->env.ca_file, x->scratch, why,
+                           sizeof why))
+            glog_warn("hook", "webhook for %s failed: %s", s->c.name, why);
     }
 }
 
@@ -546,8 +550,8 @@ int idle_watch(const idle_opts *o)
                       sizeof why))
         goto fail;
     if (x.simulated)
-        fprintf(stderr, "gpufl idle: SIMULATED GPUs (no real GPU is "
-                        "measured)\n");
+        glog_warn("src", "SIMULATED GPUs (no real GPU is "
+                         "measured)");
     t0 = next = clock_mono_ns();
     while (!g_stop) {
         uint64_t now;
@@ -591,7 +595,7 @@ int idle_watch(const idle_opts *o)
     ctx_close(&x);
     return rc;
 fail:
-    fprintf(stderr, "gpufl idle: %s\n", why);
+    glog_error("watch", "%s", why);
     ctx_close(&x);
     return 1;
 }

@@ -21,6 +21,8 @@
 
 #include "memprof.skel.h"
 #include "session.h"
+#include "common/buf.h"
+#include "common/log.h"
 
 #define MP_MAX_LIBS 256
 #define MP_USTACK_SLOTS 64 /* stack copies waiting for their call event */
@@ -54,22 +56,33 @@ static int verbose_print;
 __attribute__((format(printf, 2, 0))) static int
 print_fn(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {
+    char msg[1024];
+    int n;
+
     /* a driver without one of the symbols is normal: attach_lib skips it */
     if (!verbose_print || lvl == LIBBPF_DEBUG ||
         strstr(fmt, "failed to find symbol"))
         return 0;
-    return vfprintf(stderr, fmt, ap);
+    n = vsnprintf(msg, sizeof msg, fmt, ap);
+    if (n < 0)
+        return 0;
+    /* libbpf ends its lines itself: one log line each */
+    for (size_t k = strlen(msg); k && msg[k - 1] == '\n';)
+        msg[--k] = '\0';
+    glog(lvl == LIBBPF_WARN ? GLOG_WARN : GLOG_INFO, "libbpf", "%s", msg);
+    return n;
 }
 
 static void explain_denied(int err)
 {
-    fprintf(stderr,
-            "gpufl memprof: cannot load the eBPF program (%s).\n"
-            "  eBPF profiling needs root, or CAP_BPF + CAP_PERFMON (and "
-            "CAP_SYS_PTRACE\n  to read other users' /proc/PID/maps), and a "
-            "kernel with BTF (/sys/kernel/btf/vmlinux)\n  and uprobes. Without "
-            "them use: gpufl memprof --preload -- CMD ARGS...\n",
-            strerror(err));
+    glog_error(
+        "ebpf",
+        "cannot load the eBPF program (%s).\n"
+        "  eBPF profiling needs root, or CAP_BPF + CAP_PERFMON (and "
+        "CAP_SYS_PTRACE\n  to read other users' /proc/PID/maps), and a "
+        "kernel with BTF (/sys/kernel/btf/vmlinux)\n  and uprobes. Without "
+        "them use: gpufl memprof --preload -- CMD ARGS...",
+        strerror(err));
 }
 
 int mp_ebpf_check(void)
@@ -183,9 +196,8 @@ static void attach_lib(ebpf *b, int pid, const char *mpath, int runtime)
         }
     }
     if (b->s->o->verbose) {
-        fprintf(stderr,
-                "gpufl memprof: attached %d %s entry points in %s (pid %d)\n",
-                n, runtime ? "runtime (static cudart)" : "driver", mpath, pid);
+        glog_info("ebpf", "attached %d %s entry points in %s (pid %d)", n,
+                  runtime ? "runtime (static cudart)" : "driver", mpath, pid);
         print_link_ids(b, first);
     }
 }
@@ -264,10 +276,10 @@ static void python_setup(ebpf *b, mp_proc *pr, const char *maps)
         return;
     pr->py = v;
     if (b->s->o->verbose)
-        fprintf(stderr,
-                "gpufl memprof: pid %u runs CPython %s: Python frames "
-                "on\n",
-                pr->pid, v->name);
+        glog_info("python",
+                  "pid %u runs CPython %s: Python frames "
+                  "on",
+                  pr->pid, v->name);
 }
 
 /* A file the process executes from (its executable, a library) that
@@ -395,15 +407,16 @@ static void cgroup2_root(char *out, size_t cap)
  * can check that exactly these are gone afterwards */
 static void print_link_ids(ebpf *b, size_t from)
 {
-    fprintf(stderr, "gpufl memprof: BPF link ids");
+    gbuf ids = GBUF_INIT(64 * 1024);
     for (size_t i = from; i < b->nlinks; i++) {
         struct bpf_link_info info;
         uint32_t len = sizeof info;
         memset(&info, 0, sizeof info);
         if (!bpf_obj_get_info_by_fd(bpf_link__fd(b->links[i]), &info, &len))
-            fprintf(stderr, " %u", info.id);
+            gbuf_addf(&ids, " %u", info.id);
     }
-    fputc('\n', stderr);
+    glog_info("ebpf", "BPF link ids%s", gbuf_str(&ids));
+    gbuf_release(&ids);
 }
 
 static void print_ids(ebpf *b)
@@ -411,15 +424,16 @@ static void print_ids(ebpf *b)
     struct bpf_program *progs[] = { b->skel->progs.mp_entry,
                                     b->skel->progs.mp_return,
                                     b->skel->progs.mp_exit };
-    fprintf(stderr, "gpufl memprof: BPF program ids");
+    gbuf ids = GBUF_INIT(1024);
     for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
         struct bpf_prog_info info;
         uint32_t len = sizeof info;
         memset(&info, 0, sizeof info);
         if (!bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len))
-            fprintf(stderr, " %u", info.id);
+            gbuf_addf(&ids, " %u", info.id);
     }
-    fputc('\n', stderr);
+    glog_info("ebpf", "BPF program ids%s", gbuf_str(&ids));
+    gbuf_release(&ids);
 }
 
 static int targets_alive(ebpf *b)
@@ -467,7 +481,7 @@ int mp_ebpf_run(mp_session *s)
         b.dwarf = mp_dwarf_new();
         b.ustack = calloc(MP_USTACK_SLOTS, sizeof *b.ustack);
         if (!b.dwarf || !b.ustack) {
-            fprintf(stderr, "gpufl memprof: out of memory\n");
+            glog_error("ebpf", "out of memory");
             goto out;
         }
     }
@@ -497,34 +511,33 @@ int mp_ebpf_run(mp_session *s)
         uint32_t k = 0;
         if (cgfd < 0 || bpf_map__update_elem(b.skel->maps.cgrp, &k, sizeof k,
                                              &cgfd, sizeof cgfd, BPF_ANY)) {
-            fprintf(stderr,
-                    "gpufl memprof: cgroup %s: %s (a cgroup v2 directory "
-                    "is needed)\n",
-                    full, strerror(errno));
+            glog_error("ebpf",
+                       "cgroup %s: %s (a cgroup v2 directory "
+                       "is needed)",
+                       full, strerror(errno));
             goto out;
         }
     }
     if (memprof_bpf__attach(b.skel)) { /* the exit tracepoint */
-        fprintf(stderr, "gpufl memprof: attach: %s\n", strerror(errno));
+        glog_error("ebpf", "attach: %s", strerror(errno));
         goto out;
     }
     b.rb =
         ring_buffer__new(bpf_map__fd(b.skel->maps.events), on_event, &b, NULL);
     if (!b.rb) {
-        fprintf(stderr, "gpufl memprof: ring buffer: %s\n", strerror(errno));
+        glog_error("ebpf", "ring buffer: %s", strerror(errno));
         goto out;
     }
     scan(&b);
     if (o->verbose) {
-        fprintf(stderr, "gpufl memprof: %zu libraries, %zu probes\n", b.nlibs,
-                b.nlinks);
+        glog_info("ebpf", "%zu libraries, %zu probes", b.nlibs, b.nlinks);
         print_ids(&b);
     }
     uint64_t last_scan = mp_now_mono();
     while (!mp_stop) {
         int r = ring_buffer__poll(b.rb, 100);
         if (r < 0 && r != -EINTR) {
-            fprintf(stderr, "gpufl memprof: ring buffer: %s\n", strerror(-r));
+            glog_error("ebpf", "ring buffer: %s", strerror(-r));
             goto out;
         }
         uint64_t now = mp_now_mono();

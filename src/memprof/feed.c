@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "common/log.h"
 
 #define MP_FEED_MAPS_CAP (8u << 20)
 
@@ -36,8 +37,8 @@ int mp_feed_run(mp_session *s, int *child_status)
 {
     const memprof_opts *o = s->o;
     if (!o->preload_so || access(o->preload_so, R_OK)) {
-        fprintf(stderr, "gpufl memprof: interposer %s not found\n",
-                o->preload_so ? o->preload_so : "(none)");
+        glog_error("preload", "interposer %s not found",
+                   o->preload_so ? o->preload_so : "(none)");
         return 1;
     }
     int pfd[2];
@@ -62,8 +63,7 @@ int mp_feed_run(mp_session *s, int *child_status)
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execvp(o->cmd[0], o->cmd);
-        fprintf(stderr, "gpufl memprof: cannot run %s: %s\n", o->cmd[0],
-                strerror(errno));
+        glog_error("preload", "cannot run %s: %s", o->cmd[0], strerror(errno));
         _exit(127);
     }
     close(pfd[1]);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "common/log.h"
 
 volatile sig_atomic_t mp_stop;
 
@@ -63,11 +64,10 @@ static void push_all(mp_session *s)
         if (!body)
             continue;
         long st = 0;
-        if (mp_push(url, o->token, body, n, &st)) {
-            fprintf(stderr,
-                    "gpufl memprof: push of pid %u to %s failed (HTTP "
-                    "%ld)\n",
-                    p->pid, url, st);
+        char why[512];
+        if (mp_push(url, o->token, o->ca_file, body, n, &st, why, sizeof why)) {
+            glog_warn("push", "push of pid %u to %s failed (%s)", p->pid, url,
+                      why);
             failed = 1;
             s->push_errors++;
         } else {
@@ -125,7 +125,7 @@ static int write_all_views(mp_session *s, const char *dir)
     if (mp_out_pprof(&s->agg, path, s->start_rt, mp_now_rt()))
         rc = 1;
     if (rc)
-        fprintf(stderr, "gpufl memprof: cannot write into %s\n", dir);
+        glog_error("out", "cannot write into %s", dir);
     return rc;
 }
 
@@ -141,13 +141,13 @@ int mp_session_finish(mp_session *s)
         rc = write_all_views(s, o->outdir);
     } else if (o->format == MEMPROF_FMT_PPROF) {
         if (mp_out_pprof(&s->agg, o->output, s->start_rt, mp_now_rt())) {
-            fprintf(stderr, "gpufl memprof: cannot write %s\n", o->output);
+            glog_error("out", "cannot write %s", o->output);
             rc = 1;
         }
     } else {
         FILE *f = o->output ? fopen(o->output, "w") : stdout;
         if (!f) {
-            fprintf(stderr, "gpufl memprof: cannot write %s\n", o->output);
+            glog_error("out", "cannot write %s", o->output);
             return 1;
         }
         int r = o->format == MEMPROF_FMT_TOP
@@ -160,18 +160,18 @@ int mp_session_finish(mp_session *s)
             fflush(f);
         }
         if (r) {
-            fprintf(stderr, "gpufl memprof: writing the profile failed\n");
+            glog_error("out", "writing the profile failed");
             rc = 1;
         }
     }
     if (o->verbose)
-        fprintf(stderr,
-                "gpufl memprof: %llu events, %llu calls, %zu stacks, %llu "
-                "unmatched frees, %llu lost, %llu pushes\n",
-                (unsigned long long)s->agg.events,
-                (unsigned long long)s->agg.calls, s->agg.nstacks,
-                (unsigned long long)s->agg.unmatched_frees,
-                (unsigned long long)s->agg.lost, (unsigned long long)s->pushes);
+        glog_info(
+            "out",
+            "%llu events, %llu calls, %zu stacks, %llu "
+            "unmatched frees, %llu lost, %llu pushes",
+            (unsigned long long)s->agg.events, (unsigned long long)s->agg.calls,
+            s->agg.nstacks, (unsigned long long)s->agg.unmatched_frees,
+            (unsigned long long)s->agg.lost, (unsigned long long)s->pushes);
     return rc || s->push_errors ? 1 : 0;
 }
 

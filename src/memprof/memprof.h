@@ -50,6 +50,9 @@ typedef struct memprof_opts {
      * secrets come from files or the environment and are never printed. */
     const char *pyroscope_user, *pyroscope_password;
     const char *pyroscope_token, *pyroscope_tenant;
+    /* CAs that https servers (--server, --pyroscope) are verified with;
+     * NULL: the system's. */
+    const char *ca_file;
 } memprof_opts;
 
 /* Runs one profiling session; returns the exit code (0 ok, 1 failure, and

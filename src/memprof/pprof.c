@@ -11,32 +11,18 @@
 
 #include "memprof_int.h"
 
+#include "common/buf.h"
+
 #define MP_PPROF_CAP (1u << 30)
 
-typedef struct pb {
-    unsigned char *p;
-    size_t n, cap;
-    int err;
-} pb;
+/* The protobuf being built, in gbufs capped at MP_PPROF_CAP: the first
+ * error sticks, so the writers below check nothing and mp_out_pprof
+ * checks once. */
+typedef gbuf pb;
 
 static void pb_put(pb *b, const void *d, size_t n)
 {
-    if (b->err)
-        return;
-    if (b->n + n > b->cap) {
-        size_t c = b->cap ? b->cap * 2 : 4096;
-        while (c < b->n + n)
-            c *= 2;
-        unsigned char *np = c > MP_PPROF_CAP ? NULL : realloc(b->p, c);
-        if (!np) {
-            b->err = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = c;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
+    gbuf_add(b, d, n);
 }
 
 static void pb_varint(pb *b, uint64_t v)
@@ -68,10 +54,10 @@ static void pb_bytes(pb *b, unsigned field, const void *d, size_t n)
 
 static void pb_msg(pb *b, unsigned field, pb *sub)
 {
-    if (sub->err)
-        b->err = 1;
-    pb_bytes(b, field, sub->p, sub->n);
-    sub->n = 0;
+    if (sub->err && !b->err)
+        b->err = sub->err;
+    pb_bytes(b, field, sub->p, sub->len);
+    gbuf_setlen(sub, 0);
 }
 
 int mp_gzip(const void *in, size_t n, unsigned char **out, size_t *outn)
@@ -112,7 +98,8 @@ int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
     };
     enum { S_AO = 1, S_CNT, S_AS, S_BYTES, S_IO, S_IS, S_SPACE, S_PID, S_COMM };
     const size_t nfixed = sizeof fixed / sizeof fixed[0];
-    pb b = { 0 }, m = { 0 }, sub = { 0 };
+    pb b = GBUF_INIT(MP_PPROF_CAP), m = GBUF_INIT(MP_PPROF_CAP),
+       sub = GBUF_INIT(MP_PPROF_CAP);
     int rc = -1;
     uint8_t *used = calloc(g->nnames ? g->nnames : 1, 1);
     if (!used)
@@ -131,7 +118,7 @@ int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
         const mp_stack *s = &g->stacks[i];
         if (!s->cum.alloc_n && !s->inuse_n)
             continue;
-        pb locs = { 0 };
+        pb locs = GBUF_INIT(MP_PPROF_CAP);
         if (g->api_frame) {
             uint32_t id = s->api + 1; /* mp_agg_init interns them */
             used[id] = 1;
@@ -141,16 +128,20 @@ int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
             used[s->f[k]] = 1;
             pb_varint(&locs, s->f[k] + 1);
         }
-        if (locs.n)
-            pb_bytes(&sub, 1, locs.p, locs.n);
-        free(locs.p);
-        pb vals = { 0 };
+        if (locs.len)
+            pb_bytes(&sub, 1, locs.p, locs.len);
+        if (locs.err && !sub.err)
+            sub.err = locs.err;
+        gbuf_release(&locs);
+        pb vals = GBUF_INIT(MP_PPROF_CAP);
         pb_varint(&vals, s->cum.alloc_n);
         pb_varint(&vals, s->cum.alloc_b);
         pb_varint(&vals, s->inuse_n);
         pb_varint(&vals, s->inuse_b);
-        pb_bytes(&sub, 2, vals.p, vals.n);
-        free(vals.p);
+        pb_bytes(&sub, 2, vals.p, vals.len);
+        if (vals.err && !sub.err)
+            sub.err = vals.err;
+        gbuf_release(&vals);
         pb_u64(&m, 1, S_PID);
         pb_u64(&m, 3, s->pid);
         pb_msg(&sub, 3, &m);
@@ -193,7 +184,7 @@ int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
         goto out;
     unsigned char *z;
     size_t zn;
-    if (mp_gzip(b.p, b.n, &z, &zn))
+    if (mp_gzip(b.p, b.len, &z, &zn))
         goto out;
     FILE *f = fopen(path, "wb");
     if (f) {
@@ -203,9 +194,9 @@ int mp_out_pprof(mp_agg *g, const char *path, uint64_t start_ns,
     }
     free(z);
 out:
-    free(b.p);
-    free(m.p);
-    free(sub.p);
+    gbuf_release(&b);
+    gbuf_release(&m);
+    gbuf_release(&sub);
     free(used);
     return rc;
 }

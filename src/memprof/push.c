@@ -1,63 +1,57 @@
 /*
- * push.c - HTTP POSTs (libcurl): profiles to gpufl-server (JSON, gzip'd
- * above 64 KiB; the server decodes Content-Encoding gzip like /events) and
- * folded text to a Pyroscope-compatible /ingest.
+ * push.c - profiles to gpufl-server: a JSON POST (gzip'd above 64 KiB; the
+ * server decodes Content-Encoding gzip like /events) through the one
+ * libcurl setup (src/httpc).
  */
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gpufl/gpufl.h>
+
+#include "httpc/httpc.h"
 #include "session.h"
 
-static size_t sink(char *p, size_t sz, size_t n, void *u)
-{
-    (void)p;
-    (void)u;
-    return sz * n;
-}
+/* The whole request, as it was. */
+#define MP_PUSH_TIMEOUT_MS 30000
 
-int mp_push(const char *url, const char *token, const char *body, size_t n,
-            long *http_status)
+int mp_push(const char *url, const char *token, const char *ca_file,
+            const char *body, size_t n, long *http_status, char *why,
+            size_t whylen)
 {
-    return mp_post(url, token, "application/json", body, n, http_status);
-}
-
-int mp_post(const char *url, const char *token, const char *ctype,
-            const char *body, size_t n, long *http_status)
-{
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -1;
+    httpc_cfg cfg = { MP_PUSH_TIMEOUT_MS, ca_file, NULL, 0 };
+    httpc_req r = { url, "POST", NULL, body, n };
     struct curl_slist *h = NULL;
-    char auth[1024];
-    char ct[128];
-    if (token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
-    h = curl_slist_append(h, ct);
     unsigned char *z = NULL;
     size_t zn = 0;
-    if (token && n > 65536 && !mp_gzip(body, n, &z, &zn)) {
-        h = curl_slist_append(h, "Content-Encoding: gzip");
-        body = (const char *)z;
-        n = zn;
+    httpc *c = NULL;
+    int rc = -1;
+
+    *http_status = 0;
+    if (httpc_new(&c, &cfg, why, whylen))
+        return -1;
+    if ((token && httpc_auth(&h, "Bearer", token)) ||
+        httpc_header(&h, "Content-Type", "application/json")) {
+        snprintf(why, whylen, "out of memory");
+        goto out;
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    CURLcode r = curl_easy_perform(c);
-    long st = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-    if (http_status)
-        *http_status = st;
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    if (token && n > 65536 && !mp_gzip(body, n, &z, &zn)) {
+        if (httpc_header(&h, "Content-Encoding", "gzip")) {
+            snprintf(why, whylen, "out of memory");
+            goto out;
+        }
+        r.body = z;
+        r.len = zn;
+    }
+    r.headers = h;
+    if (httpc_do(c, &r, NULL, http_status, why, whylen))
+        goto out;
+    if (*http_status >= 200 && *http_status < 300)
+        rc = 0;
+    else
+        snprintf(why, whylen, "HTTP %ld", *http_status);
+out:
+    httpc_headers_free(h);
+    httpc_free(c);
     free(z);
-    return r == CURLE_OK && st >= 200 && st < 300 ? 0 : -1;
+    return rc;
 }

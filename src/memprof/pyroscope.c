@@ -14,31 +14,21 @@
  * the URL without any userinfo and the flag to fix, and quote the
  * server's answer only when it does not contain a secret.
  */
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gpufl/gpufl.h>
+
+#include "httpc/httpc.h"
 #include "session.h"
+#include "common/log.h"
 
 /* the start of the server's answer, for error messages */
 #define PYRO_ANSWER_MAX 200
-
-typedef struct pyro_answer {
-    char b[PYRO_ANSWER_MAX + 1];
-    size_t n;
-} pyro_answer;
+/* The whole request. */
+#define PYRO_TIMEOUT_MS 30000
 
 enum { PUSH_OK = 0, PUSH_FAILED, PUSH_AUTH };
-
-static size_t keep_answer(char *p, size_t sz, size_t n, void *u)
-{
-    pyro_answer *a = u;
-    size_t len = sz * n, room = PYRO_ANSWER_MAX - a->n;
-    memcpy(a->b + a->n, p, len < room ? len : room);
-    a->n += len < room ? len : room;
-    a->b[a->n] = 0;
-    return len;
-}
 
 /* url without "user:password@" (the CLI refuses those, but the library
  * may be given one), into out */
@@ -58,72 +48,63 @@ static void url_redacted(const char *url, char *out, size_t cap)
     snprintf(out, cap, "%.*s%s", (int)(host - url), url, at + 1);
 }
 
-/* POST body to url with the configured auth; the HTTP status in *st
- * (0: no answer), the answer's start in *ans. */
-static CURLcode pyro_post(const memprof_opts *o, const char *url,
-                          const char *body, size_t n, long *st,
-                          pyro_answer *ans)
+/* POST body to url with the configured auth; 0 when an answer came (its
+ * HTTP status in *st, its start in ans), else an error with why[whylen]. */
+static int pyro_post(const memprof_opts *o, const char *url, const char *body,
+                     size_t n, long *st, gbuf *ans, char *why, size_t whylen)
 {
-    CURL *c = curl_easy_init();
+    httpc_cfg cfg = { PYRO_TIMEOUT_MS, o->ca_file, NULL, 0 };
+    httpc_req r = { url, "POST", NULL, body, n };
     struct curl_slist *h = NULL;
-    char auth[4200], tenant[512];
-    CURLcode r;
+    httpc *c;
+    int rc;
 
     *st = 0;
-    if (!c)
-        return CURLE_FAILED_INIT;
-    h = curl_slist_append(h, "Content-Type: text/plain");
-    if (o->pyroscope_token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s",
-                 o->pyroscope_token);
-        h = curl_slist_append(h, auth);
-    }
-    if (o->pyroscope_tenant) {
-        snprintf(tenant, sizeof tenant, "X-Scope-OrgID: %s",
-                 o->pyroscope_tenant);
-        h = curl_slist_append(h, tenant);
+    if ((rc = httpc_new(&c, &cfg, why, whylen)) != 0)
+        return rc;
+    if (httpc_header(&h, "Content-Type", "text/plain") ||
+        (o->pyroscope_token && httpc_auth(&h, "Bearer", o->pyroscope_token)) ||
+        (o->pyroscope_tenant &&
+         httpc_header(&h, "X-Scope-OrgID", o->pyroscope_tenant))) {
+        snprintf(why, whylen, "out of memory");
+        rc = GPUFL_ENOMEM;
+        goto out;
     }
     if (o->pyroscope_user) {
         /* basic only: sent with the first request, no 401 round trip */
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERNAME, o->pyroscope_user);
-        curl_easy_setopt(c, CURLOPT_PASSWORD,
+        CURL *e = httpc_curl(c);
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(e, CURLOPT_USERNAME, o->pyroscope_user);
+        curl_easy_setopt(e, CURLOPT_PASSWORD,
                          o->pyroscope_password ? o->pyroscope_password : "");
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_answer);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, ans);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    r = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, st);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (o->pyroscope_token)
-        explicit_bzero(auth, sizeof auth);
-    return r;
+    r.headers = h;
+    rc = httpc_do(c, &r, ans, st, why, whylen);
+out:
+    httpc_headers_free(h);
+    httpc_free(c);
+    return rc;
 }
 
 /* The answer's first line when it is safe to show: printable, and holding
  * no secret (a server may echo a header back). */
-static const char *answer_line(const memprof_opts *o, pyro_answer *a)
+static const char *answer_line(const memprof_opts *o, gbuf *a)
 {
     size_t k = 0;
-    while (k < a->n && a->b[k] != '\n' && a->b[k] != '\r')
+    if (!a->p)
+        return NULL;
+    while (k < a->len && a->p[k] != '\n' && a->p[k] != '\r')
         k++;
-    a->b[k] = 0;
+    gbuf_setlen(a, k);
     for (size_t i = 0; i < k; i++)
-        if ((unsigned char)a->b[i] < 0x20 || (unsigned char)a->b[i] >= 0x7f)
-            a->b[i] = '?';
+        if ((unsigned char)a->p[i] < 0x20 || (unsigned char)a->p[i] >= 0x7f)
+            a->p[i] = '?';
     if (!k ||
         (o->pyroscope_password && *o->pyroscope_password &&
-         strstr(a->b, o->pyroscope_password)) ||
-        (o->pyroscope_token && strstr(a->b, o->pyroscope_token)))
+         strstr(a->p, o->pyroscope_password)) ||
+        (o->pyroscope_token && strstr(a->p, o->pyroscope_token)))
         return NULL;
-    return a->b;
+    return a->p;
 }
 
 static void auth_error(const memprof_opts *o, const char *url, long st)
@@ -139,13 +120,13 @@ static void auth_error(const memprof_opts *o, const char *url, long st)
         fix = "it wants credentials: --pyroscope-token-file (or "
               "GPUFL_PYROSCOPE_TOKEN), or --pyroscope-user with "
               "--pyroscope-password-file (or GPUFL_PYROSCOPE_PASSWORD)";
-    fprintf(stderr,
-            "gpufl memprof: Pyroscope at %s refused the push (HTTP %ld %s): "
-            "%s%s\n",
-            url, st, st == 401 ? "Unauthorized" : "Forbidden", fix,
-            st == 403 || o->pyroscope_tenant
-                ? "; and the tenant (--pyroscope-tenant)"
-                : "");
+    glog_error("pyroscope",
+               "Pyroscope at %s refused the push (HTTP %ld %s): "
+               "%s%s",
+               url, st, st == 401 ? "Unauthorized" : "Forbidden", fix,
+               st == 403 || o->pyroscope_tenant
+                   ? "; and the tenant (--pyroscope-tenant)"
+                   : "");
 }
 
 static int push_one(mp_session *s, CURL *esc, const mp_proc *p, int view,
@@ -180,29 +161,31 @@ static int push_one(mp_session *s, CURL *esc, const mp_proc *p, int view,
              (unsigned long long)(until / 1000000000ULL + 1));
     curl_free(ename);
     long st = 0;
-    pyro_answer ans = { { 0 }, 0 };
-    CURLcode cr = pyro_post(o, url, body, n, &st, &ans);
+    gbuf ans = GBUF_INIT(PYRO_ANSWER_MAX);
+    char why[512];
+    int cr = pyro_post(o, url, body, n, &st, &ans, why, sizeof why);
+    int rc = PUSH_FAILED;
     free(body);
-    if (cr == CURLE_OK && st >= 200 && st < 300) {
+    if (cr == 0 && st >= 200 && st < 300) {
         s->pushes++;
-        return PUSH_OK;
+        rc = PUSH_OK;
+        goto out;
     }
     s->push_errors++;
     url_redacted(o->pyroscope, shown, sizeof shown);
-    if (cr == CURLE_OK && (st == 401 || st == 403)) {
+    if (cr == 0 && (st == 401 || st == 403)) {
         auth_error(o, shown, st);
-        return PUSH_AUTH;
-    }
-    if (cr != CURLE_OK) {
-        fprintf(stderr, "gpufl memprof: Pyroscope push to %s failed: %s\n",
-                shown, curl_easy_strerror(cr));
+        rc = PUSH_AUTH;
+    } else if (cr != 0) {
+        glog_warn("pyroscope", "Pyroscope push to %s failed: %s", shown, why);
     } else {
         const char *line = answer_line(o, &ans);
-        fprintf(stderr,
-                "gpufl memprof: Pyroscope push to %s failed (HTTP %ld)%s%s\n",
-                shown, st, line ? ": " : "", line ? line : "");
+        glog_warn("pyroscope", "Pyroscope push to %s failed (HTTP %ld)%s%s",
+                  shown, st, line ? ": " : "", line ? line : "");
     }
-    return PUSH_FAILED;
+out:
+    gbuf_release(&ans);
+    return rc;
 }
 
 void mp_pyroscope_push(mp_session *s, uint64_t from_ns, uint64_t until_ns)

@@ -33,13 +33,14 @@ int mp_session_finish(mp_session *s);
 int mp_ebpf_run(mp_session *s);
 int mp_ebpf_check(void);
 int mp_feed_run(mp_session *s, int *child_status);
-/* POST body to URL with a bearer token (none when NULL); 0 when the
- * server said 2xx.  mp_push sends JSON. */
-int mp_post(const char *url, const char *token, const char *ctype,
-            const char *body, size_t n, long *http_status);
 /* Folded views of every process to Pyroscope's /ingest (pyroscope.c). */
 void mp_pyroscope_push(mp_session *s, uint64_t from_ns, uint64_t until_ns);
-int mp_push(const char *url, const char *token, const char *body, size_t n,
-            long *http_status);
+/* POSTs a profile (JSON, gzip'd above 64 KiB) to url with a bearer token
+ * (none when NULL), https verified with ca_file (NULL: the system's CAs).
+ * 0 when the server said 2xx; else -1 with the HTTP status in
+ * *http_status (0: no answer) and what went wrong in why[whylen]. */
+int mp_push(const char *url, const char *token, const char *ca_file,
+            const char *body, size_t n, long *http_status, char *why,
+            size_t whylen);
 
 #endif

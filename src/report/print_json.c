@@ -5,10 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/jw.h"
 #include "report_int.h"
 
 #define MAX_HINTS 64
+/* The largest JSON report (bytes): far above any session's. */
+#define RPT_JSON_MAX (1u << 30)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
@@ -407,31 +410,36 @@ static void json_rest(jw *w, const rpt_ctx *c, const rpt_agg *a)
     free(hints);
 }
 
+typedef struct json_args {
+    const rpt_ctx *c;
+    const rpt_agg *a;
+    const rpt_files *files;
+} json_args;
+
+static void json_all(jw *w, void *ctx)
+{
+    const json_args *x = ctx;
+
+    jw_obj_begin(w);
+    json_session(w, x->c, x->a, x->files);
+    json_kernels(w, x->c, x->a);
+    json_copies(w, x->a);
+    json_scopes(w, x->c, x->a);
+    json_devices(w, x->a);
+    json_rest(w, x->c, x->a);
+    jw_obj_end(w);
+}
+
 char *rpt_print_json(const rpt_ctx *c, const rpt_agg *a, const rpt_files *files,
                      size_t *len)
 {
-    size_t cap = 64u << 10; /* doubled until it fits: most reports do */
-    for (;;) {
-        char *buf = malloc(cap);
-        jw w;
-        if (!buf)
-            return NULL;
-        jw_init(&w, buf, cap);
-        jw_obj_begin(&w);
-        json_session(&w, c, a, files);
-        json_kernels(&w, c, a);
-        json_copies(&w, a);
-        json_scopes(&w, c, a);
-        json_devices(&w, a);
-        json_rest(&w, c, a);
-        jw_obj_end(&w);
-        if (!w.err) {
-            *len = w.len;
-            return buf;
-        }
-        free(buf);
-        if (cap >= (1u << 30))
-            return NULL;
-        cap *= 2;
+    gbuf b = GBUF_INIT(RPT_JSON_MAX);
+    json_args x = { c, a, files };
+
+    /* room most reports fit in: one pass for them */
+    if (gbuf_grow(&b, 64u << 10) || jw_gbuf_run(&b, json_all, &x)) {
+        gbuf_release(&b);
+        return NULL;
     }
+    return gbuf_detach(&b, len);
 }

@@ -723,26 +723,27 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         return;
     }
     if (!strcmp(r->path, "/metrics")) {
+        gbuf b = GBUF_INIT(SRV_METRICS_MAX);
+        srv_gauges g;
+        size_t len;
         char *buf;
-        jw w;
+        int err;
         if (!get)
             return not_allowed(o, "GET");
         if (!need(r, o, ROLE_READ))
             return;
-        buf = malloc(256 * 1024);
-        if (!buf)
-            return srv_resp_error(o, 500, "out of memory");
-        jw_init(&w, buf, 256 * 1024);
-        {
-            srv_gauges g;
-            memset(&g, 0, sizeof(g));
-            g.db_bytes = srv_store_db_bytes(s->store);
-            g.have_missing = srv_store_missing(s->store, g.missing) == GPUFL_OK;
-            g.conns_open = srv_conns_open(s);
-            g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
-            srv_metrics_write(&s->met, &g, &w);
+        memset(&g, 0, sizeof(g));
+        g.db_bytes = srv_store_db_bytes(s->store);
+        g.have_missing = srv_store_missing(s->store, g.missing) == GPUFL_OK;
+        g.conns_open = srv_conns_open(s);
+        g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
+        srv_metrics_write(&s->met, &g, &b);
+        if ((err = b.err) != 0) {
+            gbuf_release(&b);
+            return srv_resp_error(o, 500, gpufl_strerror(err));
         }
-        srv_resp_json(o, 200, buf, w.len);
+        buf = gbuf_detach(&b, &len);
+        srv_resp_json(o, 200, buf, len);
         o->ctype = "text/plain; version=0.0.4";
         return;
     }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "common/log.h"
 
 /* Errors itemised in one response; the count is always exact. */
 #define INGEST_ERRORS_MAX 50
@@ -157,11 +158,15 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     jw_arr_end(&w);
     /* the agent gets the errors; the operator a line per request (the
      * lines are missing from their session's gaps from now on) */
-    if (el.n && !s->cfg.quiet)
-        fprintf(stderr,
-                "gpufl-server: %s batch: %zu of %u line(s) rejected; line "
-                "%u: %s\n",
-                ingest_stream_name(st), el.n, lineno, el.first_line, el.first);
+    if (el.n && !s->cfg.quiet) {
+        glog_field fl[3] = { GLOG_STR("stream", ingest_stream_name(st)),
+                             GLOG_NUM("rejected", el.n),
+                             GLOG_NUM("lines", lineno) };
+        glog_fields(GLOG_INFO, "ingest", fl, 3,
+                    "%s batch: %zu of %u line(s) rejected; line %u: %s",
+                    ingest_stream_name(st), el.n, lineno, el.first_line,
+                    el.first);
+    }
     if (nev) {
         rc = srv_store_ingest(s->store, ev, nev, &res);
         if (rc) {

@@ -58,9 +58,8 @@ static int u64_member(jsonl_doc *d, uint32_t obj, const char *key, uint64_t *v,
     return jsonl_tok_u64(d, t, v) || *v > (uint64_t)INT64_MAX ? -1 : 0;
 }
 
-/* Fills *p from the parsed body; 0, or an HTTP status with why. */
-static int parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks, char *why,
-                 size_t cap)
+int srv_memprof_parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks,
+                      char *why, size_t cap)
 {
     uint64_t v, alloc = 0, inuse = 0;
     uint32_t t;
@@ -196,7 +195,7 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
         srv_resp_error(o, rc == GPUFL_ETOOBIG ? 413 : 400, why);
         goto out;
     }
-    st = parse(&d, &p, &stacks, why, sizeof(why));
+    st = srv_memprof_parse(&d, &p, &stacks, why, sizeof(why));
     if (st) {
         srv_resp_error(o, st, why);
         goto out;

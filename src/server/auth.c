@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "common/log.h"
 
 /* Longest bearer token we will hash. */
 #define AUTH_TOKEN_MAX 512
@@ -167,10 +168,10 @@ static int store_hash(const char *path, const char *hex)
     }
     return GPUFL_OK;
 fail:
-    fprintf(stderr,
-            "gpufl-server: cannot store the admin token's hash in %s: %s;"
-            " not starting\n",
-            path, strerror(errno));
+    glog_error("auth",
+               "cannot store the admin token's hash in %s: %s;"
+               " not starting",
+               path, strerror(errno));
     unlink(tmp);
     return rc;
 }
@@ -186,14 +187,15 @@ int srv_admin_init(srv *s)
         if (len < AUTH_ADMIN_MIN ||
             !strncmp(s->cfg.admin_token, AUTH_PLACEHOLDER,
                      strlen(AUTH_PLACEHOLDER))) {
-            fprintf(stderr,
-                    "gpufl-server: the admin token %s; make one with"
-                    " `openssl rand -hex 32` (or `head -c 32 /dev/urandom |"
-                    " base64`), or leave --admin-token unset to have one"
-                    " generated; not starting\n",
-                    len < AUTH_ADMIN_MIN
-                        ? "is shorter than 32 characters"
-                        : "is the example file's placeholder (change-me...)");
+            glog_error(
+                "auth",
+                "the admin token %s; make one with"
+                " `openssl rand -hex 32` (or `head -c 32 /dev/urandom |"
+                " base64`), or leave --admin-token unset to have one"
+                " generated; not starting",
+                len < AUTH_ADMIN_MIN
+                    ? "is shorter than 32 characters"
+                    : "is the example file's placeholder (change-me...)");
             return GPUFL_EINVAL;
         }
         srv_sha256(s->cfg.admin_token, strlen(s->cfg.admin_token),
@@ -210,23 +212,22 @@ int srv_admin_init(srv *s)
          * left on a full disk: no token was ever shown for it */
         if (n != 0) {
             if (n < 64 || hex_decode(buf, s->admin_hash, 32)) {
-                fprintf(stderr,
-                        "gpufl-server: %s is corrupt; remove it to get a"
-                        " new admin token\n",
-                        path);
+                glog_error("auth",
+                           "%s is corrupt; remove it to get a"
+                           " new admin token",
+                           path);
                 return GPUFL_EPARSE;
             }
             s->have_admin = 1;
             return GPUFL_OK;
         }
     } else if (errno != ENOENT) {
-        fprintf(stderr, "gpufl-server: cannot read %s: %s\n", path,
-                strerror(errno));
+        glog_error("auth", "cannot read %s: %s", path, strerror(errno));
         return GPUFL_EIO;
     }
     if (srv_token_new("gfa", token, sizeof(token))) {
-        fprintf(stderr, "gpufl-server: cannot generate an admin token: %s\n",
-                strerror(errno));
+        glog_error("auth", "cannot generate an admin token: %s",
+                   strerror(errno));
         return GPUFL_EIO;
     }
     srv_sha256(token, strlen(token), s->admin_hash);

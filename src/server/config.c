@@ -181,6 +181,7 @@ static const opt_def srv_opts[] = {
       OPT_F_UINT(T, quiet),
       .def = "false",
       .help = "log nothing but errors" },
+    GLOG_OPT_ROWS(T, log_level, log_format),
     { .name = "kafka-brokers",
       .type = OPT_STR,
       OPT_F_ARR(T, kafka_brokers),
@@ -275,6 +276,7 @@ int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
         goto out;
     }
     if (ctx->warn[0])
+        /* before the logger is set up: the option engine's own line */
         fprintf(stderr, "gpufl-server: warning: %s\n", ctx->warn);
     rc = 3;
     switch (ctx->action) {

@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/log.h"
 
 /* Records beyond --max-conns, for connections found started without one. */
 #define CONN_SLACK 64
@@ -80,7 +81,7 @@ struct srv_conns {
     int lfd, wake[2], tls;
     pthread_t thread;
     int started, stopping;
-    uint64_t warned_ip, warned_full, warned_accept; /* monotonic s */
+    glog_limit warned_ip, warned_full, warned_accept;
 };
 
 static uint64_t now_ms(void)
@@ -113,13 +114,16 @@ static void addr_key(const struct sockaddr *sa, unsigned char key[17])
     }
 }
 
-static void warn_rate(srv *s, uint64_t *last, const char *msg)
+static void warn_rate(srv *s, glog_limit *l, const char *msg)
 {
-    uint64_t now = now_ms() / 1000u;
-    if (s->cfg.quiet || (*last && now - *last < CONN_WARN_EVERY_S))
+    uint64_t held = 0;
+    glog_field f = GLOG_NUM("held_back", 0);
+
+    if (s->cfg.quiet ||
+        !glog_limit_pass(l, CONN_WARN_EVERY_S * 1000u, now_ms(), &held))
         return;
-    *last = now;
-    fprintf(stderr, "gpufl-server: %s\n", msg);
+    f.n = (int64_t)held;
+    glog_fields(GLOG_WARN, "conn", &f, 1, "%s", msg);
 }
 
 /* A new record; its head is due header_ms from now. */
@@ -313,11 +317,11 @@ static void fd_limit(srv *s)
     rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
     setrlimit(RLIMIT_NOFILE, &rl);
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want)
-        fprintf(stderr,
-                "gpufl-server: warning: the open-file limit (%llu) is below"
-                " --max-conns + %d; raise it (LimitNOFILE=, ulimit -n) or"
-                " lower --max-conns\n",
-                (unsigned long long)rl.rlim_cur, CONN_FD_SPARE);
+        glog_warn("conn",
+                  "warning: the open-file limit (%llu) is below"
+                  " --max-conns + %d; raise it (LimitNOFILE=, ulimit -n) or"
+                  " lower --max-conns",
+                  (unsigned long long)rl.rlim_cur, CONN_FD_SPARE);
 }
 
 int srv_conns_start(srv *s, int tls, char *err, size_t cap)

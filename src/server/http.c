@@ -20,6 +20,8 @@
  */
 #include "srv_int.h"
 
+#include "common/buf.h"
+
 #include <gpufl/gpufl.h>
 
 #include <arpa/inet.h>
@@ -44,9 +46,8 @@
 #define HTTP_RETRY_AFTER "2"
 
 typedef struct conn_ctx {
-    char *buf;
-    size_t len, cap;
-    size_t reserved; /* bytes of s->buffered held for buf */
+    gbuf body;       /* capped at --max-body */
+    size_t reserved; /* bytes of s->buffered held for body */
     int started;     /* the first callback has run */
     int over;        /* body exceeded max_body: drained, then 413 */
     int budget_over; /* --max-buffered spent: drained, then 503 */
@@ -303,41 +304,44 @@ static enum MHD_Result first_call(srv *s, struct MHD_Connection *c, conn_ctx *x,
     return MHD_YES;
 }
 
-/* Appends a piece of the body to x->buf within max_body and the budget. */
+/* A request's context, its clock started. */
+static conn_ctx *ctx_new(srv *s)
+{
+    conn_ctx *x = calloc(1, sizeof(*x));
+
+    if (!x)
+        return NULL;
+    gbuf_init(&x->body, s->cfg.max_body);
+    x->t0_us = now_us();
+    return x;
+}
+
+/* Appends a piece of the body to x->body within max_body and the budget:
+ * the budget is taken for the body's capacity before it grows. */
 static int body_add(srv *s, conn_ctx *x, const char *p, size_t n)
 {
-    if (!x->over && !x->budget_over && x->len + n > s->cfg.max_body)
+    if (!x->over && !x->budget_over && n > x->body.max - x->body.len)
         x->over = 1;
     if (x->over || x->budget_over)
         return 0; /* drained: the answer goes out when the body ends */
-    if (x->len + n > x->cap) {
-        size_t nc = x->cap ? x->cap : 65536;
-        char *nb;
-        while (nc < x->len + n)
-            nc *= 2;
-        if (nc > s->cfg.max_body)
-            nc = s->cfg.max_body;
-        /* a chunked body reserves as it grows */
+    if (n > gbuf_avail(&x->body)) {
+        /* a declared length is taken at once, a chunked body as it grows */
+        size_t want =
+            x->reserved > x->body.len + n ? x->reserved - x->body.len : n;
+        size_t nc = gbuf_grow_size(&x->body, want);
         if (nc > x->reserved) {
             if (budget_take(s, nc - x->reserved) != 0) {
                 x->budget_over = 1;
-                free(x->buf);
-                x->buf = NULL;
-                x->len = x->cap = 0;
+                gbuf_release(&x->body);
                 budget_give(s, x);
                 return 0;
             }
             x->reserved = nc;
         }
-        nb = realloc(x->buf, nc);
-        if (!nb)
+        if (gbuf_grow(&x->body, want))
             return -1;
-        x->buf = nb;
-        x->cap = nc;
     }
-    memcpy(x->buf + x->len, p, n);
-    x->len += n;
-    return 0;
+    return gbuf_add(&x->body, p, n) ? -1 : 0;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -353,10 +357,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     (void)version;
     if (!x) {
         /* the URI callback could not allocate it */
-        x = calloc(1, sizeof(*x));
+        x = ctx_new(s);
         if (!x)
             return MHD_NO;
-        x->t0_us = now_us();
         *con_cls = x;
     }
     if (!x->started)
@@ -369,13 +372,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     }
     srv_conn_phase(s, sock_ctx(c), SRV_CONN_BUSY);
     memset(&o, 0, sizeof(o));
-    __atomic_fetch_add(&s->met.bytes_in, x->len, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->met.bytes_in, x->body.len, __ATOMIC_RELAXED);
     memset(&r, 0, sizeof(r));
     r.method = method;
     r.path = url;
     r.conn = c;
-    r.body = x->buf;
-    r.body_len = x->len;
+    r.body = x->body.p;
+    r.body_len = x->body.len;
     r.cls = MET_OTHER;
     r.role = x->role;
     memcpy(r.hosts, x->hosts, sizeof(r.hosts));
@@ -400,14 +403,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     srv *s = cls;
-    conn_ctx *x = calloc(1, sizeof(*x));
+    conn_ctx *x = ctx_new(s);
     const char *q = strchr(uri, '?');
     size_t args = 0;
 
     srv_conn_phase(s, sock_ctx(c), SRV_CONN_HEAD);
     if (!x)
         return NULL;
-    x->t0_us = now_us();
     for (const char *p = q; p && *p; p++)
         args += *p == '&' || p == q;
     if (args > HTTP_ARGS_MAX) {
@@ -429,7 +431,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
     srv_conn_phase(s, sock_ctx(c), SRV_CONN_IDLE);
     if (x) {
         budget_give(s, x);
-        free(x->buf);
+        gbuf_release(&x->body);
         free(x);
         *con_cls = NULL;
     }

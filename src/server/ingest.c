@@ -9,6 +9,8 @@
  */
 #include "ingest.h"
 
+#include "common/buf.h"
+
 #include <gpufl/gpufl.h>
 
 #include <stddef.h>
@@ -602,21 +604,17 @@ int ingest_encoding(const char *h)
     return -1;
 }
 
-static int grow(char **buf, size_t *cap, size_t limit)
+/* Room for the next piece of decoded output: at least the first
+ * allocation's worth, then doubling (gbuf), never past the cap. */
+static int room(gbuf *b)
 {
-    size_t nc = *cap ? *cap * 2 : 65536;
-    char *nb;
+    size_t want = b->len < 65536 ? 65536 - b->len : 1;
 
-    if (*cap >= limit)
-        return GPUFL_ETOOBIG;
-    if (nc > limit)
-        nc = limit;
-    nb = realloc(*buf, nc);
-    if (!nb)
-        return GPUFL_ENOMEM;
-    *buf = nb;
-    *cap = nc;
-    return GPUFL_OK;
+    if (gbuf_avail(b))
+        return GPUFL_OK;
+    if (want > b->max - b->len && b->len < b->max)
+        want = b->max - b->len;
+    return gbuf_grow(b, want) ? b->err : GPUFL_OK;
 }
 
 /* Every member of a gzip body (RFC 1952 allows several, as `cat a.gz
@@ -627,8 +625,8 @@ static int decode_gzip(const char *in, size_t n, size_t cap, char **out,
 {
     const unsigned char *p = (const unsigned char *)in;
     int gzip = n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
-    size_t left = n, have = 0, bcap = 0;
-    char *buf = NULL;
+    size_t left = n;
+    gbuf b = GBUF_INIT(cap);
     int rc = GPUFL_OK, zr;
     z_stream z;
 
@@ -640,20 +638,21 @@ static int decode_gzip(const char *in, size_t n, size_t cap, char **out,
         const unsigned char *next;
         size_t more;
         for (;;) {
-            uInt room;
+            uInt avail;
             if (z.avail_in == 0 && left > 0) {
                 z.next_in = (Bytef *)(uintptr_t)p;
                 z.avail_in = left > (1u << 30) ? (1u << 30) : (uInt)left;
                 p += z.avail_in;
                 left -= z.avail_in;
             }
-            if (have == bcap && (rc = grow(&buf, &bcap, cap)) != 0)
+            if ((rc = room(&b)) != 0)
                 goto out;
-            room = bcap - have > (1u << 30) ? (1u << 30) : (uInt)(bcap - have);
-            z.next_out = (Bytef *)buf + have;
-            z.avail_out = room;
+            avail =
+                gbuf_avail(&b) > (1u << 30) ? (1u << 30) : (uInt)gbuf_avail(&b);
+            z.next_out = (Bytef *)b.p + b.len;
+            z.avail_out = avail;
             zr = inflate(&z, Z_NO_FLUSH);
-            have += room - z.avail_out;
+            gbuf_setlen(&b, b.len + (avail - z.avail_out));
             if (zr == Z_STREAM_END)
                 break;
             if (zr == Z_BUF_ERROR && z.avail_in == 0 && left == 0) {
@@ -681,11 +680,10 @@ static int decode_gzip(const char *in, size_t n, size_t cap, char **out,
         inflateReset(&z); /* the next member; next_in is kept */
     }
 out:
-    *out_n = have;
     inflateEnd(&z);
     if (rc)
-        free(buf), buf = NULL;
-    *out = buf;
+        gbuf_release(&b);
+    *out = gbuf_detach(&b, out_n);
     return rc;
 }
 
@@ -697,20 +695,19 @@ static int decode_zstd(const char *in, size_t n, size_t cap, char **out,
     ZSTD_DStream *z = ZSTD_createDStream();
     ZSTD_inBuffer ib = { in, n, 0 };
     ZSTD_outBuffer ob = { NULL, 0, 0 };
-    char *buf = NULL;
-    size_t bcap = 0, r = 1;
+    gbuf b = GBUF_INIT(cap);
+    size_t r = 1;
     int rc = GPUFL_OK;
 
     if (!z)
         return GPUFL_ENOMEM;
     ZSTD_initDStream(z);
     while (ib.pos < ib.size || r != 0) {
-        if (ob.pos == bcap) {
-            if ((rc = grow(&buf, &bcap, cap)) != 0)
-                goto out;
-        }
-        ob.dst = buf;
-        ob.size = bcap;
+        gbuf_setlen(&b, ob.pos);
+        if ((rc = room(&b)) != 0)
+            goto out;
+        ob.dst = b.p;
+        ob.size = b.cap;
         r = ZSTD_decompressStream(z, &ob, &ib);
         if (ZSTD_isError(r)) {
             *why = ZSTD_getErrorCode(r) == ZSTD_error_prefix_unknown
@@ -727,10 +724,10 @@ static int decode_zstd(const char *in, size_t n, size_t cap, char **out,
     }
 out:
     ZSTD_freeDStream(z);
-    *out_n = ob.pos;
+    gbuf_setlen(&b, ob.pos);
     if (rc)
-        free(buf), buf = NULL;
-    *out = buf;
+        gbuf_release(&b);
+    *out = gbuf_detach(&b, out_n);
     return rc;
 }
 

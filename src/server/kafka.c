@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "common/log.h"
 
 /* How long a batch may gather messages (ms). */
 #define KAFKA_BATCH_MS 200
@@ -52,8 +53,7 @@ typedef struct srv_kafka {
     pthread_t th;
     int stop;
     char topics[SRV_ST_N][300];
-    time_t errlog;     /* when a consumer error was last logged */
-    uint64_t unlogged; /* consumer errors since */
+    glog_limit errlog; /* consumer errors: one line a KAFKA_ERRLOG_S */
     rl_map next;       /* (stream, partition) -> 1 + next offset expected */
 } srv_kafka;
 
@@ -90,10 +90,10 @@ static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a)
         if (rc == 0)
             break;
         if (!s->cfg.quiet)
-            fprintf(stderr,
-                    "gpufl-server: kafka batch not stored (%s); "
-                    "retrying\n",
-                    gpufl_strerror(rc));
+            glog_warn("kafka",
+                      "kafka batch not stored (%s); "
+                      "retrying",
+                      gpufl_strerror(rc));
         for (int w = 0; w < 10 && !__atomic_load_n(&k->stop, __ATOMIC_RELAXED);
              w++)
             nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
@@ -148,10 +148,10 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
         return -1;
     /* no client hears of these: the log is where they are reported */
     if (nerr)
-        fprintf(stderr,
-                "gpufl-server: kafka: %zu line(s) rejected, not stored (the"
-                " first: %s)\n",
-                nerr, first);
+        glog_warn("kafka",
+                  "kafka: %zu line(s) rejected, not stored (the"
+                  " first: %s)",
+                  nerr, first);
     __atomic_fetch_add(&s->met.lines_rejected, nerr, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.batches, 1, __ATOMIC_RELAXED);
     return 0;
@@ -197,42 +197,37 @@ static void offset_check(srv_kafka *k, int st, const rd_kafka_message_t *m)
     __atomic_fetch_add(&k->s->met.kafka_resets, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&k->s->met.kafka_skipped, (uint64_t)(m->offset - from),
                        __ATOMIC_RELAXED);
-    fprintf(stderr,
-            "gpufl-server: kafka: %s [%d]: messages %lld to %lld were"
-            " deleted by the broker (retention) before they were read:"
-            " %lld message(s) lost, reading on from %lld (their lines show"
-            " in their sessions' gaps)\n",
-            k->topics[st], (int)m->partition, (long long)from,
-            (long long)m->offset - 1, (long long)(m->offset - from),
-            (long long)m->offset);
+    glog_error("kafka",
+               "kafka: %s [%d]: messages %lld to %lld were"
+               " deleted by the broker (retention) before they were read:"
+               " %lld message(s) lost, reading on from %lld (their lines show"
+               " in their sessions' gaps)",
+               k->topics[st], (int)m->partition, (long long)from,
+               (long long)m->offset - 1, (long long)(m->offset - from),
+               (long long)m->offset);
 }
 
 /* A message that is an error: an offset out of range, or one of the
  * consumer's errors (counted; logged at most every KAFKA_ERRLOG_S). */
 static void on_error(srv_kafka *k, const rd_kafka_message_t *m)
 {
-    time_t now = time(NULL);
+    uint64_t more = 0;
 
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
         return; /* not an error: the end of what is there */
     __atomic_fetch_add(&k->s->met.kafka_errors, 1, __ATOMIC_RELAXED);
-    if (now - k->errlog < KAFKA_ERRLOG_S) {
-        k->unlogged++;
+    if (!glog_limit_pass(&k->errlog, KAFKA_ERRLOG_S * 1000u, 0, &more))
         return;
-    }
     if (m->rkt)
-        fprintf(stderr,
-                "gpufl-server: kafka: %s [%d]: %s (%llu more errors since"
-                " the last one logged)\n",
-                rd_kafka_topic_name(m->rkt), (int)m->partition,
-                rd_kafka_message_errstr(m), (unsigned long long)k->unlogged);
+        glog_warn("kafka",
+                  "kafka: %s [%d]: %s (%llu more errors since the last one"
+                  " logged)",
+                  rd_kafka_topic_name(m->rkt), (int)m->partition,
+                  rd_kafka_message_errstr(m), (unsigned long long)more);
     else
-        fprintf(stderr,
-                "gpufl-server: kafka: %s (%llu more errors since the last"
-                " one logged)\n",
-                rd_kafka_message_errstr(m), (unsigned long long)k->unlogged);
-    k->errlog = now;
-    k->unlogged = 0;
+        glog_warn("kafka",
+                  "kafka: %s (%llu more errors since the last one logged)",
+                  rd_kafka_message_errstr(m), (unsigned long long)more);
 }
 
 static void *kafka_main(void *arg)

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "common/num.h"
+#include "common/log.h"
 
 static int open_store(srv *s, char *err, size_t cap)
 {
@@ -46,30 +47,30 @@ static int keys_cmd(srv *s, char **pos, int npos)
     int rc = 1;
 
     if (npos < 2) {
-        fprintf(stderr, "gpufl-server: keys create|list|revoke ID\n");
+        glog_error("main", "keys create|list|revoke ID");
         return 2;
     }
     if (strcmp(pos[1], "create") && strcmp(pos[1], "list") &&
         strcmp(pos[1], "revoke")) {
-        fprintf(stderr, "gpufl-server: unknown keys command '%s'\n", pos[1]);
+        glog_error("main", "unknown keys command '%s'", pos[1]);
         return 2;
     }
     if (!strcmp(pos[1], "revoke") && npos != 3) {
-        fprintf(stderr, "gpufl-server: keys revoke ID\n");
+        glog_error("main", "keys revoke ID");
         return 2;
     }
     if (!strcmp(pos[1], "create") && srv_role_parse(s->cfg.key_role) == 0) {
-        fprintf(stderr, "gpufl-server: --role must be ingest, read or admin\n");
+        glog_error("main", "--role must be ingest, read or admin");
         return 2;
     }
     if (!strcmp(pos[1], "create") &&
         srv_key_hosts_check(s->cfg.key_hosts, s->cfg.key_role, err,
                             sizeof(err))) {
-        fprintf(stderr, "gpufl-server: --%s\n", err);
+        glog_error("main", "--%s", err);
         return 2;
     }
     if (open_store(s, err, sizeof(err))) {
-        fprintf(stderr, "gpufl-server: %s\n", err);
+        glog_error("main", "%s", err);
         return 1;
     }
     if (!strcmp(pos[1], "create")) {
@@ -95,7 +96,7 @@ static int keys_cmd(srv *s, char **pos, int npos)
         while (!rc && n == KEYS_CLI_PAGE) {
             if (srv_store_key_list(s->store, after, k, KEYS_CLI_PAGE, &n) !=
                 0) {
-                fprintf(stderr, "gpufl-server: cannot list the keys\n");
+                glog_error("main", "cannot list the keys");
                 rc = 1;
                 break;
             }
@@ -113,13 +114,13 @@ static int keys_cmd(srv *s, char **pos, int npos)
     } else {
         int64_t id;
         if (num_i64(pos[2], &id)) {
-            fprintf(stderr, "gpufl-server: key id must be a number\n");
+            glog_error("main", "key id must be a number");
             rc = 2;
         } else if (srv_store_key_revoke(s->store, id) == 0) {
             printf("revoked %lld\n", (long long)id);
             rc = 0;
         } else {
-            fprintf(stderr, "gpufl-server: no live key %lld\n", (long long)id);
+            glog_error("main", "no live key %lld", (long long)id);
         }
     }
     srv_store_close(s->store);
@@ -137,15 +138,16 @@ int main(int argc, char **argv)
     rc = srv_config_load(&s.cfg, argc, argv, pos, 4, &npos, err, sizeof(err));
     if (rc == 3)
         return 0;
+    glog_setup("gpufl-server", s.cfg.log_level, s.cfg.log_format);
     if (rc) {
-        fprintf(stderr, "gpufl-server: %s\n(see gpufl-server --help)\n", err);
+        glog_error("main", "%s\n(see gpufl-server --help)", err);
         return 2;
     }
     s.listen_fd = -1;
     if (npos > 0 && !strcmp(pos[0], "keys"))
         return keys_cmd(&s, pos, npos);
     if (npos > 0) {
-        fprintf(stderr, "gpufl-server: unexpected argument '%s'\n", pos[0]);
+        glog_error("main", "unexpected argument '%s'", pos[0]);
         return 2;
     }
     sigemptyset(&set);
@@ -155,7 +157,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     if (open_store(&s, err, sizeof(err))) {
-        fprintf(stderr, "gpufl-server: %s\n", err);
+        glog_error("main", "%s", err);
         return 1;
     }
     if ((rc = srv_admin_init(&s)) != 0) {
@@ -163,19 +165,19 @@ int main(int argc, char **argv)
         return rc == GPUFL_EINVAL ? 2 : 1;
     }
     if (srv_maint_start(&s)) {
-        fprintf(stderr, "gpufl-server: cannot start the maintenance thread\n");
+        glog_error("main", "cannot start the maintenance thread");
         srv_store_close(s.store);
         return 1;
     }
     if ((rc = srv_http_start(&s, err, sizeof(err))) != 0) {
-        fprintf(stderr, "gpufl-server: %s\n", err);
+        glog_error("main", "%s", err);
         srv_maint_stop(&s);
         srv_store_close(s.store);
         /* a configuration that cannot be served safely is a usage error */
         return rc == GPUFL_EINVAL ? 2 : 1;
     }
     if (srv_kafka_start(&s, err, sizeof(err))) {
-        fprintf(stderr, "gpufl-server: %s\n", err);
+        glog_error("main", "%s", err);
         srv_http_stop(&s);
         srv_maint_stop(&s);
         srv_store_close(s.store);
@@ -190,18 +192,18 @@ int main(int argc, char **argv)
                srv_store_backend(s.store));
         printf("gpufl-server: %s\n", s.ui_msg);
         if (!s.tls_cert && !s.loopback && !s.cfg.quiet)
-            fprintf(stderr,
-                    "gpufl-server: warning: listening on %s without TLS:"
-                    " tokens and data cross the network in the clear; give"
-                    " --tls-cert and --tls-key (or put a TLS proxy in front"
-                    " and listen on 127.0.0.1)\n",
-                    s.cfg.listen);
+            glog_warn("http",
+                      "warning: listening on %s without TLS:"
+                      " tokens and data cross the network in the clear; give"
+                      " --tls-cert and --tls-key (or put a TLS proxy in front"
+                      " and listen on 127.0.0.1)",
+                      s.cfg.listen);
     }
     fflush(stdout);
     while (sigwait(&set, &sig) != 0)
         ;
     if (!s.cfg.quiet)
-        fprintf(stderr, "gpufl-server: signal %d, shutting down\n", sig);
+        glog_info("main", "signal %d, shutting down", sig);
     srv_http_stop(&s);
     srv_kafka_stop(&s);
     srv_maint_stop(&s);

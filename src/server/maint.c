@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <time.h>
+#include "common/log.h"
 
 /* How often staleness and the schedule are checked at most (seconds);
  * shorter when the configured periods are shorter. */
@@ -61,10 +62,10 @@ static void *maint_main(void *arg)
             last_ret = time(NULL);
             if (srv_retention_run(s, NULL, &n, &m) == 0 && (n || m) &&
                 !s->cfg.quiet)
-                fprintf(stderr,
-                        "gpufl-server: retention pruned %llu"
-                        " session(s), %llu memory profile(s)\n",
-                        (unsigned long long)n, (unsigned long long)m);
+                glog_info("maint",
+                          "retention pruned %llu"
+                          " session(s), %llu memory profile(s)",
+                          (unsigned long long)n, (unsigned long long)m);
         }
         pthread_mutex_lock(&s->mlock);
     }

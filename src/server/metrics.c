@@ -8,7 +8,8 @@
  */
 #include "srv_int.h"
 
-#include <stdarg.h>
+#include "common/prom.h"
+
 #include <stdio.h>
 
 static const double bounds_s[MET_NBUCKETS] = { 0.0005, 0.001, 0.0025, 0.005,
@@ -33,137 +34,106 @@ void srv_metrics_request(srv_metrics *m, int cls, int status, uint64_t us)
         }
 }
 
-static void line(jw *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void line(jw *w, const char *fmt, ...)
+/* A family with one unlabelled sample. */
+static void one(gbuf *b, const char *name, const char *type, const char *help,
+                uint64_t v)
 {
-    char buf[512];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        jw_put(w, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+    prom_family(b, name, type, help);
+    prom_u64(b, name, NULL, 0, v);
 }
 
-void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, jw *w)
+void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
 {
     static const char *const st_names[SRV_ST_N] = { "device", "scope",
                                                     "system" };
+    static const char *const codes[6] = {
+        "", "1xx", "2xx", "3xx", "4xx", "5xx"
+    };
     srv_metrics *m = (srv_metrics *)cm;
+    prom_label l[2];
 
-    line(w, "# HELP gpufl_ingest_lines_total Event lines by outcome.\n"
-            "# TYPE gpufl_ingest_lines_total counter\n");
-    line(w, "gpufl_ingest_lines_total{outcome=\"accepted\"} %llu\n",
-         (unsigned long long)GET(m->lines_accepted));
-    line(w, "gpufl_ingest_lines_total{outcome=\"duplicate\"} %llu\n",
-         (unsigned long long)GET(m->lines_duplicate));
-    line(w, "gpufl_ingest_lines_total{outcome=\"rejected\"} %llu\n",
-         (unsigned long long)GET(m->lines_rejected));
-    line(w,
-         "# HELP gpufl_ingest_batches_total Committed ingest requests.\n"
-         "# TYPE gpufl_ingest_batches_total counter\n"
-         "gpufl_ingest_batches_total %llu\n",
-         (unsigned long long)GET(m->batches));
-    line(w,
-         "# HELP gpufl_ingest_bytes_total Request body bytes received.\n"
-         "# TYPE gpufl_ingest_bytes_total counter\n"
-         "gpufl_ingest_bytes_total %llu\n",
-         (unsigned long long)GET(m->bytes_in));
-    line(w, "# HELP gpufl_http_responses_total Responses by status class.\n"
-            "# TYPE gpufl_http_responses_total counter\n");
-    for (int d = 1; d < 6; d++)
-        line(w, "gpufl_http_responses_total{code=\"%dxx\"} %llu\n", d,
-             (unsigned long long)GET(m->status[d]));
-    line(w, "# HELP gpufl_http_request_seconds Request latency.\n"
-            "# TYPE gpufl_http_request_seconds histogram\n");
+    prom_family(b, "gpufl_ingest_lines_total", "counter",
+                "Event lines by outcome.");
+    l[0] = (prom_label){ "outcome", "accepted" };
+    prom_u64(b, "gpufl_ingest_lines_total", l, 1, GET(m->lines_accepted));
+    l[0].value = "duplicate";
+    prom_u64(b, "gpufl_ingest_lines_total", l, 1, GET(m->lines_duplicate));
+    l[0].value = "rejected";
+    prom_u64(b, "gpufl_ingest_lines_total", l, 1, GET(m->lines_rejected));
+    one(b, "gpufl_ingest_batches_total", "counter",
+        "Committed ingest requests.", GET(m->batches));
+    one(b, "gpufl_ingest_bytes_total", "counter",
+        "Request body bytes received.", GET(m->bytes_in));
+    prom_family(b, "gpufl_http_responses_total", "counter",
+                "Responses by status class.");
+    for (int d = 1; d < 6; d++) {
+        l[0] = (prom_label){ "code", codes[d] };
+        prom_u64(b, "gpufl_http_responses_total", l, 1, GET(m->status[d]));
+    }
+    prom_family(b, "gpufl_http_request_seconds", "histogram",
+                "Request latency.");
     for (int c = 0; c < MET_NCLASS; c++) {
         uint64_t cum = 0;
-        for (int b = 0; b < MET_NBUCKETS; b++) {
-            cum += GET(m->lat_bucket[c][b]);
-            line(w,
-                 "gpufl_http_request_seconds_bucket{route=\"%s\",le=\"%g\"}"
-                 " %llu\n",
-                 cls_names[c], bounds_s[b], (unsigned long long)cum);
+        char le[32];
+        l[0] = (prom_label){ "route", cls_names[c] };
+        l[1] = (prom_label){ "le", le };
+        for (int k = 0; k < MET_NBUCKETS; k++) {
+            cum += GET(m->lat_bucket[c][k]);
+            snprintf(le, sizeof(le), "%g", bounds_s[k]);
+            prom_u64(b, "gpufl_http_request_seconds_bucket", l, 2, cum);
         }
-        line(w,
-             "gpufl_http_request_seconds_bucket{route=\"%s\",le=\"+Inf\"}"
-             " %llu\n",
-             cls_names[c], (unsigned long long)GET(m->lat_count[c]));
-        line(w, "gpufl_http_request_seconds_sum{route=\"%s\"} %.6f\n",
-             cls_names[c], (double)GET(m->lat_sum_us[c]) / 1e6);
-        line(w, "gpufl_http_request_seconds_count{route=\"%s\"} %llu\n",
-             cls_names[c], (unsigned long long)GET(m->lat_count[c]));
+        snprintf(le, sizeof(le), "+Inf");
+        prom_u64(b, "gpufl_http_request_seconds_bucket", l, 2,
+                 GET(m->lat_count[c]));
+        prom_f64(b, "gpufl_http_request_seconds_sum", l, 1,
+                 (double)GET(m->lat_sum_us[c]) / 1e6, 6);
+        prom_u64(b, "gpufl_http_request_seconds_count", l, 1,
+                 GET(m->lat_count[c]));
     }
-    line(w,
-         "# HELP gpufl_db_bytes Bytes used by the database.\n"
-         "# TYPE gpufl_db_bytes gauge\n"
-         "gpufl_db_bytes %llu\n",
-         (unsigned long long)g->db_bytes);
+    one(b, "gpufl_db_bytes", "gauge", "Bytes used by the database.",
+        g->db_bytes);
     if (g->have_missing) {
-        line(w, "# HELP gpufl_server_lines_missing Lines not stored below the"
-                " highest stored seq of their session and stream, summed over"
-                " sessions (the gaps of the session API).\n"
-                "# TYPE gpufl_server_lines_missing gauge\n");
-        for (int st = 0; st < SRV_ST_N; st++)
-            line(w, "gpufl_server_lines_missing{stream=\"%s\"} %llu\n",
-                 st_names[st], (unsigned long long)g->missing[st]);
+        prom_family(b, "gpufl_server_lines_missing", "gauge",
+                    "Lines not stored below the highest stored seq of their"
+                    " session and stream, summed over sessions (the gaps of"
+                    " the session API).");
+        for (int st = 0; st < SRV_ST_N; st++) {
+            l[0] = (prom_label){ "stream", st_names[st] };
+            prom_u64(b, "gpufl_server_lines_missing", l, 1, g->missing[st]);
+        }
     }
-    line(w,
-         "# HELP gpufl_server_kafka_offset_resets_total Kafka partitions"
-         " whose committed offset had fallen out of the broker's retention"
-         " (reset to the earliest message kept).\n"
-         "# TYPE gpufl_server_kafka_offset_resets_total counter\n"
-         "gpufl_server_kafka_offset_resets_total %llu\n",
-         (unsigned long long)GET(m->kafka_resets));
-    line(w,
-         "# HELP gpufl_server_kafka_skipped_messages_total Kafka messages"
-         " skipped by those resets (deleted by the broker before they were"
-         " read).\n"
-         "# TYPE gpufl_server_kafka_skipped_messages_total counter\n"
-         "gpufl_server_kafka_skipped_messages_total %llu\n",
-         (unsigned long long)GET(m->kafka_skipped));
-    line(w,
-         "# HELP gpufl_server_kafka_errors_total Errors the Kafka consumer"
-         " reported (broker unreachable, unknown topic, ...); offset resets"
-         " are counted apart.\n"
-         "# TYPE gpufl_server_kafka_errors_total counter\n"
-         "gpufl_server_kafka_errors_total %llu\n",
-         (unsigned long long)GET(m->kafka_errors));
-    line(w,
-         "# HELP gpufl_server_connections Connections held now.\n"
-         "# TYPE gpufl_server_connections gauge\n"
-         "gpufl_server_connections %llu\n",
-         (unsigned long long)g->conns_open);
-    line(w,
-         "# HELP gpufl_server_connections_refused_total Connections"
-         " answered and closed on arrival: over --max-conns-per-ip"
-         " (per_address, 429) or --max-conns (full, 503).\n"
-         "# TYPE gpufl_server_connections_refused_total counter\n"
-         "gpufl_server_connections_refused_total{why=\"per_address\"}"
-         " %llu\n"
-         "gpufl_server_connections_refused_total{why=\"full\"} %llu\n",
-         (unsigned long long)GET(m->conn_refused_ip),
-         (unsigned long long)GET(m->conn_refused_full));
-    line(w,
-         "# HELP gpufl_server_connections_timed_out_total Connections"
-         " shut down past a deadline (--header-timeout, --timeout).\n"
-         "# TYPE gpufl_server_connections_timed_out_total counter\n"
-         "gpufl_server_connections_timed_out_total %llu\n",
-         (unsigned long long)GET(m->conn_timeouts));
-    line(w,
-         "# HELP gpufl_server_body_buffered_bytes Request body bytes held"
-         " in memory now (at most --max-buffered).\n"
-         "# TYPE gpufl_server_body_buffered_bytes gauge\n"
-         "gpufl_server_body_buffered_bytes %llu\n",
-         (unsigned long long)g->body_buffered);
-    line(w,
-         "# HELP gpufl_server_body_refused_total Requests answered 503"
-         " because --max-buffered was spent.\n"
-         "# TYPE gpufl_server_body_refused_total counter\n"
-         "gpufl_server_body_refused_total %llu\n",
-         (unsigned long long)GET(m->body_refused_budget));
+    one(b, "gpufl_server_kafka_offset_resets_total", "counter",
+        "Kafka partitions whose committed offset had fallen out of the"
+        " broker's retention (reset to the earliest message kept).",
+        GET(m->kafka_resets));
+    one(b, "gpufl_server_kafka_skipped_messages_total", "counter",
+        "Kafka messages skipped by those resets (deleted by the broker"
+        " before they were read).",
+        GET(m->kafka_skipped));
+    one(b, "gpufl_server_kafka_errors_total", "counter",
+        "Errors the Kafka consumer reported (broker unreachable, unknown"
+        " topic, ...); offset resets are counted apart.",
+        GET(m->kafka_errors));
+    one(b, "gpufl_server_connections", "gauge", "Connections held now.",
+        g->conns_open);
+    prom_family(b, "gpufl_server_connections_refused_total", "counter",
+                "Connections answered and closed on arrival: over"
+                " --max-conns-per-ip (per_address, 429) or --max-conns"
+                " (full, 503).");
+    l[0] = (prom_label){ "why", "per_address" };
+    prom_u64(b, "gpufl_server_connections_refused_total", l, 1,
+             GET(m->conn_refused_ip));
+    l[0].value = "full";
+    prom_u64(b, "gpufl_server_connections_refused_total", l, 1,
+             GET(m->conn_refused_full));
+    one(b, "gpufl_server_connections_timed_out_total", "counter",
+        "Connections shut down past a deadline (--header-timeout,"
+        " --timeout).",
+        GET(m->conn_timeouts));
+    one(b, "gpufl_server_body_buffered_bytes", "gauge",
+        "Request body bytes held in memory now (at most --max-buffered).",
+        g->body_buffered);
+    one(b, "gpufl_server_body_refused_total", "counter",
+        "Requests answered 503 because --max-buffered was spent.",
+        GET(m->body_refused_budget));
 }

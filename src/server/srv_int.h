@@ -11,7 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/buf.h"
+#include "common/jsonl.h"
 #include "common/jw.h"
+#include "common/log.h"
 #include "common/opt.h"
 #include "store.h"
 
@@ -51,6 +54,7 @@ typedef struct srv_config {
     uint64_t retention_interval_s;
     uint64_t quiet;
     uint64_t kafka_batch;
+    int log_level, log_format; /* GLOG_* (common/log.h) */
 } srv_config;
 
 extern const opt_prog srv_prog;
@@ -100,8 +104,11 @@ typedef struct srv_gauges {
     uint64_t body_buffered;     /* request body bytes held now */
 } srv_gauges;
 
-/* Prometheus text into w. */
-void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, jw *w);
+/* The largest /metrics answer (bytes): a few KiB today. */
+#define SRV_METRICS_MAX (1u << 20)
+
+/* The Prometheus text exposition, appended to b (errors stick in b). */
+void srv_metrics_write(const srv_metrics *m, const srv_gauges *g, gbuf *b);
 
 /* ---- the server ---- */
 
@@ -248,6 +255,12 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */
 void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o);
+/* The body of POST /api/v1/memprof, parsed into d, checked and read into
+ * *p: 0, or the HTTP status (400, 413, 500) with why.  *stacks (caller
+ * frees, also after a refusal) holds p->n stacks whose strings borrow d's
+ * line.  Exposed for tests/fuzz/fuzz_memprof_post.c. */
+int srv_memprof_parse(jsonl_doc *d, srv_memprof *p, srv_memstack **stacks,
+                      char *why, size_t cap);
 void srv_api_memory(srv *s, srv_req *r, srv_resp *o, const char *sid, int list);
 /* Opens the web UI's folder for srv_static_handle: --ui-dir, or without
  * it the installed copy or (a binary in its build tree) the source tree's

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 
 /* A reconnection nobody had to wait for (the server closed an idle
  * connection and it was made again before any command failed) is logged
@@ -98,10 +99,10 @@ void sq_health_watch(void *arg, int ev, const char *why)
             h->down = 1;
             h->down_since = now;
             h->last_log = now;
-            fprintf(stderr,
-                    "gpufl-server: the database is unavailable (%s);"
-                    " answering 503 (agents retry) and reconnecting\n",
-                    msg);
+            glog_error("db",
+                       "the database is unavailable (%s);"
+                       " answering 503 (agents retry) and reconnecting",
+                       msg);
         }
         break;
     case SDB_EV_UP:
@@ -111,34 +112,34 @@ void sq_health_watch(void *arg, int ev, const char *why)
             /* sessions were silent because we could not hear: staleness
              * counts from here (srv_store_mark_stale) */
             h->up_wall = (uint64_t)time(NULL);
-            fprintf(stderr,
-                    "gpufl-server: the database is reachable again"
-                    " (reconnected after %.1f s)\n",
-                    (double)(now - h->down_since) / 1e9);
+            glog_info("db",
+                      "the database is reachable again"
+                      " (reconnected after %.1f s)",
+                      (double)(now - h->down_since) / 1e9);
         } else if (!h->last_log || now - h->last_log >= HEALTH_QUIET_LOG_NS) {
             h->last_log = now;
-            fprintf(stderr,
-                    "gpufl-server: reconnected to the database (the old"
-                    " connection had ended: %s)\n",
-                    msg);
+            glog_info("db",
+                      "reconnected to the database (the old"
+                      " connection had ended: %s)",
+                      msg);
         }
         break;
     case SDB_EV_NOSPC:
         __atomic_store_n(&h->nospc, 1, __ATOMIC_RELAXED);
         if (!h->nospc_logged) {
             __atomic_store_n(&h->nospc_logged, 1, __ATOMIC_RELAXED);
-            fprintf(stderr,
-                    "gpufl-server: a database write failed for want of disk"
-                    " space (%s); ingest answers 503 (agents retry) and"
-                    " /readyz is not ready until a write succeeds\n",
-                    msg);
+            glog_error("db",
+                       "a database write failed for want of disk"
+                       " space (%s); ingest answers 503 (agents retry) and"
+                       " /readyz is not ready until a write succeeds",
+                       msg);
         }
         break;
     case SDB_EV_COMMIT:
         __atomic_store_n(&h->nospc, 0, __ATOMIC_RELAXED);
         if (h->nospc_logged) {
             __atomic_store_n(&h->nospc_logged, 0, __ATOMIC_RELAXED);
-            fprintf(stderr, "gpufl-server: database writes succeed again\n");
+            glog_info("db", "database writes succeed again");
         }
         break;
     default: break;

@@ -18,6 +18,8 @@
  */
 #include "store_sql_int.h"
 
+#include "common/buf.h"
+
 #include <gpufl/gpufl.h>
 
 #include <stdio.h>
@@ -35,11 +37,11 @@ typedef struct sq_pend {
     int fresh;
 } sq_pend;
 
-/* COPY rows being built. */
-typedef struct sq_cbuf {
-    char *p;
-    size_t len, cap;
-} sq_cbuf;
+/* The most bytes of rows one COPY carries.  A batch at the largest
+ * --max-lines (10M) with a distinct row per line (~300 bytes binary, ~400
+ * text) fits; past it the batch fails with GPUFL_ETOOBIG (the agent
+ * retries smaller) rather than growing without bound. */
+#define SQ_COPY_MAX ((size_t)8 << 30)
 
 typedef struct pg_writer {
     sq_pend *pend; /* SQ_PEND_MAX */
@@ -47,8 +49,8 @@ typedef struct pg_writer {
     rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
     sdb_stmt *kmerge; /* kstage -> kernels, RETURNING */
     sdb_stmt *kaget;  /* the stored kagg rows of a batch */
-    sq_cbuf cb;
-    int staged; /* kstage filled in this transaction */
+    gbuf cb;          /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged;       /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging tables (session-local:
@@ -63,27 +65,11 @@ static const char pg_setup_writer[] =
 
 /* ---- COPY rows ---- */
 
-/* Room for n more bytes. */
-static int cb_reserve(sq_cbuf *b, size_t n)
-{
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        char *p;
-        while (cap < b->len + n)
-            cap *= 2;
-        if (!(p = realloc(b->p, cap)))
-            return GPUFL_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    return GPUFL_OK;
-}
-
 /* Text format: cb_i/_f append a column, then sep ('\t' or '\n'), into
  * room the caller reserved (CB_COL bytes a column). */
 #define CB_COL 32
 
-static void cb_i(sq_cbuf *b, int64_t v, char sep)
+static void cb_i(gbuf *b, int64_t v, char sep)
 {
     char tmp[24];
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -101,7 +87,7 @@ static void cb_i(sq_cbuf *b, int64_t v, char sep)
 }
 
 /* text of n bytes, escaped: reserve 2 * n + 1 */
-static void cb_text(sq_cbuf *b, const char *p, size_t n, char sep)
+static void cb_text(gbuf *b, const char *p, size_t n, char sep)
 {
     /* COPY's text format: backslash, tab, newline and CR escaped; text
      * stops at a NUL (PostgreSQL text cannot hold one) */
@@ -116,7 +102,7 @@ static void cb_text(sq_cbuf *b, const char *p, size_t n, char sep)
     b->p[b->len++] = sep;
 }
 
-static void cb_f(sq_cbuf *b, double v, char sep)
+static void cb_f(gbuf *b, double v, char sep)
 {
     /* the same text pg_bind_f64 sends */
     b->len += (size_t)snprintf(b->p + b->len, CB_COL, "%.17g", v);
@@ -126,19 +112,19 @@ static void cb_f(sq_cbuf *b, double v, char sep)
 /* Binary format (the server parses no text: about a tenth of its CPU per
  * kernel): the header, then per row the field count and each field as a
  * length and big-endian bytes (-1: NULL), then the trailer. */
-static void cb_be(sq_cbuf *b, uint64_t v, int bytes)
+static void cb_be(gbuf *b, uint64_t v, int bytes)
 {
     for (int i = bytes - 1; i >= 0; i--)
         b->p[b->len++] = (char)(v >> (8 * i));
 }
 
-static int cb_bin_begin(sq_cbuf *b)
+static int cb_bin_begin(gbuf *b)
 {
     static const char sig[11] = { 'P',  'G',    'C',  'O',  'P', 'Y',
                                   '\n', '\377', '\r', '\n', '\0' };
-    b->len = 0;
-    if (cb_reserve(b, 32))
-        return GPUFL_ENOMEM;
+    gbuf_reset(b);
+    if (gbuf_grow(b, 32))
+        return b->err;
     memcpy(b->p, sig, sizeof(sig));
     b->len = sizeof(sig);
     cb_be(b, 0, 4); /* flags */
@@ -146,18 +132,17 @@ static int cb_bin_begin(sq_cbuf *b)
     return GPUFL_OK;
 }
 
-static int cb_bin_end(sq_cbuf *b)
+static int cb_bin_end(gbuf *b)
 {
-    if (cb_reserve(b, 2))
-        return GPUFL_ENOMEM;
+    if (gbuf_grow(b, 2))
+        return b->err;
     cb_be(b, 0xffff, 2);
     return GPUFL_OK;
 }
 
 /* The kernel row, in the table's column order: 24 bigints and occ, a
  * double precision; occ and tid may be NULL. */
-static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
-                     const sq_launch *l)
+static int cb_kernel(gbuf *b, int64_t sess, const srv_ev *e, const sq_launch *l)
 {
     /* the launching thread, said only with the call's times */
     int no_tid = !e->tid || !e->api_dur;
@@ -187,8 +172,8 @@ static int cb_kernel(sq_cbuf *b, int64_t sess, const srv_ev *e,
                       (int64_t)e->flags,
                       (int64_t)e->tid };
 
-    if (cb_reserve(b, 2 + 25 * 12))
-        return GPUFL_ENOMEM;
+    if (gbuf_grow(b, 2 + 25 * 12))
+        return b->err;
     cb_be(b, 25, 2);
     for (int c = 0; c < 25; c++) {
         if ((c == 17 && l->occ < 0) || (c == 24 && no_tid)) {
@@ -371,7 +356,7 @@ static int flush_kagg(srv_store *s)
 {
     static const char hx[] = "0123456789abcdef";
     pg_writer *pw = s->wst;
-    sq_cbuf *cb = &pw->cb;
+    gbuf *cb = &pw->cb;
     sdb_stmt *g = pw->kaget;
     const uint64_t *k;
     int rc, first = 1;
@@ -379,15 +364,15 @@ static int flush_kagg(srv_store *s)
     if (!s->kagg.n)
         return GPUFL_OK;
     /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
-    cb->len = 0;
+    gbuf_reset(cb);
     for (int col = 0; col < 2; col++) {
         size_t start = cb->len;
         first = 1;
         for (size_t i = 0; i < s->kagg.cap; i++) {
             if (!rl_map_at(&s->kagg, i, &k))
                 continue;
-            if (cb_reserve(cb, CB_COL + 2))
-                return GPUFL_ENOMEM;
+            if (gbuf_grow(cb, CB_COL + 2))
+                return cb->err;
             if (first)
                 cb->p[cb->len++] = '{';
             first = 0;
@@ -406,7 +391,7 @@ static int flush_kagg(srv_store *s)
     sdb_reset(g);
     if (rc != SDB_DONE)
         return sq_err(rc);
-    cb->len = 0;
+    gbuf_reset(cb);
     for (size_t i = 0; i < s->kagg.cap; i++) {
         sq_kagg *a = rl_map_at(&s->kagg, i, &k);
         unsigned char h[RL_HIST_ENC_MAX];
@@ -414,8 +399,8 @@ static int flush_kagg(srv_store *s)
         if (!a)
             continue;
         hn = rl_hist_encode(a->hist, h);
-        if (cb_reserve(cb, 10 * CB_COL + 2 * hn + 8))
-            return GPUFL_ENOMEM;
+        if (gbuf_grow(cb, 10 * CB_COL + 2 * hn + 8))
+            return cb->err;
         cb_i(cb, (int64_t)k[0], '\t');
         cb_i(cb, (int64_t)k[1], '\t');
         cb_i(cb, (int64_t)a->n, '\t');
@@ -444,19 +429,19 @@ static int flush_kagg(srv_store *s)
 static int pg_flush(srv_store *s)
 {
     pg_writer *pw = s->wst;
-    sq_cbuf *cb = &pw->cb;
+    gbuf *cb = &pw->cb;
     const uint64_t *k;
     int rc;
 
     if ((rc = flush_pending(s)) != 0 || (rc = flush_kagg(s)) != 0)
         return rc;
-    cb->len = 0;
+    gbuf_reset(cb);
     for (size_t i = 0; i < s->tl.cap; i++) {
         sq_tl *t = rl_map_at(&s->tl, i, &k);
         if (!t)
             continue;
-        if (cb_reserve(cb, 8 * CB_COL))
-            return GPUFL_ENOMEM;
+        if (gbuf_grow(cb, 8 * CB_COL))
+            return cb->err;
         for (int j = 0; j < 4; j++)
             cb_i(cb, (int64_t)k[j], '\t');
         cb_i(cb, (int64_t)t->n, '\t');
@@ -466,13 +451,13 @@ static int pg_flush(srv_store *s)
     }
     if (s->tl.n && (rc = stage_merge(s, "tlstage", "tl", WS_TL)) != 0)
         return rc;
-    cb->len = 0;
+    gbuf_reset(cb);
     for (size_t i = 0; i < s->kscope.cap; i++) {
         uint64_t *v = rl_map_at(&s->kscope, i, &k);
         if (!v)
             continue;
-        if (cb_reserve(cb, 4 * CB_COL))
-            return GPUFL_ENOMEM;
+        if (gbuf_grow(cb, 4 * CB_COL))
+            return cb->err;
         cb_i(cb, (int64_t)k[0], '\t');
         cb_i(cb, (int64_t)k[1], '\t');
         cb_i(cb, (int64_t)v[0], '\t');
@@ -592,13 +577,13 @@ static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
 static int pg_memstacks(srv_store *s, int64_t prof, const srv_memprof *p)
 {
     pg_writer *pw = s->wst;
-    sq_cbuf *cb = &pw->cb;
+    gbuf *cb = &pw->cb;
     int rc;
 
-    cb->len = 0;
+    gbuf_reset(cb);
     for (size_t i = 0; i < p->n; i++) {
-        if ((rc = cb_reserve(cb,
-                             10 * CB_COL + 2 * p->stacks[i].frames.n + 1)) != 0)
+        if ((rc = gbuf_grow(cb, 10 * CB_COL + 2 * p->stacks[i].frames.n + 1)) !=
+            0)
             return rc;
         cb_i(cb, prof, '\t');
         cb_i(cb, (int64_t)i, '\t');
@@ -629,6 +614,7 @@ static int pg_open(srv_store *s, char *eb, size_t ec)
     if (!pw)
         return GPUFL_ENOMEM;
     s->wst = pw;
+    gbuf_init(&pw->cb, SQ_COPY_MAX);
     rl_map_init(&pw->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
     if (!(pw->pend = calloc(SQ_PEND_MAX, sizeof(*pw->pend))))
         return GPUFL_ENOMEM;
@@ -659,7 +645,7 @@ static void pg_close(srv_store *s)
     sdb_finalize(pw->kaget);
     rl_map_release(&pw->pend_idx);
     free(pw->pend);
-    free(pw->cb.p);
+    gbuf_release(&pw->cb);
     free(pw);
     s->wst = NULL;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "common/log.h"
 
 /* Largest PEM file read: a key, or a certificate with its chain. */
 #define TLS_PEM_MAX (1u << 20)
@@ -91,8 +92,7 @@ static int check_pair(const srv_config *c, const char *cert, const char *key,
     else
         rc = GPUFL_OK;
     if (!rc && X509_cmp_current_time(X509_get0_notAfter(x)) < 0)
-        fprintf(stderr, "gpufl-server: warning: --tls-cert %s has expired\n",
-                c->tls_cert);
+        glog_warn("tls", "warning: --tls-cert %s has expired", c->tls_cert);
     ERR_clear_error();
     X509_free(x);
     EVP_PKEY_free(k);

@@ -26,6 +26,8 @@ if(TARGET gpufl-agent)
   set(GPUFL_AGENT_CASES e2e kill9 outage storm truncate deadletter
       corrupt_cursor cli status zst_restart)
   list(APPEND GPUFL_AGENT_CASES kafka kafka_down s3 server)
+  # client TLS against the real gpufl-server (docs/agent.md "Tests")
+  list(APPEND GPUFL_AGENT_CASES tls)
   # no silent loss (docs/agent.md "Tests")
   list(APPEND GPUFL_AGENT_CASES rotate_prune restart_prune ack hostile
        many_files marker)

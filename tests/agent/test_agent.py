@@ -472,6 +472,46 @@ def case_s3(work):
         subprocess.run([CEPH, "stop", cdir], timeout=60)
 
 
+ADMIN = "ADMIN-TOKEN-1-0123456789abcdef0123456789"
+
+
+def start_server(work, extra=(), scheme="http"):
+    """The real gpufl-server on an ephemeral port: (process, base URL)."""
+    out = open(os.path.join(work, "server.out"), "w+")
+    p = subprocess.Popen([os.path.join(BIN, "gpufl-server"), "--listen",
+                          "127.0.0.1:0", "--data-dir",
+                          os.path.join(work, "data"), "--admin-token", ADMIN,
+                          "--quiet"] + list(extra), stdout=out,
+                         stderr=subprocess.STDOUT)
+    url = []
+
+    def listening():
+        out.seek(0)
+        for line in out:
+            if "listening on %s://" % scheme in line:
+                url.append(line.split("listening on ")[1].split()[0])
+                return True
+        return False
+    wait_for(listening, 30, "gpufl-server to listen on " + scheme)
+    return p, url[0]
+
+
+def server_counts(base, context=None):
+    """{session id: lines stored} as the server's API says."""
+    req = urllib.request.Request(base + "/api/v1/sessions",
+                                 headers={"Authorization": "Bearer " + ADMIN})
+    with urllib.request.urlopen(req, timeout=10, context=context) as r:
+        items = json.loads(r.read())["items"]
+    return {i["id"]: i["counts"]["lines"] for i in items}
+
+
+def lines_per_sid(logs):
+    per_sid = {}
+    for (sid, st, seq) in expected(logs):
+        per_sid[sid] = per_sid.get(sid, 0) + 1
+    return per_sid
+
+
 def case_server(work):
     """The real gpufl-server (when built): every line stored once, a full
     re-send de-duplicated, a wrong token refused."""
@@ -483,34 +523,11 @@ def case_server(work):
     os.makedirs(logs)
     train(logs, 300, 50, rotate=65536, zstd=True)
     workload(logs, 2, 200, rotate=16384)
-    out = open(os.path.join(work, "server.out"), "w+")
-    p = subprocess.Popen([srv, "--listen", "127.0.0.1:0", "--data-dir",
-                          os.path.join(work, "data"), "--admin-token",
-                          "ADMIN-TOKEN-1-0123456789abcdef0123456789", "--quiet"], stdout=out,
-                         stderr=subprocess.STDOUT)
-    url = []
-
-    def listening():
-        out.seek(0)
-        for line in out:
-            if "listening on http://" in line:
-                url.append(line.split("listening on ")[1].split()[0])
-                return True
-        return False
-    wait_for(listening, 30, "gpufl-server to listen")
-    base = url[0]
-    want = expected(logs)
-    per_sid = {}
-    for (sid, st, seq) in want:
-        per_sid[sid] = per_sid.get(sid, 0) + 1
+    p, base = start_server(work)
+    per_sid = lines_per_sid(logs)
 
     def counts():
-        req = urllib.request.Request(
-            base + "/api/v1/sessions",
-            headers={"Authorization": "Bearer ADMIN-TOKEN-1-0123456789abcdef0123456789"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            items = json.loads(r.read())["items"]
-        return {i["id"]: i["counts"]["lines"] for i in items}
+        return server_counts(base)
     bad = Agent(work, [logs], base + "/api/v1/events/", ["--token=nope",
                                                           "--retry-max-ms=200"],
                 name="bad")
@@ -521,7 +538,7 @@ def case_server(work):
           "a wrong token was not refused")
     for run in range(2):
         a = Agent(work, [logs], base + "/api/v1/events/",
-                  env={"GPUFL_AGENT_TOKEN": "ADMIN-TOKEN-1-0123456789abcdef0123456789"},
+                  env={"GPUFL_AGENT_TOKEN": ADMIN},
                   name="run%d" % run)
         if run:
             a.cursor += ".fresh"   # everything again: duplicates
@@ -531,6 +548,84 @@ def case_server(work):
               % (counts(), per_sid))
     p.terminate()
     p.wait(timeout=30)
+
+
+def case_tls(work):
+    """Client TLS (issue 17): the real gpufl-server with --tls-cert/--tls-key
+    from a CA made here.  With the system's CAs, or --ca-file of another
+    CA, the agent refuses the server, says why once for the burst (json
+    log lines), retries and acknowledges nothing; with --ca-file of the
+    right CA every line arrives, none lost (the same cursor throughout).
+    A token over plain http to another machine is warned about at start,
+    https and loopback are not."""
+    import ssl
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
+                                    "server"))
+    import srvtest  # noqa: E402
+    srv = os.path.join(BIN, "gpufl-server")
+    if not os.path.exists(srv):
+        print("SKIP tls: gpufl-server is not built")
+        return SKIP
+    pki = srvtest.make_pki(os.path.join(work, "pki"))
+    if not pki:
+        print("SKIP tls: openssl is not installed")
+        return SKIP
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs)
+    train(logs, 200, 50, rotate=65536, zstd=True)
+    admin = ADMIN
+    p, base = start_server(work, ["--tls-cert", pki["cert"], "--tls-key",
+                                  pki["key"]], scheme="https")
+    ctx = ssl.create_default_context(cafile=pki["ca"])
+
+    def counts():
+        return server_counts(base, ctx)
+    per_sid = lines_per_sid(logs)
+    env = {"GPUFL_AGENT_TOKEN": admin}
+    for name, ca in (("system", None), ("other", pki["other_ca"])):
+        extra = ["--retry-max-ms=200", "--log-format=json"]
+        if ca:
+            extra.append("--ca-file=" + ca)
+        a = Agent(work, [logs], base + "/api/v1/events/", extra, env=env,
+                  name=name)
+        a.start()
+        time.sleep(2.5)
+        check(a.stop() == 0, "%s: the agent did not stop cleanly" % name)
+        lines = srvtest.json_log_lines(a.stderr())
+        refused = [o for o in lines if "certificate was not accepted"
+                   in o["msg"]]
+        check(len(refused) == 1 and refused[0]["level"] == "warn" and
+              refused[0]["component"] == "ship" and
+              refused[0]["program"] == "gpufl-agent" and
+              "retrying" in refused[0]["msg"],
+              "%s: the refusal was not said exactly once:\n%s"
+              % (name, a.stderr()))
+        stats = [o["msg"] for o in lines if o["component"] == "stats"]
+        check(stats and " acked=0 " in stats[-1] and
+              int(stats[-1].split(" retried=")[1].split()[0]) >= 3,
+              "%s: not retried, or acknowledged: %s" % (name, stats[-1:]))
+        check(counts() == {}, "%s: the server stored lines" % name)
+        check("plain http" not in a.stderr(), "%s: warned about https" % name)
+    good = Agent(work, [logs], base + "/api/v1/events/",
+                 ["--ca-file=" + pki["ca"]], env=env, name="good")
+    check(good.once() == 0, "--once over https with --ca-file")
+    check("dead=0" in good.stderr(), "lines refused:\n" + good.stderr())
+    check(counts() == per_sid, "server holds %s, files %s"
+          % (counts(), per_sid))
+    p.terminate()
+    p.wait(timeout=30)
+    # the warning: a token to another machine over plain http, said at
+    # start; not for loopback
+    for host, warned in (("gpufl-test.invalid", True), ("127.0.0.1", False),
+                         ("localhost", False)):
+        a = Agent(work, [logs], "http://%s:9/api/v1/events/" % host,
+                  ["--retry-max-ms=200"], env=env, name="plain_" + host)
+        a.cursor += ".plain"
+        a.start()
+        time.sleep(1)
+        a.stop()
+        said = "is plain http to another machine" in a.stderr()
+        check(said == warned, "%s: warning %s" % (host, said))
 
 
 def case_rotate_prune(work):

@@ -209,7 +209,7 @@ class Demo(unittest.TestCase):
             for k in kernels:
                 n = sess.name(sess.launch(k["cfg"])["name"])
                 names[n] = names.get(n, 0) + 1
-            self.assertEqual({a["name"]: a["count"] for a in agg}, names)
+            self.assertEqual({a["mangled"]: a["count"] for a in agg}, names)
             self.assertEqual(detail["app"], "example_train")
             # the idle detector's verdicts reach the Fleet endpoint
             fleet = wait_for(lambda: srv.get("/api/v1/fleet")["items"], 30,
@@ -435,7 +435,7 @@ class DemoGpu(unittest.TestCase):
                 agg = wait_for(lambda: (lambda a: a if sum(
                     x["count"] for x in a) == 3 * self.STEPS else None)(
                         srv.get(path)["items"]), 30, "stored kernels")
-                self.assertEqual({a["name"]: a["count"] for a in agg}, seen)
+                self.assertEqual({a["mangled"]: a["count"] for a in agg}, seen)
             p.send_signal(signal.SIGINT)
             self.assertEqual(p.wait(60), 0)
         finally:

@@ -7,4 +7,5 @@ gpufl_fuzz_target(jsonl
   FUZZ_SOURCES ${PROJECT_SOURCE_DIR}/src/common/jsonl.c
                ${PROJECT_SOURCE_DIR}/src/common/jw.c
                ${PROJECT_SOURCE_DIR}/src/common/err.c
+               ${PROJECT_SOURCE_DIR}/src/common/buf.c
   FUZZ_LIBS m)

@@ -7,5 +7,7 @@ if(TARGET gpufl_idle)
                  ${PROJECT_SOURCE_DIR}/src/idle/idle_http.c
                  ${PROJECT_SOURCE_DIR}/src/common/jsonl.c
                  ${PROJECT_SOURCE_DIR}/src/common/err.c
-    FUZZ_LIBS PkgConfig::IDLE_CURL)
+    # the HTTP client and buffers linked as built (no coverage): the
+    # parsers are what this target fuzzes
+    FUZZ_LIBS gpufl_httpc gpufl_common PkgConfig::IDLE_CURL)
 endif()

@@ -7,5 +7,5 @@ if(TARGET gpufl_server_core)
                  ${PROJECT_SOURCE_DIR}/src/common/jw.c
                  ${PROJECT_SOURCE_DIR}/src/common/err.c
     FUZZ_INCLUDES ${PROJECT_SOURCE_DIR}/src/server
-    FUZZ_LIBS PkgConfig::ZSTD z m)
+    FUZZ_LIBS gpufl_common PkgConfig::ZSTD z m)
 endif()

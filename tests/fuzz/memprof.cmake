@@ -11,5 +11,5 @@ if(TARGET gpufl_memprof)
                  ${PROJECT_SOURCE_DIR}/src/memprof/python.c
                  ${PROJECT_SOURCE_DIR}/src/common/jw.c
                  ${PROJECT_SOURCE_DIR}/src/common/elfsym.c
-    FUZZ_LIBS z stdc++)
+    FUZZ_LIBS gpufl_common z stdc++)
 endif()

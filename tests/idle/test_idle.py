@@ -128,12 +128,16 @@ def iso(t):
 
 
 class Fixture:
-    def __init__(self):
+    def __init__(self, tls=None):
+        """tls: an ssl.SSLContext to serve https with."""
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Jupyter)
+        if tls:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket,
+                                                server_side=True)
         self.port = self.httpd.server_address[1]
         self.t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.t.start()
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.port)
 
     def close(self):
         self.httpd.shutdown()
@@ -452,6 +456,48 @@ class Signals(unittest.TestCase):
             self.assertEqual(rc, 4)
         finally:
             fx.close()
+
+
+    def test_jupyter_tls(self):
+        """Client TLS (issue 17): Jupyter over https is read when --ca-file
+        names the CA that signed it; with the system's CAs or another CA
+        the session is UNKNOWN with the reason (never stopped); a token
+        over plain http to another machine is warned about."""
+        import ssl
+        pki = srvtest.make_pki(tmpdir("pki"))
+        if not pki:
+            self.skipTest("openssl is not installed")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(pki["cert"], pki["key"])
+        fx = Fixture(ctx)
+        try:
+            Jupyter.kernels = [{"id": "k1", "name": "python3",
+                                "last_activity": iso(time.time() - 5),
+                                "execution_state": "busy", "connections": 1}]
+            spec = "name=nb,jupyter=%s,token=s3cret,devs=0" % fx.url
+            base = ["--once", "--json", "--simulate", "held", "--session",
+                    spec, "--samples", "2"] + FAST
+            rc, out, err = run(base + ["--ca-file", pki["ca"]])
+            s = by_name(json.loads(out))["nb"]
+            self.assertEqual(s["state"], "ACTIVE", err)
+            self.assertIs(s["signals"]["kernel_busy"], True)
+            self.assertNotIn("plain http", err)
+            for ca in (None, pki["other_ca"]):
+                rc, out, err = run(base + (["--ca-file", ca] if ca else []))
+                s = by_name(json.loads(out))["nb"]
+                self.assertEqual(s["state"], "UNKNOWN")
+                self.assertIn("certificate was not accepted",
+                              " ".join(s["reasons"]))
+                self.assertEqual(rc, 4)
+        finally:
+            fx.close()
+        rc, out, err = run(["--once", "--json", "--simulate", "held",
+                            "--session", "name=far,jupyter=http://"
+                            "gpufl-test.invalid:9,token=t,devs=0",
+                            "--samples", "1"] + FAST)
+        self.assertIn("gpufl idle: warning: session far: jupyter=http://"
+                      "gpufl-test.invalid:9 is plain http to another machine",
+                      err)
 
 
 def get(url):

@@ -62,6 +62,12 @@ if(TARGET gpufl-server AND EXISTS ${PROJECT_SOURCE_DIR}/src/server/api_memprof.c
             server ${_mp_args} --server $<TARGET_FILE:gpufl-server>)
   set_tests_properties(memprof_server PROPERTIES TIMEOUT 120
     SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
+  # issue 17: --server over https, verified with --ca-file
+  add_test(NAME memprof_tls
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_memprof.py
+            tls ${_mp_args} --server $<TARGET_FILE:gpufl-server>)
+  set_tests_properties(memprof_tls PROPERTIES TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK memprof_fake_cuda)
   # the same on PostgreSQL, on tests/server's throwaway cluster
   file(GLOB _mp_pg_bins /usr/lib/postgresql/*/bin/initdb)
   if(_mp_pg_bins)

@@ -505,9 +505,72 @@ def run_server(a, d):
         srv.stop()
 
 
+def run_tls(a, d):
+    """Client TLS (issue 17): memprof --server to gpufl-server over https
+    (--tls-cert/--tls-key from a CA made here): pushes verified with
+    --ca-file are stored; with the system's CAs or another CA the push is
+    refused, said with the reason, nothing stored and the exit code 1; a
+    token over plain http to another machine is warned about at start."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+    import srvtest  # noqa: E402
+    import ssl
+    srvtest.SERVER = a.server
+    pki = srvtest.make_pki(os.path.join(d, "pki"))
+    if not pki:
+        print("SKIP: openssl is not installed")
+        sys.exit(77)
+    srv = srvtest.Server(os.path.join(d, "srv"),
+                         args=["--tls-cert", pki["cert"], "--tls-key",
+                               pki["key"]])
+    ctx = ssl.create_default_context(cafile=pki["ca"])
+    base, tok = "https://127.0.0.1:%d" % srv.port, srv.token
+
+    def profiles(host):
+        req = urllib.request.Request(
+            base + "/api/v1/memory/profiles?host=%s&limit=1000" % host)
+        req.add_header("Authorization", "Bearer " + tok)
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            return json.loads(r.read())["items"]
+
+    def push(host, ca, server=base):
+        go, ex = os.path.join(d, host + ".go"), os.path.join(d, host + ".exit")
+        cmd = [a.gpufl, "memprof", "--preload-lib", a.preload_lib,
+               "--server", server, "--token", tok, "--host", host,
+               "--interval", "600", "--output", os.devnull]
+        if ca:
+            cmd += ["--ca-file", ca]
+        p = subprocess.Popen(cmd + ["--preload", "--", a.prog, go, ex],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        open(go, "w").close()
+        check(p.stdout.readline().strip() == "done 0", "tls: workload ran")
+        open(ex, "w").close()
+        out, err = p.communicate(timeout=60)
+        return p.returncode, err
+    try:
+        for host, ca in (("tls-system", None),
+                         ("tls-other", pki["other_ca"])):
+            rc, err = push(host, ca)
+            check(rc == 1, "tls: %s: exit %d (%s)" % (host, rc, err.strip()))
+            check("certificate was not accepted" in err and
+                  "push of pid" in err, "tls: %s: no reason: %s" %
+                  (host, err.strip()))
+            check(profiles(host) == [], "tls: %s: a profile was stored" % host)
+            check("plain http" not in err, "tls: %s: warned" % host)
+        rc, err = push("tls-good", pki["ca"])
+        check(rc == 0, "tls: --ca-file: exit %d (%s)" % (rc, err.strip()))
+        check(len(profiles("tls-good")) >= 1, "tls: --ca-file: not stored")
+        rc, err = push("tls-plain", None, "http://gpufl-test.invalid:9")
+        check(rc == 1 and "--server http://gpufl-test.invalid:9 is plain "
+              "http to another machine" in err,
+              "tls: no warning for plain http (%s)" % err.strip())
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("preload", "ebpf", "server"))
+    ap.add_argument("mode", choices=("preload", "ebpf", "server", "tls"))
     ap.add_argument("--gpufl", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--preload-lib", required=True)
@@ -520,8 +583,8 @@ def main():
         sys.exit(77)
     d = tempfile.mkdtemp(prefix="memprof-", dir=a.tmp)
     try:
-        {"preload": run_preload, "ebpf": run_ebpf, "server": run_server}[
-            a.mode](a, d)
+        {"preload": run_preload, "ebpf": run_ebpf, "server": run_server,
+         "tls": run_tls}[a.mode](a, d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("%s: %d failures" % (a.mode, memprof_common.failures))

@@ -101,6 +101,54 @@ def api_json(data):
     return api_decode(json.loads(data))
 
 
+def make_pki(d):
+    """A test CA, a server certificate it signs for 127.0.0.1 and
+    localhost, and another CA that signed nothing, made with openssl in
+    folder d: {"ca", "cert", "key", "other_ca"} paths, or None when openssl
+    is not installed."""
+    import shutil
+    if not shutil.which("openssl"):
+        return None
+    os.makedirs(d, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+          "-nodes"]
+
+    def ossl(*args):
+        subprocess.run(["openssl"] + list(args), cwd=d, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=30)
+    ossl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=gpufl test CA",
+         "-keyout", "ca.key", "-out", "ca.crt")
+    ossl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=another CA",
+         "-keyout", "other.key", "-out", "other.crt")
+    ossl("req", *ec, "-subj", "/CN=localhost", "-keyout", "srv.key",
+         "-out", "srv.csr")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ossl("x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey",
+         "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext",
+         "-out", "srv.crt")
+    return {"ca": os.path.join(d, "ca.crt"), "cert": os.path.join(d, "srv.crt"),
+            "key": os.path.join(d, "srv.key"),
+            "other_ca": os.path.join(d, "other.crt")}
+
+
+def json_log_lines(text):
+    """The lines of a --log-format json stderr, each parsed; an
+    AssertionError names the first that is not one log object."""
+    out = []
+    for line in text.splitlines():
+        try:
+            o = json.loads(line)
+        except ValueError:
+            raise AssertionError("not a JSON log line: %r" % line)
+        if not (isinstance(o, dict) and {"ts", "level", "program",
+                                         "component", "msg"} <= set(o)):
+            raise AssertionError("not a log object: %r" % line)
+        out.append(o)
+    return out
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUFL_SERVER_") and not k.startswith("GPUFL_")

@@ -409,14 +409,21 @@ static void test_rollup_saturates(void)
         jw_init(&w, out, sizeof(out));
         CHECK(srv_store_q_timeline(s, &qq, &w) == GPUFL_OK);
         jw_put(&w, "", 1);
-        /* one lane, the three kernels in its first bucket (too long to
-         * spread), busy time saturated */
+        /* one lane; the three kernels, too long for the rollup's spread
+         * (their time saturated its first bucket), spread exactly over
+         * every column they occupy (klong): a middle column holds 3
+         * whole column widths, no sum wraps */
+        uint64_t bw = (1002 + 4700000000000000000ull + 1 - 100 + 9) / 10;
+        char col[32];
         CHECK_JLEN(out, "lanes", 1);
-        CHECK_JLEN(out, "lanes.0.buckets", 1);
+        CHECK_JLEN(out, "lanes.0.buckets", 10);
         CHECK_JI64(out, "lanes.0.buckets.0.0", 0);
         CHECK_JI64(out, "lanes.0.buckets.0.1", 3);
-        CHECK_JDEC(out, "lanes.0.buckets.0.2", INT64_MAX);
         CHECK_JI64(out, "lanes.0.buckets.0.3", 1);
+        for (int c = 1; c < 9; c++) {
+            snprintf(col, sizeof(col), "lanes.0.buckets.%d.2", c);
+            CHECK_JDEC(out, col, (int64_t)(3 * bw));
+        }
     }
     CHECK_JI64(session(s, SIDE), "counts.kernels", 3);
     srv_store_close(s);
