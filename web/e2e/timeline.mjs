@@ -311,6 +311,12 @@ export async function testNames({ page, U, get, check, sid }) {
     tipName = ((await page.textContent('.timeline .tip')) ?? '').split('\n')[0];
     if (tipName !== k.name) bad.push('tooltip "' + tipName.slice(0, 60) + '"');
   } else bad.push(tipName);
+  // the names on the kernels stay inside them
+  await page.mouse.move(1, 1);
+  await idleWait(page);
+  const fit = await labelFit(page);
+  for (const b of fit.bad) bad.push('timeline label ' + b);
+  if (fit.n < 5 || !fit.elided || fit.elided === fit.n) bad.push(`${fit.n} timeline labels, ${fit.elided} elided`);
   // aggregates: one row per recorded name
   await page.click('[data-testid=ktab-agg]');
   await page.waitForSelector('[data-testid=agg-row]');
@@ -322,9 +328,32 @@ export async function testNames({ page, U, get, check, sid }) {
   check(
     'tl_names',
     !bad.length && templ > 0 && elided > 0 && agg.items.length === new Set(agg.items.map((x) => x.mangled)).size,
-    `${cells.length} rows, ${templ} with template arguments, ${elided} elided by their cell only; inspector and tooltip: "${k.name.slice(0, 70)}…"; ${aggRows.length} aggregate rows (API ${agg.items.length})` +
+    `${cells.length} rows, ${templ} with template arguments, ${elided} elided by their cell only; ${fit.n} timeline labels inside their kernels (${fit.elided} elided); inspector and tooltip: "${k.name.slice(0, 70)}…"; ${aggRows.length} aggregate rows (API ${agg.items.length})` +
       (bad.length ? '; ' + bad.slice(0, 5).join('; ') : ''),
   );
+}
+
+/* The names drawn on kernels and scopes stay inside their cell: each one
+   measured in the canvas's font is no wider than its cell's room; a name
+   is whole, or a prefix of the whole name and an ellipsis. */
+export async function labelFit(page) {
+  const xs = await page.evaluate(() => {
+    const t = window.__uiTest.timeline;
+    const g = document.createElement('canvas').getContext('2d');
+    g.font = t.font;
+    return t.texts.map((x) => ({ ...x, mw: g.measureText(x.text).width }));
+  });
+  const bad = [];
+  let elided = 0;
+  for (const x of xs) {
+    if (x.mw > x.w + 0.5)
+      bad.push(`"${x.text.slice(0, 40)}" ${x.mw.toFixed(1)} px wide in a ${x.w.toFixed(1)} px cell`);
+    if (x.text.endsWith('…') && x.text !== x.full) {
+      elided++;
+      if (!x.full.startsWith(x.text.slice(0, -1))) bad.push(`"${x.text.slice(0, 40)}" is not a prefix of its name`);
+    } else if (x.text !== x.full) bad.push(`"${x.text.slice(0, 40)}" is neither whole nor elided`);
+  }
+  return { n: xs.length, elided, bad };
 }
 
 /* The CUDA API lane of each launching thread; selecting a kernel draws the
@@ -793,6 +822,8 @@ export async function testScopeLane({ page, U, get, check, sid, shot }) {
   if (!shown.length) bad.push('no scope instances drawn');
   for (const x of shown) if (!names.has(x.name)) bad.push('scope "' + x.name + '" not in the export');
   const depths = new Set(shown.map((x) => x.depth));
+  const fit = await labelFit(page);
+  for (const b of fit.bad) bad.push('label ' + b);
   // click the widest root scope in view: its range is selected
   const root =
     shown.filter((x) => x.depth === 0 && x.t > t.t0 && x.t + x.dur < t.t1).sort((p, q) => q.dur - p.dur)[0] ??
@@ -812,7 +843,7 @@ export async function testScopeLane({ page, U, get, check, sid, shot }) {
   check(
     'tl_scopes',
     !bad.length && depths.size >= 2,
-    `${lanes.length} scope lanes, ${shown.length} instances in view (names: ${[...new Set(shown.map((x) => x.name))].slice(0, 6).join(', ')}), depths ${[...depths].join(',')}; click "${root?.name}" selected ${sel ? ((sel.t1 - sel.t0) / 1e6).toFixed(3) + ' ms' : 'nothing'}` +
+    `${lanes.length} scope lanes, ${shown.length} instances in view (names: ${[...new Set(shown.map((x) => x.name))].slice(0, 6).join(', ')}), depths ${[...depths].join(',')}, ${fit.n} names inside their boxes; click "${root?.name}" selected ${sel ? ((sel.t1 - sel.t0) / 1e6).toFixed(3) + ' ms' : 'nothing'}` +
       (bad.length ? '; ' + bad.slice(0, 4).join('; ') : ''),
   );
   await page.keyboard.press('Escape');

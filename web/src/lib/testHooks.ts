@@ -13,6 +13,8 @@ export interface TimelineDraw {
   base: string;
   rects: number; // kernel lanes painted
   labels: number;
+  texts: { text: string; full: string; w: number }[]; // names drawn on kernels and scopes: as drawn, whole, the cell's room (css px)
+  font: string; // the canvas font they were drawn in
   mode: string; // raw: every lane exact; summary: some lane from columns; loading: a stretch not loaded
   ms: number;
   frames: number[]; // draw times (ms), newest last

@@ -39,7 +39,7 @@ import type {
   KernelItem,
   Page,
 } from '../lib/types';
-import { testHooks } from '../lib/testHooks';
+import { testHooks, type TimelineDraw } from '../lib/testHooks';
 import {
   aLane,
   clampView,
@@ -638,14 +638,17 @@ export function Timeline(props: Props) {
     // kernel names on wide kernels (whole name, elided only when too long)
     g.fillStyle = '#f2f4f8';
     let nl = 0;
+    const texts: TimelineDraw['texts'] = [];
     for (const lb of labels) {
       if (nl > 500) break;
-      const text = fitText(g, nameOf(lb.name), lb.w - 6);
+      const full = nameOf(lb.name);
+      const text = fitText(g, full, lb.w - 6);
       if (!text) continue;
       g.fillText(text, lb.x + 3, lb.y + lb.h - 7);
+      if (testHooks.on) texts.push({ text, full, w: lb.w - 6 });
       nl++;
     }
-    drawScopeNames(g, pc);
+    drawScopeNames(g, texts);
     drawOverlays(g, W, H);
     if (testHooks.on) {
       const now = performance.now();
@@ -654,7 +657,7 @@ export function Timeline(props: Props) {
     }
     S.labels = labels;
     S.boxes = pc.boxes ?? [];
-    if (testHooks.on) publish(W, H, painted, nl, performance.now() - t0, tk.labels, tk.at);
+    if (testHooks.on) publish(W, H, painted, nl, performance.now() - t0, tk.labels, tk.at, texts, g.font);
     updateStatus();
   };
 
@@ -737,8 +740,7 @@ export function Timeline(props: Props) {
     }
   };
 
-  const drawScopeNames = (g: CanvasRenderingContext2D, pc: { dpr: number }) => {
-    void pc;
+  const drawScopeNames = (g: CanvasRenderingContext2D, texts: TimelineDraw['texts']) => {
     const v = S.v;
     g.fillStyle = '#e6f2ec';
     for (const l of S.lanes) {
@@ -748,7 +750,9 @@ export function Timeline(props: Props) {
         const x2 = Math.min(S.W, xOf(s.t + s.dur, v, S.W));
         if (x2 - x1 < 30) continue;
         const text = fitText(g, s.name, x2 - x1 - 6);
-        if (text) g.fillText(text, LABEL_W + x1 + 3, l.y + l.h - 4);
+        if (!text) continue;
+        g.fillText(text, LABEL_W + x1 + 3, l.y + l.h - 4);
+        if (testHooks.on) texts.push({ text, full: s.name, w: x2 - x1 - 6 });
       }
     }
   };
@@ -1010,6 +1014,8 @@ export function Timeline(props: Props) {
     ms: number,
     ticks: string[],
     tickAt: number[],
+    texts: TimelineDraw['texts'],
+    font: string,
   ) => {
     S.frames.push(ms);
     if (S.frames.length > 4000) S.frames.splice(0, 2000);
@@ -1029,6 +1035,8 @@ export function Timeline(props: Props) {
       base: base.toString(),
       rects: painted,
       labels,
+      texts,
+      font,
       mode: loading ? 'loading' : summary ? 'summary' : exact ? 'raw' : 'empty',
       ms,
       frames: S.frames,
@@ -1688,21 +1696,38 @@ export function Timeline(props: Props) {
   );
 }
 
-/* A label cut to w px with an ellipsis, from one average character width
-   measured per font (Perfetto's way: measureText per label costs ~8 µs,
-   too much for hundreds of labels a frame). */
-const charW = new Map<string, number>();
+/* A label cut to w px with an ellipsis.  Widths are summed from each
+   character's advance, measured once per font (measureText per label costs
+   ~8 µs, too much for hundreds of labels a frame; one average character
+   width let "sm90_xmma_gemm_..." run 50 px into the next kernel).  One
+   pixel is kept for kerning and rounding. */
+const charW = new Map<string, Map<number, number>>();
 function fitText(g: CanvasRenderingContext2D, s: string, w: number): string {
   if (w < 14) return '';
-  let cw = charW.get(g.font);
-  if (cw === undefined) {
-    const sample = 'void at::native::vectorized_elementwise_kernel<4, float>(int)';
-    cw = g.measureText(sample).width / sample.length;
-    charW.set(g.font, cw);
+  let m = charW.get(g.font);
+  if (!m) {
+    m = new Map();
+    charW.set(g.font, m);
   }
-  const n = Math.floor(w / cw);
-  if (s.length <= n) return s;
-  return n >= 3 ? s.slice(0, n - 1) + '…' : '';
+  const cw = (code: number) => {
+    let x = m.get(code);
+    if (x === undefined) {
+      x = g.measureText(String.fromCharCode(code)).width;
+      m.set(code, x);
+    }
+    return x;
+  };
+  const room = w - 1;
+  const ell = cw(0x2026);
+  let sum = 0;
+  let n = -1; // the longest prefix that fits with an ellipsis after it
+  for (let i = 0; i < s.length; i++) {
+    const c = cw(s.charCodeAt(i));
+    if (n < 0 && sum + c + ell > room) n = i;
+    sum += c;
+    if (sum > room) return n >= 2 ? s.slice(0, n) + '…' : '';
+  }
+  return s;
 }
 
 function firstFrom(spans: { t: number }[], t: number): number {
