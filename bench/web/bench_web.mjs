@@ -166,6 +166,7 @@ try {
           const rect = c.getBoundingClientRect();
           const tl = window.__uiTest.timeline;
           const drawsBefore = tl.frames.length;
+          const phasesBefore = tl.phases.length;
           const longBefore = window.__long.length;
           const deltas = [];
           let last = performance.now();
@@ -202,6 +203,7 @@ try {
                 res({
                   deltas: deltas.slice(1),
                   draws: t.frames.slice(drawsBefore),
+                  phases: t.phases.slice(phasesBefore),
                   long: window.__long.slice(longBefore).map((x) => x[1]),
                   view: [t.t0, t.t1],
                 });
@@ -216,6 +218,12 @@ try {
     const lmax = r.long.length ? Math.max(...r.long) : 0;
     console.log(
       `bench_web: ${name.padEnd(14)} ${String(r.deltas.length).padStart(3)} frames: frame median ${f1(p50)} ms, p95 ${f1(p95)} ms, max ${f1(Math.max(...r.deltas))} ms; draw median ${pct(r.draws, 50).toFixed(2)} ms, p95 ${pct(r.draws, 95).toFixed(2)} ms (${r.draws.length} draws); long tasks ${r.long.length}, longest ${lmax.toFixed(0)} ms; ${p50 <= 16.8 && p95 <= 16.8 * 1.05 && lmax <= 50 ? 'within' : 'OVER'} budget (median and p95 <= 16 ms, no long task > 50 ms)`,
+    );
+    // where a draw's time goes: the lanes into the pixel buffer, the
+    // buffer onto the canvas, then text and overlays
+    const part = (j) => r.phases.map((x) => x[j]);
+    console.log(
+      `bench_web: ${''.padEnd(14)}     draw p50/p95 by part: lanes ${pct(part(0), 50).toFixed(2)}/${pct(part(0), 95).toFixed(2)} ms, putImageData ${pct(part(1), 50).toFixed(2)}/${pct(part(1), 95).toFixed(2)} ms, text and overlays ${pct(part(2), 50).toFixed(2)}/${pct(part(2), 95).toFixed(2)} ms`,
     );
     await idle();
     return r;
