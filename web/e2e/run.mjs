@@ -12,7 +12,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
+import { startServer, runTrain, ingestDir, req, sessionOf, ADMIN } from './fixture.mjs';
+import { ingestLines, ingestStream, sessionLines, systemLines } from './gen.mjs';
+import * as T from './timeline.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = Object.fromEntries(
@@ -91,6 +93,45 @@ try {
   const A = sessionOf(path.join(tmp, 'logs-a'));
   const B = sessionOf(path.join(tmp, 'logs-b'));
   const C = sessionOf(path.join(tmp, 'logs-c'));
+  // L: a large generated session (2 GPUs x 4 streams, C++ template names,
+  // launch calls, copies); the 1M and 10M runs are bench/web's
+  const LN = Number(process.env.GPUFL_WEB_E2E_KERNELS ?? 200000);
+  const L = 'e2e1a2b3-0000-4000-8000-0000000000' + String(LN % 100).padStart(2, '0');
+  const tg = Date.now();
+  const t0L = BigInt(Date.now()) * 1000000n - 7200n * 1000000000n;
+  await ingestLines(U, ADMIN, sessionLines(L, t0L, LN, { copyEvery: 400 }));
+  // D: 24 hours with a kernel every 6 minutes (the axis at every zoom)
+  const D = 'e2e1a2b3-0000-4000-8000-0000000000dd';
+  const t0D = t0L - 100000n * 1000000000n;
+  await ingestLines(
+    U,
+    ADMIN,
+    sessionLines(D, t0D, 240, {
+      lanes: 1,
+      api: false,
+      burst: 1,
+      gapNs: [359_999_000_000, 360_000_000_000],
+      app: 'day_long',
+    }),
+  );
+  // R: a running session that grows while the test watches it
+  const R = 'e2e1a2b3-0000-4000-8000-0000000000ee';
+  const t0R = BigInt(Date.now()) * 1000000n - 600n * 1000000000n;
+  const rLines = [...sessionLines(R, t0R, 30000, { end: false, app: 'live_train', system: true })];
+  const rParts = [0.4, 0.6, 0.8, 1].map((f) => Math.floor(rLines.length * f));
+  const rTime = (i) => BigInt(/"ts":(\d+)/.exec(rLines[i - 1])[1]);
+  let rSys = 0;
+  const rIngest = async (part) => {
+    const a = part ? rParts[part - 1] : 0;
+    const b = rParts[part];
+    await ingestLines(U, ADMIN, rLines.slice(a, b));
+    const s0 = part ? rTime(rParts[part - 1]) : t0R;
+    const sl = [...systemLines(R, s0, rTime(b), 20_000_000, rSys)];
+    rSys += sl.length;
+    await ingestStream(U, ADMIN, 'system', sl);
+  };
+  await rIngest(0);
+  console.log('generated sessions ingested in ' + ((Date.now() - tg) / 1000).toFixed(1) + ' s');
   const get = async (p) => {
     const r = await req(U, 'GET', '/api/v1/' + p);
     if (r.status !== 200) throw new Error('GET ' + p + ': ' + r.status + ' ' + r.text);
@@ -519,15 +560,14 @@ try {
     await idle();
     // on a loaded machine the summary may arrive after a quiet moment: give
     // the first draw time to happen (the check below still needs it)
-    await page
-      .waitForFunction(() => (window.__uiTest?.timeline?.rects ?? 0) > 10, null, { polling: 100, timeout: 20000 })
-      .catch(() => {});
     const tl = await page.evaluate(() => window.__uiTest.timeline);
+    const rows = await T.laneRows(page);
+    const drawn = Object.values(rows).reduce((a, r) => a + r.split('').filter((c) => c === '#').length, 0);
     const line = await text('[data-testid=session-line]');
     check(
       'kernels_timeline',
-      tl && tl.mode === 'summary' && tl.rects > 10 && /simulated/.test(line),
-      'mode ' + tl?.mode + ', ' + tl?.rects + ' rects, session line: ' + line.slice(0, 80),
+      tl && tl.mode !== 'loading' && drawn > 100 && /simulated/.test(line),
+      'mode ' + tl?.mode + ', ' + drawn + ' lane columns drawn, session line: ' + line.slice(0, 80),
     );
     await shot('kernels-overview');
   });
@@ -615,8 +655,10 @@ try {
       dur: await f('dur'),
       occ: await f('occ'),
     };
+    got.demangled = await f('demangled');
     const want = {
-      raw: k.name,
+      demangled: k.name,
+      raw: k.mangled ?? k.name,
       kid: String(k.kid),
       corr: String(k.corr),
       regs: String(k.regs),
@@ -718,6 +760,25 @@ try {
     );
     await shot('kernels-aggregates');
   });
+
+  // ---- the timeline (web/e2e/timeline.mjs) --------------------------------
+  const ctxT = { page, U, get, check, shot };
+  const run = async (name, fn, extra) => attempt(name, () => fn({ ...ctxT, ...extra }));
+  await run('tl_complete', T.testComplete, { sid: L, n: LN });
+  await run('tl_ticks', T.testTicks, { sid: D });
+  await run('tl_table_time', T.testTableTime, { sid: L });
+  await run('tl_names', T.testNames, { sid: L });
+  await run('tl_flows', T.testFlows, { sid: L });
+  await run('tl_latency_sort', T.testLatency, { sid: L });
+  await run('tl_keys', T.testKeys, { sid: L });
+  await run('tl_area', T.testArea, { sid: L });
+  await run('tl_search', T.testSearch, { sid: L });
+  await run('tl_export', T.testExport, { sid: L });
+  await run('tl_counters', T.testCounters, { sid: A.sid });
+  await run('tl_scopes', T.testScopeLane, { sid: A.sid });
+  await run('scopes_gpu_share', T.testGpuShare, { sid: A.sid });
+  await run('layout', T.testLayout, { sid: A.sid });
+  await run('tl_live', T.testLive, { sid: R, more: (i) => rIngest(i + 1) });
 
   // scopes
   const tree_paths = (ns) => ns.reduce((a, n) => a + 1 + tree_paths(n.children), 0);

@@ -11,11 +11,27 @@ export interface TimelineDraw {
   t0: number;
   t1: number;
   base: string;
-  rects: number;
+  rects: number; // kernel lanes painted
   labels: number;
-  mode: string;
+  texts: { text: string; full: string; w: number }[]; // names drawn on kernels and scopes: as drawn, whole, the cell's room (css px)
+  font: string; // the canvas font they were drawn in
+  mode: string; // raw: every lane exact; summary: some lane from columns; loading: a stretch not loaded
   ms: number;
   frames: number[]; // draw times (ms), newest last
+  phases: [number, number, number][]; // per draw: painting the buffer, putImageData, text and overlays (ms)
+  plotX: number; // the plot's left edge and width, css px
+  plotW: number;
+  height: number;
+  res: number; // ns per tile column
+  ticks: string[]; // the axis' labels
+  tickAt: number[]; // their times (offsets, ns)
+  scopes: { name: string; t: number; dur: number; depth: number }[]; // scope instances in view
+  follow: boolean; // live: following the end of a running session
+  hi: number; // the session's span (ns)
+  marks: number[];
+  area: { t0: number; t1: number; lanes: string[] } | null;
+  flow: { kid: number; tid: number | null } | null; // the launch -> kernel arrow drawn
+  lanes: { key: string; kind: string; y: number; h: number; label: string }[];
 }
 
 export interface TimelineHit {
@@ -63,6 +79,8 @@ export interface UiTest {
   timeline?: TimelineDraw;
   timelineHits?: () => TimelineHit[];
   timelineSet?: (t0: number, t1: number) => void;
+  timelineArea?: (t0: number, t1: number, lanes: string[] | null) => void;
+  system?: { r0: number; r1: number; live: boolean }; // the System charts' x range (s from the session start)
   flame?: FlameDraw;
   flameHits?: () => FlameHit[];
   oom?: OomDraw;

@@ -62,7 +62,9 @@ export interface Session {
   gaps?: Record<string, StreamGaps>;
 }
 
-/* GET /sessions/{id}/kernels item. */
+/* GET /sessions/{id}/kernels item.  `name` is the display name (the
+   demangled one when the client recorded it, docs/api.md "Names"),
+   `mangled` the name as recorded (servers before it: absent). */
 export interface KernelItem {
   kid: number;
   ts: Dec;
@@ -71,6 +73,10 @@ export interface KernelItem {
   stream: number;
   corr: number;
   name: string;
+  mangled?: string;
+  tid?: number | null;
+  launch_ns?: Dec | null; // signed
+  queue_ns?: Dec | null; // signed
   grid: number[];
   block: number[];
   regs: number;
@@ -96,6 +102,7 @@ export interface KernelDetail extends KernelItem {
 /* GET /sessions/{id}/kernels/aggregate item. */
 export interface KernelAgg {
   name: string;
+  mangled?: string;
   count: number;
   total_ns: Dec;
   avg_ns: Dec;
@@ -123,15 +130,48 @@ export interface CopyItem {
   flags?: number;
 }
 
-/* GET /sessions/{id}/timeline: lanes of [pixel, kernels, busy ns (a Dec), name id]. */
-export interface TimelineAnswer {
+/* GET /sessions/{id}/calls: the CUDA API calls of a range per CPU thread,
+   one by one when complete, else per column [pixel, calls started, busy ns]. */
+export interface CallItem {
+  type: 'launch' | 'memcpy' | 'memset' | 'sync';
+  ts: Dec;
+  dur: Dec;
+  seq: number;
+  corr: number;
+  dev: number;
+  stream: number;
+  gpu_ts?: Dec;
+  gpu_dur?: Dec;
+  kind?: string;
+  bytes?: Dec;
+}
+
+export interface CallsAnswer {
   from: Dec;
   to: Dec;
-  width: number;
-  bucket_ns: Dec;
-  level: Dec | 'raw';
-  lanes: { dev: number; stream: number; buckets: [number, number, Dec, number][] }[];
-  names: Record<string, string>;
+  complete: boolean;
+  count: number;
+  width?: number;
+  bucket_ns?: Dec;
+  threads: { tid: number; calls?: CallItem[]; buckets?: [number, number, Dec][] }[];
+  threads_cut?: number;
+}
+
+/* GET /sessions/{id}/export: a Chrome trace-event file. */
+export interface TraceEvent {
+  name: string;
+  cat?: string;
+  ph: string;
+  pid: number;
+  tid: number;
+  ts?: number; // µs from otherData.from
+  dur?: number;
+  args?: Record<string, unknown>;
+}
+
+export interface ExportAnswer {
+  traceEvents: TraceEvent[];
+  otherData: { session: string; from: Dec; to: Dec; truncated: boolean; kernels?: number; scopes?: number };
 }
 
 /* GET /sessions/{id}/scopes node. */
@@ -159,6 +199,7 @@ export interface ScopeTree {
 export interface ProfileAnswer {
   functions: {
     function: string;
+    function_mangled?: string;
     inst: Dec;
     thread_inst: Dec;
     warp_efficiency: number;
@@ -169,6 +210,7 @@ export interface ProfileAnswer {
   }[];
   instructions?: {
     function: string;
+    function_mangled?: string;
     pc: Int;
     file?: string | null;
     line?: number;
@@ -191,6 +233,7 @@ export interface CompareAgg {
 
 export interface CompareItem {
   name: string;
+  mangled?: string;
   a: CompareAgg | null;
   b: CompareAgg | null;
   avg_change_pct: number | null;

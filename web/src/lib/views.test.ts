@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { scopeTree, ScopeNodeNum, visibleRows } from '../views/Scopes';
 import type { ScopeNode } from './types';
-import { demangle, fmtBytes, fmtNs } from './format';
+import { fmtBytes, fmtNs } from './format';
 
 const n = (path: string, total: number, children: ScopeNodeNum[] = []): ScopeNodeNum => ({
   name: path.split('/').pop()!,
@@ -67,13 +67,6 @@ describe('scope tree from the API', () => {
 });
 
 describe('format', () => {
-  it('demangles Itanium names to the qualified function name', () => {
-    expect(demangle('_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_')).toBe(
-      'at::native::elementwise_kernel<…>(…)',
-    );
-    expect(demangle('_Z6squarePfi')).toBe('square(…)');
-    expect(demangle('sm90_xmma_gemm')).toBe('sm90_xmma_gemm');
-  });
   it('units', () => {
     expect(fmtNs(999)).toBe('999 ns');
     expect(fmtNs(12804)).toBe('12.8 µs');

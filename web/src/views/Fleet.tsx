@@ -13,20 +13,23 @@ function ago(ns: Dec): string {
   return fmtNs(d) + ' ago';
 }
 
-function signals(s?: Record<string, number | string>): string {
-  if (!s) return '';
-  return Object.entries(s)
-    .map(
-      ([k, v]) =>
-        k +
-        ' ' +
-        (k.startsWith('mem')
-          ? fmtBytes(Number(v))
-          : typeof v === 'number' && !Number.isInteger(v)
-            ? v.toFixed(2)
-            : String(v)),
-    )
-    .join(' · ');
+/* The verdict's signals as short "name value" chips that wrap. */
+function signals(s?: Record<string, number | string>): React.ReactNode {
+  if (!s) return null;
+  return (
+    <span className="chips">
+      {Object.entries(s).map(([k, v]) => (
+        <span className="chip" key={k}>
+          {k}{' '}
+          {k.startsWith('mem')
+            ? fmtBytes(Number(v))
+            : typeof v === 'number' && !Number.isInteger(v)
+              ? v.toFixed(2)
+              : String(v)}
+        </span>
+      ))}
+    </span>
+  );
 }
 
 export function Fleet(_: ViewProps) {
@@ -58,7 +61,17 @@ export function Fleet(_: ViewProps) {
         </Empty>
       )}
       {r.data && r.data.items.length > 0 && (
-        <table className="grid" data-testid="fleet-table">
+        <table className="grid fleet-grid" data-testid="fleet-table">
+          <colgroup>
+            <col style={{ width: '13%' }} />
+            <col style={{ width: '10%' }} />
+            <col style={{ width: '14%' }} />
+            <col style={{ width: '9%' }} />
+            <col style={{ width: '8%' }} />
+            <col style={{ width: '24%' }} />
+            <col style={{ width: '15%' }} />
+            <col style={{ width: '7%' }} />
+          </colgroup>
           <thead>
             <tr>
               <th>host</th>
@@ -106,7 +119,9 @@ export function Fleet(_: ViewProps) {
                       ))}
                     </ul>
                   </td>
-                  <td className="dim">{signals(g.signals)}</td>
+                  <td className="dim" data-testid="fleet-signals">
+                    {signals(g.signals)}
+                  </td>
                   <td className="dim" title={fmtWall(g.ts)}>
                     {ago(g.ts)}
                   </td>

@@ -9,12 +9,29 @@ import {
 } from '@tanstack/react-table';
 import type { ViewProps } from '../App';
 import { big, num, rel } from '../lib/api';
-import { demangle, fmtBytes, fmtDim, fmtNs, fmtPct, fmtWall } from '../lib/format';
+import { fmtBytes, fmtDim, fmtNs, fmtPct } from '../lib/format';
+import { decimalsForSpan, fmtRel, fmtWallNs, styleFor } from '../lib/time';
 import { Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { Timeline, viewFromUrl } from './Timeline';
 import type { Device, KernelAgg, KernelDetail, KernelItem, Page } from '../lib/types';
 
-const col = createColumnHelper<KernelItem & { t: number; ns: number }>();
+type Row = KernelItem & { t: number; ns: number; q: number | null; l: number | null };
+const col = createColumnHelper<Row>();
+
+/* columns the server sorts (all kernels of the range, not just the page) */
+const SERVER_SORT: Record<string, string> = { t: 'start', dur: 'duration', queue: 'queue', launch: 'launch_latency' };
+
+/* A kernel name in a table cell: whole, elided by CSS only when the cell
+   is too narrow (the tooltip and the inspector carry it whole). */
+function KName({ name, mangled }: { name: string; mangled?: string }) {
+  return (
+    <span className="kname" title={mangled && mangled !== name ? name + '\n\n' + mangled : name}>
+      {name}
+    </span>
+  );
+}
+
+const lat = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v));
 
 /* An aggregate's value for sorting by column k. */
 function aggKey(r: KernelAgg, k: string): number | string {
@@ -29,14 +46,14 @@ export function Kernels({ st, set, session }: ViewProps) {
   const sel = st.sel && /^\d+$/.test(st.sel) ? Number(st.sel) : null;
   const [tab, setTab] = useState<'list' | 'agg'>('list');
   const [name, setName] = useState(st.q ?? '');
-  const [order, setOrder] = useState<'start' | 'duration'>('start');
+  const [order, setOrder] = useState<[string, boolean]>(['start', false]);
   const [limit, setLimit] = useState(200);
   const from = st.from;
   const to = st.to;
   const list = useApi<Page<KernelItem>>(
     'sessions/' + s.id + '/kernels',
-    { from, to, name, sort: order, desc: order === 'duration', limit },
-    [from, to, name, order, limit],
+    { from, to, name, sort: order[0], desc: order[1], limit },
+    [from, to, name, order[0], order[1], limit],
   );
   const agg = useApi<Page<KernelAgg>>(
     tab === 'agg' ? 'sessions/' + s.id + '/kernels/aggregate' : null,
@@ -47,19 +64,41 @@ export function Kernels({ st, set, session }: ViewProps) {
   const [sorting, setSorting] = useState<SortingState>([]);
 
   const rows = useMemo(
-    () => (list.data?.items ?? []).map((k) => ({ ...k, t: rel(k.ts, base), ns: num(k.dur) })),
+    () =>
+      (list.data?.items ?? []).map((k) => ({
+        ...k,
+        t: rel(k.ts, base),
+        ns: num(k.dur),
+        q: lat(k.queue_ns),
+        l: lat(k.launch_ns),
+      })),
     [list.data, base],
   );
+  // start times to the µs at least, finer when the range needs it (1/1000
+  // of it), so rows of a deep zoom never read alike
+  const vspan = from && to ? Number(BigInt(to) - BigInt(from)) : span;
+  const dec = Math.max(6, decimalsForSpan(vspan));
+  const tstyle = styleFor(span);
   const columns = useMemo(
     () => [
       col.accessor('kid', { header: 'id' }),
-      col.accessor('t', { header: 'start', cell: (c) => '+' + fmtNs(c.getValue()) }),
+      col.accessor('t', { header: 'start', cell: (c) => '+' + fmtRel(c.getValue(), dec, tstyle) }),
       col.accessor('ns', { id: 'dur', header: 'GPU time', cell: (c) => fmtNs(c.getValue()) }),
+      col.accessor('q', {
+        id: 'queue',
+        header: 'queue',
+        cell: (c) => (c.getValue() === null ? '-' : fmtNs(c.getValue()!)),
+      }),
+      col.accessor('l', {
+        id: 'launch',
+        header: 'launch latency',
+        cell: (c) => (c.getValue() === null ? '-' : fmtNs(c.getValue()!)),
+      }),
       col.accessor('dev', { header: 'GPU' }),
       col.accessor('stream', { header: 'stream' }),
       col.accessor('name', {
         header: 'kernel',
-        cell: (c) => <span title={c.getValue()}>{demangle(c.getValue())}</span>,
+        cell: (c) => <KName name={c.getValue()} mangled={c.row.original.mangled} />,
       }),
       col.accessor((r) => (r.grid[0] ?? 1) * (r.grid[1] ?? 1) * (r.grid[2] ?? 1), {
         id: 'grid',
@@ -77,7 +116,7 @@ export function Kernels({ st, set, session }: ViewProps) {
         cell: (c) => (c.getValue() === null ? '-' : fmtPct(c.getValue()!, 0)),
       }),
     ],
-    [],
+    [dec, tstyle],
   );
   const table = useReactTable({
     data: rows,
@@ -88,7 +127,20 @@ export function Kernels({ st, set, session }: ViewProps) {
     getSortedRowModel: getSortedRowModel(),
   });
 
-  const pickKernel = (kid: number) => set({ ...st, sel: String(kid) }, false);
+  const pickKernel = (kid: number | null) => set({ ...st, sel: kid === null ? undefined : String(kid) }, false);
+  // a header click: the server sorts its columns (the whole range), the
+  // page sorts the others
+  const headerClick = (id: string, client: ((e: unknown) => void) | undefined) => {
+    const srv = SERVER_SORT[id];
+    if (!srv) return client?.({});
+    setSorting([]);
+    setOrder(([k, d]) => (k === srv ? [srv, !d] : [srv, srv !== 'start']));
+  };
+  const sortMark = (id: string, client: string | false) => {
+    const srv = SERVER_SORT[id];
+    if (srv) return order[0] === srv && !sorting.length ? (order[1] ? ' ▼' : ' ▲') : '';
+    return client === 'asc' ? ' ▲' : client === 'desc' ? ' ▼' : '';
+  };
   const aggRows = useMemo(() => sortRows(agg.data?.items ?? [], aggSort[0], aggSort[1], aggKey), [agg.data, aggSort]);
 
   if (!s.counts.kernels)
@@ -109,10 +161,15 @@ export function Kernels({ st, set, session }: ViewProps) {
         sid={s.id}
         base={base}
         span={span}
+        running={s.state === 'running'}
+        kernels={s.counts.kernels}
         ops={s.counts.ops ?? 0}
+        scopes={s.counts.scopes ?? 0}
+        devices={s.devices ?? []}
+        interval={s.interval_ms ?? 0}
         view={view}
         selected={sel}
-        highlight={name}
+        query={name}
         onPick={pickKernel}
         onView={(v) => {
           const whole = v.t0 <= 0 && v.t1 >= span;
@@ -133,7 +190,7 @@ export function Kernels({ st, set, session }: ViewProps) {
               Kernels in view
             </button>
             <button className={tab === 'agg' ? 'on' : ''} data-testid="ktab-agg" onClick={() => setTab('agg')}>
-              Aggregates by name
+              Aggregates by name (whole session)
             </button>
             <input
               data-testid="kernel-filter"
@@ -147,11 +204,17 @@ export function Kernels({ st, set, session }: ViewProps) {
             {tab === 'list' && (
               <select
                 data-testid="kernel-order"
-                value={order}
-                onChange={(e) => setOrder(e.target.value as 'start' | 'duration')}
+                value={order[0] + (order[1] ? ':desc' : '')}
+                onChange={(e) => {
+                  const [k, d] = e.target.value.split(':');
+                  setSorting([]);
+                  setOrder([k, d === 'desc']);
+                }}
               >
                 <option value="start">by start time</option>
-                <option value="duration">longest first</option>
+                <option value="duration:desc">longest first</option>
+                <option value="queue:desc">longest queue latency first</option>
+                <option value="launch_latency:desc">longest launch latency first</option>
               </select>
             )}
           </div>
@@ -173,12 +236,17 @@ export function Kernels({ st, set, session }: ViewProps) {
                           {hg.headers.map((h) => (
                             <th
                               key={h.id}
-                              className="sortable"
-                              onClick={h.column.getToggleSortingHandler()}
+                              className={'sortable' + (SERVER_SORT[h.id] ? ' srv' : '')}
+                              title={
+                                SERVER_SORT[h.id]
+                                  ? 'sorted by the server: the whole range'
+                                  : 'sorts the rows shown (this page)'
+                              }
+                              onClick={() => headerClick(h.id, h.column.getToggleSortingHandler())}
                               data-testid={'kth-' + h.id}
                             >
                               {flexRender(h.column.columnDef.header, h.getContext())}
-                              {{ asc: ' ▲', desc: ' ▼' }[h.column.getIsSorted() as string] ?? ''}
+                              {sortMark(h.id, h.column.getIsSorted())}
                             </th>
                           ))}
                         </tr>
@@ -254,9 +322,16 @@ export function Kernels({ st, set, session }: ViewProps) {
                     </thead>
                     <tbody>
                       {aggRows.map((a) => (
-                        <tr key={a.name} data-testid="agg-row" onClick={() => setName(a.name)}>
-                          <td className="name" title={a.name}>
-                            {demangle(a.name)}
+                        <tr
+                          key={a.mangled ?? a.name}
+                          data-testid="agg-row"
+                          onClick={() => {
+                            setName(a.name);
+                            set({ ...st, q: a.name }, true);
+                          }}
+                        >
+                          <td className="name">
+                            <KName name={a.name} mangled={a.mangled} />
                           </td>
                           <td className="num">{a.count}</td>
                           <td className="num">{fmtNs(num(a.total_ns))}</td>
@@ -340,15 +415,21 @@ function Inspector({
   const threads = (d.block[0] ?? 1) * (d.block[1] ?? 1) * (d.block[2] ?? 1);
   const blocks = (d.grid[0] ?? 1) * (d.grid[1] ?? 1) * (d.grid[2] ?? 1);
   const rows: [string, React.ReactNode, string][] = [
-    ['name', <b className="wrap">{demangle(d.name)}</b>, 'demangled'],
-    ['raw name', <code className="wrap">{d.name}</code>, 'raw'],
+    ['name', <b className="wrap">{d.name}</b>, 'demangled'],
+    ['recorded (mangled) name', <code className="wrap">{d.mangled ?? d.name}</code>, 'raw'],
     ['kernel id', d.kid, 'kid'],
     ['correlation id', d.corr, 'corr'],
-    ['start', '+' + fmtNs(Number(ts - base)) + ' (' + fmtWall(ts) + ')', 'start'],
+    ['start', '+' + fmtRel(Number(ts - base), 9) + ' (' + fmtWallNs(ts) + ')', 'start'],
     ['GPU duration', fmtNs(Number(d.dur)), 'dur'],
     [
       'launch API call',
-      hasApi ? '+' + fmtNs(Number(apiEnter - base)) + ', took ' + fmtNs(Number(d.api_dur)) : 'not recorded',
+      hasApi
+        ? '+' +
+          fmtRel(Number(apiEnter - base), 9) +
+          ', took ' +
+          fmtNs(Number(d.api_dur)) +
+          (d.tid !== undefined && d.tid !== null ? ' · thread ' + d.tid : '')
+        : 'not recorded',
       'api',
     ],
     ['queue latency', hasApi ? fmtNs(Number(ts - apiExit)) + ' (API exit → GPU start)' : '-', 'queue'],

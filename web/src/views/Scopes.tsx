@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
-import { demangle, fmtNs, fmtPct } from '../lib/format';
+import { fmtNs, fmtPct } from '../lib/format';
 import { Empty, ErrorBox, Loading, useApi } from './common';
 import { num } from '../lib/api';
 import type { ProfileAnswer, ScopeNode, ScopeTree } from '../lib/types';
@@ -88,7 +88,7 @@ export function Scopes({ st, set, session }: ViewProps) {
     });
   return (
     <div className="scopes" data-testid="view-scopes">
-      <div className="split">
+      <div className="split stack-narrow">
         <div className="left">
           <div className="toolbar">
             <input
@@ -128,7 +128,9 @@ export function Scopes({ st, set, session }: ViewProps) {
                   <th className="num">% of all</th>
                   <th className="num">GPU time</th>
                   <th className="num">kernels</th>
-                  <th>GPU share of total</th>
+                  <th title="GPU time of the kernels launched in the scope (with its children) divided by the scope's CPU (wall) time; above 100 % the GPU ran asynchronously, longer than the CPU code that launched the work">
+                    GPU time / CPU time
+                  </th>
                   <th></th>
                 </tr>
               </thead>
@@ -166,13 +168,7 @@ export function Scopes({ st, set, session }: ViewProps) {
                     <td className="num">{fmtNs(n.gpu_ns_total)}</td>
                     <td className="num">{n.kernels_total}</td>
                     <td>
-                      <div className="bar">
-                        <div
-                          style={{
-                            width: Math.min(100, (100 * n.gpu_ns_total) / Math.max(1, n.total_ns)) + '%',
-                          }}
-                        />
-                      </div>
+                      <GpuShare gpu={n.gpu_ns_total} cpu={n.total_ns} />
                     </td>
                     <td>
                       <input
@@ -197,10 +193,44 @@ export function Scopes({ st, set, session }: ViewProps) {
             <ScopeCompare nodes={pins.map((p) => findNode(roots, p)).filter(Boolean) as ScopeNodeNum[]} />
           )}
         </div>
-        <aside className="inspector wide">
+        <aside className="inspector wide" data-testid="scope-side">
           {selNode ? <ScopeDetail sid={s.id} n={selNode} /> : <Profile sid={s.id} path={null} />}
         </aside>
       </div>
+    </div>
+  );
+}
+
+/* GPU time against the scope's CPU (wall) time, uncapped: a backward pass
+   that launches 2.5 s of kernels in 84 ms of CPU time reads 3010 %.  The
+   bar fills to 100 %; past it, it turns orange and the text carries the
+   ratio. */
+export function gpuShare(gpu: number, cpu: number): { pct: number; text: string; over: boolean } {
+  if (cpu <= 0) return { pct: gpu > 0 ? Infinity : 0, text: gpu > 0 ? 'no CPU time' : '-', over: gpu > 0 };
+  const pct = (100 * gpu) / cpu;
+  const text = pct >= 1000 ? Math.round(pct).toLocaleString('en-US') + ' %' : pct.toFixed(pct < 10 ? 1 : 0) + ' %';
+  return { pct, text, over: pct > 100 };
+}
+
+function GpuShare({ gpu, cpu }: { gpu: number; cpu: number }) {
+  const g = gpuShare(gpu, cpu);
+  return (
+    <div
+      className={'share' + (g.over ? ' over' : '')}
+      data-testid="gpu-share"
+      data-pct={isFinite(g.pct) ? g.pct.toFixed(3) : 'inf'}
+      title={
+        fmtNs(gpu) +
+        ' of GPU time against ' +
+        fmtNs(cpu) +
+        ' of CPU time' +
+        (g.over ? ': the GPU work outlasted the CPU code that launched it (asynchronous)' : '')
+      }
+    >
+      <div className="bar">
+        <div style={{ width: Math.min(100, isFinite(g.pct) ? g.pct : 100) + '%' }} />
+      </div>
+      <span className="num">{g.text}</span>
     </div>
   );
 }
@@ -314,7 +344,7 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
             {d.functions.map((f) => (
               <tr key={f.function}>
                 <td className="name" title={f.function}>
-                  {demangle(f.function)}
+                  {f.function}
                 </td>
                 <td className="num">{f.inst}</td>
                 <td className="num">{f.thread_inst}</td>
@@ -358,10 +388,12 @@ function Profile({ sid, path }: { sid: string; path: string | null }) {
               {d.instructions.slice(0, 30).map((x, i) => (
                 <tr key={i}>
                   <td className="name" title={x.function}>
-                    {demangle(x.function)}
+                    {x.function}
                   </td>
                   <td className="num">0x{Number(x.pc).toString(16)}</td>
-                  <td>{x.file ? x.file + ':' + x.line : '-'}</td>
+                  <td className="src" title={x.file ? x.file + ':' + x.line : ''}>
+                    {x.file ? x.file + ':' + x.line : '-'}
+                  </td>
                   <td className="num">{x.inst}</td>
                   <td className="num">{fmtPct(x.warp_efficiency)}</td>
                   <td className="num">{x.coalescing === null ? '-' : fmtPct(x.coalescing)}</td>

@@ -2,7 +2,7 @@ import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
 import { num } from '../lib/api';
 import type { CompareItem, HostItem, Page, Session } from '../lib/types';
-import { demangle, fmtNs, fmtWall } from '../lib/format';
+import { fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 
 const RANGES: [string, number][] = [
@@ -210,7 +210,7 @@ function Compare({ a, b }: { a: string; b: string }) {
               return (
                 <tr key={it.name} data-testid="compare-row">
                   <td className="name" title={it.name}>
-                    {demangle(it.name)}
+                    {it.name}
                   </td>
                   <td className="num">{it.a?.count ?? '-'}</td>
                   <td className="num">{it.a ? fmtNs(num(it.a.avg_ns)) : '-'}</td>

@@ -4,6 +4,7 @@ import type { ViewProps } from '../App';
 import { big } from '../lib/api';
 import { align, FAMILIES, Family, SysSeries } from '../lib/series';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
+import { testHooks } from '../lib/testHooks';
 
 const COLORS = ['#4e9af1', '#f1a54e', '#5fd08a', '#e0607e', '#b48ef0', '#e8d35b', '#55c7d6', '#c0c0c0'];
 
@@ -111,6 +112,12 @@ export function SystemView({ st, set, session }: ViewProps) {
   const span = Number(big(s.last_ts) - base) / 1e9;
   const range: [number, number] =
     st.from && st.to ? [Number(big(st.from) - base) / 1e9, Number(big(st.to) - base) / 1e9] : [0, Math.max(span, 1e-6)];
+  // a running session's charts follow its end (the range grows with the
+  // span the App refreshes every 5 s) until the user zooms in
+  const following = live && !st.from;
+  useEffect(() => {
+    testHooks.set('system', { r0: range[0], r1: range[1], live: following });
+  });
   const zoomTo = (a: number, b: number) => {
     const f = base + BigInt(Math.max(0, Math.floor(a * 1e9)));
     const t = base + BigInt(Math.ceil(b * 1e9));
@@ -136,6 +143,11 @@ export function SystemView({ st, set, session }: ViewProps) {
           <span className="dim">session {s.state}: no live refresh</span>
         )}
         {live && <Badge kind="running">LIVE</Badge>}
+        {live && (
+          <span className="dim" data-testid="sys-follow">
+            {following ? 'following the end of the session' : 'zoomed: not following'}
+          </span>
+        )}
         {s.simulated && <Badge kind="simulated">simulated GPU samples</Badge>}
         <button
           data-testid="sys-reset"

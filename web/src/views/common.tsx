@@ -68,6 +68,9 @@ export function useApi<T>(
       })
       .catch((e) => {
         if (ac.signal.aborted) return;
+        // what was shown answered an earlier question: never leave it
+        // under the error banner as if it answered this one
+        setData(null);
         setError(e);
         setLoading(false);
       });
