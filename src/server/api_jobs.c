@@ -60,10 +60,12 @@ static void answer(srv *s, srv_resp *o, srv_query_fn fn, const srv_q *q,
 {
     char *buf;
     jw w;
+    int rc;
 
     if (!(buf = srv_query_buf(o, &w)))
         return;
-    srv_query_done(o, fn(s->store, q, &w), buf, w.len, notfound);
+    rc = fn(s->store, q, &w);
+    srv_query_done(o, rc, buf, w.len, notfound);
 }
 
 void srv_api_jobs(srv *s, srv_req *r, srv_resp *o, const char *job)
