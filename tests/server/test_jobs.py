@@ -417,6 +417,48 @@ class Regressions(Base):
         self.assertEqual(len(Hook.got), 1)
         self.assertEqual(len(srv2.get("/api/v1/regressions")["items"]), 2)
 
+    def test_upgrade_from_schema_13(self):
+        """Sessions stored before migration 14 keep their data, count as
+        scanned (found nothing) and serve as the baseline of new ones."""
+        srv = self.server(["--regress-baseline", "0"])
+        old = []
+        for i in range(4):
+            sid = str(uuid.UUID(int=random.Random(50 + i).getrandbits(128),
+                                version=4))
+            dev, sc, _ = session_lines(sid, "up", 60 + i, start=T0 + i)
+            send(srv, dev, sc)
+            old.append(sid)
+        srv.stop()
+        undo = ["DELETE FROM schema_version WHERE version=14",
+                "DROP INDEX sessions_job", "DROP INDEX sessions_regress",
+                "DROP TABLE regressions"] + [
+            "ALTER TABLE sessions DROP COLUMN " + c for c in (
+                "job", "rank", "world_size", "local_rank", "job_source",
+                "step_scope", "sim_perturb", "regress")]
+        if srv.pgdb:
+            for q in undo:
+                srv.sql(q)
+        else:
+            import sqlite3
+            db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                                 isolation_level=None)
+            for q in undo:
+                db.execute(q)
+            db.close()
+        srv2 = T.Server(srv.data_dir, ["--stale-after", "1"])
+        self.servers.append(srv2)
+        for sid in old:
+            r = srv2.get("/api/v1/sessions/%s/regressions" % sid)
+            self.assertEqual((r["scanned"], r["items"]), (True, []))
+            self.assertNotIn("job", srv2.get("/api/v1/sessions/" + sid))
+        new = "71111111-2222-4333-8444-555555555555"
+        dev, sc, _ = session_lines(new, "up", 70, gemm=1.5, start=T0 + 10,
+                                   job="j-up", rank=0, world=1)
+        send(srv2, dev, sc)
+        r = wait_scanned(srv2, [new])[new]
+        self.assertEqual({i["name"] for i in r["items"]}, set(GEMMS))
+        self.assertEqual({i["base_sessions"] for i in r["items"]}, {4})
+
     def test_off_and_bad_webhook(self):
         import subprocess
         p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir",

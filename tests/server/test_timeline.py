@@ -22,6 +22,14 @@ import srvtest as T
 T0 = 1700000000 * 10 ** 9
 
 
+
+# What migration 14 (jobs, regressions) added, removed: back to schema 13.
+UNDO_14 = ["DROP INDEX sessions_job", "DROP INDEX sessions_regress",
+           "DROP TABLE regressions"] + [
+    "ALTER TABLE sessions DROP COLUMN " + c for c in (
+        "job", "rank", "world_size", "local_rank", "job_source", "step_scope",
+        "sim_perturb", "regress")]
+
 class Gen:
     """One session's device and scope lines, built by hand."""
 
@@ -185,7 +193,9 @@ class Names(Base):
         g.send(srv)
         srv.stop()
         # back to schema 11: what migration 12 added, removed
-        undo = ["DELETE FROM schema_version WHERE version=12",
+        undo = ["DELETE FROM schema_version WHERE version>=12"] + \
+            UNDO_14 + [
+                "DELETE FROM schema_version WHERE version=12",
                 "ALTER TABLE dicts DROP COLUMN demangled",
                 "ALTER TABLE kernels DROP COLUMN tid",
                 "ALTER TABLE ops DROP COLUMN tid",
