@@ -143,12 +143,18 @@ double an_mwu_p(const double *a, size_t na, const double *b, size_t nb)
     return erfc(z / sqrt(2));
 }
 
-/* One side, thinned and kept sorted per group. */
+/* One side, thinned and kept sorted per group.  A resample is counted,
+ * not copied: each draw adds one to its value's rank in the side's pooled
+ * order, and the median is found by walking the counts - no selection per
+ * resample (the scan's cost, docs/server.md "Figures"). */
 typedef struct side {
     double *v;   /* all groups' kept values, group after group */
     size_t *off; /* group g: v[off[g] .. off[g+1]) */
     size_t ng, n;
-    double *pool; /* scratch of n values (a resample) */
+    double *pool;   /* scratch of n values */
+    double *sorted; /* the n values in pooled order */
+    uint32_t *pos;  /* v[i] is sorted[pos[i]] */
+    uint32_t *cnt;  /* a resample: draws per pooled rank */
 } side;
 
 static void side_release(side *s)
@@ -156,11 +162,29 @@ static void side_release(side *s)
     free(s->v);
     free(s->off);
     free(s->pool);
+    free(s->sorted);
+    free(s->pos);
+    free(s->cnt);
+}
+
+typedef struct vi {
+    double v;
+    uint32_t i;
+} vi;
+
+/* by value, then by index: the pooled order is the same on every run */
+static int cmp_vi(const void *a, const void *b)
+{
+    const vi *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
 }
 
 static int side_init(side *s, const an_group *g, size_t ng, size_t keep)
 {
     size_t total = 0;
+    vi *idx;
 
     memset(s, 0, sizeof(*s));
     if (!g || ng == 0 || ng > AN_GROUPS_MAX)
@@ -172,8 +196,11 @@ static int side_init(side *s, const an_group *g, size_t ng, size_t keep)
     }
     s->v = malloc(total * sizeof(*s->v));
     s->pool = malloc(total * sizeof(*s->pool));
+    s->sorted = malloc(total * sizeof(*s->sorted));
+    s->pos = malloc(total * sizeof(*s->pos));
+    s->cnt = malloc(total * sizeof(*s->cnt));
     s->off = malloc((ng + 1) * sizeof(*s->off));
-    if (!s->v || !s->pool || !s->off)
+    if (!s->v || !s->pool || !s->sorted || !s->pos || !s->cnt || !s->off)
         return GPUFL_ENOMEM;
     s->ng = ng;
     for (size_t i = 0; i < ng; i++) {
@@ -198,21 +225,47 @@ static int side_init(side *s, const an_group *g, size_t ng, size_t keep)
         free(tmp);
     }
     s->off[ng] = s->n;
+    /* the pooled order */
+    if (!(idx = malloc(s->n * sizeof(*idx))))
+        return GPUFL_ENOMEM;
+    for (size_t i = 0; i < s->n; i++)
+        idx[i] = (vi){ s->v[i], (uint32_t)i };
+    qsort(idx, s->n, sizeof(*idx), cmp_vi);
+    for (size_t r = 0; r < s->n; r++) {
+        s->sorted[r] = idx[r].v;
+        s->pos[idx[r].i] = (uint32_t)r;
+    }
+    free(idx);
     return GPUFL_OK;
 }
 
 /* The median of one two-level resample of the side. */
 static double side_resample(side *s, uint64_t *rng)
 {
-    size_t len = 0;
+    size_t len = 0, lo_rank, hi_rank;
+    uint64_t acc = 0;
+    double lo = 0;
 
+    memset(s->cnt, 0, s->n * sizeof(*s->cnt));
     for (size_t i = 0; i < s->ng; i++) {
         size_t g = s->ng > 1 ? rng_below(rng, s->ng) : 0;
         size_t o = s->off[g], m = s->off[g + 1] - o;
-        for (size_t k = 0; k < m && len < s->n; k++)
-            s->pool[len++] = s->v[o + rng_below(rng, m)];
+        for (size_t k = 0; k < m; k++)
+            s->cnt[s->pos[o + rng_below(rng, m)]]++;
+        len += m;
     }
-    return an_median(s->pool, len);
+    lo_rank = (len - 1) / 2;
+    hi_rank = len / 2;
+    for (size_t r = 0; r < s->n; r++) {
+        if (!s->cnt[r])
+            continue;
+        if (acc <= lo_rank && acc + s->cnt[r] > lo_rank)
+            lo = s->sorted[r];
+        acc += s->cnt[r];
+        if (acc > hi_rank)
+            return (lo + s->sorted[r]) / 2;
+    }
+    return lo;
 }
 
 static double side_median(side *s)

@@ -70,8 +70,8 @@ static void answer(srv *s, srv_resp *o, srv_query_fn fn, const srv_q *q,
 
 void srv_api_jobs(srv *s, srv_req *r, srv_resp *o, const char *job)
 {
-    static const char *const list_args[] = { "app", "state", "limit",
-                                             "cursor", NULL };
+    static const char *const list_args[] = { "app", "state", "limit", "cursor",
+                                             NULL };
     static const char *const one_args[] = { NULL };
     srv_q q;
 
@@ -93,7 +93,6 @@ void srv_api_regressions(srv *s, srv_req *r, srv_resp *o, const char *sid)
     if (parse(r, o, sid ? one_args : list_args, &q))
         return;
     q.sid = sid;
-    answer(s, o,
-           sid ? srv_store_q_sess_regressions : srv_store_q_regressions, &q,
-           "no such session");
+    answer(s, o, sid ? srv_store_q_sess_regressions : srv_store_q_regressions,
+           &q, "no such session");
 }

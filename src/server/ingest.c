@@ -384,8 +384,7 @@ static int job_get(jsonl_doc *d, srv_ev *ev, char *reason)
         ev->job_set |= (uint8_t)(1u << i);
     }
     if (ev->world_size == 0 && (ev->job_set & SRV_JOB_WORLD))
-        return fail3(reason, "field \"world_size\": must be positive", "",
-                     "");
+        return fail3(reason, "field \"world_size\": must be positive", "", "");
     if ((ev->job_set & (SRV_JOB_RANK | SRV_JOB_WORLD)) ==
             (SRV_JOB_RANK | SRV_JOB_WORLD) &&
         ev->rank >= ev->world_size)

@@ -95,8 +95,8 @@ static void post(srv *s, const srv_regress_sum *sum)
         glog_warn("regress", "alert webhook for session %s: %s", sum->sid,
                   why[0] ? why : gpufl_strerror(rc));
     else if (status < 200 || status > 299)
-        glog_warn("regress", "alert webhook for session %s: HTTP %ld",
-                  sum->sid, status);
+        glog_warn("regress", "alert webhook for session %s: HTTP %ld", sum->sid,
+                  status);
     httpc_headers_free(h);
     gbuf_release(&body);
 }

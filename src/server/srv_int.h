@@ -146,7 +146,7 @@ typedef struct srv {
      * moved on when the database becomes reachable again after an outage
      * (relaxed atomic); mark_stale counts silence only from here */
     uint64_t heard_since;
-    void *kafka; /* kafka.c's consumer, NULL when off */
+    void *kafka;   /* kafka.c's consumer, NULL when off */
     void *webhook; /* regress.c's HTTP client (httpc), made at first use */
 } srv;
 

@@ -242,7 +242,8 @@ static const char *const migrations[] = {
      * from, its step scope and its simulated perturbation (NULL when the
      * session line did not say); whether the regression scan has run on
      * it (regress: 0 not yet, 1 done - sessions stored before are not
-     * scanned), and what it found, per kernel name (store_sql_regress.c) */
+     * scanned), and what it found, per kernel name (store_sql_regress.c);
+     * sessions by app, for a scan's baseline and the /metrics gauge */
     "ALTER TABLE sessions ADD COLUMN job TEXT;"
     "ALTER TABLE sessions ADD COLUMN rank INTEGER;"
     "ALTER TABLE sessions ADD COLUMN world_size INTEGER;"
@@ -254,6 +255,7 @@ static const char *const migrations[] = {
     "UPDATE sessions SET regress=1;"
     "CREATE INDEX sessions_job ON sessions(job, rank);"
     "CREATE INDEX sessions_regress ON sessions(regress, state);"
+    "CREATE INDEX sessions_app ON sessions(app, start_ns);"
     "CREATE TABLE regressions(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " app TEXT NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,"
     " name TEXT NOT NULL, base_median REAL, cur_median REAL, ratio REAL,"

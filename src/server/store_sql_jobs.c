@@ -222,13 +222,11 @@ static int find_step_scope(qctx *c, jrank *r, int64_t *name_id)
 static int load_steps(qctx *c, jrank *r)
 {
     int64_t name_id;
+    size_t cap = 0;
     int rc = find_step_scope(c, r, &name_id);
 
     if (rc || !name_id)
         return rc;
-    r->steps = malloc(JOB_STEPS_MAX * sizeof(*r->steps));
-    if (!r->steps)
-        return GPUFL_ENOMEM;
     rc = q_prepare(c, "SELECT dur FROM scopes WHERE sess=? AND type=? AND"
                       " name=? ORDER BY ts, seq LIMIT ?");
     if (rc)
@@ -237,8 +235,17 @@ static int load_steps(qctx *c, jrank *r)
     qbind_i64(c->st, 2, EV_SCOPE_END);
     qbind_i64(c->st, 3, name_id);
     qbind_i64(c->st, 4, JOB_STEPS_MAX);
-    while ((rc = sdb_step(c->st)) == SDB_ROW)
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        /* grown as the steps come: most runs have far fewer than the cap */
+        if (r->nsteps == cap) {
+            double *n;
+            cap = cap ? 2 * cap : 256;
+            if (!(n = realloc(r->steps, cap * sizeof(*n))))
+                return GPUFL_ENOMEM;
+            r->steps = n;
+        }
         r->steps[r->nsteps++] = (double)qcol_i64(c->st, 0);
+    }
     if (rc != SDB_DONE)
         return sq_err(rc);
     if (!r->nsteps)
@@ -354,8 +361,8 @@ static void w_evidence(jw *w, const jrank *rk, size_t n, const jrank *r,
         len += (size_t)snprintf(text + len, sizeof(text) - len,
                                 "; its extra time is in kernel %s: +%.3f ms"
                                 " per step (%.3f ms against %.3f ms)",
-                                kname, best / 1e6,
-                                (best + kbase) / 1e6, kbase / 1e6);
+                                kname, best / 1e6, (best + kbase) / 1e6,
+                                kbase / 1e6);
     else if (len < sizeof(text))
         len += (size_t)snprintf(text + len, sizeof(text) - len,
                                 "; its extra time is not in its GPU kernels"
@@ -494,9 +501,8 @@ int srv_store_q_job(srv_store *s, const srv_q *q, jw *w)
             if (rk[i].last > last)
                 last = rk[i].last;
             running += strcmp(rk[i].state, "ended") != 0;
-            seen += rk[i].has_rank &&
-                    (i == 0 || !rk[i - 1].has_rank ||
-                     rk[i - 1].rank != rk[i].rank);
+            seen += rk[i].has_rank && (i == 0 || !rk[i - 1].has_rank ||
+                                       rk[i - 1].rank != rk[i].rank);
         }
         if ((rc = judge(rk, n, &job_med)) != 0)
             goto out;
@@ -533,7 +539,7 @@ int srv_store_q_job(srv_store *s, const srv_q *q, jw *w)
         }
         jw_arr_end(w);
         jw_kv_str(w, "verdict",
-                  nstrag ? "straggler"
+                  nstrag        ? "straggler"
                   : job_med > 0 ? "no straggler"
                                 : "not enough steps to judge");
         jw_obj_end(w);

@@ -117,7 +117,7 @@ static void w_session_row(qctx *c, jw *w)
     " coalesce(start_ns, 0), state, end_reason, coalesce(first_ts, 0),"        \
     " coalesce(last_ts, 0), coalesce(last_seen, 0), keep,"                     \
     " coalesce(simulated, 0), n_lines, n_kernels, n_ops, n_scopes,"            \
-    " n_samples, n_profile, id, header, ended, job, rank, world_size,"        \
+    " n_samples, n_profile, id, header, ended, job, rank, world_size,"         \
     " local_rank, job_source, step_scope, sim_perturb"
 
 int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)

@@ -44,9 +44,9 @@
 #define REGRESS_BASE_MAX 64
 
 typedef struct rname {
-    char *name;   /* malloc'd */
-    int64_t n;    /* calls */
-    double *v;    /* REGRESS_SAMPLE or n values, sorted */
+    char *name; /* malloc'd */
+    int64_t n;  /* calls */
+    double *v;  /* REGRESS_SAMPLE or n values, sorted */
     size_t nv;
 } rname;
 
@@ -153,8 +153,8 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
                    const rsess *base, size_t nb, rrow *rows, size_t *nrows)
 {
     an_group g[REGRESS_BASE_MAX];
-    double *tmp = malloc((REGRESS_BASE_MAX + 1) * REGRESS_SAMPLE *
-                         sizeof(*tmp));
+    double *tmp =
+        malloc((REGRESS_BASE_MAX + 1) * REGRESS_SAMPLE * sizeof(*tmp));
     an_opts o;
     int rc = GPUFL_OK;
 
@@ -266,10 +266,11 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
 
 static int kind_rank(const char *k)
 {
-    return !strcmp(k, "slower") ? 0 : !strcmp(k, "new") ? 1
-                                  : !strcmp(k, "vanished") ? 2
-                                  : !strcmp(k, "count")    ? 3
-                                                           : 4;
+    return !strcmp(k, "slower")     ? 0
+           : !strcmp(k, "new")      ? 1
+           : !strcmp(k, "vanished") ? 2
+           : !strcmp(k, "count")    ? 3
+                                    : 4;
 }
 
 static int cmp_row(const void *a, const void *b)
@@ -284,8 +285,8 @@ static int cmp_row(const void *a, const void *b)
 }
 
 /* The findings, in one transaction on the writer. */
-static int store_rows(srv_store *s, int64_t sess, const char *app,
-                      int64_t ts, const rrow *rows, size_t n, size_t nb)
+static int store_rows(srv_store *s, int64_t sess, const char *app, int64_t ts,
+                      const rrow *rows, size_t n, size_t nb)
 {
     sdb_stmt *st = NULL;
     int rc;
@@ -449,7 +450,7 @@ int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
                            uint32_t *done)
 {
     int64_t ids[64], ts[64];
-    char (*apps)[256] = malloc(64 * sizeof(*apps));
+    char(*apps)[256] = malloc(64 * sizeof(*apps));
     char sids[64][40];
     size_t n = 0;
     qctx c;

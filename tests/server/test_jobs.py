@@ -431,6 +431,7 @@ class Regressions(Base):
         srv.stop()
         undo = ["DELETE FROM schema_version WHERE version=14",
                 "DROP INDEX sessions_job", "DROP INDEX sessions_regress",
+                "DROP INDEX sessions_app",
                 "DROP TABLE regressions"] + [
             "ALTER TABLE sessions DROP COLUMN " + c for c in (
                 "job", "rank", "world_size", "local_rank", "job_source",

@@ -25,6 +25,7 @@ T0 = 1700000000 * 10 ** 9
 
 # What migration 14 (jobs, regressions) added, removed: back to schema 13.
 UNDO_14 = ["DROP INDEX sessions_job", "DROP INDEX sessions_regress",
+           "DROP INDEX sessions_app",
            "DROP TABLE regressions"] + [
     "ALTER TABLE sessions DROP COLUMN " + c for c in (
         "job", "rank", "world_size", "local_rank", "job_source", "step_scope",
