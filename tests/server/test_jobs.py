@@ -8,7 +8,8 @@ their name's median, each run scaled by up to +-2 % (run-to-run noise).
 
     Jobs:        a 4-rank job whose rank 2 runs its GEMMs 30 % slower (the
                  others wait in NCCL) names rank 2, the GEMM and the wait; a
-                 4-rank job with only noise names no one; the session fields.
+                 4-rank job with only noise names no one (5 such jobs, 20
+                 sessions); the session fields.
     Regressions: 20 runs with only noise find nothing; a run with its GEMMs
                  x1.2 is found with both GEMM names and 1.2 in the interval,
                  nothing else; /metrics; the webhook fires once.
@@ -236,7 +237,8 @@ class Jobs(Base):
 
     def test_no_straggler_in_noise(self):
         srv = self.server()
-        for k in range(3):
+        # 5 jobs of 4 ranks: 20 sessions of noise, no straggler named
+        for k in range(5):
             job = "job-even-%d" % k
             self.job(srv, job, seed0=100 + 10 * k,
                      step_scope="train_step" if k == 1 else None)
