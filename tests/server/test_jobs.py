@@ -462,6 +462,35 @@ class Regressions(Base):
         self.assertEqual({i["name"] for i in r["items"]}, set(GEMMS))
         self.assertEqual({i["base_sessions"] for i in r["items"]}, {4})
 
+    def test_webhook_down(self):
+        """A webhook that cannot be reached loses nothing: the findings are
+        stored and answered, the server goes on, the failure is logged."""
+        import socket
+        sk = socket.socket()
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+        sk.close()  # nothing listens there now
+        srv = T.Server(os.path.join(self.dir, "data"),
+                       ["--stale-after", "1", "--log-level", "info",
+                        "--alert-webhook", "http://127.0.0.1:%d/x" % port])
+        self.servers.append(srv)
+        sids = []
+        for i in range(4):
+            sid = str(uuid.UUID(int=random.Random(300 + i).getrandbits(128),
+                                version=4))
+            dev, sc, _ = session_lines(sid, "down", 300 + i,
+                                       gemm=1.5 if i == 3 else 1.0,
+                                       start=T0 + i)
+            send(srv, dev, sc)
+            sids.append(sid)
+        r = wait_scanned(srv, sids)[sids[3]]
+        self.assertEqual({i["name"] for i in r["items"]}, set(GEMMS))
+        deadline = time.time() + 15
+        while "alert webhook" not in srv.output() and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertIn("alert webhook for session %s" % sids[3], srv.output())
+        self.assertEqual(srv.req("GET", "/readyz", token=None)[0], 200)
+
     def test_off_and_bad_webhook(self):
         import subprocess
         p = subprocess.run([T.SERVER, "--listen", "127.0.0.1:0", "--data-dir",
