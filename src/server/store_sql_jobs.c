@@ -53,6 +53,9 @@ typedef struct jrank {
     double busy_ns, coll_ns, med_step, med_compute;
     jkern k[JOB_KNAMES];
     size_t nk;
+    jkern sc[JOB_KNAMES]; /* scope names but the step's: wall ns per step */
+    size_t nsc;
+    int64_t step_name; /* the step scope's name id */
     an_result r;
     int judged, straggler;
 } jrank;
@@ -63,6 +66,8 @@ static void jrank_release(jrank *r)
     free(r->compute);
     for (size_t i = 0; i < r->nk; i++)
         free(r->k[i].name);
+    for (size_t i = 0; i < r->nsc; i++)
+        free(r->sc[i].name);
 }
 
 static int is_collective(const char *name)
@@ -219,6 +224,40 @@ static int find_step_scope(qctx *c, jrank *r, int64_t *name_id)
     return GPUFL_OK;
 }
 
+/* The wall time per step of the rank's other scope names (the longest in
+ * total first): where a straggler's extra time goes when it is not in its
+ * kernels (a data-loading scope, a host-side stall). */
+static int load_scopes(qctx *c, jrank *r)
+{
+    int64_t ids[JOB_KNAMES];
+    char buf[SQ_NAME_MAX + 1];
+    int rc = q_prepare(c, "SELECT name, sum(dur) FROM scopes WHERE sess=?"
+                          " AND type=? AND name<>? GROUP BY name ORDER BY"
+                          " sum(dur) DESC LIMIT ?");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, r->id);
+    qbind_i64(c->st, 2, EV_SCOPE_END);
+    qbind_i64(c->st, 3, r->step_name);
+    qbind_i64(c->st, 4, JOB_KNAMES);
+    while ((rc = sdb_step(c->st)) == SDB_ROW && r->nsc < JOB_KNAMES) {
+        ids[r->nsc] = qcol_i64(c->st, 0);
+        r->sc[r->nsc++].per_step =
+            (double)qcol_i64(c->st, 1) / (double)r->nsteps;
+    }
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    /* names once the rows are read: one statement at a time */
+    for (size_t i = 0; i < r->nsc; i++) {
+        sq_name_of(c->db, r->id, ids[i], buf, sizeof(buf));
+        if (!(r->sc[i].name = strdup(buf))) {
+            r->nsc = i;
+            return GPUFL_ENOMEM;
+        }
+    }
+    return GPUFL_OK;
+}
+
 static int load_steps(qctx *c, jrank *r)
 {
     int64_t name_id;
@@ -263,7 +302,8 @@ static int load_steps(qctx *c, jrank *r)
     r->med_compute = median_of(r->compute, r->nsteps);
     for (size_t i = 0; i < r->nk; i++)
         r->k[i].per_step /= (double)r->nsteps;
-    return GPUFL_OK;
+    r->step_name = name_id;
+    return load_scopes(c, r);
 }
 
 /* Each rank well above the job's median compared with all the others. */
@@ -310,26 +350,50 @@ static int judge(jrank *rk, size_t n, double *job_med)
     return rc;
 }
 
-/* A per-step figure of the ranks that are not stragglers: their median. */
-static double others_median(const jrank *rk, size_t n, const char *kname)
+/* A per-step figure of the ranks that are not stragglers, their median:
+ * collective time (kname NULL), a kernel name's time (scope 0) or a scope
+ * name's (scope 1). */
+static double others_median(const jrank *rk, size_t n, const char *kname,
+                            int scope)
 {
     double v[JOB_RANKS_MAX];
     size_t m = 0;
 
     for (size_t i = 0; i < n; i++) {
+        const jkern *k = scope ? rk[i].sc : rk[i].k;
+        size_t nk = scope ? rk[i].nsc : rk[i].nk;
         double x = 0;
         if (rk[i].straggler || rk[i].nsteps < JOB_MIN_STEPS)
             continue;
         if (!kname) {
             x = rk[i].coll_ns / (double)rk[i].nsteps;
         } else {
-            for (size_t k = 0; k < rk[i].nk; k++)
-                if (!strcmp(rk[i].k[k].name, kname))
-                    x = rk[i].k[k].per_step;
+            for (size_t j = 0; j < nk; j++)
+                if (!strcmp(k[j].name, kname))
+                    x = k[j].per_step;
         }
         v[m++] = x;
     }
     return m ? an_median(v, m) : 0;
+}
+
+/* The name of list k (n of them) whose per-step time exceeds the other
+ * ranks' median by most: *extra by how much, *base their median. */
+static const char *most_extra(const jrank *rk, size_t n, const jkern *k,
+                              size_t nk, int scope, double *extra, double *base)
+{
+    const char *best = NULL;
+
+    *extra = *base = 0;
+    for (size_t i = 0; i < nk; i++) {
+        double o = others_median(rk, n, k[i].name, scope);
+        if (k[i].per_step - o > *extra) {
+            *extra = k[i].per_step - o;
+            *base = o;
+            best = k[i].name;
+        }
+    }
+    return best;
 }
 
 static void w_evidence(jw *w, const jrank *rk, size_t n, const jrank *r,
@@ -337,19 +401,12 @@ static void w_evidence(jw *w, const jrank *rk, size_t n, const jrank *r,
 {
     char text[2048];
     size_t len;
-    double extra = r->med_compute - job_med, best = 0, coll_wait;
-    const char *kname = NULL;
-    double kbase = 0;
+    double extra = r->med_compute - job_med, best, coll_wait, kbase;
+    double sbest, sbase;
+    const char *kname = most_extra(rk, n, r->k, r->nk, 0, &best, &kbase);
+    const char *sname = most_extra(rk, n, r->sc, r->nsc, 1, &sbest, &sbase);
 
-    for (size_t k = 0; k < r->nk; k++) {
-        double o = others_median(rk, n, r->k[k].name);
-        if (r->k[k].per_step - o > best) {
-            best = r->k[k].per_step - o;
-            kname = r->k[k].name;
-            kbase = o;
-        }
-    }
-    coll_wait = others_median(rk, n, NULL) - r->coll_ns / (double)r->nsteps;
+    coll_wait = others_median(rk, n, NULL, 0) - r->coll_ns / (double)r->nsteps;
     len = (size_t)snprintf(
         text, sizeof(text),
         "rank %lld: %.3f ms per step outside collectives against %.3f ms"
@@ -367,6 +424,12 @@ static void w_evidence(jw *w, const jrank *rk, size_t n, const jrank *r,
         len += (size_t)snprintf(text + len, sizeof(text) - len,
                                 "; its extra time is not in its GPU kernels"
                                 " (host side, data loading or launch)");
+    if (sname && sbest > 0.2 * extra && len < sizeof(text))
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                "; scope %s lasts +%.3f ms per step longer"
+                                " (%.3f ms against %.3f ms)",
+                                sname, sbest / 1e6, (sbest + sbase) / 1e6,
+                                sbase / 1e6);
     if (coll_wait > 0.2 * extra && len < sizeof(text))
         snprintf(text + len, sizeof(text) - len,
                  "; the other ranks spend +%.3f ms per step more in NCCL"
@@ -392,6 +455,12 @@ static void w_evidence(jw *w, const jrank *rk, size_t n, const jrank *r,
     else
         jw_null(w);
     srv_jw_kv_dec(w, "kernel_extra_ns", kname ? (int64_t)best : 0);
+    jw_key(w, "scope");
+    if (sname && sbest > 0.2 * extra)
+        jw_str(w, sname);
+    else
+        jw_null(w);
+    srv_jw_kv_dec(w, "scope_extra_ns", sname ? (int64_t)sbest : 0);
     srv_jw_kv_dec(w, "collective_wait_ns",
                   coll_wait > 0 ? (int64_t)coll_wait : 0);
     jw_kv_str(w, "evidence", text);

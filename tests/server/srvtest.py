@@ -40,7 +40,8 @@ API_DEC = frozenset((
     "since", "deadline", "veto_until", "gpu_ts", "gpu_dur", "queue_ns",
     "launch_ns", "step_median_ns", "compute_median_ns", "steps_ns",
     "kernel_ns", "collective_ns", "extra_ns", "kernel_extra_ns",
-    "collective_wait_ns", "base_median_ns", "cur_median_ns"))
+    "collective_wait_ns", "base_median_ns", "cur_median_ns",
+    "scope_extra_ns"))
 # Members copied from event lines as they came: their integers are
 # numbers up to 2^53 - 1 and decimal strings past it, whatever the key.
 API_COPIED = frozenset(("devices", "engines", "cmd", "lib", "interval_ms",

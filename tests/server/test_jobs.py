@@ -41,10 +41,11 @@ T0 = 1_800_000_000_000_000_000
 
 def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
                   world=None, wait=None, step_scope=None, jitter=True,
-                  start=T0):
+                  start=T0, stall=20000):
     """Device and scope lines of one run. wait[i]: ns the NCCL kernel of
     step i lasts beyond NCCL_NS (the rank waits for a slower one); returns
-    (device lines, scope lines, per-step compute ns)."""
+    (device lines, scope lines, per-step compute ns). stall: ns per step
+    in a scope "data_load" without kernels (host side)."""
     rng = random.Random(seed)
     run = 1 + (rng.uniform(-0.02, 0.02) if jitter else 0)
     sess = {"app": app, "host": "h-%s" % app, "pid": 1000 + seed,
@@ -73,25 +74,34 @@ def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
         sc.append(json.dumps(e, separators=(",", ":")).encode())
 
     d("session", start, **sess)
-    names = [k[0] for k in KERNELS] + [NCCL, "train_step", "forward"]
+    names = [k[0] for k in KERNELS] + [NCCL, "train_step", "forward",
+                                       "data_load"]
+    STEP, FWD, LOAD = len(names) - 2, len(names) - 1, len(names)
     for i, n in enumerate(names):
         d("dict", start, id=i + 1, kind="name", name=n)
     s("session", start, **sess)
-    s("dict", start, id=20, kind="path", parent=0, name=len(names) - 1,
-      depth=1)
-    s("dict", start, id=21, kind="path", parent=20, name=len(names), depth=2)
+    s("dict", start, id=20, kind="path", parent=0, name=STEP, depth=1)
+    s("dict", start, id=21, kind="path", parent=20, name=FWD, depth=2)
+    s("dict", start, id=22, kind="path", parent=20, name=LOAD, depth=2)
     t = start + 1000
     inst = 100
     compute = []
     for step in range(steps):
         b = t
         inst += 1
-        s("scope_begin", b, id=inst, name=len(names) - 1, path=20, depth=1,
-          tid=1)
+        top = inst
+        s("scope_begin", b, id=top, name=STEP, path=20, depth=1, tid=1)
         inst += 1
-        s("scope_begin", b, id=inst, name=len(names), path=21, parent=inst - 1,
-          depth=2, tid=1)
-        busy = 0
+        s("scope_begin", t, id=inst, name=LOAD, path=22, parent=top, depth=2,
+          tid=1)
+        t += stall
+        s("scope_end", t, id=inst, name=LOAD, path=22, parent=top, depth=2,
+          tid=1, dur=stall)
+        busy = stall
+        inst += 1
+        f0 = t
+        s("scope_begin", t, id=inst, name=FWD, path=21, parent=top, depth=2,
+          tid=1)
         for ki, (name, med, calls) in enumerate(KERNELS):
             f = gemm if name in GEMMS else 1.0
             for _ in range(calls):
@@ -100,15 +110,15 @@ def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
                   scope=inst)
                 t += dur + 2000
                 busy += dur + 2000
-        s("scope_end", t, id=inst, name=len(names), path=21, parent=inst - 1,
-          depth=2, tid=1, dur=t - b)
+        s("scope_end", t, id=inst, name=FWD, path=21, parent=top, depth=2,
+          tid=1, dur=t - f0)
         compute.append(busy)
         nd = int(NCCL_NS * math.exp(rng.gauss(0, 0.02))) + \
             (wait[step] if wait else 0)
         d("kernel", t, dev=0, stream=8, name=len(KERNELS) + 1, dur=nd)
         t += nd + 5000
-        s("scope_end", t, id=inst - 1, name=len(names) - 1, path=20, depth=1,
-          tid=1, dur=t - b)
+        s("scope_end", t, id=top, name=STEP, path=20, depth=1, tid=1,
+          dur=t - b)
         t += 1000
     d("session_end", t, reason="exit")
     s("session_end", t, reason="exit")
@@ -174,12 +184,14 @@ class Base(unittest.TestCase):
 
 class Jobs(Base):
     def job(self, srv, job, slow_rank=None, factor=1.3, seed0=0,
-            step_scope=None):
+            step_scope=None, stall_rank=None, stall=400000):
         comp = {}
         sids = {}
         for r in range(4):
             _, _, c = session_lines("x", "trainer", seed0 + r, gemm=factor
-                                    if r == slow_rank else 1.0)
+                                    if r == slow_rank else 1.0,
+                                    stall=stall if r == stall_rank
+                                    else 20000)
             comp[r] = c
         steps = len(comp[0])
         slowest = [max(comp[r][i] for r in range(4)) for i in range(steps)]
@@ -191,7 +203,8 @@ class Jobs(Base):
                 sid, "trainer", seed0 + r, job=job, rank=r, world=4,
                 gemm=factor if r == slow_rank else 1.0,
                 wait=[slowest[i] - comp[r][i] for i in range(steps)],
-                step_scope=step_scope)
+                step_scope=step_scope,
+                stall=stall if r == stall_rank else 20000)
             send(srv, dev, sc)
         return sids
 
@@ -226,6 +239,9 @@ class Jobs(Base):
         self.assertIn("rank 2", st["evidence"])
         self.assertIn(st["kernel"], st["evidence"])
         self.assertIn("wait for it", st["evidence"])
+        # the scope its extra time is in: forward (where the GEMMs run)
+        self.assertEqual(st["scope"], "forward")
+        self.assertIn("scope forward", st["evidence"])
         # the list
         items = srv.get("/api/v1/jobs")["items"]
         self.assertEqual([(i["job"], i["ranks_seen"], i["sessions"],
@@ -246,6 +262,20 @@ class Jobs(Base):
             self.assertEqual(j["verdict"], "no straggler", j["stragglers"])
             self.assertEqual(j["stragglers"], [])
             self.assertFalse(any(r["straggler"] for r in j["ranks"]))
+
+    def test_host_stall_named_by_scope(self):
+        """A rank slow on the host (400 us more per step in data_load, no
+        kernel slower): named, its kernels cleared, the scope named."""
+        srv = self.server()
+        self.job(srv, "job-stall", stall_rank=1)
+        j = srv.get("/api/v1/jobs/job-stall")
+        self.assertEqual([s["rank"] for s in j["stragglers"]], [1])
+        st = j["stragglers"][0]
+        self.assertIsNone(st["kernel"], st)
+        self.assertIn("not in its GPU kernels", st["evidence"])
+        self.assertEqual(st["scope"], "data_load")
+        self.assertGreater(st["scope_extra_ns"], 300000)
+        self.assertGreater(st["collective_wait_ns"], 300000)
 
     def test_named_step_scope(self):
         srv = self.server()
