@@ -520,6 +520,13 @@ class Regressions(Base):
             time.sleep(0.1)
         self.assertIn("alert webhook for session %s" % sids[3], srv.output())
         self.assertEqual(srv.req("GET", "/readyz", token=None)[0], 200)
+        # retention takes a session's findings with it
+        self.assertTrue(srv.get("/api/v1/regressions")["items"])
+        st, _, b = srv.req("POST", "/api/v1/admin/retention?max_db_bytes=1")
+        self.assertEqual(st, 200, b)
+        self.assertEqual(srv.get("/api/v1/sessions")["items"], [])
+        self.assertEqual(srv.get("/api/v1/regressions")["items"], [])
+        self.assertEqual(srv.sql("SELECT count(*) FROM regressions"), [["0"]])
 
     def test_off_and_bad_webhook(self):
         import subprocess
