@@ -6,3 +6,12 @@ if(TARGET gpufl_server_core)
                              ${PROJECT_SOURCE_DIR}/src/server)
   target_link_libraries(bench_server PRIVATE gpufl_server_core)
 endif()
+
+# bench_regress: the regression scan of a 1M-kernel session against five.
+if(TARGET gpufl_server_core)
+  add_executable(bench_regress ${CMAKE_CURRENT_LIST_DIR}/bench_regress.c)
+  gpufl_target(bench_regress)
+  target_include_directories(bench_regress PRIVATE
+                             ${PROJECT_SOURCE_DIR}/src/server)
+  target_link_libraries(bench_regress PRIVATE gpufl_server_core m)
+endif()

@@ -119,6 +119,7 @@ static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
     q->path = srv_req_arg(r, "path");
     q->src = srv_req_arg(r, "src");
     q->cursor = srv_req_arg(r, "cursor");
+    q->job = srv_req_arg(r, "job");
     if (q->state && strcmp(q->state, "running") && strcmp(q->state, "ended") &&
         strcmp(q->state, "stale")) {
         snprintf(why, cap, "state must be running, ended or stale");
@@ -547,6 +548,8 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
                          "no such session");
     if (sub && !strcmp(sub, "memory") && rc->nseg == 5)
         return srv_api_memory(s, r, o, sid, 0);
+    if (sub && !strcmp(sub, "regressions") && rc->nseg == 5)
+        return srv_api_regressions(s, r, o, sid);
     if (sub && !strcmp(sub, "export") && rc->nseg == 5)
         return export_route(s, r, o, sid);
     if (sub && !strcmp(sub, "kernels")) {
@@ -638,6 +641,18 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             return not_allowed(o, "GET");
         if (need(r, o, ROLE_READ))
             srv_api_memory(s, r, o, NULL, rc->nseg == 4);
+        return;
+    }
+    if ((!strcmp(a, "jobs") && (rc->nseg == 3 || rc->nseg == 4)) ||
+        (!strcmp(a, "regressions") && rc->nseg == 3)) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (!need(r, o, ROLE_READ))
+            return;
+        if (a[0] == 'j')
+            srv_api_jobs(s, r, o, rc->nseg == 4 ? rc->seg[3] : NULL);
+        else
+            srv_api_regressions(s, r, o, NULL);
         return;
     }
     if (!strcmp(a, "compare") && rc->nseg == 3) {
@@ -737,6 +752,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
     }
     if (!strcmp(r->path, "/metrics")) {
         gbuf b = GBUF_INIT(SRV_METRICS_MAX);
+        srv_regress_app *reg;
         srv_gauges g;
         size_t len;
         char *buf;
@@ -750,7 +766,14 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         g.have_missing = srv_store_missing(s->store, g.missing) == GPUFL_OK;
         g.conns_open = srv_conns_open(s);
         g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
+        reg = malloc(SRV_REGRESS_APPS_MAX * sizeof(*reg));
+        if (reg && srv_store_regress_worst(s->store, reg, SRV_REGRESS_APPS_MAX,
+                                           &g.n_regress) == 0)
+            g.regress = reg;
+        else
+            g.n_regress = 0;
         srv_metrics_write(&s->met, &g, &b);
+        free(reg);
         if ((err = b.err) != 0) {
             gbuf_release(&b);
             return srv_resp_error(o, 500, gpufl_strerror(err));

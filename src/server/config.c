@@ -176,6 +176,22 @@ static const opt_def srv_opts[] = {
       .min = 1,
       .max = 1ull << 32,
       .help = "how often retention runs" },
+    { .name = "regress-baseline",
+      .type = OPT_INT,
+      OPT_F_UINT(T, regress_baseline),
+      .def = "5",
+      .min = 0,
+      .max = 64,
+      .help = "an ended session's kernels are compared with the last N ended "
+              "sessions of the same app (docs/analysis.md); 0: no regression "
+              "scan" },
+    { .name = "alert-webhook",
+      .type = OPT_STR,
+      OPT_F_ARR(T, alert_webhook),
+      .arg = "URL",
+      .help = "http(s) URL that gets a JSON summary POSTed once for each "
+              "scanned session with kernels significantly slower than its "
+              "baseline (empty: none)" },
     { .name = "quiet",
       .type = OPT_BOOL,
       OPT_F_UINT(T, quiet),
@@ -289,6 +305,12 @@ int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
     case OPT_RUN: break;
     }
     rc = 0;
+    if (c->alert_webhook[0] && strncmp(c->alert_webhook, "http://", 7) &&
+        strncmp(c->alert_webhook, "https://", 8)) {
+        snprintf(err, cap, "--alert-webhook: an http:// or https:// URL");
+        rc = 2;
+        goto out;
+    }
     for (size_t i = 0; i < ctx->nargs; i++) {
         if (*npos >= pos_cap) {
             snprintf(err, cap, "unexpected argument '%s'", ctx->args[i]);

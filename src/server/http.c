@@ -95,6 +95,36 @@ const char *srv_req_arg(const srv_req *r, const char *key)
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+typedef struct args_chk {
+    const char *const *allowed;
+    char *bad;
+    size_t cap;
+    int found;
+} args_chk;
+
+static enum MHD_Result args_iter(void *cls, enum MHD_ValueKind kind,
+                                 const char *key, const char *value)
+{
+    args_chk *a = cls;
+    (void)kind;
+    (void)value;
+    for (const char *const *k = a->allowed; *k; k++)
+        if (!strcmp(*k, key))
+            return MHD_YES;
+    snprintf(a->bad, a->cap, "%.100s", key);
+    a->found = 1;
+    return MHD_NO;
+}
+
+int srv_req_args_only(const srv_req *r, const char *const *allowed, char *bad,
+                      size_t cap)
+{
+    args_chk a = { allowed, bad, cap, 0 };
+
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, args_iter, &a);
+    return a.found ? -1 : 0;
+}
+
 const char *srv_req_header(const srv_req *r, const char *key)
 {
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, key);

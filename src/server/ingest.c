@@ -88,6 +88,10 @@ static const field f_session[] = { SR("app", app, 256),
                                    U("start", start),
                                    S("lib", text, 64),
                                    { "simulated", F_BOOL, 0, 0, 0 },
+                                   S("job", job, INGEST_JOB_MAX),
+                                   S("job_source", job_source, 64),
+                                   S("step_scope", step_scope, INGEST_JOB_MAX),
+                                   S("sim_perturb", sim_perturb, 1024),
                                    END };
 static const field f_session_end[] = { S("reason", reason, 64), U("dur", dur),
                                        U("lines", lines), U("lost", lost),
@@ -364,6 +368,34 @@ static int dict_get(jsonl_doc *d, ingest_arena *a, srv_ev *ev, char *reason)
     return fields_get(d, kf[k], a, ev, reason);
 }
 
+/* A session's place in its job: rank, world_size, local_rank, each an
+ * integer below SRV_JOB_RANK_MAX when present (0 is a rank, so presence is
+ * a bit, not a non-zero value); a rank must be below the world size. */
+static int job_get(jsonl_doc *d, srv_ev *ev, char *reason)
+{
+    static const char *const keys[] = { "rank", "world_size", "local_rank" };
+    uint32_t *dst[] = { &ev->rank, &ev->world_size, &ev->local_rank };
+
+    for (int i = 0; i < 3; i++) {
+        uint32_t t = jsonl_doc_find(d, keys[i]);
+        uint64_t v;
+        if (t == JSONL_NOTFOUND)
+            continue;
+        if (jsonl_tok_u64(d, t, &v) || v >= SRV_JOB_RANK_MAX)
+            return fail3(reason, "field \"", keys[i],
+                         "\": an integer from 0 to 16777215");
+        *dst[i] = (uint32_t)v;
+        ev->job_set |= (uint8_t)(1u << i);
+    }
+    if (ev->world_size == 0 && (ev->job_set & SRV_JOB_WORLD))
+        return fail3(reason, "field \"world_size\": must be positive", "", "");
+    if ((ev->job_set & (SRV_JOB_RANK | SRV_JOB_WORLD)) ==
+            (SRV_JOB_RANK | SRV_JOB_WORLD) &&
+        ev->rank >= ev->world_size)
+        return fail3(reason, "field \"rank\": not below world_size", "", "");
+    return GPUFL_OK;
+}
+
 /* A verdict names a GPU (dev) or a session, a state of that kind, and
  * carries reasons as strings and signals as an object. */
 static int verdict_check(jsonl_doc *d, const srv_ev *ev, char *reason)
@@ -577,6 +609,8 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         rc = api_get(d, ev, reason);
     if (!rc && td->type == EV_SESSION)
         rc = streams_get(d, st, ev, reason);
+    if (!rc && td->type == EV_SESSION)
+        rc = job_get(d, ev, reason);
     if (!rc && ev->occ > 1e6)
         rc = fail3(reason, "field \"occ\": out of range", "", "");
     /* integers land in signed 64-bit database columns */

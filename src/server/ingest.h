@@ -23,6 +23,8 @@
 /* Longest name a dictionary line may define (bytes, decoded): kernel,
  * scope and file names; queries answer them in full. */
 #define INGEST_NAME_MAX 4096
+/* a session's job id and step scope name (bytes, decoded) */
+#define INGEST_JOB_MAX 256
 /* Longest reason text in a response error. */
 #define INGEST_REASON_MAX 120
 

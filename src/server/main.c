@@ -10,6 +10,8 @@
  */
 #include "srv_int.h"
 
+#include <curl/curl.h>
+
 #include <gpufl/gpufl.h>
 
 #include <errno.h>
@@ -164,6 +166,9 @@ int main(int argc, char **argv)
         srv_store_close(s.store);
         return rc == GPUFL_EINVAL ? 2 : 1;
     }
+    /* before any thread: the webhook's client (regress.c) */
+    if (s.cfg.alert_webhook[0])
+        curl_global_init(CURL_GLOBAL_DEFAULT);
     if (srv_maint_start(&s)) {
         glog_error("main", "cannot start the maintenance thread");
         srv_store_close(s.store);

@@ -3,7 +3,7 @@
  * for --stale-after of the time since the server could hear them) and runs
  * the retention policy (sessions, memory profiles) on its schedule.  Both
  * are plain store calls, so the admin endpoint runs the same code on
- * demand.
+ * demand.  It also runs the regression scan of ended sessions (regress.c).
  */
 #include "srv_int.h"
 
@@ -57,6 +57,7 @@ static void *maint_main(void *arg)
         srv_store_mark_stale(
             s->store, s->cfg.stale_after_s,
             __atomic_load_n(&s->heard_since, __ATOMIC_RELAXED));
+        srv_regress_run(s);
         if ((uint64_t)(time(NULL) - last_ret) >= s->cfg.retention_interval_s) {
             uint64_t n = 0, m = 0;
             last_ret = time(NULL);
@@ -97,6 +98,7 @@ void srv_maint_stop(srv *s)
     pthread_cond_signal(&s->mcond);
     pthread_mutex_unlock(&s->mlock);
     pthread_join(s->maint, NULL);
+    srv_regress_stop(s);
     pthread_mutex_destroy(&s->mlock);
     pthread_cond_destroy(&s->mcond);
     s->maint_started = 0;

@@ -136,4 +136,16 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
     one(b, "gpufl_server_body_refused_total", "counter",
         "Requests answered 503 because --max-buffered was spent.",
         GET(m->body_refused_budget));
+    if (g->n_regress) {
+        prom_family(b, "gpufl_regression_worst_ratio", "gauge",
+                    "Per app (at most 100, by name), the largest median"
+                    " ratio among the kernels its latest scanned session ran"
+                    " significantly slower than its baseline; 1: none"
+                    " (docs/analysis.md).");
+        for (size_t i = 0; i < g->n_regress; i++) {
+            l[0] = (prom_label){ "app", g->regress[i].app };
+            prom_f64(b, "gpufl_regression_worst_ratio", l, 1,
+                     g->regress[i].worst, 4);
+        }
+    }
 }

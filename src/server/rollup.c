@@ -163,6 +163,39 @@ uint64_t rl_hist_quantile(const uint64_t *c, uint64_t n, double q)
     return rl_hist_mid(RL_HIST_N - 1);
 }
 
+/* bucket b holds [lo, lo + w) */
+static void hist_span(uint32_t b, double *lo, double *w)
+{
+    uint32_t msb, sub;
+
+    if (b < 2 * RL_HIST_SUB) {
+        *lo = b;
+        *w = 1;
+        return;
+    }
+    msb = (b - 2 * RL_HIST_SUB) / RL_HIST_SUB + 5;
+    sub = (b - 2 * RL_HIST_SUB) % RL_HIST_SUB;
+    *w = (double)(1ull << (msb - 4));
+    *lo = (double)(1ull << msb) + sub * *w;
+}
+
+void rl_hist_sample(const uint64_t *c, uint64_t n, double *out, size_t m)
+{
+    uint64_t seen = 0;
+    uint32_t b = 0;
+
+    for (size_t k = 0; k < m && n; k++) {
+        double target = ((double)k + 0.5) * (double)n / (double)m, lo, w;
+        while (b < RL_HIST_N - 1 && (double)(seen + c[b]) <= target)
+            seen += c[b++];
+        hist_span(b, &lo, &w);
+        /* the exact buckets (below 32 ns) hold one value each */
+        out[k] = b < 2 * RL_HIST_SUB || !c[b]
+                     ? lo
+                     : lo + w * (target - (double)seen) / (double)c[b];
+    }
+}
+
 /* LEB128 varints. */
 static size_t put_varint(unsigned char *o, uint64_t v)
 {

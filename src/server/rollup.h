@@ -71,6 +71,11 @@ uint64_t rl_hist_quantile(const uint64_t *counts, uint64_t n, double q);
 #define RL_HIST_TAG_PAD 'P'
 #define RL_HIST_ENC_MAX (2 + RL_HIST_N * 12)
 size_t rl_hist_encode(const uint64_t *counts, unsigned char *out);
+/* m values standing for the n held in counts (m <= n): the evenly spaced
+ * quantiles (k + 0.5) / m, each placed within its bucket as if the
+ * bucket's values were spread evenly over it - what the regression scan
+ * compares (docs/analysis.md).  Writes out[0..m). */
+void rl_hist_sample(const uint64_t *counts, uint64_t n, double *out, size_t m);
 int rl_hist_decode_add(const void *blob, size_t n, uint64_t *counts);
 
 /* ---- timeline ---- */

@@ -52,6 +52,8 @@ typedef struct srv_config {
     uint64_t retention_max_db;
     uint64_t memprof_max_age_s; /* 0: retention_max_age_s */
     uint64_t retention_interval_s;
+    uint64_t regress_baseline; /* 0: no regression scan */
+    char alert_webhook[SRV_STR_MAX];
     uint64_t quiet;
     uint64_t kafka_batch;
     int log_level, log_format; /* GLOG_* (common/log.h) */
@@ -102,6 +104,10 @@ typedef struct srv_gauges {
     int have_missing;           /* 0: the store could not say */
     uint64_t conns_open;        /* connections held now */
     uint64_t body_buffered;     /* request body bytes held now */
+    /* per app, the worst "slower" ratio of its latest scanned session
+     * (srv_store_regress_worst); borrowed, n 0: none */
+    const srv_regress_app *regress;
+    size_t n_regress;
 } srv_gauges;
 
 /* The largest /metrics answer (bytes): a few KiB today. */
@@ -140,7 +146,8 @@ typedef struct srv {
      * moved on when the database becomes reachable again after an outage
      * (relaxed atomic); mark_stale counts silence only from here */
     uint64_t heard_since;
-    void *kafka; /* kafka.c's consumer, NULL when off */
+    void *kafka;   /* kafka.c's consumer, NULL when off */
+    void *webhook; /* regress.c's HTTP client (httpc), made at first use */
 } srv;
 
 /* ---- auth (auth.c) ---- */
@@ -251,6 +258,9 @@ int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
                      srv_scope_reject_fn fn, void *ctx);
 /* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
 void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
+/* api_jobs.c: job NULL: the list; sid NULL: regressions of all sessions */
+void srv_api_jobs(srv *s, srv_req *r, srv_resp *o, const char *job);
+void srv_api_regressions(srv *s, srv_req *r, srv_resp *o, const char *sid);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */
@@ -352,6 +362,16 @@ int srv_maint_start(srv *s);
 void srv_maint_stop(srv *s);
 /* One retention pass now (admin endpoint); policy overrides if nonzero.
  * *pruned sessions and *memprofs memory profiles were removed. */
+/* regress.c: scans the ended sessions not scanned yet (maintenance
+ * thread), posts --alert-webhook; frees its client at stop. */
+void srv_regress_run(srv *s);
+void srv_regress_stop(srv *s);
+/* The webhook's JSON body for one scan's summary (tests, fuzzing). */
+int srv_regress_json(const srv_regress_sum *sum, gbuf *b);
+/* GET /api/v1/regressions, /jobs, /jobs/{id}: unknown query parameters
+ * are refused (http.c) - a typo must not silently widen an answer */
+int srv_req_args_only(const srv_req *r, const char *const *allowed, char *bad,
+                      size_t cap);
 int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
                       uint64_t *memprofs);
 

@@ -84,9 +84,20 @@ typedef struct srv_ev {
     /* dname: a name dict's string; demangled: its readable form (p NULL:
      * not given) */
     srv_str app, host, kind, reason, lim, text, dname, demangled, raw;
+    /* session: the job it belongs to (docs/events.md "session"); p NULL
+     * and the job_set bit clear when absent */
+    srv_str job, job_source, step_scope, sim_perturb;
+    uint32_t rank, world_size, local_rank;
+    uint8_t job_set; /* SRV_JOB_* bits: which of the three are present */
     double sys[SRV_SYS_NFIELDS];
     uint32_t sys_set; /* bit i: sys[i] present */
 } srv_ev;
+
+#define SRV_JOB_RANK 1u
+#define SRV_JOB_WORLD 2u
+#define SRV_JOB_LOCAL 4u
+/* ranks and world sizes are below this (a sanity cap, not a cluster's) */
+#define SRV_JOB_RANK_MAX (1u << 24)
 
 #define EVF_ASYNC 1u
 #define EVF_PINNED 2u
@@ -112,6 +123,7 @@ typedef struct srv_q {
     int truncate;      /* export: the part that fits, not 413 */
     int desc;
     const char *session; /* verdicts: a session name */
+    const char *job;     /* sessions: one job's */
     int64_t dev;         /* verdicts: a GPU, -1 = any */
 } srv_q;
 
@@ -250,6 +262,55 @@ int srv_store_q_scopes(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_profile(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_system(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w);
+/* GET /api/v1/jobs (q: app, state, limit, cursor) and /jobs/{q->job}
+ * (store_sql_jobs.c, docs/api.md "Jobs") */
+int srv_store_q_jobs(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_job(srv_store *s, const srv_q *q, jw *w);
+
+/* ---- regressions (store_sql_regress.c, docs/analysis.md) ---- */
+/* Items of one scan kept for its summary (the webhook's list). */
+#define SRV_REGRESS_SUM_ITEMS 16
+#define SRV_REGRESS_NAME_MAX 512
+
+typedef struct srv_regress_cfg {
+    uint32_t baseline; /* ended sessions of the same app compared with */
+    double min_shift;  /* 0.05: the smallest reported median shift */
+} srv_regress_cfg;
+
+/* What the scan of one ended session found (kinds: "slower", "faster",
+ * "new", "vanished", "count"). */
+typedef struct srv_regress_sum {
+    char sid[40], app[256];
+    uint32_t base_sessions; /* 0: too few to compare with, nothing done */
+    uint32_t n_slower, n_faster, n_new, n_vanished, n_count;
+    size_t nitems; /* the slower ones first, worst first */
+    struct {
+        char kind[12];
+        char name[SRV_REGRESS_NAME_MAX];
+        double ratio, lo, hi;
+    } items[SRV_REGRESS_SUM_ITEMS];
+} srv_regress_sum;
+
+typedef void (*srv_regress_fn)(void *arg, const srv_regress_sum *sum);
+/* Scans up to max ended sessions not scanned yet, oldest first, each
+ * once even with several servers on one database (claimed by an UPDATE);
+ * fn(arg, sum) after a session's results are stored.  *done: how many. */
+int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
+                           uint32_t max, srv_regress_fn fn, void *arg,
+                           uint32_t *done);
+/* GET /api/v1/regressions (q->app; limit, cursor) and
+ * /sessions/{q->sid}/regressions */
+int srv_store_q_regressions(srv_store *s, const srv_q *q, jw *w);
+int srv_store_q_sess_regressions(srv_store *s, const srv_q *q, jw *w);
+/* Per app (at most cap, by name), the largest ratio among the "slower"
+ * findings of its latest scanned session (1 when none): /metrics. */
+#define SRV_REGRESS_APPS_MAX 100
+typedef struct srv_regress_app {
+    char app[256];
+    double worst;
+} srv_regress_app;
+int srv_store_regress_worst(srv_store *s, srv_regress_app *out, size_t cap,
+                            size_t *n);
 /* idle verdicts: latest per host GPU/session, and history */
 int srv_store_q_fleet(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_verdicts(srv_store *s, const srv_q *q, jw *w);

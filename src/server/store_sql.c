@@ -248,6 +248,32 @@ static const char *const migrations[] = {
     "CREATE INDEX memooms_sid ON memooms(sid, id);"
     "CREATE INDEX memooms_ts ON memooms(ts, id);"
     "CREATE INDEX memooms_sess ON memooms(sess);",
+    /* 14: jobs and regressions (docs/api.md "Jobs", "Regressions"): a
+     * session's job, rank, world size, local rank, where the job id came
+     * from, its step scope and its simulated perturbation (NULL when the
+     * session line did not say); whether the regression scan has run on
+     * it (regress: 0 not yet, 1 done - sessions stored before are not
+     * scanned), and what it found, per kernel name (store_sql_regress.c);
+     * sessions by app, for a scan's baseline and the /metrics gauge */
+    "ALTER TABLE sessions ADD COLUMN job TEXT;"
+    "ALTER TABLE sessions ADD COLUMN rank INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN world_size INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN local_rank INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN job_source TEXT;"
+    "ALTER TABLE sessions ADD COLUMN step_scope TEXT;"
+    "ALTER TABLE sessions ADD COLUMN sim_perturb TEXT;"
+    "ALTER TABLE sessions ADD COLUMN regress INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE sessions SET regress=1;"
+    "CREATE INDEX sessions_job ON sessions(job, rank);"
+    "CREATE INDEX sessions_regress ON sessions(regress, state);"
+    "CREATE INDEX sessions_app ON sessions(app, start_ns);"
+    "CREATE TABLE regressions(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " app TEXT NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " name TEXT NOT NULL, base_median REAL, cur_median REAL, ratio REAL,"
+    " lo REAL, hi REAL, p REAL, noise REAL, base_count REAL,"
+    " cur_count INTEGER, base_sessions INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX regressions_app ON regressions(app, ts, sess);",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
@@ -257,8 +283,10 @@ const char *const sq_wsql[WS_N] = {
     [WS_SESS_ADD] = "INSERT INTO sessions(sid, last_seen) VALUES(?, ?)"
                     " RETURNING id",
     [WS_SESS_HEADER] =
-        "UPDATE sessions SET app=?, host=?, pid=?, start_ns=?, lib=?,"
-        " simulated=?, header=? WHERE id=? AND header IS NULL",
+        "UPDATE sessions SET app=?1, host=?2, pid=?3, start_ns=?4, lib=?5,"
+        " simulated=?6, header=?7, job=?9, rank=?10, world_size=?11,"
+        " local_rank=?12, job_source=?13, step_scope=?14, sim_perturb=?15"
+        " WHERE id=?8 AND header IS NULL",
     /* ?1: the stream's bit; the session ends with the last of its
      * streams (the SET expressions all read the row as it was) */
     [WS_SESS_END] =

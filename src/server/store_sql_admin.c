@@ -33,7 +33,9 @@ static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "samples", "kagg", "tl", "kscope",
                                            "kext", "srl", "seqr",
                                            /* idle verdicts */
-                                           "verdicts", "fleet" };
+                                           "verdicts", "fleet",
+                                           /* what its scan found */
+                                           "regressions" };
 
 /* ---- maintenance, retention, keys ---- */
 

@@ -367,6 +367,22 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
             qbind_u64(st, 6, e->simulated);
             qbind_str(st, 7, e->raw);
             qbind_u64(st, 8, (uint64_t)sess);
+            qbind_str(st, 9, e->job);
+            if (e->job_set & SRV_JOB_RANK)
+                qbind_u64(st, 10, e->rank);
+            else
+                qbind_null(st, 10);
+            if (e->job_set & SRV_JOB_WORLD)
+                qbind_u64(st, 11, e->world_size);
+            else
+                qbind_null(st, 11);
+            if (e->job_set & SRV_JOB_LOCAL)
+                qbind_u64(st, 12, e->local_rank);
+            else
+                qbind_null(st, 12);
+            qbind_str(st, 13, e->job_source);
+            qbind_str(st, 14, e->step_scope);
+            qbind_str(st, 15, e->sim_perturb);
             return qrun(st);
         }
         if (e->type == EV_SESSION_END) {

@@ -95,6 +95,21 @@ static void w_session_row(qctx *c, jw *w)
         if (qcol_i64(c->st, 20) & (1 << st))
             jw_str(w, ingest_stream_name(st));
     jw_arr_end(w);
+    /* the job fields (docs/api.md "Jobs"): omitted when unknown */
+    if (!qcol_null(c->st, 21))
+        jw_kv_str(w, "job", qcol_text(c->st, 21));
+    if (!qcol_null(c->st, 22))
+        srv_jw_kv_num(w, "rank", qcol_i64(c->st, 22));
+    if (!qcol_null(c->st, 23))
+        srv_jw_kv_num(w, "world_size", qcol_i64(c->st, 23));
+    if (!qcol_null(c->st, 24))
+        srv_jw_kv_num(w, "local_rank", qcol_i64(c->st, 24));
+    if (!qcol_null(c->st, 25))
+        jw_kv_str(w, "job_source", qcol_text(c->st, 25));
+    if (!qcol_null(c->st, 26))
+        jw_kv_str(w, "step_scope", qcol_text(c->st, 26));
+    if (!qcol_null(c->st, 27))
+        jw_kv_str(w, "sim_perturb", qcol_text(c->st, 27));
 }
 
 #define SESS_COLS                                                              \
@@ -102,7 +117,8 @@ static void w_session_row(qctx *c, jw *w)
     " coalesce(start_ns, 0), state, end_reason, coalesce(first_ts, 0),"        \
     " coalesce(last_ts, 0), coalesce(last_seen, 0), keep,"                     \
     " coalesce(simulated, 0), n_lines, n_kernels, n_ops, n_scopes,"            \
-    " n_samples, n_profile, id, header, ended"
+    " n_samples, n_profile, id, header, ended, job, rank, world_size,"         \
+    " local_rank, job_source, step_scope, sim_perturb"
 
 int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
 {
@@ -128,6 +144,7 @@ int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
             " coalesce(start_ns, first_ts, 0) <= ?7)"
             " AND (CAST(?8 AS TEXT) IS NULL OR app LIKE ?8 ESCAPE '\\'"
             " OR host LIKE ?8 ESCAPE '\\' OR sid LIKE ?8 ESCAPE '\\')"
+            " AND (CAST(?10 AS TEXT) IS NULL OR job = ?10)"
             " ORDER BY coalesce(start_ns, 0) DESC, id DESC LIMIT ?9");
     if (rc)
         return q_end(&c, rc, w);
@@ -148,13 +165,15 @@ int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
         qbind_text(c.st, 8, pat);
     }
     qbind_i64(c.st, 9, l + 1);
+    if (q->job)
+        qbind_text(c.st, 10, q->job);
     jw_obj_begin(w);
     jw_key(w, "items");
     jw_arr_begin(w);
     while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
         jw_obj_begin(w);
         w_session_row(&c, w);
-        srv_jw_kv_num(w, "missing", qcol_i64(c.st, 21));
+        srv_jw_kv_num(w, "missing", qcol_i64(c.st, 28));
         jw_obj_end(w);
         last[0] = qcol_i64(c.st, 4);
         last[1] = qcol_i64(c.st, 18);

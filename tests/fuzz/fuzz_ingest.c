@@ -10,7 +10,8 @@
  *     past its end (a guard region after it must stay intact);
  *   - ev->raw is exactly the line given;
  *   - parsing the same line twice gives the same answer;
- *   - decoding never returns more than the cap.
+ *   - decoding never returns more than the cap;
+ *   - a session's job members are within their bounds (rank < world_size).
  */
 #include "ingest.h"
 
@@ -64,6 +65,21 @@ static void check_ev(const srv_ev *e, int st, const char *line, size_t n,
     check_str(&e->lim, a);
     check_str(&e->text, a);
     check_str(&e->dname, a);
+    /* a session's job members: in the arena, within their caps, ranks
+     * below the cap and below the world size when both are given */
+    check_str(&e->job, a);
+    check_str(&e->job_source, a);
+    check_str(&e->step_scope, a);
+    check_str(&e->sim_perturb, a);
+    FUZZ_ASSERT(!e->job.p || e->job.n <= INGEST_JOB_MAX);
+    FUZZ_ASSERT(!e->step_scope.p || e->step_scope.n <= INGEST_JOB_MAX);
+    FUZZ_ASSERT(e->rank < SRV_JOB_RANK_MAX &&
+                e->world_size < SRV_JOB_RANK_MAX &&
+                e->local_rank < SRV_JOB_RANK_MAX);
+    if ((e->job_set & SRV_JOB_RANK) && (e->job_set & SRV_JOB_WORLD))
+        FUZZ_ASSERT(e->rank < e->world_size);
+    FUZZ_ASSERT(e->type == EV_SESSION ||
+                (!e->job.p && !e->job_set && !e->sim_perturb.p));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

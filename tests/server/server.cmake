@@ -133,3 +133,23 @@ if(TARGET test_srv_store AND GPUFL_PG_BINS)
       ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endforeach()
 endif()
+
+# Jobs, stragglers and regressions (test_jobs.py): hand-written sessions with
+# seeded noise, on SQLite and on PostgreSQL.
+if(TARGET gpufl_server_core)
+  foreach(cls Jobs Regressions)
+    add_test(NAME server_jobs_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_jobs.py
+              -v ${cls})
+    set_tests_properties(server_jobs_${cls} PROPERTIES TIMEOUT 300
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+    if(GPUFL_PG_BINS)
+      add_test(NAME server_pg_jobs_${cls}
+        COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_jobs.py
+                -v ${cls})
+      set_tests_properties(server_pg_jobs_${cls} PROPERTIES TIMEOUT 300
+        FIXTURES_REQUIRED server_pg
+        ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+    endif()
+  endforeach()
+endif()

@@ -43,7 +43,12 @@ API_DEC = frozenset((
     "received", "window_ns", "settle_ns", "free_bytes", "process_bytes",
     "live_bytes", "host_bytes", "untracked_bytes", "reserved_bytes",
     "other_bytes", "released_bytes", "released_allocator_bytes",
-    "held_bytes"))
+    "held_bytes",
+    # jobs and regressions (docs/api.md "Jobs", "Regressions")
+    "step_median_ns", "compute_median_ns", "steps_ns",
+    "kernel_ns", "collective_ns", "extra_ns", "kernel_extra_ns",
+    "collective_wait_ns", "base_median_ns", "cur_median_ns",
+    "scope_extra_ns"))
 # Members copied from event lines as they came: their integers are
 # numbers up to 2^53 - 1 and decimal strings past it, whatever the key.
 API_COPIED = frozenset(("devices", "engines", "cmd", "lib", "interval_ms",

@@ -128,6 +128,37 @@ static void test_hist_stored(void)
     CHECK(memcmp(back, h, sizeof(h)) == 0);
 }
 
+/* rl_hist_sample: quantiles placed within their bucket, so the sample's
+ * median is the values' within far less than a bucket's width (1/16 to
+ * 1/32 of the value), and the exact buckets give exact values. */
+static void test_hist_sample(void)
+{
+    static uint64_t c[RL_HIST_N];
+    double v[256];
+    uint64_t n = 0;
+
+    memset(c, 0, sizeof(c));
+    /* 100 000 values spread evenly over [100 000, 140 000) */
+    for (uint64_t x = 100000; x < 140000; x++)
+        if (x % 2 == 0) {
+            c[rl_hist_bucket(x)] += 5;
+            n += 5;
+        }
+    rl_hist_sample(c, n, v, 256);
+    for (int i = 1; i < 256; i++)
+        CHECK(v[i] >= v[i - 1]);
+    /* the end buckets spread over their whole width: [98304, 147456) */
+    CHECK(v[0] >= 98304 && v[255] < 147456);
+    /* the median, 120 000: the midpoint of its bucket would be off by up
+     * to half a bucket (2 048 ns here) */
+    CHECK(v[127] > 119800 && v[128] < 120200);
+    memset(c, 0, sizeof(c));
+    c[7] = 3;
+    c[9] = 1;
+    rl_hist_sample(c, 4, v, 4);
+    CHECK(v[0] == 7 && v[1] == 7 && v[2] == 7 && v[3] == 9);
+}
+
 static void test_cursor(void)
 {
     int64_t v[3] = { -1, 0, INT64_MAX }, w[3];
@@ -150,6 +181,7 @@ int main(void)
     RUN(test_map);
     RUN(test_hist);
     RUN(test_hist_stored);
+    RUN(test_hist_sample);
     RUN(test_cursor);
     TEST_DONE();
 }

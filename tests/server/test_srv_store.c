@@ -751,7 +751,7 @@ static void check_gaps(const char *json, int64_t total, int nr, int64_t last)
 }
 
 /* A database of schema 6 (the duration index, no kext, srl, kext_ver,
- * seqr, nor what schemas 12 and 13 added) with kernels and system samples:
+ * seqr, nor what schemas 12, 13 and 14 added) with kernels and system samples:
  * migrations 7, 8 and 10 fill kext, srl and the stored seq ranges from
  * what is stored (9 adds kext_ver), and the queries answer as for data ingested since: SIDC's device stream
  * holds seqs 0, 1, 3, 30003, ... 1140003, so 39 ranges (1139963 seqs) are
@@ -780,6 +780,17 @@ static void test_migrate_to_kext_srl(void)
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN streams") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE sessions DROP COLUMN ended") == 0);
     CHECK(sdb_exec(db, "ALTER TABLE keys DROP COLUMN hosts") == 0);
+    /* schema 14 (13 adds nothing yet) */
+    CHECK(sdb_exec(db, "DROP INDEX sessions_job; DROP INDEX sessions_regress;"
+                       "DROP INDEX sessions_app; DROP TABLE regressions;"
+                       "ALTER TABLE sessions DROP COLUMN job;"
+                       "ALTER TABLE sessions DROP COLUMN rank;"
+                       "ALTER TABLE sessions DROP COLUMN world_size;"
+                       "ALTER TABLE sessions DROP COLUMN local_rank;"
+                       "ALTER TABLE sessions DROP COLUMN job_source;"
+                       "ALTER TABLE sessions DROP COLUMN step_scope;"
+                       "ALTER TABLE sessions DROP COLUMN sim_perturb;"
+                       "ALTER TABLE sessions DROP COLUMN regress") == 0);
     /* schema 12 */
     CHECK(sdb_exec(db, "ALTER TABLE dicts DROP COLUMN demangled;"
                        "ALTER TABLE kernels DROP COLUMN tid;"

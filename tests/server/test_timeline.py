@@ -22,6 +22,15 @@ import srvtest as T
 T0 = 1700000000 * 10 ** 9
 
 
+
+# What migration 14 (jobs, regressions) added, removed: back to schema 13.
+UNDO_14 = ["DROP INDEX sessions_job", "DROP INDEX sessions_regress",
+           "DROP INDEX sessions_app",
+           "DROP TABLE regressions"] + [
+    "ALTER TABLE sessions DROP COLUMN " + c for c in (
+        "job", "rank", "world_size", "local_rank", "job_source", "step_scope",
+        "sim_perturb", "regress")]
+
 class Gen:
     """One session's device and scope lines, built by hand."""
 
@@ -184,8 +193,9 @@ class Names(Base):
         g.kernel(T0 + 10 ** 9, 2000, a, api=(-5000, 1200), tid=11)
         g.send(srv)
         srv.stop()
-        # back to schema 11: what migrations 12 and 13 added, removed
-        undo = ["DELETE FROM schema_version WHERE version>=12",
+        # back to schema 11: what migrations 12, 13 and 14 added, removed
+        undo = ["DELETE FROM schema_version WHERE version>=12"] + \
+            UNDO_14 + [
                 "DROP TABLE memooms",
                 "ALTER TABLE dicts DROP COLUMN demangled",
                 "ALTER TABLE kernels DROP COLUMN tid",

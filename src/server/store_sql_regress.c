@@ -1,0 +1,643 @@
+/*
+ * store_sql_regress.c - the regression scan of ended sessions and its
+ * answers (docs/analysis.md, docs/api.md "Regressions").
+ *
+ * When a session has ended, each of its kernel names is compared with the
+ * same name in the last --regress-baseline ended sessions of the same app:
+ * the shift of the median duration with its interval (src/analysis, the
+ * baseline sessions as groups, so their run-to-run spread counts), the
+ * change of the call count, and names that are new or vanished.
+ *
+ * The durations come from the kagg rollup's log histogram, which ingest
+ * keeps for every name of every session: all kernels of the name, not a
+ * sample of them, at a resolution of 1/16 to 1/32 of a power of two.  The
+ * comparison takes REGRESS_SAMPLE evenly spaced quantiles of each (placed
+ * within their bucket as if its values were spread evenly), so a scan
+ * costs the same for a thousand kernels as for a million.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/compare.h"
+#include "srv_json.h"
+#include "store_sql_q.h"
+
+/* Fewer baseline sessions than this: nothing is judged (run-to-run noise
+ * cannot be told from a change with one or two runs). */
+#define REGRESS_MIN_BASE 3
+/* Kernel names per session compared (the longest in total first). */
+#define REGRESS_NAMES_MAX 4096
+/* Values per session and name compared, bootstrap resamples. */
+#define REGRESS_SAMPLE 256
+#define REGRESS_RESAMPLES 400
+/* Calls of a name needed on each side for a median shift. */
+#define REGRESS_MIN_CALLS 5
+/* Findings stored per session at most (the worst first). */
+#define REGRESS_ROWS_MAX 1000
+/* Baseline sessions at most (--regress-baseline's bound). */
+#define REGRESS_BASE_MAX 64
+
+typedef struct rname {
+    char *name; /* malloc'd */
+    int64_t n;  /* calls */
+    double *v;  /* REGRESS_SAMPLE or n values, sorted */
+    size_t nv;
+} rname;
+
+typedef struct rsess {
+    int64_t id;
+    rname *names;
+    size_t n;
+} rsess;
+
+typedef struct rrow {
+    const char *kind, *name; /* name borrowed from an rsess */
+    double base_med, cur_med, ratio, lo, hi, p, noise, base_count;
+    int64_t cur_count;
+} rrow;
+
+static void rsess_release(rsess *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->names[i].name);
+        free(r->names[i].v);
+    }
+    free(r->names);
+    r->names = NULL;
+    r->n = 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const rname *)a)->name, ((const rname *)b)->name);
+}
+
+static const rname *find_name(const rsess *r, const char *name)
+{
+    rname key = { (char *)(uintptr_t)name, 0, NULL, 0 };
+    return bsearch(&key, r->names, r->n, sizeof(*r->names), cmp_name);
+}
+
+/* A session's kernel names with their calls and duration sample. */
+static int load_sess(qctx *c, rsess *r)
+{
+    uint64_t *h = malloc(RL_HIST_N * sizeof(*h));
+    int rc;
+
+    r->names = calloc(REGRESS_NAMES_MAX, sizeof(*r->names));
+    if (!h || !r->names) {
+        free(h);
+        return GPUFL_ENOMEM;
+    }
+    rc = q_prepare(c, "SELECT coalesce(n.name, ''), a.n, a.hist FROM kagg a"
+                      " LEFT JOIN dicts n ON n.sess=a.sess AND"
+                      " n.id=a.name_id WHERE a.sess=? ORDER BY a.total DESC"
+                      " LIMIT ?");
+    if (rc)
+        goto out;
+    qbind_i64(c->st, 1, r->id);
+    qbind_i64(c->st, 2, REGRESS_NAMES_MAX);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        rname *x = &r->names[r->n];
+        size_t bn = 0;
+        const void *blob = qcol_blob(c->st, 2, &bn);
+        int64_t n = qcol_i64(c->st, 1);
+        uint64_t tot = 0;
+        memset(h, 0, RL_HIST_N * sizeof(*h));
+        if (n <= 0 || !blob || rl_hist_decode_add(blob, bn, h))
+            continue; /* no histogram: nothing to compare */
+        for (uint32_t b = 0; b < RL_HIST_N; b++)
+            tot += h[b];
+        if (!tot)
+            continue;
+        x->nv = tot < REGRESS_SAMPLE ? (size_t)tot : REGRESS_SAMPLE;
+        x->v = malloc(x->nv * sizeof(*x->v));
+        x->name = strdup(qcol_text(c->st, 0));
+        if (!x->v || !x->name) {
+            free(x->v);
+            free(x->name);
+            rc = GPUFL_ENOMEM;
+            goto out;
+        }
+        rl_hist_sample(h, tot, x->v, x->nv);
+        x->n = n;
+        r->n++;
+    }
+    rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    /* one name twice (two name ids of one string): the first, the
+     * larger in total, stands for it */
+    qsort(r->names, r->n, sizeof(*r->names), cmp_name);
+out:
+    free(h);
+    return rc;
+}
+
+static double pooled_median(const an_group *g, size_t ng, double *tmp)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ng; i++) {
+        memcpy(tmp + n, g[i].v, g[i].n * sizeof(*tmp));
+        n += g[i].n;
+    }
+    return an_median(tmp, n);
+}
+
+/* Compares cur with the baseline sessions: findings into rows. */
+static int compare(const srv_regress_cfg *cfg, const rsess *cur,
+                   const rsess *base, size_t nb, rrow *rows, size_t *nrows)
+{
+    an_group g[REGRESS_BASE_MAX];
+    double *tmp =
+        malloc((REGRESS_BASE_MAX + 1) * REGRESS_SAMPLE * sizeof(*tmp));
+    an_opts o;
+    int rc = GPUFL_OK;
+
+    if (!tmp)
+        return GPUFL_ENOMEM;
+    an_opts_init(&o);
+    o.resamples = REGRESS_RESAMPLES;
+    o.sample_max = REGRESS_SAMPLE;
+    o.min_shift = cfg->min_shift;
+    for (size_t i = 0; i < cur->n && *nrows < REGRESS_ROWS_MAX; i++) {
+        const rname *x = &cur->names[i];
+        size_t ng = 0, with_calls = 0;
+        int64_t cmin = INT64_MAX, cmax = 0;
+        double csum = 0;
+        rrow *r = &rows[*nrows];
+        an_result res;
+        for (size_t k = 0; k < nb; k++) {
+            const rname *y = find_name(&base[k], x->name);
+            if (!y)
+                continue;
+            g[ng++] = (an_group){ y->v, y->nv };
+            with_calls += y->n >= REGRESS_MIN_CALLS;
+            cmin = y->n < cmin ? y->n : cmin;
+            cmax = y->n > cmax ? y->n : cmax;
+            csum += (double)y->n;
+        }
+        memset(r, 0, sizeof(*r));
+        r->name = x->name;
+        r->cur_count = x->n;
+        r->base_count = ng ? csum / (double)ng : 0;
+        if (!ng) {
+            r->kind = "new";
+            r->cur_med = pooled_median(&(an_group){ x->v, x->nv }, 1, tmp);
+            (*nrows)++;
+            continue;
+        }
+        /* a name in only some baseline runs comes and goes: no verdict */
+        if (ng < nb)
+            continue;
+        if ((double)x->n < 0.5 * (double)cmin ||
+            (double)x->n > 2.0 * (double)cmax) {
+            r->kind = "count";
+            (*nrows)++;
+            if (*nrows >= REGRESS_ROWS_MAX)
+                break;
+            r = &rows[*nrows];
+            memset(r, 0, sizeof(*r));
+            r->name = x->name;
+            r->cur_count = x->n;
+            r->base_count = csum / (double)ng;
+        }
+        if (x->n < REGRESS_MIN_CALLS || with_calls < ng)
+            continue;
+        /* the point estimate alone decides when it cannot pass the bar:
+         * the bootstrap only for shifts that might be reported */
+        {
+            double bm = pooled_median(g, ng, tmp);
+            double cm = pooled_median(&(an_group){ x->v, x->nv }, 1, tmp);
+            if (bm > 0 && fabs(cm / bm - 1) <= cfg->min_shift)
+                continue;
+        }
+        o.seed = (uint64_t)cur->id * 1000003u + i;
+        rc = an_compare(g, ng, &(an_group){ x->v, x->nv }, 1, &o, &res);
+        if (rc == GPUFL_EINVAL) { /* a baseline median of 0 ns */
+            rc = GPUFL_OK;
+            continue;
+        }
+        if (rc)
+            break;
+        if (res.verdict == AN_SAME)
+            continue;
+        r->kind = res.verdict == AN_SLOWER ? "slower" : "faster";
+        r->base_med = res.base_median;
+        r->cur_med = res.cur_median;
+        r->ratio = res.ratio;
+        r->lo = res.lo;
+        r->hi = res.hi;
+        r->p = res.p;
+        r->noise = res.noise;
+        (*nrows)++;
+    }
+    /* names every baseline run had and this one has not */
+    for (size_t i = 0; !rc && nb && i < base[0].n && *nrows < REGRESS_ROWS_MAX;
+         i++) {
+        const rname *y = &base[0].names[i];
+        size_t ng = 1;
+        double csum = (double)y->n;
+        rrow *r = &rows[*nrows];
+        if (find_name(cur, y->name))
+            continue;
+        for (size_t k = 1; k < nb; k++) {
+            const rname *z = find_name(&base[k], y->name);
+            if (z) {
+                ng++;
+                csum += (double)z->n;
+            }
+        }
+        if (ng < nb)
+            continue;
+        memset(r, 0, sizeof(*r));
+        r->kind = "vanished";
+        r->name = y->name;
+        r->base_count = csum / (double)ng;
+        (*nrows)++;
+    }
+    free(tmp);
+    return rc;
+}
+
+static int kind_rank(const char *k)
+{
+    return !strcmp(k, "slower")     ? 0
+           : !strcmp(k, "new")      ? 1
+           : !strcmp(k, "vanished") ? 2
+           : !strcmp(k, "count")    ? 3
+                                    : 4;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const rrow *x = a, *y = b;
+    int kx = kind_rank(x->kind), ky = kind_rank(y->kind);
+    if (kx != ky)
+        return kx - ky;
+    if (x->ratio != y->ratio)
+        return x->ratio < y->ratio ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+/* The findings, in one transaction on the writer. */
+static int store_rows(srv_store *s, int64_t sess, const char *app, int64_t ts,
+                      const rrow *rows, size_t n, size_t nb)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    if (!n)
+        return GPUFL_OK;
+    pthread_mutex_lock(&s->wlock);
+    if ((rc = sdb_begin(s->w)) != 0)
+        goto out;
+    rc = sdb_prepare(s->w,
+                     "INSERT INTO regressions VALUES(?,?,?,?,?,?,?,?,?,?,?,?,"
+                     "?,?,?,?) ON CONFLICT DO NOTHING",
+                     &st);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const rrow *r = &rows[i];
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, (int64_t)i);
+        qbind_text(st, 3, app);
+        qbind_i64(st, 4, ts);
+        qbind_text(st, 5, r->kind);
+        qbind_text(st, 6, r->name);
+        if (r->ratio > 0) {
+            qbind_f64(st, 7, r->base_med);
+            qbind_f64(st, 8, r->cur_med);
+            qbind_f64(st, 9, r->ratio);
+            qbind_f64(st, 10, r->lo);
+            qbind_f64(st, 11, r->hi);
+            qbind_f64(st, 12, r->p);
+            qbind_f64(st, 13, r->noise);
+        } else {
+            for (int k = 7; k <= 13; k++)
+                qbind_null(st, k);
+            if (r->cur_med > 0)
+                qbind_f64(st, 8, r->cur_med);
+        }
+        qbind_f64(st, 14, r->base_count);
+        qbind_i64(st, 15, r->cur_count);
+        qbind_i64(st, 16, (int64_t)nb);
+        rc = qrun(st);
+    }
+    sdb_finalize(st);
+    if (rc)
+        sdb_exec(s->w, "ROLLBACK");
+    else
+        rc = sdb_exec(s->w, "COMMIT");
+out:
+    pthread_mutex_unlock(&s->wlock);
+    return rc;
+}
+
+/* 1 when this server takes session id for its scan, 0 when another has. */
+static int claim(srv_store *s, int64_t id, int *mine)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *mine = 0;
+    pthread_mutex_lock(&s->wlock);
+    rc = sdb_prepare(s->w,
+                     "UPDATE sessions SET regress=1 WHERE id=? AND"
+                     " regress=0",
+                     &st);
+    if (!rc) {
+        qbind_i64(st, 1, id);
+        rc = qrun(st);
+        *mine = !rc && sdb_changes(s->w) > 0;
+    }
+    sdb_finalize(st);
+    pthread_mutex_unlock(&s->wlock);
+    return rc;
+}
+
+static void summarize(srv_regress_sum *sum, const rrow *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *k = rows[i].kind;
+        sum->n_slower += !strcmp(k, "slower");
+        sum->n_faster += !strcmp(k, "faster");
+        sum->n_new += !strcmp(k, "new");
+        sum->n_vanished += !strcmp(k, "vanished");
+        sum->n_count += !strcmp(k, "count");
+        if (sum->nitems < SRV_REGRESS_SUM_ITEMS) {
+            size_t j = sum->nitems++;
+            snprintf(sum->items[j].kind, sizeof(sum->items[j].kind), "%s", k);
+            snprintf(sum->items[j].name, sizeof(sum->items[j].name), "%s",
+                     rows[i].name);
+            sum->items[j].ratio = rows[i].ratio;
+            sum->items[j].lo = rows[i].lo;
+            sum->items[j].hi = rows[i].hi;
+        }
+    }
+}
+
+/* Scans session id of app (started at ts). */
+static int scan_one(srv_store *s, const srv_regress_cfg *cfg, int64_t id,
+                    const char *app, int64_t ts, srv_regress_sum *sum)
+{
+    rsess cur = { id, NULL, 0 }, base[REGRESS_BASE_MAX];
+    rrow *rows = NULL;
+    size_t nb = 0, nrows = 0;
+    uint32_t want = cfg->baseline;
+    qctx c;
+    int rc;
+
+    memset(base, 0, sizeof(base));
+    if (want > REGRESS_BASE_MAX)
+        want = REGRESS_BASE_MAX;
+    q_begin(s, &c);
+    rc = q_prepare(&c, "SELECT id FROM sessions WHERE app=? AND"
+                       " state='ended' AND id<>? AND coalesce(start_ns, 0)"
+                       " <= ? ORDER BY coalesce(start_ns, 0) DESC, id DESC"
+                       " LIMIT ?");
+    if (rc)
+        goto out;
+    qbind_text(c.st, 1, app);
+    qbind_i64(c.st, 2, id);
+    qbind_i64(c.st, 3, ts);
+    qbind_i64(c.st, 4, want);
+    while ((rc = sdb_step(c.st)) == SDB_ROW && nb < want)
+        base[nb++].id = qcol_i64(c.st, 0);
+    if (rc != SDB_ROW && rc != SDB_DONE) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    rc = GPUFL_OK;
+    sum->base_sessions = (uint32_t)nb;
+    if (nb < REGRESS_MIN_BASE) {
+        sum->base_sessions = 0;
+        goto out;
+    }
+    if ((rc = load_sess(&c, &cur)) != 0)
+        goto out;
+    for (size_t k = 0; k < nb; k++)
+        if ((rc = load_sess(&c, &base[k])) != 0)
+            goto out;
+    rows = malloc(REGRESS_ROWS_MAX * sizeof(*rows));
+    if (!rows) {
+        rc = GPUFL_ENOMEM;
+        goto out;
+    }
+    if ((rc = compare(cfg, &cur, base, nb, rows, &nrows)) != 0)
+        goto out;
+    qsort(rows, nrows, sizeof(*rows), cmp_row);
+    q_end(&c, 0, NULL);
+    c.db = NULL;
+    rc = store_rows(s, id, app, ts, rows, nrows, nb);
+    if (!rc)
+        summarize(sum, rows, nrows);
+out:
+    if (c.db)
+        q_end(&c, rc, NULL);
+    free(rows);
+    rsess_release(&cur);
+    for (size_t k = 0; k < nb; k++)
+        rsess_release(&base[k]);
+    return rc;
+}
+
+int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
+                           uint32_t max, srv_regress_fn fn, void *arg,
+                           uint32_t *done)
+{
+    int64_t ids[64], ts[64];
+    char(*apps)[256] = malloc(64 * sizeof(*apps));
+    char sids[64][40];
+    size_t n = 0;
+    qctx c;
+    int rc;
+
+    *done = 0;
+    if (!apps)
+        return GPUFL_ENOMEM;
+    if (max > 64)
+        max = 64;
+    q_begin(s, &c);
+    rc = q_prepare(&c, "SELECT id, sid, coalesce(app, ''),"
+                       " coalesce(start_ns, 0) FROM sessions WHERE regress=0"
+                       " AND state='ended' ORDER BY id LIMIT ?");
+    if (!rc) {
+        qbind_i64(c.st, 1, max);
+        while ((rc = sdb_step(c.st)) == SDB_ROW && n < max) {
+            ids[n] = qcol_i64(c.st, 0);
+            snprintf(sids[n], sizeof(sids[n]), "%s", qcol_text(c.st, 1));
+            snprintf(apps[n], sizeof(apps[n]), "%s", qcol_text(c.st, 2));
+            ts[n] = qcol_i64(c.st, 3);
+            n++;
+        }
+        rc = rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    }
+    q_end(&c, rc, NULL);
+    for (size_t i = 0; !rc && i < n; i++) {
+        srv_regress_sum sum;
+        int mine;
+        if ((rc = claim(s, ids[i], &mine)) != 0 || !mine)
+            continue;
+        memset(&sum, 0, sizeof(sum));
+        snprintf(sum.sid, sizeof(sum.sid), "%s", sids[i]);
+        snprintf(sum.app, sizeof(sum.app), "%s", apps[i]);
+        rc = scan_one(s, cfg, ids[i], apps[i], ts[i], &sum);
+        (*done)++;
+        if (!rc && fn)
+            fn(arg, &sum);
+    }
+    free(apps);
+    return rc;
+}
+
+/* ---- answers ---- */
+
+#define REG_COLS                                                               \
+    "r.kind, r.name, r.base_median, r.cur_median, r.ratio, r.lo, r.hi, r.p,"   \
+    " r.noise, r.base_count, r.cur_count, r.base_sessions, s.sid, r.app,"      \
+    " r.ts, r.seq"
+
+static void w_opt_f64(jw *w, qctx *c, const char *key, int col, int dec)
+{
+    jw_key(w, key);
+    if (qcol_null(c->st, col))
+        jw_null(w);
+    else
+        jw_f64(w, qcol_f64(c->st, col), dec);
+}
+
+static void w_reg_row(jw *w, qctx *c)
+{
+    jw_obj_begin(w);
+    jw_kv_str(w, "session", qcol_text(c->st, 12));
+    jw_kv_str(w, "app", qcol_text(c->st, 13));
+    srv_jw_kv_dec(w, "start_ns", qcol_i64(c->st, 14));
+    jw_kv_str(w, "kind", qcol_text(c->st, 0));
+    jw_kv_str(w, "name", qcol_text(c->st, 1));
+    jw_key(w, "base_median_ns");
+    if (qcol_null(c->st, 2))
+        jw_null(w);
+    else
+        srv_jw_dec(w, (int64_t)llround(qcol_f64(c->st, 2)));
+    jw_key(w, "cur_median_ns");
+    if (qcol_null(c->st, 3))
+        jw_null(w);
+    else
+        srv_jw_dec(w, (int64_t)llround(qcol_f64(c->st, 3)));
+    w_opt_f64(w, c, "ratio", 4, 4);
+    w_opt_f64(w, c, "lo", 5, 4);
+    w_opt_f64(w, c, "hi", 6, 4);
+    w_opt_f64(w, c, "p", 7, 6);
+    w_opt_f64(w, c, "noise", 8, 4);
+    w_opt_f64(w, c, "base_count", 9, 1);
+    srv_jw_kv_num(w, "cur_count", qcol_i64(c->st, 10));
+    srv_jw_kv_num(w, "base_sessions", qcol_i64(c->st, 11));
+    jw_obj_end(w);
+}
+
+int srv_store_q_regressions(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    int64_t off = 0;
+    uint32_t n = 0, l = q_limit(q);
+    int rc;
+
+    q_begin(s, &c);
+    if (q_cursor(q, &off, 1) < 0)
+        return q_end(&c, GPUFL_EINVAL, w);
+    rc = q_prepare(&c, "SELECT " REG_COLS " FROM regressions r JOIN sessions"
+                       " s ON s.id=r.sess WHERE (CAST(?1 AS TEXT) IS NULL OR"
+                       " r.app = ?1) AND (CAST(?2 AS TEXT) IS NULL OR r.kind"
+                       " = ?2) ORDER BY r.ts DESC, r.sess DESC, r.seq"
+                       " LIMIT ?3 OFFSET ?4");
+    if (rc)
+        return q_end(&c, rc, w);
+    if (q->app)
+        qbind_text(c.st, 1, q->app);
+    if (q->kind)
+        qbind_text(c.st, 2, q->kind);
+    qbind_i64(c.st, 3, l + 1);
+    qbind_i64(c.st, 4, off);
+    jw_obj_begin(w);
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    while ((rc = sdb_step(c.st)) == SDB_ROW && n < l) {
+        w_reg_row(w, &c);
+        n++;
+    }
+    jw_arr_end(w);
+    off += n;
+    q_next(w, rc == SDB_ROW, &off, 1);
+    jw_obj_end(w);
+    return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
+}
+
+int srv_store_q_sess_regressions(srv_store *s, const srv_q *q, jw *w)
+{
+    qctx c;
+    int64_t scanned;
+    uint32_t n = 0;
+    int rc;
+
+    q_begin(s, &c);
+    rc = q_prepare(&c, "SELECT id, regress, state, coalesce(app, '') FROM"
+                       " sessions WHERE sid=?");
+    if (rc)
+        return q_end(&c, rc, w);
+    qbind_text(c.st, 1, q->sid);
+    rc = sdb_step(c.st);
+    if (rc != SDB_ROW)
+        return q_end(&c, rc == SDB_DONE ? GPUFL_ENOTFOUND : sq_err(rc), w);
+    c.sess = qcol_i64(c.st, 0);
+    scanned = qcol_i64(c.st, 1) && !strcmp(qcol_text(c.st, 2), "ended");
+    jw_obj_begin(w);
+    jw_kv_str(w, "session", q->sid);
+    jw_kv_str(w, "app", qcol_text(c.st, 3));
+    jw_key(w, "scanned");
+    jw_bool(w, scanned != 0);
+    rc = q_prepare(&c, "SELECT " REG_COLS " FROM regressions r JOIN sessions"
+                       " s ON s.id=r.sess WHERE r.sess=? ORDER BY r.seq"
+                       " LIMIT ?");
+    if (rc)
+        return q_end(&c, rc, w);
+    qbind_i64(c.st, 1, c.sess);
+    qbind_i64(c.st, 2, REGRESS_ROWS_MAX);
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    while ((rc = sdb_step(c.st)) == SDB_ROW) {
+        w_reg_row(w, &c);
+        n++;
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
+    return q_end(&c, rc == SDB_DONE ? 0 : sq_err(rc), w);
+}
+
+int srv_store_regress_worst(srv_store *s, srv_regress_app *out, size_t cap,
+                            size_t *n)
+{
+    qctx c;
+    int rc;
+
+    *n = 0;
+    q_begin(s, &c);
+    rc = q_prepare(
+        &c, "SELECT a.app, (SELECT max(r.ratio) FROM regressions r WHERE"
+            " r.app=a.app AND r.kind='slower' AND r.sess=(SELECT max(id) FROM"
+            " sessions WHERE app=a.app AND regress=1 AND state='ended'))"
+            " FROM (SELECT DISTINCT app FROM regressions) a ORDER BY a.app"
+            " LIMIT ?");
+    if (rc)
+        return q_end(&c, rc, NULL);
+    qbind_i64(c.st, 1, (int64_t)cap);
+    while ((rc = sdb_step(c.st)) == SDB_ROW && *n < cap) {
+        snprintf(out[*n].app, sizeof(out[*n].app), "%s", qcol_text(c.st, 0));
+        out[*n].worst = qcol_null(c.st, 1) ? 1 : qcol_f64(c.st, 1);
+        (*n)++;
+    }
+    return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), NULL);
+}
