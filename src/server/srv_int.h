@@ -48,6 +48,7 @@ typedef struct srv_config {
     uint64_t max_conns_per_ip;
     uint64_t max_buffered;
     uint64_t stale_after_s;
+    uint64_t capture_expiry_s; /* capture requests (api_capture.c) */
     uint64_t retention_max_age_s;
     uint64_t retention_max_db;
     uint64_t memprof_max_age_s; /* 0: retention_max_age_s */
@@ -251,6 +252,13 @@ int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
                      srv_scope_reject_fn fn, void *ctx);
 /* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
 void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
+/* Capture requests (api_capture.c): /api/v1/hosts/{host}/captures (GET,
+ * POST) and, id_seg given, .../captures/{id}/result (POST); GET
+ * /api/v1/captures and, id_seg given, /api/v1/captures/{id}.  The role
+ * checks are theirs (a probe stops after them). */
+void srv_api_host_captures(srv *s, srv_req *r, srv_resp *o, const char *host,
+                           const char *id_seg);
+void srv_api_captures(srv *s, srv_req *r, srv_resp *o, const char *id_seg);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */

@@ -234,6 +234,20 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN api_hi INTEGER;"
     "ALTER TABLE sessions ADD COLUMN op_lo INTEGER;"
     "ALTER TABLE sessions ADD COLUMN op_hi INTEGER;" SQ_M12_BOUNDS SQ_M12_KLONG,
+    /* 13, 14: taken by other branches (they replace these at merge) */
+    "SELECT 1;",
+    "SELECT 1;",
+    /* 15: capture requests (store_sql_capture.c, docs/api.md "Capture
+     * requests"): what an admin asked of a host's processes, its state
+     * (pending, delivered, done, failed, expired) and the agent's answer;
+     * times are Unix seconds */
+    "CREATE TABLE captures(id INTEGER PRIMARY KEY, host TEXT NOT NULL,"
+    " pid INTEGER, action TEXT NOT NULL, for_ms INTEGER NOT NULL,"
+    " note TEXT, state TEXT NOT NULL, created INTEGER NOT NULL,"
+    " expires INTEGER NOT NULL, delivered INTEGER, finished INTEGER,"
+    " reason TEXT, result TEXT);"
+    "CREATE INDEX captures_host ON captures(host, state, id);"
+    "CREATE INDEX captures_state ON captures(state, id);",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
