@@ -93,14 +93,17 @@ class Capture(unittest.TestCase):
             self.assertEqual(st, want, "POST result as %s: %s" % (who, r))
         # refused before the body is read: the head alone is answered
         import http.client
-        for who, want in (("ingest-other", 403), ("read", 403), ("none", 401)):
+        for who, want, path in (("ingest-other", 403, base),
+                                ("read", 403, base), ("none", 401, base),
+                                ("ingest-other", 403, base + "/1/result"),
+                                ("read", 403, base + "/1/result")):
             c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
-            c.putrequest("POST", base)
+            c.putrequest("POST", path)
             if tok[who]:
                 c.putheader("Authorization", "Bearer " + tok[who])
             c.putheader("Content-Length", str(100 << 10))
             c.endheaders()
-            self.assertEqual(c.getresponse().status, want, who)
+            self.assertEqual(c.getresponse().status, want, (who, path))
             c.close()
         st, _, data = srv.req("GET", base, token=tok["ingest-other"])
         self.assertIn(b"not bound to this host", data)
