@@ -72,15 +72,21 @@ class Base(unittest.TestCase):
 
     def tearDown(self):
         open(self.cue, "w").close()
+        errs = []
         for p in self.procs:
             try:
-                p.communicate(timeout=60)
+                errs.append(p.communicate(timeout=60)[1])
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.communicate()
-        self.stop_agent()
-        self.srv.stop(check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+                errs.append(p.communicate()[1])
+        try:
+            # exit 0 asked of each: a sanitizer report makes it exit otherwise
+            self.stop_agent()
+            self.srv.stop()
+            for p, err in zip(self.procs, errs):
+                self.assertEqual(p.returncode, 0, err)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def key(self, hosts):
         s, _, data = self.srv.req("POST", "/api/v1/keys", json.dumps(
