@@ -180,8 +180,17 @@ static int parse_request(jsonl_doc *d, srv_capture *c, char *action, char *note,
     return 0;
 }
 
-/* One request as the answer (status), read back from the store. */
-static void answer_one(srv *s, srv_resp *o, int64_t id, int status)
+static void store_error(srv_resp *o, int rc)
+{
+    srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                   rc == GPUFL_EUNAVAIL ? "database unavailable"
+                                        : gpufl_strerror(rc));
+}
+
+/* One request (id) read back from the store as the answer (status); or,
+ * claim_host given, that host's pending requests, now claimed. */
+static void answer(srv *s, srv_resp *o, const char *claim_host, int64_t id,
+                   int status)
 {
     char *buf = malloc(CAP_ANSWER_MAX);
     jw w;
@@ -191,25 +200,19 @@ static void answer_one(srv *s, srv_resp *o, int64_t id, int status)
         return;
     }
     jw_init(&w, buf, CAP_ANSWER_MAX);
-    rc = srv_store_capture_get(s->store, id, s->cfg.capture_expiry_s, &w);
+    rc = claim_host
+             ? srv_store_capture_claim(s->store, claim_host,
+                                       s->cfg.capture_expiry_s, &w)
+             : srv_store_capture_get(s->store, id, s->cfg.capture_expiry_s, &w);
     if (rc) {
         free(buf);
-        srv_resp_error(o,
-                       rc == GPUFL_ENOTFOUND  ? 404
-                       : rc == GPUFL_EUNAVAIL ? 503
-                                              : 500,
-                       rc == GPUFL_ENOTFOUND ? "no such capture request"
-                                             : gpufl_strerror(rc));
+        if (rc == GPUFL_ENOTFOUND)
+            srv_resp_error(o, 404, "no such capture request");
+        else
+            store_error(o, rc);
         return;
     }
     srv_resp_json(o, status, buf, w.len);
-}
-
-static void store_error(srv_resp *o, int rc)
-{
-    srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
-                   rc == GPUFL_EUNAVAIL ? "database unavailable"
-                                        : gpufl_strerror(rc));
 }
 
 static void post_request(srv *s, srv_req *r, srv_resp *o, const char *host)
@@ -246,28 +249,9 @@ static void post_request(srv *s, srv_req *r, srv_resp *o, const char *host)
     }
     glog_info("capture", "capture request %lld for host %s: %s, pid %lld",
               (long long)id, host, action, (long long)c.pid);
-    answer_one(s, o, id, 201);
+    answer(s, o, NULL, id, 201);
 out:
     free(tok);
-}
-
-static void claim(srv *s, srv_resp *o, const char *host)
-{
-    char *buf = malloc(CAP_ANSWER_MAX);
-    jw w;
-    int rc;
-    if (!buf) {
-        srv_resp_error(o, 500, "out of memory");
-        return;
-    }
-    jw_init(&w, buf, CAP_ANSWER_MAX);
-    rc = srv_store_capture_claim(s->store, host, s->cfg.capture_expiry_s, &w);
-    if (rc) {
-        free(buf);
-        store_error(o, rc);
-        return;
-    }
-    srv_resp_json(o, 200, buf, w.len);
 }
 
 static void post_result(srv *s, srv_req *r, srv_resp *o, const char *host,
@@ -345,7 +329,7 @@ static void post_result(srv *s, srv_req *r, srv_resp *o, const char *host,
         store_error(o, rc);
         goto out;
     }
-    answer_one(s, o, id, 200);
+    answer(s, o, NULL, id, 200);
 out:
     free(procs);
     free(tok);
@@ -392,7 +376,7 @@ void srv_api_host_captures(srv *s, srv_req *r, srv_resp *o, const char *host,
         return;
     }
     if (need_host(r, o, host))
-        claim(s, o, host);
+        answer(s, o, host, 0, 200);
 }
 
 void srv_api_captures(srv *s, srv_req *r, srv_resp *o, const char *id_seg)
@@ -421,7 +405,7 @@ void srv_api_captures(srv *s, srv_req *r, srv_resp *o, const char *id_seg)
             srv_resp_error(o, 404, "no such capture request");
             return;
         }
-        answer_one(s, o, id, 200);
+        answer(s, o, NULL, id, 200);
         return;
     }
     memset(&q, 0, sizeof q);

@@ -233,6 +233,23 @@ class Capture(Base):
                          "pending")
         self.assertEqual(os.listdir(self.logs), [])  # nothing was dumped
 
+    def test_bad_configurations_are_refused(self):
+        env = st.clean_env()
+        base = [BIN + "/gpufl-agent", "--folder", self.logs, "--captures",
+                "--cursor-file", os.path.join(self.dir, "cursor")]
+        for extra, rc, why in [
+                (["--type", "kafka", "--brokers", "127.0.0.1:1"], 2,
+                 "--captures needs --type=http"),
+                (["--url", "http://127.0.0.1:1/ingest/"], 2,
+                 "--captures needs --type=http"),
+                (["--url", "http://127.0.0.1:1/api/v1/events/",
+                  "--captures-host", "bad host"], 1,
+                 "no usable host name")]:
+            r = subprocess.run(base + extra, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=60)
+            self.assertEqual(r.returncode, rc, (extra, r.stdout))
+            self.assertIn(why, r.stdout, extra)
+
     @unittest.skipUnless(ISOLATED, "needs a network namespace of its own "
                          "(root): other tests' programs would be asked too")
     def test_every_process_of_the_host(self):
