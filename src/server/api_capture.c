@@ -143,6 +143,7 @@ static int parse_request(jsonl_doc *d, srv_capture *c, char *action, char *note,
         c->pid = (int64_t)v;
     }
     if (t[1] == JSONL_NOTFOUND || jsonl_tok_str(d, t[1], action, 16, &n) ||
+        n != strlen(action) ||
         (strcmp(action, "dump") && strcmp(action, "trace"))) {
         snprintf(why, cap, "\"action\" must be \"dump\" or \"trace\"");
         return -1;

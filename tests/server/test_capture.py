@@ -216,6 +216,7 @@ class Capture(unittest.TestCase):
             ("{", "one JSON object"), ('{"action":"dump"} x', "one JSON object"),
             ("{}", "\"action\""), ('{"action":"stop"}', "\"action\""),
             ('{"action":5}', "\"action\""),
+            ('{"action":"dump\\u0000"}', "\"action\""),
             ('{"action":"dump","pid":0}', "\"pid\""),
             ('{"action":"dump","pid":-3}', "\"pid\""),
             ('{"action":"dump","pid":"12"}', "\"pid\""),
