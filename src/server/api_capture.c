@@ -120,9 +120,8 @@ static int parse_doc(srv_req *r, srv_resp *o, jsonl_doc *d, jsonl_tok *tok,
     return 0;
 }
 
-/* The body of POST .../captures into *c (strings into the buffers). */
-static int parse_request(jsonl_doc *d, srv_capture *c, char *action, char *note,
-                         char *why, size_t cap)
+int srv_capture_parse(jsonl_doc *d, srv_capture *c, char *action, char *note,
+                      char *why, size_t cap)
 {
     static const char *const names[] = { "pid", "action", "for", "note" };
     uint32_t t[4];
@@ -130,6 +129,10 @@ static int parse_request(jsonl_doc *d, srv_capture *c, char *action, char *note,
     size_t n;
     uint64_t v;
 
+    c->pid = 0;
+    c->action = c->note = NULL;
+    c->for_ms = 0;
+    note[0] = 0;
     if (members(d, names, 4, t, why, cap))
         return -1;
     if (t[0] != JSONL_NOTFOUND && jsonl_tok_type(d, t[0]) != JSONL_NULL) {
@@ -231,7 +234,7 @@ static void post_request(srv *s, srv_req *r, srv_resp *o, const char *host)
     }
     if (parse_doc(r, o, &d, tok, CAP_BODY_MAX))
         goto out;
-    if (parse_request(&d, &c, action, note, why, sizeof why)) {
+    if (srv_capture_parse(&d, &c, action, note, why, sizeof why)) {
         srv_resp_error(o, 400, why);
         goto out;
     }
@@ -255,64 +258,78 @@ out:
     free(tok);
 }
 
+int srv_capture_result_parse(jsonl_doc *d, int *ok, char *reason, size_t rcap,
+                             srv_str *procs, char *why, size_t cap)
+{
+    static const char *const names[] = { "ok", "reason", "processes" };
+    uint32_t t[3];
+    size_t n = 0;
+
+    *ok = 0;
+    reason[0] = 0;
+    procs->p = NULL;
+    procs->n = 0;
+    if (members(d, names, 3, t, why, cap))
+        return -1;
+    if (t[0] == JSONL_NOTFOUND || jsonl_tok_bool(d, t[0], ok)) {
+        snprintf(why, cap, "\"ok\" must be true or false");
+        return -1;
+    }
+    if (t[1] != JSONL_NOTFOUND && jsonl_tok_type(d, t[1]) != JSONL_NULL &&
+        (jsonl_tok_str(d, t[1], reason, rcap, &n) || n != strlen(reason))) {
+        snprintf(why, cap, "\"reason\" must be a string of at most %zu bytes",
+                 rcap - 1);
+        return -1;
+    }
+    if (t[2] != JSONL_NOTFOUND) {
+        const jsonl_tok *a = &d->tok[t[2]];
+        uint32_t e = t[2] + 1;
+        if (a->type != JSONL_ARRAY || a->len > SRV_CAPTURE_RESULT_MAX) {
+            snprintf(why, cap,
+                     "\"processes\" must be an array of objects of at most %d"
+                     " bytes",
+                     SRV_CAPTURE_RESULT_MAX);
+            return -1;
+        }
+        for (uint32_t i = 0; i < a->n; i++, e = d->tok[e].next)
+            if (jsonl_tok_type(d, e) != JSONL_OBJECT) {
+                snprintf(why, cap, "\"processes\" must hold objects");
+                return -1;
+            }
+        procs->p = d->line + a->off;
+        procs->n = a->len;
+    }
+    return 0;
+}
+
 static void post_result(srv *s, srv_req *r, srv_resp *o, const char *host,
                         int64_t id)
 {
-    static const char *const names[] = { "ok", "reason", "processes" };
     jsonl_tok *tok = malloc(CAP_TOKENS * sizeof *tok);
     char reason[SRV_CAPTURE_REASON_MAX + 1], why[200], *procs = NULL;
-    uint32_t t[3];
+    srv_str ps;
     jsonl_doc d;
-    size_t n = 0;
     int ok = 0, rc;
 
-    reason[0] = 0;
     if (!tok) {
         srv_resp_error(o, 500, "out of memory");
         return;
     }
     if (parse_doc(r, o, &d, tok, CAP_RESULT_BODY_MAX))
         goto out;
-    if (members(&d, names, 3, t, why, sizeof why)) {
+    if (srv_capture_result_parse(&d, &ok, reason, sizeof reason, &ps, why,
+                                 sizeof why)) {
         srv_resp_error(o, 400, why);
         goto out;
     }
-    if (t[0] == JSONL_NOTFOUND || jsonl_tok_bool(&d, t[0], &ok)) {
-        srv_resp_error(o, 400, "\"ok\" must be true or false");
-        goto out;
-    }
-    if (t[1] != JSONL_NOTFOUND && jsonl_tok_type(&d, t[1]) != JSONL_NULL &&
-        (jsonl_tok_str(&d, t[1], reason, sizeof reason, &n) ||
-         n != strlen(reason))) {
-        snprintf(why, sizeof why,
-                 "\"reason\" must be a string of at most %d bytes",
-                 SRV_CAPTURE_REASON_MAX);
-        srv_resp_error(o, 400, why);
-        goto out;
-    }
-    if (t[2] != JSONL_NOTFOUND) {
-        const jsonl_tok *a = &d.tok[t[2]];
-        uint32_t e = t[2] + 1;
-        if (a->type != JSONL_ARRAY || a->len > SRV_CAPTURE_RESULT_MAX) {
-            snprintf(why, sizeof why,
-                     "\"processes\" must be an array of objects of at most %d"
-                     " bytes",
-                     SRV_CAPTURE_RESULT_MAX);
-            srv_resp_error(o, 400, why);
-            goto out;
-        }
-        for (uint32_t i = 0; i < a->n; i++, e = d.tok[e].next)
-            if (jsonl_tok_type(&d, e) != JSONL_OBJECT) {
-                srv_resp_error(o, 400, "\"processes\" must hold objects");
-                goto out;
-            }
-        procs = malloc(a->len + 1);
+    if (ps.p) {
+        procs = malloc(ps.n + 1);
         if (!procs) {
             srv_resp_error(o, 500, "out of memory");
             goto out;
         }
-        memcpy(procs, d.line + a->off, a->len);
-        procs[a->len] = 0;
+        memcpy(procs, ps.p, ps.n);
+        procs[ps.n] = 0;
     }
     rc = srv_store_capture_result(s->store, host, id, ok, reason, procs,
                                   s->cfg.capture_expiry_s);

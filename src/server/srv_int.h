@@ -259,6 +259,18 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
 void srv_api_host_captures(srv *s, srv_req *r, srv_resp *o, const char *host,
                            const char *id_seg);
 void srv_api_captures(srv *s, srv_req *r, srv_resp *o, const char *id_seg);
+/* The body of POST /api/v1/hosts/{host}/captures, parsed into d, checked
+ * and read into *c (c->host untouched): action (16 bytes) and note
+ * (SRV_CAPTURE_NOTE_MAX + 1) receive the strings c points to.  0, or -1
+ * with why.  Exposed for tests/fuzz/fuzz_capture_post.c. */
+int srv_capture_parse(jsonl_doc *d, srv_capture *c, char *action, char *note,
+                      char *why, size_t cap);
+/* The body of POST .../captures/{id}/result: *ok, reason (rcap bytes, no
+ * NUL inside), and procs (borrowed from d's line; p NULL when absent): a
+ * JSON array of objects of at most SRV_CAPTURE_RESULT_MAX bytes.  0, or -1
+ * with why. */
+int srv_capture_result_parse(jsonl_doc *d, int *ok, char *reason, size_t rcap,
+                             srv_str *procs, char *why, size_t cap);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */
