@@ -171,8 +171,10 @@ int main(int argc, char **argv)
     if (cfg.stats_s)
         agent_stats_line(&c);
 done:
-    agent_stop = 1; /* the capture thread ends with the loop */
-    agent_capture_stop(cap);
+    if (cap) {
+        agent_stop = 1; /* the capture thread ends with the loop */
+        agent_capture_stop(cap);
+    }
     agent_sink_free(c.sink);
     agent_archive_close(&c);
     agent_dead_close(&c);
