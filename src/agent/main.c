@@ -4,6 +4,7 @@
  * usage error.
  */
 #include "agent/agent_int.h"
+#include "agent/capture.h"
 #include "common/log.h"
 #include "httpc/httpc.h"
 
@@ -87,6 +88,7 @@ int main(int argc, char **argv)
 {
     agent_cfg cfg;
     agent_ctx c;
+    agent_capture *cap = NULL;
     char err[512];
     int rc;
     struct sigaction sa;
@@ -160,10 +162,19 @@ int main(int argc, char **argv)
                   "every %llu ms",
                   strerror(errno), (unsigned long long)cfg.poll_ms);
     agent_watch_kinds(&c);
+    if (cfg.captures &&
+        agent_capture_start(&cfg, (volatile int *)&agent_stop, &cap)) {
+        rc = 1; /* it said why */
+        goto done;
+    }
     rc = agent_run(&c) ? 1 : 0;
     if (cfg.stats_s)
         agent_stats_line(&c);
 done:
+    if (cap) {
+        agent_stop = 1; /* the capture thread ends with the loop */
+        agent_capture_stop(cap);
+    }
     agent_sink_free(c.sink);
     agent_archive_close(&c);
     agent_dead_close(&c);

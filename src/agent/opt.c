@@ -148,6 +148,29 @@ static const opt_def agent_opts[] = {
       OPT_F_SINT(T, archiver_delete),
       .def = "false",
       .help = "S3: delete the local file after a verified upload." },
+    { .name = "captures",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, captures),
+      .def = "false",
+      .help = "HTTP: poll gpufl-server for this host's capture requests "
+              "and forward them to the local gpufl processes' control "
+              "sockets (docs/agent.md \"Capture requests\"); the token must "
+              "be an admin key or an ingest key bound to this host." },
+    { .name = "captures-poll",
+      .type = OPT_DUR,
+      OPT_F_UINT(T, captures_poll_ms),
+      .unit = OPT_MS,
+      .def = "5s",
+      .min = 100,
+      .max = 3600000,
+      .help = "Time between two polls for capture requests." },
+    { .name = "captures-host",
+      .type = OPT_STR,
+      OPT_F_PTR(T, captures_host),
+      .arg = "NAME",
+      .help = "The host name capture requests are polled for; default "
+              "this machine's (gethostname), the one its gpufl sessions "
+              "carry." },
     { .name = "cursor-file",
       .type = OPT_STR,
       OPT_F_PTR(T, cursor_file),
@@ -270,6 +293,12 @@ int agent_cfg_check(const agent_cfg *cfg, FILE *err)
         fprintf(err, "gpufl-agent: --archiver-endpoint needs "
                      "--archiver-bucket, --archiver-access-key and "
                      "--archiver-secret-key\n");
+        return 2;
+    }
+    if (cfg->captures && !cfg->status &&
+        (strcmp(cfg->type, "http") || !strstr(cfg->url, "/api/v1/"))) {
+        fprintf(err, "gpufl-agent: --captures needs --type=http and a --url "
+                     "of gpufl-server (.../api/v1/events/)\n");
         return 2;
     }
     if (cfg->retry_min_ms > cfg->retry_max_ms) {

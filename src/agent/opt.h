@@ -52,6 +52,10 @@ typedef struct agent_cfg {
     char *archiver_region;
     char *archiver_prefix;
     int archiver_delete;
+    /* capture requests (capture.c) */
+    int captures;
+    uint64_t captures_poll_ms;
+    char *captures_host; /* NULL: gethostname() */
     /* process */
     uint64_t cursor_sync_ms;
     uint64_t stats_s;

@@ -9,24 +9,19 @@
  * root).  Exit 0 when every process answered "ok", 1 otherwise, 2 for a
  * usage error (nothing is sent then).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli_int.h"
-#include "common/ctlproto.h"
+#include "common/ctlc.h"
 #include "common/jw.h"
 #include "common/log.h"
 #include "common/opt.h"
 
 #define CTL_MAX_PIDS 4096 /* processes --all addresses */
-#define CTL_WAIT_S 20     /* a dump waits up to 10 s inside the process */
 /* dump TEXT: the trigger line's detail is at most 255 bytes */
 #define CTL_TEXT_MAX 230
 #define CTL_FOR_MAX_MS 86400000ull /* the process refuses more than a day */
@@ -172,92 +167,11 @@ static int print_reply(long pid, const char *reply, const char *err)
 
 static int ask(long pid, const char *req)
 {
-    struct sockaddr_un a;
-    socklen_t len = ctl_addr(&a, (uint32_t)pid);
-    struct timeval tv = { CTL_WAIT_S, 0 };
     static char buf[CTL_RESP_MAX + 1];
     char err[160];
-    size_t got = 0, rl = strlen(req);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 1;
-    if (fd < 0)
-        return print_reply(pid, NULL, "cannot make a socket");
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, len) != 0) {
-        snprintf(err, sizeof err,
-                 "no control socket for pid %ld (not a gpufl program, "
-                 "GPUFL_CTL=false, or its session ended): %s",
-                 pid, strerror(errno));
-        close(fd);
+    if (ctlc_ask(pid, req, CTLC_WAIT_S, buf, sizeof buf, err, sizeof err))
         return print_reply(pid, NULL, err);
-    }
-    if (send(fd, req, rl, MSG_NOSIGNAL) != (ssize_t)rl ||
-        send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-        close(fd);
-        return print_reply(pid, NULL, "the request could not be sent");
-    }
-    for (;;) {
-        ssize_t n = recv(fd, buf + got, CTL_RESP_MAX - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        if (memchr(buf, '\n', got) || got == CTL_RESP_MAX)
-            break;
-    }
-    close(fd);
-    buf[got] = 0;
-    if (!got || buf[0] != '{' || !strchr(buf, '\n'))
-        return print_reply(pid, NULL,
-                           got ? "the reply was not one JSON line"
-                               : "no reply (timed out, or the process "
-                                 "closed the connection)");
-    strchr(buf, '\n')[1] = 0;
-    rc = print_reply(pid, buf, NULL);
-    return rc;
-}
-
-/* The processes with a control socket, of our uid (all for root). */
-static size_t find_all(long *pids, size_t max)
-{
-    FILE *f = fopen("/proc/net/unix", "re");
-    char line[512];
-    size_t n = 0;
-    uid_t me = geteuid();
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f) && n < max) {
-        char *at = strstr(line, " @" CTL_NAME_PREFIX);
-        char path[64], st[256];
-        long pid;
-        int dup = 0;
-        FILE *sf;
-        unsigned long uid = (unsigned long)-1;
-        if (!at)
-            continue;
-        pid = strtol(at + 2 + sizeof CTL_NAME_PREFIX - 1, NULL, 10);
-        if (pid <= 0 || pid == (long)getpid())
-            continue;
-        for (size_t i = 0; i < n; i++)
-            dup |= pids[i] == pid;
-        if (dup)
-            continue;
-        snprintf(path, sizeof path, "/proc/%ld/status", pid);
-        sf = fopen(path, "re");
-        if (!sf)
-            continue;
-        while (fgets(st, sizeof st, sf))
-            if (!strncmp(st, "Uid:", 4)) {
-                uid = strtoul(st + 4, NULL, 10);
-                break;
-            }
-        fclose(sf);
-        if (me == 0 || uid == (unsigned long)me)
-            pids[n++] = pid;
-    }
-    fclose(f);
-    return n;
+    return print_reply(pid, buf, NULL);
 }
 
 int cli_ctl_main(int argc, char **argv)
@@ -289,7 +203,7 @@ int cli_ctl_main(int argc, char **argv)
     if (rc)
         goto out;
     if (o.all) {
-        n = find_all(pids, CTL_MAX_PIDS);
+        n = ctlc_find_all(pids, CTL_MAX_PIDS);
         if (!n) {
             glog_error("ctl",
                        "no process of uid %ld has a gpufl control socket",

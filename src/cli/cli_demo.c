@@ -324,8 +324,10 @@ static int start_agent(demo *d)
     char exe[DEMO_PATH + 32], log[DEMO_PATH + 32];
     char folder[DEMO_PATH + 32], url[400], cursor[DEMO_PATH + 32];
     char tok[120];
+    /* --captures: the web UI's "Capture 30 s" works in the demo (the
+     * token is the admin token) */
     char *argv[] = { exe,    folder,        "--type=http", url,
-                     cursor, "--stats-s=0", NULL };
+                     cursor, "--stats-s=0", "--captures",  NULL };
     char *env[] = { tok, NULL };
 
     snprintf(exe, sizeof exe, "%s/gpufl-agent", d->bin);

@@ -608,6 +608,12 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
             run_query(s, r, o, srv_store_q_hosts, NULL, 0, "");
         return;
     }
+    if (!strcmp(a, "hosts") && seg_is(rc, 4, "captures") &&
+        (rc->nseg == 5 || (rc->nseg == 7 && seg_is(rc, 6, "result"))))
+        return srv_api_host_captures(s, r, o, rc->seg[3],
+                                     rc->nseg == 7 ? rc->seg[5] : NULL);
+    if (!strcmp(a, "captures") && (rc->nseg == 3 || rc->nseg == 4))
+        return srv_api_captures(s, r, o, rc->nseg == 4 ? rc->seg[3] : NULL);
     if ((!strcmp(a, "fleet") || !strcmp(a, "verdicts")) && rc->nseg == 3) {
         if (!get)
             return not_allowed(o, "GET");

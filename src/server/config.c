@@ -149,6 +149,15 @@ static const opt_def srv_opts[] = {
       .max = 1ull << 32,
       .help = "a running session with no line for this long becomes stale "
               "(the server's own downtime not counted)" },
+    { .name = "capture-expiry",
+      DUR_S,
+      OPT_F_UINT(T, capture_expiry_s),
+      .def = "10m",
+      .min = 1,
+      .max = 86400,
+      .help = "a capture request no agent of its host picked up in this "
+              "long expires; one picked up but not answered in this long "
+              "after that fails (docs/api.md \"Capture requests\")" },
     { .name = "retention-max-age",
       DUR_S,
       OPT_F_UINT(T, retention_max_age_s),

@@ -48,6 +48,7 @@ typedef struct srv_config {
     uint64_t max_conns_per_ip;
     uint64_t max_buffered;
     uint64_t stale_after_s;
+    uint64_t capture_expiry_s; /* capture requests (api_capture.c) */
     uint64_t retention_max_age_s;
     uint64_t retention_max_db;
     uint64_t memprof_max_age_s; /* 0: retention_max_age_s */
@@ -261,6 +262,25 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
 /* api_jobs.c: job NULL: the list; sid NULL: regressions of all sessions */
 void srv_api_jobs(srv *s, srv_req *r, srv_resp *o, const char *job);
 void srv_api_regressions(srv *s, srv_req *r, srv_resp *o, const char *sid);
+/* Capture requests (api_capture.c): /api/v1/hosts/{host}/captures (GET,
+ * POST) and, id_seg given, .../captures/{id}/result (POST); GET
+ * /api/v1/captures and, id_seg given, /api/v1/captures/{id}.  The role
+ * checks are theirs (a probe stops after them). */
+void srv_api_host_captures(srv *s, srv_req *r, srv_resp *o, const char *host,
+                           const char *id_seg);
+void srv_api_captures(srv *s, srv_req *r, srv_resp *o, const char *id_seg);
+/* The body of POST /api/v1/hosts/{host}/captures, parsed into d, checked
+ * and read into *c (c->host untouched): action (16 bytes) and note
+ * (SRV_CAPTURE_NOTE_MAX + 1) receive the strings c points to.  0, or -1
+ * with why.  Exposed for tests/fuzz/fuzz_capture_post.c. */
+int srv_capture_parse(jsonl_doc *d, srv_capture *c, char *action, char *note,
+                      char *why, size_t cap);
+/* The body of POST .../captures/{id}/result: *ok, reason (rcap bytes, no
+ * NUL inside), and procs (borrowed from d's line; p NULL when absent): a
+ * JSON array of objects of at most SRV_CAPTURE_RESULT_MAX bytes.  0, or -1
+ * with why. */
+int srv_capture_result_parse(jsonl_doc *d, int *ok, char *reason, size_t rcap,
+                             srv_str *procs, char *why, size_t cap);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */

@@ -190,6 +190,60 @@ typedef struct srv_memoom {
     const char *body; /* the report as answered (borrowed), body_len bytes */
     size_t body_len;
 } srv_memoom;
+/* ---- capture requests (docs/api.md "Capture requests"; api_capture.c
+ * parses, store_sql_capture.c stores) ---- */
+
+/* Requests of one host waiting for its agent at most: more are refused. */
+#define SRV_CAPTURE_PENDING_MAX 64
+/* Bytes of the per-process outcome an agent reports (JSON array text). */
+#define SRV_CAPTURE_RESULT_MAX 16384
+/* Bytes of a request's note and of a reason. */
+#define SRV_CAPTURE_NOTE_MAX 200
+#define SRV_CAPTURE_REASON_MAX 512
+/* Finished requests are kept this long (s), then deleted. */
+#define SRV_CAPTURE_KEEP_S (7 * 86400)
+
+typedef struct srv_capture {
+    const char *host;   /* borrowed */
+    int64_t pid;        /* 0: every gpufl process of the host */
+    const char *action; /* "dump" | "trace" */
+    uint64_t for_ms;    /* trace: for how long; dump: 0 */
+    const char *note;   /* NULL: none */
+} srv_capture;
+
+/* GET /api/v1/captures. */
+typedef struct srv_capq {
+    const char *host, *state; /* NULL: any */
+    int64_t before;           /* ids below it (a cursor); 0: newest first */
+    uint32_t limit;
+} srv_capq;
+
+/*
+ * expiry_s (--capture-expiry) is how long a request waits for its host's
+ * agent, and then how long the agent has to report its outcome; each call
+ * first moves the requests past those times to expired / failed (and
+ * deletes those finished SRV_CAPTURE_KEEP_S ago).
+ *
+ * add: a pending request (*id); GPUFL_EAGAIN when its host has
+ * SRV_CAPTURE_PENDING_MAX pending already.
+ * claim: the host's pending requests as {"items":[...]} into w, each now
+ * delivered (handed out once).
+ * result: the outcome of a delivered request of host: GPUFL_ENOTFOUND (no
+ * such request of this host), GPUFL_ECONFLICT (not delivered: pending,
+ * or finished already).  result_json (NULL: none) is a JSON array text
+ * the caller checked.
+ * get / list: one request, or a page, as docs/api.md shows them.
+ */
+int srv_store_capture_add(srv_store *s, const srv_capture *c, uint64_t expiry_s,
+                          int64_t *id);
+int srv_store_capture_claim(srv_store *s, const char *host, uint64_t expiry_s,
+                            jw *w);
+int srv_store_capture_result(srv_store *s, const char *host, int64_t id, int ok,
+                             const char *reason, const char *result_json,
+                             uint64_t expiry_s);
+int srv_store_capture_get(srv_store *s, int64_t id, uint64_t expiry_s, jw *w);
+int srv_store_q_captures(srv_store *s, const srv_capq *q, uint64_t expiry_s,
+                         jw *w);
 
 /* Retention policy, for srv_store_prune. */
 typedef struct srv_retention {

@@ -274,6 +274,17 @@ static const char *const migrations[] = {
     " cur_count INTEGER, base_sessions INTEGER NOT NULL,"
     " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
     "CREATE INDEX regressions_app ON regressions(app, ts, sess);",
+    /* 15: capture requests (store_sql_capture.c, docs/api.md "Capture
+     * requests"): what an admin asked of a host's processes, its state
+     * (pending, delivered, done, failed, expired) and the agent's answer;
+     * times are Unix seconds */
+    "CREATE TABLE captures(id INTEGER PRIMARY KEY, host TEXT NOT NULL,"
+    " pid INTEGER, action TEXT NOT NULL, for_ms INTEGER NOT NULL,"
+    " note TEXT, state TEXT NOT NULL, created INTEGER NOT NULL,"
+    " expires INTEGER NOT NULL, delivered INTEGER, finished INTEGER,"
+    " reason TEXT, result TEXT);"
+    "CREATE INDEX captures_host ON captures(host, state, id);"
+    "CREATE INDEX captures_state ON captures(state, id);",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");

@@ -170,6 +170,79 @@ class Trace(Base):
         self.finish(p)
 
 
+class ServerCapture(Base):
+    """A trace asked from gpufl-server (docs/api.md "Capture requests",
+    the web UI's "Capture 30 s"): POSTed for this program's pid, claimed by
+    gpufl-agent --captures, forwarded over the control socket; kernel lines
+    appear for its duration only and reach the server with the rest."""
+
+    def test_trace_asked_from_the_server(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "server"))
+        import srvtest as st
+        if not os.path.exists(st.SERVER):
+            self.skipTest("gpufl-server is not built")
+        srv = st.Server(os.path.join(self.dir, "srv"))
+        self.addCleanup(srv.stop)
+        p, pid = self.start(["pid", "say:A", self.wait_for("go"),
+                             "launch:1500", "say:B", self.wait_for("end")],
+                            trace="off")
+        self.expect(p, "A")
+        env = st.clean_env({"GPUFL_AGENT_TOKEN": st.ADMIN})
+        log = open(os.path.join(self.dir, "agent.log"), "w+")
+        self.addCleanup(log.close)
+        agent = subprocess.Popen(
+            [BIN + "/gpufl-agent", "--folder", self.logs, "--url",
+             "http://127.0.0.1:%d/api/v1/events/" % srv.port, "--cursor-file",
+             os.path.join(self.dir, "cursor"), "--captures",
+             "--captures-poll", "100ms", "--stats-s", "0"],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+        def stop_agent():
+            if agent.poll() is None:
+                agent.terminate()
+                agent.wait(60)
+        self.addCleanup(stop_agent)
+        with open(gl.prefixes(self.logs)[0] + ".device.log") as f:
+            host = json.loads(f.readline())["host"]
+        code, _, data = srv.req("POST", "/api/v1/hosts/%s/captures" % host,
+                                json.dumps({"pid": pid, "action": "trace",
+                                            "for": "400ms"}))
+        self.assertEqual(code, 201, data)
+        rid = json.loads(data)["id"]
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            r = srv.get("/api/v1/captures/%d" % rid)
+            if r["state"] not in ("pending", "delivered"):
+                break
+            time.sleep(0.05)
+        log.seek(0)
+        self.assertEqual(r["state"], "done", (r, log.read()))
+        self.assertEqual(r["processes"], [{"pid": pid, "ok": True,
+                                           "for_ms": 400}])
+        self.assertGreater(self.ctl(pid, "status")["trace_for_ms"], 0)
+        self.cue("go")
+        self.expect(p, "B")
+        self.cue("end")
+        self.finish(p)
+        sess = self.session()
+        m = {e["text"]: e["ts"] for e in sess.streams["scope"].of("marker")}
+        on = m["gpufl: tracing on (gpufl ctl, for 400 ms)"]
+        off = m["gpufl: tracing off (its gpufl ctl time ended)"]
+        ks = [k["ts"] for k in sess.streams["device"].of("kernel")]
+        self.assertGreater(len(ks), 50)
+        self.assertTrue(all(on - 5e6 < t < off + 5e6 for t in ks))
+        # shipped: the server holds the session's kernels, every one
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            items = srv.get("/api/v1/sessions")["items"]
+            if items and items[0]["state"] == "ended":
+                break
+            time.sleep(0.1)
+        self.assertEqual((items[0]["id"], items[0]["counts"]["kernels"]),
+                         (sess.sid, len(ks)))
+        stop_agent()
+        self.assertEqual(agent.returncode, 0)
+
+
 class Engines(Base):
     def test_pcsamp_for_a_while(self):
         with open(self.script, "w") as f:

@@ -26,6 +26,15 @@ if(TARGET gpufl_server_core)
   endforeach()
 endif()
 
+# Capture requests (test_capture.py): the auth matrix, states, expiry,
+# malformed bodies; on PostgreSQL below too.
+if(TARGET gpufl_server_core)
+  add_test(NAME server_capture
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_capture.py -v)
+  set_tests_properties(server_capture PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+endif()
+
 # Names, API calls, the level-of-detail timeline, export, the UI found
 # without a flag (test_timeline.py), on SQLite; on PostgreSQL below.
 set(GPUFL_TL_CLASSES Names Lod Flows Export)
@@ -59,6 +68,11 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endforeach()
+  add_test(NAME server_pg_capture
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_capture.py -v)
+  set_tests_properties(server_pg_capture PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   foreach(cls ${GPUFL_TL_CLASSES})
     add_test(NAME server_pg_tl_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py

@@ -416,6 +416,9 @@ def endpoints(sid):
         ("GET", "/api/v1/keys", "admin"), ("POST", "/api/v1/keys", "admin"),
         ("DELETE", "/api/v1/keys/999", "admin"),
         ("POST", "/api/v1/admin/retention", "admin"),
+        # capture requests; the host-bound routes: test_capture.py
+        ("GET", "/api/v1/captures", "read"),
+        ("POST", "/api/v1/hosts/node-7/captures", "admin"),
     ]
 
 

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, runTrain, ingestDir, req, sessionOf, ADMIN } from './fixture.mjs';
+import { ADMIN, startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
 import { ingestLines, ingestStream, sessionLines, systemLines } from './gen.mjs';
 import * as T from './timeline.mjs';
 
@@ -551,6 +551,41 @@ try {
       rows + ' compared kernel names (API ' + cmp.items.length + ')',
     );
     await shot('sessions');
+  });
+  // a capture request from a running session's row (docs/ui.md "Capture
+  // requests"): refused for the read key, queued for the admin token
+  await attempt('sessions_capture', async () => {
+    const btn = `[data-sid="${B.sid}"] [data-testid=capture-trace]`;
+    await page.goto(U + '/#/sessions');
+    await page.waitForSelector(btn);
+    const onEnded = await page.locator(`[data-sid="${A.sid}"] [data-testid=capture-trace]`).count();
+    await page.click(btn);
+    await page.waitForSelector(`[data-sid="${B.sid}"] [data-testid=capture-error]`);
+    const refused = await text(`[data-sid="${B.sid}"] [data-testid=capture-error]`);
+    await page.evaluate((t) => sessionStorage.setItem('gpufl.token', t), ADMIN);
+    await page.reload();
+    await page.waitForSelector(btn);
+    await page.click(btn);
+    await page.waitForSelector(`[data-sid="${B.sid}"] [data-testid=capture-state]`);
+    const state = await text(`[data-sid="${B.sid}"] [data-testid=capture-state]`);
+    await page.waitForSelector('[data-testid=capture-row]');
+    const rows = await page.locator('[data-testid=capture-row]').count();
+    const c = (await get('captures')).items;
+    await shot('sessions-capture');
+    await page.evaluate((t) => sessionStorage.setItem('gpufl.token', t), READ);
+    check(
+      'sessions_capture',
+      onEnded === 0 &&
+        /admin role \(403\)/.test(refused) &&
+        /waiting for the agent of/.test(state) &&
+        rows === 1 &&
+        c.length === 1 &&
+        c[0].pid === B.pid &&
+        c[0].host === B.host &&
+        c[0].action === 'trace' &&
+        c[0].for_ms === 30000,
+      'read key: ' + refused.trim() + '; admin: ' + state.trim() + '; GET /api/v1/captures: ' + JSON.stringify(c[0]),
+    );
   });
 
   // kernels: timeline, zoom, raw kernels, inspector

@@ -66,16 +66,38 @@ export async function api<T>(
   params?: Record<string, Int | boolean | undefined | null>,
   signal?: AbortSignal,
 ): Promise<T> {
+  return request<T>('GET', path, params, undefined, signal);
+}
+
+/* POST /api/v1/path with a JSON body, the answer as T (the same errors). */
+export async function apiPost<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  return request<T>('POST', path, undefined, body, signal);
+}
+
+async function request<T>(
+  method: string,
+  path: string,
+  params: Record<string, Int | boolean | undefined | null> | undefined,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<T> {
   const q = new URLSearchParams();
   if (params)
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   const url = '/api/v1/' + path + (q.toString() ? '?' + q.toString() : '');
   const token = getToken();
+  const headers: Record<string, string> = token ? { Authorization: 'Bearer ' + token } : {};
+  const init: RequestInit = { headers, signal };
+  if (method !== 'GET') {
+    init.method = method;
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
   inflight.n++;
   try {
     let r: Response;
     try {
-      r = await fetcher(url, { headers: token ? { Authorization: 'Bearer ' + token } : {}, signal });
+      r = await fetcher(url, init);
     } catch (e) {
       if (e instanceof Error && e.name === 'AbortError') throw e;
       throw new ApiError(

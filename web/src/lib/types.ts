@@ -359,3 +359,29 @@ export interface FleetHost {
   gpus: FleetGpu[];
   sessions: FleetSession[];
 }
+
+/* A capture request (docs/api.md "Capture requests"): POST
+ * /hosts/{host}/captures answers one, GET /captures lists them. */
+export interface CaptureProcess {
+  pid: number;
+  ok: boolean;
+  error?: string;
+  prefix?: string;
+  dump?: number;
+  for_ms?: number;
+}
+export interface CaptureRequest {
+  id: number;
+  host: string;
+  pid: number | null;
+  action: 'dump' | 'trace';
+  for_ms: number | null;
+  note: string | null;
+  state: 'pending' | 'delivered' | 'done' | 'failed' | 'expired';
+  created: number;
+  expires: number;
+  delivered: number | null;
+  finished: number | null;
+  reason: string | null;
+  processes: CaptureProcess[] | null;
+}

@@ -4,6 +4,7 @@ import { num } from '../lib/api';
 import type { CompareItem, HostItem, Page, Session } from '../lib/types';
 import { fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
+import { CaptureButton, CaptureList } from './Captures';
 
 const RANGES: [string, number][] = [
   ['any time', 0],
@@ -109,6 +110,22 @@ export function Sessions({ st, set }: ViewProps) {
             <span className="dim">
               · {items.length} session{items.length > 1 ? 's' : ''}
             </span>
+            {group === 'host' && (
+              <>
+                {' '}
+                <CaptureButton
+                  host={k}
+                  pid={null}
+                  action="dump"
+                  label="Dump ring windows"
+                  title={
+                    'Ask the agent of ' +
+                    k +
+                    ' to dump the flight-recorder window of every gpufl process there in ring mode (GPUFL_RECORD=ring); the dumps arrive as sessions'
+                  }
+                />
+              </>
+            )}
           </h3>
           <table className="grid">
             <thead>
@@ -121,6 +138,7 @@ export function Sessions({ st, set }: ViewProps) {
                 <th className="num">kernels</th>
                 <th className="num">lines</th>
                 <th>session id</th>
+                <th></th>
               </tr>
             </thead>
             <tbody>
@@ -168,6 +186,23 @@ export function Sessions({ st, set }: ViewProps) {
                   <td>
                     <code className="dim">{s.id}</code>
                   </td>
+                  <td>
+                    {s.state === 'running' && (
+                      <CaptureButton
+                        host={s.host}
+                        pid={s.pid}
+                        action="trace"
+                        label="Capture 30 s"
+                        title={
+                          'Ask the agent of ' +
+                          s.host +
+                          ' to turn full tracing on in pid ' +
+                          s.pid +
+                          ' for 30 s (gpufl ctl trace on --for 30s)'
+                        }
+                      />
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -176,6 +211,7 @@ export function Sessions({ st, set }: ViewProps) {
       ))}
       {list.data?.next && <div className="dim">Showing the newest 500; narrow the search to see older sessions.</div>}
       {st.s && st.b && <Compare a={st.s} b={st.b} />}
+      <CaptureList />
     </div>
   );
 }
