@@ -461,7 +461,8 @@ class Regressions(Base):
             send(srv, dev, sc)
             old.append(sid)
         srv.stop()
-        undo = ["DELETE FROM schema_version WHERE version=14",
+        undo = ["DELETE FROM schema_version WHERE version>=14",
+                "DROP TABLE captures",
                 "DROP INDEX sessions_job", "DROP INDEX sessions_regress",
                 "DROP INDEX sessions_app",
                 "DROP TABLE regressions"] + [
