@@ -261,6 +261,8 @@ void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
 /* api_jobs.c: job NULL: the list; sid NULL: regressions of all sessions */
 void srv_api_jobs(srv *s, srv_req *r, srv_resp *o, const char *job);
 void srv_api_regressions(srv *s, srv_req *r, srv_resp *o, const char *sid);
+/* api_jobs.c: GET /api/v1/sessions/{sid}/durations (no parameters) */
+void srv_api_durations(srv *s, srv_req *r, srv_resp *o, const char *sid);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */
