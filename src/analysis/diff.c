@@ -312,6 +312,28 @@ static int add_names(const df_side *base, const df_side *cur, const an_opts *o,
     return GPUFL_OK;
 }
 
+/* Many names are compared at once: at a 5 % level each, one in twenty
+ * unchanged names would pass the test by chance, and a diff compares
+ * dozens.  So a shift counts only when its Mann-Whitney p is below
+ * alpha / m, m the names and paths judged (Bonferroni): the chance that
+ * any unchanged one is reported stays below alpha.  The interval and the
+ * threshold rules still apply as they are. */
+static void bonferroni(df_result *res, double alpha)
+{
+    size_t m = res->compared[0] + res->compared[1];
+    for (size_t i = 0; i < res->n && m > 1; i++) {
+        df_finding *f = &res->f[i];
+        if ((f->verdict != DF_SLOWER && f->verdict != DF_FASTER) ||
+            f->r.p < alpha / (double)m)
+            continue;
+        if (f->verdict == DF_SLOWER)
+            res->slower--;
+        else
+            res->faster--;
+        f->verdict = DF_SAME;
+    }
+}
+
 int df_compare(const df_side *base, const df_side *cur, const an_opts *o,
                df_result *res)
 {
@@ -337,6 +359,7 @@ int df_compare(const df_side *base, const df_side *cur, const an_opts *o,
         df_result_release(res);
         return rc;
     }
+    bonferroni(res, 1 - o->conf);
     if (res->n)
         qsort(res->f, res->n, sizeof *res->f, cmp_finding);
     return GPUFL_OK;
