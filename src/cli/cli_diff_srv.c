@@ -31,7 +31,7 @@ static int add_series(jsonl_doc *d, uint32_t arr, int kind, const char *key,
     int e = 0;
     if (jsonl_tok_type(d, arr) != JSONL_ARRAY) {
         snprintf(err, errlen, "the answer has no \"%s\" array",
-                 kind == DF_SCOPE ? "scopes" : "kernels");
+                 kind == DF_SCOPE ? "by_scope" : "by_kernel");
         return GPUFL_EPROTO;
     }
     t = arr + 1;
@@ -46,7 +46,7 @@ static int add_series(jsonl_doc *d, uint32_t arr, int kind, const char *key,
             jsonl_tok_u64(d, ct, &count) ||
             jsonl_tok_type(d, vt) != JSONL_ARRAY) {
             snprintf(err, errlen, "a malformed item in the answer's %s",
-                     kind == DF_SCOPE ? "scopes" : "kernels");
+                     kind == DF_SCOPE ? "by_scope" : "by_kernel");
             return GPUFL_EPROTO;
         }
         if (!(s = df_group_add(g, kind, name, len, &e))) {
@@ -134,10 +134,10 @@ static int one(httpc *h, const struct curl_slist *hdr, const char *base,
         rc = GPUFL_ENOMEM;
         goto out;
     }
-    rc = add_series(&d, jsonl_doc_find(&d, "kernels"), DF_KERNEL, "name", g,
+    rc = add_series(&d, jsonl_doc_find(&d, "by_kernel"), DF_KERNEL, "name", g,
                     name, err, errlen);
     if (!rc)
-        rc = add_series(&d, jsonl_doc_find(&d, "scopes"), DF_SCOPE, "path", g,
+        rc = add_series(&d, jsonl_doc_find(&d, "by_scope"), DF_SCOPE, "path", g,
                         name, err, errlen);
     if (!rc && df_group_finish(g)) {
         snprintf(err, errlen, "out of memory");

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "rollup.h"
+#include "srv_json.h"
 #include "store_sql_q.h"
 
 /* Kernel names and scope paths answered (the longest in total first). */
@@ -71,7 +72,7 @@ static int w_kernels(qctx *c, jw *w)
         goto out;
     qbind_i64(c->st, 1, c->sess);
     qbind_i64(c->st, 2, DUR_NAMES_MAX);
-    jw_key(w, "kernels");
+    jw_key(w, "by_kernel");
     jw_arr_begin(w);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         size_t bn = 0, nv;
@@ -90,7 +91,7 @@ static int w_kernels(qctx *c, jw *w)
         jw_kv_str(w, "name", qcol_text(c->st, 0));
         jw_kv_i64(w, "count", qcol_i64(c->st, 1));
         jw_key(w, "total_ns");
-        jw_u64(w, (uint64_t)qcol_i64(c->st, 2));
+        srv_jw_udec(w, (uint64_t)qcol_i64(c->st, 2));
         w_values(w, v, nv);
         jw_obj_end(w);
     }
@@ -170,7 +171,7 @@ static int w_scopes(qctx *c, jw *w)
     /* names once the rows are read: one statement at a time */
     sdb_finalize(c->st);
     c->st = NULL;
-    jw_key(w, "scopes");
+    jw_key(w, "by_scope");
     jw_arr_begin(w);
     for (size_t i = 0; i < np; i++) {
         jw_obj_begin(w);
@@ -178,7 +179,7 @@ static int w_scopes(qctx *c, jw *w)
                                         sizeof(buf)));
         jw_kv_i64(w, "count", p[i].n);
         jw_key(w, "total_ns");
-        jw_u64(w, (uint64_t)p[i].total);
+        srv_jw_udec(w, (uint64_t)p[i].total);
         w_values(w, p[i].v, p[i].nv);
         jw_obj_end(w);
     }

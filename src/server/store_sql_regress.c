@@ -156,11 +156,13 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
     double *tmp =
         malloc((REGRESS_BASE_MAX + 1) * REGRESS_SAMPLE * sizeof(*tmp));
     an_opts o;
+    size_t judged = 0, first;
     int rc = GPUFL_OK;
 
     if (!tmp)
         return GPUFL_ENOMEM;
     an_opts_init(&o);
+    first = *nrows;
     o.resamples = REGRESS_RESAMPLES;
     o.sample_max = REGRESS_SAMPLE;
     o.min_shift = cfg->min_shift;
@@ -208,6 +210,7 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
         }
         if (x->n < REGRESS_MIN_CALLS || with_calls < ng)
             continue;
+        judged++;
         /* the point estimate alone decides when it cannot pass the bar:
          * the bootstrap only for shifts that might be reported */
         {
@@ -235,6 +238,20 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
         r->p = res.p;
         r->noise = res.noise;
         (*nrows)++;
+    }
+    /* Bonferroni across the names judged: at a 5 % level each, one
+     * unchanged name in twenty would pass by chance, and a session has
+     * dozens (docs/analysis.md) */
+    for (size_t i = first, w = first; !rc && i <= *nrows; i++) {
+        if (i == *nrows) {
+            *nrows = w;
+            break;
+        }
+        if (rows[i].kind && (!strcmp(rows[i].kind, "slower") ||
+                             !strcmp(rows[i].kind, "faster")) &&
+            judged > 1 && rows[i].p >= (1 - o.conf) / (double)judged)
+            continue;
+        rows[w++] = rows[i];
     }
     /* names every baseline run had and this one has not */
     for (size_t i = 0; !rc && nb && i < base[0].n && *nrows < REGRESS_ROWS_MAX;
