@@ -243,8 +243,8 @@ static int cmp_finding(const void *a, const void *b)
  * per group instead, and a name is added when its first holder is this
  * group). */
 static int add_names(const df_side *base, const df_side *cur, const an_opts *o,
-                     const df_side *from, size_t gi, an_group *gb,
-                     an_group *gc, df_result *res, size_t *cap)
+                     const df_side *from, size_t gi, an_group *gb, an_group *gc,
+                     df_result *res, size_t *cap)
 {
     const df_group *g = &from->g[gi];
     for (size_t i = 0; i < g->n; i++) {
@@ -349,11 +349,10 @@ int df_compare(const df_side *base, const df_side *cur, const an_opts *o,
         return GPUFL_EINVAL;
     }
     for (size_t i = 0; i < base->n && !rc; i++)
-        rc = add_names(base, cur, o, base, i, gb, gb + DF_GROUPS_MAX, res,
-                       &cap);
+        rc =
+            add_names(base, cur, o, base, i, gb, gb + DF_GROUPS_MAX, res, &cap);
     for (size_t i = 0; i < cur->n && !rc; i++)
-        rc = add_names(base, cur, o, cur, i, gb, gb + DF_GROUPS_MAX, res,
-                       &cap);
+        rc = add_names(base, cur, o, cur, i, gb, gb + DF_GROUPS_MAX, res, &cap);
     free(gb);
     if (rc) {
         df_result_release(res);

@@ -20,10 +20,10 @@
 
 #include "analysis/compare.h"
 
-#define DF_SERIES_MAX 8192u        /* names + paths per run */
-#define DF_KEEP 8192u              /* values kept per name and run */
+#define DF_SERIES_MAX 8192u         /* names + paths per run */
+#define DF_KEEP 8192u               /* values kept per name and run */
 #define DF_GROUPS_MAX AN_GROUPS_MAX /* runs per side */
-#define DF_NAME_MAX 4096u          /* bytes of a name or path kept */
+#define DF_NAME_MAX 4096u           /* bytes of a name or path kept */
 /* calls of a name needed on each side (every run) for a shift */
 #define DF_MIN_CALLS 5u
 

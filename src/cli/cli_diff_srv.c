@@ -36,8 +36,8 @@ static int add_series(jsonl_doc *d, uint32_t arr, int kind, const char *key,
     }
     t = arr + 1;
     for (uint32_t i = 0; i < d->tok[arr].n; i++, t = d->tok[t].next) {
-        uint32_t nt = jsonl_obj_find(d, t, key), vt = jsonl_obj_find(d, t,
-                                                                       "values"),
+        uint32_t nt = jsonl_obj_find(d, t, key),
+                 vt = jsonl_obj_find(d, t, "values"),
                  ct = jsonl_obj_find(d, t, "count"), tt;
         uint64_t count = 0;
         size_t len = 0;
@@ -185,8 +185,9 @@ int cli_diff_srv_load(const diff_opts *o, const char *ids, df_side *side,
         const char *c = strchr(p, ',');
         size_t n = c ? (size_t)(c - p) : strlen(p);
         if (!n || n >= sizeof id) {
-            snprintf(err, errlen, "\"%.80s\": session ids, separated by "
-                                  "commas, please",
+            snprintf(err, errlen,
+                     "\"%.80s\": session ids, separated by "
+                     "commas, please",
                      ids);
             rc = GPUFL_EINVAL;
             break;

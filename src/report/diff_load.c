@@ -84,8 +84,7 @@ static int visit(void *ud, rpt_ctx *c, const rpt_line *ln)
         s = rpt_name(c, (uint32_t)name, &len);
         if (!len && !*sl)
             return 0; /* a name its dictionary line never gave */
-        return push(st, sl, DF_KERNEL, s, len,
-                    rpt_tu64(d, ln->f[RF_DUR], 0));
+        return push(st, sl, DF_KERNEL, s, len, rpt_tu64(d, ln->f[RF_DUR], 0));
     }
     if (ln->type == RT_SCOPE_END) {
         uint64_t path = rpt_u64(d, "path", 0);

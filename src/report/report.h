@@ -43,7 +43,7 @@ int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
  * "DIR/PREFIX.device.log..."; an id prefix works too).  Skipped files
  * are said on log. */
 struct df_side;
-int rpt_diff_load(const char *path, struct df_side *side, FILE *log,
-                  char *err, size_t errlen);
+int rpt_diff_load(const char *path, struct df_side *side, FILE *log, char *err,
+                  size_t errlen);
 
 #endif

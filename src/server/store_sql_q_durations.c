@@ -108,8 +108,7 @@ static void path_close(dpath *p, double *vals, size_t n)
     qsort(vals, n, sizeof(*vals), cmp_dbl);
     p->nv = n < DUR_SAMPLE ? n : DUR_SAMPLE;
     for (size_t k = 0; k < p->nv; k++)
-        p->v[k] = vals[(size_t)(((double)k + 0.5) / (double)p->nv *
-                                (double)n)];
+        p->v[k] = vals[(size_t)(((double)k + 0.5) / (double)p->nv * (double)n)];
 }
 
 static int w_scopes(qctx *c, jw *w)
@@ -175,8 +174,8 @@ static int w_scopes(qctx *c, jw *w)
     jw_arr_begin(w);
     for (size_t i = 0; i < np; i++) {
         jw_obj_begin(w);
-        jw_kv_str(w, "path", sq_path_of(c->db, c->sess, p[i].id, buf,
-                                        sizeof(buf)));
+        jw_kv_str(w, "path",
+                  sq_path_of(c->db, c->sess, p[i].id, buf, sizeof(buf)));
         jw_kv_i64(w, "count", p[i].n);
         jw_key(w, "total_ns");
         srv_jw_udec(w, (uint64_t)p[i].total);

@@ -247,8 +247,9 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
             *nrows = w;
             break;
         }
-        if (rows[i].kind && (!strcmp(rows[i].kind, "slower") ||
-                             !strcmp(rows[i].kind, "faster")) &&
+        if (rows[i].kind &&
+            (!strcmp(rows[i].kind, "slower") ||
+             !strcmp(rows[i].kind, "faster")) &&
             judged > 1 && rows[i].p >= (1 - o.conf) / (double)judged)
             continue;
         rows[w++] = rows[i];
