@@ -298,7 +298,11 @@ int cli_diff_main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    if (!o.server && (o.token || o.ca_file)) {
+    /* a flag that does nothing is a mistake; the same in the environment
+     * (set for server runs of a CI job) is not */
+    if (!o.server &&
+        (opt_source(&cli_diff_prog, c.org, "token") == OPT_SRC_FLAG ||
+         opt_source(&cli_diff_prog, c.org, "ca-file") == OPT_SRC_FLAG)) {
         glog_error("diff", "--token and --ca-file go with --server");
         rc = 2;
         goto out;

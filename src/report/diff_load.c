@@ -93,6 +93,7 @@ static int visit(void *ud, rpt_ctx *c, const rpt_line *ln)
             return st->err;
         if (!*sl && !rpt_dict_get(c, (uint32_t)path, DK_PATH))
             return 0; /* unknown path */
+        buf[0] = 0;
         if (!*sl)
             rpt_path_str(c, (uint32_t)path, buf, sizeof buf);
         return push(st, sl, DF_SCOPE, buf, *sl ? 0 : strlen(buf),

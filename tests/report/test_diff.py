@@ -189,6 +189,10 @@ class Folders(Base):
             rc, out, err = diff(*args)
             self.assertEqual(rc, 2, (args, out, err))
             self.assertIn("gpufl diff", err)
+        # the token in the environment (a CI job's) is no usage error
+        rc, out, err = diff(self.path("a"), self.path("a"),
+                            env={"GPUFL_DIFF_TOKEN": "t"})
+        self.assertEqual(rc, 0, out + err)
         rc, out, err = diff(self.path("a"), self.path("nothing"))
         self.assertEqual(rc, 1, out + err)
         self.assertIn("nothing", err)
