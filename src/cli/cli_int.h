@@ -24,10 +24,11 @@ int cli_import_main(int argc, char **argv);
 int cli_version_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 int cli_ctl_main(int argc, char **argv);
+int cli_diff_main(int argc, char **argv);
 
 /* The option tables of the subcommands that have one (src/common/opt.h). */
 extern const opt_prog cli_idle_prog, cli_memprof_prog, cli_demo_prog,
-    cli_ctl_prog;
+    cli_ctl_prog, cli_diff_prog;
 
 /* gpufl idle's defaults from its table, for the test that they are the
  * detector's own (idle_cfg_init); 0 or the engine's error. */

@@ -17,6 +17,10 @@ static const cli_cmd cmds[] = {
       "workloads",
       cli_demo_main },
 #ifdef GPUFL_HAVE_REPORT
+    { "diff",
+      "what got slower or faster between two runs, by kernel and scope "
+      "(exit 3: slower)",
+      cli_diff_main },
     { "export",
       "a log folder as a Chrome/Perfetto trace (--format chrome-trace|"
       "perfetto -o FILE)",

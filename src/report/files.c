@@ -211,7 +211,8 @@ int rpt_folder_scan(const char *dir, rpt_folder *f, char *err, size_t errlen)
         e[ne].zst = zst;
         ne++;
     }
-    qsort(e, ne, sizeof *e, ent_cmp);
+    if (ne) /* e is NULL for a folder without logs: qsort wants non-NULL */
+        qsort(e, ne, sizeof *e, ent_cmp);
     for (size_t i = 0; i < ne; i++) {
         rpt_files *cur;
         char **np;

@@ -37,4 +37,13 @@ int rpt_export_run(const char *dir, const char *session, const char *format,
 int rpt_import_run(const char *dir, const char *outdir, FILE *log, char *err,
                    size_t errlen);
 
+/* `gpufl diff`: adds the sessions of path to side (src/analysis/diff.h),
+ * one run each: every session of a folder, or the one session whose file
+ * prefix is path's last part ("DIR/PREFIX" or one of its files
+ * "DIR/PREFIX.device.log..."; an id prefix works too).  Skipped files
+ * are said on log. */
+struct df_side;
+int rpt_diff_load(const char *path, struct df_side *side, FILE *log, char *err,
+                  size_t errlen);
+
 #endif

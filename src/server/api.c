@@ -550,6 +550,8 @@ static void session_routes(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
         return srv_api_memory(s, r, o, sid, 0);
     if (sub && !strcmp(sub, "regressions") && rc->nseg == 5)
         return srv_api_regressions(s, r, o, sid);
+    if (sub && !strcmp(sub, "durations") && rc->nseg == 5)
+        return srv_api_durations(s, r, o, sid);
     if (sub && !strcmp(sub, "export") && rc->nseg == 5)
         return export_route(s, r, o, sid);
     if (sub && !strcmp(sub, "kernels")) {

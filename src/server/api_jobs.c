@@ -1,9 +1,9 @@
 /*
- * api_jobs.c - GET /api/v1/jobs, /jobs/{id}, /regressions and
- * /sessions/{id}/regressions (docs/api.md "Jobs", "Regressions"): strict
- * query parsing (an unknown parameter is a 400, so a typo never widens an
- * answer), then the store's answer.  api.c routes here after the role
- * check.
+ * api_jobs.c - GET /api/v1/jobs, /jobs/{id}, /regressions,
+ * /sessions/{id}/regressions and /sessions/{id}/durations (docs/api.md
+ * "Jobs", "Regressions", "durations"): strict query parsing (an unknown
+ * parameter is a 400, so a typo never widens an answer), then the store's
+ * answer.  api.c routes here after the role check.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,4 +95,16 @@ void srv_api_regressions(srv *s, srv_req *r, srv_resp *o, const char *sid)
     q.sid = sid;
     answer(s, o, sid ? srv_store_q_sess_regressions : srv_store_q_regressions,
            &q, "no such session");
+}
+
+void srv_api_durations(srv *s, srv_req *r, srv_resp *o, const char *sid)
+{
+    static const char *const no_args[] = { NULL };
+    srv_q q;
+
+    r->cls = MET_QUERY;
+    if (parse(r, o, no_args, &q))
+        return;
+    q.sid = sid;
+    answer(s, o, srv_store_q_durations, &q, "no such session");
 }

@@ -281,6 +281,8 @@ int srv_capture_parse(jsonl_doc *d, srv_capture *c, char *action, char *note,
  * with why. */
 int srv_capture_result_parse(jsonl_doc *d, int *ok, char *reason, size_t rcap,
                              srv_str *procs, char *why, size_t cap);
+/* api_jobs.c: GET /api/v1/sessions/{sid}/durations (no parameters) */
+void srv_api_durations(srv *s, srv_req *r, srv_resp *o, const char *sid);
 /* POST /api/v1/memprof; GET /api/v1/memory (list = 0),
  * /api/v1/memory/profiles (list = 1), /api/v1/sessions/{sid}/memory
  * (sid given) (api_memprof.c). */

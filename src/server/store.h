@@ -303,6 +303,10 @@ int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_session(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w);
+/* GET /api/v1/sessions/{id}/durations (store_sql_q_durations.c): per
+ * kernel name and scope path, evenly spaced quantiles of the durations,
+ * for gpufl diff --server */
+int srv_store_q_durations(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w);

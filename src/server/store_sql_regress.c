@@ -156,11 +156,13 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
     double *tmp =
         malloc((REGRESS_BASE_MAX + 1) * REGRESS_SAMPLE * sizeof(*tmp));
     an_opts o;
+    size_t judged = 0, first;
     int rc = GPUFL_OK;
 
     if (!tmp)
         return GPUFL_ENOMEM;
     an_opts_init(&o);
+    first = *nrows;
     o.resamples = REGRESS_RESAMPLES;
     o.sample_max = REGRESS_SAMPLE;
     o.min_shift = cfg->min_shift;
@@ -208,6 +210,7 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
         }
         if (x->n < REGRESS_MIN_CALLS || with_calls < ng)
             continue;
+        judged++;
         /* the point estimate alone decides when it cannot pass the bar:
          * the bootstrap only for shifts that might be reported */
         {
@@ -235,6 +238,21 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
         r->p = res.p;
         r->noise = res.noise;
         (*nrows)++;
+    }
+    /* Bonferroni across the names judged: at a 5 % level each, one
+     * unchanged name in twenty would pass by chance, and a session has
+     * dozens (docs/analysis.md) */
+    for (size_t i = first, w = first; !rc && i <= *nrows; i++) {
+        if (i == *nrows) {
+            *nrows = w;
+            break;
+        }
+        if (rows[i].kind &&
+            (!strcmp(rows[i].kind, "slower") ||
+             !strcmp(rows[i].kind, "faster")) &&
+            judged > 1 && rows[i].p >= (1 - o.conf) / (double)judged)
+            continue;
+        rows[w++] = rows[i];
     }
     /* names every baseline run had and this one has not */
     for (size_t i = 0; !rc && nb && i < base[0].n && *nrows < REGRESS_ROWS_MAX;
@@ -337,26 +355,42 @@ out:
     return rc;
 }
 
-/* 1 when this server takes session id for its scan, 0 when another has. */
-static int claim(srv_store *s, int64_t id, int *mine)
+/* sessions.regress: 0 not scanned, 2 claimed by a scan in progress, 1
+ * scanned (its findings stored).  The API says "scanned" for 1 only: a
+ * reader polling while the scan runs must not take a claimed session
+ * for one that found nothing. */
+#define REGRESS_DONE 1
+#define REGRESS_CLAIMED 2
+
+/* Sets session id's regress from `from` to `to`; *changed: whether it did
+ * (0 when another server claimed it first). */
+static int set_state(srv_store *s, int64_t id, int from, int to, int *changed)
 {
     sdb_stmt *st = NULL;
     int rc;
 
-    *mine = 0;
+    *changed = 0;
     pthread_mutex_lock(&s->wlock);
     rc = sdb_prepare(s->w,
-                     "UPDATE sessions SET regress=1 WHERE id=? AND"
-                     " regress=0",
+                     "UPDATE sessions SET regress=? WHERE id=? AND"
+                     " regress=?",
                      &st);
     if (!rc) {
-        qbind_i64(st, 1, id);
+        qbind_i64(st, 1, to);
+        qbind_i64(st, 2, id);
+        qbind_i64(st, 3, from);
         rc = qrun(st);
-        *mine = !rc && sdb_changes(s->w) > 0;
+        *changed = !rc && sdb_changes(s->w) > 0;
     }
     sdb_finalize(st);
     pthread_mutex_unlock(&s->wlock);
     return rc;
+}
+
+/* 1 when this server takes session id for its scan, 0 when another has. */
+static int claim(srv_store *s, int64_t id, int *mine)
+{
+    return set_state(s, id, 0, REGRESS_CLAIMED, mine);
 }
 
 static void summarize(srv_regress_sum *sum, const rrow *rows, size_t n)
@@ -486,6 +520,14 @@ int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
         snprintf(sum.sid, sizeof(sum.sid), "%s", sids[i]);
         snprintf(sum.app, sizeof(sum.app), "%s", apps[i]);
         rc = scan_one(s, cfg, ids[i], apps[i], ts[i], &sum);
+        /* scanned, its findings stored - or the scan failed, and the
+         * session is not scanned again (as before the claim state) */
+        {
+            int changed, e = set_state(s, ids[i], REGRESS_CLAIMED, REGRESS_DONE,
+                                       &changed);
+            if (!rc)
+                rc = e;
+        }
         (*done)++;
         if (!rc && fn)
             fn(arg, &sum);
@@ -593,7 +635,8 @@ int srv_store_q_sess_regressions(srv_store *s, const srv_q *q, jw *w)
     if (rc != SDB_ROW)
         return q_end(&c, rc == SDB_DONE ? GPUFL_ENOTFOUND : sq_err(rc), w);
     c.sess = qcol_i64(c.st, 0);
-    scanned = qcol_i64(c.st, 1) && !strcmp(qcol_text(c.st, 2), "ended");
+    scanned = qcol_i64(c.st, 1) == REGRESS_DONE &&
+              !strcmp(qcol_text(c.st, 2), "ended");
     jw_obj_begin(w);
     jw_kv_str(w, "session", q->sid);
     jw_kv_str(w, "app", qcol_text(c.st, 3));
