@@ -166,6 +166,7 @@ static nvmlReturn_t nvml_proc_list(gpu_nvml *s, nvmlDevice_t h, int graphics,
          * usage the driver cannot attribute (gpu_proc.mem says so). */
         if (pid == 0 || pid > NVML_PID_MAX)
             continue;
+        memset(&s->proc_all[*nall], 0, sizeof s->proc_all[*nall]);
         s->proc_all[*nall].pid = pid;
         s->proc_all[*nall].mem =
             mem == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : mem;
