@@ -194,8 +194,9 @@ static int ckpt_ids(jsonl_doc *d, uint32_t t, idle_gpu *gpus, int ngpus,
         return 0;
     for (uint32_t i = 0, k = t + 1; i < d->tok[t].n; i++, k = d->tok[k].next) {
         char id[128];
+        size_t sl;
         int g;
-        if (jsonl_tok_str(d, k, id, sizeof id, NULL))
+        if (jsonl_tok_str(d, k, id, sizeof id, &sl))
             continue;
         g = gpu_of_id(gpus, ngpus, id);
         if (g >= 0)
@@ -223,16 +224,17 @@ int idle_kubelet_parse(const idle_env *e, const char *text, size_t len,
     for (uint32_t i = 0, k = ents + 1; i < d.tok[ents].n;
          i++, k = d.tok[k].next) {
         char uid[80], res[80], what[96];
+        size_t sl;
         idle_owner o;
         memset(&o, 0, sizeof o);
         if (jsonl_tok_str(&d, jsonl_obj_find(&d, k, "PodUID"), uid, sizeof uid,
-                          NULL) ||
+                          &sl) ||
             jsonl_tok_str(&d, jsonl_obj_find(&d, k, "ResourceName"), res,
-                          sizeof res, NULL) ||
+                          sizeof res, &sl) ||
             strncmp(res, "nvidia.com/", 11) != 0)
             continue;
         jsonl_tok_str(&d, jsonl_obj_find(&d, k, "ContainerName"), o.container,
-                      sizeof o.container, NULL);
+                      sizeof o.container, &sl);
         pod_name(e, uid, &o);
         snprintf(what, sizeof what, "pod %.40s%s%.48s", o.ns,
                  o.ns[0] ? "/" : "", o.pod);
