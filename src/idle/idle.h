@@ -354,7 +354,8 @@ uint64_t idle_iso_ns(const char *s);
 typedef struct idle_src idle_src;
 
 /* sim: NULL for NVML; else a comma list of simulated GPU scenarios
- * (none, held, one_thread, matmul, phantom, bursty, lowpower, train)
+ * (none, held, one_thread, matmul, phantom, bursty, train, stuck,
+ * allocated)
  * cycled to sim_gpus GPUs (0 = one per scenario). */
 int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
                   int sim_gpus, char *why, size_t whylen);
@@ -362,6 +363,8 @@ int idle_src_devices(idle_src *s, gpu_device *out, int max);
 /* Fills samples of every GPU; t = seconds since open (simulation). */
 int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n);
 int idle_src_simulated(const idle_src *s);
+/* 1 when simulated GPU i plays a GPU a pod holds without a process. */
+int idle_src_sim_alloc(const idle_src *s, int i);
 void idle_src_close(idle_src *s);
 
 /* ---- outputs (idle_out.c) ---- */

@@ -22,11 +22,14 @@ enum {
     SIM_PHANTOM,
     SIM_BURSTY,
     SIM_TRAIN,
+    SIM_STUCK,
+    SIM_ALLOC,
     SIM_N
 };
-static const char *const sim_names[SIM_N] = { "none",   "held",    "one_thread",
-                                              "matmul", "phantom", "bursty",
-                                              "train" };
+static const char *const sim_names[SIM_N] = {
+    "none",   "held",  "one_thread", "matmul",   "phantom",
+    "bursty", "train", "stuck",      "allocated"
+};
 
 struct idle_src {
     gpu_nvml *nvml; /* NULL: simulated */
@@ -55,7 +58,8 @@ static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
         } else if (k < 0) {
             snprintf(why, whylen,
                      "unknown simulated scenario \"%.*s\" (none, held, "
-                     "one_thread, matmul, phantom, bursty, train, all)",
+                     "one_thread, matmul, phantom, bursty, train, stuck, "
+                     "allocated, all)",
                      (int)len, p);
             return GPUFL_EINVAL;
         } else {
@@ -132,6 +136,11 @@ int idle_src_simulated(const idle_src *s)
     return s && !s->nvml;
 }
 
+int idle_src_sim_alloc(const idle_src *s, int i)
+{
+    return s && !s->nvml && i >= 0 && i < s->ndev && s->sim[i] == SIM_ALLOC;
+}
+
 /* The seed's measured A10G rows (none, held, one_thread, matmul,
  * phantom) plus a bursty notebook and a long training job. */
 static void sim_sample(const idle_src *s, int i, gpu_sample *o)
@@ -153,6 +162,11 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o)
         util = 100, mem = 850 * MIB, power = 299.2, sm = 0.984, pstate = 0;
         break;
     case SIM_PHANTOM: util = 100, power = 118, procs = 0, pstate = 0; break;
+    case SIM_STUCK:
+        /* a hung collective: pinned utilisation, no SM doing work */
+        util = 100, mem = 1200 * MIB, power = 85.0, sm = 0.001, pstate = 0;
+        break;
+    case SIM_ALLOC: procs = 0; break; /* held by a pod: idle_src_sim_alloc */
     case SIM_BURSTY:
         /* a cell runs for 6 s of every 40 */
         mem = 6144 * MIB;

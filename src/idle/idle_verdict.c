@@ -474,6 +474,12 @@ void idle_gpu_note_holders(idle_gpu *g)
         GR("not safe for the next job: stop the stuck processes first");
         return;
     }
+    if (!g->nholders && g->state == IG_PHANTOM) {
+        GR("no process holds /dev/nvidia%u open: nobody owns this work; "
+           "drain and reset the GPU before the next job",
+           g->info.id);
+        return;
+    }
     if (!g->nholders) {
         GR("no process holds /dev/nvidia%u open: the memory is leaked by the "
            "driver; reset the GPU before the next job",

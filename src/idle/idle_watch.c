@@ -175,6 +175,15 @@ static void round_gpus(ictx *x, uint64_t now)
     int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0;
     if (!x->alloc_ts || now - x->alloc_ts >= IDLE_SCAN_NS) {
         idle_alloc_scan(e, x->gpus, x->ngpus);
+        for (int i = 0; i < x->ngpus; i++)
+            if (idle_src_sim_alloc(x->src, i)) {
+                idle_gpu *g = &x->gpus[i];
+                g->allocated = 1;
+                snprintf(g->alloc.ns, sizeof g->alloc.ns, "demo");
+                snprintf(g->alloc.pod, sizeof g->alloc.pod, "notebook-%d", i);
+                snprintf(g->alloc_what, sizeof g->alloc_what,
+                         "pod demo/notebook-%d (simulated)", i);
+            }
         x->alloc_ts = now;
     }
     for (int i = 0; i < x->ngpus; i++) {
@@ -184,11 +193,13 @@ static void round_gpus(ictx *x, uint64_t now)
         fresh |= need[i] && !x->was_dirty[i];
         x->was_dirty[i] = need[i];
     }
-    if (fresh || (x->holders_ts && now - x->holders_ts >= IDLE_SCAN_NS)) {
+    if (!x->simulated &&
+        (fresh || (x->holders_ts && now - x->holders_ts >= IDLE_SCAN_NS))) {
         idle_holders_scan(e, x->gpus, x->ngpus, need);
         x->holders_ts = now;
     }
-    for (int i = 0; i < x->ngpus; i++)
+    /* simulated GPUs have no /dev/nvidiaN of their own to look up */
+    for (int i = 0; i < x->ngpus && !x->simulated; i++)
         idle_gpu_note_holders(&x->gpus[i]);
     idle_acct_round(x->acct, e, x->gpus, x->ngpus, now);
 }

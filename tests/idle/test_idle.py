@@ -593,10 +593,12 @@ class Server(unittest.TestCase):
         d = tmpdir("srv")
         logs = os.path.join(d, "logs")
         os.makedirs(logs)
-        rc, _, err = run(["watch", "--simulate", "none,matmul,phantom",
+        rc, _, err = run(["watch", "--simulate",
+                          "none,matmul,phantom,stuck,allocated",
                           "--session", "name=alice,devs=1,pod=ns/alice",
                           "--session", "name=bob,devs=0",
-                          "--phantom-hold", "0", "--log-dir", logs,
+                          "--phantom-hold", "0", "--stuck-hold", "0",
+                          "--log-dir", logs,
                           "--duration", "1"] + FAST)
         self.assertEqual(rc, 0, err)
         name = os.listdir(logs)[0]
@@ -615,6 +617,9 @@ class Server(unittest.TestCase):
             self.assertEqual(g[0]["state"], "EMPTY")
             self.assertEqual(g[1]["state"], "BUSY")
             self.assertEqual(g[2]["state"], "PHANTOM")
+            # the waste verdicts are stored like the others
+            self.assertEqual(g[3]["state"], "STUCK")
+            self.assertEqual(g[4]["state"], "ALLOCATED_UNUSED")
             self.assertIn("uuid", g[1])
             self.assertIsInstance(g[1]["signals"]["util"], (int, float))
             s = {x["session"]: x for x in h["sessions"]}
