@@ -312,7 +312,8 @@ int idle_kubelet_parse(const idle_env *e, const char *text, size_t len,
 /* ---- waste accounting (idle_acct.c) ---- */
 
 typedef struct idle_acct idle_acct;
-int idle_acct_new(idle_acct **out, const idle_cfg *c);
+/* simulated: the GPUs' pids are not this host's (no owner looked up). */
+int idle_acct_new(idle_acct **out, const idle_cfg *c, int simulated);
 void idle_acct_free(idle_acct *a);
 /* Adds one round at now: busy time per process from the GPUs' latest
  * samples, memory, and wasted time by reason since the last round. */

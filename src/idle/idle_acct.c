@@ -31,6 +31,7 @@ typedef struct acct_proc {
     int gpu, owner, series; /* series: has its own pid series */
     uint32_t pid;
     int alive;
+    int has_util; /* NVML gave per-process samples for it: busy_s known */
     double busy_s;
     uint64_t mem; /* UINT64_MAX: not available */
 } acct_proc;
@@ -39,12 +40,14 @@ typedef struct acct_owner {
     int gpu;
     idle_owner o;
     double busy_s; /* exited processes and those without a series */
+    int has_util;  /* some of them had per-process samples */
     double wasted[IW_N];
     uint64_t last_ns;
 } acct_owner;
 
 struct idle_acct {
     idle_cfg cfg;
+    int simulated; /* simulated pids are nobody's on this host */
     acct_proc *p;
     int np, nseries;
     acct_owner *o;
@@ -61,7 +64,7 @@ const char *idle_waste_name(int w)
     return w >= 0 && w < IW_N ? waste_names[w] : "idle";
 }
 
-int idle_acct_new(idle_acct **out, const idle_cfg *c)
+int idle_acct_new(idle_acct **out, const idle_cfg *c, int simulated)
 {
     idle_acct *a = calloc(1, sizeof *a);
     *out = NULL;
@@ -74,6 +77,7 @@ int idle_acct_new(idle_acct **out, const idle_cfg *c)
         return GPUFL_ENOMEM;
     }
     a->cfg = *c;
+    a->simulated = simulated;
     *out = a;
     return 0;
 }
@@ -150,7 +154,9 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
             idle_owner o;
             if (a->np >= ACCT_PROCS_MAX)
                 continue; /* counted again once others exit */
-            idle_owner_of_pid(e, q->pid, &o);
+            memset(&o, 0, sizeof o);
+            if (!a->simulated)
+                idle_owner_of_pid(e, q->pid, &o);
             p = &a->p[a->np++];
             memset(p, 0, sizeof *p);
             p->gpu = gi;
@@ -161,6 +167,7 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
         }
         p->alive = 1;
         p->mem = q->mem;
+        p->has_util |= (s->present & GS_PROC_UTIL) != 0;
         busy = (s->present & GS_PROC_UTIL) ? (double)q->busy_us / 1e6 : 0;
         p->busy_s += busy;
         if (!p->series)
@@ -177,6 +184,7 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
             a->o[p->owner].busy_s += p->busy_s;
             a->nseries--;
         }
+        a->o[p->owner].has_util |= p->has_util;
         a->o[p->owner].last_ns = now;
         a->p[i] = a->p[--a->np];
     }
@@ -304,7 +312,9 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
                 "past the process series cap.");
     for (int i = 0; i < a->np; i++) {
         const acct_proc *p = &a->p[i];
-        if (!p->series || p->gpu >= ngpus)
+        /* no per-process samples (an old driver, a simulation): unknown,
+         * not zero */
+        if (!p->series || p->gpu >= ngpus || !p->has_util)
             continue;
         n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p->pid,
                         NULL);
@@ -312,9 +322,9 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
     }
     for (int i = 0; i < a->no; i++) {
         const acct_owner *o = &a->o[i];
-        int folded = o->busy_s > 0;
+        int folded = o->has_util;
         for (int k = 0; k < a->np && !folded; k++)
-            folded = a->p[k].owner == i && !a->p[k].series;
+            folded = a->p[k].owner == i && !a->p[k].series && a->p[k].has_util;
         if (!folded || o->gpu >= ngpus)
             continue;
         n = acct_labels(&x, &gpus[o->gpu], host, &o->o, 0, NULL);

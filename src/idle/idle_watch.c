@@ -90,7 +90,8 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
     }
     x->ss = calloc(IDLE_MAX_SESSIONS, sizeof *x->ss);
     x->scratch = malloc(IDLE_OUT_CAP);
-    if (!x->ss || !x->scratch || idle_acct_new(&x->acct, &o->cfg)) {
+    if (!x->ss || !x->scratch ||
+        idle_acct_new(&x->acct, &o->cfg, x->simulated)) {
         snprintf(why, whylen, "out of memory");
         return GPUFL_ENOMEM;
     }

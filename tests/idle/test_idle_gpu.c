@@ -392,7 +392,7 @@ static int run_acct(run *r, const char *trace)
     if (run_open(r, trace, NULL))
         return -1;
     r->env.root = g_root;
-    return idle_acct_new(&r->acct, &r->cfg);
+    return idle_acct_new(&r->acct, &r->cfg, 0);
 }
 
 /* the metrics text of r in b (caller releases) */
@@ -667,7 +667,7 @@ static void test_busy_seconds(void)
         REQUIRE(run_open(&r, trace, NULL) == 0);
         r.env.root = g_root;
         r.cfg.metrics_procs = (uint32_t)cap;
-        REQUIRE(idle_acct_new(&r.acct, &r.cfg) == 0);
+        REQUIRE(idle_acct_new(&r.acct, &r.cfg, 0) == 0);
         run_ticks(&r, 0, 6, 0);
         /* ticks 1-4 at 50 % and 10 %, tick 5 at 80 % and 0 % */
         CHECK(fabs(idle_acct_busy(r.acct, 0, 100) - 2.8) < 1e-6);
