@@ -69,6 +69,20 @@ def tmpdir(name):
     return d
 
 
+def listen_port(p):
+    """The port a `watch --listen ADDR:0` daemon logged, and its stderr so
+    far (port None after 20 s)."""
+    buf = ""
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        buf += line
+        m = re.search(r"listening on [^:]+:(\d+)", line)
+        if m:
+            return int(m.group(1)), buf
+    return None, buf
+
+
 def by_dev(doc):
     return {g["dev"]: g for g in doc["gpus"]}
 
@@ -522,15 +536,7 @@ class Watch(unittest.TestCase):
              "--duration", "6"] + FAST, env=srvtest.clean_env(),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            port = None
-            deadline = time.time() + 20
-            buf = ""
-            while time.time() < deadline and port is None:
-                line = p.stderr.readline()
-                buf += line
-                m = re.search(r"listening on [^:]+:(\d+)", line)
-                if m:
-                    port = int(m.group(1))
+            port, buf = listen_port(p)
             self.assertIsNotNone(port, buf)
             base = "http://127.0.0.1:%d" % port
             time.sleep(3)
@@ -672,14 +678,7 @@ class Waste(unittest.TestCase):
              "--duration", "4"] + FAST, env=srvtest.clean_env(env),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            port, buf = None, ""
-            deadline = time.time() + 20
-            while time.time() < deadline and port is None:
-                line = p.stderr.readline()
-                buf += line
-                m = re.search(r"listening on [^:]+:(\d+)", line)
-                if m:
-                    port = int(m.group(1))
+            port, buf = listen_port(p)
             self.assertIsNotNone(port, buf)
             time.sleep(2)
             st, _, text = get("http://127.0.0.1:%d/metrics" % port)
