@@ -29,7 +29,7 @@
 
 typedef struct acct_proc {
     int gpu, owner, series; /* series: has its own pid series */
-    uint32_t pid;
+    uint32_t pid, gi;       /* gi: MIG GPU instance, GPU_PROC_NO_GI */
     int alive;
     int has_util; /* NVML gave per-process samples for it: busy_s known */
     double busy_s;
@@ -167,6 +167,7 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
         }
         p->alive = 1;
         p->mem = q->mem;
+        p->gi = q->gi;
         p->has_util |= (s->present & GS_PROC_UTIL) != 0;
         busy = (s->present & GS_PROC_UTIL) ? (double)q->busy_us / 1e6 : 0;
         p->busy_s += busy;
@@ -277,18 +278,24 @@ double idle_acct_wasted(const idle_acct *a, int gpu, int reason)
 /* ---- Prometheus ---- */
 
 typedef struct acct_lbl {
-    prom_label l[IDLE_GPU_LABELS + 7];
-    char id[16], pid[16];
+    prom_label l[IDLE_GPU_LABELS + 8];
+    char id[16], pid[16], gi[16];
 } acct_lbl;
 
+/* GPU_I_ID is dcgm-exporter's label of a MIG GPU instance: a process's
+ * memory joins its instance's series; "" outside MIG and on owner
+ * series. */
 static size_t acct_labels(acct_lbl *x, const idle_gpu *g, const char *host,
-                          const idle_owner *o, uint32_t pid, const char *reason)
+                          const idle_owner *o, const acct_proc *p,
+                          const char *reason)
 {
     size_t n = idle_out_gpu_labels(x->l, x->id, sizeof x->id, g, host);
-    if (pid)
-        snprintf(x->pid, sizeof x->pid, "%u", pid);
-    else
-        x->pid[0] = 0;
+    x->pid[0] = x->gi[0] = 0;
+    if (p)
+        snprintf(x->pid, sizeof x->pid, "%u", p->pid);
+    if (p && p->gi != GPU_PROC_NO_GI)
+        snprintf(x->gi, sizeof x->gi, "%u", p->gi);
+    x->l[n++] = (prom_label){ "GPU_I_ID", x->gi };
     x->l[n++] = (prom_label){ "pid", x->pid };
     x->l[n++] = (prom_label){ "container", o->container };
     x->l[n++] = (prom_label){ "pod", o->pod };
@@ -316,8 +323,7 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
          * not zero */
         if (!p->series || p->gpu >= ngpus || !p->has_util)
             continue;
-        n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p->pid,
-                        NULL);
+        n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p, NULL);
         prom_f64(b, "gpufl_gpu_busy_seconds_total", x.l, n, p->busy_s, 3);
     }
     for (int i = 0; i < a->no; i++) {
@@ -327,7 +333,7 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
             folded = a->p[k].owner == i && !a->p[k].series && a->p[k].has_util;
         if (!folded || o->gpu >= ngpus)
             continue;
-        n = acct_labels(&x, &gpus[o->gpu], host, &o->o, 0, NULL);
+        n = acct_labels(&x, &gpus[o->gpu], host, &o->o, NULL, NULL);
         prom_f64(b, "gpufl_gpu_busy_seconds_total", x.l, n, o->busy_s, 3);
     }
     prom_family(b, "gpufl_gpu_memory_used_bytes", "gauge",
@@ -337,8 +343,7 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
         const acct_proc *p = &a->p[i];
         if (!p->series || p->gpu >= ngpus || p->mem == UINT64_MAX)
             continue;
-        n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p->pid,
-                        NULL);
+        n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p, NULL);
         prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, p->mem);
     }
     for (int i = 0; i < a->no; i++) {
@@ -352,7 +357,7 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
             }
         if (!any || a->o[i].gpu >= ngpus)
             continue;
-        n = acct_labels(&x, &gpus[a->o[i].gpu], host, &a->o[i].o, 0, NULL);
+        n = acct_labels(&x, &gpus[a->o[i].gpu], host, &a->o[i].o, NULL, NULL);
         prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, mem);
     }
     prom_family(b, "gpufl_gpu_wasted_seconds_total", "counter",
@@ -363,7 +368,7 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
             const acct_owner *o = &a->o[i];
             if (o->wasted[w] <= 0 || o->gpu >= ngpus)
                 continue;
-            n = acct_labels(&x, &gpus[o->gpu], host, &o->o, 0,
+            n = acct_labels(&x, &gpus[o->gpu], host, &o->o, NULL,
                             idle_waste_name(w));
             prom_f64(b, "gpufl_gpu_wasted_seconds_total", x.l, n, o->wasted[w],
                      3);

@@ -195,6 +195,7 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o)
     if (procs) {
         o->procs[0].pid = 100000 + (uint32_t)i;
         o->procs[0].mem = mem;
+        o->procs[0].gi = GPU_PROC_NO_GI;
     }
 }
 

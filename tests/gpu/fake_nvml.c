@@ -29,8 +29,8 @@
  * mem_reserved= power_limit= max_sm= max_mem= bus_width= util= util_mem=
  * temp= power= fan= clk_sm= clk_mem= clk_gfx= throttle= pstate= pcie_tx=
  * pcie_rx= ecc_corr= ecc_uncorr= energy= gpm=0|1 gpm_sm=PCT gpm_occ=PCT
- * lost=0|1 procs=PID:BYTES,... gprocs=PID:BYTES,... (BYTES "na" = not
- * available), putil=PID:SM[:MEM],... (the per-process utilisation sample
+ * lost=0|1 procs=PID:BYTES[:GI],... gprocs=PID:BYTES[:GI],... (BYTES "na"
+ * = not available; GI a MIG GPU instance id), putil=PID:SM[:MEM],... (the per-process utilisation sample
  * of each tick, nvmlDeviceGetProcessUtilization: one sample a tick, its
  * timeStamp FAKE_PUTIL_T0_US + tick * 1 s, the last FAKE_PUTIL_DEPTH
  * ticks kept as the driver's buffer does), and the error switches unsupported=F,F (NOT_SUPPORTED),
@@ -235,6 +235,7 @@ static const char *const fake_field_names[F_N] = {
 typedef struct {
     unsigned int pid;
     unsigned long long mem;
+    unsigned int gi; /* MIG GPU instance, all ones outside MIG */
 } fake_proc;
 
 typedef struct {
@@ -384,6 +385,13 @@ static int fake_procs(fake_proc *out, int *n, const char *v, int line)
             out[*n].mem = strtoull(p, &end, 10);
             if (end == p)
                 return fake_bad(line, "bad process memory", p);
+            p = end;
+        }
+        out[*n].gi = 0xFFFFFFFFu;
+        if (*p == ':') { /* PID:BYTES:GI, a process in MIG instance GI */
+            out[*n].gi = (unsigned int)strtoul(p + 1, &end, 10);
+            if (end == p + 1)
+                return fake_bad(line, "bad GPU instance", p);
             p = end;
         }
         (*n)++;
@@ -996,7 +1004,8 @@ DEVF(nvmlDeviceGetTotalEnergyConsumption, unsigned long long *v)
 }
 
 /* Write n entries of `stride` bytes: pid@0, mem@8, then GI/CI ids (not
- * MIG: all ones) and the confidential-computing bytes, 0. */
+ * MIG: all ones; a scripted GI with compute instance 0) and the
+ * confidential-computing bytes, 0. */
 static nvmlReturn_t fake_write_procs(const fake_proc *p, int n,
                                      unsigned int *count, void *buf,
                                      unsigned int stride)
@@ -1009,13 +1018,13 @@ static nvmlReturn_t fake_write_procs(const fake_proc *p, int n,
     }
     for (int i = 0; i < n; i++) {
         unsigned char *e = (unsigned char *)buf + (size_t)i * stride;
-        unsigned int ids = 0xFFFFFFFFu;
+        unsigned int ci = p[i].gi == 0xFFFFFFFFu ? 0xFFFFFFFFu : 0;
         memset(e, 0, stride);
         memcpy(e, &p[i].pid, 4);
         memcpy(e + 8, &p[i].mem, 8);
         if (stride >= 24) {
-            memcpy(e + 16, &ids, 4);
-            memcpy(e + 20, &ids, 4);
+            memcpy(e + 16, &p[i].gi, 4);
+            memcpy(e + 20, &ci, 4);
         }
     }
     *count = (unsigned int)n;

@@ -565,6 +565,34 @@ static void test_proc_util(void)
     close_clean(st, &f);
 }
 
+/* MIG: the GPU instance of each process, from the detail list and _v3
+ * (gpuInstanceId at 16); all ones (not MIG) reads as GPU_PROC_NO_GI, and
+ * the unversioned call has no such field */
+static void test_mig_gi(void)
+{
+    static const char *const globals[] = {
+        "", "global fnerr=nvmlDeviceGetRunningProcessDetailList:13\n"
+    };
+    for (int k = 0; k < 2; k++) {
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN], text[256];
+        gpu_sample s;
+        int n;
+        fake f;
+        snprintf(text, sizeof text, "%sdev 0 procs=11:1000:3,12:2000\n",
+                 globals[k]);
+        script(text);
+        REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+        REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(s.nprocs == 2);
+        CHECK_EQ_U64(s.procs[0].gi, 3);
+        CHECK_EQ_U64(s.procs[1].gi, GPU_PROC_NO_GI);
+        CHECK_EQ_U64(s.procs[0].mem, 1000);
+        close_clean(st, &f);
+    }
+}
+
 static void test_unsupported(void)
 {
     gpu_nvml *st = NULL;
@@ -876,6 +904,7 @@ int main(void)
     T(test_junk_procs);
     T(test_many_procs);
     T(test_proc_util);
+    T(test_mig_gi);
     T(test_unsupported);
     T(test_lost);
     T(test_lost_midway);

@@ -632,22 +632,23 @@ static void test_leaked_holder(void)
 
 /* busy seconds per process: the sum of smUtil x 1 s over the fake's
  * per-process samples after the first; the owner (pod, or Slurm job and
- * user) on each series; an exited process's total moves to its owner's
+ * user) on each series, the MIG instance of pid 100 (GPU_I_ID); an
+ * exited process's total moves to its owner's
  * pid="" series; with a cap of one process series the other is folded
  * from the start.  Waste "idle" is the rest of the owned time. */
 static void test_busy_seconds(void)
 {
     const char *trace =
         "dev 0 util=60 mem_used=2000000000 power=200000 "
-        "procs=100:1500000000,200:500000000 putil=100:50,200:10\n"
+        "procs=100:1500000000:2,200:500000000 putil=100:50,200:10\n"
         "dev 1 procs=\n"
         "sample 5 dev 0 putil=100:80,200:0\n"
-        "sample 8 dev 0 procs=100:1500000000 putil=100:80\n";
-    const char *p100[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"100\"",
-                           "pod=\"train-0\"", "container=\"abcdef123456\"",
-                           NULL };
-    const char *p200[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"200\"",
-                           NULL };
+        "sample 8 dev 0 procs=100:1500000000:2 putil=100:80\n";
+    const char *p100[] = { "gpufl_gpu_busy_seconds_total{",
+                           "GPU_I_ID=\"2\",pid=\"100\"", "pod=\"train-0\"",
+                           "container=\"abcdef123456\"", NULL };
+    const char *p200[] = { "gpufl_gpu_busy_seconds_total{",
+                           "GPU_I_ID=\"\",pid=\"200\"", NULL };
     const char *job7[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"\"",
                            "job=\"7\"", "user=\"alice\"", NULL };
     const char *mem100[] = { "gpufl_gpu_memory_used_bytes{", "pid=\"100\"",
