@@ -754,6 +754,10 @@ class Server(unittest.TestCase):
             # the waste verdicts are stored like the others
             self.assertEqual(g[3]["state"], "STUCK")
             self.assertEqual(g[4]["state"], "ALLOCATED_UNUSED")
+            self.assertEqual(g[4]["allocated_to"],
+                             "pod demo/notebook-4 (simulated)")
+            self.assertIs(g[3]["dirty"], True)
+            self.assertNotIn("dirty", g[4])
             self.assertIn("uuid", g[1])
             self.assertIsInstance(g[1]["signals"]["util"], (int, float))
             s = {x["session"]: x for x in h["sessions"]}
