@@ -14,6 +14,8 @@
 
 #include <gpufl/gpufl.h>
 
+#include "common/clock.h"
+
 enum {
     SIM_NONE,
     SIM_HELD,
@@ -37,6 +39,7 @@ struct idle_src {
     gpu_device dev[IDLE_MAX_GPUS];
     int sim[IDLE_MAX_GPUS];
     uint64_t tick;
+    uint64_t last_mono; /* the previous simulated sample, 0 = none */
 };
 
 #define MIB (1024ull * 1024ull)
@@ -143,7 +146,7 @@ int idle_src_sim_alloc(const idle_src *s, int i)
 
 /* The seed's measured A10G rows (none, held, one_thread, matmul,
  * phantom) plus a bursty notebook and a long training job. */
-static void sim_sample(const idle_src *s, int i, gpu_sample *o)
+static void sim_sample(const idle_src *s, int i, gpu_sample *o, uint64_t dt_us)
 {
     uint64_t t = s->tick;
     double util = 0, power = 24.3, sm = 0;
@@ -193,9 +196,15 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o)
                  GS_PROCS;
     o->nprocs = o->nprocs_total = (uint32_t)procs;
     if (procs) {
+        /* the process's share of the SMs is the GPU's utilisation, over
+         * the real time since the previous sample (NVML's per-process
+         * samples, src/gpu/nvml_putil.c) */
+        o->present |= GS_PROC_UTIL;
         o->procs[0].pid = 100000 + (uint32_t)i;
         o->procs[0].mem = mem;
         o->procs[0].gi = GPU_PROC_NO_GI;
+        o->procs[0].sm_util = (uint32_t)util;
+        o->procs[0].busy_us = (uint64_t)(util / 100.0 * (double)dt_us);
     }
 }
 
@@ -204,11 +213,14 @@ int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n)
     int k = s->ndev < max ? s->ndev : max;
     if (s->nvml)
         return gpu_nvml_sample(s->nvml, out, max, n);
+    uint64_t now = clock_mono_ns();
+    uint64_t dt_us = s->last_mono ? (now - s->last_mono) / 1000 : 0;
     for (int i = 0; i < k; i++) {
         memset(&out[i], 0, sizeof out[i]);
         out[i].dev = (uint32_t)i;
-        sim_sample(s, i, &out[i]);
+        sim_sample(s, i, &out[i], dt_us);
     }
+    s->last_mono = now;
     s->tick++;
     *n = k;
     return 0;
