@@ -70,7 +70,9 @@ typedef struct {
     unsigned int version, mode, numProcArrayEntries;
     nvmlProcessDetail_v1_t *procArray;
 } nvmlProcessDetailList_v1_t;
-/* nvmlDeviceGetProcessUtilization's entries: timeStamp is CPU time in
+/* nvmlDeviceGetProcessUtilization's entries (the CUDA 13.0 toolkit here
+ * ships no nvml.h; layout checked against public nvml.h copies, pinned by
+ * the asserts below): timeStamp is CPU time in
  * microseconds, the utilisations are percent of the driver's sampling
  * period (1/6 s to 1 s, nvml.h of nvmlDeviceGetSamples). */
 typedef struct {
