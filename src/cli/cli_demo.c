@@ -415,21 +415,23 @@ static void start_extras(demo *d)
     char self[DEMO_PATH + 32], log[DEMO_PATH + 32];
     snprintf(self, sizeof self, "%s/gpufl", d->bin);
     if (d->o.idle && cli_has_command("idle")) {
-        /* three simulated GPUs in states the Fleet view tells apart (the
-         * third turns PHANTOM after 5 minutes of utilisation without a
-         * process) */
+        /* five simulated GPUs in states the Fleet view tells apart: a
+         * training job, memory held, a pod's GPU with no process
+         * (ALLOCATED_UNUSED at once), and two that need 5 minutes:
+         * utilisation without a process (PHANTOM) and a hung job
+         * (STUCK) */
         char *argv[] = { self,
                          "idle",
                          "watch",
                          "--simulate",
-                         "train,held,phantom",
+                         "train,held,phantom,stuck,allocated",
                          "--sim-gpus",
-                         "3",
+                         "5",
                          "--log-dir",
                          d->logs,
                          NULL };
         snprintf(log, sizeof log, "%s/idle.log", d->root);
-        say(d, "      gpufl idle watch on 3 simulated GPUs -> verdicts in the "
+        say(d, "      gpufl idle watch on 5 simulated GPUs -> verdicts in the "
                "Fleet view\n");
         cli_proc_start(&d->ps, "gpufl-idle", argv, log, NULL);
     }

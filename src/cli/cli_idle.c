@@ -47,6 +47,12 @@ static const opt_def idle_rows[] = {
       .type = OPT_BOOL,
       OPT_F_SINT(T, o.probe),
       .help = "--once: print a Kubeflow-style {\"has_activity\":..} probe" },
+    { .name = "clean-check",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.clean_check),
+      .help = "--once: exit 0 when every GPU is safe for the next job, 6 "
+              "dirty (leaked memory, PHANTOM, STUCK), 7 a process still "
+              "runs, 4 unknown" },
     { .name = "samples",
       .type = OPT_INT,
       OPT_F_UINT(T, o.samples),
@@ -190,6 +196,39 @@ static const opt_def idle_rows[] = {
       .def = "5m",
       .max = 10000000,
       .help = "phantom: sustained this long" },
+    { FRAC("stuck-util", stuck_util), .def = "95", .fmax = 100,
+      .help = "stuck: util at least this in every sample (%)" },
+    { FRAC("stuck-sm", stuck_sm), .def = "0.005", .fmax = 1,
+      .help = "stuck: SM active at most this (GPM or DCGM)" },
+    { FRAC("stuck-margin", stuck_margin), .def = "0.05", .fmax = 2,
+      .help = "stuck, no SM metric: power/limit <= held-floor + this" },
+    { .name = "stuck-hold",
+      DUR_S,
+      OPT_F_UINT(T, o.cfg.stuck_hold_s),
+      .def = "5m",
+      .max = 10000000,
+      .help = "stuck: sustained this long with memory unchanged" },
+    { .name = "metrics-max-procs",
+      .type = OPT_INT,
+      OPT_F_UINT(T, o.cfg.metrics_procs),
+      .def = "100",
+      .max = 4096,
+      .help = "per-process series of gpufl_gpu_busy_seconds_total and "
+              "gpufl_gpu_memory_used_bytes; later processes are counted in "
+              "their owner's series (pid=\"\")" },
+    { .name = "kubelet-checkpoint",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.env.kubelet_ckpt),
+      .arg = "FILE",
+      .help = "kubelet device-plugin checkpoint (pod -> GPUs), under --root; "
+              "default /var/lib/kubelet/device-plugins/"
+              "kubelet_internal_checkpoint" },
+    { .name = "slurm-cgroup",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.env.slurm_cgroup),
+      .arg = "DIR",
+      .help = "the cgroup holding Slurm's job_<id> cgroups, under --root; "
+              "default /sys/fs/cgroup/system.slice/slurmstepd.scope" },
     { FRAC("min-valid", min_valid), .def = "0.5", .fmax = 1,
       .help = "share of readable samples in W, else UNKNOWN" },
     { FRAC("cpu-busy", cpu_busy), .def = "0.5", .fmax = 1024,
@@ -276,7 +315,8 @@ const opt_prog cli_idle_prog = {
              "from NVML, DCGM,\nprocesses, connections, input and CPU, and "
              "says why (docs/idle.md).\n",
     .tail = "Exit codes of --once: 0 in use, 3 idle (reclaimable), 4 unknown "
-            "data, 5 phantom GPU,\n1 failure, 2 usage error.\n",
+            "data, 5 phantom GPU,\n1 failure, 2 usage error; with "
+            "--clean-check: 0 clean, 6 dirty, 7 in use, 4 unknown.\n",
     .env_known = idle_env_known,
     .flags = OPT_P_ARGS,
 };

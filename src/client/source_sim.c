@@ -192,6 +192,7 @@ static int sim_sample(void *state, gpu_sample *out, int max, int *n)
         g->nprocs_total = 1;
         g->procs[0].pid = (uint32_t)getpid();
         g->procs[0].mem = g->mem_used;
+        g->procs[0].gi = GPU_PROC_NO_GI;
         s->m_last_busy[d] = busy;
         s->m_last_fill[d] = fill;
         s->m_last_copy[d] = cp;

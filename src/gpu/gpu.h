@@ -64,12 +64,21 @@ enum {
     GS_SM_OCC = 1u << 14,
     GS_PROCS = 1u << 15, /* nprocs/procs valid (may be 0 processes) */
     GS_MEM_RESERVED = 1u << 16,
-    GS_LOST = 1u << 17 /* the device is gone (fell off the bus): no field */
+    GS_LOST = 1u << 17, /* the device is gone (fell off the bus): no field */
+    GS_PROC_UTIL = 1u << 18 /* gpu_proc.sm_util and busy_us valid */
 };
+
+#define GPU_PROC_NO_GI UINT32_MAX /* gpu_proc.gi: not MIG, or unknown */
 
 typedef struct gpu_proc {
     uint32_t pid;
     uint64_t mem; /* bytes; UINT64_MAX = not available */
+    uint32_t gi;  /* MIG GPU instance the process runs in, GPU_PROC_NO_GI */
+    /* From NVML's per-process samples since the previous gpu_sample
+     * (GS_PROC_UTIL): the mean SM utilisation (percent) and the time the
+     * process kept the SMs busy, sum of smUtil x sampling period. */
+    uint32_t sm_util;
+    uint64_t busy_us;
 } gpu_proc;
 
 typedef struct gpu_sample {

@@ -75,6 +75,7 @@ static const struct nvml_sym {
     { NVML_FN(graphics_v2), { "nvmlDeviceGetGraphicsRunningProcesses_v2" } },
     { NVML_FN(compute_v1), { "nvmlDeviceGetComputeRunningProcesses" } },
     { NVML_FN(graphics_v1), { "nvmlDeviceGetGraphicsRunningProcesses" } },
+    { NVML_FN(proc_util), { "nvmlDeviceGetProcessUtilization" } },
     { NVML_FN(gpm_support), { "nvmlGpmQueryDeviceSupport" } },
     { NVML_FN(gpm_alloc), { "nvmlGpmSampleAlloc" } },
     { NVML_FN(gpm_free), { "nvmlGpmSampleFree" } },
@@ -353,6 +354,11 @@ int gpu_nvml_open(gpu_nvml **out, const char *lib, char *why, size_t whylen)
     if (err)
         goto fail;
     err = gpu_nvml_proc_reserve(s, NVML_PROC_CAP_START);
+    if (!err && s->f.proc_util) {
+        s->putil = calloc(NVML_PUTIL_CAP, sizeof *s->putil);
+        if (!s->putil)
+            err = GPUFL_ENOMEM;
+    }
     if (err) {
         snprintf(why, whylen, "nvml: out of memory");
         goto fail;
@@ -527,6 +533,8 @@ static void nvml_sample_dev(gpu_nvml *s, nvml_dev *d, gpu_sample *o)
         goto lost;
     if (nvml_is_lost(gpu_nvml_procs(s, h, o)))
         goto lost;
+    if (nvml_is_lost(gpu_nvml_proc_util(s, d, o)))
+        goto lost;
     if (d->gpm && nvml_is_lost(nvml_gpm(s, d, o)))
         goto lost;
     return;
@@ -571,5 +579,6 @@ void gpu_nvml_close(gpu_nvml *s)
         dlclose(s->dl);
     free(s->proc_raw);
     free(s->proc_all);
+    free(s->putil);
     free(s);
 }

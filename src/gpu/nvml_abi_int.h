@@ -25,6 +25,7 @@ enum {
     NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3,
     NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
     NVML_ERROR_FUNCTION_NOT_FOUND = 13,
@@ -69,6 +70,16 @@ typedef struct {
     unsigned int version, mode, numProcArrayEntries;
     nvmlProcessDetail_v1_t *procArray;
 } nvmlProcessDetailList_v1_t;
+/* nvmlDeviceGetProcessUtilization's entries (the CUDA 13.0 toolkit here
+ * ships no nvml.h; layout checked against public nvml.h copies, pinned by
+ * the asserts below): timeStamp is CPU time in
+ * microseconds, the utilisations are percent of the driver's sampling
+ * period (1/6 s to 1 s, nvml.h of nvmlDeviceGetSamples). */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
 typedef struct {
     unsigned int version, isSupportedDevice;
 } nvmlGpmSupport_t;
@@ -124,6 +135,9 @@ _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
 _Static_assert(sizeof(nvmlProcessDetail_v1_t) == 32, "process detail");
 _Static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "detail list");
 _Static_assert(NVML_DETAIL_LIST_V1_VERSION == 0x01000018u, "list version");
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "proc util");
+_Static_assert(offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8,
+               "proc util timeStamp");
 _Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t");
 _Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344, "nvmlGpmMetricsGet_t");
 _Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "gpm metrics");
@@ -139,5 +153,10 @@ _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "fn pointer size");
 #define NVML_PROC_CAP_START 128u     /* entries per list, grown on demand */
 #define NVML_PROC_CAP_MAX 4096u      /* more: the list is reported absent */
 #define NVML_GPM_MIN_NS 100000000ull /* GPM needs samples > 100 ms apart */
+#define NVML_PUTIL_CAP 2048u /* process samples read per device and call */
+/* A process sample covers at most this since the one before it: the
+ * driver samples every 1/6 s to 1 s, so a longer gap is samples lost from
+ * its buffer, and counting all of it would invent busy time. */
+#define NVML_PUTIL_PERIOD_MAX_US 1000000ull
 
 #endif

@@ -49,6 +49,8 @@ typedef struct nvml_fns {
     nvml_proc_fn compute_v3, graphics_v3;
     nvml_proc_fn compute_v2, graphics_v2;
     nvml_proc_fn compute_v1, graphics_v1;
+    nvmlReturn_t (*proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *,
+                              unsigned int *, unsigned long long);
     nvmlReturn_t (*gpm_support)(nvmlDevice_t, nvmlGpmSupport_t *);
     nvmlReturn_t (*gpm_alloc)(nvmlGpmSample_t *);
     nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
@@ -72,6 +74,14 @@ typedef struct nvml_dev {
     unsigned gpm_prev; /* index into gpm_s of the older sample */
     uint64_t gpm_prev_ns;
     nvmlGpmSample_t gpm_s[2];
+    /* process samples: the newest timestamp read, and each listed
+     * process's last sample (the start of its next period) */
+    uint64_t putil_seen_us;
+    uint32_t nputil_last;
+    struct {
+        uint32_t pid;
+        uint64_t ts_us;
+    } putil_last[GPU_MAX_PROCS];
 } nvml_dev;
 
 struct gpu_nvml {
@@ -87,6 +97,8 @@ struct gpu_nvml {
     unsigned proc_cap;
     unsigned char *proc_raw;
     gpu_proc *proc_all;
+    nvmlProcessUtilizationSample_t *putil; /* NVML_PUTIL_CAP, when the
+                                               symbol exists */
     nvmlGpmMetricsGet_t gpm_req;
 };
 
@@ -103,5 +115,9 @@ int gpu_nvml_proc_reserve(gpu_nvml *s, unsigned want);
 
 /* The GPU's processes (compute and graphics, merged by pid) into o. */
 nvmlReturn_t gpu_nvml_procs(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o);
+
+/* Busy time and SM utilisation of o's processes from the per-process
+ * samples NVML took since the last call (nvml_putil.c). */
+nvmlReturn_t gpu_nvml_proc_util(gpu_nvml *s, nvml_dev *d, gpu_sample *o);
 
 #endif

@@ -157,18 +157,24 @@ static nvmlReturn_t nvml_proc_list(gpu_nvml *s, nvmlDevice_t h, int graphics,
         n = s->proc_cap;
     for (unsigned i = 0; i < n; i++) {
         const unsigned char *e = s->proc_raw + (size_t)i * stride;
-        unsigned int pid;
+        unsigned int pid, gi = 0xFFFFFFFFu;
         unsigned long long mem;
         memcpy(&pid, e, sizeof pid);
         memcpy(&mem, e + 8, sizeof mem);
+        /* _v2, _v3 and the detail list carry gpuInstanceId at 16; outside
+         * MIG mode NVML writes all ones there */
+        if (stride >= NVML_PROC_ENTRY_V2)
+            memcpy(&gi, e + 16, sizeof gi);
         /* pid 0 or past the kernel's limit: an entry misread or never
          * written.  mem == NOT_AVAILABLE is kept: a real process whose
          * usage the driver cannot attribute (gpu_proc.mem says so). */
         if (pid == 0 || pid > NVML_PID_MAX)
             continue;
+        memset(&s->proc_all[*nall], 0, sizeof s->proc_all[*nall]);
         s->proc_all[*nall].pid = pid;
         s->proc_all[*nall].mem =
             mem == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : mem;
+        s->proc_all[*nall].gi = gi == 0xFFFFFFFFu ? GPU_PROC_NO_GI : gi;
         (*nall)++;
     }
     return NVML_SUCCESS;

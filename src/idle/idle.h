@@ -1,12 +1,15 @@
 /*
  * idle.h - the idle detector's interface (`gpufl idle`, docs/idle.md).
  *
- * Four parts, one file each: GPU sources (idle_src.c: NVML through src/gpu,
+ * Parts, one file each: GPU sources (idle_src.c: NVML through src/gpu,
  * the layer libgpufl uses too, or a clearly labelled simulation), session
  * signals read from /proc, cgroup v2, utmp, ptys and Jupyter
  * (idle_sess.c, idle_http.c), the verdict engine (idle_verdict.c) and the
- * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  The
- * daemon loop, the HTTP listener and the action hook are idle_watch.c.
+ * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  Who
+ * holds a GPU (idle_owner.c: process -> container/pod/job/user, kubelet
+ * device-plugin and Slurm allocations, /dev/nvidia* holders) and the waste
+ * accounting built on it (idle_acct.c) come next.  The daemon loop, the
+ * HTTP listener and the action hook are idle_watch.c.
  *
  * The engine is pure: it takes samples and a time and sets verdicts, so
  * the tests drive it with scripted traces and a fake clock.  Times are
@@ -20,6 +23,8 @@
 
 #include "gpu/gpu.h"
 
+struct gbuf;
+
 #define IDLE_MAX_GPUS GPU_MAX_DEVICES
 #define IDLE_MAX_SESSIONS 256
 #define IDLE_MAX_REASONS 6
@@ -27,6 +32,7 @@
 #define IDLE_MAX_PORTS 8
 #define IDLE_WIN_MAX 7200 /* samples per GPU window */
 #define IDLE_NS 1000000000ull
+#define IDLE_MAX_HOLDERS 8 /* /dev/nvidiaN holders named per GPU */
 
 enum idle_gpu_state {
     IG_EMPTY,
@@ -35,9 +41,22 @@ enum idle_gpu_state {
     IG_BUSY_LOW_OCC,
     IG_BUSY,
     IG_PHANTOM,
+    IG_STUCK,
+    IG_ALLOCATED_UNUSED,
     IG_UNKNOWN,
     IG_N
 };
+
+/* Why GPU time is wasted (gpufl_gpu_wasted_seconds_total{reason}). */
+enum idle_waste {
+    IW_IDLE,    /* owned, no kernel running (the rest of BUSY/BURSTY) */
+    IW_HELD,    /* HELD: memory held, no kernels */
+    IW_PHANTOM, /* PHANTOM, or memory with no process (leaked) */
+    IW_STUCK,   /* STUCK */
+    IW_ALLOC,   /* ALLOCATED_UNUSED */
+    IW_N
+};
+const char *idle_waste_name(int w);
 
 enum idle_sess_state {
     IS_STARTING,
@@ -94,6 +113,11 @@ typedef struct idle_cfg {
     uint32_t refresh_s;       /* verdict lines re-sent this often */
     uint32_t veto_s;          /* default length of a veto */
     uint32_t unattended_mult; /* low occ. unattended: notify after N*T_idle */
+    double stuck_util;        /* STUCK: util at least this in every sample */
+    double stuck_sm;          /* STUCK: SM active at most this (GPM/DCGM) */
+    double stuck_margin;      /* no SM metric: power <= held_floor + this */
+    uint32_t stuck_hold_s;    /* STUCK: sustained this long, no progress */
+    uint32_t metrics_procs;   /* process series; beyond: folded to owner */
 } idle_cfg;
 
 void idle_cfg_init(idle_cfg *c);
@@ -123,7 +147,18 @@ typedef struct idle_gsig {
     int pstate;     /* -1 unknown */
     uint64_t throttle;
     int has_throttle;
+    double util_min;           /* over the valid samples */
+    uint64_t mem_min, mem_max; /* bytes, over the valid samples */
 } idle_gsig;
+
+/* Who a process, an allocation or a holder belongs to; "" = unknown. */
+typedef struct idle_owner {
+    char container[64]; /* container id (12 hex) */
+    char pod[128];      /* pod name, or "pod-<uid>" when not found */
+    char ns[64];        /* Kubernetes namespace */
+    char job[32];       /* Slurm job id */
+    char user[32];      /* user name, or the uid */
+} idle_owner;
 
 typedef struct idle_gpu {
     gpu_device info;
@@ -140,14 +175,27 @@ typedef struct idle_gpu {
     int nreasons;
     char reasons[IDLE_MAX_REASONS][IDLE_REASON_LEN];
     idle_gsig sig;
+    uint64_t stuck_since; /* 0 = not in the stuck condition */
+    /* set by the caller before idle_gpu_eval (idle_owner.c) */
+    int allocated;       /* a pod or a Slurm job holds the GPU */
+    idle_owner alloc;    /* that holder */
+    char alloc_what[96]; /* "pod ns/name", "Slurm job 42" */
+    int nholders;        /* processes holding /dev/nvidiaN open */
+    uint32_t holders[IDLE_MAX_HOLDERS];
+    idle_owner holder_owner[IDLE_MAX_HOLDERS];
+    int dirty; /* not safe for the next job: leaked, phantom, stuck */
 } idle_gpu;
 
 int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const gpu_device *info);
 void idle_gpu_release(idle_gpu *g);
 /* Adds one sample taken at ts (s may be NULL: the read failed). */
 void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts);
-/* Recomputes g->state and reasons at time now. */
+/* Recomputes g->state, reasons and dirty at time now (set allocated and
+ * alloc first: idle_alloc_scan). */
 void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now);
+/* After idle_holders_scan: names the holders of a dirty GPU (leaked
+ * memory, PHANTOM) in its reasons, and says it is not safe to reuse. */
+void idle_gpu_note_holders(idle_gpu *g);
 
 /* ---- sessions ---- */
 
@@ -215,6 +263,8 @@ typedef struct idle_env {
     const char *utmp;     /* utmp file, default <root>/var/run/utmp */
     const char *veto_dir; /* "<dir>/<session>.keep" holds an end time */
     const char *ca_file; /* CAs for https (Jupyter, dcgm, hook); NULL: system */
+    const char *kubelet_ckpt; /* device-plugin checkpoint; NULL: default */
+    const char *slurm_cgroup; /* Slurm's job cgroups; NULL: default */
 } idle_env;
 
 /* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
@@ -240,6 +290,42 @@ uint64_t idle_veto_read(const idle_env *e, const char *session);
 int idle_veto_write(const char *dir, const char *session, uint64_t until_ns);
 /* Derives an automatic session from a cgroup path; 0 when it names one. */
 int idle_sess_from_cgroup(const char *cgroup, idle_sess_cfg *out);
+
+/* ---- owners, allocations and holders (idle_owner.c) ---- */
+
+/* Owner of pid from its cgroup (Kubernetes pod and container, Docker,
+ * Slurm job) and its uid; 0, or GPUFL_ENOTFOUND (no such process). */
+int idle_owner_of_pid(const idle_env *e, uint32_t pid, idle_owner *o);
+/* Sets allocated/alloc/alloc_what of every GPU from the kubelet
+ * device-plugin checkpoint and Slurm's job cgroups; the count of GPUs
+ * allocated. */
+int idle_alloc_scan(const idle_env *e, idle_gpu *gpus, int ngpus);
+/* Sets nholders/holders of the GPUs whose need[] is set: processes with
+ * /dev/nvidia<id> open (the minor number taken to be the index). */
+void idle_holders_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
+                       const int *need);
+/* The allocation parsers behind idle_alloc_scan (text need not be
+ * NUL-terminated); they mark GPUs and return how many. */
+int idle_kubelet_parse(const idle_env *e, const char *text, size_t len,
+                       idle_gpu *gpus, int ngpus);
+
+/* ---- waste accounting (idle_acct.c) ---- */
+
+typedef struct idle_acct idle_acct;
+/* simulated: the GPUs' pids are not this host's (no owner looked up). */
+int idle_acct_new(idle_acct **out, const idle_cfg *c, int simulated);
+void idle_acct_free(idle_acct *a);
+/* Adds one round at now: busy time per process from the GPUs' latest
+ * samples, memory, and wasted time by reason since the last round. */
+void idle_acct_round(idle_acct *a, const idle_env *e, const idle_gpu *gpus,
+                     int ngpus, uint64_t now);
+/* The waste metrics, appended to b (0 or b's error). */
+int idle_acct_metrics(const idle_acct *a, struct gbuf *b, const idle_gpu *gpus,
+                      int ngpus, const char *host);
+/* Totals for tests and the JSON: busy seconds of pid on gpu (-1: not
+ * tracked), and wasted seconds of gpu for a reason (all owners). */
+double idle_acct_busy(const idle_acct *a, int gpu, uint32_t pid);
+double idle_acct_wasted(const idle_acct *a, int gpu, int reason);
 
 /* ---- HTTP clients (idle_http.c, libcurl) ---- */
 
@@ -269,7 +355,8 @@ uint64_t idle_iso_ns(const char *s);
 typedef struct idle_src idle_src;
 
 /* sim: NULL for NVML; else a comma list of simulated GPU scenarios
- * (none, held, one_thread, matmul, phantom, bursty, lowpower, train)
+ * (none, held, one_thread, matmul, phantom, bursty, train, stuck,
+ * allocated)
  * cycled to sim_gpus GPUs (0 = one per scenario). */
 int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
                   int sim_gpus, char *why, size_t whylen);
@@ -277,12 +364,21 @@ int idle_src_devices(idle_src *s, gpu_device *out, int max);
 /* Fills samples of every GPU; t = seconds since open (simulation). */
 int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n);
 int idle_src_simulated(const idle_src *s);
+/* 1 when simulated GPU i plays a GPU a pod holds without a process. */
+int idle_src_sim_alloc(const idle_src *s, int i);
 void idle_src_close(idle_src *s);
 
 /* ---- outputs (idle_out.c) ---- */
 
 typedef struct jw jw;
-struct gbuf;
+
+/* The labels of a GPU that join dcgm-exporter's (gpu, UUID, pci_bus_id,
+ * modelName, Hostname, hostname) into l; id is the caller's buffer for
+ * the index.  Returns IDLE_GPU_LABELS. */
+#define IDLE_GPU_LABELS 6
+struct prom_label;
+size_t idle_out_gpu_labels(struct prom_label *l, char *id, size_t idcap,
+                           const idle_gpu *g, const char *host);
 
 /* One verdict object (the fields of a `verdict` event after "type"). */
 void idle_out_gpu(jw *w, const idle_gpu *g);
@@ -323,6 +419,7 @@ typedef struct idle_opts {
     const char *only;    /* --session-name: report this one only */
     uint64_t duration_s; /* watch: stop after this long, 0 = never */
     const char *cmdline;
+    int clean_check; /* --once: is every GPU safe for the next job? */
 } idle_opts;
 
 /* Exit codes of --once (docs/idle.md). */
@@ -330,7 +427,9 @@ enum {
     IDLE_EXIT_IN_USE = 0,
     IDLE_EXIT_IDLE = 3,
     IDLE_EXIT_UNKNOWN = 4,
-    IDLE_EXIT_PHANTOM = 5
+    IDLE_EXIT_PHANTOM = 5,
+    IDLE_EXIT_DIRTY = 6, /* --clean-check: leaked, phantom or stuck */
+    IDLE_EXIT_BUSY = 7   /* --clean-check: a process still runs on it */
 };
 
 int idle_once(const idle_opts *o);

@@ -47,6 +47,19 @@ void idle_out_gpu(jw *w, const idle_gpu *g)
         jw_bool(w, 1);
     }
     reasons(w, (char(*)[IDLE_REASON_LEN])g->reasons, g->nreasons);
+    if (g->dirty) {
+        jw_key(w, "dirty");
+        jw_bool(w, 1);
+    }
+    if (g->allocated)
+        jw_kv_str(w, "allocated_to", g->alloc_what);
+    if (g->dirty && g->nholders) {
+        jw_key(w, "holders");
+        jw_arr_begin(w);
+        for (int i = 0; i < g->nholders; i++)
+            jw_u64(w, g->holders[i]);
+        jw_arr_end(w);
+    }
     jw_key(w, "signals");
     jw_obj_begin(w);
     jw_kv_u64(w, "samples", q->total);
@@ -146,18 +159,25 @@ typedef struct gpu_lbl {
     char id[16];
 } gpu_lbl;
 
+size_t idle_out_gpu_labels(prom_label *l, char *id, size_t idcap,
+                           const idle_gpu *g, const char *host)
+{
+    snprintf(id, idcap, "%u", g->info.id);
+    l[0] = (prom_label){ "gpu", id };
+    l[1] = (prom_label){ "UUID", g->info.uuid };
+    l[2] = (prom_label){ "pci_bus_id", g->info.pci_bus_id };
+    l[3] = (prom_label){ "modelName", g->info.name };
+    l[4] = (prom_label){ "Hostname", host };
+    l[5] = (prom_label){ "hostname", host };
+    return IDLE_GPU_LABELS;
+}
+
 static size_t gpu_labels(gpu_lbl *x, const idle_gpu *g, const char *host,
                          const char *extra_name, const char *extra)
 {
-    snprintf(x->id, sizeof x->id, "%u", g->info.id);
-    x->l[0] = (prom_label){ "gpu", x->id };
-    x->l[1] = (prom_label){ "UUID", g->info.uuid };
-    x->l[2] = (prom_label){ "pci_bus_id", g->info.pci_bus_id };
-    x->l[3] = (prom_label){ "modelName", g->info.name };
-    x->l[4] = (prom_label){ "Hostname", host };
-    x->l[5] = (prom_label){ "hostname", host };
-    x->l[6] = (prom_label){ extra_name, extra };
-    return extra ? 7 : 6;
+    size_t n = idle_out_gpu_labels(x->l, x->id, sizeof x->id, g, host);
+    x->l[n] = (prom_label){ extra_name, extra };
+    return extra ? n + 1 : n;
 }
 
 typedef struct sess_lbl {

@@ -14,6 +14,8 @@
 
 #include <gpufl/gpufl.h>
 
+#include "common/clock.h"
+
 enum {
     SIM_NONE,
     SIM_HELD,
@@ -22,11 +24,14 @@ enum {
     SIM_PHANTOM,
     SIM_BURSTY,
     SIM_TRAIN,
+    SIM_STUCK,
+    SIM_ALLOC,
     SIM_N
 };
-static const char *const sim_names[SIM_N] = { "none",   "held",    "one_thread",
-                                              "matmul", "phantom", "bursty",
-                                              "train" };
+static const char *const sim_names[SIM_N] = {
+    "none",   "held",  "one_thread", "matmul",   "phantom",
+    "bursty", "train", "stuck",      "allocated"
+};
 
 struct idle_src {
     gpu_nvml *nvml; /* NULL: simulated */
@@ -34,6 +39,7 @@ struct idle_src {
     gpu_device dev[IDLE_MAX_GPUS];
     int sim[IDLE_MAX_GPUS];
     uint64_t tick;
+    uint64_t last_mono; /* the previous simulated sample, 0 = none */
 };
 
 #define MIB (1024ull * 1024ull)
@@ -55,7 +61,8 @@ static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
         } else if (k < 0) {
             snprintf(why, whylen,
                      "unknown simulated scenario \"%.*s\" (none, held, "
-                     "one_thread, matmul, phantom, bursty, train, all)",
+                     "one_thread, matmul, phantom, bursty, train, stuck, "
+                     "allocated, all)",
                      (int)len, p);
             return GPUFL_EINVAL;
         } else {
@@ -132,9 +139,14 @@ int idle_src_simulated(const idle_src *s)
     return s && !s->nvml;
 }
 
+int idle_src_sim_alloc(const idle_src *s, int i)
+{
+    return s && !s->nvml && i >= 0 && i < s->ndev && s->sim[i] == SIM_ALLOC;
+}
+
 /* The seed's measured A10G rows (none, held, one_thread, matmul,
  * phantom) plus a bursty notebook and a long training job. */
-static void sim_sample(const idle_src *s, int i, gpu_sample *o)
+static void sim_sample(const idle_src *s, int i, gpu_sample *o, uint64_t dt_us)
 {
     uint64_t t = s->tick;
     double util = 0, power = 24.3, sm = 0;
@@ -153,6 +165,11 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o)
         util = 100, mem = 850 * MIB, power = 299.2, sm = 0.984, pstate = 0;
         break;
     case SIM_PHANTOM: util = 100, power = 118, procs = 0, pstate = 0; break;
+    case SIM_STUCK:
+        /* a hung collective: pinned utilisation, no SM doing work */
+        util = 100, mem = 1200 * MIB, power = 85.0, sm = 0.001, pstate = 0;
+        break;
+    case SIM_ALLOC: procs = 0; break; /* held by a pod: idle_src_sim_alloc */
     case SIM_BURSTY:
         /* a cell runs for 6 s of every 40 */
         mem = 6144 * MIB;
@@ -179,8 +196,15 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o)
                  GS_PROCS;
     o->nprocs = o->nprocs_total = (uint32_t)procs;
     if (procs) {
+        /* the process's share of the SMs is the GPU's utilisation, over
+         * the real time since the previous sample (NVML's per-process
+         * samples, src/gpu/nvml_putil.c) */
+        o->present |= GS_PROC_UTIL;
         o->procs[0].pid = 100000 + (uint32_t)i;
         o->procs[0].mem = mem;
+        o->procs[0].gi = GPU_PROC_NO_GI;
+        o->procs[0].sm_util = (uint32_t)util;
+        o->procs[0].busy_us = (uint64_t)(util / 100.0 * (double)dt_us);
     }
 }
 
@@ -189,11 +213,14 @@ int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n)
     int k = s->ndev < max ? s->ndev : max;
     if (s->nvml)
         return gpu_nvml_sample(s->nvml, out, max, n);
+    uint64_t now = clock_mono_ns();
+    uint64_t dt_us = s->last_mono ? (now - s->last_mono) / 1000 : 0;
     for (int i = 0; i < k; i++) {
         memset(&out[i], 0, sizeof out[i]);
         out[i].dev = (uint32_t)i;
-        sim_sample(s, i, &out[i]);
+        sim_sample(s, i, &out[i], dt_us);
     }
+    s->last_mono = now;
     s->tick++;
     *n = k;
     return 0;

@@ -18,9 +18,10 @@
 
 #include <gpufl/gpufl.h>
 
-static const char *const gpu_names[IG_N] = { "EMPTY",        "HELD", "BURSTY",
-                                             "BUSY_LOW_OCC", "BUSY", "PHANTOM",
-                                             "UNKNOWN" };
+static const char *const gpu_names[IG_N] = {
+    "EMPTY",   "HELD",  "BURSTY",           "BUSY_LOW_OCC", "BUSY",
+    "PHANTOM", "STUCK", "ALLOCATED_UNUSED", "UNKNOWN"
+};
 static const char *const sess_names[IS_N] = { "STARTING",   "ACTIVE",
                                               "GPU_UNUSED", "HELD_IDLE",
                                               "IDLE",       "MAX_AGE",
@@ -79,6 +80,11 @@ void idle_cfg_init(idle_cfg *c)
     c->refresh_s = 60;
     c->veto_s = 4 * 3600;
     c->unattended_mult = 4;
+    c->stuck_util = 95;
+    c->stuck_sm = 0.005; /* below one_thread's 0.012: nothing runs */
+    c->stuck_margin = 0.05;
+    c->stuck_hold_s = 300;
+    c->metrics_procs = 100;
 }
 
 /* ---- reasons ---- */
@@ -191,6 +197,8 @@ static void gpu_summarise(idle_gpu *g, uint64_t now, uint64_t win_ns)
     uint32_t nsm = 0, ngr = 0, npow = 0, nbusy = 0;
     memset(q, 0, sizeof *q);
     q->pstate = -1;
+    q->util_min = 100;
+    q->mem_min = UINT64_MAX;
     for (uint32_t i = 0; i < g->n; i++) {
         const idle_gsample *e = &g->ring[(g->head + g->cap - 1 - i) % g->cap];
         if (e->ts + win_ns < now)
@@ -200,6 +208,12 @@ static void gpu_summarise(idle_gpu *g, uint64_t now, uint64_t win_ns)
             continue;
         q->valid++;
         usum += e->util;
+        if (e->util < q->util_min)
+            q->util_min = e->util;
+        if (e->mem < q->mem_min)
+            q->mem_min = e->mem;
+        if (e->mem > q->mem_max)
+            q->mem_max = e->mem;
         if (e->util > q->util_max)
             q->util_max = e->util;
         if (e->util > 0)
@@ -223,6 +237,9 @@ static void gpu_summarise(idle_gpu *g, uint64_t now, uint64_t win_ns)
     if (q->valid) {
         q->util_mean = usum / q->valid;
         q->duty = (double)nbusy / q->valid;
+    } else {
+        q->util_min = 0;
+        q->mem_min = 0;
     }
     /* a source that reports only some samples (GPM skips the first) counts
      * when it covers at least half of the good ones */
@@ -251,6 +268,49 @@ static void gpu_summarise(idle_gpu *g, uint64_t now, uint64_t win_ns)
     }
 }
 
+/* Utilisation pinned high while nothing runs: SM activity ~0 (GPM or
+ * DCGM), or without it power near a resident idle context; and no
+ * progress the detector can see (memory unchanged), sustained for
+ * stuck_hold_s.  An NCCL hang or a busy-wait: every culler reads it as
+ * busy.  1 when STUCK; else a reason while the hold runs. */
+static int gpu_stuck(idle_gpu *g, const idle_cfg *c, uint64_t now)
+{
+    const idle_gsig *q = &g->sig;
+    char d[32];
+    int nothing_runs =
+        q->has_sm
+            ? q->sm_mean <= c->stuck_sm
+            : q->has_power && q->power_ratio <= c->held_floor + c->stuck_margin;
+    if (q->util_min < c->stuck_util || !nothing_runs ||
+        q->mem_max - q->mem_min > (1u << 20)) {
+        g->stuck_since = 0;
+        return 0;
+    }
+    if (!g->stuck_since)
+        g->stuck_since = now;
+    if (now - g->stuck_since < (uint64_t)c->stuck_hold_s * IDLE_NS) {
+        GR("utilisation >= %.0f %% with %s for %s: STUCK after %u s",
+           c->stuck_util,
+           q->has_sm ? "SM activity ~0" : "power near the idle floor",
+           dur(d, sizeof d, (double)(now - g->stuck_since) / 1e9),
+           c->stuck_hold_s);
+        return 0;
+    }
+    if (q->has_sm)
+        GR("utilisation >= %.0f %% in every sample but SM activity %.4f "
+           "(<= %.3f) for %s: a kernel spins or waits (a hung collective?)",
+           c->stuck_util, q->sm_mean, c->stuck_sm,
+           dur(d, sizeof d, (double)(now - g->stuck_since) / 1e9));
+    else
+        GR("utilisation >= %.0f %% in every sample at %.2f of the power limit "
+           "(<= idle floor %.2f + %.2f) for %s, no SM activity metric: a spin "
+           "or a hang",
+           c->stuck_util, q->power_ratio, c->held_floor, c->stuck_margin,
+           dur(d, sizeof d, (double)(now - g->stuck_since) / 1e9));
+    GR("memory unchanged at %.1f GiB: no progress seen", gib(q->mem_used));
+    return 1;
+}
+
 /* Process count and memory of the latest good sample decide ownership. */
 static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
 {
@@ -277,6 +337,7 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
     }
     owned = q->procs > 0;
     if (!owned) {
+        g->stuck_since = 0;
         int phantomish =
             q->util_mean >= c->phantom_util || (q->has_gr && q->gr_mean >= 0.9);
         if (phantomish && q->mem_used <= c->fb_empty) {
@@ -305,6 +366,13 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
             return IG_UNKNOWN;
         }
         g->phantom_since = 0;
+        if (g->allocated && q->util_max == 0 && q->mem_used <= c->fb_empty &&
+            !(q->has_gr && q->gr_mean > c->held_sm)) {
+            GR("allocated to %s but no process on it over %u s", g->alloc_what,
+               c->window_s);
+            GR("%.0f MiB used, utilisation 0", (double)q->mem_used / 1048576.0);
+            return IG_ALLOCATED_UNUSED;
+        }
         if (q->util_max == 0 && q->mem_used <= c->fb_empty &&
             !(q->has_gr && q->gr_mean > c->held_sm)) {
             GR("no process, %.0f MiB used, utilisation 0 over %u s",
@@ -340,6 +408,8 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
         return IG_BURSTY;
     }
     busy = q->util_mean >= c->busy_util || (q->has_gr && q->gr_mean >= 0.5);
+    if (gpu_stuck(g, c, now))
+        return IG_STUCK;
     if (!busy) {
         GR("kernels ran in %.0f %% of the samples at utilisation %.0f %%",
            q->duty * 100, q->util_mean);
@@ -391,6 +461,50 @@ void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now)
         g->since = now;
     g->state = st;
     g->ts = now;
+    g->dirty = st == IG_PHANTOM || st == IG_STUCK ||
+               (st == IG_HELD && g->sig.procs == 0);
+}
+
+void idle_gpu_note_holders(idle_gpu *g)
+{
+    char who[IDLE_REASON_LEN];
+    if (!g->dirty)
+        return;
+    if (g->state == IG_STUCK) {
+        GR("not safe for the next job: stop the stuck processes first");
+        return;
+    }
+    if (!g->nholders && g->state == IG_PHANTOM) {
+        GR("no process holds /dev/nvidia%u open: nobody owns this work; "
+           "drain and reset the GPU before the next job",
+           g->info.id);
+        return;
+    }
+    if (!g->nholders) {
+        GR("no process holds /dev/nvidia%u open: the memory is leaked by the "
+           "driver; reset the GPU before the next job",
+           g->info.id);
+        return;
+    }
+    for (int i = 0; i < g->nholders && i < 2; i++) {
+        const idle_owner *o = &g->holder_owner[i];
+        int k = snprintf(who, sizeof who, "pid %u", g->holders[i]);
+        if (o->pod[0] && k > 0 && (size_t)k < sizeof who)
+            k += snprintf(who + k, sizeof who - (size_t)k, ", pod %.40s%s%.40s",
+                          o->ns, o->ns[0] ? "/" : "", o->pod);
+        if (o->container[0] && k > 0 && (size_t)k < sizeof who)
+            k += snprintf(who + k, sizeof who - (size_t)k, ", container %s",
+                          o->container);
+        if (o->job[0] && k > 0 && (size_t)k < sizeof who)
+            k += snprintf(who + k, sizeof who - (size_t)k, ", Slurm job %s",
+                          o->job);
+        if (o->user[0] && k > 0 && (size_t)k < sizeof who)
+            snprintf(who + k, sizeof who - (size_t)k, ", user %s", o->user);
+        GR("held open by %s (/dev/nvidia%u) though NVML lists no process", who,
+           g->info.id);
+    }
+    GR("not safe for the next job: %d process%s still hold%s the device",
+       g->nholders, g->nholders == 1 ? "" : "es", g->nholders == 1 ? "s" : "");
 }
 
 /* ---- sessions ---- */
@@ -422,6 +536,7 @@ static int gpu_rank(int st)
     case IG_BURSTY: return 4;
     case IG_UNKNOWN: return 3;
     case IG_HELD: return 2;
+    case IG_STUCK: return 2;
     case IG_PHANTOM: return 1;
     default: return 0;
     }
@@ -501,6 +616,12 @@ void idle_sess_eval(idle_sess *s, const idle_cfg *c, const idle_gpu *gpus,
         kind = "bursty";
         evidence = 1;
         SR("GPU used in bursts: interactive cells");
+    } else if (gst == IG_STUCK) {
+        st = IS_ACTIVE;
+        kind = "stuck";
+        evidence = 1;
+        SR("GPU STUCK: utilisation pinned with nothing running; never "
+           "stopped by the idle timers (a hang needs a person), alerted");
     } else if (gst == IG_HELD && (recent || q->kernel_busy > 0)) {
         st = IS_ACTIVE;
         kind = "gpu_held";
@@ -624,6 +745,6 @@ void idle_sess_eval(idle_sess *s, const idle_cfg *c, const idle_gpu *gpus,
                (double)(now - s->since) / 1e9 >= c->gpu_unused_s) {
         s->action = IA_RELEASE;
     }
-    if (phantom && s->action == IA_NONE)
+    if ((phantom || gst == IG_STUCK) && s->action == IA_NONE)
         s->action = IA_ALERT;
 }

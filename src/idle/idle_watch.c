@@ -45,6 +45,9 @@ typedef struct ictx {
     int last_action[IDLE_MAX_SESSIONS];
     uint64_t last_log[IDLE_MAX_SESSIONS + IDLE_MAX_GPUS];
     idle_log *log;
+    idle_acct *acct;
+    uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
+    int was_dirty[IDLE_MAX_GPUS];
     char host[256];
     /* rendered after each round, read by the HTTP thread */
     pthread_mutex_t mu;
@@ -87,7 +90,8 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
     }
     x->ss = calloc(IDLE_MAX_SESSIONS, sizeof *x->ss);
     x->scratch = malloc(IDLE_OUT_CAP);
-    if (!x->ss || !x->scratch) {
+    if (!x->ss || !x->scratch ||
+        idle_acct_new(&x->acct, &o->cfg, x->simulated)) {
         snprintf(why, whylen, "out of memory");
         return GPUFL_ENOMEM;
     }
@@ -104,6 +108,7 @@ static void ctx_close(ictx *x)
         idle_gpu_release(&x->gpus[i]);
     idle_src_close(x->src);
     idle_log_close(x->log);
+    idle_acct_free(x->acct);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
@@ -160,11 +165,50 @@ static void round_sample(ictx *x)
         idle_gpu_push(&x->gpus[i], !err && i < n ? &buf[i] : NULL, now);
 }
 
+/* Allocations (kubelet checkpoint, Slurm) before the verdicts, holders of
+ * the dirty GPUs after; both read files, so at most every
+ * IDLE_SCAN_NS unless a GPU just turned dirty. */
+#define IDLE_SCAN_NS (5 * IDLE_NS)
+
+static void round_gpus(ictx *x, uint64_t now)
+{
+    const idle_env *e = &x->o->env;
+    int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0;
+    if (!x->alloc_ts || now - x->alloc_ts >= IDLE_SCAN_NS) {
+        idle_alloc_scan(e, x->gpus, x->ngpus);
+        for (int i = 0; i < x->ngpus; i++)
+            if (idle_src_sim_alloc(x->src, i)) {
+                idle_gpu *g = &x->gpus[i];
+                g->allocated = 1;
+                snprintf(g->alloc.ns, sizeof g->alloc.ns, "demo");
+                snprintf(g->alloc.pod, sizeof g->alloc.pod, "notebook-%d", i);
+                snprintf(g->alloc_what, sizeof g->alloc_what,
+                         "pod demo/notebook-%d (simulated)", i);
+            }
+        x->alloc_ts = now;
+    }
+    for (int i = 0; i < x->ngpus; i++) {
+        idle_gpu *g = &x->gpus[i];
+        idle_gpu_eval(g, &x->o->cfg, now);
+        need[i] = g->dirty && g->state != IG_STUCK;
+        fresh |= need[i] && !x->was_dirty[i];
+        x->was_dirty[i] = need[i];
+    }
+    if (!x->simulated &&
+        (fresh || (x->holders_ts && now - x->holders_ts >= IDLE_SCAN_NS))) {
+        idle_holders_scan(e, x->gpus, x->ngpus, need);
+        x->holders_ts = now;
+    }
+    /* simulated GPUs have no /dev/nvidiaN of their own to look up */
+    for (int i = 0; i < x->ngpus && !x->simulated; i++)
+        idle_gpu_note_holders(&x->gpus[i]);
+    idle_acct_round(x->acct, e, x->gpus, x->ngpus, now);
+}
+
 static void round_decide(ictx *x)
 {
     uint64_t now = clock_real_ns();
-    for (int i = 0; i < x->ngpus; i++)
-        idle_gpu_eval(&x->gpus[i], &x->o->cfg, now);
+    round_gpus(x, now);
     if (x->o->auto_sessions)
         auto_sessions(x, now);
     for (int i = 0; i < x->nss; i++) {
@@ -258,9 +302,28 @@ static size_t render_probe(ictx *x, char *buf, size_t cap, const char *only)
     return w.err ? 0 : w.len;
 }
 
+/* --clean-check: may the next job have every GPU? */
+static int clean_exit(const ictx *x)
+{
+    int dirty = 0, busy = 0, unknown = 0;
+    for (int i = 0; i < x->ngpus; i++) {
+        const idle_gpu *g = &x->gpus[i];
+        dirty |= g->dirty;
+        busy |= g->sig.procs > 0;
+        unknown |= g->state == IG_UNKNOWN;
+    }
+    if (dirty)
+        return IDLE_EXIT_DIRTY;
+    if (busy)
+        return IDLE_EXIT_BUSY;
+    return unknown ? IDLE_EXIT_UNKNOWN : 0;
+}
+
 static int once_exit(const ictx *x)
 {
     int phantom = 0, unknown = 0, use = 0, any = 0;
+    if (x->o->clean_check)
+        return clean_exit(x);
     for (int i = 0; i < x->ngpus; i++)
         phantom |= x->gpus[i].state == IG_PHANTOM;
     for (int i = 0; i < x->nss; i++) {
@@ -469,7 +532,8 @@ static void publish(ictx *x)
     size_t ml = 0, vl;
     char *m = NULL, *v;
     if (idle_out_metrics(&mb, x->gpus, x->ngpus, x->ss, x->nss, x->host,
-                         x->simulated) == 0)
+                         x->simulated) == 0 &&
+        idle_acct_metrics(x->acct, &mb, x->gpus, x->ngpus, x->host) == 0)
         m = gbuf_detach(&mb, &ml);
     gbuf_release(&mb);
     vl = render_json(x, x->scratch, IDLE_OUT_CAP, 1);

@@ -400,21 +400,24 @@ static int job_get(jsonl_doc *d, srv_ev *ev, char *reason)
  * carries reasons as strings and signals as an object. */
 static int verdict_check(jsonl_doc *d, const srv_ev *ev, char *reason)
 {
-    static const char *const gpu_states[] = { "EMPTY",        "HELD", "BURSTY",
-                                              "BUSY_LOW_OCC", "BUSY", "PHANTOM",
-                                              "UNKNOWN" };
+    static const char *const gpu_states[] = {
+        "EMPTY",   "HELD",  "BURSTY",           "BUSY_LOW_OCC", "BUSY",
+        "PHANTOM", "STUCK", "ALLOCATED_UNUSED", "UNKNOWN"
+    };
     static const char *const sess_states[] = { "STARTING",   "ACTIVE",
                                                "GPU_UNUSED", "HELD_IDLE",
                                                "IDLE",       "MAX_AGE",
                                                "UNKNOWN" };
     int gpu = ev->kind.n == 3 && !memcmp(ev->kind.p, "gpu", 3);
     const char *const *states = gpu ? gpu_states : sess_states;
+    size_t nstates = gpu ? sizeof gpu_states / sizeof gpu_states[0]
+                         : sizeof sess_states / sizeof sess_states[0];
     uint32_t t;
     int ok = 0;
 
     if (!gpu && !(ev->kind.n == 7 && !memcmp(ev->kind.p, "session", 7)))
         return fail3(reason, "verdict: kind must be gpu or session", "", "");
-    for (int i = 0; i < 7; i++)
+    for (size_t i = 0; i < nstates; i++)
         ok |= strlen(states[i]) == ev->reason.n &&
               !memcmp(states[i], ev->reason.p, ev->reason.n);
     if (!ok)

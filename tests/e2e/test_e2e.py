@@ -215,14 +215,19 @@ class Demo(unittest.TestCase):
             fleet = wait_for(lambda: srv.get("/api/v1/fleet")["items"], 30,
                              "idle verdicts in /api/v1/fleet")
             gpus = [g for h in fleet for g in h["gpus"]]
-            self.assertEqual(len(gpus), 3)
+            self.assertEqual(len(gpus), 5)
             states = sorted(g["state"] for g in gpus)
-            # train -> BUSY, held -> HELD; phantom is UNKNOWN for its first
-            # 300 s (a process list may lag a starting job), then PHANTOM
+            # train -> BUSY, held -> HELD, allocated -> ALLOCATED_UNUSED;
+            # phantom is UNKNOWN for its first 300 s (a process list may
+            # lag a starting job), then PHANTOM; stuck is BUSY_LOW_OCC for
+            # its first 300 s, then STUCK
             self.assertIn("BUSY", states, gpus)
             self.assertIn("HELD", states, gpus)
+            self.assertIn("ALLOCATED_UNUSED", states, gpus)
             self.assertTrue(set(states) <= {"BUSY", "HELD", "UNKNOWN",
-                                            "PHANTOM"}, gpus)
+                                            "PHANTOM", "BUSY_LOW_OCC",
+                                            "STUCK", "ALLOCATED_UNUSED"},
+                            gpus)
             self.assertTrue(all(h["simulated"] for h in fleet))
             # the memory profiler's flame graph data, where eBPF is allowed
             chk = subprocess.run([GPUFL, "memprof", "--check"],

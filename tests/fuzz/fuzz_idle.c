@@ -1,15 +1,17 @@
 /*
  * fuzz_idle.c - libFuzzer target for the idle detector's text parsers
  * (src/idle): /proc/net/tcp, dcgm-exporter's Prometheus text, Jupyter's
- * ISO 8601 times and cgroup paths turned into session names.  The first
- * byte picks the parser; the rest is its input.
+ * ISO 8601 times, cgroup paths turned into session names and the kubelet
+ * device-plugin checkpoint (pod -> GPUs).  The first byte picks the
+ * parser; the rest is its input.
  *
  * Oracles beyond "does not crash":
  *   - tcp: never more connections than lines;
  *   - dcgm: a GPU's value is either untouched (-1) or what a line said,
  *     and only GPUs named by UUID or index change;
  *   - iso: 0 or a time after 1970 that formats back to the same second;
- *   - cgroup: a derived name is non-empty and only [A-Za-z0-9._-].
+ *   - cgroup: a derived name is non-empty and only [A-Za-z0-9._-];
+ *   - kubelet: at most one allocation per GPU, each named "pod ...".
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -83,15 +85,34 @@ static void fuzz_cgroup(const char *p, size_t n)
     }
 }
 
+static void fuzz_kubelet(const char *p, size_t n)
+{
+    static idle_gpu g[2];
+    idle_env e;
+    int k;
+    memset(g, 0, sizeof g);
+    memset(&e, 0, sizeof e);
+    e.root = "/nonexistent-fuzz-root";
+    g[1].info.id = 1;
+    snprintf(g[0].info.uuid, sizeof g[0].info.uuid, "GPU-a");
+    k = idle_kubelet_parse(&e, p, n, g, 2);
+    FUZZ_ASSERT(k >= 0 && k <= 2);
+    FUZZ_ASSERT(k == g[0].allocated + g[1].allocated);
+    for (int i = 0; i < 2; i++)
+        FUZZ_ASSERT(!g[i].allocated || !strncmp(g[i].alloc_what, "pod ", 4));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data + 1;
     if (size < 1)
         return 0;
-    switch (data[0] % 4) {
+    /* the corpus's selector bytes are 0..3 and stay what they were */
+    switch (data[0] % 5) {
     case 0: fuzz_tcp(p, size - 1); break;
     case 1: fuzz_dcgm(p, size - 1); break;
     case 2: fuzz_iso(p, size - 1); break;
+    case 4: fuzz_kubelet(p, size - 1); break;
     default: fuzz_cgroup(p, size - 1); break;
     }
     return 0;

@@ -29,8 +29,11 @@
  * mem_reserved= power_limit= max_sm= max_mem= bus_width= util= util_mem=
  * temp= power= fan= clk_sm= clk_mem= clk_gfx= throttle= pstate= pcie_tx=
  * pcie_rx= ecc_corr= ecc_uncorr= energy= gpm=0|1 gpm_sm=PCT gpm_occ=PCT
- * lost=0|1 procs=PID:BYTES,... gprocs=PID:BYTES,... (BYTES "na" = not
- * available), and the error switches unsupported=F,F (NOT_SUPPORTED),
+ * lost=0|1 procs=PID:BYTES[:GI],... gprocs=PID:BYTES[:GI],... (BYTES "na"
+ * = not available; GI a MIG GPU instance id), putil=PID:SM[:MEM],... (the per-process utilisation sample
+ * of each tick, nvmlDeviceGetProcessUtilization: one sample a tick, its
+ * timeStamp FAKE_PUTIL_T0_US + tick * 1 s, the last FAKE_PUTIL_DEPTH
+ * ticks kept as the driver's buffer does), and the error switches unsupported=F,F (NOT_SUPPORTED),
  * fail=F:CODE,F:CODE (alias err=; no code = UNKNOWN) and ok=F,F, where F
  * is one of fake_field_names[] ("handle" fails nvmlDeviceGetHandleByIndex).
  *
@@ -55,6 +58,7 @@ typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
 #define E_UNSUP 3
 #define E_SIZE 7
 #define E_DRIVER 9
+#define E_NOTFOUND 6
 #define E_LOST 15
 #define E_VERSION 25
 #define E_UNKNOWN 999
@@ -101,6 +105,16 @@ typedef struct {
     fake_gpm_metric_t metrics[333];
 } fake_gpm_get_t;
 
+/* nvmlProcessUtilizationSample_t (nvml.h): pid, timeStamp (CPU time in
+ * microseconds), smUtil, memUtil, encUtil, decUtil (percent). */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} fake_putil_t;
+
+_Static_assert(sizeof(fake_putil_t) == 32, "process utilization sample");
+_Static_assert(offsetof(fake_putil_t, timeStamp) == 8, "putil timeStamp");
 _Static_assert(sizeof(fake_mem_v2_t) == 40, "mem v2");
 _Static_assert(sizeof(fake_temp_t) == 12, "temp v1");
 _Static_assert(sizeof(fake_pci_t) == 68, "pci");
@@ -137,6 +151,8 @@ DEVF(nvmlDeviceGetTotalEccErrors, unsigned int, unsigned int,
 DEVF(nvmlDeviceGetTotalEnergyConsumption, unsigned long long *);
 DEVF(nvmlDeviceGetComputeRunningProcesses, unsigned int *, void *);
 DEVF(nvmlDeviceGetGraphicsRunningProcesses, unsigned int *, void *);
+DEVF(nvmlDeviceGetProcessUtilization, fake_putil_t *, unsigned int *,
+     unsigned long long);
 #ifndef FAKE_NVML_MINIMAL
 nvmlReturn_t nvmlInitWithFlags(unsigned int);
 nvmlReturn_t nvmlInit_v2(void);
@@ -175,6 +191,8 @@ int fake_nvml_live_gpm(void);
 #define FAKE_MAX_FNERR 16
 #define FAKE_MAX_CALLS 128
 #define FAKE_GPM_POOL 32
+#define FAKE_PUTIL_DEPTH 10 /* ticks of process samples the driver keeps */
+#define FAKE_PUTIL_T0_US 1795994980000000ull
 
 enum {
     F_HANDLE,
@@ -203,6 +221,7 @@ enum {
     F_GPM,
     F_GPM_SM,
     F_GPM_OCC,
+    F_PUTIL,
     F_N
 };
 static const char *const fake_field_names[F_N] = {
@@ -210,13 +229,18 @@ static const char *const fake_field_names[F_N] = {
     "power_limit", "max_clock", "bus_width", "util",    "temp",     "power",
     "fan",         "clk_sm",    "clk_mem",   "clk_gfx", "throttle", "pstate",
     "pcie",        "ecc",       "energy",    "procs",   "gprocs",   "gpm",
-    "gpm_sm",      "gpm_occ"
+    "gpm_sm",      "gpm_occ",   "putil"
 };
 
 typedef struct {
     unsigned int pid;
     unsigned long long mem;
+    unsigned int gi; /* MIG GPU instance, all ones outside MIG */
 } fake_proc;
+
+typedef struct {
+    unsigned int pid, sm, mem;
+} fake_putil;
 
 struct nvmlDevice_st {
     char name[96], uuid[96], pci[32];
@@ -230,6 +254,8 @@ struct nvmlDevice_st {
     double gpm_sm, gpm_occ;
     int nprocs, ngprocs;
     fake_proc procs[FAKE_MAX_PROCS], gprocs[FAKE_MAX_PROCS];
+    int nputil;
+    fake_putil putil[FAKE_MAX_PROCS];
     int err[F_N];
 };
 typedef struct nvmlDevice_st fake_dev;
@@ -361,11 +387,51 @@ static int fake_procs(fake_proc *out, int *n, const char *v, int line)
                 return fake_bad(line, "bad process memory", p);
             p = end;
         }
+        out[*n].gi = 0xFFFFFFFFu;
+        if (*p == ':') { /* PID:BYTES:GI, a process in MIG instance GI */
+            out[*n].gi = (unsigned int)strtoul(p + 1, &end, 10);
+            if (end == p + 1)
+                return fake_bad(line, "bad GPU instance", p);
+            p = end;
+        }
         (*n)++;
         if (*p == ',')
             p++;
         else if (*p)
             return fake_bad(line, "bad process list", v);
+    }
+    return 0;
+}
+
+/* "PID:SM[:MEM],..." */
+static int fake_putils(fake_dev *d, const char *v, int line)
+{
+    const char *p = v;
+    char *end;
+    d->nputil = 0;
+    while (*p) {
+        fake_putil *u;
+        if (d->nputil >= FAKE_MAX_PROCS)
+            return fake_bad(line, "too many putil samples", v);
+        u = &d->putil[d->nputil];
+        memset(u, 0, sizeof *u);
+        u->pid = (unsigned int)strtoul(p, &end, 10);
+        if (end == p || *end != ':')
+            return fake_bad(line, "bad putil (PID:SM[:MEM])", p);
+        p = end + 1;
+        u->sm = (unsigned int)strtoul(p, &end, 10);
+        if (end == p)
+            return fake_bad(line, "bad putil SM", p);
+        p = end;
+        if (*p == ':') {
+            u->mem = (unsigned int)strtoul(p + 1, &end, 10);
+            p = end;
+        }
+        d->nputil++;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return fake_bad(line, "bad putil list", v);
     }
     return 0;
 }
@@ -465,6 +531,8 @@ static int fake_apply(fake_dev *d, const char *p, int line)
             rc = fake_procs(d->procs, &d->nprocs, val, line);
         } else if (strcmp(key, "gprocs") == 0) {
             rc = fake_procs(d->gprocs, &d->ngprocs, val, line);
+        } else if (strcmp(key, "putil") == 0) {
+            rc = fake_putils(d, val, line);
         } else if (strcmp(key, "unsupported") == 0) {
             rc = fake_errs(d, val, E_UNSUP, line);
         } else if (strcmp(key, "fail") == 0 || strcmp(key, "err") == 0) {
@@ -741,6 +809,7 @@ const char *nvmlErrorString(nvmlReturn_t r)
     case E_ARG: return "Invalid Argument";
     case E_UNSUP: return "Not Supported";
     case 4: return "Insufficient Permissions";
+    case E_NOTFOUND: return "Not Found";
     case E_SIZE: return "Insufficient Size";
     case E_DRIVER: return "Driver Not Loaded";
     case 13: return "Function Not Found";
@@ -935,7 +1004,8 @@ DEVF(nvmlDeviceGetTotalEnergyConsumption, unsigned long long *v)
 }
 
 /* Write n entries of `stride` bytes: pid@0, mem@8, then GI/CI ids (not
- * MIG: all ones) and the confidential-computing bytes, 0. */
+ * MIG: all ones; a scripted GI with compute instance 0) and the
+ * confidential-computing bytes, 0. */
 static nvmlReturn_t fake_write_procs(const fake_proc *p, int n,
                                      unsigned int *count, void *buf,
                                      unsigned int stride)
@@ -948,13 +1018,13 @@ static nvmlReturn_t fake_write_procs(const fake_proc *p, int n,
     }
     for (int i = 0; i < n; i++) {
         unsigned char *e = (unsigned char *)buf + (size_t)i * stride;
-        unsigned int ids = 0xFFFFFFFFu;
+        unsigned int ci = p[i].gi == 0xFFFFFFFFu ? 0xFFFFFFFFu : 0;
         memset(e, 0, stride);
         memcpy(e, &p[i].pid, 4);
         memcpy(e + 8, &p[i].mem, 8);
         if (stride >= 24) {
-            memcpy(e + 16, &ids, 4);
-            memcpy(e + 20, &ids, 4);
+            memcpy(e + 16, &p[i].gi, 4);
+            memcpy(e + 20, &ci, 4);
         }
     }
     *count = (unsigned int)n;
@@ -971,6 +1041,50 @@ DEVF(nvmlDeviceGetGraphicsRunningProcesses, unsigned int *n, void *buf)
 {
     DEV(F_GPROCS);
     return fake_write_procs(d->gprocs, d->ngprocs, n, buf, 16);
+}
+
+/* Device dev as scripted at tick (base, then the samples up to it). */
+static void fake_state_at(int tick, int dev, fake_dev *out)
+{
+    *out = F.base[dev];
+    for (int i = 0; i < F.nsamples; i++)
+        if (F.samples[i].tick <= tick && F.samples[i].dev == dev)
+            fake_apply(out, F.samples[i].fields, 0);
+}
+
+/* nvml.h: the samples newer than lastSeenTimeStamp; a NULL buffer (or a
+ * short one) answers INSUFFICIENT_SIZE with the count needed, no sample
+ * NOT_FOUND. */
+DEVF(nvmlDeviceGetProcessUtilization, fake_putil_t *buf, unsigned int *count,
+     unsigned long long last_seen)
+{
+    static fake_dev past; /* large; the fake is single-threaded */
+    unsigned int n = 0, cap;
+    int from;
+    DEV(F_PUTIL);
+    if (!count)
+        return E_ARG;
+    cap = buf ? *count : 0;
+    from = F.tick - FAKE_PUTIL_DEPTH + 1;
+    for (int t = from < 0 ? 0 : from; t <= F.tick; t++) {
+        unsigned long long ts =
+            FAKE_PUTIL_T0_US + (unsigned long long)t * 1000000ull;
+        if (ts <= last_seen)
+            continue;
+        fake_state_at(t, (int)(d - F.cur), &past);
+        for (int i = 0; i < past.nputil; i++, n++)
+            if (n < cap) {
+                memset(&buf[n], 0, sizeof buf[n]);
+                buf[n].pid = past.putil[i].pid;
+                buf[n].timeStamp = ts;
+                buf[n].smUtil = past.putil[i].sm;
+                buf[n].memUtil = past.putil[i].mem;
+            }
+    }
+    *count = n;
+    if (!n)
+        return E_NOTFOUND;
+    return n > cap ? E_SIZE : OK;
 }
 
 #ifndef FAKE_NVML_MINIMAL

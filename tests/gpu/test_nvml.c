@@ -204,7 +204,7 @@ static void test_full_sample(void)
                                  GS_POWER | GS_POWER_LIMIT | GS_FAN |
                                  GS_CLOCKS | GS_THROTTLE | GS_PCIE | GS_ECC |
                                  GS_ENERGY | GS_PSTATE | GS_PROCS |
-                                 GS_MEM_RESERVED);
+                                 GS_MEM_RESERVED | GS_PROC_UTIL);
     CHECK_EQ_U64(a->util_gpu, 100);
     CHECK_EQ_U64(a->util_mem, 3);
     CHECK_EQ_U64(a->mem_used, 316669952ull); /* v2: reserved not counted */
@@ -492,6 +492,107 @@ static void test_many_procs(void)
     close_clean(st, &f);
 }
 
+/* Per-process busy time from nvmlDeviceGetProcessUtilization: each
+ * sample counts smUtil x the time since that process's previous sample
+ * (1 s a tick in the fake), only the samples newer than the last call are
+ * read, the first call has no start for its oldest sample, a gap longer
+ * than NVML_PUTIL_PERIOD_MAX_US counts the cap, and samples of processes
+ * no longer listed are dropped. */
+static void test_proc_util(void)
+{
+    gpu_nvml *st = NULL;
+    char why[WHY_LEN];
+    gpu_sample s;
+    int n;
+    fake f;
+
+    script("dev 0 util=50 procs=11:1000,22:2000\n"
+           "sample 0 dev 0 putil=11:50,22:10\n"
+           "sample 1 dev 0 putil=11:100,22:20:7\n"
+           "sample 2 dev 0 putil=11:40,22:0,33:90\n"
+           "sample 3 dev 0 putil=11:40\n"
+           "sample 4 dev 0 putil=\n");
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+    f.set_tick(1);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    REQUIRE(s.present & GS_PROC_UTIL);
+    REQUIRE(s.nprocs == 2);
+    /* ticks 0 and 1 read at once: tick 0 opens the clock, tick 1 counts */
+    CHECK_EQ_U64(s.procs[0].busy_us, 1000000);
+    CHECK_EQ_U64(s.procs[1].busy_us, 200000);
+    CHECK_EQ_U64(s.procs[0].sm_util, 75);
+    CHECK_EQ_U64(s.procs[1].sm_util, 15);
+    /* the same tick again: nothing new, nobody busy */
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK(s.present & GS_PROC_UTIL);
+    CHECK_EQ_U64(s.procs[0].busy_us, 0);
+    CHECK_EQ_U64(s.procs[1].busy_us, 0);
+    CHECK_EQ_U64(f.calls("nvmlDeviceGetProcessUtilization"), 2);
+    /* tick 3 read after 1: two samples of pid 11, one period each; pid 22
+     * absent at tick 3 (the driver leaves out idle processes); pid 33
+     * is not listed */
+    f.set_tick(3);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK_EQ_U64(s.procs[0].busy_us, 800000);
+    CHECK_EQ_U64(s.procs[1].busy_us, 0);
+    CHECK_EQ_U64(s.procs[0].sm_util, 40);
+    /* a gap of 4 s in pid 11's samples counts 1 s at most */
+    f.set_tick(8);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK_EQ_U64(s.procs[0].busy_us, 0);
+    close_clean(st, &f);
+
+    script("dev 0 util=50 procs=11:1000 putil=11:60\n");
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+    f.set_tick(2);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK_EQ_U64(s.procs[0].busy_us, 1200000);
+    f.set_tick(6);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK_EQ_U64(s.procs[0].busy_us, 2400000);
+    close_clean(st, &f);
+
+    /* a failing call leaves the field absent, the rest of the sample in */
+    script("dev 0 util=50 procs=11:1000 putil=11:60 fail=putil\n");
+    REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+    REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+    REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+    CHECK(!(s.present & GS_PROC_UTIL));
+    CHECK(s.present & GS_PROCS);
+    CHECK_EQ_U64(s.procs[0].busy_us, 0);
+    close_clean(st, &f);
+}
+
+/* MIG: the GPU instance of each process, from the detail list and _v3
+ * (gpuInstanceId at 16); all ones (not MIG) reads as GPU_PROC_NO_GI, and
+ * the unversioned call has no such field */
+static void test_mig_gi(void)
+{
+    static const char *const globals[] = {
+        "", "global fnerr=nvmlDeviceGetRunningProcessDetailList:13\n"
+    };
+    for (int k = 0; k < 2; k++) {
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN], text[256];
+        gpu_sample s;
+        int n;
+        fake f;
+        snprintf(text, sizeof text, "%sdev 0 procs=11:1000:3,12:2000\n",
+                 globals[k]);
+        script(text);
+        REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+        REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(s.nprocs == 2);
+        CHECK_EQ_U64(s.procs[0].gi, 3);
+        CHECK_EQ_U64(s.procs[1].gi, GPU_PROC_NO_GI);
+        CHECK_EQ_U64(s.procs[0].mem, 1000);
+        close_clean(st, &f);
+    }
+}
+
 static void test_unsupported(void)
 {
     gpu_nvml *st = NULL;
@@ -508,7 +609,7 @@ static void test_unsupported(void)
     REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
     REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
     CHECK_EQ_U64(s.present, GS_MEM | GS_MEM_RESERVED | GS_TEMP | GS_POWER |
-                                GS_PSTATE | GS_PROCS);
+                                GS_PSTATE | GS_PROCS | GS_PROC_UTIL);
     CHECK_EQ_U64(s.fan_pct, 0);
     CHECK_EQ_U64(s.temp_c, 40);
     f.set_tick(1);
@@ -802,6 +903,8 @@ int main(void)
     T(test_v2_fallback);
     T(test_junk_procs);
     T(test_many_procs);
+    T(test_proc_util);
+    T(test_mig_gi);
     T(test_unsupported);
     T(test_lost);
     T(test_lost_midway);

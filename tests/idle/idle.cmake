@@ -25,7 +25,7 @@ if(TARGET gpufl_idle AND TARGET gpufl_cli)
       "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp"
       "FAKE_NVML=$<TARGET_FILE:fake_nvml_full>")
   # One ctest test per class, so ctest -j runs them side by side.
-  foreach(cls Cli Scenes Signals Watch)
+  foreach(cls Cli Scenes Signals Watch Waste)
     add_test(NAME idle_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_idle.py
               -v ${cls})

@@ -69,6 +69,20 @@ def tmpdir(name):
     return d
 
 
+def listen_port(p):
+    """The port a `watch --listen ADDR:0` daemon logged, and its stderr so
+    far (port None after 20 s)."""
+    buf = ""
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        buf += line
+        m = re.search(r"listening on [^:]+:(\d+)", line)
+        if m:
+            return int(m.group(1)), buf
+    return None, buf
+
+
 def by_dev(doc):
     return {g["dev"]: g for g in doc["gpus"]}
 
@@ -522,15 +536,7 @@ class Watch(unittest.TestCase):
              "--duration", "6"] + FAST, env=srvtest.clean_env(),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            port = None
-            deadline = time.time() + 20
-            buf = ""
-            while time.time() < deadline and port is None:
-                line = p.stderr.readline()
-                buf += line
-                m = re.search(r"listening on [^:]+:(\d+)", line)
-                if m:
-                    port = int(m.group(1))
+            port, buf = listen_port(p)
             self.assertIsNotNone(port, buf)
             base = "http://127.0.0.1:%d" % port
             time.sleep(3)
@@ -586,6 +592,134 @@ class Watch(unittest.TestCase):
         self.assertEqual(sum(1 for a in actions if a == "stop"), 1)
 
 
+POD_UID = "6f1c2d3e-1111-2222-3333-444455556666"
+
+
+def waste_root(d):
+    """A fixture host: pod ml/train-0 holds GPU 1 through the kubelet
+    device-plugin checkpoint; pid 100 (in that pod's cgroup) has
+    /dev/nvidia0 open; alice is uid 1001."""
+    root = os.path.join(d, "root")
+    os.makedirs(os.path.join(root, "var/log/pods/ml_train-0_" + POD_UID))
+    os.makedirs(os.path.join(root, "etc"))
+    os.makedirs(os.path.join(root, "var/lib/kubelet/device-plugins"))
+    os.makedirs(os.path.join(root, "proc/100/fd"))
+    with open(os.path.join(root, "etc/passwd"), "w") as f:
+        f.write("alice:x:1001:1001::/home/alice:/bin/sh\n")
+    with open(os.path.join(root, "var/lib/kubelet/device-plugins/"
+                           "kubelet_internal_checkpoint"), "w") as f:
+        json.dump({"Data": {"PodDeviceEntries": [
+            {"PodUID": POD_UID, "ContainerName": "trainer",
+             "ResourceName": "nvidia.com/gpu",
+             "DeviceIDs": {"-1": ["GPU-alloc"]}}],
+            "RegisteredDevices": {"nvidia.com/gpu": ["GPU-alloc"]}},
+            "Checksum": 1}, f)
+    with open(os.path.join(root, "proc/100/cgroup"), "w") as f:
+        f.write("0::/kubepods.slice/kubepods-pod" + POD_UID.replace("-", "_")
+                + ".slice/cri-containerd-abcdef1234567890.scope\n")
+    with open(os.path.join(root, "proc/100/status"), "w") as f:
+        f.write("Uid:\t1001\t1001\t1001\t1001\n")
+    os.symlink("/dev/nvidia0", os.path.join(root, "proc/100/fd/7"))
+    return root
+
+
+class Waste(unittest.TestCase):
+    """Waste accounting through the real command: the clean check's exit
+    codes, the holder of leaked memory, and the daemon's busy seconds per
+    process and allocated-unused seconds per pod in /metrics."""
+
+    def script(self, d, text):
+        path = os.path.join(d, "nvml.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        return {"FAKE_NVML_SCRIPT": path}
+
+    def test_clean_check(self):
+        d = tmpdir("clean")
+        root = waste_root(d)
+        base = ["--once", "--json", "--clean-check", "--nvml-lib", FAKE,
+                "--root", root, "--samples", "3"] + FAST
+        cases = [
+            ("dev 0 uuid=GPU-a util=0 mem_used=0 procs=\n", 0),
+            ("dev 0 uuid=GPU-a util=0 mem_used=10737418240 procs=\n", 6),
+            ("dev 0 uuid=GPU-a util=90 mem_used=891289600 power=200000 "
+             "power_limit=300000 procs=100:891289600\n", 7),
+        ]
+        for trace, want in cases:
+            rc, out, err = run(base, env=self.script(d, trace))
+            self.assertEqual(rc, want, trace + out + err)
+        # the leaked case names its holder: pid 100 of pod ml/train-0
+        rc, out, err = run(base, env=self.script(d, cases[1][0]))
+        g = by_dev(json.loads(out))[0]
+        self.assertIs(g["dirty"], True)
+        self.assertEqual(g["holders"], [100])
+        why = " ".join(g["reasons"])
+        self.assertIn("held open by pid 100, pod ml/train-0, container "
+                      "abcdef123456, user alice", why)
+        self.assertIn("not safe for the next job", why)
+        # without --clean-check the old exit codes hold (HELD: idle)
+        rc, _, _ = run([a for a in base if a != "--clean-check"],
+                       env=self.script(d, cases[1][0]))
+        self.assertEqual(rc, 3)
+
+    def test_watch_waste_metrics(self):
+        d = tmpdir("wastew")
+        root = waste_root(d)
+        logs = os.path.join(d, "logs")
+        os.makedirs(logs)
+        env = self.script(d, "global count=2 autotick=nvmlDeviceGetUtilizationRates\n"
+                          "dev 0 uuid=GPU-busy util=60 mem_used=1073741824 "
+                          "power=200000 power_limit=300000 "
+                          "procs=100:1073741824 putil=100:50\n"
+                          "dev 1 uuid=GPU-alloc util=0 mem_used=0 procs=\n")
+        p = subprocess.Popen(
+            [GPUFL, "idle", "watch", "--nvml-lib", FAKE, "--root", root,
+             "--listen", "127.0.0.1:0", "--log-dir", logs,
+             "--duration", "4"] + FAST, env=srvtest.clean_env(env),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            port, buf = listen_port(p)
+            self.assertIsNotNone(port, buf)
+            time.sleep(2)
+            st, _, text = get("http://127.0.0.1:%d/metrics" % port)
+            self.assertEqual(st, 200)
+            m = re.search(r'^gpufl_gpu_busy_seconds_total\{gpu="0",'
+                          r'UUID="GPU-busy",[^}]*pid="100",'
+                          r'container="abcdef123456",pod="train-0",'
+                          r'namespace="ml",job="",user="alice"\} (\S+)$',
+                          text, re.M)
+            self.assertIsNotNone(m, text)
+            # one fake tick a round, 1 s of samples at 50 % each
+            busy = float(m.group(1))
+            self.assertGreater(busy, 0)
+            self.assertAlmostEqual(busy * 2, round(busy * 2), 6)
+            self.assertRegex(text, r'gpufl_gpu_memory_used_bytes\{gpu="0",'
+                             r'[^}]*pid="100",[^}]*\} 1073741824\n')
+            m = re.search(r'^gpufl_gpu_wasted_seconds_total\{gpu="1",[^}]*'
+                          r'container="trainer",pod="train-0",namespace="ml",'
+                          r'job="",user="",reason="allocated_unused"\} (\S+)$',
+                          text, re.M)
+            self.assertIsNotNone(m, text)
+            self.assertGreater(float(m.group(1)), 0)
+            self.assertRegex(text, r'gpufl_gpu_wasted_seconds_total\{gpu="0",'
+                             r'[^}]*pod="train-0",[^}]*reason="idle"\} ')
+            self.assertRegex(text, r'gpufl_gpu_dirty\{gpu="1",[^}]*\} 0')
+            p.wait(30)
+            self.assertEqual(p.returncode, 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        lines = []
+        for name in os.listdir(logs):
+            with open(os.path.join(logs, name)) as f:
+                lines += [json.loads(x) for x in f if x.strip()]
+        v = [x for x in lines if x.get("type") == "verdict"
+             and x.get("kind") == "gpu" and x.get("dev") == 1]
+        self.assertTrue(v)
+        self.assertEqual(v[-1]["state"], "ALLOCATED_UNUSED")
+        self.assertEqual(v[-1]["allocated_to"], "pod ml/train-0")
+
+
 class Server(unittest.TestCase):
     """gpufl-server stores verdict lines and answers /fleet, /verdicts."""
 
@@ -593,10 +727,12 @@ class Server(unittest.TestCase):
         d = tmpdir("srv")
         logs = os.path.join(d, "logs")
         os.makedirs(logs)
-        rc, _, err = run(["watch", "--simulate", "none,matmul,phantom",
+        rc, _, err = run(["watch", "--simulate",
+                          "none,matmul,phantom,stuck,allocated",
                           "--session", "name=alice,devs=1,pod=ns/alice",
                           "--session", "name=bob,devs=0",
-                          "--phantom-hold", "0", "--log-dir", logs,
+                          "--phantom-hold", "0", "--stuck-hold", "0",
+                          "--log-dir", logs,
                           "--duration", "1"] + FAST)
         self.assertEqual(rc, 0, err)
         name = os.listdir(logs)[0]
@@ -615,6 +751,13 @@ class Server(unittest.TestCase):
             self.assertEqual(g[0]["state"], "EMPTY")
             self.assertEqual(g[1]["state"], "BUSY")
             self.assertEqual(g[2]["state"], "PHANTOM")
+            # the waste verdicts are stored like the others
+            self.assertEqual(g[3]["state"], "STUCK")
+            self.assertEqual(g[4]["state"], "ALLOCATED_UNUSED")
+            self.assertEqual(g[4]["allocated_to"],
+                             "pod demo/notebook-4 (simulated)")
+            self.assertIs(g[3]["dirty"], True)
+            self.assertNotIn("dirty", g[4])
             self.assertIn("uuid", g[1])
             self.assertIsInstance(g[1]["signals"]["util"], (int, float))
             s = {x["session"]: x for x in h["sessions"]}

@@ -3,15 +3,24 @@
  * replayed by the fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c),
  * through the real "nvml" source: the seed's five states on an A10G (no
  * GPM: power proxy) and on an H100 (GPM SM activity), bursty use,
- * failed and stale reads, a lost GPU, the R535 32-byte process stride.
+ * failed and stale reads, a lost GPU, the R535 32-byte process stride;
+ * and waste accounting: STUCK, ALLOCATED_UNUSED from a kubelet checkpoint
+ * and a Slurm job cgroup, leaked memory named by its /dev/nvidia* holder,
+ * busy seconds per process from NVML's per-process samples.
  * Time is a fake clock: one tick = one second.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <dlfcn.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "idle/idle.h"
 #include "test.h"
 
@@ -37,6 +46,10 @@ typedef struct run {
     idle_gpu g[2];
     void *fake;
     void (*set_tick)(int);
+    /* with acct: allocations, holders and accounting each tick, as the
+     * daemon's round does (idle_watch.c round_gpus) */
+    idle_env env;
+    idle_acct *acct;
 } run;
 
 static int run_open(run *r, const char *trace, const char *global)
@@ -88,15 +101,25 @@ static void run_ticks(run *r, int from, int to, int gpm)
             usleep(105000);
         if (idle_src_sample(r->src, s, 2, &n))
             n = 0;
+        if (r->acct)
+            idle_alloc_scan(&r->env, r->g, 2);
         for (int i = 0; i < 2; i++) {
             idle_gpu_push(&r->g[i], i < n ? &s[i] : NULL, now);
             idle_gpu_eval(&r->g[i], &r->cfg, now);
+        }
+        if (r->acct) {
+            int need[2] = { r->g[0].dirty, r->g[1].dirty };
+            idle_holders_scan(&r->env, r->g, 2, need);
+            for (int i = 0; i < 2; i++)
+                idle_gpu_note_holders(&r->g[i]);
+            idle_acct_round(r->acct, &r->env, r->g, 2, now);
         }
     }
 }
 
 static void run_close(run *r)
 {
+    idle_acct_free(r->acct);
     for (int i = 0; i < 2; i++)
         idle_gpu_release(&r->g[i]);
     idle_src_close(r->src);
@@ -283,6 +306,399 @@ static void test_stride32(void)
     run_close(&r);
 }
 
+/* ---- waste accounting: fixture trees under a root ---- */
+
+static char g_root[512];
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static void fx_open(void)
+{
+    snprintf(g_root, sizeof g_root, "%s/idle_root_%d",
+             getenv("GPUFL_TEST_TMP") ? getenv("GPUFL_TEST_TMP") : "/tmp",
+             (int)getpid());
+    nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    mkdir(g_root, 0755);
+}
+
+static void fx_close(void)
+{
+    nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void fx_mkdirs(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + strlen(g_root) + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+    mkdir(buf, 0755);
+}
+
+/* rel under the root; len 0 = strlen */
+static void fx_write(const char *rel, const char *data, size_t len)
+{
+    char path[1024], dir[1024];
+    FILE *f;
+    snprintf(path, sizeof path, "%s%s", g_root, rel);
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = 0;
+    fx_mkdirs(dir);
+    f = fopen(path, "w");
+    if (!f)
+        return;
+    fwrite(data, 1, len ? len : strlen(data), f);
+    fclose(f);
+}
+
+static void fx_link(const char *rel, const char *target)
+{
+    char path[1024], dir[1024];
+    snprintf(path, sizeof path, "%s%s", g_root, rel);
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = 0;
+    fx_mkdirs(dir);
+    CHECK(symlink(target, path) == 0);
+}
+
+#define POD_UID "6f1c2d3e-1111-2222-3333-444455556666"
+#define POD_CG                                                                 \
+    "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"       \
+    "6f1c2d3e_1111_2222_3333_444455556666.slice/cri-containerd-"               \
+    "abcdef1234567890abcdef.scope\n"
+
+/* a pod "ml/train-0" and a user alice (uid 1001) */
+static void fx_base(void)
+{
+    char d[1024];
+    snprintf(d, sizeof d, "%s/var/log/pods/ml_train-0_" POD_UID, g_root);
+    fx_mkdirs(d);
+    fx_write("/etc/passwd",
+             "root:x:0:0::/root:/bin/sh\n"
+             "alice:x:1001:1001::/home/alice:/bin/sh\n",
+             0);
+}
+
+static int run_acct(run *r, const char *trace)
+{
+    if (run_open(r, trace, NULL))
+        return -1;
+    r->env.root = g_root;
+    return idle_acct_new(&r->acct, &r->cfg, 0);
+}
+
+/* the metrics text of r in b (caller releases) */
+static const char *metrics(run *r, gbuf *b)
+{
+    CHECK(idle_acct_metrics(r->acct, b, r->g, 2, "node1") == 0);
+    return gbuf_str(b);
+}
+
+/* a line of text holding every one of the words, and its value */
+static double metric_value(const char *text, const char *const *words)
+{
+    const char *p = text;
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char line[2048];
+        int ok = p[0] != '#';
+        snprintf(line, sizeof line, "%.*s", (int)n, p);
+        for (int i = 0; ok && words[i]; i++)
+            ok = strstr(line, words[i]) != NULL;
+        if (ok)
+            return strtod(strrchr(line, ' ') + 1, NULL);
+        p = nl ? nl + 1 : NULL;
+    }
+    return -1;
+}
+
+/* STUCK on an H100 with GPM: utilisation 100 % with SM activity 0.2 %
+ * and memory unchanged; BUSY_LOW_OCC until the hold, then STUCK and
+ * dirty.  one_thread's 1.2 % SM is never STUCK. */
+static void test_stuck_gpm(void)
+{
+    run r;
+    REQUIRE(run_open(&r,
+                     "dev 0 util=100 mem_used=316669952 power=120000 "
+                     "gpm=1 gpm_sm=1.2 procs=76:316669952\n"
+                     "dev 1 util=100 mem_used=316669952 power=120000 "
+                     "gpm_sm=0.2 procs=77:316669952\n",
+                     NULL) == 0);
+    r.cfg.stuck_hold_s = 6;
+    run_ticks(&r, 0, 5, 1);
+    EXPECT(r.g[1], IG_BUSY_LOW_OCC);
+    CHECK(has_reason(&r.g[1], "STUCK after"));
+    run_ticks(&r, 5, 12, 1);
+    EXPECT(r.g[1], IG_STUCK);
+    CHECK(has_reason(&r.g[1], "SM activity"));
+    CHECK(r.g[1].dirty);
+    EXPECT(r.g[0], IG_BUSY_LOW_OCC);
+    CHECK(!r.g[0].dirty);
+    run_close(&r);
+}
+
+/* STUCK without GPM: power near the idle floor; memory that moves, or
+ * one sample below stuck_util, is progress */
+static void test_stuck_power(void)
+{
+    run r;
+    char trace[2048];
+    size_t k = 0;
+    k += (size_t)snprintf(trace + k, sizeof trace - k,
+                          "dev 0 cc=8.6 util=100 mem_used=316669952 "
+                          "power=90000 power_limit=300000 "
+                          "procs=4101:316669952\n"
+                          "dev 1 cc=8.6 util=100 mem_used=316669952 "
+                          "power=90000 power_limit=300000 "
+                          "procs=4102:316669952\n");
+    for (int t = 0; t < 30; t += 2)
+        k += (size_t)snprintf(trace + k, sizeof trace - k,
+                              "sample %d dev 1 mem_used=%d\n"
+                              "sample %d dev 1 mem_used=316669952\n",
+                              t, 316669952 + 104857600, t + 1);
+    REQUIRE(run_open(&r, trace, NULL) == 0);
+    r.cfg.stuck_hold_s = 15;
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[0], IG_BUSY_LOW_OCC);
+    run_ticks(&r, 12, 22, 0);
+    EXPECT(r.g[0], IG_STUCK);
+    CHECK(has_reason(&r.g[0], "power limit"));
+    CHECK(has_reason(&r.g[0], "no progress"));
+    EXPECT(r.g[1], IG_BUSY_LOW_OCC); /* memory moves: progress */
+    run_close(&r);
+    REQUIRE(run_open(&r,
+                     "dev 0 cc=8.6 util=100 mem_used=316669952 power=90000 "
+                     "power_limit=300000 procs=4101:316669952\n"
+                     "dev 1 procs=\nsample 15 dev 0 util=90\n"
+                     "sample 16 dev 0 util=100\n",
+                     NULL) == 0);
+    r.cfg.stuck_hold_s = 8;
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[0], IG_STUCK);
+    run_ticks(&r, 12, 24, 0);
+    EXPECT(r.g[0], IG_BUSY_LOW_OCC); /* util 90 at 15: progress */
+    run_close(&r);
+}
+
+/* ALLOCATED_UNUSED from the kubelet device-plugin checkpoint: the pod
+ * holds GPU 0 with no process; GPU 1 is another resource's; the waste is
+ * charged to the pod; a process ends it */
+static void test_alloc_kubelet(void)
+{
+    run r;
+    gbuf b = GBUF_INIT(1 << 20);
+    const char *m;
+    const char *want[] = { "gpufl_gpu_wasted_seconds_total{",
+                           "UUID=\"GPU-a10g\"",
+                           "container=\"trainer\"",
+                           "pod=\"train-0\"",
+                           "namespace=\"ml\"",
+                           "reason=\"allocated_unused\"",
+                           NULL };
+    fx_open();
+    fx_base();
+    fx_write("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+             "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"" POD_UID
+             "\",\"ContainerName\":\"trainer\",\"ResourceName\":"
+             "\"nvidia.com/gpu\",\"DeviceIDs\":{\"-1\":[\"GPU-a10g\"]},"
+             "\"AllocResp\":\"CgQKAA==\"},{\"PodUID\":\"77\","
+             "\"ContainerName\":\"x\",\"ResourceName\":\"example.com/fpga\","
+             "\"DeviceIDs\":{\"0\":[\"GPU-h100\"]}}],\"RegisteredDevices\":"
+             "{\"nvidia.com/gpu\":[\"GPU-a10g\",\"GPU-h100\"]}},"
+             "\"Checksum\":1}\n",
+             0);
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=0 procs=\n"
+                         "dev 1 util=0 mem_used=0 procs=\n"
+                         "sample 12 dev 0 util=80 mem_used=891289600 "
+                         "power=200000 procs=4101:891289600\n") == 0);
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[0], IG_ALLOCATED_UNUSED);
+    CHECK(has_reason(&r.g[0], "allocated to pod ml/train-0"));
+    CHECK(!r.g[0].dirty);
+    EXPECT(r.g[1], IG_EMPTY);
+    CHECK(fabs(idle_acct_wasted(r.acct, 0, IW_ALLOC) - 11.0) < 1e-6);
+    CHECK(idle_acct_wasted(r.acct, 1, IW_ALLOC) == 0);
+    m = metrics(&r, &b);
+    CHECK(fabs(metric_value(m, want) - 11.0) < 1e-6);
+    gbuf_release(&b);
+    run_ticks(&r, 12, 14, 0);
+    CHECK(r.g[0].state != IG_ALLOCATED_UNUSED);
+    run_close(&r);
+    fx_close();
+}
+
+/* the pre-1.20 checkpoint form (a list) and the "index" ID strategy */
+static void test_kubelet_forms(void)
+{
+    idle_gpu g[2];
+    idle_env e;
+    const char *ck = "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"u1\","
+                     "\"ContainerName\":\"c\",\"ResourceName\":"
+                     "\"nvidia.com/gpu\",\"DeviceIDs\":[\"1\"]}]}}";
+    memset(g, 0, sizeof g);
+    memset(&e, 0, sizeof e);
+    e.root = "/nonexistent";
+    g[0].info.id = 0;
+    g[1].info.id = 1;
+    snprintf(g[1].info.uuid, sizeof g[1].info.uuid, "GPU-x");
+    CHECK(idle_kubelet_parse(&e, ck, strlen(ck), g, 2) == 1);
+    CHECK(!g[0].allocated && g[1].allocated);
+    CHECK_STR(g[1].alloc_what, "pod pod-u1");
+    CHECK_STR(g[1].alloc.container, "c");
+    /* not JSON, or not the shape: nothing allocated, nothing broken */
+    memset(g, 0, sizeof g);
+    CHECK(idle_kubelet_parse(&e, "{\"Data\":", 8, g, 2) == 0);
+    CHECK(idle_kubelet_parse(&e, "{\"Data\":{\"PodDeviceEntries\":3}}", 31, g,
+                             2) == 0);
+    CHECK(!g[0].allocated && !g[1].allocated);
+}
+
+/* ALLOCATED_UNUSED from a Slurm job cgroup whose process has
+ * SLURM_JOB_GPUS=1 in its environment */
+static void test_alloc_slurm(void)
+{
+    run r;
+    static const char env[] = "HOME=/home/alice\0SLURM_JOB_GPUS=1\0X=1\0";
+    fx_open();
+    fx_base();
+    fx_write("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_42/"
+             "step_batch/user/task_0/cgroup.procs",
+             "777\n", 0);
+    fx_write("/proc/777/environ", env, sizeof env - 1);
+    fx_write("/proc/777/status", "Name:\tbash\nUid:\t1001\t1001\t1001\t1001\n",
+             0);
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=0 procs=\n"
+                         "dev 1 util=0 mem_used=0 procs=\n") == 0);
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[0], IG_EMPTY);
+    EXPECT(r.g[1], IG_ALLOCATED_UNUSED);
+    CHECK(has_reason(&r.g[1], "Slurm job 42 (user alice)"));
+    CHECK_STR(r.g[1].alloc.job, "42");
+    CHECK(fabs(idle_acct_wasted(r.acct, 1, IW_ALLOC) - 11.0) < 1e-6);
+    run_close(&r);
+    fx_close();
+}
+
+/* leaked memory: 10 GiB used, no process listed.  GPU 0's is held by a
+ * process with /dev/nvidia0 open (named: pid, pod, container, user);
+ * GPU 1's by nobody (leaked by the driver).  /dev/nvidiactl is no GPU. */
+static void test_leaked_holder(void)
+{
+    run r;
+    gbuf b = GBUF_INIT(1 << 20);
+    const char *want[] = { "gpufl_gpu_wasted_seconds_total{",
+                           "gpu=\"0\"",
+                           "pod=\"train-0\"",
+                           "user=\"alice\"",
+                           "reason=\"phantom\"",
+                           NULL };
+    const char *dirty[] = { "gpufl_gpu_dirty{", "gpu=\"1\"", NULL };
+    const char *m;
+    fx_open();
+    fx_base();
+    fx_write("/proc/555/cgroup", POD_CG, 0);
+    fx_write("/proc/555/status", "Uid:\t1001\t1001\t1001\t1001\n", 0);
+    fx_link("/proc/555/fd/3", "/dev/nvidiactl");
+    fx_link("/proc/555/fd/7", "/dev/nvidia0");
+    fx_link("/proc/556/fd/3", "/dev/nvidiactl");
+    fx_link("/proc/556/fd/4", "/dev/nvidia10");
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=10737418240 procs=\n"
+                         "dev 1 util=0 mem_used=10737418240 procs=\n") == 0);
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[0], IG_HELD);
+    CHECK(r.g[0].dirty && r.g[1].dirty);
+    CHECK(r.g[0].nholders == 1 && r.g[0].holders[0] == 555);
+    CHECK(has_reason(&r.g[0], "held open by pid 555, pod ml/train-0, "
+                              "container abcdef123456, user alice"));
+    CHECK(has_reason(&r.g[0], "not safe for the next job"));
+    CHECK(r.g[1].nholders == 0);
+    CHECK(has_reason(&r.g[1], "leaked by the driver"));
+    m = metrics(&r, &b);
+    CHECK(fabs(metric_value(m, want) - 11.0) < 1e-6);
+    CHECK(metric_value(m, dirty) == 1);
+    gbuf_release(&b);
+    run_close(&r);
+    fx_close();
+}
+
+/* busy seconds per process: the sum of smUtil x 1 s over the fake's
+ * per-process samples after the first; the owner (pod, or Slurm job and
+ * user) on each series, the MIG instance of pid 100 (GPU_I_ID); an
+ * exited process's total moves to its owner's
+ * pid="" series; with a cap of one process series the other is folded
+ * from the start.  Waste "idle" is the rest of the owned time. */
+static void test_busy_seconds(void)
+{
+    const char *trace =
+        "dev 0 util=60 mem_used=2000000000 power=200000 "
+        "procs=100:1500000000:2,200:500000000 putil=100:50,200:10\n"
+        "dev 1 procs=\n"
+        "sample 5 dev 0 putil=100:80,200:0\n"
+        "sample 8 dev 0 procs=100:1500000000:2 putil=100:80\n";
+    const char *p100[] = { "gpufl_gpu_busy_seconds_total{",
+                           "GPU_I_ID=\"2\",pid=\"100\"", "pod=\"train-0\"",
+                           "container=\"abcdef123456\"", NULL };
+    const char *p200[] = { "gpufl_gpu_busy_seconds_total{",
+                           "GPU_I_ID=\"\",pid=\"200\"", NULL };
+    const char *job7[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"\"",
+                           "job=\"7\"", "user=\"alice\"", NULL };
+    const char *mem100[] = { "gpufl_gpu_memory_used_bytes{", "pid=\"100\"",
+                             NULL };
+    for (int cap = 100; cap >= 1; cap -= 99) {
+        run r;
+        gbuf b = GBUF_INIT(1 << 20);
+        const char *m;
+        fx_open();
+        fx_base();
+        fx_write("/proc/100/cgroup", POD_CG, 0);
+        fx_write("/proc/200/cgroup",
+                 "0::/system.slice/slurmstepd.scope/job_7/step_0/user/"
+                 "task_0\n",
+                 0);
+        fx_write("/proc/200/status", "Uid:\t1001\t1001\t1001\t1001\n", 0);
+        REQUIRE(run_open(&r, trace, NULL) == 0);
+        r.env.root = g_root;
+        r.cfg.metrics_procs = (uint32_t)cap;
+        REQUIRE(idle_acct_new(&r.acct, &r.cfg, 0) == 0);
+        run_ticks(&r, 0, 6, 0);
+        /* ticks 1-4 at 50 % and 10 %, tick 5 at 80 % and 0 % */
+        CHECK(fabs(idle_acct_busy(r.acct, 0, 100) - 2.8) < 1e-6);
+        CHECK(fabs(idle_acct_busy(r.acct, 0, 200) - 0.4) < 1e-6);
+        m = metrics(&r, &b);
+        CHECK(fabs(metric_value(m, p100) - 2.8) < 1e-6);
+        CHECK(metric_value(m, mem100) == 1500000000);
+        if (cap == 1) {
+            CHECK(metric_value(m, p200) < 0); /* folded */
+            CHECK(fabs(metric_value(m, job7) - 0.4) < 1e-6);
+        } else {
+            CHECK(fabs(metric_value(m, p200) - 0.4) < 1e-6);
+        }
+        gbuf_release(&b);
+        run_ticks(&r, 6, 12, 0);
+        /* pid 200 exited at tick 8: its 0.4 s is its owner's now */
+        CHECK(fabs(idle_acct_busy(r.acct, 0, 100) - 7.6) < 1e-6);
+        CHECK(idle_acct_busy(r.acct, 0, 200) < 0);
+        m = metrics(&r, &b);
+        CHECK(fabs(metric_value(m, p100) - 7.6) < 1e-6);
+        CHECK(metric_value(m, p200) < 0);
+        CHECK(fabs(metric_value(m, job7) - 0.4) < 1e-6);
+        /* BUSY at 60 %: 0.4 of each of the 11 intervals is idle */
+        CHECK(fabs(idle_acct_wasted(r.acct, 0, IW_IDLE) - 4.4) < 1e-6);
+        gbuf_release(&b);
+        run_close(&r);
+        fx_close();
+    }
+}
+
 int main(void)
 {
     RUN(test_seed_a10g);
@@ -292,5 +708,12 @@ int main(void)
     RUN(test_failed_reads);
     RUN(test_stale);
     RUN(test_stride32);
+    RUN(test_stuck_gpm);
+    RUN(test_stuck_power);
+    RUN(test_alloc_kubelet);
+    RUN(test_kubelet_forms);
+    RUN(test_alloc_slurm);
+    RUN(test_leaked_holder);
+    RUN(test_busy_seconds);
     TEST_DONE();
 }

@@ -256,6 +256,24 @@ static void test_low_occ_unattended(void)
     idle_gpu_release(&w.g);
 }
 
+/* a hung collective: utilisation pinned, SM activity ~0, nobody attached.
+ * Not idle (never warned or stopped by the timers), not plain low
+ * occupancy: ACTIVE "stuck" with an alert once the GPU is STUCK. */
+static void test_stuck(void)
+{
+    world w;
+    world_open(&w, T0);
+    step(&w, T0, T0 + S(1200), S(600), 100, 1, 2 * GIB, 0.001, 0, -1, 0.01);
+    CHECK(w.g.state == IG_STUCK);
+    step(&w, T0 + S(1200), T0 + S(6 * 3600), S(600), 100, 1, 2 * GIB, 0.001, 0,
+         -1, 0.01);
+    CHECK(w.g.state == IG_STUCK);
+    EXPECT(w, IS_ACTIVE, IA_ALERT);
+    CHECK_STR(w.s.kind, "stuck");
+    CHECK(reason(&w.s, "STUCK"));
+    idle_gpu_release(&w.g);
+}
+
 static void test_max_age(void)
 {
     world w;
@@ -439,6 +457,7 @@ int main(void)
     RUN(test_hysteresis);
     RUN(test_unknown_phantom);
     RUN(test_low_occ_unattended);
+    RUN(test_stuck);
     RUN(test_max_age);
     RUN(test_fixture_signals);
     RUN(test_iso);
