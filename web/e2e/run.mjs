@@ -757,8 +757,12 @@ try {
     await shot('kernels');
   });
   await attempt('kernels_table', async () => {
-    for (let i = 0; i < 3 && !(await text('[data-testid=kth-dur]')).endsWith('▼'); i++)
+    for (let i = 0; i < 3 && !(await text('[data-testid=kth-dur]')).endsWith('▼'); i++) {
       await page.click('[data-testid=kth-dur]');
+      // the server sorts: the rows change once its answer is in (a loaded
+      // machine read the rows of the previous order before)
+      await idle();
+    }
     const durs = await page.$$eval('[data-testid=kernel-row]', (r) => r.map((x) => x.getAttribute('data-kid')));
     const kids = durs.map(Number);
     // the first row after sorting by GPU time (desc) is the longest of those shown
