@@ -236,6 +236,17 @@ int agent_gap_hold(agent_ctx *c, agent_file *f)
         f->hold_scan = 0;
         return 0;
     }
+    from = (k->flags & CURSOR_K_FILE) ? k->next_file : 0;
+    /* a file of the hole that this agent follows is read (and shipped,
+     * however long the sink is down) before f: no bound on that wait.
+     * Giving up after a number of scans while the sink was down reported
+     * files that were still in the folder as deleted, and skipped them. */
+    for (size_t i = 0; i < c->nfiles; i++) {
+        const agent_file *g = c->files[i];
+        if (g != f && g->k == k && g->n != AGENT_LIVE && g->n >= from + 1 &&
+            g->n <= f->fidx && !g->gone)
+            return 1;
+    }
     /* readdir can miss a name renamed during the scan (the client's
      * rotation and compression): a file of the hole that is in the folder
      * after all is found by the next scan and read first.  Bounded, in
@@ -244,7 +255,6 @@ int agent_gap_hold(agent_ctx *c, agent_file *f)
         f->hold_scan = c->nscans + 1;
     if (c->nscans >= f->hold_scan + AGENT_HOLE_SCANS)
         return 0;
-    from = (k->flags & CURSOR_K_FILE) ? k->next_file : 0;
     to = f->fidx - from > AGENT_HOLE_LOOK ? from + AGENT_HOLE_LOOK : f->fidx;
     for (uint32_t j = from; j < to; j++) {
         if (rotated_exists(c, k, j)) {

@@ -8,6 +8,9 @@ if(TARGET gpufl-agent)
                   LIBS gpufl_agent_core)
   gpufl_unit_test(test_agent_opt ${GPUFL_AGENT_TESTS}/test_opt.c
                   LIBS gpufl_agent_core)
+  # a later file waits for the files before it that are still in the folder
+  gpufl_unit_test(test_agent_gaps ${GPUFL_AGENT_TESTS}/test_gaps.c
+                  LIBS gpufl_agent_core)
   gpufl_unit_test(test_agent_s3 ${GPUFL_AGENT_TESTS}/test_s3.c
                   LIBS gpufl_agent_core)
 
