@@ -272,6 +272,8 @@ export async function jobChecks(h) {
         x.getAttribute('data-rank'),
         Number(x.getAttribute('data-median')),
         Number(x.querySelector('rect').getAttribute('height')),
+        Number(x.getAttribute('data-compute')),
+        Number(x.querySelector('[data-testid=step-bar-compute]').getAttribute('height')),
       ]),
     );
     const lines = await page.$$eval('[data-testid=step-line]', (l) =>
@@ -283,6 +285,12 @@ export async function jobChecks(h) {
         ([r, m, hh], i) => r === String(api.ranks[i].rank) && m === Number(api.ranks[i].step_median_ns) && hh > 0,
       ) &&
       bars.every(([, m, hh]) => Math.abs(hh / bars[0][2] - m / bars[0][1]) < 0.01) &&
+      bars.every(
+        ([, , , c, ch], i) =>
+          c === Number(api.ranks[i].compute_median_ns) && Math.abs(ch / bars[0][4] - c / bars[0][3]) < 0.01,
+      ) &&
+      // the straggler's solid bar is the tallest
+      bars.every(([r, , , , ch]) => r === '2' || ch < bars[2][4]) &&
       lines.length === api.ranks.length &&
       lines.every(([r, n], i) => r === String(api.ranks[i].rank) && n === api.ranks[i].steps_ns.length);
     check('jobs_chart', okChart, JSON.stringify(bars) + ' lines ' + JSON.stringify(lines));

@@ -208,7 +208,6 @@ export function App() {
               {jobLabel(session)}
             </a>
           )}
-          <SessionRegs key={session.id} session={session} />
           {(() => {
             const g = gapsText(session);
             return g ? (
@@ -224,6 +223,7 @@ export function App() {
             ·{' '}
           </span>
           <code className="dim">{session.id}</code>
+          <SessionRegs key={session.id} session={session} />
         </div>
       )}
       <main>{body}</main>

@@ -21,7 +21,7 @@ describe('compare', () => {
   it('keys rows by the recorded name and marks display names shared by several rows', () => {
     const r = compareRows(items);
     expect(r.map((x) => x.key)).toEqual(['_Z1kIiEvPT_', '_Z1kIiEvPT_x', 'gemm', 'newk']);
-    expect(r.map((x) => x.shared)).toEqual([true, true, false, false]);
+    expect(r.map((x) => x.alike)).toEqual([2, 2, 1, 1]);
     expect(new Set(r.map((x) => x.key)).size).toBe(4);
   });
   it('computes deltas with a missing side as zero', () => {

@@ -9,7 +9,7 @@ export interface CmpRow {
   key: string; // the recorded name: the row's identity
   name: string;
   mangled: string | null;
-  shared: boolean; // another row shows the same name
+  alike: number; // rows showing this name (more than 1: instantiations alike)
   aCount: number | null;
   aAvg: number | null;
   aTotal: number | null;
@@ -31,7 +31,7 @@ export function compareRows(items: CompareItem[]): CmpRow[] {
       key: it.mangled ?? it.name,
       name: it.name,
       mangled: it.mangled ?? null,
-      shared: (seen.get(it.name) ?? 0) > 1,
+      alike: seen.get(it.name) ?? 1,
       aCount: it.a ? it.a.count : null,
       aAvg: it.a ? num(it.a.avg_ns) : null,
       aTotal: aT,

@@ -67,14 +67,19 @@ describe('jobs', () => {
     expect(g.yMax).toBe(5000000); // 4.5 ms rounded up to 5
     expect(g.bars[1].h).toBeCloseTo((4000000 / 5000000) * 100);
     expect(g.bars[0].y).toBeCloseTo(100 - (2000000 / 5000000) * 100);
+    // inside it, the median outside collectives
+    expect(g.bars[1].ch).toBeCloseTo((3500000 / 5000000) * 100);
+    expect(g.bars[0].cy).toBeCloseTo(100 - (1500000 / 5000000) * 100);
     // line of rank 0: from x0 (after the bars) to the right edge
     expect(g.lines[0].d).toBe('M56.0,80.0L278.0,60.0L500.0,40.0');
     expect(g.lines[1].straggler).toBe(true);
     expect(chartGeo([], 100, 100, 10).yMax).toBe(0);
   });
-  it('rounds a scale up to 1, 2 or 5 x 10^k', () => {
+  it('rounds a scale up to a round 10^k multiple', () => {
     expect(niceCeil(4500000)).toBe(5000000);
-    expect(niceCeil(1001)).toBe(2000);
+    expect(niceCeil(2154385)).toBe(2500000);
+    expect(niceCeil(1001)).toBe(1500);
+    expect(niceCeil(8100)).toBe(10000);
     expect(niceCeil(1000)).toBe(1000);
     expect(niceCeil(0)).toBe(0);
   });

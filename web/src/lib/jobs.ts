@@ -91,7 +91,20 @@ export function fmtP(p: number | null | undefined): string {
 
 export interface ChartGeo {
   yMax: number; // ns at the top
-  bars: { rank: number | null; x: number; y: number; w: number; h: number; v: number; straggler: boolean }[];
+  /* per rank: the median step (y, h) and, inside it, the median outside
+     collectives (cy, ch) - what the straggler verdict compares */
+  bars: {
+    rank: number | null;
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    v: number;
+    cy: number;
+    ch: number;
+    c: number;
+    straggler: boolean;
+  }[];
   lines: { rank: number | null; d: string; straggler: boolean }[];
   ticks: { y: number; v: number }[];
 }
@@ -114,6 +127,9 @@ export function chartGeo(rows: RankRow[], w: number, h: number, barW: number): C
     w: barW - 4,
     h: h - y(r.stepMedian),
     v: r.stepMedian,
+    cy: y(r.computeMedian),
+    ch: h - y(r.computeMedian),
+    c: r.computeMedian,
     straggler: r.straggler,
   }));
   const x0 = rows.length * barW + 16;
@@ -129,10 +145,10 @@ export function chartGeo(rows: RankRow[], w: number, h: number, barW: number): C
   return { yMax, bars, lines, ticks };
 }
 
-/* The smallest 1, 2 or 5 × 10^k at least v (0 for 0). */
+/* The smallest 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10^k at least v (0 for 0). */
 export function niceCeil(v: number): number {
   if (!(v > 0)) return 0;
   const e = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 5, 10]) if (m * e >= v) return m * e;
+  for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * e >= v * (1 - 1e-12)) return m * e;
   return 10 * e;
 }

@@ -108,67 +108,76 @@ function StepChart({ rows }: { rows: RankRow[] }) {
   const [hover, setHover] = useState<number | null>(null);
   if (!g.yMax) return <Empty>No step times: no rank has a repeated scope to take as its step.</Empty>;
   return (
-    <svg
-      className="stepchart"
-      data-testid="step-chart"
-      width={W}
-      height={H + 36}
-      viewBox={`-60 -6 ${W} ${H + 36}`}
-      role="img"
-      aria-label="step time per rank"
-    >
-      {g.ticks.map((t) => (
-        <g key={t.v}>
-          <line x1={0} x2={W - 60} y1={t.y} y2={t.y} stroke="#262c38" />
-          <text x={-6} y={t.y + 4} textAnchor="end" fill="#8b94a3" fontSize={11}>
-            {fmtNs(t.v)}
-          </text>
-        </g>
-      ))}
-      {g.bars.map((b, i) => (
-        <g key={'b' + i} data-testid="step-bar" data-rank={b.rank ?? ''} data-median={b.v}>
-          <rect
-            x={b.x}
-            y={b.y}
-            width={b.w}
-            height={b.h}
-            fill={rankColor(rows[i], i)}
+    <>
+      <svg
+        className="stepchart"
+        data-testid="step-chart"
+        width={W}
+        height={H + 22}
+        viewBox={`-60 -6 ${W} ${H + 22}`}
+        role="img"
+        aria-label="step time per rank"
+      >
+        {g.ticks.map((t) => (
+          <g key={t.v}>
+            <line x1={0} x2={W - 60} y1={t.y} y2={t.y} stroke="#262c38" />
+            <text x={-6} y={t.y + 4} textAnchor="end" fill="#8b94a3" fontSize={11}>
+              {fmtNs(t.v)}
+            </text>
+          </g>
+        ))}
+        {g.bars.map((b, i) => (
+          <g
+            key={'b' + i}
+            data-testid="step-bar"
+            data-rank={b.rank ?? ''}
+            data-median={b.v}
+            data-compute={b.c}
+            onMouseEnter={() => setHover(i)}
+            onMouseLeave={() => setHover(null)}
             opacity={hover === null || hover === i ? 1 : 0.35}
+          >
+            <rect x={b.x} y={b.y} width={b.w} height={b.h} fill={rankColor(rows[i], i)} opacity={0.35} />
+            <rect
+              data-testid="step-bar-compute"
+              x={b.x}
+              y={b.cy}
+              width={b.w}
+              height={b.ch}
+              fill={rankColor(rows[i], i)}
+            />
+            <title>
+              {rankLabel(b.rank)}: median step {fmtNs(b.v)}, of which outside collectives {fmtNs(b.c)} (solid), over{' '}
+              {rows[i].steps} steps
+            </title>
+            <text x={b.x + b.w / 2} y={H + 14} textAnchor="middle" fill="#8b94a3" fontSize={11}>
+              {b.rank ?? '?'}
+            </text>
+          </g>
+        ))}
+        {g.lines.map((l, i) => (
+          <path
+            key={'l' + i}
+            data-testid="step-line"
+            data-rank={l.rank ?? ''}
+            d={l.d}
+            fill="none"
+            stroke={rankColor(rows[i], i)}
+            strokeWidth={hover === i ? 2.5 : l.straggler ? 2 : 1.2}
+            opacity={hover === null || hover === i ? 1 : 0.25}
             onMouseEnter={() => setHover(i)}
             onMouseLeave={() => setHover(null)}
           >
-            <title>
-              {rankLabel(b.rank)}: median step {fmtNs(b.v)} over {rows[i].steps} steps
-            </title>
-          </rect>
-          <text x={b.x + b.w / 2} y={H + 14} textAnchor="middle" fill="#8b94a3" fontSize={11}>
-            {b.rank ?? '?'}
-          </text>
-        </g>
-      ))}
-      <text x={(rows.length * BAR) / 2} y={H + 28} textAnchor="middle" fill="#8b94a3" fontSize={11}>
-        median per rank
-      </text>
-      {g.lines.map((l, i) => (
-        <path
-          key={'l' + i}
-          data-testid="step-line"
-          data-rank={l.rank ?? ''}
-          d={l.d}
-          fill="none"
-          stroke={rankColor(rows[i], i)}
-          strokeWidth={hover === i ? 2.5 : l.straggler ? 2 : 1.2}
-          opacity={hover === null || hover === i ? 1 : 0.25}
-          onMouseEnter={() => setHover(i)}
-          onMouseLeave={() => setHover(null)}
-        >
-          <title>{rankLabel(l.rank)}: each step (hover a line or bar to pick it out)</title>
-        </path>
-      ))}
-      <text x={rows.length * BAR + 16} y={H + 28} fill="#8b94a3" fontSize={11}>
-        step time over the run, one line per rank (red: straggler)
-      </text>
-    </svg>
+            <title>{rankLabel(l.rank)}: each step (hover a line or bar to pick it out)</title>
+          </path>
+        ))}
+      </svg>
+      <div className="dim" data-testid="step-legend">
+        Left: per rank (number under the bar) its median step time, and solid its median step time outside collectives -
+        what the verdict compares. Right: each step&apos;s time over the run, one line per rank (ranks that wait for
+        each other in collectives overlap). Red: a straggler. Hover a bar or a line to pick its rank out.
+      </div>
+    </>
   );
 }
 

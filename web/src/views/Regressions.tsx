@@ -164,7 +164,8 @@ export function RegTable({ items, base }: { items: Regression[]; base: string | 
 }
 
 /* The session header's part: what the regression scan found for this
-   session, a click away (GET /sessions/{id}/regressions). */
+   session (GET /sessions/{id}/regressions): a button in the header line,
+   and the findings under it when opened. */
 export function SessionRegs({ session }: { session: Session }) {
   const [open, setOpen] = useState(false);
   const ended = session.state === 'ended';
@@ -172,17 +173,17 @@ export function SessionRegs({ session }: { session: Session }) {
     session.id,
     ended,
   ]);
-  const others = useApi<Page<Session>>(open ? 'sessions' : null, { app: session.app, state: 'ended', limit: 500 }, [
-    open,
-    session.app,
-  ]);
+  const n = r.data ? r.data.items.length : 0;
+  const others = useApi<Page<Session>>(
+    open && n ? 'sessions' : null,
+    { app: session.app, state: 'ended', limit: 500 },
+    [open, n, session.app],
+  );
   if (!ended || !r.data) return null;
-  const n = r.data.items.length;
   const slower = r.data.items.filter((f) => f.kind === 'slower').length;
-  const base =
-    others.data && n
-      ? baselineOf(others.data.items, { session: session.id, start_ns: session.start_ns, baseSessions: 0, items: [] })
-      : null;
+  const base = others.data
+    ? baselineOf(others.data.items, { session: session.id, start_ns: session.start_ns, baseSessions: 0, items: [] })
+    : null;
   const label = !r.data.scanned
     ? 'not compared yet'
     : n === 0
@@ -196,9 +197,15 @@ export function SessionRegs({ session }: { session: Session }) {
         data-n={n}
         disabled={!n}
         onClick={() => setOpen((o) => !o)}
-        title="what the regression scan found for this session (docs/analysis.md)"
+        title={
+          r.data.scanned
+            ? 'what the regression scan found for this session against the last ended sessions of ' +
+              session.app +
+              (n ? ': click to show or hide' : '')
+            : 'the scan runs a few seconds after the session ends (docs/analysis.md)'
+        }
       >
-        {label}
+        {label} {n ? (open ? '▴' : '▾') : ''}
       </button>
       {open && n > 0 && (
         <div className="sessregs" data-testid="session-regs-panel">

@@ -227,8 +227,8 @@ function Compare({ a, b }: { a: string; b: string }) {
           <div className="dim" data-testid="compare-totals">
             kernel time A {fmtNs(tot.aTotal)} ({tot.aCount} calls) · B {fmtNs(tot.bTotal)} ({tot.bCount} calls) · change{' '}
             <span className={cls(tot.dPct)}>{sgn(tot.dTotal)}</span> ({pct(tot.dPct)}) · rows are recorded names:
-            template instantiations are separate rows (⧉ marks a name shown by more than one row; hover for the mangled
-            name) · click a header to sort
+            template instantiations are separate rows (&quot;alike&quot; marks a name shown by more than one row, with
+            each one&apos;s mangled name under it) · click a header to sort
           </div>
           <table className="grid">
             <thead>
@@ -269,16 +269,23 @@ function Compare({ a, b }: { a: string; b: string }) {
                     className="name"
                     title={it.mangled && it.mangled !== it.name ? it.name + '\n\n' + it.mangled : it.name}
                   >
-                    {it.shared && (
-                      <span className="dim" data-testid="compare-shared">
-                        ⧉{' '}
-                      </span>
-                    )}
                     {it.name}
-                    {it.shared && it.mangled && (
-                      <div className="dim mangled" data-testid="compare-mangled">
-                        {it.mangled}
-                      </div>
+                    {it.alike > 1 && (
+                      <>
+                        {' '}
+                        <span
+                          className="badge b-alike"
+                          data-testid="compare-shared"
+                          title={it.alike + ' rows show this name: different recorded (mangled) names'}
+                        >
+                          {it.alike} alike
+                        </span>
+                        {it.mangled && (
+                          <div className="dim mangled" data-testid="compare-mangled">
+                            {it.mangled}
+                          </div>
+                        )}
+                      </>
                     )}
                   </td>
                   <td className="num">{it.aCount ?? '-'}</td>
