@@ -499,10 +499,23 @@ export async function regressionChecks(h) {
       .slice()
       .sort((x, y) => tot(y, 'b') - tot(y, 'a') - (tot(x, 'b') - tot(x, 'a')))
       .map((it) => it.mangled ?? it.name);
+    // a second click on the default column (A total, largest first) reverses it
+    await page.click('[data-testid=th-aTotal]');
+    await page
+      .waitForFunction(() => document.querySelector('[data-testid=th-aTotal]').textContent.includes('▲'), null, {
+        timeout: 3000,
+      })
+      .catch(() => {});
+    const k2 = await keys();
+    const byTotalAUp = cmp.items
+      .slice()
+      .sort((x, y) => (x.a ? tot(x, 'a') : -Infinity) - (y.a ? tot(y, 'a') : -Infinity))
+      .map((it) => it.mangled ?? it.name);
     const twins = cmp.items.filter((it) => it.name === TWIN).map((it) => it.mangled);
     const ok =
       JSON.stringify(k0) === JSON.stringify(byTotalA) &&
       JSON.stringify(k1) === JSON.stringify(byDelta) &&
+      JSON.stringify(k2) === JSON.stringify(byTotalAUp) &&
       twins.length === 2 &&
       JSON.stringify(shared.map((s) => s[0]).sort()) === JSON.stringify(twins.slice().sort()) &&
       shared.every(([k, m]) => k === m);
