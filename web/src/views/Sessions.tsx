@@ -206,6 +206,19 @@ export function Sessions({ st, set }: ViewProps) {
   );
 }
 
+/* The compare table's columns (CmpRow keys), each sortable. */
+const CMP_COLS: [string, string][] = [
+  ['name', 'kernel'],
+  ['aCount', 'A count'],
+  ['aAvg', 'A avg'],
+  ['aTotal', 'A total'],
+  ['bCount', 'B count'],
+  ['bAvg', 'B avg'],
+  ['bTotal', 'B total'],
+  ['dTotal', 'total change'],
+  ['dAvgPct', 'avg change'],
+];
+
 function Compare({ a, b }: { a: string; b: string }) {
   const r = useApi<Page<CompareItem>>('compare', { a, b, limit: 1000 }, [a, b]);
   const [sort, setSort] = useState<[string, boolean]>(['aTotal', true]);
@@ -233,33 +246,11 @@ function Compare({ a, b }: { a: string; b: string }) {
           <table className="grid">
             <thead>
               <tr>
-                <Th k="name" sort={sort} setSort={setSort}>
-                  kernel
-                </Th>
-                <Th k="aCount" sort={sort} setSort={setSort} num>
-                  A count
-                </Th>
-                <Th k="aAvg" sort={sort} setSort={setSort} num>
-                  A avg
-                </Th>
-                <Th k="aTotal" sort={sort} setSort={setSort} num>
-                  A total
-                </Th>
-                <Th k="bCount" sort={sort} setSort={setSort} num>
-                  B count
-                </Th>
-                <Th k="bAvg" sort={sort} setSort={setSort} num>
-                  B avg
-                </Th>
-                <Th k="bTotal" sort={sort} setSort={setSort} num>
-                  B total
-                </Th>
-                <Th k="dTotal" sort={sort} setSort={setSort} num>
-                  total change
-                </Th>
-                <Th k="dAvgPct" sort={sort} setSort={setSort} num>
-                  avg change
-                </Th>
+                {CMP_COLS.map(([k, label]) => (
+                  <Th key={k} k={k} sort={sort} setSort={setSort} num={k !== 'name'}>
+                    {label}
+                  </Th>
+                ))}
               </tr>
             </thead>
             <tbody>
