@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { ADMIN, startServer, runTrain, ingestDir, req, sessionOf } from './fixture.mjs';
 import { ingestLines, ingestStream, sessionLines, systemLines } from './gen.mjs';
 import * as T from './timeline.mjs';
+import { ingestJobsAndRuns, jobChecks, regressionChecks } from './jobs.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = Object.fromEntries(
@@ -70,7 +71,10 @@ async function attempt(name, fn) {
 }
 
 try {
-  server = await startServer({ bin: BIN, uiDir: DIST, tmp });
+  // --retention-interval 1s: the maintenance tick (stale marks, the
+  // regression scan of ended sessions) every second, not every 5 s; no
+  // retention limit is set, so it prunes nothing
+  server = await startServer({ bin: BIN, uiDir: DIST, tmp, extra: ['--retention-interval', '1s'] });
   const U = server.url;
   const env = { GPUFL_SYSTEM_INTERVAL_MS: '20' };
   runTrain(BIN, path.join(tmp, 'logs-a'), 40, env);
@@ -131,6 +135,9 @@ try {
     await ingestStream(U, ADMIN, 'system', sl);
   };
   await rIngest(0);
+  // a 4-rank job with a straggler, 5 runs of an app then a slower one
+  // (e2e/jobs.mjs): ingested early, so the scan has run when it is checked
+  const jobIds = await ingestJobsAndRuns(U, ADMIN);
   console.log('generated sessions ingested in ' + ((Date.now() - tg) / 1000).toFixed(1) + ' s');
   const get = async (p) => {
     const r = await req(U, 'GET', '/api/v1/' + p);
@@ -542,7 +549,7 @@ try {
     await page.click('[data-testid=compare-btn]');
     await page.waitForSelector('[data-testid=compare-row]');
     const cmp = await get(
-      `compare?a=${page.url().match(/s=([^&]+)/)[1]}&b=${page.url().match(/b=([^&]+)/)[1]}&limit=200`,
+      `compare?a=${page.url().match(/s=([^&]+)/)[1]}&b=${page.url().match(/b=([^&]+)/)[1]}&limit=1000`,
     );
     const rows = await page.locator('[data-testid=compare-row]').count();
     check(
@@ -1177,6 +1184,11 @@ try {
         ' s after the late lines',
     );
   });
+
+  // jobs, regressions, compare (e2e/jobs.mjs): what the page shows against the API
+  const hJ = { page, U, get, check, attempt, shot, text, idle, ids: jobIds };
+  await attempt('jobs', () => jobChecks(hJ));
+  await attempt('regress', () => regressionChecks(hJ));
 
   // errors are shown, not swallowed
   await attempt('errors_shown', async () => {

@@ -9,6 +9,10 @@ import { Scopes } from './views/Scopes';
 import { SystemView } from './views/System';
 import { Memory } from './views/Memory';
 import { Fleet } from './views/Fleet';
+import { Jobs } from './views/Jobs';
+import { Regressions, SessionRegs } from './views/Regressions';
+import { jobLabel } from './lib/jobs';
+import { formatHash } from './lib/url';
 import { Badge, ErrorBox, Loading } from './views/common';
 import { gapsText } from './lib/gaps';
 import type { Page, Session } from './lib/types';
@@ -79,6 +83,8 @@ const TAB_LABEL: Record<Tab, string> = {
   scopes: 'Scopes',
   system: 'System',
   memory: 'Memory',
+  jobs: 'Jobs',
+  regressions: 'Regressions',
   fleet: 'Fleet',
 };
 const NEEDS_SESSION: Tab[] = ['kernels', 'scopes', 'system', 'memory'];
@@ -156,6 +162,8 @@ export function App() {
   else if (st.tab === 'scopes') body = <Scopes key={st.s} {...props} />;
   else if (st.tab === 'system') body = <SystemView key={st.s} {...props} />;
   else if (st.tab === 'memory') body = <Memory key={st.s} {...props} />;
+  else if (st.tab === 'jobs') body = <Jobs {...props} />;
+  else if (st.tab === 'regressions') body = <Regressions {...props} />;
   else body = <Fleet {...props} />;
 
   return (
@@ -190,11 +198,16 @@ export function App() {
           Sign out
         </button>
       </header>
-      {session && st.s && st.tab !== 'sessions' && st.tab !== 'fleet' && (
+      {session && st.s && NEEDS_SESSION.includes(st.tab) && (
         <div className="sessline" data-testid="session-line">
           <b>{session.app}</b> on <b>{session.host}</b> · pid {session.pid} ·{' '}
           <Badge kind={session.state}>{session.state}</Badge>
           {session.simulated && <Badge kind="simulated">simulated</Badge>}
+          {session.job !== undefined && (
+            <a className="badge b-job" data-testid="session-job" href={formatHash({ tab: 'jobs', job: session.job })}>
+              {jobLabel(session)}
+            </a>
+          )}
           {(() => {
             const g = gapsText(session);
             return g ? (
@@ -210,6 +223,7 @@ export function App() {
             ·{' '}
           </span>
           <code className="dim">{session.id}</code>
+          <SessionRegs key={session.id} session={session} />
         </div>
       )}
       <main>{body}</main>

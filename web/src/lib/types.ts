@@ -60,6 +60,15 @@ export interface Session {
   span_ns?: Dec;
   interval_ms?: number;
   gaps?: Record<string, StreamGaps>;
+  /* the job members of the session line, absent when it had none
+     (docs/api.md GET /sessions) */
+  job?: string;
+  rank?: number;
+  world_size?: number;
+  local_rank?: number;
+  job_source?: string;
+  step_scope?: string;
+  sim_perturb?: string;
 }
 
 /* GET /sessions/{id}/kernels item.  `name` is the display name (the
@@ -384,4 +393,90 @@ export interface CaptureRequest {
   finished: number | null;
   reason: string | null;
   processes: CaptureProcess[] | null;
+}
+
+/* GET /jobs item (docs/api.md "Jobs"). */
+export interface JobItem {
+  job: string;
+  app: string;
+  ranks_seen: Int;
+  sessions: Int;
+  world_size: Int | null;
+  state: 'running' | 'ended';
+  start_ns: Dec;
+  last_ts: Dec;
+}
+
+/* One rank of GET /jobs/{id}. */
+export interface JobRank {
+  rank: Int | null;
+  local_rank?: Int;
+  session: string;
+  host: string;
+  state: string;
+  step_scope: string | null;
+  steps: Int;
+  step_median_ns: Dec;
+  compute_median_ns: Dec;
+  steps_ns: Dec[];
+  kernel_ns: Dec;
+  collective_ns: Dec;
+  busy_share: number;
+  collective_share: number;
+  straggler: boolean;
+}
+
+/* A straggler and its evidence (docs/analysis.md "Stragglers"). */
+export interface Straggler {
+  rank: Int;
+  session: string;
+  ratio: number;
+  lo: number;
+  hi: number;
+  p: number;
+  noise: number;
+  extra_ns: Dec;
+  kernel: string | null;
+  kernel_extra_ns: Dec;
+  scope: string | null;
+  scope_extra_ns: Dec;
+  collective_wait_ns: Dec;
+  evidence: string;
+}
+
+export interface JobDetail extends Omit<JobItem, 'sessions'> {
+  compute_median_ns: Dec;
+  truncated: boolean;
+  ranks: JobRank[];
+  stragglers: Straggler[];
+  verdict: 'straggler' | 'no straggler' | 'not enough steps to judge';
+}
+
+export type RegressionKind = 'slower' | 'faster' | 'new' | 'vanished' | 'count';
+
+/* One finding of the regression scan (docs/api.md "Regressions"). */
+export interface Regression {
+  session: string;
+  app: string;
+  start_ns: Dec;
+  kind: RegressionKind;
+  name: string;
+  base_median_ns: Dec | null;
+  cur_median_ns: Dec | null;
+  ratio: number | null;
+  lo: number | null;
+  hi: number | null;
+  p: number | null;
+  noise: number | null;
+  base_count: number;
+  cur_count: Int;
+  base_sessions: Int;
+}
+
+/* GET /sessions/{id}/regressions. */
+export interface SessionRegressions {
+  session: string;
+  app: string;
+  scanned: boolean;
+  items: Regression[];
 }

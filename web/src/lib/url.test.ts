@@ -29,6 +29,13 @@ describe('URL state', () => {
     const st = { tab: 'memory' as const, s: 'a', sel: JSON.stringify(['a&b', 'c=d #e']) };
     expect(parseHash(formatHash(st)).sel).toBe(st.sel);
   });
+  it('keeps the job and regressions filters, and drops them on a tab switch', () => {
+    const st = { tab: 'regressions' as const, app: 'nightly run', kind: 'slower' };
+    expect(parseHash(formatHash(st))).toEqual(st);
+    expect(parseHash('#/jobs?job=a%2Fb%20c').job).toBe('a/b c');
+    expect(switchTab({ tab: 'jobs', job: 'j', s: 'x' }, 'regressions')).toEqual({ tab: 'regressions', s: 'x' });
+    expect(switchTab({ tab: 'regressions', app: 'a', kind: 'new' }, 'jobs')).toEqual({ tab: 'jobs' });
+  });
   it('switching tab keeps session and zoom, drops the selection', () => {
     expect(switchTab({ tab: 'kernels', s: 'x', from: '1', to: '2', sel: '7' }, 'system')).toEqual({
       tab: 'system',

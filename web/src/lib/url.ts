@@ -1,9 +1,9 @@
 // url.ts - the view's state in the URL hash, so a view can be shared as a link:
 //   #/<tab>?s=<sid>&b=<sid2>&from=<ns>&to=<ns>&sel=<id>&q=<text>&mv=<memview>
-//          &oom=<OOM report id>
+//          &oom=<OOM report id>&job=<job id>&app=<app>&kind=<finding kind>
 // Times are absolute epoch ns, kept as decimal strings (never Numbers).
 
-export const TABS = ['sessions', 'kernels', 'scopes', 'system', 'memory', 'fleet'] as const;
+export const TABS = ['sessions', 'kernels', 'scopes', 'system', 'memory', 'jobs', 'regressions', 'fleet'] as const;
 export type Tab = (typeof TABS)[number];
 
 export interface UrlState {
@@ -16,9 +16,12 @@ export interface UrlState {
   q?: string; // search text
   mv?: string; // memory view: alloc|inuse|fail, + ":self"
   oom?: string; // memory view: the OOM report shown
+  job?: string; // jobs view: the job shown
+  app?: string; // regressions view: the app filter
+  kind?: string; // regressions view: the kind filter
 }
 
-const KEYS = ['s', 'b', 'from', 'to', 'sel', 'q', 'mv', 'oom'] as const;
+const KEYS = ['s', 'b', 'from', 'to', 'sel', 'q', 'mv', 'oom', 'job', 'app', 'kind'] as const;
 const NS = /^\d{1,20}$/;
 
 export function parseHash(hash: string): UrlState {
@@ -51,11 +54,15 @@ export function formatHash(st: UrlState): string {
 }
 
 /* The state after moving to another tab: keep the session and zoom, drop
-   the selection (it names something of the old tab). */
+   the selection and the other tabs' filters (they name something of the
+   old tab). */
 export function switchTab(st: UrlState, tab: Tab): UrlState {
   const n: UrlState = { ...st, tab };
   delete n.sel;
   delete n.q;
   delete n.oom;
+  delete n.job;
+  delete n.app;
+  delete n.kind;
   return n;
 }

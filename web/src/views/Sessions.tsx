@@ -1,9 +1,11 @@
 import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
-import { num } from '../lib/api';
 import type { CompareItem, HostItem, Page, Session } from '../lib/types';
 import { fmtNs, fmtWall } from '../lib/format';
-import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
+import { cmpKey, compareRows, compareTotals } from '../lib/compare';
+import { groupByJob, jobLabel } from '../lib/jobs';
+import { formatHash } from '../lib/url';
+import { Badge, Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { CaptureButton, CaptureList } from './Captures';
 
 const RANGES: [string, number][] = [
@@ -19,7 +21,7 @@ export function Sessions({ st, set }: ViewProps) {
   const [state, setState] = useState('');
   const [host, setHost] = useState('');
   const [range, setRange] = useState(0);
-  const [group, setGroup] = useState<'host' | 'app'>('host');
+  const [group, setGroup] = useState<'host' | 'app' | 'job'>('host');
   const [picked, setPicked] = useState<string[]>(st.b && st.s ? [st.s, st.b] : []);
   const from = range ? (BigInt(Date.now()) * 1000000n - BigInt(range) * 1000000000n).toString() : undefined;
   const hosts = useApi<Page<HostItem>>('hosts', { limit: 1000 }, []);
@@ -31,6 +33,7 @@ export function Sessions({ st, set }: ViewProps) {
   ]);
 
   const groups = useMemo(() => {
+    if (group === 'job') return groupByJob(list.data?.items ?? []);
     const m = new Map<string, Session[]>();
     for (const s of list.data?.items ?? []) {
       const k = group === 'host' ? s.host : s.app;
@@ -78,10 +81,11 @@ export function Sessions({ st, set }: ViewProps) {
           <select
             data-testid="session-group"
             value={group}
-            onChange={(e) => setGroup(e.target.value as 'host' | 'app')}
+            onChange={(e) => setGroup(e.target.value as 'host' | 'app' | 'job')}
           >
             <option value="host">host</option>
             <option value="app">application</option>
+            <option value="job">job (by rank)</option>
           </select>
         </label>
         <button
@@ -103,10 +107,22 @@ export function Sessions({ st, set }: ViewProps) {
         </Empty>
       )}
       {groups.map(([k, items]) => (
-        <section key={k} className="group" data-testid="session-group-block">
+        <section key={k} className="group" data-testid="session-group-block" data-key={k}>
           <h3>
-            {group === 'host' ? 'host ' : 'app '}
-            {k}{' '}
+            {group === 'job' ? (
+              k ? (
+                <>
+                  job{' '}
+                  <a href={formatHash({ tab: 'jobs', job: k })} data-testid="group-job-link">
+                    {k}
+                  </a>
+                </>
+              ) : (
+                'not in a job'
+              )
+            ) : (
+              (group === 'host' ? 'host ' : 'app ') + k
+            )}{' '}
             <span className="dim">
               · {items.length} session{items.length > 1 ? 's' : ''}
             </span>
@@ -131,7 +147,8 @@ export function Sessions({ st, set }: ViewProps) {
             <thead>
               <tr>
                 <th></th>
-                <th>{group === 'host' ? 'app' : 'host'}</th>
+                <th>{group === 'host' ? 'app' : group === 'app' ? 'host' : 'app on host'}</th>
+                <th>job · rank</th>
                 <th>state</th>
                 <th>started</th>
                 <th className="num">span</th>
@@ -162,9 +179,18 @@ export function Sessions({ st, set }: ViewProps) {
                       }}
                       data-testid="session-open"
                     >
-                      {group === 'host' ? s.app : s.host}
+                      {group === 'host' ? s.app : group === 'app' ? s.host : s.app + ' on ' + s.host}
                     </a>{' '}
                     {s.simulated && <Badge kind="simulated">simulated</Badge>}
+                  </td>
+                  <td data-testid="session-job-cell">
+                    {s.job !== undefined ? (
+                      <a href={formatHash({ tab: 'jobs', job: s.job })} data-testid="session-job-link">
+                        {jobLabel(s)}
+                      </a>
+                    ) : (
+                      <span className="dim">-</span>
+                    )}
                   </td>
                   <td>
                     <Badge kind={s.state}>{s.state}</Badge>
@@ -216,8 +242,28 @@ export function Sessions({ st, set }: ViewProps) {
   );
 }
 
+/* The compare table's columns (CmpRow keys), each sortable. */
+const CMP_COLS: [string, string][] = [
+  ['name', 'kernel'],
+  ['aCount', 'A count'],
+  ['aAvg', 'A avg'],
+  ['aTotal', 'A total'],
+  ['bCount', 'B count'],
+  ['bAvg', 'B avg'],
+  ['bTotal', 'B total'],
+  ['dTotal', 'total change'],
+  ['dAvgPct', 'avg change'],
+];
+
 function Compare({ a, b }: { a: string; b: string }) {
-  const r = useApi<Page<CompareItem>>('compare', { a, b, limit: 200 }, [a, b]);
+  const r = useApi<Page<CompareItem>>('compare', { a, b, limit: 1000 }, [a, b]);
+  const [sort, setSort] = useState<[string, boolean]>(['aTotal', true]);
+  const rows = useMemo(() => compareRows(r.data?.items ?? []), [r.data]);
+  const sorted = useMemo(() => sortRows(rows, sort[0], sort[1], cmpKey), [rows, sort]);
+  const tot = useMemo(() => compareTotals(rows), [rows]);
+  const pct = (d: number | null) => (d === null ? '-' : (d > 0 ? '+' : '') + d.toFixed(1) + ' %');
+  const cls = (d: number | null) => (d === null ? '' : d > 10 ? 'worse' : d < -10 ? 'better' : '');
+  const sgn = (v: number) => (v > 0 ? '+' : v < 0 ? '−' : '±') + fmtNs(Math.abs(v));
   return (
     <section className="compare" data-testid="compare">
       <h3>
@@ -226,46 +272,67 @@ function Compare({ a, b }: { a: string; b: string }) {
       {r.error ? <ErrorBox error={r.error} what="comparing sessions" /> : null}
       {!r.data && !r.error && <Loading what="comparison" />}
       {r.data && (
-        <table className="grid">
-          <thead>
-            <tr>
-              <th>kernel</th>
-              <th className="num">A count</th>
-              <th className="num">A avg</th>
-              <th className="num">A total</th>
-              <th className="num">B count</th>
-              <th className="num">B avg</th>
-              <th className="num">B total</th>
-              <th className="num">avg change</th>
-            </tr>
-          </thead>
-          <tbody>
-            {r.data.items.map((it) => {
-              const d = it.avg_change_pct;
-              const cls = d === null || d === undefined ? '' : d > 10 ? 'worse' : d < -10 ? 'better' : '';
-              return (
-                <tr key={it.name} data-testid="compare-row">
-                  <td className="name" title={it.name}>
+        <>
+          <div className="dim" data-testid="compare-totals">
+            kernel time A {fmtNs(tot.aTotal)} ({tot.aCount} calls) · B {fmtNs(tot.bTotal)} ({tot.bCount} calls) · change{' '}
+            <span className={cls(tot.dPct)}>{sgn(tot.dTotal)}</span> ({pct(tot.dPct)}) · rows are recorded names:
+            template instantiations are separate rows (&quot;alike&quot; marks a name shown by more than one row, with
+            each one&apos;s mangled name under it) · click a header to sort
+          </div>
+          <table className="grid">
+            <thead>
+              <tr>
+                {CMP_COLS.map(([k, label]) => (
+                  <Th key={k} k={k} sort={sort} setSort={setSort} num={k !== 'name'}>
+                    {label}
+                  </Th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {sorted.map((it) => (
+                <tr key={it.key} data-testid="compare-row" data-key={it.key}>
+                  <td
+                    className="name"
+                    title={it.mangled && it.mangled !== it.name ? it.name + '\n\n' + it.mangled : it.name}
+                  >
                     {it.name}
+                    {it.alike > 1 && (
+                      <>
+                        {' '}
+                        <span
+                          className="badge b-alike"
+                          data-testid="compare-shared"
+                          title={it.alike + ' rows show this name: different recorded (mangled) names'}
+                        >
+                          {it.alike} alike
+                        </span>
+                        {it.mangled && (
+                          <div className="dim mangled" data-testid="compare-mangled">
+                            {it.mangled}
+                          </div>
+                        )}
+                      </>
+                    )}
                   </td>
-                  <td className="num">{it.a?.count ?? '-'}</td>
-                  <td className="num">{it.a ? fmtNs(num(it.a.avg_ns)) : '-'}</td>
-                  <td className="num">{it.a ? fmtNs(num(it.a.total_ns)) : '-'}</td>
-                  <td className="num">{it.b?.count ?? '-'}</td>
-                  <td className="num">{it.b ? fmtNs(num(it.b.avg_ns)) : '-'}</td>
-                  <td className="num">{it.b ? fmtNs(num(it.b.total_ns)) : '-'}</td>
-                  <td className={'num ' + cls}>
-                    {d === null || d === undefined
-                      ? it.a
-                        ? 'only A'
-                        : 'only B'
-                      : (d > 0 ? '+' : '') + d.toFixed(1) + ' %'}
+                  <td className="num">{it.aCount ?? '-'}</td>
+                  <td className="num">{it.aAvg === null ? '-' : fmtNs(it.aAvg)}</td>
+                  <td className="num">{it.aTotal === null ? '-' : fmtNs(it.aTotal)}</td>
+                  <td className="num">{it.bCount ?? '-'}</td>
+                  <td className="num">{it.bAvg === null ? '-' : fmtNs(it.bAvg)}</td>
+                  <td className="num">{it.bTotal === null ? '-' : fmtNs(it.bTotal)}</td>
+                  <td className="num" data-testid="compare-dtotal">
+                    {sgn(it.dTotal)}
+                  </td>
+                  <td className={'num ' + cls(it.dAvgPct)} data-testid="compare-davg">
+                    {it.dAvgPct === null ? (it.aCount !== null ? 'only A' : 'only B') : pct(it.dAvgPct)}
                   </td>
                 </tr>
-              );
-            })}
-          </tbody>
-        </table>
+              ))}
+            </tbody>
+          </table>
+          {r.data.next && <div className="dim">More kernels than listed: totals are over the listed ones.</div>}
+        </>
       )}
     </section>
   );
