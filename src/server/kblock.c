@@ -40,6 +40,8 @@ enum {
                      differences */
     KM_SDELTA = 5, /* zigzag difference from the previous value of the
                       same shape (0 before the first); event columns */
+    KM_GAP = 6,    /* ts only: first, then the zigzag idle time since the
+                      previous kernel ended (ts - previous ts - its dur) */
     KM_N
 };
 
@@ -58,8 +60,8 @@ enum {
     KC_OCC,
     KC_SHAPE,
     KC_SEQ,
+    KC_DUR, /* before ts: KM_GAP reads it */
     KC_TS,
-    KC_DUR,
     KC_DEV,
     KC_STREAM,
     KC_CORR,
@@ -75,8 +77,8 @@ enum {
 
 const char *const kblock_col_names[KB_NCOLS] = {
     "name",  "cfg",   "grid_x", "grid_y", "grid_z",  "block_x", "block_y",
-    "block_z", "regs", "smem", "occ",     "shape",   "seq",     "ts",
-    "dur",   "dev",   "stream", "corr",   "scope",   "path",    "stack",
+    "block_z", "regs", "smem", "occ",     "shape",   "seq",     "dur",
+    "ts",   "dev",   "stream", "corr",   "scope",   "path",    "stack",
     "api_off", "api_dur", "flags", "tid"
 };
 
@@ -89,8 +91,8 @@ static const size_t col_off[KB_NCOLS] = {
     offsetof(kblock_ev, block[1]), offsetof(kblock_ev, block[2]),
     offsetof(kblock_ev, regs),     offsetof(kblock_ev, smem),
     offsetof(kblock_ev, occ),      0,
-    offsetof(kblock_ev, seq),      offsetof(kblock_ev, ts),
-    offsetof(kblock_ev, dur),      offsetof(kblock_ev, dev),
+    offsetof(kblock_ev, seq),      offsetof(kblock_ev, dur),
+    offsetof(kblock_ev, ts),      offsetof(kblock_ev, dev),
     offsetof(kblock_ev, stream),   offsetof(kblock_ev, corr),
     offsetof(kblock_ev, scope),    offsetof(kblock_ev, path),
     offsetof(kblock_ev, stack),    offsetof(kblock_ev, api_off),
@@ -106,7 +108,7 @@ struct kblock_enc {
     uint32_t sidx[KB_MAX_EVENTS]; /* event -> shape */
     uint32_t hash[KB_HASH];       /* shape + 1; 0 empty */
     uint32_t scount[KB_MAX_EVENTS];
-    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS];
+    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS], dur[KB_MAX_EVENTS];
     kblock_name names[KB_MAX_NAMES];
     kblock_index idx;
     unsigned char raw[KB_RAW_MAX];
@@ -118,7 +120,7 @@ struct kblock_enc {
 struct kblock_dec {
     kblock_ev shape[KB_MAX_EVENTS];
     uint32_t sidx[KB_MAX_EVENTS];
-    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS];
+    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS], dur[KB_MAX_EVENTS];
     uint32_t scount[KB_MAX_EVENTS];
     kblock_index hidx, calc; /* the header's, and the events' */
     size_t hlen;             /* the last block's header bytes */
@@ -217,7 +219,8 @@ static void col_set(kblock_ev *e, int c, uint64_t v)
 
 /* The i-th transformed value of v[0..m) under mode (m >= 1). */
 static uint64_t xform(int mode, const uint64_t *v, size_t i,
-                      const uint32_t *sidx, uint64_t *last)
+                      const uint32_t *sidx, uint64_t *last,
+                      const uint64_t *dur)
 {
     uint64_t d;
     switch (mode) {
@@ -233,6 +236,8 @@ static uint64_t xform(int mode, const uint64_t *v, size_t i,
         if (i == 1)
             return zz(v[1] - v[0]);
         return zz((v[i] - v[i - 1]) - (v[i - 1] - v[i - 2]));
+    case KM_GAP:
+        return i ? zz(v[i] - v[i - 1] - dur[i - 1]) : v[0];
     default: /* KM_SDELTA */
         d = zz(v[i] - last[sidx[i]]);
         last[sidx[i]] = v[i];
@@ -242,7 +247,8 @@ static uint64_t xform(int mode, const uint64_t *v, size_t i,
 
 /* Picks the mode whose varints are shortest (ties: the lower mode). */
 static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
-                     uint64_t *last, size_t nlast, int allow_sdelta)
+                     uint64_t *last, size_t nlast, int allow_sdelta,
+                     const uint64_t *dur)
 {
     size_t best = (size_t)-1, sz;
     int bm = KM_RAW, mode;
@@ -253,13 +259,13 @@ static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
     return KM_CONST;
 varied:
     for (mode = KM_RAW; mode < KM_N; mode++) {
-        if (mode == KM_SDELTA && !allow_sdelta)
+        if ((mode == KM_SDELTA && !allow_sdelta) || (mode == KM_GAP && !dur))
             continue;
         if (mode == KM_SDELTA)
             memset(last, 0, nlast * sizeof(*last));
         sz = 0;
         for (size_t i = 0; i < m; i++)
-            sz += vlen(xform(mode, v, i, sidx, last));
+            sz += vlen(xform(mode, v, i, sidx, last, dur));
         if (sz < best) {
             best = sz;
             bm = mode;
@@ -272,9 +278,9 @@ varied:
  * the bytes written (at most 1 + 10 + 10 m). */
 static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
                       const uint32_t *sidx, uint64_t *last, size_t nlast,
-                      int allow_sdelta)
+                      int allow_sdelta, const uint64_t *dur)
 {
-    int mode = pick_mode(v, m, sidx, last, nlast, allow_sdelta);
+    int mode = pick_mode(v, m, sidx, last, nlast, allow_sdelta, dur);
     size_t blen = 0, n;
     unsigned char *body;
 
@@ -284,7 +290,7 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
         blen = vlen(v[0]);
     else
         for (size_t i = 0; i < m; i++)
-            blen += vlen(xform(mode, v, i, sidx, last));
+            blen += vlen(xform(mode, v, i, sidx, last, dur));
     o[0] = (unsigned char)mode;
     n = 1 + vput(o + 1, blen);
     body = o + n;
@@ -295,7 +301,7 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
     if (mode == KM_SDELTA)
         memset(last, 0, nlast * sizeof(*last));
     for (size_t i = 0; i < m; i++)
-        n += vput(o + n, xform(mode, v, i, sidx, last));
+        n += vput(o + n, xform(mode, v, i, sidx, last, dur));
     return n;
 }
 
@@ -305,7 +311,8 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
  */
 static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
                    size_t m, const uint32_t *sidx, uint64_t *last,
-                   size_t nlast, int c, char *why, size_t whylen)
+                   size_t nlast, const uint64_t *dur, int c, char *why,
+                   size_t whylen)
 {
     uint64_t blen, x;
     size_t end, j = 0;
@@ -314,7 +321,8 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
     if (*i >= n)
         return fail(why, whylen, "column %s: truncated", kblock_col_names[c]);
     mode = p[(*i)++];
-    if (mode >= KM_N || (mode == KM_SDELTA && !sidx))
+    if (mode >= KM_N || (mode == KM_SDELTA && !sidx) ||
+        (mode == KM_GAP && !dur))
         return fail(why, whylen, "column %s: bad mode %d", kblock_col_names[c],
                     mode);
     if (vget(p, n, i, &blen) || blen > n - *i)
@@ -349,6 +357,9 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
                     v[j] = v[0] + unzz(x);
                 else
                     v[j] = v[j - 1] + (v[j - 1] - v[j - 2]) + unzz(x);
+                break;
+            case KM_GAP:
+                v[j] = j ? v[j - 1] + dur[j - 1] + unzz(x) : x;
                 break;
             default:
                 v[j] = last[sidx[j]] + unzz(x);
@@ -486,8 +497,7 @@ static int hdr_get(const unsigned char *b, size_t len, kblock_index *idx,
         uint64_t x, c;
         if (vget(b, len, &i, &x) || vget(b, len, &i, &c))
             return fail(why, whylen, "kernel block index truncated");
-        if (k && (x == 0 || id + x < id))
-            return fail(why, whylen, "kernel block index: names unsorted");
+        /* the gaps wrap in uint64_t; the order that must hold is int64_t's */
         id = k ? id + x : unzz(x);
         if (k && (int64_t)id <= idx->names[k - 1].name_id)
             return fail(why, whylen, "kernel block index: names unsorted");
@@ -602,15 +612,18 @@ int kblock_encode(kblock_enc *e, const kblock_ev *ev, size_t n, int zlevel,
     for (int c = 0; c < KC_NSHAPE; c++) {
         for (size_t s = 0; s < ns; s++)
             e->vals[s] = col_get(&e->shape[s], c);
-        r += put_col(e->raw + r, e->vals, ns, NULL, NULL, 0, 0);
+        r += put_col(e->raw + r, e->vals, ns, NULL, NULL, 0, 0, NULL);
     }
     for (size_t i = 0; i < n; i++)
         e->vals[i] = e->sidx[i];
-    r += put_col(e->raw + r, e->vals, n, NULL, NULL, 0, 0);
+    r += put_col(e->raw + r, e->vals, n, NULL, NULL, 0, 0, NULL);
     for (int c = KC_SHAPE + 1; c < KB_NCOLS; c++) {
         for (size_t i = 0; i < n; i++)
             e->vals[i] = col_get(&ev[i], c);
-        r += put_col(e->raw + r, e->vals, n, e->sidx, e->last, ns, allow);
+        r += put_col(e->raw + r, e->vals, n, e->sidx, e->last, ns, allow,
+                     c == KC_TS && !(opt & KB_OPT_TS_PLAIN) ? e->dur : NULL);
+        if (c == KC_DUR)
+            memcpy(e->dur, e->vals, n * sizeof(e->dur[0]));
     }
 
     plen = r;
@@ -625,11 +638,10 @@ int kblock_encode(kblock_enc *e, const kblock_ev *ev, size_t n, int zlevel,
         zc = ZSTD_compress2(e->z, e->zbuf, sizeof(e->zbuf), e->raw, r);
         if (ZSTD_isError(zc))
             return fail(why, whylen, "zstd: %s", ZSTD_getErrorName(zc));
-        /* stored as is when zstd does not shrink it (tiny blocks) */
-        if (zc < r) {
-            flags = KB_FLAG_ZSTD;
-            plen = zc;
-        }
+        /* compressed even when that does not shrink it (a block of a few
+         * events): the frame's checksum is the block's only one */
+        flags = KB_FLAG_ZSTD;
+        plen = zc;
     }
     h = hdr_put(e->hdr, flags, &e->idx, r, plen);
     if (cap < h || cap - h < plen)
@@ -740,7 +752,8 @@ static int get_nshapes(kblock_dec *d, const unsigned char *p, size_t pl,
 static int get_sidx(kblock_dec *d, const unsigned char *p, size_t pl,
                     size_t *i, size_t n, size_t ns, char *why, size_t whylen)
 {
-    if (get_col(p, pl, i, d->vals, n, NULL, NULL, 0, KC_SHAPE, why, whylen))
+    if (get_col(p, pl, i, d->vals, n, NULL, NULL, 0, NULL, KC_SHAPE, why,
+                whylen))
         return -1;
     for (size_t k = 0; k < n; k++) {
         if (d->vals[k] >= ns)
@@ -783,7 +796,8 @@ int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
     if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
         return -1;
     for (int c = 0; c < KC_NSHAPE; c++) {
-        if (get_col(p, pl, &i, d->vals, ns, NULL, NULL, 0, c, why, whylen))
+        if (get_col(p, pl, &i, d->vals, ns, NULL, NULL, 0, NULL, c, why,
+                    whylen))
             return -1;
         for (size_t s = 0; s < ns; s++)
             col_set(&d->shape[s], c, d->vals[s]);
@@ -798,9 +812,11 @@ int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
         d->scount[d->sidx[k]]++;
     }
     for (int c = KC_SHAPE + 1; c < KB_NCOLS; c++) {
-        if (get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns, c, why,
-                    whylen))
+        if (get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
+                    c == KC_TS ? d->dur : NULL, c, why, whylen))
             return -1;
+        if (c == KC_DUR)
+            memcpy(d->dur, d->vals, m * sizeof(d->dur[0]));
         for (size_t k = 0; k < m; k++)
             col_set(&out[k], c, d->vals[k]);
     }
@@ -816,16 +832,14 @@ int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
 }
 
 /* One event column (KC_SEQ or KC_TS) into d->vals without the others:
- * the shape table skipped, the shape numbers read only when the column is
- * a per-shape delta. */
+ * the shape table skipped, the shape numbers read (a column may be a
+ * per-shape delta), and for ts the durations it may be relative to. */
 static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
                    char *why, size_t whylen)
 {
     const unsigned char *p;
-    size_t pl, i = 0, ns = 0, m, at;
+    size_t pl, i = 0, ns = 0, m;
 
-    if (!d)
-        return fail(why, whylen, "kblock seek: no decoder");
     if (payload_open(d, b, len, &p, &pl, why, whylen))
         return -1;
     m = d->hidx.n;
@@ -834,19 +848,20 @@ static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
     for (int c = 0; c < KC_NSHAPE; c++)
         if (skip_col(p, pl, &i, c, why, whylen))
             return -1;
-    at = i;
-    if (skip_col(p, pl, &i, KC_SHAPE, why, whylen))
+    if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
         return -1;
-    for (int c = KC_SHAPE + 1; c < col; c++)
-        if (skip_col(p, pl, &i, c, why, whylen))
-            return -1;
-    if (i < pl && p[i] == KM_SDELTA) {
-        size_t j = at;
-        if (get_sidx(d, p, pl, &j, m, ns, why, whylen))
+    for (int c = KC_SHAPE + 1; c < col; c++) {
+        if (c != KC_DUR || col != KC_TS) {
+            if (skip_col(p, pl, &i, c, why, whylen))
+                return -1;
+            continue;
+        }
+        if (get_col(p, pl, &i, d->dur, m, d->sidx, d->last, ns, NULL, c, why,
+                    whylen))
             return -1;
     }
-    return get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns, col, why,
-                   whylen);
+    return get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
+                   col == KC_TS ? d->dur : NULL, col, why, whylen);
 }
 
 int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,

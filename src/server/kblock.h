@@ -73,9 +73,11 @@ void kblock_enc_free(kblock_enc *e);
 /* Encoder choices, for measuring the alternatives (bench_kblock); the
  * store uses KB_OPT_DEFAULT. */
 #define KB_OPT_DEFAULT 0u
-#define KB_OPT_NOZSTD 1u   /* payload stored uncompressed */
+#define KB_OPT_NOZSTD 1u /* payload stored uncompressed, without a
+                            checksum: for measuring and fuzzing only */
 #define KB_OPT_DUR_PLAIN 2u /* no per-shape duration prediction */
 #define KB_OPT_NOSHAPES 4u /* every event its own shape row (no dict) */
+#define KB_OPT_TS_PLAIN 8u /* ts not relative to the previous kernel's end */
 
 /*
  * Encodes ev[0..n) (borrowed; 1 <= n <= KB_MAX_EVENTS, any order, any
