@@ -155,12 +155,8 @@ static uint64_t unzz(uint64_t z)
 
 static size_t vlen(uint64_t v)
 {
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
+    /* 1 + (bits - 1) / 7, bits of v | 1 */
+    return (size_t)(70 - __builtin_clzll(v | 1)) / 7;
 }
 
 static size_t vput(unsigned char *o, uint64_t v)
@@ -245,32 +241,54 @@ static uint64_t xform(int mode, const uint64_t *v, size_t i,
     }
 }
 
-/* Picks the mode whose varints are shortest (ties: the lower mode). */
+/* Picks the mode whose varints are shortest (ties: the lower mode), all
+ * sizes summed in one pass, and sets *blen to its body's bytes: with the
+ * writing below this is nearly all of the encoder's own time. */
 static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
                      uint64_t *last, size_t nlast, int allow_sdelta,
-                     const uint64_t *dur)
+                     const uint64_t *dur, size_t *blen)
 {
-    size_t best = (size_t)-1, sz;
-    int bm = KM_RAW, mode;
+    size_t sz[KM_N] = { 0 }, i;
+    uint64_t d, pd;
+    int bm;
 
-    for (size_t i = 1; i < m; i++)
-        if (v[i] != v[0])
-            goto varied;
-    return KM_CONST;
-varied:
-    for (mode = KM_RAW; mode < KM_N; mode++) {
-        if ((mode == KM_SDELTA && !allow_sdelta) || (mode == KM_GAP && !dur))
-            continue;
-        if (mode == KM_SDELTA)
-            memset(last, 0, nlast * sizeof(*last));
-        sz = 0;
-        for (size_t i = 0; i < m; i++)
-            sz += vlen(xform(mode, v, i, sidx, last, dur));
-        if (sz < best) {
-            best = sz;
-            bm = mode;
+    for (i = 1; i < m && v[i] == v[0]; i++)
+        ;
+    if (i == m) {
+        *blen = vlen(v[0]);
+        return KM_CONST;
+    }
+    sz[KM_RAW] = sz[KM_DELTA] = sz[KM_DOD] = sz[KM_GAP] = vlen(v[0]);
+    sz[KM_ZIG] = vlen(zz(v[0]));
+    pd = v[1] - v[0];
+    for (i = 1; i < m; i++) {
+        d = v[i] - v[i - 1];
+        sz[KM_RAW] += vlen(v[i]);
+        sz[KM_ZIG] += vlen(zz(v[i]));
+        sz[KM_DELTA] += vlen(zz(d));
+        sz[KM_DOD] += vlen(zz(d - pd));
+        pd = d;
+    }
+    /* the first difference is written as is (pd started at it) */
+    sz[KM_DOD] += vlen(zz(v[1] - v[0])) - 1;
+    if (dur)
+        for (i = 1; i < m; i++)
+            sz[KM_GAP] += vlen(zz(v[i] - v[i - 1] - dur[i - 1]));
+    if (allow_sdelta) {
+        memset(last, 0, nlast * sizeof(*last));
+        for (i = 0; i < m; i++) {
+            sz[KM_SDELTA] += vlen(zz(v[i] - last[sidx[i]]));
+            last[sidx[i]] = v[i];
         }
     }
+    bm = KM_RAW;
+    for (int mode = KM_ZIG; mode < KM_N; mode++) {
+        if ((mode == KM_SDELTA && !allow_sdelta) || (mode == KM_GAP && !dur))
+            continue;
+        if (sz[mode] < sz[bm])
+            bm = mode;
+    }
+    *blen = sz[bm];
     return bm;
 }
 
@@ -280,26 +298,28 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
                       const uint32_t *sidx, uint64_t *last, size_t nlast,
                       int allow_sdelta, const uint64_t *dur)
 {
-    int mode = pick_mode(v, m, sidx, last, nlast, allow_sdelta, dur);
-    size_t blen = 0, n;
-    unsigned char *body;
+    size_t blen, n;
+    int mode = pick_mode(v, m, sidx, last, nlast, allow_sdelta, dur, &blen);
 
-    if (mode == KM_SDELTA)
-        memset(last, 0, nlast * sizeof(*last));
-    if (mode == KM_CONST)
-        blen = vlen(v[0]);
-    else
-        for (size_t i = 0; i < m; i++)
-            blen += vlen(xform(mode, v, i, sidx, last, dur));
     o[0] = (unsigned char)mode;
     n = 1 + vput(o + 1, blen);
-    body = o + n;
-    if (mode == KM_CONST) {
-        n += vput(body, v[0]);
+    switch (mode) {
+    case KM_CONST:
+        return n + vput(o + n, v[0]);
+    case KM_RAW:
+        for (size_t i = 0; i < m; i++)
+            n += vput(o + n, v[i]);
         return n;
-    }
-    if (mode == KM_SDELTA)
+    case KM_ZIG:
+        for (size_t i = 0; i < m; i++)
+            n += vput(o + n, zz(v[i]));
+        return n;
+    case KM_SDELTA:
         memset(last, 0, nlast * sizeof(*last));
+        break;
+    default:
+        break;
+    }
     for (size_t i = 0; i < m; i++)
         n += vput(o + n, xform(mode, v, i, sidx, last, dur));
     return n;
