@@ -2,7 +2,7 @@
  * bench_kblock.c - bytes per kernel at rest and codec speed of the kernel
  * block format (src/server/kblock.c), on this machine.
  *
- *   bench_kblock [-n KERNELS] [-b BLOCK] [FILE.device.log ...]
+ *   bench_kblock [-q] [-n KERNELS] [-b BLOCK] [FILE.device.log ...]
  *
  * With log files (the simulated GPU's: example_train with GPUFL_SIM_SEED,
  * docs/server.md "Kernel blocks (format)" says how they were made), their
@@ -317,6 +317,7 @@ static double per_k(size_t bytes)
 int main(int argc, char **argv)
 {
     size_t nk = 1000000, bs = 4096, nfiles = 0;
+    int quick = 0; /* -q: without the block size x zstd level table */
     static const size_t sizes[] = { 1024, 4096, 16384 };
     static const int levels[] = { 1, 3, 9, 19 };
     static const struct {
@@ -324,7 +325,7 @@ int main(int argc, char **argv)
         const char *what;
     } opts[] = {
         { KB_OPT_DEFAULT, "default (shapes, per-shape dur, ts gap)" },
-        { KB_OPT_TS_PLAIN, "ts without the gap mode" },
+        { KB_OPT_NOGAP, "ts, api_off without the gap mode" },
         { KB_OPT_DUR_PLAIN, "dur without the per-shape delta" },
         { KB_OPT_NOSHAPES, "no shape dictionary" },
         { KB_OPT_NOZSTD, "no zstd (varints only)" },
@@ -337,7 +338,9 @@ int main(int argc, char **argv)
     kblock_ev *out;
 
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-n") && i + 1 < argc)
+        if (!strcmp(argv[i], "-q"))
+            quick = 1;
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc)
             nk = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "-b") && i + 1 < argc)
             bs = strtoull(argv[++i], NULL, 10);
@@ -371,7 +374,7 @@ int main(int argc, char **argv)
     free(zb);
 
     printf("  block size / zstd level -> B/kernel (default encoder):\n");
-    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+    for (size_t s = 0; !quick && s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         printf("    %5zu:", sizes[s]);
         for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
             total = encode_all(sizes[s], levels[l], 0, &secs, NULL, NULL,

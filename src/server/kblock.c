@@ -40,8 +40,10 @@ enum {
                      differences */
     KM_SDELTA = 5, /* zigzag difference from the previous value of the
                       same shape (0 before the first); event columns */
-    KM_GAP = 6,    /* ts only: first, then the zigzag idle time since the
-                      previous kernel ended (ts - previous ts - its dur) */
+    KM_GAP = 6,    /* first, then zigzag differences from a prediction out
+                      of columns before it: ts from the previous kernel's
+                      end (the stream's idle time), api_off from the end
+                      of the previous launch call (the host's gap) */
     KM_N
 };
 
@@ -68,8 +70,8 @@ enum {
     KC_SCOPE,
     KC_PATH,
     KC_STACK,
+    KC_API_DUR, /* before api_off: its KM_GAP reads it */
     KC_API_OFF,
-    KC_API_DUR,
     KC_FLAGS,
     KC_TID
 };
@@ -79,7 +81,7 @@ const char *const kblock_col_names[KB_NCOLS] = {
     "name",  "cfg",   "grid_x", "grid_y", "grid_z",  "block_x", "block_y",
     "block_z", "regs", "smem", "occ",     "shape",   "seq",     "dur",
     "ts",   "dev",   "stream", "corr",   "scope",   "path",    "stack",
-    "api_off", "api_dur", "flags", "tid"
+    "api_dur", "api_off", "flags", "tid"
 };
 
 /* Where each column's value lives in a kblock_ev (every field 8 bytes);
@@ -95,8 +97,8 @@ static const size_t col_off[KB_NCOLS] = {
     offsetof(kblock_ev, ts),      offsetof(kblock_ev, dev),
     offsetof(kblock_ev, stream),   offsetof(kblock_ev, corr),
     offsetof(kblock_ev, scope),    offsetof(kblock_ev, path),
-    offsetof(kblock_ev, stack),    offsetof(kblock_ev, api_off),
-    offsetof(kblock_ev, api_dur),  offsetof(kblock_ev, flags),
+    offsetof(kblock_ev, stack),    offsetof(kblock_ev, api_dur),
+    offsetof(kblock_ev, api_off),  offsetof(kblock_ev, flags),
     offsetof(kblock_ev, tid)
 };
 
@@ -108,7 +110,10 @@ struct kblock_enc {
     uint32_t sidx[KB_MAX_EVENTS]; /* event -> shape */
     uint32_t hash[KB_HASH];       /* shape + 1; 0 empty */
     uint32_t scount[KB_MAX_EVENTS];
-    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS], dur[KB_MAX_EVENTS];
+    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS];
+    /* columns KM_GAP predicts from, and its predictions */
+    uint64_t dur[KB_MAX_EVENTS], ts[KB_MAX_EVENTS], adur[KB_MAX_EVENTS];
+    uint64_t ref[KB_MAX_EVENTS];
     kblock_name names[KB_MAX_NAMES];
     kblock_index idx;
     unsigned char raw[KB_RAW_MAX];
@@ -120,7 +125,10 @@ struct kblock_enc {
 struct kblock_dec {
     kblock_ev shape[KB_MAX_EVENTS];
     uint32_t sidx[KB_MAX_EVENTS];
-    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS], dur[KB_MAX_EVENTS];
+    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS];
+    /* columns KM_GAP predicts from, and its predictions */
+    uint64_t dur[KB_MAX_EVENTS], ts[KB_MAX_EVENTS], adur[KB_MAX_EVENTS];
+    uint64_t ref[KB_MAX_EVENTS];
     uint32_t scount[KB_MAX_EVENTS];
     kblock_index hidx, calc; /* the header's, and the events' */
     size_t hlen;             /* the last block's header bytes */
@@ -216,7 +224,7 @@ static void col_set(kblock_ev *e, int c, uint64_t v)
 /* The i-th transformed value of v[0..m) under mode (m >= 1). */
 static uint64_t xform(int mode, const uint64_t *v, size_t i,
                       const uint32_t *sidx, uint64_t *last,
-                      const uint64_t *dur)
+                      const uint64_t *ref)
 {
     uint64_t d;
     switch (mode) {
@@ -233,7 +241,7 @@ static uint64_t xform(int mode, const uint64_t *v, size_t i,
             return zz(v[1] - v[0]);
         return zz((v[i] - v[i - 1]) - (v[i - 1] - v[i - 2]));
     case KM_GAP:
-        return i ? zz(v[i] - v[i - 1] - dur[i - 1]) : v[0];
+        return i ? zz(v[i] - v[i - 1] - ref[i]) : v[0];
     default: /* KM_SDELTA */
         d = zz(v[i] - last[sidx[i]]);
         last[sidx[i]] = v[i];
@@ -246,7 +254,7 @@ static uint64_t xform(int mode, const uint64_t *v, size_t i,
  * writing below this is nearly all of the encoder's own time. */
 static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
                      uint64_t *last, size_t nlast, int allow_sdelta,
-                     const uint64_t *dur, size_t *blen)
+                     const uint64_t *ref, size_t *blen)
 {
     size_t sz[KM_N] = { 0 }, i;
     uint64_t d, pd;
@@ -271,9 +279,9 @@ static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
     }
     /* the first difference is written as is (pd started at it) */
     sz[KM_DOD] += vlen(zz(v[1] - v[0])) - 1;
-    if (dur)
+    if (ref)
         for (i = 1; i < m; i++)
-            sz[KM_GAP] += vlen(zz(v[i] - v[i - 1] - dur[i - 1]));
+            sz[KM_GAP] += vlen(zz(v[i] - v[i - 1] - ref[i]));
     if (allow_sdelta) {
         memset(last, 0, nlast * sizeof(*last));
         for (i = 0; i < m; i++) {
@@ -283,7 +291,7 @@ static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
     }
     bm = KM_RAW;
     for (int mode = KM_ZIG; mode < KM_N; mode++) {
-        if ((mode == KM_SDELTA && !allow_sdelta) || (mode == KM_GAP && !dur))
+        if ((mode == KM_SDELTA && !allow_sdelta) || (mode == KM_GAP && !ref))
             continue;
         if (sz[mode] < sz[bm])
             bm = mode;
@@ -296,10 +304,10 @@ static int pick_mode(const uint64_t *v, size_t m, const uint32_t *sidx,
  * the bytes written (at most 1 + 10 + 10 m). */
 static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
                       const uint32_t *sidx, uint64_t *last, size_t nlast,
-                      int allow_sdelta, const uint64_t *dur)
+                      int allow_sdelta, const uint64_t *ref)
 {
     size_t blen, n;
-    int mode = pick_mode(v, m, sidx, last, nlast, allow_sdelta, dur, &blen);
+    int mode = pick_mode(v, m, sidx, last, nlast, allow_sdelta, ref, &blen);
 
     o[0] = (unsigned char)mode;
     n = 1 + vput(o + 1, blen);
@@ -321,7 +329,7 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
         break;
     }
     for (size_t i = 0; i < m; i++)
-        n += vput(o + n, xform(mode, v, i, sidx, last, dur));
+        n += vput(o + n, xform(mode, v, i, sidx, last, ref));
     return n;
 }
 
@@ -331,7 +339,7 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
  */
 static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
                    size_t m, const uint32_t *sidx, uint64_t *last,
-                   size_t nlast, const uint64_t *dur, int c, char *why,
+                   size_t nlast, const uint64_t *ref, int c, char *why,
                    size_t whylen)
 {
     uint64_t blen, x;
@@ -342,7 +350,7 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
         return fail(why, whylen, "column %s: truncated", kblock_col_names[c]);
     mode = p[(*i)++];
     if (mode >= KM_N || (mode == KM_SDELTA && !sidx) ||
-        (mode == KM_GAP && !dur))
+        (mode == KM_GAP && !ref))
         return fail(why, whylen, "column %s: bad mode %d", kblock_col_names[c],
                     mode);
     if (vget(p, n, i, &blen) || blen > n - *i)
@@ -379,7 +387,7 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
                     v[j] = v[j - 1] + (v[j - 1] - v[j - 2]) + unzz(x);
                 break;
             case KM_GAP:
-                v[j] = j ? v[j - 1] + dur[j - 1] + unzz(x) : x;
+                v[j] = j ? v[j - 1] + ref[j] + unzz(x) : x;
                 break;
             default:
                 v[j] = last[sidx[j]] + unzz(x);
@@ -543,6 +551,39 @@ static int hdr_get(const unsigned char *b, size_t len, kblock_index *idx,
     return 0;
 }
 
+/* KM_GAP's predictions for column c of m events (ref[i] for i >= 1, what
+ * v[i] - v[i - 1] is expected to be), or NULL for a column without one.
+ * dur, ts, adur: the columns written before it. */
+static const uint64_t *gap_ref(int c, size_t m, const uint64_t *dur,
+                               const uint64_t *ts, const uint64_t *adur,
+                               uint64_t *ref)
+{
+    if (c == KC_TS) {
+        /* ts[i] = ts[i-1] + dur[i-1] + the stream's idle time */
+        for (size_t i = 1; i < m; i++)
+            ref[i] = dur[i - 1];
+        return ref;
+    }
+    if (c == KC_API_OFF) {
+        /* the launch call starts (ts + api_off) after the previous one
+         * ended, on the same host thread */
+        for (size_t i = 1; i < m; i++)
+            ref[i] = ts[i - 1] + adur[i - 1] - ts[i];
+        return ref;
+    }
+    return NULL;
+}
+
+/* Keeps a decoded or written column that a later one is predicted from. */
+static void gap_keep(int c, const uint64_t *v, size_t m, uint64_t *dur,
+                     uint64_t *ts, uint64_t *adur)
+{
+    uint64_t *to = c == KC_DUR ? dur : c == KC_TS ? ts
+                                   : c == KC_API_DUR ? adur : NULL;
+    if (to)
+        memcpy(to, v, m * sizeof(*v));
+}
+
 /* ---- encode ---- */
 
 kblock_enc *kblock_enc_new(void)
@@ -640,10 +681,12 @@ int kblock_encode(kblock_enc *e, const kblock_ev *ev, size_t n, int zlevel,
     for (int c = KC_SHAPE + 1; c < KB_NCOLS; c++) {
         for (size_t i = 0; i < n; i++)
             e->vals[i] = col_get(&ev[i], c);
-        r += put_col(e->raw + r, e->vals, n, e->sidx, e->last, ns, allow,
-                     c == KC_TS && !(opt & KB_OPT_TS_PLAIN) ? e->dur : NULL);
-        if (c == KC_DUR)
-            memcpy(e->dur, e->vals, n * sizeof(e->dur[0]));
+        const uint64_t *ref =
+            opt & KB_OPT_NOGAP
+                ? NULL
+                : gap_ref(c, n, e->dur, e->ts, e->adur, e->ref);
+        r += put_col(e->raw + r, e->vals, n, e->sidx, e->last, ns, allow, ref);
+        gap_keep(c, e->vals, n, e->dur, e->ts, e->adur);
     }
 
     plen = r;
@@ -833,10 +876,10 @@ int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
     }
     for (int c = KC_SHAPE + 1; c < KB_NCOLS; c++) {
         if (get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
-                    c == KC_TS ? d->dur : NULL, c, why, whylen))
+                    gap_ref(c, m, d->dur, d->ts, d->adur, d->ref), c, why,
+                    whylen))
             return -1;
-        if (c == KC_DUR)
-            memcpy(d->dur, d->vals, m * sizeof(d->dur[0]));
+        gap_keep(c, d->vals, m, d->dur, d->ts, d->adur);
         for (size_t k = 0; k < m; k++)
             col_set(&out[k], c, d->vals[k]);
     }
@@ -881,7 +924,8 @@ static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
             return -1;
     }
     return get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
-                   col == KC_TS ? d->dur : NULL, col, why, whylen);
+                   gap_ref(col, m, d->dur, d->ts, d->adur, d->ref), col, why,
+                   whylen);
 }
 
 int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,

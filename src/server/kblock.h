@@ -77,7 +77,7 @@ void kblock_enc_free(kblock_enc *e);
                             checksum: for measuring and fuzzing only */
 #define KB_OPT_DUR_PLAIN 2u /* no per-shape duration prediction */
 #define KB_OPT_NOSHAPES 4u /* every event its own shape row (no dict) */
-#define KB_OPT_TS_PLAIN 8u /* ts not relative to the previous kernel's end */
+#define KB_OPT_NOGAP 8u /* ts and api_off not predicted (KM_GAP) */
 
 /*
  * Encodes ev[0..n) (borrowed; 1 <= n <= KB_MAX_EVENTS, any order, any

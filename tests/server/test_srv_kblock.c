@@ -104,7 +104,7 @@ static size_t trip(size_t n, unsigned opt)
 
 static const unsigned opts[] = { KB_OPT_DEFAULT, KB_OPT_NOZSTD,
                                  KB_OPT_DUR_PLAIN, KB_OPT_NOSHAPES,
-                                 KB_OPT_TS_PLAIN,
+                                 KB_OPT_NOGAP,
                                  KB_OPT_NOZSTD | KB_OPT_NOSHAPES };
 
 static void test_realistic(void)
