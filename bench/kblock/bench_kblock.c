@@ -178,8 +178,7 @@ static void load_file(int fi, const char *path)
         a.len = 0;
         if (ingest_line_parse(&d, SRV_ST_DEVICE, line, n, &a, &e, why))
             continue;
-        if (e.type == EV_DICT && e.dkind == DK_LAUNCH &&
-            e.id < BK_LAUNCH_MAX) {
+        if (e.type == EV_DICT && e.dkind == DK_LAUNCH && e.id < BK_LAUNCH_MAX) {
             launch *l = &ld[e.id];
             l->set = 1;
             l->name = (int64_t)e.name;
@@ -286,8 +285,7 @@ static size_t encode_all(size_t bs, int zl, unsigned opt, double *secs,
             }
             if (st) {
                 kblock_stats s;
-                if (kblock_stats_get(dec, blk, len, zl, &s, why,
-                                     sizeof(why))) {
+                if (kblock_stats_get(dec, blk, len, zl, &s, why, sizeof(why))) {
                     fprintf(stderr, "bench_kblock: stats: %s\n", why);
                     exit(1);
                 }
@@ -359,8 +357,8 @@ int main(int argc, char **argv)
     out = malloc(KB_MAX_EVENTS * sizeof(*out));
     if (!enc || !dec || !blk || !out || !nkernels)
         return 1;
-    printf("bench_kblock: %zu kernels in %zu streams, %s\n", nkernels,
-           ngroups, nfiles ? "from logs" : "bench_server's generator");
+    printf("bench_kblock: %zu kernels in %zu streams, %s\n", nkernels, ngroups,
+           nfiles ? "from logs" : "bench_server's generator");
 
     /* the baseline: the kernel lines themselves */
     zb = malloc(ZSTD_compressBound(jsonl_len));
@@ -377,8 +375,8 @@ int main(int argc, char **argv)
     for (size_t s = 0; !quick && s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         printf("    %5zu:", sizes[s]);
         for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
-            total = encode_all(sizes[s], levels[l], 0, &secs, NULL, NULL,
-                               NULL, NULL);
+            total = encode_all(sizes[s], levels[l], 0, &secs, NULL, NULL, NULL,
+                               NULL);
             printf("  -%d %.2f (%.0f ns/ev)", levels[l], per_k(total),
                    secs * 1e9 / (double)nkernels);
         }
@@ -405,8 +403,7 @@ int main(int argc, char **argv)
         printf("    varints %.2f, whole-payload zstd %.2f, per-column zstd "
                "%.2f B/kernel; %.1f shapes per block\n",
                per_k(st.raw + st.hdr), per_k(total), per_k(zsum),
-               (double)st.nshapes /
-                   (double)((nkernels + bs - 1) / bs));
+               (double)st.nshapes / (double)((nkernels + bs - 1) / bs));
     }
 
     /* speed: encode once more into one store, then decode and seek it */
@@ -418,8 +415,7 @@ int main(int argc, char **argv)
         nblk += (groups[g].n + bs - 1) / bs;
     printf("  encode (zstd -3, block %zu): %.0f ns/kernel, %.2fM "
            "kernels/s",
-           bs, secs * 1e9 / (double)nkernels,
-           (double)nkernels / secs / 1e6);
+           bs, secs * 1e9 / (double)nkernels, (double)nkernels / secs / 1e6);
     encode_all(bs, 3, KB_OPT_NOZSTD, &secs, NULL, NULL, NULL, NULL);
     printf(" (%.0f ns of it before zstd)\n", secs * 1e9 / (double)nkernels);
     {
@@ -443,9 +439,9 @@ int main(int argc, char **argv)
         t0 = now_s();
         for (size_t b = 0; b < nblk; b++) {
             size_t pos;
-            if (!ix || kblock_index_read(store + offs[b],
-                                         offs[b + 1] - offs[b], ix, why,
-                                         sizeof(why)) ||
+            if (!ix ||
+                kblock_index_read(store + offs[b], offs[b + 1] - offs[b], ix,
+                                  why, sizeof(why)) ||
                 kblock_seek_seq(dec, store + offs[b], offs[b + 1] - offs[b],
                                 ix->seq_min + (ix->seq_max - ix->seq_min) / 2,
                                 &pos, why, sizeof(why))) {

@@ -34,8 +34,7 @@
  * then a payload no longer than its uncompressed form, every value a
  * 10-byte varint plus each column's mode byte and length. */
 #define KB_HDR_MAX (8 + 10 * 10 + KB_MAX_NAMES * 20)
-#define KB_RAW_MAX                                                             \
-    ((size_t)KB_MAX_EVENTS * KB_NCOLS * 10 + KB_NCOLS * 12 + 10)
+#define KB_RAW_MAX ((size_t)KB_MAX_EVENTS * KB_NCOLS * 10 + KB_NCOLS * 12 + 10)
 #define KB_BLOCK_MAX (KB_HDR_MAX + KB_RAW_MAX)
 
 /* One kernel as the store keeps it. */
@@ -73,11 +72,12 @@ void kblock_enc_free(kblock_enc *e);
 /* Encoder choices, for measuring the alternatives (bench_kblock); the
  * store uses KB_OPT_DEFAULT. */
 #define KB_OPT_DEFAULT 0u
-#define KB_OPT_NOZSTD 1u /* payload stored uncompressed, without a
+#define KB_OPT_NOZSTD                                                          \
+    1u                      /* payload stored uncompressed, without a
                             checksum: for measuring and fuzzing only */
 #define KB_OPT_DUR_PLAIN 2u /* no per-shape duration prediction */
-#define KB_OPT_NOSHAPES 4u /* every event its own shape row (no dict) */
-#define KB_OPT_NOGAP 8u /* ts and api_off not predicted (KM_GAP) */
+#define KB_OPT_NOSHAPES 4u  /* every event its own shape row (no dict) */
+#define KB_OPT_NOGAP 8u     /* ts and api_off not predicted (KM_GAP) */
 
 /*
  * Encodes ev[0..n) (borrowed; 1 <= n <= KB_MAX_EVENTS, any order, any

@@ -71,8 +71,8 @@ static void check_events(size_t n, unsigned opt)
     FUZZ_ASSERT(kblock_decode(dec, b1, l1, got2, KB_MAX_EVENTS, &m, why,
                               sizeof(why)) == 0);
     FUZZ_ASSERT(m == n && memcmp(got, got2, n * sizeof(*got)) == 0);
-    FUZZ_ASSERT(kblock_encode(enc, got2, m, 1, opt, b2, KB_BLOCK_MAX, &l2,
-                              why, sizeof(why)) == 0);
+    FUZZ_ASSERT(kblock_encode(enc, got2, m, 1, opt, b2, KB_BLOCK_MAX, &l2, why,
+                              sizeof(why)) == 0);
     FUZZ_ASSERT(l1 == l2 && memcmp(b1, b2, l1) == 0);
 }
 
@@ -81,8 +81,8 @@ static void block_mode(const uint8_t *p, size_t len)
     size_t n, pos;
     char why[256];
 
-    if (kblock_decode(dec, p, len, got, KB_MAX_EVENTS, &n, why,
-                      sizeof(why)) != 0) {
+    if (kblock_decode(dec, p, len, got, KB_MAX_EVENTS, &n, why, sizeof(why)) !=
+        0) {
         FUZZ_ASSERT(why[0] != '\0');
         return;
     }
@@ -113,24 +113,17 @@ static uint64_t next(rd *r, uint64_t prev)
         return prev;
     t = r->p[r->i++];
     switch (t & 7) {
-    case 0:
-        return prev;
-    case 1:
-        return t >> 3;
-    case 2:
-        return UINT64_MAX - (t >> 3);
+    case 0: return prev;
+    case 1: return t >> 3;
+    case 2: return UINT64_MAX - (t >> 3);
     case 3:
         for (int k = 0; k < 8 && r->i < r->n; k++)
             v |= (uint64_t)r->p[r->i++] << (8 * k);
         return v;
-    case 4:
-        return prev + (t >> 3);
-    case 5:
-        return prev - (t >> 3);
-    case 6:
-        return (uint64_t)INT64_MAX - (t >> 3);
-    default:
-        return (uint64_t)INT64_MIN + (t >> 3);
+    case 4: return prev + (t >> 3);
+    case 5: return prev - (t >> 3);
+    case 6: return (uint64_t)INT64_MAX - (t >> 3);
+    default: return (uint64_t)INT64_MIN + (t >> 3);
     }
 }
 
@@ -149,8 +142,8 @@ static void events_mode(const uint8_t *p, size_t len)
     while (r.i < r.n && n < FK_MAX_EV) {
         kblock_ev *e = &ev[n];
         uint64_t *f = (uint64_t *)(void *)e;
-        const uint64_t *prev = n ? (const uint64_t *)(const void *)&ev[n - 1]
-                                 : f;
+        const uint64_t *prev =
+            n ? (const uint64_t *)(const void *)&ev[n - 1] : f;
         /* every field is 8 bytes (kblock.h); occ's double as its bits */
         for (size_t k = 0; k < sizeof(*e) / sizeof(uint64_t); k++)
             f[k] = next(&r, n ? prev[k] : 0);

@@ -102,10 +102,10 @@ static size_t trip(size_t n, unsigned opt)
     return len;
 }
 
-static const unsigned opts[] = { KB_OPT_DEFAULT, KB_OPT_NOZSTD,
-                                 KB_OPT_DUR_PLAIN, KB_OPT_NOSHAPES,
-                                 KB_OPT_NOGAP,
-                                 KB_OPT_NOZSTD | KB_OPT_NOSHAPES };
+static const unsigned opts[] = {
+    KB_OPT_DEFAULT,  KB_OPT_NOZSTD, KB_OPT_DUR_PLAIN,
+    KB_OPT_NOSHAPES, KB_OPT_NOGAP,  KB_OPT_NOZSTD | KB_OPT_NOSHAPES
+};
 
 static void test_realistic(void)
 {
@@ -195,8 +195,9 @@ static void test_adversarial(void)
     /* every field at its extremes, random per event: every shape distinct */
     for (size_t i = 0; i < n; i++) {
         kblock_ev *e = &ev[i];
-        static const uint64_t ext[] = { 0, 1, 127, 128, (uint64_t)INT64_MAX,
-                                        (uint64_t)INT64_MIN, UINT64_MAX };
+        static const uint64_t ext[] = {
+            0, 1, 127, 128, (uint64_t)INT64_MAX, (uint64_t)INT64_MIN, UINT64_MAX
+        };
 #define X() ext[rnd() % 7]
         e->seq = X();
         e->ts = X();
@@ -220,20 +221,11 @@ static void test_adversarial(void)
         e->flags = X();
         e->tid = X();
         switch (rnd() % 5) {
-        case 0:
-            e->occ = NAN;
-            break;
-        case 1:
-            e->occ = -0.0;
-            break;
-        case 2:
-            e->occ = INFINITY;
-            break;
-        case 3:
-            e->occ = -1;
-            break;
-        default:
-            e->occ = 1e-300;
+        case 0: e->occ = NAN; break;
+        case 1: e->occ = -0.0; break;
+        case 2: e->occ = INFINITY; break;
+        case 3: e->occ = -1; break;
+        default: e->occ = 1e-300;
         }
 #undef X
     }
@@ -262,8 +254,8 @@ static void test_limits(void)
     CHECK(strstr(why, "1 to") != NULL);
     /* no room: an error, nothing written past cap */
     blk[20] = 0xAB;
-    CHECK(kblock_encode(enc, ev, 10, 3, 0, blk, 20, &len, why,
-                        sizeof(why)) == -1);
+    CHECK(kblock_encode(enc, ev, 10, 3, 0, blk, 20, &len, why, sizeof(why)) ==
+          -1);
     CHECK(blk[20] == 0xAB);
     CHECK(strstr(why, "room") != NULL);
     /* a decoder with room for fewer events than the block has */
@@ -287,8 +279,8 @@ static void test_overlong(void)
     static kblock_index idx;
     size_t len = 0, m;
     fill_real(1, 1);
-    REQUIRE(kblock_encode(enc, ev, 1, 3, KB_OPT_NOZSTD, blk, KB_BLOCK_MAX,
-                          &len, why, sizeof(why)) == 0);
+    REQUIRE(kblock_encode(enc, ev, 1, 3, KB_OPT_NOZSTD, blk, KB_BLOCK_MAX, &len,
+                          why, sizeof(why)) == 0);
     REQUIRE(blk[5] == 1); /* the event count, right after magic and flags */
     memcpy(blk2, blk, 5);
     blk2[5] = 0x81;
@@ -310,8 +302,8 @@ static void test_seek(void)
         CHECK(kblock_seek_seq(dec, blk, len, ev[i].seq, &pos, why,
                               sizeof(why)) == 0);
         CHECK_EQ_U64(pos, i);
-        CHECK(kblock_seek_ts(dec, blk, len, ev[i].ts, &pos, why,
-                             sizeof(why)) == 0);
+        CHECK(kblock_seek_ts(dec, blk, len, ev[i].ts, &pos, why, sizeof(why)) ==
+              0);
         CHECK_EQ_U64(pos, i);
         /* a time between two kernels: the next one */
         CHECK(kblock_seek_ts(dec, blk, len, ev[i].ts + 1, &pos, why,
@@ -336,8 +328,8 @@ static void test_seek(void)
     CHECK_EQ_U64(pos, 0);
     /* a seek into a damaged payload is an error, not a position */
     blk[len - 2] ^= 0x40;
-    CHECK(kblock_seek_seq(dec, blk, len, ev[5].seq, &pos, why,
-                          sizeof(why)) == -1);
+    CHECK(kblock_seek_seq(dec, blk, len, ev[5].seq, &pos, why, sizeof(why)) ==
+          -1);
 }
 
 /* The two blocks' headers give the same index (a changed header that
@@ -383,8 +375,9 @@ static void damage(size_t n, unsigned opt, int checked)
     if (checked)
         CHECK_EQ_U64(wrong, 0);
     else
-        fprintf(stderr, "  unchecksummed: %zu of %zu flips decode to other "
-                        "events\n",
+        fprintf(stderr,
+                "  unchecksummed: %zu of %zu flips decode to other "
+                "events\n",
                 wrong, len * 2);
 }
 
@@ -399,8 +392,7 @@ static void test_damage(void)
     {
         size_t len = trip(1, KB_OPT_DEFAULT), m;
         blk[0] = 'X';
-        CHECK(kblock_decode(dec, blk, len, got, 1, &m, why, sizeof(why)) ==
-              -1);
+        CHECK(kblock_decode(dec, blk, len, got, 1, &m, why, sizeof(why)) == -1);
         CHECK_STR(why, "not a kernel block");
     }
 }
