@@ -368,8 +368,10 @@ static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
                    whylen);
 }
 
-int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,
-                    uint64_t seq, size_t *pos, char *why, size_t whylen)
+/* The first position whose col (KC_SEQ: == key, KC_TS: >= key) matches,
+ * the header first ruling the block out when it can. */
+static int seek(kblock_dec *d, const unsigned char *b, size_t len, int col,
+                uint64_t key, size_t *pos, char *why, size_t whylen)
 {
     kblock_index *h;
 
@@ -379,39 +381,28 @@ int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,
     h = &d->hidx;
     if (kblock_index_read(b, len, h, why, whylen))
         return -1;
-    if (seq < h->seq_min || seq > h->seq_max)
+    if (col == KC_SEQ ? key < h->seq_min || key > h->seq_max : key > h->ts_max)
         return 0;
-    if (one_col(d, b, len, KC_SEQ, why, whylen))
+    if (one_col(d, b, len, col, why, whylen))
         return -1;
     for (size_t k = 0; k < h->n; k++)
-        if (d->vals[k] == seq) {
+        if (col == KC_SEQ ? d->vals[k] == key : d->vals[k] >= key) {
             *pos = k;
             break;
         }
     return 0;
 }
 
+int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,
+                    uint64_t seq, size_t *pos, char *why, size_t whylen)
+{
+    return seek(d, b, len, KC_SEQ, seq, pos, why, whylen);
+}
+
 int kblock_seek_ts(kblock_dec *d, const unsigned char *b, size_t len,
                    uint64_t ts, size_t *pos, char *why, size_t whylen)
 {
-    kblock_index *h;
-
-    *pos = KB_NOTFOUND;
-    if (!d)
-        return kb_fail(why, whylen, "kblock seek: no decoder");
-    h = &d->hidx;
-    if (kblock_index_read(b, len, h, why, whylen))
-        return -1;
-    if (ts > h->ts_max)
-        return 0;
-    if (one_col(d, b, len, KC_TS, why, whylen))
-        return -1;
-    for (size_t k = 0; k < h->n; k++)
-        if (d->vals[k] >= ts) {
-            *pos = k;
-            break;
-        }
-    return 0;
+    return seek(d, b, len, KC_TS, ts, pos, why, whylen);
 }
 
 int kblock_stats_get(kblock_dec *d, const unsigned char *b, size_t len,
