@@ -307,6 +307,11 @@ static size_t encode_all(size_t bs, int zl, unsigned opt, double *secs,
     return total;
 }
 
+/* The column modes (docs/server.md "Kernel blocks (format)"). */
+static const char *const mode_names[8] = { "const", "raw",      "zigzag",
+                                           "delta", "dod",      "shape-delta",
+                                           "gap",   "(unknown)" };
+
 static double per_k(size_t bytes)
 {
     return (double)bytes / (double)nkernels;
@@ -396,8 +401,12 @@ int main(int argc, char **argv)
                bs);
         printf("    %-8s %7.3f\n", "header", per_k(st.hdr));
         for (int c = 0; c < KB_NCOLS; c++) {
-            printf("    %-8s %7.3f %7.3f  modes 0x%02x\n", kblock_col_names[c],
-                   per_k(st.col_raw[c]), per_k(st.col_z[c]), st.col_mode[c]);
+            printf("    %-8s %7.3f %7.3f ", kblock_col_names[c],
+                   per_k(st.col_raw[c]), per_k(st.col_z[c]));
+            for (unsigned m = 0; m < 8; m++)
+                if (st.col_mode[c] & (1u << m))
+                    printf(" %s", mode_names[m]);
+            printf("\n");
             zsum += st.col_z[c];
         }
         printf("    varints %.2f, whole-payload zstd %.2f, per-column zstd "
