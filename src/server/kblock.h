@@ -6,9 +6,9 @@
  *
  * The codec only; no store writes or reads blocks yet.  The byte layout is
  * docs/server.md "Kernel blocks (format)".  It lives in src/server, not
- * src/common: it is the store's at-rest form, the report and export read
- * events from logs or from the server's API (never blocks), and
- * gpufl_common is linked into libgpufl, which must not pull in libzstd.
+ * src/common: it is the store's at-rest form and nothing else reads
+ * blocks (the report reads logs, the export and UI the server's API),
+ * while src/common is linked into libgpufl and every program.
  *
  * An event holds every per-kernel column of the `kernels` table
  * (store_sql.c) except the session, which is the block's.  Absent values
@@ -64,7 +64,8 @@ typedef struct kblock_index {
     kblock_name names[KB_MAX_NAMES];
 } kblock_index;
 
-/* Encoder state (caller-owned, ~3 MB: allocate it, or kblock_enc_new). */
+/* Encoder state: a heap object of about 13 MB (every buffer sized for
+ * KB_MAX_EVENTS, so encoding allocates nothing); one per writer thread. */
 typedef struct kblock_enc kblock_enc;
 kblock_enc *kblock_enc_new(void);
 void kblock_enc_free(kblock_enc *e);
@@ -98,7 +99,8 @@ int kblock_encode(kblock_enc *e, const kblock_ev *ev, size_t n, int zlevel,
 int kblock_index_read(const unsigned char *b, size_t len, kblock_index *idx,
                       char *why, size_t whylen);
 
-/* Decoder state (caller-owned; kblock_dec_new / kblock_dec_free). */
+/* Decoder state: a heap object of about 9 MB (as the encoder's); one per
+ * reader thread. */
 typedef struct kblock_dec kblock_dec;
 kblock_dec *kblock_dec_new(void);
 void kblock_dec_free(kblock_dec *d);
