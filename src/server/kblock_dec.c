@@ -1,0 +1,450 @@
+/*
+ * kblock_dec.c - decodes kernel blocks (kblock.h), reads their index and
+ * seeks in them.
+ *
+ * The decoder trusts nothing: every varint is bounded and minimal, every
+ * count is checked against its cap before it sizes anything, the zstd
+ * frame must carry its size and checksum, and the header's index must
+ * equal what the decoded events give, so a damaged block is an error
+ * rather than wrong kernels.
+ */
+#include "kblock_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+struct kblock_dec {
+    kblock_ev shape[KB_MAX_EVENTS];
+    uint32_t sidx[KB_MAX_EVENTS];
+    uint64_t vals[KB_MAX_EVENTS], last[KB_MAX_EVENTS];
+    /* columns KM_GAP predicts from, and its predictions */
+    uint64_t dur[KB_MAX_EVENTS], ts[KB_MAX_EVENTS], adur[KB_MAX_EVENTS];
+    uint64_t ref[KB_MAX_EVENTS];
+    uint32_t scount[KB_MAX_EVENTS];
+    kblock_index hidx, calc; /* the header's, and the events' */
+    size_t hlen;             /* the last block's header bytes */
+    unsigned char raw[KB_RAW_MAX];
+    ZSTD_DCtx *z;
+};
+
+/*
+ * Reads one column of m values from p[*i..n) into v; sidx/last for
+ * KM_SDELTA (NULL: not allowed here).  0, or -1 with why.
+ */
+static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
+                   size_t m, const uint32_t *sidx, uint64_t *last, size_t nlast,
+                   const uint64_t *ref, int c, char *why, size_t whylen)
+{
+    uint64_t blen, x;
+    size_t end, j = 0;
+    int mode;
+
+    if (*i >= n)
+        return kb_fail(why, whylen, "column %s: truncated",
+                       kblock_col_names[c]);
+    mode = p[(*i)++];
+    if (mode >= KM_N || (mode == KM_SDELTA && !sidx) ||
+        (mode == KM_GAP && !ref))
+        return kb_fail(why, whylen, "column %s: bad mode %d",
+                       kblock_col_names[c], mode);
+    if (vget(p, n, i, &blen) || blen > n - *i)
+        return kb_fail(why, whylen, "column %s: bad length",
+                       kblock_col_names[c]);
+    end = *i + (size_t)blen;
+    if (mode == KM_SDELTA)
+        memset(last, 0, nlast * sizeof(*last));
+    if (mode == KM_CONST) {
+        if (vget(p, end, i, &x))
+            goto bad;
+        for (j = 0; j < m; j++)
+            v[j] = x;
+    } else {
+        for (j = 0; j < m; j++) {
+            if (vget(p, end, i, &x))
+                goto bad;
+            switch (mode) {
+            case KM_RAW: v[j] = x; break;
+            case KM_ZIG: v[j] = unzz(x); break;
+            case KM_DELTA: v[j] = j ? v[j - 1] + unzz(x) : x; break;
+            case KM_DOD:
+                if (j == 0)
+                    v[j] = x;
+                else if (j == 1)
+                    v[j] = v[0] + unzz(x);
+                else
+                    v[j] = v[j - 1] + (v[j - 1] - v[j - 2]) + unzz(x);
+                break;
+            case KM_GAP: v[j] = j ? v[j - 1] + ref[j] + unzz(x) : x; break;
+            default: v[j] = last[sidx[j]] + unzz(x); last[sidx[j]] = v[j];
+            }
+        }
+    }
+    if (*i != end)
+        goto bad;
+    return 0;
+bad:
+    return kb_fail(why, whylen, "column %s: body malformed at value %zu of %zu",
+                   kblock_col_names[c], j, m);
+}
+
+/* Parses the header; *flags, *rawlen, and the payload's [*pay, +*plen). */
+static int hdr_get(const unsigned char *b, size_t len, kblock_index *idx,
+                   unsigned *flags, size_t *rawlen, size_t *pay, size_t *plen,
+                   char *why, size_t whylen)
+{
+    size_t i = 5;
+    uint64_t v[7], nn, rl, pl, id = 0;
+
+    if (!b || len < 5 || b[0] != KB_MAGIC0 || b[1] != KB_MAGIC1 ||
+        b[2] != KB_MAGIC2)
+        return kb_fail(why, whylen, "not a kernel block");
+    if (b[3] != KB_VERSION)
+        return kb_fail(why, whylen, "kernel block version %u unknown", b[3]);
+    if (b[4] & ~KB_FLAG_ZSTD)
+        return kb_fail(why, whylen, "kernel block flags 0x%x unknown", b[4]);
+    *flags = b[4];
+    for (int k = 0; k < 7; k++)
+        if (vget(b, len, &i, &v[k]))
+            return kb_fail(why, whylen, "kernel block header truncated");
+    if (v[0] < 1 || v[0] > KB_MAX_EVENTS)
+        return kb_fail(why, whylen, "kernel block of %llu events (1 to %d)",
+                       (unsigned long long)v[0], KB_MAX_EVENTS);
+    idx->n = (uint32_t)v[0];
+    idx->seq_min = v[1];
+    idx->seq_max = v[1] + v[2];
+    idx->ts_min = v[3];
+    idx->ts_max = v[3] + v[4];
+    idx->dur_min = v[5];
+    idx->dur_max = v[5] + v[6];
+    if (idx->seq_max < idx->seq_min || idx->ts_max < idx->ts_min ||
+        idx->dur_max < idx->dur_min)
+        return kb_fail(why, whylen, "kernel block index: a range wraps");
+    if (vget(b, len, &i, &nn) || nn < 1 || nn > idx->n)
+        return kb_fail(why, whylen, "kernel block index: bad name count");
+    idx->nnames = (uint32_t)nn;
+    for (uint32_t k = 0; k < idx->nnames; k++) {
+        uint64_t x, c;
+        if (vget(b, len, &i, &x) || vget(b, len, &i, &c))
+            return kb_fail(why, whylen, "kernel block index truncated");
+        /* the gaps wrap in uint64_t; the order that must hold is int64_t's */
+        id = k ? id + x : unzz(x);
+        if (k && (int64_t)id <= idx->names[k - 1].name_id)
+            return kb_fail(why, whylen, "kernel block index: names unsorted");
+        if (c < 1 || c > idx->n)
+            return kb_fail(why, whylen, "kernel block index: bad name count");
+        idx->names[k].name_id = (int64_t)id;
+        idx->names[k].n = (uint32_t)c;
+    }
+    if (vget(b, len, &i, &rl) || vget(b, len, &i, &pl))
+        return kb_fail(why, whylen, "kernel block header truncated");
+    if (rl > KB_RAW_MAX)
+        return kb_fail(why, whylen,
+                       "kernel block payload of %llu bytes (cap %zu)",
+                       (unsigned long long)rl, (size_t)KB_RAW_MAX);
+    if (pl != len - i)
+        return kb_fail(why, whylen,
+                       "kernel block of %zu bytes, its header says %llu", len,
+                       (unsigned long long)(i + pl));
+    if (!(*flags & KB_FLAG_ZSTD) && pl != rl)
+        return kb_fail(why, whylen, "kernel block: stored lengths disagree");
+    *rawlen = (size_t)rl;
+    *pay = i;
+    *plen = (size_t)pl;
+    return 0;
+}
+
+/* ---- decode ---- */
+
+kblock_dec *kblock_dec_new(void)
+{
+    kblock_dec *d = malloc(sizeof(*d));
+    if (!d)
+        return NULL;
+    d->z = ZSTD_createDCtx();
+    if (!d->z) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void kblock_dec_free(kblock_dec *d)
+{
+    if (!d)
+        return;
+    ZSTD_freeDCtx(d->z);
+    free(d);
+}
+
+int kblock_index_read(const unsigned char *b, size_t len, kblock_index *idx,
+                      char *why, size_t whylen)
+{
+    unsigned flags;
+    size_t rl, pay, pl;
+    return hdr_get(b, len, idx, &flags, &rl, &pay, &pl, why, whylen);
+}
+
+/* The header into d->hidx and the payload, decompressed into d->raw when
+ * it is compressed: *p, *plen. */
+static int payload_open(kblock_dec *d, const unsigned char *b, size_t len,
+                        const unsigned char **p, size_t *plen, char *why,
+                        size_t whylen)
+{
+    unsigned flags;
+    size_t rl, pay, pl, got;
+    unsigned long long fcs;
+
+    if (hdr_get(b, len, &d->hidx, &flags, &rl, &pay, &pl, why, whylen))
+        return -1;
+    if (!(flags & KB_FLAG_ZSTD)) {
+        d->hlen = pay;
+        *p = b + pay;
+        *plen = pl;
+        return 0;
+    }
+    /* the frame must say its size, and say the header's */
+    fcs = ZSTD_getFrameContentSize(b + pay, pl);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN ||
+        fcs != rl)
+        return kb_fail(why, whylen,
+                       "kernel block payload: not a zstd frame of "
+                       "%zu bytes",
+                       rl);
+    got = ZSTD_decompressDCtx(d->z, d->raw, rl, b + pay, pl);
+    if (ZSTD_isError(got))
+        return kb_fail(why, whylen, "kernel block payload: %s",
+                       ZSTD_getErrorName(got));
+    if (got != rl)
+        return kb_fail(why, whylen, "kernel block payload: %zu bytes, not %zu",
+                       got, rl);
+    *p = d->raw;
+    *plen = rl;
+    d->hlen = pay;
+    return 0;
+}
+
+/* Skips one column at p[*i..n). */
+static int skip_col(const unsigned char *p, size_t n, size_t *i, int c,
+                    char *why, size_t whylen)
+{
+    uint64_t blen;
+    if (*i >= n || p[*i] >= KM_N)
+        return kb_fail(why, whylen, "column %s: bad mode", kblock_col_names[c]);
+    (*i)++;
+    if (vget(p, n, i, &blen) || blen > n - *i)
+        return kb_fail(why, whylen, "column %s: bad length",
+                       kblock_col_names[c]);
+    *i += (size_t)blen;
+    return 0;
+}
+
+/* The shape count, after the header said n events. */
+static int get_nshapes(kblock_dec *d, const unsigned char *p, size_t pl,
+                       size_t *i, size_t *ns, char *why, size_t whylen)
+{
+    uint64_t v;
+    if (vget(p, pl, i, &v) || v < 1 || v > d->hidx.n)
+        return kb_fail(why, whylen, "kernel block: bad shape count");
+    *ns = (size_t)v;
+    return 0;
+}
+
+/* The shape column (at p[*i]) into d->sidx, every number below ns. */
+static int get_sidx(kblock_dec *d, const unsigned char *p, size_t pl, size_t *i,
+                    size_t n, size_t ns, char *why, size_t whylen)
+{
+    if (get_col(p, pl, i, d->vals, n, NULL, NULL, 0, NULL, KC_SHAPE, why,
+                whylen))
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        if (d->vals[k] >= ns)
+            return kb_fail(why, whylen, "event %zu: shape %llu of %zu", k,
+                           (unsigned long long)d->vals[k], ns);
+        d->sidx[k] = (uint32_t)d->vals[k];
+    }
+    return 0;
+}
+
+static int index_eq(const kblock_index *a, const kblock_index *b)
+{
+    if (a->n != b->n || a->seq_min != b->seq_min || a->seq_max != b->seq_max ||
+        a->ts_min != b->ts_min || a->ts_max != b->ts_max ||
+        a->dur_min != b->dur_min || a->dur_max != b->dur_max ||
+        a->nnames != b->nnames)
+        return 0;
+    for (uint32_t k = 0; k < a->nnames; k++)
+        if (a->names[k].name_id != b->names[k].name_id ||
+            a->names[k].n != b->names[k].n)
+            return 0;
+    return 1;
+}
+
+int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
+                  kblock_ev *out, size_t cap, size_t *n, char *why,
+                  size_t whylen)
+{
+    const unsigned char *p;
+    size_t pl, i = 0, ns = 0, m;
+
+    if (!d || !out || !n)
+        return kb_fail(why, whylen, "kblock_decode: no decoder");
+    if (payload_open(d, b, len, &p, &pl, why, whylen))
+        return -1;
+    m = d->hidx.n;
+    if (m > cap)
+        return kb_fail(why, whylen, "kernel block of %zu events, room for %zu",
+                       m, cap);
+    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
+        return -1;
+    for (int c = 0; c < KC_NSHAPE; c++) {
+        if (get_col(p, pl, &i, d->vals, ns, NULL, NULL, 0, NULL, c, why,
+                    whylen))
+            return -1;
+        for (size_t s = 0; s < ns; s++)
+            col_set(&d->shape[s], c, d->vals[s]);
+    }
+    if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
+        return -1;
+    memset(d->scount, 0, ns * sizeof(d->scount[0]));
+    for (size_t k = 0; k < m; k++) {
+        const kblock_ev *s = &d->shape[d->sidx[k]];
+        for (int c = 0; c < KC_NSHAPE; c++)
+            col_set(&out[k], c, col_get(s, c));
+        d->scount[d->sidx[k]]++;
+    }
+    for (int c = KC_SHAPE + 1; c < KB_NCOLS; c++) {
+        if (get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
+                    kb_gap_ref(c, m, d->dur, d->ts, d->adur, d->ref), c, why,
+                    whylen))
+            return -1;
+        kb_gap_keep(c, d->vals, m, d->dur, d->ts, d->adur);
+        for (size_t k = 0; k < m; k++)
+            col_set(&out[k], c, d->vals[k]);
+    }
+    if (i != pl)
+        return kb_fail(why, whylen, "kernel block: %zu bytes after the columns",
+                       pl - i);
+    kb_index_calc(out, m, d->shape, d->scount, ns, &d->calc);
+    if (!index_eq(&d->calc, &d->hidx))
+        return kb_fail(why, whylen,
+                       "kernel block: its index disagrees with its "
+                       "events");
+    *n = m;
+    return 0;
+}
+
+/* One event column (KC_SEQ or KC_TS) into d->vals without the others:
+ * the shape table skipped, the shape numbers read (a column may be a
+ * per-shape delta), and for ts the durations it may be relative to. */
+static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
+                   char *why, size_t whylen)
+{
+    const unsigned char *p;
+    size_t pl, i = 0, ns = 0, m;
+
+    if (payload_open(d, b, len, &p, &pl, why, whylen))
+        return -1;
+    m = d->hidx.n;
+    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
+        return -1;
+    for (int c = 0; c < KC_NSHAPE; c++)
+        if (skip_col(p, pl, &i, c, why, whylen))
+            return -1;
+    if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
+        return -1;
+    for (int c = KC_SHAPE + 1; c < col; c++) {
+        if (c != KC_DUR || col != KC_TS) {
+            if (skip_col(p, pl, &i, c, why, whylen))
+                return -1;
+            continue;
+        }
+        if (get_col(p, pl, &i, d->dur, m, d->sidx, d->last, ns, NULL, c, why,
+                    whylen))
+            return -1;
+    }
+    return get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
+                   kb_gap_ref(col, m, d->dur, d->ts, d->adur, d->ref), col, why,
+                   whylen);
+}
+
+/* The first position whose col (KC_SEQ: == key, KC_TS: >= key) matches,
+ * the header first ruling the block out when it can. */
+static int seek(kblock_dec *d, const unsigned char *b, size_t len, int col,
+                uint64_t key, size_t *pos, char *why, size_t whylen)
+{
+    kblock_index *h;
+
+    *pos = KB_NOTFOUND;
+    if (!d)
+        return kb_fail(why, whylen, "kblock seek: no decoder");
+    h = &d->hidx;
+    if (kblock_index_read(b, len, h, why, whylen))
+        return -1;
+    if (col == KC_SEQ ? key < h->seq_min || key > h->seq_max : key > h->ts_max)
+        return 0;
+    if (one_col(d, b, len, col, why, whylen))
+        return -1;
+    for (size_t k = 0; k < h->n; k++)
+        if (col == KC_SEQ ? d->vals[k] == key : d->vals[k] >= key) {
+            *pos = k;
+            break;
+        }
+    return 0;
+}
+
+int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,
+                    uint64_t seq, size_t *pos, char *why, size_t whylen)
+{
+    return seek(d, b, len, KC_SEQ, seq, pos, why, whylen);
+}
+
+int kblock_seek_ts(kblock_dec *d, const unsigned char *b, size_t len,
+                   uint64_t ts, size_t *pos, char *why, size_t whylen)
+{
+    return seek(d, b, len, KC_TS, ts, pos, why, whylen);
+}
+
+int kblock_stats_get(kblock_dec *d, const unsigned char *b, size_t len,
+                     int zlevel, kblock_stats *st, char *why, size_t whylen)
+{
+    const unsigned char *p;
+    size_t pl, i = 0, ns = 0;
+    ZSTD_CCtx *z;
+    unsigned char *zb;
+    size_t zcap = ZSTD_compressBound(KB_RAW_MAX);
+
+    if (!d || !st)
+        return kb_fail(why, whylen, "kblock stats: no decoder");
+    memset(st, 0, sizeof(*st));
+    if (payload_open(d, b, len, &p, &pl, why, whylen))
+        return -1;
+    st->total = len;
+    st->raw = pl;
+    st->hdr = d->hlen;
+    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
+        return -1;
+    st->nshapes = ns;
+    z = ZSTD_createCCtx();
+    zb = malloc(zcap);
+    if (!z || !zb) {
+        ZSTD_freeCCtx(z);
+        free(zb);
+        return kb_fail(why, whylen, "out of memory");
+    }
+    for (int c = 0; c < KB_NCOLS; c++) {
+        size_t at = i, zc;
+        if (skip_col(p, pl, &i, c, why, whylen)) {
+            ZSTD_freeCCtx(z);
+            free(zb);
+            return -1;
+        }
+        st->col_mode[c] = p[at];
+        st->col_raw[c] = i - at;
+        zc = ZSTD_compressCCtx(z, zb, zcap, p + at, i - at, zlevel);
+        st->col_z[c] = ZSTD_isError(zc) ? 0 : zc;
+    }
+    ZSTD_freeCCtx(z);
+    free(zb);
+    return 0;
+}

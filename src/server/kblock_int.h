@@ -1,0 +1,156 @@
+/*
+ * kblock_int.h - what the kernel block encoder (kblock.c) and decoder
+ * (kblock_dec.c) share: the format's constants, its column list and the
+ * varint primitives (inline: they are the codec's inner loops).
+ */
+#ifndef GPUFL_SERVER_KBLOCK_INT_H
+#define GPUFL_SERVER_KBLOCK_INT_H
+
+#include "kblock.h"
+
+#include <string.h>
+
+#define KB_MAGIC0 'G'
+#define KB_MAGIC1 'K'
+#define KB_MAGIC2 'B'
+#define KB_VERSION 1
+#define KB_FLAG_ZSTD 1u
+
+/* Column transforms (the mode byte). */
+enum {
+    KM_CONST = 0,  /* one varint, every value */
+    KM_RAW = 1,    /* each value */
+    KM_ZIG = 2,    /* each value zigzagged as int64 */
+    KM_DELTA = 3,  /* first, then zigzag differences */
+    KM_DOD = 4,    /* first, zigzag first difference, then differences of
+                     differences */
+    KM_SDELTA = 5, /* zigzag difference from the previous value of the
+                      same shape (0 before the first); event columns */
+    KM_GAP = 6,    /* first, then zigzag differences from a prediction out
+                      of columns before it: ts from the previous kernel's
+                      end (the stream's idle time), api_off from the end
+                      of the previous launch call (the host's gap) */
+    KM_N
+};
+
+/* Shape columns, then event columns; KC_SHAPE is the first event one. */
+enum {
+    KC_NAME,
+    KC_CFG,
+    KC_GX,
+    KC_GY,
+    KC_GZ,
+    KC_BX,
+    KC_BY,
+    KC_BZ,
+    KC_REGS,
+    KC_SMEM,
+    KC_OCC,
+    KC_SHAPE,
+    KC_SEQ,
+    KC_DUR, /* before ts: KM_GAP reads it */
+    KC_TS,
+    KC_DEV,
+    KC_STREAM,
+    KC_CORR,
+    KC_SCOPE,
+    KC_PATH,
+    KC_STACK,
+    KC_API_DUR, /* before api_off: its KM_GAP reads it */
+    KC_API_OFF,
+    KC_FLAGS,
+    KC_TID
+};
+#define KC_NSHAPE KC_SHAPE
+
+/* Where each column's value lives in a kblock_ev (every field 8 bytes);
+ * KC_SHAPE has none. */
+extern const size_t kb_col_off[KB_NCOLS];
+
+/* Writes the message into why (when given); returns -1. */
+int kb_fail(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline uint64_t zz(uint64_t u)
+{
+    return (u << 1) ^ (0 - (u >> 63));
+}
+
+static inline uint64_t unzz(uint64_t z)
+{
+    return (z >> 1) ^ (0 - (z & 1));
+}
+
+static inline size_t vlen(uint64_t v)
+{
+    /* 1 + (bits - 1) / 7, bits of v | 1 */
+    return (size_t)(70 - __builtin_clzll(v | 1)) / 7;
+}
+
+static inline size_t vput(unsigned char *o, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        o[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    o[n++] = (unsigned char)v;
+    return n;
+}
+
+/* A minimal LEB128 varint from p[*i..n): 0, or -1 when it runs past n, is
+ * longer than 64 bits, or has a redundant trailing zero byte (one value,
+ * one spelling: what makes the encoder's output canonical). */
+static inline int vget(const unsigned char *p, size_t n, size_t *i, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned sh = 0; sh < 70; sh += 7) {
+        unsigned char b;
+        if (*i >= n)
+            return -1;
+        b = p[(*i)++];
+        if (sh == 63 && b > 1)
+            return -1;
+        x |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) {
+            if (b == 0 && sh)
+                return -1;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A column's value of an event as 64 bits; occupancy's double is
+ * byte-swapped so that its zero low mantissa bytes come first and its
+ * varint is short (0.5 takes 2 bytes, not 9). */
+static inline uint64_t col_get(const kblock_ev *e, int c)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)e + kb_col_off[c], sizeof(v));
+    return c == KC_OCC ? __builtin_bswap64(v) : v;
+}
+
+static inline void col_set(kblock_ev *e, int c, uint64_t v)
+{
+    if (c == KC_OCC)
+        v = __builtin_bswap64(v);
+    memcpy((char *)e + kb_col_off[c], &v, sizeof(v));
+}
+
+/* The index of ev[0..n) whose shapes are shape[0..ns), used scount[]
+ * times (names sorted by id and merged). */
+void kb_index_calc(const kblock_ev *ev, size_t n, const kblock_ev *shape,
+                   const uint32_t *scount, size_t ns, kblock_index *idx);
+
+/* KM_GAP's predictions for column c of m events (ref[i] for i >= 1, what
+ * v[i] - v[i - 1] is expected to be), or NULL for a column without one;
+ * dur, ts, adur: the columns before it, kept by kb_gap_keep. */
+const uint64_t *kb_gap_ref(int c, size_t m, const uint64_t *dur,
+                           const uint64_t *ts, const uint64_t *adur,
+                           uint64_t *ref);
+void kb_gap_keep(int c, const uint64_t *v, size_t m, uint64_t *dur,
+                 uint64_t *ts, uint64_t *adur);
+
+#endif
