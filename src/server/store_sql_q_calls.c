@@ -270,7 +270,8 @@ static void w_calls(jw *w, calls_ctx *x)
 {
     size_t i = 0;
 
-    qsort(x->list, x->nlist, sizeof(sq_call), call_cmp);
+    if (x->nlist > 1) /* list is NULL when there are none */
+        qsort(x->list, x->nlist, sizeof(sq_call), call_cmp);
     jw_key(w, "threads");
     jw_arr_begin(w);
     while (i < x->nlist) {
@@ -289,7 +290,8 @@ static void w_calls(jw *w, calls_ctx *x)
 
 static void w_summary(jw *w, calls_ctx *x)
 {
-    qsort(x->thr, (size_t)x->nthr, sizeof(thr), thr_cmp);
+    if (x->nthr > 1)
+        qsort(x->thr, (size_t)x->nthr, sizeof(thr), thr_cmp);
     jw_kv_u64(w, "width", x->width);
     srv_jw_kv_udec(w, "bucket_ns", x->bw);
     jw_key(w, "threads");

@@ -105,7 +105,8 @@ out:
 /* Closes the path being read: its values sorted and thinned into p. */
 static void path_close(dpath *p, double *vals, size_t n)
 {
-    qsort(vals, n, sizeof(*vals), cmp_dbl);
+    if (n > 1)
+        qsort(vals, n, sizeof(*vals), cmp_dbl);
     p->nv = n < DUR_SAMPLE ? n : DUR_SAMPLE;
     for (size_t k = 0; k < p->nv; k++)
         p->v[k] = vals[(size_t)(((double)k + 0.5) / (double)p->nv * (double)n)];
@@ -166,7 +167,8 @@ static int w_scopes(qctx *c, jw *w)
     }
     if (np)
         path_close(&p[np - 1], vals, nvals);
-    qsort(p, np, sizeof(*p), cmp_total);
+    if (np > 1)
+        qsort(p, np, sizeof(*p), cmp_total);
     /* names once the rows are read: one statement at a time */
     sdb_finalize(c->st);
     c->st = NULL;

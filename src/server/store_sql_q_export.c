@@ -649,7 +649,8 @@ int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
     }
     if (rc)
         goto out;
-    qsort(x->calls, x->ncalls, sizeof(sq_call), call_by_ts);
+    if (x->ncalls > 1) /* calls is NULL when there are none */
+        qsort(x->calls, x->ncalls, sizeof(sq_call), call_by_ts);
     if (x->ncalls > SQ_EXP_CALLS) {
         if (!q->truncate) {
             snprintf(why, cap,

@@ -601,6 +601,24 @@ class Export(Base):
             st, _, _ = srv.req("GET", "/api/v1/sessions/%s/export?%s" % (g.sid, bad))
             self.assertEqual(st, 400, bad)
 
+    def test_no_api_calls(self):
+        """A session without API calls (kernels only, no launch times):
+        its export and its /calls answer, with none (the sanitizer build's
+        server died sorting the empty list of calls)."""
+        g = Gen()
+        n = g.name(GEMM)
+        for i in range(5):
+            g.kernel(T0 + 10 ** 6 + i * 1000, 500, n)
+        srv = self.server()
+        g.send(srv)
+        st, _, data = srv.req("GET", "/api/v1/sessions/%s/export" % g.sid)
+        self.assertEqual(st, 200, data[:200])
+        od = json.loads(data)["otherData"]
+        self.assertEqual((od["kernels"], od["calls"]), (5, 0))
+        st, _, data = srv.req("GET", "/api/v1/sessions/%s/calls" % g.sid)
+        self.assertEqual(st, 200, data[:200])
+        self.assertEqual(srv.get("/api/v1/sessions/%s" % g.sid)["id"], g.sid)
+
     def test_cap_413_or_truncated(self):
         g = Gen()
         n = g.name(GEMM)
