@@ -184,13 +184,6 @@ int srv_capture_parse(jsonl_doc *d, srv_capture *c, char *action, char *note,
     return 0;
 }
 
-static void store_error(srv_resp *o, int rc)
-{
-    srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
-                   rc == GPUFL_EUNAVAIL ? "database unavailable"
-                                        : gpufl_strerror(rc));
-}
-
 /* One request (id) read back from the store as the answer (status); or,
  * claim_host given, that host's pending requests, now claimed. */
 static void answer(srv *s, srv_resp *o, const char *claim_host, int64_t id,
@@ -213,7 +206,7 @@ static void answer(srv *s, srv_resp *o, const char *claim_host, int64_t id,
         if (rc == GPUFL_ENOTFOUND)
             srv_resp_error(o, 404, "no such capture request");
         else
-            store_error(o, rc);
+            srv_resp_store_error(o, rc);
         return;
     }
     srv_resp_json(o, status, buf, w.len);
@@ -248,7 +241,7 @@ static void post_request(srv *s, srv_req *r, srv_resp *o, const char *host)
         goto out;
     }
     if (rc) {
-        store_error(o, rc);
+        srv_resp_store_error(o, rc);
         goto out;
     }
     glog_info("capture", "capture request %lld for host %s: %s, pid %lld",
@@ -344,7 +337,7 @@ static void post_result(srv *s, srv_req *r, srv_resp *o, const char *host,
         goto out;
     }
     if (rc) {
-        store_error(o, rc);
+        srv_resp_store_error(o, rc);
         goto out;
     }
     answer(s, o, NULL, id, 200);

@@ -213,18 +213,11 @@ void srv_api_memprof_post(srv *s, srv_req *r, srv_resp *o)
         srv_resp_error(o, st, why);
         goto out;
     }
-    if (!srv_key_host_ok(r->hosts, p.host.p, p.host.n)) {
-        snprintf(why, sizeof(why),
-                 "the profile is host '%.*s''s; this key writes for %.60s",
-                 (int)(p.host.n > 48 ? 48 : p.host.n), p.host.p, r->hosts);
-        srv_resp_error(o, 403, why);
+    if (srv_resp_host_refused(o, r->hosts, "profile", p.host.p, p.host.n))
         goto out;
-    }
     rc = srv_store_memprof_put(s->store, &p, &id, sid, sizeof(sid));
     if (rc) {
-        srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
-                       rc == GPUFL_EUNAVAIL ? "database unavailable"
-                                            : gpufl_strerror(rc));
+        srv_resp_store_error(o, rc);
         goto out;
     }
     char *buf = malloc(256);

@@ -156,6 +156,27 @@ void srv_resp_error(srv_resp *o, int status, const char *msg)
     srv_resp_json(o, status, buf, w.len);
 }
 
+void srv_resp_store_error(srv_resp *o, int rc)
+{
+    srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                   rc == GPUFL_EUNAVAIL ? "database unavailable"
+                                        : gpufl_strerror(rc));
+}
+
+int srv_resp_host_refused(srv_resp *o, const char *hosts, const char *what,
+                          const char *host, size_t n)
+{
+    char why[200];
+
+    if (srv_key_host_ok(hosts, host, n))
+        return 0;
+    snprintf(why, sizeof(why),
+             "the %s is host '%.*s''s; this key writes for %.60s", what,
+             (int)(n > 48 ? 48 : n), host, hosts);
+    srv_resp_error(o, 403, why);
+    return 1;
+}
+
 static enum MHD_Result send_resp(srv *s, struct MHD_Connection *c, srv_resp *o)
 {
     struct MHD_Response *r;

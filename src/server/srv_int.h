@@ -229,6 +229,13 @@ typedef struct srv_resp {
 const char *srv_req_arg(const srv_req *r, const char *key);
 const char *srv_req_header(const srv_req *r, const char *key);
 void srv_resp_error(srv_resp *o, int status, const char *msg);
+/* A store error rc as the answer: 503 when the database is unavailable
+ * (the client retries), else 500 with its text. */
+void srv_resp_store_error(srv_resp *o, int rc);
+/* 1 after a 403 when a key bound to hosts may not write for host (n
+ * bytes; what names the body: "profile", "report"); 0 when it may. */
+int srv_resp_host_refused(srv_resp *o, const char *hosts, const char *what,
+                          const char *host, size_t n);
 
 /* Query parameter k as an unsigned decimal: 0 when absent (*out untouched)
  * or valid, -1 when malformed. */
