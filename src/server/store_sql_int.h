@@ -298,6 +298,11 @@ int sq_write_tx(srv_store *s, int (*fn)(srv_store *, void *), void *arg);
 int sq_mem_link(srv_store *s, srv_str psid, srv_str host, uint64_t pid,
                 uint64_t start, uint64_t end, int64_t *sess, char *sid,
                 size_t cap);
+/* Binds the columns 1..5 both tables begin with: host, pid, comm (NULL
+ * when comm.p is), sess and sid (NULL when 0 / ""), as sq_mem_link found
+ * them. */
+void sq_mem_bind_owner(sdb_stmt *st, srv_str host, uint64_t pid, srv_str comm,
+                       int64_t sess, const char *sid);
 
 /* ---- store_sql_ingest.c ---- */
 /* A kernel row the writer has written (fresh: new, else a duplicate

@@ -36,20 +36,7 @@ static int put(srv_store *s, const srv_memoom *p, int64_t *id, char *sid,
                     " RETURNING id",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_str(st, 1, p->host);
-    qbind_i64(st, 2, (int64_t)p->pid);
-    if (p->comm.p)
-        qbind_str(st, 3, p->comm);
-    else
-        qbind_null(st, 3);
-    if (sess)
-        qbind_i64(st, 4, sess);
-    else
-        qbind_null(st, 4);
-    if (sid[0])
-        qbind_text(st, 5, sid);
-    else
-        qbind_null(st, 5);
+    sq_mem_bind_owner(st, p->host, p->pid, p->comm, sess, sid);
     qbind_i64(st, 6, (int64_t)p->ts);
     qbind_str(st, 7, p->api);
     qbind_i64(st, 8, (int64_t)p->bytes);

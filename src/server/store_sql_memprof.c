@@ -38,6 +38,25 @@ static int cursor_of(const char *s, int64_t *v)
     return srv_cursor_decode(s, v, 1) ? -1 : 1;
 }
 
+void sq_mem_bind_owner(sdb_stmt *st, srv_str host, uint64_t pid, srv_str comm,
+                       int64_t sess, const char *sid)
+{
+    qbind_str(st, 1, host);
+    qbind_i64(st, 2, (int64_t)pid);
+    if (comm.p)
+        qbind_str(st, 3, comm);
+    else
+        qbind_null(st, 3);
+    if (sess)
+        qbind_i64(st, 4, sess);
+    else
+        qbind_null(st, 4);
+    if (sid[0])
+        qbind_text(st, 5, sid);
+    else
+        qbind_null(st, 5);
+}
+
 int sq_mem_link(srv_store *s, srv_str psid, srv_str host, uint64_t pid,
                 uint64_t start, uint64_t end, int64_t *sess, char *sid,
                 size_t cap)
@@ -97,20 +116,7 @@ static int put(srv_store *s, const srv_memprof *p, int64_t *id, char *sid,
                     " RETURNING id",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_str(st, 1, p->host);
-    qbind_i64(st, 2, (int64_t)p->pid);
-    if (p->comm.p)
-        qbind_str(st, 3, p->comm);
-    else
-        qbind_null(st, 3);
-    if (sess)
-        qbind_i64(st, 4, sess);
-    else
-        qbind_null(st, 4);
-    if (sid[0])
-        qbind_text(st, 5, sid);
-    else
-        qbind_null(st, 5);
+    sq_mem_bind_owner(st, p->host, p->pid, p->comm, sess, sid);
     qbind_i64(st, 6, (int64_t)p->start);
     qbind_i64(st, 7, (int64_t)p->end);
     qbind_str(st, 8, p->source);
