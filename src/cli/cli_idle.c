@@ -229,6 +229,45 @@ static const opt_def idle_rows[] = {
       .arg = "DIR",
       .help = "the cgroup holding Slurm's job_<id> cgroups, under --root; "
               "default /sys/fs/cgroup/system.slice/slurmstepd.scope" },
+    { .name = "slurm-scontrol",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.slurm_scontrol),
+      .arg = "PATH|off",
+      .def_doc = "scontrol when Slurm is configured",
+      .help = "ask `PATH show job -d` every 5 s which Slurm job holds which "
+              "GPU of this node (off: never; default: scontrol from PATH when "
+              "SLURM_CONF or /etc/slurm/slurm.conf exists)" },
+    { .name = "slurm-node",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.slurm_node),
+      .arg = "NAME",
+      .def_doc = "the short host name",
+      .help = "this node's Slurm NodeName" },
+    { .name = "jupyterhub-url",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.hub_url),
+      .arg = "URL",
+      .help = "watch: report GPU work of Hub users (JUPYTERHUB_USER of the "
+              "GPU's processes) as activity to this JupyterHub (its base URL "
+              "or .../hub/api); https, or http to a loopback address" },
+    { .name = "jupyterhub-token",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.hub_token),
+      .flags = OPT_SECRET,
+      .arg = "TOKEN",
+      .help = "the Hub API token (a service with the users:activity scope)" },
+    { .name = "jupyterhub-insecure",
+      .type = OPT_BOOL,
+      OPT_F_SINT(T, o.hub_insecure),
+      .help = "allow a plain http:// --jupyterhub-url to another machine "
+              "(the token then crosses the network in the clear)" },
+    { .name = "jupyterhub-every",
+      DUR_S,
+      OPT_F_UINT(T, o.hub_every_s),
+      .def = "60s",
+      .min = 1,
+      .max = 86400,
+      .help = "at most one activity report a Hub user this often" },
     { FRAC("min-valid", min_valid), .def = "0.5", .fmax = 1,
       .help = "share of readable samples in W, else UNKNOWN" },
     { FRAC("cpu-busy", cpu_busy), .def = "0.5", .fmax = 1024,
@@ -296,10 +335,11 @@ static const opt_def idle_rows[] = {
 #undef T
 
 /* Set by idle watch for --hook-cmd; a hook may run gpufl idle itself. */
-static const char *const idle_env_known[] = { "GPUFL_IDLE_STATE",
-                                              "GPUFL_IDLE_POD",
-                                              "GPUFL_IDLE_CGROUP",
-                                              "GPUFL_IDLE_VERDICT", NULL };
+static const char *const idle_env_known[] = {
+    "GPUFL_IDLE_STATE",     "GPUFL_IDLE_POD",  "GPUFL_IDLE_CGROUP",
+    "GPUFL_IDLE_VERDICT",   "GPUFL_IDLE_USER", "GPUFL_IDLE_SLURM_JOB",
+    NULL
+};
 
 const opt_prog cli_idle_prog = {
     .name = "gpufl idle",
@@ -479,6 +519,30 @@ int cli_idle_main(int argc, char **argv)
                       "another machine: its token crosses the network in "
                       "the clear; use https://",
                       p.sess[i].name, p.sess[i].jupyter);
+    if (p.o.hub_url && (!p.o.hub_token || !*p.o.hub_token)) {
+        fprintf(stderr, "gpufl idle: --jupyterhub-url needs "
+                        "--jupyterhub-token (or GPUFL_IDLE_JUPYTERHUB_TOKEN)\n");
+        rc = 2;
+        goto out;
+    }
+    if (p.o.hub_url && strncmp(p.o.hub_url, "http://", 7) != 0 &&
+        strncmp(p.o.hub_url, "https://", 8) != 0) {
+        fprintf(stderr, "gpufl idle: --jupyterhub-url %s: want http:// or "
+                        "https://\n",
+                p.o.hub_url);
+        rc = 2;
+        goto out;
+    }
+    /* the token is a Hub credential: refused in the clear, not warned */
+    if (p.o.hub_url && httpc_cleartext(p.o.hub_url) && !p.o.hub_insecure) {
+        fprintf(stderr,
+                "gpufl idle: --jupyterhub-url %s is plain http to another "
+                "machine: the Hub token would cross the network in the "
+                "clear; use https:// (or --jupyterhub-insecure)\n",
+                p.o.hub_url);
+        rc = 2;
+        goto out;
+    }
     for (int i = 0, k = 0; i < argc && k + 2 < (int)sizeof g_cmdline; i++)
         k += snprintf(g_cmdline + k, sizeof g_cmdline - (size_t)k, "%s%s",
                       i ? " " : "gpufl ", argv[i]);

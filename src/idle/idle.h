@@ -214,6 +214,8 @@ typedef struct idle_sess_cfg {
     int ndevs;         /* 0 = GPUs found through its processes */
     uint64_t start_ns; /* 0 = when first seen */
     int auto_found;    /* made from a GPU process's cgroup */
+    char job[32];      /* Slurm job id of a job's session (idle_slurm.c) */
+    char job_user[32]; /* that job's user */
 } idle_sess_cfg;
 
 /* Session signals; -1 (or < 0) = unknown. */
@@ -308,6 +310,45 @@ void idle_holders_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
  * NUL-terminated); they mark GPUs and return how many. */
 int idle_kubelet_parse(const idle_env *e, const char *text, size_t len,
                        idle_gpu *gpus, int ngpus);
+/* Marks g allocated to o ("what" names it) unless already; 1 if marked. */
+int idle_alloc_mark(idle_gpu *g, const idle_owner *o, const char *what);
+/* The first of names[] (NULL-terminated) set in pid's environment, its
+ * value in out: the index of the name, or -1 (none, or not readable). */
+int idle_proc_env(const idle_env *e, uint32_t pid, const char *const *names,
+                  char *out, size_t cap);
+
+/* ---- Slurm through scontrol (idle_slurm.c) ---- */
+
+#define IDLE_SLURM_JOBS 256 /* jobs on this node kept per answer */
+
+typedef struct idle_slurm_job {
+    char id[32];   /* JobId (an array task's own id) */
+    char user[32]; /* UserId's name, else the uid */
+    uint32_t gpus; /* mask of this node's GPU indices (GRES IDX) */
+} idle_slurm_job;
+
+typedef struct idle_slurm idle_slurm;
+/* scontrol: a path, "off", or NULL for `scontrol` from PATH when
+ * SLURM_CONF or /etc/slurm/slurm.conf exists.  node: this node's Slurm
+ * name, NULL for the short host name.  *out stays NULL when off (0) or
+ * on an error (why says it). */
+int idle_slurm_new(idle_slurm **out, const char *scontrol, const char *node,
+                   char *why, size_t whylen);
+void idle_slurm_free(idle_slurm *s);
+/* Starts `scontrol show job -d` every IDLE_SLURM_EVERY_NS, reads its
+ * output without blocking (wait: until it ends) and, when it ends well,
+ * replaces the cached jobs.  now: monotonic ns. */
+void idle_slurm_poll(idle_slurm *s, uint64_t now, int wait);
+/* The cached running jobs of this node (valid until the next poll). */
+int idle_slurm_jobs(const idle_slurm *s, const idle_slurm_job **jobs);
+/* Marks the GPUs the cached jobs hold; the count marked. */
+int idle_slurm_mark(const idle_slurm *s, idle_gpu *gpus, int ngpus);
+/* The parser: `scontrol show job -d` text (need not be NUL-terminated),
+ * the RUNNING and SUSPENDED jobs with GPUs on node into jobs[max]. */
+int idle_slurm_parse(const char *text, size_t len, const char *node,
+                     idle_slurm_job *jobs, int max);
+/* 1 when name is in a Slurm host list ("gpu[01-04,07],login1"). */
+int idle_slurm_hostlist_has(const char *list, size_t len, const char *name);
 
 /* ---- waste accounting (idle_acct.c) ---- */
 
@@ -349,6 +390,24 @@ int idle_http_post(const char *url, const char *ca_file, const char *body,
                    char *why, size_t whylen);
 /* ISO 8601 UTC ("2026-11-30T01:02:03.123456Z") to ns; 0 on failure. */
 uint64_t idle_iso_ns(const char *s);
+
+/* ---- JupyterHub activity (idle_hub.c) ---- */
+
+typedef struct idle_hub idle_hub;
+/* A reporter posting to the Hub at url (its base, or ".../hub/api") from
+ * a thread of its own; at most one report a user every every_s. */
+int idle_hub_new(idle_hub **out, const char *url, const char *token,
+                 const char *ca_file, uint32_t every_s, char *why,
+                 size_t whylen);
+void idle_hub_free(idle_hub *h);
+/* user's server ("" the default one) did GPU work at ts (ns since the
+ * epoch); queued, never waits for the network. */
+void idle_hub_note(idle_hub *h, const char *user, const char *server,
+                   uint64_t ts);
+/* After a round's verdicts: notes the Hub users (JUPYTERHUB_USER) of the
+ * processes on GPUs that work (BUSY, BUSY_LOW_OCC, BURSTY). */
+void idle_hub_round(idle_hub *h, const idle_env *e, const idle_gpu *gpus,
+                    int ngpus);
 
 /* ---- GPU sources (idle_src.c) ---- */
 
@@ -420,6 +479,12 @@ typedef struct idle_opts {
     uint64_t duration_s; /* watch: stop after this long, 0 = never */
     const char *cmdline;
     int clean_check; /* --once: is every GPU safe for the next job? */
+    const char *slurm_scontrol; /* path, "off", NULL: auto (idle_slurm.c) */
+    const char *slurm_node;     /* NULL: the short host name */
+    const char *hub_url;        /* JupyterHub base or API URL (idle_hub.c) */
+    const char *hub_token;
+    int hub_insecure;      /* allow http:// to another host */
+    uint32_t hub_every_s;  /* at most one report a user this often */
 } idle_opts;
 
 /* Exit codes of --once (docs/idle.md). */

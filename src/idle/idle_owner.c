@@ -138,6 +138,30 @@ static void owner_from_cgroup(const idle_env *e, const char *cg, idle_owner *o)
         snprintf(o->container, sizeof o->container, "%s", c.container);
 }
 
+/* A Slurm job of pid the cgroup v2 path did not name: a cgroup v1 line
+ * ("4:freezer:/slurm_<node>/uid_0/job_2/step_batch", proctrack/cgroup on
+ * a v1 or hybrid host), else SLURM_JOB_ID in its environment
+ * (proctrack/linuxproc, where jobs have no cgroup; root may read it). */
+static void owner_slurm_v1(const idle_env *e, uint32_t pid, idle_owner *o)
+{
+    static const char *const names[] = { "SLURM_JOB_ID", "SLURM_JOBID", NULL };
+    char rel[64], path[1024], line[OWN_LINE], val[32], uid[24];
+    FILE *f;
+    snprintf(rel, sizeof rel, "/proc/%u/cgroup", pid);
+    own_path(e, path, sizeof path, rel);
+    f = fopen(path, "r");
+    while (f && !o->job[0] && fgets(line, sizeof line, f))
+        if (strncmp(line, "0::", 3) != 0 &&
+            after(line, "/job_", o->job, sizeof o->job) &&
+            after(line, "/uid_", uid, sizeof uid) && !o->user[0])
+            user_name(e, strtol(uid, NULL, 10), o->user, sizeof o->user);
+    if (f)
+        fclose(f);
+    if (!o->job[0] && idle_proc_env(e, pid, names, val, sizeof val) >= 0 &&
+        val[0] && strspn(val, "0123456789") == strlen(val))
+        snprintf(o->job, sizeof o->job, "%s", val);
+}
+
 int idle_owner_of_pid(const idle_env *e, uint32_t pid, idle_owner *o)
 {
     char cg[300];
@@ -146,6 +170,8 @@ int idle_owner_of_pid(const idle_env *e, uint32_t pid, idle_owner *o)
     if (idle_proc_cgroup(e, pid, cg, sizeof cg))
         return GPUFL_ENOTFOUND;
     owner_from_cgroup(e, cg, o);
+    if (!o->job[0] && !o->pod[0] && !o->container[0])
+        owner_slurm_v1(e, pid, o);
     uid = proc_uid(e, pid);
     if (uid >= 0 && !o->user[0])
         user_name(e, uid, o->user, sizeof o->user);
@@ -168,7 +194,7 @@ static int gpu_of_id(const idle_gpu *gpus, int ngpus, const char *id)
     return -1;
 }
 
-static int mark_alloc(idle_gpu *g, const idle_owner *o, const char *what)
+int idle_alloc_mark(idle_gpu *g, const idle_owner *o, const char *what)
 {
     if (g->allocated)
         return 0;
@@ -200,7 +226,7 @@ static int ckpt_ids(jsonl_doc *d, uint32_t t, idle_gpu *gpus, int ngpus,
             continue;
         g = gpu_of_id(gpus, ngpus, id);
         if (g >= 0)
-            n += mark_alloc(&gpus[g], o, what);
+            n += idle_alloc_mark(&gpus[g], o, what);
     }
     return n;
 }
@@ -265,23 +291,22 @@ static int kubelet_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
 
 /* ---- allocations: Slurm job cgroups ---- */
 
-/* The GPU indices of SLURM_JOB_GPUS (or SLURM_STEP_GPUS) in pid's
- * environment into mask; 1 when found. */
-static int job_gpus(const idle_env *e, uint32_t pid, uint32_t *mask)
+int idle_proc_env(const idle_env *e, uint32_t pid, const char *const *names,
+                  char *out, size_t cap)
 {
     char rel[64], path[1024], *env;
     size_t len = 0;
     ssize_t r;
-    int fd, found = 0;
+    int fd, found = -1;
     snprintf(rel, sizeof rel, "/proc/%u/environ", pid);
     own_path(e, path, sizeof path, rel);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return -1;
     env = malloc(OWN_ENV_CAP + 1);
     if (!env) {
         close(fd);
-        return 0;
+        return -1;
     }
     /* /proc files report size 0: read to the end, up to the cap (an
      * environment cut there loses only the variables past it) */
@@ -290,25 +315,38 @@ static int job_gpus(const idle_env *e, uint32_t pid, uint32_t *mask)
         len += (size_t)r;
     close(fd);
     env[len] = 0;
-    for (size_t p = 0; p < len && !found; p += strlen(env + p) + 1) {
-        const char *v = env + p;
-        if (strncmp(v, "SLURM_JOB_GPUS=", 15) &&
-            strncmp(v, "SLURM_STEP_GPUS=", 16))
-            continue;
-        v = strchr(v, '=') + 1;
-        while (*v) {
-            char *end;
-            long k = strtol(v, &end, 10);
-            if (end == v)
-                break;
-            if (k >= 0 && k < IDLE_MAX_GPUS)
-                *mask |= 1u << k;
-            v = *end == ',' ? end + 1 : end;
+    for (size_t p = 0; p < len && found < 0; p += strlen(env + p) + 1)
+        for (int k = 0; names[k] && found < 0; k++) {
+            size_t nl = strlen(names[k]);
+            if (!strncmp(env + p, names[k], nl) && env[p + nl] == '=') {
+                snprintf(out, cap, "%s", env + p + nl + 1);
+                found = k;
+            }
         }
-        found = 1;
-    }
     free(env);
     return found;
+}
+
+/* The GPU indices of SLURM_JOB_GPUS (or SLURM_STEP_GPUS) in pid's
+ * environment into mask; 1 when found. */
+static int job_gpus(const idle_env *e, uint32_t pid, uint32_t *mask)
+{
+    static const char *const names[] = { "SLURM_JOB_GPUS", "SLURM_STEP_GPUS",
+                                         NULL };
+    char val[512];
+    const char *v = val;
+    if (idle_proc_env(e, pid, names, val, sizeof val) < 0)
+        return 0;
+    while (*v) {
+        char *end;
+        long k = strtol(v, &end, 10);
+        if (end == v)
+            break;
+        if (k >= 0 && k < IDLE_MAX_GPUS)
+            *mask |= 1u << k;
+        v = *end == ',' ? end + 1 : end;
+    }
+    return 1;
 }
 
 /* Processes of a job cgroup and its children, depth-bounded. */
@@ -370,7 +408,7 @@ static int slurm_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
                  o.user[0] ? " (user " : "", o.user, o.user[0] ? ")" : "");
         for (int g = 0; g < ngpus; g++)
             if (mask & (1u << gpus[g].info.id))
-                n += mark_alloc(&gpus[g], &o, what);
+                n += idle_alloc_mark(&gpus[g], &o, what);
     }
     closedir(d);
     return n;

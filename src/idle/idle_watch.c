@@ -33,6 +33,7 @@
 
 #define IDLE_OUT_CAP (4u << 20)
 #define IDLE_WHY 256
+#define IDLE_MAX_HOOKS 64
 
 typedef struct ictx {
     const idle_opts *o;
@@ -47,6 +48,11 @@ typedef struct ictx {
     idle_log *log;
     idle_acct *acct;
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
+    idle_slurm *slurm;             /* scontrol show job -d, or NULL */
+    idle_hub *hub;                 /* --jupyterhub-url reporter, or NULL */
+    int once;                      /* --once: wait for scontrol's answer */
+    pid_t hooks[IDLE_MAX_HOOKS];   /* --hook-cmd children not yet reaped */
+    int nhooks;
     int was_dirty[IDLE_MAX_GPUS];
     char host[256];
     /* rendered after each round, read by the HTTP thread */
@@ -81,6 +87,13 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
         return err;
     x->simulated = idle_src_simulated(x->src);
     x->ngpus = idle_src_devices(x->src, x->devs, IDLE_MAX_GPUS);
+    /* simulated GPUs are not this node's: no Slurm job holds them */
+    if (!x->simulated) {
+        err = idle_slurm_new(&x->slurm, o->slurm_scontrol, o->slurm_node, why,
+                             whylen);
+        if (err)
+            return err;
+    }
     for (int i = 0; i < x->ngpus; i++) {
         err = idle_gpu_init(&x->gpus[i], &o->cfg, &x->devs[i]);
         if (err) {
@@ -109,11 +122,42 @@ static void ctx_close(ictx *x)
     idle_src_close(x->src);
     idle_log_close(x->log);
     idle_acct_free(x->acct);
+    idle_slurm_free(x->slurm);
+    idle_hub_free(x->hub);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
     free(x->verdicts);
     pthread_mutex_destroy(&x->mu);
+}
+
+/* A session per running Slurm job holding GPUs of this node, so the
+ * warning -> stop ladder (and --hook-cmd) applies to a job whose GPUs sit
+ * unused; gone when the job is. */
+static void slurm_sessions(ictx *x, uint64_t now)
+{
+    const idle_slurm_job *jobs;
+    int n = idle_slurm_jobs(x->slurm, &jobs);
+    for (int k = 0; k < n; k++) {
+        idle_sess_cfg c;
+        int found = 0;
+        memset(&c, 0, sizeof c);
+        snprintf(c.name, sizeof c.name, "slurm-%s", jobs[k].id);
+        for (int i = 0; i < x->nss && !found; i++)
+            if (strcmp(x->ss[i].c.name, c.name) == 0)
+                found = 1, x->ss[i].seen = 1;
+        if (found || x->nss >= IDLE_MAX_SESSIONS)
+            continue;
+        c.auto_found = 1;
+        snprintf(c.job, sizeof c.job, "%s", jobs[k].id);
+        snprintf(c.job_user, sizeof c.job_user, "%s", jobs[k].user);
+        for (int g = 0; g < x->ngpus && c.ndevs < IDLE_MAX_GPUS; g++)
+            if (x->gpus[g].info.id < 32 &&
+                (jobs[k].gpus & (1u << x->gpus[g].info.id)))
+                c.devs[c.ndevs++] = g;
+        idle_sess_init(&x->ss[x->nss], &c, now);
+        x->ss[x->nss++].seen = 1;
+    }
 }
 
 /* A session per cgroup of a GPU process; gone when its processes are. */
@@ -140,6 +184,7 @@ static void auto_sessions(ictx *x, uint64_t now)
             }
         }
     }
+    slurm_sessions(x, now);
     for (int i = 0; i < x->nss;) {
         if (!x->ss[i].seen) {
             x->ss[i] = x->ss[x->nss - 1];
@@ -174,8 +219,10 @@ static void round_gpus(ictx *x, uint64_t now)
 {
     const idle_env *e = &x->o->env;
     int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0;
+    idle_slurm_poll(x->slurm, clock_mono_ns(), x->once && !x->alloc_ts);
     if (!x->alloc_ts || now - x->alloc_ts >= IDLE_SCAN_NS) {
         idle_alloc_scan(e, x->gpus, x->ngpus);
+        idle_slurm_mark(x->slurm, x->gpus, x->ngpus);
         for (int i = 0; i < x->ngpus; i++)
             if (idle_src_sim_alloc(x->src, i)) {
                 idle_gpu *g = &x->gpus[i];
@@ -396,6 +443,7 @@ int idle_once(const idle_opts *o)
         ctx_close(&x);
         return 1;
     }
+    x.once = 1;
     next = clock_mono_ns();
     for (uint32_t i = 0; i < n; i++) {
         if (i)
@@ -573,6 +621,8 @@ static void run_hook(ictx *x, const idle_sess *s)
             setenv("GPUFL_IDLE_POD", s->c.pod, 1);
             setenv("GPUFL_IDLE_CGROUP", s->c.cgroup, 1);
             setenv("GPUFL_IDLE_VERDICT", x->scratch, 1);
+            setenv("GPUFL_IDLE_SLURM_JOB", s->c.job, 1);
+            setenv("GPUFL_IDLE_USER", s->c.job_user, 1);
             execl("/bin/sh", "sh", "-c", o->hook_cmd, (char *)NULL);
             _exit(127);
         } else if (p < 0) {
@@ -580,6 +630,8 @@ static void run_hook(ictx *x, const idle_sess *s)
         } else {
             glog_info("hook", "stop hook started for %s (pid %d)", s->c.name,
                       (int)p);
+            if (x->nhooks < IDLE_MAX_HOOKS)
+                x->hooks[x->nhooks++] = p;
         }
     }
     if (o->hook_url) {
@@ -608,6 +660,11 @@ int idle_watch(const idle_opts *o)
         goto fail;
     if (o->listen && http_open(&x, o->listen, why, sizeof why))
         goto fail;
+    /* simulated processes are nobody's: nothing to tell a Hub */
+    if (o->hub_url && !x.simulated &&
+        idle_hub_new(&x.hub, o->hub_url, o->hub_token ? o->hub_token : "",
+                     o->env.ca_file, o->hub_every_s, why, sizeof why))
+        goto fail;
     if (o->log_dir &&
         idle_log_open(&x.log, o->log_dir, x.simulated, x.devs, x.ngpus,
                       o->cfg.interval_ms, o->cmdline ? o->cmdline : "", why,
@@ -625,6 +682,7 @@ int idle_watch(const idle_opts *o)
         round_sample(&x);
         round_decide(&x);
         pthread_mutex_unlock(&x.mu);
+        idle_hub_round(x.hub, &o->env, x.gpus, x.ngpus);
         now = clock_real_ns();
         for (int i = 0; i < x.ngpus; i++) {
             idle_gpu *g = &x.gpus[i];
@@ -648,8 +706,12 @@ int idle_watch(const idle_opts *o)
             x.last_action[i] = s->action;
         }
         publish(&x);
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            ;
+        /* the hooks' children only: scontrol's is idle_slurm.c's to reap */
+        for (int i = 0; i < x.nhooks;)
+            if (waitpid(x.hooks[i], NULL, WNOHANG) != 0)
+                x.hooks[i] = x.hooks[--x.nhooks];
+            else
+                i++;
         if (o->duration_s && clock_mono_ns() - t0 >= o->duration_s * IDLE_NS)
             break;
         next += step;
