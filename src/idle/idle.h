@@ -337,8 +337,8 @@ int idle_slurm_new(idle_slurm **out, const char *scontrol, const char *node,
 void idle_slurm_free(idle_slurm *s);
 /* Starts `scontrol show job -d` every IDLE_SLURM_EVERY_NS, reads its
  * output without blocking (wait: until it ends) and, when it ends well,
- * replaces the cached jobs.  now: monotonic ns. */
-void idle_slurm_poll(idle_slurm *s, uint64_t now, int wait);
+ * replaces the cached jobs (then 1, else 0).  now: monotonic ns. */
+int idle_slurm_poll(idle_slurm *s, uint64_t now, int wait);
 /* The cached running jobs of this node (valid until the next poll). */
 int idle_slurm_jobs(const idle_slurm *s, const idle_slurm_job **jobs);
 /* Marks the GPUs the cached jobs hold; the count marked. */

@@ -290,7 +290,8 @@ int idle_slurm_new(idle_slurm **out, const char *scontrol, const char *node,
     return 0;
 }
 
-static void child_end(idle_slurm *s, int kill_it)
+/* 1 when a new answer replaced the cached jobs. */
+static int child_end(idle_slurm *s, int kill_it)
 {
     int status = 0, ok;
     if (kill_it)
@@ -324,6 +325,7 @@ static void child_end(idle_slurm *s, int kill_it)
     s->out = NULL;
     s->len = 0;
     s->too_big = 0;
+    return ok;
 }
 
 static void child_start(idle_slurm *s, uint64_t now)
@@ -385,17 +387,15 @@ static int child_read(idle_slurm *s)
     }
 }
 
-void idle_slurm_poll(idle_slurm *s, uint64_t now, int wait)
+int idle_slurm_poll(idle_slurm *s, uint64_t now, int wait)
 {
     if (!s)
-        return;
+        return 0;
     if (!s->pid && now >= s->next)
         child_start(s, now);
     while (s->pid) {
-        if (child_read(s)) {
-            child_end(s, 0);
-            break;
-        }
+        if (child_read(s))
+            return child_end(s, 0);
         if (clock_mono_ns() - s->started >= SLURM_LIMIT_NS) {
             child_end(s, 1);
             break;
@@ -404,6 +404,7 @@ void idle_slurm_poll(idle_slurm *s, uint64_t now, int wait)
             break;
         usleep(10000);
     }
+    return 0;
 }
 
 int idle_slurm_jobs(const idle_slurm *s, const idle_slurm_job **jobs)
@@ -437,7 +438,7 @@ void idle_slurm_free(idle_slurm *s)
         return;
     if (s->pid) {
         s->failing = 1; /* no warning for a child stopped at exit */
-        child_end(s, 1);
+        (void)child_end(s, 1);
     }
     free(s->out);
     free(s);

@@ -218,9 +218,11 @@ static void round_sample(ictx *x)
 static void round_gpus(ictx *x, uint64_t now)
 {
     const idle_env *e = &x->o->env;
-    int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0;
-    idle_slurm_poll(x->slurm, clock_mono_ns(), x->once && !x->alloc_ts);
-    if (!x->alloc_ts || now - x->alloc_ts >= IDLE_SCAN_NS) {
+    int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0, fresh_jobs;
+    /* a new answer from Slurm is applied at once */
+    fresh_jobs =
+        idle_slurm_poll(x->slurm, clock_mono_ns(), x->once && !x->alloc_ts);
+    if (fresh_jobs || !x->alloc_ts || now - x->alloc_ts >= IDLE_SCAN_NS) {
         idle_alloc_scan(e, x->gpus, x->ngpus);
         idle_slurm_mark(x->slurm, x->gpus, x->ngpus);
         for (int i = 0; i < x->ngpus; i++)

@@ -55,3 +55,17 @@ if(TARGET gpufl_idle AND TARGET gpufl_cli)
   set_tests_properties(idle_prometheus PROPERTIES TIMEOUT 300
     SKIP_RETURN_CODE 77 ENVIRONMENT "${_idle_env}")
 endif()
+
+# the real schedulers (tests/sched): a throw-away Slurm and JupyterHub on
+# 127.0.0.1 from Debian's packages; 77 (skipped) only when not installed.
+# One Slurm at a time on a host (its cgroups are named after the node).
+if(TARGET gpufl_idle AND TARGET gpufl_cli)
+  foreach(cls Slurm Hub)
+    add_test(NAME idle_sched_${cls}
+      COMMAND ${Python3_EXECUTABLE}
+              ${PROJECT_SOURCE_DIR}/tests/sched/test_sched.py -v ${cls})
+    set_tests_properties(idle_sched_${cls} PROPERTIES TIMEOUT 120
+      SKIP_RETURN_CODE 77 ENVIRONMENT "${_idle_env}")
+  endforeach()
+  set_tests_properties(idle_sched_Slurm PROPERTIES RESOURCE_LOCK slurm)
+endif()
