@@ -11,6 +11,8 @@ if(TARGET gpufl_idle)
 
   gpufl_unit_test(test_idle_sess ${CMAKE_CURRENT_LIST_DIR}/test_idle_sess.c
                   LIBS gpufl_idle)
+  gpufl_unit_test(test_idle_slurm ${CMAKE_CURRENT_LIST_DIR}/test_idle_slurm.c
+                  LIBS gpufl_idle)
 
   # the option table of `gpufl idle`, compiled in from src/cli
   gpufl_unit_test(test_idle_cli_opt

@@ -1,0 +1,101 @@
+/*
+ * test_idle_slurm.c - the parser behind --slurm-scontrol: `scontrol show
+ * job -d` text as Slurm 22.05 prints it (one job a record, one field a
+ * line), GRES index lists, multi-node jobs and host lists, jobs that do
+ * not count (pending, no GPU, another node), and field text hidden in a
+ * job name.  The real scontrol is tests/sched/test_sched.py's.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "idle/idle.h"
+#include "test.h"
+
+/* Two records as printed on the test node "vm" (abridged), then a
+ * multi-node job, a pending one, one without GPUs, one on another node,
+ * and one whose name carries a fake UserId and Nodes line. */
+static const char TEXT[] =
+    "JobId=7 JobName=train\n"
+    "   UserId=nobody(65534) GroupId=nogroup(65534) MCS_label=N/A\n"
+    "   JobState=RUNNING Reason=None Dependency=(null)\n"
+    "   NodeList=vm\n"
+    "   JOB_GRES=gpu:1\n"
+    "     Nodes=vm CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:1)\n"
+    "   TresPerNode=gres:gpu:1\n"
+    "   \n"
+    "\n"
+    "JobId=8 JobName=big\n"
+    "   UserId=alice(1001) GroupId=alice(1001) MCS_label=N/A\n"
+    "   JobState=RUNNING Reason=None Dependency=(null)\n"
+    "   JOB_GRES=gpu:a100:6\n"
+    "     Nodes=gpu[01-02] CPU_IDs=0-3 Mem=0 GRES=gpu:a100:4(IDX:0,2-3)\n"
+    "     Nodes=vm,gpu07 CPU_IDs=0 Mem=0 GRES=gpu:a100:2(IDX:4-5),"
+    "mps:100(0/100)\n"
+    "\n"
+    "JobId=9 JobName=waiting\n"
+    "   UserId=bob(1002) GroupId=bob(1002) MCS_label=N/A\n"
+    "   JobState=PENDING Reason=Resources Dependency=(null)\n"
+    "     Nodes=vm CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:6)\n"
+    "\n"
+    "JobId=10 JobName=cpu\n"
+    "   UserId=bob(1002) GroupId=bob(1002) MCS_label=N/A\n"
+    "   JobState=RUNNING Reason=None Dependency=(null)\n"
+    "     Nodes=vm CPU_IDs=0 Mem=0 GRES=\n"
+    "\n"
+    "JobId=11 JobName=elsewhere\n"
+    "   UserId=bob(1002) GroupId=bob(1002) MCS_label=N/A\n"
+    "   JobState=RUNNING Reason=None Dependency=(null)\n"
+    "     Nodes=vm2 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:7)\n"
+    "\n"
+    "JobId=12 JobName=x UserId=root(0) Nodes=vm GRES=gpu(IDX:8)\n"
+    "   UserId=mallory(1003) GroupId=mallory(1003) MCS_label=N/A\n"
+    "   JobState=SUSPENDED Reason=None Dependency=(null)\n"
+    "   Command=/bin/x Nodes=vm GRES=gpu(IDX:9)\n"
+    "     Nodes=vm CPU_IDs=0 Mem=0 GRES=gpu(IDX:10)\n";
+
+static void test_parse(void)
+{
+    idle_slurm_job j[8];
+    int n = idle_slurm_parse(TEXT, sizeof TEXT - 1, "vm", j, 8);
+    CHECK(n == 3);
+    CHECK_STR(j[0].id, "7");
+    CHECK_STR(j[0].user, "nobody");
+    CHECK(j[0].gpus == 1u << 1);
+    CHECK_STR(j[1].id, "8");
+    CHECK_STR(j[1].user, "alice");
+    CHECK(j[1].gpus == (1u << 4 | 1u << 5)); /* vm's part only */
+    CHECK_STR(j[2].id, "12");
+    CHECK_STR(j[2].user, "mallory"); /* the field, not the name's text */
+    CHECK(j[2].gpus == 1u << 10);
+    /* gpu01's view of job 8 */
+    n = idle_slurm_parse(TEXT, sizeof TEXT - 1, "gpu01", j, 8);
+    CHECK(n == 1 && j[0].gpus == (1u << 0 | 1u << 2 | 1u << 3));
+    /* capped, and nothing from an empty answer */
+    CHECK(idle_slurm_parse(TEXT, sizeof TEXT - 1, "vm", j, 1) == 1);
+    CHECK(idle_slurm_parse("", 0, "vm", j, 8) == 0);
+    CHECK(idle_slurm_parse("No jobs in the system\n", 22, "vm", j, 8) == 0);
+}
+
+static void test_hostlist(void)
+{
+#define HAS(l, n) idle_slurm_hostlist_has(l, strlen(l), n)
+    CHECK(HAS("vm", "vm"));
+    CHECK(!HAS("vm2", "vm"));
+    CHECK(HAS("a,vm,b", "vm"));
+    CHECK(HAS("gpu[01-04]", "gpu03"));
+    CHECK(!HAS("gpu[01-04]", "gpu3")); /* zero-padded: widths differ */
+    CHECK(!HAS("gpu[01-04]", "gpu05"));
+    CHECK(HAS("gpu[1-12]", "gpu11"));
+    CHECK(HAS("n[1,3,5-6]x", "n6x"));
+    CHECK(!HAS("n[1,3,5-6]x", "n4x"));
+    CHECK(HAS("a[1-2],b[7-9]", "b8"));
+    CHECK(!HAS("gpu[01-04", "gpu01"));
+#undef HAS
+}
+
+int main(void)
+{
+    RUN(test_parse);
+    RUN(test_hostlist);
+    TEST_DONE();
+}
