@@ -335,11 +335,13 @@ static const opt_def idle_rows[] = {
 #undef T
 
 /* Set by idle watch for --hook-cmd; a hook may run gpufl idle itself. */
-static const char *const idle_env_known[] = {
-    "GPUFL_IDLE_STATE",     "GPUFL_IDLE_POD",  "GPUFL_IDLE_CGROUP",
-    "GPUFL_IDLE_VERDICT",   "GPUFL_IDLE_USER", "GPUFL_IDLE_SLURM_JOB",
-    NULL
-};
+static const char *const idle_env_known[] = { "GPUFL_IDLE_STATE",
+                                              "GPUFL_IDLE_POD",
+                                              "GPUFL_IDLE_CGROUP",
+                                              "GPUFL_IDLE_VERDICT",
+                                              "GPUFL_IDLE_USER",
+                                              "GPUFL_IDLE_SLURM_JOB",
+                                              NULL };
 
 const opt_prog cli_idle_prog = {
     .name = "gpufl idle",
@@ -520,15 +522,17 @@ int cli_idle_main(int argc, char **argv)
                       "the clear; use https://",
                       p.sess[i].name, p.sess[i].jupyter);
     if (p.o.hub_url && (!p.o.hub_token || !*p.o.hub_token)) {
-        fprintf(stderr, "gpufl idle: --jupyterhub-url needs "
-                        "--jupyterhub-token (or GPUFL_IDLE_JUPYTERHUB_TOKEN)\n");
+        fprintf(stderr,
+                "gpufl idle: --jupyterhub-url needs "
+                "--jupyterhub-token (or GPUFL_IDLE_JUPYTERHUB_TOKEN)\n");
         rc = 2;
         goto out;
     }
     if (p.o.hub_url && strncmp(p.o.hub_url, "http://", 7) != 0 &&
         strncmp(p.o.hub_url, "https://", 8) != 0) {
-        fprintf(stderr, "gpufl idle: --jupyterhub-url %s: want http:// or "
-                        "https://\n",
+        fprintf(stderr,
+                "gpufl idle: --jupyterhub-url %s: want http:// or "
+                "https://\n",
                 p.o.hub_url);
         rc = 2;
         goto out;

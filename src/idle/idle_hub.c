@@ -140,8 +140,7 @@ static int post(idle_hub *h, httpc *c, const hub_user *u, char *why,
     if (!err && (code < 200 || code > 299)) {
         /* the Hub says why in {"message": ...}; it holds no secret */
         int bl = resp.len > 200 ? 200 : (int)resp.len;
-        snprintf(why, whylen, "HTTP %ld: %.*s", code, bl,
-                 resp.p ? resp.p : "");
+        snprintf(why, whylen, "HTTP %ld: %.*s", code, bl, resp.p ? resp.p : "");
         err = GPUFL_EIO;
     }
     httpc_headers_free(hd);

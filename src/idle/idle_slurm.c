@@ -77,8 +77,7 @@ static int item_has(const char *it, size_t n, const char *name)
             end = rb;
         dash = memchr(p, '-', (size_t)(end - p));
         w = (size_t)((dash ? dash : end) - p);
-        if (!mid || mid >= sizeof num ||
-            strspn(name + pl, "0123456789") < mid)
+        if (!mid || mid >= sizeof num || strspn(name + pl, "0123456789") < mid)
             continue;
         memcpy(num, name + pl, mid);
         num[mid] = 0;
@@ -131,8 +130,8 @@ static uint32_t gres_gpus(const char *v, size_t n)
                (it[3] == ':' || it[3] == '('))
                   ? strstr(it, "(IDX:")
                   : NULL;
-        close = idx && idx < v + j ? memchr(idx, ')', (size_t)(v + j - idx))
-                                   : NULL;
+        close =
+            idx && idx < v + j ? memchr(idx, ')', (size_t)(v + j - idx)) : NULL;
         for (const char *p = idx ? idx + 5 : NULL; close && p < close;) {
             char *end;
             unsigned long lo = strtoul(p, &end, 10), hi = lo;
@@ -156,8 +155,7 @@ static uint32_t gres_gpus(const char *v, size_t n)
 }
 
 /* The value of key= among the blank-separated fields of a line. */
-static int field(const char *line, const char *key, const char **v,
-                 size_t *n)
+static int field(const char *line, const char *key, const char **v, size_t *n)
 {
     size_t kl = strlen(key);
     const char *p = line;
@@ -210,8 +208,8 @@ int idle_slurm_parse(const char *text, size_t len, const char *node,
             if (vn && vn < sizeof r.j.id &&
                 strspn(line + 6, "0123456789") == vn)
                 snprintf(r.j.id, sizeof r.j.id, "%.*s", (int)vn, line + 6);
-        } else if (!strncmp(first, "UserId=", 7) && field(first, "UserId", &v,
-                                                          &vn)) {
+        } else if (!strncmp(first, "UserId=", 7) &&
+                   field(first, "UserId", &v, &vn)) {
             /* "nobody(65534)": the name, else the number */
             const char *par = memchr(v, '(', vn);
             size_t un = par ? (size_t)(par - v) : vn;
@@ -302,8 +300,8 @@ static int child_end(idle_slurm *s, int kill_it)
     s->fd = -1;
     s->pid = 0;
     if (ok) {
-        s->njobs = idle_slurm_parse(s->out, s->len, s->node, s->jobs,
-                                    IDLE_SLURM_JOBS);
+        s->njobs =
+            idle_slurm_parse(s->out, s->len, s->node, s->jobs, IDLE_SLURM_JOBS);
         if (s->failing)
             glog_info("slurm", "scontrol answers again (%d GPU job%s here)",
                       s->njobs, s->njobs == 1 ? "" : "s");
@@ -314,7 +312,7 @@ static int child_end(idle_slurm *s, int kill_it)
         size_t n = s->len ? strcspn(s->out, "\n") : 0;
         glog_warn("slurm", "%s show job -d %s%.*s (keeping the last answer)",
                   s->path,
-                  kill_it    ? "took too long: killed"
+                  kill_it      ? "took too long: killed"
                   : s->too_big ? "answered more than 16 MiB"
                                : "failed: ",
                   kill_it || s->too_big ? 0 : (int)(n > 200 ? 200 : n),
