@@ -90,9 +90,16 @@ def watch(args, env, seconds):
 
 
 def stop(p):
+    """SIGTERM (a clean exit: the sanitizer build checks for leaks then),
+    KILL when it does not end within 10 s; its stderr."""
     if p.poll() is None:
+        p.terminate()
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
         p.kill()
-    out, err = p.communicate(timeout=10)
+        _, err = p.communicate()
+        err += "\n(did not stop on SIGTERM)"
     return err
 
 
@@ -208,6 +215,7 @@ class Slurm(unittest.TestCase):
             _, _, v = ti.get(base + "/verdicts")
         finally:
             err = stop(p)
+        self.assertEqual(p.returncode, 0, err)
         self.assertRegex(text, r'gpufl_gpu_busy_seconds_total\{gpu="%d",[^}]*'
                          r'pid="%d",container="",pod="",namespace="",'
                          r'job="%s",user="nobody"\} [0-9.]+' % (ga, pid, a),
@@ -264,6 +272,7 @@ class Slurm(unittest.TestCase):
                 time.sleep(0.2)
         finally:
             err = stop(p)
+        self.assertEqual(p.returncode, 0, err)
         self.assertIn("JobState=CANCELLED", s_nrq, err)
         self.assertRegex(s_rq, r"Restarts=[1-9]", err)
         self.assertIn("GPUs of Slurm job %s (user nobody) allocated but "
@@ -377,6 +386,7 @@ class Hub(unittest.TestCase):
             self.assertEqual(ti.by_dev(json.loads(v))[0]["state"], "BUSY")
         finally:
             err = stop(p)
+        self.assertEqual(p.returncode, 0, err)
         self.assertIsNotNone(first, err)
         self.assertGreater(la[0], first[0], err)
         # the time of the GPU's work: after this run began, not in the future
