@@ -15,6 +15,7 @@ real processes started here (environment JUPYTERHUB_USER, or a Slurm job's
 own processes).  Skipped (77) only when the schedulers' binaries are absent.
 Environment: GPUFL_BIN_DIR, GPUFL_TEST_TMP, FAKE_NVML.
 """
+import atexit
 import json
 import os
 import random
@@ -120,6 +121,9 @@ class Slurm(unittest.TestCase):
                        CTLD_PORT=str(free_port()),
                        SLURMD_PORT=str(free_port()), SRUN_PORTS=free_range())
         cls.env["SLURM_CONF"] = os.path.join(cls.base, "etc", "slurm.conf")
+        # daemons left running would outlive the test: stopped at exit too
+        # (an exception, ^C), not only by tearDownClass
+        atexit.register(cls.tearDownClass)
         r = subprocess.run([os.path.join(HERE, "slurm-up.sh")], env=cls.env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, timeout=60)
@@ -297,6 +301,7 @@ class Hub(unittest.TestCase):
         cls.env = dict(os.environ, HUB_STATE=cls.state,
                        HUB_PORT=str(cls.port), HUB_PROXY_PORT=str(free_port()),
                        HUB_TOKEN=cls.TOKEN)
+        atexit.register(cls.tearDownClass)
         r = subprocess.run([os.path.join(HERE, "hub-up.sh")], env=cls.env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, timeout=60)
