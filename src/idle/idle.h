@@ -312,8 +312,9 @@ int idle_kubelet_parse(const idle_env *e, const char *text, size_t len,
                        idle_gpu *gpus, int ngpus);
 /* Marks g allocated to o ("what" names it) unless already; 1 if marked. */
 int idle_alloc_mark(idle_gpu *g, const idle_owner *o, const char *what);
-/* The first of names[] (NULL-terminated) set in pid's environment, its
- * value in out: the index of the name, or -1 (none, or not readable). */
+/* The value of the first of names[] (NULL-terminated, in order of
+ * preference) set in pid's environment into out: the index of that name,
+ * or -1 (none, or not readable). */
 int idle_proc_env(const idle_env *e, uint32_t pid, const char *const *names,
                   char *out, size_t cap);
 

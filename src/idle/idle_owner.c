@@ -315,8 +315,9 @@ int idle_proc_env(const idle_env *e, uint32_t pid, const char *const *names,
         len += (size_t)r;
     close(fd);
     env[len] = 0;
-    for (size_t p = 0; p < len && found < 0; p += strlen(env + p) + 1)
-        for (int k = 0; names[k] && found < 0; k++) {
+    /* names[] in order of preference: a later name only fills in */
+    for (size_t p = 0; p < len && found != 0; p += strlen(env + p) + 1)
+        for (int k = 0; names[k] && (found < 0 || k < found); k++) {
             size_t nl = strlen(names[k]);
             if (!strncmp(env + p, names[k], nl) && env[p + nl] == '=') {
                 snprintf(out, cap, "%s", env + p + nl + 1);

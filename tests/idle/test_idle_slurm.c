@@ -3,10 +3,15 @@
  * job -d` text as Slurm 22.05 prints it (one job a record, one field a
  * line), GRES index lists, multi-node jobs and host lists, jobs that do
  * not count (pending, no GPU, another node), and field text hidden in a
- * job name.  The real scontrol is tests/sched/test_sched.py's.
+ * job name; the job of a process from a cgroup v1 line or its
+ * environment (fixture tree).  The real scontrol is
+ * tests/sched/test_sched.py's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "idle/idle.h"
 #include "test.h"
@@ -93,8 +98,63 @@ static void test_hostlist(void)
 #undef HAS
 }
 
+static void put(const char *root, const char *rel, const char *text, size_t len)
+{
+    char path[512], cmd[600];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    CHECK(system(cmd) == 0);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fwrite(text, 1, len, f);
+    fclose(f);
+}
+#define PUT(root, rel, lit) put(root, rel, lit, sizeof(lit) - 1)
+
+/* Debian's proctrack/cgroup on a v1 or hybrid host names the job in the
+ * freezer line only (the v2 line is "/"); proctrack/linuxproc leaves
+ * SLURM_JOB_ID in the environment only. */
+static void test_owner_v1_and_env(void)
+{
+    char root[] = "/tmp/test_idle_slurm_XXXXXX", cmd[600];
+    idle_env e;
+    idle_owner o;
+    CHECK(mkdtemp(root) != NULL);
+    memset(&e, 0, sizeof e);
+    e.root = root;
+    PUT(root, "etc/passwd",
+        "alice:x:1001:1001::/home/alice:/bin/sh\n"
+        "bob:x:1002:1002::/home/bob:/bin/sh\n");
+    PUT(root, "proc/200/cgroup",
+        "6:freezer:/slurm_vm/uid_1001/job_42/step_batch\n"
+        "4:memory:/\n0::/\n");
+    PUT(root, "proc/200/status", "Uid:\t1001\t1001\t1001\t1001\n");
+    PUT(root, "proc/201/cgroup", "6:freezer:/\n0::/\n");
+    PUT(root, "proc/201/status", "Uid:\t1002\t1002\t1002\t1002\n");
+    PUT(root, "proc/201/environ",
+        "HOME=/home/bob\0SLURM_JOBID=7\0SLURM_JOB_ID=43\0");
+    PUT(root, "proc/202/cgroup", "0::/user.slice/user-1002.slice\n");
+    PUT(root, "proc/202/status", "Uid:\t1002\t1002\t1002\t1002\n");
+    PUT(root, "proc/202/environ", "SLURM_JOB_ID=4x4\0");
+    CHECK(idle_owner_of_pid(&e, 200, &o) == 0);
+    CHECK_STR(o.job, "42");
+    CHECK_STR(o.user, "alice");
+    CHECK(idle_owner_of_pid(&e, 201, &o) == 0);
+    CHECK_STR(o.job, "43"); /* the first name asked for wins */
+    CHECK_STR(o.user, "bob");
+    CHECK(idle_owner_of_pid(&e, 202, &o) == 0);
+    CHECK_STR(o.job, ""); /* not a job id */
+    CHECK_STR(o.user, "bob");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
+    RUN(test_owner_v1_and_env);
     RUN(test_parse);
     RUN(test_hostlist);
     TEST_DONE();
