@@ -142,6 +142,13 @@ static int say(const char *fmt, ...)
     return 1;
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static void nap(void)
 {
     struct timespec t = { 0, ATTACH_POLL_NS };
@@ -293,8 +300,9 @@ static int inject(pid_t pid, const char *lib, const char *set,
                   uint64_t fn_dlopen, uint64_t fn_dlsym, uint64_t fn_dlerror,
                   uint64_t *blk)
 {
-    char err[ATTACH_ERR_MAX], e2[ATTACH_ERR_MAX], dlerr[400];
+    char err[ATTACH_ERR_MAX] = "", e2[ATTACH_ERR_MAX], dlerr[400];
     uint64_t a_lib, a_set, a_start, a_blk, h = 0, start = 0, r = 0;
+    double t0 = now_ms();
     attach_thread *t = attach_ptrace_stop(pid, err, sizeof err);
     int rc = 1;
     if (!t)
@@ -349,6 +357,8 @@ out:
         say("process %d: %s", (int)pid, e2);
         rc = 1;
     }
+    glog_info("attach", "thread %d of process %d was stopped for %.1f ms",
+              (int)pid, (int)pid, now_ms() - t0);
     if (rc && err[0])
         say("%s", err);
     return rc;

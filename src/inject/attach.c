@@ -11,8 +11,9 @@
  * does the real work: gpufl_init (CUPTI subscribed and activity enabled
  * after the program's cuInit, which CUPTI allows), then it waits for the
  * end - `stop` set by gpufl attach, the settings' for_ms, or the session
- * ended otherwise - and calls gpufl_shutdown, which turns CUPTI activity
- * off, flushes and writes session_end.  The process goes on.
+ * ended otherwise - turns CUDA tracing off through the control socket
+ * (`trace off`, as gpufl ctl) and calls gpufl_shutdown, which flushes and
+ * writes session_end.  The process goes on.
  *
  * The outcome is published in gpufl_attach_blk, which gpufl attach reads
  * with process_vm_readv: no file, socket or environment variable.
@@ -23,10 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gpufl/gpufl.h>
 
+#include "common/ctlproto.h"
 #include "inject/inject_attach.h"
 
 #define ATTACH_POLL_NS 100000000L /* how often the thread looks at stop */
@@ -95,6 +99,33 @@ static unsigned long long now_ms(void)
            (unsigned long long)t.tv_nsec / 1000000ull;
 }
 
+/* `trace off` through the session's own control socket, as gpufl ctl
+ * would send it: gpufl_shutdown ends the session but leaves CUPTI's
+ * activity kinds and launch callbacks as they are (a program's session
+ * normally ends with the process), and a process that runs on after the
+ * session must not keep paying for tracing nobody reads. */
+static void trace_off(void)
+{
+    struct sockaddr_un a;
+    socklen_t al = ctl_addr(&a, (uint32_t)getpid());
+    struct timeval tv = { CTL_IO_MS / 1000, 0 };
+    static const char req[] = "trace off\n";
+    char reply[512];
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    /* the answer is read to its end so that the switch is done before
+     * the session ends; its content does not matter (a session without
+     * the cupti engine refuses, which is fine) */
+    if (!connect(fd, (struct sockaddr *)&a, al) &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1))
+        while (read(fd, reply, sizeof reply) > 0)
+            ;
+    close(fd);
+}
+
 static void *attach_main(void *arg)
 {
     gpufl_attach_block *b = &gpufl_attach_blk;
@@ -130,6 +161,8 @@ static void *attach_main(void *arg)
         struct timespec t = { 0, ATTACH_POLL_NS };
         nanosleep(&t, NULL);
     }
+    if (gpufl_active())
+        trace_off();
     gpufl_shutdown();
     publish(GPUFL_ATTACH_ENDED);
     return NULL;

@@ -96,6 +96,10 @@ class Attach(unittest.TestCase):
         s = sessions[sid]
         self.assertEqual(s.header["pid"], pid)
         self.assertEqual(s.header["engines"]["cupti"], "on")
+        # the session ended with CUDA tracing switched off (the process
+        # runs on without paying for it)
+        marks = [m["text"] for m in s.streams["scope"].of("marker")]
+        self.assertEqual(marks[-1:], ["gpufl: tracing off (gpufl ctl)"])
         ks = s.streams["device"].of("kernel")
         for k in ks:
             self.assertEqual(s.name(s.launch(k["cfg"])["name"]), "attach_kern")
