@@ -162,6 +162,18 @@ class Attach(unittest.TestCase):
         self.assertGreater(len(second), 50)
         self.finish(p)
 
+    def test_dlopen_failure_reported_and_thread_restored(self):
+        bad = os.path.join(self.dir, "libnotalib.so")
+        with open(bad, "w") as f:
+            f.write("not an ELF file\n" * 20)
+        p, pid = self.start("prog_attach", "3")
+        out, err = self.attach(pid, "--for", "1s", "--inject", bad, rc=1)
+        self.assertIn("dlopen(%s) failed in process %d: " % (bad, pid), err)
+        self.assertIn("invalid ELF header", err)
+        self.assertIsNone(out)
+        # the borrowed thread goes on as before, its nanosleep restarted
+        self.finish(p)
+
     def test_static_program_refused(self):
         p, pid = self.start("prog_attach_static", "30")
         _, err = self.attach(pid, "--for", "1s", rc=1)
