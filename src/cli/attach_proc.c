@@ -24,8 +24,9 @@
 
 #define MAPS_LINE_MAX (ATTACH_PATH_MAX + 256)
 
-/* "Uid:\tR\tE\tS\tF" of /proc/PID/status; -1 when it cannot be read. */
-static int proc_uids(pid_t pid, long uid[3], char *state, char *err,
+/* "Uid:\tR\tE\tS\tF", "State:" and "Tgid:" of /proc/PID/status; -1 when
+ * it cannot be read. */
+static int proc_uids(pid_t pid, long uid[3], char *state, long *tgid, char *err,
                      size_t ecap)
 {
     char path[64], line[256];
@@ -45,7 +46,7 @@ static int proc_uids(pid_t pid, long uid[3], char *state, char *err,
     while (fgets(line, sizeof line, f)) {
         if (sscanf(line, "Uid: %ld %ld %ld", &uid[0], &uid[1], &uid[2]) == 3)
             got = 1;
-        else
+        else if (sscanf(line, "Tgid: %ld", tgid) != 1)
             (void)sscanf(line, "State: %c", state);
     }
     fclose(f);
@@ -58,7 +59,7 @@ static int proc_uids(pid_t pid, long uid[3], char *state, char *err,
 
 int attach_proc_check(pid_t pid, char *err, size_t ecap)
 {
-    long uid[3], me = (long)geteuid();
+    long uid[3], me = (long)geteuid(), tgid = pid;
     unsigned char h[EI_NIDENT + 4];
     char path[64], state;
     ssize_t n;
@@ -67,11 +68,23 @@ int attach_proc_check(pid_t pid, char *err, size_t ecap)
         snprintf(err, ecap, "process %d is gpufl attach itself", (int)pid);
         return -1;
     }
-    if (proc_uids(pid, uid, &state, err, ecap))
+    if (proc_uids(pid, uid, &state, &tgid, err, ecap))
         return -1;
+    if (tgid != pid) {
+        snprintf(err, ecap, "%d is a thread of process %ld: attach to %ld",
+                 (int)pid, tgid, tgid);
+        return -1;
+    }
     if (state == 'Z' || state == 'X') {
-        snprintf(err, ecap, "process %d has exited (it is a zombie)",
-                 (int)pid);
+        snprintf(err, ecap, "process %d has exited (it is a zombie)", (int)pid);
+        return -1;
+    }
+    /* our calls would run a stopped process behind its stopper's back (and
+     * its new thread would not run); a traced one refuses a second tracer */
+    if (state == 'T' || state == 't') {
+        snprintf(err, ecap, "process %d is %s", (int)pid,
+                 state == 'T' ? "stopped (SIGSTOP, Ctrl-Z): continue it first"
+                              : "being traced by a debugger");
         return -1;
     }
     /* the kernel's own rule (ptrace_may_access) also wants the real,
@@ -143,8 +156,8 @@ int attach_proc_find_lib(pid_t pid, const char *const *prefixes,
             continue;
         }
         line[ll] = 0;
-        if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &a, &b, &off,
-                   &pos) < 3 ||
+        if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &a, &b, &off, &pos) <
+                3 ||
             pos <= 0 || line[pos] != '/' || off != 0)
             continue;
         p = line + pos;

@@ -36,13 +36,13 @@
 
 #if defined(__x86_64__)
 
-#define RED_ZONE 128          /* the System V x86-64 ABI's */
-#define SCRATCH 8192          /* stack bytes below it that calls may use */
-#define XSTATE_MAX 65536      /* the largest xsave area we keep */
-#define STOP_WAIT_MS 5000     /* for PTRACE_INTERRUPT to stop the thread */
-#define SYSCALL_TRIES 20      /* stops to catch the thread in a syscall */
+#define RED_ZONE 128      /* the System V x86-64 ABI's */
+#define SCRATCH 8192      /* stack bytes below it that calls may use */
+#define XSTATE_MAX 65536  /* the largest xsave area we keep */
+#define STOP_WAIT_MS 5000 /* for PTRACE_INTERRUPT to stop the thread */
+#define SYSCALL_TRIES 20  /* stops to catch the thread in a syscall */
 #define SYSCALL_RUN_NS 5000000L
-#define EFLAGS_DF 0x400ul     /* clear at every function entry (ABI) */
+#define EFLAGS_DF 0x400ul /* clear at every function entry (ABI) */
 
 struct attach_thread {
     pid_t pid;
@@ -112,8 +112,7 @@ static int interrupt(attach_thread *t, char *err, size_t ecap)
             return 0;
         /* a signal-delivery stop came first: deliver it; our interrupt
          * stays pending */
-        if (ptrace(PTRACE_CONT, t->pid, 0,
-                   (void *)(uintptr_t)WSTOPSIG(st))) {
+        if (ptrace(PTRACE_CONT, t->pid, 0, (void *)(uintptr_t)WSTOPSIG(st))) {
             snprintf(err, ecap, "PTRACE_CONT: %s", strerror(errno));
             return -1;
         }
@@ -169,8 +168,7 @@ attach_thread *attach_ptrace_stop(pid_t pid, char *err, size_t ecap)
                      "or a security module refuses)",
                      (int)pid);
         else
-            snprintf(err, ecap, "PTRACE_SEIZE(%d): %s", (int)pid,
-                     strerror(e));
+            snprintf(err, ecap, "PTRACE_SEIZE(%d): %s", (int)pid, strerror(e));
         free(t);
         return NULL;
     }
@@ -267,8 +265,8 @@ int attach_ptrace_call(attach_thread *t, uint64_t fn, uint64_t a0, uint64_t a1,
                 break;
             continue;
         }
-        if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
-            sig == SIGFPE || sig == SIGABRT || sig == SIGTRAP) {
+        if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+            sig == SIGABRT || sig == SIGTRAP) {
             if (ptrace(PTRACE_GETREGS, t->pid, 0, &r))
                 break;
             if (sig == SIGSEGV && r.rip == 0) {

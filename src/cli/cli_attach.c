@@ -113,17 +113,16 @@ const opt_prog cli_attach_prog = {
     .opts = attach_rows,
     .n = sizeof attach_rows / sizeof attach_rows[0],
     .size = sizeof(attach_opts),
-    .usage =
-        "usage: gpufl attach PID [--for DUR] [--engines LIST] [--log-dir "
-        "DIR]\n"
-        "       gpufl attach PID --stop\n\n"
-        "Starts a gpufl session inside a running process that was not "
-        "started with\ngpufl: one of its threads is stopped with ptrace "
-        "and made to load\nlibgpufl_inject.so (dlopen), which starts the "
-        "session on a thread of its own;\nCUDA work is recorded from then "
-        "on (docs/recorder.md#gpufl-attach).\nx86-64 only; needs the "
-        "process's own user or root, and ptrace permission.\nA process "
-        "that already runs gpufl is refused: use gpufl ctl PID.\n",
+    .usage = "usage: gpufl attach PID [--for DUR] [--engines LIST] [--log-dir "
+             "DIR]\n"
+             "       gpufl attach PID --stop\n\n"
+             "Starts a gpufl session inside a running process that was not "
+             "started with\ngpufl: one of its threads is stopped with ptrace "
+             "and made to load\nlibgpufl_inject.so (dlopen), which starts the "
+             "session on a thread of its own;\nCUDA work is recorded from then "
+             "on (docs/recorder.md#gpufl-attach).\nx86-64 only; needs the "
+             "process's own user or root, and ptrace permission.\nA process "
+             "that already runs gpufl is refused: use gpufl ctl PID.\n",
     .tail = "Prints one JSON line: pid, ok, sid, prefix (the log files "
             "PREFIX.*.log), ended.\nExit codes: 0 ok, 1 refused or failed "
             "(the reason on stderr), 2 usage error.\n",
@@ -183,9 +182,8 @@ static int wait_blk(pid_t pid, uint64_t at, int from, uint64_t timeout_ms,
             int32_t one = 1;
             glog_info("attach", "ending the session in process %d now",
                       (int)pid);
-            (void)attach_proc_write(pid, at + offsetof(gpufl_attach_block,
-                                                       stop),
-                                    &one, sizeof one);
+            (void)attach_proc_write(
+                pid, at + offsetof(gpufl_attach_block, stop), &one, sizeof one);
             stop_on_sig = 0;
         }
         nap();
@@ -328,8 +326,8 @@ static int inject(pid_t pid, const char *lib, const char *set,
                  (int)pid, dlerr[0] ? dlerr : "no reason given");
         goto out;
     }
-    if (attach_ptrace_call(t, fn_dlsym, h, a_start, &start, ATTACH_CALL_MS,
-                           err, sizeof err) ||
+    if (attach_ptrace_call(t, fn_dlsym, h, a_start, &start, ATTACH_CALL_MS, err,
+                           sizeof err) ||
         attach_ptrace_call(t, fn_dlsym, h, a_blk, blk, ATTACH_CALL_MS, err,
                            sizeof err))
         goto out;
@@ -368,8 +366,8 @@ out:
  * the addresses of its dlopen, dlsym and dlerror. */
 static int refusals(pid_t pid, uint64_t fn[3])
 {
-    static const char *const libc_names[] = { "libc.so", "libc-2.",
-                                              "ld-musl-", NULL };
+    static const char *const libc_names[] = { "libc.so", "libc-2.", "ld-musl-",
+                                              NULL };
     static const char *const dl_names[] = { "libdl.so", "libdl-2.", NULL };
     static const char *const gpufl_names[] = { "libgpufl.so", NULL };
     static const char *const inj_names[] = { "libgpufl_inject.so", NULL };
@@ -433,8 +431,7 @@ static int do_stop(pid_t pid)
                    (int)pid);
     if (attach_proc_write(pid, at + offsetof(gpufl_attach_block, stop), &one,
                           sizeof one))
-        return say("cannot write to process %d: %s", (int)pid,
-                   strerror(errno));
+        return say("cannot write to process %d: %s", (int)pid, strerror(errno));
     st = wait_blk(pid, at, GPUFL_ATTACH_RUNNING, ATTACH_END_MS, NULL, 0, &b);
     if (st != GPUFL_ATTACH_ENDED)
         return say("the session in process %d did not end within %d ms",
@@ -500,12 +497,12 @@ static int run(const attach_opts *o, pid_t pid)
                                 &one, sizeof one);
         (void)wait_blk(pid, at, GPUFL_ATTACH_RUNNING, ATTACH_END_MS, NULL, 0,
                        &b);
-        print_result(pid, 0, &b, b.state == GPUFL_ATTACH_ENDED, cup);
+        print_result(pid, 0, &b, b.state == GPUFL_ATTACH_ENDED,
+                     cup[0] ? cup : "no cupti engine in the session");
         goto out;
     }
-    glog_info("attach",
-              "recording process %d: session %s, files %s.*.log%s", (int)pid,
-              b.sid, b.prefix,
+    glog_info("attach", "recording process %d: session %s, files %s.*.log%s",
+              (int)pid, b.sid, b.prefix,
               o->for_ms ? "" : " (until it exits or gpufl attach --stop)");
     if (!o->for_ms) {
         print_result(pid, 1, &b, 0, NULL);

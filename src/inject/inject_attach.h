@@ -18,7 +18,7 @@
 
 #define GPUFL_ATTACH_START_SYM "gpufl_attach_start"
 #define GPUFL_ATTACH_BLK_SYM "gpufl_attach_blk"
-#define GPUFL_ATTACH_MAGIC "gpuflat1"   /* 8 bytes, no NUL in the block */
+#define GPUFL_ATTACH_MAGIC "gpuflat1"  /* 8 bytes, no NUL in the block */
 #define GPUFL_ATTACH_SETTINGS_MAX 2048 /* the settings text, NUL included */
 
 /*

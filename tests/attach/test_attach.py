@@ -3,8 +3,8 @@ against prog_attach, a running program that never linked gpufl and
 launches kernels through the fake libcuda.so.1 (tests/cupti/fake_cuda.c):
 kernel lines appear in a session of that pid, the program goes on and
 finishes with its own output; and the refusals: a second attach, a static
-program, another CUPTI client in the process, another user, a process
-that exited.  The logs are read by the independent reader
+program, another CUPTI client in the process, another user, a stopped
+process, a process that exited, a library that does not load.  The logs are read by the independent reader
 tests/client/gpufl_logs.py.
 
 Needs GPUFL_BIN_DIR, GPUFL_FAKE_DIR, GPUFL_TEST_TMP (GPUFL_INJECT_LIB
@@ -13,6 +13,7 @@ names the injection library).
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -200,6 +201,16 @@ class Attach(unittest.TestCase):
                              pre=["setpriv", "--reuid=65534", "--regid=65534",
                                   "--clear-groups"])
         self.assertIn("belongs to uid 0 and you are uid 65534", err)
+        self.finish(p)
+
+    def test_stopped_process_refused(self):
+        p, pid = self.start("prog_attach", "3")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            _, err = self.attach(pid, "--for", "1s", rc=1)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        self.assertIn("is stopped (SIGSTOP, Ctrl-Z)", err)
         self.finish(p)
 
     def test_exited_process_refused(self):
