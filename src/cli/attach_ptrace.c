@@ -40,7 +40,7 @@
 #define SCRATCH 8192      /* stack bytes below it that calls may use */
 #define XSTATE_MAX 65536  /* the largest xsave area we keep */
 #define STOP_WAIT_MS 5000 /* for PTRACE_INTERRUPT to stop the thread */
-#define SYSCALL_TRIES 20  /* stops to catch the thread in a syscall */
+#define SYSCALL_TRIES 10  /* stops to catch the thread in a syscall */
 #define SYSCALL_RUN_NS 5000000L
 #define EFLAGS_DF 0x400ul /* clear at every function entry (ABI) */
 
@@ -252,8 +252,11 @@ int attach_ptrace_call(attach_thread *t, uint64_t fn, uint64_t a0, uint64_t a1,
                      "the call in process %d did not return within %d ms (a "
                      "lock held by the stopped thread?)",
                      (int)t->pid, timeout_ms);
-            /* stop it so that its registers can be put back */
-            if (interrupt(t, e2, sizeof e2))
+            /* stop it so that its registers can be put back; whatever
+             * stop comes first will do (interrupt() would deliver the
+             * SIGSEGV of a call that returned just now, killing it) */
+            if (ptrace(PTRACE_INTERRUPT, t->pid, 0, 0) ||
+                wait_stop(t, &st, STOP_WAIT_MS, e2, sizeof e2))
                 t->seized = 0;
             return -1;
         }

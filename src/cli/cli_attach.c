@@ -355,7 +355,9 @@ out:
         say("process %d: %s", (int)pid, e2);
         rc = 1;
     }
-    glog_info("attach", "thread %d of process %d was stopped for %.1f ms",
+    glog_info("attach",
+              "thread %d of process %d was borrowed for %.1f ms (stopped, "
+              "or let run between stops to catch it in a system call)",
               (int)pid, (int)pid, now_ms() - t0);
     if (rc && err[0])
         say("%s", err);
