@@ -28,7 +28,9 @@
 #    BUSY_LOW_OCC, BUSY), printing the signals it read;
 # 6. runs `gpufl memprof` on PyTorch allocations (mp.py), with the
 #    LD_PRELOAD interposer and, where eBPF is permitted, with uprobes: the
-#    flame graph's Python frames must carry the bytes.
+#    flame graph's Python frames must carry the bytes;
+# 7. `gpufl attach`: a running CUDA program started without gpufl gets a
+#    5 s session by ptrace; its kernels must be in it and it must run on.
 #
 # Nothing here can run on the GPU-less CI machines; docs/capture.md says
 # what is verified where.  Exit status 1 when any check failed.
@@ -69,7 +71,7 @@ if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -z "${GPUFL_RUN_TEED:-}" ]; then
     export GPUFL_RUN_TEED GPUFL_BENCH_DIR
     { sh "$0" "$BUILD"; echo $? >"$WORK/status"; } 2>&1 | tee "$OUT/run.log"
     (cd "$WORK" && tar czf "$OUT/gpu-logs.tar.gz" --exclude=logs-ovh \
-        logs-* ./*.stderr ./idle-* ./mp-* 2>/dev/null)
+        logs-* ./*.stderr ./idle-* ./mp-* ./attach-* 2>/dev/null)
     [ "$(du -k "$OUT/gpu-logs.tar.gz" | cut -f1)" -lt 16000 ] ||
         rm -f "$OUT/gpu-logs.tar.gz"
     exit "$(cat "$WORK/status" 2>/dev/null || echo 2)"
@@ -358,6 +360,40 @@ if [ "${TORCH#* }" = cuda ]; then
 else
     section "memprof: skipped (torch with CUDA not installed)"
 fi
+
+# -- 7. gpufl attach -----------------------------------------------------------
+# A CUDA program started without gpufl (the launch-bound loop, ATTACH_N
+# launches: some seconds) gets gpufl by ptrace for 5 s: kernel lines must
+# appear in that session, and the program must run on and end well with
+# its own output (docs/recorder.md#gpufl-attach).
+attach_check() {
+    logs=$WORK/logs-attach
+    rm -rf "$logs"
+    "$WORK/loop" tiny "${ATTACH_N:-3000000}" >"$WORK/attach-prog.out" 2>&1 &
+    pid=$!
+    sleep 2 # past cuInit and the context's creation: attach comes later
+    out=$(timeout -k 5 60 "$GPUFL" attach "$pid" --for 5s --engines cupti \
+        --log-dir "$logs" 2>"$WORK/attach.stderr")
+    rc=$?
+    say "   $out"
+    alive=0
+    kill -0 "$pid" 2>/dev/null && alive=1
+    wait "$pid"
+    prc=$?
+    n=$(cat "$logs"/*.device.log 2>/dev/null | grep -c '"type":"kernel"')
+    if [ $rc -eq 0 ] && [ "$n" -gt 0 ] && [ $prc -eq 0 ] &&
+        grep -q '^LOOP_MS ' "$WORK/attach-prog.out"; then
+        say "ok   attach: $n kernel lines in 5 s; the program ran on" \
+            "(alive after detach: $alive) and exited 0"
+    else
+        say "FAIL attach: gpufl attach exit $rc, $n kernel lines, program" \
+            "exit $prc"
+        cat "$WORK/attach.stderr" "$WORK/attach-prog.out" | tail -n 20
+        fail=1
+    fi
+}
+section "gpufl attach (a running CUDA program)"
+attach_check
 
 say "(took $(($(date +%s) - T0)) s)"
 if [ $fail -eq 0 ]; then say "all checks passed"; else say "SOME CHECKS FAILED"; fi

@@ -25,10 +25,11 @@ int cli_version_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 int cli_ctl_main(int argc, char **argv);
 int cli_diff_main(int argc, char **argv);
+int cli_attach_main(int argc, char **argv);
 
 /* The option tables of the subcommands that have one (src/common/opt.h). */
 extern const opt_prog cli_idle_prog, cli_memprof_prog, cli_demo_prog,
-    cli_ctl_prog, cli_diff_prog;
+    cli_ctl_prog, cli_diff_prog, cli_attach_prog;
 
 /* gpufl idle's defaults from its table, for the test that they are the
  * detector's own (idle_cfg_init); 0 or the engine's error. */
@@ -40,6 +41,11 @@ int cli_idle_defaults(struct idle_opts *o);
  * subcommands share this matching. */
 int cli_flag_match(const char *arg, const char *flag, int takes_value,
                    const char **val);
+
+/* The injection library's real path into out[0, cap): given (NULL: none),
+ * else GPUFL_INJECT_LIB, else libgpufl_inject.so beside gpufl's own
+ * library (gpufl run and gpufl attach).  0, or -1 when none is found. */
+int cli_find_inject(const char *given, char *out, size_t cap);
 
 /* 1 when this build of `gpufl` has the subcommand (demo starts the optional
  * parts that exist). */

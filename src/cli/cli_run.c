@@ -98,8 +98,9 @@ static void usage(FILE *f)
 }
 
 /* The injection library: an explicit path, GPUFL_INJECT_LIB, or the one
- * installed beside the library gpufl itself runs with. */
-static int find_inject(const char *given, char *out, size_t cap)
+ * installed beside the library gpufl itself runs with (gpufl attach loads
+ * the same one). */
+int cli_find_inject(const char *given, char *out, size_t cap)
 {
     const char *env = getenv("GPUFL_INJECT_LIB");
     char self[RUN_PATH_MAX], cand[RUN_PATH_MAX + 64];
@@ -212,7 +213,7 @@ int cli_run_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (find_inject(inject_arg, inject, sizeof inject) < 0) {
+    if (cli_find_inject(inject_arg, inject, sizeof inject) < 0) {
         fprintf(stderr,
                 "gpufl run: libgpufl_inject.so not found%s%s (use "
                 "--inject PATH)\n",

@@ -8,6 +8,10 @@
 #include "cli_int.h"
 
 static const cli_cmd cmds[] = {
+    { "attach",
+      "start gpufl in a running process not started with it (ptrace, "
+      "x86-64; --for DUR)",
+      cli_attach_main },
     { "ctl",
       "a running gpufl program: status, dump its window, tracing on/off, "
       "engines (PID|--all)",
