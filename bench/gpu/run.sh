@@ -28,8 +28,13 @@
 #    BUSY_LOW_OCC, BUSY), printing the signals it read;
 # 6. runs `gpufl memprof` on PyTorch allocations (mp.py), with the
 #    LD_PRELOAD interposer and, where eBPF is permitted, with uprobes: the
-#    flame graph's Python frames must carry the bytes;
-# 7. `gpufl attach`: a running CUDA program started without gpufl gets a
+#    flame graph's Python frames must carry the bytes.
+# 7. the flight recorder (ring.cu): ring mode writes nothing until SIGUSR2,
+#    then one dump (the window, then live; seqs contiguous); `gpufl ctl
+#    PID trace on|off` in a process started in monitoring (kernel lines
+#    between the two only); and the application thread's cost per launch
+#    and per scope event in file mode, ring mode and monitoring.
+# 8. `gpufl attach`: a running CUDA program started without gpufl gets a
 #    5 s session by ptrace; its kernels must be in it and it must run on.
 #
 # Nothing here can run on the GPU-less CI machines; docs/capture.md says
@@ -71,7 +76,7 @@ if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -z "${GPUFL_RUN_TEED:-}" ]; then
     export GPUFL_RUN_TEED GPUFL_BENCH_DIR
     { sh "$0" "$BUILD"; echo $? >"$WORK/status"; } 2>&1 | tee "$OUT/run.log"
     (cd "$WORK" && tar czf "$OUT/gpu-logs.tar.gz" --exclude=logs-ovh \
-        logs-* ./*.stderr ./idle-* ./mp-* ./attach-* 2>/dev/null)
+        logs-* ./*.stderr ./idle-* ./mp-* ./ring.out ./ctl.* ./attach-* 2>/dev/null)
     [ "$(du -k "$OUT/gpu-logs.tar.gz" | cut -f1)" -lt 16000 ] ||
         rm -f "$OUT/gpu-logs.tar.gz"
     exit "$(cat "$WORK/status" 2>/dev/null || echo 2)"
@@ -361,7 +366,159 @@ else
     section "memprof: skipped (torch with CUDA not installed)"
 fi
 
-# -- 7. gpufl attach -----------------------------------------------------------
+# -- 7. flight recorder: ring mode, gpufl ctl, their cost --------------------
+# ring.cu under `gpufl run` (docs/recorder.md).  Each part is a function of
+# its own; the target pid is found through its control socket (`gpufl run`
+# spawns the program: $! is gpufl's).
+ring_pid() { # the pid of the gpufl process with a control socket, waiting
+    i=0      # up to 10 s for it to appear
+    while [ $i -lt 100 ]; do
+        p=$("$GPUFL" ctl --all status 2>/dev/null |
+            sed -n 's/^{"pid":\([0-9]*\),"ok":true.*/\1/p' | head -n 1)
+        [ -n "$p" ] && { echo "$p"; return 0; }
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
+ring_build() {
+    # shellcheck disable=SC2086
+    "$NVCC" -O2 $ARCH -o "$WORK/ring" "$ROOT/bench/gpu/ring.cu" -ldl
+}
+ring_dump() { # ring mode: nothing written, SIGUSR2, the window then live
+    logs=$WORK/logs-ring
+    rm -rf "$logs"
+    GPUFL_RECORD=ring:30s GPUFL_TRIGGER_AFTER=2s GPUFL_TRIGGERS=signal,crash \
+        grun --engines cupti,nvml,host --app ring --log-dir "$logs" -- \
+        "$WORK/ring" run 7 >"$WORK/ring.out" 2>"$WORK/ring.stderr" &
+    rp=$!
+    wait_for "$WORK/ring.out" READY 300 "$rp"
+    pid=$(ring_pid) || { say "FAIL ring: no control socket"; fail=1; wait "$rp"; return; }
+    sleep 3
+    before=$(find "$logs" -type f 2>/dev/null | wc -l)
+    kill -USR2 "$pid"
+    wait "$rp" || { say "FAIL ring: exit $?"; cat "$WORK/ring.stderr"; fail=1; }
+    python3 - "$logs" "$ROOT" "$before" <<'PY' || fail=1
+import sys
+sys.path.insert(0, sys.argv[2] + "/tests/client")
+import gpufl_logs as gl
+logs, before = sys.argv[1], int(sys.argv[3])
+S = 10 ** 9
+d = sorted(gl.validate(logs).values(), key=lambda x: x.header["dump"])
+ok = before == 0 and len(d) == 1 and d[0].header.get("record") == "ring"
+s = d[0]
+dev = s.streams["device"]
+t = dev.events[1]
+ok = ok and t["type"] == "trigger" and t["trigger"] == "signal"
+gaps = {n: st.gaps for n, st in s.streams.items()}
+contig = all([e["seq"] for e in st.events] == list(range(len(st.events)))
+             for st in s.streams.values())
+k = [e["ts"] for e in dev.of("kernel")]
+win = [x for x in k if x < t["ts"]]
+live = [x for x in k if x >= t["ts"]]
+# the window: at most 30 s back (the program ran ~3 s before the signal)
+inwin = bool(win) and min(win) >= t["ts"] - 30 * S
+ok = ok and contig and not any(gaps.values()) and inwin and len(live) > 0
+print("%s ring: files before the signal %d; one dump (%d); trigger %s %s; "
+      "window %s; kernels %d in the window (%.2f s back), %d live; seqs "
+      "contiguous %s" % ("ok  " if ok else "FAIL", before, len(d),
+                         t.get("trigger"), t.get("detail"), t.get("window"),
+                         len(win), (t["ts"] - min(win)) / S if win else 0,
+                         len(live), contig))
+sys.exit(0 if ok else 1)
+PY
+}
+ring_trace() { # monitoring, then gpufl ctl PID trace on, then off
+    logs=$WORK/logs-ctl
+    rm -rf "$logs"
+    GPUFL_TRACE=false grun --engines cupti,nvml,host --app ctl \
+        --log-dir "$logs" -- "$WORK/ring" run 8 >"$WORK/ctl.out" \
+        2>"$WORK/ctl.stderr" &
+    rp=$!
+    wait_for "$WORK/ctl.out" READY 300 "$rp"
+    pid=$(ring_pid) || { say "FAIL ctl: no control socket"; fail=1; wait "$rp"; return; }
+    sleep 1.5
+    "$GPUFL" ctl "$pid" trace on >"$WORK/ctl.on" 2>&1
+    sleep 2
+    "$GPUFL" ctl "$pid" trace off >"$WORK/ctl.off" 2>&1
+    wait "$rp" || { say "FAIL ctl: exit $?"; cat "$WORK/ctl.stderr"; fail=1; }
+    python3 - "$logs" "$ROOT" "$WORK/ctl.on" "$WORK/ctl.off" <<'PY' || fail=1
+import sys
+sys.path.insert(0, sys.argv[2] + "/tests/client")
+import gpufl_logs as gl
+logs = sys.argv[1]
+S = 10 ** 9
+ans = [open(p).read().strip() for p in sys.argv[3:5]]
+(s,) = gl.validate(logs).values()
+m = {e["text"].split(" (")[0]: e["ts"] for e in s.streams["scope"].of("marker")
+     if e["text"].startswith("gpufl: tracing")}
+on, off = m.get("gpufl: tracing on"), m.get("gpufl: tracing off")
+k = [e["ts"] for e in s.streams["device"].of("kernel")]
+ok = all('"ok":true' in a for a in ans) and on and off and len(k) > 100
+early = [x for x in k if on and x < on - S // 20]
+late = [x for x in k if off and x > off + S // 2]
+ok = ok and not early and not late
+print("%s ctl trace: on/off answered %s; %d kernels between on and off "
+      "(%.2f s), %d before on, %d more than 0.5 s after off" % (
+          "ok  " if ok else "FAIL", [a[:60] for a in ans], len(k),
+          (off - on) / S if on and off else 0, len(early), len(late)))
+sys.exit(0 if ok else 1)
+PY
+}
+ring_best() { # env-assignment... -> "LAUNCH_NS SCOPE_NS", best of 3 runs
+    b=
+    for _ in 1 2 3; do
+        if [ "$1" = none ]; then
+            o=$(timeout -k 5 "$RUN_TIMEOUT" "$WORK/ring" cost "$TINY_N")
+        else
+            o=$(env "$@" timeout -k 5 "$RUN_TIMEOUT" "$GPUFL" run \
+                --engines cupti,nvml,host --log-dir "$WORK/logs-ovh" -- \
+                "$WORK/ring" cost "$TINY_N" 2>/dev/null)
+        fi
+        rm -rf "$WORK/logs-ovh"
+        b="$b $(printf '%s\n' "$o" | sed -n 's/^LAUNCH_NS //p'):$(printf '%s\n' "$o" | sed -n 's/^SCOPE_NS //p')"
+    done
+    # shellcheck disable=SC2086
+    python3 -c "
+import sys
+v = [x.split(':') for x in sys.argv[1:] if x.split(':')[0]]
+f = lambda i: min((float(x[i]) for x in v if x[i] not in ('', 'none')), default=float('nan'))
+print('%.1f %.1f' % (f(0), f(1)))" $b
+}
+ring_cost() { # the app thread's cost per launch and per scope event
+    n=$(ring_best none)
+    f=$(ring_best GPUFL_RECORD=file)
+    r=$(ring_best GPUFL_RECORD=ring:256MiB)
+    m=$(ring_best GPUFL_RECORD=ring:256MiB GPUFL_TRACE=false)
+    python3 - "$n" "$f" "$r" "$m" <<'PY'
+import sys
+(n, _), (f, fs), (r, rs), (m, ms) = (map(float, a.split()) for a in sys.argv[1:])
+def v(x, lim):
+    return "ok  " if x <= lim else "OVER"
+print("   launch (ns per launch, best of 3): none %.1f, file+trace %.1f, "
+      "ring+trace %.1f, ring+monitoring %.1f" % (n, f, r, m))
+print("%s ring: launch callbacks add %.1f ns per launch (target <= 300)" % (
+    v(r - n, 300), r - n))
+print("%s ring, monitoring: %.1f ns per launch (target <= 20)" % (
+    v(m - n, 20), m - n))
+print("%s ring: a scope event costs %.1f ns on the app thread (file mode "
+      "%.1f; target <= 50)" % (v(rs, 50), rs, fs))
+PY
+}
+flight_recorder() {
+    section "flight recorder (ring mode, gpufl ctl trace, their cost)"
+    ring_build || { say "FAIL nvcc ring.cu"; fail=1; return; }
+    ring_dump
+    ring_trace
+    if [ -e "$WORK/hung" ]; then
+        say "   cost: skipped (a run hung above)"
+    else
+        ring_cost
+    fi
+}
+flight_recorder
+
+# -- 8. gpufl attach -----------------------------------------------------------
 # A CUDA program started without gpufl (the launch-bound loop, ATTACH_N
 # launches: some seconds) gets gpufl by ptrace for 5 s: kernel lines must
 # appear in that session, and the program must run on and end well with

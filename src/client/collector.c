@@ -601,6 +601,8 @@ static void *collector_main(void *arg)
             ms = 1;
         if (g_client.cfg.ring)
             ms = rec_poll(ms);
+        else
+            rec_file_crash_poll();
         rec_work_end();
         if (stop && n == 0)
             break;
@@ -702,6 +704,14 @@ thread:
         return GPUFL_ENOMEM;
     }
     g_client.collector_started = 1;
+    if (!cfg->ring && (cfg->trg.armed & (1u << TRG_CRASH))) {
+        /* file mode: only the crash trigger (rec_file_crash_poll); the
+         * others would make dumps, which need ring mode */
+        trg_cfg only;
+        memset(&only, 0, sizeof only);
+        only.armed = 1u << TRG_CRASH;
+        trigger_arm(&only);
+    }
     return 0;
 }
 
@@ -755,9 +765,11 @@ void collector_stop(const char *reason)
     /* last words: whatever a racing producer added, then losses, then the
      * end line that tells readers the session finished cleanly */
     coll_drain_all(1);
-    if (g_client.cfg.ring)
+    if (g_client.cfg.ring) {
         rec_stop();
-    else
+    } else {
         coll_end_files(reason);
+        trigger_disarm(); /* file mode's crash handler */
+    }
     writer_compressor_stop();
 }

@@ -113,6 +113,10 @@ void rec_scope_end(const rec *r);
  * part, the window's age bound.  Returns how long the collector may
  * sleep (ms) before it must look again. */
 uint32_t rec_poll(uint32_t sleep_ms);
+/* File mode's half of a crash (collector_crash): when a fatal signal
+ * asked for it, drain every ring, end the files ("crash") and park for
+ * good.  Called by the collector between two units of work. */
+void rec_file_crash_poll(void);
 /* The crash handshake, per unit of collector work: 0 to go on; parks
  * the thread for good when a crash handler writes. */
 void rec_work_begin(void);

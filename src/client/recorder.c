@@ -458,6 +458,18 @@ uint32_t rec_poll(uint32_t sleep_ms)
     return sleep_ms;
 }
 
+void rec_file_crash_poll(void)
+{
+    if (!atomic_load(&C.crash_req))
+        return;
+    /* the collector's own thread, not a signal handler: it formats and
+     * writes as always (a lock the crashed thread held can stop it: the
+     * handler then gives up waiting) */
+    coll_drain_all(1);
+    coll_end_files("crash");
+    park();
+}
+
 /* ---- the crash path (a signal handler) ---- */
 
 static void wait_for(_Atomic int *flag, int want, uint32_t ms)
@@ -504,12 +516,30 @@ static void crash_detail(char *out, size_t cap, int sig, const siginfo_t *si)
     }
 }
 
+/* File mode: nothing to write here, the collector does it (it writes
+ * files as always); what the handler adds is the wait, so that the
+ * process does not die before.  A crash of the collector itself is not
+ * waited for (nobody would write). */
+static void crash_file(pid_t self)
+{
+    if (!g_client.collector_started || !atomic_load(&g_client.active) ||
+        self == C.tid)
+        return;
+    atomic_store(&g_client.in_crash, 1);
+    atomic_store(&C.crash_req, 1);
+    client_kick();
+    wait_for(&C.parked, 1, CRASH_PARK_MS + CRASH_BUSY_MS);
+}
+
 void collector_crash(int sig, const siginfo_t *si)
 {
     trg_event ev;
     pid_t self = (pid_t)syscall(SYS_gettid);
-    if (!g_client.cfg.ring || !g_client.collector_started ||
-        !atomic_load(&g_client.active) || C.held)
+    if (!g_client.cfg.ring) {
+        crash_file(self);
+        return;
+    }
+    if (!g_client.collector_started || !atomic_load(&g_client.active) || C.held)
         return;
     atomic_store(&g_client.in_crash, 1);
     atomic_store(&C.crash_req, 1);

@@ -184,6 +184,11 @@ int srv_capture_parse(jsonl_doc *d, srv_capture *c, char *action, char *note,
     return 0;
 }
 
+/* The store's times of capture requests, from the configuration. */
+#define CAP_TIMES(s)                                                           \
+    (&(srv_captimes){ (s)->cfg.capture_expiry_s, (s)->cfg.capture_lease_s,     \
+                      (uint32_t)(s)->cfg.capture_attempts })
+
 /* One request (id) read back from the store as the answer (status); or,
  * claim_host given, that host's pending requests, now claimed. */
 static void answer(srv *s, srv_resp *o, const char *claim_host, int64_t id,
@@ -198,9 +203,8 @@ static void answer(srv *s, srv_resp *o, const char *claim_host, int64_t id,
     }
     jw_init(&w, buf, CAP_ANSWER_MAX);
     rc = claim_host
-             ? srv_store_capture_claim(s->store, claim_host,
-                                       s->cfg.capture_expiry_s, &w)
-             : srv_store_capture_get(s->store, id, s->cfg.capture_expiry_s, &w);
+             ? srv_store_capture_claim(s->store, claim_host, CAP_TIMES(s), &w)
+             : srv_store_capture_get(s->store, id, CAP_TIMES(s), &w);
     if (rc) {
         free(buf);
         if (rc == GPUFL_ENOTFOUND)
@@ -231,7 +235,7 @@ static void post_request(srv *s, srv_req *r, srv_resp *o, const char *host)
         srv_resp_error(o, 400, why);
         goto out;
     }
-    rc = srv_store_capture_add(s->store, &c, s->cfg.capture_expiry_s, &id);
+    rc = srv_store_capture_add(s->store, &c, CAP_TIMES(s), &id);
     if (rc == GPUFL_EAGAIN) {
         snprintf(why, sizeof why,
                  "host %s has %d capture requests waiting for its agent"
@@ -325,7 +329,7 @@ static void post_result(srv *s, srv_req *r, srv_resp *o, const char *host,
         procs[ps.n] = 0;
     }
     rc = srv_store_capture_result(s->store, host, id, ok, reason, procs,
-                                  s->cfg.capture_expiry_s);
+                                  CAP_TIMES(s));
     if (rc == GPUFL_ENOTFOUND) {
         srv_resp_error(o, 404, "no such capture request for this host");
         goto out;
@@ -442,6 +446,6 @@ void srv_api_captures(srv *s, srv_req *r, srv_resp *o, const char *id_seg)
     buf = srv_query_buf(o, &w);
     if (!buf)
         return;
-    rc = srv_store_q_captures(s->store, &q, s->cfg.capture_expiry_s, &w);
+    rc = srv_store_q_captures(s->store, &q, CAP_TIMES(s), &w);
     srv_query_done(o, rc, buf, w.len, "");
 }

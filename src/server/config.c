@@ -155,9 +155,26 @@ static const opt_def srv_opts[] = {
       .def = "10m",
       .min = 1,
       .max = 86400,
-      .help = "a capture request no agent of its host picked up in this "
-              "long expires; one picked up but not answered in this long "
-              "after that fails (docs/api.md \"Capture requests\")" },
+      .help = "a capture request no agent of its host picked up within "
+              "this long of its creation expires; it is not handed out "
+              "again after that (docs/api.md \"Capture requests\")" },
+    { .name = "capture-lease",
+      DUR_S,
+      OPT_F_UINT(T, capture_lease_s),
+      .def = "2m",
+      .min = 1,
+      .max = 86400,
+      .help = "an agent that picked up a capture request and reported no "
+              "outcome in this long is taken for dead: the request is "
+              "handed out again (docs/api.md \"Capture requests\")" },
+    { .name = "capture-attempts",
+      .type = OPT_INT,
+      OPT_F_UINT(T, capture_attempts),
+      .def = "3",
+      .min = 1,
+      .max = 100,
+      .help = "how many times a capture request is handed out before it "
+              "fails for want of an outcome" },
     { .name = "retention-max-age",
       DUR_S,
       OPT_F_UINT(T, retention_max_age_s),

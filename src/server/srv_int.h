@@ -49,6 +49,8 @@ typedef struct srv_config {
     uint64_t max_buffered;
     uint64_t stale_after_s;
     uint64_t capture_expiry_s; /* capture requests (api_capture.c) */
+    uint64_t capture_lease_s;
+    uint64_t capture_attempts;
     uint64_t retention_max_age_s;
     uint64_t retention_max_db;
     uint64_t memprof_max_age_s; /* 0: retention_max_age_s */

@@ -218,31 +218,44 @@ typedef struct srv_capq {
     uint32_t limit;
 } srv_capq;
 
+/* The times of capture requests (--capture-expiry, --capture-lease,
+ * --capture-attempts). */
+typedef struct srv_captimes {
+    uint64_t expiry_s; /* a request waits this long (from its creation) */
+    uint64_t lease_s;  /* a claim holds this long without an outcome */
+    uint32_t attempts; /* claims at most, then it fails */
+} srv_captimes;
+
 /*
- * expiry_s (--capture-expiry) is how long a request waits for its host's
- * agent, and then how long the agent has to report its outcome; each call
- * first moves the requests past those times to expired / failed (and
- * deletes those finished SRV_CAPTURE_KEEP_S ago).
+ * Each call first moves on the requests whose times t passed: a pending
+ * one past its expiry is expired; a delivered one whose claim is older
+ * than t->lease_s without an outcome (its agent died, or lost the
+ * server) goes back to pending - handed out again - while it has had
+ * fewer than t->attempts claims and its expiry has not passed, else it
+ * fails saying why; those finished SRV_CAPTURE_KEEP_S ago are deleted.
  *
  * add: a pending request (*id); GPUFL_EAGAIN when its host has
  * SRV_CAPTURE_PENDING_MAX pending already.
  * claim: the host's pending requests as {"items":[...]} into w, each now
- * delivered (handed out once).
- * result: the outcome of a delivered request of host: GPUFL_ENOTFOUND (no
- * such request of this host), GPUFL_ECONFLICT (not delivered: pending,
- * or finished already).  result_json (NULL: none) is a JSON array text
- * the caller checked.
+ * delivered (once per claim: a second claim gets only what went back to
+ * pending since).
+ * result: the outcome of a request of host that a claim handed out and
+ * is not finished (delivered, or back to pending after its lease: the
+ * late agent did the work): GPUFL_ENOTFOUND (no such request of this
+ * host), GPUFL_ECONFLICT (never handed out, or finished already).
+ * result_json (NULL: none) is a JSON array text the caller checked.
  * get / list: one request, or a page, as docs/api.md shows them.
  */
-int srv_store_capture_add(srv_store *s, const srv_capture *c, uint64_t expiry_s,
-                          int64_t *id);
-int srv_store_capture_claim(srv_store *s, const char *host, uint64_t expiry_s,
-                            jw *w);
+int srv_store_capture_add(srv_store *s, const srv_capture *c,
+                          const srv_captimes *t, int64_t *id);
+int srv_store_capture_claim(srv_store *s, const char *host,
+                            const srv_captimes *t, jw *w);
 int srv_store_capture_result(srv_store *s, const char *host, int64_t id, int ok,
                              const char *reason, const char *result_json,
-                             uint64_t expiry_s);
-int srv_store_capture_get(srv_store *s, int64_t id, uint64_t expiry_s, jw *w);
-int srv_store_q_captures(srv_store *s, const srv_capq *q, uint64_t expiry_s,
+                             const srv_captimes *t);
+int srv_store_capture_get(srv_store *s, int64_t id, const srv_captimes *t,
+                          jw *w);
+int srv_store_q_captures(srv_store *s, const srv_capq *q, const srv_captimes *t,
                          jw *w);
 
 /* Retention policy, for srv_store_prune. */

@@ -285,7 +285,19 @@ static const char *const migrations[] = {
     " reason TEXT, result TEXT);"
     "CREATE INDEX captures_host ON captures(host, state, id);"
     "CREATE INDEX captures_state ON captures(state, id);",
+    /* 16: another branch's (the fleet's waste); a no-op until it is
+     * merged over this placeholder */
+    "SELECT 1",
+    /* 17: a capture request's claims (a claim is a lease: handed out
+     * again when its agent reports nothing); the flight recorder's
+     * trigger lines found per session without reading its other lines
+     * (type 20 = EV_TRIGGER; a literal, so that both databases can use
+     * the partial index) */
+    "ALTER TABLE captures ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE captures SET attempts=1 WHERE delivered IS NOT NULL;"
+    "CREATE INDEX lines_trigger ON lines(sess, ts) WHERE type=20;",
 };
+_Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
 

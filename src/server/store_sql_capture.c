@@ -2,7 +2,9 @@
  * store_sql_capture.c - capture requests (docs/api.md "Capture
  * requests"): an admin's request for a host's processes waits in table
  * captures (pending) until that host's agent claims it (delivered), then
- * holds the agent's outcome (done or failed).  Time moves a request on
+ * holds the agent's outcome (done or failed).  A claim is a lease: an
+ * agent that dies after claiming leaves no outcome, and the request goes
+ * back to pending for the next claim, a bounded number of times.  Time moves a request on
  * lazily: every call first expires what waited too long, so no timer
  * thread is needed and every answer is current.  The same SQL on SQLite
  * and PostgreSQL (db.h); all writes go through the writer connection.
@@ -18,41 +20,71 @@
 
 #define CAP_COLS                                                               \
     "id, host, pid, action, for_ms, note, state, created, expires,"            \
-    " delivered, finished, reason, result"
+    " delivered, finished, reason, result, attempts"
 #define CAP_PAGE 100
 #define CAP_PAGE_MAX 1000
 
-/* Expires and fails what waited too long, forgets what finished long ago.
- * Under the writer lock. */
-static int sweep(srv_store *s, int64_t now, uint64_t expiry_s)
+/* Moves on what waited too long, in this order: claims past their lease
+ * fail when they were the last attempt or the request's expiry passed,
+ * the others go back to pending (handed out again); pending requests
+ * past their expiry expire; what finished long ago is forgotten.  Under
+ * the writer lock. */
+static int sweep(srv_store *s, int64_t now, const srv_captimes *t)
 {
+    enum { NSQL = 5 };
     sdb_stmt *st = NULL;
-    char why[2][160];
-    static const char *const sql[3] = {
-        "UPDATE captures SET state='expired', finished=?1, reason=?2"
-        " WHERE state='pending' AND expires <= ?1",
+    char why[4][200];
+    static const char *const sql[NSQL] = {
         "UPDATE captures SET state='failed', finished=?1, reason=?2"
+        " WHERE state='delivered' AND delivered <= ?1 - ?3 AND attempts >= ?4",
+        "UPDATE captures SET state='failed', finished=?1, reason=?2"
+        " WHERE state='delivered' AND delivered <= ?1 - ?3 AND expires <= ?1",
+        "UPDATE captures SET state='pending', reason=?2"
         " WHERE state='delivered' AND delivered <= ?1 - ?3",
+        "UPDATE captures SET state='expired', finished=?1,"
+        " reason=CASE WHEN attempts > 0 THEN ?3 ELSE ?2 END"
+        " WHERE state='pending' AND expires <= ?1",
         "DELETE FROM captures WHERE finished IS NOT NULL AND finished < ?1 - "
         "?3",
     };
     int rc = 0;
 
     snprintf(why[0], sizeof why[0],
-             "no agent of the host picked it up within %llu s",
-             (unsigned long long)expiry_s);
+             "handed out %u times; no agent reported an outcome within "
+             "%llu s of picking it up",
+             (unsigned)t->attempts, (unsigned long long)t->lease_s);
     snprintf(why[1], sizeof why[1],
-             "the agent picked it up but reported no outcome within %llu s",
-             (unsigned long long)expiry_s);
-    for (int i = 0; i < 3 && !rc; i++) {
+             "the agent picked it up but reported no outcome within %llu s,"
+             " and the request's %llu s expiry passed",
+             (unsigned long long)t->lease_s, (unsigned long long)t->expiry_s);
+    snprintf(why[2], sizeof why[2],
+             "handed out again: the agent that picked it up reported no "
+             "outcome within %llu s",
+             (unsigned long long)t->lease_s);
+    snprintf(why[3], sizeof why[3],
+             "no agent of the host picked it up within %llu s",
+             (unsigned long long)t->expiry_s);
+    for (int i = 0; i < NSQL && !rc; i++) {
         rc = sdb_prepare(s->w, sql[i], &st);
         if (rc)
             break;
         qbind_i64(st, 1, now);
-        if (i < 2)
+        if (i < 3) {
             qbind_text(st, 2, why[i]);
-        if (i > 0)
-            qbind_i64(st, 3, i == 1 ? (int64_t)expiry_s : SRV_CAPTURE_KEEP_S);
+            qbind_i64(st, 3, (int64_t)t->lease_s);
+        }
+        if (i == 0)
+            qbind_i64(st, 4, (int64_t)t->attempts);
+        if (i == 3) {
+            qbind_text(st, 2, why[3]);
+            /* one handed out before, then no agent came back for it */
+            qbind_text(st, 3,
+                       "its agent reported no outcome, and no agent"
+                       " of the host picked it up again before it"
+                       " expired");
+        }
+        if (i == 4)
+            qbind_i64(st, 3, SRV_CAPTURE_KEEP_S);
         rc = sdb_step(st);
         rc = rc == SDB_DONE ? 0 : rc;
         sdb_finalize(st);
@@ -105,18 +137,19 @@ static void row_json(sdb_stmt *st, jw *w)
         jw_null(w);
     else
         jw_raw(w, qcol_text(st, 12), strlen(qcol_text(st, 12)));
+    jw_kv_i64(w, "attempts", qcol_i64(st, 13));
     jw_obj_end(w);
 }
 
-int srv_store_capture_add(srv_store *s, const srv_capture *c, uint64_t expiry_s,
-                          int64_t *id)
+int srv_store_capture_add(srv_store *s, const srv_capture *c,
+                          const srv_captimes *t, int64_t *id)
 {
     sdb_stmt *st = NULL;
     int64_t now = (int64_t)time(NULL), pending = 0;
     int rc;
 
     pthread_mutex_lock(&s->wlock);
-    rc = sweep(s, now, expiry_s);
+    rc = sweep(s, now, t);
     if (rc)
         goto out;
     rc = sdb_prepare(s->w,
@@ -152,7 +185,7 @@ int srv_store_capture_add(srv_store *s, const srv_capture *c, uint64_t expiry_s,
     qbind_u64(st, 4, c->for_ms);
     qbind_text(st, 5, c->note);
     qbind_i64(st, 6, now);
-    qbind_i64(st, 7, now + (int64_t)expiry_s);
+    qbind_i64(st, 7, now + (int64_t)t->expiry_s);
     rc = sdb_step(st);
     if (rc != SDB_ROW)
         goto out_db;
@@ -167,21 +200,22 @@ out:
     return rc;
 }
 
-int srv_store_capture_claim(srv_store *s, const char *host, uint64_t expiry_s,
-                            jw *w)
+int srv_store_capture_claim(srv_store *s, const char *host,
+                            const srv_captimes *t, jw *w)
 {
     sdb_stmt *st = NULL;
     int64_t now = (int64_t)time(NULL);
     int rc;
 
     pthread_mutex_lock(&s->wlock);
-    rc = sweep(s, now, expiry_s);
+    rc = sweep(s, now, t);
     if (rc)
         goto out;
     /* one statement: two pollers of one host never both get a request */
     rc = sdb_prepare(s->w,
-                     "UPDATE captures SET state='delivered', delivered=?1"
-                     " WHERE host=?2 AND state='pending' RETURNING " CAP_COLS,
+                     "UPDATE captures SET state='delivered', delivered=?1,"
+                     " attempts=attempts+1 WHERE host=?2 AND state='pending' "
+                     "RETURNING " CAP_COLS,
                      &st);
     if (rc) {
         rc = sq_err(rc);
@@ -205,20 +239,21 @@ out:
 
 int srv_store_capture_result(srv_store *s, const char *host, int64_t id, int ok,
                              const char *reason, const char *result_json,
-                             uint64_t expiry_s)
+                             const srv_captimes *t)
 {
     sdb_stmt *st = NULL;
     int64_t now = (int64_t)time(NULL);
     int rc, changed = 0;
 
     pthread_mutex_lock(&s->wlock);
-    rc = sweep(s, now, expiry_s);
+    rc = sweep(s, now, t);
     if (rc)
         goto out;
     rc = sdb_prepare(s->w,
                      "UPDATE captures SET state=?1, finished=?2, reason=?3,"
                      " result=?4 WHERE id=?5 AND host=?6 AND"
-                     " state='delivered'",
+                     " (state='delivered' OR (state='pending' AND"
+                     " attempts > 0))",
                      &st);
     if (rc) {
         rc = sq_err(rc);
@@ -262,8 +297,8 @@ out:
 
 /* The rows of a SELECT into w: an object (one row, single) or
  * {"items":[...],"next":...} (a page of limit). */
-static int list(srv_store *s, const srv_capq *q, int64_t one, uint64_t expiry_s,
-                jw *w)
+static int list(srv_store *s, const srv_capq *q, int64_t one,
+                const srv_captimes *t, jw *w)
 {
     sdb_stmt *st = NULL;
     int64_t now = (int64_t)time(NULL), last = 0;
@@ -274,7 +309,7 @@ static int list(srv_store *s, const srv_capq *q, int64_t one, uint64_t expiry_s,
     if (limit > CAP_PAGE_MAX)
         limit = CAP_PAGE_MAX;
     pthread_mutex_lock(&s->wlock);
-    rc = sweep(s, now, expiry_s);
+    rc = sweep(s, now, t);
     pthread_mutex_unlock(&s->wlock);
     if (rc)
         return rc;
@@ -345,13 +380,14 @@ out:
     return rc == GPUFL_OK && w->err ? GPUFL_ETOOBIG : rc;
 }
 
-int srv_store_capture_get(srv_store *s, int64_t id, uint64_t expiry_s, jw *w)
+int srv_store_capture_get(srv_store *s, int64_t id, const srv_captimes *t,
+                          jw *w)
 {
-    return list(s, NULL, id, expiry_s, w);
+    return list(s, NULL, id, t, w);
 }
 
-int srv_store_q_captures(srv_store *s, const srv_capq *q, uint64_t expiry_s,
+int srv_store_q_captures(srv_store *s, const srv_capq *q, const srv_captimes *t,
                          jw *w)
 {
-    return list(s, q, 0, expiry_s, w);
+    return list(s, q, 0, t, w);
 }

@@ -348,6 +348,24 @@ void sq_gaps_release(srv_store *s);
 /* "missing" (exact) and "gaps" of session sess, members of an open
  * object in w; a borrowed read connection. */
 int sq_gaps_json(sdb *db, int64_t sess, jw *w);
+
+/* ---- store_sql_q_triggers.c: a flight-recorder dump's trigger lines ---- */
+/* The list's columns: the firings (distinct times) and the latest
+ * trigger line's text of session row "sessions.id". */
+/* (count(DISTINCT ts) over the same rows made SQLite read the session's
+ * lines by the primary key instead of the partial index: a derived table
+ * keeps it on lines_trigger) */
+#define SQ_TRIGGER_COLS                                                        \
+    "(SELECT count(*) FROM (SELECT DISTINCT ts FROM lines WHERE"               \
+    " lines.sess=sessions.id AND type=20) f), (SELECT body FROM lines WHERE"   \
+    " lines.sess=sessions.id AND type=20 ORDER BY ts DESC, st LIMIT 1)"
+/* "trigger": {"count", "last", "detail"} when count > 0, a member of an
+ * open object in w. */
+void sq_trigger_summary(jw *w, int64_t count, const char *last_body);
+/* "triggers" (one per firing, oldest first) and "triggers_cut" of
+ * session sess, members of an open object in w; a borrowed read
+ * connection. */
+int sq_triggers_json(sdb *db, int64_t sess, jw *w);
 /* The seq missing in one (session, stream) group of seqr rows: max(hi) + 1
  * - sum(hi - lo + 1), arranged so no term passes 2^63-1 (a seq may be
  * 2^63-1; PostgreSQL would fail, SQLite turn it into a REAL). */

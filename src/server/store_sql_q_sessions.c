@@ -112,6 +112,14 @@ static void w_session_row(qctx *c, jw *w)
         jw_kv_str(w, "sim_perturb", qcol_text(c->st, 27));
 }
 
+/* The session line's record mode and dump number (libgpufl's flight
+ * recorder), when it has them. */
+static void w_record(jw *w, const char *hdr)
+{
+    sq_raw_member(w, hdr, "record");
+    sq_raw_member(w, hdr, "dump");
+}
+
 #define SESS_COLS                                                              \
     "sid, coalesce(app, ''), coalesce(host, ''), coalesce(pid, 0),"            \
     " coalesce(start_ns, 0), state, end_reason, coalesce(first_ts, 0),"        \
@@ -132,7 +140,8 @@ int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
     if (q_cursor(q, cur, 2) < 0)
         return q_end(&c, GPUFL_EINVAL, w);
     rc = q_prepare(
-        &c, "SELECT " SESS_COLS ", " SQ_MISSING_COL " FROM sessions"
+        &c, "SELECT " SESS_COLS ", " SQ_MISSING_COL ", " SQ_TRIGGER_COLS
+            " FROM sessions"
             " WHERE (coalesce(start_ns, 0) < ?1 OR (coalesce(start_ns, 0) = ?1"
             " AND id < ?2))"
             " AND (CAST(?3 AS TEXT) IS NULL OR host = ?3)"
@@ -174,6 +183,10 @@ int srv_store_q_sessions(srv_store *s, const srv_q *q, jw *w)
         jw_obj_begin(w);
         w_session_row(&c, w);
         srv_jw_kv_num(w, "missing", qcol_i64(c.st, 28));
+        /* a flight-recorder dump: its mode, number and what fired */
+        w_record(w, qcol_null(c.st, 19) ? NULL : qcol_text(c.st, 19));
+        sq_trigger_summary(w, qcol_i64(c.st, 29),
+                           qcol_null(c.st, 30) ? NULL : qcol_text(c.st, 30));
         jw_obj_end(w);
         last[0] = qcol_i64(c.st, 4);
         last[1] = qcol_i64(c.st, 18);
@@ -193,7 +206,8 @@ int srv_store_q_session(srv_store *s, const srv_q *q, jw *w)
     char *hdr = NULL;
 
     q_begin(s, &c);
-    rc = q_prepare(&c, "SELECT " SESS_COLS " FROM sessions WHERE sid=?");
+    rc = q_prepare(&c, "SELECT " SESS_COLS ", " SQ_TRIGGER_COLS
+                       " FROM sessions WHERE sid=?");
     if (rc)
         return q_end(&c, rc, w);
     qbind_text(c.st, 1, q->sid);
@@ -214,11 +228,18 @@ int srv_store_q_session(srv_store *s, const srv_q *q, jw *w)
     sq_raw_member(w, hdr, "dump");
     sq_raw_member(w, hdr, "recorder");
     free(hdr);
+    sq_trigger_summary(w, qcol_i64(c.st, 28),
+                       qcol_null(c.st, 29) ? NULL : qcol_text(c.st, 29));
+    sess = qcol_i64(c.st, 18);
+    rc = sq_triggers_json(c.db, sess, w);
+    if (rc) {
+        jw_obj_end(w);
+        return q_end(&c, rc, w);
+    }
     srv_jw_kv_dec(w, "span_ns",
                   qcol_i64(c.st, 8) > qcol_i64(c.st, 7)
                       ? qcol_i64(c.st, 8) - qcol_i64(c.st, 7)
                       : 0);
-    sess = qcol_i64(c.st, 18);
     /* slots for the memory-profile and idle-verdict issues */
     jw_key(w, "memprof");
     jw_null(w);

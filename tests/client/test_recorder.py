@@ -284,6 +284,54 @@ class Triggers(Base):
         self.assertEqual(self.files(), [])
 
 
+class FileModeCrash(Base):
+    """File mode (the default) and a fatal signal: what the program's
+    threads recorded and the collector had not written yet (up to
+    GPUFL_FLUSH_MS of it; 10 s here) is written before the process dies,
+    every (sid, st, seq) from 0 without a gap, ended by session_end
+    "crash" (docs/recorder.md "The crash trigger in file mode")."""
+
+    def crash_file(self, want_written, **kw):
+        p = self.run_prog(["work:300", "mark:last", "segv"], want_rc=None,
+                          record="file", flush_ms=10000, **kw)
+        asan = "AddressSanitizer" in p.stderr
+        self.assertTrue(p.returncode == -signal.SIGSEGV or asan,
+                        (p.returncode, p.stderr))
+        if not want_written:
+            return gl.validate(self.logs, complete=False, allow_partial=True)
+        (sess,) = gl.validate(self.logs).values()
+        self.assertNotIn("record", sess.header)
+        for name, st in sess.streams.items():
+            seqs = [e["seq"] for e in st.events]
+            self.assertEqual(seqs, list(range(len(seqs))), name)
+            self.assertEqual(st.gaps, 0, name)
+            self.assertEqual(st.events[-1]["type"], "session_end", name)
+            self.assertEqual(st.events[-1]["reason"], "crash", name)
+            self.assertEqual(st.of("loss"), [], name)
+        # the marker recorded just before the crash, every kernel
+        marks = [m["text"] for m in sess.streams["scope"].of("marker")]
+        self.assertEqual(marks[-1], "last")
+        corr = self.kernels(sess)
+        self.assertGreater(len(corr), 100)
+        self.assertEqual(corr, list(range(1, corr[-1] + 1)))
+        self.assertEqual(len(marks), len(corr) + 1)
+        return sess
+
+    def test_default_triggers(self):
+        self.crash_file(True)
+
+    def test_crash_named(self):
+        self.crash_file(True, triggers="crash")
+
+    def test_not_armed(self):
+        # without crash in GPUFL_TRIGGERS the handler is not installed:
+        # the lines still in memory are lost (the 10 s flush never came)
+        s = self.crash_file(False, triggers="signal")
+        for sess in s.values():
+            self.assertNotEqual(sess.streams["device"].events[-1]["type"],
+                                "session_end")
+
+
 class Ctl(Base):
     """The control socket: `gpufl ctl` and raw requests."""
 

@@ -10,6 +10,10 @@
  *   alloc:BYTES   cudaMalloc (around cuMemAlloc_v2); 1 TiB or more fails
  *                 with out of memory
  *   dalloc:BYTES  cuMemAlloc_v2 alone
+ *   bench:N       N launches of kern_a back to back (no scope), then
+ *                 "LAUNCH_NS x": the thread's CPU time per launch (the
+ *                 fake driver's own work, plus what gpufl adds; bench/
+ *                 client/bench_ring.sh compares the modes)
  *   say:TEXT      a marker TEXT, then TEXT on stdout (the test's cue)
  *   wait:PATH     wait (at most 30 s) until PATH exists
  *   flush | sleep:MS | pid | exit:N
@@ -68,6 +72,21 @@ int main(int argc, char **argv)
                 }
                 sleep_ms(1);
             }
+        } else if (!strncmp(a, "bench:", 6)) {
+            unsigned long k = strtoul(a + 6, NULL, 10);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+            for (unsigned long j = 0; j < k; j++)
+                fakecuda_rt_launch(505, 307, "kern_a", g, b, 0,
+                                   (void *)(uintptr_t)1, 0);
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+            n += k;
+            printf("LAUNCH_NS %.1f\n",
+                   k ? ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+                        (double)(t1.tv_nsec - t0.tv_nsec)) /
+                           (double)k
+                     : 0.0);
+            fflush(stdout);
         } else if (!strncmp(a, "fail:", 5)) {
             fakecuda_rt_launch(505, 307, "kern_fail", g, b, 0, NULL,
                                (int)strtol(a + 5, NULL, 10));

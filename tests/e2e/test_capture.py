@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -219,6 +220,61 @@ class Capture(Base):
         r = self.wait_state(rid)
         self.assertEqual(r["state"], "failed", r)
         self.assertIn("no control socket for pid 4194000", r["reason"])
+
+    def test_an_agent_killed_after_claiming(self):
+        """A request claimed by an agent that is then killed (SIGKILL, while
+        it waits for the process's answer) is handed to the next agent once
+        the claim's lease (--capture-lease 1s) has run out, and its outcome
+        is taken.  The "process" is a control socket of this test's own
+        (its pid): silent to the first connection, answering the second."""
+        self.srv.stop()
+        self.srv = st.Server(os.path.join(self.dir, "srv2"),
+                             ["--capture-lease", "1s"])
+        key = self.key([HOST])
+        pid = os.getpid()
+        ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ls.bind("\0gpufl-ctl.%d" % pid)
+        ls.listen(4)
+        self.addCleanup(ls.close)
+        held, asked = [], []
+        answer = (b'{"ok":true,"cmd":"dump","dump":1,'
+                  b'"prefix":"/tmp/fake-dump","live":true}\n')
+
+        def serve():
+            for n in range(2):
+                c, _ = ls.accept()
+                asked.append(c.recv(2048))
+                if n == 0:
+                    held.append(c)  # never answered: the agent waits
+                else:
+                    c.sendall(answer)
+                    c.close()
+        threading.Thread(target=serve, daemon=True).start()
+        rid = self.request(pid=pid, action="dump", note="lease")
+        self.start_agent(key)
+        first = self.agent
+        deadline = time.time() + 30
+        while not asked and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(len(asked), 1, self.agent_output())
+        r = self.srv.get("/api/v1/captures/%d" % rid)
+        self.assertEqual((r["state"], r["attempts"]), ("delivered", 1))
+        first.kill()  # SIGKILL, between its claim and its report
+        first.wait(30)
+        self.agent_log.close()
+        self.agent = None
+        r = self.wait_state(rid, states=("pending",), timeout=30)
+        self.assertIn("handed out again", r["reason"])
+        self.start_agent(key)
+        r = self.wait_state(rid)
+        self.assertEqual((r["state"], r["attempts"]), ("done", 2), r)
+        (pr,) = r["processes"]
+        self.assertEqual((pr["pid"], pr["ok"], pr["dump"]), (pid, True, 1))
+        self.assertEqual(len(asked), 2)
+        self.assertTrue(all(a.startswith(b"dump server capture %d: lease"
+                                         % rid) for a in asked), asked)
+        for c in held:
+            c.close()
 
     def test_a_key_of_another_host_claims_nothing(self):
         p, pid = self.start_prog()

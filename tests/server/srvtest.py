@@ -44,6 +44,8 @@ API_DEC = frozenset((
     "live_bytes", "host_bytes", "untracked_bytes", "reserved_bytes",
     "other_bytes", "released_bytes", "released_allocator_bytes",
     "held_bytes",
+    # flight-recorder trigger windows (docs/api.md "Sessions")
+    "evicted_bytes", "cap",
     # jobs and regressions (docs/api.md "Jobs", "Regressions")
     "step_median_ns", "compute_median_ns", "steps_ns",
     "kernel_ns", "collective_ns", "extra_ns", "kernel_extra_ns",

@@ -182,10 +182,10 @@ class Capture(unittest.TestCase):
         st, _ = self.call(srv, "GET", "/api/v1/captures/777777")
         self.assertEqual(st, 404)
         self.assertEqual(srv.sql("SELECT max(version) FROM schema_version"),
-                         [["15"]])
+                         [["17"]])
 
     def test_expiry(self):
-        srv = self.server(["--capture-expiry", "1s"])
+        srv = self.server(["--capture-expiry", "1s", "--capture-lease", "1s"])
         base = "/api/v1/hosts/%s/captures" % HOST
         a = self.queue(srv)  # never picked up
         b = self.queue(srv, OTHER)  # picked up, never answered
@@ -207,6 +207,67 @@ class Capture(unittest.TestCase):
         self.assertEqual(st, 409, r)
         self.assertEqual(srv.get("/api/v1/captures/%d" % b["id"])["state"],
                          "failed")
+
+    def test_lease(self):
+        """An agent that claims and dies (reports nothing) does not lose the
+        request: after --capture-lease it is handed to the next claim, at
+        most --capture-attempts times, then it fails saying why.  The test
+        is the agent: its claims are the HTTP exchange of gpufl-agent."""
+        srv = self.server(["--capture-lease", "1s", "--capture-attempts", "2"])
+        agent = self.key(srv, "ingest", [HOST])
+        base = "/api/v1/hosts/%s/captures" % HOST
+
+        def claim():
+            st, got = self.call(srv, "GET", base, token=agent)
+            self.assertEqual(st, 200, got)
+            return [(i["id"], i["attempts"]) for i in got["items"]]
+
+        a = self.queue(srv, action="dump", note="dies twice")
+        self.assertEqual(a["attempts"], 0)
+        self.assertEqual(claim(), [(a["id"], 1)])
+        self.assertEqual(claim(), [])  # the lease holds
+        time.sleep(2.1)  # the agent died: no outcome within the lease
+        r = srv.get("/api/v1/captures/%d" % a["id"])
+        self.assertEqual((r["state"], r["attempts"]), ("pending", 1))
+        self.assertIn("handed out again", r["reason"])
+        self.assertEqual(claim(), [(a["id"], 2)])  # the next agent gets it
+        time.sleep(2.1)  # and dies too: the last attempt
+        r = srv.get("/api/v1/captures/%d" % a["id"])
+        self.assertEqual((r["state"], r["attempts"]), ("failed", 2))
+        self.assertIn("handed out 2 times; no agent reported an outcome"
+                      " within 1 s", r["reason"])
+        self.assertEqual(claim(), [])
+
+        # the second agent answers: done, once
+        b = self.queue(srv, action="trace")
+        self.assertEqual(claim(), [(b["id"], 1)])
+        time.sleep(2.1)
+        self.assertEqual(claim(), [(b["id"], 2)])
+        procs = [{"pid": 7, "ok": True, "for_ms": 30000}]
+        st, r = self.call(srv, "POST", "%s/%d/result" % (base, b["id"]),
+                          {"ok": True, "processes": procs}, token=agent)
+        self.assertEqual(st, 200, r)
+        self.assertEqual((r["state"], r["attempts"], r["reason"]),
+                         ("done", 2, None))
+        time.sleep(2.1)  # a finished request is not handed out again
+        self.assertEqual(claim(), [])
+
+        # a slow agent answers after its lease ran out (the request back to
+        # pending): the work was done, the outcome is taken
+        c = self.queue(srv, action="dump")
+        self.assertEqual(claim(), [(c["id"], 1)])
+        time.sleep(2.1)
+        self.assertEqual(srv.get("/api/v1/captures/%d" % c["id"])["state"],
+                         "pending")
+        st, r = self.call(srv, "POST", "%s/%d/result" % (base, c["id"]),
+                          {"ok": True}, token=agent)
+        self.assertEqual((st, r["state"]), (200, "done"), r)
+        self.assertEqual(claim(), [])
+        # never handed out: no outcome can be given for it
+        d = self.queue(srv)
+        st, r = self.call(srv, "POST", "%s/%d/result" % (base, d["id"]),
+                          {"ok": True}, token=agent)
+        self.assertEqual(st, 409, r)
 
     def test_malformed_bodies(self):
         srv = self.server()

@@ -580,10 +580,12 @@ class Hostile(Base):
         logs = os.path.join(self.dir, "ring")
         env = T.clean_env({"GPUFL_LOG_DIR": logs, "GPUFL_ENGINES": "host",
                            "GPUFL_RECORD": "ring:10s",
-                           "GPUFL_TRIGGER_AFTER": "0"})
+                           "GPUFL_TRIGGER_AFTER": "600ms",
+                           "GPUFL_TRIGGERS": "signal,scope=slow>100ms"})
+        # a signal, then a slow scope while the dump is live: two firings
         subprocess.run([os.path.join(T.BIN, "prog_ring"), "work:200", "usr2",
-                        "work:20"], env=env, check=True, timeout=120,
-                       stdout=subprocess.DEVNULL)
+                        "work:20", "scope:slow:150", "work:20"], env=env,
+                       check=True, timeout=120, stdout=subprocess.DEVNULL)
         (sess,) = T.gl.validate(logs).values()
         srv = self.server()
         tot = T.send_session(srv, sess)
@@ -594,8 +596,48 @@ class Hostile(Base):
         self.assertEqual(got["state"], "ended")
         bodies = [r[0] for r in srv.sql("SELECT body FROM lines WHERE body"
                                         " LIKE '%\"type\":\"trigger\"%'")]
-        self.assertEqual(len(bodies), 3)  # one per stream
-        self.assertTrue(all('"trigger":"signal"' in b for b in bodies))
+        self.assertEqual(len(bodies), 6)  # one per stream and firing
+        self.assertEqual(sum('"trigger":"signal"' in b for b in bodies), 3)
+        # the session's detail: each firing once, its window summed over
+        # the streams (what the files say)
+        trig = [ln for st in ("device", "scope", "system")
+                for ln in sess.streams[st].of("trigger")]
+        want_lines = sum(ln["window"]["lines"] for ln in trig
+                         if "window" in ln)
+        self.assertGreater(want_lines, 0)
+        self.assertFalse(got["triggers_cut"])
+        self.assertEqual([(t["trigger"], t["streams"], t["dump"])
+                          for t in got["triggers"]],
+                         [("signal", ["device", "scope", "system"], 1),
+                          ("scope", ["device", "scope", "system"], 1)])
+        first, second = got["triggers"]
+        self.assertEqual(first["detail"], "SIGUSR2")
+        self.assertEqual(first["ts"], trig[0]["ts"])
+        self.assertEqual(first["window"]["lines"], want_lines)
+        self.assertEqual(first["window"]["evicted"], 0)
+        self.assertEqual(first["window"]["duration_ms"], 10000)
+        self.assertIn("scope slow took", second["detail"])
+        self.assertNotIn("window", second)
+        self.assertEqual((got["trigger"]["count"], got["trigger"]["last"]),
+                         (2, "scope"))
+        # the list marks it: mode, dump number, what fired last
+        (row,) = srv.get("/api/v1/sessions")["items"]
+        self.assertEqual((row["record"], row["dump"]), ("ring", 1))
+        self.assertEqual((row["trigger"]["count"], row["trigger"]["last"]),
+                         (2, "scope"))
+        # a session of file mode has no trigger
+        flogs = os.path.join(self.dir, "file")
+        subprocess.run([os.path.join(T.BIN, "prog_ring"), "work:20"],
+                       env=T.clean_env({"GPUFL_LOG_DIR": flogs,
+                                        "GPUFL_ENGINES": "host"}),
+                       check=True, timeout=120, stdout=subprocess.DEVNULL)
+        (fsess,) = T.gl.validate(flogs).values()
+        T.send_session(srv, fsess)
+        rows = {r["id"]: r for r in srv.get("/api/v1/sessions")["items"]}
+        self.assertNotIn("trigger", rows[fsess.sid])
+        self.assertNotIn("record", rows[fsess.sid])
+        self.assertEqual(srv.get("/api/v1/sessions/" + fsess.sid)["triggers"],
+                         [])
 
     def test_bad_lines(self):
         srv = self.server(args=["--max-body", "1M", "--max-decoded", "4M"])

@@ -135,6 +135,21 @@ try {
     await ingestStream(U, ADMIN, 'system', sl);
   };
   await rIngest(0);
+  // E: a flight-recorder dump (docs/recorder.md): its session line says
+  // record/dump/recorder, a crash trigger line with its window, then the
+  // crash's session_end
+  const E = 'e2e1a2b3-0000-4000-8000-0000000000d1';
+  const t0E = BigInt(Date.now()) * 1000000n - 60n * 1000000000n;
+  const eLines = [...sessionLines(E, t0E, 50, { lanes: 1, api: false, app: 'ring_dump', end: false })];
+  eLines[0] = eLines[0].replace('"streams":[', '"record":"ring","dump":1,"recorder":"' + E + '","streams":[');
+  const eSeq = eLines.length;
+  const eTs = t0E + 5_000_000_000n;
+  const eWin = `{"lines":${eSeq - 1},"bytes":4096,"evicted":12,"evicted_bytes":1024,"aged":3,"cap":268435456,"duration_ms":120000}`;
+  eLines.push(
+    `{"v":1,"sid":"${E}","st":"device","seq":${eSeq},"ts":${eTs},"type":"trigger","trigger":"crash","detail":"SIGSEGV at 0x8","dump":1,"live_ms":0,"window":${eWin}}`,
+    `{"v":1,"sid":"${E}","st":"device","seq":${eSeq + 1},"ts":${eTs},"type":"session_end","reason":"crash","dur":${eTs - t0E},"lines":${eSeq + 2},"lost":0,"rotations":0}`,
+  );
+  await ingestLines(U, ADMIN, eLines);
   // a 4-rank job with a straggler, 5 runs of an app then a slower one
   // (e2e/jobs.mjs): ingested early, so the scan has run when it is checked
   const jobIds = await ingestJobsAndRuns(U, ADMIN);
@@ -1182,6 +1197,33 @@ try {
         '; gone and "ended" ' +
         after +
         ' s after the late lines',
+    );
+  });
+
+  // a flight-recorder dump is marked in the list and its header (its
+  // firings with the window), and no other session is
+  await attempt('dump_marked', async () => {
+    await page.goto(U + '/#/sessions');
+    await page.waitForSelector('[data-testid=row-dump]');
+    const rows = await page.$$eval('[data-testid=row-dump]', (els) =>
+      els.map((e) => [e.textContent.trim(), e.getAttribute('title') ?? '']),
+    );
+    await page.goto(U + '/#/kernels?s=' + E);
+    await page.waitForSelector('[data-testid=session-dump]');
+    const badge = await text('[data-testid=session-dump]');
+    const fired = await text('[data-testid=session-triggers]');
+    const api = await get('sessions/' + E);
+    const want = 'crash (SIGSEGV at 0x8): window ' + (eSeq - 1) + ' lines, 12 evicted for room, 3 aged out';
+    check(
+      'dump_marked',
+      rows.length === 1 &&
+        rows[0][0] === 'dump: crash' &&
+        /fired once, the last crash \(SIGSEGV at 0x8\)/.test(rows[0][1]) &&
+        badge === 'dump: crash' &&
+        fired === 'fired: ' + want &&
+        api.trigger?.count === 1 &&
+        api.triggers?.length === 1,
+      'list badges ' + JSON.stringify(rows) + '; header "' + badge + '", "' + fired + '"',
     );
   });
 

@@ -15,6 +15,7 @@ import { jobLabel } from './lib/jobs';
 import { formatHash } from './lib/url';
 import { Badge, ErrorBox, Loading } from './views/common';
 import { gapsText } from './lib/gaps';
+import { dumpBadge, firingText } from './lib/dumps';
 import type { Page, Session } from './lib/types';
 
 export interface ViewProps {
@@ -208,6 +209,24 @@ export function App() {
               {jobLabel(session)}
             </a>
           )}
+          {(() => {
+            const d = dumpBadge(session);
+            const fs = session.triggers ?? [];
+            return d ? (
+              <>
+                <span className="badge b-dump" data-testid="session-dump" title={d.title}>
+                  {d.short}
+                </span>
+                {fs.length > 0 && (
+                  <span className="dim" data-testid="session-triggers">
+                    {' '}
+                    fired: {fs.slice(0, 4).map(firingText).join('; ')}
+                    {fs.length > 4 || session.triggers_cut ? '; …' : ''}
+                  </span>
+                )}
+              </>
+            ) : null;
+          })()}
           {(() => {
             const g = gapsText(session);
             return g ? (

@@ -5,6 +5,7 @@
 // integer is an `Int`, a number (a decimal string only past 2^53 - 1).
 import type { Dec, Int } from './api';
 import type { StreamGaps } from './gaps';
+import type { TriggerFiring } from './dumps';
 
 /* Every list answer: {"items": [...], "next": cursor|null}. */
 export interface Page<T> {
@@ -69,6 +70,15 @@ export interface Session {
   job_source?: string;
   step_scope?: string;
   sim_perturb?: string;
+  /* a flight-recorder dump (docs/recorder.md): its mode and number, what
+     fired in it; absent for other sessions */
+  record?: string;
+  dump?: number;
+  trigger?: { count: number; last?: string; detail?: string };
+  // GET /sessions/{id} only: each firing, oldest first
+  recorder?: string;
+  triggers?: TriggerFiring[];
+  triggers_cut?: boolean;
 }
 
 /* GET /sessions/{id}/kernels item.  `name` is the display name (the

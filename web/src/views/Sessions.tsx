@@ -5,6 +5,7 @@ import { fmtNs, fmtWall } from '../lib/format';
 import { cmpKey, compareRows, compareTotals } from '../lib/compare';
 import { groupByJob, jobLabel } from '../lib/jobs';
 import { formatHash } from '../lib/url';
+import { dumpBadge } from '../lib/dumps';
 import { Badge, Empty, ErrorBox, Loading, sortRows, Th, useApi } from './common';
 import { CaptureButton, CaptureList } from './Captures';
 
@@ -182,6 +183,14 @@ export function Sessions({ st, set }: ViewProps) {
                       {group === 'host' ? s.app : group === 'app' ? s.host : s.app + ' on ' + s.host}
                     </a>{' '}
                     {s.simulated && <Badge kind="simulated">simulated</Badge>}
+                    {(() => {
+                      const d = dumpBadge(s);
+                      return d ? (
+                        <span className="badge b-dump" data-testid="row-dump" title={d.title}>
+                          {d.short}
+                        </span>
+                      ) : null;
+                    })()}
                   </td>
                   <td data-testid="session-job-cell">
                     {s.job !== undefined ? (
