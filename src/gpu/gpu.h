@@ -44,6 +44,11 @@ typedef struct gpu_device {
     uint32_t max_threads_per_sm, max_blocks_per_sm;
     uint32_t regs_per_sm, smem_per_sm, smem_per_block_optin;
     int simulated;
+    /* `gpufl idle`'s per-instance view of a GPU in MIG mode: this entry
+     * is GPU instance gi of GPU id (MIG device mig_uuid); 0 for a GPU */
+    int mig;
+    uint32_t gi;
+    char mig_uuid[96];
 } gpu_device;
 
 /* Which fields of a gpu_sample hold data (absent fields are not written). */

@@ -25,7 +25,8 @@
 
 struct gbuf;
 
-#define IDLE_MAX_GPUS GPU_MAX_DEVICES
+/* GPUs, or GPU instances of GPUs in MIG mode (idle_src.c) */
+#define IDLE_MAX_GPUS 64
 #define IDLE_MAX_SESSIONS 256
 #define IDLE_MAX_REASONS 6
 #define IDLE_REASON_LEN 160
@@ -184,6 +185,11 @@ typedef struct idle_gpu {
     uint32_t holders[IDLE_MAX_HOLDERS];
     idle_owner holder_owner[IDLE_MAX_HOLDERS];
     int dirty; /* not safe for the next job: leaked, phantom, stuck */
+    /* set by the caller before idle_gpu_eval (idle_kern.c): live gpufl
+     * sessions whose processes run on this GPU, and the newest kernel
+     * completion (end, ns) any of them recorded, 0 = none yet */
+    int kern_sessions;
+    uint64_t kern_last_end;
 } idle_gpu;
 
 int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const gpu_device *info);
@@ -265,6 +271,7 @@ typedef struct idle_env {
     const char *ca_file; /* CAs for https (Jupyter, dcgm, hook); NULL: system */
     const char *kubelet_ckpt; /* device-plugin checkpoint; NULL: default */
     const char *slurm_cgroup; /* Slurm's job cgroups; NULL: default */
+    const char *gpufl_logs;   /* gpufl sessions' device logs; NULL: none */
 } idle_env;
 
 /* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
@@ -309,12 +316,29 @@ void idle_holders_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
 int idle_kubelet_parse(const idle_env *e, const char *text, size_t len,
                        idle_gpu *gpus, int ngpus);
 
+/* ---- kernel records of gpufl sessions (idle_kern.c) ---- */
+
+typedef struct idle_kern idle_kern;
+/* Follows the device logs (<prefix>.device.log) in dir (copied). */
+int idle_kern_new(idle_kern **out, const char *dir);
+void idle_kern_free(idle_kern *k);
+/* Reads what the logs gained, maps the sessions to gpus (uuid, and the
+ * pid in the GPU's process list) and sets their kern_sessions and
+ * kern_last_end; call before idle_gpu_eval and idle_acct_round. */
+void idle_kern_round(idle_kern *k, idle_gpu *gpus, int ngpus, uint64_t now);
+/* Busy seconds of pid on gpu read in the last round: the union of its
+ * kernel intervals; 0, or GPUFL_ENOTFOUND when no live session of pid is
+ * on gpu (then NVML's estimate stands). */
+int idle_kern_busy(const idle_kern *k, int gpu, uint32_t pid, double *busy_s);
+
 /* ---- waste accounting (idle_acct.c) ---- */
 
 typedef struct idle_acct idle_acct;
 /* simulated: the GPUs' pids are not this host's (no owner looked up). */
 int idle_acct_new(idle_acct **out, const idle_cfg *c, int simulated);
 void idle_acct_free(idle_acct *a);
+/* Busy time of processes under gpufl from k (borrowed; NULL: none). */
+void idle_acct_set_kern(idle_acct *a, const idle_kern *k);
 /* Adds one round at now: busy time per process from the GPUs' latest
  * samples, memory, and wasted time by reason since the last round. */
 void idle_acct_round(idle_acct *a, const idle_env *e, const idle_gpu *gpus,
@@ -354,7 +378,11 @@ uint64_t idle_iso_ns(const char *s);
 
 typedef struct idle_src idle_src;
 
-/* sim: NULL for NVML; else a comma list of simulated GPU scenarios
+/* NVML: a GPU in MIG mode at open is listed as its GPU instances (one
+ * entry per MIG device: gpu_device.mig, gi), sampled through their own
+ * handles (gpu_mig); instances made or destroyed later are not followed
+ * until a restart.
+ * sim: NULL for NVML; else a comma list of simulated GPU scenarios
  * (none, held, one_thread, matmul, phantom, bursty, train, stuck,
  * allocated)
  * cycled to sim_gpus GPUs (0 = one per scenario). */
@@ -373,9 +401,10 @@ void idle_src_close(idle_src *s);
 typedef struct jw jw;
 
 /* The labels of a GPU that join dcgm-exporter's (gpu, UUID, pci_bus_id,
- * modelName, Hostname, hostname) into l; id is the caller's buffer for
- * the index.  Returns IDLE_GPU_LABELS. */
-#define IDLE_GPU_LABELS 6
+ * modelName, Hostname, hostname, and GPU_I_ID for a MIG GPU instance, as
+ * dcgm-exporter labels its MIG rows) into l; id is the caller's buffer
+ * for the index, at least 24 bytes.  Returns the count (6 or 7). */
+#define IDLE_GPU_LABELS 7 /* at most: 6, and GPU_I_ID on a MIG instance */
 struct prom_label;
 size_t idle_out_gpu_labels(struct prom_label *l, char *id, size_t idcap,
                            const idle_gpu *g, const char *host);

@@ -281,8 +281,21 @@ static int gpu_stuck(idle_gpu *g, const idle_cfg *c, uint64_t now)
         q->has_sm
             ? q->sm_mean <= c->stuck_sm
             : q->has_power && q->power_ratio <= c->held_floor + c->stuck_margin;
-    if (q->util_min < c->stuck_util || !nothing_runs ||
-        q->mem_max - q->mem_min > (1u << 20)) {
+    uint64_t win = (uint64_t)c->window_s * IDLE_NS;
+    /* progress: with a gpufl session on the GPU, a kernel completion it
+     * recorded within the window (exact); else memory that moved */
+    int progress = g->kern_sessions
+                       ? g->kern_last_end && g->kern_last_end + win >= now
+                       : q->mem_max - q->mem_min > (1u << 20);
+    if (q->util_min < c->stuck_util || !nothing_runs || progress) {
+        if (g->kern_sessions && progress && q->util_min >= c->stuck_util &&
+            nothing_runs)
+            GR("a gpufl session saw a kernel complete %s ago: progress, "
+               "not STUCK",
+               dur(d, sizeof d,
+                   now > g->kern_last_end
+                       ? (double)(now - g->kern_last_end) / 1e9
+                       : 0));
         g->stuck_since = 0;
         return 0;
     }
@@ -307,7 +320,13 @@ static int gpu_stuck(idle_gpu *g, const idle_cfg *c, uint64_t now)
            "or a hang",
            c->stuck_util, q->power_ratio, c->held_floor, c->stuck_margin,
            dur(d, sizeof d, (double)(now - g->stuck_since) / 1e9));
-    GR("memory unchanged at %.1f GiB: no progress seen", gib(q->mem_used));
+    if (g->kern_sessions)
+        GR("no kernel completed in the gpufl session%s on this GPU for %s: "
+           "no progress (a kernel running longer than that, or none "
+           "launched)",
+           g->kern_sessions > 1 ? "s" : "", dur(d, sizeof d, c->window_s));
+    else
+        GR("memory unchanged at %.1f GiB: no progress seen", gib(q->mem_used));
     return 1;
 }
 

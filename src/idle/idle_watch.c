@@ -46,6 +46,7 @@ typedef struct ictx {
     uint64_t last_log[IDLE_MAX_SESSIONS + IDLE_MAX_GPUS];
     idle_log *log;
     idle_acct *acct;
+    idle_kern *kern;               /* --gpufl-logs */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
     int was_dirty[IDLE_MAX_GPUS];
     char host[256];
@@ -95,6 +96,13 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
         snprintf(why, whylen, "out of memory");
         return GPUFL_ENOMEM;
     }
+    if (o->env.gpufl_logs && *o->env.gpufl_logs) {
+        if (idle_kern_new(&x->kern, o->env.gpufl_logs)) {
+            snprintf(why, whylen, "out of memory");
+            return GPUFL_ENOMEM;
+        }
+        idle_acct_set_kern(x->acct, x->kern);
+    }
     for (int i = 0; i < o->nsessions && i < IDLE_MAX_SESSIONS; i++)
         idle_sess_init(&x->ss[x->nss++], &o->sessions[i], clock_real_ns());
     return 0;
@@ -109,6 +117,7 @@ static void ctx_close(ictx *x)
     idle_src_close(x->src);
     idle_log_close(x->log);
     idle_acct_free(x->acct);
+    idle_kern_free(x->kern);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
@@ -187,6 +196,8 @@ static void round_gpus(ictx *x, uint64_t now)
             }
         x->alloc_ts = now;
     }
+    if (x->kern)
+        idle_kern_round(x->kern, x->gpus, x->ngpus, now);
     for (int i = 0; i < x->ngpus; i++) {
         idle_gpu *g = &x->gpus[i];
         idle_gpu_eval(g, &x->o->cfg, now);
@@ -354,7 +365,10 @@ static void print_text(ictx *x, FILE *f)
         fprintf(f, "SIMULATED GPUs: no real GPU was measured\n");
     for (int i = 0; i < x->ngpus; i++) {
         const idle_gpu *g = &x->gpus[i];
-        fprintf(f, "gpu %u %-12s %s%s\n", g->info.id,
+        char gi[24] = "";
+        if (g->info.mig)
+            snprintf(gi, sizeof gi, " GI %u", g->info.gi);
+        fprintf(f, "gpu %u%s %-12s %s%s\n", g->info.id, gi,
                 idle_gpu_state_name(g->state), g->info.name,
                 g->info.simulated ? " (simulated)" : "");
         for (int k = 0; k < g->nreasons; k++)
