@@ -165,8 +165,9 @@ static void kern_session(idle_kern *k, kern_file *f)
         if (jsonl_tok_u64(d, jsonl_obj_find(d, t, "id"), &id) ||
             id >= KERN_DEVS)
             continue;
+        size_t ulen = 0;
         if (jsonl_tok_str(d, jsonl_obj_find(d, t, "uuid"), f->dev[id].uuid,
-                          sizeof f->dev[id].uuid, NULL))
+                          sizeof f->dev[id].uuid, &ulen))
             f->dev[id].uuid[0] = 0;
     }
 }

@@ -344,6 +344,15 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
            dur(d, sizeof d, g->n ? (double)(now - g->last_ts) / 1e9 : 0));
         return IG_UNKNOWN;
     }
+    if (!last->valid && g->info.mig && (g->last.present & GS_PROCS) &&
+        g->last.nprocs) {
+        /* idle_src.c: an instance's utilisation is its GPM SM activity */
+        GR("MIG GPU instance %u with %u process%s: NVML gives no "
+           "utilisation per instance (NVIDIA/DCGM#58) and this GPU has no "
+           "GPM SM activity",
+           g->info.gi, g->last.nprocs, g->last.nprocs == 1 ? "" : "es");
+        return IG_UNKNOWN;
+    }
     if (!last->valid) {
         GR("the last NVML read failed (utilisation or process list "
            "missing)");
