@@ -269,10 +269,18 @@ typedef struct idle_env {
     const char *utmp;     /* utmp file, default <root>/var/run/utmp */
     const char *veto_dir; /* "<dir>/<session>.keep" holds an end time */
     const char *ca_file; /* CAs for https (Jupyter, dcgm, hook); NULL: system */
-    const char *kubelet_ckpt; /* device-plugin checkpoint; NULL: default */
-    const char *slurm_cgroup; /* Slurm's job cgroups; NULL: default */
-    const char *gpufl_logs;   /* gpufl sessions' device logs; NULL: none */
+    const char *kubelet_ckpt;     /* device-plugin checkpoint; NULL: default */
+    const char *slurm_cgroup;     /* Slurm's job cgroups; NULL: default */
+    const char *gpufl_logs;       /* gpufl sessions' device logs; NULL: none */
+    struct idle_cgcache *cgcache; /* process -> cgroup answers; NULL: none */
 } idle_env;
+
+/* A cache of idle_proc_cgroup answers (5 s each), for daemons. */
+typedef struct idle_cgcache idle_cgcache;
+int idle_cgcache_new(idle_cgcache **out);
+void idle_cgcache_free(idle_cgcache *c);
+/* The time (ns, any clock) answers are aged by until the next tick. */
+void idle_cgcache_tick(idle_cgcache *c, uint64_t now);
 
 /* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
 int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap);

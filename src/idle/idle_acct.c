@@ -368,6 +368,10 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
 {
     acct_lbl x;
     size_t n;
+    /* per owner: busy time by source in its pid="" series, and (at
+     * IB_N) memory of its processes past the series cap */
+    uint8_t folded[ACCT_OWNERS_MAX][IB_N + 1];
+    uint64_t omem[ACCT_OWNERS_MAX];
 
     prom_family(b, "gpufl_gpu_busy_seconds_total", "counter",
                 "Seconds a process kept the GPU's SMs busy, by source: nvml "
@@ -391,16 +395,27 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
                      3);
         }
     }
+    /* what the owners' pid="" series hold, in one pass over the
+     * processes (owners x processes would be 250,000 steps at the caps) */
+    memset(folded, 0, sizeof folded);
+    memset(omem, 0, sizeof omem);
+    for (int k = 0; k < a->np; k++) {
+        const acct_proc *p = &a->p[k];
+        if (p->series)
+            continue;
+        for (int src = 0; src < IB_N; src++)
+            folded[p->owner][src] |= (uint8_t)p->has_util[src];
+        if (p->mem != UINT64_MAX) {
+            omem[p->owner] += p->mem;
+            folded[p->owner][IB_N] = 1;
+        }
+    }
     for (int i = 0; i < a->no; i++) {
         const acct_owner *o = &a->o[i];
         if (o->gpu >= ngpus)
             continue;
         for (int src = 0; src < IB_N; src++) {
-            int folded = o->has_util[src];
-            for (int k = 0; k < a->np && !folded; k++)
-                folded = a->p[k].owner == i && !a->p[k].series &&
-                         a->p[k].has_util[src];
-            if (!folded)
+            if (!o->has_util[src] && !folded[i][src])
                 continue;
             n = acct_labels(&x, &gpus[o->gpu], host, &o->o, NULL, NULL);
             x.l[n++] = (prom_label){ "source", busy_names[src] };
@@ -429,18 +444,10 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
         prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, p->mem);
     }
     for (int i = 0; i < a->no; i++) {
-        uint64_t mem = 0;
-        int any = 0;
-        for (int k = 0; k < a->np; k++)
-            if (a->p[k].owner == i && !a->p[k].series &&
-                a->p[k].mem != UINT64_MAX) {
-                mem += a->p[k].mem;
-                any = 1;
-            }
-        if (!any || a->o[i].gpu >= ngpus)
+        if (!folded[i][IB_N] || a->o[i].gpu >= ngpus)
             continue;
         n = acct_labels(&x, &gpus[a->o[i].gpu], host, &a->o[i].o, NULL, NULL);
-        prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, mem);
+        prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, omem[i]);
     }
     prom_family(b, "gpufl_gpu_wasted_seconds_total", "counter",
                 "GPU seconds wasted, by reason (docs/idle.md, waste "

@@ -21,7 +21,11 @@
 #include <unistd.h>
 #include <utmp.h>
 
+#include "common/clock.h"
+
 #include <gpufl/gpufl.h>
+
+#include "common/clock.h"
 
 #define LINE_CAP 512
 
@@ -30,7 +34,8 @@ static void path_of(const idle_env *e, char *out, size_t cap, const char *rel)
     snprintf(out, cap, "%s%s", e->root ? e->root : "", rel);
 }
 
-int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
+static int proc_cgroup_read(const idle_env *e, uint32_t pid, char *out,
+                            size_t cap)
 {
     char rel[64], path[1024], line[LINE_CAP];
     FILE *f;
@@ -51,6 +56,71 @@ int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
     }
     fclose(f);
     return rc;
+}
+
+/* ---- the process -> cgroup cache ----
+ * Every session asks for the cgroup of every GPU process each round:
+ * 50 sessions x 500 processes is 25,000 file reads a second.  An answer
+ * is kept IDLE_CG_TTL_NS (a process seldom changes cgroup; a PID reused
+ * within that time is the error this accepts), in an open-addressed table
+ * of IDLE_CG_SLOTS entries; a full probe run evicts the oldest it met. */
+#define IDLE_CG_SLOTS 4096
+#define IDLE_CG_PROBE 8
+#define IDLE_CG_TTL_NS (5 * IDLE_NS)
+
+typedef struct cg_entry {
+    uint32_t pid;
+    int rc;
+    uint64_t ts; /* 0 = free */
+    char cg[256];
+} cg_entry;
+
+struct idle_cgcache {
+    uint64_t now; /* idle_cgcache_tick: the round's time, one clock read */
+    cg_entry e[IDLE_CG_SLOTS];
+};
+
+void idle_cgcache_tick(idle_cgcache *c, uint64_t now)
+{
+    if (c)
+        c->now = now;
+}
+
+int idle_cgcache_new(idle_cgcache **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : GPUFL_ENOMEM;
+}
+
+void idle_cgcache_free(idle_cgcache *c)
+{
+    free(c);
+}
+
+int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
+{
+    cg_entry *victim = NULL;
+    uint64_t now;
+    if (!e->cgcache)
+        return proc_cgroup_read(e, pid, out, cap);
+    now = e->cgcache->now ? e->cgcache->now : clock_mono_ns();
+    for (uint32_t i = 0; i < IDLE_CG_PROBE; i++) {
+        cg_entry *x = &e->cgcache->e[(pid * 2654435761u + i) % IDLE_CG_SLOTS];
+        if (x->ts && x->pid == pid && now - x->ts < IDLE_CG_TTL_NS) {
+            if (!x->rc)
+                snprintf(out, cap, "%s", x->cg);
+            return x->rc;
+        }
+        /* a free slot first, else the oldest */
+        if (!victim || (victim->ts && (!x->ts || x->ts < victim->ts)))
+            victim = x;
+    }
+    victim->pid = pid;
+    victim->ts = now;
+    victim->rc = proc_cgroup_read(e, pid, victim->cg, sizeof victim->cg);
+    if (!victim->rc)
+        snprintf(out, cap, "%s", victim->cg);
+    return victim->rc;
 }
 
 int idle_tcp_parse(const char *buf, size_t len, const uint16_t *ports,

@@ -47,6 +47,7 @@ typedef struct ictx {
     idle_log *log;
     idle_acct *acct;
     idle_kern *kern;               /* --gpufl-logs */
+    idle_env env;                  /* o->env, with this daemon's cgroup cache */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
     int was_dirty[IDLE_MAX_GPUS];
     char host[256];
@@ -72,6 +73,7 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
     int err;
     memset(x, 0, sizeof *x);
     x->o = o;
+    x->env = o->env;
     x->http_fd = -1;
     pthread_mutex_init(&x->mu, NULL);
     if (gethostname(x->host, sizeof x->host) != 0)
@@ -88,6 +90,10 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
             snprintf(why, whylen, "out of memory");
             return err;
         }
+    }
+    if (idle_cgcache_new(&x->env.cgcache)) {
+        snprintf(why, whylen, "out of memory");
+        return GPUFL_ENOMEM;
     }
     x->ss = calloc(IDLE_MAX_SESSIONS, sizeof *x->ss);
     x->scratch = malloc(IDLE_OUT_CAP);
@@ -118,6 +124,7 @@ static void ctx_close(ictx *x)
     idle_log_close(x->log);
     idle_acct_free(x->acct);
     idle_kern_free(x->kern);
+    idle_cgcache_free(x->env.cgcache);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
@@ -128,7 +135,7 @@ static void ctx_close(ictx *x)
 /* A session per cgroup of a GPU process; gone when its processes are. */
 static void auto_sessions(ictx *x, uint64_t now)
 {
-    const idle_env *e = &x->o->env;
+    const idle_env *e = &x->env;
     for (int i = 0; i < x->nss; i++)
         x->ss[i].seen = !x->ss[i].c.auto_found;
     for (int g = 0; g < x->ngpus; g++) {
@@ -167,8 +174,8 @@ static void round_sample(ictx *x)
     int n = 0, err;
     char why[IDLE_WHY];
     if (x->o->dcgm_url)
-        idle_dcgm_scrape(x->o->dcgm_url, x->o->env.ca_file, x->gpus, x->ngpus,
-                         why, sizeof why);
+        idle_dcgm_scrape(x->o->dcgm_url, x->env.ca_file, x->gpus, x->ngpus, why,
+                         sizeof why);
     err = idle_src_sample(x->src, buf, x->ngpus, &n);
     for (int i = 0; i < x->ngpus; i++)
         idle_gpu_push(&x->gpus[i], !err && i < n ? &buf[i] : NULL, now);
@@ -181,8 +188,9 @@ static void round_sample(ictx *x)
 
 static void round_gpus(ictx *x, uint64_t now)
 {
-    const idle_env *e = &x->o->env;
+    const idle_env *e = &x->env;
     int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0;
+    idle_cgcache_tick(x->env.cgcache, now);
     if (!x->alloc_ts || now - x->alloc_ts >= IDLE_SCAN_NS) {
         idle_alloc_scan(e, x->gpus, x->ngpus);
         for (int i = 0; i < x->ngpus; i++)
@@ -223,7 +231,7 @@ static void round_decide(ictx *x)
     if (x->o->auto_sessions)
         auto_sessions(x, now);
     for (int i = 0; i < x->nss; i++) {
-        idle_sess_collect(&x->o->env, &x->ss[i], x->gpus, x->ngpus, now);
+        idle_sess_collect(&x->env, &x->ss[i], x->gpus, x->ngpus, now);
         idle_sess_eval(&x->ss[i], &x->o->cfg, x->gpus, x->ngpus, now);
     }
 }
