@@ -97,18 +97,16 @@ void idle_cgcache_free(idle_cgcache *c)
     free(c);
 }
 
-int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
+/* The cached answer for pid (read now when absent or older than the
+ * TTL): *cg points into the cache, valid until the next lookup. */
+static int proc_cgroup_ref(const idle_env *e, uint32_t pid, const char **cg)
 {
     cg_entry *victim = NULL;
-    uint64_t now;
-    if (!e->cgcache)
-        return proc_cgroup_read(e, pid, out, cap);
-    now = e->cgcache->now ? e->cgcache->now : clock_mono_ns();
+    uint64_t now = e->cgcache->now ? e->cgcache->now : clock_mono_ns();
     for (uint32_t i = 0; i < IDLE_CG_PROBE; i++) {
         cg_entry *x = &e->cgcache->e[(pid * 2654435761u + i) % IDLE_CG_SLOTS];
         if (x->ts && x->pid == pid && now - x->ts < IDLE_CG_TTL_NS) {
-            if (!x->rc)
-                snprintf(out, cap, "%s", x->cg);
+            *cg = x->cg;
             return x->rc;
         }
         /* a free slot first, else the oldest */
@@ -118,9 +116,20 @@ int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
     victim->pid = pid;
     victim->ts = now;
     victim->rc = proc_cgroup_read(e, pid, victim->cg, sizeof victim->cg);
-    if (!victim->rc)
-        snprintf(out, cap, "%s", victim->cg);
+    *cg = victim->cg;
     return victim->rc;
+}
+
+int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
+{
+    const char *cg;
+    int rc;
+    if (!e->cgcache)
+        return proc_cgroup_read(e, pid, out, cap);
+    rc = proc_cgroup_ref(e, pid, &cg);
+    if (!rc)
+        snprintf(out, cap, "%s", cg);
+    return rc;
 }
 
 int idle_tcp_parse(const char *buf, size_t len, const uint16_t *ports,
@@ -335,8 +344,11 @@ void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,
             const gpu_sample *x = &gpus[g].last;
             int mine = 0;
             for (uint32_t i = 0; i < x->nprocs; i++) {
-                if (idle_proc_cgroup(e, x->procs[i].pid, cg, sizeof cg) ||
-                    !cgroup_under(cg, s->c.cgroup))
+                const char *pc = cg;
+                int rc = e->cgcache ? proc_cgroup_ref(e, x->procs[i].pid, &pc)
+                                    : idle_proc_cgroup(e, x->procs[i].pid, cg,
+                                                       sizeof cg);
+                if (rc || !cgroup_under(pc, s->c.cgroup))
                     continue;
                 mine++;
                 if (!some_pid)

@@ -129,8 +129,14 @@ static int nvml_views(idle_src *s, char *why, size_t whylen)
         int mig = i < n && (r->present & GS_MIG) && r->nmig > 0;
         for (uint32_t k = 0; k < (mig ? r->nmig : 1u); k++) {
             gpu_device *d = &s->dev[s->ndev];
+            int dup = 0;
             if (s->ndev >= IDLE_MAX_GPUS)
                 return 0;
+            /* several compute instances of one GPU instance: one entry */
+            for (uint32_t j = 0; mig && j < k; j++)
+                dup |= r->mig[j].gi == r->mig[k].gi;
+            if (dup)
+                continue;
             *d = phys[i];
             s->phys[s->ndev++] = i;
             if (!mig)
