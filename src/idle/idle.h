@@ -190,6 +190,11 @@ typedef struct idle_gpu {
      * completion (end, ns) any of them recorded, 0 = none yet */
     int kern_sessions;
     uint64_t kern_last_end;
+    /* set by the caller before idle_gpu_eval (idle_dead_scan): listed
+     * processes that no longer exist on this host (a dead container
+     * whose context the driver still lists), the first PIDs of them */
+    int ndead;
+    uint32_t dead[IDLE_MAX_HOLDERS];
 } idle_gpu;
 
 int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const gpu_device *info);
@@ -199,6 +204,8 @@ void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts);
 /* Recomputes g->state, reasons and dirty at time now (set allocated and
  * alloc first: idle_alloc_scan). */
 void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now);
+/* 1 when every process NVML lists on g is gone (idle_dead_scan). */
+int idle_gpu_dead_only(const idle_gpu *g);
 /* After idle_holders_scan: names the holders of a dirty GPU (leaked
  * memory, PHANTOM) in its reasons, and says it is not safe to reuse. */
 void idle_gpu_note_holders(idle_gpu *g);
@@ -282,7 +289,8 @@ void idle_cgcache_free(idle_cgcache *c);
 /* The time (ns, any clock) answers are aged by until the next tick. */
 void idle_cgcache_tick(idle_cgcache *c, uint64_t now);
 
-/* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
+/* cgroup v2 path of pid ("/user.slice/..."); 0, GPUFL_ENOTFOUND (no such
+ * process) or GPUFL_EUNAVAIL (no cgroup v2 line). */
 int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap);
 /* Established TCP connections whose local port is one of ports. */
 int idle_tcp_count(const idle_env *e, uint32_t netns_pid, const uint16_t *ports,
@@ -296,6 +304,10 @@ int idle_tcp_parse(const char *buf, size_t len, const uint16_t *ports,
                    int nports);
 /* usage_usec of a cgroup's cpu.stat; 0 or an error. */
 int idle_cgroup_cpu(const idle_env *e, const char *cgroup, uint64_t *usec);
+/* Sets ndead/dead of every GPU: the processes NVML lists whose
+ * /proc/PID is gone; none at all when no listed PID exists here (another
+ * PID namespace). */
+void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus);
 /* Reads every signal of s (and Jupyter when configured). gpus gives the
  * process lists for attribution. */
 void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,

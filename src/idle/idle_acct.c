@@ -251,7 +251,8 @@ static int waste_of(const idle_gpu *g, double *share)
     case IG_PHANTOM: return IW_PHANTOM;
     case IG_STUCK: return IW_STUCK;
     case IG_ALLOCATED_UNUSED: return IW_ALLOC;
-    case IG_HELD: return g->sig.procs ? IW_HELD : IW_PHANTOM; /* leaked */
+    case IG_HELD: /* leaked: no process, or only dead ones */
+        return g->sig.procs && !idle_gpu_dead_only(g) ? IW_HELD : IW_PHANTOM;
     case IG_BUSY:
     case IG_BUSY_LOW_OCC:
     case IG_BURSTY:

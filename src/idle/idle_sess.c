@@ -44,7 +44,8 @@ static int proc_cgroup_read(const idle_env *e, uint32_t pid, char *out,
     path_of(e, path, sizeof path, rel);
     f = fopen(path, "r");
     if (!f)
-        return GPUFL_ENOTFOUND;
+        return GPUFL_ENOTFOUND; /* no such process */
+    rc = GPUFL_EUNAVAIL;        /* a process, but no cgroup v2 line */
     while (fgets(line, sizeof line, f)) {
         /* cgroup v2: "0::/path"; v1 lines have a controller list */
         if (strncmp(line, "0::", 3) == 0) {
@@ -520,4 +521,30 @@ int idle_sess_from_cgroup(const char *cgroup, idle_sess_cfg *out)
         (!out->name[0] || !strcmp(out->name, ".") || !strcmp(out->name, "..")))
         rc = GPUFL_ENOTFOUND;
     return rc;
+}
+
+/* ---- listed processes that are gone ---- */
+
+void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
+{
+    int seen_alive = 0;
+    char cg[300];
+    for (int g = 0; g < ngpus; g++) {
+        const gpu_sample *s = &gpus[g].last;
+        gpus[g].ndead = 0;
+        for (uint32_t k = 0; k < s->nprocs; k++) {
+            int rc = idle_proc_cgroup(e, s->procs[k].pid, cg, sizeof cg);
+            if (rc != GPUFL_ENOTFOUND) {
+                seen_alive = 1;
+                continue;
+            }
+            if (gpus[g].ndead < IDLE_MAX_HOLDERS)
+                gpus[g].dead[gpus[g].ndead] = s->procs[k].pid;
+            gpus[g].ndead++;
+        }
+    }
+    /* not one listed PID here: this /proc is another PID namespace (a
+     * container without hostPID), where every host PID looks gone */
+    for (int g = 0; !seen_alive && g < ngpus; g++)
+        gpus[g].ndead = 0;
 }

@@ -471,6 +471,14 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
     return IG_BUSY;
 }
 
+/* Every process NVML lists is gone from this host: what they hold is
+ * leaked, as memory with no process is. */
+static int gpu_dead_only(const idle_gpu *g)
+{
+    return g->ndead > 0 && (g->last.present & GS_PROCS) &&
+           (uint32_t)g->ndead >= g->last.nprocs;
+}
+
 void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now)
 {
     int st;
@@ -490,7 +498,17 @@ void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now)
     g->state = st;
     g->ts = now;
     g->dirty = st == IG_PHANTOM || st == IG_STUCK ||
-               (st == IG_HELD && g->sig.procs == 0);
+               (st == IG_HELD && g->sig.procs == 0) || gpu_dead_only(g);
+    if (gpu_dead_only(g) && g->nreasons < IDLE_MAX_REASONS)
+        GR("pid %u%s listed by NVML no longer exist%s on this host (a dead "
+           "container?): %.1f GiB left behind; not safe for the next job",
+           g->dead[0], g->ndead > 1 ? " and others" : "",
+           g->ndead > 1 ? "" : "s", gib(g->last.mem_used));
+}
+
+int idle_gpu_dead_only(const idle_gpu *g)
+{
+    return gpu_dead_only(g);
 }
 
 void idle_gpu_note_holders(idle_gpu *g)

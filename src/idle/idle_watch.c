@@ -206,6 +206,8 @@ static void round_gpus(ictx *x, uint64_t now)
     }
     if (x->kern)
         idle_kern_round(x->kern, x->gpus, x->ngpus, now);
+    if (!x->simulated)
+        idle_dead_scan(e, x->gpus, x->ngpus);
     for (int i = 0; i < x->ngpus; i++) {
         idle_gpu *g = &x->gpus[i];
         idle_gpu_eval(g, &x->o->cfg, now);

@@ -112,6 +112,8 @@ static void run_ticks(run *r, int from, int to, int gpm)
             idle_gpu_push(&r->g[i], i < n ? &s[i] : NULL, now);
         if (r->kern)
             idle_kern_round(r->kern, r->g, r->ng, now);
+        if (r->acct)
+            idle_dead_scan(&r->env, r->g, r->ng);
         for (int i = 0; i < r->ng; i++)
             idle_gpu_eval(&r->g[i], &r->cfg, now);
         if (r->acct) {
@@ -930,6 +932,59 @@ static void test_stuck_gpufl_session(void)
     }
 }
 
+/* a dead container: pid 700 (pod ml/train-0) holds 8 GiB on GPU 0 with
+ * no kernel (HELD, waste "held"); at tick 5 its container dies, /proc/700
+ * goes, but NVML still lists it with the memory: dirty, the reasons say
+ * so, and the rest is leaked memory (waste "phantom") charged to the pod
+ * it belonged to.  GPU 1's pid 701 is alive: this /proc sees host PIDs. */
+static void test_dead_container(void)
+{
+    run r;
+    char path[1024];
+    gbuf b = GBUF_INIT(1 << 20);
+    const char *m;
+    const char *phantom[] = { "gpufl_gpu_wasted_seconds_total{", "gpu=\"0\"",
+                              "pod=\"train-0\"", "reason=\"phantom\"", NULL };
+    const char *held[] = { "gpufl_gpu_wasted_seconds_total{", "gpu=\"0\"",
+                           "pod=\"train-0\"", "reason=\"held\"", NULL };
+    fx_open();
+    fx_base();
+    fx_write("/proc/700/cgroup", POD_CG, 0);
+    fx_write("/proc/701/cgroup", "0::/user.slice/user-1001.slice/x.scope\n", 0);
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=8589934592 "
+                         "procs=700:8589934592\n"
+                         "dev 1 util=0 mem_used=1000000000 "
+                         "procs=701:1000000000\n") == 0);
+    run_ticks(&r, 0, 5, 0);
+    EXPECT(r.g[0], IG_HELD);
+    CHECK(!r.g[0].dirty && r.g[0].ndead == 0);
+    snprintf(path, sizeof path, "%s/proc/700/cgroup", g_root);
+    CHECK(unlink(path) == 0);
+    run_ticks(&r, 5, 12, 0);
+    EXPECT(r.g[0], IG_HELD);
+    CHECK(r.g[0].ndead == 1 && r.g[0].dead[0] == 700);
+    CHECK(r.g[0].dirty);
+    CHECK(has_reason(&r.g[0], "pid 700 listed by NVML no longer exists"));
+    CHECK(!r.g[1].dirty);
+    /* ticks 1-4 held, ticks 5-11 leaked */
+    CHECK(fabs(idle_acct_wasted(r.acct, 0, IW_HELD) - 4.0) < 1e-6);
+    CHECK(fabs(idle_acct_wasted(r.acct, 0, IW_PHANTOM) - 7.0) < 1e-6);
+    m = metrics(&r, &b);
+    CHECK(fabs(metric_value(m, phantom) - 7.0) < 1e-6);
+    CHECK(fabs(metric_value(m, held) - 4.0) < 1e-6);
+    gbuf_release(&b);
+    run_close(&r);
+    /* another PID namespace: no listed PID exists here, none is dead */
+    fx_write("/proc/702/cgroup", POD_CG, 0);
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=8589934592 "
+                         "procs=700:8589934592\n"
+                         "dev 1 util=0 mem_used=0 procs=\n") == 0);
+    run_ticks(&r, 0, 3, 0);
+    CHECK(r.g[0].ndead == 0 && !r.g[0].dirty);
+    run_close(&r);
+    fx_close();
+}
+
 int main(void)
 {
     RUN(test_seed_a10g);
@@ -950,5 +1005,6 @@ int main(void)
     RUN(test_mig_no_gpm);
     RUN(test_mps_clients);
     RUN(test_stuck_gpufl_session);
+    RUN(test_dead_container);
     TEST_DONE();
 }
