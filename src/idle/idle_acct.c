@@ -465,7 +465,8 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
         }
     prom_family(b, "gpufl_gpu_dirty", "gauge",
                 "1 when the GPU is not safe to hand to the next job: memory "
-                "with no process (leaked), PHANTOM or STUCK.");
+                "with no process (leaked), only processes that are gone (a "
+                "dead container), PHANTOM or STUCK.");
     for (int i = 0; i < ngpus; i++) {
         n = idle_out_gpu_labels(x.l, x.id, sizeof x.id, &gpus[i], host);
         prom_u64(b, "gpufl_gpu_dirty", x.l, n, gpus[i].dirty ? 1 : 0);
