@@ -305,9 +305,11 @@ int idle_tcp_parse(const char *buf, size_t len, const uint16_t *ports,
 /* usage_usec of a cgroup's cpu.stat; 0 or an error. */
 int idle_cgroup_cpu(const idle_env *e, const char *cgroup, uint64_t *usec);
 /* Sets ndead/dead of every GPU: the processes NVML lists whose
- * /proc/PID is gone; none at all when no listed PID exists here (another
- * PID namespace). */
-void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus);
+ * /proc/PID is gone.  *host_pids (the caller's, 0 at first) becomes 1
+ * once a listed PID was found here; until then nothing is called dead
+ * (this /proc may be another PID namespace). */
+void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
+                    int *host_pids);
 /* Reads every signal of s (and Jupyter when configured). gpus gives the
  * process lists for attribution. */
 void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,

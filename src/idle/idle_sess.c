@@ -525,9 +525,9 @@ int idle_sess_from_cgroup(const char *cgroup, idle_sess_cfg *out)
 
 /* ---- listed processes that are gone ---- */
 
-void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
+void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
+                    int *host_pids)
 {
-    int seen_alive = 0;
     char cg[300];
     for (int g = 0; g < ngpus; g++) {
         const gpu_sample *s = &gpus[g].last;
@@ -535,7 +535,7 @@ void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
         for (uint32_t k = 0; k < s->nprocs; k++) {
             int rc = idle_proc_cgroup(e, s->procs[k].pid, cg, sizeof cg);
             if (rc != GPUFL_ENOTFOUND) {
-                seen_alive = 1;
+                *host_pids = 1;
                 continue;
             }
             if (gpus[g].ndead < IDLE_MAX_HOLDERS)
@@ -543,8 +543,9 @@ void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
             gpus[g].ndead++;
         }
     }
-    /* not one listed PID here: this /proc is another PID namespace (a
-     * container without hostPID), where every host PID looks gone */
-    for (int g = 0; !seen_alive && g < ngpus; g++)
+    /* until one listed PID was found here, this /proc may be another PID
+     * namespace (a container without hostPID), where every host PID looks
+     * gone */
+    for (int g = 0; !*host_pids && g < ngpus; g++)
         gpus[g].ndead = 0;
 }

@@ -48,6 +48,7 @@ typedef struct ictx {
     idle_acct *acct;
     idle_kern *kern;               /* --gpufl-logs */
     idle_env env;                  /* o->env, with this daemon's cgroup cache */
+    int host_pids;                 /* a PID NVML lists was found in /proc */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
     int was_dirty[IDLE_MAX_GPUS];
     char host[256];
@@ -207,7 +208,7 @@ static void round_gpus(ictx *x, uint64_t now)
     if (x->kern)
         idle_kern_round(x->kern, x->gpus, x->ngpus, now);
     if (!x->simulated)
-        idle_dead_scan(e, x->gpus, x->ngpus);
+        idle_dead_scan(e, x->gpus, x->ngpus, &x->host_pids);
     for (int i = 0; i < x->ngpus; i++) {
         idle_gpu *g = &x->gpus[i];
         idle_gpu_eval(g, &x->o->cfg, now);
