@@ -8,7 +8,8 @@
  * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  Who
  * holds a GPU (idle_owner.c: process -> container/pod/job/user, kubelet
  * device-plugin and Slurm allocations, /dev/nvidia* holders) and the waste
- * accounting built on it (idle_acct.c) come next.  The daemon loop, the
+ * accounting built on it (idle_acct.c) come next; idle_kern.c follows
+ * gpufl sessions' kernel records (exact busy time, STUCK's progress).  The daemon loop, the
  * HTTP listener and the action hook are idle_watch.c.
  *
  * The engine is pure: it takes samples and a time and sets verdicts, so
