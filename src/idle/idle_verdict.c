@@ -163,6 +163,14 @@ void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts)
          * both read: without either no state can be told apart */
         e->valid = (s->present & GS_UTIL_GPU) && (s->present & GS_PROCS);
         e->util = s->util_gpu;
+        /* a MIG GPU instance without GPM (A100): dcgm-exporter's SM
+         * activity of the instance stands in for the utilisation NVML
+         * does not give, as GPM's does on Hopper (idle_src.c) */
+        if (!e->valid && g->info.mig && (s->present & GS_PROCS) &&
+            g->dcgm_sm >= 0) {
+            e->valid = 1;
+            e->util = g->dcgm_sm > 0 ? 100 : 0;
+        }
         e->nprocs = s->nprocs_total;
         e->mem = (s->present & GS_MEM) ? s->mem_used : 0;
         if ((s->present & GS_POWER) && (s->present & GS_POWER_LIMIT) &&

@@ -53,8 +53,9 @@ typedef struct run {
      * daemon's round does (idle_watch.c round_gpus) */
     idle_env env;
     idle_acct *acct;
-    idle_kern *kern; /* gpufl session logs, when a test has them */
-    int host_pids;   /* idle_dead_scan's */
+    idle_kern *kern;  /* gpufl session logs, when a test has them */
+    int host_pids;    /* idle_dead_scan's */
+    const char *dcgm; /* a dcgm-exporter page read every tick, or NULL */
 } run;
 
 static int run_open(run *r, const char *trace, const char *global)
@@ -109,6 +110,10 @@ static void run_ticks(run *r, int from, int to, int gpm)
             n = 0;
         if (r->acct)
             idle_alloc_scan(&r->env, r->g, r->ng);
+        for (int i = 0; r->dcgm && i < r->ng; i++)
+            r->g[i].dcgm_sm = r->g[i].dcgm_gr = -1;
+        if (r->dcgm)
+            idle_dcgm_parse(r->dcgm, strlen(r->dcgm), r->g, r->ng);
         for (int i = 0; i < r->ng; i++)
             idle_gpu_push(&r->g[i], i < n ? &s[i] : NULL, now);
         if (r->kern)
@@ -795,6 +800,27 @@ static void test_mig_no_gpm(void)
     CHECK(has_reason(&r.g[1], "NVIDIA/DCGM#58"));
     CHECK(r.g[1].last.nprocs == 1 && r.g[1].last.procs[0].pid == 300 &&
           r.g[1].last.procs[0].gi == 5);
+    EXPECT(r.g[2], IG_EMPTY);
+    run_close(&r);
+    /* with dcgm-exporter's per-instance rows (GPU_I_ID) the instance is
+     * judged: SM activity 0.45 -> BUSY; the whole-GPU row and another
+     * instance's row are not taken for it */
+    REQUIRE(run_open(&r,
+                     "dev 0 util=0 mem_used=0 procs=\n"
+                     "dev 1 cc=8.0 gpm=0 mig=1 mig_noagg=1 "
+                     "procs=300:2000000000:5 "
+                     "migs=5:2000000000:10000000000,6:0:10000000000\n",
+                     NULL) == 0);
+    r.dcgm = "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\",UUID=\"GPU-h100\","
+             "GPU_I_ID=\"5\",GPU_I_PROFILE=\"3g.20gb\"} 0.450\n"
+             "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\",UUID=\"GPU-h100\","
+             "GPU_I_ID=\"\"} 0.000\n"
+             "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\",UUID=\"GPU-h100\","
+             "GPU_I_ID=\"6\"} 0.000\n";
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[1], IG_BUSY);
+    CHECK(fabs(r.g[1].sig.sm_mean - 0.45) < 1e-6);
+    CHECK(r.g[2].dcgm_sm == 0);
     EXPECT(r.g[2], IG_EMPTY);
     run_close(&r);
 }
