@@ -52,6 +52,7 @@ typedef struct kern_file {
     uint64_t since; /* first seen: earlier kernels are not counted */
     uint32_t pid;
     int ended, seen;
+    int done; /* ended before this round: its last kernels were counted */
     kern_dev dev[KERN_DEVS];
 } kern_file;
 
@@ -292,11 +293,14 @@ void idle_kern_round(idle_kern *k, idle_gpu *gpus, int ngpus, uint64_t now)
         kern_file *f = &k->f[i];
         for (int j = 0; j < KERN_DEVS; j++)
             f->dev[j].busy_ns = 0;
-        if (!f->ended)
+        /* the round that reads session_end still counts the kernels
+         * before it */
+        f->done = f->ended;
+        if (!f->done)
             kern_read(k, f);
         for (int j = 0; j < KERN_DEVS; j++) {
             kern_dev *dv = &f->dev[j];
-            dv->gpu = f->ended ? -1 : kern_gpu(f, dv, gpus, ngpus);
+            dv->gpu = f->done ? -1 : kern_gpu(f, dv, gpus, ngpus);
             if (dv->gpu < 0)
                 continue;
             gpus[dv->gpu].kern_sessions++;
@@ -312,7 +316,7 @@ int idle_kern_busy(const idle_kern *k, int gpu, uint32_t pid, double *busy_s)
     uint64_t ns = 0;
     for (int i = 0; i < k->nf; i++) {
         const kern_file *f = &k->f[i];
-        if (f->pid != pid || f->ended)
+        if (f->pid != pid || f->done)
             continue;
         for (int j = 0; j < KERN_DEVS; j++)
             if (f->dev[j].gpu == gpu) {
