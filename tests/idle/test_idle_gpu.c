@@ -874,25 +874,29 @@ static void kern_log(const char *path, const char *text)
     fclose(f);
 }
 
+/* the kernels of tick t: two streams, [0.1, 0.4] and [0.3, 0.6] of the
+ * second before it, 0.5 s of union */
+static void kern_write(const char *path, int t)
+{
+    char line[512];
+    uint64_t base = T0 + (uint64_t)(t - 1) * IDLE_NS;
+    snprintf(line, sizeof line,
+             "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":%d,"
+             "\"ts\":%llu,\"type\":\"kernel\",\"dev\":0,\"cfg\":1,"
+             "\"grid\":[1],\"dur\":300000000}\n"
+             "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":%d,"
+             "\"ts\":%llu,\"type\":\"kernel\",\"stream\":2,\"cfg\":1,"
+             "\"grid\":[1],\"dur\":300000000}\n",
+             2 * t, (unsigned long long)(base + 100000000ull), 2 * t + 1,
+             (unsigned long long)(base + 300000000ull));
+    kern_log(path, line);
+}
+
 static void kern_ticks(run *r, const char *path, int from, int to, int complete)
 {
     for (int t = from; t < to; t++) {
-        char line[512];
-        uint64_t base = T0 + (uint64_t)(t - 1) * IDLE_NS;
-        /* two streams: [0.1, 0.4] and [0.3, 0.6] of the tick before:
-         * 0.5 s of union */
-        if (complete && t > 0) {
-            snprintf(line, sizeof line,
-                     "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":%d,"
-                     "\"ts\":%llu,\"type\":\"kernel\",\"dev\":0,\"cfg\":1,"
-                     "\"grid\":[1],\"dur\":300000000}\n"
-                     "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":%d,"
-                     "\"ts\":%llu,\"type\":\"kernel\",\"stream\":2,\"cfg\":1,"
-                     "\"grid\":[1],\"dur\":300000000}\n",
-                     2 * t, (unsigned long long)(base + 100000000ull),
-                     2 * t + 1, (unsigned long long)(base + 300000000ull));
-            kern_log(path, line);
-        }
+        if (complete && t > 0)
+            kern_write(path, t);
         run_ticks(r, t, t + 1, 1);
     }
 }
@@ -946,6 +950,21 @@ static void test_stuck_gpufl_session(void)
             /* ticks 1-11: 0.5 s each, exact; NVML's 100 % not counted */
             CHECK(fabs(idle_acct_busy(r.acct, 1, 300) - 5.5) < 1e-6);
             CHECK(fabs(metric_value(metrics(&r, &b), cupti) - 5.5) < 1e-6);
+            /* the session ends: the round that reads session_end counts
+             * the kernels before it; then NVML's samples take over */
+            kern_write(path, 12);
+            kern_log(path, "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\","
+                           "\"seq\":99,\"ts\":1795994992000000000,"
+                           "\"type\":\"session_end\",\"reason\":"
+                           "\"shutdown\",\"dur\":1,\"lines\":100,"
+                           "\"lost\":0,\"rotations\":0}\n");
+            run_ticks(&r, 12, 13, 1);
+            CHECK(fabs(idle_acct_busy(r.acct, 1, 300) - 6.0) < 1e-6);
+            CHECK(r.g[1].kern_sessions == 1);
+            run_ticks(&r, 13, 14, 1);
+            CHECK(r.g[1].kern_sessions == 0);
+            gbuf_reset(&b);
+            CHECK(fabs(metric_value(metrics(&r, &b), cupti) - 6.0) < 1e-6);
         } else {
             EXPECT(r.g[1], IG_STUCK);
             CHECK(has_reason(&r.g[1], "no kernel completed in the gpufl "
