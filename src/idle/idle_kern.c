@@ -234,12 +234,24 @@ static void kern_line(idle_kern *k, kern_file *f, const char *line, size_t len)
     k->ivl[k->nivl++] = (kern_ivl){ ts, ts + dur, (int)dev };
 }
 
+/* The complete lines of text[0, len) into f: the bytes consumed. */
+static size_t kern_text(idle_kern *k, kern_file *f, const char *text,
+                        size_t len)
+{
+    const char *line;
+    size_t pos = 0, n;
+    while (jsonl_line_next(text, len, &pos, &line, &n))
+        if (n)
+            kern_line(k, f, line, n);
+    kern_merge(k, f);
+    return pos;
+}
+
 static void kern_read(idle_kern *k, kern_file *f)
 {
     char path[1024];
     ssize_t got;
-    size_t pos = 0, n;
-    const char *line;
+    size_t pos;
     int fd;
     snprintf(path, sizeof path, "%s/%s", k->dir, f->name);
     fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -249,13 +261,27 @@ static void kern_read(idle_kern *k, kern_file *f)
     close(fd);
     if (got <= 0)
         return;
-    while (jsonl_line_next(k->buf, (size_t)got, &pos, &line, &n))
-        if (n)
-            kern_line(k, f, line, n);
+    pos = kern_text(k, f, k->buf, (size_t)got);
     if (!pos && (size_t)got == KERN_READ_MAX)
         pos = (size_t)got; /* one line longer than the buffer: skipped */
     f->off += pos;
-    kern_merge(k, f);
+}
+
+uint64_t idle_kern_parse(idle_kern *k, const char *text, size_t len,
+                         uint64_t since, uint64_t *last_end)
+{
+    static kern_file f; /* large; one parse at a time (tests, fuzzer) */
+    uint64_t busy = 0;
+    memset(&f, 0, sizeof f);
+    f.since = since;
+    kern_text(k, &f, text, len);
+    *last_end = 0;
+    for (int j = 0; j < KERN_DEVS; j++) {
+        busy += f.dev[j].busy_ns;
+        if (f.dev[j].last_end > *last_end)
+            *last_end = f.dev[j].last_end;
+    }
+    return busy;
 }
 
 /* The idle GPU a session device runs on: the GPU with its uuid (under
