@@ -157,8 +157,9 @@ static int nvml_views(idle_src *s, char *why, size_t whylen)
  * instance (NVIDIA/DCGM#58), so it is 100 when GPM saw an SM active in
  * the interval and 0 when it saw none; without GPM (A100), 0 for an
  * instance with no process (no context to run a kernel: a phantom is not
- * seen there), else absent, which makes the instance UNKNOWN.  Power, clocks and the
- * rest are the whole GPU's and are left out. */
+ * seen there), else absent (a dcgm-exporter row may stand in,
+ * idle_gpu_push), else UNKNOWN.  Power, clocks and the rest are the whole
+ * GPU's and are left out. */
 static void mig_sample(const gpu_device *d, const gpu_sample *r, gpu_sample *o)
 {
     const gpu_mig *m = NULL;
