@@ -7,3 +7,10 @@ if(TARGET gpufl_cli AND TARGET gpufl_idle)
   gpufl_target(bench_idle)
   add_dependencies(bench_idle gpufl_cli)
 endif()
+# `bench_idle S MS mig`: the fake NVML (tests/gpu) with 8 GPUs x 7 MIG
+# instances
+if(TARGET bench_idle AND TARGET fake_nvml_full)
+  target_compile_definitions(bench_idle PRIVATE
+    FAKE_NVML_FULL="$<TARGET_FILE:fake_nvml_full>")
+  add_dependencies(bench_idle fake_nvml_full)
+endif()

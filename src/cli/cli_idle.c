@@ -268,6 +268,12 @@ static const opt_def idle_rows[] = {
       .min = 1,
       .max = 86400,
       .help = "at most one activity report a Hub user this often" },
+    { .name = "gpufl-logs",
+      .type = OPT_STR,
+      OPT_F_PTR(T, o.env.gpufl_logs),
+      .arg = "DIR",
+      .help = "the folder of gpufl sessions' logs (<prefix>.device.log): "
+              "exact busy time and kernel progress of processes under gpufl" },
     { FRAC("min-valid", min_valid), .def = "0.5", .fmax = 1,
       .help = "share of readable samples in W, else UNKNOWN" },
     { FRAC("cpu-busy", cpu_busy), .def = "0.5", .fmax = 1024,

@@ -25,6 +25,7 @@
 
 #define GPU_MAX_DEVICES 16
 #define GPU_MAX_PROCS 64 /* processes listed per device sample */
+#define GPU_MAX_MIG 8    /* MIG devices read per GPU (7 on A100/H100) */
 
 /* Static properties of a device (the client's session header "devices"
  * array, `gpufl idle`'s GPU list). */
@@ -43,6 +44,11 @@ typedef struct gpu_device {
     uint32_t max_threads_per_sm, max_blocks_per_sm;
     uint32_t regs_per_sm, smem_per_sm, smem_per_block_optin;
     int simulated;
+    /* `gpufl idle`'s per-instance view of a GPU in MIG mode: this entry
+     * is GPU instance gi of GPU id (MIG device mig_uuid); 0 for a GPU */
+    int mig;
+    uint32_t gi;
+    char mig_uuid[96];
 } gpu_device;
 
 /* Which fields of a gpu_sample hold data (absent fields are not written). */
@@ -65,7 +71,8 @@ enum {
     GS_PROCS = 1u << 15, /* nprocs/procs valid (may be 0 processes) */
     GS_MEM_RESERVED = 1u << 16,
     GS_LOST = 1u << 17, /* the device is gone (fell off the bus): no field */
-    GS_PROC_UTIL = 1u << 18 /* gpu_proc.sm_util and busy_us valid */
+    GS_PROC_UTIL = 1u << 18, /* gpu_proc.sm_util and busy_us valid */
+    GS_MIG = 1u << 19        /* MIG mode on: nmig/mig valid (may be 0) */
 };
 
 #define GPU_PROC_NO_GI UINT32_MAX /* gpu_proc.gi: not MIG, or unknown */
@@ -79,7 +86,28 @@ typedef struct gpu_proc {
      * process kept the SMs busy, sum of smUtil x sampling period. */
     uint32_t sm_util;
     uint64_t busy_us;
+    /* a Multi-Process Service client: listed by
+     * nvmlDeviceGetMPSComputeRunningProcesses_v3, its kernels run in the
+     * MPS server's context */
+    uint8_t mps;
 } gpu_proc;
+
+/* One MIG device (a compute instance of a GPU instance) of a GPU in MIG
+ * mode, read through its own NVML handle.  present uses the GS_* bits:
+ * GS_MEM (the instance's memory), GS_SM_ACTIVE (GPM per GPU instance,
+ * nvmlGpmMigSampleGet: Hopper and newer), GS_PROCS (nprocs: the
+ * processes of gpu_sample.procs in this instance).  NVML has no
+ * per-instance utilisation (nvmlDeviceGetProcessUtilization: "On
+ * MIG-enabled GPUs, querying process utilization is not currently
+ * supported"; NVIDIA/DCGM#58), so there is no GS_UTIL_GPU here. */
+typedef struct gpu_mig {
+    uint32_t gi, ci; /* GPU and compute instance ids */
+    uint32_t present;
+    uint64_t mem_used, mem_total; /* bytes */
+    double sm_active;             /* ratio 0..1 */
+    uint32_t nprocs;
+    char uuid[96]; /* "MIG-..." */
+} gpu_mig;
 
 typedef struct gpu_sample {
     uint32_t dev;                 /* gpu_device.id */
@@ -100,6 +128,8 @@ typedef struct gpu_sample {
     uint32_t nprocs;                         /* <= GPU_MAX_PROCS */
     uint32_t nprocs_total; /* as reported, may exceed nprocs */
     gpu_proc procs[GPU_MAX_PROCS];
+    uint32_t nmig; /* GS_MIG: the MIG devices found, in index order */
+    gpu_mig mig[GPU_MAX_MIG];
 } gpu_sample;
 
 /* ---- NVML (nvml.c, nvml_procs.c) ---- */

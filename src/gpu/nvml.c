@@ -81,6 +81,13 @@ static const struct nvml_sym {
     { NVML_FN(gpm_free), { "nvmlGpmSampleFree" } },
     { NVML_FN(gpm_get), { "nvmlGpmSampleGet" } },
     { NVML_FN(gpm_metrics), { "nvmlGpmMetricsGet" } },
+    { NVML_FN(gpm_mig_get), { "nvmlGpmMigSampleGet" } },
+    { NVML_FN(mig_mode), { "nvmlDeviceGetMigMode" } },
+    { NVML_FN(mig_max), { "nvmlDeviceGetMaxMigDeviceCount" } },
+    { NVML_FN(mig_handle), { "nvmlDeviceGetMigDeviceHandleByIndex" } },
+    { NVML_FN(mig_gi), { "nvmlDeviceGetGpuInstanceId" } },
+    { NVML_FN(mig_ci), { "nvmlDeviceGetComputeInstanceId" } },
+    { NVML_FN(mps_v3), { "nvmlDeviceGetMPSComputeRunningProcesses_v3" } },
 };
 
 static const char nvml_default_lib[] = "libnvidia-ml.so.1";
@@ -208,6 +215,26 @@ static int nvml_start(gpu_nvml *s, char *why, size_t whylen)
     }
 }
 
+static int nvml_gpm_alloc(gpu_nvml *s, nvml_gpm_pair *p)
+{
+    if (s->f.gpm_alloc(&p->s[0]) != NVML_SUCCESS)
+        return -1;
+    if (s->f.gpm_alloc(&p->s[1]) != NVML_SUCCESS) {
+        s->f.gpm_free(p->s[0]);
+        p->s[0] = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int nvml_mig_on(const gpu_nvml *s, nvmlDevice_t h)
+{
+    unsigned int cur = 0, pend = 0;
+    return s->f.mig_mode && s->f.mig_max && s->f.mig_handle &&
+           s->f.mig_mode(h, &cur, &pend) == NVML_SUCCESS &&
+           cur == NVML_DEVICE_MIG_ENABLE;
+}
+
 static void nvml_gpm_setup(gpu_nvml *s, nvml_dev *d)
 {
     nvmlGpmSupport_t sup = { NVML_GPM_SUPPORT_VERSION, 0 };
@@ -216,14 +243,16 @@ static void nvml_gpm_setup(gpu_nvml *s, nvml_dev *d)
         return;
     if (s->f.gpm_support(d->h, &sup) != NVML_SUCCESS || !sup.isSupportedDevice)
         return;
-    if (s->f.gpm_alloc(&d->gpm_s[0]) != NVML_SUCCESS)
+    if (nvml_gpm_alloc(s, &d->gp))
         return;
-    if (s->f.gpm_alloc(&d->gpm_s[1]) != NVML_SUCCESS) {
-        s->f.gpm_free(d->gpm_s[0]);
-        d->gpm_s[0] = NULL;
-        return;
-    }
     d->gpm = 1;
+    /* MIG: SM activity per GPU instance (nvmlGpmMigSampleGet); the pairs
+     * are allocated here so that sampling allocates nothing */
+    if (!s->f.gpm_mig_get || !nvml_mig_on(s, d->h))
+        return;
+    while (d->nmig_gpm < GPU_MAX_MIG &&
+           !nvml_gpm_alloc(s, &d->mig_gp[d->nmig_gpm]))
+        d->nmig_gpm++;
 }
 
 static void nvml_describe(gpu_nvml *s, nvml_dev *d, gpu_device *info,
@@ -354,6 +383,11 @@ int gpu_nvml_open(gpu_nvml **out, const char *lib, char *why, size_t whylen)
     if (err)
         goto fail;
     err = gpu_nvml_proc_reserve(s, NVML_PROC_CAP_START);
+    if (!err && s->f.mig_handle) {
+        s->mig_procs = calloc(1, sizeof *s->mig_procs);
+        if (!s->mig_procs)
+            err = GPUFL_ENOMEM;
+    }
     if (!err && s->f.proc_util) {
         s->putil = calloc(NVML_PUTIL_CAP, sizeof *s->putil);
         if (!s->putil)
@@ -380,49 +414,162 @@ int gpu_nvml_devices(const gpu_nvml *s, gpu_device *out, int max)
 
 /* ---- GPM ---- */
 
-static nvmlReturn_t nvml_gpm(gpu_nvml *s, nvml_dev *d, gpu_sample *o)
+/* Takes the next sample of pair p (mig: of GPU instance gi) and, with
+ * the one before, sets *sm and *occ (< 0 when not read). */
+static nvmlReturn_t nvml_gpm_next(gpu_nvml *s, nvml_dev *d, nvml_gpm_pair *p,
+                                  int mig, uint32_t gi, double *sm, double *occ)
 {
     nvmlGpmMetricsGet_t *q = &s->gpm_req;
     nvmlGpmSample_t cur;
     uint64_t now = clock_mono_ns();
     nvmlReturn_t r;
 
+    *sm = *occ = -1;
+    if (mig && p->gi != gi) {
+        p->have_prev = 0; /* another instance at this index now */
+        p->gi = gi;
+    }
     /* Too soon after the previous sample: keep it and wait, so that the
      * next interval is long enough. */
-    if (d->gpm_have_prev && now - d->gpm_prev_ns < NVML_GPM_MIN_NS)
+    if (p->have_prev && now - p->prev_ns < NVML_GPM_MIN_NS)
         return NVML_SUCCESS;
-    cur = d->gpm_s[d->gpm_have_prev ? 1 - d->gpm_prev : 0];
-    r = s->f.gpm_get(d->h, cur);
+    cur = p->s[p->have_prev ? 1 - p->prev : 0];
+    r = mig ? s->f.gpm_mig_get(d->h, gi, cur) : s->f.gpm_get(d->h, cur);
     if (r != NVML_SUCCESS) {
-        d->gpm_have_prev = 0;
+        p->have_prev = 0;
         return r;
     }
-    if (d->gpm_have_prev) {
+    if (p->have_prev) {
         memset(q, 0,
                offsetof(nvmlGpmMetricsGet_t, metrics) +
                    2 * sizeof q->metrics[0]);
         q->version = NVML_GPM_METRICS_GET_VERSION;
         q->numMetrics = 2;
-        q->sample1 = d->gpm_s[d->gpm_prev];
+        q->sample1 = p->s[p->prev];
         q->sample2 = cur;
         q->metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
         q->metrics[1].metricId = NVML_GPM_METRIC_SM_OCCUPANCY;
         r = s->f.gpm_metrics(q);
-        if (r == NVML_SUCCESS && q->metrics[0].nvmlReturn == NVML_SUCCESS) {
-            o->sm_active = q->metrics[0].value / 100.0;
-            o->present |= GS_SM_ACTIVE;
-        }
-        if (r == NVML_SUCCESS && q->metrics[1].nvmlReturn == NVML_SUCCESS) {
-            o->sm_occupancy = q->metrics[1].value / 100.0;
-            o->present |= GS_SM_OCC;
-        }
-        d->gpm_prev = 1 - d->gpm_prev;
+        if (r == NVML_SUCCESS && q->metrics[0].nvmlReturn == NVML_SUCCESS)
+            *sm = q->metrics[0].value / 100.0;
+        if (r == NVML_SUCCESS && q->metrics[1].nvmlReturn == NVML_SUCCESS)
+            *occ = q->metrics[1].value / 100.0;
+        p->prev = 1 - p->prev;
     } else {
-        d->gpm_prev = 0;
+        p->prev = 0;
     }
-    d->gpm_have_prev = 1;
-    d->gpm_prev_ns = now;
+    p->have_prev = 1;
+    p->prev_ns = now;
     return r;
+}
+
+static nvmlReturn_t nvml_gpm(gpu_nvml *s, nvml_dev *d, gpu_sample *o)
+{
+    double sm, occ;
+    nvmlReturn_t r = nvml_gpm_next(s, d, &d->gp, 0, 0, &sm, &occ);
+    if (sm >= 0) {
+        o->sm_active = sm;
+        o->present |= GS_SM_ACTIVE;
+    }
+    if (occ >= 0) {
+        o->sm_occupancy = occ;
+        o->present |= GS_SM_OCC;
+    }
+    return r;
+}
+
+/* ---- MIG ---- */
+
+/* The processes of one MIG device, when the GPU's own list gave none
+ * (NVML: "In MIG mode, if device handle is provided, the API returns
+ * aggregate information, only if the caller has appropriate
+ * privileges"), appended to o with the instance's id. */
+static void nvml_mig_procs(gpu_nvml *s, nvmlDevice_t mh, uint32_t gi,
+                           gpu_sample *o)
+{
+    gpu_sample *t = s->mig_procs;
+    t->present = 0;
+    t->nprocs = 0;
+    if (gpu_nvml_procs(s, mh, t) != NVML_SUCCESS)
+        return;
+    for (uint32_t k = 0; k < t->nprocs && o->nprocs < GPU_MAX_PROCS; k++) {
+        o->procs[o->nprocs] = t->procs[k];
+        o->procs[o->nprocs++].gi = gi;
+    }
+    o->nprocs_total += t->nprocs_total;
+    o->present |= GS_PROCS;
+}
+
+/* The MIG devices of a GPU in MIG mode: ids, memory, SM activity per GPU
+ * instance (GPM), processes per instance.  Lost only when the parent is. */
+static nvmlReturn_t nvml_mig(gpu_nvml *s, nvml_dev *d, gpu_sample *o)
+{
+    const nvml_fns *f = &s->f;
+    unsigned int max = 0;
+    int own_list = (o->present & GS_PROCS) && o->nprocs > 0;
+    nvmlReturn_t r;
+
+    if (!nvml_mig_on(s, d->h))
+        return NVML_SUCCESS;
+    r = f->mig_max(d->h, &max);
+    if (r != NVML_SUCCESS)
+        return r;
+    o->present |= GS_MIG;
+    for (unsigned int i = 0; i < max && o->nmig < GPU_MAX_MIG; i++) {
+        gpu_mig *m = &o->mig[o->nmig];
+        nvmlDevice_t mh;
+        unsigned int id = 0;
+        double sm, occ;
+        if (f->mig_handle(d->h, i, &mh) != NVML_SUCCESS)
+            continue; /* NOT_FOUND: no MIG device at this index */
+        memset(m, 0, sizeof *m);
+        m->gi = m->ci = GPU_PROC_NO_GI;
+        if (f->mig_gi && f->mig_gi(mh, &id) == NVML_SUCCESS)
+            m->gi = id;
+        if (f->mig_ci && f->mig_ci(mh, &id) == NVML_SUCCESS)
+            m->ci = id;
+        if (f->uuid && f->uuid(mh, m->uuid, sizeof m->uuid) == NVML_SUCCESS)
+            nvml_terminate(m->uuid, sizeof m->uuid);
+        else
+            m->uuid[0] = 0;
+        if (f->mem_v2) {
+            nvmlMemory_v2_t mm = { NVML_MEMORY_V2_VERSION, 0, 0, 0, 0 };
+            if (f->mem_v2(mh, &mm) == NVML_SUCCESS) {
+                m->mem_used = mm.used;
+                m->mem_total = mm.total;
+                m->present |= GS_MEM;
+            }
+        }
+        if (!(m->present & GS_MEM) && f->mem_v1) {
+            nvmlMemory_t m1 = { 0, 0, 0 };
+            if (f->mem_v1(mh, &m1) == NVML_SUCCESS) {
+                m->mem_used = m1.used;
+                m->mem_total = m1.total;
+                m->present |= GS_MEM;
+            }
+        }
+        if (!own_list && m->gi != GPU_PROC_NO_GI)
+            nvml_mig_procs(s, mh, m->gi, o);
+        if ((int)o->nmig < d->nmig_gpm && m->gi != GPU_PROC_NO_GI) {
+            r = nvml_gpm_next(s, d, &d->mig_gp[o->nmig], 1, m->gi, &sm, &occ);
+            if (nvml_is_lost(r))
+                return r;
+            if (sm >= 0) {
+                m->sm_active = sm;
+                m->present |= GS_SM_ACTIVE;
+            }
+        }
+        o->nmig++;
+    }
+    for (uint32_t k = 0; k < o->nmig; k++) {
+        gpu_mig *m = &o->mig[k];
+        if (!(o->present & GS_PROCS))
+            continue;
+        for (uint32_t p = 0; p < o->nprocs; p++)
+            m->nprocs += o->procs[p].gi == m->gi;
+        m->present |= GS_PROCS;
+    }
+    return NVML_SUCCESS;
 }
 
 /* ---- sample ---- */
@@ -533,6 +680,10 @@ static void nvml_sample_dev(gpu_nvml *s, nvml_dev *d, gpu_sample *o)
         goto lost;
     if (nvml_is_lost(gpu_nvml_procs(s, h, o)))
         goto lost;
+    if (s->f.mps_v3 && nvml_is_lost(gpu_nvml_mps(s, h, o)))
+        goto lost;
+    if (nvml_is_lost(nvml_mig(s, d, o)))
+        goto lost;
     if (nvml_is_lost(gpu_nvml_proc_util(s, d, o)))
         goto lost;
     if (d->gpm && nvml_is_lost(nvml_gpm(s, d, o)))
@@ -569,8 +720,12 @@ void gpu_nvml_close(gpu_nvml *s)
     for (int i = 0; i < s->ndev; i++) {
         nvml_dev *d = &s->dev[i];
         if (d->gpm) {
-            s->f.gpm_free(d->gpm_s[0]);
-            s->f.gpm_free(d->gpm_s[1]);
+            s->f.gpm_free(d->gp.s[0]);
+            s->f.gpm_free(d->gp.s[1]);
+        }
+        for (int k = 0; k < d->nmig_gpm; k++) {
+            s->f.gpm_free(d->mig_gp[k].s[0]);
+            s->f.gpm_free(d->mig_gp[k].s[1]);
         }
     }
     if (s->inited)
@@ -580,5 +735,6 @@ void gpu_nvml_close(gpu_nvml *s)
     free(s->proc_raw);
     free(s->proc_all);
     free(s->putil);
+    free(s->mig_procs);
     free(s);
 }

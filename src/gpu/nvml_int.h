@@ -56,6 +56,13 @@ typedef struct nvml_fns {
     nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
     nvmlReturn_t (*gpm_get)(nvmlDevice_t, nvmlGpmSample_t);
     nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
+    nvmlReturn_t (*gpm_mig_get)(nvmlDevice_t, unsigned int, nvmlGpmSample_t);
+    nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned int *, unsigned int *);
+    nvmlReturn_t (*mig_max)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*mig_handle)(nvmlDevice_t, unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*mig_gi)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*mig_ci)(nvmlDevice_t, unsigned int *);
+    nvml_proc_fn mps_v3;
 } nvml_fns;
 
 #define NVML_FN(m) offsetof(nvml_fns, m)
@@ -67,13 +74,23 @@ typedef struct nvml_fns {
  * function" or "wrong struct version" moves to the next for good. */
 enum { PROC_DETAIL, PROC_V3, PROC_V2, PROC_V1, PROC_NONE };
 
+/* Two GPM samples, taken in turn: metrics come from a pair. */
+typedef struct nvml_gpm_pair {
+    int have_prev;
+    unsigned prev; /* index into s of the older sample */
+    uint64_t prev_ns;
+    uint32_t gi; /* MIG: the GPU instance the pair samples */
+    nvmlGpmSample_t s[2];
+} nvml_gpm_pair;
+
 typedef struct nvml_dev {
     nvmlDevice_t h;
     int gpm; /* GPM samples allocated */
-    int gpm_have_prev;
-    unsigned gpm_prev; /* index into gpm_s of the older sample */
-    uint64_t gpm_prev_ns;
-    nvmlGpmSample_t gpm_s[2];
+    nvml_gpm_pair gp;
+    /* MIG: one GPM pair per MIG device index, allocated at open when the
+     * GPU is in MIG mode and has GPM (nmig_gpm of them) */
+    int nmig_gpm;
+    nvml_gpm_pair mig_gp[GPU_MAX_MIG];
     /* process samples: the newest timestamp read, and each listed
      * process's last sample (the start of its next period) */
     uint64_t putil_seen_us;
@@ -100,6 +117,7 @@ struct gpu_nvml {
     nvmlProcessUtilizationSample_t *putil; /* NVML_PUTIL_CAP, when the
                                                symbol exists */
     nvmlGpmMetricsGet_t gpm_req;
+    gpu_sample *mig_procs; /* scratch: one MIG device's process list */
 };
 
 /* The device is gone for this sample: report it with no fields. */
@@ -115,6 +133,10 @@ int gpu_nvml_proc_reserve(gpu_nvml *s, unsigned want);
 
 /* The GPU's processes (compute and graphics, merged by pid) into o. */
 nvmlReturn_t gpu_nvml_procs(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o);
+
+/* MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3) into o's
+ * list: a listed pid is marked mps, an unlisted one appended. */
+nvmlReturn_t gpu_nvml_mps(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o);
 
 /* Busy time and SM utilisation of o's processes from the per-process
  * samples NVML took since the last call (nvml_putil.c). */

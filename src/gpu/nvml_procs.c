@@ -236,3 +236,52 @@ nvmlReturn_t gpu_nvml_procs(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o)
     o->present |= GS_PROCS;
     return NVML_SUCCESS;
 }
+
+/* MPS clients run their kernels in the MPS server's context, so the
+ * compute list names the server; nvmlDeviceGetMPSComputeRunningProcesses_v3
+ * names the clients (Volta and newer), in the same entry layout as the
+ * compute _v3 call (the R535 32-byte stride probed the same way). */
+nvmlReturn_t gpu_nvml_mps(gpu_nvml *s, nvmlDevice_t h, gpu_sample *o)
+{
+    unsigned cnt = s->proc_cap, stride;
+    nvmlReturn_t r;
+
+    if (!(o->present & GS_PROCS))
+        return NVML_ERROR_NOT_SUPPORTED;
+    memset(s->proc_raw, 0xAA, (size_t)cnt * NVML_PROC_ENTRY_MAX);
+    r = s->f.mps_v3(h, &cnt, s->proc_raw);
+    if (r != NVML_SUCCESS)
+        return r; /* NOT_SUPPORTED without MPS; more clients than the
+                   * scratch holds: the compute list stands alone */
+    if (cnt > s->proc_cap)
+        cnt = s->proc_cap;
+    stride = nvml_v3_stride(s->proc_raw, cnt);
+    for (unsigned i = 0; i < cnt; i++) {
+        const unsigned char *e = s->proc_raw + (size_t)i * stride;
+        unsigned int pid, gi;
+        unsigned long long mem;
+        uint32_t k;
+        memcpy(&pid, e, sizeof pid);
+        memcpy(&mem, e + 8, sizeof mem);
+        memcpy(&gi, e + 16, sizeof gi);
+        if (pid == 0 || pid > NVML_PID_MAX)
+            continue;
+        for (k = 0; k < o->nprocs && o->procs[k].pid != pid; k++)
+            ;
+        if (k == o->nprocs) {
+            if (o->nprocs >= GPU_MAX_PROCS) {
+                o->nprocs_total++;
+                continue;
+            }
+            memset(&o->procs[k], 0, sizeof o->procs[k]);
+            o->procs[k].pid = pid;
+            o->procs[k].mem =
+                mem == NVML_VALUE_NOT_AVAILABLE ? UINT64_MAX : mem;
+            o->procs[k].gi = gi == 0xFFFFFFFFu ? GPU_PROC_NO_GI : gi;
+            o->nprocs++;
+            o->nprocs_total++;
+        }
+        o->procs[k].mps = 1;
+    }
+    return NVML_SUCCESS;
+}

@@ -8,7 +8,8 @@
  * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  Who
  * holds a GPU (idle_owner.c: process -> container/pod/job/user, kubelet
  * device-plugin and Slurm allocations, /dev/nvidia* holders) and the waste
- * accounting built on it (idle_acct.c) come next.  The daemon loop, the
+ * accounting built on it (idle_acct.c) come next; idle_kern.c follows
+ * gpufl sessions' kernel records (exact busy time, STUCK's progress).  The daemon loop, the
  * HTTP listener and the action hook are idle_watch.c.
  *
  * The engine is pure: it takes samples and a time and sets verdicts, so
@@ -25,7 +26,8 @@
 
 struct gbuf;
 
-#define IDLE_MAX_GPUS GPU_MAX_DEVICES
+/* GPUs, or GPU instances of GPUs in MIG mode (idle_src.c) */
+#define IDLE_MAX_GPUS 64
 #define IDLE_MAX_SESSIONS 256
 #define IDLE_MAX_REASONS 6
 #define IDLE_REASON_LEN 160
@@ -184,6 +186,16 @@ typedef struct idle_gpu {
     uint32_t holders[IDLE_MAX_HOLDERS];
     idle_owner holder_owner[IDLE_MAX_HOLDERS];
     int dirty; /* not safe for the next job: leaked, phantom, stuck */
+    /* set by the caller before idle_gpu_eval (idle_kern.c): live gpufl
+     * sessions whose processes run on this GPU, and the newest kernel
+     * completion (end, ns) any of them recorded, 0 = none yet */
+    int kern_sessions;
+    uint64_t kern_last_end;
+    /* set by the caller before idle_gpu_eval (idle_dead_scan): listed
+     * processes that no longer exist on this host (a dead container
+     * whose context the driver still lists), the first PIDs of them */
+    int ndead;
+    uint32_t dead[IDLE_MAX_HOLDERS];
 } idle_gpu;
 
 int idle_gpu_init(idle_gpu *g, const idle_cfg *c, const gpu_device *info);
@@ -193,6 +205,8 @@ void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts);
 /* Recomputes g->state, reasons and dirty at time now (set allocated and
  * alloc first: idle_alloc_scan). */
 void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now);
+/* 1 when every process NVML lists on g is gone (idle_dead_scan). */
+int idle_gpu_dead_only(const idle_gpu *g);
 /* After idle_holders_scan: names the holders of a dirty GPU (leaked
  * memory, PHANTOM) in its reasons, and says it is not safe to reuse. */
 void idle_gpu_note_holders(idle_gpu *g);
@@ -265,11 +279,21 @@ typedef struct idle_env {
     const char *utmp;     /* utmp file, default <root>/var/run/utmp */
     const char *veto_dir; /* "<dir>/<session>.keep" holds an end time */
     const char *ca_file; /* CAs for https (Jupyter, dcgm, hook); NULL: system */
-    const char *kubelet_ckpt; /* device-plugin checkpoint; NULL: default */
-    const char *slurm_cgroup; /* Slurm's job cgroups; NULL: default */
+    const char *kubelet_ckpt;     /* device-plugin checkpoint; NULL: default */
+    const char *slurm_cgroup;     /* Slurm's job cgroups; NULL: default */
+    const char *gpufl_logs;       /* gpufl sessions' device logs; NULL: none */
+    struct idle_cgcache *cgcache; /* process -> cgroup answers; NULL: none */
 } idle_env;
 
-/* cgroup v2 path of pid ("/user.slice/..."); 0 or GPUFL_ENOTFOUND. */
+/* A cache of idle_proc_cgroup answers (5 s each), for daemons. */
+typedef struct idle_cgcache idle_cgcache;
+int idle_cgcache_new(idle_cgcache **out);
+void idle_cgcache_free(idle_cgcache *c);
+/* The time (ns, any clock) answers are aged by until the next tick. */
+void idle_cgcache_tick(idle_cgcache *c, uint64_t now);
+
+/* cgroup v2 path of pid ("/user.slice/..."); 0, GPUFL_ENOTFOUND (no such
+ * process) or GPUFL_EUNAVAIL (no cgroup v2 line). */
 int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap);
 /* Established TCP connections whose local port is one of ports. */
 int idle_tcp_count(const idle_env *e, uint32_t netns_pid, const uint16_t *ports,
@@ -283,6 +307,12 @@ int idle_tcp_parse(const char *buf, size_t len, const uint16_t *ports,
                    int nports);
 /* usage_usec of a cgroup's cpu.stat; 0 or an error. */
 int idle_cgroup_cpu(const idle_env *e, const char *cgroup, uint64_t *usec);
+/* Sets ndead/dead of every GPU: the processes NVML lists whose
+ * /proc/PID is gone.  *host_pids (the caller's, 0 at first) becomes 1
+ * once a listed PID was found here; until then nothing is called dead
+ * (this /proc may be another PID namespace). */
+void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
+                    int *host_pids);
 /* Reads every signal of s (and Jupyter when configured). gpus gives the
  * process lists for attribution. */
 void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,
@@ -351,12 +381,35 @@ int idle_slurm_parse(const char *text, size_t len, const char *node,
 /* 1 when name is in a Slurm host list ("gpu[01-04,07],login1"). */
 int idle_slurm_hostlist_has(const char *list, size_t len, const char *name);
 
+/* ---- kernel records of gpufl sessions (idle_kern.c) ---- */
+
+typedef struct idle_kern idle_kern;
+/* Follows the device logs (<prefix>.device.log) in dir (copied). */
+int idle_kern_new(idle_kern **out, const char *dir);
+void idle_kern_free(idle_kern *k);
+/* Reads what the logs gained, maps the sessions to gpus (uuid, and the
+ * pid in the GPU's process list) and sets their kern_sessions and
+ * kern_last_end; call before idle_gpu_eval and idle_acct_round. */
+void idle_kern_round(idle_kern *k, idle_gpu *gpus, int ngpus, uint64_t now);
+/* Busy seconds of pid on gpu read in the last round: the union of its
+ * kernel intervals; 0, or GPUFL_ENOTFOUND when no live session of pid is
+ * on gpu (then NVML's estimate stands). */
+int idle_kern_busy(const idle_kern *k, int gpu, uint32_t pid, double *busy_s);
+/* The parser behind the rounds, for tests and the fuzzer: the complete
+ * lines of text as one session's device log first seen at since; the
+ * busy ns it holds (the union, kernels ended before since left out) and
+ * *last_end, the newest completion.  Not thread-safe (static state). */
+uint64_t idle_kern_parse(idle_kern *k, const char *text, size_t len,
+                         uint64_t since, uint64_t *last_end);
+
 /* ---- waste accounting (idle_acct.c) ---- */
 
 typedef struct idle_acct idle_acct;
 /* simulated: the GPUs' pids are not this host's (no owner looked up). */
 int idle_acct_new(idle_acct **out, const idle_cfg *c, int simulated);
 void idle_acct_free(idle_acct *a);
+/* Busy time of processes under gpufl from k (borrowed; NULL: none). */
+void idle_acct_set_kern(idle_acct *a, const idle_kern *k);
 /* Adds one round at now: busy time per process from the GPUs' latest
  * samples, memory, and wasted time by reason since the last round. */
 void idle_acct_round(idle_acct *a, const idle_env *e, const idle_gpu *gpus,
@@ -414,7 +467,11 @@ void idle_hub_round(idle_hub *h, const idle_env *e, const idle_gpu *gpus,
 
 typedef struct idle_src idle_src;
 
-/* sim: NULL for NVML; else a comma list of simulated GPU scenarios
+/* NVML: a GPU in MIG mode at open is listed as its GPU instances (one
+ * entry per MIG device: gpu_device.mig, gi), sampled through their own
+ * handles (gpu_mig); instances made or destroyed later are not followed
+ * until a restart.
+ * sim: NULL for NVML; else a comma list of simulated GPU scenarios
  * (none, held, one_thread, matmul, phantom, bursty, train, stuck,
  * allocated)
  * cycled to sim_gpus GPUs (0 = one per scenario). */
@@ -433,9 +490,10 @@ void idle_src_close(idle_src *s);
 typedef struct jw jw;
 
 /* The labels of a GPU that join dcgm-exporter's (gpu, UUID, pci_bus_id,
- * modelName, Hostname, hostname) into l; id is the caller's buffer for
- * the index.  Returns IDLE_GPU_LABELS. */
-#define IDLE_GPU_LABELS 6
+ * modelName, Hostname, hostname, and GPU_I_ID for a MIG GPU instance, as
+ * dcgm-exporter labels its MIG rows) into l; id is the caller's buffer
+ * for the index, at least 24 bytes.  Returns the count (6 or 7). */
+#define IDLE_GPU_LABELS 7 /* at most: 6, and GPU_I_ID on a MIG instance */
 struct prom_label;
 size_t idle_out_gpu_labels(struct prom_label *l, char *id, size_t idcap,
                            const idle_gpu *g, const char *host);

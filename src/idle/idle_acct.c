@@ -27,27 +27,35 @@
 #define ACCT_OWNERS_MAX 512
 #define ACCT_OWNER_TTL_NS (3600ull * IDLE_NS)
 
+/* Where a round's busy time of a process came from (the source label):
+ * NVML's per-process samples; a MIG instance's GPM SM activity, shared by
+ * its processes (NVML has no per-process samples under MIG); the kernel
+ * records of a gpufl session of the process (exact, idle_kern.c). */
+enum { IB_NVML, IB_GPM, IB_CUPTI, IB_N };
+static const char *const busy_names[IB_N] = { "nvml", "gpm", "cupti" };
+
 typedef struct acct_proc {
     int gpu, owner, series; /* series: has its own pid series */
     uint32_t pid, gi;       /* gi: MIG GPU instance, GPU_PROC_NO_GI */
-    int alive;
-    int has_util; /* NVML gave per-process samples for it: busy_s known */
-    double busy_s;
+    int alive, mps;
+    int has_util[IB_N]; /* busy_s[src] known (absent: unknown, not 0) */
+    double busy_s[IB_N];
     uint64_t mem; /* UINT64_MAX: not available */
 } acct_proc;
 
 typedef struct acct_owner {
     int gpu;
     idle_owner o;
-    double busy_s; /* exited processes and those without a series */
-    int has_util;  /* some of them had per-process samples */
+    double busy_s[IB_N]; /* exited processes and those without a series */
+    int has_util[IB_N];  /* some of them had busy time from that source */
     double wasted[IW_N];
     uint64_t last_ns;
 } acct_owner;
 
 struct idle_acct {
     idle_cfg cfg;
-    int simulated; /* simulated pids are nobody's on this host */
+    const idle_kern *kern; /* borrowed, NULL: no gpufl session logs */
+    int simulated;         /* simulated pids are nobody's on this host */
     acct_proc *p;
     int np, nseries;
     acct_owner *o;
@@ -82,6 +90,11 @@ int idle_acct_new(idle_acct **out, const idle_cfg *c, int simulated)
     return 0;
 }
 
+void idle_acct_set_kern(idle_acct *a, const idle_kern *k)
+{
+    a->kern = k;
+}
+
 void idle_acct_free(idle_acct *a)
 {
     if (!a)
@@ -111,6 +124,16 @@ static int owner_at(idle_acct *a, int gpu, const idle_owner *o, uint64_t now)
     return a->no++;
 }
 
+/* The time since gpu gi's previous round, capped at 2 intervals + 1 s so
+ * that a stalled loop invents neither waste nor busy time. */
+static uint64_t round_dt(const idle_acct *a, int gi, uint64_t now)
+{
+    uint64_t cap = 2ull * a->cfg.interval_ms * 1000000ull + IDLE_NS;
+    uint64_t dt =
+        a->last_ns[gi] && now > a->last_ns[gi] ? now - a->last_ns[gi] : 0;
+    return dt > cap ? cap : dt;
+}
+
 /* Owners unused for the TTL go; procs' owner indices follow the move. */
 static void owners_expire(idle_acct *a, uint64_t now)
 {
@@ -134,10 +157,33 @@ static void owners_expire(idle_acct *a, uint64_t now)
         a->p[i].owner = map[a->p[i].owner];
 }
 
+/* Busy seconds of process q on g this round and their source: the
+ * kernel records of a gpufl session when one covers it, else NVML's
+ * per-process samples, else (a MIG instance) the instance's GPM SM
+ * activity over the round, shared evenly by its processes.  -1: none. */
+static int proc_busy(const idle_acct *a, int gi, const idle_gpu *g,
+                     const gpu_proc *q, double dt_s, double *busy)
+{
+    const gpu_sample *s = &g->last;
+    *busy = 0;
+    if (a->kern && idle_kern_busy(a->kern, gi, q->pid, busy) == 0)
+        return IB_CUPTI;
+    if (s->present & GS_PROC_UTIL) {
+        *busy = (double)q->busy_us / 1e6;
+        return IB_NVML;
+    }
+    if (g->info.mig && (s->present & GS_SM_ACTIVE) && s->nprocs) {
+        *busy = s->sm_active * dt_s / s->nprocs;
+        return IB_GPM;
+    }
+    return -1;
+}
+
 static void procs_update(idle_acct *a, const idle_env *e, int gi,
                          const idle_gpu *g, uint64_t now)
 {
     const gpu_sample *s = &g->last;
+    double dt_s = round_dt(a, gi, now) / 1e9;
     for (int i = 0; i < a->np; i++)
         if (a->p[i].gpu == gi)
             a->p[i].alive = 0;
@@ -147,6 +193,7 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
         const gpu_proc *q = &s->procs[k];
         acct_proc *p = NULL;
         double busy;
+        int src;
         for (int i = 0; i < a->np && !p; i++)
             if (a->p[i].gpu == gi && a->p[i].pid == q->pid)
                 p = &a->p[i];
@@ -168,11 +215,14 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
         p->alive = 1;
         p->mem = q->mem;
         p->gi = q->gi;
-        p->has_util |= (s->present & GS_PROC_UTIL) != 0;
-        busy = (s->present & GS_PROC_UTIL) ? (double)q->busy_us / 1e6 : 0;
-        p->busy_s += busy;
+        p->mps = q->mps;
+        src = proc_busy(a, gi, g, q, dt_s, &busy);
+        if (src < 0)
+            continue;
+        p->has_util[src] = 1;
+        p->busy_s[src] += busy;
         if (!p->series)
-            a->o[p->owner].busy_s += busy;
+            a->o[p->owner].busy_s[src] += busy;
     }
     /* exited: the total moves to the owner's series */
     for (int i = 0; i < a->np;) {
@@ -181,11 +231,13 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
             i++;
             continue;
         }
-        if (p->series) {
-            a->o[p->owner].busy_s += p->busy_s;
-            a->nseries--;
+        for (int b = 0; b < IB_N; b++) {
+            if (p->series)
+                a->o[p->owner].busy_s[b] += p->busy_s[b];
+            a->o[p->owner].has_util[b] |= p->has_util[b];
         }
-        a->o[p->owner].has_util |= p->has_util;
+        if (p->series)
+            a->nseries--;
         a->o[p->owner].last_ns = now;
         a->p[i] = a->p[--a->np];
     }
@@ -199,7 +251,8 @@ static int waste_of(const idle_gpu *g, double *share)
     case IG_PHANTOM: return IW_PHANTOM;
     case IG_STUCK: return IW_STUCK;
     case IG_ALLOCATED_UNUSED: return IW_ALLOC;
-    case IG_HELD: return g->sig.procs ? IW_HELD : IW_PHANTOM; /* leaked */
+    case IG_HELD: /* leaked: no process, or only dead ones */
+        return g->sig.procs && !idle_gpu_dead_only(g) ? IW_HELD : IW_PHANTOM;
     case IG_BUSY:
     case IG_BUSY_LOW_OCC:
     case IG_BURSTY:
@@ -213,17 +266,13 @@ static int waste_of(const idle_gpu *g, double *share)
 
 static void waste_update(idle_acct *a, int gi, const idle_gpu *g, uint64_t now)
 {
-    uint64_t cap = 2ull * a->cfg.interval_ms * 1000000ull + IDLE_NS;
-    uint64_t dt =
-        a->last_ns[gi] && now > a->last_ns[gi] ? now - a->last_ns[gi] : 0;
+    uint64_t dt = round_dt(a, gi, now);
     int owners[IDLE_MAX_HOLDERS + GPU_MAX_PROCS], n = 0, w;
     double share, sec;
     a->last_ns[gi] = now;
     w = waste_of(g, &share);
     if (w < 0 || !dt)
         return;
-    if (dt > cap)
-        dt = cap; /* a stalled loop does not invent waste */
     sec = (double)dt / 1e9 * share;
     a->wasted[gi][w] += sec;
     if (w == IW_ALLOC) {
@@ -263,8 +312,15 @@ void idle_acct_round(idle_acct *a, const idle_env *e, const idle_gpu *gpus,
 double idle_acct_busy(const idle_acct *a, int gpu, uint32_t pid)
 {
     for (int i = 0; i < a->np; i++)
-        if (a->p[i].gpu == gpu && a->p[i].pid == pid)
-            return a->p[i].busy_s;
+        if (a->p[i].gpu == gpu && a->p[i].pid == pid) {
+            double t = 0;
+            int any = 0;
+            for (int b = 0; b < IB_N; b++) {
+                t += a->p[i].busy_s[b];
+                any |= a->p[i].has_util[b];
+            }
+            return any ? t : 0;
+        }
     return -1;
 }
 
@@ -278,13 +334,13 @@ double idle_acct_wasted(const idle_acct *a, int gpu, int reason)
 /* ---- Prometheus ---- */
 
 typedef struct acct_lbl {
-    prom_label l[IDLE_GPU_LABELS + 8];
-    char id[16], pid[16], gi[16];
+    prom_label l[IDLE_GPU_LABELS + 9];
+    char id[24], pid[16], gi[16];
 } acct_lbl;
 
-/* GPU_I_ID is dcgm-exporter's label of a MIG GPU instance: a process's
- * memory joins its instance's series; "" outside MIG and on owner
- * series. */
+/* GPU_I_ID is dcgm-exporter's label of a MIG GPU instance: the GPU's own
+ * on a MIG instance's entry; else the process's (its memory joins its
+ * instance's series), "" outside MIG and on owner series. */
 static size_t acct_labels(acct_lbl *x, const idle_gpu *g, const char *host,
                           const idle_owner *o, const acct_proc *p,
                           const char *reason)
@@ -295,7 +351,8 @@ static size_t acct_labels(acct_lbl *x, const idle_gpu *g, const char *host,
         snprintf(x->pid, sizeof x->pid, "%u", p->pid);
     if (p && p->gi != GPU_PROC_NO_GI)
         snprintf(x->gi, sizeof x->gi, "%u", p->gi);
-    x->l[n++] = (prom_label){ "GPU_I_ID", x->gi };
+    if (!g->info.mig)
+        x->l[n++] = (prom_label){ "GPU_I_ID", x->gi };
     x->l[n++] = (prom_label){ "pid", x->pid };
     x->l[n++] = (prom_label){ "container", o->container };
     x->l[n++] = (prom_label){ "pod", o->pod };
@@ -312,29 +369,70 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
 {
     acct_lbl x;
     size_t n;
+    /* per owner: busy time by source in its pid="" series, and (at
+     * IB_N) memory of its processes past the series cap */
+    uint8_t folded[ACCT_OWNERS_MAX][IB_N + 1];
+    uint64_t omem[ACCT_OWNERS_MAX];
 
     prom_family(b, "gpufl_gpu_busy_seconds_total", "counter",
-                "Seconds a process kept the GPU's SMs busy (NVML per-process "
-                "samples); pid=\"\": its owner's exited processes and those "
-                "past the process series cap.");
+                "Seconds a process kept the GPU's SMs busy, by source: nvml "
+                "(per-process samples), gpm (a MIG instance's SM activity, "
+                "shared by its processes), cupti (the kernel records of its "
+                "gpufl session, exact); pid=\"\": its owner's exited "
+                "processes and those past the process series cap.");
     for (int i = 0; i < a->np; i++) {
         const acct_proc *p = &a->p[i];
-        /* no per-process samples (an old driver, a simulation): unknown,
-         * not zero */
-        if (!p->series || p->gpu >= ngpus || !p->has_util)
+        if (!p->series || p->gpu >= ngpus)
             continue;
-        n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p, NULL);
-        prom_f64(b, "gpufl_gpu_busy_seconds_total", x.l, n, p->busy_s, 3);
+        for (int src = 0; src < IB_N; src++) {
+            /* no busy time from this source (an old driver, a
+             * simulation): unknown, not zero */
+            if (!p->has_util[src])
+                continue;
+            n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p,
+                            NULL);
+            x.l[n++] = (prom_label){ "source", busy_names[src] };
+            prom_f64(b, "gpufl_gpu_busy_seconds_total", x.l, n, p->busy_s[src],
+                     3);
+        }
+    }
+    /* what the owners' pid="" series hold, in one pass over the
+     * processes (owners x processes would be 250,000 steps at the caps) */
+    memset(folded, 0, sizeof folded);
+    memset(omem, 0, sizeof omem);
+    for (int k = 0; k < a->np; k++) {
+        const acct_proc *p = &a->p[k];
+        if (p->series)
+            continue;
+        for (int src = 0; src < IB_N; src++)
+            folded[p->owner][src] |= (uint8_t)p->has_util[src];
+        if (p->mem != UINT64_MAX) {
+            omem[p->owner] += p->mem;
+            folded[p->owner][IB_N] = 1;
+        }
     }
     for (int i = 0; i < a->no; i++) {
         const acct_owner *o = &a->o[i];
-        int folded = o->has_util;
-        for (int k = 0; k < a->np && !folded; k++)
-            folded = a->p[k].owner == i && !a->p[k].series && a->p[k].has_util;
-        if (!folded || o->gpu >= ngpus)
+        if (o->gpu >= ngpus)
             continue;
-        n = acct_labels(&x, &gpus[o->gpu], host, &o->o, NULL, NULL);
-        prom_f64(b, "gpufl_gpu_busy_seconds_total", x.l, n, o->busy_s, 3);
+        for (int src = 0; src < IB_N; src++) {
+            if (!o->has_util[src] && !folded[i][src])
+                continue;
+            n = acct_labels(&x, &gpus[o->gpu], host, &o->o, NULL, NULL);
+            x.l[n++] = (prom_label){ "source", busy_names[src] };
+            prom_f64(b, "gpufl_gpu_busy_seconds_total", x.l, n, o->busy_s[src],
+                     3);
+        }
+    }
+    prom_family(b, "gpufl_gpu_mps_client", "gauge",
+                "1 for a process that is a client of the GPU's Multi-Process "
+                "Service (nvmlDeviceGetMPSComputeRunningProcesses_v3).");
+    for (int i = 0; i < a->np; i++) {
+        const acct_proc *p = &a->p[i];
+        if (!p->series || p->gpu >= ngpus || !p->mps)
+            continue;
+        n = acct_labels(&x, &gpus[p->gpu], host, &a->o[p->owner].o, p, NULL);
+        prom_u64(b, "gpufl_gpu_mps_client", x.l, n, 1);
     }
     prom_family(b, "gpufl_gpu_memory_used_bytes", "gauge",
                 "GPU memory a process holds now (pid=\"\": its owner's "
@@ -347,18 +445,10 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
         prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, p->mem);
     }
     for (int i = 0; i < a->no; i++) {
-        uint64_t mem = 0;
-        int any = 0;
-        for (int k = 0; k < a->np; k++)
-            if (a->p[k].owner == i && !a->p[k].series &&
-                a->p[k].mem != UINT64_MAX) {
-                mem += a->p[k].mem;
-                any = 1;
-            }
-        if (!any || a->o[i].gpu >= ngpus)
+        if (!folded[i][IB_N] || a->o[i].gpu >= ngpus)
             continue;
         n = acct_labels(&x, &gpus[a->o[i].gpu], host, &a->o[i].o, NULL, NULL);
-        prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, mem);
+        prom_u64(b, "gpufl_gpu_memory_used_bytes", x.l, n, omem[i]);
     }
     prom_family(b, "gpufl_gpu_wasted_seconds_total", "counter",
                 "GPU seconds wasted, by reason (docs/idle.md, waste "
@@ -375,7 +465,8 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
         }
     prom_family(b, "gpufl_gpu_dirty", "gauge",
                 "1 when the GPU is not safe to hand to the next job: memory "
-                "with no process (leaked), PHANTOM or STUCK.");
+                "with no process (leaked), only processes that are gone (a "
+                "dead container), PHANTOM or STUCK.");
     for (int i = 0; i < ngpus; i++) {
         n = idle_out_gpu_labels(x.l, x.id, sizeof x.id, &gpus[i], host);
         prom_u64(b, "gpufl_gpu_dirty", x.l, n, gpus[i].dirty ? 1 : 0);

@@ -161,7 +161,7 @@ static void dcgm_line(const char *line, idle_gpu *gpus, int ngpus)
 {
     int sm = !strncmp(line, "DCGM_FI_PROF_SM_ACTIVE{", 23);
     int gr = !strncmp(line, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{", 30);
-    const char *u, *end;
+    const char *u, *gi, *end;
     double v;
     if (!sm && !gr)
         return;
@@ -170,6 +170,9 @@ static void dcgm_line(const char *line, idle_gpu *gpus, int ngpus)
         return;
     v = strtod(end + 1, NULL);
     u = strstr(line, "UUID=\"");
+    gi = strstr(line, "GPU_I_ID=\"");
+    if (gi && gi > end)
+        gi = NULL;
     for (int i = 0; i < ngpus; i++) {
         size_t n = strlen(gpus[i].info.uuid);
         int match;
@@ -177,8 +180,18 @@ static void dcgm_line(const char *line, idle_gpu *gpus, int ngpus)
             match = !strncmp(u + 6, gpus[i].info.uuid, n) && u[6 + n] == '"';
         else {
             char want[24];
-            snprintf(want, sizeof want, "gpu=\"%d\"", i);
+            snprintf(want, sizeof want, "gpu=\"%u\"", gpus[i].info.id);
             match = strstr(line, want) && strstr(line, want) < end;
+        }
+        /* a MIG GPU instance takes its own row (GPU_I_ID, as dcgm-exporter
+         * labels them); a whole GPU the row without an instance */
+        if (match && gpus[i].info.mig) {
+            char want[24];
+            int k =
+                snprintf(want, sizeof want, "GPU_I_ID=\"%u\"", gpus[i].info.gi);
+            match = gi && !strncmp(gi, want, (size_t)k);
+        } else if (match) {
+            match = !gi || gi[10] == '"';
         }
         if (!match)
             continue;

@@ -35,6 +35,11 @@ void idle_out_gpu(jw *w, const idle_gpu *g)
     const idle_gsig *q = &g->sig;
     jw_kv_str(w, "kind", "gpu");
     jw_kv_u64(w, "dev", g->info.id);
+    if (g->info.mig) {
+        jw_kv_u64(w, "gi", g->info.gi);
+        if (g->info.mig_uuid[0])
+            jw_kv_str(w, "mig_uuid", g->info.mig_uuid);
+    }
     if (g->info.uuid[0])
         jw_kv_str(w, "uuid", g->info.uuid);
     if (g->info.pci_bus_id[0])
@@ -155,21 +160,26 @@ void idle_out_sess(jw *w, const idle_sess *s)
 /* The labels that join dcgm-exporter's series, and a last one (state,
  * action) when extra is not NULL; returns the count. */
 typedef struct gpu_lbl {
-    prom_label l[7];
-    char id[16];
+    prom_label l[IDLE_GPU_LABELS + 1];
+    char id[24];
 } gpu_lbl;
 
 size_t idle_out_gpu_labels(prom_label *l, char *id, size_t idcap,
                            const idle_gpu *g, const char *host)
 {
-    snprintf(id, idcap, "%u", g->info.id);
+    snprintf(id, idcap < 12 ? idcap : 12, "%u", g->info.id);
     l[0] = (prom_label){ "gpu", id };
     l[1] = (prom_label){ "UUID", g->info.uuid };
     l[2] = (prom_label){ "pci_bus_id", g->info.pci_bus_id };
     l[3] = (prom_label){ "modelName", g->info.name };
     l[4] = (prom_label){ "Hostname", host };
     l[5] = (prom_label){ "hostname", host };
-    return IDLE_GPU_LABELS;
+    if (!g->info.mig || idcap < 24)
+        return 6;
+    /* the instance id after the index's NUL, in the same buffer */
+    snprintf(id + 12, idcap - 12, "%u", g->info.gi);
+    l[6] = (prom_label){ "GPU_I_ID", id + 12 };
+    return 7;
 }
 
 static size_t gpu_labels(gpu_lbl *x, const idle_gpu *g, const char *host,

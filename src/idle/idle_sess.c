@@ -21,7 +21,11 @@
 #include <unistd.h>
 #include <utmp.h>
 
+#include "common/clock.h"
+
 #include <gpufl/gpufl.h>
+
+#include "common/clock.h"
 
 #define LINE_CAP 512
 
@@ -30,7 +34,8 @@ static void path_of(const idle_env *e, char *out, size_t cap, const char *rel)
     snprintf(out, cap, "%s%s", e->root ? e->root : "", rel);
 }
 
-int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
+static int proc_cgroup_read(const idle_env *e, uint32_t pid, char *out,
+                            size_t cap)
 {
     char rel[64], path[1024], line[LINE_CAP];
     FILE *f;
@@ -39,7 +44,8 @@ int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
     path_of(e, path, sizeof path, rel);
     f = fopen(path, "r");
     if (!f)
-        return GPUFL_ENOTFOUND;
+        return GPUFL_ENOTFOUND; /* no such process */
+    rc = GPUFL_EUNAVAIL;        /* a process, but no cgroup v2 line */
     while (fgets(line, sizeof line, f)) {
         /* cgroup v2: "0::/path"; v1 lines have a controller list */
         if (strncmp(line, "0::", 3) == 0) {
@@ -50,6 +56,80 @@ int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
         }
     }
     fclose(f);
+    return rc;
+}
+
+/* ---- the process -> cgroup cache ----
+ * Every session asks for the cgroup of every GPU process each round:
+ * 50 sessions x 500 processes is 25,000 file reads a second.  An answer
+ * is kept IDLE_CG_TTL_NS (a process seldom changes cgroup; a PID reused
+ * within that time is the error this accepts), in an open-addressed table
+ * of IDLE_CG_SLOTS entries; a full probe run evicts the oldest it met. */
+#define IDLE_CG_SLOTS 4096
+#define IDLE_CG_PROBE 8
+#define IDLE_CG_TTL_NS (5 * IDLE_NS)
+
+typedef struct cg_entry {
+    uint32_t pid;
+    int rc;
+    uint64_t ts; /* 0 = free */
+    char cg[256];
+} cg_entry;
+
+struct idle_cgcache {
+    uint64_t now; /* idle_cgcache_tick: the round's time, one clock read */
+    cg_entry e[IDLE_CG_SLOTS];
+};
+
+void idle_cgcache_tick(idle_cgcache *c, uint64_t now)
+{
+    if (c)
+        c->now = now;
+}
+
+int idle_cgcache_new(idle_cgcache **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : GPUFL_ENOMEM;
+}
+
+void idle_cgcache_free(idle_cgcache *c)
+{
+    free(c);
+}
+
+/* The cached answer for pid (read now when absent or older than the
+ * TTL): *cg points into the cache, valid until the next lookup. */
+static int proc_cgroup_ref(const idle_env *e, uint32_t pid, const char **cg)
+{
+    cg_entry *victim = NULL;
+    uint64_t now = e->cgcache->now ? e->cgcache->now : clock_mono_ns();
+    for (uint32_t i = 0; i < IDLE_CG_PROBE; i++) {
+        cg_entry *x = &e->cgcache->e[(pid * 2654435761u + i) % IDLE_CG_SLOTS];
+        if (x->ts && x->pid == pid && now - x->ts < IDLE_CG_TTL_NS) {
+            *cg = x->cg;
+            return x->rc;
+        }
+        /* a free slot first, else the oldest */
+        if (!victim || (victim->ts && (!x->ts || x->ts < victim->ts)))
+            victim = x;
+    }
+    victim->pid = pid;
+    victim->ts = now;
+    victim->rc = proc_cgroup_read(e, pid, victim->cg, sizeof victim->cg);
+    *cg = victim->cg;
+    return victim->rc;
+}
+
+int idle_proc_cgroup(const idle_env *e, uint32_t pid, char *out, size_t cap)
+{
+    const char *cg;
+    int rc;
+    if (!e->cgcache)
+        return proc_cgroup_read(e, pid, out, cap);
+    rc = proc_cgroup_ref(e, pid, &cg);
+    if (!rc)
+        snprintf(out, cap, "%s", cg);
     return rc;
 }
 
@@ -265,8 +345,11 @@ void idle_sess_collect(const idle_env *e, idle_sess *s, const idle_gpu *gpus,
             const gpu_sample *x = &gpus[g].last;
             int mine = 0;
             for (uint32_t i = 0; i < x->nprocs; i++) {
-                if (idle_proc_cgroup(e, x->procs[i].pid, cg, sizeof cg) ||
-                    !cgroup_under(cg, s->c.cgroup))
+                const char *pc = cg;
+                int rc = e->cgcache ? proc_cgroup_ref(e, x->procs[i].pid, &pc)
+                                    : idle_proc_cgroup(e, x->procs[i].pid, cg,
+                                                       sizeof cg);
+                if (rc || !cgroup_under(pc, s->c.cgroup))
                     continue;
                 mine++;
                 if (!some_pid)
@@ -438,4 +521,31 @@ int idle_sess_from_cgroup(const char *cgroup, idle_sess_cfg *out)
         (!out->name[0] || !strcmp(out->name, ".") || !strcmp(out->name, "..")))
         rc = GPUFL_ENOTFOUND;
     return rc;
+}
+
+/* ---- listed processes that are gone ---- */
+
+void idle_dead_scan(const idle_env *e, idle_gpu *gpus, int ngpus,
+                    int *host_pids)
+{
+    char cg[300];
+    for (int g = 0; g < ngpus; g++) {
+        const gpu_sample *s = &gpus[g].last;
+        gpus[g].ndead = 0;
+        for (uint32_t k = 0; k < s->nprocs; k++) {
+            int rc = idle_proc_cgroup(e, s->procs[k].pid, cg, sizeof cg);
+            if (rc != GPUFL_ENOTFOUND) {
+                *host_pids = 1;
+                continue;
+            }
+            if (gpus[g].ndead < IDLE_MAX_HOLDERS)
+                gpus[g].dead[gpus[g].ndead] = s->procs[k].pid;
+            gpus[g].ndead++;
+        }
+    }
+    /* until one listed PID was found here, this /proc may be another PID
+     * namespace (a container without hostPID), where every host PID looks
+     * gone */
+    for (int g = 0; !*host_pids && g < ngpus; g++)
+        gpus[g].ndead = 0;
 }

@@ -37,6 +37,11 @@ struct idle_src {
     gpu_nvml *nvml; /* NULL: simulated */
     int ndev;
     gpu_device dev[IDLE_MAX_GPUS];
+    /* NVML: entry i is GPU phys[i], all of it or (dev[i].mig) one GPU
+     * instance; raw holds the GPUs' samples the entries are cut from */
+    int phys[IDLE_MAX_GPUS];
+    int nphys;
+    gpu_sample *raw;
     int sim[IDLE_MAX_GPUS];
     uint64_t tick;
     uint64_t last_mono; /* the previous simulated sample, 0 = none */
@@ -102,6 +107,95 @@ static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
     return 0;
 }
 
+/* The entries of the NVML devices: a GPU, or each GPU instance of a GPU
+ * in MIG mode (from one sample taken now).  NVML has no utilisation of a
+ * GPU in MIG mode nor of an instance, so a MIG GPU as a whole cannot be
+ * judged; its instances can, from their own memory, processes and GPM SM
+ * activity (mig_sample). */
+static int nvml_views(idle_src *s, char *why, size_t whylen)
+{
+    gpu_device phys[GPU_MAX_DEVICES];
+    int n = 0;
+    s->nphys = gpu_nvml_devices(s->nvml, phys, GPU_MAX_DEVICES);
+    s->raw = calloc(GPU_MAX_DEVICES, sizeof *s->raw);
+    if (!s->raw) {
+        snprintf(why, whylen, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    if (gpu_nvml_sample(s->nvml, s->raw, s->nphys, &n))
+        n = 0;
+    for (int i = 0; i < s->nphys; i++) {
+        const gpu_sample *r = &s->raw[i];
+        int mig = i < n && (r->present & GS_MIG) && r->nmig > 0;
+        for (uint32_t k = 0; k < (mig ? r->nmig : 1u); k++) {
+            gpu_device *d = &s->dev[s->ndev];
+            int dup = 0;
+            if (s->ndev >= IDLE_MAX_GPUS)
+                return 0;
+            /* several compute instances of one GPU instance: one entry */
+            for (uint32_t j = 0; mig && j < k; j++)
+                dup |= r->mig[j].gi == r->mig[k].gi;
+            if (dup)
+                continue;
+            *d = phys[i];
+            s->phys[s->ndev++] = i;
+            if (!mig)
+                continue;
+            d->mig = 1;
+            d->gi = r->mig[k].gi;
+            snprintf(d->mig_uuid, sizeof d->mig_uuid, "%s", r->mig[k].uuid);
+            if (r->mig[k].present & GS_MEM)
+                d->mem_total = r->mig[k].mem_total;
+            d->power_limit_mw = 0; /* power is the whole GPU's */
+        }
+    }
+    return 0;
+}
+
+/* GPU instance d of GPU sample r, as a sample of its own: its memory, its
+ * processes, its GPM SM activity.  Utilisation: NVML has none per
+ * instance (NVIDIA/DCGM#58), so it is 100 when GPM saw an SM active in
+ * the interval and 0 when it saw none; without GPM (A100), 0 for an
+ * instance with no process (no context to run a kernel: a phantom is not
+ * seen there), else absent (a dcgm-exporter row may stand in,
+ * idle_gpu_push), else UNKNOWN.  Power, clocks and the rest are the whole
+ * GPU's and are left out. */
+static void mig_sample(const gpu_device *d, const gpu_sample *r, gpu_sample *o)
+{
+    const gpu_mig *m = NULL;
+    memset(o, 0, sizeof *o);
+    if (r->present & GS_LOST) {
+        o->present = GS_LOST;
+        return;
+    }
+    for (uint32_t k = 0; k < r->nmig && !m; k++)
+        if (r->mig[k].gi == d->gi)
+            m = &r->mig[k];
+    if (!m)
+        return; /* the instance is gone: no field, the verdict says so */
+    if (m->present & GS_MEM) {
+        o->mem_used = m->mem_used;
+        o->mem_total = m->mem_total;
+        o->present |= GS_MEM;
+    }
+    if (r->present & GS_PROCS) {
+        for (uint32_t k = 0; k < r->nprocs; k++)
+            if (r->procs[k].gi == d->gi)
+                o->procs[o->nprocs++] = r->procs[k];
+        o->nprocs_total = o->nprocs;
+        o->present |= GS_PROCS;
+    }
+    if (m->present & GS_SM_ACTIVE) {
+        o->sm_active = m->sm_active;
+        o->util_gpu = m->sm_active > 0 ? 100 : 0;
+        o->present |= GS_SM_ACTIVE | GS_UTIL_GPU;
+    } else if ((o->present & GS_PROCS) && !o->nprocs) {
+        o->util_gpu = 0;
+        o->present |= GS_UTIL_GPU;
+    }
+    o->present |= GS_MIG;
+}
+
 int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
                   int sim_gpus, char *why, size_t whylen)
 {
@@ -117,10 +211,10 @@ int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
     } else {
         err = gpu_nvml_open(&s->nvml, nvml_lib, why, whylen);
         if (!err)
-            s->ndev = gpu_nvml_devices(s->nvml, s->dev, IDLE_MAX_GPUS);
+            err = nvml_views(s, why, whylen);
     }
     if (err) {
-        free(s);
+        idle_src_close(s);
         return err;
     }
     *out = s;
@@ -211,8 +305,23 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o, uint64_t dt_us)
 int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n)
 {
     int k = s->ndev < max ? s->ndev : max;
-    if (s->nvml)
-        return gpu_nvml_sample(s->nvml, out, max, n);
+    if (s->nvml) {
+        int np = 0, err = gpu_nvml_sample(s->nvml, s->raw, s->nphys, &np);
+        if (err)
+            return err;
+        for (int i = 0; i < k; i++) {
+            const gpu_sample *r = &s->raw[s->phys[i]];
+            if (s->phys[i] >= np)
+                memset(&out[i], 0, sizeof out[i]);
+            else if (s->dev[i].mig)
+                mig_sample(&s->dev[i], r, &out[i]);
+            else
+                out[i] = *r;
+            out[i].dev = (uint32_t)i;
+        }
+        *n = k;
+        return 0;
+    }
     uint64_t now = clock_mono_ns();
     uint64_t dt_us = s->last_mono ? (now - s->last_mono) / 1000 : 0;
     for (int i = 0; i < k; i++) {
@@ -231,5 +340,6 @@ void idle_src_close(idle_src *s)
     if (!s)
         return;
     gpu_nvml_close(s->nvml);
+    free(s->raw);
     free(s);
 }

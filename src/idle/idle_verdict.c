@@ -163,6 +163,14 @@ void idle_gpu_push(idle_gpu *g, const gpu_sample *s, uint64_t ts)
          * both read: without either no state can be told apart */
         e->valid = (s->present & GS_UTIL_GPU) && (s->present & GS_PROCS);
         e->util = s->util_gpu;
+        /* a MIG GPU instance without GPM (A100): dcgm-exporter's SM
+         * activity of the instance stands in for the utilisation NVML
+         * does not give, as GPM's does on Hopper (idle_src.c) */
+        if (!e->valid && g->info.mig && (s->present & GS_PROCS) &&
+            g->dcgm_sm >= 0) {
+            e->valid = 1;
+            e->util = g->dcgm_sm > 0 ? 100 : 0;
+        }
         e->nprocs = s->nprocs_total;
         e->mem = (s->present & GS_MEM) ? s->mem_used : 0;
         if ((s->present & GS_POWER) && (s->present & GS_POWER_LIMIT) &&
@@ -281,8 +289,21 @@ static int gpu_stuck(idle_gpu *g, const idle_cfg *c, uint64_t now)
         q->has_sm
             ? q->sm_mean <= c->stuck_sm
             : q->has_power && q->power_ratio <= c->held_floor + c->stuck_margin;
-    if (q->util_min < c->stuck_util || !nothing_runs ||
-        q->mem_max - q->mem_min > (1u << 20)) {
+    uint64_t win = (uint64_t)c->window_s * IDLE_NS;
+    /* progress: with a gpufl session on the GPU, a kernel completion it
+     * recorded within the window (exact); else memory that moved */
+    int progress = g->kern_sessions
+                       ? g->kern_last_end && g->kern_last_end + win >= now
+                       : q->mem_max - q->mem_min > (1u << 20);
+    if (q->util_min < c->stuck_util || !nothing_runs || progress) {
+        if (g->kern_sessions && progress && q->util_min >= c->stuck_util &&
+            nothing_runs)
+            GR("a gpufl session saw a kernel complete %s ago: progress, "
+               "not STUCK",
+               dur(d, sizeof d,
+                   now > g->kern_last_end
+                       ? (double)(now - g->kern_last_end) / 1e9
+                       : 0));
         g->stuck_since = 0;
         return 0;
     }
@@ -307,7 +328,13 @@ static int gpu_stuck(idle_gpu *g, const idle_cfg *c, uint64_t now)
            "or a hang",
            c->stuck_util, q->power_ratio, c->held_floor, c->stuck_margin,
            dur(d, sizeof d, (double)(now - g->stuck_since) / 1e9));
-    GR("memory unchanged at %.1f GiB: no progress seen", gib(q->mem_used));
+    if (g->kern_sessions)
+        GR("no kernel completed in the gpufl session%s on this GPU for %s: "
+           "no progress (a kernel running longer than that, or none "
+           "launched)",
+           g->kern_sessions > 1 ? "s" : "", dur(d, sizeof d, c->window_s));
+    else
+        GR("memory unchanged at %.1f GiB: no progress seen", gib(q->mem_used));
     return 1;
 }
 
@@ -323,6 +350,15 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
     if (!g->n || now > g->last_ts + 3 * interval + IDLE_NS) {
         GR("no GPU sample for %s (stale data)",
            dur(d, sizeof d, g->n ? (double)(now - g->last_ts) / 1e9 : 0));
+        return IG_UNKNOWN;
+    }
+    if (!last->valid && g->info.mig && (g->last.present & GS_PROCS) &&
+        g->last.nprocs) {
+        /* idle_src.c: an instance's utilisation is its GPM SM activity */
+        GR("MIG GPU instance %u with %u process%s: NVML gives no "
+           "utilisation per instance (NVIDIA/DCGM#58) and this GPU has no "
+           "GPM SM activity",
+           g->info.gi, g->last.nprocs, g->last.nprocs == 1 ? "" : "es");
         return IG_UNKNOWN;
     }
     if (!last->valid) {
@@ -443,6 +479,14 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
     return IG_BUSY;
 }
 
+/* Every process NVML lists is gone from this host: what they hold is
+ * leaked, as memory with no process is. */
+static int gpu_dead_only(const idle_gpu *g)
+{
+    return g->ndead > 0 && (g->last.present & GS_PROCS) &&
+           (uint32_t)g->ndead >= g->last.nprocs;
+}
+
 void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now)
 {
     int st;
@@ -462,7 +506,17 @@ void idle_gpu_eval(idle_gpu *g, const idle_cfg *c, uint64_t now)
     g->state = st;
     g->ts = now;
     g->dirty = st == IG_PHANTOM || st == IG_STUCK ||
-               (st == IG_HELD && g->sig.procs == 0);
+               (st == IG_HELD && g->sig.procs == 0) || gpu_dead_only(g);
+    if (gpu_dead_only(g) && g->nreasons < IDLE_MAX_REASONS)
+        GR("pid %u%s listed by NVML no longer exist%s on this host (a dead "
+           "container?): %.1f GiB left behind; not safe for the next job",
+           g->dead[0], g->ndead > 1 ? " and others" : "",
+           g->ndead > 1 ? "" : "s", gib(g->last.mem_used));
+}
+
+int idle_gpu_dead_only(const idle_gpu *g)
+{
+    return gpu_dead_only(g);
 }
 
 void idle_gpu_note_holders(idle_gpu *g)

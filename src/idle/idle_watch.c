@@ -47,6 +47,9 @@ typedef struct ictx {
     uint64_t last_log[IDLE_MAX_SESSIONS + IDLE_MAX_GPUS];
     idle_log *log;
     idle_acct *acct;
+    idle_kern *kern;               /* --gpufl-logs */
+    idle_env env;                  /* o->env, with this daemon's cgroup cache */
+    int host_pids;                 /* a PID NVML lists was found in /proc */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
     idle_slurm *slurm;             /* scontrol show job -d, or NULL */
     idle_hub *hub;                 /* --jupyterhub-url reporter, or NULL */
@@ -77,6 +80,7 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
     int err;
     memset(x, 0, sizeof *x);
     x->o = o;
+    x->env = o->env;
     x->http_fd = -1;
     pthread_mutex_init(&x->mu, NULL);
     if (gethostname(x->host, sizeof x->host) != 0)
@@ -101,12 +105,23 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
             return err;
         }
     }
+    if (idle_cgcache_new(&x->env.cgcache)) {
+        snprintf(why, whylen, "out of memory");
+        return GPUFL_ENOMEM;
+    }
     x->ss = calloc(IDLE_MAX_SESSIONS, sizeof *x->ss);
     x->scratch = malloc(IDLE_OUT_CAP);
     if (!x->ss || !x->scratch ||
         idle_acct_new(&x->acct, &o->cfg, x->simulated)) {
         snprintf(why, whylen, "out of memory");
         return GPUFL_ENOMEM;
+    }
+    if (o->env.gpufl_logs && *o->env.gpufl_logs) {
+        if (idle_kern_new(&x->kern, o->env.gpufl_logs)) {
+            snprintf(why, whylen, "out of memory");
+            return GPUFL_ENOMEM;
+        }
+        idle_acct_set_kern(x->acct, x->kern);
     }
     for (int i = 0; i < o->nsessions && i < IDLE_MAX_SESSIONS; i++)
         idle_sess_init(&x->ss[x->nss++], &o->sessions[i], clock_real_ns());
@@ -124,6 +139,8 @@ static void ctx_close(ictx *x)
     idle_acct_free(x->acct);
     idle_slurm_free(x->slurm);
     idle_hub_free(x->hub);
+    idle_kern_free(x->kern);
+    idle_cgcache_free(x->env.cgcache);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
@@ -163,7 +180,7 @@ static void slurm_sessions(ictx *x, uint64_t now)
 /* A session per cgroup of a GPU process; gone when its processes are. */
 static void auto_sessions(ictx *x, uint64_t now)
 {
-    const idle_env *e = &x->o->env;
+    const idle_env *e = &x->env;
     for (int i = 0; i < x->nss; i++)
         x->ss[i].seen = !x->ss[i].c.auto_found;
     for (int g = 0; g < x->ngpus; g++) {
@@ -203,8 +220,8 @@ static void round_sample(ictx *x)
     int n = 0, err;
     char why[IDLE_WHY];
     if (x->o->dcgm_url)
-        idle_dcgm_scrape(x->o->dcgm_url, x->o->env.ca_file, x->gpus, x->ngpus,
-                         why, sizeof why);
+        idle_dcgm_scrape(x->o->dcgm_url, x->env.ca_file, x->gpus, x->ngpus, why,
+                         sizeof why);
     err = idle_src_sample(x->src, buf, x->ngpus, &n);
     for (int i = 0; i < x->ngpus; i++)
         idle_gpu_push(&x->gpus[i], !err && i < n ? &buf[i] : NULL, now);
@@ -217,8 +234,9 @@ static void round_sample(ictx *x)
 
 static void round_gpus(ictx *x, uint64_t now)
 {
-    const idle_env *e = &x->o->env;
+    const idle_env *e = &x->env;
     int need[IDLE_MAX_GPUS] = { 0 }, fresh = 0, fresh_jobs;
+    idle_cgcache_tick(x->env.cgcache, now);
     /* a new answer from Slurm is applied at once */
     fresh_jobs =
         idle_slurm_poll(x->slurm, clock_mono_ns(), x->once && !x->alloc_ts);
@@ -236,6 +254,10 @@ static void round_gpus(ictx *x, uint64_t now)
             }
         x->alloc_ts = now;
     }
+    if (x->kern)
+        idle_kern_round(x->kern, x->gpus, x->ngpus, now);
+    if (!x->simulated)
+        idle_dead_scan(e, x->gpus, x->ngpus, &x->host_pids);
     for (int i = 0; i < x->ngpus; i++) {
         idle_gpu *g = &x->gpus[i];
         idle_gpu_eval(g, &x->o->cfg, now);
@@ -261,7 +283,7 @@ static void round_decide(ictx *x)
     if (x->o->auto_sessions)
         auto_sessions(x, now);
     for (int i = 0; i < x->nss; i++) {
-        idle_sess_collect(&x->o->env, &x->ss[i], x->gpus, x->ngpus, now);
+        idle_sess_collect(&x->env, &x->ss[i], x->gpus, x->ngpus, now);
         idle_sess_eval(&x->ss[i], &x->o->cfg, x->gpus, x->ngpus, now);
     }
 }
@@ -403,7 +425,10 @@ static void print_text(ictx *x, FILE *f)
         fprintf(f, "SIMULATED GPUs: no real GPU was measured\n");
     for (int i = 0; i < x->ngpus; i++) {
         const idle_gpu *g = &x->gpus[i];
-        fprintf(f, "gpu %u %-12s %s%s\n", g->info.id,
+        char gi[24] = "";
+        if (g->info.mig)
+            snprintf(gi, sizeof gi, " GI %u", g->info.gi);
+        fprintf(f, "gpu %u%s %-12s %s%s\n", g->info.id, gi,
                 idle_gpu_state_name(g->state), g->info.name,
                 g->info.simulated ? " (simulated)" : "");
         for (int k = 0; k < g->nreasons; k++)

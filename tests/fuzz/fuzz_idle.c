@@ -11,7 +11,9 @@
  *     and only GPUs named by UUID or index change;
  *   - iso: 0 or a time after 1970 that formats back to the same second;
  *   - cgroup: a derived name is non-empty and only [A-Za-z0-9._-];
- *   - kubelet: at most one allocation per GPU, each named "pod ...".
+ *   - kubelet: at most one allocation per GPU, each named "pod ...";
+ *   - kern (gpufl device-log lines): the busy time read is a union, so
+ *     never more than the span from the start to the newest completion.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -102,17 +104,29 @@ static void fuzz_kubelet(const char *p, size_t n)
         FUZZ_ASSERT(!g[i].allocated || !strncmp(g[i].alloc_what, "pod ", 4));
 }
 
+static void fuzz_kern(const char *p, size_t n)
+{
+    static idle_kern *k;
+    uint64_t since = 1000, last = 0, busy;
+    if (!k && idle_kern_new(&k, "/nonexistent-fuzz-root"))
+        abort();
+    busy = idle_kern_parse(k, p, n, since, &last);
+    FUZZ_ASSERT(busy == 0 || last > since);
+    FUZZ_ASSERT(busy <= (last > since ? last - since : 0));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data + 1;
     if (size < 1)
         return 0;
-    /* the corpus's selector bytes are 0..3 and stay what they were */
-    switch (data[0] % 5) {
+    /* the corpus's selector bytes are 0..5 and stay what they were */
+    switch (data[0] % 6) {
     case 0: fuzz_tcp(p, size - 1); break;
     case 1: fuzz_dcgm(p, size - 1); break;
     case 2: fuzz_iso(p, size - 1); break;
     case 4: fuzz_kubelet(p, size - 1); break;
+    case 5: fuzz_kern(p, size - 1); break;
     default: fuzz_cgroup(p, size - 1); break;
     }
     return 0;

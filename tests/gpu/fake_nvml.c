@@ -37,6 +37,17 @@
  * fail=F:CODE,F:CODE (alias err=; no code = UNKNOWN) and ok=F,F, where F
  * is one of fake_field_names[] ("handle" fails nvmlDeviceGetHandleByIndex).
  *
+ * MIG and MPS (FIELDs): mig=0|1 (MIG mode; on, the GPU answers
+ * nvmlDeviceGetUtilizationRates and nvmlDeviceGetProcessUtilization with
+ * NOT_SUPPORTED, as nvml.h documents for MIG-enabled GPUs),
+ * migs=GI:USED:TOTAL[:SM],... (its MIG devices in index order, one compute
+ * instance 0 each: memory bytes and the GPM SM activity percent of that
+ * GPU instance, nvmlGpmMigSampleGet), mig_noagg=1 (the GPU's own process
+ * lists answer NO_PERMISSION, as NVML does in MIG mode for an
+ * unprivileged caller; the MIG device handles list the processes of
+ * their instance), mps=PID:BYTES[:GI],... (MPS clients,
+ * nvmlDeviceGetMPSComputeRunningProcesses_v3).
+ *
  * stride=32 makes the _v3 process calls write 32-byte entries, as some
  * R535 drivers did.  Test hooks (not NVML): fake_nvml_set_tick,
  * fake_nvml_calls, fake_nvml_init_refs, fake_nvml_live_gpm.
@@ -176,6 +187,13 @@ nvmlReturn_t nvmlGpmMetricsGet(fake_gpm_get_t *);
 #ifndef FAKE_NVML_NODETAIL
 DEVF(nvmlDeviceGetRunningProcessDetailList, fake_detail_list_t *);
 #endif
+DEVF(nvmlDeviceGetMigMode, unsigned int *, unsigned int *);
+DEVF(nvmlDeviceGetMaxMigDeviceCount, unsigned int *);
+DEVF(nvmlDeviceGetMigDeviceHandleByIndex, unsigned int, nvmlDevice_t *);
+DEVF(nvmlDeviceGetGpuInstanceId, unsigned int *);
+DEVF(nvmlDeviceGetComputeInstanceId, unsigned int *);
+DEVF(nvmlGpmMigSampleGet, unsigned int, nvmlGpmSample_t);
+DEVF(nvmlDeviceGetMPSComputeRunningProcesses_v3, unsigned int *, void *);
 #endif
 void fake_nvml_set_tick(int tick);
 int fake_nvml_calls(const char *fn);
@@ -185,6 +203,7 @@ int fake_nvml_live_gpm(void);
 /* ---- scripted state ---- */
 
 #define FAKE_MAX_DEV 8
+#define FAKE_MAX_MIG 7 /* MIG devices per GPU (A100/H100: 7) */
 #define FAKE_MAX_PROCS 256
 #define FAKE_SCRIPT_CAP (256 * 1024)
 #define FAKE_MAX_SAMPLES 1024
@@ -242,6 +261,12 @@ typedef struct {
     unsigned int pid, sm, mem;
 } fake_putil;
 
+typedef struct {
+    unsigned int gi;
+    unsigned long long used, total;
+    double sm; /* GPM SM activity, percent */
+} fake_mig;
+
 struct nvmlDevice_st {
     char name[96], uuid[96], pci[32];
     int cc_major, cc_minor;
@@ -257,6 +282,12 @@ struct nvmlDevice_st {
     int nputil;
     fake_putil putil[FAKE_MAX_PROCS];
     int err[F_N];
+    int mig, mig_noagg, nmig, nmps;
+    fake_mig migs[FAKE_MAX_MIG];
+    fake_proc mps[FAKE_MAX_PROCS];
+    /* a MIG device handle: its parent's index + 1 (0: a GPU) and ids */
+    int mig_parent;
+    unsigned int gi;
 };
 typedef struct nvmlDevice_st fake_dev;
 
@@ -277,6 +308,7 @@ static struct {
     } fnerr[FAKE_MAX_FNERR];
     int nfnerr;
     fake_dev base[FAKE_MAX_DEV], cur[FAKE_MAX_DEV];
+    fake_dev migdev[FAKE_MAX_DEV][FAKE_MAX_MIG]; /* MIG device handles */
     char script[FAKE_SCRIPT_CAP];
     struct {
         int tick, dev;
@@ -436,6 +468,43 @@ static int fake_putils(fake_dev *d, const char *v, int line)
     return 0;
 }
 
+/* "GI:USED:TOTAL[:SM],..." */
+static int fake_migs(fake_dev *d, const char *v, int line)
+{
+    const char *p = v;
+    char *end;
+    d->nmig = 0;
+    while (*p) {
+        fake_mig *m;
+        if (d->nmig >= FAKE_MAX_MIG)
+            return fake_bad(line, "too many MIG devices", v);
+        m = &d->migs[d->nmig];
+        memset(m, 0, sizeof *m);
+        m->gi = (unsigned int)strtoul(p, &end, 10);
+        if (end == p || *end != ':')
+            return fake_bad(line, "bad MIG device (GI:USED:TOTAL[:SM])", p);
+        p = end + 1;
+        m->used = strtoull(p, &end, 10);
+        if (end == p || *end != ':')
+            return fake_bad(line, "bad MIG memory used", p);
+        p = end + 1;
+        m->total = strtoull(p, &end, 10);
+        if (end == p)
+            return fake_bad(line, "bad MIG memory total", p);
+        p = end;
+        if (*p == ':') {
+            m->sm = strtod(p + 1, &end);
+            p = end;
+        }
+        d->nmig++;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return fake_bad(line, "bad MIG list", v);
+    }
+    return 0;
+}
+
 /* "a:1,b:2" or "a,b" (code given) applied to d->err. */
 static int fake_errs(fake_dev *d, const char *v, int code, int line)
 {
@@ -481,7 +550,8 @@ static const struct {
     FLD(throttle, T_U64),    FLD(pstate, T_I32),   FLD(pcie_tx, T_U32),
     FLD(pcie_rx, T_U32),     FLD(ecc_corr, T_U64), FLD(ecc_uncorr, T_U64),
     FLD(energy, T_U64),      FLD(gpm, T_I32),      FLD(gpm_sm, T_DBL),
-    FLD(gpm_occ, T_DBL),     FLD(lost, T_I32),
+    FLD(gpm_occ, T_DBL),     FLD(lost, T_I32),     FLD(mig, T_I32),
+    FLD(mig_noagg, T_I32),
 };
 
 static int fake_value(fake_dev *d, const char *key, const char *val, int line)
@@ -533,6 +603,10 @@ static int fake_apply(fake_dev *d, const char *p, int line)
             rc = fake_procs(d->gprocs, &d->ngprocs, val, line);
         } else if (strcmp(key, "putil") == 0) {
             rc = fake_putils(d, val, line);
+        } else if (strcmp(key, "migs") == 0) {
+            rc = fake_migs(d, val, line);
+        } else if (strcmp(key, "mps") == 0) {
+            rc = fake_procs(d->mps, &d->nmps, val, line);
         } else if (strcmp(key, "unsupported") == 0) {
             rc = fake_errs(d, val, E_UNSUP, line);
         } else if (strcmp(key, "fail") == 0 || strcmp(key, "err") == 0) {
@@ -756,6 +830,16 @@ static nvmlReturn_t fake_dev_enter(const char *fn, nvmlDevice_t h, int field,
     nvmlReturn_t r = fake_enter(fn);
     if (r)
         return r;
+    if (h >= &F.migdev[0][0] &&
+        h < &F.migdev[0][0] + FAKE_MAX_DEV * FAKE_MAX_MIG) {
+        /* a MIG device handle: valid while its parent still has it */
+        if (!h->mig_parent)
+            return E_ARG;
+        *d = h;
+        if (F.cur[h->mig_parent - 1].lost)
+            return E_LOST;
+        return field >= 0 ? h->err[field] : OK;
+    }
     if (h < F.cur || h >= F.cur + F.count)
         return E_ARG;
     if (h == F.cur && F.autotick[0] && strcmp(fn, F.autotick) == 0)
@@ -927,6 +1011,8 @@ DEVF(nvmlDeviceGetMemoryBusWidth, unsigned int *v)
 DEVF(nvmlDeviceGetUtilizationRates, fake_util_t *u)
 {
     DEV_OUT(F_UTIL, u);
+    if (d->mig || d->mig_parent)
+        return E_UNSUP;
     u->gpu = d->util;
     u->memory = d->util_mem;
     return OK;
@@ -1034,12 +1120,16 @@ static nvmlReturn_t fake_write_procs(const fake_proc *p, int n,
 DEVF(nvmlDeviceGetComputeRunningProcesses, unsigned int *n, void *buf)
 {
     DEV(F_PROCS);
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     return fake_write_procs(d->procs, d->nprocs, n, buf, 16);
 }
 
 DEVF(nvmlDeviceGetGraphicsRunningProcesses, unsigned int *n, void *buf)
 {
     DEV(F_GPROCS);
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     return fake_write_procs(d->gprocs, d->ngprocs, n, buf, 16);
 }
 
@@ -1064,6 +1154,10 @@ DEVF(nvmlDeviceGetProcessUtilization, fake_putil_t *buf, unsigned int *count,
     DEV(F_PUTIL);
     if (!count)
         return E_ARG;
+    /* nvml.h: "On MIG-enabled GPUs, querying process utilization is not
+     * currently supported" */
+    if (d->mig || d->mig_parent)
+        return E_UNSUP;
     cap = buf ? *count : 0;
     from = F.tick - FAKE_PUTIL_DEPTH + 1;
     for (int t = from < 0 ? 0 : from; t <= F.tick; t++) {
@@ -1185,6 +1279,8 @@ DEVF(nvmlDeviceGetCurrentClocksEventReasons, unsigned long long *v)
 DEVF(nvmlDeviceGetComputeRunningProcesses_v3, unsigned int *n, void *buf)
 {
     DEV(F_PROCS);
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     return fake_write_procs(d->procs, d->nprocs, n, buf,
                             (unsigned int)F.stride);
 }
@@ -1192,6 +1288,8 @@ DEVF(nvmlDeviceGetComputeRunningProcesses_v3, unsigned int *n, void *buf)
 DEVF(nvmlDeviceGetGraphicsRunningProcesses_v3, unsigned int *n, void *buf)
 {
     DEV(F_GPROCS);
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     return fake_write_procs(d->gprocs, d->ngprocs, n, buf,
                             (unsigned int)F.stride);
 }
@@ -1199,12 +1297,16 @@ DEVF(nvmlDeviceGetGraphicsRunningProcesses_v3, unsigned int *n, void *buf)
 DEVF(nvmlDeviceGetComputeRunningProcesses_v2, unsigned int *n, void *buf)
 {
     DEV(F_PROCS);
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     return fake_write_procs(d->procs, d->nprocs, n, buf, 24);
 }
 
 DEVF(nvmlDeviceGetGraphicsRunningProcesses_v2, unsigned int *n, void *buf)
 {
     DEV(F_GPROCS);
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     return fake_write_procs(d->gprocs, d->ngprocs, n, buf, 24);
 }
 
@@ -1218,6 +1320,8 @@ DEVF(nvmlDeviceGetRunningProcessDetailList, fake_detail_list_t *l)
     /* nvml.h: "For Hopper or newer fully supported devices" */
     if (d->cc_major < 9)
         return E_UNSUP;
+    if (d->mig_noagg)
+        return 4; /* NO_PERMISSION */
     switch (l->mode) {
     case 0:
         if (d->err[F_PROCS])
@@ -1321,6 +1425,108 @@ nvmlReturn_t nvmlGpmMetricsGet(fake_gpm_get_t *m)
         }
     }
     return OK;
+}
+
+/* ---- MIG and MPS ---- */
+
+DEVF(nvmlDeviceGetMigMode, unsigned int *cur, unsigned int *pending)
+{
+    DEV_OUT(-1, cur && pending);
+    if (d->mig_parent)
+        return E_UNSUP;
+    *cur = *pending = d->mig ? 1u : 0u;
+    return OK;
+}
+
+/* nvml.h: "Returns zero if MIG is not supported or enabled" */
+DEVF(nvmlDeviceGetMaxMigDeviceCount, unsigned int *count)
+{
+    DEV_OUT(-1, count);
+    *count = d->mig && !d->mig_parent ? FAKE_MAX_MIG : 0;
+    return OK;
+}
+
+/* The handle of MIG device `index`, refreshed from the parent's scripted
+ * state: memory, the parent's processes in that GPU instance; NOT_FOUND
+ * past the scripted devices. */
+DEVF(nvmlDeviceGetMigDeviceHandleByIndex, unsigned int index, nvmlDevice_t *out)
+{
+    fake_dev *m;
+    const fake_mig *g;
+    int p;
+    DEV_OUT(-1, out);
+    if (!d->mig || d->mig_parent)
+        return E_UNSUP;
+    if (index >= FAKE_MAX_MIG)
+        return E_ARG;
+    p = (int)(d - F.cur);
+    m = &F.migdev[p][index];
+    if ((int)index >= d->nmig) {
+        m->mig_parent = 0;
+        return E_NOTFOUND;
+    }
+    g = &d->migs[index];
+    fake_dev_defaults(m, p);
+    m->mig_parent = p + 1;
+    m->gi = g->gi;
+    snprintf(m->uuid, sizeof m->uuid, "MIG-%.60s-%u", d->uuid, g->gi);
+    snprintf(m->name, sizeof m->name, "%.80s MIG", d->name);
+    m->mem_used = g->used;
+    m->mem_total = g->total;
+    m->cc_major = d->cc_major;
+    m->cc_minor = d->cc_minor;
+    m->nprocs = m->ngprocs = 0;
+    for (int i = 0; i < d->nprocs; i++)
+        if (d->procs[i].gi == g->gi)
+            m->procs[m->nprocs++] = d->procs[i];
+    for (int i = 0; i < d->ngprocs; i++)
+        if (d->gprocs[i].gi == g->gi)
+            m->gprocs[m->ngprocs++] = d->gprocs[i];
+    *out = m;
+    return OK;
+}
+
+DEVF(nvmlDeviceGetGpuInstanceId, unsigned int *id)
+{
+    DEV_OUT(-1, id);
+    if (!d->mig_parent)
+        return E_ARG; /* not a MIG device handle */
+    *id = d->gi;
+    return OK;
+}
+
+DEVF(nvmlDeviceGetComputeInstanceId, unsigned int *id)
+{
+    DEV_OUT(-1, id);
+    if (!d->mig_parent)
+        return E_ARG;
+    *id = 0;
+    return OK;
+}
+
+/* GPM for one GPU instance: the SM activity scripted for it. */
+DEVF(nvmlGpmMigSampleGet, unsigned int gi, nvmlGpmSample_t s)
+{
+    DEV(F_GPM);
+    if (!fake_gpm_valid(s) || !d->gpm || !d->mig || d->mig_parent)
+        return E_ARG;
+    for (int i = 0; i < d->nmig; i++)
+        if (d->migs[i].gi == gi) {
+            s->taken = 1;
+            s->dev = (int)(d - F.cur) * 100 + (int)gi + 1;
+            s->seq = ++F.gpm_seq;
+            s->sm = d->migs[i].sm;
+            s->occ = d->migs[i].sm / 2;
+            s->err_sm = s->err_occ = 0;
+            return OK;
+        }
+    return E_NOTFOUND;
+}
+
+DEVF(nvmlDeviceGetMPSComputeRunningProcesses_v3, unsigned int *n, void *buf)
+{
+    DEV(F_PROCS);
+    return fake_write_procs(d->mps, d->nmps, n, buf, (unsigned int)F.stride);
 }
 
 #endif /* !FAKE_NVML_MINIMAL */

@@ -593,6 +593,98 @@ static void test_mig_gi(void)
     }
 }
 
+/* MIG mode: the GPU has no utilisation and no per-process samples (NVML
+ * answers NOT_SUPPORTED), its MIG devices are read through their own
+ * handles: ids, memory, processes per instance, and SM activity per GPU
+ * instance from GPM (nvmlGpmMigSampleGet).  Then an unprivileged caller:
+ * the GPU's own process lists are refused and the MIG handles' lists
+ * give the processes, tagged with their instance. */
+static void test_mig_devices(void)
+{
+    static const char *const noagg[] = { "", " mig_noagg=1" };
+    for (int k = 0; k < 2; k++) {
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN], text[512];
+        gpu_sample s;
+        int n;
+        fake f;
+        snprintf(text, sizeof text,
+                 "dev 0 name=\"NVIDIA H100 80GB HBM3\" mem_total=85520809984 "
+                 "gpm=1 util=77 mig=1%s procs=11:1000:3,12:2000:5,13:3000:3 "
+                 "putil=11:50 migs=3:4000:10000:90,5:2000:20000:0,9:0:5000:0\n",
+                 noagg[k]);
+        script(text);
+        REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+        REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+        CHECK(s.present & GS_MIG);
+        CHECK(!(s.present & GS_UTIL_GPU)); /* N/A in MIG mode */
+        CHECK(!(s.present & GS_PROC_UTIL));
+        REQUIRE(s.nmig == 3);
+        CHECK_EQ_U64(s.mig[0].gi, 3);
+        CHECK_EQ_U64(s.mig[1].gi, 5);
+        CHECK_EQ_U64(s.mig[2].gi, 9);
+        CHECK_EQ_U64(s.mig[0].ci, 0);
+        CHECK_EQ_U64(s.mig[0].mem_used, 4000);
+        CHECK_EQ_U64(s.mig[1].mem_total, 20000);
+        CHECK(s.mig[0].present & GS_MEM);
+        CHECK(strcmp(s.mig[2].uuid,
+                     "MIG-GPU-00000000-0000-0000-0000-000000000000-9") == 0);
+        REQUIRE(s.present & GS_PROCS);
+        REQUIRE(s.nprocs == 3);
+        CHECK_EQ_U64(s.mig[0].nprocs, 2);
+        CHECK_EQ_U64(s.mig[1].nprocs, 1);
+        CHECK_EQ_U64(s.mig[2].nprocs, 0);
+        for (uint32_t i = 0; i < s.nprocs; i++)
+            CHECK_EQ_U64(s.procs[i].gi, s.procs[i].pid == 12 ? 5u : 3u);
+        CHECK(!(s.mig[0].present & GS_SM_ACTIVE)); /* no GPM interval yet */
+        sleep_ms(120);
+        f.set_tick(1);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(s.nmig == 3);
+        CHECK(s.mig[0].present & GS_SM_ACTIVE);
+        CHECK(s.mig[0].sm_active > 0.899 && s.mig[0].sm_active < 0.901);
+        CHECK(s.mig[1].present & GS_SM_ACTIVE);
+        CHECK(s.mig[1].sm_active < 0.001);
+        CHECK(f.calls("nvmlGpmMigSampleGet") == 6);
+        CHECK(f.calls("nvmlDeviceGetMigDeviceHandleByIndex") >= 6);
+        close_clean(st, &f);
+    }
+}
+
+/* MPS: the compute list names the MPS server, the MPS call its clients;
+ * clients are marked (and appended when the compute list lacks them),
+ * through both entry strides. */
+static void test_mps(void)
+{
+    static const char *const globals[] = { "", "global stride=32\n" };
+    for (int k = 0; k < 2; k++) {
+        gpu_nvml *st = NULL;
+        char why[WHY_LEN], text[256];
+        gpu_sample s;
+        int n, mps = 0;
+        fake f;
+        snprintf(text, sizeof text,
+                 "%sdev 0 cc=8.0 procs=50:500 mps=61:1000,62:2000\n",
+                 globals[k]);
+        script(text);
+        REQUIRE(nvml_at(FAKE_NVML_FULL, &st, why) == 0);
+        REQUIRE(fake_attach(&f, FAKE_NVML_FULL) == 0);
+        REQUIRE(gpu_nvml_sample(st, &s, 1, &n) == 0 && n == 1);
+        REQUIRE(s.nprocs == 3);
+        CHECK_EQ_U64(s.nprocs_total, 3);
+        for (uint32_t i = 0; i < s.nprocs; i++) {
+            mps += s.procs[i].mps;
+            CHECK_EQ_U64(s.procs[i].mps, s.procs[i].pid != 50);
+            if (s.procs[i].pid == 62)
+                CHECK_EQ_U64(s.procs[i].mem, 2000);
+        }
+        CHECK(mps == 2);
+        CHECK(!(s.present & GS_MIG));
+        close_clean(st, &f);
+    }
+}
+
 static void test_unsupported(void)
 {
     gpu_nvml *st = NULL;
@@ -905,6 +997,8 @@ int main(void)
     T(test_many_procs);
     T(test_proc_util);
     T(test_mig_gi);
+    T(test_mig_devices);
+    T(test_mps);
     T(test_unsupported);
     T(test_lost);
     T(test_lost_midway);

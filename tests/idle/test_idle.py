@@ -686,7 +686,8 @@ class Waste(unittest.TestCase):
             m = re.search(r'^gpufl_gpu_busy_seconds_total\{gpu="0",'
                           r'UUID="GPU-busy",[^}]*pid="100",'
                           r'container="abcdef123456",pod="train-0",'
-                          r'namespace="ml",job="",user="alice"\} (\S+)$',
+                          r'namespace="ml",job="",user="alice",'
+                          r'source="nvml"\} (\S+)$',
                           text, re.M)
             self.assertIsNotNone(m, text)
             # one fake tick a round, 1 s of samples at 50 % each

@@ -40,16 +40,22 @@ static const char *hdr =
     "pci=00000000:3B:00.0 mem_total=85520809984 power_limit=700000 "
     "gpm=1\n";
 
+#define RUN_GPUS 8 /* GPUs, or MIG instances */
+
 typedef struct run {
     idle_cfg cfg;
     idle_src *src;
-    idle_gpu g[2];
+    idle_gpu g[RUN_GPUS];
+    int ng;
     void *fake;
     void (*set_tick)(int);
     /* with acct: allocations, holders and accounting each tick, as the
      * daemon's round does (idle_watch.c round_gpus) */
     idle_env env;
     idle_acct *acct;
+    idle_kern *kern;  /* gpufl session logs, when a test has them */
+    int host_pids;    /* idle_dead_scan's */
+    const char *dcgm; /* a dcgm-exporter page read every tick, or NULL */
 } run;
 
 static int run_open(run *r, const char *trace, const char *global)
@@ -79,11 +85,12 @@ static int run_open(run *r, const char *trace, const char *global)
         return -1;
     p = dlsym(r->fake, "fake_nvml_set_tick");
     memcpy(&r->set_tick, &p, sizeof p);
-    for (int i = 0; i < 2; i++) {
-        gpu_device d[2];
-        idle_src_devices(r->src, d, 2);
-        if (idle_gpu_init(&r->g[i], &r->cfg, &d[i]))
-            return -1;
+    {
+        gpu_device d[RUN_GPUS];
+        r->ng = idle_src_devices(r->src, d, RUN_GPUS);
+        for (int i = 0; i < r->ng; i++)
+            if (idle_gpu_init(&r->g[i], &r->cfg, &d[i]))
+                return -1;
     }
     return r->set_tick ? 0 : -1;
 }
@@ -92,27 +99,37 @@ static int run_open(run *r, const char *trace, const char *global)
  * time, so gpm runs sleep between ticks. */
 static void run_ticks(run *r, int from, int to, int gpm)
 {
-    gpu_sample s[2];
+    gpu_sample s[RUN_GPUS];
     for (int t = from; t < to; t++) {
         int n = 0;
         uint64_t now = T0 + (uint64_t)t * IDLE_NS;
         r->set_tick(t);
         if (gpm)
             usleep(105000);
-        if (idle_src_sample(r->src, s, 2, &n))
+        if (idle_src_sample(r->src, s, r->ng, &n))
             n = 0;
         if (r->acct)
-            idle_alloc_scan(&r->env, r->g, 2);
-        for (int i = 0; i < 2; i++) {
+            idle_alloc_scan(&r->env, r->g, r->ng);
+        for (int i = 0; r->dcgm && i < r->ng; i++)
+            r->g[i].dcgm_sm = r->g[i].dcgm_gr = -1;
+        if (r->dcgm)
+            idle_dcgm_parse(r->dcgm, strlen(r->dcgm), r->g, r->ng);
+        for (int i = 0; i < r->ng; i++)
             idle_gpu_push(&r->g[i], i < n ? &s[i] : NULL, now);
+        if (r->kern)
+            idle_kern_round(r->kern, r->g, r->ng, now);
+        if (r->acct)
+            idle_dead_scan(&r->env, r->g, r->ng, &r->host_pids);
+        for (int i = 0; i < r->ng; i++)
             idle_gpu_eval(&r->g[i], &r->cfg, now);
-        }
         if (r->acct) {
-            int need[2] = { r->g[0].dirty, r->g[1].dirty };
-            idle_holders_scan(&r->env, r->g, 2, need);
-            for (int i = 0; i < 2; i++)
+            int need[RUN_GPUS];
+            for (int i = 0; i < r->ng; i++)
+                need[i] = r->g[i].dirty;
+            idle_holders_scan(&r->env, r->g, r->ng, need);
+            for (int i = 0; i < r->ng; i++)
                 idle_gpu_note_holders(&r->g[i]);
-            idle_acct_round(r->acct, &r->env, r->g, 2, now);
+            idle_acct_round(r->acct, &r->env, r->g, r->ng, now);
         }
     }
 }
@@ -120,7 +137,8 @@ static void run_ticks(run *r, int from, int to, int gpm)
 static void run_close(run *r)
 {
     idle_acct_free(r->acct);
-    for (int i = 0; i < 2; i++)
+    idle_kern_free(r->kern);
+    for (int i = 0; i < r->ng; i++)
         idle_gpu_release(&r->g[i]);
     idle_src_close(r->src);
     if (r->fake)
@@ -398,7 +416,7 @@ static int run_acct(run *r, const char *trace)
 /* the metrics text of r in b (caller releases) */
 static const char *metrics(run *r, gbuf *b)
 {
-    CHECK(idle_acct_metrics(r->acct, b, r->g, 2, "node1") == 0);
+    CHECK(idle_acct_metrics(r->acct, b, r->g, r->ng, "node1") == 0);
     return gbuf_str(b);
 }
 
@@ -699,6 +717,320 @@ static void test_busy_seconds(void)
     }
 }
 
+/* MIG on the H100 (dev 1): three GPU instances judged apart, from their
+ * own memory, processes and GPM SM activity (NVML gives the GPU no
+ * utilisation in MIG mode): GI 1 runs a matmul (BUSY), GI 2 holds 10 GB
+ * with no kernel (HELD), GI 3 is empty.  Busy seconds of GI 1's process
+ * come from its instance's SM activity (source gpm): 0.9 x 11 rounds;
+ * GI 2's held time is wasted (held), on series labelled GPU_I_ID. */
+static void test_mig_instances(void)
+{
+    run r;
+    gbuf b = GBUF_INIT(1 << 20);
+    const char *m;
+    const char *busy100[] = { "gpufl_gpu_busy_seconds_total{",
+                              "gpu=\"1\"",
+                              "GPU_I_ID=\"1\"",
+                              "pid=\"100\"",
+                              "pod=\"train-0\"",
+                              "source=\"gpm\"",
+                              NULL };
+    const char *held200[] = { "gpufl_gpu_wasted_seconds_total{",
+                              "gpu=\"1\"",
+                              "GPU_I_ID=\"2\"",
+                              "user=\"alice\"",
+                              "reason=\"held\"",
+                              NULL };
+    const char *mem200[] = { "gpufl_gpu_memory_used_bytes{", "GPU_I_ID=\"2\"",
+                             "pid=\"200\"", NULL };
+    fx_open();
+    fx_base();
+    fx_write("/proc/100/cgroup", POD_CG, 0);
+    fx_write("/proc/200/cgroup", "0::/user.slice/user-1001.slice/x.scope\n", 0);
+    fx_write("/proc/200/status", "Uid:\t1001\t1001\t1001\t1001\n", 0);
+    REQUIRE(run_acct(&r,
+                     "dev 0 util=0 mem_used=0 procs=\n"
+                     "dev 1 util=0 mig=1 mem_used=12000000000 "
+                     "procs=100:1500000000:1,200:10000000000:2 "
+                     "migs=1:1500000000:20000000000:90,"
+                     "2:10000000000:20000000000:0,3:0:10000000000:0\n") == 0);
+    REQUIRE(r.ng == 4); /* the A10G, and the H100's three instances */
+    CHECK(!r.g[0].info.mig);
+    for (int i = 1; i < 4; i++) {
+        CHECK(r.g[i].info.mig && r.g[i].info.id == 1);
+        CHECK_EQ_U64(r.g[i].info.gi, (uint64_t)i);
+    }
+    CHECK(r.g[1].info.mem_total == 20000000000ull);
+    CHECK(strcmp(r.g[3].info.mig_uuid, "MIG-GPU-h100-3") == 0);
+    run_ticks(&r, 0, 12, 1);
+    EXPECT(r.g[0], IG_EMPTY);
+    EXPECT(r.g[1], IG_BUSY);
+    EXPECT(r.g[2], IG_HELD);
+    EXPECT(r.g[3], IG_EMPTY);
+    CHECK(r.g[2].sig.mem_used == 10000000000ull);
+    CHECK(fabs(idle_acct_busy(r.acct, 1, 100) - 9.9) < 1e-6);
+    CHECK(fabs(idle_acct_wasted(r.acct, 2, IW_HELD) - 11.0) < 1e-6);
+    CHECK(idle_acct_wasted(r.acct, 1, IW_IDLE) == 0);
+    CHECK(idle_acct_wasted(r.acct, 3, IW_HELD) == 0);
+    m = metrics(&r, &b);
+    CHECK(fabs(metric_value(m, busy100) - 9.9) < 1e-6);
+    CHECK(fabs(metric_value(m, held200) - 11.0) < 1e-6);
+    CHECK(metric_value(m, mem200) == 10000000000.0);
+    gbuf_release(&b);
+    run_close(&r);
+    fx_close();
+}
+
+/* MIG without GPM (an A100): NVML has no utilisation of an instance, so
+ * one with a process is UNKNOWN, said so; one with no process runs
+ * nothing and is EMPTY.  The unprivileged case: the GPU's own process
+ * list is refused, the MIG device handles give it. */
+static void test_mig_no_gpm(void)
+{
+    run r;
+    REQUIRE(run_open(&r,
+                     "dev 0 util=0 mem_used=0 procs=\n"
+                     "dev 1 name=\"NVIDIA A100-SXM4-40GB\" cc=8.0 gpm=0 mig=1 "
+                     "mig_noagg=1 procs=300:2000000000:5 "
+                     "migs=5:2000000000:10000000000,6:0:10000000000\n",
+                     NULL) == 0);
+    REQUIRE(r.ng == 3);
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[1], IG_UNKNOWN);
+    CHECK(has_reason(&r.g[1], "NVIDIA/DCGM#58"));
+    CHECK(r.g[1].last.nprocs == 1 && r.g[1].last.procs[0].pid == 300 &&
+          r.g[1].last.procs[0].gi == 5);
+    EXPECT(r.g[2], IG_EMPTY);
+    run_close(&r);
+    /* with dcgm-exporter's per-instance rows (GPU_I_ID) the instance is
+     * judged: SM activity 0.45 -> BUSY; the whole-GPU row and another
+     * instance's row are not taken for it */
+    REQUIRE(run_open(&r,
+                     "dev 0 util=0 mem_used=0 procs=\n"
+                     "dev 1 cc=8.0 gpm=0 mig=1 mig_noagg=1 "
+                     "procs=300:2000000000:5 "
+                     "migs=5:2000000000:10000000000,6:0:10000000000\n",
+                     NULL) == 0);
+    r.dcgm = "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\",UUID=\"GPU-h100\","
+             "GPU_I_ID=\"5\",GPU_I_PROFILE=\"3g.20gb\"} 0.450\n"
+             "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\",UUID=\"GPU-h100\","
+             "GPU_I_ID=\"\"} 0.000\n"
+             "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\",UUID=\"GPU-h100\","
+             "GPU_I_ID=\"6\"} 0.000\n";
+    run_ticks(&r, 0, 12, 0);
+    EXPECT(r.g[1], IG_BUSY);
+    CHECK(fabs(r.g[1].sig.sm_mean - 0.45) < 1e-6);
+    CHECK(r.g[2].dcgm_sm == 0);
+    EXPECT(r.g[2], IG_EMPTY);
+    run_close(&r);
+}
+
+/* MPS: the compute list names the MPS server (pid 50), the MPS list its
+ * clients 61 (a pod) and 62 (a Slurm job), whose own per-process samples
+ * give each its busy time; both are marked as MPS clients. */
+static void test_mps_clients(void)
+{
+    run r;
+    gbuf b = GBUF_INIT(1 << 20);
+    const char *m;
+    const char *b61[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"61\"",
+                          "pod=\"train-0\"", "source=\"nvml\"", NULL };
+    const char *b62[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"62\"",
+                          "job=\"7\"", "source=\"nvml\"", NULL };
+    const char *mps61[] = { "gpufl_gpu_mps_client{", "pid=\"61\"", NULL };
+    const char *mps50[] = { "gpufl_gpu_mps_client{", "pid=\"50\"", NULL };
+    fx_open();
+    fx_base();
+    fx_write("/proc/61/cgroup", POD_CG, 0);
+    fx_write("/proc/62/cgroup",
+             "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0\n", 0);
+    REQUIRE(run_acct(&r, "dev 0 cc=8.6 util=60 mem_used=3000000000 "
+                         "procs=50:100000000 "
+                         "mps=61:1000000000,62:2000000000 "
+                         "putil=61:40,62:20\n"
+                         "dev 1 procs=\n") == 0);
+    run_ticks(&r, 0, 6, 0);
+    CHECK(r.g[0].last.nprocs == 3);
+    CHECK(fabs(idle_acct_busy(r.acct, 0, 61) - 2.0) < 1e-6);
+    CHECK(fabs(idle_acct_busy(r.acct, 0, 62) - 1.0) < 1e-6);
+    m = metrics(&r, &b);
+    CHECK(fabs(metric_value(m, b61) - 2.0) < 1e-6);
+    CHECK(fabs(metric_value(m, b62) - 1.0) < 1e-6);
+    CHECK(metric_value(m, mps61) == 1);
+    CHECK(metric_value(m, mps50) < 0);
+    gbuf_release(&b);
+    run_close(&r);
+    fx_close();
+}
+
+/* a gpufl session's device log: its session line (pid, the H100), then
+ * kernel lines; *off is where the next append goes */
+static void kern_log(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* the kernels of tick t: two streams, [0.1, 0.4] and [0.3, 0.6] of the
+ * second before it, 0.5 s of union */
+static void kern_write(const char *path, int t)
+{
+    char line[512];
+    uint64_t base = T0 + (uint64_t)(t - 1) * IDLE_NS;
+    snprintf(line, sizeof line,
+             "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":%d,"
+             "\"ts\":%llu,\"type\":\"kernel\",\"dev\":0,\"cfg\":1,"
+             "\"grid\":[1],\"dur\":300000000}\n"
+             "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":%d,"
+             "\"ts\":%llu,\"type\":\"kernel\",\"stream\":2,\"cfg\":1,"
+             "\"grid\":[1],\"dur\":300000000}\n",
+             2 * t, (unsigned long long)(base + 100000000ull), 2 * t + 1,
+             (unsigned long long)(base + 300000000ull));
+    kern_log(path, line);
+}
+
+static void kern_ticks(run *r, const char *path, int from, int to, int complete)
+{
+    for (int t = from; t < to; t++) {
+        if (complete && t > 0)
+            kern_write(path, t);
+        run_ticks(r, t, t + 1, 1);
+    }
+}
+
+/* STUCK with a gpufl session on the GPU: utilisation 100 % at SM
+ * activity 0.1 %.  The session completes kernels every second: progress,
+ * never STUCK, though memory stands still; its busy time is the union of
+ * its kernel intervals (source cupti, 0.5 s a tick), replacing NVML's
+ * sampled 100 %.  The session completes none while memory moves: no
+ * progress, STUCK (memory alone would have said progress). */
+static void test_stuck_gpufl_session(void)
+{
+    for (int complete = 1; complete >= 0; complete--) {
+        run r;
+        char dir[600], path[700], trace[2048];
+        gbuf b = GBUF_INIT(1 << 20);
+        const char *cupti[] = { "gpufl_gpu_busy_seconds_total{", "pid=\"300\"",
+                                "source=\"cupti\"", NULL };
+        size_t k = 0;
+        fx_open();
+        snprintf(dir, sizeof dir, "%s/gpufl", g_root);
+        fx_mkdirs(dir);
+        snprintf(path, sizeof path, "%s/train_300.device.log", dir);
+        kern_log(path, "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\",\"seq\":0,"
+                       "\"ts\":1795994980000000000,\"type\":\"session\","
+                       "\"app\":\"train\",\"host\":\"n\",\"pid\":300,"
+                       "\"devices\":[{\"id\":0,\"name\":\"NVIDIA H100 80GB "
+                       "HBM3\",\"uuid\":\"GPU-h100\"}]}\n");
+        k += (size_t)snprintf(trace + k, sizeof trace - k,
+                              "dev 0 procs=\n"
+                              "dev 1 util=100 mem_used=316669952 "
+                              "power=120000 gpm_sm=0.1 "
+                              "procs=300:316669952 putil=300:100\n");
+        for (int t = 0; !complete && t < 20; t += 2)
+            k += (size_t)snprintf(trace + k, sizeof trace - k,
+                                  "sample %d dev 1 mem_used=%d\n"
+                                  "sample %d dev 1 mem_used=316669952\n",
+                                  t, 316669952 + 104857600, t + 1);
+        fx_base();
+        REQUIRE(run_acct(&r, trace) == 0);
+        r.cfg.stuck_hold_s = 4;
+        r.cfg.window_s = 3;
+        REQUIRE(idle_kern_new(&r.kern, dir) == 0);
+        idle_acct_set_kern(r.acct, r.kern);
+        kern_ticks(&r, path, 0, 12, complete);
+        CHECK(r.g[1].kern_sessions == 1);
+        if (complete) {
+            EXPECT(r.g[1], IG_BUSY_LOW_OCC);
+            CHECK(has_reason(&r.g[1], "progress, not STUCK"));
+            CHECK(!r.g[1].dirty);
+            /* ticks 1-11: 0.5 s each, exact; NVML's 100 % not counted */
+            CHECK(fabs(idle_acct_busy(r.acct, 1, 300) - 5.5) < 1e-6);
+            CHECK(fabs(metric_value(metrics(&r, &b), cupti) - 5.5) < 1e-6);
+            /* the session ends: the round that reads session_end counts
+             * the kernels before it; then NVML's samples take over */
+            kern_write(path, 12);
+            kern_log(path, "{\"v\":1,\"sid\":\"s1\",\"st\":\"device\","
+                           "\"seq\":99,\"ts\":1795994992000000000,"
+                           "\"type\":\"session_end\",\"reason\":"
+                           "\"shutdown\",\"dur\":1,\"lines\":100,"
+                           "\"lost\":0,\"rotations\":0}\n");
+            run_ticks(&r, 12, 13, 1);
+            CHECK(fabs(idle_acct_busy(r.acct, 1, 300) - 6.0) < 1e-6);
+            CHECK(r.g[1].kern_sessions == 1);
+            run_ticks(&r, 13, 14, 1);
+            CHECK(r.g[1].kern_sessions == 0);
+            gbuf_reset(&b);
+            CHECK(fabs(metric_value(metrics(&r, &b), cupti) - 6.0) < 1e-6);
+        } else {
+            EXPECT(r.g[1], IG_STUCK);
+            CHECK(has_reason(&r.g[1], "no kernel completed in the gpufl "
+                                      "session"));
+            CHECK(r.g[1].dirty);
+            CHECK(metric_value(metrics(&r, &b), cupti) == 0);
+        }
+        gbuf_release(&b);
+        run_close(&r);
+        fx_close();
+    }
+}
+
+/* a dead container: pid 700 (pod ml/train-0) holds 8 GiB on GPU 0 with
+ * no kernel (HELD, waste "held"); at tick 5 its container dies, /proc/700
+ * goes, but NVML still lists it with the memory: dirty, the reasons say
+ * so, and the rest is leaked memory (waste "phantom") charged to the pod
+ * it belonged to.  A daemon that never found a listed PID in its /proc
+ * (another PID namespace) calls nothing dead. */
+static void test_dead_container(void)
+{
+    run r;
+    char path[1024];
+    gbuf b = GBUF_INIT(1 << 20);
+    const char *m;
+    const char *phantom[] = { "gpufl_gpu_wasted_seconds_total{", "gpu=\"0\"",
+                              "pod=\"train-0\"", "reason=\"phantom\"", NULL };
+    const char *held[] = { "gpufl_gpu_wasted_seconds_total{", "gpu=\"0\"",
+                           "pod=\"train-0\"", "reason=\"held\"", NULL };
+    fx_open();
+    fx_base();
+    fx_write("/proc/700/cgroup", POD_CG, 0);
+    fx_write("/proc/701/cgroup", "0::/user.slice/user-1001.slice/x.scope\n", 0);
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=8589934592 "
+                         "procs=700:8589934592\n"
+                         "dev 1 util=0 mem_used=1000000000 "
+                         "procs=701:1000000000\n") == 0);
+    run_ticks(&r, 0, 5, 0);
+    EXPECT(r.g[0], IG_HELD);
+    CHECK(!r.g[0].dirty && r.g[0].ndead == 0);
+    snprintf(path, sizeof path, "%s/proc/700/cgroup", g_root);
+    CHECK(unlink(path) == 0);
+    run_ticks(&r, 5, 12, 0);
+    EXPECT(r.g[0], IG_HELD);
+    CHECK(r.g[0].ndead == 1 && r.g[0].dead[0] == 700);
+    CHECK(r.g[0].dirty);
+    CHECK(has_reason(&r.g[0], "pid 700 listed by NVML no longer exists"));
+    CHECK(!r.g[1].dirty);
+    /* ticks 1-4 held, ticks 5-11 leaked */
+    CHECK(fabs(idle_acct_wasted(r.acct, 0, IW_HELD) - 4.0) < 1e-6);
+    CHECK(fabs(idle_acct_wasted(r.acct, 0, IW_PHANTOM) - 7.0) < 1e-6);
+    m = metrics(&r, &b);
+    CHECK(fabs(metric_value(m, phantom) - 7.0) < 1e-6);
+    CHECK(fabs(metric_value(m, held) - 4.0) < 1e-6);
+    gbuf_release(&b);
+    run_close(&r);
+    /* another PID namespace: no listed PID exists here, none is dead */
+    REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=8589934592 "
+                         "procs=700:8589934592\n"
+                         "dev 1 util=0 mem_used=0 procs=\n") == 0);
+    run_ticks(&r, 0, 3, 0);
+    CHECK(r.g[0].ndead == 0 && !r.g[0].dirty);
+    run_close(&r);
+    fx_close();
+}
+
 int main(void)
 {
     RUN(test_seed_a10g);
@@ -715,5 +1047,10 @@ int main(void)
     RUN(test_alloc_slurm);
     RUN(test_leaked_holder);
     RUN(test_busy_seconds);
+    RUN(test_mig_instances);
+    RUN(test_mig_no_gpm);
+    RUN(test_mps_clients);
+    RUN(test_stuck_gpufl_session);
+    RUN(test_dead_container);
     TEST_DONE();
 }
