@@ -222,7 +222,7 @@ class Slurm(unittest.TestCase):
         self.assertEqual(p.returncode, 0, err)
         self.assertRegex(text, r'gpufl_gpu_busy_seconds_total\{gpu="%d",[^}]*'
                          r'pid="%d",container="",pod="",namespace="",'
-                         r'job="%s",user="nobody"\} [0-9.]+' % (ga, pid, a),
+                         r'job="%s",user="nobody",source="nvml"\} [0-9.]+' % (ga, pid, a),
                          err)
         m = re.search(r'gpufl_gpu_wasted_seconds_total\{gpu="%d",[^}]*'
                       r'job="%s",user="nobody",reason="allocated_unused"\} '
