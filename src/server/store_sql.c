@@ -305,7 +305,23 @@ static const char *const migrations[] = {
     " w_idle REAL NOT NULL, w_held REAL NOT NULL, w_phantom REAL NOT NULL,"
     " w_stuck REAL NOT NULL, w_alloc REAL NOT NULL,"
     " simulated INTEGER NOT NULL,"
-    " PRIMARY KEY(dim, hour, key, model)) WITHOUT ROWID;",
+    " PRIMARY KEY(dim, hour, key, model)) WITHOUT ROWID;"
+    /* ... and each GPU's verdicts as runs of one state (a verdict holds
+     * at most 10 minutes, SQ_RUN_HOLD_NS), the strips of /fleet/waste:
+     * the daemon repeats an unchanged verdict every minute, so a month
+     * is a few runs, not 43,200 verdicts; made from those stored */
+    "CREATE TABLE vruns(host TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " t0 INTEGER NOT NULL, t1 INTEGER NOT NULL, state TEXT NOT NULL,"
+    " sess INTEGER NOT NULL, PRIMARY KEY(host, dev, t0, sess))"
+    " WITHOUT ROWID;"
+    "INSERT INTO vruns SELECT host, dev, min(ts), max(ts), state, sess"
+    " FROM (SELECT host, dev, ts, state, sess, sum(brk) OVER (PARTITION BY"
+    " host, dev ORDER BY ts, sess, seq ROWS UNBOUNDED PRECEDING) AS grp"
+    " FROM (SELECT host, dev, ts, state, sess, seq, CASE WHEN lag(state)"
+    " OVER w = state AND lag(sess) OVER w = sess AND ts - lag(ts) OVER w"
+    " <= 600000000000 THEN 0 ELSE 1 END AS brk FROM verdicts WHERE"
+    " kind='gpu' AND dev IS NOT NULL WINDOW w AS (PARTITION BY host, dev"
+    " ORDER BY ts, sess, seq)) a) b GROUP BY host, dev, grp, state, sess;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");

@@ -36,7 +36,7 @@ static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "verdicts", "fleet",
                                            /* GPU waste (after the rollup
                                             * gave its share back) */
-                                           "waste",
+                                           "waste", "vruns",
                                            /* what its scan found */
                                            "regressions" };
 

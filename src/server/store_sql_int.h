@@ -320,6 +320,10 @@ int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
  * them out of the rollup again. */
 int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e);
 int sq_waste_unroll(srv_store *s, int64_t sess);
+/* A GPU verdict (sq_fleet_put) into its GPU's runs of one state. */
+#define SQ_RUN_HOLD_NS (600ll * 1000000000ll)
+int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
+                 int64_t ts, srv_str state);
 
 /* ---- store_sql_rollup.c: what new lines add up to ---- */
 /* A new kernel into this batch's accumulators: its name's aggregate

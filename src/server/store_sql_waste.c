@@ -137,6 +137,65 @@ int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e)
     return roll(s, &w, 1);
 }
 
+int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
+                 int64_t ts, srv_str state)
+{
+    sdb_stmt *st = NULL;
+    int64_t t0 = 0, t1 = 0;
+    int rc, same = 0, found = 0;
+
+    if (sdb_prepare(s->w,
+                    "SELECT t0, t1, state, sess FROM vruns WHERE host=? AND"
+                    " dev=? ORDER BY t0 DESC, sess DESC LIMIT 1",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_text(st, 1, host);
+    qbind_i64(st, 2, dev);
+    if ((rc = sdb_step(st)) == SDB_ROW) {
+        const char *ps = qcol_text(st, 2);
+        found = 1;
+        t0 = qcol_i64(st, 0);
+        t1 = qcol_i64(st, 1);
+        same = strlen(ps) == state.n && !memcmp(ps, state.p, state.n) &&
+               qcol_i64(st, 3) == sess;
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sdb_err(rc);
+    /* a verdict older than the GPU's newest run (a late replay) changes
+     * no run: strips follow verdicts as they arrive in time order */
+    if (found && ts < t1)
+        return GPUFL_OK;
+    if (found && same && ts - t1 <= SQ_RUN_HOLD_NS) {
+        if (sdb_prepare(s->w,
+                        "UPDATE vruns SET t1=? WHERE host=? AND dev=? AND"
+                        " t0=? AND sess=?",
+                        &st))
+            return GPUFL_EINTERNAL;
+        qbind_i64(st, 1, ts);
+        qbind_text(st, 2, host);
+        qbind_i64(st, 3, dev);
+        qbind_i64(st, 4, t0);
+        qbind_i64(st, 5, sess);
+    } else {
+        if (sdb_prepare(s->w,
+                        "INSERT INTO vruns VALUES(?, ?, ?, ?, ?, ?) ON"
+                        " CONFLICT DO NOTHING",
+                        &st))
+            return GPUFL_EINTERNAL;
+        qbind_text(st, 1, host);
+        qbind_i64(st, 2, dev);
+        qbind_i64(st, 3, ts);
+        qbind_i64(st, 4, ts);
+        qbind_str(st, 5, state);
+        qbind_i64(st, 6, sess);
+    }
+    rc = qrun(st);
+    sdb_finalize(st);
+    return rc;
+}
+
 #define WASTE_COLS                                                             \
     "host, dev, uuid, model, usr, ns, pod, container, job, app, t0, t1,"       \
     " busy, w_idle, w_held, w_phantom, w_stuck, w_alloc, simulated"
@@ -195,7 +254,7 @@ int sq_waste_unroll(srv_store *s, int64_t sess)
 
 #define WQ_KEYS_MAX 50000 /* owner keys summed per answer */
 #define WQ_STRIP_MAX 200  /* segments per GPU strip */
-#define WQ_STRIP_HOLD_NS (600ull * 1000000000ull)
+#define WQ_STRIP_HOLD_NS ((uint64_t)SQ_RUN_HOLD_NS)
 #define WQ_RATE_NS (300ull * 1000000000ull) /* "now": the last 5 minutes */
 
 typedef struct wq_ent {
@@ -536,45 +595,43 @@ static void strip_slots(strip_acc *x)
 static int strip(qctx *c, const srv_wasteq *q, strip_acc *x, const char *host,
                  int64_t dev, jw *w)
 {
-    uint64_t end = q->to < q->now ? q->to : q->now, pa = 0;
-    char vkey[32];
+    uint64_t end = q->to < q->now ? q->to : q->now, pa = 0, pf = 0;
     int rc, ps = -1;
 
     memset(x, 0, sizeof(*x));
     x->from = q->from;
     x->to = q->to;
-    snprintf(vkey, sizeof(vkey), "%lld", (long long)dev);
-    /* the verdict in force at from, then those inside the range */
-    rc = q_prepare(c, "SELECT ts, state FROM (SELECT ts, state FROM verdicts"
-                      " WHERE host=? AND kind='gpu' AND vkey=? AND ts<?"
-                      " ORDER BY ts DESC LIMIT 1) p UNION ALL SELECT ts, state"
-                      " FROM (SELECT ts, state FROM verdicts WHERE host=? AND"
-                      " kind='gpu' AND vkey=? AND ts>=? AND ts<? ORDER BY ts)"
-                      " r ORDER BY 1");
+    /* the runs reaching into the range (a run holds SQ_RUN_HOLD_NS past
+     * its last verdict, until the next run) */
+    rc = q_prepare(c, "SELECT t0, t1, state FROM vruns WHERE host=? AND"
+                      " dev=? AND t1>=? AND t0<? ORDER BY t0, sess");
     if (rc)
         return rc;
     qbind_text(c->st, 1, host);
-    qbind_text(c->st, 2, vkey);
-    qbind_i64(c->st, 3, (int64_t)q->from);
-    qbind_text(c->st, 4, host);
-    qbind_text(c->st, 5, vkey);
-    qbind_i64(c->st, 6, (int64_t)q->from);
-    qbind_i64(c->st, 7, (int64_t)end);
+    qbind_i64(c->st, 2, dev);
+    qbind_i64(c->st, 3,
+              (int64_t)(q->from > (uint64_t)SQ_RUN_HOLD_NS
+                            ? q->from - (uint64_t)SQ_RUN_HOLD_NS
+                            : 0));
+    qbind_i64(c->st, 4, (int64_t)end);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        uint64_t t = (uint64_t)qcol_i64(c->st, 0);
-        const char *st = qcol_text(c->st, 1);
+        uint64_t t0 = (uint64_t)qcol_i64(c->st, 0);
+        uint64_t t1 = (uint64_t)qcol_i64(c->st, 1);
+        const char *st = qcol_text(c->st, 2);
         if (ps >= 0) {
-            uint64_t b = t < pa + WQ_STRIP_HOLD_NS ? t : pa + WQ_STRIP_HOLD_NS;
-            strip_add(x, pa > q->from ? pa : q->from, b, ps);
+            uint64_t b =
+                t0 < pa + WQ_STRIP_HOLD_NS ? t0 : pa + WQ_STRIP_HOLD_NS;
+            strip_add(x, pf > q->from ? pf : q->from, b < end ? b : end, ps);
         }
-        pa = t;
+        pf = t0;
+        pa = t1;
         ps = state_idx(st, strlen(st));
     }
     if (rc != SDB_DONE)
         return sq_err(rc);
     if (ps >= 0) {
         uint64_t b = end < pa + WQ_STRIP_HOLD_NS ? end : pa + WQ_STRIP_HOLD_NS;
-        strip_add(x, pa > q->from ? pa : q->from, b, ps);
+        strip_add(x, pf > q->from ? pf : q->from, b, ps);
     }
     if (x->over)
         strip_slots(x);

@@ -391,6 +391,40 @@ class Waste(unittest.TestCase):
         self.assertEqual([(x["host"], x["dev"]) for x in r["gpus"]],
                          [("node-a", 0)])
 
+    def test_upgrade_makes_runs(self):
+        """Migration 16 makes the strips' runs from the verdicts stored
+        before it."""
+        srv = self.server()
+        g = Log("node-a")
+        for i, st in enumerate(["EMPTY", "EMPTY", "BUSY", "BUSY", "HELD"]):
+            g.verdict(0, T0 + i * 4 * M, st)
+        g.verdict(0, T0 + 60 * M, "HELD")  # after a gap: a run of its own
+        g.verdict(1, T0 + 2 * M, "STUCK")
+        self.post(srv, g.body())
+        q = "/api/v1/fleet/waste?from=%d&to=%d&step=3600" % (T0, T0 + 2 * H)
+        before = srv.get(q)["gpus"]
+        self.assertEqual([(x["from"] - T0, x["to"] - T0, x["state"])
+                          for x in before[0]["strip"]],
+                         [(0, 8 * M, "EMPTY"), (8 * M, 16 * M, "BUSY"),
+                          (16 * M, 26 * M, "HELD"),
+                          (60 * M, 70 * M, "HELD")])
+        srv.stop()
+        undo = ["DELETE FROM schema_version WHERE version>=16",
+                "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE vruns"]
+        if srv.pgdb:
+            for x in undo:
+                srv.sql(x)
+        else:
+            import sqlite3
+            db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                                 isolation_level=None)
+            for x in undo:
+                db.execute(x)
+            db.close()
+        srv2 = T.Server(srv.data_dir)
+        self.servers.append(srv2)
+        self.assertEqual(srv2.get(q)["gpus"], before)
+
     def test_strip_capped(self):
         srv = self.server()
         g = Log("node-a")
