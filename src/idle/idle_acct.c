@@ -134,6 +134,21 @@ static void owners_expire(idle_acct *a, uint64_t now)
         a->p[i].owner = map[a->p[i].owner];
 }
 
+/* A simulated process's owner, so a demo's waste has owners to show:
+ * even GPUs a pod of namespace "demo", odd ones a Slurm job; the users
+ * and ids say they are simulated. */
+static void sim_owner(int gpu, idle_owner *o)
+{
+    static const char *const users[] = { "sim-alice", "sim-bob", "sim-carol" };
+    snprintf(o->user, sizeof o->user, "%s", users[gpu % 3]);
+    if (gpu % 2 == 0) {
+        snprintf(o->ns, sizeof o->ns, "demo");
+        snprintf(o->pod, sizeof o->pod, "sim-train-%d", gpu);
+    } else {
+        snprintf(o->job, sizeof o->job, "sim-%d", 4200 + gpu);
+    }
+}
+
 static void procs_update(idle_acct *a, const idle_env *e, int gi,
                          const idle_gpu *g, uint64_t now)
 {
@@ -157,6 +172,8 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
             memset(&o, 0, sizeof o);
             if (!a->simulated)
                 idle_owner_of_pid(e, q->pid, &o);
+            else
+                sim_owner(gi, &o);
             p = &a->p[a->np++];
             memset(p, 0, sizeof *p);
             p->gpu = gi;

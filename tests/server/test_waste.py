@@ -12,6 +12,7 @@ Run one class per ctest test: python3 test_waste.py Waste
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
@@ -339,6 +340,17 @@ class Waste(unittest.TestCase):
         self.assertIsNone(r["totals"]["cost"])
         self.assertEqual(r["top"], [])
         self.assertEqual(len(r["series"]), 24)
+
+    def test_bad_price_is_a_usage_error(self):
+        for bad, why in (("H100", "MODEL=PRICE"), ("=3", "MODEL=PRICE"),
+                         ("H100=-1", "number from 0"),
+                         ("H100=cheap", "number from 0")):
+            p = subprocess.run([T.SERVER, "--price", bad, "--data-dir",
+                                os.path.join(self.dir, "never")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=30, env=T.clean_env())
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(why, p.stderr)
 
     def test_now_and_strip(self):
         srv = self.server()
