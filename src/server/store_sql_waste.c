@@ -94,14 +94,15 @@ int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e)
     if (jsonl_doc_parse_obj(&d, e->raw.p, e->raw.n) ||
         srv_waste_parse(&d, &w, why))
         return GPUFL_EINTERNAL;
-    /* the host and simulation flag of its session when the line omits
-     * them */
+    /* the host of its session, as for verdicts: a key bound to hosts
+     * writes for its own (the line's host only when the session has
+     * none), and the session's simulation flag */
     if (sdb_prepare(s->w, "SELECT host, simulated FROM sessions WHERE id=?",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     if ((rc = sdb_step(st)) == SDB_ROW) {
-        if (!w.host[0])
+        if (*qcol_text(st, 0))
             snprintf(w.host, sizeof(w.host), "%s", qcol_text(st, 0));
         w.simulated |= qcol_i64(st, 1) != 0;
     }

@@ -282,6 +282,16 @@ class Waste(unittest.TestCase):
                         % (T0, T0 + 2 * H, step))
             self.check(r, self.wastes(a, b), "user", T0, T0 + 2 * H, step)
 
+    def test_host_is_the_sessions(self):
+        srv = self.server()
+        g = Log("node-a")
+        g.waste(0, MODEL_A, T0, T0 + M, wasted={"idle": 30.0})
+        g.lines[-1]["host"] = "someone-else"
+        self.post(srv, g.body())
+        r = srv.get("/api/v1/fleet/waste?by=host&from=%d&to=%d&step=3600"
+                    % (T0, T0 + H))
+        self.assertEqual([e["key"] for e in r["top"]], ["node-a"])
+
     def test_bad_lines_rejected(self):
         srv = self.server()
         g = Log("node-a")
