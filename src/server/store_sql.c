@@ -306,6 +306,14 @@ static const char *const migrations[] = {
     " w_stuck REAL NOT NULL, w_alloc REAL NOT NULL,"
     " simulated INTEGER NOT NULL,"
     " PRIMARY KEY(dim, hour, key, model)) WITHOUT ROWID;"
+    /* ... the same per UTC day (a month of a thousand pods or GPUs is
+     * 30,000 rows, not 720,000) ... */
+    "CREATE TABLE wasted(dim INTEGER NOT NULL, day INTEGER NOT NULL,"
+    " key TEXT NOT NULL, model TEXT NOT NULL, busy REAL NOT NULL,"
+    " w_idle REAL NOT NULL, w_held REAL NOT NULL, w_phantom REAL NOT NULL,"
+    " w_stuck REAL NOT NULL, w_alloc REAL NOT NULL,"
+    " simulated INTEGER NOT NULL,"
+    " PRIMARY KEY(dim, day, key, model)) WITHOUT ROWID;"
     /* ... and each GPU's verdicts as runs of one state (a verdict holds
      * at most 10 minutes, SQ_RUN_HOLD_NS), the strips of /fleet/waste:
      * the daemon repeats an unchanged verdict every minute, so a month
@@ -325,6 +333,18 @@ static const char *const migrations[] = {
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
+
+/* += one line's share into a waste rollup table T of time column C */
+#define WASTE_ROLL_SQL(T, C)                                                   \
+    "INSERT INTO " T " VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dim, " C      \
+    ", key, model) DO UPDATE SET busy=" T ".busy+excluded.busy,"               \
+    " w_idle=" T ".w_idle+excluded.w_idle,"                                    \
+    " w_held=" T ".w_held+excluded.w_held,"                                    \
+    " w_phantom=" T ".w_phantom+excluded.w_phantom,"                           \
+    " w_stuck=" T ".w_stuck+excluded.w_stuck,"                                 \
+    " w_alloc=" T ".w_alloc+excluded.w_alloc, simulated=CASE WHEN"             \
+    " excluded.simulated > " T ".simulated THEN excluded.simulated ELSE " T    \
+    ".simulated END"
 
 const char *const sq_wsql[WS_N] = {
     [WS_SESS_FIND] = "SELECT id FROM sessions WHERE sid=?",
@@ -440,16 +460,8 @@ const char *const sq_wsql[WS_N] = {
     /* GPU waste (store_sql_waste.c) */
     [WS_WASTE_PUT] = "INSERT INTO waste VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                      "?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-    [WS_WASTE_ROLL] =
-        "INSERT INTO wasteh VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dim,"
-        " hour, key, model) DO UPDATE SET busy=wasteh.busy+excluded.busy,"
-        " w_idle=wasteh.w_idle+excluded.w_idle,"
-        " w_held=wasteh.w_held+excluded.w_held,"
-        " w_phantom=wasteh.w_phantom+excluded.w_phantom,"
-        " w_stuck=wasteh.w_stuck+excluded.w_stuck,"
-        " w_alloc=wasteh.w_alloc+excluded.w_alloc, simulated=CASE WHEN"
-        " excluded.simulated > wasteh.simulated THEN excluded.simulated ELSE"
-        " wasteh.simulated END",
+    [WS_WASTE_ROLL] = WASTE_ROLL_SQL("wasteh", "hour"),
+    [WS_WASTE_ROLLD] = WASTE_ROLL_SQL("wasted", "day"),
 };
 
 int sq_err(int rc)

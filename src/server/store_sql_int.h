@@ -54,8 +54,9 @@ enum {
     WS_SEQ_JOIN,
     WS_SEQ_ADD,
     WS_KLONG,
-    WS_WASTE_PUT,  /* store_sql_waste.c */
-    WS_WASTE_ROLL, /* its hourly rollup, += */
+    WS_WASTE_PUT,   /* store_sql_waste.c */
+    WS_WASTE_ROLL,  /* its hourly rollup, += */
+    WS_WASTE_ROLLD, /* its daily rollup, += */
     WS_N
 };
 

@@ -4,7 +4,8 @@
  * line in table waste, and an hourly rollup (wasteh) per dimension
  * (user, namespace, pod, job, app, host, gpu), owner key and GPU model,
  * which GET /api/v1/fleet/waste reads so a month of a thousand GPUs is a
- * few tens of thousands of rows, not millions of lines.
+ * few tens of thousands of rows, not millions of lines; and the same per
+ * day (wasted) for the dimensions with an owner per GPU (pods, GPUs).
  *
  * A line spanning an hour boundary is split between the hours in
  * proportion to time.  The rollup holds no session: a session removed by
@@ -24,6 +25,7 @@
 #include "store_sql_q.h"
 
 #define HOUR_NS (3600ull * 1000000000ull)
+#define DAY_NS (24ull * HOUR_NS)
 #define WASTE_TOKENS 256
 
 /* The owner key of a line in dimension dim (SRV_WBY_*): a pod is
@@ -50,18 +52,18 @@ static void key_of(const srv_waste *w, int dim, char *out, size_t cap)
     }
 }
 
-/* Adds sign x the line to the rollup: each hour it overlaps gets its
- * share, in every dimension. */
-static int roll(srv_store *s, const srv_waste *w, double sign)
+/* Adds sign x the line to the rollup of unit (ns) through st: each
+ * hour (day) it overlaps gets its share, in every dimension. */
+static int roll_unit(sdb_stmt *st, const srv_waste *w, double sign,
+                     uint64_t unit)
 {
-    sdb_stmt *st = s->ws[WS_WASTE_ROLL];
     double span = (double)(w->to - w->from);
     char key[400];
     int rc;
 
-    for (uint64_t h = w->from / HOUR_NS; h <= (w->to - 1) / HOUR_NS; h++) {
-        uint64_t a = h * HOUR_NS > w->from ? h * HOUR_NS : w->from;
-        uint64_t b = (h + 1) * HOUR_NS < w->to ? (h + 1) * HOUR_NS : w->to;
+    for (uint64_t h = w->from / unit; h <= (w->to - 1) / unit; h++) {
+        uint64_t a = h * unit > w->from ? h * unit : w->from;
+        uint64_t b = (h + 1) * unit < w->to ? (h + 1) * unit : w->to;
         double f = sign * (double)(b - a) / span;
         for (int dim = 0; dim < SRV_WBY_N; dim++) {
             key_of(w, dim, key, sizeof(key));
@@ -78,6 +80,12 @@ static int roll(srv_store *s, const srv_waste *w, double sign)
         }
     }
     return GPUFL_OK;
+}
+
+static int roll(srv_store *s, const srv_waste *w, double sign)
+{
+    int rc = roll_unit(s->ws[WS_WASTE_ROLL], w, sign, HOUR_NS);
+    return rc ? rc : roll_unit(s->ws[WS_WASTE_ROLLD], w, sign, DAY_NS);
 }
 
 int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e)
@@ -245,10 +253,17 @@ int sq_waste_unroll(srv_store *s, int64_t sess)
     if (rc != SDB_DONE)
         return sdb_err(rc);
     /* hours nobody is left in (a sum back at 0, give or take rounding) */
-    return sdb_exec(s->w, "DELETE FROM wasteh WHERE busy < 1e-6 AND"
-                          " w_idle < 1e-6 AND w_held < 1e-6 AND"
-                          " w_phantom < 1e-6 AND w_stuck < 1e-6 AND"
-                          " w_alloc < 1e-6");
+    for (int i = 0; i < 2; i++) {
+        char sql[256];
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM %s WHERE busy < 1e-6 AND w_idle < 1e-6 AND"
+                 " w_held < 1e-6 AND w_phantom < 1e-6 AND w_stuck < 1e-6 AND"
+                 " w_alloc < 1e-6",
+                 i ? "wasted" : "wasteh");
+        if ((rc = sdb_exec(s->w, sql)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
 }
 
 /* ---- GET /api/v1/fleet/waste ---- */
@@ -351,31 +366,57 @@ static int piece(wq *x, uint64_t t0, uint64_t t1, const char *key,
     return GPUFL_OK;
 }
 
-/* The hourly rollup's rows of the range. */
-static int from_rollup(qctx *c, wq *x)
+/* Rows [u0, u1] of a rollup table (its time column col, unit ns). */
+static int from_table(qctx *c, wq *x, const char *table, const char *col,
+                      uint64_t unit, uint64_t u0, uint64_t u1)
 {
     const srv_wasteq *q = x->q;
     double wasted[SRV_WASTE_N];
+    char sql[256];
     int rc;
 
-    rc = q_prepare(c, "SELECT hour, key, model, busy, w_idle, w_held,"
-                      " w_phantom, w_stuck, w_alloc, simulated FROM wasteh"
-                      " WHERE dim=? AND hour>=? AND hour<=?");
-    if (rc)
+    snprintf(sql, sizeof(sql),
+             "SELECT %s, key, model, busy, w_idle, w_held, w_phantom,"
+             " w_stuck, w_alloc, simulated FROM %s WHERE dim=? AND %s>=? AND"
+             " %s<=?",
+             col, table, col, col);
+    if ((rc = q_prepare(c, sql)) != 0)
         return rc;
     qbind_i64(c->st, 1, q->by);
-    qbind_i64(c->st, 2, (int64_t)(q->from / HOUR_NS));
-    qbind_i64(c->st, 3, (int64_t)((q->to - 1) / HOUR_NS));
+    qbind_i64(c->st, 2, (int64_t)u0);
+    qbind_i64(c->st, 3, (int64_t)u1);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         uint64_t h = (uint64_t)qcol_i64(c->st, 0);
         for (int r = 0; r < SRV_WASTE_N; r++)
             wasted[r] = qcol_f64(c->st, 4 + r);
-        if ((rc = piece(x, h * HOUR_NS, (h + 1) * HOUR_NS, qcol_text(c->st, 1),
+        if ((rc = piece(x, h * unit, (h + 1) * unit, qcol_text(c->st, 1),
                         qcol_text(c->st, 2), qcol_f64(c->st, 3), wasted,
                         qcol_i64(c->st, 9) != 0)) != 0)
             return rc;
     }
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+/* The rollups' rows of the range: the daily one for the whole days when
+ * the buckets are whole days from a midnight (UTC), the hourly one for
+ * the rest. */
+static int from_rollup(qctx *c, wq *x)
+{
+    const srv_wasteq *q = x->q;
+    uint64_t h0 = q->from / HOUR_NS;
+    int rc;
+
+    if (q->step_s % 86400 == 0 && q->from % DAY_NS == 0 &&
+        q->to / DAY_NS > q->from / DAY_NS) {
+        uint64_t d1 = q->to / DAY_NS; /* the first day not whole */
+        rc =
+            from_table(c, x, "wasted", "day", DAY_NS, q->from / DAY_NS, d1 - 1);
+        if (rc || q->to == d1 * DAY_NS)
+            return rc;
+        h0 = d1 * 24;
+    }
+    return from_table(c, x, "wasteh", "hour", HOUR_NS, h0,
+                      (q->to - 1) / HOUR_NS);
 }
 
 /* The lines themselves, for a step that is no whole number of hours. */

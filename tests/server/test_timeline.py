@@ -197,7 +197,8 @@ class Names(Base):
         undo = ["DELETE FROM schema_version WHERE version>=12"] + \
             UNDO_14 + [
                 "DROP TABLE memooms", "DROP TABLE captures",
-                "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE vruns",
+                "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE wasted",
+                "DROP TABLE vruns",
                 "ALTER TABLE dicts DROP COLUMN demangled",
                 "ALTER TABLE kernels DROP COLUMN tid",
                 "ALTER TABLE ops DROP COLUMN tid",

@@ -225,6 +225,14 @@ class Waste(unittest.TestCase):
                 self.check(r, lines, by, t0, t1, step, prices)
                 self.assertEqual(r["currency"], "EUR")
                 self.assertTrue(r["simulated"])
+        # whole UTC days (the daily rollup), and whole days then hours
+        d0 = T0 - 22 * H  # the midnight before T0
+        for by in ("pod", "gpu", "user"):
+            # (the rollups are exact to the hour: ranges of whole hours)
+            for t1 in (d0 + 48 * H, T0 + H, d0 + 27 * H):
+                r = srv.get("/api/v1/fleet/waste?by=%s&from=%d&to=%d"
+                            "&step=86400" % (by, d0, t1))
+                self.check(r, lines, by, d0, t1, 86400, prices)
         # a range cutting lines and hours: each counted pro rata
         r = srv.get("/api/v1/fleet/waste?by=user&from=%d&to=%d&step=600"
                     % (T0 + 25 * M, T0 + 95 * M))
@@ -432,7 +440,8 @@ class Waste(unittest.TestCase):
                           (60 * M, 70 * M, "HELD")])
         srv.stop()
         undo = ["DELETE FROM schema_version WHERE version>=16",
-                "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE vruns"]
+                "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE wasted",
+                "DROP TABLE vruns"]
         if srv.pgdb:
             for x in undo:
                 srv.sql(x)
