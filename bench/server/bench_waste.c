@@ -79,7 +79,8 @@ static const char *model_of(unsigned g)
 }
 
 /* Rows of one dimension and hour: the GPUs' seconds summed per (key,
- * model), as the store's rollup holds them. */
+ * model), as the store's hourly rollup holds them (the daily one is
+ * their sum per day; the first hour is a midnight, UTC). */
 typedef struct acc {
     char key[96];
     const char *model;
@@ -136,6 +137,12 @@ static int fill(sdb *db, unsigned gpus, unsigned hours, uint64_t h0)
         if (run(db, "COMMIT"))
             goto out;
     }
+    /* the daily rollup is the sum of the hourly one */
+    if (run(db, "INSERT INTO wasted SELECT dim, hour / 24, key, model,"
+                " sum(busy), sum(w_idle), sum(w_held), sum(w_phantom),"
+                " sum(w_stuck), sum(w_alloc), max(simulated) FROM wasteh"
+                " GROUP BY dim, hour / 24, key, model"))
+        goto out;
     rc = 0;
 out:
     if (rc)
@@ -285,7 +292,8 @@ int main(int argc, char **argv)
         uint64_t step;
     } cases[] = { { SRV_WBY_USER, 3600 },      { SRV_WBY_USER, 86400 },
                   { SRV_WBY_NAMESPACE, 3600 }, { SRV_WBY_HOST, 3600 },
-                  { SRV_WBY_POD, 86400 },      { SRV_WBY_GPU, 86400 } };
+                  { SRV_WBY_POD, 86400 },      { SRV_WBY_GPU, 86400 },
+                  { SRV_WBY_POD, 3600 },       { SRV_WBY_GPU, 3600 } };
 
     if (!buf || !gpus || !days)
         return 2;
