@@ -462,6 +462,12 @@ const char *const sq_wsql[WS_N] = {
                      "?,?,?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_WASTE_ROLL] = WASTE_ROLL_SQL("wasteh", "hour"),
     [WS_WASTE_ROLLD] = WASTE_ROLL_SQL("wasted", "day"),
+    [WS_VRUN_LAST] = "SELECT t0, t1, state, sess FROM vruns WHERE host=? AND"
+                     " dev=? ORDER BY t0 DESC, sess DESC LIMIT 1",
+    [WS_VRUN_EXT] = "UPDATE vruns SET t1=? WHERE host=? AND dev=? AND t0=?"
+                    " AND sess=?",
+    [WS_VRUN_ADD] = "INSERT INTO vruns VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT"
+                    " DO NOTHING",
 };
 
 int sq_err(int rc)

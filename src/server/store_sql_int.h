@@ -57,6 +57,9 @@ enum {
     WS_WASTE_PUT,   /* store_sql_waste.c */
     WS_WASTE_ROLL,  /* its hourly rollup, += */
     WS_WASTE_ROLLD, /* its daily rollup, += */
+    WS_VRUN_LAST,   /* a GPU's newest run of one verdict state */
+    WS_VRUN_EXT,    /* ... extended to a verdict */
+    WS_VRUN_ADD,    /* a new run */
     WS_N
 };
 

@@ -149,15 +149,10 @@ int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e)
 int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
                  int64_t ts, srv_str state)
 {
-    sdb_stmt *st = NULL;
+    sdb_stmt *st = s->ws[WS_VRUN_LAST];
     int64_t t0 = 0, t1 = 0;
     int rc, same = 0, found = 0;
 
-    if (sdb_prepare(s->w,
-                    "SELECT t0, t1, state, sess FROM vruns WHERE host=? AND"
-                    " dev=? ORDER BY t0 DESC, sess DESC LIMIT 1",
-                    &st))
-        return GPUFL_EINTERNAL;
     qbind_text(st, 1, host);
     qbind_i64(st, 2, dev);
     if ((rc = sdb_step(st)) == SDB_ROW) {
@@ -168,8 +163,7 @@ int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
         same = strlen(ps) == state.n && !memcmp(ps, state.p, state.n) &&
                qcol_i64(st, 3) == sess;
     }
-    sdb_finalize(st);
-    st = NULL;
+    sdb_reset(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
         return sdb_err(rc);
     /* a verdict older than the GPU's newest run (a late replay) changes
@@ -177,22 +171,14 @@ int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
     if (found && ts < t1)
         return GPUFL_OK;
     if (found && same && ts - t1 <= SQ_RUN_HOLD_NS) {
-        if (sdb_prepare(s->w,
-                        "UPDATE vruns SET t1=? WHERE host=? AND dev=? AND"
-                        " t0=? AND sess=?",
-                        &st))
-            return GPUFL_EINTERNAL;
+        st = s->ws[WS_VRUN_EXT];
         qbind_i64(st, 1, ts);
         qbind_text(st, 2, host);
         qbind_i64(st, 3, dev);
         qbind_i64(st, 4, t0);
         qbind_i64(st, 5, sess);
     } else {
-        if (sdb_prepare(s->w,
-                        "INSERT INTO vruns VALUES(?, ?, ?, ?, ?, ?) ON"
-                        " CONFLICT DO NOTHING",
-                        &st))
-            return GPUFL_EINTERNAL;
+        st = s->ws[WS_VRUN_ADD];
         qbind_text(st, 1, host);
         qbind_i64(st, 2, dev);
         qbind_i64(st, 3, ts);
@@ -200,9 +186,7 @@ int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
         qbind_str(st, 5, state);
         qbind_i64(st, 6, sess);
     }
-    rc = qrun(st);
-    sdb_finalize(st);
-    return rc;
+    return qrun(st);
 }
 
 #define WASTE_COLS                                                             \

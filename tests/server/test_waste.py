@@ -346,6 +346,12 @@ class Waste(unittest.TestCase):
         self.assertEqual(st, 401)
         st, _, _ = srv.req("POST", base, "{}")
         self.assertEqual(st, 405)
+        # an ingest key may not read
+        st, _, data = srv.req("POST", "/api/v1/keys",
+                              json.dumps({"name": "i", "role": "ingest"}))
+        self.assertEqual(st, 201, data)
+        st, _, _ = srv.req("GET", base, token=json.loads(data)["key"])
+        self.assertEqual(st, 403)
         # the read (viewer) role may ask
         st, _, data = srv.req("POST", "/api/v1/keys",
                               json.dumps({"name": "v", "role": "read"}))
