@@ -324,6 +324,15 @@ int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
  * them out of the rollup again. */
 int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e);
 int sq_waste_unroll(srv_store *s, int64_t sess);
+/* The owner key of a line in dimension dim (SRV_WBY_*): a pod is
+ * "namespace/pod", a GPU its UUID (else "host:index"); "" = unknown. */
+void sq_waste_key(const srv_waste *w, int dim, char *out, size_t cap);
+/* Table waste's columns as a line's fields; a row of them, from column
+ * 0, into *w. */
+#define SQ_WASTE_COLS                                                          \
+    "host, dev, uuid, model, usr, ns, pod, container, job, app, t0, t1,"       \
+    " busy, w_idle, w_held, w_phantom, w_stuck, w_alloc, simulated"
+void sq_waste_row(sdb_stmt *st, srv_waste *w);
 /* A GPU verdict (sq_fleet_put) into its GPU's runs of one state. */
 #define SQ_RUN_HOLD_NS (600ll * 1000000000ll)
 int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
