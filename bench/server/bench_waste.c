@@ -11,8 +11,8 @@
  *
  *   bench_waste [GPUS [DAYS [DB]]]  (defaults 1000, 30, sqlite:/tmp/...)
  *
- * DB may be a postgresql:// URL (an empty database).  Prints figures;
- * not a test.
+ * DB may be a postgresql:// URL (an empty database); a DB given is kept,
+ * and a second run on it only queries.  Prints figures; not a test.
  */
 #include "db.h"
 #include "srv_int.h"
@@ -252,6 +252,17 @@ out:
     return rc;
 }
 
+static int filled(sdb *db)
+{
+    sdb_stmt *st = NULL;
+    int n = 0;
+    if (sdb_prepare(db, "SELECT count(*) FROM vruns", &st) == 0 &&
+        sdb_step(st) == SDB_ROW)
+        n = sdb_col_i64(st, 0) > 0;
+    sdb_finalize(st);
+    return n;
+}
+
 static int query(srv_store *s, srv_wasteq *q, const char *what, char *buf)
 {
     double best = 1e9;
@@ -312,13 +323,18 @@ int main(int argc, char **argv)
     if (sdb_open(url, 0, &db, err, sizeof(err)))
         return 1;
     t = now_s();
-    if (fill(db, gpus, days * 24, h0) || verdicts(db, gpus, days * 24, t0, end))
+    /* a DB given that a run filled already: queries only */
+    if (argc > 3 && filled(db)) {
+        printf("(filled before: queries only)\n");
+    } else if (fill(db, gpus, days * 24, h0) ||
+               verdicts(db, gpus, days * 24, t0, end)) {
         return 1;
+    }
     if (sdb_dialect(db) == SDB_POSTGRES)
         run(db, "ANALYZE");
     sdb_close(db);
     printf("gpufl-server /fleet/waste: %u GPUs x %u days of hourly rollup"
-           " (%s), filled in %.1f s\n",
+           " (%s), ready in %.1f s\n",
            gpus, days, strncmp(url, "sqlite:", 7) ? "PostgreSQL" : "SQLite",
            now_s() - t);
     if (srv_store_open(url, 2, &s, err, sizeof(err))) {
