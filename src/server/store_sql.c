@@ -332,6 +332,20 @@ static const char *const migrations[] = {
     " ORDER BY ts, sess, seq)) a) b GROUP BY host, dev, grp, state, sess;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
+
+/* What a migration adds on PostgreSQL only, by its index in migrations[]
+ * (NULL: nothing).  16: the waste rollups as index-only scans - a heap
+ * table is not ordered by its key as SQLite's WITHOUT ROWID ones are, so
+ * a month of one dimension was a bitmap heap scan over rows spread among
+ * the other dimensions' (docs/server.md "GPU waste"). */
+static const char *const migrations_pg[SQ_SCHEMA_VERSION] = {
+    [15] = "CREATE INDEX wasteh_cover ON wasteh(dim, hour) INCLUDE (key,"
+           " model, busy, w_idle, w_held, w_phantom, w_stuck, w_alloc,"
+           " simulated);"
+           "CREATE INDEX wasted_cover ON wasted(dim, day) INCLUDE (key,"
+           " model, busy, w_idle, w_held, w_phantom, w_stuck, w_alloc,"
+           " simulated);",
+};
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
 
 /* += one line's share into a waste rollup table T of time column C */
@@ -549,7 +563,10 @@ static int migrate(sdb *db, char *eb, size_t ec)
             free(ddl);
             return rc;
         }
-        if (sdb_exec(db, ddl) != 0 || sdb_exec(db, bump)) {
+        if (sdb_exec(db, ddl) != 0 ||
+            (sdb_dialect(db) == SDB_POSTGRES && migrations_pg[v] &&
+             sdb_exec(db, migrations_pg[v]) != 0) ||
+            sdb_exec(db, bump)) {
             snprintf(eb, ec, "migration %d failed: %s", v + 1, sdb_errmsg(db));
             sdb_exec(db, "ROLLBACK");
             free(ddl);
