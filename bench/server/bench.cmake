@@ -15,3 +15,12 @@ if(TARGET gpufl_server_core)
                              ${PROJECT_SOURCE_DIR}/src/server)
   target_link_libraries(bench_regress PRIVATE gpufl_server_core m)
 endif()
+
+# bench_waste: GET /api/v1/fleet/waste over a month of 1,000 GPUs.
+if(TARGET gpufl_server_core)
+  add_executable(bench_waste ${CMAKE_CURRENT_LIST_DIR}/bench_waste.c)
+  gpufl_target(bench_waste)
+  target_include_directories(bench_waste PRIVATE
+                             ${PROJECT_SOURCE_DIR}/src/server)
+  target_link_libraries(bench_waste PRIVATE gpufl_server_core)
+endif()

@@ -420,19 +420,14 @@ static void start_extras(demo *d)
          * (ALLOCATED_UNUSED at once), and two that need 5 minutes:
          * utilisation without a process (PHANTOM) and a hung job
          * (STUCK) */
-        char *argv[] = { self,
-                         "idle",
-                         "watch",
-                         "--simulate",
-                         "train,held,phantom,stuck,allocated",
-                         "--sim-gpus",
-                         "5",
-                         "--log-dir",
-                         d->logs,
-                         NULL };
+        char *argv[] = { self, "idle", "watch", "--simulate",
+                         "train,held,phantom,stuck,allocated", "--sim-gpus",
+                         "5", "--log-dir", d->logs,
+                         /* waste lines soon, for the Fleet waste view */
+                         "--waste-interval", "5s", NULL };
         snprintf(log, sizeof log, "%s/idle.log", d->root);
-        say(d, "      gpufl idle watch on 5 simulated GPUs -> verdicts in the "
-               "Fleet view\n");
+        say(d, "      gpufl idle watch on 5 simulated GPUs -> verdicts and "
+               "waste in the Fleet view\n");
         cli_proc_start(&d->ps, "gpufl-idle", argv, log, NULL);
     }
     if (d->o.memprof && cli_has_command("memprof"))

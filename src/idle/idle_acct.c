@@ -179,6 +179,21 @@ static int proc_busy(const idle_acct *a, int gi, const idle_gpu *g,
     return -1;
 }
 
+/* A simulated process's owner, so a demo's waste has owners to show:
+ * even GPUs a pod of namespace "demo", odd ones a Slurm job; the users
+ * and ids say they are simulated. */
+static void sim_owner(int gpu, idle_owner *o)
+{
+    static const char *const users[] = { "sim-alice", "sim-bob", "sim-carol" };
+    snprintf(o->user, sizeof o->user, "%s", users[gpu % 3]);
+    if (gpu % 2 == 0) {
+        snprintf(o->ns, sizeof o->ns, "demo");
+        snprintf(o->pod, sizeof o->pod, "sim-train-%d", gpu);
+    } else {
+        snprintf(o->job, sizeof o->job, "sim-%d", 4200 + gpu);
+    }
+}
+
 static void procs_update(idle_acct *a, const idle_env *e, int gi,
                          const idle_gpu *g, uint64_t now)
 {
@@ -204,6 +219,8 @@ static void procs_update(idle_acct *a, const idle_env *e, int gi,
             memset(&o, 0, sizeof o);
             if (!a->simulated)
                 idle_owner_of_pid(e, q->pid, &o);
+            else
+                sim_owner(gi, &o);
             p = &a->p[a->np++];
             memset(p, 0, sizeof *p);
             p->gpu = gi;
@@ -472,4 +489,34 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
         prom_u64(b, "gpufl_gpu_dirty", x.l, n, gpus[i].dirty ? 1 : 0);
     }
     return b->err;
+}
+
+int idle_acct_owners(const idle_acct *a, idle_acct_row *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < a->no && n < max; i++) {
+        idle_acct_row *r = &out[n++];
+        r->gpu = a->o[i].gpu;
+        r->o = a->o[i].o;
+        r->busy_s = 0;
+        r->has_util = 0;
+        for (int b = 0; b < IB_N; b++) { /* every source: cupti, nvml, gpm */
+            r->busy_s += a->o[i].busy_s[b];
+            r->has_util |= a->o[i].has_util[b];
+        }
+        for (int w = 0; w < IW_N; w++)
+            r->wasted[w] = a->o[i].wasted[w];
+        /* live processes with a series of their own hold their busy time
+         * until they exit */
+        for (int k = 0; k < a->np; k++) {
+            if (a->p[k].owner != i)
+                continue;
+            for (int b = 0; b < IB_N; b++) {
+                if (a->p[k].series)
+                    r->busy_s += a->p[k].busy_s[b];
+                r->has_util |= a->p[k].has_util[b];
+            }
+        }
+    }
+    return n;
 }

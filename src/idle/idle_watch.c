@@ -50,6 +50,7 @@ typedef struct ictx {
     idle_kern *kern;               /* --gpufl-logs */
     idle_env env;                  /* o->env, with this daemon's cgroup cache */
     int host_pids;                 /* a PID NVML lists was found in /proc */
+    idle_wline *waste;             /* waste lines, with the log */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
     idle_slurm *slurm;             /* scontrol show job -d, or NULL */
     idle_hub *hub;                 /* --jupyterhub-url reporter, or NULL */
@@ -141,6 +142,7 @@ static void ctx_close(ictx *x)
     idle_hub_free(x->hub);
     idle_kern_free(x->kern);
     idle_cgcache_free(x->env.cgcache);
+    idle_wline_free(x->waste);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
@@ -675,6 +677,7 @@ int idle_watch(const idle_opts *o)
     char why[IDLE_WHY];
     uint64_t step = (uint64_t)o->cfg.interval_ms * 1000000ull;
     uint64_t next, t0, refresh = (uint64_t)o->cfg.refresh_s * IDLE_NS;
+    uint64_t wstep = 0, wnext = 0;
     int rc = 1;
     struct sigaction sa;
 
@@ -697,10 +700,16 @@ int idle_watch(const idle_opts *o)
                       o->cfg.interval_ms, o->cmdline ? o->cmdline : "", why,
                       sizeof why))
         goto fail;
+    if (x.log && idle_wline_new(&x.waste, clock_real_ns())) {
+        snprintf(why, sizeof why, "out of memory");
+        goto fail;
+    }
+    wstep = (uint64_t)o->waste_interval_ms * 1000000ull;
     if (x.simulated)
         glog_warn("src", "SIMULATED GPUs (no real GPU is "
                          "measured)");
     t0 = next = clock_mono_ns();
+    wnext = t0 + wstep;
     while (!g_stop) {
         uint64_t now;
         /* the HTTP thread's /probe reads GPUs and sessions under mu; only
@@ -732,6 +741,14 @@ int idle_watch(const idle_opts *o)
             }
             x.last_action[i] = s->action;
         }
+        /* before publish: a scrape sees no count the lines have not */
+        if (x.waste && wstep && clock_mono_ns() >= wnext) {
+            idle_wline_ship(x.waste, x.log, x.acct, x.gpus, x.ngpus, x.host,
+                            now);
+            wnext += wstep;
+            if (wnext < clock_mono_ns())
+                wnext = clock_mono_ns() + wstep; /* a stalled loop */
+        }
         publish(&x);
         /* the hooks' children only: scontrol's is idle_slurm.c's to reap */
         for (int i = 0; i < x.nhooks;)
@@ -744,6 +761,10 @@ int idle_watch(const idle_opts *o)
         next += step;
         sleep_until(next);
     }
+    /* what the last interval counted, so a stop loses nothing */
+    if (x.waste)
+        idle_wline_ship(x.waste, x.log, x.acct, x.gpus, x.ngpus, x.host,
+                        clock_real_ns());
     rc = 0;
     ctx_close(&x);
     return rc;

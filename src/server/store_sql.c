@@ -285,9 +285,51 @@ static const char *const migrations[] = {
     " reason TEXT, result TEXT);"
     "CREATE INDEX captures_host ON captures(host, state, id);"
     "CREATE INDEX captures_state ON captures(state, id);",
-    /* 16: another branch's (the fleet's waste); a no-op until it is
-     * merged over this placeholder */
-    "SELECT 1",
+    /* 16: GPU waste (store_sql_waste.c): every `waste` line of gpufl idle
+     * (busy and wasted GPU seconds of one owner on one GPU over t0..t1),
+     * and the hourly rollup /fleet/waste reads: per hour, dimension
+     * (user, namespace, pod, job, app, host, gpu: SRV_WBY_*), owner key
+     * and GPU model, the seconds busy and wasted per reason */
+    "CREATE TABLE waste(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " ts INTEGER NOT NULL, host TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " uuid TEXT NOT NULL, model TEXT NOT NULL, usr TEXT NOT NULL,"
+    " ns TEXT NOT NULL, pod TEXT NOT NULL, container TEXT NOT NULL,"
+    " job TEXT NOT NULL, app TEXT NOT NULL, t0 INTEGER NOT NULL,"
+    " t1 INTEGER NOT NULL, busy REAL NOT NULL, w_idle REAL NOT NULL,"
+    " w_held REAL NOT NULL, w_phantom REAL NOT NULL, w_stuck REAL NOT NULL,"
+    " w_alloc REAL NOT NULL, simulated INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX waste_t1 ON waste(t1);"
+    "CREATE TABLE wasteh(dim INTEGER NOT NULL, hour INTEGER NOT NULL,"
+    " key TEXT NOT NULL, model TEXT NOT NULL, busy REAL NOT NULL,"
+    " w_idle REAL NOT NULL, w_held REAL NOT NULL, w_phantom REAL NOT NULL,"
+    " w_stuck REAL NOT NULL, w_alloc REAL NOT NULL,"
+    " simulated INTEGER NOT NULL,"
+    " PRIMARY KEY(dim, hour, key, model)) WITHOUT ROWID;"
+    /* ... the same per UTC day (a month of a thousand pods or GPUs is
+     * 30,000 rows, not 720,000) ... */
+    "CREATE TABLE wasted(dim INTEGER NOT NULL, day INTEGER NOT NULL,"
+    " key TEXT NOT NULL, model TEXT NOT NULL, busy REAL NOT NULL,"
+    " w_idle REAL NOT NULL, w_held REAL NOT NULL, w_phantom REAL NOT NULL,"
+    " w_stuck REAL NOT NULL, w_alloc REAL NOT NULL,"
+    " simulated INTEGER NOT NULL,"
+    " PRIMARY KEY(dim, day, key, model)) WITHOUT ROWID;"
+    /* ... and each GPU's verdicts as runs of one state (a verdict holds
+     * at most 10 minutes, SQ_RUN_HOLD_NS), the strips of /fleet/waste:
+     * the daemon repeats an unchanged verdict every minute, so a month
+     * is a few runs, not 43,200 verdicts; made from those stored */
+    "CREATE TABLE vruns(host TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " t0 INTEGER NOT NULL, t1 INTEGER NOT NULL, state TEXT NOT NULL,"
+    " sess INTEGER NOT NULL, PRIMARY KEY(host, dev, t0, sess))"
+    " WITHOUT ROWID;"
+    "INSERT INTO vruns SELECT host, dev, min(ts), max(ts), state, sess"
+    " FROM (SELECT host, dev, ts, state, sess, sum(brk) OVER (PARTITION BY"
+    " host, dev ORDER BY ts, sess, seq ROWS UNBOUNDED PRECEDING) AS grp"
+    " FROM (SELECT host, dev, ts, state, sess, seq, CASE WHEN lag(state)"
+    " OVER w = state AND lag(sess) OVER w = sess AND ts - lag(ts) OVER w"
+    " <= 600000000000 THEN 0 ELSE 1 END AS brk FROM verdicts WHERE"
+    " kind='gpu' AND dev IS NOT NULL WINDOW w AS (PARTITION BY host, dev"
+    " ORDER BY ts, sess, seq)) a) b GROUP BY host, dev, grp, state, sess;",
     /* 17: a capture request's claims (a claim is a lease: handed out
      * again when its agent reports nothing); the flight recorder's
      * trigger lines found per session without reading its other lines
@@ -299,7 +341,33 @@ static const char *const migrations[] = {
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
+
+/* What a migration adds on PostgreSQL only, by its index in migrations[]
+ * (NULL: nothing).  16: the waste rollups as index-only scans - a heap
+ * table is not ordered by its key as SQLite's WITHOUT ROWID ones are, so
+ * a month of one dimension was a bitmap heap scan over rows spread among
+ * the other dimensions' (docs/server.md "GPU waste"). */
+static const char *const migrations_pg[SQ_SCHEMA_VERSION] = {
+    [15] = "CREATE INDEX wasteh_cover ON wasteh(dim, hour) INCLUDE (key,"
+           " model, busy, w_idle, w_held, w_phantom, w_stuck, w_alloc,"
+           " simulated);"
+           "CREATE INDEX wasted_cover ON wasted(dim, day) INCLUDE (key,"
+           " model, busy, w_idle, w_held, w_phantom, w_stuck, w_alloc,"
+           " simulated);",
+};
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
+
+/* += one line's share into a waste rollup table T of time column C */
+#define WASTE_ROLL_SQL(T, C)                                                   \
+    "INSERT INTO " T " VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dim, " C      \
+    ", key, model) DO UPDATE SET busy=" T ".busy+excluded.busy,"               \
+    " w_idle=" T ".w_idle+excluded.w_idle,"                                    \
+    " w_held=" T ".w_held+excluded.w_held,"                                    \
+    " w_phantom=" T ".w_phantom+excluded.w_phantom,"                           \
+    " w_stuck=" T ".w_stuck+excluded.w_stuck,"                                 \
+    " w_alloc=" T ".w_alloc+excluded.w_alloc, simulated=CASE WHEN"             \
+    " excluded.simulated > " T ".simulated THEN excluded.simulated ELSE " T    \
+    ".simulated END"
 
 const char *const sq_wsql[WS_N] = {
     [WS_SESS_FIND] = "SELECT id FROM sessions WHERE sid=?",
@@ -412,6 +480,17 @@ const char *const sq_wsql[WS_N] = {
     [WS_SEQ_ADD] = "INSERT INTO seqr VALUES(?1, ?2, ?3, ?4) ON CONFLICT(sess,"
                    " st, lo) DO UPDATE SET hi=CASE WHEN excluded.hi > seqr.hi"
                    " THEN excluded.hi ELSE seqr.hi END",
+    /* GPU waste (store_sql_waste.c) */
+    [WS_WASTE_PUT] = "INSERT INTO waste VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                     "?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_WASTE_ROLL] = WASTE_ROLL_SQL("wasteh", "hour"),
+    [WS_WASTE_ROLLD] = WASTE_ROLL_SQL("wasted", "day"),
+    [WS_VRUN_LAST] = "SELECT t0, t1, state, sess FROM vruns WHERE host=? AND"
+                     " dev=? ORDER BY t0 DESC, sess DESC LIMIT 1",
+    [WS_VRUN_EXT] = "UPDATE vruns SET t1=? WHERE host=? AND dev=? AND t0=?"
+                    " AND sess=?",
+    [WS_VRUN_ADD] = "INSERT INTO vruns VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT"
+                    " DO NOTHING",
 };
 
 int sq_err(int rc)
@@ -493,7 +572,10 @@ static int migrate(sdb *db, char *eb, size_t ec)
             free(ddl);
             return rc;
         }
-        if (sdb_exec(db, ddl) != 0 || sdb_exec(db, bump)) {
+        if (sdb_exec(db, ddl) != 0 ||
+            (sdb_dialect(db) == SDB_POSTGRES && migrations_pg[v] &&
+             sdb_exec(db, migrations_pg[v]) != 0) ||
+            sdb_exec(db, bump)) {
             snprintf(eb, ec, "migration %d failed: %s", v + 1, sdb_errmsg(db));
             sdb_exec(db, "ROLLBACK");
             free(ddl);

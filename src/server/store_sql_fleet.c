@@ -98,6 +98,9 @@ int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e)
     qbind_str(st, 9, e->raw);
     rc = qrun(st);
     sdb_finalize(st);
+    if (!rc && gpu)
+        rc = sq_waste_run(s, sess, host, (int64_t)e->dev, (int64_t)e->ts,
+                          e->reason);
     return rc;
 }
 

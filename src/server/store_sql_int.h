@@ -54,6 +54,12 @@ enum {
     WS_SEQ_JOIN,
     WS_SEQ_ADD,
     WS_KLONG,
+    WS_WASTE_PUT,   /* store_sql_waste.c */
+    WS_WASTE_ROLL,  /* its hourly rollup, += */
+    WS_WASTE_ROLLD, /* its daily rollup, += */
+    WS_VRUN_LAST,   /* a GPU's newest run of one verdict state */
+    WS_VRUN_EXT,    /* ... extended to a verdict */
+    WS_VRUN_ADD,    /* a new run */
     WS_N
 };
 
@@ -313,6 +319,24 @@ int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
 
 /* Idle verdicts (store_sql_fleet.c): stores one fresh `verdict` line. */
 int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
+/* GPU waste (store_sql_waste.c): stores one fresh `waste` line and adds
+ * it to the hourly rollup; before a session's rows are deleted, takes
+ * them out of the rollup again. */
+int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e);
+int sq_waste_unroll(srv_store *s, int64_t sess);
+/* The owner key of a line in dimension dim (SRV_WBY_*): a pod is
+ * "namespace/pod", a GPU its UUID (else "host:index"); "" = unknown. */
+void sq_waste_key(const srv_waste *w, int dim, char *out, size_t cap);
+/* Table waste's columns as a line's fields; a row of them, from column
+ * 0, into *w. */
+#define SQ_WASTE_COLS                                                          \
+    "host, dev, uuid, model, usr, ns, pod, container, job, app, t0, t1,"       \
+    " busy, w_idle, w_held, w_phantom, w_stuck, w_alloc, simulated"
+void sq_waste_row(sdb_stmt *st, srv_waste *w);
+/* A GPU verdict (sq_fleet_put) into its GPU's runs of one state. */
+#define SQ_RUN_HOLD_NS (600ll * 1000000000ll)
+int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
+                 int64_t ts, srv_str state);
 
 /* ---- store_sql_rollup.c: what new lines add up to ---- */
 /* A new kernel into this batch's accumulators: its name's aggregate

@@ -18,7 +18,7 @@ DEVICE_TYPES = {"session", "dict", "kernel", "memcpy", "memset", "sync",
                 "alloc", "free", "loss", "trigger", "session_end"}
 SCOPE_TYPES = {"session", "dict", "scope_begin", "scope_end", "marker",
                "counter", "sass", "pcsamp", "loss", "trigger", "session_end"}
-SYSTEM_TYPES = {"session", "dict", "gpu", "host", "verdict", "loss",
+SYSTEM_TYPES = {"session", "dict", "gpu", "host", "verdict", "waste", "loss",
                 "trigger", "session_end"}
 TYPES = {"device": DEVICE_TYPES, "scope": SCOPE_TYPES, "system": SYSTEM_TYPES}
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

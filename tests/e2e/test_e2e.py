@@ -229,6 +229,16 @@ class Demo(unittest.TestCase):
                                             "STUCK", "ALLOCATED_UNUSED"},
                             gpus)
             self.assertTrue(all(h["simulated"] for h in fleet))
+            # its waste lines (every 5 s in the demo) reach /fleet/waste,
+            # labelled simulated, with the simulated owners
+            waste = wait_for(lambda: (lambda w: w if w["totals"][
+                "wasted_gpu_h"] > 0 and any(
+                    e["key"].startswith("sim-") for e in w["top"]) else None)(
+                        srv.get("/api/v1/fleet/waste?by=user&step=600")),
+                30, "waste in /api/v1/fleet/waste")
+            self.assertIs(waste["simulated"], True)
+            self.assertEqual(sum(waste["now"]["gpus_by_state"].values()), 5)
+            self.assertEqual(len(waste["gpus"]), 5)
             # the memory profiler's flame graph data, where eBPF is allowed
             chk = subprocess.run([GPUFL, "memprof", "--check"],
                                  stdout=subprocess.DEVNULL,

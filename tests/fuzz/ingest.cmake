@@ -3,6 +3,7 @@ if(TARGET gpufl_server_core)
   gpufl_fuzz_target(ingest
     REPLAY_LIBS gpufl_server_core
     FUZZ_SOURCES ${PROJECT_SOURCE_DIR}/src/server/ingest.c
+                 ${PROJECT_SOURCE_DIR}/src/server/waste_line.c
                  ${PROJECT_SOURCE_DIR}/src/common/jsonl.c
                  ${PROJECT_SOURCE_DIR}/src/common/jw.c
                  ${PROJECT_SOURCE_DIR}/src/common/err.c

@@ -463,6 +463,8 @@ class Regressions(Base):
         srv.stop()
         undo = ["DELETE FROM schema_version WHERE version>=14",
                 "DROP TABLE captures", "DROP INDEX lines_trigger",
+                "DROP TABLE waste",
+                "DROP TABLE wasteh", "DROP TABLE wasted", "DROP TABLE vruns",
                 "DROP INDEX sessions_job", "DROP INDEX sessions_regress",
                 "DROP INDEX sessions_app",
                 "DROP TABLE regressions"] + [

@@ -807,6 +807,8 @@ static void test_migrate_to_kext_srl(void)
     CHECK(sdb_exec(db, "DROP TABLE captures") == 0);
     /* schema 17 (captures.attempts went with the table) */
     CHECK(sdb_exec(db, "DROP INDEX lines_trigger") == 0);
+    CHECK(sdb_exec(db, "DROP TABLE waste; DROP TABLE wasteh; DROP TABLE wasted;"
+                       "DROP TABLE vruns") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);

@@ -198,6 +198,8 @@ class Names(Base):
             UNDO_14 + [
                 "DROP TABLE memooms", "DROP TABLE captures",
                 "DROP INDEX lines_trigger",
+                "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE wasted",
+                "DROP TABLE vruns",
                 "ALTER TABLE dicts DROP COLUMN demangled",
                 "ALTER TABLE kernels DROP COLUMN tid",
                 "ALTER TABLE ops DROP COLUMN tid",
