@@ -4,7 +4,9 @@ import {
   fmtGpuH,
   fmtRate,
   isEmptyWaste,
+  gpuWasteNs,
   rangeOf,
+  sortGpus,
   sortTop,
   stackChart,
   statesSummary,
@@ -165,10 +167,7 @@ describe('stripLayout', () => {
   });
   it('the legend lists the states used, known ones first', () => {
     expect(
-      stripStates([
-        ...answer.gpus,
-        { host: 'h2', dev: 1, strip: [{ from: ns(T0), to: ns(T0 + H), state: 'ZZZ' }] },
-      ]),
+      stripStates([...answer.gpus, { host: 'h2', dev: 1, strip: [{ from: ns(T0), to: ns(T0 + H), state: 'ZZZ' }] }]),
     ).toEqual(['BUSY', 'HELD', 'ZZZ']);
   });
 });
@@ -256,5 +255,23 @@ describe('range', () => {
     expect(short[0].label).toMatch(/^\d\d:\d\d$/);
     const long = timeTicks(ns(T0), ns(T0 + 48n * H), 400, 4);
     expect(long[0].label).toMatch(/^\d\d-\d\d \d\d:\d\d$/);
+  });
+});
+
+describe('GPUs', () => {
+  it('most wasted first, the waste cut to the range', () => {
+    const g2 = {
+      host: 'a',
+      dev: 3,
+      strip: [{ from: ns(T0 - 5n * H), to: ns(T0 + 3n * H), state: 'PHANTOM' }],
+    };
+    const g3 = { host: 'a', dev: 1, strip: [{ from: ns(T0), to: ns(T0 + 4n * H), state: 'BUSY' }] };
+    expect(gpuWasteNs(answer.gpus[0], answer.from, answer.to)).toBe(2n * H);
+    expect(gpuWasteNs(g2, answer.from, answer.to)).toBe(3n * H);
+    expect(sortGpus([g3, answer.gpus[0], g2], answer.from, answer.to).map((g) => g.host + ':' + g.dev)).toEqual([
+      'a:3',
+      'h1:0',
+      'a:1',
+    ]);
   });
 });

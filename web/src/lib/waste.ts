@@ -393,3 +393,29 @@ export function topHref(by: string, key: string): string | null {
   if (by === 'host') return formatHash({ tab: 'sessions', q: key });
   return null;
 }
+
+/* ns a GPU spent in waste states within the range. */
+export function gpuWasteNs(g: WasteGpu, from: Int, to: Int): bigint {
+  const f = big(from);
+  const t1 = big(to);
+  let n = 0n;
+  for (const s of g.strip ?? []) {
+    if (!isWasteState(s.state)) continue;
+    const a = big(s.from) < f ? f : big(s.from);
+    const b = big(s.to) > t1 ? t1 : big(s.to);
+    if (b > a) n += b - a;
+  }
+  return n;
+}
+
+/* The GPUs most wasted first (time in waste states in the range), then by
+   host and device. */
+export function sortGpus(gpus: WasteGpu[], from: Int, to: Int): WasteGpu[] {
+  const w = new Map(gpus.map((g) => [g, gpuWasteNs(g, from, to)]));
+  return gpus.slice().sort((a, b) => {
+    const x = w.get(a)!;
+    const y = w.get(b)!;
+    if (x !== y) return x > y ? -1 : 1;
+    return a.host < b.host ? -1 : a.host > b.host ? 1 : a.dev - b.dev;
+  });
+}
