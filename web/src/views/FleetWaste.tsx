@@ -53,6 +53,7 @@ const CW = 1100;
 const CH = 180;
 const PAD_L = 56;
 const PAD_B = 20;
+const PAD_T = 8;
 const SW = CW - PAD_L;
 
 function Swatch({ color }: { color: string }) {
@@ -184,7 +185,7 @@ function Header({ a }: { a: WasteAnswer }) {
 }
 
 function Chart({ a }: { a: WasteAnswer }) {
-  const plotH = CH - PAD_B;
+  const plotH = CH - PAD_B - PAD_T;
   const c = useMemo(() => stackChart(a.series, a.from, a.to, a.step_s, SW, plotH), [a, plotH]);
   const ticks = useMemo(() => timeTicks(a.from, a.to, SW), [a]);
   const stepLabel = a.step_s >= 3600 ? a.step_s / 3600 + ' h' : a.step_s / 60 + ' min';
@@ -192,7 +193,7 @@ function Chart({ a }: { a: WasteAnswer }) {
     <div className="waste-chart">
       <div className="dim">Wasted GPU-hours per {stepLabel}, by reason</div>
       <svg viewBox={`0 0 ${CW} ${CH}`} width="100%" data-testid="waste-chart" data-ymax={c.yMax}>
-        <g transform={`translate(${PAD_L},0)`}>
+        <g transform={`translate(${PAD_L},${PAD_T})`}>
           {c.ticks.map((k) => (
             <g key={k.v}>
               <line x1={0} x2={SW} y1={k.y} y2={k.y} className="gridline" />
@@ -223,7 +224,7 @@ function Chart({ a }: { a: WasteAnswer }) {
             <text
               key={i}
               x={k.x}
-              y={CH - 4}
+              y={CH - PAD_T - 4}
               className="axis"
               textAnchor={i === 0 ? 'start' : i === ticks.length - 1 ? 'end' : 'middle'}
             >
