@@ -120,6 +120,7 @@ function shows(text, v) {
 
 export async function wasteChecks({ page, U, check, shot, idle, bin, dist, tmp }) {
   // the query the page makes, answered by the server to the test as well
+  await page.goto(U + '/#/sessions');
   const asked = page.waitForResponse((r) => r.url().includes('/api/v1/fleet/waste?'));
   await page.goto(U + '/#/fleet');
   const resp = await asked;
