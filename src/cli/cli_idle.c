@@ -275,6 +275,18 @@ static const opt_def idle_rows[] = {
       .def = "1m",
       .max = 10000000,
       .help = "hold before leaving an in-use verdict" },
+    { .name = "waste-interval",
+      .type = OPT_DUR,
+      .unit = OPT_MS,
+      .bare = OPT_SEC,
+      OPT_F_UINT(T, o.waste_interval_ms),
+      .def = "60",
+      .min = 100,
+      .max = 86400000,
+      .help = "watch --log-dir: write `waste` lines (busy and wasted GPU "
+              "seconds per GPU and owner since the last ones, for the "
+              "server's /fleet/waste) this often, and at exit (a bare "
+              "number is seconds)" },
     { .name = "refresh",
       DUR_S,
       OPT_F_UINT(T, o.cfg.refresh_s),

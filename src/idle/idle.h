@@ -326,6 +326,17 @@ int idle_acct_metrics(const idle_acct *a, struct gbuf *b, const idle_gpu *gpus,
  * tracked), and wasted seconds of gpu for a reason (all owners). */
 double idle_acct_busy(const idle_acct *a, int gpu, uint32_t pid);
 double idle_acct_wasted(const idle_acct *a, int gpu, int reason);
+/* One owner's running totals on one GPU (idle_acct_owners). */
+typedef struct idle_acct_row {
+    int gpu;
+    idle_owner o;
+    double busy_s; /* every process of it, exited or not */
+    int has_util;  /* busy_s is known (per-process samples came) */
+    double wasted[IW_N];
+} idle_acct_row;
+#define IDLE_ACCT_OWNERS_MAX 512
+/* The owners' totals into out (at most max); how many. */
+int idle_acct_owners(const idle_acct *a, idle_acct_row *out, int max);
 
 /* ---- HTTP clients (idle_http.c, libcurl) ---- */
 
@@ -397,6 +408,23 @@ int idle_log_open(idle_log **out, const char *dir, int simulated,
 void idle_log_gpu(idle_log *l, const idle_gpu *g, uint64_t ts);
 void idle_log_sess(idle_log *l, const idle_sess *s, uint64_t ts);
 void idle_log_close(idle_log *l);
+/* Any other line of the log: the envelope, then fn's members. */
+typedef void (*idle_log_fill)(jw *w, const void *ctx);
+void idle_log_event(idle_log *l, uint64_t ts, const char *type,
+                    idle_log_fill fn, const void *ctx);
+
+/* ---- waste lines (idle_waste.c) ---- */
+
+/* Ships the accounting to the server: every --waste-interval a `waste`
+ * line per (GPU, owner) whose busy or wasted seconds grew since its last
+ * line (docs/events.md "waste"). */
+typedef struct idle_wline idle_wline;
+int idle_wline_new(idle_wline **out, uint64_t start_ns);
+void idle_wline_free(idle_wline *w);
+/* Writes the lines for [last ship, now) into l; the count written. */
+int idle_wline_ship(idle_wline *w, idle_log *l, const idle_acct *a,
+                    const idle_gpu *gpus, int ngpus, const char *host,
+                    uint64_t now);
 
 /* ---- running it (idle_watch.c) ---- */
 
@@ -420,6 +448,7 @@ typedef struct idle_opts {
     uint64_t duration_s; /* watch: stop after this long, 0 = never */
     const char *cmdline;
     int clean_check; /* --once: is every GPU safe for the next job? */
+    uint32_t waste_interval_ms; /* watch: waste lines this often */
 } idle_opts;
 
 /* Exit codes of --once (docs/idle.md). */

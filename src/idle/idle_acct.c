@@ -382,3 +382,27 @@ int idle_acct_metrics(const idle_acct *a, gbuf *b, const idle_gpu *gpus,
     }
     return b->err;
 }
+
+int idle_acct_owners(const idle_acct *a, idle_acct_row *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < a->no && n < max; i++) {
+        idle_acct_row *r = &out[n++];
+        r->gpu = a->o[i].gpu;
+        r->o = a->o[i].o;
+        r->busy_s = a->o[i].busy_s;
+        r->has_util = a->o[i].has_util;
+        for (int w = 0; w < IW_N; w++)
+            r->wasted[w] = a->o[i].wasted[w];
+        /* live processes with a series of their own hold their busy time
+         * until they exit */
+        for (int k = 0; k < a->np; k++)
+            if (a->p[k].owner == i && a->p[k].series) {
+                r->busy_s += a->p[k].busy_s;
+                r->has_util |= a->p[k].has_util;
+            } else if (a->p[k].owner == i) {
+                r->has_util |= a->p[k].has_util;
+            }
+    }
+    return n;
+}

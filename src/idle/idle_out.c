@@ -432,6 +432,18 @@ void idle_log_sess(idle_log *l, const idle_sess *s, uint64_t ts)
     log_write(l, &w);
 }
 
+void idle_log_event(idle_log *l, uint64_t ts, const char *type,
+                    idle_log_fill fn, const void *ctx)
+{
+    jw w;
+    if (!l)
+        return;
+    envelope(l, &w, ts, type);
+    fn(&w, ctx);
+    jw_obj_end(&w);
+    log_write(l, &w);
+}
+
 void idle_log_close(idle_log *l)
 {
     if (!l)

@@ -46,6 +46,7 @@ typedef struct ictx {
     uint64_t last_log[IDLE_MAX_SESSIONS + IDLE_MAX_GPUS];
     idle_log *log;
     idle_acct *acct;
+    idle_wline *waste;             /* waste lines, with the log */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
     int was_dirty[IDLE_MAX_GPUS];
     char host[256];
@@ -109,6 +110,7 @@ static void ctx_close(ictx *x)
     idle_src_close(x->src);
     idle_log_close(x->log);
     idle_acct_free(x->acct);
+    idle_wline_free(x->waste);
     free(x->ss);
     free(x->scratch);
     free(x->metrics);
@@ -596,6 +598,7 @@ int idle_watch(const idle_opts *o)
     char why[IDLE_WHY];
     uint64_t step = (uint64_t)o->cfg.interval_ms * 1000000ull;
     uint64_t next, t0, refresh = (uint64_t)o->cfg.refresh_s * IDLE_NS;
+    uint64_t wstep = 0, wnext = 0;
     int rc = 1;
     struct sigaction sa;
 
@@ -613,10 +616,16 @@ int idle_watch(const idle_opts *o)
                       o->cfg.interval_ms, o->cmdline ? o->cmdline : "", why,
                       sizeof why))
         goto fail;
+    if (x.log && idle_wline_new(&x.waste, clock_real_ns())) {
+        snprintf(why, sizeof why, "out of memory");
+        goto fail;
+    }
+    wstep = (uint64_t)o->waste_interval_ms * 1000000ull;
     if (x.simulated)
         glog_warn("src", "SIMULATED GPUs (no real GPU is "
                          "measured)");
     t0 = next = clock_mono_ns();
+    wnext = t0 + wstep;
     while (!g_stop) {
         uint64_t now;
         /* the HTTP thread's /probe reads GPUs and sessions under mu; only
@@ -647,6 +656,14 @@ int idle_watch(const idle_opts *o)
             }
             x.last_action[i] = s->action;
         }
+        /* before publish: a scrape sees no count the lines have not */
+        if (x.waste && wstep && clock_mono_ns() >= wnext) {
+            idle_wline_ship(x.waste, x.log, x.acct, x.gpus, x.ngpus, x.host,
+                            now);
+            wnext += wstep;
+            if (wnext < clock_mono_ns())
+                wnext = clock_mono_ns() + wstep; /* a stalled loop */
+        }
         publish(&x);
         while (waitpid(-1, NULL, WNOHANG) > 0)
             ;
@@ -655,6 +672,10 @@ int idle_watch(const idle_opts *o)
         next += step;
         sleep_until(next);
     }
+    /* what the last interval counted, so a stop loses nothing */
+    if (x.waste)
+        idle_wline_ship(x.waste, x.log, x.acct, x.gpus, x.ngpus, x.host,
+                        clock_real_ns());
     rc = 0;
     ctx_close(&x);
     return rc;

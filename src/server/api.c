@@ -616,6 +616,13 @@ static void api_v1(srv *s, srv_req *r, route_ctx *rc, srv_resp *o)
                                      rc->nseg == 7 ? rc->seg[5] : NULL);
     if (!strcmp(a, "captures") && (rc->nseg == 3 || rc->nseg == 4))
         return srv_api_captures(s, r, o, rc->nseg == 4 ? rc->seg[3] : NULL);
+    if (!strcmp(a, "fleet") && rc->nseg == 4 && seg_is(rc, 3, "waste")) {
+        if (!get)
+            return not_allowed(o, "GET");
+        if (need(r, o, ROLE_READ))
+            srv_api_waste(s, r, o);
+        return;
+    }
     if ((!strcmp(a, "fleet") || !strcmp(a, "verdicts")) && rc->nseg == 3) {
         if (!get)
             return not_allowed(o, "GET");

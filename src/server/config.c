@@ -194,6 +194,22 @@ static const opt_def srv_opts[] = {
       .help = "an ended session's kernels are compared with the last N ended "
               "sessions of the same app (docs/analysis.md); 0: no regression "
               "scan" },
+    { .name = "price",
+      .type = OPT_LIST,
+      OPT_F_LIST(T, price, nprice, OPT_ST_ARR),
+      .flags = OPT_REPEAT,
+      .env_sep = ',',
+      .arg = "MODEL=PRICE",
+      .help = "what one GPU of a model costs per hour, for the money in "
+              "/api/v1/fleet/waste (the model as NVML names it, e.g. "
+              "\"NVIDIA H100 80GB HBM3=2.5\"; *=PRICE for every model "
+              "without its own; repeatable; none: costs are null)" },
+    { .name = "currency",
+      .type = OPT_STR,
+      OPT_F_ARR(T, currency),
+      .def = "USD",
+      .arg = "CODE",
+      .help = "the currency of --price, as /api/v1/fleet/waste names it" },
     { .name = "alert-webhook",
       .type = OPT_STR,
       OPT_F_ARR(T, alert_webhook),
@@ -283,6 +299,39 @@ void srv_config_help(FILE *f, int md)
         opt_help(&srv_prog, f);
 }
 
+/* --price MODEL=PRICE items into c->prices: the last '=' splits (a
+ * model name may hold one), the price a finite number >= 0. */
+static int srv_prices_parse(srv_config *c, char *err, size_t cap)
+{
+    c->nprices = 0;
+    for (size_t i = 0; i < c->nprice; i++) {
+        const char *v = c->price[i], *eq = strrchr(v, '=');
+        srv_price *p = &c->prices[c->nprices];
+        char *end = NULL;
+        double d;
+        if (!eq || eq == v || (size_t)(eq - v) >= sizeof(p->model)) {
+            snprintf(err, cap,
+                     "--price '%.200s': MODEL=PRICE (a GPU model, or *, and "
+                     "its price per GPU-hour)",
+                     v);
+            return -1;
+        }
+        d = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end || !(d >= 0) || d > 1e9) {
+            snprintf(err, cap,
+                     "--price '%.200s': the price must be a number from 0 "
+                     "to 1e9",
+                     v);
+            return -1;
+        }
+        memcpy(p->model, v, (size_t)(eq - v));
+        p->model[eq - v] = '\0';
+        p->per_hour = d;
+        c->nprices++;
+    }
+    return 0;
+}
+
 int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
                     int pos_cap, int *npos, char *err, size_t cap)
 {
@@ -317,6 +366,10 @@ int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
     if (c->alert_webhook[0] && strncmp(c->alert_webhook, "http://", 7) &&
         strncmp(c->alert_webhook, "https://", 8)) {
         snprintf(err, cap, "--alert-webhook: an http:// or https:// URL");
+        rc = 2;
+        goto out;
+    }
+    if (srv_prices_parse(c, err, cap)) {
         rc = 2;
         goto out;
     }

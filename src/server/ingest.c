@@ -164,6 +164,8 @@ static const field f_verdict[] = {
     SR("kind", kind, 16),    SR("state", reason, 32), U("dev", dev),
     S("session", text, 128), U("since", start),       END
 };
+/* gpufl idle's GPU time per owner; checked by srv_waste_parse */
+static const field f_waste[] = { U("dev", dev), END };
 /* libgpufl's ring mode: what made it write a dump (docs/events.md) */
 static const field f_trigger[] = { SR("trigger", kind, 32),
                                    S("detail", text, 256), U("dump", id), END };
@@ -217,6 +219,7 @@ static const type_def types[] = {
     { "host", EV_HOST, SY, f_host },
     { "verdict", EV_VERDICT, SY, f_verdict },
     { "trigger", EV_TRIGGER, SD | SS | SY, f_trigger },
+    { "waste", EV_WASTE, SY, f_waste },
 };
 
 /* ---- helpers ---- */
@@ -607,6 +610,10 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         rc = stalls_check(d, reason);
     if (!rc && td->type == EV_VERDICT)
         rc = verdict_check(d, ev, reason);
+    if (!rc && td->type == EV_WASTE) {
+        srv_waste wl;
+        rc = srv_waste_parse(d, &wl, reason);
+    }
     if (!rc && (td->type == EV_KERNEL || td->type == EV_MEMCPY ||
                 td->type == EV_MEMSET))
         rc = api_get(d, ev, reason);

@@ -58,6 +58,12 @@ typedef struct srv_config {
     uint64_t quiet;
     uint64_t kafka_batch;
     int log_level, log_format; /* GLOG_* (common/log.h) */
+    /* --price MODEL=PRICE as given, and parsed (srv_config_load) */
+    char price[SRV_PRICES_MAX][192];
+    size_t nprice;
+    srv_price prices[SRV_PRICES_MAX];
+    size_t nprices;
+    char currency[16];
 } srv_config;
 
 extern const opt_prog srv_prog;
@@ -264,6 +270,8 @@ typedef void (*srv_scope_reject_fn)(void *ctx, uint32_t line, const char *why);
  * error (nothing dropped then). */
 int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
                      srv_scope_reject_fn fn, void *ctx);
+/* GET /api/v1/fleet/waste (api_waste.c). */
+void srv_api_waste(srv *s, srv_req *r, srv_resp *o);
 /* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
 void srv_api_fleet(srv *s, srv_req *r, srv_resp *o, int fleet);
 /* api_jobs.c: job NULL: the list; sid NULL: regressions of all sessions */

@@ -45,6 +45,7 @@ typedef enum srv_type {
     EV_HOST,
     EV_VERDICT, /* gpufl idle (store_sql_fleet.c) */
     EV_TRIGGER, /* a flight-recorder dump's cause (docs/recorder.md) */
+    EV_WASTE,   /* gpufl idle's GPU time per owner (store_sql_waste.c) */
     EV_NTYPES
 } srv_type;
 
@@ -372,6 +373,54 @@ int srv_store_regress_worst(srv_store *s, srv_regress_app *out, size_t cap,
 /* idle verdicts: latest per host GPU/session, and history */
 int srv_store_q_fleet(srv_store *s, const srv_q *q, jw *w);
 int srv_store_q_verdicts(srv_store *s, const srv_q *q, jw *w);
+
+/* ---- GPU waste (docs/idle.md "Waste accounting", docs/api.md) ---- */
+
+#define SRV_WASTE_N 5 /* idle, held, phantom, stuck, allocated_unused */
+#define SRV_WASTE_SPAN_MAX (86400ull * 1000000000ull) /* one line's from..to */
+extern const char *const srv_waste_reasons[SRV_WASTE_N];
+
+/* One `waste` line's fields (waste_line.c); "" = not given. */
+typedef struct srv_waste {
+    char host[256], uuid[96], model[128];
+    char user[64], ns[64], pod[128], container[64], job[64], app[128];
+    uint64_t dev, from, to; /* ns */
+    double busy, wasted[SRV_WASTE_N];
+    int simulated;
+} srv_waste;
+
+struct jsonl_doc;
+/* Reads and checks the waste fields of the parsed line d into *w; 0, or
+ * GPUFL_EPARSE with why in reason (INGEST_REASON_MAX bytes). */
+int srv_waste_parse(struct jsonl_doc *d, srv_waste *w, char *reason);
+
+/* GET /api/v1/fleet/waste: what api_waste.c validated. */
+enum {
+    SRV_WBY_USER,
+    SRV_WBY_NAMESPACE,
+    SRV_WBY_POD,
+    SRV_WBY_JOB,
+    SRV_WBY_APP,
+    SRV_WBY_HOST,
+    SRV_WBY_GPU,
+    SRV_WBY_N
+};
+#define SRV_PRICES_MAX 64
+typedef struct srv_price {
+    char model[128]; /* "*": any model without its own price */
+    double per_hour;
+} srv_price;
+typedef struct srv_wasteq {
+    int by;                    /* SRV_WBY_* */
+    uint64_t from, to, step_s; /* ns, ns, seconds */
+    uint64_t now;              /* ns: the server's clock (waste rate) */
+    uint32_t limit;
+    const srv_price *prices;
+    size_t nprices;
+    const char *currency;
+} srv_wasteq;
+extern const char *const srv_waste_by[SRV_WBY_N];
+int srv_store_q_waste(srv_store *s, const srv_wasteq *q, jw *w);
 
 /* Memory profiles: one POSTed profile in one transaction (*id, and the
  * uuid of the session it was linked to, "" if none, into sid). */

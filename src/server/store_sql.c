@@ -285,6 +285,27 @@ static const char *const migrations[] = {
     " reason TEXT, result TEXT);"
     "CREATE INDEX captures_host ON captures(host, state, id);"
     "CREATE INDEX captures_state ON captures(state, id);",
+    /* 16: GPU waste (store_sql_waste.c): every `waste` line of gpufl idle
+     * (busy and wasted GPU seconds of one owner on one GPU over t0..t1),
+     * and the hourly rollup /fleet/waste reads: per hour, dimension
+     * (user, namespace, pod, job, app, host, gpu: SRV_WBY_*), owner key
+     * and GPU model, the seconds busy and wasted per reason */
+    "CREATE TABLE waste(sess INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " ts INTEGER NOT NULL, host TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " uuid TEXT NOT NULL, model TEXT NOT NULL, usr TEXT NOT NULL,"
+    " ns TEXT NOT NULL, pod TEXT NOT NULL, container TEXT NOT NULL,"
+    " job TEXT NOT NULL, app TEXT NOT NULL, t0 INTEGER NOT NULL,"
+    " t1 INTEGER NOT NULL, busy REAL NOT NULL, w_idle REAL NOT NULL,"
+    " w_held REAL NOT NULL, w_phantom REAL NOT NULL, w_stuck REAL NOT NULL,"
+    " w_alloc REAL NOT NULL, simulated INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, seq)) WITHOUT ROWID;"
+    "CREATE INDEX waste_t1 ON waste(t1);"
+    "CREATE TABLE wasteh(dim INTEGER NOT NULL, hour INTEGER NOT NULL,"
+    " key TEXT NOT NULL, model TEXT NOT NULL, busy REAL NOT NULL,"
+    " w_idle REAL NOT NULL, w_held REAL NOT NULL, w_phantom REAL NOT NULL,"
+    " w_stuck REAL NOT NULL, w_alloc REAL NOT NULL,"
+    " simulated INTEGER NOT NULL,"
+    " PRIMARY KEY(dim, hour, key, model)) WITHOUT ROWID;",
 };
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
@@ -400,6 +421,19 @@ const char *const sq_wsql[WS_N] = {
     [WS_SEQ_ADD] = "INSERT INTO seqr VALUES(?1, ?2, ?3, ?4) ON CONFLICT(sess,"
                    " st, lo) DO UPDATE SET hi=CASE WHEN excluded.hi > seqr.hi"
                    " THEN excluded.hi ELSE seqr.hi END",
+    /* GPU waste (store_sql_waste.c) */
+    [WS_WASTE_PUT] = "INSERT INTO waste VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                     "?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+    [WS_WASTE_ROLL] =
+        "INSERT INTO wasteh VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dim,"
+        " hour, key, model) DO UPDATE SET busy=wasteh.busy+excluded.busy,"
+        " w_idle=wasteh.w_idle+excluded.w_idle,"
+        " w_held=wasteh.w_held+excluded.w_held,"
+        " w_phantom=wasteh.w_phantom+excluded.w_phantom,"
+        " w_stuck=wasteh.w_stuck+excluded.w_stuck,"
+        " w_alloc=wasteh.w_alloc+excluded.w_alloc, simulated=CASE WHEN"
+        " excluded.simulated > wasteh.simulated THEN excluded.simulated ELSE"
+        " wasteh.simulated END",
 };
 
 int sq_err(int rc)

@@ -34,6 +34,9 @@ static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "kext", "srl", "seqr",
                                            /* idle verdicts */
                                            "verdicts", "fleet",
+                                           /* GPU waste (after the rollup
+                                            * gave its share back) */
+                                           "waste",
                                            /* what its scan found */
                                            "regressions" };
 
@@ -100,6 +103,9 @@ static int delete_session(srv_store *s, int64_t id)
     char sql[96];
     int rc;
 
+    /* the hourly waste rollup holds no session: its lines leave it */
+    if ((rc = sq_waste_unroll(s, id)) != 0)
+        return rc;
     for (size_t i = 0; i < sizeof(sess_tables) / sizeof(sess_tables[0]); i++) {
         snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE sess=%lld",
                  sess_tables[i], (long long)id);

@@ -350,6 +350,8 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
             return put_dict(s, sess, e);
         if (e->type == EV_VERDICT)
             return sq_fleet_put(s, sess, e);
+        if (e->type == EV_WASTE)
+            return sq_waste_put(s, sess, e);
         if (e->type == EV_SESSION) {
             if (e->streams) {
                 st = s->ws[WS_SESS_STREAMS];

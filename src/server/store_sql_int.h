@@ -54,6 +54,8 @@ enum {
     WS_SEQ_JOIN,
     WS_SEQ_ADD,
     WS_KLONG,
+    WS_WASTE_PUT,  /* store_sql_waste.c */
+    WS_WASTE_ROLL, /* its hourly rollup, += */
     WS_N
 };
 
@@ -313,6 +315,11 @@ int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
 
 /* Idle verdicts (store_sql_fleet.c): stores one fresh `verdict` line. */
 int sq_fleet_put(srv_store *s, int64_t sess, const srv_ev *e);
+/* GPU waste (store_sql_waste.c): stores one fresh `waste` line and adds
+ * it to the hourly rollup; before a session's rows are deleted, takes
+ * them out of the rollup again. */
+int sq_waste_put(srv_store *s, int64_t sess, const srv_ev *e);
+int sq_waste_unroll(srv_store *s, int64_t sess);
 
 /* ---- store_sql_rollup.c: what new lines add up to ---- */
 /* A new kernel into this batch's accumulators: its name's aggregate

@@ -50,6 +50,14 @@ if(TARGET gpufl_idle AND TARGET gpufl_cli)
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "${_idle_env};GPUFL_TEST_PG_URI_FILE=${CMAKE_BINARY_DIR}/testtmp/pgcluster/uri")
   endif()
+  # waste lines: their sums are /metrics' counters and the server's
+  if(TARGET gpufl-server)
+    add_test(NAME idle_waste_lines
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_idle_waste.py
+              -v)
+    set_tests_properties(idle_waste_lines PROPERTIES TIMEOUT 120
+      ENVIRONMENT "${_idle_env}")
+  endif()
   add_test(NAME idle_prometheus
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_idle_prom.py)
   set_tests_properties(idle_prometheus PROPERTIES TIMEOUT 300

@@ -37,6 +37,15 @@ if(TARGET gpufl_server_core)
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
 endif()
 
+# GPU waste (test_waste.py): waste lines in, /fleet/waste's sums, costs,
+# series, strip, replays, retention, 400s; on PostgreSQL below too.
+if(TARGET gpufl_server_core)
+  add_test(NAME server_waste
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_waste.py -v)
+  set_tests_properties(server_waste PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+endif()
+
 # Names, API calls, the level-of-detail timeline, export, the UI found
 # without a flag (test_timeline.py), on SQLite; on PostgreSQL below.
 set(GPUFL_TL_CLASSES Names Lod Flows Export)
@@ -73,6 +82,11 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   add_test(NAME server_pg_capture
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_capture.py -v)
   set_tests_properties(server_pg_capture PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  add_test(NAME server_pg_waste
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_waste.py -v)
+  set_tests_properties(server_pg_waste PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   foreach(cls ${GPUFL_TL_CLASSES})

@@ -462,7 +462,8 @@ class Regressions(Base):
             old.append(sid)
         srv.stop()
         undo = ["DELETE FROM schema_version WHERE version>=14",
-                "DROP TABLE captures",
+                "DROP TABLE captures", "DROP TABLE waste",
+                "DROP TABLE wasteh",
                 "DROP INDEX sessions_job", "DROP INDEX sessions_regress",
                 "DROP INDEX sessions_app",
                 "DROP TABLE regressions"] + [

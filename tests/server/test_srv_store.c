@@ -805,6 +805,7 @@ static void test_migrate_to_kext_srl(void)
     /* schema 13 */
     CHECK(sdb_exec(db, "DROP TABLE memooms") == 0);
     CHECK(sdb_exec(db, "DROP TABLE captures") == 0);
+    CHECK(sdb_exec(db, "DROP TABLE waste; DROP TABLE wasteh") == 0);
     CHECK(sdb_exec(db, "CREATE INDEX kernels_dur ON kernels(sess, (seq>>16),"
                        " dur, seq)") == 0);
     CHECK(sdb_exec(db, "DELETE FROM schema_version WHERE version >= 7") == 0);

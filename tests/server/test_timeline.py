@@ -193,10 +193,11 @@ class Names(Base):
         g.kernel(T0 + 10 ** 9, 2000, a, api=(-5000, 1200), tid=11)
         g.send(srv)
         srv.stop()
-        # back to schema 11: what migrations 12 to 15 added, removed
+        # back to schema 11: what migrations 12 to 16 added, removed
         undo = ["DELETE FROM schema_version WHERE version>=12"] + \
             UNDO_14 + [
                 "DROP TABLE memooms", "DROP TABLE captures",
+                "DROP TABLE waste", "DROP TABLE wasteh",
                 "ALTER TABLE dicts DROP COLUMN demangled",
                 "ALTER TABLE kernels DROP COLUMN tid",
                 "ALTER TABLE ops DROP COLUMN tid",
