@@ -3,7 +3,10 @@
 //   host waste-node-1, as `gpufl idle watch` writes them (docs/events.md
 //   "verdict": a line per GPU every 60 s and on each change), 3 hours back:
 //   GPU 0 BUSY for an hour, HELD for an hour, then STUCK; GPU 1 held by a
-//   Slurm job with no process (ALLOCATED_UNUSED) for 2 hours, then BUSY.
+//   Slurm job with no process (ALLOCATED_UNUSED) for 1.5 hours, then BUSY;
+//   and the waste lines that go with them (docs/events.md "waste": every
+//   5 minutes per GPU and owner, the busy and wasted seconds): GPU 0 is
+//   alice's pod research/train-0, GPU 1 bob's Slurm job 4242.
 // Every panel is compared with the API's answer to the very query the page
 // made (the range, step, by and limit it asked), read independently.
 import fs from 'node:fs';
@@ -11,6 +14,8 @@ import path from 'node:path';
 import { req, startServer } from './fixture.mjs';
 
 export const WASTE_HOST = 'waste-node-1';
+// priced by the e2e server's --price (run.mjs)
+export const WASTE_MODEL = 'Simulated NVIDIA H100 80GB HBM3';
 const WSID = 'e2e0e2e0-0000-4000-8000-00000000a57e';
 const S = 1000000000n;
 
@@ -74,7 +79,7 @@ export function wasteLines(nowNs) {
             signals: { util: 0, procs: 0 },
           },
         ],
-        [7200, 'BUSY', { reasons: ['SM activity 0.55 over the last 60 s (>= 0.30)'], signals: { util: 95, procs: 1 } }],
+        [5400, 'BUSY', { reasons: ['SM activity 0.55 over the last 60 s (>= 0.30)'], signals: { util: 95, procs: 1 } }],
       ],
     ],
   ];
@@ -88,11 +93,50 @@ export function wasteLines(nowNs) {
         kind: 'gpu',
         dev,
         uuid: 'GPU-waste-' + dev,
-        model: 'Simulated NVIDIA H100 80GB HBM3',
+        model: WASTE_MODEL,
         simulated: true,
         state: cur[1],
         since: t0 + BigInt(cur[0]) * S,
         ...cur[2],
+      });
+    }
+  }
+  // waste lines: [dev, owner, [until s, busy or reason]...]
+  const acct = [
+    [
+      0,
+      { user: 'alice', namespace: 'research', pod: 'train-0' },
+      [
+        [3600, 'busy'],
+        [7200, 'held'],
+        [10800, 'stuck'],
+      ],
+    ],
+    [
+      1,
+      { user: 'bob', job: '4242' },
+      [
+        [5400, 'allocated_unused'],
+        [10800, 'busy'],
+      ],
+    ],
+  ];
+  const W = 300;
+  for (let s = 0; s < 3 * 3600; s += W) {
+    for (const [dev, owner, runs] of acct) {
+      const what = runs.find((x) => s < x[0])[1];
+      line({
+        ts: t0 + BigInt(s + W) * S + 5000n + BigInt(dev),
+        type: 'waste',
+        host: WASTE_HOST,
+        dev,
+        uuid: 'GPU-waste-' + dev,
+        model: WASTE_MODEL,
+        simulated: true,
+        ...owner,
+        from: t0 + BigInt(s) * S,
+        to: t0 + BigInt(s + W) * S,
+        ...(what === 'busy' ? { busy_s: W, wasted_s: {} } : { busy_s: 0, wasted_s: { [what]: W } }),
       });
     }
   }
@@ -165,7 +209,8 @@ export async function wasteChecks({ page, U, check, shot, idle, bin, dist, tmp }
     .filter(([, n]) => n > 0)
     .sort();
   const gotStates = hdr.states.slice().sort();
-  const costOk = api.totals.cost === null ? hdr.noprice && hdr.cost === null : shows(hdr.cost ?? '', api.totals.cost);
+  // the server has a --price for the lines' model: the money is shown
+  const costOk = api.totals.cost !== null && !hdr.noprice && shows(hdr.cost ?? '', api.totals.cost);
   check(
     'fleet_waste_header',
     JSON.stringify(wantStates) === JSON.stringify(gotStates) &&
@@ -260,9 +305,17 @@ export async function wasteChecks({ page, U, check, shot, idle, bin, dist, tmp }
         a.top.find((w) => w.key === got[i - 1].key).wasted_gpu_h >= a.top.find((w) => w.key === x.key).wasted_gpu_h,
     );
   const t1 = await topOf();
+  // what the lines charge: alice 2 GPU-h wasted (held, stuck), bob 1.5
+  // (allocated, unused), at 2.5 an hour
+  const who = (k) => t1.find((x) => x.key === k);
   check(
     'fleet_waste_top',
-    t1.length > 0 && topOk(t1, api),
+    t1.length > 0 &&
+      topOk(t1, api) &&
+      shows(who('alice')?.wasted ?? '', 2) &&
+      shows(who('alice')?.cost ?? '', 5) &&
+      shows(who('bob')?.wasted ?? '', 1.5) &&
+      shows(who('bob')?.busy ?? '', 1.5),
     'by ' +
       qp.get('by') +
       ': ' +

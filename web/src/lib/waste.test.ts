@@ -4,7 +4,9 @@ import {
   fmtGpuH,
   fmtRate,
   isEmptyWaste,
+  gpuOfKey,
   gpuWasteNs,
+  ownerLabel,
   rangeOf,
   sortGpus,
   sortTop,
@@ -237,6 +239,16 @@ describe('top wasters', () => {
     expect(topHref('job', 'slurm-42')).toBe('#/jobs?job=slurm-42');
     expect(topHref('host', 'node 1')).toBe('#/sessions?q=node+1');
     expect(topHref('user', 'alice')).toBeNull();
+    expect(topHref('job', '')).toBeNull();
+    expect(topHref('host', '(other)')).toBeNull();
+  });
+  it('names the unnamed owner; finds the GPU of a by=gpu key', () => {
+    expect(ownerLabel('')).toBe('(not named)');
+    expect(ownerLabel('alice')).toBe('alice');
+    const g2 = { host: 'h2', dev: 3, strip: [] };
+    expect(gpuOfKey([answer.gpus[0], g2], 'GPU-1')).toBe(answer.gpus[0]);
+    expect(gpuOfKey([answer.gpus[0], g2], 'h2:3')).toBe(g2);
+    expect(gpuOfKey([answer.gpus[0], g2], 'h1:0')).toBeNull(); // h1:0 has a UUID: its key is that
   });
 });
 

@@ -384,11 +384,18 @@ export function sortTop(rows: WasteRow[], k: TopKey, desc: boolean): WasteRow[] 
   });
 }
 
+/* An owner's key as shown: the API's "" is the owner nobody named (e.g.
+   leaked memory with no holder), "(other)" the owners past its cap. */
+export function ownerLabel(key: string): string {
+  return key === '' ? '(not named)' : key;
+}
+
 /* ---- drill-down --------------------------------------------------------- */
 
 /* Where a top-waster row leads: a job to the Jobs page, a host to its
    sessions (the list's search matches hosts); the others have no page. */
 export function topHref(by: string, key: string): string | null {
+  if (key === '' || key === '(other)') return null;
   if (by === 'job') return formatHash({ tab: 'jobs', job: key });
   if (by === 'host') return formatHash({ tab: 'sessions', q: key });
   return null;
@@ -418,4 +425,10 @@ export function sortGpus(gpus: WasteGpu[], from: Int, to: Int): WasteGpu[] {
     if (x !== y) return x > y ? -1 : 1;
     return a.host < b.host ? -1 : a.host > b.host ? 1 : a.dev - b.dev;
   });
+}
+
+/* The GPU of the answer's strips a by=gpu key names (its UUID, else
+   host:index, docs/api.md "GPU waste"), or null. */
+export function gpuOfKey(gpus: WasteGpu[], key: string): WasteGpu | null {
+  return (gpus ?? []).find((g) => (g.uuid ? g.uuid === key : g.host + ':' + g.dev === key)) ?? null;
 }

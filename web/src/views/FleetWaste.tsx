@@ -14,7 +14,9 @@ import {
   fmtCost,
   fmtGpuH,
   fmtRate,
+  gpuOfKey,
   isEmptyWaste,
+  ownerLabel,
   RANGES,
   rangeOf,
   REASON_COLOR,
@@ -46,8 +48,9 @@ const BY_LABEL: Record<WasteBy, string> = {
   host: 'host',
   gpu: 'GPU',
 };
-const TOP_LIMIT = 20;
-const GPU_ROWS = 100;
+// the server's limit counts both the owners in top and the GPUs in gpus
+const LIMIT = 100;
+const TOP_ROWS = 20;
 // the plots' drawing size (SVG units; the SVG scales to the page's width)
 const CW = 1100;
 const CH = 180;
@@ -70,7 +73,7 @@ export function FleetWaste({ tick }: { tick: number }) {
   // asks the same question
   // eslint-disable-next-line react-hooks/exhaustive-deps -- tick stands for "now": a new range each refresh
   const rg = useMemo(() => rangeOf(R.s, R.step, Date.now()), [R.s, R.step, tick]);
-  const r = useApi<WasteAnswer>('fleet/waste', { by, from: rg.from, to: rg.to, step: rg.step, limit: TOP_LIMIT }, [
+  const r = useApi<WasteAnswer>('fleet/waste', { by, from: rg.from, to: rg.to, step: rg.step, limit: LIMIT }, [
     by,
     rg.from,
     rg.to,
@@ -131,7 +134,7 @@ export function FleetWaste({ tick }: { tick: number }) {
         <>
           <Header a={a} />
           <Chart a={a} />
-          <Top a={a} sort={sort} setSort={setSort} />
+          <Top a={a} sort={sort} setSort={setSort} setSel={setSel} />
           <Strips a={a} sel={sel} setSel={setSel} />
           {sel && <Drill a={a} gpuKey={sel} />}
         </>
@@ -255,18 +258,23 @@ function Top({
   a,
   sort,
   setSort,
+  setSel,
 }: {
   a: WasteAnswer;
   sort: [string, boolean];
   setSort: (s: [string, boolean]) => void;
+  setSel: (k: string | null) => void;
 }) {
-  const rows = useMemo(() => sortTop(a.top ?? [], sort[0] as TopKey, sort[1]), [a, sort]);
+  const [all, setAll] = useState(false);
+  const sorted = useMemo(() => sortTop(a.top ?? [], sort[0] as TopKey, sort[1]), [a, sort]);
+  const rows = all ? sorted : sorted.slice(0, TOP_ROWS);
   const noPrice = a.totals.cost === null || a.totals.cost === undefined;
   const by = (BYS as readonly string[]).includes(a.by) ? BY_LABEL[a.by as WasteBy] : a.by;
   return (
     <div className="waste-top">
       <div className="dim">
-        Top {rows.length} by {by} (the server&apos;s {TOP_LIMIT} with the most wasted GPU-hours; click a header to sort)
+        Top wasters by {by}: {rows.length} of the {sorted.length} the server sent (most wasted GPU-hours first; click a
+        header to sort)
       </div>
       {rows.length === 0 ? (
         <Empty>No {by} was charged GPU-hours in this range.</Empty>
@@ -295,10 +303,31 @@ function Top({
           <tbody>
             {rows.map((x) => {
               const href = topHref(a.by, x.key);
+              const gpu = a.by === 'gpu' ? gpuOfKey(a.gpus, x.key) : null;
               const share = wasteShare(x.busy_gpu_h, x.wasted_gpu_h);
               return (
                 <tr key={x.key} data-testid="waste-top-row" data-key={x.key}>
-                  <td>{href ? <a href={href}>{x.key}</a> : x.key}</td>
+                  <td>
+                    {href ? (
+                      <a href={href}>{x.key}</a>
+                    ) : gpu ? (
+                      <a
+                        href="#"
+                        title="show this GPU's sessions below"
+                        onClick={(e) => {
+                          e.preventDefault();
+                          setSel(gpuKey(gpu));
+                        }}
+                      >
+                        {x.key}{' '}
+                        <span className="dim">
+                          ({gpu.host} GPU {gpu.dev})
+                        </span>
+                      </a>
+                    ) : (
+                      <span className={x.key === '' ? 'dim' : ''}>{ownerLabel(x.key)}</span>
+                    )}
+                  </td>
                   <td className="num" data-testid="waste-top-busy">
                     {fmtGpuH(x.busy_gpu_h)}
                   </td>
@@ -330,6 +359,11 @@ function Top({
           </tbody>
         </table>
       )}
+      {sorted.length > TOP_ROWS && (
+        <button data-testid="waste-top-all" onClick={() => setAll(!all)}>
+          {all ? 'Show the top ' + TOP_ROWS : 'Show all ' + sorted.length}
+        </button>
+      )}
       {noPrice && rows.length > 0 && (
         <div className="dim">
           Cost: no price configured (<code>gpufl-server --price MODEL=USD_PER_HOUR</code>).
@@ -351,12 +385,12 @@ function Strips({ a, sel, setSel }: { a: WasteAnswer; sel: string | null; setSel
   const gpus = useMemo(() => sortGpus(a.gpus ?? [], a.from, a.to), [a]);
   const states = useMemo(() => stripStates(a.gpus ?? []), [a]);
   const ticks = useMemo(() => timeTicks(a.from, a.to, SW), [a]);
-  const shown = gpus.slice(0, GPU_ROWS);
   if (!gpus.length) return null;
   return (
     <div className="waste-strips">
       <div className="dim">
-        Verdict history per GPU (most wasted first{gpus.length > GPU_ROWS ? '; the first ' + GPU_ROWS : ''}; blank: no
+        Verdict history per GPU (most wasted first
+        {gpus.length >= LIMIT ? '; the server sends the first ' + LIMIT + ' GPUs by host and index' : ''}; blank: no
         verdict seen). Click a GPU for its sessions.
       </div>
       <div className="legend" data-testid="strip-legend">
@@ -367,7 +401,7 @@ function Strips({ a, sel, setSel }: { a: WasteAnswer; sel: string | null; setSel
         ))}
       </div>
       <div className="strip-rows" data-testid="waste-gpus">
-        {shown.map((g) => {
+        {gpus.map((g) => {
           const px = stripLayout(g.strip, a.from, a.to, SW);
           const k = gpuKey(g);
           return (
