@@ -16,6 +16,7 @@ import { ADMIN, startServer, runTrain, ingestDir, req, sessionOf } from './fixtu
 import { ingestLines, ingestStream, sessionLines, systemLines } from './gen.mjs';
 import * as T from './timeline.mjs';
 import { ingestJobsAndRuns, jobChecks, regressionChecks } from './jobs.mjs';
+import { ingestWaste, wasteChecks, WASTE_MODEL } from './waste.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = Object.fromEntries(
@@ -74,7 +75,13 @@ try {
   // --retention-interval 1s: the maintenance tick (stale marks, the
   // regression scan of ended sessions) every second, not every 5 s; no
   // retention limit is set, so it prunes nothing
-  server = await startServer({ bin: BIN, uiDir: DIST, tmp, extra: ['--retention-interval', '1s'] });
+  // --price: the waste panels' money (e2e/waste.mjs)
+  server = await startServer({
+    bin: BIN,
+    uiDir: DIST,
+    tmp,
+    extra: ['--retention-interval', '1s', '--price', WASTE_MODEL + '=2.5'],
+  });
   const U = server.url;
   const env = { GPUFL_SYSTEM_INTERVAL_MS: '20' };
   runTrain(BIN, path.join(tmp, 'logs-a'), 40, env);
@@ -434,6 +441,10 @@ try {
       fl.status +
       (vOk ? '' : ' (not yet: the server does not store idle verdicts / has no /api/v1/fleet)'),
   );
+
+  // GPU waste (e2e/waste.mjs): 3 hours of verdicts of two GPUs
+  const wi = await ingestWaste(U);
+  check('fleet_waste_ingest', wi.ok, wi.detail);
 
   // ---- browser --------------------------------------------------------------
   const udd = fs.mkdtempSync(path.join(tmp, 'udd-'));
@@ -1136,6 +1147,9 @@ try {
     );
     await shot('fleet');
   });
+
+  // the Fleet page's waste panels = GET /api/v1/fleet/waste (e2e/waste.mjs)
+  await attempt('fleet_waste', () => wasteChecks({ page, U, check, shot, idle, bin: BIN, dist: DIST, tmp }));
 
   // live refresh of a running session's system view
   await attempt('system_live', async () => {

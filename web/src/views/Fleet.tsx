@@ -4,6 +4,7 @@ import type { FleetHost, Page } from '../lib/types';
 import { fmtBytes, fmtNs, fmtWall } from '../lib/format';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
 import { useEffect, useState } from 'react';
+import { FleetWaste } from './FleetWaste';
 
 function ago(ns: Dec): string {
   const d = Number(BigInt(Date.now()) * 1000000n - big(ns));
@@ -41,6 +42,7 @@ export function Fleet(_: ViewProps) {
   const r = useApi<Page<FleetHost>>('fleet', { limit: 1000 }, [tick]);
   return (
     <div className="fleet" data-testid="view-fleet">
+      <FleetWaste tick={tick} />
       <div className="toolbar">
         <span className="dim">
           Latest idle-detector verdict per host and GPU (refreshes every 15 s). Verdicts come from{' '}
