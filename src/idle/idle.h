@@ -570,8 +570,8 @@ typedef struct idle_opts {
     const char *slurm_node;     /* NULL: the short host name */
     const char *hub_url;        /* JupyterHub base or API URL (idle_hub.c) */
     const char *hub_token;
-    int hub_insecure;     /* allow http:// to another host */
-    uint32_t hub_every_s; /* at most one report a user this often */
+    int hub_insecure;           /* allow http:// to another host */
+    uint32_t hub_every_s;       /* at most one report a user this often */
     uint32_t waste_interval_ms; /* watch: waste lines this often */
 } idle_opts;
 
