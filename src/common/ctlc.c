@@ -20,6 +20,7 @@ int ctlc_ask(long pid, const char *req, int wait_s, char *reply, size_t cap,
     socklen_t len = ctl_addr(&a, (uint32_t)pid);
     struct timeval tv = { wait_s, 0 };
     size_t got = 0, rl = strlen(req);
+    char line[CTL_REQ_MAX];
     int fd;
 
     if (cap < 2 || rl + 1 > CTL_REQ_MAX) {
@@ -41,8 +42,11 @@ int ctlc_ask(long pid, const char *req, int wait_s, char *reply, size_t cap,
         close(fd);
         return -1;
     }
-    if (send(fd, req, rl, MSG_NOSIGNAL) != (ssize_t)rl ||
-        send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+    /* the line in one send: a peer that answers the first bytes it reads
+     * and closes must not turn the newline's own send into an EPIPE */
+    memcpy(line, req, rl);
+    line[rl] = '\n';
+    if (send(fd, line, rl + 1, MSG_NOSIGNAL) != (ssize_t)(rl + 1)) {
         close(fd);
         snprintf(err, ecap, "the request could not be sent");
         return -1;

@@ -243,7 +243,13 @@ class Capture(Base):
         def serve():
             for n in range(2):
                 c, _ = ls.accept()
-                asked.append(c.recv(2048))
+                req = b""
+                while not req.endswith(b"\n"):  # the whole line
+                    b = c.recv(2048)
+                    if not b:
+                        break
+                    req += b
+                asked.append(req)
                 if n == 0:
                     held.append(c)  # never answered: the agent waits
                 else:
