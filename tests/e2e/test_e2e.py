@@ -167,7 +167,7 @@ class Demo(unittest.TestCase):
         gpu = ["--gpu", "off"] if os.path.exists("/dev/nvidiactl") else []
         p = subprocess.Popen([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
                               "--dir", root, "--token", TOKEN, "--steps", "40",
-                              "--pause", "1", "--duration", "60"] + gpu,
+                              "--pause", "1", "--duration", "300"] + gpu,
                              stdout=out, stderr=subprocess.STDOUT,
                              env=st.clean_env())
         srv = st.Server.__new__(st.Server)  # only for req()/get()
