@@ -73,6 +73,27 @@ def read_all(s, limit=1 << 20, timeout=5):
     return data, False
 
 
+def read_head(s, timeout=15):
+    """The answer's status line and headers: read until the blank line (a
+    kept-alive connection is not waited out), or timeout."""
+    data = b""
+    end = time.time() + timeout
+    p = select.poll()
+    p.register(s, select.POLLIN)
+    while b"\r\n\r\n" not in data and len(data) < 65536:
+        left = end - time.time()
+        if left <= 0 or not p.poll(left * 1000):
+            break
+        try:
+            b = s.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not b:
+            break
+        data += b
+    return data
+
+
 def status_of(data):
     m = re.match(rb"HTTP/1\.[01] (\d{3})", data)
     return int(m.group(1)) if m else None
@@ -431,7 +452,8 @@ class BeforeBody(Base):
         # the held ones finish normally and give their bytes back
         for s in held:
             s.sendall(b" " * ((1 << 20) - 1001) + b"\n")
-            self.assertEqual(status_of(read_all(s, timeout=1)[0]), 200)
+            # a loaded machine's sanitizer build may take over a second
+            self.assertEqual(status_of(read_head(s)), 200)
             s.close()
         for _ in range(50):
             if self.metric(srv, "gpufl_server_body_buffered_bytes") == 0:
