@@ -89,7 +89,7 @@ static const opt_def idle_rows[] = {
       OPT_F_PTR(T, o.sim),
       .arg = "LIST",
       .help = "SIMULATED GPUs: none,held,one_thread,matmul,phantom,bursty,"
-              "train,all" },
+              "train,stuck,allocated,leaked,dead,all" },
     { .name = "sim-gpus",
       .type = OPT_INT,
       OPT_F_SINT(T, o.sim_gpus),

@@ -484,7 +484,7 @@ typedef struct idle_src idle_src;
  * until a restart.
  * sim: NULL for NVML; else a comma list of simulated GPU scenarios
  * (none, held, one_thread, matmul, phantom, bursty, train, stuck,
- * allocated)
+ * allocated, leaked, dead)
  * cycled to sim_gpus GPUs (0 = one per scenario). */
 int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
                   int sim_gpus, char *why, size_t whylen);
@@ -494,6 +494,10 @@ int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n);
 int idle_src_simulated(const idle_src *s);
 /* 1 when simulated GPU i plays a GPU a pod holds without a process. */
 int idle_src_sim_alloc(const idle_src *s, int i);
+/* A simulated GPU's dead process (after = 0, before its verdict) or the
+ * holder of its leaked memory (after = 1): what idle_dead_scan and
+ * idle_holders_scan find on a real node; nothing for a real GPU. */
+void idle_src_sim_dirt(const idle_src *s, idle_gpu *g, int i, int after);
 void idle_src_close(idle_src *s);
 
 /* ---- outputs (idle_out.c) ---- */

@@ -260,6 +260,8 @@ static void round_gpus(ictx *x, uint64_t now)
         idle_kern_round(x->kern, x->gpus, x->ngpus, now);
     if (!x->simulated)
         idle_dead_scan(e, x->gpus, x->ngpus, &x->host_pids);
+    for (int i = 0; i < x->ngpus && x->simulated; i++)
+        idle_src_sim_dirt(x->src, &x->gpus[i], i, 0);
     for (int i = 0; i < x->ngpus; i++) {
         idle_gpu *g = &x->gpus[i];
         idle_gpu_eval(g, &x->o->cfg, now);
@@ -272,9 +274,16 @@ static void round_gpus(ictx *x, uint64_t now)
         idle_holders_scan(e, x->gpus, x->ngpus, need);
         x->holders_ts = now;
     }
-    /* simulated GPUs have no /dev/nvidiaN of their own to look up */
-    for (int i = 0; i < x->ngpus && !x->simulated; i++)
+    /* simulated GPUs have no /dev/nvidiaN of their own to look up: only
+     * the scenarios about holders get them */
+    for (int i = 0; i < x->ngpus; i++) {
+        if (x->simulated) {
+            idle_src_sim_dirt(x->src, &x->gpus[i], i, 1);
+            if (!x->gpus[i].nholders && !x->gpus[i].ndead)
+                continue;
+        }
         idle_gpu_note_holders(&x->gpus[i]);
+    }
     idle_acct_round(x->acct, e, x->gpus, x->ngpus, now);
 }
 

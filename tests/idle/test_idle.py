@@ -664,6 +664,34 @@ class Waste(unittest.TestCase):
                        env=self.script(d, cases[1][0]))
         self.assertEqual(rc, 3)
 
+    def test_simulate_all_shows_the_waste_verdicts(self):
+        """The demo's `--simulate all`: STUCK, ALLOCATED_UNUSED, leaked
+        memory with its (simulated) holder named, and a dead container's
+        GPU, the last two dirty (exit 6 with --clean-check)."""
+        args = ["--once", "--simulate", "all", "--samples", "5",
+                "--phantom-hold", "0", "--stuck-hold", "0"] + FAST
+        rc, out, err = run(args + ["--json", "--clean-check"])
+        self.assertEqual(rc, 6, err)
+        g = by_dev(json.loads(out))
+        want = {7: "STUCK", 8: "ALLOCATED_UNUSED", 9: "HELD", 10: "HELD"}
+        for dev, st in want.items():
+            self.assertEqual(g[dev]["state"], st, g[dev])
+        self.assertEqual(g[9]["holders"], [100009])
+        self.assertIs(g[9]["dirty"], True)
+        self.assertIs(g[10]["dirty"], True)
+        self.assertNotIn("dirty", g[1])  # held by a live process: clean
+        self.assertIn("held open by pid 100009, pod demo/sim-notebook-9, "
+                      "user sim-bob", " ".join(g[9]["reasons"]))
+        self.assertIn("pid 100010 listed by NVML no longer exists on this "
+                      "host (a dead container?)", " ".join(g[10]["reasons"]))
+        # and in the text output
+        rc, out, err = run(args)
+        self.assertEqual(rc, 5, err)  # the phantom GPU
+        self.assertRegex(out, r"gpu 9 HELD .*\n.*\n    - held open by pid "
+                         r"100009")
+        self.assertIn("gpu 8 ALLOCATED_UNUSED", out)
+        self.assertIn("gpu 7 STUCK", out)
+
     def test_watch_waste_metrics(self):
         d = tmpdir("wastew")
         root = waste_root(d)
