@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/price.h"
 #include "gpu/gpu.h"
 
 struct gbuf;
@@ -577,6 +578,9 @@ typedef struct idle_opts {
     int hub_insecure;           /* allow http:// to another host */
     uint32_t hub_every_s;       /* at most one report a user this often */
     uint32_t waste_interval_ms; /* watch: waste lines this often */
+    const gpu_price *prices;    /* --once text: the waste seen, priced */
+    size_t nprices;
+    const char *currency;
 } idle_opts;
 
 /* Exit codes of --once (docs/idle.md). */

@@ -48,18 +48,6 @@ static uint64_t fnv(const char *s, uint64_t h)
     return h;
 }
 
-static const srv_price *price_of(const srv_wasteq *q, const char *model)
-{
-    const srv_price *any = NULL;
-    for (size_t i = 0; i < q->nprices; i++) {
-        if (!strcmp(q->prices[i].model, model))
-            return &q->prices[i];
-        if (!strcmp(q->prices[i].model, "*"))
-            any = &q->prices[i];
-    }
-    return any;
-}
-
 static void ent_add(wq_ent *e, const srv_price *p, double f, double busy,
                     const double *wasted)
 {
@@ -92,7 +80,7 @@ static int piece(wq *x, int roles, uint64_t t0, uint64_t t1, const char *key,
     const srv_wasteq *q = x->q;
     uint64_t a = t0 > q->from ? t0 : q->from, b = t1 < q->to ? t1 : q->to;
     uint64_t k[4] = { 0, 0, 0, 0 }, step = q->step_s * 1000000000ull;
-    const srv_price *p = price_of(q, model);
+    const srv_price *p = price_find(q->prices, q->nprices, model);
     double span = (double)(t1 - t0);
     wq_ent *e;
     int fresh = 0;
