@@ -298,13 +298,18 @@ int main(int argc, char **argv)
     char *buf = malloc(SRV_RESP_MAX);
     sdb *db = NULL;
     double t;
+    /* skip: hours cut off the start, so the range begins at noon (whole
+     * days from the daily rollup, the edge hours from the hourly one) */
     static const struct {
         int by;
-        uint64_t step;
-    } cases[] = { { SRV_WBY_USER, 3600 },      { SRV_WBY_USER, 86400 },
-                  { SRV_WBY_NAMESPACE, 3600 }, { SRV_WBY_HOST, 3600 },
-                  { SRV_WBY_POD, 86400 },      { SRV_WBY_GPU, 86400 },
-                  { SRV_WBY_POD, 3600 },       { SRV_WBY_GPU, 3600 } };
+        uint64_t step, skip;
+    } cases[] = { { SRV_WBY_USER, 3600, 0 },      { SRV_WBY_USER, 86400, 0 },
+                  { SRV_WBY_NAMESPACE, 3600, 0 }, { SRV_WBY_HOST, 3600, 0 },
+                  { SRV_WBY_JOB, 3600, 0 },       { SRV_WBY_APP, 3600, 0 },
+                  { SRV_WBY_POD, 86400, 0 },      { SRV_WBY_GPU, 86400, 0 },
+                  { SRV_WBY_POD, 3600, 0 },       { SRV_WBY_GPU, 3600, 0 },
+                  { SRV_WBY_POD, 3600, 12 },      { SRV_WBY_GPU, 3600, 12 },
+                  { SRV_WBY_USER, 3600, 12 } };
 
     if (!buf || !gpus || !days)
         return 2;
@@ -353,8 +358,10 @@ int main(int argc, char **argv)
         char what[96];
         q.by = cases[i].by;
         q.step_s = cases[i].step;
-        snprintf(what, sizeof(what), "by=%s step=%llu (30 d)",
-                 srv_waste_by[q.by], (unsigned long long)q.step_s);
+        q.from = t0 + cases[i].skip * HOUR_NS;
+        snprintf(what, sizeof(what), "by=%s step=%llu (%u d%s)",
+                 srv_waste_by[q.by], (unsigned long long)q.step_s, days,
+                 cases[i].skip ? " from noon" : "");
         if (query(s, &q, what, buf))
             return 1;
     }

@@ -415,18 +415,18 @@ static void start_extras(demo *d)
     char self[DEMO_PATH + 32], log[DEMO_PATH + 32];
     snprintf(self, sizeof self, "%s/gpufl", d->bin);
     if (d->o.idle && cli_has_command("idle")) {
-        /* five simulated GPUs in states the Fleet view tells apart: a
+        /* six simulated GPUs in states the Fleet view tells apart: a
          * training job, memory held, a pod's GPU with no process
-         * (ALLOCATED_UNUSED at once), and two that need 5 minutes:
-         * utilisation without a process (PHANTOM) and a hung job
-         * (STUCK) */
+         * (ALLOCATED_UNUSED at once), leaked memory whose holder is
+         * named (a dirty GPU), and two that need 5 minutes: utilisation
+         * without a process (PHANTOM) and a hung job (STUCK) */
         char *argv[] = { self, "idle", "watch", "--simulate",
-                         "train,held,phantom,stuck,allocated", "--sim-gpus",
-                         "5", "--log-dir", d->logs,
+                         "train,held,phantom,stuck,allocated,leaked",
+                         "--sim-gpus", "6", "--log-dir", d->logs,
                          /* waste lines soon, for the Fleet waste view */
                          "--waste-interval", "5s", NULL };
         snprintf(log, sizeof log, "%s/idle.log", d->root);
-        say(d, "      gpufl idle watch on 5 simulated GPUs -> verdicts and "
+        say(d, "      gpufl idle watch on 6 simulated GPUs -> verdicts and "
                "waste in the Fleet view\n");
         cli_proc_start(&d->ps, "gpufl-idle", argv, log, NULL);
     }

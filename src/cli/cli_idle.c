@@ -18,9 +18,11 @@
 #include "common/log.h"
 #include "httpc/httpc.h"
 #include "common/opt.h"
+#include "common/price.h"
 #include "idle/idle.h"
 
 #define MAX_SESS 64
+#define MAX_PRICES 64
 
 typedef struct idle_cli {
     idle_opts o;
@@ -29,6 +31,10 @@ typedef struct idle_cli {
     int once;
     int log_level, log_format;    /* GLOG_* (common/log.h) */
     idle_sess_cfg sess[MAX_SESS]; /* what they say (o.sessions) */
+    char price[MAX_PRICES][192];  /* --price MODEL=PRICE as given */
+    size_t nprice;
+    gpu_price prices[MAX_PRICES]; /* ... parsed (o.prices) */
+    char currency[16];
 } idle_cli;
 
 #define T idle_cli
@@ -89,7 +95,7 @@ static const opt_def idle_rows[] = {
       OPT_F_PTR(T, o.sim),
       .arg = "LIST",
       .help = "SIMULATED GPUs: none,held,one_thread,matmul,phantom,bursty,"
-              "train,all" },
+              "train,stuck,allocated,leaked,dead,all" },
     { .name = "sim-gpus",
       .type = OPT_INT,
       OPT_F_SINT(T, o.sim_gpus),
@@ -208,6 +214,21 @@ static const opt_def idle_rows[] = {
       .def = "5m",
       .max = 10000000,
       .help = "stuck: sustained this long with memory unchanged" },
+    { .name = "price",
+      .type = OPT_LIST,
+      OPT_F_LIST(T, price, nprice, OPT_ST_ARR),
+      .flags = OPT_REPEAT,
+      .env_sep = ',',
+      .arg = "MODEL=PRICE",
+      .help = "--once text: what one GPU of a model costs per hour, for the "
+              "cost of the waste seen (the model as NVML names it; *=PRICE "
+              "for every model without its own; repeatable)" },
+    { .name = "currency",
+      .type = OPT_STR,
+      OPT_F_ARR(T, currency),
+      .def = "USD",
+      .arg = "CODE",
+      .help = "the currency of --price (a label)" },
     { .name = "metrics-max-procs",
       .type = OPT_INT,
       OPT_F_UINT(T, o.cfg.metrics_procs),
@@ -532,6 +553,15 @@ int cli_idle_main(int argc, char **argv)
             rc = 2;
             goto out;
         }
+    for (size_t i = 0; i < p.nprice; i++)
+        if (price_parse(p.price[i], "--price", &p.prices[i], why, sizeof why)) {
+            fprintf(stderr, "gpufl idle: %s\n", why);
+            rc = 2;
+            goto out;
+        }
+    p.o.prices = p.prices;
+    p.o.nprices = p.nprice;
+    p.o.currency = p.currency;
     for (int i = 0; i < p.o.nsessions; i++)
         if (p.sess[i].token[0] && httpc_cleartext(p.sess[i].jupyter))
             glog_warn("cli",

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/price.h"
 #include "gpu/gpu.h"
 
 struct gbuf;
@@ -484,7 +485,7 @@ typedef struct idle_src idle_src;
  * until a restart.
  * sim: NULL for NVML; else a comma list of simulated GPU scenarios
  * (none, held, one_thread, matmul, phantom, bursty, train, stuck,
- * allocated)
+ * allocated, leaked, dead)
  * cycled to sim_gpus GPUs (0 = one per scenario). */
 int idle_src_open(idle_src **out, const char *nvml_lib, const char *sim,
                   int sim_gpus, char *why, size_t whylen);
@@ -494,6 +495,10 @@ int idle_src_sample(idle_src *s, gpu_sample *out, int max, int *n);
 int idle_src_simulated(const idle_src *s);
 /* 1 when simulated GPU i plays a GPU a pod holds without a process. */
 int idle_src_sim_alloc(const idle_src *s, int i);
+/* A simulated GPU's dead process (after = 0, before its verdict) or the
+ * holder of its leaked memory (after = 1): what idle_dead_scan and
+ * idle_holders_scan find on a real node; nothing for a real GPU. */
+void idle_src_sim_dirt(const idle_src *s, idle_gpu *g, int i, int after);
 void idle_src_close(idle_src *s);
 
 /* ---- outputs (idle_out.c) ---- */
@@ -573,6 +578,9 @@ typedef struct idle_opts {
     int hub_insecure;           /* allow http:// to another host */
     uint32_t hub_every_s;       /* at most one report a user this often */
     uint32_t waste_interval_ms; /* watch: waste lines this often */
+    const gpu_price *prices;    /* --once text: the waste seen, priced */
+    size_t nprices;
+    const char *currency;
 } idle_opts;
 
 /* Exit codes of --once (docs/idle.md). */

@@ -26,12 +26,14 @@ enum {
     SIM_TRAIN,
     SIM_STUCK,
     SIM_ALLOC,
+    SIM_LEAKED,
+    SIM_DEAD,
     SIM_N
 };
-static const char *const sim_names[SIM_N] = {
-    "none",   "held",  "one_thread", "matmul",   "phantom",
-    "bursty", "train", "stuck",      "allocated"
-};
+static const char *const sim_names[SIM_N] = { "none",   "held",    "one_thread",
+                                              "matmul", "phantom", "bursty",
+                                              "train",  "stuck",   "allocated",
+                                              "leaked", "dead" };
 
 struct idle_src {
     gpu_nvml *nvml; /* NULL: simulated */
@@ -48,6 +50,7 @@ struct idle_src {
 };
 
 #define MIB (1024ull * 1024ull)
+#define SIM_PID(i) (100000u + (uint32_t)(i)) /* simulated GPU i's process */
 
 static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
                      size_t whylen)
@@ -67,7 +70,7 @@ static int sim_parse(idle_src *s, const char *list, int ngpus, char *why,
             snprintf(why, whylen,
                      "unknown simulated scenario \"%.*s\" (none, held, "
                      "one_thread, matmul, phantom, bursty, train, stuck, "
-                     "allocated, all)",
+                     "allocated, leaked, dead, all)",
                      (int)len, p);
             return GPUFL_EINVAL;
         } else {
@@ -238,6 +241,29 @@ int idle_src_sim_alloc(const idle_src *s, int i)
     return s && !s->nvml && i >= 0 && i < s->ndev && s->sim[i] == SIM_ALLOC;
 }
 
+/* What a real node's /proc would say of simulated GPU i, which has none
+ * of its own: SIM_DEAD's listed process is gone (a dead container, before
+ * the verdict), SIM_LEAKED's memory is held by a simulated process with
+ * /dev/nvidia<i> open (after it, as idle_holders_scan would). */
+void idle_src_sim_dirt(const idle_src *s, idle_gpu *g, int i, int after)
+{
+    if (!s || s->nvml || i < 0 || i >= s->ndev)
+        return;
+    if (!after) {
+        g->ndead = s->sim[i] == SIM_DEAD;
+        g->dead[0] = SIM_PID(i);
+        return;
+    }
+    g->nholders = s->sim[i] == SIM_LEAKED && g->dirty;
+    memset(&g->holder_owner[0], 0, sizeof g->holder_owner[0]);
+    g->holders[0] = SIM_PID(i);
+    snprintf(g->holder_owner[0].ns, sizeof g->holder_owner[0].ns, "demo");
+    snprintf(g->holder_owner[0].pod, sizeof g->holder_owner[0].pod,
+             "sim-notebook-%d", i);
+    snprintf(g->holder_owner[0].user, sizeof g->holder_owner[0].user,
+             "sim-bob");
+}
+
 /* The seed's measured A10G rows (none, held, one_thread, matmul,
  * phantom) plus a bursty notebook and a long training job. */
 static void sim_sample(const idle_src *s, int i, gpu_sample *o, uint64_t dt_us)
@@ -264,6 +290,12 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o, uint64_t dt_us)
         util = 100, mem = 1200 * MIB, power = 85.0, sm = 0.001, pstate = 0;
         break;
     case SIM_ALLOC: procs = 0; break; /* held by a pod: idle_src_sim_alloc */
+    case SIM_LEAKED: /* memory with no process, a holder: idle_src_sim_dirt */
+        mem = 8192 * MIB, power = 61.0, procs = 0;
+        break;
+    case SIM_DEAD: /* its listed process is gone: idle_src_sim_dirt */
+        mem = 8192 * MIB, power = 61.0;
+        break;
     case SIM_BURSTY:
         /* a cell runs for 6 s of every 40 */
         mem = 6144 * MIB;
@@ -294,7 +326,7 @@ static void sim_sample(const idle_src *s, int i, gpu_sample *o, uint64_t dt_us)
          * the real time since the previous sample (NVML's per-process
          * samples, src/gpu/nvml_putil.c) */
         o->present |= GS_PROC_UTIL;
-        o->procs[0].pid = 100000 + (uint32_t)i;
+        o->procs[0].pid = SIM_PID(i);
         o->procs[0].mem = mem;
         o->procs[0].gi = GPU_PROC_NO_GI;
         o->procs[0].sm_util = (uint32_t)util;

@@ -58,6 +58,7 @@ typedef struct ictx {
     pid_t hooks[IDLE_MAX_HOOKS];   /* --hook-cmd children not yet reaped */
     int nhooks;
     int was_dirty[IDLE_MAX_GPUS];
+    uint64_t t_first, t_last; /* the first and latest rounds (real ns) */
     char host[256];
     /* rendered after each round, read by the HTTP thread */
     pthread_mutex_t mu;
@@ -260,6 +261,8 @@ static void round_gpus(ictx *x, uint64_t now)
         idle_kern_round(x->kern, x->gpus, x->ngpus, now);
     if (!x->simulated)
         idle_dead_scan(e, x->gpus, x->ngpus, &x->host_pids);
+    for (int i = 0; i < x->ngpus && x->simulated; i++)
+        idle_src_sim_dirt(x->src, &x->gpus[i], i, 0);
     for (int i = 0; i < x->ngpus; i++) {
         idle_gpu *g = &x->gpus[i];
         idle_gpu_eval(g, &x->o->cfg, now);
@@ -272,15 +275,25 @@ static void round_gpus(ictx *x, uint64_t now)
         idle_holders_scan(e, x->gpus, x->ngpus, need);
         x->holders_ts = now;
     }
-    /* simulated GPUs have no /dev/nvidiaN of their own to look up */
-    for (int i = 0; i < x->ngpus && !x->simulated; i++)
+    /* simulated GPUs have no /dev/nvidiaN of their own to look up: only
+     * the scenarios about holders get them */
+    for (int i = 0; i < x->ngpus; i++) {
+        if (x->simulated) {
+            idle_src_sim_dirt(x->src, &x->gpus[i], i, 1);
+            if (!x->gpus[i].nholders && !x->gpus[i].ndead)
+                continue;
+        }
         idle_gpu_note_holders(&x->gpus[i]);
+    }
     idle_acct_round(x->acct, e, x->gpus, x->ngpus, now);
 }
 
 static void round_decide(ictx *x)
 {
     uint64_t now = clock_real_ns();
+    if (!x->t_first)
+        x->t_first = now;
+    x->t_last = now;
     round_gpus(x, now);
     if (x->o->auto_sessions)
         auto_sessions(x, now);
@@ -421,8 +434,37 @@ static int once_exit(const ictx *x)
     return use ? IDLE_EXIT_IN_USE : IDLE_EXIT_IDLE;
 }
 
+/* --price: the waste seen on GPU i (all reasons, seconds) priced; the
+ * line under its reasons, the sums into *hours and *cost (priced ones
+ * only; *unpriced set for waste on a model without a price). */
+static void print_cost(const ictx *x, FILE *f, int i, double *hours,
+                       double *cost, int *unpriced)
+{
+    const idle_gpu *g = &x->gpus[i];
+    const gpu_price *p = price_find(x->o->prices, x->o->nprices, g->info.name);
+    double secs = 0;
+    for (int r = 0; r < IW_N; r++)
+        secs += idle_acct_wasted(x->acct, i, r);
+    if (secs <= 0)
+        return;
+    *hours += secs / 3600.0;
+    if (!p) {
+        *unpriced = 1;
+        fprintf(f, "    - waste seen: %.3f GPU-s (no --price for %s)\n", secs,
+                g->info.name);
+        return;
+    }
+    *cost += secs / 3600.0 * p->per_hour;
+    fprintf(f,
+            "    - waste seen: %.3f GPU-s = %.6f %s (%.2f %s per GPU-hour)\n",
+            secs, secs / 3600.0 * p->per_hour, x->o->currency, p->per_hour,
+            x->o->currency);
+}
+
 static void print_text(ictx *x, FILE *f)
 {
+    double hours = 0, cost = 0, span = 0;
+    int unpriced = 0;
     if (x->simulated)
         fprintf(f, "SIMULATED GPUs: no real GPU was measured\n");
     for (int i = 0; i < x->ngpus; i++) {
@@ -435,7 +477,17 @@ static void print_text(ictx *x, FILE *f)
                 g->info.simulated ? " (simulated)" : "");
         for (int k = 0; k < g->nreasons; k++)
             fprintf(f, "    - %s\n", g->reasons[k]);
+        if (x->o->nprices)
+            print_cost(x, f, i, &hours, &cost, &unpriced);
     }
+    span = (double)(x->t_last - x->t_first) / 1e9;
+    if (x->o->nprices && span > 0)
+        fprintf(f,
+                "waste seen: %.3f GPU-s over %.3f s = %.6f %s%s; at this "
+                "rate %.2f %s per hour\n",
+                hours * 3600.0, span, cost, x->o->currency,
+                unpriced ? " (GPUs without a price not counted)" : "",
+                cost / (span / 3600.0), x->o->currency);
     for (int i = 0; i < x->nss; i++) {
         const idle_sess *s = &x->ss[i];
         if (!sess_shown(x, s))

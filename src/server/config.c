@@ -316,34 +316,14 @@ void srv_config_help(FILE *f, int md)
         opt_help(&srv_prog, f);
 }
 
-/* --price MODEL=PRICE items into c->prices: the last '=' splits (a
- * model name may hold one), the price a finite number >= 0. */
+/* --price MODEL=PRICE items into c->prices (common/price.c). */
 static int srv_prices_parse(srv_config *c, char *err, size_t cap)
 {
     c->nprices = 0;
     for (size_t i = 0; i < c->nprice; i++) {
-        const char *v = c->price[i], *eq = strrchr(v, '=');
-        srv_price *p = &c->prices[c->nprices];
-        char *end = NULL;
-        double d;
-        if (!eq || eq == v || (size_t)(eq - v) >= sizeof(p->model)) {
-            snprintf(err, cap,
-                     "--price '%.200s': MODEL=PRICE (a GPU model, or *, and "
-                     "its price per GPU-hour)",
-                     v);
+        if (price_parse(c->price[i], "--price", &c->prices[c->nprices], err,
+                        cap))
             return -1;
-        }
-        d = strtod(eq + 1, &end);
-        if (end == eq + 1 || *end || !(d >= 0) || d > 1e9) {
-            snprintf(err, cap,
-                     "--price '%.200s': the price must be a number from 0 "
-                     "to 1e9",
-                     v);
-            return -1;
-        }
-        memcpy(p->model, v, (size_t)(eq - v));
-        p->model[eq - v] = '\0';
-        p->per_hour = d;
         c->nprices++;
     }
     return 0;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/jw.h"
+#include "common/price.h"
 
 /* The three streams, in URL order. */
 enum { SRV_ST_DEVICE = 0, SRV_ST_SCOPE = 1, SRV_ST_SYSTEM = 2, SRV_ST_N = 3 };
@@ -419,10 +420,7 @@ enum {
     SRV_WBY_N
 };
 #define SRV_PRICES_MAX 64
-typedef struct srv_price {
-    char model[128]; /* "*": any model without its own price */
-    double per_hour;
-} srv_price;
+typedef gpu_price srv_price; /* common/price.h */
 typedef struct srv_wasteq {
     int by;                    /* SRV_WBY_* */
     uint64_t from, to, step_s; /* ns, ns, seconds */

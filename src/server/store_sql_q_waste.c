@@ -48,18 +48,6 @@ static uint64_t fnv(const char *s, uint64_t h)
     return h;
 }
 
-static const srv_price *price_of(const srv_wasteq *q, const char *model)
-{
-    const srv_price *any = NULL;
-    for (size_t i = 0; i < q->nprices; i++) {
-        if (!strcmp(q->prices[i].model, model))
-            return &q->prices[i];
-        if (!strcmp(q->prices[i].model, "*"))
-            any = &q->prices[i];
-    }
-    return any;
-}
-
 static void ent_add(wq_ent *e, const srv_price *p, double f, double busy,
                     const double *wasted)
 {
@@ -75,16 +63,24 @@ static void ent_add(wq_ent *e, const srv_price *p, double f, double busy,
         e->unpriced = 1;
 }
 
+/* What a row read counts for: the totals and owners (TOP), the series
+ * buckets (SERIES), or both.  Every line is in every dimension of the
+ * rollups (under key "" when unknown), so the series, which is per
+ * reason only, may come from another dimension than the owners. */
+#define WQ_TOP 1
+#define WQ_SERIES 2
+
 /* Adds a piece of time [t0, t1) of one owner key: its share inside the
- * range to the totals and the key, spread over the series buckets. */
-static int piece(wq *x, uint64_t t0, uint64_t t1, const char *key,
+ * range to the totals and the key (TOP), spread over the series buckets
+ * (SERIES). */
+static int piece(wq *x, int roles, uint64_t t0, uint64_t t1, const char *key,
                  const char *model, double busy, const double *wasted,
                  int simulated)
 {
     const srv_wasteq *q = x->q;
     uint64_t a = t0 > q->from ? t0 : q->from, b = t1 < q->to ? t1 : q->to;
     uint64_t k[4] = { 0, 0, 0, 0 }, step = q->step_s * 1000000000ull;
-    const srv_price *p = price_of(q, model);
+    const srv_price *p = price_find(q->prices, q->nprices, model);
     double span = (double)(t1 - t0);
     wq_ent *e;
     int fresh = 0;
@@ -92,6 +88,8 @@ static int piece(wq *x, uint64_t t0, uint64_t t1, const char *key,
     if (t1 <= t0 || b <= a)
         return GPUFL_OK;
     x->simulated |= simulated;
+    if (!(roles & WQ_TOP))
+        goto series;
     k[0] = fnv(key, 1469598103934665603ull);
     k[1] = fnv(key, 7809847782465536322ull);
     k[2] = strlen(key);
@@ -107,6 +105,9 @@ static int piece(wq *x, uint64_t t0, uint64_t t1, const char *key,
         snprintf(e->key, sizeof(e->key), "%s", key);
     ent_add(e, p, (double)(b - a) / span, busy, wasted);
     ent_add(&x->total, p, (double)(b - a) / span, busy, wasted);
+series:
+    if (!(roles & WQ_SERIES))
+        return GPUFL_OK;
     for (uint64_t i = (a - q->from) / step; i < x->nb; i++) {
         uint64_t c0 = q->from + i * step, c1 = c0 + step;
         uint64_t o0 = c0 > a ? c0 : a, o1 = c1 < b ? c1 : b;
@@ -119,15 +120,17 @@ static int piece(wq *x, uint64_t t0, uint64_t t1, const char *key,
     return GPUFL_OK;
 }
 
-/* Rows [u0, u1] of a rollup table (its time column col, unit ns). */
-static int from_table(qctx *c, wq *x, const char *table, const char *col,
-                      uint64_t unit, uint64_t u0, uint64_t u1)
+/* Rows [u0, u1] of dimension dim of a rollup table (its time column
+ * col, unit ns), counted for roles. */
+static int from_table(qctx *c, wq *x, int roles, int dim, const char *table,
+                      const char *col, uint64_t unit, uint64_t u0, uint64_t u1)
 {
-    const srv_wasteq *q = x->q;
     double wasted[SRV_WASTE_N];
     char sql[256];
     int rc;
 
+    if (u1 < u0)
+        return GPUFL_OK;
     snprintf(sql, sizeof(sql),
              "SELECT %s, key, model, busy, w_idle, w_held, w_phantom,"
              " w_stuck, w_alloc, simulated FROM %s WHERE dim=? AND %s>=? AND"
@@ -135,14 +138,14 @@ static int from_table(qctx *c, wq *x, const char *table, const char *col,
              col, table, col, col);
     if ((rc = q_prepare(c, sql)) != 0)
         return rc;
-    qbind_i64(c->st, 1, q->by);
+    qbind_i64(c->st, 1, dim);
     qbind_i64(c->st, 2, (int64_t)u0);
     qbind_i64(c->st, 3, (int64_t)u1);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         uint64_t h = (uint64_t)qcol_i64(c->st, 0);
         for (int r = 0; r < SRV_WASTE_N; r++)
             wasted[r] = qcol_f64(c->st, 4 + r);
-        if ((rc = piece(x, h * unit, (h + 1) * unit, qcol_text(c->st, 1),
+        if ((rc = piece(x, roles, h * unit, (h + 1) * unit, qcol_text(c->st, 1),
                         qcol_text(c->st, 2), qcol_f64(c->st, 3), wasted,
                         qcol_i64(c->st, 9) != 0)) != 0)
             return rc;
@@ -150,26 +153,73 @@ static int from_table(qctx *c, wq *x, const char *table, const char *col,
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-/* The rollups' rows of the range: the daily one for the whole days when
- * the buckets are whole days from a midnight (UTC), the hourly one for
- * the rest. */
+/* The dimension with the fewest daily rows over days [d0, d1): its
+ * hourly rows give the series with the least reading.  Each count stops
+ * at the best so far, so this reads at most a few times the rows of the
+ * smallest, in the order where the small ones usually come first. */
+static int fewest_rows(qctx *c, uint64_t d0, uint64_t d1, int *out)
+{
+    static const int order[] = { SRV_WBY_NAMESPACE, SRV_WBY_HOST, SRV_WBY_APP,
+                                 SRV_WBY_USER,      SRV_WBY_JOB,  SRV_WBY_POD,
+                                 SRV_WBY_GPU };
+    _Static_assert(sizeof(order) / sizeof(order[0]) == SRV_WBY_N,
+                   "every dimension is counted");
+    int64_t best = INT64_MAX;
+    int rc;
+
+    for (size_t i = 0; i < SRV_WBY_N && best > 0; i++) {
+        rc = q_prepare(c, "SELECT count(*) FROM (SELECT 1 FROM wasted WHERE"
+                          " dim=? AND day>=? AND day<? LIMIT ?) AS t");
+        if (rc)
+            return rc;
+        qbind_i64(c->st, 1, order[i]);
+        qbind_i64(c->st, 2, (int64_t)d0);
+        qbind_i64(c->st, 3, (int64_t)d1);
+        qbind_i64(c->st, 4, best);
+        if ((rc = sdb_step(c->st)) != SDB_ROW)
+            return sq_err(rc);
+        if (qcol_i64(c->st, 0) < best) {
+            best = qcol_i64(c->st, 0);
+            *out = order[i];
+        }
+    }
+    return GPUFL_OK;
+}
+
+/* The rollups' rows of the range.  Owners and totals: the daily rollup
+ * for the UTC days wholly inside it, the hourly one for the hours at its
+ * edges.  The series: with buckets of whole days from a midnight, the
+ * same rows; else the hourly rows of the dimension with the fewest
+ * (a month of a thousand GPUs by pod is 720,000 hourly rows, by
+ * namespace a few thousand: docs/server.md "GPU waste"). */
 static int from_rollup(qctx *c, wq *x)
 {
     const srv_wasteq *q = x->q;
-    uint64_t h0 = q->from / HOUR_NS;
-    int rc;
+    uint64_t h0 = q->from / HOUR_NS, h1 = (q->to - 1) / HOUR_NS;
+    uint64_t d0 = (q->from + DAY_NS - 1) / DAY_NS, d1 = q->to / DAY_NS;
+    int by = q->by, sdim = by, both = WQ_TOP | WQ_SERIES, rc;
 
-    if (q->step_s % 86400 == 0 && q->from % DAY_NS == 0 &&
-        q->to / DAY_NS > q->from / DAY_NS) {
-        uint64_t d1 = q->to / DAY_NS; /* the first day not whole */
-        rc =
-            from_table(c, x, "wasted", "day", DAY_NS, q->from / DAY_NS, d1 - 1);
-        if (rc || q->to == d1 * DAY_NS)
-            return rc;
-        h0 = d1 * 24;
+    if (d0 < d1 && q->step_s % 86400 == 0 && q->from % DAY_NS == 0) {
+        rc = from_table(c, x, both, by, "wasted", "day", DAY_NS, d0, d1 - 1);
+        return rc ? rc
+                  : from_table(c, x, both, by, "wasteh", "hour", HOUR_NS,
+                               d1 * 24, h1);
     }
-    return from_table(c, x, "wasteh", "hour", HOUR_NS, h0,
-                      (q->to - 1) / HOUR_NS);
+    if (d0 < d1 && (rc = fewest_rows(c, d0, d1, &sdim)) != 0)
+        return rc;
+    if (sdim == by) /* no whole day, or by is the smallest: one pass */
+        return from_table(c, x, both, by, "wasteh", "hour", HOUR_NS, h0, h1);
+    rc = from_table(c, x, WQ_TOP, by, "wasted", "day", DAY_NS, d0, d1 - 1);
+    if (!rc)
+        rc = from_table(c, x, WQ_TOP, by, "wasteh", "hour", HOUR_NS, h0,
+                        d0 * 24 - 1);
+    if (!rc)
+        rc = from_table(c, x, WQ_TOP, by, "wasteh", "hour", HOUR_NS, d1 * 24,
+                        h1);
+    if (!rc)
+        rc = from_table(c, x, WQ_SERIES, sdim, "wasteh", "hour", HOUR_NS, h0,
+                        h1);
+    return rc;
 }
 
 /* The lines themselves, for a step that is no whole number of hours. */
@@ -190,8 +240,8 @@ static int from_lines(qctx *c, wq *x)
         memset(&w, 0, sizeof(w));
         sq_waste_row(c->st, &w);
         sq_waste_key(&w, q->by, key, sizeof(key));
-        if ((rc = piece(x, w.from, w.to, key, w.model, w.busy, w.wasted,
-                        w.simulated)) != 0)
+        if ((rc = piece(x, WQ_TOP | WQ_SERIES, w.from, w.to, key, w.model,
+                        w.busy, w.wasted, w.simulated)) != 0)
             return rc;
     }
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);

@@ -4,8 +4,9 @@
  * line in table waste, and an hourly rollup (wasteh) per dimension
  * (user, namespace, pod, job, app, host, gpu), owner key and GPU model,
  * which GET /api/v1/fleet/waste reads so a month of a thousand GPUs is a
- * few tens of thousands of rows, not millions of lines; and the same per
- * day (wasted) for the dimensions with an owner per GPU (pods, GPUs).
+ * few hundred thousand rows, not millions of lines; and the same per UTC
+ * day (wasted), which gives the owners of the days wholly in a range
+ * (the hourly rows only its edges and its series).
  *
  * A line spanning an hour boundary is split between the hours in
  * proportion to time.  The rollup holds no session: a session removed by

@@ -215,8 +215,13 @@ class Demo(unittest.TestCase):
             fleet = wait_for(lambda: srv.get("/api/v1/fleet")["items"], 30,
                              "idle verdicts in /api/v1/fleet")
             gpus = [g for h in fleet for g in h["gpus"]]
-            self.assertEqual(len(gpus), 5)
+            self.assertEqual(len(gpus), 6)
             states = sorted(g["state"] for g in gpus)
+            # leaked -> HELD, dirty, its (simulated) holder named
+            leak = [g for g in gpus if g.get("holders")]
+            self.assertEqual(len(leak), 1, gpus)
+            self.assertEqual((leak[0]["dev"], leak[0]["state"],
+                              leak[0]["dirty"]), (5, "HELD", True))
             # train -> BUSY, held -> HELD, allocated -> ALLOCATED_UNUSED;
             # phantom is UNKNOWN for its first 300 s (a process list may
             # lag a starting job), then PHANTOM; stuck is BUSY_LOW_OCC for
@@ -237,8 +242,8 @@ class Demo(unittest.TestCase):
                         srv.get("/api/v1/fleet/waste?by=user&step=600")),
                 30, "waste in /api/v1/fleet/waste")
             self.assertIs(waste["simulated"], True)
-            self.assertEqual(sum(waste["now"]["gpus_by_state"].values()), 5)
-            self.assertEqual(len(waste["gpus"]), 5)
+            self.assertEqual(sum(waste["now"]["gpus_by_state"].values()), 6)
+            self.assertEqual(len(waste["gpus"]), 6)
             # the memory profiler's flame graph data, where eBPF is allowed
             chk = subprocess.run([GPUFL, "memprof", "--check"],
                                  stdout=subprocess.DEVNULL,

@@ -664,6 +664,72 @@ class Waste(unittest.TestCase):
                        env=self.script(d, cases[1][0]))
         self.assertEqual(rc, 3)
 
+    def test_simulate_all_shows_the_waste_verdicts(self):
+        """The demo's `--simulate all`: STUCK, ALLOCATED_UNUSED, leaked
+        memory with its (simulated) holder named, and a dead container's
+        GPU, the last two dirty (exit 6 with --clean-check)."""
+        args = ["--once", "--simulate", "all", "--samples", "5",
+                "--phantom-hold", "0", "--stuck-hold", "0"] + FAST
+        rc, out, err = run(args + ["--json", "--clean-check"])
+        self.assertEqual(rc, 6, err)
+        g = by_dev(json.loads(out))
+        want = {7: "STUCK", 8: "ALLOCATED_UNUSED", 9: "HELD", 10: "HELD"}
+        for dev, st in want.items():
+            self.assertEqual(g[dev]["state"], st, g[dev])
+        self.assertEqual(g[9]["holders"], [100009])
+        self.assertIs(g[9]["dirty"], True)
+        self.assertIs(g[10]["dirty"], True)
+        self.assertNotIn("dirty", g[1])  # held by a live process: clean
+        self.assertIn("held open by pid 100009, pod demo/sim-notebook-9, "
+                      "user sim-bob", " ".join(g[9]["reasons"]))
+        self.assertIn("pid 100010 listed by NVML no longer exists on this "
+                      "host (a dead container?)", " ".join(g[10]["reasons"]))
+        # and in the text output
+        rc, out, err = run(args)
+        self.assertEqual(rc, 5, err)  # the phantom GPU
+        self.assertRegex(out, r"gpu 9 HELD .*\n.*\n    - held open by pid "
+                         r"100009")
+        self.assertIn("gpu 8 ALLOCATED_UNUSED", out)
+        self.assertIn("gpu 7 STUCK", out)
+
+    def test_price_text(self):
+        """--price: the waste seen per GPU and in all, priced by model,
+        and the rate it makes per hour; a bad price is a usage error."""
+        base = ["--once", "--simulate", "held,matmul,allocated", "--samples",
+                "4", "--interval", "100", "--window", "1", "--grace", "0"]
+        rc, out, err = run(base + ["--price", "Simulated NVIDIA A10G=3.6",
+                                   "--currency", "EUR"])
+        self.assertEqual(rc, 0, err)  # matmul is in use
+        seen = re.findall(r"^gpu (\d+) .*\n(?:    - (?!waste).*\n)*"
+                          r"    - waste seen: ([\d.]+) GPU-s = ([\d.]+) EUR "
+                          r"\(3.60 EUR per GPU-hour\)$", out, re.M)
+        got = {int(d): (float(s), float(c)) for d, s, c in seen}
+        self.assertEqual(sorted(got), [0, 2], out)  # matmul wastes nothing
+        m = re.search(r"^waste seen: ([\d.]+) GPU-s over ([\d.]+) s = "
+                      r"([\d.]+) EUR; at this rate ([\d.]+) EUR per hour$",
+                      out, re.M)
+        self.assertIsNotNone(m, out)
+        total, span, cost, rate = map(float, m.groups())
+        self.assertGreater(span, 0.25)
+        for secs, c in got.values():  # a whole GPU wasted all along
+            self.assertAlmostEqual(secs, span, delta=0.002)
+            self.assertAlmostEqual(c, secs / 3600 * 3.6, delta=2e-6)
+        self.assertAlmostEqual(total, got[0][0] + got[2][0], delta=0.002)
+        self.assertAlmostEqual(cost, total / 3600 * 3.6, delta=2e-6)
+        self.assertAlmostEqual(rate, 2 * 3.6, delta=0.01)
+        # a model without a price: its waste is shown, not counted
+        rc, out, err = run(base + ["--price", "NVIDIA H100=9"])
+        self.assertIn("(no --price for Simulated NVIDIA A10G)", out)
+        self.assertIn("USD (GPUs without a price not counted); at this rate "
+                      "0.00 USD per hour", out)
+        # without --price: no cost lines
+        rc, out, err = run(base)
+        self.assertNotIn("waste seen", out)
+        for bad, why in (("A10G", "MODEL=PRICE"), ("A10G=-1", "from 0")):
+            rc, out, err = run(base + ["--price", bad])
+            self.assertEqual(rc, 2, err)
+            self.assertIn(why, err)
+
     def test_watch_waste_metrics(self):
         d = tmpdir("wastew")
         root = waste_root(d)

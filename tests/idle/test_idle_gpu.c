@@ -509,11 +509,14 @@ static void test_stuck_power(void)
 
 /* ALLOCATED_UNUSED from the kubelet device-plugin checkpoint: the pod
  * holds GPU 0 with no process; GPU 1 is another resource's; the waste is
- * charged to the pod; a process ends it */
-static void test_alloc_kubelet(void)
+ * charged to the pod; a process ends it.  ids_a and ids_b: the two
+ * entries' DeviceIDs, in the per-NUMA-node form (Kubernetes 1.20 and
+ * later) or the list form before it. */
+static void alloc_kubelet(const char *ids_a, const char *ids_b)
 {
     run r;
     gbuf b = GBUF_INIT(1 << 20);
+    char ck[1024];
     const char *m;
     const char *want[] = { "gpufl_gpu_wasted_seconds_total{",
                            "UUID=\"GPU-a10g\"",
@@ -522,17 +525,19 @@ static void test_alloc_kubelet(void)
                            "namespace=\"ml\"",
                            "reason=\"allocated_unused\"",
                            NULL };
-    fx_open();
-    fx_base();
-    fx_write("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+    snprintf(ck, sizeof ck,
              "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"" POD_UID
              "\",\"ContainerName\":\"trainer\",\"ResourceName\":"
-             "\"nvidia.com/gpu\",\"DeviceIDs\":{\"-1\":[\"GPU-a10g\"]},"
+             "\"nvidia.com/gpu\",\"DeviceIDs\":%s,"
              "\"AllocResp\":\"CgQKAA==\"},{\"PodUID\":\"77\","
              "\"ContainerName\":\"x\",\"ResourceName\":\"example.com/fpga\","
-             "\"DeviceIDs\":{\"0\":[\"GPU-h100\"]}}],\"RegisteredDevices\":"
+             "\"DeviceIDs\":%s}],\"RegisteredDevices\":"
              "{\"nvidia.com/gpu\":[\"GPU-a10g\",\"GPU-h100\"]}},"
              "\"Checksum\":1}\n",
+             ids_a, ids_b);
+    fx_open();
+    fx_base();
+    fx_write("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", ck,
              0);
     REQUIRE(run_acct(&r, "dev 0 util=0 mem_used=0 procs=\n"
                          "dev 1 util=0 mem_used=0 procs=\n"
@@ -552,6 +557,12 @@ static void test_alloc_kubelet(void)
     CHECK(r.g[0].state != IG_ALLOCATED_UNUSED);
     run_close(&r);
     fx_close();
+}
+
+static void test_alloc_kubelet(void)
+{
+    alloc_kubelet("{\"-1\":[\"GPU-a10g\"]}", "{\"0\":[\"GPU-h100\"]}");
+    alloc_kubelet("[\"GPU-a10g\"]", "[\"GPU-h100\"]"); /* before 1.20 */
 }
 
 /* the pre-1.20 checkpoint form (a list) and the "index" ID strategy */

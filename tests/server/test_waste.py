@@ -252,6 +252,40 @@ class Waste(unittest.TestCase):
         self.assertAlmostEqual(al["cost"], 12 * 179.5 / 3600 * 1.25,
                                places=4)
 
+    def test_days_and_edge_hours(self):
+        """Hourly steps over ranges holding whole UTC days: the owners
+        from the daily rollup plus the edge hours, the series from the
+        hourly rows of the dimension with the fewest (namespace here, or
+        the asked one): the same sums as the lines'."""
+        prices = {MODEL_A: 1.25, "*": 3.5}
+        srv = self.server(["--price", MODEL_A + "=1.25", "--price", "*=3.5"])
+        d0 = T0 - 21 * H  # the midnight before T0
+        owners = [dict(user="alice", namespace="ml", pod="train-0",
+                       job="", app="trainer"),
+                  dict(user="bob", namespace="lab", pod="nb-1", app="jup"),
+                  dict(user="carol", job="4242"),
+                  dict(namespace="lab", pod="nb-2")]
+        a, b = Log("node-a"), Log("node-b")
+        for i in range(40):  # 90-minute lines from 05:00 over 2.5 days
+            t = d0 + 5 * H + i * 90 * M
+            g = (a, b)[i % 2]
+            g.waste(i % 3, (MODEL_A, MODEL_B)[i % 3 == 2], t, t + 90 * M,
+                    busy=100.0 + i, wasted={REASONS[i % 5]: 1000.0 + 7 * i,
+                                            "idle": 3.5 * i},
+                    **owners[i % 4])
+        for g in (a, b):
+            r = self.post(srv, g.body())
+            self.assertEqual(r["rejected"], 0, r)
+        lines = self.wastes(a, b)
+        ranges = ((d0 + 7 * H, d0 + 61 * H), (d0, d0 + 61 * H),
+                  (d0 + 7 * H, d0 + 48 * H), (d0 + 3 * H, d0 + 27 * H))
+        for by in ("user", "namespace", "pod", "job", "app", "host", "gpu"):
+            for t0, t1 in ranges:
+                for step in (3600, 7200, 86400):
+                    r = srv.get("/api/v1/fleet/waste?by=%s&from=%d&to=%d"
+                                "&step=%d" % (by, t0, t1, step))
+                    self.check(r, lines, by, t0, t1, step, prices)
+
     def test_cost_null_without_price(self):
         srv = self.server()
         a, b = self.fleet()
