@@ -340,7 +340,7 @@ export async function regressionChecks(h) {
   }
   check('regress_scanned', mine.scanned, 'scanned after ' + ((Date.now() - t0) / 1000).toFixed(1) + ' s');
   const api = await get('regressions?app=' + NIGHTLY + '&limit=1000');
-  const slower = api.items.filter((f) => f.kind === 'slower').map((f) => f.name);
+  const slower = api.items.filter((f) => f.kind === 'slower' && f.subject === 'kernel').map((f) => f.name);
 
   await attempt('regress_view', async () => {
     await page.goto(U + '/#/regressions?app=' + NIGHTLY);
@@ -357,11 +357,16 @@ export async function regressionChecks(h) {
         cur: x.querySelector('[data-testid=reg-cur]').textContent,
         link: x.querySelector('[data-testid=reg-link-cur]').getAttribute('href'),
         blink: x.querySelector('[data-testid=reg-link-base]')?.getAttribute('href') ?? null,
+        subject: x.querySelector('[data-testid=reg-subject]').textContent,
       })),
     );
     const bad = [];
     if (rows.length !== api.items.length) bad.push(rows.length + ' rows for ' + api.items.length + ' findings');
-    const q = (sid, name) => '#/kernels?' + new URLSearchParams({ s: sid, q: name }).toString();
+    // a kernel: its Kernels view filtered at it; a scope path: the Scopes view
+    const q = (sid, name, subject) =>
+      subject === 'kernel'
+        ? '#/kernels?' + new URLSearchParams({ s: sid, q: name }).toString()
+        : '#/' + (subject === 'memory' ? 'memory' : 'scopes') + '?' + new URLSearchParams({ s: sid }).toString();
     api.items.forEach((f, i) => {
       const u = rows[i] ?? {};
       if (u.kind !== f.kind || u.name !== f.name || u.shown !== f.name)
@@ -378,9 +383,10 @@ export async function regressionChecks(h) {
       if (u.counts !== f.base_count + ' → ' + f.cur_count) bad.push(f.name + ' counts ' + u.counts);
       if (f.base_median_ns !== null && !nsNear(u.base, f.base_median_ns)) bad.push(f.name + ' base ' + u.base);
       if (f.cur_median_ns !== null && !nsNear(u.cur, f.cur_median_ns)) bad.push(f.name + ' cur ' + u.cur);
-      if (u.link !== q(f.session, f.name)) bad.push(f.name + ' link ' + u.link);
+      if (u.subject !== f.subject) bad.push(f.name + ' subject ' + u.subject);
+      if (u.link !== q(f.session, f.name, f.subject)) bad.push(f.name + ' link ' + u.link);
       // the newest baseline run: the 5th of the noise runs
-      if (u.blink !== q(ids.base[4], f.name)) bad.push(f.name + ' baseline link ' + u.blink);
+      if (u.blink !== q(ids.base[4], f.name, f.subject)) bad.push(f.name + ' baseline link ' + u.blink);
     });
     check(
       'regress_view',
@@ -424,9 +430,52 @@ export async function regressionChecks(h) {
     );
   });
 
+  await attempt('regress_dist', async () => {
+    // a slower GEMM's two distributions: the values are the API's
+    // durations of this run and of each of its baseline runs, and this
+    // run's mass lies to the right of the baseline's
+    const g = api.items.find((f) => f.kind === 'slower' && f.subject === 'kernel');
+    await page.goto(U + '/#/regressions?app=' + NIGHTLY);
+    await page.waitForSelector('[data-testid=reg-row]');
+    await page.click(`[data-testid=reg-row][data-kind=slower][data-name="${g.name}"] [data-testid=reg-dist-toggle]`);
+    await page.waitForSelector('[data-testid=reg-dist]');
+    const got = await page.$eval('[data-testid=reg-dist]', (d) => ({
+      runs: Number(d.getAttribute('data-base-runs')),
+      n: Number(d.getAttribute('data-cur-n')),
+      base: [...d.querySelectorAll('[data-testid=reg-dist-base]')].map((r) => Number(r.getAttribute('data-share'))),
+      cur: [...d.querySelectorAll('[data-testid=reg-dist-cur]')].map((r) => Number(r.getAttribute('data-share'))),
+    }));
+    const dur = await get('sessions/' + ids.bad + '/durations');
+    const want = dur.by_kernel.find((k) => k.name === g.name).values.length;
+    const mean = (v) => v.reduce((a, x, i) => a + x * i, 0) / v.reduce((a, x) => a + x, 0);
+    const sum = (v) => v.reduce((a, x) => a + x, 0);
+    check(
+      'regress_dist',
+      got.runs === Number(g.base_sessions) &&
+        got.n === want &&
+        got.base.length === got.cur.length &&
+        got.base.length > 0 &&
+        Math.abs(sum(got.base) - 1) < 0.01 &&
+        Math.abs(sum(got.cur) - 1) < 0.01 &&
+        mean(got.cur) > mean(got.base),
+      g.name +
+        ': ' +
+        got.runs +
+        ' baseline runs, ' +
+        got.n +
+        ' values (API ' +
+        want +
+        '), mean bin ' +
+        mean(got.base).toFixed(1) +
+        ' → ' +
+        mean(got.cur).toFixed(1),
+    );
+    await shot('regression-distributions');
+  });
+
   await attempt('regress_link', async () => {
     // both runs' Kernels views at the slower GEMM: the table lists that kernel only
-    const g = api.items.find((f) => f.kind === 'slower');
+    const g = api.items.find((f) => f.kind === 'slower' && f.subject === 'kernel');
     for (const [which, sid] of [
       ['this run', ids.bad],
       ['baseline', ids.base[4]],
