@@ -306,6 +306,88 @@ export async function jobChecks(h) {
     );
   });
 
+  await attempt('jobs_timeline', async () => {
+    // one lane per rank, in the API's rank order; each lane's columns are
+    // the columns its session's GET …/timeline lists for the same window
+    // (read off the canvas pixels too); the clock alignment said; a drag
+    // zooms in and every lane is asked again for the new window
+    await page.goto(U + '/#/jobs?job=' + encodeURIComponent(JOB));
+    await page.waitForSelector('[data-testid=job-tl-lane][data-busy-cols]:not([data-busy-cols="0"])');
+    const read = async () => {
+      const w = await page.$eval('[data-testid=job-tl-window]', (e) => ({
+        from: e.getAttribute('data-from'),
+        to: e.getAttribute('data-to'),
+        width: Number(e.getAttribute('data-width')),
+      }));
+      const lanes = await page.$$eval('[data-testid=job-tl-lane]', (r) =>
+        r.map((x) => ({
+          rank: x.getAttribute('data-rank'),
+          session: x.getAttribute('data-session'),
+          busy: Number(x.getAttribute('data-busy-cols')),
+        })),
+      );
+      const drawn = await page.$eval('[data-testid=job-tl-canvas]', (c) => {
+        const g = c.getContext('2d');
+        const out = [];
+        for (let y = 8; y < c.height; y += 16) {
+          const px = g.getImageData(0, y, c.width, 1).data;
+          let n = 0;
+          for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+          out.push(n);
+        }
+        return out;
+      });
+      const bad = [];
+      for (const [i, l] of lanes.entries()) {
+        const a = await get('sessions/' + l.session + '/timeline?from=' + w.from + '&to=' + w.to + '&width=' + w.width);
+        const cols = new Set();
+        for (const ln of a.lanes) for (const b of ln.buckets) if (b[0] >= 0 && b[0] < w.width) cols.add(b[0]);
+        if (l.rank !== String(api.ranks[i].rank) || l.session !== api.ranks[i].session)
+          bad.push('lane ' + i + ' is rank ' + l.rank);
+        if (l.busy !== cols.size || drawn[i] !== cols.size)
+          bad.push('rank ' + l.rank + ': ' + l.busy + ' columns said, ' + drawn[i] + ' drawn, API ' + cols.size);
+      }
+      return { w, lanes, bad };
+    };
+    const a = await read();
+    const note = await text('[data-testid=job-tl-clock]');
+    const hosts = [...new Set(api.ranks.map((r) => r.host))].sort();
+    // drag over the middle fifth
+    const box = await (await page.$('[data-testid=job-tl-canvas]')).boundingBox();
+    await page.mouse.move(box.x + 400, box.y + 10);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 600, box.y + 20);
+    await page.mouse.up();
+    await page.waitForFunction(
+      (f) => document.querySelector('[data-testid=job-tl-window]').getAttribute('data-from') !== f,
+      a.w.from,
+    );
+    await page.waitForSelector('[data-testid=job-tl-reset]');
+    await h.idle();
+    const b = await read();
+    const span = (w) => BigInt(w.to) - BigInt(w.from);
+    check(
+      'jobs_timeline',
+      a.lanes.length === api.ranks.length &&
+        a.bad.length === 0 &&
+        b.bad.length === 0 &&
+        a.w.from === String(api.start_ns) &&
+        a.lanes.every((l) => l.busy > 0) &&
+        span(b.w) * 4n < span(a.w) &&
+        note.startsWith('Aligned on the wall clock') &&
+        hosts.every((x) => note.includes(x)),
+      [...a.bad, ...b.bad].join('; ') ||
+        a.lanes.map((l) => 'rank ' + l.rank + ' ' + l.busy).join(', ') +
+          ' columns; zoomed ' +
+          span(a.w) +
+          ' → ' +
+          span(b.w) +
+          ' ns; ' +
+          note,
+    );
+    await shot('job-timeline');
+  });
+
   await attempt('jobs_sessions_grouped', async () => {
     await page.goto(U + '/#/sessions');
     await page.waitForSelector('[data-testid=session-row]');
