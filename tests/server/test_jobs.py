@@ -12,7 +12,10 @@ their name's median, each run scaled by up to +-2 % (run-to-run noise).
                  sessions); the session fields.
     Regressions: 20 runs with only noise find nothing; a run with its GEMMs
                  x1.2 is found with both GEMM names and 1.2 in the interval,
-                 nothing else; /metrics; the webhook fires once.
+                 and its step and forward scopes, nothing else; /metrics;
+                 the webhook fires once, and not for a run only faster; a
+                 job's rank against the same rank of other jobs only; peak
+                 GPU memory.
 """
 import http.server
 import json
