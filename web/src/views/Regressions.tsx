@@ -309,7 +309,13 @@ export function RegDist({ f, bases }: { f: Regression; bases: string[] }) {
           </rect>
         ))}
         {ticks.map((i) => (
-          <text key={'t' + i} x={Math.min(i * bw, DIST_W - 40)} y={DIST_H - 2} className="axis">
+          <text
+            key={'t' + i}
+            x={i === nb ? DIST_W - 2 : i * bw}
+            y={DIST_H - 2}
+            className="axis"
+            textAnchor={i === nb ? 'end' : 'start'}
+          >
             {fmtNs(d.edges[i])}
           </text>
         ))}
