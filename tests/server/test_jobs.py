@@ -498,8 +498,10 @@ class Regressions(Base):
             sid = str(uuid.UUID(int=random.Random(300 + i).getrandbits(128),
                                 version=4))
             gemm = {5: 0.8, 6: 1.25}.get(i, 1.0)
+            # step_scope names the step: forward, not the outermost path
             dev, sc, _ = session_lines(sid, "hooked", 300 + i, gemm=gemm,
-                                       jitter=i < 5, start=T0 + i * 10 ** 12)
+                                       jitter=i < 5, start=T0 + i * 10 ** 12,
+                                       step_scope="forward")
             send(srv, dev, sc)
             sids.append(sid)
             if i == 5:  # the faster one scanned before the slower comes
@@ -516,6 +518,10 @@ class Regressions(Base):
         h = json.loads(Hook.got[0][2])
         self.assertEqual(h["faster"], 0)
         self.assertEqual({i["kind"] for i in h["items"]}, {"slower"})
+        self.assertEqual({(i["subject"], i["name"]) for i in h["items"]
+                          if i["subject"] != "kernel"},
+                         {("step", "train_step/forward"),
+                          ("scope", "train_step")})
         srv.stop()
         srv2 = T.Server(srv.data_dir, ["--stale-after", "1",
                                        "--alert-webhook", url])
