@@ -4,7 +4,9 @@
  * each over NAMES kernel names are stored straight through the store
  * (SQLite, DIR/bench_regress.db); the baselines are scanned, then the
  * time of the current session's scan against them is printed, with what
- * it found (the first tenth of the names run 20 % slower in it).
+ * it found (the first tenth of the names run 20 % slower in it).  The
+ * kernels run in REG_STEPS instances of the scope "step", so the scan's
+ * scope paths (one path of REG_STEPS instances per session) are in it.
  *
  *   bench_regress [KERNELS [NAMES [DIR]]]  (defaults 1000000, 200, /tmp)
  *
@@ -31,6 +33,7 @@
 #include <unistd.h>
 
 #define LINES 10000
+#define REG_STEPS 1000
 #define SIDF "be9e55e5-0000-4000-8000-0000000000%02u"
 
 static double cpu_s(void)
@@ -101,21 +104,31 @@ static void line(batch *b, const char *fmt, ...)
         flush(b);
 }
 
-/* One session: its line, NAMES name dicts, KERNELS kernels, its end. */
-static void session(batch *b, unsigned s, size_t nk, unsigned names,
+/* One session: its line, NAMES name dicts, KERNELS kernels in REG_STEPS
+ * steps (scope lines into sc), its end. */
+static void session(batch *b, batch *sc, unsigned s, size_t nk, unsigned names,
                     double slow)
 {
     uint64_t ts = 1800000000000000000ull + (uint64_t)s * 1000000000000ull;
-    uint64_t x = 0x9e3779b97f4a7c15ull * (s + 1);
-    size_t seq = 0;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (s + 1), b0 = ts;
+    size_t seq = 0, sseq = 0, per = nk / REG_STEPS ? nk / REG_STEPS : 1;
     char sid[40];
 
     snprintf(sid, sizeof(sid), SIDF, s);
     line(b,
          "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%zu,\"ts\":%llu,"
          "\"type\":\"session\",\"app\":\"bench\",\"host\":\"bench\","
-         "\"start\":%llu,\"streams\":[\"device\"]}\n",
+         "\"start\":%llu,\"streams\":[\"device\",\"scope\"]}\n",
          sid, seq++, (unsigned long long)ts, (unsigned long long)ts);
+    line(b,
+         "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%zu,\"ts\":%llu,"
+         "\"type\":\"dict\",\"id\":%u,\"kind\":\"name\",\"name\":\"step\"}\n",
+         sid, seq++, (unsigned long long)ts, names + 1);
+    line(sc,
+         "{\"v\":1,\"sid\":\"%s\",\"st\":\"scope\",\"seq\":%zu,\"ts\":%llu,"
+         "\"type\":\"dict\",\"id\":1,\"kind\":\"path\",\"parent\":0,"
+         "\"name\":%u,\"depth\":1}\n",
+         sid, sseq++, (unsigned long long)ts, names + 1);
     for (unsigned i = 1; i <= names; i++)
         line(b,
              "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%zu,"
@@ -126,6 +139,22 @@ static void session(batch *b, unsigned s, size_t nk, unsigned names,
         unsigned name;
         double u, g;
         uint64_t dur;
+        if (k % per == 0) {
+            if (k)
+                line(sc,
+                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"scope\",\"seq\":%zu,"
+                     "\"ts\":%llu,\"type\":\"scope_end\",\"id\":%zu,"
+                     "\"name\":%u,\"path\":1,\"depth\":1,\"tid\":1,"
+                     "\"dur\":%llu}\n",
+                     sid, sseq++, (unsigned long long)ts, k / per, names + 1,
+                     (unsigned long long)(ts - b0));
+            b0 = ts;
+            line(sc,
+                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"scope\",\"seq\":%zu,"
+                 "\"ts\":%llu,\"type\":\"scope_begin\",\"id\":%zu,"
+                 "\"name\":%u,\"path\":1,\"depth\":1,\"tid\":1}\n",
+                 sid, sseq++, (unsigned long long)ts, k / per + 1, names + 1);
+        }
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -142,11 +171,22 @@ static void session(batch *b, unsigned s, size_t nk, unsigned names,
              "\"name\":%u,\"dur\":%llu}\n",
              sid, seq++, (unsigned long long)ts, name, (unsigned long long)dur);
     }
+    line(sc,
+         "{\"v\":1,\"sid\":\"%s\",\"st\":\"scope\",\"seq\":%zu,\"ts\":%llu,"
+         "\"type\":\"scope_end\",\"id\":%zu,\"name\":%u,\"path\":1,"
+         "\"depth\":1,\"tid\":1,\"dur\":%llu}\n",
+         sid, sseq++, (unsigned long long)ts, (nk - 1) / per + 1, names + 1,
+         (unsigned long long)(ts - b0));
     line(b,
          "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%zu,\"ts\":%llu,"
          "\"type\":\"session_end\",\"reason\":\"exit\"}\n",
          sid, seq, (unsigned long long)ts);
+    line(sc,
+         "{\"v\":1,\"sid\":\"%s\",\"st\":\"scope\",\"seq\":%zu,\"ts\":%llu,"
+         "\"type\":\"session_end\",\"reason\":\"exit\"}\n",
+         sid, sseq, (unsigned long long)ts);
     flush(b);
+    flush(sc);
 }
 
 /* One rank of a job: kernels in steps of the scope "step" (device lines
@@ -303,7 +343,7 @@ int main(int argc, char **argv)
     srv_regress_cfg cfg = { 5, 0.05 };
     srv_regress_sum sum;
     char path[1024], err[256];
-    batch b;
+    batch b, sc;
     uint32_t done = 0;
     double t0, t1, c0, c1;
 
@@ -328,9 +368,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_regress: %s\n", err);
         return 1;
     }
+    sc = b;
+    sc.p = NULL;
+    sc.cap = sc.len = sc.n = 0;
+    sc.stream = SRV_ST_SCOPE;
     t0 = now_s();
     for (unsigned s = 0; s < 5; s++)
-        session(&b, s, nk, names, 1.0);
+        session(&b, &sc, s, nk, names, 1.0);
     t1 = now_s();
     printf("bench_regress: 5 baseline sessions of %zu kernels, %u names: "
            "stored in %.1f s\n",
@@ -340,7 +384,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_regress: baseline scan failed\n");
         return 1;
     }
-    session(&b, 5, nk, names, 1.2);
+    session(&b, &sc, 5, nk, names, 1.2);
     memset(&sum, 0, sizeof(sum));
     t0 = now_s();
     c0 = cpu_s();
@@ -353,11 +397,16 @@ int main(int argc, char **argv)
     c1 = cpu_s();
     printf("  scan of one %zu-kernel session against 5: %.1f ms (%.1f ms CPU);"
            " %u slower "
-           "(of %u made 20 %% slower), %u faster, %u new, %u vanished, %u "
-           "count\n",
+           "(of %u made 20 %% slower), %u faster, %u "
+           "new, %u vanished, %u count\n",
            nk, (t1 - t0) * 1e3, (c1 - c0) * 1e3, sum.n_slower, names / 10,
            sum.n_faster, sum.n_new, sum.n_vanished, sum.n_count);
+    for (size_t i = 0; i < sum.nitems; i++)
+        if (strcmp(sum.items[i].subject, "kernel"))
+            printf("  %s %s %s x%.3f\n", sum.items[i].kind,
+                   sum.items[i].subject, sum.items[i].name, sum.items[i].ratio);
     srv_store_close(b.st);
+    free(sc.p);
     unlink(path);
     return 0;
 }

@@ -208,9 +208,10 @@ static const opt_def srv_opts[] = {
       .def = "5",
       .min = 0,
       .max = 64,
-      .help = "an ended session's kernels are compared with the last N ended "
-              "sessions of the same app (docs/analysis.md); 0: no regression "
-              "scan" },
+      .help = "an ended session's kernels, scope paths and peak GPU memory "
+              "are compared with the last N ended sessions of the same app (a "
+              "job's rank: the same rank of the app's other jobs; "
+              "docs/analysis.md); 0: no regression scan" },
     { .name = "price",
       .type = OPT_LIST,
       OPT_F_LIST(T, price, nprice, OPT_ST_ARR),
@@ -232,8 +233,9 @@ static const opt_def srv_opts[] = {
       OPT_F_ARR(T, alert_webhook),
       .arg = "URL",
       .help = "http(s) URL that gets a JSON summary POSTed once for each "
-              "scanned session with kernels significantly slower than its "
-              "baseline (empty: none)" },
+              "scanned session with kernels, scopes or peak memory "
+              "significantly worse than its baseline (empty: none; a session "
+              "only faster posts nothing)" },
     { .name = "quiet",
       .type = OPT_BOOL,
       OPT_F_UINT(T, quiet),

@@ -138,9 +138,9 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
         GET(m->body_refused_budget));
     if (g->n_regress) {
         prom_family(b, "gpufl_regression_worst_ratio", "gauge",
-                    "Per app (at most 100, by name), the largest median"
-                    " ratio among the kernels its latest scanned session ran"
-                    " significantly slower than its baseline; 1: none"
+                    "Per app (at most 100, by name), the largest ratio"
+                    " among the slower findings (kernels, scope paths, step,"
+                    " peak memory) of its latest scanned session; 1: none"
                     " (docs/analysis.md).");
         for (size_t i = 0; i < g->n_regress; i++) {
             l[0] = (prom_label){ "app", g->regress[i].app };

@@ -2,8 +2,10 @@
  * regress.c - the regression scan as the server runs it: on the
  * maintenance thread's tick, the ended sessions not scanned yet
  * (store_sql_regress.c), a log line for each with findings, and one POST
- * of a JSON summary to --alert-webhook for each session with kernels
- * significantly slower than its baseline (docs/analysis.md, docs/server.md).
+ * of a JSON summary to --alert-webhook for each session with kernels,
+ * scopes or peak memory significantly worse than its baseline (a session
+ * only faster, or with only new, vanished or recounted names, posts
+ * nothing) (docs/analysis.md, docs/server.md).
  *
  * The webhook is posted once: a session is claimed for its scan before it
  * is scanned, and a POST that fails is logged, not retried (a receiver
@@ -47,6 +49,7 @@ static void w_sum(jw *w, void *ctx)
     for (size_t i = 0; i < sum->nitems; i++) {
         jw_obj_begin(w);
         jw_kv_str(w, "kind", sum->items[i].kind);
+        jw_kv_str(w, "subject", sum->items[i].subject);
         jw_kv_str(w, "name", sum->items[i].name);
         if (sum->items[i].ratio > 0 && isfinite(sum->items[i].hi)) {
             jw_key(w, "ratio");
@@ -110,7 +113,7 @@ static void on_scanned(void *arg, const srv_regress_sum *sum)
         return;
     if (!s->cfg.quiet)
         glog_info("regress",
-                  "session %s (%s) against %u before it: %u kernel(s)"
+                  "session %s (%s) against %u before it: %u finding(s)"
                   " slower, %u faster, %u new, %u vanished, %u with"
                   " another count%s%s",
                   sum->sid, sum->app, sum->base_sessions, sum->n_slower,

@@ -351,14 +351,15 @@ typedef struct srv_regress_cfg {
 } srv_regress_cfg;
 
 /* What the scan of one ended session found (kinds: "slower", "faster",
- * "new", "vanished", "count"). */
+ * "new", "vanished", "count"; for the subject "memory", "slower" is a
+ * larger peak). */
 typedef struct srv_regress_sum {
     char sid[40], app[256];
     uint32_t base_sessions; /* 0: too few to compare with, nothing done */
     uint32_t n_slower, n_faster, n_new, n_vanished, n_count;
     size_t nitems; /* the slower ones first, worst first */
     struct {
-        char kind[12];
+        char kind[12], subject[8]; /* subject: kernel, scope, step, memory */
         char name[SRV_REGRESS_NAME_MAX];
         double ratio, lo, hi;
     } items[SRV_REGRESS_SUM_ITEMS];

@@ -338,6 +338,11 @@ static const char *const migrations[] = {
     "ALTER TABLE captures ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
     "UPDATE captures SET attempts=1 WHERE delivered IS NOT NULL;"
     "CREATE INDEX lines_trigger ON lines(sess, ts) WHERE type=20;",
+    /* 18: what a regression finding is about (store_sql_regress.c):
+     * "kernel" (every finding before), "scope" (a scope path's wall
+     * time), "step" (the step scope's), "memory" (peak GPU memory) */
+    "ALTER TABLE regressions ADD COLUMN subject TEXT NOT NULL DEFAULT"
+    " 'kernel';",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

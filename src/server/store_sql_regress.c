@@ -2,18 +2,25 @@
  * store_sql_regress.c - the regression scan of ended sessions and its
  * answers (docs/analysis.md, docs/api.md "Regressions").
  *
- * When a session has ended, each of its kernel names is compared with the
- * same name in the last --regress-baseline ended sessions of the same app:
- * the shift of the median duration with its interval (src/analysis, the
- * baseline sessions as groups, so their run-to-run spread counts), the
- * change of the call count, and names that are new or vanished.
+ * When a session has ended, each of its kernel names and scope paths is
+ * compared with the same name in the last --regress-baseline ended
+ * sessions of the same app (for a rank of a job: the same rank of the
+ * app's other jobs, never its own job's other ranks): the shift of the
+ * median duration with its interval (src/analysis, the baseline sessions
+ * as groups, so their run-to-run spread counts), the change of the call
+ * count, and names that are new or vanished; and its peak GPU memory
+ * against theirs.  The step scope's path is reported as the subject
+ * "step", the other paths as "scope".
  *
  * The durations come from the kagg rollup's log histogram, which ingest
  * keeps for every name of every session: all kernels of the name, not a
  * sample of them, at a resolution of 1/16 to 1/32 of a power of two.  The
  * comparison takes REGRESS_SAMPLE evenly spaced quantiles of each (placed
  * within their bucket as if its values were spread evenly), so a scan
- * costs the same for a thousand kernels as for a million.
+ * costs the same for a thousand kernels as for a million.  Scope paths
+ * come from their scope_end rows (REGRESS_SCOPE_ROWS_MAX per session at
+ * most, thinned the same way), peak memory from the system samples' 60 s
+ * rollup (srl: the largest mem_used of any GPU).
  */
 #include "store_sql_int.h"
 
@@ -42,6 +49,10 @@
 #define REGRESS_ROWS_MAX 1000
 /* Baseline sessions at most (--regress-baseline's bound). */
 #define REGRESS_BASE_MAX 64
+/* scope_end rows read per session at most (the first ones by path) */
+#define REGRESS_SCOPE_ROWS_MAX 200000
+/* srv_sys_fields' index of mem_used: the srl column mx2 */
+#define REGRESS_MEM_COL "mx2"
 
 typedef struct rname {
     char *name; /* malloc'd */
@@ -54,10 +65,11 @@ typedef struct rsess {
     int64_t id;
     rname *names;
     size_t n;
+    double peak; /* largest mem_used of a GPU, bytes; < 0: none sampled */
 } rsess;
 
 typedef struct rrow {
-    const char *kind, *name; /* name borrowed from an rsess */
+    const char *kind, *subject, *name; /* name borrowed from an rsess */
     double base_med, cur_med, ratio, lo, hi, p, noise, base_count;
     int64_t cur_count;
 } rrow;
@@ -139,6 +151,189 @@ out:
     return rc;
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Closes path x being read: its n values sorted, thinned to at most
+ * REGRESS_SAMPLE order statistics (as load_sess's quantiles). */
+static int path_close(rname *x, double *vals, size_t n)
+{
+    qsort(vals, n, sizeof(*vals), cmp_dbl);
+    x->nv = n < REGRESS_SAMPLE ? n : REGRESS_SAMPLE;
+    x->v = malloc(x->nv * sizeof(*x->v));
+    if (!x->v)
+        return GPUFL_ENOMEM;
+    for (size_t k = 0; k < x->nv; k++)
+        x->v[k] = vals[(size_t)(((double)k + 0.5) / (double)x->nv * (double)n)];
+    x->n = (int64_t)n;
+    return GPUFL_OK;
+}
+
+/* A session's scope paths ("a/b/c") with their instances and wall-time
+ * sample: the scope_end rows, by path id, then the ids' strings. */
+static int load_scopes(qctx *c, rsess *r)
+{
+    int64_t *ids = malloc(REGRESS_NAMES_MAX * sizeof(*ids));
+    double *vals = malloc(REGRESS_SCOPE_ROWS_MAX * sizeof(*vals));
+    char *buf = malloc(SQ_PATH_STR_MAX);
+    size_t nvals = 0, rows = 0;
+    int rc;
+
+    r->names = calloc(REGRESS_NAMES_MAX, sizeof(*r->names));
+    if (!ids || !vals || !buf || !r->names) {
+        rc = GPUFL_ENOMEM;
+        goto out;
+    }
+    rc = q_prepare(c, "SELECT path, dur FROM scopes WHERE sess=? AND type=?"
+                      " AND path IS NOT NULL ORDER BY path LIMIT ?");
+    if (rc)
+        goto out;
+    qbind_i64(c->st, 1, r->id);
+    qbind_i64(c->st, 2, EV_SCOPE_END);
+    qbind_i64(c->st, 3, REGRESS_SCOPE_ROWS_MAX + 1);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        int64_t path = qcol_i64(c->st, 0), dur = qcol_i64(c->st, 1);
+        if (++rows > REGRESS_SCOPE_ROWS_MAX)
+            break; /* the path being read is cut: dropped below */
+        if (!r->n || ids[r->n - 1] != path) {
+            if (r->n && (rc = path_close(&r->names[r->n - 1], vals, nvals)))
+                goto out;
+            nvals = 0;
+            if (r->n == REGRESS_NAMES_MAX)
+                break; /* the paths past the cap are not compared */
+            ids[r->n++] = path;
+        }
+        vals[nvals++] = (double)(dur > 0 ? dur : 0);
+    }
+    if (rc != SDB_ROW && rc != SDB_DONE) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    if (rc == SDB_DONE && r->n &&
+        (rc = path_close(&r->names[r->n - 1], vals, nvals)) != 0)
+        goto out;
+    if (rc == SDB_ROW && r->n && !r->names[r->n - 1].v)
+        r->n--; /* the path the row cap cut: its sample is partial */
+    rc = GPUFL_OK;
+    /* the strings once the rows are read: one statement at a time */
+    sdb_finalize(c->st);
+    c->st = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        r->names[i].name =
+            strdup(sq_path_of(c->db, r->id, ids[i], buf, SQ_PATH_STR_MAX));
+        if (!r->names[i].name) {
+            rc = GPUFL_ENOMEM;
+            goto out;
+        }
+    }
+    if (r->n > 1)
+        qsort(r->names, r->n, sizeof(*r->names), cmp_name);
+out:
+    free(buf);
+    free(vals);
+    free(ids);
+    return rc;
+}
+
+/* The session's peak GPU memory: the largest mem_used any GPU's system
+ * samples reported (the 60 s rollup keeps each minute's largest). */
+static int load_peak(qctx *c, rsess *r)
+{
+    int rc = q_prepare(c, "SELECT max(" REGRESS_MEM_COL ") FROM srl WHERE"
+                          " sess=?");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, r->id);
+    r->peak = -1;
+    rc = sdb_step(c->st);
+    if (rc == SDB_ROW && !qcol_null(c->st, 0))
+        r->peak = qcol_f64(c->st, 0);
+    return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+/* Peak memory against the baseline's: one value per run, so no interval;
+ * reported when it is beyond every baseline run's peak and the shift
+ * beats both min_shift and the baseline runs' own spread (the rule of
+ * docs/analysis.md, less the interval and p). */
+static void compare_peak(const srv_regress_cfg *cfg, const rsess *cur,
+                         const rsess *base, size_t nb, rrow *rows,
+                         size_t *nrows)
+{
+    double v[REGRESS_BASE_MAX], med, lo = INFINITY, hi = 0, noise = 0;
+    size_t n = 0;
+
+    if (cur->peak <= 0 || *nrows >= REGRESS_ROWS_MAX)
+        return;
+    for (size_t k = 0; k < nb; k++)
+        if (base[k].peak > 0)
+            v[n++] = base[k].peak;
+    if (n < nb || n < REGRESS_MIN_BASE)
+        return; /* not every baseline run sampled its memory */
+    qsort(v, n, sizeof(*v), cmp_dbl);
+    med = an_median(v, n);
+    for (size_t k = 0; k < n; k++) {
+        double d = fabs(v[k] / med - 1);
+        noise = d > noise ? d : noise;
+        lo = v[k] < lo ? v[k] : lo;
+        hi = v[k] > hi ? v[k] : hi;
+    }
+    {
+        double ratio = cur->peak / med, bar = cfg->min_shift;
+        rrow *r = &rows[*nrows];
+        bar = noise > bar ? noise : bar;
+        if (!(cur->peak > hi && ratio - 1 > bar) &&
+            !(cur->peak < lo && 1 - ratio > bar))
+            return;
+        memset(r, 0, sizeof(*r));
+        r->kind = cur->peak > hi ? "slower" : "faster";
+        r->subject = "memory";
+        r->name = "peak GPU memory";
+        r->base_med = med;
+        r->cur_med = cur->peak;
+        r->ratio = ratio;
+        r->lo = r->hi = ratio;
+        r->p = -1; /* no test: stored as NULL */
+        r->noise = noise;
+        r->base_count = 1;
+        r->cur_count = 1;
+        (*nrows)++;
+    }
+}
+
+/* The step scope's rows become the subject "step": the path ending in
+ * the session's --step-scope name, else the outermost path run more than
+ * once (as the job view chooses it, store_sql_jobs.c). */
+static void mark_step(const rsess *cur, const char *step, rrow *rows,
+                      size_t first, size_t n)
+{
+    const rname *best = NULL;
+    size_t best_depth = SIZE_MAX;
+
+    for (size_t i = 0; i < cur->n; i++) {
+        const rname *x = &cur->names[i];
+        const char *leaf = strrchr(x->name, '/');
+        size_t depth = 0;
+        for (const char *p = x->name; *p; p++)
+            depth += *p == '/';
+        leaf = leaf ? leaf + 1 : x->name;
+        if (step[0] ? strcmp(leaf, step) != 0 : x->n < 2)
+            continue;
+        if (depth < best_depth ||
+            (depth == best_depth && best && x->n > best->n)) {
+            best = x;
+            best_depth = depth;
+        }
+    }
+    if (!best)
+        return;
+    for (size_t i = first; i < n; i++)
+        if (!strcmp(rows[i].name, best->name))
+            rows[i].subject = "step";
+}
+
 static double pooled_median(const an_group *g, size_t ng, double *tmp)
 {
     size_t n = 0;
@@ -150,8 +345,9 @@ static double pooled_median(const an_group *g, size_t ng, double *tmp)
 }
 
 /* Compares cur with the baseline sessions: findings into rows. */
-static int compare(const srv_regress_cfg *cfg, const rsess *cur,
-                   const rsess *base, size_t nb, rrow *rows, size_t *nrows)
+static int compare(const srv_regress_cfg *cfg, const char *subject,
+                   const rsess *cur, const rsess *base, size_t nb, rrow *rows,
+                   size_t *nrows)
 {
     an_group g[REGRESS_BASE_MAX];
     double *tmp =
@@ -185,6 +381,7 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
             csum += (double)y->n;
         }
         memset(r, 0, sizeof(*r));
+        r->subject = subject;
         r->name = x->name;
         r->cur_count = x->n;
         r->base_count = ng ? csum / (double)ng : 0;
@@ -205,6 +402,7 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
                 break;
             r = &rows[*nrows];
             memset(r, 0, sizeof(*r));
+            r->subject = subject;
             r->name = x->name;
             r->cur_count = x->n;
             r->base_count = csum / (double)ng;
@@ -275,6 +473,7 @@ static int compare(const srv_regress_cfg *cfg, const rsess *cur,
             continue;
         memset(r, 0, sizeof(*r));
         r->kind = "vanished";
+        r->subject = subject;
         r->name = y->name;
         r->base_count = csum / (double)ng;
         (*nrows)++;
@@ -317,7 +516,7 @@ static int store_rows(srv_store *s, int64_t sess, const char *app, int64_t ts,
         goto out;
     rc = sdb_prepare(s->w,
                      "INSERT INTO regressions VALUES(?,?,?,?,?,?,?,?,?,?,?,?,"
-                     "?,?,?,?) ON CONFLICT DO NOTHING",
+                     "?,?,?,?,?) ON CONFLICT DO NOTHING",
                      &st);
     for (size_t i = 0; !rc && i < n; i++) {
         const rrow *r = &rows[i];
@@ -333,7 +532,10 @@ static int store_rows(srv_store *s, int64_t sess, const char *app, int64_t ts,
             qbind_f64(st, 9, r->ratio);
             qbind_f64(st, 10, r->lo);
             qbind_f64(st, 11, r->hi);
-            qbind_f64(st, 12, r->p);
+            if (r->p < 0)
+                qbind_null(st, 12);
+            else
+                qbind_f64(st, 12, r->p);
             qbind_f64(st, 13, r->noise);
         } else {
             for (int k = 7; k <= 13; k++)
@@ -344,6 +546,7 @@ static int store_rows(srv_store *s, int64_t sess, const char *app, int64_t ts,
         qbind_f64(st, 14, r->base_count);
         qbind_i64(st, 15, r->cur_count);
         qbind_i64(st, 16, (int64_t)nb);
+        qbind_text(st, 17, r->subject);
         rc = qrun(st);
     }
     sdb_finalize(st);
@@ -406,6 +609,8 @@ static void summarize(srv_regress_sum *sum, const rrow *rows, size_t n)
         if (sum->nitems < SRV_REGRESS_SUM_ITEMS) {
             size_t j = sum->nitems++;
             snprintf(sum->items[j].kind, sizeof(sum->items[j].kind), "%s", k);
+            snprintf(sum->items[j].subject, sizeof(sum->items[j].subject), "%s",
+                     rows[i].subject);
             snprintf(sum->items[j].name, sizeof(sum->items[j].name), "%s",
                      rows[i].name);
             sum->items[j].ratio = rows[i].ratio;
@@ -415,31 +620,52 @@ static void summarize(srv_regress_sum *sum, const rrow *rows, size_t n)
     }
 }
 
-/* Scans session id of app (started at ts). */
-static int scan_one(srv_store *s, const srv_regress_cfg *cfg, int64_t id,
-                    const char *app, int64_t ts, srv_regress_sum *sum)
+/* The session scanned: its app, start, job and rank (job empty: none),
+ * step scope name (empty: the outermost repeated one). */
+typedef struct rcur {
+    int64_t id, ts, rank;
+    char sid[40], app[256], job[128], step[128];
+} rcur;
+
+/* Scans session k->id. */
+static int scan_one(srv_store *s, const srv_regress_cfg *cfg, const rcur *k,
+                    srv_regress_sum *sum)
 {
-    rsess cur = { id, NULL, 0 }, base[REGRESS_BASE_MAX];
+    rsess cur = { k->id, NULL, 0, -1 }, base[REGRESS_BASE_MAX];
+    rsess scur = { k->id, NULL, 0, -1 }, sbase[REGRESS_BASE_MAX];
     rrow *rows = NULL;
-    size_t nb = 0, nrows = 0;
+    size_t nb = 0, nrows = 0, first;
     uint32_t want = cfg->baseline;
     qctx c;
     int rc;
 
     memset(base, 0, sizeof(base));
+    memset(sbase, 0, sizeof(sbase));
     if (want > REGRESS_BASE_MAX)
         want = REGRESS_BASE_MAX;
     q_begin(s, &c);
-    rc = q_prepare(&c, "SELECT id FROM sessions WHERE app=? AND"
-                       " state='ended' AND id<>? AND coalesce(start_ns, 0)"
-                       " <= ? ORDER BY coalesce(start_ns, 0) DESC, id DESC"
-                       " LIMIT ?");
+    /* a rank of a job is compared with the same rank of the app's other
+     * jobs (and its runs without a job), never with its own job's other
+     * ranks: they ran at the same time, and a straggler among them is the
+     * job view's finding, not a regression (docs/analysis.md) */
+    rc = q_prepare(&c, "SELECT id FROM sessions WHERE app=?1 AND"
+                       " state='ended' AND id<>?2 AND coalesce(start_ns, 0)"
+                       " <= ?3 AND (CAST(?5 AS TEXT) IS NULL OR job IS NULL"
+                       " OR (job<>?5 AND rank=?6)) ORDER BY"
+                       " coalesce(start_ns, 0) DESC, id DESC LIMIT ?4");
     if (rc)
         goto out;
-    qbind_text(c.st, 1, app);
-    qbind_i64(c.st, 2, id);
-    qbind_i64(c.st, 3, ts);
+    qbind_text(c.st, 1, k->app);
+    qbind_i64(c.st, 2, k->id);
+    qbind_i64(c.st, 3, k->ts);
     qbind_i64(c.st, 4, want);
+    if (k->job[0]) {
+        qbind_text(c.st, 5, k->job);
+        qbind_i64(c.st, 6, k->rank);
+    } else {
+        qbind_null(c.st, 5);
+        qbind_null(c.st, 6);
+    }
     while ((rc = sdb_step(c.st)) == SDB_ROW && nb < want)
         base[nb++].id = qcol_i64(c.st, 0);
     if (rc != SDB_ROW && rc != SDB_DONE) {
@@ -452,23 +678,32 @@ static int scan_one(srv_store *s, const srv_regress_cfg *cfg, int64_t id,
         sum->base_sessions = 0;
         goto out;
     }
-    if ((rc = load_sess(&c, &cur)) != 0)
+    if ((rc = load_sess(&c, &cur)) != 0 || (rc = load_scopes(&c, &scur)) ||
+        (rc = load_peak(&c, &cur)))
         goto out;
-    for (size_t k = 0; k < nb; k++)
-        if ((rc = load_sess(&c, &base[k])) != 0)
+    for (size_t i = 0; i < nb; i++) {
+        sbase[i].id = base[i].id;
+        if ((rc = load_sess(&c, &base[i])) != 0 ||
+            (rc = load_scopes(&c, &sbase[i])) || (rc = load_peak(&c, &base[i])))
             goto out;
+    }
     rows = malloc(REGRESS_ROWS_MAX * sizeof(*rows));
     if (!rows) {
         rc = GPUFL_ENOMEM;
         goto out;
     }
-    if ((rc = compare(cfg, &cur, base, nb, rows, &nrows)) != 0)
+    if ((rc = compare(cfg, "kernel", &cur, base, nb, rows, &nrows)) != 0)
         goto out;
+    first = nrows;
+    if ((rc = compare(cfg, "scope", &scur, sbase, nb, rows, &nrows)) != 0)
+        goto out;
+    mark_step(&scur, k->step, rows, first, nrows);
+    compare_peak(cfg, &cur, base, nb, rows, &nrows);
     if (nrows > 1)
         qsort(rows, nrows, sizeof(*rows), cmp_row);
     q_end(&c, 0, NULL);
     c.db = NULL;
-    rc = store_rows(s, id, app, ts, rows, nrows, nb);
+    rc = store_rows(s, k->id, k->app, k->ts, rows, nrows, nb);
     if (!rc)
         summarize(sum, rows, nrows);
 out:
@@ -476,8 +711,11 @@ out:
         q_end(&c, rc, NULL);
     free(rows);
     rsess_release(&cur);
-    for (size_t k = 0; k < nb; k++)
-        rsess_release(&base[k]);
+    rsess_release(&scur);
+    for (size_t i = 0; i < nb; i++) {
+        rsess_release(&base[i]);
+        rsess_release(&sbase[i]);
+    }
     return rc;
 }
 
@@ -485,30 +723,33 @@ int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
                            uint32_t max, srv_regress_fn fn, void *arg,
                            uint32_t *done)
 {
-    int64_t ids[64], ts[64];
-    char(*apps)[256] = malloc(64 * sizeof(*apps));
-    char sids[64][40];
+    rcur *k = malloc(64 * sizeof(*k));
     size_t n = 0;
     qctx c;
     int rc;
 
     *done = 0;
-    if (!apps)
+    if (!k)
         return GPUFL_ENOMEM;
     if (max > 64)
         max = 64;
     q_begin(s, &c);
     rc = q_prepare(&c, "SELECT id, sid, coalesce(app, ''),"
-                       " coalesce(start_ns, 0) FROM sessions WHERE regress=0"
-                       " AND state='ended' ORDER BY id LIMIT ?");
+                       " coalesce(start_ns, 0), coalesce(job, ''),"
+                       " coalesce(rank, -1), coalesce(step_scope, '') FROM"
+                       " sessions WHERE regress=0 AND state='ended' ORDER BY"
+                       " id LIMIT ?");
     if (!rc) {
         qbind_i64(c.st, 1, max);
         while ((rc = sdb_step(c.st)) == SDB_ROW && n < max) {
-            ids[n] = qcol_i64(c.st, 0);
-            snprintf(sids[n], sizeof(sids[n]), "%s", qcol_text(c.st, 1));
-            snprintf(apps[n], sizeof(apps[n]), "%s", qcol_text(c.st, 2));
-            ts[n] = qcol_i64(c.st, 3);
-            n++;
+            rcur *x = &k[n++];
+            x->id = qcol_i64(c.st, 0);
+            snprintf(x->sid, sizeof(x->sid), "%s", qcol_text(c.st, 1));
+            snprintf(x->app, sizeof(x->app), "%s", qcol_text(c.st, 2));
+            x->ts = qcol_i64(c.st, 3);
+            snprintf(x->job, sizeof(x->job), "%s", qcol_text(c.st, 4));
+            x->rank = qcol_i64(c.st, 5);
+            snprintf(x->step, sizeof(x->step), "%s", qcol_text(c.st, 6));
         }
         rc = rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
     }
@@ -516,17 +757,17 @@ int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
     for (size_t i = 0; !rc && i < n; i++) {
         srv_regress_sum sum;
         int mine;
-        if ((rc = claim(s, ids[i], &mine)) != 0 || !mine)
+        if ((rc = claim(s, k[i].id, &mine)) != 0 || !mine)
             continue;
         memset(&sum, 0, sizeof(sum));
-        snprintf(sum.sid, sizeof(sum.sid), "%s", sids[i]);
-        snprintf(sum.app, sizeof(sum.app), "%s", apps[i]);
-        rc = scan_one(s, cfg, ids[i], apps[i], ts[i], &sum);
+        snprintf(sum.sid, sizeof(sum.sid), "%s", k[i].sid);
+        snprintf(sum.app, sizeof(sum.app), "%s", k[i].app);
+        rc = scan_one(s, cfg, &k[i], &sum);
         /* scanned, its findings stored - or the scan failed, and the
          * session is not scanned again (as before the claim state) */
         {
-            int changed, e = set_state(s, ids[i], REGRESS_CLAIMED, REGRESS_DONE,
-                                       &changed);
+            int changed, e = set_state(s, k[i].id, REGRESS_CLAIMED,
+                                       REGRESS_DONE, &changed);
             if (!rc)
                 rc = e;
         }
@@ -534,7 +775,7 @@ int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
         if (!rc && fn)
             fn(arg, &sum);
     }
-    free(apps);
+    free(k);
     return rc;
 }
 
@@ -543,7 +784,7 @@ int srv_store_regress_scan(srv_store *s, const srv_regress_cfg *cfg,
 #define REG_COLS                                                               \
     "r.kind, r.name, r.base_median, r.cur_median, r.ratio, r.lo, r.hi, r.p,"   \
     " r.noise, r.base_count, r.cur_count, r.base_sessions, s.sid, r.app,"      \
-    " r.ts, r.seq"
+    " r.ts, r.seq, r.subject"
 
 static void w_opt_f64(jw *w, qctx *c, const char *key, int col, int dec)
 {
@@ -556,18 +797,22 @@ static void w_opt_f64(jw *w, qctx *c, const char *key, int col, int dec)
 
 static void w_reg_row(jw *w, qctx *c)
 {
+    int mem = !strcmp(qcol_text(c->st, 16), "memory");
+
     jw_obj_begin(w);
     jw_kv_str(w, "session", qcol_text(c->st, 12));
     jw_kv_str(w, "app", qcol_text(c->st, 13));
     srv_jw_kv_dec(w, "start_ns", qcol_i64(c->st, 14));
     jw_kv_str(w, "kind", qcol_text(c->st, 0));
+    jw_kv_str(w, "subject", qcol_text(c->st, 16));
     jw_kv_str(w, "name", qcol_text(c->st, 1));
-    jw_key(w, "base_median_ns");
+    /* peak memory is bytes, not a duration: its own keys */
+    jw_key(w, mem ? "base_peak_bytes" : "base_median_ns");
     if (qcol_null(c->st, 2))
         jw_null(w);
     else
         srv_jw_dec(w, (int64_t)llround(qcol_f64(c->st, 2)));
-    jw_key(w, "cur_median_ns");
+    jw_key(w, mem ? "cur_peak_bytes" : "cur_median_ns");
     if (qcol_null(c->st, 3))
         jw_null(w);
     else

@@ -12,7 +12,10 @@ their name's median, each run scaled by up to +-2 % (run-to-run noise).
                  sessions); the session fields.
     Regressions: 20 runs with only noise find nothing; a run with its GEMMs
                  x1.2 is found with both GEMM names and 1.2 in the interval,
-                 nothing else; /metrics; the webhook fires once.
+                 and its step and forward scopes, nothing else; /metrics;
+                 the webhook fires once, and not for a run only faster; a
+                 job's rank against the same rank of other jobs only; peak
+                 GPU memory.
 """
 import http.server
 import json
@@ -41,11 +44,13 @@ T0 = 1_800_000_000_000_000_000
 
 def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
                   world=None, wait=None, step_scope=None, jitter=True,
-                  start=T0, stall=20000):
+                  start=T0, stall=20000, mem=None):
     """Device and scope lines of one run. wait[i]: ns the NCCL kernel of
     step i lasts beyond NCCL_NS (the rank waits for a slower one); returns
     (device lines, scope lines, per-step compute ns). stall: ns per step
-    in a scope "data_load" without kernels (host side)."""
+    in a scope "data_load" without kernels (host side). mem: the GPU's
+    mem_used (bytes) at its peak: then the device lines end with a few
+    "gpu" samples (stream system, sent by send()) rising to it."""
     rng = random.Random(seed)
     run = 1 + (rng.uniform(-0.02, 0.02) if jitter else 0)
     sess = {"app": app, "host": "h-%s" % app, "pid": 1000 + seed,
@@ -120,12 +125,31 @@ def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
         s("scope_end", t, id=top, name=STEP, path=20, depth=1, tid=1,
           dur=t - b)
         t += 1000
+    if mem is not None:
+        sy = []
+        for i, f in enumerate((0.5, 0.9, 1.0, 0.7)):
+            e = {"v": 1, "sid": sid, "st": "system", "seq": i + 1,
+                 "ts": start + i * 61 * 10 ** 9, "type": "gpu", "dev": 0,
+                 "util": 50, "mem_used": int(mem * f),
+                 "mem_total": 80 * 2 ** 30}
+            sy.append(json.dumps(e, separators=(",", ":")).encode())
+        e = {"v": 1, "sid": sid, "st": "system", "seq": 0, "ts": start,
+             "type": "session"}
+        e.update(sess)
+        e["streams"] = ["device", "scope", "system"]
+        dev.append(("system", [json.dumps(e, separators=(",", ":"))
+                               .encode()] + sy))
     d("session_end", t, reason="exit")
     s("session_end", t, reason="exit")
     return dev, sc, compute
 
 
 def send(srv, dev, sc):
+    # a ("system", lines) item of dev: the system stream (mem=)
+    for x in [x for x in dev if isinstance(x, tuple)]:
+        r = srv.ingest_ok(x[0], b"\n".join(x[1]) + b"\n")
+        assert r["rejected"] == 0, r
+    dev = [x for x in dev if not isinstance(x, tuple)]
     for st, lines in (("device", dev), ("scope", sc)):
         for body in T.chunks(lines, 2000):
             r = srv.ingest_ok(st, body)
@@ -402,9 +426,20 @@ class Regressions(Base):
                                    jitter=False, start=T0 + 20 * 10 ** 12)
         send(srv, dev, sc)
         r = wait_scanned(srv, [bad])[bad]
-        slower = {i["name"]: i for i in r["items"] if i["kind"] == "slower"}
+        slower = {i["name"]: i for i in r["items"] if i["kind"] == "slower"
+                  and i["subject"] == "kernel"}
         self.assertEqual(set(slower), set(GEMMS), r["items"])
         self.assertEqual([i for i in r["items"] if i["kind"] != "slower"], [])
+        # the scopes around them: the step (train_step) and its forward
+        # phase, each slower by the GEMMs' share of it; data_load is not
+        scopes = {i["name"]: i for i in r["items"] if i["subject"] != "kernel"}
+        self.assertEqual({n: i["subject"] for n, i in scopes.items()},
+                         {"train_step": "step",
+                          "train_step/forward": "scope"}, r["items"])
+        for i in scopes.values():
+            self.assertEqual((i["kind"], i["base_count"], i["cur_count"]),
+                             ("slower", 30, 30))
+            self.assertTrue(1.1 < i["ratio"] < 1.25 and i["lo"] > 1, i)
         for name, i in slower.items():
             self.assertTrue(i["lo"] <= 1.2 <= i["hi"], i)
             self.assertTrue(1.1 < i["ratio"] < 1.3, i)
@@ -414,7 +449,8 @@ class Regressions(Base):
             self.assertGreater(i["cur_median_ns"], i["base_median_ns"])
             self.assertEqual(i["session"], bad)
         items = srv.get("/api/v1/regressions?app=nightly")["items"]
-        self.assertEqual({i["name"] for i in items}, set(GEMMS))
+        self.assertEqual({i["name"] for i in items},
+                         set(GEMMS) | set(scopes))
         self.assertEqual(srv.get("/api/v1/regressions?app=other")["items"], [])
         self.assertEqual(len(srv.get("/api/v1/regressions?kind=slower&limit=1")
                              ["items"]), 1)
@@ -437,8 +473,11 @@ class Regressions(Base):
         h = json.loads(body)
         self.assertEqual((h["event"], h["session"], h["app"], h["slower"],
                           h["base_sessions"]),
-                         ("regression", bad, "nightly", 2, 5))
-        self.assertEqual({i["name"] for i in h["items"]}, set(GEMMS))
+                         ("regression", bad, "nightly", 4, 5))
+        self.assertEqual({(i["subject"], i["name"]) for i in h["items"]},
+                         {("kernel", g) for g in GEMMS} |
+                         {("step", "train_step"),
+                          ("scope", "train_step/forward")})
         # a restart scans nothing again and posts nothing
         srv.stop()
         srv2 = T.Server(srv.data_dir, ["--stale-after", "1", "--alert-webhook",
@@ -447,7 +486,111 @@ class Regressions(Base):
         self.servers.append(srv2)
         time.sleep(3)
         self.assertEqual(len(Hook.got), 1)
-        self.assertEqual(len(srv2.get("/api/v1/regressions")["items"]), 2)
+        self.assertEqual(len(srv2.get("/api/v1/regressions")["items"]), 4)
+
+    def test_webhook_only_slower_once(self):
+        """A run only faster is stored and answered but posts nothing; the
+        next one, slower, posts once; a restart posts nothing again."""
+        url = "http://127.0.0.1:%d/h" % self.hook.server_address[1]
+        srv = self.server(["--alert-webhook", url])
+        sids = []
+        for i in range(7):
+            sid = str(uuid.UUID(int=random.Random(300 + i).getrandbits(128),
+                                version=4))
+            gemm = {5: 0.8, 6: 1.25}.get(i, 1.0)
+            # step_scope names the step: forward, not the outermost path
+            dev, sc, _ = session_lines(sid, "hooked", 300 + i, gemm=gemm,
+                                       jitter=i < 5, start=T0 + i * 10 ** 12,
+                                       step_scope="forward")
+            send(srv, dev, sc)
+            sids.append(sid)
+            if i == 5:  # the faster one scanned before the slower comes
+                r = wait_scanned(srv, [sid])[sid]
+                self.assertEqual({x["kind"] for x in r["items"]}, {"faster"})
+                self.assertTrue(set(GEMMS) <= {x["name"] for x in r["items"]})
+        wait_scanned(srv, sids)
+        deadline = time.time() + 15
+        while not Hook.got and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(2.5)  # a few more ticks: nothing more comes
+        self.assertEqual([json.loads(b)["session"] for _, _, b in Hook.got],
+                         [sids[6]])
+        h = json.loads(Hook.got[0][2])
+        self.assertEqual(h["faster"], 0)
+        self.assertEqual({i["kind"] for i in h["items"]}, {"slower"})
+        self.assertEqual({(i["subject"], i["name"]) for i in h["items"]
+                          if i["subject"] != "kernel"},
+                         {("step", "train_step/forward"),
+                          ("scope", "train_step")})
+        srv.stop()
+        srv2 = T.Server(srv.data_dir, ["--stale-after", "1",
+                                       "--alert-webhook", url])
+        self.servers.append(srv2)
+        time.sleep(2.5)
+        self.assertEqual(len(Hook.got), 1)
+
+    def test_baseline_same_rank_other_jobs(self):
+        """A rank of a job is compared with the same rank of the app's
+        earlier jobs, not with its own job's other ranks: a straggler is
+        not a regression of its job's last rank, and a rank that got slower
+        since the last jobs is one, against exactly those jobs."""
+        srv = self.server()
+        jobs = []
+        for j in range(5):
+            job = []
+            for rank in range(4):
+                sid = str(uuid.UUID(int=random.Random(
+                    400 + 10 * j + rank).getrandbits(128), version=4))
+                slow = (j == 0 and rank == 3) or (j == 4 and rank == 1)
+                dev, sc, _ = session_lines(
+                    sid, "ranked", 400 + 10 * j + rank,
+                    gemm=1.3 if slow else 1.0, jitter=not slow,
+                    job="run-%d" % j, rank=rank, world=4,
+                    start=T0 + j * 10 ** 12 + rank * 10 ** 6)
+                send(srv, dev, sc)
+                job.append(sid)
+            jobs.append(job)
+        got = wait_scanned(srv, [x for j in jobs for x in j])
+        # job 0's rank 3 ran slower than its ranks 0-2: no finding (its
+        # baseline is earlier jobs' rank 3: none)
+        self.assertEqual(got[jobs[0][3]]["items"], [])
+        # job 4's rank 1 against rank 1 of jobs 0-3 (4 sessions)
+        items = got[jobs[4][1]]["items"]
+        self.assertEqual({i["name"] for i in items
+                          if i["kind"] == "slower" and
+                          i["subject"] == "kernel"}, set(GEMMS), items)
+        self.assertEqual({i["base_sessions"] for i in items}, {4})
+        flagged = {s: r["items"] for s, r in got.items()
+                   if r["items"] and s != jobs[4][1]}
+        self.assertEqual(flagged, {})
+
+    def test_peak_memory(self):
+        """Peak GPU memory: a run whose peak is 30 % above its baseline's
+        is flagged (subject memory, bytes); within the runs' spread is
+        not."""
+        srv = self.server()
+        sids = []
+        G = 2 ** 30
+        for i, peak in enumerate((10.0, 10.2, 9.9, 10.1, 10.0, 10.15, 13.0)):
+            sid = str(uuid.UUID(int=random.Random(500 + i).getrandbits(128),
+                                version=4))
+            dev, sc, _ = session_lines(sid, "memapp", 500 + i,
+                                       start=T0 + i * 10 ** 12,
+                                       mem=int(peak * G))
+            send(srv, dev, sc)
+            sids.append(sid)
+        got = wait_scanned(srv, sids)
+        self.assertEqual(got[sids[5]]["items"], [])
+        items = got[sids[6]]["items"]
+        self.assertEqual(len(items), 1, items)
+        m = items[0]
+        self.assertEqual((m["kind"], m["subject"], m["name"],
+                          int(m["cur_peak_bytes"]), int(m["base_peak_bytes"]),
+                          m["base_sessions"]),
+                         ("slower", "memory", "peak GPU memory", 13 * G,
+                          int(10.1 * G), 5))
+        self.assertAlmostEqual(m["ratio"], 13 / 10.1, places=3)
+        self.assertNotIn("cur_median_ns", m)
 
     def test_upgrade_from_schema_13(self):
         """Sessions stored before migration 14 keep their data, count as
@@ -492,7 +635,8 @@ class Regressions(Base):
                                    job="j-up", rank=0, world=1)
         send(srv2, dev, sc)
         r = wait_scanned(srv2, [new])[new]
-        self.assertEqual({i["name"] for i in r["items"]}, set(GEMMS))
+        self.assertEqual({i["name"] for i in r["items"]
+                          if i["subject"] == "kernel"}, set(GEMMS))
         self.assertEqual({i["base_sessions"] for i in r["items"]}, {4})
 
     def test_webhook_down(self):
@@ -517,7 +661,8 @@ class Regressions(Base):
             send(srv, dev, sc)
             sids.append(sid)
         r = wait_scanned(srv, sids)[sids[3]]
-        self.assertEqual({i["name"] for i in r["items"]}, set(GEMMS))
+        self.assertEqual({i["name"] for i in r["items"]
+                          if i["subject"] == "kernel"}, set(GEMMS))
         deadline = time.time() + 15
         while "alert webhook" not in srv.output() and time.time() < deadline:
             time.sleep(0.1)

@@ -482,6 +482,7 @@ class Waste(unittest.TestCase):
         undo = ["DELETE FROM schema_version WHERE version>=16",
                 "DROP INDEX lines_trigger",
                 "ALTER TABLE captures DROP COLUMN attempts",
+                "ALTER TABLE regressions DROP COLUMN subject",
                 "DROP TABLE waste", "DROP TABLE wasteh", "DROP TABLE wasted",
                 "DROP TABLE vruns"]
         if srv.pgdb:

@@ -306,6 +306,88 @@ export async function jobChecks(h) {
     );
   });
 
+  await attempt('jobs_timeline', async () => {
+    // one lane per rank, in the API's rank order; each lane's columns are
+    // the columns its session's GET …/timeline lists for the same window
+    // (read off the canvas pixels too); the clock alignment said; a drag
+    // zooms in and every lane is asked again for the new window
+    await page.goto(U + '/#/jobs?job=' + encodeURIComponent(JOB));
+    await page.waitForSelector('[data-testid=job-tl-lane][data-busy-cols]:not([data-busy-cols="0"])');
+    const read = async () => {
+      const w = await page.$eval('[data-testid=job-tl-window]', (e) => ({
+        from: e.getAttribute('data-from'),
+        to: e.getAttribute('data-to'),
+        width: Number(e.getAttribute('data-width')),
+      }));
+      const lanes = await page.$$eval('[data-testid=job-tl-lane]', (r) =>
+        r.map((x) => ({
+          rank: x.getAttribute('data-rank'),
+          session: x.getAttribute('data-session'),
+          busy: Number(x.getAttribute('data-busy-cols')),
+        })),
+      );
+      const drawn = await page.$eval('[data-testid=job-tl-canvas]', (c) => {
+        const g = c.getContext('2d');
+        const out = [];
+        for (let y = 8; y < c.height; y += 16) {
+          const px = g.getImageData(0, y, c.width, 1).data;
+          let n = 0;
+          for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+          out.push(n);
+        }
+        return out;
+      });
+      const bad = [];
+      for (const [i, l] of lanes.entries()) {
+        const a = await get('sessions/' + l.session + '/timeline?from=' + w.from + '&to=' + w.to + '&width=' + w.width);
+        const cols = new Set();
+        for (const ln of a.lanes) for (const b of ln.buckets) if (b[0] >= 0 && b[0] < w.width) cols.add(b[0]);
+        if (l.rank !== String(api.ranks[i].rank) || l.session !== api.ranks[i].session)
+          bad.push('lane ' + i + ' is rank ' + l.rank);
+        if (l.busy !== cols.size || drawn[i] !== cols.size)
+          bad.push('rank ' + l.rank + ': ' + l.busy + ' columns said, ' + drawn[i] + ' drawn, API ' + cols.size);
+      }
+      return { w, lanes, bad };
+    };
+    const a = await read();
+    const note = await text('[data-testid=job-tl-clock]');
+    const hosts = [...new Set(api.ranks.map((r) => r.host))].sort();
+    // drag over the middle fifth
+    const box = await (await page.$('[data-testid=job-tl-canvas]')).boundingBox();
+    await page.mouse.move(box.x + 400, box.y + 10);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 600, box.y + 20);
+    await page.mouse.up();
+    await page.waitForFunction(
+      (f) => document.querySelector('[data-testid=job-tl-window]').getAttribute('data-from') !== f,
+      a.w.from,
+    );
+    await page.waitForSelector('[data-testid=job-tl-reset]');
+    await h.idle();
+    const b = await read();
+    const span = (w) => BigInt(w.to) - BigInt(w.from);
+    check(
+      'jobs_timeline',
+      a.lanes.length === api.ranks.length &&
+        a.bad.length === 0 &&
+        b.bad.length === 0 &&
+        a.w.from === String(api.start_ns) &&
+        a.lanes.every((l) => l.busy > 0) &&
+        span(b.w) * 4n < span(a.w) &&
+        note.startsWith('Aligned on the wall clock') &&
+        hosts.every((x) => note.includes(x)),
+      [...a.bad, ...b.bad].join('; ') ||
+        a.lanes.map((l) => 'rank ' + l.rank + ' ' + l.busy).join(', ') +
+          ' columns; zoomed ' +
+          span(a.w) +
+          ' → ' +
+          span(b.w) +
+          ' ns; ' +
+          note,
+    );
+    await shot('job-timeline');
+  });
+
   await attempt('jobs_sessions_grouped', async () => {
     await page.goto(U + '/#/sessions');
     await page.waitForSelector('[data-testid=session-row]');
@@ -340,7 +422,7 @@ export async function regressionChecks(h) {
   }
   check('regress_scanned', mine.scanned, 'scanned after ' + ((Date.now() - t0) / 1000).toFixed(1) + ' s');
   const api = await get('regressions?app=' + NIGHTLY + '&limit=1000');
-  const slower = api.items.filter((f) => f.kind === 'slower').map((f) => f.name);
+  const slower = api.items.filter((f) => f.kind === 'slower' && f.subject === 'kernel').map((f) => f.name);
 
   await attempt('regress_view', async () => {
     await page.goto(U + '/#/regressions?app=' + NIGHTLY);
@@ -357,11 +439,16 @@ export async function regressionChecks(h) {
         cur: x.querySelector('[data-testid=reg-cur]').textContent,
         link: x.querySelector('[data-testid=reg-link-cur]').getAttribute('href'),
         blink: x.querySelector('[data-testid=reg-link-base]')?.getAttribute('href') ?? null,
+        subject: x.querySelector('[data-testid=reg-subject]').textContent,
       })),
     );
     const bad = [];
     if (rows.length !== api.items.length) bad.push(rows.length + ' rows for ' + api.items.length + ' findings');
-    const q = (sid, name) => '#/kernels?' + new URLSearchParams({ s: sid, q: name }).toString();
+    // a kernel: its Kernels view filtered at it; a scope path: the Scopes view
+    const q = (sid, name, subject) =>
+      subject === 'kernel'
+        ? '#/kernels?' + new URLSearchParams({ s: sid, q: name }).toString()
+        : '#/' + (subject === 'memory' ? 'memory' : 'scopes') + '?' + new URLSearchParams({ s: sid }).toString();
     api.items.forEach((f, i) => {
       const u = rows[i] ?? {};
       if (u.kind !== f.kind || u.name !== f.name || u.shown !== f.name)
@@ -378,9 +465,10 @@ export async function regressionChecks(h) {
       if (u.counts !== f.base_count + ' → ' + f.cur_count) bad.push(f.name + ' counts ' + u.counts);
       if (f.base_median_ns !== null && !nsNear(u.base, f.base_median_ns)) bad.push(f.name + ' base ' + u.base);
       if (f.cur_median_ns !== null && !nsNear(u.cur, f.cur_median_ns)) bad.push(f.name + ' cur ' + u.cur);
-      if (u.link !== q(f.session, f.name)) bad.push(f.name + ' link ' + u.link);
+      if (u.subject !== f.subject) bad.push(f.name + ' subject ' + u.subject);
+      if (u.link !== q(f.session, f.name, f.subject)) bad.push(f.name + ' link ' + u.link);
       // the newest baseline run: the 5th of the noise runs
-      if (u.blink !== q(ids.base[4], f.name)) bad.push(f.name + ' baseline link ' + u.blink);
+      if (u.blink !== q(ids.base[4], f.name, f.subject)) bad.push(f.name + ' baseline link ' + u.blink);
     });
     check(
       'regress_view',
@@ -424,9 +512,52 @@ export async function regressionChecks(h) {
     );
   });
 
+  await attempt('regress_dist', async () => {
+    // a slower GEMM's two distributions: the values are the API's
+    // durations of this run and of each of its baseline runs, and this
+    // run's mass lies to the right of the baseline's
+    const g = api.items.find((f) => f.kind === 'slower' && f.subject === 'kernel');
+    await page.goto(U + '/#/regressions?app=' + NIGHTLY);
+    await page.waitForSelector('[data-testid=reg-row]');
+    await page.click(`[data-testid=reg-row][data-kind=slower][data-name="${g.name}"] [data-testid=reg-dist-toggle]`);
+    await page.waitForSelector('[data-testid=reg-dist]');
+    const got = await page.$eval('[data-testid=reg-dist]', (d) => ({
+      runs: Number(d.getAttribute('data-base-runs')),
+      n: Number(d.getAttribute('data-cur-n')),
+      base: [...d.querySelectorAll('[data-testid=reg-dist-base]')].map((r) => Number(r.getAttribute('data-share'))),
+      cur: [...d.querySelectorAll('[data-testid=reg-dist-cur]')].map((r) => Number(r.getAttribute('data-share'))),
+    }));
+    const dur = await get('sessions/' + ids.bad + '/durations');
+    const want = dur.by_kernel.find((k) => k.name === g.name).values.length;
+    const mean = (v) => v.reduce((a, x, i) => a + x * i, 0) / v.reduce((a, x) => a + x, 0);
+    const sum = (v) => v.reduce((a, x) => a + x, 0);
+    check(
+      'regress_dist',
+      got.runs === Number(g.base_sessions) &&
+        got.n === want &&
+        got.base.length === got.cur.length &&
+        got.base.length > 0 &&
+        Math.abs(sum(got.base) - 1) < 0.01 &&
+        Math.abs(sum(got.cur) - 1) < 0.01 &&
+        mean(got.cur) > mean(got.base),
+      g.name +
+        ': ' +
+        got.runs +
+        ' baseline runs, ' +
+        got.n +
+        ' values (API ' +
+        want +
+        '), mean bin ' +
+        mean(got.base).toFixed(1) +
+        ' → ' +
+        mean(got.cur).toFixed(1),
+    );
+    await shot('regression-distributions');
+  });
+
   await attempt('regress_link', async () => {
     // both runs' Kernels views at the slower GEMM: the table lists that kernel only
-    const g = api.items.find((f) => f.kind === 'slower');
+    const g = api.items.find((f) => f.kind === 'slower' && f.subject === 'kernel');
     for (const [which, sid] of [
       ['this run', ids.bad],
       ['baseline', ids.base[4]],

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { baselineOf, describe as say, groupFindings, kernelsHref } from './regress';
+import {
+  baselineOf,
+  baselinesOf,
+  describe as say,
+  distributions,
+  groupFindings,
+  kernelsHref,
+  valuesOf,
+} from './regress';
 import { parseHash } from './url';
-import type { Regression } from './types';
+import type { Durations, Regression } from './types';
 
 const f = (o: Partial<Regression>): Regression => ({
   session: 's2',
@@ -63,5 +71,68 @@ describe('regressions', () => {
     ];
     expect(baselineOf(ended, rs)).toBe('s1');
     expect(baselineOf(ended.slice(0, 2), rs)).toBeNull();
+  });
+  it("takes a job rank's baseline from the same rank of other jobs, never its own job", () => {
+    const ended = [
+      { id: 'b3', start_ns: '400', state: 'ended', job: 'j2', rank: 3 },
+      { id: 'b0', start_ns: '400', state: 'ended', job: 'j2', rank: 0 },
+      { id: 'a3', start_ns: '300', state: 'ended', job: 'j1', rank: 3 },
+      { id: 'a1', start_ns: '300', state: 'ended', job: 'j1', rank: 1 },
+      { id: 'solo', start_ns: '200', state: 'ended' },
+      { id: 'z1', start_ns: '100', state: 'ended', job: 'j0', rank: 1 },
+    ];
+    // j2's rank 1 (not in the list): not b3 or b0 (its own job), not a3
+    const me = { id: 'b1', start_ns: '400', state: 'ended', job: 'j2', rank: 1 };
+    expect(baselinesOf(ended, { session: 'b1', start_ns: '400' }, 5, me)).toEqual(['a1', 'solo', 'z1']);
+    expect(baselinesOf(ended, { session: 'b1', start_ns: '400' }, 2, me)).toEqual(['a1', 'solo']);
+    // a run without a job: every earlier ended run of the app
+    expect(baselinesOf(ended, { session: 'solo', start_ns: '200' }, 5)).toEqual(['z1']);
+    // the session found in the list itself
+    expect(baselinesOf(ended, { session: 'a3', start_ns: '300' }, 5)).toEqual(['solo']);
+  });
+  it('draws two distributions on one log axis, each run of the baseline weighing the same', () => {
+    const d = distributions([[100, 100, 100, 100], [250]], [400, 400], 2)!;
+    expect(d.edges[0]).toBeCloseTo(100);
+    expect(d.edges[2]).toBeCloseTo(400);
+    expect(d.edges[1]).toBeCloseTo(200); // log midpoint
+    // run 1 all in bin 0, run 2 in bin 1: half each, not 4/5 and 1/5
+    expect(d.base).toEqual([0.5, 0.5]);
+    expect(d.cur).toEqual([0, 1]);
+    expect(distributions([[]], [1])).toBeNull();
+    expect(distributions([[5]], [])).toBeNull();
+    const e = distributions([[1000, 1100]], [1200, 1300])!;
+    expect(e.base.reduce((a, b) => a + b, 0)).toBeCloseTo(1);
+    expect(e.cur.reduce((a, b) => a + b, 0)).toBeCloseTo(1);
+  });
+  it("picks a finding's values by kernel name or by scope path", () => {
+    const d: Durations = {
+      session: 's',
+      sample: 256,
+      by_kernel: [{ name: 'train_step', count: 2, total_ns: '3', values: [1, 2] }],
+      by_scope: [{ path: 'train_step', count: 1, total_ns: '9', values: ['9'] }],
+      truncated: false,
+    };
+    expect(valuesOf(d, { name: 'train_step', subject: 'kernel' })).toEqual([1, 2]);
+    expect(valuesOf(d, { name: 'train_step' })).toEqual([1, 2]);
+    expect(valuesOf(d, { name: 'train_step', subject: 'step' })).toEqual([9]);
+    expect(valuesOf(d, { name: 'nope', subject: 'scope' })).toEqual([]);
+  });
+  it('says a peak memory finding in bytes', () => {
+    expect(
+      say(
+        f({
+          subject: 'memory',
+          name: 'peak GPU memory',
+          base_median_ns: undefined,
+          cur_median_ns: undefined,
+          base_peak_bytes: String(10 * 2 ** 30),
+          cur_peak_bytes: String(13 * 2 ** 30),
+          ratio: 1.3,
+          noise: 0.02,
+        }),
+      ),
+    ).toMatch(
+      /^peak GPU memory 10(\.0)? GiB .* → 13(\.0)? GiB, x1\.300; beyond every baseline run and their spread \(2\.0 %\)$/,
+    );
   });
 });

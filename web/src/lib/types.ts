@@ -463,6 +463,23 @@ export interface JobDetail extends Omit<JobItem, 'sessions'> {
 }
 
 export type RegressionKind = 'slower' | 'faster' | 'new' | 'vanished' | 'count';
+export type RegressionSubject = 'kernel' | 'scope' | 'step' | 'memory';
+
+/* GET /sessions/{id}/durations: the values the regression scan compares. */
+export interface DurationSet {
+  name?: string; // by_kernel
+  path?: string; // by_scope
+  count: Int;
+  total_ns: Dec;
+  values: Int[];
+}
+export interface Durations {
+  session: string;
+  sample: number;
+  by_kernel: DurationSet[];
+  by_scope: DurationSet[];
+  truncated: boolean;
+}
 
 /* One finding of the regression scan (docs/api.md "Regressions"). */
 export interface Regression {
@@ -470,9 +487,15 @@ export interface Regression {
   app: string;
   start_ns: Dec;
   kind: RegressionKind;
+  /* what the finding is about (absent from servers before schema 18:
+     kernel) */
+  subject?: RegressionSubject;
   name: string;
-  base_median_ns: Dec | null;
-  cur_median_ns: Dec | null;
+  /* durations (kernel, scope, step); memory has the *_peak_bytes */
+  base_median_ns?: Dec | null;
+  cur_median_ns?: Dec | null;
+  base_peak_bytes?: Dec | null;
+  cur_peak_bytes?: Dec | null;
   ratio: number | null;
   lo: number | null;
   hi: number | null;

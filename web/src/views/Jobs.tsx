@@ -1,7 +1,8 @@
 // Jobs.tsx - the jobs (sessions grouped by the job of their session line,
 // docs/api.md "Jobs") and one job's page: per rank its step time (median
 // and series), GPU busy share and time in collectives, the straggler
-// verdict with its evidence, and links to each rank's session.
+// verdict with its evidence, one timeline with a lane per rank
+// (JobTimeline.tsx), and links to each rank's session.
 import { useMemo, useState } from 'react';
 import type { ViewProps } from '../App';
 import { num } from '../lib/api';
@@ -10,6 +11,7 @@ import { chartGeo, fmtP, fmtRatio, rankLabel, rankRows, RankRow } from '../lib/j
 import { formatHash } from '../lib/url';
 import type { JobDetail, JobItem, Page, Straggler } from '../lib/types';
 import { Badge, Empty, ErrorBox, Loading, useApi } from './common';
+import { JobTimeline } from './JobTimeline';
 
 export function Jobs(props: ViewProps) {
   return props.st.job ? <JobPage {...props} job={props.st.job} /> : <JobList {...props} />;
@@ -315,6 +317,10 @@ function JobPage({ set, job }: ViewProps & { job: string }) {
         {j.stragglers.map((s) => (
           <Evidence key={String(s.rank) + s.session} s={s} />
         ))}
+      </section>
+      <section>
+        <h3>Timeline, one lane per rank</h3>
+        <JobTimeline rows={rows} from={j.start_ns} to={j.last_ts} />
       </section>
       <section>
         <h3>Step time per rank</h3>
