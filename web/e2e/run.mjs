@@ -837,6 +837,7 @@ try {
   const ctxT = { page, U, get, check, shot };
   const run = async (name, fn, extra) => attempt(name, () => fn({ ...ctxT, ...extra }));
   await run('tl_complete', T.testComplete, { sid: L, n: LN });
+  await run('tl_calls_complete', T.testCallsComplete, { sid: L, n: LN });
   await run('tl_ticks', T.testTicks, { sid: D });
   await run('tl_table_time', T.testTableTime, { sid: L });
   await run('tl_names', T.testNames, { sid: L });

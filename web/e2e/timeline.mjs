@@ -147,6 +147,99 @@ export async function testComplete({ page, U, get, check, sid, n, windows = 50, 
   );
 }
 
+/* The "not loaded" dots of an API lane (Timeline.tsx paintApi: hsl(215,
+   0.1, 0.2)): background too, for the tests. */
+const API_NOT_LOADED = [46, 50, 56];
+
+/* The middle row of each API lane: '#' drawn from data, '.' background or
+   the "not loaded" dots. */
+async function apiRows(page) {
+  return page.evaluate(
+    ([bg, nl]) => {
+      const t = window.__uiTest.timeline;
+      const c = document.querySelector('[data-testid=timeline-canvas]');
+      const g = c.getContext('2d');
+      const dpr = c.width / c.clientWidth;
+      const out = {};
+      const is = (d, x, p) => d[x] === p[0] && d[x + 1] === p[1] && d[x + 2] === p[2];
+      for (const l of t.lanes) {
+        if (l.kind !== 'api') continue;
+        const y = Math.floor((l.y + l.h / 2) * dpr);
+        const d = g.getImageData(Math.round(t.plotX * dpr), y, Math.round(t.plotW * dpr), 1).data;
+        let s = '';
+        for (let x = 0; x < d.length; x += 4) s += is(d, x, bg) || is(d, x, nl) ? '.' : '#';
+        out[l.key] = s;
+      }
+      return out;
+    },
+    [LANE_BG, API_NOT_LOADED],
+  );
+}
+
+/* Random windows of a large session from the whole session down to ~1 us a
+   pixel: every column where GET /calls (its per-column summary, limit=1)
+   says a thread made a CUDA API call is drawn in that thread's API lane -
+   zoomed out too, where the calls are many. */
+export async function testCallsComplete({ page, U, get, check, sid, n, windows = 12, shot }) {
+  await page.goto(U + '/#/kernels?s=' + sid);
+  await page.waitForSelector('[data-testid=timeline-canvas]');
+  await idleWait(page);
+  const s = await get('sessions/' + sid);
+  const base = BigInt(s.first_ts);
+  const span = Number(BigInt(s.last_ts) - base) + 1;
+  const W = Math.round((await tl(page)).plotW);
+  let x = 123456789;
+  const rnd = () => (x = (x * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  let cols = 0;
+  let miss = 0;
+  let dense = 0;
+  const bad = [];
+  for (let i = 0; i < windows; i++) {
+    // the first window is the whole session; then log-uniform widths
+    const bmax = Math.floor(span / W);
+    const b =
+      i === 0 ? bmax : Math.max(1000, Math.floor(Math.exp(Math.log(1000) + rnd() * (Math.log(bmax) - Math.log(1000)))));
+    const w = b * W;
+    const off = i === 0 ? 0 : Math.floor(rnd() * Math.max(0, span - w));
+    await page.evaluate(([a, c]) => window.__uiTest.timelineSet(a, c), [off, off + w]);
+    await idleWait(page, 100);
+    const now = await tl(page);
+    if (Math.abs(now.t0 - off) > 0.5 || Math.abs(now.t1 - off - w) > 0.5) {
+      bad.push('window ' + i + ' not applied: ' + now.t0 + '..' + now.t1);
+      continue;
+    }
+    const rows = await apiRows(page);
+    const from = base + BigInt(off);
+    const a = await get(`sessions/${sid}/calls?from=${from}&to=${from + BigInt(w)}&width=${W}&limit=1`);
+    if (a.count > 4096) dense++; // the UI's tiles are summaries (Timeline.tsx CALLS_EXACT)
+    for (const th of a.threads) {
+      const k = 'a' + th.tid;
+      const set = new Set();
+      if (th.buckets) for (const bk of th.buckets) set.add(bk[0]);
+      for (const c of th.calls ?? []) {
+        const c0 = Math.max(0, Math.floor(Number(BigInt(c.ts) - from) / b));
+        const c1 = Math.min(W - 1, Math.floor((Number(BigInt(c.ts) - from) + Math.max(1, Number(c.dur)) - 1) / b));
+        for (let cc = c0; cc <= c1; cc++) set.add(cc);
+      }
+      for (const c of set) {
+        cols++;
+        if (!rows[k] || rows[k][c] !== '#') {
+          miss++;
+          if (bad.length < 8)
+            bad.push(`window ${i} (${b} ns/px at +${off}): ${k} column ${c} not drawn` + (rows[k] ? '' : ' (no lane)'));
+        }
+      }
+    }
+    if (i === 0 && shot) await shot('kernels-api-zoomed-out');
+  }
+  check(
+    'tl_calls_complete',
+    miss === 0 && cols > 1000 && dense > 0 && !bad.length,
+    `${windows} windows of ${n} kernels: ${cols} API lane columns with calls (GET /calls, ${dense} windows summarised), ${miss} not drawn` +
+      (bad.length ? '; ' + bad.join('; ') : ''),
+  );
+}
+
 /* An axis or table label (src/lib/time.ts fmtRel) back to ns: "17.200 000 1 s",
    "12:05.25 s", "23:59:59.5 s". */
 export function parseRel(label) {

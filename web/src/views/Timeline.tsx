@@ -80,8 +80,6 @@ const PARALLEL = 4;
 const COPIES_ALL = 5000;
 /* API calls listed one by one per tile at most */
 const CALLS_EXACT = 4096;
-/* API calls a tile may hold (estimated) to be asked for */
-const CALLS_TILE_MAX = 65536;
 /* scope instances fetched for a view at most (estimated) */
 const SCOPES_MAX = 4000;
 const HIT_STRATA = 48;
@@ -134,8 +132,7 @@ function laneAt(lanes: Lane[], y: number): Lane | null {
 }
 
 export function Timeline(props: Props) {
-  const { sid, base, span, running, kernels, ops, scopes, devices, interval, view, selected, query, onView, onPick } =
-    props;
+  const { sid, base, span, running, ops, scopes, devices, interval, view, selected, query, onView, onPick } = props;
   const wrap = useRef<HTMLDivElement>(null);
   const cv = useRef<HTMLCanvasElement>(null);
   const tip = useRef<HTMLDivElement>(null);
@@ -262,12 +259,6 @@ export function Timeline(props: Props) {
 
   /* ---- data -------------------------------------------------------------- */
 
-  /* API calls a tile of resolution r holds, from the session's average
-     rate: a summary of a million calls costs the server seconds, so calls
-     are asked only for tiles likely to list them one by one (the lanes say
-     "zoom in" elsewhere) */
-  const callsWorth = (r: number) => ((kernels + ops) * tileSpan(r)) / Math.max(1, S.hi) <= CALLS_TILE_MAX;
-
   const wantTiles = (): Want[] => {
     const v = S.v;
     const nsPerPx = (v.t1 - v.t0) / Math.max(1, S.W);
@@ -277,7 +268,7 @@ export function Timeline(props: Props) {
     const add = (kind: Want['kind'], r: number, i: number) => {
       const c = kind === 'tile' ? S.tiles : S.calls;
       const k = kind[0] + r + ':' + i;
-      if (seen.has(k) || (kind === 'calls' && (S.noCalls || !callsWorth(r)))) return;
+      if (seen.has(k) || (kind === 'calls' && S.noCalls)) return;
       seen.add(k);
       const f = S.failed.get(k);
       if (f !== undefined && performance.now() - f < FAIL_MS) return;
@@ -294,7 +285,10 @@ export function Timeline(props: Props) {
       for (const i of tilesFor(v.t0, v.t1, res, 1, S.hi)) add('tile', res, i);
       if (res * 2 <= S.maxRes) for (const i of tilesFor(v.t0, v.t1, res * 2, 0, S.hi)) add('tile', res * 2, i);
     }
-    // API calls last: the kernels come first
+    // API calls last: the kernels come first.  Asked at every zoom: where
+    // a tile holds more than CALLS_EXACT calls the server answers its
+    // per-column summary (docs/api.md "calls"), so the lane is complete
+    // zoomed out too
     add('calls', S.maxRes, 0);
     for (const i of vis) add('calls', res, i);
     return out;
