@@ -840,6 +840,7 @@ try {
   await run('tl_calls_complete', T.testCallsComplete, { sid: L, n: LN });
   await run('tl_ticks', T.testTicks, { sid: D });
   await run('tl_table_time', T.testTableTime, { sid: L });
+  await run('tl_table_overlap', T.testTableOverlap, { sid: L });
   await run('tl_names', T.testNames, { sid: L });
   await run('tl_flows', T.testFlows, { sid: L });
   await run('tl_latency_sort', T.testLatency, { sid: L });

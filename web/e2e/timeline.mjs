@@ -327,7 +327,7 @@ export async function testTableTime({ page, U, get, check, sid }) {
   const rows = await page.$$eval('[data-testid=kernel-row]', (r) =>
     r.map((x) => [x.getAttribute('data-kid'), x.querySelectorAll('td')[1].textContent]),
   );
-  const api = await get(`sessions/${sid}/kernels?from=${a}&to=${b}&limit=200`);
+  const api = await get(`sessions/${sid}/kernels?from=${a}&to=${b}&overlap=true&limit=200`);
   const byKid = new Map(api.items.map((k) => [String(k.kid), BigInt(k.ts) - base]));
   const bad = [];
   const labels = new Map();
@@ -353,6 +353,29 @@ export async function testTableTime({ page, U, get, check, sid }) {
         .map((r) => r[1])
         .join(', ') +
       (bad.length ? '; ' + bad.slice(0, 4).join('; ') : ''),
+  );
+}
+
+/* The table lists the kernels in view: one that began before the left edge
+   and runs into the view included (GET /kernels?overlap=true). */
+export async function testTableOverlap({ page, U, get, check, sid }) {
+  const s = await get('sessions/' + sid);
+  const base = BigInt(s.first_ts);
+  const ks = await get(`sessions/${sid}/kernels?limit=50&from=${base + 2500000000n}`);
+  const k = ks.items.reduce((a, x) => (BigInt(x.dur) > BigInt(a.dur) ? x : a));
+  // a window inside the kernel: it started before the left edge
+  const from = BigInt(k.ts) + BigInt(k.dur) / 2n;
+  const to = from + BigInt(k.dur) / 4n + 1n;
+  await page.goto(U + `/#/kernels?s=${sid}&from=${from}&to=${to}`);
+  await page.waitForSelector('[data-testid=kernel-row]');
+  await idleWait(page);
+  const kids = await page.$$eval('[data-testid=kernel-row]', (r) => r.map((x) => x.getAttribute('data-kid')));
+  const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&overlap=true&limit=200`);
+  const want = api.items.map((x) => String(x.kid));
+  check(
+    'tl_table_overlap',
+    kids.includes(String(k.kid)) && JSON.stringify(kids) === JSON.stringify(want),
+    `view inside kernel ${k.kid} (${k.dur} ns, began ${from - BigInt(k.ts)} ns before the left edge): table lists ${kids.length} kernel(s) [${kids.slice(0, 6).join(', ')}], API (overlap) ${want.length}`,
   );
 }
 
