@@ -852,6 +852,7 @@ try {
   await run('tl_scopes', T.testScopeLane, { sid: A.sid });
   await run('scopes_gpu_share', T.testGpuShare, { sid: A.sid });
   await run('layout', T.testLayout, { sid: A.sid });
+  await run('tl_track_toggles', T.testTrackToggles, { sid: R });
   await run('tl_live', T.testLive, { sid: R, more: (i) => rIngest(i + 1) });
 
   // scopes

@@ -240,6 +240,39 @@ export async function testCallsComplete({ page, U, get, check, sid, n, windows =
   );
 }
 
+/* Counter tracks toggled one by one: GPU1's power off leaves GPU0's power
+   and GPU1's other tracks; on again, it is back. */
+export async function testTrackToggles({ page, U, check, sid }) {
+  await page.goto(U + '/#/kernels?s=' + sid);
+  await page.waitForSelector('[data-testid=timeline-canvas]');
+  await idleWait(page);
+  const keys = async () => (await tl(page)).lanes.filter((l) => l.kind === 'counter').map((l) => l.key);
+  const before = await keys();
+  const bad = [];
+  for (const k of ['t0:power', 't1:power', 't1:util'])
+    if (!before.includes(k)) bad.push(k + ' missing before the toggle');
+  let off = [];
+  let on = [];
+  if (!(await page.locator('[data-testid=track-1-power]').count())) bad.push('no toggle for GPU1 power');
+  else {
+    await page.uncheck('[data-testid=track-1-power]');
+    await idleWait(page, 100);
+    off = await keys();
+    if (off.includes('t1:power')) bad.push('t1:power still drawn when off');
+    for (const k of ['t0:power', 't1:util']) if (!off.includes(k)) bad.push(k + ' gone with t1:power');
+    await page.check('[data-testid=track-1-power]');
+    await idleWait(page, 100);
+    on = await keys();
+    if (JSON.stringify(on) !== JSON.stringify(before)) bad.push('back on: ' + on.join(',') + ' != ' + before.join(','));
+  }
+  check(
+    'tl_track_toggles',
+    !bad.length,
+    `counter lanes ${before.length}; GPU1 power off: ${off.length} (${off.filter((k) => k.endsWith('power')).join(', ')}); on again: ${on.length}` +
+      (bad.length ? '; ' + bad.join('; ') : ''),
+  );
+}
+
 /* An axis or table label (src/lib/time.ts fmtRel) back to ns: "17.200 000 1 s",
    "12:05.25 s", "23:59:59.5 s". */
 export function parseRel(label) {

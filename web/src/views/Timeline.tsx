@@ -176,6 +176,7 @@ export function Timeline(props: Props) {
     scopeDepths: 0,
     counters: null as null | { a: number; b: number; px: number; tracks: Track[] },
     trackIds: new Set(TRACKS.map((t) => t.id)),
+    tracksOff: new Set<string>(), // counter lanes (tLane keys) turned off one by one
     // counter lanes seen in any answer: they stay (empty where a range has
     // no samples) so that lanes do not jump while panning
     trackLanes: new Map<string, { dev: number; track: string; label: string }>(),
@@ -213,6 +214,7 @@ export function Timeline(props: Props) {
   const [err, setErr] = useState<string | null>(null);
   const [area, setArea] = useState<Area | null>(null);
   const [trackIds, setTrackIds] = useState<Set<string>>(() => new Set(TRACKS.map((t) => t.id)));
+  const [tracksOff, setTracksOff] = useState<Set<string>>(() => new Set());
   const [hitInfo, setHitInfo] = useState('');
   const [follow, setFollow] = useState(st.current.follow);
   const [exportMsg, setExportMsg] = useState<string | null>(null);
@@ -529,7 +531,9 @@ export function Timeline(props: Props) {
   /* ---- drawing ------------------------------------------------------------ */
 
   const layout = () => {
-    const counters = [...S.trackLanes.values()].filter((c) => S.trackIds.has(c.track));
+    const counters = [...S.trackLanes.values()].filter(
+      (c) => S.trackIds.has(c.track) && !S.tracksOff.has(tLane(c.dev, c.track)),
+    );
     const order = TRACKS.map((t) => t.id);
     counters.sort((a, b) => a.dev - b.dev || order.indexOf(a.track) - order.indexOf(b.track));
     S.lanes = layoutLanes(
@@ -1268,6 +1272,12 @@ export function Timeline(props: Props) {
   }, [trackIds]);
 
   useEffect(() => {
+    S.tracksOff = tracksOff;
+    schedule();
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- st is a ref
+  }, [tracksOff]);
+
+  useEffect(() => {
     S.selected = selected;
     if (selected === null) {
       S.flow = null;
@@ -1658,6 +1668,34 @@ export function Timeline(props: Props) {
             {t.label}
           </label>
         ))}
+        {devices.length > 1 &&
+          devices.map((d) => (
+            <span key={d.id} className="dev-tracks">
+              <span className="dim">GPU{d.id}:</span>
+              {TRACKS.map((t) => {
+                const k = tLane(d.id, t.id);
+                return (
+                  <label key={k} title={'GPU' + d.id + ' ' + t.label}>
+                    <input
+                      type="checkbox"
+                      data-testid={'track-' + d.id + '-' + t.id}
+                      disabled={!trackIds.has(t.id)}
+                      checked={trackIds.has(t.id) && !tracksOff.has(k)}
+                      onChange={() =>
+                        setTracksOff((o) => {
+                          const n = new Set(o);
+                          if (n.has(k)) n.delete(k);
+                          else n.add(k);
+                          return n;
+                        })
+                      }
+                    />
+                    {t.id}
+                  </label>
+                );
+              })}
+            </span>
+          ))}
         <span className="dim hint">
           W/S zoom · A/D pan · drag: pan · shift+drag: select a range · F fit · M mark · / search · Esc clear
         </span>
