@@ -509,11 +509,30 @@ class Flows(Base):
 
     def test_calls_summary(self):
         ts = sorted(c[2] for c in self.calls)
-        for lo, hi, width in ((ts[0], ts[-1] + 1, 300), (ts[10], ts[200], 977),
-                              (ts[0] - 5, ts[0] + 10 ** 7, 10)):
-            want = [c for c in self.calls if in_range(c, lo, hi)]
-            r = self.srv.get(self.base + "/calls?from=%d&to=%d&width=%d&limit=5"
-                             % (lo, hi, width))
+        self.check_summary(self.srv, self.base, self.calls, (
+            (ts[0], ts[-1] + 1, 300), (ts[10], ts[200], 977),
+            (ts[0] - 5, ts[0] + 10 ** 7, 10)))
+
+    def test_calls_summary_long_range(self):
+        """More than 4096 kernels in range: the launches are read in seq
+        order (store_sql_q_calls.c scan_launches), with the same answer."""
+        g = flows_session(self.rnd, 9000)
+        g.send(self.srv, batch=3000)
+        calls = expected_calls(g)
+        self.assertGreater(sum(1 for c in calls if c[1] == "launch"), 4096)
+        ts = sorted(c[2] for c in calls)
+        wins = [(ts[0], ts[-1] + 1, 1000), (ts[0] - 10 ** 8, ts[-1] + 10 ** 8, 64),
+                (ts[len(ts) // 8], ts[len(ts) * 7 // 8], 777)]
+        for _ in range(4):
+            a = self.rnd.randrange(ts[0], ts[-1])
+            wins.append((a, a + self.rnd.choice([10 ** 7, 10 ** 8]), 500))
+        self.check_summary(self.srv, "/api/v1/sessions/" + g.sid, calls, wins)
+
+    def check_summary(self, srv, base, calls, wins):
+        for lo, hi, width in wins:
+            want = [c for c in calls if in_range(c, lo, hi)]
+            r = srv.get(base + "/calls?from=%d&to=%d&width=%d&limit=5"
+                        % (lo, hi, width))
             self.assertEqual((r["complete"], r["count"]), (False, len(want)))
             bw = -(-(hi - lo) // width)
             self.assertEqual(r["bucket_ns"], bw)
