@@ -290,12 +290,17 @@ export function Timeline(props: Props) {
       for (const i of tilesFor(v.t0, v.t1, res, 1, S.hi)) add('tile', res, i);
       if (res * 2 <= S.maxRes) for (const i of tilesFor(v.t0, v.t1, res * 2, 0, S.hi)) add('tile', res * 2, i);
     }
-    // API calls last: the kernels come first.  Asked at every zoom: where
-    // a tile holds more than CALLS_EXACT calls the server answers its
-    // per-column summary (docs/api.md "calls"), so the lane is complete
-    // zoomed out too
-    add('calls', S.maxRes, 0);
-    for (const i of vis) add('calls', res, i);
+    // API calls last, and only once the view is still: the kernels come
+    // first.  Asked at every zoom: where a tile holds more than
+    // CALLS_EXACT calls the server answers its per-column summary
+    // (docs/api.md "calls"), so the lane is complete zoomed out too; such
+    // a summary costs the server a scan of the tile's calls (seconds on a
+    // 1M-call tile), too much to ask for every resolution a zoom sweep
+    // passes
+    if (performance.now() - S.moved >= SETTLE_MS * 0.9) {
+      add('calls', S.maxRes, 0);
+      for (const i of vis) add('calls', res, i);
+    }
     return out;
   };
 
