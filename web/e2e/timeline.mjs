@@ -542,6 +542,9 @@ export async function testFlows({ page, U, get, check, sid, shot }) {
     const t2 = await tl(page);
     const lane = t2.lanes.find((l) => l.key === 'a' + th.tid);
     const x = t2.plotX + ((ct + Number(c.dur) / 2 - t2.t0) / (t2.t1 - t2.t0)) * t2.plotW;
+    // clicking the table row scrolled the page: with many lanes (counter
+    // tracks) the API lanes were above the viewport
+    await page.evaluate(() => window.scrollTo(0, 0));
     const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
     await page.mouse.click(box.x + x, box.y + lane.y + lane.h / 2);
     clicked = c.seq;
