@@ -422,7 +422,7 @@ export async function testNames({ page, U, get, check, sid }) {
   const to = from + 400000n;
   await openKernels(page, U + `/#/kernels?s=${sid}&from=${from}&to=${to}`);
   await idleWait(page);
-  const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&limit=200`);
+  const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&overlap=true&limit=200`);
   const cells = await page.$$eval('[data-testid=kernel-row]', (r) =>
     r.map((x) => {
       const n = x.querySelector('.kname');
@@ -582,7 +582,9 @@ export async function testLatency({ page, U, get, check, sid }) {
       await idleWait(page);
     }
     const kids = await page.$$eval('[data-testid=kernel-row]', (r) => r.map((x) => Number(x.getAttribute('data-kid'))));
-    const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&sort=${sort}&desc=true&limit=${kids.length}`);
+    const api = await get(
+      `sessions/${sid}/kernels?from=${from}&to=${to}&overlap=true&sort=${sort}&desc=true&limit=${kids.length}`,
+    );
     const same = JSON.stringify(kids) === JSON.stringify(api.items.map((k) => k.kid));
     const vals = api.items.map((k) => Number(k[key]));
     const desc = vals.every((v, i) => !i || v <= vals[i - 1]);
