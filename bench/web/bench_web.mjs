@@ -16,6 +16,11 @@
 //   pan-1us         pan at 1 µs
 //   zoom-out        from 1 µs back out to the whole session
 //   keys            W/S/A/D held (Perfetto's keys), at mid zoom
+// Then the completeness checks of web/e2e/timeline.mjs on this session (CI
+// runs them on 200k kernels; here on N, default 1M): tl_complete (50
+// random windows, canvas pixels against the API's kernels per lane and
+// column) and tl_calls_complete (the API lanes against GET /calls).
+// --no-complete skips them.  The exit status is 1 when one fails.
 // Exits 0 with "SKIP" when Chromium or the npm packages are missing.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,6 +52,9 @@ try {
 }
 const { ADMIN, startServer, req } = await import(path.join(WEB, 'e2e', 'fixture.mjs'));
 const { ingestLines, sessionLines } = await import(path.join(WEB, 'e2e', 'gen.mjs'));
+const T = await import(path.join(WEB, 'e2e', 'timeline.mjs'));
+const COMPLETE = !process.argv.includes('--no-complete');
+let failed = 0;
 
 const pct = (a, p) => {
   const s = [...a].sort((x, y) => x - y);
@@ -300,8 +308,30 @@ try {
   console.log(
     `bench_web: tab memory: JS heap ${heap.toFixed(1)} MB; tab renderer RSS ${tab ? tab.rss.toFixed(0) : 'n/a'} MB, PSS ${tab ? tab.pss.toFixed(0) : 'n/a'} MB (${rend.length} renderer processes, RSS ${rend.map((x) => x.rss.toFixed(0)).join('/')} MB); target <= 300 MB`,
   );
+
+  // completeness at N kernels (web/e2e/timeline.mjs): pixels against the API
+  if (COMPLETE) {
+    const get = async (p) => JSON.parse((await req(server.url, 'GET', '/api/v1/' + p)).text);
+    const check = (name, ok, detail) => {
+      console.log(`bench_web: ${ok ? 'ok  ' : 'FAIL'} ${name}: ${detail}`);
+      if (!ok) failed++;
+    };
+    for (const [name, fn] of [
+      ['tl_complete', T.testComplete],
+      ['tl_calls_complete', T.testCallsComplete],
+    ]) {
+      const t = Date.now();
+      try {
+        await fn({ page, U: server.url, get, check, sid, n: nk });
+      } catch (e) {
+        check(name, false, 'threw: ' + (e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e));
+      }
+      console.log(`bench_web: ${name} took ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    }
+  }
 } finally {
   if (ctx) await ctx.close().catch(() => {});
   if (server) server.stop();
   fs.rmSync(tmp, { recursive: true, force: true });
 }
+process.exit(failed ? 1 : 0);

@@ -107,6 +107,10 @@ static int parse_q(const srv_req *r, srv_q *q, char *why, size_t cap)
         snprintf(why, cap, "parameter truncate must be true or false");
         return -1;
     }
+    if (arg_bool(r, "overlap", &q->overlap)) {
+        snprintf(why, cap, "parameter overlap must be true or false");
+        return -1;
+    }
     q->lanes = srv_req_arg(r, "lanes");
     q->host = srv_req_arg(r, "host");
     q->app = srv_req_arg(r, "app");

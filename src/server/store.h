@@ -123,6 +123,7 @@ typedef struct srv_q {
     uint32_t exact;    /* timeline: kernels per lane listed one by one */
     const char *lanes; /* timeline, export: "dev:stream,..." */
     int truncate;      /* export: the part that fits, not 413 */
+    int overlap;       /* kernels: those occupying [from, to), not started */
     int desc;
     const char *session; /* verdicts: a session name */
     const char *job;     /* sessions: one job's */

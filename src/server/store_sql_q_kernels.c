@@ -130,10 +130,13 @@ static void page_bind(qctx *c, const srv_q *q, const int64_t *cur, uint32_t l,
 #define PAGE_NAME_FILTER                                                       \
     " AND k.name_id IN (SELECT id FROM dicts WHERE sess=?1 AND kind=0 AND"     \
     " (name LIKE ?6 ESCAPE '\\' OR demangled LIKE ?6 ESCAPE '\\'))"
+/* overlap=true: of the kernels started from ?2 (moved back by the
+ * longest kernel, occupy_lo), those still running at ?9 (the asked from) */
+#define PAGE_OCCUPY " AND (k.ts + k.dur > ?9 OR k.ts >= ?9)"
 
 /* The page's statement over kext (count_only: just how many rows). */
 static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
-                    uint32_t l, char *pat, int count_only)
+                    uint32_t l, char *pat, int count_only, int64_t occ)
 {
     char sql[1024];
     int rc;
@@ -141,19 +144,22 @@ static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
     snprintf(sql, sizeof(sql),
              "%s FROM kext x JOIN kernels k ON k.sess=x.sess AND k.seq=x.seq"
              "%s WHERE x.sess=?1 AND x.side=?8 AND (x.dur, x.seq) %s (?4, ?5)"
-             "%s%s ORDER BY x.dur %s, x.seq %s LIMIT ?7%s",
+             "%s%s%s ORDER BY x.dur %s, x.seq %s LIMIT ?7%s",
              count_only ? "SELECT count(*) FROM (SELECT 1" : "SELECT " KCOLS,
              count_only ? ""
                         : " LEFT JOIN dicts n ON n.sess=k.sess AND"
                           " n.id=k.name_id",
              desc ? "<" : ">",
              q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
-             q->name ? PAGE_NAME_FILTER : "", desc ? "DESC" : "ASC",
-             desc ? "DESC" : "ASC", count_only ? ") t" : "");
+             occ ? PAGE_OCCUPY : "", q->name ? PAGE_NAME_FILTER : "",
+             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC",
+             count_only ? ") t" : "");
     if ((rc = q_prepare(c, sql)) != 0)
         return rc;
     page_bind(c, q, cur, l, pat);
     qbind_i64(c->st, 8, desc ? 0 : 1);
+    if (occ)
+        qbind_i64(c->st, 9, occ);
     return GPUFL_OK;
 }
 
@@ -164,12 +170,12 @@ static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
  * the page, or when kext holds every kernel of the session.  Otherwise
  * GPUFL_EFULL: the caller sorts the plain way. */
 static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
-                          uint32_t l, char *pat)
+                          uint32_t l, char *pat, int64_t occ)
 {
     int64_t n;
     int rc;
 
-    if ((rc = kext_sql(c, q, cur, desc, l, pat, 1)) != 0)
+    if ((rc = kext_sql(c, q, cur, desc, l, pat, 1, occ)) != 0)
         return rc;
     if ((rc = sdb_step(c->st)) != SDB_ROW)
         return sq_err(rc);
@@ -187,7 +193,7 @@ static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
         if (!qcol_i64(c->st, 0))
             return GPUFL_EFULL; /* past what kext holds */
     }
-    return kext_sql(c, q, cur, desc, l, pat, 0);
+    return kext_sql(c, q, cur, desc, l, pat, 0, occ);
 }
 
 /* Prepares the page of kernels (sorted by key, sorts[]: start, or
@@ -195,7 +201,7 @@ static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
  * row more when there is more.  pat (SQ_PAT_MAX bytes) holds the name
  * pattern, bound until the last step. */
 static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int sort,
-                       int desc, uint32_t l, char *pat)
+                       int desc, uint32_t l, char *pat, int64_t occ)
 {
     char sql[1536];
     int rc;
@@ -203,17 +209,41 @@ static int kernels_sql(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     snprintf(sql, sizeof(sql),
              "SELECT " KCOLS " FROM kernels k LEFT JOIN dicts n ON"
              " n.sess=k.sess AND n.id=k.name_id WHERE k.sess=?1"
-             "%s%s AND (%s, k.seq) %s (?4, ?5)"
+             "%s%s%s AND (%s, k.seq) %s (?4, ?5)"
              "%s ORDER BY %s %s, k.seq %s LIMIT ?7",
              /* a time range only when asked: without statistics the
               * PostgreSQL planner takes an open range for a selective one */
              q->from || q->to ? " AND k.ts >= ?2 AND k.ts < ?3" : "",
-             sorts[sort].api ? " AND " SQ_API_OK_K : "", sorts[sort].key,
-             desc ? "<" : ">", q->name ? PAGE_NAME_FILTER : "", sorts[sort].key,
-             desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
+             occ ? PAGE_OCCUPY : "", sorts[sort].api ? " AND " SQ_API_OK_K : "",
+             sorts[sort].key, desc ? "<" : ">", q->name ? PAGE_NAME_FILTER : "",
+             sorts[sort].key, desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
     if ((rc = q_prepare(c, sql)) != 0)
         return rc;
     page_bind(c, q, cur, l, pat);
+    if (occ)
+        qbind_i64(c->st, 9, occ);
+    return GPUFL_OK;
+}
+
+/* overlap=true: where the scan of kernels occupying [from, ...) starts -
+ * from less the session's longest kernel (sq_kernels_back), or earlier,
+ * at the first long kernel (klong) still running at from. */
+static int occupy_lo(qctx *c, uint64_t from, int64_t *lo)
+{
+    int rc = sq_kernels_back(c, from, lo);
+
+    if (rc)
+        return rc;
+    if ((rc = q_prepare(c, "SELECT min(ts) FROM klong WHERE sess=? AND"
+                           " ts < ? AND ts + dur > ?")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, *lo);
+    qbind_i64(c->st, 3, (int64_t)from);
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    if (!qcol_null(c->st, 0) && qcol_i64(c->st, 0) < *lo)
+        *lo = qcol_i64(c->st, 0);
     return GPUFL_OK;
 }
 
@@ -224,6 +254,8 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
     int sort = 0, desc = q->desc, by_dur;
     uint32_t n = 0, l = q_limit(q);
     char pat[SQ_PAT_MAX];
+    srv_q qo;
+    int64_t occ = 0;
     int rc, hc;
 
     if (q->sort) {
@@ -237,6 +269,16 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
     q_begin(s, &c);
     if ((rc = q_session(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
+    if (q->overlap && q->from) {
+        int64_t lo;
+        if ((rc = occupy_lo(&c, q->from, &lo)) != 0)
+            return q_end(&c, rc, w);
+        /* the same page, its range starting at lo, filtered to from */
+        qo = *q;
+        qo.from = (uint64_t)lo;
+        occ = (int64_t)q->from;
+        q = &qo;
+    }
     cur[0] = desc ? INT64_MAX : INT64_MIN;
     cur[1] = desc ? INT64_MAX : -1;
     if ((hc = q_cursor(q, cur, 2)) < 0)
@@ -255,9 +297,9 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
             cur[1] = -1;
         }
     }
-    rc = by_dur ? kernels_by_dur(&c, q, cur, desc, l, pat) : GPUFL_EFULL;
+    rc = by_dur ? kernels_by_dur(&c, q, cur, desc, l, pat, occ) : GPUFL_EFULL;
     if (rc == GPUFL_EFULL)
-        rc = kernels_sql(&c, q, cur, sort, desc, l, pat);
+        rc = kernels_sql(&c, q, cur, sort, desc, l, pat, occ);
     if (rc)
         return q_end(&c, rc, w);
     (void)hc;

@@ -418,6 +418,52 @@ class Lod(Base):
             self.assertEqual(st, 400, bad)
 
 
+    def test_kernels_overlapping_a_range(self):
+        """overlap=true lists the kernels occupying [from, to): a long one
+        that began before from included, in every sort and page."""
+        rnd = random.Random(1819)
+        g = Gen()
+        n = g.name(GEMM)
+        t = T0 + 10 ** 6
+        for i in range(600):
+            # short kernels, some 2 ms ones, and three past RL_TL_LONG_NS
+            # (table klong): 0.4 s, 1 s and 3 s
+            dur = rnd.choice([2000, 9000, 2 * 10 ** 6])
+            if i in (50, 300, 301):
+                dur = {50: 4 * 10 ** 8, 300: 10 ** 9, 301: 3 * 10 ** 9}[i]
+            g.kernel(t, dur, n, stream=7 + i % 3)
+            t += rnd.choice([3000, 40000, 700000])
+        srv = self.server()
+        g.send(srv)
+        base = "/api/v1/sessions/%s/kernels" % g.sid
+        ks = g.kernels
+        last = max(k[3] + k[4] for k in ks)
+        wins = [(T0 + 10 ** 6 + 5, T0 + 10 ** 6 + 10 ** 7)]
+        for _ in range(12):
+            a = rnd.randrange(T0, last)
+            wins.append((a, a + rnd.choice([10 ** 4, 10 ** 6, 10 ** 8])))
+        began_before = 0
+        for lo, hi in wins:
+            want = [k for k in ks if k[3] < hi and (k[3] + k[4] > lo or k[3] >= lo)]
+            began_before += sum(1 for k in want if k[3] < lo)
+            for sort, key, desc in (("start", lambda k: (k[3], k[0]), False),
+                                    ("start", lambda k: (k[3], k[0]), True),
+                                    ("duration", lambda k: (k[4], k[0]), True)):
+                got = T.page_all(srv, "%s?from=%d&to=%d&overlap=true&sort=%s"
+                                 "&desc=%s" % (base, lo, hi, sort,
+                                               "true" if desc else "false"), 17)
+                self.assertEqual([x["kid"] for x in got],
+                                 [k[0] for k in sorted(want, key=key,
+                                                       reverse=desc)],
+                                 (lo, hi, sort, desc))
+            # without overlap: started in the range only
+            got = T.page_all(srv, "%s?from=%d&to=%d" % (base, lo, hi), 50)
+            self.assertEqual(len(got), sum(1 for k in ks if lo <= k[3] < hi))
+        self.assertGreater(began_before, 5)
+        st, _, _ = srv.req("GET", base + "?from=1&overlap=maybe")
+        self.assertEqual(st, 400)
+
+
 class Flows(Base):
     def setUp(self):
         super().setUp()
@@ -463,11 +509,30 @@ class Flows(Base):
 
     def test_calls_summary(self):
         ts = sorted(c[2] for c in self.calls)
-        for lo, hi, width in ((ts[0], ts[-1] + 1, 300), (ts[10], ts[200], 977),
-                              (ts[0] - 5, ts[0] + 10 ** 7, 10)):
-            want = [c for c in self.calls if in_range(c, lo, hi)]
-            r = self.srv.get(self.base + "/calls?from=%d&to=%d&width=%d&limit=5"
-                             % (lo, hi, width))
+        self.check_summary(self.srv, self.base, self.calls, (
+            (ts[0], ts[-1] + 1, 300), (ts[10], ts[200], 977),
+            (ts[0] - 5, ts[0] + 10 ** 7, 10)))
+
+    def test_calls_summary_long_range(self):
+        """More than 4096 kernels in range: the launches are read in seq
+        order (store_sql_q_calls.c scan_launches), with the same answer."""
+        g = flows_session(self.rnd, 9000)
+        g.send(self.srv, batch=3000)
+        calls = expected_calls(g)
+        self.assertGreater(sum(1 for c in calls if c[1] == "launch"), 4096)
+        ts = sorted(c[2] for c in calls)
+        wins = [(ts[0], ts[-1] + 1, 1000), (ts[0] - 10 ** 8, ts[-1] + 10 ** 8, 64),
+                (ts[len(ts) // 8], ts[len(ts) * 7 // 8], 777)]
+        for _ in range(4):
+            a = self.rnd.randrange(ts[0], ts[-1])
+            wins.append((a, a + self.rnd.choice([10 ** 7, 10 ** 8]), 500))
+        self.check_summary(self.srv, "/api/v1/sessions/" + g.sid, calls, wins)
+
+    def check_summary(self, srv, base, calls, wins):
+        for lo, hi, width in wins:
+            want = [c for c in calls if in_range(c, lo, hi)]
+            r = srv.get(base + "/calls?from=%d&to=%d&width=%d&limit=5"
+                        % (lo, hi, width))
             self.assertEqual((r["complete"], r["count"]), (False, len(want)))
             bw = -(-(hi - lo) // width)
             self.assertEqual(r["bucket_ns"], bw)

@@ -678,6 +678,21 @@ try {
     );
   });
   await attempt('kernels_raw', async () => {
+    // the wheel zoom may have landed in an idle stretch (example_train's
+    // data loading: its length follows the machine's load): then centre
+    // the view on the next kernel, at the same width
+    const t0 = await page.evaluate(() => window.__uiTest.timeline);
+    if (t0.mode === 'empty') {
+      const sA = await get('sessions/' + A.sid);
+      const baseA = BigInt(sA.first_ts);
+      const nx = await get(`sessions/${A.sid}/kernels?from=${baseA + BigInt(Math.floor(t0.t0))}&limit=1`);
+      if (nx.items.length) {
+        const c = Number(BigInt(nx.items[0].ts) - baseA);
+        const w = t0.t1 - t0.t0;
+        await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c - w / 3, c + (2 * w) / 3]);
+        await idle();
+      }
+    }
     // zoom further (buttons) until single kernels are drawn
     for (let i = 0; i < 12; i++) {
       const tl = await page.evaluate(() => window.__uiTest.timeline);
@@ -837,8 +852,10 @@ try {
   const ctxT = { page, U, get, check, shot };
   const run = async (name, fn, extra) => attempt(name, () => fn({ ...ctxT, ...extra }));
   await run('tl_complete', T.testComplete, { sid: L, n: LN });
+  await run('tl_calls_complete', T.testCallsComplete, { sid: L, n: LN });
   await run('tl_ticks', T.testTicks, { sid: D });
   await run('tl_table_time', T.testTableTime, { sid: L });
+  await run('tl_table_overlap', T.testTableOverlap, { sid: L });
   await run('tl_names', T.testNames, { sid: L });
   await run('tl_flows', T.testFlows, { sid: L });
   await run('tl_latency_sort', T.testLatency, { sid: L });
@@ -850,6 +867,7 @@ try {
   await run('tl_scopes', T.testScopeLane, { sid: A.sid });
   await run('scopes_gpu_share', T.testGpuShare, { sid: A.sid });
   await run('layout', T.testLayout, { sid: A.sid });
+  await run('tl_track_toggles', T.testTrackToggles, { sid: R });
   await run('tl_live', T.testLive, { sid: R, more: (i) => rIngest(i + 1) });
 
   // scopes

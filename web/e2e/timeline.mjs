@@ -147,6 +147,132 @@ export async function testComplete({ page, U, get, check, sid, n, windows = 50, 
   );
 }
 
+/* The "not loaded" dots of an API lane (Timeline.tsx paintApi: hsl(215,
+   0.1, 0.2)): background too, for the tests. */
+const API_NOT_LOADED = [46, 50, 56];
+
+/* The middle row of each API lane: '#' drawn from data, '.' background or
+   the "not loaded" dots. */
+async function apiRows(page) {
+  return page.evaluate(
+    ([bg, nl]) => {
+      const t = window.__uiTest.timeline;
+      const c = document.querySelector('[data-testid=timeline-canvas]');
+      const g = c.getContext('2d');
+      const dpr = c.width / c.clientWidth;
+      const out = {};
+      const is = (d, x, p) => d[x] === p[0] && d[x + 1] === p[1] && d[x + 2] === p[2];
+      for (const l of t.lanes) {
+        if (l.kind !== 'api') continue;
+        const y = Math.floor((l.y + l.h / 2) * dpr);
+        const d = g.getImageData(Math.round(t.plotX * dpr), y, Math.round(t.plotW * dpr), 1).data;
+        let s = '';
+        for (let x = 0; x < d.length; x += 4) s += is(d, x, bg) || is(d, x, nl) ? '.' : '#';
+        out[l.key] = s;
+      }
+      return out;
+    },
+    [LANE_BG, API_NOT_LOADED],
+  );
+}
+
+/* Random windows of a large session from the whole session down to ~1 us a
+   pixel: every column where GET /calls (its per-column summary, limit=1)
+   says a thread made a CUDA API call is drawn in that thread's API lane -
+   zoomed out too, where the calls are many. */
+export async function testCallsComplete({ page, U, get, check, sid, n, windows = 12, shot }) {
+  await page.goto(U + '/#/kernels?s=' + sid);
+  await page.waitForSelector('[data-testid=timeline-canvas]');
+  await idleWait(page);
+  const s = await get('sessions/' + sid);
+  const base = BigInt(s.first_ts);
+  const span = Number(BigInt(s.last_ts) - base) + 1;
+  const W = Math.round((await tl(page)).plotW);
+  let x = 123456789;
+  const rnd = () => (x = (x * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  let cols = 0;
+  let miss = 0;
+  let dense = 0;
+  const bad = [];
+  for (let i = 0; i < windows; i++) {
+    // the first window is the whole session; then log-uniform widths
+    const bmax = Math.floor(span / W);
+    const b =
+      i === 0 ? bmax : Math.max(1000, Math.floor(Math.exp(Math.log(1000) + rnd() * (Math.log(bmax) - Math.log(1000)))));
+    const w = b * W;
+    const off = i === 0 ? 0 : Math.floor(rnd() * Math.max(0, span - w));
+    await page.evaluate(([a, c]) => window.__uiTest.timelineSet(a, c), [off, off + w]);
+    await idleWait(page, 100);
+    const now = await tl(page);
+    if (Math.abs(now.t0 - off) > 0.5 || Math.abs(now.t1 - off - w) > 0.5) {
+      bad.push('window ' + i + ' not applied: ' + now.t0 + '..' + now.t1);
+      continue;
+    }
+    const rows = await apiRows(page);
+    const from = base + BigInt(off);
+    const a = await get(`sessions/${sid}/calls?from=${from}&to=${from + BigInt(w)}&width=${W}&limit=1`);
+    if (a.count > 4096) dense++; // the UI's tiles are summaries (Timeline.tsx CALLS_EXACT)
+    for (const th of a.threads) {
+      const k = 'a' + th.tid;
+      const set = new Set();
+      if (th.buckets) for (const bk of th.buckets) set.add(bk[0]);
+      for (const c of th.calls ?? []) {
+        const c0 = Math.max(0, Math.floor(Number(BigInt(c.ts) - from) / b));
+        const c1 = Math.min(W - 1, Math.floor((Number(BigInt(c.ts) - from) + Math.max(1, Number(c.dur)) - 1) / b));
+        for (let cc = c0; cc <= c1; cc++) set.add(cc);
+      }
+      for (const c of set) {
+        cols++;
+        if (!rows[k] || rows[k][c] !== '#') {
+          miss++;
+          if (bad.length < 8)
+            bad.push(`window ${i} (${b} ns/px at +${off}): ${k} column ${c} not drawn` + (rows[k] ? '' : ' (no lane)'));
+        }
+      }
+    }
+    if (i === 0 && shot) await shot('kernels-api-zoomed-out');
+  }
+  check(
+    'tl_calls_complete',
+    miss === 0 && cols > 1000 && dense > 0 && !bad.length,
+    `${windows} windows of ${n} kernels: ${cols} API lane columns with calls (GET /calls, ${dense} windows summarised), ${miss} not drawn` +
+      (bad.length ? '; ' + bad.join('; ') : ''),
+  );
+}
+
+/* Counter tracks toggled one by one: GPU1's power off leaves GPU0's power
+   and GPU1's other tracks; on again, it is back. */
+export async function testTrackToggles({ page, U, check, sid }) {
+  await page.goto(U + '/#/kernels?s=' + sid);
+  await page.waitForSelector('[data-testid=timeline-canvas]');
+  await idleWait(page);
+  const keys = async () => (await tl(page)).lanes.filter((l) => l.kind === 'counter').map((l) => l.key);
+  const before = await keys();
+  const bad = [];
+  for (const k of ['t0:power', 't1:power', 't1:util'])
+    if (!before.includes(k)) bad.push(k + ' missing before the toggle');
+  let off = [];
+  let on = [];
+  if (!(await page.locator('[data-testid=track-1-power]').count())) bad.push('no toggle for GPU1 power');
+  else {
+    await page.uncheck('[data-testid=track-1-power]');
+    await idleWait(page, 100);
+    off = await keys();
+    if (off.includes('t1:power')) bad.push('t1:power still drawn when off');
+    for (const k of ['t0:power', 't1:util']) if (!off.includes(k)) bad.push(k + ' gone with t1:power');
+    await page.check('[data-testid=track-1-power]');
+    await idleWait(page, 100);
+    on = await keys();
+    if (JSON.stringify(on) !== JSON.stringify(before)) bad.push('back on: ' + on.join(',') + ' != ' + before.join(','));
+  }
+  check(
+    'tl_track_toggles',
+    !bad.length,
+    `counter lanes ${before.length}; GPU1 power off: ${off.length} (${off.filter((k) => k.endsWith('power')).join(', ')}); on again: ${on.length}` +
+      (bad.length ? '; ' + bad.join('; ') : ''),
+  );
+}
+
 /* An axis or table label (src/lib/time.ts fmtRel) back to ns: "17.200 000 1 s",
    "12:05.25 s", "23:59:59.5 s". */
 export function parseRel(label) {
@@ -234,7 +360,7 @@ export async function testTableTime({ page, U, get, check, sid }) {
   const rows = await page.$$eval('[data-testid=kernel-row]', (r) =>
     r.map((x) => [x.getAttribute('data-kid'), x.querySelectorAll('td')[1].textContent]),
   );
-  const api = await get(`sessions/${sid}/kernels?from=${a}&to=${b}&limit=200`);
+  const api = await get(`sessions/${sid}/kernels?from=${a}&to=${b}&overlap=true&limit=200`);
   const byKid = new Map(api.items.map((k) => [String(k.kid), BigInt(k.ts) - base]));
   const bad = [];
   const labels = new Map();
@@ -263,6 +389,29 @@ export async function testTableTime({ page, U, get, check, sid }) {
   );
 }
 
+/* The table lists the kernels in view: one that began before the left edge
+   and runs into the view included (GET /kernels?overlap=true). */
+export async function testTableOverlap({ page, U, get, check, sid }) {
+  const s = await get('sessions/' + sid);
+  const base = BigInt(s.first_ts);
+  const ks = await get(`sessions/${sid}/kernels?limit=50&from=${base + 2500000000n}`);
+  const k = ks.items.reduce((a, x) => (BigInt(x.dur) > BigInt(a.dur) ? x : a));
+  // a window inside the kernel: it started before the left edge
+  const from = BigInt(k.ts) + BigInt(k.dur) / 2n;
+  const to = from + BigInt(k.dur) / 4n + 1n;
+  await page.goto(U + `/#/kernels?s=${sid}&from=${from}&to=${to}`);
+  await page.waitForSelector('[data-testid=kernel-row]');
+  await idleWait(page);
+  const kids = await page.$$eval('[data-testid=kernel-row]', (r) => r.map((x) => x.getAttribute('data-kid')));
+  const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&overlap=true&limit=200`);
+  const want = api.items.map((x) => String(x.kid));
+  check(
+    'tl_table_overlap',
+    kids.includes(String(k.kid)) && JSON.stringify(kids) === JSON.stringify(want),
+    `view inside kernel ${k.kid} (${k.dur} ns, began ${from - BigInt(k.ts)} ns before the left edge): table lists ${kids.length} kernel(s) [${kids.slice(0, 6).join(', ')}], API (overlap) ${want.length}`,
+  );
+}
+
 /* Names as the API gives them: the display (demangled) name whole in the
    table (elided by CSS only), the inspector, the aggregates and the
    timeline's tooltip; the recorded (mangled) name beside it. */
@@ -273,7 +422,7 @@ export async function testNames({ page, U, get, check, sid }) {
   const to = from + 400000n;
   await openKernels(page, U + `/#/kernels?s=${sid}&from=${from}&to=${to}`);
   await idleWait(page);
-  const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&limit=200`);
+  const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&overlap=true&limit=200`);
   const cells = await page.$$eval('[data-testid=kernel-row]', (r) =>
     r.map((x) => {
       const n = x.querySelector('.kname');
@@ -393,6 +542,9 @@ export async function testFlows({ page, U, get, check, sid, shot }) {
     const t2 = await tl(page);
     const lane = t2.lanes.find((l) => l.key === 'a' + th.tid);
     const x = t2.plotX + ((ct + Number(c.dur) / 2 - t2.t0) / (t2.t1 - t2.t0)) * t2.plotW;
+    // clicking the table row scrolled the page: with many lanes (counter
+    // tracks) the API lanes were above the viewport
+    await page.evaluate(() => window.scrollTo(0, 0));
     const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
     await page.mouse.click(box.x + x, box.y + lane.y + lane.h / 2);
     clicked = c.seq;
@@ -430,7 +582,9 @@ export async function testLatency({ page, U, get, check, sid }) {
       await idleWait(page);
     }
     const kids = await page.$$eval('[data-testid=kernel-row]', (r) => r.map((x) => Number(x.getAttribute('data-kid'))));
-    const api = await get(`sessions/${sid}/kernels?from=${from}&to=${to}&sort=${sort}&desc=true&limit=${kids.length}`);
+    const api = await get(
+      `sessions/${sid}/kernels?from=${from}&to=${to}&overlap=true&sort=${sort}&desc=true&limit=${kids.length}`,
+    );
     const same = JSON.stringify(kids) === JSON.stringify(api.items.map((k) => k.kid));
     const vals = api.items.map((k) => Number(k[key]));
     const desc = vals.every((v, i) => !i || v <= vals[i - 1]);

@@ -52,7 +52,9 @@ export function Kernels({ st, set, session }: ViewProps) {
   const to = st.to;
   const list = useApi<Page<KernelItem>>(
     'sessions/' + s.id + '/kernels',
-    { from, to, name, sort: order[0], desc: order[1], limit },
+    // overlap: a kernel that began before the view's left edge and runs
+    // into it is in view too (docs/api.md "kernels")
+    { from, to, overlap: from ? true : undefined, name, sort: order[0], desc: order[1], limit },
     [from, to, name, order[0], order[1], limit],
   );
   const agg = useApi<Page<KernelAgg>>(

@@ -80,8 +80,6 @@ const PARALLEL = 4;
 const COPIES_ALL = 5000;
 /* API calls listed one by one per tile at most */
 const CALLS_EXACT = 4096;
-/* API calls a tile may hold (estimated) to be asked for */
-const CALLS_TILE_MAX = 65536;
 /* scope instances fetched for a view at most (estimated) */
 const SCOPES_MAX = 4000;
 const HIT_STRATA = 48;
@@ -134,8 +132,7 @@ function laneAt(lanes: Lane[], y: number): Lane | null {
 }
 
 export function Timeline(props: Props) {
-  const { sid, base, span, running, kernels, ops, scopes, devices, interval, view, selected, query, onView, onPick } =
-    props;
+  const { sid, base, span, running, ops, scopes, devices, interval, view, selected, query, onView, onPick } = props;
   const wrap = useRef<HTMLDivElement>(null);
   const cv = useRef<HTMLCanvasElement>(null);
   const tip = useRef<HTMLDivElement>(null);
@@ -179,6 +176,7 @@ export function Timeline(props: Props) {
     scopeDepths: 0,
     counters: null as null | { a: number; b: number; px: number; tracks: Track[] },
     trackIds: new Set(TRACKS.map((t) => t.id)),
+    tracksOff: new Set<string>(), // counter lanes (tLane keys) turned off one by one
     // counter lanes seen in any answer: they stay (empty where a range has
     // no samples) so that lanes do not jump while panning
     trackLanes: new Map<string, { dev: number; track: string; label: string }>(),
@@ -212,10 +210,14 @@ export function Timeline(props: Props) {
   });
   const cb = useRef({ onView, onPick });
   cb.current = { onView, onPick };
-  const [status, setStatus] = useState('loading the timeline…');
+  // the status line is written into its element, not through React state:
+  // a render of this component every 250 ms while the view moves cost
+  // frames their budget (a frame in ~15 with one)
+  const statusEl = useRef<HTMLSpanElement>(null);
   const [err, setErr] = useState<string | null>(null);
   const [area, setArea] = useState<Area | null>(null);
   const [trackIds, setTrackIds] = useState<Set<string>>(() => new Set(TRACKS.map((t) => t.id)));
+  const [tracksOff, setTracksOff] = useState<Set<string>>(() => new Set());
   const [hitInfo, setHitInfo] = useState('');
   const [follow, setFollow] = useState(st.current.follow);
   const [exportMsg, setExportMsg] = useState<string | null>(null);
@@ -262,12 +264,6 @@ export function Timeline(props: Props) {
 
   /* ---- data -------------------------------------------------------------- */
 
-  /* API calls a tile of resolution r holds, from the session's average
-     rate: a summary of a million calls costs the server seconds, so calls
-     are asked only for tiles likely to list them one by one (the lanes say
-     "zoom in" elsewhere) */
-  const callsWorth = (r: number) => ((kernels + ops) * tileSpan(r)) / Math.max(1, S.hi) <= CALLS_TILE_MAX;
-
   const wantTiles = (): Want[] => {
     const v = S.v;
     const nsPerPx = (v.t1 - v.t0) / Math.max(1, S.W);
@@ -277,7 +273,7 @@ export function Timeline(props: Props) {
     const add = (kind: Want['kind'], r: number, i: number) => {
       const c = kind === 'tile' ? S.tiles : S.calls;
       const k = kind[0] + r + ':' + i;
-      if (seen.has(k) || (kind === 'calls' && (S.noCalls || !callsWorth(r)))) return;
+      if (seen.has(k) || (kind === 'calls' && S.noCalls)) return;
       seen.add(k);
       const f = S.failed.get(k);
       if (f !== undefined && performance.now() - f < FAIL_MS) return;
@@ -294,9 +290,17 @@ export function Timeline(props: Props) {
       for (const i of tilesFor(v.t0, v.t1, res, 1, S.hi)) add('tile', res, i);
       if (res * 2 <= S.maxRes) for (const i of tilesFor(v.t0, v.t1, res * 2, 0, S.hi)) add('tile', res * 2, i);
     }
-    // API calls last: the kernels come first
-    add('calls', S.maxRes, 0);
-    for (const i of vis) add('calls', res, i);
+    // API calls last, and only once the view is still: the kernels come
+    // first.  Asked at every zoom: where a tile holds more than
+    // CALLS_EXACT calls the server answers its per-column summary
+    // (docs/api.md "calls"), so the lane is complete zoomed out too; such
+    // a summary costs the server a scan of the tile's calls (seconds on a
+    // 1M-call tile), too much to ask for every resolution a zoom sweep
+    // passes
+    if (performance.now() - S.moved >= SETTLE_MS * 0.9) {
+      add('calls', S.maxRes, 0);
+      for (const i of vis) add('calls', res, i);
+    }
     return out;
   };
 
@@ -535,7 +539,9 @@ export function Timeline(props: Props) {
   /* ---- drawing ------------------------------------------------------------ */
 
   const layout = () => {
-    const counters = [...S.trackLanes.values()].filter((c) => S.trackIds.has(c.track));
+    const counters = [...S.trackLanes.values()].filter(
+      (c) => S.trackIds.has(c.track) && !S.tracksOff.has(tLane(c.dev, c.track)),
+    );
     const order = TRACKS.map((t) => t.id);
     counters.sort((a, b) => a.dev - b.dev || order.indexOf(a.track) - order.indexOf(b.track));
     S.lanes = layoutLanes(
@@ -970,9 +976,9 @@ export function Timeline(props: Props) {
       S.statusTimer = 0;
       testHooks.busy(-1);
       const text = statusText();
-      if (text !== statusRef.current) {
+      if (text !== statusRef.current && statusEl.current) {
         statusRef.current = text;
-        setStatus(text);
+        statusEl.current.textContent = text;
       }
     }, 250);
   };
@@ -1272,6 +1278,12 @@ export function Timeline(props: Props) {
     schedule();
     // eslint-disable-next-line react-hooks/exhaustive-deps -- st is a ref
   }, [trackIds]);
+
+  useEffect(() => {
+    S.tracksOff = tracksOff;
+    schedule();
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- st is a ref
+  }, [tracksOff]);
 
   useEffect(() => {
     S.selected = selected;
@@ -1640,8 +1652,8 @@ export function Timeline(props: Props) {
             </span>
           </span>
         )}
-        <span className="dim" data-testid="timeline-status">
-          {status}
+        <span className="dim" data-testid="timeline-status" ref={statusEl}>
+          loading the timeline…
         </span>
       </div>
       <div className="toolbar toggles">
@@ -1664,6 +1676,34 @@ export function Timeline(props: Props) {
             {t.label}
           </label>
         ))}
+        {devices.length > 1 &&
+          devices.map((d) => (
+            <span key={d.id} className="dev-tracks">
+              <span className="dim">GPU{d.id}:</span>
+              {TRACKS.map((t) => {
+                const k = tLane(d.id, t.id);
+                return (
+                  <label key={k} title={'GPU' + d.id + ' ' + t.label}>
+                    <input
+                      type="checkbox"
+                      data-testid={'track-' + d.id + '-' + t.id}
+                      disabled={!trackIds.has(t.id)}
+                      checked={trackIds.has(t.id) && !tracksOff.has(k)}
+                      onChange={() =>
+                        setTracksOff((o) => {
+                          const n = new Set(o);
+                          if (n.has(k)) n.delete(k);
+                          else n.add(k);
+                          return n;
+                        })
+                      }
+                    />
+                    {t.id}
+                  </label>
+                );
+              })}
+            </span>
+          ))}
         <span className="dim hint">
           W/S zoom · A/D pan · drag: pan · shift+drag: select a range · F fit · M mark · / search · Esc clear
         </span>
