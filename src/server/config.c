@@ -302,9 +302,11 @@ static const opt_def srv_opts[] = {
 #undef DUR_S
 #undef T
 
-/* Read by the store (store_sql.c) to shrink its top-K for tests; not an
- * option, but no typo either. */
-static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK", NULL };
+/* Read by the store for tests (store_sql.c: a smaller top-K;
+ * store_sql_kblocks.c: a pause inside compaction); not options, but no
+ * typos either. */
+static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK",
+                                             "GPUFL_SERVER_KB_PAUSE_MS", NULL };
 
 const opt_prog srv_prog = {
     .name = "gpufl-server",

@@ -50,6 +50,22 @@
 /* (session, stream) runs one compaction pass looks at, at most */
 #define KB_GROUPS_MAX 64
 
+/* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
+ * transaction, between the block's insert and the rows' delete, so that a
+ * test's kill -9 lands inside compaction. */
+static void kb_test_pause(void)
+{
+    const char *v = getenv("GPUFL_SERVER_KB_PAUSE_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts;
+
+    if (ms <= 0 || ms > 10000)
+        return;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
 static int kb_state(srv_store *s)
 {
     if (!s->kb_ev && !(s->kb_ev = calloc(KB_MAX_EVENTS, sizeof(kblock_ev))))
@@ -336,6 +352,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     st = NULL;
     if (rc)
         return rc;
+    kb_test_pause();
     /* exactly the rows read: the same filter over their seq range (the
      * write lock or advisory lock keeps others out meanwhile) */
     if (sdb_prepare(s->w,
@@ -405,15 +422,21 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
     *kernels = 0;
     pthread_mutex_lock(&s->wlock);
     rc = groups_find(s, g, KB_GROUPS_MAX, &ng);
+    pthread_mutex_unlock(&s->wlock);
+    /* the writer's lock block by block: ingest waits for one block's
+     * transaction at most, not for the pass */
     for (size_t i = 0; !rc && i < ng; i++) {
-        if (thawed_lately(s, g[i].sess, now))
-            continue;
         /* a running stream keeps its last partial run as rows */
         while (!rc && (g[i].n >= SQ_KB_RUN || (g[i].ended && g[i].n > 0))) {
             uint64_t nk = 0;
-            if ((rc = kb_begin(s)) != 0)
+            pthread_mutex_lock(&s->wlock);
+            if (thawed_lately(s, g[i].sess, now)) {
+                pthread_mutex_unlock(&s->wlock);
                 break;
-            rc = kb_end(s, compact_one(s, g[i].sess, g[i].stream, &nk));
+            }
+            if ((rc = kb_begin(s)) == 0)
+                rc = kb_end(s, compact_one(s, g[i].sess, g[i].stream, &nk));
+            pthread_mutex_unlock(&s->wlock);
             if (rc || !nk)
                 break;
             *blocks += 1;
@@ -421,6 +444,42 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
             g[i].n -= (int64_t)nk;
         }
     }
-    pthread_mutex_unlock(&s->wlock);
     return rc;
+}
+
+/* One integer of a query on a reader; 0 when it fails (no dbstat). */
+static uint64_t kb_one(sdb *db, const char *sql)
+{
+    sdb_stmt *st = NULL;
+    uint64_t v = 0;
+
+    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW &&
+        !qcol_null(st, 0))
+        v = (uint64_t)qcol_i64(st, 0);
+    sdb_finalize(st);
+    return v;
+}
+
+void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o)
+{
+    sdb *db = sq_reader_get(s);
+    int pg = sdb_dialect(db) == SDB_POSTGRES;
+
+    memset(o, 0, sizeof(*o));
+    o->rows = kb_one(db, "SELECT count(*) FROM kernels");
+    o->blocks = kb_one(db, "SELECT count(*) FROM kblocks");
+    o->in_blocks = kb_one(db, "SELECT sum(n) FROM kblocks");
+    o->block_bytes = kb_one(db, "SELECT sum(length(block)) FROM kblocks");
+    /* on disk with indexes: PostgreSQL's relation sizes (TOAST and
+     * indexes included, dead rows too until VACUUM); SQLite's b-tree
+     * pages (dbstat; 0 where SQLite was built without it) */
+    o->rows_disk = kb_one(db, pg ? "SELECT pg_total_relation_size('kernels')"
+                                 : "SELECT sum(pgsize) FROM dbstat WHERE"
+                                   " name='kernels' OR name LIKE 'kernels_%'");
+    o->blocks_disk =
+        kb_one(db, pg ? "SELECT pg_total_relation_size('kblocks')"
+                      : "SELECT sum(pgsize) FROM dbstat WHERE"
+                        " name='kblocks' OR name LIKE 'kblocks_%'"
+                        " OR name LIKE 'sqlite_autoindex_kblocks%'");
+    sq_reader_put(s, db);
 }

@@ -145,7 +145,10 @@ class Crash(Base):
         rnd = random.Random(9)
         want = {}
         d = os.path.join(self.dir, "data")
-        srv = self.server("data", BLOCKS)
+        # each block's transaction pauses 400 ms between the block's insert
+        # and the rows' delete: most kills land inside one
+        env = {"GPUFL_SERVER_KB_PAUSE_MS": "400"}
+        srv = self.server("data", BLOCKS, env=env)
         gens = []
         for i in range(6):
             g = TL.Gen()
@@ -160,13 +163,17 @@ class Crash(Base):
             g.send(srv, batch=4000)
             want[g.sid] = sorted(k[0] for k in g.kernels)
             gens.append(g)
-        kills = 0
+        kills, mid = 0, 0
         for _ in range(8):
-            time.sleep(rnd.uniform(0.3, 2.5))
+            time.sleep(rnd.uniform(0.8, 1.6))
             srv.kill()
             kills += 1
-            srv = T.Server(d, BLOCKS)
+            nb = count(srv, "SELECT count(*) FROM kblocks")
+            mid += nb > 0 and count(srv, LEFT) > 0
+            srv = T.Server(d, BLOCKS, env=env)
             self.servers.append(srv)
+        print("kills while compaction had work left: %d of %d" % (mid, kills))
+        self.assertGreater(mid, 0)
         # let it finish, then count every kernel: rows + blocks, and after
         # the thaw every seq, exactly once
         deadline = time.time() + 60
