@@ -413,7 +413,7 @@ static int kstore_flag(int *argc, char **argv)
 
 /* The compactor until it has nothing left, and what the kernels take
  * before and after. */
-static void kstore_figures(srv_store *st, int fd, char *resp)
+static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
 {
     srv_kb_stats a, b;
     uint64_t nb = 0, nk = 0, tb, tk;
@@ -443,9 +443,12 @@ static void kstore_figures(srv_store *st, int fd, char *resp)
                (double)b.blocks_disk / (double)b.in_blocks,
                (double)b.block_bytes / (double)b.in_blocks,
                (unsigned long long)b.rows);
+    /* a new connection: the old one may have idled past --timeout */
+    close(*fd);
+    *fd = connect_to(port);
     snprintf(p, sizeof(p), "/api/v1/sessions/" SID "/kernels?limit=100");
     t0 = now_s();
-    http(fd, "GET", p, BENCH_TOKEN, NULL, 0, resp, SRV_RESP_MAX);
+    http(*fd, "GET", p, BENCH_TOKEN, NULL, 0, resp, SRV_RESP_MAX);
     t0 = now_s() - t0;
     srv_store_kblocks_stats(st, &a);
     printf("    first query of a compacted session: %.0f ms (it thawed %llu "
@@ -607,7 +610,7 @@ int main(int argc, char **argv)
     }
 
     if (kstore_blocks)
-        kstore_figures(s.store, fd, resp);
+        kstore_figures(s.store, &fd, s.port, resp);
 
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */

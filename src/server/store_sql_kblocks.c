@@ -13,7 +13,8 @@
  * leaves either the rows or the block.  The queries read rows only, so a
  * session is thawed before any of them reads it (q_session): they answer
  * the same with or without blocks, at the price of the thaw on the first
- * read of a compacted session.  Sessions thawed lately are left alone by
+ * read of a compacted session (a block per transaction, so that ingest
+ * waits for one block at most).  Sessions thawed lately are left alone by
  * the compactor for SQ_KB_LINGER_S, so a session being looked at stays in
  * rows instead of going back and forth.
  *
@@ -176,13 +177,13 @@ static void ev_bind(sdb_stmt *st, int64_t sess, const kblock_ev *e)
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
 {
     sdb_stmt *st = NULL;
-    int rc;
+    int rc = SDB_DONE, err = GPUFL_OK;
 
     *in = 0;
-    if ((rc = sdb_prepare(s->w,
-                          "SELECT block FROM kblocks WHERE sess=?1 AND"
-                          " seq_hi >= ?2 AND seq_lo <= ?2",
-                          &st)) != 0)
+    if (sdb_prepare(s->w,
+                    "SELECT block FROM kblocks WHERE sess=?1 AND"
+                    " seq_hi >= ?2 AND seq_lo <= ?2",
+                    &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_u64(st, 2, seq);
@@ -190,20 +191,20 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
         size_t len = 0, pos = KB_NOTFOUND;
         const unsigned char *b = qcol_blob(st, 0, &len);
         char why[128];
-        if ((rc = kb_state(s)) != 0)
+        if ((err = kb_state(s)) != 0)
             break;
         if (kblock_seek_seq(s->kb_dec, b, len, seq, &pos, why, sizeof(why))) {
             glog_error("kblocks", "session %lld: unreadable block: %s",
                        (long long)sess, why);
-            rc = GPUFL_EINTERNAL;
+            err = GPUFL_EINTERNAL;
             break;
         }
         *in = pos != KB_NOTFOUND;
     }
     sdb_finalize(st);
-    if (*in)
-        return GPUFL_OK;
-    return rc == SDB_DONE ? GPUFL_OK : rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+    if (err || *in)
+        return err;
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
 /* ---- thaw ---- */
@@ -218,23 +219,36 @@ static int thawed_lately(srv_store *s, int64_t sess, time_t now)
     return 0;
 }
 
-static int thaw_tx(srv_store *s, int64_t sess, uint64_t *nk)
+/* One of the session's blocks back into rows (*nk of them; 0: it has no
+ * block left), in the writer's open transaction. */
+static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
 {
     sdb_stmt *sel = NULL, *ins = NULL;
+    size_t len = 0, n = 0;
+    int64_t stream = 0, lo = 0;
+    char why[128], sql[128];
     int rc;
 
+    *nk = 0;
     if ((rc = kb_state(s)) != 0)
         return rc;
-    if (sdb_prepare(s->w, "SELECT block FROM kblocks WHERE sess=?", &sel) ||
+    if (sdb_prepare(s->w,
+                    "SELECT stream, seq_lo, block FROM kblocks WHERE sess=?"
+                    " LIMIT 1",
+                    &sel) ||
         sdb_prepare(s->w, sq_wsql[WS_KERNEL], &ins)) {
         rc = GPUFL_EINTERNAL;
         goto out;
     }
     qbind_i64(sel, 1, sess);
-    while ((rc = sdb_step(sel)) == SDB_ROW) {
-        size_t len = 0, n = 0;
-        const unsigned char *b = qcol_blob(sel, 0, &len);
-        char why[128];
+    if ((rc = sdb_step(sel)) != SDB_ROW) {
+        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+        goto out;
+    }
+    stream = qcol_i64(sel, 0);
+    lo = qcol_i64(sel, 1);
+    {
+        const unsigned char *b = qcol_blob(sel, 2, &len);
         if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
                           sizeof(why))) {
             glog_error("kblocks", "session %lld: unreadable block: %s",
@@ -242,23 +256,21 @@ static int thaw_tx(srv_store *s, int64_t sess, uint64_t *nk)
             rc = GPUFL_EINTERNAL;
             goto out;
         }
-        for (size_t i = 0; i < n; i++) {
-            ev_bind(ins, sess, &s->kb_ev[i]);
-            if ((rc = sdb_err(sdb_step(ins))) != 0)
-                goto out;
-            sdb_reset(ins);
-        }
-        *nk += n;
     }
-    rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
     sdb_finalize(sel);
     sel = NULL;
-    if (!rc) {
-        char sql[80];
-        snprintf(sql, sizeof(sql), "DELETE FROM kblocks WHERE sess=%lld",
-                 (long long)sess);
-        rc = sdb_exec(s->w, sql);
+    for (size_t i = 0; i < n; i++) {
+        ev_bind(ins, sess, &s->kb_ev[i]);
+        if ((rc = sdb_err(sdb_step(ins))) != 0)
+            goto out;
+        sdb_reset(ins);
     }
+    snprintf(sql, sizeof(sql),
+             "DELETE FROM kblocks WHERE sess=%lld AND stream=%lld AND"
+             " seq_lo=%lld",
+             (long long)sess, (long long)stream, (long long)lo);
+    if ((rc = sdb_exec(s->w, sql)) == 0)
+        *nk = n ? n : 1;
 out:
     sdb_finalize(sel);
     sdb_finalize(ins);
@@ -281,16 +293,24 @@ int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess)
     sdb_finalize(st);
     if (!any)
         return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    /* a block per transaction and per turn of the writer's lock: ingest
+     * waits for one block at most, not for the session; the compactor
+     * leaves the session alone from the start (thawed_lately) */
     pthread_mutex_lock(&s->wlock);
-    if ((rc = kb_begin(s)) == 0)
-        rc = kb_end(s, thaw_tx(s, sess, &nk));
-    if (!rc) {
+    {
         size_t i = s->kb_thawed_next++ % SQ_KB_THAWED;
         s->kb_thawed[i].sess = sess;
         s->kb_thawed[i].at = time(NULL);
-        s->kb_thawn += nk;
     }
     pthread_mutex_unlock(&s->wlock);
+    do {
+        pthread_mutex_lock(&s->wlock);
+        if ((rc = kb_begin(s)) == 0)
+            rc = kb_end(s, thaw_one(s, sess, &nk));
+        if (!rc)
+            s->kb_thawn += nk;
+        pthread_mutex_unlock(&s->wlock);
+    } while (!rc && nk);
     return rc;
 }
 

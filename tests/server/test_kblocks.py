@@ -43,6 +43,17 @@ def ended(g):
     return g
 
 
+def norm(v):
+    """An answer with the timeline's lanes in (dev, stream) order: their
+    order is not specified (docs/api.md), and PostgreSQL's follows where
+    the rows lie, which a thaw changes."""
+    if isinstance(v, dict) and isinstance(v.get("lanes"), list):
+        v = dict(v)
+        v["lanes"] = sorted(v["lanes"], key=lambda l: (l.get("dev", 0),
+                                                       l.get("stream", 0)))
+    return v
+
+
 def lines(g, st, lo, hi):
     return b"\n".join(json.dumps(e, separators=(",", ":")).encode()
                       for e in g.lines[st][lo:hi]) + b"\n"
@@ -112,7 +123,7 @@ class Blocks(Base):
         paths += [base + "/kernels/%d" % s
                   for s in (seqs[0], seqs[4095], seqs[4096], seqs[-1])]
         for p in paths:
-            self.assertEqual(b.get(p), a.get(p), p)
+            self.assertEqual(norm(b.get(p)), norm(a.get(p)), p)
         self.assertEqual(T.page_all(b, base + "/kernels"),
                          T.page_all(a, base + "/kernels"))
         for srv in (a, b):
@@ -148,7 +159,9 @@ class Crash(Base):
         # each block's transaction pauses 400 ms between the block's insert
         # and the rows' delete: most kills land inside one
         env = {"GPUFL_SERVER_KB_PAUSE_MS": "400"}
-        srv = self.server("data", BLOCKS, env=env)
+        # fed by a rows server (nothing compacts), then compacted by blocks
+        # servers killed one after another
+        srv = self.server("data")
         gens = []
         for i in range(6):
             g = TL.Gen()
@@ -163,13 +176,15 @@ class Crash(Base):
             g.send(srv, batch=4000)
             want[g.sid] = sorted(k[0] for k in g.kernels)
             gens.append(g)
+        srv.stop()
+        srv = T.Server(d, BLOCKS, env=env)
+        self.servers.append(srv)
         kills, mid = 0, 0
         for _ in range(8):
-            time.sleep(rnd.uniform(0.8, 1.6))
+            time.sleep(rnd.uniform(1.2, 2.4))
             srv.kill()
             kills += 1
-            nb = count(srv, "SELECT count(*) FROM kblocks")
-            mid += nb > 0 and count(srv, LEFT) > 0
+            mid += count(srv, LEFT) > 0
             srv = T.Server(d, BLOCKS, env=env)
             self.servers.append(srv)
         print("kills while compaction had work left: %d of %d" % (mid, kills))
