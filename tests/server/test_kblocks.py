@@ -44,9 +44,13 @@ def ended(g):
 
 
 def norm(v):
-    """An answer with the timeline's lanes in (dev, stream) order: their
-    order is not specified (docs/api.md), and PostgreSQL's follows where
-    the rows lie, which a thaw changes."""
+    """An answer without its time of receipt, and with the timeline's
+    lanes in (dev, stream) order: their order is not specified
+    (docs/api.md), and PostgreSQL's follows where the rows lie, which a
+    thaw changes."""
+    if isinstance(v, dict) and "last_seen" in v:
+        v = dict(v)
+        del v["last_seen"]  # when the server received it (Unix s)
     if isinstance(v, dict) and isinstance(v.get("lanes"), list):
         v = dict(v)
         v["lanes"] = sorted(v["lanes"], key=lambda l: (l.get("dev", 0),
