@@ -157,6 +157,8 @@ typedef struct sq_health {
 #define SQ_KB_RUN 4096
 #define SQ_KB_LINGER_S 600
 #define SQ_KB_THAWED 64
+/* Kernel rows per INSERT of the thaw. */
+#define SQ_KB_GRP 64
 
 struct srv_store {
     char path[4096];       /* SQLite: the database file (store_sql_health.c) */
@@ -203,6 +205,7 @@ struct srv_store {
     } kb_thawed[SQ_KB_THAWED];
     size_t kb_thawed_next;
     uint64_t kb_thawn; /* kernels thawed back into rows, in all */
+    char kb_grp_sql[SQ_KB_GRP * 54 + 64]; /* the thaw's grouped INSERT */
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];

@@ -50,6 +50,8 @@
 #define KB_ZLEVEL 3
 /* (session, stream) runs one compaction pass looks at, at most */
 #define KB_GROUPS_MAX 64
+/* rows per INSERT of the thaw */
+#define KB_GRP SQ_KB_GRP
 
 /* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
  * transaction, between the block's insert and the rows' delete, so that a
@@ -138,38 +140,39 @@ static void row_to_ev(sdb_stmt *st, kblock_ev *e)
     e->tid = qcol_null(st, 23) ? 0 : (uint64_t)qcol_i64(st, 23);
 }
 
-/* A block event as the kernel row's 25 parameters (INSERT INTO kernels). */
-static void ev_bind(sdb_stmt *st, int64_t sess, const kblock_ev *e)
+/* A block event as the kernel row's 25 parameters from index b + 1
+ * (INSERT INTO kernels). */
+static void ev_bind(sdb_stmt *st, int b, int64_t sess, const kblock_ev *e)
 {
-    qbind_i64(st, 1, sess);
-    qbind_u64(st, 2, e->seq);
-    qbind_u64(st, 3, e->ts);
-    qbind_u64(st, 4, e->dur);
-    qbind_u64(st, 5, e->dev);
-    qbind_u64(st, 6, e->stream);
-    qbind_u64(st, 7, e->corr);
-    qbind_i64(st, 8, e->name_id);
-    qbind_u64(st, 9, e->cfg);
+    qbind_i64(st, b + 1, sess);
+    qbind_u64(st, b + 2, e->seq);
+    qbind_u64(st, b + 3, e->ts);
+    qbind_u64(st, b + 4, e->dur);
+    qbind_u64(st, b + 5, e->dev);
+    qbind_u64(st, b + 6, e->stream);
+    qbind_u64(st, b + 7, e->corr);
+    qbind_i64(st, b + 8, e->name_id);
+    qbind_u64(st, b + 9, e->cfg);
     for (int i = 0; i < 3; i++) {
-        qbind_u64(st, 10 + i, e->grid[i]);
-        qbind_i64(st, 13 + i, e->block[i]);
+        qbind_u64(st, b + 10 + i, e->grid[i]);
+        qbind_i64(st, b + 13 + i, e->block[i]);
     }
-    qbind_i64(st, 16, e->regs);
-    qbind_i64(st, 17, e->smem);
+    qbind_i64(st, b + 16, e->regs);
+    qbind_i64(st, b + 17, e->smem);
     if (e->occ >= 0)
-        qbind_f64(st, 18, e->occ);
+        qbind_f64(st, b + 18, e->occ);
     else
-        qbind_null(st, 18);
-    qbind_u64(st, 19, e->scope);
-    qbind_u64(st, 20, e->path);
-    qbind_u64(st, 21, e->stack);
-    qbind_i64(st, 22, e->api_off);
-    qbind_u64(st, 23, e->api_dur);
-    qbind_u64(st, 24, e->flags);
+        qbind_null(st, b + 18);
+    qbind_u64(st, b + 19, e->scope);
+    qbind_u64(st, b + 20, e->path);
+    qbind_u64(st, b + 21, e->stack);
+    qbind_i64(st, b + 22, e->api_off);
+    qbind_u64(st, b + 23, e->api_dur);
+    qbind_u64(st, b + 24, e->flags);
     if (e->tid)
-        qbind_u64(st, 25, e->tid);
+        qbind_u64(st, b + 25, e->tid);
     else
-        qbind_null(st, 25);
+        qbind_null(st, b + 25);
 }
 
 /* ---- the duplicate check (ingest) ---- */
@@ -219,12 +222,28 @@ static int thawed_lately(srv_store *s, int64_t sess, time_t now)
     return 0;
 }
 
+/* The INSERT of KB_GRP kernel rows into s->kb_grp_sql. */
+static int kb_grp_sql(srv_store *s)
+{
+    size_t len = (size_t)snprintf(s->kb_grp_sql, sizeof(s->kb_grp_sql),
+                                  "INSERT INTO kernels VALUES");
+    for (int i = 0; i < KB_GRP; i++)
+        len +=
+            (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
+                             "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                             "?,?,?,?,?,?)",
+                             i ? "," : "");
+    len += (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
+                            " ON CONFLICT DO NOTHING");
+    return len < sizeof(s->kb_grp_sql) ? GPUFL_OK : GPUFL_EINTERNAL;
+}
+
 /* One of the session's blocks back into rows (*nk of them; 0: it has no
  * block left), in the writer's open transaction. */
 static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
 {
-    sdb_stmt *sel = NULL, *ins = NULL;
-    size_t len = 0, n = 0;
+    sdb_stmt *sel = NULL, *ins = NULL, *grp = NULL;
+    size_t len = 0, n = 0, i;
     int64_t stream = 0, lo = 0;
     char why[128], sql[128];
     int rc;
@@ -236,7 +255,9 @@ static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
                     "SELECT stream, seq_lo, block FROM kblocks WHERE sess=?"
                     " LIMIT 1",
                     &sel) ||
-        sdb_prepare(s->w, sq_wsql[WS_KERNEL], &ins)) {
+        sdb_prepare(s->w, sq_wsql[WS_KERNEL], &ins) ||
+        (!s->kb_grp_sql[0] && kb_grp_sql(s)) ||
+        sdb_prepare(s->w, s->kb_grp_sql, &grp)) {
         rc = GPUFL_EINTERNAL;
         goto out;
     }
@@ -259,8 +280,17 @@ static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
     }
     sdb_finalize(sel);
     sel = NULL;
-    for (size_t i = 0; i < n; i++) {
-        ev_bind(ins, sess, &s->kb_ev[i]);
+    /* KB_GRP rows a statement (a round trip each on PostgreSQL), the
+     * rest one by one */
+    for (i = 0; i + KB_GRP <= n; i += KB_GRP) {
+        for (size_t j = 0; j < KB_GRP; j++)
+            ev_bind(grp, (int)(25 * j), sess, &s->kb_ev[i + j]);
+        if ((rc = sdb_err(sdb_step(grp))) != 0)
+            goto out;
+        sdb_reset(grp);
+    }
+    for (; i < n; i++) {
+        ev_bind(ins, 0, sess, &s->kb_ev[i]);
         if ((rc = sdb_err(sdb_step(ins))) != 0)
             goto out;
         sdb_reset(ins);
@@ -274,6 +304,7 @@ static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
 out:
     sdb_finalize(sel);
     sdb_finalize(ins);
+    sdb_finalize(grp);
     return rc;
 }
 
