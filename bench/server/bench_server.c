@@ -4,7 +4,8 @@
  * store (the ceiling) and their ratio, then query latency p50/p99 for the
  * kernel page, aggregates by name and the timeline on that session.
  *
- *   bench_server [KERNELS [NAMES [DIR [PGURL]]]]  (defaults 300000, 200, /tmp)
+ *   bench_server [--kernel-store=blocks] [KERNELS [NAMES [DIR [PGURL]]]]
+ *   (defaults 300000, 200, /tmp)
  *
  * Ingest over HTTP runs twice, each into a new session: one keep-alive
  * connection sending batches one after another, then two connections
@@ -20,6 +21,12 @@
  * The events are synthetic kernel lines shaped like the client's (launch
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
  * figures; not a test.
+ *
+ * --kernel-store=blocks: after the ingest runs, the compactor
+ * (store_sql_kblocks.c) turns the kernels of the HTTP runs' sessions into
+ * blocks; prints its throughput, the bytes per kernel at rest (rows and
+ * blocks, indexes included) and the first query's latency (it thaws the
+ * session back into rows: docs/server.md "Kernel blocks (store)").
  */
 #include "db.h"
 #include "ingest.h"
@@ -389,8 +396,69 @@ static void *send_part(void *arg)
     return NULL;
 }
 
+/* --kernel-store=blocks (bench_server's own flag, taken out of argv). */
+static int kstore_flag(int *argc, char **argv)
+{
+    int blocks = 0, n = 1;
+
+    for (int i = 1; i < *argc; i++) {
+        if (!strcmp(argv[i], "--kernel-store=blocks"))
+            blocks = 1;
+        else if (strcmp(argv[i], "--kernel-store=rows"))
+            argv[n++] = argv[i];
+    }
+    *argc = n;
+    return blocks;
+}
+
+/* The compactor until it has nothing left, and what the kernels take
+ * before and after. */
+static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
+{
+    srv_kb_stats a, b;
+    uint64_t nb = 0, nk = 0, tb, tk;
+    double t0;
+    char p[256];
+
+    srv_store_kblocks_stats(st, &a);
+    t0 = now_s();
+    while (srv_store_kblocks_compact(st, &tb, &tk) == 0 && tb) {
+        nb += tb;
+        nk += tk;
+    }
+    t0 = now_s() - t0;
+    srv_store_kblocks_stats(st, &b);
+    printf("  kernel blocks: %llu kernels into %llu blocks in %.2f s = %.0f "
+           "kernels/s (compactor, one thread)\n",
+           (unsigned long long)nk, (unsigned long long)nb, t0,
+           (double)nk / (t0 > 0 ? t0 : 1));
+    if (a.rows)
+        printf("    at rest, rows:   %.1f B/kernel (kernels table and its "
+               "indexes, %llu rows)\n",
+               (double)a.rows_disk / (double)a.rows,
+               (unsigned long long)a.rows);
+    if (b.in_blocks)
+        printf("    at rest, blocks: %.1f B/kernel (kblocks table and its "
+               "index; the blocks alone %.1f B/kernel), %llu rows left\n",
+               (double)b.blocks_disk / (double)b.in_blocks,
+               (double)b.block_bytes / (double)b.in_blocks,
+               (unsigned long long)b.rows);
+    /* a new connection: the old one may have idled past --timeout */
+    close(*fd);
+    *fd = connect_to(port);
+    snprintf(p, sizeof(p), "/api/v1/sessions/" SID "/kernels?limit=100");
+    t0 = now_s();
+    http(*fd, "GET", p, BENCH_TOKEN, NULL, 0, resp, SRV_RESP_MAX);
+    t0 = now_s() - t0;
+    srv_store_kblocks_stats(st, &a);
+    printf("    first query of a compacted session: %.0f ms (it thawed %llu "
+           "kernels back into rows; the queries below read rows)\n",
+           t0 * 1e3, (unsigned long long)(b.in_blocks - a.in_blocks));
+}
+
 int main(int argc, char **argv)
 {
+    int kstore_blocks = kstore_flag(&argc, argv);
     size_t nk = argc > 1 ? strtoull(argv[1], NULL, 10) : 300000, nb, total = 0;
     unsigned names = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 200;
     const char *dir = argc > 3 ? argv[3] : "/tmp";
@@ -540,6 +608,9 @@ int main(int argc, char **argv)
             free(b2[i].p);
         free(b2);
     }
+
+    if (kstore_blocks)
+        kstore_figures(s.store, &fd, s.port, resp);
 
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */

@@ -202,6 +202,23 @@ static const opt_def srv_opts[] = {
       .min = 1,
       .max = 1ull << 32,
       .help = "how often retention runs" },
+    { .name = "kernel-store",
+      .type = OPT_ENUM,
+      OPT_F_SINT(T, kernel_store),
+      .def = "rows",
+      .choices = "rows|blocks",
+      .help = "kernels at rest: rows (one row each), or blocks (the "
+              "maintenance thread compacts runs of 4096 kernels of a "
+              "session's stream, and every kernel of ended sessions, into "
+              "compressed column blocks; a query thaws a session back into "
+              "rows first: docs/server.md \"Kernel blocks\")" },
+    { .name = "kernel-compact-interval",
+      DUR_S,
+      OPT_F_UINT(T, kernel_compact_s),
+      .def = "1m",
+      .min = 1,
+      .max = 1ull << 32,
+      .help = "--kernel-store=blocks: how often the compactor runs" },
     { .name = "regress-baseline",
       .type = OPT_INT,
       OPT_F_UINT(T, regress_baseline),
@@ -287,9 +304,11 @@ static const opt_def srv_opts[] = {
 #undef DUR_S
 #undef T
 
-/* Read by the store (store_sql.c) to shrink its top-K for tests; not an
- * option, but no typo either. */
-static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK", NULL };
+/* Read by the store for tests (store_sql.c: a smaller top-K;
+ * store_sql_kblocks.c: a pause inside compaction); not options, but no
+ * typos either. */
+static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK",
+                                             "GPUFL_SERVER_KB_PAUSE_MS", NULL };
 
 const opt_prog srv_prog = {
     .name = "gpufl-server",

@@ -3,7 +3,9 @@
  * for --stale-after of the time since the server could hear them) and runs
  * the retention policy (sessions, memory profiles) on its schedule.  Both
  * are plain store calls, so the admin endpoint runs the same code on
- * demand.  It also runs the regression scan of ended sessions (regress.c).
+ * demand.  It also runs the regression scan of ended sessions (regress.c)
+ * and, with --kernel-store=blocks, the kernel compactor
+ * (store_sql_kblocks.c).
  */
 #include "srv_int.h"
 
@@ -32,16 +34,32 @@ int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
     return srv_store_prune(s->store, &pol, pruned);
 }
 
+/* --kernel-store=blocks: one compactor pass (store_sql_kblocks.c). */
+static void maint_compact(srv *s)
+{
+    uint64_t nb = 0, nk = 0;
+    int rc = srv_store_kblocks_compact(s->store, &nb, &nk);
+
+    if (rc)
+        glog_warn("maint", "kernel compaction failed (%d); the rows stay", rc);
+    else if (nb && !s->cfg.quiet)
+        glog_info("maint", "compacted %llu kernel(s) into %llu block(s)",
+                  (unsigned long long)nk, (unsigned long long)nb);
+}
+
 static void *maint_main(void *arg)
 {
     srv *s = arg;
-    time_t last_ret = time(NULL);
+    time_t last_ret = time(NULL), last_kb = time(NULL);
     uint64_t tick = MAINT_TICK_S;
 
     if (s->cfg.stale_after_s < tick)
         tick = s->cfg.stale_after_s;
     if (s->cfg.retention_interval_s < tick)
         tick = s->cfg.retention_interval_s;
+    if (s->cfg.kernel_store == SRV_KSTORE_BLOCKS &&
+        s->cfg.kernel_compact_s < tick)
+        tick = s->cfg.kernel_compact_s;
     if (tick < 1)
         tick = 1;
 
@@ -67,6 +85,11 @@ static void *maint_main(void *arg)
                           "retention pruned %llu"
                           " session(s), %llu memory profile(s)",
                           (unsigned long long)n, (unsigned long long)m);
+        }
+        if (s->cfg.kernel_store == SRV_KSTORE_BLOCKS &&
+            (uint64_t)(time(NULL) - last_kb) >= s->cfg.kernel_compact_s) {
+            last_kb = time(NULL);
+            maint_compact(s);
         }
         pthread_mutex_lock(&s->mlock);
     }

@@ -56,6 +56,8 @@ typedef struct srv_config {
     uint64_t memprof_max_age_s; /* 0: retention_max_age_s */
     uint64_t retention_interval_s;
     uint64_t regress_baseline; /* 0: no regression scan */
+    int kernel_store;          /* SRV_KSTORE_* */
+    uint64_t kernel_compact_s; /* blocks: the compactor's period */
     char alert_webhook[SRV_STR_MAX];
     uint64_t quiet;
     uint64_t kafka_batch;
@@ -67,6 +69,9 @@ typedef struct srv_config {
     size_t nprices;
     char currency[16];
 } srv_config;
+
+/* --kernel-store (store_sql_kblocks.c) */
+enum { SRV_KSTORE_ROWS = 0, SRV_KSTORE_BLOCKS = 1 };
 
 extern const opt_prog srv_prog;
 

@@ -297,6 +297,23 @@ int srv_store_missing(srv_store *s, uint64_t out[SRV_ST_N]);
 /* prunes whole sessions (not kept) and memory profiles (not linked to a
  * kept session); *n_pruned sessions removed */
 int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
+
+/*
+ * Kernel blocks (--kernel-store=blocks, store_sql_kblocks.c): one pass of
+ * the compactor - every (session, stream) with SQ_KB_RUN kernel rows or
+ * more, or any once its session is no longer running, turned into blocks
+ * of up to SQ_KB_RUN kernels, each in its own transaction that deletes
+ * the rows it holds.  *blocks, *kernels: what it made.
+ */
+int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks,
+                              uint64_t *kernels);
+/* What the kernels take (bench_server): rows, blocks and the kernels in
+ * them, the blocks' bytes, and on disk with indexes the kernels table's
+ * and the kblocks table's bytes (0: not known). */
+typedef struct srv_kb_stats {
+    uint64_t rows, blocks, in_blocks, block_bytes, rows_disk, blocks_disk;
+} srv_kb_stats;
+void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o);
 int srv_store_set_keep(srv_store *s, const char *sid, int keep);
 /* keys: hash is the hex SHA-256 of the secret; hosts as in srv_key */
 int srv_store_key_add(srv_store *s, const char *name, const char *role,

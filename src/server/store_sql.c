@@ -343,6 +343,19 @@ static const char *const migrations[] = {
      * time), "step" (the step scope's), "memory" (peak GPU memory) */
     "ALTER TABLE regressions ADD COLUMN subject TEXT NOT NULL DEFAULT"
     " 'kernel';",
+    /* 19: kernel blocks (store_sql_kblocks.c, docs/server.md "Kernel
+     * blocks"): up to SQ_KB_RUN kernels of one (session, stream) in one
+     * compressed column block (kblock.h), with its index: seq and time
+     * ranges, count, min/max duration.  Empty unless --kernel-store=blocks
+     * compacts; the blocks index finds a block by seq (kernel by id, the
+     * ingest's duplicate check) and by time. */
+    "CREATE TABLE IF NOT EXISTS kblocks(sess INTEGER NOT NULL, stream INTEGER "
+    "NOT NULL,"
+    " seq_lo INTEGER NOT NULL, seq_hi INTEGER NOT NULL, t_lo INTEGER NOT"
+    " NULL, t_hi INTEGER NOT NULL, n INTEGER NOT NULL, dur_min INTEGER NOT"
+    " NULL, dur_max INTEGER NOT NULL, block BLOB NOT NULL,"
+    " PRIMARY KEY(sess, stream, seq_lo));"
+    "CREATE INDEX IF NOT EXISTS kblocks_seq ON kblocks(sess, seq_hi);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
@@ -459,7 +472,10 @@ const char *const sq_wsql[WS_N] = {
                      " ORDER BY dur DESC, seq DESC LIMIT ?",
     [WS_EXT_LOAD1] = "SELECT dur, seq FROM kext WHERE sess=? AND side=1"
                      " ORDER BY dur, seq LIMIT ?",
-    [WS_KMAX] = "SELECT max(seq) FROM kernels WHERE sess=?",
+    /* the kernels in blocks count (store_sql_kblocks.c) */
+    [WS_KMAX] = "SELECT max(m) FROM (SELECT max(seq) AS m FROM kernels"
+                " WHERE sess=?1 UNION ALL SELECT max(seq_hi) FROM kblocks"
+                " WHERE sess=?1) t",
     [WS_EXT_COUNT] = "SELECT n_kernels, kext_ver FROM sessions WHERE id=?",
     [WS_EXT_VER] = "SELECT kext_ver FROM sessions WHERE id=?",
     [WS_EXT_BUMP] = "UPDATE sessions SET kext_ver=kext_ver+1 WHERE id=?"
@@ -651,6 +667,7 @@ void srv_store_close(srv_store *s)
     rl_map_release(&s->srl);
     sq_ext_release(s);
     sq_gaps_release(s);
+    sq_kb_release(s);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);
     sq_health_release(s);

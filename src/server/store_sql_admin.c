@@ -31,7 +31,7 @@
 static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "scopes", "sass", "stalls",
                                            "samples", "kagg", "tl", "kscope",
-                                           "kext", "srl", "seqr",
+                                           "kext", "srl", "seqr", "kblocks",
                                            /* idle verdicts */
                                            "verdicts", "fleet",
                                            /* GPU waste (after the rollup

@@ -271,6 +271,49 @@ static int stage_kernels(srv_store *s)
     return rc == SDB_DONE ? GPUFL_OK : sdb_err(rc);
 }
 
+/* Kernels staged as new that a block already holds (compacted rows,
+ * store_sql_kblocks.c: the kernels table no longer has them) are
+ * duplicates: their rows go again.  Only the staging path can meet them;
+ * the append path's seqs are above every block's (WS_KMAX). */
+static int unstage_blocked(srv_store *s, size_t n)
+{
+    pg_writer *pw = s->wst;
+    sdb_stmt *del = NULL;
+    int rc = GPUFL_OK, in = 0;
+
+    /* without blocks (--kernel-store=rows) one probe for the batch */
+    if ((rc = sdb_prepare(s->w, "SELECT 1 FROM kblocks LIMIT 1", &del)) != 0)
+        return GPUFL_EINTERNAL;
+    rc = sdb_step(del);
+    sdb_finalize(del);
+    del = NULL;
+    if (rc == SDB_DONE)
+        return GPUFL_OK;
+    if (rc != SDB_ROW)
+        return sq_err(rc);
+    rc = GPUFL_OK;
+    for (size_t j = 0; j < n && !rc; j++) {
+        sq_pend *p = &pw->pend[j];
+        if (!p->fresh)
+            continue;
+        if ((rc = sq_kb_member(s, p->sess, p->e->seq, &in)) != 0 || !in)
+            continue;
+        if (!del &&
+            sdb_prepare(s->w, "DELETE FROM kernels WHERE sess=? AND seq=?",
+                        &del)) {
+            rc = GPUFL_EINTERNAL;
+            break;
+        }
+        qbind_i64(del, 1, p->sess);
+        qbind_u64(del, 2, p->e->seq);
+        rc = sdb_err(sdb_step(del));
+        sdb_reset(del);
+        p->fresh = 0;
+    }
+    sdb_finalize(del);
+    return rc;
+}
+
 /* The pending kernels, COPYed straight into kernels when none can be a
  * duplicate (can_append), else through kstage; then each is known new or
  * duplicate (sq_kernel_done). */
@@ -305,6 +348,8 @@ static int flush_pending(srv_store *s)
         return rc;
     if (!append) {
         rc = stage_kernels(s);
+        if (!rc)
+            rc = unstage_blocked(s, n);
     } else if ((rc = sdb_copy(s->w, "COPY kernels FROM STDIN (FORMAT binary)",
                               pw->cb.p, pw->cb.len)) == 0) {
         for (size_t j = 0; j < n; j++)

@@ -148,7 +148,7 @@ static int lite_kernel(srv_store *s, int64_t sess, const srv_ev *e,
     lite_writer *lw = s->wst;
     sdb_stmt *st = s->ws[WS_KERNEL];
     int64_t *mx = NULL;
-    int rc;
+    int rc, inblk = 0;
 
     /* after every kernel of its session stored or queued: new (agents
      * send in order, so nearly always), queued */
@@ -166,6 +166,11 @@ static int lite_kernel(srv_store *s, int64_t sess, const srv_ev *e,
     /* maybe a duplicate of a queued row: those go in first */
     if ((rc = kq_flush(s)) != 0)
         return rc;
+    /* ... or of one compacted into a block (store_sql_kblocks.c) */
+    if ((rc = sq_kb_member(s, sess, e->seq, &inblk)) != 0)
+        return rc;
+    if (inblk)
+        return sq_kernel_done(s, sess, e, l, 0);
     bind_kernel(st, 0, sess, e, l);
     if ((rc = qrun(st)) != 0)
         return rc;

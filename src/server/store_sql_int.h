@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "db.h"
 #include "rollup.h"
@@ -151,6 +152,14 @@ typedef struct sq_health {
     uint64_t up_wall;              /* Unix s: when the database was last back */
 } sq_health;
 
+/* Kernel blocks (store_sql_kblocks.c): kernels per block the compactor
+ * makes, how long a thawed session stays in rows, sessions remembered. */
+#define SQ_KB_RUN 4096
+#define SQ_KB_LINGER_S 600
+#define SQ_KB_THAWED 64
+/* Kernel rows per INSERT of the thaw. */
+#define SQ_KB_GRP 64
+
 struct srv_store {
     char path[4096];       /* SQLite: the database file (store_sql_health.c) */
     pthread_mutex_t wlock; /* the one writer connection and the caches */
@@ -184,6 +193,19 @@ struct srv_store {
     sq_run *runs;
     size_t nruns, runs_cap;
     rl_map seqhint; /* (sess, st) -> sq_run */
+    /* kernel blocks (store_sql_kblocks.c): the writer's codec state and
+     * buffers (allocated on first use), the sessions thawed lately */
+    struct kblock_enc *kb_enc;
+    struct kblock_dec *kb_dec;
+    struct kblock_ev *kb_ev;
+    unsigned char *kb_buf;
+    struct {
+        int64_t sess;
+        time_t at;
+    } kb_thawed[SQ_KB_THAWED];
+    size_t kb_thawed_next;
+    uint64_t kb_thawn; /* kernels thawed back into rows, in all */
+    char kb_grp_sql[SQ_KB_GRP * 54 + 64]; /* the thaw's grouped INSERT */
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -191,6 +213,16 @@ struct srv_store {
     unsigned nr;
     sq_health health;
 };
+
+/* Kernel blocks (store_sql_kblocks.c).  sq_kb_member: whether the
+ * session's blocks hold kernel seq (*in), on the writer (its lock held).
+ * sq_kb_thaw: the session's blocks back into kernel rows, before a query
+ * that reads rows only; r is the caller's read connection (no statement
+ * of it open), the writer's lock is taken.  sq_kb_release: the codec
+ * state, at close. */
+int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
+int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess);
+void sq_kb_release(srv_store *s);
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];

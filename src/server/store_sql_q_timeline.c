@@ -231,7 +231,7 @@ static int read_summary(tl_ctx *x, int lv, uint64_t *started)
                    "SELECT lane, b, n, busy, top_name, top_dur FROM tl"
                    " WHERE sess=?1 AND lvl=?2 AND lane IN (SELECT DISTINCT"
                    " lane FROM tl WHERE sess=?1 AND lvl=?5) AND b >= ?3"
-                   " AND b <= ?4");
+                   " AND b <= ?4 ORDER BY lane, b"); /* ties: px_top */
     if (rc)
         return rc;
     qbind_i64(x->c.st, 1, x->c.sess);

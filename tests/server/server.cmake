@@ -46,6 +46,19 @@ if(TARGET gpufl_server_core)
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
 endif()
 
+# Kernel blocks (test_kblocks.py): compaction, replays of compacted
+# kernels, the same answers as rows, kill -9 during compaction; on
+# PostgreSQL below too.
+if(TARGET gpufl_server_core)
+  foreach(cls Blocks Crash)
+    add_test(NAME server_kblocks_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
+              -v ${cls})
+    set_tests_properties(server_kblocks_${cls} PROPERTIES TIMEOUT 300
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  endforeach()
+endif()
+
 # Names, API calls, the level-of-detail timeline, export, the UI found
 # without a flag (test_timeline.py), on SQLite; on PostgreSQL below.
 set(GPUFL_TL_CLASSES Names Lod Flows Export)
@@ -89,6 +102,14 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   set_tests_properties(server_pg_waste PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  foreach(cls Blocks Crash)
+    add_test(NAME server_pg_kblocks_${cls}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
+              -v ${cls})
+    set_tests_properties(server_pg_kblocks_${cls} PROPERTIES TIMEOUT 300
+      FIXTURES_REQUIRED server_pg
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  endforeach()
   foreach(cls ${GPUFL_TL_CLASSES})
     add_test(NAME server_pg_tl_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py

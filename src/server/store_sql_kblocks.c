@@ -1,0 +1,536 @@
+/*
+ * store_sql_kblocks.c - kernels at rest in column blocks (issue 23, first
+ * step; docs/server.md "Kernel blocks"): the compactor that turns runs of
+ * a (session, stream)'s kernel rows into one kblocks row (kblock.h), the
+ * ingest's duplicate check against the blocks, and the thaw that turns a
+ * session's blocks back into rows before a query that does not read
+ * blocks yet.
+ *
+ * Ingest still writes rows (the hot tail): every acknowledged kernel is
+ * committed before 200 as before.  A block replaces exactly the rows it
+ * was made from, in one transaction (insert the block, delete the rows,
+ * checking that as many went as were read), so a crash at any point
+ * leaves either the rows or the block.  The queries read rows only, so a
+ * session is thawed before any of them reads it (q_session): they answer
+ * the same with or without blocks, at the price of the thaw on the first
+ * read of a compacted session (a block per transaction, so that ingest
+ * waits for one block at most).  Sessions thawed lately are left alone by
+ * the compactor for SQ_KB_LINGER_S, so a session being looked at stays in
+ * rows instead of going back and forth.
+ *
+ * Only rows the codec keeps exactly are compacted: rows with a NULL where
+ * ingest always writes a value (rows of older servers) stay rows.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "kblock.h"
+
+/* The kernel columns, in the table's order (store_sql.c, bind_kernel). */
+#define KB_COLS                                                                \
+    "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
+    " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+/* ... and those a row must have for the codec to keep it exactly */
+#define KB_EXACT                                                               \
+    " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
+    " name_id IS NOT NULL AND cfg IS NOT NULL AND gx IS NOT NULL AND gy IS"    \
+    " NOT NULL AND gz IS NOT NULL AND bx IS NOT NULL AND by IS NOT NULL AND"   \
+    " bz IS NOT NULL AND regs IS NOT NULL AND smem IS NOT NULL AND scope IS"   \
+    " NOT NULL AND path IS NOT NULL AND stack IS NOT NULL AND api_off IS NOT"  \
+    " NULL AND api_dur IS NOT NULL AND flags IS NOT NULL AND (occ IS NULL OR"  \
+    " occ >= 0) AND (tid IS NULL OR tid <> 0)"
+/* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
+#define KB_ZLEVEL 3
+/* (session, stream) runs one compaction pass looks at, at most */
+#define KB_GROUPS_MAX 64
+/* rows per INSERT of the thaw */
+#define KB_GRP SQ_KB_GRP
+
+/* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
+ * transaction, between the block's insert and the rows' delete, so that a
+ * test's kill -9 lands inside compaction. */
+static void kb_test_pause(void)
+{
+    const char *v = getenv("GPUFL_SERVER_KB_PAUSE_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts;
+
+    if (ms <= 0 || ms > 10000)
+        return;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+static int kb_state(srv_store *s)
+{
+    if (!s->kb_ev && !(s->kb_ev = calloc(KB_MAX_EVENTS, sizeof(kblock_ev))))
+        return GPUFL_ENOMEM;
+    if (!s->kb_buf && !(s->kb_buf = malloc(KB_BLOCK_MAX)))
+        return GPUFL_ENOMEM;
+    if (!s->kb_dec && !(s->kb_dec = kblock_dec_new()))
+        return GPUFL_ENOMEM;
+    return GPUFL_OK;
+}
+
+void sq_kb_release(srv_store *s)
+{
+    kblock_enc_free(s->kb_enc);
+    kblock_dec_free(s->kb_dec);
+    free(s->kb_ev);
+    free(s->kb_buf);
+    s->kb_enc = NULL;
+    s->kb_dec = NULL;
+    s->kb_ev = NULL;
+    s->kb_buf = NULL;
+}
+
+/* A transaction of the writer that other servers' ingest waits for
+ * (PostgreSQL: the ingest's advisory lock, store_sql_ingest_pg.c). */
+static int kb_begin(srv_store *s)
+{
+    int rc = sdb_begin(s->w);
+    if (!rc && sdb_dialect(s->w) == SDB_POSTGRES &&
+        (rc = sdb_exec(s->w, "SELECT pg_advisory_xact_lock(7242)")) != 0)
+        sdb_exec(s->w, "ROLLBACK");
+    return rc;
+}
+
+static int kb_end(srv_store *s, int rc)
+{
+    if (rc) {
+        sdb_exec(s->w, "ROLLBACK");
+        return rc;
+    }
+    return sdb_exec(s->w, "COMMIT");
+}
+
+/* One row (columns from 0, KB_COLS) as a block event. */
+static void row_to_ev(sdb_stmt *st, kblock_ev *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->seq = (uint64_t)qcol_i64(st, 0);
+    e->ts = (uint64_t)qcol_i64(st, 1);
+    e->dur = (uint64_t)qcol_i64(st, 2);
+    e->dev = (uint64_t)qcol_i64(st, 3);
+    e->stream = (uint64_t)qcol_i64(st, 4);
+    e->corr = (uint64_t)qcol_i64(st, 5);
+    e->name_id = qcol_i64(st, 6);
+    e->cfg = (uint64_t)qcol_i64(st, 7);
+    for (int i = 0; i < 3; i++) {
+        e->grid[i] = (uint64_t)qcol_i64(st, 8 + i);
+        e->block[i] = qcol_i64(st, 11 + i);
+    }
+    e->regs = qcol_i64(st, 14);
+    e->smem = qcol_i64(st, 15);
+    e->occ = qcol_null(st, 16) ? -1.0 : qcol_f64(st, 16);
+    e->scope = (uint64_t)qcol_i64(st, 17);
+    e->path = (uint64_t)qcol_i64(st, 18);
+    e->stack = (uint64_t)qcol_i64(st, 19);
+    e->api_off = qcol_i64(st, 20);
+    e->api_dur = (uint64_t)qcol_i64(st, 21);
+    e->flags = (uint64_t)qcol_i64(st, 22);
+    e->tid = qcol_null(st, 23) ? 0 : (uint64_t)qcol_i64(st, 23);
+}
+
+/* A block event as the kernel row's 25 parameters from index b + 1
+ * (INSERT INTO kernels). */
+static void ev_bind(sdb_stmt *st, int b, int64_t sess, const kblock_ev *e)
+{
+    qbind_i64(st, b + 1, sess);
+    qbind_u64(st, b + 2, e->seq);
+    qbind_u64(st, b + 3, e->ts);
+    qbind_u64(st, b + 4, e->dur);
+    qbind_u64(st, b + 5, e->dev);
+    qbind_u64(st, b + 6, e->stream);
+    qbind_u64(st, b + 7, e->corr);
+    qbind_i64(st, b + 8, e->name_id);
+    qbind_u64(st, b + 9, e->cfg);
+    for (int i = 0; i < 3; i++) {
+        qbind_u64(st, b + 10 + i, e->grid[i]);
+        qbind_i64(st, b + 13 + i, e->block[i]);
+    }
+    qbind_i64(st, b + 16, e->regs);
+    qbind_i64(st, b + 17, e->smem);
+    if (e->occ >= 0)
+        qbind_f64(st, b + 18, e->occ);
+    else
+        qbind_null(st, b + 18);
+    qbind_u64(st, b + 19, e->scope);
+    qbind_u64(st, b + 20, e->path);
+    qbind_u64(st, b + 21, e->stack);
+    qbind_i64(st, b + 22, e->api_off);
+    qbind_u64(st, b + 23, e->api_dur);
+    qbind_u64(st, b + 24, e->flags);
+    if (e->tid)
+        qbind_u64(st, b + 25, e->tid);
+    else
+        qbind_null(st, b + 25);
+}
+
+/* ---- the duplicate check (ingest) ---- */
+
+int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
+{
+    sdb_stmt *st = NULL;
+    int rc = SDB_DONE, err = GPUFL_OK;
+
+    *in = 0;
+    if (sdb_prepare(s->w,
+                    "SELECT block FROM kblocks WHERE sess=?1 AND"
+                    " seq_hi >= ?2 AND seq_lo <= ?2",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_u64(st, 2, seq);
+    while (!*in && (rc = sdb_step(st)) == SDB_ROW) {
+        size_t len = 0, pos = KB_NOTFOUND;
+        const unsigned char *b = qcol_blob(st, 0, &len);
+        char why[128];
+        if ((err = kb_state(s)) != 0)
+            break;
+        if (kblock_seek_seq(s->kb_dec, b, len, seq, &pos, why, sizeof(why))) {
+            glog_error("kblocks", "session %lld: unreadable block: %s",
+                       (long long)sess, why);
+            err = GPUFL_EINTERNAL;
+            break;
+        }
+        *in = pos != KB_NOTFOUND;
+    }
+    sdb_finalize(st);
+    if (err || *in)
+        return err;
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+/* ---- thaw ---- */
+
+/* Sessions thawed lately (the compactor leaves them alone a while). */
+static int thawed_lately(srv_store *s, int64_t sess, time_t now)
+{
+    for (size_t i = 0; i < SQ_KB_THAWED; i++)
+        if (s->kb_thawed[i].sess == sess &&
+            now - s->kb_thawed[i].at < SQ_KB_LINGER_S)
+            return 1;
+    return 0;
+}
+
+/* The INSERT of KB_GRP kernel rows into s->kb_grp_sql. */
+static int kb_grp_sql(srv_store *s)
+{
+    size_t len = (size_t)snprintf(s->kb_grp_sql, sizeof(s->kb_grp_sql),
+                                  "INSERT INTO kernels VALUES");
+    for (int i = 0; i < KB_GRP; i++)
+        len +=
+            (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
+                             "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                             "?,?,?,?,?,?)",
+                             i ? "," : "");
+    len += (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
+                            " ON CONFLICT DO NOTHING");
+    return len < sizeof(s->kb_grp_sql) ? GPUFL_OK : GPUFL_EINTERNAL;
+}
+
+/* One of the session's blocks back into rows (*nk of them; 0: it has no
+ * block left), in the writer's open transaction. */
+static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
+{
+    sdb_stmt *sel = NULL, *ins = NULL, *grp = NULL;
+    size_t len = 0, n = 0, i;
+    int64_t stream = 0, lo = 0;
+    char why[128], sql[128];
+    int rc;
+
+    *nk = 0;
+    if ((rc = kb_state(s)) != 0)
+        return rc;
+    if (sdb_prepare(s->w,
+                    "SELECT stream, seq_lo, block FROM kblocks WHERE sess=?"
+                    " LIMIT 1",
+                    &sel) ||
+        sdb_prepare(s->w, sq_wsql[WS_KERNEL], &ins) ||
+        (!s->kb_grp_sql[0] && kb_grp_sql(s)) ||
+        sdb_prepare(s->w, s->kb_grp_sql, &grp)) {
+        rc = GPUFL_EINTERNAL;
+        goto out;
+    }
+    qbind_i64(sel, 1, sess);
+    if ((rc = sdb_step(sel)) != SDB_ROW) {
+        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+        goto out;
+    }
+    stream = qcol_i64(sel, 0);
+    lo = qcol_i64(sel, 1);
+    {
+        const unsigned char *b = qcol_blob(sel, 2, &len);
+        if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
+                          sizeof(why))) {
+            glog_error("kblocks", "session %lld: unreadable block: %s",
+                       (long long)sess, why);
+            rc = GPUFL_EINTERNAL;
+            goto out;
+        }
+    }
+    sdb_finalize(sel);
+    sel = NULL;
+    /* KB_GRP rows a statement (a round trip each on PostgreSQL), the
+     * rest one by one */
+    for (i = 0; i + KB_GRP <= n; i += KB_GRP) {
+        for (size_t j = 0; j < KB_GRP; j++)
+            ev_bind(grp, (int)(25 * j), sess, &s->kb_ev[i + j]);
+        if ((rc = sdb_err(sdb_step(grp))) != 0)
+            goto out;
+        sdb_reset(grp);
+    }
+    for (; i < n; i++) {
+        ev_bind(ins, 0, sess, &s->kb_ev[i]);
+        if ((rc = sdb_err(sdb_step(ins))) != 0)
+            goto out;
+        sdb_reset(ins);
+    }
+    snprintf(sql, sizeof(sql),
+             "DELETE FROM kblocks WHERE sess=%lld AND stream=%lld AND"
+             " seq_lo=%lld",
+             (long long)sess, (long long)stream, (long long)lo);
+    if ((rc = sdb_exec(s->w, sql)) == 0)
+        *nk = n ? n : 1;
+out:
+    sdb_finalize(sel);
+    sdb_finalize(ins);
+    sdb_finalize(grp);
+    return rc;
+}
+
+int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess)
+{
+    sdb_stmt *st = NULL;
+    uint64_t nk = 0;
+    int rc, any;
+
+    /* the common case (no blocks) costs one index probe on the caller's
+     * read connection */
+    if (sdb_prepare(r, "SELECT 1 FROM kblocks WHERE sess=? LIMIT 1", &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    rc = sdb_step(st);
+    any = rc == SDB_ROW;
+    sdb_finalize(st);
+    if (!any)
+        return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    /* a block per transaction and per turn of the writer's lock: ingest
+     * waits for one block at most, not for the session; the compactor
+     * leaves the session alone from the start (thawed_lately) */
+    pthread_mutex_lock(&s->wlock);
+    {
+        size_t i = s->kb_thawed_next++ % SQ_KB_THAWED;
+        s->kb_thawed[i].sess = sess;
+        s->kb_thawed[i].at = time(NULL);
+    }
+    pthread_mutex_unlock(&s->wlock);
+    do {
+        pthread_mutex_lock(&s->wlock);
+        if ((rc = kb_begin(s)) == 0)
+            rc = kb_end(s, thaw_one(s, sess, &nk));
+        if (!rc)
+            s->kb_thawn += nk;
+        pthread_mutex_unlock(&s->wlock);
+    } while (!rc && nk);
+    return rc;
+}
+
+/* ---- compaction ---- */
+
+/* Up to SQ_KB_RUN of the session's stream's kernels, lowest seq first,
+ * into one block replacing them.  *nk: how many (0: none). */
+static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
+{
+    sdb_stmt *st = NULL;
+    size_t n = 0, len = 0;
+    kblock_index idx;
+    char why[128];
+    int rc;
+
+    *nk = 0;
+    if ((rc = kb_state(s)) != 0)
+        return rc;
+    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
+        return GPUFL_ENOMEM;
+    if (sdb_prepare(s->w,
+                    "SELECT " KB_COLS " FROM kernels WHERE sess=?1 AND"
+                    " stream=?2 AND" KB_EXACT " ORDER BY seq LIMIT ?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_i64(st, 3, SQ_KB_RUN);
+    while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS)
+        row_to_ev(st, &s->kb_ev[n++]);
+    sdb_finalize(st);
+    st = NULL;
+    if (rc != SDB_DONE && rc != SDB_ROW)
+        return sq_err(rc);
+    if (!n)
+        return GPUFL_OK;
+    if (kblock_encode(s->kb_enc, s->kb_ev, n, KB_ZLEVEL, KB_OPT_DEFAULT,
+                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
+        kblock_index_read(s->kb_buf, len, &idx, why, sizeof(why))) {
+        glog_error("kblocks", "session %lld: cannot encode: %s",
+                   (long long)sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    if (sdb_prepare(s->w, "INSERT INTO kblocks VALUES(?,?,?,?,?,?,?,?,?,?)",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_u64(st, 3, idx.seq_min);
+    qbind_u64(st, 4, idx.seq_max);
+    qbind_u64(st, 5, idx.ts_min);
+    qbind_u64(st, 6, idx.ts_max);
+    qbind_u64(st, 7, idx.n);
+    qbind_u64(st, 8, idx.dur_min);
+    qbind_u64(st, 9, idx.dur_max);
+    qbind_blob(st, 10, s->kb_buf, len);
+    rc = sdb_err(sdb_step(st));
+    sdb_finalize(st);
+    st = NULL;
+    if (rc)
+        return rc;
+    kb_test_pause();
+    /* exactly the rows read: the same filter over their seq range (the
+     * write lock or advisory lock keeps others out meanwhile) */
+    if (sdb_prepare(s->w,
+                    "DELETE FROM kernels WHERE sess=?1 AND stream=?2 AND"
+                    " seq >= ?3 AND seq <= ?4 AND" KB_EXACT,
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_u64(st, 3, idx.seq_min);
+    qbind_u64(st, 4, idx.seq_max);
+    rc = sdb_err(sdb_step(st));
+    sdb_finalize(st);
+    if (rc)
+        return rc;
+    if ((size_t)sdb_changes(s->w) != n) {
+        glog_error("kblocks",
+                   "session %lld stream %lld: read %zu kernels, would delete"
+                   " %lld: not compacted",
+                   (long long)sess, (long long)stream, n,
+                   (long long)sdb_changes(s->w));
+        return GPUFL_EINTERNAL;
+    }
+    *nk = n;
+    return GPUFL_OK;
+}
+
+typedef struct kb_group {
+    int64_t sess, stream, n;
+    int ended;
+} kb_group;
+
+/* The (session, stream) runs worth a block: SQ_KB_RUN rows or more, or
+ * any rows once the session is no longer running. */
+static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *ng = 0;
+    if (sdb_prepare(s->w,
+                    "SELECT k.sess, k.stream, count(*), max(CASE WHEN"
+                    " x.state='running' THEN 0 ELSE 1 END) FROM (SELECT"
+                    " sess, stream FROM kernels WHERE" KB_EXACT ") k"
+                    " JOIN sessions x ON x.id=k.sess"
+                    " GROUP BY k.sess, k.stream ORDER BY k.sess, k.stream",
+                    &st))
+        return GPUFL_EINTERNAL;
+    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap) {
+        kb_group x = { qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
+                       (int)qcol_i64(st, 3) };
+        if (x.n >= SQ_KB_RUN || x.ended)
+            g[(*ng)++] = x;
+    }
+    sdb_finalize(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
+{
+    kb_group g[KB_GROUPS_MAX];
+    size_t ng = 0;
+    time_t now = time(NULL);
+    int rc;
+
+    *blocks = 0;
+    *kernels = 0;
+    pthread_mutex_lock(&s->wlock);
+    rc = groups_find(s, g, KB_GROUPS_MAX, &ng);
+    pthread_mutex_unlock(&s->wlock);
+    /* the writer's lock block by block: ingest waits for one block's
+     * transaction at most, not for the pass */
+    for (size_t i = 0; !rc && i < ng; i++) {
+        /* a running stream keeps its last partial run as rows */
+        while (!rc && (g[i].n >= SQ_KB_RUN || (g[i].ended && g[i].n > 0))) {
+            uint64_t nk = 0;
+            pthread_mutex_lock(&s->wlock);
+            if (thawed_lately(s, g[i].sess, now)) {
+                pthread_mutex_unlock(&s->wlock);
+                break;
+            }
+            if ((rc = kb_begin(s)) == 0)
+                rc = kb_end(s, compact_one(s, g[i].sess, g[i].stream, &nk));
+            pthread_mutex_unlock(&s->wlock);
+            if (rc || !nk)
+                break;
+            *blocks += 1;
+            *kernels += nk;
+            g[i].n -= (int64_t)nk;
+        }
+    }
+    return rc;
+}
+
+/* One integer of a query on a reader; 0 when it fails (no dbstat). */
+static uint64_t kb_one(sdb *db, const char *sql)
+{
+    sdb_stmt *st = NULL;
+    uint64_t v = 0;
+
+    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW &&
+        !qcol_null(st, 0))
+        v = (uint64_t)qcol_i64(st, 0);
+    sdb_finalize(st);
+    return v;
+}
+
+void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o)
+{
+    sdb *db = sq_reader_get(s);
+    int pg = sdb_dialect(db) == SDB_POSTGRES;
+
+    memset(o, 0, sizeof(*o));
+    o->rows = kb_one(db, "SELECT count(*) FROM kernels");
+    o->blocks = kb_one(db, "SELECT count(*) FROM kblocks");
+    o->in_blocks = kb_one(db, "SELECT sum(n) FROM kblocks");
+    o->block_bytes = kb_one(db, "SELECT sum(length(block)) FROM kblocks");
+    /* on disk with indexes: PostgreSQL's relation sizes (TOAST and
+     * indexes included, dead rows too until VACUUM); SQLite's b-tree
+     * pages (dbstat; 0 where SQLite was built without it) */
+    o->rows_disk = kb_one(db, pg ? "SELECT pg_total_relation_size('kernels')"
+                                 : "SELECT sum(pgsize) FROM dbstat WHERE"
+                                   " name='kernels' OR name LIKE 'kernels_%'");
+    o->blocks_disk =
+        kb_one(db, pg ? "SELECT pg_total_relation_size('kblocks')"
+                      : "SELECT sum(pgsize) FROM dbstat WHERE"
+                        " name='kblocks' OR name LIKE 'kblocks_%'"
+                        " OR name LIKE 'sqlite_autoindex_kblocks%'");
+    sq_reader_put(s, db);
+}

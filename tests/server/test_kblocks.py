@@ -1,0 +1,229 @@
+"""test_kblocks.py - gpufl-server --kernel-store=blocks (docs/server.md
+"Kernel blocks"): the compactor turns kernel rows into column blocks, a
+replay of compacted kernels is still a duplicate, a query answers the same
+as from rows alone, and kill -9 during compaction loses no kernel.  Real
+binary on 127.0.0.1, SQLite or (with GPUFL_TEST_PG_URI_FILE) PostgreSQL.
+
+Run one class per ctest test: python3 test_kblocks.py Blocks
+"""
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+import unittest
+
+import srvtest as T
+import test_timeline as TL
+
+BLOCKS = ["--kernel-store", "blocks", "--kernel-compact-interval", "1s"]
+
+
+def count(srv, q):
+    return int(srv.sql(q)[0][0] or 0)
+
+
+def wait_compacted(srv, timeout=60):
+    """Until the compactor has nothing left to do (LEFT) and made blocks."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if count(srv, LEFT) == 0 and \
+                count(srv, "SELECT count(*) FROM kblocks") > 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("not compacted in %d s" % timeout)
+
+
+def ended(g):
+    """g's session with both streams ended (the compactor takes all)."""
+    g.lines["device"][0]["streams"] = ["device", "scope"]
+    g.line("device", TL.T0 + 10 ** 10, "session_end", reason="exit")
+    g.line("scope", TL.T0 + 10 ** 10, "session_end", reason="exit")
+    return g
+
+
+def norm(v):
+    """An answer without its time of receipt, and with the timeline's
+    lanes in (dev, stream) order: their order is not specified
+    (docs/api.md), and PostgreSQL's follows where the rows lie, which a
+    thaw changes."""
+    if isinstance(v, dict) and "last_seen" in v:
+        v = dict(v)
+        del v["last_seen"]  # when the server received it (Unix s)
+    if isinstance(v, dict) and isinstance(v.get("lanes"), list):
+        v = dict(v)
+        v["lanes"] = sorted(v["lanes"], key=lambda l: (l.get("dev", 0),
+                                                       l.get("stream", 0)))
+    return v
+
+
+def lines(g, st, lo, hi):
+    return b"\n".join(json.dumps(e, separators=(",", ":")).encode()
+                      for e in g.lines[st][lo:hi]) + b"\n"
+
+
+class Base(TL.Base):
+    pass
+
+
+class Blocks(Base):
+    def test_same_answers_and_replays(self):
+        # a running session: full runs of 4096 of a stream are compacted,
+        # the rest stay rows (the hot tail)
+        g, lanes = TL.lod_session(random.Random(23))
+        nk = len(g.kernels)
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS)
+        g.send(a)
+        g.send(b)
+        wait_compacted(b)
+        inb = count(b, "SELECT sum(n) FROM kblocks")
+        self.assertGreaterEqual(inb, 4 * 4096)
+        self.assertEqual(inb + count(b, "SELECT count(*) FROM kernels"), nk)
+        self.assertEqual(count(a, "SELECT count(*) FROM kblocks"), 0)
+        per = (count(b, "SELECT sum(length(block)) FROM kblocks") / inb)
+        self.assertLess(per, 40)  # a row is ~250 bytes with its indexes
+
+        # replays of compacted kernels are duplicates: the whole device
+        # stream, then a range that straddles a block and runs on into
+        # new kernels (their seqs above every block's)
+        dev = g.lines["device"]
+        r = b.ingest_ok("device", lines(g, "device", 0, len(dev)))
+        self.assertEqual((r["accepted"], r["duplicate"]), (0, len(dev)))
+        n0 = len(dev)
+        seqs = sorted(k[0] for k in g.kernels)
+        for i in range(5):
+            g.kernel(TL.T0 + 9 * 10 ** 9 + i, 10 + i, 1, stream=7)
+        # from inside the last block on, through the rows after it
+        hi = count(b, "SELECT max(seq_hi) FROM kblocks")
+        lo = seqs[seqs.index(hi) - 50]
+        self.assertLess(hi, seqs[-1])
+        first = next(i for i, e in enumerate(g.lines["device"])
+                     if e["seq"] == lo)
+        for srv in (a, b):
+            r = srv.ingest_ok("device", lines(g, "device", first,
+                                              len(g.lines["device"])))
+            self.assertEqual(r["accepted"], 5, (srv.data_dir, r))
+        for srv in (a, b):
+            self.assertEqual(count(srv, "SELECT n_kernels FROM sessions"),
+                             nk + 5)
+            self.assertEqual(count(srv, "SELECT sum(n) FROM kagg"), nk + 5)
+        # still compacted: nothing read them yet
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks"), 0)
+
+        # the API answers as from rows alone
+        base = "/api/v1/sessions/" + g.sid
+        t0, t1 = TL.T0 + 3 * 10 ** 9, TL.T0 + 3 * 10 ** 9 + 5 * 10 ** 6
+        paths = [base, base + "/kernels?limit=1000",
+                 base + "/kernels?sort=duration&desc=true&limit=300",
+                 base + "/kernels?sort=duration&limit=300",
+                 base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1),
+                 base + "/kernels/aggregate", base + "/durations",
+                 base + "/timeline?from=%d&to=%d&width=500&exact=5000"
+                 % (t0, t1),
+                 base + "/timeline?width=800",
+                 base + "/calls?from=%d&to=%d" % (t0, t1)]
+        paths += [base + "/kernels/%d" % s
+                  for s in (seqs[0], seqs[4095], seqs[4096], seqs[-1])]
+        for p in paths:
+            self.assertEqual(norm(b.get(p)), norm(a.get(p)), p)
+        self.assertEqual(T.page_all(b, base + "/kernels"),
+                         T.page_all(a, base + "/kernels"))
+        for srv in (a, b):
+            st, _, data = srv.req("GET", base + "/export?from=%d&to=%d"
+                                  % (t0, t1))
+            self.assertEqual(st, 200)
+            if srv is a:
+                want = json.loads(data)
+        self.assertEqual(json.loads(data), want)
+        # a query thawed the session back into rows (docs/server.md)
+        self.assertEqual(count(b, "SELECT count(*) FROM kblocks"), 0)
+        self.assertEqual(count(b, "SELECT count(*) FROM kernels"), nk + 5)
+        # and a replay after the thaw is still a duplicate
+        r = b.ingest_ok("device", lines(g, "device", 0, 50))
+        self.assertEqual(r["accepted"], 0)
+
+    def test_rows_store_compacts_nothing(self):
+        g, _ = TL.lod_session(random.Random(3))
+        ended(g)
+        a = self.server("rows", ["--kernel-compact-interval", "1s"])
+        g.send(a)
+        time.sleep(2.5)
+        self.assertEqual(count(a, "SELECT count(*) FROM kblocks"), 0)
+        self.assertEqual(count(a, "SELECT count(*) FROM kernels"),
+                         len(g.kernels))
+
+
+class Crash(Base):
+    def test_kill9_during_compaction_loses_nothing(self):
+        rnd = random.Random(9)
+        want = {}
+        d = os.path.join(self.dir, "data")
+        # each block's transaction pauses 400 ms between the block's insert
+        # and the rows' delete: most kills land inside one
+        env = {"GPUFL_SERVER_KB_PAUSE_MS": "400"}
+        # fed by a rows server (nothing compacts), then compacted by blocks
+        # servers killed one after another
+        srv = self.server("data")
+        gens = []
+        for i in range(6):
+            g = TL.Gen()
+            nid = g.name("k%d" % i)
+            t = TL.T0
+            for j in range(9000 + rnd.randrange(3000)):
+                t += rnd.randrange(1, 50000)
+                g.kernel(t, rnd.randrange(0, 90000), nid,
+                         stream=7 + j % 3, corr=j + 1)
+            if i % 2 == 0:
+                ended(g)  # the others keep a partial run as rows
+            g.send(srv, batch=4000)
+            want[g.sid] = sorted(k[0] for k in g.kernels)
+            gens.append(g)
+        srv.stop()
+        srv = T.Server(d, BLOCKS, env=env)
+        self.servers.append(srv)
+        kills, mid = 0, 0
+        for _ in range(8):
+            time.sleep(rnd.uniform(1.2, 2.4))
+            srv.kill()
+            kills += 1
+            mid += count(srv, LEFT) > 0
+            srv = T.Server(d, BLOCKS, env=env)
+            self.servers.append(srv)
+        print("kills while compaction had work left: %d of %d" % (mid, kills))
+        self.assertGreater(mid, 0)
+        # let it finish, then count every kernel: rows + blocks, and after
+        # the thaw every seq, exactly once
+        deadline = time.time() + 60
+        while time.time() < deadline and count(srv, LEFT) > 0:
+            time.sleep(0.3)
+        self.assertEqual(count(srv, LEFT), 0)
+        self.assertGreater(count(srv, "SELECT count(*) FROM kblocks"), 0)
+        total = sum(len(v) for v in want.values())
+        self.assertEqual(count(srv, "SELECT count(*) FROM kernels") +
+                         count(srv, "SELECT coalesce(sum(n), 0) FROM kblocks"),
+                         total)
+        for g in gens:
+            r = srv.ingest_ok("device", lines(g, "device", 0,
+                                              len(g.lines["device"])))
+            self.assertEqual(r["accepted"], 0)
+        srv.stop()
+        srv = T.Server(d)  # rows: nothing compacts; queries thaw
+        self.servers.append(srv)
+        for sid, seqs in want.items():
+            got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % sid)
+            self.assertEqual(sorted(k["kid"] for k in got), seqs)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kblocks"), 0)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kernels"), total)
+        self.assertEqual(kills, 8)
+
+
+# (session, stream) runs the compactor still has to do: 4096 rows or more
+# (SQ_KB_RUN), or any of an ended session
+LEFT = ("SELECT count(*) FROM (SELECT k.sess, k.stream, count(*) AS c,"
+        " max(s.state) AS st FROM kernels k JOIN sessions s ON s.id=k.sess"
+        " GROUP BY k.sess, k.stream) t WHERE c >= 4096 OR st <> 'running'")
+
+if __name__ == "__main__":
+    unittest.main()
