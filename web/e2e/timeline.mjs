@@ -247,10 +247,16 @@ export async function testTrackToggles({ page, U, check, sid }) {
   await page.waitForSelector('[data-testid=timeline-canvas]');
   await idleWait(page);
   const keys = async () => (await tl(page)).lanes.filter((l) => l.kind === 'counter').map((l) => l.key);
-  const before = await keys();
+  /* the counter samples come after the first frame: on a loaded machine the
+     lanes were read before they arrived (0 lanes); wait up to 20 s for them */
+  const want = ['t0:power', 't1:power', 't1:util'];
+  let before = await keys();
+  for (let i = 0; i < 100 && !want.every((k) => before.includes(k)); i++) {
+    await page.waitForTimeout(200);
+    before = await keys();
+  }
   const bad = [];
-  for (const k of ['t0:power', 't1:power', 't1:util'])
-    if (!before.includes(k)) bad.push(k + ' missing before the toggle');
+  for (const k of want) if (!before.includes(k)) bad.push(k + ' missing before the toggle');
   let off = [];
   let on = [];
   if (!(await page.locator('[data-testid=track-1-power]').count())) bad.push('no toggle for GPU1 power');
