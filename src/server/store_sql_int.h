@@ -223,6 +223,14 @@ struct srv_store {
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
 int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess);
 void sq_kb_release(srv_store *s);
+/* The bytes of the block a kblocks row stands for.  Every reader of a
+ * block goes through here (never qcol_blob on the `block` column itself)
+ * so that a block kept elsewhere (a cold tier) reads the same: st's column
+ * col holds the row's `block`; sess, stream, seq_lo are the row's key.
+ * *b stays valid until st steps again or is finalized. */
+int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
+                int64_t stream, int64_t seq_lo, const unsigned char **b,
+                size_t *len);
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];

@@ -177,6 +177,22 @@ static void ev_bind(sdb_stmt *st, int b, int64_t sess, const kblock_ev *e)
 
 /* ---- the duplicate check (ingest) ---- */
 
+int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
+                int64_t stream, int64_t seq_lo, const unsigned char **b,
+                size_t *len)
+{
+    (void)s;
+    *len = 0;
+    *b = qcol_blob(st, col, len);
+    if (!*b || !*len) {
+        glog_error("kblocks",
+                   "session %lld stream %lld seq %lld: block has no bytes",
+                   (long long)sess, (long long)stream, (long long)seq_lo);
+        return GPUFL_EINTERNAL;
+    }
+    return GPUFL_OK;
+}
+
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
 {
     sdb_stmt *st = NULL;
@@ -184,17 +200,19 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
 
     *in = 0;
     if (sdb_prepare(s->w,
-                    "SELECT block FROM kblocks WHERE sess=?1 AND"
-                    " seq_hi >= ?2 AND seq_lo <= ?2",
+                    "SELECT block, stream, seq_lo FROM kblocks WHERE"
+                    " sess=?1 AND seq_hi >= ?2 AND seq_lo <= ?2",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_u64(st, 2, seq);
     while (!*in && (rc = sdb_step(st)) == SDB_ROW) {
         size_t len = 0, pos = KB_NOTFOUND;
-        const unsigned char *b = qcol_blob(st, 0, &len);
+        const unsigned char *b = NULL;
         char why[128];
-        if ((err = kb_state(s)) != 0)
+        if ((err = kb_state(s)) != 0 ||
+            (err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
+                               &b, &len)) != 0)
             break;
         if (kblock_seek_seq(s->kb_dec, b, len, seq, &pos, why, sizeof(why))) {
             glog_error("kblocks", "session %lld: unreadable block: %s",
@@ -269,7 +287,9 @@ static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
     stream = qcol_i64(sel, 0);
     lo = qcol_i64(sel, 1);
     {
-        const unsigned char *b = qcol_blob(sel, 2, &len);
+        const unsigned char *b = NULL;
+        if ((rc = sq_kb_bytes(s, sel, 2, sess, stream, lo, &b, &len)) != 0)
+            goto out;
         if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
                           sizeof(why))) {
             glog_error("kblocks", "session %lld: unreadable block: %s",
