@@ -356,7 +356,8 @@ int idle_proc_env(const idle_env *e, uint32_t pid, const char *const *names,
 typedef struct idle_slurm_job {
     char id[32];   /* JobId (an array task's own id) */
     char user[32]; /* UserId's name, else the uid */
-    uint32_t gpus; /* mask of this node's GPU indices (GRES IDX) */
+    uint64_t gpus; /* mask of this node's GPU indices (GRES IDX), one bit
+                      for each of IDLE_MAX_GPUS */
 } idle_slurm_job;
 
 typedef struct idle_slurm idle_slurm;
@@ -379,6 +380,8 @@ int idle_slurm_mark(const idle_slurm *s, idle_gpu *gpus, int ngpus);
  * the RUNNING and SUSPENDED jobs with GPUs on node into jobs[max]. */
 int idle_slurm_parse(const char *text, size_t len, const char *node,
                      idle_slurm_job *jobs, int max);
+/* 1 when job j holds this node's GPU of index id. */
+int idle_slurm_holds(const idle_slurm_job *j, uint32_t id);
 /* 1 when name is in a Slurm host list ("gpu[01-04,07],login1"). */
 int idle_slurm_hostlist_has(const char *list, size_t len, const char *name);
 

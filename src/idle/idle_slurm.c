@@ -34,6 +34,9 @@
 #define SLURM_OUT_CAP (16u << 20)    /* scontrol's answer, bytes */
 #define SLURM_LINE 4096
 
+/* a job's GPUs are a mask of one 64-bit word */
+_Static_assert(IDLE_MAX_GPUS <= 64, "idle_slurm_job.gpus holds the indices");
+
 struct idle_slurm {
     char path[1024]; /* scontrol */
     char node[128];
@@ -96,6 +99,10 @@ static int item_has(const char *it, size_t n, const char *name)
 int idle_slurm_hostlist_has(const char *list, size_t len, const char *name)
 {
     size_t i = 0;
+    /* no name (gethostname failed) is no node: not the empty item of
+     * ",vm" nor of a list cut short */
+    if (!name[0])
+        return 0;
     while (i < len) {
         size_t j = i;
         int depth = 0;
@@ -114,9 +121,9 @@ int idle_slurm_hostlist_has(const char *list, size_t len, const char *name)
 
 /* GPU indices of a GRES value: "gpu:1(IDX:1)", "gpu:a100:2(IDX:0,2-3)",
  * "gpu(IDX:0),mps:100(0/100)"; other GRES are skipped. */
-static uint32_t gres_gpus(const char *v, size_t n)
+static uint64_t gres_gpus(const char *v, size_t n)
 {
-    uint32_t mask = 0;
+    uint64_t mask = 0;
     size_t i = 0;
     while (i < n) {
         const char *it = v + i, *idx, *close;
@@ -144,7 +151,7 @@ static uint32_t gres_gpus(const char *v, size_t n)
                     break;
             }
             for (unsigned long k = lo; k <= hi && k < IDLE_MAX_GPUS; k++)
-                mask |= 1u << k;
+                mask |= (uint64_t)1 << k;
             p = *end == ',' ? end + 1 : end;
             if (*end != ',')
                 break;
@@ -227,6 +234,11 @@ int idle_slurm_parse(const char *text, size_t len, const char *node,
         }
     }
     return rec_end(&r, jobs, n, max);
+}
+
+int idle_slurm_holds(const idle_slurm_job *j, uint32_t id)
+{
+    return id < IDLE_MAX_GPUS && (j->gpus & ((uint64_t)1 << id)) != 0;
 }
 
 /* ---- the child ---- */
@@ -424,7 +436,7 @@ int idle_slurm_mark(const idle_slurm *s, idle_gpu *gpus, int ngpus)
         snprintf(what, sizeof what, "Slurm job %s%s%s%s", j->id,
                  j->user[0] ? " (user " : "", j->user, j->user[0] ? ")" : "");
         for (int g = 0; g < ngpus; g++)
-            if (gpus[g].info.id < 32 && (j->gpus & (1u << gpus[g].info.id)))
+            if (idle_slurm_holds(j, gpus[g].info.id))
                 n += idle_alloc_mark(&gpus[g], &o, what);
     }
     return n;

@@ -172,8 +172,7 @@ static void slurm_sessions(ictx *x, uint64_t now)
         snprintf(c.job, sizeof c.job, "%s", jobs[k].id);
         snprintf(c.job_user, sizeof c.job_user, "%s", jobs[k].user);
         for (int g = 0; g < x->ngpus && c.ndevs < IDLE_MAX_GPUS; g++)
-            if (x->gpus[g].info.id < 32 &&
-                (jobs[k].gpus & (1u << x->gpus[g].info.id)))
+            if (idle_slurm_holds(&jobs[k], x->gpus[g].info.id))
                 c.devs[c.ndevs++] = g;
         idle_sess_init(&x->ss[x->nss], &c, now);
         x->ss[x->nss++].seen = 1;

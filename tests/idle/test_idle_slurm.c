@@ -81,6 +81,33 @@ static void test_parse(void)
     CHECK(idle_slurm_parse("No jobs in the system\n", 22, "vm", j, 8) == 0);
 }
 
+/* A node with more than 32 GPUs: indices 32..63 are GPUs like the others
+ * (a 32-bit mask shifted past its width: UB, and on x86 index 40 read as
+ * 8), 64 and above are beyond what the detector watches. */
+static void test_wide_indices(void)
+{
+    static const char wide[] =
+        "JobId=70 JobName=wide\n"
+        "   UserId=dave(1005) GroupId=dave(1005) MCS_label=N/A\n"
+        "   JobState=RUNNING Reason=None Dependency=(null)\n"
+        "     Nodes=vm CPU_IDs=0-3 Mem=0 GRES=gpu:4(IDX:31-32,40,63)\n"
+        "\n"
+        "JobId=71 JobName=beyond\n"
+        "   UserId=dave(1005) GroupId=dave(1005) MCS_label=N/A\n"
+        "   JobState=RUNNING Reason=None Dependency=(null)\n"
+        "     Nodes=vm CPU_IDs=0-3 Mem=0 GRES=gpu:2(IDX:64,96)\n";
+    idle_slurm_job j[4];
+    int n = idle_slurm_parse(wide, sizeof wide - 1, "vm", j, 4);
+    CHECK(n == 1);
+    CHECK_STR(j[0].id, "70");
+    CHECK(j[0].gpus == ((uint64_t)1 << 31 | (uint64_t)1 << 32 |
+                        (uint64_t)1 << 40 | (uint64_t)1 << 63));
+    CHECK(idle_slurm_holds(&j[0], 40));
+    CHECK(idle_slurm_holds(&j[0], 63));
+    CHECK(!idle_slurm_holds(&j[0], 8));
+    CHECK(!idle_slurm_holds(&j[0], 64));
+}
+
 static void test_hostlist(void)
 {
 #define HAS(l, n) idle_slurm_hostlist_has(l, strlen(l), n)
@@ -95,6 +122,10 @@ static void test_hostlist(void)
     CHECK(!HAS("n[1,3,5-6]x", "n4x"));
     CHECK(HAS("a[1-2],b[7-9]", "b8"));
     CHECK(!HAS("gpu[01-04", "gpu01"));
+    /* an empty name is no node, even where the list has an empty item
+     * (fuzz_slurm's crash-fe72af13, corpus hostlist-empty-item) */
+    CHECK(!HAS(",vm", ""));
+    CHECK(!HAS("vm,", ""));
 #undef HAS
 }
 
@@ -156,6 +187,7 @@ int main(void)
 {
     RUN(test_owner_v1_and_env);
     RUN(test_parse);
+    RUN(test_wide_indices);
     RUN(test_hostlist);
     TEST_DONE();
 }
