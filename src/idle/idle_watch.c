@@ -48,7 +48,8 @@ typedef struct ictx {
     idle_log *log;
     idle_acct *acct;
     idle_kern *kern;               /* --gpufl-logs */
-    idle_env env;                  /* o->env, with this daemon's cgroup cache */
+    idle_env env;                  /* o->env, with this daemon's cgroup cache:
+                                      the one every read after ctx_open uses */
     int host_pids;                 /* a PID NVML lists was found in /proc */
     idle_wline *waste;             /* waste lines, with the log */
     uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
@@ -118,8 +119,8 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
         snprintf(why, whylen, "out of memory");
         return GPUFL_ENOMEM;
     }
-    if (o->env.gpufl_logs && *o->env.gpufl_logs) {
-        if (idle_kern_new(&x->kern, o->env.gpufl_logs)) {
+    if (x->env.gpufl_logs && *x->env.gpufl_logs) {
+        if (idle_kern_new(&x->kern, x->env.gpufl_logs)) {
             snprintf(why, whylen, "out of memory");
             return GPUFL_ENOMEM;
         }
@@ -716,7 +717,7 @@ static void run_hook(ictx *x, const idle_sess *s)
     }
     if (o->hook_url) {
         char why[IDLE_WHY];
-        if (idle_http_post(o->hook_url, o->env.ca_file, x->scratch, why,
+        if (idle_http_post(o->hook_url, x->env.ca_file, x->scratch, why,
                            sizeof why))
             glog_warn("hook", "webhook for %s failed: %s", s->c.name, why);
     }
@@ -744,7 +745,7 @@ int idle_watch(const idle_opts *o)
     /* simulated processes are nobody's: nothing to tell a Hub */
     if (o->hub_url && !x.simulated &&
         idle_hub_new(&x.hub, o->hub_url, o->hub_token ? o->hub_token : "",
-                     o->env.ca_file, o->hub_every_s, why, sizeof why))
+                     x.env.ca_file, o->hub_every_s, why, sizeof why))
         goto fail;
     if (o->log_dir &&
         idle_log_open(&x.log, o->log_dir, x.simulated, x.devs, x.ngpus,
@@ -769,7 +770,7 @@ int idle_watch(const idle_opts *o)
         round_sample(&x);
         round_decide(&x);
         pthread_mutex_unlock(&x.mu);
-        idle_hub_round(x.hub, &o->env, x.gpus, x.ngpus);
+        idle_hub_round(x.hub, &x.env, x.gpus, x.ngpus);
         now = clock_real_ns();
         for (int i = 0; i < x.ngpus; i++) {
             idle_gpu *g = &x.gpus[i];
