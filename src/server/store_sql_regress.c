@@ -18,9 +18,9 @@
  * comparison takes REGRESS_SAMPLE evenly spaced quantiles of each (placed
  * within their bucket as if its values were spread evenly), so a scan
  * costs the same for a thousand kernels as for a million.  Scope paths
- * come from their scope_end rows (REGRESS_SCOPE_ROWS_MAX per session at
- * most, thinned the same way), peak memory from the system samples' 60 s
- * rollup (srl: the largest mem_used of any GPU).
+ * come from their scope_end rows (the first REGRESS_SCOPE_ROWS_MAX of a
+ * session as recorded, thinned the same way), peak memory from the system
+ * samples' 60 s rollup (srl: the largest mem_used of any GPU).
  */
 #include "store_sql_int.h"
 
@@ -49,7 +49,7 @@
 #define REGRESS_ROWS_MAX 1000
 /* Baseline sessions at most (--regress-baseline's bound). */
 #define REGRESS_BASE_MAX 64
-/* scope_end rows read per session at most (the first ones by path) */
+/* scope_end rows read per session at most (the first ones recorded) */
 #define REGRESS_SCOPE_ROWS_MAX 200000
 /* srv_sys_fields' index of mem_used: the srl column mx2 */
 #define REGRESS_MEM_COL "mx2"
@@ -173,13 +173,17 @@ static int path_close(rname *x, double *vals, size_t n)
 }
 
 /* A session's scope paths ("a/b/c") with their instances and wall-time
- * sample: the scope_end rows, by path id, then the ids' strings. */
+ * sample: its first REGRESS_SCOPE_ROWS_MAX scope_end rows, grouped by path
+ * id, then the ids' strings.  The cap comes before the sort: the inner
+ * query walks the primary key (sess, seq) and stops at the cap, so only
+ * the rows kept are sorted, never all of a session's; under the cap the
+ * rows, and so the answer, are the same as sorting them all. */
 static int load_scopes(qctx *c, rsess *r)
 {
     int64_t *ids = malloc(REGRESS_NAMES_MAX * sizeof(*ids));
     double *vals = malloc(REGRESS_SCOPE_ROWS_MAX * sizeof(*vals));
     char *buf = malloc(SQ_PATH_STR_MAX);
-    size_t nvals = 0, rows = 0;
+    size_t nvals = 0;
     int rc;
 
     r->names = calloc(REGRESS_NAMES_MAX, sizeof(*r->names));
@@ -187,17 +191,18 @@ static int load_scopes(qctx *c, rsess *r)
         rc = GPUFL_ENOMEM;
         goto out;
     }
-    rc = q_prepare(c, "SELECT path, dur FROM scopes WHERE sess=? AND type=?"
-                      " AND path IS NOT NULL ORDER BY path LIMIT ?");
+    rc = q_prepare(c, "SELECT path, dur FROM (SELECT path, dur FROM scopes"
+                      " WHERE sess=? AND type=? AND path IS NOT NULL ORDER"
+                      " BY seq LIMIT ?) AS first_rows ORDER BY path");
     if (rc)
         goto out;
     qbind_i64(c->st, 1, r->id);
     qbind_i64(c->st, 2, EV_SCOPE_END);
-    qbind_i64(c->st, 3, REGRESS_SCOPE_ROWS_MAX + 1);
+    qbind_i64(c->st, 3, REGRESS_SCOPE_ROWS_MAX);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         int64_t path = qcol_i64(c->st, 0), dur = qcol_i64(c->st, 1);
-        if (++rows > REGRESS_SCOPE_ROWS_MAX)
-            break; /* the path being read is cut: dropped below */
+        if (nvals == REGRESS_SCOPE_ROWS_MAX)
+            break; /* the LIMIT's own bound, held here too */
         if (!r->n || ids[r->n - 1] != path) {
             if (r->n && (rc = path_close(&r->names[r->n - 1], vals, nvals)))
                 goto out;
@@ -212,11 +217,9 @@ static int load_scopes(qctx *c, rsess *r)
         rc = sq_err(rc);
         goto out;
     }
-    if (rc == SDB_DONE && r->n &&
+    if (r->n && !r->names[r->n - 1].v &&
         (rc = path_close(&r->names[r->n - 1], vals, nvals)) != 0)
         goto out;
-    if (rc == SDB_ROW && r->n && !r->names[r->n - 1].v)
-        r->n--; /* the path the row cap cut: its sample is partial */
     rc = GPUFL_OK;
     /* the strings once the rows are read: one statement at a time */
     sdb_finalize(c->st);

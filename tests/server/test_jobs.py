@@ -44,13 +44,15 @@ T0 = 1_800_000_000_000_000_000
 
 def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
                   world=None, wait=None, step_scope=None, jitter=True,
-                  start=T0, stall=20000, mem=None):
+                  start=T0, stall=20000, mem=None, flood=0):
     """Device and scope lines of one run. wait[i]: ns the NCCL kernel of
     step i lasts beyond NCCL_NS (the rank waits for a slower one); returns
     (device lines, scope lines, per-step compute ns). stall: ns per step
     in a scope "data_load" without kernels (host side). mem: the GPU's
     mem_used (bytes) at its peak: then the device lines end with a few
-    "gpu" samples (stream system, sent by send()) rising to it."""
+    "gpu" samples (stream system, sent by send()) rising to it. flood:
+    scope_end rows of a path "train_step/flood" (path id 10, below the
+    steps' 20-22) recorded after the steps."""
     rng = random.Random(seed)
     run = 1 + (rng.uniform(-0.02, 0.02) if jitter else 0)
     sess = {"app": app, "host": "h-%s" % app, "pid": 1000 + seed,
@@ -125,6 +127,14 @@ def session_lines(sid, app, seed, steps=30, gemm=1.0, job=None, rank=None,
         s("scope_end", t, id=top, name=STEP, path=20, depth=1, tid=1,
           dur=t - b)
         t += 1000
+    if flood:
+        d("dict", start, id=30, kind="name", name="flood")
+        s("dict", start, id=10, kind="path", parent=20, name=30, depth=2)
+        for _ in range(flood):
+            inst += 1
+            s("scope_end", t, id=inst, name=30, path=10, depth=2, tid=1,
+              dur=1000)
+            t += 1000
     if mem is not None:
         sy = []
         for i, f in enumerate((0.5, 0.9, 1.0, 0.7)):
@@ -591,6 +601,29 @@ class Regressions(Base):
                           int(10.1 * G), 5))
         self.assertAlmostEqual(m["ratio"], 13 / 10.1, places=3)
         self.assertNotIn("cur_median_ns", m)
+
+    def test_scope_rows_over_the_cap(self):
+        """A session with more scope ends than the scan reads (200,000) is
+        judged on the first ones recorded: its steps, recorded before a
+        flood of a path whose id sorts first, are all read and unchanged,
+        and the flood is new.  (Sorted by path id before the cap, the flood
+        filled it and the steps read as vanished.)"""
+        srv = self.server()
+        sids = []
+        for i in range(6):
+            sid = str(uuid.UUID(int=random.Random(700 + i).getrandbits(128),
+                                version=4))
+            dev, sc, _ = session_lines(sid, "capped", 700 + i,
+                                       start=T0 + i * 10 ** 12,
+                                       flood=200000 if i == 5 else 0)
+            send(srv, dev, sc)
+            sids.append(sid)
+        got = wait_scanned(srv, sids, timeout=120)
+        items = got[sids[5]]["items"]
+        self.assertEqual([(i["kind"], i["subject"], i["name"], i["cur_count"])
+                          for i in items],
+                         [("new", "scope", "train_step/flood", 200000 - 90)],
+                         items)
 
     def test_upgrade_from_schema_13(self):
         """Sessions stored before migration 14 keep their data, count as
