@@ -9,20 +9,13 @@
  * median duration with its interval (src/analysis, the baseline sessions
  * as groups, so their run-to-run spread counts), the change of the call
  * count, and names that are new or vanished; and its peak GPU memory
- * against theirs.  The step scope's path is reported as the subject
- * "step", the other paths as "scope".
- *
- * The durations come from the kagg rollup's log histogram, which ingest
- * keeps for every name of every session: all kernels of the name, not a
- * sample of them, at a resolution of 1/16 to 1/32 of a power of two.  The
- * comparison takes REGRESS_SAMPLE evenly spaced quantiles of each (placed
- * within their bucket as if its values were spread evenly), so a scan
- * costs the same for a thousand kernels as for a million.  Scope paths
- * come from their scope_end rows (the first REGRESS_SCOPE_ROWS_MAX of a
- * session as recorded, thinned the same way), peak memory from the system
- * samples' 60 s rollup (srl: the largest mem_used of any GPU).
+ * against theirs.  This file picks the sessions and their baseline,
+ * compares the names, stores the findings and answers the API; what each
+ * subject reads of a session is in store_sql_regress_kernel.c (kernel
+ * names, from the kagg histograms), store_sql_regress_scope.c (scope
+ * paths and the step) and store_sql_regress_mem.c (peak GPU memory).
  */
-#include "store_sql_int.h"
+#include "store_sql_regress_int.h"
 
 #include <gpufl/gpufl.h>
 
@@ -33,48 +26,13 @@
 
 #include "analysis/compare.h"
 #include "srv_json.h"
-#include "store_sql_q.h"
 
-/* Fewer baseline sessions than this: nothing is judged (run-to-run noise
- * cannot be told from a change with one or two runs). */
-#define REGRESS_MIN_BASE 3
-/* Kernel names per session compared (the longest in total first). */
-#define REGRESS_NAMES_MAX 4096
-/* Values per session and name compared, bootstrap resamples. */
-#define REGRESS_SAMPLE 256
+/* Bootstrap resamples of a comparison. */
 #define REGRESS_RESAMPLES 400
 /* Calls of a name needed on each side for a median shift. */
 #define REGRESS_MIN_CALLS 5
-/* Findings stored per session at most (the worst first). */
-#define REGRESS_ROWS_MAX 1000
-/* Baseline sessions at most (--regress-baseline's bound). */
-#define REGRESS_BASE_MAX 64
-/* scope_end rows read per session at most (the first ones recorded) */
-#define REGRESS_SCOPE_ROWS_MAX 200000
-/* srv_sys_fields' index of mem_used: the srl column mx2 */
-#define REGRESS_MEM_COL "mx2"
 
-typedef struct rname {
-    char *name; /* malloc'd */
-    int64_t n;  /* calls */
-    double *v;  /* REGRESS_SAMPLE or n values, sorted */
-    size_t nv;
-} rname;
-
-typedef struct rsess {
-    int64_t id;
-    rname *names;
-    size_t n;
-    double peak; /* largest mem_used of a GPU, bytes; < 0: none sampled */
-} rsess;
-
-typedef struct rrow {
-    const char *kind, *subject, *name; /* name borrowed from an rsess */
-    double base_med, cur_med, ratio, lo, hi, p, noise, base_count;
-    int64_t cur_count;
-} rrow;
-
-static void rsess_release(rsess *r)
+void sq_regress_release(rsess *r)
 {
     for (size_t i = 0; i < r->n; i++) {
         free(r->names[i].name);
@@ -85,256 +43,22 @@ static void rsess_release(rsess *r)
     r->n = 0;
 }
 
-static int cmp_name(const void *a, const void *b)
+int sq_regress_cmp_name(const void *a, const void *b)
 {
     return strcmp(((const rname *)a)->name, ((const rname *)b)->name);
 }
 
-static const rname *find_name(const rsess *r, const char *name)
-{
-    rname key = { (char *)(uintptr_t)name, 0, NULL, 0 };
-    return bsearch(&key, r->names, r->n, sizeof(*r->names), cmp_name);
-}
-
-/* A session's kernel names with their calls and duration sample. */
-static int load_sess(qctx *c, rsess *r)
-{
-    uint64_t *h = malloc(RL_HIST_N * sizeof(*h));
-    int rc;
-
-    r->names = calloc(REGRESS_NAMES_MAX, sizeof(*r->names));
-    if (!h || !r->names) {
-        free(h);
-        return GPUFL_ENOMEM;
-    }
-    rc = q_prepare(c, "SELECT coalesce(n.name, ''), a.n, a.hist FROM kagg a"
-                      " LEFT JOIN dicts n ON n.sess=a.sess AND"
-                      " n.id=a.name_id WHERE a.sess=? ORDER BY a.total DESC"
-                      " LIMIT ?");
-    if (rc)
-        goto out;
-    qbind_i64(c->st, 1, r->id);
-    qbind_i64(c->st, 2, REGRESS_NAMES_MAX);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        rname *x = &r->names[r->n];
-        size_t bn = 0;
-        const void *blob = qcol_blob(c->st, 2, &bn);
-        int64_t n = qcol_i64(c->st, 1);
-        uint64_t tot = 0;
-        memset(h, 0, RL_HIST_N * sizeof(*h));
-        if (n <= 0 || !blob || rl_hist_decode_add(blob, bn, h))
-            continue; /* no histogram: nothing to compare */
-        for (uint32_t b = 0; b < RL_HIST_N; b++)
-            tot += h[b];
-        if (!tot)
-            continue;
-        x->nv = tot < REGRESS_SAMPLE ? (size_t)tot : REGRESS_SAMPLE;
-        x->v = malloc(x->nv * sizeof(*x->v));
-        x->name = strdup(qcol_text(c->st, 0));
-        if (!x->v || !x->name) {
-            free(x->v);
-            free(x->name);
-            rc = GPUFL_ENOMEM;
-            goto out;
-        }
-        rl_hist_sample(h, tot, x->v, x->nv);
-        x->n = n;
-        r->n++;
-    }
-    rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-    /* one name twice (two name ids of one string): the first, the
-     * larger in total, stands for it */
-    if (r->n > 1)
-        qsort(r->names, r->n, sizeof(*r->names), cmp_name);
-out:
-    free(h);
-    return rc;
-}
-
-static int cmp_dbl(const void *a, const void *b)
+int sq_regress_cmp_dbl(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* Closes path x being read: its n values sorted, thinned to at most
- * REGRESS_SAMPLE order statistics (as load_sess's quantiles). */
-static int path_close(rname *x, double *vals, size_t n)
+static const rname *find_name(const rsess *r, const char *name)
 {
-    qsort(vals, n, sizeof(*vals), cmp_dbl);
-    x->nv = n < REGRESS_SAMPLE ? n : REGRESS_SAMPLE;
-    x->v = malloc(x->nv * sizeof(*x->v));
-    if (!x->v)
-        return GPUFL_ENOMEM;
-    for (size_t k = 0; k < x->nv; k++)
-        x->v[k] = vals[(size_t)(((double)k + 0.5) / (double)x->nv * (double)n)];
-    x->n = (int64_t)n;
-    return GPUFL_OK;
-}
-
-/* A session's scope paths ("a/b/c") with their instances and wall-time
- * sample: its first REGRESS_SCOPE_ROWS_MAX scope_end rows, grouped by path
- * id, then the ids' strings.  The cap comes before the sort: the inner
- * query walks the primary key (sess, seq) and stops at the cap, so only
- * the rows kept are sorted, never all of a session's; under the cap the
- * rows, and so the answer, are the same as sorting them all. */
-static int load_scopes(qctx *c, rsess *r)
-{
-    int64_t *ids = malloc(REGRESS_NAMES_MAX * sizeof(*ids));
-    double *vals = malloc(REGRESS_SCOPE_ROWS_MAX * sizeof(*vals));
-    char *buf = malloc(SQ_PATH_STR_MAX);
-    size_t nvals = 0;
-    int rc;
-
-    r->names = calloc(REGRESS_NAMES_MAX, sizeof(*r->names));
-    if (!ids || !vals || !buf || !r->names) {
-        rc = GPUFL_ENOMEM;
-        goto out;
-    }
-    rc = q_prepare(c, "SELECT path, dur FROM (SELECT path, dur FROM scopes"
-                      " WHERE sess=? AND type=? AND path IS NOT NULL ORDER"
-                      " BY seq LIMIT ?) AS first_rows ORDER BY path");
-    if (rc)
-        goto out;
-    qbind_i64(c->st, 1, r->id);
-    qbind_i64(c->st, 2, EV_SCOPE_END);
-    qbind_i64(c->st, 3, REGRESS_SCOPE_ROWS_MAX);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        int64_t path = qcol_i64(c->st, 0), dur = qcol_i64(c->st, 1);
-        if (nvals == REGRESS_SCOPE_ROWS_MAX)
-            break; /* the LIMIT's own bound, held here too */
-        if (!r->n || ids[r->n - 1] != path) {
-            if (r->n && (rc = path_close(&r->names[r->n - 1], vals, nvals)))
-                goto out;
-            nvals = 0;
-            if (r->n == REGRESS_NAMES_MAX)
-                break; /* the paths past the cap are not compared */
-            ids[r->n++] = path;
-        }
-        vals[nvals++] = (double)(dur > 0 ? dur : 0);
-    }
-    if (rc != SDB_ROW && rc != SDB_DONE) {
-        rc = sq_err(rc);
-        goto out;
-    }
-    if (r->n && !r->names[r->n - 1].v &&
-        (rc = path_close(&r->names[r->n - 1], vals, nvals)) != 0)
-        goto out;
-    rc = GPUFL_OK;
-    /* the strings once the rows are read: one statement at a time */
-    sdb_finalize(c->st);
-    c->st = NULL;
-    for (size_t i = 0; i < r->n; i++) {
-        r->names[i].name =
-            strdup(sq_path_of(c->db, r->id, ids[i], buf, SQ_PATH_STR_MAX));
-        if (!r->names[i].name) {
-            rc = GPUFL_ENOMEM;
-            goto out;
-        }
-    }
-    if (r->n > 1)
-        qsort(r->names, r->n, sizeof(*r->names), cmp_name);
-out:
-    free(buf);
-    free(vals);
-    free(ids);
-    return rc;
-}
-
-/* The session's peak GPU memory: the largest mem_used any GPU's system
- * samples reported (the 60 s rollup keeps each minute's largest). */
-static int load_peak(qctx *c, rsess *r)
-{
-    int rc = q_prepare(c, "SELECT max(" REGRESS_MEM_COL ") FROM srl WHERE"
-                          " sess=?");
-    if (rc)
-        return rc;
-    qbind_i64(c->st, 1, r->id);
-    r->peak = -1;
-    rc = sdb_step(c->st);
-    if (rc == SDB_ROW && !qcol_null(c->st, 0))
-        r->peak = qcol_f64(c->st, 0);
-    return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-}
-
-/* Peak memory against the baseline's: one value per run, so no interval;
- * reported when it is beyond every baseline run's peak and the shift
- * beats both min_shift and the baseline runs' own spread (the rule of
- * docs/analysis.md, less the interval and p). */
-static void compare_peak(const srv_regress_cfg *cfg, const rsess *cur,
-                         const rsess *base, size_t nb, rrow *rows,
-                         size_t *nrows)
-{
-    double v[REGRESS_BASE_MAX], med, lo = INFINITY, hi = 0, noise = 0;
-    size_t n = 0;
-
-    if (cur->peak <= 0 || *nrows >= REGRESS_ROWS_MAX)
-        return;
-    for (size_t k = 0; k < nb; k++)
-        if (base[k].peak > 0)
-            v[n++] = base[k].peak;
-    if (n < nb || n < REGRESS_MIN_BASE)
-        return; /* not every baseline run sampled its memory */
-    qsort(v, n, sizeof(*v), cmp_dbl);
-    med = an_median(v, n);
-    for (size_t k = 0; k < n; k++) {
-        double d = fabs(v[k] / med - 1);
-        noise = d > noise ? d : noise;
-        lo = v[k] < lo ? v[k] : lo;
-        hi = v[k] > hi ? v[k] : hi;
-    }
-    {
-        double ratio = cur->peak / med, bar = cfg->min_shift;
-        rrow *r = &rows[*nrows];
-        bar = noise > bar ? noise : bar;
-        if (!(cur->peak > hi && ratio - 1 > bar) &&
-            !(cur->peak < lo && 1 - ratio > bar))
-            return;
-        memset(r, 0, sizeof(*r));
-        r->kind = cur->peak > hi ? "slower" : "faster";
-        r->subject = "memory";
-        r->name = "peak GPU memory";
-        r->base_med = med;
-        r->cur_med = cur->peak;
-        r->ratio = ratio;
-        r->lo = r->hi = ratio;
-        r->p = -1; /* no test: stored as NULL */
-        r->noise = noise;
-        r->base_count = 1;
-        r->cur_count = 1;
-        (*nrows)++;
-    }
-}
-
-/* The step scope's rows become the subject "step": the path ending in
- * the session's --step-scope name, else the outermost path run more than
- * once (as the job view chooses it, store_sql_jobs.c). */
-static void mark_step(const rsess *cur, const char *step, rrow *rows,
-                      size_t first, size_t n)
-{
-    const rname *best = NULL;
-    size_t best_depth = SIZE_MAX;
-
-    for (size_t i = 0; i < cur->n; i++) {
-        const rname *x = &cur->names[i];
-        const char *leaf = strrchr(x->name, '/');
-        size_t depth = 0;
-        for (const char *p = x->name; *p; p++)
-            depth += *p == '/';
-        leaf = leaf ? leaf + 1 : x->name;
-        if (step[0] ? strcmp(leaf, step) != 0 : x->n < 2)
-            continue;
-        if (depth < best_depth ||
-            (depth == best_depth && best && x->n > best->n)) {
-            best = x;
-            best_depth = depth;
-        }
-    }
-    if (!best)
-        return;
-    for (size_t i = first; i < n; i++)
-        if (!strcmp(rows[i].name, best->name))
-            rows[i].subject = "step";
+    rname key = { (char *)(uintptr_t)name, 0, NULL, 0 };
+    return bsearch(&key, r->names, r->n, sizeof(*r->names),
+                   sq_regress_cmp_name);
 }
 
 static double pooled_median(const an_group *g, size_t ng, double *tmp)
@@ -681,13 +405,15 @@ static int scan_one(srv_store *s, const srv_regress_cfg *cfg, const rcur *k,
         sum->base_sessions = 0;
         goto out;
     }
-    if ((rc = load_sess(&c, &cur)) != 0 || (rc = load_scopes(&c, &scur)) ||
-        (rc = load_peak(&c, &cur)))
+    if ((rc = sq_regress_load_kernels(&c, &cur)) != 0 ||
+        (rc = sq_regress_load_scopes(&c, &scur)) ||
+        (rc = sq_regress_load_peak(&c, &cur)))
         goto out;
     for (size_t i = 0; i < nb; i++) {
         sbase[i].id = base[i].id;
-        if ((rc = load_sess(&c, &base[i])) != 0 ||
-            (rc = load_scopes(&c, &sbase[i])) || (rc = load_peak(&c, &base[i])))
+        if ((rc = sq_regress_load_kernels(&c, &base[i])) != 0 ||
+            (rc = sq_regress_load_scopes(&c, &sbase[i])) ||
+            (rc = sq_regress_load_peak(&c, &base[i])))
             goto out;
     }
     rows = malloc(REGRESS_ROWS_MAX * sizeof(*rows));
@@ -700,8 +426,8 @@ static int scan_one(srv_store *s, const srv_regress_cfg *cfg, const rcur *k,
     first = nrows;
     if ((rc = compare(cfg, "scope", &scur, sbase, nb, rows, &nrows)) != 0)
         goto out;
-    mark_step(&scur, k->step, rows, first, nrows);
-    compare_peak(cfg, &cur, base, nb, rows, &nrows);
+    sq_regress_mark_step(&scur, k->step, rows, first, nrows);
+    sq_regress_compare_peak(cfg, &cur, base, nb, rows, &nrows);
     if (nrows > 1)
         qsort(rows, nrows, sizeof(*rows), cmp_row);
     q_end(&c, 0, NULL);
@@ -713,11 +439,11 @@ out:
     if (c.db)
         q_end(&c, rc, NULL);
     free(rows);
-    rsess_release(&cur);
-    rsess_release(&scur);
+    sq_regress_release(&cur);
+    sq_regress_release(&scur);
     for (size_t i = 0; i < nb; i++) {
-        rsess_release(&base[i]);
-        rsess_release(&sbase[i]);
+        sq_regress_release(&base[i]);
+        sq_regress_release(&sbase[i]);
     }
     return rc;
 }
