@@ -1,74 +1,30 @@
 /*
  * idle_watch.c - running the detector: the sampling loop shared by
- * `--once` and `watch`, automatic sessions from GPU process cgroups, the
- * HTTP listener (/metrics, /probe, /verdicts; libmicrohttpd), the action
+ * `--once` and `watch`, automatic sessions from GPU process cgroups and
+ * Slurm jobs, the answers of `--once` (text, JSON, probe), the action
  * hook, and the verdict log.
  *
  * One thread samples and decides; after each round it renders the
- * metrics text and the verdict JSON into buffers that the HTTP thread
- * copies under a mutex, so a slow scraper never delays sampling.
+ * metrics text and the verdict JSON for the HTTP listener
+ * (idle_watch_http.c), so a slow scraper never delays sampling.
  */
-#include "idle.h"
+#include "idle_watch_int.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <gpufl/gpufl.h>
 
-#include "common/buf.h"
 #include "common/clock.h"
 #include "common/jw.h"
 #include "common/log.h"
-
-#define IDLE_OUT_CAP (4u << 20)
-#define IDLE_WHY 256
-#define IDLE_MAX_HOOKS 64
-
-typedef struct ictx {
-    const idle_opts *o;
-    idle_src *src;
-    int ngpus, simulated;
-    gpu_device devs[IDLE_MAX_GPUS];
-    idle_gpu gpus[IDLE_MAX_GPUS];
-    idle_sess *ss;
-    int nss;
-    int last_action[IDLE_MAX_SESSIONS];
-    uint64_t last_log[IDLE_MAX_SESSIONS + IDLE_MAX_GPUS];
-    idle_log *log;
-    idle_acct *acct;
-    idle_kern *kern;               /* --gpufl-logs */
-    idle_env env;                  /* o->env, with this daemon's cgroup cache:
-                                      the one every read after ctx_open uses */
-    int host_pids;                 /* a PID NVML lists was found in /proc */
-    idle_wline *waste;             /* waste lines, with the log */
-    uint64_t alloc_ts, holders_ts; /* last allocation and holder scans */
-    idle_slurm *slurm;             /* scontrol show job -d, or NULL */
-    idle_hub *hub;                 /* --jupyterhub-url reporter, or NULL */
-    int once;                      /* --once: wait for scontrol's answer */
-    pid_t hooks[IDLE_MAX_HOOKS];   /* --hook-cmd children not yet reaped */
-    int nhooks;
-    int was_dirty[IDLE_MAX_GPUS];
-    uint64_t t_first, t_last; /* the first and latest rounds (real ns) */
-    char host[256];
-    /* rendered after each round, read by the HTTP thread */
-    pthread_mutex_t mu;
-    char *metrics, *verdicts;
-    size_t metrics_len, verdicts_len;
-    char *scratch;
-    struct MHD_Daemon *http;
-    int http_fd;
-} ictx;
 
 static volatile sig_atomic_t g_stop;
 
@@ -133,8 +89,7 @@ static int ctx_open(ictx *x, const idle_opts *o, char *why, size_t whylen)
 
 static void ctx_close(ictx *x)
 {
-    if (x->http)
-        MHD_stop_daemon(x->http);
+    idle_watch_http_close(x);
     for (int i = 0; i < x->ngpus; i++)
         idle_gpu_release(&x->gpus[i]);
     idle_src_close(x->src);
@@ -309,7 +264,7 @@ static int sess_shown(const ictx *x, const idle_sess *s)
 }
 
 /* {"simulated":..,"host":..,"gpus":[..],"sessions":[..]} */
-static size_t render_json(ictx *x, char *buf, size_t cap, int pretty_nl)
+size_t idle_watch_render_json(ictx *x, char *buf, size_t cap, int pretty_nl)
 {
     jw w;
     jw_init(&w, buf, cap);
@@ -344,7 +299,7 @@ static size_t render_json(ictx *x, char *buf, size_t cap, int pretty_nl)
 
 /* Kubeflow-style probe: has_activity unless every shown session is
  * reclaimable; UNKNOWN counts as activity (never stop on missing data). */
-static size_t render_probe(ictx *x, char *buf, size_t cap, const char *only)
+size_t idle_watch_render_probe(ictx *x, char *buf, size_t cap, const char *only)
 {
     int any = 0, act = 0;
     uint64_t last = 0;
@@ -536,10 +491,10 @@ int idle_once(const idle_opts *o)
     }
     rc = once_exit(&x);
     if (o->probe) {
-        len = render_probe(&x, x.scratch, IDLE_OUT_CAP, o->only);
+        len = idle_watch_render_probe(&x, x.scratch, IDLE_OUT_CAP, o->only);
         fwrite(x.scratch, 1, len, stdout);
     } else if (o->json) {
-        len = render_json(&x, x.scratch, IDLE_OUT_CAP, 1);
+        len = idle_watch_render_json(&x, x.scratch, IDLE_OUT_CAP, 1);
         fwrite(x.scratch, 1, len, stdout);
     } else {
         print_text(&x, stdout);
@@ -549,135 +504,6 @@ int idle_once(const idle_opts *o)
 }
 
 /* ---- watch ---- */
-
-static enum MHD_Result on_http(void *cls, struct MHD_Connection *c,
-                               const char *url, const char *method,
-                               const char *version, const char *upload,
-                               size_t *upload_len, void **con_cls)
-{
-    ictx *x = cls;
-    struct MHD_Response *r;
-    enum MHD_Result ret;
-    const char *type = "application/json";
-    char *body = NULL;
-    size_t len = 0;
-    unsigned status = 200;
-    (void)version, (void)upload, (void)upload_len, (void)con_cls;
-    if (strcmp(method, "GET") != 0) {
-        status = 405;
-    } else if (strcmp(url, "/metrics") == 0) {
-        type = "text/plain; version=0.0.4; charset=utf-8";
-        pthread_mutex_lock(&x->mu);
-        if (x->metrics_len && (body = malloc(x->metrics_len)))
-            memcpy(body, x->metrics, len = x->metrics_len);
-        pthread_mutex_unlock(&x->mu);
-    } else if (strcmp(url, "/verdicts") == 0) {
-        pthread_mutex_lock(&x->mu);
-        if (x->verdicts_len && (body = malloc(x->verdicts_len)))
-            memcpy(body, x->verdicts, len = x->verdicts_len);
-        pthread_mutex_unlock(&x->mu);
-    } else if (strcmp(url, "/probe") == 0) {
-        const char *only =
-            MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "session");
-        body = malloc(4096);
-        pthread_mutex_lock(&x->mu);
-        if (body)
-            len = render_probe(x, body, 4096, only);
-        pthread_mutex_unlock(&x->mu);
-    } else {
-        status = 404;
-    }
-    if (status == 200 && !body)
-        status = 503; /* first round not done yet */
-    if (status != 200) {
-        free(body);
-        body = NULL;
-        len = 0;
-    }
-    r = MHD_create_response_from_buffer(len, body ? body : (void *)"",
-                                        body ? MHD_RESPMEM_MUST_FREE
-                                             : MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", type);
-    ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static int http_open(ictx *x, const char *spec, char *why, size_t whylen)
-{
-    struct sockaddr_in a;
-    socklen_t sl = sizeof a;
-    char host[64];
-    const char *colon = strrchr(spec, ':');
-    int one = 1, port;
-    if (!colon || (size_t)(colon - spec) >= sizeof host) {
-        snprintf(why, whylen, "--listen wants ADDR:PORT, got \"%s\"", spec);
-        return GPUFL_EINVAL;
-    }
-    memcpy(host, spec, (size_t)(colon - spec));
-    host[colon - spec] = 0;
-    port = (int)strtol(colon + 1, NULL, 10);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    if (!host[0] || !strcmp(host, "*"))
-        a.sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
-        snprintf(why, whylen, "--listen: \"%s\" is not an IPv4 address", host);
-        return GPUFL_EINVAL;
-    }
-    x->http_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (x->http_fd < 0)
-        return GPUFL_EIO;
-    setsockopt(x->http_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(x->http_fd, (struct sockaddr *)&a, sizeof a) ||
-        listen(x->http_fd, 64)) {
-        snprintf(why, whylen, "cannot listen on %s: %s", spec, strerror(errno));
-        close(x->http_fd);
-        return GPUFL_EIO;
-    }
-    getsockname(x->http_fd, (struct sockaddr *)&a, &sl);
-    x->http = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        on_http, x, MHD_OPTION_LISTEN_SOCKET, x->http_fd,
-        MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-    if (!x->http) {
-        snprintf(why, whylen, "cannot start the HTTP listener");
-        close(x->http_fd);
-        return GPUFL_EIO;
-    }
-    glog_info("http", "listening on %s:%d", host[0] ? host : "*",
-              ntohs(a.sin_port));
-    return 0;
-}
-
-static void publish(ictx *x)
-{
-    gbuf mb = GBUF_INIT(IDLE_OUT_CAP);
-    size_t ml = 0, vl;
-    char *m = NULL, *v;
-    if (idle_out_metrics(&mb, x->gpus, x->ngpus, x->ss, x->nss, x->host,
-                         x->simulated) == 0 &&
-        idle_acct_metrics(x->acct, &mb, x->gpus, x->ngpus, x->host) == 0)
-        m = gbuf_detach(&mb, &ml);
-    gbuf_release(&mb);
-    vl = render_json(x, x->scratch, IDLE_OUT_CAP, 1);
-    v = vl ? malloc(vl) : NULL;
-    if (v)
-        memcpy(v, x->scratch, vl);
-    pthread_mutex_lock(&x->mu);
-    free(x->metrics);
-    free(x->verdicts);
-    x->metrics = m;
-    x->metrics_len = m ? ml : 0;
-    x->verdicts = v;
-    x->verdicts_len = v ? vl : 0;
-    pthread_mutex_unlock(&x->mu);
-}
 
 static void run_hook(ictx *x, const idle_sess *s)
 {
@@ -740,7 +566,7 @@ int idle_watch(const idle_opts *o)
     signal(SIGPIPE, SIG_IGN);
     if (ctx_open(&x, o, why, sizeof why))
         goto fail;
-    if (o->listen && http_open(&x, o->listen, why, sizeof why))
+    if (o->listen && idle_watch_http_open(&x, o->listen, why, sizeof why))
         goto fail;
     /* simulated processes are nobody's: nothing to tell a Hub */
     if (o->hub_url && !x.simulated &&
@@ -801,7 +627,7 @@ int idle_watch(const idle_opts *o)
             if (wnext < clock_mono_ns())
                 wnext = clock_mono_ns() + wstep; /* a stalled loop */
         }
-        publish(&x);
+        idle_watch_publish(&x);
         /* the hooks' children only: scontrol's is idle_slurm.c's to reap */
         for (int i = 0; i < x.nhooks;)
             if (waitpid(x.hooks[i], NULL, WNOHANG) != 0)
