@@ -4,13 +4,15 @@
  * Parts, one file each: GPU sources (idle_src.c: NVML through src/gpu,
  * the layer libgpufl uses too, or a clearly labelled simulation), session
  * signals read from /proc, cgroup v2, utmp, ptys and Jupyter
- * (idle_sess.c, idle_http.c), the verdict engine (idle_verdict.c) and the
- * outputs (idle_out.c: verdict JSON, event lines, Prometheus text).  Who
+ * (idle_sess.c, idle_http.c), the verdict engine (idle_verdict.c: GPUs,
+ * idle_verdict_sess.c: sessions) and the outputs (idle_out.c: verdict
+ * JSON, event lines, Prometheus text).  Who
  * holds a GPU (idle_owner.c: process -> container/pod/job/user, kubelet
  * device-plugin and Slurm allocations, /dev/nvidia* holders) and the waste
  * accounting built on it (idle_acct.c) come next; idle_kern.c follows
- * gpufl sessions' kernel records (exact busy time, STUCK's progress).  The daemon loop, the
- * HTTP listener and the action hook are idle_watch.c.
+ * gpufl sessions' kernel records (exact busy time, STUCK's progress).  The
+ * daemon loop and the action hook are idle_watch.c, its HTTP listener
+ * idle_watch_http.c.
  *
  * The engine is pure: it takes samples and a time and sets verdicts, so
  * the tests drive it with scripted traces and a fake clock.  Times are
