@@ -282,6 +282,15 @@ extern cupti_state *cupti_g;
  * read the devices - what every CUPTI engine needs first.  Once per
  * session (later engines get the first one's result); sim excludes it. */
 int cupti_attach(cupti_state *s, char *why, size_t whylen);
+/* source_cupti_load.c: libcuda's and libcupti's entry points into s
+ * (dlopen; why says what is missing); GPUFL_EUNAVAIL when absent. */
+int cupti_load_cuda(cupti_state *s, char *why, size_t whylen);
+int cupti_load_cupti(cupti_state *s, char *why, size_t whylen);
+/* A CUDA driver result's name and meaning. */
+const char *cupti_cuda_err_name(int rc);
+/* Why `call` failed with CUPTI result rc, into why; marks s stopping. */
+void cupti_reason(cupti_state *s, int rc, const char *call, char *why,
+                  size_t whylen);
 /* Short words for a CUPTI result ("insufficient privileges ..."). */
 void cupti_result_text(cupti_state *s, int rc, char *out, size_t outlen);
 int cupti_prof_refusal(cupti_state *s, int rc, char *why, size_t whylen,

@@ -1,11 +1,11 @@
 /*
  * source_cupti.c - the "cupti" engine: real GPU activity from NVIDIA's CUPTI.
  *
- * This file owns loading (libcuda and libcupti with dlopen, never linked:
- * a library that may be injected into any process must not drag CUDA in),
- * the session lifecycle of the engine (open/start/flush/close), the pool
- * of activity buffers handed to CUPTI, and the flush thread that asks
- * CUPTI for completed buffers on a timer and decodes them.  Launch
+ * This file owns attaching (loading, version check, subscription), the
+ * session lifecycle of the engine (open/start/flush/close), the pool of
+ * activity buffers handed to CUPTI, and the flush thread that asks CUPTI
+ * for completed buffers on a timer and decodes them.  Loading the
+ * libraries and wording their errors is source_cupti_load.c, launch
  * callbacks are in source_cupti_launch.c, record decoding in
  * source_cupti_decode.c; the ABI we rely on is declared in cupti_abi_int.h.
  *
@@ -24,7 +24,6 @@
  */
 #include "cupti_int.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <stdio.h>
@@ -40,153 +39,6 @@ cupti_state *cupti_g = &st;
 static _Atomic int live;  /* a session uses the engine */
 static int attached;      /* subscribed once in this process */
 static uint32_t gen_seen; /* g_client.gen of the open session */
-
-/* ---- loading ---- */
-
-static void *sym(void *lib, const char *name, const char **missing)
-{
-    void *p = dlsym(lib, name);
-    if (!p && !*missing)
-        *missing = name;
-    return p;
-}
-
-static int load_cuda(cupti_state *s, char *why, size_t whylen)
-{
-    const char *missing = NULL;
-    s->cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!s->cuda)
-        s->cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!s->cuda) {
-        snprintf(why, whylen,
-                 "cupti: libcuda.so.1 not found (no NVIDIA driver?): %.120s",
-                 dlerror());
-        return GPUFL_EUNAVAIL;
-    }
-    s->cuInit = (gfl_cuInit_fn)sym(s->cuda, "cuInit", &missing);
-    s->cuDriverGetVersion =
-        (gfl_cuDriverGetVersion_fn)sym(s->cuda, "cuDriverGetVersion", &missing);
-    s->cuDeviceGetCount =
-        (gfl_cuDeviceGetCount_fn)sym(s->cuda, "cuDeviceGetCount", &missing);
-    s->cuDeviceGet = (gfl_cuDeviceGet_fn)sym(s->cuda, "cuDeviceGet", &missing);
-    s->cuDeviceGetAttribute = (gfl_cuDeviceGetAttribute_fn)sym(
-        s->cuda, "cuDeviceGetAttribute", &missing);
-    s->cuDeviceGetName =
-        (gfl_cuDeviceGetName_fn)sym(s->cuda, "cuDeviceGetName", &missing);
-    /* optional: the header macros rename these; dlsym needs the real names */
-    s->cuDeviceGetUuid =
-        (gfl_cuDeviceGetUuid_fn)dlsym(s->cuda, "cuDeviceGetUuid_v2");
-    s->cuDeviceTotalMem =
-        (gfl_cuDeviceTotalMem_fn)dlsym(s->cuda, "cuDeviceTotalMem_v2");
-    if (missing) {
-        snprintf(why, whylen, "cupti: libcuda.so.1 lacks %s", missing);
-        return GPUFL_EUNAVAIL;
-    }
-    return 0;
-}
-
-static const char *cuda_err_name(int rc)
-{
-    switch (rc) {
-    case GFL_CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE: no CUDA GPU";
-    case GFL_CUDA_ERROR_STUB_LIBRARY:
-        return "CUDA_ERROR_STUB_LIBRARY: libcuda.so.1 is the toolkit's stub, "
-               "not the driver";
-    case GFL_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
-        return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: libcuda.so.1 and the "
-               "kernel module differ";
-    case GFL_CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
-    default: return "CUDA error";
-    }
-}
-
-/* Explicit setting, then a CUPTI the application already loaded (two
- * copies in one process fight over the driver's tool interface), then
- * the default search path, then the toolkit's usual places
- * (docs/cupti-internals.md#library-loading). */
-static int load_cupti(cupti_state *s, char *why, size_t whylen)
-{
-    static const char *const where[] = {
-        "/usr/local/cuda/lib64/libcupti.so.13",
-        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-        "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
-    };
-    const char *missing = NULL;
-    const char *name = "libcupti.so.13";
-    if (s->cfg.lib[0]) {
-        name = s->cfg.lib;
-        s->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    } else {
-        s->lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
-        if (!s->lib)
-            s->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-        for (size_t i = 0; !s->lib && i < sizeof where / sizeof where[0]; i++)
-            s->lib = dlopen(where[i], RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!s->lib) {
-        snprintf(why, whylen, "cupti: cannot load %.200s%s: %.120s", name,
-                 s->cfg.lib[0] ? " (GPUFL_CUPTI_LIB)" : "", dlerror());
-        return GPUFL_EUNAVAIL;
-    }
-#define GFL_SYM(field, fname)                                                  \
-    s->field = (gfl_##fname##_fn)sym(s->lib, #fname, &missing)
-    GFL_SYM(GetVersion, cuptiGetVersion);
-    GFL_SYM(Subscribe, cuptiSubscribe);
-    GFL_SYM(EnableCallback, cuptiEnableCallback);
-    GFL_SYM(RegisterCallbacks, cuptiActivityRegisterCallbacks);
-    GFL_SYM(Enable, cuptiActivityEnable);
-    GFL_SYM(GetNextRecord, cuptiActivityGetNextRecord);
-    GFL_SYM(FlushAll, cuptiActivityFlushAll);
-    GFL_SYM(GetTimestamp, cuptiGetTimestamp);
-#undef GFL_SYM
-    s->GetResultString =
-        (gfl_cuptiGetResultString_fn)dlsym(s->lib, "cuptiGetResultString");
-    s->GetNumDropped = (gfl_cuptiActivityGetNumDroppedRecords_fn)dlsym(
-        s->lib, "cuptiActivityGetNumDroppedRecords");
-    s->EnableAndDump =
-        (gfl_cuptiActivityEnable_fn)dlsym(s->lib, "cuptiActivityEnableAndDump");
-    s->Disable =
-        (gfl_cuptiActivityDisable_fn)dlsym(s->lib, "cuptiActivityDisable");
-    if (missing) {
-        snprintf(why, whylen, "cupti: %.200s lacks %s (not a CUDA 13 CUPTI?)",
-                 name, missing);
-        return GPUFL_EUNAVAIL;
-    }
-    return 0;
-}
-
-static void cupti_reason(cupti_state *s, int rc, const char *call, char *why,
-                         size_t whylen)
-{
-    const char *str = NULL;
-    if (s->GetResultString && s->GetResultString(rc, &str) != 0)
-        str = NULL;
-    switch (rc) {
-    case GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
-        snprintf(why, whylen,
-                 "cupti: %s: insufficient privileges for GPU profiling "
-                 "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES; the driver restricts "
-                 "profiling to administrators: NVreg_RestrictProfilingToAdmin"
-                 "Users=1)",
-                 call);
-        break;
-    case GFL_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
-        snprintf(why, whylen,
-                 "cupti: %s: another CUPTI tool is attached to this process "
-                 "(Nsight, a framework profiler, a debugger)",
-                 call);
-        break;
-    case GFL_CUPTI_ERROR_UNKNOWN:
-        snprintf(why, whylen,
-                 "cupti: %s failed (CUPTI_ERROR_UNKNOWN: no GPU or driver?)",
-                 call);
-        break;
-    default:
-        snprintf(why, whylen, "cupti: %s failed: %.100s (%d)", call,
-                 str ? str : "CUPTI error", rc);
-    }
-    s->stopping = 1;
-}
 
 /* ---- activity buffers ---- */
 
@@ -585,7 +437,7 @@ static int attach_once(cupti_state *s, char *why, size_t whylen)
     memset(s->devs, 0, sizeof s->devs);
     memset(s->stack_key, 0, sizeof s->stack_key);
     if (!attached) {
-        rc = load_cuda(s, why, whylen);
+        rc = cupti_load_cuda(s, why, whylen);
         if (rc)
             return rc;
     }
@@ -598,7 +450,7 @@ static int attach_once(cupti_state *s, char *why, size_t whylen)
         rc = s->cuInit(0);
         if (rc) {
             snprintf(why, whylen, "cupti: cuInit failed: %s (%d)",
-                     cuda_err_name(rc), rc);
+                     cupti_cuda_err_name(rc), rc);
             return GPUFL_EUNAVAIL;
         }
         rc = cupti_devices_query(s);
@@ -611,7 +463,7 @@ static int attach_once(cupti_state *s, char *why, size_t whylen)
     }
     if (!attached) {
         uint32_t v = 0;
-        rc = load_cupti(s, why, whylen);
+        rc = cupti_load_cupti(s, why, whylen);
         if (rc)
             return rc;
         rc = s->GetVersion(&v);
@@ -658,21 +510,6 @@ int cupti_attach(cupti_state *s, char *why, size_t whylen)
     if (s->attach_rc)
         snprintf(why, whylen, "%s", s->attach_why);
     return s->attach_rc;
-}
-
-void cupti_result_text(cupti_state *s, int rc, char *out, size_t outlen)
-{
-    const char *str = NULL;
-    if (s->GetResultString && s->GetResultString(rc, &str) != 0)
-        str = NULL;
-    if (rc == GFL_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-        snprintf(out, outlen,
-                 "insufficient privileges for GPU performance counters "
-                 "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES; the driver restricts "
-                 "profiling to administrators: NVreg_RestrictProfilingToAdmin"
-                 "Users=1)");
-    else
-        snprintf(out, outlen, "%.100s (%d)", str ? str : "CUPTI error", rc);
 }
 
 static int cupti_open(void **state, const src_config *cfg, char *why,
