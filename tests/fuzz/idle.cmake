@@ -9,6 +9,7 @@ if(TARGET gpufl_idle)
                  ${PROJECT_SOURCE_DIR}/src/idle/idle_http.c
                  ${PROJECT_SOURCE_DIR}/src/idle/idle_kern.c
                  ${PROJECT_SOURCE_DIR}/src/common/jsonl.c
+                 ${PROJECT_SOURCE_DIR}/src/common/jsonl_get.c
                  ${PROJECT_SOURCE_DIR}/src/common/err.c
     # the HTTP client and buffers linked as built (no coverage): the
     # parsers are what this target fuzzes

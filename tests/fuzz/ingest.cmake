@@ -5,6 +5,7 @@ if(TARGET gpufl_server_core)
     FUZZ_SOURCES ${PROJECT_SOURCE_DIR}/src/server/ingest.c
                  ${PROJECT_SOURCE_DIR}/src/server/waste_line.c
                  ${PROJECT_SOURCE_DIR}/src/common/jsonl.c
+                 ${PROJECT_SOURCE_DIR}/src/common/jsonl_get.c
                  ${PROJECT_SOURCE_DIR}/src/common/jw.c
                  ${PROJECT_SOURCE_DIR}/src/common/err.c
     FUZZ_INCLUDES ${PROJECT_SOURCE_DIR}/src/server
