@@ -277,6 +277,10 @@ typedef void (*srv_scope_reject_fn)(void *ctx, uint32_t line, const char *why);
  * error (nothing dropped then). */
 int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
                      srv_scope_reject_fn fn, void *ctx);
+/* GET and POST /api/v1/keys (api_keys.c; the admin check is the
+ * caller's). */
+void srv_api_keys_list(srv *s, srv_req *r, srv_resp *o);
+void srv_api_keys_create(srv *s, srv_req *r, srv_resp *o);
 /* GET /api/v1/fleet/waste (api_waste.c). */
 void srv_api_waste(srv *s, srv_req *r, srv_resp *o);
 /* GET /api/v1/fleet (fleet = 1) or /api/v1/verdicts (api_fleet.c). */
