@@ -305,10 +305,13 @@ static const opt_def srv_opts[] = {
 #undef T
 
 /* Read by the store for tests (store_sql.c: a smaller top-K;
- * store_sql_kblocks.c: a pause inside compaction); not options, but no
- * typos either. */
+ * store_sql_kblocks.c: a pause inside compaction;
+ * store_sql_kblocks_ingest.c: one after each block ingest writes); not
+ * options, but no typos either. */
 static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK",
-                                             "GPUFL_SERVER_KB_PAUSE_MS", NULL };
+                                             "GPUFL_SERVER_KB_PAUSE_MS",
+                                             "GPUFL_SERVER_KBI_PAUSE_MS",
+                                             NULL };
 
 const opt_prog srv_prog = {
     .name = "gpufl-server",
