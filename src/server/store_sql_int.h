@@ -239,6 +239,10 @@ int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
 
 /* The codec state and buffers above, allocated on first use. */
 int sq_kb_state(srv_store *s);
+/* s->kb_ev[0..n) (one session's stream, seq order) encoded and inserted
+ * as one kblocks row, in the writer's open transaction; s->kb_idx is its
+ * index after. */
+int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n);
 /* Tests only: sleeps the milliseconds named by environment variable env
  * (at most 10 s): a place for a test's kill -9 to land. */
 void sq_kb_test_pause(const char *env);

@@ -368,22 +368,37 @@ static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
     return rc;
 }
 
+int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n)
+{
+    size_t len = 0;
+    char why[128] = "";
+
+    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
+        return GPUFL_ENOMEM;
+    if (kblock_encode(s->kb_enc, s->kb_ev, n, KB_ZLEVEL, KB_OPT_DEFAULT,
+                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
+        kblock_index_read(s->kb_buf, len, s->kb_idx, why, sizeof(why)) ||
+        s->kb_idx->n != n) {
+        glog_error("kblocks", "session %lld: cannot encode: %s",
+                   (long long)sess, why[0] ? why : "count differs");
+        return GPUFL_EINTERNAL;
+    }
+    return kb_insert(s, sess, stream, s->kb_idx, len);
+}
+
 /* Up to SQ_KB_RUN of the session's stream's kernels, lowest seq first,
  * into one block replacing them.  *nk: how many (0: none). */
 static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
 {
     sdb_stmt *st = NULL;
-    size_t n = 0, len = 0;
+    size_t n = 0;
     kblock_index *idx;
-    char why[128];
     int rc;
 
     *nk = 0;
     if ((rc = sq_kb_state(s)) != 0)
         return rc;
     idx = s->kb_idx;
-    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
-        return GPUFL_ENOMEM;
     if (sdb_prepare(s->w,
                     "SELECT " KB_COLS " FROM kernels WHERE sess=?1 AND"
                     " stream=?2 AND" KB_EXACT " ORDER BY seq LIMIT ?3",
@@ -400,14 +415,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return sq_err(rc);
     if (!n)
         return GPUFL_OK;
-    if (kblock_encode(s->kb_enc, s->kb_ev, n, KB_ZLEVEL, KB_OPT_DEFAULT,
-                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
-        kblock_index_read(s->kb_buf, len, idx, why, sizeof(why))) {
-        glog_error("kblocks", "session %lld: cannot encode: %s",
-                   (long long)sess, why);
-        return GPUFL_EINTERNAL;
-    }
-    if ((rc = kb_insert(s, sess, stream, idx, len)) != 0)
+    if ((rc = sq_kb_put(s, sess, stream, n)) != 0)
         return rc;
     kb_test_pause();
     /* exactly the rows read: the same filter over their seq range (the
@@ -516,15 +524,12 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
 {
     sdb_stmt *st = NULL;
     int64_t src[KB_MERGE_SRC];
-    size_t nsrc = 0, total = 0, len = 0;
-    char why[128];
+    size_t nsrc = 0, total = 0;
     int rc, err = GPUFL_OK;
 
     *nk = 0;
     if ((rc = sq_kb_state(s)) != 0)
         return rc;
-    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
-        return GPUFL_ENOMEM;
     if (sdb_prepare(s->w,
                     "SELECT seq_lo, n, block FROM kblocks WHERE sess=?1 AND"
                     " stream=?2 ORDER BY seq_lo",
@@ -585,15 +590,7 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     st = NULL;
     if (rc)
         return rc;
-    if (kblock_encode(s->kb_enc, s->kb_ev, total, KB_ZLEVEL, KB_OPT_DEFAULT,
-                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
-        kblock_index_read(s->kb_buf, len, s->kb_idx, why, sizeof(why)) ||
-        s->kb_idx->n != total) {
-        glog_error("kblocks", "session %lld: cannot encode: %s",
-                   (long long)sess, why);
-        return GPUFL_EINTERNAL;
-    }
-    if ((rc = kb_insert(s, sess, stream, s->kb_idx, len)) != 0)
+    if ((rc = sq_kb_put(s, sess, stream, total)) != 0)
         return rc;
     kb_test_pause();
     *nk = total;

@@ -39,8 +39,6 @@
  * them in several rounds), doubts held before they are settled. */
 #define KBI_PEND_MAX 32768
 #define KBI_DOUBT_MAX 32768
-/* zstd level of the ingest's blocks (store_sql_kblocks.c KB_ZLEVEL) */
-#define KBI_ZLEVEL 3
 
 /* A kernel whose newness is asked at the batch's end. */
 typedef struct kbi_doubt {
@@ -211,40 +209,18 @@ static void kbi_test_pause(void)
 }
 
 /* s->kb_ev[0..n) (one session and stream, seq order) as one kblocks row. */
-static int block_put(srv_store *s, sdb_stmt *ins, int64_t sess, size_t n)
+static int block_put(srv_store *s, int64_t sess, size_t n)
 {
-    size_t len = 0;
-    char why[128];
-    kblock_index *idx = s->kb_idx;
-    int rc;
+    int rc = sq_kb_put(s, sess, (int64_t)s->kb_ev[0].stream, n);
 
-    if (kblock_encode(s->kb_enc, s->kb_ev, n, KBI_ZLEVEL, KB_OPT_DEFAULT,
-                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
-        kblock_index_read(s->kb_buf, len, idx, why, sizeof(why))) {
-        glog_error("kblocks", "session %lld: cannot encode: %s",
-                   (long long)sess, why);
-        return GPUFL_EINTERNAL;
-    }
-    qbind_i64(ins, 1, sess);
-    qbind_u64(ins, 2, s->kb_ev[0].stream);
-    qbind_u64(ins, 3, idx->seq_min);
-    qbind_u64(ins, 4, idx->seq_max);
-    qbind_u64(ins, 5, idx->ts_min);
-    qbind_u64(ins, 6, idx->ts_max);
-    qbind_u64(ins, 7, idx->n);
-    qbind_u64(ins, 8, idx->dur_min);
-    qbind_u64(ins, 9, idx->dur_max);
-    qbind_blob(ins, 10, s->kb_buf, len);
-    if ((rc = qrun(ins)) != 0)
-        return rc;
-    kbi_test_pause();
-    return GPUFL_OK;
+    if (!rc)
+        kbi_test_pause();
+    return rc;
 }
 
 /* One group's kernels (ord[0..n), indexes into k->ev) in seq order, as
  * blocks of up to SQ_KB_RUN. */
-static int group_put(srv_store *s, sq_kbi *k, sdb_stmt *ins, uint32_t *ord,
-                     size_t n)
+static int group_put(srv_store *s, sq_kbi *k, uint32_t *ord, size_t n)
 {
     int sorted = 1, rc;
 
@@ -262,7 +238,7 @@ static int group_put(srv_store *s, sq_kbi *k, sdb_stmt *ins, uint32_t *ord,
         size_t m = n - i < SQ_KB_RUN ? n - i : SQ_KB_RUN;
         for (size_t j = 0; j < m; j++)
             s->kb_ev[j] = k->ev[ord[i + j]];
-        if ((rc = block_put(s, ins, k->sess[ord[i]], m)) != 0)
+        if ((rc = block_put(s, k->sess[ord[i]], m)) != 0)
             return rc;
         i += m;
     }
@@ -275,7 +251,6 @@ static int group_put(srv_store *s, sq_kbi *k, sdb_stmt *ins, uint32_t *ord,
 static int pend_write(srv_store *s, sq_kbi *k)
 {
     size_t n = k->n, ng = 0;
-    sdb_stmt *ins = NULL;
     int rc = GPUFL_OK, fresh;
 
     if (!n)
@@ -304,17 +279,11 @@ static int pend_write(srv_store *s, sq_kbi *k)
     /* each start moves on to its group's end */
     for (size_t i = 0; i < n; i++)
         k->ord[k->gcnt[k->grp[i]]++] = (uint32_t)i;
-    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
-        return GPUFL_ENOMEM;
-    if (sdb_prepare(s->w, "INSERT INTO kblocks VALUES(?,?,?,?,?,?,?,?,?,?)",
-                    &ins))
-        return GPUFL_EINTERNAL;
     for (size_t g = 0, at = 0; g < ng && !rc; g++) {
         size_t end = k->gcnt[g];
-        rc = group_put(s, k, ins, k->ord + at, end - at);
+        rc = group_put(s, k, k->ord + at, end - at);
         at = end;
     }
-    sdb_finalize(ins);
     return rc;
 }
 
