@@ -356,8 +356,26 @@ class Ingest(Base):
         self.check_stored(b, g, rows=a)
 
 
+    def test_batches_bigger_than_held(self):
+        # more kernels in one batch than are held (32 768) or doubted at
+        # once: blocks and doubts go in several rounds of one transaction
+        g = lanes_session(random.Random(8), 70000, streams=(7, 8))
+        n = len(g.lines["device"])
+        half = n // 2
+        a = self.server("rows")
+        b = self.server("blocks", NOCOMPACT)
+        for srv in (a, b):
+            srv.ingest_ok("device", device_lines(g, range(0, half)))
+            # the whole stream in reverse: all but its first line doubts
+            r = srv.ingest_ok("device", device_lines(g, reversed(range(n))))
+            self.assertEqual((r["accepted"], r["duplicate"]),
+                             (n - half, half))
+        self.check_stored(b, g, rows=a)
+
+
 class IngestCrash(Base):
-    def test_kill9_during_block_writes_loses_nothing_acknowledged(self):
+    def test_kill9_block_writes(self):
+        """kill -9 while ingest writes blocks loses nothing acknowledged."""
         rnd = random.Random(31)
         d = os.path.join(self.dir, "data")
         # each block the ingest writes pauses 120 ms inside the batch's
@@ -366,11 +384,14 @@ class IngestCrash(Base):
         env = {"GPUFL_SERVER_KBI_PAUSE_MS": "120"}
         gens = [lanes_session(rnd, 6000 + rnd.randrange(2000))
                 for _ in range(3)]
+        # each batch holds a stretch of every session (one block per
+        # session and stream)
         batches = []
-        for g in gens:
-            n = len(g.lines["device"])
-            for lo in range(0, n, 1200):
-                batches.append(device_lines(g, range(lo, min(lo + 1200, n))))
+        most = max(len(g.lines["device"]) for g in gens)
+        for lo in range(0, most, 400):
+            batches.append(b"".join(
+                device_lines(g, range(lo, min(lo + 400, len(g.lines["device"]))))
+                for g in gens if lo < len(g.lines["device"])))
         srv = T.Server(d, args, env=env)
         self.servers.append(srv)
         kills = cut = 0
