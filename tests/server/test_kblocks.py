@@ -378,10 +378,10 @@ class IngestCrash(Base):
         """kill -9 while ingest writes blocks loses nothing acknowledged."""
         rnd = random.Random(31)
         d = os.path.join(self.dir, "data")
-        # each block the ingest writes pauses 120 ms inside the batch's
+        # each block the ingest writes pauses 50 ms inside the batch's
         # transaction: most kills land between a block's insert and COMMIT
         args = ["--kernel-store", "blocks", "--kernel-compact-interval", "2s"]
-        env = {"GPUFL_SERVER_KBI_PAUSE_MS": "120"}
+        env = {"GPUFL_SERVER_KBI_PAUSE_MS": "50"}
         gens = [lanes_session(rnd, 6000 + rnd.randrange(2000))
                 for _ in range(3)]
         # each batch holds a stretch of every session (one block per
@@ -399,7 +399,7 @@ class IngestCrash(Base):
         while i < len(batches):
             timer = None
             if kills < 8 and rnd.random() < 0.5:
-                timer = threading.Timer(rnd.uniform(0.05, 0.6), srv.kill)
+                timer = threading.Timer(rnd.uniform(0.05, 0.4), srv.kill)
                 timer.start()
             try:
                 st, r = srv.post("device", batches[i])
