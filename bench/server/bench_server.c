@@ -22,11 +22,12 @@
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
  * figures; not a test.
  *
- * --kernel-store=blocks: after the ingest runs, the compactor
- * (store_sql_kblocks.c) turns the kernels of the HTTP runs' sessions into
- * blocks; prints its throughput, the bytes per kernel at rest (rows and
- * blocks, indexes included) and the first query's latency (it thaws the
- * session back into rows: docs/server.md "Kernel blocks (store)").
+ * --kernel-store=blocks: ingest writes kernels as blocks
+ * (store_sql_kblocks_ingest.c); after the ingest runs, the compactor
+ * (store_sql_kblocks.c) merges the HTTP runs' small blocks; prints the
+ * bytes per kernel at rest as ingested and after it (indexes included),
+ * its throughput and the first query's latency (it thaws the session back
+ * into rows: docs/server.md "Kernel blocks (store)").
  */
 #include "db.h"
 #include "ingest.h"
@@ -421,6 +422,13 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
     char p[256];
 
     srv_store_kblocks_stats(st, &a);
+    if (a.in_blocks)
+        printf("  as ingested: %llu kernels in %llu blocks, %.1f B/kernel "
+               "(kblocks table and its index; the blocks alone %.1f "
+               "B/kernel)\n",
+               (unsigned long long)a.in_blocks, (unsigned long long)a.blocks,
+               (double)a.blocks_disk / (double)a.in_blocks,
+               (double)a.block_bytes / (double)a.in_blocks);
     t0 = now_s();
     while (srv_store_kblocks_compact(st, &tb, &tk) == 0 && tb) {
         nb += tb;
@@ -428,8 +436,8 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
     }
     t0 = now_s() - t0;
     srv_store_kblocks_stats(st, &b);
-    printf("  kernel blocks: %llu kernels into %llu blocks in %.2f s = %.0f "
-           "kernels/s (compactor, one thread)\n",
+    printf("  compactor: %llu kernels into %llu blocks (rows compacted, "
+           "small blocks merged) in %.2f s = %.0f kernels/s (one thread)\n",
            (unsigned long long)nk, (unsigned long long)nb, t0,
            (double)nk / (t0 > 0 ? t0 : 1));
     if (a.rows)
@@ -496,6 +504,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    srv_store_set_kernel_store(st, kstore_blocks);
     pm = pg_postmaster(pg);
     pg0 = pg_cpu_s(pm);
     for (size_t i = 0; i < nb; i++) {
@@ -546,6 +555,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "start: %s\n", err);
         return 1;
     }
+    srv_store_set_kernel_store(s.store, kstore_blocks);
     fd = connect_to(s.port);
     t0 = now_s();
     c0 = cpu_s(RUSAGE_SELF);

@@ -207,11 +207,12 @@ static const opt_def srv_opts[] = {
       OPT_F_SINT(T, kernel_store),
       .def = "rows",
       .choices = "rows|blocks",
-      .help = "kernels at rest: rows (one row each), or blocks (the "
-              "maintenance thread compacts runs of 4096 kernels of a "
-              "session's stream, and every kernel of ended sessions, into "
-              "compressed column blocks; a query thaws a session back into "
-              "rows first: docs/server.md \"Kernel blocks\")" },
+      .help = "kernels at rest: rows (one row each), or blocks (ingest "
+              "writes each batch's kernels as compressed column blocks per "
+              "session and stream, the maintenance thread merges small "
+              "blocks into blocks of 4096 to 8192 and compacts any kernel "
+              "rows; a query thaws a session back into rows first: "
+              "docs/server.md \"Kernel blocks\")" },
     { .name = "kernel-compact-interval",
       DUR_S,
       OPT_F_UINT(T, kernel_compact_s),
@@ -305,10 +306,13 @@ static const opt_def srv_opts[] = {
 #undef T
 
 /* Read by the store for tests (store_sql.c: a smaller top-K;
- * store_sql_kblocks.c: a pause inside compaction); not options, but no
- * typos either. */
+ * store_sql_kblocks.c: a pause inside compaction;
+ * store_sql_kblocks_ingest.c: one after each block ingest writes); not
+ * options, but no typos either. */
 static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK",
-                                             "GPUFL_SERVER_KB_PAUSE_MS", NULL };
+                                             "GPUFL_SERVER_KB_PAUSE_MS",
+                                             "GPUFL_SERVER_KBI_PAUSE_MS",
+                                             NULL };
 
 const opt_prog srv_prog = {
     .name = "gpufl-server",

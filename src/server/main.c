@@ -27,6 +27,7 @@
 static int open_store(srv *s, char *err, size_t cap)
 {
     char url[SRV_STR_MAX + 32];
+    int rc;
 
     if (mkdir(s->cfg.data_dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, cap, "cannot create the data folder: %s",
@@ -37,7 +38,11 @@ static int open_store(srv *s, char *err, size_t cap)
         snprintf(url, sizeof(url), "%s", s->cfg.db);
     else
         snprintf(url, sizeof(url), "sqlite:%s/gpufl.db", s->cfg.data_dir);
-    return srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err, cap);
+    rc = srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err, cap);
+    if (!rc)
+        srv_store_set_kernel_store(s->store,
+                                   s->cfg.kernel_store == SRV_KSTORE_BLOCKS);
+    return rc;
 }
 
 /* Keys read per store call by `keys list`. */

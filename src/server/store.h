@@ -314,6 +314,10 @@ typedef struct srv_kb_stats {
     uint64_t rows, blocks, in_blocks, block_bytes, rows_disk, blocks_disk;
 } srv_kb_stats;
 void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o);
+/* --kernel-store=blocks (blocks != 0): ingest writes a batch's kernels as
+ * blocks (store_sql_kblocks_ingest.c) instead of rows; before the first
+ * batch. */
+void srv_store_set_kernel_store(srv_store *s, int blocks);
 int srv_store_set_keep(srv_store *s, const char *sid, int keep);
 /* keys: hash is the hex SHA-256 of the secret; hosts as in srv_key */
 int srv_store_key_add(srv_store *s, const char *name, const char *role,

@@ -667,6 +667,7 @@ void srv_store_close(srv_store *s)
     rl_map_release(&s->srl);
     sq_ext_release(s);
     sq_gaps_release(s);
+    sq_kbi_release(s);
     sq_kb_release(s);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);

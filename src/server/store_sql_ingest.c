@@ -247,7 +247,8 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
         }
         /* the writer reports it (sq_kernel_done), now or at its flush */
         *fresh = -1;
-        return s->wr->kernel(s, sess, e, &l);
+        return s->kstore_blocks ? sq_kbi_kernel(s, sess, e, &l)
+                                : s->wr->kernel(s, sess, e, &l);
     case EV_MEMCPY:
     case EV_MEMSET:
     case EV_SYNC:
@@ -468,6 +469,7 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     rc = sdb_begin(s->w);
     if (!rc)
         rc = s->wr->begin(s);
+    sq_kbi_reset(s);
     if (rc) {
         sdb_exec(s->w, "ROLLBACK");
         goto out;
@@ -496,6 +498,9 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         r->accepted++;
         rc = count_line(s, sess, e);
     }
+    /* the kernels held for blocks before the rollups they fed */
+    if (!rc && s->kstore_blocks)
+        rc = sq_kbi_flush(s);
     if (!rc)
         rc = s->wr->flush(s);
     if (!rc)
@@ -515,6 +520,7 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         rl_map_clear(&s->sess_cache);
         rl_map_clear(&s->launch_cache);
         s->wr->abort(s);
+        sq_kbi_reset(s);
         sq_ext_reset(s);
         sq_gaps_reset(s);
         r->accepted = r->duplicate = 0;

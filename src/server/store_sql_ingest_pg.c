@@ -19,6 +19,7 @@
 #include "store_sql_int.h"
 
 #include "common/buf.h"
+#include "kblock.h"
 
 #include <gpufl/gpufl.h>
 
@@ -141,49 +142,50 @@ static int cb_bin_end(gbuf *b)
 }
 
 /* The kernel row, in the table's column order: 24 bigints and occ, a
- * double precision; occ and tid may be NULL. */
+ * double precision; occ and tid may be NULL (sq_kernel_ev: the same row
+ * as the other writers bind). */
 static int cb_kernel(gbuf *b, int64_t sess, const srv_ev *e, const sq_launch *l)
 {
-    /* the launching thread, said only with the call's times */
-    int no_tid = !e->tid || !e->api_dur;
-    int64_t v[25] = { sess,
-                      (int64_t)e->seq,
-                      (int64_t)e->ts,
-                      (int64_t)e->dur,
-                      (int64_t)e->dev,
-                      (int64_t)e->stream,
-                      (int64_t)e->corr,
-                      l->name_id,
-                      (int64_t)e->cfg,
-                      (int64_t)e->grid[0],
-                      (int64_t)e->grid[1],
-                      (int64_t)e->grid[2],
-                      l->bx,
-                      l->by,
-                      l->bz,
-                      l->regs,
-                      l->smem,
-                      0,
-                      (int64_t)e->scope,
-                      (int64_t)e->path,
-                      (int64_t)e->stack,
-                      e->api_off,
-                      (int64_t)e->api_dur,
-                      (int64_t)e->flags,
-                      (int64_t)e->tid };
+    kblock_ev k;
+    int64_t v[25];
+
+    sq_kernel_ev(e, l, &k);
+    v[0] = sess;
+    v[1] = (int64_t)k.seq;
+    v[2] = (int64_t)k.ts;
+    v[3] = (int64_t)k.dur;
+    v[4] = (int64_t)k.dev;
+    v[5] = (int64_t)k.stream;
+    v[6] = (int64_t)k.corr;
+    v[7] = k.name_id;
+    v[8] = (int64_t)k.cfg;
+    for (int i = 0; i < 3; i++) {
+        v[9 + i] = (int64_t)k.grid[i];
+        v[12 + i] = k.block[i];
+    }
+    v[15] = k.regs;
+    v[16] = k.smem;
+    v[17] = 0; /* occ: below */
+    v[18] = (int64_t)k.scope;
+    v[19] = (int64_t)k.path;
+    v[20] = (int64_t)k.stack;
+    v[21] = k.api_off;
+    v[22] = (int64_t)k.api_dur;
+    v[23] = (int64_t)k.flags;
+    v[24] = (int64_t)k.tid;
 
     if (gbuf_grow(b, 2 + 25 * 12))
         return b->err;
     cb_be(b, 25, 2);
     for (int c = 0; c < 25; c++) {
-        if ((c == 17 && l->occ < 0) || (c == 24 && no_tid)) {
+        if ((c == 17 && k.occ < 0) || (c == 24 && !k.tid)) {
             cb_be(b, 0xffffffffu, 4);
             continue;
         }
         cb_be(b, 8, 4);
         if (c == 17) {
             uint64_t bits;
-            memcpy(&bits, &l->occ, 8);
+            memcpy(&bits, &k.occ, 8);
             cb_be(b, bits, 8);
         } else {
             cb_be(b, (uint64_t)v[c], 8);

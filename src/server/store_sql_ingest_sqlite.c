@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kblock.h"
+
 /* Known-new kernels per grouped INSERT. */
 #define SQ_KGROUP 16
 
@@ -41,41 +43,15 @@ typedef struct lite_writer {
     int64_t dver_last;
 } lite_writer;
 
-/* The kernel row's 25 parameters from index b + 1. */
+/* The kernel row's 25 parameters from index b + 1 (the one binder:
+ * sq_kernel_bind). */
 static void bind_kernel(sdb_stmt *st, int b, int64_t sess, const srv_ev *e,
                         const sq_launch *l)
 {
-    qbind_u64(st, b + 1, (uint64_t)sess);
-    qbind_u64(st, b + 2, e->seq);
-    qbind_u64(st, b + 3, e->ts);
-    qbind_u64(st, b + 4, e->dur);
-    qbind_u64(st, b + 5, e->dev);
-    qbind_u64(st, b + 6, e->stream);
-    qbind_u64(st, b + 7, e->corr);
-    qbind_i64(st, b + 8, l->name_id);
-    qbind_u64(st, b + 9, e->cfg);
-    for (int i = 0; i < 3; i++)
-        qbind_u64(st, b + 10 + i, e->grid[i]);
-    qbind_i64(st, b + 13, l->bx);
-    qbind_i64(st, b + 14, l->by);
-    qbind_i64(st, b + 15, l->bz);
-    qbind_i64(st, b + 16, l->regs);
-    qbind_i64(st, b + 17, l->smem);
-    if (l->occ >= 0)
-        qbind_f64(st, b + 18, l->occ);
-    else
-        qbind_null(st, b + 18);
-    qbind_u64(st, b + 19, e->scope);
-    qbind_u64(st, b + 20, e->path);
-    qbind_u64(st, b + 21, e->stack);
-    qbind_i64(st, b + 22, e->api_off);
-    qbind_u64(st, b + 23, e->api_dur);
-    qbind_u64(st, b + 24, e->flags);
-    /* the launching thread, said only with the call's times */
-    if (e->tid && e->api_dur)
-        qbind_u64(st, b + 25, e->tid);
-    else
-        qbind_null(st, b + 25);
+    kblock_ev k;
+
+    sq_kernel_ev(e, l, &k);
+    sq_kernel_bind(st, b, sess, &k);
 }
 
 /* Writes the queued new kernels (SQ_KGROUP in one statement, a partial

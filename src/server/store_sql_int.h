@@ -198,7 +198,12 @@ struct srv_store {
     struct kblock_enc *kb_enc;
     struct kblock_dec *kb_dec;
     struct kblock_ev *kb_ev;
+    struct kblock_index *kb_idx;
     unsigned char *kb_buf;
+    /* --kernel-store=blocks: ingest writes kernels as blocks, and its
+     * state (store_sql_kblocks_ingest.c) */
+    int kstore_blocks;
+    struct sq_kbi *kbi;
     struct {
         int64_t sess;
         time_t at;
@@ -231,6 +236,35 @@ void sq_kb_release(srv_store *s);
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
                 int64_t stream, int64_t seq_lo, const unsigned char **b,
                 size_t *len);
+
+/* The codec state and buffers above, allocated on first use. */
+int sq_kb_state(srv_store *s);
+/* s->kb_ev[0..n) (one session's stream, seq order) encoded and inserted
+ * as one kblocks row, in the writer's open transaction; s->kb_idx is its
+ * index after. */
+int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n);
+/* Tests only: sleeps the milliseconds named by environment variable env
+ * (at most 10 s): a place for a test's kill -9 to land. */
+void sq_kb_test_pause(const char *env);
+
+/* Ingest into blocks (store_sql_kblocks_ingest.c), on the writer under its
+ * lock, in the batch's transaction: sq_kbi_kernel takes a kernel as
+ * sq_writer.kernel does (reported through sq_kernel_done now or at
+ * flush); sq_kbi_flush writes what is held as blocks (before the
+ * writer's flush, which writes the rollups they fed); sq_kbi_reset
+ * forgets what a batch held (at its start and after a rollback). */
+int sq_kbi_kernel(srv_store *s, int64_t sess, const srv_ev *e,
+                  const sq_launch *l);
+int sq_kbi_flush(srv_store *s);
+void sq_kbi_reset(srv_store *s);
+void sq_kbi_release(srv_store *s);
+/* The one form of a kernel row: a kernel line and its launch as the
+ * codec's event (absent occ and tid as the table keeps them), and that
+ * event as the kernels row's 25 parameters from index b + 1. */
+struct kblock_ev;
+void sq_kernel_ev(const srv_ev *e, const sq_launch *l, struct kblock_ev *o);
+void sq_kernel_bind(sdb_stmt *st, int b, int64_t sess,
+                    const struct kblock_ev *e);
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];

@@ -53,12 +53,11 @@
 /* rows per INSERT of the thaw */
 #define KB_GRP SQ_KB_GRP
 
-/* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
- * transaction, between the block's insert and the rows' delete, so that a
- * test's kill -9 lands inside compaction. */
-static void kb_test_pause(void)
+/* Tests only: a pause of the milliseconds environment variable env says
+ * (at most 10 s), where a test's kill -9 should land. */
+void sq_kb_test_pause(const char *env)
 {
-    const char *v = getenv("GPUFL_SERVER_KB_PAUSE_MS");
+    const char *v = getenv(env);
     long ms = v ? strtol(v, NULL, 10) : 0;
     struct timespec ts;
 
@@ -69,13 +68,23 @@ static void kb_test_pause(void)
     nanosleep(&ts, NULL);
 }
 
-static int kb_state(srv_store *s)
+/* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
+ * transaction, between the block's insert and the rows' delete, so that a
+ * test's kill -9 lands inside compaction. */
+static void kb_test_pause(void)
+{
+    sq_kb_test_pause("GPUFL_SERVER_KB_PAUSE_MS");
+}
+
+int sq_kb_state(srv_store *s)
 {
     if (!s->kb_ev && !(s->kb_ev = calloc(KB_MAX_EVENTS, sizeof(kblock_ev))))
         return GPUFL_ENOMEM;
     if (!s->kb_buf && !(s->kb_buf = malloc(KB_BLOCK_MAX)))
         return GPUFL_ENOMEM;
     if (!s->kb_dec && !(s->kb_dec = kblock_dec_new()))
+        return GPUFL_ENOMEM;
+    if (!s->kb_idx && !(s->kb_idx = malloc(sizeof(kblock_index))))
         return GPUFL_ENOMEM;
     return GPUFL_OK;
 }
@@ -86,6 +95,8 @@ void sq_kb_release(srv_store *s)
     kblock_dec_free(s->kb_dec);
     free(s->kb_ev);
     free(s->kb_buf);
+    free(s->kb_idx);
+    s->kb_idx = NULL;
     s->kb_enc = NULL;
     s->kb_dec = NULL;
     s->kb_ev = NULL;
@@ -140,41 +151,6 @@ static void row_to_ev(sdb_stmt *st, kblock_ev *e)
     e->tid = qcol_null(st, 23) ? 0 : (uint64_t)qcol_i64(st, 23);
 }
 
-/* A block event as the kernel row's 25 parameters from index b + 1
- * (INSERT INTO kernels). */
-static void ev_bind(sdb_stmt *st, int b, int64_t sess, const kblock_ev *e)
-{
-    qbind_i64(st, b + 1, sess);
-    qbind_u64(st, b + 2, e->seq);
-    qbind_u64(st, b + 3, e->ts);
-    qbind_u64(st, b + 4, e->dur);
-    qbind_u64(st, b + 5, e->dev);
-    qbind_u64(st, b + 6, e->stream);
-    qbind_u64(st, b + 7, e->corr);
-    qbind_i64(st, b + 8, e->name_id);
-    qbind_u64(st, b + 9, e->cfg);
-    for (int i = 0; i < 3; i++) {
-        qbind_u64(st, b + 10 + i, e->grid[i]);
-        qbind_i64(st, b + 13 + i, e->block[i]);
-    }
-    qbind_i64(st, b + 16, e->regs);
-    qbind_i64(st, b + 17, e->smem);
-    if (e->occ >= 0)
-        qbind_f64(st, b + 18, e->occ);
-    else
-        qbind_null(st, b + 18);
-    qbind_u64(st, b + 19, e->scope);
-    qbind_u64(st, b + 20, e->path);
-    qbind_u64(st, b + 21, e->stack);
-    qbind_i64(st, b + 22, e->api_off);
-    qbind_u64(st, b + 23, e->api_dur);
-    qbind_u64(st, b + 24, e->flags);
-    if (e->tid)
-        qbind_u64(st, b + 25, e->tid);
-    else
-        qbind_null(st, b + 25);
-}
-
 /* ---- the duplicate check (ingest) ---- */
 
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
@@ -210,7 +186,7 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
         size_t len = 0, pos = KB_NOTFOUND;
         const unsigned char *b = NULL;
         char why[128];
-        if ((err = kb_state(s)) != 0 ||
+        if ((err = sq_kb_state(s)) != 0 ||
             (err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
                                &b, &len)) != 0)
             break;
@@ -267,7 +243,7 @@ static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
     int rc;
 
     *nk = 0;
-    if ((rc = kb_state(s)) != 0)
+    if ((rc = sq_kb_state(s)) != 0)
         return rc;
     if (sdb_prepare(s->w,
                     "SELECT stream, seq_lo, block FROM kblocks WHERE sess=?"
@@ -304,13 +280,13 @@ static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
      * rest one by one */
     for (i = 0; i + KB_GRP <= n; i += KB_GRP) {
         for (size_t j = 0; j < KB_GRP; j++)
-            ev_bind(grp, (int)(25 * j), sess, &s->kb_ev[i + j]);
+            sq_kernel_bind(grp, (int)(25 * j), sess, &s->kb_ev[i + j]);
         if ((rc = sdb_err(sdb_step(grp))) != 0)
             goto out;
         sdb_reset(grp);
     }
     for (; i < n; i++) {
-        ev_bind(ins, 0, sess, &s->kb_ev[i]);
+        sq_kernel_bind(ins, 0, sess, &s->kb_ev[i]);
         if ((rc = sdb_err(sdb_step(ins))) != 0)
             goto out;
         sdb_reset(ins);
@@ -367,21 +343,62 @@ int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess)
 
 /* ---- compaction ---- */
 
+/* The block in s->kb_buf[0..len) as a kblocks row (idx: its index). */
+static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
+                     const kblock_index *idx, size_t len)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    if (sdb_prepare(s->w, "INSERT INTO kblocks VALUES(?,?,?,?,?,?,?,?,?,?)",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_u64(st, 3, idx->seq_min);
+    qbind_u64(st, 4, idx->seq_max);
+    qbind_u64(st, 5, idx->ts_min);
+    qbind_u64(st, 6, idx->ts_max);
+    qbind_u64(st, 7, idx->n);
+    qbind_u64(st, 8, idx->dur_min);
+    qbind_u64(st, 9, idx->dur_max);
+    qbind_blob(st, 10, s->kb_buf, len);
+    rc = sdb_err(sdb_step(st));
+    sdb_finalize(st);
+    return rc;
+}
+
+int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n)
+{
+    size_t len = 0;
+    char why[128] = "";
+
+    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
+        return GPUFL_ENOMEM;
+    if (kblock_encode(s->kb_enc, s->kb_ev, n, KB_ZLEVEL, KB_OPT_DEFAULT,
+                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
+        kblock_index_read(s->kb_buf, len, s->kb_idx, why, sizeof(why)) ||
+        s->kb_idx->n != n) {
+        glog_error("kblocks", "session %lld: cannot encode: %s",
+                   (long long)sess, why[0] ? why : "count differs");
+        return GPUFL_EINTERNAL;
+    }
+    return kb_insert(s, sess, stream, s->kb_idx, len);
+}
+
 /* Up to SQ_KB_RUN of the session's stream's kernels, lowest seq first,
  * into one block replacing them.  *nk: how many (0: none). */
 static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
 {
     sdb_stmt *st = NULL;
-    size_t n = 0, len = 0;
-    kblock_index idx;
-    char why[128];
+    size_t n = 0;
+    kblock_index *idx;
     int rc;
 
     *nk = 0;
-    if ((rc = kb_state(s)) != 0)
+    if ((rc = sq_kb_state(s)) != 0)
         return rc;
-    if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
-        return GPUFL_ENOMEM;
+    idx = s->kb_idx;
     if (sdb_prepare(s->w,
                     "SELECT " KB_COLS " FROM kernels WHERE sess=?1 AND"
                     " stream=?2 AND" KB_EXACT " ORDER BY seq LIMIT ?3",
@@ -398,30 +415,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return sq_err(rc);
     if (!n)
         return GPUFL_OK;
-    if (kblock_encode(s->kb_enc, s->kb_ev, n, KB_ZLEVEL, KB_OPT_DEFAULT,
-                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
-        kblock_index_read(s->kb_buf, len, &idx, why, sizeof(why))) {
-        glog_error("kblocks", "session %lld: cannot encode: %s",
-                   (long long)sess, why);
-        return GPUFL_EINTERNAL;
-    }
-    if (sdb_prepare(s->w, "INSERT INTO kblocks VALUES(?,?,?,?,?,?,?,?,?,?)",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    qbind_i64(st, 2, stream);
-    qbind_u64(st, 3, idx.seq_min);
-    qbind_u64(st, 4, idx.seq_max);
-    qbind_u64(st, 5, idx.ts_min);
-    qbind_u64(st, 6, idx.ts_max);
-    qbind_u64(st, 7, idx.n);
-    qbind_u64(st, 8, idx.dur_min);
-    qbind_u64(st, 9, idx.dur_max);
-    qbind_blob(st, 10, s->kb_buf, len);
-    rc = sdb_err(sdb_step(st));
-    sdb_finalize(st);
-    st = NULL;
-    if (rc)
+    if ((rc = sq_kb_put(s, sess, stream, n)) != 0)
         return rc;
     kb_test_pause();
     /* exactly the rows read: the same filter over their seq range (the
@@ -433,8 +427,8 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);
-    qbind_u64(st, 3, idx.seq_min);
-    qbind_u64(st, 4, idx.seq_max);
+    qbind_u64(st, 3, idx->seq_min);
+    qbind_u64(st, 4, idx->seq_max);
     rc = sdb_err(sdb_step(st));
     sdb_finalize(st);
     if (rc)
@@ -482,6 +476,179 @@ static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }
 
+/* ---- merging small blocks ---- */
+
+/* Ingest writes a block per (session, stream) and batch
+ * (store_sql_kblocks_ingest.c), mostly smaller than SQ_KB_RUN; the
+ * compactor merges a run of them - consecutive by seq_lo, at least two,
+ * up to KB_MERGE_MAX kernels - into one block, in one transaction that
+ * deletes the sources (checking that each went) and inserts the merged
+ * block (the sum of their counts).  A kill -9 leaves the sources or the
+ * merged block. */
+#define KB_MERGE_MAX (2 * SQ_KB_RUN)
+#define KB_MERGE_SRC 64
+
+static int ev_seq_cmp(const void *a, const void *b)
+{
+    const kblock_ev *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Decodes the block in st's column 2 (seq_lo in 0) at s->kb_ev + at;
+ * *n its kernels, which must be what the row's n (column 1) says. */
+static int merge_read(srv_store *s, sdb_stmt *st, int64_t sess, int64_t stream,
+                      size_t at, size_t *n)
+{
+    const unsigned char *b = NULL;
+    size_t len = 0;
+    char why[128];
+    int rc;
+
+    if ((rc = sq_kb_bytes(s, st, 2, sess, stream, qcol_i64(st, 0), &b, &len)) !=
+        0)
+        return rc;
+    if (kblock_decode(s->kb_dec, b, len, s->kb_ev + at, KB_MAX_EVENTS - at, n,
+                      why, sizeof(why)) ||
+        *n != (size_t)qcol_i64(st, 1)) {
+        glog_error("kblocks", "session %lld stream %lld: unreadable block: %s",
+                   (long long)sess, (long long)stream,
+                   *n != (size_t)qcol_i64(st, 1) ? "count differs" : why);
+        return GPUFL_EINTERNAL;
+    }
+    return GPUFL_OK;
+}
+
+/* The first run of small blocks of (sess, stream) merged into one; *nk its
+ * kernels (0: no run to merge). */
+static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
+{
+    sdb_stmt *st = NULL;
+    int64_t src[KB_MERGE_SRC];
+    size_t nsrc = 0, total = 0;
+    int rc, err = GPUFL_OK;
+
+    *nk = 0;
+    if ((rc = sq_kb_state(s)) != 0)
+        return rc;
+    if (sdb_prepare(s->w,
+                    "SELECT seq_lo, n, block FROM kblocks WHERE sess=?1 AND"
+                    " stream=?2 ORDER BY seq_lo",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        size_t n = (size_t)qcol_i64(st, 1), got = 0;
+        int full = n >= SQ_KB_RUN;
+        if (full ||
+            (nsrc && (total + n > KB_MERGE_MAX || nsrc == KB_MERGE_SRC))) {
+            if (nsrc >= 2)
+                break;
+            nsrc = total = 0; /* a run of one: start again after it */
+            if (full)
+                continue;
+        }
+        if ((err = merge_read(s, st, sess, stream, total, &got)) != 0)
+            break;
+        src[nsrc++] = qcol_i64(st, 0);
+        total += got;
+        if (total >= SQ_KB_RUN && nsrc >= 2)
+            break;
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (err)
+        return err;
+    if (rc != SDB_DONE && rc != SDB_ROW)
+        return sq_err(rc);
+    if (nsrc < 2)
+        return GPUFL_OK;
+    rc = GPUFL_OK;
+    for (size_t i = 1; i < total; i++)
+        if (s->kb_ev[i].seq <= s->kb_ev[i - 1].seq) {
+            qsort(s->kb_ev, total, sizeof(*s->kb_ev), ev_seq_cmp);
+            break;
+        }
+    if (sdb_prepare(s->w,
+                    "DELETE FROM kblocks WHERE sess=?1 AND stream=?2 AND"
+                    " seq_lo=?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    for (size_t i = 0; i < nsrc && !rc; i++) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, stream);
+        qbind_i64(st, 3, src[i]);
+        if ((rc = qrun(st)) == 0 && sdb_changes(s->w) != 1) {
+            glog_error("kblocks",
+                       "session %lld stream %lld: block %lld went while"
+                       " merged: not merged",
+                       (long long)sess, (long long)stream, (long long)src[i]);
+            rc = GPUFL_EINTERNAL;
+        }
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (rc)
+        return rc;
+    if ((rc = sq_kb_put(s, sess, stream, total)) != 0)
+        return rc;
+    kb_test_pause();
+    *nk = total;
+    return GPUFL_OK;
+}
+
+/* The (session, stream)s with two small blocks or more. */
+static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *ng = 0;
+    if (sdb_prepare(s->w,
+                    "SELECT sess, stream, count(*) FROM kblocks WHERE n < ?"
+                    " GROUP BY sess, stream HAVING count(*) >= 2"
+                    " ORDER BY sess, stream",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, SQ_KB_RUN);
+    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
+        g[(*ng)++] =
+            (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2), 0 };
+    sdb_finalize(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+/* Every run of small blocks merged: a transaction per merged block. */
+static int merge_pass(srv_store *s, time_t now, uint64_t *blocks,
+                      uint64_t *kernels)
+{
+    kb_group g[KB_GROUPS_MAX];
+    size_t ng = 0;
+    int rc;
+
+    pthread_mutex_lock(&s->wlock);
+    rc = merges_find(s, g, KB_GROUPS_MAX, &ng);
+    pthread_mutex_unlock(&s->wlock);
+    for (size_t i = 0; !rc && i < ng; i++) {
+        uint64_t nk = 0;
+        do {
+            pthread_mutex_lock(&s->wlock);
+            if (thawed_lately(s, g[i].sess, now)) {
+                pthread_mutex_unlock(&s->wlock);
+                break;
+            }
+            if ((rc = kb_begin(s)) == 0)
+                rc = kb_end(s, merge_one(s, g[i].sess, g[i].stream, &nk));
+            pthread_mutex_unlock(&s->wlock);
+            if (!rc && nk) {
+                *blocks += 1;
+                *kernels += nk;
+            }
+        } while (!rc && nk);
+    }
+    return rc;
+}
+
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
@@ -515,6 +682,8 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
             g[i].n -= (int64_t)nk;
         }
     }
+    if (!rc)
+        rc = merge_pass(s, now, blocks, kernels);
     return rc;
 }
 

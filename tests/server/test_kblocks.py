@@ -4,8 +4,16 @@ replay of compacted kernels is still a duplicate, a query answers the same
 as from rows alone, and kill -9 during compaction loses no kernel.  Real
 binary on 127.0.0.1, SQLite or (with GPUFL_TEST_PG_URI_FILE) PostgreSQL.
 
+Ingest and IngestCrash: ingest writes a batch's kernels straight into
+blocks (store_sql_kblocks_ingest.c): every acknowledged kernel is stored
+exactly once, replays that straddle blocks (merged by the compactor or
+not) and batches out of order or with repeats count right, the rollups are
+those of a rows store, and kill -9 during a block write loses nothing
+acknowledged.
+
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
+import threading
 import json
 import os
 import random
@@ -95,10 +103,10 @@ class Blocks(Base):
         seqs = sorted(k[0] for k in g.kernels)
         for i in range(5):
             g.kernel(TL.T0 + 9 * 10 ** 9 + i, 10 + i, 1, stream=7)
-        # from inside the last block on, through the rows after it
-        hi = count(b, "SELECT max(seq_hi) FROM kblocks")
-        lo = seqs[seqs.index(hi) - 50]
-        self.assertLess(hi, seqs[-1])
+        # from inside a block on, through the last block after it (ingest
+        # writes blocks: no rows after them)
+        last = count(b, "SELECT max(seq_lo) FROM kblocks")
+        lo = seqs[seqs.index(last) - 50]
         first = next(i for i, e in enumerate(g.lines["device"])
                      if e["seq"] == lo)
         for srv in (a, b):
@@ -217,6 +225,220 @@ class Crash(Base):
         self.assertEqual(count(srv, "SELECT count(*) FROM kblocks"), 0)
         self.assertEqual(count(srv, "SELECT count(*) FROM kernels"), total)
         self.assertEqual(kills, 8)
+
+
+NOCOMPACT = ["--kernel-store", "blocks", "--kernel-compact-interval", "1h"]
+# the tables fed at ingest, in a stable order, to compare with a rows store
+ROLLUPS = ["SELECT * FROM kagg ORDER BY 1, 2",
+           "SELECT * FROM tl ORDER BY 1, 2, 3, 4",
+           "SELECT * FROM kscope ORDER BY 1, 2",
+           "SELECT * FROM kext ORDER BY 1, 2, 3, 4",
+           "SELECT * FROM klong ORDER BY 1, 2",
+           "SELECT * FROM seqr ORDER BY 1, 2, 3",
+           "SELECT n_kernels, n_lines, first_ts, last_ts FROM sessions"
+           " ORDER BY id"]
+
+
+def device_lines(g, idx):
+    """The device lines at indexes idx, as one body."""
+    return b"\n".join(json.dumps(g.lines["device"][i],
+                                  separators=(",", ":")).encode()
+                       for i in idx) + b"\n"
+
+
+def lanes_session(rnd, nk, streams=(7, 8, 9), sid=None):
+    """nk kernels over streams on 2 GPUs, in time order."""
+    g = TL.Gen(sid=sid)
+    names = [g.name("k%d" % i) for i in range(5)]
+    t = TL.T0
+    for i in range(nk):
+        t += rnd.randrange(1, 40000)
+        g.kernel(t, rnd.randrange(0, 90000), names[i % 5], dev=i % 2,
+                 stream=streams[i % len(streams)], corr=i + 1)
+    return g
+
+
+class Ingest(Base):
+    def check_stored(self, srv, g, rows=None):
+        """Every kernel of g stored exactly once: none as a row, the blocks'
+        counts, the API's kernels (each seq once), the rollups; and the
+        rollups equal those of the rows store rows."""
+        seqs = sorted(k[0] for k in g.kernels)
+        nk = len(seqs)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kernels"), 0)
+        self.assertEqual(count(srv, "SELECT sum(n) FROM kblocks"), nk)
+        # the blocks of a stream do not overlap
+        last = {}
+        for st, lo, hi in srv.sql("SELECT stream, seq_lo, seq_hi FROM kblocks"
+                                  " ORDER BY stream, seq_lo"):
+            self.assertGreater(int(lo), last.get(st, -1), (st, lo))
+            last[st] = int(hi)
+        self.assertEqual(count(srv, "SELECT n_kernels FROM sessions"), nk)
+        self.assertEqual(count(srv, "SELECT sum(n) FROM kagg"), nk)
+        if rows is not None:
+            for q in ROLLUPS:
+                self.assertEqual(srv.sql(q), rows.sql(q), q)
+        got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % g.sid)
+        self.assertEqual(sorted(k["kid"] for k in got), seqs)
+
+    def test_batches_go_straight_into_blocks(self):
+        g, _ = TL.lod_session(random.Random(5))
+        nk = len(g.kernels)
+        a = self.server("rows")
+        b = self.server("blocks", NOCOMPACT)
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        # acknowledged is stored: as blocks, with no compactor pass
+        self.assertEqual(count(b, "SELECT count(*) FROM kernels"), 0)
+        self.assertEqual(count(b, "SELECT sum(n) FROM kblocks"), nk)
+        self.assertLessEqual(count(b, "SELECT max(n) FROM kblocks"), 4096)
+        for q in ROLLUPS:
+            self.assertEqual(b.sql(q), a.sql(q), q)
+        # and as compact as the compactor's blocks (batches of 3000 lines
+        # over 6 lanes: ~500 kernels a block)
+        per = (count(b, "SELECT sum(length(block)) FROM kblocks") / nk)
+        self.assertLess(per, 40)
+        base = "/api/v1/sessions/" + g.sid
+        t0, t1 = TL.T0 + 3 * 10 ** 9, TL.T0 + 3 * 10 ** 9 + 5 * 10 ** 6
+        for p in [base, base + "/kernels/aggregate", base + "/durations",
+                  base + "/timeline?width=800",
+                  base + "/kernels?sort=duration&desc=true&limit=300",
+                  base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1)]:
+            self.assertEqual(norm(b.get(p)), norm(a.get(p)), p)
+        got = T.page_all(b, base + "/kernels")
+        self.assertEqual(sorted(k["kid"] for k in got),
+                         sorted(k[0] for k in g.kernels))
+
+    def test_replays_straddle_blocks(self):
+        rnd = random.Random(77)
+        g = lanes_session(rnd, 25000)
+        dev = g.lines["device"]
+        kidx = [i for i, e in enumerate(dev) if e["type"] == "kernel"]
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS)
+        # 60 % in batches of 1500 lines, then the compactor merges the
+        # small blocks (500 kernels a stream and batch) into full ones
+        cut = kidx[len(kidx) * 6 // 10]
+        for srv in (a, b):
+            for lo in range(0, cut, 1500):
+                srv.ingest_ok("device", device_lines(
+                    g, range(lo, min(lo + 1500, cut))))
+        deadline = time.time() + 60
+        small = ("SELECT count(*) FROM (SELECT stream FROM kblocks WHERE"
+                 " n < 4096 GROUP BY sess, stream HAVING count(*) >= 2) t")
+        while time.time() < deadline and count(b, small) > 0:
+            time.sleep(0.2)
+        self.assertEqual(count(b, small), 0)
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks WHERE"
+                                    " n >= 4096"), 0)
+        # a replay from 40 % to 80 %: straddles merged blocks, runs on into
+        # new kernels; some lines twice, a stretch in reverse
+        mid = kidx[len(kidx) * 4 // 10]
+        end = kidx[len(kidx) * 8 // 10]
+        idx = list(range(mid, end))
+        idx[100:400] = reversed(idx[100:400])
+        idx += idx[-300:] + idx[:20]
+        rnd.shuffle(idx[-2000:])
+        fresh = len(set(i for i in idx if i >= cut))
+        for srv in (a, b):
+            r = srv.ingest_ok("device", device_lines(g, idx))
+            self.assertEqual((r["accepted"], r["duplicate"]),
+                             (fresh, len(idx) - fresh), srv.data_dir)
+        # the rest in reverse (each kernel below the batch's first) and
+        # twice; then the whole stream again: all duplicates
+        rest = list(reversed(range(end, len(dev))))
+        for srv in (a, b):
+            r = srv.ingest_ok("device", device_lines(g, rest + rest))
+            self.assertEqual((r["accepted"], r["duplicate"]),
+                             (len(rest), len(rest)))
+            r = srv.ingest_ok("device", device_lines(g, range(len(dev))))
+            self.assertEqual((r["accepted"], r["duplicate"]), (0, len(dev)))
+        self.check_stored(b, g, rows=a)
+
+
+    def test_batches_bigger_than_held(self):
+        # more kernels in one batch than are held (32 768) or doubted at
+        # once: blocks and doubts go in several rounds of one transaction
+        g = lanes_session(random.Random(8), 70000, streams=(7, 8))
+        n = len(g.lines["device"])
+        half = n // 2
+        a = self.server("rows")
+        b = self.server("blocks", NOCOMPACT)
+        for srv in (a, b):
+            srv.ingest_ok("device", device_lines(g, range(0, half)))
+            # the whole stream in reverse: all but its first line doubts
+            r = srv.ingest_ok("device", device_lines(g, reversed(range(n))))
+            self.assertEqual((r["accepted"], r["duplicate"]),
+                             (n - half, half))
+        self.check_stored(b, g, rows=a)
+
+
+class IngestCrash(Base):
+    def test_kill9_block_writes(self):
+        """kill -9 while ingest writes blocks loses nothing acknowledged."""
+        rnd = random.Random(31)
+        d = os.path.join(self.dir, "data")
+        # each block the ingest writes pauses 50 ms inside the batch's
+        # transaction: most kills land between a block's insert and COMMIT
+        args = ["--kernel-store", "blocks", "--kernel-compact-interval", "2s"]
+        env = {"GPUFL_SERVER_KBI_PAUSE_MS": "50"}
+        gens = [lanes_session(rnd, 6000 + rnd.randrange(2000))
+                for _ in range(3)]
+        # each batch holds a stretch of every session (one block per
+        # session and stream)
+        batches = []
+        most = max(len(g.lines["device"]) for g in gens)
+        for lo in range(0, most, 400):
+            batches.append(b"".join(
+                device_lines(g, range(lo, min(lo + 400, len(g.lines["device"]))))
+                for g in gens if lo < len(g.lines["device"])))
+        srv = T.Server(d, args, env=env)
+        self.servers.append(srv)
+        kills = cut = 0
+        i = 0
+        while i < len(batches):
+            timer = None
+            if kills < 8 and rnd.random() < 0.5:
+                timer = threading.Timer(rnd.uniform(0.05, 0.4), srv.kill)
+                timer.start()
+            try:
+                st, r = srv.post("device", batches[i])
+                ok = st == 200
+            except (OSError, http_exc()):
+                ok = False
+            if timer:
+                timer.join()
+                kills += 1
+            if ok and srv.p.poll() is None:
+                i += 1  # acknowledged: never sent again
+                continue
+            # the batch went unacknowledged: it is sent again to a new
+            # server, as an agent would (what was committed is duplicate)
+            cut += not ok
+            srv.kill()
+            srv = T.Server(d, args, env=env)
+            self.servers.append(srv)
+        print("kills: %d, batches cut off: %d" % (kills, cut))
+        self.assertGreater(cut, 0)
+        for g in gens:
+            nk = len(g.kernels)
+            sess = "(SELECT id FROM sessions WHERE sid='%s')" % g.sid
+            self.assertEqual(count(srv, "SELECT coalesce(sum(n), 0) FROM"
+                                   " kblocks WHERE sess=" + sess) +
+                             count(srv, "SELECT count(*) FROM kernels WHERE"
+                                   " sess=" + sess), nk)
+            self.assertEqual(count(srv, "SELECT sum(n) FROM kagg WHERE sess="
+                                   + sess), nk)
+            self.assertEqual(count(srv, "SELECT n_kernels FROM sessions WHERE"
+                                   " id=" + sess), nk)
+            got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % g.sid)
+            self.assertEqual(sorted(k["kid"] for k in got),
+                             sorted(k[0] for k in g.kernels))
+
+
+def http_exc():
+    import http.client
+    return http.client.HTTPException
 
 
 # (session, stream) runs the compactor still has to do: 4096 rows or more

@@ -2,8 +2,9 @@
  * test_srv_store.c - the store through its interface: idempotent ingest
  * (also batches mixing new and stored lines), rollups against the raw
  * rows, kernels sorted by duration across the duration index's epochs,
- * keys (pages, hosts), a session's ingest policy, keep and retention, and
- * a reopen that finds the schema current.
+ * keys (pages, hosts), a session's ingest policy, keep and retention, a
+ * reopen that finds the schema current, and ingest into blocks against
+ * rows under random batches.
  *
  * On SQLite; on PostgreSQL too when GPUFL_TEST_PG_URI_FILE names a
  * throwaway cluster's URI (tests/server/pg_cluster.sh): each store is then
@@ -586,6 +587,77 @@ static size_t build_durs(const char *sid, int seq0, const int *dur, int n,
  * A that did not notice B's change (sessions.kext_ver) would take 1040
  * for its worst key, store both, and leave 1060 missing between 1070 and
  * 1055: the third 3-kernel page would read 1080, 1070, 1055. */
+/* --kernel-store=blocks against rows: the same random batches (stretches
+ * of one session, shuffled, with repeats) into a rows store and into two
+ * blocks stores on one database taking turns (another server's kernels
+ * between a writer's batches) give the same accepted and duplicate counts
+ * batch by batch, and the same aggregates and kernels at the end. */
+static void test_blocks_random_batches(void)
+{
+    static srv_ev ev[1300], bt[700];
+    static char a1[sizeof(out)];
+    srv_ingest_res r1, r2;
+    srv_store *rows = open_tmp("kbi_rows");
+    srv_store *bl[2] = { open_tmp("kbi_blocks"), open_tmp_again("kbi_blocks") };
+    size_t n = build(SIDB, 1200, ev);
+    uint64_t x = 2323, acc = 0;
+    int same = 1;
+
+    REQUIRE(rows && bl[0] && bl[1]);
+    srv_store_set_kernel_store(bl[0], 1);
+    srv_store_set_kernel_store(bl[1], 1);
+    for (int round = 0; round < 80; round++) {
+        size_t lo, len, m = 0;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        lo = (size_t)(x >> 33) % n;
+        len = 1 + (size_t)(x >> 13) % 300;
+        if (lo + len > n)
+            len = n - lo;
+        for (size_t i = 0; i < len; i++)
+            bt[m++] = ev[lo + i];
+        /* some repeated, then part of it shuffled */
+        for (size_t i = 0; i < len / 8 && m < 700; i++)
+            bt[m++] = ev[lo + (size_t)(x >> (i % 40)) % len];
+        for (size_t i = m - 1; i > 0 && (x & 1); i--) {
+            size_t j;
+            srv_ev tmp;
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            j = (size_t)(x >> 33) % (i + 1);
+            tmp = bt[i];
+            bt[i] = bt[j];
+            bt[j] = tmp;
+        }
+        REQUIRE(srv_store_ingest(rows, bt, m, &r1) == GPUFL_OK);
+        REQUIRE(srv_store_ingest(bl[round % 2], bt, m, &r2) == GPUFL_OK);
+        same &= r1.accepted == r2.accepted && r1.duplicate == r2.duplicate;
+        acc += r2.accepted;
+    }
+    CHECK(same);
+    CHECK(acc > 400);
+    /* the rest, then everything again */
+    REQUIRE(srv_store_ingest(rows, ev, n, &r1) == GPUFL_OK);
+    REQUIRE(srv_store_ingest(bl[0], ev, n, &r2) == GPUFL_OK);
+    CHECK_EQ_U64(r2.accepted, r1.accepted);
+    CHECK_EQ_U64(acc + r2.accepted, n);
+    REQUIRE(srv_store_ingest(bl[1], ev, n, &r2) == GPUFL_OK);
+    CHECK_EQ_U64(r2.duplicate, n);
+    q(rows, srv_store_q_kernel_agg, SIDB);
+    snprintf(a1, sizeof(a1), "%s", out);
+    q(bl[1], srv_store_q_kernel_agg, SIDB);
+    /* (kernels sent before their launch dict count under no name: alike) */
+    CHECK(strcmp(a1, out) == 0);
+    q(rows, srv_store_q_kernels, SIDB);
+    snprintf(a1, sizeof(a1), "%s", out);
+    q(bl[0], srv_store_q_kernels, SIDB);
+    CHECK(strcmp(a1, out) == 0);
+    CHECK_JLEN(out, "items", 1000);
+    q(bl[0], srv_store_q_session, SIDB);
+    CHECK_JI64(out, "counts.kernels", 1200);
+    srv_store_close(rows);
+    srv_store_close(bl[0]);
+    srv_store_close(bl[1]);
+}
+
 static void test_two_writers(void)
 {
     static srv_ev ev[64];
@@ -861,6 +933,7 @@ int main(void)
     RUN(test_mixed_batches_dur_sort);
     RUN(test_dur_prefix);
     RUN(test_two_writers);
+    RUN(test_blocks_random_batches);
     RUN(test_system_rollup);
     RUN(test_migrate_to_kext_srl);
     RUN(test_reopen);
