@@ -320,7 +320,11 @@ const opt_prog srv_prog = {
              "       gpufl-server keys create --role ROLE [--name N] "
              "[--hosts H1,H2] [options]\n"
              "       gpufl-server keys list [options]\n"
-             "       gpufl-server keys revoke ID [options]\n\n"
+             "       gpufl-server keys revoke ID [options]\n"
+             "       gpufl-server migrate [options]   (every kernel row "
+             "into blocks, in place;\n"
+             "                                         resumable: "
+             "docs/server.md \"Kernel blocks\")\n\n"
              "Stores gpufl events POSTed to /api/v1/events/{device|scope|"
              "system} and answers the\nquery API under /api/v1/.\n",
     .tail = "Exit status: 0 ok, 1 runtime failure, 2 usage error.\n",

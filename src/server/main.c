@@ -1,6 +1,6 @@
 /*
- * main.c - gpufl-server's entry point: configuration, the keys
- * subcommands, start-up in dependency order and graceful shutdown.
+ * main.c - gpufl-server's entry point: configuration, the keys and
+ * migrate subcommands, start-up in dependency order and graceful shutdown.
  *
  * SIGINT and SIGTERM are blocked in every thread and taken by sigwait()
  * in main, so no handler runs at all; shutdown then stops the HTTP server
@@ -148,6 +148,15 @@ int main(int argc, char **argv)
     s.listen_fd = -1;
     if (npos > 0 && !strcmp(pos[0], "keys"))
         return keys_cmd(&s, pos, npos);
+    if (npos == 1 && !strcmp(pos[0], "migrate")) {
+        if (open_store(&s, err, sizeof(err))) {
+            glog_error("main", "%s", err);
+            return 1;
+        }
+        rc = srv_migrate_run(&s);
+        srv_store_close(s.store);
+        return rc;
+    }
     if (npos > 0) {
         glog_error("main", "unexpected argument '%s'", pos[0]);
         return 2;

@@ -197,6 +197,9 @@ int srv_role_parse(const char *name);
  * characters or starting with the example's "change-me".
  */
 int srv_admin_init(srv *s);
+/* `gpufl-server migrate` on the open store (migrate.c): every compactable
+ * kernel row into blocks, with progress on stdout.  Exit status. */
+int srv_migrate_run(srv *s);
 /* Most hosts one key may be bound to. */
 #define SRV_KEY_HOSTS_N 64
 /* 0 when hosts (comma-separated; NULL or "": any) may bind a key of role:

@@ -57,6 +57,13 @@ if(TARGET gpufl_server_core)
     set_tests_properties(server_kblocks_${cls} PROPERTIES TIMEOUT 300
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
   endforeach()
+  # `gpufl-server migrate` of a previous version's database, killed
+  # midway and run again (test_kblocks_migrate.py)
+  add_test(NAME server_kblocks_Migrate
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
+            -v Migrate)
+  set_tests_properties(server_kblocks_Migrate PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
 endif()
 
 # Names, API calls, the level-of-detail timeline, export, the UI found
@@ -110,6 +117,12 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endforeach()
+  add_test(NAME server_pg_kblocks_Migrate
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
+            -v Migrate)
+  set_tests_properties(server_pg_kblocks_Migrate PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   foreach(cls ${GPUFL_TL_CLASSES})
     add_test(NAME server_pg_tl_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
