@@ -156,6 +156,10 @@ static void err_for(srv_resp *o, int rc, const char *what)
         srv_resp_error(o, 400, "invalid parameter or cursor");
         break;
     case GPUFL_EUNAVAIL: srv_resp_error(o, 503, "database unavailable"); break;
+    case GPUFL_EAGAIN:
+        /* a kernel block in the cold tier that S3 cannot give now */
+        srv_resp_error(o, 503, "cold storage (S3) unavailable; retry");
+        break;
     case GPUFL_ETOOBIG:
         srv_resp_error(o, 500, "answer too large; narrow it");
         break;

@@ -27,6 +27,7 @@
 static int open_store(srv *s, char *err, size_t cap)
 {
     char url[SRV_STR_MAX + 32];
+    int rc;
 
     if (mkdir(s->cfg.data_dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, cap, "cannot create the data folder: %s",
@@ -37,7 +38,27 @@ static int open_store(srv *s, char *err, size_t cap)
         snprintf(url, sizeof(url), "%s", s->cfg.db);
     else
         snprintf(url, sizeof(url), "sqlite:%s/gpufl.db", s->cfg.data_dir);
-    return srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err, cap);
+    if ((rc = srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err,
+                             cap)) != 0 ||
+        !s->cfg.cold_endpoint[0])
+        return rc;
+    {
+        char cache[SRV_STR_MAX + 16];
+        srv_cold_cfg c = { s->cfg.cold_endpoint, s->cfg.cold_bucket,
+                           s->cfg.cold_region,   s->cfg.cold_access,
+                           s->cfg.cold_secret,   s->cfg.cold_prefix,
+                           s->cfg.cold_ca_file,  cache,
+                           s->cfg.cold_cache_max };
+        if (s->cfg.cold_cache[0])
+            snprintf(cache, sizeof(cache), "%s", s->cfg.cold_cache);
+        else
+            snprintf(cache, sizeof(cache), "%s/cold-cache", s->cfg.data_dir);
+        if ((rc = srv_store_cold_open(s->store, &c, err, cap)) != 0) {
+            srv_store_close(s->store);
+            s->store = NULL;
+        }
+    }
+    return rc;
 }
 
 /* Keys read per store call by `keys list`. */

@@ -58,6 +58,12 @@ typedef struct srv_config {
     uint64_t regress_baseline; /* 0: no regression scan */
     int kernel_store;          /* SRV_KSTORE_* */
     uint64_t kernel_compact_s; /* blocks: the compactor's period */
+    /* the cold tier of kernel blocks (store_sql_kcold.c) */
+    uint64_t hot_age_s; /* 0: nothing moves to S3 */
+    char cold_endpoint[SRV_STR_MAX], cold_bucket[256], cold_region[64];
+    char cold_access[256], cold_secret[256], cold_prefix[256];
+    char cold_ca_file[SRV_STR_MAX], cold_cache[SRV_STR_MAX];
+    uint64_t cold_cache_max;
     char alert_webhook[SRV_STR_MAX];
     uint64_t quiet;
     uint64_t kafka_batch;
