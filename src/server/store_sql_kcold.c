@@ -54,13 +54,28 @@ static const unsigned char kc_magic[8] = { 'G', 'F', 'L', 'K',
  * most before it answers 503). */
 #define KC_S3_TIMEOUT_MS 10000
 #define KC_KEY_MAX 512
+/* Cold blocks each thread keeps decoded-ready in memory: the ingest's
+ * duplicate check reads a block once per kernel, and a replay alternates
+ * between a session's streams, so without these a small cache would
+ * fetch the same few blocks from S3 again and again. */
+#define KC_TL_N 4
+
+/* A thread's last KC_TL_N cold blocks (pthread key sq_kcold.tl). */
+typedef struct kc_tl {
+    struct {
+        int64_t sess, stream, seq_lo;
+        uint64_t obj, used;
+        gbuf g;
+    } e[KC_TL_N];
+    uint64_t clock;
+} kc_tl;
 
 struct sq_kcold {
     s3_client *rd, *mv; /* reads (under rd_lock); the mover's (maint) */
     pthread_mutex_t rd_lock;
     kcache *cache;
     char prefix[256];
-    pthread_key_t tl; /* each thread's gbuf of a cold block's bytes */
+    pthread_key_t tl; /* each thread's kc_tl */
     time_t next_try;  /* the mover's next try after S3 failed */
     unsigned delay_s;
 };
@@ -93,21 +108,22 @@ static void kc_key(const sq_kcold *k, int64_t sess, int64_t stream,
 
 static void tl_free(void *p)
 {
-    gbuf *g = p;
-    gbuf_release(g);
-    free(g);
+    kc_tl *t = p;
+    for (int i = 0; i < KC_TL_N; i++)
+        gbuf_release(&t->e[i].g);
+    free(t);
 }
 
 void sq_kc_release(srv_store *s)
 {
     sq_kcold *k = s->kc;
-    gbuf *g;
+    kc_tl *t;
 
     if (!k)
         return;
-    /* this thread's buffer; the others' go with their threads */
-    if ((g = pthread_getspecific(k->tl)) != NULL)
-        tl_free(g);
+    /* this thread's blocks; the others' go with their threads */
+    if ((t = pthread_getspecific(k->tl)) != NULL)
+        tl_free(t);
     pthread_key_delete(k->tl);
     s3_client_free(k->rd);
     s3_client_free(k->mv);
@@ -159,19 +175,20 @@ fail:
 
 /* ---- reads ---- */
 
-static gbuf *tl_buf(sq_kcold *k)
+static kc_tl *tl_get(sq_kcold *k)
 {
-    gbuf *g = pthread_getspecific(k->tl);
-    if (g)
-        return g;
-    if (!(g = malloc(sizeof(*g))))
+    kc_tl *t = pthread_getspecific(k->tl);
+    if (t)
+        return t;
+    if (!(t = calloc(1, sizeof(*t))))
         return NULL;
-    gbuf_init(g, KB_BLOCK_MAX);
-    if (pthread_setspecific(k->tl, g)) {
-        free(g);
+    for (int i = 0; i < KC_TL_N; i++)
+        gbuf_init(&t->e[i].g, KB_BLOCK_MAX);
+    if (pthread_setspecific(k->tl, t)) {
+        free(t);
         return NULL;
     }
-    return g;
+    return t;
 }
 
 int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
@@ -180,8 +197,9 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
     sq_kcold *k = s->kc;
     uint64_t obj = get_le(*b + 8), want = get_le(*b + 16);
     char key[KC_KEY_MAX], name[KCACHE_NAME_MAX + 1], why[256] = "";
+    kc_tl *t;
     gbuf *g;
-    int rc;
+    int rc, i, old = 0;
 
     *b = NULL;
     *len = 0;
@@ -192,12 +210,27 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
                    (long long)sess, (long long)stream, (long long)seq_lo);
         return GPUFL_EAGAIN;
     }
-    if (!(g = tl_buf(k)))
+    if (!(t = tl_get(k)))
         return GPUFL_ENOMEM;
+    /* this thread's own copy, else the least recently used slot's turn
+     * (never the block handed out last: it is the most recent) */
+    for (i = 0; i < KC_TL_N; i++) {
+        if (t->e[i].used && t->e[i].sess == sess && t->e[i].stream == stream &&
+            t->e[i].seq_lo == seq_lo && t->e[i].obj == obj &&
+            t->e[i].g.len == want) {
+            t->e[i].used = ++t->clock;
+            g = &t->e[i].g;
+            goto ok;
+        }
+        if (t->e[i].used < t->e[old].used)
+            old = i;
+    }
+    t->e[old].used = 0;
+    g = &t->e[old].g;
     snprintf(name, sizeof(name), "%lld_%lld_%lld-%016llx", (long long)sess,
              (long long)stream, (long long)seq_lo, (unsigned long long)obj);
     if (kcache_get(k->cache, name, g) == 0 && g->len == want)
-        goto ok;
+        goto have;
     kc_key(k, sess, stream, seq_lo, obj, key, sizeof(key));
     pthread_mutex_lock(&k->rd_lock);
     rc = s3_get(k->rd, key, g, why, sizeof(why));
@@ -214,6 +247,12 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
         return GPUFL_EAGAIN;
     }
     kcache_put(k->cache, name, g->p, g->len);
+have:
+    t->e[old].sess = sess;
+    t->e[old].stream = stream;
+    t->e[old].seq_lo = seq_lo;
+    t->e[old].obj = obj;
+    t->e[old].used = ++t->clock;
 ok:
     *b = (const unsigned char *)g->p;
     *len = g->len;

@@ -77,7 +77,7 @@ def sessions(rnd, n=3):
         g = TL.Gen()
         nids = [g.name(*TL.ADD), g.name(*TL.FILL), g.name(TL.GEMM)]
         t = TL.T0
-        for j in range(9000 + rnd.randrange(2000)):
+        for j in range(4500 + rnd.randrange(1000)):
             t += rnd.choice([0, 1, 300, 5000, 70000, 400000])
             g.kernel(t, rnd.choice([0, 1, 900, 40000, 262144, 10 ** 7]),
                      nids[j % 3], dev=j % 5 // 4, stream=7 + j % 2,
@@ -121,7 +121,7 @@ class Cold(TL.Base):
         pre = "t%d/" % rnd.randrange(10 ** 9)
         d = os.path.join(self.dir, "cold")
         cache = os.path.join(self.dir, "cache")
-        b = self.cold("cold", cold_args(pre, cache=cache, cmax="16k"))
+        b = self.cold("cold", cold_args(pre, cache=cache, cmax="8k"))
         for g in gens:
             g.send(b)
         wait(lambda: all_cold(b), "every block cold")
@@ -134,7 +134,7 @@ class Cold(TL.Base):
                          KB.count(b, "SELECT sum(n) FROM kblocks"), total)
 
         # a replay reads every cold block (the duplicate check, no thaw):
-        # from S3 into a cache of 16 KiB, which keeps a few (~4.5 KB each)
+        # from S3 into a cache of 8 KiB, which keeps a few (~2-3 KB each)
         for g in gens:
             r = b.ingest_ok("device", KB.lines(g, "device", 0,
                                                len(g.lines["device"])))
@@ -142,7 +142,7 @@ class Cold(TL.Base):
         files = cache_files(cache)
         size = sum(os.path.getsize(f) for f in files)
         print("cache: %d of %d blocks, %d bytes" % (len(files), nb, size))
-        self.assertLessEqual(size, 16 * 1024)
+        self.assertLessEqual(size, 8 * 1024)
         self.assertGreater(len(files), 0)
         self.assertLess(len(files), nb)  # evicted
         self.assertFalse([f for f in files
