@@ -7,7 +7,7 @@
  * racing an eviction either opened the file before the unlink (and reads
  * it whole) or misses; a file is never seen half written, since it only
  * gets its name by rename once complete.  Nothing here is trusted beyond
- * its length: the caller checks the bytes it gets (the block's length is
+ * its length: the caller checks the bytes it is given (the block's length is
  * in its stub, and the codec checks the block itself).
  */
 #include "kcache.h"

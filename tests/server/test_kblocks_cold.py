@@ -72,18 +72,7 @@ def cache_files(d):
 
 
 def sessions(rnd, n=3):
-    gens = []
-    for i in range(n):
-        g = TL.Gen()
-        nids = [g.name(*TL.ADD), g.name(*TL.FILL), g.name(TL.GEMM)]
-        t = TL.T0
-        for j in range(4500 + rnd.randrange(1000)):
-            t += rnd.choice([0, 1, 300, 5000, 70000, 400000])
-            g.kernel(t, rnd.choice([0, 1, 900, 40000, 262144, 10 ** 7]),
-                     nids[j % 3], dev=j % 5 // 4, stream=7 + j % 2,
-                     corr=j + 1)
-        gens.append(KB.ended(g))
-    return gens
+    return KM.sessions(rnd, n, 4500)
 
 
 class Cold(TL.Base):

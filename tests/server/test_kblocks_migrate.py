@@ -23,6 +23,24 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks"]
 
 
+def sessions(rnd, n, size, running=()):
+    """n sessions of size to 1.33 x size kernels on two GPUs and two
+    streams, of three names, gaps and durations from 0 to 10 ms; all but
+    those in running ended."""
+    gens = []
+    for i in range(n):
+        g = TL.Gen()
+        nids = [g.name(*TL.ADD), g.name(*TL.FILL), g.name(TL.GEMM)]
+        t = TL.T0
+        for j in range(size + rnd.randrange(size // 3)):
+            t += rnd.choice([0, 1, 300, 5000, 70000, 400000])
+            g.kernel(t, rnd.choice([0, 1, 900, 40000, 262144, 10 ** 7]),
+                     nids[j % 3], dev=j % 5 // 4, stream=7 + j % 2,
+                     corr=j + 1)
+        gens.append(g if i in running else KB.ended(g))
+    return gens
+
+
 def undo(srv):
     """srv's database back to the previous version's schema."""
     if srv.pgdb:
@@ -75,19 +93,8 @@ class Migrate(TL.Base):
 
     def test_previous_version_in_place(self):
         rnd = random.Random(23)
-        gens = []
-        for i in range(3):
-            g = TL.Gen()
-            nids = [g.name(*TL.ADD), g.name(*TL.FILL), g.name(TL.GEMM)]
-            t = TL.T0
-            for j in range(9000 + rnd.randrange(3000)):
-                t += rnd.choice([0, 1, 300, 5000, 70000, 400000])
-                g.kernel(t, rnd.choice([0, 1, 900, 40000, 262144, 10 ** 7]),
-                         nids[j % 3], dev=j % 5 // 4, stream=7 + j % 2,
-                         corr=j + 1)
-            if i != 1:
-                KB.ended(g)  # session 1 keeps running: its tails stay rows
-            gens.append(g)
+        # session 1 keeps running: its tails stay rows
+        gens = sessions(rnd, 3, 9000, running=(1,))
         d = os.path.join(self.dir, "data")
         srv = self.server("data")
         for g in gens:
