@@ -15,6 +15,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kblock ${CMAKE_CURRENT_LIST_DIR}/test_srv_kblock.c
                   LIBS gpufl_server_core m)
+  gpufl_unit_test(test_srv_kcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kcache.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_static ${CMAKE_CURRENT_LIST_DIR}/test_srv_static.c
                   LIBS gpufl_server_core)
 
