@@ -789,6 +789,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         g.have_missing = srv_store_missing(s->store, g.missing) == GPUFL_OK;
         g.conns_open = srv_conns_open(s);
         g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
+        srv_store_cold_stats(s->store, &g.cold);
         reg = malloc(SRV_REGRESS_APPS_MAX * sizeof(*reg));
         if (reg && srv_store_regress_worst(s->store, reg, SRV_REGRESS_APPS_MAX,
                                            &g.n_regress) == 0)

@@ -128,6 +128,7 @@ typedef struct srv_gauges {
      * (srv_store_regress_worst); borrowed, n 0: none */
     const srv_regress_app *regress;
     size_t n_regress;
+    srv_cold_stats cold; /* the cold tier (store_sql_kcold.c) */
 } srv_gauges;
 
 /* The largest /metrics answer (bytes): a few KiB today. */

@@ -333,6 +333,15 @@ int srv_store_cold_open(srv_store *s, const srv_cold_cfg *c, char *err,
                         size_t cap);
 int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
                         uint64_t *deleted);
+/* The cold tier's counters since start (/metrics); on 0: no cold tier. */
+typedef struct srv_cold_stats {
+    int on;
+    uint64_t moved, deleted, s3_errors;  /* the mover and the sweep */
+    uint64_t reads_cache, reads_s3;      /* cold blocks read, by source */
+    uint64_t read_errors;                /* reads answered 503 or lost */
+    uint64_t cache_bytes, cache_evicted; /* the local cache */
+} srv_cold_stats;
+void srv_store_cold_stats(srv_store *s, srv_cold_stats *o);
 int srv_store_set_keep(srv_store *s, const char *sid, int keep);
 /* keys: hash is the hex SHA-256 of the secret; hosts as in srv_key */
 int srv_store_key_add(srv_store *s, const char *name, const char *role,

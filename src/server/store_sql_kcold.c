@@ -59,6 +59,8 @@ static const unsigned char kc_magic[8] = { 'G', 'F', 'L', 'K',
  * between a session's streams, so without these a small cache would
  * fetch the same few blocks from S3 again and again. */
 #define KC_TL_N 4
+#define KC_ADD(f) __atomic_fetch_add(&(f), 1, __ATOMIC_RELAXED)
+#define KC_GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
 
 /* A thread's last KC_TL_N cold blocks (pthread key sq_kcold.tl). */
 typedef struct kc_tl {
@@ -78,6 +80,8 @@ struct sq_kcold {
     pthread_key_t tl; /* each thread's kc_tl */
     time_t next_try;  /* the mover's next try after S3 failed */
     unsigned delay_s;
+    /* srv_cold_stats, added to by every reader thread (relaxed) */
+    uint64_t moved, deleted, s3_errors, reads_cache, reads_s3, read_errors;
 };
 
 int sq_kc_is_stub(const unsigned char *b, size_t len)
@@ -229,23 +233,28 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
     g = &t->e[old].g;
     snprintf(name, sizeof(name), "%lld_%lld_%lld-%016llx", (long long)sess,
              (long long)stream, (long long)seq_lo, (unsigned long long)obj);
-    if (kcache_get(k->cache, name, g) == 0 && g->len == want)
+    if (kcache_get(k->cache, name, g) == 0 && g->len == want) {
+        KC_ADD(k->reads_cache);
         goto have;
+    }
     kc_key(k, sess, stream, seq_lo, obj, key, sizeof(key));
     pthread_mutex_lock(&k->rd_lock);
     rc = s3_get(k->rd, key, g, why, sizeof(why));
     pthread_mutex_unlock(&k->rd_lock);
     if (rc == S3_NOTFOUND || (!rc && g->len != want)) {
         /* an object gone or cut: a loss, said as one */
+        KC_ADD(k->read_errors);
         glog_error("kcold", "%s: %s (%zu bytes, want %llu): the block is lost",
                    key, rc ? "no such object in S3" : "wrong length", g->len,
                    (unsigned long long)want);
         return GPUFL_EINTERNAL;
     }
     if (rc) {
+        KC_ADD(k->read_errors);
         glog_warn("kcold", "%s: cannot read from S3: %s", key, why);
         return GPUFL_EAGAIN;
     }
+    KC_ADD(k->reads_s3);
     kcache_put(k->cache, name, g->p, g->len);
 have:
     t->e[old].sess = sess;
@@ -482,7 +491,10 @@ int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
     rc = kc_sweep(s, k, deleted);
     if (!rc && hot_age_s)
         rc = kc_move(s, k, hot_age_s, moved);
+    __atomic_fetch_add(&k->moved, *moved, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&k->deleted, *deleted, __ATOMIC_RELAXED);
     if (rc == GPUFL_EAGAIN) {
+        KC_ADD(k->s3_errors);
         k->delay_s = k->delay_s ? k->delay_s * 2 : 1;
         if (k->delay_s > KC_DELAY_MAX_S)
             k->delay_s = KC_DELAY_MAX_S;
@@ -496,4 +508,22 @@ int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
         k->next_try = 0;
     }
     return rc;
+}
+
+void srv_store_cold_stats(srv_store *s, srv_cold_stats *o)
+{
+    sq_kcold *k = s->kc;
+    uint64_t files = 0;
+
+    memset(o, 0, sizeof(*o));
+    if (!k)
+        return;
+    o->on = 1;
+    o->moved = KC_GET(k->moved);
+    o->deleted = KC_GET(k->deleted);
+    o->s3_errors = KC_GET(k->s3_errors);
+    o->reads_cache = KC_GET(k->reads_cache);
+    o->reads_s3 = KC_GET(k->reads_s3);
+    o->read_errors = KC_GET(k->read_errors);
+    kcache_usage(k->cache, &o->cache_bytes, &files, &o->cache_evicted);
 }

@@ -60,6 +60,16 @@ def wait(cond, what, timeout=30):
     raise AssertionError("%s: not within %d s" % (what, timeout))
 
 
+def metric(srv, name):
+    """One sample of /metrics (name with its labels), or None."""
+    st, _, body = srv.req("GET", "/metrics")
+    assert st == 200, st
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    return None
+
+
 def all_cold(srv):
     n = KB.count(srv, "SELECT count(*) FROM kblocks")
     return n > 0 and KB.count(srv, KB.LEFT) == 0 and KB.count(
@@ -134,6 +144,12 @@ class Cold(TL.Base):
         self.assertLessEqual(size, 8 * 1024)
         self.assertGreater(len(files), 0)
         self.assertLess(len(files), nb)  # evicted
+        self.assertEqual(metric(b, "gpufl_server_cold_blocks_moved_total"), nb)
+        self.assertGreaterEqual(
+            metric(b, 'gpufl_server_cold_reads_total{from="s3"}'), nb)
+        self.assertGreater(metric(b, "gpufl_server_cold_cache_evicted_total"),
+                           0)
+        self.assertEqual(metric(b, "gpufl_server_cold_cache_bytes"), size)
         self.assertFalse([f for f in files
                           if os.path.basename(f).startswith(".tmp-")])
 
@@ -145,6 +161,8 @@ class Cold(TL.Base):
         st, _, body = b.req("GET", base)
         self.assertEqual(st, 503, body)
         self.assertIn(b"cold storage", body)
+        self.assertGreater(
+            metric(b, 'gpufl_server_cold_reads_total{from="error"}'), 0)
         st, r = b.post("device", KB.lines(gens[1], "device", 0, 200))
         self.assertEqual(st, 503, r)
         self.assertEqual(KB.count(b, "SELECT count(*) FROM kcold"), nb)
@@ -189,6 +207,8 @@ class Cold(TL.Base):
         self.assertEqual(KB.count(c, "SELECT count(*) FROM kblocks WHERE"
                                      " length(block)=24"), 0)
         self.assertEqual(KB.count(c, "SELECT count(*) FROM kcold"), 0)
+        self.assertGreater(metric(c, "gpufl_server_cold_s3_errors_total"), 0)
+        self.assertEqual(metric(c, "gpufl_server_cold_blocks_moved_total"), 0)
         c.stop()
         # S3 back: the same blocks move, and read back whole
         c = self.cold("c", cold_args(pre))
