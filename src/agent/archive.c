@@ -11,7 +11,7 @@
  * upload (bounded by --timeout-ms per request) and never blocks it.
  */
 #include "agent/agent_int.h"
-#include "agent/s3.h"
+#include "httpc/s3.h"
 #include "common/log.h"
 
 #include <errno.h>

@@ -156,6 +156,10 @@ static void err_for(srv_resp *o, int rc, const char *what)
         srv_resp_error(o, 400, "invalid parameter or cursor");
         break;
     case GPUFL_EUNAVAIL: srv_resp_error(o, 503, "database unavailable"); break;
+    case GPUFL_EAGAIN:
+        /* a kernel block in the cold tier that S3 cannot give now */
+        srv_resp_error(o, 503, "cold storage (S3) unavailable; retry");
+        break;
     case GPUFL_ETOOBIG:
         srv_resp_error(o, 500, "answer too large; narrow it");
         break;
@@ -581,6 +585,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         g.have_missing = srv_store_missing(s->store, g.missing) == GPUFL_OK;
         g.conns_open = srv_conns_open(s);
         g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
+        srv_store_cold_stats(s->store, &g.cold);
         reg = malloc(SRV_REGRESS_APPS_MAX * sizeof(*reg));
         if (reg && srv_store_regress_worst(s->store, reg, SRV_REGRESS_APPS_MAX,
                                            &g.n_regress) == 0)

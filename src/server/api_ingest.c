@@ -169,6 +169,12 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     }
     if (nev) {
         rc = srv_store_ingest(s->store, ev, nev, &res);
+        if (rc == GPUFL_EAGAIN) {
+            /* a duplicate check that needed a cold block S3 cannot give:
+             * nothing stored, the agent sends the batch again */
+            srv_resp_error(o, 503, "cold storage (S3) unavailable; retry");
+            goto out;
+        }
         if (rc) {
             srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
                            rc == GPUFL_EUNAVAIL ? "database unavailable; retry"

@@ -219,7 +219,64 @@ static const opt_def srv_opts[] = {
       .def = "1m",
       .min = 1,
       .max = 1ull << 32,
-      .help = "--kernel-store=blocks: how often the compactor runs" },
+      .help = "--kernel-store=blocks: how often the compactor runs (and "
+              "the cold tier's mover and sweep)" },
+    { .name = "hot-age",
+      DUR_S,
+      OPT_F_UINT(T, hot_age_s),
+      .def = "0",
+      .max = 1ull << 40,
+      .help = "kernel blocks of sessions silent this long move to S3 "
+              "(--cold-s3-*; docs/server.md \"Cold tier\"); 0: none move" },
+    { .name = "cold-s3-endpoint",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_endpoint),
+      .arg = "URL",
+      .help = "the cold tier's S3 endpoint, e.g. http://127.0.0.1:7480 "
+              "(path-style; empty: no cold tier)" },
+    { .name = "cold-s3-bucket",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_bucket),
+      .help = "the cold tier's bucket (it must exist)" },
+    { .name = "cold-s3-region",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_region),
+      .def = "us-east-1",
+      .help = "the cold tier's SigV4 region" },
+    { .name = "cold-s3-access-key",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_access),
+      .help = "the cold tier's access key id" },
+    { .name = "cold-s3-secret-key",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_secret),
+      .flags = OPT_SECRET,
+      .help = "the cold tier's secret key" },
+    { .name = "cold-s3-prefix",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_prefix),
+      .def = "gpufl-kblocks/",
+      .help = "key prefix of the cold tier's objects (one per database)" },
+    { .name = "cold-s3-ca-file",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_ca_file),
+      .arg = "FILE",
+      .help = "PEM file of the CAs an https --cold-s3-endpoint is verified "
+              "with (empty: the system's)" },
+    { .name = "cold-cache",
+      .type = OPT_STR,
+      OPT_F_ARR(T, cold_cache),
+      .arg = "DIR",
+      .help = "folder of the local copies of cold blocks read back from S3 "
+              "(default: DATA-DIR/cold-cache)" },
+    { .name = "cold-cache-max",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, cold_cache_max),
+      .def = "1G",
+      .min = 1ull << 12,
+      .max = 1ull << 50,
+      .help = "the most bytes --cold-cache holds (least recently used "
+              "blocks go first)" },
     { .name = "regress-baseline",
       .type = OPT_INT,
       OPT_F_UINT(T, regress_baseline),
@@ -324,7 +381,11 @@ const opt_prog srv_prog = {
              "       gpufl-server keys create --role ROLE [--name N] "
              "[--hosts H1,H2] [options]\n"
              "       gpufl-server keys list [options]\n"
-             "       gpufl-server keys revoke ID [options]\n\n"
+             "       gpufl-server keys revoke ID [options]\n"
+             "       gpufl-server migrate [options]   (every kernel row "
+             "into blocks, in place;\n"
+             "                                         resumable: "
+             "docs/server.md \"Kernel blocks\")\n\n"
              "Stores gpufl events POSTed to /api/v1/events/{device|scope|"
              "system} and answers the\nquery API under /api/v1/.\n",
     .tail = "Exit status: 0 ok, 1 runtime failure, 2 usage error.\n",
@@ -388,6 +449,21 @@ int srv_config_load(srv_config *c, int argc, char **argv, char **pos,
     if (c->alert_webhook[0] && strncmp(c->alert_webhook, "http://", 7) &&
         strncmp(c->alert_webhook, "https://", 8)) {
         snprintf(err, cap, "--alert-webhook: an http:// or https:// URL");
+        rc = 2;
+        goto out;
+    }
+    if (c->cold_endpoint[0] &&
+        (!c->cold_bucket[0] || !c->cold_access[0] || !c->cold_secret[0])) {
+        snprintf(err, cap,
+                 "--cold-s3-endpoint needs --cold-s3-bucket, "
+                 "--cold-s3-access-key and --cold-s3-secret-key");
+        rc = 2;
+        goto out;
+    }
+    if (c->hot_age_s && !c->cold_endpoint[0]) {
+        snprintf(err, cap,
+                 "--hot-age needs --cold-s3-endpoint (where the "
+                 "blocks go)");
         rc = 2;
         goto out;
     }

@@ -158,9 +158,12 @@ void srv_resp_error(srv_resp *o, int status, const char *msg)
 
 void srv_resp_store_error(srv_resp *o, int rc)
 {
-    srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
-                   rc == GPUFL_EUNAVAIL ? "database unavailable"
-                                        : gpufl_strerror(rc));
+    if (rc == GPUFL_EAGAIN)
+        srv_resp_error(o, 503, "cold storage (S3) unavailable; retry");
+    else
+        srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                       rc == GPUFL_EUNAVAIL ? "database unavailable"
+                                            : gpufl_strerror(rc));
 }
 
 int srv_resp_host_refused(srv_resp *o, const char *hosts, const char *what,

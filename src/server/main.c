@@ -1,6 +1,6 @@
 /*
- * main.c - gpufl-server's entry point: configuration, the keys
- * subcommands, start-up in dependency order and graceful shutdown.
+ * main.c - gpufl-server's entry point: configuration, the keys and
+ * migrate subcommands, start-up in dependency order and graceful shutdown.
  *
  * SIGINT and SIGTERM are blocked in every thread and taken by sigwait()
  * in main, so no handler runs at all; shutdown then stops the HTTP server
@@ -38,10 +38,29 @@ static int open_store(srv *s, char *err, size_t cap)
         snprintf(url, sizeof(url), "%s", s->cfg.db);
     else
         snprintf(url, sizeof(url), "sqlite:%s/gpufl.db", s->cfg.data_dir);
-    rc = srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err, cap);
-    if (!rc)
-        srv_store_set_kernel_store(s->store,
-                                   s->cfg.kernel_store == SRV_KSTORE_BLOCKS);
+    if ((rc = srv_store_open(url, (unsigned)s->cfg.readers, &s->store, err,
+                             cap)) != 0)
+        return rc;
+    srv_store_set_kernel_store(s->store,
+                               s->cfg.kernel_store == SRV_KSTORE_BLOCKS);
+    if (!s->cfg.cold_endpoint[0])
+        return rc;
+    {
+        char cache[SRV_STR_MAX + 16];
+        srv_cold_cfg c = { s->cfg.cold_endpoint, s->cfg.cold_bucket,
+                           s->cfg.cold_region,   s->cfg.cold_access,
+                           s->cfg.cold_secret,   s->cfg.cold_prefix,
+                           s->cfg.cold_ca_file,  cache,
+                           s->cfg.cold_cache_max };
+        if (s->cfg.cold_cache[0])
+            snprintf(cache, sizeof(cache), "%s", s->cfg.cold_cache);
+        else
+            snprintf(cache, sizeof(cache), "%s/cold-cache", s->cfg.data_dir);
+        if ((rc = srv_store_cold_open(s->store, &c, err, cap)) != 0) {
+            srv_store_close(s->store);
+            s->store = NULL;
+        }
+    }
     return rc;
 }
 
@@ -153,6 +172,15 @@ int main(int argc, char **argv)
     s.listen_fd = -1;
     if (npos > 0 && !strcmp(pos[0], "keys"))
         return keys_cmd(&s, pos, npos);
+    if (npos == 1 && !strcmp(pos[0], "migrate")) {
+        if (open_store(&s, err, sizeof(err))) {
+            glog_error("main", "%s", err);
+            return 1;
+        }
+        rc = srv_migrate_run(&s);
+        srv_store_close(s.store);
+        return rc;
+    }
     if (npos > 0) {
         glog_error("main", "unexpected argument '%s'", pos[0]);
         return 2;

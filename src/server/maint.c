@@ -5,9 +5,11 @@
  * are plain store calls, so the admin endpoint runs the same code on
  * demand.  It also runs the regression scan of ended sessions (regress.c)
  * and, with --kernel-store=blocks, the kernel compactor
- * (store_sql_kblocks.c).
+ * (store_sql_kblocks.c), and the cold tier's mover (store_sql_kcold.c).
  */
 #include "srv_int.h"
+
+#include <gpufl/gpufl.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +49,22 @@ static void maint_compact(srv *s)
                   (unsigned long long)nk, (unsigned long long)nb);
 }
 
+/* The cold tier: the sweep of unnamed objects, then the moves
+ * (store_sql_kcold.c; it waits by itself after S3 failed). */
+static void maint_cold(srv *s)
+{
+    uint64_t moved = 0, deleted = 0;
+    int rc = srv_store_cold_pass(s->store, s->cfg.hot_age_s, &moved, &deleted);
+
+    if (rc && rc != GPUFL_EAGAIN)
+        glog_warn("maint", "cold tier pass failed (%d); blocks stay", rc);
+    if ((moved || deleted) && !s->cfg.quiet)
+        glog_info("maint",
+                  "cold tier: %llu block(s) moved to S3, %llu object(s) "
+                  "deleted",
+                  (unsigned long long)moved, (unsigned long long)deleted);
+}
+
 static void *maint_main(void *arg)
 {
     srv *s = arg;
@@ -57,7 +75,7 @@ static void *maint_main(void *arg)
         tick = s->cfg.stale_after_s;
     if (s->cfg.retention_interval_s < tick)
         tick = s->cfg.retention_interval_s;
-    if (s->cfg.kernel_store == SRV_KSTORE_BLOCKS &&
+    if ((s->cfg.kernel_store == SRV_KSTORE_BLOCKS || s->cfg.cold_endpoint[0]) &&
         s->cfg.kernel_compact_s < tick)
         tick = s->cfg.kernel_compact_s;
     if (tick < 1)
@@ -86,10 +104,14 @@ static void *maint_main(void *arg)
                           " session(s), %llu memory profile(s)",
                           (unsigned long long)n, (unsigned long long)m);
         }
-        if (s->cfg.kernel_store == SRV_KSTORE_BLOCKS &&
+        if ((s->cfg.kernel_store == SRV_KSTORE_BLOCKS ||
+             s->cfg.cold_endpoint[0]) &&
             (uint64_t)(time(NULL) - last_kb) >= s->cfg.kernel_compact_s) {
             last_kb = time(NULL);
-            maint_compact(s);
+            if (s->cfg.kernel_store == SRV_KSTORE_BLOCKS)
+                maint_compact(s);
+            if (s->cfg.cold_endpoint[0])
+                maint_cold(s);
         }
         pthread_mutex_lock(&s->mlock);
     }

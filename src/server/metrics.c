@@ -136,6 +136,35 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
     one(b, "gpufl_server_body_refused_total", "counter",
         "Requests answered 503 because --max-buffered was spent.",
         GET(m->body_refused_budget));
+    if (g->cold.on) {
+        one(b, "gpufl_server_cold_blocks_moved_total", "counter",
+            "Kernel blocks moved to S3 (--hot-age; docs/server.md \"Cold"
+            " tier\").",
+            g->cold.moved);
+        one(b, "gpufl_server_cold_objects_deleted_total", "counter",
+            "S3 objects of the cold tier deleted (their session pruned or"
+            " their block thawed).",
+            g->cold.deleted);
+        one(b, "gpufl_server_cold_s3_errors_total", "counter",
+            "Passes of the cold tier's mover that S3 failed (blocks stay in"
+            " the database; retried with backoff).",
+            g->cold.s3_errors);
+        prom_family(b, "gpufl_server_cold_reads_total", "counter",
+                    "Cold blocks read: from the local cache, from S3, or"
+                    " failed (answered 503, or an object lost).");
+        l[0] = (prom_label){ "from", "cache" };
+        prom_u64(b, "gpufl_server_cold_reads_total", l, 1, g->cold.reads_cache);
+        l[0].value = "s3";
+        prom_u64(b, "gpufl_server_cold_reads_total", l, 1, g->cold.reads_s3);
+        l[0].value = "error";
+        prom_u64(b, "gpufl_server_cold_reads_total", l, 1, g->cold.read_errors);
+        one(b, "gpufl_server_cold_cache_bytes", "gauge",
+            "Bytes in --cold-cache now (at most --cold-cache-max).",
+            g->cold.cache_bytes);
+        one(b, "gpufl_server_cold_cache_evicted_total", "counter",
+            "Files evicted from --cold-cache, least recently used first.",
+            g->cold.cache_evicted);
+    }
     if (g->n_regress) {
         prom_family(b, "gpufl_regression_worst_ratio", "gauge",
                     "Per app (at most 100, by name), the largest ratio"

@@ -58,6 +58,12 @@ typedef struct srv_config {
     uint64_t regress_baseline; /* 0: no regression scan */
     int kernel_store;          /* SRV_KSTORE_* */
     uint64_t kernel_compact_s; /* blocks: the compactor's period */
+    /* the cold tier of kernel blocks (store_sql_kcold.c) */
+    uint64_t hot_age_s; /* 0: nothing moves to S3 */
+    char cold_endpoint[SRV_STR_MAX], cold_bucket[256], cold_region[64];
+    char cold_access[256], cold_secret[256], cold_prefix[256];
+    char cold_ca_file[SRV_STR_MAX], cold_cache[SRV_STR_MAX];
+    uint64_t cold_cache_max;
     char alert_webhook[SRV_STR_MAX];
     uint64_t quiet;
     uint64_t kafka_batch;
@@ -122,6 +128,7 @@ typedef struct srv_gauges {
      * (srv_store_regress_worst); borrowed, n 0: none */
     const srv_regress_app *regress;
     size_t n_regress;
+    srv_cold_stats cold; /* the cold tier (store_sql_kcold.c) */
 } srv_gauges;
 
 /* The largest /metrics answer (bytes): a few KiB today. */
@@ -197,6 +204,9 @@ int srv_role_parse(const char *name);
  * characters or starting with the example's "change-me".
  */
 int srv_admin_init(srv *s);
+/* `gpufl-server migrate` on the open store (migrate.c): every compactable
+ * kernel row into blocks, with progress on stdout.  Exit status. */
+int srv_migrate_run(srv *s);
 /* Most hosts one key may be bound to. */
 #define SRV_KEY_HOSTS_N 64
 /* 0 when hosts (comma-separated; NULL or "": any) may bind a key of role:

@@ -318,6 +318,34 @@ void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o);
  * blocks (store_sql_kblocks_ingest.c) instead of rows; before the first
  * batch. */
 void srv_store_set_kernel_store(srv_store *s, int blocks);
+/*
+ * The cold tier of kernel blocks (store_sql_kcold.c, docs/server.md "Cold
+ * tier").  srv_store_cold_open: S3 and the local cache for s's cold
+ * blocks (strings borrowed for the call); 0, or an error with err[cap].
+ * srv_store_cold_pass (one thread): objects no block names any more out
+ * of S3, then (hot_age_s > 0) blocks of sessions silent that long into
+ * S3; *moved, *deleted: how many.  GPUFL_EAGAIN: S3 failed, or is being
+ * waited for after it did (the wait doubles up to 5 minutes).
+ */
+typedef struct srv_cold_cfg {
+    const char *endpoint, *bucket, *region, *access, *secret, *prefix;
+    const char *ca_file;   /* NULL or "": the system's CAs */
+    const char *cache_dir; /* the cache's folder */
+    uint64_t cache_max;    /* its cap in bytes */
+} srv_cold_cfg;
+int srv_store_cold_open(srv_store *s, const srv_cold_cfg *c, char *err,
+                        size_t cap);
+int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
+                        uint64_t *deleted);
+/* The cold tier's counters since start (/metrics); on 0: no cold tier. */
+typedef struct srv_cold_stats {
+    int on;
+    uint64_t moved, deleted, s3_errors;  /* the mover and the sweep */
+    uint64_t reads_cache, reads_s3;      /* cold blocks read, by source */
+    uint64_t read_errors;                /* reads answered 503 or lost */
+    uint64_t cache_bytes, cache_evicted; /* the local cache */
+} srv_cold_stats;
+void srv_store_cold_stats(srv_store *s, srv_cold_stats *o);
 int srv_store_set_keep(srv_store *s, const char *sid, int keep);
 /* keys: hash is the hex SHA-256 of the secret; hosts as in srv_key */
 int srv_store_key_add(srv_store *s, const char *name, const char *role,

@@ -356,6 +356,14 @@ static const char *const migrations[] = {
     " NULL, dur_max INTEGER NOT NULL, block BLOB NOT NULL,"
     " PRIMARY KEY(sess, stream, seq_lo));"
     "CREATE INDEX IF NOT EXISTS kblocks_seq ON kblocks(sess, seq_hi);",
+    /* 20: the cold tier (store_sql_kcold.c, docs/server.md "Cold tier"):
+     * one row per object in S3, named by the stub that replaced its
+     * kblocks row's bytes; a row whose stub no kblocks row holds any more
+     * (pruned, thawed) is an object to delete.  Not one of a session's
+     * tables for retention: the sweep deletes the object, then the row. */
+    "CREATE TABLE IF NOT EXISTS kcold(sess INTEGER NOT NULL, stream INTEGER"
+    " NOT NULL, seq_lo INTEGER NOT NULL, stub BLOB NOT NULL, moved INTEGER"
+    " NOT NULL, PRIMARY KEY(sess, stream, seq_lo, stub));",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
@@ -669,6 +677,7 @@ void srv_store_close(srv_store *s)
     sq_gaps_release(s);
     sq_kbi_release(s);
     sq_kb_release(s);
+    sq_kc_release(s);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);
     sq_health_release(s);

@@ -160,6 +160,8 @@ typedef struct sq_health {
 /* Kernel rows per INSERT of the thaw. */
 #define SQ_KB_GRP 64
 
+typedef struct sq_kcold sq_kcold;
+
 struct srv_store {
     char path[4096];       /* SQLite: the database file (store_sql_health.c) */
     pthread_mutex_t wlock; /* the one writer connection and the caches */
@@ -211,6 +213,7 @@ struct srv_store {
     size_t kb_thawed_next;
     uint64_t kb_thawn; /* kernels thawed back into rows, in all */
     char kb_grp_sql[SQ_KB_GRP * 54 + 64]; /* the thaw's grouped INSERT */
+    sq_kcold *kc; /* the cold tier (store_sql_kcold.c); NULL: none */
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -232,10 +235,26 @@ void sq_kb_release(srv_store *s);
  * block goes through here (never qcol_blob on the `block` column itself)
  * so that a block kept elsewhere (a cold tier) reads the same: st's column
  * col holds the row's `block`; sess, stream, seq_lo are the row's key.
- * *b stays valid until st steps again or is finalized. */
+ * *b stays valid until st steps again or is finalized, and for a cold
+ * block (one read from the cold tier's cache or S3 into a buffer of the
+ * calling thread) until the next sq_kb_bytes on the same thread.  A cold
+ * block S3 cannot give now is GPUFL_EAGAIN (the API's 503). */
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
                 int64_t stream, int64_t seq_lo, const unsigned char **b,
                 size_t *len);
+/* A transaction of the writer that other servers' ingest waits for (the
+ * advisory lock on PostgreSQL), and its end: COMMIT, or ROLLBACK when rc
+ * is not 0 (rc returned).  Under s->wlock. */
+int sq_kb_tx_begin(srv_store *s);
+int sq_kb_tx_end(srv_store *s, int rc);
+
+/* The cold tier (store_sql_kcold.c): whether a block's bytes are a cold
+ * row's stub; the block a stub (*b, *len) names, from the cache or S3
+ * (as sq_kb_bytes); the tier's state, at close. */
+int sq_kc_is_stub(const unsigned char *b, size_t len);
+int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
+                const unsigned char **b, size_t *len);
+void sq_kc_release(srv_store *s);
 
 /* The codec state and buffers above, allocated on first use. */
 int sq_kb_state(srv_store *s);

@@ -157,9 +157,10 @@ int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
                 int64_t stream, int64_t seq_lo, const unsigned char **b,
                 size_t *len)
 {
-    (void)s;
     *len = 0;
     *b = qcol_blob(st, col, len);
+    if (*b && sq_kc_is_stub(*b, *len))
+        return sq_kc_bytes(s, sess, stream, seq_lo, b, len);
     if (!*b || !*len) {
         glog_error("kblocks",
                    "session %lld stream %lld seq %lld: block has no bytes",
@@ -722,4 +723,14 @@ void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o)
                         " name='kblocks' OR name LIKE 'kblocks_%'"
                         " OR name LIKE 'sqlite_autoindex_kblocks%'");
     sq_reader_put(s, db);
+}
+
+int sq_kb_tx_begin(srv_store *s)
+{
+    return kb_begin(s);
+}
+
+int sq_kb_tx_end(srv_store *s, int rc)
+{
+    return kb_end(s, rc);
 }

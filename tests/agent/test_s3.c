@@ -1,10 +1,10 @@
 /*
- * test_s3.c - SigV4 signing (src/agent/s3.c) against AWS's published
+ * test_s3.c - SigV4 signing (src/httpc/s3.c) against AWS's published
  * reference vector ("get-vanilla" of the SigV4 test suite) and the URI
  * encoding rules it depends on.  The integration test (test_agent.py s3)
  * checks the same code against radosgw, which verifies signatures.
  */
-#include "agent/s3.h"
+#include "httpc/s3.h"
 
 #include "test.h"
 

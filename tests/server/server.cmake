@@ -15,6 +15,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kblock ${CMAKE_CURRENT_LIST_DIR}/test_srv_kblock.c
                   LIBS gpufl_server_core m)
+  gpufl_unit_test(test_srv_kcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kcache.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_static ${CMAKE_CURRENT_LIST_DIR}/test_srv_static.c
                   LIBS gpufl_server_core)
 
@@ -58,6 +60,21 @@ if(TARGET gpufl_server_core)
     set_tests_properties(server_kblocks_${cls} PROPERTIES TIMEOUT 300
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
   endforeach()
+  # `gpufl-server migrate` of a previous version's database, killed
+  # midway and run again (test_kblocks_migrate.py)
+  add_test(NAME server_kblocks_Migrate
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
+            -v Migrate)
+  set_tests_properties(server_kblocks_Migrate PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  # the cold tier in a real radosgw (test_kblocks_cold.py; 77: no radosgw)
+  add_test(NAME server_kblocks_Cold
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_cold.py
+            -v Cold)
+  # radosgw listens on fixed ports (7480, 6789): one user at a time
+  set_tests_properties(server_kblocks_Cold PROPERTIES TIMEOUT 300
+    RESOURCE_LOCK ceph SKIP_RETURN_CODE 77
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
 endif()
 
 # Names, API calls, the level-of-detail timeline, export, the UI found
@@ -111,6 +128,18 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   endforeach()
+  add_test(NAME server_pg_kblocks_Migrate
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
+            -v Migrate)
+  set_tests_properties(server_pg_kblocks_Migrate PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  add_test(NAME server_pg_kblocks_Cold
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_cold.py
+            -v Cold)
+  set_tests_properties(server_pg_kblocks_Cold PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg RESOURCE_LOCK ceph SKIP_RETURN_CODE 77
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   foreach(cls ${GPUFL_TL_CLASSES})
     add_test(NAME server_pg_tl_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py

@@ -1,16 +1,19 @@
 /*
- * s3.h - the S3 calls the archiver needs (PUT object, multipart upload),
- * signed with AWS Signature Version 4 computed here with OpenSSL's
+ * s3.h - the S3 calls gpufl needs: the agent's archiver (PUT of a file,
+ * multipart above S3_PART_BYTES) and the server's cold tier of kernel
+ * blocks (PUT, GET and DELETE of an object held in memory), signed with AWS Signature Version 4 computed here with OpenSSL's
  * HMAC-SHA256 (not libcurl's CURLOPT_AWS_SIGV4, whose 7.88 release neither
  * sorts nor encodes query strings, which multipart's "?uploads" needs).
  * Path-style URLs: {endpoint}/{bucket}/{key}.  The secret never leaves
  * this file except as HMAC output.
  */
-#ifndef GPUFL_AGENT_S3_H
-#define GPUFL_AGENT_S3_H
+#ifndef GPUFL_HTTPC_S3_H
+#define GPUFL_HTTPC_S3_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/buf.h"
 
 /* Bodies up to this size go in one PUT; larger ones as multipart parts
  * of this size (S3's minimum part is 5 MiB). */
@@ -25,7 +28,8 @@ typedef struct s3_header {
     const char *value;
 } s3_header;
 
-/* endpoint e.g. "http://127.0.0.1:7480"; all strings are copied.
+/* Not thread-safe: one client per thread, or a lock around its calls.
+ * endpoint e.g. "http://127.0.0.1:7480"; all strings are copied.
  * ca_file: the CAs an https endpoint is verified with (NULL: the
  * system's).  NULL with the reason in why[why_cap] on failure. */
 s3_client *s3_client_new(const char *endpoint, const char *bucket,
@@ -41,6 +45,22 @@ void s3_client_free(s3_client *s);
  */
 int s3_put_file(s3_client *s, const char *key, const char *path, char *why,
                 size_t why_cap);
+
+/* What s3_get and s3_delete return besides 0 and -1: no such object. */
+#define S3_NOTFOUND 1
+
+/* PUT of len bytes at buf as object key (one request; len at most
+ * S3_PART_BYTES).  0, or -1 with a reason in why. */
+int s3_put(s3_client *s, const char *key, const void *buf, size_t len,
+           char *why, size_t why_cap);
+
+/* GET of object key into out (emptied first; its cap bounds the object:
+ * a bigger one is an error, and out is left empty).  0, S3_NOTFOUND, or -1 with a reason in why. */
+int s3_get(s3_client *s, const char *key, gbuf *out, char *why, size_t why_cap);
+
+/* DELETE of object key: 0 (deleted, or there was none: S3 answers 204
+ * either way), or -1 with a reason in why. */
+int s3_delete(s3_client *s, const char *key, char *why, size_t why_cap);
 
 /*
  * The SigV4 Authorization header value for one request, exposed for the

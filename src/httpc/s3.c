@@ -1,11 +1,12 @@
 /*
- * s3.c - SigV4 signing (OpenSSL HMAC-SHA256) and the three S3 requests
- * the archiver uses: PUT object; multipart create / upload part /
- * complete (with abort on failure).  Path-style addressing; every request
+ * s3.c - SigV4 signing (OpenSSL HMAC-SHA256) and the S3 requests gpufl
+ * uses: PUT object; multipart create / upload part / complete (with
+ * abort on failure) for the agent's archiver; PUT, GET and DELETE of an
+ * object in memory for the server's cold tier.  Path-style addressing; every request
  * carries x-amz-content-sha256 with the real payload hash, so the server
  * checks the bytes as well as the signature.
  */
-#include "agent/s3.h"
+#include "httpc/s3.h"
 
 #include "common/buf.h"
 #include "httpc/httpc.h"
@@ -184,10 +185,11 @@ static void xml_get(const s3_client *s, const char *tag, char *out, size_t cap)
     }
 }
 
-/* One signed request; returns the HTTP status (0: transport failure). */
-static long s3_request(s3_client *s, const char *method, const char *key,
-                       const char *query, const char *body, size_t len,
-                       char *why, size_t why_cap)
+/* One signed request; returns the HTTP status (0: transport failure).
+ * The answer's body goes to into (a GET's object), else to s->resp. */
+static long s3_request_into(s3_client *s, const char *method, const char *key,
+                            const char *query, const char *body, size_t len,
+                            gbuf *into, char *why, size_t why_cap)
 {
     char path[2 * S3_URL_MAX], ekey[S3_URL_MAX], url[4 * S3_URL_MAX];
     char payload[65], amz_date[17], auth[1024];
@@ -232,6 +234,8 @@ static long s3_request(s3_client *s, const char *method, const char *key,
     explicit_bzero(auth, sizeof auth);
     gbuf_reset(&s->resp);
     s->etag[0] = '\0';
+    if (!into)
+        into = &s->resp;
     r.url = url;
     r.method = method;
     r.headers = hl;
@@ -240,14 +244,60 @@ static long s3_request(s3_client *s, const char *method, const char *key,
         r.body = body ? body : "";
         r.len = len;
     }
-    if (httpc_do(s->hc, &r, &s->resp, &status, why, why_cap) == 0 &&
+    if (httpc_do(s->hc, &r, into, &status, why, why_cap) == 0 &&
         status >= 300) {
         char code[128];
+        /* a GET's error XML went to into: S3's code from there */
+        if (into != &s->resp && into->p)
+            gbuf_add(&s->resp, into->p,
+                     into->len < S3_RESP_MAX ? into->len : S3_RESP_MAX - 1);
         xml_get(s, "Code", code, sizeof code);
         snprintf(why, why_cap, "HTTP %ld %s", status, code);
     }
     httpc_headers_free(hl);
     return status;
+}
+
+static long s3_request(s3_client *s, const char *method, const char *key,
+                       const char *query, const char *body, size_t len,
+                       char *why, size_t why_cap)
+{
+    return s3_request_into(s, method, key, query, body, len, NULL, why,
+                           why_cap);
+}
+
+int s3_put(s3_client *s, const char *key, const void *buf, size_t len,
+           char *why, size_t why_cap)
+{
+    if (len > S3_PART_BYTES) {
+        snprintf(why, why_cap, "object over %u bytes", S3_PART_BYTES);
+        return -1;
+    }
+    return s3_request(s, "PUT", key, "", buf, len, why, why_cap) == 200 ? 0
+                                                                        : -1;
+}
+
+int s3_get(s3_client *s, const char *key, gbuf *out, char *why, size_t why_cap)
+{
+    long status;
+
+    gbuf_reset(out);
+    status = s3_request_into(s, "GET", key, "", NULL, 0, out, why, why_cap);
+    if (status == 200 && out->err) {
+        snprintf(why, why_cap, "object over %zu bytes", out->max);
+        status = 0;
+    }
+    if (status != 200)
+        gbuf_reset(out);
+    if (status == 404)
+        return S3_NOTFOUND;
+    return status == 200 ? 0 : -1;
+}
+
+int s3_delete(s3_client *s, const char *key, char *why, size_t why_cap)
+{
+    long status = s3_request(s, "DELETE", key, "", NULL, 0, why, why_cap);
+    return status == 204 || status == 200 || status == 404 ? 0 : -1;
 }
 
 s3_client *s3_client_new(const char *endpoint, const char *bucket,

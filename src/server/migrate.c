@@ -1,0 +1,72 @@
+/*
+ * migrate.c - `gpufl-server migrate`: converts a database in place to
+ * kernel blocks (docs/server.md "Migrating to blocks").  Opening the
+ * store has already brought the schema up to date; this runs the
+ * compactor's passes (store_sql_kblocks.c) until one makes nothing, and
+ * says how far it got after each.
+ *
+ * Resumable by construction: every block is its own transaction that
+ * inserts the block and deletes exactly the rows it holds, so a kill at
+ * any point leaves each run either rows or a block, and a rerun starts
+ * from the rows that are left.  It may run while servers use the
+ * database: the compactor takes the writer's lock (SQLite) or the
+ * ingest's advisory lock (PostgreSQL) one block at a time.
+ */
+#include "srv_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <time.h>
+
+#include "common/log.h"
+
+/* A pass takes up to KB_GROUPS_MAX runs; one that made nothing had
+ * nothing left to do. */
+int srv_migrate_run(srv *s)
+{
+    srv_kb_stats a, b;
+    uint64_t blocks = 0, kernels = 0, pass = 0;
+    time_t t0 = time(NULL);
+    int rc = GPUFL_OK;
+
+    srv_store_kblocks_stats(s->store, &a);
+    printf("migrate: %llu kernel row(s), %llu kernel(s) already in %llu "
+           "block(s)\n",
+           (unsigned long long)a.rows, (unsigned long long)a.in_blocks,
+           (unsigned long long)a.blocks);
+    fflush(stdout);
+    for (;;) {
+        uint64_t nb = 0, nk = 0;
+        rc = srv_store_kblocks_compact(s->store, &nb, &nk);
+        if (rc)
+            break;
+        if (!nb)
+            break;
+        pass++;
+        blocks += nb;
+        kernels += nk;
+        printf("migrate: pass %llu: %llu kernel(s) into %llu block(s); "
+               "%llu of %llu row(s) done\n",
+               (unsigned long long)pass, (unsigned long long)nk,
+               (unsigned long long)nb, (unsigned long long)kernels,
+               (unsigned long long)a.rows);
+        fflush(stdout);
+    }
+    if (rc) {
+        glog_error("migrate",
+                   "stopped (%d) after %llu kernel(s) into %llu block(s): "
+                   "what is done is kept; run it again to go on",
+                   rc, (unsigned long long)kernels, (unsigned long long)blocks);
+        return 1;
+    }
+    srv_store_kblocks_stats(s->store, &b);
+    /* rows left: kernels of running sessions' partial runs, and rows the
+     * codec cannot keep exactly (older servers' NULLs) */
+    printf("migrate: done in %lld s: %llu kernel(s) into %llu block(s); "
+           "%llu kernel(s) in %llu block(s), %llu left as rows\n",
+           (long long)(time(NULL) - t0), (unsigned long long)kernels,
+           (unsigned long long)blocks, (unsigned long long)b.in_blocks,
+           (unsigned long long)b.blocks, (unsigned long long)b.rows);
+    return 0;
+}

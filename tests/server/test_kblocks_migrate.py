@@ -1,0 +1,170 @@
+"""test_kblocks_migrate.py - `gpufl-server migrate` (docs/server.md
+"Migrating to blocks"): a database made by the previous version (kernel
+rows, schema 18: no kblocks table) is converted in place to blocks, killed
+-9 midway and run again, and every kernel answer of the API is the same
+afterwards; no kernel is lost or doubled.  Real binary on 127.0.0.1,
+SQLite or (with GPUFL_TEST_PG_URI_FILE) PostgreSQL.
+
+Run: python3 test_kblocks_migrate.py -v Migrate
+"""
+import os
+import random
+import subprocess
+import time
+import unittest
+
+import srvtest as T
+import test_kblocks as KB
+import test_timeline as TL
+
+# schema 19 (kblocks) and what came after undone: the previous version's
+# database
+UNDO = ["DELETE FROM schema_version WHERE version>=19",
+        "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks"]
+
+
+def sessions(rnd, n, size, running=()):
+    """n sessions of size to 1.33 x size kernels on two GPUs and two
+    streams, of three names, gaps and durations from 0 to 10 ms; all but
+    those in running ended."""
+    gens = []
+    for i in range(n):
+        g = TL.Gen()
+        nids = [g.name(*TL.ADD), g.name(*TL.FILL), g.name(TL.GEMM)]
+        t = TL.T0
+        for j in range(size + rnd.randrange(size // 3)):
+            t += rnd.choice([0, 1, 300, 5000, 70000, 400000])
+            g.kernel(t, rnd.choice([0, 1, 900, 40000, 262144, 10 ** 7]),
+                     nids[j % 3], dev=j % 5 // 4, stream=7 + j % 2,
+                     corr=j + 1)
+        gens.append(g if i in running else KB.ended(g))
+    return gens
+
+
+def undo(srv):
+    """srv's database back to the previous version's schema."""
+    if srv.pgdb:
+        for q in UNDO:
+            srv.sql(q)
+        return
+    import sqlite3
+    db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                         isolation_level=None)
+    for q in UNDO:
+        db.execute(q)
+    db.close()
+
+
+def answers(srv, g):
+    """Every kernel answer of g's session: pages, sorts, windows,
+    aggregates, timelines, each kernel by id."""
+    base = "/api/v1/sessions/" + g.sid
+    t0, t1 = TL.T0 + 10 ** 8, TL.T0 + 2 * 10 ** 8
+    paths = [base, base + "/kernels?sort=duration&desc=true&limit=300",
+             base + "/kernels?sort=duration&limit=300",
+             base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1),
+             base + "/kernels/aggregate", base + "/durations",
+             base + "/timeline?from=%d&to=%d&width=500&exact=5000" % (t0, t1),
+             base + "/timeline?width=800"]
+    out = {p: KB.norm(srv.get(p)) for p in paths}
+    out["all"] = T.page_all(srv, base + "/kernels")
+    seqs = sorted(k[0] for k in g.kernels)
+    for s in seqs[::997] + [seqs[-1]]:
+        p = base + "/kernels/%d" % s
+        out[p] = srv.get(p)
+    return out
+
+
+class Migrate(TL.Base):
+    def migrate(self, d, db_args, env=None, kill_after=None):
+        cmd = [T.SERVER, "migrate", "--data-dir", d] + db_args
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env=T.clean_env(env))
+        if kill_after is None:
+            out = p.communicate(timeout=120)[0]
+            self.assertEqual(p.returncode, 0, out)
+            return out
+        time.sleep(kill_after)
+        p.kill()
+        out = p.communicate()[0]
+        self.assertEqual(p.returncode, -9, out)  # killed, not finished
+        return out
+
+    def test_previous_version_in_place(self):
+        rnd = random.Random(23)
+        # session 1 keeps running: its tails stay rows
+        gens = sessions(rnd, 3, 9000, running=(1,))
+        d = os.path.join(self.dir, "data")
+        srv = self.server("data")
+        for g in gens:
+            g.send(srv)
+        srv.stop()
+        undo(srv)
+        db_args = srv.db_args()
+        total = sum(len(g.kernels) for g in gens)
+
+        # the previous version's answers, from its rows (the server opens
+        # it, migrates the schema, compacts nothing: --kernel-store=rows)
+        srv = T.Server(d)
+        self.servers.append(srv)
+        before = [answers(srv, g) for g in gens]
+        self.assertEqual(KB.count(srv, "SELECT count(*) FROM kblocks"), 0)
+        srv.stop()
+        undo(srv)
+
+        # killed inside a block's transaction (each pauses 400 ms), twice
+        for _ in range(2):
+            self.migrate(d, db_args, {"GPUFL_SERVER_KB_PAUSE_MS": "400"},
+                         kill_after=0.7)
+        self.assertGreater(KB.count(srv, "SELECT count(*) FROM kblocks"), 0)
+        self.assertGreater(KB.count(srv, KB.LEFT), 0)  # midway
+        self.assertEqual(KB.count(srv, "SELECT count(*) FROM kernels") +
+                         KB.count(srv, "SELECT sum(n) FROM kblocks"), total)
+        out = self.migrate(d, db_args)
+        print(out)
+        self.assertRegex(out, r"migrate: pass 1: \d+ kernel\(s\) into \d+ "
+                              r"block\(s\)")
+        self.assertIn("migrate: done", out)
+        self.assertEqual(KB.count(srv, KB.LEFT), 0)
+        rows = KB.count(srv, "SELECT count(*) FROM kernels")
+        inb = KB.count(srv, "SELECT sum(n) FROM kblocks")
+        self.assertEqual(rows + inb, total)
+        # only the running session's partial runs (< 4096 a stream) stay
+        running = gens[1]
+        self.assertEqual(rows, KB.count(
+            srv, "SELECT count(*) FROM kernels k JOIN sessions s ON"
+                 " s.id=k.sess WHERE s.sid='%s'" % running.sid))
+        self.assertLess(rows, 2 * 4096)
+        # run again: nothing to do, nothing doubled
+        out = self.migrate(d, db_args)
+        self.assertNotIn("pass 1", out)
+        self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
+        self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
+                                       " schema_version"), 20)
+
+        # a replay is still a duplicate, and the API answers the same
+        srv = T.Server(d, KB.BLOCKS)
+        self.servers.append(srv)
+        for g in gens:
+            r = srv.ingest_ok("device", KB.lines(g, "device", 0,
+                                                 len(g.lines["device"])))
+            self.assertEqual(r["accepted"], 0)
+        for g, want in zip(gens, before):
+            got = answers(srv, g)
+            for p in want:
+                self.assertEqual(got[p], want[p], p)
+
+    def test_help_and_usage(self):
+        out = subprocess.run([T.SERVER, "migrate", "--help"],
+                             stdout=subprocess.PIPE, text=True, check=True)
+        self.assertIn("gpufl-server migrate", out.stdout)
+        r = subprocess.run([T.SERVER, "migrate", "extra", "--data-dir",
+                            os.path.join(self.dir, "x")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        self.assertEqual(r.returncode, 2, r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
