@@ -356,6 +356,20 @@ static const char *const migrations[] = {
     " NULL, dur_max INTEGER NOT NULL, block BLOB NOT NULL,"
     " PRIMARY KEY(sess, stream, seq_lo));"
     "CREATE INDEX IF NOT EXISTS kblocks_seq ON kblocks(sess, seq_hi);",
+    /* 20: the API calls' summary kept at ingest (store_sql_capi.c): per
+     * session, timeline level (rollup.h), bucket and CPU thread, calls
+     * started and ns covered - keyed by bucket before thread, so a window
+     * is one range; the calls longer than RL_TL_LONG_NS (their busy time,
+     * spread by the query); and the first session row id whose calls all
+     * went in with it (older sessions are answered from their rows) */
+    "CREATE TABLE capi(sess INTEGER NOT NULL, lvl INTEGER NOT NULL,"
+    " b INTEGER NOT NULL, tid INTEGER NOT NULL, n INTEGER NOT NULL,"
+    " busy INTEGER NOT NULL, PRIMARY KEY(sess, lvl, b, tid)) WITHOUT ROWID;"
+    "CREATE TABLE capi_long(sess INTEGER NOT NULL, ts INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, tid INTEGER NOT NULL, dur INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, ts, seq)) WITHOUT ROWID;"
+    "CREATE TABLE capi_from(sess INTEGER NOT NULL);"
+    "INSERT INTO capi_from SELECT coalesce(max(id), 0) + 1 FROM sessions;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
@@ -665,6 +679,7 @@ void srv_store_close(srv_store *s)
     rl_map_release(&s->kscope);
     rl_map_release(&s->sacc);
     rl_map_release(&s->srl);
+    sq_capi_release(s);
     sq_ext_release(s);
     sq_gaps_release(s);
     sq_kb_release(s);
@@ -695,6 +710,7 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     rl_map_init(&s->kscope, 2 * sizeof(uint64_t), SQ_ACC_MAX);
     rl_map_init(&s->sacc, sizeof(sq_sacc), SQ_ACC_MAX);
     rl_map_init(&s->srl, sizeof(sq_srl), SQ_ACC_MAX / 64);
+    sq_capi_init(s);
     rl_map_init(&s->seqhint, sizeof(sq_run), SQ_CACHE_MAX);
     s->ext_k = SQ_EXT_K;
     {
