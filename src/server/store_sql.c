@@ -361,15 +361,20 @@ static const char *const migrations[] = {
      * started and ns covered - keyed by bucket before thread, so a window
      * is one range; the calls longer than RL_TL_LONG_NS (their busy time,
      * spread by the query); and the first session row id whose calls all
-     * went in with it (older sessions are answered from their rows) */
-    "CREATE TABLE capi(sess INTEGER NOT NULL, lvl INTEGER NOT NULL,"
+     * went in with it (older sessions are answered from their rows);
+     * IF NOT EXISTS: a database taken back to an older schema by hand
+     * (the tests' undo) runs it again */
+    "CREATE TABLE IF NOT EXISTS capi(sess INTEGER NOT NULL, lvl INTEGER NOT "
+    "NULL,"
     " b INTEGER NOT NULL, tid INTEGER NOT NULL, n INTEGER NOT NULL,"
     " busy INTEGER NOT NULL, PRIMARY KEY(sess, lvl, b, tid)) WITHOUT ROWID;"
-    "CREATE TABLE capi_long(sess INTEGER NOT NULL, ts INTEGER NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS capi_long(sess INTEGER NOT NULL, ts INTEGER "
+    "NOT NULL,"
     " seq INTEGER NOT NULL, tid INTEGER NOT NULL, dur INTEGER NOT NULL,"
     " PRIMARY KEY(sess, ts, seq)) WITHOUT ROWID;"
-    "CREATE TABLE capi_from(sess INTEGER NOT NULL);"
-    "INSERT INTO capi_from SELECT coalesce(max(id), 0) + 1 FROM sessions;",
+    "CREATE TABLE IF NOT EXISTS capi_from(sess INTEGER NOT NULL);"
+    "INSERT INTO capi_from SELECT coalesce(max(id), 0) + 1 FROM sessions"
+    " WHERE NOT EXISTS (SELECT 1 FROM capi_from);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
@@ -669,6 +674,7 @@ void srv_store_close(srv_store *s)
         s->wr->close(s);
     for (int i = 0; i < WS_N; i++)
         sdb_finalize(s->ws[i]);
+    sq_capi_release(s); /* its statements: before the connection */
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     sdb_close(s->w);
@@ -679,7 +685,6 @@ void srv_store_close(srv_store *s)
     rl_map_release(&s->kscope);
     rl_map_release(&s->sacc);
     rl_map_release(&s->srl);
-    sq_capi_release(s);
     sq_ext_release(s);
     sq_gaps_release(s);
     sq_kb_release(s);

@@ -401,7 +401,43 @@ class CallSummary(Base):
         self.assertEqual((r["accepted"], r["duplicate"]), (0, 6000))
         self.assertEqual(self.check(srv, base, calls, wins), first)
 
-    def check(self, srv, base, calls, wins):
+    def test_older_session_from_rows(self):
+        """A session stored before the rollup existed (migration 20) is
+        answered from its rows, not from a rollup missing its calls."""
+        rnd = random.Random(20)
+        g = capi_session(rnd, 4000)
+        srv = self.server()
+        g.send(srv, batch=1000)
+        srv.stop()
+        undo = ["DELETE FROM schema_version WHERE version>=20",
+                "DROP TABLE capi", "DROP TABLE capi_long",
+                "DROP TABLE capi_from"]
+        if srv.pgdb:
+            for q in undo:
+                srv.sql(q)
+        else:
+            import sqlite3
+            db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                                 isolation_level=None)
+            for q in undo:
+                db.execute(q)
+            db.close()
+        srv2 = self.server()
+        calls = expected_calls(g)
+        lo, hi = min(c[2] for c in calls), max(c[2] + c[3] for c in calls) + 1
+        self.check(srv2, "/api/v1/sessions/" + g.sid, calls,
+                   [(lo, hi, 100, False)], rollup=False)
+        self.assertEqual(self.rolled, 0)
+        # a session after it: from the rollup
+        g2 = capi_session(rnd, 4000)
+        g2.send(srv2, batch=1000)
+        calls = expected_calls(g2)
+        lo, hi = min(c[2] for c in calls), max(c[2] + c[3] for c in calls) + 1
+        self.check(srv2, "/api/v1/sessions/" + g2.sid, calls,
+                   [(lo, hi, 100, False)])
+        self.assertEqual(self.rolled, 1)
+
+    def check(self, srv, base, calls, wins, rollup=True):
         answers = []
         self.rolled = self.aligned = 0
         for lo, hi, width, aligned in wins:
@@ -418,7 +454,8 @@ class CallSummary(Base):
                              (lo, hi, width))
             # from the rollup when its finest buckets (2^18 ns) are at most
             # an eighth of a column, else from the rows
-            self.assertEqual("rollup_ns" in r, bw >= 8 << 18, (lo, hi, width))
+            self.assertEqual("rollup_ns" in r, rollup and bw >= 8 << 18,
+                             (lo, hi, width))
             rw = int(r.get("rollup_ns", 1))
             self.assertLessEqual(rw * 8, bw)
             self.rolled += "rollup_ns" in r
