@@ -469,6 +469,10 @@ static int capi_bucket(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t w,
     for (uint32_t c = c1; c > c0; c--) {
         uint64_t ov = sq_cols_overlap(x->from, x->to, x->bw, c, t0, w);
         uint64_t share = (uint64_t)((double)busy * ((double)ov / (double)w));
+        /* a column the bucket's busy time reaches is listed, however
+         * small its share */
+        if (busy && ov && !share)
+            share = 1;
         if (share > rest)
             share = rest;
         rest -= share;
