@@ -40,6 +40,7 @@ import type {
   Page,
 } from '../lib/types';
 import { testHooks, type TimelineDraw } from '../lib/testHooks';
+import { noteMotion } from '../lib/motion';
 import {
   aLane,
   clampView,
@@ -247,6 +248,9 @@ export function Timeline(props: Props) {
   const setView = (nv: View, user = true) => {
     S.v = clampView(nv, 0, S.hi);
     S.moved = performance.now();
+    // a user's move holds back the table under the timeline (lib/motion.ts);
+    // live following does not
+    if (user) noteMotion(S.moved);
     if (user && S.follow && S.v.t1 < S.hi - (S.v.t1 - S.v.t0) * 0.001) {
       S.follow = false;
       setFollow(false);
