@@ -87,6 +87,20 @@ static void thr_cut(calls_ctx *x, uint32_t tid)
     x->threads_cut++;
 }
 
+/* The columns of thread tid into *t: NULL (and GPUFL_OK) for a thread
+ * past SQ_CALL_THREADS_MAX, counted in threads_cut; GPUFL_ENOMEM when its
+ * columns cannot be had. */
+static int thr_for(calls_ctx *x, uint32_t tid, thr **t)
+{
+    *t = thr_get(x, tid);
+    if (*t)
+        return GPUFL_OK;
+    if (x->nthr < SQ_CALL_THREADS_MAX)
+        return GPUFL_ENOMEM;
+    thr_cut(x, tid);
+    return GPUFL_OK;
+}
+
 /* One call of the range: kept while the list has room, and added to its
  * thread's columns.  GPUFL_ENOMEM when a thread's columns cannot be had. */
 static int call_add(void *arg, const sq_call *c)
@@ -94,17 +108,13 @@ static int call_add(void *arg, const sq_call *c)
     calls_ctx *x = arg;
     uint32_t c0, c1;
     thr *t;
+    int rc;
 
     x->count++;
     if (x->nlist <= x->limit)
         x->list[x->nlist++] = *c;
-    t = thr_get(x, c->tid);
-    if (!t) {
-        if (x->nthr < SQ_CALL_THREADS_MAX)
-            return GPUFL_ENOMEM;
-        thr_cut(x, c->tid);
-        return GPUFL_OK;
-    }
+    if ((rc = thr_for(x, c->tid, &t)) != 0 || !t)
+        return rc;
     if (!sq_cols_of(x->from, x->to, x->bw, x->width, (uint64_t)c->ts,
                     (uint64_t)c->dur, &c0, &c1))
         return GPUFL_OK;
@@ -400,14 +410,11 @@ static int capi_span(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t dur,
 {
     uint64_t lo = t0 > a ? t0 : a, end = t0 + dur, hi = end < b ? end : b;
     uint32_t c0, c1;
-    thr *t = thr_get(x, tid);
+    thr *t;
+    int rc = thr_for(x, tid, &t);
 
-    if (!t) {
-        if (x->nthr < SQ_CALL_THREADS_MAX)
-            return GPUFL_ENOMEM;
-        thr_cut(x, tid);
-        return GPUFL_OK;
-    }
+    if (rc || !t)
+        return rc;
     if (started && sq_cols_of(x->from, x->to, x->bw, x->width, t0, 0, &c0, &c1))
         t->n[c0]++;
     if (hi <= lo ||
@@ -455,15 +462,12 @@ static int capi_bucket(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t w,
 {
     uint32_t c0, c1;
     uint64_t rest = busy;
-    thr *t = thr_get(x, tid);
+    thr *t;
+    int rc;
 
     x->count += n;
-    if (!t) {
-        if (x->nthr < SQ_CALL_THREADS_MAX)
-            return GPUFL_ENOMEM;
-        thr_cut(x, tid);
-        return GPUFL_OK;
-    }
+    if ((rc = thr_for(x, tid, &t)) != 0 || !t)
+        return rc;
     if (!sq_cols_of(x->from, x->to, x->bw, x->width, t0, w, &c0, &c1))
         return GPUFL_OK;
     for (uint32_t c = c1; c > c0; c--) {

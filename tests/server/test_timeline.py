@@ -31,6 +31,21 @@ UNDO_14 = ["DROP INDEX sessions_job", "DROP INDEX sessions_regress",
         "job", "rank", "world_size", "local_rank", "job_source", "step_scope",
         "sim_perturb", "regress")]
 
+def run_sql(srv, stmts):
+    """stmts on a stopped server's database (taking it back to an older
+    schema: the server migrates it forward when started again)."""
+    if srv.pgdb:
+        for q in stmts:
+            srv.sql(q)
+        return
+    import sqlite3
+    db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                         isolation_level=None)
+    for q in stmts:
+        db.execute(q)
+    db.close()
+
+
 class Gen:
     """One session's device and scope lines, built by hand."""
 
@@ -210,16 +225,7 @@ class Names(Base):
                 "ALTER TABLE sessions DROP COLUMN op_lo",
                 "ALTER TABLE sessions DROP COLUMN op_hi",
                 "DROP TABLE klong"]
-        if srv.pgdb:
-            for q in undo:
-                srv.sql(q)
-        else:
-            import sqlite3
-            db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
-                                 isolation_level=None)
-            for q in undo:
-                db.execute(q)
-            db.close()
+        run_sql(srv, undo)
         srv2 = self.server()
         ks = srv2.get("/api/v1/sessions/%s/kernels" % g.sid)["items"]
         self.assertEqual([(k["name"], k["mangled"]) for k in ks], [(ADD[0], ADD[0])] * 2)
@@ -415,16 +421,7 @@ class CallSummary(Base):
         undo = ["DELETE FROM schema_version WHERE version>=20",
                 "DROP TABLE capi", "DROP TABLE capi_long",
                 "DROP TABLE capi_from"]
-        if srv.pgdb:
-            for q in undo:
-                srv.sql(q)
-        else:
-            import sqlite3
-            db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
-                                 isolation_level=None)
-            for q in undo:
-                db.execute(q)
-            db.close()
+        run_sql(srv, undo)
         srv2 = self.server()
         srv2.ingest_ok("device", b"\n".join(dev[2000:]))
         calls = expected_calls(g)
