@@ -15,12 +15,18 @@
 //   zoom-in         from the whole session down to 1 µs
 //   pan-1us         pan at 1 µs
 //   zoom-out        from 1 µs back out to the whole session
+//   pan-after-stop  pan again 350 ms after the view stopped (the Kernels
+//                   table's answer for the stop arrives while it moves)
 //   keys            W/S/A/D held (Perfetto's keys), at mid zoom
 // Then the completeness checks of web/e2e/timeline.mjs on this session (CI
 // runs them on 200k kernels; here on N, default 1M): tl_complete (50
 // random windows, canvas pixels against the API's kernels per lane and
 // column) and tl_calls_complete (the API lanes against GET /calls).
 // --no-complete skips them.  The exit status is 1 when one fails.
+// --trace FILE: a Chromium performance trace (CDP Tracing: the renderer's
+// tasks, layout, paint, GC, V8 samples) over the phases, written to FILE
+// (open it in chrome://tracing or Perfetto; bench/web/trace_summary.mjs
+// says what the slow frames' tasks spent their time on).
 // Exits 0 with "SKIP" when Chromium or the npm packages are missing.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -162,10 +168,14 @@ try {
 
   /* One phase: `frames` animation frames, each dispatching ev(i) (a wheel
      event on the canvas, or a key) before the frame is drawn. */
-  const phase = async (name, frames, setup, evs) => {
+  const phase = async (name, frames, setup, evs, pause = 0) => {
     if (setup) {
       await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), setup);
-      await idle();
+      // pause: the user stops this long and moves again (the page's
+      // answers to the stop - the Kernels table of the view - arrive while
+      // it moves), else until the page is idle
+      if (pause) await page.waitForTimeout(pause);
+      else await idle();
     }
     const r = await page.evaluate(
       ([frames, evs]) =>
@@ -237,6 +247,29 @@ try {
     return r;
   };
 
+  // --trace: Chromium's own trace of the phases (DevTools' Performance panel)
+  const TRACE = args.trace ? path.resolve(args.trace) : null;
+  let tcdp = null;
+  const traceEvents = [];
+  if (TRACE) {
+    tcdp = await ctx.newCDPSession(page);
+    tcdp.on('Tracing.dataCollected', (d) => traceEvents.push(...d.value));
+    await tcdp.send('Tracing.start', {
+      transferMode: 'ReportEvents',
+      traceConfig: {
+        includedCategories: [
+          'devtools.timeline',
+          'disabled-by-default-devtools.timeline',
+          'disabled-by-default-devtools.timeline.frame',
+          'blink.user_timing',
+          'v8.execute',
+          'v8',
+          'disabled-by-default-v8.cpu_profiler',
+          'toplevel',
+        ],
+      },
+    });
+  }
   const whole = [0, span];
   const oscillate = (n, d) =>
     Array.from({ length: n }, (_, i) => ({
@@ -267,6 +300,18 @@ try {
   );
   void zin;
   await phase('zoom-out', toUs + 10, null, [{ dy: 120, at: 0.37 }]);
+  // pan again 350 ms after a stop: the table's list of the stopped view
+  // (asked 300 ms after it) comes back while the timeline moves
+  await phase(
+    'pan-after-stop',
+    120,
+    [span * 0.2, span * 0.7],
+    Array.from({ length: 120 }, (_, i) => ({
+      dy: Math.floor(i / 30) % 2 ? -40 : 40,
+      shift: true,
+    })),
+    350,
+  );
   await phase(
     'keys',
     120,
@@ -278,6 +323,14 @@ try {
       ...Array(30).fill({ key: 'KeyD' }),
     ],
   );
+
+  if (tcdp) {
+    const done = new Promise((r) => tcdp.once('Tracing.tracingComplete', r));
+    await tcdp.send('Tracing.end');
+    await done;
+    fs.writeFileSync(TRACE, JSON.stringify({ traceEvents }));
+    console.log(`bench_web: trace of the phases (${traceEvents.length} events) in ${TRACE}`);
+  }
 
   // memory of the tab: JS heap (CDP) and the renderer processes' RSS
   const cdp = await ctx.newCDPSession(page);

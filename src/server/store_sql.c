@@ -364,6 +364,25 @@ static const char *const migrations[] = {
     "CREATE TABLE IF NOT EXISTS kcold(sess INTEGER NOT NULL, stream INTEGER"
     " NOT NULL, seq_lo INTEGER NOT NULL, stub BLOB NOT NULL, moved INTEGER"
     " NOT NULL, PRIMARY KEY(sess, stream, seq_lo, stub));",
+    /* 21: the API calls' summary kept at ingest (store_sql_capi.c): per
+     * session, timeline level (rollup.h), bucket and CPU thread, calls
+     * started and ns covered - keyed by bucket before thread, so a window
+     * is one range; the calls longer than RL_TL_LONG_NS (their busy time,
+     * spread by the query); and the first session row id whose calls all
+     * went in with it (older sessions are answered from their rows);
+     * IF NOT EXISTS: a database taken back to an older schema by hand
+     * (the tests' undo) runs it again */
+    "CREATE TABLE IF NOT EXISTS capi(sess INTEGER NOT NULL, lvl INTEGER NOT "
+    "NULL,"
+    " b INTEGER NOT NULL, tid INTEGER NOT NULL, n INTEGER NOT NULL,"
+    " busy INTEGER NOT NULL, PRIMARY KEY(sess, lvl, b, tid)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS capi_long(sess INTEGER NOT NULL, ts INTEGER "
+    "NOT NULL,"
+    " seq INTEGER NOT NULL, tid INTEGER NOT NULL, dur INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, ts, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS capi_from(sess INTEGER NOT NULL);"
+    "INSERT INTO capi_from SELECT coalesce(max(id), 0) + 1 FROM sessions"
+    " WHERE NOT EXISTS (SELECT 1 FROM capi_from);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
@@ -663,6 +682,7 @@ void srv_store_close(srv_store *s)
         s->wr->close(s);
     for (int i = 0; i < WS_N; i++)
         sdb_finalize(s->ws[i]);
+    sq_capi_release(s); /* its statements: before the connection */
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     sdb_close(s->w);
@@ -705,6 +725,7 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     rl_map_init(&s->kscope, 2 * sizeof(uint64_t), SQ_ACC_MAX);
     rl_map_init(&s->sacc, sizeof(sq_sacc), SQ_ACC_MAX);
     rl_map_init(&s->srl, sizeof(sq_srl), SQ_ACC_MAX / 64);
+    sq_capi_init(s);
     rl_map_init(&s->seqhint, sizeof(sq_run), SQ_CACHE_MAX);
     s->ext_k = SQ_EXT_K;
     {

@@ -409,12 +409,15 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
 static int count_line(srv_store *s, int64_t sess, const srv_ev *e)
 {
     uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 }, end = e->ts;
-    int nf;
+    int nf, rc;
     sq_sacc *a = rl_map_get(&s->sacc, k, &nf);
 
     if (!a)
         return GPUFL_EFULL;
     sq_gaps_note(s, e, sess);
+    /* its API call's share of the summary (store_sql_capi.c) */
+    if ((rc = sq_capi_acc(s, sess, e)) != 0)
+        return rc;
     if (nf) {
         a->api_lo = a->op_lo = INT64_MAX;
         a->api_hi = a->op_hi = INT64_MIN;
@@ -466,6 +469,7 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     rl_map_clear(&s->kscope);
     rl_map_clear(&s->sacc);
     rl_map_clear(&s->srl);
+    rl_map_clear(&s->capi);
     rc = sdb_begin(s->w);
     if (!rc)
         rc = s->wr->begin(s);
@@ -509,6 +513,8 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         rc = sq_ext_flush(s);
     if (!rc)
         rc = sq_flush_srl(s);
+    if (!rc)
+        rc = sq_capi_flush(s);
     if (!rc)
         rc = sq_gaps_flush(s, n);
     if (!rc)

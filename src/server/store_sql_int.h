@@ -171,6 +171,9 @@ struct srv_store {
     rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
     rl_map srl;                    /* per-batch: (sess, src, b) -> sq_srl */
+    /* per-batch: (sess, lvl, b, tid) -> API calls (store_sql_capi.c) */
+    rl_map capi;
+    sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
     /* the batch writer (sq_writer, chosen by the database) and its own
      * state; the batch's outcome while it is written */
     const struct sq_writer *wr;
@@ -493,6 +496,14 @@ int sq_triggers_json(sdb *db, int64_t sess, jw *w);
     "(SELECT coalesce(sum(CASE WHEN m > 0 THEN m ELSE 0 END), 0) FROM"         \
     " (SELECT " SQ_MISSING_EXPR " AS m FROM seqr WHERE"                        \
     " seqr.sess=sessions.id GROUP BY st) g)"
+
+/* ---- store_sql_capi.c: the API calls' summary kept at ingest ---- */
+/* A new line's API call (if any) into the batch's buckets (s->capi). */
+int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e);
+/* Merges the batch's buckets into capi (before COMMIT). */
+int sq_capi_flush(srv_store *s);
+void sq_capi_init(srv_store *s);
+void sq_capi_release(srv_store *s);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
 int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);

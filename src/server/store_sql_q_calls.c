@@ -10,6 +10,13 @@
  * by every batch (store_sql_ingest.c), so a call overlapping [from, to)
  * belongs to a row whose ts lies in [from + lo, to + hi]: one range scan,
  * as wide as the session's worst queue latency is long.
+ *
+ * A summary (more calls than the list holds) is read from the rollup kept
+ * at ingest (table capi, store_sql_capi.c) when its buckets are at most an
+ * eighth of a column: the buckets wholly inside the window, the calls of
+ * the two partial buckets at its edges from their rows, the long calls'
+ * busy time from capi_long - the same counts and ns as the rows, for a
+ * few thousand bucket reads instead of every call of the window.
  */
 #include "store_sql_int.h"
 
@@ -47,6 +54,8 @@ typedef struct calls_ctx {
     uint64_t threads_cut; /* calls of threads past SQ_CALL_THREADS_MAX */
     uint32_t cut_tids[SQ_CALL_THREADS_MAX];
     int ncut;
+    uint64_t in0, in1;  /* rollup answers: its buckets cover [in0, in1) */
+    uint64_t rollup_ns; /* ... of this width (0: read from the rows) */
 } calls_ctx;
 
 static thr *thr_get(calls_ctx *x, uint32_t tid)
@@ -78,6 +87,20 @@ static void thr_cut(calls_ctx *x, uint32_t tid)
     x->threads_cut++;
 }
 
+/* The columns of thread tid into *t: NULL (and GPUFL_OK) for a thread
+ * past SQ_CALL_THREADS_MAX, counted in threads_cut; GPUFL_ENOMEM when its
+ * columns cannot be had. */
+static int thr_for(calls_ctx *x, uint32_t tid, thr **t)
+{
+    *t = thr_get(x, tid);
+    if (*t)
+        return GPUFL_OK;
+    if (x->nthr < SQ_CALL_THREADS_MAX)
+        return GPUFL_ENOMEM;
+    thr_cut(x, tid);
+    return GPUFL_OK;
+}
+
 /* One call of the range: kept while the list has room, and added to its
  * thread's columns.  GPUFL_ENOMEM when a thread's columns cannot be had. */
 static int call_add(void *arg, const sq_call *c)
@@ -85,17 +108,13 @@ static int call_add(void *arg, const sq_call *c)
     calls_ctx *x = arg;
     uint32_t c0, c1;
     thr *t;
+    int rc;
 
     x->count++;
     if (x->nlist <= x->limit)
         x->list[x->nlist++] = *c;
-    t = thr_get(x, c->tid);
-    if (!t) {
-        if (x->nthr < SQ_CALL_THREADS_MAX)
-            return GPUFL_ENOMEM;
-        thr_cut(x, c->tid);
-        return GPUFL_OK;
-    }
+    if ((rc = thr_for(x, c->tid, &t)) != 0 || !t)
+        return rc;
     if (!sq_cols_of(x->from, x->to, x->bw, x->width, (uint64_t)c->ts,
                     (uint64_t)c->dur, &c0, &c1))
         return GPUFL_OK;
@@ -362,13 +381,218 @@ static void w_summary(jw *w, calls_ctx *x)
     }
     jw_arr_end(w);
     jw_kv_u64(w, "threads_cut", x->threads_cut);
+    if (x->rollup_ns)
+        srv_jw_kv_udec(w, "rollup_ns", x->rollup_ns);
+}
+
+/* ---- the summary from the rollup (capi) ---- */
+
+/* Buckets per column at least (their columns' placement within 1/8). */
+#define SQ_CAPI_PER_COL 8
+/* Long calls (capi_long) one answer spreads at most: past it the answer
+ * is read from the rows. */
+#define SQ_CAPI_LONG_MAX 65536
+
+/* The rollup level for columns bw ns wide: the coarsest whose buckets are
+ * at most 1/SQ_CAPI_PER_COL of a column; -1 when none is. */
+static int capi_level(uint64_t bw)
+{
+    for (int lv = RL_TL_LEVELS - 1; lv >= 0; lv--)
+        if ((1ull << rl_tl_shift(lv)) <= bw / SQ_CAPI_PER_COL)
+            return lv;
+    return -1;
+}
+
+/* The span [t0, t0 + dur) clipped to [a, b): its ns into the thread's
+ * columns; counted (n, at its column) when started is set. */
+static int capi_span(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t dur,
+                     uint64_t a, uint64_t b, int started)
+{
+    uint64_t lo = t0 > a ? t0 : a, end = t0 + dur, hi = end < b ? end : b;
+    uint32_t c0, c1;
+    thr *t;
+    int rc = thr_for(x, tid, &t);
+
+    if (rc || !t)
+        return rc;
+    if (started && sq_cols_of(x->from, x->to, x->bw, x->width, t0, 0, &c0, &c1))
+        t->n[c0]++;
+    if (hi <= lo ||
+        !sq_cols_of(x->from, x->to, x->bw, x->width, lo, hi - lo, &c0, &c1))
+        return GPUFL_OK;
+    for (uint32_t i = c0; i <= c1; i++)
+        t->busy[i] = rl_sat_add(
+            t->busy[i], sq_cols_overlap(x->from, x->to, x->bw, i, lo, hi - lo));
+    return GPUFL_OK;
+}
+
+/* A call of an edge [a, b) read from the rows: its ns in the edge, and
+ * counted when mine (it began on this side of the rollup's buckets). */
+static int capi_edge(calls_ctx *x, const sq_call *c, uint64_t a, uint64_t b,
+                     int mine)
+{
+    uint64_t ts = (uint64_t)c->ts;
+
+    if (mine)
+        x->count++;
+    return capi_span(x, c->tid, ts, (uint64_t)c->dur, a, b,
+                     mine && ts >= x->from);
+}
+
+static int capi_left(void *arg, const sq_call *c)
+{
+    calls_ctx *x = arg;
+    /* begun before the buckets: before from too when it reaches in */
+    return capi_edge(x, c, x->from, x->in0, (uint64_t)c->ts < x->in0);
+}
+
+static int capi_right(void *arg, const sq_call *c)
+{
+    calls_ctx *x = arg;
+    /* calls begun before in1 were counted by the buckets or the left
+     * edge; only their ns in [in1, to) are this edge's */
+    return capi_edge(x, c, x->in1, x->to, (uint64_t)c->ts >= x->in1);
+}
+
+/* A stored bucket [t0, t0 + w) inside the window: its calls to the column
+ * of its start, its ns in proportion to each column's share of it (the
+ * remainder to the first, so sums stay exact). */
+static int capi_bucket(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t w,
+                       uint64_t n, uint64_t busy)
+{
+    uint32_t c0, c1;
+    uint64_t rest = busy;
+    thr *t;
+    int rc;
+
+    x->count += n;
+    if ((rc = thr_for(x, tid, &t)) != 0 || !t)
+        return rc;
+    if (!sq_cols_of(x->from, x->to, x->bw, x->width, t0, w, &c0, &c1))
+        return GPUFL_OK;
+    for (uint32_t c = c1; c > c0; c--) {
+        uint64_t ov = sq_cols_overlap(x->from, x->to, x->bw, c, t0, w);
+        uint64_t share = (uint64_t)((double)busy * ((double)ov / (double)w));
+        /* a column the bucket's busy time reaches is listed, however
+         * small its share */
+        if (busy && ov && !share)
+            share = 1;
+        if (share > rest)
+            share = rest;
+        rest -= share;
+        t->busy[c] = rl_sat_add(t->busy[c], share);
+    }
+    t->n[c0] += n;
+    t->busy[c0] = rl_sat_add(t->busy[c0], rest);
+    return GPUFL_OK;
+}
+
+/* Whether the session's calls all went into the rollup (sessions made
+ * before migration 20 did not). */
+static int capi_kept(qctx *c, int *kept)
+{
+    int rc = q_prepare(c, "SELECT sess FROM capi_from");
+    if (rc)
+        return rc;
+    rc = sdb_step(c->st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    *kept = rc == SDB_ROW && c->sess >= qcol_i64(c->st, 0);
+    return GPUFL_OK;
+}
+
+static void thr_reset(calls_ctx *x)
+{
+    for (int i = 0; i < x->nthr; i++) {
+        free(x->thr[i].n);
+        free(x->thr[i].busy);
+    }
+    x->nthr = x->ncut = 0;
+    x->threads_cut = x->count = 0;
+    x->nlist = 0;
+    x->rollup_ns = 0;
+}
+
+/* The window's summary from the rollup at level lv into x (count
+ * included); *used 0 when it cannot answer (no whole bucket in the
+ * window, too many long calls, a session older than the rollup). */
+static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
+{
+    unsigned sh = rl_tl_shift(lv);
+    uint64_t w = 1ull << sh, nlong = 0;
+    int kept = 0, rc;
+
+    *used = 0;
+    if ((rc = capi_kept(c, &kept)) != 0 || !kept)
+        return rc;
+    x->in0 = ((x->from + w - 1) >> sh) << sh;
+    x->in1 = (x->to >> sh) << sh;
+    if (x->in1 <= x->in0)
+        return GPUFL_OK;
+    rc = q_prepare(c, "SELECT count(*) FROM capi_long WHERE sess=?1 AND"
+                      " ts < ?2 AND ts + dur > ?3");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, (int64_t)x->in1);
+    qbind_i64(c->st, 3, (int64_t)x->in0);
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    nlong = (uint64_t)qcol_i64(c->st, 0);
+    if (nlong > SQ_CAPI_LONG_MAX)
+        return GPUFL_OK;
+    *used = 1;
+    x->rollup_ns = w;
+    rc = q_prepare(c, "SELECT tid, b, n, busy FROM capi WHERE sess=?1 AND"
+                      " lvl=?2 AND b >= ?3 AND b < ?4");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, lv);
+    qbind_i64(c->st, 3, (int64_t)(x->in0 >> sh));
+    qbind_i64(c->st, 4, (int64_t)(x->in1 >> sh));
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        uint64_t b = (uint64_t)qcol_i64(c->st, 1);
+        rc = capi_bucket(x, (uint32_t)qcol_i64(c->st, 0), b << sh, w,
+                         (uint64_t)qcol_i64(c->st, 2),
+                         (uint64_t)qcol_i64(c->st, 3));
+        if (rc)
+            return rc;
+    }
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    /* the long calls' ns inside the buckets (their count is in them) */
+    rc = q_prepare(c, "SELECT tid, ts, dur FROM capi_long WHERE sess=?1 AND"
+                      " ts < ?2 AND ts + dur > ?3");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, (int64_t)x->in1);
+    qbind_i64(c->st, 3, (int64_t)x->in0);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        rc = capi_span(x, (uint32_t)qcol_i64(c->st, 0),
+                       (uint64_t)qcol_i64(c->st, 1),
+                       (uint64_t)qcol_i64(c->st, 2), x->in0, x->in1, 0);
+        if (rc)
+            return rc;
+    }
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    /* the edges from the rows: [from, in0) - at least the instant from,
+     * where the calls begun earlier that reach into the window are - and
+     * [in1, to) */
+    rc = sq_calls_each(c, x->from, x->in0 > x->from ? x->in0 : x->from + 1,
+                       capi_left, x);
+    if (!rc && x->in1 < x->to)
+        rc = sq_calls_each(c, x->in1, x->to, capi_right, x);
+    return rc;
 }
 
 int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
     calls_ctx *x = calloc(1, sizeof(*x));
-    int rc;
+    int rc, lv, used = 0;
 
     if (!x)
         return GPUFL_ENOMEM;
@@ -393,8 +617,15 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         goto out;
     }
     x->bw = sq_cols_width(x->from, x->to, x->width);
-    if ((rc = sq_calls_each(&c, x->from, x->to, call_add, x)) != 0)
+    lv = capi_level(x->bw);
+    if (lv >= 0 && (rc = capi_summary(&c, x, lv, &used)) != 0)
         goto out;
+    if (!used || x->count <= x->limit) {
+        /* a list (or no rollup): from the rows */
+        thr_reset(x);
+        if ((rc = sq_calls_each(&c, x->from, x->to, call_add, x)) != 0)
+            goto out;
+    }
     jw_obj_begin(w);
     srv_jw_kv_udec(w, "from", x->from);
     srv_jw_kv_udec(w, "to", x->to);
@@ -407,10 +638,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         w_summary(w, x);
     jw_obj_end(w);
 out:
-    for (int i = 0; i < x->nthr; i++) {
-        free(x->thr[i].n);
-        free(x->thr[i].busy);
-    }
+    thr_reset(x);
     free(x->list);
     free(x);
     return q_end(&c, rc, w);

@@ -79,7 +79,7 @@ endif()
 
 # Names, API calls, the level-of-detail timeline, export, the UI found
 # without a flag (test_timeline.py), on SQLite; on PostgreSQL below.
-set(GPUFL_TL_CLASSES Names Lod Flows Export)
+set(GPUFL_TL_CLASSES Names Lod Flows CallSummary Export)
 if(TARGET gpufl_server_core)
   foreach(cls ${GPUFL_TL_CLASSES} UiDefault)
     add_test(NAME server_tl_${cls}

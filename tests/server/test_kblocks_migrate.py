@@ -20,7 +20,9 @@ import test_timeline as TL
 # schema 19 (kblocks) and what came after undone: the previous version's
 # database
 UNDO = ["DELETE FROM schema_version WHERE version>=19",
-        "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks"]
+        "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks",
+        "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
+        "DROP TABLE IF EXISTS capi_from"]
 
 
 def sessions(rnd, n, size, running=()):
@@ -141,7 +143,7 @@ class Migrate(TL.Base):
         self.assertNotIn("pass 1", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 20)
+                                       " schema_version"), 21)
 
         # a replay is still a duplicate, and the API answers the same
         srv = T.Server(d, KB.BLOCKS)

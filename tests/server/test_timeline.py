@@ -31,6 +31,21 @@ UNDO_14 = ["DROP INDEX sessions_job", "DROP INDEX sessions_regress",
         "job", "rank", "world_size", "local_rank", "job_source", "step_scope",
         "sim_perturb", "regress")]
 
+def run_sql(srv, stmts):
+    """stmts on a stopped server's database (taking it back to an older
+    schema: the server migrates it forward when started again)."""
+    if srv.pgdb:
+        for q in stmts:
+            srv.sql(q)
+        return
+    import sqlite3
+    db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                         isolation_level=None)
+    for q in stmts:
+        db.execute(q)
+    db.close()
+
+
 class Gen:
     """One session's device and scope lines, built by hand."""
 
@@ -210,16 +225,7 @@ class Names(Base):
                 "ALTER TABLE sessions DROP COLUMN op_lo",
                 "ALTER TABLE sessions DROP COLUMN op_hi",
                 "DROP TABLE klong"]
-        if srv.pgdb:
-            for q in undo:
-                srv.sql(q)
-        else:
-            import sqlite3
-            db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
-                                 isolation_level=None)
-            for q in undo:
-                db.execute(q)
-            db.close()
+        run_sql(srv, undo)
         srv2 = self.server()
         ks = srv2.get("/api/v1/sessions/%s/kernels" % g.sid)["items"]
         self.assertEqual([(k["name"], k["mangled"]) for k in ks], [(ADD[0], ADD[0])] * 2)
@@ -323,6 +329,172 @@ def expected_calls(g):
 def in_range(c, lo, hi):
     enter, dur = c[2], c[3]
     return enter < hi and (enter + dur > lo or lo <= enter)
+
+
+def capi_session(rnd, n=24000):
+    """API calls on four threads over ~5 s - launches, copies, memsets,
+    syncs of 0 ns and some longer than the rollup spreads (268 ms) - and
+    kernels without a call."""
+    g = Gen()
+    name = g.name(GEMM)
+    t = T0 + 123457
+    for i in range(n):
+        tid = 101 + rnd.randrange(4)
+        t += rnd.randrange(20000, 400000)
+        call = rnd.randrange(500, 9000)
+        r = rnd.random()
+        if r < 0.6:
+            gpu = t + call + rnd.choice([rnd.randrange(0, 20000)] * 9 +
+                                        [30 * 10 ** 6])
+            g.kernel(gpu, rnd.randrange(0, 30000), name, stream=7 + i % 2,
+                     corr=i + 1, api=(t - gpu, call), tid=tid)
+        elif r < 0.7:
+            g.kernel(t, 5000, name, corr=i + 1)  # no call recorded
+        elif r < 0.8:
+            gpu = t + call + 2000
+            g.op("memcpy", gpu, 3000, stream=7, corr=i + 1, kind="htod",
+                 bytes=4096, api=[t - gpu, call], tid=tid)
+        elif r < 0.85:
+            gpu = t + call + 1000
+            g.op("memset", gpu, 6000, stream=8, corr=i + 1, bytes=1 << 20,
+                 api=[t - gpu, call], tid=tid)
+        elif r < 0.998:
+            g.op("sync", t, rnd.choice([0, 30000, 2000000]), stream=7,
+                 corr=i + 1, kind="stream", tid=tid)
+        else:
+            g.op("sync", t, rnd.randrange(3 * 10 ** 8, 15 * 10 ** 8),
+                 stream=7, corr=i + 1, kind="device", tid=tid)
+    return g
+
+
+class CallSummary(Base):
+    """The zoomed-out /calls summary comes from the rollup kept at ingest
+    (store_sql_capi.c) and says what the call rows say: exact counts and
+    busy ns per thread at every zoom, exact columns where the window is
+    aligned to the rollup's buckets, nothing counted twice when a batch is
+    sent again."""
+
+    def test_summary_equals_rows(self):
+        rnd = random.Random(2018)
+        g = capi_session(rnd)
+        srv = self.server()
+        g.send(srv, batch=3000)
+        calls = expected_calls(g)
+        longs = [c for c in calls if c[3] > 268173312]
+        self.assertGreater(len(longs), 10)
+        base = "/api/v1/sessions/" + g.sid
+        ts = sorted(c[2] for c in calls)
+        lo0, hi0 = ts[0], max(c[2] + c[3] for c in calls) + 1
+        wins = [(lo0, hi0, 1000, False), (lo0 - 10 ** 9, hi0 + 10 ** 9, 300,
+                                          False), (lo0, hi0, 64, False)]
+        for _ in range(8):
+            a = rnd.randrange(lo0 - 10 ** 8, hi0)
+            wins.append((a, a + rnd.choice([3 * 10 ** 8, 10 ** 9, 4 * 10 ** 9]),
+                         rnd.choice([100, 500, 1000]), False))
+        # aligned: from and the column width multiples of the bucket
+        for sh, width in ((20, 500), (24, 200), (21, 1000)):
+            w = 1 << sh
+            a = (rnd.randrange(lo0, hi0) >> sh) << sh
+            bw = 8 * w * rnd.choice([1, 2, 3])
+            wins.append((a, a + bw * width, width, True))
+        first = self.check(srv, base, calls, wins)
+        self.assertGreaterEqual(self.rolled, 8)
+        self.assertEqual(self.aligned, 3)
+        # a replayed batch: all duplicates, the answers unchanged
+        dev = [json.dumps(e, separators=(",", ":")).encode()
+               for e in g.lines["device"]]
+        r = srv.ingest_ok("device", b"\n".join(dev[3000:9000]))
+        self.assertEqual((r["accepted"], r["duplicate"]), (0, 6000))
+        self.assertEqual(self.check(srv, base, calls, wins), first)
+
+    def test_older_session_from_rows(self):
+        """A session begun before the rollup existed (migration 20) is
+        answered from its rows, not from a rollup holding only the calls
+        that came after."""
+        rnd = random.Random(20)
+        g = capi_session(rnd, 4000)
+        srv = self.server()
+        dev = [json.dumps(e, separators=(",", ":")).encode()
+               for e in g.lines["device"]]
+        srv.ingest_ok("device", b"\n".join(dev[:2000]))
+        srv.stop()
+        undo = ["DELETE FROM schema_version WHERE version>=21",
+                "DROP TABLE capi", "DROP TABLE capi_long",
+                "DROP TABLE capi_from"]
+        run_sql(srv, undo)
+        srv2 = self.server()
+        srv2.ingest_ok("device", b"\n".join(dev[2000:]))
+        calls = expected_calls(g)
+        lo, hi = min(c[2] for c in calls), max(c[2] + c[3] for c in calls) + 1
+        self.check(srv2, "/api/v1/sessions/" + g.sid, calls,
+                   [(lo, hi, 100, False)], rollup=False)
+        self.assertEqual(self.rolled, 0)
+        # a session after it: from the rollup
+        g2 = capi_session(rnd, 4000)
+        g2.send(srv2, batch=1000)
+        calls = expected_calls(g2)
+        lo, hi = min(c[2] for c in calls), max(c[2] + c[3] for c in calls) + 1
+        self.check(srv2, "/api/v1/sessions/" + g2.sid, calls,
+                   [(lo, hi, 100, False)])
+        self.assertEqual(self.rolled, 1)
+
+    def check(self, srv, base, calls, wins, rollup=True):
+        answers = []
+        self.rolled = self.aligned = 0
+        for lo, hi, width, aligned in wins:
+            want = [c for c in calls if in_range(c, lo, hi)]
+            r = srv.get(base + "/calls?from=%d&to=%d&width=%d&limit=100"
+                        % (lo, hi, width))
+            answers.append(r)
+            bw = -(-(hi - lo) // width)
+            if len(want) <= 100:
+                self.assertTrue(r["complete"])
+                continue
+            self.assertEqual(r["bucket_ns"], bw)
+            self.assertEqual((r["complete"], r["count"]), (False, len(want)),
+                             (lo, hi, width))
+            # from the rollup when its finest buckets (2^18 ns) are at most
+            # an eighth of a column, else from the rows
+            self.assertEqual("rollup_ns" in r, rollup and bw >= 8 << 18,
+                             (lo, hi, width))
+            rw = int(r.get("rollup_ns", 1))
+            self.assertLessEqual(rw * 8, bw)
+            self.rolled += "rollup_ns" in r
+            self.aligned += aligned
+            self.assertEqual({t["tid"] for t in r["threads"]
+                              if t["buckets"]}, {c[0] for c in want})
+            for th in r["threads"]:
+                mine = [c for c in want if c[0] == th["tid"]]
+                n, busy, allowed = {}, {}, set()
+                for c in mine:
+                    if c[2] >= lo:
+                        p = (c[2] - lo) // bw
+                        n[p] = n.get(p, 0) + 1
+                    a, b = max(c[2], lo), min(c[2] + c[3], hi)
+                    last = min(c[2] + max(c[3], 1) - 1, hi - 1)
+                    for p in range((a - lo) // bw, (last - lo) // bw + 1):
+                        ov = max(0, min(b, lo + (p + 1) * bw) -
+                                 max(a, lo + p * bw))
+                        busy[p] = busy.get(p, 0) + ov
+                    # columns a bucket of the call may reach
+                    b0 = (c[2] // rw) * rw
+                    b1 = ((c[2] + max(c[3], 1) - 1) // rw + 1) * rw
+                    for p in range((max(b0, lo) - lo) // bw,
+                                   (min(b1, hi) - 1 - lo) // bw + 1):
+                        allowed.add(p)
+                got = {b[0]: b for b in th["buckets"]}
+                occ = {p for p in set(n) | set(busy) if n.get(p) or busy.get(p)}
+                self.assertLessEqual(occ, set(got), (lo, hi, th["tid"]))
+                self.assertLessEqual(set(got), allowed, (lo, hi, th["tid"]))
+                self.assertEqual(sum(b[1] for b in th["buckets"]),
+                                 sum(n.values()), (lo, hi, th["tid"]))
+                self.assertEqual(sum(b[2] for b in th["buckets"]),
+                                 sum(busy.values()), (lo, hi, th["tid"]))
+                if aligned:
+                    self.assertEqual({p: (b[1], b[2]) for p, b in got.items()},
+                                     {p: (n.get(p, 0), busy.get(p, 0))
+                                      for p in occ}, (lo, hi, th["tid"]))
+        return answers
 
 
 class Lod(Base):

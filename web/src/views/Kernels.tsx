@@ -56,6 +56,8 @@ export function Kernels({ st, set, session }: ViewProps) {
     // into it is in view too (docs/api.md "kernels")
     { from, to, overlap: from ? true : undefined, name, sort: order[0], desc: order[1], limit },
     [from, to, name, order[0], order[1], limit],
+    // the table under the timeline: redrawn once the timeline is still
+    { still: true },
   );
   const agg = useApi<Page<KernelAgg>>(
     tab === 'agg' ? 'sessions/' + s.id + '/kernels/aggregate' : null,

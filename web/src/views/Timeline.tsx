@@ -40,6 +40,7 @@ import type {
   Page,
 } from '../lib/types';
 import { testHooks, type TimelineDraw } from '../lib/testHooks';
+import { noteMotion } from '../lib/motion';
 import {
   aLane,
   clampView,
@@ -247,6 +248,9 @@ export function Timeline(props: Props) {
   const setView = (nv: View, user = true) => {
     S.v = clampView(nv, 0, S.hi);
     S.moved = performance.now();
+    // a user's move holds back the table under the timeline (lib/motion.ts);
+    // live following does not
+    if (user) noteMotion(S.moved);
     if (user && S.follow && S.v.t1 < S.hi - (S.v.t1 - S.v.t0) * 0.001) {
       S.follow = false;
       setFollow(false);
@@ -293,10 +297,10 @@ export function Timeline(props: Props) {
     // API calls last, and only once the view is still: the kernels come
     // first.  Asked at every zoom: where a tile holds more than
     // CALLS_EXACT calls the server answers its per-column summary
-    // (docs/api.md "calls"), so the lane is complete zoomed out too; such
-    // a summary costs the server a scan of the tile's calls (seconds on a
-    // 1M-call tile), too much to ask for every resolution a zoom sweep
-    // passes
+    // (docs/api.md "calls"), so the lane is complete zoomed out too.  The
+    // server answers coarse tiles from the summary it keeps at ingest (ms),
+    // but tiles of 0.27-2.1 s from a scan of their calls (~100 ms per
+    // 70k calls), too much to ask for every resolution a zoom sweep passes
     if (performance.now() - S.moved >= SETTLE_MS * 0.9) {
       add('calls', S.maxRes, 0);
       for (const i of vis) add('calls', res, i);

@@ -1,5 +1,6 @@
-import { useEffect, useRef, useState } from 'react';
+import { startTransition, useEffect, useRef, useState } from 'react';
 import { api, explain, Int } from '../lib/api';
+import { whenStill } from '../lib/motion';
 
 export function Badge({ kind, children }: { kind: string; children: React.ReactNode }) {
   return (
@@ -43,11 +44,19 @@ export interface Fetched<T> {
   reload: () => void;
 }
 
-/* GET path?params when any dep changes (the previous request is aborted). */
+/* GET path?params when any dep changes (the previous request is aborted).
+   Its states are transitions: React renders what they change (a table of
+   hundreds of rows under the timeline) in slices it interrupts for a
+   frame, so an answer arriving while the user pans or zooms the timeline
+   does not hold its frames back (bench/web: one such render was a 50-110
+   ms task).  still: the answer waits until the timeline has been still
+   for a moment (lib/motion.ts) - for what is drawn under it, whose layout
+   and paint React cannot slice. */
 export function useApi<T>(
   path: string | null,
   params: Record<string, Int | boolean | undefined | null>,
   deps: unknown[],
+  opts: { still?: boolean } = {},
 ): Fetched<T> {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -57,22 +66,31 @@ export function useApi<T>(
   useEffect(() => {
     if (!path) return;
     const ac = new AbortController();
-    setLoading(true);
-    if (first.current) setData(null);
+    const clear = first.current;
     first.current = false;
+    startTransition(() => {
+      setLoading(true);
+      if (clear) setData(null);
+    });
     api<T>(path, params, ac.signal)
-      .then((d) => {
-        setData(d);
-        setError(null);
-        setLoading(false);
+      .then(async (d) => {
+        if (opts.still) await whenStill(ac.signal);
+        if (ac.signal.aborted) return;
+        startTransition(() => {
+          setData(d);
+          setError(null);
+          setLoading(false);
+        });
       })
       .catch((e) => {
         if (ac.signal.aborted) return;
         // what was shown answered an earlier question: never leave it
         // under the error banner as if it answered this one
-        setData(null);
-        setError(e);
-        setLoading(false);
+        startTransition(() => {
+          setData(null);
+          setError(e);
+          setLoading(false);
+        });
       });
     return () => ac.abort();
     // eslint-disable-next-line react-hooks/exhaustive-deps -- params is a new object every render: the caller lists in deps what it is made of

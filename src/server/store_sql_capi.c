@@ -1,0 +1,140 @@
+/*
+ * store_sql_capi.c - the CUDA API calls' summary kept at ingest (table
+ * capi, docs/api.md "calls"): per session, CPU thread and time bucket of
+ * each timeline level (rollup.h), the calls started in the bucket and the
+ * ns of it they cover, so that a zoomed-out /calls answer reads a few
+ * thousand buckets instead of every call row (store_sql_q_calls.c).
+ *
+ * Exact as the kernels' rollups are: only a line the database took as new
+ * feeds it (count_line in store_sql_ingest.c), so a replayed batch adds
+ * nothing; the batch's buckets are gathered in memory and merged once
+ * per touched row before COMMIT.  A call longer than RL_TL_LONG_NS would
+ * spread over more than RL_TL_SPAN_MAX buckets of level 0: its busy time
+ * is kept apart (capi_long) and spread by the query; it still counts in
+ * its first bucket.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One bucket: calls started in it, ns of it covered. */
+typedef struct capi_b {
+    uint64_t n, busy;
+} capi_b;
+
+/* The call of line e (the same ones store_sql_q_calls.c reads back):
+ * a launch's or copy's API call, a sync's wait; 0 when e has none. */
+static int call_of(const srv_ev *e, uint64_t *ts, uint64_t *dur)
+{
+    if (e->type == EV_SYNC) {
+        *ts = e->ts;
+        *dur = e->dur;
+        return 1;
+    }
+    if ((e->type != EV_KERNEL && e->type != EV_MEMCPY &&
+         e->type != EV_MEMSET) ||
+        !e->api_dur)
+        return 0;
+    /* ingest.c checked the entry and exit are times */
+    *ts = e->ts + (uint64_t)e->api_off;
+    *dur = e->api_dur;
+    return 1;
+}
+
+static int prep(srv_store *s, sdb_stmt **st, const char *sql)
+{
+    return *st ? GPUFL_OK : sdb_prepare(s->w, sql, st);
+}
+
+int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
+{
+    uint64_t ts, dur, end, tid;
+    int fresh, rc, lng;
+
+    if (!call_of(e, &ts, &dur))
+        return GPUFL_OK;
+    end = ts + dur;
+    tid = e->tid & 0xffffffffu; /* as the query reads it back */
+    lng = dur > RL_TL_LONG_NS;
+    if (lng) {
+        sdb_stmt *st;
+        if ((rc = prep(s, &s->capi_long_put,
+                       "INSERT INTO capi_long VALUES(?,?,?,?,?) ON CONFLICT"
+                       " DO NOTHING")) != 0)
+            return rc;
+        st = s->capi_long_put;
+        qbind_i64(st, 1, sess);
+        qbind_u64(st, 2, ts);
+        qbind_u64(st, 3, e->seq);
+        qbind_u64(st, 4, tid);
+        qbind_u64(st, 5, dur);
+        if ((rc = qrun(st)) != 0)
+            return rc;
+    }
+    for (int lv = 0; lv < RL_TL_LEVELS; lv++) {
+        unsigned sh = rl_tl_shift(lv);
+        uint64_t b0 = ts >> sh, b1 = dur ? (end - 1) >> sh : b0;
+        if (lng)
+            b1 = b0; /* its busy time: capi_long */
+        for (uint64_t b = b0; b <= b1; b++) {
+            uint64_t k[4] = { (uint64_t)sess, (uint64_t)lv, b, tid };
+            uint64_t lo = b << sh, hi = (b + 1) << sh;
+            capi_b *v = rl_map_get(&s->capi, k, &fresh);
+            if (!v)
+                return GPUFL_EFULL;
+            if (b == b0)
+                v->n++;
+            if (!lng)
+                v->busy = rl_sat_add(v->busy, (end < hi ? end : hi) -
+                                                  (ts > lo ? ts : lo));
+        }
+    }
+    return GPUFL_OK;
+}
+
+int sq_capi_flush(srv_store *s)
+{
+    const uint64_t *k;
+    int rc;
+
+    if (!s->capi.n)
+        return GPUFL_OK;
+    if ((rc = prep(s, &s->capi_put,
+                   "INSERT INTO capi VALUES(?,?,?,?,?,?) ON CONFLICT(sess,"
+                   " lvl, b, tid) DO UPDATE SET n=capi.n+excluded.n,"
+                   " busy=CASE WHEN capi.busy > 9223372036854775807 -"
+                   " excluded.busy THEN 9223372036854775807 ELSE"
+                   " capi.busy+excluded.busy END")) != 0)
+        return rc;
+    for (size_t i = 0; i < s->capi.cap; i++) {
+        capi_b *v = rl_map_at(&s->capi, i, &k);
+        sdb_stmt *st = s->capi_put;
+        if (!v)
+            continue;
+        qbind_u64(st, 1, k[0]);
+        qbind_u64(st, 2, k[1]);
+        qbind_u64(st, 3, k[2]);
+        qbind_u64(st, 4, k[3]);
+        qbind_u64(st, 5, v->n);
+        qbind_u64(st, 6, v->busy);
+        if ((rc = qrun(st)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+void sq_capi_init(srv_store *s)
+{
+    rl_map_init(&s->capi, sizeof(capi_b), SQ_ACC_MAX);
+}
+
+void sq_capi_release(srv_store *s)
+{
+    sdb_finalize(s->capi_put);
+    sdb_finalize(s->capi_long_put);
+    s->capi_put = s->capi_long_put = NULL;
+    rl_map_release(&s->capi);
+}
