@@ -13,7 +13,11 @@ p50/p99/max while producing, and CPU seconds of agent + server per 1M
 events.  A figure printer, not a test.
 
 Usage: bench_e2e.py [--paths http,kafka] [--rates 20000,50000,100000]
-                    [--seconds 10]
+                    [--seconds 10] [--kernel-store rows|blocks]
+
+--kernel-store is the server's (docs/server.md "Kernel blocks"): with
+blocks, the stored count and newest timestamp are read from the kernel
+rows and the kblocks index together.
 Environment: GPUFL_BIN_DIR (default build/bin).
 """
 import argparse
@@ -52,7 +56,7 @@ def pct(xs, p):
 class Path:
     """A running agent + server (+ broker, + PostgreSQL) for one rate."""
 
-    def __init__(self, kind, work):
+    def __init__(self, kind, work, kstore):
         self.kind, self.work = kind, work
         self.logs = os.path.join(work, "logs")
         os.makedirs(self.logs)
@@ -78,6 +82,7 @@ class Path:
                             "CREATE DATABASE gpufl"], check=True)
             self.db = uri + "/gpufl"
             args = ["--db", self.db, "--kafka-brokers", self.bootstrap]
+        args += ["--kernel-store", kstore]
         self.srv = st.Server(os.path.join(work, "data"), admin=TOKEN, args=args)
         agent = [os.path.join(BIN, "gpufl-agent"), "--folder=" + self.logs,
                  "--cursor-file=" + os.path.join(work, "cursor"),
@@ -93,7 +98,12 @@ class Path:
         self.procs.append(self.agent)
 
     def newest(self):
-        q = "SELECT count(*), coalesce(max(ts), 0) FROM kernels"
+        # kernels as rows and in blocks (t_hi: the block's newest start)
+        q = ("SELECT (SELECT count(*) FROM kernels) + (SELECT coalesce(sum(n),"
+             " 0) FROM kblocks), max((SELECT coalesce(max(ts), 0) FROM"
+             " kernels), (SELECT coalesce(max(t_hi), 0) FROM kblocks))")
+        if self.kind == "kafka":
+            q = q.replace("max((", "greatest((")
         if self.kind == "kafka":
             out = subprocess.run(["psql", "-At", self.db, "-c", q], text=True,
                                  stdout=subprocess.PIPE).stdout.strip()
@@ -116,10 +126,10 @@ class Path:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run(kind, rate, seconds, base):
+def run(kind, rate, seconds, base, kstore):
     work = tempfile.mkdtemp(prefix="e2e-%s-%d-" % (kind, rate), dir=base)
     os.chmod(work, 0o755)   # PostgreSQL runs as the postgres user
-    path = Path(kind, work)
+    path = Path(kind, work, kstore)
     try:
         cpu0 = cpu_s(path.agent.pid) + cpu_s(path.srv.p.pid)
         env = st.clean_env({"GPUFL_LOG_DIR": path.logs, "GPUFL_ENGINES": "host",
@@ -159,12 +169,14 @@ def main():
     ap.add_argument("--paths", default="http,kafka")
     ap.add_argument("--rates", default="20000,50000,100000")
     ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--kernel-store", default="rows",
+                    choices=("rows", "blocks"))
     a = ap.parse_args()
     os.makedirs(st.TMP, exist_ok=True)
     base = tempfile.mkdtemp(prefix="bench-e2e-", dir=st.TMP)
     os.chmod(base, 0o755)
-    print("bench_e2e: %s s per rate, kernels only, 2-core machine shared with "
-          "the producer" % a.seconds)
+    print("bench_e2e: %s s per rate, kernels only, --kernel-store=%s, 2-core "
+          "machine shared with the producer" % (a.seconds, a.kernel_store))
     print("%-6s %9s %9s %9s %11s %9s %9s %9s %12s" % (
         "path", "target/s", "produced", "stored", "stored ev/s", "lag p50",
         "lag p99", "lag max", "CPU-s/1M ev"))
@@ -175,7 +187,7 @@ def main():
                 print("kafka: gpufl-kafka-mock not built; skipped")
                 continue
             for rate in (int(r) for r in a.rates.split(",")):
-                r = run(kind, rate, a.seconds, base)
+                r = run(kind, rate, a.seconds, base, a.kernel_store)
                 print("%-6s %9d %9d %9d %11.0f %8.2fs %8.2fs %8.2fs %12.2f" % (
                     r["path"], r["target"], r["produced"], r["stored"],
                     r["rate"], r["lag_p50"], r["lag_p99"], r["lag_max"],
