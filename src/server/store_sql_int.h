@@ -206,6 +206,9 @@ struct srv_store {
     size_t kb_thawed_next;
     uint64_t kb_thawn; /* kernels thawed back into rows, in all */
     char kb_grp_sql[SQ_KB_GRP * 54 + 64]; /* the thaw's grouped INSERT */
+    /* per read connection (r[i]): its block decoder and decoded block
+     * (store_sql_kblocks_read.c), allocated on first use */
+    struct kb_rd *kb_rd[SQ_READERS_MAX];
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -231,6 +234,51 @@ void sq_kb_release(srv_store *s);
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
                 int64_t stream, int64_t seq_lo, const unsigned char **b,
                 size_t *len);
+
+/* Block-native reads (store_sql_kblocks_read.c): queries read a
+ * session's kernel rows and its blocks together, never thawing. */
+
+/* Sort keys of kernel pages (store_sql_q_kernels.c sorts[]). */
+enum { KB_KEY_TS, KB_KEY_DUR, KB_KEY_QUEUE, KB_KEY_LAUNCH };
+
+/* The first cap kernels in (key, seq) order (descending when desc) of
+ * those offered: a bounded heap over caller-sized arrays (kb_top_init). */
+typedef struct kb_top {
+    struct kblock_ev *ev; /* cap events */
+    uint8_t *nul;         /* cap: bit 0 occ NULL, bit 1 tid NULL */
+    size_t *h;            /* cap: heap of indexes, worst on top */
+    size_t n, cap;
+    int key, desc;
+} kb_top;
+int kb_top_init(kb_top *t, size_t cap, int key, int desc);
+void kb_top_free(kb_top *t);
+int64_t kb_key(const struct kblock_ev *e, int key);
+/* Offers e (nul: its NULL bits). */
+void kb_top_add(kb_top *t, const struct kblock_ev *e, unsigned nul);
+/* Sorts the kept events best first into t->ev[0..n) (heap given up). */
+void kb_top_sort(kb_top *t);
+/* A kernel row (columns from col: seq, ts, dur, dev, stream, corr,
+ * name_id, cfg, gx, gy, gz, bx, by, bz, regs, smem, occ, scope, path,
+ * stack, api_off, api_dur, flags, tid) as an event; *nul its NULL bits. */
+void kb_row_ev(sdb_stmt *st, int col, struct kblock_ev *e, unsigned *nul);
+#define KB_ROW_COLS                                                            \
+    "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
+    " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+
+/* Whether session sess has blocks (*any), on read connection db. */
+int sq_kb_any(sdb *db, int64_t sess, int *any);
+/* Offers to t every event of the session's blocks whose ts is in
+ * [t_lo, t_hi) and that keep accepts (keep NULL: all), reading the
+ * blocks in the order of t's key and stopping when no further block can
+ * hold an event better than t's worst.  db is one of s's readers. */
+typedef int (*kb_keep_fn)(const struct kblock_ev *e, void *arg);
+int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
+               int64_t t_hi, kb_keep_fn keep, void *arg, kb_top *t);
+/* The kernel of seq in the session's blocks into *e (*found 0: none). */
+int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
+               struct kblock_ev *e, int *found);
+/* The per-reader decoders, at close. */
+void sq_kb_read_release(srv_store *s);
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];

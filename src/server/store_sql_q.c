@@ -64,11 +64,17 @@ int q_session(qctx *c, const char *sid)
     c->sess = qcol_i64(c->st, 0);
     c->first = qcol_i64(c->st, 1);
     c->last = qcol_i64(c->st, 2);
-    /* the queries read kernel rows only: a session compacted into blocks
-     * (--kernel-store=blocks) goes back to rows first */
     sdb_finalize(c->st);
     c->st = NULL;
-    return sq_kb_thaw(c->s, c->db, c->sess);
+    return GPUFL_OK;
+}
+
+int q_session_rows(qctx *c, const char *sid)
+{
+    int rc = q_session(c, sid);
+    /* a query that reads kernel rows only: a session compacted into
+     * blocks (--kernel-store=blocks) goes back to rows first */
+    return rc ? rc : sq_kb_thaw(c->s, c->db, c->sess);
 }
 
 int q_cursor(const srv_q *q, int64_t *v, int n)

@@ -471,7 +471,7 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     if (x->width > SQ_TL_WIDTH_MAX)
         x->width = SQ_TL_WIDTH_MAX;
     q_begin(s, &x->c);
-    if ((rc = q_session(&x->c, q->sid)) != 0)
+    if ((rc = q_session_rows(&x->c, q->sid)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)x->c.first;
     x->to = q->to ? q->to : (uint64_t)x->c.last + 1;
