@@ -305,10 +305,12 @@ static const opt_def srv_opts[] = {
 #undef T
 
 /* Read by the store for tests (store_sql.c: a smaller top-K;
- * store_sql_kblocks.c: a pause inside compaction); not options, but no
+ * store_sql_kblocks.c: a pause inside compaction, kernels per block); not
+ * options, but no
  * typos either. */
 static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK",
-                                             "GPUFL_SERVER_KB_PAUSE_MS", NULL };
+                                             "GPUFL_SERVER_KB_PAUSE_MS",
+                                             "GPUFL_SERVER_KB_RUN", NULL };
 
 const opt_prog srv_prog = {
     .name = "gpufl-server",

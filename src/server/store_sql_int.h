@@ -272,8 +272,8 @@ int sq_kb_any(sdb *db, int64_t sess, int *any);
  * blocks in the order of t's key and stopping when no further block can
  * hold an event better than t's worst.  db is one of s's readers. */
 typedef int (*kb_keep_fn)(const struct kblock_ev *e, void *arg);
-int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
-               int64_t t_hi, kb_keep_fn keep, void *arg, kb_top *t);
+int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
+               kb_keep_fn keep, void *arg, kb_top *t);
 /* The kernel of seq in the session's blocks into *e (*found 0: none). */
 int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
                struct kblock_ev *e, int *found);

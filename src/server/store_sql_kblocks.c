@@ -69,6 +69,15 @@ static void kb_test_pause(void)
     nanosleep(&ts, NULL);
 }
 
+/* GPUFL_SERVER_KB_RUN (tests only): kernels per block, 1..SQ_KB_RUN, so
+ * that a test makes many small blocks (the reads must handle any size). */
+static int64_t kb_run(void)
+{
+    const char *v = getenv("GPUFL_SERVER_KB_RUN");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n >= 1 && n <= SQ_KB_RUN ? n : SQ_KB_RUN;
+}
+
 static int kb_state(srv_store *s)
 {
     if (!s->kb_ev && !(s->kb_ev = calloc(KB_MAX_EVENTS, sizeof(kblock_ev))))
@@ -389,7 +398,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);
-    qbind_i64(st, 3, SQ_KB_RUN);
+    qbind_i64(st, 3, kb_run());
     while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS)
         row_to_ev(st, &s->kb_ev[n++]);
     sdb_finalize(st);
@@ -475,7 +484,7 @@ static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
     while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap) {
         kb_group x = { qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
                        (int)qcol_i64(st, 3) };
-        if (x.n >= SQ_KB_RUN || x.ended)
+        if (x.n >= kb_run() || x.ended)
             g[(*ng)++] = x;
     }
     sdb_finalize(st);
@@ -498,7 +507,7 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
      * transaction at most, not for the pass */
     for (size_t i = 0; !rc && i < ng; i++) {
         /* a running stream keeps its last partial run as rows */
-        while (!rc && (g[i].n >= SQ_KB_RUN || (g[i].ended && g[i].n > 0))) {
+        while (!rc && (g[i].n >= kb_run() || (g[i].ended && g[i].n > 0))) {
             uint64_t nk = 0;
             pthread_mutex_lock(&s->wlock);
             if (thawed_lately(s, g[i].sess, now)) {

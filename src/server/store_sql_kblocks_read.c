@@ -113,8 +113,8 @@ int64_t kb_key(const kblock_ev *e, int key)
 static int top_cmp(const kb_top *t, const kblock_ev *a, const kblock_ev *b)
 {
     int64_t ka = kb_key(a, t->key), kb = kb_key(b, t->key);
-    int c = ka < kb                 ? -1
-            : ka > kb               ? 1
+    int c = ka < kb                             ? -1
+            : ka > kb                           ? 1
             : (int64_t)a->seq < (int64_t)b->seq ? -1
             : (int64_t)a->seq > (int64_t)b->seq ? 1
                                                 : 0;
@@ -318,8 +318,8 @@ static int meta_desc(const void *a, const void *b)
     return meta_asc(b, a);
 }
 
-int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
-               int64_t t_hi, kb_keep_fn keep, void *arg, kb_top *t)
+int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
+               kb_keep_fn keep, void *arg, kb_top *t)
 {
     sdb_stmt *st = NULL;
     kb_meta *m = NULL;
@@ -385,8 +385,8 @@ out:
     return rc;
 }
 
-int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
-               kblock_ev *e, int *found)
+int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq, kblock_ev *e,
+               int *found)
 {
     sdb_stmt *st = NULL;
     struct kb_rd *r;
@@ -407,8 +407,8 @@ int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
         const unsigned char *b = NULL;
         size_t len = 0, pos = KB_NOTFOUND, n = 0;
         char why[128];
-        if ((err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1),
-                               qcol_i64(st, 2), &b, &len)) != 0)
+        if ((err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
+                               &b, &len)) != 0)
             break;
         if (kblock_seek_seq(r->dec, b, len, seq, &pos, why, sizeof(why)) ||
             (pos != KB_NOTFOUND &&

@@ -150,8 +150,8 @@ static void w_kernel_row(qctx *c, jw *w)
 /* A block's kernel (no join gives its names): its members, the names
  * read by st (NAME_SQL) - "" for both when the id names nothing, as the
  * row's LEFT JOIN. */
-static int w_kernel_named(jw *w, sdb_stmt *st, int64_t sess,
-                          const kblock_ev *e, unsigned nul)
+static int w_kernel_named(jw *w, sdb_stmt *st, int64_t sess, const kblock_ev *e,
+                          unsigned nul)
 {
     int rc;
 
@@ -332,8 +332,8 @@ static int page_keeps(const kblock_ev *e, void *arg)
     const page_keep *k = arg;
     int64_t v = kb_key(e, k->key), seq = (int64_t)e->seq;
 
-    if (k->occ && !((int64_t)(e->ts + e->dur) > k->occ ||
-                    (int64_t)e->ts >= k->occ))
+    if (k->occ &&
+        !((int64_t)(e->ts + e->dur) > k->occ || (int64_t)e->ts >= k->occ))
         return 0;
     if (k->api && !api_ok((int64_t)e->ts, e->api_off, (int64_t)e->api_dur))
         return 0;
@@ -360,7 +360,8 @@ static int page_ids(qctx *c, const char *pat, int64_t **ids, size_t *n)
     qbind_text(c->st, 2, pat);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         if (*n == cap) {
-            int64_t *x = realloc(*ids, (cap = cap ? 2 * cap : 64) * sizeof(**ids));
+            int64_t *x =
+                realloc(*ids, (cap = cap ? 2 * cap : 64) * sizeof(**ids));
             if (!x)
                 return GPUFL_ENOMEM;
             *ids = x;
@@ -377,9 +378,8 @@ static int page_ids(qctx *c, const char *pat, int64_t **ids, size_t *n)
 /* The page of a session with blocks (docs/server.md "Kernel blocks"): its
  * rows' page (the plain sort; kext holds block kernels too) and the
  * blocks' events that place, merged by kb_top.  The whole answer. */
-static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur,
-                          int sort, int desc, uint32_t l, char *pat,
-                          int64_t occ, jw *w)
+static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
+                          int desc, uint32_t l, char *pat, int64_t occ, jw *w)
 {
     page_keep k = { sort, desc, sorts[sort].api, { cur[0], cur[1] }, occ,
                     NULL, 0 };

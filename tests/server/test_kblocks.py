@@ -155,6 +155,105 @@ class Blocks(Base):
                          len(g.kernels))
 
 
+# Kernels per block in Reads (GPUFL_SERVER_KB_RUN): small, so that a
+# session has many blocks per stream, of odd sizes, and a hot tail.
+RUN = 377
+
+
+def wait_settled(srv, run, timeout=60):
+    """Until no (session, stream) has a run of `run` rows left, nor an
+    ended session any row (what the compactor takes)."""
+    q = ("SELECT count(*) FROM (SELECT k.sess, k.stream, count(*) AS c,"
+         " max(s.state) AS st FROM kernels k JOIN sessions s ON s.id=k.sess"
+         " GROUP BY k.sess, k.stream) t WHERE c >= %d OR st <> 'running'"
+         % run)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if count(srv, q) == 0 and \
+                count(srv, "SELECT count(*) FROM kblocks") > 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("not compacted in %d s" % timeout)
+
+
+def kernel_paths(base, g, seqs):
+    """Every kernel-reading answer of a session worth comparing."""
+    t0, t1 = TL.T0 + 3 * 10 ** 9, TL.T0 + 3 * 10 ** 9 + 5 * 10 ** 6
+    w0, w1 = TL.T0 + 2 * 10 ** 8, TL.T0 + 2 * 10 ** 8 + 3 * 10 ** 7
+    p = [base, base + "/kernels/aggregate", base + "/durations",
+         base + "/kernels/aggregate?name=gemm",
+         base + "/kernels?limit=1000",
+         base + "/kernels?desc=true&limit=700",
+         base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1),
+         base + "/kernels?from=%d&to=%d&overlap=true&limit=1000" % (w0, w1),
+         base + "/kernels?from=%d&overlap=true&desc=true&limit=50" % w0,
+         base + "/kernels?name=gemm&limit=300",
+         base + "/kernels?name=nosuchkernel&limit=10",
+         base + "/kernels?sort=queue&desc=true&limit=100",
+         base + "/kernels?sort=launch_latency&limit=100",
+         base + "/timeline?from=%d&to=%d&width=500&exact=5000" % (t0, t1),
+         base + "/timeline?from=%d&to=%d&width=300" % (w0, w1),
+         base + "/timeline?width=800",
+         base + "/calls?from=%d&to=%d" % (t0, t1),
+         base + "/calls?from=%d&to=%d" % (w0, w1)]
+    for sort in ("duration", "start"):
+        for desc in ("true", "false"):
+            for name in ("", "&name=Fill", "&name=gemm"):
+                p.append(base + "/kernels?sort=%s&desc=%s%s&limit=250"
+                         % (sort, desc, name))
+    rnd = random.Random(5)
+    p += [base + "/kernels/%d" % s for s in
+          seqs[:3] + seqs[-3:] + rnd.sample(seqs, 40)]
+    p.append(base + "/kernels/%d" % (seqs[-1] + 10 ** 6))  # none
+    return p
+
+
+class Reads(Base):
+    def test_block_native_answers_without_thaw(self):
+        """Every kernel-reading endpoint answers from blocks exactly as
+        from rows, and no query thaws: the blocks and rows stay as the
+        compactor left them."""
+        g, _ = TL.lod_session(random.Random(31))
+        h, _ = TL.lod_session(random.Random(32))
+        ended(h)  # all of it compacted, its last blocks short
+        env = {"GPUFL_SERVER_KB_RUN": str(RUN)}
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=env)
+        for gen in (g, h):
+            gen.send(a)
+            gen.send(b)
+        wait_settled(b, RUN)
+        state = ("SELECT (SELECT count(*) FROM kblocks), (SELECT sum(n) FROM"
+                 " kblocks), (SELECT count(*) FROM kernels)")
+        before = b.sql(state)[0]
+        nk = len(g.kernels) + len(h.kernels)
+        self.assertEqual(int(before[1]) + int(before[2]), nk)
+        self.assertGreater(int(before[0]), 2 * nk // RUN // 3)
+        self.assertGreater(int(before[2]), 0)  # g's hot tail
+        self.assertEqual(count(b, "SELECT count(*) FROM kblocks WHERE n < %d"
+                               % RUN) > 0, True)  # short blocks too
+        for gen in (g, h):
+            base = "/api/v1/sessions/" + gen.sid
+            seqs = sorted(k[0] for k in gen.kernels)
+            for p in kernel_paths(base, gen, seqs):
+                sa, _, da = a.req("GET", p)
+                sb, _, db = b.req("GET", p)
+                self.assertEqual(sb, sa, p)
+                self.assertEqual(norm(json.loads(db or b"null")),
+                                 norm(json.loads(da or b"null")), p)
+            for q in ("", "?sort=duration", "?sort=duration&desc=true",
+                      "?desc=true", "?name=add&sort=duration"):
+                self.assertEqual(T.page_all(b, base + "/kernels" + q, 333),
+                                 T.page_all(a, base + "/kernels" + q, 333), q)
+            t0 = TL.T0 + 3 * 10 ** 9
+            p = base + "/export?from=%d&to=%d" % (t0, t0 + 5 * 10 ** 6)
+            sa, _, da = a.req("GET", p)
+            sb, _, db = b.req("GET", p)
+            self.assertEqual((sb, json.loads(db)), (sa, json.loads(da)), p)
+        # no query thawed a block back into rows
+        self.assertEqual(b.sql(state)[0], before)
+
+
 class Crash(Base):
     def test_kill9_during_compaction_loses_nothing(self):
         rnd = random.Random(9)
