@@ -270,7 +270,9 @@ int sq_kb_any(sdb *db, int64_t sess, int *any);
 /* Offers to t every event of the session's blocks whose ts is in
  * [t_lo, t_hi) and that keep accepts (keep NULL: all), reading the
  * blocks in the order of t's key and stopping when no further block can
- * hold an event better than t's worst.  db is one of s's readers. */
+ * hold an event better than t's worst.  t NULL: keep is called on every
+ * event in the range, blocks in t_lo order, and its non-zero return (an
+ * error) ends the scan with it.  db is one of s's readers. */
 typedef int (*kb_keep_fn)(const struct kblock_ev *e, void *arg);
 int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
                kb_keep_fn keep, void *arg, kb_top *t);

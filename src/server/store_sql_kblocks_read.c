@@ -325,7 +325,7 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
     kb_meta *m = NULL;
     size_t nm = 0, cap = 0;
     struct kb_rd *r;
-    int rc, by_bound = t->key == KB_KEY_TS || t->key == KB_KEY_DUR;
+    int rc, by_bound = t && (t->key == KB_KEY_TS || t->key == KB_KEY_DUR);
 
     if (!(r = rd_get(s, db)))
         return GPUFL_ENOMEM;
@@ -341,7 +341,7 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
     qbind_i64(st, 2, t_lo);
     qbind_i64(st, 3, t_hi);
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        int col = t->key == KB_KEY_TS ? 2 : 4;
+        int col = t && t->key == KB_KEY_DUR ? 4 : 2;
         if (nm == cap) {
             kb_meta *x;
             cap = cap ? 2 * cap : 256;
@@ -353,7 +353,7 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
         }
         m[nm].stream = qcol_i64(st, 0);
         m[nm].lo = qcol_i64(st, 1);
-        m[nm].bound = qcol_i64(st, col + (t->desc ? 1 : 0));
+        m[nm].bound = qcol_i64(st, col + (t && t->desc ? 1 : 0));
         nm++;
     }
     sdb_finalize(st);
@@ -371,10 +371,15 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
             break; /* the rest are sorted further away */
         if ((rc = block_load(s, db, r, sess, m[i].stream, m[i].lo, &n)) != 0)
             break;
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = 0; j < n && !rc; j++) {
             const kblock_ev *e = &r->ev[j];
-            if ((int64_t)e->ts < t_lo || (int64_t)e->ts >= t_hi ||
-                (keep && !keep(e, arg)))
+            if ((int64_t)e->ts < t_lo || (int64_t)e->ts >= t_hi)
+                continue;
+            if (!t) {
+                rc = keep(e, arg);
+                continue;
+            }
+            if (keep && !keep(e, arg))
                 continue;
             kb_top_add(t, e, (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
         }
