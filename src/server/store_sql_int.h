@@ -153,12 +153,8 @@ typedef struct sq_health {
 } sq_health;
 
 /* Kernel blocks (store_sql_kblocks.c): kernels per block the compactor
- * makes, how long a thawed session stays in rows, sessions remembered. */
+ * makes. */
 #define SQ_KB_RUN 4096
-#define SQ_KB_LINGER_S 600
-#define SQ_KB_THAWED 64
-/* Kernel rows per INSERT of the thaw. */
-#define SQ_KB_GRP 64
 
 struct srv_store {
     char path[4096];       /* SQLite: the database file (store_sql_health.c) */
@@ -194,18 +190,11 @@ struct srv_store {
     size_t nruns, runs_cap;
     rl_map seqhint; /* (sess, st) -> sq_run */
     /* kernel blocks (store_sql_kblocks.c): the writer's codec state and
-     * buffers (allocated on first use), the sessions thawed lately */
+     * buffers (allocated on first use) */
     struct kblock_enc *kb_enc;
     struct kblock_dec *kb_dec;
     struct kblock_ev *kb_ev;
     unsigned char *kb_buf;
-    struct {
-        int64_t sess;
-        time_t at;
-    } kb_thawed[SQ_KB_THAWED];
-    size_t kb_thawed_next;
-    uint64_t kb_thawn; /* kernels thawed back into rows, in all */
-    char kb_grp_sql[SQ_KB_GRP * 54 + 64]; /* the thaw's grouped INSERT */
     /* per read connection (r[i]): its block decoder and decoded block
      * (store_sql_kblocks_read.c), allocated on first use */
     struct kb_rd *kb_rd[SQ_READERS_MAX];
@@ -219,12 +208,8 @@ struct srv_store {
 
 /* Kernel blocks (store_sql_kblocks.c).  sq_kb_member: whether the
  * session's blocks hold kernel seq (*in), on the writer (its lock held).
- * sq_kb_thaw: the session's blocks back into kernel rows, before a query
- * that reads rows only; r is the caller's read connection (no statement
- * of it open), the writer's lock is taken.  sq_kb_release: the codec
- * state, at close. */
+ * sq_kb_release: the codec state, at close. */
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
-int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess);
 void sq_kb_release(srv_store *s);
 /* The bytes of the block a kblocks row stands for.  Every reader of a
  * block goes through here (never qcol_blob on the `block` column itself)

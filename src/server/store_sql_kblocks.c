@@ -1,22 +1,15 @@
 /*
  * store_sql_kblocks.c - kernels at rest in column blocks (issue 23, first
  * step; docs/server.md "Kernel blocks"): the compactor that turns runs of
- * a (session, stream)'s kernel rows into one kblocks row (kblock.h), the
- * ingest's duplicate check against the blocks, and the thaw that turns a
- * session's blocks back into rows before a query that does not read
- * blocks yet.
+ * a (session, stream)'s kernel rows into one kblocks row (kblock.h) and
+ * the ingest's duplicate check against the blocks.  The queries read
+ * blocks where they lie (store_sql_kblocks_read.c).
  *
  * Ingest still writes rows (the hot tail): every acknowledged kernel is
  * committed before 200 as before.  A block replaces exactly the rows it
  * was made from, in one transaction (insert the block, delete the rows,
  * checking that as many went as were read), so a crash at any point
- * leaves either the rows or the block.  The queries read rows only, so a
- * session is thawed before any of them reads it (q_session): they answer
- * the same with or without blocks, at the price of the thaw on the first
- * read of a compacted session (a block per transaction, so that ingest
- * waits for one block at most).  Sessions thawed lately are left alone by
- * the compactor for SQ_KB_LINGER_S, so a session being looked at stays in
- * rows instead of going back and forth.
+ * leaves either the rows or the block.
  *
  * Only rows the codec keeps exactly are compacted: rows with a NULL where
  * ingest always writes a value (rows of older servers) stay rows.
@@ -50,8 +43,6 @@
 #define KB_ZLEVEL 3
 /* (session, stream) runs one compaction pass looks at, at most */
 #define KB_GROUPS_MAX 64
-/* rows per INSERT of the thaw */
-#define KB_GRP SQ_KB_GRP
 
 /* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
  * transaction, between the block's insert and the rows' delete, so that a
@@ -149,41 +140,6 @@ static void row_to_ev(sdb_stmt *st, kblock_ev *e)
     e->tid = qcol_null(st, 23) ? 0 : (uint64_t)qcol_i64(st, 23);
 }
 
-/* A block event as the kernel row's 25 parameters from index b + 1
- * (INSERT INTO kernels). */
-static void ev_bind(sdb_stmt *st, int b, int64_t sess, const kblock_ev *e)
-{
-    qbind_i64(st, b + 1, sess);
-    qbind_u64(st, b + 2, e->seq);
-    qbind_u64(st, b + 3, e->ts);
-    qbind_u64(st, b + 4, e->dur);
-    qbind_u64(st, b + 5, e->dev);
-    qbind_u64(st, b + 6, e->stream);
-    qbind_u64(st, b + 7, e->corr);
-    qbind_i64(st, b + 8, e->name_id);
-    qbind_u64(st, b + 9, e->cfg);
-    for (int i = 0; i < 3; i++) {
-        qbind_u64(st, b + 10 + i, e->grid[i]);
-        qbind_i64(st, b + 13 + i, e->block[i]);
-    }
-    qbind_i64(st, b + 16, e->regs);
-    qbind_i64(st, b + 17, e->smem);
-    if (e->occ >= 0)
-        qbind_f64(st, b + 18, e->occ);
-    else
-        qbind_null(st, b + 18);
-    qbind_u64(st, b + 19, e->scope);
-    qbind_u64(st, b + 20, e->path);
-    qbind_u64(st, b + 21, e->stack);
-    qbind_i64(st, b + 22, e->api_off);
-    qbind_u64(st, b + 23, e->api_dur);
-    qbind_u64(st, b + 24, e->flags);
-    if (e->tid)
-        qbind_u64(st, b + 25, e->tid);
-    else
-        qbind_null(st, b + 25);
-}
-
 /* ---- the duplicate check (ingest) ---- */
 
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
@@ -235,143 +191,6 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
     if (err || *in)
         return err;
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-}
-
-/* ---- thaw ---- */
-
-/* Sessions thawed lately (the compactor leaves them alone a while). */
-static int thawed_lately(srv_store *s, int64_t sess, time_t now)
-{
-    for (size_t i = 0; i < SQ_KB_THAWED; i++)
-        if (s->kb_thawed[i].sess == sess &&
-            now - s->kb_thawed[i].at < SQ_KB_LINGER_S)
-            return 1;
-    return 0;
-}
-
-/* The INSERT of KB_GRP kernel rows into s->kb_grp_sql. */
-static int kb_grp_sql(srv_store *s)
-{
-    size_t len = (size_t)snprintf(s->kb_grp_sql, sizeof(s->kb_grp_sql),
-                                  "INSERT INTO kernels VALUES");
-    for (int i = 0; i < KB_GRP; i++)
-        len +=
-            (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
-                             "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                             "?,?,?,?,?,?)",
-                             i ? "," : "");
-    len += (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
-                            " ON CONFLICT DO NOTHING");
-    return len < sizeof(s->kb_grp_sql) ? GPUFL_OK : GPUFL_EINTERNAL;
-}
-
-/* One of the session's blocks back into rows (*nk of them; 0: it has no
- * block left), in the writer's open transaction. */
-static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
-{
-    sdb_stmt *sel = NULL, *ins = NULL, *grp = NULL;
-    size_t len = 0, n = 0, i;
-    int64_t stream = 0, lo = 0;
-    char why[128], sql[128];
-    int rc;
-
-    *nk = 0;
-    if ((rc = kb_state(s)) != 0)
-        return rc;
-    if (sdb_prepare(s->w,
-                    "SELECT stream, seq_lo, block FROM kblocks WHERE sess=?"
-                    " LIMIT 1",
-                    &sel) ||
-        sdb_prepare(s->w, sq_wsql[WS_KERNEL], &ins) ||
-        (!s->kb_grp_sql[0] && kb_grp_sql(s)) ||
-        sdb_prepare(s->w, s->kb_grp_sql, &grp)) {
-        rc = GPUFL_EINTERNAL;
-        goto out;
-    }
-    qbind_i64(sel, 1, sess);
-    if ((rc = sdb_step(sel)) != SDB_ROW) {
-        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-        goto out;
-    }
-    stream = qcol_i64(sel, 0);
-    lo = qcol_i64(sel, 1);
-    {
-        const unsigned char *b = NULL;
-        if ((rc = sq_kb_bytes(s, sel, 2, sess, stream, lo, &b, &len)) != 0)
-            goto out;
-        if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
-                          sizeof(why))) {
-            glog_error("kblocks", "session %lld: unreadable block: %s",
-                       (long long)sess, why);
-            rc = GPUFL_EINTERNAL;
-            goto out;
-        }
-    }
-    sdb_finalize(sel);
-    sel = NULL;
-    /* KB_GRP rows a statement (a round trip each on PostgreSQL), the
-     * rest one by one */
-    for (i = 0; i + KB_GRP <= n; i += KB_GRP) {
-        for (size_t j = 0; j < KB_GRP; j++)
-            ev_bind(grp, (int)(25 * j), sess, &s->kb_ev[i + j]);
-        if ((rc = sdb_err(sdb_step(grp))) != 0)
-            goto out;
-        sdb_reset(grp);
-    }
-    for (; i < n; i++) {
-        ev_bind(ins, 0, sess, &s->kb_ev[i]);
-        if ((rc = sdb_err(sdb_step(ins))) != 0)
-            goto out;
-        sdb_reset(ins);
-    }
-    snprintf(sql, sizeof(sql),
-             "DELETE FROM kblocks WHERE sess=%lld AND stream=%lld AND"
-             " seq_lo=%lld",
-             (long long)sess, (long long)stream, (long long)lo);
-    if ((rc = sdb_exec(s->w, sql)) == 0)
-        *nk = n ? n : 1;
-out:
-    sdb_finalize(sel);
-    sdb_finalize(ins);
-    sdb_finalize(grp);
-    return rc;
-}
-
-int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess)
-{
-    sdb_stmt *st = NULL;
-    uint64_t nk = 0;
-    int rc, any;
-
-    /* the common case (no blocks) costs one index probe on the caller's
-     * read connection */
-    if (sdb_prepare(r, "SELECT 1 FROM kblocks WHERE sess=? LIMIT 1", &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    rc = sdb_step(st);
-    any = rc == SDB_ROW;
-    sdb_finalize(st);
-    if (!any)
-        return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-    /* a block per transaction and per turn of the writer's lock: ingest
-     * waits for one block at most, not for the session; the compactor
-     * leaves the session alone from the start (thawed_lately) */
-    pthread_mutex_lock(&s->wlock);
-    {
-        size_t i = s->kb_thawed_next++ % SQ_KB_THAWED;
-        s->kb_thawed[i].sess = sess;
-        s->kb_thawed[i].at = time(NULL);
-    }
-    pthread_mutex_unlock(&s->wlock);
-    do {
-        pthread_mutex_lock(&s->wlock);
-        if ((rc = kb_begin(s)) == 0)
-            rc = kb_end(s, thaw_one(s, sess, &nk));
-        if (!rc)
-            s->kb_thawn += nk;
-        pthread_mutex_unlock(&s->wlock);
-    } while (!rc && nk);
-    return rc;
 }
 
 /* ---- compaction ---- */
@@ -495,7 +314,6 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
     size_t ng = 0;
-    time_t now = time(NULL);
     int rc;
 
     *blocks = 0;
@@ -510,10 +328,6 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
         while (!rc && (g[i].n >= kb_run() || (g[i].ended && g[i].n > 0))) {
             uint64_t nk = 0;
             pthread_mutex_lock(&s->wlock);
-            if (thawed_lately(s, g[i].sess, now)) {
-                pthread_mutex_unlock(&s->wlock);
-                break;
-            }
             if ((rc = kb_begin(s)) == 0)
                 rc = kb_end(s, compact_one(s, g[i].sess, g[i].stream, &nk));
             pthread_mutex_unlock(&s->wlock);

@@ -69,14 +69,6 @@ int q_session(qctx *c, const char *sid)
     return GPUFL_OK;
 }
 
-int q_session_rows(qctx *c, const char *sid)
-{
-    int rc = q_session(c, sid);
-    /* a query that reads kernel rows only: a session compacted into
-     * blocks (--kernel-store=blocks) goes back to rows first */
-    return rc ? rc : sq_kb_thaw(c->s, c->db, c->sess);
-}
-
 int q_cursor(const srv_q *q, int64_t *v, int n)
 {
     if (!q->cursor)

@@ -50,9 +50,6 @@ uint32_t q_limit(const srv_q *q);
 /* The session's row id and time span into c; GPUFL_ENOTFOUND for an
  * unknown sid, GPUFL_EINVAL for none. */
 int q_session(qctx *c, const char *sid);
-/* q_session for a query that reads kernel rows only (none left): the
- * session's blocks are thawed back into rows first (sq_kb_thaw). */
-int q_session_rows(qctx *c, const char *sid);
 /* The page cursor's n integers into v: 0 when there is none (v kept), 1
  * when read, -1 when it is not one of ours. */
 int q_cursor(const srv_q *q, int64_t *v, int n);
