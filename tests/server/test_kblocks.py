@@ -177,26 +177,30 @@ def wait_settled(srv, run, timeout=60):
     raise AssertionError("not compacted in %d s" % timeout)
 
 
-def kernel_paths(base, g, seqs):
-    """Every kernel-reading answer of a session worth comparing."""
-    t0, t1 = TL.T0 + 3 * 10 ** 9, TL.T0 + 3 * 10 ** 9 + 5 * 10 ** 6
-    w0, w1 = TL.T0 + 2 * 10 ** 8, TL.T0 + 2 * 10 ** 8 + 3 * 10 ** 7
+def kernel_paths(base, g, seqs, windows):
+    """Every kernel-reading answer of a session worth comparing; windows:
+    (from, to) pairs, the first a dense one."""
+    (t0, t1), rest = windows[0], windows[1:]
     p = [base, base + "/kernels/aggregate", base + "/durations",
          base + "/kernels/aggregate?name=gemm",
          base + "/kernels?limit=1000",
          base + "/kernels?desc=true&limit=700",
          base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1),
-         base + "/kernels?from=%d&to=%d&overlap=true&limit=1000" % (w0, w1),
-         base + "/kernels?from=%d&overlap=true&desc=true&limit=50" % w0,
          base + "/kernels?name=gemm&limit=300",
          base + "/kernels?name=nosuchkernel&limit=10",
          base + "/kernels?sort=queue&desc=true&limit=100",
          base + "/kernels?sort=launch_latency&limit=100",
          base + "/timeline?from=%d&to=%d&width=500&exact=5000" % (t0, t1),
-         base + "/timeline?from=%d&to=%d&width=300" % (w0, w1),
          base + "/timeline?width=800",
-         base + "/calls?from=%d&to=%d" % (t0, t1),
-         base + "/calls?from=%d&to=%d" % (w0, w1)]
+         base + "/calls",
+         base + "/export?from=%d&to=%d" % (t0, t1)]
+    for w0, w1 in rest:
+        p += [base + "/kernels?from=%d&to=%d&overlap=true&limit=1000"
+              % (w0, w1),
+              base + "/kernels?from=%d&overlap=true&desc=true&limit=50" % w0,
+              base + "/timeline?from=%d&to=%d&width=300" % (w0, w1),
+              base + "/calls?from=%d&to=%d" % (w0, w1),
+              base + "/export?from=%d&to=%d" % (w0, w1)]
     for sort in ("duration", "start"):
         for desc in ("true", "false"):
             for name in ("", "&name=Fill", "&name=gemm"):
@@ -204,7 +208,7 @@ def kernel_paths(base, g, seqs):
                          % (sort, desc, name))
     rnd = random.Random(5)
     p += [base + "/kernels/%d" % s for s in
-          seqs[:3] + seqs[-3:] + rnd.sample(seqs, 40)]
+          seqs[:3] + seqs[-3:] + rnd.sample(seqs, 20)]
     p.append(base + "/kernels/%d" % (seqs[-1] + 10 ** 6))  # none
     return p
 
@@ -215,8 +219,9 @@ class Reads(Base):
         from rows, and no query thaws: the blocks and rows stay as the
         compactor left them."""
         g, _ = TL.lod_session(random.Random(31))
-        h, _ = TL.lod_session(random.Random(32))
-        ended(h)  # all of it compacted, its last blocks short
+        h = ended(TL.flows_session(random.Random(32), 3000))
+        # h: API calls and threads, all of it compacted, its last blocks
+        # short; g: runs of RUN compacted, a hot tail of rows
         env = {"GPUFL_SERVER_KB_RUN": str(RUN)}
         a = self.server("rows")
         b = self.server("blocks", BLOCKS, env=env)
@@ -231,26 +236,30 @@ class Reads(Base):
         self.assertEqual(int(before[1]) + int(before[2]), nk)
         self.assertGreater(int(before[0]), 2 * nk // RUN // 3)
         self.assertGreater(int(before[2]), 0)  # g's hot tail
-        self.assertEqual(count(b, "SELECT count(*) FROM kblocks WHERE n < %d"
-                               % RUN) > 0, True)  # short blocks too
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks WHERE n <"
+                                 " %d" % RUN), 0)  # short blocks too
         for gen in (g, h):
             base = "/api/v1/sessions/" + gen.sid
             seqs = sorted(k[0] for k in gen.kernels)
-            for p in kernel_paths(base, gen, seqs):
+            ts = sorted(k[3] for k in gen.kernels)
+            mid = ts[len(ts) // 2]
+            windows = [(mid, mid + 5 * 10 ** 6), (mid - 10 ** 7, mid + 10 ** 7),
+                       (ts[0] + 2 * 10 ** 8, ts[0] + 2 * 10 ** 8 + 3 * 10 ** 7)]
+            if gen is g:  # the 18000-kernel burst
+                windows[0] = (TL.T0 + 3 * 10 ** 9, TL.T0 + 3 * 10 ** 9 +
+                              5 * 10 ** 6)
+            for p in kernel_paths(base, gen, seqs, windows):
                 sa, _, da = a.req("GET", p)
                 sb, _, db = b.req("GET", p)
                 self.assertEqual(sb, sa, p)
                 self.assertEqual(norm(json.loads(db or b"null")),
                                  norm(json.loads(da or b"null")), p)
-            for q in ("", "?sort=duration", "?sort=duration&desc=true",
-                      "?desc=true", "?name=add&sort=duration"):
-                self.assertEqual(T.page_all(b, base + "/kernels" + q, 333),
-                                 T.page_all(a, base + "/kernels" + q, 333), q)
-            t0 = TL.T0 + 3 * 10 ** 9
-            p = base + "/export?from=%d&to=%d" % (t0, t0 + 5 * 10 ** 6)
-            sa, _, da = a.req("GET", p)
-            sb, _, db = b.req("GET", p)
-            self.assertEqual((sb, json.loads(db)), (sa, json.loads(da)), p)
+            for q in ("?sort=duration&desc=true", "?name=add"):
+                self.assertEqual(T.page_all(b, base + "/kernels" + q, 999),
+                                 T.page_all(a, base + "/kernels" + q, 999), q)
+        # h's calls came from its blocks (launches with their calls)
+        self.assertGreater(b.get("/api/v1/sessions/%s/calls" % h.sid)
+                           ["count"], 1000)
         # no query thawed a block back into rows
         self.assertEqual(b.sql(state)[0], before)
 
