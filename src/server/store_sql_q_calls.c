@@ -424,7 +424,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         return GPUFL_ENOMEM;
     }
     q_begin(s, &c);
-    if ((rc = q_session(&c, q->sid)) != 0)
+    if ((rc = q_session(&c, q->sid)) != 0 || (rc = q_snapshot(&c)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)c.first;
     x->to = q->to ? q->to : (uint64_t)c.last + 1;

@@ -748,7 +748,7 @@ int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
     x->cp.max = SQ_EXP_COPIES;
     x->sc.max = SQ_EXP_SCOPES;
     q_begin(s, &x->c);
-    if ((rc = q_session(&x->c, q->sid)) != 0)
+    if ((rc = q_session(&x->c, q->sid)) != 0 || (rc = q_snapshot(&x->c)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)x->c.first;
     x->to = q->to ? q->to : (uint64_t)x->c.last + 1;

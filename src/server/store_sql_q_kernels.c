@@ -490,7 +490,8 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
             cur[1] = -1;
         }
     }
-    if ((rc = sq_kb_any(c.db, c.sess, &blocks)) != 0)
+    if ((rc = q_snapshot(&c)) != 0 ||
+        (rc = sq_kb_any(c.db, c.sess, &blocks)) != 0)
         return q_end(&c, rc, w);
     if (blocks)
         return q_end(&c, kernels_blocks(&c, q, cur, sort, desc, l, pat, occ, w),
@@ -612,6 +613,8 @@ int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
     if ((rc = q_session(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     sess = c.sess;
+    if ((rc = q_snapshot(&c)) != 0)
+        return q_end(&c, rc, w);
     if ((rc = kernel_head(&c, (int64_t)q->kid, w, &e, &found)) != 0 || !found)
         return q_end(&c, rc ? rc : GPUFL_ENOTFOUND, w);
     scope = (int64_t)e.scope;

@@ -524,7 +524,7 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     if (x->width > SQ_TL_WIDTH_MAX)
         x->width = SQ_TL_WIDTH_MAX;
     q_begin(s, &x->c);
-    if ((rc = q_session(&x->c, q->sid)) != 0 ||
+    if ((rc = q_session(&x->c, q->sid)) != 0 || (rc = q_snapshot(&x->c)) != 0 ||
         (rc = sq_kb_any(x->c.db, x->c.sess, &blocks)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)x->c.first;
