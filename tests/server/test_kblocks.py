@@ -264,6 +264,30 @@ class Reads(Base):
         self.assertEqual(b.sql(state)[0], before)
 
 
+    def test_reads_during_compaction(self):
+        """Pages read while the compactor moves rows into blocks see every
+        kernel once: rows and blocks are read in one snapshot."""
+        h = ended(TL.flows_session(random.Random(33), 3000))
+        env = {"GPUFL_SERVER_KB_RUN": "37", "GPUFL_SERVER_KB_PAUSE_MS": "25"}
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=env)
+        h.send(a)
+        h.send(b)
+        base = "/api/v1/sessions/%s/kernels" % h.sid
+        want = T.page_all(a, base, 1000)
+        wd = a.get(base + "?sort=duration&desc=true&limit=1000")
+        reads = 0
+        deadline = time.time() + 60
+        while time.time() < deadline and (
+                reads < 3 or count(b, "SELECT count(*) FROM kernels") > 0):
+            self.assertEqual(T.page_all(b, base, 1000), want)
+            self.assertEqual(b.get(base + "?sort=duration&desc=true"
+                                   "&limit=1000"), wd)
+            reads += 1
+        self.assertEqual(count(b, "SELECT count(*) FROM kernels"), 0)
+        self.assertGreater(reads, 3)
+
+
 class Crash(Base):
     def test_kill9_during_compaction_loses_nothing(self):
         rnd = random.Random(9)
