@@ -210,8 +210,8 @@ static const opt_def srv_opts[] = {
       .help = "kernels at rest: rows (one row each), or blocks (the "
               "maintenance thread compacts runs of 4096 kernels of a "
               "session's stream, and every kernel of ended sessions, into "
-              "compressed column blocks; a query thaws a session back into "
-              "rows first: docs/server.md \"Kernel blocks\")" },
+              "compressed column blocks, which queries read in place: "
+              "docs/server.md \"Kernel blocks\")" },
     { .name = "kernel-compact-interval",
       DUR_S,
       OPT_F_UINT(T, kernel_compact_s),
