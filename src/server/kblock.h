@@ -131,6 +131,16 @@ int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,
 int kblock_seek_ts(kblock_dec *d, const unsigned char *b, size_t len,
                    uint64_t ts, size_t *pos, char *why, size_t whylen);
 
+/*
+ * The name id and duration of each event (names[k], durs[k], k < *n, in
+ * encoded order) without decoding the other columns: for ruling a block
+ * out of a sort by duration before decoding it whole.  Not checked
+ * against the index (kblock_decode does that).  0, or -1 with why.
+ */
+int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
+                    int64_t *names, uint64_t *durs, size_t cap, size_t *n,
+                    char *why, size_t whylen);
+
 /* Where a block's bytes go, per column (bench_kblock's breakdown):
  * col_raw[i] = column i's bytes before zstd, col_z[i] = that column
  * compressed alone at zlevel; hdr = header and index bytes.  Names of

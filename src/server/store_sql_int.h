@@ -234,6 +234,11 @@ typedef struct kb_top {
     size_t *h;            /* cap: heap of indexes, worst on top */
     size_t n, cap;
     int key, desc;
+    /* optional: only these name ids (sorted) can be kept - lets a scan by
+     * duration rule a block out from its names and durations alone */
+    const int64_t *ids;
+    size_t nids;
+    int named;
 } kb_top;
 int kb_top_init(kb_top *t, size_t cap, int key, int desc);
 void kb_top_free(kb_top *t);

@@ -31,7 +31,18 @@
 struct kb_rd {
     kblock_dec *dec;
     kblock_ev *ev;
+    int64_t *names; /* kblock_name_dur's */
+    uint64_t *durs;
 };
+
+static void rd_free(struct kb_rd *r)
+{
+    kblock_dec_free(r->dec);
+    free(r->ev);
+    free(r->names);
+    free(r->durs);
+    free(r);
+}
 
 /* The decode state of read connection db (one of s->r). */
 static struct kb_rd *rd_get(srv_store *s, sdb *db)
@@ -46,10 +57,10 @@ static struct kb_rd *rd_get(srv_store *s, sdb *db)
             return NULL;
         r->dec = kblock_dec_new();
         r->ev = malloc(KB_MAX_EVENTS * sizeof(kblock_ev));
-        if (!r->dec || !r->ev) {
-            kblock_dec_free(r->dec);
-            free(r->ev);
-            free(r);
+        r->names = malloc(KB_MAX_EVENTS * sizeof(int64_t));
+        r->durs = malloc(KB_MAX_EVENTS * sizeof(uint64_t));
+        if (!r->dec || !r->ev || !r->names || !r->durs) {
+            rd_free(r);
             return NULL;
         }
         s->kb_rd[i] = r;
@@ -63,9 +74,7 @@ void sq_kb_read_release(srv_store *s)
     for (unsigned i = 0; i < SQ_READERS_MAX; i++) {
         if (!s->kb_rd[i])
             continue;
-        kblock_dec_free(s->kb_rd[i]->dec);
-        free(s->kb_rd[i]->ev);
-        free(s->kb_rd[i]);
+        rd_free(s->kb_rd[i]);
         s->kb_rd[i] = NULL;
     }
 }
@@ -264,15 +273,51 @@ int sq_kb_any(sdb *db, int64_t sess, int *any)
     return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-/* The block (sess, stream, seq_lo) decoded into r->ev (*n events). */
-static int block_load(srv_store *s, sdb *db, struct kb_rd *r, int64_t sess,
-                      int64_t stream, int64_t lo, size_t *n)
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether a block (its bytes) may hold an event that t would keep, from
+ * its names and durations alone: only for a full heap by duration or a
+ * name filter, else 1 (decode it).  0, or -1 with why. */
+static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
+                   size_t len, int *may, char *why, size_t whylen)
+{
+    size_t n = 0;
+    int full = t->n == t->cap;
+    uint64_t w = full ? t->ev[t->h[0]].dur : 0;
+
+    *may = 1;
+    if (t->key != KB_KEY_DUR || (!full && !t->named))
+        return 0;
+    if (kblock_name_dur(r->dec, b, len, r->names, r->durs, KB_MAX_EVENTS, &n,
+                        why, whylen))
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        /* equal durations may still place by seq */
+        if (full && (t->desc ? r->durs[k] < w : r->durs[k] > w))
+            continue;
+        if (t->named &&
+            !bsearch(&r->names[k], t->ids, t->nids, sizeof(int64_t), cmp_id))
+            continue;
+        return 0;
+    }
+    *may = 0;
+    return 0;
+}
+
+/* The block (sess, stream, seq_lo) decoded into r->ev (*n events; 0 when
+ * t, if given, rules it out unread). */
+static int block_load(srv_store *s, sdb *db, struct kb_rd *r, const kb_top *t,
+                      int64_t sess, int64_t stream, int64_t lo, size_t *n)
 {
     sdb_stmt *st = NULL;
     const unsigned char *b = NULL;
     size_t len = 0;
     char why[128];
-    int rc;
+    int rc, may = 1;
 
     *n = 0;
     if (sdb_prepare(db,
@@ -292,8 +337,14 @@ static int block_load(srv_store *s, sdb *db, struct kb_rd *r, int64_t sess,
         return rc == SDB_DONE ? GPUFL_EINTERNAL : sq_err(rc);
     }
     rc = sq_kb_bytes(s, st, 0, sess, stream, lo, &b, &len);
-    if (!rc && kblock_decode(r->dec, b, len, r->ev, KB_MAX_EVENTS, n, why,
-                             sizeof(why))) {
+    if (!rc && t && dur_may(r, t, b, len, &may, why, sizeof(why))) {
+        glog_error("kblocks", "session %lld: unreadable block: %s",
+                   (long long)sess, why);
+        rc = GPUFL_EINTERNAL;
+    }
+    if (!rc && may &&
+        kblock_decode(r->dec, b, len, r->ev, KB_MAX_EVENTS, n, why,
+                      sizeof(why))) {
         glog_error("kblocks", "session %lld: unreadable block: %s",
                    (long long)sess, why);
         rc = GPUFL_EINTERNAL;
@@ -369,7 +420,7 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
         size_t n = 0;
         if (by_bound && !top_open(t, m[i].bound))
             break; /* the rest are sorted further away */
-        if ((rc = block_load(s, db, r, sess, m[i].stream, m[i].lo, &n)) != 0)
+        if ((rc = block_load(s, db, r, t, sess, m[i].stream, m[i].lo, &n)) != 0)
             break;
         for (size_t j = 0; j < n && !rc; j++) {
             const kblock_ev *e = &r->ev[j];

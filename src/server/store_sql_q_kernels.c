@@ -399,6 +399,9 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
         if ((rc = page_ids(c, pat, &ids, &k.nids)) != 0)
             goto out;
         k.ids = ids ? ids : (const int64_t *)&k; /* none: nothing matches */
+        t.ids = k.ids;
+        t.nids = k.nids;
+        t.named = 1;
     }
     if ((rc = kernels_sql(c, q, cur, sort, desc, l, pat, occ)) != 0)
         goto out;
