@@ -276,16 +276,19 @@ class Reads(Base):
         base = "/api/v1/sessions/%s/kernels" % h.sid
         want = T.page_all(a, base, 1000)
         wd = a.get(base + "?sort=duration&desc=true&limit=1000")
-        reads = 0
+        reads, mid = 0, 0
         deadline = time.time() + 60
-        while time.time() < deadline and (
-                reads < 3 or count(b, "SELECT count(*) FROM kernels") > 0):
+        while time.time() < deadline:
+            left = count(b, "SELECT count(*) FROM kernels")
+            if not left and reads >= 3:
+                break
             self.assertEqual(T.page_all(b, base, 1000), want)
             self.assertEqual(b.get(base + "?sort=duration&desc=true"
                                    "&limit=1000"), wd)
             reads += 1
+            mid += left > 0
         self.assertEqual(count(b, "SELECT count(*) FROM kernels"), 0)
-        self.assertGreater(reads, 3)
+        self.assertGreater(mid, 0)  # reads while rows were being moved
 
 
 class Crash(Base):
