@@ -27,9 +27,7 @@
 #include "kblock.h"
 
 /* The kernel columns, in the table's order (store_sql.c, bind_kernel). */
-#define KB_COLS                                                                \
-    "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
-    " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+#define KB_COLS KB_ROW_COLS
 /* ... and those a row must have for the codec to keep it exactly */
 #define KB_EXACT                                                               \
     " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
@@ -112,34 +110,6 @@ static int kb_end(srv_store *s, int rc)
     return sdb_exec(s->w, "COMMIT");
 }
 
-/* One row (columns from 0, KB_COLS) as a block event. */
-static void row_to_ev(sdb_stmt *st, kblock_ev *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->seq = (uint64_t)qcol_i64(st, 0);
-    e->ts = (uint64_t)qcol_i64(st, 1);
-    e->dur = (uint64_t)qcol_i64(st, 2);
-    e->dev = (uint64_t)qcol_i64(st, 3);
-    e->stream = (uint64_t)qcol_i64(st, 4);
-    e->corr = (uint64_t)qcol_i64(st, 5);
-    e->name_id = qcol_i64(st, 6);
-    e->cfg = (uint64_t)qcol_i64(st, 7);
-    for (int i = 0; i < 3; i++) {
-        e->grid[i] = (uint64_t)qcol_i64(st, 8 + i);
-        e->block[i] = qcol_i64(st, 11 + i);
-    }
-    e->regs = qcol_i64(st, 14);
-    e->smem = qcol_i64(st, 15);
-    e->occ = qcol_null(st, 16) ? -1.0 : qcol_f64(st, 16);
-    e->scope = (uint64_t)qcol_i64(st, 17);
-    e->path = (uint64_t)qcol_i64(st, 18);
-    e->stack = (uint64_t)qcol_i64(st, 19);
-    e->api_off = qcol_i64(st, 20);
-    e->api_dur = (uint64_t)qcol_i64(st, 21);
-    e->flags = (uint64_t)qcol_i64(st, 22);
-    e->tid = qcol_null(st, 23) ? 0 : (uint64_t)qcol_i64(st, 23);
-}
-
 /* ---- the duplicate check (ingest) ---- */
 
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
@@ -218,8 +188,10 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);
     qbind_i64(st, 3, kb_run());
-    while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS)
-        row_to_ev(st, &s->kb_ev[n++]);
+    while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS) {
+        unsigned nul; /* KB_EXACT: a NULL occ or tid is the block's own */
+        kb_row_ev(st, 0, &s->kb_ev[n++], &nul);
+    }
     sdb_finalize(st);
     st = NULL;
     if (rc != SDB_DONE && rc != SDB_ROW)

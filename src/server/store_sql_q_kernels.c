@@ -23,11 +23,14 @@
 /* A kernel row: its name is the display name (demangled when stored) and
  * the recorded one (23), docs/api.md "Names". */
 #define KCOLS                                                                  \
-    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr,"                             \
-    " coalesce(n.demangled, n.name, ''), k.gx, k.gy, k.gz, k.bx, k.by, k.bz,"  \
-    " k.regs, k.smem, k.occ, k.scope, k.path, k.stack, k.api_off, k.api_dur,"  \
-    " k.cfg, k.flags, coalesce(n.name, ''), k.tid, k.name_id"
-/* Columns after KCOLS in a detail query start here. */
+    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr, k.name_id, k.cfg, k.gx,"     \
+    " k.gy, k.gz, k.bx, k.by, k.bz, k.regs, k.smem, k.occ, k.scope, k.path,"   \
+    " k.stack, k.api_off, k.api_dur, k.flags, k.tid,"                          \
+    " coalesce(n.demangled, n.name, ''), coalesce(n.name, '')"
+/* KCOLS is KB_ROW_COLS (kb_row_ev reads it), then the display and the
+ * recorded name (KCOLS_NAME, + 1).  Columns after KCOLS in a detail query
+ * start at KCOLS_N. */
+#define KCOLS_NAME 24
 #define KCOLS_N 26
 
 /* The sort keys of a kernel page: column or expression, by sort= name.
@@ -57,41 +60,6 @@ static void w_xyz(jw *w, const char *k, int64_t x, int64_t y, int64_t z)
     srv_jw_num(w, y);
     srv_jw_num(w, z);
     jw_arr_end(w);
-}
-
-/* A KCOLS row as an event (*nul: occ, tid NULL bits, as kb_top keeps). */
-static void kcols_ev(sdb_stmt *st, kblock_ev *e, unsigned *nul)
-{
-    memset(e, 0, sizeof(*e));
-    *nul = 0;
-    e->seq = (uint64_t)qcol_i64(st, 0);
-    e->ts = (uint64_t)qcol_i64(st, 1);
-    e->dur = (uint64_t)qcol_i64(st, 2);
-    e->dev = (uint64_t)qcol_i64(st, 3);
-    e->stream = (uint64_t)qcol_i64(st, 4);
-    e->corr = (uint64_t)qcol_i64(st, 5);
-    for (int i = 0; i < 3; i++) {
-        e->grid[i] = (uint64_t)qcol_i64(st, 7 + i);
-        e->block[i] = qcol_i64(st, 10 + i);
-    }
-    e->regs = qcol_i64(st, 13);
-    e->smem = qcol_i64(st, 14);
-    if (qcol_null(st, 15))
-        *nul |= 1;
-    else
-        e->occ = qcol_f64(st, 15);
-    e->scope = (uint64_t)qcol_i64(st, 16);
-    e->path = (uint64_t)qcol_i64(st, 17);
-    e->stack = (uint64_t)qcol_i64(st, 18);
-    e->api_off = qcol_i64(st, 19);
-    e->api_dur = (uint64_t)qcol_i64(st, 20);
-    e->cfg = (uint64_t)qcol_i64(st, 21);
-    e->flags = (uint64_t)qcol_i64(st, 22);
-    if (qcol_null(st, 24))
-        *nul |= 2;
-    else
-        e->tid = (uint64_t)qcol_i64(st, 24);
-    e->name_id = qcol_i64(st, 25);
 }
 
 /* One kernel's members, from a row or a block alike (nul: kb_top's). */
@@ -143,8 +111,9 @@ static void w_kernel_row(qctx *c, jw *w)
     kblock_ev e;
     unsigned nul;
 
-    kcols_ev(c->st, &e, &nul);
-    w_kernel_ev(w, &e, nul, qcol_text(c->st, 6), qcol_text(c->st, 23));
+    kb_row_ev(c->st, 0, &e, &nul);
+    w_kernel_ev(w, &e, nul, qcol_text(c->st, KCOLS_NAME),
+                qcol_text(c->st, KCOLS_NAME + 1));
 }
 
 /* A block's kernel (no join gives its names): its members, the names
@@ -408,7 +377,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         kblock_ev e;
         unsigned nul;
-        kcols_ev(c->st, &e, &nul);
+        kb_row_ev(c->st, 0, &e, &nul);
         kb_top_add(&t, &e, nul);
     }
     if (rc != SDB_DONE) {
@@ -515,8 +484,8 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
         switch (sort) {
         case 0: last[0] = qcol_i64(c.st, 1); break;
         case 1: last[0] = qcol_i64(c.st, 2); break;
-        case 2: last[0] = -qcol_i64(c.st, 19) - qcol_i64(c.st, 20); break;
-        default: last[0] = -qcol_i64(c.st, 19); break;
+        case 2: last[0] = -qcol_i64(c.st, 20) - qcol_i64(c.st, 21); break;
+        default: last[0] = -qcol_i64(c.st, 20); break;
         }
         last[1] = qcol_i64(c.st, 0);
         n++;
@@ -570,10 +539,11 @@ static int kernel_head(qctx *c, int64_t kid, jw *w, kblock_ev *e, int *found)
     qbind_i64(c->st, 1, c->sess);
     qbind_i64(c->st, 2, kid);
     if ((rc = sdb_step(c->st)) == SDB_ROW) {
-        kcols_ev(c->st, e, &nul);
+        kb_row_ev(c->st, 0, e, &nul);
         *found = 1;
         jw_obj_begin(w);
-        w_kernel_ev(w, e, nul, qcol_text(c->st, 6), qcol_text(c->st, 23));
+        w_kernel_ev(w, e, nul, qcol_text(c->st, KCOLS_NAME),
+                    qcol_text(c->st, KCOLS_NAME + 1));
         w_detail(w, e);
         w_launch(w, c->st, KCOLS_N, 1);
         return GPUFL_OK;
