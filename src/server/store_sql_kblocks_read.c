@@ -413,7 +413,7 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
         rc = sq_err(rc);
         goto out;
     }
-    if (by_bound)
+    if (by_bound && nm > 1)
         qsort(m, nm, sizeof(*m), t->desc ? meta_desc : meta_asc);
     rc = GPUFL_OK;
     for (size_t i = 0; i < nm && !rc; i++) {
