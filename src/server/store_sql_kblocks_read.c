@@ -378,6 +378,8 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
     struct kb_rd *r;
     int rc, by_bound = t && (t->key == KB_KEY_TS || t->key == KB_KEY_DUR);
 
+    if (t && !t->cap)
+        return GPUFL_OK; /* nothing can place */
     if (!(r = rd_get(s, db)))
         return GPUFL_ENOMEM;
     /* the blocks in the time range, with the best key their events can
