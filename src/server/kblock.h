@@ -4,7 +4,8 @@
  * string, with the index a store keeps beside it (time and seq ranges,
  * count, min/max duration, per-name counts).
  *
- * The codec only; no store writes or reads blocks yet.  The byte layout is
+ * The codec only (the store: store_sql_kblocks.c writes blocks,
+ * store_sql_kblocks_read.c reads them).  The byte layout is
  * docs/server.md "Kernel blocks (format)".  It lives in src/server, not
  * src/common: it is the store's at-rest form and nothing else reads
  * blocks (the report reads logs, the export and UI the server's API),
