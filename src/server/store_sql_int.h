@@ -239,6 +239,10 @@ typedef struct kb_top {
     const int64_t *ids;
     size_t nids;
     int named;
+    /* optional: no kernel with a key worse than bound can be kept (known
+     * from elsewhere: kext, for a sort by duration) */
+    int has_bound;
+    int64_t bound;
 } kb_top;
 int kb_top_init(kb_top *t, size_t cap, int key, int desc);
 void kb_top_free(kb_top *t);

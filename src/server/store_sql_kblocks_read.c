@@ -185,6 +185,8 @@ static int top_open(const kb_top *t, int64_t b)
 {
     int64_t w;
 
+    if (t->has_bound && (t->desc ? b < t->bound : b > t->bound))
+        return 0;
     if (t->n < t->cap)
         return 1;
     w = kb_key(&t->ev[t->h[0]], t->key);
@@ -286,18 +288,21 @@ static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
                    size_t len, int *may, char *why, size_t whylen)
 {
     size_t n = 0;
-    int full = t->n == t->cap;
-    uint64_t w = full ? t->ev[t->h[0]].dur : 0;
+    int full = t->n == t->cap, cut = full || t->has_bound;
+    uint64_t w = full ? t->ev[t->h[0]].dur : (uint64_t)t->bound;
 
     *may = 1;
-    if (t->key != KB_KEY_DUR || (!full && !t->named))
+    if (t->key != KB_KEY_DUR || (!cut && !t->named))
         return 0;
+    if (full && t->has_bound &&
+        (t->desc ? (uint64_t)t->bound > w : (uint64_t)t->bound < w))
+        w = (uint64_t)t->bound;
     if (kblock_name_dur(r->dec, b, len, r->names, r->durs, KB_MAX_EVENTS, &n,
                         why, whylen))
         return -1;
     for (size_t k = 0; k < n; k++) {
         /* equal durations may still place by seq */
-        if (full && (t->desc ? r->durs[k] < w : r->durs[k] > w))
+        if (cut && (t->desc ? r->durs[k] < w : r->durs[k] > w))
             continue;
         if (t->named &&
             !bsearch(&r->names[k], t->ids, t->nids, sizeof(int64_t), cmp_id))

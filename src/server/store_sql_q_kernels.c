@@ -344,6 +344,34 @@ static int page_ids(qctx *c, const char *pat, int64_t **ids, size_t *n)
     return GPUFL_OK;
 }
 
+/* A page by duration without filters: kext holds a prefix of the
+ * session's kernels in each order (store_sql_ext.c), so its (l + 1)th
+ * after the cursor bounds the page - no kernel of it is further away -
+ * and blocks beyond that bound go unread (t->bound). */
+static int kext_bound(qctx *c, const int64_t *cur, int desc, uint32_t l,
+                      kb_top *t)
+{
+    int rc;
+
+    rc = q_prepare(c, desc ? "SELECT dur FROM kext WHERE sess=?1 AND side=0"
+                             " AND (dur, seq) < (?2, ?3) ORDER BY dur DESC,"
+                             " seq DESC LIMIT 1 OFFSET ?4"
+                           : "SELECT dur FROM kext WHERE sess=?1 AND side=1"
+                             " AND (dur, seq) > (?2, ?3) ORDER BY dur, seq"
+                             " LIMIT 1 OFFSET ?4");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, cur[0]);
+    qbind_i64(c->st, 3, cur[1]);
+    qbind_i64(c->st, 4, l);
+    if ((rc = sdb_step(c->st)) == SDB_ROW) {
+        t->has_bound = 1;
+        t->bound = qcol_i64(c->st, 0);
+    }
+    return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
 /* The page of a session with blocks (docs/server.md "Kernel blocks"): its
  * rows' page (the plain sort; kext holds block kernels too) and the
  * blocks' events that place, merged by kb_top.  The whole answer. */
@@ -372,6 +400,9 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
         t.nids = k.nids;
         t.named = 1;
     }
+    if (sort == 1 && !q->name && !q->from && !q->to && !occ &&
+        (rc = kext_bound(c, cur, desc, l, &t)) != 0)
+        goto out;
     if ((rc = kernels_sql(c, q, cur, sort, desc, l, pat, occ)) != 0)
         goto out;
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
