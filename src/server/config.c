@@ -211,7 +211,7 @@ static const opt_def srv_opts[] = {
               "writes each batch's kernels as compressed column blocks per "
               "session and stream, the maintenance thread merges small "
               "blocks into blocks of 4096 to 8192 and compacts any kernel "
-              "rows; a query thaws a session back into rows first: "
+              "rows, which queries read in place: "
               "docs/server.md \"Kernel blocks\")" },
     { .name = "kernel-compact-interval",
       DUR_S,
@@ -363,13 +363,13 @@ static const opt_def srv_opts[] = {
 #undef T
 
 /* Read by the store for tests (store_sql.c: a smaller top-K;
- * store_sql_kblocks.c: a pause inside compaction;
- * store_sql_kblocks_ingest.c: one after each block ingest writes); not
+ * store_sql_kblocks.c: a pause inside compaction, kernels per block;
+ * store_sql_kblocks_ingest.c: a pause after each block ingest writes); not
  * options, but no typos either. */
 static const char *const srv_env_known[] = { "GPUFL_SERVER_TOPK",
                                              "GPUFL_SERVER_KB_PAUSE_MS",
                                              "GPUFL_SERVER_KBI_PAUSE_MS",
-                                             NULL };
+                                             "GPUFL_SERVER_KB_RUN", NULL };
 
 const opt_prog srv_prog = {
     .name = "gpufl-server",

@@ -4,7 +4,8 @@
  * string, with the index a store keeps beside it (time and seq ranges,
  * count, min/max duration, per-name counts).
  *
- * The codec only; no store writes or reads blocks yet.  The byte layout is
+ * The codec only (the store: store_sql_kblocks.c writes blocks,
+ * store_sql_kblocks_read.c reads them).  The byte layout is
  * docs/server.md "Kernel blocks (format)".  It lives in src/server, not
  * src/common: it is the store's at-rest form and nothing else reads
  * blocks (the report reads logs, the export and UI the server's API),
@@ -130,6 +131,16 @@ int kblock_seek_seq(kblock_dec *d, const unsigned char *b, size_t len,
                     uint64_t seq, size_t *pos, char *why, size_t whylen);
 int kblock_seek_ts(kblock_dec *d, const unsigned char *b, size_t len,
                    uint64_t ts, size_t *pos, char *why, size_t whylen);
+
+/*
+ * The name id and duration of each event (names[k], durs[k], k < *n, in
+ * encoded order) without decoding the other columns: for ruling a block
+ * out of a sort by duration before decoding it whole.  Not checked
+ * against the index (kblock_decode does that).  0, or -1 with why.
+ */
+int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
+                    int64_t *names, uint64_t *durs, size_t cap, size_t *n,
+                    char *why, size_t whylen);
 
 /* Where a block's bytes go, per column (bench_kblock's breakdown):
  * col_raw[i] = column i's bytes before zstd, col_z[i] = that column

@@ -368,6 +368,42 @@ static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
                    whylen);
 }
 
+int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
+                    int64_t *names, uint64_t *durs, size_t cap, size_t *n,
+                    char *why, size_t whylen)
+{
+    const unsigned char *p;
+    size_t pl, i = 0, ns = 0, m;
+
+    *n = 0;
+    if (!d)
+        return kb_fail(why, whylen, "kblock_name_dur: no decoder");
+    if (payload_open(d, b, len, &p, &pl, why, whylen))
+        return -1;
+    m = d->hidx.n;
+    if (m > cap)
+        return kb_fail(why, whylen, "kernel block of %zu events, room for %zu",
+                       m, cap);
+    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
+        return -1;
+    /* the shapes' names (the first shape column), the rest skipped */
+    if (get_col(p, pl, &i, d->ref, ns, NULL, NULL, 0, NULL, KC_NAME, why,
+                whylen))
+        return -1;
+    for (int c = KC_NAME + 1; c < KC_NSHAPE; c++)
+        if (skip_col(p, pl, &i, c, why, whylen))
+            return -1;
+    if (get_sidx(d, p, pl, &i, m, ns, why, whylen) ||
+        skip_col(p, pl, &i, KC_SEQ, why, whylen) ||
+        get_col(p, pl, &i, durs, m, d->sidx, d->last, ns, NULL, KC_DUR, why,
+                whylen))
+        return -1;
+    for (size_t k = 0; k < m; k++)
+        names[k] = (int64_t)d->ref[d->sidx[k]];
+    *n = m;
+    return 0;
+}
+
 /* The first position whose col (KC_SEQ: == key, KC_TS: >= key) matches,
  * the header first ruling the block out when it can. */
 static int seek(kblock_dec *d, const unsigned char *b, size_t len, int col,

@@ -698,6 +698,7 @@ void srv_store_close(srv_store *s)
     sq_kbi_release(s);
     sq_kb_release(s);
     sq_kc_release(s);
+    sq_kb_read_release(s);
     pthread_mutex_destroy(&s->wlock);
     pthread_mutex_destroy(&s->rlock);
     sq_health_release(s);

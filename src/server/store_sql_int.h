@@ -153,12 +153,8 @@ typedef struct sq_health {
 } sq_health;
 
 /* Kernel blocks (store_sql_kblocks.c): kernels per block the compactor
- * makes, how long a thawed session stays in rows, sessions remembered. */
+ * makes. */
 #define SQ_KB_RUN 4096
-#define SQ_KB_LINGER_S 600
-#define SQ_KB_THAWED 64
-/* Kernel rows per INSERT of the thaw. */
-#define SQ_KB_GRP 64
 
 typedef struct sq_kcold sq_kcold;
 
@@ -199,7 +195,7 @@ struct srv_store {
     size_t nruns, runs_cap;
     rl_map seqhint; /* (sess, st) -> sq_run */
     /* kernel blocks (store_sql_kblocks.c): the writer's codec state and
-     * buffers (allocated on first use), the sessions thawed lately */
+     * buffers (allocated on first use) */
     struct kblock_enc *kb_enc;
     struct kblock_dec *kb_dec;
     struct kblock_ev *kb_ev;
@@ -209,14 +205,10 @@ struct srv_store {
      * state (store_sql_kblocks_ingest.c) */
     int kstore_blocks;
     struct sq_kbi *kbi;
-    struct {
-        int64_t sess;
-        time_t at;
-    } kb_thawed[SQ_KB_THAWED];
-    size_t kb_thawed_next;
-    uint64_t kb_thawn; /* kernels thawed back into rows, in all */
-    char kb_grp_sql[SQ_KB_GRP * 54 + 64]; /* the thaw's grouped INSERT */
     sq_kcold *kc; /* the cold tier (store_sql_kcold.c); NULL: none */
+    /* per read connection (r[i]): its block decoder and decoded block
+     * (store_sql_kblocks_read.c), allocated on first use */
+    struct kb_rd *kb_rd[SQ_READERS_MAX];
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -227,12 +219,8 @@ struct srv_store {
 
 /* Kernel blocks (store_sql_kblocks.c).  sq_kb_member: whether the
  * session's blocks hold kernel seq (*in), on the writer (its lock held).
- * sq_kb_thaw: the session's blocks back into kernel rows, before a query
- * that reads rows only; r is the caller's read connection (no statement
- * of it open), the writer's lock is taken.  sq_kb_release: the codec
- * state, at close. */
+ * sq_kb_release: the codec state, at close. */
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
-int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess);
 void sq_kb_release(srv_store *s);
 /* The bytes of the block a kblocks row stands for.  Every reader of a
  * block goes through here (never qcol_blob on the `block` column itself)
@@ -287,6 +275,62 @@ struct kblock_ev;
 void sq_kernel_ev(const srv_ev *e, const sq_launch *l, struct kblock_ev *o);
 void sq_kernel_bind(sdb_stmt *st, int b, int64_t sess,
                     const struct kblock_ev *e);
+
+/* Block-native reads (store_sql_kblocks_read.c): queries read a
+ * session's kernel rows and its blocks together, never thawing. */
+
+/* Sort keys of kernel pages (store_sql_q_kernels.c sorts[]). */
+enum { KB_KEY_TS, KB_KEY_DUR, KB_KEY_QUEUE, KB_KEY_LAUNCH };
+
+/* The first cap kernels in (key, seq) order (descending when desc) of
+ * those offered: a bounded heap over caller-sized arrays (kb_top_init). */
+typedef struct kb_top {
+    struct kblock_ev *ev; /* cap events */
+    uint8_t *nul;         /* cap: bit 0 occ NULL, bit 1 tid NULL */
+    size_t *h;            /* cap: heap of indexes, worst on top */
+    size_t n, cap;
+    int key, desc;
+    /* optional: only these name ids (sorted) can be kept - lets a scan by
+     * duration rule a block out from its names and durations alone */
+    const int64_t *ids;
+    size_t nids;
+    int named;
+    /* optional: no kernel with a key worse than bound can be kept (known
+     * from elsewhere: kext, for a sort by duration) */
+    int has_bound;
+    int64_t bound;
+} kb_top;
+int kb_top_init(kb_top *t, size_t cap, int key, int desc);
+void kb_top_free(kb_top *t);
+int64_t kb_key(const struct kblock_ev *e, int key);
+/* Offers e (nul: its NULL bits). */
+void kb_top_add(kb_top *t, const struct kblock_ev *e, unsigned nul);
+/* Sorts the kept events best first into t->ev[0..n) (heap given up). */
+void kb_top_sort(kb_top *t);
+/* A kernel row (columns from col: seq, ts, dur, dev, stream, corr,
+ * name_id, cfg, gx, gy, gz, bx, by, bz, regs, smem, occ, scope, path,
+ * stack, api_off, api_dur, flags, tid) as an event; *nul its NULL bits. */
+void kb_row_ev(sdb_stmt *st, int col, struct kblock_ev *e, unsigned *nul);
+#define KB_ROW_COLS                                                            \
+    "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
+    " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+
+/* Whether session sess has blocks (*any), on read connection db. */
+int sq_kb_any(sdb *db, int64_t sess, int *any);
+/* Offers to t every event of the session's blocks whose ts is in
+ * [t_lo, t_hi) and that keep accepts (keep NULL: all), reading the
+ * blocks in the order of t's key and stopping when no further block can
+ * hold an event better than t's worst.  t NULL: keep is called on every
+ * event in the range, blocks in t_lo order, and its non-zero return (an
+ * error) ends the scan with it.  db is one of s's readers. */
+typedef int (*kb_keep_fn)(const struct kblock_ev *e, void *arg);
+int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
+               kb_keep_fn keep, void *arg, kb_top *t);
+/* The kernel of seq in the session's blocks into *e (*found 0: none). */
+int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
+               struct kblock_ev *e, int *found);
+/* The per-reader decoders, at close. */
+void sq_kb_read_release(srv_store *s);
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];

@@ -1,22 +1,15 @@
 /*
  * store_sql_kblocks.c - kernels at rest in column blocks (issue 23, first
  * step; docs/server.md "Kernel blocks"): the compactor that turns runs of
- * a (session, stream)'s kernel rows into one kblocks row (kblock.h), the
- * ingest's duplicate check against the blocks, and the thaw that turns a
- * session's blocks back into rows before a query that does not read
- * blocks yet.
+ * a (session, stream)'s kernel rows into one kblocks row (kblock.h) and
+ * the ingest's duplicate check against the blocks.  The queries read
+ * blocks where they lie (store_sql_kblocks_read.c).
  *
  * Ingest still writes rows (the hot tail): every acknowledged kernel is
  * committed before 200 as before.  A block replaces exactly the rows it
  * was made from, in one transaction (insert the block, delete the rows,
  * checking that as many went as were read), so a crash at any point
- * leaves either the rows or the block.  The queries read rows only, so a
- * session is thawed before any of them reads it (q_session): they answer
- * the same with or without blocks, at the price of the thaw on the first
- * read of a compacted session (a block per transaction, so that ingest
- * waits for one block at most).  Sessions thawed lately are left alone by
- * the compactor for SQ_KB_LINGER_S, so a session being looked at stays in
- * rows instead of going back and forth.
+ * leaves either the rows or the block.
  *
  * Only rows the codec keeps exactly are compacted: rows with a NULL where
  * ingest always writes a value (rows of older servers) stay rows.
@@ -34,9 +27,7 @@
 #include "kblock.h"
 
 /* The kernel columns, in the table's order (store_sql.c, bind_kernel). */
-#define KB_COLS                                                                \
-    "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
-    " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+#define KB_COLS KB_ROW_COLS
 /* ... and those a row must have for the codec to keep it exactly */
 #define KB_EXACT                                                               \
     " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
@@ -50,8 +41,6 @@
 #define KB_ZLEVEL 3
 /* (session, stream) runs one compaction pass looks at, at most */
 #define KB_GROUPS_MAX 64
-/* rows per INSERT of the thaw */
-#define KB_GRP SQ_KB_GRP
 
 /* Tests only: a pause of the milliseconds environment variable env says
  * (at most 10 s), where a test's kill -9 should land. */
@@ -74,6 +63,15 @@ void sq_kb_test_pause(const char *env)
 static void kb_test_pause(void)
 {
     sq_kb_test_pause("GPUFL_SERVER_KB_PAUSE_MS");
+}
+
+/* GPUFL_SERVER_KB_RUN (tests only): kernels per block, 1..SQ_KB_RUN, so
+ * that a test makes many small blocks (the reads must handle any size). */
+static int64_t kb_run(void)
+{
+    const char *v = getenv("GPUFL_SERVER_KB_RUN");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n >= 1 && n <= SQ_KB_RUN ? n : SQ_KB_RUN;
 }
 
 int sq_kb_state(srv_store *s)
@@ -121,34 +119,6 @@ static int kb_end(srv_store *s, int rc)
         return rc;
     }
     return sdb_exec(s->w, "COMMIT");
-}
-
-/* One row (columns from 0, KB_COLS) as a block event. */
-static void row_to_ev(sdb_stmt *st, kblock_ev *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->seq = (uint64_t)qcol_i64(st, 0);
-    e->ts = (uint64_t)qcol_i64(st, 1);
-    e->dur = (uint64_t)qcol_i64(st, 2);
-    e->dev = (uint64_t)qcol_i64(st, 3);
-    e->stream = (uint64_t)qcol_i64(st, 4);
-    e->corr = (uint64_t)qcol_i64(st, 5);
-    e->name_id = qcol_i64(st, 6);
-    e->cfg = (uint64_t)qcol_i64(st, 7);
-    for (int i = 0; i < 3; i++) {
-        e->grid[i] = (uint64_t)qcol_i64(st, 8 + i);
-        e->block[i] = qcol_i64(st, 11 + i);
-    }
-    e->regs = qcol_i64(st, 14);
-    e->smem = qcol_i64(st, 15);
-    e->occ = qcol_null(st, 16) ? -1.0 : qcol_f64(st, 16);
-    e->scope = (uint64_t)qcol_i64(st, 17);
-    e->path = (uint64_t)qcol_i64(st, 18);
-    e->stack = (uint64_t)qcol_i64(st, 19);
-    e->api_off = qcol_i64(st, 20);
-    e->api_dur = (uint64_t)qcol_i64(st, 21);
-    e->flags = (uint64_t)qcol_i64(st, 22);
-    e->tid = qcol_null(st, 23) ? 0 : (uint64_t)qcol_i64(st, 23);
 }
 
 /* ---- the duplicate check (ingest) ---- */
@@ -203,143 +173,6 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
     if (err || *in)
         return err;
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-}
-
-/* ---- thaw ---- */
-
-/* Sessions thawed lately (the compactor leaves them alone a while). */
-static int thawed_lately(srv_store *s, int64_t sess, time_t now)
-{
-    for (size_t i = 0; i < SQ_KB_THAWED; i++)
-        if (s->kb_thawed[i].sess == sess &&
-            now - s->kb_thawed[i].at < SQ_KB_LINGER_S)
-            return 1;
-    return 0;
-}
-
-/* The INSERT of KB_GRP kernel rows into s->kb_grp_sql. */
-static int kb_grp_sql(srv_store *s)
-{
-    size_t len = (size_t)snprintf(s->kb_grp_sql, sizeof(s->kb_grp_sql),
-                                  "INSERT INTO kernels VALUES");
-    for (int i = 0; i < KB_GRP; i++)
-        len +=
-            (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
-                             "%s(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                             "?,?,?,?,?,?)",
-                             i ? "," : "");
-    len += (size_t)snprintf(s->kb_grp_sql + len, sizeof(s->kb_grp_sql) - len,
-                            " ON CONFLICT DO NOTHING");
-    return len < sizeof(s->kb_grp_sql) ? GPUFL_OK : GPUFL_EINTERNAL;
-}
-
-/* One of the session's blocks back into rows (*nk of them; 0: it has no
- * block left), in the writer's open transaction. */
-static int thaw_one(srv_store *s, int64_t sess, uint64_t *nk)
-{
-    sdb_stmt *sel = NULL, *ins = NULL, *grp = NULL;
-    size_t len = 0, n = 0, i;
-    int64_t stream = 0, lo = 0;
-    char why[128], sql[128];
-    int rc;
-
-    *nk = 0;
-    if ((rc = sq_kb_state(s)) != 0)
-        return rc;
-    if (sdb_prepare(s->w,
-                    "SELECT stream, seq_lo, block FROM kblocks WHERE sess=?"
-                    " LIMIT 1",
-                    &sel) ||
-        sdb_prepare(s->w, sq_wsql[WS_KERNEL], &ins) ||
-        (!s->kb_grp_sql[0] && kb_grp_sql(s)) ||
-        sdb_prepare(s->w, s->kb_grp_sql, &grp)) {
-        rc = GPUFL_EINTERNAL;
-        goto out;
-    }
-    qbind_i64(sel, 1, sess);
-    if ((rc = sdb_step(sel)) != SDB_ROW) {
-        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-        goto out;
-    }
-    stream = qcol_i64(sel, 0);
-    lo = qcol_i64(sel, 1);
-    {
-        const unsigned char *b = NULL;
-        if ((rc = sq_kb_bytes(s, sel, 2, sess, stream, lo, &b, &len)) != 0)
-            goto out;
-        if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
-                          sizeof(why))) {
-            glog_error("kblocks", "session %lld: unreadable block: %s",
-                       (long long)sess, why);
-            rc = GPUFL_EINTERNAL;
-            goto out;
-        }
-    }
-    sdb_finalize(sel);
-    sel = NULL;
-    /* KB_GRP rows a statement (a round trip each on PostgreSQL), the
-     * rest one by one */
-    for (i = 0; i + KB_GRP <= n; i += KB_GRP) {
-        for (size_t j = 0; j < KB_GRP; j++)
-            sq_kernel_bind(grp, (int)(25 * j), sess, &s->kb_ev[i + j]);
-        if ((rc = sdb_err(sdb_step(grp))) != 0)
-            goto out;
-        sdb_reset(grp);
-    }
-    for (; i < n; i++) {
-        sq_kernel_bind(ins, 0, sess, &s->kb_ev[i]);
-        if ((rc = sdb_err(sdb_step(ins))) != 0)
-            goto out;
-        sdb_reset(ins);
-    }
-    snprintf(sql, sizeof(sql),
-             "DELETE FROM kblocks WHERE sess=%lld AND stream=%lld AND"
-             " seq_lo=%lld",
-             (long long)sess, (long long)stream, (long long)lo);
-    if ((rc = sdb_exec(s->w, sql)) == 0)
-        *nk = n ? n : 1;
-out:
-    sdb_finalize(sel);
-    sdb_finalize(ins);
-    sdb_finalize(grp);
-    return rc;
-}
-
-int sq_kb_thaw(srv_store *s, sdb *r, int64_t sess)
-{
-    sdb_stmt *st = NULL;
-    uint64_t nk = 0;
-    int rc, any;
-
-    /* the common case (no blocks) costs one index probe on the caller's
-     * read connection */
-    if (sdb_prepare(r, "SELECT 1 FROM kblocks WHERE sess=? LIMIT 1", &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    rc = sdb_step(st);
-    any = rc == SDB_ROW;
-    sdb_finalize(st);
-    if (!any)
-        return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-    /* a block per transaction and per turn of the writer's lock: ingest
-     * waits for one block at most, not for the session; the compactor
-     * leaves the session alone from the start (thawed_lately) */
-    pthread_mutex_lock(&s->wlock);
-    {
-        size_t i = s->kb_thawed_next++ % SQ_KB_THAWED;
-        s->kb_thawed[i].sess = sess;
-        s->kb_thawed[i].at = time(NULL);
-    }
-    pthread_mutex_unlock(&s->wlock);
-    do {
-        pthread_mutex_lock(&s->wlock);
-        if ((rc = kb_begin(s)) == 0)
-            rc = kb_end(s, thaw_one(s, sess, &nk));
-        if (!rc)
-            s->kb_thawn += nk;
-        pthread_mutex_unlock(&s->wlock);
-    } while (!rc && nk);
-    return rc;
 }
 
 /* ---- compaction ---- */
@@ -407,9 +240,11 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);
-    qbind_i64(st, 3, SQ_KB_RUN);
-    while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS)
-        row_to_ev(st, &s->kb_ev[n++]);
+    qbind_i64(st, 3, kb_run());
+    while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS) {
+        unsigned nul; /* KB_EXACT: a NULL occ or tid is the block's own */
+        kb_row_ev(st, 0, &s->kb_ev[n++], &nul);
+    }
     sdb_finalize(st);
     st = NULL;
     if (rc != SDB_DONE && rc != SDB_ROW)
@@ -470,7 +305,7 @@ static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
     while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap) {
         kb_group x = { qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
                        (int)qcol_i64(st, 3) };
-        if (x.n >= SQ_KB_RUN || x.ended)
+        if (x.n >= kb_run() || x.ended)
             g[(*ng)++] = x;
     }
     sdb_finalize(st);
@@ -540,7 +375,7 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     qbind_i64(st, 2, stream);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t n = (size_t)qcol_i64(st, 1), got = 0;
-        int full = n >= SQ_KB_RUN;
+        int full = (int64_t)n >= kb_run();
         if (full ||
             (nsrc && (total + n > KB_MERGE_MAX || nsrc == KB_MERGE_SRC))) {
             if (nsrc >= 2)
@@ -553,7 +388,7 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
             break;
         src[nsrc++] = qcol_i64(st, 0);
         total += got;
-        if (total >= SQ_KB_RUN && nsrc >= 2)
+        if ((int64_t)total >= kb_run() && nsrc >= 2)
             break;
     }
     sdb_finalize(st);
@@ -611,7 +446,7 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
                     " ORDER BY sess, stream",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, SQ_KB_RUN);
+    qbind_i64(st, 1, kb_run());
     while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
         g[(*ng)++] =
             (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2), 0 };
@@ -620,8 +455,7 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 }
 
 /* Every run of small blocks merged: a transaction per merged block. */
-static int merge_pass(srv_store *s, time_t now, uint64_t *blocks,
-                      uint64_t *kernels)
+static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
     size_t ng = 0;
@@ -634,10 +468,6 @@ static int merge_pass(srv_store *s, time_t now, uint64_t *blocks,
         uint64_t nk = 0;
         do {
             pthread_mutex_lock(&s->wlock);
-            if (thawed_lately(s, g[i].sess, now)) {
-                pthread_mutex_unlock(&s->wlock);
-                break;
-            }
             if ((rc = kb_begin(s)) == 0)
                 rc = kb_end(s, merge_one(s, g[i].sess, g[i].stream, &nk));
             pthread_mutex_unlock(&s->wlock);
@@ -654,7 +484,6 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
     size_t ng = 0;
-    time_t now = time(NULL);
     int rc;
 
     *blocks = 0;
@@ -666,13 +495,9 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
      * transaction at most, not for the pass */
     for (size_t i = 0; !rc && i < ng; i++) {
         /* a running stream keeps its last partial run as rows */
-        while (!rc && (g[i].n >= SQ_KB_RUN || (g[i].ended && g[i].n > 0))) {
+        while (!rc && (g[i].n >= kb_run() || (g[i].ended && g[i].n > 0))) {
             uint64_t nk = 0;
             pthread_mutex_lock(&s->wlock);
-            if (thawed_lately(s, g[i].sess, now)) {
-                pthread_mutex_unlock(&s->wlock);
-                break;
-            }
             if ((rc = kb_begin(s)) == 0)
                 rc = kb_end(s, compact_one(s, g[i].sess, g[i].stream, &nk));
             pthread_mutex_unlock(&s->wlock);
@@ -684,7 +509,7 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
         }
     }
     if (!rc)
-        rc = merge_pass(s, now, blocks, kernels);
+        rc = merge_pass(s, blocks, kernels);
     return rc;
 }
 

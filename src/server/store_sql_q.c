@@ -28,6 +28,10 @@ void q_begin(srv_store *s, qctx *c)
 int q_end(qctx *c, int rc, jw *w)
 {
     sdb_finalize(c->st);
+    c->st = NULL;
+    /* read only: COMMIT ends it, ROLLBACK when that fails */
+    if (c->txn && sdb_exec(c->db, "COMMIT"))
+        sdb_exec(c->db, "ROLLBACK");
     sq_reader_put(c->s, c->db);
     if (!rc && w && w->err)
         rc = GPUFL_ETOOBIG;
@@ -64,11 +68,21 @@ int q_session(qctx *c, const char *sid)
     c->sess = qcol_i64(c->st, 0);
     c->first = qcol_i64(c->st, 1);
     c->last = qcol_i64(c->st, 2);
-    /* the queries read kernel rows only: a session compacted into blocks
-     * (--kernel-store=blocks) goes back to rows first */
     sdb_finalize(c->st);
     c->st = NULL;
-    return sq_kb_thaw(c->s, c->db, c->sess);
+    return GPUFL_OK;
+}
+
+int q_snapshot(qctx *c)
+{
+    /* SQLite: a deferred BEGIN takes its snapshot at the first read, as
+     * PostgreSQL's REPEATABLE READ at its first statement */
+    if (sdb_exec(c->db, sdb_dialect(c->db) == SDB_POSTGRES
+                            ? "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                            : "BEGIN"))
+        return GPUFL_EINTERNAL;
+    c->txn = 1;
+    return GPUFL_OK;
 }
 
 int q_cursor(const srv_q *q, int64_t *v, int n)

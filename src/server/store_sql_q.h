@@ -35,6 +35,7 @@ typedef struct qctx {
     sdb_stmt *st;
     int64_t sess;        /* q_session: the session's row id */
     int64_t first, last; /* ... and its time span (ns) */
+    int txn;             /* q_snapshot: a read transaction is open */
 } qctx;
 
 /* Borrows a read connection (blocks until one is free). */
@@ -50,6 +51,10 @@ uint32_t q_limit(const srv_q *q);
 /* The session's row id and time span into c; GPUFL_ENOTFOUND for an
  * unknown sid, GPUFL_EINVAL for none. */
 int q_session(qctx *c, const char *sid);
+/* Opens a read transaction (one snapshot) for the rest of the query,
+ * closed by q_end: a query that reads kernel rows and blocks must see
+ * each kernel once while the compactor moves rows into blocks. */
+int q_snapshot(qctx *c);
 /* The page cursor's n integers into v: 0 when there is none (v kept), 1
  * when read, -1 when it is not one of ours. */
 int q_cursor(const srv_q *q, int64_t *v, int n);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kblock.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
 
@@ -160,6 +161,37 @@ static int launch_seqs(qctx *c, int64_t a, int64_t b, int64_t *s, int64_t *n)
     return GPUFL_OK;
 }
 
+/* The launch calls of a session's blocks (as scan_launches' rows). */
+typedef struct launch_scan {
+    int64_t from, to;
+    sq_call_fn fn;
+    void *arg;
+} launch_scan;
+
+static int launch_ev(const kblock_ev *e, void *arg)
+{
+    const launch_scan *ls = arg;
+    int64_t ts = (int64_t)e->ts, off = e->api_off, dur = (int64_t)e->api_dur;
+    sq_call k;
+
+    /* SQ_API_OK_K, then the call overlapping [from, to) */
+    if (!(dur > 0 && off >= -ts && off <= INT64_MAX - ts - dur) ||
+        !(ts + off < ls->to && ts + off + dur > ls->from))
+        return GPUFL_OK;
+    memset(&k, 0, sizeof(k));
+    k.type = SQ_CALL_LAUNCH;
+    k.seq = (int64_t)e->seq;
+    k.gpu_ts = ts;
+    k.gpu_dur = (int64_t)e->dur;
+    k.ts = ts + off;
+    k.dur = dur;
+    k.tid = (uint32_t)e->tid;
+    k.corr = (int64_t)e->corr;
+    k.dev = (int64_t)e->dev;
+    k.stream = (int64_t)e->stream;
+    return ls->fn(ls->arg, &k);
+}
+
 /* The kernels' launch calls (bounds lo, hi: start - exit, start - entry).
  * A long range is read in primary-key order over the seq span of its
  * kernels (seq follows ts closely: each stream's lines come in order), a
@@ -216,7 +248,15 @@ static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
         if ((rc = fn(arg, &k)) != 0)
             return rc;
     }
-    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    /* and those in blocks (store_sql_kblocks_read.c), ts in [a, b] */
+    {
+        launch_scan ls = { (int64_t)from, (int64_t)to, fn, arg };
+        return sq_kb_scan(c->s, c->db, c->sess, a,
+                          b < INT64_MAX ? b + 1 : INT64_MAX, launch_ev, &ls,
+                          NULL);
+    }
 }
 
 /* Syncs (their own times) and the API calls of copies and memsets. */
@@ -608,7 +648,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         return GPUFL_ENOMEM;
     }
     q_begin(s, &c);
-    if ((rc = q_session(&c, q->sid)) != 0)
+    if ((rc = q_session(&c, q->sid)) != 0 || (rc = q_snapshot(&c)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)c.first;
     x->to = q->to ? q->to : (uint64_t)c.last + 1;

@@ -22,6 +22,7 @@
 
 #include "common/jsonl.h"
 #include "common/trace.h"
+#include "kblock.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
 
@@ -120,15 +121,157 @@ static int lane_ok(const ex_ctx *x, int64_t dev, int64_t stream)
     return 0;
 }
 
+/* A kernel of a session with blocks into the list (names by nst,
+ * NAME_SQL); 1 in *stop when the list is over. */
+static int ex_add_ev(ex_ctx *x, sdb_stmt *nst, const kblock_ev *k, int *stop)
+{
+    ex_item *e;
+    int rc;
+
+    *stop = 0;
+    if (!lane_ok(x, (int64_t)k->dev, (int64_t)k->stream))
+        return GPUFL_OK;
+    if (list_over(&x->k, (int64_t)k->ts)) {
+        *stop = 1;
+        return GPUFL_OK;
+    }
+    if (!(e = list_add(&x->k)))
+        return GPUFL_ENOMEM;
+    e->seq = (int64_t)k->seq;
+    e->ts = (int64_t)k->ts;
+    e->dur = (int64_t)k->dur;
+    e->dev = (int64_t)k->dev;
+    e->stream = (int64_t)k->stream;
+    e->corr = (int64_t)k->corr;
+    e->a = k->api_off;
+    e->b = (int64_t)k->api_dur;
+    e->tid = (uint32_t)k->tid;
+    sdb_reset(nst);
+    qbind_i64(nst, 1, x->c.sess);
+    qbind_i64(nst, 2, k->name_id);
+    rc = sdb_step(nst);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    e->name = strdup(rc == SDB_ROW ? qcol_text(nst, 0) : "");
+    e->mangled = strdup(rc == SDB_ROW ? qcol_text(nst, 1) : "");
+    return e->name && e->mangled ? GPUFL_OK : GPUFL_ENOMEM;
+}
+
+/* The block events the scan takes: occupying from, on a lane asked. */
+typedef struct ex_keep {
+    const ex_ctx *x;
+    int64_t from;
+} ex_keep;
+
+static int ex_keeps(const kblock_ev *e, void *arg)
+{
+    const ex_keep *k = arg;
+    return ((int64_t)(e->ts + e->dur) > k->from || (int64_t)e->ts >= k->from) &&
+           lane_ok(k->x, (int64_t)e->dev, (int64_t)e->stream);
+}
+
+/* read_kernels for a session with blocks (store_sql_kblocks_read.c): the
+ * long ones by seq (row or block), then the first of the scan's rows and
+ * blocks merged, as many as the list can take and one more. */
+static int read_kernels_blocks(ex_ctx *x, int64_t lo)
+{
+    sdb_stmt *nst = NULL, *ls = NULL;
+    ex_keep k = { x, (int64_t)x->from };
+    kb_top t;
+    int rc, stop = 0;
+
+    memset(&t, 0, sizeof(t));
+    if (sdb_prepare(x->c.db,
+                    "SELECT coalesce(demangled, name, ''), coalesce(name, '')"
+                    " FROM dicts WHERE sess=? AND id=?",
+                    &nst) ||
+        sdb_prepare(
+            x->c.db,
+            "SELECT l.seq, k.seq, k.ts, k.dur, k.dev, k.stream, k.corr,"
+            " k.name_id, k.cfg, k.gx, k.gy, k.gz, k.bx, k.by, k.bz,"
+            " k.regs, k.smem, k.occ, k.scope, k.path, k.stack,"
+            " k.api_off, k.api_dur, k.flags, k.tid FROM klong l LEFT JOIN"
+            " kernels k ON k.sess=l.sess AND k.seq=l.seq WHERE"
+            " l.sess=?1 AND l.ts < ?2 AND l.ts + l.dur > ?3 AND ?4 > 0"
+            " ORDER BY l.ts, l.seq",
+            &ls)) {
+        rc = GPUFL_EINTERNAL;
+        goto out;
+    }
+    qbind_i64(ls, 1, x->c.sess);
+    qbind_i64(ls, 2, lo);
+    qbind_i64(ls, 3, (int64_t)x->from);
+    qbind_i64(ls, 4, (int64_t)x->to);
+    while (!stop && (rc = sdb_step(ls)) == SDB_ROW) {
+        kblock_ev e;
+        unsigned nul;
+        int found = 1, err = GPUFL_OK;
+        if (qcol_null(ls, 1))
+            err = sq_kb_find(x->c.s, x->c.db, x->c.sess,
+                             (uint64_t)qcol_i64(ls, 0), &e, &found);
+        else
+            kb_row_ev(ls, 1, &e, &nul);
+        if (!err && found)
+            err = ex_add_ev(x, nst, &e, &stop);
+        if (err) {
+            rc = err;
+            goto out;
+        }
+    }
+    if (rc != SDB_DONE && rc != SDB_ROW) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    rc = GPUFL_OK;
+    if (stop)
+        goto out;
+    if ((rc = kb_top_init(&t, x->k.max + 1 - x->k.n, KB_KEY_TS, 0)) != 0)
+        goto out;
+    rc = q_prepare(&x->c, "SELECT " KB_ROW_COLS " FROM kernels WHERE sess=?1"
+                          " AND ts >= ?2 AND ts < ?3 AND (ts + dur > ?4 OR"
+                          " ts >= ?4) ORDER BY ts, seq");
+    if (rc)
+        goto out;
+    qbind_i64(x->c.st, 1, x->c.sess);
+    qbind_i64(x->c.st, 2, lo);
+    qbind_i64(x->c.st, 3, (int64_t)x->to);
+    qbind_i64(x->c.st, 4, (int64_t)x->from);
+    while (t.n < t.cap && (rc = sdb_step(x->c.st)) == SDB_ROW) {
+        kblock_ev e;
+        unsigned nul;
+        kb_row_ev(x->c.st, 0, &e, &nul);
+        if (lane_ok(x, (int64_t)e.dev, (int64_t)e.stream))
+            kb_top_add(&t, &e, nul);
+    }
+    if (rc != SDB_DONE && rc != SDB_ROW) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    if ((rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
+                         ex_keeps, &k, &t)) != 0)
+        goto out;
+    kb_top_sort(&t);
+    for (size_t i = 0; i < t.n && !stop && !rc; i++)
+        rc = ex_add_ev(x, nst, &t.ev[i], &stop);
+out:
+    sdb_finalize(nst);
+    sdb_finalize(ls);
+    kb_top_free(&t);
+    return rc;
+}
+
 /* The kernels occupying [from, to), ts order: the long ones that began
  * before the scan, then the scan (as the timeline reads them). */
 static int read_kernels(ex_ctx *x)
 {
     int64_t lo;
-    int rc;
+    int rc, blocks = 0;
 
-    if ((rc = sq_kernels_back(&x->c, x->from, &lo)) != 0)
+    if ((rc = sq_kernels_back(&x->c, x->from, &lo)) != 0 ||
+        (rc = sq_kb_any(x->c.db, x->c.sess, &blocks)) != 0)
         return rc;
+    if (blocks)
+        return read_kernels_blocks(x, lo);
     for (int pass = 0; pass < 2 && !x->k.over; pass++) {
         rc = q_prepare(
             &x->c,
@@ -605,7 +748,7 @@ int srv_store_q_export(srv_store *s, const srv_q *q, jw *w, char *why,
     x->cp.max = SQ_EXP_COPIES;
     x->sc.max = SQ_EXP_SCOPES;
     q_begin(s, &x->c);
-    if ((rc = q_session(&x->c, q->sid)) != 0)
+    if ((rc = q_session(&x->c, q->sid)) != 0 || (rc = q_snapshot(&x->c)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)x->c.first;
     x->to = q->to ? q->to : (uint64_t)x->c.last + 1;

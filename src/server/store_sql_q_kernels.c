@@ -16,18 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kblock.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
 
 /* A kernel row: its name is the display name (demangled when stored) and
  * the recorded one (23), docs/api.md "Names". */
 #define KCOLS                                                                  \
-    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr,"                             \
-    " coalesce(n.demangled, n.name, ''), k.gx, k.gy, k.gz, k.bx, k.by, k.bz,"  \
-    " k.regs, k.smem, k.occ, k.scope, k.path, k.stack, k.api_off, k.api_dur,"  \
-    " k.cfg, k.flags, coalesce(n.name, ''), k.tid"
-/* Columns after KCOLS in a detail query start here. */
-#define KCOLS_N 25
+    "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr, k.name_id, k.cfg, k.gx,"     \
+    " k.gy, k.gz, k.bx, k.by, k.bz, k.regs, k.smem, k.occ, k.scope, k.path,"   \
+    " k.stack, k.api_off, k.api_dur, k.flags, k.tid,"                          \
+    " coalesce(n.demangled, n.name, ''), coalesce(n.name, '')"
+/* KCOLS is KB_ROW_COLS (kb_row_ev reads it), then the display and the
+ * recorded name (KCOLS_NAME, + 1).  Columns after KCOLS in a detail query
+ * start at KCOLS_N. */
+#define KCOLS_NAME 24
+#define KCOLS_N 26
 
 /* The sort keys of a kernel page: column or expression, by sort= name.
  * The latencies are those of kernels whose call counts (SQ_API_OK). */
@@ -58,50 +62,81 @@ static void w_xyz(jw *w, const char *k, int64_t x, int64_t y, int64_t z)
     jw_arr_end(w);
 }
 
-static void w_kernel_row(qctx *c, jw *w)
+/* One kernel's members, from a row or a block alike (nul: kb_top's). */
+static void w_kernel_ev(jw *w, const kblock_ev *e, unsigned nul,
+                        const char *name, const char *mangled)
 {
-    srv_jw_kv_num(w, "kid", qcol_i64(c->st, 0));
-    srv_jw_kv_dec(w, "ts", qcol_i64(c->st, 1));
-    srv_jw_kv_dec(w, "dur", qcol_i64(c->st, 2));
-    srv_jw_kv_num(w, "dev", qcol_i64(c->st, 3));
-    srv_jw_kv_num(w, "stream", qcol_i64(c->st, 4));
-    srv_jw_kv_num(w, "corr", qcol_i64(c->st, 5));
-    jw_kv_str(w, "name", qcol_text(c->st, 6));
-    jw_kv_str(w, "mangled", qcol_text(c->st, 23));
-    w_xyz(w, "grid", qcol_i64(c->st, 7), qcol_i64(c->st, 8),
-          qcol_i64(c->st, 9));
-    w_xyz(w, "block", qcol_i64(c->st, 10), qcol_i64(c->st, 11),
-          qcol_i64(c->st, 12));
-    srv_jw_kv_num(w, "regs", qcol_i64(c->st, 13));
-    srv_jw_kv_num(w, "smem", qcol_i64(c->st, 14));
+    int64_t ts = (int64_t)e->ts, off = e->api_off, dur = (int64_t)e->api_dur;
+    int ok = api_ok(ts, off, dur);
+
+    srv_jw_kv_num(w, "kid", (int64_t)e->seq);
+    srv_jw_kv_dec(w, "ts", ts);
+    srv_jw_kv_dec(w, "dur", (int64_t)e->dur);
+    srv_jw_kv_num(w, "dev", (int64_t)e->dev);
+    srv_jw_kv_num(w, "stream", (int64_t)e->stream);
+    srv_jw_kv_num(w, "corr", (int64_t)e->corr);
+    jw_kv_str(w, "name", name);
+    jw_kv_str(w, "mangled", mangled);
+    w_xyz(w, "grid", (int64_t)e->grid[0], (int64_t)e->grid[1],
+          (int64_t)e->grid[2]);
+    w_xyz(w, "block", e->block[0], e->block[1], e->block[2]);
+    srv_jw_kv_num(w, "regs", e->regs);
+    srv_jw_kv_num(w, "smem", e->smem);
     jw_key(w, "occ");
-    if (qcol_null(c->st, 15))
+    if (nul & 1)
         jw_null(w);
     else
-        jw_f64(w, qcol_f64(c->st, 15), 4);
-    srv_jw_kv_num(w, "scope", qcol_i64(c->st, 16));
-    {
-        int64_t ts = qcol_i64(c->st, 1), off = qcol_i64(c->st, 19),
-                dur = qcol_i64(c->st, 20);
-        int ok = api_ok(ts, off, dur);
-        jw_key(w, "tid");
-        if (ok && !qcol_null(c->st, 24))
-            srv_jw_num(w, qcol_i64(c->st, 24));
-        else
-            jw_null(w);
-        /* no overflow: api_ok bounds the call within 0 .. 2^63-1 */
-        jw_key(w, "launch_ns");
-        if (ok)
-            srv_jw_dec(w, -off);
-        else
-            jw_null(w);
-        jw_key(w, "queue_ns");
-        if (ok)
-            srv_jw_dec(w, -off - dur);
-        else
-            jw_null(w);
-    }
+        jw_f64(w, e->occ, 4);
+    srv_jw_kv_num(w, "scope", (int64_t)e->scope);
+    jw_key(w, "tid");
+    if (ok && !(nul & 2))
+        srv_jw_num(w, (int64_t)e->tid);
+    else
+        jw_null(w);
+    /* no overflow: api_ok bounds the call within 0 .. 2^63-1 */
+    jw_key(w, "launch_ns");
+    if (ok)
+        srv_jw_dec(w, -off);
+    else
+        jw_null(w);
+    jw_key(w, "queue_ns");
+    if (ok)
+        srv_jw_dec(w, -off - dur);
+    else
+        jw_null(w);
 }
+
+static void w_kernel_row(qctx *c, jw *w)
+{
+    kblock_ev e;
+    unsigned nul;
+
+    kb_row_ev(c->st, 0, &e, &nul);
+    w_kernel_ev(w, &e, nul, qcol_text(c->st, KCOLS_NAME),
+                qcol_text(c->st, KCOLS_NAME + 1));
+}
+
+/* A block's kernel (no join gives its names): its members, the names
+ * read by st (NAME_SQL) - "" for both when the id names nothing, as the
+ * row's LEFT JOIN. */
+static int w_kernel_named(jw *w, sdb_stmt *st, int64_t sess, const kblock_ev *e,
+                          unsigned nul)
+{
+    int rc;
+
+    sdb_reset(st);
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, e->name_id);
+    rc = sdb_step(st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    w_kernel_ev(w, e, nul, rc == SDB_ROW ? qcol_text(st, 0) : "",
+                rc == SDB_ROW ? qcol_text(st, 1) : "");
+    return GPUFL_OK;
+}
+#define NAME_SQL                                                               \
+    "SELECT coalesce(demangled, name, ''), coalesce(name, '') FROM dicts"      \
+    " WHERE sess=? AND id=?"
 
 /* Bytes of a name filter's LIKE pattern. */
 #define SQ_PAT_MAX 600
@@ -247,6 +282,167 @@ static int occupy_lo(qctx *c, uint64_t from, int64_t *lo)
     return GPUFL_OK;
 }
 
+/* The block events a page takes: those its rows' WHERE would. */
+typedef struct page_keep {
+    int key, desc, api;
+    int64_t cur[2], occ;
+    const int64_t *ids; /* name filter's ids, sorted; NULL: no filter */
+    size_t nids;
+} page_keep;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int page_keeps(const kblock_ev *e, void *arg)
+{
+    const page_keep *k = arg;
+    int64_t v = kb_key(e, k->key), seq = (int64_t)e->seq;
+
+    if (k->occ &&
+        !((int64_t)(e->ts + e->dur) > k->occ || (int64_t)e->ts >= k->occ))
+        return 0;
+    if (k->api && !api_ok((int64_t)e->ts, e->api_off, (int64_t)e->api_dur))
+        return 0;
+    if (k->desc ? !(v < k->cur[0] || (v == k->cur[0] && seq < k->cur[1]))
+                : !(v > k->cur[0] || (v == k->cur[0] && seq > k->cur[1])))
+        return 0;
+    return !k->ids ||
+           bsearch(&e->name_id, k->ids, k->nids, sizeof(int64_t), cmp_i64);
+}
+
+/* The name filter's name ids (sorted, malloc'd into *ids). */
+static int page_ids(qctx *c, const char *pat, int64_t **ids, size_t *n)
+{
+    size_t cap = 0;
+    int rc;
+
+    *ids = NULL;
+    *n = 0;
+    if ((rc = q_prepare(c, "SELECT id FROM dicts WHERE sess=?1 AND kind=0 AND"
+                           " (name LIKE ?2 ESCAPE '\\' OR demangled LIKE ?2"
+                           " ESCAPE '\\')")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_text(c->st, 2, pat);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        if (*n == cap) {
+            int64_t *x =
+                realloc(*ids, (cap = cap ? 2 * cap : 64) * sizeof(**ids));
+            if (!x)
+                return GPUFL_ENOMEM;
+            *ids = x;
+        }
+        (*ids)[(*n)++] = qcol_i64(c->st, 0);
+    }
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    if (*n > 1)
+        qsort(*ids, *n, sizeof(**ids), cmp_i64);
+    return GPUFL_OK;
+}
+
+/* A page by duration without filters: kext holds a prefix of the
+ * session's kernels in each order (store_sql_ext.c), so its (l + 1)th
+ * after the cursor bounds the page - no kernel of it is further away -
+ * and blocks beyond that bound go unread (t->bound). */
+static int kext_bound(qctx *c, const int64_t *cur, int desc, uint32_t l,
+                      kb_top *t)
+{
+    int rc;
+
+    rc = q_prepare(c, desc ? "SELECT dur FROM kext WHERE sess=?1 AND side=0"
+                             " AND (dur, seq) < (?2, ?3) ORDER BY dur DESC,"
+                             " seq DESC LIMIT 1 OFFSET ?4"
+                           : "SELECT dur FROM kext WHERE sess=?1 AND side=1"
+                             " AND (dur, seq) > (?2, ?3) ORDER BY dur, seq"
+                             " LIMIT 1 OFFSET ?4");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, cur[0]);
+    qbind_i64(c->st, 3, cur[1]);
+    qbind_i64(c->st, 4, l);
+    if ((rc = sdb_step(c->st)) == SDB_ROW) {
+        t->has_bound = 1;
+        t->bound = qcol_i64(c->st, 0);
+    }
+    return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+/* The page of a session with blocks (docs/server.md "Kernel blocks"): its
+ * rows' page (the plain sort; kext holds block kernels too) and the
+ * blocks' events that place, merged by kb_top.  The whole answer. */
+static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
+                          int desc, uint32_t l, char *pat, int64_t occ, jw *w)
+{
+    page_keep k = { sort, desc, sorts[sort].api, { cur[0], cur[1] }, occ,
+                    NULL, 0 };
+    static const int keys[] = { KB_KEY_TS, KB_KEY_DUR, KB_KEY_QUEUE,
+                                KB_KEY_LAUNCH };
+    sdb_stmt *nst = NULL;
+    int64_t *ids = NULL, last[2] = { 0, 0 };
+    kb_top t;
+    uint32_t n = 0;
+    int rc;
+
+    k.key = keys[sort];
+    if ((rc = kb_top_init(&t, (size_t)l + 1, k.key, desc)) != 0)
+        return rc;
+    if (q->name) {
+        sq_like_pat(q->name, pat, SQ_PAT_MAX);
+        if ((rc = page_ids(c, pat, &ids, &k.nids)) != 0)
+            goto out;
+        k.ids = ids ? ids : (const int64_t *)&k; /* none: nothing matches */
+        t.ids = k.ids;
+        t.nids = k.nids;
+        t.named = 1;
+    }
+    if (sort == 1 && !q->name && !q->from && !q->to && !occ &&
+        (rc = kext_bound(c, cur, desc, l, &t)) != 0)
+        goto out;
+    if ((rc = kernels_sql(c, q, cur, sort, desc, l, pat, occ)) != 0)
+        goto out;
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        kblock_ev e;
+        unsigned nul;
+        kb_row_ev(c->st, 0, &e, &nul);
+        kb_top_add(&t, &e, nul);
+    }
+    if (rc != SDB_DONE) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    rc = sq_kb_scan(c->s, c->db, c->sess, (int64_t)q->from,
+                    q->to ? (int64_t)q->to : INT64_MAX, page_keeps, &k, &t);
+    if (rc || (rc = sdb_prepare(c->db, NAME_SQL, &nst)) != 0) {
+        rc = rc ? rc : GPUFL_EINTERNAL;
+        goto out;
+    }
+    kb_top_sort(&t);
+    jw_obj_begin(w);
+    jw_key(w, "items");
+    jw_arr_begin(w);
+    for (; n < l && n < t.n && !rc; n++) {
+        const kblock_ev *e = &t.ev[n];
+        jw_obj_begin(w);
+        rc = w_kernel_named(w, nst, c->sess, e, t.nul[n]);
+        jw_obj_end(w);
+        last[0] = kb_key(e, k.key);
+        last[1] = (int64_t)e->seq;
+    }
+    jw_arr_end(w);
+    q_next(w, t.n > l, last, 2);
+    jw_obj_end(w);
+out:
+    sdb_finalize(nst);
+    free(ids);
+    kb_top_free(&t);
+    return rc;
+}
+
 int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
@@ -256,7 +452,7 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
     char pat[SQ_PAT_MAX];
     srv_q qo;
     int64_t occ = 0;
-    int rc, hc;
+    int rc, hc, blocks = 0;
 
     if (q->sort) {
         for (sort = 0; sort < (int)(sizeof(sorts) / sizeof(sorts[0])); sort++)
@@ -297,6 +493,12 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
             cur[1] = -1;
         }
     }
+    if ((rc = q_snapshot(&c)) != 0 ||
+        (rc = sq_kb_any(c.db, c.sess, &blocks)) != 0)
+        return q_end(&c, rc, w);
+    if (blocks)
+        return q_end(&c, kernels_blocks(&c, q, cur, sort, desc, l, pat, occ, w),
+                     w);
     rc = by_dur ? kernels_by_dur(&c, q, cur, desc, l, pat, occ) : GPUFL_EFULL;
     if (rc == GPUFL_EFULL)
         rc = kernels_sql(&c, q, cur, sort, desc, l, pat, occ);
@@ -313,8 +515,8 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
         switch (sort) {
         case 0: last[0] = qcol_i64(c.st, 1); break;
         case 1: last[0] = qcol_i64(c.st, 2); break;
-        case 2: last[0] = -qcol_i64(c.st, 19) - qcol_i64(c.st, 20); break;
-        default: last[0] = -qcol_i64(c.st, 19); break;
+        case 2: last[0] = -qcol_i64(c.st, 20) - qcol_i64(c.st, 21); break;
+        default: last[0] = -qcol_i64(c.st, 20); break;
         }
         last[1] = qcol_i64(c.st, 0);
         n++;
@@ -325,45 +527,103 @@ int srv_store_q_kernels(srv_store *s, const srv_q *q, jw *w)
     return q_end(&c, rc == SDB_ROW || rc == SDB_DONE ? 0 : sq_err(rc), w);
 }
 
+/* A kernel detail's members after the page's. */
+static void w_detail(jw *w, const kblock_ev *e)
+{
+    int64_t ts = (int64_t)e->ts;
+
+    srv_jw_kv_dec(w, "end", ts + (int64_t)e->dur);
+    if (api_ok(ts, e->api_off, (int64_t)e->api_dur)) {
+        srv_jw_kv_dec(w, "api_enter", ts + e->api_off);
+        srv_jw_kv_dec(w, "api_dur", (int64_t)e->api_dur);
+    }
+    srv_jw_kv_num(w, "launch_cfg", (int64_t)e->cfg);
+    jw_key(w, "cooperative");
+    jw_bool(w, (e->flags & EVF_COOP) != 0);
+}
+
+/* The launch limiter members of a kernel detail (its cfg's dicts row, as
+ * the row query's LEFT JOIN dicts d) from st's columns col.. */
+static void w_launch(jw *w, sdb_stmt *st, int col, int have)
+{
+    if (have && !qcol_null(st, col))
+        jw_kv_str(w, "limiter", qcol_text(st, col));
+    srv_jw_kv_num(w, "local_mem", have ? qcol_i64(st, col + 1) : 0);
+    srv_jw_kv_num(w, "dyn_smem", have ? qcol_i64(st, col + 2) : 0);
+}
+
+/* The head of a kernel detail: from its row (c->st on it) or, past the
+ * rows, from the session's blocks (*found 0: neither holds kid). */
+static int kernel_head(qctx *c, int64_t kid, jw *w, kblock_ev *e, int *found)
+{
+    sdb_stmt *nst = NULL;
+    unsigned nul = 0;
+    int rc;
+
+    *found = 0;
+    rc = q_prepare(c, "SELECT " KCOLS ", d.lim, d.lmem, d.dsmem FROM kernels k"
+                      " LEFT JOIN dicts n ON n.sess=k.sess AND n.id=k.name_id"
+                      " LEFT JOIN dicts d ON d.sess=k.sess AND d.id=k.cfg"
+                      " WHERE k.sess=? AND k.seq=?");
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, kid);
+    if ((rc = sdb_step(c->st)) == SDB_ROW) {
+        kb_row_ev(c->st, 0, e, &nul);
+        *found = 1;
+        jw_obj_begin(w);
+        w_kernel_ev(w, e, nul, qcol_text(c->st, KCOLS_NAME),
+                    qcol_text(c->st, KCOLS_NAME + 1));
+        w_detail(w, e);
+        w_launch(w, c->st, KCOLS_N, 1);
+        return GPUFL_OK;
+    }
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    if ((rc = sq_kb_find(c->s, c->db, c->sess, (uint64_t)kid, e, found)) != 0 ||
+        !*found)
+        return rc;
+    if (sdb_prepare(c->db, NAME_SQL, &nst))
+        return GPUFL_EINTERNAL;
+    jw_obj_begin(w);
+    nul = (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u);
+    rc = w_kernel_named(w, nst, c->sess, e, nul);
+    sdb_finalize(nst);
+    if (rc)
+        return rc;
+    w_detail(w, e);
+    if ((rc = q_prepare(c, "SELECT lim, lmem, dsmem FROM dicts WHERE sess=?"
+                           " AND id=?")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, (int64_t)e->cfg);
+    rc = sdb_step(c->st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    w_launch(w, c->st, 0, rc == SDB_ROW);
+    return GPUFL_OK;
+}
+
 int srv_store_q_kernel(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
-    int64_t scope, path, stack, cfg, sess;
+    int64_t scope, path, stack, sess;
     char buf[SQ_PATH_STR_MAX];
-    int rc;
+    kblock_ev e;
+    int rc, found = 0;
 
     q_begin(s, &c);
     if ((rc = q_session(&c, q->sid)) != 0)
         return q_end(&c, rc, w);
     sess = c.sess;
-    rc = q_prepare(&c, "SELECT " KCOLS ", d.lim, d.lmem, d.dsmem FROM kernels k"
-                       " LEFT JOIN dicts n ON n.sess=k.sess AND n.id=k.name_id"
-                       " LEFT JOIN dicts d ON d.sess=k.sess AND d.id=k.cfg"
-                       " WHERE k.sess=? AND k.seq=?");
-    if (rc)
+    if ((rc = q_snapshot(&c)) != 0)
         return q_end(&c, rc, w);
-    qbind_i64(c.st, 1, sess);
-    qbind_i64(c.st, 2, (int64_t)q->kid);
-    if ((rc = sdb_step(c.st)) != SDB_ROW)
-        return q_end(&c, rc == SDB_DONE ? GPUFL_ENOTFOUND : sq_err(rc), w);
-    jw_obj_begin(w);
-    w_kernel_row(&c, w);
-    scope = qcol_i64(c.st, 16);
-    path = qcol_i64(c.st, 17);
-    stack = qcol_i64(c.st, 18);
-    cfg = qcol_i64(c.st, 21);
-    srv_jw_kv_dec(w, "end", qcol_i64(c.st, 1) + qcol_i64(c.st, 2));
-    if (api_ok(qcol_i64(c.st, 1), qcol_i64(c.st, 19), qcol_i64(c.st, 20))) {
-        srv_jw_kv_dec(w, "api_enter", qcol_i64(c.st, 1) + qcol_i64(c.st, 19));
-        srv_jw_kv_dec(w, "api_dur", qcol_i64(c.st, 20));
-    }
-    srv_jw_kv_num(w, "launch_cfg", cfg);
-    jw_key(w, "cooperative");
-    jw_bool(w, (qcol_i64(c.st, 22) & EVF_COOP) != 0);
-    if (!qcol_null(c.st, KCOLS_N))
-        jw_kv_str(w, "limiter", qcol_text(c.st, KCOLS_N));
-    srv_jw_kv_num(w, "local_mem", qcol_i64(c.st, KCOLS_N + 1));
-    srv_jw_kv_num(w, "dyn_smem", qcol_i64(c.st, KCOLS_N + 2));
+    if ((rc = kernel_head(&c, (int64_t)q->kid, w, &e, &found)) != 0 || !found)
+        return q_end(&c, rc ? rc : GPUFL_ENOTFOUND, w);
+    scope = (int64_t)e.scope;
+    path = (int64_t)e.path;
+    stack = (int64_t)e.stack;
     /* the scope instance's path, from its scope_begin line */
     if (scope && !path) {
         if (!q_prepare(

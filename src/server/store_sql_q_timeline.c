@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kblock.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
 
@@ -272,14 +273,37 @@ static int read_summary(tl_ctx *x, int lv, uint64_t *started)
     return GPUFL_OK;
 }
 
+/* Block events occupying the window from ts: (ts + dur > from or ts >=
+ * from), as the rows' WHERE. */
+static int raw_keeps(const kblock_ev *e, void *arg)
+{
+    int64_t from = *(const int64_t *)arg;
+    return (int64_t)(e->ts + e->dur) > from || (int64_t)e->ts >= from;
+}
+
+static void raw_set(tl_row *r, const kblock_ev *e)
+{
+    r->seq = (int64_t)e->seq;
+    r->ts = (int64_t)e->ts;
+    r->dur = (int64_t)e->dur;
+    r->lane = (int64_t)(e->dev << 32 | (e->stream & 4294967295u));
+    r->name = e->name_id;
+    r->corr = (int64_t)e->corr;
+}
+
 /* The kernels occupying the window, ts order, into x->raw: the long ones
  * that began before the scan, then a scan from the session's longest
- * other kernel before the window.  GPUFL_EFULL past SQ_TL_RAW_DENSE. */
-static int read_raw(tl_ctx *x)
+ * other kernel before the window - rows, and with blocks (blocks set)
+ * the first of rows and blocks merged.  GPUFL_EFULL past
+ * SQ_TL_RAW_DENSE. */
+static int read_raw(tl_ctx *x, int blocks)
 {
-    int64_t lo;
+    int64_t lo, from = (int64_t)x->from;
+    size_t want;
+    kb_top t;
     int rc;
 
+    memset(&t, 0, sizeof(t));
     if ((rc = sq_kernels_back(&x->c, x->from, &lo)) != 0)
         return rc;
     x->raw = malloc((SQ_TL_RAW_DENSE + 1) * sizeof(tl_row));
@@ -288,21 +312,35 @@ static int read_raw(tl_ctx *x)
     for (size_t i = 0; i < x->nlng; i++)
         if (x->lng[i].ts < lo && x->nraw <= SQ_TL_RAW_DENSE)
             x->raw[x->nraw++] = x->lng[i];
-    rc = q_prepare(&x->c,
-                   "SELECT seq, ts, dur, (coalesce(dev, 0)<<32) |"
-                   " (coalesce(stream, 0) & 4294967295), coalesce(name_id,"
-                   " 0), coalesce(corr, 0) FROM kernels WHERE sess=?1 AND"
-                   " ts >= ?2 AND ts < ?3 AND (ts + dur > ?4 OR ts >= ?4)"
-                   " ORDER BY ts, seq LIMIT ?5");
-    if (rc)
+    want = SQ_TL_RAW_DENSE + 1 - x->nraw;
+    if (blocks && (rc = kb_top_init(&t, want, KB_KEY_TS, 0)) != 0)
         return rc;
+    rc = q_prepare(&x->c,
+                   blocks ? "SELECT " KB_ROW_COLS " FROM kernels WHERE"
+                            " sess=?1 AND ts >= ?2 AND ts < ?3 AND (ts + dur"
+                            " > ?4 OR ts >= ?4) ORDER BY ts, seq LIMIT ?5"
+                          : "SELECT seq, ts, dur, (coalesce(dev, 0)<<32) |"
+                            " (coalesce(stream, 0) & 4294967295),"
+                            " coalesce(name_id, 0), coalesce(corr, 0) FROM"
+                            " kernels WHERE sess=?1 AND ts >= ?2 AND ts < ?3"
+                            " AND (ts + dur > ?4 OR ts >= ?4) ORDER BY ts,"
+                            " seq LIMIT ?5");
+    if (rc)
+        goto out;
     qbind_i64(x->c.st, 1, x->c.sess);
     qbind_i64(x->c.st, 2, lo);
     qbind_i64(x->c.st, 3, (int64_t)x->to);
-    qbind_i64(x->c.st, 4, (int64_t)x->from);
+    qbind_i64(x->c.st, 4, from);
     qbind_i64(x->c.st, 5, SQ_TL_RAW_DENSE + 1);
     while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
         tl_row *r;
+        if (blocks) {
+            kblock_ev e;
+            unsigned nul;
+            kb_row_ev(x->c.st, 0, &e, &nul);
+            kb_top_add(&t, &e, nul);
+            continue;
+        }
         if (x->nraw > SQ_TL_RAW_DENSE)
             break;
         r = &x->raw[x->nraw++];
@@ -313,9 +351,24 @@ static int read_raw(tl_ctx *x)
         r->name = qcol_i64(x->c.st, 4);
         r->corr = qcol_i64(x->c.st, 5);
     }
-    if (rc != SDB_DONE && rc != SDB_ROW)
-        return sq_err(rc);
-    return x->nraw > SQ_TL_RAW_DENSE ? GPUFL_EFULL : GPUFL_OK;
+    if (rc != SDB_DONE && rc != SDB_ROW) {
+        rc = sq_err(rc);
+        goto out;
+    }
+    rc = GPUFL_OK;
+    if (blocks) {
+        if ((rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
+                             raw_keeps, &from, &t)) != 0)
+            goto out;
+        kb_top_sort(&t);
+        for (size_t i = 0; i < t.n; i++)
+            raw_set(&x->raw[x->nraw++], &t.ev[i]);
+    }
+    if (x->nraw > SQ_TL_RAW_DENSE)
+        rc = GPUFL_EFULL;
+out:
+    kb_top_free(&t);
+    return rc;
 }
 
 /* The raw kernels' columns, replacing the summary's. */
@@ -463,7 +516,7 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     tl_ctx *x = calloc(1, sizeof(*x));
     uint32_t exact = q->exact > SQ_TL_RAW_DENSE ? SQ_TL_RAW_DENSE : q->exact;
     uint64_t started = 0;
-    int level = -1, raw = 0, rc;
+    int level = -1, raw = 0, blocks = 0, rc;
 
     if (!x)
         return GPUFL_ENOMEM;
@@ -471,7 +524,8 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     if (x->width > SQ_TL_WIDTH_MAX)
         x->width = SQ_TL_WIDTH_MAX;
     q_begin(s, &x->c);
-    if ((rc = q_session(&x->c, q->sid)) != 0)
+    if ((rc = q_session(&x->c, q->sid)) != 0 || (rc = q_snapshot(&x->c)) != 0 ||
+        (rc = sq_kb_any(x->c.db, x->c.sess, &blocks)) != 0)
         goto out;
     x->from = q->from ? q->from : (uint64_t)x->c.first;
     x->to = q->to ? q->to : (uint64_t)x->c.last + 1;
@@ -495,7 +549,7 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     if ((rc = read_summary(x, level < 0 ? 0 : level, &started)) != 0)
         goto out;
     if ((level < 0 || exact) && started + x->nlng <= SQ_TL_RAW_DENSE) {
-        rc = read_raw(x);
+        rc = read_raw(x, blocks);
         if (rc == GPUFL_OK) {
             raw = 1;
             cols_from_raw(x);

@@ -164,12 +164,17 @@ def json_log_lines(text):
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUFL_SERVER_") and not k.startswith("GPUFL_")
-           or k in ("GPUFL_TEST_TMP", "GPUFL_BIN_DIR")}
+           or k in ("GPUFL_TEST_TMP", "GPUFL_BIN_DIR")
+           or k == "GPUFL_SERVER_KB_RUN" and SERVER_ARGS}
     env.update(extra or {})
     return env
 
 
 PG_URI_FILE = os.environ.get("GPUFL_TEST_PG_URI_FILE")
+# Arguments added to every server's command line (a run of the HTTP suite
+# with --kernel-store=blocks, docs/server.md "Kernel blocks"); with them,
+# GPUFL_SERVER_KB_RUN passes through too.
+SERVER_ARGS = os.environ.get("GPUFL_TEST_SERVER_ARGS", "").split()
 
 
 def pg_base():
@@ -205,7 +210,7 @@ class Server:
                 open(os.path.join(data_dir, ".pgdb"), "w").close()
             extra = ["--db", "%s/%s" % (pg_base(), self.pgdb)]
         cmd = [SERVER, "--listen", "127.0.0.1:0", "--data-dir", data_dir,
-               "--quiet"] + extra + list(args)
+               "--quiet"] + extra + SERVER_ARGS + list(args)
         if admin:
             cmd += ["--admin-token", admin]
         self.out_path = os.path.join(data_dir + ".out")

@@ -145,10 +145,11 @@ class Blocks(Base):
             if srv is a:
                 want = json.loads(data)
         self.assertEqual(json.loads(data), want)
-        # a query thawed the session back into rows (docs/server.md)
-        self.assertEqual(count(b, "SELECT count(*) FROM kblocks"), 0)
-        self.assertEqual(count(b, "SELECT count(*) FROM kernels"), nk + 5)
-        # and a replay after the thaw is still a duplicate
+        # the queries read the blocks where they lie: none thawed
+        self.assertEqual(count(b, "SELECT sum(n) FROM kblocks"), inb)
+        self.assertEqual(count(b, "SELECT count(*) FROM kernels") + inb,
+                         nk + 5)
+        # and a replay after the queries is still a duplicate
         r = b.ingest_ok("device", lines(g, "device", 0, 50))
         self.assertEqual(r["accepted"], 0)
 
@@ -161,6 +162,141 @@ class Blocks(Base):
         self.assertEqual(count(a, "SELECT count(*) FROM kblocks"), 0)
         self.assertEqual(count(a, "SELECT count(*) FROM kernels"),
                          len(g.kernels))
+
+
+# Kernels per block in Reads (GPUFL_SERVER_KB_RUN): small, so that a
+# session has many blocks per stream, of odd sizes, and a hot tail.
+RUN = 377
+
+
+def wait_settled(srv, run, timeout=60):
+    """Until no (session, stream) has a run of `run` rows left, nor an
+    ended session any row (what the compactor takes)."""
+    q = ("SELECT count(*) FROM (SELECT k.sess, k.stream, count(*) AS c,"
+         " max(s.state) AS st FROM kernels k JOIN sessions s ON s.id=k.sess"
+         " GROUP BY k.sess, k.stream) t WHERE c >= %d OR st <> 'running'"
+         % run)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if count(srv, q) == 0 and \
+                count(srv, "SELECT count(*) FROM kblocks") > 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("not compacted in %d s" % timeout)
+
+
+def kernel_paths(base, g, seqs, windows):
+    """Every kernel-reading answer of a session worth comparing; windows:
+    (from, to) pairs, the first a dense one."""
+    (t0, t1), rest = windows[0], windows[1:]
+    p = [base, base + "/kernels/aggregate", base + "/durations",
+         base + "/kernels/aggregate?name=gemm",
+         base + "/kernels?limit=1000",
+         base + "/kernels?desc=true&limit=700",
+         base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1),
+         base + "/kernels?name=gemm&limit=300",
+         base + "/kernels?name=nosuchkernel&limit=10",
+         base + "/kernels?sort=queue&desc=true&limit=100",
+         base + "/kernels?sort=launch_latency&limit=100",
+         base + "/timeline?from=%d&to=%d&width=500&exact=5000" % (t0, t1),
+         base + "/timeline?width=800",
+         base + "/calls",
+         base + "/export?from=%d&to=%d" % (t0, t1)]
+    for w0, w1 in rest:
+        p += [base + "/kernels?from=%d&to=%d&overlap=true&limit=1000"
+              % (w0, w1),
+              base + "/kernels?from=%d&overlap=true&desc=true&limit=50" % w0,
+              base + "/timeline?from=%d&to=%d&width=300" % (w0, w1),
+              base + "/calls?from=%d&to=%d" % (w0, w1),
+              base + "/export?from=%d&to=%d" % (w0, w1)]
+    for sort in ("duration", "start"):
+        for desc in ("true", "false"):
+            for name in ("", "&name=Fill", "&name=gemm"):
+                p.append(base + "/kernels?sort=%s&desc=%s%s&limit=250"
+                         % (sort, desc, name))
+    rnd = random.Random(5)
+    p += [base + "/kernels/%d" % s for s in
+          seqs[:3] + seqs[-3:] + rnd.sample(seqs, 20)]
+    p.append(base + "/kernels/%d" % (seqs[-1] + 10 ** 6))  # none
+    return p
+
+
+class Reads(Base):
+    def test_block_native_answers_without_thaw(self):
+        """Every kernel-reading endpoint answers from blocks exactly as
+        from rows, and no query thaws: the blocks and rows stay as the
+        compactor left them."""
+        g, _ = TL.lod_session(random.Random(31))
+        h = ended(TL.flows_session(random.Random(32), 3000))
+        # h: API calls and threads, all of it compacted, its last blocks
+        # short; g: runs of RUN compacted, a hot tail of rows
+        env = {"GPUFL_SERVER_KB_RUN": str(RUN)}
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=env)
+        for gen in (g, h):
+            gen.send(a)
+            gen.send(b)
+        wait_settled(b, RUN)
+        state = ("SELECT (SELECT count(*) FROM kblocks), (SELECT sum(n) FROM"
+                 " kblocks), (SELECT count(*) FROM kernels)")
+        before = b.sql(state)[0]
+        nk = len(g.kernels) + len(h.kernels)
+        self.assertEqual(int(before[1]) + int(before[2]), nk)
+        self.assertGreater(int(before[0]), 2 * nk // RUN // 3)
+        self.assertGreater(int(before[2]), 0)  # g's hot tail
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks WHERE n <"
+                                 " %d" % RUN), 0)  # short blocks too
+        for gen in (g, h):
+            base = "/api/v1/sessions/" + gen.sid
+            seqs = sorted(k[0] for k in gen.kernels)
+            ts = sorted(k[3] for k in gen.kernels)
+            mid = ts[len(ts) // 2]
+            windows = [(mid, mid + 5 * 10 ** 6), (mid - 10 ** 7, mid + 10 ** 7),
+                       (ts[0] + 2 * 10 ** 8, ts[0] + 2 * 10 ** 8 + 3 * 10 ** 7)]
+            if gen is g:  # the 18000-kernel burst
+                windows[0] = (TL.T0 + 3 * 10 ** 9, TL.T0 + 3 * 10 ** 9 +
+                              5 * 10 ** 6)
+            for p in kernel_paths(base, gen, seqs, windows):
+                sa, _, da = a.req("GET", p)
+                sb, _, db = b.req("GET", p)
+                self.assertEqual(sb, sa, p)
+                self.assertEqual(norm(json.loads(db or b"null")),
+                                 norm(json.loads(da or b"null")), p)
+            for q in ("?sort=duration&desc=true", "?name=add"):
+                self.assertEqual(T.page_all(b, base + "/kernels" + q, 999),
+                                 T.page_all(a, base + "/kernels" + q, 999), q)
+        # h's calls came from its blocks (launches with their calls)
+        self.assertGreater(b.get("/api/v1/sessions/%s/calls" % h.sid)
+                           ["count"], 1000)
+        # no query thawed a block back into rows
+        self.assertEqual(b.sql(state)[0], before)
+
+
+    def test_reads_during_compaction(self):
+        """Pages read while the compactor moves rows into blocks see every
+        kernel once: rows and blocks are read in one snapshot."""
+        h = ended(TL.flows_session(random.Random(33), 3000))
+        env = {"GPUFL_SERVER_KB_RUN": "37", "GPUFL_SERVER_KB_PAUSE_MS": "25"}
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=env)
+        h.send(a)
+        h.send(b)
+        base = "/api/v1/sessions/%s/kernels" % h.sid
+        want = T.page_all(a, base, 1000)
+        wd = a.get(base + "?sort=duration&desc=true&limit=1000")
+        reads, mid = 0, 0
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            left = count(b, "SELECT count(*) FROM kernels")
+            if not left and reads >= 3:
+                break
+            self.assertEqual(T.page_all(b, base, 1000), want)
+            self.assertEqual(b.get(base + "?sort=duration&desc=true"
+                                   "&limit=1000"), wd)
+            reads += 1
+            mid += left > 0
+        self.assertEqual(count(b, "SELECT count(*) FROM kernels"), 0)
+        self.assertGreater(mid, 0)  # reads while rows were being moved
 
 
 class Crash(Base):
@@ -201,8 +337,8 @@ class Crash(Base):
             self.servers.append(srv)
         print("kills while compaction had work left: %d of %d" % (mid, kills))
         self.assertGreater(mid, 0)
-        # let it finish, then count every kernel: rows + blocks, and after
-        # the thaw every seq, exactly once
+        # let it finish, then count every kernel: rows + blocks, and read
+        # back every seq, exactly once
         deadline = time.time() + 60
         while time.time() < deadline and count(srv, LEFT) > 0:
             time.sleep(0.3)
@@ -217,13 +353,17 @@ class Crash(Base):
                                               len(g.lines["device"])))
             self.assertEqual(r["accepted"], 0)
         srv.stop()
-        srv = T.Server(d)  # rows: nothing compacts; queries thaw
+        # rows: nothing compacts; the queries read rows and blocks
+        srv = T.Server(d)
         self.servers.append(srv)
+        nb = count(srv, "SELECT count(*) FROM kblocks")
         for sid, seqs in want.items():
             got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % sid)
             self.assertEqual(sorted(k["kid"] for k in got), seqs)
-        self.assertEqual(count(srv, "SELECT count(*) FROM kblocks"), 0)
-        self.assertEqual(count(srv, "SELECT count(*) FROM kernels"), total)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kblocks"), nb)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kernels") +
+                         count(srv, "SELECT coalesce(sum(n), 0) FROM kblocks"),
+                         total)
         self.assertEqual(kills, 8)
 
 

@@ -332,6 +332,40 @@ static void test_seek(void)
           -1);
 }
 
+/* kblock_name_dur gives each event's name and duration as a whole
+ * decode does, in every encoding of the duration column. */
+static void test_name_dur(void)
+{
+    static int64_t names[KB_MAX_EVENTS];
+    static uint64_t durs[KB_MAX_EVENTS];
+    static const unsigned modes[] = { KB_OPT_DEFAULT, KB_OPT_NOZSTD,
+                                      KB_OPT_DUR_PLAIN, KB_OPT_NOSHAPES };
+    static const size_t sizes[] = { 1, 2, 377, 4096 };
+    size_t len, n;
+
+    for (size_t o = 0; o < sizeof(modes) / sizeof(modes[0]); o++)
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+            fill_real(sizes[z], 50);
+            len = trip(sizes[z], modes[o]);
+            REQUIRE(len > 0);
+            n = 0;
+            CHECK(kblock_name_dur(dec, blk, len, names, durs, KB_MAX_EVENTS, &n,
+                                  why, sizeof(why)) == 0);
+            CHECK_EQ_U64(n, sizes[z]);
+            for (size_t i = 0; i < n; i++)
+                if (names[i] != got[i].name_id || durs[i] != got[i].dur) {
+                    CHECK(!"name or duration differs");
+                    break;
+                }
+        }
+    /* no room, and a damaged payload: errors */
+    CHECK(kblock_name_dur(dec, blk, len, names, durs, 10, &n, why,
+                          sizeof(why)) == -1);
+    blk[len - 2] ^= 0x40;
+    CHECK(kblock_name_dur(dec, blk, len, names, durs, KB_MAX_EVENTS, &n, why,
+                          sizeof(why)) == -1);
+}
+
 /* The two blocks' headers give the same index (a changed header that
  * still decodes must not change what a store would file it under). */
 static int same_index(const unsigned char *a, const unsigned char *b,
@@ -413,6 +447,7 @@ int main(void)
     RUN(test_limits);
     RUN(test_overlong);
     RUN(test_seek);
+    RUN(test_name_dur);
     RUN(test_damage);
     kblock_enc_free(enc);
     kblock_dec_free(dec);
