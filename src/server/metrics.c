@@ -143,7 +143,7 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
             g->cold.moved);
         one(b, "gpufl_server_cold_objects_deleted_total", "counter",
             "S3 objects of the cold tier deleted (their session pruned or"
-            " their block thawed).",
+            " their block merged into another).",
             g->cold.deleted);
         one(b, "gpufl_server_cold_s3_errors_total", "counter",
             "Passes of the cold tier's mover that S3 failed (blocks stay in"

@@ -3,7 +3,7 @@
  * kernels go straight into column blocks (issue 23; docs/server.md
  * "Kernel blocks (store)"), and the one form a kernel row takes on its
  * way into the database (sq_kernel_ev, sq_kernel_bind: the row writers of
- * both databases, the thaw and this file share them).
+ * both databases and this file share them).
  *
  * A kernel is parsed into a kblock_ev (the codec's event) and held; before
  * the batch commits (so before its 200) the held kernels are written as

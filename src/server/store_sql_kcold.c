@@ -19,7 +19,7 @@
  * read when S3 is back.
  *
  * An object is deleted when no row names it any more: the session was
- * pruned by retention, or its block thawed back into rows (kcold rows
+ * pruned by retention, or its block merged into another (kcold rows
  * whose stub no kblocks row holds; one pass deletes the object, then the
  * kcold row, so a failed DELETE is tried again).  Because ids are never
  * reused, an object once unnamed is never named again: the sweep cannot
@@ -380,7 +380,7 @@ static int kc_pick(srv_store *s, int64_t cutoff, int64_t key[4],
 }
 
 /* The row's bytes replaced by stub, if it still holds buf; *moved 0:
- * it changed meanwhile (thawed, pruned), and the object is unnamed. */
+ * it changed meanwhile (merged, pruned), and the object is unnamed. */
 static int kc_mark(srv_store *s, const int64_t key[4], const unsigned char *buf,
                    size_t len, const unsigned char *stub, int *moved)
 {
