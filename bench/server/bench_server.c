@@ -451,6 +451,17 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
                (double)b.blocks_disk / (double)b.in_blocks,
                (double)b.block_bytes / (double)b.in_blocks,
                (unsigned long long)b.rows);
+    if (b.db_disk) {
+        uint64_t all = b.rows + b.in_blocks; /* every session's */
+        printf("    whole database: %.1f B/kernel (every table and index, "
+               "the rollups included, over %llu kernels); biggest:",
+               (double)b.db_disk / (double)(all ? all : 1),
+               (unsigned long long)all);
+        for (int i = 0; i < SRV_KB_TOP && b.top[i].name[0]; i++)
+            printf("%s %s %.1f", i ? "," : "", b.top[i].name,
+                   (double)b.top[i].bytes / (double)(all ? all : 1));
+        printf(" (B/kernel)\n");
+    }
     /* a new connection: the old one may have idled past --timeout */
     close(*fd);
     *fd = connect_to(port);

@@ -309,9 +309,17 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks,
                               uint64_t *kernels);
 /* What the kernels take (bench_server): rows, blocks and the kernels in
  * them, the blocks' bytes, and on disk with indexes the kernels table's
- * and the kblocks table's bytes (0: not known). */
+ * and the kblocks table's bytes (0: not known); db_disk: the whole
+ * database's (every table and index: the rollups too), and its biggest
+ * tables with their indexes. */
+#define SRV_KB_TOP 8
 typedef struct srv_kb_stats {
     uint64_t rows, blocks, in_blocks, block_bytes, rows_disk, blocks_disk;
+    uint64_t db_disk;
+    struct {
+        char name[64];
+        uint64_t bytes;
+    } top[SRV_KB_TOP];
 } srv_kb_stats;
 void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o);
 /* --kernel-store=blocks (blocks != 0): ingest writes a batch's kernels as

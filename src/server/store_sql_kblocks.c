@@ -526,6 +526,31 @@ static uint64_t kb_one(sdb *db, const char *sql)
     return v;
 }
 
+/* The biggest tables, each with its indexes (SQLite: an index's pages
+ * count for its table by dbstat's tbl_name through sqlite_schema). */
+static void kb_biggest(sdb *db, int pg, srv_kb_stats *o)
+{
+    sdb_stmt *st = NULL;
+    size_t i = 0;
+
+    if (sdb_prepare(db,
+                    pg ? "SELECT relname, pg_total_relation_size(c.oid) FROM"
+                         " pg_class c JOIN pg_namespace n ON"
+                         " n.oid=c.relnamespace WHERE c.relkind='r' AND"
+                         " n.nspname=current_schema() ORDER BY 2 DESC LIMIT 8"
+                       : "SELECT m.tbl_name, sum(d.pgsize) FROM dbstat d JOIN"
+                         " sqlite_schema m ON m.name=d.name GROUP BY"
+                         " m.tbl_name ORDER BY 2 DESC LIMIT 8",
+                    &st))
+        return;
+    while (i < SRV_KB_TOP && sdb_step(st) == SDB_ROW) {
+        const char *n = qcol_text(st, 0);
+        snprintf(o->top[i].name, sizeof(o->top[i].name), "%s", n ? n : "?");
+        o->top[i++].bytes = (uint64_t)qcol_i64(st, 1);
+    }
+    sdb_finalize(st);
+}
+
 void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o)
 {
     sdb *db = sq_reader_get(s);
@@ -547,6 +572,9 @@ void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o)
                       : "SELECT sum(pgsize) FROM dbstat WHERE"
                         " name='kblocks' OR name LIKE 'kblocks_%'"
                         " OR name LIKE 'sqlite_autoindex_kblocks%'");
+    o->db_disk = kb_one(db, pg ? "SELECT pg_database_size(current_database())"
+                               : "SELECT sum(pgsize) FROM dbstat");
+    kb_biggest(db, pg, o);
     sq_reader_put(s, db);
 }
 
