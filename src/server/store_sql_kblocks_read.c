@@ -459,11 +459,13 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */
     if (sdb_prepare(db,
+                    /* CASE: PostgreSQL's EXISTS is a boolean */
                     by_name ? "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
-                              " dur_max, EXISTS (SELECT 1 FROM kbnames n"
-                              " WHERE n.sess=k.sess AND n.stream=k.stream"
-                              " AND n.seq_lo=k.seq_lo) FROM kblocks k"
-                              " WHERE sess=?1 AND t_hi >= ?2 AND t_lo < ?3"
+                              " dur_max, CASE WHEN EXISTS (SELECT 1 FROM"
+                              " kbnames n WHERE n.sess=k.sess AND"
+                              " n.stream=k.stream AND n.seq_lo=k.seq_lo)"
+                              " THEN 1 ELSE 0 END FROM kblocks k WHERE"
+                              " sess=?1 AND t_hi >= ?2 AND t_lo < ?3"
                             : "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
                               " dur_max FROM kblocks WHERE sess=?1 AND"
                               " t_hi >= ?2 AND t_lo < ?3",
