@@ -50,7 +50,8 @@ endif()
 
 # Kernel blocks (test_kblocks.py): compaction, replays of compacted
 # kernels, the same answers as rows, kill -9 during compaction, ingest
-# straight into blocks (Ingest, IngestCrash); on
+# straight into blocks (Ingest, IngestCrash), sorts by duration of one
+# name through the blocks' names (NameSorts); on
 # PostgreSQL below too.
 if(TARGET gpufl_server_core)
   foreach(cls Blocks Reads NameSorts Crash Ingest IngestCrash)

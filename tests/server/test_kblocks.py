@@ -11,6 +11,10 @@ not) and batches out of order or with repeats count right, the rollups are
 those of a rows store, and kill -9 during a block write loses nothing
 acknowledged.
 
+NameSorts: a sort by duration filtered by name reads the blocks through
+their names' duration bounds (kbnames) and answers as rows do, blocks
+without kbnames rows (older ones) included.
+
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
 import threading
