@@ -383,6 +383,17 @@ static const char *const migrations[] = {
     "CREATE TABLE IF NOT EXISTS capi_from(sess INTEGER NOT NULL);"
     "INSERT INTO capi_from SELECT coalesce(max(id), 0) + 1 FROM sessions"
     " WHERE NOT EXISTS (SELECT 1 FROM capi_from);",
+    /* 22: each kernel block's names (store_sql_kblocks.c sq_kb_put, in
+     * the block's transaction; deleted with it): per name its count and
+     * min/max duration, so that a sort by duration filtered by name reads
+     * only the blocks where that name can place (every block holds every
+     * name: the block's own dur_min/dur_max cannot prune).  A block
+     * written before has no rows here and is read as holding any name. */
+    "CREATE TABLE IF NOT EXISTS kbnames(sess INTEGER NOT NULL, stream "
+    "INTEGER NOT NULL, seq_lo INTEGER NOT NULL, name_id INTEGER NOT NULL,"
+    " n INTEGER NOT NULL, dur_min INTEGER NOT NULL, dur_max INTEGER NOT"
+    " NULL, PRIMARY KEY(sess, stream, seq_lo, name_id)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS kbnames_name ON kbnames(sess, name_id);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

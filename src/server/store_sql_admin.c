@@ -32,7 +32,7 @@ static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
                                            "scopes", "sass", "stalls",
                                            "samples", "kagg", "tl", "kscope",
                                            "kext", "srl", "seqr", "kblocks",
-                                           "capi", "capi_long",
+                                           "kbnames", "capi", "capi_long",
                                            /* idle verdicts */
                                            "verdicts", "fleet",
                                            /* GPU waste (after the rollup

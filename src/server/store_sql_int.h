@@ -200,6 +200,7 @@ struct srv_store {
     struct kblock_dec *kb_dec;
     struct kblock_ev *kb_ev;
     struct kblock_index *kb_idx;
+    uint64_t *kb_ndur; /* per index name: min, then max duration */
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */

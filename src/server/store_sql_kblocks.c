@@ -84,6 +84,9 @@ int sq_kb_state(srv_store *s)
         return GPUFL_ENOMEM;
     if (!s->kb_idx && !(s->kb_idx = malloc(sizeof(kblock_index))))
         return GPUFL_ENOMEM;
+    if (!s->kb_ndur &&
+        !(s->kb_ndur = malloc(2 * KB_MAX_NAMES * sizeof(uint64_t))))
+        return GPUFL_ENOMEM;
     return GPUFL_OK;
 }
 
@@ -94,7 +97,9 @@ void sq_kb_release(srv_store *s)
     free(s->kb_ev);
     free(s->kb_buf);
     free(s->kb_idx);
+    free(s->kb_ndur);
     s->kb_idx = NULL;
+    s->kb_ndur = NULL;
     s->kb_enc = NULL;
     s->kb_dec = NULL;
     s->kb_ev = NULL;
@@ -202,10 +207,62 @@ static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
     return rc;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = ((const kblock_name *)b)->name_id;
+    return x < y ? -1 : x > y;
+}
+
+/* The block's kbnames rows (schema 22): per name of idx (sorted by id),
+ * its count and its events' min/max duration from s->kb_ev[0..n). */
+static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
+                           const kblock_index *idx, size_t n)
+{
+    uint64_t *lo = s->kb_ndur, *hi = s->kb_ndur + KB_MAX_NAMES;
+    sdb_stmt *st = NULL;
+    int rc = GPUFL_OK;
+
+    for (uint32_t k = 0; k < idx->nnames; k++) {
+        lo[k] = UINT64_MAX;
+        hi[k] = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const kblock_name *m =
+            bsearch(&s->kb_ev[i].name_id, idx->names, idx->nnames,
+                    sizeof(kblock_name), name_cmp);
+        size_t k;
+        if (!m) { /* the codec's index lists every event's name */
+            glog_error("kblocks", "session %lld: name %lld not in its index",
+                       (long long)sess, (long long)s->kb_ev[i].name_id);
+            return GPUFL_EINTERNAL;
+        }
+        k = (size_t)(m - idx->names);
+        if (s->kb_ev[i].dur < lo[k])
+            lo[k] = s->kb_ev[i].dur;
+        if (s->kb_ev[i].dur > hi[k])
+            hi[k] = s->kb_ev[i].dur;
+    }
+    if (sdb_prepare(s->w, "INSERT INTO kbnames VALUES(?,?,?,?,?,?,?)", &st))
+        return GPUFL_EINTERNAL;
+    for (uint32_t k = 0; k < idx->nnames && !rc; k++) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, stream);
+        qbind_u64(st, 3, idx->seq_min);
+        qbind_i64(st, 4, idx->names[k].name_id);
+        qbind_u64(st, 5, idx->names[k].n);
+        qbind_u64(st, 6, lo[k]);
+        qbind_u64(st, 7, hi[k]);
+        rc = qrun(st);
+    }
+    sdb_finalize(st);
+    return rc;
+}
+
 int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n)
 {
     size_t len = 0;
     char why[128] = "";
+    int rc;
 
     if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
         return GPUFL_ENOMEM;
@@ -217,7 +274,9 @@ int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n)
                    (long long)sess, why[0] ? why : "count differs");
         return GPUFL_EINTERNAL;
     }
-    return kb_insert(s, sess, stream, s->kb_idx, len);
+    if ((rc = kb_insert(s, sess, stream, s->kb_idx, len)) != 0)
+        return rc;
+    return kb_names_insert(s, sess, stream, s->kb_idx, n);
 }
 
 /* Up to SQ_KB_RUN of the session's stream's kernels, lowest seq first,
@@ -421,6 +480,22 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
                        (long long)sess, (long long)stream, (long long)src[i]);
             rc = GPUFL_EINTERNAL;
         }
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (rc)
+        return rc;
+    /* and their names (none for a block older than schema 22) */
+    if (sdb_prepare(s->w,
+                    "DELETE FROM kbnames WHERE sess=?1 AND stream=?2 AND"
+                    " seq_lo=?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    for (size_t i = 0; i < nsrc && !rc; i++) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, stream);
+        qbind_i64(st, 3, src[i]);
+        rc = qrun(st);
     }
     sdb_finalize(st);
     st = NULL;

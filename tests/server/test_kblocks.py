@@ -11,6 +11,10 @@ not) and batches out of order or with repeats count right, the rollups are
 those of a rows store, and kill -9 during a block write loses nothing
 acknowledged.
 
+NameSorts: a sort by duration filtered by name reads the blocks through
+their names' duration bounds (kbnames) and answers as rows do, blocks
+without kbnames rows (older ones) included.
+
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
 import threading
@@ -305,6 +309,144 @@ class Reads(Base):
             mid += left > 0
         self.assertEqual(count(b, "SELECT count(*) FROM kernels"), 0)
         self.assertGreater(mid, 0)  # reads while rows were being moved
+
+
+def exec_sql(srv, q):
+    """Runs a statement that writes (srv.sql's SQLite connection would
+    roll it back)."""
+    if srv.pgdb:
+        srv.sql(q)
+        return
+    import sqlite3
+    db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
+                         isolation_level=None, timeout=30)
+    try:
+        db.execute(q)
+    finally:
+        db.close()
+
+
+def wait_stable(srv, timeout=60):
+    """Until the blocks stay as they are for 3 s (the compactor merged
+    what it merges)."""
+    q = "SELECT count(*), sum(seq_lo), sum(n) FROM kblocks"
+    deadline = time.time() + timeout
+    last, since = None, time.time()
+    while time.time() < deadline:
+        now = srv.sql(q)[0]
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= 3:
+            return
+        time.sleep(0.3)
+    raise AssertionError("blocks not settled in %d s" % timeout)
+
+
+class NameSorts(Base):
+    def test_one_name_by_duration_prunes_by_name(self):
+        """A sort by duration filtered by name reads the blocks through
+        their names' duration bounds (kbnames, schema 22) and answers as
+        rows do: names of widely different durations in every block, a
+        pattern naming two kernels, a block without kbnames rows (one
+        written before schema 22) read as holding any name."""
+        rnd = random.Random(41)
+        g = TL.Gen()
+        add, fill = g.name(*TL.ADD), g.name(*TL.FILL)
+        gemm = g.name(TL.GEMM)
+        others = [g.name("k%d_kernel" % i) for i in range(5)]
+        t = TL.T0
+        for j in range(9000):
+            t += rnd.choice([0, 300, 5000, 70000])
+            r = rnd.random()
+            if j % 61 == 7:  # rare and long
+                nid, dur = gemm, rnd.randrange(10 ** 6, 10 ** 7)
+            elif r < 0.4:
+                nid, dur = add, rnd.randrange(1, 200)
+            elif r < 0.7:
+                nid, dur = fill, rnd.randrange(10 ** 3, 10 ** 5)
+            else:
+                i = rnd.randrange(len(others))
+                nid, dur = others[i], rnd.randrange(10 ** i, 10 ** (i + 2))
+            g.kernel(t, dur, nid, stream=7 + j % 2, corr=j + 1)
+        g = ended(g)
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS,
+                        env={"GPUFL_SERVER_KB_RUN": str(RUN)})
+        # small batches: small blocks at ingest, merged by the compactor
+        g.send(a, batch=2000)
+        g.send(b, batch=150)
+        wait_stable(b)
+        nb = count(b, "SELECT count(*) FROM kblocks")
+        self.assertGreater(nb, 9000 // RUN // 2)
+        # every block's names: counts and bounds agree with the block's
+        per = b.sql("SELECT k.n, k.dur_min, k.dur_max, sum(x.n),"
+                    " min(x.dur_min), max(x.dur_max), count(x.name_id)"
+                    " FROM kblocks k JOIN kbnames x ON x.sess=k.sess AND"
+                    " x.stream=k.stream AND x.seq_lo=k.seq_lo GROUP BY"
+                    " k.sess, k.stream, k.seq_lo, k.n, k.dur_min, k.dur_max")
+        self.assertEqual(len(per), nb)
+        for r in per:
+            self.assertEqual(r[0:3], r[3:6])
+            self.assertGreaterEqual(int(r[6]), 3)  # every name, most blocks
+        sid = count(b, "SELECT id FROM sessions")
+        base = "/api/v1/sessions/" + g.sid
+        paths = []
+        for name in ("add", "Fill", "vectorized", "gemm", "k0_", "k4_",
+                     "nosuchkernel", ""):
+            for desc in ("true", "false"):
+                for lim in (1, 40, 1000):
+                    paths.append(base + "/kernels?sort=duration&desc=%s&"
+                                 "name=%s&limit=%d" % (desc, name, lim))
+
+        def same(why):
+            for p in paths:
+                self.assertEqual(b.get(p), a.get(p), (why, p))
+            for q in ("?sort=duration&desc=true&name=gemm",
+                      "?sort=duration&name=k2_"):
+                self.assertEqual(T.page_all(b, base + "/kernels" + q, 17),
+                                 T.page_all(a, base + "/kernels" + q, 17),
+                                 (why, q))
+        same("indexed")
+        # the merged blocks' names went with them
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks WHERE"
+                                 " n > 150"), 0)  # merges made
+        self.assertEqual(count(b, "SELECT count(*) FROM kbnames x WHERE"
+                               " NOT EXISTS (SELECT 1 FROM kblocks k WHERE"
+                               " x.sess=k.sess AND x.stream=k.stream AND"
+                               " x.seq_lo=k.seq_lo)"), 0)
+
+        # the index decides which blocks are read: without gemm's row in
+        # the block of gemm's longest kernel, that block is not read
+        top = a.get(base + "/kernels?sort=duration&desc=true&name=gemm"
+                    "&limit=1")["items"][0]
+        blk = b.sql("SELECT stream, seq_lo FROM kblocks WHERE sess=%d AND"
+                    " seq_lo <= %d AND seq_hi >= %d AND stream=%d AND"
+                    " EXISTS (SELECT 1 FROM kbnames x WHERE x.sess=%d AND"
+                    " x.stream=kblocks.stream AND x.seq_lo=kblocks.seq_lo"
+                    " AND x.name_id=%d)"
+                    % (sid, top["kid"], top["kid"], int(top["stream"]), sid,
+                       gemm))
+        self.assertEqual(len(blk), 1, blk)
+        st, lo = int(blk[0][0]), int(blk[0][1])
+        key = "sess=%d AND stream=%d AND seq_lo=%d" % (sid, st, lo)
+        exec_sql(b, "DELETE FROM kbnames WHERE %s AND name_id=%d"
+                 % (key, gemm))
+        got = b.get(base + "/kernels?sort=duration&desc=true&name=gemm"
+                    "&limit=1")["items"][0]
+        self.assertNotEqual(got["kid"], top["kid"])
+        self.assertLessEqual(int(got["dur"]), int(top["dur"]))
+
+        # a block without any kbnames row (as written before schema 22)
+        # may hold any name: that block, and every other second block,
+        # read again
+        exec_sql(b, "DELETE FROM kbnames WHERE " + key)
+        exec_sql(b, "DELETE FROM kbnames WHERE sess=%d AND seq_lo %% 2 = 1"
+                 % sid)
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks k WHERE"
+                                 " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
+                                 " x.sess=k.sess AND x.stream=k.stream AND"
+                                 " x.seq_lo=k.seq_lo)"), 1)
+        same("older blocks")
 
 
 class Crash(Base):

@@ -21,6 +21,7 @@ import test_timeline as TL
 # database
 UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks",
+        "DROP TABLE IF EXISTS kbnames",
         "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
         "DROP TABLE IF EXISTS capi_from"]
 
@@ -143,7 +144,7 @@ class Migrate(TL.Base):
         self.assertNotIn("pass 1", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 21)
+                                       " schema_version"), 22)
 
         # a replay is still a duplicate, and the API answers the same
         srv = T.Server(d, KB.BLOCKS)
