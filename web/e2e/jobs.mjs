@@ -427,6 +427,19 @@ export async function regressionChecks(h) {
   await attempt('regress_view', async () => {
     await page.goto(U + '/#/regressions?app=' + NIGHTLY);
     await page.waitForSelector('[data-testid=reg-row]');
+    // the baseline links come with a second answer (the app's ended
+    // sessions), which may land after the rows (a full run read the rows
+    // first): wait for them, then check whatever is there
+    await page
+      .waitForFunction(
+        () => {
+          const r = [...document.querySelectorAll('[data-testid=reg-row]')];
+          return r.length > 0 && r.every((x) => x.querySelector('[data-testid=reg-link-base]'));
+        },
+        null,
+        { timeout: 10000 },
+      )
+      .catch(() => {});
     const rows = await page.$$eval('[data-testid=reg-row]', (r) =>
       r.map((x) => ({
         kind: x.getAttribute('data-kind'),
