@@ -269,14 +269,24 @@ export async function testTrackToggles({ page, U, check, sid }) {
   let on = [];
   if (!(await page.locator('[data-testid=track-1-power]').count())) bad.push('no toggle for GPU1 power');
   else {
+    /* a toggle's lane comes and goes with a new answer for the samples,
+       which a loaded full run saw land after the idle wait: poll (10 s) */
+    const settle = async (done) => {
+      let k = await keys();
+      for (let i = 0; i < 50 && !done(k); i++) {
+        await page.waitForTimeout(200);
+        k = await keys();
+      }
+      return k;
+    };
     await page.uncheck('[data-testid=track-1-power]');
     await idleWait(page, 100);
-    off = await keys();
+    off = await settle((k) => !k.includes('t1:power'));
     if (off.includes('t1:power')) bad.push('t1:power still drawn when off');
     for (const k of ['t0:power', 't1:util']) if (!off.includes(k)) bad.push(k + ' gone with t1:power');
     await page.check('[data-testid=track-1-power]');
     await idleWait(page, 100);
-    on = await keys();
+    on = await settle((k) => JSON.stringify(k) === JSON.stringify(before));
     if (JSON.stringify(on) !== JSON.stringify(before)) bad.push('back on: ' + on.join(',') + ' != ' + before.join(','));
   }
   check(
