@@ -280,6 +280,22 @@ static int index_eq(const kblock_index *a, const kblock_index *b)
     return 1;
 }
 
+/* What every reader of a block does first: the payload opened (*p, *pl),
+ * its event count checked against cap (SIZE_MAX: any), and the shape count
+ * read (*ns), with *i just after it. */
+static int body_open(kblock_dec *d, const unsigned char *b, size_t len,
+                     size_t cap, const unsigned char **p, size_t *pl, size_t *i,
+                     size_t *ns, char *why, size_t whylen)
+{
+    if (payload_open(d, b, len, p, pl, why, whylen))
+        return -1;
+    if (d->hidx.n > cap)
+        return kb_fail(why, whylen, "kernel block of %zu events, room for %zu",
+                       (size_t)d->hidx.n, cap);
+    *i = 0;
+    return get_nshapes(d, *p, *pl, i, ns, why, whylen);
+}
+
 int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
                   kblock_ev *out, size_t cap, size_t *n, char *why,
                   size_t whylen)
@@ -289,14 +305,9 @@ int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
 
     if (!d || !out || !n)
         return kb_fail(why, whylen, "kblock_decode: no decoder");
-    if (payload_open(d, b, len, &p, &pl, why, whylen))
+    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
         return -1;
     m = d->hidx.n;
-    if (m > cap)
-        return kb_fail(why, whylen, "kernel block of %zu events, room for %zu",
-                       m, cap);
-    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
-        return -1;
     for (int c = 0; c < KC_NSHAPE; c++) {
         if (get_col(p, pl, &i, d->vals, ns, NULL, NULL, 0, NULL, c, why,
                     whylen))
@@ -343,11 +354,9 @@ static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
     const unsigned char *p;
     size_t pl, i = 0, ns = 0, m;
 
-    if (payload_open(d, b, len, &p, &pl, why, whylen))
+    if (body_open(d, b, len, SIZE_MAX, &p, &pl, &i, &ns, why, whylen))
         return -1;
     m = d->hidx.n;
-    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
-        return -1;
     for (int c = 0; c < KC_NSHAPE; c++)
         if (skip_col(p, pl, &i, c, why, whylen))
             return -1;
@@ -378,14 +387,9 @@ int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
     *n = 0;
     if (!d)
         return kb_fail(why, whylen, "kblock_name_dur: no decoder");
-    if (payload_open(d, b, len, &p, &pl, why, whylen))
+    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
         return -1;
     m = d->hidx.n;
-    if (m > cap)
-        return kb_fail(why, whylen, "kernel block of %zu events, room for %zu",
-                       m, cap);
-    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
-        return -1;
     /* the shapes' names (the first shape column), the rest skipped */
     if (get_col(p, pl, &i, d->ref, ns, NULL, NULL, 0, NULL, KC_NAME, why,
                 whylen))
@@ -453,13 +457,11 @@ int kblock_stats_get(kblock_dec *d, const unsigned char *b, size_t len,
     if (!d || !st)
         return kb_fail(why, whylen, "kblock stats: no decoder");
     memset(st, 0, sizeof(*st));
-    if (payload_open(d, b, len, &p, &pl, why, whylen))
+    if (body_open(d, b, len, SIZE_MAX, &p, &pl, &i, &ns, why, whylen))
         return -1;
     st->total = len;
     st->raw = pl;
     st->hdr = d->hlen;
-    if (get_nshapes(d, p, pl, &i, &ns, why, whylen))
-        return -1;
     st->nshapes = ns;
     z = ZSTD_createCCtx();
     zb = malloc(zcap);
