@@ -164,7 +164,12 @@ function shows(text, v) {
 
 export async function wasteChecks({ page, U, check, shot, idle, bin, dist, tmp }) {
   // the query the page makes, answered by the server to the test as well
+  // the page came here from the Fleet: the Sessions view must be on screen
+  // (the Fleet unmounted) before going back, or a hash change that React
+  // never committed leaves the Fleet mounted and nothing is asked again
   await page.goto(U + '/#/sessions');
+  await page.waitForSelector('[data-testid=view-sessions]');
+  await page.waitForSelector('[data-testid=view-fleet]', { state: 'detached' });
   const asked = page.waitForResponse((r) => r.url().includes('/api/v1/fleet/waste?'));
   await page.goto(U + '/#/fleet');
   const resp = await asked;
