@@ -50,6 +50,20 @@ const skip = (why) => {
 };
 if (!fs.existsSync(CHROMIUM)) skip('no Chromium at ' + CHROMIUM);
 if (!fs.existsSync(path.join(DIST, 'index.html'))) skip('no built UI in ' + DIST + ' (make web)');
+// figures of an old build are figures of old code: say so
+{
+  const newest = (d) =>
+    fs
+      .readdirSync(d, { withFileTypes: true })
+      .reduce(
+        (m, e) =>
+          Math.max(m, e.isDirectory() ? newest(path.join(d, e.name)) : fs.statSync(path.join(d, e.name)).mtimeMs),
+        0,
+      );
+  const src = path.join(WEB, 'src');
+  if (fs.existsSync(src) && newest(src) > fs.statSync(path.join(DIST, 'index.html')).mtimeMs)
+    console.log(`bench_web: WARNING: ${DIST} is older than web/src: these figures measure the last build (make web)`);
+}
 let chromium;
 try {
   ({ chromium } = createRequire(path.join(WEB, 'package.json'))('playwright-core'));

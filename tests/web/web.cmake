@@ -30,4 +30,11 @@ if(TARGET gpufl-server AND TARGET gpufl_example_train)
     set_tests_properties(web_e2e_${what} PROPERTIES TIMEOUT 30
       SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_e2e_run)
   endforeach()
+  # Issue 18's completeness checks on 1M kernels (web_e2e runs them on
+  # 200k): 50 random windows, canvas pixels against the API, and the API
+  # lanes against GET /calls; about 70 s with the gcc build
+  add_test(NAME web_complete_1m COMMAND ${GPUFL_WEB_SH} complete ${GPUFL_WEB_SRC}
+                                        ${CMAKE_BINARY_DIR}/bin ${GPUFL_WEB_OUT} 1000000)
+  set_tests_properties(web_complete_1m PROPERTIES TIMEOUT 900
+    SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_e2e_run)
 endif()

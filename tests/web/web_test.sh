@@ -5,6 +5,10 @@
 #                                           web/.prettierrc.json)
 #   web_test.sh e2e WEBDIR BINDIR OUTDIR    build the UI into OUTDIR/dist, then
 #                                           the browser tests (e2e/run.mjs)
+#   web_test.sh complete WEBDIR BINDIR OUTDIR N
+#                                           tl_complete and tl_calls_complete on
+#                                           N kernels (e2e/complete.mjs), with
+#                                           the UI web_e2e built in OUTDIR/dist
 #   web_test.sh check OUTDIR memory|fleet   judge the memory / fleet checks of
 #                                           the e2e run (OUTDIR/results.json)
 # Exit 77 (ctest: skipped) with the reason when node, the npm packages or
@@ -45,6 +49,13 @@ e2e)
     (cd "$web" && node node_modules/vite/bin/vite.js build --logLevel warn \
         --outDir "$out/dist" --emptyOutDir) || exit 1
     cd "$web" && exec node e2e/run.mjs --bin "$bin" --out "$out" --dist "$out/dist"
+    ;;
+complete)
+    web=$2 bin=$3 out=$4 n=$5
+    [ -d "$web/node_modules/playwright-core" ] || skip "web/node_modules missing: run 'make web' (or 'cd web && npm ci')"
+    [ -x /usr/bin/chromium ] || [ -n "${GPUFL_CHROMIUM:-}" ] || skip "no Chromium (/usr/bin/chromium): run 'scripts/deps.sh test' (Debian package chromium)"
+    [ -f "$out/dist/index.html" ] || skip "no UI built by web_e2e in $out/dist"
+    cd "$web" && exec node e2e/complete.mjs --bin "$bin" --dist "$out/dist" --kernels "$n"
     ;;
 check)
     out=$2 what=$3
