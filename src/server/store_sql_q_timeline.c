@@ -70,6 +70,12 @@ typedef struct tl_ctx {
     tl_row *lng; /* the long kernels occupying the window */
     size_t nlng;
     int long_cut;
+    /* level 0 computed from blocks when the window may be read raw: the
+     * block events read_raw wants, gathered by the same decode (pre_ok:
+     * every one was offered) */
+    int want_raw, pre_ok;
+    int64_t pre_lo;
+    kb_top pre;
 } tl_ctx;
 
 static tl_lane *lane_find(tl_ctx *x, int64_t lane)
@@ -243,15 +249,39 @@ static void summary_bucket(tl_ctx *x, unsigned sh, int64_t lane, uint64_t b,
     px_bucket(x, L->px, b << sh, 1ull << sh, n, busy, top_name, top_dur);
 }
 
+static int raw_keeps(const kblock_ev *e, void *arg);
+
+/* A block event the raw read would offer its heap (read_raw's scan: ts in
+ * [pre_lo, to), occupying the window). */
+static int pre_offer(const kblock_ev *e, void *arg)
+{
+    tl_ctx *x = arg;
+    int64_t from = (int64_t)x->from;
+
+    if ((int64_t)e->ts >= x->pre_lo && e->ts < x->to && raw_keeps(e, &from))
+        kb_top_add(&x->pre, e, (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
+    return 0;
+}
+
 /* Level 0 computed from the kernels (store_sql_q_tl0.c); GPUFL_EFULL when
- * the window holds too many to decode. */
+ * the window holds too many to decode.  With want_raw, the raw read's
+ * block events are gathered on the way. */
 static int summary_tl0(tl_ctx *x, uint64_t *started)
 {
     sq_tl0 *v = NULL;
     size_t n = 0;
-    int rc = sq_tl0_compute(&x->c, x->from >> RL_TL_SHIFT0,
-                            (x->to - 1) >> RL_TL_SHIFT0, &v, &n);
+    int rc = GPUFL_OK, used = 0;
 
+    if (x->want_raw &&
+        ((rc = sq_kernels_back(&x->c, x->from, &x->pre_lo)) != 0 ||
+         (rc = kb_top_init(&x->pre, SQ_TL_RAW_DENSE + 1, KB_KEY_TS, 0)) != 0))
+        return rc;
+    /* blocks that meet the range count whole: more than twice the raw
+     * cap is a window read from the summary nearly always */
+    rc = sq_tl0_compute(
+        &x->c, x->from >> RL_TL_SHIFT0, (x->to - 1) >> RL_TL_SHIFT0,
+        x->want_raw ? pre_offer : NULL, x, 2 * SQ_TL_RAW_DENSE, &used, &v, &n);
+    x->pre_ok = used && !rc;
     for (size_t i = 0; !rc && i < n; i++)
         summary_bucket(x, RL_TL_SHIFT0, v[i].lane, v[i].b, v[i].n, v[i].busy,
                        v[i].top_name, v[i].top_dur, started);
@@ -337,6 +367,7 @@ static void raw_set(tl_row *r, const kblock_ev *e)
 static int read_raw(tl_ctx *x, int blocks)
 {
     int64_t lo, from = (int64_t)x->from;
+    int pre = x->pre_ok;
     size_t want;
     kb_top t;
     int rc;
@@ -351,8 +382,14 @@ static int read_raw(tl_ctx *x, int blocks)
         if (x->lng[i].ts < lo && x->nraw <= SQ_TL_RAW_DENSE)
             x->raw[x->nraw++] = x->lng[i];
     want = SQ_TL_RAW_DENSE + 1 - x->nraw;
-    if (blocks && (rc = kb_top_init(&t, want, KB_KEY_TS, 0)) != 0)
+    if (blocks && pre) {
+        /* the blocks' part gathered already (summary_tl0): the rows go to
+         * the same heap, and its first want are the answer's */
+        t = x->pre;
+        memset(&x->pre, 0, sizeof(x->pre));
+    } else if (blocks && (rc = kb_top_init(&t, want, KB_KEY_TS, 0)) != 0) {
         return rc;
+    }
     rc = q_prepare(&x->c,
                    blocks ? "SELECT " KB_ROW_COLS " FROM kernels WHERE"
                             " sess=?1 AND ts >= ?2 AND ts < ?3 AND (ts + dur"
@@ -395,11 +432,12 @@ static int read_raw(tl_ctx *x, int blocks)
     }
     rc = GPUFL_OK;
     if (blocks) {
-        if ((rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
+        if (!pre &&
+            (rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
                              raw_keeps, &from, &t)) != 0)
             goto out;
         kb_top_sort(&t);
-        for (size_t i = 0; i < t.n; i++)
+        for (size_t i = 0; i < t.n && i < want; i++)
             raw_set(&x->raw[x->nraw++], &t.ev[i]);
     }
     if (x->nraw > SQ_TL_RAW_DENSE)
@@ -585,6 +623,7 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     /* the summary first (cheap): it also says how many kernels the window
      * holds, so a dense one is never read raw */
     lv = level < 0 ? 0 : level;
+    x->want_raw = blocks && (level < 0 || exact);
     if ((rc = read_summary(x, &lv, blocks || s->kstore_blocks, &started)) != 0)
         goto out;
     if ((level < 0 || exact) && started + x->nlng <= SQ_TL_RAW_DENSE) {
@@ -602,6 +641,7 @@ out:
         free(x->lanes[i].px);
     free(x->raw);
     free(x->lng);
+    kb_top_free(&x->pre);
     rc = q_end(&x->c, rc, w);
     free(x);
     return rc;

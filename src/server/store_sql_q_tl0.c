@@ -50,7 +50,8 @@ typedef struct tl0_acc {
 typedef struct tl0_ctx {
     rl_map m; /* (lane, b) -> tl0_acc */
     uint64_t b_lo, b_hi;
-    int err;
+    kb_keep_fn also; /* offered every block event scanned too */
+    void *also_arg;
 } tl0_ctx;
 
 /* Kernel (ts, dur) of lane into the buckets b_lo..b_hi it touches, as
@@ -90,8 +91,11 @@ static int acc(tl0_ctx *a, uint64_t ts, uint64_t dur, int64_t lane,
 
 static int acc_ev(const kblock_ev *e, void *arg)
 {
-    return acc(arg, e->ts, e->dur,
-               (int64_t)(e->dev << 32 | (e->stream & 4294967295u)), e->name_id);
+    tl0_ctx *a = arg;
+    int rc =
+        acc(a, e->ts, e->dur,
+            (int64_t)(e->dev << 32 | (e->stream & 4294967295u)), e->name_id);
+    return rc || !a->also ? rc : a->also(e, a->also_arg);
 }
 
 /* Kernels of rows and blocks in [lo, hi) and an upper bound of them
@@ -149,8 +153,9 @@ static int collect(tl0_ctx *a, sq_tl0 **out, size_t *n)
     return GPUFL_OK;
 }
 
-int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_tl0 **out,
-                   size_t *n)
+int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
+                   void *also_arg, uint64_t also_max, int *also_used,
+                   sq_tl0 **out, size_t *n)
 {
     const unsigned sh = RL_TL_SHIFT0;
     int64_t t_lo = (int64_t)(b_lo << sh), t_hi = (int64_t)((b_hi + 1) << sh);
@@ -161,6 +166,7 @@ int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_tl0 **out,
 
     *out = NULL;
     *n = 0;
+    *also_used = 0;
     memset(&a, 0, sizeof(a));
     a.b_lo = b_lo;
     a.b_hi = b_hi;
@@ -169,6 +175,11 @@ int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_tl0 **out,
         return rc;
     if (held > tl0_max())
         return GPUFL_EFULL;
+    if (held <= also_max) {
+        a.also = also;
+        a.also_arg = also_arg;
+    }
+    *also_used = a.also != NULL;
     rl_map_init(&a.m, sizeof(tl0_acc), SQ_TL0_BUCKETS_MAX);
     /* the long kernels that began before the scan and reach the range */
     rc = q_prepare(c, "SELECT ts, dur, lane, coalesce(name_id, 0) FROM"
