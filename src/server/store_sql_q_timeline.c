@@ -620,8 +620,10 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     }
     if ((rc = read_long(x)) != 0)
         goto out;
-    /* the summary first (cheap): it also says how many kernels the window
-     * holds, so a dense one is never read raw */
+    /* the summary first (cheap from tl; from blocks, level 0 decodes the
+     * range once and gathers the raw read's kernels on the way): it also
+     * says how many kernels the window holds, so a dense one is never
+     * read raw */
     lv = level < 0 ? 0 : level;
     x->want_raw = blocks && (level < 0 || exact);
     if ((rc = read_summary(x, &lv, blocks || s->kstore_blocks, &started)) != 0)

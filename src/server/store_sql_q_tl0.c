@@ -98,6 +98,27 @@ static int acc_ev(const kblock_ev *e, void *arg)
     return rc || !a->also ? rc : a->also(e, a->also_arg);
 }
 
+/* Every kernel sql gives (ts, dur, lane, name id; parameters the session,
+ * p2, p3) into a. */
+static int acc_sql(tl0_ctx *a, qctx *c, const char *sql, int64_t p2, int64_t p3)
+{
+    int rc = q_prepare(c, sql);
+
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, p2);
+    qbind_i64(c->st, 3, p3);
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        int e =
+            acc(a, (uint64_t)qcol_i64(c->st, 0), (uint64_t)qcol_i64(c->st, 1),
+                qcol_i64(c->st, 2), qcol_i64(c->st, 3));
+        if (e)
+            return e;
+    }
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
 /* Kernels of rows and blocks in [lo, hi) and an upper bound of them
  * (blocks that meet the range count whole) into *n. */
 static int count_range(qctx *c, int64_t lo, int64_t hi, uint64_t *n)
@@ -181,50 +202,20 @@ int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
     }
     *also_used = a.also != NULL;
     rl_map_init(&a.m, sizeof(tl0_acc), SQ_TL0_BUCKETS_MAX);
-    /* the long kernels that began before the scan and reach the range */
-    rc = q_prepare(c, "SELECT ts, dur, lane, coalesce(name_id, 0) FROM"
-                      " klong WHERE sess=?1 AND ts < ?2 AND ts + dur > ?3");
-    if (rc)
-        goto out;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, lo);
-    qbind_i64(c->st, 3, t_lo);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        int e =
-            acc(&a, (uint64_t)qcol_i64(c->st, 0), (uint64_t)qcol_i64(c->st, 1),
-                qcol_i64(c->st, 2), qcol_i64(c->st, 3));
-        if (e) {
-            rc = e;
-            goto out;
-        }
-    }
-    if (rc != SDB_DONE) {
-        rc = sq_err(rc);
-        goto out;
-    }
-    /* the hot tail's rows, then the blocks */
-    rc = q_prepare(c, "SELECT ts, dur, (coalesce(dev, 0)<<32) |"
+    /* the long kernels that began before the scan and reach the range
+     * (none when kext's longest is right: a safety net), the hot tail's
+     * rows, then the blocks */
+    if ((rc = acc_sql(&a, c,
+                      "SELECT ts, dur, lane, coalesce(name_id, 0) FROM klong"
+                      " WHERE sess=?1 AND ts < ?2 AND ts + dur > ?3",
+                      lo, t_lo)) != 0 ||
+        (rc = acc_sql(&a, c,
+                      "SELECT ts, dur, (coalesce(dev, 0)<<32) |"
                       " (coalesce(stream, 0) & 4294967295),"
                       " coalesce(name_id, 0) FROM kernels WHERE sess=?1 AND"
-                      " ts >= ?2 AND ts < ?3");
-    if (rc)
+                      " ts >= ?2 AND ts < ?3",
+                      lo, t_hi)) != 0)
         goto out;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, lo);
-    qbind_i64(c->st, 3, t_hi);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        int e =
-            acc(&a, (uint64_t)qcol_i64(c->st, 0), (uint64_t)qcol_i64(c->st, 1),
-                qcol_i64(c->st, 2), qcol_i64(c->st, 3));
-        if (e) {
-            rc = e;
-            goto out;
-        }
-    }
-    if (rc != SDB_DONE) {
-        rc = sq_err(rc);
-        goto out;
-    }
     if ((rc = sq_kb_scan(c->s, c->db, c->sess, lo, t_hi, acc_ev, &a, NULL)) !=
         0)
         goto out;
