@@ -683,6 +683,26 @@ int main(int argc, char **argv)
         }
         lat("timeline 2000 px, random zoom", fd, BENCH_TOKEN, p, NQ, resp,
             SRV_RESP_MAX);
+        /* level 0 of the summary (2^18 <= ns a pixel < 2^20: 500 us),
+         * computed from the kernels with blocks; and zoomed in past it
+         * (150 us a pixel) on a window too dense to read raw, answered
+         * from level 0 too */
+        for (int z = 0; z < 2; z++) {
+            uint64_t w = 2000ull * (z ? 150000u : 500000u);
+            for (int i = 0; i < NQ; i++) {
+                uint64_t from;
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                from = t_start + (x >> 20) % (span - w + 1);
+                snprintf(
+                    p[i], 256,
+                    "/api/v1/sessions/" SID "/timeline?width=2000&from=%llu"
+                    "&to=%llu",
+                    (unsigned long long)from, (unsigned long long)(from + w));
+            }
+            lat(z ? "timeline 2000 px, 150 us/px (dense: level 0)"
+                  : "timeline 2000 px, 500 us/px (level 0)",
+                fd, BENCH_TOKEN, p, NQ / 4, resp, SRV_RESP_MAX);
+        }
         snprintf(p[0], 256, "/api/v1/sessions/" SID "/timeline?width=2000");
         for (int i = 1; i < 20; i++)
             snprintf(p[i], 256, "%s", p[0]);

@@ -10,7 +10,9 @@
  * any point leaves each run either rows or a block, and a rerun starts
  * from the rows that are left.  It may run while servers use the
  * database: the compactor takes the writer's lock (SQLite) or the
- * ingest's advisory lock (PostgreSQL) one block at a time.
+ * ingest's advisory lock (PostgreSQL) one block at a time.  Then the
+ * timeline level 0 rows of the sessions with blocks are deleted (computed
+ * from the kernels since: store_sql_q_tl0.c), a session per transaction.
  */
 #include "srv_int.h"
 
@@ -26,7 +28,7 @@
 int srv_migrate_run(srv *s)
 {
     srv_kb_stats a, b;
-    uint64_t blocks = 0, kernels = 0, pass = 0;
+    uint64_t blocks = 0, kernels = 0, pass = 0, tl0 = 0;
     time_t t0 = time(NULL);
     int rc = GPUFL_OK;
 
@@ -60,6 +62,19 @@ int srv_migrate_run(srv *s)
                    rc, (unsigned long long)kernels, (unsigned long long)blocks);
         return 1;
     }
+    /* the sessions with blocks get their timeline level 0 from the
+     * kernels (store_sql_q_tl0.c): the stored rows of it go, a session
+     * per transaction (a kill keeps what is done; a rerun does the rest) */
+    if ((rc = srv_store_tl0_drop(s->store, &tl0)) != 0) {
+        glog_error("migrate",
+                   "timeline level 0 rows not all deleted (%d): the blocks "
+                   "are done; run it again to go on",
+                   rc);
+        return 1;
+    }
+    printf("migrate: %llu timeline level 0 row(s) deleted (computed from "
+           "the blocks now)\n",
+           (unsigned long long)tl0);
     srv_store_kblocks_stats(s->store, &b);
     /* rows left: kernels of running sessions' partial runs, and rows the
      * codec cannot keep exactly (older servers' NULLs) */

@@ -307,6 +307,11 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
  */
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks,
                               uint64_t *kernels);
+/* Deletes the timeline level 0 rows (tl, lvl 0) of every session with
+ * blocks: this version computes that level from such a session's kernels
+ * (store_sql_q_tl0.c), so they are bytes nobody reads.  One transaction
+ * per session; *rows: how many went. */
+int srv_store_tl0_drop(srv_store *s, uint64_t *rows);
 /* What the kernels take (bench_server): rows, blocks and the kernels in
  * them, the blocks' bytes, and on disk with indexes the kernels table's
  * and the kblocks table's bytes (0: not known); db_disk: the whole

@@ -497,7 +497,9 @@ const char *const sq_wsql[WS_N] = {
               " lane, b) DO UPDATE SET n=tl.n+excluded.n,"
               " busy=CASE WHEN tl.busy > 9223372036854775807 - excluded.busy"
               " THEN 9223372036854775807 ELSE tl.busy+excluded.busy END,"
-              " top_name=CASE WHEN excluded.top_dur>tl.top_dur THEN"
+              " top_name=CASE WHEN excluded.top_dur>tl.top_dur OR"
+              " (excluded.top_dur=tl.top_dur AND"
+              " excluded.top_name>tl.top_name) THEN"
               " excluded.top_name ELSE tl.top_name END,"
               " top_dur=CASE WHEN excluded.top_dur>tl.top_dur THEN"
               " excluded.top_dur ELSE tl.top_dur END",

@@ -588,6 +588,67 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
     return rc;
 }
 
+/* The sessions with blocks into *ids (*n of them; free it). */
+static int blocked_sessions(srv_store *s, int64_t **ids, size_t *n)
+{
+    sdb *db = sq_reader_get(s);
+    sdb_stmt *st = NULL;
+    size_t cap = 0;
+    int rc;
+
+    *ids = NULL;
+    *n = 0;
+    if (sdb_prepare(db, "SELECT DISTINCT sess FROM kblocks", &st)) {
+        sq_reader_put(s, db);
+        return GPUFL_EINTERNAL;
+    }
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        if (*n == cap) {
+            int64_t *x = realloc(*ids, (cap = cap ? 2 * cap : 64) * 8);
+            if (!x) {
+                rc = GPUFL_ENOMEM;
+                break;
+            }
+            *ids = x;
+        }
+        (*ids)[(*n)++] = qcol_i64(st, 0);
+    }
+    sdb_finalize(st);
+    sq_reader_put(s, db);
+    return rc == SDB_DONE ? GPUFL_OK : rc == GPUFL_ENOMEM ? rc : sq_err(rc);
+}
+
+int srv_store_tl0_drop(srv_store *s, uint64_t *rows)
+{
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = blocked_sessions(s, &ids, &n);
+
+    *rows = 0;
+    /* a session at a time, each its own transaction: a kill leaves each
+     * session's level 0 there or gone, and either answers the same */
+    for (size_t i = 0; !rc && i < n; i++) {
+        sdb_stmt *st = NULL;
+        pthread_mutex_lock(&s->wlock);
+        if ((rc = kb_begin(s)) == 0) {
+            if (sdb_prepare(s->w, "DELETE FROM tl WHERE sess=? AND lvl=0",
+                            &st)) {
+                rc = GPUFL_EINTERNAL;
+            } else {
+                qbind_i64(st, 1, ids[i]);
+                rc = qrun(st);
+                if (!rc)
+                    *rows += (uint64_t)sdb_changes(s->w);
+            }
+            sdb_finalize(st);
+            rc = kb_end(s, rc);
+        }
+        pthread_mutex_unlock(&s->wlock);
+    }
+    free(ids);
+    return rc;
+}
+
 /* One integer of a query on a reader; 0 when it fails (no dbstat). */
 static uint64_t kb_one(sdb *db, const char *sql)
 {

@@ -80,6 +80,26 @@ static inline uint64_t sq_cols_width(uint64_t from, uint64_t to, uint32_t width)
  * unless it is a long one (klong, RL_TL_LONG_NS): t minus the session's
  * longest kernel (kext's first row), bounded by RL_TL_LONG_NS, into *lo. */
 int sq_kernels_back(qctx *c, uint64_t t, int64_t *lo);
+/* Timeline level 0 computed from the kernels (store_sql_q_tl0.c): the
+ * buckets b_lo..b_hi (2^RL_TL_SHIFT0 ns) of every lane of c's session as
+ * the rollup stores them, (lane, b) order, into *out (*n; free it).
+ * GPUFL_EFULL when the rows and blocks of the range hold more than
+ * SQ_TL0_KERNELS_MAX kernels (nothing decoded) or make more buckets than
+ * one answer holds; GPUFL_EAGAIN when a cold block cannot be read now.
+ * also (unless NULL) is offered every block event the scan decodes (those
+ * of ts in [b_lo's start less the session's longest kernel, b_hi's end)),
+ * so a caller that wants some of them raw needs no second decode; its
+ * non-zero return ends the scan with it.  Only when the rows and blocks of
+ * the range hold at most also_max kernels (*also_used 1): a denser range
+ * would not be read raw, and offering is not free. */
+#define SQ_TL0_KERNELS_MAX 2000000
+typedef struct sq_tl0 {
+    int64_t lane, top_name;
+    uint64_t b, n, busy, top_dur;
+} sq_tl0;
+int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
+                   void *also_arg, uint64_t also_max, int *also_used,
+                   sq_tl0 **out, size_t *n);
 /* lanes= of the timeline and the export: "dev:stream,..." into out (at
  * most cap lane keys dev << 32 | stream, *n of them); GPUFL_EINVAL when
  * malformed or more than cap. */

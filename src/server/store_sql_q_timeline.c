@@ -5,7 +5,9 @@
  * never an empty column where a kernel ran.
  *
  * Two sources.  The rollup (table tl, store_sql_rollup.c) at the coarsest
- * level no wider than a pixel: each stored bucket is spread over the
+ * level no wider than a pixel - level 0 computed from the kernels for a
+ * session with blocks or on a blocks server (store_sql_q_tl0.c; ingest
+ * into blocks does not write it): each stored bucket is spread over the
  * columns it overlaps, so a kernel in a bucket straddling two columns
  * marks both, and a bucket wider than a pixel (a dense window at fine
  * zoom) marks every column it covers.  A kernel too long for the
@@ -68,6 +70,12 @@ typedef struct tl_ctx {
     tl_row *lng; /* the long kernels occupying the window */
     size_t nlng;
     int long_cut;
+    /* level 0 computed from blocks when the window may be read raw: the
+     * block events read_raw wants, gathered by the same decode (pre_ok:
+     * every one was offered) */
+    int want_raw, pre_ok;
+    int64_t pre_lo;
+    kb_top pre;
 } tl_ctx;
 
 static tl_lane *lane_find(tl_ctx *x, int64_t lane)
@@ -220,14 +228,86 @@ static int long_capped(const tl_row *r, unsigned sh)
     return b1 - b0 >= RL_TL_SPAN_MAX;
 }
 
-/* The window from the rollup level lv, long kernels spread exactly; the
- * kernels started in the buckets read, all lanes, into *started. */
-static int read_summary(tl_ctx *x, int lv, uint64_t *started)
+/* A stored bucket b of level sh's width: counted into *started, spread
+ * over the lane's columns (a long kernel's busy time the rollup kept
+ * whole in this, its first bucket, left out: spread exactly after). */
+static void summary_bucket(tl_ctx *x, unsigned sh, int64_t lane, uint64_t b,
+                           uint64_t n, uint64_t busy, int64_t top_name,
+                           uint64_t top_dur, uint64_t *started)
 {
-    unsigned sh = rl_tl_shift(lv);
+    tl_lane *L;
+
+    *started += n;
+    if (!(L = lane_get(x, lane)))
+        return;
+    for (size_t i = 0; i < x->nlng; i++) {
+        const tl_row *r = &x->lng[i];
+        if (r->lane == lane && ((uint64_t)r->ts >> sh) == b &&
+            long_capped(r, sh))
+            busy = busy > (uint64_t)r->dur ? busy - (uint64_t)r->dur : 0;
+    }
+    px_bucket(x, L->px, b << sh, 1ull << sh, n, busy, top_name, top_dur);
+}
+
+static int raw_keeps(const kblock_ev *e, void *arg);
+
+/* A block event the raw read would offer its heap (read_raw's scan: ts in
+ * [pre_lo, to), occupying the window). */
+static int pre_offer(const kblock_ev *e, void *arg)
+{
+    tl_ctx *x = arg;
+    int64_t from = (int64_t)x->from;
+
+    if ((int64_t)e->ts >= x->pre_lo && e->ts < x->to && raw_keeps(e, &from))
+        kb_top_add(&x->pre, e, (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
+    return 0;
+}
+
+/* Level 0 computed from the kernels (store_sql_q_tl0.c); GPUFL_EFULL when
+ * the window holds too many to decode.  With want_raw, the raw read's
+ * block events are gathered on the way. */
+static int summary_tl0(tl_ctx *x, uint64_t *started)
+{
+    sq_tl0 *v = NULL;
+    size_t n = 0;
+    int rc = GPUFL_OK, used = 0;
+
+    if (x->want_raw &&
+        ((rc = sq_kernels_back(&x->c, x->from, &x->pre_lo)) != 0 ||
+         (rc = kb_top_init(&x->pre, SQ_TL_RAW_DENSE + 1, KB_KEY_TS, 0)) != 0))
+        return rc;
+    /* blocks that meet the range count whole: more than twice the raw
+     * cap is a window read from the summary nearly always */
+    rc = sq_tl0_compute(
+        &x->c, x->from >> RL_TL_SHIFT0, (x->to - 1) >> RL_TL_SHIFT0,
+        x->want_raw ? pre_offer : NULL, x, 2 * SQ_TL_RAW_DENSE, &used, &v, &n);
+    x->pre_ok = used && !rc;
+    for (size_t i = 0; !rc && i < n; i++)
+        summary_bucket(x, RL_TL_SHIFT0, v[i].lane, v[i].b, v[i].n, v[i].busy,
+                       v[i].top_name, v[i].top_dur, started);
+    free(v);
+    return rc;
+}
+
+/* The window from the rollup level *lv, long kernels spread exactly; the
+ * kernels started in the buckets read, all lanes, into *started.  With
+ * tl0, level 0 is computed from the kernels, or when the window holds
+ * more than that may decode, level 1 is read instead (*lv 1). */
+static int read_summary(tl_ctx *x, int *lv, int tl0, uint64_t *started)
+{
+    unsigned sh;
     int rc;
 
     *started = 0;
+    if (*lv == 0 && tl0) {
+        rc = summary_tl0(x, started);
+        if (rc != GPUFL_EFULL)
+            goto longs;
+        for (int i = 0; i < x->nl; i++)
+            memset(x->lanes[i].px, 0, x->width * sizeof(tl_px));
+        *started = 0;
+        *lv = 1;
+    }
     rc = q_prepare(&x->c,
                    "SELECT lane, b, n, busy, top_name, top_dur FROM tl"
                    " WHERE sess=?1 AND lvl=?2 AND lane IN (SELECT DISTINCT"
@@ -235,34 +315,22 @@ static int read_summary(tl_ctx *x, int lv, uint64_t *started)
                    " AND b <= ?4 ORDER BY lane, b"); /* ties: px_top */
     if (rc)
         return rc;
+    sh = rl_tl_shift(*lv);
     qbind_i64(x->c.st, 1, x->c.sess);
-    qbind_i64(x->c.st, 2, lv);
+    qbind_i64(x->c.st, 2, *lv);
     qbind_i64(x->c.st, 3, (int64_t)(x->from >> sh));
     qbind_i64(x->c.st, 4, (int64_t)((x->to - 1) >> sh));
     qbind_i64(x->c.st, 5, RL_TL_LEVELS - 1);
-    while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
-        int64_t lane = qcol_i64(x->c.st, 0);
-        uint64_t b = (uint64_t)qcol_i64(x->c.st, 1);
-        uint64_t n = (uint64_t)qcol_i64(x->c.st, 2);
-        uint64_t busy = (uint64_t)qcol_i64(x->c.st, 3);
-        tl_lane *L;
-
-        *started += n;
-        if (!(L = lane_get(x, lane)))
-            continue;
-        /* a long kernel's busy time the rollup kept whole in this, its
-         * first bucket: spread exactly below instead */
-        for (size_t i = 0; i < x->nlng; i++) {
-            const tl_row *r = &x->lng[i];
-            if (r->lane == lane && ((uint64_t)r->ts >> sh) == b &&
-                long_capped(r, sh))
-                busy = busy > (uint64_t)r->dur ? busy - (uint64_t)r->dur : 0;
-        }
-        px_bucket(x, L->px, b << sh, 1ull << sh, n, busy, qcol_i64(x->c.st, 4),
-                  (uint64_t)qcol_i64(x->c.st, 5));
-    }
-    if (rc != SDB_DONE)
-        return sq_err(rc);
+    while ((rc = sdb_step(x->c.st)) == SDB_ROW)
+        summary_bucket(
+            x, sh, qcol_i64(x->c.st, 0), (uint64_t)qcol_i64(x->c.st, 1),
+            (uint64_t)qcol_i64(x->c.st, 2), (uint64_t)qcol_i64(x->c.st, 3),
+            qcol_i64(x->c.st, 4), (uint64_t)qcol_i64(x->c.st, 5), started);
+    rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+longs:
+    if (rc)
+        return rc;
+    sh = rl_tl_shift(*lv);
     for (size_t i = 0; i < x->nlng; i++) {
         const tl_row *r = &x->lng[i];
         tl_lane *L;
@@ -299,6 +367,7 @@ static void raw_set(tl_row *r, const kblock_ev *e)
 static int read_raw(tl_ctx *x, int blocks)
 {
     int64_t lo, from = (int64_t)x->from;
+    int pre = x->pre_ok;
     size_t want;
     kb_top t;
     int rc;
@@ -313,8 +382,14 @@ static int read_raw(tl_ctx *x, int blocks)
         if (x->lng[i].ts < lo && x->nraw <= SQ_TL_RAW_DENSE)
             x->raw[x->nraw++] = x->lng[i];
     want = SQ_TL_RAW_DENSE + 1 - x->nraw;
-    if (blocks && (rc = kb_top_init(&t, want, KB_KEY_TS, 0)) != 0)
+    if (blocks && pre) {
+        /* the blocks' part gathered already (summary_tl0): the rows go to
+         * the same heap, and its first want are the answer's */
+        t = x->pre;
+        memset(&x->pre, 0, sizeof(x->pre));
+    } else if (blocks && (rc = kb_top_init(&t, want, KB_KEY_TS, 0)) != 0) {
         return rc;
+    }
     rc = q_prepare(&x->c,
                    blocks ? "SELECT " KB_ROW_COLS " FROM kernels WHERE"
                             " sess=?1 AND ts >= ?2 AND ts < ?3 AND (ts + dur"
@@ -357,11 +432,12 @@ static int read_raw(tl_ctx *x, int blocks)
     }
     rc = GPUFL_OK;
     if (blocks) {
-        if ((rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
+        if (!pre &&
+            (rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
                              raw_keeps, &from, &t)) != 0)
             goto out;
         kb_top_sort(&t);
-        for (size_t i = 0; i < t.n; i++)
+        for (size_t i = 0; i < t.n && i < want; i++)
             raw_set(&x->raw[x->nraw++], &t.ev[i]);
     }
     if (x->nraw > SQ_TL_RAW_DENSE)
@@ -516,7 +592,7 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     tl_ctx *x = calloc(1, sizeof(*x));
     uint32_t exact = q->exact > SQ_TL_RAW_DENSE ? SQ_TL_RAW_DENSE : q->exact;
     uint64_t started = 0;
-    int level = -1, raw = 0, blocks = 0, rc;
+    int level = -1, lv, raw = 0, blocks = 0, rc;
 
     if (!x)
         return GPUFL_ENOMEM;
@@ -536,17 +612,21 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
     if (q->lanes && (rc = lanes_parse(x, q->lanes)) != 0)
         goto out;
     x->bw = sq_cols_width(x->from, x->to, x->width);
-    for (int lv = RL_TL_LEVELS - 1; lv >= 0; lv--) {
-        if ((1ull << rl_tl_shift(lv)) <= x->bw) {
-            level = lv;
+    for (int l = RL_TL_LEVELS - 1; l >= 0; l--) {
+        if ((1ull << rl_tl_shift(l)) <= x->bw) {
+            level = l;
             break;
         }
     }
     if ((rc = read_long(x)) != 0)
         goto out;
-    /* the summary first (cheap): it also says how many kernels the window
-     * holds, so a dense one is never read raw */
-    if ((rc = read_summary(x, level < 0 ? 0 : level, &started)) != 0)
+    /* the summary first (cheap from tl; from blocks, level 0 decodes the
+     * range once and gathers the raw read's kernels on the way): it also
+     * says how many kernels the window holds, so a dense one is never
+     * read raw */
+    lv = level < 0 ? 0 : level;
+    x->want_raw = blocks && (level < 0 || exact);
+    if ((rc = read_summary(x, &lv, blocks || s->kstore_blocks, &started)) != 0)
         goto out;
     if ((level < 0 || exact) && started + x->nlng <= SQ_TL_RAW_DENSE) {
         rc = read_raw(x, blocks);
@@ -557,12 +637,13 @@ int srv_store_q_timeline(srv_store *s, const srv_q *q, jw *w)
             goto out;
         }
     }
-    rc = w_timeline(x, w, level < 0 ? 0 : level, raw, exact);
+    rc = w_timeline(x, w, lv, raw, exact);
 out:
     for (int i = 0; i < x->nl; i++)
         free(x->lanes[i].px);
     free(x->raw);
     free(x->lng);
+    kb_top_free(&x->pre);
     rc = q_end(&x->c, rc, w);
     free(x);
     return rc;

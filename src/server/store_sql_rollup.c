@@ -51,7 +51,9 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
         a->smem = l->smem;
     a->hist[rl_hist_bucket(e->dur)]++;
 
-    for (int lv = 0; lv < RL_TL_LEVELS; lv++) {
+    /* with blocks, level 0 is computed from the kernels when asked
+     * (store_sql_q_tl0.c): not written */
+    for (int lv = s->kstore_blocks ? 1 : 0; lv < RL_TL_LEVELS; lv++) {
         unsigned sh = rl_tl_shift(lv);
         uint64_t b0 = e->ts >> sh, b1 = e->dur ? (end - 1) >> sh : b0;
         int spread = b1 - b0 < RL_TL_SPAN_MAX;
@@ -70,7 +72,11 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
             else
                 t->busy = rl_sat_add(t->busy, (end < hi ? end : hi) -
                                                   (e->ts > lo ? e->ts : lo));
-            if (e->dur >= t->top_dur) {
+            /* the longest, of equally long ones the highest name id:
+             * the same whatever the order and batches kernels came in
+             * (store_sql_q_tl0.c computes level 0 from the kernels) */
+            if (e->dur > t->top_dur ||
+                (e->dur == t->top_dur && l->name_id > (int64_t)t->top_name)) {
                 t->top_dur = e->dur;
                 t->top_name = (uint64_t)l->name_id;
             }

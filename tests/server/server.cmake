@@ -68,6 +68,12 @@ if(TARGET gpufl_server_core)
             -v Migrate)
   set_tests_properties(server_kblocks_Migrate PROPERTIES TIMEOUT 300
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  # timeline level 0 computed from the kernels (test_kblocks_tl0.py)
+  add_test(NAME server_kblocks_Tl0
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
+            -v Tl0)
+  set_tests_properties(server_kblocks_Tl0 PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
   # the cold tier in a real radosgw (test_kblocks_cold.py; 77: no radosgw)
   add_test(NAME server_kblocks_Cold
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_cold.py
@@ -133,6 +139,12 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
             -v Migrate)
   set_tests_properties(server_pg_kblocks_Migrate PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  add_test(NAME server_pg_kblocks_Tl0
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
+            -v Tl0)
+  set_tests_properties(server_pg_kblocks_Tl0 PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   add_test(NAME server_pg_kblocks_Cold

@@ -161,6 +161,11 @@ class Cold(TL.Base):
         st, _, body = b.req("GET", base)
         self.assertEqual(st, 503, body)
         self.assertIn(b"cold storage", body)
+        # timeline level 0, computed from the (cold) blocks: 503 too
+        t0 = TL.T0 + 10 ** 8
+        st, _, body = b.req("GET", "/api/v1/sessions/%s/timeline?from=%d&to=%d"
+                            "&width=300" % (gens[1].sid, t0, t0 + 10 ** 8))
+        self.assertEqual(st, 503, body)
         self.assertGreater(
             metric(b, 'gpufl_server_cold_reads_total{from="error"}'), 0)
         st, r = b.post("device", KB.lines(gens[1], "device", 0, 200))

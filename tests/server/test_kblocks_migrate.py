@@ -68,7 +68,12 @@ def answers(srv, g):
              base + "/kernels?from=%d&to=%d&limit=1000" % (t0, t1),
              base + "/kernels/aggregate", base + "/durations",
              base + "/timeline?from=%d&to=%d&width=500&exact=5000" % (t0, t1),
-             base + "/timeline?width=800"]
+             base + "/timeline?width=800",
+             # level 0 (2^18 <= ns a pixel < 2^20): stored rows before,
+             # computed from the blocks after
+             base + "/timeline?from=%d&to=%d&width=300" % (t0, t1),
+             base + "/timeline?from=%d&to=%d&width=1000" % (t0, t0 + 5 *
+                                                            10 ** 8)]
     out = {p: KB.norm(srv.get(p)) for p in paths}
     out["all"] = T.page_all(srv, base + "/kernels")
     seqs = sorted(k[0] for k in g.kernels)
@@ -124,8 +129,14 @@ class Migrate(TL.Base):
         self.assertGreater(KB.count(srv, KB.LEFT), 0)  # midway
         self.assertEqual(KB.count(srv, "SELECT count(*) FROM kernels") +
                          KB.count(srv, "SELECT sum(n) FROM kblocks"), total)
+        lvl0 = "SELECT count(*) FROM tl WHERE lvl=0"
+        self.assertGreater(KB.count(srv, lvl0), 0)
         out = self.migrate(d, db_args)
         print(out)
+        # every session has blocks now: its level 0 rows went
+        self.assertRegex(out, r"migrate: [1-9]\d* timeline level 0 row\(s\)"
+                              r" deleted")
+        self.assertEqual(KB.count(srv, lvl0), 0)
         self.assertRegex(out, r"migrate: pass 1: \d+ kernel\(s\) into \d+ "
                               r"block\(s\)")
         self.assertIn("migrate: done", out)
@@ -142,6 +153,7 @@ class Migrate(TL.Base):
         # run again: nothing to do, nothing doubled
         out = self.migrate(d, db_args)
         self.assertNotIn("pass 1", out)
+        self.assertIn("migrate: 0 timeline level 0 row(s) deleted", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
                                        " schema_version"), 22)

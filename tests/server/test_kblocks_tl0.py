@@ -1,0 +1,190 @@
+"""test_kblocks_tl0.py - timeline level 0 computed from the kernels
+(docs/server.md "Kernel blocks", timeline): with --kernel-store=blocks
+ingest writes no tl level 0, and a timeline window at that resolution
+(2^18 to 2^20 ns a pixel, or a zoomed-in window too dense to read raw)
+answers exactly as a rows server's stored level 0 does - from blocks only,
+from blocks and a hot tail of rows with a session half ingested as rows,
+and for a session ingested as rows read by a blocks server.  Past
+GPUFL_SERVER_TL0_MAX kernels the answer comes from level 1 and says so.
+Real binary on 127.0.0.1, SQLite or (with GPUFL_TEST_PG_URI_FILE)
+PostgreSQL.
+
+Run: python3 test_kblocks_tl0.py -v Tl0
+"""
+import json
+import random
+import unittest
+
+import test_kblocks as KB
+import test_timeline as TL
+
+L0 = 1 << 18
+L1 = 1 << 20
+LONG_NS = 1023 << 18  # RL_TL_LONG_NS
+RUN = 377  # kernels per compacted block (GPUFL_SERVER_KB_RUN)
+
+
+def tl0_session(rnd):
+    """Kernels on 2 GPUs x 2 streams over ~4 s, durations distinct (a
+    bucket's top kernel is never a tie) but in the burst: gaps and
+    durations from 0 to 25 ms, some concurrent in a lane, a burst of
+    20 000 in 60 ms (denser than a window may be read raw; the same
+    durations under other names, ties for the top), and long kernels: one 0.6 s (its busy
+    time in its first level-0 bucket, kept in klong), one just over
+    RL_TL_LONG_NS aligned to a bucket (in klong, yet spread at level 0)."""
+    g = TL.Gen()
+    names = [g.name(*TL.ADD), g.name(*TL.FILL), g.name(TL.GEMM)]
+    used = set()
+
+    def uniq(d):
+        while d in used:
+            d += 1
+        used.add(d)
+        return d
+
+    ks = []
+    for li, (d, s) in enumerate([(0, 7), (0, 8), (1, 7), (1, 8)]):
+        t = TL.T0 + rnd.randrange(0, 10 ** 6)
+        for i in range(1500):
+            t += rnd.choice([0, 1000, 30000, 200000, 1500000])
+            dur = uniq(rnd.choice([0, 900, 40000, 262144, 2 * 10 ** 6,
+                                   25 * 10 ** 6]))
+            ks.append((t, dur, names[(li + i) % 3], d, s))
+            if rnd.random() < 0.05:
+                ks.append((t + 17, uniq(dur // 2 + 3), names[0], d, s))
+            t += dur // (1 + rnd.randrange(3))
+    ks.append((TL.T0 + 5 * 10 ** 8 + 123, uniq(6 * 10 ** 8), names[2], 1, 8))
+    b = (TL.T0 + 9 * 10 ** 8) // L0 * L0
+    ks.append((b, uniq(LONG_NS + 1), names[1], 0, 8))
+    t = TL.T0 + 12 * 10 ** 8
+    for i in range(20000):
+        # equal durations of other names: ties for a bucket's top
+        ks.append((t + i * 3000, 2000 + i % 60 // 3 * 100, names[i % 3], 0,
+                   7))
+    # sent in time order, as an agent does
+    for ts, dur, n, d, s in sorted(ks, key=lambda k: k[0]):
+        g.kernel(ts, dur, n, dev=d, stream=s, corr=len(g.kernels) + 1)
+    return g
+
+
+def windows(g):
+    """(path suffix, expect level 0) of timeline windows over g."""
+    ts = sorted(k[3] for k in g.kernels)
+    lo, hi = ts[0], max(k[3] + k[4] for k in g.kernels)
+    out = []
+    # level 0: 2^18 <= bw < 2^20 (width 300: windows of 79 to 314 ms)
+    for t in range(lo - 3 * 10 ** 7, hi, 61 * 10 ** 6):
+        out.append(("?from=%d&to=%d&width=300" % (t, t + 10 ** 8), True))
+    for t in range(lo, hi, 250 * 10 ** 6):
+        out.append(("?from=%d&to=%d&width=1000" % (t, t + 5 * 10 ** 8), True))
+    # the burst zoomed in: too dense to read raw, level 0 as its summary
+    b = TL.T0 + 12 * 10 ** 8
+    out += [("?from=%d&to=%d&width=1000" % (b - 10 ** 6, b + 6 * 10 ** 7),
+             True),
+            ("?from=%d&to=%d&width=700&exact=5000" % (b + 7777, b + 58 * 10 ** 6),
+             True),
+            ("?from=%d&to=%d&width=300&lanes=0:7,1:8" % (b - 10 ** 7,
+                                                         b + 9 * 10 ** 7),
+             True),
+            # the long kernels' ends, and a level-1 and a raw window
+            ("?from=%d&to=%d&width=300" % (TL.T0 + 10 ** 9,
+                                           TL.T0 + 11 * 10 ** 8), True),
+            ("?from=%d&to=%d&width=400" % (TL.T0 + 10 ** 9 + 10 ** 8,
+                                           TL.T0 + 13 * 10 ** 8), True),
+            ("?width=800", False),
+            ("?from=%d&to=%d&width=500" % (lo + 10 ** 6, lo + 3 * 10 ** 6),
+             False)]
+    return out
+
+
+def ask(srv, sid, suffix):
+    st, _, data = srv.req("GET", "/api/v1/sessions/%s/timeline%s"
+                          % (sid, suffix))
+    return st, KB.norm(json.loads(data or b"null"))
+
+
+def level0_rows(srv):
+    return KB.count(srv, "SELECT count(*) FROM tl WHERE lvl=0")
+
+
+class Tl0(KB.Base):
+    def same(self, want, srv, g, what):
+        n0 = 0
+        for suffix, l0 in windows(g):
+            st, got = ask(srv, g.sid, suffix)
+            self.assertEqual(st, 200, (what, suffix))
+            self.assertEqual(got, want[suffix], (what, suffix))
+            if l0:
+                self.assertEqual(int(got["level"]), L0, (what, suffix))
+                self.assertTrue(got["lanes"], (what, suffix))
+                n0 += 1
+        return n0
+
+    def test_level0_from_kernels(self):
+        g = tl0_session(random.Random(2300))
+        dev = g.lines["device"]
+        a = self.server("rows")
+        b = self.server("blocks", KB.NOCOMPACT)
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        want = {}
+        for suffix, l0 in windows(g):
+            st, want[suffix] = ask(a, g.sid, suffix)
+            self.assertEqual(st, 200, suffix)
+        # blocks: no level 0 at rest, the rest of tl as rows'
+        self.assertGreater(level0_rows(a), 1000)
+        self.assertEqual(level0_rows(b), 0)
+        q = "SELECT * FROM tl WHERE lvl > 0 ORDER BY 1, 2, 3, 4"
+        self.assertEqual(b.sql(q), a.sql(q))
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM kernels"), 0)
+        self.assertGreaterEqual(self.same(want, b, g, "blocks"), 20)
+
+        # half ingested as rows, compacted into blocks of RUN with a hot
+        # tail of rows left, the rest ingested into blocks: windows over
+        # blocks, rows and new blocks at once
+        c = self.server("mixed")
+        half = len(dev) // 2
+        for lo in range(0, half, 3000):
+            c.ingest_ok("device", KB.device_lines(g, range(lo, min(lo + 3000,
+                                                                   half))))
+        c.stop()
+        c = self.server("mixed", KB.BLOCKS, env={"GPUFL_SERVER_KB_RUN":
+                                                 str(RUN)})
+        KB.wait_settled(c, RUN)
+        for lo in range(half, len(dev), 3000):
+            c.ingest_ok("device", KB.device_lines(
+                g, range(lo, min(lo + 3000, len(dev)))))
+        self.assertGreater(KB.count(c, "SELECT count(*) FROM kernels"), 0)
+        self.assertGreater(level0_rows(c), 0)
+        self.assertLess(level0_rows(c), level0_rows(a))
+        self.same(want, c, g, "mixed")
+
+        # a session ingested as rows, read by a blocks server (no blocks)
+        a.stop()
+        a2 = self.server("rows", KB.NOCOMPACT)
+        self.assertEqual(KB.count(a2, "SELECT count(*) FROM kblocks"), 0)
+        self.same(want, a2, g, "rows under blocks")
+
+        # past the cap: level 1, said in the answer, its counts those of
+        # the level-1 buckets the window meets
+        b.stop()
+        b = self.server("blocks", KB.NOCOMPACT,
+                        env={"GPUFL_SERVER_TL0_MAX": "10000"})
+        t = TL.T0 + 12 * 10 ** 8
+        st, r = ask(b, g.sid, "?from=%d&to=%d&width=300" % (t, t + 10 ** 8))
+        self.assertEqual(st, 200)
+        self.assertEqual(int(r["level"]), L1)
+        started = sum(bk[1] for ln in r["lanes"] for bk in ln["buckets"])
+        b0, b1 = t // L1, (t + 10 ** 8 - 1) // L1
+        self.assertEqual(started, sum(1 for k in g.kernels
+                                      if b0 <= k[3] // L1 <= b1))
+        # a window holding fewer still computes level 0
+        t = TL.T0 + 2 * 10 ** 9
+        suffix = "?from=%d&to=%d&width=300" % (t, t + 10 ** 8)
+        st, r = ask(b, g.sid, suffix)
+        self.assertEqual((st, int(r["level"])), (200, L0))
+        self.assertEqual(r, ask(a2, g.sid, suffix)[1])
+
+
+if __name__ == "__main__":
+    unittest.main()
