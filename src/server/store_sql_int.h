@@ -218,9 +218,16 @@ struct srv_store {
     sq_health health;
 };
 
-/* Kernel blocks (store_sql_kblocks.c).  sq_kb_member: whether the
- * session's blocks hold kernel seq (*in), on the writer (its lock held).
- * sq_kb_release: the codec state, at close. */
+/* Kernel blocks (store_sql_kblocks.c).  sq_kb_stored: the kernels of
+ * session sess with a seq in [lo, hi] that its blocks hold (and with rows
+ * set, its kernel rows too), each passed to seen (a seq may come twice);
+ * on the writer, its lock held.  The one duplicate check against blocks:
+ * a single seq (lo == hi) seeks it, a range decodes each block once.
+ * sq_kb_member: whether the session's blocks hold kernel seq (*in), the
+ * same check for one seq.  sq_kb_release: the codec state, at close. */
+typedef void (*sq_kb_seen_fn)(void *arg, uint64_t seq);
+int sq_kb_stored(srv_store *s, int64_t sess, int64_t lo, int64_t hi, int rows,
+                 sq_kb_seen_fn seen, void *arg);
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
 void sq_kb_release(srv_store *s);
 /* The bytes of the block a kblocks row stands for.  Every reader of a

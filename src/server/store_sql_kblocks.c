@@ -145,39 +145,99 @@ int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
     return GPUFL_OK;
 }
 
-int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
+/* st: sql prepared on the writer with ?1 a session and [?2, ?3] a seq
+ * range. */
+static int range_prepare(srv_store *s, const char *sql, int64_t sess,
+                         int64_t lo, int64_t hi, sdb_stmt **st)
+{
+    if (sdb_prepare(s->w, sql, st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(*st, 1, sess);
+    qbind_i64(*st, 2, lo);
+    qbind_i64(*st, 3, hi);
+    return GPUFL_OK;
+}
+
+/* The kernels of session sess in [lo, hi] that the block b[0..len) holds,
+ * each passed to seen: one seq is sought (kblock_seek_seq), a range
+ * decodes the block once. */
+static int block_scan(srv_store *s, const unsigned char *b, size_t len,
+                      int64_t sess, int64_t lo, int64_t hi, sq_kb_seen_fn seen,
+                      void *arg)
+{
+    size_t n = 0, pos = KB_NOTFOUND;
+    char why[128];
+    int bad;
+
+    if (lo == hi)
+        bad = kblock_seek_seq(s->kb_dec, b, len, (uint64_t)lo, &pos, why,
+                              sizeof(why));
+    else
+        bad = kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
+                            sizeof(why));
+    if (bad) {
+        glog_error("kblocks", "session %lld: unreadable block: %s",
+                   (long long)sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    if (lo == hi && pos != KB_NOTFOUND)
+        seen(arg, (uint64_t)lo);
+    for (size_t i = 0; i < n; i++)
+        if ((int64_t)s->kb_ev[i].seq >= lo && (int64_t)s->kb_ev[i].seq <= hi)
+            seen(arg, s->kb_ev[i].seq);
+    return GPUFL_OK;
+}
+
+int sq_kb_stored(srv_store *s, int64_t sess, int64_t lo, int64_t hi, int rows,
+                 sq_kb_seen_fn seen, void *arg)
 {
     sdb_stmt *st = NULL;
-    int rc = SDB_DONE, err = GPUFL_OK;
+    int rc, err = GPUFL_OK;
 
-    *in = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT block, stream, seq_lo FROM kblocks WHERE"
-                    " sess=?1 AND seq_hi >= ?2 AND seq_lo <= ?2",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    qbind_u64(st, 2, seq);
-    while (!*in && (rc = sdb_step(st)) == SDB_ROW) {
-        size_t len = 0, pos = KB_NOTFOUND;
+    if ((err = sq_kb_state(s)) != 0)
+        return err;
+    if (rows) {
+        if ((err = range_prepare(s,
+                                 "SELECT seq FROM kernels WHERE sess=?1 AND"
+                                 " seq >= ?2 AND seq <= ?3",
+                                 sess, lo, hi, &st)) != 0)
+            return err;
+        while ((rc = sdb_step(st)) == SDB_ROW)
+            seen(arg, (uint64_t)qcol_i64(st, 0));
+        sdb_finalize(st);
+        if (rc != SDB_DONE)
+            return sq_err(rc);
+    }
+    /* the blocks whose seq range meets [lo, hi] (kblocks_seq) */
+    if ((err = range_prepare(s,
+                             "SELECT block, stream, seq_lo FROM kblocks WHERE"
+                             " sess=?1 AND seq_hi >= ?2 AND seq_lo <= ?3",
+                             sess, lo, hi, &st)) != 0)
+        return err;
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         const unsigned char *b = NULL;
-        char why[128];
-        if ((err = sq_kb_state(s)) != 0 ||
-            (err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
-                               &b, &len)) != 0)
+        size_t len = 0;
+        if ((err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
+                               &b, &len)) != 0 ||
+            (err = block_scan(s, b, len, sess, lo, hi, seen, arg)) != 0)
             break;
-        if (kblock_seek_seq(s->kb_dec, b, len, seq, &pos, why, sizeof(why))) {
-            glog_error("kblocks", "session %lld: unreadable block: %s",
-                       (long long)sess, why);
-            err = GPUFL_EINTERNAL;
-            break;
-        }
-        *in = pos != KB_NOTFOUND;
     }
     sdb_finalize(st);
-    if (err || *in)
+    if (err)
         return err;
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+static void seen_any(void *arg, uint64_t seq)
+{
+    (void)seq;
+    *(int *)arg = 1;
+}
+
+int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
+{
+    *in = 0;
+    return sq_kb_stored(s, sess, (int64_t)seq, (int64_t)seq, 0, seen_any, in);
 }
 
 /* ---- compaction ---- */
