@@ -322,6 +322,17 @@ void kb_row_ev(sdb_stmt *st, int col, struct kblock_ev *e, unsigned *nul);
 #define KB_ROW_COLS                                                            \
     "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
     " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+/* What a kernel row must have for the codec to keep it exactly (every
+ * row this server writes has it; rows of older servers may not, and stay
+ * rows): the compactor's filter, and migration 23's count (kcount). */
+#define KB_EXACT                                                               \
+    " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
+    " name_id IS NOT NULL AND cfg IS NOT NULL AND gx IS NOT NULL AND gy IS"    \
+    " NOT NULL AND gz IS NOT NULL AND bx IS NOT NULL AND by IS NOT NULL AND"   \
+    " bz IS NOT NULL AND regs IS NOT NULL AND smem IS NOT NULL AND scope IS"   \
+    " NOT NULL AND path IS NOT NULL AND stack IS NOT NULL AND api_off IS NOT"  \
+    " NULL AND api_dur IS NOT NULL AND flags IS NOT NULL AND (occ IS NULL OR"  \
+    " occ >= 0) AND (tid IS NULL OR tid <> 0)"
 
 /* Whether session sess has blocks (*any), on read connection db. */
 int sq_kb_any(sdb *db, int64_t sess, int *any);

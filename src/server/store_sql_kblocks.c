@@ -28,15 +28,6 @@
 
 /* The kernel columns, in the table's order (store_sql.c, bind_kernel). */
 #define KB_COLS KB_ROW_COLS
-/* ... and those a row must have for the codec to keep it exactly */
-#define KB_EXACT                                                               \
-    " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
-    " name_id IS NOT NULL AND cfg IS NOT NULL AND gx IS NOT NULL AND gy IS"    \
-    " NOT NULL AND gz IS NOT NULL AND bx IS NOT NULL AND by IS NOT NULL AND"   \
-    " bz IS NOT NULL AND regs IS NOT NULL AND smem IS NOT NULL AND scope IS"   \
-    " NOT NULL AND path IS NOT NULL AND stack IS NOT NULL AND api_off IS NOT"  \
-    " NULL AND api_dur IS NOT NULL AND flags IS NOT NULL AND (occ IS NULL OR"  \
-    " occ >= 0) AND (tid IS NULL OR tid <> 0)"
 /* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
 #define KB_ZLEVEL 3
 /* (session, stream) runs one compaction pass looks at, at most */
@@ -406,7 +397,8 @@ typedef struct kb_group {
 } kb_group;
 
 /* The (session, stream) runs worth a block: SQ_KB_RUN rows or more, or
- * any rows once the session is no longer running. */
+ * any rows once the session is no longer running - from their counts
+ * (kcount, migration 23), not from the rows. */
 static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 {
     sdb_stmt *st = NULL;
@@ -414,19 +406,18 @@ static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 
     *ng = 0;
     if (sdb_prepare(s->w,
-                    "SELECT k.sess, k.stream, count(*), max(CASE WHEN"
-                    " x.state='running' THEN 0 ELSE 1 END) FROM (SELECT"
-                    " sess, stream FROM kernels WHERE" KB_EXACT ") k"
-                    " JOIN sessions x ON x.id=k.sess"
-                    " GROUP BY k.sess, k.stream ORDER BY k.sess, k.stream",
+                    "SELECT c.sess, c.stream, c.n, CASE WHEN x.state="
+                    "'running' THEN 0 ELSE 1 END FROM kcount c JOIN sessions"
+                    " x ON x.id=c.sess WHERE c.n >= ?1 OR (c.n > 0 AND"
+                    " x.state <> 'running') ORDER BY c.sess, c.stream"
+                    " LIMIT ?2",
                     &st))
         return GPUFL_EINTERNAL;
-    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap) {
-        kb_group x = { qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
-                       (int)qcol_i64(st, 3) };
-        if (x.n >= kb_run() || x.ended)
-            g[(*ng)++] = x;
-    }
+    qbind_i64(st, 1, kb_run());
+    qbind_i64(st, 2, (int64_t)cap);
+    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
+        g[(*ng)++] = (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1),
+                                 qcol_i64(st, 2), (int)qcol_i64(st, 3) };
     sdb_finalize(st);
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }

@@ -23,7 +23,12 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks",
         "DROP TABLE IF EXISTS kbnames",
         "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
-        "DROP TABLE IF EXISTS capi_from"]
+        "DROP TABLE IF EXISTS capi_from", "DROP TABLE IF EXISTS kcount"]
+# ... and kcount's triggers (migration 23), per database
+UNDO_LITE = ["DROP TRIGGER IF EXISTS kcount_add",
+             "DROP TRIGGER IF EXISTS kcount_sub"]
+UNDO_PG = ["DROP FUNCTION IF EXISTS kcount_add() CASCADE",
+           "DROP FUNCTION IF EXISTS kcount_sub() CASCADE"]
 
 
 def sessions(rnd, n, size, running=()):
@@ -47,13 +52,13 @@ def sessions(rnd, n, size, running=()):
 def undo(srv):
     """srv's database back to the previous version's schema."""
     if srv.pgdb:
-        for q in UNDO:
+        for q in UNDO_PG + UNDO:
             srv.sql(q)
         return
     import sqlite3
     db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
                          isolation_level=None)
-    for q in UNDO:
+    for q in UNDO_LITE + UNDO:
         db.execute(q)
     db.close()
 
@@ -113,6 +118,10 @@ class Migrate(TL.Base):
         self.servers.append(srv)
         before = [answers(srv, g) for g in gens]
         self.assertEqual(KB.count(srv, "SELECT count(*) FROM kblocks"), 0)
+        # the compactor's row counts (migration 23) filled from the rows
+        kept, real = KB.counts_of(srv)
+        self.assertEqual(kept, real)
+        self.assertEqual(sum(kept.values()), total)
         srv.stop()
         undo(srv)
 
@@ -133,6 +142,8 @@ class Migrate(TL.Base):
         rows = KB.count(srv, "SELECT count(*) FROM kernels")
         inb = KB.count(srv, "SELECT sum(n) FROM kblocks")
         self.assertEqual(rows + inb, total)
+        kept, real = KB.counts_of(srv)  # through the kills too
+        self.assertEqual(kept, real)
         # only the running session's partial runs (< 4096 a stream) stay
         running = gens[1]
         self.assertEqual(rows, KB.count(
@@ -144,7 +155,7 @@ class Migrate(TL.Base):
         self.assertNotIn("pass 1", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 22)
+                                       " schema_version"), 23)
 
         # a replay is still a duplicate, and the API answers the same
         srv = T.Server(d, KB.BLOCKS)
