@@ -93,6 +93,20 @@ typedef struct sq_tl {
     uint64_t n, busy, top_name, top_dur;
 } sq_tl;
 
+/* srl (system samples per 60 s bucket, store_sql_rollup.c): for each of
+ * the SRV_SYS_NFIELDS fields its min, max, sum and count (the table in
+ * store_sql_schema.c, its statements in store_sql.c). */
+#define SRL_F(i) " mn" #i " REAL, mx" #i " REAL, sm" #i " REAL, ct" #i " REAL,"
+#define SRL_AGG(i) ", min(f" #i "), max(f" #i "), sum(f" #i "), count(f" #i ")"
+#define SRL_LIST(m)                                                            \
+    m(0) m(1) m(2) m(3) m(4) m(5) m(6) m(7) m(8) m(9) m(10) m(11) m(12) m(13)  \
+        m(14) m(15) m(16) m(17) m(18) m(19) m(20)
+#define SRL_SET(i)                                                             \
+    ", mn" #i "=excluded.mn" #i ", mx" #i "=excluded.mx" #i ", sm" #i          \
+    "=excluded.sm" #i ", ct" #i "=excluded.ct" #i
+#define SRL_Q4(i) ",?,?,?,?"
+#define SRL_GETC(i) ", mn" #i ", mx" #i ", sm" #i ", ct" #i
+
 /* System samples of one 60 s bucket of one source (srl). */
 #define SQ_SRL_NS 60000000000ll
 typedef struct sq_srl {
@@ -452,6 +466,9 @@ sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
+/* The schema of db brought to this server's version, one transaction per
+ * migration (store_sql_schema.c); 0, or gpufl_err with why in eb. */
+int sq_schema_migrate(sdb *db, char *eb, size_t ec);
 /* fn(s, arg) in one write transaction under the writer lock: committed
  * when it returns 0, rolled back otherwise; its result
  * (store_sql_memprof.c). */

@@ -26,7 +26,8 @@
 #include "common/log.h"
 #include "kblock.h"
 
-/* The kernel columns, in the table's order (store_sql.c, bind_kernel). */
+/* The kernel columns, in the table's order (store_sql_schema.c,
+ * sq_kernel_bind). */
 #define KB_COLS KB_ROW_COLS
 /* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
 #define KB_ZLEVEL 3
