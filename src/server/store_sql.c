@@ -221,6 +221,7 @@ void srv_store_close(srv_store *s)
     rl_map_release(&s->kscope);
     rl_map_release(&s->sacc);
     rl_map_release(&s->srl);
+    sq_kcount_release(s);
     sq_ext_release(s);
     sq_gaps_release(s);
     sq_kbi_release(s);

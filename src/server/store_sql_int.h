@@ -181,6 +181,7 @@ struct srv_store {
     rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
     rl_map srl;                    /* per-batch: (sess, src, b) -> sq_srl */
+    rl_map kcount; /* per-batch: (sess, stream) -> kernel rows written */
     /* per-batch: (sess, lvl, b, tid) -> API calls (store_sql_capi.c) */
     rl_map capi;
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
@@ -466,6 +467,16 @@ sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
+/* Kernel row counts per (session, stream) (store_sql_kcount.c), on the
+ * writer in its transaction: sq_kcount_add, n rows of the batch written
+ * (summed, written by sq_kcount_flush before COMMIT); sq_kcount_sub, n
+ * rows deleted (at once); sq_kcount_reset, the batch's sums dropped (on
+ * ROLLBACK); sq_kcount_release, at close. */
+int sq_kcount_add(srv_store *s, int64_t sess, uint64_t stream, int64_t n);
+int sq_kcount_flush(srv_store *s);
+int sq_kcount_sub(srv_store *s, int64_t sess, int64_t stream, int64_t n);
+void sq_kcount_reset(srv_store *s);
+void sq_kcount_release(srv_store *s);
 /* The schema of db brought to this server's version, one transaction per
  * migration (store_sql_schema.c); 0, or gpufl_err with why in eb. */
 int sq_schema_migrate(sdb *db, char *eb, size_t ec);

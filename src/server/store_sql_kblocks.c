@@ -389,7 +389,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return GPUFL_EINTERNAL;
     }
     *nk = n;
-    return GPUFL_OK;
+    return sq_kcount_sub(s, sess, stream, (int64_t)n);
 }
 
 typedef struct kb_group {

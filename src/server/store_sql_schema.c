@@ -375,40 +375,18 @@ static const char *const migrations[] = {
     "CREATE INDEX IF NOT EXISTS kbnames_name ON kbnames(sess, name_id);",
     /* 23: per (session, stream) its kernel rows the compactor can take
      * (store_sql_kblocks.c groups_find: its work without a GROUP BY over
-     * every kernel row), kept by triggers on kernels - in the statement
-     * that writes or deletes the rows, so in their transaction: a crash
-     * leaves rows and counts that agree.  The triggers count every row
-     * (every row this server writes is KB_EXACT, and only retention
-     * deletes other rows, with their session's count); they and the fill
-     * are per database (migrations_lite, migrations_pg) */
+     * every kernel row), kept in the transaction that writes or deletes
+     * the rows (store_sql_kcount.c); filled here from the rows there
+     * (again from scratch when a test's undo runs it a second time) */
     "CREATE TABLE IF NOT EXISTS kcount(sess INTEGER NOT NULL, stream INTEGER"
     " NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(sess, stream)) WITHOUT"
-    " ROWID;",
+    " ROWID;"
+    "DELETE FROM kcount;"
+    "INSERT INTO kcount SELECT sess, stream, count(*) FROM kernels "
+    "WHERE" KB_EXACT " GROUP BY sess, stream;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
-
-/* Migration 23's count of the rows there already (after the triggers: on
- * PostgreSQL creating them locks out writers of kernels until the
- * migration commits, so no row lands between the fill and them); again
- * from scratch when a test's undo runs it a second time */
-#define KCOUNT_FILL                                                            \
-    "DELETE FROM kcount;"                                                      \
-    "INSERT INTO kcount SELECT sess, stream, count(*) FROM kernels "           \
-    "WHERE" KB_EXACT " GROUP BY sess, stream;"
-
-/* What a migration adds on SQLite only, by its index in migrations[]
- * (NULL: nothing).  23: kcount's triggers, a row at a time (SQLite has no
- * statement triggers); IF NOT EXISTS for a test's undo. */
-static const char *const migrations_lite[SQ_SCHEMA_VERSION] = {
-    [22] = "CREATE TRIGGER IF NOT EXISTS kcount_add AFTER INSERT ON kernels"
-           " WHEN NEW.stream IS NOT NULL BEGIN INSERT INTO kcount"
-           " VALUES(NEW.sess, NEW.stream, 1) ON CONFLICT(sess, stream) DO"
-           " UPDATE SET n=n+1; END;"
-           "CREATE TRIGGER IF NOT EXISTS kcount_sub AFTER DELETE ON kernels"
-           " BEGIN UPDATE kcount SET n=n-1 WHERE sess=OLD.sess AND"
-           " stream=OLD.stream; END;" KCOUNT_FILL,
-};
 
 /* What a migration adds on PostgreSQL only, by its index in migrations[]
  * (NULL: nothing).  16: the waste rollups as index-only scans - a heap
@@ -422,27 +400,6 @@ static const char *const migrations_pg[SQ_SCHEMA_VERSION] = {
            "CREATE INDEX wasted_cover ON wasted(dim, day) INCLUDE (key,"
            " model, busy, w_idle, w_held, w_phantom, w_stuck, w_alloc,"
            " simulated);",
-    /* 23: kcount's triggers, a statement at a time: a batch's COPY or
-     * INSERT ... SELECT adds its rows' counts in one upsert (ordered, so
-     * that two writers take the count rows' locks in one order) */
-    [22] = "CREATE OR REPLACE FUNCTION kcount_add() RETURNS trigger LANGUAGE"
-           " plpgsql AS $$BEGIN INSERT INTO kcount SELECT sess, stream,"
-           " count(*) FROM kcount_rows WHERE stream IS NOT NULL GROUP BY"
-           " sess, stream ORDER BY sess, stream ON CONFLICT(sess, stream) DO"
-           " UPDATE SET n=kcount.n+excluded.n; RETURN NULL; END$$;"
-           "CREATE OR REPLACE FUNCTION kcount_sub() RETURNS trigger LANGUAGE"
-           " plpgsql AS $$BEGIN UPDATE kcount c SET n=c.n-d.n FROM (SELECT"
-           " sess, stream, count(*) AS n FROM kcount_rows GROUP BY sess,"
-           " stream ORDER BY sess, stream) d WHERE c.sess=d.sess AND"
-           " c.stream=d.stream; RETURN NULL; END$$;"
-           "DROP TRIGGER IF EXISTS kcount_add ON kernels;"
-           "CREATE TRIGGER kcount_add AFTER INSERT ON kernels REFERENCING NEW"
-           " TABLE AS kcount_rows FOR EACH STATEMENT EXECUTE FUNCTION"
-           " kcount_add();"
-           "DROP TRIGGER IF EXISTS kcount_sub ON kernels;"
-           "CREATE TRIGGER kcount_sub AFTER DELETE ON kernels REFERENCING OLD"
-           " TABLE AS kcount_rows FOR EACH STATEMENT EXECUTE FUNCTION"
-           " kcount_sub();" KCOUNT_FILL,
 };
 _Static_assert(RL_TL_LONG_NS == 268173312u, "RL_TL_LONG_STR spells it");
 
@@ -523,8 +480,6 @@ int sq_schema_migrate(sdb *db, char *eb, size_t ec)
         if (sdb_exec(db, ddl) != 0 ||
             (sdb_dialect(db) == SDB_POSTGRES && migrations_pg[v] &&
              sdb_exec(db, migrations_pg[v]) != 0) ||
-            (sdb_dialect(db) != SDB_POSTGRES && migrations_lite[v] &&
-             sdb_exec(db, migrations_lite[v]) != 0) ||
             sdb_exec(db, bump)) {
             snprintf(eb, ec, "migration %d failed: %s", v + 1, sdb_errmsg(db));
             sdb_exec(db, "ROLLBACK");

@@ -782,14 +782,17 @@ class Counts(Base):
         for g in gens[:3]:
             ended(g)  # the last keeps running: its partial runs stay rows
         # the sessions' batches interleaved at random, each session's in
-        # order
+        # order but the third's: after its first, newest first (kernels
+        # below the session's highest seq, written one by one)
         per = []
-        for g in gens:
+        for i, g in enumerate(gens):
             n, lo, mine = len(g.lines["device"]), 0, []
             while lo < n:
                 hi = min(n, lo + rnd.randrange(100, 1500))
                 mine.append(device_lines(g, range(lo, hi)))
                 lo = hi
+            if i == 2:
+                mine = mine[:1] + mine[:0:-1]
             per.append(mine[::-1])
         batches = []
         while any(per):

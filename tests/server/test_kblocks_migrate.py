@@ -24,11 +24,6 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kbnames",
         "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
         "DROP TABLE IF EXISTS capi_from", "DROP TABLE IF EXISTS kcount"]
-# ... and kcount's triggers (migration 23), per database
-UNDO_LITE = ["DROP TRIGGER IF EXISTS kcount_add",
-             "DROP TRIGGER IF EXISTS kcount_sub"]
-UNDO_PG = ["DROP FUNCTION IF EXISTS kcount_add() CASCADE",
-           "DROP FUNCTION IF EXISTS kcount_sub() CASCADE"]
 
 
 def sessions(rnd, n, size, running=()):
@@ -52,13 +47,13 @@ def sessions(rnd, n, size, running=()):
 def undo(srv):
     """srv's database back to the previous version's schema."""
     if srv.pgdb:
-        for q in UNDO_PG + UNDO:
+        for q in UNDO:
             srv.sql(q)
         return
     import sqlite3
     db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
                          isolation_level=None)
-    for q in UNDO_LITE + UNDO:
+    for q in UNDO:
         db.execute(q)
     db.close()
 
