@@ -211,6 +211,7 @@ void srv_store_close(srv_store *s)
     for (int i = 0; i < WS_N; i++)
         sdb_finalize(s->ws[i]);
     sq_capi_release(s); /* its statements: before the connection */
+    sdb_finalize(s->kb_names_st);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     sdb_close(s->w);

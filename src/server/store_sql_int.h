@@ -216,6 +216,9 @@ struct srv_store {
     struct kblock_ev *kb_ev;
     struct kblock_index *kb_idx;
     uint64_t *kb_ndur; /* per index name: min, then max duration */
+    /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
+     * prepare (on PostgreSQL a round trip) per server, not per block */
+    sdb_stmt *kb_names_st;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */

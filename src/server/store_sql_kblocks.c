@@ -19,6 +19,7 @@
 #include <gpufl/gpufl.h>
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +32,8 @@
 #define KB_COLS KB_ROW_COLS
 /* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
 #define KB_ZLEVEL 3
+/* kbnames rows one INSERT writes (7 parameters each) */
+#define KB_NAMES_ROWS 64
 /* (session, stream) runs one compaction pass looks at, at most */
 #define KB_GROUPS_MAX 64
 
@@ -294,17 +297,34 @@ static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
         if (s->kb_ev[i].dur > hi[k])
             hi[k] = s->kb_ev[i].dur;
     }
-    if (sdb_prepare(s->w, "INSERT INTO kbnames VALUES(?,?,?,?,?,?,?)", &st))
-        return GPUFL_EINTERNAL;
-    for (uint32_t k = 0; k < idx->nnames && !rc; k++) {
-        qbind_i64(st, 1, sess);
-        qbind_i64(st, 2, stream);
-        qbind_u64(st, 3, idx->seq_min);
-        qbind_i64(st, 4, idx->names[k].name_id);
-        qbind_u64(st, 5, idx->names[k].n);
-        qbind_u64(st, 6, lo[k]);
-        qbind_u64(st, 7, hi[k]);
-        rc = qrun(st);
+    /* KB_NAMES_ROWS rows a statement: a block's ~200 names cost a few
+     * statements, not one each (on PostgreSQL a round trip each); the
+     * full statement is kept, a last partial one prepared here */
+    for (uint32_t k = 0; k < idx->nnames && !rc;) {
+        size_t c =
+            idx->nnames - k < KB_NAMES_ROWS ? idx->nnames - k : KB_NAMES_ROWS;
+        sdb_stmt **sp = c == KB_NAMES_ROWS ? &s->kb_names_st : &st;
+        if (!*sp) {
+            char sql[32 + 16 * KB_NAMES_ROWS];
+            size_t len = (size_t)snprintf(sql, sizeof(sql),
+                                          "INSERT INTO kbnames VALUES");
+            for (size_t j = 0; j < c; j++)
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s%s",
+                                        j ? "," : "", "(?,?,?,?,?,?,?)");
+            if (sdb_prepare(s->w, sql, sp))
+                return GPUFL_EINTERNAL;
+        }
+        for (size_t j = 0; j < c; j++, k++) {
+            int b = (int)(7 * j);
+            qbind_i64(*sp, b + 1, sess);
+            qbind_i64(*sp, b + 2, stream);
+            qbind_u64(*sp, b + 3, idx->seq_min);
+            qbind_i64(*sp, b + 4, idx->names[k].name_id);
+            qbind_u64(*sp, b + 5, idx->names[k].n);
+            qbind_u64(*sp, b + 6, lo[k]);
+            qbind_u64(*sp, b + 7, hi[k]);
+        }
+        rc = qrun(*sp);
     }
     sdb_finalize(st);
     return rc;

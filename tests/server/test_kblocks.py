@@ -452,6 +452,52 @@ class NameSorts(Base):
         same("older blocks")
 
 
+    def test_many_names_per_block(self):
+        """A block of more names than one kbnames INSERT writes (64 rows a
+        statement): every name's row, count and bounds as the rows say."""
+        rnd = random.Random(43)
+        g = TL.Gen()
+        names = [g.name("n%03d_kernel" % i) for i in range(150)]
+        t = TL.T0
+        for j in range(6000):
+            t += rnd.randrange(1, 5000)
+            g.kernel(t, rnd.randrange(0, 10 ** 6), rnd.choice(names),
+                     stream=7 + j % 2, corr=j + 1)
+        g = ended(g)
+        a = self.server("rows")
+        b = self.server("blocks", NOCOMPACT)  # the blocks ingest wrote
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        rows = [tuple(int(v) for v in r) for r in
+                a.sql("SELECT stream, seq, name_id, dur FROM kernels")]
+        want = {}
+        for st, lo, hi in b.sql("SELECT stream, seq_lo, seq_hi FROM"
+                                " kblocks"):
+            st, lo, hi = int(st), int(lo), int(hi)
+            for s, seq, nid, dur in rows:
+                if s == st and lo <= seq <= hi:
+                    w = want.setdefault((st, lo, nid), [0, dur, dur])
+                    w[0] += 1
+                    w[1] = min(w[1], dur)
+                    w[2] = max(w[2], dur)
+        got = {(int(r[0]), int(r[1]), int(r[2])):
+               [int(r[3]), int(r[4]), int(r[5])] for r in
+               b.sql("SELECT stream, seq_lo, name_id, n, dur_min, dur_max"
+                     " FROM kbnames")}
+        self.assertEqual(got, want)
+        per = {}
+        for st, lo, _ in got:
+            per[(st, lo)] = per.get((st, lo), 0) + 1
+        # the full batches' blocks: three statements each
+        self.assertGreaterEqual(sum(v > 2 * 64 for v in per.values()), 4,
+                                per)
+        base = "/api/v1/sessions/" + g.sid
+        for name in ("n007_", "n149_", "n1"):
+            p = base + "/kernels?sort=duration&desc=true&name=%s&limit=50" \
+                % name
+            self.assertEqual(b.get(p), a.get(p), p)
+
+
 class Crash(Base):
     def test_kill9_during_compaction_loses_nothing(self):
         rnd = random.Random(9)
