@@ -12,8 +12,8 @@
  * while src/common is linked into libgpufl and every program.
  *
  * An event holds every per-kernel column of the `kernels` table
- * (store_sql.c) except the session, which is the block's.  Absent values
- * are as the store keeps them: occ < 0 (NULL), tid 0 (NULL).
+ * (store_sql_schema.c) except the session, which is the block's.  Absent
+ * values are as the store keeps them: occ < 0 (NULL), tid 0 (NULL).
  *
  * Thread contract: none of these functions keeps state between calls; a
  * kblock_enc or kblock_dec is used by one thread at a time.

@@ -28,18 +28,18 @@
 #define MEMPROF_PRUNE_BATCH_DB 1
 
 /* Tables holding per-session rows, for retention. */
-static const char *const sess_tables[] = { "lines", "dicts", "kernels", "ops",
-                                           "scopes", "sass", "stalls",
-                                           "samples", "kagg", "tl", "kscope",
-                                           "kext", "srl", "seqr", "kblocks",
-                                           "kbnames", "capi", "capi_long",
-                                           /* idle verdicts */
-                                           "verdicts", "fleet",
-                                           /* GPU waste (after the rollup
+static const char *const sess_tables[] = {
+    "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
+    "kagg", "tl", "kscope", "kext", "srl", "seqr", "kblocks", "kbnames",
+    "kcount", "capi", "capi_long",
+    /* idle verdicts */
+    "verdicts", "fleet",
+    /* GPU waste (after the rollup
                                             * gave its share back) */
-                                           "waste", "vruns",
-                                           /* what its scan found */
-                                           "regressions" };
+    "waste", "vruns",
+    /* what its scan found */
+    "regressions"
+};
 
 /* ---- maintenance, retention, keys ---- */
 

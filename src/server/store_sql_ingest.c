@@ -508,6 +508,8 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     if (!rc)
         rc = s->wr->flush(s);
     if (!rc)
+        rc = sq_kcount_flush(s);
+    if (!rc)
         rc = sq_flush_sessions(s, (int64_t)time(NULL));
     if (!rc)
         rc = sq_ext_flush(s);
@@ -527,6 +529,7 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         rl_map_clear(&s->launch_cache);
         s->wr->abort(s);
         sq_kbi_reset(s);
+        sq_kcount_reset(s);
         sq_ext_reset(s);
         sq_gaps_reset(s);
         r->accepted = r->duplicate = 0;

@@ -359,6 +359,9 @@ static int flush_pending(srv_store *s)
     }
     for (size_t j = 0; j < n && !rc; j++) {
         sq_pend *p = &pw->pend[j];
+        /* a row written: the compactor's count (store_sql_kcount.c) */
+        if (p->fresh && (rc = sq_kcount_add(s, p->sess, p->e->stream, 1)) != 0)
+            break;
         rc = sq_kernel_done(s, p->sess, p->e, &p->l, p->fresh);
     }
     return rc;

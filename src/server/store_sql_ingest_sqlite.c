@@ -64,6 +64,11 @@ static int kq_flush(srv_store *s)
     int rc;
 
     lw->nkq = 0;
+    /* the compactor's row counts (store_sql_kcount.c) */
+    for (size_t i = 0; i < n; i++)
+        if ((rc = sq_kcount_add(s, lw->kq[i].sess, lw->kq[i].e->stream, 1)) !=
+            0)
+            return rc;
     if (n == SQ_KGROUP) {
         for (size_t i = 0; i < n; i++)
             bind_kernel(lw->kgrp, (int)(25 * i), lw->kq[i].sess, lw->kq[i].e,
@@ -149,6 +154,9 @@ static int lite_kernel(srv_store *s, int64_t sess, const srv_ev *e,
         return sq_kernel_done(s, sess, e, l, 0);
     bind_kernel(st, 0, sess, e, l);
     if ((rc = qrun(st)) != 0)
+        return rc;
+    if (sdb_changes(s->w) > 0 &&
+        (rc = sq_kcount_add(s, sess, e->stream, 1)) != 0)
         return rc;
     return sq_kernel_done(s, sess, e, l, sdb_changes(s->w) > 0);
 }

@@ -93,6 +93,20 @@ typedef struct sq_tl {
     uint64_t n, busy, top_name, top_dur;
 } sq_tl;
 
+/* srl (system samples per 60 s bucket, store_sql_rollup.c): for each of
+ * the SRV_SYS_NFIELDS fields its min, max, sum and count (the table in
+ * store_sql_schema.c, its statements in store_sql.c). */
+#define SRL_F(i) " mn" #i " REAL, mx" #i " REAL, sm" #i " REAL, ct" #i " REAL,"
+#define SRL_AGG(i) ", min(f" #i "), max(f" #i "), sum(f" #i "), count(f" #i ")"
+#define SRL_LIST(m)                                                            \
+    m(0) m(1) m(2) m(3) m(4) m(5) m(6) m(7) m(8) m(9) m(10) m(11) m(12) m(13)  \
+        m(14) m(15) m(16) m(17) m(18) m(19) m(20)
+#define SRL_SET(i)                                                             \
+    ", mn" #i "=excluded.mn" #i ", mx" #i "=excluded.mx" #i ", sm" #i          \
+    "=excluded.sm" #i ", ct" #i "=excluded.ct" #i
+#define SRL_Q4(i) ",?,?,?,?"
+#define SRL_GETC(i) ", mn" #i ", mx" #i ", sm" #i ", ct" #i
+
 /* System samples of one 60 s bucket of one source (srl). */
 #define SQ_SRL_NS 60000000000ll
 typedef struct sq_srl {
@@ -167,6 +181,7 @@ struct srv_store {
     rl_map launch_cache;           /* (sess, cfg) -> sq_launch */
     rl_map kagg, tl, kscope, sacc; /* per-batch accumulators */
     rl_map srl;                    /* per-batch: (sess, src, b) -> sq_srl */
+    rl_map kcount; /* per-batch: (sess, stream) -> kernel rows written */
     /* per-batch: (sess, lvl, b, tid) -> API calls (store_sql_capi.c) */
     rl_map capi;
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
@@ -201,6 +216,9 @@ struct srv_store {
     struct kblock_ev *kb_ev;
     struct kblock_index *kb_idx;
     uint64_t *kb_ndur; /* per index name: min, then max duration */
+    /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
+     * prepare (on PostgreSQL a round trip) per server, not per block */
+    sdb_stmt *kb_names_st;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
@@ -218,9 +236,16 @@ struct srv_store {
     sq_health health;
 };
 
-/* Kernel blocks (store_sql_kblocks.c).  sq_kb_member: whether the
- * session's blocks hold kernel seq (*in), on the writer (its lock held).
- * sq_kb_release: the codec state, at close. */
+/* Kernel blocks (store_sql_kblocks.c).  sq_kb_stored: the kernels of
+ * session sess with a seq in [lo, hi] that its blocks hold (and with rows
+ * set, its kernel rows too), each passed to seen (a seq may come twice);
+ * on the writer, its lock held.  The one duplicate check against blocks:
+ * a single seq (lo == hi) seeks it, a range decodes each block once.
+ * sq_kb_member: whether the session's blocks hold kernel seq (*in), the
+ * same check for one seq.  sq_kb_release: the codec state, at close. */
+typedef void (*sq_kb_seen_fn)(void *arg, uint64_t seq);
+int sq_kb_stored(srv_store *s, int64_t sess, int64_t lo, int64_t hi, int rows,
+                 sq_kb_seen_fn seen, void *arg);
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
 void sq_kb_release(srv_store *s);
 /* The bytes of the block a kblocks row stands for.  Every reader of a
@@ -315,6 +340,17 @@ void kb_row_ev(sdb_stmt *st, int col, struct kblock_ev *e, unsigned *nul);
 #define KB_ROW_COLS                                                            \
     "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
     " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+/* What a kernel row must have for the codec to keep it exactly (every
+ * row this server writes has it; rows of older servers may not, and stay
+ * rows): the compactor's filter, and migration 23's count (kcount). */
+#define KB_EXACT                                                               \
+    " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
+    " name_id IS NOT NULL AND cfg IS NOT NULL AND gx IS NOT NULL AND gy IS"    \
+    " NOT NULL AND gz IS NOT NULL AND bx IS NOT NULL AND by IS NOT NULL AND"   \
+    " bz IS NOT NULL AND regs IS NOT NULL AND smem IS NOT NULL AND scope IS"   \
+    " NOT NULL AND path IS NOT NULL AND stack IS NOT NULL AND api_off IS NOT"  \
+    " NULL AND api_dur IS NOT NULL AND flags IS NOT NULL AND (occ IS NULL OR"  \
+    " occ >= 0) AND (tid IS NULL OR tid <> 0)"
 
 /* Whether session sess has blocks (*any), on read connection db. */
 int sq_kb_any(sdb *db, int64_t sess, int *any);
@@ -434,6 +470,19 @@ sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
+/* Kernel row counts per (session, stream) (store_sql_kcount.c), on the
+ * writer in its transaction: sq_kcount_add, n rows of the batch written
+ * (summed, written by sq_kcount_flush before COMMIT); sq_kcount_sub, n
+ * rows deleted (at once); sq_kcount_reset, the batch's sums dropped (on
+ * ROLLBACK); sq_kcount_release, at close. */
+int sq_kcount_add(srv_store *s, int64_t sess, uint64_t stream, int64_t n);
+int sq_kcount_flush(srv_store *s);
+int sq_kcount_sub(srv_store *s, int64_t sess, int64_t stream, int64_t n);
+void sq_kcount_reset(srv_store *s);
+void sq_kcount_release(srv_store *s);
+/* The schema of db brought to this server's version, one transaction per
+ * migration (store_sql_schema.c); 0, or gpufl_err with why in eb. */
+int sq_schema_migrate(sdb *db, char *eb, size_t ec);
 /* fn(s, arg) in one write transaction under the writer lock: committed
  * when it returns 0, rolled back otherwise; its result
  * (store_sql_memprof.c). */

@@ -19,6 +19,7 @@
 #include <gpufl/gpufl.h>
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,19 +27,13 @@
 #include "common/log.h"
 #include "kblock.h"
 
-/* The kernel columns, in the table's order (store_sql.c, bind_kernel). */
+/* The kernel columns, in the table's order (store_sql_schema.c,
+ * sq_kernel_bind). */
 #define KB_COLS KB_ROW_COLS
-/* ... and those a row must have for the codec to keep it exactly */
-#define KB_EXACT                                                               \
-    " dev IS NOT NULL AND stream IS NOT NULL AND corr IS NOT NULL AND"         \
-    " name_id IS NOT NULL AND cfg IS NOT NULL AND gx IS NOT NULL AND gy IS"    \
-    " NOT NULL AND gz IS NOT NULL AND bx IS NOT NULL AND by IS NOT NULL AND"   \
-    " bz IS NOT NULL AND regs IS NOT NULL AND smem IS NOT NULL AND scope IS"   \
-    " NOT NULL AND path IS NOT NULL AND stack IS NOT NULL AND api_off IS NOT"  \
-    " NULL AND api_dur IS NOT NULL AND flags IS NOT NULL AND (occ IS NULL OR"  \
-    " occ >= 0) AND (tid IS NULL OR tid <> 0)"
 /* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
 #define KB_ZLEVEL 3
+/* kbnames rows one INSERT writes (7 parameters each) */
+#define KB_NAMES_ROWS 64
 /* (session, stream) runs one compaction pass looks at, at most */
 #define KB_GROUPS_MAX 64
 
@@ -145,39 +140,99 @@ int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
     return GPUFL_OK;
 }
 
-int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
+/* st: sql prepared on the writer with ?1 a session and [?2, ?3] a seq
+ * range. */
+static int range_prepare(srv_store *s, const char *sql, int64_t sess,
+                         int64_t lo, int64_t hi, sdb_stmt **st)
+{
+    if (sdb_prepare(s->w, sql, st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(*st, 1, sess);
+    qbind_i64(*st, 2, lo);
+    qbind_i64(*st, 3, hi);
+    return GPUFL_OK;
+}
+
+/* The kernels of session sess in [lo, hi] that the block b[0..len) holds,
+ * each passed to seen: one seq is sought (kblock_seek_seq), a range
+ * decodes the block once. */
+static int block_scan(srv_store *s, const unsigned char *b, size_t len,
+                      int64_t sess, int64_t lo, int64_t hi, sq_kb_seen_fn seen,
+                      void *arg)
+{
+    size_t n = 0, pos = KB_NOTFOUND;
+    char why[128];
+    int bad;
+
+    if (lo == hi)
+        bad = kblock_seek_seq(s->kb_dec, b, len, (uint64_t)lo, &pos, why,
+                              sizeof(why));
+    else
+        bad = kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
+                            sizeof(why));
+    if (bad) {
+        glog_error("kblocks", "session %lld: unreadable block: %s",
+                   (long long)sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    if (lo == hi && pos != KB_NOTFOUND)
+        seen(arg, (uint64_t)lo);
+    for (size_t i = 0; i < n; i++)
+        if ((int64_t)s->kb_ev[i].seq >= lo && (int64_t)s->kb_ev[i].seq <= hi)
+            seen(arg, s->kb_ev[i].seq);
+    return GPUFL_OK;
+}
+
+int sq_kb_stored(srv_store *s, int64_t sess, int64_t lo, int64_t hi, int rows,
+                 sq_kb_seen_fn seen, void *arg)
 {
     sdb_stmt *st = NULL;
-    int rc = SDB_DONE, err = GPUFL_OK;
+    int rc, err = GPUFL_OK;
 
-    *in = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT block, stream, seq_lo FROM kblocks WHERE"
-                    " sess=?1 AND seq_hi >= ?2 AND seq_lo <= ?2",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    qbind_u64(st, 2, seq);
-    while (!*in && (rc = sdb_step(st)) == SDB_ROW) {
-        size_t len = 0, pos = KB_NOTFOUND;
+    if ((err = sq_kb_state(s)) != 0)
+        return err;
+    if (rows) {
+        if ((err = range_prepare(s,
+                                 "SELECT seq FROM kernels WHERE sess=?1 AND"
+                                 " seq >= ?2 AND seq <= ?3",
+                                 sess, lo, hi, &st)) != 0)
+            return err;
+        while ((rc = sdb_step(st)) == SDB_ROW)
+            seen(arg, (uint64_t)qcol_i64(st, 0));
+        sdb_finalize(st);
+        if (rc != SDB_DONE)
+            return sq_err(rc);
+    }
+    /* the blocks whose seq range meets [lo, hi] (kblocks_seq) */
+    if ((err = range_prepare(s,
+                             "SELECT block, stream, seq_lo FROM kblocks WHERE"
+                             " sess=?1 AND seq_hi >= ?2 AND seq_lo <= ?3",
+                             sess, lo, hi, &st)) != 0)
+        return err;
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         const unsigned char *b = NULL;
-        char why[128];
-        if ((err = sq_kb_state(s)) != 0 ||
-            (err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
-                               &b, &len)) != 0)
+        size_t len = 0;
+        if ((err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
+                               &b, &len)) != 0 ||
+            (err = block_scan(s, b, len, sess, lo, hi, seen, arg)) != 0)
             break;
-        if (kblock_seek_seq(s->kb_dec, b, len, seq, &pos, why, sizeof(why))) {
-            glog_error("kblocks", "session %lld: unreadable block: %s",
-                       (long long)sess, why);
-            err = GPUFL_EINTERNAL;
-            break;
-        }
-        *in = pos != KB_NOTFOUND;
     }
     sdb_finalize(st);
-    if (err || *in)
+    if (err)
         return err;
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+static void seen_any(void *arg, uint64_t seq)
+{
+    (void)seq;
+    *(int *)arg = 1;
+}
+
+int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
+{
+    *in = 0;
+    return sq_kb_stored(s, sess, (int64_t)seq, (int64_t)seq, 0, seen_any, in);
 }
 
 /* ---- compaction ---- */
@@ -242,17 +297,34 @@ static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
         if (s->kb_ev[i].dur > hi[k])
             hi[k] = s->kb_ev[i].dur;
     }
-    if (sdb_prepare(s->w, "INSERT INTO kbnames VALUES(?,?,?,?,?,?,?)", &st))
-        return GPUFL_EINTERNAL;
-    for (uint32_t k = 0; k < idx->nnames && !rc; k++) {
-        qbind_i64(st, 1, sess);
-        qbind_i64(st, 2, stream);
-        qbind_u64(st, 3, idx->seq_min);
-        qbind_i64(st, 4, idx->names[k].name_id);
-        qbind_u64(st, 5, idx->names[k].n);
-        qbind_u64(st, 6, lo[k]);
-        qbind_u64(st, 7, hi[k]);
-        rc = qrun(st);
+    /* KB_NAMES_ROWS rows a statement: a block's ~200 names cost a few
+     * statements, not one each (on PostgreSQL a round trip each); the
+     * full statement is kept, a last partial one prepared here */
+    for (uint32_t k = 0; k < idx->nnames && !rc;) {
+        size_t c =
+            idx->nnames - k < KB_NAMES_ROWS ? idx->nnames - k : KB_NAMES_ROWS;
+        sdb_stmt **sp = c == KB_NAMES_ROWS ? &s->kb_names_st : &st;
+        if (!*sp) {
+            char sql[32 + 16 * KB_NAMES_ROWS];
+            size_t len = (size_t)snprintf(sql, sizeof(sql),
+                                          "INSERT INTO kbnames VALUES");
+            for (size_t j = 0; j < c; j++)
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s%s",
+                                        j ? "," : "", "(?,?,?,?,?,?,?)");
+            if (sdb_prepare(s->w, sql, sp))
+                return GPUFL_EINTERNAL;
+        }
+        for (size_t j = 0; j < c; j++, k++) {
+            int b = (int)(7 * j);
+            qbind_i64(*sp, b + 1, sess);
+            qbind_i64(*sp, b + 2, stream);
+            qbind_u64(*sp, b + 3, idx->seq_min);
+            qbind_i64(*sp, b + 4, idx->names[k].name_id);
+            qbind_u64(*sp, b + 5, idx->names[k].n);
+            qbind_u64(*sp, b + 6, lo[k]);
+            qbind_u64(*sp, b + 7, hi[k]);
+        }
+        rc = qrun(*sp);
     }
     sdb_finalize(st);
     return rc;
@@ -337,7 +409,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return GPUFL_EINTERNAL;
     }
     *nk = n;
-    return GPUFL_OK;
+    return sq_kcount_sub(s, sess, stream, (int64_t)n);
 }
 
 typedef struct kb_group {
@@ -346,7 +418,8 @@ typedef struct kb_group {
 } kb_group;
 
 /* The (session, stream) runs worth a block: SQ_KB_RUN rows or more, or
- * any rows once the session is no longer running. */
+ * any rows once the session is no longer running - from their counts
+ * (kcount, migration 23), not from the rows. */
 static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 {
     sdb_stmt *st = NULL;
@@ -354,19 +427,18 @@ static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 
     *ng = 0;
     if (sdb_prepare(s->w,
-                    "SELECT k.sess, k.stream, count(*), max(CASE WHEN"
-                    " x.state='running' THEN 0 ELSE 1 END) FROM (SELECT"
-                    " sess, stream FROM kernels WHERE" KB_EXACT ") k"
-                    " JOIN sessions x ON x.id=k.sess"
-                    " GROUP BY k.sess, k.stream ORDER BY k.sess, k.stream",
+                    "SELECT c.sess, c.stream, c.n, CASE WHEN x.state="
+                    "'running' THEN 0 ELSE 1 END FROM kcount c JOIN sessions"
+                    " x ON x.id=c.sess WHERE c.n >= ?1 OR (c.n > 0 AND"
+                    " x.state <> 'running') ORDER BY c.sess, c.stream"
+                    " LIMIT ?2",
                     &st))
         return GPUFL_EINTERNAL;
-    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap) {
-        kb_group x = { qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
-                       (int)qcol_i64(st, 3) };
-        if (x.n >= kb_run() || x.ended)
-            g[(*ng)++] = x;
-    }
+    qbind_i64(st, 1, kb_run());
+    qbind_i64(st, 2, (int64_t)cap);
+    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
+        g[(*ng)++] = (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1),
+                                 qcol_i64(st, 2), (int)qcol_i64(st, 3) };
     sdb_finalize(st);
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }

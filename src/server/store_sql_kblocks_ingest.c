@@ -324,69 +324,20 @@ static int khigh_get(srv_store *s, sq_kbi *k, int64_t sess, int64_t **out)
     return GPUFL_OK;
 }
 
-/* Marks the doubts whose (sess, seq) is stored. */
-static void mark_stored(sq_kbi *k, int64_t sess, uint64_t seq)
+/* The doubts of one session whose seq a kernel row or a block holds
+ * (sq_kb_stored's seen). */
+typedef struct {
+    sq_kbi *k;
+    int64_t sess;
+} stored_arg;
+
+static void mark_stored(void *arg, uint64_t seq)
 {
-    uint64_t key[4] = { (uint64_t)sess, seq, 0, 0 };
-    int64_t *v = rl_map_find(&k->keys, key);
+    stored_arg *a = arg;
+    uint64_t key[4] = { (uint64_t)a->sess, seq, 0, 0 };
+    int64_t *v = rl_map_find(&a->k->keys, key);
     if (v)
         v[1] = 1;
-}
-
-/* The doubts of session sess within [lo, hi] that a kernel row or a block
- * holds. */
-static int stored_in(srv_store *s, sq_kbi *k, int64_t sess, int64_t lo,
-                     int64_t hi)
-{
-    sdb_stmt *st = NULL;
-    char why[128];
-    int rc;
-
-    if (sdb_prepare(s->w,
-                    "SELECT seq FROM kernels WHERE sess=?1 AND seq >= ?2"
-                    " AND seq <= ?3",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    qbind_i64(st, 2, lo);
-    qbind_i64(st, 3, hi);
-    while ((rc = sdb_step(st)) == SDB_ROW)
-        mark_stored(k, sess, (uint64_t)qcol_i64(st, 0));
-    sdb_finalize(st);
-    if (rc != SDB_DONE)
-        return sq_err(rc);
-    /* the blocks whose seq range meets [lo, hi] (kblocks_seq), each
-     * decoded once */
-    if (sdb_prepare(s->w,
-                    "SELECT block, stream, seq_lo FROM kblocks WHERE"
-                    " sess=?1 AND seq_hi >= ?2 AND seq_lo <= ?3",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    qbind_i64(st, 2, lo);
-    qbind_i64(st, 3, hi);
-    while ((rc = sdb_step(st)) == SDB_ROW) {
-        const unsigned char *b = NULL;
-        size_t len = 0, n = 0;
-        int err = sq_kb_bytes(s, st, 0, sess, qcol_i64(st, 1), qcol_i64(st, 2),
-                              &b, &len);
-        if (!err && kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS,
-                                  &n, why, sizeof(why))) {
-            glog_error("kblocks", "session %lld: unreadable block: %s",
-                       (long long)sess, why);
-            err = GPUFL_EINTERNAL;
-        }
-        if (err) {
-            sdb_finalize(st);
-            return err;
-        }
-        for (size_t i = 0; i < n; i++)
-            if ((int64_t)s->kb_ev[i].seq >= lo &&
-                (int64_t)s->kb_ev[i].seq <= hi)
-                mark_stored(k, sess, s->kb_ev[i].seq);
-    }
-    sdb_finalize(st);
-    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
 /* Settles the held doubts: each new one is held for a block, and every
@@ -421,7 +372,11 @@ static int doubts_settle(srv_store *s, sq_kbi *k)
     }
     for (size_t i = 0; i < k->groups.cap; i++) {
         int64_t *r = rl_map_at(&k->groups, i, &key);
-        if (r && (rc = stored_in(s, k, (int64_t)key[0], r[0], r[1])) != 0)
+        stored_arg a = { k, 0 };
+        if (!r)
+            continue;
+        a.sess = (int64_t)key[0];
+        if ((rc = sq_kb_stored(s, a.sess, r[0], r[1], 1, mark_stored, &a)) != 0)
             return rc;
     }
     k->ndbt = 0;

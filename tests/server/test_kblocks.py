@@ -15,6 +15,9 @@ NameSorts: a sort by duration filtered by name reads the blocks through
 their names' duration bounds (kbnames) and answers as rows do, blocks
 without kbnames rows (older ones) included.
 
+Counts: the compactor's per-(session, stream) row counts (kcount) stay
+equal to the rows through kill -9 during rows ingest and compaction.
+
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
 import threading
@@ -449,6 +452,52 @@ class NameSorts(Base):
         same("older blocks")
 
 
+    def test_many_names_per_block(self):
+        """A block of more names than one kbnames INSERT writes (64 rows a
+        statement): every name's row, count and bounds as the rows say."""
+        rnd = random.Random(43)
+        g = TL.Gen()
+        names = [g.name("n%03d_kernel" % i) for i in range(150)]
+        t = TL.T0
+        for j in range(6000):
+            t += rnd.randrange(1, 5000)
+            g.kernel(t, rnd.randrange(0, 10 ** 6), rnd.choice(names),
+                     stream=7 + j % 2, corr=j + 1)
+        g = ended(g)
+        a = self.server("rows")
+        b = self.server("blocks", NOCOMPACT)  # the blocks ingest wrote
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        rows = [tuple(int(v) for v in r) for r in
+                a.sql("SELECT stream, seq, name_id, dur FROM kernels")]
+        want = {}
+        for st, lo, hi in b.sql("SELECT stream, seq_lo, seq_hi FROM"
+                                " kblocks"):
+            st, lo, hi = int(st), int(lo), int(hi)
+            for s, seq, nid, dur in rows:
+                if s == st and lo <= seq <= hi:
+                    w = want.setdefault((st, lo, nid), [0, dur, dur])
+                    w[0] += 1
+                    w[1] = min(w[1], dur)
+                    w[2] = max(w[2], dur)
+        got = {(int(r[0]), int(r[1]), int(r[2])):
+               [int(r[3]), int(r[4]), int(r[5])] for r in
+               b.sql("SELECT stream, seq_lo, name_id, n, dur_min, dur_max"
+                     " FROM kbnames")}
+        self.assertEqual(got, want)
+        per = {}
+        for st, lo, _ in got:
+            per[(st, lo)] = per.get((st, lo), 0) + 1
+        # the full batches' blocks: three statements each
+        self.assertGreaterEqual(sum(v > 2 * 64 for v in per.values()), 4,
+                                per)
+        base = "/api/v1/sessions/" + g.sid
+        for name in ("n007_", "n149_", "n1"):
+            p = base + "/kernels?sort=duration&desc=true&name=%s&limit=50" \
+                % name
+            self.assertEqual(b.get(p), a.get(p), p)
+
+
 class Crash(Base):
     def test_kill9_during_compaction_loses_nothing(self):
         rnd = random.Random(9)
@@ -731,6 +780,120 @@ class IngestCrash(Base):
 def http_exc():
     import http.client
     return http.client.HTTPException
+
+
+def counts_of(srv):
+    """kcount's counts (migration 23) and the kernel rows' own, each as
+    {(sess, stream): n} without the zeros."""
+    kept = {(int(a), int(b)): int(n) for a, b, n in srv.sql(
+        "SELECT sess, stream, n FROM kcount WHERE n <> 0")}
+    real = {(int(a), int(b)): int(n) for a, b, n in srv.sql(
+        "SELECT sess, stream, count(*) FROM kernels GROUP BY sess, stream")}
+    return kept, real
+
+
+def post_killed(srv, body, rnd, args, env, d, servers):
+    """body posted to srv, which a timer may kill -9 meanwhile; on no 200
+    a new server (the same args) and again, as an agent would.  Returns
+    the server alive after it and whether a kill cut a batch off."""
+    cut = False
+    while True:
+        timer = None
+        if rnd.random() < 0.4:
+            timer = threading.Timer(rnd.uniform(0.0, 0.08), srv.kill)
+            timer.start()
+        try:
+            st, _ = srv.post("device", body)
+            ok = st == 200
+        except (OSError, http_exc()):
+            ok = False
+        if timer:
+            timer.join()
+        if ok and srv.p.poll() is None:
+            return srv, cut
+        cut = cut or not ok
+        srv.kill()
+        srv = T.Server(d, args, env=env)
+        servers.append(srv)
+
+
+class Counts(Base):
+    def test_counts_follow_rows_through_kills(self):
+        """The compactor finds its work from kcount, kept with the rows in
+        their transaction: after kill -9 during rows ingest and during
+        compaction, and replays, the counts equal a GROUP BY over the rows
+        and the compactor still takes every ended session's rows."""
+        rnd = random.Random(47)
+        d = os.path.join(self.dir, "data")
+        gens = [lanes_session(rnd, 5000 + rnd.randrange(3000))
+                for _ in range(4)]
+        for g in gens[:3]:
+            ended(g)  # the last keeps running: its partial runs stay rows
+        # the sessions' batches interleaved at random, each session's in
+        # order but the third's: after its first, newest first (kernels
+        # below the session's highest seq, written one by one)
+        per = []
+        for i, g in enumerate(gens):
+            n, lo, mine = len(g.lines["device"]), 0, []
+            while lo < n:
+                hi = min(n, lo + rnd.randrange(100, 1500))
+                mine.append(device_lines(g, range(lo, hi)))
+                lo = hi
+            if i == 2:
+                mine = mine[:1] + mine[:0:-1]
+            per.append(mine[::-1])
+        batches = []
+        while any(per):
+            batches.append(rnd.choice([m for m in per if m]).pop())
+        # rows, killed at random while it ingests (and replays)
+        srv = T.Server(d)
+        self.servers.append(srv)
+        cuts = 0
+        for i, body in enumerate(batches):
+            srv, cut = post_killed(srv, body, rnd, [], None, d, self.servers)
+            cuts += cut
+            if i % 7 == 3:  # an older batch again: all duplicates
+                r = srv.ingest_ok("device", batches[rnd.randrange(i + 1)])
+                self.assertEqual(r["accepted"], 0)
+        print("rows ingest: batches cut off by kill -9: %d" % cuts)
+        self.assertGreater(cuts, 0)
+        kept, real = counts_of(srv)
+        self.assertEqual(kept, real)
+        self.assertEqual(sum(real.values()),
+                         sum(len(g.kernels) for g in gens))
+        for g in gens:
+            g.send(srv, batch=4000)  # the scope stream; device: duplicates
+        srv.stop()
+        # compacted by blocks servers killed inside block transactions
+        env = {"GPUFL_SERVER_KB_PAUSE_MS": "300"}
+        srv = T.Server(d, BLOCKS, env=env)
+        self.servers.append(srv)
+        mid = 0
+        for _ in range(4):
+            time.sleep(rnd.uniform(0.8, 1.6))
+            srv.kill()
+            mid += count(srv, LEFT) > 0
+            kept, real = counts_of(srv)
+            self.assertEqual(kept, real)
+            srv = T.Server(d, BLOCKS, env=env)
+            self.servers.append(srv)
+        print("kills while compaction had work left: %d of 4" % mid)
+        self.assertGreater(mid, 0)
+        wait_compacted(srv)
+        kept, real = counts_of(srv)
+        self.assertEqual(kept, real)
+        running = count(srv, "SELECT id FROM sessions WHERE sid='%s'"
+                        % gens[3].sid)
+        # only the running session's partial runs are rows
+        self.assertEqual(set(s for s, _ in real), {running})
+        self.assertTrue(all(n < 4096 for n in real.values()), real)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kernels") +
+                         count(srv, "SELECT sum(n) FROM kblocks"),
+                         sum(len(g.kernels) for g in gens))
+        for g in gens:
+            got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % g.sid)
+            self.assertEqual(sorted(k["kid"] for k in got),
+                             sorted(k[0] for k in g.kernels))
 
 
 # (session, stream) runs the compactor still has to do: 4096 rows or more

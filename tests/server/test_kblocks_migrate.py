@@ -23,7 +23,7 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks",
         "DROP TABLE IF EXISTS kbnames",
         "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
-        "DROP TABLE IF EXISTS capi_from"]
+        "DROP TABLE IF EXISTS capi_from", "DROP TABLE IF EXISTS kcount"]
 
 
 def sessions(rnd, n, size, running=()):
@@ -118,6 +118,10 @@ class Migrate(TL.Base):
         self.servers.append(srv)
         before = [answers(srv, g) for g in gens]
         self.assertEqual(KB.count(srv, "SELECT count(*) FROM kblocks"), 0)
+        # the compactor's row counts (migration 23) filled from the rows
+        kept, real = KB.counts_of(srv)
+        self.assertEqual(kept, real)
+        self.assertEqual(sum(kept.values()), total)
         srv.stop()
         undo(srv)
 
@@ -144,6 +148,8 @@ class Migrate(TL.Base):
         rows = KB.count(srv, "SELECT count(*) FROM kernels")
         inb = KB.count(srv, "SELECT sum(n) FROM kblocks")
         self.assertEqual(rows + inb, total)
+        kept, real = KB.counts_of(srv)  # through the kills too
+        self.assertEqual(kept, real)
         # only the running session's partial runs (< 4096 a stream) stay
         running = gens[1]
         self.assertEqual(rows, KB.count(
@@ -156,7 +162,7 @@ class Migrate(TL.Base):
         self.assertIn("migrate: 0 timeline level 0 row(s) deleted", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 22)
+                                       " schema_version"), 23)
 
         # a replay is still a duplicate, and the API answers the same
         srv = T.Server(d, KB.BLOCKS)
