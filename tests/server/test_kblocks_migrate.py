@@ -84,16 +84,22 @@ def answers(srv, g):
 
 
 class Migrate(TL.Base):
-    def migrate(self, d, db_args, env=None, kill_after=None):
+    def migrate(self, d, db_args, env=None, kill_when=None):
+        """gpufl-server migrate; with kill_when, kill -9 as soon as it
+        returns true (polled every 20 ms while migrate runs)."""
         cmd = [T.SERVER, "migrate", "--data-dir", d] + db_args
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
                              env=T.clean_env(env))
-        if kill_after is None:
+        if kill_when is None:
             out = p.communicate(timeout=120)[0]
             self.assertEqual(p.returncode, 0, out)
             return out
-        time.sleep(kill_after)
+        deadline = time.time() + 60
+        while not kill_when():
+            self.assertIsNone(p.poll(), "migrate ended before the kill")
+            self.assertLess(time.time(), deadline, "no block in 60 s")
+            time.sleep(0.02)
         p.kill()
         out = p.communicate()[0]
         self.assertEqual(p.returncode, -9, out)  # killed, not finished
@@ -125,10 +131,19 @@ class Migrate(TL.Base):
         srv.stop()
         undo(srv)
 
-        # killed inside a block's transaction (each pauses 400 ms), twice
+        # killed inside a block's transaction (each pauses 400 ms), twice:
+        # right after a block committed, so in the next one's pause (a
+        # fixed delay missed every block on a loaded machine, where
+        # migrate took longer than it to open the database)
+        def blocks():
+            try:
+                return KB.count(srv, "SELECT count(*) FROM kblocks")
+            except Exception:  # not made yet: the schema is the old one
+                return 0
         for _ in range(2):
+            n0 = blocks()
             self.migrate(d, db_args, {"GPUFL_SERVER_KB_PAUSE_MS": "400"},
-                         kill_after=0.7)
+                         kill_when=lambda n0=n0: blocks() > n0)
         self.assertGreater(KB.count(srv, "SELECT count(*) FROM kblocks"), 0)
         self.assertGreater(KB.count(srv, KB.LEFT), 0)  # midway
         self.assertEqual(KB.count(srv, "SELECT count(*) FROM kernels") +
