@@ -141,9 +141,15 @@ class Window(Base):
         self.assertEqual(d[0].streams["device"].events[-1]["reason"], "dump_end")
         self.assertEqual(d[1].streams["device"].events[-1]["reason"], "shutdown")
         # back to ring after the live part: dump 2 starts 500 ms before its
-        # trigger, after a gap, and holds the program's last kernel
+        # trigger (checked above), well after dump 1's window began, and
+        # holds the program's last kernel.  Not "after dump 1's last
+        # kernel": the window and the live part are timed from when the
+        # collector took each signal, and a collector starved ~300 ms
+        # longer for the first signal than for the second (a CI run on a
+        # crowded machine) makes dump 1's live part and dump 2's window
+        # share a few kernels (1591 < 1595 there)
         c1, c2 = self.kernels(d[0]), self.kernels(d[1])
-        self.assertGreater(c2[0], c1[-1] + 100)
+        self.assertGreater(c2[0], c1[0] + 500)
         self.assertEqual(c2[-1], last)
         # markers and scopes came along, in their stream
         sc = d[0].streams["scope"]
