@@ -635,23 +635,27 @@ export async function testKeys({ page, U, get, check, sid }) {
   const px = t.plotX + t.plotW * 0.3;
   await page.mouse.move(box.x + px, box.y + t.lanes[t.lanes.length - 1].y + 5);
   const at = (v) => v.t0 + ((px - v.plotX) / v.plotW) * (v.t1 - v.t0);
-  const hold = async (key, ms = 300) => {
+  /* the key held at least ms, then until moved(view) holds (at most 5 s):
+     on a crowded machine 300 ms held gave the page too few frames to move
+     as far as the checks ask (a CI run: "w FAILED") */
+  const hold = async (key, moved, ms = 300) => {
     await page.keyboard.down(key);
     await page.waitForTimeout(ms);
+    for (let i = 0; i < 47 && !moved(await tl(page)); i++) await page.waitForTimeout(100);
     await page.keyboard.up(key);
     await page.waitForTimeout(60);
     return tl(page);
   };
   const r = {};
-  const w0 = await hold('w');
+  const w0 = await hold('w', (v) => v.t1 - v.t0 < (t.t1 - t.t0) * 0.8);
   r.w = w0.t1 - w0.t0 < (t.t1 - t.t0) * 0.8 && Math.abs(at(w0) - at(t)) < ((w0.t1 - w0.t0) / w0.plotW) * 2;
-  const s0 = await hold('s', 500);
+  const s0 = await hold('s', (v) => v.t1 - v.t0 > (w0.t1 - w0.t0) * 1.2, 500);
   r.s = s0.t1 - s0.t0 > (w0.t1 - w0.t0) * 1.2;
-  const a0 = await hold('a');
+  const a0 = await hold('a', (v) => v.t0 < s0.t0);
   r.a = a0.t0 < s0.t0 && Math.abs(a0.t1 - a0.t0 - (s0.t1 - s0.t0)) < 1;
-  const d0 = await hold('d');
+  const d0 = await hold('d', (v) => v.t0 > a0.t0);
   r.d = d0.t0 > a0.t0;
-  const l0 = await hold('ArrowLeft');
+  const l0 = await hold('ArrowLeft', (v) => v.t0 < d0.t0);
   r.arrows = l0.t0 < d0.t0;
   // F: fit the selected kernel (and its launch call)
   const kid = await page.getAttribute('[data-testid=kernel-row] >> nth=2', 'data-kid');
