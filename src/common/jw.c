@@ -109,6 +109,13 @@ void jw_key(jw *w, const char *key)
     w->comma &= ~(1u << (w->depth & 31));
 }
 
+void jw_key_str(jw *w, const char *key)
+{
+    jw_strn(w, key, strlen(key), (size_t)-1);
+    put_c(w, ':');
+    w->comma &= ~(1u << (w->depth & 31));
+}
+
 void jw_key_json(jw *w, const char *s, size_t n)
 {
     sep(w);

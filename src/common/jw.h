@@ -50,6 +50,8 @@ void jw_arr_end(jw *w);
 
 /* A key inside an object: must be a plain ASCII literal (not escaped). */
 void jw_key(jw *w, const char *key);
+/* A key from data (any bytes): escaped as jw_str escapes a value. */
+void jw_key_str(jw *w, const char *key);
 /* A key as JSON string text without its quotes, already escaped (copied
  * from a line jsonl accepted): n bytes, written as they are. */
 void jw_key_json(jw *w, const char *s, size_t n);

@@ -330,8 +330,12 @@ static void json_rest(jw *w, const rpt_ctx *c, const rpt_agg *a)
         jw_kv_u64(w, "samples", f->samples);
         jw_key(w, "stalls");
         jw_obj_begin(w);
-        for (int r = 0; r < f->nr; r++)
-            jw_kv_u64(w, f->r[r].name, f->r[r].n);
+        /* the reasons' names come from the log lines: escaped (a
+         * name with a control character made invalid JSON; fuzz_report) */
+        for (int r = 0; r < f->nr; r++) {
+            jw_key_str(w, f->r[r].name);
+            jw_u64(w, f->r[r].n);
+        }
         jw_obj_end(w);
         jw_obj_end(w);
     }

@@ -147,6 +147,25 @@ static void test_key_json(void)
     CHECK_STR(b, "{\"a\":1,\"b\\u0063\":2,\"\":\"x\"}");
 }
 
+/* A key from data is escaped like a string value (the report wrote a
+ * stall reason's control character raw: invalid JSON, found by
+ * fuzz_report), with the comma rules of jw_key. */
+static void test_key_str(void)
+{
+    static char b[128];
+    jw j;
+    jw_init(&j, b, sizeof b);
+    jw_obj_begin(&j);
+    jw_kv_u64(&j, "a", 1);
+    jw_key_str(&j, "long_scorebo\rd\"ev\x01");
+    jw_u64(&j, 2);
+    jw_key_str(&j, "");
+    jw_str(&j, "x");
+    jw_obj_end(&j);
+    jw_put(&j, "", 1);
+    CHECK_STR(b, "{\"a\":1,\"long_scorebo\\rd\\\"ev\\u0001\":2,\"\":\"x\"}");
+}
+
 static void test_depth_cap(void)
 {
     static char big[512];
@@ -165,6 +184,7 @@ int main(void)
     RUN(test_overflow);
     RUN(test_fmt_u64);
     RUN(test_key_json);
+    RUN(test_key_str);
     RUN(test_depth_cap);
     TEST_DONE();
 }

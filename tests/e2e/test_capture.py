@@ -224,18 +224,29 @@ class Capture(Base):
     def test_an_agent_killed_after_claiming(self):
         """A request claimed by an agent that is then killed (SIGKILL, while
         it waits for the process's answer) is handed to the next agent once
-        the claim's lease (--capture-lease 1s) has run out, and its outcome
-        is taken.  The "process" is a control socket of this test's own
+        the claim's lease (--capture-lease 3s) has run out, and its outcome
+        is taken.  (1 s was too short on a crowded machine: the lease ran
+        out between the agent's question and the test's look at the
+        state, which read "pending".)  The "process" is a control socket of this test's own
         (its pid): silent to the first connection, answering the second."""
         self.srv.stop()
         self.srv = st.Server(os.path.join(self.dir, "srv2"),
-                             ["--capture-lease", "1s"])
+                             ["--capture-lease", "3s"])
         key = self.key([HOST])
         pid = os.getpid()
         ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         ls.bind("\0gpufl-ctl.%d" % pid)
         ls.listen(4)
-        self.addCleanup(ls.close)
+
+        def unbind():
+            # wakes the thread in accept(), so the name goes with the test
+            # (test_every_process_of_the_host found it left behind)
+            try:
+                ls.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            ls.close()
+        self.addCleanup(unbind)
         held, asked = [], []
         answer = (b'{"ok":true,"cmd":"dump","dump":1,'
                   b'"prefix":"/tmp/fake-dump","live":true}\n')
