@@ -216,8 +216,13 @@ int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
                       " ts >= ?2 AND ts < ?3",
                       lo, t_hi)) != 0)
         goto out;
-    if ((rc = sq_kb_scan(c->s, c->db, c->sess, lo, t_hi, acc_ev, &a, NULL)) !=
-        0)
+    /* only the columns acc and the raw read's raw_set read: a block's
+     * other columns are skipped undecoded */
+    if ((rc =
+             sq_kb_scan_cols(c->s, c->db, c->sess, lo, t_hi,
+                             KB_C_TS | KB_C_DUR | KB_C_NAME | KB_C_DEV |
+                                 KB_C_STREAM | (a.also ? SQ_TL0_ALSO_COLS : 0u),
+                             acc_ev, &a, NULL)) != 0)
         goto out;
     rc = collect(&a, out, n);
 out:
