@@ -16,9 +16,9 @@
  * kernel for block sizes, zstd levels and encoder options; the per-column
  * breakdown (before zstd, and each column compressed alone); the kernel
  * lines' own JSONL size raw and under zstd -3/-19 for comparison; encode,
- * decode and seek speed in CPU time of this thread (the 2-core machines
- * are shared; wall time would measure the neighbours).  Figures, not a
- * test.
+ * decode (whole, and of the timeline's columns only) and seek speed in CPU
+ * time of this thread (the 2-core machines are shared; wall time would
+ * measure the neighbours).  Figures, not a test.
  */
 #include "ingest.h"
 #include "kblock.h"
@@ -443,6 +443,19 @@ int main(int argc, char **argv)
         printf("  decode: %.0f ns/kernel, %.2fM kernels/s (%zu blocks, "
                "%.0f us/block)\n",
                t * 1e9 / (double)got, (double)got / t / 1e6, nblk,
+               t * 1e6 / (double)nblk);
+        /* the columns the timeline's level 0 reads (kblock_decode_cols) */
+        t0 = now_s();
+        for (size_t b = 0; b < nblk; b++)
+            if (kblock_decode_cols(dec, store + offs[b], offs[b + 1] - offs[b],
+                                   KB_C_TS | KB_C_DUR | KB_C_NAME | KB_C_DEV |
+                                       KB_C_STREAM,
+                                   out, KB_MAX_EVENTS, &n, why, sizeof(why))) {
+                fprintf(stderr, "bench_kblock: decode: %s\n", why);
+                return 1;
+            }
+        t = now_s() - t0;
+        printf("  decode of ts, dur, name, dev, stream only: %.0f us/block\n",
                t * 1e6 / (double)nblk);
         kblock_index *ix = malloc(sizeof(*ix));
         t0 = now_s();

@@ -119,6 +119,46 @@ int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
                   size_t whylen);
 
 /*
+ * Column bits for kblock_decode_cols, one per column of kblock_ev (the
+ * shape columns are per event here, as kblock_decode gives them).
+ */
+#define KB_C_NAME (1u << 0)
+#define KB_C_CFG (1u << 1)
+#define KB_C_GRID (7u << 2)  /* grid[0..2] */
+#define KB_C_BLOCK (7u << 5) /* block[0..2] */
+#define KB_C_REGS (1u << 8)
+#define KB_C_SMEM (1u << 9)
+#define KB_C_OCC (1u << 10)
+#define KB_C_SEQ (1u << 12)
+#define KB_C_DUR (1u << 13)
+#define KB_C_TS (1u << 14)
+#define KB_C_DEV (1u << 15)
+#define KB_C_STREAM (1u << 16)
+#define KB_C_CORR (1u << 17)
+#define KB_C_SCOPE (1u << 18)
+#define KB_C_PATH (1u << 19)
+#define KB_C_STACK (1u << 20)
+#define KB_C_API_DUR (1u << 21)
+#define KB_C_API_OFF (1u << 22)
+#define KB_C_FLAGS (1u << 23)
+#define KB_C_TID (1u << 24)
+#define KB_C_ALL 0x1fff7ffu
+
+/*
+ * As kblock_decode, but only the fields of the columns in cols (KB_C_*)
+ * are written in out[k]; the others are left as they were.  The payload
+ * is decompressed whole (one zstd frame), but the bodies of the columns
+ * not asked for are skipped unread, and the walk stops after the last
+ * one asked for: for readers that need a few columns (the timeline's
+ * level 0 reads ts, dur, name, dev and stream).  With every column
+ * (KB_C_ALL) it is kblock_decode, the index check included; with fewer,
+ * the index is not checked (the frame's checksum still is).
+ */
+int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
+                       unsigned cols, kblock_ev *out, size_t cap, size_t *n,
+                       char *why, size_t whylen);
+
+/*
  * Seeks without decoding the whole block: the header decides whether the
  * key can be in it (no decompression when not), then only the seq (or ts)
  * column is read.  *pos = the first position whose seq == key (seek_seq)

@@ -60,23 +60,57 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
         for (j = 0; j < m; j++)
             v[j] = x;
     } else {
-        for (j = 0; j < m; j++) {
+        /* one loop per mode, the mode's first values apart: the switch
+         * out of the inner loop (the decoder's hottest) */
+        size_t first = mode == KM_DOD ? 2 : mode == KM_SDELTA ? 0 : 1;
+        for (j = 0; j < m && j < first; j++) {
             if (vget(p, end, i, &x))
                 goto bad;
-            switch (mode) {
-            case KM_RAW: v[j] = x; break;
-            case KM_ZIG: v[j] = unzz(x); break;
-            case KM_DELTA: v[j] = j ? v[j - 1] + unzz(x) : x; break;
-            case KM_DOD:
-                if (j == 0)
-                    v[j] = x;
-                else if (j == 1)
-                    v[j] = v[0] + unzz(x);
-                else
-                    v[j] = v[j - 1] + (v[j - 1] - v[j - 2]) + unzz(x);
-                break;
-            case KM_GAP: v[j] = j ? v[j - 1] + ref[j] + unzz(x) : x; break;
-            default: v[j] = last[sidx[j]] + unzz(x); last[sidx[j]] = v[j];
+            if (mode == KM_RAW || j == 0)
+                v[j] = mode == KM_ZIG ? unzz(x) : x;
+            else /* KM_DOD's first difference */
+                v[j] = v[0] + unzz(x);
+        }
+        switch (mode) {
+        case KM_RAW:
+            for (; j < m; j++)
+                if (vget(p, end, i, &v[j]))
+                    goto bad;
+            break;
+        case KM_ZIG:
+            for (; j < m; j++) {
+                if (vget(p, end, i, &x))
+                    goto bad;
+                v[j] = unzz(x);
+            }
+            break;
+        case KM_DELTA:
+            for (; j < m; j++) {
+                if (vget(p, end, i, &x))
+                    goto bad;
+                v[j] = v[j - 1] + unzz(x);
+            }
+            break;
+        case KM_DOD:
+            for (; j < m; j++) {
+                if (vget(p, end, i, &x))
+                    goto bad;
+                v[j] = v[j - 1] + (v[j - 1] - v[j - 2]) + unzz(x);
+            }
+            break;
+        case KM_GAP:
+            for (; j < m; j++) {
+                if (vget(p, end, i, &x))
+                    goto bad;
+                v[j] = v[j - 1] + ref[j] + unzz(x);
+            }
+            break;
+        default: /* KM_SDELTA */
+            for (; j < m; j++) {
+                if (vget(p, end, i, &x))
+                    goto bad;
+                v[j] = last[sidx[j]] + unzz(x);
+                last[sidx[j]] = v[j];
             }
         }
     }
@@ -296,85 +330,132 @@ static int body_open(kblock_dec *d, const unsigned char *b, size_t len,
     return get_nshapes(d, *p, *pl, i, ns, why, whylen);
 }
 
-int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
-                  kblock_ev *out, size_t cap, size_t *n, char *why,
-                  size_t whylen)
+/* The columns a wanted set needs read: KM_GAP predicts ts from dur and
+ * api_off from ts and api_dur (whether it did is known only on reading
+ * the mode byte), and every column needs the shape numbers (the shape
+ * column, KC_SHAPE's bit): a shape field is given per event through
+ * them, an event column may be a per-shape delta. */
+static unsigned cols_needed(unsigned want)
+{
+    if (want & (1u << KC_API_OFF))
+        want |= 1u << KC_TS | 1u << KC_API_DUR;
+    if (want & (1u << KC_TS))
+        want |= 1u << KC_DUR;
+    if (want)
+        want |= 1u << KC_SHAPE;
+    return want;
+}
+
+/*
+ * The one column walk of every decode: the columns of want (bits of KC_*)
+ * read, the others skipped, stopping after the last one needed.  Each
+ * event column read ends in d->vals (the last one read stays there), dur,
+ * ts and api_dur also in d->dur, d->ts, d->adur; the shapes' columns in
+ * d->shape[0..*ns) and each event's shape number in d->sidx.  With out,
+ * the wanted fields of out[0..n) are set too.  *ns, and *i after the
+ * last column read.
+ */
+static int walk(kblock_dec *d, const unsigned char *b, size_t len,
+                unsigned want, kblock_ev *out, size_t cap,
+                const unsigned char **pp, size_t *ppl, size_t *pi, size_t *pns,
+                char *why, size_t whylen)
+{
+    const unsigned char *p;
+    size_t pl, i = 0, ns = 0, m;
+    unsigned need = cols_needed(want);
+
+    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
+        return -1;
+    m = d->hidx.n;
+    for (int c = 0; c < KB_NCOLS && (need >> c); c++) {
+        const uint32_t *sidx = c > KC_SHAPE ? d->sidx : NULL;
+        size_t nv = c < KC_SHAPE ? ns : m;
+        if (!(need & (1u << c))) {
+            if (skip_col(p, pl, &i, c, why, whylen))
+                return -1;
+            continue;
+        }
+        if (c == KC_SHAPE) {
+            if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
+                return -1;
+            continue;
+        }
+        if (get_col(p, pl, &i, d->vals, nv, sidx, d->last, ns,
+                    kb_gap_ref(c, m, d->dur, d->ts, d->adur, d->ref), c, why,
+                    whylen))
+            return -1;
+        if (c < KC_SHAPE) {
+            for (size_t s = 0; s < ns; s++)
+                col_set(&d->shape[s], c, d->vals[s]);
+            continue;
+        }
+        kb_gap_keep(c, d->vals, m, d->dur, d->ts, d->adur);
+        if (out && (want & (1u << c)))
+            for (size_t k = 0; k < m; k++)
+                col_set(&out[k], c, d->vals[k]);
+    }
+    if (out && (want & ((1u << KC_SHAPE) - 1)))
+        for (size_t k = 0; k < m; k++) {
+            const kblock_ev *s = &d->shape[d->sidx[k]];
+            for (int c = 0; c < KC_NSHAPE; c++)
+                if (want & (1u << c))
+                    col_set(&out[k], c, col_get(s, c));
+        }
+    *pp = p;
+    *ppl = pl;
+    *pi = i;
+    *pns = ns;
+    return 0;
+}
+
+int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
+                       unsigned cols, kblock_ev *out, size_t cap, size_t *n,
+                       char *why, size_t whylen)
 {
     const unsigned char *p;
     size_t pl, i = 0, ns = 0, m;
 
     if (!d || !out || !n)
         return kb_fail(why, whylen, "kblock_decode: no decoder");
-    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
+    if (cols & ~(unsigned)KB_C_ALL)
+        return kb_fail(why, whylen, "kblock_decode: columns 0x%x unknown",
+                       cols);
+    if (walk(d, b, len, cols, out, cap, &p, &pl, &i, &ns, why, whylen))
         return -1;
     m = d->hidx.n;
-    for (int c = 0; c < KC_NSHAPE; c++) {
-        if (get_col(p, pl, &i, d->vals, ns, NULL, NULL, 0, NULL, c, why,
-                    whylen))
-            return -1;
-        for (size_t s = 0; s < ns; s++)
-            col_set(&d->shape[s], c, d->vals[s]);
-    }
-    if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
-        return -1;
-    memset(d->scount, 0, ns * sizeof(d->scount[0]));
-    for (size_t k = 0; k < m; k++) {
-        const kblock_ev *s = &d->shape[d->sidx[k]];
-        for (int c = 0; c < KC_NSHAPE; c++)
-            col_set(&out[k], c, col_get(s, c));
-        d->scount[d->sidx[k]]++;
-    }
-    for (int c = KC_SHAPE + 1; c < KB_NCOLS; c++) {
-        if (get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
-                    kb_gap_ref(c, m, d->dur, d->ts, d->adur, d->ref), c, why,
-                    whylen))
-            return -1;
-        kb_gap_keep(c, d->vals, m, d->dur, d->ts, d->adur);
+    if (cols == KB_C_ALL) {
+        if (i != pl)
+            return kb_fail(why, whylen,
+                           "kernel block: %zu bytes after the columns", pl - i);
+        memset(d->scount, 0, ns * sizeof(d->scount[0]));
         for (size_t k = 0; k < m; k++)
-            col_set(&out[k], c, d->vals[k]);
+            d->scount[d->sidx[k]]++;
+        kb_index_calc(out, m, d->shape, d->scount, ns, &d->calc);
+        if (!index_eq(&d->calc, &d->hidx))
+            return kb_fail(why, whylen,
+                           "kernel block: its index disagrees with its "
+                           "events");
     }
-    if (i != pl)
-        return kb_fail(why, whylen, "kernel block: %zu bytes after the columns",
-                       pl - i);
-    kb_index_calc(out, m, d->shape, d->scount, ns, &d->calc);
-    if (!index_eq(&d->calc, &d->hidx))
-        return kb_fail(why, whylen,
-                       "kernel block: its index disagrees with its "
-                       "events");
     *n = m;
     return 0;
 }
 
-/* One event column (KC_SEQ or KC_TS) into d->vals without the others:
- * the shape table skipped, the shape numbers read (a column may be a
- * per-shape delta), and for ts the durations it may be relative to. */
+int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
+                  kblock_ev *out, size_t cap, size_t *n, char *why,
+                  size_t whylen)
+{
+    return kblock_decode_cols(d, b, len, KB_C_ALL, out, cap, n, why, whylen);
+}
+
+/* One event column (KC_SEQ or KC_TS) into d->vals without the others. */
 static int one_col(kblock_dec *d, const unsigned char *b, size_t len, int col,
                    char *why, size_t whylen)
 {
     const unsigned char *p;
-    size_t pl, i = 0, ns = 0, m;
+    size_t pl, i, ns;
 
-    if (body_open(d, b, len, SIZE_MAX, &p, &pl, &i, &ns, why, whylen))
-        return -1;
-    m = d->hidx.n;
-    for (int c = 0; c < KC_NSHAPE; c++)
-        if (skip_col(p, pl, &i, c, why, whylen))
-            return -1;
-    if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
-        return -1;
-    for (int c = KC_SHAPE + 1; c < col; c++) {
-        if (c != KC_DUR || col != KC_TS) {
-            if (skip_col(p, pl, &i, c, why, whylen))
-                return -1;
-            continue;
-        }
-        if (get_col(p, pl, &i, d->dur, m, d->sidx, d->last, ns, NULL, c, why,
-                    whylen))
-            return -1;
-    }
-    return get_col(p, pl, &i, d->vals, m, d->sidx, d->last, ns,
-                   kb_gap_ref(col, m, d->dur, d->ts, d->adur, d->ref), col, why,
-                   whylen);
+    return walk(d, b, len, 1u << col, NULL, SIZE_MAX, &p, &pl, &i, &ns, why,
+                whylen);
 }
 
 int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
@@ -387,23 +468,13 @@ int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
     *n = 0;
     if (!d)
         return kb_fail(why, whylen, "kblock_name_dur: no decoder");
-    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
+    if (walk(d, b, len, 1u << KC_NAME | 1u << KC_DUR, NULL, cap, &p, &pl, &i,
+             &ns, why, whylen))
         return -1;
     m = d->hidx.n;
-    /* the shapes' names (the first shape column), the rest skipped */
-    if (get_col(p, pl, &i, d->ref, ns, NULL, NULL, 0, NULL, KC_NAME, why,
-                whylen))
-        return -1;
-    for (int c = KC_NAME + 1; c < KC_NSHAPE; c++)
-        if (skip_col(p, pl, &i, c, why, whylen))
-            return -1;
-    if (get_sidx(d, p, pl, &i, m, ns, why, whylen) ||
-        skip_col(p, pl, &i, KC_SEQ, why, whylen) ||
-        get_col(p, pl, &i, durs, m, d->sidx, d->last, ns, NULL, KC_DUR, why,
-                whylen))
-        return -1;
     for (size_t k = 0; k < m; k++)
-        names[k] = (int64_t)d->ref[d->sidx[k]];
+        names[k] = d->shape[d->sidx[k]].name_id;
+    memcpy(durs, d->dur, m * sizeof(*durs));
     *n = m;
     return 0;
 }

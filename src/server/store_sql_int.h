@@ -363,6 +363,13 @@ int sq_kb_any(sdb *db, int64_t sess, int *any);
 typedef int (*kb_keep_fn)(const struct kblock_ev *e, void *arg);
 int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
                kb_keep_fn keep, void *arg, kb_top *t);
+/* As sq_kb_scan, decoding only the columns cols (KB_C_* of kblock.h,
+ * KB_C_TS always added: the range test reads it): the other fields of
+ * the events keep and t see are stale (from another block, or 0), so
+ * keep, and with t its key, must read only those. */
+int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
+                    int64_t t_hi, unsigned cols, kb_keep_fn keep, void *arg,
+                    kb_top *t);
 /* The kernel of seq in the session's blocks into *e (*found 0: none). */
 int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
                struct kblock_ev *e, int *found);

@@ -56,7 +56,9 @@ static struct kb_rd *rd_get(srv_store *s, sdb *db)
         if (!(r = calloc(1, sizeof(*r))))
             return NULL;
         r->dec = kblock_dec_new();
-        r->ev = malloc(KB_MAX_EVENTS * sizeof(kblock_ev));
+        /* zeroed: a decode of a few columns leaves the others as they
+         * were (sq_kb_scan_cols), never uninitialised */
+        r->ev = calloc(KB_MAX_EVENTS, sizeof(kblock_ev));
         r->names = malloc(KB_MAX_EVENTS * sizeof(int64_t));
         r->durs = malloc(KB_MAX_EVENTS * sizeof(uint64_t));
         if (!r->dec || !r->ev || !r->names || !r->durs) {
@@ -313,10 +315,11 @@ static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
     return 0;
 }
 
-/* The block (sess, stream, seq_lo) decoded into r->ev (*n events; 0 when
- * t, if given, rules it out unread). */
+/* The block (sess, stream, seq_lo) decoded into r->ev, its columns cols
+ * (*n events; 0 when t, if given, rules it out unread). */
 static int block_load(srv_store *s, sdb *db, struct kb_rd *r, const kb_top *t,
-                      int64_t sess, int64_t stream, int64_t lo, size_t *n)
+                      unsigned cols, int64_t sess, int64_t stream, int64_t lo,
+                      size_t *n)
 {
     sdb_stmt *st = NULL;
     const unsigned char *b = NULL;
@@ -348,8 +351,8 @@ static int block_load(srv_store *s, sdb *db, struct kb_rd *r, const kb_top *t,
         rc = GPUFL_EINTERNAL;
     }
     if (!rc && may &&
-        kblock_decode(r->dec, b, len, r->ev, KB_MAX_EVENTS, n, why,
-                      sizeof(why))) {
+        kblock_decode_cols(r->dec, b, len, cols, r->ev, KB_MAX_EVENTS, n, why,
+                           sizeof(why))) {
         glog_error("kblocks", "session %lld: unreadable block: %s",
                    (long long)sess, why);
         rc = GPUFL_EINTERNAL;
@@ -444,6 +447,13 @@ static int meta_desc(const void *a, const void *b)
 int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
                kb_keep_fn keep, void *arg, kb_top *t)
 {
+    return sq_kb_scan_cols(s, db, sess, t_lo, t_hi, KB_C_ALL, keep, arg, t);
+}
+
+int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
+                    int64_t t_hi, unsigned cols, kb_keep_fn keep, void *arg,
+                    kb_top *t)
+{
     sdb_stmt *st = NULL;
     kb_meta *m = NULL;
     size_t nm = 0, cap = 0;
@@ -508,7 +518,8 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
         size_t n = 0;
         if (by_bound && !top_open(t, m[i].bound))
             break; /* the rest are sorted further away */
-        if ((rc = block_load(s, db, r, t, sess, m[i].stream, m[i].lo, &n)) != 0)
+        if ((rc = block_load(s, db, r, t, cols | KB_C_TS, sess, m[i].stream,
+                             m[i].lo, &n)) != 0)
             break;
         for (size_t j = 0; j < n && !rc; j++) {
             const kblock_ev *e = &r->ev[j];

@@ -91,8 +91,11 @@ int sq_kernels_back(qctx *c, uint64_t t, int64_t *lo);
  * so a caller that wants some of them raw needs no second decode; its
  * non-zero return ends the scan with it.  Only when the rows and blocks of
  * the range hold at most also_max kernels (*also_used 1): a denser range
- * would not be read raw, and offering is not free. */
+ * would not be read raw, and offering is not free.  The events also sees
+ * hold only ts, dur, name, dev, stream and SQ_TL0_ALSO_COLS (the blocks'
+ * other columns are not decoded; those fields are stale). */
 #define SQ_TL0_KERNELS_MAX 2000000
+#define SQ_TL0_ALSO_COLS (KB_C_SEQ | KB_C_CORR)
 typedef struct sq_tl0 {
     int64_t lane, top_name;
     uint64_t b, n, busy, top_dur;

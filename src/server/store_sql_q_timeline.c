@@ -258,8 +258,10 @@ static int pre_offer(const kblock_ev *e, void *arg)
     tl_ctx *x = arg;
     int64_t from = (int64_t)x->from;
 
+    /* e holds only what raw_set reads (SQ_TL0_ALSO_COLS and the
+     * summary's columns): no NULL bits (nor are they read) */
     if ((int64_t)e->ts >= x->pre_lo && e->ts < x->to && raw_keeps(e, &from))
-        kb_top_add(&x->pre, e, (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
+        kb_top_add(&x->pre, e, 0);
     return 0;
 }
 
@@ -432,10 +434,14 @@ static int read_raw(tl_ctx *x, int blocks)
     }
     rc = GPUFL_OK;
     if (blocks) {
-        if (!pre &&
-            (rc = sq_kb_scan(x->c.s, x->c.db, x->c.sess, lo, (int64_t)x->to,
-                             raw_keeps, &from, &t)) != 0)
+        if (!pre && (rc = sq_kb_scan_cols(x->c.s, x->c.db, x->c.sess, lo,
+                                          (int64_t)x->to,
+                                          KB_C_DUR | KB_C_NAME | KB_C_DEV |
+                                              KB_C_STREAM | SQ_TL0_ALSO_COLS,
+                                          raw_keeps, &from, &t)) != 0)
             goto out;
+        /* only raw_set's columns were decoded (the heap's key is ts,
+         * then seq): the events' other fields are not read */
         kb_top_sort(&t);
         for (size_t i = 0; i < t.n && i < want; i++)
             raw_set(&x->raw[x->nraw++], &t.ev[i]);

@@ -52,6 +52,12 @@ typedef struct tl0_ctx {
     uint64_t b_lo, b_hi;
     kb_keep_fn also; /* offered every block event scanned too */
     void *also_arg;
+    /* the bucket of the last rl_map_get (a block is one lane in time
+     * order: ~20 kernels a bucket in a row skip the hash); any later
+     * rl_map_get replaces it, so a rehash never leaves it dangling */
+    int64_t last_lane;
+    uint64_t last_b;
+    tl0_acc *last;
 } tl0_ctx;
 
 /* Kernel (ts, dur) of lane into the buckets b_lo..b_hi it touches, as
@@ -70,9 +76,14 @@ static int acc(tl0_ctx *a, uint64_t ts, uint64_t dur, int64_t lane,
         uint64_t k[4] = { (uint64_t)lane, b, 0, 0 };
         uint64_t lo = b << sh, hi = (b + 1) << sh;
         int fresh;
-        tl0_acc *t = rl_map_get(&a->m, k, &fresh);
+        tl0_acc *t = a->last && a->last_lane == lane && a->last_b == b
+                         ? a->last
+                         : rl_map_get(&a->m, k, &fresh);
         if (!t)
             return GPUFL_EFULL;
+        a->last = t;
+        a->last_lane = lane;
+        a->last_b = b;
         if (b == b0)
             t->n++;
         if (!spread)
@@ -146,12 +157,72 @@ static int by_lane_b(const void *x, const void *y)
     return a->b < b->b ? -1 : a->b > b->b;
 }
 
+/* Lanes place() orders directly; a window of more is sorted. */
+#define TL0_PLACE_LANES 64
+
+/* o[0..n) (buckets b_lo..b_hi) into (lane, b) order without comparing
+ * them, when the lanes are few and their buckets fill much of the window
+ * (the usual level-0 answer: a qsort of its ~30k buckets was an eighth of
+ * its time): each bucket's place is its lane's rank times the window's
+ * buckets plus its b.  0; 1 when that does not fit (the caller sorts);
+ * GPUFL_ENOMEM. */
+static int place(sq_tl0 *o, size_t n, uint64_t b_lo, uint64_t b_hi)
+{
+    int64_t lanes[TL0_PLACE_LANES];
+    size_t nl = 0, nb = (size_t)(b_hi - b_lo) + 1, k = 0;
+    uint32_t *at;
+    sq_tl0 *tmp;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t l = 0;
+        if (o[i].b < b_lo || o[i].b > b_hi)
+            return 1; /* not acc's: no place for it */
+        while (l < nl && lanes[l] != o[i].lane)
+            l++;
+        if (l == nl) {
+            if (nl == TL0_PLACE_LANES)
+                return 1;
+            lanes[nl++] = o[i].lane;
+        }
+    }
+    if (nb > (4 * n + 4096) / nl)
+        return 1; /* sparse: sorting is cheaper */
+    for (size_t i = 1; i < nl; i++)
+        for (size_t j = i; j && lanes[j - 1] > lanes[j]; j--) {
+            int64_t x = lanes[j];
+            lanes[j] = lanes[j - 1];
+            lanes[j - 1] = x;
+        }
+    at = malloc(nl * nb * sizeof(*at));
+    tmp = malloc(n * sizeof(*tmp));
+    if (!at || !tmp) {
+        free(at);
+        free(tmp);
+        return GPUFL_ENOMEM;
+    }
+    memset(at, 0xff, nl * nb * sizeof(*at));
+    for (size_t i = 0; i < n; i++) {
+        size_t l = 0;
+        while (lanes[l] != o[i].lane)
+            l++;
+        at[l * nb + (size_t)(o[i].b - b_lo)] = (uint32_t)i;
+    }
+    for (size_t x = 0; x < nl * nb; x++)
+        if (at[x] != UINT32_MAX)
+            tmp[k++] = o[at[x]];
+    memcpy(o, tmp, n * sizeof(*o));
+    free(at);
+    free(tmp);
+    return 0;
+}
+
 /* The map's buckets, (lane, b) order, into *out. */
 static int collect(tl0_ctx *a, sq_tl0 **out, size_t *n)
 {
     const uint64_t *k;
     sq_tl0 *o = malloc((a->m.n ? a->m.n : 1) * sizeof(*o));
     size_t j = 0;
+    int rc;
 
     if (!o)
         return GPUFL_ENOMEM;
@@ -167,8 +238,13 @@ static int collect(tl0_ctx *a, sq_tl0 **out, size_t *n)
         o[j].top_dur = t->top_dur;
         j++;
     }
-    if (j > 1)
+    if (j > 1 && (rc = place(o, j, a->b_lo, a->b_hi)) != 0) {
+        if (rc != 1) {
+            free(o);
+            return rc;
+        }
         qsort(o, j, sizeof(*o), by_lane_b);
+    }
     *out = o;
     *n = j;
     return GPUFL_OK;
@@ -216,8 +292,13 @@ int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
                       " ts >= ?2 AND ts < ?3",
                       lo, t_hi)) != 0)
         goto out;
-    if ((rc = sq_kb_scan(c->s, c->db, c->sess, lo, t_hi, acc_ev, &a, NULL)) !=
-        0)
+    /* only the columns acc and the raw read's raw_set read: a block's
+     * other columns are skipped undecoded */
+    if ((rc =
+             sq_kb_scan_cols(c->s, c->db, c->sess, lo, t_hi,
+                             KB_C_TS | KB_C_DUR | KB_C_NAME | KB_C_DEV |
+                                 KB_C_STREAM | (a.also ? SQ_TL0_ALSO_COLS : 0u),
+                             acc_ev, &a, NULL)) != 0)
         goto out;
     rc = collect(&a, out, n);
 out:

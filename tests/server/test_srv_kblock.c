@@ -6,6 +6,7 @@
  * worst, decoded to the very same events - never to different ones.
  */
 #include "kblock.h"
+#include "kblock_int.h" /* kb_col_off: where each column's field is */
 #include "test.h"
 
 #include <math.h>
@@ -431,6 +432,150 @@ static void test_damage(void)
     }
 }
 
+/* Random events for test_cols: each column (and the shape fields)
+ * picked from a kind that drives the encoder to a different mode:
+ * constant, small, extreme, increasing, per-shape, random. */
+static void fill_mixed(size_t n, unsigned shapes)
+{
+    unsigned kind[KB_NCOLS];
+    static const uint64_t ext[] = {
+        0, 1, 127, 128, (uint64_t)INT64_MAX, (uint64_t)INT64_MIN, UINT64_MAX
+    };
+    fill_real(n, shapes);
+    for (int c = 0; c < KB_NCOLS; c++)
+        kind[c] = (unsigned)(rnd() % 7);
+    for (size_t i = 0; i < n; i++) {
+        unsigned s = (unsigned)(i % shapes);
+        for (int c = 0; c < KB_NCOLS; c++) {
+            uint64_t v;
+            if (c == KC_SHAPE || c == KC_OCC)
+                continue;
+            switch (kind[c]) {
+            case 0: v = 42; break;
+            case 1: v = rnd() % 100; break;
+            case 2: v = ext[rnd() % 7]; break;
+            case 3: v = 1000000 + i * 1000 + rnd() % 10; break;
+            case 4: v = 77 + s * 13 + i * (c < KC_SHAPE ? 0 : 3); break;
+            case 5: v = rnd(); break;
+            default: continue; /* fill_real's */
+            }
+            /* a shape field is a function of the shape, or the shape
+             * table is as big as the block: both are wanted */
+            if (c < KC_SHAPE && kind[c] != 5 && kind[c] != 2)
+                v = 5 + s * (uint64_t)(kind[c] + 1);
+            memcpy((char *)&ev[i] + kb_col_off[c], &v, sizeof(v));
+        }
+    }
+}
+
+/* Whether out[0..n) has full[0..n)'s values in the columns of cols and
+ * the pattern byte everywhere else. */
+static int cols_ok(const kblock_ev *full, const kblock_ev *out, size_t n,
+                   unsigned cols)
+{
+    for (size_t k = 0; k < n; k++)
+        for (int c = 0; c < KB_NCOLS; c++) {
+            const char *f = (const char *)&full[k] + kb_col_off[c];
+            const char *o = (const char *)&out[k] + kb_col_off[c];
+            static const unsigned char pat[8] = { 0xa5, 0xa5, 0xa5, 0xa5,
+                                                  0xa5, 0xa5, 0xa5, 0xa5 };
+            if (c == KC_SHAPE)
+                continue;
+            if ((cols >> c) & 1 ? memcmp(f, o, 8) : memcmp(o, pat, 8)) {
+                fprintf(stderr, "  cols 0x%x: event %zu column %s %s\n", cols,
+                        k, kblock_col_names[c],
+                        (cols >> c) & 1 ? "differs" : "written");
+                return 0;
+            }
+        }
+    return 1;
+}
+
+/* kblock_decode_cols: any subset of the columns gives exactly the full
+ * decode's values for those and leaves the rest alone, over random
+ * blocks of every encoder option (every column mode, dictionaries of one
+ * shape to one per event, 1 to many events); a skipped column mis-sized
+ * shifts every column after it, so this fails. */
+static void test_cols(void)
+{
+    static kblock_ev *part;
+    const unsigned tl0 =
+        KB_C_TS | KB_C_DUR | KB_C_NAME | KB_C_DEV | KB_C_STREAM;
+    unsigned bad = 0, runs = 0;
+
+    static unsigned char *decoy;
+    size_t dlen = 0, dm = 0;
+
+    part = calloc(KB_MAX_EVENTS, sizeof(*part));
+    decoy = malloc(KB_BLOCK_MAX);
+    REQUIRE(part != NULL && decoy != NULL);
+    /* decoded before each partial decode, so that what the decoder kept
+     * from the full one (durations, shapes) is another block's: a column
+     * the partial decode needs but skips gives wrong values, not stale
+     * right ones */
+    fill_real(4096, 61);
+    for (size_t i = 0; i < 4096; i++)
+        ev[i].dur = rnd() % 1000000;
+    REQUIRE(kblock_encode(enc, ev, 4096, 3, 0, decoy, KB_BLOCK_MAX, &dlen, why,
+                          sizeof(why)) == 0);
+    for (int round = 0; round < 60; round++) {
+        static const size_t sizes[] = { 1, 2, 3, 17, 500, 4096 };
+        size_t n = sizes[rnd() % 6], len = 0, m = 0, pm = 0;
+        unsigned shapes = 1 + (unsigned)(rnd() % (round % 3 ? 40 : n + 1));
+        unsigned opt = opts[rnd() % (sizeof(opts) / sizeof(opts[0]))];
+        fill_mixed(n, shapes);
+        if (kblock_encode(enc, ev, n, 3, opt, blk, KB_BLOCK_MAX, &len, why,
+                          sizeof(why)) ||
+            kblock_decode(dec, blk, len, got, KB_MAX_EVENTS, &m, why,
+                          sizeof(why)) ||
+            m != n || !same(ev, got, n)) {
+            fprintf(stderr, "  round %d: full decode: %s\n", round, why);
+            bad++;
+            continue;
+        }
+        for (int t = 0; t < 40; t++) {
+            /* each column alone, the timeline's set, then random sets */
+            unsigned cols = t < KB_NCOLS    ? 1u << t
+                            : t == KB_NCOLS ? tl0
+                                            : (unsigned)rnd() & KB_C_ALL;
+            cols &= KB_C_ALL;
+            if (!cols)
+                continue;
+            REQUIRE(kblock_decode(dec, decoy, dlen, part, KB_MAX_EVENTS, &dm,
+                                  why, sizeof(why)) == 0);
+            memset(part, 0xa5, n * sizeof(*part));
+            runs++;
+            if (kblock_decode_cols(dec, blk, len, cols, part, KB_MAX_EVENTS,
+                                   &pm, why, sizeof(why))) {
+                fprintf(stderr, "  round %d cols 0x%x: %s\n", round, cols, why);
+                bad++;
+            } else if (pm != n || !cols_ok(got, part, n, cols)) {
+                bad++;
+            }
+        }
+    }
+    fprintf(stderr, "  %u partial decodes, %u wrong\n", runs, bad);
+    CHECK(bad == 0);
+    CHECK(runs > 1000);
+    /* the shape-number bit (no field), too small a buffer: refused */
+    fill_real(10, 3);
+    {
+        size_t len = 0, m = 0;
+        REQUIRE(kblock_encode(enc, ev, 10, 3, 0, blk, KB_BLOCK_MAX, &len, why,
+                              sizeof(why)) == 0);
+        CHECK(kblock_decode_cols(dec, blk, len, 1u << KC_SHAPE, part,
+                                 KB_MAX_EVENTS, &m, why, sizeof(why)) == -1);
+        CHECK(kblock_decode_cols(dec, blk, len, KB_C_TS, part, 9, &m, why,
+                                 sizeof(why)) == -1);
+        CHECK(strstr(why, "room") != NULL);
+        CHECK(kblock_decode_cols(dec, blk, len, KB_C_TS, part, 10, &m, why,
+                                 sizeof(why)) == 0 &&
+              m == 10 && part[9].ts == ev[9].ts);
+    }
+    free(part);
+    free(decoy);
+}
+
 int main(void)
 {
     enc = kblock_enc_new();
@@ -448,6 +593,7 @@ int main(void)
     RUN(test_overlong);
     RUN(test_seek);
     RUN(test_name_dur);
+    RUN(test_cols);
     RUN(test_damage);
     kblock_enc_free(enc);
     kblock_dec_free(dec);
