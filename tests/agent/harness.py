@@ -376,6 +376,25 @@ CEPH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ceph_up.sh")
 SKIP = 77
 
 
+def ceph_start(cdir):
+    """ceph_up.sh start cdir, retried: a start right after another
+    cluster stopped sometimes fails ("wrong fsid", a port still held), and
+    a CI run saw three tries 5 s apart all fail, so the waits grow (5, 10,
+    20 s).  Returns None when radosgw answers, else why not (the last
+    try's output, for the skip's message)."""
+    why = ""
+    for wait in (5, 10, 20, None):
+        up = subprocess.run([CEPH, "start", cdir], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=120)
+        if up.returncode == 0 and s3_curl("GET", "/")[0] != 0:
+            return None
+        why = "exit %d: %s" % (up.returncode, up.stdout.strip()[-600:])
+        subprocess.run([CEPH, "stop", cdir], timeout=60)
+        if wait:
+            time.sleep(wait)
+    return why
+
+
 def s3_curl(method, path, data=None, secret="TESTSECRET"):
     import hashlib
     body = data or b""

@@ -394,18 +394,11 @@ def case_s3(work):
         print("SKIP s3: radosgw not installed (scripts/deps/agent.test)")
         return SKIP
     cdir = os.path.join(work, "ceph")
-    for attempt in range(3):
-        # a start right after another cluster stopped sometimes fails
-        # ("wrong fsid"); a fresh try a little later works
-        up = subprocess.run([CEPH, "start", cdir], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, timeout=120)
-        if up.returncode == 0:
-            break
-        subprocess.run([CEPH, "stop", cdir], timeout=60)
-        time.sleep(5)
+    why = ceph_start(cdir)
     try:
-        if up.returncode != 0 or s3_curl("GET", "/")[0] == 0:
-            print("SKIP s3: radosgw did not start (see %s/log)" % cdir)
+        if why:
+            print("SKIP s3: radosgw did not start (see %s/log): %s"
+                  % (cdir, why))
             return SKIP
         check(s3_curl("PUT", "/arch")[0] == 200, "bucket not created")
         logs = os.path.join(work, "logs")

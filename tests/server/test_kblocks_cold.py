@@ -89,18 +89,9 @@ class Cold(TL.Base):
     @classmethod
     def setUpClass(cls):
         cls.ceph = tempfile.mkdtemp(prefix="ceph.", dir=T.TMP)
-        for _ in range(3):
-            # a start right after another cluster stopped sometimes fails
-            up = subprocess.run([H.CEPH, "start", cls.ceph],
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, timeout=120)
-            if up.returncode == 0:
-                break
-            subprocess.run([H.CEPH, "stop", cls.ceph], timeout=60)
-            time.sleep(5)
-        if up.returncode != 0 or H.s3_curl("GET", "/")[0] == 0:
-            subprocess.run([H.CEPH, "stop", cls.ceph], timeout=60)
-            raise unittest.SkipTest("radosgw did not start")
+        why = H.ceph_start(cls.ceph)
+        if why:
+            raise unittest.SkipTest("radosgw did not start: " + why)
         assert H.s3_curl("PUT", "/" + BUCKET)[0] == 200
 
     @classmethod
