@@ -28,7 +28,9 @@
  * fail when they were the last attempt or the request's expiry passed,
  * the others go back to pending (handed out again); pending requests
  * past their expiry expire; what finished long ago is forgotten.  Under
- * the writer lock. */
+ * the writer lock.  Times are whole seconds, so the comparisons are
+ * strict: a claim at 10.99 s is stored as 10, and "<=" would end a 1 s
+ * lease at 11.0 s, 10 ms after it began (a CI run saw it). */
 static int sweep(srv_store *s, int64_t now, const srv_captimes *t)
 {
     enum { NSQL = 5 };
@@ -36,14 +38,14 @@ static int sweep(srv_store *s, int64_t now, const srv_captimes *t)
     char why[4][200];
     static const char *const sql[NSQL] = {
         "UPDATE captures SET state='failed', finished=?1, reason=?2"
-        " WHERE state='delivered' AND delivered <= ?1 - ?3 AND attempts >= ?4",
+        " WHERE state='delivered' AND delivered < ?1 - ?3 AND attempts >= ?4",
         "UPDATE captures SET state='failed', finished=?1, reason=?2"
-        " WHERE state='delivered' AND delivered <= ?1 - ?3 AND expires <= ?1",
+        " WHERE state='delivered' AND delivered < ?1 - ?3 AND expires < ?1",
         "UPDATE captures SET state='pending', reason=?2"
-        " WHERE state='delivered' AND delivered <= ?1 - ?3",
+        " WHERE state='delivered' AND delivered < ?1 - ?3",
         "UPDATE captures SET state='expired', finished=?1,"
         " reason=CASE WHEN attempts > 0 THEN ?3 ELSE ?2 END"
-        " WHERE state='pending' AND expires <= ?1",
+        " WHERE state='pending' AND expires < ?1",
         "DELETE FROM captures WHERE finished IS NOT NULL AND finished < ?1 - "
         "?3",
     };

@@ -688,11 +688,16 @@ def case_restart_prune(work):
     writer = train(logs, 800, 2, rotate=262144, keep=2, wait=False, nice=19)
     time.sleep(2)
     check(agent.stop() == 0, "agent exit status")
-    check(stats_of(agent)["lost-files"] == 0, "a loss before the stop")
+    # A sanitizer agent on a crowded machine may already fall behind a
+    # writer that prunes (a CI run lost 2 files in these 2 s): that loss
+    # is allowed when it is reported, and the downtime must add to it.
+    before = stats_of(agent)["lost-files"]
     time.sleep(3)
     st, text = status_of(agent)
-    check(st["device"].get("lost-files", 0) > 0,
-          "--status does not show the files deleted meanwhile:\n" + text)
+    check(st["device"].get("lost-files", 0) > 0 and
+          sum(v.get("lost-files", 0) for v in st.values()) > before,
+          "--status does not show the files deleted meanwhile (%d lost"
+          " before the stop):\n%s" % (before, text))
     check("lost " in text, "--status names no stream with a loss:\n" + text)
     agent.start()
     check(writer.wait(timeout=120) == 0, "example_train failed")
