@@ -295,6 +295,16 @@ int idle_slurm_new(idle_slurm **out, const char *scontrol, const char *node,
         s->node[sizeof s->node - 1] = 0;
         s->node[strcspn(s->node, ".")] = 0; /* slurmd's default NodeName */
     }
+    if (!s->node[0]) {
+        /* asking scontrol for node "" would attribute no job to any GPU:
+         * every GPU would read as nobody's, silently */
+        free(s);
+        snprintf(why, whylen,
+                 "Slurm is configured here but this machine's node name is"
+                 " unknown (no host name): pass --slurm-node NAME, or"
+                 " --slurm-scontrol off");
+        return GPUFL_EINVAL;
+    }
     s->fd = -1;
     *out = s;
     return 0;

@@ -235,6 +235,36 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
     return sq_kb_stored(s, sess, (int64_t)seq, (int64_t)seq, 0, seen_any, in);
 }
 
+/* Deletes the rows of table (kblocks or kbnames) of the blocks starting
+ * at src[0..n) of (sess, stream).  A kblocks row that is gone was deleted
+ * under the merge (retention, the cold tier): the merge is given up. */
+static int del_merged(srv_store *s, const char *table, int64_t sess,
+                      int64_t stream, const int64_t *src, size_t n)
+{
+    char sql[96];
+    sdb_stmt *st = NULL;
+    int rc = GPUFL_OK, once = !strcmp(table, "kblocks");
+
+    snprintf(sql, sizeof sql,
+             "DELETE FROM %s WHERE sess=?1 AND stream=?2 AND seq_lo=?3", table);
+    if (sdb_prepare(s->w, sql, &st))
+        return GPUFL_EINTERNAL;
+    for (size_t i = 0; i < n && !rc; i++) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, stream);
+        qbind_i64(st, 3, src[i]);
+        if ((rc = qrun(st)) == 0 && once && sdb_changes(s->w) != 1) {
+            glog_error("kblocks",
+                       "session %lld stream %lld: block %lld went while"
+                       " merged: not merged",
+                       (long long)sess, (long long)stream, (long long)src[i]);
+            rc = GPUFL_EINTERNAL;
+        }
+    }
+    sdb_finalize(st);
+    return rc;
+}
+
 /* ---- compaction ---- */
 
 /* The block in s->kb_buf[0..len) as a kblocks row (idx: its index). */
@@ -536,42 +566,10 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
             qsort(s->kb_ev, total, sizeof(*s->kb_ev), ev_seq_cmp);
             break;
         }
-    if (sdb_prepare(s->w,
-                    "DELETE FROM kblocks WHERE sess=?1 AND stream=?2 AND"
-                    " seq_lo=?3",
-                    &st))
-        return GPUFL_EINTERNAL;
-    for (size_t i = 0; i < nsrc && !rc; i++) {
-        qbind_i64(st, 1, sess);
-        qbind_i64(st, 2, stream);
-        qbind_i64(st, 3, src[i]);
-        if ((rc = qrun(st)) == 0 && sdb_changes(s->w) != 1) {
-            glog_error("kblocks",
-                       "session %lld stream %lld: block %lld went while"
-                       " merged: not merged",
-                       (long long)sess, (long long)stream, (long long)src[i]);
-            rc = GPUFL_EINTERNAL;
-        }
-    }
-    sdb_finalize(st);
-    st = NULL;
-    if (rc)
-        return rc;
-    /* and their names (none for a block older than schema 22) */
-    if (sdb_prepare(s->w,
-                    "DELETE FROM kbnames WHERE sess=?1 AND stream=?2 AND"
-                    " seq_lo=?3",
-                    &st))
-        return GPUFL_EINTERNAL;
-    for (size_t i = 0; i < nsrc && !rc; i++) {
-        qbind_i64(st, 1, sess);
-        qbind_i64(st, 2, stream);
-        qbind_i64(st, 3, src[i]);
-        rc = qrun(st);
-    }
-    sdb_finalize(st);
-    st = NULL;
-    if (rc)
+    /* the merged blocks, each exactly once, and their names (none for
+     * a block older than schema 22) */
+    if ((rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
+        (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0)
         return rc;
     if ((rc = sq_kb_put(s, sess, stream, total)) != 0)
         return rc;

@@ -23,6 +23,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +36,23 @@
 
 /* GPUFL_SERVER_TL0_MAX (tests only): a lower SQ_TL0_KERNELS_MAX, so that a
  * test crosses it with a few thousand kernels. */
-static uint64_t tl0_max(void)
+static uint64_t tl0_max_v;
+static pthread_once_t tl0_max_once = PTHREAD_ONCE_INIT;
+
+static void tl0_max_read(void)
 {
     const char *v = getenv("GPUFL_SERVER_TL0_MAX");
     long long n = v ? strtoll(v, NULL, 10) : 0;
-    return n >= 1 && n <= SQ_TL0_KERNELS_MAX ? (uint64_t)n : SQ_TL0_KERNELS_MAX;
+    tl0_max_v =
+        n >= 1 && n <= SQ_TL0_KERNELS_MAX ? (uint64_t)n : SQ_TL0_KERNELS_MAX;
+}
+
+/* read once: getenv is not safe beside a setenv, and queries run on many
+ * threads */
+static uint64_t tl0_max(void)
+{
+    pthread_once(&tl0_max_once, tl0_max_read);
+    return tl0_max_v;
 }
 
 typedef struct tl0_acc {

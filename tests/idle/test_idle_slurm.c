@@ -7,11 +7,15 @@
  * environment (fixture tree).  The real scontrol is
  * tests/sched/test_sched.py's.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <gpufl/gpufl.h>
 
 #include "idle/idle.h"
 #include "test.h"
@@ -183,8 +187,46 @@ static void test_owner_v1_and_env(void)
     CHECK(system(cmd) == 0);
 }
 
+/* No host name and no --slurm-node: refused, saying what to pass (it
+ * asked scontrol about node "" before, and every GPU read as nobody's).
+ * A host name of "" needs a UTS namespace: root only, else skipped. */
+static void test_node_unknown(void)
+{
+    int fds[2], st = 0;
+    char got[512] = "";
+    pid_t pid;
+
+    CHECK(pipe(fds) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        idle_slurm *sl = NULL;
+        char why[256] = "";
+        int err = 0;
+        close(fds[0]);
+        if (unshare(CLONE_NEWUTS) != 0 || sethostname("", 0) != 0)
+            _exit(77);
+        err = idle_slurm_new(&sl, "/bin/true", NULL, why, sizeof why);
+        if (write(fds[1], why, strlen(why)) < 0)
+            _exit(2);
+        _exit(err == GPUFL_EINVAL && !sl ? 0 : 1);
+    }
+    close(fds[1]);
+    if (read(fds[0], got, sizeof got - 1) < 0)
+        got[0] = 0;
+    close(fds[0]);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    if (WEXITSTATUS(st) == 77) {
+        printf("  (skipped: no UTS namespace for a host name of \"\")\n");
+        return;
+    }
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(strstr(got, "--slurm-node") != NULL);
+}
+
 int main(void)
 {
+    RUN(test_node_unknown);
     RUN(test_owner_v1_and_env);
     RUN(test_parse);
     RUN(test_wide_indices);
