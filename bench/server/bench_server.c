@@ -412,9 +412,58 @@ static int kstore_flag(int *argc, char **argv)
     return blocks;
 }
 
+/* The whole database's B/kernel line: every table and index, rollups
+ * included, over all kernels of every session; the biggest tables. */
+static void db_line(const char *what, const srv_kb_stats *b)
+{
+    uint64_t all = b->rows + b->in_blocks; /* every session's */
+    uint64_t mine = 0;
+
+    for (int i = 0; i < SRV_KB_TOP && b->top[i].name[0]; i++)
+        mine += b->top[i].bytes;
+    printf("    whole database%s: %.1f B/kernel (every table and index, "
+           "the rollups included, over %llu kernels); biggest:",
+           what, (double)b->db_disk / (double)(all ? all : 1),
+           (unsigned long long)all);
+    for (int i = 0; i < SRV_KB_TOP && b->top[i].name[0]; i++)
+        printf("%s %s %.1f", i ? "," : "", b->top[i].name,
+               (double)b->top[i].bytes / (double)(all ? all : 1));
+    printf(" (B/kernel; those %d tables %.1f)\n", SRV_KB_TOP,
+           (double)mine / (double)(all ? all : 1));
+}
+
+/* PostgreSQL: the same after VACUUM FULL, which rewrites every table
+ * without its dead rows (the upserts' and the compactor's deletes leave
+ * them until a VACUUM makes their space reusable; FULL gives it back,
+ * so this is what the live rows take).  pg_database_size also counts the
+ * catalog of an empty database (~7.5 MB), which weighs more per kernel
+ * the fewer kernels there are. */
+static void pg_vacuumed(srv_store *st, const char *pg)
+{
+    sdb *db = NULL;
+    srv_kb_stats b;
+    char err[256];
+    double t0 = now_s();
+
+    if (!pg || sdb_open(pg, 0, &db, err, sizeof(err))) {
+        printf("    (no VACUUM FULL: %s)\n", pg ? err : "not PostgreSQL");
+        return;
+    }
+    if (sdb_exec(db, "VACUUM FULL")) {
+        printf("    (VACUUM FULL failed)\n");
+        sdb_close(db);
+        return;
+    }
+    sdb_close(db);
+    srv_store_kblocks_stats(st, &b);
+    printf("    VACUUM FULL took %.1f s\n", now_s() - t0);
+    db_line(" after VACUUM FULL", &b);
+}
+
 /* The compactor until it has nothing left, and what the kernels take
  * before and after. */
-static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
+static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp,
+                           const char *pg)
 {
     srv_kb_stats a, b;
     uint64_t nb = 0, nk = 0, tb, tk;
@@ -451,17 +500,10 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp)
                (double)b.blocks_disk / (double)b.in_blocks,
                (double)b.block_bytes / (double)b.in_blocks,
                (unsigned long long)b.rows);
-    if (b.db_disk) {
-        uint64_t all = b.rows + b.in_blocks; /* every session's */
-        printf("    whole database: %.1f B/kernel (every table and index, "
-               "the rollups included, over %llu kernels); biggest:",
-               (double)b.db_disk / (double)(all ? all : 1),
-               (unsigned long long)all);
-        for (int i = 0; i < SRV_KB_TOP && b.top[i].name[0]; i++)
-            printf("%s %s %.1f", i ? "," : "", b.top[i].name,
-                   (double)b.top[i].bytes / (double)(all ? all : 1));
-        printf(" (B/kernel)\n");
-    }
+    if (b.db_disk)
+        db_line("", &b);
+    if (pg)
+        pg_vacuumed(st, pg);
     /* a new connection: the old one may have idled past --timeout */
     close(*fd);
     *fd = connect_to(port);
@@ -631,7 +673,7 @@ int main(int argc, char **argv)
     }
 
     if (kstore_blocks)
-        kstore_figures(s.store, &fd, s.port, resp);
+        kstore_figures(s.store, &fd, s.port, resp, pg);
 
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */
