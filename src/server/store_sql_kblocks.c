@@ -382,7 +382,10 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return sq_err(rc);
     if (!n)
         return GPUFL_OK;
-    if ((rc = sq_kb_put(s, sess, stream, n)) != 0)
+    /* the kept rows of its kernels among the session's longest and
+     * shortest (store_sql_kxrow.c), then the block */
+    if ((rc = sq_kx_put(s, sess, s->kb_ev, n, 0)) != 0 ||
+        (rc = sq_kb_put(s, sess, stream, n)) != 0)
         return rc;
     kb_test_pause();
     /* exactly the rows read: the same filter over their seq range (the
@@ -573,7 +576,10 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     st = NULL;
     if (rc)
         return rc;
-    if ((rc = sq_kb_put(s, sess, stream, total)) != 0)
+    /* kept rows its sources lack (written before schema 24, or by a batch
+     * of more sessions than the heaps hold: store_sql_kxrow.c) */
+    if ((rc = sq_kx_put(s, sess, s->kb_ev, total, 0)) != 0 ||
+        (rc = sq_kb_put(s, sess, stream, total)) != 0)
         return rc;
     kb_test_pause();
     *nk = total;
