@@ -994,8 +994,12 @@ class KeptSorts(Base):
         rnd = random.Random(57)
         gens = [tie_session(rnd, 9000), tie_session(rnd, 9000, True)]
         a = self.server("rows")
+        # kext of 1100 a side: a kernel of the first round among the first
+        # KEEP, its row written, leaves kext in the second round (its row
+        # must go with it)
         b = self.server("blocks", BLOCKS,
-                        env={"GPUFL_SERVER_KB_RUN": str(RUN)})
+                        env={"GPUFL_SERVER_KB_RUN": str(RUN),
+                             "GPUFL_SERVER_TOPK": "1100"})
         for g in gens:
             g.send(a, batch=4000)
             # the first 60 % in small batches (small blocks, merged), then
@@ -1026,9 +1030,10 @@ class KeptSorts(Base):
         self.assertEqual(metric(b, DECODED), d0)
         self.assertEqual(metric(b, KEPT), k0 + 44)
         self.assertEqual(metric(b, SCANNED), s0)
-        # past kext's 4096 (pages 5 and 6 of 1000) the blocks answer (the
-        # pages between may still find every row: a kernel that fell
-        # below the first KEEP keeps its row while in kext)
+        # past kext's 1100 (pages 2 to 6 of 1000) the blocks answer (a
+        # page between the first KEEP and the end of kext may still find
+        # every row: a kernel that fell below the first KEEP keeps its row
+        # while in kext)
         self.assertEqual(len(dur_pages(b, "/api/v1/sessions/" + gens[0].sid,
                                        "true", 1000, 6)), 6)
         self.assertGreater(metric(b, DECODED), d0)
