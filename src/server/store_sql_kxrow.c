@@ -96,18 +96,71 @@ static int kx_stored_bound(srv_store *s, int64_t sess, int d, int64_t b[2],
     return GPUFL_OK;
 }
 
-/* One kept row (a row there already stays). */
-static int kx_row(srv_store *s, int64_t sess, int d, const kblock_ev *e)
+/* Kept rows one INSERT writes (26 parameters each): on PostgreSQL a
+ * statement is a round trip, and the first blocks of a session keep
+ * nearly every kernel (its first 1 001 are all among them). */
+#define KX_ROWS 32
+
+/* The rows of ev[ix[0..m)] (side sd[i] each) in one statement (a row there
+ * already stays): the full one kept prepared on the writer, a shorter one
+ * prepared for the call.  *rows += how many went in. */
+static int kx_rows(srv_store *s, int64_t sess, const kblock_ev *ev,
+                   const uint32_t *ix, const uint8_t *sd, size_t m,
+                   uint64_t *rows)
 {
-    if (!s->kx_put_st &&
-        sdb_prepare(s->w,
-                    "INSERT INTO kxrow VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                    "?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                    &s->kx_put_st))
-        return GPUFL_EINTERNAL;
-    sq_kernel_bind(s->kx_put_st, 0, sess, e);
-    qbind_i64(s->kx_put_st, 26, d);
-    return qrun(s->kx_put_st);
+    sdb_stmt *st = NULL, **sp = m == KX_ROWS ? &s->kx_put_st : &st;
+    int rc;
+
+    if (!m)
+        return GPUFL_OK;
+    if (!*sp) {
+        char sql[64 + 64 * KX_ROWS];
+        size_t len =
+            (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kxrow VALUES");
+        for (size_t j = 0; j < m; j++)
+            len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s%s",
+                                    j ? "," : "",
+                                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                                    "?,?,?,?,?,?)");
+        snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
+        if (sdb_prepare(s->w, sql, sp))
+            return GPUFL_EINTERNAL;
+    }
+    for (size_t j = 0; j < m; j++) {
+        sq_kernel_bind(*sp, (int)(26 * j), sess, &ev[ix[j]]);
+        qbind_i64(*sp, (int)(26 * j + 26), sd[j]);
+    }
+    rc = qrun(*sp);
+    if (!rc)
+        *rows += (uint64_t)sdb_changes(s->w);
+    sdb_finalize(st);
+    return rc;
+}
+
+/* The kept rows of those of ev[0..n) at or before a side's bound (b[d],
+ * have[d] 0: none), KX_ROWS a statement; *rows += how many went in. */
+static int kx_put_bound(srv_store *s, int64_t sess, const kblock_ev *ev,
+                        size_t n, int64_t b[2][2], const int *have,
+                        uint64_t *rows)
+{
+    uint32_t ix[KX_ROWS];
+    uint8_t sd[KX_ROWS];
+    size_t m = 0;
+    int rc = GPUFL_OK;
+
+    for (size_t i = 0; i < n && !rc; i++)
+        for (int d = 0; d < 2 && !rc; d++) {
+            if (!have[d] ||
+                !kx_before(d, (int64_t)ev[i].dur, (int64_t)ev[i].seq, b[d]))
+                continue;
+            ix[m] = (uint32_t)i;
+            sd[m++] = (uint8_t)d;
+            if (m == KX_ROWS) {
+                rc = kx_rows(s, sess, ev, ix, sd, m, rows);
+                m = 0;
+            }
+        }
+    return rc ? rc : kx_rows(s, sess, ev, ix, sd, m, rows);
 }
 
 int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,
@@ -115,6 +168,7 @@ int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,
 {
     int64_t b[2][2] = { { 0, 0 }, { 0, 0 } };
     int have[2] = { 0, 0 }, rc;
+    uint64_t rows = 0;
 
     for (int d = 0; d < 2; d++) {
         if (heap) {
@@ -126,13 +180,7 @@ int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,
     }
     if (!have[0] && !have[1])
         return GPUFL_OK;
-    for (size_t i = 0; i < n; i++)
-        for (int d = 0; d < 2; d++)
-            if (have[d] &&
-                kx_before(d, (int64_t)ev[i].dur, (int64_t)ev[i].seq, b[d]) &&
-                (rc = kx_row(s, sess, d, &ev[i])) != 0)
-                return rc;
-    return GPUFL_OK;
+    return kx_put_bound(s, sess, ev, n, b, have, &rows);
 }
 
 /* ---- the fill (migrate) ---- */
@@ -231,14 +279,7 @@ static int kx_fill_one(srv_store *s, int64_t sess, uint64_t *rows)
             size_t ne = 0;
             if ((rc = kx_decode(s, sess, &m[i], &ne)) != 0)
                 break;
-            for (size_t j = 0; j < ne && !rc; j++)
-                for (int d = 0; d < 2 && !rc; d++)
-                    if (have[d] && kx_before(d, (int64_t)s->kb_ev[j].dur,
-                                             (int64_t)s->kb_ev[j].seq, b[d])) {
-                        rc = kx_row(s, sess, d, &s->kb_ev[j]);
-                        if (!rc)
-                            *rows += (uint64_t)sdb_changes(s->w);
-                    }
+            rc = kx_put_bound(s, sess, s->kb_ev, ne, b, have, rows);
         }
         if (n)
             after = m[n - 1];
