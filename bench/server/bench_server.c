@@ -369,6 +369,30 @@ static void lat(const char *what, int fd, const char *tok, char **paths, int n,
     free(t);
 }
 
+/* The cursor of the nth page (from 1) of 100 sorted by duration (desc or
+ * not), into cur (cap bytes); 0 when there is none. */
+static int dur_cursor(int fd, char *resp, size_t rcap, int desc, int nth,
+                      char *cur, size_t cap)
+{
+    char p[256];
+
+    cur[0] = '\0';
+    for (int i = 1; i < nth; i++) {
+        const char *c, *e;
+        snprintf(p, sizeof(p),
+                 "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
+                 "&desc=%s%s%s",
+                 desc ? "true" : "false", cur[0] ? "&cursor=" : "", cur);
+        if (http(fd, "GET", p, BENCH_TOKEN, "", 0, resp, rcap) != 200 ||
+            !(c = strstr(resp, "\"next\":\"")) || !(e = strchr(c + 8, '"')) ||
+            (size_t)(e - (c + 8)) >= cap)
+            return 0;
+        memcpy(cur, c + 8, (size_t)(e - (c + 8)));
+        cur[e - (c + 8)] = '\0';
+    }
+    return 1;
+}
+
 /* One of several connections sending every nth batch (from 1). */
 typedef struct sender {
     body *b;
@@ -698,6 +722,28 @@ int main(int argc, char **argv)
                      "&desc=true");
         lat("kernels page sorted by duration", fd, BENCH_TOKEN, p, 50, resp,
             SRV_RESP_MAX);
+        for (int i = 0; i < NQ; i++)
+            snprintf(p[i], 256,
+                     "/api/v1/sessions/" SID
+                     "/kernels?limit=100&sort=duration");
+        lat("  ... ascending", fd, BENCH_TOKEN, p, 50, resp, SRV_RESP_MAX);
+        /* a page further on, through the cursor: the 5th of 100 in both
+         * orders, alternately */
+        {
+            char cur[2][64];
+            if (dur_cursor(fd, resp, SRV_RESP_MAX, 1, 5, cur[0],
+                           sizeof(cur[0])) &&
+                dur_cursor(fd, resp, SRV_RESP_MAX, 0, 5, cur[1],
+                           sizeof(cur[1]))) {
+                for (int i = 0; i < NQ; i++)
+                    snprintf(p[i], 256,
+                             "/api/v1/sessions/" SID "/kernels?limit=100"
+                             "&sort=duration&desc=%s&cursor=%s",
+                             i % 2 ? "false" : "true", cur[i % 2]);
+                lat("  ... 5th page (cursor), both orders", fd, BENCH_TOKEN, p,
+                    50, resp, SRV_RESP_MAX);
+            }
+        }
         /* one name of 200: too few of it among the session's longest
          * kept kernels (kext) for a page, so the plain sort answers */
         for (int i = 0; i < NQ; i++)

@@ -136,6 +136,18 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
     one(b, "gpufl_server_body_refused_total", "counter",
         "Requests answered 503 because --max-buffered was spent.",
         GET(m->body_refused_budget));
+    one(b, "gpufl_server_kblocks_decoded_total", "counter",
+        "Kernel blocks decoded (whole or some columns) by queries.",
+        g->kq.decoded);
+    prom_family(b, "gpufl_server_kernel_duration_pages_total", "counter",
+                "Kernel pages sorted by duration of sessions with blocks, by"
+                " what answered them: kext and its kept rows (kept) or the"
+                " blocks (blocks).");
+    l[0] = (prom_label){ "from", "kept" };
+    prom_u64(b, "gpufl_server_kernel_duration_pages_total", l, 1, g->kq.kept);
+    l[0].value = "blocks";
+    prom_u64(b, "gpufl_server_kernel_duration_pages_total", l, 1,
+             g->kq.scanned);
     if (g->cold.on) {
         one(b, "gpufl_server_cold_blocks_moved_total", "counter",
             "Kernel blocks moved to S3 (--hot-age; docs/server.md \"Cold"

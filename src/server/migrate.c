@@ -12,7 +12,10 @@
  * database: the compactor takes the writer's lock (SQLite) or the
  * ingest's advisory lock (PostgreSQL) one block at a time.  Then the
  * timeline level 0 rows of the sessions with blocks are deleted (computed
- * from the kernels since: store_sql_q_tl0.c), a session per transaction.
+ * from the kernels since: store_sql_q_tl0.c), a session per transaction,
+ * and the kept rows of the sessions' longest and shortest kernels in
+ * blocks written before schema 24 are written (store_sql_kxrow.c), a
+ * session per transaction.
  */
 #include "srv_int.h"
 
@@ -28,7 +31,7 @@
 int srv_migrate_run(srv *s)
 {
     srv_kb_stats a, b;
-    uint64_t blocks = 0, kernels = 0, pass = 0, tl0 = 0;
+    uint64_t blocks = 0, kernels = 0, pass = 0, tl0 = 0, kx = 0;
     time_t t0 = time(NULL);
     int rc = GPUFL_OK;
 
@@ -75,6 +78,19 @@ int srv_migrate_run(srv *s)
     printf("migrate: %llu timeline level 0 row(s) deleted (computed from "
            "the blocks now)\n",
            (unsigned long long)tl0);
+    /* the rows of the longest and shortest kernels that blocks written
+     * before schema 24 hold (store_sql_kxrow.c), a session per
+     * transaction */
+    if ((rc = srv_store_kx_fill(s->store, &kx)) != 0) {
+        glog_error("migrate",
+                   "kept rows of the longest and shortest kernels not all "
+                   "written (%d): the blocks are done; run it again to go on",
+                   rc);
+        return 1;
+    }
+    printf("migrate: %llu kept row(s) of the longest and shortest kernels "
+           "written\n",
+           (unsigned long long)kx);
     srv_store_kblocks_stats(s->store, &b);
     /* rows left: kernels of running sessions' partial runs, and rows the
      * codec cannot keep exactly (older servers' NULLs) */

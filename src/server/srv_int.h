@@ -129,6 +129,7 @@ typedef struct srv_gauges {
     const srv_regress_app *regress;
     size_t n_regress;
     srv_cold_stats cold; /* the cold tier (store_sql_kcold.c) */
+    srv_kq_stats kq;     /* kernel queries over blocks */
 } srv_gauges;
 
 /* The largest /metrics answer (bytes): a few KiB today. */

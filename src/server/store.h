@@ -312,6 +312,18 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks,
  * (store_sql_q_tl0.c), so they are bytes nobody reads.  One transaction
  * per session; *rows: how many went. */
 int srv_store_tl0_drop(srv_store *s, uint64_t *rows);
+/* Writes the kept rows (kxrow, store_sql_kxrow.c) of the kext keys
+ * whose kernels are in blocks and have none (blocks written before
+ * schema 24): every session with blocks, one transaction each, reading
+ * the blocks that may hold such a kernel.  *rows: how many were written. */
+int srv_store_kx_fill(srv_store *s, uint64_t *rows);
+/* Kernel queries' counters since start (/metrics): blocks decoded, and
+ * pages sorted by duration of sessions with blocks answered from the
+ * kept rows (kept) or from the blocks (scanned). */
+typedef struct srv_kq_stats {
+    uint64_t decoded, kept, scanned;
+} srv_kq_stats;
+void srv_store_kq_stats(srv_store *s, srv_kq_stats *o);
 /* What the kernels take (bench_server): rows, blocks and the kernels in
  * them, the blocks' bytes, and on disk with indexes the kernels table's
  * and the kblocks table's bytes (0: not known); db_disk: the whole

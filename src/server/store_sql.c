@@ -135,6 +135,9 @@ const char *const sq_wsql[WS_N] = {
     [WS_EXT_PUT] = "INSERT INTO kext VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
     [WS_EXT_DEL] = "DELETE FROM kext WHERE sess=? AND side=? AND dur=? AND"
                    " seq=?",
+    /* ... and the row kept for that key (store_sql_kxrow.c) */
+    [WS_KX_DEL] = "DELETE FROM kxrow WHERE sess=? AND side=? AND dur=? AND"
+                  " seq=?",
     /* seq ranges (store_sql_gaps.c): extend a known range, take the range
      * starting just above a run, extend the range ending just below it,
      * or add the run as a range */
@@ -214,6 +217,7 @@ void srv_store_close(srv_store *s)
         sdb_finalize(s->ws[i]);
     sq_capi_release(s); /* its statements: before the connection */
     sdb_finalize(s->kb_names_st);
+    sdb_finalize(s->kx_put_st);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     sdb_close(s->w);

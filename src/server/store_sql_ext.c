@@ -151,13 +151,16 @@ static int ext_load(srv_store *s, struct sq_ext *x, int d, uint64_t n_kernels)
         /* drop the rows past the first K (a prefix stays a prefix) */
         char sql[256];
         const ext_key *last = &h->k[h->n - 1];
-        snprintf(sql, sizeof(sql),
-                 "DELETE FROM kext WHERE sess=%lld AND side=%d AND"
-                 " (dur, seq) %s (%lld, %lld)",
-                 (long long)x->sess, d, d ? ">" : "<", (long long)last->dur,
-                 (long long)last->seq);
-        if ((rc = sdb_exec(s->w, sql)) != 0)
-            return rc;
+        /* and the rows kept for them (store_sql_kxrow.c) */
+        for (int t = 0; t < 2; t++) {
+            snprintf(sql, sizeof(sql),
+                     "DELETE FROM %s WHERE sess=%lld AND side=%d AND"
+                     " (dur, seq) %s (%lld, %lld)",
+                     t ? "kxrow" : "kext", (long long)x->sess, d, d ? ">" : "<",
+                     (long long)last->dur, (long long)last->seq);
+            if ((rc = sdb_exec(s->w, sql)) != 0)
+                return rc;
+        }
     }
     /* a prefix shorter than K and than the session: it may not grow past
      * what it holds, or kernels between would be missing */
@@ -303,12 +306,80 @@ int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq)
         if (!h->n || !worse(d, &h->k[0], &k))
             continue; /* not better than the worst kept */
         /* the worst leaves: a stored key is deleted, one added in this
-         * batch was never written */
-        if (h->k[0].gen == 0 && (rc = del_push(s, sess, d, &h->k[0])) != 0)
+         * batch was never written - but once this batch wrote blocks, its
+         * kernel may have a kept row (store_sql_kxrow.c), which goes with
+         * it (the key's own delete then finds nothing) */
+        if ((h->k[0].gen == 0 || s->kx_wrote) &&
+            (rc = del_push(s, sess, d, &h->k[0])) != 0)
             return rc;
         h->k[0] = k;
         sift_down(d, h, 0);
     }
+    return GPUFL_OK;
+}
+
+/* k[0..n) rearranged so that k[r] is the key of rank r + 1 in side d's
+ * order, best first (Wirth's selection: each round partitions around the
+ * key at r and keeps the part that holds r). */
+static void ext_select(int d, ext_key *k, int64_t n, int64_t r)
+{
+    int64_t l = 0, m = n - 1;
+
+    while (l < m) {
+        ext_key x = k[r], t;
+        int64_t i = l, j = m;
+        do {
+            while (worse(d, &x, &k[i])) /* k[i] before x */
+                i++;
+            while (worse(d, &k[j], &x))
+                j--;
+            if (i <= j) {
+                t = k[i];
+                k[i] = k[j];
+                k[j] = t;
+                i++;
+                j--;
+            }
+        } while (i <= j);
+        if (j < r)
+            l = i;
+        if (r < i)
+            m = j;
+    }
+}
+
+int sq_ext_kth(srv_store *s, int64_t sess, int d, uint32_t r, int64_t out[2],
+               int *have)
+{
+    struct sq_ext *x = s->ext_last, *lru;
+    const ext_heap *h;
+    ext_key *k;
+
+    *have = 0;
+    if (!s->ext || !r)
+        return GPUFL_OK;
+    /* the session's kernels fed its heaps in this batch (found here
+     * unless more than SQ_EXT_SESS sessions pushed it out) */
+    if (!x || x->sess != sess)
+        x = ext_find(s, sess, &lru);
+    if (!x || !x->h[d].n)
+        return GPUFL_OK;
+    h = &x->h[d];
+    *have = 1;
+    if (h->n <= r) { /* the root: the worst kept */
+        out[0] = h->k[0].dur;
+        out[1] = h->k[0].seq;
+        return GPUFL_OK;
+    }
+    if (!(k = malloc((size_t)h->n * sizeof(*k)))) {
+        *have = 0;
+        return GPUFL_ENOMEM;
+    }
+    memcpy(k, h->k, (size_t)h->n * sizeof(*k));
+    ext_select(d, k, h->n, (int64_t)r - 1);
+    out[0] = k[r - 1].dur;
+    out[1] = k[r - 1].seq;
+    free(k);
     return GPUFL_OK;
 }
 

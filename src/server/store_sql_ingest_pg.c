@@ -557,16 +557,18 @@ static void del_tail(char *tail, size_t cap, const sq_ext_row *e)
              (long long)e->sess, e->side);
 }
 
-static int ext_deletes(srv_store *s, char *sql, sq_ext_row *del, size_t ndel)
+static int ext_deletes(srv_store *s, char *sql, sq_ext_row *del, size_t ndel,
+                       const char *table)
 {
     size_t len = 0, n = 0;
     int rc = GPUFL_OK;
-    char tail[160];
+    char tail[160], head[64];
 
     /* grouped by (sess, side): each statement reads one key range.  A
      * join with the keys, not "(dur, seq) IN (VALUES ...)": before ANALYZE
      * has seen kext, the planner made the latter a nested loop comparing
      * every row with every key (200 ms a statement at 4k rows) */
+    snprintf(head, sizeof(head), "DELETE FROM %s k USING (VALUES ", table);
     if (ndel)
         qsort(del, ndel, sizeof(*del), del_cmp);
     for (size_t i = 0; i < ndel && !rc; i++) {
@@ -576,8 +578,7 @@ static int ext_deletes(srv_store *s, char *sql, sq_ext_row *del, size_t ndel)
             /* the chunk so far (if any) ends with its own keys' tail */
             if (i)
                 del_tail(tail, sizeof(tail), &del[i - 1]);
-            if ((rc = chunk_run(s, sql, &len, &n, tail,
-                                "DELETE FROM kext k USING (VALUES ")) != 0)
+            if ((rc = chunk_run(s, sql, &len, &n, tail, head)) != 0)
                 break;
         }
         len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(%lld,%lld)",
@@ -603,7 +604,11 @@ static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
 
     if (!sql)
         return GPUFL_ENOMEM;
-    rc = ext_deletes(s, sql, del, ndel);
+    rc = ext_deletes(s, sql, del, ndel, "kext");
+    /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
+     * are */
+    if (!rc && s->kstore_blocks)
+        rc = ext_deletes(s, sql, del, ndel, "kxrow");
     len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
     for (size_t i = 0; i < nput && !rc; i++) {
         if (n == EXT_CHUNK &&

@@ -252,8 +252,13 @@ static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
 {
     int rc = GPUFL_OK;
 
-    for (size_t i = 0; i < ndel && !rc; i++)
+    for (size_t i = 0; i < ndel && !rc; i++) {
         rc = key_step(s, WS_EXT_DEL, &del[i]);
+        /* the key's kept row (store_sql_kxrow.c), written only where
+         * blocks are */
+        if (!rc && s->kstore_blocks)
+            rc = key_step(s, WS_KX_DEL, &del[i]);
+    }
     for (size_t i = 0; i < nput && !rc; i++)
         rc = key_step(s, WS_EXT_PUT, &put[i]);
     return rc;

@@ -48,6 +48,7 @@ enum {
     WS_EXT_BUMP,
     WS_EXT_PUT,
     WS_EXT_DEL,
+    WS_KX_DEL,
     WS_SRL_GET,
     WS_SRL_PUT,
     WS_SEQ_EXT,
@@ -219,6 +220,16 @@ struct srv_store {
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
      * prepare (on PostgreSQL a round trip) per server, not per block */
     sdb_stmt *kb_names_st;
+    /* the writer's statement of one kxrow row (store_sql_kxrow.c), kept */
+    sdb_stmt *kx_put_st;
+    /* this batch wrote blocks already: a kext key it added and drops
+     * again may have its kxrow row (store_sql_ext.c deletes it) */
+    int kx_wrote;
+    /* queries' counters since start (/metrics; relaxed atomics): blocks
+     * decoded (whole or some columns), pages sorted by duration of a
+     * session with blocks answered from kext and its kept rows, and those
+     * that read the blocks */
+    uint64_t kq_decoded, kq_kept, kq_scanned;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
@@ -273,6 +284,15 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
                 const unsigned char **b, size_t *len);
 void sq_kc_release(srv_store *s);
 
+/* The kept rows of kext keys whose kernels are in blocks (kxrow,
+ * store_sql_kxrow.c), on the writer in its open transaction: of the
+ * events ev[0..n) of session sess going into a block, those kext holds -
+ * as this batch's heaps say (heap 1: ingest) or as stored (heap 0: the
+ * compactor, the merge, the fill) - get their rows (a row there already
+ * stays). */
+struct kblock_ev;
+int sq_kx_put(srv_store *s, int64_t sess, const struct kblock_ev *ev, size_t n,
+              int heap);
 /* The codec state and buffers above, allocated on first use. */
 int sq_kb_state(srv_store *s);
 /* s->kb_ev[0..n) (one session's stream, seq order) encoded and inserted
@@ -608,6 +628,13 @@ void sq_capi_release(srv_store *s);
 
 /* ---- store_sql_ext.c: the longest and shortest kernels per session ---- */
 int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);
+/* Side d's key of rank r (1: the best) of session sess as this batch's
+ * heaps hold it now, or the heap's last when it holds fewer, into out
+ * (dur, seq): kext holds every kernel of the session at or before it
+ * among its first r.  *have 0: not known (the session's heaps are not in
+ * memory) or none.  0, or GPUFL_ENOMEM. */
+int sq_ext_kth(srv_store *s, int64_t sess, int d, uint32_t r, int64_t out[2],
+               int *have);
 /* Writes the batch's kext changes (before COMMIT), through the writer. */
 int sq_ext_flush(srv_store *s);
 /* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */

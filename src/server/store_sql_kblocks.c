@@ -412,7 +412,10 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
         return sq_err(rc);
     if (!n)
         return GPUFL_OK;
-    if ((rc = sq_kb_put(s, sess, stream, n)) != 0)
+    /* the kept rows of its kernels among the session's longest and
+     * shortest (store_sql_kxrow.c), then the block */
+    if ((rc = sq_kx_put(s, sess, s->kb_ev, n, 0)) != 0 ||
+        (rc = sq_kb_put(s, sess, stream, n)) != 0)
         return rc;
     kb_test_pause();
     /* exactly the rows read: the same filter over their seq range (the
@@ -571,7 +574,10 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     if ((rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
         (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0)
         return rc;
-    if ((rc = sq_kb_put(s, sess, stream, total)) != 0)
+    /* kept rows its sources lack (written before schema 24, or by a batch
+     * of more sessions than the heaps hold: store_sql_kxrow.c) */
+    if ((rc = sq_kx_put(s, sess, s->kb_ev, total, 0)) != 0 ||
+        (rc = sq_kb_put(s, sess, stream, total)) != 0)
         return rc;
     kb_test_pause();
     *nk = total;

@@ -185,6 +185,7 @@ void sq_kbi_reset(srv_store *s)
 {
     sq_kbi *k = s->kbi;
 
+    s->kx_wrote = 0;
     if (!k)
         return;
     k->n = 0;
@@ -208,11 +209,19 @@ static void kbi_test_pause(void)
     sq_kb_test_pause("GPUFL_SERVER_KBI_PAUSE_MS");
 }
 
-/* s->kb_ev[0..n) (one session and stream, seq order) as one kblocks row. */
+/* s->kb_ev[0..n) (one session and stream, seq order) as one kblocks row,
+ * with the kept rows of those among the session's longest and shortest
+ * (store_sql_kxrow.c; kext as the batch's heaps hold it: every kernel of
+ * the batch fed them before its block is written, but for a batch written
+ * in rounds, whose later kernels may push an earlier one out - kx_wrote:
+ * its row then goes with its key, store_sql_ext.c). */
 static int block_put(srv_store *s, int64_t sess, size_t n)
 {
-    int rc = sq_kb_put(s, sess, (int64_t)s->kb_ev[0].stream, n);
+    int rc = sq_kx_put(s, sess, s->kb_ev, n, 1);
 
+    if (!rc)
+        rc = sq_kb_put(s, sess, (int64_t)s->kb_ev[0].stream, n);
+    s->kx_wrote = 1;
     if (!rc)
         kbi_test_pause();
     return rc;

@@ -357,6 +357,8 @@ static int block_load(srv_store *s, sdb *db, struct kb_rd *r, const kb_top *t,
                    (long long)sess, why);
         rc = GPUFL_EINTERNAL;
     }
+    if (!rc && may)
+        __atomic_fetch_add(&s->kq_decoded, 1, __ATOMIC_RELAXED);
     sdb_finalize(st);
     return rc;
 }
@@ -574,6 +576,8 @@ int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq, kblock_ev *e,
             err = GPUFL_EINTERNAL;
             break;
         }
+        if (pos != KB_NOTFOUND)
+            __atomic_fetch_add(&s->kq_decoded, 1, __ATOMIC_RELAXED);
         if (pos != KB_NOTFOUND && pos < n) {
             *e = r->ev[pos];
             *found = 1;

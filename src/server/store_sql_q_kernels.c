@@ -22,11 +22,11 @@
 
 /* A kernel row: its name is the display name (demangled when stored) and
  * the recorded one (23), docs/api.md "Names". */
-#define KCOLS                                                                  \
+#define KROW_K                                                                 \
     "k.seq, k.ts, k.dur, k.dev, k.stream, k.corr, k.name_id, k.cfg, k.gx,"     \
     " k.gy, k.gz, k.bx, k.by, k.bz, k.regs, k.smem, k.occ, k.scope, k.path,"   \
-    " k.stack, k.api_off, k.api_dur, k.flags, k.tid,"                          \
-    " coalesce(n.demangled, n.name, ''), coalesce(n.name, '')"
+    " k.stack, k.api_off, k.api_dur, k.flags, k.tid"
+#define KCOLS KROW_K ", coalesce(n.demangled, n.name, ''), coalesce(n.name, '')"
 /* KCOLS is KB_ROW_COLS (kb_row_ev reads it), then the display and the
  * recorded name (KCOLS_NAME, + 1).  Columns after KCOLS in a detail query
  * start at KCOLS_N. */
@@ -198,6 +198,25 @@ static int kext_sql(qctx *c, const srv_q *q, const int64_t *cur, int desc,
     return GPUFL_OK;
 }
 
+/* *whole 1 when kext's side (desc: 0) holds every kernel of the session
+ * (then its rows after a cursor are all there are). */
+static int kext_whole(qctx *c, int desc, int *whole)
+{
+    int rc;
+
+    if ((rc = q_prepare(c, "SELECT CASE WHEN (SELECT count(*) FROM kext"
+                           " WHERE sess=?1 AND side=?2) = (SELECT n_kernels"
+                           " FROM sessions WHERE id=?1) THEN 1 ELSE 0 END")) !=
+        0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, desc ? 0 : 1);
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    *whole = qcol_i64(c->st, 0) != 0;
+    return GPUFL_OK;
+}
+
 /* Prepares the page of kernels sorted by duration from kext as c->st (its
  * rows: the page, plus one when there is more).  kext holds a prefix of
  * the session's kernels in each order (store_sql_ext.c), so its rows
@@ -216,16 +235,10 @@ static int kernels_by_dur(qctx *c, const srv_q *q, const int64_t *cur, int desc,
         return sq_err(rc);
     n = qcol_i64(c->st, 0);
     if (n <= (int64_t)l) {
-        if ((rc = q_prepare(
-                 c, "SELECT CASE WHEN (SELECT count(*) FROM kext"
-                    " WHERE sess=?1 AND side=?2) = (SELECT n_kernels"
-                    " FROM sessions WHERE id=?1) THEN 1 ELSE 0 END")) != 0)
+        int whole = 0;
+        if ((rc = kext_whole(c, desc, &whole)) != 0)
             return rc;
-        qbind_i64(c->st, 1, c->sess);
-        qbind_i64(c->st, 2, desc ? 0 : 1);
-        if ((rc = sdb_step(c->st)) != SDB_ROW)
-            return sq_err(rc);
-        if (!qcol_i64(c->st, 0))
+        if (!whole)
             return GPUFL_EFULL; /* past what kext holds */
     }
     return kext_sql(c, q, cur, desc, l, pat, 0, occ);
@@ -372,6 +385,89 @@ static int kext_bound(qctx *c, const int64_t *cur, int desc, uint32_t l,
     return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
+/* sql over kext's keys after the cursor as c->st: ?1 the session, ?2/?3
+ * the cursor, ?4 the page size plus one. */
+static int keys_prepare(qctx *c, const char *sql, const int64_t *cur,
+                        uint32_t l)
+{
+    int rc = q_prepare(c, sql);
+
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, cur[0]);
+    qbind_i64(c->st, 3, cur[1]);
+    qbind_i64(c->st, 4, (int64_t)l + 1);
+    return GPUFL_OK;
+}
+
+/* A page by duration without filters from kext's keys after the cursor
+ * (l + 1 at most), each with its kernel's row or, for a kernel in a
+ * block, its kept row (kxrow, store_sql_kxrow.c), offered to t: the
+ * rows path's answer (kernels_by_dur), read without decoding a block.
+ * *kept 1 when it is the answer: every key has its row, and the keys fill
+ * the page or kext holds every kernel.  Else t is left empty (the caller
+ * reads the blocks). */
+static int kept_page(qctx *c, const int64_t *cur, int desc, uint32_t l,
+                     kb_top *t, int *kept)
+{
+    char keys[256], sql[2048];
+    int64_t nk, got = 0, seqs[SQ_LIMIT_MAX + 1];
+    kblock_ev e;
+    unsigned nul;
+    int rc, side = desc ? 0 : 1;
+
+    *kept = 0;
+    snprintf(keys, sizeof(keys),
+             "(SELECT dur, seq FROM kext WHERE sess=?1 AND side=%d AND"
+             " (dur, seq) %s (?2, ?3) ORDER BY dur %s, seq %s LIMIT ?4) x",
+             side, desc ? "<" : ">", desc ? "DESC" : "ASC",
+             desc ? "DESC" : "ASC");
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", keys);
+    if ((rc = keys_prepare(c, sql, cur, l)) != 0)
+        return rc;
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    nk = qcol_i64(c->st, 0);
+    if (nk > (int64_t)l + 1 || nk > SQ_LIMIT_MAX + 1)
+        return GPUFL_EINTERNAL;
+    if (nk <= (int64_t)l) {
+        int whole = 0;
+        if ((rc = kext_whole(c, desc, &whole)) != 0 || !whole)
+            return rc; /* past what kext holds */
+    }
+    snprintf(sql, sizeof(sql),
+             "SELECT " KROW_K " FROM %s JOIN kernels k ON k.sess=?1 AND"
+             " k.seq=x.seq UNION ALL SELECT " KROW_K " FROM %s JOIN kxrow k"
+             " ON k.sess=?1 AND k.side=%d AND k.dur=x.dur AND k.seq=x.seq",
+             keys, keys, side);
+    if ((rc = keys_prepare(c, sql, cur, l)) != 0)
+        return rc;
+    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+        if (got == nk) { /* more rows than keys: one both ways */
+            got++;
+            break;
+        }
+        kb_row_ev(c->st, 0, &e, &nul);
+        seqs[got++] = (int64_t)e.seq;
+        kb_top_add(t, &e, nul);
+    }
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    /* every key once: as many rows as keys, no seq twice */
+    if (got == nk && got > 1)
+        qsort(seqs, (size_t)got, sizeof(seqs[0]), cmp_i64);
+    for (int64_t i = 1; i < got && got == nk; i++)
+        if (seqs[i] == seqs[i - 1])
+            got = -1;
+    if (got != nk) {
+        t->n = 0;
+        return GPUFL_OK;
+    }
+    *kept = 1;
+    return GPUFL_OK;
+}
+
 /* The page of a session with blocks (docs/server.md "Kernel blocks"): its
  * rows' page (the plain sort; kext holds block kernels too) and the
  * blocks' events that place, merged by kb_top.  The whole answer. */
@@ -386,7 +482,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     int64_t *ids = NULL, last[2] = { 0, 0 };
     kb_top t;
     uint32_t n = 0;
-    int rc;
+    int rc, kept = 0;
 
     k.key = keys[sort];
     if ((rc = kb_top_init(&t, (size_t)l + 1, k.key, desc)) != 0)
@@ -400,23 +496,32 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
         t.nids = k.nids;
         t.named = 1;
     }
-    if (sort == 1 && !q->name && !q->from && !q->to && !occ &&
-        (rc = kext_bound(c, cur, desc, l, &t)) != 0)
+    /* by duration over all names: kext and the kept rows when they
+     * answer, else bounded by kext */
+    if (sort == 1 && !q->name && !q->from && !q->to && !occ) {
+        if ((rc = kept_page(c, cur, desc, l, &t, &kept)) != 0 ||
+            (!kept && (rc = kext_bound(c, cur, desc, l, &t)) != 0))
+            goto out;
+    }
+    if (sort == 1)
+        __atomic_fetch_add(kept ? &c->s->kq_kept : &c->s->kq_scanned, 1,
+                           __ATOMIC_RELAXED);
+    if (!kept && (rc = kernels_sql(c, q, cur, sort, desc, l, pat, occ)) != 0)
         goto out;
-    if ((rc = kernels_sql(c, q, cur, sort, desc, l, pat, occ)) != 0)
-        goto out;
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
+    while (!kept && (rc = sdb_step(c->st)) == SDB_ROW) {
         kblock_ev e;
         unsigned nul;
         kb_row_ev(c->st, 0, &e, &nul);
         kb_top_add(&t, &e, nul);
     }
-    if (rc != SDB_DONE) {
+    if (!kept && rc != SDB_DONE) {
         rc = sq_err(rc);
         goto out;
     }
-    rc = sq_kb_scan(c->s, c->db, c->sess, (int64_t)q->from,
-                    q->to ? (int64_t)q->to : INT64_MAX, page_keeps, &k, &t);
+    rc = kept ? GPUFL_OK
+              : sq_kb_scan(c->s, c->db, c->sess, (int64_t)q->from,
+                           q->to ? (int64_t)q->to : INT64_MAX, page_keeps, &k,
+                           &t);
     if (rc || (rc = sdb_prepare(c->db, NAME_SQL, &nst)) != 0) {
         rc = rc ? rc : GPUFL_EINTERNAL;
         goto out;

@@ -384,6 +384,21 @@ static const char *const migrations[] = {
     "DELETE FROM kcount;"
     "INSERT INTO kcount SELECT sess, stream, count(*) FROM kernels "
     "WHERE" KB_EXACT " GROUP BY sess, stream;",
+    /* 24: the rows of the kext keys whose kernels are in blocks
+     * (store_sql_kxrow.c): a kernel row's columns, then the kext side,
+     * keyed as kext, so that a page sorted by duration over all names
+     * reads a session with blocks as one of rows (kext joined with its
+     * kernels' rows) without decoding blocks.  Written in the transaction
+     * of the block its kernel goes into, deleted with its kext key; empty
+     * here: `gpufl-server migrate` fills it for blocks written before */
+    "CREATE TABLE IF NOT EXISTS kxrow(sess INTEGER NOT NULL, seq INTEGER"
+    " NOT NULL, ts INTEGER NOT NULL, dur INTEGER NOT NULL, dev INTEGER,"
+    " stream INTEGER, corr INTEGER, name_id INTEGER, cfg INTEGER,"
+    " gx INTEGER, gy INTEGER, gz INTEGER, bx INTEGER, by INTEGER,"
+    " bz INTEGER, regs INTEGER, smem INTEGER, occ REAL, scope INTEGER,"
+    " path INTEGER, stack INTEGER, api_off INTEGER, api_dur INTEGER,"
+    " flags INTEGER, tid INTEGER, side INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, side, dur, seq)) WITHOUT ROWID;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

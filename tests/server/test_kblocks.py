@@ -18,6 +18,10 @@ without kbnames rows (older ones) included.
 Counts: the compactor's per-(session, stream) row counts (kcount) stay
 equal to the rows through kill -9 during rows ingest and compaction.
 
+KeptSorts: a sort by duration over all names reads kext and the kept rows
+of its kernels in blocks (kxrow) without decoding a block, answers as rows
+do, and the kept rows follow ingest, merges, kill -9 and retention.
+
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
 import threading
@@ -894,6 +898,196 @@ class Counts(Base):
             got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % g.sid)
             self.assertEqual(sorted(k["kid"] for k in got),
                              sorted(k[0] for k in g.kernels))
+
+
+def metric(srv, name):
+    """One sample of /metrics (name with its labels), or None."""
+    st, _, body = srv.req("GET", "/metrics")
+    assert st == 200, st
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    return None
+
+
+# kext keys per side whose kernels' rows are kept when they are in blocks
+# (SQ_LIMIT_MAX + 1: store_sql_kxrow.c KX_KEEP)
+KEEP = 1001
+DECODED = "gpufl_server_kblocks_decoded_total"
+KEPT = 'gpufl_server_kernel_duration_pages_total{from="kept"}'
+SCANNED = 'gpufl_server_kernel_duration_pages_total{from="blocks"}'
+# each side's first KEEP kext keys whose kernel has neither a row nor a
+# kept row
+KEPT_MISSING = (
+    "SELECT count(*) FROM (SELECT sess, side, dur, seq, row_number() OVER"
+    " (PARTITION BY sess, side ORDER BY CASE WHEN side=0 THEN -dur ELSE dur"
+    " END, CASE WHEN side=0 THEN -seq ELSE seq END) AS rn FROM kext) x"
+    " WHERE rn <= %d AND NOT EXISTS (SELECT 1 FROM kernels k WHERE"
+    " k.sess=x.sess AND k.seq=x.seq) AND NOT EXISTS (SELECT 1 FROM kxrow r"
+    " WHERE r.sess=x.sess AND r.side=x.side AND r.dur=x.dur AND"
+    " r.seq=x.seq)" % KEEP)
+# kept rows of no kext key (a key that left without its row), or of a
+# kernel that is a row
+KEPT_STALE = ("SELECT count(*) FROM kxrow r WHERE NOT EXISTS (SELECT 1 FROM"
+              " kext x WHERE x.sess=r.sess AND x.side=r.side AND"
+              " x.dur=r.dur AND x.seq=r.seq) OR EXISTS (SELECT 1 FROM"
+              " kernels k WHERE k.sess=r.sess AND k.seq=r.seq)")
+
+
+def dur_pages(srv, base, desc, limit, n):
+    """The first n pages sorted by duration (fewer when they end), each
+    answer whole (items and cursor)."""
+    out, cur = [], None
+    for _ in range(n):
+        p = base + "/kernels?sort=duration&desc=%s&limit=%d%s" % (
+            desc, limit, "&cursor=" + cur if cur else "")
+        r = srv.get(p)
+        out.append(r)
+        cur = r.get("next")
+        if not cur:
+            break
+    return out
+
+
+def tie_session(rnd, nk, running=False):
+    """nk kernels of 4 names on 3 streams, durations of a few values
+    (ties by the hundred) and a spread."""
+    g = TL.Gen()
+    nids = [g.name("k%d_kernel" % j) for j in range(4)]
+    t = TL.T0
+    for j in range(nk):
+        t += rnd.randrange(1, 30000)
+        dur = rnd.choice([0, 7, 1000, 1000, 250000, rnd.randrange(10 ** 6),
+                          rnd.randrange(10 ** 3)])
+        g.kernel(t, dur, nids[j % 4], stream=7 + j % 3, corr=j + 1)
+    return g if running else ended(g)
+
+
+class KeptSorts(Base):
+    def same_pages(self, a, b, gens, why,
+                   sizes=((100, 12), (1, 3), (7, 5), (1000, 2))):
+        """Sorts by duration over all names: the first n pages of each
+        (limit, n) of sizes, both orders, answered by b as by the rows
+        server a."""
+        for g in gens:
+            base = "/api/v1/sessions/" + g.sid
+            for desc in ("true", "false"):
+                for lim, n in sizes:
+                    self.assertEqual(dur_pages(b, base, desc, lim, n),
+                                     dur_pages(a, base, desc, lim, n),
+                                     (why, g.sid, desc, lim))
+
+    def check_kept(self, srv, why):
+        self.assertEqual(count(srv, KEPT_MISSING), 0, why)
+        self.assertEqual(count(srv, KEPT_STALE), 0, why)
+        self.assertGreater(count(srv, "SELECT count(*) FROM kxrow"), 0, why)
+
+    def test_duration_pages_read_kept_rows(self):
+        """A page by duration over all names of a session with blocks
+        reads kext and the kept rows of its kernels in blocks (kxrow,
+        schema 24): no block decoded for the first KEEP kernels of each
+        order, the same answers as rows (ties, cursors, both orders, a
+        hot tail of rows), past them the blocks; the kept rows follow
+        ingest (in order, and a batch written in two rounds whose second
+        pushes kernels of the first out of kext), merges, kill -9 inside
+        compaction, and retention."""
+        rnd = random.Random(57)
+        gens = [tie_session(rnd, 9000), tie_session(rnd, 9000, True)]
+        a = self.server("rows")
+        # kext of 1100 a side: a kernel of the first round among the first
+        # KEEP, its row written, leaves kext in the second round (its row
+        # must go with it)
+        b = self.server("blocks", BLOCKS,
+                        env={"GPUFL_SERVER_KB_RUN": str(RUN),
+                             "GPUFL_SERVER_TOPK": "1100"})
+        for g in gens:
+            g.send(a, batch=4000)
+            # the first 60 % in small batches (small blocks, merged), then
+            # one batch of 80 % to the end followed by 40 % to 80 %: the
+            # kernels above the session's highest seq are written first
+            # (their kept rows as the heaps rank them then), the doubts
+            # after them (60 % to 80 % new), and the longest of those push
+            # kernels of the first round out of kext
+            dev = g.lines["device"]
+            n = len(dev)
+            cut, back, mid = n * 6 // 10, n * 4 // 10, n * 8 // 10
+            for lo in range(0, cut, 700):
+                b.ingest_ok("device", lines(g, "device", lo, min(lo + 700,
+                                                                cut)))
+            r = b.ingest_ok("device", device_lines(
+                g, list(range(mid, n)) + list(range(back, mid))))
+            self.assertEqual(r["duplicate"], cut - back)
+            b.ingest_ok("scope", lines(g, "scope", 0, len(g.lines["scope"])))
+        wait_stable(b)
+        self.check_kept(b, "ingest")
+        # the first pages decode no block; pages past KEEP read blocks
+        d0, k0, s0 = metric(b, DECODED), metric(b, KEPT), metric(b, SCANNED)
+        for g in gens:
+            base = "/api/v1/sessions/" + g.sid
+            for desc in ("true", "false"):
+                self.assertEqual(len(dur_pages(b, base, desc, 100, 10)), 10)
+                self.assertEqual(len(dur_pages(b, base, desc, 1000, 1)), 1)
+        self.assertEqual(metric(b, DECODED), d0)
+        self.assertEqual(metric(b, KEPT), k0 + 44)
+        self.assertEqual(metric(b, SCANNED), s0)
+        # past kext's 1100 (pages 2 to 6 of 1000) the blocks answer (a
+        # page between the first KEEP and the end of kext may still find
+        # every row: a kernel that fell below the first KEEP keeps its row
+        # while in kext)
+        self.assertEqual(len(dur_pages(b, "/api/v1/sessions/" + gens[0].sid,
+                                       "true", 1000, 6)), 6)
+        self.assertGreater(metric(b, DECODED), d0)
+        self.assertGreaterEqual(metric(b, SCANNED), s0 + 2)
+        self.assertEqual(metric(b, SCANNED) - s0 + metric(b, KEPT) - k0,
+                         44 + 6)
+        self.same_pages(a, b, gens, "ingest")
+
+        # a rows server's sessions compacted by blocks servers killed -9
+        # inside compaction transactions (400 ms each); the running one
+        # keeps a hot tail of rows
+        more = [tie_session(rnd, 9000), tie_session(rnd, 9000, True),
+                tie_session(rnd, 9000)]
+        c = self.server("crash")
+        for g in more:
+            g.send(a, batch=3000)
+            g.send(c, batch=3000)
+        c.stop()
+        d = c.data_dir
+        env = {"GPUFL_SERVER_KB_PAUSE_MS": "400",
+               "GPUFL_SERVER_KB_RUN": str(RUN)}
+        kills = 0
+        for _ in range(3):
+            c = T.Server(d, BLOCKS, env=env)
+            self.servers.append(c)
+            deadline = time.time() + 30
+            while count(c, "SELECT count(*) FROM kblocks") == 0 and \
+                    time.time() < deadline:
+                time.sleep(0.05)
+            time.sleep(rnd.uniform(0.2, 0.6))
+            kills += count(c, LEFT) > 0
+            c.kill()
+        self.assertGreater(kills, 0)
+        c = T.Server(d, BLOCKS, env={"GPUFL_SERVER_KB_RUN": str(RUN)})
+        self.servers.append(c)
+        deadline = time.time() + 60
+        while time.time() < deadline and count(c, LEFT) > 0:
+            time.sleep(0.3)
+        wait_stable(c)
+        self.check_kept(c, "compaction")
+        self.assertGreater(count(c, "SELECT count(*) FROM kernels"), 0)
+        d0 = metric(c, DECODED)
+        self.same_pages(a, c, more, "compaction",
+                        ((100, 10), (1, 3), (7, 5), (1000, 1)))
+        self.assertEqual(metric(c, DECODED), d0)
+        self.same_pages(a, c, more, "compaction, past the kept rows",
+                        ((1000, 3),))
+
+        # retention: the pruned sessions' kept rows go with their blocks
+        time.sleep(1.2)
+        st, _, body = c.req("POST", "/api/v1/admin/retention?max_age=1")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(count(c, "SELECT count(*) FROM kblocks"), 0)
+        self.assertEqual(count(c, "SELECT count(*) FROM kxrow"), 0)
 
 
 # (session, stream) runs the compactor still has to do: 4096 rows or more

@@ -60,14 +60,7 @@ def wait(cond, what, timeout=30):
     raise AssertionError("%s: not within %d s" % (what, timeout))
 
 
-def metric(srv, name):
-    """One sample of /metrics (name with its labels), or None."""
-    st, _, body = srv.req("GET", "/metrics")
-    assert st == 200, st
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return int(float(line.split()[1]))
-    return None
+metric = KB.metric  # one sample of /metrics, or None
 
 
 def all_cold(srv):

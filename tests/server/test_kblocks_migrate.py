@@ -2,7 +2,9 @@
 "Migrating to blocks"): a database made by the previous version (kernel
 rows, schema 18: no kblocks table) is converted in place to blocks, killed
 -9 midway and run again, and every kernel answer of the API is the same
-afterwards; no kernel is lost or doubled.  Real binary on 127.0.0.1,
+afterwards; no kernel is lost or doubled; the kept rows of the longest
+and shortest kernels in blocks (kxrow, schema 24) are written for blocks
+made before it.  Real binary on 127.0.0.1,
 SQLite or (with GPUFL_TEST_PG_URI_FILE) PostgreSQL.
 
 Run: python3 test_kblocks_migrate.py -v Migrate
@@ -23,7 +25,11 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kcold", "DROP TABLE kblocks",
         "DROP TABLE IF EXISTS kbnames",
         "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
-        "DROP TABLE IF EXISTS capi_from", "DROP TABLE IF EXISTS kcount"]
+        "DROP TABLE IF EXISTS capi_from", "DROP TABLE IF EXISTS kcount",
+        "DROP TABLE IF EXISTS kxrow"]
+# schema 24 (kxrow) undone: blocks written before it, without kept rows
+UNDO_24 = ["DELETE FROM schema_version WHERE version>=24",
+           "DROP TABLE kxrow"]
 
 
 def sessions(rnd, n, size, running=()):
@@ -44,16 +50,16 @@ def sessions(rnd, n, size, running=()):
     return gens
 
 
-def undo(srv):
+def undo(srv, qs=UNDO):
     """srv's database back to the previous version's schema."""
     if srv.pgdb:
-        for q in UNDO:
+        for q in qs:
             srv.sql(q)
         return
     import sqlite3
     db = sqlite3.connect(os.path.join(srv.data_dir, "gpufl.db"),
                          isolation_level=None)
-    for q in UNDO:
+    for q in qs:
         db.execute(q)
     db.close()
 
@@ -177,7 +183,20 @@ class Migrate(TL.Base):
         self.assertIn("migrate: 0 timeline level 0 row(s) deleted", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 23)
+                                       " schema_version"), 24)
+        self.assertIn("migrate: 0 kept row(s)", out)
+        # the compactor kept the rows of the first KEEP kext keys of each
+        # side whose kernels went into blocks; blocks of a database before
+        # schema 24 have none, and migrate writes the same ones
+        kept_q = "SELECT * FROM kxrow ORDER BY sess, side, dur, seq"
+        kept = srv.sql(kept_q)
+        self.assertGreater(len(kept), 0)
+        self.assertEqual(KB.count(srv, KB.KEPT_MISSING), 0)
+        undo(srv, UNDO_24)
+        out = self.migrate(d, db_args)
+        self.assertIn("migrate: %d kept row(s)" % len(kept), out)
+        self.assertEqual(srv.sql(kept_q), kept)
+        self.assertEqual(KB.count(srv, KB.KEPT_STALE), 0)
 
         # a replay is still a duplicate, and the API answers the same
         srv = T.Server(d, KB.BLOCKS)
