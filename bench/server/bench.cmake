@@ -1,11 +1,18 @@
 # bench_server: gpufl-server ingest and query figures (not a test).
 if(TARGET gpufl_server_core)
-  add_executable(bench_server ${CMAKE_CURRENT_LIST_DIR}/bench_server.c)
+  add_executable(bench_server ${CMAKE_CURRENT_LIST_DIR}/bench_server.c
+                              ${CMAKE_CURRENT_LIST_DIR}/bench_common.c)
   gpufl_target(bench_server)
   target_include_directories(bench_server PRIVATE
                              ${PROJECT_SOURCE_DIR}/src/server)
   target_link_libraries(bench_server PRIVATE gpufl_server_core)
 endif()
+
+# bench_scale: one session of KERNELS (up to 100M and more) streamed over
+# HTTP into a gpufl-server process, rate per tenth, then the same queries.
+add_executable(bench_scale ${CMAKE_CURRENT_LIST_DIR}/bench_scale.c
+                           ${CMAKE_CURRENT_LIST_DIR}/bench_common.c)
+gpufl_target(bench_scale)
 
 # bench_regress: the regression scan of a 1M-kernel session against five.
 if(TARGET gpufl_server_core)

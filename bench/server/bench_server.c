@@ -29,6 +29,7 @@
  * its throughput and the first query's latency; the queries read rows and
  * blocks in place (docs/server.md "Kernel blocks (store)").
  */
+#include "bench_common.h"
 #include "db.h"
 #include "ingest.h"
 #include "srv_int.h"
@@ -48,19 +49,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BATCH 10000
 /* The session of run r (0: direct, 1: HTTP). */
 #define SID_FMT "5e55e55e-0000-4000-8000-00000000be0%d"
 #define SID "5e55e55e-0000-4000-8000-00000000be01"
 /* the admin token: gpufl-server wants 32 characters or more */
 #define BENCH_TOKEN "bench-admin-token-0123456789abcdef"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* CPU seconds (user + system) of this thread, or of the whole process. */
 static double cpu_s(int who)
@@ -140,38 +133,6 @@ static double pg_cpu_s(long pm)
     return t;
 }
 
-typedef struct body {
-    char *p;
-    size_t len, cap;
-    size_t lines;
-} body;
-
-static void put(body *b, const char *s, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p)
-            exit(1);
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-/* A stream's session header line. */
-static void put_session(body *b, const char *sid, const char *st, size_t seq,
-                        uint64_t ts)
-{
-    char line[256];
-    int n =
-        snprintf(line, sizeof(line),
-                 "{\"v\":1,\"sid\":\"%s\",\"st\":\"%s\",\"seq\":%zu,"
-                 "\"ts\":%llu,\"type\":\"session\",\"app\":\"bench\","
-                 "\"host\":\"bench\",\"start\":%llu}\n",
-                 sid, st, seq, (unsigned long long)ts, (unsigned long long)ts);
-    put(b, line, (size_t)n);
-}
-
 /* A day of system samples, one a second: a host line and two GPU lines
  * per second (the sampler's default interval), in BATCH-line batches. */
 #define SYS_SECONDS 86400
@@ -194,7 +155,7 @@ static body *make_system(const char *sid, size_t *nb)
                      "\"proc_cpu\":%u,\"proc_rss\":2072576}\n",
                      sid, seq++, (unsigned long long)ts, 20 + t % 60,
                      (unsigned long long)(40ull << 30) + t, 90 + t % 10);
-        put(cur, line, (size_t)n);
+        body_put(cur, line, (size_t)n);
         cur->lines++;
         for (unsigned d = 0; d < 2; d++) {
             cur = &b[seq / BATCH];
@@ -212,7 +173,7 @@ static body *make_system(const char *sid, size_t *nb)
                 "\"procs\":[]}\n",
                 sid, seq++, (unsigned long long)ts, d, (t * 7 + d) % 101,
                 40 + t % 30, t);
-            put(cur, line, (size_t)n);
+            body_put(cur, line, (size_t)n);
             cur->lines++;
         }
     }
@@ -224,53 +185,18 @@ static body *make_system(const char *sid, size_t *nb)
 static body *make(const char *sid, size_t nk, unsigned names, size_t *nb,
                   uint64_t *t_end)
 {
-    size_t nbatch = (nk + BATCH - 1) / BATCH + 1, seq = 0;
+    size_t nbatch = (nk + BATCH - 1) / BATCH + 1;
     body *b = calloc(nbatch, sizeof(*b));
-    uint64_t ts = 1700000000000000000ull, x = 88172645463325252ull;
-    char line[512];
-    int n;
+    kgen g;
 
-    put_session(&b[0], sid, "device", seq++, ts);
-    for (unsigned i = 1; i <= names; i++) {
-        n = snprintf(line, sizeof(line),
-                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
-                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"dict\",\"id\":%u,"
-                     "\"kind\":\"name\",\"name\":\"kernel_%u_"
-                     "void_gemm<float,128,64>\"}\n",
-                     sid, seq++, (unsigned long long)ts, i, i);
-        put(&b[0], line, (size_t)n);
-        n = snprintf(line, sizeof(line),
-                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
-                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"dict\",\"id\":%u,"
-                     "\"kind\":\"launch\",\"name\":%u,\"block\":[256],"
-                     "\"regs\":%u,\"occ\":0.5}\n",
-                     sid, seq++, (unsigned long long)ts, 100000 + i, i,
-                     32 + i % 64);
-        put(&b[0], line, (size_t)n);
-    }
-    b[0].lines = seq;
-    for (size_t k = 0; k < nk; k++) {
-        body *t = &b[1 + k / BATCH];
-        uint64_t dur;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        dur = 2000 + (x % 1000) * (1 + (x >> 20) % 200);
-        ts += 1000 + dur / 4;
-        n = snprintf(line, sizeof(line),
-                     "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
-                     "\"seq\":%zu,\"ts\":%llu,\"type\":\"kernel\","
-                     "\"dev\":%u,\"stream\":%u,\"corr\":%zu,\"cfg\":%u,"
-                     "\"grid\":[1024,4],\"dur\":%llu,\"api\":[-5000,3000],"
-                     "\"scope\":%zu}\n",
-                     sid, seq++, (unsigned long long)ts, (unsigned)(k % 2),
-                     (unsigned)(7 + k % 4), k, 100001 + (unsigned)(x % names),
-                     (unsigned long long)dur, 1 + k / 50);
-        put(t, line, (size_t)n);
-        t->lines++;
-    }
+    kgen_init(&g, sid, names);
+    kgen_dicts(&g, &b[0]);
+    for (size_t i = 1; i < nbatch; i++)
+        kgen_kernels(&g, &b[i],
+                     nk - (i - 1) * BATCH < BATCH ? nk - (i - 1) * BATCH
+                                                  : BATCH);
     *nb = nbatch;
-    *t_end = ts;
+    *t_end = g.ts;
     return b;
 }
 
@@ -288,109 +214,6 @@ static size_t parse(const body *b, srv_ev *ev, ingest_arena *a, jsonl_tok *tok)
         if (ingest_line_parse(&d, SRV_ST_DEVICE, line, n, a, &ev[k], why) == 0)
             k++;
     return k;
-}
-
-/* One HTTP/1.1 request on a keep-alive socket; returns the status. */
-static int http(int fd, const char *method, const char *path, const char *tok,
-                const char *bodyp, size_t blen, char *resp, size_t cap)
-{
-    char hdr[1024];
-    size_t got = 0, need = 0;
-    int n = snprintf(hdr, sizeof(hdr),
-                     "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                     "Content-Type: application/x-ndjson\r\n"
-                     "Content-Length: %zu\r\n\r\n",
-                     method, path, tok, blen);
-    if (write(fd, hdr, (size_t)n) != n)
-        return -1;
-    for (size_t off = 0; off < blen;) {
-        ssize_t w = write(fd, bodyp + off, blen - off);
-        if (w <= 0)
-            return -1;
-        off += (size_t)w;
-    }
-    for (;;) {
-        ssize_t r = read(fd, resp + got, cap - 1 - got);
-        char *e;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-        resp[got] = '\0';
-        e = strstr(resp, "\r\n\r\n");
-        if (e && !need) {
-            char *cl = strcasestr(resp, "Content-Length:");
-            need =
-                (size_t)(e + 4 - resp) + (cl ? strtoull(cl + 15, NULL, 10) : 0);
-        }
-        if (need && got >= need)
-            break;
-        if (got >= cap - 1)
-            return -1;
-    }
-    return (int)strtol(resp + 9, NULL, 10);
-}
-
-static int connect_to(uint16_t port)
-{
-    struct sockaddr_in a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
-        exit(1);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void lat(const char *what, int fd, const char *tok, char **paths, int n,
-                char *resp, size_t cap)
-{
-    double *t = malloc((size_t)n * sizeof(double));
-    for (int i = 0; i < n; i++) {
-        double t0 = now_s();
-        int st = http(fd, "GET", paths[i], tok, "", 0, resp, cap);
-        t[i] = (now_s() - t0) * 1e3;
-        if (st != 200) {
-            fprintf(stderr, "%s -> %d\n", paths[i], st);
-            exit(1);
-        }
-    }
-    qsort(t, (size_t)n, sizeof(double), cmp_d);
-    printf("  %-34s p50 %7.2f ms   p99 %7.2f ms   (%d requests)\n", what,
-           t[n / 2], t[n * 99 / 100], n);
-    free(t);
-}
-
-/* The cursor of the nth page (from 1) of 100 sorted by duration (desc or
- * not), into cur (cap bytes); 0 when there is none. */
-static int dur_cursor(int fd, char *resp, size_t rcap, int desc, int nth,
-                      char *cur, size_t cap)
-{
-    char p[256];
-
-    cur[0] = '\0';
-    for (int i = 1; i < nth; i++) {
-        const char *c, *e;
-        snprintf(p, sizeof(p),
-                 "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
-                 "&desc=%s%s%s",
-                 desc ? "true" : "false", cur[0] ? "&cursor=" : "", cur);
-        if (http(fd, "GET", p, BENCH_TOKEN, "", 0, resp, rcap) != 200 ||
-            !(c = strstr(resp, "\"next\":\"")) || !(e = strchr(c + 8, '"')) ||
-            (size_t)(e - (c + 8)) >= cap)
-            return 0;
-        memcpy(cur, c + 8, (size_t)(e - (c + 8)));
-        cur[e - (c + 8)] = '\0';
-    }
-    return 1;
 }
 
 /* One of several connections sending every nth batch (from 1). */
@@ -702,103 +525,7 @@ int main(int argc, char **argv)
     /* 3. queries on that session (after the maintenance pass, which
      * refreshes PostgreSQL's planner statistics) */
     srv_store_mark_stale(s.store, 1u << 30, 0);
-    {
-        enum { NQ = 200 };
-        char *p[NQ];
-        uint64_t t_start = 1700000000000000000ull, span = t_end - t_start;
-        uint64_t x = 12345;
-        for (int i = 0; i < NQ; i++) {
-            p[i] = malloc(256);
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            snprintf(p[i], 256,
-                     "/api/v1/sessions/" SID "/kernels?limit=100&from=%llu",
-                     (unsigned long long)(t_start + (x >> 11) % span));
-        }
-        lat("kernels page (100, random from)", fd, BENCH_TOKEN, p, NQ, resp,
-            SRV_RESP_MAX);
-        for (int i = 0; i < NQ; i++)
-            snprintf(p[i], 256,
-                     "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
-                     "&desc=true");
-        lat("kernels page sorted by duration", fd, BENCH_TOKEN, p, 50, resp,
-            SRV_RESP_MAX);
-        for (int i = 0; i < NQ; i++)
-            snprintf(p[i], 256,
-                     "/api/v1/sessions/" SID
-                     "/kernels?limit=100&sort=duration");
-        lat("  ... ascending", fd, BENCH_TOKEN, p, 50, resp, SRV_RESP_MAX);
-        /* a page further on, through the cursor: the 5th of 100 in both
-         * orders, alternately */
-        {
-            char cur[2][64];
-            if (dur_cursor(fd, resp, SRV_RESP_MAX, 1, 5, cur[0],
-                           sizeof(cur[0])) &&
-                dur_cursor(fd, resp, SRV_RESP_MAX, 0, 5, cur[1],
-                           sizeof(cur[1]))) {
-                for (int i = 0; i < NQ; i++)
-                    snprintf(p[i], 256,
-                             "/api/v1/sessions/" SID "/kernels?limit=100"
-                             "&sort=duration&desc=%s&cursor=%s",
-                             i % 2 ? "false" : "true", cur[i % 2]);
-                lat("  ... 5th page (cursor), both orders", fd, BENCH_TOKEN, p,
-                    50, resp, SRV_RESP_MAX);
-            }
-        }
-        /* one name of 200: too few of it among the session's longest
-         * kept kernels (kext) for a page, so the plain sort answers */
-        for (int i = 0; i < NQ; i++)
-            snprintf(p[i], 256,
-                     "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"
-                     "&desc=true&name=kernel_%d_",
-                     17 + i % 50);
-        lat("  ... of one name (plain sort)", fd, BENCH_TOKEN, p, 20, resp,
-            SRV_RESP_MAX);
-        for (int i = 0; i < NQ; i++)
-            snprintf(p[i], 256,
-                     "/api/v1/sessions/" SID "/kernels/aggregate?limit=1000");
-        lat("aggregates by name (p50/p99)", fd, BENCH_TOKEN, p, 50, resp,
-            SRV_RESP_MAX);
-        for (int i = 0; i < NQ; i++) {
-            uint64_t w;
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            w = span >> (x >> 60); /* full range down to 1/32768 of it */
-            snprintf(
-                p[i], 256,
-                "/api/v1/sessions/" SID "/timeline?width=2000&from=%llu"
-                "&to=%llu",
-                (unsigned long long)(t_start + (x >> 20) % (span - w + 1)),
-                (unsigned long long)(t_start + (x >> 20) % (span - w + 1) + w));
-        }
-        lat("timeline 2000 px, random zoom", fd, BENCH_TOKEN, p, NQ, resp,
-            SRV_RESP_MAX);
-        /* level 0 of the summary (2^18 <= ns a pixel < 2^20: 500 us),
-         * computed from the kernels with blocks; and zoomed in past it
-         * (150 us a pixel) on a window too dense to read raw, answered
-         * from level 0 too */
-        for (int z = 0; z < 2; z++) {
-            uint64_t w = 2000ull * (z ? 150000u : 500000u);
-            for (int i = 0; i < NQ; i++) {
-                uint64_t from;
-                x = x * 6364136223846793005ull + 1442695040888963407ull;
-                from = t_start + (x >> 20) % (span - w + 1);
-                snprintf(
-                    p[i], 256,
-                    "/api/v1/sessions/" SID "/timeline?width=2000&from=%llu"
-                    "&to=%llu",
-                    (unsigned long long)from, (unsigned long long)(from + w));
-            }
-            lat(z ? "timeline 2000 px, 150 us/px (dense: level 0)"
-                  : "timeline 2000 px, 500 us/px (level 0)",
-                fd, BENCH_TOKEN, p, NQ / 4, resp, SRV_RESP_MAX);
-        }
-        snprintf(p[0], 256, "/api/v1/sessions/" SID "/timeline?width=2000");
-        for (int i = 1; i < 20; i++)
-            snprintf(p[i], 256, "%s", p[0]);
-        lat("timeline 2000 px, full range", fd, BENCH_TOKEN, p, 20, resp,
-            SRV_RESP_MAX);
-        for (int i = 0; i < NQ; i++)
-            free(p[i]);
-    }
+    bench_queries(fd, BENCH_TOKEN, SID, t_end, resp, SRV_RESP_MAX);
 
     /* 4. a day of 1 s system samples (host + 2 GPUs) in a new session,
      * then the System view's queries: downsampled to 500 points */

@@ -448,6 +448,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
 typedef struct kb_group {
     int64_t sess, stream, n;
     int ended;
+    int64_t lo; /* merges: the first small block's seq_lo */
 } kb_group;
 
 /* The (session, stream) runs worth a block: SQ_KB_RUN rows or more, or
@@ -520,7 +521,8 @@ static int merge_read(srv_store *s, sdb_stmt *st, int64_t sess, int64_t stream,
 
 /* The first run of small blocks of (sess, stream) merged into one; *nk its
  * kernels (0: no run to merge). */
-static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
+static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
+                     uint64_t *nk)
 {
     sdb_stmt *st = NULL;
     int64_t src[KB_MERGE_SRC];
@@ -530,13 +532,21 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     *nk = 0;
     if ((rc = sq_kb_state(s)) != 0)
         return rc;
+    /* From the first small block on, and the bytes of small blocks only:
+     * a stream's full blocks come before its small ones, and reading
+     * them all (a result column is read whether or not it is used) made
+     * each merge cost the whole stream - at 40M kernels 64 MB a merge,
+     * most of the server's CPU (bench_scale). */
     if (sdb_prepare(s->w,
-                    "SELECT seq_lo, n, block FROM kblocks WHERE sess=?1 AND"
-                    " stream=?2 ORDER BY seq_lo",
+                    "SELECT seq_lo, n, CASE WHEN n < ?3 THEN block END FROM"
+                    " kblocks WHERE sess=?1 AND stream=?2 AND seq_lo >= ?4"
+                    " ORDER BY seq_lo",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);
+    qbind_i64(st, 3, kb_run());
+    qbind_i64(st, 4, lo);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t n = (size_t)qcol_i64(st, 1), got = 0;
         int full = (int64_t)n >= kb_run();
@@ -592,15 +602,15 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 
     *ng = 0;
     if (sdb_prepare(s->w,
-                    "SELECT sess, stream, count(*) FROM kblocks WHERE n < ?"
-                    " GROUP BY sess, stream HAVING count(*) >= 2"
+                    "SELECT sess, stream, count(*), min(seq_lo) FROM kblocks"
+                    " WHERE n < ? GROUP BY sess, stream HAVING count(*) >= 2"
                     " ORDER BY sess, stream",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, kb_run());
     while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
-        g[(*ng)++] =
-            (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2), 0 };
+        g[(*ng)++] = (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1),
+                                 qcol_i64(st, 2), 0, qcol_i64(st, 3) };
     sdb_finalize(st);
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }
@@ -620,7 +630,8 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
         do {
             pthread_mutex_lock(&s->wlock);
             if ((rc = kb_begin(s)) == 0)
-                rc = kb_end(s, merge_one(s, g[i].sess, g[i].stream, &nk));
+                rc = kb_end(s,
+                            merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk));
             pthread_mutex_unlock(&s->wlock);
             if (!rc && nk) {
                 *blocks += 1;
