@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* lines per batch (one POST) */
-#define BATCH 10000
+/* kernel lines per POST */
+#define BENCH_BATCH_LINES 10000
 /* the first kernel's start (ns) */
 #define BENCH_T0 1700000000000000000ull
 

@@ -261,7 +261,8 @@ int main(int argc, char **argv)
     server_use(sv.pid, &c0, &rss);
     cseg = c0;
     while (sent < nk) {
-        size_t n = nk - sent < BATCH ? nk - sent : BATCH;
+        size_t n =
+            nk - sent < BENCH_BATCH_LINES ? nk - sent : BENCH_BATCH_LINES;
         b.len = b.lines = 0;
         kgen_kernels(&g, &b, n);
         if (http(fd, "POST", "/api/v1/events/device", TOKEN, b.p, b.len, resp,

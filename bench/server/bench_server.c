@@ -17,7 +17,8 @@
  *
  * With PGURL (postgresql://.../db) the ingest runs go to PostgreSQL
  * instead, each as its own session.  BENCH_DIRECT_ONLY=1 in the
- * environment: stop after the direct run (for perf stat or callgrind).
+ * environment: stop after the direct run (for perf stat or callgrind);
+ * BENCH_BATCH=N: N lines per request instead of 10 000.
  * The events are synthetic kernel lines shaped like the client's (launch
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
  * figures; not a test.
@@ -49,6 +50,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Lines per request: 10 000, or BENCH_BATCH (1 .. 200 000) from the
+ * environment, to see the per-request cost (docs/server.md). */
+static size_t BATCH = 10000;
 /* The session of run r (0: direct, 1: HTTP). */
 #define SID_FMT "5e55e55e-0000-4000-8000-00000000be0%d"
 #define SID "5e55e55e-0000-4000-8000-00000000be01"
@@ -388,6 +392,14 @@ int main(int argc, char **argv)
     double pg0, pgs;
     long pm;
 
+    if (getenv("BENCH_BATCH")) {
+        BATCH = strtoull(getenv("BENCH_BATCH"), NULL, 10);
+        if (BATCH < 1 || BATCH > 200000) {
+            fprintf(stderr, "BENCH_BATCH: 1 to 200000\n");
+            return 1;
+        }
+        ev = realloc(ev, (BATCH + 2 * names + 8) * sizeof(*ev));
+    }
     a.cap = 64u << 20;
     a.buf = malloc(a.cap);
     snprintf(sid, sizeof(sid), SID_FMT, 0);
@@ -470,9 +482,9 @@ int main(int argc, char **argv)
         }
     }
     over_http = (double)total / (now_s() - t0);
-    printf("  over HTTP (loopback, 10k-line batches) %5.0f events/s = %.0f%% "
+    printf("  over HTTP (loopback, %zu-line batches) %6.0f events/s = %.0f%% "
            "of direct, %.2f CPU s per 1M",
-           over_http, 100.0 * over_http / direct,
+           BATCH, over_http, 100.0 * over_http / direct,
            (cpu_s(RUSAGE_SELF) - c0) / ((double)total / 1e6));
     if (pg)
         printf(" + %.2f PostgreSQL",

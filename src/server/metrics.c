@@ -64,6 +64,13 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
         "Committed ingest requests.", GET(m->batches));
     one(b, "gpufl_ingest_bytes_total", "counter",
         "Request body bytes received.", GET(m->bytes_in));
+    one(b, "gpufl_ingest_commits_total", "counter",
+        "Transactions that stored ingest batches (HTTP and Kafka).",
+        g->ing_commits);
+    one(b, "gpufl_ingest_commit_batches_total", "counter",
+        "Ingest batches those transactions held: more than the commits"
+        " when concurrent batches shared one (group commit).",
+        g->ing_batches);
     prom_family(b, "gpufl_http_responses_total", "counter",
                 "Responses by status class.");
     for (int d = 1; d < 6; d++) {

@@ -10,11 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Generations are unique across maps and threads, so a memo of a map
+ * released and set up again (or of another map) never matches. */
+static uint64_t gen_next(void)
+{
+    static uint64_t g;
+    return __atomic_add_fetch(&g, 1, __ATOMIC_RELAXED);
+}
+
 void rl_map_init(rl_map *m, size_t vsize, size_t max)
 {
     memset(m, 0, sizeof(*m));
     m->vsize = vsize;
     m->max = max;
+    m->gen = gen_next();
 }
 
 void rl_map_release(rl_map *m)
@@ -26,6 +35,7 @@ void rl_map_release(rl_map *m)
     m->used = NULL;
     m->vals = NULL;
     m->cap = m->n = 0;
+    m->gen = gen_next();
 }
 
 void rl_map_clear(rl_map *m)
@@ -33,6 +43,7 @@ void rl_map_clear(rl_map *m)
     if (m->used)
         memset(m->used, 0, m->cap);
     m->n = 0;
+    m->gen = gen_next();
 }
 
 static uint64_t mix(const uint64_t *k)
@@ -80,6 +91,7 @@ static int rehash(rl_map *m, size_t ncap)
     free(o.keys);
     free(o.used);
     free(o.vals);
+    m->gen = gen_next();
     return 0;
 }
 
@@ -110,6 +122,43 @@ void *rl_map_get(rl_map *m, const uint64_t *k, int *fresh)
         *fresh = 1;
     }
     return m->vals + i * m->vsize;
+}
+
+static int memo_hit(const rl_map *m, const rl_memo *c, const uint64_t *k)
+{
+    return c->v && c->gen == m->gen && c->k[0] == k[0] && c->k[1] == k[1] &&
+           c->k[2] == k[2] && c->k[3] == k[3];
+}
+
+void *rl_map_find_memo(const rl_map *m, rl_memo *c, const uint64_t *k)
+{
+    void *v;
+
+    if (memo_hit(m, c, k))
+        return c->v;
+    v = rl_map_find(m, k);
+    if (v) {
+        c->v = v;
+        c->gen = m->gen;
+        memcpy(c->k, k, sizeof(c->k));
+    }
+    return v;
+}
+
+void *rl_map_get_memo(rl_map *m, rl_memo *c, const uint64_t *k, int *fresh)
+{
+    void *v;
+
+    if (memo_hit(m, c, k)) {
+        *fresh = 0;
+        return c->v;
+    }
+    v = rl_map_get(m, k, fresh);
+    /* rl_map_get may have rehashed: the gen after it */
+    c->v = v;
+    c->gen = m->gen;
+    memcpy(c->k, k, sizeof(c->k));
+    return v;
 }
 
 void *rl_map_at(const rl_map *m, size_t i, const uint64_t **k)

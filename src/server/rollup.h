@@ -21,7 +21,20 @@ typedef struct rl_map {
     uint8_t *used;  /* 1 per slot */
     char *vals;     /* vsize per slot, zeroed on insert */
     size_t vsize, cap, n, max;
+    /* new (process-wide unique) whenever values may move or go: init,
+     * clear, rehash, release - what an rl_memo checks */
+    uint64_t gen;
 } rl_map;
+
+/* One remembered entry of a map: a kernel's rollup keys repeat from one
+ * kernel to the next (its stream's timeline bucket, its scope), so the
+ * last key is checked before the hash.  Valid while the map's gen is the
+ * one it was taken at; a zeroed memo is empty. */
+typedef struct rl_memo {
+    uint64_t k[4];
+    void *v;
+    uint64_t gen;
+} rl_memo;
 
 /* vsize: bytes per value; max: most entries ever held (EFULL past it). */
 void rl_map_init(rl_map *m, size_t vsize, size_t max);
@@ -30,8 +43,14 @@ void rl_map_clear(rl_map *m);
 /* The value for key k[4], inserted zeroed if new (*fresh = 1); NULL when
  * out of memory or over max. */
 void *rl_map_get(rl_map *m, const uint64_t *k, int *fresh);
+/* rl_map_get through memo c: the memo's value when its key is k and the
+ * map has not changed shape since (no clear or rehash), else the map's
+ * (and c remembers it). */
+void *rl_map_get_memo(rl_map *m, rl_memo *c, const uint64_t *k, int *fresh);
 /* Looks up without inserting. */
 void *rl_map_find(const rl_map *m, const uint64_t *k);
+/* rl_map_find through memo c (a miss is not remembered). */
+void *rl_map_find_memo(const rl_map *m, rl_memo *c, const uint64_t *k);
 /* Iteration: slot index i from 0 to m->cap; NULL for empty slots. */
 void *rl_map_at(const rl_map *m, size_t i, const uint64_t **k);
 

@@ -124,6 +124,8 @@ typedef struct srv_gauges {
     int have_missing;           /* 0: the store could not say */
     uint64_t conns_open;        /* connections held now */
     uint64_t body_buffered;     /* request body bytes held now */
+    /* ingest transactions, and the batches they held (group commit) */
+    uint64_t ing_commits, ing_batches;
     /* per app, the worst "slower" ratio of its latest scanned session
      * (srv_store_regress_worst); borrowed, n 0: none */
     const srv_regress_app *regress;

@@ -280,6 +280,10 @@ typedef struct srv_retention {
  */
 int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
                      srv_ingest_res *r);
+/* Ingest transactions committed, and the batches they held (more than
+ * the commits when concurrent batches shared one: group commit,
+ * store_sql_igroup.c). */
+void srv_store_ingest_stats(srv_store *s, uint64_t *commits, uint64_t *batches);
 /* Accepts NULL. */
 void srv_store_close(srv_store *s);
 /* "sqlite" or "postgres" (static). */

@@ -236,6 +236,8 @@ void srv_store_close(srv_store *s)
     sq_kc_release(s);
     sq_kb_read_release(s);
     pthread_mutex_destroy(&s->wlock);
+    pthread_mutex_destroy(&s->gq_lock);
+    pthread_cond_destroy(&s->gq_cond);
     pthread_mutex_destroy(&s->rlock);
     sq_health_release(s);
     pthread_cond_destroy(&s->rcond);
@@ -252,6 +254,8 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     if (!s)
         return GPUFL_ENOMEM;
     pthread_mutex_init(&s->wlock, NULL);
+    pthread_mutex_init(&s->gq_lock, NULL);
+    pthread_cond_init(&s->gq_cond, NULL);
     pthread_mutex_init(&s->rlock, NULL);
     sq_health_init(s, url);
     pthread_cond_init(&s->rcond, NULL);

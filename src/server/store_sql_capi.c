@@ -53,12 +53,14 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
 {
     uint64_t ts, dur, end, tid;
     int fresh, rc, lng;
+    rl_memo *memo;
 
     if (!call_of(e, &ts, &dur))
         return GPUFL_OK;
     end = ts + dur;
     tid = e->tid & 0xffffffffu; /* as the query reads it back */
     lng = dur > RL_TL_LONG_NS;
+    memo = s->capi_memo[sq_memo_slot(tid)];
     if (lng) {
         sdb_stmt *st;
         if ((rc = prep(s, &s->capi_long_put,
@@ -82,7 +84,7 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
         for (uint64_t b = b0; b <= b1; b++) {
             uint64_t k[4] = { (uint64_t)sess, (uint64_t)lv, b, tid };
             uint64_t lo = b << sh, hi = (b + 1) << sh;
-            capi_b *v = rl_map_get(&s->capi, k, &fresh);
+            capi_b *v = rl_map_get_memo(&s->capi, &memo[lv], k, &fresh);
             if (!v)
                 return GPUFL_EFULL;
             if (b == b0)

@@ -41,6 +41,15 @@ static void sid_key(const char *sid, uint64_t *k)
     }
 }
 
+/* The last session asked, valid while sess_cache holds it (a clear - a
+ * rollback - changes its gen). */
+static void sid_remember(srv_store *s, const char *sid, int64_t id)
+{
+    memcpy(s->sid_last, sid, 36);
+    s->sid_last_id = id;
+    s->sid_gen = s->sess_cache.gen;
+}
+
 static int sess_id(srv_store *s, const char *sid, int64_t *id)
 {
     uint64_t k[4];
@@ -48,10 +57,16 @@ static int sess_id(srv_store *s, const char *sid, int64_t *id)
     int fresh, rc;
     sdb_stmt *st;
 
+    /* a batch's lines come mostly from one session: its uuid's text */
+    if (s->sid_gen == s->sess_cache.gen && !memcmp(s->sid_last, sid, 36)) {
+        *id = s->sid_last_id;
+        return GPUFL_OK;
+    }
     sid_key(sid, k);
     v = rl_map_find(&s->sess_cache, k);
     if (v) {
         *id = *v;
+        sid_remember(s, sid, *id);
         return GPUFL_OK;
     }
     st = s->ws[WS_SESS_FIND];
@@ -77,8 +92,10 @@ static int sess_id(srv_store *s, const char *sid, int64_t *id)
     if (s->sess_cache.n >= SQ_CACHE_MAX)
         rl_map_clear(&s->sess_cache);
     v = rl_map_get(&s->sess_cache, k, &fresh);
-    if (v)
+    if (v) {
         *v = *id;
+        sid_remember(s, sid, *id);
+    }
     return GPUFL_OK;
 }
 
@@ -410,7 +427,7 @@ static int count_line(srv_store *s, int64_t sess, const srv_ev *e)
 {
     uint64_t k[4] = { (uint64_t)sess, 0, 0, 0 }, end = e->ts;
     int nf, rc;
-    sq_sacc *a = rl_map_get(&s->sacc, k, &nf);
+    sq_sacc *a = rl_map_get_memo(&s->sacc, &s->sacc_memo, k, &nf);
 
     if (!a)
         return GPUFL_EFULL;
@@ -456,34 +473,20 @@ static int count_line(srv_store *s, int64_t sess, const srv_ev *e)
     return GPUFL_OK;
 }
 
-int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
+/* One batch of a group: its lines in, then what settles each kernel's
+ * newness (the doubts, the writer's held rows), so that every line is
+ * counted in its own batch's outcome (s->bres) and its seq ranges
+ * (store_sql_gaps.c, which number the batch's lines) before the next
+ * batch starts.  The rollups stay in the maps for the group's flush. */
+static int batch_put(srv_store *s, const srv_ev *ev, size_t n,
                      srv_ingest_res *r)
 {
     int rc;
 
     r->accepted = r->duplicate = 0;
-    pthread_mutex_lock(&s->wlock);
     s->bres = r;
-    rl_map_clear(&s->kagg);
-    rl_map_clear(&s->tl);
-    rl_map_clear(&s->kscope);
-    rl_map_clear(&s->sacc);
-    rl_map_clear(&s->srl);
-    rl_map_clear(&s->capi);
-    rc = sdb_begin(s->w);
-    if (!rc)
-        rc = s->wr->begin(s);
-    sq_kbi_reset(s);
-    if (rc) {
-        sdb_exec(s->w, "ROLLBACK");
-        goto out;
-    }
-    if ((rc = sq_gaps_begin(s, ev, n)) != 0) {
-        sdb_exec(s->w, "ROLLBACK");
-        goto out;
-    }
-    if (++s->ext_gen == 0) /* 0 marks stored kext keys */
-        s->ext_gen = 1;
+    if ((rc = sq_gaps_begin(s, ev, n)) != 0)
+        return rc;
     for (size_t i = 0; i < n && !rc; i++) {
         const srv_ev *e = &ev[i];
         int64_t sess = 0;
@@ -506,6 +509,38 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     if (!rc && s->kstore_blocks)
         rc = sq_kbi_flush(s);
     if (!rc)
+        rc = s->wr->settle(s);
+    if (!rc)
+        rc = sq_gaps_flush(s, n);
+    return rc;
+}
+
+int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
+{
+    int rc;
+
+    rl_map_clear(&s->kagg);
+    rl_map_clear(&s->tl);
+    rl_map_clear(&s->kscope);
+    rl_map_clear(&s->sacc);
+    rl_map_clear(&s->srl);
+    rl_map_clear(&s->capi);
+    for (size_t j = 0; j < nb; j++)
+        b[j].r->accepted = b[j].r->duplicate = 0;
+    rc = sdb_begin(s->w);
+    if (!rc)
+        rc = s->wr->begin(s);
+    sq_kbi_reset(s);
+    if (rc) {
+        sdb_exec(s->w, "ROLLBACK");
+        goto out;
+    }
+    if (++s->ext_gen == 0) /* 0 marks stored kext keys */
+        s->ext_gen = 1;
+    for (size_t j = 0; j < nb && !rc; j++)
+        rc = batch_put(s, b[j].ev, b[j].n, b[j].r);
+    /* the group's rollups, merged once for all its batches */
+    if (!rc)
         rc = s->wr->flush(s);
     if (!rc)
         rc = sq_kcount_flush(s);
@@ -517,8 +552,6 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         rc = sq_flush_srl(s);
     if (!rc)
         rc = sq_capi_flush(s);
-    if (!rc)
-        rc = sq_gaps_flush(s, n);
     if (!rc)
         rc = sdb_exec(s->w, "COMMIT");
     if (rc) {
@@ -532,10 +565,13 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         sq_kcount_reset(s);
         sq_ext_reset(s);
         sq_gaps_reset(s);
-        r->accepted = r->duplicate = 0;
+        for (size_t j = 0; j < nb; j++)
+            b[j].r->accepted = b[j].r->duplicate = 0;
+    } else {
+        __atomic_fetch_add(&s->ing_commits, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&s->ing_batches, nb, __ATOMIC_RELAXED);
     }
 out:
     s->bres = NULL;
-    pthread_mutex_unlock(&s->wlock);
     return rc;
 }

@@ -728,6 +728,7 @@ const sq_writer sq_writer_pg = {
     .close = pg_close,
     .begin = pg_begin,
     .kernel = pg_kernel,
+    .settle = flush_pending,
     .flush = pg_flush,
     .kext = pg_kext,
     .abort = pg_abort,

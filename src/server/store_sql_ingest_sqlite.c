@@ -381,6 +381,7 @@ const sq_writer sq_writer_sqlite = {
     .close = lite_close,
     .begin = lite_begin,
     .kernel = lite_kernel,
+    .settle = kq_flush,
     .flush = lite_flush,
     .kext = lite_kext,
     .abort = lite_abort,

@@ -185,6 +185,26 @@ struct srv_store {
     rl_map kcount; /* per-batch: (sess, stream) -> kernel rows written */
     /* per-batch: (sess, lvl, b, tid) -> API calls (store_sql_capi.c) */
     rl_map capi;
+    /* the last entry each of them gave (rl_memo): a stream's kernels come
+     * in time order, so its next kernel mostly lands in the same timeline
+     * bucket of every level but the finest, the same scope and session -
+     * checked before the hash.  tl and capi by lane / thread (SQ_MEMO_N
+     * slots, a hash of it) and level. */
+#define SQ_MEMO_N 16
+    rl_memo tl_memo[SQ_MEMO_N][RL_TL_LEVELS];
+    rl_memo capi_memo[SQ_MEMO_N][RL_TL_LEVELS];
+    rl_memo kscope_memo, sacc_memo;
+    char sid_last[36]; /* the session sess_id gave last (store_sql_ingest.c) */
+    int64_t sid_last_id;
+    uint64_t sid_gen;
+    /* group commit (store_sql_igroup.c): the batches waiting for a
+     * transaction, whether one of their threads is writing a group now,
+     * and what has committed (under wlock) */
+    pthread_mutex_t gq_lock;
+    pthread_cond_t gq_cond;
+    struct sq_ibatch *gq_head, *gq_tail;
+    int gq_leader;
+    uint64_t ing_commits, ing_batches;
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
     /* the batch writer (sq_writer, chosen by the database) and its own
      * state; the batch's outcome while it is written */
@@ -555,7 +575,28 @@ void sq_waste_row(sdb_stmt *st, srv_waste *w);
 int sq_waste_run(srv_store *s, int64_t sess, const char *host, int64_t dev,
                  int64_t ts, srv_str state);
 
+/* ---- store_sql_ingest.c, store_sql_igroup.c: batches into the store ---- */
+/* One ingest batch waiting for, or written in, a group's transaction. */
+typedef struct sq_ibatch {
+    const srv_ev *ev;
+    size_t n;
+    srv_ingest_res *r;
+    int rc, done;
+    struct sq_ibatch *next;
+} sq_ibatch;
+/* The batches b[0..nb) in one transaction (the caller holds wlock): each
+ * batch's lines and outcome (b[i].r) as if it were alone, the rollups of
+ * all of them merged once, then one COMMIT.  On failure nothing of any of
+ * them is stored (rolled back) and their outcomes are zero. */
+int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb);
+
 /* ---- store_sql_rollup.c: what new lines add up to ---- */
+/* The memo slot (srv_store's tl_memo, capi_memo) of a lane or thread. */
+static inline unsigned sq_memo_slot(uint64_t x)
+{
+    x *= 0x9E3779B97F4A7C15ull;
+    return (unsigned)(x >> 60) & (SQ_MEMO_N - 1);
+}
 /* A new kernel into this batch's accumulators: its name's aggregate
  * (s->kagg), the timeline buckets (s->tl), its scope's totals (s->kscope)
  * and the session's kext heaps. */
@@ -672,6 +713,9 @@ typedef struct sq_writer {
      * or duplicate, at the latest in flush */
     int (*kernel)(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l);
+    /* the kernels still held, each then passed to sq_kernel_done: the
+     * end of one batch of a group (store_sql_igroup.c) */
+    int (*settle)(srv_store *s);
     /* the kernels still held, then the batch's kernel aggregates, merged
      * with the stored ones (s->kagg), its timeline buckets (s->tl) and
      * per-scope totals (s->kscope) */

@@ -60,9 +60,11 @@ typedef struct sq_kbi {
     size_t n;
     kbi_doubt *dbt; /* KBI_DOUBT_MAX */
     size_t ndbt;
-    rl_map khigh;  /* sess -> highest kernel seq stored or held */
-    rl_map groups; /* (sess, stream) -> group; (sess) -> doubts' range */
-    rl_map keys;   /* (sess, seq) of the doubts -> {first + 1, stored} */
+    rl_map khigh;       /* sess -> highest kernel seq stored or held */
+    rl_memo khigh_memo; /* ... the last one asked: a batch's kernels
+                         * come mostly from one session */
+    rl_map groups;      /* (sess, stream) -> group; (sess) -> doubts' range */
+    rl_map keys;        /* (sess, seq) of the doubts -> {first + 1, stored} */
 } sq_kbi;
 
 /* ---- the kernel row ---- */
@@ -304,7 +306,7 @@ static int khigh_get(srv_store *s, sq_kbi *k, int64_t sess, int64_t **out)
 {
     uint64_t key[4] = { (uint64_t)sess, 0, 0, 0 };
     sdb_stmt *st = s->ws[WS_KMAX];
-    int64_t *v = rl_map_find(&k->khigh, key);
+    int64_t *v = rl_map_find_memo(&k->khigh, &k->khigh_memo, key);
     int rc, fresh;
 
     if (v) {

@@ -51,6 +51,8 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
         a->smem = l->smem;
     a->hist[rl_hist_bucket(e->dur)]++;
 
+    rl_memo *memo = s->tl_memo[sq_memo_slot(lane)];
+
     /* with blocks, level 0 is computed from the kernels when asked
      * (store_sql_q_tl0.c): not written */
     for (int lv = s->kstore_blocks ? 1 : 0; lv < RL_TL_LEVELS; lv++) {
@@ -62,7 +64,7 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
         for (uint64_t b = b0; b <= b1; b++) {
             uint64_t tk[4] = { (uint64_t)sess, (uint64_t)lv, lane, b };
             uint64_t lo = b << sh, hi = (b + 1) << sh;
-            sq_tl *t = rl_map_get(&s->tl, tk, &fresh);
+            sq_tl *t = rl_map_get_memo(&s->tl, &memo[lv], tk, &fresh);
             if (!t)
                 return GPUFL_EFULL;
             if (b == b0)
@@ -84,7 +86,7 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
     }
     if (e->scope) {
         uint64_t sk[4] = { (uint64_t)sess, e->scope, 0, 0 };
-        uint64_t *v = rl_map_get(&s->kscope, sk, &fresh);
+        uint64_t *v = rl_map_get_memo(&s->kscope, &s->kscope_memo, sk, &fresh);
         if (!v)
             return GPUFL_EFULL;
         v[0]++;

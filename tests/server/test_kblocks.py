@@ -1088,6 +1088,175 @@ class KeptSorts(Base):
         self.assertEqual(st, 200, body)
         self.assertEqual(count(c, "SELECT count(*) FROM kblocks"), 0)
         self.assertEqual(count(c, "SELECT count(*) FROM kxrow"), 0)
+def metrics(srv):
+    """The unlabelled samples of one /metrics scrape, {name: value}."""
+    for tries in range(3):
+        try:
+            st, _, data = srv.req("GET", "/metrics")
+            break
+        except OSError:
+            if tries == 2:
+                raise
+            time.sleep(0.2)
+    assert st == 200, st
+    out = {}
+    for line in data.decode().splitlines():
+        f = line.split(" ")
+        if len(f) == 2 and not line.startswith("#"):
+            out[f[0]] = float(f[1])
+    return out
+
+
+def api_session(rnd, nk):
+    """nk kernels on 3 streams, with API calls on 2 threads (the API call
+    summary, capi, is a rollup too)."""
+    g = TL.Gen()
+    names = [g.name("g%d" % i) for i in range(7)]
+    t = TL.T0
+    for i in range(nk):
+        t += rnd.randrange(1, 30000)
+        g.kernel(t, rnd.randrange(0, 60000), names[i % 7], dev=i % 2,
+                 stream=(7, 8, 9)[i % 3], corr=i + 1,
+                 api=(-rnd.randrange(1000, 9000), rnd.randrange(100, 5000)),
+                 tid=1 + i % 2)
+    return g
+
+
+class IngestGroup(Base):
+    def test_concurrent_batches_share_commits_kill9(self):
+        """Batches sent at once by several agents share transactions (group
+        commit, store_sql_igroup.c), each answered only after the commit
+        that holds it: through kill -9 at random moments every
+        acknowledged line is stored, and after the agents resend what was
+        not acknowledged every kernel is stored once and the rollups equal
+        those of a rows server fed the same batches one at a time."""
+        rnd = random.Random(23)
+        d = os.path.join(self.dir, "data")
+        # 40 ms pause per block written, inside the transaction: while one
+        # group is written the other agents' batches queue up
+        args = NOCOMPACT
+        env = {"GPUFL_SERVER_KBI_PAUSE_MS": "40"}
+        gens = [api_session(rnd, 1500 + rnd.randrange(600)) for _ in range(6)]
+        per = []  # each agent's batches, in order
+        for g in gens:
+            n, lo, mine = len(g.lines["device"]), 0, []
+            while lo < n:
+                hi = min(n, lo + rnd.randrange(150, 400))
+                mine.append((g.lines["device"][lo]["seq"],
+                             g.lines["device"][hi - 1]["seq"],
+                             device_lines(g, range(lo, hi))))
+                lo = hi
+            per.append(mine)
+        ref = self.server("rows")
+        state = {"srv": T.Server(d, args, env=env), "gen": 0, "stop": False}
+        self.servers.append(state["srv"])
+        # the sessions' first batches one by one on both servers: their
+        # row ids (the rollups' keys) in the same order
+        for mine in per:
+            ref.ingest_ok("device", mine[0][2])
+            state["srv"].ingest_ok("device", mine[0][2])
+        for mine in per:
+            for b in mine[1:]:
+                ref.ingest_ok("device", b[2])
+        acked = [set() for _ in gens]  # (lo, hi) of acknowledged batches
+        cv = threading.Condition()
+        errors = []
+
+        def agent(i):
+            try:
+                for lo, hi, body in per[i][1:]:
+                    while not state["stop"]:
+                        with cv:
+                            srv, gen = state["srv"], state["gen"]
+                        try:
+                            st, r = srv.post("device", body)
+                            ok = st == 200
+                        except (OSError, http_exc()):
+                            ok = False
+                        if ok:
+                            with cv:
+                                acked[i].add((lo, hi))
+                            break
+                        with cv:  # sent again to the next server
+                            cv.wait_for(lambda: state["gen"] != gen or
+                                        state["stop"], 60)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        def stored_seqs(srv, g):
+            """The device seqs stored, as ranges (touching ones joined)."""
+            sess = "(SELECT id FROM sessions WHERE sid='%s')" % g.sid
+            out = []
+            for a, b2 in sorted((int(a), int(b2)) for a, b2 in srv.sql(
+                    "SELECT lo, hi FROM seqr WHERE st=0 AND sess=" + sess)):
+                if out and a <= out[-1][1] + 1:
+                    out[-1] = (out[-1][0], max(out[-1][1], b2))
+                else:
+                    out.append((a, b2))
+            return out
+
+        threads = [threading.Thread(target=agent, args=(i,))
+                   for i in range(len(gens))]
+        for t in threads:
+            t.start()
+        kills = grouped = 0
+        try:
+            kills, grouped = self.kill_loop(rnd, threads, state, cv, acked,
+                                            gens, stored_seqs, d, args, env)
+        finally:  # the agents stop when a check fails
+            with cv:
+                state["stop"] = True
+                cv.notify_all()
+            for t in threads:
+                t.join()
+        self.assertEqual(errors, [])
+        print("kills: %d, batches that shared a commit: %d" % (kills, grouped))
+        self.assertEqual(kills, 5)
+        self.assertGreater(grouped, 0)
+        srv = state["srv"]
+        for i, g in enumerate(gens):
+            self.assertEqual(len(acked[i]), len(per[i]) - 1)
+            seqs = sorted(k[0] for k in g.kernels)
+            got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % g.sid)
+            self.assertEqual(sorted(k["kid"] for k in got), seqs)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kernels"), 0)
+        self.assertEqual(count(srv, "SELECT sum(n) FROM kblocks"),
+                         sum(len(g.kernels) for g in gens))
+        for q in ROLLUPS + ["SELECT * FROM capi ORDER BY 1, 2, 3, 4"]:
+            self.assertEqual(srv.sql(q), ref.sql(q), q)
+
+    def kill_loop(self, rnd, threads, state, cv, acked, gens, stored_seqs,
+                  d, args, env):
+        """kill -9 at random moments while the agents send (5 times),
+        checking after each kill that every acknowledged batch is stored;
+        returns the kills and the batches that shared a commit."""
+        kills = grouped = 0
+        while any(t.is_alive() for t in threads):
+            time.sleep(rnd.uniform(0.3, 1.2))
+            srv = state["srv"]
+            m = metrics(srv)  # one scrape: both counters at one moment
+            self.assertIn("gpufl_ingest_commits_total", m)
+            grouped += int(m["gpufl_ingest_commit_batches_total"] -
+                           m["gpufl_ingest_commits_total"])
+            if kills >= 5 or not any(t.is_alive() for t in threads):
+                continue
+            srv.kill()
+            kills += 1
+            with cv:
+                before = [set(a) for a in acked]
+            # every batch acknowledged before the kill is stored
+            for i, g in enumerate(gens):
+                ranges = stored_seqs(srv, g)
+                for lo, hi in before[i]:
+                    self.assertTrue(any(a <= lo and hi <= b2
+                                        for a, b2 in ranges),
+                                    (g.sid, lo, hi, ranges))
+            with cv:
+                state["srv"] = T.Server(d, args, env=env)
+                self.servers.append(state["srv"])
+                state["gen"] += 1
+                cv.notify_all()
+        return kills, grouped
 
 
 # (session, stream) runs the compactor still has to do: 4096 rows or more

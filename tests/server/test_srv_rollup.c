@@ -51,6 +51,55 @@ static void test_map(void)
     rl_map_release(&m);
 }
 
+/* A memo answers for its key until the map changes shape: after a clear
+ * or a rehash it must go to the map again (a kept pointer would point at
+ * a cleared or freed slot), and a memo of another map never matches. */
+static void test_memo(void)
+{
+    rl_map m, o;
+    rl_memo c, f;
+    uint64_t k[4] = { 5, 1, 0, 9 }, *v, *w, gen;
+    int fresh;
+
+    memset(&c, 0, sizeof(c));
+    memset(&f, 0, sizeof(f));
+    rl_map_init(&m, sizeof(uint64_t), 100000);
+    rl_map_init(&o, sizeof(uint64_t), 100000);
+    v = rl_map_get_memo(&m, &c, k, &fresh);
+    REQUIRE(v && fresh);
+    *v = 42;
+    w = rl_map_get_memo(&m, &c, k, &fresh);
+    CHECK(w == v && !fresh);
+    CHECK(rl_map_find_memo(&m, &f, k) == v);
+    /* cleared: the key is new again, and zeroed */
+    rl_map_clear(&m);
+    CHECK(rl_map_find_memo(&m, &f, k) == NULL);
+    w = rl_map_get_memo(&m, &c, k, &fresh);
+    REQUIRE(w);
+    CHECK(fresh);
+    CHECK_EQ_U64(*w, 0);
+    *w = 43;
+    /* grown past a rehash by other keys: the memo's pointer moved */
+    gen = m.gen;
+    for (uint64_t i = 0; i < 1000; i++) {
+        uint64_t kk[4] = { i, 2, 0, 0 };
+        REQUIRE(rl_map_get(&m, kk, &fresh));
+    }
+    CHECK(m.gen != gen);
+    w = rl_map_get_memo(&m, &c, k, &fresh);
+    REQUIRE(w);
+    CHECK(!fresh);
+    CHECK_EQ_U64(*w, 43);
+    CHECK(w == rl_map_find(&m, k));
+    /* a memo of m is no memo of o */
+    w = rl_map_get_memo(&o, &c, k, &fresh);
+    REQUIRE(w);
+    CHECK(fresh);
+    CHECK(w == rl_map_find(&o, k));
+    rl_map_release(&m);
+    rl_map_release(&o);
+}
+
 static void test_hist(void)
 {
     static uint64_t h[RL_HIST_N];
@@ -179,6 +228,7 @@ static void test_cursor(void)
 int main(void)
 {
     RUN(test_map);
+    RUN(test_memo);
     RUN(test_hist);
     RUN(test_hist_stored);
     RUN(test_hist_sample);
