@@ -22,6 +22,9 @@
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
  * figures; not a test.
  *
+ * BENCH_KBLOCK_CACHE=BYTES: the store's cache of decoded kernel blocks
+ * (--kernel-block-cache; 0: none) for the queries.
+ *
  * --kernel-store=blocks: ingest writes kernels as blocks
  * (store_sql_kblocks_ingest.c); after the ingest runs, the compactor
  * (store_sql_kblocks.c) merges the HTTP runs' small blocks; prints the
@@ -369,6 +372,38 @@ static void lat(const char *what, int fd, const char *tok, char **paths, int n,
     free(t);
 }
 
+/* As lat, but each request after the first follows the previous answer's
+ * cursor ("next"): a UI paging forward from first (a path with a query). */
+static void lat_follow(const char *what, int fd, const char *tok,
+                       const char *first, int n, char *resp, size_t cap)
+{
+    double *t = malloc((size_t)n * sizeof(double));
+    char path[512];
+    int done = 0;
+
+    snprintf(path, sizeof(path), "%s", first);
+    for (; t && done < n; done++) {
+        double t0 = now_s();
+        int st = http(fd, "GET", path, tok, "", 0, resp, cap);
+        char *nx = strstr(resp, "\"next\":\""), *end;
+        t[done] = (now_s() - t0) * 1e3;
+        if (st != 200) {
+            fprintf(stderr, "%s -> %d\n", path, st);
+            exit(1);
+        }
+        if (!nx || !(end = strchr(nx + 8, '"'))) {
+            done++;
+            break; /* the session's end */
+        }
+        snprintf(path, sizeof(path), "%s&cursor=%.*s", first,
+                 (int)(end - (nx + 8)), nx + 8);
+    }
+    qsort(t, (size_t)done, sizeof(double), cmp_d);
+    printf("  %-34s p50 %7.2f ms   p99 %7.2f ms   (%d requests)\n", what,
+           t[done / 2], t[done * 99 / 100], done);
+    free(t);
+}
+
 /* One of several connections sending every nth batch (from 1). */
 typedef struct sender {
     body *b;
@@ -567,6 +602,10 @@ int main(int argc, char **argv)
         return 1;
     }
     srv_store_set_kernel_store(s.store, kstore_blocks);
+    if (getenv("BENCH_KBLOCK_CACHE") &&
+        srv_store_set_kblock_cache(
+            s.store, strtoull(getenv("BENCH_KBLOCK_CACHE"), NULL, 10)))
+        return 1;
     fd = connect_to(s.port);
     t0 = now_s();
     c0 = cpu_s(RUSAGE_SELF);
@@ -650,6 +689,8 @@ int main(int argc, char **argv)
         }
         lat("kernels page (100, random from)", fd, BENCH_TOKEN, p, NQ, resp,
             SRV_RESP_MAX);
+        lat_follow("kernels page (100, on by cursor)", fd, BENCH_TOKEN, p[0],
+                   NQ, resp, SRV_RESP_MAX);
         for (int i = 0; i < NQ; i++)
             snprintf(p[i], 256,
                      "/api/v1/sessions/" SID "/kernels?limit=100&sort=duration"

@@ -586,6 +586,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         g.conns_open = srv_conns_open(s);
         g.body_buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
         srv_store_cold_stats(s->store, &g.cold);
+        srv_store_kblock_cache_stats(s->store, &g.kbc);
         reg = malloc(SRV_REGRESS_APPS_MAX * sizeof(*reg));
         if (reg && srv_store_regress_worst(s->store, reg, SRV_REGRESS_APPS_MAX,
                                            &g.n_regress) == 0)
