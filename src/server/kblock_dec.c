@@ -21,6 +21,11 @@ struct kblock_dec {
     /* columns KM_GAP predicts from, and its predictions */
     uint64_t dur[KB_MAX_EVENTS], ts[KB_MAX_EVENTS], adur[KB_MAX_EVENTS];
     uint64_t ref[KB_MAX_EVENTS];
+    uint64_t seq[KB_MAX_EVENTS];
+    /* the columns (bits of KC_*) of the open payload read whole into the
+     * arrays above (shape numbers: sidx; shape columns: shape) - what
+     * kblock_decode_rows takes as they are instead of reading again */
+    unsigned have;
     uint32_t scount[KB_MAX_EVENTS];
     kblock_index hidx, calc; /* the header's, and the events' */
     size_t hlen;             /* the last block's header bytes */
@@ -246,6 +251,7 @@ static int payload_open(kblock_dec *d, const unsigned char *b, size_t len,
     unsigned long long fcs;
 
     d->opened = 0; /* d->raw and d->hidx are about to change */
+    d->have = 0;
     if (hdr_get(b, len, &d->hidx, &flags, &rl, &pay, &pl, why, whylen))
         return -1;
     if (!(flags & KB_FLAG_ZSTD)) {
@@ -386,35 +392,50 @@ static int walk_body(kblock_dec *d, const unsigned char *p, size_t pl,
     for (int c = 0; c < KB_NCOLS && (need >> c); c++) {
         const uint32_t *sidx = c > KC_SHAPE ? d->sidx : NULL;
         size_t nv = c < KC_SHAPE ? ns : m;
+        const uint64_t *v = d->vals;
         if (!(need & (1u << c))) {
             if (skip_col(p, pl, &i, c, why, whylen))
                 return -1;
             continue;
         }
-        if (c == KC_SHAPE) {
+        if (rows && (d->have & (1u << c))) {
+            /* read whole by the decode before: taken as it is */
+            if (skip_col(p, pl, &i, c, why, whylen))
+                return -1;
+            v = c == KC_SEQ   ? d->seq
+                : c == KC_DUR ? d->dur
+                : c == KC_TS  ? d->ts
+                              : d->adur;
+        } else if (c == KC_SHAPE) {
             if (get_sidx(d, p, pl, &i, m, stop, ns, why, whylen))
                 return -1;
-            continue;
+        } else {
+            if (get_col(p, pl, &i, d->vals, nv, c < KC_SHAPE ? ns : stop, sidx,
+                        d->last, ns,
+                        kb_gap_ref(c, stop, d->dur, d->ts, d->adur, d->ref), c,
+                        why, whylen))
+                return -1;
+            if (c < KC_SHAPE)
+                for (size_t s = 0; s < ns; s++)
+                    col_set(&d->shape[s], c, d->vals[s]);
+            else
+                kb_gap_keep(c, d->vals, stop, d->dur, d->ts, d->adur);
+            if (c == KC_SEQ && !rows)
+                memcpy(d->seq, d->vals, m * sizeof(*d->seq));
         }
-        if (get_col(p, pl, &i, d->vals, nv, c < KC_SHAPE ? ns : stop, sidx,
-                    d->last, ns,
-                    kb_gap_ref(c, stop, d->dur, d->ts, d->adur, d->ref), c, why,
-                    whylen))
-            return -1;
-        if (c < KC_SHAPE) {
-            for (size_t s = 0; s < ns; s++)
-                col_set(&d->shape[s], c, d->vals[s]);
-            continue;
-        }
-        kb_gap_keep(c, d->vals, stop, d->dur, d->ts, d->adur);
-        if (!out || !(want & (1u << c)))
+        /* kept whole: the shape numbers, the shape columns, and the event
+         * columns with an array of their own */
+        if (!rows && (c <= KC_SHAPE || c == KC_SEQ || c == KC_DUR ||
+                      c == KC_TS || c == KC_API_DUR))
+            d->have |= 1u << c;
+        if (c <= KC_SHAPE || !out || !(want & (1u << c)))
             continue;
         if (rows)
             for (size_t j = 0; j < k; j++)
-                col_set(&out[j], c, d->vals[rows[j]]);
+                col_set(&out[j], c, v[rows[j]]);
         else
             for (size_t j = 0; j < m; j++)
-                col_set(&out[j], c, d->vals[j]);
+                col_set(&out[j], c, v[j]);
     }
     if (out && (want & ((1u << KC_SHAPE) - 1))) {
         size_t nout = rows ? k : m;
