@@ -23,6 +23,7 @@ equal to the rows through kill -9 during rows ingest and compaction.
 
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
+import collections
 import threading
 import json
 import os
@@ -383,6 +384,23 @@ class Pages(Base):
                     r = same(srv, base + q + "&cursor=" + r["next"])
                     pages += 1
             self.assertGreater(pages, 40)
+            # kernels that start at the same ns: a page ending on the first
+            # must go on with the second (the cursor's ts again, a higher
+            # seq; backwards a lower one)
+            tied = sorted(t for t, n in collections.Counter(ts).items()
+                          if n > 1)
+            self.assertGreater(len(tied), 10)
+            for t in tied[:: max(1, len(tied) // 40)]:
+                # the cursor's page from further away (the cursor, not
+                # the range, then bounds what is read)
+                for q, q2 in (("?from=%d&limit=1" % t,
+                               "?from=%d&limit=3" % (t - 10 ** 7)),
+                              ("?to=%d&desc=true&limit=1" % (t + 1),
+                               "?to=%d&desc=true&limit=3" % (t + 10 ** 7))):
+                    r = same(srv, base + q)
+                    r = same(srv, base + q2 + "&cursor=" + r["next"])
+                    self.assertEqual(int(r["items"][0]["ts"]), t, q)
+                    pages += 1
             # the whole session both ways in pages by start, deep cursors
             for q, lim in (("", 997), ("?desc=true", 613),
                            ("?from=%d" % ts[len(ts) // 3], 251)):
