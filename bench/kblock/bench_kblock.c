@@ -457,6 +457,34 @@ int main(int argc, char **argv)
         t = now_s() - t0;
         printf("  decode of ts, dur, name, dev, stream only: %.0f us/block\n",
                t * 1e6 / (double)nblk);
+        /* a page by time's share of a block: ts and seq of every event,
+         * then every field of 100 from the block's middle (its ts and seq
+         * choose them, kblock_decode_rows) */
+        {
+            uint32_t rows[100];
+            t0 = now_s();
+            for (size_t b = 0; b < nblk; b++) {
+                size_t k = 0;
+                if (kblock_decode_cols(dec, store + offs[b],
+                                       offs[b + 1] - offs[b],
+                                       KB_C_TS | KB_C_SEQ, out, KB_MAX_EVENTS,
+                                       &n, why, sizeof(why))) {
+                    fprintf(stderr, "bench_kblock: decode: %s\n", why);
+                    return 1;
+                }
+                for (size_t j = n / 2; j < n && k < 100; j++)
+                    rows[k++] = (uint32_t)j;
+                if (kblock_decode_rows(dec, KB_C_ALL, rows, k, out, why,
+                                       sizeof(why))) {
+                    fprintf(stderr, "bench_kblock: rows: %s\n", why);
+                    return 1;
+                }
+            }
+            t = now_s() - t0;
+            printf("  a page's share: ts and seq, then 100 events whole from"
+                   " the middle: %.0f us/block\n",
+                   t * 1e6 / (double)nblk);
+        }
         kblock_index *ix = malloc(sizeof(*ix));
         t0 = now_s();
         for (size_t b = 0; b < nblk; b++) {

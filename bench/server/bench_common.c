@@ -189,6 +189,38 @@ void lat(const char *what, int fd, const char *tok, char **paths, int n,
     free(t);
 }
 
+/* As lat, but each request after the first follows the previous answer's
+ * cursor ("next"): a UI paging forward from first (a path with a query). */
+void lat_follow(const char *what, int fd, const char *tok, const char *first,
+                int n, char *resp, size_t cap)
+{
+    double *t = malloc((size_t)n * sizeof(double));
+    char path[512];
+    int done = 0;
+
+    snprintf(path, sizeof(path), "%s", first);
+    for (; t && done < n; done++) {
+        double t0 = now_s();
+        int st = http(fd, "GET", path, tok, "", 0, resp, cap);
+        char *nx = strstr(resp, "\"next\":\""), *end;
+        t[done] = (now_s() - t0) * 1e3;
+        if (st != 200) {
+            fprintf(stderr, "%s -> %d\n", path, st);
+            exit(1);
+        }
+        if (!nx || !(end = strchr(nx + 8, '"'))) {
+            done++;
+            break; /* the session's end */
+        }
+        snprintf(path, sizeof(path), "%s&cursor=%.*s", first,
+                 (int)(end - (nx + 8)), nx + 8);
+    }
+    qsort(t, (size_t)done, sizeof(double), cmp_d);
+    printf("  %-34s p50 %7.2f ms   p99 %7.2f ms   (%d requests)\n", what,
+           t[done / 2], t[done * 99 / 100], done);
+    free(t);
+}
+
 /* The cursor of the nth page (from 1) of 100 sorted by duration (desc or
  * not), into cur (cap bytes); 0 when there is none. */
 static int dur_cursor(int fd, const char *tok, const char *sid, char *resp,
@@ -227,6 +259,8 @@ void bench_queries(int fd, const char *tok, const char *sid, uint64_t t_end,
                  sid, (unsigned long long)(t_start + (x >> 11) % span));
     }
     lat("kernels page (100, random from)", fd, tok, p, NQ, resp, cap);
+    lat_follow("kernels page (100, on by cursor)", fd, tok, p[0], NQ, resp,
+               cap);
     for (int i = 0; i < NQ; i++)
         snprintf(p[i], 256,
                  "/api/v1/sessions/%s/kernels?limit=100&sort=duration"

@@ -48,6 +48,10 @@ int http(int fd, const char *method, const char *path, const char *tok,
 /* n GETs of paths[], one after another; prints p50 and p99. */
 void lat(const char *what, int fd, const char *tok, char **paths, int n,
          char *resp, size_t cap);
+/* As lat, but each request after the first follows the previous answer's
+ * cursor ("next"): a UI paging forward from first (a path with a query). */
+void lat_follow(const char *what, int fd, const char *tok, const char *first,
+                int n, char *resp, size_t cap);
 /* The kernel page, sorted pages, aggregates and timeline queries on
  * session sid spanning [BENCH_T0, t_end). */
 void bench_queries(int fd, const char *tok, const char *sid, uint64_t t_end,

@@ -23,6 +23,9 @@
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
  * figures; not a test.
  *
+ * BENCH_KBLOCK_CACHE=BYTES: the store's cache of decoded kernel blocks
+ * (--kernel-block-cache; 0: none) for the queries.
+ *
  * --kernel-store=blocks: ingest writes kernels as blocks
  * (store_sql_kblocks_ingest.c); after the ingest runs, the compactor
  * (store_sql_kblocks.c) merges the HTTP runs' small blocks; prints the
@@ -468,6 +471,10 @@ int main(int argc, char **argv)
         return 1;
     }
     srv_store_set_kernel_store(s.store, kstore_blocks);
+    if (getenv("BENCH_KBLOCK_CACHE") &&
+        srv_store_set_kblock_cache(
+            s.store, strtoull(getenv("BENCH_KBLOCK_CACHE"), NULL, 10)))
+        return 1;
     fd = connect_to(s.port);
     t0 = now_s();
     c0 = cpu_s(RUSAGE_SELF);

@@ -221,6 +221,15 @@ static const opt_def srv_opts[] = {
       .max = 1ull << 32,
       .help = "--kernel-store=blocks: how often the compactor runs (and "
               "the cold tier's mover and sweep)" },
+    { .name = "kernel-block-cache",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, kblock_cache),
+      .def = "64M",
+      .max = 1ull << 40,
+      .help = "the most bytes of decoded kernel blocks the reads keep in "
+              "memory (a block read twice lately is kept; least recently "
+              "used go first; docs/server.md \"Kernel blocks (store)\"); "
+              "0: none" },
     { .name = "hot-age",
       DUR_S,
       OPT_F_UINT(T, hot_age_s),

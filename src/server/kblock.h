@@ -159,6 +159,23 @@ int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
                        char *why, size_t whylen);
 
 /*
+ * Every field (of the columns cols) of a few events of the block the last
+ * kblock_decode_cols (or kblock_decode) on d decoded, for a reader that
+ * chooses them by a few columns (a page of 100 kernels by time reads ts
+ * and seq of a block of 4 096, then materialises the 100): out[j] = the
+ * event at position rows[j], j < k (rows ascending, each below that
+ * decode's *n; the other fields of out[j] are left as they were).  No
+ * second decompression (the payload stays in d), no other event
+ * materialised, and each column read only as far as the last row asked
+ * for.  The block's bytes must be unchanged and still there (a block
+ * stored uncompressed is read in place); any other call on d in between
+ * (another decode, a seek, kblock_name_dur) ends that, and this is then
+ * an error.  0, or -1 with why.
+ */
+int kblock_decode_rows(kblock_dec *d, unsigned cols, const uint32_t *rows,
+                       size_t k, kblock_ev *out, char *why, size_t whylen);
+
+/*
  * Seeks without decoding the whole block: the header decides whether the
  * key can be in it (no decompression when not), then only the seq (or ts)
  * column is read.  *pos = the first position whose seq == key (seek_seq)

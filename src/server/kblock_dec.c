@@ -21,24 +21,41 @@ struct kblock_dec {
     /* columns KM_GAP predicts from, and its predictions */
     uint64_t dur[KB_MAX_EVENTS], ts[KB_MAX_EVENTS], adur[KB_MAX_EVENTS];
     uint64_t ref[KB_MAX_EVENTS];
+    uint64_t seq[KB_MAX_EVENTS];
+    /* the columns (bits of KC_*) of the open payload read whole into the
+     * arrays above (shape numbers: sidx; shape columns: shape) - what
+     * kblock_decode_rows takes as they are instead of reading again */
+    unsigned have;
     uint32_t scount[KB_MAX_EVENTS];
     kblock_index hidx, calc; /* the header's, and the events' */
     size_t hlen;             /* the last block's header bytes */
+    /* what kblock_decode_rows reads: the payload the last
+     * kblock_decode_cols opened (d->raw, or the caller's block when it
+     * was stored uncompressed), its events, shapes and where its columns
+     * start; opened 0 once any other call reuses d */
+    const unsigned char *op;
+    size_t opl, om, ons, oi;
+    int opened;
     unsigned char raw[KB_RAW_MAX];
     ZSTD_DCtx *z;
 };
 
 /*
  * Reads one column of m values from p[*i..n) into v; sidx/last for
- * KM_SDELTA (NULL: not allowed here).  0, or -1 with why.
+ * KM_SDELTA (NULL: not allowed here).  Only its first stop values (stop
+ * <= m) are read: *i then jumps to the column's end, which is checked
+ * only when every value was.  0, or -1 with why.
  */
-static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
-                   size_t m, const uint32_t *sidx, uint64_t *last, size_t nlast,
-                   const uint64_t *ref, int c, char *why, size_t whylen)
+static int get_col(const unsigned char *p, size_t n, size_t *io, uint64_t *v,
+                   size_t m, size_t stop, const uint32_t *sidx, uint64_t *last,
+                   size_t nlast, const uint64_t *ref, int c, char *why,
+                   size_t whylen)
 {
     uint64_t blen, x;
-    size_t end, j = 0;
-    int mode;
+    /* the position in a local: size_t and uint64_t are one type, so
+     * through io every store to v[] would reload and store it again */
+    size_t end, j = 0, at = *io, *i = &at;
+    int mode, cut = stop < m;
 
     if (*i >= n)
         return kb_fail(why, whylen, "column %s: truncated",
@@ -52,6 +69,8 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
         return kb_fail(why, whylen, "column %s: bad length",
                        kblock_col_names[c]);
     end = *i + (size_t)blen;
+    if (cut)
+        m = stop; /* the rest of the column is skipped unread */
     if (mode == KM_SDELTA)
         memset(last, 0, nlast * sizeof(*last));
     if (mode == KM_CONST) {
@@ -114,8 +133,10 @@ static int get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
             }
         }
     }
-    if (*i != end)
+    /* a column read whole must end where its length says */
+    if (*i != end && !cut)
         goto bad;
+    *io = end;
     return 0;
 bad:
     return kb_fail(why, whylen, "column %s: body malformed at value %zu of %zu",
@@ -229,6 +250,8 @@ static int payload_open(kblock_dec *d, const unsigned char *b, size_t len,
     size_t rl, pay, pl, got;
     unsigned long long fcs;
 
+    d->opened = 0; /* d->raw and d->hidx are about to change */
+    d->have = 0;
     if (hdr_get(b, len, &d->hidx, &flags, &rl, &pay, &pl, why, whylen))
         return -1;
     if (!(flags & KB_FLAG_ZSTD)) {
@@ -284,14 +307,15 @@ static int get_nshapes(kblock_dec *d, const unsigned char *p, size_t pl,
     return 0;
 }
 
-/* The shape column (at p[*i]) into d->sidx, every number below ns. */
+/* The shape column (at p[*i]) into d->sidx, every number below ns; its
+ * first stop of n values only. */
 static int get_sidx(kblock_dec *d, const unsigned char *p, size_t pl, size_t *i,
-                    size_t n, size_t ns, char *why, size_t whylen)
+                    size_t n, size_t stop, size_t ns, char *why, size_t whylen)
 {
-    if (get_col(p, pl, i, d->vals, n, NULL, NULL, 0, NULL, KC_SHAPE, why,
+    if (get_col(p, pl, i, d->vals, n, stop, NULL, NULL, 0, NULL, KC_SHAPE, why,
                 whylen))
         return -1;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n && k < stop; k++) {
         if (d->vals[k] >= ns)
             return kb_fail(why, whylen, "event %zu: shape %llu of %zu", k,
                            (unsigned long long)d->vals[k], ns);
@@ -347,65 +371,96 @@ static unsigned cols_needed(unsigned want)
 }
 
 /*
- * The one column walk of every decode: the columns of want (bits of KC_*)
- * read, the others skipped, stopping after the last one needed.  Each
- * event column read ends in d->vals (the last one read stays there), dur,
- * ts and api_dur also in d->dur, d->ts, d->adur; the shapes' columns in
- * d->shape[0..*ns) and each event's shape number in d->sidx.  With out,
- * the wanted fields of out[0..n) are set too.  *ns, and *i after the
- * last column read.
+ * The column walk over an opened payload p[*pi..pl) of m events and ns
+ * shapes: the columns of want (bits of KC_*) read, the others skipped,
+ * stopping after the last one needed.  Each event column read ends in
+ * d->vals (the last one read stays there), dur, ts and api_dur also in
+ * d->dur, d->ts, d->adur; the shapes' columns in d->shape[0..ns) and each
+ * event's shape number in d->sidx.  With out, the wanted fields are set
+ * too: of out[0..m), or with rows (k positions, ascending, each < m) of
+ * out[j] = the event at rows[j] only, every event column then read only
+ * as far as the last of them.  *pi: after the last column read.
  */
-static int walk(kblock_dec *d, const unsigned char *b, size_t len,
-                unsigned want, kblock_ev *out, size_t cap,
-                const unsigned char **pp, size_t *ppl, size_t *pi, size_t *pns,
-                char *why, size_t whylen)
+static int walk_body(kblock_dec *d, const unsigned char *p, size_t pl,
+                     size_t *pi, size_t m, size_t ns, unsigned want,
+                     kblock_ev *out, const uint32_t *rows, size_t k, char *why,
+                     size_t whylen)
 {
-    const unsigned char *p;
-    size_t pl, i = 0, ns = 0, m;
+    size_t i = *pi, stop = rows ? (k ? rows[k - 1] + 1 : 0) : m;
     unsigned need = cols_needed(want);
 
-    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
-        return -1;
-    m = d->hidx.n;
     for (int c = 0; c < KB_NCOLS && (need >> c); c++) {
         const uint32_t *sidx = c > KC_SHAPE ? d->sidx : NULL;
         size_t nv = c < KC_SHAPE ? ns : m;
+        const uint64_t *v = d->vals;
         if (!(need & (1u << c))) {
             if (skip_col(p, pl, &i, c, why, whylen))
                 return -1;
             continue;
         }
-        if (c == KC_SHAPE) {
-            if (get_sidx(d, p, pl, &i, m, ns, why, whylen))
+        if (rows && (d->have & (1u << c))) {
+            /* read whole by the decode before: taken as it is */
+            if (skip_col(p, pl, &i, c, why, whylen))
                 return -1;
-            continue;
+            v = c == KC_SEQ   ? d->seq
+                : c == KC_DUR ? d->dur
+                : c == KC_TS  ? d->ts
+                              : d->adur;
+        } else if (c == KC_SHAPE) {
+            if (get_sidx(d, p, pl, &i, m, stop, ns, why, whylen))
+                return -1;
+        } else {
+            if (get_col(p, pl, &i, d->vals, nv, c < KC_SHAPE ? ns : stop, sidx,
+                        d->last, ns,
+                        kb_gap_ref(c, stop, d->dur, d->ts, d->adur, d->ref), c,
+                        why, whylen))
+                return -1;
+            if (c < KC_SHAPE)
+                for (size_t s = 0; s < ns; s++)
+                    col_set(&d->shape[s], c, d->vals[s]);
+            else
+                kb_gap_keep(c, d->vals, stop, d->dur, d->ts, d->adur);
+            if (c == KC_SEQ && !rows)
+                memcpy(d->seq, d->vals, m * sizeof(*d->seq));
         }
-        if (get_col(p, pl, &i, d->vals, nv, sidx, d->last, ns,
-                    kb_gap_ref(c, m, d->dur, d->ts, d->adur, d->ref), c, why,
-                    whylen))
-            return -1;
-        if (c < KC_SHAPE) {
-            for (size_t s = 0; s < ns; s++)
-                col_set(&d->shape[s], c, d->vals[s]);
+        /* kept whole: the shape numbers, the shape columns, and the event
+         * columns with an array of their own */
+        if (!rows && (c <= KC_SHAPE || c == KC_SEQ || c == KC_DUR ||
+                      c == KC_TS || c == KC_API_DUR))
+            d->have |= 1u << c;
+        if (c <= KC_SHAPE || !out || !(want & (1u << c)))
             continue;
-        }
-        kb_gap_keep(c, d->vals, m, d->dur, d->ts, d->adur);
-        if (out && (want & (1u << c)))
-            for (size_t k = 0; k < m; k++)
-                col_set(&out[k], c, d->vals[k]);
+        if (rows)
+            for (size_t j = 0; j < k; j++)
+                col_set(&out[j], c, v[rows[j]]);
+        else
+            for (size_t j = 0; j < m; j++)
+                col_set(&out[j], c, v[j]);
     }
-    if (out && (want & ((1u << KC_SHAPE) - 1)))
-        for (size_t k = 0; k < m; k++) {
-            const kblock_ev *s = &d->shape[d->sidx[k]];
+    if (out && (want & ((1u << KC_SHAPE) - 1))) {
+        size_t nout = rows ? k : m;
+        for (size_t j = 0; j < nout; j++) {
+            const kblock_ev *s = &d->shape[d->sidx[rows ? rows[j] : j]];
             for (int c = 0; c < KC_NSHAPE; c++)
                 if (want & (1u << c))
-                    col_set(&out[k], c, col_get(s, c));
+                    col_set(&out[j], c, col_get(s, c));
         }
-    *pp = p;
-    *ppl = pl;
+    }
     *pi = i;
-    *pns = ns;
     return 0;
+}
+
+/* The block opened (body_open) and walked whole (walk_body, every event):
+ * *pp, *ppl the payload, *pi after the last column read, *pns shapes. */
+static int walk(kblock_dec *d, const unsigned char *b, size_t len,
+                unsigned want, kblock_ev *out, size_t cap,
+                const unsigned char **pp, size_t *ppl, size_t *pi, size_t *pns,
+                char *why, size_t whylen)
+{
+    if (body_open(d, b, len, cap, pp, ppl, pi, pns, why, whylen))
+        return -1;
+    return walk_body(d, *pp, *ppl, pi, d->hidx.n, *pns, want, out, NULL, 0, why,
+                     whylen);
 }
 
 int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
@@ -413,16 +468,19 @@ int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
                        char *why, size_t whylen)
 {
     const unsigned char *p;
-    size_t pl, i = 0, ns = 0, m;
+    size_t pl, i = 0, i0, ns = 0, m;
 
     if (!d || !out || !n)
         return kb_fail(why, whylen, "kblock_decode: no decoder");
     if (cols & ~(unsigned)KB_C_ALL)
         return kb_fail(why, whylen, "kblock_decode: columns 0x%x unknown",
                        cols);
-    if (walk(d, b, len, cols, out, cap, &p, &pl, &i, &ns, why, whylen))
+    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
         return -1;
+    i0 = i;
     m = d->hidx.n;
+    if (walk_body(d, p, pl, &i, m, ns, cols, out, NULL, 0, why, whylen))
+        return -1;
     if (cols == KB_C_ALL) {
         if (i != pl)
             return kb_fail(why, whylen,
@@ -436,8 +494,40 @@ int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
                            "kernel block: its index disagrees with its "
                            "events");
     }
+    d->op = p;
+    d->opl = pl;
+    d->om = m;
+    d->ons = ns;
+    d->oi = i0;
+    d->opened = 1;
     *n = m;
     return 0;
+}
+
+int kblock_decode_rows(kblock_dec *d, unsigned cols, const uint32_t *rows,
+                       size_t k, kblock_ev *out, char *why, size_t whylen)
+{
+    size_t i;
+
+    if (!d || (k && (!rows || !out)))
+        return kb_fail(why, whylen, "kblock_decode_rows: no decoder");
+    if (!d->opened)
+        return kb_fail(why, whylen,
+                       "kblock_decode_rows: no block decoded before");
+    if (cols & ~(unsigned)KB_C_ALL)
+        return kb_fail(why, whylen, "kblock_decode_rows: columns 0x%x unknown",
+                       cols);
+    for (size_t j = 0; j < k; j++)
+        if (rows[j] >= d->om || (j && rows[j] <= rows[j - 1]))
+            return kb_fail(why, whylen,
+                           "kblock_decode_rows: row %zu (%u) not ascending"
+                           " below %zu",
+                           j, rows[j], d->om);
+    if (!k)
+        return 0;
+    i = d->oi;
+    return walk_body(d, d->op, d->opl, &i, d->om, d->ons, cols, out, rows, k,
+                     why, whylen);
 }
 
 int kblock_decode(kblock_dec *d, const unsigned char *b, size_t len,
@@ -490,6 +580,7 @@ static int seek(kblock_dec *d, const unsigned char *b, size_t len, int col,
     if (!d)
         return kb_fail(why, whylen, "kblock seek: no decoder");
     h = &d->hidx;
+    d->opened = 0; /* d->hidx changes */
     if (kblock_index_read(b, len, h, why, whylen))
         return -1;
     if (col == KC_SEQ ? key < h->seq_min || key > h->seq_max : key > h->ts_max)

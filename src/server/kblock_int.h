@@ -104,6 +104,28 @@ static inline size_t vput(unsigned char *o, uint64_t v)
 static inline int vget(const unsigned char *p, size_t n, size_t *i, uint64_t *v)
 {
     uint64_t x = 0;
+    /* one byte (most values of a block's columns): no loop */
+    if (*i < n && p[*i] < 0x80) {
+        *v = p[(*i)++];
+        return 0;
+    }
+    /* ten bytes there: no bound to check per byte (the decoder's
+     * inner loop); the same rules */
+    if (*i < n && n - *i >= 10) {
+        const unsigned char *q = p + *i;
+        unsigned k = 0;
+        uint64_t b;
+        do {
+            b = q[k];
+            x |= (b & 0x7f) << (7 * k);
+            k++;
+        } while ((b & 0x80) && k < 10);
+        if ((b & 0x80) || (k == 10 && b > 1) || (b == 0 && k > 1))
+            return -1;
+        *i += k;
+        *v = x;
+        return 0;
+    }
     for (unsigned sh = 0; sh < 70; sh += 7) {
         unsigned char b;
         if (*i >= n)

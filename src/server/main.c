@@ -43,6 +43,12 @@ static int open_store(srv *s, char *err, size_t cap)
         return rc;
     srv_store_set_kernel_store(s->store,
                                s->cfg.kernel_store == SRV_KSTORE_BLOCKS);
+    if ((rc = srv_store_set_kblock_cache(s->store, s->cfg.kblock_cache)) != 0) {
+        snprintf(err, cap, "no memory for --kernel-block-cache");
+        srv_store_close(s->store);
+        s->store = NULL;
+        return rc;
+    }
     if (!s->cfg.cold_endpoint[0])
         return rc;
     {

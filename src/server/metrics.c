@@ -155,6 +155,24 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
     l[0].value = "blocks";
     prom_u64(b, "gpufl_server_kernel_duration_pages_total", l, 1,
              g->kq.scanned);
+    if (g->kbc.max_bytes) {
+        one(b, "gpufl_server_kblock_cache_bytes", "gauge",
+            "Bytes of decoded kernel blocks the reads keep now (at most"
+            " --kernel-block-cache).",
+            g->kbc.bytes);
+        prom_family(b, "gpufl_server_kblock_cache_reads_total", "counter",
+                    "Kernel blocks a query read: from the cache of decoded"
+                    " blocks (hit), or decoded (miss).");
+        l[0] = (prom_label){ "result", "hit" };
+        prom_u64(b, "gpufl_server_kblock_cache_reads_total", l, 1, g->kbc.hits);
+        l[0].value = "miss";
+        prom_u64(b, "gpufl_server_kblock_cache_reads_total", l, 1,
+                 g->kbc.misses);
+        one(b, "gpufl_server_kblock_cache_evicted_total", "counter",
+            "Decoded kernel blocks dropped from the cache to stay within"
+            " --kernel-block-cache, least recently used first.",
+            g->kbc.evicted);
+    }
     if (g->cold.on) {
         one(b, "gpufl_server_cold_blocks_moved_total", "counter",
             "Kernel blocks moved to S3 (--hot-age; docs/server.md \"Cold"

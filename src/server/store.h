@@ -347,6 +347,18 @@ void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o);
  * blocks (store_sql_kblocks_ingest.c) instead of rows; before the first
  * batch. */
 void srv_store_set_kernel_store(srv_store *s, int blocks);
+/* The cache of decoded kernel blocks the reads keep (kbcache.h,
+ * --kernel-block-cache): at most max_bytes, 0 for none (the store opens
+ * with SRV_KBC_DEFAULT).  Before the first query: not with reads under
+ * way.  0, or GPUFL_ENOMEM. */
+#define SRV_KBC_DEFAULT (64ull << 20)
+int srv_store_set_kblock_cache(srv_store *s, uint64_t max_bytes);
+/* Its counters since start (/metrics). */
+typedef struct srv_kbc_stats {
+    uint64_t bytes, entries, max_bytes;
+    uint64_t hits, misses, kept, evicted;
+} srv_kbc_stats;
+void srv_store_kblock_cache_stats(srv_store *s, srv_kbc_stats *o);
 /*
  * The cold tier of kernel blocks (store_sql_kcold.c, docs/server.md "Cold
  * tier").  srv_store_cold_open: S3 and the local cache for s's cold

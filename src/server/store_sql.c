@@ -253,6 +253,10 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     *out = NULL;
     if (!s)
         return GPUFL_ENOMEM;
+    if ((rc = srv_store_set_kblock_cache(s, SRV_KBC_DEFAULT)) != 0) {
+        free(s);
+        return rc;
+    }
     pthread_mutex_init(&s->wlock, NULL);
     pthread_mutex_init(&s->gq_lock, NULL);
     pthread_cond_init(&s->gq_cond, NULL);

@@ -259,6 +259,8 @@ struct srv_store {
     /* per read connection (r[i]): its block decoder and decoded block
      * (store_sql_kblocks_read.c), allocated on first use */
     struct kb_rd *kb_rd[SQ_READERS_MAX];
+    /* the decoded blocks the reads share (kbcache.h); NULL: none */
+    struct kbcache *kbc;
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];
@@ -370,7 +372,10 @@ int kb_top_init(kb_top *t, size_t cap, int key, int desc);
 void kb_top_free(kb_top *t);
 int64_t kb_key(const struct kblock_ev *e, int key);
 /* Offers e (nul: its NULL bits). */
-void kb_top_add(kb_top *t, const struct kblock_ev *e, unsigned nul);
+/* Offers e to t: the slot of t->ev it went to, or KB_TOP_NONE (it does
+ * not place).  The slot is e's until a later offer takes it. */
+#define KB_TOP_NONE ((size_t)-1)
+size_t kb_top_add(kb_top *t, const struct kblock_ev *e, unsigned nul);
 /* Sorts the kept events best first into t->ev[0..n) (heap given up). */
 void kb_top_sort(kb_top *t);
 /* A kernel row (columns from col: seq, ts, dur, dev, stream, corr,
@@ -410,6 +415,17 @@ int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
 int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
                     int64_t t_hi, unsigned cols, kb_keep_fn keep, void *arg,
                     kb_top *t);
+/* As sq_kb_scan_cols, in two steps when sel is not 0 (and t given): each
+ * block's events decoded in the columns sel only (KB_C_TS and KB_C_SEQ
+ * added: the range and the heap's order read them), offered to keep and
+ * t, and only those that placed then decoded in the columns cols
+ * (kblock_decode_rows) - a page of 100 kernels reads every field of 100
+ * events, not of a block of 4 096.  keep and t's key must read only the
+ * columns of sel; the events t ends with are as sq_kb_scan_cols gives
+ * them. */
+int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
+                   int64_t t_hi, unsigned cols, unsigned sel, kb_keep_fn keep,
+                   void *arg, kb_top *t);
 /* The kernel of seq in the session's blocks into *e (*found 0: none). */
 int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
                struct kblock_ev *e, int *found);

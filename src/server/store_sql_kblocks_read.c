@@ -9,8 +9,13 @@
  * it offers its rows to a bounded heap (kb_top), then sq_kb_scan offers
  * the events of the blocks that can still place, read in the order of
  * the key's bound in the block index (t_lo/t_hi, dur_min/dur_max) and
- * given up as soon as no further block can beat the heap's worst.  A
- * kernel by id is found by seq (kblocks_seq index, then kblock_seek_seq).
+ * given up as soon as no further block can beat the heap's worst (by
+ * time, the blocks certain to be read come with the index rows: one query,
+ * not one per block).  A page reads a block in two steps (sq_kb_scan_sel):
+ * the few columns its order and filters read, then every field of only
+ * the events that placed.  A block read twice lately is kept decoded
+ * (kbcache.h).  A kernel by id is found by seq (kblocks_seq index, then
+ * kblock_seek_seq).
  *
  * Every block's bytes come through sq_kb_bytes (the cold tier's hook).
  * Each read connection keeps its own decoder and decode buffer (kb_rd,
@@ -27,6 +32,7 @@
 
 #include "common/log.h"
 #include "kblock.h"
+#include "kbcache.h"
 
 struct kb_rd {
     kblock_dec *dec;
@@ -71,8 +77,34 @@ static struct kb_rd *rd_get(srv_store *s, sdb *db)
     return NULL;
 }
 
+int srv_store_set_kblock_cache(srv_store *s, uint64_t max_bytes)
+{
+    kbcache_free(s->kbc);
+    s->kbc = NULL;
+    if (!max_bytes)
+        return GPUFL_OK;
+    s->kbc = kbcache_new(max_bytes);
+    return s->kbc ? GPUFL_OK : GPUFL_ENOMEM;
+}
+
+void srv_store_kblock_cache_stats(srv_store *s, srv_kbc_stats *o)
+{
+    kbcache_stats st;
+
+    kbcache_stats_get(s->kbc, &st);
+    o->bytes = st.bytes;
+    o->entries = st.entries;
+    o->max_bytes = st.max_bytes;
+    o->hits = st.hits;
+    o->misses = st.misses;
+    o->kept = st.kept;
+    o->evicted = st.evicted;
+}
+
 void sq_kb_read_release(srv_store *s)
 {
+    kbcache_free(s->kbc);
+    s->kbc = NULL;
     for (unsigned i = 0; i < SQ_READERS_MAX; i++) {
         if (!s->kb_rd[i])
             continue;
@@ -150,12 +182,12 @@ static void sift_down(kb_top *t, size_t i)
     }
 }
 
-void kb_top_add(kb_top *t, const kblock_ev *e, unsigned nul)
+size_t kb_top_add(kb_top *t, const kblock_ev *e, unsigned nul)
 {
     size_t i, slot;
 
     if (!t->cap)
-        return;
+        return KB_TOP_NONE;
     if (t->n < t->cap) {
         slot = t->n;
         t->ev[slot] = *e;
@@ -171,14 +203,15 @@ void kb_top_add(kb_top *t, const kblock_ev *e, unsigned nul)
             t->h[p] = x;
             i = p;
         }
-        return;
+        return slot;
     }
     if (top_cmp(t, e, &t->ev[t->h[0]]) >= 0)
-        return;
+        return KB_TOP_NONE;
     slot = t->h[0];
     t->ev[slot] = *e;
     t->nul[slot] = (uint8_t)nul;
     sift_down(t, 0);
+    return slot;
 }
 
 /* whether block bound b (the best key any of its events can have) can
@@ -315,25 +348,167 @@ static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
     return 0;
 }
 
-/* The block (sess, stream, seq_lo) decoded into r->ev, its columns cols
- * (*n events; 0 when t, if given, rules it out unread). */
-static int block_load(srv_store *s, sdb *db, struct kb_rd *r, const kb_top *t,
-                      unsigned cols, int64_t sess, int64_t stream, int64_t lo,
-                      size_t *n)
+/* One scan of blocks (sq_kb_scan_sel): what it offers and to whom.  With
+ * sel, the events are first decoded in the columns sel only, offered to
+ * t, and only those that placed are then decoded in the columns cols
+ * (kblock_decode_rows): row[slot] is the position in the block in hand of
+ * the event t->ev[slot] holds (KB_ROW_NONE: none of this block), slots[]
+ * the slots this block took (nslots), pairs[] their (row, slot) sorted. */
+typedef struct kb_scan {
+    srv_store *s;
+    struct kb_rd *r;
+    int64_t sess, t_lo, t_hi;
+    unsigned cols, sel;
+    kb_keep_fn keep;
+    void *arg;
+    kb_top *t;
+    uint32_t *row, *slots, *rows;
+    uint64_t *pairs;
+    size_t nslots;
+} kb_scan;
+#define KB_ROW_NONE UINT32_MAX
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The events that placed from the block in hand (x->slots) decoded whole
+ * (their columns x->cols) into their slots of t: the decoder still holds
+ * that block's payload (kblock_decode_rows). */
+static int sel_fill(kb_scan *x)
+{
+    struct kb_rd *r = x->r;
+    kb_top *t = x->t;
+    size_t k = 0;
+    char why[128];
+
+    for (size_t i = 0; i < x->nslots; i++) {
+        uint32_t sl = x->slots[i];
+        x->pairs[k++] = (uint64_t)x->row[sl] << 32 | sl;
+        x->row[sl] = KB_ROW_NONE;
+    }
+    x->nslots = 0;
+    if (!k)
+        return GPUFL_OK;
+    if (k > 1)
+        qsort(x->pairs, k, sizeof(*x->pairs), cmp_u64);
+    for (size_t j = 0; j < k; j++)
+        x->rows[j] = (uint32_t)(x->pairs[j] >> 32);
+    /* r->ev: the first step's events are not read again */
+    if (kblock_decode_rows(r->dec, x->cols, x->rows, k, r->ev, why,
+                           sizeof(why))) {
+        glog_error("kblocks", "session %lld: unreadable block: %s",
+                   (long long)x->sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    for (size_t j = 0; j < k; j++) {
+        const kblock_ev *e = &r->ev[j];
+        size_t sl = (size_t)(x->pairs[j] & UINT32_MAX);
+        t->ev[sl] = *e;
+        t->nul[sl] = (uint8_t)((e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
+    }
+    return GPUFL_OK;
+}
+
+/* Offers ev[0..n) (a block's events): those in the scan's time range
+ * that keep accepts, to t (or to keep alone without t).  sel: the events
+ * hold only the columns x->sel, and those that place are noted for
+ * sel_fill. */
+static int offer(kb_scan *x, const kblock_ev *ev, size_t n, int sel)
+{
+    kb_top *t = x->t;
+    int rc = GPUFL_OK;
+
+    for (size_t j = 0; j < n && !rc; j++) {
+        const kblock_ev *e = &ev[j];
+        size_t sl;
+        if ((int64_t)e->ts < x->t_lo || (int64_t)e->ts >= x->t_hi)
+            continue;
+        if (!t) {
+            rc = x->keep(e, x->arg);
+            continue;
+        }
+        if (x->keep && !x->keep(e, x->arg))
+            continue;
+        sl = kb_top_add(t, e, (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
+        if (!sel || sl == KB_TOP_NONE)
+            continue;
+        if (x->row[sl] == KB_ROW_NONE)
+            x->slots[x->nslots++] = (uint32_t)sl;
+        x->row[sl] = (uint32_t)j;
+    }
+    return rc;
+}
+
+/* kbcache's hit: the cached block's events, every column. */
+static int offer_cached(void *arg, const kblock_ev *ev, size_t n)
+{
+    return offer(arg, ev, n, 0);
+}
+
+/* Offers the events of the block whose bytes are st's column col (the
+ * block (x->sess, stream, lo)): from the cache of decoded blocks when it
+ * holds them; else, unless t rules the block out from its names and
+ * durations, decoded - whole, to be kept, when the cache asks for it;
+ * else in x->sel's columns, then the placed events whole; or in
+ * x->cols. */
+static int block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
+                       int64_t lo)
+{
+    struct kb_rd *r = x->r;
+    kb_top *t = x->t;
+    const unsigned char *b = NULL;
+    size_t len = 0, n = 0;
+    unsigned cols = (x->sel ? x->sel | KB_C_SEQ : x->cols) | KB_C_TS;
+    kbcache_key key = { x->sess, stream, lo };
+    char why[128];
+    int rc, may = 1, keep = 0, sel = x->sel != 0;
+
+    if ((rc = sq_kb_bytes(x->s, st, col, x->sess, stream, lo, &b, &len)) != 0)
+        return rc;
+    if (kbcache_get(x->s->kbc, &key, b, len, offer_cached, x, &rc, &keep))
+        return rc;
+    if (t && dur_may(r, t, b, len, &may, why, sizeof(why))) {
+        glog_error("kblocks", "session %lld: unreadable block: %s",
+                   (long long)x->sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    if (!may)
+        return GPUFL_OK;
+    if (keep) {
+        cols = KB_C_ALL;
+        sel = 0;
+    }
+    if (kblock_decode_cols(r->dec, b, len, cols, r->ev, KB_MAX_EVENTS, &n, why,
+                           sizeof(why))) {
+        glog_error("kblocks", "session %lld: unreadable block: %s",
+                   (long long)x->sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    __atomic_fetch_add(&x->s->kq_decoded, 1, __ATOMIC_RELAXED);
+    /* best effort: a block the cache cannot take is still answered */
+    if (keep)
+        (void)kbcache_put(x->s->kbc, &key, b, len, r->ev, n);
+    if ((rc = offer(x, r->ev, n, sel)) != 0 || !sel)
+        return rc;
+    /* b is still there (st not stepped): the rows read the same payload */
+    return sel_fill(x);
+}
+
+/* The block (x->sess, stream, lo) read and offered (block_offer). */
+static int block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo)
 {
     sdb_stmt *st = NULL;
-    const unsigned char *b = NULL;
-    size_t len = 0;
-    char why[128];
-    int rc, may = 1;
+    int rc;
 
-    *n = 0;
     if (sdb_prepare(db,
                     "SELECT block FROM kblocks WHERE sess=? AND stream=?"
                     " AND seq_lo=?",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
+    qbind_i64(st, 1, x->sess);
     qbind_i64(st, 2, stream);
     qbind_i64(st, 3, lo);
     if ((rc = sdb_step(st)) != SDB_ROW) {
@@ -341,24 +516,10 @@ static int block_load(srv_store *s, sdb *db, struct kb_rd *r, const kb_top *t,
          * not possible within one read transaction; say so if it is */
         sdb_finalize(st);
         glog_error("kblocks", "session %lld stream %lld seq %lld: block gone",
-                   (long long)sess, (long long)stream, (long long)lo);
+                   (long long)x->sess, (long long)stream, (long long)lo);
         return rc == SDB_DONE ? GPUFL_EINTERNAL : sq_err(rc);
     }
-    rc = sq_kb_bytes(s, st, 0, sess, stream, lo, &b, &len);
-    if (!rc && t && dur_may(r, t, b, len, &may, why, sizeof(why))) {
-        glog_error("kblocks", "session %lld: unreadable block: %s",
-                   (long long)sess, why);
-        rc = GPUFL_EINTERNAL;
-    }
-    if (!rc && may &&
-        kblock_decode_cols(r->dec, b, len, cols, r->ev, KB_MAX_EVENTS, n, why,
-                           sizeof(why))) {
-        glog_error("kblocks", "session %lld: unreadable block: %s",
-                   (long long)sess, why);
-        rc = GPUFL_EINTERNAL;
-    }
-    if (!rc && may)
-        __atomic_fetch_add(&s->kq_decoded, 1, __ATOMIC_RELAXED);
+    rc = block_offer(x, st, 0, stream, lo);
     sdb_finalize(st);
     return rc;
 }
@@ -449,53 +610,97 @@ static int meta_desc(const void *a, const void *b)
 int sq_kb_scan(srv_store *s, sdb *db, int64_t sess, int64_t t_lo, int64_t t_hi,
                kb_keep_fn keep, void *arg, kb_top *t)
 {
-    return sq_kb_scan_cols(s, db, sess, t_lo, t_hi, KB_C_ALL, keep, arg, t);
+    return sq_kb_scan_sel(s, db, sess, t_lo, t_hi, KB_C_ALL, 0, keep, arg, t);
 }
 
 int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
                     int64_t t_hi, unsigned cols, kb_keep_fn keep, void *arg,
                     kb_top *t)
 {
+    return sq_kb_scan_sel(s, db, sess, t_lo, t_hi, cols, 0, keep, arg, t);
+}
+
+/* The scan's index query: the blocks in the time range with their
+ * bounds; by_name, whether each has kbnames rows; cert, the bytes of
+ * those certain to be read (below). */
+static int scan_sql(sdb *db, int by_name, int cert, int desc, sdb_stmt **st)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s%s FROM"
+             " kblocks k WHERE sess=?1 AND t_hi >= ?2 AND t_lo < ?3",
+             /* CASE: PostgreSQL's EXISTS is a boolean */
+             by_name ? ", CASE WHEN EXISTS (SELECT 1 FROM kbnames n WHERE"
+                       " n.sess=k.sess AND n.stream=k.stream AND"
+                       " n.seq_lo=k.seq_lo) THEN 1 ELSE 0 END"
+                     : "",
+             !cert  ? ""
+             : desc ? ", CASE WHEN t_hi >= ?4 THEN block END"
+                    : ", CASE WHEN t_lo <= ?4 THEN block END");
+    return sdb_prepare(db, sql, st) ? GPUFL_EINTERNAL : GPUFL_OK;
+}
+
+int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
+                   int64_t t_hi, unsigned cols, unsigned sel, kb_keep_fn keep,
+                   void *arg, kb_top *t)
+{
     sdb_stmt *st = NULL;
     kb_meta *m = NULL;
     size_t nm = 0, cap = 0;
-    struct kb_rd *r;
+    kb_scan x = { s, NULL, sess, t_lo, t_hi, cols, t ? sel : 0, keep, arg,
+                  t, NULL, NULL, NULL, NULL, 0 };
     int rc, by_bound = t && (t->key == KB_KEY_TS || t->key == KB_KEY_DUR);
     int by_name =
         t && t->key == KB_KEY_DUR && t->named && t->nids <= KB_NAME_IDS_MAX;
+    /* by time, the blocks whose bound is at or before the range's start
+     * (the best key an event can have) stay open whatever the heap holds:
+     * their bytes come with the index rows, one query for all of them
+     * (on PostgreSQL, round trips saved: one per block) */
+    int cert = t && t->key == KB_KEY_TS;
+    int64_t best = t && t->desc ? (t_hi > INT64_MIN ? t_hi - 1 : t_hi) : t_lo;
 
     if (t && !t->cap)
         return GPUFL_OK; /* nothing can place */
-    if (!(r = rd_get(s, db)))
+    if (!(x.r = rd_get(s, db)))
         return GPUFL_ENOMEM;
+    if (x.sel) {
+        x.row = malloc(t->cap * sizeof(*x.row));
+        x.slots = malloc(t->cap * sizeof(*x.slots));
+        x.rows = malloc(t->cap * sizeof(*x.rows));
+        x.pairs = malloc(t->cap * sizeof(*x.pairs));
+        if (!x.row || !x.slots || !x.rows || !x.pairs || t->cap > UINT32_MAX) {
+            rc = GPUFL_ENOMEM;
+            goto out;
+        }
+        for (size_t i = 0; i < t->cap; i++)
+            x.row[i] = KB_ROW_NONE;
+    }
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */
-    if (sdb_prepare(db,
-                    /* CASE: PostgreSQL's EXISTS is a boolean */
-                    by_name ? "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
-                              " dur_max, CASE WHEN EXISTS (SELECT 1 FROM"
-                              " kbnames n WHERE n.sess=k.sess AND"
-                              " n.stream=k.stream AND n.seq_lo=k.seq_lo)"
-                              " THEN 1 ELSE 0 END FROM kblocks k WHERE"
-                              " sess=?1 AND t_hi >= ?2 AND t_lo < ?3"
-                            : "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
-                              " dur_max FROM kblocks WHERE sess=?1 AND"
-                              " t_hi >= ?2 AND t_lo < ?3",
-                    &st))
-        return GPUFL_EINTERNAL;
+    if ((rc = scan_sql(db, by_name, cert, t && t->desc, &st)) != 0)
+        goto out;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, t_lo);
     qbind_i64(st, 3, t_hi);
+    if (cert)
+        qbind_i64(st, 4, best);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         int col = t && t->key == KB_KEY_DUR ? 4 : 2;
+        if (cert && !qcol_null(st, by_name ? 7 : 6)) {
+            if ((rc = block_offer(&x, st, by_name ? 7 : 6, qcol_i64(st, 0),
+                                  qcol_i64(st, 1))) != 0)
+                goto out;
+            continue;
+        }
         if (nm == cap) {
-            kb_meta *x;
+            kb_meta *y;
             cap = cap ? 2 * cap : 256;
-            if (!(x = realloc(m, cap * sizeof(*m)))) {
+            if (!(y = realloc(m, cap * sizeof(*m)))) {
                 rc = GPUFL_ENOMEM;
                 goto out;
             }
-            m = x;
+            m = y;
         }
         m[nm].stream = qcol_i64(st, 0);
         m[nm].lo = qcol_i64(st, 1);
@@ -517,28 +722,17 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         qsort(m, nm, sizeof(*m), t->desc ? meta_desc : meta_asc);
     rc = GPUFL_OK;
     for (size_t i = 0; i < nm && !rc; i++) {
-        size_t n = 0;
         if (by_bound && !top_open(t, m[i].bound))
             break; /* the rest are sorted further away */
-        if ((rc = block_load(s, db, r, t, cols | KB_C_TS, sess, m[i].stream,
-                             m[i].lo, &n)) != 0)
-            break;
-        for (size_t j = 0; j < n && !rc; j++) {
-            const kblock_ev *e = &r->ev[j];
-            if ((int64_t)e->ts < t_lo || (int64_t)e->ts >= t_hi)
-                continue;
-            if (!t) {
-                rc = keep(e, arg);
-                continue;
-            }
-            if (keep && !keep(e, arg))
-                continue;
-            kb_top_add(t, e, (e->occ < 0 ? 1u : 0u) | (e->tid ? 0u : 2u));
-        }
+        rc = block_load(&x, db, m[i].stream, m[i].lo);
     }
 out:
     sdb_finalize(st);
     free(m);
+    free(x.row);
+    free(x.slots);
+    free(x.rows);
+    free(x.pairs);
     return rc;
 }
 

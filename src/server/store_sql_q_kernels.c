@@ -468,6 +468,111 @@ static int kept_page(qctx *c, const int64_t *cur, int desc, uint32_t l,
     return GPUFL_OK;
 }
 
+/* Ids of names one statement of page_names looks up. */
+#define PAGE_NAMES_IN 100
+
+/* The display and recorded names of the page's kernels (their distinct
+ * name ids, ascending: ids[0..n), disp[i] and mang[i] malloc'd, "" for an
+ * id that names nothing, as the rows' LEFT JOIN gives): one statement per
+ * PAGE_NAMES_IN ids, where a lookup per kernel cost the page a statement
+ * step each (on PostgreSQL a round trip each). */
+typedef struct page_names {
+    int64_t *ids;
+    char **disp, **mang;
+    size_t n;
+} page_names;
+
+static void page_names_free(page_names *pn)
+{
+    for (size_t i = 0; i < pn->n; i++) {
+        free(pn->disp[i]);
+        free(pn->mang[i]);
+    }
+    free(pn->ids);
+    free(pn->disp);
+    free(pn->mang);
+    memset(pn, 0, sizeof(*pn));
+}
+
+static int page_names_get(qctx *c, const kblock_ev *ev, size_t n,
+                          page_names *pn)
+{
+    size_t k = 0;
+    int rc;
+
+    memset(pn, 0, sizeof(*pn));
+    if (!n)
+        return GPUFL_OK;
+    pn->ids = malloc(n * sizeof(*pn->ids));
+    pn->disp = calloc(n, sizeof(*pn->disp));
+    pn->mang = calloc(n, sizeof(*pn->mang));
+    if (!pn->ids || !pn->disp || !pn->mang)
+        return GPUFL_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        pn->ids[i] = ev[i].name_id;
+    qsort(pn->ids, n, sizeof(*pn->ids), cmp_i64);
+    for (size_t i = 0; i < n; i++)
+        if (!k || pn->ids[i] != pn->ids[k - 1])
+            pn->ids[k++] = pn->ids[i];
+    pn->n = k;
+    /* PostgreSQL: the ids in one statement (a step there is a round
+     * trip); SQLite: one short statement stepped per id (parsing one of
+     * ~80 parameters cost more than the steps: 8 % of a page) */
+    for (size_t at = 0, nin = 0; at < k; at += nin) {
+        int pg = sdb_dialect(c->db) == SDB_POSTGRES;
+        nin = !pg ? 1 : k - at < PAGE_NAMES_IN ? k - at : PAGE_NAMES_IN;
+        if (!pg && at) {
+            sdb_reset(c->st); /* the statement of the ids before */
+        } else {
+            char sql[160 + PAGE_NAMES_IN * 6];
+            size_t len = (size_t)snprintf(
+                sql, sizeof(sql),
+                "SELECT id, coalesce(demangled, name, ''), coalesce(name, '')"
+                " FROM dicts WHERE sess=?1 AND id IN (");
+            for (size_t i = 0; i < nin; i++)
+                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s?%zu",
+                                        i ? "," : "", i + 2);
+            snprintf(sql + len, sizeof(sql) - len, ")");
+            if ((rc = q_prepare(c, sql)) != 0)
+                return rc;
+        }
+        qbind_i64(c->st, 1, c->sess);
+        for (size_t i = 0; i < nin; i++)
+            qbind_i64(c->st, (int)(i + 2), pn->ids[at + i]);
+        while ((rc = sdb_step(c->st)) == SDB_ROW) {
+            int64_t id = qcol_i64(c->st, 0);
+            int64_t *x =
+                bsearch(&id, pn->ids + at, nin, sizeof(int64_t), cmp_i64);
+            size_t i;
+            if (!x)
+                continue;
+            i = (size_t)(x - pn->ids);
+            free(pn->disp[i]);
+            free(pn->mang[i]);
+            pn->disp[i] = strdup(qcol_text(c->st, 1));
+            pn->mang[i] = strdup(qcol_text(c->st, 2));
+            if (!pn->disp[i] || !pn->mang[i])
+                return GPUFL_ENOMEM;
+        }
+        if (rc != SDB_DONE)
+            return sq_err(rc);
+    }
+    return GPUFL_OK;
+}
+
+/* The columns a page's block events are chosen by (page_keeps, and the
+ * heap's key): the rest are decoded for those that place only. */
+static unsigned page_sel(const page_keep *k)
+{
+    unsigned sel = KB_C_TS | KB_C_SEQ | KB_C_DUR;
+
+    if (k->api || k->key == KB_KEY_QUEUE || k->key == KB_KEY_LAUNCH)
+        sel |= KB_C_API_OFF | KB_C_API_DUR;
+    if (k->ids)
+        sel |= KB_C_NAME;
+    return sel;
+}
+
 /* The page of a session with blocks (docs/server.md "Kernel blocks"): its
  * rows' page (the plain sort; kext holds block kernels too) and the
  * blocks' events that place, merged by kb_top.  The whole answer. */
@@ -478,8 +583,9 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
                     NULL, 0 };
     static const int keys[] = { KB_KEY_TS, KB_KEY_DUR, KB_KEY_QUEUE,
                                 KB_KEY_LAUNCH };
-    sdb_stmt *nst = NULL;
     int64_t *ids = NULL, last[2] = { 0, 0 };
+    int64_t t_lo = (int64_t)q->from, t_hi = q->to ? (int64_t)q->to : INT64_MAX;
+    page_names pn = { NULL, NULL, NULL, 0 };
     kb_top t;
     uint32_t n = 0;
     int rc, kept = 0;
@@ -518,22 +624,33 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
         rc = sq_err(rc);
         goto out;
     }
+    /* by start, no kernel before the cursor (after it, descending) can
+     * place: the blocks read are those from the cursor on, not from the
+     * range's start (a page deep into a session read every block before
+     * its cursor) */
+    if (sort == 0 && !desc && cur[0] > t_lo)
+        t_lo = cur[0];
+    if (sort == 0 && desc && cur[0] < t_hi)
+        t_hi = cur[0] + 1;
     rc = kept ? GPUFL_OK
-              : sq_kb_scan(c->s, c->db, c->sess, (int64_t)q->from,
-                           q->to ? (int64_t)q->to : INT64_MAX, page_keeps, &k,
-                           &t);
-    if (rc || (rc = sdb_prepare(c->db, NAME_SQL, &nst)) != 0) {
-        rc = rc ? rc : GPUFL_EINTERNAL;
+              : sq_kb_scan_sel(c->s, c->db, c->sess, t_lo, t_hi, KB_C_ALL,
+                               page_sel(&k), page_keeps, &k, &t);
+    if (rc)
         goto out;
-    }
     kb_top_sort(&t);
+    if ((rc = page_names_get(c, t.ev, t.n < l ? t.n : l, &pn)) != 0)
+        goto out;
     jw_obj_begin(w);
     jw_key(w, "items");
     jw_arr_begin(w);
-    for (; n < l && n < t.n && !rc; n++) {
+    for (; n < l && n < t.n; n++) {
         const kblock_ev *e = &t.ev[n];
+        int64_t *x =
+            bsearch(&e->name_id, pn.ids, pn.n, sizeof(int64_t), cmp_i64);
+        size_t i = x ? (size_t)(x - pn.ids) : 0;
         jw_obj_begin(w);
-        rc = w_kernel_named(w, nst, c->sess, e, t.nul[n]);
+        w_kernel_ev(w, e, t.nul[n], x && pn.disp[i] ? pn.disp[i] : "",
+                    x && pn.mang[i] ? pn.mang[i] : "");
         jw_obj_end(w);
         last[0] = kb_key(e, k.key);
         last[1] = (int64_t)e->seq;
@@ -542,7 +659,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     q_next(w, t.n > l, last, 2);
     jw_obj_end(w);
 out:
-    sdb_finalize(nst);
+    page_names_free(&pn);
     free(ids);
     kb_top_free(&t);
     return rc;

@@ -11,6 +11,9 @@ not) and batches out of order or with repeats count right, the rollups are
 those of a rows store, and kill -9 during a block write loses nothing
 acknowledged.
 
+Pages: pages by time from many random starts, both ways, following their
+cursors, answer as rows do.
+
 NameSorts: a sort by duration filtered by name reads the blocks through
 their names' duration bounds (kbnames) and answers as rows do, blocks
 without kbnames rows (older ones) included.
@@ -24,6 +27,7 @@ do, and the kept rows follow ingest, merges, kill -9 and retention.
 
 Run one class per ctest test: python3 test_kblocks.py Blocks
 """
+import collections
 import threading
 import json
 import os
@@ -316,6 +320,120 @@ class Reads(Base):
             mid += left > 0
         self.assertEqual(count(b, "SELECT count(*) FROM kernels"), 0)
         self.assertGreater(mid, 0)  # reads while rows were being moved
+
+
+class Pages(Base):
+    def test_pages_by_time_as_rows(self):
+        """Pages by time (and the other sorts) from blocks answer as from
+        rows for many random `from`s - on a kernel's own start, between
+        kernels, before and after the session - with and without `to`,
+        name filter and overlap, forwards and backwards, following their
+        cursors: first with no cache of decoded blocks (each block's
+        events chosen by ts and seq, then only those that place decoded
+        whole: kblock_decode_rows; the blocks read start at the cursor),
+        then with the cache (blocks read twice kept decoded)."""
+        g, _ = TL.lod_session(random.Random(41))
+        env = {"GPUFL_SERVER_KB_RUN": str(RUN)}
+        a = self.server("rows")
+        b = self.server("blocks")
+        g.send(a)
+        g.send(b)
+        b.stop()
+        b = self.server("blocks", BLOCKS + ["--kernel-block-cache", "0"],
+                        env=env)
+        wait_settled(b, RUN)
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks"), 20)
+        self.assertGreater(count(b, "SELECT count(*) FROM kernels"), 0)
+        base = "/api/v1/sessions/%s/kernels" % g.sid
+        ts = sorted(k[3] for k in g.kernels)
+
+        def same(srv, p):
+            sa, _, da = a.req("GET", p)
+            sb, _, db = srv.req("GET", p)
+            self.assertEqual(sb, sa, p)
+            ja, jb = json.loads(da or b"null"), json.loads(db or b"null")
+            self.assertEqual(jb, ja, p)
+            return ja
+
+        def compare(srv):
+            rnd = random.Random(42)
+            compared = pages = 0
+            for i in range(160):
+                pick = rnd.random()
+                if pick < 0.4:
+                    frm = rnd.choice(ts)  # a kernel's own start: ties
+                elif pick < 0.9:
+                    frm = rnd.randrange(ts[0], ts[-1])
+                else:
+                    frm = rnd.choice([1, ts[0] - 1, ts[-1], ts[-1] + 1])
+                q = "?from=%d&limit=%d" % (frm,
+                                           rnd.choice([1, 2, 7, 100, 250]))
+                if rnd.random() < 0.3:
+                    q += "&to=%d" % (frm + rnd.choice([10 ** 4, 10 ** 6,
+                                                       10 ** 8]))
+                if rnd.random() < 0.5:
+                    q += "&desc=true"
+                if rnd.random() < 0.2:
+                    q += "&name=" + rnd.choice(["gemm", "Fill", "nosuch"])
+                if rnd.random() < 0.15:
+                    q += "&overlap=true"
+                if rnd.random() < 0.1:
+                    q += "&sort=" + rnd.choice(["queue", "launch_latency"])
+                r = same(srv, base + q)
+                compared += 1
+                # and on from its cursor, a few pages
+                for _ in range(rnd.choice([0, 0, 1, 4])):
+                    if not r.get("next"):
+                        break
+                    r = same(srv, base + q + "&cursor=" + r["next"])
+                    pages += 1
+            self.assertGreater(pages, 40)
+            # kernels that start at the same ns: a page ending on the first
+            # must go on with the second (the cursor's ts again, a higher
+            # seq; backwards a lower one)
+            tied = sorted(t for t, n in collections.Counter(ts).items()
+                          if n > 1)
+            self.assertGreater(len(tied), 10)
+            for t in tied[:: max(1, len(tied) // 40)]:
+                # the cursor's page from further away (the cursor, not
+                # the range, then bounds what is read)
+                for q, q2 in (("?from=%d&limit=1" % t,
+                               "?from=%d&limit=3" % (t - 10 ** 7)),
+                              ("?to=%d&desc=true&limit=1" % (t + 1),
+                               "?to=%d&desc=true&limit=3" % (t + 10 ** 7))):
+                    r = same(srv, base + q)
+                    r = same(srv, base + q2 + "&cursor=" + r["next"])
+                    self.assertEqual(int(r["items"][0]["ts"]), t, q)
+                    pages += 1
+            # the whole session both ways in pages by start, deep cursors
+            for q, lim in (("", 997), ("?desc=true", 613),
+                           ("?from=%d" % ts[len(ts) // 3], 251)):
+                self.assertEqual(T.page_all(srv, base + q, lim),
+                                 T.page_all(a, base + q, lim), q)
+            self.assertEqual(len(T.page_all(srv, base, 1000)),
+                             len(g.kernels))
+            print("  %d pages from random froms, %d by their cursors" %
+                  (compared, pages))
+
+        compare(b)
+        self.assertIsNone(metric(b, "gpufl_server_kblock_cache_bytes"))
+        b.stop()
+        b = self.server("blocks", BLOCKS, env=env)
+        compare(b)
+        hits = metric(b, 'gpufl_server_kblock_cache_reads_total'
+                         '{result="hit"}')
+        self.assertGreater(hits, 100)
+        self.assertGreater(metric(b, "gpufl_server_kblock_cache_bytes"), 0)
+
+
+def metric(srv, name):
+    """One sample of /metrics (name with its labels), or None."""
+    st, _, body = srv.req("GET", "/metrics")
+    assert st == 200, st
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    return None
 
 
 def exec_sql(srv, q):

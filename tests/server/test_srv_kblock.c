@@ -576,6 +576,140 @@ static void test_cols(void)
     free(decoy);
 }
 
+/* kblock_decode_rows: after a decode of a few columns, any ascending set
+ * of positions (none, one, the first, the last, a run, every one, a
+ * random sparse set) gives exactly the full decode's events there in the
+ * columns asked for (the rest left alone), over random blocks of every
+ * encoder option; stored uncompressed, the rows are read in place.  A
+ * row whose columns were read past the last one asked for, or misplaced,
+ * fails; so do rows out of order or past the block, and a call after
+ * another use of the decoder. */
+static void test_rows(void)
+{
+    static kblock_ev *part;
+    static uint32_t *rows;
+    unsigned bad = 0, runs = 0;
+
+    part = calloc(KB_MAX_EVENTS, sizeof(*part));
+    rows = malloc(KB_MAX_EVENTS * sizeof(*rows));
+    REQUIRE(part != NULL && rows != NULL);
+    for (int round = 0; round < 60; round++) {
+        static const size_t sizes[] = { 1, 2, 3, 17, 500, 4096, 8192 };
+        size_t n = sizes[rnd() % 7], len = 0, m = 0, pm = 0;
+        unsigned shapes = 1 + (unsigned)(rnd() % (round % 3 ? 40 : n + 1));
+        unsigned opt = opts[rnd() % (sizeof(opts) / sizeof(opts[0]))];
+        fill_mixed(n, shapes);
+        if (kblock_encode(enc, ev, n, 3, opt, blk, KB_BLOCK_MAX, &len, why,
+                          sizeof(why)) ||
+            kblock_decode(dec, blk, len, got, KB_MAX_EVENTS, &m, why,
+                          sizeof(why)) ||
+            m != n || !same(ev, got, n)) {
+            fprintf(stderr, "  round %d: full decode: %s\n", round, why);
+            bad++;
+            continue;
+        }
+        for (int t = 0; t < 12; t++) {
+            size_t k = 0;
+            unsigned cols = t % 3 == 0 ? KB_C_ALL
+                            : t % 3 == 1
+                                ? KB_C_ALL & ~(KB_C_TS | KB_C_SEQ)
+                                : ((unsigned)rnd() & KB_C_ALL) | KB_C_TID;
+            switch (t % 6) {
+            case 0: break; /* none */
+            case 1: rows[k++] = (uint32_t)(rnd() % n); break;
+            case 2: /* a page's run, the block's end included */
+                for (size_t j = rnd() % n; j < n && k < 101; j++)
+                    rows[k++] = (uint32_t)j;
+                break;
+            case 3:
+                for (size_t j = 0; j < n; j++)
+                    rows[k++] = (uint32_t)j;
+                break;
+            case 4: rows[k++] = 0; break;
+            default:
+                for (size_t j = 0; j < n; j++)
+                    if (rnd() % 7 == 0)
+                        rows[k++] = (uint32_t)j;
+            }
+            /* the page's first step: a few columns of every event, into
+             * what the rows then fill */
+            memset(part, 0xa5, n * sizeof(*part));
+            if (kblock_decode_cols(dec, blk, len, KB_C_TS | KB_C_SEQ, part,
+                                   KB_MAX_EVENTS, &pm, why, sizeof(why)) ||
+                pm != n) {
+                fprintf(stderr, "  round %d: cols: %s\n", round, why);
+                bad++;
+                continue;
+            }
+            memset(part, 0xa5, n * sizeof(*part));
+            runs++;
+            if (kblock_decode_rows(dec, cols, rows, k, part, why,
+                                   sizeof(why))) {
+                fprintf(stderr, "  round %d rows: %s\n", round, why);
+                bad++;
+                continue;
+            }
+            for (size_t j = 0; j < k; j++)
+                if (!cols_ok(&got[rows[j]], &part[j], 1, cols)) {
+                    fprintf(stderr, "  round %d opt %u: row %u of %zu\n", round,
+                            opt, rows[j], n);
+                    bad++;
+                    break;
+                }
+            /* nothing written past the k asked for */
+            if (k < n && !cols_ok(&got[0], &part[k], 1, 0))
+                bad++;
+        }
+    }
+    fprintf(stderr, "  %u row decodes, %u wrong\n", runs, bad);
+    CHECK(bad == 0);
+    CHECK(runs > 600);
+    /* refused: rows out of order, repeated, past the block; no decode
+     * before; another call on the decoder in between */
+    fill_real(10, 3);
+    {
+        size_t len = 0, m = 0, pos = 0;
+        kblock_dec *d2 = kblock_dec_new();
+        REQUIRE(d2 != NULL);
+        CHECK(kblock_decode_rows(d2, KB_C_ALL, rows, 1, part, why,
+                                 sizeof(why)) == -1);
+        CHECK(strstr(why, "no block decoded") != NULL);
+        kblock_dec_free(d2);
+        REQUIRE(kblock_encode(enc, ev, 10, 3, 0, blk, KB_BLOCK_MAX, &len, why,
+                              sizeof(why)) == 0);
+        REQUIRE(kblock_decode_cols(dec, blk, len, KB_C_TS, part, KB_MAX_EVENTS,
+                                   &m, why, sizeof(why)) == 0);
+        rows[0] = 3;
+        rows[1] = 3;
+        CHECK(kblock_decode_rows(dec, KB_C_ALL, rows, 2, part, why,
+                                 sizeof(why)) == -1);
+        rows[1] = 2;
+        CHECK(kblock_decode_rows(dec, KB_C_ALL, rows, 2, part, why,
+                                 sizeof(why)) == -1);
+        rows[0] = 10;
+        CHECK(kblock_decode_rows(dec, KB_C_ALL, rows, 1, part, why,
+                                 sizeof(why)) == -1);
+        rows[0] = 9;
+        CHECK(kblock_decode_rows(dec, KB_C_ALL, rows, 1, part, why,
+                                 sizeof(why)) == 0 &&
+              same(&ev[9], &part[0], 1));
+        CHECK(kblock_seek_seq(dec, blk, len, ev[4].seq, &pos, why,
+                              sizeof(why)) == 0 &&
+              pos == 4);
+        CHECK(kblock_decode_rows(dec, KB_C_ALL, rows, 1, part, why,
+                                 sizeof(why)) == -1);
+        /* a failed decode leaves nothing to read rows of */
+        REQUIRE(kblock_decode_cols(dec, blk, len, KB_C_TS, part, KB_MAX_EVENTS,
+                                   &m, why, sizeof(why)) == 0);
+        CHECK(kblock_decode_cols(dec, blk, len - 1, KB_C_TS, part,
+                                 KB_MAX_EVENTS, &m, why, sizeof(why)) == -1);
+        CHECK(kblock_decode_rows(dec, KB_C_ALL, rows, 1, part, why,
+                                 sizeof(why)) == -1);
+    }
+    free(part);
+    free(rows);
+}
+
 int main(void)
 {
     enc = kblock_enc_new();
@@ -594,6 +728,7 @@ int main(void)
     RUN(test_seek);
     RUN(test_name_dur);
     RUN(test_cols);
+    RUN(test_rows);
     RUN(test_damage);
     kblock_enc_free(enc);
     kblock_dec_free(dec);
