@@ -472,15 +472,14 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
      * have (queue and launch latency have no bound: every block) */
     if (sdb_prepare(db,
                     /* CASE: PostgreSQL's EXISTS is a boolean */
-                    by_name ? "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
-                              " dur_max, CASE WHEN EXISTS (SELECT 1 FROM"
-                              " kbnames n WHERE n.sess=k.sess AND"
-                              " n.stream=k.stream AND n.seq_lo=k.seq_lo)"
-                              " THEN 1 ELSE 0 END FROM kblocks k WHERE"
-                              " sess=?1 AND t_hi >= ?2 AND t_lo < ?3"
-                            : "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
-                              " dur_max FROM kblocks WHERE sess=?1 AND"
-                              " t_hi >= ?2 AND t_lo < ?3",
+                    by_name
+                        ? "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
+                          " dur_max, CASE WHEN EXISTS (SELECT 1 FROM"
+                          " kbnames n WHERE n.sess=k.sess AND"
+                          " n.stream=k.stream AND n.seq_lo=k.seq_lo)"
+                          " THEN 1 ELSE 0 END FROM kblocks k WHERE" KB_IN_RANGE
+                        : "SELECT stream, seq_lo, t_lo, t_hi, dur_min,"
+                          " dur_max FROM kblocks WHERE" KB_IN_RANGE,
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
