@@ -385,6 +385,15 @@ void kb_row_ev(sdb_stmt *st, int col, struct kblock_ev *e, unsigned *nul);
 #define KB_ROW_COLS                                                            \
     "seq, ts, dur, dev, stream, corr, name_id, cfg, gx, gy, gz, bx, by, bz,"   \
     " regs, smem, occ, scope, path, stack, api_off, api_dur, flags, tid"
+/* The kblocks rows of session ?1 that may hold kernels of [?2, ?3): a
+ * block ending at or after ?2 starts at or after ?2 minus the session's
+ * longest block span (kbspan, migration 25), which bounds the walk of the
+ * kblocks_t index; without the bound every block row of the session was
+ * read (~50 ms a query at 100M kernels).  No kbspan row: unbounded. */
+#define KB_IN_RANGE                                                            \
+    " sess=?1 AND t_lo < ?3 AND t_lo >= ?2 - coalesce((SELECT span FROM"       \
+    " kbspan WHERE sess=?1), 4611686018427387904) AND t_hi >= ?2"
+
 /* What a kernel row must have for the codec to keep it exactly (every
  * row this server writes has it; rows of older servers may not, and stay
  * rows): the compactor's filter, and migration 23's count (kcount). */

@@ -289,6 +289,20 @@ static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
     qbind_blob(st, 10, s->kb_buf, len);
     rc = sdb_err(sdb_step(st));
     sdb_finalize(st);
+    if (rc)
+        return rc;
+    /* the session's longest block span, in the same transaction: the
+     * reads' lower bound on t_lo (migration 25) must never be short */
+    if (sdb_prepare(s->w,
+                    "INSERT INTO kbspan VALUES(?1, ?2) ON CONFLICT(sess) DO"
+                    " UPDATE SET span=excluded.span WHERE excluded.span >"
+                    " kbspan.span",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, (int64_t)(idx->ts_max - idx->ts_min));
+    rc = sdb_err(sdb_step(st));
+    sdb_finalize(st);
     return rc;
 }
 

@@ -625,11 +625,11 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
  * those certain to be read (below). */
 static int scan_sql(sdb *db, int by_name, int cert, int desc, sdb_stmt **st)
 {
-    char sql[512];
+    char sql[1024];
 
     snprintf(sql, sizeof(sql),
              "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s%s FROM"
-             " kblocks k WHERE sess=?1 AND t_hi >= ?2 AND t_lo < ?3",
+             " kblocks k WHERE" KB_IN_RANGE,
              /* CASE: PostgreSQL's EXISTS is a boolean */
              by_name ? ", CASE WHEN EXISTS (SELECT 1 FROM kbnames n WHERE"
                        " n.sess=k.sess AND n.stream=k.stream AND"

@@ -148,7 +148,7 @@ static int acc_sql(tl0_ctx *a, qctx *c, const char *sql, int64_t p2, int64_t p3)
 static int count_range(qctx *c, int64_t lo, int64_t hi, uint64_t *n)
 {
     int rc = q_prepare(c, "SELECT (SELECT coalesce(sum(n), 0) FROM kblocks"
-                          " WHERE sess=?1 AND t_hi >= ?2 AND t_lo < ?3) +"
+                          " WHERE" KB_IN_RANGE ") +"
                           " (SELECT count(*) FROM kernels WHERE sess=?1 AND"
                           " ts >= ?2 AND ts < ?3)");
     if (rc)

@@ -399,6 +399,18 @@ static const char *const migrations[] = {
     " path INTEGER, stack INTEGER, api_off INTEGER, api_dur INTEGER,"
     " flags INTEGER, tid INTEGER, side INTEGER NOT NULL,"
     " PRIMARY KEY(sess, side, dur, seq)) WITHOUT ROWID;",
+    /* 25: blocks found by time without walking the session's blocks:
+     * an index on their start, and per session the longest time any of
+     * its blocks ever spanned (kept by kb_insert in the block's
+     * transaction, never lowered), so that "a block ending at or after
+     * from" becomes "starting at or after from - span" - a range of the
+     * index (docs/server.md "At 100M kernels"). */
+    "CREATE INDEX IF NOT EXISTS kblocks_t ON kblocks(sess, t_lo);"
+    "CREATE TABLE IF NOT EXISTS kbspan(sess INTEGER NOT NULL, span INTEGER"
+    " NOT NULL, PRIMARY KEY(sess)) WITHOUT ROWID;"
+    "DELETE FROM kbspan;"
+    "INSERT INTO kbspan SELECT sess, max(t_hi - t_lo) FROM kblocks GROUP BY"
+    " sess;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
