@@ -88,8 +88,10 @@ void agent_dead_put(agent_ctx *c, const agent_file *f, uint64_t off,
     jw_bool(&w, len < full_len);
     jw_obj_end(&w);
     jw_put(&w, "\n", 1);
-    if (!w.err)
-        fwrite(buf, 1, w.len, c->dead);
+    /* out at once, whole: a user (or a test) tailing the file sees
+     * records, not the first 4 KiB of one (CI read a cut record) */
+    if (!w.err && fwrite(buf, 1, w.len, c->dead) == w.len)
+        fflush(c->dead);
     free(buf);
 }
 

@@ -300,7 +300,8 @@ def dead_records(agent_work):
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [json.loads(l) for l in f]
+        # a record being written may be there in part: whole lines only
+        return [json.loads(l) for l in f if l.endswith("\n")]
 
 
 class KafkaMock:
