@@ -8,6 +8,7 @@
 #define GPUFL_SERVER_STORE_SQL_Q_H
 
 #include "ingest.h"
+#include "kblock.h"
 #include "store_sql_int.h"
 
 /* Tokens for re-reading a stored session header or stack line. */
@@ -147,5 +148,22 @@ const char *sq_path_of(sdb *db, int64_t sess, int64_t id, char *buf,
 /* Member key of a stored line (hdr: a session header or stack dict, which
  * ingest validated) into w as raw JSON; nothing when absent. */
 void sq_raw_member(jw *w, const char *hdr, const char *key);
+
+/* int64_t ascending, for qsort and bsearch */
+int sq_cmp_i64(const void *a, const void *b);
+
+/* The display and recorded names of the page's kernels (their distinct
+ * name ids, ascending: ids[0..n), disp[i] and mang[i] malloc'd, "" for an
+ * id that names nothing, as the rows' LEFT JOIN gives): one statement per
+ * PAGE_NAMES_IN ids, where a lookup per kernel cost the page a statement
+ * step each (on PostgreSQL a round trip each). */
+typedef struct sq_page_names {
+    int64_t *ids;
+    char **disp, **mang;
+    size_t n;
+} sq_page_names;
+int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n,
+                      sq_page_names *pn);
+void sq_page_names_free(sq_page_names *pn);
 
 #endif

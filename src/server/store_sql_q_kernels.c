@@ -303,12 +303,6 @@ typedef struct page_keep {
     size_t nids;
 } page_keep;
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int page_keeps(const kblock_ev *e, void *arg)
 {
     const page_keep *k = arg;
@@ -323,7 +317,7 @@ static int page_keeps(const kblock_ev *e, void *arg)
                 : !(v > k->cur[0] || (v == k->cur[0] && seq > k->cur[1])))
         return 0;
     return !k->ids ||
-           bsearch(&e->name_id, k->ids, k->nids, sizeof(int64_t), cmp_i64);
+           bsearch(&e->name_id, k->ids, k->nids, sizeof(int64_t), sq_cmp_i64);
 }
 
 /* The name filter's name ids (sorted, malloc'd into *ids). */
@@ -353,7 +347,7 @@ static int page_ids(qctx *c, const char *pat, int64_t **ids, size_t *n)
     if (rc != SDB_DONE)
         return sq_err(rc);
     if (*n > 1)
-        qsort(*ids, *n, sizeof(**ids), cmp_i64);
+        qsort(*ids, *n, sizeof(**ids), sq_cmp_i64);
     return GPUFL_OK;
 }
 
@@ -456,7 +450,7 @@ static int kept_page(qctx *c, const int64_t *cur, int desc, uint32_t l,
         return sq_err(rc);
     /* every key once: as many rows as keys, no seq twice */
     if (got == nk && got > 1)
-        qsort(seqs, (size_t)got, sizeof(seqs[0]), cmp_i64);
+        qsort(seqs, (size_t)got, sizeof(seqs[0]), sq_cmp_i64);
     for (int64_t i = 1; i < got && got == nk; i++)
         if (seqs[i] == seqs[i - 1])
             got = -1;
@@ -465,98 +459,6 @@ static int kept_page(qctx *c, const int64_t *cur, int desc, uint32_t l,
         return GPUFL_OK;
     }
     *kept = 1;
-    return GPUFL_OK;
-}
-
-/* Ids of names one statement of page_names looks up. */
-#define PAGE_NAMES_IN 100
-
-/* The display and recorded names of the page's kernels (their distinct
- * name ids, ascending: ids[0..n), disp[i] and mang[i] malloc'd, "" for an
- * id that names nothing, as the rows' LEFT JOIN gives): one statement per
- * PAGE_NAMES_IN ids, where a lookup per kernel cost the page a statement
- * step each (on PostgreSQL a round trip each). */
-typedef struct page_names {
-    int64_t *ids;
-    char **disp, **mang;
-    size_t n;
-} page_names;
-
-static void page_names_free(page_names *pn)
-{
-    for (size_t i = 0; i < pn->n; i++) {
-        free(pn->disp[i]);
-        free(pn->mang[i]);
-    }
-    free(pn->ids);
-    free(pn->disp);
-    free(pn->mang);
-    memset(pn, 0, sizeof(*pn));
-}
-
-static int page_names_get(qctx *c, const kblock_ev *ev, size_t n,
-                          page_names *pn)
-{
-    size_t k = 0;
-    int rc;
-
-    memset(pn, 0, sizeof(*pn));
-    if (!n)
-        return GPUFL_OK;
-    pn->ids = malloc(n * sizeof(*pn->ids));
-    pn->disp = calloc(n, sizeof(*pn->disp));
-    pn->mang = calloc(n, sizeof(*pn->mang));
-    if (!pn->ids || !pn->disp || !pn->mang)
-        return GPUFL_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        pn->ids[i] = ev[i].name_id;
-    qsort(pn->ids, n, sizeof(*pn->ids), cmp_i64);
-    for (size_t i = 0; i < n; i++)
-        if (!k || pn->ids[i] != pn->ids[k - 1])
-            pn->ids[k++] = pn->ids[i];
-    pn->n = k;
-    /* PostgreSQL: the ids in one statement (a step there is a round
-     * trip); SQLite: one short statement stepped per id (parsing one of
-     * ~80 parameters cost more than the steps: 8 % of a page) */
-    for (size_t at = 0, nin = 0; at < k; at += nin) {
-        int pg = sdb_dialect(c->db) == SDB_POSTGRES;
-        nin = !pg ? 1 : k - at < PAGE_NAMES_IN ? k - at : PAGE_NAMES_IN;
-        if (!pg && at) {
-            sdb_reset(c->st); /* the statement of the ids before */
-        } else {
-            char sql[160 + PAGE_NAMES_IN * 6];
-            size_t len = (size_t)snprintf(
-                sql, sizeof(sql),
-                "SELECT id, coalesce(demangled, name, ''), coalesce(name, '')"
-                " FROM dicts WHERE sess=?1 AND id IN (");
-            for (size_t i = 0; i < nin; i++)
-                len += (size_t)snprintf(sql + len, sizeof(sql) - len, "%s?%zu",
-                                        i ? "," : "", i + 2);
-            snprintf(sql + len, sizeof(sql) - len, ")");
-            if ((rc = q_prepare(c, sql)) != 0)
-                return rc;
-        }
-        qbind_i64(c->st, 1, c->sess);
-        for (size_t i = 0; i < nin; i++)
-            qbind_i64(c->st, (int)(i + 2), pn->ids[at + i]);
-        while ((rc = sdb_step(c->st)) == SDB_ROW) {
-            int64_t id = qcol_i64(c->st, 0);
-            int64_t *x =
-                bsearch(&id, pn->ids + at, nin, sizeof(int64_t), cmp_i64);
-            size_t i;
-            if (!x)
-                continue;
-            i = (size_t)(x - pn->ids);
-            free(pn->disp[i]);
-            free(pn->mang[i]);
-            pn->disp[i] = strdup(qcol_text(c->st, 1));
-            pn->mang[i] = strdup(qcol_text(c->st, 2));
-            if (!pn->disp[i] || !pn->mang[i])
-                return GPUFL_ENOMEM;
-        }
-        if (rc != SDB_DONE)
-            return sq_err(rc);
-    }
     return GPUFL_OK;
 }
 
@@ -585,7 +487,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
                                 KB_KEY_LAUNCH };
     int64_t *ids = NULL, last[2] = { 0, 0 };
     int64_t t_lo = (int64_t)q->from, t_hi = q->to ? (int64_t)q->to : INT64_MAX;
-    page_names pn = { NULL, NULL, NULL, 0 };
+    sq_page_names pn = { NULL, NULL, NULL, 0 };
     kb_top t;
     uint32_t n = 0;
     int rc, kept = 0;
@@ -638,7 +540,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     if (rc)
         goto out;
     kb_top_sort(&t);
-    if ((rc = page_names_get(c, t.ev, t.n < l ? t.n : l, &pn)) != 0)
+    if ((rc = sq_page_names_get(c, t.ev, t.n < l ? t.n : l, &pn)) != 0)
         goto out;
     jw_obj_begin(w);
     jw_key(w, "items");
@@ -646,7 +548,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     for (; n < l && n < t.n; n++) {
         const kblock_ev *e = &t.ev[n];
         int64_t *x =
-            bsearch(&e->name_id, pn.ids, pn.n, sizeof(int64_t), cmp_i64);
+            bsearch(&e->name_id, pn.ids, pn.n, sizeof(int64_t), sq_cmp_i64);
         size_t i = x ? (size_t)(x - pn.ids) : 0;
         jw_obj_begin(w);
         w_kernel_ev(w, e, t.nul[n], x && pn.disp[i] ? pn.disp[i] : "",
@@ -659,7 +561,7 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     q_next(w, t.n > l, last, 2);
     jw_obj_end(w);
 out:
-    page_names_free(&pn);
+    sq_page_names_free(&pn);
     free(ids);
     kb_top_free(&t);
     return rc;
