@@ -11,7 +11,11 @@
  *     decode(b2) == e and encode(decode(b2)) == b2 byte for byte.
  *     (b2 == b itself is not required: a zstd frame, or a column, may
  *     be spelled several ways that all decode to e; the encoder's own
- *     output is the canonical spelling.)
+ *     output is the canonical spelling.)  The page's two-step decode
+ *     (kblock_decode_cols of a few columns, then kblock_decode_rows of
+ *     rows the first byte's other bits choose) runs on the bytes first,
+ *     whatever they are; for an accepted block its rows are the full
+ *     decode's, with every column and with a few.
  *   odd: the rest describes events (a few bytes per field: small values,
  *     extremes, or steps from the previous event's value) and the
  *     encoder's options.  Oracles: decode(encode(events)) == events,
@@ -41,9 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static kblock_enc *enc;
 static kblock_dec *dec;
-static kblock_ev *ev, *got, *got2;
+static kblock_ev *ev, *got, *got2, *part;
 static unsigned char *b1, *b2;
 static kblock_index *idx;
+static uint32_t *rows;
 
 static int setup(void)
 {
@@ -57,7 +62,11 @@ static int setup(void)
     b1 = malloc(KB_BLOCK_MAX);
     b2 = malloc(KB_BLOCK_MAX);
     idx = malloc(sizeof(*idx));
-    return enc && dec && ev && got && got2 && b1 && b2 && idx ? 0 : -1;
+    part = calloc(KB_MAX_EVENTS, sizeof(*part));
+    rows = malloc(KB_MAX_EVENTS * sizeof(*rows));
+    return enc && dec && ev && got && got2 && b1 && b2 && idx && part && rows
+               ? 0
+               : -1;
 }
 
 /* The round trips from decoded events got[0..n). */
@@ -76,15 +85,98 @@ static void check_events(size_t n, unsigned opt)
     FUZZ_ASSERT(l1 == l2 && memcmp(b1, b2, l1) == 0);
 }
 
-static void block_mode(const uint8_t *p, size_t len)
+/*
+ * Rows of m for the second step, ascending, chosen by sel (the first
+ * byte's bits above the mode) and len: all of them, a page's run of 101
+ * from anywhere (the block's end included), every s-th, or the last.
+ * Their count.
+ */
+static size_t pick_rows(size_t m, unsigned sel, size_t len)
 {
-    size_t n, pos;
+    size_t k = 0, from = (len * 31 + sel) % m, s = 1 + (sel >> 2) % 29;
+
+    switch (sel & 3) {
+    case 0:
+        for (size_t j = 0; j < m; j++)
+            rows[k++] = (uint32_t)j;
+        break;
+    case 1:
+        for (size_t j = from; j < m && k < 101; j++)
+            rows[k++] = (uint32_t)j;
+        break;
+    case 2:
+        for (size_t j = from % s; j < m; j += s)
+            rows[k++] = (uint32_t)j;
+        break;
+    default: rows[k++] = (uint32_t)(m - 1);
+    }
+    return k;
+}
+
+/*
+ * The page's two steps on p: cols1 of every event, then cols2 of the
+ * rows pick_rows chooses into part[0..k), filled before with a pattern
+ * (full NULL) or with full[rows[j]].  Returns -1 when the first step
+ * refused p, else the second's result, with *k.  On any bytes, an error
+ * says why.
+ */
+static int two_step(const uint8_t *p, size_t len, unsigned cols1,
+                    unsigned cols2, unsigned sel, const kblock_ev *full,
+                    size_t *k)
+{
+    size_t m = 0;
     char why[256];
 
+    why[0] = '\0';
+    *k = 0;
+    if (kblock_decode_cols(dec, p, len, cols1, got2, KB_MAX_EVENTS, &m, why,
+                           sizeof(why)) != 0) {
+        FUZZ_ASSERT(why[0] != '\0');
+        return -1;
+    }
+    FUZZ_ASSERT(m >= 1 && m <= KB_MAX_EVENTS);
+    *k = pick_rows(m, sel, len);
+    for (size_t j = 0; j < *k; j++)
+        if (full)
+            part[j] = full[rows[j]];
+        else
+            memset(&part[j], 0xa5, sizeof(*part));
+    if (kblock_decode_rows(dec, cols2, rows, *k, part, why, sizeof(why)) !=
+        0) {
+        FUZZ_ASSERT(why[0] != '\0');
+        return 1;
+    }
+    return 0;
+}
+
+static void block_mode(const uint8_t *p, size_t len, unsigned sel)
+{
+    size_t n, pos, nr;
+    char why[256];
+    const unsigned page = KB_C_TS | KB_C_SEQ;
+    int r;
+
+    /* the page's path on the bytes as they are (the first step checks no
+     * index, so it accepts more than the full decode): every column of
+     * the rows into a pattern, compared below when the block is valid */
+    r = two_step(p, len, page, KB_C_ALL, sel, NULL, &nr);
     if (kblock_decode(dec, p, len, got, KB_MAX_EVENTS, &n, why, sizeof(why)) !=
         0) {
         FUZZ_ASSERT(why[0] != '\0');
         return;
+    }
+    /* a valid block: both steps took it, and the rows are the decode's */
+    FUZZ_ASSERT(r == 0 && nr >= 1);
+    for (size_t j = 0; j < nr; j++)
+        FUZZ_ASSERT(rows[j] < n &&
+                    memcmp(&part[j], &got[rows[j]], sizeof(*part)) == 0);
+    /* a few columns of the rows, over what the full decode gave them:
+     * the columns asked for equal, the others untouched */
+    {
+        unsigned c = ((unsigned)(len * 2246822519u) ^ sel << 9) & KB_C_ALL;
+        FUZZ_ASSERT(two_step(p, len, page, c, sel, got, &nr) == 0);
+        for (size_t j = 0; j < nr; j++)
+            FUZZ_ASSERT(memcmp(&part[j], &got[rows[j]], sizeof(*part)) == 0);
     }
     FUZZ_ASSERT(n >= 1 && n <= KB_MAX_EVENTS);
     FUZZ_ASSERT(kblock_index_read(p, len, idx, why, sizeof(why)) == 0);
@@ -190,6 +282,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 1)
         events_mode(data + 1, size - 1);
     else
-        block_mode(data + 1, size - 1);
+        block_mode(data + 1, size - 1, data[0] >> 1);
     return 0;
 }
