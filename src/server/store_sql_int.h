@@ -171,6 +171,21 @@ typedef struct sq_health {
  * makes. */
 #define SQ_KB_RUN 4096
 
+/* The compactor's merge pass's search (store_sql_kblocks.c merges_find):
+ * the (session, stream)s with two small blocks or more (n below ?1, the
+ * kernels per block, at most SQ_KB_RUN).  "n < 4096" is migration 26's
+ * kblocks_small's WHERE term, spelt literally for the planners: SQLite
+ * uses a partial index only when the query has that term, and
+ * PostgreSQL cannot prove it from a parameter in a generic plan.  An
+ * index range over the small blocks alone, not a read of every kblocks
+ * row (tests/server/test_srv_kb_plan.c checks the plan). */
+#define SQ_KB_SMALL " n < 4096"
+_Static_assert(SQ_KB_RUN == 4096, "SQ_KB_SMALL spells it");
+#define SQ_KB_MERGES_SQL                                                       \
+    "SELECT sess, stream, count(*), min(seq_lo) FROM kblocks WHERE"            \
+    SQ_KB_SMALL " AND n < ?1 GROUP BY sess, stream HAVING count(*) >= 2"       \
+    " ORDER BY sess, stream"
+
 typedef struct sq_kcold sq_kcold;
 
 struct srv_store {

@@ -615,11 +615,7 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
     int rc;
 
     *ng = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT sess, stream, count(*), min(seq_lo) FROM kblocks"
-                    " WHERE n < ? GROUP BY sess, stream HAVING count(*) >= 2"
-                    " ORDER BY sess, stream",
-                    &st))
+    if (sdb_prepare(s->w, SQ_KB_MERGES_SQL, &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, kb_run());
     while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)

@@ -79,8 +79,9 @@ static void tmp_url(const char *name, char *path)
         snprintf(path, 512, "%s/%s.db", t ? t : "/tmp", name);
 }
 
-/* The store open_tmp(name) made, opened again as it is. */
-static srv_store *open_tmp_again(const char *name)
+/* The store open_tmp(name) made, opened again as it is (unused: a test
+ * may not need it). */
+__attribute__((unused)) static srv_store *open_tmp_again(const char *name)
 {
     char path[512], err[256];
     srv_store *s = NULL;
@@ -90,8 +91,8 @@ static srv_store *open_tmp_again(const char *name)
     return s;
 }
 
-static const char *q(srv_store *s, int (*fn)(srv_store *, const srv_q *, jw *),
-                     const char *sid)
+__attribute__((unused)) static const char *
+q(srv_store *s, int (*fn)(srv_store *, const srv_q *, jw *), const char *sid)
 {
     srv_q qq;
     jw w;
