@@ -218,6 +218,8 @@ void srv_store_close(srv_store *s)
     sq_capi_release(s); /* its statements: before the connection */
     sdb_finalize(s->kb_names_st);
     sdb_finalize(s->kx_put_st);
+    for (int i = 0; i < 4; i++)
+        sdb_finalize(s->kx_bound_st[i / 2][i % 2]);
     for (unsigned i = 0; i < s->nr; i++)
         sdb_close(s->r[i]);
     sdb_close(s->w);

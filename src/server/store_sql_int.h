@@ -257,6 +257,9 @@ struct srv_store {
     sdb_stmt *kb_names_st;
     /* the writer's statement of one kxrow row (store_sql_kxrow.c), kept */
     sdb_stmt *kx_put_st;
+    /* kx_stored_bound's searches (side, which), kept: one prepare per
+     * server, not up to four per merged block */
+    sdb_stmt *kx_bound_st[2][2];
     /* this batch wrote blocks already: a kext key it added and drops
      * again may have its kxrow row (store_sql_ext.c deletes it) */
     int kx_wrote;

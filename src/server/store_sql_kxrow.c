@@ -78,9 +78,10 @@ static int kx_stored_bound(srv_store *s, int64_t sess, int d, int64_t b[2],
 
     *have = 0;
     for (int k = 0; k < 2 && !*have; k++) {
-        sdb_stmt *st = NULL;
-        if (sdb_prepare(s->w, sql[d][k], &st))
+        sdb_stmt *st = s->kx_bound_st[d][k];
+        if (!st && sdb_prepare(s->w, sql[d][k], &s->kx_bound_st[d][k]))
             return GPUFL_EINTERNAL;
+        st = s->kx_bound_st[d][k];
         qbind_i64(st, 1, sess);
         if (!k)
             qbind_i64(st, 2, KX_KEEP - 1);
@@ -89,7 +90,7 @@ static int kx_stored_bound(srv_store *s, int64_t sess, int d, int64_t b[2],
             b[1] = qcol_i64(st, 1);
             *have = 1;
         }
-        sdb_finalize(st);
+        sdb_reset(st);
         if (rc != SDB_ROW && rc != SDB_DONE)
             return sq_err(rc);
     }
@@ -189,24 +190,27 @@ typedef struct kx_blk {
     int64_t stream, lo;
 } kx_blk;
 
+/* The statements of one session's fill, prepared once for it (not once
+ * per batch of blocks and once per block): kx_blocks' search and
+ * kx_decode's read. */
+#define KX_BLOCKS_SQL                                                          \
+    "SELECT stream, seq_lo FROM kblocks WHERE sess=?1 AND (stream > ?2 OR"     \
+    " (stream = ?2 AND seq_lo > ?3)) AND (dur_max >= ?4 OR dur_min <= ?5)"     \
+    " ORDER BY stream, seq_lo LIMIT ?6"
+#define KX_BLOCK_SQL                                                           \
+    "SELECT block FROM kblocks WHERE sess=? AND stream=? AND seq_lo=?"
+
 /* The blocks of sess that may hold a kernel at or before a bound (b0 of
  * side 0: dur_max >= its dur; b1 of side 1: dur_min <= its dur), from
- * after (stream, lo) on, in key order, into m (*n of cap). */
-static int kx_blocks(srv_store *s, int64_t sess, const int64_t *b0,
+ * after (stream, lo) on, in key order, into m (*n of cap); st is
+ * KX_BLOCKS_SQL, reset after. */
+static int kx_blocks(sdb_stmt *st, int64_t sess, const int64_t *b0,
                      const int64_t *b1, const kx_blk *after, kx_blk *m,
                      size_t cap, size_t *n)
 {
-    sdb_stmt *st = NULL;
     int rc;
 
     *n = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT stream, seq_lo FROM kblocks WHERE sess=?1 AND"
-                    " (stream > ?2 OR (stream = ?2 AND seq_lo > ?3)) AND"
-                    " (dur_max >= ?4 OR dur_min <= ?5) ORDER BY stream,"
-                    " seq_lo LIMIT ?6",
-                    &st))
-        return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, after->stream);
     qbind_i64(st, 3, after->lo);
@@ -217,30 +221,26 @@ static int kx_blocks(srv_store *s, int64_t sess, const int64_t *b0,
         m[*n].stream = qcol_i64(st, 0);
         m[(*n)++].lo = qcol_i64(st, 1);
     }
-    sdb_finalize(st);
+    sdb_reset(st);
     return rc == SDB_ROW || rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-/* One block decoded into s->kb_ev (*n events). */
-static int kx_decode(srv_store *s, int64_t sess, const kx_blk *k, size_t *n)
+/* One block decoded into s->kb_ev (*n events); st is KX_BLOCK_SQL, reset
+ * after. */
+static int kx_decode(srv_store *s, sdb_stmt *st, int64_t sess,
+                     const kx_blk *k, size_t *n)
 {
-    sdb_stmt *st = NULL;
     const unsigned char *b = NULL;
     size_t len = 0;
     char why[128];
     int rc;
 
     *n = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT block FROM kblocks WHERE sess=? AND stream=? AND"
-                    " seq_lo=?",
-                    &st))
-        return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, k->stream);
     qbind_i64(st, 3, k->lo);
     if ((rc = sdb_step(st)) != SDB_ROW) {
-        sdb_finalize(st);
+        sdb_reset(st);
         return rc == SDB_DONE ? GPUFL_OK : sq_err(rc); /* merged away */
     }
     rc = sq_kb_bytes(s, st, 0, sess, k->stream, k->lo, &b, &len);
@@ -250,7 +250,7 @@ static int kx_decode(srv_store *s, int64_t sess, const kx_blk *k, size_t *n)
                    (long long)sess, why);
         rc = GPUFL_EINTERNAL;
     }
-    sdb_finalize(st);
+    sdb_reset(st);
     return rc;
 }
 
@@ -263,6 +263,7 @@ static int kx_fill_one(srv_store *s, int64_t sess, uint64_t *rows)
     int64_t b[2][2] = { { 0, 0 }, { 0, 0 } };
     int have[2] = { 0, 0 }, rc = GPUFL_OK;
     size_t n = 0;
+    sdb_stmt *bst = NULL, *dst = NULL;
 
     if (!m)
         return GPUFL_ENOMEM;
@@ -270,14 +271,19 @@ static int kx_fill_one(srv_store *s, int64_t sess, uint64_t *rows)
         rc = kx_stored_bound(s, sess, d, b[d], &have[d]);
     if (rc || (!have[0] && !have[1]))
         goto out;
+    if (sdb_prepare(s->w, KX_BLOCKS_SQL, &bst) ||
+        sdb_prepare(s->w, KX_BLOCK_SQL, &dst)) {
+        rc = GPUFL_EINTERNAL;
+        goto out;
+    }
     do {
-        if ((rc = kx_blocks(s, sess, have[0] ? b[0] : NULL,
+        if ((rc = kx_blocks(bst, sess, have[0] ? b[0] : NULL,
                             have[1] ? b[1] : NULL, &after, m, KX_FILL_BLOCKS,
                             &n)) != 0)
             break;
         for (size_t i = 0; i < n && !rc; i++) {
             size_t ne = 0;
-            if ((rc = kx_decode(s, sess, &m[i], &ne)) != 0)
+            if ((rc = kx_decode(s, dst, sess, &m[i], &ne)) != 0)
                 break;
             rc = kx_put_bound(s, sess, s->kb_ev, ne, b, have, rows);
         }
@@ -285,6 +291,8 @@ static int kx_fill_one(srv_store *s, int64_t sess, uint64_t *rows)
             after = m[n - 1];
     } while (!rc && n == KX_FILL_BLOCKS);
 out:
+    sdb_finalize(bst);
+    sdb_finalize(dst);
     free(m);
     return rc;
 }
