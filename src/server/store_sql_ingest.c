@@ -473,6 +473,28 @@ static int count_line(srv_store *s, int64_t sess, const srv_ev *e)
     return GPUFL_OK;
 }
 
+/* GPUFL_SERVER_FAIL_SID (tests only): a batch holding a line of this
+ * session fails as a database error would, in whatever group it is
+ * written, so that a test can drive the group's rollback and the rerun of
+ * its batches one by one (store_sql_igroup.c; test_srv_igroup.c).  Read
+ * once: the writer (under wlock) is its only reader. */
+static int test_fail(const srv_ev *ev, size_t n)
+{
+    static const char *sid;
+    static int read;
+
+    if (!read) {
+        sid = getenv("GPUFL_SERVER_FAIL_SID");
+        read = 1;
+    }
+    if (!sid || !sid[0])
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ev[i].sid, sid))
+            return 1;
+    return 0;
+}
+
 /* One batch of a group: its lines in, then what settles each kernel's
  * newness (the doubts, the writer's held rows), so that every line is
  * counted in its own batch's outcome (s->bres) and its seq ranges
@@ -487,6 +509,8 @@ static int batch_put(srv_store *s, const srv_ev *ev, size_t n,
     s->bres = r;
     if ((rc = sq_gaps_begin(s, ev, n)) != 0)
         return rc;
+    if (test_fail(ev, n))
+        return GPUFL_EINTERNAL;
     for (size_t i = 0; i < n && !rc; i++) {
         const srv_ev *e = &ev[i];
         int64_t sess = 0;

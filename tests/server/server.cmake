@@ -19,6 +19,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kb_plan ${CMAKE_CURRENT_LIST_DIR}/test_srv_kb_plan.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_igroup ${CMAKE_CURRENT_LIST_DIR}/test_srv_igroup.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kbcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kbcache.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_static ${CMAKE_CURRENT_LIST_DIR}/test_srv_static.c
@@ -232,7 +234,7 @@ endif()
 
 # The store's own tests on PostgreSQL (a fresh database per store).
 if(TARGET test_srv_store AND GPUFL_PG_BINS)
-  foreach(t store gaps kb_plan)
+  foreach(t store gaps kb_plan igroup)
     add_test(NAME server_pg_${t} COMMAND test_srv_${t})
     set_tests_properties(server_pg_${t} PROPERTIES TIMEOUT 300
       FIXTURES_REQUIRED server_pg

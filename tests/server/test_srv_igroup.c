@@ -1,0 +1,227 @@
+/*
+ * test_srv_igroup.c - the group commit's rerun (store_sql_igroup.c): five
+ * batches queued while another is written go into one transaction; one
+ * of them fails (GPUFL_SERVER_FAIL_SID, tests only, fails any batch of
+ * that session as a database error would), so the group is rolled back
+ * and its batches written again one per transaction.  Every other batch
+ * is acknowledged with its own counts and stored exactly once (kernel
+ * rows and the session's counters: the failed first try left nothing),
+ * the failing one gets its error and leaves nothing; then four good
+ * batches queued the same way share one commit (the harness does group).
+ *
+ * The queue is made deterministic by holding the writer's lock: the
+ * first caller takes its batch alone and waits for the lock, the others
+ * queue behind it, and the next leader takes them all as one group.
+ */
+#include "ingest.h"
+#include "store.h"
+#include "test.h"
+
+#include <gpufl/gpufl.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "store_sql_int.h"
+#include "store_test.h"
+
+#define NB 6  /* a first batch, then a group of five */
+#define NK 20 /* kernels per batch */
+#define BAD 3 /* the group's batch that fails */
+#define SID_FMT "%08x-0000-4000-8000-00000000000%d"
+
+static jsonl_tok tok[INGEST_MAX_TOKENS];
+static char lines[NK + 4][512];
+static char arena[NB][1 << 16];
+static srv_ev evs[NB][NK + 4];
+static size_t nev[NB];
+
+/* A session of one stream: its line, names, NK kernels, its end. */
+static size_t build(const char *sid, int b, srv_ev *ev)
+{
+    int k = 0, seq = 0;
+    ingest_arena a = { arena[b], 0, sizeof(arena[b]) };
+    jsonl_doc d;
+    char why[INGEST_REASON_MAX];
+
+#define L(...) snprintf(lines[k++], sizeof(lines[0]), __VA_ARGS__)
+    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":100,"
+      "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\",\"start\":100,"
+      "\"streams\":[\"device\"]}",
+      sid, seq++);
+    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":101,"
+      "\"type\":\"dict\",\"id\":1,\"kind\":\"name\",\"name\":\"k1\"}",
+      sid, seq++);
+    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":102,"
+      "\"type\":\"dict\",\"id\":2,\"kind\":\"launch\",\"name\":1,"
+      "\"block\":[128],\"regs\":32,\"occ\":0.5}",
+      sid, seq++);
+    for (int i = 0; i < NK; i++)
+        L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":%d,"
+          "\"type\":\"kernel\",\"cfg\":2,\"grid\":[1],\"dur\":%d,"
+          "\"stream\":1}",
+          sid, seq++, 1000000 + i * 5000, (i + 1) * 1000);
+#undef L
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    for (int i = 0; i < k; i++)
+        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]),
+                              &a, &ev[i], why))
+            fprintf(stderr, "line %d: %s\n", i, why);
+    return (size_t)k;
+}
+
+typedef struct job {
+    srv_store *s;
+    int b, rc;
+    srv_ingest_res r;
+} job;
+
+static void *ingest(void *arg)
+{
+    job *j = arg;
+    j->rc = srv_store_ingest(j->s, evs[j->b], nev[j->b], &j->r);
+    return NULL;
+}
+
+/* Batches queued (not yet taken by a writer). */
+static int queued(srv_store *s)
+{
+    int n = 0;
+    pthread_mutex_lock(&s->gq_lock);
+    for (sq_ibatch *b = s->gq_head; b; b = b->next)
+        n++;
+    pthread_mutex_unlock(&s->gq_lock);
+    return n;
+}
+
+/* Waits until cond(s) holds (10 s at most). */
+static int wait_for(srv_store *s, int want_queued, int want_leader)
+{
+    struct timespec ms = { 0, 1000000 };
+    for (int i = 0; i < 10000; i++) {
+        int lead;
+        pthread_mutex_lock(&s->gq_lock);
+        lead = s->gq_leader;
+        pthread_mutex_unlock(&s->gq_lock);
+        if (queued(s) == want_queued && lead == want_leader)
+            return 0;
+        nanosleep(&ms, NULL);
+    }
+    return -1;
+}
+
+/* Batches b[0..n) sent by n threads: b[0] taken alone while the test
+ * holds the writer's lock, the others queued behind it, then the lock
+ * let go; each job's result in j[]. */
+static void send_grouped(srv_store *s, const int *b, int n, job *j)
+{
+    pthread_t t[NB];
+
+    pthread_mutex_lock(&s->wlock);
+    for (int i = 0; i < n; i++) {
+        j[i] = (job){ s, b[i], -1, { 0, 0 } };
+        REQUIRE(pthread_create(&t[i], NULL, ingest, &j[i]) == 0);
+        /* the first becomes the writer of its batch alone; each next
+         * one waits in the queue */
+        CHECK(wait_for(s, i, 1) == 0);
+    }
+    pthread_mutex_unlock(&s->wlock);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* A count from db (sid as ?1). */
+static int64_t count(sdb *db, const char *sql, const char *sid)
+{
+    sdb_stmt *st = NULL;
+    int64_t v = -1;
+    if (sdb_prepare(db, sql, &st) == 0) {
+        sdb_bind_text(st, 1, sid, strlen(sid));
+        if (sdb_step(st) == SDB_ROW)
+            v = sdb_col_i64(st, 0);
+    }
+    sdb_finalize(st);
+    return v;
+}
+
+static void test_rerun(void)
+{
+    static char sids[NB][40];
+    srv_store *s;
+    sdb *db = NULL;
+    char url[512], err[256];
+    uint64_t c0, b0, c1, b1;
+    job j[NB];
+    int order[NB];
+
+    for (int b = 0; b < NB; b++) {
+        snprintf(sids[b], sizeof(sids[b]), SID_FMT, 0xa0u + (unsigned)b, b);
+        nev[b] = build(sids[b], b, evs[b]);
+    }
+    setenv("GPUFL_SERVER_FAIL_SID", sids[BAD], 1);
+    s = open_tmp("igroup");
+    REQUIRE(s != NULL);
+    tmp_url("igroup", url);
+    REQUIRE(sdb_open(url, 1, &db, err, sizeof(err)) == 0);
+
+    srv_store_ingest_stats(s, &c0, &b0);
+    for (int b = 0; b < NB; b++)
+        order[b] = b;
+    send_grouped(s, order, NB, j);
+    srv_store_ingest_stats(s, &c1, &b1);
+    for (int i = 0; i < NB; i++) {
+        const char *sid = sids[j[i].b];
+        int bad = j[i].b == BAD;
+        if (bad) {
+            CHECK(j[i].rc == GPUFL_EINTERNAL);
+            CHECK(j[i].r.accepted == 0);
+        } else {
+            CHECK(j[i].rc == GPUFL_OK);
+            CHECK(j[i].r.accepted == nev[j[i].b]);
+            CHECK(j[i].r.duplicate == 0);
+        }
+        CHECK(count(db,
+                    "SELECT count(*) FROM kernels k JOIN sessions s ON"
+                    " s.id=k.sess WHERE s.sid=?1",
+                    sid) == (bad ? 0 : NK));
+        CHECK(count(db, "SELECT count(*) FROM sessions WHERE sid=?1", sid) ==
+              !bad);
+        if (!bad)
+            CHECK(count(db, "SELECT n_kernels FROM sessions WHERE sid=?1",
+                        sid) == NK);
+    }
+    /* the first alone, the group's four good ones each alone: the failed
+     * group's transaction counts nothing */
+    CHECK(c1 - c0 == NB - 1 && b1 - b0 == NB - 1);
+
+    /* the same again, duplicates now, without the failing one: the
+     * group's four share one commit */
+    {
+        int again[5] = { 0, 1, 2, 4, 5 };
+        send_grouped(s, again, 5, j);
+        srv_store_ingest_stats(s, &c0, &b0);
+        CHECK(c0 - c1 == 2 && b0 - b1 == 5);
+        for (int i = 0; i < 5; i++) {
+            CHECK(j[i].rc == GPUFL_OK);
+            CHECK(j[i].r.accepted == 0 && j[i].r.duplicate == nev[j[i].b]);
+            CHECK(count(db,
+                        "SELECT count(*) FROM kernels k JOIN sessions s ON"
+                        " s.id=k.sess WHERE s.sid=?1",
+                        sids[j[i].b]) == NK);
+        }
+    }
+    sdb_close(db);
+    srv_store_close(s);
+    unsetenv("GPUFL_SERVER_FAIL_SID");
+}
+
+int main(void)
+{
+    RUN(test_rerun);
+    TEST_DONE();
+}
