@@ -379,10 +379,13 @@ static const opt_def srv_opts[] = {
  * store_sql_q_tl0.c: the kernels a computed timeline level 0 may decode);
  * not options, but no typos either. */
 static const char *const srv_env_known[] = {
-    "GPUFL_SERVER_TOPK",         "GPUFL_SERVER_KB_PAUSE_MS",
-    "GPUFL_SERVER_KBI_PAUSE_MS", "GPUFL_SERVER_KB_RUN",
-    "GPUFL_SERVER_TL0_MAX",      "GPUFL_SERVER_FAIL_SID",
-    NULL
+    "GPUFL_SERVER_TOPK",
+    "GPUFL_SERVER_KB_PAUSE_MS",
+    "GPUFL_SERVER_KBI_PAUSE_MS",
+    "GPUFL_SERVER_KB_RUN",
+    "GPUFL_SERVER_TL0_MAX",
+    "GPUFL_SERVER_FAIL_SID",
+    NULL,
 };
 
 const opt_prog srv_prog = {

@@ -182,8 +182,9 @@ typedef struct sq_health {
 #define SQ_KB_SMALL " n < 4096"
 _Static_assert(SQ_KB_RUN == 4096, "SQ_KB_SMALL spells it");
 #define SQ_KB_MERGES_SQL                                                       \
-    "SELECT sess, stream, count(*), min(seq_lo) FROM kblocks WHERE"            \
-    SQ_KB_SMALL " AND n < ?1 GROUP BY sess, stream HAVING count(*) >= 2"       \
+    "SELECT sess, stream, count(*), min(seq_lo) FROM kblocks "                 \
+    "WHERE" SQ_KB_SMALL                                                        \
+    " AND n < ?1 GROUP BY sess, stream HAVING count(*) >= 2"                   \
     " ORDER BY sess, stream"
 
 typedef struct sq_kcold sq_kcold;

@@ -227,8 +227,8 @@ static int kx_blocks(sdb_stmt *st, int64_t sess, const int64_t *b0,
 
 /* One block decoded into s->kb_ev (*n events); st is KX_BLOCK_SQL, reset
  * after. */
-static int kx_decode(srv_store *s, sdb_stmt *st, int64_t sess,
-                     const kx_blk *k, size_t *n)
+static int kx_decode(srv_store *s, sdb_stmt *st, int64_t sess, const kx_blk *k,
+                     size_t *n)
 {
     const unsigned char *b = NULL;
     size_t len = 0;

@@ -141,8 +141,7 @@ static int two_step(const uint8_t *p, size_t len, unsigned cols1,
             part[j] = full[rows[j]];
         else
             memset(&part[j], 0xa5, sizeof(*part));
-    if (kblock_decode_rows(dec, cols2, rows, *k, part, why, sizeof(why)) !=
-        0) {
+    if (kblock_decode_rows(dec, cols2, rows, *k, part, why, sizeof(why)) != 0) {
         FUZZ_ASSERT(why[0] != '\0');
         return 1;
     }

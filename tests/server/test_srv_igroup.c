@@ -69,8 +69,8 @@ static size_t build(const char *sid, int b, srv_ev *ev)
 #undef L
     jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
     for (int i = 0; i < k; i++)
-        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]),
-                              &a, &ev[i], why))
+        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]), &a,
+                              &ev[i], why))
             fprintf(stderr, "line %d: %s\n", i, why);
     return (size_t)k;
 }
