@@ -248,8 +248,8 @@ struct srv_store {
     /* queries' counters since start (/metrics; relaxed atomics): blocks
      * decoded (whole or some columns), pages sorted by duration of a
      * session with blocks answered from kext and its kept rows, and those
-     * that read the blocks */
-    uint64_t kq_decoded, kq_kept, kq_scanned;
+     * that read the blocks; block index rows the scans read */
+    uint64_t kq_decoded, kq_kept, kq_scanned, kq_indexed;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */

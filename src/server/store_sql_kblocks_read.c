@@ -687,6 +687,7 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         qbind_i64(st, 4, best);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         int col = t && t->key == KB_KEY_DUR ? 4 : 2;
+        __atomic_fetch_add(&s->kq_indexed, 1, __ATOMIC_RELAXED);
         if (cert && !qcol_null(st, by_name ? 7 : 6)) {
             if ((rc = block_offer(&x, st, by_name ? 7 : 6, qcol_i64(st, 0),
                                   qcol_i64(st, 1))) != 0)
