@@ -378,6 +378,9 @@ int64_t kb_key(const struct kblock_ev *e, int key);
 size_t kb_top_add(kb_top *t, const struct kblock_ev *e, unsigned nul);
 /* Sorts the kept events best first into t->ev[0..n) (heap given up). */
 void kb_top_sort(kb_top *t);
+/* Whether a block whose best key is b (the best any of its events can
+ * have) may still hold an event that places in t. */
+int kb_top_open(const kb_top *t, int64_t b);
 /* A kernel row (columns from col: seq, ts, dur, dev, stream, corr,
  * name_id, cfg, gx, gy, gz, bx, by, bz, regs, smem, occ, scope, path,
  * stack, api_off, api_dur, flags, tid) as an event; *nul its NULL bits. */
