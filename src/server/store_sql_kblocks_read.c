@@ -599,23 +599,19 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
 }
 
 /* The scan's index query: the blocks in the time range with their
- * bounds; by_name, whether each has kbnames rows; cert, the bytes of
- * those certain to be read (below). */
-static int scan_sql(sdb *db, int by_name, int cert, int desc, sdb_stmt **st)
+ * bounds; by_name, whether each has kbnames rows. */
+static int scan_sql(sdb *db, int by_name, sdb_stmt **st)
 {
     char sql[1024];
 
     snprintf(sql, sizeof(sql),
-             "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s%s FROM"
+             "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s FROM"
              " kblocks k WHERE" KB_IN_RANGE,
              /* CASE: PostgreSQL's EXISTS is a boolean */
              by_name ? ", CASE WHEN EXISTS (SELECT 1 FROM kbnames n WHERE"
                        " n.sess=k.sess AND n.stream=k.stream AND"
                        " n.seq_lo=k.seq_lo) THEN 1 ELSE 0 END"
-                     : "",
-             !cert  ? ""
-             : desc ? ", CASE WHEN t_hi >= ?4 THEN block END"
-                    : ", CASE WHEN t_lo <= ?4 THEN block END");
+                     : "");
     return sdb_prepare(db, sql, st) ? GPUFL_EINTERNAL : GPUFL_OK;
 }
 
@@ -628,15 +624,9 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
     size_t nm = 0, cap = 0;
     kb_scan x = { s, NULL, sess, t_lo, t_hi, cols, t ? sel : 0, keep, arg,
                   t, NULL, NULL, NULL, NULL, 0 };
-    int rc, by_bound = t && (t->key == KB_KEY_TS || t->key == KB_KEY_DUR);
+    int rc, by_bound = t && t->key == KB_KEY_DUR;
     int by_name =
         t && t->key == KB_KEY_DUR && t->named && t->nids <= KB_NAME_IDS_MAX;
-    /* by time, the blocks whose bound is at or before the range's start
-     * (the best key an event can have) stay open whatever the heap holds:
-     * their bytes come with the index rows, one query for all of them
-     * (on PostgreSQL, round trips saved: one per block) */
-    int cert = t && t->key == KB_KEY_TS;
-    int64_t best = t && t->desc ? (t_hi > INT64_MIN ? t_hi - 1 : t_hi) : t_lo;
 
     if (t && !t->cap)
         return GPUFL_OK; /* nothing can place */
@@ -662,22 +652,14 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
     }
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */
-    if ((rc = scan_sql(db, by_name, cert, t && t->desc, &st)) != 0)
+    if ((rc = scan_sql(db, by_name, &st)) != 0)
         goto out;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, t_lo);
     qbind_i64(st, 3, t_hi);
-    if (cert)
-        qbind_i64(st, 4, best);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         int col = t && t->key == KB_KEY_DUR ? 4 : 2;
         __atomic_fetch_add(&s->kq_indexed, 1, __ATOMIC_RELAXED);
-        if (cert && !qcol_null(st, by_name ? 7 : 6)) {
-            if ((rc = sq_kb_block_offer(&x, st, by_name ? 7 : 6,
-                                        qcol_i64(st, 0), qcol_i64(st, 1))) != 0)
-                goto out;
-            continue;
-        }
         if (nm == cap) {
             kb_meta *y;
             cap = cap ? 2 * cap : 256;
