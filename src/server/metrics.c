@@ -146,6 +146,9 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
     one(b, "gpufl_server_kblocks_decoded_total", "counter",
         "Kernel blocks decoded (whole or some columns) by queries.",
         g->kq.decoded);
+    one(b, "gpufl_server_kblocks_index_rows_total", "counter",
+        "Rows of the kernel block index read by queries' block scans.",
+        g->kq.indexed);
     prom_family(b, "gpufl_server_kernel_duration_pages_total", "counter",
                 "Kernel pages sorted by duration of sessions with blocks, by"
                 " what answered them: kext and its kept rows (kept) or the"

@@ -323,9 +323,10 @@ int srv_store_tl0_drop(srv_store *s, uint64_t *rows);
 int srv_store_kx_fill(srv_store *s, uint64_t *rows);
 /* Kernel queries' counters since start (/metrics): blocks decoded, and
  * pages sorted by duration of sessions with blocks answered from the
- * kept rows (kept) or from the blocks (scanned). */
+ * kept rows (kept) or from the blocks (scanned); rows of the block index
+ * the block scans read (indexed). */
 typedef struct srv_kq_stats {
-    uint64_t decoded, kept, scanned;
+    uint64_t decoded, kept, scanned, indexed;
 } srv_kq_stats;
 void srv_store_kq_stats(srv_store *s, srv_kq_stats *o);
 /* What the kernels take (bench_server): rows, blocks and the kernels in

@@ -267,8 +267,8 @@ struct srv_store {
     /* queries' counters since start (/metrics; relaxed atomics): blocks
      * decoded (whole or some columns), pages sorted by duration of a
      * session with blocks answered from kext and its kept rows, and those
-     * that read the blocks */
-    uint64_t kq_decoded, kq_kept, kq_scanned;
+     * that read the blocks; block index rows the scans read */
+    uint64_t kq_decoded, kq_kept, kq_scanned, kq_indexed;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
@@ -397,6 +397,9 @@ int64_t kb_key(const struct kblock_ev *e, int key);
 size_t kb_top_add(kb_top *t, const struct kblock_ev *e, unsigned nul);
 /* Sorts the kept events best first into t->ev[0..n) (heap given up). */
 void kb_top_sort(kb_top *t);
+/* Whether a block whose best key is b (the best any of its events can
+ * have) may still hold an event that places in t. */
+int kb_top_open(const kb_top *t, int64_t b);
 /* A kernel row (columns from col: seq, ts, dur, dev, stream, corr,
  * name_id, cfg, gx, gy, gz, bx, by, bz, regs, smem, occ, scope, path,
  * stack, api_off, api_dur, flags, tid) as an event; *nul its NULL bits. */

@@ -10,8 +10,8 @@
  * the events of the blocks that can still place, read in the order of
  * the key's bound in the block index (t_lo/t_hi, dur_min/dur_max) and
  * given up as soon as no further block can beat the heap's worst (by
- * time, the blocks certain to be read come with the index rows: one query,
- * not one per block).  A page reads a block in two steps (sq_kb_scan_sel):
+ * time, store_sql_kblocks_scan.c reads the index in that order and stops
+ * there).  A page reads a block in two steps (sq_kb_scan_sel):
  * the few columns its order and filters read, then every field of only
  * the events that placed.  A block read twice lately is kept decoded
  * (kbcache.h).  A kernel by id is found by seq (kblocks_seq index, then
@@ -22,7 +22,7 @@
  * allocated on first use, freed at close): a query uses one connection at
  * a time, so they need no lock, and a read allocates nothing per kernel.
  */
-#include "store_sql_int.h"
+#include "store_sql_kblocks_int.h"
 
 #include <gpufl/gpufl.h>
 
@@ -214,9 +214,7 @@ size_t kb_top_add(kb_top *t, const kblock_ev *e, unsigned nul)
     return slot;
 }
 
-/* whether block bound b (the best key any of its events can have) can
- * still place */
-static int top_open(const kb_top *t, int64_t b)
+int kb_top_open(const kb_top *t, int64_t b)
 {
     int64_t w;
 
@@ -348,26 +346,6 @@ static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
     return 0;
 }
 
-/* One scan of blocks (sq_kb_scan_sel): what it offers and to whom.  With
- * sel, the events are first decoded in the columns sel only, offered to
- * t, and only those that placed are then decoded in the columns cols
- * (kblock_decode_rows): row[slot] is the position in the block in hand of
- * the event t->ev[slot] holds (KB_ROW_NONE: none of this block), slots[]
- * the slots this block took (nslots), pairs[] their (row, slot) sorted. */
-typedef struct kb_scan {
-    srv_store *s;
-    struct kb_rd *r;
-    int64_t sess, t_lo, t_hi;
-    unsigned cols, sel;
-    kb_keep_fn keep;
-    void *arg;
-    kb_top *t;
-    uint32_t *row, *slots, *rows;
-    uint64_t *pairs;
-    size_t nslots;
-} kb_scan;
-#define KB_ROW_NONE UINT32_MAX
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -454,8 +432,8 @@ static int offer_cached(void *arg, const kblock_ev *ev, size_t n)
  * durations, decoded - whole, to be kept, when the cache asks for it;
  * else in x->sel's columns, then the placed events whole; or in
  * x->cols. */
-static int block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
-                       int64_t lo)
+int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
+                      int64_t lo)
 {
     struct kb_rd *r = x->r;
     kb_top *t = x->t;
@@ -497,8 +475,8 @@ static int block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
     return sel_fill(x);
 }
 
-/* The block (x->sess, stream, lo) read and offered (block_offer). */
-static int block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo)
+/* The block (x->sess, stream, lo) read and offered (sq_kb_block_offer). */
+int sq_kb_block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo)
 {
     sdb_stmt *st = NULL;
     int rc;
@@ -519,7 +497,7 @@ static int block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo)
                    (long long)x->sess, (long long)stream, (long long)lo);
         return rc == SDB_DONE ? GPUFL_EINTERNAL : sq_err(rc);
     }
-    rc = block_offer(x, st, 0, stream, lo);
+    rc = sq_kb_block_offer(x, st, 0, stream, lo);
     sdb_finalize(st);
     return rc;
 }
@@ -621,23 +599,19 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
 }
 
 /* The scan's index query: the blocks in the time range with their
- * bounds; by_name, whether each has kbnames rows; cert, the bytes of
- * those certain to be read (below). */
-static int scan_sql(sdb *db, int by_name, int cert, int desc, sdb_stmt **st)
+ * bounds; by_name, whether each has kbnames rows. */
+static int scan_sql(sdb *db, int by_name, sdb_stmt **st)
 {
     char sql[1024];
 
     snprintf(sql, sizeof(sql),
-             "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s%s FROM"
+             "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s FROM"
              " kblocks k WHERE" KB_IN_RANGE,
              /* CASE: PostgreSQL's EXISTS is a boolean */
              by_name ? ", CASE WHEN EXISTS (SELECT 1 FROM kbnames n WHERE"
                        " n.sess=k.sess AND n.stream=k.stream AND"
                        " n.seq_lo=k.seq_lo) THEN 1 ELSE 0 END"
-                     : "",
-             !cert  ? ""
-             : desc ? ", CASE WHEN t_hi >= ?4 THEN block END"
-                    : ", CASE WHEN t_lo <= ?4 THEN block END");
+                     : "");
     return sdb_prepare(db, sql, st) ? GPUFL_EINTERNAL : GPUFL_OK;
 }
 
@@ -650,15 +624,9 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
     size_t nm = 0, cap = 0;
     kb_scan x = { s, NULL, sess, t_lo, t_hi, cols, t ? sel : 0, keep, arg,
                   t, NULL, NULL, NULL, NULL, 0 };
-    int rc, by_bound = t && (t->key == KB_KEY_TS || t->key == KB_KEY_DUR);
+    int rc, by_bound = t && t->key == KB_KEY_DUR;
     int by_name =
         t && t->key == KB_KEY_DUR && t->named && t->nids <= KB_NAME_IDS_MAX;
-    /* by time, the blocks whose bound is at or before the range's start
-     * (the best key an event can have) stay open whatever the heap holds:
-     * their bytes come with the index rows, one query for all of them
-     * (on PostgreSQL, round trips saved: one per block) */
-    int cert = t && t->key == KB_KEY_TS;
-    int64_t best = t && t->desc ? (t_hi > INT64_MIN ? t_hi - 1 : t_hi) : t_lo;
 
     if (t && !t->cap)
         return GPUFL_OK; /* nothing can place */
@@ -676,23 +644,22 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         for (size_t i = 0; i < t->cap; i++)
             x.row[i] = KB_ROW_NONE;
     }
+    /* by time, the blocks in bound order from the index, given up early
+     * (store_sql_kblocks_scan.c) */
+    if (t && t->key == KB_KEY_TS) {
+        rc = sq_kb_scan_ts(&x, db);
+        goto out;
+    }
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */
-    if ((rc = scan_sql(db, by_name, cert, t && t->desc, &st)) != 0)
+    if ((rc = scan_sql(db, by_name, &st)) != 0)
         goto out;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, t_lo);
     qbind_i64(st, 3, t_hi);
-    if (cert)
-        qbind_i64(st, 4, best);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         int col = t && t->key == KB_KEY_DUR ? 4 : 2;
-        if (cert && !qcol_null(st, by_name ? 7 : 6)) {
-            if ((rc = block_offer(&x, st, by_name ? 7 : 6, qcol_i64(st, 0),
-                                  qcol_i64(st, 1))) != 0)
-                goto out;
-            continue;
-        }
+        __atomic_fetch_add(&s->kq_indexed, 1, __ATOMIC_RELAXED);
         if (nm == cap) {
             kb_meta *y;
             cap = cap ? 2 * cap : 256;
@@ -722,9 +689,9 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         qsort(m, nm, sizeof(*m), t->desc ? meta_desc : meta_asc);
     rc = GPUFL_OK;
     for (size_t i = 0; i < nm && !rc; i++) {
-        if (by_bound && !top_open(t, m[i].bound))
+        if (by_bound && !kb_top_open(t, m[i].bound))
             break; /* the rest are sorted further away */
-        rc = block_load(&x, db, m[i].stream, m[i].lo);
+        rc = sq_kb_block_load(&x, db, m[i].stream, m[i].lo);
     }
 out:
     sdb_finalize(st);

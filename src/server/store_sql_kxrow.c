@@ -342,4 +342,5 @@ void srv_store_kq_stats(srv_store *s, srv_kq_stats *o)
     o->decoded = __atomic_load_n(&s->kq_decoded, __ATOMIC_RELAXED);
     o->kept = __atomic_load_n(&s->kq_kept, __ATOMIC_RELAXED);
     o->scanned = __atomic_load_n(&s->kq_scanned, __ATOMIC_RELAXED);
+    o->indexed = __atomic_load_n(&s->kq_indexed, __ATOMIC_RELAXED);
 }

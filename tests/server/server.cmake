@@ -58,14 +58,15 @@ endif()
 # kernels, the same answers as rows, kill -9 during compaction, ingest
 # straight into blocks (Ingest, IngestCrash), concurrent batches sharing
 # commits through kill -9 (IngestGroup), pages by time at random
-# starts and cursors (Pages), sorts by duration of one
+# starts and cursors (Pages), the page by time's early stop in the
+# block index (PageScan), sorts by duration of one
 # name through the blocks' names (NameSorts), the compactor's row counts
 # through kill -9 (Counts), sorts by duration over all names from the
 # kept rows (KeptSorts); on
 # PostgreSQL below too.
 if(TARGET gpufl_server_core)
-  foreach(cls Blocks Reads Pages NameSorts Crash Ingest IngestCrash Counts
-      KeptSorts IngestGroup)
+  foreach(cls Blocks Reads Pages PageScan NameSorts Crash Ingest IngestCrash
+      Counts KeptSorts IngestGroup)
     add_test(NAME server_kblocks_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
               -v ${cls})
@@ -138,8 +139,8 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   set_tests_properties(server_pg_waste PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  foreach(cls Blocks Reads Pages NameSorts Crash Ingest IngestCrash Counts
-      KeptSorts IngestGroup)
+  foreach(cls Blocks Reads Pages PageScan NameSorts Crash Ingest IngestCrash
+      Counts KeptSorts IngestGroup)
     add_test(NAME server_pg_kblocks_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
               -v ${cls})

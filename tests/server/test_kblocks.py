@@ -426,6 +426,120 @@ class Pages(Base):
         self.assertGreater(metric(b, "gpufl_server_kblock_cache_bytes"), 0)
 
 
+
+def tied_session(rnd, steps, nstreams=7, sparse_every=20):
+    """nstreams lanes launching at the same instants (their blocks start
+    at the same t_lo: ties in the block index's order), a kernel of name
+    "rare" now and then, and a sparse lane whose blocks each span a large
+    part of the session (the session's kbspan) and interleave with every
+    other lane's."""
+    g = TL.Gen()
+    common, rare, sparse = g.name("common"), g.name("rare"), g.name("sparse")
+    t = TL.T0
+    for i in range(steps):
+        t += rnd.choice([0, 1, 1000, 20000, 70000])
+        for s in range(1, nstreams + 1):
+            g.kernel(t, rnd.randrange(0, 50000),
+                     rare if rnd.random() < 0.02 else common, stream=s,
+                     corr=len(g.kernels) + 1)
+        if i % sparse_every == 7:
+            g.kernel(t + rnd.choice([0, 1]), 5, sparse, dev=1, stream=20)
+    return g
+
+
+class PageScan(Base):
+    """Pages by start time read the block index in t_lo order from the
+    page's start and stop once no further block can place
+    (store_sql_kblocks_scan.c): the same pages as rows, where blocks of
+    different streams overlap and start at the same instants and one
+    stream's blocks span much of the session, and a page reads a few index
+    rows per stream, not every block from its start to the session's end
+    (gpufl_server_kblocks_index_rows_total)."""
+    RUN = 50
+
+    def load(self, gens):
+        a = self.server("rows")
+        b = self.server("blocks")  # rows (as in Pages), then compacted
+        for g in gens:
+            g.send(a)
+            g.send(b)
+        b.stop()
+        b = self.server("blocks", BLOCKS + ["--kernel-block-cache", "0"],
+                        env={"GPUFL_SERVER_KB_RUN": str(self.RUN)})
+        wait_settled(b, self.RUN)
+        return a, b
+
+    def same(self, a, b, p):
+        sa, _, da = a.req("GET", p)
+        sb, _, db = b.req("GET", p)
+        self.assertEqual(sb, sa, p)
+        ja, jb = json.loads(da or b"null"), json.loads(db or b"null")
+        self.assertEqual(jb, ja, p)
+        return ja
+
+    def test_early_stop_same_pages_few_index_rows(self):
+        rnd = random.Random(61)
+        g = tied_session(rnd, 1400)
+        h = lanes_session(random.Random(62), 40000, streams=(7, 8, 9, 10))
+        a, b = self.load([g, h])
+        nblk = {}
+        for gen in (g, h):
+            sess = b.sql("SELECT id FROM sessions WHERE sid='%s'"
+                         % gen.sid)[0][0]
+            nblk[gen] = count(b, "SELECT count(*) FROM kblocks WHERE"
+                                 " sess=%s" % sess)
+        self.assertGreater(nblk[g], 150)
+        self.assertGreater(nblk[h], 600)
+        # g's sparse lane: blocks far longer than the others'
+        self.assertGreater(count(b, "SELECT max(t_hi - t_lo) FROM kblocks"
+                                    " WHERE stream=20"),
+                           20 * count(b, "SELECT min(t_hi - t_lo) FROM"
+                                         " kblocks WHERE stream=1"))
+
+        # g: pages as rows, both ways, a name filter making the scan read
+        # many chunks of the index (ties split across them), cursors
+        base = "/api/v1/sessions/%s/kernels" % g.sid
+        ts = sorted(k[3] for k in g.kernels)
+        pages = 0
+        for i in range(120):
+            frm = rnd.choice(ts) if rnd.random() < 0.5 else \
+                rnd.randrange(ts[0] - 10, ts[-1] + 10)
+            desc = rnd.random() < 0.5
+            q = ("?to=%d&desc=true" % (frm + 1)) if desc else \
+                ("?from=%d" % frm)
+            q += "&limit=%d" % rnd.choice([1, 3, 40, 100, 333])
+            if rnd.random() < 0.3:
+                q += "&name=" + rnd.choice(["rare", "sparse"])
+            r = self.same(a, b, base + q)
+            for _ in range(rnd.choice([0, 1, 3])):
+                if not r.get("next"):
+                    break
+                r = self.same(a, b, base + q + "&cursor=" + r["next"])
+                pages += 1
+        self.assertGreater(pages, 30)
+        for q, lim in (("", 377), ("?desc=true", 211),
+                       ("?name=sparse&desc=true", 9)):
+            self.assertEqual(T.page_all(b, base + q, lim),
+                             T.page_all(a, base + q, lim), q)
+
+        # h: 4 streams, ~800 blocks; a page of 100 from a random start
+        # (by start, or back from its end) reads the blocks at its start
+        # and a first chunk of the index, not the blocks to the session's
+        # end (or its start)
+        base = "/api/v1/sessions/%s/kernels" % h.sid
+        ts = sorted(k[3] for k in h.kernels)
+        n = 40
+        before = metric(b, "gpufl_server_kblocks_index_rows_total")
+        for i in range(n):
+            frm = ts[rnd.randrange(len(ts) // 10, len(ts) * 9 // 10)]
+            q = ("?to=%d&desc=true" % frm) if i % 2 else ("?from=%d" % frm)
+            self.same(a, b, base + q + "&limit=100")
+        per = (metric(b, "gpufl_server_kblocks_index_rows_total") -
+               before) / n
+        print("  %.1f index rows a page (%d blocks)" % (per, nblk[h]))
+        self.assertLess(per, 80)
+
+
 def metric(srv, name):
     """One sample of /metrics (name with its labels), or None."""
     st, _, body = srv.req("GET", "/metrics")
