@@ -641,6 +641,29 @@ static int scan_sql(sdb *db, int by_name, int cert, int desc, sdb_stmt **st)
     return sdb_prepare(db, sql, st) ? GPUFL_EINTERNAL : GPUFL_OK;
 }
 
+/* A sort by duration, longest first, filtered by one name: the blocks
+ * in the order of that name's longest duration in each (kb_nord), loaded
+ * until the first that cannot place - not every block's index row read
+ * and sorted first (meta_by_name). */
+static int scan_one_name(kb_scan *x, sdb *db)
+{
+    kb_nord *o = NULL;
+    int64_t stream = 0, lo = 0, bound = 0;
+    int rc, more = 0;
+
+    if ((rc = sq_kb_nord_open(db, x->sess, x->t->ids[0], x->t_lo, x->t_hi,
+                              &o)) != 0)
+        return rc;
+    while (!(rc = sq_kb_nord_next(o, &stream, &lo, &bound, &more)) && more) {
+        if (!top_open(x->t, bound))
+            break; /* the rest are further away */
+        if ((rc = block_load(x, db, stream, lo)) != 0)
+            break;
+    }
+    sq_kb_nord_close(o);
+    return rc;
+}
+
 int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
                    int64_t t_hi, unsigned cols, unsigned sel, kb_keep_fn keep,
                    void *arg, kb_top *t)
@@ -675,6 +698,10 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         }
         for (size_t i = 0; i < t->cap; i++)
             x.row[i] = KB_ROW_NONE;
+    }
+    if (by_name && t->desc && t->nids == 1) {
+        rc = scan_one_name(&x, db);
+        goto out;
     }
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */

@@ -1,0 +1,216 @@
+/*
+ * store_sql_kblocks_names.c - a session's blocks in the order a sort by
+ * duration (longest first) filtered by one name reads them (issue 23;
+ * docs/server.md "Kernel blocks (store)"): kbnames' rows of that name
+ * longest first, straight from the index kbnames_dur (sess, name_id,
+ * dur_max), in chunks, merged with the blocks that have no kbnames rows
+ * (kbunnamed: written before schema 22, read as holding any name, by
+ * their block's dur_max).  The reader (sq_kb_scan_sel) loads blocks in
+ * this order until the heap cannot be beaten: at 100M kernels a name is
+ * in each of 24,000 blocks, of which a page reads ~100, and before this
+ * every one of the 24,000 rows was read and sorted first.
+ *
+ * Chunks, not one query: PostgreSQL's sdb layer fetches a result whole.
+ * A chunk is the next rows by dur_max; the rows tied with its last one
+ * are read whole by a second query (ties need no order of their own:
+ * the reader loads every block whose bound equals the heap's worst), so
+ * the continuation is a plain "dur_max < last", which PostgreSQL's index
+ * of three columns answers as SQLite's does.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* rows of the first chunk; each next one twice as many, up to the max:
+ * a page of 100 reads ~100 blocks (one round trip), a deep page more */
+#define KB_NORD_CHUNK 128
+#define KB_NORD_CHUNK_MAX 4096
+
+typedef struct kb_nblk {
+    int64_t stream, lo, bound;
+} kb_nblk;
+
+/* a growable list of blocks, read from its front */
+typedef struct kb_nlist {
+    kb_nblk *b;
+    size_t n, cap, i;
+} kb_nlist;
+
+struct kb_nord {
+    sdb *db;
+    int64_t sess, id, t_lo, t_hi;
+    kb_nlist u;      /* the unnamed blocks, longest first */
+    kb_nlist c;      /* the chunk in hand */
+    int64_t below;   /* the next chunk: dur_max below this */
+    size_t lim;      /* its size */
+    int more;        /* whether kbnames may hold more rows */
+};
+
+static int nl_push(kb_nlist *l, int64_t stream, int64_t lo, int64_t bound)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        kb_nblk *y = realloc(l->b, cap * sizeof(*y));
+        if (!y)
+            return GPUFL_ENOMEM;
+        l->b = y;
+        l->cap = cap;
+    }
+    l->b[l->n].stream = stream;
+    l->b[l->n].lo = lo;
+    l->b[l->n].bound = bound;
+    l->n++;
+    return GPUFL_OK;
+}
+
+/* every row of st (stream, seq_lo, bound) onto l */
+static int nl_read(sdb_stmt *st, kb_nlist *l)
+{
+    int rc;
+
+    while ((rc = sdb_step(st)) == SDB_ROW)
+        if (nl_push(l, qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2)))
+            return GPUFL_ENOMEM;
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+static int by_bound_desc(const void *a, const void *b)
+{
+    int64_t x = ((const kb_nblk *)a)->bound, y = ((const kb_nblk *)b)->bound;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* the name's kbnames rows of blocks in the time range (the kblocks row
+ * by its key: t_lo/t_hi); CROSS JOIN: SQLite walks kbnames_dur first */
+#define NORD_FROM                                                              \
+    "SELECT n.stream, n.seq_lo, n.dur_max FROM kbnames n CROSS JOIN"          \
+    " kblocks k WHERE n.sess=?1 AND n.name_id=?4 AND k.sess=n.sess AND"        \
+    " k.stream=n.stream AND k.seq_lo=n.seq_lo AND k.t_lo < ?3 AND"             \
+    " k.t_hi >= ?2 AND "
+
+/* The next chunk of o's name's blocks into o->c (emptied first): the
+ * o->lim longest below o->below, and every row tied with the last. */
+static int chunk_read(kb_nord *o)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+    int64_t d;
+
+    o->c.n = o->c.i = 0;
+    if (sdb_prepare(o->db,
+                    NORD_FROM "n.dur_max < ?5 ORDER BY n.dur_max DESC"
+                              " LIMIT ?6",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, o->sess);
+    qbind_i64(st, 2, o->t_lo);
+    qbind_i64(st, 3, o->t_hi);
+    qbind_i64(st, 4, o->id);
+    qbind_i64(st, 5, o->below);
+    qbind_i64(st, 6, (int64_t)o->lim);
+    rc = nl_read(st, &o->c);
+    sdb_finalize(st);
+    if (rc)
+        return rc;
+    if (o->c.n < o->lim) {
+        o->more = 0; /* kbnames holds no more */
+        return GPUFL_OK;
+    }
+    /* full: the rows tied with the last, all of them (a next chunk
+     * below d starts after them) */
+    d = o->c.b[o->c.n - 1].bound;
+    while (o->c.n && o->c.b[o->c.n - 1].bound == d)
+        o->c.n--;
+    if (sdb_prepare(o->db, NORD_FROM "n.dur_max = ?5", &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, o->sess);
+    qbind_i64(st, 2, o->t_lo);
+    qbind_i64(st, 3, o->t_hi);
+    qbind_i64(st, 4, o->id);
+    qbind_i64(st, 5, d);
+    rc = nl_read(st, &o->c);
+    sdb_finalize(st);
+    o->below = d;
+    if (o->lim < KB_NORD_CHUNK_MAX)
+        o->lim *= 2;
+    return rc;
+}
+
+int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
+                    int64_t t_hi, kb_nord **out)
+{
+    sdb_stmt *st = NULL;
+    kb_nord *o = calloc(1, sizeof(*o));
+    int rc;
+
+    *out = NULL;
+    if (!o)
+        return GPUFL_ENOMEM;
+    o->db = db;
+    o->sess = sess;
+    o->id = id;
+    o->t_lo = t_lo;
+    o->t_hi = t_hi;
+    o->below = INT64_MAX;
+    o->lim = KB_NORD_CHUNK;
+    o->more = 1;
+    /* few (none after a database made since schema 22 is compacted):
+     * read whole, sorted here */
+    if (sdb_prepare(db,
+                    "SELECT k.stream, k.seq_lo, k.dur_max FROM kbunnamed u"
+                    " CROSS JOIN kblocks k WHERE u.sess=?1 AND k.sess=u.sess"
+                    " AND k.stream=u.stream AND k.seq_lo=u.seq_lo AND"
+                    " k.t_lo < ?3 AND k.t_hi >= ?2",
+                    &st)) {
+        sq_kb_nord_close(o);
+        return GPUFL_EINTERNAL;
+    }
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, t_lo);
+    qbind_i64(st, 3, t_hi);
+    rc = nl_read(st, &o->u);
+    sdb_finalize(st);
+    if (rc) {
+        sq_kb_nord_close(o);
+        return rc;
+    }
+    if (o->u.n > 1)
+        qsort(o->u.b, o->u.n, sizeof(*o->u.b), by_bound_desc);
+    *out = o;
+    return GPUFL_OK;
+}
+
+int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
+                    int *more)
+{
+    const kb_nblk *b;
+    int rc;
+
+    *more = 0;
+    if (o->c.i == o->c.n && o->more && (rc = chunk_read(o)) != 0)
+        return rc;
+    if (o->c.i < o->c.n &&
+        (o->u.i == o->u.n || o->c.b[o->c.i].bound >= o->u.b[o->u.i].bound))
+        b = &o->c.b[o->c.i++];
+    else if (o->u.i < o->u.n)
+        b = &o->u.b[o->u.i++];
+    else
+        return GPUFL_OK;
+    *stream = b->stream;
+    *lo = b->lo;
+    *bound = b->bound;
+    *more = 1;
+    return GPUFL_OK;
+}
+
+void sq_kb_nord_close(kb_nord *o)
+{
+    if (!o)
+        return;
+    free(o->u.b);
+    free(o->c.b);
+    free(o);
+}
