@@ -30,7 +30,7 @@
 #define KB_NORD_CHUNK_MAX 4096
 
 typedef struct kb_nblk {
-    int64_t stream, lo, bound;
+    int64_t stream, lo, bound, seq_hi;
 } kb_nblk;
 
 /* a growable list of blocks, read from its front */
@@ -42,14 +42,14 @@ typedef struct kb_nlist {
 struct kb_nord {
     sdb *db;
     int64_t sess, id, t_lo, t_hi;
-    kb_nlist u;      /* the unnamed blocks, longest first */
-    kb_nlist c;      /* the chunk in hand */
-    int64_t below;   /* the next chunk: dur_max below this */
-    size_t lim;      /* its size */
-    int more;        /* whether kbnames may hold more rows */
+    kb_nlist u;    /* the unnamed blocks, longest first */
+    kb_nlist c;    /* the chunk in hand */
+    int64_t below; /* the next chunk: dur_max below this */
+    size_t lim;    /* its size */
+    int more;      /* whether kbnames may hold more rows */
 };
 
-static int nl_push(kb_nlist *l, int64_t stream, int64_t lo, int64_t bound)
+static int nl_push(kb_nlist *l, sdb_stmt *st)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 256;
@@ -59,35 +59,45 @@ static int nl_push(kb_nlist *l, int64_t stream, int64_t lo, int64_t bound)
         l->b = y;
         l->cap = cap;
     }
-    l->b[l->n].stream = stream;
-    l->b[l->n].lo = lo;
-    l->b[l->n].bound = bound;
+    l->b[l->n].stream = qcol_i64(st, 0);
+    l->b[l->n].lo = qcol_i64(st, 1);
+    l->b[l->n].bound = qcol_i64(st, 2);
+    l->b[l->n].seq_hi = qcol_i64(st, 3);
     l->n++;
     return GPUFL_OK;
 }
 
-/* every row of st (stream, seq_lo, bound) onto l */
+/* every row of st (stream, seq_lo, bound, seq_hi) onto l */
 static int nl_read(sdb_stmt *st, kb_nlist *l)
 {
     int rc;
 
     while ((rc = sdb_step(st)) == SDB_ROW)
-        if (nl_push(l, qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2)))
+        if (nl_push(l, st))
             return GPUFL_ENOMEM;
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-static int by_bound_desc(const void *a, const void *b)
+/* < 0 when block a comes first: longer bound, then (tied) higher seq_hi -
+ * the answer's order among equal durations, so that once the heap is
+ * full the tied blocks behind its worst are skipped (sq_kb_nord_next) */
+static int blk_cmp(const kb_nblk *a, const kb_nblk *b)
 {
-    int64_t x = ((const kb_nblk *)a)->bound, y = ((const kb_nblk *)b)->bound;
-    return x < y ? 1 : x > y ? -1 : 0;
+    if (a->bound != b->bound)
+        return a->bound < b->bound ? 1 : -1;
+    return a->seq_hi < b->seq_hi ? 1 : a->seq_hi > b->seq_hi ? -1 : 0;
+}
+
+static int blk_order(const void *a, const void *b)
+{
+    return blk_cmp(a, b);
 }
 
 /* the name's kbnames rows of blocks in the time range (the kblocks row
  * by its key: t_lo/t_hi); CROSS JOIN: SQLite walks kbnames_dur first */
 #define NORD_FROM                                                              \
-    "SELECT n.stream, n.seq_lo, n.dur_max FROM kbnames n CROSS JOIN"          \
-    " kblocks k WHERE n.sess=?1 AND n.name_id=?4 AND k.sess=n.sess AND"        \
+    "SELECT n.stream, n.seq_lo, n.dur_max, k.seq_hi FROM kbnames n CROSS"      \
+    " JOIN kblocks k WHERE n.sess=?1 AND n.name_id=?4 AND k.sess=n.sess AND"   \
     " k.stream=n.stream AND k.seq_lo=n.seq_lo AND k.t_lo < ?3 AND"             \
     " k.t_hi >= ?2 AND "
 
@@ -117,6 +127,8 @@ static int chunk_read(kb_nord *o)
         return rc;
     if (o->c.n < o->lim) {
         o->more = 0; /* kbnames holds no more */
+        if (o->c.n > 1)
+            qsort(o->c.b, o->c.n, sizeof(*o->c.b), blk_order);
         return GPUFL_OK;
     }
     /* full: the rows tied with the last, all of them (a next chunk
@@ -136,6 +148,8 @@ static int chunk_read(kb_nord *o)
     o->below = d;
     if (o->lim < KB_NORD_CHUNK_MAX)
         o->lim *= 2;
+    if (!rc && o->c.n > 1)
+        qsort(o->c.b, o->c.n, sizeof(*o->c.b), blk_order);
     return rc;
 }
 
@@ -160,7 +174,8 @@ int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
     /* few (none after a database made since schema 22 is compacted):
      * read whole, sorted here */
     if (sdb_prepare(db,
-                    "SELECT k.stream, k.seq_lo, k.dur_max FROM kbunnamed u"
+                    "SELECT k.stream, k.seq_lo, k.dur_max, k.seq_hi FROM"
+                    " kbunnamed u"
                     " CROSS JOIN kblocks k WHERE u.sess=?1 AND k.sess=u.sess"
                     " AND k.stream=u.stream AND k.seq_lo=u.seq_lo AND"
                     " k.t_lo < ?3 AND k.t_hi >= ?2",
@@ -178,13 +193,13 @@ int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
         return rc;
     }
     if (o->u.n > 1)
-        qsort(o->u.b, o->u.n, sizeof(*o->u.b), by_bound_desc);
+        qsort(o->u.b, o->u.n, sizeof(*o->u.b), blk_order);
     *out = o;
     return GPUFL_OK;
 }
 
 int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
-                    int *more)
+                    int64_t *seq_hi, int *more)
 {
     const kb_nblk *b;
     int rc;
@@ -193,7 +208,7 @@ int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
     if (o->c.i == o->c.n && o->more && (rc = chunk_read(o)) != 0)
         return rc;
     if (o->c.i < o->c.n &&
-        (o->u.i == o->u.n || o->c.b[o->c.i].bound >= o->u.b[o->u.i].bound))
+        (o->u.i == o->u.n || blk_cmp(&o->c.b[o->c.i], &o->u.b[o->u.i]) <= 0))
         b = &o->c.b[o->c.i++];
     else if (o->u.i < o->u.n)
         b = &o->u.b[o->u.i++];
@@ -202,6 +217,7 @@ int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
     *stream = b->stream;
     *lo = b->lo;
     *bound = b->bound;
+    *seq_hi = b->seq_hi;
     *more = 1;
     return GPUFL_OK;
 }

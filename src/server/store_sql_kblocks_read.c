@@ -644,19 +644,27 @@ static int scan_sql(sdb *db, int by_name, int cert, int desc, sdb_stmt **st)
 /* A sort by duration, longest first, filtered by one name: the blocks
  * in the order of that name's longest duration in each (kb_nord), loaded
  * until the first that cannot place - not every block's index row read
- * and sorted first (meta_by_name). */
+ * and sorted first (meta_by_name).  A block whose bound only ties the
+ * full heap's worst places only by a higher seq: with none above the
+ * worst's it is passed over (a name of few distinct durations has its
+ * longest in hundreds of blocks at 100M kernels). */
 static int scan_one_name(kb_scan *x, sdb *db)
 {
+    kb_top *t = x->t;
     kb_nord *o = NULL;
-    int64_t stream = 0, lo = 0, bound = 0;
+    int64_t stream = 0, lo = 0, bound = 0, seq_hi = 0;
     int rc, more = 0;
 
-    if ((rc = sq_kb_nord_open(db, x->sess, x->t->ids[0], x->t_lo, x->t_hi,
+    if ((rc = sq_kb_nord_open(db, x->sess, t->ids[0], x->t_lo, x->t_hi,
                               &o)) != 0)
         return rc;
-    while (!(rc = sq_kb_nord_next(o, &stream, &lo, &bound, &more)) && more) {
-        if (!top_open(x->t, bound))
+    while (!(rc = sq_kb_nord_next(o, &stream, &lo, &bound, &seq_hi, &more)) &&
+           more) {
+        const kblock_ev *w = t->n == t->cap ? &t->ev[t->h[0]] : NULL;
+        if (!top_open(t, bound))
             break; /* the rest are further away */
+        if (w && bound == kb_key(w, t->key) && seq_hi <= (int64_t)w->seq)
+            continue; /* tied, and every seq of it behind the worst's */
         if ((rc = block_load(x, db, stream, lo)) != 0)
             break;
     }

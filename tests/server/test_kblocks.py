@@ -599,7 +599,8 @@ class NameSorts(Base):
         with the blocks without kbnames rows (kbunnamed), and stops at the
         first block that cannot place: every page and every cursor's
         answers as rows.  Hundreds of blocks of 20 kernels; a name of
-        durations 1 to 30 (most blocks tie at its longest), one whose
+        durations 1 to 30 (most blocks tie at its longest), one of one
+        duration (every block ties: the order is by seq), one whose
         longest kernels are in a few blocks, one rare."""
         rnd = random.Random(47)
         g = TL.Gen()
@@ -607,12 +608,15 @@ class NameSorts(Base):
         tie = g.name("tie_kernel")
         rare = g.name("rare_kernel")
         wide = g.name("wide_kernel")
+        flat = g.name("flat_kernel")
         t = TL.T0
         for j in range(6000):
             t += rnd.choice([0, 300, 5000])
             r = rnd.random()
             if j % 97 == 5:
                 nid, dur = rare, rnd.randrange(10 ** 3, 10 ** 8)
+            elif r < 0.1:
+                nid, dur = flat, 4242
             elif r < 0.3:
                 nid, dur = tie, rnd.randrange(1, 31)
             elif r < 0.6:
@@ -638,13 +642,14 @@ class NameSorts(Base):
         t0 = TL.T0 + 10 ** 7
 
         def same(why):
-            for name in ("tie_", "few_", "rare_", "wide_", "nosuch"):
+            for name in ("tie_", "flat_", "few_", "rare_", "wide_",
+                         "nosuch"):
                 for lim in (1, 7, 100, 1000):
                     for rng in ("", "&from=%d&to=%d" % (t0, t0 + 10 ** 7)):
                         p = (base + "/kernels?sort=duration&desc=true&name="
                              "%s&limit=%d%s" % (name, lim, rng))
                         self.assertEqual(b.get(p), a.get(p), (why, p))
-            for name in ("tie_", "few_"):
+            for name in ("tie_", "flat_", "few_"):
                 q = "?sort=duration&desc=true&name=" + name
                 self.assertEqual(T.page_all(b, base + "/kernels" + q, 150),
                                  T.page_all(a, base + "/kernels" + q, 150),
