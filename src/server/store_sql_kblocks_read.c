@@ -655,8 +655,8 @@ static int scan_one_name(kb_scan *x, sdb *db)
     int64_t stream = 0, lo = 0, bound = 0, seq_hi = 0;
     int rc, more = 0;
 
-    if ((rc = sq_kb_nord_open(db, x->sess, t->ids[0], x->t_lo, x->t_hi,
-                              &o)) != 0)
+    if ((rc = sq_kb_nord_open(db, x->sess, t->ids[0], x->t_lo, x->t_hi, &o)) !=
+        0)
         return rc;
     while (!(rc = sq_kb_nord_next(o, &stream, &lo, &bound, &seq_hi, &more)) &&
            more) {
