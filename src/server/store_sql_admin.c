@@ -31,7 +31,7 @@
 static const char *const sess_tables[] = {
     "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
     "kagg", "tl", "kscope", "kext", "srl", "seqr", "kblocks", "kbnames",
-    "kcount", "kxrow", "kbspan", "capi", "capi_long",
+    "kbunnamed", "kcount", "kxrow", "kbspan", "capi", "capi_long",
     /* idle verdicts */
     "verdicts", "fleet",
     /* GPU waste (after the rollup

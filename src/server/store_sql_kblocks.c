@@ -235,7 +235,7 @@ int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in)
     return sq_kb_stored(s, sess, (int64_t)seq, (int64_t)seq, 0, seen_any, in);
 }
 
-/* Deletes the rows of table (kblocks or kbnames) of the blocks starting
+/* Deletes the rows of table (kblocks, kbnames, kbunnamed) of the blocks starting
  * at src[0..n) of (sess, stream).  A kblocks row that is gone was deleted
  * under the merge (retention, the cold tier): the merge is given up. */
 static int del_merged(srv_store *s, const char *table, int64_t sess,
@@ -594,9 +594,10 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
             break;
         }
     /* the merged blocks, each exactly once, and their names (none for
-     * a block older than schema 22) */
+     * a block older than schema 22: its kbunnamed row instead) */
     if ((rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
-        (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0)
+        (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0 ||
+        (rc = del_merged(s, "kbunnamed", sess, stream, src, nsrc)) != 0)
         return rc;
     /* kept rows its sources lack (written before schema 24, or by a batch
      * of more sessions than the heaps hold: store_sql_kxrow.c) */

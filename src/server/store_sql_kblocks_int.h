@@ -42,5 +42,9 @@ int sq_kb_block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo);
  * read from the kblocks_t index in the order of their bound, in chunks,
  * until none further can place. */
 int sq_kb_scan_ts(kb_scan *x, sdb *db);
+/* A sort by duration, longest first, filtered by one name: that name's
+ * blocks in order, loaded until the first that cannot place
+ * (store_sql_kblocks_names.c). */
+int sq_kb_scan_name(kb_scan *x, sdb *db);
 
 #endif

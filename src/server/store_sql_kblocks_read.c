@@ -650,6 +650,12 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         rc = sq_kb_scan_ts(&x, db);
         goto out;
     }
+    /* one name by duration, longest first: that name's blocks in order
+     * (store_sql_kblocks_names.c) */
+    if (by_name && t->desc && t->nids == 1) {
+        rc = sq_kb_scan_name(&x, db);
+        goto out;
+    }
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */
     if ((rc = scan_sql(db, by_name, &st)) != 0)

@@ -419,6 +419,24 @@ static const char *const migrations[] = {
      * IF NOT EXISTS: a test's undo of 24 runs it again */
     "CREATE INDEX IF NOT EXISTS kblocks_small ON kblocks(sess, stream,"
     " seq_lo, n) WHERE" SQ_KB_SMALL ";",
+    /* 27: a sort by duration filtered by one name reads that name's
+     * blocks longest first straight from kbnames (kbnames_dur replaces
+     * kbnames_name, whose (sess, name_id) prefix it keeps for the other
+     * reads) and stops at the first block that cannot place
+     * (store_sql_kblocks_names.c), so the blocks without kbnames rows
+     * (written before schema 22) are listed in kbunnamed, not found by
+     * walking every block; filled here (from scratch when a test's undo
+     * runs it again), deleted with their block */
+    "CREATE TABLE IF NOT EXISTS kbunnamed(sess INTEGER NOT NULL, stream"
+    " INTEGER NOT NULL, seq_lo INTEGER NOT NULL, PRIMARY KEY(sess, stream,"
+    " seq_lo)) WITHOUT ROWID;"
+    "DELETE FROM kbunnamed;"
+    "INSERT INTO kbunnamed SELECT sess, stream, seq_lo FROM kblocks k WHERE"
+    " NOT EXISTS (SELECT 1 FROM kbnames n WHERE n.sess=k.sess AND"
+    " n.stream=k.stream AND n.seq_lo=k.seq_lo);"
+    "DROP INDEX IF EXISTS kbnames_name;"
+    "CREATE INDEX IF NOT EXISTS kbnames_dur ON kbnames(sess, name_id,"
+    " dur_max);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

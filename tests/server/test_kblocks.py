@@ -677,15 +677,110 @@ class NameSorts(Base):
 
         # a block without any kbnames row (as written before schema 22)
         # may hold any name: that block, and every other second block,
-        # read again
+        # read again - listed in kbunnamed by migration 27, run again on
+        # a database taken back to schema 26
         exec_sql(b, "DELETE FROM kbnames WHERE " + key)
         exec_sql(b, "DELETE FROM kbnames WHERE sess=%d AND seq_lo %% 2 = 1"
                  % sid)
-        self.assertGreater(count(b, "SELECT count(*) FROM kblocks k WHERE"
-                                 " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
-                                 " x.sess=k.sess AND x.stream=k.stream AND"
-                                 " x.seq_lo=k.seq_lo)"), 1)
+        b = self.back_to_26(b, BLOCKS, {"GPUFL_SERVER_KB_RUN": str(RUN)})
+        self.assertGreater(count(b, "SELECT count(*) FROM kbunnamed"), 1)
         same("older blocks")
+
+    def back_to_26(self, srv, args, env):
+        """srv restarted on its database taken back to schema 26 (no
+        kbunnamed, kbnames_name for kbnames_dur): migration 27 lists the
+        blocks without kbnames rows in kbunnamed; the restarted server."""
+        srv.stop()
+        for q in ("DELETE FROM schema_version WHERE version>=27",
+                  "DROP TABLE kbunnamed", "DROP INDEX kbnames_dur",
+                  "CREATE INDEX kbnames_name ON kbnames(sess, name_id)"):
+            exec_sql(srv, q)
+        srv = self.server(os.path.basename(srv.data_dir), args, env=env)
+        self.assertEqual(count(srv, "SELECT max(version) FROM"
+                               " schema_version"), 27)
+        unnamed = ("SELECT k.sess, k.stream, k.seq_lo FROM kblocks k WHERE"
+                   " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
+                   " x.sess=k.sess AND x.stream=k.stream AND"
+                   " x.seq_lo=k.seq_lo) ORDER BY 1, 2, 3")
+        self.assertEqual(srv.sql("SELECT sess, stream, seq_lo FROM kbunnamed"
+                                 " ORDER BY 1, 2, 3"), srv.sql(unnamed))
+        return srv
+
+    def test_one_name_read_in_order(self):
+        """A sort by duration (longest first) filtered by one name reads
+        that name's blocks longest first from kbnames_dur, in chunks (128
+        rows, then 256; rows tied at a chunk's end read whole), merged
+        with the blocks without kbnames rows (kbunnamed), and stops at the
+        first block that cannot place: every page and every cursor's
+        answers as rows.  Hundreds of blocks of 20 kernels; a name of
+        durations 1 to 30 (most blocks tie at its longest), one of one
+        duration (every block ties: the order is by seq), one whose
+        longest kernels are in a few blocks, one rare."""
+        rnd = random.Random(47)
+        g = TL.Gen()
+        few = g.name("few_kernel")
+        tie = g.name("tie_kernel")
+        rare = g.name("rare_kernel")
+        wide = g.name("wide_kernel")
+        flat = g.name("flat_kernel")
+        t = TL.T0
+        for j in range(6000):
+            t += rnd.choice([0, 300, 5000])
+            r = rnd.random()
+            if j % 97 == 5:
+                nid, dur = rare, rnd.randrange(10 ** 3, 10 ** 8)
+            elif r < 0.1:
+                nid, dur = flat, 4242
+            elif r < 0.3:
+                nid, dur = tie, rnd.randrange(1, 31)
+            elif r < 0.6:
+                # a few long kernels among many short ones
+                nid = few
+                dur = rnd.randrange(10 ** 6, 10 ** 7) if rnd.random() < \
+                    0.01 else rnd.randrange(1, 10 ** 4)
+            else:
+                nid, dur = wide, rnd.randrange(0, 10 ** 6)
+            g.kernel(t, dur, nid, stream=7 + j % 3, corr=j + 1)
+        g = ended(g)
+        env = {"GPUFL_SERVER_KB_RUN": "20"}
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=env)
+        g.send(a, batch=3000)
+        g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
+        wait_compacted(b)
+        wait_stable(b)
+        nb = count(b, "SELECT count(*) FROM kblocks")
+        self.assertGreater(nb, 256)  # more than two chunks
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        base = "/api/v1/sessions/" + g.sid
+        t0 = TL.T0 + 10 ** 7
+
+        def same(why):
+            for name in ("tie_", "flat_", "few_", "rare_", "wide_",
+                         "nosuch"):
+                for lim in (1, 7, 100, 1000):
+                    for rng in ("", "&from=%d&to=%d" % (t0, t0 + 10 ** 7)):
+                        p = (base + "/kernels?sort=duration&desc=true&name="
+                             "%s&limit=%d%s" % (name, lim, rng))
+                        self.assertEqual(b.get(p), a.get(p), (why, p))
+            for name in ("tie_", "flat_", "few_"):
+                q = "?sort=duration&desc=true&name=" + name
+                self.assertEqual(T.page_all(b, base + "/kernels" + q, 150),
+                                 T.page_all(a, base + "/kernels" + q, 150),
+                                 (why, q))
+        same("named")
+        # the blocks of few's longest kernels, and a third of the others,
+        # as written before schema 22 (no kbnames rows): found through
+        # kbunnamed, longest first among the named ones
+        sid = count(b, "SELECT id FROM sessions")
+        exec_sql(b, "DELETE FROM kbnames WHERE sess=%d AND (seq_lo %% 3 = 0"
+                    " OR EXISTS (SELECT 1 FROM kbnames x WHERE x.sess="
+                    "kbnames.sess AND x.stream=kbnames.stream AND x.seq_lo="
+                    "kbnames.seq_lo AND x.name_id=%d AND x.dur_max >= %d))"
+                 % (sid, few, 10 ** 6))
+        b = self.back_to_26(b, BLOCKS, env)
+        self.assertGreater(count(b, "SELECT count(*) FROM kbunnamed"), nb // 4)
+        same("unnamed")
 
 
     def test_many_names_per_block(self):

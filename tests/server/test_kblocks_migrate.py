@@ -26,7 +26,8 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
         "DROP TABLE IF EXISTS kbnames",
         "DROP TABLE IF EXISTS capi", "DROP TABLE IF EXISTS capi_long",
         "DROP TABLE IF EXISTS capi_from", "DROP TABLE IF EXISTS kcount",
-        "DROP TABLE IF EXISTS kxrow", "DROP TABLE IF EXISTS kbspan"]
+        "DROP TABLE IF EXISTS kxrow", "DROP TABLE IF EXISTS kbspan",
+        "DROP TABLE IF EXISTS kbunnamed"]
 # schema 24 (kxrow) undone: blocks written before it, without kept rows
 UNDO_24 = ["DELETE FROM schema_version WHERE version>=24",
            "DROP TABLE kxrow", "DROP TABLE IF EXISTS kbspan",
@@ -184,7 +185,7 @@ class Migrate(TL.Base):
         self.assertIn("migrate: 0 timeline level 0 row(s) deleted", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 26)
+                                       " schema_version"), 27)
         self.assertIn("migrate: 0 kept row(s)", out)
         # the compactor kept the rows of the first KEEP kext keys of each
         # side whose kernels went into blocks; blocks of a database before
