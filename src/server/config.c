@@ -372,7 +372,7 @@ static const opt_def srv_opts[] = {
 #undef T
 
 /* Read by the store for tests (store_sql.c: a smaller top-K;
- * store_sql_kblocks.c: a pause inside compaction, kernels per block;
+ * store_sql_kblocks_compact.c: a pause inside compaction, kernels per block;
  * store_sql_kblocks_ingest.c: a pause after each block ingest writes;
  * store_sql_ingest.c: a session whose batches fail, for the group
  * commit's rerun;

@@ -5,7 +5,7 @@
  * are plain store calls, so the admin endpoint runs the same code on
  * demand.  It also runs the regression scan of ended sessions (regress.c)
  * and, with --kernel-store=blocks, the kernel compactor
- * (store_sql_kblocks.c), and the cold tier's mover (store_sql_kcold.c).
+ * (store_sql_kblocks_compact.c), and the cold tier's mover (store_sql_kcold.c).
  */
 #include "srv_int.h"
 
@@ -36,7 +36,7 @@ int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
     return srv_store_prune(s->store, &pol, pruned);
 }
 
-/* --kernel-store=blocks: one compactor pass (store_sql_kblocks.c). */
+/* --kernel-store=blocks: one compactor pass (store_sql_kblocks_compact.c). */
 static void maint_compact(srv *s)
 {
     uint64_t nb = 0, nk = 0;

@@ -2,7 +2,7 @@
  * migrate.c - `gpufl-server migrate`: converts a database in place to
  * kernel blocks (docs/server.md "Migrating to blocks").  Opening the
  * store has already brought the schema up to date; this runs the
- * compactor's passes (store_sql_kblocks.c) until one makes nothing, and
+ * compactor's passes (store_sql_kblocks_compact.c) until one makes nothing, and
  * says how far it got after each.
  *
  * Resumable by construction: every block is its own transaction that

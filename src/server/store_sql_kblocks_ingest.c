@@ -9,7 +9,7 @@
  * the batch commits (so before its 200) the held kernels are written as
  * one kblocks row per (session, stream) and SQ_KB_RUN kernels, in the
  * batch's transaction: an acknowledged kernel is committed as with rows.
- * The compactor (store_sql_kblocks.c) merges these small blocks into full
+ * The compactor (store_sql_kblocks_compact.c) merges these small blocks into full
  * ones later.
  *
  * Idempotency by (session, seq): a kernel above the highest seq its

@@ -1,7 +1,7 @@
 /*
  * store_sql_kcount.c - each (session, stream)'s count of kernel rows
  * (table kcount, migration 23): the compactor's work list
- * (store_sql_kblocks.c), so that a pass does not GROUP BY every kernel
+ * (store_sql_kblocks_compact.c), so that a pass does not GROUP BY every kernel
  * row to find the streams with a run to compact.
  *
  * A count changes in the transaction that writes or deletes its rows, so

@@ -374,7 +374,7 @@ static const char *const migrations[] = {
     " NULL, PRIMARY KEY(sess, stream, seq_lo, name_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS kbnames_name ON kbnames(sess, name_id);",
     /* 23: per (session, stream) its kernel rows the compactor can take
-     * (store_sql_kblocks.c groups_find: its work without a GROUP BY over
+     * (store_sql_kblocks_compact.c groups_find: its work without a GROUP BY over
      * every kernel row), kept in the transaction that writes or deletes
      * the rows (store_sql_kcount.c); filled here from the rows there
      * (again from scratch when a test's undo runs it a second time) */

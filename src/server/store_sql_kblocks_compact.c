@@ -1,0 +1,367 @@
+/*
+ * store_sql_kblocks_compact.c - the compactor of kernel blocks (issue 23;
+ * docs/server.md "Kernel blocks (store)"), on the maintenance thread every
+ * --kernel-compact-interval: a (session, stream)'s kernel rows into
+ * blocks of SQ_KB_RUN (the rows of older servers and of
+ * --kernel-store=rows), and runs of ingest's small blocks merged into
+ * blocks of up to KB_MERGE_MAX.  Each block is one transaction that
+ * inserts the result and deletes exactly its sources (checked), so a
+ * kill -9 leaves either.  The block writer (sq_kb_put) and the
+ * duplicate checks are in store_sql_kblocks.c.
+ */
+#include "store_sql_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "kblock.h"
+
+/* The kernel columns, in the table's order (store_sql_schema.c,
+ * sq_kernel_bind). */
+#define KB_COLS KB_ROW_COLS
+/* (session, stream) runs one compaction pass looks at, at most */
+#define KB_GROUPS_MAX 64
+
+/* GPUFL_SERVER_KB_PAUSE_MS (tests only): a pause inside each block's
+ * transaction, between the block's insert and the rows' delete, so that a
+ * test's kill -9 lands inside compaction. */
+static void kb_test_pause(void)
+{
+    sq_kb_test_pause("GPUFL_SERVER_KB_PAUSE_MS");
+}
+
+/* GPUFL_SERVER_KB_RUN (tests only): kernels per block, 1..SQ_KB_RUN, so
+ * that a test makes many small blocks (the reads must handle any size). */
+static int64_t kb_run(void)
+{
+    const char *v = getenv("GPUFL_SERVER_KB_RUN");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n >= 1 && n <= SQ_KB_RUN ? n : SQ_KB_RUN;
+}
+
+/* Deletes the rows of table (kblocks, kbnames, kbunnamed) of the blocks starting
+ * at src[0..n) of (sess, stream).  A kblocks row that is gone was deleted
+ * under the merge (retention, the cold tier): the merge is given up. */
+static int del_merged(srv_store *s, const char *table, int64_t sess,
+                      int64_t stream, const int64_t *src, size_t n)
+{
+    char sql[96];
+    sdb_stmt *st = NULL;
+    int rc = GPUFL_OK, once = !strcmp(table, "kblocks");
+
+    snprintf(sql, sizeof sql,
+             "DELETE FROM %s WHERE sess=?1 AND stream=?2 AND seq_lo=?3", table);
+    if (sdb_prepare(s->w, sql, &st))
+        return GPUFL_EINTERNAL;
+    for (size_t i = 0; i < n && !rc; i++) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, stream);
+        qbind_i64(st, 3, src[i]);
+        if ((rc = qrun(st)) == 0 && once && sdb_changes(s->w) != 1) {
+            glog_error("kblocks",
+                       "session %lld stream %lld: block %lld went while"
+                       " merged: not merged",
+                       (long long)sess, (long long)stream, (long long)src[i]);
+            rc = GPUFL_EINTERNAL;
+        }
+    }
+    sdb_finalize(st);
+    return rc;
+}
+
+/* Up to SQ_KB_RUN of the session's stream's kernels, lowest seq first,
+ * into one block replacing them.  *nk: how many (0: none). */
+static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
+{
+    sdb_stmt *st = NULL;
+    size_t n = 0;
+    kblock_index *idx;
+    int rc;
+
+    *nk = 0;
+    if ((rc = sq_kb_state(s)) != 0)
+        return rc;
+    idx = s->kb_idx;
+    if (sdb_prepare(s->w,
+                    "SELECT " KB_COLS " FROM kernels WHERE sess=?1 AND"
+                    " stream=?2 AND" KB_EXACT " ORDER BY seq LIMIT ?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_i64(st, 3, kb_run());
+    while ((rc = sdb_step(st)) == SDB_ROW && n < KB_MAX_EVENTS) {
+        unsigned nul; /* KB_EXACT: a NULL occ or tid is the block's own */
+        kb_row_ev(st, 0, &s->kb_ev[n++], &nul);
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (rc != SDB_DONE && rc != SDB_ROW)
+        return sq_err(rc);
+    if (!n)
+        return GPUFL_OK;
+    /* the kept rows of its kernels among the session's longest and
+     * shortest (store_sql_kxrow.c), then the block */
+    if ((rc = sq_kx_put(s, sess, s->kb_ev, n, 0)) != 0 ||
+        (rc = sq_kb_put(s, sess, stream, n)) != 0)
+        return rc;
+    kb_test_pause();
+    /* exactly the rows read: the same filter over their seq range (the
+     * write lock or advisory lock keeps others out meanwhile) */
+    if (sdb_prepare(s->w,
+                    "DELETE FROM kernels WHERE sess=?1 AND stream=?2 AND"
+                    " seq >= ?3 AND seq <= ?4 AND" KB_EXACT,
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_u64(st, 3, idx->seq_min);
+    qbind_u64(st, 4, idx->seq_max);
+    rc = sdb_err(sdb_step(st));
+    sdb_finalize(st);
+    if (rc)
+        return rc;
+    if ((size_t)sdb_changes(s->w) != n) {
+        glog_error("kblocks",
+                   "session %lld stream %lld: read %zu kernels, would delete"
+                   " %lld: not compacted",
+                   (long long)sess, (long long)stream, n,
+                   (long long)sdb_changes(s->w));
+        return GPUFL_EINTERNAL;
+    }
+    *nk = n;
+    return sq_kcount_sub(s, sess, stream, (int64_t)n);
+}
+
+typedef struct kb_group {
+    int64_t sess, stream, n;
+    int ended;
+    int64_t lo; /* merges: the first small block's seq_lo */
+} kb_group;
+
+/* The (session, stream) runs worth a block: SQ_KB_RUN rows or more, or
+ * any rows once the session is no longer running - from their counts
+ * (kcount, migration 23), not from the rows. */
+static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *ng = 0;
+    if (sdb_prepare(s->w,
+                    "SELECT c.sess, c.stream, c.n, CASE WHEN x.state="
+                    "'running' THEN 0 ELSE 1 END FROM kcount c JOIN sessions"
+                    " x ON x.id=c.sess WHERE c.n >= ?1 OR (c.n > 0 AND"
+                    " x.state <> 'running') ORDER BY c.sess, c.stream"
+                    " LIMIT ?2",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, kb_run());
+    qbind_i64(st, 2, (int64_t)cap);
+    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
+        g[(*ng)++] = (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1),
+                                 qcol_i64(st, 2), (int)qcol_i64(st, 3) };
+    sdb_finalize(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+/* ---- merging small blocks ---- */
+
+/* Ingest writes a block per (session, stream) and batch
+ * (store_sql_kblocks_ingest.c), mostly smaller than SQ_KB_RUN; the
+ * compactor merges a run of them - consecutive by seq_lo, at least two,
+ * up to KB_MERGE_MAX kernels - into one block, in one transaction that
+ * deletes the sources (checking that each went) and inserts the merged
+ * block (the sum of their counts).  A kill -9 leaves the sources or the
+ * merged block. */
+#define KB_MERGE_MAX (2 * SQ_KB_RUN)
+#define KB_MERGE_SRC 64
+
+static int ev_seq_cmp(const void *a, const void *b)
+{
+    const kblock_ev *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Decodes the block in st's column 2 (seq_lo in 0) at s->kb_ev + at;
+ * *n its kernels, which must be what the row's n (column 1) says. */
+static int merge_read(srv_store *s, sdb_stmt *st, int64_t sess, int64_t stream,
+                      size_t at, size_t *n)
+{
+    const unsigned char *b = NULL;
+    size_t len = 0;
+    char why[128];
+    int rc;
+
+    if ((rc = sq_kb_bytes(s, st, 2, sess, stream, qcol_i64(st, 0), &b, &len)) !=
+        0)
+        return rc;
+    if (kblock_decode(s->kb_dec, b, len, s->kb_ev + at, KB_MAX_EVENTS - at, n,
+                      why, sizeof(why)) ||
+        *n != (size_t)qcol_i64(st, 1)) {
+        glog_error("kblocks", "session %lld stream %lld: unreadable block: %s",
+                   (long long)sess, (long long)stream,
+                   *n != (size_t)qcol_i64(st, 1) ? "count differs" : why);
+        return GPUFL_EINTERNAL;
+    }
+    return GPUFL_OK;
+}
+
+/* The first run of small blocks of (sess, stream) merged into one; *nk its
+ * kernels (0: no run to merge). */
+static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
+                     uint64_t *nk)
+{
+    sdb_stmt *st = NULL;
+    int64_t src[KB_MERGE_SRC];
+    size_t nsrc = 0, total = 0;
+    int rc, err = GPUFL_OK;
+
+    *nk = 0;
+    if ((rc = sq_kb_state(s)) != 0)
+        return rc;
+    /* From the first small block on, and the bytes of small blocks only:
+     * a stream's full blocks come before its small ones, and reading
+     * them all (a result column is read whether or not it is used) made
+     * each merge cost the whole stream - at 40M kernels 64 MB a merge,
+     * most of the server's CPU (bench_scale). */
+    if (sdb_prepare(s->w,
+                    "SELECT seq_lo, n, CASE WHEN n < ?3 THEN block END FROM"
+                    " kblocks WHERE sess=?1 AND stream=?2 AND seq_lo >= ?4"
+                    " ORDER BY seq_lo",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_i64(st, 3, kb_run());
+    qbind_i64(st, 4, lo);
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        size_t n = (size_t)qcol_i64(st, 1), got = 0;
+        int full = (int64_t)n >= kb_run();
+        if (full ||
+            (nsrc && (total + n > KB_MERGE_MAX || nsrc == KB_MERGE_SRC))) {
+            if (nsrc >= 2)
+                break;
+            nsrc = total = 0; /* a run of one: start again after it */
+            if (full)
+                continue;
+        }
+        if ((err = merge_read(s, st, sess, stream, total, &got)) != 0)
+            break;
+        src[nsrc++] = qcol_i64(st, 0);
+        total += got;
+        if ((int64_t)total >= kb_run() && nsrc >= 2)
+            break;
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (err)
+        return err;
+    if (rc != SDB_DONE && rc != SDB_ROW)
+        return sq_err(rc);
+    if (nsrc < 2)
+        return GPUFL_OK;
+    rc = GPUFL_OK;
+    for (size_t i = 1; i < total; i++)
+        if (s->kb_ev[i].seq <= s->kb_ev[i - 1].seq) {
+            qsort(s->kb_ev, total, sizeof(*s->kb_ev), ev_seq_cmp);
+            break;
+        }
+    /* the merged blocks, each exactly once, and their names (none for
+     * a block older than schema 22: its kbunnamed row instead) */
+    if ((rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
+        (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0 ||
+        (rc = del_merged(s, "kbunnamed", sess, stream, src, nsrc)) != 0)
+        return rc;
+    /* kept rows its sources lack (written before schema 24, or by a batch
+     * of more sessions than the heaps hold: store_sql_kxrow.c) */
+    if ((rc = sq_kx_put(s, sess, s->kb_ev, total, 0)) != 0 ||
+        (rc = sq_kb_put(s, sess, stream, total)) != 0)
+        return rc;
+    kb_test_pause();
+    *nk = total;
+    return GPUFL_OK;
+}
+
+/* The (session, stream)s with two small blocks or more. */
+static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *ng = 0;
+    if (sdb_prepare(s->w, SQ_KB_MERGES_SQL, &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, kb_run());
+    while ((rc = sdb_step(st)) == SDB_ROW && *ng < cap)
+        g[(*ng)++] = (kb_group){ qcol_i64(st, 0), qcol_i64(st, 1),
+                                 qcol_i64(st, 2), 0, qcol_i64(st, 3) };
+    sdb_finalize(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+/* Every run of small blocks merged: a transaction per merged block. */
+static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
+{
+    kb_group g[KB_GROUPS_MAX];
+    size_t ng = 0;
+    int rc;
+
+    pthread_mutex_lock(&s->wlock);
+    rc = merges_find(s, g, KB_GROUPS_MAX, &ng);
+    pthread_mutex_unlock(&s->wlock);
+    for (size_t i = 0; !rc && i < ng; i++) {
+        uint64_t nk = 0;
+        do {
+            pthread_mutex_lock(&s->wlock);
+            if ((rc = sq_kb_tx_begin(s)) == 0)
+                rc = sq_kb_tx_end(
+                    s, merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk));
+            pthread_mutex_unlock(&s->wlock);
+            if (!rc && nk) {
+                *blocks += 1;
+                *kernels += nk;
+            }
+        } while (!rc && nk);
+    }
+    return rc;
+}
+
+int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
+{
+    kb_group g[KB_GROUPS_MAX];
+    size_t ng = 0;
+    int rc;
+
+    *blocks = 0;
+    *kernels = 0;
+    pthread_mutex_lock(&s->wlock);
+    rc = groups_find(s, g, KB_GROUPS_MAX, &ng);
+    pthread_mutex_unlock(&s->wlock);
+    /* the writer's lock block by block: ingest waits for one block's
+     * transaction at most, not for the pass */
+    for (size_t i = 0; !rc && i < ng; i++) {
+        /* a running stream keeps its last partial run as rows */
+        while (!rc && (g[i].n >= kb_run() || (g[i].ended && g[i].n > 0))) {
+            uint64_t nk = 0;
+            pthread_mutex_lock(&s->wlock);
+            if ((rc = sq_kb_tx_begin(s)) == 0)
+                rc = sq_kb_tx_end(s,
+                                  compact_one(s, g[i].sess, g[i].stream, &nk));
+            pthread_mutex_unlock(&s->wlock);
+            if (rc || !nk)
+                break;
+            *blocks += 1;
+            *kernels += nk;
+            g[i].n -= (int64_t)nk;
+        }
+    }
+    if (!rc)
+        rc = merge_pass(s, blocks, kernels);
+    return rc;
+}
