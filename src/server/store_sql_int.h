@@ -338,8 +338,16 @@ int sq_kx_put(srv_store *s, int64_t sess, const struct kblock_ev *ev, size_t n,
 int sq_kb_state(srv_store *s);
 /* s->kb_ev[0..n) (one session's stream, seq order) encoded and inserted
  * as one kblocks row, in the writer's open transaction; s->kb_idx is its
- * index after. */
-int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n);
+ * index after.  named: with its kbnames rows (the compactor's blocks);
+ * else with a kbunnamed row (ingest's: most are merged soon, and their
+ * ~200 kbnames rows a block, written and deleted again, were a fifth of
+ * the server's CPU and most of its WAL - the compactor names the rest). */
+int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n, int named);
+/* The kbnames rows of block b[0..len) of n kernels, decoded into
+ * s->kb_ev[0..n), in the writer's open transaction (its kbunnamed row is
+ * the caller's). */
+int sq_kb_name(srv_store *s, int64_t sess, int64_t stream,
+               const unsigned char *b, size_t len, size_t n);
 /* Tests only: sleeps the milliseconds named by environment variable env
  * (at most 10 s): a place for a test's kill -9 to land. */
 void sq_kb_test_pause(const char *env);

@@ -1,8 +1,10 @@
 /*
  * store_sql_kblocks.c - kernels at rest in column blocks (issue 23;
  * docs/server.md "Kernel blocks (store)"): the block writer (sq_kb_put:
- * the kblocks row, its kbspan bound and its kbnames rows, in the caller's
- * transaction) that ingest and the compactor share, the ingest's
+ * the kblocks row, its kbspan bound and its kbnames rows - or for
+ * ingest's blocks a kbunnamed row, named later by the compactor through
+ * sq_kb_name - in the caller's transaction) that ingest and the
+ * compactor share, the ingest's
  * duplicate checks against the blocks, and the store's block state and
  * statistics.  The compactor is store_sql_kblocks_compact.c, ingest into
  * blocks store_sql_kblocks_ingest.c, the reads store_sql_kblocks_read.c.
@@ -319,7 +321,40 @@ static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
     return rc;
 }
 
-int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n)
+/* The block's kbunnamed row: read as holding any name until the
+ * compactor names it (sq_kb_name). */
+static int kb_unnamed_insert(srv_store *s, int64_t sess, int64_t stream,
+                             const kblock_index *idx)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    if (sdb_prepare(s->w, "INSERT INTO kbunnamed VALUES(?,?,?)", &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_u64(st, 3, idx->seq_min);
+    rc = qrun(st);
+    sdb_finalize(st);
+    return rc;
+}
+
+int sq_kb_name(srv_store *s, int64_t sess, int64_t stream,
+               const unsigned char *b, size_t len, size_t n)
+{
+    char why[128] = "";
+
+    if (kblock_index_read(b, len, s->kb_idx, why, sizeof(why)) ||
+        s->kb_idx->n != n) {
+        glog_error("kblocks", "session %lld stream %lld: cannot name: %s",
+                   (long long)sess, (long long)stream,
+                   why[0] ? why : "count differs");
+        return GPUFL_EINTERNAL;
+    }
+    return kb_names_insert(s, sess, stream, s->kb_idx, n);
+}
+
+int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n, int named)
 {
     size_t len = 0;
     char why[128] = "";
@@ -337,7 +372,8 @@ int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n)
     }
     if ((rc = kb_insert(s, sess, stream, s->kb_idx, len)) != 0)
         return rc;
-    return kb_names_insert(s, sess, stream, s->kb_idx, n);
+    return named ? kb_names_insert(s, sess, stream, s->kb_idx, n)
+                 : kb_unnamed_insert(s, sess, stream, s->kb_idx);
 }
 
 /* The sessions with blocks into *ids (*n of them; free it). */

@@ -108,7 +108,7 @@ static int compact_one(srv_store *s, int64_t sess, int64_t stream, uint64_t *nk)
     /* the kept rows of its kernels among the session's longest and
      * shortest (store_sql_kxrow.c), then the block */
     if ((rc = sq_kx_put(s, sess, s->kb_ev, n, 0)) != 0 ||
-        (rc = sq_kb_put(s, sess, stream, n)) != 0)
+        (rc = sq_kb_put(s, sess, stream, n, 1)) != 0)
         return rc;
     kb_test_pause();
     /* exactly the rows read: the same filter over their seq range (the
@@ -281,7 +281,7 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
     /* kept rows its sources lack (written before schema 24, or by a batch
      * of more sessions than the heaps hold: store_sql_kxrow.c) */
     if ((rc = sq_kx_put(s, sess, s->kb_ev, total, 0)) != 0 ||
-        (rc = sq_kb_put(s, sess, stream, total)) != 0)
+        (rc = sq_kb_put(s, sess, stream, total, 1)) != 0)
         return rc;
     kb_test_pause();
     *nk = total;
@@ -332,6 +332,138 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
     return rc;
 }
 
+/* ---- naming ingest's blocks ---- */
+
+/* Ingest writes its blocks without kbnames rows, each listed in kbunnamed
+ * instead (sq_kb_put): most are merged within a pass or two, and their
+ * names, written and deleted again, were most of the store's WAL.  After
+ * each merge pass the compactor names those that will not merge: every
+ * block of a session no longer running; of a running one a full block and
+ * a small one followed by a full block (a run of one).  A running
+ * stream's last small block may still merge, and so may a small block
+ * followed by a small one that ingest wrote after the merge pass - both
+ * wait.  Until named a block reads as holding any name (kbunnamed:
+ * store_sql_kblocks_names.c, meta_by_name). */
+#define KB_NAME_LIST 64
+#define KB_NAME_ROUNDS 64
+
+typedef struct kb_key3 {
+    int64_t sess, stream, seq_lo;
+} kb_key3;
+
+/* Up to cap blocks to name (the SQL says which, as above). */
+static int names_find(srv_store *s, kb_key3 *k, size_t cap, size_t *nk)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *nk = 0;
+    if (sdb_prepare(s->w,
+                    "SELECT u.sess, u.stream, u.seq_lo FROM kbunnamed u"
+                    " JOIN sessions x ON x.id=u.sess JOIN kblocks b ON"
+                    " b.sess=u.sess AND b.stream=u.stream AND"
+                    " b.seq_lo=u.seq_lo WHERE x.state <> 'running' OR"
+                    " b.n >= ?1 OR (SELECT c.n FROM kblocks c WHERE"
+                    " c.sess=u.sess AND c.stream=u.stream AND c.seq_lo >"
+                    " u.seq_lo ORDER BY c.seq_lo LIMIT 1) >= ?1 ORDER BY"
+                    " u.sess, u.stream, u.seq_lo LIMIT ?2",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, kb_run());
+    qbind_i64(st, 2, (int64_t)cap);
+    while ((rc = sdb_step(st)) == SDB_ROW && *nk < cap)
+        k[(*nk)++] = (kb_key3){ qcol_i64(st, 0), qcol_i64(st, 1),
+                                qcol_i64(st, 2) };
+    sdb_finalize(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+/* One block named, in the writer's open transaction: its kbunnamed row
+ * deleted (none: named or gone meanwhile, nothing to do), its events
+ * decoded, its kbnames rows written.  *did: whether it was named. */
+static int name_one(srv_store *s, const kb_key3 *k, int *did)
+{
+    sdb_stmt *st = NULL;
+    size_t n = 0;
+    int rc;
+
+    *did = 0;
+    if ((rc = sq_kb_state(s)) != 0)
+        return rc;
+    if (sdb_prepare(s->w,
+                    "DELETE FROM kbunnamed WHERE sess=?1 AND stream=?2 AND"
+                    " seq_lo=?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, k->sess);
+    qbind_i64(st, 2, k->stream);
+    qbind_i64(st, 3, k->seq_lo);
+    rc = qrun(st);
+    sdb_finalize(st);
+    st = NULL;
+    if (rc || sdb_changes(s->w) != 1)
+        return rc;
+    if (sdb_prepare(s->w,
+                    "SELECT seq_lo, n, block FROM kblocks WHERE sess=?1 AND"
+                    " stream=?2 AND seq_lo=?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, k->sess);
+    qbind_i64(st, 2, k->stream);
+    qbind_i64(st, 3, k->seq_lo);
+    if ((rc = sdb_step(st)) == SDB_ROW) {
+        const unsigned char *b = NULL;
+        size_t len = 0;
+        char why[128] = "";
+        if ((rc = sq_kb_bytes(s, st, 2, k->sess, k->stream, k->seq_lo, &b,
+                              &len)) == 0) {
+            if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n,
+                              why, sizeof(why)) ||
+                n != (size_t)qcol_i64(st, 1)) {
+                glog_error("kblocks",
+                           "session %lld stream %lld: unreadable block: %s",
+                           (long long)k->sess, (long long)k->stream,
+                           why[0] ? why : "count differs");
+                rc = GPUFL_EINTERNAL;
+            } else {
+                rc = sq_kb_name(s, k->sess, k->stream, b, len, n);
+            }
+        }
+    } else {
+        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc); /* the block went */
+    }
+    sdb_finalize(st);
+    if (!rc)
+        *did = 1;
+    return rc;
+}
+
+/* The blocks to name, a transaction each (the writer's lock held for
+ * one block at most); *named: how many. */
+static int name_pass(srv_store *s, uint64_t *named)
+{
+    kb_key3 k[KB_NAME_LIST];
+    int rc = GPUFL_OK;
+
+    for (int r = 0; !rc && r < KB_NAME_ROUNDS; r++) {
+        size_t nk = 0;
+        pthread_mutex_lock(&s->wlock);
+        rc = names_find(s, k, KB_NAME_LIST, &nk);
+        pthread_mutex_unlock(&s->wlock);
+        for (size_t i = 0; !rc && i < nk; i++) {
+            int did = 0;
+            pthread_mutex_lock(&s->wlock);
+            if ((rc = sq_kb_tx_begin(s)) == 0)
+                rc = sq_kb_tx_end(s, name_one(s, &k[i], &did));
+            pthread_mutex_unlock(&s->wlock);
+            *named += (uint64_t)did;
+        }
+        if (nk < KB_NAME_LIST)
+            break;
+    }
+    return rc;
+}
+
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
@@ -363,5 +495,12 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
     }
     if (!rc)
         rc = merge_pass(s, blocks, kernels);
+    if (!rc) {
+        uint64_t named = 0;
+        rc = name_pass(s, &named);
+        if (named)
+            glog_debug("kblocks", "named %llu blocks",
+                       (unsigned long long)named);
+    }
     return rc;
 }

@@ -222,7 +222,7 @@ static int block_put(srv_store *s, int64_t sess, size_t n)
     int rc = sq_kx_put(s, sess, s->kb_ev, n, 1);
 
     if (!rc)
-        rc = sq_kb_put(s, sess, (int64_t)s->kb_ev[0].stream, n);
+        rc = sq_kb_put(s, sess, (int64_t)s->kb_ev[0].stream, n, 0);
     s->kx_wrote = 1;
     if (!rc)
         kbi_test_pause();
