@@ -403,6 +403,7 @@ static int name_one(srv_store *s, const kb_key3 *k, int *did)
     st = NULL;
     if (rc || sdb_changes(s->w) != 1)
         return rc;
+    kb_test_pause(); /* a kill here leaves the block listed */
     if (sdb_prepare(s->w,
                     "SELECT seq_lo, n, block FROM kblocks WHERE sess=?1 AND"
                     " stream=?2 AND seq_lo=?3",

@@ -607,6 +607,20 @@ def block_names(rows, blocks):
     return want
 
 
+def check_names(t, srv):
+    """Every block named (kbnames rows) or listed in kbunnamed, not both;
+    neither table holds a row of a block that is gone."""
+    key = ("x.sess=k.sess AND x.stream=k.stream AND x.seq_lo=k.seq_lo")
+    t.assertEqual(count(srv, "SELECT count(*) FROM kblocks k WHERE"
+                        " EXISTS (SELECT 1 FROM kbnames x WHERE %s) ="
+                        " EXISTS (SELECT 1 FROM kbunnamed x WHERE %s)"
+                        % (key, key)), 0)
+    for tb in ("kbnames", "kbunnamed"):
+        t.assertEqual(count(srv, "SELECT count(*) FROM %s x WHERE NOT EXISTS"
+                            " (SELECT 1 FROM kblocks k WHERE %s)" % (tb, key)),
+                      0, tb)
+
+
 class NameSorts(Base):
     def test_ingest_blocks_named_by_compactor(self):
         """Ingest writes its blocks without kbnames rows, each listed in
@@ -982,6 +996,7 @@ class Crash(Base):
         self.assertEqual(count(srv, "SELECT count(*) FROM kernels") +
                          count(srv, "SELECT coalesce(sum(n), 0) FROM kblocks"),
                          total)
+        check_names(self, srv)
         for g in gens:
             r = srv.ingest_ok("device", lines(g, "device", 0,
                                               len(g.lines["device"])))
@@ -1155,9 +1170,11 @@ class IngestCrash(Base):
         rnd = random.Random(31)
         d = os.path.join(self.dir, "data")
         # each block the ingest writes pauses 50 ms inside the batch's
-        # transaction: most kills land between a block's insert and COMMIT
+        # transaction: most kills land between a block's insert and COMMIT;
+        # each merge and naming of a block 20 ms inside its own
         args = ["--kernel-store", "blocks", "--kernel-compact-interval", "2s"]
-        env = {"GPUFL_SERVER_KBI_PAUSE_MS": "50"}
+        env = {"GPUFL_SERVER_KBI_PAUSE_MS": "50",
+               "GPUFL_SERVER_KB_PAUSE_MS": "20"}
         gens = [lanes_session(rnd, 6000 + rnd.randrange(2000))
                 for _ in range(3)]
         # each batch holds a stretch of every session (one block per
@@ -1210,6 +1227,14 @@ class IngestCrash(Base):
             got = T.page_all(srv, "/api/v1/sessions/%s/kernels" % g.sid)
             self.assertEqual(sorted(k["kid"] for k in got),
                              sorted(k[0] for k in g.kernels))
+        check_names(self, srv)
+        # the sessions ended: every block named (a killed naming's block
+        # is still listed, and named by a later pass)
+        srv.post("device", b"".join(device_lines(ended(g), [-1])
+                                    for g in gens))
+        wait_named(srv)
+        check_names(self, srv)
+        self.assertEqual(count(srv, "SELECT count(*) FROM kbunnamed"), 0)
 
 
 def http_exc():
