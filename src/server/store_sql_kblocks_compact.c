@@ -4,7 +4,8 @@
  * --kernel-compact-interval: a (session, stream)'s kernel rows into
  * blocks of SQ_KB_RUN (the rows of older servers and of
  * --kernel-store=rows), and runs of ingest's small blocks merged into
- * blocks of up to KB_MERGE_MAX.  Each block is one transaction that
+ * blocks of up to KB_MERGE_MAX, then ingest's blocks that will not merge
+ * named (their kbnames rows).  Each block is one transaction that
  * inserts the result and deletes exactly its sources (checked), so a
  * kill -9 leaves either.  The block writer (sq_kb_put) and the
  * duplicate checks are in store_sql_kblocks.c.
@@ -372,8 +373,8 @@ static int names_find(srv_store *s, kb_key3 *k, size_t cap, size_t *nk)
     qbind_i64(st, 1, kb_run());
     qbind_i64(st, 2, (int64_t)cap);
     while ((rc = sdb_step(st)) == SDB_ROW && *nk < cap)
-        k[(*nk)++] = (kb_key3){ qcol_i64(st, 0), qcol_i64(st, 1),
-                                qcol_i64(st, 2) };
+        k[(*nk)++] =
+            (kb_key3){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2) };
     sdb_finalize(st);
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }

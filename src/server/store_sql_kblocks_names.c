@@ -4,8 +4,8 @@
  * docs/server.md "Kernel blocks (store)"): kbnames' rows of that name
  * longest first, straight from the index kbnames_dur (sess, name_id,
  * dur_max), in chunks, merged with the blocks that have no kbnames rows
- * (kbunnamed: written before schema 22, read as holding any name, by
- * their block's dur_max).  The reader (sq_kb_scan_sel) loads blocks in
+ * (kbunnamed: written before schema 22, or by ingest and not yet named by
+ * the compactor; read as holding any name, by their block's dur_max).  The reader (sq_kb_scan_sel) loads blocks in
  * this order until the heap cannot be beaten: at 100M kernels a name is
  * in each of 24,000 blocks, of which a page reads ~100, and before this
  * every one of the 24,000 rows was read and sorted first.

@@ -525,7 +525,8 @@ static int meta_key(const void *a, const void *b)
 /* For a sort by duration filtered by name: each block's bound becomes
  * the best duration of the filter's names in it (kbnames, schema 22),
  * and a block none of whose names match is dropped; a block without
- * kbnames rows (written before schema 22) keeps its block bound.  m is
+ * kbnames rows (written before schema 22, or by ingest and not yet
+ * named: kbunnamed) keeps its block bound.  m is
  * left in key order, *nm the blocks kept. */
 static int meta_by_name(sdb *db, int64_t sess, const kb_top *t, kb_meta *m,
                         size_t *nm)

@@ -997,6 +997,8 @@ class Crash(Base):
                          count(srv, "SELECT coalesce(sum(n), 0) FROM kblocks"),
                          total)
         check_names(self, srv)
+        # rows into blocks (compact_one) and their merges name directly
+        self.assertEqual(count(srv, "SELECT count(*) FROM kbunnamed"), 0)
         for g in gens:
             r = srv.ingest_ok("device", lines(g, "device", 0,
                                               len(g.lines["device"])))
