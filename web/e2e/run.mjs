@@ -689,7 +689,9 @@ try {
       if (nx.items.length) {
         const c = Number(BigInt(nx.items[0].ts) - baseA);
         const w = t0.t1 - t0.t0;
-        await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c - w / 3, c + (2 * w) / 3]);
+        // centred on its start: the zoom-in buttons below zoom about the
+        // centre, so the kernel stays in view however many they take
+        await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c - w / 2, c + w / 2]);
         await idle();
       }
     }
@@ -697,6 +699,12 @@ try {
     for (let i = 0; i < 12; i++) {
       const tl = await page.evaluate(() => window.__uiTest.timeline);
       if (tl.mode === 'raw') break;
+      if (tl.mode === 'loading') {
+        // tiles still on their way (a loaded machine): wait, not zoom
+        await page.waitForTimeout(300);
+        await idle();
+        continue;
+      }
       await page.click('[data-testid=zoom-in]');
       await page.waitForTimeout(200);
       await idle();
