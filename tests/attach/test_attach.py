@@ -110,6 +110,11 @@ class Attach(unittest.TestCase):
         # the session ended with CUDA tracing switched off (the process
         # runs on without paying for it)
         marks = [m["text"] for m in s.streams["scope"].of("marker")]
+        # CUPTI's drops are reported at its close, after that mark (the
+        # fake's buffers fill on a loaded machine: CI saw dropped=1); a
+        # reported drop is not what this checks
+        while marks and marks[-1].startswith("cupti: dropped="):
+            marks.pop()
         self.assertEqual(marks[-1:], ["gpufl: tracing off (gpufl ctl)"])
         ks = s.streams["device"].of("kernel")
         for k in ks:
