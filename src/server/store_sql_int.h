@@ -465,19 +465,6 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
 int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
                    int64_t t_hi, unsigned cols, unsigned sel, kb_keep_fn keep,
                    void *arg, kb_top *t);
-/* The blocks of session sess in [t_lo, t_hi) that may hold kernels of
- * name id, longest first (store_sql_kblocks_names.c, schema 27): those
- * whose kbnames row of id says so by its dur_max (read in chunks from
- * kbnames_dur), merged with those without kbnames rows (kbunnamed) by
- * their block's dur_max; tied, by seq_hi, highest first (the answer's
- * order).  sq_kb_nord_next gives the next block, the longest duration of
- * id it can hold and its highest seq (*more 0: none left). */
-typedef struct kb_nord kb_nord;
-int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
-                    int64_t t_hi, kb_nord **o);
-int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
-                    int64_t *seq_hi, int *more);
-void sq_kb_nord_close(kb_nord *o);
 /* The kernel of seq in the session's blocks into *e (*found 0: none). */
 int sq_kb_find(srv_store *s, sdb *db, int64_t sess, uint64_t seq,
                struct kblock_ev *e, int *found);

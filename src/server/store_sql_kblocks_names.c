@@ -31,6 +31,16 @@
 #define KB_NORD_CHUNK 128
 #define KB_NORD_CHUNK_MAX 4096
 
+/* The blocks of session sess in [t_lo, t_hi) that may hold kernels of
+ * name id, longest first (store_sql_kblocks_names.c, schema 27): those
+ * whose kbnames row of id says so by its dur_max (read in chunks from
+ * kbnames_dur), merged with those without kbnames rows (kbunnamed) by
+ * their block's dur_max; tied, by seq_hi, highest first (the answer's
+ * order).  sq_kb_nord_next gives the next block, the longest duration of
+ * id it can hold and its highest seq (*more 0: none left). */
+typedef struct kb_nord kb_nord;
+static void sq_kb_nord_close(kb_nord *o);
+
 typedef struct kb_nblk {
     int64_t stream, lo, bound, seq_hi;
 } kb_nblk;
@@ -155,8 +165,8 @@ static int chunk_read(kb_nord *o)
     return rc;
 }
 
-int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
-                    int64_t t_hi, kb_nord **out)
+static int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
+                           int64_t t_hi, kb_nord **out)
 {
     sdb_stmt *st = NULL;
     kb_nord *o = calloc(1, sizeof(*o));
@@ -200,8 +210,8 @@ int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
     return GPUFL_OK;
 }
 
-int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
-                    int64_t *seq_hi, int *more)
+static int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo,
+                           int64_t *bound, int64_t *seq_hi, int *more)
 {
     const kb_nblk *b;
     int rc;
@@ -224,7 +234,7 @@ int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo, int64_t *bound,
     return GPUFL_OK;
 }
 
-void sq_kb_nord_close(kb_nord *o)
+static void sq_kb_nord_close(kb_nord *o)
 {
     if (!o)
         return;
