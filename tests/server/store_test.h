@@ -2,8 +2,9 @@
  * store_test.h - what the store's unit tests share: a fresh store on
  * SQLite, or on PostgreSQL when GPUFL_TEST_PG_URI_FILE names a throwaway
  * cluster's URI (tests/server/pg_cluster.sh), then a fresh database there;
- * the same store opened again (a second server on one database); and a
- * query's JSON answer (check it with tests/jpath.h).
+ * the same store opened again (a second server on one database); a
+ * query's JSON answer (check it with tests/jpath.h); and test lines
+ * parsed into the events srv_store_ingest takes (st_parse, st_session).
  */
 #ifndef GPUFL_TESTS_SERVER_STORE_TEST_H
 #define GPUFL_TESTS_SERVER_STORE_TEST_H
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "ingest.h"
 #include "store.h"
 
 /* The last answer of q(), and what the query returned. */
@@ -104,6 +106,62 @@ q(srv_store *s, int (*fn)(srv_store *, const srv_q *, jw *), const char *sid)
         return "";
     jw_put(&w, "", 1);
     return out;
+}
+
+/* Lines a test made (512 bytes each), parsed as stream st into ev, their
+ * strings in arena (cap bytes); returns k.  A line that does not parse is
+ * printed: the test's counts then show it. */
+__attribute__((unused)) static jsonl_tok st_tok[INGEST_MAX_TOKENS];
+
+__attribute__((unused)) static size_t
+st_parse(int st, char (*lines)[512], int k, char *arena, size_t cap, srv_ev *ev)
+{
+    ingest_arena a = { arena, 0, cap };
+    jsonl_doc d;
+    char why[INGEST_REASON_MAX];
+
+    jsonl_doc_init(&d, st_tok, INGEST_MAX_TOKENS);
+    for (int i = 0; i < k; i++)
+        if (ingest_line_parse(&d, st, lines[i], strlen(lines[i]), &a, &ev[i],
+                              why))
+            fprintf(stderr, "line %d: %s\n", i, why);
+    return (size_t)k;
+}
+
+/* A small session of one stream (its session line says so): a name, a
+ * launch, n kernels (ts 1000000 + 5000 i, durations 1000..n*1000) on
+ * stream `stream`, or on streams 0 and 1 in turn when stream < 0, and a
+ * session_end when end is set.  lines holds n + 4. */
+__attribute__((unused)) static size_t
+st_session(const char *sid, int n, int stream, int end, char (*lines)[512],
+           char *arena, size_t cap, srv_ev *ev)
+{
+    int k = 0, seq = 0;
+
+#define L(...) snprintf(lines[k++], 512, __VA_ARGS__)
+    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":100,"
+      "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\",\"start\":100,"
+      "\"streams\":[\"device\"]}",
+      sid, seq++);
+    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":101,"
+      "\"type\":\"dict\",\"id\":1,\"kind\":\"name\",\"name\":\"k1\"}",
+      sid, seq++);
+    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":102,"
+      "\"type\":\"dict\",\"id\":2,\"kind\":\"launch\",\"name\":1,"
+      "\"block\":[128],\"regs\":32,\"occ\":0.5}",
+      sid, seq++);
+    for (int i = 0; i < n; i++)
+        L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":%d,"
+          "\"type\":\"kernel\",\"cfg\":2,\"grid\":[1],\"dur\":%d,"
+          "\"stream\":%d}",
+          sid, seq++, 1000000 + i * 5000, (i + 1) * 1000,
+          stream < 0 ? i % 2 : stream);
+    if (end)
+        L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,"
+          "\"ts\":9000000,\"type\":\"session_end\",\"reason\":\"shutdown\"}",
+          sid, seq++);
+#undef L
+    return st_parse(SRV_ST_DEVICE, lines, k, arena, cap, ev);
 }
 
 #endif

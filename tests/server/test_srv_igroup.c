@@ -35,44 +35,16 @@
 #define BAD 3 /* the group's batch that fails */
 #define SID_FMT "%08x-0000-4000-8000-00000000000%d"
 
-static jsonl_tok tok[INGEST_MAX_TOKENS];
 static char lines[NK + 4][512];
 static char arena[NB][1 << 16];
 static srv_ev evs[NB][NK + 4];
 static size_t nev[NB];
 
-/* A session of one stream: its line, names, NK kernels, its end. */
+/* A session of one stream (store_test.h's): NK kernels on stream 1, not
+ * ended. */
 static size_t build(const char *sid, int b, srv_ev *ev)
 {
-    int k = 0, seq = 0;
-    ingest_arena a = { arena[b], 0, sizeof(arena[b]) };
-    jsonl_doc d;
-    char why[INGEST_REASON_MAX];
-
-#define L(...) snprintf(lines[k++], sizeof(lines[0]), __VA_ARGS__)
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":100,"
-      "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\",\"start\":100,"
-      "\"streams\":[\"device\"]}",
-      sid, seq++);
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":101,"
-      "\"type\":\"dict\",\"id\":1,\"kind\":\"name\",\"name\":\"k1\"}",
-      sid, seq++);
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":102,"
-      "\"type\":\"dict\",\"id\":2,\"kind\":\"launch\",\"name\":1,"
-      "\"block\":[128],\"regs\":32,\"occ\":0.5}",
-      sid, seq++);
-    for (int i = 0; i < NK; i++)
-        L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":%d,"
-          "\"type\":\"kernel\",\"cfg\":2,\"grid\":[1],\"dur\":%d,"
-          "\"stream\":1}",
-          sid, seq++, 1000000 + i * 5000, (i + 1) * 1000);
-#undef L
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
-    for (int i = 0; i < k; i++)
-        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]), &a,
-                              &ev[i], why))
-            fprintf(stderr, "line %d: %s\n", i, why);
-    return (size_t)k;
+    return st_session(sid, NK, 1, 0, lines, arena[b], sizeof(arena[b]), ev);
 }
 
 typedef struct job {

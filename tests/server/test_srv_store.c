@@ -34,44 +34,11 @@ static jsonl_tok tok[INGEST_MAX_TOKENS];
 static char lines[1300][512];
 static char arena[1 << 20];
 
-/* A small session of one stream (its session line says so): names, a
- * launch, n kernels of durations 1000..n*1000 and a session_end. */
+/* The session test_srv_store's checks read: store_test.h's, on streams 0
+ * and 1 in turn, ended. */
 static size_t build(const char *sid, int n, srv_ev *ev)
 {
-    int k = 0, seq = 0;
-    ingest_arena a = { arena, 0, sizeof(arena) };
-    jsonl_doc d;
-    char why[INGEST_REASON_MAX];
-
-#define L(...) snprintf(lines[k++], sizeof(lines[0]), __VA_ARGS__)
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":100,"
-      "\"type\":\"session\",\"app\":\"t\",\"host\":\"h\",\"start\":100,"
-      "\"streams\":[\"device\"]}",
-      sid, seq++);
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":101,"
-      "\"type\":\"dict\",\"id\":1,\"kind\":\"name\",\"name\":\"k1\"}",
-      sid, seq++);
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":102,"
-      "\"type\":\"dict\",\"id\":2,\"kind\":\"launch\",\"name\":1,"
-      "\"block\":[128],\"regs\":32,\"occ\":0.5}",
-      sid, seq++);
-    for (int i = 0; i < n; i++)
-        L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":%d,"
-          "\"type\":\"kernel\",\"cfg\":2,\"grid\":[1],\"dur\":%d,"
-          "\"stream\":%d}",
-          sid, seq++, 1000000 + i * 5000, (i + 1) * 1000, i % 2);
-    L("{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,\"ts\":9000000,"
-      "\"type\":\"session_end\",\"reason\":\"shutdown\"}",
-      sid, seq++);
-#undef L
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
-    for (int i = 0; i < k; i++) {
-        int rc = ingest_line_parse(&d, SRV_ST_DEVICE, lines[i],
-                                   strlen(lines[i]), &a, &ev[i], why);
-        if (rc)
-            fprintf(stderr, "line %d: %s\n", i, why);
-    }
-    return (size_t)k;
+    return st_session(sid, n, -1, 1, lines, arena, sizeof(arena), ev);
 }
 
 static void test_ingest_dedup_rollups(void)
@@ -190,9 +157,6 @@ static int spread_dur(int i)
 static size_t build_spread(const char *sid, int from, int to, srv_ev *ev)
 {
     int k = 0;
-    ingest_arena a = { arena, 0, sizeof(arena) };
-    jsonl_doc d;
-    char why[INGEST_REASON_MAX];
 
     snprintf(lines[k++], sizeof(lines[0]),
              "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":0,"
@@ -209,12 +173,7 @@ static size_t build_spread(const char *sid, int from, int to, srv_ev *ev)
                  "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,"
                  "\"ts\":%d,\"type\":\"kernel\",\"name\":1,\"dur\":%d}",
                  sid, spread_seq(i), 1000000 + i * 1000, spread_dur(i));
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
-    for (int i = 0; i < k; i++)
-        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]), &a,
-                              &ev[i], why))
-            fprintf(stderr, "line %d: %s\n", i, why);
-    return (size_t)k;
+    return st_parse(SRV_ST_DEVICE, lines, k, arena, sizeof(arena), ev);
 }
 
 /* Pages through kernels sorted by duration (page_limit a page); fills
@@ -514,9 +473,6 @@ static void test_dur_prefix(void)
 #define SYS_N 600
 static size_t build_sys(int from, int to, srv_ev *ev)
 {
-    ingest_arena a = { arena, 0, sizeof(arena) };
-    jsonl_doc d;
-    char why[INGEST_REASON_MAX];
     int k = 0;
 
     snprintf(lines[k++], sizeof(lines[0]),
@@ -545,21 +501,13 @@ static size_t build_sys(int from, int to, srv_ev *ev)
                      "\"util\":%d}",
                      2 + 2 * t, ts, (t * 7) % 101);
     }
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
-    for (int i = 0; i < k; i++)
-        if (ingest_line_parse(&d, SRV_ST_SYSTEM, lines[i], strlen(lines[i]), &a,
-                              &ev[i], why))
-            fprintf(stderr, "line %d: %s\n", i, why);
-    return (size_t)k;
+    return st_parse(SRV_ST_SYSTEM, lines, k, arena, sizeof(arena), ev);
 }
 
 /* Kernels with the given durations, seq seq0, seq0 + 1, ... (ts = seq). */
 static size_t build_durs(const char *sid, int seq0, const int *dur, int n,
                          srv_ev *ev)
 {
-    ingest_arena a = { arena, 0, sizeof(arena) };
-    jsonl_doc d;
-    char why[INGEST_REASON_MAX];
     int k = 0;
 
     snprintf(lines[k++], sizeof(lines[0]),
@@ -572,12 +520,7 @@ static size_t build_durs(const char *sid, int seq0, const int *dur, int n,
                  "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,"
                  "\"ts\":%d,\"type\":\"kernel\",\"name\":0,\"dur\":%d}",
                  sid, seq0 + i, 1000 + seq0 + i, dur[i]);
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
-    for (int i = 0; i < k; i++)
-        if (ingest_line_parse(&d, SRV_ST_DEVICE, lines[i], strlen(lines[i]), &a,
-                              &ev[i], why))
-            fprintf(stderr, "line %d: %s\n", i, why);
-    return (size_t)k;
+    return st_parse(SRV_ST_DEVICE, lines, k, arena, sizeof(arena), ev);
 }
 
 /* Two servers writing one database (PostgreSQL behind one Kafka consumer
