@@ -679,30 +679,38 @@ try {
   });
   await attempt('kernels_raw', async () => {
     // the wheel zoom may have landed in an idle stretch (example_train's
-    // data loading: its length follows the machine's load): then centre
-    // the view on the next kernel, at the same width
-    const t0 = await page.evaluate(() => window.__uiTest.timeline);
-    if (t0.mode === 'empty') {
-      const sA = await get('sessions/' + A.sid);
-      const baseA = BigInt(sA.first_ts);
-      const nx = await get(`sessions/${A.sid}/kernels?from=${baseA + BigInt(Math.floor(t0.t0))}&limit=1`);
-      if (nx.items.length) {
-        const c = Number(BigInt(nx.items[0].ts) - baseA);
-        const w = t0.t1 - t0.t0;
-        // centred on its start: the zoom-in buttons below zoom about the
-        // centre, so the kernel stays in view however many they take
-        await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c - w / 2, c + w / 2]);
-        await idle();
-      }
-    }
+    // data loading: its length follows the machine's load), or the zoom-in
+    // below may zoom into one: then centre the view on the next kernel's
+    // start, at the same width (the zoom-in buttons zoom about the centre,
+    // so that kernel stays in view however many they take).  This is
+    // checked on every step: a loaded machine showed 'loading' at first and
+    // 'empty' only after a zoom (CI at d644424: "mode empty")
+    const sA = await get('sessions/' + A.sid);
+    const baseA = BigInt(sA.first_ts);
+    let recentred = 0;
+    const recentre = async (v) => {
+      let nx = await get(`sessions/${A.sid}/kernels?from=${baseA + BigInt(Math.max(0, Math.floor(v.t0)))}&limit=1`);
+      if (!nx.items.length) nx = await get(`sessions/${A.sid}/kernels?limit=1`);
+      if (!nx.items.length) return;
+      const c = Number(BigInt(nx.items[0].ts) - baseA);
+      const w = v.t1 - v.t0;
+      await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c - w / 2, c + w / 2]);
+      recentred++;
+      await page.waitForTimeout(200);
+      await idle();
+    };
     // zoom further (buttons) until single kernels are drawn
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 16; i++) {
       const tl = await page.evaluate(() => window.__uiTest.timeline);
       if (tl.mode === 'raw') break;
       if (tl.mode === 'loading') {
         // tiles still on their way (a loaded machine): wait, not zoom
         await page.waitForTimeout(300);
         await idle();
+        continue;
+      }
+      if (tl.mode === 'empty' && recentred < 4) {
+        await recentre(tl);
         continue;
       }
       await page.click('[data-testid=zoom-in]');
@@ -725,7 +733,14 @@ try {
     check(
       'kernels_raw',
       tl.mode === 'raw' && hits.length > 0,
-      'mode ' + tl.mode + ', ' + hits.length + ' clickable kernels, ' + scopes + ' scope-lane items',
+      'mode ' +
+        tl.mode +
+        ', ' +
+        hits.length +
+        ' clickable kernels, ' +
+        scopes +
+        ' scope-lane items' +
+        (recentred ? ', view centred on a kernel ' + recentred + 'x' : ''),
     );
     await shot('kernels-zoomed');
     const h = hits[Math.floor(hits.length / 2)];
