@@ -352,8 +352,11 @@ typedef struct kb_key3 {
     int64_t sess, stream, seq_lo;
 } kb_key3;
 
-/* Up to cap blocks to name (the SQL says which, as above). */
-static int names_find(srv_store *s, kb_key3 *k, size_t cap, size_t *nk)
+/* Up to cap blocks to name (the SQL says which, as above) after the
+ * block `after` (in key order: a block that cannot be named is passed,
+ * not found again by the pass's next round). */
+static int names_find(srv_store *s, const kb_key3 *after, kb_key3 *k,
+                      size_t cap, size_t *nk)
 {
     sdb_stmt *st = NULL;
     int rc;
@@ -363,15 +366,19 @@ static int names_find(srv_store *s, kb_key3 *k, size_t cap, size_t *nk)
                     "SELECT u.sess, u.stream, u.seq_lo FROM kbunnamed u"
                     " JOIN sessions x ON x.id=u.sess JOIN kblocks b ON"
                     " b.sess=u.sess AND b.stream=u.stream AND"
-                    " b.seq_lo=u.seq_lo WHERE x.state <> 'running' OR"
+                    " b.seq_lo=u.seq_lo WHERE (u.sess, u.stream, u.seq_lo) >"
+                    " (?3, ?4, ?5) AND (x.state <> 'running' OR"
                     " b.n >= ?1 OR (SELECT c.n FROM kblocks c WHERE"
                     " c.sess=u.sess AND c.stream=u.stream AND c.seq_lo >"
-                    " u.seq_lo ORDER BY c.seq_lo LIMIT 1) >= ?1 ORDER BY"
+                    " u.seq_lo ORDER BY c.seq_lo LIMIT 1) >= ?1) ORDER BY"
                     " u.sess, u.stream, u.seq_lo LIMIT ?2",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, kb_run());
     qbind_i64(st, 2, (int64_t)cap);
+    qbind_i64(st, 3, after->sess);
+    qbind_i64(st, 4, after->stream);
+    qbind_i64(st, 5, after->seq_lo);
     while ((rc = sdb_step(st)) == SDB_ROW && *nk < cap)
         k[(*nk)++] =
             (kb_key3){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2) };
@@ -381,7 +388,9 @@ static int names_find(srv_store *s, kb_key3 *k, size_t cap, size_t *nk)
 
 /* One block named, in the writer's open transaction: its kbunnamed row
  * deleted (none: named or gone meanwhile, nothing to do), its events
- * decoded, its kbnames rows written.  *did: whether it was named. */
+ * decoded, its kbnames rows written.  *did: whether it was named.  A block
+ * that does not decode: GPUFL_EPARSE (the transaction rolls back, its
+ * kbunnamed row stays: read whole by name filters, as before). */
 static int name_one(srv_store *s, const kb_key3 *k, int *did)
 {
     sdb_stmt *st = NULL;
@@ -422,11 +431,13 @@ static int name_one(srv_store *s, const kb_key3 *k, int *did)
             if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n,
                               why, sizeof(why)) ||
                 n != (size_t)qcol_i64(st, 1)) {
-                glog_error("kblocks",
-                           "session %lld stream %lld: unreadable block: %s",
+                glog_debug("kblocks",
+                           "session %lld stream %lld block %lld: not"
+                           " decoded: %s",
                            (long long)k->sess, (long long)k->stream,
+                           (long long)k->seq_lo,
                            why[0] ? why : "count differs");
-                rc = GPUFL_EINTERNAL;
+                rc = GPUFL_EPARSE;
             } else {
                 rc = sq_kb_name(s, k->sess, k->stream, b, len, n);
             }
@@ -441,16 +452,19 @@ static int name_one(srv_store *s, const kb_key3 *k, int *did)
 }
 
 /* The blocks to name, a transaction each (the writer's lock held for
- * one block at most); *named: how many. */
+ * one block at most); *named: how many.  A block that does not decode is
+ * passed (and counted: s->kb_unnamable), not a stop: one bad block left
+ * every later one unnamed, and the pass failing. */
 static int name_pass(srv_store *s, uint64_t *named)
 {
-    kb_key3 k[KB_NAME_LIST];
+    kb_key3 k[KB_NAME_LIST], after = { -1, -1, -1 };
+    uint64_t bad = 0;
     int rc = GPUFL_OK;
 
     for (int r = 0; !rc && r < KB_NAME_ROUNDS; r++) {
         size_t nk = 0;
         pthread_mutex_lock(&s->wlock);
-        rc = names_find(s, k, KB_NAME_LIST, &nk);
+        rc = names_find(s, &after, k, KB_NAME_LIST, &nk);
         pthread_mutex_unlock(&s->wlock);
         for (size_t i = 0; !rc && i < nk; i++) {
             int did = 0;
@@ -458,11 +472,25 @@ static int name_pass(srv_store *s, uint64_t *named)
             if ((rc = sq_kb_tx_begin(s)) == 0)
                 rc = sq_kb_tx_end(s, name_one(s, &k[i], &did));
             pthread_mutex_unlock(&s->wlock);
+            if (rc == GPUFL_EPARSE) {
+                bad++;
+                rc = GPUFL_OK;
+            }
             *named += (uint64_t)did;
         }
+        if (nk)
+            after = k[nk - 1];
         if (nk < KB_NAME_LIST)
             break;
     }
+    if (!rc && bad != s->kb_unnamable)
+        glog_warn("kblocks",
+                  "%llu kernel blocks do not decode and stay unnamed (a"
+                  " name filter reads them whole; their kernels cannot be"
+                  " read; --log-level=debug names them)",
+                  (unsigned long long)bad);
+    if (!rc)
+        s->kb_unnamable = bad;
     return rc;
 }
 

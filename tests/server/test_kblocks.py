@@ -704,6 +704,47 @@ class NameSorts(Base):
             self.assertEqual(got, block_names(rows, blocks), app)
         same("named")
 
+    def test_undecodable_block_does_not_stop_naming(self):
+        """A block that does not decode is passed by the compactor's naming
+        pass, not a stop: the blocks after it are named (one bad block
+        left every later one unnamed, and the pass failing), it stays in
+        kbunnamed (read whole by a name filter) and the log says so."""
+        gs = []
+        for app in ("bad", "good1", "good2"):
+            g = TL.Gen(app=app)
+            k = g.name("k_" + app)
+            for j in range(50):
+                g.kernel(TL.T0 + 1000 * j, 100 + j, k, stream=3, corr=j + 1)
+            gs.append(ended(g))
+        b = self.server("blocks", NOCOMPACT)
+        for g in gs:
+            g.send(b, batch=100)
+        bad = count(b, "SELECT id FROM sessions WHERE app='bad'")
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 3)
+        self.assertLess(bad, count(b, "SELECT min(id) FROM sessions WHERE"
+                                   " app <> 'bad'"))  # named first
+        b.stop()
+        junk = "6e6f74206120626c6f636b"  # "not a block"
+        exec_sql(b, "UPDATE kblocks SET block=%s WHERE sess=%d"
+                 % ("'\\x%s'::bytea" % junk if b.pgdb else "X'%s'" % junk,
+                    bad))
+        b = self.server("blocks", BLOCKS)
+        wait_named(b, left=1)
+        self.assertEqual(b.sql("SELECT sess FROM kbunnamed"), [[str(bad)]])
+        for g in gs[1:]:
+            p = "/api/v1/sessions/%s/kernels?sort=duration&desc=true" \
+                "&name=k_&limit=5" % g.sid
+            st, _, body = b.req("GET", p)
+            self.assertEqual(st, 200, p)
+            self.assertEqual([int(x["dur"]) for x in
+                              json.loads(body)["items"]],
+                             [149, 148, 147, 146, 145], p)
+        deadline = time.time() + 30
+        while "1 kernel blocks do not decode" not in b.output() and \
+                time.time() < deadline:
+            time.sleep(0.2)
+        self.assertIn("1 kernel blocks do not decode", b.output())
+
     def test_one_name_by_duration_prunes_by_name(self):
         """A sort by duration filtered by name reads the blocks through
         their names' duration bounds (kbnames, schema 22) and answers as
