@@ -333,7 +333,7 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp,
                (double)a.blocks_disk / (double)a.in_blocks,
                (double)a.block_bytes / (double)a.in_blocks);
     t0 = now_s();
-    while (srv_store_kblocks_compact(st, &tb, &tk) == 0 && tb) {
+    while (srv_store_kblocks_compact(st, &tb, &tk, NULL) == 0 && tb) {
         nb += tb;
         nk += tk;
     }

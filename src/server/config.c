@@ -372,20 +372,18 @@ static const opt_def srv_opts[] = {
 #undef T
 
 /* Read by the store for tests (store_sql.c: a smaller top-K;
- * store_sql_kblocks_compact.c: a pause inside compaction, kernels per block;
+ * store_sql_kblocks_compact.c: a pause inside compaction, kernels per block,
+ * blocks a pass names;
  * store_sql_kblocks_ingest.c: a pause after each block ingest writes;
  * store_sql_ingest.c: a session whose batches fail, for the group
  * commit's rerun;
  * store_sql_q_tl0.c: the kernels a computed timeline level 0 may decode);
  * not options, but no typos either. */
 static const char *const srv_env_known[] = {
-    "GPUFL_SERVER_TOPK",
-    "GPUFL_SERVER_KB_PAUSE_MS",
-    "GPUFL_SERVER_KBI_PAUSE_MS",
-    "GPUFL_SERVER_KB_RUN",
-    "GPUFL_SERVER_TL0_MAX",
-    "GPUFL_SERVER_FAIL_SID",
-    NULL,
+    "GPUFL_SERVER_TOPK",         "GPUFL_SERVER_KB_PAUSE_MS",
+    "GPUFL_SERVER_KBI_PAUSE_MS", "GPUFL_SERVER_KB_RUN",
+    "GPUFL_SERVER_KB_NAME_MAX",  "GPUFL_SERVER_TL0_MAX",
+    "GPUFL_SERVER_FAIL_SID",     NULL,
 };
 
 const opt_prog srv_prog = {

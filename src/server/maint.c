@@ -40,7 +40,7 @@ int srv_retention_run(srv *s, const srv_retention *p, uint64_t *pruned,
 static void maint_compact(srv *s)
 {
     uint64_t nb = 0, nk = 0;
-    int rc = srv_store_kblocks_compact(s->store, &nb, &nk);
+    int rc = srv_store_kblocks_compact(s->store, &nb, &nk, NULL);
 
     if (rc)
         glog_warn("maint", "kernel compaction failed (%d); the rows stay", rc);

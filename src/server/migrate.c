@@ -2,8 +2,9 @@
  * migrate.c - `gpufl-server migrate`: converts a database in place to
  * kernel blocks (docs/server.md "Migrating to blocks").  Opening the
  * store has already brought the schema up to date; this runs the
- * compactor's passes (store_sql_kblocks_compact.c) until one makes nothing, and
- * says how far it got after each.
+ * compactor's passes (store_sql_kblocks_compact.c) until one makes and
+ * names nothing (a pass names up to 4096 of ingest's blocks), and says
+ * how far it got after each.
  *
  * Resumable by construction: every block is its own transaction that
  * inserts the block and deletes exactly the rows it holds, so a kill at
@@ -31,7 +32,7 @@
 int srv_migrate_run(srv *s)
 {
     srv_kb_stats a, b;
-    uint64_t blocks = 0, kernels = 0, pass = 0, tl0 = 0, kx = 0;
+    uint64_t blocks = 0, kernels = 0, named = 0, pass = 0, tl0 = 0, kx = 0;
     time_t t0 = time(NULL);
     int rc = GPUFL_OK;
 
@@ -42,20 +43,21 @@ int srv_migrate_run(srv *s)
            (unsigned long long)a.blocks);
     fflush(stdout);
     for (;;) {
-        uint64_t nb = 0, nk = 0;
-        rc = srv_store_kblocks_compact(s->store, &nb, &nk);
+        uint64_t nb = 0, nk = 0, nn = 0;
+        rc = srv_store_kblocks_compact(s->store, &nb, &nk, &nn);
         if (rc)
             break;
-        if (!nb)
+        if (!nb && !nn)
             break;
         pass++;
         blocks += nb;
         kernels += nk;
-        printf("migrate: pass %llu: %llu kernel(s) into %llu block(s); "
-               "%llu of %llu row(s) done\n",
+        named += nn;
+        printf("migrate: pass %llu: %llu kernel(s) into %llu block(s), "
+               "%llu block(s) named; %llu of %llu row(s) done\n",
                (unsigned long long)pass, (unsigned long long)nk,
-               (unsigned long long)nb, (unsigned long long)kernels,
-               (unsigned long long)a.rows);
+               (unsigned long long)nb, (unsigned long long)nn,
+               (unsigned long long)kernels, (unsigned long long)a.rows);
         fflush(stdout);
     }
     if (rc) {
@@ -94,10 +96,12 @@ int srv_migrate_run(srv *s)
     srv_store_kblocks_stats(s->store, &b);
     /* rows left: kernels of running sessions' partial runs, and rows the
      * codec cannot keep exactly (older servers' NULLs) */
-    printf("migrate: done in %lld s: %llu kernel(s) into %llu block(s); "
-           "%llu kernel(s) in %llu block(s), %llu left as rows\n",
+    printf("migrate: done in %lld s: %llu kernel(s) into %llu block(s), "
+           "%llu block(s) named; %llu kernel(s) in %llu block(s), %llu left "
+           "as rows\n",
            (long long)(time(NULL) - t0), (unsigned long long)kernels,
-           (unsigned long long)blocks, (unsigned long long)b.in_blocks,
-           (unsigned long long)b.blocks, (unsigned long long)b.rows);
+           (unsigned long long)blocks, (unsigned long long)named,
+           (unsigned long long)b.in_blocks, (unsigned long long)b.blocks,
+           (unsigned long long)b.rows);
     return 0;
 }

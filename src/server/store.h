@@ -307,10 +307,12 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
  * the compactor - every (session, stream) with SQ_KB_RUN kernel rows or
  * more, or any once its session is no longer running, turned into blocks
  * of up to SQ_KB_RUN kernels, each in its own transaction that deletes
- * the rows it holds.  *blocks, *kernels: what it made.
+ * the rows it holds; small blocks merged; ingest's blocks named (their
+ * kbnames rows).  *blocks, *kernels: what it made; *named (may be NULL):
+ * how many blocks it named.
  */
-int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks,
-                              uint64_t *kernels);
+int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
+                              uint64_t *named);
 /* Deletes the timeline level 0 rows (tl, lvl 0) of every session with
  * blocks: this version computes that level from such a session's kernels
  * (store_sql_q_tl0.c), so they are bytes nobody reads.  One transaction

@@ -348,6 +348,19 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 #define KB_NAME_LIST 64
 #define KB_NAME_ROUNDS 64
 
+/* GPUFL_SERVER_KB_NAME_MAX (tests only): blocks a pass names at most,
+ * 1..KB_NAME_LIST * KB_NAME_ROUNDS (the default), so that a test sees the
+ * passes that follow name the rest (migrate runs passes until one makes
+ * and names nothing). */
+static uint64_t kb_name_max(void)
+{
+    const char *v = getenv("GPUFL_SERVER_KB_NAME_MAX");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n >= 1 && n <= KB_NAME_LIST * KB_NAME_ROUNDS
+               ? (uint64_t)n
+               : KB_NAME_LIST * KB_NAME_ROUNDS;
+}
+
 typedef struct kb_key3 {
     int64_t sess, stream, seq_lo;
 } kb_key3;
@@ -458,13 +471,14 @@ static int name_one(srv_store *s, const kb_key3 *k, int *did)
 static int name_pass(srv_store *s, uint64_t *named)
 {
     kb_key3 k[KB_NAME_LIST], after = { -1, -1, -1 };
-    uint64_t bad = 0;
+    uint64_t bad = 0, left = kb_name_max();
     int rc = GPUFL_OK;
 
-    for (int r = 0; !rc && r < KB_NAME_ROUNDS; r++) {
-        size_t nk = 0;
+    for (int r = 0; !rc && r < KB_NAME_ROUNDS && left; r++) {
+        size_t nk = 0, cap = left < KB_NAME_LIST ? (size_t)left : KB_NAME_LIST;
         pthread_mutex_lock(&s->wlock);
-        rc = names_find(s, &after, k, KB_NAME_LIST, &nk);
+        rc = names_find(s, &after, k, cap, &nk);
+        left -= nk;
         pthread_mutex_unlock(&s->wlock);
         for (size_t i = 0; !rc && i < nk; i++) {
             int did = 0;
@@ -480,7 +494,7 @@ static int name_pass(srv_store *s, uint64_t *named)
         }
         if (nk)
             after = k[nk - 1];
-        if (nk < KB_NAME_LIST)
+        if (nk < cap)
             break;
     }
     if (!rc && bad != s->kb_unnamable)
@@ -494,7 +508,8 @@ static int name_pass(srv_store *s, uint64_t *named)
     return rc;
 }
 
-int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
+int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
+                              uint64_t *named)
 {
     kb_group g[KB_GROUPS_MAX];
     size_t ng = 0;
@@ -526,11 +541,12 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels)
     if (!rc)
         rc = merge_pass(s, blocks, kernels);
     if (!rc) {
-        uint64_t named = 0;
-        rc = name_pass(s, &named);
+        uint64_t nn = 0;
+        rc = name_pass(s, &nn);
+        if (nn)
+            glog_debug("kblocks", "named %llu blocks", (unsigned long long)nn);
         if (named)
-            glog_debug("kblocks", "named %llu blocks",
-                       (unsigned long long)named);
+            *named = nn;
     }
     return rc;
 }

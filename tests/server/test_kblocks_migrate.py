@@ -212,6 +212,32 @@ class Migrate(TL.Base):
             for p in want:
                 self.assertEqual(got[p], want[p], p)
 
+    def test_names_every_block(self):
+        """migrate runs passes until one makes and names nothing: with a
+        pass naming at most 2 blocks (GPUFL_SERVER_KB_NAME_MAX), ingest's
+        5 lone blocks (5 ended sessions, compactor off) are all named by
+        the passes that follow (before, migrate stopped after the first
+        pass that made no block, 3 left unnamed)."""
+        d = os.path.join(self.dir, "data")
+        srv = self.server("data", KB.NOCOMPACT)
+        for i in range(5):
+            g = TL.Gen(app="s%d" % i)
+            k = g.name("k%d" % i)
+            for j in range(20):
+                g.kernel(TL.T0 + 1000 * j, 100 + j, k, stream=1, corr=j + 1)
+            KB.ended(g).send(srv)
+        srv.stop()
+        self.assertEqual(KB.count(srv, "SELECT count(*) FROM kbunnamed"), 5)
+        out = self.migrate(d, srv.db_args(), {"GPUFL_SERVER_KB_NAME_MAX": "2"})
+        self.assertEqual(KB.count(srv, "SELECT count(*) FROM kbunnamed"), 0,
+                         out)
+        self.assertRegex(out, r"migrate: pass 3: 0 kernel\(s\) into 0 "
+                              r"block\(s\), 1 block\(s\) named")
+        self.assertRegex(out, r"migrate: done in \d+ s: 0 kernel\(s\) into"
+                              r" 0 block\(s\), 5 block\(s\) named")
+        self.assertEqual(KB.count(srv, "SELECT count(DISTINCT sess) FROM"
+                                       " kbnames"), 5)
+
     def test_help_and_usage(self):
         out = subprocess.run([T.SERVER, "migrate", "--help"],
                              stdout=subprocess.PIPE, text=True, check=True)
