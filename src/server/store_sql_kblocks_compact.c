@@ -190,7 +190,8 @@ static int ev_seq_cmp(const void *a, const void *b)
 }
 
 /* Decodes the block in st's column 2 (seq_lo in 0) at s->kb_ev + at;
- * *n its kernels, which must be what the row's n (column 1) says. */
+ * *n its kernels, which must be what the row's n (column 1) says.  A
+ * block that does not decode: GPUFL_EPARSE. */
 static int merge_read(srv_store *s, sdb_stmt *st, int64_t sess, int64_t stream,
                       size_t at, size_t *n)
 {
@@ -205,18 +206,21 @@ static int merge_read(srv_store *s, sdb_stmt *st, int64_t sess, int64_t stream,
     if (kblock_decode(s->kb_dec, b, len, s->kb_ev + at, KB_MAX_EVENTS - at, n,
                       why, sizeof(why)) ||
         *n != (size_t)qcol_i64(st, 1)) {
-        glog_error("kblocks", "session %lld stream %lld: unreadable block: %s",
-                   (long long)sess, (long long)stream,
-                   *n != (size_t)qcol_i64(st, 1) ? "count differs" : why);
-        return GPUFL_EINTERNAL;
+        glog_debug(
+            "kblocks", "session %lld stream %lld block %lld: not decoded: %s",
+            (long long)sess, (long long)stream, (long long)qcol_i64(st, 0),
+            *n != (size_t)qcol_i64(st, 1) ? "count differs" : why);
+        return GPUFL_EPARSE;
     }
     return GPUFL_OK;
 }
 
 /* The first run of small blocks of (sess, stream) merged into one; *nk its
- * kernels (0: no run to merge). */
+ * kernels (0: no run to merge).  A block that does not decode ends a run
+ * as a full block does (counted in *bad): not merged, not a stop - one
+ * such block stopped every compactor pass, the naming pass after it too. */
 static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
-                     uint64_t *nk)
+                     uint64_t *nk, uint64_t *bad)
 {
     sdb_stmt *st = NULL;
     int64_t src[KB_MERGE_SRC];
@@ -252,7 +256,16 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
             if (full)
                 continue;
         }
-        if ((err = merge_read(s, st, sess, stream, total, &got)) != 0)
+        if ((err = merge_read(s, st, sess, stream, total, &got)) ==
+            GPUFL_EPARSE) {
+            err = GPUFL_OK;
+            *bad += 1;
+            if (nsrc >= 2)
+                break;
+            nsrc = total = 0;
+            continue;
+        }
+        if (err)
             break;
         src[nsrc++] = qcol_i64(st, 0);
         total += got;
@@ -311,6 +324,7 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
     size_t ng = 0;
+    uint64_t bad = 0;
     int rc;
 
     pthread_mutex_lock(&s->wlock);
@@ -319,17 +333,28 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
     for (size_t i = 0; !rc && i < ng; i++) {
         uint64_t nk = 0;
         do {
+            uint64_t b = 0;
             pthread_mutex_lock(&s->wlock);
             if ((rc = sq_kb_tx_begin(s)) == 0)
                 rc = sq_kb_tx_end(
-                    s, merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk));
+                    s, merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk, &b));
             pthread_mutex_unlock(&s->wlock);
             if (!rc && nk) {
                 *blocks += 1;
                 *kernels += nk;
             }
+            if (!nk) /* a merge re-reads its run's bad blocks: once */
+                bad += b;
         } while (!rc && nk);
     }
+    if (!rc && bad != s->kb_unmergeable)
+        glog_warn("kblocks",
+                  "%llu kernel blocks do not decode and are not merged"
+                  " (their kernels cannot be read; --log-level=debug names"
+                  " them)",
+                  (unsigned long long)bad);
+    if (!rc)
+        s->kb_unmergeable = bad;
     return rc;
 }
 

@@ -704,11 +704,12 @@ class NameSorts(Base):
             self.assertEqual(got, block_names(rows, blocks), app)
         same("named")
 
-    def test_undecodable_block_does_not_stop_naming(self):
-        """A block that does not decode is passed by the compactor's naming
-        pass, not a stop: the blocks after it are named (one bad block
-        left every later one unnamed, and the pass failing), it stays in
-        kbunnamed (read whole by a name filter) and the log says so."""
+    def test_undecodable_block_does_not_stop_compaction(self):
+        """A block that does not decode is passed by the compactor's merge
+        and naming passes, not a stop: the blocks after it are merged and
+        named (one bad block stopped every pass - the merge failing left
+        every block unnamed), it stays in kbunnamed (read whole by a name
+        filter) and the log says so."""
         gs = []
         for app in ("bad", "good1", "good2"):
             g = TL.Gen(app=app)
@@ -717,20 +718,30 @@ class NameSorts(Base):
                 g.kernel(TL.T0 + 1000 * j, 100 + j, k, stream=3, corr=j + 1)
             gs.append(ended(g))
         b = self.server("blocks", NOCOMPACT)
-        for g in gs:
+        gs[0].send(b, batch=15)  # 4 small blocks
+        for g in gs[1:]:
             g.send(b, batch=100)
         bad = count(b, "SELECT id FROM sessions WHERE app='bad'")
-        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 3)
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 6)
         self.assertLess(bad, count(b, "SELECT min(id) FROM sessions WHERE"
-                                   " app <> 'bad'"))  # named first
+                                   " app <> 'bad'"))  # compacted first
+        lo = [int(r[0]) for r in b.sql("SELECT seq_lo FROM kblocks WHERE"
+                                       " sess=%d ORDER BY 1" % bad)]
+        self.assertEqual(len(lo), 4)
         b.stop()
         junk = "6e6f74206120626c6f636b"  # "not a block"
-        exec_sql(b, "UPDATE kblocks SET block=%s WHERE sess=%d"
+        exec_sql(b, "UPDATE kblocks SET block=%s WHERE sess=%d AND"
+                 " seq_lo=%d"
                  % ("'\\x%s'::bytea" % junk if b.pgdb else "X'%s'" % junk,
-                    bad))
+                    bad, lo[1]))
         b = self.server("blocks", BLOCKS)
         wait_named(b, left=1)
-        self.assertEqual(b.sql("SELECT sess FROM kbunnamed"), [[str(bad)]])
+        self.assertEqual(b.sql("SELECT sess, seq_lo FROM kbunnamed"),
+                         [[str(bad), str(lo[1])]])
+        # the two after the bad block merged, the first alone: named
+        self.assertEqual([int(r[0]) for r in b.sql(
+            "SELECT seq_lo FROM kblocks WHERE sess=%d ORDER BY 1" % bad)],
+            lo[:3])
         for g in gs[1:]:
             p = "/api/v1/sessions/%s/kernels?sort=duration&desc=true" \
                 "&name=k_&limit=5" % g.sid
@@ -740,10 +751,11 @@ class NameSorts(Base):
                               json.loads(body)["items"]],
                              [149, 148, 147, 146, 145], p)
         deadline = time.time() + 30
-        while "1 kernel blocks do not decode" not in b.output() and \
-                time.time() < deadline:
-            time.sleep(0.2)
-        self.assertIn("1 kernel blocks do not decode", b.output())
+        for want in ("1 kernel blocks do not decode and are not merged",
+                     "1 kernel blocks do not decode and stay unnamed"):
+            while want not in b.output() and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertIn(want, b.output())
 
     def test_one_name_by_duration_prunes_by_name(self):
         """A sort by duration filtered by name reads the blocks through
