@@ -162,6 +162,7 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
     char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX];
+    const char *text; /* the decoded body: r->body itself, or body */
     const char *why = NULL;
     size_t blen = 0, nl = 0, pos = 0, n, nev = 0;
     srv_ev *ev = NULL;
@@ -189,8 +190,17 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                        "zstd");
         return;
     }
-    rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen, &why);
+    if (enc == ENC_IDENTITY) {
+        /* read where it lies: a copy cost a memcpy and fresh pages per
+         * request, and ingest_decode's cap is checked here the same */
+        text = r->body ? r->body : "";
+        blen = r->body_len;
+        rc = blen > s->cfg.max_decoded ? GPUFL_ETOOBIG : GPUFL_OK;
+    } else {
+        rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
+                           s->cfg.max_decoded, &body, &blen, &why);
+        text = body;
+    }
     if (rc == GPUFL_ETOOBIG) {
         srv_resp_error(o, 413, "decoded body over the --max-decoded cap");
         return;
@@ -200,8 +210,9 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                        rc == GPUFL_ENOMEM ? "out of memory" : why);
         return;
     }
-    for (size_t i = 0; i < blen; i++)
-        nl += body[i] == '\n';
+    for (const char *p = text, *e = text + blen;
+         (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+        nl++;
     nl++; /* a last line without '\n' */
     if (nl > s->cfg.max_lines + 1) {
         srv_resp_error(o, 413, "more lines than --max-lines");
@@ -228,8 +239,8 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     jw_key(&w, "errors");
     jw_arr_begin(&w);
     for (;;) {
-        if (!jsonl_line_next(body, blen, &pos, &line, &n) &&
-            !jsonl_line_tail(body, blen, &pos, &line, &n))
+        if (!jsonl_line_next(text, blen, &pos, &line, &n) &&
+            !jsonl_line_tail(text, blen, &pos, &line, &n))
             break;
         lineno++;
         if (n == 0 || (n == 1 && line[0] == ' '))
