@@ -297,8 +297,8 @@ static void ks_init(void)
 
     for (size_t i = 0; i < NTYPES; i++)
         ks_make(&ks_types[i], types[i].fields);
-    static const char *const env[ENV_N] = { "v",  "sid", "st",
-                                            "seq", "ts", "type" };
+    static const char *const env[ENV_N] = { "v",   "sid", "st",
+                                            "seq", "ts",  "type" };
 
     for (int k = 0; k < 4; k++)
         ks_make(&ks_dicts[k], kf[k]);

@@ -38,9 +38,9 @@ static int same_as_find(const char *s, const char *const *keys, size_t n)
 static void test_same_as_find(void)
 {
     /* "stream" and "scream" share length, first and last byte */
-    static const char *const keys[] = { "a",      "x",   "ab",   "",
-                                        "stream", "scream", "caf\xC3\xA9",
-                                        "\n",     "missing" };
+    static const char *const keys[] = { "a",      "x",      "ab",          "",
+                                        "stream", "scream", "caf\xC3\xA9", "\n",
+                                        "missing" };
     static const char *const lines[] = {
         "{\"a\":{\"x\":1,\"y\":[{\"x\":2}]},\"x\":3,\"a\\u0062\":4,"
         "\"\":5,\"x\":6,\"\\u0078\":7,\"caf\\u00e9\":8,\"\\n\":9}",
@@ -59,8 +59,9 @@ static void test_same_as_find(void)
  * the first of a duplicate pair on both sides of that mark wins. */
 static void test_many_members(void)
 {
-    static const char *const keys[] = { "k1", "k31", "k32", "k70", "dup0",
-                                        "k99" };
+    static const char *const keys[] = {
+        "k1", "k31", "k32", "k70", "dup0", "k99"
+    };
     char s[4096];
     size_t n = 0;
 
