@@ -294,12 +294,11 @@ static void ks_init(void)
 {
     static const field *const kf[4] = { f_dict_name, f_dict_path, NULL,
                                         f_dict_launch };
-
-    for (size_t i = 0; i < NTYPES; i++)
-        ks_make(&ks_types[i], types[i].fields);
     static const char *const env[ENV_N] = { "v",   "sid", "st",
                                             "seq", "ts",  "type" };
 
+    for (size_t i = 0; i < NTYPES; i++)
+        ks_make(&ks_types[i], types[i].fields);
     for (int k = 0; k < 4; k++)
         ks_make(&ks_dicts[k], kf[k]);
     if (jsonl_keyset_init(&ks_env, env, ENV_N))
