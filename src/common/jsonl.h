@@ -196,6 +196,28 @@ uint32_t jsonl_obj_find(const jsonl_doc *d, uint32_t obj, const char *key);
 uint32_t jsonl_doc_find(const jsonl_doc *d, const char *key);
 uint32_t jsonl_doc_findn(const jsonl_doc *d, const char *key, size_t key_len);
 
+/*
+ * A fixed set of keys looked up together in each line (an event type's
+ * fields): jsonl_doc_findset() answers, for every key of the set, what
+ * jsonl_doc_find() would, in one pass over the line's keys with a hashed
+ * look-up of each (instead of one scan of the keys per field).  A set
+ * holds at most JSONL_SET_MAX distinct keys; jsonl_keyset_init() returns
+ * GPUFL_EINVAL past that.  The set borrows the key strings.
+ */
+#define JSONL_SET_MAX 32
+#define JSONL_SET_SLOTS 64
+typedef struct jsonl_keyset {
+    uint32_t n;
+    const char *key[JSONL_SET_MAX];
+    uint32_t len[JSONL_SET_MAX];
+    uint32_t sig[JSONL_SET_MAX];
+    uint8_t slot[JSONL_SET_SLOTS]; /* index + 1 by the signature's hash */
+} jsonl_keyset;
+int jsonl_keyset_init(jsonl_keyset *ks, const char *const *keys, size_t n);
+/* out[i] = jsonl_doc_find(d, ks->key[i]) for each i < ks->n. */
+void jsonl_doc_findset(const jsonl_doc *d, const jsonl_keyset *ks,
+                       uint32_t *out);
+
 /* The type of token t, JSONL_NONE if t is not a token of the last parse. */
 jsonl_type jsonl_tok_type(const jsonl_doc *d, uint32_t t);
 

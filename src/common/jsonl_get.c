@@ -256,6 +256,69 @@ uint32_t jsonl_doc_find(const jsonl_doc *d, const char *key)
     return jsonl_doc_findn(d, key, strlen(key));
 }
 
+static unsigned set_hash(uint32_t sig)
+{
+    return (sig * 0x9e3779b1u) >> 26; /* 6 bits: JSONL_SET_SLOTS */
+}
+
+int jsonl_keyset_init(jsonl_keyset *ks, const char *const *keys, size_t n)
+{
+    memset(ks, 0, sizeof(*ks));
+    if (n > JSONL_SET_MAX)
+        return GPUFL_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned h;
+        ks->key[i] = keys[i];
+        ks->len[i] = (uint32_t)strlen(keys[i]);
+        ks->sig[i] = key_sig((const unsigned char *)keys[i], ks->len[i]);
+        for (h = set_hash(ks->sig[i]); ks->slot[h];
+             h = (h + 1) % JSONL_SET_SLOTS)
+            ;
+        ks->slot[h] = (uint8_t)(i + 1);
+    }
+    ks->n = (uint32_t)n;
+    return GPUFL_OK;
+}
+
+void jsonl_doc_findset(const jsonl_doc *d, const jsonl_keyset *ks,
+                       uint32_t *out)
+{
+    for (uint32_t j = 0; j < ks->n; j++)
+        out[j] = JSONL_NOTFOUND;
+    if (d->n == 0 || d->tok[0].type != JSONL_OBJECT)
+        return;
+    /* the line's keys in order, each set only once: the first of
+     * duplicate keys wins, as in jsonl_doc_findn() */
+    for (uint32_t i = 0; i < d->nkey; i++) {
+        const jsonl_tok *kt = &d->tok[d->key_tok[i]];
+        uint32_t sig = d->key_sig[i];
+        if (sig == 0) {
+            /* escaped or empty: compared with every key, as findn does */
+            for (uint32_t j = 0; j < ks->n; j++)
+                if (out[j] == JSONL_NOTFOUND &&
+                    key_eq(d, kt, ks->key[j], ks->len[j])) {
+                    out[j] = d->key_tok[i] + 1;
+                    break;
+                }
+            continue;
+        }
+        for (unsigned h = set_hash(sig); ks->slot[h];
+             h = (h + 1) % JSONL_SET_SLOTS) {
+            uint32_t j = ks->slot[h] - 1u;
+            if (ks->sig[j] == sig && key_eq(d, kt, ks->key[j], ks->len[j])) {
+                if (out[j] == JSONL_NOTFOUND)
+                    out[j] = d->key_tok[i] + 1;
+                break;
+            }
+        }
+    }
+    /* keys past the first JSONL_TOP_KEYS: the slow way (rare) */
+    if (d->tok[0].n > d->nkey)
+        for (uint32_t j = 0; j < ks->n; j++)
+            if (out[j] == JSONL_NOTFOUND)
+                out[j] = jsonl_doc_findn(d, ks->key[j], ks->len[j]);
+}
+
 jsonl_type jsonl_tok_type(const jsonl_doc *d, uint32_t t)
 {
     return t < d->n ? (jsonl_type)d->tok[t].type : JSONL_NONE;

@@ -13,6 +13,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,11 @@
 
 /* Errors itemised in one response; the count is always exact. */
 #define INGEST_ERRORS_MAX 50
+
+/* The most bytes of event array and string arena a worker thread keeps
+ * between requests (see scratch_get): a 10 000-line batch takes ~9 MB,
+ * so with the default --threads 4 at most 64 MB stay held. */
+#define INGEST_KEEP_MAX (16u << 20)
 
 /* application/x-ndjson (the agent's), and the common aliases; any
  * parameters (charset) are ignored - bodies are UTF-8 by the format. */
@@ -67,16 +73,102 @@ static void err_add(void *ctx, uint32_t line, const char *why)
     }
 }
 
+/*
+ * A worker thread's event array and string arena, kept from one request
+ * to the next.  Allocated and freed per request, they were megabytes that
+ * malloc handed back to the kernel and every request faulted in again:
+ * a quarter of the server's CPU per ingested kernel (docs/server.md,
+ * "Where ingest's CPU goes").  Each MHD worker thread serves one request
+ * at a time, so a thread's buffers need no lock; a thread's exit frees
+ * them (scratch_free).
+ */
+typedef struct ingest_scratch {
+    srv_ev *ev;
+    size_t nev; /* entries in ev */
+    char *ar;
+    size_t nar; /* bytes in ar */
+} ingest_scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_ok;
+
+static void scratch_free(void *p)
+{
+    ingest_scratch *x = p;
+
+    if (x) {
+        free(x->ev);
+        free(x->ar);
+        free(x);
+    }
+}
+
+static void scratch_init(void)
+{
+    scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+/* This thread's buffers, grown to nev events and nar arena bytes; NULL
+ * when out of memory.  Their old contents are not kept. */
+static ingest_scratch *scratch_get(size_t nev, size_t nar)
+{
+    ingest_scratch *x;
+
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_ok)
+        return NULL;
+    x = pthread_getspecific(scratch_key);
+    if (!x) {
+        if (!(x = calloc(1, sizeof(*x))))
+            return NULL;
+        if (pthread_setspecific(scratch_key, x) != 0) {
+            free(x);
+            return NULL;
+        }
+    }
+    if (x->nev < nev) {
+        free(x->ev);
+        x->nev = 0;
+        if (!(x->ev = malloc(nev * sizeof(*x->ev))))
+            return NULL;
+        x->nev = nev;
+    }
+    if (x->nar < nar) {
+        free(x->ar);
+        x->nar = 0;
+        if (!(x->ar = malloc(nar)))
+            return NULL;
+        x->nar = nar;
+    }
+    return x;
+}
+
+/* After a request: buffers over the cap go back (a rare huge batch does
+ * not pin its memory). */
+static void scratch_put(ingest_scratch *x)
+{
+    if (x && x->nev * sizeof(*x->ev) + x->nar > INGEST_KEEP_MAX) {
+        free(x->ev);
+        free(x->ar);
+        x->ev = NULL;
+        x->ar = NULL;
+        x->nev = x->nar = 0;
+    }
+}
+
 void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
 {
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
     char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX];
+    const char *text; /* the decoded body: r->body itself, or body */
     const char *why = NULL;
     size_t blen = 0, nl = 0, pos = 0, n, nev = 0;
     srv_ev *ev = NULL;
     jsonl_tok *tok = NULL;
     ingest_arena ar = { NULL, 0, 0 };
+    ingest_scratch *sc = NULL;
     srv_ingest_res res = { 0, 0 };
     const char *line;
     uint32_t lineno = 0;
@@ -98,8 +190,17 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                        "zstd");
         return;
     }
-    rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
-                       s->cfg.max_decoded, &body, &blen, &why);
+    if (enc == ENC_IDENTITY) {
+        /* read where it lies: a copy cost a memcpy and fresh pages per
+         * request, and ingest_decode's cap is checked here the same */
+        text = r->body ? r->body : "";
+        blen = r->body_len;
+        rc = blen > s->cfg.max_decoded ? GPUFL_ETOOBIG : GPUFL_OK;
+    } else {
+        rc = ingest_decode(enc, r->body ? r->body : "", r->body_len,
+                           s->cfg.max_decoded, &body, &blen, &why);
+        text = body;
+    }
     if (rc == GPUFL_ETOOBIG) {
         srv_resp_error(o, 413, "decoded body over the --max-decoded cap");
         return;
@@ -109,20 +210,24 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                        rc == GPUFL_ENOMEM ? "out of memory" : why);
         return;
     }
-    for (size_t i = 0; i < blen; i++)
-        nl += body[i] == '\n';
+    for (const char *p = text, *e = text + blen;
+         (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+        nl++;
     nl++; /* a last line without '\n' */
     if (nl > s->cfg.max_lines + 1) {
         srv_resp_error(o, 413, "more lines than --max-lines");
         goto out;
     }
-    ev = malloc(nl * sizeof(*ev));
     tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
     /* decoded strings are never longer than their JSON text, plus NULs */
     ar.cap = blen + 16 * nl + 16;
-    ar.buf = malloc(ar.cap);
+    sc = scratch_get(nl, ar.cap);
+    if (sc) {
+        ev = sc->ev;
+        ar.buf = sc->ar;
+    }
     out = malloc(64 * 1024);
-    if (!ev || !tok || !ar.buf || !out) {
+    if (!sc || !tok || !out) {
         srv_resp_error(o, 500, "out of memory");
         goto out;
     }
@@ -134,8 +239,8 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     jw_key(&w, "errors");
     jw_arr_begin(&w);
     for (;;) {
-        if (!jsonl_line_next(body, blen, &pos, &line, &n) &&
-            !jsonl_line_tail(body, blen, &pos, &line, &n))
+        if (!jsonl_line_next(text, blen, &pos, &line, &n) &&
+            !jsonl_line_tail(text, blen, &pos, &line, &n))
             break;
         lineno++;
         if (n == 0 || (n == 1 && line[0] == ' '))
@@ -202,8 +307,7 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     out = NULL;
 out:
     free(out);
-    free(ar.buf);
+    scratch_put(sc);
     free(tok);
-    free(ev);
     free(body);
 }

@@ -12,6 +12,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,11 +265,54 @@ static int xyz_get(jsonl_doc *d, uint32_t t, uint64_t *v)
     return GPUFL_OK;
 }
 
-static int fields_get(jsonl_doc *d, const field *f, ingest_arena *a, srv_ev *ev,
-                      char *reason)
+/* Each field table's keys as a jsonl_keyset (ks_of), made once: a line's
+ * fields are then found in one pass over its keys, not one scan per field
+ * (that scan and the keys' strlen were ~8% of the server's CPU per
+ * kernel, docs/server.md "Where ingest's CPU goes"). */
+#define NTYPES (sizeof(types) / sizeof(types[0]))
+static jsonl_keyset ks_types[NTYPES], ks_dicts[4], ks_env;
+/* the envelope's members, in ks_env's order */
+enum { ENV_V, ENV_SID, ENV_ST, ENV_SEQ, ENV_TS, ENV_TYPE, ENV_N };
+static pthread_once_t ks_once = PTHREAD_ONCE_INIT;
+static int ks_err;
+
+static void ks_make(jsonl_keyset *ks, const field *f)
 {
-    for (; f->key; f++) {
-        uint32_t t = jsonl_doc_find(d, f->key);
+    const char *keys[JSONL_SET_MAX];
+    size_t n = 0;
+
+    for (; f && f->key; f++)
+        if (n < JSONL_SET_MAX)
+            keys[n++] = f->key;
+        else
+            ks_err = 1;
+    if (jsonl_keyset_init(ks, keys, n))
+        ks_err = 1;
+}
+
+static void ks_init(void)
+{
+    static const field *const kf[4] = { f_dict_name, f_dict_path, NULL,
+                                        f_dict_launch };
+    static const char *const env[ENV_N] = { "v",   "sid", "st",
+                                            "seq", "ts",  "type" };
+
+    for (size_t i = 0; i < NTYPES; i++)
+        ks_make(&ks_types[i], types[i].fields);
+    for (int k = 0; k < 4; k++)
+        ks_make(&ks_dicts[k], kf[k]);
+    if (jsonl_keyset_init(&ks_env, env, ENV_N))
+        ks_err = 1;
+}
+
+static int fields_get(jsonl_doc *d, const field *f, const jsonl_keyset *ks,
+                      ingest_arena *a, srv_ev *ev, char *reason)
+{
+    uint32_t at[JSONL_SET_MAX];
+
+    jsonl_doc_findset(d, ks, at);
+    for (uint32_t j = 0; f->key; f++, j++) {
+        uint32_t t = at[j];
         char *base = (char *)ev + f->off;
         int rc = GPUFL_OK, b = 0;
 
@@ -363,7 +407,7 @@ static int dict_get(jsonl_doc *d, ingest_arena *a, srv_ev *ev, char *reason)
                 return fail3(reason, "dict: frames must be strings", "", "");
         return GPUFL_OK;
     }
-    return fields_get(d, kf[k], a, ev, reason);
+    return fields_get(d, kf[k], &ks_dicts[k], a, ev, reason);
 }
 
 /* A session's place in its job: rank, world_size, local_rank, each an
@@ -539,6 +583,7 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
                       ingest_arena *a, srv_ev *ev, char *reason)
 {
     const type_def *td = NULL;
+    uint32_t env[ENV_N];
     uint64_t v;
     uint32_t t;
     size_t a0 = a->len;
@@ -547,6 +592,11 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
     memset(ev, 0, sizeof(*ev));
     ev->occ = -1.0;
     reason[0] = '\0';
+    pthread_once(&ks_once, ks_init);
+    if (ks_err) {
+        snprintf(reason, INGEST_REASON_MAX, "internal: a field table");
+        return GPUFL_EINTERNAL;
+    }
     if (n > INGEST_MAX_LINE) {
         snprintf(reason, INGEST_REASON_MAX, "line longer than %u bytes",
                  INGEST_MAX_LINE);
@@ -560,30 +610,31 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
     }
     ev->raw.p = line;
     ev->raw.n = n;
-    if (jsonl_tok_u64(d, jsonl_doc_find(d, "v"), &v) || v != 1)
+    jsonl_doc_findset(d, &ks_env, env);
+    if (jsonl_tok_u64(d, env[ENV_V], &v) || v != 1)
         return fail3(reason, "envelope: \"v\" must be 1", "", "");
-    t = jsonl_doc_find(d, "sid");
+    t = env[ENV_SID];
     if (jsonl_tok_type(d, t) != JSONL_STRING ||
         !ingest_is_uuid(line + d->tok[t].off, d->tok[t].len))
         return fail3(reason, "envelope: \"sid\" must be a lower-case UUID", "",
                      "");
     memcpy(ev->sid, line + d->tok[t].off, 36);
     ev->sid[36] = '\0';
-    if (!jsonl_tok_streq(d, jsonl_doc_find(d, "st"), stream_names[st],
+    if (!jsonl_tok_streq(d, env[ENV_ST], stream_names[st],
                          strlen(stream_names[st])))
         return fail3(reason, "envelope: \"st\" must be \"", stream_names[st],
                      "\" on this endpoint");
     ev->st = (uint8_t)st;
-    if (jsonl_tok_u64(d, jsonl_doc_find(d, "seq"), &ev->seq))
+    if (jsonl_tok_u64(d, env[ENV_SEQ], &ev->seq))
         return fail3(reason, "envelope: \"seq\" must be an unsigned integer",
                      "", "");
-    if (jsonl_tok_u64(d, jsonl_doc_find(d, "ts"), &ev->ts) || ev->ts == 0 ||
+    if (jsonl_tok_u64(d, env[ENV_TS], &ev->ts) || ev->ts == 0 ||
         ev->ts > (uint64_t)INT64_MAX)
         return fail3(reason, "envelope: \"ts\" must be a positive integer", "",
                      "");
     if (ev->seq > (uint64_t)INT64_MAX)
         return fail3(reason, "envelope: \"seq\" too large", "", "");
-    t = jsonl_doc_find(d, "type");
+    t = env[ENV_TYPE];
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (jsonl_tok_streq(d, t, types[i].name, strlen(types[i].name))) {
             td = &types[i];
@@ -596,7 +647,7 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         return fail3(reason, "type \"", td->name,
                      "\" does not belong to this stream");
     ev->type = td->type;
-    rc = fields_get(d, td->fields, a, ev, reason);
+    rc = fields_get(d, td->fields, &ks_types[td - types], a, ev, reason);
     if (!rc && td->type == EV_DICT)
         rc = dict_get(d, a, ev, reason);
     if (!rc && (td->type == EV_GPU || td->type == EV_HOST))
