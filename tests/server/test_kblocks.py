@@ -908,7 +908,7 @@ class NameSorts(Base):
         same("unnamed")
 
 
-    def test_shortest_first_and_several_names_read_in_order(self):
+    def test_shortest_first_and_names_in_order(self):
         """A sort by duration filtered by name, shortest first, reads the
         name's blocks by their dur_min from kbnames_dmin (migration 28)
         and a filter matching several names merges the names' ordered
