@@ -49,10 +49,10 @@ typedef struct kb_nlist {
  * order, a chunk at a time. */
 typedef struct kb_nstream {
     int64_t id;
-    kb_nlist c;    /* the chunk in hand */
+    kb_nlist c;   /* the chunk in hand */
     int64_t past; /* the next chunk: bounds past this */
-    size_t lim;    /* its size */
-    int more;      /* whether kbnames may hold more rows */
+    size_t lim;   /* its size */
+    int more;     /* whether kbnames may hold more rows */
 } kb_nstream;
 
 /* The blocks of session sess in [t_lo, t_hi) that may hold kernels of
@@ -65,10 +65,10 @@ typedef struct kb_nord {
     sdb *db;
     int64_t sess, t_lo, t_hi;
     int desc;
-    kb_nlist u;      /* the unnamed blocks, in order */
-    kb_nstream *ns;  /* one per name id */
+    kb_nlist u;     /* the unnamed blocks, in order */
+    kb_nstream *ns; /* one per name id */
     size_t nn;
-    uint64_t rows;   /* index rows read (gpufl_server_kblocks_index_rows) */
+    uint64_t rows; /* index rows read (gpufl_server_kblocks_index_rows) */
 } kb_nord;
 
 static int nl_push(kb_nlist *l, sdb_stmt *st)
@@ -364,8 +364,8 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
     kb_nblk b;
     int rc, more = 0, dup = 0;
 
-    if ((rc = nord_open(db, x->sess, t->ids, t->nids, t->desc, x->t_lo,
-                        x->t_hi, &o)) != 0)
+    if ((rc = nord_open(db, x->sess, t->ids, t->nids, t->desc, x->t_lo, x->t_hi,
+                        &o)) != 0)
         return rc;
     while (!(rc = nord_next(o, &b, &more)) && more) {
         const kblock_ev *w = t->n == t->cap ? &t->ev[t->h[0]] : NULL;
