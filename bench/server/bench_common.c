@@ -295,6 +295,20 @@ void bench_queries(int fd, const char *tok, const char *sid, uint64_t t_end,
                  sid, 17 + i % 50);
     lat("  ... of one name (plain sort)", fd, tok, p, 20, resp, cap);
     for (int i = 0; i < NQ; i++)
+        snprintf(p[i], 256,
+                 "/api/v1/sessions/%s/kernels?limit=100&sort=duration"
+                 "&name=kernel_%d_",
+                 sid, 17 + i % 50);
+    lat("  ... of one name, ascending", fd, tok, p, 20, resp, cap);
+    /* kernel_1N: the 11 names kernel_1N_ and kernel_1N0_ .. kernel_1N9_
+     * (at most KB_NAME_IDS_MAX: the names' streams merged) */
+    for (int i = 0; i < NQ; i++)
+        snprintf(p[i], 256,
+                 "/api/v1/sessions/%s/kernels?limit=100&sort=duration"
+                 "&desc=%s&name=kernel_1%d",
+                 sid, i % 2 ? "false" : "true", i % 10);
+    lat("  ... of 11 names, both orders", fd, tok, p, 20, resp, cap);
+    for (int i = 0; i < NQ; i++)
         snprintf(p[i], 256, "/api/v1/sessions/%s/kernels/aggregate?limit=1000",
                  sid);
     lat("aggregates by name (p50/p99)", fd, tok, p, 50, resp, cap);

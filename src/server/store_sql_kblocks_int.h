@@ -42,9 +42,12 @@ int sq_kb_block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo);
  * read from the kblocks_t index in the order of their bound, in chunks,
  * until none further can place. */
 int sq_kb_scan_ts(kb_scan *x, sdb *db);
-/* A sort by duration, longest first, filtered by one name: that name's
- * blocks in order, loaded until the first that cannot place
- * (store_sql_kblocks_names.c). */
+/* A name filter of more ids than this reads the block index only (one
+ * ordered kbnames stream per id would cost more than it saves). */
+#define KB_NAME_IDS_MAX 32
+/* A sort by duration (either way) filtered by at most KB_NAME_IDS_MAX
+ * names (x->t->ids): those names' blocks in order, loaded until the
+ * first that cannot place (store_sql_kblocks_names.c). */
 int sq_kb_scan_name(kb_scan *x, sdb *db);
 
 #endif

@@ -1,21 +1,25 @@
 /*
  * store_sql_kblocks_names.c - a session's blocks in the order a sort by
- * duration (longest first) filtered by one name reads them (issue 23;
- * docs/server.md "Kernel blocks (store)"): kbnames' rows of that name
- * longest first, straight from the index kbnames_dur (sess, name_id,
- * dur_max), in chunks, merged with the blocks that have no kbnames rows
+ * duration filtered by name reads them (issue 23; docs/server.md "Kernel
+ * blocks (store)"): per name of the filter, its kbnames rows straight
+ * from an index in the answer's order - longest first by kbnames_dur
+ * (sess, name_id, dur_max), shortest first by kbnames_dmin (sess,
+ * name_id, dur_min; migration 28) - in chunks, the names' streams merged
+ * with each other and with the blocks that have no kbnames rows
  * (kbunnamed: written before schema 22, or by ingest and not yet named by
- * the compactor; read as holding any name, by their block's dur_max).  The reader (sq_kb_scan_sel) loads blocks in
- * this order until the heap cannot be beaten: at 100M kernels a name is
- * in each of 24,000 blocks, of which a page reads ~100, and before this
- * every one of the 24,000 rows was read and sorted first.
+ * the compactor; read as holding any name, by their block's dur_max or
+ * dur_min).  The reader loads blocks in this order until the heap cannot
+ * be beaten: at 100M kernels a name is in each of 24,000 blocks, of which
+ * a page reads ~100, and before this every one of the 24,000 rows was
+ * read and sorted first (meta_by_name, still the path of a filter of
+ * more than KB_NAME_IDS_MAX names).
  *
  * Chunks, not one query: PostgreSQL's sdb layer fetches a result whole.
- * A chunk is the next rows by dur_max; the rows tied with its last one
+ * A chunk is the next rows by the bound; the rows tied with its last one
  * are read whole by a second query (ties need no order of their own:
  * the reader loads every block whose bound equals the heap's worst), so
- * the continuation is a plain "dur_max < last", which PostgreSQL's index
- * of three columns answers as SQLite's does.
+ * the continuation is a plain "bound < last" (> ascending), which
+ * PostgreSQL's index of three columns answers as SQLite's does.
  */
 #include "store_sql_kblocks_int.h"
 
@@ -31,16 +35,6 @@
 #define KB_NORD_CHUNK 128
 #define KB_NORD_CHUNK_MAX 4096
 
-/* The blocks of session sess in [t_lo, t_hi) that may hold kernels of
- * name id, longest first (store_sql_kblocks_names.c, schema 27): those
- * whose kbnames row of id says so by its dur_max (read in chunks from
- * kbnames_dur), merged with those without kbnames rows (kbunnamed) by
- * their block's dur_max; tied, by seq_hi, highest first (the answer's
- * order).  sq_kb_nord_next gives the next block, the longest duration of
- * id it can hold and its highest seq (*more 0: none left). */
-typedef struct kb_nord kb_nord;
-static void sq_kb_nord_close(kb_nord *o);
-
 typedef struct kb_nblk {
     int64_t stream, lo, bound, seq_hi;
 } kb_nblk;
@@ -51,15 +45,31 @@ typedef struct kb_nlist {
     size_t n, cap, i;
 } kb_nlist;
 
-struct kb_nord {
+/* One name's kbnames rows of blocks in the time range, in the answer's
+ * order, a chunk at a time. */
+typedef struct kb_nstream {
+    int64_t id;
+    kb_nlist c;   /* the chunk in hand */
+    int64_t past; /* the next chunk: bounds past this */
+    size_t lim;   /* its size */
+    int more;     /* whether kbnames may hold more rows */
+} kb_nstream;
+
+/* The blocks of session sess in [t_lo, t_hi) that may hold kernels of
+ * the filter's names, in the answer's order (desc: longest first) of the
+ * best duration of those names each can hold; tied, by seq (seq_hi
+ * highest first, seq_lo lowest first ascending - the answer's order).  A
+ * block holding several of the names comes once per name, first with its
+ * best bound (the reader skips it after: kb_seen). */
+typedef struct kb_nord {
     sdb *db;
-    int64_t sess, id, t_lo, t_hi;
-    kb_nlist u;    /* the unnamed blocks, longest first */
-    kb_nlist c;    /* the chunk in hand */
-    int64_t below; /* the next chunk: dur_max below this */
-    size_t lim;    /* its size */
-    int more;      /* whether kbnames may hold more rows */
-};
+    int64_t sess, t_lo, t_hi;
+    int desc;
+    kb_nlist u;     /* the unnamed blocks, in order */
+    kb_nstream *ns; /* one per name id */
+    size_t nn;
+    uint64_t rows; /* index rows read (gpufl_server_kblocks_index_rows) */
+} kb_nord;
 
 static int nl_push(kb_nlist *l, sdb_stmt *st)
 {
@@ -80,196 +90,299 @@ static int nl_push(kb_nlist *l, sdb_stmt *st)
 }
 
 /* every row of st (stream, seq_lo, bound, seq_hi) onto l */
-static int nl_read(sdb_stmt *st, kb_nlist *l)
+static int nl_read(kb_nord *o, sdb_stmt *st, kb_nlist *l)
 {
     int rc;
 
-    while ((rc = sdb_step(st)) == SDB_ROW)
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        o->rows++;
         if (nl_push(l, st))
             return GPUFL_ENOMEM;
+    }
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-/* < 0 when block a comes first: longer bound, then (tied) higher seq_hi -
- * the answer's order among equal durations, so that once the heap is
- * full the tied blocks behind its worst are skipped (sq_kb_nord_next) */
-static int blk_cmp(const kb_nblk *a, const kb_nblk *b)
+/* < 0 when block a comes first: the better bound, then (tied) the block
+ * whose seqs come first in the answer's order among equal durations
+ * (highest seq_hi descending, lowest seq_lo ascending), so that once the
+ * heap is full the tied blocks behind its worst are skipped
+ * (sq_kb_scan_name) */
+static int blk_cmp(int desc, const kb_nblk *a, const kb_nblk *b)
 {
     if (a->bound != b->bound)
-        return a->bound < b->bound ? 1 : -1;
-    return a->seq_hi < b->seq_hi ? 1 : a->seq_hi > b->seq_hi ? -1 : 0;
+        return (a->bound < b->bound) == !!desc ? 1 : -1;
+    if (desc)
+        return a->seq_hi < b->seq_hi ? 1 : a->seq_hi > b->seq_hi ? -1 : 0;
+    return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
 }
 
-static int blk_order(const void *a, const void *b)
+static int blk_desc(const void *a, const void *b)
 {
-    return blk_cmp(a, b);
+    return blk_cmp(1, a, b);
+}
+
+static int blk_asc(const void *a, const void *b)
+{
+    return blk_cmp(0, a, b);
+}
+
+static void nl_sort(kb_nlist *l, int desc)
+{
+    if (l->n > 1)
+        qsort(l->b, l->n, sizeof(*l->b), desc ? blk_desc : blk_asc);
 }
 
 /* the name's kbnames rows of blocks in the time range (the kblocks row
- * by its key: t_lo/t_hi); CROSS JOIN: SQLite walks kbnames_dur first */
-#define NORD_FROM                                                              \
-    "SELECT n.stream, n.seq_lo, n.dur_max, k.seq_hi FROM kbnames n CROSS"      \
+ * by its key: t_lo/t_hi); CROSS JOIN: SQLite walks kbnames_dur (or
+ * kbnames_dmin) first; col: the bound's column */
+#define NORD_FROM(col)                                                         \
+    "SELECT n.stream, n.seq_lo, n." col ", k.seq_hi FROM kbnames n CROSS"      \
     " JOIN kblocks k WHERE n.sess=?1 AND n.name_id=?4 AND k.sess=n.sess AND"   \
     " k.stream=n.stream AND k.seq_lo=n.seq_lo AND k.t_lo < ?3 AND"             \
-    " k.t_hi >= ?2 AND "
+    " k.t_hi >= ?2 AND n." col " "
 
-/* The next chunk of o's name's blocks into o->c (emptied first): the
- * o->lim longest below o->below, and every row tied with the last. */
-static int chunk_read(kb_nord *o)
+/* [asc, desc]: the next chunk past ?5 (?6 rows), the rows tied at ?5 */
+static const char *const chunk_sql[2][2] = {
+    { NORD_FROM("dur_min") "> ?5 ORDER BY n.dur_min LIMIT ?6",
+      NORD_FROM("dur_min") "= ?5" },
+    { NORD_FROM("dur_max") "< ?5 ORDER BY n.dur_max DESC LIMIT ?6",
+      NORD_FROM("dur_max") "= ?5" },
+};
+
+static int chunk_query(kb_nord *o, kb_nstream *c, int tied, int64_t at)
 {
     sdb_stmt *st = NULL;
     int rc;
-    int64_t d;
 
-    o->c.n = o->c.i = 0;
-    if (sdb_prepare(o->db,
-                    NORD_FROM "n.dur_max < ?5 ORDER BY n.dur_max DESC"
-                              " LIMIT ?6",
-                    &st))
+    if (sdb_prepare(o->db, chunk_sql[o->desc][tied], &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, o->sess);
     qbind_i64(st, 2, o->t_lo);
     qbind_i64(st, 3, o->t_hi);
-    qbind_i64(st, 4, o->id);
-    qbind_i64(st, 5, o->below);
-    qbind_i64(st, 6, (int64_t)o->lim);
-    rc = nl_read(st, &o->c);
+    qbind_i64(st, 4, c->id);
+    qbind_i64(st, 5, at);
+    if (!tied)
+        qbind_i64(st, 6, (int64_t)c->lim);
+    rc = nl_read(o, st, &c->c);
     sdb_finalize(st);
-    if (rc)
-        return rc;
-    if (o->c.n < o->lim) {
-        o->more = 0; /* kbnames holds no more */
-        if (o->c.n > 1)
-            qsort(o->c.b, o->c.n, sizeof(*o->c.b), blk_order);
-        return GPUFL_OK;
-    }
-    /* full: the rows tied with the last, all of them (a next chunk
-     * below d starts after them) */
-    d = o->c.b[o->c.n - 1].bound;
-    while (o->c.n && o->c.b[o->c.n - 1].bound == d)
-        o->c.n--;
-    if (sdb_prepare(o->db, NORD_FROM "n.dur_max = ?5", &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, o->sess);
-    qbind_i64(st, 2, o->t_lo);
-    qbind_i64(st, 3, o->t_hi);
-    qbind_i64(st, 4, o->id);
-    qbind_i64(st, 5, d);
-    rc = nl_read(st, &o->c);
-    sdb_finalize(st);
-    o->below = d;
-    if (o->lim < KB_NORD_CHUNK_MAX)
-        o->lim *= 2;
-    if (!rc && o->c.n > 1)
-        qsort(o->c.b, o->c.n, sizeof(*o->c.b), blk_order);
     return rc;
 }
 
-static int sq_kb_nord_open(sdb *db, int64_t sess, int64_t id, int64_t t_lo,
-                           int64_t t_hi, kb_nord **out)
+/* The next chunk of name c's blocks into c->c (emptied first): the
+ * c->lim best past c->past, and every row tied with the last. */
+static int chunk_read(kb_nord *o, kb_nstream *c)
+{
+    int rc;
+    int64_t d;
+
+    c->c.n = c->c.i = 0;
+    if ((rc = chunk_query(o, c, 0, c->past)) != 0)
+        return rc;
+    if (c->c.n < c->lim) {
+        c->more = 0; /* kbnames holds no more */
+        nl_sort(&c->c, o->desc);
+        return GPUFL_OK;
+    }
+    /* full: the rows tied with the last, all of them (a next chunk past
+     * d starts after them) */
+    d = c->c.b[c->c.n - 1].bound;
+    while (c->c.n && c->c.b[c->c.n - 1].bound == d)
+        c->c.n--;
+    rc = chunk_query(o, c, 1, d);
+    c->past = d;
+    if (c->lim < KB_NORD_CHUNK_MAX)
+        c->lim *= 2;
+    if (!rc)
+        nl_sort(&c->c, o->desc);
+    return rc;
+}
+
+static void nord_close(kb_nord *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < o->nn; i++)
+        free(o->ns[i].c.b);
+    free(o->ns);
+    free(o->u.b);
+    free(o);
+}
+
+static int nord_open(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
+                     int desc, int64_t t_lo, int64_t t_hi, kb_nord **out)
 {
     sdb_stmt *st = NULL;
     kb_nord *o = calloc(1, sizeof(*o));
     int rc;
 
     *out = NULL;
-    if (!o)
+    if (!o || !(o->ns = calloc(nids ? nids : 1, sizeof(*o->ns)))) {
+        free(o);
         return GPUFL_ENOMEM;
+    }
     o->db = db;
     o->sess = sess;
-    o->id = id;
     o->t_lo = t_lo;
     o->t_hi = t_hi;
-    o->below = INT64_MAX;
-    o->lim = KB_NORD_CHUNK;
-    o->more = 1;
+    o->desc = desc;
+    o->nn = nids;
+    for (size_t i = 0; i < nids; i++) {
+        o->ns[i].id = ids[i];
+        o->ns[i].past = desc ? INT64_MAX : INT64_MIN;
+        o->ns[i].lim = KB_NORD_CHUNK;
+        o->ns[i].more = 1;
+    }
     /* few (none after a database made since schema 22 is compacted):
      * read whole, sorted here */
     if (sdb_prepare(db,
-                    "SELECT k.stream, k.seq_lo, k.dur_max, k.seq_hi FROM"
-                    " kbunnamed u"
-                    " CROSS JOIN kblocks k WHERE u.sess=?1 AND k.sess=u.sess"
-                    " AND k.stream=u.stream AND k.seq_lo=u.seq_lo AND"
-                    " k.t_lo < ?3 AND k.t_hi >= ?2",
+                    desc ? "SELECT k.stream, k.seq_lo, k.dur_max, k.seq_hi FROM"
+                           " kbunnamed u CROSS JOIN kblocks k WHERE u.sess=?1"
+                           " AND k.sess=u.sess AND k.stream=u.stream AND"
+                           " k.seq_lo=u.seq_lo AND k.t_lo < ?3 AND"
+                           " k.t_hi >= ?2"
+                         : "SELECT k.stream, k.seq_lo, k.dur_min, k.seq_hi FROM"
+                           " kbunnamed u CROSS JOIN kblocks k WHERE u.sess=?1"
+                           " AND k.sess=u.sess AND k.stream=u.stream AND"
+                           " k.seq_lo=u.seq_lo AND k.t_lo < ?3 AND"
+                           " k.t_hi >= ?2",
                     &st)) {
-        sq_kb_nord_close(o);
+        nord_close(o);
         return GPUFL_EINTERNAL;
     }
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, t_lo);
     qbind_i64(st, 3, t_hi);
-    rc = nl_read(st, &o->u);
+    rc = nl_read(o, st, &o->u);
     sdb_finalize(st);
     if (rc) {
-        sq_kb_nord_close(o);
+        nord_close(o);
         return rc;
     }
-    if (o->u.n > 1)
-        qsort(o->u.b, o->u.n, sizeof(*o->u.b), blk_order);
+    nl_sort(&o->u, desc);
     *out = o;
     return GPUFL_OK;
 }
 
-static int sq_kb_nord_next(kb_nord *o, int64_t *stream, int64_t *lo,
-                           int64_t *bound, int64_t *seq_hi, int *more)
+/* The next block of o into *b (*more 0: none left): the best head of the
+ * names' chunks and the unnamed list (a linear pick: at most
+ * KB_NAME_IDS_MAX names). */
+static int nord_next(kb_nord *o, kb_nblk *b, int *more)
 {
-    const kb_nblk *b;
+    const kb_nblk *best = NULL;
+    kb_nlist *from = NULL;
     int rc;
 
     *more = 0;
-    if (o->c.i == o->c.n && o->more && (rc = chunk_read(o)) != 0)
-        return rc;
-    if (o->c.i < o->c.n &&
-        (o->u.i == o->u.n || blk_cmp(&o->c.b[o->c.i], &o->u.b[o->u.i]) <= 0))
-        b = &o->c.b[o->c.i++];
-    else if (o->u.i < o->u.n)
-        b = &o->u.b[o->u.i++];
-    else
+    for (size_t i = 0; i < o->nn; i++) {
+        kb_nstream *c = &o->ns[i];
+        if (c->c.i == c->c.n && c->more && (rc = chunk_read(o, c)) != 0)
+            return rc;
+        if (c->c.i < c->c.n &&
+            (!best || blk_cmp(o->desc, &c->c.b[c->c.i], best) < 0)) {
+            best = &c->c.b[c->c.i];
+            from = &c->c;
+        }
+    }
+    if (o->u.i < o->u.n &&
+        (!best || blk_cmp(o->desc, &o->u.b[o->u.i], best) < 0)) {
+        best = &o->u.b[o->u.i];
+        from = &o->u;
+    }
+    if (!best)
         return GPUFL_OK;
-    *stream = b->stream;
-    *lo = b->lo;
-    *bound = b->bound;
-    *seq_hi = b->seq_hi;
+    *b = *best;
+    from->i++;
     *more = 1;
     return GPUFL_OK;
 }
 
-static void sq_kb_nord_close(kb_nord *o)
+/* The blocks loaded, for a filter of several names (a block holding two
+ * of them comes twice: its events must be offered once): an open
+ * addressing set of (stream, seq_lo), grown at half full. */
+typedef struct kb_seen {
+    int64_t *k; /* cap pairs; stream INT64_MIN: empty */
+    size_t n, cap;
+} kb_seen;
+
+static size_t seen_slot(const kb_seen *s, int64_t stream, int64_t lo)
 {
-    if (!o)
-        return;
-    free(o->u.b);
-    free(o->c.b);
-    free(o);
+    uint64_t h = ((uint64_t)stream * 0x9E3779B97F4A7C15ull) ^ (uint64_t)lo;
+    size_t i = (size_t)((h * 0xBF58476D1CE4E5B9ull) >> 17) & (s->cap - 1);
+
+    while (s->k[2 * i] != INT64_MIN &&
+           (s->k[2 * i] != stream || s->k[2 * i + 1] != lo))
+        i = (i + 1) & (s->cap - 1);
+    return i;
 }
 
-/* A sort by duration, longest first, filtered by one name: the blocks
- * in the order of that name's longest duration in each (kb_nord), loaded
- * until the first that cannot place - not every block's index row read
- * and sorted first (meta_by_name).  A block whose bound only ties the
- * full heap's worst places only by a higher seq: with none above the
- * worst's it is passed over (a name of few distinct durations has its
- * longest in hundreds of blocks at 100M kernels). */
+/* *dup 1 when (stream, lo) was added before; else added */
+static int seen_add(kb_seen *s, int64_t stream, int64_t lo, int *dup)
+{
+    size_t i;
+
+    *dup = 0;
+    if (2 * (s->n + 1) > s->cap) {
+        kb_seen g = { NULL, 0, s->cap ? 2 * s->cap : 64 };
+        if (!(g.k = malloc(2 * g.cap * sizeof(*g.k))))
+            return GPUFL_ENOMEM;
+        for (size_t j = 0; j < g.cap; j++)
+            g.k[2 * j] = INT64_MIN;
+        for (size_t j = 0; j < s->cap; j++)
+            if (s->k[2 * j] != INT64_MIN) {
+                size_t x = seen_slot(&g, s->k[2 * j], s->k[2 * j + 1]);
+                g.k[2 * x] = s->k[2 * j];
+                g.k[2 * x + 1] = s->k[2 * j + 1];
+            }
+        g.n = s->n;
+        free(s->k);
+        *s = g;
+    }
+    i = seen_slot(s, stream, lo);
+    if (s->k[2 * i] != INT64_MIN) {
+        *dup = 1;
+        return GPUFL_OK;
+    }
+    s->k[2 * i] = stream;
+    s->k[2 * i + 1] = lo;
+    s->n++;
+    return GPUFL_OK;
+}
+
+/* A sort by duration filtered by at most KB_NAME_IDS_MAX names, either
+ * way: the blocks in the order of those names' best duration in each
+ * (kb_nord), loaded until the first that cannot place - not every
+ * block's index row read and sorted first (meta_by_name).  A block whose
+ * bound only ties the full heap's worst places only by a seq before the
+ * worst's (higher descending, lower ascending): with none, it is passed
+ * over (a name of few distinct durations has its longest in hundreds of
+ * blocks at 100M kernels). */
 int sq_kb_scan_name(kb_scan *x, sdb *db)
 {
     kb_top *t = x->t;
     kb_nord *o = NULL;
-    int64_t stream = 0, lo = 0, bound = 0, seq_hi = 0;
-    int rc, more = 0;
+    kb_seen seen = { NULL, 0, 0 };
+    kb_nblk b;
+    int rc, more = 0, dup = 0;
 
-    if ((rc = sq_kb_nord_open(db, x->sess, t->ids[0], x->t_lo, x->t_hi, &o)) !=
-        0)
+    if ((rc = nord_open(db, x->sess, t->ids, t->nids, t->desc, x->t_lo, x->t_hi,
+                        &o)) != 0)
         return rc;
-    while (!(rc = sq_kb_nord_next(o, &stream, &lo, &bound, &seq_hi, &more)) &&
-           more) {
+    while (!(rc = nord_next(o, &b, &more)) && more) {
         const kblock_ev *w = t->n == t->cap ? &t->ev[t->h[0]] : NULL;
-        if (!kb_top_open(t, bound))
+        if (!kb_top_open(t, b.bound))
             break; /* the rest are further away */
-        if (w && bound == kb_key(w, t->key) && seq_hi <= (int64_t)w->seq)
+        if (w && b.bound == kb_key(w, t->key) &&
+            (t->desc ? b.seq_hi <= (int64_t)w->seq : b.lo >= (int64_t)w->seq))
             continue; /* tied, and every seq of it behind the worst's */
-        if ((rc = sq_kb_block_load(x, db, stream, lo)) != 0)
+        if (o->nn > 1 && ((rc = seen_add(&seen, b.stream, b.lo, &dup)) != 0))
+            break;
+        if (dup)
+            continue; /* loaded by another of its names */
+        if ((rc = sq_kb_block_load(x, db, b.stream, b.lo)) != 0)
             break;
     }
-    sq_kb_nord_close(o);
+    __atomic_fetch_add(&x->s->kq_indexed, o->rows, __ATOMIC_RELAXED);
+    nord_close(o);
+    free(seen.k);
     return rc;
 }

@@ -502,78 +502,10 @@ int sq_kb_block_load(kb_scan *x, sdb *db, int64_t stream, int64_t lo)
     return rc;
 }
 
-/* A block's index row: its key and bounds; with kbnames (by_name):
- * whether the block has its names' rows (indexed), whether one of the
- * filter's names is among them (hit) and their best bound (nbound). */
+/* A block's index row: its key and the best key its events can have */
 typedef struct kb_meta {
-    int64_t stream, lo, bound, nbound;
-    int indexed, hit;
+    int64_t stream, lo, bound;
 } kb_meta;
-
-/* A name filter of more ids than this reads the block index only (one
- * kbnames lookup per id would cost more than it saves). */
-#define KB_NAME_IDS_MAX 32
-
-static int meta_key(const void *a, const void *b)
-{
-    const kb_meta *x = a, *y = b;
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* For a sort by duration filtered by name: each block's bound becomes
- * the best duration of the filter's names in it (kbnames, schema 22),
- * and a block none of whose names match is dropped; a block without
- * kbnames rows (written before schema 22, or by ingest and not yet
- * named: kbunnamed) keeps its block bound.  m is
- * left in key order, *nm the blocks kept. */
-static int meta_by_name(sdb *db, int64_t sess, const kb_top *t, kb_meta *m,
-                        size_t *nm)
-{
-    sdb_stmt *st = NULL;
-    size_t k = 0;
-    int rc = SDB_DONE;
-
-    if (*nm > 1)
-        qsort(m, *nm, sizeof(*m), meta_key);
-    if (sdb_prepare(db,
-                    "SELECT stream, seq_lo, dur_min, dur_max FROM kbnames"
-                    " WHERE sess=?1 AND name_id=?2",
-                    &st))
-        return GPUFL_EINTERNAL;
-    for (size_t i = 0; i < t->nids; i++) {
-        qbind_i64(st, 1, sess);
-        qbind_i64(st, 2, t->ids[i]);
-        while ((rc = sdb_step(st)) == SDB_ROW) {
-            kb_meta key, *x;
-            int64_t b = qcol_i64(st, t->desc ? 3 : 2);
-            key.stream = qcol_i64(st, 0);
-            key.lo = qcol_i64(st, 1);
-            /* a block outside the time range is not in m */
-            if (!(x = bsearch(&key, m, *nm, sizeof(*m), meta_key)))
-                continue;
-            if (!x->hit || (t->desc ? b > x->nbound : b < x->nbound))
-                x->nbound = b;
-            x->hit = 1;
-        }
-        sdb_reset(st);
-        if (rc != SDB_DONE)
-            break;
-    }
-    sdb_finalize(st);
-    if (rc != SDB_DONE)
-        return sq_err(rc);
-    for (size_t i = 0; i < *nm; i++) {
-        if (m[i].indexed && !m[i].hit)
-            continue; /* none of the names in it */
-        if (m[i].hit)
-            m[i].bound = m[i].nbound;
-        m[k++] = m[i];
-    }
-    *nm = k;
-    return GPUFL_OK;
-}
 
 static int meta_asc(const void *a, const void *b)
 {
@@ -600,21 +532,10 @@ int sq_kb_scan_cols(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
 }
 
 /* The scan's index query: the blocks in the time range with their
- * bounds; by_name, whether each has kbnames rows. */
-static int scan_sql(sdb *db, int by_name, sdb_stmt **st)
-{
-    char sql[1024];
-
-    snprintf(sql, sizeof(sql),
-             "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max%s FROM"
-             " kblocks k WHERE" KB_IN_RANGE,
-             /* CASE: PostgreSQL's EXISTS is a boolean */
-             by_name ? ", CASE WHEN EXISTS (SELECT 1 FROM kbnames n WHERE"
-                       " n.sess=k.sess AND n.stream=k.stream AND"
-                       " n.seq_lo=k.seq_lo) THEN 1 ELSE 0 END"
-                     : "");
-    return sdb_prepare(db, sql, st) ? GPUFL_EINTERNAL : GPUFL_OK;
-}
+ * bounds. */
+#define SCAN_SQL                                                               \
+    "SELECT stream, seq_lo, t_lo, t_hi, dur_min, dur_max FROM kblocks k"       \
+    " WHERE" KB_IN_RANGE
 
 int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
                    int64_t t_hi, unsigned cols, unsigned sel, kb_keep_fn keep,
@@ -651,16 +572,18 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         rc = sq_kb_scan_ts(&x, db);
         goto out;
     }
-    /* one name by duration, longest first: that name's blocks in order
-     * (store_sql_kblocks_names.c) */
-    if (by_name && t->desc && t->nids == 1) {
+    /* by duration filtered by name, either way: the names' blocks in
+     * order (store_sql_kblocks_names.c) */
+    if (by_name) {
         rc = sq_kb_scan_name(&x, db);
         goto out;
     }
     /* the blocks in the time range, with the best key their events can
      * have (queue and launch latency have no bound: every block) */
-    if ((rc = scan_sql(db, by_name, &st)) != 0)
+    if (sdb_prepare(db, SCAN_SQL, &st)) {
+        rc = GPUFL_EINTERNAL;
         goto out;
+    }
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, t_lo);
     qbind_i64(st, 3, t_hi);
@@ -679,9 +602,6 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         m[nm].stream = qcol_i64(st, 0);
         m[nm].lo = qcol_i64(st, 1);
         m[nm].bound = qcol_i64(st, col + (t && t->desc ? 1 : 0));
-        m[nm].indexed = by_name && qcol_i64(st, 6) != 0;
-        m[nm].hit = 0;
-        m[nm].nbound = 0;
         nm++;
     }
     sdb_finalize(st);
@@ -690,8 +610,6 @@ int sq_kb_scan_sel(srv_store *s, sdb *db, int64_t sess, int64_t t_lo,
         rc = sq_err(rc);
         goto out;
     }
-    if (by_name && (rc = meta_by_name(db, sess, t, m, &nm)) != 0)
-        goto out;
     if (by_bound && nm > 1)
         qsort(m, nm, sizeof(*m), t->desc ? meta_desc : meta_asc);
     rc = GPUFL_OK;

@@ -437,6 +437,13 @@ static const char *const migrations[] = {
     "DROP INDEX IF EXISTS kbnames_name;"
     "CREATE INDEX IF NOT EXISTS kbnames_dur ON kbnames(sess, name_id,"
     " dur_max);",
+    /* 28: the same shortest first - a sort by duration ascending filtered
+     * by name reads that name's blocks by their dur_min in order and
+     * stops at the first that cannot place (store_sql_kblocks_names.c);
+     * kbnames_dur cannot order them (a block of a long dur_max may hold
+     * the name's shortest kernel). */
+    "CREATE INDEX IF NOT EXISTS kbnames_dmin ON kbnames(sess, name_id,"
+    " dur_min);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

@@ -864,16 +864,18 @@ class NameSorts(Base):
 
     def back_to_26(self, srv, args, env):
         """srv restarted on its database taken back to schema 26 (no
-        kbunnamed, kbnames_name for kbnames_dur): migration 27 lists the
-        blocks without kbnames rows in kbunnamed; the restarted server."""
+        kbunnamed, kbnames_name for kbnames_dur, no kbnames_dmin):
+        migration 27 lists the blocks without kbnames rows in kbunnamed,
+        28 makes kbnames_dmin again; the restarted server."""
         srv.stop()
         for q in ("DELETE FROM schema_version WHERE version>=27",
                   "DROP TABLE kbunnamed", "DROP INDEX kbnames_dur",
+                  "DROP INDEX kbnames_dmin",
                   "CREATE INDEX kbnames_name ON kbnames(sess, name_id)"):
             exec_sql(srv, q)
         srv = self.server(os.path.basename(srv.data_dir), args, env=env)
         self.assertEqual(count(srv, "SELECT max(version) FROM"
-                               " schema_version"), 27)
+                               " schema_version"), 28)
         unnamed = ("SELECT k.sess, k.stream, k.seq_lo FROM kblocks k WHERE"
                    " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
                    " x.sess=k.sess AND x.stream=k.stream AND"
@@ -954,6 +956,104 @@ class NameSorts(Base):
                     "kbnames.sess AND x.stream=kbnames.stream AND x.seq_lo="
                     "kbnames.seq_lo AND x.name_id=%d AND x.dur_max >= %d))"
                  % (sid, few, 10 ** 6))
+        b = self.back_to_26(b, BLOCKS, env)
+        self.assertGreater(count(b, "SELECT count(*) FROM kbunnamed"), nb // 4)
+        same("unnamed")
+
+
+    def test_shortest_first_and_names_in_order(self):
+        """A sort by duration filtered by name, shortest first, reads the
+        name's blocks by their dur_min from kbnames_dmin (migration 28)
+        and a filter matching several names merges the names' ordered
+        streams (a block holding two of them offered once), either way:
+        every page and cursor answers as rows, and a page reads a chunk
+        of each name's index rows, not every block's
+        (gpufl_server_kblocks_index_rows_total; before: every block of
+        the range).  Names of durations 1 to 30 (most blocks tie at the
+        shortest), of one duration, one whose shortest kernels are in a
+        few blocks, one rare, two in every block (sa_)."""
+        rnd = random.Random(59)
+        g = TL.Gen()
+        one, two = g.name("sa_one_kernel"), g.name("sa_two_kernel")
+        tie, flat = g.name("tie_kernel"), g.name("flat_kernel")
+        few, rare = g.name("few_kernel"), g.name("rare_kernel")
+        t = TL.T0
+        for j in range(12000):
+            t += rnd.choice([0, 300, 5000])
+            r = rnd.random()
+            if j % 97 == 5:
+                nid, dur = rare, rnd.randrange(10 ** 3, 10 ** 8)
+            elif r < 0.1:
+                nid, dur = flat, 4242
+            elif r < 0.3:
+                nid, dur = tie, rnd.randrange(1, 31)
+            elif r < 0.45:
+                # a few short kernels among many long ones
+                nid = few
+                dur = rnd.randrange(0, 10 ** 3) if rnd.random() < 0.01 \
+                    else rnd.randrange(10 ** 6, 10 ** 7)
+            else:
+                nid, dur = rnd.choice([one, two]), rnd.randrange(0, 10 ** 6)
+            g.kernel(t, dur, nid, stream=7 + j % 3, corr=j + 1)
+        g = ended(g)
+        env = {"GPUFL_SERVER_KB_RUN": "20"}
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=env)
+        g.send(a, batch=3000)
+        g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
+        wait_compacted(b)
+        wait_stable(b)
+        nb = count(b, "SELECT count(*) FROM kblocks")
+        self.assertGreater(nb, 500)
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        # sa_one and sa_two in (nearly) every block
+        self.assertGreater(count(b, "SELECT count(*) FROM kbnames WHERE"
+                                    " name_id=%d" % one), nb * 9 // 10)
+        base = "/api/v1/sessions/" + g.sid
+        t0 = TL.T0 + 10 ** 7
+
+        def same(why):
+            for name in ("sa_one", "sa_", "tie_", "flat_", "few_", "rare_",
+                         "_kernel", "nosuch"):
+                for desc in ("false", "true"):
+                    for lim in (1, 7, 100, 1000):
+                        for rng in ("", "&from=%d&to=%d" % (t0, t0 + 10 ** 7)):
+                            p = (base + "/kernels?sort=duration&desc=%s&"
+                                 "name=%s&limit=%d%s" % (desc, name, lim, rng))
+                            self.assertEqual(b.get(p), a.get(p), (why, p))
+            for q in ("?sort=duration&name=tie_", "?sort=duration&name=flat_",
+                      "?sort=duration&name=few_", "?sort=duration&name=sa_",
+                      "?sort=duration&desc=true&name=sa_",
+                      "?sort=duration&desc=false&name=e_k"):
+                self.assertEqual(T.page_all(b, base + "/kernels" + q, 150),
+                                 T.page_all(a, base + "/kernels" + q, 150),
+                                 (why, q))
+        same("named")
+
+        # a page of 20 reads the first chunk (128 rows) of each name's
+        # index rows; before, every block's index row
+        for name, desc, most in (("sa_one", "false", nb // 2),
+                                 ("rare_", "false", nb // 2),
+                                 ("sa_", "false", nb * 7 // 10),
+                                 ("sa_", "true", nb * 7 // 10)):
+            p = (base + "/kernels?sort=duration&desc=%s&name=%s&limit=20"
+                 % (desc, name))
+            before = metric(b, "gpufl_server_kblocks_index_rows_total")
+            self.assertEqual(b.get(p), a.get(p), p)
+            rows = metric(b, "gpufl_server_kblocks_index_rows_total") - before
+            print("  %s desc=%s: %d index rows (%d blocks)"
+                  % (name, desc, rows, nb))
+            self.assertLess(rows, most, p)
+
+        # the blocks of few's shortest kernels, and a third of the others,
+        # as written before schema 22 (no kbnames rows): found through
+        # kbunnamed, in order among the named ones
+        sid = count(b, "SELECT id FROM sessions")
+        exec_sql(b, "DELETE FROM kbnames WHERE sess=%d AND (seq_lo %% 3 = 0"
+                    " OR EXISTS (SELECT 1 FROM kbnames x WHERE x.sess="
+                    "kbnames.sess AND x.stream=kbnames.stream AND x.seq_lo="
+                    "kbnames.seq_lo AND x.name_id=%d AND x.dur_min < %d))"
+                 % (sid, few, 10 ** 3))
         b = self.back_to_26(b, BLOCKS, env)
         self.assertGreater(count(b, "SELECT count(*) FROM kbunnamed"), nb // 4)
         same("unnamed")

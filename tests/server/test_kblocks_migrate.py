@@ -31,7 +31,8 @@ UNDO = ["DELETE FROM schema_version WHERE version>=19",
 # schema 24 (kxrow) undone: blocks written before it, without kept rows
 UNDO_24 = ["DELETE FROM schema_version WHERE version>=24",
            "DROP TABLE kxrow", "DROP TABLE IF EXISTS kbspan",
-           "DROP INDEX IF EXISTS kblocks_small"]
+           "DROP INDEX IF EXISTS kblocks_small",
+           "DROP INDEX IF EXISTS kbnames_dmin"]
 
 
 def sessions(rnd, n, size, running=()):
@@ -185,7 +186,7 @@ class Migrate(TL.Base):
         self.assertIn("migrate: 0 timeline level 0 row(s) deleted", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 27)
+                                       " schema_version"), 28)
         self.assertIn("migrate: 0 kept row(s)", out)
         # the compactor kept the rows of the first KEEP kext keys of each
         # side whose kernels went into blocks; blocks of a database before
