@@ -62,7 +62,8 @@ static const char pg_setup_writer[] =
                 "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
                 "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
                 "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
+                "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS;"
+                "CREATE TEMP TABLE capistage (LIKE capi) ON COMMIT DELETE ROWS";
 
 /* ---- COPY rows ---- */
 
@@ -386,7 +387,8 @@ static int pg_kernel(srv_store *s, int64_t sess, const srv_ev *e,
  * "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT clause of
  * the row-at-a-time statement ws (store_sql.c), so both databases merge
  * alike. */
-static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
+static int stage_merge_sql(srv_store *s, const char *stage, const char *dst,
+                           const char *ws_sql)
 {
     pg_writer *pw = s->wst;
     char sql[1024];
@@ -396,8 +398,26 @@ static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
     if ((rc = sdb_copy(s->w, sql, pw->cb.p, pw->cb.len)) != 0)
         return rc;
     snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
-             strstr(sq_wsql[ws], " ON CONFLICT"));
+             strstr(ws_sql, " ON CONFLICT"));
     return sdb_exec(s->w, sql);
+}
+
+static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
+{
+    return stage_merge_sql(s, stage, dst, sq_wsql[ws]);
+}
+
+/* sq_writer.merge: another file's rollup (store_sql_capi.c) the same way */
+static int pg_merge(srv_store *s, const char *stage, const char *dst,
+                    const char *sql, int (*rows)(srv_store *s, gbuf *b))
+{
+    pg_writer *pw = s->wst;
+    int rc;
+
+    gbuf_reset(&pw->cb);
+    if ((rc = rows(s, &pw->cb)) != 0)
+        return rc;
+    return pw->cb.len ? stage_merge_sql(s, stage, dst, sql) : GPUFL_OK;
 }
 
 /* The kernel aggregates in three round trips - the stored rows for the
@@ -733,4 +753,5 @@ const sq_writer sq_writer_pg = {
     .kext = pg_kext,
     .abort = pg_abort,
     .memstacks = pg_memstacks,
+    .merge = pg_merge,
 };
