@@ -52,8 +52,8 @@ typedef struct pg_writer {
     sdb_stmt *kaget;  /* the stored kagg rows of a batch */
     /* a full chunk of kext keys: insert; delete from kext, kxrow */
     sdb_stmt *kxput, *kxdel[2];
-    gbuf cb;          /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged;       /* kstage filled in this transaction */
+    gbuf cb;    /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged; /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging tables (session-local:
@@ -567,17 +567,18 @@ static int del_cmp(const void *a, const void *b)
  * "(dur, seq) IN (VALUES ...)": before ANALYZE has seen kext, the planner
  * made the latter a nested loop comparing every row with every key
  * (200 ms a statement at 4k rows). */
-static void del_sql(char *sql, const char *table, const sq_ext_row *e,
-                    size_t n, int prep)
+static void del_sql(char *sql, const char *table, const sq_ext_row *e, size_t n,
+                    int prep)
 {
     size_t len = (size_t)snprintf(sql, EXT_SQL_MAX,
                                   "DELETE FROM %s k USING (VALUES ", table);
     for (size_t i = 0; i < n; i++)
-        len += prep ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(?,?)",
-                                       i ? "," : "")
-                    : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                       "%s(%lld,%lld)", i ? "," : "",
-                                       (long long)e[i].dur, (long long)e[i].seq);
+        len += prep
+                   ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(?,?)",
+                                      i ? "," : "")
+                   : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                      "%s(%lld,%lld)", i ? "," : "",
+                                      (long long)e[i].dur, (long long)e[i].seq);
     if (prep)
         snprintf(sql + len, EXT_SQL_MAX - len,
                  ") v(d, s) WHERE k.sess=?%zu AND k.side=?%zu AND k.dur=v.d"
@@ -594,12 +595,13 @@ static void ins_sql(char *sql, const sq_ext_row *e, size_t n, int prep)
 {
     size_t len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", ext_ins_head);
     for (size_t i = 0; i < n; i++)
-        len += prep ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                       "%s(?,?,?,?)", i ? "," : "")
-                    : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                       "%s(%lld,%d,%lld,%lld)", i ? "," : "",
-                                       (long long)e[i].sess, e[i].side,
-                                       (long long)e[i].dur, (long long)e[i].seq);
+        len += prep
+                   ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                      "%s(?,?,?,?)", i ? "," : "")
+                   : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                      "%s(%lld,%d,%lld,%lld)", i ? "," : "",
+                                      (long long)e[i].sess, e[i].side,
+                                      (long long)e[i].dur, (long long)e[i].seq);
     snprintf(sql + len, EXT_SQL_MAX - len, "%s", ext_ins_tail);
 }
 
@@ -653,8 +655,9 @@ static int ext_deletes(srv_store *s, char *sql, const sq_ext_row *del,
     int rc = GPUFL_OK;
 
     for (size_t i = 0, j; i < ndel && !rc; i = j) {
-        for (j = i + 1; j < ndel && j - i < EXT_CHUNK &&
-                        del[j].sess == del[i].sess && del[j].side == del[i].side;
+        for (j = i + 1;
+             j < ndel && j - i < EXT_CHUNK && del[j].sess == del[i].sess &&
+             del[j].side == del[i].side;
              j++)
             ;
         rc = ext_chunk(s, sql, t, &del[i], j - i);
