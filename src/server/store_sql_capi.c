@@ -116,12 +116,11 @@ static int capi_rows(srv_store *s, gbuf *b)
 
     for (size_t i = 0; i < s->capi.cap; i++) {
         capi_b *v = rl_map_at(&s->capi, i, &k);
-        if (v &&
-            (rc = gbuf_addf(b, "%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
-                            (unsigned long long)k[0], (unsigned long long)k[1],
-                            (unsigned long long)k[2], (unsigned long long)k[3],
-                            (unsigned long long)v->n,
-                            (unsigned long long)v->busy)) != 0)
+        /* signed, as qbind_u64 binds them on the row-at-a-time path */
+        if (v && (rc = gbuf_addf(b, "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\n",
+                                 (long long)k[0], (long long)k[1],
+                                 (long long)k[2], (long long)k[3],
+                                 (long long)v->n, (long long)v->busy)) != 0)
             return rc;
     }
     return GPUFL_OK;
