@@ -15,6 +15,8 @@
  */
 #include "store_sql_int.h"
 
+#include "common/buf.h"
+
 #include <gpufl/gpufl.h>
 
 #include <stdlib.h>
@@ -97,6 +99,33 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
     return GPUFL_OK;
 }
 
+/* A bucket merged into its stored row; sums saturate at 2^63-1 as tl's
+ * do (store_sql.c WS_TL). */
+static const char capi_put_sql[] =
+    "INSERT INTO capi VALUES(?,?,?,?,?,?) ON CONFLICT(sess,"
+    " lvl, b, tid) DO UPDATE SET n=capi.n+excluded.n,"
+    " busy=CASE WHEN capi.busy > 9223372036854775807 -"
+    " excluded.busy THEN 9223372036854775807 ELSE"
+    " capi.busy+excluded.busy END";
+
+/* The batch's buckets as COPY text rows (sq_writer.merge). */
+static int capi_rows(srv_store *s, gbuf *b)
+{
+    const uint64_t *k;
+    int rc;
+
+    for (size_t i = 0; i < s->capi.cap; i++) {
+        capi_b *v = rl_map_at(&s->capi, i, &k);
+        /* signed, as qbind_u64 binds them on the row-at-a-time path */
+        if (v && (rc = gbuf_addf(b, "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\n",
+                                 (long long)k[0], (long long)k[1],
+                                 (long long)k[2], (long long)k[3],
+                                 (long long)v->n, (long long)v->busy)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
 int sq_capi_flush(srv_store *s)
 {
     const uint64_t *k;
@@ -104,12 +133,12 @@ int sq_capi_flush(srv_store *s)
 
     if (!s->capi.n)
         return GPUFL_OK;
-    if ((rc = prep(s, &s->capi_put,
-                   "INSERT INTO capi VALUES(?,?,?,?,?,?) ON CONFLICT(sess,"
-                   " lvl, b, tid) DO UPDATE SET n=capi.n+excluded.n,"
-                   " busy=CASE WHEN capi.busy > 9223372036854775807 -"
-                   " excluded.busy THEN 9223372036854775807 ELSE"
-                   " capi.busy+excluded.busy END")) != 0)
+    /* PostgreSQL: one COPY and one upsert, not a round trip a bucket (a
+     * batch of 10 000 kernels touches ~700 buckets: a fifth of the
+     * server's statement time, docs/server.md "Ingest statements") */
+    if (s->wr->merge)
+        return s->wr->merge(s, "capistage", "capi", capi_put_sql, capi_rows);
+    if ((rc = prep(s, &s->capi_put, capi_put_sql)) != 0)
         return rc;
     for (size_t i = 0; i < s->capi.cap; i++) {
         capi_b *v = rl_map_at(&s->capi, i, &k);

@@ -50,8 +50,10 @@ typedef struct pg_writer {
     rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
     sdb_stmt *kmerge; /* kstage -> kernels, RETURNING */
     sdb_stmt *kaget;  /* the stored kagg rows of a batch */
-    gbuf cb;          /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged;       /* kstage filled in this transaction */
+    /* a full chunk of kext keys: insert; delete from kext, kxrow */
+    sdb_stmt *kxput, *kxdel[2];
+    gbuf cb;    /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged; /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging tables (session-local:
@@ -62,7 +64,8 @@ static const char pg_setup_writer[] =
                 "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
                 "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
                 "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS";
+                "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS;"
+                "CREATE TEMP TABLE capistage (LIKE capi) ON COMMIT DELETE ROWS";
 
 /* ---- COPY rows ---- */
 
@@ -386,7 +389,8 @@ static int pg_kernel(srv_store *s, int64_t sess, const srv_ev *e,
  * "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT clause of
  * the row-at-a-time statement ws (store_sql.c), so both databases merge
  * alike. */
-static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
+static int stage_merge_sql(srv_store *s, const char *stage, const char *dst,
+                           const char *ws_sql)
 {
     pg_writer *pw = s->wst;
     char sql[1024];
@@ -396,8 +400,26 @@ static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
     if ((rc = sdb_copy(s->w, sql, pw->cb.p, pw->cb.len)) != 0)
         return rc;
     snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
-             strstr(sq_wsql[ws], " ON CONFLICT"));
+             strstr(ws_sql, " ON CONFLICT"));
     return sdb_exec(s->w, sql);
+}
+
+static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
+{
+    return stage_merge_sql(s, stage, dst, sq_wsql[ws]);
+}
+
+/* sq_writer.merge: another file's rollup (store_sql_capi.c) the same way */
+static int pg_merge(srv_store *s, const char *stage, const char *dst,
+                    const char *sql, int (*rows)(srv_store *s, gbuf *b))
+{
+    pg_writer *pw = s->wst;
+    int rc;
+
+    gbuf_reset(&pw->cb);
+    if ((rc = rows(s, &pw->cb)) != 0)
+        return rc;
+    return pw->cb.len ? stage_merge_sql(s, stage, dst, sql) : GPUFL_OK;
 }
 
 /* The kernel aggregates in three round trips - the stored rows for the
@@ -520,25 +542,17 @@ static int pg_flush(srv_store *s)
 
 /* ---- kext ---- */
 
-/* Keys per chunk of an INSERT or DELETE statement (its text is built
- * with integer literals only: a round trip per key would cost more than
- * the rest of the batch). */
+/* Keys per chunk of an INSERT or DELETE statement: a round trip per key
+ * would cost more than the rest of the batch.  A full chunk goes through
+ * a statement prepared once per connection (its text parsed and planned
+ * once, not for every chunk); the last, shorter one of a run is built
+ * with integer literals. */
 #define EXT_CHUNK 256
 #define EXT_SQL_MAX (EXT_CHUNK * 64 + 256)
 
-/* Runs sql (a chunk of keys, if it has any) and starts the next one. */
-static int chunk_run(srv_store *s, char *sql, size_t *len, size_t *n,
-                     const char *tail, const char *head)
-{
-    int rc = GPUFL_OK;
-    if (*n) {
-        snprintf(sql + *len, EXT_SQL_MAX - *len, "%s", tail);
-        rc = sdb_exec(s->w, sql);
-    }
-    *len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
-    *n = 0;
-    return rc;
-}
+static const char ext_ins_head[] =
+    "INSERT INTO kext(sess, side, dur, seq) VALUES ";
+static const char ext_ins_tail[] = " ON CONFLICT DO NOTHING";
 
 static int del_cmp(const void *a, const void *b)
 {
@@ -548,47 +562,105 @@ static int del_cmp(const void *a, const void *b)
     return x->side - y->side;
 }
 
-/* The end of a DELETE chunk for the keys of e's session and side. */
-static void del_tail(char *tail, size_t cap, const sq_ext_row *e)
+/* The statement for n keys of one (sess, side) leaving table: ? for
+ * every value when prep, else e's literals.  A join with the keys, not
+ * "(dur, seq) IN (VALUES ...)": before ANALYZE has seen kext, the planner
+ * made the latter a nested loop comparing every row with every key
+ * (200 ms a statement at 4k rows). */
+static void del_sql(char *sql, const char *table, const sq_ext_row *e, size_t n,
+                    int prep)
 {
-    snprintf(tail, cap,
-             ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND k.dur=v.d AND"
-             " k.seq=v.s",
-             (long long)e->sess, e->side);
+    size_t len = (size_t)snprintf(sql, EXT_SQL_MAX,
+                                  "DELETE FROM %s k USING (VALUES ", table);
+    for (size_t i = 0; i < n; i++)
+        len += prep
+                   ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(?,?)",
+                                      i ? "," : "")
+                   : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                      "%s(%lld,%lld)", i ? "," : "",
+                                      (long long)e[i].dur, (long long)e[i].seq);
+    if (prep)
+        snprintf(sql + len, EXT_SQL_MAX - len,
+                 ") v(d, s) WHERE k.sess=?%zu AND k.side=?%zu AND k.dur=v.d"
+                 " AND k.seq=v.s",
+                 2 * n + 1, 2 * n + 2);
+    else
+        snprintf(sql + len, EXT_SQL_MAX - len,
+                 ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND k.dur=v.d AND"
+                 " k.seq=v.s",
+                 (long long)e->sess, e->side);
 }
 
-static int ext_deletes(srv_store *s, char *sql, sq_ext_row *del, size_t ndel,
-                       const char *table)
+static void ins_sql(char *sql, const sq_ext_row *e, size_t n, int prep)
 {
-    size_t len = 0, n = 0;
-    int rc = GPUFL_OK;
-    char tail[160], head[64];
+    size_t len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", ext_ins_head);
+    for (size_t i = 0; i < n; i++)
+        len += prep
+                   ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                      "%s(?,?,?,?)", i ? "," : "")
+                   : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
+                                      "%s(%lld,%d,%lld,%lld)", i ? "," : "",
+                                      (long long)e[i].sess, e[i].side,
+                                      (long long)e[i].dur, (long long)e[i].seq);
+    snprintf(sql + len, EXT_SQL_MAX - len, "%s", ext_ins_tail);
+}
 
-    /* grouped by (sess, side): each statement reads one key range.  A
-     * join with the keys, not "(dur, seq) IN (VALUES ...)": before ANALYZE
-     * has seen kext, the planner made the latter a nested loop comparing
-     * every row with every key (200 ms a statement at 4k rows) */
-    snprintf(head, sizeof(head), "DELETE FROM %s k USING (VALUES ", table);
-    if (ndel)
-        qsort(del, ndel, sizeof(*del), del_cmp);
-    for (size_t i = 0; i < ndel && !rc; i++) {
-        const sq_ext_row *e = &del[i];
-        if (i == 0 || n == EXT_CHUNK || e->sess != del[i - 1].sess ||
-            e->side != del[i - 1].side) {
-            /* the chunk so far (if any) ends with its own keys' tail */
-            if (i)
-                del_tail(tail, sizeof(tail), &del[i - 1]);
-            if ((rc = chunk_run(s, sql, &len, &n, tail, head)) != 0)
-                break;
-        }
-        len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(%lld,%lld)",
-                                n ? "," : "", (long long)e->dur,
-                                (long long)e->seq);
-        n++;
+/* One chunk of n keys e: deleted from table t (0: kext, 1: kxrow; one
+ * (sess, side)) or, t -1, inserted into kext. */
+static int ext_chunk(srv_store *s, char *sql, int t, const sq_ext_row *e,
+                     size_t n)
+{
+    static const char *const tbl[2] = { "kext", "kxrow" };
+    pg_writer *pw = s->wst;
+    sdb_stmt **st = t < 0 ? &pw->kxput : &pw->kxdel[t];
+    int p = 1;
+
+    if (!n)
+        return GPUFL_OK;
+    if (n < EXT_CHUNK) {
+        if (t < 0)
+            ins_sql(sql, e, n, 0);
+        else
+            del_sql(sql, tbl[t], e, n, 0);
+        return sdb_exec(s->w, sql);
     }
-    if (!rc && ndel) {
-        del_tail(tail, sizeof(tail), &del[ndel - 1]);
-        rc = chunk_run(s, sql, &len, &n, tail, "");
+    if (!*st) {
+        if (t < 0)
+            ins_sql(sql, e, n, 1);
+        else
+            del_sql(sql, tbl[t], e, n, 1);
+        if (sdb_prepare(s->w, sql, st))
+            return GPUFL_EINTERNAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (t < 0) {
+            qbind_i64(*st, p++, e[i].sess);
+            qbind_i64(*st, p++, e[i].side);
+        }
+        qbind_i64(*st, p++, e[i].dur);
+        qbind_i64(*st, p++, e[i].seq);
+    }
+    if (t >= 0) {
+        qbind_i64(*st, p++, e->sess);
+        qbind_i64(*st, p++, e->side);
+    }
+    return qrun(*st);
+}
+
+/* The keys leaving table t, grouped by (sess, side): each statement reads
+ * one key range. */
+static int ext_deletes(srv_store *s, char *sql, const sq_ext_row *del,
+                       size_t ndel, int t)
+{
+    int rc = GPUFL_OK;
+
+    for (size_t i = 0, j; i < ndel && !rc; i = j) {
+        for (j = i + 1;
+             j < ndel && j - i < EXT_CHUNK && del[j].sess == del[i].sess &&
+             del[j].side == del[i].side;
+             j++)
+            ;
+        rc = ext_chunk(s, sql, t, &del[i], j - i);
     }
     return rc;
 }
@@ -596,32 +668,21 @@ static int ext_deletes(srv_store *s, char *sql, sq_ext_row *del, size_t ndel,
 static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
                    const sq_ext_row *put, size_t nput)
 {
-    static const char head[] = "INSERT INTO kext(sess, side, dur, seq) VALUES ";
-    static const char tail[] = " ON CONFLICT DO NOTHING";
     char *sql = malloc(EXT_SQL_MAX);
-    size_t len, n = 0;
     int rc;
 
     if (!sql)
         return GPUFL_ENOMEM;
-    rc = ext_deletes(s, sql, del, ndel, "kext");
+    if (ndel)
+        qsort(del, ndel, sizeof(*del), del_cmp);
+    rc = ext_deletes(s, sql, del, ndel, 0);
     /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
      * are */
     if (!rc && s->kstore_blocks)
-        rc = ext_deletes(s, sql, del, ndel, "kxrow");
-    len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", head);
-    for (size_t i = 0; i < nput && !rc; i++) {
-        if (n == EXT_CHUNK &&
-            (rc = chunk_run(s, sql, &len, &n, tail, head)) != 0)
-            break;
-        len += (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                "%s(%lld,%d,%lld,%lld)", n ? "," : "",
-                                (long long)put[i].sess, put[i].side,
-                                (long long)put[i].dur, (long long)put[i].seq);
-        n++;
-    }
-    if (!rc && n)
-        rc = chunk_run(s, sql, &len, &n, tail, head);
+        rc = ext_deletes(s, sql, del, ndel, 1);
+    for (size_t i = 0; i < nput && !rc; i += EXT_CHUNK)
+        rc = ext_chunk(s, sql, -1, &put[i],
+                       nput - i < EXT_CHUNK ? nput - i : EXT_CHUNK);
     free(sql);
     return rc;
 }
@@ -698,6 +759,9 @@ static void pg_close(srv_store *s)
         return;
     sdb_finalize(pw->kmerge);
     sdb_finalize(pw->kaget);
+    sdb_finalize(pw->kxput);
+    sdb_finalize(pw->kxdel[0]);
+    sdb_finalize(pw->kxdel[1]);
     rl_map_release(&pw->pend_idx);
     free(pw->pend);
     gbuf_release(&pw->cb);
@@ -733,4 +797,5 @@ const sq_writer sq_writer_pg = {
     .kext = pg_kext,
     .abort = pg_abort,
     .memstacks = pg_memstacks,
+    .merge = pg_merge,
 };

@@ -787,6 +787,14 @@ typedef struct sq_writer {
     /* the p->n stacks of memory profile prof (store_sql_memprof.c), in the
      * caller's transaction */
     int (*memstacks)(srv_store *s, int64_t prof, const srv_memprof *p);
+    /* NULL where a prepared statement a row is cheap (SQLite); else a
+     * rollup's rows in bulk: rows writes them into b as COPY text, then
+     * they go into the session-local table stage and are merged into dst
+     * by one "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT
+     * clause of sql, the row-at-a-time statement (so both databases merge
+     * alike) */
+    int (*merge)(srv_store *s, const char *stage, const char *dst,
+                 const char *sql, int (*rows)(srv_store *s, struct gbuf *b));
 } sq_writer;
 
 extern const sq_writer sq_writer_sqlite; /* store_sql_ingest_sqlite.c */
