@@ -927,6 +927,9 @@ class NameSorts(Base):
         g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
         wait_compacted(b)
         wait_stable(b)
+        # naming follows the merges: settled blocks may still be unnamed
+        # for a while on a loaded machine
+        wait_named(b)
         nb = count(b, "SELECT count(*) FROM kblocks")
         self.assertGreater(nb, 256)  # more than two chunks
         self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
@@ -1003,6 +1006,9 @@ class NameSorts(Base):
         g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
         wait_compacted(b)
         wait_stable(b)
+        # naming follows the merges: settled blocks may still be unnamed
+        # for a while on a loaded machine
+        wait_named(b)
         nb = count(b, "SELECT count(*) FROM kblocks")
         self.assertGreater(nb, 500)
         self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
