@@ -678,55 +678,37 @@ try {
     );
   });
   await attempt('kernels_raw', async () => {
-    // the wheel zoom may have landed in an idle stretch (example_train's
-    // data loading: its length follows the machine's load), or the zoom-in
-    // below may zoom into one: then centre the view on the next kernel's
-    // start, at the same width (the zoom-in buttons zoom about the centre,
-    // so that kernel stays in view however many they take).  This is
-    // checked on every step: a loaded machine showed 'loading' at first and
-    // 'empty' only after a zoom (CI at d644424: "mode empty")
+    // The view is set onto one kernel, eight of its durations wide, and
+    // the check waits (up to 40 s) for it to be drawn raw and clickable.
+    // The wheel zoom above may land in an idle stretch (example_train's
+    // data loading: its length follows the machine's load), and zooming
+    // on from there depended on the view's state under load: two CI runs
+    // (d644424, 7709f41) ended "mode empty" with the view never moved
+    // by the zoom loop.
     const sA = await get('sessions/' + A.sid);
     const baseA = BigInt(sA.first_ts);
-    let recentred = 0;
-    const recentre = async (v) => {
-      let nx = await get(`sessions/${A.sid}/kernels?from=${baseA + BigInt(Math.max(0, Math.floor(v.t0)))}&limit=1`);
-      if (!nx.items.length) nx = await get(`sessions/${A.sid}/kernels?limit=1`);
-      if (!nx.items.length) return;
-      const c = Number(BigInt(nx.items[0].ts) - baseA);
-      const w = v.t1 - v.t0;
-      await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c - w / 2, c + w / 2]);
-      recentred++;
-      await page.waitForTimeout(200);
-      await idle();
-    };
-    // zoom further (buttons) until single kernels are drawn
-    for (let i = 0; i < 16; i++) {
-      const tl = await page.evaluate(() => window.__uiTest.timeline);
-      if (tl.mode === 'raw') break;
-      if (tl.mode === 'loading') {
-        // tiles still on their way (a loaded machine): wait, not zoom
-        await page.waitForTimeout(300);
-        await idle();
-        continue;
-      }
-      if (tl.mode === 'empty' && recentred < 4) {
-        await recentre(tl);
-        continue;
-      }
-      await page.click('[data-testid=zoom-in]');
-      await page.waitForTimeout(200);
-      await idle();
-    }
-    // make sure at least one kernel is wide enough to click
+    const t0 = await page.evaluate(() => window.__uiTest.timeline);
+    let nx = await get(`sessions/${A.sid}/kernels?from=${baseA + BigInt(Math.max(0, Math.floor(t0.t0)))}&limit=1`);
+    if (!nx.items.length) nx = await get(`sessions/${A.sid}/kernels?limit=1`);
+    const k0 = nx.items[0];
+    const c0 = Number(BigInt(k0.ts) - baseA);
+    // at most 2 ms wide: a long kernel fills the view, still raw
+    const w0 = Math.min(Math.max(8 * Number(k0.dur), 2000), 2000000);
+    const seen = [];
     let hits = [];
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 80; i++) {
+      if (i % 20 === 0) {
+        await page.evaluate(([a, b]) => window.__uiTest.timelineSet(a, b), [c0 - w0 / 4, c0 - w0 / 4 + w0]);
+        await page.waitForTimeout(200);
+      }
+      await idle();
+      const v = await page.evaluate(() => window.__uiTest.timeline);
+      if (seen[seen.length - 1] !== v.mode) seen.push(v.mode);
       hits = await page.evaluate(() =>
         window.__uiTest.timelineHits().filter((h) => h.lane === 'kernel' && h.id !== null && h.count === 1 && h.w >= 6),
       );
-      if (hits.length) break;
-      await page.click('[data-testid=zoom-in]');
-      await page.waitForTimeout(200);
-      await idle();
+      if (v.mode === 'raw' && hits.length) break;
+      await page.waitForTimeout(500);
     }
     const tl = await page.evaluate(() => window.__uiTest.timeline);
     const scopes = await page.evaluate(() => window.__uiTest.timelineHits().filter((h) => h.lane === 'scope').length);
@@ -739,8 +721,10 @@ try {
         hits.length +
         ' clickable kernels, ' +
         scopes +
-        ' scope-lane items' +
-        (recentred ? ', view centred on a kernel ' + recentred + 'x' : ''),
+        ' scope-lane items; kernel ' +
+        k0.kid +
+        ' in view, modes seen: ' +
+        seen.join(' -> '),
     );
     await shot('kernels-zoomed');
     const h = hits[Math.floor(hits.length / 2)];
