@@ -253,9 +253,7 @@ struct srv_store {
     struct kblock_ev *kb_ev;
     struct kblock_index *kb_idx;
     uint64_t *kb_ndur; /* per index name: min, then max duration */
-    /* blocks the last naming pass and merge pass could not decode (left
-     * unnamed: a name filter reads them whole; not merged); logged when
-     * they change, not every pass */
+    /* blocks the last naming/merge pass could not decode (logged on change) */
     uint64_t kb_unnamable, kb_unmergeable;
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
      * prepare (on PostgreSQL a round trip) per server, not per block */

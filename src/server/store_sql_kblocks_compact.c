@@ -36,13 +36,19 @@ static void kb_test_pause(void)
     sq_kb_test_pause("GPUFL_SERVER_KB_PAUSE_MS");
 }
 
+/* A test knob: the environment's value when in 1..max, else max. */
+static int64_t kb_env(const char *name, int64_t max)
+{
+    const char *v = getenv(name);
+    long long n = v ? strtoll(v, NULL, 10) : 0;
+    return n >= 1 && n <= max ? (int64_t)n : max;
+}
+
 /* GPUFL_SERVER_KB_RUN (tests only): kernels per block, 1..SQ_KB_RUN, so
  * that a test makes many small blocks (the reads must handle any size). */
 static int64_t kb_run(void)
 {
-    const char *v = getenv("GPUFL_SERVER_KB_RUN");
-    long n = v ? strtol(v, NULL, 10) : 0;
-    return n >= 1 && n <= SQ_KB_RUN ? n : SQ_KB_RUN;
+    return kb_env("GPUFL_SERVER_KB_RUN", SQ_KB_RUN);
 }
 
 /* Deletes the rows of table (kblocks, kbnames, kbunnamed) of the blocks starting
@@ -379,11 +385,8 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
  * and names nothing). */
 static uint64_t kb_name_max(void)
 {
-    const char *v = getenv("GPUFL_SERVER_KB_NAME_MAX");
-    long n = v ? strtol(v, NULL, 10) : 0;
-    return n >= 1 && n <= KB_NAME_LIST * KB_NAME_ROUNDS
-               ? (uint64_t)n
-               : KB_NAME_LIST * KB_NAME_ROUNDS;
+    return (uint64_t)kb_env("GPUFL_SERVER_KB_NAME_MAX",
+                            KB_NAME_LIST * KB_NAME_ROUNDS);
 }
 
 typedef struct kb_key3 {
