@@ -10,7 +10,9 @@
  *   agent_kafka_mock dump BOOTSTRAP PREFIX OUT
  *       reads every partition of the three topics from the start to the
  *       high watermark (rd_kafka_assign, no consumer group) and writes one
- *       line per message: topic TAB key TAB value.
+ *       row per line of each message (the agent packs several lines a
+ *       message, '\n'-separated): topic TAB key TAB message number (in
+ *       the order read) TAB line.
  *
  * The mock keeps at most 5 MiB per partition: tests stay well below.
  */
@@ -94,7 +96,7 @@ static int dump(const char *bs, const char *prefix, const char *out)
     rd_kafka_topic_partition_list_t *parts;
     static const char *const st[] = { "device", "scope", "system" };
     int64_t hi[3][MOCK_PARTITIONS];
-    long left = 0;
+    long left = 0, nmsg = 0;
     FILE *f = fopen(out, "wb");
 
     if (!f)
@@ -139,9 +141,15 @@ static int dump(const char *bs, const char *prefix, const char *out)
             return 1;
         }
         if (!m->err) {
-            fprintf(f, "%s\t%.*s\t%.*s\n", rd_kafka_topic_name(m->rkt),
-                    (int)m->key_len, (const char *)m->key, (int)m->len,
-                    (const char *)m->payload);
+            const char *v = m->payload, *e = v + m->len, *nl;
+            do {
+                nl = memchr(v, '\n', (size_t)(e - v));
+                fprintf(f, "%s\t%.*s\t%ld\t%.*s\n", rd_kafka_topic_name(m->rkt),
+                        (int)m->key_len, (const char *)m->key, nmsg,
+                        (int)((nl ? nl : e) - v), v);
+                v = nl + 1;
+            } while (nl);
+            nmsg++;
             left--;
         }
         rd_kafka_message_destroy(m);

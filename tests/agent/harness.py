@@ -327,20 +327,27 @@ class KafkaMock:
         subprocess.run([os.path.join(BIN, "agent_kafka_mock"), "dump",
                         self.bootstrap, self.prefix, out], check=True,
                        timeout=120)
-        msgs = []
+        lines = []
         with open(out, "rb") as f:
             for line in f:
-                topic, key, value = line.rstrip(b"\n").split(b"\t", 2)
-                msgs.append((topic.decode(), key.decode(), value))
-        return msgs
+                topic, key, msg, value = line.rstrip(b"\n").split(b"\t", 3)
+                lines.append((topic.decode(), key.decode(), int(msg), value))
+        return lines
 
 
-def kafka_verify(mock, folder):
+def kafka_verify(mock, folder, stats=None):
+    """Every line of folder arrived, unchanged, on its stream's topic with
+    its session as key.  stats (a dict), if given, gets the number of
+    messages and, per (sid, st), the seqs in the order they arrived."""
     want = expected(folder)
     got = {}
-    for topic, key, value in mock.dump():
+    msgs = set()
+    order = {}
+    for topic, key, msg, value in mock.dump():
         e = json.loads(value)
         k = (e["sid"], e["st"], e["seq"])
+        msgs.add(msg)
+        order.setdefault(k[:2], []).append(k[2])
         check(topic == "%s.%s" % (mock.prefix, e["st"]),
               "line of %s on topic %s" % (e["st"], topic))
         check(key == e["sid"], "key %s is not the session id" % key)
@@ -351,6 +358,9 @@ def kafka_verify(mock, folder):
                                                            len(want)))
     check(all(got[k] == want[k] for k in want), "a value was re-encoded")
     check(len(got) == len(want), "unexpected lines")
+    if stats is not None:
+        stats["messages"] = len(msgs)
+        stats["order"] = order
     return want
 
 
