@@ -6,7 +6,9 @@
  * group pushed past the broker's retention counts and logs the messages
  * it lost, and their lines show in their session's gaps; a message of more
  * lines than --kafka-batch is stored whole; consumer errors are counted;
- * lines past their stream's session_end are refused, as over HTTP.
+ * lines past their stream's session_end are refused, as over HTTP; a
+ * packed message (several lines) is stored line by line, a bad line in it
+ * counted, and stored once when it comes again.
  */
 #include "srv_int.h"
 #include "jpath.h"
@@ -433,10 +435,80 @@ static void test_past_the_end(void)
     rd_kafka_destroy(p);
 }
 
+/* The agent packs a batch's lines into one message, '\n'-separated
+ * (docs/agent.md "Kafka sink"): every line of it is stored; a line that
+ * does not parse, in the middle, is counted and the lines after it are
+ * still stored; the same message again (the agent's retry, or a replay
+ * after a rebalance) stores nothing twice. */
+#define SIDP "beef0000-0000-4000-8000-000000000000"
+static void test_packed_message(void)
+{
+    static srv a;
+    static char msg[8192];
+    char err[512];
+    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
+    rd_kafka_t *p, *prod;
+    rd_kafka_mock_cluster_t *mc;
+    const char *tmp = getenv("GPUFL_TEST_TMP");
+    size_t len = 0;
+
+    snprintf(dbpath, sizeof(dbpath), "%s/kafka_pk.db", tmp ? tmp : "/tmp");
+    unlink(dbpath);
+    topic_prefix = "pk";
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
+    p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+    REQUIRE(p);
+    mc = rd_kafka_mock_cluster_new(p, 1);
+    REQUIRE(mc);
+    snprintf(bootstraps, sizeof(bootstraps), "%s",
+             rd_kafka_mock_cluster_bootstraps(mc));
+    rd_kafka_mock_topic_create(mc, "pk.device", 1, 1);
+    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
+    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
+    prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
+    REQUIRE(prod);
+    len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+                            "{\"v\":1,\"sid\":\"" SIDP "\",\"st\":\"device\","
+                            "\"seq\":0,\"ts\":100,\"type\":\"session\","
+                            "\"app\":\"k\",\"host\":\"h\"}");
+    for (int k = 1; k <= 10; k++)
+        len += (size_t)snprintf(
+            msg + len, sizeof(msg) - len,
+            "\n{\"v\":1,\"sid\":\"" SIDP "\",\"st\":\"device\","
+            "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":1,"
+            "\"dur\":%s}",
+            k, 1000 + k, k == 6 ? "\"x\"" : "5");
+    produce(prod, "pk.device", SIDP, msg);
+    rd_kafka_flush(prod, 10000);
+    REQUIRE(start(&a, "g4") == 0);
+    CHECK(wait_lines(10, 60));
+    for (int i = 0; i < 100 && a.met.lines_rejected < 1; i++)
+        usleep(100000);
+    CHECK_EQ_U64(a.met.lines_accepted, 10);
+    CHECK_EQ_U64(a.met.lines_rejected, 1);
+    /* the same message again */
+    produce(prod, "pk.device", SIDP, msg);
+    rd_kafka_flush(prod, 10000);
+    for (int i = 0; i < 100 && a.met.lines_duplicate < 10; i++)
+        usleep(100000);
+    usleep(300000);
+    CHECK_EQ_U64(a.met.lines_duplicate, 10);
+    CHECK_EQ_U64(a.met.lines_accepted, 10);
+    CHECK_EQ_U64(a.met.lines_rejected, 2);
+    CHECK_EQ_U64(stored("SELECT n_lines FROM sessions"), 10);
+    CHECK_EQ_U64(stored("SELECT count(*) FROM kernels"), 9);
+    CHECK_EQ_U64(stored("SELECT count(*) FROM kernels WHERE seq = 6"), 0);
+    stop(&a);
+    rd_kafka_destroy(prod);
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(p);
+}
+
 int main(void)
 {
     RUN(test_two_servers_exactly_once);
     RUN(test_retention_and_big_messages);
     RUN(test_past_the_end);
+    RUN(test_packed_message);
     TEST_DONE();
 }
