@@ -6,7 +6,9 @@
  *   agent_kafka_mock serve FILE PREFIX   3 brokers, topics PREFIX.device,
  *       .scope, .system (4 partitions); writes the bootstrap string to FILE,
  *       then serves until SIGTERM.  SIGUSR1 takes every broker down,
- *       SIGUSR2 brings them back up.
+ *       SIGUSR2 brings them back up.  SIGHUP: the next Produce request
+ *       is refused with MSG_SIZE_TOO_LARGE (a broker whose topic allows
+ *       less than the producer sends).
  *   agent_kafka_mock dump BOOTSTRAP PREFIX OUT
  *       reads every partition of the three topics from the start to the
  *       high watermark (rd_kafka_assign, no consumer group) and writes one
@@ -27,7 +29,7 @@
 #define MOCK_BROKERS 3
 #define MOCK_PARTITIONS 4
 
-static volatile sig_atomic_t stop_flag, down_flag, up_flag;
+static volatile sig_atomic_t stop_flag, down_flag, up_flag, big_flag;
 
 static void on_sig(int sig)
 {
@@ -35,6 +37,8 @@ static void on_sig(int sig)
         down_flag = 1;
     else if (sig == SIGUSR2)
         up_flag = 1;
+    else if (sig == SIGHUP)
+        big_flag = 1;
     else
         stop_flag = 1;
 }
@@ -64,6 +68,7 @@ static int serve(const char *file, const char *prefix)
     signal(SIGINT, on_sig);
     signal(SIGUSR1, on_sig);
     signal(SIGUSR2, on_sig);
+    signal(SIGHUP, on_sig);
     snprintf(tmp, sizeof tmp, "%s.tmp", file);
     f = fopen(tmp, "w");
     if (!f)
@@ -73,6 +78,12 @@ static int serve(const char *file, const char *prefix)
     rename(tmp, file);
     while (!stop_flag) {
         usleep(50000);
+        if (big_flag) {
+            rd_kafka_mock_push_request_errors(
+                mc, 0 /* ApiKey Produce */, 1,
+                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+            big_flag = 0;
+        }
         if (down_flag || up_flag) {
             for (int b = 1; b <= MOCK_BROKERS; b++) {
                 if (down_flag)

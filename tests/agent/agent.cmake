@@ -28,7 +28,8 @@ if(TARGET gpufl-agent)
   # One CTest test per scenario, so ctest -j runs them side by side.
   set(GPUFL_AGENT_CASES e2e kill9 outage storm truncate deadletter
       corrupt_cursor cli status zst_restart)
-  list(APPEND GPUFL_AGENT_CASES kafka kafka_down kafka_deadletter s3 server)
+  list(APPEND GPUFL_AGENT_CASES kafka kafka_down kafka_deadletter
+       kafka_refused s3 server)
   # client TLS against the real gpufl-server (docs/agent.md "Tests")
   list(APPEND GPUFL_AGENT_CASES tls)
   # no silent loss (docs/agent.md "Tests")

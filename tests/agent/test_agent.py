@@ -430,6 +430,30 @@ def case_kafka_down(work):
     mock.stop()
 
 
+def case_kafka_refused(work):
+    """The broker refuses a produce request as too large (its topic allows
+    less than the agent packs): the packed messages' lines go again one a
+    message and all arrive; none is dead-lettered for a neighbour."""
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs)
+    path = os.path.join(logs, "hand.20261129-000000.%s.device.log.1"
+                        % SID_A[:8])
+    with open(path, "wb") as f:
+        f.write(mkline(SID_A, "device", 0, "session"))
+        for s in range(1, 300):
+            f.write(mkline(SID_A, "device", s))
+    mock = KafkaMock(work)
+    mock.signal(signal.SIGHUP)
+    time.sleep(0.5)
+    agent = kafka_agent(work, logs, mock, ["--timeout-ms=1500"])
+    check(agent.once(timeout=60) == 0, "--once to kafka")
+    dead = dead_records(work)
+    print("dead letters:", len(dead))
+    check(not dead, "%d lines dead-lettered with their neighbours" % len(dead))
+    kafka_verify(mock, logs)
+    mock.stop()
+
+
 def case_s3(work):
     """Archive to radosgw (checks SigV4): keys per host/session/stream,
     multipart for a large file, delete after upload, wrong secret fails."""
