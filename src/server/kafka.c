@@ -1,8 +1,9 @@
 /*
  * kafka.c - the Kafka consumer bridge: reads the agent's topics
- * (<prefix>.device|scope|system, one event line per message, key = session
- * id) as a member of a consumer group and feeds the same ingest path as
- * HTTP.
+ * (<prefix>.device|scope|system, key = session id; a message holds one or
+ * more event lines, '\n'-separated: the agent packs a batch's lines of one
+ * session into messages of up to 64 KiB) as a member of a consumer group
+ * and feeds the same ingest path as HTTP.
  *
  * Offsets are committed only after the database commit of every message
  * polled before it, so a crash or a rebalance can only make messages come
@@ -153,7 +154,8 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
         int st = stream_of(k, msgs[i]);
         if (st < 0 || !buf)
             continue;
-        /* one line per message from the agent; several are accepted */
+        /* the agent packs several lines a message: each is validated on
+         * its own, so a bad one costs only itself */
         while (jsonl_line_next(buf, len, &pos, &line, &ln) ||
                jsonl_line_tail(buf, len, &pos, &line, &ln)) {
             no++;
