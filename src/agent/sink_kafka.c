@@ -341,6 +341,12 @@ agent_sink *agent_sink_kafka_new(const agent_cfg *cfg, volatile int *stop,
         conf_set(c, "acks", "all", err, errcap) ||
         conf_set(c, "compression.type", comp, err, errcap) ||
         conf_set(c, "linger.ms", "5", err, errcap) ||
+        /* zstd level 1, not 3: librdkafka starts a fresh zstd context for
+         * each record batch, and level 3 cost a fifth more of the agent's
+         * CPU for 2 % fewer bytes (1 MB of kernel lines: 17.3 kB at 1,
+         * 16.9 kB at 3) */
+        (!strcmp(comp, "zstd") &&
+         conf_set(c, "compression.level", "1", err, errcap)) ||
         conf_set(c, "message.timeout.ms", num, err, errcap) ||
         conf_set(c, "queue.buffering.max.messages", "1000000", err, errcap) ||
         conf_set(c, "client.id", "gpufl-agent", err, errcap)) {
