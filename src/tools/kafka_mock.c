@@ -153,13 +153,17 @@ static int dump(const char *bs, const char *prefix, const char *out)
         }
         if (!m->err) {
             const char *v = m->payload, *e = v + m->len, *nl;
-            do {
-                nl = memchr(v, '\n', (size_t)(e - v));
+            for (;;) {
+                /* no pointer arithmetic past the last line (UBSan: an
+                 * offset applied to the NULL of memchr) */
+                nl = v != e ? memchr(v, '\n', (size_t)(e - v)) : NULL;
                 fprintf(f, "%s\t%.*s\t%ld\t%.*s\n", rd_kafka_topic_name(m->rkt),
                         (int)m->key_len, (const char *)m->key, nmsg,
-                        (int)((nl ? nl : e) - v), v);
+                        (int)((nl ? nl : e) - v), v ? v : "");
+                if (!nl)
+                    break;
                 v = nl + 1;
-            } while (nl);
+            }
             nmsg++;
             left--;
         }
