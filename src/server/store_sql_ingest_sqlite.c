@@ -301,6 +301,13 @@ static int lite_setup(srv_store *s)
      * batch writes about that much, so the default checkpoints (copies
      * into the database and fsyncs it) at nearly every commit */
     sdb_exec(s->w, "PRAGMA wal_autocheckpoint=16384");
+    /* statement journals in memory: a multi-row insert that may fail
+     * halfway (kbnames' rows, the rollups' upserts) copies each page it
+     * changes first, and past 64 KiB SQLite wrote those copies to a temp
+     * file - 390 MB of the compactor's writes per 2M kernels (bench_scale,
+     * docs/server.md "Where ingest's CPU goes").  A statement's copies are
+     * at most the pages it changes (a batch's statements: a few MB). */
+    sdb_exec(s->w, "PRAGMA temp_store=MEMORY");
     return GPUFL_OK;
 }
 

@@ -5,9 +5,10 @@
  * blocks of SQ_KB_RUN (the rows of older servers and of
  * --kernel-store=rows), and runs of ingest's small blocks merged into
  * blocks of up to KB_MERGE_MAX, then ingest's blocks that will not merge
- * named (their kbnames rows).  Each block is one transaction that
- * inserts the result and deletes exactly its sources (checked), so a
- * kill -9 leaves either.  The block writer (sq_kb_put) and the
+ * named (their kbnames rows).  Each block is inserted with exactly its
+ * sources deleted (checked) in one transaction - merges and namings
+ * several blocks a transaction (KB_TX_KERNELS) - so a kill -9 leaves
+ * either.  The block writer (sq_kb_put) and the
  * duplicate checks are in store_sql_kblocks.c.
  */
 #include "store_sql_int.h"
