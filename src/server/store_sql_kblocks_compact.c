@@ -478,8 +478,8 @@ static int name_one(srv_store *s, const kb_key3 *k, size_t *nk)
         sdb_finalize(st);
         return rc == SDB_DONE ? GPUFL_OK : sq_err(rc); /* the block went */
     }
-    if ((rc = sq_kb_bytes(s, st, 2, k->sess, k->stream, k->seq_lo, &b,
-                          &len)) == 0 &&
+    if ((rc = sq_kb_bytes(s, st, 2, k->sess, k->stream, k->seq_lo, &b, &len)) ==
+            0 &&
         (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
                        sizeof(why)) ||
          n != (size_t)qcol_i64(st, 1))) {

@@ -109,8 +109,7 @@ static void test_merge_wal(void)
             "  merged %llu blocks (%llu kernels), named %llu: %lld WAL"
             " frames, %lld bytes written\n",
             (unsigned long long)nb, (unsigned long long)nk,
-            (unsigned long long)named, (long long)frames,
-            (long long)(w1 - w0));
+            (unsigned long long)named, (long long)frames, (long long)(w1 - w0));
     CHECK_EQ_U64(nb, NBATCH / 2);
     CHECK_EQ_U64(nk, NBATCH * BATCH);
     /* a transaction per merged block wrote 561 frames here, 28 a block
