@@ -314,6 +314,15 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
     if (!lw)
         return GPUFL_ENOMEM;
     s->wst = lw;
+    /* statement journals in memory: a multi-row insert that may fail
+     * halfway (kbnames' rows, the rollups' upserts) copies each page it
+     * changes first, and past 64 KiB SQLite wrote those copies to a temp
+     * file - 470 MB of the server's writes per 2M kernels (bench_scale,
+     * docs/server.md "Where ingest's CPU goes").  A statement's copies are
+     * at most the pages it changes: a batch's or a merge's, a few MB.  Set
+     * after the migrations (lite_setup runs before them), whose statements
+     * over a big database's whole tables keep spilling to a file. */
+    sdb_exec(s->w, "PRAGMA temp_store=MEMORY");
     rl_map_init(&lw->khigh, sizeof(int64_t), SQ_CACHE_MAX);
     lw->dver_last = -1;
     len = (size_t)snprintf(sql, sizeof(sql), "INSERT INTO kernels VALUES");

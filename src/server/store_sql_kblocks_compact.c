@@ -5,9 +5,10 @@
  * blocks of SQ_KB_RUN (the rows of older servers and of
  * --kernel-store=rows), and runs of ingest's small blocks merged into
  * blocks of up to KB_MERGE_MAX, then ingest's blocks that will not merge
- * named (their kbnames rows).  Each block is one transaction that
- * inserts the result and deletes exactly its sources (checked), so a
- * kill -9 leaves either.  The block writer (sq_kb_put) and the
+ * named (their kbnames rows).  Each block is inserted with exactly its
+ * sources deleted (checked) in one transaction - merges and namings
+ * several blocks a transaction (KB_TX_KERNELS) - so a kill -9 leaves
+ * either.  The block writer (sq_kb_put) and the
  * duplicate checks are in store_sql_kblocks.c.
  */
 #include "store_sql_int.h"
@@ -325,33 +326,54 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }
 
-/* Every run of small blocks merged: a transaction per merged block. */
+/* Merges and namings share a transaction up to this many kernels: each
+ * merged or named block writes ~200 kbnames rows into kbnames_dur and
+ * kbnames_dmin, one at each of its names' places, so a transaction per
+ * block rewrote nearly every leaf page of both indexes into the WAL: the
+ * compactor's thread wrote 890 MB per 2M kernels (bench_scale) and took
+ * ~40 % of the server's CPU (docs/server.md "Where ingest's CPU goes").
+ * A transaction of several blocks writes those pages once.  The cap
+ * bounds how long ingest waits on the writer's lock (a few tens of ms). */
+#define KB_TX_KERNELS 65536
+
+/* Every run of small blocks merged: several merged blocks a transaction
+ * (KB_TX_KERNELS), each all or nothing with its sources. */
 static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
-    size_t ng = 0;
+    size_t ng = 0, i = 0;
     uint64_t bad = 0;
     int rc;
 
     pthread_mutex_lock(&s->wlock);
     rc = merges_find(s, g, KB_GROUPS_MAX, &ng);
     pthread_mutex_unlock(&s->wlock);
-    for (size_t i = 0; !rc && i < ng; i++) {
-        uint64_t nk = 0;
-        do {
-            uint64_t b = 0;
-            pthread_mutex_lock(&s->wlock);
-            if ((rc = sq_kb_tx_begin(s)) == 0)
-                rc = sq_kb_tx_end(
-                    s, merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk, &b));
-            pthread_mutex_unlock(&s->wlock);
-            if (!rc && nk) {
-                *blocks += 1;
-                *kernels += nk;
+    while (!rc && i < ng) {
+        uint64_t txb = 0, txk = 0, txbad = 0;
+        int r;
+        pthread_mutex_lock(&s->wlock);
+        if ((rc = sq_kb_tx_begin(s)) == 0) {
+            r = GPUFL_OK;
+            while (!r && i < ng && txk < KB_TX_KERNELS) {
+                uint64_t nk = 0, b = 0;
+                r = merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk, &b);
+                if (!r && nk) {
+                    txb++;
+                    txk += nk;
+                } else if (!r) { /* a merge re-reads its run's bad blocks:
+                                    counted once, at the group's last */
+                    txbad += b;
+                    i++;
+                }
             }
-            if (!nk) /* a merge re-reads its run's bad blocks: once */
-                bad += b;
-        } while (!rc && nk);
+            rc = sq_kb_tx_end(s, r);
+        }
+        pthread_mutex_unlock(&s->wlock);
+        if (!rc) {
+            *blocks += txb;
+            *kernels += txk;
+            bad += txbad;
+        }
     }
     if (!rc && bad != s->kb_unmergeable)
         glog_warn("kblocks",
@@ -427,34 +449,23 @@ static int names_find(srv_store *s, const kb_key3 *after, kb_key3 *k,
     return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }
 
-/* One block named, in the writer's open transaction: its kbunnamed row
- * deleted (none: named or gone meanwhile, nothing to do), its events
- * decoded, its kbnames rows written.  *did: whether it was named.  A block
- * that does not decode: GPUFL_EPARSE (the transaction rolls back, its
- * kbunnamed row stays: read whole by name filters, as before). */
-static int name_one(srv_store *s, const kb_key3 *k, int *did)
+/* One block named, in the writer's open transaction: its events decoded,
+ * its kbunnamed row deleted (none: named or gone meanwhile, nothing to
+ * do), its kbnames rows written.  *nk: its kernels when named, else 0.
+ * A block that does not decode: GPUFL_EPARSE with nothing changed (the
+ * transaction's other blocks stand; its kbunnamed row stays: read whole
+ * by name filters, as before). */
+static int name_one(srv_store *s, const kb_key3 *k, size_t *nk)
 {
-    sdb_stmt *st = NULL;
-    size_t n = 0;
+    sdb_stmt *st = NULL, *del = NULL;
+    const unsigned char *b = NULL;
+    size_t n = 0, len = 0;
+    char why[128] = "";
     int rc;
 
-    *did = 0;
+    *nk = 0;
     if ((rc = sq_kb_state(s)) != 0)
         return rc;
-    if (sdb_prepare(s->w,
-                    "DELETE FROM kbunnamed WHERE sess=?1 AND stream=?2 AND"
-                    " seq_lo=?3",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, k->sess);
-    qbind_i64(st, 2, k->stream);
-    qbind_i64(st, 3, k->seq_lo);
-    rc = qrun(st);
-    sdb_finalize(st);
-    st = NULL;
-    if (rc || sdb_changes(s->w) != 1)
-        return rc;
-    kb_test_pause(); /* a kill here leaves the block listed */
     if (sdb_prepare(s->w,
                     "SELECT seq_lo, n, block FROM kblocks WHERE sess=?1 AND"
                     " stream=?2 AND seq_lo=?3",
@@ -463,39 +474,48 @@ static int name_one(srv_store *s, const kb_key3 *k, int *did)
     qbind_i64(st, 1, k->sess);
     qbind_i64(st, 2, k->stream);
     qbind_i64(st, 3, k->seq_lo);
-    if ((rc = sdb_step(st)) == SDB_ROW) {
-        const unsigned char *b = NULL;
-        size_t len = 0;
-        char why[128] = "";
-        if ((rc = sq_kb_bytes(s, st, 2, k->sess, k->stream, k->seq_lo, &b,
-                              &len)) == 0) {
-            if (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n,
-                              why, sizeof(why)) ||
-                n != (size_t)qcol_i64(st, 1)) {
-                glog_debug("kblocks",
-                           "session %lld stream %lld block %lld: not"
-                           " decoded: %s",
-                           (long long)k->sess, (long long)k->stream,
-                           (long long)k->seq_lo,
-                           why[0] ? why : "count differs");
-                rc = GPUFL_EPARSE;
-            } else {
-                rc = sq_kb_name(s, k->sess, k->stream, b, len, n);
-            }
-        }
-    } else {
-        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc); /* the block went */
+    if ((rc = sdb_step(st)) != SDB_ROW) {
+        sdb_finalize(st);
+        return rc == SDB_DONE ? GPUFL_OK : sq_err(rc); /* the block went */
     }
+    if ((rc = sq_kb_bytes(s, st, 2, k->sess, k->stream, k->seq_lo, &b, &len)) ==
+            0 &&
+        (kblock_decode(s->kb_dec, b, len, s->kb_ev, KB_MAX_EVENTS, &n, why,
+                       sizeof(why)) ||
+         n != (size_t)qcol_i64(st, 1))) {
+        glog_debug("kblocks",
+                   "session %lld stream %lld block %lld: not decoded: %s",
+                   (long long)k->sess, (long long)k->stream,
+                   (long long)k->seq_lo, why[0] ? why : "count differs");
+        rc = GPUFL_EPARSE;
+    }
+    /* decoded first: a block that does not decode changes nothing, so
+     * the transaction's other blocks are kept */
+    if (!rc && sdb_prepare(s->w,
+                           "DELETE FROM kbunnamed WHERE sess=?1 AND"
+                           " stream=?2 AND seq_lo=?3",
+                           &del))
+        rc = GPUFL_EINTERNAL;
+    if (!rc) {
+        qbind_i64(del, 1, k->sess);
+        qbind_i64(del, 2, k->stream);
+        qbind_i64(del, 3, k->seq_lo);
+        rc = qrun(del);
+    }
+    if (!rc && sdb_changes(s->w) == 1) {
+        kb_test_pause(); /* a kill here leaves the block listed */
+        if ((rc = sq_kb_name(s, k->sess, k->stream, b, len, n)) == 0)
+            *nk = n;
+    }
+    sdb_finalize(del);
     sdb_finalize(st);
-    if (!rc)
-        *did = 1;
     return rc;
 }
 
-/* The blocks to name, a transaction each (the writer's lock held for
- * one block at most); *named: how many.  A block that does not decode is
- * passed (and counted: s->kb_unnamable), not a stop: one bad block left
- * every later one unnamed, and the pass failing. */
+/* The blocks to name, several a transaction (KB_TX_KERNELS: the writer's
+ * lock held for some tens of ms at most); *named: how many.  A block that
+ * does not decode is passed (and counted: s->kb_unnamable), not a stop:
+ * one bad block left every later one unnamed, and the pass failing. */
 static int name_pass(srv_store *s, uint64_t *named)
 {
     kb_key3 k[KB_NAME_LIST], after = { -1, -1, -1 };
@@ -503,22 +523,33 @@ static int name_pass(srv_store *s, uint64_t *named)
     int rc = GPUFL_OK;
 
     for (int r = 0; !rc && r < KB_NAME_ROUNDS && left; r++) {
-        size_t nk = 0, cap = left < KB_NAME_LIST ? (size_t)left : KB_NAME_LIST;
+        size_t nk = 0, i = 0,
+               cap = left < KB_NAME_LIST ? (size_t)left : KB_NAME_LIST;
         pthread_mutex_lock(&s->wlock);
         rc = names_find(s, &after, k, cap, &nk);
         left -= nk;
         pthread_mutex_unlock(&s->wlock);
-        for (size_t i = 0; !rc && i < nk; i++) {
-            int did = 0;
+        while (!rc && i < nk) {
+            uint64_t txn = 0, txk = 0, txbad = 0;
+            int e = GPUFL_OK;
             pthread_mutex_lock(&s->wlock);
-            if ((rc = sq_kb_tx_begin(s)) == 0)
-                rc = sq_kb_tx_end(s, name_one(s, &k[i], &did));
-            pthread_mutex_unlock(&s->wlock);
-            if (rc == GPUFL_EPARSE) {
-                bad++;
-                rc = GPUFL_OK;
+            if ((rc = sq_kb_tx_begin(s)) == 0) {
+                for (; !e && i < nk && txk < KB_TX_KERNELS; i++) {
+                    size_t n = 0;
+                    if ((e = name_one(s, &k[i], &n)) == GPUFL_EPARSE) {
+                        txbad++;
+                        e = GPUFL_OK;
+                    }
+                    txn += n > 0;
+                    txk += n;
+                }
+                rc = sq_kb_tx_end(s, e);
             }
-            *named += (uint64_t)did;
+            pthread_mutex_unlock(&s->wlock);
+            if (!rc) {
+                *named += txn;
+                bad += txbad;
+            }
         }
         if (nk)
             after = k[nk - 1];

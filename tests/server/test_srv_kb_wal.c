@@ -1,0 +1,141 @@
+/*
+ * test_srv_kb_wal.c - the compactor's merges share transactions (SQLite):
+ * every merged block writes its ~names kbnames rows, one at each name's
+ * place in kbnames_dur and kbnames_dmin, so a transaction per merged
+ * block wrote nearly every leaf page of both indexes into the WAL again
+ * (at 2M kernels ~890 MB of writes, ~40 % of the server's CPU during
+ * ingest: docs/server.md "Where ingest's CPU goes").  Here 40 small
+ * blocks of 150 names merge into 20 (blocks of 200 kernels,
+ * GPUFL_SERVER_KB_RUN): the WAL frames the pass writes must stay well
+ * under a transaction's worth of index pages per merged block, and every
+ * kernel must still be in the blocks once, every merged block named.
+ * And the pass writes little besides its WAL frames: the statement
+ * journals of its multi-row inserts (a copy of each page a statement
+ * changes) went to a temporary file, 390 MB of the compactor's writes per
+ * 2M kernels, until the writer kept them in memory (temp_store=MEMORY).
+ */
+#include "test.h"
+
+#include "store_test.h"
+#include "store_sql_int.h"
+
+#define SIDW "eeeeeeee-0000-4000-8000-000000000007"
+#define BATCH 100
+#define NBATCH 40
+#define NAMES 150
+
+static char lines[BATCH + 1][512];
+static char arena[1 << 20];
+static srv_ev ev[BATCH + 1];
+
+/* Kernels seq0 .. seq0 + BATCH - 1 of one stream, names i % NAMES and
+ * durations scattered so that each name's bounds differ block to block. */
+static size_t batch(int seq0)
+{
+    int k = 0;
+
+    snprintf(lines[k++], sizeof(lines[0]),
+             "{\"v\":1,\"sid\":\"" SIDW "\",\"st\":\"device\",\"seq\":0,"
+             "\"ts\":100,\"type\":\"session\",\"app\":\"t\","
+             "\"host\":\"h\"}");
+    for (int i = 0; i < BATCH; i++) {
+        int s = seq0 + i;
+        snprintf(lines[k++], sizeof(lines[0]),
+                 "{\"v\":1,\"sid\":\"" SIDW "\",\"st\":\"device\","
+                 "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":%d,"
+                 "\"dur\":%d}",
+                 s, 1000 + 10 * s, s % NAMES, 100 + (s * 7919) % 5000);
+    }
+    return st_parse(SRV_ST_DEVICE, lines, k, arena, sizeof(arena), ev);
+}
+
+/* This process's bytes written by write(2) and its kin so far. */
+static int64_t wchar(void)
+{
+    char l[128];
+    long long v = -1;
+    FILE *f = fopen("/proc/self/io", "r");
+
+    while (f && fgets(l, sizeof(l), f))
+        if (sscanf(l, "wchar: %lld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static int64_t one(sdb *db, const char *sql, int col)
+{
+    sdb_stmt *st = NULL;
+    int64_t v = -1;
+
+    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW)
+        v = sdb_col_i64(st, col);
+    sdb_finalize(st);
+    return v;
+}
+
+static void test_merge_wal(void)
+{
+    char url[512], err[256];
+    srv_store *s;
+    srv_ingest_res r;
+    sdb *db = NULL;
+    uint64_t nb = 0, nk = 0, named = 0;
+    int64_t frames, w0, w1;
+
+    if (pg_uri()[0]) {
+        fprintf(stderr, "  SQLite's WAL only: skipped on PostgreSQL\n");
+        return;
+    }
+    setenv("GPUFL_SERVER_KB_RUN", "200", 1);
+    s = open_tmp("kb_wal");
+    REQUIRE(s != NULL);
+    srv_store_set_kernel_store(s, 1);
+    for (int b = 0; b < NBATCH; b++) {
+        size_t n = batch(1 + b * BATCH);
+        REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
+    }
+    tmp_url("kb_wal", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH);
+    /* an empty WAL: what is in it afterwards is the pass's */
+    CHECK(one(db, "PRAGMA wal_checkpoint(TRUNCATE)", 0) == 0);
+    w0 = wchar();
+    REQUIRE(srv_store_kblocks_compact(s, &nb, &nk, &named) == GPUFL_OK);
+    w1 = wchar();
+    frames = one(db, "PRAGMA wal_checkpoint(PASSIVE)", 1);
+    fprintf(stderr,
+            "  merged %llu blocks (%llu kernels), named %llu: %lld WAL"
+            " frames, %lld bytes written\n",
+            (unsigned long long)nb, (unsigned long long)nk,
+            (unsigned long long)named, (long long)frames, (long long)(w1 - w0));
+    CHECK_EQ_U64(nb, NBATCH / 2);
+    CHECK_EQ_U64(nk, NBATCH * BATCH);
+    /* a transaction per merged block wrote 561 frames here, 28 a block
+     * (both name indexes' leaves again, the block's pages, the
+     * commit's); shared transactions 55 */
+    CHECK(frames > 0 && frames < 10 * (int64_t)(NBATCH / 2));
+    /* a frame is a page and its 24-byte header; the WAL's own header and
+     * the -shm's are a few KiB */
+    CHECK(w0 >= 0 && w1 - w0 < frames * 4120 + 65536);
+    /* every kernel once, every block named */
+    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH / 2);
+    CHECK(one(db, "SELECT sum(n) FROM kblocks", 0) == NBATCH * BATCH);
+    CHECK(one(db, "SELECT count(*) FROM kbunnamed", 0) == 0);
+    CHECK(one(db,
+              "SELECT count(*) FROM kblocks k WHERE NOT EXISTS (SELECT 1"
+              " FROM kbnames n WHERE n.sess=k.sess AND n.stream=k.stream"
+              " AND n.seq_lo=k.seq_lo)",
+              0) == 0);
+    CHECK(one(db, "SELECT sum(n) FROM kbnames", 0) == NBATCH * BATCH);
+    sdb_close(db);
+    srv_store_close(s);
+    unsetenv("GPUFL_SERVER_KB_RUN");
+}
+
+int main(void)
+{
+    RUN(test_merge_wal);
+    TEST_DONE();
+}
