@@ -9,7 +9,7 @@
  * one of --readers read connections, which WAL lets run beside the
  * writer.
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 

@@ -13,7 +13,7 @@
  * is kept apart (capi_long) and spread by the query; it still counts in
  * its first bucket.
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include "common/buf.h"
 
