@@ -313,11 +313,12 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
  */
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
                               uint64_t *named);
-/* Deletes the timeline level 0 rows (tl, lvl 0) of every session with
- * blocks: this version computes that level from such a session's kernels
- * (store_sql_q_tl0.c), so they are bytes nobody reads.  One transaction
- * per session; *rows: how many went. */
-int srv_store_tl0_drop(srv_store *s, uint64_t *rows);
+/* Deletes the timeline's and the API calls' level 0 rows (tl and capi,
+ * lvl 0) of every session with blocks: this version computes those levels
+ * from such a session's kernels and calls (store_sql_q_tl0.c,
+ * store_sql_q_capi0.c), so they are bytes nobody reads.  One transaction
+ * per session; *rows, *capi_rows: how many went of each. */
+int srv_store_tl0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows);
 /* Writes the kept rows (kxrow, store_sql_kxrow.c) of the kext keys
  * whose kernels are in blocks and have none (blocks written before
  * schema 24): every session with blocks, one transaction each, reading
