@@ -132,6 +132,12 @@ typedef int (*sq_call_fn)(void *arg, const sq_call *c);
 /* Every API call of c's session overlapping [from, to), in no order. */
 int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
                   void *arg);
+/* As sq_calls_each, for readers of a call's ts, dur and tid only: a
+ * launch from a block has its other fields stale (the block's other
+ * columns are not decoded: ~half the time of a summary computed from
+ * them). */
+int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
+                   void *arg);
 /* An upper bound of the rows sq_calls_each(from, to) reads (kernels of
  * rows and blocks, ops), from the indexes only, into *n. */
 int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n);

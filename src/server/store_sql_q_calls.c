@@ -16,7 +16,8 @@
  * eighth of a column: the buckets wholly inside the window, the calls of
  * the two partial buckets at its edges from their rows, the long calls'
  * busy time from capi_long - the same counts and ns as the rows, for a
- * few thousand bucket reads instead of every call of the window.
+ * few thousand bucket reads instead of every call of the window.  With
+ * kernel blocks level 0 is computed from the calls (store_sql_q_capi0.c).
  */
 #include "store_sql_int.h"
 
@@ -199,7 +200,7 @@ static int launch_ev(const kblock_ev *e, void *arg)
  * (1M calls: 0.45 s against 1.4 s on SQLite); the ts test still decides,
  * so a seq span wider than twice the kernels keeps the index plan. */
 static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
-                         int64_t hi, sq_call_fn fn, void *arg)
+                         int64_t hi, unsigned cols, sq_call_fn fn, void *arg)
 {
     int64_t a = sat_add((int64_t)from, lo), b = sat_add((int64_t)to, hi);
     int64_t seqs[2] = { 0, -1 }, n = 0;
@@ -253,9 +254,9 @@ static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
     /* and those in blocks (store_sql_kblocks_read.c), ts in [a, b] */
     {
         launch_scan ls = { (int64_t)from, (int64_t)to, fn, arg };
-        return sq_kb_scan(c->s, c->db, c->sess, a,
-                          b < INT64_MAX ? b + 1 : INT64_MAX, launch_ev, &ls,
-                          NULL);
+        return sq_kb_scan_cols(c->s, c->db, c->sess, a,
+                               b < INT64_MAX ? b + 1 : INT64_MAX, cols,
+                               launch_ev, &ls, NULL);
     }
 }
 
@@ -329,7 +330,9 @@ static int calls_bounds(qctx *c, int64_t *b, int *has)
     return GPUFL_OK;
 }
 
-int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
+/* The calls, the blocks' launches decoded in the columns cols. */
+static int calls_each(qctx *c, uint64_t from, uint64_t to, unsigned cols,
+                      sq_call_fn fn, void *arg)
 {
     int64_t b[4];
     int has[4], rc;
@@ -337,10 +340,23 @@ int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
     if ((rc = calls_bounds(c, b, has)) != 0)
         return rc;
     if (has[0] && has[1])
-        rc = scan_launches(c, from, to, b[0], b[1], fn, arg);
+        rc = scan_launches(c, from, to, b[0], b[1], cols, fn, arg);
     if (!rc && has[2] && has[3])
         rc = scan_ops(c, from, to, b[2], b[3], fn, arg);
     return rc;
+}
+
+int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
+{
+    return calls_each(c, from, to, KB_C_ALL, fn, arg);
+}
+
+int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
+                   void *arg)
+{
+    /* what launch_ev tests and sets ts, dur and tid from */
+    return calls_each(
+        c, from, to, KB_C_TS | KB_C_API_OFF | KB_C_API_DUR | KB_C_TID, fn, arg);
 }
 
 int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n)

@@ -10,7 +10,8 @@
  * kernel at rest on PostgreSQL.  A /calls summary that would read level 0
  * (columns 2^21 to 2^23 ns wide) computes those buckets here instead,
  * exactly as sq_capi_acc would have stored them: the same calls (those
- * the rows path lists, sq_calls_each: hot rows, blocks, ops), counted in
+ * the rows path lists, sq_calls_each: hot rows, blocks, ops; the blocks
+ * decoded in the columns of a call's times only), counted in
  * the bucket of their start, their time spread over the buckets they
  * cover - but a long call's (capi_long, spread by the caller).
  *
@@ -100,7 +101,7 @@ int sq_capi0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_capi0 **out,
     a.b_lo = b_lo;
     a.b_hi = b_hi;
     rl_map_init(&a.m, sizeof(capi0_acc), SQ_CAPI0_BUCKETS_MAX);
-    if ((rc = sq_calls_each(c, t_lo, t_hi, acc, &a)) != 0)
+    if ((rc = sq_calls_times(c, t_lo, t_hi, acc, &a)) != 0)
         goto out;
     if (!(o = malloc((a.m.n ? a.m.n : 1) * sizeof(*o)))) {
         rc = GPUFL_ENOMEM;
