@@ -12,12 +12,12 @@
  * from the rows that are left.  It may run while servers use the
  * database: the compactor takes the writer's lock (SQLite) or the
  * ingest's advisory lock (PostgreSQL) one block at a time.  Then the
- * timeline's and the API calls' level 0 rows of the sessions with blocks
- * are deleted (computed from the kernels and calls since:
- * store_sql_q_tl0.c, store_sql_q_capi0.c), a session per transaction,
- * and the kept rows of the sessions' longest and shortest kernels in
- * blocks written before schema 24 are written (store_sql_kxrow.c), a
- * session per transaction.
+ * timeline's level 0 rows of the sessions with blocks are deleted, and
+ * on PostgreSQL the API calls' (computed from the kernels and calls
+ * since: store_sql_q_tl0.c, store_sql_q_capi0.c), a session per
+ * transaction, and the kept rows of the sessions' longest and shortest
+ * kernels in blocks written before schema 24 are written
+ * (store_sql_kxrow.c), a session per transaction.
  */
 #include "srv_int.h"
 
@@ -82,9 +82,12 @@ int srv_migrate_run(srv *s)
     printf("migrate: %llu timeline level 0 row(s) deleted (computed from "
            "the blocks now)\n",
            (unsigned long long)tl0);
-    printf("migrate: %llu API call summary level 0 row(s) deleted (computed "
-           "from the calls now)\n",
-           (unsigned long long)capi0);
+    /* on SQLite capi level 0 stays stored and read (srv_store_capi0_computed
+     * says why): nothing deleted, nothing said, as before */
+    if (srv_store_capi0_computed(s->store))
+        printf("migrate: %llu API call summary level 0 row(s) deleted "
+               "(computed from the calls now)\n",
+               (unsigned long long)capi0);
     /* the rows of the longest and shortest kernels that blocks written
      * before schema 24 hold (store_sql_kxrow.c), a session per
      * transaction */

@@ -275,6 +275,13 @@ struct srv_store {
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
     int kstore_blocks;
+    /* with kstore_blocks, the API calls' level 0 (capi lvl 0) is computed
+     * by /calls (store_sql_q_capi0.c), not written: PostgreSQL only (set
+     * at open), where those rows were 6.8 of 38.3 B/kernel.  SQLite's
+     * capi (WITHOUT ROWID, clustered) holds them in 1.3 B/kernel, under
+     * the 16 B target already, and computing made /calls at level-0
+     * widths 4x slower (p50 9.9 -> 42 ms): there they stay stored */
+    int capi0_query;
     struct sq_kbi *kbi;
     sq_kcold *kc; /* the cold tier (store_sql_kcold.c); NULL: none */
     /* per read connection (r[i]): its block decoder and decoded block

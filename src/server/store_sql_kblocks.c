@@ -423,7 +423,8 @@ int srv_store_tl0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows)
     for (size_t i = 0; !rc && i < n; i++) {
         pthread_mutex_lock(&s->wlock);
         if ((rc = kb_begin(s)) == 0) {
-            for (int t = 0; t < 2 && !rc; t++) {
+            /* capi's only where it is computed (capi0_query) */
+            for (int t = 0; t < 1 + s->capi0_query && !rc; t++) {
                 sdb_stmt *st = NULL;
                 if (sdb_prepare(s->w, del[t], &st)) {
                     rc = GPUFL_EINTERNAL;

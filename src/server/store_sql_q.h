@@ -154,6 +154,16 @@ typedef struct sq_capi0 {
 } sq_capi0;
 int sq_capi0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_capi0 **out,
                      size_t *n);
+/* Whether c's session's capi level 0 is computed (sq_capi0_compute)
+ * rather than read, into *yes: on PostgreSQL only (SQLite stores it:
+ * capi0_query in store_sql_int.h says why), where ingest did not write it
+ * - a session with blocks or on a blocks server, as the timeline's level
+ * 0 (store_sql_q_timeline.c) - and where none is stored (a blocks
+ * server's session, its kernels since deleted or all in rows, read by a
+ * rows server).  Computed is exact whatever is stored, so a session whose
+ * level 0 is stored in part (ingested by a rows server, then a blocks
+ * one) reads right. */
+int sq_capi0_computed(qctx *c, int *yes);
 
 /* A LIKE pattern matching s anywhere, with %, _ and \ escaped, into out
  * (cut to cap). */

@@ -610,31 +610,6 @@ static void thr_reset(calls_ctx *x)
     x->rollup_ns = 0;
 }
 
-/* Whether the session's level 0 is computed from the calls
- * (store_sql_q_capi0.c) rather than read: where ingest did not write it -
- * a session with blocks or on a blocks server, as the timeline's level 0
- * (store_sql_q_timeline.c) - and where none is stored (a blocks server's
- * session, its kernels since deleted or all in rows, read by a rows
- * server).  Computed is exact whatever is stored, so a session whose
- * level 0 is stored in part (ingested by a rows server, then a blocks
- * one) reads right. */
-static int capi0_computed(qctx *c, int *yes)
-{
-    int rc = sq_kb_any(c->db, c->sess, yes);
-
-    if (rc || *yes || (*yes = c->s->kstore_blocks) != 0)
-        return rc;
-    if ((rc = q_prepare(c, "SELECT 1 FROM capi WHERE sess=?1 AND lvl=0"
-                           " LIMIT 1")) != 0)
-        return rc;
-    qbind_i64(c->st, 1, c->sess);
-    rc = sdb_step(c->st);
-    if (rc != SDB_ROW && rc != SDB_DONE)
-        return sq_err(rc);
-    *yes = rc == SDB_DONE;
-    return GPUFL_OK;
-}
-
 /* The level-0 buckets of [in0, in1) computed from the calls into x;
  * GPUFL_EFULL when the range holds too many to read. */
 static int capi0_buckets(qctx *c, calls_ctx *x)
@@ -654,7 +629,7 @@ static int capi0_buckets(qctx *c, calls_ctx *x)
 /* The window's summary from the rollup at level lv into x (count
  * included); *used 0 when it cannot answer (no whole bucket in the
  * window, too many long calls, a session older than the rollup).
- * GPUFL_EFULL when level 0 is computed (capi0_computed) and the window
+ * GPUFL_EFULL when level 0 is computed (sq_capi0_computed) and the window
  * holds more calls than that may read: level 1 answers instead. */
 static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
 {
@@ -664,7 +639,7 @@ static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
 
     *used = 0;
     if ((rc = capi_kept(c, &kept)) != 0 || !kept ||
-        (lv == 0 && (rc = capi0_computed(c, &computed)) != 0))
+        (lv == 0 && (rc = sq_capi0_computed(c, &computed)) != 0))
         return rc;
     x->in0 = ((x->from + w - 1) >> sh) << sh;
     x->in1 = (x->to >> sh) << sh;

@@ -4,7 +4,8 @@
  * from the calls themselves, for sessions whose kernels are in blocks
  * (docs/server.md "Kernel blocks", calls).
  *
- * With --kernel-store=blocks ingest does not write capi level 0, as it
+ * With --kernel-store=blocks on PostgreSQL (SQLite stores it: capi0_query
+ * in store_sql_int.h says why) ingest does not write capi level 0, as it
  * does not write the timeline's (store_sql_q_tl0.c): it was ~80% of the
  * capi rows, about one B-tree upsert per eighteen calls and ~8 bytes per
  * kernel at rest on PostgreSQL.  A /calls summary that would read level 0
@@ -124,4 +125,25 @@ int sq_capi0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_capi0 **out,
 out:
     rl_map_release(&a.m);
     return rc;
+}
+
+int sq_capi0_computed(qctx *c, int *yes)
+{
+    int rc;
+
+    *yes = 0;
+    if (!c->s->capi0_query)
+        return GPUFL_OK;
+    if ((rc = sq_kb_any(c->db, c->sess, yes)) != 0 || *yes ||
+        (*yes = c->s->kstore_blocks) != 0)
+        return rc;
+    if ((rc = q_prepare(c, "SELECT 1 FROM capi WHERE sess=?1 AND lvl=0"
+                           " LIMIT 1")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    rc = sdb_step(c->st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    *yes = rc == SDB_DONE;
+    return GPUFL_OK;
 }
