@@ -12,11 +12,12 @@
  * from the rows that are left.  It may run while servers use the
  * database: the compactor takes the writer's lock (SQLite) or the
  * ingest's advisory lock (PostgreSQL) one block at a time.  Then the
- * timeline level 0 rows of the sessions with blocks are deleted (computed
- * from the kernels since: store_sql_q_tl0.c), a session per transaction,
- * and the kept rows of the sessions' longest and shortest kernels in
- * blocks written before schema 24 are written (store_sql_kxrow.c), a
- * session per transaction.
+ * timeline's level 0 rows of the sessions with blocks are deleted, and
+ * on PostgreSQL the API calls' (computed from the kernels and calls
+ * since: store_sql_q_tl0.c, store_sql_q_capi0.c), a session per
+ * transaction, and the kept rows of the sessions' longest and shortest
+ * kernels in blocks written before schema 24 are written
+ * (store_sql_kxrow.c), a session per transaction.
  */
 #include "srv_int.h"
 
@@ -32,7 +33,8 @@
 int srv_migrate_run(srv *s)
 {
     srv_kb_stats a, b;
-    uint64_t blocks = 0, kernels = 0, named = 0, pass = 0, tl0 = 0, kx = 0;
+    uint64_t blocks = 0, kernels = 0, named = 0, pass = 0, tl0 = 0, capi0 = 0,
+             kx = 0;
     time_t t0 = time(NULL);
     int rc = GPUFL_OK;
 
@@ -70,7 +72,7 @@ int srv_migrate_run(srv *s)
     /* the sessions with blocks get their timeline level 0 from the
      * kernels (store_sql_q_tl0.c): the stored rows of it go, a session
      * per transaction (a kill keeps what is done; a rerun does the rest) */
-    if ((rc = srv_store_tl0_drop(s->store, &tl0)) != 0) {
+    if ((rc = srv_store_tl0_drop(s->store, &tl0, &capi0)) != 0) {
         glog_error("migrate",
                    "timeline level 0 rows not all deleted (%d): the blocks "
                    "are done; run it again to go on",
@@ -80,6 +82,12 @@ int srv_migrate_run(srv *s)
     printf("migrate: %llu timeline level 0 row(s) deleted (computed from "
            "the blocks now)\n",
            (unsigned long long)tl0);
+    /* on SQLite capi level 0 stays stored and read (srv_store_capi0_computed
+     * says why): nothing deleted, nothing said, as before */
+    if (srv_store_capi0_computed(s->store))
+        printf("migrate: %llu API call summary level 0 row(s) deleted "
+               "(computed from the calls now)\n",
+               (unsigned long long)capi0);
     /* the rows of the longest and shortest kernels that blocks written
      * before schema 24 hold (store_sql_kxrow.c), a session per
      * transaction */

@@ -313,11 +313,17 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
  */
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
                               uint64_t *named);
-/* Deletes the timeline level 0 rows (tl, lvl 0) of every session with
- * blocks: this version computes that level from such a session's kernels
- * (store_sql_q_tl0.c), so they are bytes nobody reads.  One transaction
- * per session; *rows: how many went. */
-int srv_store_tl0_drop(srv_store *s, uint64_t *rows);
+/* Deletes the timeline's level 0 rows (tl, lvl 0) of every session with
+ * blocks, and on PostgreSQL (srv_store_capi0_computed) the API calls'
+ * (capi, lvl 0): this version computes those levels from such a
+ * session's kernels and calls (store_sql_q_tl0.c, store_sql_q_capi0.c),
+ * so they are bytes nobody reads.  One transaction per session; *rows,
+ * *capi_rows: how many went of each. */
+int srv_store_tl0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows);
+/* Whether the API calls' summary level 0 of sessions with blocks is
+ * computed by /calls rather than stored: PostgreSQL yes, SQLite no (why:
+ * store_sql_int.h, capi0_query). */
+int srv_store_capi0_computed(const srv_store *s);
 /* Writes the kept rows (kxrow, store_sql_kxrow.c) of the kext keys
  * whose kernels are in blocks and have none (blocks written before
  * schema 24): every session with blocks, one transaction each, reading

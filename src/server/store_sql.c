@@ -9,7 +9,7 @@
  * one of --readers read connections, which WAL lets run beside the
  * writer.
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 
@@ -207,6 +207,11 @@ const char *srv_store_backend(const srv_store *s)
     return s->wr->name;
 }
 
+int srv_store_capi0_computed(const srv_store *s)
+{
+    return s->capi0_query;
+}
+
 void srv_store_close(srv_store *s)
 {
     if (!s)
@@ -287,6 +292,8 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
     sdb_set_watch(s->w, sq_health_watch, s);
     s->wr =
         sdb_dialect(s->w) == SDB_POSTGRES ? &sq_writer_pg : &sq_writer_sqlite;
+    /* computed capi level 0: store_sql_int.h says why PostgreSQL only */
+    s->capi0_query = sdb_dialect(s->w) == SDB_POSTGRES;
     if ((rc = s->wr->setup(s)) != 0) {
         snprintf(eb, ec, "cannot set up the database: %s", sdb_errmsg(s->w));
         goto fail;

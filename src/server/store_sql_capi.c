@@ -11,9 +11,10 @@
  * per touched row before COMMIT.  A call longer than RL_TL_LONG_NS would
  * spread over more than RL_TL_SPAN_MAX buckets of level 0: its busy time
  * is kept apart (capi_long) and spread by the query; it still counts in
- * its first bucket.
+ * its first bucket.  With --kernel-store=blocks on PostgreSQL level 0
+ * is not written (computed by the query: store_sql_q_capi0.c).
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include "common/buf.h"
 
@@ -78,7 +79,10 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
         if ((rc = qrun(st)) != 0)
             return rc;
     }
-    for (int lv = 0; lv < RL_TL_LEVELS; lv++) {
+    /* with blocks on PostgreSQL, level 0 is computed from the calls when
+     * asked (store_sql_q_capi0.c): not written (why: capi0_query) */
+    for (int lv = s->kstore_blocks && s->capi0_query ? 1 : 0; lv < RL_TL_LEVELS;
+         lv++) {
         unsigned sh = rl_tl_shift(lv);
         uint64_t b0 = ts >> sh, b1 = dur ? (end - 1) >> sh : b0;
         if (lng)

@@ -29,7 +29,7 @@
  * prefix shorter than K: K grew, or rows were lost) keeps that length, so
  * the prefix property holds.
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 

@@ -12,7 +12,7 @@
  * in through the batch writer, the one part that differs by database
  * (sq_writer: store_sql_ingest_sqlite.c, store_sql_ingest_pg.c).
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 

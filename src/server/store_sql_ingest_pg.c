@@ -1,6 +1,6 @@
 /*
  * store_sql_ingest_pg.c - the batch writer on PostgreSQL (sq_writer,
- * store_sql_int.h): a batch's rows go in bulk, because every statement is
+ * store_sql_writer_int.h): a batch's rows go in bulk, because every statement is
  * a round trip (one per row would cap ingest at ~10k rows/s).
  *
  * Kernels are held until the batch ends (or SQ_PEND_MAX of them), then
@@ -8,7 +8,7 @@
  * duplicate (the common case: an agent sends in order), else into the
  * staging table kstage and moved by one INSERT ... SELECT whose RETURNING
  * names the new rows.  The rollups are merged the same way (COPY into a
- * staging table, one upsert), kext changes go in multi-row statements and
+ * staging table, one upsert: store_sql_roll_pg.c), kext changes go in multi-row statements and
  * a memory profile's stacks in one COPY.  The staging tables are
  * session-local and emptied at each commit.
  *
@@ -16,7 +16,7 @@
  * lock first, so batches take turns as SQLite's write lock makes them
  * (the kernel aggregates are merged read-modify-write).
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include "common/buf.h"
 #include "kblock.h"
@@ -69,28 +69,9 @@ static const char pg_setup_writer[] =
 
 /* ---- COPY rows ---- */
 
-/* Text format: cb_i/_f append a column, then sep ('\t' or '\n'), into
- * room the caller reserved (CB_COL bytes a column). */
-#define CB_COL 32
-
-static void cb_i(gbuf *b, int64_t v, char sep)
-{
-    char tmp[24];
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    size_t n = 0;
-
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        b->p[b->len++] = '-';
-    while (n)
-        b->p[b->len++] = tmp[--n];
-    b->p[b->len++] = sep;
-}
-
-/* text of n bytes, escaped: reserve 2 * n + 1 */
+/* Text format (sq_cb_i for integers): cb_text appends text of n bytes,
+ * escaped, then sep ('\t' or '\n'), into room the caller reserved
+ * (2 * n + 1 bytes) */
 static void cb_text(gbuf *b, const char *p, size_t n, char sep)
 {
     /* COPY's text format: backslash, tab, newline and CR escaped; text
@@ -103,13 +84,6 @@ static void cb_text(gbuf *b, const char *p, size_t n, char sep)
         }
         b->p[b->len++] = c;
     }
-    b->p[b->len++] = sep;
-}
-
-static void cb_f(gbuf *b, double v, char sep)
-{
-    /* the same text pg_bind_f64 sends */
-    b->len += (size_t)snprintf(b->p + b->len, CB_COL, "%.17g", v);
     b->p[b->len++] = sep;
 }
 
@@ -383,31 +357,7 @@ static int pg_kernel(srv_store *s, int64_t sess, const srv_ev *e,
     return pw->npend == SQ_PEND_MAX ? flush_pending(s) : GPUFL_OK;
 }
 
-/* ---- rollups ---- */
-
-/* COPY the staged rows in cb into stage, then run the upsert
- * "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT clause of
- * the row-at-a-time statement ws (store_sql.c), so both databases merge
- * alike. */
-static int stage_merge_sql(srv_store *s, const char *stage, const char *dst,
-                           const char *ws_sql)
-{
-    pg_writer *pw = s->wst;
-    char sql[1024];
-    int rc;
-
-    snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", stage);
-    if ((rc = sdb_copy(s->w, sql, pw->cb.p, pw->cb.len)) != 0)
-        return rc;
-    snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
-             strstr(ws_sql, " ON CONFLICT"));
-    return sdb_exec(s->w, sql);
-}
-
-static int stage_merge(srv_store *s, const char *stage, const char *dst, int ws)
-{
-    return stage_merge_sql(s, stage, dst, sq_wsql[ws]);
-}
+/* ---- rollups (store_sql_roll_pg.c) ---- */
 
 /* sq_writer.merge: another file's rollup (store_sql_capi.c) the same way */
 static int pg_merge(srv_store *s, const char *stage, const char *dst,
@@ -419,125 +369,16 @@ static int pg_merge(srv_store *s, const char *stage, const char *dst,
     gbuf_reset(&pw->cb);
     if ((rc = rows(s, &pw->cb)) != 0)
         return rc;
-    return pw->cb.len ? stage_merge_sql(s, stage, dst, sql) : GPUFL_OK;
+    return sq_pg_merge_sql(s, &pw->cb, stage, dst, sql);
 }
 
-/* The kernel aggregates in three round trips - the stored rows for the
- * batch's keys, merged here, COPYed back through kastage. */
-static int flush_kagg(srv_store *s)
-{
-    static const char hx[] = "0123456789abcdef";
-    pg_writer *pw = s->wst;
-    gbuf *cb = &pw->cb;
-    sdb_stmt *g = pw->kaget;
-    const uint64_t *k;
-    int rc, first = 1;
-
-    if (!s->kagg.n)
-        return GPUFL_OK;
-    /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
-    gbuf_reset(cb);
-    for (int col = 0; col < 2; col++) {
-        size_t start = cb->len;
-        first = 1;
-        for (size_t i = 0; i < s->kagg.cap; i++) {
-            if (!rl_map_at(&s->kagg, i, &k))
-                continue;
-            if (gbuf_grow(cb, CB_COL + 2))
-                return cb->err;
-            if (first)
-                cb->p[cb->len++] = '{';
-            first = 0;
-            cb_i(cb, (int64_t)k[col], ',');
-        }
-        cb->p[cb->len - 1] = '}';
-        qbind_str(g, col + 1, (srv_str){ cb->p + start, cb->len - start });
-    }
-    while ((rc = sdb_step(g)) == SDB_ROW) {
-        uint64_t gk[4] = { (uint64_t)qcol_i64(g, 0), (uint64_t)qcol_i64(g, 1),
-                           0, 0 };
-        sq_kagg *a = rl_map_find(&s->kagg, gk);
-        if (a)
-            sq_kagg_merge(a, g, 2);
-    }
-    sdb_reset(g);
-    if (rc != SDB_DONE)
-        return sq_err(rc);
-    gbuf_reset(cb);
-    for (size_t i = 0; i < s->kagg.cap; i++) {
-        sq_kagg *a = rl_map_at(&s->kagg, i, &k);
-        unsigned char h[RL_HIST_ENC_MAX];
-        size_t hn;
-        if (!a)
-            continue;
-        hn = rl_hist_encode(a->hist, h);
-        if (gbuf_grow(cb, 10 * CB_COL + 2 * hn + 8))
-            return cb->err;
-        cb_i(cb, (int64_t)k[0], '\t');
-        cb_i(cb, (int64_t)k[1], '\t');
-        cb_i(cb, (int64_t)a->n, '\t');
-        cb_i(cb, (int64_t)a->total, '\t');
-        cb_i(cb, (int64_t)a->min, '\t');
-        cb_i(cb, (int64_t)a->max, '\t');
-        cb_f(cb, a->sum_occ, '\t');
-        cb_i(cb, (int64_t)a->n_occ, '\t');
-        cb_i(cb, a->regs, '\t');
-        cb_i(cb, a->smem, '\t');
-        /* bytea hex; COPY text needs the backslash doubled */
-        memcpy(cb->p + cb->len, "\\\\x", 3);
-        cb->len += 3;
-        for (size_t b = 0; b < hn; b++) {
-            cb->p[cb->len++] = hx[h[b] >> 4];
-            cb->p[cb->len++] = hx[h[b] & 15];
-        }
-        cb->p[cb->len++] = '\n';
-    }
-    return stage_merge(s, "kastage", "kagg", WS_KAGG_PUT);
-}
-
-/* The pending kernels, then the kernel aggregates, timeline buckets and
- * per-scope totals, each in one COPY and one upsert (keys are unique
- * within a batch, as ON CONFLICT DO UPDATE requires). */
+/* The pending kernels, then the rollups. */
 static int pg_flush(srv_store *s)
 {
     pg_writer *pw = s->wst;
-    gbuf *cb = &pw->cb;
-    const uint64_t *k;
-    int rc;
+    int rc = flush_pending(s);
 
-    if ((rc = flush_pending(s)) != 0 || (rc = flush_kagg(s)) != 0)
-        return rc;
-    gbuf_reset(cb);
-    for (size_t i = 0; i < s->tl.cap; i++) {
-        sq_tl *t = rl_map_at(&s->tl, i, &k);
-        if (!t)
-            continue;
-        if (gbuf_grow(cb, 8 * CB_COL))
-            return cb->err;
-        for (int j = 0; j < 4; j++)
-            cb_i(cb, (int64_t)k[j], '\t');
-        cb_i(cb, (int64_t)t->n, '\t');
-        cb_i(cb, (int64_t)t->busy, '\t');
-        cb_i(cb, (int64_t)t->top_name, '\t');
-        cb_i(cb, (int64_t)t->top_dur, '\n');
-    }
-    if (s->tl.n && (rc = stage_merge(s, "tlstage", "tl", WS_TL)) != 0)
-        return rc;
-    gbuf_reset(cb);
-    for (size_t i = 0; i < s->kscope.cap; i++) {
-        uint64_t *v = rl_map_at(&s->kscope, i, &k);
-        if (!v)
-            continue;
-        if (gbuf_grow(cb, 4 * CB_COL))
-            return cb->err;
-        cb_i(cb, (int64_t)k[0], '\t');
-        cb_i(cb, (int64_t)k[1], '\t');
-        cb_i(cb, (int64_t)v[0], '\t');
-        cb_i(cb, (int64_t)v[1], '\n');
-    }
-    if (s->kscope.n && (rc = stage_merge(s, "ksstage", "kscope", WS_KSCOPE)))
-        return rc;
-    return GPUFL_OK;
+    return rc ? rc : sq_pg_roll_flush(s, &pw->cb, pw->kaget);
 }
 
 /* ---- kext ---- */
@@ -698,14 +539,14 @@ static int pg_memstacks(srv_store *s, int64_t prof, const srv_memprof *p)
 
     gbuf_reset(cb);
     for (size_t i = 0; i < p->n; i++) {
-        if ((rc = gbuf_grow(cb, 10 * CB_COL + 2 * p->stacks[i].frames.n + 1)) !=
-            0)
+        if ((rc = gbuf_grow(cb, 10 * SQ_CB_COL + 2 * p->stacks[i].frames.n +
+                                    1)) != 0)
             return rc;
-        cb_i(cb, prof, '\t');
-        cb_i(cb, (int64_t)i, '\t');
+        sq_cb_i(cb, prof, '\t');
+        sq_cb_i(cb, (int64_t)i, '\t');
         cb_text(cb, p->stacks[i].frames.p, p->stacks[i].frames.n, '\t');
         for (int k = 0; k < 8; k++)
-            cb_i(cb, (int64_t)p->stacks[i].v[k], k < 7 ? '\t' : '\n');
+            sq_cb_i(cb, (int64_t)p->stacks[i].v[k], k < 7 ? '\t' : '\n');
     }
     return sdb_copy(s->w,
                     "COPY memsamples(prof, idx, frames, alloc_bytes,"

@@ -12,7 +12,7 @@
  * data_version tells when another process wrote the file in between,
  * which makes the cache stale.
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 

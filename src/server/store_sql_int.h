@@ -4,7 +4,7 @@
  * and its rollups, kext and seq ranges), maintenance, and the queries
  * (store_sql_q*.c).  The same code serves SQLite and PostgreSQL through
  * db.h; what differs is how a batch's rows go in, the batch writer
- * (sq_writer below), one file per database.
+ * (sq_writer, store_sql_writer_int.h), one file per database.
  */
 #ifndef GPUFL_SERVER_STORE_SQL_INT_H
 #define GPUFL_SERVER_STORE_SQL_INT_H
@@ -275,6 +275,13 @@ struct srv_store {
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
     int kstore_blocks;
+    /* with kstore_blocks, the API calls' level 0 (capi lvl 0) is computed
+     * by /calls (store_sql_q_capi0.c), not written: PostgreSQL only (set
+     * at open), where those rows were 6.8 of 38.3 B/kernel.  SQLite's
+     * capi (WITHOUT ROWID, clustered) holds them in 1.3 B/kernel, under
+     * the 16 B target already, and computing made /calls at level-0
+     * widths 4x slower (p50 9.9 -> 42 ms): there they stay stored */
+    int capi0_query;
     struct sq_kbi *kbi;
     sq_kcold *kc; /* the cold tier (store_sql_kcold.c); NULL: none */
     /* per read connection (r[i]): its block decoder and decoded block
@@ -739,64 +746,7 @@ int sq_ext_flush(srv_store *s);
 void sq_ext_reset(srv_store *s);
 void sq_ext_release(srv_store *s);
 
-/*
- * ---- The batch writer: what differs by database ----
- *
- * Which rows a line makes, the rollups, the transaction and its order are
- * the same for both databases (store_sql_ingest.c).  How the rows get in
- * is not: SQLite runs in this process, so a prepared statement per row is
- * cheap, and new kernels go in grouped INSERTs (store_sql_ingest_sqlite.c);
- * PostgreSQL is a round trip away, so a batch's rows go in bulk - binary
- * COPY, staging tables merged by one statement per table, multi-row
- * statements (store_sql_ingest_pg.c).
- *
- * Every function runs on the writer connection s->w under s->wlock; the
- * writer keeps its own state in s->wst.
- */
-typedef struct sq_writer {
-    const char *name; /* "sqlite", "postgres" */
-    /* the writer connection's settings, before the schema exists */
-    int (*setup)(srv_store *s);
-    /* after the schema is current: its statements and state; eb says why
-     * it failed */
-    int (*open)(srv_store *s, char *eb, size_t ec);
-    /* frees what open made; accepts a writer that was never opened */
-    void (*close)(srv_store *s);
-    /* after BEGIN: what makes this batch's view of the database sound
-     * (other servers writing the same database) */
-    int (*begin)(srv_store *s);
-    /* one kernel row (l: its launch configuration), written now or held
-     * for flush; either way passed to sq_kernel_done once it is known new
-     * or duplicate, at the latest in flush */
-    int (*kernel)(srv_store *s, int64_t sess, const srv_ev *e,
-                  const sq_launch *l);
-    /* the kernels still held, each then passed to sq_kernel_done: the
-     * end of one batch of a group (store_sql_igroup.c) */
-    int (*settle)(srv_store *s);
-    /* the kernels still held, then the batch's kernel aggregates, merged
-     * with the stored ones (s->kagg), its timeline buckets (s->tl) and
-     * per-scope totals (s->kscope) */
-    int (*flush)(srv_store *s);
-    /* kext: the rows leaving, then the rows coming (del may be reordered) */
-    int (*kext)(srv_store *s, sq_ext_row *del, size_t ndel,
-                const sq_ext_row *put, size_t nput);
-    /* the batch rolled back: forget what it held or cached */
-    void (*abort)(srv_store *s);
-    /* the p->n stacks of memory profile prof (store_sql_memprof.c), in the
-     * caller's transaction */
-    int (*memstacks)(srv_store *s, int64_t prof, const srv_memprof *p);
-    /* NULL where a prepared statement a row is cheap (SQLite); else a
-     * rollup's rows in bulk: rows writes them into b as COPY text, then
-     * they go into the session-local table stage and are merged into dst
-     * by one "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT
-     * clause of sql, the row-at-a-time statement (so both databases merge
-     * alike) */
-    int (*merge)(srv_store *s, const char *stage, const char *dst,
-                 const char *sql, int (*rows)(srv_store *s, struct gbuf *b));
-} sq_writer;
-
-extern const sq_writer sq_writer_sqlite; /* store_sql_ingest_sqlite.c */
-extern const sq_writer sq_writer_pg;     /* store_sql_ingest_pg.c */
+/* The batch writer (sq_writer): store_sql_writer_int.h. */
 
 /* PostgreSQL: every connection's session settings. */
 #define SQ_PG_SETUP "SET client_min_messages=warning"

@@ -406,29 +406,36 @@ static int blocked_sessions(srv_store *s, int64_t **ids, size_t *n)
     return rc == SDB_DONE ? GPUFL_OK : rc == GPUFL_ENOMEM ? rc : sq_err(rc);
 }
 
-int srv_store_tl0_drop(srv_store *s, uint64_t *rows)
+int srv_store_tl0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows)
 {
+    static const char *const del[2] = {
+        "DELETE FROM tl WHERE sess=? AND lvl=0",
+        "DELETE FROM capi WHERE sess=? AND lvl=0",
+    };
+    uint64_t *out[2] = { rows, capi_rows };
     int64_t *ids = NULL;
     size_t n = 0;
     int rc = blocked_sessions(s, &ids, &n);
 
-    *rows = 0;
+    *rows = *capi_rows = 0;
     /* a session at a time, each its own transaction: a kill leaves each
      * session's level 0 there or gone, and either answers the same */
     for (size_t i = 0; !rc && i < n; i++) {
-        sdb_stmt *st = NULL;
         pthread_mutex_lock(&s->wlock);
         if ((rc = kb_begin(s)) == 0) {
-            if (sdb_prepare(s->w, "DELETE FROM tl WHERE sess=? AND lvl=0",
-                            &st)) {
-                rc = GPUFL_EINTERNAL;
-            } else {
-                qbind_i64(st, 1, ids[i]);
-                rc = qrun(st);
-                if (!rc)
-                    *rows += (uint64_t)sdb_changes(s->w);
+            /* capi's only where it is computed (capi0_query) */
+            for (int t = 0; t < 1 + s->capi0_query && !rc; t++) {
+                sdb_stmt *st = NULL;
+                if (sdb_prepare(s->w, del[t], &st)) {
+                    rc = GPUFL_EINTERNAL;
+                } else {
+                    qbind_i64(st, 1, ids[i]);
+                    rc = qrun(st);
+                    if (!rc)
+                        *out[t] += (uint64_t)sdb_changes(s->w);
+                }
+                sdb_finalize(st);
             }
-            sdb_finalize(st);
             rc = kb_end(s, rc);
         }
         pthread_mutex_unlock(&s->wlock);

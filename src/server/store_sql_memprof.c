@@ -17,7 +17,7 @@
 
 #include <gpufl/gpufl.h>
 
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
 

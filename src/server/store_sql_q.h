@@ -104,6 +104,12 @@ typedef struct sq_tl0 {
 int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
                    void *also_arg, uint64_t also_max, int *also_used,
                    sq_tl0 **out, size_t *n);
+/* The kernels a computed level 0 (timeline, API calls) may read:
+ * SQ_TL0_KERNELS_MAX, or less by GPUFL_SERVER_TL0_MAX (tests). */
+uint64_t sq_tl0_max(void);
+/* An upper bound of the kernels of c's session with ts in [lo, hi), rows
+ * and blocks (blocks that meet the range count whole), into *n. */
+int sq_kernels_held(qctx *c, int64_t lo, int64_t hi, uint64_t *n);
 /* lanes= of the timeline and the export: "dev:stream,..." into out (at
  * most cap lane keys dev << 32 | stream, *n of them); GPUFL_EINVAL when
  * malformed or more than cap. */
@@ -126,6 +132,38 @@ typedef int (*sq_call_fn)(void *arg, const sq_call *c);
 /* Every API call of c's session overlapping [from, to), in no order. */
 int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
                   void *arg);
+/* As sq_calls_each, for readers of a call's ts, dur and tid only: a
+ * launch from a block has its other fields stale (the block's other
+ * columns are not decoded: ~half the time of a summary computed from
+ * them). */
+int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
+                   void *arg);
+/* An upper bound of the rows sq_calls_each(from, to) reads (kernels of
+ * rows and blocks, ops), from the indexes only, into *n. */
+int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n);
+/* The API calls' summary level 0 (table capi, store_sql_capi.c) computed
+ * from the calls, for sessions whose level 0 is not stored (kernel
+ * blocks; store_sql_q_capi0.c): buckets b_lo..b_hi (2^RL_TL_SHIFT0 ns) of
+ * every thread as sq_capi_acc stores them - a long call's busy time not
+ * in them (capi_long) - in (b, tid) order, into *out (*n; free it).
+ * GPUFL_EFULL when the range's rows hold more than sq_tl0_max() kernels
+ * and ops (nothing read) or make more buckets than one answer holds. */
+typedef struct sq_capi0 {
+    uint64_t b, n, busy;
+    uint32_t tid;
+} sq_capi0;
+int sq_capi0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_capi0 **out,
+                     size_t *n);
+/* Whether c's session's capi level 0 is computed (sq_capi0_compute)
+ * rather than read, into *yes: on PostgreSQL only (SQLite stores it:
+ * capi0_query in store_sql_int.h says why), where ingest did not write it
+ * - a session with blocks or on a blocks server, as the timeline's level
+ * 0 (store_sql_q_timeline.c) - and where none is stored (a blocks
+ * server's session, its kernels since deleted or all in rows, read by a
+ * rows server).  Computed is exact whatever is stored, so a session whose
+ * level 0 is stored in part (ingested by a rows server, then a blocks
+ * one) reads right. */
+int sq_capi0_computed(qctx *c, int *yes);
 
 /* A LIKE pattern matching s anywhere, with %, _ and \ escaped, into out
  * (cut to cap). */

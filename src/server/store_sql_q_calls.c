@@ -16,7 +16,8 @@
  * eighth of a column: the buckets wholly inside the window, the calls of
  * the two partial buckets at its edges from their rows, the long calls'
  * busy time from capi_long - the same counts and ns as the rows, for a
- * few thousand bucket reads instead of every call of the window.
+ * few thousand bucket reads instead of every call of the window.  With
+ * kernel blocks level 0 is computed from the calls (store_sql_q_capi0.c).
  */
 #include "store_sql_int.h"
 
@@ -199,7 +200,7 @@ static int launch_ev(const kblock_ev *e, void *arg)
  * (1M calls: 0.45 s against 1.4 s on SQLite); the ts test still decides,
  * so a seq span wider than twice the kernels keeps the index plan. */
 static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
-                         int64_t hi, sq_call_fn fn, void *arg)
+                         int64_t hi, unsigned cols, sq_call_fn fn, void *arg)
 {
     int64_t a = sat_add((int64_t)from, lo), b = sat_add((int64_t)to, hi);
     int64_t seqs[2] = { 0, -1 }, n = 0;
@@ -253,9 +254,9 @@ static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
     /* and those in blocks (store_sql_kblocks_read.c), ts in [a, b] */
     {
         launch_scan ls = { (int64_t)from, (int64_t)to, fn, arg };
-        return sq_kb_scan(c->s, c->db, c->sess, a,
-                          b < INT64_MAX ? b + 1 : INT64_MAX, launch_ev, &ls,
-                          NULL);
+        return sq_kb_scan_cols(c->s, c->db, c->sess, a,
+                               b < INT64_MAX ? b + 1 : INT64_MAX, cols,
+                               launch_ev, &ls, NULL);
     }
 }
 
@@ -310,13 +311,14 @@ static int scan_ops(qctx *c, uint64_t from, uint64_t to, int64_t lo, int64_t hi,
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
+/* The session's call bounds (api_lo, api_hi, op_lo, op_hi) into b, has
+ * (0: NULL, no such calls). */
+static int calls_bounds(qctx *c, int64_t *b, int *has)
 {
-    int64_t b[4];
-    int has[4], rc;
+    int rc = q_prepare(c, "SELECT api_lo, api_hi, op_lo, op_hi FROM"
+                          " sessions WHERE id=?");
 
-    if ((rc = q_prepare(c, "SELECT api_lo, api_hi, op_lo, op_hi FROM"
-                           " sessions WHERE id=?")) != 0)
+    if (rc)
         return rc;
     qbind_i64(c->st, 1, c->sess);
     if ((rc = sdb_step(c->st)) != SDB_ROW)
@@ -325,12 +327,67 @@ int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
         has[i] = !qcol_null(c->st, i);
         b[i] = has[i] ? qcol_i64(c->st, i) : 0;
     }
-    rc = GPUFL_OK;
+    return GPUFL_OK;
+}
+
+/* The calls, the blocks' launches decoded in the columns cols. */
+static int calls_each(qctx *c, uint64_t from, uint64_t to, unsigned cols,
+                      sq_call_fn fn, void *arg)
+{
+    int64_t b[4];
+    int has[4], rc;
+
+    if ((rc = calls_bounds(c, b, has)) != 0)
+        return rc;
     if (has[0] && has[1])
-        rc = scan_launches(c, from, to, b[0], b[1], fn, arg);
+        rc = scan_launches(c, from, to, b[0], b[1], cols, fn, arg);
     if (!rc && has[2] && has[3])
         rc = scan_ops(c, from, to, b[2], b[3], fn, arg);
     return rc;
+}
+
+int sq_calls_each(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn, void *arg)
+{
+    return calls_each(c, from, to, KB_C_ALL, fn, arg);
+}
+
+int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
+                   void *arg)
+{
+    /* what launch_ev tests and sets ts, dur and tid from */
+    return calls_each(
+        c, from, to, KB_C_TS | KB_C_API_OFF | KB_C_API_DUR | KB_C_TID, fn, arg);
+}
+
+int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n)
+{
+    int64_t b[4], hi;
+    uint64_t k = 0;
+    int has[4], rc;
+
+    *n = 0;
+    if ((rc = calls_bounds(c, b, has)) != 0)
+        return rc;
+    /* the ts ranges scan_launches and scan_ops read, ends included */
+    if (has[0] && has[1]) {
+        hi = sat_add((int64_t)to, b[1]);
+        if ((rc = sq_kernels_held(c, sat_add((int64_t)from, b[0]),
+                                  hi < INT64_MAX ? hi + 1 : hi, &k)) != 0)
+            return rc;
+        *n += k;
+    }
+    if (!has[2] || !has[3])
+        return GPUFL_OK;
+    if ((rc = q_prepare(c, "SELECT count(*) FROM ops WHERE sess=?1 AND"
+                           " ts >= ?2 AND ts <= ?3")) != 0)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, sat_add((int64_t)from, b[2]));
+    qbind_i64(c->st, 3, sat_add((int64_t)to, b[3]));
+    if ((rc = sdb_step(c->st)) != SDB_ROW)
+        return sq_err(rc);
+    *n += (uint64_t)qcol_i64(c->st, 0);
+    return GPUFL_OK;
 }
 
 static int call_cmp(const void *a, const void *b)
@@ -553,17 +610,36 @@ static void thr_reset(calls_ctx *x)
     x->rollup_ns = 0;
 }
 
+/* The level-0 buckets of [in0, in1) computed from the calls into x;
+ * GPUFL_EFULL when the range holds too many to read. */
+static int capi0_buckets(qctx *c, calls_ctx *x)
+{
+    const unsigned sh = RL_TL_SHIFT0;
+    sq_capi0 *v = NULL;
+    size_t n = 0;
+    int rc = sq_capi0_compute(c, x->in0 >> sh, (x->in1 >> sh) - 1, &v, &n);
+
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = capi_bucket(x, v[i].tid, v[i].b << sh, 1ull << sh, v[i].n,
+                         v[i].busy);
+    free(v);
+    return rc;
+}
+
 /* The window's summary from the rollup at level lv into x (count
  * included); *used 0 when it cannot answer (no whole bucket in the
- * window, too many long calls, a session older than the rollup). */
+ * window, too many long calls, a session older than the rollup).
+ * GPUFL_EFULL when level 0 is computed (sq_capi0_computed) and the window
+ * holds more calls than that may read: level 1 answers instead. */
 static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
 {
     unsigned sh = rl_tl_shift(lv);
     uint64_t w = 1ull << sh, nlong = 0;
-    int kept = 0, rc;
+    int kept = 0, computed = 0, rc;
 
     *used = 0;
-    if ((rc = capi_kept(c, &kept)) != 0 || !kept)
+    if ((rc = capi_kept(c, &kept)) != 0 || !kept ||
+        (lv == 0 && (rc = sq_capi0_computed(c, &computed)) != 0))
         return rc;
     x->in0 = ((x->from + w - 1) >> sh) << sh;
     x->in1 = (x->to >> sh) << sh;
@@ -583,24 +659,29 @@ static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
         return GPUFL_OK;
     *used = 1;
     x->rollup_ns = w;
-    rc = q_prepare(c, "SELECT tid, b, n, busy FROM capi WHERE sess=?1 AND"
-                      " lvl=?2 AND b >= ?3 AND b < ?4");
-    if (rc)
-        return rc;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, lv);
-    qbind_i64(c->st, 3, (int64_t)(x->in0 >> sh));
-    qbind_i64(c->st, 4, (int64_t)(x->in1 >> sh));
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        uint64_t b = (uint64_t)qcol_i64(c->st, 1);
-        rc = capi_bucket(x, (uint32_t)qcol_i64(c->st, 0), b << sh, w,
-                         (uint64_t)qcol_i64(c->st, 2),
-                         (uint64_t)qcol_i64(c->st, 3));
+    if (lv == 0 && computed) {
+        if ((rc = capi0_buckets(c, x)) != 0)
+            return rc;
+    } else {
+        rc = q_prepare(c, "SELECT tid, b, n, busy FROM capi WHERE sess=?1 AND"
+                          " lvl=?2 AND b >= ?3 AND b < ?4");
         if (rc)
             return rc;
+        qbind_i64(c->st, 1, c->sess);
+        qbind_i64(c->st, 2, lv);
+        qbind_i64(c->st, 3, (int64_t)(x->in0 >> sh));
+        qbind_i64(c->st, 4, (int64_t)(x->in1 >> sh));
+        while ((rc = sdb_step(c->st)) == SDB_ROW) {
+            uint64_t b = (uint64_t)qcol_i64(c->st, 1);
+            rc = capi_bucket(x, (uint32_t)qcol_i64(c->st, 0), b << sh, w,
+                             (uint64_t)qcol_i64(c->st, 2),
+                             (uint64_t)qcol_i64(c->st, 3));
+            if (rc)
+                return rc;
+        }
+        if (rc != SDB_DONE)
+            return sq_err(rc);
     }
-    if (rc != SDB_DONE)
-        return sq_err(rc);
     /* the long calls' ns inside the buckets (their count is in them) */
     rc = q_prepare(c, "SELECT tid, ts, dur FROM capi_long WHERE sess=?1 AND"
                       " ts < ?2 AND ts + dur > ?3");
@@ -658,7 +739,14 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
     }
     x->bw = sq_cols_width(x->from, x->to, x->width);
     lv = capi_level(x->bw);
-    if (lv >= 0 && (rc = capi_summary(&c, x, lv, &used)) != 0)
+    rc = lv >= 0 ? capi_summary(&c, x, lv, &used) : GPUFL_OK;
+    if (rc == GPUFL_EFULL && lv == 0) {
+        /* level 0 computed past its cap: level 1's buckets (at most half a
+         * column), rollup_ns says so */
+        thr_reset(x);
+        rc = capi_summary(&c, x, 1, &used);
+    }
+    if (rc)
         goto out;
     if (!used || x->count <= x->limit) {
         /* a list (or no rollup): from the rows */

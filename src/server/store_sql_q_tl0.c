@@ -49,7 +49,7 @@ static void tl0_max_read(void)
 
 /* read once: getenv is not safe beside a setenv, and queries run on many
  * threads */
-static uint64_t tl0_max(void)
+uint64_t sq_tl0_max(void)
 {
     pthread_once(&tl0_max_once, tl0_max_read);
     return tl0_max_v;
@@ -143,9 +143,7 @@ static int acc_sql(tl0_ctx *a, qctx *c, const char *sql, int64_t p2, int64_t p3)
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
 }
 
-/* Kernels of rows and blocks in [lo, hi) and an upper bound of them
- * (blocks that meet the range count whole) into *n. */
-static int count_range(qctx *c, int64_t lo, int64_t hi, uint64_t *n)
+int sq_kernels_held(qctx *c, int64_t lo, int64_t hi, uint64_t *n)
 {
     int rc = q_prepare(c, "SELECT (SELECT coalesce(sum(n), 0) FROM kblocks"
                           " WHERE" KB_IN_RANGE ") +"
@@ -281,9 +279,9 @@ int sq_tl0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, kb_keep_fn also,
     a.b_lo = b_lo;
     a.b_hi = b_hi;
     if ((rc = sq_kernels_back(c, (uint64_t)t_lo, &lo)) != 0 ||
-        (rc = count_range(c, lo, t_hi, &held)) != 0)
+        (rc = sq_kernels_held(c, lo, t_hi, &held)) != 0)
         return rc;
-    if (held > tl0_max())
+    if (held > sq_tl0_max())
         return GPUFL_EFULL;
     if (held <= also_max) {
         a.also = also;

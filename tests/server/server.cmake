@@ -88,6 +88,11 @@ if(TARGET gpufl_server_core)
             -v Tl0)
   set_tests_properties(server_kblocks_Tl0 PROPERTIES TIMEOUT 300
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  add_test(NAME server_kblocks_Capi0
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
+            -v Capi0)
+  set_tests_properties(server_kblocks_Capi0 PROPERTIES TIMEOUT 300
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
   # the cold tier in a real radosgw (test_kblocks_cold.py; 77: no radosgw)
   add_test(NAME server_kblocks_Cold
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_cold.py
@@ -162,6 +167,12 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
             -v Tl0)
   set_tests_properties(server_pg_kblocks_Tl0 PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  add_test(NAME server_pg_kblocks_Capi0
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
+            -v Capi0)
+  set_tests_properties(server_pg_kblocks_Capi0 PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   add_test(NAME server_pg_kblocks_Cold

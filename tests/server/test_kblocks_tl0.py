@@ -1,5 +1,6 @@
-"""test_kblocks_tl0.py - timeline level 0 computed from the kernels
-(docs/server.md "Kernel blocks", timeline): with --kernel-store=blocks
+"""test_kblocks_tl0.py - level 0 of the timeline and of the API call
+summary computed when asked, for kernel blocks (docs/server.md "Kernel
+blocks": timeline, calls).  Tl0: with --kernel-store=blocks
 ingest writes no tl level 0, and a timeline window at that resolution
 (2^18 to 2^20 ns a pixel, or a zoomed-in window too dense to read raw)
 answers exactly as a rows server's stored level 0 does - from blocks only,
@@ -9,12 +10,16 @@ GPUFL_SERVER_TL0_MAX kernels the answer comes from level 1 and says so.
 Real binary on 127.0.0.1, SQLite or (with GPUFL_TEST_PG_URI_FILE)
 PostgreSQL.
 
-Run: python3 test_kblocks_tl0.py -v Tl0
+Capi0: the same of /calls (class Capi0).
+
+Run: python3 test_kblocks_tl0.py -v Tl0 (or Capi0)
 """
 import json
 import random
+import subprocess
 import unittest
 
+import srvtest as T
 import test_kblocks as KB
 import test_timeline as TL
 
@@ -184,6 +189,179 @@ class Tl0(KB.Base):
         st, r = ask(b, g.sid, suffix)
         self.assertEqual((st, int(r["level"])), (200, L0))
         self.assertEqual(r, ask(a2, g.sid, suffix)[1])
+
+
+def calls_windows(calls):
+    """/calls windows at the widths that read the API call summary's level
+    0 (columns of 2^21 to 2^23 ns), unaligned, some over the long calls'
+    ends and the session's edges."""
+    lo = min(c[2] for c in calls)
+    hi = max(c[2] + c[3] for c in calls)
+    out = []
+    for width, span in ((1000, 3 * 10 ** 9), (300, 10 ** 9), (100, 5 * 10 ** 8),
+                        (1000, 8 * 10 ** 9), (64, 2 * 10 ** 8)):
+        for t in range(lo - 10 ** 8, hi, span // 2 + 12345):
+            out.append("?from=%d&to=%d&width=%d&limit=100" % (t, t + span,
+                                                               width))
+    return out
+
+
+def diff(got, want):
+    """Where two /calls answers differ, in short."""
+    if set(got) != set(want):
+        return "keys %s != %s" % (sorted(got), sorted(want))
+    for k in got:
+        if k == "threads" and got[k] != want[k]:
+            for g, w in zip(got[k], want[k]):
+                if g != w:
+                    gb = {b[0]: b for b in g.get("buckets", [])}
+                    wb = {b[0]: b for b in w.get("buckets", [])}
+                    cols = sorted(c for c in set(gb) | set(wb)
+                                  if gb.get(c) != wb.get(c))[:5]
+                    return "tid %s columns %s: %s != %s" % (
+                        g.get("tid"), cols, [gb.get(c) for c in cols],
+                        [wb.get(c) for c in cols])
+            return "threads %d != %d" % (len(got[k]), len(want[k]))
+        if got[k] != want[k]:
+            return "%s: %s != %s" % (k, got[k], want[k])
+    return "?"
+
+
+def calls_ask(srv, sid, suffix):
+    st, _, data = srv.req("GET", "/api/v1/sessions/%s/calls%s" % (sid, suffix))
+    return st, json.loads(data or b"null")
+
+
+def capi0_rows(srv):
+    return KB.count(srv, "SELECT count(*) FROM capi WHERE lvl=0")
+
+
+class Capi0(KB.Base):
+    """On PostgreSQL, with --kernel-store=blocks ingest writes no level 0
+    of the API call summary (capi), and /calls at that resolution answers
+    exactly as a rows server's stored level 0 does: from blocks only, for
+    a session whose level 0 is stored in part (ingested by a rows server,
+    then by a blocks one, compacted) and for a rows session read by a
+    blocks server; migrate deletes the stored rows.  Past
+    GPUFL_SERVER_TL0_MAX kernels and ops level 1 answers and rollup_ns
+    says so.  On SQLite level 0 stays written and read as with rows
+    (docs/server.md says why): the same rows as a rows server's, migrate
+    keeps them and says nothing of them, the cap does not apply; the
+    answers equal the rows server's on both."""
+
+    def same(self, want, srv, sid, what):
+        n0 = 0
+        for suffix in want:
+            st, got = calls_ask(srv, sid, suffix)
+            self.assertEqual(st, 200, (what, suffix))
+            if got != want[suffix]:  # not the whole answers: too long
+                self.fail("%s %s: %s" % (what, suffix, diff(got,
+                                                            want[suffix])))
+            n0 += int(got.get("rollup_ns", 0)) == L0
+        return n0
+
+    def test_level0_from_calls(self):
+        g = TL.capi_session(random.Random(2301))
+        calls = TL.expected_calls(g)
+        dev = g.lines["device"]
+        a = self.server("rows")
+        b = self.server("blocks", KB.NOCOMPACT)
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        want = {}
+        for suffix in calls_windows(calls):
+            st, want[suffix] = calls_ask(a, g.sid, suffix)
+            self.assertEqual(st, 200, suffix)
+        # most windows a summary from level 0 (the rest lists: the
+        # session's edges)
+        self.assertGreaterEqual(sum(int(w.get("rollup_ns", 0)) == L0
+                                    for w in want.values()), 30)
+        # blocks: on PostgreSQL no level 0 at rest, the rest of capi as
+        # rows'; on SQLite all of capi as rows'
+        pg = b.pgdb is not None
+        self.assertGreater(capi0_rows(a), 1000)
+        self.assertEqual(capi0_rows(b), 0 if pg else capi0_rows(a))
+        for q in ("SELECT * FROM capi WHERE lvl >= %d ORDER BY 1, 2, 3, 4"
+                  % (1 if pg else 0),
+                  "SELECT * FROM capi_long ORDER BY 1, 2, 3"):
+            self.assertEqual(b.sql(q), a.sql(q), q)
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM kernels"), 0)
+        self.assertGreaterEqual(self.same(want, b, g.sid, "blocks"), 30)
+
+        # half ingested by a rows server (its level 0 stored), compacted
+        # into blocks with a hot tail of rows left, the rest ingested into
+        # blocks: level 0 stored in part, computed whole
+        c = self.server("mixed")
+        half = len(dev) // 2
+        for lo in range(0, half, 3000):
+            c.ingest_ok("device", KB.device_lines(g, range(lo, min(lo + 3000,
+                                                                   half))))
+        c.stop()
+        c = self.server("mixed", KB.BLOCKS, env={"GPUFL_SERVER_KB_RUN":
+                                                 str(RUN)})
+        KB.wait_settled(c, RUN)
+        for lo in range(half, len(dev), 3000):
+            c.ingest_ok("device", KB.device_lines(
+                g, range(lo, min(lo + 3000, len(dev)))))
+        self.assertGreater(KB.count(c, "SELECT count(*) FROM kernels"), 0)
+        self.assertGreater(capi0_rows(c), 0)
+        if pg:
+            self.assertLess(capi0_rows(c), capi0_rows(a))
+        else:
+            self.assertEqual(c.sql("SELECT * FROM capi ORDER BY 1, 2, 3, 4"),
+                             a.sql("SELECT * FROM capi ORDER BY 1, 2, 3, 4"))
+        self.same(want, c, g.sid, "mixed")
+        # gpufl-server migrate deletes those rows nobody reads (PostgreSQL);
+        # on SQLite they are read: kept, and not spoken of
+        n0, db_args = capi0_rows(c), c.db_args()
+        c.stop()
+        out = subprocess.run([T.SERVER, "migrate", "--data-dir", c.data_dir] +
+                             db_args, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env=T.clean_env(None), timeout=120, check=True)
+        self.assertIn("timeline level 0 row(s) deleted", out.stdout)
+        if pg:
+            self.assertIn("migrate: %d API call summary level 0 row(s) "
+                          "deleted" % n0, out.stdout)
+        else:
+            self.assertNotIn("API call summary", out.stdout)
+        c = self.server("mixed", KB.NOCOMPACT)
+        self.assertEqual(capi0_rows(c), 0 if pg else n0)
+        self.same(want, c, g.sid, "migrated")
+
+        # a session ingested as rows, read by a blocks server (no blocks)
+        a.stop()
+        a2 = self.server("rows", KB.NOCOMPACT)
+        self.assertEqual(KB.count(a2, "SELECT count(*) FROM kblocks"), 0)
+        self.same(want, a2, g.sid, "rows under blocks")
+
+        # past the cap: level 1, said by rollup_ns, the counts and busy ns
+        # per thread still exact (PostgreSQL); SQLite reads its stored
+        # level 0, which has no cap: the rows server's answer
+        b.stop()
+        b = self.server("blocks", KB.NOCOMPACT,
+                        env={"GPUFL_SERVER_TL0_MAX": "3000"})
+        lo = min(c[2] for c in calls)
+        big = "?from=%d&to=%d&width=1000&limit=100" % (lo, lo + 3 * 10 ** 9)
+        st, r = calls_ask(b, g.sid, big)
+        w = want[big] if big in want else calls_ask(a2, g.sid, big)[1]
+        self.assertEqual(int(w["rollup_ns"]), L0)
+        if not pg:
+            self.assertEqual((st, r), (200, w))
+            return
+        self.assertEqual((st, int(r["rollup_ns"])), (200, L1))
+        self.assertEqual(r["count"], w["count"])
+
+        def sums(ans):
+            return {t["tid"]: (sum(x[1] for x in t["buckets"]),
+                               sum(int(x[2]) for x in t["buckets"]))
+                    for t in ans["threads"]}
+        self.assertEqual(sums(r), sums(w))
+        # a window holding fewer still computes level 0
+        small = "?from=%d&to=%d&width=100&limit=100" % (lo, lo + 3 * 10 ** 8)
+        st, r = calls_ask(b, g.sid, small)
+        self.assertEqual((st, int(r["rollup_ns"])), (200, L0))
+        self.assertEqual(r, calls_ask(a2, g.sid, small)[1])
 
 
 if __name__ == "__main__":
