@@ -132,7 +132,9 @@ class Window(Base):
             self.assertGreaterEqual(kept[0]["ts"], t["ts"] - 500 * MS - SLACK)
             self.assertLessEqual(kept[0]["ts"], t["ts"] - 500 * MS + SLACK)
             self.assertGreater(t["window"]["aged"], 0)
-            self.assertEqual(t["live_ms"], 400)
+            # from when the line was written: the collector may write it
+            # a few ms after it took the signal (399 in a loaded CI run)
+            self.assertTrue(380 <= t["live_ms"] <= 400, t["live_ms"])
             # the live part: 400 ms (dump 2's ends earlier, with the program)
             self.assertLessEqual(live[-1]["ts"], t["ts"] + 400 * MS + SLACK)
             if n == 1:

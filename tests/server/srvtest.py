@@ -5,6 +5,7 @@ programs.
 
 Environment: GPUFL_BIN_DIR (the build's bin/), GPUFL_TEST_TMP.
 """
+import fcntl
 import gzip
 import http.client
 import json
@@ -215,6 +216,11 @@ class Server:
             cmd += ["--admin-token", admin]
         self.out_path = os.path.join(data_dir + ".out")
         self.out = open(self.out_path, "w+")
+        # O_APPEND on the description the server shares: output() seeks it
+        # to 0 to read, and a write landing then went to offset 0, over the
+        # first lines (a CI run lost 'generated admin token' that way)
+        fcntl.fcntl(self.out, fcntl.F_SETFL,
+                    fcntl.fcntl(self.out, fcntl.F_GETFL) | os.O_APPEND)
         self.p = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
                                   env=clean_env(env))
         self.port = None
