@@ -112,6 +112,22 @@ def level0_rows(srv):
     return KB.count(srv, "SELECT count(*) FROM tl WHERE lvl=0")
 
 
+def mixed_server(test, g, n):
+    """A server "mixed" whose first n/2 kernels of g were ingested by a rows
+    server, then compacted into blocks of RUN with a hot tail of rows left,
+    and the rest ingested into blocks."""
+    c = test.server("mixed")
+    half = n // 2
+    for lo in range(0, half, 3000):
+        c.ingest_ok("device", KB.device_lines(g, range(lo, min(lo + 3000, half))))
+    c.stop()
+    c = test.server("mixed", KB.BLOCKS, env={"GPUFL_SERVER_KB_RUN": str(RUN)})
+    KB.wait_settled(c, RUN)
+    for lo in range(half, n, 3000):
+        c.ingest_ok("device", KB.device_lines(g, range(lo, min(lo + 3000, n))))
+    return c
+
+
 class Tl0(KB.Base):
     def same(self, want, srv, g, what):
         n0 = 0
@@ -147,18 +163,7 @@ class Tl0(KB.Base):
         # half ingested as rows, compacted into blocks of RUN with a hot
         # tail of rows left, the rest ingested into blocks: windows over
         # blocks, rows and new blocks at once
-        c = self.server("mixed")
-        half = len(dev) // 2
-        for lo in range(0, half, 3000):
-            c.ingest_ok("device", KB.device_lines(g, range(lo, min(lo + 3000,
-                                                                   half))))
-        c.stop()
-        c = self.server("mixed", KB.BLOCKS, env={"GPUFL_SERVER_KB_RUN":
-                                                 str(RUN)})
-        KB.wait_settled(c, RUN)
-        for lo in range(half, len(dev), 3000):
-            c.ingest_ok("device", KB.device_lines(
-                g, range(lo, min(lo + 3000, len(dev)))))
+        c = mixed_server(self, g, len(dev))
         self.assertGreater(KB.count(c, "SELECT count(*) FROM kernels"), 0)
         self.assertGreater(level0_rows(c), 0)
         self.assertLess(level0_rows(c), level0_rows(a))
@@ -291,18 +296,7 @@ class Capi0(KB.Base):
         # half ingested by a rows server (its level 0 stored), compacted
         # into blocks with a hot tail of rows left, the rest ingested into
         # blocks: level 0 stored in part, computed whole
-        c = self.server("mixed")
-        half = len(dev) // 2
-        for lo in range(0, half, 3000):
-            c.ingest_ok("device", KB.device_lines(g, range(lo, min(lo + 3000,
-                                                                   half))))
-        c.stop()
-        c = self.server("mixed", KB.BLOCKS, env={"GPUFL_SERVER_KB_RUN":
-                                                 str(RUN)})
-        KB.wait_settled(c, RUN)
-        for lo in range(half, len(dev), 3000):
-            c.ingest_ok("device", KB.device_lines(
-                g, range(lo, min(lo + 3000, len(dev)))))
+        c = mixed_server(self, g, len(dev))
         self.assertGreater(KB.count(c, "SELECT count(*) FROM kernels"), 0)
         self.assertGreater(capi0_rows(c), 0)
         if pg:

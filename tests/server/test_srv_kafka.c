@@ -271,59 +271,81 @@ static int wait_seq(int seq, int seconds)
  * them; every other line is stored or rejected; the session's gaps are
  * exactly the deleted range and the rejected line.  The scope topic
  * refuses the group (authorization): consumer errors, counted. */
+/* A one-broker mock cluster with topic <prefix>.device and a producer
+ * on it; the database at GPUFL_TEST_TMP/kafka_<prefix>.db, removed. */
+typedef struct one_broker {
+    rd_kafka_t *p, *prod;
+    rd_kafka_mock_cluster_t *mc;
+} one_broker;
+
+static void one_broker_open(one_broker *k, const char *prefix)
+{
+    char err[512], topic[64];
+    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
+    const char *tmp = getenv("GPUFL_TEST_TMP");
+
+    snprintf(dbpath, sizeof(dbpath), "%s/kafka_%s.db", tmp ? tmp : "/tmp",
+             prefix);
+    unlink(dbpath);
+    topic_prefix = prefix;
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
+    k->p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+    REQUIRE(k->p);
+    k->mc = rd_kafka_mock_cluster_new(k->p, 1);
+    REQUIRE(k->mc);
+    snprintf(bootstraps, sizeof(bootstraps), "%s",
+             rd_kafka_mock_cluster_bootstraps(k->mc));
+    snprintf(topic, sizeof(topic), "%s.device", prefix);
+    rd_kafka_mock_topic_create(k->mc, topic, 1, 1);
+    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
+    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
+    k->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
+    REQUIRE(k->prod);
+}
+
+static void one_broker_close(one_broker *k)
+{
+    rd_kafka_destroy(k->prod);
+    rd_kafka_mock_cluster_destroy(k->mc);
+    rd_kafka_destroy(k->p);
+}
+
 static void test_retention_and_big_messages(void)
 {
     static srv a, b;
-    char err[512], out[8192];
-    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
-    rd_kafka_t *p, *prod;
-    rd_kafka_mock_cluster_t *mc;
-    const char *tmp = getenv("GPUFL_TEST_TMP");
+    char out[8192];
+    one_broker kc;
     uint64_t skipped, miss[SRV_ST_N];
     const int n2 = 1000, big = 100 + n2, bad = big + 250, last = bad + 1;
 
-    snprintf(dbpath, sizeof(dbpath), "%s/kafka_rt.db", tmp ? tmp : "/tmp");
-    unlink(dbpath);
-    topic_prefix = "rt";
-    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
-    p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
-    REQUIRE(p);
-    mc = rd_kafka_mock_cluster_new(p, 1);
-    REQUIRE(mc);
-    snprintf(bootstraps, sizeof(bootstraps), "%s",
-             rd_kafka_mock_cluster_bootstraps(mc));
-    rd_kafka_mock_topic_create(mc, "rt.device", 1, 1);
+    one_broker_open(&kc, "rt");
     /* the scope topic refuses this group: the consumer reports it */
-    rd_kafka_mock_topic_set_error(mc, "rt.scope",
+    rd_kafka_mock_topic_set_error(kc.mc, "rt.scope",
                                   RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
-    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
-    prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
-    REQUIRE(prod);
     {
         char line[512];
         snprintf(line, sizeof(line),
                  "{\"v\":1,\"sid\":\"" SIDR "\",\"st\":\"device\","
                  "\"seq\":0,\"ts\":100,\"type\":\"session\",\"app\":\"k\","
                  "\"host\":\"h\"}");
-        produce(prod, "rt.device", SIDR, line);
+        produce(kc.prod, "rt.device", SIDR, line);
     }
-    produce_kernels(prod, 1, 100, 1, 0);
+    produce_kernels(kc.prod, 1, 100, 1, 0);
     REQUIRE(start(&a, "g2") == 0);
     CHECK(wait_lines(100, 60));
     stop(&a);
     CHECK_EQ_U64(a.met.kafka_resets, 0);
-    produce_kernels(prod, 100, big, 8192, 0);
-    produce_kernels(prod, big, bad, 1, 1);
+    produce_kernels(kc.prod, 100, big, 8192, 0);
+    produce_kernels(kc.prod, big, bad, 1, 1);
     {
         char line[512];
         snprintf(line, sizeof(line),
                  "{\"v\":1,\"sid\":\"" SIDR "\",\"st\":\"device\","
                  "\"seq\":%d,\"ts\":5,\"type\":\"kernel\",\"dur\":\"x\"}",
                  bad);
-        produce(prod, "rt.device", SIDR, line);
+        produce(kc.prod, "rt.device", SIDR, line);
     }
-    produce_kernels(prod, last, last + 1, 1, 0);
+    produce_kernels(kc.prod, last, last + 1, 1, 0);
     REQUIRE(start(&b, "g2") == 0);
     CHECK(wait_seq(last, 60));
     usleep(300000);
@@ -355,9 +377,7 @@ static void test_retention_and_big_messages(void)
         CHECK_EQ_U64(miss[SRV_ST_DEVICE], skipped + 1);
     }
     stop(&b);
-    rd_kafka_destroy(prod);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(p);
+    one_broker_close(&kc);
 }
 
 /* A stream ended stays ended: lines past its session_end (in the same
@@ -377,50 +397,32 @@ static void produce_seq(rd_kafka_t *p, int seq, const char *rest)
 static void test_past_the_end(void)
 {
     static srv a;
-    char err[512];
-    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
-    rd_kafka_t *p, *prod;
-    rd_kafka_mock_cluster_t *mc;
-    const char *tmp = getenv("GPUFL_TEST_TMP");
+    one_broker kc;
 
-    snprintf(dbpath, sizeof(dbpath), "%s/kafka_pe.db", tmp ? tmp : "/tmp");
-    unlink(dbpath);
-    topic_prefix = "pe";
-    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
-    p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
-    REQUIRE(p);
-    mc = rd_kafka_mock_cluster_new(p, 1);
-    REQUIRE(mc);
-    snprintf(bootstraps, sizeof(bootstraps), "%s",
-             rd_kafka_mock_cluster_bootstraps(mc));
-    rd_kafka_mock_topic_create(mc, "pe.device", 1, 1);
-    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
-    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
-    prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
-    REQUIRE(prod);
-    produce_seq(prod, 0,
+    one_broker_open(&kc, "pe");
+    produce_seq(kc.prod, 0,
                 "\"type\":\"session\",\"app\":\"k\","
                 "\"host\":\"h\",\"streams\":[\"device\"]");
-    produce_seq(prod, 1,
+    produce_seq(kc.prod, 1,
                 "\"type\":\"dict\",\"id\":1,\"kind\":\"name\","
                 "\"name\":\"kern\"");
     for (int k = 2; k < 10; k++)
-        produce_seq(prod, k, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
-    produce_seq(prod, 10,
+        produce_seq(kc.prod, k, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    produce_seq(kc.prod, 10,
                 "\"type\":\"session_end\",\"reason\":\"shutdown\","
                 "\"dur\":10,\"lines\":11,\"lost\":0,"
                 "\"rotations\":0");
     /* past the end, in the same poll as the end */
-    produce_seq(prod, 11, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
-    produce_seq(prod, 12, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
-    rd_kafka_flush(prod, 10000);
+    produce_seq(kc.prod, 11, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    produce_seq(kc.prod, 12, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    rd_kafka_flush(kc.prod, 10000);
     REQUIRE(start(&a, "g3") == 0);
     CHECK(wait_lines(11, 60));
     for (int i = 0; i < 100 && a.met.lines_rejected < 2; i++)
         usleep(100000);
     /* and in a later poll, with the end stored */
-    produce_seq(prod, 13, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
-    rd_kafka_flush(prod, 10000);
+    produce_seq(kc.prod, 13, "\"type\":\"kernel\",\"name\":1,\"dur\":5");
+    rd_kafka_flush(kc.prod, 10000);
     for (int i = 0; i < 100 && a.met.lines_rejected < 3; i++)
         usleep(100000);
     usleep(300000);
@@ -430,9 +432,7 @@ static void test_past_the_end(void)
     CHECK_EQ_U64(stored("SELECT count(*) FROM kernels"), 8);
     CHECK_EQ_U64(stored("SELECT count(*) FROM kernels WHERE seq > 10"), 0);
     stop(&a);
-    rd_kafka_destroy(prod);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(p);
+    one_broker_close(&kc);
 }
 
 /* The agent packs a batch's lines into one message, '\n'-separated
@@ -445,28 +445,10 @@ static void test_packed_message(void)
 {
     static srv a;
     static char msg[8192];
-    char err[512];
-    rd_kafka_conf_t *c = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
-    rd_kafka_t *p, *prod;
-    rd_kafka_mock_cluster_t *mc;
-    const char *tmp = getenv("GPUFL_TEST_TMP");
+    one_broker kc;
     size_t len = 0;
 
-    snprintf(dbpath, sizeof(dbpath), "%s/kafka_pk.db", tmp ? tmp : "/tmp");
-    unlink(dbpath);
-    topic_prefix = "pk";
-    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
-    p = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
-    REQUIRE(p);
-    mc = rd_kafka_mock_cluster_new(p, 1);
-    REQUIRE(mc);
-    snprintf(bootstraps, sizeof(bootstraps), "%s",
-             rd_kafka_mock_cluster_bootstraps(mc));
-    rd_kafka_mock_topic_create(mc, "pk.device", 1, 1);
-    rd_kafka_conf_set(pc, "bootstrap.servers", bootstraps, err, sizeof(err));
-    rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err));
-    prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
-    REQUIRE(prod);
+    one_broker_open(&kc, "pk");
     len += (size_t)snprintf(msg + len, sizeof(msg) - len,
                             "{\"v\":1,\"sid\":\"" SIDP "\",\"st\":\"device\","
                             "\"seq\":0,\"ts\":100,\"type\":\"session\","
@@ -478,8 +460,8 @@ static void test_packed_message(void)
             "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":1,"
             "\"dur\":%s}",
             k, 1000 + k, k == 6 ? "\"x\"" : "5");
-    produce(prod, "pk.device", SIDP, msg);
-    rd_kafka_flush(prod, 10000);
+    produce(kc.prod, "pk.device", SIDP, msg);
+    rd_kafka_flush(kc.prod, 10000);
     REQUIRE(start(&a, "g4") == 0);
     CHECK(wait_lines(10, 60));
     for (int i = 0; i < 100 && a.met.lines_rejected < 1; i++)
@@ -487,8 +469,8 @@ static void test_packed_message(void)
     CHECK_EQ_U64(a.met.lines_accepted, 10);
     CHECK_EQ_U64(a.met.lines_rejected, 1);
     /* the same message again */
-    produce(prod, "pk.device", SIDP, msg);
-    rd_kafka_flush(prod, 10000);
+    produce(kc.prod, "pk.device", SIDP, msg);
+    rd_kafka_flush(kc.prod, 10000);
     for (int i = 0; i < 100 && a.met.lines_duplicate < 10; i++)
         usleep(100000);
     usleep(300000);
@@ -499,9 +481,7 @@ static void test_packed_message(void)
     CHECK_EQ_U64(stored("SELECT count(*) FROM kernels"), 9);
     CHECK_EQ_U64(stored("SELECT count(*) FROM kernels WHERE seq = 6"), 0);
     stop(&a);
-    rd_kafka_destroy(prod);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(p);
+    one_broker_close(&kc);
 }
 
 int main(void)
