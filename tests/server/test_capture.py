@@ -226,8 +226,9 @@ class Capture(unittest.TestCase):
         self.assertEqual(a["attempts"], 0)
         # claimed late in a second and asked again just after it: times
         # are whole seconds, and a 1 s lease once ended right there
-        time.sleep(0.92 - time.time() % 1 if time.time() % 1 < 0.92 else
-                   1.92 - time.time() % 1)
+        # one reading of the clock: two could straddle .92 and ask a
+        # negative sleep (CI at 3ad0b32)
+        time.sleep((0.92 - time.time() % 1) % 1)
         self.assertEqual(claim(), [(a["id"], 1)])
         time.sleep(max(0.0, 1.05 - time.time() % 1) % 1)
         self.assertEqual(claim(), [])  # the lease holds
