@@ -343,9 +343,14 @@ class Scenes(unittest.TestCase):
         t = threading.Thread(target=burn)
         t.start()
         try:
+            # cpu_cores is the rate between the last two samples, and
+            # burn() a thread of this process: 500 ms apart (not 50), so
+            # that burn() starved up to ~160 ms on a loaded machine (a
+            # stale last reading) still reads above 1.0 of the 1.5 cores;
+            # 50 ms apart one missed write read 0.
             rc, out, err = run(
                 ["--once", "--json", "--nvml-lib", FAKE, "--root", root,
-                 "--samples", "10", "--interval", "50", "--window", "1",
+                 "--samples", "4", "--interval", "500", "--window", "1",
                  "--grace", "0",
                  "--session", "name=train,cgroup=/train,ports=6006",
                  "--session", "name=tab,cgroup=/tab,ports=8888,user=alice",
