@@ -162,6 +162,18 @@ def json_log_lines(text):
     return out
 
 
+def child_output(path):
+    """A new (truncated) file to give a child process as stdout/stderr and
+    read back while it runs by seeking to 0.  O_APPEND on the description
+    the child shares: the reader's seek to 0 moves the child's write offset
+    too, and without it a write landing then went to offset 0, over the
+    first lines (a CI run lost the server's 'generated admin token' that
+    way); with it every write goes to the end whatever the offset."""
+    f = open(path, "w+")
+    fcntl.fcntl(f, fcntl.F_SETFL, fcntl.fcntl(f, fcntl.F_GETFL) | os.O_APPEND)
+    return f
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUFL_SERVER_") and not k.startswith("GPUFL_")
@@ -215,12 +227,7 @@ class Server:
         if admin:
             cmd += ["--admin-token", admin]
         self.out_path = os.path.join(data_dir + ".out")
-        self.out = open(self.out_path, "w+")
-        # O_APPEND on the description the server shares: output() seeks it
-        # to 0 to read, and a write landing then went to offset 0, over the
-        # first lines (a CI run lost 'generated admin token' that way)
-        fcntl.fcntl(self.out, fcntl.F_SETFL,
-                    fcntl.fcntl(self.out, fcntl.F_GETFL) | os.O_APPEND)
+        self.out = child_output(self.out_path)
         self.p = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
                                   env=clean_env(env))
         self.port = None
