@@ -161,7 +161,7 @@ class Demo(unittest.TestCase):
     def test_demo_runs_stops_and_stores_everything(self):
         root = fresh("demo")
         port = free_port()
-        out = open(os.path.join(root, "demo.out"), "w+")
+        out = st.child_output(os.path.join(root, "demo.out"))
         # --gpu auto (the default) falls back to the simulated GPU here;
         # where a GPU exists DemoGpu covers the real path
         gpu = ["--gpu", "off"] if os.path.exists("/dev/nvidiactl") else []
@@ -347,7 +347,7 @@ class Demo(unittest.TestCase):
         like the first, and Ctrl-C still stops everything cleanly."""
         root = fresh("demo-many")
         port = free_port()
-        out = open(os.path.join(root, "demo.out"), "w+")
+        out = st.child_output(os.path.join(root, "demo.out"))
         p = subprocess.Popen([GPUFL, "demo", "--listen", "127.0.0.1:%d" % port,
                               "--dir", root, "--token", TOKEN, "--steps", "1",
                               "--pause", "0", "--duration", "240"],
@@ -494,7 +494,7 @@ class DemoGpu(unittest.TestCase):
     def test_cuda_workload_through_gpufl_run(self):
         root = fresh("gpudemo")
         port = free_port()
-        out = open(os.path.join(root, "demo.out"), "w+")
+        out = st.child_output(os.path.join(root, "demo.out"))
         p = subprocess.Popen([GPUFL, "demo", "--gpu", "on", "--listen",
                               "127.0.0.1:%d" % port, "--dir", root, "--token",
                               TOKEN, "--steps", str(self.STEPS), "--pause",
@@ -693,7 +693,7 @@ class Fleet(unittest.TestCase):
         if not s3:
             print("radosgw not installed: the S3 archive part is skipped")
             args.append("--no-s3")
-        out = open(os.path.join(root, "fleet.out"), "w+")
+        out = st.child_output(os.path.join(root, "fleet.out"))
         p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                              env=st.clean_env({"GPUFL_BIN_DIR": BIN}))
         try:
