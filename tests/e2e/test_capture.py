@@ -109,7 +109,7 @@ class Base(unittest.TestCase):
         return p, int(line.split()[1])
 
     def start_agent(self, token):
-        self.agent_log = open(os.path.join(self.dir, "agent.log"), "w+")
+        self.agent_log = st.child_output(os.path.join(self.dir, "agent.log"))
         env = st.clean_env()
         env["GPUFL_AGENT_TOKEN"] = token
         self.agent = subprocess.Popen(
