@@ -190,7 +190,7 @@ class ServerCapture(Base):
                             trace="off")
         self.expect(p, "A")
         env = st.clean_env({"GPUFL_AGENT_TOKEN": st.ADMIN})
-        log = open(os.path.join(self.dir, "agent.log"), "w+")
+        log = st.child_output(os.path.join(self.dir, "agent.log"))
         self.addCleanup(log.close)
         agent = subprocess.Popen(
             [BIN + "/gpufl-agent", "--folder", self.logs, "--url",
