@@ -538,7 +538,12 @@ ADMIN = "ADMIN-TOKEN-1-0123456789abcdef0123456789"
 
 def start_server(work, extra=(), scheme="http"):
     """The real gpufl-server on an ephemeral port: (process, base URL)."""
-    out = open(os.path.join(work, "server.out"), "w+")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
+                                    "server"))
+    import srvtest  # noqa: E402
+    # read back by seeking to 0 while the server writes: srvtest says why
+    # it must be O_APPEND
+    out = srvtest.child_output(os.path.join(work, "server.out"))
     p = subprocess.Popen([os.path.join(BIN, "gpufl-server"), "--listen",
                           "127.0.0.1:0", "--data-dir",
                           os.path.join(work, "data"), "--admin-token", ADMIN,
