@@ -71,11 +71,28 @@ EOC
 monmaptool --create --clobber --fsid "$FSID" --addv a v1:127.0.0.1:6789 "$D/monmap" >/dev/null
 ceph-mon -c "$C" --mkfs -i a --monmap "$D/monmap"
 ceph-mon -c "$C" -i a
-ceph -c "$C" --connect-timeout 20 osd create >/dev/null
+ceph -c "$C" --connect-timeout 60 osd create >/dev/null
 ceph-osd -c "$C" -i 0 --mkfs 2>"$D/log/osd-mkfs.err"
 ceph-osd -c "$C" -i 0
-for _ in $(seq 1 100); do ceph -c "$C" osd stat 2>/dev/null | grep -q "1 up" && break; sleep 0.2; done
+# Waited for until a deadline, and a start that misses it fails (so that
+# the caller's retry starts afresh): these were 20 s and 30 s windows that
+# went on regardless, and on a loaded CI machine radosgw then came up
+# after the script had returned 0 (the fleet's bucket PUT failed).
+up_by() { # up_by SECONDS WHAT COMMAND...: until COMMAND succeeds
+    local secs=$1 what=$2 end=$((SECONDS + $1))
+    shift 2
+    until "$@"; do
+        if [ "$SECONDS" -ge "$end" ]; then
+            echo "ceph_up.sh: $what not up after ${secs} s" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+osd_up() { ceph -c "$C" --connect-timeout 10 osd stat 2>/dev/null | grep -q "1 up"; }
+rgw_up() { curl -s -o /dev/null --max-time 5 http://127.0.0.1:7480/; }
+up_by 120 osd.0 osd_up
 radosgw -c "$C" -n client.rgw.a
-for _ in $(seq 1 150); do curl -s -o /dev/null http://127.0.0.1:7480/ && break; sleep 0.2; done
+up_by 120 radosgw rgw_up
 radosgw-admin -c "$C" user create --uid=test --display-name=test \
     --access-key=TESTKEY --secret-key=TESTSECRET >/dev/null
