@@ -698,8 +698,11 @@ class Fleet(unittest.TestCase):
                              env=st.clean_env({"GPUFL_BIN_DIR": BIN}))
         try:
             envf = os.path.join(root, "fleet.env")
+            # radosgw alone may take ceph_up.sh's 2 x 120 s on a loaded
+            # machine (it fails rather than return early since) and
+            # fleet.sh retries it
             wait_for(lambda: os.path.exists(envf) or p.poll() is not None,
-                     180, "the fleet to start")
+                     300, "the fleet to start")
             if p.poll() is not None:
                 out.seek(0)
                 self.fail("fleet.sh exited %d:\n%s" % (p.returncode, out.read()))
