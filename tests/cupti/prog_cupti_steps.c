@@ -6,6 +6,9 @@
  *
  *   launch:MS     a launch of kern_a (runtime __cudaLaunchKernel around
  *                 cuLaunchKernel) in a scope "step", every ms for MS ms
+ *   launches:N    N such launches, a ms apart, however long they take (a
+ *                 count a test can rely on where launch:MS's depends on
+ *                 how loaded the machine is)
  *   fail:CODE     a launch of kern_fail that returns CODE
  *   alloc:BYTES   cudaMalloc (around cuMemAlloc_v2); 1 TiB or more fails
  *                 with out of memory
@@ -61,9 +64,11 @@ int main(int argc, char **argv)
         return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strncmp(a, "launch:", 7)) {
-            uint64_t end = mono_ms() + strtoul(a + 7, NULL, 10);
-            while (mono_ms() < end) {
+        if (!strncmp(a, "launch:", 7) || !strncmp(a, "launches:", 9)) {
+            int counted = !strncmp(a, "launches:", 9);
+            unsigned long v = strtoul(a + (counted ? 9 : 7), NULL, 10);
+            uint64_t end = mono_ms() + v;
+            for (unsigned long j = 0; counted ? j < v : mono_ms() < end; j++) {
                 GFL_SCOPE("step")
                 {
                     g[0] = (unsigned)(++n % 1000 + 1);
