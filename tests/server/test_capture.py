@@ -229,8 +229,12 @@ class Capture(unittest.TestCase):
         # one reading of the clock: two could straddle .92 and ask a
         # negative sleep (CI at 3ad0b32)
         time.sleep((0.92 - time.time() % 1) % 1)
+        second = int(time.time())
         self.assertEqual(claim(), [(a["id"], 1)])
-        time.sleep(max(0.0, 1.05 - time.time() % 1) % 1)
+        # just after the second the claim began in: from the claim's end,
+        # a claim slow enough to end in the next second (a loaded machine)
+        # slept on to .05 of the one after, past the lease
+        time.sleep(max(0.0, second + 1.05 - time.time()))
         self.assertEqual(claim(), [])  # the lease holds
         time.sleep(2.1)  # the agent died: no outcome within the lease
         r = srv.get("/api/v1/captures/%d" % a["id"])
