@@ -719,7 +719,10 @@ class Tls(Base):
                                       ADMIN] + args, env=T.clean_env(), stdout=o,
                                      stderr=subprocess.STDOUT)
             try:
-                for _ in range(100):
+                # 30 s as srvtest gives a server to start (this was 100
+                # polls, ~5 s: a sanitizer build on a loaded machine)
+                deadline = time.time() + 30
+                while time.time() < deadline:
                     with open(out) as f:
                         text = f.read()
                     if "listening on" in text:
