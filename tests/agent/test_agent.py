@@ -710,8 +710,13 @@ def case_rotate_prune(work):
     ws = [train(logs, 600, 2, rotate=1048576, keep=3, wait=False, nice=19),
           train(logs, 200, 1, rotate=262144, keep=3, zstd=False,
                 wait=False, nice=19)]
-    for w in ws:
-        check(w.wait(timeout=120) == 0, "writer failed")
+    # the writers within a file of the agent (Leash says why)
+    leash = Leash(logs, rec, ws)
+    try:
+        for w in ws:
+            check(w.wait(timeout=240) == 0, "writer failed")
+    finally:
+        leash.stop()
     ends = session_ends(logs)
     check(len(ends) == 6, "expected 2 sessions x 3 streams: %s" % ends)
     wait_streams(rec, ends, 30)
@@ -719,8 +724,8 @@ def case_rotate_prune(work):
     check(rec.stats()["mismatch"] == 0, "a duplicate differed")
     err = agent.stderr()
     check("lost-files=0" in err.splitlines()[-1], "loss reported:\n" + err)
-    print("rotate_prune: %d lines in %d streams arrived"
-          % (sum(ends.values()), len(ends)))
+    print("rotate_prune: %d lines in %d streams arrived (writers paused"
+          " %d times)" % (sum(ends.values()), len(ends), leash.pauses))
 
 
 def stats_of(agent):
