@@ -449,9 +449,11 @@ static const char *const migrations[] = {
      * once the session has moved past it - on PostgreSQL a tl row costs
      * its 24-byte tuple header, an index entry and, read, a heap page of
      * its own (the upserts scatter them).  Rows of the same bucket may
-     * sit beside a pack (a late kernel): the timeline adds both. */
-    "CREATE TABLE tlpack(sess INTEGER NOT NULL, lvl INTEGER NOT NULL,"
-    " lane INTEGER NOT NULL, b0 INTEGER NOT NULL, data BLOB NOT NULL,"
+     * sit beside a pack (a late kernel): the timeline adds both.  IF NOT
+     * EXISTS: a database whose version was set back keeps its packs. */
+    "CREATE TABLE IF NOT EXISTS tlpack(sess INTEGER NOT NULL,"
+    " lvl INTEGER NOT NULL, lane INTEGER NOT NULL, b0 INTEGER NOT NULL,"
+    " data BLOB NOT NULL,"
     " PRIMARY KEY(sess, lvl, lane, b0)) WITHOUT ROWID;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
