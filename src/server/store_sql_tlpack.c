@@ -88,7 +88,9 @@ typedef struct tlp_group {
 } tlp_group;
 
 /* Ranges holding rows of levels SQ_TLP_LVL_MIN..MAX that end at or
- * before their session's last event. */
+ * before their session's last event, or of a session no longer running
+ * (its last partial range too: rows a late kernel may still join, as
+ * any pack). */
 static int groups_find(srv_store *s, tlp_group *g, size_t cap, size_t *n)
 {
     sdb_stmt *st = NULL;
@@ -99,9 +101,10 @@ static int groups_find(srv_store *s, tlp_group *g, size_t cap, size_t *n)
             s->w,
             "SELECT t.sess, t.lvl, t.lane, t.b >> " SQ_TLP_SHIFT_STR
             " FROM tl t JOIN sessions s ON s.id = t.sess"
-            " WHERE t.lvl BETWEEN ?1 AND ?2 AND (((t.b >> " SQ_TLP_SHIFT_STR
+            " WHERE t.lvl BETWEEN ?1 AND ?2 AND (s.state <> 'running' OR"
+            " (((t.b >> " SQ_TLP_SHIFT_STR
             ") + 1) << CAST(16 + 4 * t.lvl + " SQ_TLP_SHIFT_STR
-            " AS INTEGER)) <= s.last_ts"
+            " AS INTEGER)) <= s.last_ts)"
             " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4 LIMIT ?3",
             &st))
         return GPUFL_EINTERNAL;

@@ -211,10 +211,12 @@ def pack_windows(g):
 
 
 # rows of tl in ranges the packer takes (levels 1-3, range of 128 buckets
-# ended at or before the session's last event: store_sql_tlpack.c)
+# ended at or before the session's last event, or the session ended:
+# store_sql_tlpack.c)
 PACKABLE = ("SELECT count(*) FROM tl t JOIN sessions s ON s.id=t.sess"
-            " WHERE t.lvl BETWEEN 1 AND 3 AND (((t.b >> 7) + 1) <<"
-            " CAST(23 + 4 * t.lvl AS INTEGER)) <= s.last_ts")
+            " WHERE t.lvl BETWEEN 1 AND 3 AND (s.state <> 'running' OR"
+            " (((t.b >> 7) + 1) << CAST(23 + 4 * t.lvl AS INTEGER))"
+            " <= s.last_ts)")
 
 
 class TlPack(KB.Base):
