@@ -338,6 +338,21 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp,
         nk += tk;
     }
     t0 = now_s() - t0;
+    {
+        /* and the timeline's packer, as the maintenance thread runs it
+         * after the compactor (PostgreSQL) */
+        uint64_t np = 0, nr = 0, tp, tr;
+        double t1 = now_s();
+        while (srv_store_tl_pack(st, &tp, &tr) == 0 && tp) {
+            np += tp;
+            nr += tr;
+        }
+        if (np)
+            printf("  timeline packer: %llu tl rows into %llu packs in %.2f "
+                   "s\n",
+                   (unsigned long long)nr, (unsigned long long)np,
+                   now_s() - t1);
+    }
     srv_store_kblocks_stats(st, &b);
     printf("  compactor: %llu kernels into %llu blocks (rows compacted, "
            "small blocks merged) in %.2f s = %.0f kernels/s (one thread)\n",

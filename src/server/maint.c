@@ -5,7 +5,8 @@
  * are plain store calls, so the admin endpoint runs the same code on
  * demand.  It also runs the regression scan of ended sessions (regress.c)
  * and, with --kernel-store=blocks, the kernel compactor
- * (store_sql_kblocks_compact.c), and the cold tier's mover (store_sql_kcold.c).
+ * (store_sql_kblocks_compact.c) with the timeline's packer
+ * (store_sql_tlpack.c), and the cold tier's mover (store_sql_kcold.c).
  */
 #include "srv_int.h"
 
@@ -47,6 +48,12 @@ static void maint_compact(srv *s)
     else if (nb && !s->cfg.quiet)
         glog_info("maint", "compacted %llu kernel(s) into %llu block(s)",
                   (unsigned long long)nk, (unsigned long long)nb);
+    /* the timeline's buckets too (PostgreSQL; store_sql_tlpack.c) */
+    if ((rc = srv_store_tl_pack(s->store, &nb, &nk)) != 0)
+        glog_warn("maint", "timeline packing failed (%d); the rows stay", rc);
+    else if (nb)
+        glog_debug("maint", "packed %llu timeline row(s) into %llu range(s)",
+                   (unsigned long long)nk, (unsigned long long)nb);
 }
 
 /* The cold tier: the sweep of unnamed objects, then the moves

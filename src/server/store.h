@@ -313,6 +313,13 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
  */
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
                               uint64_t *named);
+/* PostgreSQL: one pass of the timeline's packer (store_sql_tlpack.c):
+ * every range of 128 buckets of tl levels 1-3 that its session has moved
+ * past (range end <= last_ts) or of a session no longer running, up to
+ * 512, its rows folded into one tlpack
+ * row, 32 ranges a transaction.  *packs, *rows: ranges written, rows
+ * deleted.  Nothing on SQLite. */
+int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
 /* Deletes the timeline's level 0 rows (tl, lvl 0) of every session with
  * blocks, and on PostgreSQL (srv_store_capi0_computed) the API calls'
  * (capi, lvl 0): this version computes those levels from such a

@@ -30,8 +30,8 @@
 /* Tables holding per-session rows, for retention. */
 static const char *const sess_tables[] = {
     "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
-    "kagg", "tl", "kscope", "kext", "srl", "seqr", "kblocks", "kbnames",
-    "kbunnamed", "kcount", "kxrow", "kbspan", "capi", "capi_long",
+    "kagg", "tl", "tlpack", "kscope", "kext", "srl", "seqr", "kblocks",
+    "kbnames", "kbunnamed", "kcount", "kxrow", "kbspan", "capi", "capi_long",
     /* idle verdicts */
     "verdicts", "fleet",
     /* GPU waste (after the rollup

@@ -30,6 +30,7 @@
 #include "kblock.h"
 #include "srv_json.h"
 #include "store_sql_q.h"
+#include "store_sql_tlpack.h"
 
 /* Kernels a window may hold and still be read raw (all lanes, those that
  * began earlier and run into it included): the rows one tile reads at
@@ -291,6 +292,92 @@ static int summary_tl0(tl_ctx *x, uint64_t *started)
     return rc;
 }
 
+/* The packed buckets of a window (tlpack, store_sql_tlpack.c), one pack
+ * decoded at a time, in (lane, b) order as the rows: merged with them. */
+typedef struct tl_packs {
+    sdb_stmt *st; /* NULL: none (left) */
+    int64_t lane, lo, hi;
+    sq_tlb v[SQ_TLP_N];
+    size_t n, i;
+} tl_packs;
+
+/* The next packed bucket in [lo, hi] into P->v[P->i], *have 1; *have 0
+ * at the end.  0 or a gpufl_err. */
+static int packs_next(tl_packs *P, int *have)
+{
+    *have = 0;
+    if (P->i < P->n)
+        P->i++;
+    while (P->st) {
+        int rc;
+        const void *d;
+        size_t len;
+        for (; P->i < P->n; P->i++)
+            if (P->v[P->i].b >= P->lo && P->v[P->i].b <= P->hi) {
+                *have = 1;
+                return GPUFL_OK;
+            }
+        rc = sdb_step(P->st);
+        if (rc != SDB_ROW) {
+            sdb_finalize(P->st);
+            P->st = NULL;
+            return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+        }
+        P->lane = qcol_i64(P->st, 0);
+        d = qcol_blob(P->st, 2, &len);
+        P->i = 0;
+        if ((rc = sq_tlp_decode(d, len, qcol_i64(P->st, 1), P->v, &P->n)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+/* (lane, b) of the packed bucket P holds against the row's: <0, 0, >0. */
+static int packs_cmp(const tl_packs *P, int64_t lane, int64_t b)
+{
+    const sq_tlb *v = &P->v[P->i];
+    if (P->lane != lane)
+        return P->lane < lane ? -1 : 1;
+    return v->b < b ? -1 : v->b > b;
+}
+
+static void packs_put(tl_ctx *x, unsigned sh, const tl_packs *P,
+                      uint64_t *started)
+{
+    const sq_tlb *v = &P->v[P->i];
+    summary_bucket(x, sh, P->lane, (uint64_t)v->b, (uint64_t)v->n,
+                   (uint64_t)v->busy, v->top_name, (uint64_t)v->top_dur,
+                   started);
+}
+
+/* PostgreSQL, a packed level: the window's packs opened into P, its first
+ * bucket read (*have); else nothing. */
+static int packs_open(tl_ctx *x, int lv, tl_packs *P, int *have)
+{
+    unsigned sh = rl_tl_shift(lv);
+
+    memset(P, 0, sizeof(*P));
+    *have = 0;
+    if (lv < SQ_TLP_LVL_MIN || lv > SQ_TLP_LVL_MAX ||
+        sdb_dialect(x->c.db) != SDB_POSTGRES)
+        return GPUFL_OK;
+    P->lo = (int64_t)(x->from >> sh);
+    P->hi = (int64_t)((x->to - 1) >> sh);
+    if (sdb_prepare(x->c.db,
+                    "SELECT lane, b0, data FROM tlpack WHERE sess=?1 AND"
+                    " lvl=?2 AND lane IN (SELECT DISTINCT lane FROM tl WHERE"
+                    " sess=?1 AND lvl=?5) AND b0 >= ?3 AND b0 <= ?4"
+                    " ORDER BY lane, b0",
+                    &P->st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(P->st, 1, x->c.sess);
+    qbind_i64(P->st, 2, lv);
+    qbind_i64(P->st, 3, P->lo & ~(int64_t)(SQ_TLP_N - 1));
+    qbind_i64(P->st, 4, P->hi);
+    qbind_i64(P->st, 5, RL_TL_LEVELS - 1);
+    return packs_next(P, have);
+}
+
 /* The window from the rollup level *lv, long kernels spread exactly; the
  * kernels started in the buckets read, all lanes, into *started.  With
  * tl0, level 0 is computed from the kernels, or when the window holds
@@ -298,7 +385,8 @@ static int summary_tl0(tl_ctx *x, uint64_t *started)
 static int read_summary(tl_ctx *x, int *lv, int tl0, uint64_t *started)
 {
     unsigned sh;
-    int rc;
+    int rc, have = 0;
+    tl_packs P = { 0 };
 
     *started = 0;
     if (*lv == 0 && tl0) {
@@ -315,20 +403,44 @@ static int read_summary(tl_ctx *x, int *lv, int tl0, uint64_t *started)
                    " WHERE sess=?1 AND lvl=?2 AND lane IN (SELECT DISTINCT"
                    " lane FROM tl WHERE sess=?1 AND lvl=?5) AND b >= ?3"
                    " AND b <= ?4 ORDER BY lane, b"); /* ties: px_top */
-    if (rc)
-        return rc;
+    if (rc || (rc = packs_open(x, *lv, &P, &have)) != 0)
+        goto packs;
     sh = rl_tl_shift(*lv);
     qbind_i64(x->c.st, 1, x->c.sess);
     qbind_i64(x->c.st, 2, *lv);
     qbind_i64(x->c.st, 3, (int64_t)(x->from >> sh));
     qbind_i64(x->c.st, 4, (int64_t)((x->to - 1) >> sh));
     qbind_i64(x->c.st, 5, RL_TL_LEVELS - 1);
-    while ((rc = sdb_step(x->c.st)) == SDB_ROW)
-        summary_bucket(
-            x, sh, qcol_i64(x->c.st, 0), (uint64_t)qcol_i64(x->c.st, 1),
-            (uint64_t)qcol_i64(x->c.st, 2), (uint64_t)qcol_i64(x->c.st, 3),
-            qcol_i64(x->c.st, 4), (uint64_t)qcol_i64(x->c.st, 5), started);
+    /* rows and packed buckets in (lane, b) order; a bucket in both (a late
+     * kernel's row beside its pack) added as tl's upsert adds */
+    while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
+        int64_t lane = qcol_i64(x->c.st, 0);
+        sq_tlb r = { qcol_i64(x->c.st, 1), qcol_i64(x->c.st, 2),
+                     qcol_i64(x->c.st, 3), qcol_i64(x->c.st, 4),
+                     qcol_i64(x->c.st, 5) };
+        int k = 1;
+        while (have && (k = packs_cmp(&P, lane, r.b)) < 0) {
+            packs_put(x, sh, &P, started);
+            if ((rc = packs_next(&P, &have)) != 0)
+                goto packs;
+        }
+        if (have && k == 0) {
+            sq_tlb_add(&r, &P.v[P.i]);
+            if ((rc = packs_next(&P, &have)) != 0)
+                goto packs;
+        }
+        summary_bucket(x, sh, lane, (uint64_t)r.b, (uint64_t)r.n,
+                       (uint64_t)r.busy, r.top_name, (uint64_t)r.top_dur,
+                       started);
+    }
     rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    while (!rc && have) {
+        packs_put(x, sh, &P, started);
+        rc = packs_next(&P, &have);
+    }
+packs:
+    if (P.st)
+        sdb_finalize(P.st);
 longs:
     if (rc)
         return rc;

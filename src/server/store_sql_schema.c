@@ -444,6 +444,17 @@ static const char *const migrations[] = {
      * the name's shortest kernel). */
     "CREATE INDEX IF NOT EXISTS kbnames_dmin ON kbnames(sess, name_id,"
     " dur_min);",
+    /* 29: timeline buckets packed (store_sql_tlpack.c): a range of
+     * SQ_TLP_N buckets of one (session, level, lane) in one row, varints,
+     * once the session has moved past it - on PostgreSQL a tl row costs
+     * its 24-byte tuple header, an index entry and, read, a heap page of
+     * its own (the upserts scatter them).  Rows of the same bucket may
+     * sit beside a pack (a late kernel): the timeline adds both.  IF NOT
+     * EXISTS: a database whose version was set back keeps its packs. */
+    "CREATE TABLE IF NOT EXISTS tlpack(sess INTEGER NOT NULL,"
+    " lvl INTEGER NOT NULL, lane INTEGER NOT NULL, b0 INTEGER NOT NULL,"
+    " data BLOB NOT NULL,"
+    " PRIMARY KEY(sess, lvl, lane, b0)) WITHOUT ROWID;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

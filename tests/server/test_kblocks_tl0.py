@@ -17,6 +17,7 @@ Run: python3 test_kblocks_tl0.py -v Tl0 (or Capi0)
 import json
 import random
 import subprocess
+import time
 import unittest
 
 import srvtest as T
@@ -155,8 +156,7 @@ class Tl0(KB.Base):
         # blocks: no level 0 at rest, the rest of tl as rows'
         self.assertGreater(level0_rows(a), 1000)
         self.assertEqual(level0_rows(b), 0)
-        q = "SELECT * FROM tl WHERE lvl > 0 ORDER BY 1, 2, 3, 4"
-        self.assertEqual(b.sql(q), a.sql(q))
+        self.assertEqual(KB.tl_rows(b), KB.tl_rows(a))
         self.assertEqual(KB.count(b, "SELECT count(*) FROM kernels"), 0)
         self.assertGreaterEqual(self.same(want, b, g, "blocks"), 20)
 
@@ -194,6 +194,112 @@ class Tl0(KB.Base):
         st, r = ask(b, g.sid, suffix)
         self.assertEqual((st, int(r["level"])), (200, L0))
         self.assertEqual(r, ask(a2, g.sid, suffix)[1])
+
+
+def pack_windows(g):
+    """Timeline windows over g read from levels 1 to 3 (2^20 to 2^32 ns a
+    pixel), unaligned, over the session's edges, some of two lanes."""
+    ts = sorted(k[3] for k in g.kernels)
+    lo, hi = ts[0], max(k[3] + k[4] for k in g.kernels)
+    out = ["?width=2000", "?width=800", "?width=300", "?width=100",
+           "?width=2000&lanes=0:7,1:8"]
+    for width, span in ((1000, 2 * 10 ** 9), (300, 10 ** 9),
+                        (500, 3 * 10 ** 9), (100, 6 * 10 ** 9)):
+        for t in range(lo - 10 ** 8, hi, span // 3 + 12345):
+            out.append("?from=%d&to=%d&width=%d" % (t, t + span, width))
+    return out
+
+
+# rows of tl in ranges the packer takes (levels 1-3, range of 128 buckets
+# ended at or before the session's last event, or the session ended:
+# store_sql_tlpack.c)
+PACKABLE = ("SELECT count(*) FROM tl t JOIN sessions s ON s.id=t.sess"
+            " WHERE t.lvl BETWEEN 1 AND 3 AND (s.state <> 'running' OR"
+            " (((t.b >> 7) + 1) << CAST(23 + 4 * t.lvl AS INTEGER))"
+            " <= s.last_ts)")
+
+
+class TlPack(KB.Base):
+    """PostgreSQL (schema 29): the maintenance pass packs each range of 128
+    timeline buckets of levels 1-3 its session has moved past into one
+    tlpack row, and the timeline answers as from the rows - packed, with a
+    late kernel's row beside its pack, once that row is folded in, and
+    after a kill -9 while packing; tl with its packs unpacked holds what a
+    rows server's tl holds."""
+
+    def settle(self, srv, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if KB.count(srv, PACKABLE) == 0 and \
+                    KB.count(srv, "SELECT count(*) FROM tlpack") > 0:
+                return
+            time.sleep(0.2)
+        raise AssertionError("not packed in %d s" % timeout)
+
+    def same(self, a, b, g, wins, what):
+        for suffix in wins:
+            st, want = ask(a, g.sid, suffix)
+            self.assertEqual(st, 200, (what, suffix))
+            st, got = ask(b, g.sid, suffix)
+            self.assertEqual(st, 200, (what, suffix))
+            self.assertEqual(got, want, (what, suffix))
+        got, want = KB.tl_rows(b), KB.tl_rows(a)
+        if got != want:  # the first rows that differ, not difflib's 10^4
+            d = [(x, y) for x, y in zip(got, want) if x != y][:3]
+            self.fail("%s: tl %d rows != %d: %s" % (what, len(got), len(want),
+                                                      d))
+
+    def test_packed_answers_equal_rows(self):
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        g = tl0_session(random.Random(2301))
+        wins = pack_windows(g)
+        a = self.server("rows")
+        b = self.server("blocks", KB.BLOCKS)
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        self.settle(b)
+        l1 = "SELECT count(*) FROM tl WHERE lvl=1"
+        self.assertLess(KB.count(b, l1) * 4, KB.count(a, l1))
+        self.same(a, b, g, wins, "packed")
+
+        # late kernels into packed ranges (every lane, level 1's first
+        # ranges): a row again beside the pack, the answer adds both
+        n0 = len(g.kernels)
+        t0 = min(k[3] for k in g.kernels)
+        for i, (d, s) in enumerate([(0, 7), (0, 8), (1, 7), (1, 8)]):
+            for j in range(3):
+                g.kernel(t0 + 10 ** 7 * (1 + 3 * i + j) + 11, 3 * 10 ** 7 + j,
+                         g.kernels[0][5], dev=d, stream=s, corr=n0 + 4 * i + j)
+        late = KB.device_lines(g, range(len(g.lines["device"]) - 12,
+                                        len(g.lines["device"])))
+        # no packer pass meanwhile: the rows stay beside their packs
+        b.stop()
+        b = self.server("blocks", KB.NOCOMPACT)
+        a.ingest_ok("device", late)
+        b.ingest_ok("device", late)
+        beside = ("SELECT count(*) FROM tl t JOIN tlpack p ON p.sess=t.sess"
+                  " AND p.lvl=t.lvl AND p.lane=t.lane AND p.b0=t.b >> 7 << 7")
+        self.assertGreaterEqual(KB.count(b, beside), 12 * 2)
+        self.same(a, b, g, wins, "late rows beside packs")
+        b.stop()
+        b = self.server("blocks", KB.BLOCKS)
+        self.settle(b)
+        self.assertEqual(KB.count(b, beside), 0)
+        self.same(a, b, g, wins, "late rows folded in")
+
+        # kill -9 while the packer runs (a session of its own, packed
+        # from its first pass): each range its rows or its pack
+        g2 = tl0_session(random.Random(2302))
+        a2 = self.server("rows2")
+        c = self.server("killed", KB.BLOCKS)
+        g2.send(a2, batch=3000)
+        g2.send(c, batch=3000)
+        time.sleep(random.Random(7).uniform(0.8, 1.4))
+        c.kill()
+        c = self.server("killed", KB.BLOCKS)
+        self.settle(c)
+        self.same(a2, c, g2, pack_windows(g2), "after kill -9")
 
 
 def calls_windows(calls):

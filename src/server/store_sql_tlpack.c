@@ -1,0 +1,248 @@
+/*
+ * store_sql_tlpack.c - the timeline's buckets packed on PostgreSQL (schema
+ * 29, docs/server.md "Timeline buckets packed").  tl holds one row per
+ * (session, level, lane, bucket); on PostgreSQL each row costs a 24-byte
+ * tuple header and an index entry, and the per-batch upserts leave them
+ * on heap pages of their own, so the full-range timeline (~54 000 level-1
+ * buckets for 1M kernels) read a heap page per bucket.  The maintenance
+ * thread packs each range of SQ_TLP_N buckets the session has moved past
+ * into one tlpack row: its rows deleted (DELETE ... RETURNING: what is
+ * packed is what was deleted, even with a writer upserting into it at
+ * the same time) and added to the range's pack, one transaction (a kill
+ * leaves the rows or the pack).  A late kernel's upsert makes a row again
+ * beside the pack; the timeline adds the two (sq_tlb_add), and the next
+ * pass folds it in.  SQLite keeps its rows (a WITHOUT ROWID table: the
+ * rows are in key order already, 1.9 B a kernel).
+ */
+#include "store_sql_int.h"
+#include "store_sql_tlpack.h"
+#include "kblock_int.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Ranges found per pass, and packed per transaction (the writer's lock
+ * is held for one transaction: ingest waits that long at most). */
+#define TLP_GROUPS 512
+#define TLP_TX_GROUPS 32
+
+_Static_assert(SQ_TLP_SHIFT == 7, "SQ_TLP_SHIFT_STR spells it");
+/* groups_find's SQL spells the level's shift (rollup.h) */
+_Static_assert(RL_TL_SHIFT0 == 18 && RL_TL_LEVELS == 6,
+               "16 + 4 * lvl is rl_tl_shift above level 0");
+
+void sq_tlb_add(sq_tlb *a, const sq_tlb *b)
+{
+    a->n += b->n;
+    a->busy = a->busy > INT64_MAX - b->busy ? INT64_MAX : a->busy + b->busy;
+    if (b->top_dur > a->top_dur ||
+        (b->top_dur == a->top_dur && b->top_name > a->top_name)) {
+        a->top_name = b->top_name;
+        a->top_dur = b->top_dur;
+    }
+}
+
+size_t sq_tlp_encode(const sq_tlb *v, size_t n, int64_t b0, unsigned char *out)
+{
+    size_t o = 0;
+    int64_t prev = b0;
+
+    for (size_t i = 0; i < n; i++) {
+        o += vput(out + o, (uint64_t)(v[i].b - prev));
+        o += vput(out + o, (uint64_t)v[i].n);
+        o += vput(out + o, (uint64_t)v[i].busy);
+        o += vput(out + o, (uint64_t)v[i].top_name);
+        o += vput(out + o, (uint64_t)v[i].top_dur);
+        prev = v[i].b;
+    }
+    return o;
+}
+
+int sq_tlp_decode(const void *p, size_t len, int64_t b0, sq_tlb *v, size_t *n)
+{
+    const unsigned char *q = p;
+    size_t i = 0;
+    int64_t prev = b0;
+
+    *n = 0;
+    while (i < len) {
+        uint64_t d, f[4];
+        if (*n == SQ_TLP_N || vget(q, len, &i, &d) || (*n && !d) ||
+            d >= SQ_TLP_N || (uint64_t)(prev - b0) + d >= SQ_TLP_N)
+            return GPUFL_EINTERNAL;
+        for (int k = 0; k < 4; k++)
+            if (vget(q, len, &i, &f[k]))
+                return GPUFL_EINTERNAL;
+        prev += (int64_t)d;
+        v[*n] = (sq_tlb){ prev, (int64_t)f[0], (int64_t)f[1], (int64_t)f[2],
+                          (int64_t)f[3] };
+        (*n)++;
+    }
+    return GPUFL_OK;
+}
+
+typedef struct tlp_group {
+    int64_t sess, lvl, lane, b0;
+} tlp_group;
+
+/* Ranges holding rows of levels SQ_TLP_LVL_MIN..MAX that end at or
+ * before their session's last event, or of a session no longer running
+ * (its last partial range too: rows a late kernel may still join, as
+ * any pack). */
+static int groups_find(srv_store *s, tlp_group *g, size_t cap, size_t *n)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    *n = 0;
+    if (sdb_prepare(
+            s->w,
+            "SELECT t.sess, t.lvl, t.lane, t.b >> " SQ_TLP_SHIFT_STR
+            " FROM tl t JOIN sessions s ON s.id = t.sess"
+            " WHERE t.lvl BETWEEN ?1 AND ?2 AND (s.state <> 'running' OR"
+            " (((t.b >> " SQ_TLP_SHIFT_STR
+            ") + 1) << CAST(16 + 4 * t.lvl + " SQ_TLP_SHIFT_STR
+            " AS INTEGER)) <= s.last_ts)"
+            " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4 LIMIT ?3",
+            &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, SQ_TLP_LVL_MIN);
+    qbind_i64(st, 2, SQ_TLP_LVL_MAX);
+    qbind_i64(st, 3, (int64_t)cap);
+    while ((rc = sdb_step(st)) == SDB_ROW && *n < cap) {
+        g[*n] = (tlp_group){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
+                             qcol_i64(st, 3) << SQ_TLP_SHIFT };
+        (*n)++;
+    }
+    sdb_finalize(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+}
+
+static int by_b(const void *a, const void *b)
+{
+    const sq_tlb *x = a, *y = b;
+    return x->b < y->b ? -1 : x->b > y->b;
+}
+
+/* One range: its rows deleted into v, the pack's buckets added, the pack
+ * written.  *rows: how many rows went. */
+static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
+{
+    sq_tlb v[SQ_TLP_N], w[SQ_TLP_N], m[SQ_TLP_N];
+    unsigned char out[SQ_TLP_BYTES_MAX];
+    const void *p;
+    size_t nv = 0, nw = 0, nm = 0, len;
+    sdb_stmt *st = NULL;
+    int rc;
+
+    if (sdb_prepare(s->w,
+                    "DELETE FROM tl WHERE sess=?1 AND lvl=?2 AND lane=?3"
+                    " AND b >= ?4 AND b < ?5"
+                    " RETURNING b, n, busy, top_name, top_dur",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->lvl);
+    qbind_i64(st, 3, g->lane);
+    qbind_i64(st, 4, g->b0);
+    qbind_i64(st, 5, g->b0 + SQ_TLP_N);
+    /* the key holds at most SQ_TLP_N rows of a range */
+    while ((rc = sdb_step(st)) == SDB_ROW && nv < SQ_TLP_N) {
+        v[nv] = (sq_tlb){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
+                          qcol_i64(st, 3), qcol_i64(st, 4) };
+        nv++;
+    }
+    sdb_finalize(st);
+    if (rc != SDB_DONE)
+        return rc == SDB_ROW ? GPUFL_EINTERNAL : sq_err(rc);
+    *rows = nv;
+    if (!nv)
+        return GPUFL_OK;
+    qsort(v, nv, sizeof(v[0]), by_b);
+
+    if (sdb_prepare(s->w,
+                    "SELECT data FROM tlpack WHERE sess=?1 AND lvl=?2 AND"
+                    " lane=?3 AND b0=?4",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->lvl);
+    qbind_i64(st, 3, g->lane);
+    qbind_i64(st, 4, g->b0);
+    rc = sdb_step(st);
+    if (rc == SDB_ROW) {
+        p = qcol_blob(st, 0, &len);
+        rc = sq_tlp_decode(p, len, g->b0, w, &nw);
+    } else {
+        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    }
+    sdb_finalize(st);
+    if (rc)
+        return rc;
+
+    /* both in b order: merged, a bucket in both added */
+    for (size_t i = 0, j = 0; i < nv || j < nw;) {
+        if (j == nw || (i < nv && v[i].b < w[j].b)) {
+            m[nm++] = v[i++];
+        } else if (i == nv || w[j].b < v[i].b) {
+            m[nm++] = w[j++];
+        } else {
+            m[nm] = w[j++];
+            sq_tlb_add(&m[nm++], &v[i++]);
+        }
+    }
+    len = sq_tlp_encode(m, nm, g->b0, out);
+    if (sdb_prepare(s->w,
+                    "INSERT INTO tlpack VALUES(?1, ?2, ?3, ?4, ?5)"
+                    " ON CONFLICT(sess, lvl, lane, b0) DO UPDATE SET"
+                    " data=excluded.data",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->lvl);
+    qbind_i64(st, 3, g->lane);
+    qbind_i64(st, 4, g->b0);
+    qbind_blob(st, 5, out, len);
+    rc = qrun(st);
+    sdb_finalize(st);
+    return rc ? sq_err(rc) : GPUFL_OK;
+}
+
+int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
+{
+    tlp_group *g;
+    size_t ng = 0, i = 0;
+    int rc;
+
+    *packs = *rows = 0;
+    if (sdb_dialect(s->w) != SDB_POSTGRES)
+        return GPUFL_OK;
+    if (!(g = malloc(TLP_GROUPS * sizeof(*g))))
+        return GPUFL_ENOMEM;
+    pthread_mutex_lock(&s->wlock);
+    rc = groups_find(s, g, TLP_GROUPS, &ng);
+    pthread_mutex_unlock(&s->wlock);
+    while (!rc && i < ng) {
+        uint64_t txp = 0, txr = 0;
+        pthread_mutex_lock(&s->wlock);
+        if ((rc = sq_kb_tx_begin(s)) == 0) {
+            int r = GPUFL_OK;
+            for (size_t k = 0; !r && k < TLP_TX_GROUPS && i < ng; k++, i++) {
+                uint64_t nr = 0;
+                r = pack_one(s, &g[i], &nr);
+                txp += nr > 0;
+                txr += nr;
+            }
+            rc = sq_kb_tx_end(s, r);
+        }
+        pthread_mutex_unlock(&s->wlock);
+        if (!rc) {
+            *packs += txp;
+            *rows += txr;
+        }
+    }
+    free(g);
+    return rc;
+}

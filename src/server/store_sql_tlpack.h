@@ -1,0 +1,42 @@
+/*
+ * store_sql_tlpack.h - timeline buckets packed (store_sql_tlpack.c): a
+ * range of SQ_TLP_N buckets of one (session, level, lane) of tl in one
+ * tlpack row on PostgreSQL, and the rules to add rows of the same bucket
+ * to a packed one (the rollup's: n and busy add, the top by top_dur).
+ */
+#ifndef GPUFL_STORE_SQL_TLPACK_H
+#define GPUFL_STORE_SQL_TLPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Buckets per pack (2^SQ_TLP_SHIFT, aligned: b0 a multiple of it).  128
+ * buckets of at most ~45 bytes keep a pack under PostgreSQL's 2 kB TOAST
+ * threshold in the common case (~10 bytes a bucket): no second lookup. */
+#define SQ_TLP_SHIFT 7
+#define SQ_TLP_SHIFT_STR "7"
+#define SQ_TLP_N (1u << SQ_TLP_SHIFT)
+/* Five varints of at most 10 bytes a bucket. */
+#define SQ_TLP_BYTES_MAX (SQ_TLP_N * 50u)
+/* The levels packed: level 0 is computed (blocks) or written by SQLite;
+ * levels 4 and 5 are a few rows a session, and the timeline finds a
+ * session's lanes in level 5's rows. */
+#define SQ_TLP_LVL_MIN 1
+#define SQ_TLP_LVL_MAX 3
+
+/* One bucket of tl, its columns as stored (int64). */
+typedef struct sq_tlb {
+    int64_t b, n, busy, top_name, top_dur;
+} sq_tlb;
+
+/* a += b, as tl's upsert does (store_sql.c WS_TL): n and busy add (busy
+ * saturating at 2^63-1), the top is the longer, a tie the larger name. */
+void sq_tlb_add(sq_tlb *a, const sq_tlb *b);
+/* The n buckets v (b ascending, distinct, within b0's range) into out
+ * (SQ_TLP_BYTES_MAX); its length. */
+size_t sq_tlp_encode(const sq_tlb *v, size_t n, int64_t b0, unsigned char *out);
+/* A pack of range b0 into v (SQ_TLP_N); 0, or GPUFL_EINTERNAL when it
+ * does not decode (a bucket outside the range, out of order). */
+int sq_tlp_decode(const void *p, size_t len, int64_t b0, sq_tlb *v, size_t *n);
+
+#endif
