@@ -183,22 +183,11 @@ static int groups_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 /* Ingest writes a block per (session, stream) and batch
  * (store_sql_kblocks_ingest.c), mostly smaller than SQ_KB_RUN; the
  * compactor merges a run of them - consecutive by seq_lo, at least two,
- * as many as fit in KB_MERGE_MAX kernels - into one block, in one
- * transaction that deletes the sources (checking that each went) and
- * inserts the merged block (the sum of their counts).  A kill -9 leaves
- * the sources or the merged block.  The run is filled up to KB_MERGE_MAX,
- * not stopped at SQ_KB_RUN: a merge decodes and encodes each kernel once
- * whatever the run's length, but each merged block costs its kblocks row
- * and ~200 kbnames rows (their index entries, their WAL pages), so three
- * ingest blocks of 2 500 make one block of 7 500 where they made 5 000 and
- * a 2 500 left alone (docs/server.md "Where ingest's CPU goes", "Fuller
- * merges").  With GPUFL_SERVER_KB_RUN (tests), twice that. */
+ * up to KB_MERGE_MAX kernels - into one block, in one transaction that
+ * deletes the sources (checking that each went) and inserts the merged
+ * block (the sum of their counts).  A kill -9 leaves the sources or the
+ * merged block. */
 #define KB_MERGE_MAX (2 * SQ_KB_RUN)
-static int64_t kb_merge_max(void)
-{
-    return KB_MERGE_MAX / SQ_KB_RUN * kb_run();
-}
-
 #define KB_MERGE_SRC 64
 
 static int ev_seq_cmp(const void *a, const void *b)
@@ -266,8 +255,8 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t n = (size_t)qcol_i64(st, 1), got = 0;
         int full = (int64_t)n >= kb_run();
-        if (full || (nsrc && ((int64_t)(total + n) > kb_merge_max() ||
-                              nsrc == KB_MERGE_SRC))) {
+        if (full ||
+            (nsrc && (total + n > KB_MERGE_MAX || nsrc == KB_MERGE_SRC))) {
             if (nsrc >= 2)
                 break;
             nsrc = total = 0; /* a run of one: start again after it */
@@ -287,6 +276,8 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
             break;
         src[nsrc++] = qcol_i64(st, 0);
         total += got;
+        if ((int64_t)total >= kb_run() && nsrc >= 2)
+            break;
     }
     sdb_finalize(st);
     st = NULL;

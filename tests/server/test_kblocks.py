@@ -170,66 +170,6 @@ class Blocks(Base):
         r = b.ingest_ok("device", lines(g, "device", 0, 50))
         self.assertEqual(r["accepted"], 0)
 
-    def test_merge_fills_runs(self):
-        """The compactor fills a run of small blocks up to KB_MERGE_MAX
-        (8 192) kernels, not stopping at 4 096: ingest's blocks of 2 500
-        (a batch's kernels of a stream) merge three into one of 7 500, a
-        fourth left alone; they made 5 000 + 2 500 and 5 000 + 5 000
-        (docs/server.md "Fuller merges").  Answers as from rows."""
-        rnd = random.Random(71)
-        gs = []
-        for app, nk in (("three", 7500), ("four", 10000)):
-            g = TL.Gen(app=app)
-            ids = [g.name("f%d_kernel" % i) for i in range(5)]
-            t = TL.T0
-            for j in range(nk):
-                t += rnd.randrange(1, 3000)
-                g.kernel(t, rnd.randrange(1, 10 ** 5), rnd.choice(ids),
-                         stream=5, corr=j + 1)
-            gs.append(ended(g))
-
-        def send(srv, g):
-            dev = [json.dumps(e, separators=(",", ":")).encode()
-                   for e in g.lines["device"]]
-            k0 = next(i for i, e in enumerate(g.lines["device"])
-                      if e["type"] == "kernel")
-            bodies = list(T.chunks(dev[:k0], k0)) + \
-                list(T.chunks(dev[k0:-1], 2500)) + list(T.chunks(dev[-1:], 1))
-            for body in bodies:
-                r = srv.ingest_ok("device", body)
-                self.assertEqual(r["rejected"], 0, r)
-            for body in T.chunks([json.dumps(e, separators=(",", ":"))
-                                  .encode() for e in g.lines["scope"]],
-                                 5000):
-                srv.ingest_ok("scope", body)
-
-        def sizes(srv):
-            return {app: [int(r[0]) for r in srv.sql(
-                "SELECT k.n FROM kblocks k JOIN sessions x ON x.id=k.sess"
-                " WHERE x.app='%s' ORDER BY k.seq_lo" % app)]
-                for app in ("three", "four")}
-
-        a = self.server("rows")
-        b = self.server("blocks", NOCOMPACT)
-        for g in gs:
-            send(a, g)
-            send(b, g)
-        self.assertEqual(sizes(b), {"three": [2500] * 3, "four": [2500] * 4})
-        b.stop()
-        b = self.server("blocks", BLOCKS)
-        wait_stable(b)
-        wait_named(b)
-        self.assertEqual(sizes(b), {"three": [7500], "four": [7500, 2500]})
-        for g in gs:
-            base = "/api/v1/sessions/" + g.sid
-            for p in ("/kernels?sort=duration&desc=true&name=f2_&limit=50",
-                      "/kernels?sort=duration&limit=30", "/kernels/aggregate",
-                      "/kernels/%d" % g.kernels[5000][0]):
-                self.assertEqual(norm(b.get(base + p)), norm(a.get(base + p)),
-                                 p)
-            self.assertEqual(T.page_all(b, base + "/kernels"),
-                             T.page_all(a, base + "/kernels"))
-
     def test_rows_store_compacts_nothing(self):
         g, _ = TL.lod_session(random.Random(3))
         ended(g)
