@@ -270,8 +270,8 @@ static size_t name_slot(int64_t id, size_t mask)
 /* The block's kbnames rows (schema 22): per name of idx (sorted by id),
  * its count and its events' min/max duration from s->kb_ev[0..n).  Each
  * event's name is found in a hash table of the index's names (built per
- * block, cleared only as far as it is used): a bsearch per event was ~6 %
- * of the compactor's CPU (docs/server.md "Fuller merges"). */
+ * block, cleared only as far as it is used): a bsearch per event was ~8 %
+ * of the compactor's CPU (docs/server.md "Where ingest's CPU goes"). */
 static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
                            const kblock_index *idx, size_t n)
 {
