@@ -252,7 +252,8 @@ struct srv_store {
     struct kblock_dec *kb_dec;
     struct kblock_ev *kb_ev;
     struct kblock_index *kb_idx;
-    uint64_t *kb_ndur; /* per index name: min, then max duration */
+    uint64_t *kb_ndur;  /* per index name: min, then max duration */
+    uint32_t *kb_nslot; /* name id -> index place (kb_names_insert) */
     /* blocks the last naming/merge pass could not decode (logged on change) */
     uint64_t kb_unnamable, kb_unmergeable;
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
