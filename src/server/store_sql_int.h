@@ -256,6 +256,9 @@ struct srv_store {
     uint32_t *kb_nslot; /* name id -> index place (kb_names_insert) */
     /* blocks the last naming/merge pass could not decode (logged on change) */
     uint64_t kb_unnamable, kb_unmergeable;
+    /* timeline ranges whose pack does not decode (store_sql_tlpack.c;
+     * logged on change) */
+    uint64_t tl_unpackable;
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
      * prepare (on PostgreSQL a round trip) per server, not per block */
     sdb_stmt *kb_names_st;

@@ -17,6 +17,7 @@
 #include "store_sql_int.h"
 #include "store_sql_tlpack.h"
 #include "kblock_int.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -126,8 +127,17 @@ static int by_b(const void *a, const void *b)
     return x->b < y->b ? -1 : x->b > y->b;
 }
 
-/* One range: its rows deleted into v, the pack's buckets added, the pack
- * written.  *rows: how many rows went. */
+/* pack_one's answer for a range whose stored pack does not decode (a
+ * corrupted database): nothing of it touched, its rows stay rows (the
+ * timeline reads rows and packs; its window answers an error) and the
+ * other ranges of the transaction still pack. */
+#define TLP_BAD 1
+
+/* One range: the pack's buckets read into w, its rows deleted into v,
+ * the two added, the pack written.  *rows: how many rows went.  The pack
+ * is decoded before the rows go: one that does not decode answers
+ * TLP_BAD having changed nothing, so the transaction is not rolled back
+ * for it (only this pass writes tlpack, under the writer's lock). */
 static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
 {
     sq_tlb v[SQ_TLP_N], w[SQ_TLP_N], m[SQ_TLP_N];
@@ -136,6 +146,33 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
     size_t nv = 0, nw = 0, nm = 0, len;
     sdb_stmt *st = NULL;
     int rc;
+
+    *rows = 0;
+    if (sdb_prepare(s->w,
+                    "SELECT data FROM tlpack WHERE sess=?1 AND lvl=?2 AND"
+                    " lane=?3 AND b0=?4",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->lvl);
+    qbind_i64(st, 3, g->lane);
+    qbind_i64(st, 4, g->b0);
+    rc = sdb_step(st);
+    if (rc == SDB_ROW) {
+        p = qcol_blob(st, 0, &len);
+        rc = sq_tlp_decode(p, len, g->b0, w, &nw) ? TLP_BAD : GPUFL_OK;
+    } else {
+        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    }
+    sdb_finalize(st);
+    if (rc == TLP_BAD)
+        glog_debug("tlpack",
+                   "session %lld level %lld lane %lld b0 %lld: its pack does"
+                   " not decode; its rows stay",
+                   (long long)g->sess, (long long)g->lvl, (long long)g->lane,
+                   (long long)g->b0);
+    if (rc)
+        return rc;
 
     if (sdb_prepare(s->w,
                     "DELETE FROM tl WHERE sess=?1 AND lvl=?2 AND lane=?3"
@@ -161,26 +198,6 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
     if (!nv)
         return GPUFL_OK;
     qsort(v, nv, sizeof(v[0]), by_b);
-
-    if (sdb_prepare(s->w,
-                    "SELECT data FROM tlpack WHERE sess=?1 AND lvl=?2 AND"
-                    " lane=?3 AND b0=?4",
-                    &st))
-        return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, g->sess);
-    qbind_i64(st, 2, g->lvl);
-    qbind_i64(st, 3, g->lane);
-    qbind_i64(st, 4, g->b0);
-    rc = sdb_step(st);
-    if (rc == SDB_ROW) {
-        p = qcol_blob(st, 0, &len);
-        rc = sq_tlp_decode(p, len, g->b0, w, &nw);
-    } else {
-        rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-    }
-    sdb_finalize(st);
-    if (rc)
-        return rc;
 
     /* both in b order: merged, a bucket in both added */
     for (size_t i = 0, j = 0; i < nv || j < nw;) {
@@ -214,6 +231,7 @@ int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
 {
     tlp_group *g;
     size_t ng = 0, i = 0;
+    uint64_t bad = 0;
     int rc;
 
     *packs = *rows = 0;
@@ -225,13 +243,16 @@ int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
     rc = groups_find(s, g, TLP_GROUPS, &ng);
     pthread_mutex_unlock(&s->wlock);
     while (!rc && i < ng) {
-        uint64_t txp = 0, txr = 0;
+        uint64_t txp = 0, txr = 0, txbad = 0;
         pthread_mutex_lock(&s->wlock);
         if ((rc = sq_kb_tx_begin(s)) == 0) {
             int r = GPUFL_OK;
             for (size_t k = 0; !r && k < TLP_TX_GROUPS && i < ng; k++, i++) {
                 uint64_t nr = 0;
-                r = pack_one(s, &g[i], &nr);
+                if ((r = pack_one(s, &g[i], &nr)) == TLP_BAD) {
+                    r = GPUFL_OK;
+                    txbad++;
+                }
                 txp += nr > 0;
                 txr += nr;
             }
@@ -241,8 +262,18 @@ int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
         if (!rc) {
             *packs += txp;
             *rows += txr;
+            bad += txbad;
         }
     }
     free(g);
+    /* once a change, not each pass: the same ranges are found each tick */
+    if (!rc && bad != s->tl_unpackable)
+        glog_warn("tlpack",
+                  "%llu timeline range(s) have a pack that does not decode;"
+                  " their rows stay rows and their windows answer an error"
+                  " (--log-level=debug names them)",
+                  (unsigned long long)bad);
+    if (!rc)
+        s->tl_unpackable = bad;
     return rc;
 }

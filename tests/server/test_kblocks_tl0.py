@@ -301,6 +301,52 @@ class TlPack(KB.Base):
         self.settle(c)
         self.same(a2, c, g2, pack_windows(g2), "after kill -9")
 
+    def test_undecodable_pack_does_not_stop_packing(self):
+        """A pack that does not decode (a corrupted database) is passed by
+        the packer, not a stop: the late rows of a range after it (in key
+        order, the same transaction) are folded in, its own rows stay
+        rows, the log says so, and a window over it answers an error
+        (one bad pack rolled every pass back: nothing after it packed)."""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        g = tl0_session(random.Random(2303))
+        b = self.server("blocks", KB.BLOCKS)
+        g.send(b, batch=3000)
+        self.settle(b)
+        b.stop()
+        keys = b.sql("SELECT sess, lvl, lane, b0 FROM tlpack"
+                     " ORDER BY 1, 2, 3, 4")
+        self.assertGreater(len(keys), 2)
+        bad, later = keys[0], keys[-1]
+        where = "sess=%s AND lvl=%s AND lane=%s AND b0=%s"
+        KB.exec_sql(b, "UPDATE tlpack SET data=substring(data from 1 for 3)"
+                    " WHERE " + where % tuple(bad))
+        # late rows beside both packs (their ranges hold no rows: packed)
+        rows = "SELECT count(*) FROM tl WHERE sess=%s AND lvl=%s AND" \
+               " lane=%s AND b >> 7 << 7 = %s"
+        for k in (bad, later):
+            self.assertEqual(KB.count(b, rows % tuple(k)), 0)
+            KB.exec_sql(b, "INSERT INTO tl VALUES(%s, %s, %s, %d, 1, 5, 1, 5)"
+                        % (k[0], k[1], k[2], int(k[3]) + 1))
+        b = self.server("blocks", KB.BLOCKS)
+        deadline = time.time() + 60
+        while KB.count(b, rows % tuple(later)) and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(KB.count(b, rows % tuple(later)), 0,
+                         "the range after the bad pack folded in")
+        self.assertEqual(KB.count(b, rows % tuple(bad)), 1)
+        want = "1 timeline range(s) have a pack that does not decode"
+        while want not in b.output() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertIn(want, b.output())
+        # the full range reads level 1, the bad pack's: an error, no crash
+        st, _, body = b.req("GET", "/api/v1/sessions/%s/timeline?width=2000"
+                            % g.sid)
+        self.assertEqual(st, 500, body)
+        self.assertIn("error", json.loads(body))
+        st, _, _ = b.req("GET", "/api/v1/sessions")
+        self.assertEqual(st, 200)
+
 
 def calls_windows(calls):
     """/calls windows at the widths that read the API call summary's level
