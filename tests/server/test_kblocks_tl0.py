@@ -328,7 +328,7 @@ class TlPack(KB.Base):
             self.assertEqual(KB.count(b, rows % tuple(k)), 0)
             KB.exec_sql(b, "INSERT INTO tl VALUES(%s, %s, %s, %d, 1, 5, 1, 5)"
                         % (k[0], k[1], k[2], int(k[3]) + 1))
-        b = self.server("blocks", KB.BLOCKS)
+        b = self.server("blocks", KB.BLOCKS + ["--log-level", "debug"])
         deadline = time.time() + 60
         while KB.count(b, rows % tuple(later)) and time.time() < deadline:
             time.sleep(0.2)
@@ -339,6 +339,8 @@ class TlPack(KB.Base):
         while want not in b.output() and time.time() < deadline:
             time.sleep(0.2)
         self.assertIn(want, b.output())
+        self.assertIn("session %s level %s lane %s b0 %s: its pack does not"
+                      " decode" % tuple(bad), b.output())
         # the full range reads level 1, the bad pack's: an error, no crash
         st, _, body = b.req("GET", "/api/v1/sessions/%s/timeline?width=2000"
                             % g.sid)
