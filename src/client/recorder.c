@@ -165,9 +165,12 @@ static void body_trigger(jw *j, const void *arg)
     fmt_trigger(j, arg);
 }
 
-static void trigger_lines(const trg_event *ev, const win_stats *ws)
+/* now: the clock reading that set live_until (one reading, not a second
+ * one here: the collector preempted between the two made live_ms 399 for
+ * a 400 ms GPUFL_TRIGGER_AFTER in a loaded CI run) */
+static void trigger_lines(const trg_event *ev, const win_stats *ws,
+                          uint64_t now)
 {
-    uint64_t now = client_now();
     for (int s = 0; s < ST_COUNT; s++) {
         fmt_trg t = {
             trigger_name(ev->kind), ev->detail, ev->repeats, C.dumps, 0, ws, s
@@ -253,7 +256,7 @@ static int dump_begin(const trg_event *ev, int crash)
     for (int s = 0; s < ST_COUNT; s++)
         if (C.open[s])
             coll_header(s);
-    trigger_lines(ev, &ws);
+    trigger_lines(ev, &ws, C.live_start);
     replay_at.pos = window_first();
     replay(crash);
     window_reset();
@@ -286,13 +289,14 @@ static void fire(const trg_event *ev)
     /* live already: the files have everything; say what fired, and stay
      * live longer, up to LIVE_MAX_FACTOR times trigger_after_ms */
     if (C.state == CS_LIVE) {
-        uint64_t until = client_now() + after;
+        uint64_t now = client_now();
+        uint64_t until = now + after;
         uint64_t cap = C.live_start + LIVE_MAX_FACTOR * after;
         if (until > cap)
             until = cap;
         if (until > C.live_until)
             C.live_until = until;
-        trigger_lines(ev, NULL);
+        trigger_lines(ev, NULL, now);
     }
 }
 
@@ -562,7 +566,7 @@ void collector_crash(int sig, const siginfo_t *si)
             replay(1);
             window_reset();
         }
-        trigger_lines(&ev, NULL);
+        trigger_lines(&ev, NULL, ev.ts);
     } else {
         return;
     }

@@ -192,7 +192,10 @@ int trigger_take(trg_event *ev)
         sig_seen += n;
         if (n > 1)
             atomic_fetch_add(&repeats[TRG_SIGNAL], n - 1);
-        slot_post(TRG_SIGNAL, atomic_load(&sig_ts), "SIGUSR2", NULL, NULL);
+        /* n 0: a handler counted itself before our load of sig_n but set
+         * the bit after our fetch_and; the last take posted it already */
+        if (n)
+            slot_post(TRG_SIGNAL, atomic_load(&sig_ts), "SIGUSR2", NULL, NULL);
     }
     w = atomic_load_explicit(&trigger_waiting, memory_order_acquire) & ~SIG_BIT;
     while (w) {

@@ -25,6 +25,8 @@ gpufl_unit_test(client_counter_sessions
                 LIBS gpufl_internal)
 # The flight recorder's in-memory window (window.c: bounds, eviction, ages).
 gpufl_unit_test(test_window ${CMAKE_CURRENT_LIST_DIR}/test_window.c LIBS gpufl_internal)
+# Pending triggers (trigger.c): each SIGUSR2 counted once.
+gpufl_unit_test(client_trigger ${CMAKE_CURRENT_LIST_DIR}/test_trigger.c LIBS gpufl_internal)
 # The simulated GPU's mangled kernel names read by c++filt as libgpufl's
 # dict lines demangle them (binutils: scripts/deps/client.test).
 gpufl_unit_test(client_sim_names ${CMAKE_CURRENT_LIST_DIR}/test_sim_names.c
