@@ -16,7 +16,6 @@
  */
 #include "store_sql_int.h"
 #include "store_sql_tlpack.h"
-#include "kblock_int.h"
 #include "common/log.h"
 
 #include <gpufl/gpufl.h>
@@ -33,56 +32,6 @@ _Static_assert(SQ_TLP_SHIFT == 7, "SQ_TLP_SHIFT_STR spells it");
 /* groups_find's SQL spells the level's shift (rollup.h) */
 _Static_assert(RL_TL_SHIFT0 == 18 && RL_TL_LEVELS == 6,
                "16 + 4 * lvl is rl_tl_shift above level 0");
-
-void sq_tlb_add(sq_tlb *a, const sq_tlb *b)
-{
-    a->n += b->n;
-    a->busy = a->busy > INT64_MAX - b->busy ? INT64_MAX : a->busy + b->busy;
-    if (b->top_dur > a->top_dur ||
-        (b->top_dur == a->top_dur && b->top_name > a->top_name)) {
-        a->top_name = b->top_name;
-        a->top_dur = b->top_dur;
-    }
-}
-
-size_t sq_tlp_encode(const sq_tlb *v, size_t n, int64_t b0, unsigned char *out)
-{
-    size_t o = 0;
-    int64_t prev = b0;
-
-    for (size_t i = 0; i < n; i++) {
-        o += vput(out + o, (uint64_t)(v[i].b - prev));
-        o += vput(out + o, (uint64_t)v[i].n);
-        o += vput(out + o, (uint64_t)v[i].busy);
-        o += vput(out + o, (uint64_t)v[i].top_name);
-        o += vput(out + o, (uint64_t)v[i].top_dur);
-        prev = v[i].b;
-    }
-    return o;
-}
-
-int sq_tlp_decode(const void *p, size_t len, int64_t b0, sq_tlb *v, size_t *n)
-{
-    const unsigned char *q = p;
-    size_t i = 0;
-    int64_t prev = b0;
-
-    *n = 0;
-    while (i < len) {
-        uint64_t d, f[4];
-        if (*n == SQ_TLP_N || vget(q, len, &i, &d) || (*n && !d) ||
-            d >= SQ_TLP_N || (uint64_t)(prev - b0) + d >= SQ_TLP_N)
-            return GPUFL_EINTERNAL;
-        for (int k = 0; k < 4; k++)
-            if (vget(q, len, &i, &f[k]))
-                return GPUFL_EINTERNAL;
-        prev += (int64_t)d;
-        v[*n] = (sq_tlb){ prev, (int64_t)f[0], (int64_t)f[1], (int64_t)f[2],
-                          (int64_t)f[3] };
-        (*n)++;
-    }
-    return GPUFL_OK;
-}
 
 typedef struct tlp_group {
     int64_t sess, lvl, lane, b0;

@@ -3,6 +3,7 @@
  * range of SQ_TLP_N buckets of one (session, level, lane) of tl in one
  * tlpack row on PostgreSQL, and the rules to add rows of the same bucket
  * to a packed one (the rollup's: n and busy add, the top by top_dur).
+ * The codec and the rule are in tlpack_codec.c (no database).
  */
 #ifndef GPUFL_STORE_SQL_TLPACK_H
 #define GPUFL_STORE_SQL_TLPACK_H
@@ -29,8 +30,9 @@ typedef struct sq_tlb {
     int64_t b, n, busy, top_name, top_dur;
 } sq_tlb;
 
-/* a += b, as tl's upsert does (store_sql.c WS_TL): n and busy add (busy
- * saturating at 2^63-1), the top is the longer, a tie the larger name. */
+/* a += b, as tl's upsert does (store_sql.c WS_TL): n and busy add
+ * (saturating at the int64 bounds), the top is the longer, a tie the
+ * larger name. */
 void sq_tlb_add(sq_tlb *a, const sq_tlb *b);
 /* The n buckets v (b ascending, distinct, within b0's range) into out
  * (SQ_TLP_BYTES_MAX); its length. */
