@@ -330,6 +330,33 @@ int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
 int sq_kb_tx_begin(srv_store *s);
 int sq_kb_tx_end(srv_store *s, int rc);
 
+/* A pass over items found under the writer's lock, worked through in
+ * its transactions (store_sql_pass.c): the timeline packer's and the
+ * compactor's.  What a transaction's steps did, added on its commit. */
+typedef struct sq_pass_tx {
+    uint64_t cnt[2]; /* the pass's counts (cnt of sq_pass_run) */
+    uint64_t cost;   /* towards sq_pass.tx_cost */
+    uint64_t bad;    /* items passed over: their input does not decode */
+} sq_pass_tx;
+typedef struct sq_pass {
+    /* *n items found (under s->wlock); *more 1: find again when they are
+     * done (a pass of several rounds) */
+    int (*find)(srv_store *s, void *ctx, size_t *n, int *more);
+    /* One step on item i in the writer's open transaction, adding to *t;
+     * *done 1 when item i is finished.  Bad input is counted in t->bad
+     * with nothing changed, not an error: an error rolls the transaction
+     * back and ends the pass. */
+    int (*step)(srv_store *s, void *ctx, size_t i, sq_pass_tx *t, int *done);
+    void *ctx;
+    uint64_t tx_cost; /* a transaction takes steps while its cost is below */
+    /* the warning when the count of bad items changes: "<count> <what>",
+     * the count of the last pass kept in *bad_last */
+    const char *tag, *bad_what;
+    uint64_t *bad_last;
+} sq_pass;
+/* p's pass; its transactions' counts added to cnt.  0 or the first error. */
+int sq_pass_run(srv_store *s, const sq_pass *p, uint64_t cnt[2]);
+
 /* The cold tier (store_sql_kcold.c): whether a block's bytes are a cold
  * row's stub; the block a stub (*b, *len) names, from the cache or S3
  * (as sq_kb_bytes); the tier's state, at close. */

@@ -338,51 +338,53 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
 
 /* Every run of small blocks merged: several merged blocks a transaction
  * (KB_TX_KERNELS), each all or nothing with its sources. */
+static int merge_find(srv_store *s, void *ctx, size_t *n, int *more)
+{
+    (void)more; /* one round: the next tick finds what is left */
+    return merges_find(s, ctx, KB_GROUPS_MAX, n);
+}
+
+/* A merged block a step, a group done when it has no run left to merge;
+ * KB_TX_KERNELS a transaction.  Counts blocks and kernels. */
+static int merge_step(srv_store *s, void *ctx, size_t i, sq_pass_tx *t,
+                      int *done)
+{
+    const kb_group *g = (const kb_group *)ctx + i;
+    uint64_t nk = 0, b = 0;
+    int rc = merge_one(s, g->sess, g->stream, g->lo, &nk, &b);
+
+    if (rc)
+        return rc;
+    if (nk) {
+        t->cnt[0]++;
+        t->cnt[1] += nk;
+        t->cost += nk;
+    } else {
+        /* a merge re-reads its run's bad blocks: counted once, at the
+         * group's last step */
+        t->bad += b;
+        *done = 1;
+    }
+    return GPUFL_OK;
+}
+
 static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
 {
     kb_group g[KB_GROUPS_MAX];
-    size_t ng = 0, i = 0;
-    uint64_t bad = 0;
-    int rc;
+    uint64_t cnt[2] = { 0, 0 };
+    sq_pass p = { .find = merge_find,
+                  .step = merge_step,
+                  .ctx = g,
+                  .tx_cost = KB_TX_KERNELS,
+                  .tag = "kblocks",
+                  .bad_what = "kernel blocks do not decode and are not merged"
+                              " (their kernels cannot be read;"
+                              " --log-level=debug names them)",
+                  .bad_last = &s->kb_unmergeable };
+    int rc = sq_pass_run(s, &p, cnt);
 
-    pthread_mutex_lock(&s->wlock);
-    rc = merges_find(s, g, KB_GROUPS_MAX, &ng);
-    pthread_mutex_unlock(&s->wlock);
-    while (!rc && i < ng) {
-        uint64_t txb = 0, txk = 0, txbad = 0;
-        int r;
-        pthread_mutex_lock(&s->wlock);
-        if ((rc = sq_kb_tx_begin(s)) == 0) {
-            r = GPUFL_OK;
-            while (!r && i < ng && txk < KB_TX_KERNELS) {
-                uint64_t nk = 0, b = 0;
-                r = merge_one(s, g[i].sess, g[i].stream, g[i].lo, &nk, &b);
-                if (!r && nk) {
-                    txb++;
-                    txk += nk;
-                } else if (!r) { /* a merge re-reads its run's bad blocks:
-                                    counted once, at the group's last */
-                    txbad += b;
-                    i++;
-                }
-            }
-            rc = sq_kb_tx_end(s, r);
-        }
-        pthread_mutex_unlock(&s->wlock);
-        if (!rc) {
-            *blocks += txb;
-            *kernels += txk;
-            bad += txbad;
-        }
-    }
-    if (!rc && bad != s->kb_unmergeable)
-        glog_warn("kblocks",
-                  "%llu kernel blocks do not decode and are not merged"
-                  " (their kernels cannot be read; --log-level=debug names"
-                  " them)",
-                  (unsigned long long)bad);
-    if (!rc)
-        s->kb_unmergeable = bad;
+    *blocks += cnt[0];
+    *kernels += cnt[1];
     return rc;
 }
 
@@ -512,58 +514,72 @@ static int name_one(srv_store *s, const kb_key3 *k, size_t *nk)
     return rc;
 }
 
+/* The blocks to name: KB_NAME_ROUNDS lists of KB_NAME_LIST at most,
+ * each after the last, kb_name_max() in all. */
+typedef struct name_pass_ctx {
+    kb_key3 k[KB_NAME_LIST], after;
+    uint64_t left;
+    int round;
+} name_pass_ctx;
+
+static int name_find(srv_store *s, void *ctx, size_t *n, int *more)
+{
+    name_pass_ctx *c = ctx;
+    size_t cap = c->left < KB_NAME_LIST ? (size_t)c->left : KB_NAME_LIST;
+    int rc;
+
+    *n = 0;
+    if (c->round++ >= KB_NAME_ROUNDS || !c->left)
+        return GPUFL_OK;
+    if ((rc = names_find(s, &c->after, c->k, cap, n)) != 0)
+        return rc;
+    c->left -= *n;
+    if (*n)
+        c->after = c->k[*n - 1];
+    *more = *n == cap; /* a shorter list was the last */
+    return GPUFL_OK;
+}
+
+/* A block a step, KB_TX_KERNELS a transaction.  Counts blocks named and
+ * their kernels. */
+static int name_step(srv_store *s, void *ctx, size_t i, sq_pass_tx *t,
+                     int *done)
+{
+    size_t n = 0;
+    int rc = name_one(s, &((name_pass_ctx *)ctx)->k[i], &n);
+
+    *done = 1;
+    if (rc == GPUFL_EPARSE) {
+        t->bad++;
+        return GPUFL_OK;
+    }
+    t->cnt[0] += n > 0;
+    t->cnt[1] += n;
+    t->cost += n;
+    return rc;
+}
+
 /* The blocks to name, several a transaction (KB_TX_KERNELS: the writer's
  * lock held for some tens of ms at most); *named: how many.  A block that
  * does not decode is passed (and counted: s->kb_unnamable), not a stop:
  * one bad block left every later one unnamed, and the pass failing. */
 static int name_pass(srv_store *s, uint64_t *named)
 {
-    kb_key3 k[KB_NAME_LIST], after = { -1, -1, -1 };
-    uint64_t bad = 0, left = kb_name_max();
-    int rc = GPUFL_OK;
+    name_pass_ctx c = { .after = { -1, -1, -1 }, .left = kb_name_max() };
+    uint64_t cnt[2] = { 0, 0 };
+    sq_pass p = { .find = name_find,
+                  .step = name_step,
+                  .ctx = &c,
+                  .tx_cost = KB_TX_KERNELS,
+                  .tag = "kblocks",
+                  .bad_what = "kernel blocks do not decode and stay unnamed"
+                              " (a name filter reads them whole; their"
+                              " kernels cannot be read; --log-level=debug"
+                              " names them)",
+                  .bad_last = &s->kb_unnamable };
+    int rc = sq_pass_run(s, &p, cnt);
 
-    for (int r = 0; !rc && r < KB_NAME_ROUNDS && left; r++) {
-        size_t nk = 0, i = 0,
-               cap = left < KB_NAME_LIST ? (size_t)left : KB_NAME_LIST;
-        pthread_mutex_lock(&s->wlock);
-        rc = names_find(s, &after, k, cap, &nk);
-        left -= nk;
-        pthread_mutex_unlock(&s->wlock);
-        while (!rc && i < nk) {
-            uint64_t txn = 0, txk = 0, txbad = 0;
-            int e = GPUFL_OK;
-            pthread_mutex_lock(&s->wlock);
-            if ((rc = sq_kb_tx_begin(s)) == 0) {
-                for (; !e && i < nk && txk < KB_TX_KERNELS; i++) {
-                    size_t n = 0;
-                    if ((e = name_one(s, &k[i], &n)) == GPUFL_EPARSE) {
-                        txbad++;
-                        e = GPUFL_OK;
-                    }
-                    txn += n > 0;
-                    txk += n;
-                }
-                rc = sq_kb_tx_end(s, e);
-            }
-            pthread_mutex_unlock(&s->wlock);
-            if (!rc) {
-                *named += txn;
-                bad += txbad;
-            }
-        }
-        if (nk)
-            after = k[nk - 1];
-        if (nk < cap)
-            break;
-    }
-    if (!rc && bad != s->kb_unnamable)
-        glog_warn("kblocks",
-                  "%llu kernel blocks do not decode and stay unnamed (a"
-                  " name filter reads them whole; their kernels cannot be"
-                  " read; --log-level=debug names them)",
-                  (unsigned long long)bad);
-    if (!rc)
-        s->kb_unnamable = bad;
+    *named += cnt[0];
     return rc;
 }
 

@@ -176,53 +176,51 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
     return rc ? sq_err(rc) : GPUFL_OK;
 }
 
+static int tlp_find(srv_store *s, void *ctx, size_t *n, int *more)
+{
+    (void)more; /* one round: the next tick finds what is left */
+    return groups_find(s, ctx, TLP_GROUPS, n);
+}
+
+/* A range a step, TLP_TX_GROUPS a transaction: counts packs and rows. */
+static int tlp_step(srv_store *s, void *ctx, size_t i, sq_pass_tx *t, int *done)
+{
+    uint64_t nr = 0;
+    int rc = pack_one(s, (tlp_group *)ctx + i, &nr);
+
+    *done = 1;
+    t->cost++;
+    if (rc == TLP_BAD) {
+        t->bad++;
+        return GPUFL_OK;
+    }
+    t->cnt[0] += nr > 0;
+    t->cnt[1] += nr;
+    return rc;
+}
+
 int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
 {
-    tlp_group *g;
-    size_t ng = 0, i = 0;
-    uint64_t bad = 0;
+    uint64_t cnt[2] = { 0, 0 };
+    sq_pass p = { .find = tlp_find,
+                  .step = tlp_step,
+                  .tx_cost = TLP_TX_GROUPS,
+                  .tag = "tlpack",
+                  .bad_what = "timeline range(s) have a pack that does not"
+                              " decode; their rows stay rows and their"
+                              " windows answer an error (--log-level=debug"
+                              " names them)",
+                  .bad_last = &s->tl_unpackable };
     int rc;
 
     *packs = *rows = 0;
     if (sdb_dialect(s->w) != SDB_POSTGRES)
         return GPUFL_OK;
-    if (!(g = malloc(TLP_GROUPS * sizeof(*g))))
+    if (!(p.ctx = malloc(TLP_GROUPS * sizeof(tlp_group))))
         return GPUFL_ENOMEM;
-    pthread_mutex_lock(&s->wlock);
-    rc = groups_find(s, g, TLP_GROUPS, &ng);
-    pthread_mutex_unlock(&s->wlock);
-    while (!rc && i < ng) {
-        uint64_t txp = 0, txr = 0, txbad = 0;
-        pthread_mutex_lock(&s->wlock);
-        if ((rc = sq_kb_tx_begin(s)) == 0) {
-            int r = GPUFL_OK;
-            for (size_t k = 0; !r && k < TLP_TX_GROUPS && i < ng; k++, i++) {
-                uint64_t nr = 0;
-                if ((r = pack_one(s, &g[i], &nr)) == TLP_BAD) {
-                    r = GPUFL_OK;
-                    txbad++;
-                }
-                txp += nr > 0;
-                txr += nr;
-            }
-            rc = sq_kb_tx_end(s, r);
-        }
-        pthread_mutex_unlock(&s->wlock);
-        if (!rc) {
-            *packs += txp;
-            *rows += txr;
-            bad += txbad;
-        }
-    }
-    free(g);
-    /* once a change, not each pass: the same ranges are found each tick */
-    if (!rc && bad != s->tl_unpackable)
-        glog_warn("tlpack",
-                  "%llu timeline range(s) have a pack that does not decode;"
-                  " their rows stay rows and their windows answer an error"
-                  " (--log-level=debug names them)",
-                  (unsigned long long)bad);
-    if (!rc)
-        s->tl_unpackable = bad;
+    rc = sq_pass_run(s, &p, cnt);
+    free(p.ctx);
+    *packs = cnt[0];
+    *rows = cnt[1];
     return rc;
 }
