@@ -72,7 +72,7 @@ int srv_migrate_run(srv *s)
     /* the sessions with blocks get their timeline level 0 from the
      * kernels (store_sql_q_tl0.c): the stored rows of it go, a session
      * per transaction (a kill keeps what is done; a rerun does the rest) */
-    if ((rc = srv_store_tl0_drop(s->store, &tl0, &capi0)) != 0) {
+    if ((rc = srv_store_level0_drop(s->store, &tl0, &capi0)) != 0) {
         glog_error("migrate",
                    "timeline level 0 rows not all deleted (%d): the blocks "
                    "are done; run it again to go on",

@@ -320,13 +320,13 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
  * row, 32 ranges a transaction.  *packs, *rows: ranges written, rows
  * deleted.  Nothing on SQLite. */
 int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
-/* Deletes the timeline's level 0 rows (tl, lvl 0) of every session with
- * blocks, and on PostgreSQL (srv_store_capi0_computed) the API calls'
+/* Deletes the stored level 0 rows that are now computed: the timeline's
+ * (tl, lvl 0) of every session with blocks, and on PostgreSQL (srv_store_capi0_computed) the API calls'
  * (capi, lvl 0): this version computes those levels from such a
  * session's kernels and calls (store_sql_q_tl0.c, store_sql_q_capi0.c),
  * so they are bytes nobody reads.  One transaction per session; *rows,
  * *capi_rows: how many went of each. */
-int srv_store_tl0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows);
+int srv_store_level0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows);
 /* Whether the API calls' summary level 0 of sessions with blocks is
  * computed by /calls rather than stored: PostgreSQL yes, SQLite no (why:
  * store_sql_int.h, capi0_query). */

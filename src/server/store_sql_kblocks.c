@@ -427,7 +427,7 @@ static int blocked_sessions(srv_store *s, int64_t **ids, size_t *n)
     return rc == SDB_DONE ? GPUFL_OK : rc == GPUFL_ENOMEM ? rc : sq_err(rc);
 }
 
-int srv_store_tl0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows)
+int srv_store_level0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows)
 {
     static const char *const del[2] = {
         "DELETE FROM tl WHERE sess=? AND lvl=0",

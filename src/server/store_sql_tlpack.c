@@ -76,6 +76,16 @@ static int by_b(const void *a, const void *b)
     return x->b < y->b ? -1 : x->b > y->b;
 }
 
+/* g's key as ?1..?4: each of pack_one's statements names the range by
+ * it (its pack, its rows). */
+static void bind_group(sdb_stmt *st, const tlp_group *g)
+{
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->lvl);
+    qbind_i64(st, 3, g->lane);
+    qbind_i64(st, 4, g->b0);
+}
+
 /* pack_one's answer for a range whose stored pack does not decode (a
  * corrupted database): nothing of it touched, its rows stay rows (the
  * timeline reads rows and packs; its window answers an error) and the
@@ -102,10 +112,7 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
                     " lane=?3 AND b0=?4",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, g->sess);
-    qbind_i64(st, 2, g->lvl);
-    qbind_i64(st, 3, g->lane);
-    qbind_i64(st, 4, g->b0);
+    bind_group(st, g);
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
         p = qcol_blob(st, 0, &len);
@@ -129,10 +136,7 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
                     " RETURNING b, n, busy, top_name, top_dur",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, g->sess);
-    qbind_i64(st, 2, g->lvl);
-    qbind_i64(st, 3, g->lane);
-    qbind_i64(st, 4, g->b0);
+    bind_group(st, g);
     qbind_i64(st, 5, g->b0 + SQ_TLP_N);
     /* the key holds at most SQ_TLP_N rows of a range */
     while ((rc = sdb_step(st)) == SDB_ROW && nv < SQ_TLP_N) {
@@ -166,10 +170,7 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
                     " data=excluded.data",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, g->sess);
-    qbind_i64(st, 2, g->lvl);
-    qbind_i64(st, 3, g->lane);
-    qbind_i64(st, 4, g->b0);
+    bind_group(st, g);
     qbind_blob(st, 5, out, len);
     rc = qrun(st);
     sdb_finalize(st);
