@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,20 +351,38 @@ static int fields_get(jsonl_doc *d, const field *f, const jsonl_keyset *ks,
     return GPUFL_OK;
 }
 
+#define B8(c) (0x0101010101010101ull * (uint64_t)(c))
+
+/* The high bit of each byte of x that is not a lower-case hex digit.  On
+ * 7-bit values y, y + (0x80 - c) sets a byte's high bit exactly when
+ * y >= c, and never carries into the next byte; bytes from 0x80 up are
+ * flagged as they are. */
+static uint64_t nonhex8(uint64_t x)
+{
+    uint64_t y = x & ~B8(0x80);
+    uint64_t dig = (y + B8(0x80 - '0')) & ~(y + B8(0x80 - '9' - 1));
+    uint64_t low = (y + B8(0x80 - 'a')) & ~(y + B8(0x80 - 'f' - 1));
+
+    return (~(dig | low) | x) & B8(0x80);
+}
+
+/* Per line of every batch: a byte loop over the 36 characters was ~4 %
+ * of ingest_line_parse's instructions; the 32 hex digits are checked 8
+ * at a time instead. */
 int ingest_is_uuid(const char *s, size_t n)
 {
-    if (n != 36)
+    unsigned char h[32];
+    uint64_t w[4];
+
+    if (n != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
         return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-')
-                return 0;
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-            return 0;
-        }
-    }
-    return 1;
+    memcpy(h, s, 8);
+    memcpy(h + 8, s + 9, 4);
+    memcpy(h + 12, s + 14, 4);
+    memcpy(h + 16, s + 19, 4);
+    memcpy(h + 20, s + 24, 12);
+    memcpy(w, h, sizeof(w));
+    return !(nonhex8(w[0]) | nonhex8(w[1]) | nonhex8(w[2]) | nonhex8(w[3]));
 }
 
 static int sys_get(jsonl_doc *d, srv_ev *ev, char *reason)
