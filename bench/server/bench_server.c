@@ -18,6 +18,8 @@
  * With PGURL (postgresql://.../db) the ingest runs go to PostgreSQL
  * instead, each as its own session.  BENCH_DIRECT_ONLY=1 in the
  * environment: stop after the direct run (for perf stat or callgrind);
+ * BENCH_HTTP_ONLY=1: stop after the one-connection HTTP run (to profile
+ * the HTTP worker's ingest alone);
  * BENCH_BATCH=N: N lines per request instead of 10 000.
  * The events are synthetic kernel lines shaped like the client's (launch
  * dicts, 4 streams on 2 devices, log-normal-ish durations).  Prints
@@ -512,6 +514,14 @@ int main(int argc, char **argv)
         printf(" + %.2f PostgreSQL",
                (pg_cpu_s(pm) - pg0) / ((double)total / 1e6));
     printf("\n");
+    /* only the direct run and one connection (to profile the HTTP worker's
+     * ingest alone: perf record) */
+    if (getenv("BENCH_HTTP_ONLY")) {
+        close(fd);
+        srv_http_stop(&s);
+        srv_store_close(s.store);
+        return 0;
+    }
 
     /* 2b. two connections at once, another new session */
     {

@@ -222,7 +222,10 @@ void srv_store_close(srv_store *s)
         sdb_finalize(s->ws[i]);
     sq_capi_release(s); /* its statements: before the connection */
     sdb_finalize(s->kb_names_st);
-    sdb_finalize(s->kx_put_st);
+    for (int i = 0; i < SQ_KX_PUT_N; i++)
+        sdb_finalize(s->kx_put_st[i]);
+    for (int i = 0; i < 3; i++)
+        sdb_finalize(s->kb_put_st[i]);
     for (int i = 0; i < 4; i++)
         sdb_finalize(s->kx_bound_st[i / 2][i % 2]);
     for (unsigned i = 0; i < s->nr; i++)

@@ -135,6 +135,8 @@ typedef struct sq_sacc {
 #define SQ_EXT_K 4096
 #define SQ_EXT_K_MAX (1u << 20)
 #define SQ_EXT_SESS 32
+/* kxrow inserts of 1, 2, 4, ... 32 rows kept prepared (store_sql_kxrow.c) */
+#define SQ_KX_PUT_N 6
 struct sq_ext;
 /* A kext row (its key) the batch deletes or inserts. */
 typedef struct sq_ext_row {
@@ -262,8 +264,12 @@ struct srv_store {
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
      * prepare (on PostgreSQL a round trip) per server, not per block */
     sdb_stmt *kb_names_st;
-    /* the writer's statement of one kxrow row (store_sql_kxrow.c), kept */
-    sdb_stmt *kx_put_st;
+    /* the writer's statements of 1, 2, 4, ... KX_ROWS kxrow rows
+     * (store_sql_kxrow.c), kept: [i] writes 2^i rows */
+    sdb_stmt *kx_put_st[SQ_KX_PUT_N];
+    /* the writer's kblocks insert, kbspan upsert and kbunnamed insert
+     * (store_sql_kblocks.c), kept: one prepare per server, not per block */
+    sdb_stmt *kb_put_st[3];
     /* kx_stored_bound's searches (side, which), kept: one prepare per
      * server, not up to four per merged block */
     sdb_stmt *kx_bound_st[2][2];

@@ -100,20 +100,21 @@ static int kx_stored_bound(srv_store *s, int64_t sess, int d, int64_t b[2],
 /* Kept rows one INSERT writes (26 parameters each): on PostgreSQL a
  * statement is a round trip, and the first blocks of a session keep
  * nearly every kernel (its first 1 001 are all among them). */
-#define KX_ROWS 32
+#define KX_ROWS (1u << (SQ_KX_PUT_N - 1))
 
-/* The rows of ev[ix[0..m)] (side sd[i] each) in one statement (a row there
- * already stays): the full one kept prepared on the writer, a shorter one
- * prepared for the call.  *rows += how many went in. */
+/* The rows of ev[ix[0..m)] (side sd[i] each; m a power of two up to
+ * KX_ROWS) in one statement (a row there already stays), kept prepared on
+ * the writer: one prepare per size and server.  Prepared per call, the
+ * shorter ones (a block's last rows) cost ~2 % of the HTTP worker's CPU
+ * per kernel (docs/server.md "Where ingest's CPU goes").  *rows += how
+ * many went in. */
 static int kx_rows(srv_store *s, int64_t sess, const kblock_ev *ev,
                    const uint32_t *ix, const uint8_t *sd, size_t m,
                    uint64_t *rows)
 {
-    sdb_stmt *st = NULL, **sp = m == KX_ROWS ? &s->kx_put_st : &st;
+    sdb_stmt **sp = &s->kx_put_st[__builtin_ctzll(m)];
     int rc;
 
-    if (!m)
-        return GPUFL_OK;
     if (!*sp) {
         char sql[64 + 64 * KX_ROWS];
         size_t len =
@@ -134,7 +135,23 @@ static int kx_rows(srv_store *s, int64_t sess, const kblock_ev *ev,
     rc = qrun(*sp);
     if (!rc)
         *rows += (uint64_t)sdb_changes(s->w);
-    sdb_finalize(st);
+    return rc;
+}
+
+/* ev[ix[0..m)] (m up to KX_ROWS) as kx_rows' statements of power-of-two
+ * sizes, biggest first. */
+static int kx_rows_any(srv_store *s, int64_t sess, const kblock_ev *ev,
+                       const uint32_t *ix, const uint8_t *sd, size_t m,
+                       uint64_t *rows)
+{
+    int rc = GPUFL_OK;
+
+    for (size_t part = KX_ROWS; part && !rc; part /= 2)
+        if (m & part) {
+            rc = kx_rows(s, sess, ev, ix, sd, part, rows);
+            ix += part;
+            sd += part;
+        }
     return rc;
 }
 
@@ -161,7 +178,7 @@ static int kx_put_bound(srv_store *s, int64_t sess, const kblock_ev *ev,
                 m = 0;
             }
         }
-    return rc ? rc : kx_rows(s, sess, ev, ix, sd, m, rows);
+    return rc ? rc : kx_rows_any(s, sess, ev, ix, sd, m, rows);
 }
 
 int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,

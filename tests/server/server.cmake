@@ -23,6 +23,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_igroup ${CMAKE_CURRENT_LIST_DIR}/test_srv_igroup.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_ext_kth ${CMAKE_CURRENT_LIST_DIR}/test_srv_ext_kth.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kbcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kbcache.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_static ${CMAKE_CURRENT_LIST_DIR}/test_srv_static.c

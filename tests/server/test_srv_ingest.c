@@ -356,8 +356,57 @@ static void test_decode(void)
     CHECK(ingest_stream_index("kernels") == -1);
 }
 
+/* A session id as the format writes it, byte by byte (the rule that
+ * ingest_is_uuid checks eight bytes at a time). */
+static int uuid_ref(const unsigned char *s, size_t n)
+{
+    if (n != 36)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = s[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return 0;
+        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Every byte value at every place of a valid id, two places at once for
+ * neighbours across the 8-byte words, and the lengths around 36: the
+ * same answer as the byte rule. */
+static void test_uuid(void)
+{
+    static const char ok[] = "0f1e2d3c-4b5a-4968-8776-655443322110";
+    unsigned char b[40];
+    size_t bad = 0;
+
+    CHECK(ingest_is_uuid(ok, 36) == 1);
+    CHECK(ingest_is_uuid("abcdef01-2345-6789-abcd-ef0123456789", 36) == 1);
+    CHECK(ingest_is_uuid("ABCDEF01-2345-6789-abcd-ef0123456789", 36) == 0);
+    for (size_t i = 0; i < 36; i++)
+        for (unsigned c = 0; c < 256; c++) {
+            memcpy(b, ok, 37);
+            b[i] = (unsigned char)c;
+            bad += ingest_is_uuid((const char *)b, 36) != uuid_ref(b, 36);
+            if (i + 1 < 36) {
+                b[i + 1] = (unsigned char)(255 - c);
+                bad += ingest_is_uuid((const char *)b, 36) != uuid_ref(b, 36);
+            }
+        }
+    for (size_t n = 0; n < 40; n++) {
+        memset(b, 'a', sizeof(b));
+        memcpy(b, ok, n < 36 ? n : 36);
+        bad += ingest_is_uuid((const char *)b, n) != uuid_ref(b, n);
+    }
+    CHECK(bad == 0);
+}
+
 int main(void)
 {
+    RUN(test_uuid);
     RUN(test_good);
     RUN(test_decode_members);
     RUN(test_bad);
