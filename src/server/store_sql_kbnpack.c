@@ -6,11 +6,14 @@
  * and three index entries: 7.3 of the 24.1 B/kernel left after VACUUM
  * FULL.  The maintenance thread, after the compactor has named blocks,
  * packs the rows of each range of SQ_KBNP_SPAN seqs of a (session,
- * stream) into one kbnpack row per name: per block seven varints (the
- * block's seq and time range, so the readers need not join kblocks, and
- * the name's count and duration bounds).  Its rows deleted (DELETE ...
- * RETURNING: what is packed is what was deleted) and the range's packs
- * rewritten with them added, one transaction under the compactor's
+ * stream) into one kbnpack row per name (per block holding the name
+ * four varints: the block's seq_lo, the name's count and duration
+ * bounds) and one kbndir row (per block of the range four varints: its
+ * seq and time ranges, so the readers need not join kblocks; once per
+ * range, not in each of its ~200 names' packs).  Its rows deleted
+ * (DELETE ... RETURNING: what is packed is what was deleted) and the
+ * range's packs and directory rewritten, one transaction under the
+ * compactor's
  * lock, so a kill -9 leaves the rows or the packs.  A block named late
  * has rows beside the packs; the name filters read both (a block is in
  * one or the other) and the next pass folds the rows in.  A merge of
@@ -39,7 +42,7 @@
 
 _Static_assert(SQ_KBNP_SHIFT == 20, "SQ_KBNP_SHIFT_STR spells it");
 
-size_t sq_kbnp_encode(const sq_kbne *v, size_t n, int64_t r0,
+size_t sq_kbnp_encode(int dir, const sq_kbne *v, size_t n, int64_t r0,
                       unsigned char *out)
 {
     size_t o = 0;
@@ -50,19 +53,22 @@ size_t sq_kbnp_encode(const sq_kbne *v, size_t n, int64_t r0,
      * each other: a step of a few bytes, not the block's span) */
     for (size_t i = 0; i < n; i++) {
         o += vput(out + o, (uint64_t)v[i].lo - prev);
-        o += vput(out + o, (uint64_t)v[i].hi - (uint64_t)v[i].lo);
-        o += vput(out + o, zz((uint64_t)v[i].t_lo - pt));
-        o += vput(out + o, (uint64_t)v[i].t_hi - (uint64_t)v[i].t_lo);
-        o += vput(out + o, (uint64_t)v[i].n);
-        o += vput(out + o, (uint64_t)v[i].dmin);
-        o += vput(out + o, (uint64_t)v[i].dmax - (uint64_t)v[i].dmin);
+        if (dir) {
+            o += vput(out + o, (uint64_t)v[i].hi - (uint64_t)v[i].lo);
+            o += vput(out + o, zz((uint64_t)v[i].t_lo - pt));
+            o += vput(out + o, (uint64_t)v[i].t_hi - (uint64_t)v[i].t_lo);
+            pt = (uint64_t)v[i].t_hi;
+        } else {
+            o += vput(out + o, (uint64_t)v[i].n);
+            o += vput(out + o, (uint64_t)v[i].dmin);
+            o += vput(out + o, (uint64_t)v[i].dmax - (uint64_t)v[i].dmin);
+        }
         prev = (uint64_t)v[i].lo;
-        pt = (uint64_t)v[i].t_hi;
     }
     return o;
 }
 
-int sq_kbnp_decode(const void *p, size_t len, int64_t r0, sq_kbne *v,
+int sq_kbnp_decode(int dir, const void *p, size_t len, int64_t r0, sq_kbne *v,
                    size_t cap, size_t *n)
 {
     const unsigned char *q = p;
@@ -71,21 +77,27 @@ int sq_kbnp_decode(const void *p, size_t len, int64_t r0, sq_kbne *v,
 
     *n = 0;
     while (i < len) {
-        uint64_t d, f[6];
+        uint64_t d, f[3];
         if (*n == cap || vget(q, len, &i, &d) || (*n && !d) ||
             d >= (uint64_t)SQ_KBNP_SPAN ||
             prev - (uint64_t)r0 + d >= (uint64_t)SQ_KBNP_SPAN)
             return GPUFL_EINTERNAL;
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 3; k++)
             if (vget(q, len, &i, &f[k]))
                 return GPUFL_EINTERNAL;
         prev += d;
-        pt += unzz(f[1]); /* the block's t_lo */
-        v[*n] = (sq_kbne){ (int64_t)prev,         (int64_t)(prev + f[0]),
-                           (int64_t)pt,           (int64_t)(pt + f[2]),
-                           (int64_t)f[3],         (int64_t)f[4],
-                           (int64_t)(f[4] + f[5]) };
-        pt += f[2]; /* its t_hi: the next t_lo is a step from it */
+        v[*n] = (sq_kbne){ .lo = (int64_t)prev };
+        if (dir) {
+            pt += unzz(f[1]); /* the block's t_lo */
+            v[*n].hi = (int64_t)(prev + f[0]);
+            v[*n].t_lo = (int64_t)pt;
+            pt += f[2]; /* its t_hi: the next t_lo is a step from it */
+            v[*n].t_hi = (int64_t)pt;
+        } else {
+            v[*n].n = (int64_t)f[0];
+            v[*n].dmin = (int64_t)f[1];
+            v[*n].dmax = (int64_t)(f[1] + f[2]);
+        }
         (*n)++;
     }
     return GPUFL_OK;
@@ -93,57 +105,90 @@ int sq_kbnp_decode(const void *p, size_t len, int64_t r0, sq_kbne *v,
 
 /* ---- the reader ---- */
 
+/* a decode buffer of room for a pack of len bytes (an entry is 4
+ * bytes at least; no more than a pack holds): 0, or GPUFL_ENOMEM */
+static int room(sq_kbne **v, size_t *cap, size_t len)
+{
+    size_t need = len / 4 + 1 < SQ_KBNP_MAX ? len / 4 + 1 : SQ_KBNP_MAX;
+    sq_kbne *y;
+
+    if (need <= *cap)
+        return GPUFL_OK;
+    if (!(y = realloc(*v, need * sizeof(*y))))
+        return GPUFL_ENOMEM;
+    *v = y;
+    *cap = need;
+    return GPUFL_OK;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+    const sq_kbne *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 int sq_kbnp_read(sdb *db, int64_t sess, int64_t name_id, int64_t t_lo,
                  int64_t t_hi, sq_kbnp_fn fn, void *arg, uint64_t *packs)
 {
     sdb_stmt *st = NULL;
-    sq_kbne *v = NULL;
-    size_t cap = 0;
+    sq_kbne *v = NULL, *d = NULL;
+    size_t cap = 0, dcap = 0;
     int rc, err = GPUFL_OK;
 
     if (sdb_dialect(db) != SDB_POSTGRES)
         return GPUFL_OK;
+    /* LEFT JOIN: a pack without its directory is an error, not a pack
+     * passed over in silence */
     if (sdb_prepare(db,
-                    "SELECT stream, r0, data FROM kbnpack WHERE sess=?1 AND"
-                    " name_id=?2",
+                    "SELECT p.stream, p.r0, p.data, d.data FROM kbnpack p"
+                    " LEFT JOIN kbndir d ON d.sess=p.sess AND"
+                    " d.stream=p.stream AND d.r0=p.r0 WHERE p.sess=?1 AND"
+                    " p.name_id=?2",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, name_id);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         int64_t stream = qcol_i64(st, 0), r0 = qcol_i64(st, 1);
-        size_t len = 0, n = 0, need;
-        const void *p = qcol_blob(st, 2, &len);
+        size_t len = 0, dlen = 0, n = 0, nd = 0;
+        const void *p = qcol_blob(st, 2, &len), *dp;
         (*packs)++;
-        /* an entry is 7 bytes at least: room for the pack's, no more
-         * than a pack holds (the bench's packs: ~50 entries) */
-        need = len / 7 + 1 < SQ_KBNP_MAX ? len / 7 + 1 : SQ_KBNP_MAX;
-        if (need > cap) {
-            sq_kbne *y = realloc(v, need * sizeof(*v));
-            if (!y) {
-                err = GPUFL_ENOMEM;
+        /* the pack decoded before the directory's column is read: a
+         * column's bytes may be converted into one buffer of the
+         * statement's */
+        if ((err = room(&v, &cap, len)) != 0)
+            break;
+        if (sq_kbnp_decode(0, p, len, r0, v, cap, &n))
+            err = GPUFL_EINTERNAL;
+        dp = qcol_blob(st, 3, &dlen);
+        if (!err && (err = room(&d, &dcap, dlen)) != 0)
+            break;
+        if (!err && sq_kbnp_decode(1, dp, dlen, r0, d, dcap, &nd))
+            err = GPUFL_EINTERNAL;
+        for (size_t i = 0; i < n && !err; i++) {
+            const sq_kbne *b = bsearch(&v[i], d, nd, sizeof(*d), by_lo);
+            if (!b) { /* every block of a pack is in its directory */
+                err = GPUFL_EINTERNAL;
                 break;
             }
-            v = y;
-            cap = need;
+            v[i].hi = b->hi;
+            v[i].t_lo = b->t_lo;
+            v[i].t_hi = b->t_hi;
+            if (v[i].t_lo < t_hi && v[i].t_hi >= t_lo)
+                err = fn(arg, stream, &v[i]);
         }
-        if (sq_kbnp_decode(p, len, r0, v, cap, &n)) {
+        if (err == GPUFL_EINTERNAL)
             glog_error("kbnpack",
                        "session %lld stream %lld r0 %lld name %lld: its"
                        " pack does not decode",
                        (long long)sess, (long long)stream, (long long)r0,
                        (long long)name_id);
-            err = GPUFL_EINTERNAL;
-            break;
-        }
-        for (size_t i = 0; i < n && !err; i++)
-            if (v[i].t_lo < t_hi && v[i].t_hi >= t_lo)
-                err = fn(arg, stream, &v[i]);
         if (err)
             break;
     }
     sdb_finalize(st);
     free(v);
+    free(d);
     if (err)
         return err;
     return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
@@ -218,12 +263,6 @@ static int by_name_lo(const void *a, const void *b)
     return x->fresh - y->fresh;
 }
 
-static int by_lo(const void *a, const void *b)
-{
-    const sq_kbne *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 /* pack_one's answer for a range left as it is: its packs do not decode
  * (a corrupted database), or it holds more blocks than a pack may */
 #define KBNP_SKIP 1
@@ -247,7 +286,7 @@ static int packs_load(srv_store *s, const kbnp_group *g, kbnp_buf *B)
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t len = 0, n = 0;
         const void *p = qcol_blob(st, 1, &len);
-        if (sq_kbnp_decode(p, len, g->r0, B->one, SQ_KBNP_MAX, &n) ||
+        if (sq_kbnp_decode(0, p, len, g->r0, B->one, SQ_KBNP_MAX, &n) ||
             B->nent + n > KBNP_GROUP_MAX) {
             glog_debug("kbnpack",
                        "session %lld stream %lld r0 %lld name %lld: its pack"
@@ -315,13 +354,37 @@ static int pack_write(const kbnp_group *g, kbnp_buf *B, sdb_stmt *up,
             m--; /* the same block twice: the row's (sorted after) */
         B->one[m++] = e[i].e;
     }
-    len = sq_kbnp_encode(B->one, m, g->r0, B->out);
+    len = sq_kbnp_encode(0, B->one, m, g->r0, B->out);
     qbind_i64(up, 1, g->sess);
     qbind_i64(up, 2, g->stream);
     qbind_i64(up, 3, g->r0);
     qbind_i64(up, 4, e[0].name);
     qbind_blob(up, 5, B->out, len);
     return qrun(up) ? GPUFL_EINTERNAL : GPUFL_OK;
+}
+
+/* The range's directory: every block of it now (B->blk, by seq_lo), so
+ * every block a pack of it names (a block goes only by a merge, which
+ * puts the range's packs back as rows first, or with its session). */
+static int dir_write(srv_store *s, const kbnp_group *g, kbnp_buf *B)
+{
+    sdb_stmt *st = NULL;
+    size_t len = sq_kbnp_encode(1, B->blk, B->nblk, g->r0, B->out);
+    int rc;
+
+    if (sdb_prepare(s->w,
+                    "INSERT INTO kbndir VALUES(?1, ?2, ?3, ?4)"
+                    " ON CONFLICT(sess, stream, r0) DO UPDATE SET"
+                    " data=excluded.data",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->stream);
+    qbind_i64(st, 3, g->r0);
+    qbind_blob(st, 4, B->out, len);
+    rc = qrun(st);
+    sdb_finalize(st);
+    return rc ? GPUFL_EINTERNAL : GPUFL_OK;
 }
 
 /* One range: its packs decoded, its blocks read, its rows deleted and
@@ -393,7 +456,7 @@ static int pack_one(srv_store *s, const kbnp_group *g, kbnp_buf *B,
         i = j;
     }
     sdb_finalize(st);
-    return rc;
+    return rc ? rc : dir_write(s, g, B);
 }
 
 static void buf_free(kbnp_buf *B)
@@ -486,7 +549,7 @@ static int unpack_range(int64_t sess, int64_t stream, int64_t r0, sdb_stmt *del,
         size_t len = 0, m = 0;
         const void *p = qcol_blob(del, 1, &len);
         int64_t name = qcol_i64(del, 0);
-        if (sq_kbnp_decode(p, len, r0, v, SQ_KBNP_MAX, &m)) {
+        if (sq_kbnp_decode(0, p, len, r0, v, SQ_KBNP_MAX, &m)) {
             glog_error("kbnpack",
                        "session %lld stream %lld r0 %lld name %lld: its"
                        " pack does not decode: the merge is given up",
@@ -539,6 +602,26 @@ static int block_packed(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
     return rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
 }
 
+/* the range's directory, with its packs gone (the next pass writes it
+ * again with them) */
+static int dir_drop(srv_store *s, int64_t sess, int64_t stream, int64_t r0)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+
+    if (sdb_prepare(s->w,
+                    "DELETE FROM kbndir WHERE sess=?1 AND stream=?2 AND"
+                    " r0=?3",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, sess);
+    qbind_i64(st, 2, stream);
+    qbind_i64(st, 3, r0);
+    rc = qrun(st);
+    sdb_finalize(st);
+    return rc ? GPUFL_EINTERNAL : GPUFL_OK;
+}
+
 int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
                    const int64_t *src, size_t n)
 {
@@ -579,7 +662,8 @@ int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
             break;
         if (nd < KBNP_UNPACK_RANGES)
             done[nd++] = r0;
-        rc = unpack_range(sess, stream, r0, del, ins, v);
+        if ((rc = unpack_range(sess, stream, r0, del, ins, v)) == 0)
+            rc = dir_drop(s, sess, stream, r0);
     }
     sdb_finalize(del);
     sdb_finalize(ins);

@@ -2,8 +2,9 @@
  * store_sql_kbnpack.h - the kernel blocks' names packed on PostgreSQL
  * (store_sql_kbnpack.c, schema 30): the kbnames rows of one (session,
  * stream, name) whose blocks start in one range of SQ_KBNP_SPAN seqs, in
- * one kbnpack row of varints, with each block's time range and seq_hi
- * (what the name filters' readers joined kblocks for).
+ * one kbnpack row of varints; the range's blocks' seq_hi and time range
+ * (what the name filters' readers joined kblocks for) once per range, in
+ * its kbndir row.
  */
 #ifndef GPUFL_STORE_SQL_KBNPACK_H
 #define GPUFL_STORE_SQL_KBNPACK_H
@@ -23,8 +24,9 @@
 /* Entries one pack holds at most (a range of tiny blocks: the tests'
  * GPUFL_SERVER_KB_RUN); a range that would hold more stays rows. */
 #define SQ_KBNP_MAX 65536
-/* Seven varints of at most 10 bytes an entry. */
-#define SQ_KBNP_ENTRY_MAX 70u
+/* Four varints of at most 10 bytes an entry (of a name or of the
+ * directory). */
+#define SQ_KBNP_ENTRY_MAX 40u
 
 /* One block's entry for one name: the block (seq_lo, seq_hi, its time
  * range t_lo..t_hi as kblocks has them) and the name's kernels in it (n,
@@ -34,13 +36,14 @@ typedef struct sq_kbne {
 } sq_kbne;
 
 /* The n entries v (lo ascending, distinct, within r0's range) into out
- * (n * SQ_KBNP_ENTRY_MAX bytes); its length. */
-size_t sq_kbnp_encode(const sq_kbne *v, size_t n, int64_t r0,
+ * (n * SQ_KBNP_ENTRY_MAX bytes); its length.  dir 0: a name's pack (lo,
+ * n, dmin, dmax), 1: the range's directory (lo, hi, t_lo, t_hi). */
+size_t sq_kbnp_encode(int dir, const sq_kbne *v, size_t n, int64_t r0,
                       unsigned char *out);
-/* A pack of range r0 into v (cap entries); 0, or GPUFL_EINTERNAL when it
- * does not decode (an entry outside the range, out of order, more than
- * cap). */
-int sq_kbnp_decode(const void *p, size_t len, int64_t r0, sq_kbne *v,
+/* A pack or directory of range r0 into v (cap entries; the other fields
+ * 0); 0, or GPUFL_EINTERNAL when it does not decode (an entry outside the
+ * range, out of order, more than cap). */
+int sq_kbnp_decode(int dir, const void *p, size_t len, int64_t r0, sq_kbne *v,
                    size_t cap, size_t *n);
 
 /* The writer's open transaction (PostgreSQL; nothing on SQLite): the

@@ -1140,33 +1140,44 @@ def name_kernels(g, rnd, nk, t, corr):
 
 
 def kbn_unpacked(srv):
-    """kbnames with its packs (kbnpack, schema 30: per block seven varints
-    - seq_lo as the step from the previous one's (the first from r0),
-    seq_hi - seq_lo, t_lo as the zigzag step from the previous block's
-    t_hi, t_hi - t_lo, n, dur_min, dur_max - dur_min) unpacked:
-    {(sess, stream, seq_lo, name id): (n, dur_min, dur_max)}, and the
-    packs' blocks {(sess, stream, seq_lo): (seq_hi, t_lo, t_hi)}.  A block
-    both in rows and in a pack of the same name is a failure."""
+    """kbnames with its packs (kbnpack, schema 30: per block four varints
+    - seq_lo as the step from the previous one's (the first from r0), n,
+    dur_min, dur_max - dur_min) unpacked: {(sess, stream, seq_lo, name
+    id): (n, dur_min, dur_max)}, and the packs' blocks from their range's
+    directory (kbndir: per block seq_lo as in a pack, seq_hi - seq_lo,
+    t_lo as the zigzag step from the previous block's t_hi, t_hi - t_lo):
+    {(sess, stream, seq_lo): (seq_hi, t_lo, t_hi)}.  A block both in rows
+    and in a pack of the same name, or in a pack and not in its
+    directory, is a failure."""
     m64 = (1 << 64) - 1
-    names, blocks = {}, {}
+    names, blocks, dirs = {}, {}, {}
+    hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
     for r in srv.sql("SELECT sess, stream, seq_lo, name_id, n, dur_min,"
                      " dur_max FROM kbnames"):
         names[tuple(int(c) for c in r[:4])] = tuple(int(c) for c in r[4:])
-    hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
-    for sess, stream, r0, nid, h in srv.sql(
-            "SELECT sess, stream, r0, name_id, %s FROM kbnpack" % hexf):
+    for sess, stream, r0, h in srv.sql(
+            "SELECT sess, stream, r0, %s FROM kbndir" % hexf):
         v = uvarints(bytes.fromhex(h))
-        assert len(v) % 7 == 0, (sess, stream, r0, nid)
+        assert len(v) % 4 == 0, (sess, stream, r0)
         lo, th = int(r0), 0
-        for i in range(0, len(v), 7):
+        for i in range(0, len(v), 4):
             z = v[i + 2] & m64
             lo += v[i]
             t_lo = th + ((z >> 1) ^ -(z & 1))
             th = t_lo + v[i + 3]
+            dirs[(int(sess), int(stream), lo)] = (lo + v[i + 1], t_lo, th)
+    for sess, stream, r0, nid, h in srv.sql(
+            "SELECT sess, stream, r0, name_id, %s FROM kbnpack" % hexf):
+        v = uvarints(bytes.fromhex(h))
+        assert len(v) % 4 == 0, (sess, stream, r0, nid)
+        lo = int(r0)
+        for i in range(0, len(v), 4):
+            lo += v[i]
             k = (int(sess), int(stream), lo, int(nid))
             assert k not in names, ("in rows and in a pack", k)
-            names[k] = (v[i + 4], v[i + 5], v[i + 5] + v[i + 6])
-            blocks[k[:3]] = (lo + v[i + 1], t_lo, th)
+            assert k[:3] in dirs, ("not in its directory", k)
+            names[k] = (v[i + 1], v[i + 2], v[i + 2] + v[i + 3])
+            blocks[k[:3]] = dirs[k[:3]]
     return names, blocks
 
 
