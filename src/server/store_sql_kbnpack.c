@@ -230,8 +230,8 @@ static int kbnp_off(void)
  * moved past as the timeline's packer waits for - a range is 2^20 seqs,
  * more than a whole session of the bench, so that would leave a running
  * session's rows unpacked until it ends; a range's packs are rewritten
- * when blocks of it are named, ~200 packs of up to ~2 kB, less than the
- * ~180 bytes a kbnames row costs each. */
+ * when blocks of it are named, ~200 packs of ~0.5 kB (the bench's), less
+ * than the ~180 bytes a kbnames row costs each. */
 static int groups_find(srv_store *s, kbnp_group *g, size_t cap, size_t *n)
 {
     sdb_stmt *st = NULL;
@@ -286,6 +286,7 @@ static int packs_load(srv_store *s, const kbnp_group *g, kbnp_buf *B)
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t len = 0, n = 0;
         const void *p = qcol_blob(st, 1, &len);
+        /* past KBNP_GROUP_MAX: more than names x blocks, so corrupted */
         if (sq_kbnp_decode(0, p, len, g->r0, B->one, SQ_KBNP_MAX, &n) ||
             B->nent + n > KBNP_GROUP_MAX) {
             glog_debug("kbnpack",
