@@ -264,7 +264,8 @@ static int by_name_lo(const void *a, const void *b)
 }
 
 /* pack_one's answer for a range left as it is: its packs do not decode
- * (a corrupted database), or it holds more blocks than a pack may */
+ * (a corrupted database), or it holds more blocks or entries than a pack
+ * or a pass may */
 #define KBNP_SKIP 1
 
 /* The range's packs decoded into B->ent (fresh 0).  KBNP_SKIP: one does
@@ -286,14 +287,17 @@ static int packs_load(srv_store *s, const kbnp_group *g, kbnp_buf *B)
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t len = 0, n = 0;
         const void *p = qcol_blob(st, 1, &len);
-        /* past KBNP_GROUP_MAX: more than names x blocks, so corrupted */
+        /* past KBNP_GROUP_MAX: a range of many small blocks, passed */
         if (sq_kbnp_decode(0, p, len, g->r0, B->one, SQ_KBNP_MAX, &n) ||
             B->nent + n > KBNP_GROUP_MAX) {
             glog_debug("kbnpack",
                        "session %lld stream %lld r0 %lld name %lld: its pack"
-                       " does not decode; the range's rows stay",
+                       " %s; the range's rows stay",
                        (long long)g->sess, (long long)g->stream,
-                       (long long)g->r0, (long long)qcol_i64(st, 0));
+                       (long long)g->r0, (long long)qcol_i64(st, 0),
+                       B->nent + n > KBNP_GROUP_MAX
+                           ? "and the others hold more than a pass packs"
+                           : "does not decode");
             rc = KBNP_SKIP;
             break;
         }
@@ -388,6 +392,41 @@ static int dir_write(srv_store *s, const kbnp_group *g, kbnp_buf *B)
     return rc ? GPUFL_EINTERNAL : GPUFL_OK;
 }
 
+/* KBNP_SKIP when the range's rows would not fit beside its packs'
+ * entries in B (a range of many small blocks: checked before its rows
+ * are deleted, so that it stays rows and the other ranges pack). */
+static int rows_fit(srv_store *s, const kbnp_group *g, const kbnp_buf *B)
+{
+    sdb_stmt *st = NULL;
+    int rc;
+    int64_t n = 0;
+
+    if (sdb_prepare(s->w,
+                    "SELECT count(*) FROM kbnames WHERE sess=?1 AND"
+                    " stream=?2 AND seq_lo >= ?3 AND seq_lo < ?4",
+                    &st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(st, 1, g->sess);
+    qbind_i64(st, 2, g->stream);
+    qbind_i64(st, 3, g->r0);
+    qbind_i64(st, 4, g->r0 + SQ_KBNP_SPAN);
+    if ((rc = sdb_step(st)) == SDB_ROW)
+        n = qcol_i64(st, 0);
+    sdb_finalize(st);
+    if (rc != SDB_ROW)
+        return sq_err(rc);
+    if (n < 0 || (uint64_t)n > KBNP_GROUP_MAX - B->nent) {
+        glog_debug("kbnpack",
+                   "session %lld stream %lld r0 %lld: %lld rows and %zu"
+                   " packed entries are more than a pass packs; its rows"
+                   " stay",
+                   (long long)g->sess, (long long)g->stream, (long long)g->r0,
+                   (long long)n, B->nent);
+        return KBNP_SKIP;
+    }
+    return GPUFL_OK;
+}
+
 /* One range: its packs decoded, its blocks read, its rows deleted and
  * added, the packs of the names that had rows written.  *rows: rows
  * that went.  Decoded and checked before the rows go: a range that
@@ -400,7 +439,8 @@ static int pack_one(srv_store *s, const kbnp_group *g, kbnp_buf *B,
     int rc;
 
     *rows = *packs = 0;
-    if ((rc = packs_load(s, g, B)) != 0 || (rc = blocks_load(s, g, B)) != 0)
+    if ((rc = packs_load(s, g, B)) != 0 || (rc = blocks_load(s, g, B)) != 0 ||
+        (rc = rows_fit(s, g, B)) != 0)
         return rc;
     old = B->nent;
     if (sdb_prepare(s->w,
@@ -421,7 +461,7 @@ static int pack_one(srv_store *s, const kbnp_group *g, kbnp_buf *B,
         if (!b)
             continue; /* its block went: nothing reads the row */
         if (B->nent == KBNP_GROUP_MAX) {
-            rc = GPUFL_EINTERNAL; /* more than blocks x names */
+            rc = GPUFL_EINTERNAL; /* more than rows_fit counted */
             break;
         }
         key = *b;
