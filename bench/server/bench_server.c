@@ -354,6 +354,18 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp,
                    "s\n",
                    (unsigned long long)nr, (unsigned long long)np,
                    now_s() - t1);
+        /* the blocks' names' packer, after it (PostgreSQL) */
+        np = nr = 0;
+        t1 = now_s();
+        while (srv_store_kbn_pack(st, &tp, &tr) == 0 && tp) {
+            np += tp;
+            nr += tr;
+        }
+        if (np)
+            printf("  kernel names packer: %llu kbnames rows into %llu packs "
+                   "in %.2f s\n",
+                   (unsigned long long)nr, (unsigned long long)np,
+                   now_s() - t1);
     }
     srv_store_kblocks_stats(st, &b);
     printf("  compactor: %llu kernels into %llu blocks (rows compacted, "

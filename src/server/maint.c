@@ -54,6 +54,13 @@ static void maint_compact(srv *s)
     else if (nb)
         glog_debug("maint", "packed %llu timeline row(s) into %llu range(s)",
                    (unsigned long long)nk, (unsigned long long)nb);
+    /* and the blocks' names (PostgreSQL; store_sql_kbnpack.c) */
+    if ((rc = srv_store_kbn_pack(s->store, &nb, &nk)) != 0)
+        glog_warn("maint", "kernel name packing failed (%d); the rows stay",
+                  rc);
+    else if (nb)
+        glog_debug("maint", "packed %llu kernel name row(s) into %llu pack(s)",
+                   (unsigned long long)nk, (unsigned long long)nb);
 }
 
 /* The cold tier: the sweep of unnamed objects, then the moves

@@ -320,6 +320,12 @@ int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
  * row, 32 ranges a transaction.  *packs, *rows: ranges written, rows
  * deleted.  Nothing on SQLite. */
 int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
+/* PostgreSQL: one pass of the kernel blocks' names packer
+ * (store_sql_kbnpack.c): every range of 2^20 seqs of a (session, stream)
+ * holding kbnames rows, up to 512, its rows folded into one kbnpack row
+ * per name, 4 ranges a transaction.
+ * *packs, *rows: packs written, rows deleted.  Nothing on SQLite. */
+int srv_store_kbn_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
 /* Deletes the stored level 0 rows that are now computed: the timeline's
  * (tl, lvl 0) of every session with blocks, and on PostgreSQL (srv_store_capi0_computed) the API calls'
  * (capi, lvl 0): this version computes those levels from such a

@@ -261,6 +261,9 @@ struct srv_store {
     /* timeline ranges whose pack does not decode (store_sql_tlpack.c;
      * logged on change) */
     uint64_t tl_unpackable;
+    /* kbnames ranges that cannot be packed (store_sql_kbnpack.c; logged
+     * on change) */
+    uint64_t kbn_unpackable;
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
      * prepare (on PostgreSQL a round trip) per server, not per block */
     sdb_stmt *kb_names_st;

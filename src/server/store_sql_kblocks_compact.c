@@ -22,6 +22,7 @@
 
 #include "common/log.h"
 #include "kblock.h"
+#include "store_sql_kbnpack.h"
 
 /* The kernel columns, in the table's order (store_sql_schema.c,
  * sq_kernel_bind). */
@@ -294,8 +295,10 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
             break;
         }
     /* the merged blocks, each exactly once, and their names (none for
-     * a block older than schema 22: its kbunnamed row instead) */
+     * a block older than schema 22: its kbunnamed row instead; packed,
+     * their ranges' packs rows again first: store_sql_kbnpack.c) */
     if ((rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
+        (rc = sq_kbnp_unpack(s, sess, stream, src, nsrc)) != 0 ||
         (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0 ||
         (rc = del_merged(s, "kbunnamed", sess, stream, src, nsrc)) != 0)
         return rc;

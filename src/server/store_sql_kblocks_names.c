@@ -12,7 +12,10 @@
  * be beaten: at 100M kernels a name is in each of 24,000 blocks, of which
  * a page reads ~100, and before this every one of the 24,000 rows was
  * read and sorted first (meta_by_name, still the path of a filter of
- * more than KB_NAME_IDS_MAX names).
+ * more than KB_NAME_IDS_MAX names).  On PostgreSQL most of a name's
+ * rows are packed (kbnpack, store_sql_kbnpack.c): its packs are read
+ * whole - one or a few rows a stream - and their entries of the time
+ * range sorted into one more list, merged as the unnamed one is.
  *
  * Chunks, not one query: PostgreSQL's sdb layer fetches a result whole.
  * A chunk is the next rows by the bound; the rows tied with its last one
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 
 #include "kblock.h"
+#include "store_sql_kbnpack.h"
 
 /* rows of the first chunk; each next one twice as many, up to the max:
  * a page of 100 reads ~100 blocks (one round trip), a deep page more */
@@ -66,12 +70,13 @@ typedef struct kb_nord {
     int64_t sess, t_lo, t_hi;
     int desc;
     kb_nlist u;     /* the unnamed blocks, in order */
+    kb_nlist p;     /* the packed ones (PostgreSQL), in order */
     kb_nstream *ns; /* one per name id */
     size_t nn;
     uint64_t rows; /* index rows read (gpufl_server_kblocks_index_rows) */
 } kb_nord;
 
-static int nl_push(kb_nlist *l, sdb_stmt *st)
+static int nl_add(kb_nlist *l, const kb_nblk *b)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 256;
@@ -81,12 +86,23 @@ static int nl_push(kb_nlist *l, sdb_stmt *st)
         l->b = y;
         l->cap = cap;
     }
-    l->b[l->n].stream = qcol_i64(st, 0);
-    l->b[l->n].lo = qcol_i64(st, 1);
-    l->b[l->n].bound = qcol_i64(st, 2);
-    l->b[l->n].seq_hi = qcol_i64(st, 3);
-    l->n++;
+    l->b[l->n++] = *b;
     return GPUFL_OK;
+}
+
+static int nl_push(kb_nlist *l, sdb_stmt *st)
+{
+    kb_nblk b = { qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
+                  qcol_i64(st, 3) };
+    return nl_add(l, &b);
+}
+
+/* a packed entry onto the packed list, by the order's bound */
+static int pack_push(void *arg, int64_t stream, const sq_kbne *e)
+{
+    kb_nord *o = arg;
+    kb_nblk b = { stream, e->lo, o->desc ? e->dmax : e->dmin, e->hi };
+    return nl_add(&o->p, &b);
 }
 
 /* every row of st (stream, seq_lo, bound, seq_hi) onto l */
@@ -205,6 +221,7 @@ static void nord_close(kb_nord *o)
         free(o->ns[i].c.b);
     free(o->ns);
     free(o->u.b);
+    free(o->p.b);
     free(o);
 }
 
@@ -259,6 +276,13 @@ static int nord_open(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
         return rc;
     }
     nl_sort(&o->u, desc);
+    for (size_t i = 0; i < nids && !rc; i++)
+        rc = sq_kbnp_read(db, sess, ids[i], t_lo, t_hi, pack_push, o, &o->rows);
+    if (rc) {
+        nord_close(o);
+        return rc;
+    }
+    nl_sort(&o->p, desc);
     *out = o;
     return GPUFL_OK;
 }
@@ -283,10 +307,12 @@ static int nord_next(kb_nord *o, kb_nblk *b, int *more)
             from = &c->c;
         }
     }
-    if (o->u.i < o->u.n &&
-        (!best || blk_cmp(o->desc, &o->u.b[o->u.i], best) < 0)) {
-        best = &o->u.b[o->u.i];
-        from = &o->u;
+    for (int k = 0; k < 2; k++) {
+        kb_nlist *l = k ? &o->p : &o->u;
+        if (l->i < l->n && (!best || blk_cmp(o->desc, &l->b[l->i], best) < 0)) {
+            best = &l->b[l->i];
+            from = l;
+        }
     }
     if (!best)
         return GPUFL_OK;
@@ -374,7 +400,11 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
         if (w && b.bound == kb_key(w, t->key) &&
             (t->desc ? b.seq_hi <= (int64_t)w->seq : b.lo >= (int64_t)w->seq))
             continue; /* tied, and every seq of it behind the worst's */
-        if (o->nn > 1 && ((rc = seen_add(&seen, b.stream, b.lo, &dup)) != 0))
+        /* with packs, the same guard as for several names: a block is
+         * in rows or in a pack of a name, never both as written
+         * (sq_kbnp_unpack before a merge), but were it, once */
+        if ((o->nn > 1 || o->p.n) &&
+            ((rc = seen_add(&seen, b.stream, b.lo, &dup)) != 0))
             break;
         if (dup)
             continue; /* loaded by another of its names */

@@ -161,13 +161,25 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   set_tests_properties(server_pg_kblocks_KeptSorts PROPERTIES TIMEOUT 900)
   # 241 s with the gcc build at load 6, and past 300 s (timed out) with
   # two more busy loops: room for the sanitizer build under load
-  set_tests_properties(server_pg_kblocks_NameSorts PROPERTIES TIMEOUT 900)
+  # NameSorts reads and edits kbnames rows (blocks as written before
+  # schema 22): without the names' packer (kbnpack, schema 30), whose
+  # answers NamePack compares with a rows server's on the same sessions
+  set_tests_properties(server_pg_kblocks_NameSorts PROPERTIES TIMEOUT 900
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;GPUFL_SERVER_KBNP_OFF=1")
+  # the kernel blocks' names packed (kbnpack, PostgreSQL only)
+  add_test(NAME server_pg_kblocks_NamePack
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
+            -v NamePack)
+  set_tests_properties(server_pg_kblocks_NamePack PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   add_test(NAME server_pg_kblocks_Migrate
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
             -v Migrate)
+  # it counts kbnames rows: without the names' packer
   set_tests_properties(server_pg_kblocks_Migrate PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;GPUFL_SERVER_KBNP_OFF=1")
   add_test(NAME server_pg_kblocks_Tl0
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
             -v Tl0)

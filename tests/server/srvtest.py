@@ -178,7 +178,10 @@ def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUFL_SERVER_") and not k.startswith("GPUFL_")
            or k in ("GPUFL_TEST_TMP", "GPUFL_BIN_DIR")
-           or k == "GPUFL_SERVER_KB_RUN" and SERVER_ARGS}
+           or k == "GPUFL_SERVER_KB_RUN" and SERVER_ARGS
+           # a ctest's switch for all its servers (server.cmake: the
+           # tests that read kbnames rows run without their packer)
+           or k == "GPUFL_SERVER_KBNP_OFF"}
     env.update(extra or {})
     return env
 

@@ -608,17 +608,18 @@ def block_names(rows, blocks):
 
 
 def check_names(t, srv):
-    """Every block named (kbnames rows) or listed in kbunnamed, not both;
-    neither table holds a row of a block that is gone."""
-    key = ("x.sess=k.sess AND x.stream=k.stream AND x.seq_lo=k.seq_lo")
-    t.assertEqual(count(srv, "SELECT count(*) FROM kblocks k WHERE"
-                        " EXISTS (SELECT 1 FROM kbnames x WHERE %s) ="
-                        " EXISTS (SELECT 1 FROM kbunnamed x WHERE %s)"
-                        % (key, key)), 0)
-    for tb in ("kbnames", "kbunnamed"):
-        t.assertEqual(count(srv, "SELECT count(*) FROM %s x WHERE NOT EXISTS"
-                            " (SELECT 1 FROM kblocks k WHERE %s)" % (tb, key)),
-                      0, tb)
+    """Every block named (kbnames rows, or on PostgreSQL entries of
+    kbnpack's packs) or listed in kbunnamed, not both; neither holds a
+    block that is gone."""
+    names, _ = kbn_unpacked(srv)
+    named = {k[:3] for k in names}
+    unnamed = {tuple(int(c) for c in r) for r in srv.sql(
+        "SELECT sess, stream, seq_lo FROM kbunnamed")}
+    blocks = {tuple(int(c) for c in r) for r in srv.sql(
+        "SELECT sess, stream, seq_lo FROM kblocks")}
+    t.assertEqual(named & unnamed, set())
+    t.assertEqual(blocks - named - unnamed, set())
+    t.assertEqual((named | unnamed) - blocks, set())
 
 
 class NameSorts(Base):
@@ -881,7 +882,7 @@ class NameSorts(Base):
             exec_sql(srv, q)
         srv = self.server(os.path.basename(srv.data_dir), args, env=env)
         self.assertEqual(count(srv, "SELECT max(version) FROM"
-                               " schema_version"), 29)
+                               " schema_version"), 30)
         unnamed = ("SELECT k.sess, k.stream, k.seq_lo FROM kblocks k WHERE"
                    " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
                    " x.sess=k.sess AND x.stream=k.stream AND"
@@ -1110,6 +1111,325 @@ class NameSorts(Base):
             p = base + "/kernels?sort=duration&desc=true&name=%s&limit=50" \
                 % name
             self.assertEqual(b.get(p), a.get(p), p)
+
+
+def name_kernels(g, rnd, nk, t, corr):
+    """nk kernels after time t over streams 7-9 of names of many ties
+    (durations 1 to 30), of one duration, of a few short ones among
+    long ones, a rare one and two in every block (sa_); the last time."""
+    ids = {n: g.name(n + "_kernel") for n in ("sa_one", "sa_two", "tie",
+                                               "flat", "few", "rare")}
+    for j in range(nk):
+        t += rnd.choice([0, 300, 5000])
+        r = rnd.random()
+        if j % 97 == 5:
+            nid, dur = ids["rare"], rnd.randrange(10 ** 3, 10 ** 8)
+        elif r < 0.1:
+            nid, dur = ids["flat"], 4242
+        elif r < 0.3:
+            nid, dur = ids["tie"], rnd.randrange(1, 31)
+        elif r < 0.45:
+            nid = ids["few"]
+            dur = rnd.randrange(0, 10 ** 3) if rnd.random() < 0.01 \
+                else rnd.randrange(10 ** 6, 10 ** 7)
+        else:
+            nid = rnd.choice([ids["sa_one"], ids["sa_two"]])
+            dur = rnd.randrange(0, 10 ** 6)
+        g.kernel(t, dur, nid, stream=7 + j % 3, corr=corr + j)
+    return t
+
+
+def kbn_unpacked(srv):
+    """kbnames with its packs (kbnpack, schema 30: per block four varints
+    - seq_lo as the step from the previous one's (the first from r0), n,
+    dur_min, dur_max - dur_min) unpacked: {(sess, stream, seq_lo, name
+    id): (n, dur_min, dur_max)}, and the packs' blocks from their range's
+    directory (kbndir: per block seq_lo as in a pack, seq_hi - seq_lo,
+    t_lo as the zigzag step from the previous block's t_hi, t_hi - t_lo):
+    {(sess, stream, seq_lo): (seq_hi, t_lo, t_hi)}.  A block both in rows
+    and in a pack of the same name, or in a pack and not in its
+    directory, is a failure."""
+    m64 = (1 << 64) - 1
+    names, blocks, dirs = {}, {}, {}
+    hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
+    for r in srv.sql("SELECT sess, stream, seq_lo, name_id, n, dur_min,"
+                     " dur_max FROM kbnames"):
+        names[tuple(int(c) for c in r[:4])] = tuple(int(c) for c in r[4:])
+    for sess, stream, r0, h in srv.sql(
+            "SELECT sess, stream, r0, %s FROM kbndir" % hexf):
+        v = uvarints(bytes.fromhex(h))
+        assert len(v) % 4 == 0, (sess, stream, r0)
+        lo, th = int(r0), 0
+        for i in range(0, len(v), 4):
+            z = v[i + 2] & m64
+            lo += v[i]
+            t_lo = th + ((z >> 1) ^ -(z & 1))
+            th = t_lo + v[i + 3]
+            dirs[(int(sess), int(stream), lo)] = (lo + v[i + 1], t_lo, th)
+    for sess, stream, r0, nid, h in srv.sql(
+            "SELECT sess, stream, r0, name_id, %s FROM kbnpack" % hexf):
+        v = uvarints(bytes.fromhex(h))
+        assert len(v) % 4 == 0, (sess, stream, r0, nid)
+        lo = int(r0)
+        for i in range(0, len(v), 4):
+            lo += v[i]
+            k = (int(sess), int(stream), lo, int(nid))
+            assert k not in names, ("in rows and in a pack", k)
+            assert k[:3] in dirs, ("not in its directory", k)
+            names[k] = (v[i + 1], v[i + 2], v[i + 2] + v[i + 3])
+            blocks[k[:3]] = dirs[k[:3]]
+    return names, blocks
+
+
+class NamePack(Base):
+    """PostgreSQL (schema 30): the maintenance pass packs the kbnames rows
+    of each range of 2^20 seqs of a (session, stream) into one kbnpack row
+    per name (store_sql_kbnpack.c), and the sorts by duration filtered by
+    name answer as a rows server's - packed, with a session's last
+    (unnamed) blocks, with rows named late beside the packs, once those
+    are folded in, after a merge of packed blocks (a stale session that
+    resumed) and after a kill -9 while packing; the packs hold exactly
+    what kbnames held, their blocks' seq and time ranges those of
+    kblocks; retention deletes them."""
+
+    ENV = {"GPUFL_SERVER_KB_RUN": "20"}
+
+    def settle(self, srv, timeout=60):
+        """Until every block is named but a running stream's last (3
+        streams) and no kbnames row is left unpacked."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if count(srv, "SELECT count(*) FROM kbnames") == 0 and \
+                    count(srv, "SELECT count(*) FROM kbunnamed") <= 3 and \
+                    count(srv, "SELECT count(*) FROM kbnpack") > 0:
+                return
+            time.sleep(0.2)
+        raise AssertionError("not packed in %d s" % timeout)
+
+    def check_packs(self, a, b, what):
+        """b's kbnames rows and packs unpacked: one per (block, name) of
+        its named blocks, with the counts and bounds of a's kernels (a
+        rows server's), the blocks' ranges as kblocks has them."""
+        names, blocks = kbn_unpacked(b)
+        kb = {tuple(int(c) for c in r[:3]): tuple(int(c) for c in r[3:])
+              for r in b.sql("SELECT sess, stream, seq_lo, seq_hi, t_lo,"
+                             " t_hi FROM kblocks")}
+        for k, v in blocks.items():
+            self.assertEqual(kb.get(k), v, (what, "pack's block", k))
+        unnamed = {tuple(int(c) for c in r) for r in b.sql(
+            "SELECT sess, stream, seq_lo FROM kbunnamed")}
+        rows = [tuple(int(c) for c in r) for r in a.sql(
+            "SELECT stream, seq, name_id, dur FROM kernels")]
+        sess = {k[0] for k in kb}
+        self.assertEqual(len(sess), 1, what)
+        sid = sess.pop()
+        want = block_names(rows, [(k[1], k[2], v[0]) for k, v in kb.items()
+                                  if k not in unnamed])
+        got = {k[1:]: list(v) for k, v in names.items()}
+        self.assertEqual(len(got), len(want), what)
+        self.assertEqual(got, {k: v for k, v in want.items()}, what)
+        self.assertTrue(all(k[0] == sid for k in names), what)
+
+    def same(self, a, b, sid, what):
+        base = "/api/v1/sessions/" + sid
+        t0 = TL.T0 + 10 ** 7
+        for name in ("sa_one", "sa_", "tie_", "flat_", "few_", "rare_",
+                     "_kernel", "nosuch"):
+            for desc in ("false", "true"):
+                for lim in (1, 7, 100):
+                    for rng in ("", "&from=%d&to=%d" % (t0, t0 + 10 ** 7)):
+                        p = (base + "/kernels?sort=duration&desc=%s&"
+                             "name=%s&limit=%d%s" % (desc, name, lim, rng))
+                        self.assertEqual(b.get(p), a.get(p), (what, p))
+        for q in ("?sort=duration&name=tie_", "?sort=duration&name=few_",
+                  "?sort=duration&desc=true&name=sa_"):
+            self.assertEqual(T.page_all(b, base + "/kernels" + q, 150),
+                             T.page_all(a, base + "/kernels" + q, 150),
+                             (what, q))
+
+    def more(self, g, rnd, a, b, nk, t):
+        """nk kernels more after time t into a and b; the last time."""
+        n0 = len(g.lines["device"])
+        t = name_kernels(g, rnd, nk, t, 10 ** 6 + n0)
+        n1 = len(g.lines["device"])
+        for srv in (a, b):
+            for i in range(n0, n1, 45):  # ingest's blocks: 15 a stream
+                srv.ingest_ok("device", device_lines(
+                    g, range(i, min(i + 45, n1))))
+        return t
+
+    def test_packed_answers_equal_rows(self):
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        rnd = random.Random(3001)
+        g = TL.Gen()
+        t = name_kernels(g, rnd, 6000, TL.T0, 1)
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        g.send(a, batch=3000)
+        g.send(b, batch=45)  # ingest's blocks of 15: merged by 2
+        wait_compacted(b)
+        wait_stable(b)
+        self.settle(b)
+        self.assertGreater(count(b, "SELECT count(*) FROM kblocks"), 150)
+        self.check_packs(a, b, "packed")
+        self.same(a, b, g.sid, "packed")
+
+        # blocks named late: rows beside the range's packs (no packer
+        # meanwhile), then folded in
+        b.stop()
+        b = self.server("blocks", BLOCKS,
+                        env=dict(self.ENV, GPUFL_SERVER_KBNP_OFF="1"))
+        t = self.more(g, rnd, a, b, 1500, t)
+        wait_compacted(b)
+        wait_stable(b)
+        wait_named(b, left=3)
+        beside = ("SELECT count(*) FROM kbnames n WHERE EXISTS (SELECT 1"
+                  " FROM kbnpack p WHERE p.sess=n.sess AND"
+                  " p.stream=n.stream AND p.r0=n.seq_lo >> 20 << 20 AND"
+                  " p.name_id=n.name_id)")
+        self.assertGreater(count(b, beside), 100)
+        self.check_packs(a, b, "rows beside packs")
+        self.same(a, b, g.sid, "rows beside packs")
+        b.stop()
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        self.settle(b)
+        self.check_packs(a, b, "rows folded in")
+        self.same(a, b, g.sid, "rows folded in")
+
+        # a stale session: its last blocks named and packed too; it
+        # resumes, and ingest's new blocks merge with those (the merge
+        # puts their range's packs back as rows first); 2 kernels a
+        # stream first: each stream's last block small
+        t = self.more(g, rnd, a, b, 6, t)
+        wait_compacted(b)
+        exec_sql(b, "UPDATE sessions SET state='stale'")
+        deadline = time.time() + 60
+        while time.time() < deadline and (
+                count(b, "SELECT count(*) FROM kbunnamed") or
+                count(b, "SELECT count(*) FROM kbnames")):
+            time.sleep(0.2)
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        nq = "SELECT n FROM kblocks WHERE stream=%s AND seq_lo=%s"
+        last = b.sql("SELECT stream, max(seq_lo) FROM kblocks GROUP BY"
+                     " stream ORDER BY 1")
+        small = [(r[0], r[1], count(b, nq % tuple(r))) for r in last]
+        small = [r for r in small if r[2] < 20]
+        self.assertTrue(small, last)  # some stream ends in a small block
+        # no packer: what the merge left (a pack naming the merged block
+        # as it was, beside its rows, were the packs not put back)
+        b.stop()
+        b = self.server("blocks", BLOCKS,
+                        env=dict(self.ENV, GPUFL_SERVER_KBNP_OFF="1"))
+        t = self.more(g, rnd, a, b, 12, t)
+        wait_compacted(b)
+        wait_stable(b)
+        wait_named(b, left=3)
+        for st_, lo, n in small:  # merged: the block there grew
+            self.assertGreater(count(b, nq % (st_, lo)), n, (st_, lo))
+        self.check_packs(a, b, "after a merge of packed blocks")
+        self.same(a, b, g.sid, "after a merge of packed blocks")
+        b.stop()
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        self.settle(b)
+        self.check_packs(a, b, "after a merge, packed again")
+        self.same(a, b, g.sid, "after a merge, packed again")
+
+        # kill -9 while packing (a pause inside each range's transaction,
+        # after its rows' delete): each range its rows or its packs
+        rnd2 = random.Random(3002)
+        g2 = TL.Gen()
+        name_kernels(g2, rnd2, 3000, TL.T0, 1)
+        a2 = self.server("rows2")
+        c = self.server("killed", BLOCKS, env=dict(
+            self.ENV, GPUFL_SERVER_KBNP_PAUSE_MS="2500"))
+        g2.send(a2, batch=3000)
+        g2.send(c, batch=45)
+        wait_compacted(c)
+        wait_named(c, left=3)
+        time.sleep(1.0)
+        c.kill()
+        c = self.server("killed", BLOCKS, env=dict(
+            self.ENV, GPUFL_SERVER_KBNP_OFF="1"))
+        self.assertGreater(count(c, "SELECT count(*) FROM kbnames"), 0,
+                           "the killed transaction's rows are back")
+        self.check_packs(a2, c, "after kill -9, unpacked")
+        self.same(a2, c, g2.sid, "after kill -9, unpacked")
+        c.stop()
+        c = self.server("killed", BLOCKS, env=self.ENV)
+        self.settle(c)
+        self.check_packs(a2, c, "after kill -9, packed")
+        self.same(a2, c, g2.sid, "after kill -9, packed")
+
+        # retention: the sessions' packs go with their blocks
+        time.sleep(1.2)
+        st, _, body = c.req("POST", "/api/v1/admin/retention?max_age=1")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(count(c, "SELECT count(*) FROM kblocks"), 0)
+        self.assertEqual(count(c, "SELECT count(*) FROM kbnpack"), 0)
+
+    def test_undecodable_pack_does_not_stop_packing(self):
+        """A pack that does not decode (a corrupted database) is passed by
+        the packer, not a stop: its range's rows stay rows, the rows of
+        another range of the same transaction are packed, the log says
+        so (and names it with --log-level=debug), a sort of its name
+        answers an error, and of another name as before."""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        rnd = random.Random(3003)
+        g = TL.Gen()
+        name_kernels(g, rnd, 3000, TL.T0, 1)
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        g.send(a, batch=3000)
+        g.send(b, batch=45)
+        wait_compacted(b)
+        wait_stable(b)
+        self.settle(b)
+        b.stop()
+        keys = b.sql("SELECT stream, r0, name_id FROM kbnpack ORDER BY 1, 3")
+        streams = sorted({k[0] for k in keys})
+        self.assertGreaterEqual(len(streams), 3)
+        s_bad, s_ok = streams[0], streams[-1]
+        nid = {int(k[2]) for k in keys if k[0] == s_bad} & \
+            {int(k[2]) for k in keys if k[0] == s_ok}
+        bad_name, moved = sorted(nid)[:2]
+        names, _ = kbn_unpacked(b)
+        # one name's pack of each of the two ranges back as rows (late
+        # rows to pack), then the other name's pack of the first range
+        # cut short
+        for st_ in (s_bad, s_ok):
+            for k, v in names.items():
+                if k[1] == int(st_) and k[3] == moved:
+                    exec_sql(b, "INSERT INTO kbnames VALUES(%d, %d, %d, %d,"
+                             " %d, %d, %d)" % (k + v))
+            exec_sql(b, "DELETE FROM kbnpack WHERE stream=%s AND name_id=%d"
+                     % (st_, moved))
+        exec_sql(b, "UPDATE kbnpack SET data=substring(data from 1 for 3)"
+                 " WHERE stream=%s AND name_id=%d" % (s_bad, bad_name))
+        rows = "SELECT count(*) FROM kbnames WHERE stream=%s"
+        self.assertGreater(count(b, rows % s_bad), 0)
+        self.assertGreater(count(b, rows % s_ok), 0)
+        b = self.server("blocks", BLOCKS + ["--log-level", "debug"],
+                        env=self.ENV)
+        deadline = time.time() + 60
+        while count(b, rows % s_ok) and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(count(b, rows % s_ok), 0, "the other range packed")
+        self.assertGreater(count(b, rows % s_bad), 0, "its rows stay")
+        want = "1 kernel block name range(s) cannot be packed"
+        while want not in b.output() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertIn(want, b.output())
+        self.assertIn("stream %s r0 0 name %d: its pack does not decode"
+                      % (s_bad, bad_name), b.output())
+        nm = {v: k for k, v in g.names.items()}
+        base = "/api/v1/sessions/%s/kernels?sort=duration&name=" % g.sid
+        st, _, body = b.req("GET", base + nm[bad_name])
+        self.assertEqual(st, 500, body)
+        self.assertEqual(b.get(base + nm[moved]), a.get(base + nm[moved]))
+        st, _, _ = b.req("GET", "/api/v1/sessions")
+        self.assertEqual(st, 200)
 
 
 class Crash(Base):
