@@ -508,63 +508,74 @@ static void buf_free(kbnp_buf *B)
     free(B->out);
 }
 
+/* A pass's state for sq_pass_run: the ranges found and the buffers. */
+typedef struct kbnp_pass {
+    kbnp_group *g;
+    kbnp_buf B;
+} kbnp_pass;
+
+static int kbnp_find(srv_store *s, void *ctx, size_t *n, int *more)
+{
+    kbnp_pass *P = ctx;
+    kbnp_buf *B = &P->B;
+    int rc;
+
+    (void)more; /* one round: the next tick finds what is left */
+    if ((rc = groups_find(s, P->g, KBNP_GROUPS, n)) != 0 || !*n || B->ent)
+        return rc;
+    if (!(B->ent = malloc(KBNP_GROUP_MAX * sizeof(*B->ent))) ||
+        !(B->blk = malloc(SQ_KBNP_MAX * sizeof(*B->blk))) ||
+        !(B->one = malloc(SQ_KBNP_MAX * sizeof(*B->one))) ||
+        !(B->out = malloc(SQ_KBNP_MAX * SQ_KBNP_ENTRY_MAX)))
+        return GPUFL_ENOMEM;
+    return GPUFL_OK;
+}
+
+/* A range a step, KBNP_TX_GROUPS a transaction: counts packs and rows. */
+static int kbnp_step(srv_store *s, void *ctx, size_t i, sq_pass_tx *t,
+                     int *done)
+{
+    kbnp_pass *P = ctx;
+    uint64_t nr = 0, np = 0;
+    int rc = pack_one(s, &P->g[i], &P->B, &nr, &np);
+
+    *done = 1;
+    t->cost++;
+    if (rc == KBNP_SKIP) {
+        t->bad++;
+        return GPUFL_OK;
+    }
+    t->cnt[0] += np;
+    t->cnt[1] += nr;
+    return rc;
+}
+
 int srv_store_kbn_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
 {
-    kbnp_group *g;
-    kbnp_buf B = { 0 };
-    size_t ng = 0, i = 0;
-    uint64_t skipped = 0;
+    uint64_t cnt[2] = { 0, 0 };
+    kbnp_pass P = { 0 };
+    sq_pass p = { .find = kbnp_find,
+                  .step = kbnp_step,
+                  .ctx = &P,
+                  .tx_cost = KBNP_TX_GROUPS,
+                  .tag = "kbnpack",
+                  .bad_what = "kernel block name range(s) cannot be packed"
+                              " (a pack that does not decode, or more blocks"
+                              " than a pack holds); their rows stay rows"
+                              " (--log-level=debug names them)",
+                  .bad_last = &s->kbn_unpackable };
     int rc;
 
     *packs = *rows = 0;
     if (sdb_dialect(s->w) != SDB_POSTGRES || kbnp_off())
         return GPUFL_OK;
-    if (!(g = malloc(KBNP_GROUPS * sizeof(*g))))
+    if (!(P.g = malloc(KBNP_GROUPS * sizeof(*P.g))))
         return GPUFL_ENOMEM;
-    pthread_mutex_lock(&s->wlock);
-    rc = groups_find(s, g, KBNP_GROUPS, &ng);
-    pthread_mutex_unlock(&s->wlock);
-    if (!rc && ng &&
-        (!(B.ent = malloc(KBNP_GROUP_MAX * sizeof(*B.ent))) ||
-         !(B.blk = malloc(SQ_KBNP_MAX * sizeof(*B.blk))) ||
-         !(B.one = malloc(SQ_KBNP_MAX * sizeof(*B.one))) ||
-         !(B.out = malloc(SQ_KBNP_MAX * SQ_KBNP_ENTRY_MAX))))
-        rc = GPUFL_ENOMEM;
-    while (!rc && i < ng) {
-        uint64_t txp = 0, txr = 0, txs = 0;
-        pthread_mutex_lock(&s->wlock);
-        if ((rc = sq_kb_tx_begin(s)) == 0) {
-            int r = GPUFL_OK;
-            for (size_t k = 0; !r && k < KBNP_TX_GROUPS && i < ng; k++, i++) {
-                uint64_t nr = 0, np = 0;
-                if ((r = pack_one(s, &g[i], &B, &nr, &np)) == KBNP_SKIP) {
-                    r = GPUFL_OK;
-                    txs++;
-                }
-                txp += np;
-                txr += nr;
-            }
-            rc = sq_kb_tx_end(s, r);
-        }
-        pthread_mutex_unlock(&s->wlock);
-        if (!rc) {
-            *packs += txp;
-            *rows += txr;
-            skipped += txs;
-        }
-    }
-    buf_free(&B);
-    free(g);
-    /* once a change, not each pass: the same ranges are found each tick */
-    if (!rc && skipped != s->kbn_unpackable)
-        glog_warn("kbnpack",
-                  "%llu kernel block name range(s) cannot be packed (a pack"
-                  " that does not decode, or more blocks than a pack"
-                  " holds); their rows stay rows (--log-level=debug names"
-                  " them)",
-                  (unsigned long long)skipped);
-    if (!rc)
-        s->kbn_unpackable = skipped;
+    rc = sq_pass_run(s, &p, cnt);
+    buf_free(&P.B);
+    free(P.g);
+    *packs = cnt[0];
+    *rows = cnt[1];
     return rc;
 }
 
