@@ -256,6 +256,23 @@ uint32_t jsonl_doc_find(const jsonl_doc *d, const char *key)
     return jsonl_doc_findn(d, key, strlen(key));
 }
 
+/* Whether unescaped key token kt, whose signature equals that of key (so
+ * its length, below 255, and its first and last bytes match), is key: the
+ * bytes between compared in place, as the keys of events are short (a
+ * memcmp call per field cost more than the compare). */
+static inline int sig_key_eq(const jsonl_doc *d, const jsonl_tok *kt,
+                             const char *key, size_t key_len)
+{
+    const unsigned char *k = (const unsigned char *)d->line + kt->off;
+
+    if (key_len > 16)
+        return key_eq(d, kt, key, key_len);
+    for (size_t i = 1; i + 1 < key_len; i++)
+        if (k[i] != (unsigned char)key[i])
+            return 0;
+    return 1;
+}
+
 static unsigned set_hash(uint32_t sig)
 {
     return (sig * 0x9e3779b1u) >> 26; /* 6 bits: JSONL_SET_SLOTS */
@@ -305,7 +322,8 @@ void jsonl_doc_findset(const jsonl_doc *d, const jsonl_keyset *ks,
         for (unsigned h = set_hash(sig); ks->slot[h];
              h = (h + 1) % JSONL_SET_SLOTS) {
             uint32_t j = ks->slot[h] - 1u;
-            if (ks->sig[j] == sig && key_eq(d, kt, ks->key[j], ks->len[j])) {
+            if (ks->sig[j] == sig &&
+                sig_key_eq(d, kt, ks->key[j], ks->len[j])) {
                 if (out[j] == JSONL_NOTFOUND)
                     out[j] = d->key_tok[i] + 1;
                 break;

@@ -186,6 +186,7 @@ static const field f_dict_launch[] = {
 
 typedef struct type_def {
     const char *name;
+    uint8_t len; /* strlen(name): the type is looked up on every line */
     uint8_t type;
     uint8_t streams; /* bit per stream */
     const field *fields;
@@ -195,28 +196,30 @@ typedef struct type_def {
 #define SS (1u << SRV_ST_SCOPE)
 #define SY (1u << SRV_ST_SYSTEM)
 
+#define TN(s) s, sizeof(s) - 1 /* a type's name and its length */
+
 static const type_def types[] = {
-    { "session", EV_SESSION, SD | SS | SY, f_session },
-    { "session_end", EV_SESSION_END, SD | SS | SY, f_session_end },
-    { "dict", EV_DICT, SD | SS | SY, f_dict },
-    { "loss", EV_LOSS, SD | SS | SY, f_loss },
-    { "kernel", EV_KERNEL, SD, f_kernel },
-    { "memcpy", EV_MEMCPY, SD, f_copy },
-    { "memset", EV_MEMSET, SD, f_copy },
-    { "sync", EV_SYNC, SD, f_copy },
-    { "alloc", EV_ALLOC, SD, f_copy },
-    { "free", EV_FREE, SD, f_copy },
-    { "scope_begin", EV_SCOPE_BEGIN, SS, f_scope },
-    { "scope_end", EV_SCOPE_END, SS, f_scope },
-    { "marker", EV_MARKER, SS, f_marker },
-    { "counter", EV_COUNTER, SS, f_counter },
-    { "sass", EV_SASS, SS, f_sass },
-    { "pcsamp", EV_PCSAMP, SS, f_sass },
-    { "gpu", EV_GPU, SY, f_gpu },
-    { "host", EV_HOST, SY, f_host },
-    { "verdict", EV_VERDICT, SY, f_verdict },
-    { "trigger", EV_TRIGGER, SD | SS | SY, f_trigger },
-    { "waste", EV_WASTE, SY, f_waste },
+    { TN("session"), EV_SESSION, SD | SS | SY, f_session },
+    { TN("session_end"), EV_SESSION_END, SD | SS | SY, f_session_end },
+    { TN("dict"), EV_DICT, SD | SS | SY, f_dict },
+    { TN("loss"), EV_LOSS, SD | SS | SY, f_loss },
+    { TN("kernel"), EV_KERNEL, SD, f_kernel },
+    { TN("memcpy"), EV_MEMCPY, SD, f_copy },
+    { TN("memset"), EV_MEMSET, SD, f_copy },
+    { TN("sync"), EV_SYNC, SD, f_copy },
+    { TN("alloc"), EV_ALLOC, SD, f_copy },
+    { TN("free"), EV_FREE, SD, f_copy },
+    { TN("scope_begin"), EV_SCOPE_BEGIN, SS, f_scope },
+    { TN("scope_end"), EV_SCOPE_END, SS, f_scope },
+    { TN("marker"), EV_MARKER, SS, f_marker },
+    { TN("counter"), EV_COUNTER, SS, f_counter },
+    { TN("sass"), EV_SASS, SS, f_sass },
+    { TN("pcsamp"), EV_PCSAMP, SS, f_sass },
+    { TN("gpu"), EV_GPU, SY, f_gpu },
+    { TN("host"), EV_HOST, SY, f_host },
+    { TN("verdict"), EV_VERDICT, SY, f_verdict },
+    { TN("trigger"), EV_TRIGGER, SD | SS | SY, f_trigger },
+    { TN("waste"), EV_WASTE, SY, f_waste },
 };
 
 /* ---- helpers ---- */
@@ -273,7 +276,10 @@ static int xyz_get(jsonl_doc *d, uint32_t t, uint64_t *v)
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 static jsonl_keyset ks_types[NTYPES], ks_dicts[4], ks_env;
 /* the envelope's members, in ks_env's order */
-enum { ENV_V, ENV_SID, ENV_ST, ENV_SEQ, ENV_TS, ENV_TYPE, ENV_N };
+/* "api" (kernels and copies, api_get) is looked up with the envelope: a
+ * search of its own walked the line's keys again (~200 instructions a
+ * line) */
+enum { ENV_V, ENV_SID, ENV_ST, ENV_SEQ, ENV_TS, ENV_TYPE, ENV_API, ENV_N };
 static pthread_once_t ks_once = PTHREAD_ONCE_INIT;
 static int ks_err;
 
@@ -295,8 +301,8 @@ static void ks_init(void)
 {
     static const field *const kf[4] = { f_dict_name, f_dict_path, NULL,
                                         f_dict_launch };
-    static const char *const env[ENV_N] = { "v",   "sid", "st",
-                                            "seq", "ts",  "type" };
+    static const char *const env[ENV_N] = { "v",  "sid",  "st", "seq",
+                                            "ts", "type", "api" };
 
     for (size_t i = 0; i < NTYPES; i++)
         ks_make(&ks_types[i], types[i].fields);
@@ -582,9 +588,8 @@ static int streams_get(jsonl_doc *d, int st, srv_ev *ev, char *reason)
  * or memset.  The call is a time span like the operation itself: its
  * entry and exit must be times (0 .. 2^63-1 ns), so the queries' sums
  * (ts + offset + duration) never wrap. */
-static int api_get(jsonl_doc *d, srv_ev *ev, char *reason)
+static int api_get(jsonl_doc *d, uint32_t t, srv_ev *ev, char *reason)
 {
-    uint32_t t = jsonl_doc_find(d, "api");
     uint64_t enter;
 
     if (t == JSONL_NOTFOUND)
@@ -664,7 +669,7 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
         return fail3(reason, "envelope: \"seq\" too large", "", "");
     t = env[ENV_TYPE];
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        if (jsonl_tok_streq(d, t, types[i].name, strlen(types[i].name))) {
+        if (jsonl_tok_streq(d, t, types[i].name, types[i].len)) {
             td = &types[i];
             break;
         }
@@ -690,7 +695,7 @@ int ingest_line_parse(jsonl_doc *d, int st, const char *line, size_t n,
     }
     if (!rc && (td->type == EV_KERNEL || td->type == EV_MEMCPY ||
                 td->type == EV_MEMSET))
-        rc = api_get(d, ev, reason);
+        rc = api_get(d, env[ENV_API], ev, reason);
     if (!rc && td->type == EV_SESSION)
         rc = streams_get(d, st, ev, reason);
     if (!rc && td->type == EV_SESSION)

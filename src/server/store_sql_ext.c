@@ -20,8 +20,9 @@
  * The heaps live in memory for the sessions being written (SQ_EXT_SESS,
  * least recently used ones go), loaded from kext on first use.  Changes
  * are collected per ingest batch and written before its COMMIT by the
- * batch writer (SQLite: a prepared statement per key; PostgreSQL:
- * multi-row statements); a
+ * batch writer (SQLite: the keys leaving as one range delete per session
+ * and side, store_sql_ingest_sqlite.c, and a prepared statement per new
+ * key; PostgreSQL: multi-row statements); a
  * batch that rolls back drops every heap (they are reloaded), and every
  * batch that changes a session bumps sessions.kext_ver, so a server whose
  * heaps are older (another server wrote the session) reloads them.  A

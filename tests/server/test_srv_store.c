@@ -419,6 +419,50 @@ static void check_dur_order(srv_store *s, const char *sid, int n)
             }
 }
 
+/* 1 when kext holds, for every session and side, exactly its k best
+ * kernels (the database tmp_url(name); kernels as rows): the keys leaving
+ * in a batch are deleted, and only they (lite_kext's range deletes). */
+static int kext_is_top(const char *name, int k)
+{
+    static const char *const sql[] = {
+        /* keys that are no kernel's, or with k kernels before them */
+        "SELECT count(*) FROM kext x WHERE NOT EXISTS (SELECT 1 FROM"
+        " kernels k WHERE k.sess=x.sess AND k.seq=x.seq AND k.dur=x.dur)"
+        " OR (SELECT count(*) FROM kernels k WHERE k.sess=x.sess AND"
+        " ((x.side=0 AND (k.dur>x.dur OR (k.dur=x.dur AND k.seq>x.seq)))"
+        " OR (x.side=1 AND (k.dur<x.dur OR (k.dur=x.dur AND"
+        " k.seq<x.seq))))) >= ?1",
+        /* sides of a session of k kernels or more holding other than k */
+        "SELECT count(*) FROM (SELECT sess FROM kernels GROUP BY sess"
+        " HAVING count(*) >= ?1) k, (SELECT 0 AS side UNION SELECT 1) d"
+        " WHERE (SELECT count(*) FROM kext WHERE sess=k.sess AND"
+        " side=d.side) != ?1",
+    };
+    char path[512], err[256];
+    sdb *db;
+    int ok = 1;
+
+    tmp_url(name, path);
+    if (sdb_open(path, 1, &db, err, sizeof(err)) != 0)
+        return 0;
+    for (int q = 0; q < 2; q++) {
+        sdb_stmt *st = NULL;
+        if (sdb_prepare(db, sql[q], &st) != 0) {
+            ok = 0;
+            continue;
+        }
+        sdb_bind_i64(st, 1, k);
+        if (sdb_step(st) != SDB_ROW || sdb_col_i64(st, 0) != 0) {
+            fprintf(stderr, "kext check %d: %lld\n", q,
+                    (long long)sdb_col_i64(st, 0));
+            ok = 0;
+        }
+        sdb_finalize(st);
+    }
+    sdb_close(db);
+    return ok;
+}
+
 /* kext (the longest and shortest kernels kept per session) with a K
  * smaller than the session: pages within it come from kext, later ones
  * from the plain sort; duplicates, a reopen (heaps reloaded), K shrinking
@@ -445,6 +489,7 @@ static void test_dur_prefix(void)
     CHECK_EQ_U64(r.accepted, 0);
     check_dur_order(s, SIDC, 39);
     srv_store_close(s);
+    CHECK(kext_is_top("store_topk", 8));
     /* reopened with K 8, 3 (shrinks the stored prefixes), 32 (longer
      * than the stored prefixes: they stay as long as they are) */
     for (int run = 0; run < 3; run++) {
