@@ -642,6 +642,13 @@ class CapiPack(KB.Base):
         self.same(a2, c, g2.sid, capi_pack_windows(TL.expected_calls(g2)),
                   "after kill -9")
 
+        # retention: the session's packs go with it
+        time.sleep(1.2)
+        st, _, body = c.req("POST", "/api/v1/admin/retention?max_age=1")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(KB.count(c, "SELECT count(*) FROM sessions"), 0)
+        self.assertEqual(KB.count(c, "SELECT count(*) FROM capipack"), 0)
+
     def test_undecodable_pack(self):
         """A pack that does not decode (a corrupted database) is passed by
         the packer, not a stop: a late row of a range after it is folded
