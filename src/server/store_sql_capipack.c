@@ -1,9 +1,9 @@
 /*
  * store_sql_capipack.c - the API calls' summary packed on PostgreSQL
- * (schema 31, docs/server.md "API call summary packed").  capi holds one
- * row per (session, level, bucket, thread); on PostgreSQL each costs a
- * 24-byte tuple header and an index entry, ~110 bytes for two counts:
- * 1.8 B/kernel at rest.  As the timeline's packer does for tl
+ * (schema 31, docs/server.md "API call summary packed on PostgreSQL").
+ * capi holds one row per (session, level, bucket, thread); on PostgreSQL
+ * each costs a 24-byte tuple header and an index entry, ~128 bytes for
+ * two counts: 1.8 B/kernel at rest.  As the timeline's packer does for tl
  * (store_sql_tlpack.c), the maintenance thread packs each range of
  * SQ_TLP_N buckets of a (session, level >= 1, thread) the session has
  * moved past into one capipack row: its rows deleted (DELETE ...

@@ -12,8 +12,6 @@
 
 #include <gpufl/gpufl.h>
 
-#include <string.h>
-
 #include "store_sql_capipack.h"
 #include "store_sql_q.h"
 

@@ -473,7 +473,7 @@ static const char *const migrations[] = {
     /* 31: the API calls' summary packed (store_sql_capipack.c): a range
      * of SQ_TLP_N buckets of one (session, level, thread) of capi in one
      * row, the timeline pack's varints - on PostgreSQL a capi row cost
-     * ~110 bytes (tuple header, index entry) for two counts.  Rows of the
+     * ~128 bytes (tuple header, index entry) for two counts.  Rows of the
      * same bucket may sit beside a pack (a late call): /calls adds both.
      * SQLite keeps its rows (this table stays empty there). */
     "CREATE TABLE IF NOT EXISTS capipack(sess INTEGER NOT NULL,"
