@@ -356,6 +356,12 @@ void bench_queries(int fd, const char *tok, const char *sid, uint64_t t_end,
                  sid, (unsigned long long)from, (unsigned long long)(from + w));
     }
     lat("calls 1000 px, 3 ms/px (level 0)", fd, tok, p, 10, resp, cap);
+    /* and over the whole session: level 1 (columns of ~14 ms), on
+     * PostgreSQL its packs (store_sql_capipack.c) */
+    snprintf(p[0], 256, "/api/v1/sessions/%s/calls?width=1000&limit=100", sid);
+    for (int i = 1; i < 20; i++)
+        snprintf(p[i], 256, "%s", p[0]);
+    lat("calls 1000 px, full range", fd, tok, p, 20, resp, cap);
     snprintf(p[0], 256, "/api/v1/sessions/%s/timeline?width=2000", sid);
     for (int i = 1; i < 20; i++)
         snprintf(p[i], 256, "%s", p[0]);

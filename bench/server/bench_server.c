@@ -366,6 +366,18 @@ static void kstore_figures(srv_store *st, int *fd, uint16_t port, char *resp,
                    "in %.2f s\n",
                    (unsigned long long)nr, (unsigned long long)np,
                    now_s() - t1);
+        /* the API call summary's packer (PostgreSQL) */
+        np = nr = 0;
+        t1 = now_s();
+        while (srv_store_capi_pack(st, &tp, &tr) == 0 && tp) {
+            np += tp;
+            nr += tr;
+        }
+        if (np)
+            printf("  API call summary packer: %llu capi rows into %llu packs"
+                   " in %.2f s\n",
+                   (unsigned long long)nr, (unsigned long long)np,
+                   now_s() - t1);
     }
     srv_store_kblocks_stats(st, &b);
     printf("  compactor: %llu kernels into %llu blocks (rows compacted, "

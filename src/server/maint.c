@@ -6,7 +6,8 @@
  * demand.  It also runs the regression scan of ended sessions (regress.c)
  * and, with --kernel-store=blocks, the kernel compactor
  * (store_sql_kblocks_compact.c) with the timeline's packer
- * (store_sql_tlpack.c), and the cold tier's mover (store_sql_kcold.c).
+ * (store_sql_tlpack.c) and the API call summary's
+ * (store_sql_capipack.c), and the cold tier's mover (store_sql_kcold.c).
  */
 #include "srv_int.h"
 
@@ -60,6 +61,17 @@ static void maint_compact(srv *s)
                   rc);
     else if (nb)
         glog_debug("maint", "packed %llu kernel name row(s) into %llu pack(s)",
+                   (unsigned long long)nk, (unsigned long long)nb);
+    /* and the API call summary (PostgreSQL; store_sql_capipack.c) */
+    if ((rc = srv_store_capi_pack(s->store, &nb, &nk)) != 0)
+        glog_warn("maint",
+                  "API call summary packing failed (%d); the rows"
+                  " stay",
+                  rc);
+    else if (nb)
+        glog_debug("maint",
+                   "packed %llu API call summary row(s) into %llu"
+                   " range(s)",
                    (unsigned long long)nk, (unsigned long long)nb);
 }
 

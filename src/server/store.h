@@ -326,6 +326,13 @@ int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
  * per name, 4 ranges a transaction.
  * *packs, *rows: packs written, rows deleted.  Nothing on SQLite. */
 int srv_store_kbn_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
+/* PostgreSQL: one pass of the API call summary's packer
+ * (store_sql_capipack.c): every range of 128 buckets of a (session,
+ * level 1-5, thread) of capi that its session has moved past or of a
+ * session no longer running, up to 512, its rows folded into one
+ * capipack row, 32 ranges a transaction.  *packs, *rows: ranges written,
+ * rows deleted.  Nothing on SQLite. */
+int srv_store_capi_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
 /* Deletes the stored level 0 rows that are now computed: the timeline's
  * (tl, lvl 0) of every session with blocks, and on PostgreSQL (srv_store_capi0_computed) the API calls'
  * (capi, lvl 0): this version computes those levels from such a

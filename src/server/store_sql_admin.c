@@ -32,7 +32,7 @@ static const char *const sess_tables[] = {
     "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
     "kagg", "tl", "tlpack", "kscope", "kext", "srl", "seqr", "kblocks",
     "kbnames", "kbnpack", "kbndir", "kbunnamed", "kcount", "kxrow", "kbspan",
-    "capi", "capi_long",
+    "capi", "capipack", "capi_long",
     /* idle verdicts */
     "verdicts", "fleet",
     /* GPU waste (after the rollup

@@ -264,6 +264,9 @@ struct srv_store {
     /* kbnames ranges that cannot be packed (store_sql_kbnpack.c; logged
      * on change) */
     uint64_t kbn_unpackable;
+    /* API call summary ranges whose pack does not decode
+     * (store_sql_capipack.c; logged on change) */
+    uint64_t capi_unpackable;
     /* the writer's statement of KB_NAMES_ROWS kbnames rows, kept: one
      * prepare (on PostgreSQL a round trip) per server, not per block */
     sdb_stmt *kb_names_st;

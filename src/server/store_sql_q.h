@@ -141,6 +141,16 @@ int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
 /* An upper bound of the rows sq_calls_each(from, to) reads (kernels of
  * rows and blocks, ops), from the indexes only, into *n. */
 int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n);
+/* The API calls' summary stored at level lv (table capi, store_sql_capi.c),
+ * its buckets b in [b_lo, b_hi) of every thread, each once into fn: on
+ * PostgreSQL the rows and the packs (capipack, store_sql_capipack.c)
+ * merged, a bucket in both (a late call's row beside its pack) added as
+ * capi's upsert adds.  0, fn's error, or GPUFL_EINTERNAL for a pack that
+ * does not decode (a corrupted database). */
+typedef int (*sq_capi_fn)(void *arg, uint32_t tid, uint64_t b, uint64_t n,
+                          uint64_t busy);
+int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
+                 void *arg);
 /* The API calls' summary level 0 (table capi, store_sql_capi.c) computed
  * from the calls, for sessions whose level 0 is not stored (kernel
  * blocks; store_sql_q_capi0.c): buckets b_lo..b_hi (2^RL_TL_SHIFT0 ns) of

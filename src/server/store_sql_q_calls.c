@@ -17,7 +17,8 @@
  * the two partial buckets at its edges from their rows, the long calls'
  * busy time from capi_long - the same counts and ns as the rows, for a
  * few thousand bucket reads instead of every call of the window.  With
- * kernel blocks level 0 is computed from the calls (store_sql_q_capi0.c).
+ * kernel blocks level 0 is computed from the calls (store_sql_q_capi0.c);
+ * on PostgreSQL the levels above are rows and packs (store_sql_q_capi.c).
  */
 #include "store_sql_int.h"
 
@@ -58,6 +59,7 @@ typedef struct calls_ctx {
     int ncut;
     uint64_t in0, in1;  /* rollup answers: its buckets cover [in0, in1) */
     uint64_t rollup_ns; /* ... of this width (0: read from the rows) */
+    unsigned lv_sh;     /* the stored level's shift (capi_stored) */
 } calls_ctx;
 
 static thr *thr_get(calls_ctx *x, uint32_t tid)
@@ -584,6 +586,14 @@ static int capi_bucket(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t w,
     return GPUFL_OK;
 }
 
+/* sq_capi_fn: a stored bucket of level x->lv_sh's buckets. */
+static int capi_stored(void *arg, uint32_t tid, uint64_t b, uint64_t n,
+                       uint64_t busy)
+{
+    calls_ctx *x = arg;
+    return capi_bucket(x, tid, b << x->lv_sh, 1ull << x->lv_sh, n, busy);
+}
+
 /* Whether the session's calls all went into the rollup (sessions made
  * before migration 20 did not). */
 static int capi_kept(qctx *c, int *kept)
@@ -663,24 +673,11 @@ static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
         if ((rc = capi0_buckets(c, x)) != 0)
             return rc;
     } else {
-        rc = q_prepare(c, "SELECT tid, b, n, busy FROM capi WHERE sess=?1 AND"
-                          " lvl=?2 AND b >= ?3 AND b < ?4");
-        if (rc)
+        /* rows and packs (store_sql_q_capi.c) */
+        x->lv_sh = sh;
+        if ((rc = sq_capi_each(c, lv, (int64_t)(x->in0 >> sh),
+                               (int64_t)(x->in1 >> sh), capi_stored, x)) != 0)
             return rc;
-        qbind_i64(c->st, 1, c->sess);
-        qbind_i64(c->st, 2, lv);
-        qbind_i64(c->st, 3, (int64_t)(x->in0 >> sh));
-        qbind_i64(c->st, 4, (int64_t)(x->in1 >> sh));
-        while ((rc = sdb_step(c->st)) == SDB_ROW) {
-            uint64_t b = (uint64_t)qcol_i64(c->st, 1);
-            rc = capi_bucket(x, (uint32_t)qcol_i64(c->st, 0), b << sh, w,
-                             (uint64_t)qcol_i64(c->st, 2),
-                             (uint64_t)qcol_i64(c->st, 3));
-            if (rc)
-                return rc;
-        }
-        if (rc != SDB_DONE)
-            return sq_err(rc);
     }
     /* the long calls' ns inside the buckets (their count is in them) */
     rc = q_prepare(c, "SELECT tid, ts, dur FROM capi_long WHERE sess=?1 AND"

@@ -470,6 +470,16 @@ static const char *const migrations[] = {
     "CREATE TABLE IF NOT EXISTS kbndir(sess INTEGER NOT NULL,"
     " stream INTEGER NOT NULL, r0 INTEGER NOT NULL, data BLOB NOT NULL,"
     " PRIMARY KEY(sess, stream, r0)) WITHOUT ROWID;",
+    /* 31: the API calls' summary packed (store_sql_capipack.c): a range
+     * of SQ_TLP_N buckets of one (session, level, thread) of capi in one
+     * row, the timeline pack's varints - on PostgreSQL a capi row cost
+     * ~128 bytes (tuple header, index entry) for two counts.  Rows of the
+     * same bucket may sit beside a pack (a late call): /calls adds both.
+     * SQLite keeps its rows (this table stays empty there). */
+    "CREATE TABLE IF NOT EXISTS capipack(sess INTEGER NOT NULL,"
+    " lvl INTEGER NOT NULL, tid INTEGER NOT NULL, b0 INTEGER NOT NULL,"
+    " data BLOB NOT NULL,"
+    " PRIMARY KEY(sess, lvl, tid, b0)) WITHOUT ROWID;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

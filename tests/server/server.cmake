@@ -193,6 +193,13 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   set_tests_properties(server_pg_kblocks_TlPack PROPERTIES TIMEOUT 300
     FIXTURES_REQUIRED server_pg
     ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  # the API call summary's buckets packed (capipack, PostgreSQL only)
+  add_test(NAME server_pg_kblocks_CapiPack
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
+            -v CapiPack)
+  set_tests_properties(server_pg_kblocks_CapiPack PROPERTIES TIMEOUT 300
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
   add_test(NAME server_pg_kblocks_Capi0
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
             -v Capi0)

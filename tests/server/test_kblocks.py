@@ -882,7 +882,7 @@ class NameSorts(Base):
             exec_sql(srv, q)
         srv = self.server(os.path.basename(srv.data_dir), args, env=env)
         self.assertEqual(count(srv, "SELECT max(version) FROM"
-                               " schema_version"), 30)
+                               " schema_version"), 31)
         unnamed = ("SELECT k.sess, k.stream, k.seq_lo FROM kblocks k WHERE"
                    " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
                    " x.sess=k.sess AND x.stream=k.stream AND"
@@ -1152,11 +1152,19 @@ def kbn_unpacked(srv):
     m64 = (1 << 64) - 1
     names, blocks, dirs = {}, {}, {}
     hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
-    for r in srv.sql("SELECT sess, stream, seq_lo, name_id, n, dur_min,"
-                     " dur_max FROM kbnames"):
-        names[tuple(int(c) for c in r[:4])] = tuple(int(c) for c in r[4:])
-    for sess, stream, r0, h in srv.sql(
-            "SELECT sess, stream, r0, %s FROM kbndir" % hexf):
+    # one statement, one snapshot: read in three, a pass of the packer
+    # committed between them showed a block in rows and in a pack
+    got = srv.sql("SELECT 0, sess, stream, seq_lo, name_id, n, dur_min,"
+                  " dur_max, '' FROM kbnames UNION ALL SELECT 1, sess,"
+                  " stream, r0, 0, 0, 0, 0, %s FROM kbndir UNION ALL"
+                  " SELECT 2, sess, stream, r0, name_id, 0, 0, 0, %s FROM"
+                  " kbnpack" % (hexf, hexf))
+    for r in got:
+        if r[0] == "0":
+            names[tuple(int(c) for c in r[1:5])] = \
+                tuple(int(c) for c in r[5:8])
+    for sess, stream, r0, h in [(r[1], r[2], r[3], r[8]) for r in got
+                                if r[0] == "1"]:
         v = uvarints(bytes.fromhex(h))
         assert len(v) % 4 == 0, (sess, stream, r0)
         lo, th = int(r0), 0
@@ -1166,8 +1174,8 @@ def kbn_unpacked(srv):
             t_lo = th + ((z >> 1) ^ -(z & 1))
             th = t_lo + v[i + 3]
             dirs[(int(sess), int(stream), lo)] = (lo + v[i + 1], t_lo, th)
-    for sess, stream, r0, nid, h in srv.sql(
-            "SELECT sess, stream, r0, name_id, %s FROM kbnpack" % hexf):
+    for sess, stream, r0, nid, h in [(r[1], r[2], r[3], r[4], r[8])
+                                     for r in got if r[0] == "2"]:
         v = uvarints(bytes.fromhex(h))
         assert len(v) % 4 == 0, (sess, stream, r0, nid)
         lo = int(r0)
@@ -1536,13 +1544,18 @@ def tl_rows(srv, where="lvl > 0"):
     b0) added in as the timeline adds them: what tl held were nothing
     packed."""
     rows = {}
-    for r in srv.sql("SELECT sess, lvl, lane, b, n, busy, top_name, top_dur"
-                     " FROM tl WHERE " + where):
-        rows[tuple(int(c) for c in r[:4])] = [int(c) for c in r[4:]]
     hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
-    for sess, lvl, lane, b0, h in srv.sql(
-            "SELECT sess, lvl, lane, b0, %s FROM tlpack WHERE %s"
-            % (hexf, where)):
+    # one statement, one snapshot: read in two, a pass of the packer
+    # committed between them counted its rows twice
+    got = srv.sql("SELECT 0, sess, lvl, lane, b, n, busy, top_name, top_dur,"
+                  " '' FROM tl WHERE %s UNION ALL SELECT 1, sess, lvl, lane,"
+                  " b0, 0, 0, 0, 0, %s FROM tlpack WHERE %s"
+                  % (where, hexf, where))
+    for r in got:
+        if r[0] == "0":
+            rows[tuple(int(c) for c in r[1:5])] = [int(c) for c in r[5:9]]
+    for sess, lvl, lane, b0, h in [r[1:5] + [r[9]] for r in got
+                                   if r[0] == "1"]:
         v, b = uvarints(bytes.fromhex(h)), int(b0)
         for i in range(0, len(v), 5):
             b += v[i]
@@ -1558,9 +1571,45 @@ def tl_rows(srv, where="lvl > 0"):
     return [[str(c) for c in k + tuple(rows[k])] for k in sorted(rows)]
 
 
+# capi's levels a blocks server on PostgreSQL stores (level 0 computed)
+CAPI_Q = "SELECT * FROM capi WHERE lvl >= 1 ORDER BY 1, 2, 3, 4"
+
+
+def capi_rows(srv, where="lvl >= 1"):
+    """capi's rows (as CAPI_Q lists them) with the packed buckets
+    (capipack, schema 31: the timeline pack's 5 varints a bucket, the top
+    two 0, b as the step from the previous, from b0) added in as /calls
+    adds them: what capi held were nothing packed."""
+    rows = {}
+    hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
+    # one statement, one snapshot (a pass of the packer between two
+    # would count its rows twice)
+    got = srv.sql("SELECT 0, sess, lvl, b, tid, n, busy, '' FROM capi WHERE"
+                  " %s UNION ALL SELECT 1, sess, lvl, tid, b0, 0, 0, %s FROM"
+                  " capipack WHERE %s" % (where, hexf, where))
+    for r in got:
+        if r[0] == "0":
+            rows[tuple(int(c) for c in r[1:5])] = [int(c) for c in r[5:7]]
+    for sess, lvl, tid, b0, h in [r[1:5] + [r[7]] for r in got
+                                  if r[0] == "1"]:
+        v, b = uvarints(bytes.fromhex(h)), int(b0)
+        for i in range(0, len(v), 5):
+            b += v[i]
+            k = (int(sess), int(lvl), b, int(tid))
+            n, busy = v[i + 1:i + 3]
+            if k in rows:
+                n += rows[k][0]
+                busy = min(rows[k][1] + busy, (1 << 63) - 1)
+            rows[k] = [n, busy]
+    return [[str(c) for c in k + tuple(rows[k])] for k in sorted(rows)]
+
+
 def rollup(srv, q):
-    """srv's rows of q, one of ROLLUPS: tl's with its packs unpacked."""
-    return tl_rows(srv) if q == TL_Q else srv.sql(q)
+    """srv's rows of q, one of ROLLUPS or CAPI_Q: tl's and capi's with
+    their packs unpacked."""
+    if q == TL_Q:
+        return tl_rows(srv)
+    return capi_rows(srv) if q == CAPI_Q else srv.sql(q)
 
 
 def device_lines(g, idx):
@@ -2219,8 +2268,8 @@ class IngestGroup(Base):
             self.assertEqual(n0, 0)
         else:
             self.assertGreater(n0, 0)
-        for q in ROLLUPS + ["SELECT * FROM capi WHERE lvl >= %d"
-                            " ORDER BY 1, 2, 3, 4" % (1 if srv.pgdb else 0)]:
+        for q in ROLLUPS + [CAPI_Q if srv.pgdb else
+                            "SELECT * FROM capi ORDER BY 1, 2, 3, 4"]:
             self.assertEqual(rollup(srv, q), rollup(ref, q), q)
 
     def kill_loop(self, rnd, threads, state, cv, acked, gens, stored_seqs,

@@ -10,9 +10,11 @@ GPUFL_SERVER_TL0_MAX kernels the answer comes from level 1 and says so.
 Real binary on 127.0.0.1, SQLite or (with GPUFL_TEST_PG_URI_FILE)
 PostgreSQL.
 
-Capi0: the same of /calls (class Capi0).
+Capi0: the same of /calls (class Capi0).  TlPack and CapiPack: on
+PostgreSQL the timeline's and the API call summary's buckets packed
+(tlpack, capipack) answer as their rows.
 
-Run: python3 test_kblocks_tl0.py -v Tl0 (or Capi0)
+Run: python3 test_kblocks_tl0.py -v Tl0 (or Capi0, TlPack, CapiPack)
 """
 import json
 import random
@@ -510,6 +512,188 @@ class Capi0(KB.Base):
         st, r = calls_ask(b, g.sid, small)
         self.assertEqual((st, int(r["rollup_ns"])), (200, L0))
         self.assertEqual(r, calls_ask(a2, g.sid, small)[1])
+
+
+def capi_pack_windows(calls):
+    """/calls windows over the session read from the API call summary's
+    levels 1 to 3 (columns of 2^23 ns and more), unaligned, some over the
+    session's edges, limit=100 (a summary, not a list)."""
+    lo = min(c[2] for c in calls)
+    hi = max(c[2] + c[3] for c in calls)
+    out = ["?width=%d&limit=100" % w for w in (300, 100, 20, 4)]
+    for width, span in ((100, 10 ** 9), (50, 2 * 10 ** 9), (20, 5 * 10 ** 9),
+                        (10, 3 * 10 ** 9), (4, 10 ** 10)):
+        for t in range(lo - 10 ** 8, hi, span // 3 + 12345):
+            out.append("?from=%d&to=%d&width=%d&limit=100" % (t, t + span,
+                                                               width))
+    return out
+
+
+# rows of capi in ranges the packer takes (levels 1-5, range of 128
+# buckets ended at or before the session's last event, or the session
+# ended: store_sql_capipack.c)
+CAPI_PACKABLE = ("SELECT count(*) FROM capi c JOIN sessions s ON s.id=c.sess"
+                 " WHERE c.lvl BETWEEN 1 AND 5 AND (s.state <> 'running' OR"
+                 " (((c.b >> 7) + 1) << CAST(23 + 4 * c.lvl AS INTEGER))"
+                 " <= s.last_ts)")
+CAPI_BESIDE = ("SELECT count(*) FROM capi c JOIN capipack p ON"
+               " p.sess=c.sess AND p.lvl=c.lvl AND p.tid=c.tid AND"
+               " p.b0=c.b >> 7 << 7")
+
+
+class CapiPack(KB.Base):
+    """PostgreSQL (schema 31): the maintenance pass packs each range of 128
+    buckets of the API call summary (capi) of levels 1-5 its session has
+    moved past into one capipack row, and /calls at those levels answers
+    as from the rows - packed, with a late call's row beside its pack,
+    once that row is folded in, and after a kill -9 while packing; capi
+    with its packs unpacked holds what a rows server's capi holds."""
+
+    def settle(self, srv, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if KB.count(srv, CAPI_PACKABLE) == 0 and \
+                    KB.count(srv, "SELECT count(*) FROM capipack") > 0:
+                return
+            time.sleep(0.2)
+        raise AssertionError("not packed in %d s" % timeout)
+
+    def same(self, a, b, sid, wins, what):
+        levels = set()
+        for suffix in wins:
+            st, want = calls_ask(a, sid, suffix)
+            self.assertEqual(st, 200, (what, suffix))
+            st, got = calls_ask(b, sid, suffix)
+            self.assertEqual(st, 200, (what, suffix))
+            if got != want:  # not the whole answers: too long
+                self.fail("%s %s: %s" % (what, suffix, diff(got, want)))
+            levels.add(int(got.get("rollup_ns", 0)))
+        # the windows read levels 1, 2 and 3 (the rest lists or level 0)
+        self.assertLessEqual({L1, L1 << 4, L1 << 8}, levels, what)
+        got, want = KB.capi_rows(b), a.sql(KB.CAPI_Q)
+        if got != want:  # the first rows that differ
+            d = [(x, y) for x, y in zip(got, want) if x != y][:3]
+            self.fail("%s: capi %d rows != %d: %s" % (what, len(got),
+                                                        len(want), d))
+
+    def test_packed_answers_equal_rows(self):
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        g = TL.capi_session(random.Random(3101))
+        calls = TL.expected_calls(g)
+        wins = capi_pack_windows(calls)
+        a = self.server("rows")
+        b = self.server("blocks", KB.BLOCKS)
+        g.send(a, batch=3000)
+        g.send(b, batch=3000)
+        self.settle(b)
+        l1 = "SELECT count(*) FROM capi WHERE lvl=1"
+        self.assertLess(KB.count(b, l1) * 4, KB.count(a, l1))
+        self.same(a, b, g.sid, wins, "packed")
+
+        # late calls into packed ranges (every thread, level 1's first
+        # ranges and level 2's first): a row again beside the pack, the
+        # answer adds both
+        lo = min(c[2] for c in calls)
+        name = g.kernels[0][5]
+        n0 = len(g.lines["device"])
+        for i, tid in enumerate((101, 102, 103, 104)):
+            for j in range(3):
+                t = lo + 10 ** 7 * (1 + 3 * i + j) + 11
+                gpu = t + 5000 + j
+                g.kernel(gpu, 2000, name, stream=7, corr=90000 + 3 * i + j,
+                         api=(t - gpu, 3000 + 7 * j), tid=tid)
+        late = KB.device_lines(g, range(n0, len(g.lines["device"])))
+        # no packer pass meanwhile: the rows stay beside their packs
+        b.stop()
+        b = self.server("blocks", KB.NOCOMPACT)
+        a.ingest_ok("device", late)
+        b.ingest_ok("device", late)
+        # level 1: a row each; level 2 (16.7 ms buckets): one a thread
+        # at least
+        self.assertGreaterEqual(KB.count(b, CAPI_BESIDE), 12 + 4)
+        calls = TL.expected_calls(g)
+        self.same(a, b, g.sid, wins, "late rows beside packs")
+        b.stop()
+        b = self.server("blocks", KB.BLOCKS)
+        self.settle(b)
+        self.assertEqual(KB.count(b, CAPI_BESIDE), 0)
+        self.same(a, b, g.sid, wins, "late rows folded in")
+
+        # kill -9 while the packer runs (a session of its own, packed
+        # from its first pass, ended: every level packed, its last
+        # partial ranges too): each range its rows or its pack
+        g2 = TL.capi_session(random.Random(3102))
+        g2.lines["device"][0]["streams"] = ["device"]
+        g2.line("device", max(c[2] + c[3] for c in TL.expected_calls(g2)) + 1,
+                "session_end", reason="exit")
+        a2 = self.server("rows2")
+        c = self.server("killed", KB.BLOCKS)
+        g2.send(a2, batch=3000)
+        g2.send(c, batch=3000)
+        time.sleep(random.Random(7).uniform(0.8, 1.4))
+        c.kill()
+        c = self.server("killed", KB.BLOCKS)
+        self.settle(c)
+        self.assertEqual(KB.count(c, "SELECT count(*) FROM capi WHERE"
+                                     " lvl >= 1"), 0)
+        self.assertGreater(KB.count(c, "SELECT count(*) FROM capipack"
+                                       " WHERE lvl=3"), 0)
+        self.same(a2, c, g2.sid, capi_pack_windows(TL.expected_calls(g2)),
+                  "after kill -9")
+
+        # retention: the session's packs go with it
+        time.sleep(1.2)
+        st, _, body = c.req("POST", "/api/v1/admin/retention?max_age=1")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(KB.count(c, "SELECT count(*) FROM sessions"), 0)
+        self.assertEqual(KB.count(c, "SELECT count(*) FROM capipack"), 0)
+
+    def test_undecodable_pack(self):
+        """A pack that does not decode (a corrupted database) is passed by
+        the packer, not a stop: a late row of a range after it is folded
+        in, its own row stays a row, the log says so, and /calls over it
+        answers an error, not a crash."""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        g = TL.capi_session(random.Random(3103))
+        b = self.server("blocks", KB.BLOCKS)
+        g.send(b, batch=3000)
+        self.settle(b)
+        b.stop()
+        keys = b.sql("SELECT sess, lvl, tid, b0 FROM capipack WHERE lvl=1"
+                     " ORDER BY 1, 2, 3, 4")
+        self.assertGreater(len(keys), 2)
+        bad, later = keys[0], keys[-1]
+        where = "sess=%s AND lvl=%s AND tid=%s AND b0=%s"
+        KB.exec_sql(b, "UPDATE capipack SET data=substring(data from 1"
+                    " for 3) WHERE " + where % tuple(bad))
+        rows = "SELECT count(*) FROM capi WHERE sess=%s AND lvl=%s AND" \
+               " tid=%s AND b >> 7 << 7 = %s"
+        for k in (bad, later):
+            self.assertEqual(KB.count(b, rows % tuple(k)), 0)
+            KB.exec_sql(b, "INSERT INTO capi VALUES(%s, %s, %d, %s, 1, 5)"
+                        % (k[0], k[1], int(k[3]) + 1, k[2]))
+        b = self.server("blocks", KB.BLOCKS + ["--log-level", "debug"])
+        deadline = time.time() + 60
+        while KB.count(b, rows % tuple(later)) and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(KB.count(b, rows % tuple(later)), 0,
+                         "the range after the bad pack folded in")
+        self.assertEqual(KB.count(b, rows % tuple(bad)), 1)
+        want = "1 API call summary range(s) have a pack that does not decode"
+        while want not in b.output() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertIn(want, b.output())
+        self.assertIn("session %s level %s thread %s b0 %s: its pack does"
+                      " not decode" % tuple(bad), b.output())
+        # a level-1 window over the bad pack: an error, no crash
+        t = (int(bad[3]) + 1) << 20
+        st, _, body = b.req("GET", "/api/v1/sessions/%s/calls?from=%d&to=%d"
+                            "&width=100&limit=10" % (g.sid, t, t + 10 ** 9))
+        self.assertEqual(st, 500, body)
+        st, _, _ = b.req("GET", "/api/v1/sessions")
+        self.assertEqual(st, 200)
 
 
 if __name__ == "__main__":
