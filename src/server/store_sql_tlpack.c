@@ -37,29 +37,37 @@ typedef struct tlp_group {
     int64_t sess, lvl, lane, b0;
 } tlp_group;
 
+/* A pass's state for sq_pass_run: what it packs and the ranges found. */
+typedef struct tlp_pass {
+    const sq_tlp_kind *k;
+    tlp_group g[TLP_GROUPS];
+} tlp_pass;
+
 /* Ranges holding rows of levels SQ_TLP_LVL_MIN..MAX that end at or
  * before their session's last event, or of a session no longer running
  * (its last partial range too: rows a late kernel may still join, as
  * any pack). */
-static int groups_find(srv_store *s, tlp_group *g, size_t cap, size_t *n)
+static int groups_find(srv_store *s, const sq_tlp_kind *k, tlp_group *g,
+                       size_t cap, size_t *n)
 {
     sdb_stmt *st = NULL;
+    char sql[512];
     int rc;
 
     *n = 0;
-    if (sdb_prepare(
-            s->w,
-            "SELECT t.sess, t.lvl, t.lane, t.b >> " SQ_TLP_SHIFT_STR
-            " FROM tl t JOIN sessions s ON s.id = t.sess"
-            " WHERE t.lvl BETWEEN ?1 AND ?2 AND (s.state <> 'running' OR"
-            " (((t.b >> " SQ_TLP_SHIFT_STR
-            ") + 1) << CAST(16 + 4 * t.lvl + " SQ_TLP_SHIFT_STR
-            " AS INTEGER)) <= s.last_ts)"
-            " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4 LIMIT ?3",
-            &st))
+    snprintf(sql, sizeof(sql),
+             "SELECT t.sess, t.lvl, t.%s, t.b >> " SQ_TLP_SHIFT_STR
+             " FROM %s t JOIN sessions s ON s.id = t.sess"
+             " WHERE t.lvl BETWEEN ?1 AND ?2 AND (s.state <> 'running' OR"
+             " (((t.b >> " SQ_TLP_SHIFT_STR
+             ") + 1) << CAST(16 + 4 * t.lvl + " SQ_TLP_SHIFT_STR
+             " AS INTEGER)) <= s.last_ts)"
+             " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4 LIMIT ?3",
+             k->lane, k->rows);
+    if (sdb_prepare(s->w, sql, &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, SQ_TLP_LVL_MIN);
-    qbind_i64(st, 2, SQ_TLP_LVL_MAX);
+    qbind_i64(st, 1, k->lvl_min);
+    qbind_i64(st, 2, k->lvl_max);
     qbind_i64(st, 3, (int64_t)cap);
     while ((rc = sdb_step(st)) == SDB_ROW && *n < cap) {
         g[*n] = (tlp_group){ qcol_i64(st, 0), qcol_i64(st, 1), qcol_i64(st, 2),
@@ -97,20 +105,23 @@ static void bind_group(sdb_stmt *st, const tlp_group *g)
  * is decoded before the rows go: one that does not decode answers
  * TLP_BAD having changed nothing, so the transaction is not rolled back
  * for it (only this pass writes tlpack, under the writer's lock). */
-static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
+static int pack_one(srv_store *s, const sq_tlp_kind *k, const tlp_group *g,
+                    uint64_t *rows)
 {
     sq_tlb v[SQ_TLP_N], w[SQ_TLP_N], m[SQ_TLP_N];
     unsigned char out[SQ_TLP_BYTES_MAX];
     const void *p;
     size_t nv = 0, nw = 0, nm = 0, len;
     sdb_stmt *st = NULL;
+    char sql[256];
     int rc;
 
     *rows = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT data FROM tlpack WHERE sess=?1 AND lvl=?2 AND"
-                    " lane=?3 AND b0=?4",
-                    &st))
+    snprintf(sql, sizeof(sql),
+             "SELECT data FROM %s WHERE sess=?1 AND lvl=?2 AND %s=?3 AND"
+             " b0=?4",
+             k->packs, k->lane);
+    if (sdb_prepare(s->w, sql, &st))
         return GPUFL_EINTERNAL;
     bind_group(st, g);
     rc = sdb_step(st);
@@ -122,19 +133,21 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
     }
     sdb_finalize(st);
     if (rc == TLP_BAD)
-        glog_debug("tlpack",
-                   "session %lld level %lld lane %lld b0 %lld: its pack does"
+        glog_debug(k->packs,
+                   "session %lld level %lld %s %lld b0 %lld: its pack does"
                    " not decode; its rows stay",
-                   (long long)g->sess, (long long)g->lvl, (long long)g->lane,
-                   (long long)g->b0);
+                   (long long)g->sess, (long long)g->lvl, k->lane_word,
+                   (long long)g->lane, (long long)g->b0);
     if (rc)
         return rc;
 
-    if (sdb_prepare(s->w,
-                    "DELETE FROM tl WHERE sess=?1 AND lvl=?2 AND lane=?3"
-                    " AND b >= ?4 AND b < ?5"
-                    " RETURNING b, n, busy, top_name, top_dur",
-                    &st))
+    /* a table without a top kernel packs 0 for it (two bytes a bucket):
+     * a pack that decodes holds top 0, none in the sum either */
+    snprintf(sql, sizeof(sql),
+             "DELETE FROM %s WHERE sess=?1 AND lvl=?2 AND %s=?3 AND b >= ?4"
+             " AND b < ?5 RETURNING b, n, busy, %s",
+             k->rows, k->lane, k->top ? "top_name, top_dur" : "0, 0");
+    if (sdb_prepare(s->w, sql, &st))
         return GPUFL_EINTERNAL;
     bind_group(st, g);
     qbind_i64(st, 5, g->b0 + SQ_TLP_N);
@@ -164,11 +177,11 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
         }
     }
     len = sq_tlp_encode(m, nm, g->b0, out);
-    if (sdb_prepare(s->w,
-                    "INSERT INTO tlpack VALUES(?1, ?2, ?3, ?4, ?5)"
-                    " ON CONFLICT(sess, lvl, lane, b0) DO UPDATE SET"
-                    " data=excluded.data",
-                    &st))
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO %s VALUES(?1, ?2, ?3, ?4, ?5)"
+             " ON CONFLICT(sess, lvl, %s, b0) DO UPDATE SET data=excluded.data",
+             k->packs, k->lane);
+    if (sdb_prepare(s->w, sql, &st))
         return GPUFL_EINTERNAL;
     bind_group(st, g);
     qbind_blob(st, 5, out, len);
@@ -179,15 +192,18 @@ static int pack_one(srv_store *s, const tlp_group *g, uint64_t *rows)
 
 static int tlp_find(srv_store *s, void *ctx, size_t *n, int *more)
 {
+    tlp_pass *P = ctx;
+
     (void)more; /* one round: the next tick finds what is left */
-    return groups_find(s, ctx, TLP_GROUPS, n);
+    return groups_find(s, P->k, P->g, TLP_GROUPS, n);
 }
 
 /* A range a step, TLP_TX_GROUPS a transaction: counts packs and rows. */
 static int tlp_step(srv_store *s, void *ctx, size_t i, sq_pass_tx *t, int *done)
 {
+    tlp_pass *P = ctx;
     uint64_t nr = 0;
-    int rc = pack_one(s, (tlp_group *)ctx + i, &nr);
+    int rc = pack_one(s, P->k, &P->g[i], &nr);
 
     *done = 1;
     t->cost++;
@@ -200,28 +216,46 @@ static int tlp_step(srv_store *s, void *ctx, size_t i, sq_pass_tx *t, int *done)
     return rc;
 }
 
-int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
+int sq_tlp_pass(srv_store *s, const sq_tlp_kind *k, uint64_t *bad_last,
+                uint64_t *packs, uint64_t *rows)
 {
     uint64_t cnt[2] = { 0, 0 };
     sq_pass p = { .find = tlp_find,
                   .step = tlp_step,
                   .tx_cost = TLP_TX_GROUPS,
-                  .tag = "tlpack",
-                  .bad_what = "timeline range(s) have a pack that does not"
-                              " decode; their rows stay rows and their"
-                              " windows answer an error (--log-level=debug"
-                              " names them)",
-                  .bad_last = &s->tl_unpackable };
+                  .tag = k->packs,
+                  .bad_what = k->bad_what,
+                  .bad_last = bad_last };
+    tlp_pass *P;
     int rc;
 
     *packs = *rows = 0;
     if (sdb_dialect(s->w) != SDB_POSTGRES)
         return GPUFL_OK;
-    if (!(p.ctx = malloc(TLP_GROUPS * sizeof(tlp_group))))
+    if (!(P = malloc(sizeof(*P))))
         return GPUFL_ENOMEM;
+    P->k = k;
+    p.ctx = P;
     rc = sq_pass_run(s, &p, cnt);
-    free(p.ctx);
+    free(P);
     *packs = cnt[0];
     *rows = cnt[1];
     return rc;
+}
+
+int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
+{
+    static const sq_tlp_kind tl = {
+        .rows = "tl",
+        .packs = "tlpack",
+        .lane = "lane",
+        .lane_word = "lane",
+        .top = 1,
+        .lvl_min = SQ_TLP_LVL_MIN,
+        .lvl_max = SQ_TLP_LVL_MAX,
+        .bad_what = "timeline range(s) have a pack that does not decode;"
+                    " their rows stay rows and their windows answer an"
+                    " error (--log-level=debug names them)"
+    };
+    return sq_tlp_pass(s, &tl, &s->tl_unpackable, packs, rows);
 }

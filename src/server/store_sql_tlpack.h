@@ -41,4 +41,24 @@ size_t sq_tlp_encode(const sq_tlb *v, size_t n, int64_t b0, unsigned char *out);
  * does not decode (a bucket outside the range, out of order). */
 int sq_tlp_decode(const void *p, size_t len, int64_t b0, sq_tlb *v, size_t *n);
 
+/* What a bucket packer packs (store_sql_tlpack.c): the timeline's tl and
+ * the API calls' capi (store_sql_capipack.c) are both rows of (session,
+ * level, lane, bucket) summed by their upserts, packed the same way. */
+typedef struct sq_tlp_kind {
+    const char *rows, *packs; /* the tables: rows folded, packs written */
+    const char *lane;         /* the lane's column */
+    const char *lane_word;    /* the lane in a log line */
+    int top;                  /* 1: rows have top_name, top_dur */
+    int lvl_min, lvl_max;     /* the levels packed */
+    const char *bad_what;     /* sq_pass's warning on undecodable packs */
+} sq_tlp_kind;
+
+struct srv_store;
+/* One pass of k's packer on PostgreSQL (nothing on SQLite): each range of
+ * SQ_TLP_N buckets its session has moved past folded into one pack, 32
+ * ranges a transaction; *bad_last: the undecodable count last warned.
+ * *packs, *rows: ranges written, rows deleted. */
+int sq_tlp_pass(struct srv_store *s, const sq_tlp_kind *k, uint64_t *bad_last,
+                uint64_t *packs, uint64_t *rows);
+
 #endif
