@@ -432,7 +432,10 @@ static void on_gpu(rpt_agg *a, jsonl_doc *d)
         t = rpt_i64(d, "temp", 0);
         if (!g->temp_n || t > g->temp_max)
             g->temp_max = t;
-        g->temp_sum += t;
+        /* saturating: a hostile log's absurd temperatures must not
+         * overflow (undefined behaviour) */
+        if (__builtin_add_overflow(g->temp_sum, t, &g->temp_sum))
+            g->temp_sum = t < 0 ? INT64_MIN : INT64_MAX;
         g->temp_n++;
     }
     if (rpt_has(d, "power")) {
