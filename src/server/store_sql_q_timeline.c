@@ -292,56 +292,7 @@ static int summary_tl0(tl_ctx *x, uint64_t *started)
     return rc;
 }
 
-/* The packed buckets of a window (tlpack, store_sql_tlpack.c), one pack
- * decoded at a time, in (lane, b) order as the rows: merged with them. */
-typedef struct tl_packs {
-    sdb_stmt *st; /* NULL: none (left) */
-    int64_t lane, lo, hi;
-    sq_tlb v[SQ_TLP_N];
-    size_t n, i;
-} tl_packs;
-
-/* The next packed bucket in [lo, hi] into P->v[P->i], *have 1; *have 0
- * at the end.  0 or a gpufl_err. */
-static int packs_next(tl_packs *P, int *have)
-{
-    *have = 0;
-    if (P->i < P->n)
-        P->i++;
-    while (P->st) {
-        int rc;
-        const void *d;
-        size_t len;
-        for (; P->i < P->n; P->i++)
-            if (P->v[P->i].b >= P->lo && P->v[P->i].b <= P->hi) {
-                *have = 1;
-                return GPUFL_OK;
-            }
-        rc = sdb_step(P->st);
-        if (rc != SDB_ROW) {
-            sdb_finalize(P->st);
-            P->st = NULL;
-            return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
-        }
-        P->lane = qcol_i64(P->st, 0);
-        d = qcol_blob(P->st, 2, &len);
-        P->i = 0;
-        if ((rc = sq_tlp_decode(d, len, qcol_i64(P->st, 1), P->v, &P->n)) != 0)
-            return rc;
-    }
-    return GPUFL_OK;
-}
-
-/* (lane, b) of the packed bucket P holds against the row's: <0, 0, >0. */
-static int packs_cmp(const tl_packs *P, int64_t lane, int64_t b)
-{
-    const sq_tlb *v = &P->v[P->i];
-    if (P->lane != lane)
-        return P->lane < lane ? -1 : 1;
-    return v->b < b ? -1 : v->b > b;
-}
-
-static void packs_put(tl_ctx *x, unsigned sh, const tl_packs *P,
+static void packs_put(tl_ctx *x, unsigned sh, const sq_tlp_iter *P,
                       uint64_t *started)
 {
     const sq_tlb *v = &P->v[P->i];
@@ -352,30 +303,29 @@ static void packs_put(tl_ctx *x, unsigned sh, const tl_packs *P,
 
 /* PostgreSQL, a packed level: the window's packs opened into P, its first
  * bucket read (*have); else nothing. */
-static int packs_open(tl_ctx *x, int lv, tl_packs *P, int *have)
+static int packs_open(tl_ctx *x, int lv, sq_tlp_iter *P, int *have)
 {
     unsigned sh = rl_tl_shift(lv);
+    sdb_stmt *st;
 
-    memset(P, 0, sizeof(*P));
+    P->st = NULL;
     *have = 0;
     if (lv < SQ_TLP_LVL_MIN || lv > SQ_TLP_LVL_MAX ||
         sdb_dialect(x->c.db) != SDB_POSTGRES)
         return GPUFL_OK;
-    P->lo = (int64_t)(x->from >> sh);
-    P->hi = (int64_t)((x->to - 1) >> sh);
     if (sdb_prepare(x->c.db,
                     "SELECT lane, b0, data FROM tlpack WHERE sess=?1 AND"
                     " lvl=?2 AND lane IN (SELECT DISTINCT lane FROM tl WHERE"
                     " sess=?1 AND lvl=?5) AND b0 >= ?3 AND b0 <= ?4"
                     " ORDER BY lane, b0",
-                    &P->st))
+                    &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(P->st, 1, x->c.sess);
-    qbind_i64(P->st, 2, lv);
-    qbind_i64(P->st, 3, P->lo & ~(int64_t)(SQ_TLP_N - 1));
-    qbind_i64(P->st, 4, P->hi);
-    qbind_i64(P->st, 5, RL_TL_LEVELS - 1);
-    return packs_next(P, have);
+    qbind_i64(st, 1, x->c.sess);
+    qbind_i64(st, 2, lv);
+    qbind_i64(st, 5, RL_TL_LEVELS - 1);
+    /* the rows' window (b >= ?3 AND b <= ?4): closed, as the iterator's */
+    return sq_tlp_iter_start(P, st, (int64_t)(x->from >> sh),
+                             (int64_t)((x->to - 1) >> sh), have);
 }
 
 /* The window from the rollup level *lv, long kernels spread exactly; the
@@ -386,8 +336,9 @@ static int read_summary(tl_ctx *x, int *lv, int tl0, uint64_t *started)
 {
     unsigned sh;
     int rc, have = 0;
-    tl_packs P = { 0 };
+    sq_tlp_iter P; /* ~5 kB, on the query thread's stack */
 
+    P.st = NULL; /* closed at packs: whether opened or not */
     *started = 0;
     if (*lv == 0 && tl0) {
         rc = summary_tl0(x, started);
@@ -419,14 +370,14 @@ static int read_summary(tl_ctx *x, int *lv, int tl0, uint64_t *started)
                      qcol_i64(x->c.st, 3), qcol_i64(x->c.st, 4),
                      qcol_i64(x->c.st, 5) };
         int k = 1;
-        while (have && (k = packs_cmp(&P, lane, r.b)) < 0) {
+        while (have && (k = sq_tlp_iter_cmp(&P, lane, r.b)) < 0) {
             packs_put(x, sh, &P, started);
-            if ((rc = packs_next(&P, &have)) != 0)
+            if ((rc = sq_tlp_iter_next(&P, &have)) != 0)
                 goto packs;
         }
         if (have && k == 0) {
             sq_tlb_add(&r, &P.v[P.i]);
-            if ((rc = packs_next(&P, &have)) != 0)
+            if ((rc = sq_tlp_iter_next(&P, &have)) != 0)
                 goto packs;
         }
         summary_bucket(x, sh, lane, (uint64_t)r.b, (uint64_t)r.n,
@@ -436,11 +387,10 @@ static int read_summary(tl_ctx *x, int *lv, int tl0, uint64_t *started)
     rc = rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
     while (!rc && have) {
         packs_put(x, sh, &P, started);
-        rc = packs_next(&P, &have);
+        rc = sq_tlp_iter_next(&P, &have);
     }
 packs:
-    if (P.st)
-        sdb_finalize(P.st);
+    sq_tlp_iter_close(&P);
 longs:
     if (rc)
         return rc;

@@ -61,4 +61,31 @@ struct srv_store;
 int sq_tlp_pass(struct srv_store *s, const sq_tlp_kind *k, uint64_t *bad_last,
                 uint64_t *packs, uint64_t *rows);
 
+/* A window's packed buckets read back (store_sql_tlpack_iter.c), one pack
+ * decoded at a time, in (lane, b) order as the rows beside them: the
+ * readers merge the two, a bucket in both added (sq_tlb_add).  ~5 kB: on
+ * the query thread's stack. */
+struct sdb_stmt;
+typedef struct sq_tlp_iter {
+    struct sdb_stmt *st;  /* NULL: none left */
+    int64_t lane, lo, hi; /* the bucket's lane; the window [lo, hi] */
+    sq_tlb v[SQ_TLP_N];   /* the pack decoded, v[i] the bucket */
+    size_t n, i;
+} sq_tlp_iter;
+/* P over st, prepared with its other parameters bound and owned by P from
+ * here: its columns (lane, b0, data) of a pack table in (lane, b0) order,
+ * its ?3 and ?4 (b0 >= ?3 AND b0 <= ?4) bound here to the packs holding
+ * a bucket of the closed window [lo, hi]; the first such bucket read
+ * (*have).  0, a gpufl_err, or GPUFL_EINTERNAL for a pack that does not
+ * decode (a corrupted database). */
+int sq_tlp_iter_start(sq_tlp_iter *P, struct sdb_stmt *st, int64_t lo,
+                      int64_t hi, int *have);
+/* The next bucket in [lo, hi] at P->v[P->i], *have 1; *have 0 at the end.
+ * Errors as sq_tlp_iter_start's. */
+int sq_tlp_iter_next(sq_tlp_iter *P, int *have);
+/* (lane, b) of P's bucket against a row's: <0, 0, >0. */
+int sq_tlp_iter_cmp(const sq_tlp_iter *P, int64_t lane, int64_t b);
+/* P's statement finalized (none: nothing). */
+void sq_tlp_iter_close(sq_tlp_iter *P);
+
 #endif
