@@ -23,7 +23,6 @@
  * WITHOUT ROWID table, already in key order).
  */
 #include "store_sql_kbnpack.h"
-#include "kblock_int.h"
 #include "common/log.h"
 
 #include <gpufl/gpufl.h>
@@ -41,67 +40,6 @@
 #define KBNP_GROUP_MAX (1u << 19)
 
 _Static_assert(SQ_KBNP_SHIFT == 20, "SQ_KBNP_SHIFT_STR spells it");
-
-size_t sq_kbnp_encode(int dir, const sq_kbne *v, size_t n, int64_t r0,
-                      unsigned char *out)
-{
-    size_t o = 0;
-    uint64_t prev = (uint64_t)r0, pt = 0;
-
-    /* differences as uint64: every int64 bit pattern round-trips; a
-     * block's t_lo from the previous one's t_hi (a stream's blocks follow
-     * each other: a step of a few bytes, not the block's span) */
-    for (size_t i = 0; i < n; i++) {
-        o += vput(out + o, (uint64_t)v[i].lo - prev);
-        if (dir) {
-            o += vput(out + o, (uint64_t)v[i].hi - (uint64_t)v[i].lo);
-            o += vput(out + o, zz((uint64_t)v[i].t_lo - pt));
-            o += vput(out + o, (uint64_t)v[i].t_hi - (uint64_t)v[i].t_lo);
-            pt = (uint64_t)v[i].t_hi;
-        } else {
-            o += vput(out + o, (uint64_t)v[i].n);
-            o += vput(out + o, (uint64_t)v[i].dmin);
-            o += vput(out + o, (uint64_t)v[i].dmax - (uint64_t)v[i].dmin);
-        }
-        prev = (uint64_t)v[i].lo;
-    }
-    return o;
-}
-
-int sq_kbnp_decode(int dir, const void *p, size_t len, int64_t r0, sq_kbne *v,
-                   size_t cap, size_t *n)
-{
-    const unsigned char *q = p;
-    size_t i = 0;
-    uint64_t prev = (uint64_t)r0, pt = 0;
-
-    *n = 0;
-    while (i < len) {
-        uint64_t d, f[3];
-        if (*n == cap || vget(q, len, &i, &d) || (*n && !d) ||
-            d >= (uint64_t)SQ_KBNP_SPAN ||
-            prev - (uint64_t)r0 + d >= (uint64_t)SQ_KBNP_SPAN)
-            return GPUFL_EINTERNAL;
-        for (int k = 0; k < 3; k++)
-            if (vget(q, len, &i, &f[k]))
-                return GPUFL_EINTERNAL;
-        prev += d;
-        v[*n] = (sq_kbne){ .lo = (int64_t)prev };
-        if (dir) {
-            pt += unzz(f[1]); /* the block's t_lo */
-            v[*n].hi = (int64_t)(prev + f[0]);
-            v[*n].t_lo = (int64_t)pt;
-            pt += f[2]; /* its t_hi: the next t_lo is a step from it */
-            v[*n].t_hi = (int64_t)pt;
-        } else {
-            v[*n].n = (int64_t)f[0];
-            v[*n].dmin = (int64_t)f[1];
-            v[*n].dmax = (int64_t)(f[1] + f[2]);
-        }
-        (*n)++;
-    }
-    return GPUFL_OK;
-}
 
 /* ---- the reader ---- */
 
