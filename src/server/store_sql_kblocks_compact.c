@@ -226,7 +226,9 @@ static int merge_read(srv_store *s, sdb_stmt *st, int64_t sess, int64_t stream,
 /* The first run of small blocks of (sess, stream) merged into one; *nk its
  * kernels (0: no run to merge).  A block that does not decode ends a run
  * as a full block does (counted in *bad): not merged, not a stop - one
- * such block stopped every compactor pass, the naming pass after it too. */
+ * such block stopped every compactor pass, the naming pass after it too.
+ * So does a run whose names' pack does not decode (its blocks counted):
+ * the stream's merges end there this pass. */
 static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
                      uint64_t *nk, uint64_t *bad)
 {
@@ -294,11 +296,17 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
             qsort(s->kb_ev, total, sizeof(*s->kb_ev), ev_seq_cmp);
             break;
         }
+    /* packed, their ranges' packs rows again first (store_sql_kbnpack.c):
+     * a pack that does not decode, before anything changed, ends the
+     * stream's merges as a bad block ends a run - not merged, not a stop
+     * (a rolled back merge stopped every pass, the naming after it too) */
+    if ((rc = sq_kbnp_unpack(s, sess, stream, src, nsrc)) == GPUFL_EPARSE) {
+        *bad += nsrc;
+        return GPUFL_OK;
+    }
     /* the merged blocks, each exactly once, and their names (none for
-     * a block older than schema 22: its kbunnamed row instead; packed,
-     * their ranges' packs rows again first: store_sql_kbnpack.c) */
-    if ((rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
-        (rc = sq_kbnp_unpack(s, sess, stream, src, nsrc)) != 0 ||
+     * a block older than schema 22: its kbunnamed row instead) */
+    if (rc || (rc = del_merged(s, "kblocks", sess, stream, src, nsrc)) != 0 ||
         (rc = del_merged(s, "kbnames", sess, stream, src, nsrc)) != 0 ||
         (rc = del_merged(s, "kbunnamed", sess, stream, src, nsrc)) != 0)
         return rc;
@@ -380,9 +388,10 @@ static int merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
                   .ctx = g,
                   .tx_cost = KB_TX_KERNELS,
                   .tag = "kblocks",
-                  .bad_what = "kernel blocks do not decode and are not merged"
-                              " (their kernels cannot be read;"
-                              " --log-level=debug names them)",
+                  .bad_what = "kernel blocks are not merged: they or their"
+                              " names' packs do not decode (a block's"
+                              " kernels cannot be read; --log-level=debug"
+                              " names them)",
                   .bad_last = &s->kb_unmergeable };
     int rc = sq_pass_run(s, &p, cnt);
 

@@ -519,8 +519,9 @@ int srv_store_kbn_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
 
 /* ---- a merge of packed blocks ---- */
 
-/* merge_one's sources at most (store_sql_kblocks_compact.c): a range's
- * packs are put back once; past this many ranges, again (finding none) */
+/* Ranges a merge puts back at most: merge_one's sources are at most
+ * KB_MERGE_SRC (64) blocks (store_sql_kblocks_compact.c), one range
+ * each at most; more is GPUFL_EINTERNAL, not a pack left behind. */
 #define KBNP_UNPACK_RANGES 64
 
 /* The range r0's packs of (sess, stream) deleted and their entries
@@ -540,9 +541,10 @@ static int unpack_range(int64_t sess, int64_t stream, int64_t r0, sdb_stmt *del,
         const void *p = qcol_blob(del, 1, &len);
         int64_t name = qcol_i64(del, 0);
         if (sq_kbnp_decode(0, p, len, r0, v, SQ_KBNP_MAX, &m)) {
+            /* range_decodes read it under the same lock: not again */
             glog_error("kbnpack",
                        "session %lld stream %lld r0 %lld name %lld: its"
-                       " pack does not decode: the merge is given up",
+                       " pack does not decode",
                        (long long)sess, (long long)stream, (long long)r0,
                        (long long)name);
             err = GPUFL_EINTERNAL;
@@ -612,49 +614,99 @@ static int dir_drop(srv_store *s, int64_t sess, int64_t stream, int64_t r0)
     return rc ? GPUFL_EINTERNAL : GPUFL_OK;
 }
 
-int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
-                   const int64_t *src, size_t n)
+/* The ranges of blocks src[0..n) whose packs a merge puts back (a block
+ * of the range packed), each once, into r (KBNP_UNPACK_RANGES). */
+static int ranges_packed(srv_store *s, int64_t sess, int64_t stream,
+                         const int64_t *src, size_t n, int64_t *r, size_t *nr)
 {
-    sdb_stmt *del = NULL, *ins = NULL;
-    sq_kbne *v = NULL;
-    int64_t done[KBNP_UNPACK_RANGES];
-    size_t nd = 0;
     int rc = GPUFL_OK;
 
-    if (sdb_dialect(s->w) != SDB_POSTGRES)
-        return GPUFL_OK;
+    *nr = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         int64_t r0 = src[i] >> SQ_KBNP_SHIFT << SQ_KBNP_SHIFT;
         size_t k;
         int packed = 0;
-        for (k = 0; k < nd && done[k] != r0; k++)
+        for (k = 0; k < *nr && r[k] != r0; k++)
             ;
-        if (k < nd)
-            continue; /* that range's packs are rows already */
+        if (k < *nr)
+            continue; /* that range is put back already */
         if ((rc = block_packed(s, sess, stream, src[i], &packed)) != 0 ||
             !packed)
             continue;
-        /* rare (a session that went stale and resumed): set up here */
-        if (!v && !(v = malloc(SQ_KBNP_MAX * sizeof(*v))))
-            rc = GPUFL_ENOMEM;
-        else if (!del && sdb_prepare(s->w,
-                                     "DELETE FROM kbnpack WHERE sess=?1 AND"
-                                     " stream=?2 AND r0=?3 RETURNING"
-                                     " name_id, data",
-                                     &del))
-            rc = GPUFL_EINTERNAL;
-        else if (!ins && sdb_prepare(s->w,
-                                     "INSERT INTO kbnames VALUES(?1, ?2, ?3,"
-                                     " ?4, ?5, ?6, ?7)",
-                                     &ins))
-            rc = GPUFL_EINTERNAL;
-        if (rc)
-            break;
-        if (nd < KBNP_UNPACK_RANGES)
-            done[nd++] = r0;
-        if ((rc = unpack_range(sess, stream, r0, del, ins, v)) == 0)
-            rc = dir_drop(s, sess, stream, r0);
+        if (*nr == KBNP_UNPACK_RANGES)
+            return GPUFL_EINTERNAL;
+        r[(*nr)++] = r0;
     }
+    return rc;
+}
+
+/* GPUFL_EPARSE when a pack of range r0 does not decode: the merge would
+ * have to drop it, and the name's entries in the range's other blocks
+ * with it. */
+static int range_decodes(int64_t sess, int64_t stream, int64_t r0,
+                         sdb_stmt *sel, sq_kbne *v)
+{
+    int rc, err = GPUFL_OK;
+
+    qbind_i64(sel, 1, sess);
+    qbind_i64(sel, 2, stream);
+    qbind_i64(sel, 3, r0);
+    while ((rc = sdb_step(sel)) == SDB_ROW) {
+        size_t len = 0, m = 0;
+        const void *p = qcol_blob(sel, 1, &len);
+        if (sq_kbnp_decode(0, p, len, r0, v, SQ_KBNP_MAX, &m)) {
+            glog_debug("kbnpack",
+                       "session %lld stream %lld r0 %lld name %lld: its"
+                       " pack does not decode: the merge is given up",
+                       (long long)sess, (long long)stream, (long long)r0,
+                       (long long)qcol_i64(sel, 0));
+            err = GPUFL_EPARSE;
+            break;
+        }
+    }
+    sdb_reset(sel);
+    if (err)
+        return err;
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
+                   const int64_t *src, size_t n)
+{
+    sdb_stmt *sel = NULL, *del = NULL, *ins = NULL;
+    sq_kbne *v = NULL;
+    int64_t r[KBNP_UNPACK_RANGES];
+    size_t nr = 0;
+    int rc;
+
+    if (sdb_dialect(s->w) != SDB_POSTGRES)
+        return GPUFL_OK;
+    if ((rc = ranges_packed(s, sess, stream, src, n, r, &nr)) != 0 || !nr)
+        return rc;
+    /* rare (a session that went stale and resumed): set up here */
+    if (!(v = malloc(SQ_KBNP_MAX * sizeof(*v))))
+        return GPUFL_ENOMEM;
+    if (sdb_prepare(s->w,
+                    "SELECT name_id, data FROM kbnpack WHERE sess=?1 AND"
+                    " stream=?2 AND r0=?3",
+                    &sel) ||
+        sdb_prepare(s->w,
+                    "DELETE FROM kbnpack WHERE sess=?1 AND stream=?2 AND"
+                    " r0=?3 RETURNING name_id, data",
+                    &del) ||
+        sdb_prepare(s->w,
+                    "INSERT INTO kbnames VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    &ins))
+        rc = GPUFL_EINTERNAL;
+    /* every pack decoded before any is put back: one that does not
+     * answers GPUFL_EPARSE with nothing changed (the merge passed, not a
+     * rolled back transaction that stopped every compactor pass) */
+    for (size_t i = 0; i < nr && !rc; i++)
+        rc = range_decodes(sess, stream, r[i], sel, v);
+    for (size_t i = 0; i < nr && !rc; i++)
+        if ((rc = unpack_range(sess, stream, r[i], del, ins, v)) == 0)
+            rc = dir_drop(s, sess, stream, r[i]);
+    sdb_finalize(sel);
     sdb_finalize(del);
     sdb_finalize(ins);
     free(v);

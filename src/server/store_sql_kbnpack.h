@@ -19,7 +19,8 @@
  * packs of the ranges of blocks src[0..n) of (sess, stream) put back as
  * kbnames rows, before a merge deletes those blocks' rows, so that no
  * pack names a block that is gone (the next pass packs the rest again).
- * A pack that does not decode: GPUFL_EINTERNAL (the merge rolls back). */
+ * A pack of those ranges that does not decode: GPUFL_EPARSE, nothing
+ * changed (every pack decoded first: the merge is passed). */
 int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
                    const int64_t *src, size_t n);
 

@@ -752,7 +752,8 @@ class NameSorts(Base):
                               json.loads(body)["items"]],
                              [149, 148, 147, 146, 145], p)
         deadline = time.time() + 30
-        for want in ("1 kernel blocks do not decode and are not merged",
+        for want in ("1 kernel blocks are not merged: they or their names'"
+                     " packs do not decode",
                      "1 kernel blocks do not decode and stay unnamed"):
             while want not in b.output() and time.time() < deadline:
                 time.sleep(0.2)
@@ -1438,6 +1439,76 @@ class NamePack(Base):
         self.assertEqual(b.get(base + nm[moved]), a.get(base + nm[moved]))
         st, _, _ = b.req("GET", "/api/v1/sessions")
         self.assertEqual(st, 200)
+
+    def test_merge_meets_undecodable_pack(self):
+        """A merge of packed blocks (a stale session that resumed) whose
+        range has a pack that does not decode is given up, not a stop:
+        that run stays as it is (its blocks, the pack), counted in the
+        compactor's warning and named by --log-level=debug, while another
+        stream's run of packed blocks merges in the same pass and
+        ingest's new blocks are named; the kernels read as a rows
+        server's."""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        rnd = random.Random(3004)
+        g = TL.Gen()
+        t = name_kernels(g, rnd, 3000, TL.T0, 1)
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        g.send(a, batch=3000)
+        g.send(b, batch=45)
+        wait_compacted(b)
+        wait_stable(b)
+        self.settle(b)
+        # stale: every stream's last, small block named and packed
+        t = self.more(g, rnd, a, b, 6, t)
+        wait_compacted(b)
+        exec_sql(b, "UPDATE sessions SET state='stale'")
+        deadline = time.time() + 60
+        while time.time() < deadline and (
+                count(b, "SELECT count(*) FROM kbunnamed") or
+                count(b, "SELECT count(*) FROM kbnames")):
+            time.sleep(0.2)
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        self.assertEqual(count(b, "SELECT count(*) FROM kbnames"), 0)
+        b.stop()
+        nq = "SELECT n FROM kblocks WHERE stream=%s AND seq_lo=%s"
+        last = b.sql("SELECT stream, max(seq_lo) FROM kblocks GROUP BY"
+                     " stream ORDER BY 1")
+        small = [(r[0], r[1], count(b, nq % tuple(r))) for r in last]
+        small = [r for r in small if r[2] < 20]
+        self.assertGreaterEqual(len(small), 2, last)
+        (s_bad, lo_bad, n_bad), (s_ok, lo_ok, n_ok) = small[0], small[1]
+        bad_name = count(b, "SELECT min(name_id) FROM kbnpack WHERE"
+                            " stream=%s" % s_bad)
+        exec_sql(b, "UPDATE kbnpack SET data=substring(data from 1 for 3)"
+                 " WHERE stream=%s AND name_id=%d" % (s_bad, bad_name))
+        # it resumes: ingest's new small blocks after each stream's last
+        b = self.server("blocks", BLOCKS + ["--log-level", "debug"],
+                        env=self.ENV)
+        t = self.more(g, rnd, a, b, 12, t)
+        deadline = time.time() + 60
+        while time.time() < deadline and count(b, nq % (s_ok, lo_ok)) <= n_ok:
+            time.sleep(0.2)
+        self.assertGreater(count(b, nq % (s_ok, lo_ok)), n_ok,
+                           "the other stream's packed blocks merged")
+        unnamed = "SELECT count(*) FROM kbunnamed WHERE stream=%s"
+        while time.time() < deadline and count(b, unnamed % s_ok) > 1:
+            time.sleep(0.2)
+        self.assertLessEqual(count(b, unnamed % s_ok), 1, "named")
+        want = "stream %s r0 0 name %d: its pack does not decode: the" \
+            " merge is given up" % (s_bad, bad_name)
+        while want not in b.output() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertIn(want, b.output())
+        self.assertIn(" kernel blocks are not merged: they or their names'"
+                      " packs do not decode", b.output())
+        self.assertEqual(count(b, nq % (s_bad, lo_bad)), n_bad, "not merged")
+        self.assertEqual(count(b, "SELECT length(data) FROM kbnpack WHERE"
+                                  " stream=%s AND name_id=%d"
+                                  % (s_bad, bad_name)), 3, "the pack stays")
+        base = "/api/v1/sessions/%s/kernels" % g.sid
+        self.assertEqual(T.page_all(b, base, 500), T.page_all(a, base, 500))
 
 
 class Crash(Base):
