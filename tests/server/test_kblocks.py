@@ -1440,6 +1440,66 @@ class NamePack(Base):
         st, _, _ = b.req("GET", "/api/v1/sessions")
         self.assertEqual(st, 200)
 
+    def test_range_too_large_stays_rows(self):
+        """A range whose rows and packed entries together are more than a
+        pass packs (KBNP_GROUP_MAX, 2^19: a range of many names in many
+        small blocks) is passed before its rows are deleted, not a stop:
+        its rows stay rows, a range of another stream in the same
+        transaction is packed, the log says so and --log-level=debug
+        names it.  One row over the bound exactly: packed entries + rows
+        = 2^19 + 1."""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        group_max = 1 << 19
+        rnd = random.Random(3005)
+        g = TL.Gen()
+        name_kernels(g, rnd, 3000, TL.T0, 1)
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        g.send(b, batch=45)
+        wait_compacted(b)
+        wait_stable(b)
+        self.settle(b)
+        b.stop()
+        keys = b.sql("SELECT stream, r0, name_id FROM kbnpack ORDER BY 1, 3")
+        streams = sorted({int(k[0]) for k in keys})
+        self.assertGreaterEqual(len(streams), 3)
+        # the big range first in the packer's order, the other after it
+        s_big, s_ok = streams[0], streams[-1]
+        names, _ = kbn_unpacked(b)
+        packed = sum(1 for k in names if k[1] == s_big)
+        # late rows of one name in s_ok's range, its pack gone
+        moved = min(k[3] for k in names if k[1] == s_ok)
+        for k, v in names.items():
+            if k[1] == s_ok and k[3] == moved:
+                exec_sql(b, "INSERT INTO kbnames VALUES(%d, %d, %d, %d,"
+                         " %d, %d, %d)" % (k + v))
+        exec_sql(b, "DELETE FROM kbnpack WHERE stream=%d AND name_id=%d"
+                 % (s_ok, moved))
+        # rows of names no pack has, over s_big's blocks: one too many
+        extra = group_max - packed + 1
+        exec_sql(b, "INSERT INTO kbnames SELECT sess, stream, seq_lo,"
+                 " 1000000 + i, 1, 5, 5 FROM kblocks CROSS JOIN"
+                 " generate_series(0, %d) i WHERE stream=%d"
+                 " ORDER BY i, seq_lo LIMIT %d"
+                 % (extra, s_big, extra))
+        rows = "SELECT count(*) FROM kbnames WHERE stream=%d"
+        self.assertEqual(count(b, rows % s_big), extra)
+        self.assertGreater(count(b, rows % s_ok), 0)
+        b = self.server("blocks", BLOCKS + ["--log-level", "debug"],
+                        env=self.ENV)
+        deadline = time.time() + 60
+        while count(b, rows % s_ok) and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(count(b, rows % s_ok), 0, "the other range packed")
+        want = "1 kernel block name range(s) cannot be packed"
+        while want not in b.output() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertIn(want, b.output())
+        self.assertIn("stream %d r0 0: %d rows and %d packed entries are"
+                      " more than a pass packs; its rows stay"
+                      % (s_big, extra, packed), b.output())
+        self.assertEqual(count(b, rows % s_big), extra, "its rows stay")
+
     def test_merge_meets_undecodable_pack(self):
         """A merge of packed blocks (a stale session that resumed) whose
         range has a pack that does not decode is given up, not a stop:
