@@ -1139,12 +1139,19 @@ class Retention(Base):
                          len(a.streams["device"].of("kernel")))
         ids = [r[0] for r in srv.sql("SELECT id FROM sessions")]
         self.assertEqual(len(ids), 1)
+        # the kernels' tables of both stores (rows, and
+        # --kernel-store=blocks: GPUFL_TEST_SERVER_ARGS), all created by
+        # the migrations whatever the store
         tables = ["lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls",
-                  "samples", "kagg", "tl", "kscope"]
+                  "samples", "kagg", "tl", "kscope", "klong", "kblocks",
+                  "kbnames", "kcount", "kbspan", "kbunnamed"]
         for t in tables:
             n = srv.sql("SELECT count(*) FROM %s WHERE sess <> %s" % (t, ids[0]))[0][0]
             self.assertEqual(n, "0", t)
-        self.assertNotEqual(srv.sql("SELECT count(*) FROM kernels")[0][0], "0")
+        # the kept session's kernels are stored: rows, or blocks (ingest
+        # writes a blocks server's kernels straight into blocks)
+        self.assertNotEqual(srv.sql("SELECT (SELECT count(*) FROM kernels) +"
+                                    " (SELECT count(*) FROM kblocks)")[0][0], "0")
         # re-sending a pruned session stores it again
         T.send_session(srv, b)
         self.assertEqual(srv.get("/api/v1/sessions/" + b.sid)["counts"]["kernels"],
