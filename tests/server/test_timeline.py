@@ -201,7 +201,10 @@ class Names(Base):
         """A database of schema 11 (no demangled column) migrates: its
         names answer with name == mangled, its long kernels and API call
         bounds are found from the stored kernels."""
-        srv = self.server()
+        # a schema 11 database holds its kernels as rows (kernel blocks
+        # came with migration 19), whatever store the suite's servers use
+        # (GPUFL_TEST_SERVER_ARGS): the migrated one reads them in place
+        srv = self.server(args=["--kernel-store=rows"])
         g = Gen()
         a = g.name(*ADD)
         g.kernel(T0 + 1000, 400 * 10 ** 6, a, api=(-3000, 1000), tid=11)
