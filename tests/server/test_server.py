@@ -84,6 +84,17 @@ class Query(Base):
             out.append((e["seq"], e["ts"], e["dur"], name, e))
         return out
 
+    def test_kernel_store(self):
+        """The kernels are at rest where the suite's store puts them: a run
+        with --kernel-store=blocks (GPUFL_TEST_SERVER_ARGS, server.cmake's
+        server_kb_* entries) tests blocks, not rows by mistake."""
+        rows, blocks = self.srv.sql("SELECT (SELECT count(*) FROM kernels),"
+                                    " (SELECT count(*) FROM kblocks)")[0]
+        if "--kernel-store=blocks" in T.SERVER_ARGS:
+            self.assertEqual((rows, blocks != "0"), ("0", True))
+        else:
+            self.assertEqual((rows != "0", blocks), (True, "0"))
+
     def test_counts(self):
         s = self.train
         n = sum(len(st.events) for st in s.streams.values())
