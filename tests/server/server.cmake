@@ -138,6 +138,13 @@ if(TARGET gpufl_server_core)
     set_tests_properties(server_kb_http_${cls} PROPERTIES TIMEOUT 600
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;${GPUFL_KB_ARGS}")
   endforeach()
+  # Query once more after the compactor merged ingest's small blocks
+  # (the run above reads them before its first pass)
+  add_test(NAME server_kb_http_QueryCompacted
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+            -v Query)
+  set_tests_properties(server_kb_http_QueryCompacted PROPERTIES TIMEOUT 600
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;${GPUFL_KB_ARGS};GPUFL_TEST_KB_COMPACTED=1")
   foreach(cls ${GPUFL_KB_TL_CLASSES})
     add_test(NAME server_kb_tl_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
@@ -250,6 +257,12 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
       FIXTURES_REQUIRED server_pg
       ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;${GPUFL_KB_ARGS}")
   endforeach()
+  add_test(NAME server_pg_kb_http_QueryCompacted
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+            -v Query)
+  set_tests_properties(server_pg_kb_http_QueryCompacted PROPERTIES TIMEOUT 600
+    FIXTURES_REQUIRED server_pg
+    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;${GPUFL_KB_ARGS};GPUFL_TEST_KB_COMPACTED=1")
   foreach(cls ${GPUFL_KB_TL_CLASSES})
     add_test(NAME server_pg_kb_tl_${cls}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py

@@ -63,6 +63,31 @@ class Query(Base):
         cls.sent = T.send_session(cls.srv, cls.train, batch=700, enc=None)
         T.send_session(cls.srv, cls.train2, batch=3000, enc="gzip")
         T.send_session(cls.srv, cls.work, batch=100000, enc="zstd")
+        if os.environ.get("GPUFL_TEST_KB_COMPACTED"):
+            cls.wait_compacted()
+
+    @classmethod
+    def wait_compacted(cls):
+        """GPUFL_TEST_KB_COMPACTED (server.cmake's *_kb_http_QueryCompacted,
+        with --kernel-compact-interval=1s): the tests read the blocks the
+        compactor merged, not ingest's small ones (which the other run of
+        the class reads: it starts before the compactor's first pass)."""
+        assert "--kernel-store=blocks" in T.SERVER_ARGS, T.SERVER_ARGS
+        # ingest writes a block per batch and stream: train's, sent 700
+        # lines a batch, hold 700 kernels at most until merged
+        q = ("SELECT count(*), (SELECT max(n) FROM kblocks WHERE sess=(SELECT"
+             " id FROM sessions WHERE sid='%s')) FROM kblocks" % cls.train.sid)
+        last, since, deadline = None, time.time(), time.time() + 120
+        # settled: train's merged, then no change for over two of the
+        # compactor's 1 s passes
+        while time.time() < deadline:
+            n = cls.srv.sql(q)[0]
+            if n != last:
+                last, since = n, time.time()
+            elif int(n[1] or 0) > 700 and time.time() - since > 2.5:
+                break
+            time.sleep(0.1)
+        assert int(last[1] or 0) > 700, "the compactor merged nothing: %s" % last
 
     @classmethod
     def tearDownClass(cls):
