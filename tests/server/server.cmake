@@ -125,7 +125,7 @@ endif()
 # amid the tests.  Auth, Static, capture and waste hold no kernel answer
 # that the store could change: rows only.  On PostgreSQL below too
 # (DiskFull: SQLite only, as with rows).  With the sanitizer server at
-# load 2: 40 s on SQLite and 55 s on PostgreSQL, one after another.
+# load 1.5 to 3: 53 s on SQLite and 66 s on PostgreSQL, one after another.
 set(GPUFL_KB_HTTP_CLASSES Query Durability Hostile Retention)
 set(GPUFL_KB_TL_CLASSES Names Lod Flows CallSummary Export)
 set(GPUFL_KB_ARGS
