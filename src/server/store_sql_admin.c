@@ -30,7 +30,7 @@
 /* Tables holding per-session rows, for retention. */
 static const char *const sess_tables[] = {
     "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
-    "kagg", "tl", "tlpack", "kscope", "kext", "srl", "seqr", "kblocks",
+    "kagg", "tl", "tlpack", "kscope", "kext", "srl", "seqr", "klong", "kblocks",
     "kbnames", "kbnpack", "kbndir", "kbunnamed", "kcount", "kxrow", "kbspan",
     "capi", "capipack", "capi_long",
     /* idle verdicts */

@@ -63,6 +63,31 @@ class Query(Base):
         cls.sent = T.send_session(cls.srv, cls.train, batch=700, enc=None)
         T.send_session(cls.srv, cls.train2, batch=3000, enc="gzip")
         T.send_session(cls.srv, cls.work, batch=100000, enc="zstd")
+        if os.environ.get("GPUFL_TEST_KB_COMPACTED"):
+            cls.wait_compacted()
+
+    @classmethod
+    def wait_compacted(cls):
+        """GPUFL_TEST_KB_COMPACTED (server.cmake's *_kb_http_QueryCompacted,
+        with --kernel-compact-interval=1s): the tests read the blocks the
+        compactor merged, not ingest's small ones (which the other run of
+        the class reads: it starts before the compactor's first pass)."""
+        assert "--kernel-store=blocks" in T.SERVER_ARGS, T.SERVER_ARGS
+        # ingest writes a block per batch and stream: train's, sent 700
+        # lines a batch, hold 700 kernels at most until merged
+        q = ("SELECT count(*), (SELECT max(n) FROM kblocks WHERE sess=(SELECT"
+             " id FROM sessions WHERE sid='%s')) FROM kblocks" % cls.train.sid)
+        last, since, deadline = None, time.time(), time.time() + 120
+        # settled: train's merged, then no change for over two of the
+        # compactor's 1 s passes
+        while time.time() < deadline:
+            n = cls.srv.sql(q)[0]
+            if n != last:
+                last, since = n, time.time()
+            elif int(n[1] or 0) > 700 and time.time() - since > 2.5:
+                break
+            time.sleep(0.1)
+        assert int(last[1] or 0) > 700, "the compactor merged nothing: %s" % last
 
     @classmethod
     def tearDownClass(cls):
@@ -83,6 +108,17 @@ class Query(Base):
                 else sess.name(e["name"])
             out.append((e["seq"], e["ts"], e["dur"], name, e))
         return out
+
+    def test_kernel_store(self):
+        """The kernels are at rest where the suite's store puts them: a run
+        with --kernel-store=blocks (GPUFL_TEST_SERVER_ARGS, server.cmake's
+        server_kb_* entries) tests blocks, not rows by mistake."""
+        rows, blocks = self.srv.sql("SELECT (SELECT count(*) FROM kernels),"
+                                    " (SELECT count(*) FROM kblocks)")[0]
+        if "--kernel-store=blocks" in T.SERVER_ARGS:
+            self.assertEqual((rows, blocks != "0"), ("0", True))
+        else:
+            self.assertEqual((rows != "0", blocks), (True, "0"))
 
     def test_counts(self):
         s = self.train
@@ -1139,12 +1175,19 @@ class Retention(Base):
                          len(a.streams["device"].of("kernel")))
         ids = [r[0] for r in srv.sql("SELECT id FROM sessions")]
         self.assertEqual(len(ids), 1)
+        # the kernels' tables of both stores (rows, and
+        # --kernel-store=blocks: GPUFL_TEST_SERVER_ARGS), all created by
+        # the migrations whatever the store
         tables = ["lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls",
-                  "samples", "kagg", "tl", "kscope"]
+                  "samples", "kagg", "tl", "kscope", "klong", "kblocks",
+                  "kbnames", "kcount", "kbspan", "kbunnamed"]
         for t in tables:
             n = srv.sql("SELECT count(*) FROM %s WHERE sess <> %s" % (t, ids[0]))[0][0]
             self.assertEqual(n, "0", t)
-        self.assertNotEqual(srv.sql("SELECT count(*) FROM kernels")[0][0], "0")
+        # the kept session's kernels are stored: rows, or blocks (ingest
+        # writes a blocks server's kernels straight into blocks)
+        self.assertNotEqual(srv.sql("SELECT (SELECT count(*) FROM kernels) +"
+                                    " (SELECT count(*) FROM kblocks)")[0][0], "0")
         # re-sending a pruned session stores it again
         T.send_session(srv, b)
         self.assertEqual(srv.get("/api/v1/sessions/" + b.sid)["counts"]["kernels"],

@@ -201,7 +201,10 @@ class Names(Base):
         """A database of schema 11 (no demangled column) migrates: its
         names answer with name == mangled, its long kernels and API call
         bounds are found from the stored kernels."""
-        srv = self.server()
+        # a schema 11 database holds its kernels as rows (kernel blocks
+        # came with migration 19), whatever store the suite's servers use
+        # (GPUFL_TEST_SERVER_ARGS): the migrated one reads them in place
+        srv = self.server(args=["--kernel-store=rows"])
         g = Gen()
         a = g.name(*ADD)
         g.kernel(T0 + 1000, 400 * 10 ** 6, a, api=(-3000, 1000), tid=11)
@@ -500,6 +503,41 @@ class CallSummary(Base):
 class Lod(Base):
     """Every column where a kernel ran is drawn, at every zoom: checked on
     random windows against the kernels themselves."""
+
+    def test_pruned_long_kernels_go(self):
+        """A pruned session's long kernels go with it: SQLite gives the
+        next session the pruned one's id when it was the highest, and that
+        session's timeline drew the pruned session's long kernel."""
+        srv = self.server()
+        h = Gen()
+        h.kernel(T0 + 5000, 1000, h.name(GEMM))
+        h.send(srv)
+        g = Gen()
+        g.kernel(T0 + 1000, 400 * 10 ** 6, g.name(GEMM))
+        g.send(srv)
+        st, _, _ = srv.req("PUT", "/api/v1/sessions/%s/keep" % h.sid,
+                           b'{"keep": true}')
+        self.assertEqual(st, 200)
+        st, _, data = srv.req("POST", "/api/v1/admin/retention?max_db_bytes=1")
+        self.assertEqual((st, json.loads(data)["pruned"]), (200, 1))
+        g2 = Gen()
+        g2.kernel(T0 + 2 * 10 ** 8, 2000, g2.name(GEMM))
+        g2.send(srv)
+        # columns of 400 us: level 0, where a kernel of 400 ms is drawn
+        # from the long kernels (klong)
+        lo, hi, width = T0, T0 + 4 * 10 ** 8, 1000
+        r = srv.get("/api/v1/sessions/%s/timeline?from=%d&to=%d&width=%d" %
+                    (g2.sid, lo, hi, width))
+        bw = r["bucket_ns"]
+        cols = {(l["dev"], l["stream"], b[0]) for l in r["lanes"]
+                for b in l["buckets"]}
+        # g2's one kernel's columns, and its summary bucket's (a level
+        # wider than a column draws the columns it overlaps)
+        k = g2.kernels[0]
+        grain = r["level"] if isinstance(r["level"], int) else 1
+        near = range((k[3] - grain - lo) // bw, (k[3] + k[4] + grain - lo) // bw + 1)
+        self.assertTrue(set(occupied(k, lo, hi, bw)) <= {c for _, _, c in cols})
+        self.assertEqual({c for c in cols if c[2] not in near}, set())
 
     def test_every_occupied_column_is_listed(self):
         rnd = random.Random(1818)
