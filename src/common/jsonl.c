@@ -331,7 +331,8 @@ static int parse(jsonl_doc *d, const char *line, size_t len, int want_obj)
     jsonl_tok *tok = d->tok, *t;
     uint32_t cap = d->cap, nt = 0, top = 0, nkey = 0;
     uint32_t stack[JSONL_MAX_DEPTH];
-    int depth = 0, code = GPUFL_EPARSE;
+    /* in_obj: tok[top] is an object (kept here, not read back per value) */
+    int depth = 0, code = GPUFL_EPARSE, in_obj = 0;
     const char *why;
 
     d->line = line;
@@ -377,7 +378,8 @@ value:
         }
         top = nt++;
         stack[depth++] = top;
-        if (*p == '{') {
+        in_obj = *p == '{';
+        if (in_obj) {
             t->type = JSONL_OBJECT;
             p = skip_ws(p + 1, end);
             if (p < end && *p == '}')
@@ -505,7 +507,7 @@ after:
         d->nkey = nkey;
         return GPUFL_OK;
     }
-    if (tok[top].type == JSONL_OBJECT) {
+    if (in_obj) {
         if (p < end && *p == ',') {
             p = skip_ws(p + 1, end);
             goto key;
@@ -535,8 +537,10 @@ after:
 close:
     tok[top].len = (uint32_t)(p + 1 - s) - tok[top].off;
     tok[top].next = nt;
-    if (--depth)
+    if (--depth) {
         top = stack[depth - 1];
+        in_obj = tok[top].type == JSONL_OBJECT;
+    }
     p++;
     goto after;
 

@@ -50,13 +50,16 @@ static inline uint64_t load8(const unsigned char *p)
 
 /* The high bit of each byte of x that would stop the string scan ('"',
  * '\\', < 0x20, >= 0x80).  Borrows can flag bytes above a flagged one, so
- * only the lowest flag is exact: that is the one used. */
+ * only the lowest flag is exact: that is the one used.  Below the lowest
+ * stop nothing borrows, so there a byte under 0x80 gets its high bit
+ * from q - 1 only when it is '"', from b - 1 only when '\\', from x - 0x20
+ * only when under 0x20; a byte of 0x80 or more gets it from q - 1 or
+ * b - 1 (both clear it only for q == b == 0x80, and q != b).  Three
+ * terms and no "& ~q" masks (13 -> 9 operations a word). */
 static inline uint64_t swar_str_stop(uint64_t x)
 {
     uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
-    return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x) |
-            x) &
-           HIGHS;
+    return ((q - ONES) | (b - ONES) | (x - ONES * 0x20)) & HIGHS;
 }
 
 /* The value of 8 ASCII digits (Lemire's "parsing eight digits"): pairs,

@@ -198,12 +198,14 @@ typedef struct type_def {
 
 #define TN(s) s, sizeof(s) - 1 /* a type's name and its length */
 
+/* Looked up in this order, one name compare each: the kernels, by far
+ * the most lines, first (fifth, they cost four compares more a line). */
 static const type_def types[] = {
+    { TN("kernel"), EV_KERNEL, SD, f_kernel },
     { TN("session"), EV_SESSION, SD | SS | SY, f_session },
     { TN("session_end"), EV_SESSION_END, SD | SS | SY, f_session_end },
     { TN("dict"), EV_DICT, SD | SS | SY, f_dict },
     { TN("loss"), EV_LOSS, SD | SS | SY, f_loss },
-    { TN("kernel"), EV_KERNEL, SD, f_kernel },
     { TN("memcpy"), EV_MEMCPY, SD, f_copy },
     { TN("memset"), EV_MEMSET, SD, f_copy },
     { TN("sync"), EV_SYNC, SD, f_copy },

@@ -52,10 +52,55 @@ static int prep(srv_store *s, sdb_stmt **st, const char *sql)
     return *st ? GPUFL_OK : sdb_prepare(s->w, sql, st);
 }
 
+/* The finest level written: with blocks on PostgreSQL, level 0 is
+ * computed from the calls when asked (store_sql_q_capi0.c). */
+static int capi_lv0(const srv_store *s)
+{
+    return s->kstore_blocks && s->capi0_query ? 1 : 0;
+}
+
+/* A run (sq_capirun: calls each within one bucket of the finest level
+ * written, so within one of every level, their whole time in it) into
+ * s->capi at its bucket of every level written.  The sums saturate and
+ * are of non-negative values, so the order they come in does not change
+ * a row. */
+static int capi_push(srv_store *s, const sq_capirun *r)
+{
+    rl_memo *memo = s->capi_memo[sq_memo_slot(r->tid)];
+    int lv0 = capi_lv0(s), fresh;
+    unsigned sh0 = rl_tl_shift(lv0);
+
+    for (int lv = lv0; lv < RL_TL_LEVELS; lv++) {
+        uint64_t k[4] = { (uint64_t)r->sess, (uint64_t)lv,
+                          r->b >> (rl_tl_shift(lv) - sh0), r->tid };
+        capi_b *v = rl_map_get_memo(&s->capi, &memo[lv], k, &fresh);
+        if (!v)
+            return GPUFL_EFULL;
+        v->n += r->n;
+        v->busy = rl_sat_add(v->busy, r->busy);
+    }
+    return GPUFL_OK;
+}
+
+static int capi_runs_flush(srv_store *s)
+{
+    for (int i = 0; i < SQ_MEMO_N; i++) {
+        sq_capirun *r = &s->capi_run[i];
+        int rc;
+        if (!r->used)
+            continue;
+        r->used = 0;
+        if ((rc = capi_push(s, r)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
 int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
 {
-    uint64_t ts, dur, end, tid;
-    int fresh, rc, lng;
+    uint64_t ts, dur, end, tid, b0;
+    int fresh, rc, lng, lv0;
+    unsigned sh0;
     rl_memo *memo;
 
     if (!call_of(e, &ts, &dur))
@@ -81,10 +126,26 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
     }
     /* with blocks on PostgreSQL, level 0 is computed from the calls when
      * asked (store_sql_q_capi0.c): not written (why: capi0_query) */
-    for (int lv = s->kstore_blocks && s->capi0_query ? 1 : 0; lv < RL_TL_LEVELS;
-         lv++) {
+    lv0 = capi_lv0(s);
+    sh0 = rl_tl_shift(lv0);
+    b0 = ts >> sh0;
+    if (!lng && (!dur || (end - 1) >> sh0 == b0)) {
+        /* within one bucket: onto its thread's run (sq_capirun) */
+        sq_capirun *r = &s->capi_run[sq_memo_slot(tid)];
+        if (!r->used || r->b != b0 || r->tid != tid || r->sess != sess) {
+            if (r->used && (rc = capi_push(s, r)) != 0)
+                return rc;
+            *r = (sq_capirun){ .sess = sess, .tid = tid, .b = b0, .used = 1 };
+        }
+        r->n++;
+        r->busy = rl_sat_add(r->busy, dur);
+        return GPUFL_OK;
+    }
+    for (int lv = lv0; lv < RL_TL_LEVELS; lv++) {
         unsigned sh = rl_tl_shift(lv);
-        uint64_t b0 = ts >> sh, b1 = dur ? (end - 1) >> sh : b0;
+        uint64_t b1;
+        b0 = ts >> sh;
+        b1 = dur ? (end - 1) >> sh : b0;
         if (lng)
             b1 = b0; /* its busy time: capi_long */
         for (uint64_t b = b0; b <= b1; b++) {
@@ -135,6 +196,8 @@ int sq_capi_flush(srv_store *s)
     const uint64_t *k;
     int rc;
 
+    if ((rc = capi_runs_flush(s)) != 0)
+        return rc;
     if (!s->capi.n)
         return GPUFL_OK;
     /* PostgreSQL: one COPY and one upsert, not a round trip a bucket (a

@@ -549,6 +549,9 @@ int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
     rl_map_clear(&s->sacc);
     rl_map_clear(&s->srl);
     rl_map_clear(&s->capi);
+    /* runs a failed group left open */
+    memset(s->tl_run, 0, sizeof(s->tl_run));
+    memset(s->capi_run, 0, sizeof(s->capi_run));
     for (size_t j = 0; j < nb; j++)
         b[j].r->accepted = b[j].r->duplicate = 0;
     rc = sdb_begin(s->w);

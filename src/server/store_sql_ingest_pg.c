@@ -378,6 +378,9 @@ static int pg_flush(srv_store *s)
     pg_writer *pw = s->wst;
     int rc = flush_pending(s);
 
+    /* the held kernels' rollups first, then the timeline's open runs */
+    if (!rc)
+        rc = sq_tl_runs_flush(s);
     return rc ? rc : sq_pg_roll_flush(s, &pw->cb, pw->kaget);
 }
 

@@ -210,7 +210,9 @@ static int lite_flush(srv_store *s)
     const uint64_t *k;
     int rc;
 
-    if ((rc = kq_flush(s)) != 0 || (rc = flush_kagg(s)) != 0)
+    /* the held kernels' rollups first, then the timeline's open runs */
+    if ((rc = kq_flush(s)) != 0 || (rc = sq_tl_runs_flush(s)) != 0 ||
+        (rc = flush_kagg(s)) != 0)
         return rc;
     for (size_t i = 0; i < s->tl.cap; i++) {
         sq_tl *t = rl_map_at(&s->tl, i, &k);

@@ -94,6 +94,29 @@ typedef struct sq_tl {
     uint64_t n, busy, top_name, top_dur;
 } sq_tl;
 
+/* A run of kernels of one lane that each lie within one bucket of the
+ * finest timeline level written (sq_acc_kernel): summed here, then added
+ * into s->tl at every level in one go when the lane's next kernel is in
+ * another bucket or the batch is flushed (sq_tl_runs_flush).  A kernel in
+ * one bucket of the finest level is in one bucket of every coarser one
+ * and adds its whole duration there, and the sums (saturating, of
+ * non-negative values) and the top (a maximum) do not depend on order,
+ * so the rows are the ones a kernel-by-kernel update gives. */
+typedef struct sq_tlrun {
+    int64_t sess;
+    uint64_t lane, b; /* b: bucket at the finest level written */
+    uint64_t n, busy, top_dur;
+    int64_t top_name;
+    int used;
+} sq_tlrun;
+
+/* The same for the API calls' summary (store_sql_capi.c), by thread. */
+typedef struct sq_capirun {
+    int64_t sess;
+    uint64_t tid, b, n, busy;
+    int used;
+} sq_capirun;
+
 /* srl (system samples per 60 s bucket, store_sql_rollup.c): for each of
  * the SRV_SYS_NFIELDS fields its min, max, sum and count (the table in
  * store_sql_schema.c, its statements in store_sql.c). */
@@ -211,6 +234,9 @@ struct srv_store {
 #define SQ_MEMO_N 16
     rl_memo tl_memo[SQ_MEMO_N][RL_TL_LEVELS];
     rl_memo capi_memo[SQ_MEMO_N][RL_TL_LEVELS];
+    /* the open run of each memo slot's lane / thread (sq_tlrun) */
+    sq_tlrun tl_run[SQ_MEMO_N];
+    sq_capirun capi_run[SQ_MEMO_N];
     rl_memo kscope_memo, sacc_memo;
     char sid_last[36]; /* the session sess_id gave last (store_sql_ingest.c) */
     int64_t sid_last_id;
@@ -709,6 +735,10 @@ static inline unsigned sq_memo_slot(uint64_t x)
  * and the session's kext heaps. */
 int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l);
+/* The batch's open timeline runs (sq_tlrun) into s->tl: before s->tl is
+ * read, after the last kernel of the group is counted.  GPUFL_EFULL when
+ * s->tl is full. */
+int sq_tl_runs_flush(srv_store *s);
 /* Adds a stored kagg row (its columns from c: n, total, min, max, sum_occ,
  * n_occ, regs, smem, hist) into an accumulator. */
 void sq_kagg_merge(sq_kagg *a, sdb_stmt *g, int c);

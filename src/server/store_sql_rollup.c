@@ -18,6 +18,88 @@
 
 /* ---- accumulation ---- */
 
+/* The top of a timeline bucket: the longest, of equally long ones the
+ * highest name id - the same whatever the order and batches kernels came
+ * in (store_sql_q_tl0.c computes level 0 from the kernels). */
+static void tl_top(sq_tl *t, uint64_t dur, int64_t name_id)
+{
+    if (dur > t->top_dur ||
+        (dur == t->top_dur && name_id > (int64_t)t->top_name)) {
+        t->top_dur = dur;
+        t->top_name = (uint64_t)name_id;
+    }
+}
+
+/* A run (sq_tlrun) into s->tl at its bucket of every level written. */
+static int tl_push(srv_store *s, const sq_tlrun *r)
+{
+    rl_memo *memo = s->tl_memo[sq_memo_slot(r->lane)];
+    int lv0 = s->kstore_blocks ? 1 : 0, fresh;
+    unsigned sh0 = rl_tl_shift(lv0);
+
+    for (int lv = lv0; lv < RL_TL_LEVELS; lv++) {
+        uint64_t tk[4] = { (uint64_t)r->sess, (uint64_t)lv, r->lane,
+                           r->b >> (rl_tl_shift(lv) - sh0) };
+        sq_tl *t = rl_map_get_memo(&s->tl, &memo[lv], tk, &fresh);
+        if (!t)
+            return GPUFL_EFULL;
+        t->n += r->n;
+        t->busy = rl_sat_add(t->busy, r->busy);
+        tl_top(t, r->top_dur, r->top_name);
+    }
+    return GPUFL_OK;
+}
+
+int sq_tl_runs_flush(srv_store *s)
+{
+    for (int i = 0; i < SQ_MEMO_N; i++) {
+        sq_tlrun *r = &s->tl_run[i];
+        int rc;
+        if (!r->used)
+            continue;
+        r->used = 0;
+        if ((rc = tl_push(s, r)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+/* A kernel over more than one bucket of level lv0: its busy time spread
+ * over each level's buckets it covers, or, past RL_TL_SPAN_MAX of them,
+ * all in its first. */
+static int tl_spread(srv_store *s, int64_t sess, const srv_ev *e,
+                     const sq_launch *l, int lv0)
+{
+    uint64_t end = e->ts + e->dur,
+             lane = e->dev << 32 | (e->stream & 0xffffffffu);
+    rl_memo *memo = s->tl_memo[sq_memo_slot(lane)];
+    int fresh;
+
+    for (int lv = lv0; lv < RL_TL_LEVELS; lv++) {
+        unsigned sh = rl_tl_shift(lv);
+        uint64_t b0 = e->ts >> sh, b1 = e->dur ? (end - 1) >> sh : b0;
+        int spread = b1 - b0 < RL_TL_SPAN_MAX;
+        if (!spread)
+            b1 = b0;
+        for (uint64_t b = b0; b <= b1; b++) {
+            uint64_t tk[4] = { (uint64_t)sess, (uint64_t)lv, lane, b };
+            uint64_t lo = b << sh, hi = (b + 1) << sh;
+            sq_tl *t = rl_map_get_memo(&s->tl, &memo[lv], tk, &fresh);
+            if (!t)
+                return GPUFL_EFULL;
+            if (b == b0)
+                t->n++;
+            if (!spread)
+                t->busy = rl_sat_add(t->busy, e->dur);
+            else
+                t->busy = rl_sat_add(t->busy, (end < hi ? end : hi) -
+                                                  (e->ts > lo ? e->ts : lo));
+            tl_top(t, e->dur, l->name_id);
+        }
+    }
+    return GPUFL_OK;
+}
+
 int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
                   const sq_launch *l)
 {
@@ -51,38 +133,29 @@ int sq_acc_kernel(srv_store *s, int64_t sess, const srv_ev *e,
         a->smem = l->smem;
     a->hist[rl_hist_bucket(e->dur)]++;
 
-    rl_memo *memo = s->tl_memo[sq_memo_slot(lane)];
-
     /* with blocks, level 0 is computed from the kernels when asked
      * (store_sql_q_tl0.c): not written */
-    for (int lv = s->kstore_blocks ? 1 : 0; lv < RL_TL_LEVELS; lv++) {
-        unsigned sh = rl_tl_shift(lv);
-        uint64_t b0 = e->ts >> sh, b1 = e->dur ? (end - 1) >> sh : b0;
-        int spread = b1 - b0 < RL_TL_SPAN_MAX;
-        if (!spread)
-            b1 = b0;
-        for (uint64_t b = b0; b <= b1; b++) {
-            uint64_t tk[4] = { (uint64_t)sess, (uint64_t)lv, lane, b };
-            uint64_t lo = b << sh, hi = (b + 1) << sh;
-            sq_tl *t = rl_map_get_memo(&s->tl, &memo[lv], tk, &fresh);
-            if (!t)
-                return GPUFL_EFULL;
-            if (b == b0)
-                t->n++;
-            if (!spread)
-                t->busy = rl_sat_add(t->busy, e->dur);
-            else
-                t->busy = rl_sat_add(t->busy, (end < hi ? end : hi) -
-                                                  (e->ts > lo ? e->ts : lo));
-            /* the longest, of equally long ones the highest name id:
-             * the same whatever the order and batches kernels came in
-             * (store_sql_q_tl0.c computes level 0 from the kernels) */
-            if (e->dur > t->top_dur ||
-                (e->dur == t->top_dur && l->name_id > (int64_t)t->top_name)) {
-                t->top_dur = e->dur;
-                t->top_name = (uint64_t)l->name_id;
-            }
+    int lv0 = s->kstore_blocks ? 1 : 0;
+    unsigned sh0 = rl_tl_shift(lv0);
+    uint64_t b0 = e->ts >> sh0;
+
+    if (!e->dur || (end - 1) >> sh0 == b0) {
+        /* within one bucket: onto its lane's run (sq_tlrun) */
+        sq_tlrun *r = &s->tl_run[sq_memo_slot(lane)];
+        if (!r->used || r->b != b0 || r->lane != lane || r->sess != sess) {
+            if (r->used && (rc = tl_push(s, r)) != 0)
+                return rc;
+            *r = (sq_tlrun){ .sess = sess, .lane = lane, .b = b0, .used = 1 };
         }
+        r->n++;
+        r->busy = rl_sat_add(r->busy, e->dur);
+        if (e->dur > r->top_dur ||
+            (e->dur == r->top_dur && l->name_id > r->top_name)) {
+            r->top_dur = e->dur;
+            r->top_name = l->name_id;
+        }
+    } else if ((rc = tl_spread(s, sess, e, l, lv0)) != 0) {
+        return rc;
     }
     if (e->scope) {
         uint64_t sk[4] = { (uint64_t)sess, e->scope, 0, 0 };

@@ -627,6 +627,57 @@ static void test_scan_boundaries(void)
     CHECK(ok);
 }
 
+/* Every byte value at every place of a string's first three scan words
+ * (and the short tail), with each kind of stop right after it: the first
+ * stop decides, whatever the one after it would borrow or flag. */
+static void test_scan_every_byte(void)
+{
+    static const char after[] = { 'a', '\x01', '"', '\\' };
+    char s[64];
+    int ok = 1;
+
+    for (size_t at = 0; at < 18; at++)
+        for (unsigned c = 0; c < 256; c++)
+            for (size_t t = 0; t < sizeof(after); t++) {
+                size_t n = 0, want_off = 0;
+                int want = GPUFL_EPARSE;
+                s[n++] = '"';
+                for (size_t i = 0; i < at; i++)
+                    s[n++] = 'a';
+                s[n++] = (char)c;
+                s[n++] = after[t];
+                for (size_t i = 0; i < 9; i++)
+                    s[n++] = 'b';
+                s[n++] = '"';
+                if (c < 0x20 || c >= 0x80) {
+                    /* control, or a UTF-8 byte with no continuation */
+                    want_off = 1 + at;
+                } else if (c == '"') {
+                    want_off = 2 + at; /* trailing characters */
+                } else if (c == '\\') {
+                    /* \a, \<0x01> invalid; \" and \\ escapes */
+                    if (after[t] == '"' || after[t] == '\\')
+                        want = GPUFL_OK;
+                    else
+                        want_off = 1 + at;
+                } else if (after[t] == 'a' || after[t] == '\\') {
+                    want = GPUFL_OK; /* the second: \b, an escape */
+                } else {
+                    /* a control, or trailing after an early quote */
+                    want_off = after[t] == '"' ? 3 + at : 2 + at;
+                }
+                if (parse_n(0, s, n) != want ||
+                    (want != GPUFL_OK && doc.err_off != want_off) ||
+                    (want == GPUFL_OK && toks[0].len != n - 2)) {
+                    if (ok)
+                        fprintf(stderr, "  byte 0x%02x at %zu, then 0x%02x\n",
+                                c, at, (unsigned char)after[t]);
+                    ok = 0;
+                }
+            }
+    CHECK(ok);
+}
+
 /* Integers of every length, against strtoull, with a delimiter at every
  * distance from the 8-byte scan's window. */
 static void test_number_lengths(void)
@@ -1193,6 +1244,7 @@ int main(void)
     RUN(test_i64);
     RUN(test_f64);
     RUN(test_scan_boundaries);
+    RUN(test_scan_every_byte);
     RUN(test_number_lengths);
     RUN(test_bool_null);
     RUN(test_structure_errors);

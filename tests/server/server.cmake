@@ -23,6 +23,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_igroup ${CMAKE_CURRENT_LIST_DIR}/test_srv_igroup.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_tlrun ${CMAKE_CURRENT_LIST_DIR}/test_srv_tlrun.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_ext_kth ${CMAKE_CURRENT_LIST_DIR}/test_srv_ext_kth.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kbcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kbcache.c
@@ -340,7 +342,7 @@ endif()
 
 # The store's own tests on PostgreSQL (a fresh database per store).
 if(TARGET test_srv_store AND GPUFL_PG_BINS)
-  foreach(t store gaps kb_plan igroup)
+  foreach(t store gaps kb_plan igroup tlrun)
     add_test(NAME server_pg_${t} COMMAND test_srv_${t})
     set_tests_properties(server_pg_${t} PROPERTIES TIMEOUT 300
       FIXTURES_REQUIRED server_pg

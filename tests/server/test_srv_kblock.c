@@ -710,8 +710,32 @@ static void test_rows(void)
     free(rows);
 }
 
+/* vlen (kblock_int.h): the LEB128 length of a value, for every bit
+ * length, against the byte loop that writes it. */
+static void test_vlen(void)
+{
+    int ok = 1;
+
+    for (int bits = 0; bits <= 64; bits++) {
+        uint64_t v = bits ? (uint64_t)1 << (bits - 1) : 0;
+        for (int k = 0; k < 3; k++) {
+            uint64_t x = k == 0 ? v : k == 1 ? v | (v >> 1) : (v << 1) - 1;
+            size_t n = 1;
+            for (uint64_t y = x; y >= 0x80; y >>= 7)
+                n++;
+            if (vlen(x) != n) {
+                fprintf(stderr, "  vlen(%llu) %zu, want %zu\n",
+                        (unsigned long long)x, vlen(x), n);
+                ok = 0;
+            }
+        }
+    }
+    CHECK(ok);
+}
+
 int main(void)
 {
+    RUN(test_vlen);
     enc = kblock_enc_new();
     dec = kblock_dec_new();
     ev = calloc(KB_MAX_EVENTS + 1, sizeof(*ev));
