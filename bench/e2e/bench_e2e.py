@@ -16,8 +16,8 @@ events (and the agent's alone).  A figure printer, not a test.
 Usage: bench_e2e.py [--paths http,kafka] [--rates 20000,50000,100000]
                     [--seconds 10] [--kernel-store rows|blocks]
 
---kernel-store is the server's (docs/server.md "Kernel blocks"): with
-blocks, the stored count and newest timestamp are read from the kernel
+--kernel-store is the server's (docs/server.md "Kernel blocks"; blocks by
+default, as the server's since issue 23): with blocks, the stored count and newest timestamp are read from the kernel
 rows and the kblocks index together.
 Environment: GPUFL_BIN_DIR (default build/bin).
 """
@@ -195,7 +195,7 @@ def main():
     ap.add_argument("--paths", default="http,kafka")
     ap.add_argument("--rates", default="20000,50000,100000")
     ap.add_argument("--seconds", type=float, default=10)
-    ap.add_argument("--kernel-store", default="rows",
+    ap.add_argument("--kernel-store", default="blocks",
                     choices=("rows", "blocks"))
     a = ap.parse_args()
     os.makedirs(st.TMP, exist_ok=True)

@@ -205,7 +205,7 @@ static const opt_def srv_opts[] = {
     { .name = "kernel-store",
       .type = OPT_ENUM,
       OPT_F_SINT(T, kernel_store),
-      .def = "rows",
+      .def = "blocks",
       .choices = "rows|blocks",
       .help = "kernels at rest: rows (one row each), or blocks (ingest "
               "writes each batch's kernels as compressed column blocks per "

@@ -114,6 +114,14 @@ STORED_SQL = " UNION ALL ".join(
                                           ("samples", 2))])
 
 
+# These checks read the kernels' rows, one per kernel (a kernel block
+# holds its kernels' seqs compressed, which SQL cannot list): every server
+# here runs --kernel-store=rows, not the default blocks (test_kblocks.py
+# runs kill -9 through ingest into blocks).
+ROWS = ["--kernel-store=rows"]
+ROWS_ENV = {"GPUFL_SERVER_KERNEL_STORE": "rows"}
+
+
 def stored_count(srv):
     return sum(int(srv.sql("SELECT count(*) FROM %s" % t)[0][0])
                for t in ("lines", "kernels", "ops", "scopes", "sass",
@@ -169,7 +177,7 @@ class Demo(unittest.TestCase):
                               "--dir", root, "--token", TOKEN, "--steps", "40",
                               "--pause", "1", "--duration", "300"] + gpu,
                              stdout=out, stderr=subprocess.STDOUT,
-                             env=st.clean_env())
+                             env=st.clean_env(ROWS_ENV))
         srv = st.Server.__new__(st.Server)  # only for req()/get()
         srv.port, srv.token = port, TOKEN
         try:
@@ -276,7 +284,7 @@ class Demo(unittest.TestCase):
             self.assertIn("stopped;", f.read())
         # nothing lost: ship what the stop left unshipped, then compare
         srv = st.Server(os.path.join(root, "data"), admin=TOKEN,
-                        args=["--listen", "127.0.0.1:%d" % port])
+                        args=["--listen", "127.0.0.1:%d" % port] + ROWS)
         try:
             subprocess.run(agent_cmd(os.path.join(root, "logs"), srv.port,
                                      os.path.join(root, "agent.cursor"))
@@ -579,7 +587,7 @@ class Restart(unittest.TestCase):
         data = os.path.join(root, "data")
         cursor = os.path.join(root, "agent.cursor")
         port = free_port()
-        listen = ["--listen", "127.0.0.1:%d" % port]
+        listen = ["--listen", "127.0.0.1:%d" % port] + ROWS
         srv = st.Server(data, admin=TOKEN, args=listen)
         agent_out = open(os.path.join(root, "agent.out"), "a")
 
@@ -695,7 +703,8 @@ class Fleet(unittest.TestCase):
             args.append("--no-s3")
         out = st.child_output(os.path.join(root, "fleet.out"))
         p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                             env=st.clean_env({"GPUFL_BIN_DIR": BIN}))
+                             env=st.clean_env(dict(ROWS_ENV,
+                                                   GPUFL_BIN_DIR=BIN)))
         try:
             envf = os.path.join(root, "fleet.env")
             # radosgw alone may take ceph_up.sh's 2 x 120 s on a loaded

@@ -188,9 +188,24 @@ def clean_env(extra=None):
 
 PG_URI_FILE = os.environ.get("GPUFL_TEST_PG_URI_FILE")
 # Arguments added to every server's command line (a run of the HTTP suite
-# with --kernel-store=blocks, docs/server.md "Kernel blocks"); with them,
+# with --kernel-store=rows, docs/server.md "Kernel blocks"); with them,
 # GPUFL_SERVER_KB_RUN passes through too.
 SERVER_ARGS = os.environ.get("GPUFL_TEST_SERVER_ARGS", "").split()
+
+
+def kernel_store(args=()):
+    """The --kernel-store a server started with SERVER_ARGS + args runs:
+    the last one given (a later option wins), else the default, blocks
+    (src/server/config.c).  The tests that check where the kernels are at
+    rest compare with it, so arguments that do not reach the server fail
+    them."""
+    store, argv = "blocks", SERVER_ARGS + list(args)
+    for i, a in enumerate(argv):
+        if a.startswith("--kernel-store="):
+            store = a.split("=", 1)[1]
+        elif a == "--kernel-store" and i + 1 < len(argv):
+            store = argv[i + 1]
+    return store
 
 
 def pg_base():

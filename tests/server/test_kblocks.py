@@ -41,6 +41,9 @@ import srvtest as T
 import test_timeline as TL
 
 BLOCKS = ["--kernel-store", "blocks", "--kernel-compact-interval", "1s"]
+# the reference store these tests compare blocks with: blocks are the
+# default, so a rows server says so
+ROWS = ["--kernel-store", "rows"]
 
 
 def count(srv, q):
@@ -87,7 +90,9 @@ def lines(g, st, lo, hi):
 
 
 class Base(TL.Base):
-    pass
+    def server(self, name="data", args=(), **kw):
+        """A rows server unless args say blocks (a later option wins)."""
+        return super().server(name, ROWS + list(args), **kw)
 
 
 class Blocks(Base):
@@ -1629,7 +1634,7 @@ class Crash(Base):
             self.assertEqual(r["accepted"], 0)
         srv.stop()
         # rows: nothing compacts; the queries read rows and blocks
-        srv = T.Server(d)
+        srv = T.Server(d, ROWS)
         self.servers.append(srv)
         nb = count(srv, "SELECT count(*) FROM kblocks")
         for sid, seqs in want.items():
@@ -2019,11 +2024,11 @@ class Counts(Base):
         while any(per):
             batches.append(rnd.choice([m for m in per if m]).pop())
         # rows, killed at random while it ingests (and replays)
-        srv = T.Server(d)
+        srv = T.Server(d, ROWS)
         self.servers.append(srv)
         cuts = 0
         for i, body in enumerate(batches):
-            srv, cut = post_killed(srv, body, rnd, [], None, d, self.servers)
+            srv, cut = post_killed(srv, body, rnd, ROWS, None, d, self.servers)
             cuts += cut
             if i % 7 == 3:  # an older batch again: all duplicates
                 r = srv.ingest_ok("device", batches[rnd.randrange(i + 1)])

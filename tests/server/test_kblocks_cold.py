@@ -78,7 +78,7 @@ def sessions(rnd, n=3):
     return KM.sessions(rnd, n, 4500)
 
 
-class Cold(TL.Base):
+class Cold(KB.Base):
     @classmethod
     def setUpClass(cls):
         cls.ceph = tempfile.mkdtemp(prefix="ceph.", dir=T.TMP)

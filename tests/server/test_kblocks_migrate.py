@@ -92,7 +92,7 @@ def answers(srv, g):
     return out
 
 
-class Migrate(TL.Base):
+class Migrate(KB.Base):
     def migrate(self, d, db_args, env=None, kill_when=None):
         """gpufl-server migrate; with kill_when, kill -9 as soon as it
         returns true (polled every 20 ms while migrate runs)."""
@@ -129,7 +129,7 @@ class Migrate(TL.Base):
 
         # the previous version's answers, from its rows (the server opens
         # it, migrates the schema, compacts nothing: --kernel-store=rows)
-        srv = T.Server(d)
+        srv = T.Server(d, KB.ROWS)
         self.servers.append(srv)
         before = [answers(srv, g) for g in gens]
         self.assertEqual(KB.count(srv, "SELECT count(*) FROM kblocks"), 0)

@@ -68,11 +68,11 @@ class Query(Base):
 
     @classmethod
     def wait_compacted(cls):
-        """GPUFL_TEST_KB_COMPACTED (server.cmake's *_kb_http_QueryCompacted,
+        """GPUFL_TEST_KB_COMPACTED (server.cmake's *_http_QueryCompacted,
         with --kernel-compact-interval=1s): the tests read the blocks the
         compactor merged, not ingest's small ones (which the other run of
         the class reads: it starts before the compactor's first pass)."""
-        assert "--kernel-store=blocks" in T.SERVER_ARGS, T.SERVER_ARGS
+        assert T.kernel_store() == "blocks", T.SERVER_ARGS
         # ingest writes a block per batch and stream: train's, sent 700
         # lines a batch, hold 700 kernels at most until merged
         q = ("SELECT count(*), (SELECT max(n) FROM kblocks WHERE sess=(SELECT"
@@ -110,12 +110,15 @@ class Query(Base):
         return out
 
     def test_kernel_store(self):
-        """The kernels are at rest where the suite's store puts them: a run
-        with --kernel-store=blocks (GPUFL_TEST_SERVER_ARGS, server.cmake's
-        server_kb_* entries) tests blocks, not rows by mistake."""
+        """The kernels are at rest where the suite's store puts them: the
+        default run tests blocks, and a run with --kernel-store=rows
+        (GPUFL_TEST_SERVER_ARGS, server.cmake's server_rows_* entries)
+        tests rows, not the default by mistake."""
         rows, blocks = self.srv.sql("SELECT (SELECT count(*) FROM kernels),"
                                     " (SELECT count(*) FROM kblocks)")[0]
-        if "--kernel-store=blocks" in T.SERVER_ARGS:
+        store = T.kernel_store()
+        self.assertIn(store, ("rows", "blocks"))
+        if store == "blocks":
             self.assertEqual((rows, blocks != "0"), ("0", True))
         else:
             self.assertEqual((rows != "0", blocks), (True, "0"))
@@ -1175,8 +1178,8 @@ class Retention(Base):
                          len(a.streams["device"].of("kernel")))
         ids = [r[0] for r in srv.sql("SELECT id FROM sessions")]
         self.assertEqual(len(ids), 1)
-        # the kernels' tables of both stores (rows, and
-        # --kernel-store=blocks: GPUFL_TEST_SERVER_ARGS), all created by
+        # the kernels' tables of both stores (blocks, the default, and
+        # --kernel-store=rows: GPUFL_TEST_SERVER_ARGS), all created by
         # the migrations whatever the store
         tables = ["lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls",
                   "samples", "kagg", "tl", "kscope", "klong", "kblocks",
