@@ -9,7 +9,11 @@ Restart:  server, agent and workload killed with SIGKILL in turn while a
 
 The expected data always comes from the log files, read by the independent
 reader tests/client/gpufl_logs.py; the stored data from the server's own
-database (sqlite3 / psql), not from gpufl's code.
+database (sqlite3 / psql), not from gpufl's code, except the kernels: they
+are paged through the query API (kid = seq), which reads kernel rows and
+blocks alike, so the servers run the default store (blocks; a block holds
+its seqs compressed, out of SQL's reach), and the count of kernels at rest
+(rows + kblocks.n) must equal the logged ones too.
 
 Environment: GPUFL_BIN_DIR, GPUFL_TEST_TMP (as the server tests).
 """
@@ -103,41 +107,64 @@ def wait_for(cond, timeout, what, step=0.2):
     raise AssertionError("timed out after %ds waiting for %s" % (timeout, what))
 
 
-# Every stored line, whatever table its type went to (docs/server.md):
-# lines keeps the types without a table of their own, with their stream
-# (and verdict lines, which the verdicts table repeats for queries).
+# Every stored line but the kernels, whatever table its type went to
+# (docs/server.md): lines keeps the types without a table of their own,
+# with their stream (and verdict lines, which the verdicts table repeats
+# for queries).
 STORED_SQL = " UNION ALL ".join(
     ["SELECT s.sid, l.st, l.seq FROM lines l JOIN sessions s ON s.id = l.sess"]
     + ["SELECT s.sid, %d, t.seq FROM %s t JOIN sessions s ON s.id = t.sess"
-       % (stn, table) for table, stn in (("kernels", 0), ("ops", 0),
-                                          ("scopes", 1), ("sass", 1),
-                                          ("samples", 2))])
+       % (stn, table) for table, stn in (("ops", 0), ("scopes", 1),
+                                          ("sass", 1), ("samples", 2))])
 
 
-# These checks read the kernels' rows, one per kernel (a kernel block
-# holds its kernels' seqs compressed, which SQL cannot list): every server
-# here runs --kernel-store=rows, not the default blocks (test_kblocks.py
-# runs kill -9 through ingest into blocks).
-ROWS = ["--kernel-store=rows"]
-ROWS_ENV = {"GPUFL_SERVER_KERNEL_STORE": "rows"}
-
-
-def stored_count(srv):
-    return sum(int(srv.sql("SELECT count(*) FROM %s" % t)[0][0])
+def stored_count(db):
+    """Lines stored, kernels in either store: rows (kernels) or blocks
+    (kblocks.n, the kernels a block holds)."""
+    return sum(int(db.sql("SELECT count(*) FROM %s" % t)[0][0])
                for t in ("lines", "kernels", "ops", "scopes", "sass",
-                         "samples"))
+                         "samples")) + \
+        int(db.sql("SELECT coalesce(sum(n), 0) FROM kblocks")[0][0])
 
 
-def stored_seqs(srv):
-    """{(sid, stream_no): sorted list of seq} from the server's lines table,
-    plus the number of rows (so a duplicate would show)."""
-    rows = srv.sql(STORED_SQL)
+def stored_kids(api, sid):
+    """The kernel ids (= device seqs, docs/api.md) of a session as the
+    server answers them, page after page: its own read path, which reads
+    kernel rows and blocks alike (a block holds its seqs compressed, out
+    of SQL's reach), so these checks run whatever store the server runs."""
+    return [k["kid"] for k in st.page_all(api, "/api/v1/sessions/%s/kernels"
+                                          % sid)]
+
+
+def stored_seqs(db, api):
+    """{(sid, stream_no): sorted list of seq} stored: the kernels through
+    api's kernel pages, the other lines from db's tables; plus the number
+    of rows and kernels returned (so a duplicate would show)."""
+    rows = db.sql(STORED_SQL)
     got = {}
     for sid, stn, seq in rows:
         got.setdefault((sid, int(stn)), []).append(int(seq))
+    n = len(rows)
+    for (sid,) in db.sql("SELECT sid FROM sessions"):
+        kids = stored_kids(api, sid)
+        n += len(kids)
+        if kids:
+            got.setdefault((sid, 0), []).extend(kids)
     for k in got:
         got[k].sort()
-    return got, len(rows)
+    return got, n
+
+
+def assert_store(t, db, args=()):
+    """The kernels are at rest where the run's store puts them
+    (srvtest.kernel_store: blocks unless the arguments say rows), so the
+    checks above ran that store and not another by mistake."""
+    rows, blocks = (int(x) for x in db.sql(
+        "SELECT (SELECT count(*) FROM kernels), (SELECT count(*) FROM kblocks)")[0])
+    if st.kernel_store(args) == "blocks":
+        t.assertEqual((rows, blocks > 0), (0, True))
+    else:
+        t.assertEqual((rows > 0, blocks), (True, 0))
 
 
 def logged_seqs(log_dir):
@@ -177,7 +204,7 @@ class Demo(unittest.TestCase):
                               "--dir", root, "--token", TOKEN, "--steps", "40",
                               "--pause", "1", "--duration", "300"] + gpu,
                              stdout=out, stderr=subprocess.STDOUT,
-                             env=st.clean_env(ROWS_ENV))
+                             env=st.clean_env())
         srv = st.Server.__new__(st.Server)  # only for req()/get()
         srv.port, srv.token = port, TOKEN
         try:
@@ -284,16 +311,19 @@ class Demo(unittest.TestCase):
             self.assertIn("stopped;", f.read())
         # nothing lost: ship what the stop left unshipped, then compare
         srv = st.Server(os.path.join(root, "data"), admin=TOKEN,
-                        args=["--listen", "127.0.0.1:%d" % port] + ROWS)
+                        args=["--listen", "127.0.0.1:%d" % port])
         try:
             subprocess.run(agent_cmd(os.path.join(root, "logs"), srv.port,
                                      os.path.join(root, "agent.cursor"))
                            + ["--once"], env=agent_env(), check=True,
                            timeout=120, stdout=subprocess.DEVNULL)
             want, _ = logged_seqs(os.path.join(root, "logs"))
-            got, nrows = stored_seqs(srv)
+            got, nrows = stored_seqs(srv, srv)
             self.assertEqual(got, want)
-            self.assertEqual(nrows, sum(len(v) for v in want.values()))
+            total = sum(len(v) for v in want.values())
+            self.assertEqual(nrows, total)
+            self.assertEqual(stored_count(srv), total)  # stored once
+            assert_store(self, srv)
         finally:
             srv.stop()
 
@@ -587,7 +617,7 @@ class Restart(unittest.TestCase):
         data = os.path.join(root, "data")
         cursor = os.path.join(root, "agent.cursor")
         port = free_port()
-        listen = ["--listen", "127.0.0.1:%d" % port] + ROWS
+        listen = ["--listen", "127.0.0.1:%d" % port]
         srv = st.Server(data, admin=TOKEN, args=listen)
         agent_out = open(os.path.join(root, "agent.out"), "a")
 
@@ -635,15 +665,17 @@ class Restart(unittest.TestCase):
             total = sum(len(v) for v in want.values())
             wait_for(lambda: stored() >= total, 90, "every logged line stored")
             time.sleep(1.0)                   # nothing more must arrive
-            got, nrows = stored_seqs(srv)
-            self.assertEqual(nrows, total)    # no duplicates
+            got, nrows = stored_seqs(srv, srv)
+            self.assertEqual(nrows, total)    # no duplicates answered
+            self.assertEqual(stored_count(srv), total)  # nor stored
+            assert_store(self, srv, listen)
             self.assertEqual(got, want)       # no loss, same lines
-            # the derived tables agree with the lines
+            # the kernels are answered as kernels (from their table or
+            # blocks), not only kept as lines
             for sid, sess in sessions.items():
-                k = srv.sql("SELECT count(*) FROM kernels k JOIN sessions s "
-                            "ON s.id = k.sess WHERE s.sid = '%s'" % sid)
-                self.assertEqual(int(k[0][0]),
-                                 len(sess.streams["device"].of("kernel")))
+                self.assertEqual(
+                    sorted(stored_kids(srv, sid)),
+                    sorted(e["seq"] for e in sess.streams["device"].of("kernel")))
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -703,8 +735,7 @@ class Fleet(unittest.TestCase):
             args.append("--no-s3")
         out = st.child_output(os.path.join(root, "fleet.out"))
         p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                             env=st.clean_env(dict(ROWS_ENV,
-                                                   GPUFL_BIN_DIR=BIN)))
+                             env=st.clean_env({"GPUFL_BIN_DIR": BIN}))
         try:
             envf = os.path.join(root, "fleet.env")
             # radosgw alone may take ceph_up.sh's 2 x 120 s on a loaded
@@ -738,12 +769,13 @@ class Fleet(unittest.TestCase):
             wait_for(lambda: stored_count(db) >= total, 120,
                      "every line through Kafka into PostgreSQL")
             time.sleep(2)
-            got, nrows = stored_seqs(db)
-            self.assertEqual(nrows, total)   # exactly once
-            self.assertEqual(got, want)
             # the surviving server answers for all sessions
             srv = st.Server.__new__(st.Server)
             srv.port, srv.token = port + 1, TOKEN
+            got, nrows = stored_seqs(db, srv)
+            self.assertEqual(nrows, total)   # exactly once
+            self.assertEqual(stored_count(db), total)
+            self.assertEqual(got, want)
             items = srv.get("/api/v1/sessions?limit=100")["items"]
             self.assertEqual({s["id"] for s in items}, {k[0] for k in want})
             if s3:
