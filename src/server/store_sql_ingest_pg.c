@@ -8,8 +8,9 @@
  * duplicate (the common case: an agent sends in order), else into the
  * staging table kstage and moved by one INSERT ... SELECT whose RETURNING
  * names the new rows.  The rollups are merged the same way (COPY into a
- * staging table, one upsert: store_sql_roll_pg.c), kext changes go in multi-row statements and
- * a memory profile's stacks in one COPY.  The staging tables are
+ * staging table, one upsert: store_sql_roll_pg.c), kext changes in a
+ * statement per (sess, side) with the keys as arrays, and a memory
+ * profile's stacks in one COPY.  The staging tables are
  * session-local and emptied at each commit.
  *
  * Several servers may write one database: each batch takes an advisory
@@ -50,7 +51,7 @@ typedef struct pg_writer {
     rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
     sdb_stmt *kmerge; /* kstage -> kernels, RETURNING */
     sdb_stmt *kaget;  /* the stored kagg rows of a batch */
-    /* a full chunk of kext keys: insert; delete from kext, kxrow */
+    /* kext keys as arrays: insert; delete from kext, kxrow */
     sdb_stmt *kxput, *kxdel[2];
     gbuf cb;    /* COPY rows being built, capped at SQ_COPY_MAX */
     int staged; /* kstage filled in this transaction */
@@ -386,17 +387,38 @@ static int pg_flush(srv_store *s)
 
 /* ---- kext ---- */
 
-/* Keys per chunk of an INSERT or DELETE statement: a round trip per key
- * would cost more than the rest of the batch.  A full chunk goes through
- * a statement prepared once per connection (its text parsed and planned
- * once, not for every chunk); the last, shorter one of a run is built
- * with integer literals. */
-#define EXT_CHUNK 256
-#define EXT_SQL_MAX (EXT_CHUNK * 64 + 256)
+/* A batch's kext changes go as a statement per (sess, side) and table for
+ * the keys leaving and one for those entering, each key list bound as
+ * bigint[] literals and joined through unnest: the statements are
+ * prepared once per connection, whatever the number of keys.  Chunks of
+ * 256 keys as parameters (before) cost a round trip each, and each
+ * delete chunk read the whole (sess, side) range of kext or kxrow - the
+ * planner hashed the range, SQ_EXT_K keys and their dead versions, and
+ * probed it with the chunk's keys (docs/server.md "kext changes in one
+ * statement").
+ * EXT_ARR_MAX keys per statement at most bounds the literals' size. */
+#define EXT_ARR_MAX 65536
 
-static const char ext_ins_head[] =
-    "INSERT INTO kext(sess, side, dur, seq) VALUES ";
-static const char ext_ins_tail[] = " ON CONFLICT DO NOTHING";
+/* Each key found by its own probe of the primary key (the LIMIT keeps
+ * the lateral subquery from being flattened into a join), the rows then
+ * deleted by their ctids.  A join with the keys left the plan to the
+ * planner: a hash of the whole (sess, side) range (12 ms a statement at
+ * 4k rows, custom plans) or, before ANALYZE had seen kext and with
+ * "(dur, seq) IN (VALUES ...)", a nested loop comparing every row with
+ * every key (200 ms).  The probes cost the same with any statistics and
+ * either plan mode: ~4 us a key. */
+#define EXT_DEL_SQL(t)                                                         \
+    "DELETE FROM " t " WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM"              \
+    " unnest(?::bigint[], ?::bigint[]) v(d, s) CROSS JOIN LATERAL"             \
+    " (SELECT ctid FROM " t " k WHERE k.sess=? AND k.side=? AND k.dur=v.d"     \
+    " AND k.seq=v.s LIMIT 1) x))"
+static const char *const ext_del_sql[2] = { EXT_DEL_SQL("kext"),
+                                            EXT_DEL_SQL("kxrow") };
+
+static const char ext_ins_sql[] =
+    "INSERT INTO kext(sess, side, dur, seq) SELECT * FROM"
+    " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
+    " ON CONFLICT DO NOTHING";
 
 static int del_cmp(const void *a, const void *b)
 {
@@ -406,105 +428,66 @@ static int del_cmp(const void *a, const void *b)
     return x->side - y->side;
 }
 
-/* The statement for n keys of one (sess, side) leaving table: ? for
- * every value when prep, else e's literals.  A join with the keys, not
- * "(dur, seq) IN (VALUES ...)": before ANALYZE has seen kext, the planner
- * made the latter a nested loop comparing every row with every key
- * (200 ms a statement at 4k rows). */
-static void del_sql(char *sql, const char *table, const sq_ext_row *e, size_t n,
-                    int prep)
+/* Column c of the n keys e (0 sess, 1 side, 2 dur, 3 seq) as a bigint[]
+ * literal "{v,v,...}" bound to parameter i; cb is scratch. */
+static int bind_col(sdb_stmt *st, int i, gbuf *cb, const sq_ext_row *e,
+                    size_t n, int c)
 {
-    size_t len = (size_t)snprintf(sql, EXT_SQL_MAX,
-                                  "DELETE FROM %s k USING (VALUES ", table);
-    for (size_t i = 0; i < n; i++)
-        len += prep
-                   ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len, "%s(?,?)",
-                                      i ? "," : "")
-                   : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                      "%s(%lld,%lld)", i ? "," : "",
-                                      (long long)e[i].dur, (long long)e[i].seq);
-    if (prep)
-        snprintf(sql + len, EXT_SQL_MAX - len,
-                 ") v(d, s) WHERE k.sess=?%zu AND k.side=?%zu AND k.dur=v.d"
-                 " AND k.seq=v.s",
-                 2 * n + 1, 2 * n + 2);
-    else
-        snprintf(sql + len, EXT_SQL_MAX - len,
-                 ") v(d, s) WHERE k.sess=%lld AND k.side=%d AND k.dur=v.d AND"
-                 " k.seq=v.s",
-                 (long long)e->sess, e->side);
+    gbuf_reset(cb);
+    if (gbuf_grow(cb, n * (SQ_CB_COL + 1) + 3))
+        return cb->err;
+    cb->p[cb->len++] = '{';
+    for (size_t j = 0; j < n; j++) {
+        int64_t v = c == 0   ? e[j].sess
+                    : c == 1 ? e[j].side
+                    : c == 2 ? e[j].dur
+                             : e[j].seq;
+        sq_cb_i(cb, v, ',');
+    }
+    if (n)
+        cb->len--;
+    cb->p[cb->len++] = '}';
+    qbind_str(st, i, (srv_str){ cb->p, cb->len });
+    return GPUFL_OK;
 }
 
-static void ins_sql(char *sql, const sq_ext_row *e, size_t n, int prep)
+/* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow;
+ * one (sess, side)) or, t -1, inserted into kext. */
+static int ext_run(srv_store *s, int t, const sq_ext_row *e, size_t n)
 {
-    size_t len = (size_t)snprintf(sql, EXT_SQL_MAX, "%s", ext_ins_head);
-    for (size_t i = 0; i < n; i++)
-        len += prep
-                   ? (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                      "%s(?,?,?,?)", i ? "," : "")
-                   : (size_t)snprintf(sql + len, EXT_SQL_MAX - len,
-                                      "%s(%lld,%d,%lld,%lld)", i ? "," : "",
-                                      (long long)e[i].sess, e[i].side,
-                                      (long long)e[i].dur, (long long)e[i].seq);
-    snprintf(sql + len, EXT_SQL_MAX - len, "%s", ext_ins_tail);
-}
-
-/* One chunk of n keys e: deleted from table t (0: kext, 1: kxrow; one
- * (sess, side)) or, t -1, inserted into kext. */
-static int ext_chunk(srv_store *s, char *sql, int t, const sq_ext_row *e,
-                     size_t n)
-{
-    static const char *const tbl[2] = { "kext", "kxrow" };
     pg_writer *pw = s->wst;
     sdb_stmt **st = t < 0 ? &pw->kxput : &pw->kxdel[t];
-    int p = 1;
+    int rc = GPUFL_OK;
 
     if (!n)
         return GPUFL_OK;
-    if (n < EXT_CHUNK) {
-        if (t < 0)
-            ins_sql(sql, e, n, 0);
-        else
-            del_sql(sql, tbl[t], e, n, 0);
-        return sdb_exec(s->w, sql);
+    if (!*st && sdb_prepare(s->w, t < 0 ? ext_ins_sql : ext_del_sql[t], st))
+        return GPUFL_EINTERNAL;
+    if (t < 0) {
+        for (int c = 0; c < 4 && !rc; c++)
+            rc = bind_col(*st, c + 1, &pw->cb, e, n, c);
+    } else {
+        for (int c = 0; c < 2 && !rc; c++)
+            rc = bind_col(*st, c + 1, &pw->cb, e, n, c + 2);
+        qbind_i64(*st, 3, e->sess);
+        qbind_i64(*st, 4, e->side);
     }
-    if (!*st) {
-        if (t < 0)
-            ins_sql(sql, e, n, 1);
-        else
-            del_sql(sql, tbl[t], e, n, 1);
-        if (sdb_prepare(s->w, sql, st))
-            return GPUFL_EINTERNAL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (t < 0) {
-            qbind_i64(*st, p++, e[i].sess);
-            qbind_i64(*st, p++, e[i].side);
-        }
-        qbind_i64(*st, p++, e[i].dur);
-        qbind_i64(*st, p++, e[i].seq);
-    }
-    if (t >= 0) {
-        qbind_i64(*st, p++, e->sess);
-        qbind_i64(*st, p++, e->side);
-    }
-    return qrun(*st);
+    return rc ? rc : qrun(*st);
 }
 
 /* The keys leaving table t, grouped by (sess, side): each statement reads
  * one key range. */
-static int ext_deletes(srv_store *s, char *sql, const sq_ext_row *del,
-                       size_t ndel, int t)
+static int ext_deletes(srv_store *s, const sq_ext_row *del, size_t ndel, int t)
 {
     int rc = GPUFL_OK;
 
     for (size_t i = 0, j; i < ndel && !rc; i = j) {
         for (j = i + 1;
-             j < ndel && j - i < EXT_CHUNK && del[j].sess == del[i].sess &&
+             j < ndel && j - i < EXT_ARR_MAX && del[j].sess == del[i].sess &&
              del[j].side == del[i].side;
              j++)
             ;
-        rc = ext_chunk(s, sql, t, &del[i], j - i);
+        rc = ext_run(s, t, &del[i], j - i);
     }
     return rc;
 }
@@ -512,22 +495,18 @@ static int ext_deletes(srv_store *s, char *sql, const sq_ext_row *del,
 static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
                    const sq_ext_row *put, size_t nput)
 {
-    char *sql = malloc(EXT_SQL_MAX);
     int rc;
 
-    if (!sql)
-        return GPUFL_ENOMEM;
     if (ndel)
         qsort(del, ndel, sizeof(*del), del_cmp);
-    rc = ext_deletes(s, sql, del, ndel, 0);
+    rc = ext_deletes(s, del, ndel, 0);
     /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
      * are */
     if (!rc && s->kstore_blocks)
-        rc = ext_deletes(s, sql, del, ndel, 1);
-    for (size_t i = 0; i < nput && !rc; i += EXT_CHUNK)
-        rc = ext_chunk(s, sql, -1, &put[i],
-                       nput - i < EXT_CHUNK ? nput - i : EXT_CHUNK);
-    free(sql);
+        rc = ext_deletes(s, del, ndel, 1);
+    for (size_t i = 0; i < nput && !rc; i += EXT_ARR_MAX)
+        rc = ext_run(s, -1, &put[i],
+                     nput - i < EXT_ARR_MAX ? nput - i : EXT_ARR_MAX);
     return rc;
 }
 
