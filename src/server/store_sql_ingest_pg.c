@@ -9,8 +9,8 @@
  * staging table kstage and moved by one INSERT ... SELECT whose RETURNING
  * names the new rows.  The rollups are merged the same way (COPY into a
  * staging table, one upsert: store_sql_roll_pg.c), kext changes in a
- * statement per (sess, side) with the keys as arrays, and a memory
- * profile's stacks in one COPY.  The staging tables are
+ * statement per table with the keys as arrays, and a memory profile's
+ * stacks in one COPY.  The staging tables are
  * session-local and emptied at each commit.
  *
  * Several servers may write one database: each batch takes an advisory
@@ -387,15 +387,14 @@ static int pg_flush(srv_store *s)
 
 /* ---- kext ---- */
 
-/* A batch's kext changes go as a statement per (sess, side) and table for
- * the keys leaving and one for those entering, each key list bound as
- * bigint[] literals and joined through unnest: the statements are
- * prepared once per connection, whatever the number of keys.  Chunks of
- * 256 keys as parameters (before) cost a round trip each, and each
- * delete chunk read the whole (sess, side) range of kext or kxrow - the
- * planner hashed the range, SQ_EXT_K keys and their dead versions, and
- * probed it with the chunk's keys (docs/server.md "kext changes in one
- * statement").
+/* A batch's kext changes go as one statement for the keys leaving each
+ * table and one for those entering kext, the keys bound as bigint[]
+ * literals and read through unnest: the statements are prepared once per
+ * connection, whatever the number of keys.  Chunks of 256 keys as
+ * parameters (before) cost a round trip each, and each delete chunk read
+ * the whole (sess, side) range of kext or kxrow - the planner hashed the
+ * range, SQ_EXT_K keys and their dead versions, and probed it with the
+ * chunk's keys (docs/server.md "kext changes in one statement").
  * EXT_ARR_MAX keys per statement at most bounds the literals' size. */
 #define EXT_ARR_MAX 65536
 
@@ -406,12 +405,14 @@ static int pg_flush(srv_store *s)
  * 4k rows, custom plans) or, before ANALYZE had seen kext and with
  * "(dur, seq) IN (VALUES ...)", a nested loop comparing every row with
  * every key (200 ms).  The probes cost the same with any statistics and
- * either plan mode: ~4 us a key. */
+ * either plan mode, ~4 us a key, so keys of any sessions and sides can
+ * share a statement. */
 #define EXT_DEL_SQL(t)                                                         \
     "DELETE FROM " t " WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM"              \
-    " unnest(?::bigint[], ?::bigint[]) v(d, s) CROSS JOIN LATERAL"             \
-    " (SELECT ctid FROM " t " k WHERE k.sess=? AND k.side=? AND k.dur=v.d"     \
-    " AND k.seq=v.s LIMIT 1) x))"
+    " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"              \
+    " v(a, b, d, s) CROSS JOIN LATERAL (SELECT ctid FROM " t " k"              \
+    " WHERE k.sess=v.a AND k.side=v.b AND k.dur=v.d AND k.seq=v.s"             \
+    " LIMIT 1) x))"
 static const char *const ext_del_sql[2] = { EXT_DEL_SQL("kext"),
                                             EXT_DEL_SQL("kxrow") };
 
@@ -419,14 +420,6 @@ static const char ext_ins_sql[] =
     "INSERT INTO kext(sess, side, dur, seq) SELECT * FROM"
     " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
     " ON CONFLICT DO NOTHING";
-
-static int del_cmp(const void *a, const void *b)
-{
-    const sq_ext_row *x = a, *y = b;
-    if (x->sess != y->sess)
-        return x->sess < y->sess ? -1 : 1;
-    return x->side - y->side;
-}
 
 /* Column c of the n keys e (0 sess, 1 side, 2 dur, 3 seq) as a bigint[]
  * literal "{v,v,...}" bound to parameter i; cb is scratch. */
@@ -451,8 +444,8 @@ static int bind_col(sdb_stmt *st, int i, gbuf *cb, const sq_ext_row *e,
     return GPUFL_OK;
 }
 
-/* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow;
- * one (sess, side)) or, t -1, inserted into kext. */
+/* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow)
+ * or, t -1, inserted into kext. */
 static int ext_run(srv_store *s, int t, const sq_ext_row *e, size_t n)
 {
     pg_writer *pw = s->wst;
@@ -463,51 +456,32 @@ static int ext_run(srv_store *s, int t, const sq_ext_row *e, size_t n)
         return GPUFL_OK;
     if (!*st && sdb_prepare(s->w, t < 0 ? ext_ins_sql : ext_del_sql[t], st))
         return GPUFL_EINTERNAL;
-    if (t < 0) {
-        for (int c = 0; c < 4 && !rc; c++)
-            rc = bind_col(*st, c + 1, &pw->cb, e, n, c);
-    } else {
-        for (int c = 0; c < 2 && !rc; c++)
-            rc = bind_col(*st, c + 1, &pw->cb, e, n, c + 2);
-        qbind_i64(*st, 3, e->sess);
-        qbind_i64(*st, 4, e->side);
-    }
+    for (int c = 0; c < 4 && !rc; c++)
+        rc = bind_col(*st, c + 1, &pw->cb, e, n, c);
     return rc ? rc : qrun(*st);
 }
 
-/* The keys leaving table t, grouped by (sess, side): each statement reads
- * one key range. */
-static int ext_deletes(srv_store *s, const sq_ext_row *del, size_t ndel, int t)
+/* The n keys e leaving table t (-1: entering kext), EXT_ARR_MAX a
+ * statement. */
+static int ext_all(srv_store *s, int t, const sq_ext_row *e, size_t n)
 {
     int rc = GPUFL_OK;
 
-    for (size_t i = 0, j; i < ndel && !rc; i = j) {
-        for (j = i + 1;
-             j < ndel && j - i < EXT_ARR_MAX && del[j].sess == del[i].sess &&
-             del[j].side == del[i].side;
-             j++)
-            ;
-        rc = ext_run(s, t, &del[i], j - i);
-    }
+    for (size_t i = 0; i < n && !rc; i += EXT_ARR_MAX)
+        rc = ext_run(s, t, &e[i], n - i < EXT_ARR_MAX ? n - i : EXT_ARR_MAX);
     return rc;
 }
 
 static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
                    const sq_ext_row *put, size_t nput)
 {
-    int rc;
+    int rc = ext_all(s, 0, del, ndel);
 
-    if (ndel)
-        qsort(del, ndel, sizeof(*del), del_cmp);
-    rc = ext_deletes(s, del, ndel, 0);
     /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
      * are */
     if (!rc && s->kstore_blocks)
-        rc = ext_deletes(s, del, ndel, 1);
-    for (size_t i = 0; i < nput && !rc; i += EXT_ARR_MAX)
-        rc = ext_run(s, -1, &put[i],
-                     nput - i < EXT_ARR_MAX ? nput - i : EXT_ARR_MAX);
-    return rc;
+        rc = ext_all(s, 1, del, ndel);
+    return rc ? rc : ext_all(s, -1, put, nput);
 }
 
 /* ---- memory profiles ---- */
