@@ -7,9 +7,9 @@
  * sent by one binary COPY: straight into kernels when none can be a
  * duplicate (the common case: an agent sends in order), else into the
  * staging table kstage and moved by one INSERT ... SELECT whose RETURNING
- * names the new rows.  The rollups are merged the same way (COPY into a
- * staging table, one upsert: store_sql_roll_pg.c), kext changes in a
- * statement per table with the keys as arrays, and a memory profile's
+ * names the new rows.  The rollups are merged by one upsert each
+ * from arrays (store_sql_roll_pg.c), kext changes in a statement per
+ * table with the keys as arrays, and a memory profile's
  * stacks in one COPY.  The staging tables are
  * session-local and emptied at each commit.
  *
@@ -50,7 +50,9 @@ typedef struct pg_writer {
     size_t npend;
     rl_map pend_idx;  /* (sess, seq) -> 1 + first index in pend */
     sdb_stmt *kmerge; /* kstage -> kernels, RETURNING */
-    sdb_stmt *kaget;  /* the stored kagg rows of a batch */
+    /* the stored kagg rows of a batch; the kagg, tl and kscope upserts
+     * from arrays (sq_pg_roll_flush) */
+    sdb_stmt *roll[4];
     /* kext keys as arrays: insert; delete from kext, kxrow */
     sdb_stmt *kxput, *kxdel[2];
     gbuf cb;    /* COPY rows being built, capped at SQ_COPY_MAX */
@@ -63,9 +65,6 @@ typedef struct pg_writer {
 static const char pg_setup_writer[] =
     SQ_PG_SETUP ";"
                 "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE tlstage (LIKE tl) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE ksstage (LIKE kscope) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE kastage (LIKE kagg) ON COMMIT DELETE ROWS;"
                 "CREATE TEMP TABLE capistage (LIKE capi) ON COMMIT DELETE ROWS";
 
 /* ---- COPY rows ---- */
@@ -382,7 +381,7 @@ static int pg_flush(srv_store *s)
     /* the held kernels' rollups first, then the timeline's open runs */
     if (!rc)
         rc = sq_tl_runs_flush(s);
-    return rc ? rc : sq_pg_roll_flush(s, &pw->cb, pw->kaget);
+    return rc ? rc : sq_pg_roll_flush(s, &pw->cb, pw->roll);
 }
 
 /* ---- kext ---- */
@@ -519,9 +518,42 @@ static int pg_setup(srv_store *s)
     return sdb_exec(s->w, SQ_PG_SETUP);
 }
 
+/* The kagg, tl and kscope upserts (sq_pg_roll_flush): their rows as one array
+ * literal a column, in the tables' column order, and the row-at-a-time
+ * statements' ON CONFLICT clauses, so both databases merge alike. */
+static const char kagg_put_head[] =
+    "INSERT INTO kagg SELECT * FROM unnest(?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::double precision[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::bytea[])";
+/* tl's rows split by the lane's highest stored bucket (m, a probe per
+ * (sess, lvl, lane)): those above it are new and go by a plain INSERT,
+ * the rest - a few per batch, the buckets the last batch left open - by
+ * the upsert.  ON CONFLICT costs each row a probe of the primary key
+ * before its insert, ~20 % of the statement when nearly every row is new
+ * (docs/server.md "Rollup upserts from arrays").  The split is exact
+ * because only ingest inserts into tl and batches take turns (the
+ * advisory lock); were a row there after all, the plain INSERT would fail
+ * the batch (retried), not count twice. */
+static const char tl_put_head[] =
+    "WITH v AS MATERIALIZED (SELECT * FROM unnest(?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::bigint[]) v(sess, lvl, lane, b, n, busy, top_name, top_dur)),"
+    " h AS MATERIALIZED (SELECT g.sess, g.lvl, g.lane, (SELECT max(t.b)"
+    " FROM tl t WHERE t.sess=g.sess AND t.lvl=g.lvl AND t.lane=g.lane) m"
+    " FROM (SELECT DISTINCT sess, lvl, lane FROM v) g),"
+    " w AS (INSERT INTO tl SELECT v.* FROM v JOIN h USING (sess, lvl, lane)"
+    " WHERE h.m IS NULL OR v.b > h.m)"
+    " INSERT INTO tl SELECT v.* FROM v JOIN h USING (sess, lvl, lane)"
+    " WHERE v.b <= h.m";
+static const char kscope_put_head[] =
+    "INSERT INTO kscope SELECT * FROM unnest(?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[])";
+
 static int pg_open(srv_store *s, char *eb, size_t ec)
 {
     pg_writer *pw = calloc(1, sizeof(*pw));
+    char kasql[1024], tlsql[1024], kssql[1024];
     int rc;
 
     if (!pw)
@@ -531,13 +563,22 @@ static int pg_open(srv_store *s, char *eb, size_t ec)
     rl_map_init(&pw->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
     if (!(pw->pend = calloc(SQ_PEND_MAX, sizeof(*pw->pend))))
         return GPUFL_ENOMEM;
+    snprintf(kasql, sizeof(kasql), "%s%s", kagg_put_head,
+             strstr(sq_wsql[WS_KAGG_PUT], " ON CONFLICT"));
+    snprintf(tlsql, sizeof(tlsql), "%s%s", tl_put_head,
+             strstr(sq_wsql[WS_TL], " ON CONFLICT"));
+    snprintf(kssql, sizeof(kssql), "%s%s", kscope_put_head,
+             strstr(sq_wsql[WS_KSCOPE], " ON CONFLICT"));
     if ((rc = sdb_exec(s->w, pg_setup_writer)) != 0 ||
+        (rc = sdb_prepare(s->w, kasql, &pw->roll[1])) != 0 ||
+        (rc = sdb_prepare(s->w, tlsql, &pw->roll[2])) != 0 ||
+        (rc = sdb_prepare(s->w, kssql, &pw->roll[3])) != 0 ||
         (rc = sdb_prepare(s->w,
                           "SELECT k.sess, k.name_id, n, total, min, max,"
                           " sum_occ, n_occ, regs, smem, hist FROM kagg k"
                           " JOIN unnest(?::bigint[], ?::bigint[])"
                           " AS u(us, un) ON k.sess=u.us AND k.name_id=u.un",
-                          &pw->kaget)) != 0 ||
+                          &pw->roll[0])) != 0 ||
         (rc = sdb_prepare(s->w,
                           "INSERT INTO kernels SELECT * FROM kstage"
                           " ON CONFLICT DO NOTHING RETURNING sess, seq",
@@ -555,7 +596,8 @@ static void pg_close(srv_store *s)
     if (!pw)
         return;
     sdb_finalize(pw->kmerge);
-    sdb_finalize(pw->kaget);
+    for (int i = 0; i < 4; i++)
+        sdb_finalize(pw->roll[i]);
     sdb_finalize(pw->kxput);
     sdb_finalize(pw->kxdel[0]);
     sdb_finalize(pw->kxdel[1]);

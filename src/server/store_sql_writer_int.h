@@ -81,9 +81,12 @@ void sq_cb_i(struct gbuf *b, int64_t v, char sep);
  * nothing when cb is empty. */
 int sq_pg_merge_sql(srv_store *s, struct gbuf *cb, const char *stage,
                     const char *dst, const char *ws_sql);
-/* The batch's kernel aggregates (kaget: the stored rows of the batch's
- * keys, store_sql_ingest_pg.c prepares it), timeline buckets and per-scope
- * totals, each in one COPY through cb and one upsert. */
-int sq_pg_roll_flush(srv_store *s, struct gbuf *cb, sdb_stmt *kaget);
+/* The batch's kernel aggregates, timeline buckets and per-scope totals,
+ * cb the scratch.  st (store_sql_ingest_pg.c prepares them): the stored
+ * kagg rows of the batch's keys, merged here; then the kagg, tl and
+ * kscope upserts, each an INSERT ... SELECT FROM unnest of one array
+ * literal a column plus the row-at-a-time statement's ON CONFLICT
+ * clause. */
+int sq_pg_roll_flush(srv_store *s, struct gbuf *cb, sdb_stmt *const st[4]);
 
 #endif
