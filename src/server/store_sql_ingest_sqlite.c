@@ -34,8 +34,9 @@ typedef struct kq_row {
 typedef struct lite_writer {
     kq_row kq[SQ_KGROUP]; /* new kernels, not yet written */
     size_t nkq;
-    rl_map khigh;   /* sess -> highest kernel seq stored or in kq */
-    sdb_stmt *kgrp; /* SQ_KGROUP kernels in one INSERT */
+    rl_map khigh;    /* sess -> highest kernel seq stored or in kq */
+    sdb_stmt *kgrp;  /* SQ_KGROUP kernels in one INSERT */
+    sdb_stmt *tlgrp; /* SQ_UPGROUP tl rows in one upsert */
     /* PRAGMA data_version, and its value at this writer's last batch:
      * another process committed in between when it differs, and khigh
      * may be behind what is stored */
@@ -207,27 +208,35 @@ static int flush_kagg(srv_store *s)
 
 static int lite_flush(srv_store *s)
 {
+    lite_writer *lw = s->wst;
     const uint64_t *k;
+    uint64_t row[SQ_UPGROUP * 8];
+    size_t nv;
     int rc;
 
     /* the held kernels' rollups first, then the timeline's open runs */
     if ((rc = kq_flush(s)) != 0 || (rc = sq_tl_runs_flush(s)) != 0 ||
         (rc = flush_kagg(s)) != 0)
         return rc;
+    /* SQ_UPGROUP rows a statement (store_sql_upgroup.c) */
+    nv = 0;
     for (size_t i = 0; i < s->tl.cap; i++) {
         sq_tl *t = rl_map_at(&s->tl, i, &k);
-        sdb_stmt *st = s->ws[WS_TL];
         if (!t)
             continue;
-        for (int j = 0; j < 4; j++)
-            qbind_u64(st, j + 1, k[j]);
-        qbind_u64(st, 5, t->n);
-        qbind_u64(st, 6, t->busy);
-        qbind_u64(st, 7, t->top_name);
-        qbind_u64(st, 8, t->top_dur);
-        if ((rc = qrun(st)) != 0)
-            return rc;
+        memcpy(&row[nv * 8], k, 4 * sizeof(uint64_t));
+        row[nv * 8 + 4] = t->n;
+        row[nv * 8 + 5] = t->busy;
+        row[nv * 8 + 6] = t->top_name;
+        row[nv * 8 + 7] = t->top_dur;
+        if (++nv == SQ_UPGROUP) {
+            if ((rc = sq_upgroup_run(lw->tlgrp, s->ws[WS_TL], row, nv, 8)) != 0)
+                return rc;
+            nv = 0;
+        }
     }
+    if ((rc = sq_upgroup_run(lw->tlgrp, s->ws[WS_TL], row, nv, 8)) != 0)
+        return rc;
     for (size_t i = 0; i < s->kscope.cap; i++) {
         uint64_t *v = rl_map_at(&s->kscope, i, &k);
         sdb_stmt *st = s->ws[WS_KSCOPE];
@@ -375,7 +384,8 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
                                 i ? "," : "");
     snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
     if ((rc = sdb_prepare(s->w, sql, &lw->kgrp)) != 0 ||
-        (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0) {
+        (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0 ||
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_TL], 8, &lw->tlgrp)) != 0) {
         snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
         return rc;
     }
@@ -402,6 +412,7 @@ static void lite_close(srv_store *s)
     if (!lw)
         return;
     sdb_finalize(lw->kgrp);
+    sdb_finalize(lw->tlgrp);
     sdb_finalize(lw->dver);
     for (int t = 0; t < 2; t++)
         for (int d = 0; d < 2; d++)
