@@ -37,6 +37,7 @@ typedef struct lite_writer {
     rl_map khigh;    /* sess -> highest kernel seq stored or in kq */
     sdb_stmt *kgrp;  /* SQ_KGROUP kernels in one INSERT */
     sdb_stmt *tlgrp; /* SQ_UPGROUP tl rows in one upsert */
+    sdb_stmt *ksgrp; /* ... and kscope rows */
     /* PRAGMA data_version, and its value at this writer's last batch:
      * another process committed in between when it differs, and khigh
      * may be behind what is stored */
@@ -237,19 +238,23 @@ static int lite_flush(srv_store *s)
     }
     if ((rc = sq_upgroup_run(lw->tlgrp, s->ws[WS_TL], row, nv, 8)) != 0)
         return rc;
+    nv = 0;
     for (size_t i = 0; i < s->kscope.cap; i++) {
         uint64_t *v = rl_map_at(&s->kscope, i, &k);
-        sdb_stmt *st = s->ws[WS_KSCOPE];
         if (!v)
             continue;
-        qbind_u64(st, 1, k[0]);
-        qbind_u64(st, 2, k[1]);
-        qbind_u64(st, 3, v[0]);
-        qbind_u64(st, 4, v[1]);
-        if ((rc = qrun(st)) != 0)
-            return rc;
+        row[nv * 4] = k[0];
+        row[nv * 4 + 1] = k[1];
+        row[nv * 4 + 2] = v[0];
+        row[nv * 4 + 3] = v[1];
+        if (++nv == SQ_UPGROUP) {
+            if ((rc = sq_upgroup_run(lw->ksgrp, s->ws[WS_KSCOPE], row, nv,
+                                     4)) != 0)
+                return rc;
+            nv = 0;
+        }
     }
-    return GPUFL_OK;
+    return sq_upgroup_run(lw->ksgrp, s->ws[WS_KSCOPE], row, nv, 4);
 }
 
 /* One prepared statement per key (an IN (VALUES ...) list made SQLite
@@ -385,7 +390,9 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
     snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
     if ((rc = sdb_prepare(s->w, sql, &lw->kgrp)) != 0 ||
         (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0 ||
-        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_TL], 8, &lw->tlgrp)) != 0) {
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_TL], 8, &lw->tlgrp)) != 0 ||
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_KSCOPE], 4, &lw->ksgrp)) !=
+            0) {
         snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
         return rc;
     }
@@ -413,6 +420,7 @@ static void lite_close(srv_store *s)
         return;
     sdb_finalize(lw->kgrp);
     sdb_finalize(lw->tlgrp);
+    sdb_finalize(lw->ksgrp);
     sdb_finalize(lw->dver);
     for (int t = 0; t < 2; t++)
         for (int d = 0; d < 2; d++)

@@ -559,7 +559,7 @@ extern const char *const sq_wsql[WS_N];
  * ncol (<= SQ_UPGROUP_COLS) values.  sq_upgroup_run: nrow rows of ncol
  * values each in v, whole groups through grp and the rest through one
  * (sql1's statement). */
-#define SQ_UPGROUP 16
+#define SQ_UPGROUP 64
 #define SQ_UPGROUP_COLS 8
 int sq_upgroup_prepare(sdb *db, const char *sql1, int ncol, sdb_stmt **out);
 int sq_upgroup_run(sdb_stmt *grp, sdb_stmt *one, const uint64_t *v, size_t nrow,

@@ -1,15 +1,18 @@
 /*
  * store_sql_upgroup.c - a rollup's upserts on SQLite in groups of
- * SQ_UPGROUP rows a statement (tl, capi: a few hundred rows a batch).
+ * SQ_UPGROUP rows a statement (tl, capi, kscope: a few hundred rows a
+ * batch each).
  *
- * SQLite's work for one upserted row is a seek in the table's b-tree,
- * the merge and the insert; around it, each statement run also pays for
- * sqlite3_step's start and end (the transaction check, a cursor opened
- * and closed, the statement reset): about a third of a row's ~8 000
- * instructions there.  A statement of SQ_UPGROUP rows (a VALUES list,
- * ON CONFLICT applied row by row as for one) pays that once a group.
- * The rows are the same: a batch's map holds each key once, so no two
- * rows of a group meet the same stored row.
+ * A row's upsert is a seek in the table's b-tree (a second one and a
+ * delete when the row is there), then the insert: most of its ~9 000
+ * instructions, whatever the statement.  Around it each run of a
+ * statement pays for sqlite3_step's start and end and the reset; a
+ * VALUES list of SQ_UPGROUP rows, ON CONFLICT applied row by row as for
+ * one, pays them once a group: ~1 300 fewer instructions a row at 64
+ * (16: ~750 on capi, ~150 on tl; 256: no better than 64, more rows left
+ * to go one by one; docs/server.md).  The rows are the same: a batch's
+ * map holds each key once, so no two rows of a group meet the same
+ * stored row.
  */
 #include "store_sql_int.h"
 
@@ -21,7 +24,7 @@
 int sq_upgroup_prepare(sdb *db, const char *sql1, int ncol, sdb_stmt **out)
 {
     /* sql1 is "INSERT INTO t VALUES(?,...,?) ON CONFLICT ..." */
-    char sql[4096];
+    char sql[8192];
     const char *v = strstr(sql1, "VALUES("), *tail;
     size_t len;
 
