@@ -34,10 +34,11 @@ typedef struct kq_row {
 typedef struct lite_writer {
     kq_row kq[SQ_KGROUP]; /* new kernels, not yet written */
     size_t nkq;
-    rl_map khigh;    /* sess -> highest kernel seq stored or in kq */
-    sdb_stmt *kgrp;  /* SQ_KGROUP kernels in one INSERT */
-    sdb_stmt *tlgrp; /* SQ_UPGROUP tl rows in one upsert */
-    sdb_stmt *ksgrp; /* ... and kscope rows */
+    rl_map khigh;     /* sess -> highest kernel seq stored or in kq */
+    sdb_stmt *kgrp;   /* SQ_KGROUP kernels in one INSERT */
+    sdb_stmt *tlgrp;  /* SQ_UPGROUP tl rows in one upsert */
+    sdb_stmt *ksgrp;  /* ... and kscope rows */
+    sdb_stmt *extgrp; /* ... and kext keys coming in */
     /* PRAGMA data_version, and its value at this writer's last batch:
      * another process committed in between when it differs, and khigh
      * may be behind what is stored */
@@ -315,8 +316,18 @@ static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
             qbind_i64(st, 3, cut[i].seq);
             rc = qrun(st);
         }
-    for (i = 0; i < nput && !rc; i++)
-        rc = key_step(s, WS_EXT_PUT, &put[i]);
+    /* the keys coming in, SQ_UPGROUP a statement (store_sql_upgroup.c) */
+    for (i = 0; i < nput && !rc; i += SQ_UPGROUP) {
+        uint64_t row[SQ_UPGROUP * 4];
+        size_t n = nput - i < SQ_UPGROUP ? nput - i : SQ_UPGROUP;
+        for (size_t j = 0; j < n; j++) {
+            row[j * 4] = (uint64_t)put[i + j].sess;
+            row[j * 4 + 1] = (uint64_t)put[i + j].side;
+            row[j * 4 + 2] = (uint64_t)put[i + j].dur;
+            row[j * 4 + 3] = (uint64_t)put[i + j].seq;
+        }
+        rc = sq_upgroup_run(lw->extgrp, s->ws[WS_EXT_PUT], row, n, 4);
+    }
     return rc;
 }
 
@@ -392,6 +403,8 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
         (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0 ||
         (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_TL], 8, &lw->tlgrp)) != 0 ||
         (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_KSCOPE], 4, &lw->ksgrp)) !=
+            0 ||
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_EXT_PUT], 4, &lw->extgrp)) !=
             0) {
         snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
         return rc;
@@ -421,6 +434,7 @@ static void lite_close(srv_store *s)
     sdb_finalize(lw->kgrp);
     sdb_finalize(lw->tlgrp);
     sdb_finalize(lw->ksgrp);
+    sdb_finalize(lw->extgrp);
     sdb_finalize(lw->dver);
     for (int t = 0; t < 2; t++)
         for (int d = 0; d < 2; d++)
