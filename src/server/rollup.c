@@ -269,18 +269,28 @@ static int get_varint(const unsigned char *p, size_t n, size_t *i, uint64_t *v)
     return -1;
 }
 
+_Static_assert(RL_HIST_N % 8 == 0, "rl_hist_encode reads eight at a time");
+
 size_t rl_hist_encode(const uint64_t *h, unsigned char *out)
 {
     size_t n = 0;
     uint32_t next = 0;
 
     out[n++] = RL_HIST_TAG;
-    for (uint32_t b = 0; b < RL_HIST_N; b++) {
-        if (!h[b])
+    /* a name's durations fill a few dozen of the 1024 buckets: the empty
+     * ones are passed eight at a time (~8 500 instructions a name and
+     * batch for the scan one by one) */
+    for (uint32_t g = 0; g < RL_HIST_N; g += 8) {
+        if (!(h[g] | h[g + 1] | h[g + 2] | h[g + 3] | h[g + 4] | h[g + 5] |
+              h[g + 6] | h[g + 7]))
             continue;
-        n += put_varint(out + n, b - next);
-        n += put_varint(out + n, h[b]);
-        next = b + 1;
+        for (uint32_t b = g; b < g + 8; b++) {
+            if (!h[b])
+                continue;
+            n += put_varint(out + n, b - next);
+            n += put_varint(out + n, h[b]);
+            next = b + 1;
+        }
     }
     if (n == RL_HIST_N * sizeof(uint64_t)) {
         /* the dense form's length: one pad byte keeps them apart */

@@ -207,21 +207,27 @@ int sq_capi_flush(srv_store *s)
         return s->wr->merge(s, "capistage", "capi", capi_put_sql, capi_rows);
     if ((rc = prep(s, &s->capi_put, capi_put_sql)) != 0)
         return rc;
+    if (!s->capi_put_grp &&
+        (rc = sq_upgroup_prepare(s->w, capi_put_sql, 6, &s->capi_put_grp)) != 0)
+        return rc;
+    /* SQ_UPGROUP rows a statement (store_sql_upgroup.c) */
+    uint64_t v[SQ_UPGROUP * 6];
+    size_t nv = 0;
     for (size_t i = 0; i < s->capi.cap; i++) {
-        capi_b *v = rl_map_at(&s->capi, i, &k);
-        sdb_stmt *st = s->capi_put;
-        if (!v)
+        capi_b *b = rl_map_at(&s->capi, i, &k);
+        if (!b)
             continue;
-        qbind_u64(st, 1, k[0]);
-        qbind_u64(st, 2, k[1]);
-        qbind_u64(st, 3, k[2]);
-        qbind_u64(st, 4, k[3]);
-        qbind_u64(st, 5, v->n);
-        qbind_u64(st, 6, v->busy);
-        if ((rc = qrun(st)) != 0)
-            return rc;
+        memcpy(&v[nv * 6], k, 4 * sizeof(uint64_t));
+        v[nv * 6 + 4] = b->n;
+        v[nv * 6 + 5] = b->busy;
+        if (++nv == SQ_UPGROUP) {
+            if ((rc = sq_upgroup_run(s->capi_put_grp, s->capi_put, v, nv, 6)) !=
+                0)
+                return rc;
+            nv = 0;
+        }
     }
-    return GPUFL_OK;
+    return sq_upgroup_run(s->capi_put_grp, s->capi_put, v, nv, 6);
 }
 
 void sq_capi_init(srv_store *s)
@@ -232,7 +238,8 @@ void sq_capi_init(srv_store *s)
 void sq_capi_release(srv_store *s)
 {
     sdb_finalize(s->capi_put);
+    sdb_finalize(s->capi_put_grp);
     sdb_finalize(s->capi_long_put);
-    s->capi_put = s->capi_long_put = NULL;
+    s->capi_put = s->capi_long_put = s->capi_put_grp = NULL;
     rl_map_release(&s->capi);
 }

@@ -34,8 +34,11 @@ typedef struct kq_row {
 typedef struct lite_writer {
     kq_row kq[SQ_KGROUP]; /* new kernels, not yet written */
     size_t nkq;
-    rl_map khigh;   /* sess -> highest kernel seq stored or in kq */
-    sdb_stmt *kgrp; /* SQ_KGROUP kernels in one INSERT */
+    rl_map khigh;     /* sess -> highest kernel seq stored or in kq */
+    sdb_stmt *kgrp;   /* SQ_KGROUP kernels in one INSERT */
+    sdb_stmt *tlgrp;  /* SQ_UPGROUP tl rows in one upsert */
+    sdb_stmt *ksgrp;  /* ... and kscope rows */
+    sdb_stmt *extgrp; /* ... and kext keys coming in */
     /* PRAGMA data_version, and its value at this writer's last batch:
      * another process committed in between when it differs, and khigh
      * may be behind what is stored */
@@ -207,40 +210,52 @@ static int flush_kagg(srv_store *s)
 
 static int lite_flush(srv_store *s)
 {
+    lite_writer *lw = s->wst;
     const uint64_t *k;
+    uint64_t row[SQ_UPGROUP * 8];
+    size_t nv;
     int rc;
 
     /* the held kernels' rollups first, then the timeline's open runs */
     if ((rc = kq_flush(s)) != 0 || (rc = sq_tl_runs_flush(s)) != 0 ||
         (rc = flush_kagg(s)) != 0)
         return rc;
+    /* SQ_UPGROUP rows a statement (store_sql_upgroup.c) */
+    nv = 0;
     for (size_t i = 0; i < s->tl.cap; i++) {
         sq_tl *t = rl_map_at(&s->tl, i, &k);
-        sdb_stmt *st = s->ws[WS_TL];
         if (!t)
             continue;
-        for (int j = 0; j < 4; j++)
-            qbind_u64(st, j + 1, k[j]);
-        qbind_u64(st, 5, t->n);
-        qbind_u64(st, 6, t->busy);
-        qbind_u64(st, 7, t->top_name);
-        qbind_u64(st, 8, t->top_dur);
-        if ((rc = qrun(st)) != 0)
-            return rc;
+        memcpy(&row[nv * 8], k, 4 * sizeof(uint64_t));
+        row[nv * 8 + 4] = t->n;
+        row[nv * 8 + 5] = t->busy;
+        row[nv * 8 + 6] = t->top_name;
+        row[nv * 8 + 7] = t->top_dur;
+        if (++nv == SQ_UPGROUP) {
+            if ((rc = sq_upgroup_run(lw->tlgrp, s->ws[WS_TL], row, nv, 8)) != 0)
+                return rc;
+            nv = 0;
+        }
     }
+    if ((rc = sq_upgroup_run(lw->tlgrp, s->ws[WS_TL], row, nv, 8)) != 0)
+        return rc;
+    nv = 0;
     for (size_t i = 0; i < s->kscope.cap; i++) {
         uint64_t *v = rl_map_at(&s->kscope, i, &k);
-        sdb_stmt *st = s->ws[WS_KSCOPE];
         if (!v)
             continue;
-        qbind_u64(st, 1, k[0]);
-        qbind_u64(st, 2, k[1]);
-        qbind_u64(st, 3, v[0]);
-        qbind_u64(st, 4, v[1]);
-        if ((rc = qrun(st)) != 0)
-            return rc;
+        row[nv * 4] = k[0];
+        row[nv * 4 + 1] = k[1];
+        row[nv * 4 + 2] = v[0];
+        row[nv * 4 + 3] = v[1];
+        if (++nv == SQ_UPGROUP) {
+            if ((rc = sq_upgroup_run(lw->ksgrp, s->ws[WS_KSCOPE], row, nv,
+                                     4)) != 0)
+                return rc;
+            nv = 0;
+        }
     }
-    return GPUFL_OK;
+    return sq_upgroup_run(lw->ksgrp, s->ws[WS_KSCOPE], row, nv, 4);
 }
 
 /* One prepared statement per key (an IN (VALUES ...) list made SQLite
@@ -301,8 +316,18 @@ static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
             qbind_i64(st, 3, cut[i].seq);
             rc = qrun(st);
         }
-    for (i = 0; i < nput && !rc; i++)
-        rc = key_step(s, WS_EXT_PUT, &put[i]);
+    /* the keys coming in, SQ_UPGROUP a statement (store_sql_upgroup.c) */
+    for (i = 0; i < nput && !rc; i += SQ_UPGROUP) {
+        uint64_t row[SQ_UPGROUP * 4];
+        size_t n = nput - i < SQ_UPGROUP ? nput - i : SQ_UPGROUP;
+        for (size_t j = 0; j < n; j++) {
+            row[j * 4] = (uint64_t)put[i + j].sess;
+            row[j * 4 + 1] = (uint64_t)put[i + j].side;
+            row[j * 4 + 2] = (uint64_t)put[i + j].dur;
+            row[j * 4 + 3] = (uint64_t)put[i + j].seq;
+        }
+        rc = sq_upgroup_run(lw->extgrp, s->ws[WS_EXT_PUT], row, n, 4);
+    }
     return rc;
 }
 
@@ -375,7 +400,12 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
                                 i ? "," : "");
     snprintf(sql + len, sizeof(sql) - len, " ON CONFLICT DO NOTHING");
     if ((rc = sdb_prepare(s->w, sql, &lw->kgrp)) != 0 ||
-        (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0) {
+        (rc = sdb_prepare(s->w, "PRAGMA data_version", &lw->dver)) != 0 ||
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_TL], 8, &lw->tlgrp)) != 0 ||
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_KSCOPE], 4, &lw->ksgrp)) !=
+            0 ||
+        (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_EXT_PUT], 4, &lw->extgrp)) !=
+            0) {
         snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
         return rc;
     }
@@ -402,6 +432,9 @@ static void lite_close(srv_store *s)
     if (!lw)
         return;
     sdb_finalize(lw->kgrp);
+    sdb_finalize(lw->tlgrp);
+    sdb_finalize(lw->ksgrp);
+    sdb_finalize(lw->extgrp);
     sdb_finalize(lw->dver);
     for (int t = 0; t < 2; t++)
         for (int d = 0; d < 2; d++)

@@ -250,6 +250,7 @@ struct srv_store {
     int gq_leader;
     uint64_t ing_commits, ing_batches;
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
+    sdb_stmt *capi_put_grp;             /* SQLite: SQ_UPGROUP rows */
     /* the batch writer (sq_writer, chosen by the database) and its own
      * state; the batch's outcome while it is written */
     const struct sq_writer *wr;
@@ -551,6 +552,18 @@ void sq_kb_read_release(srv_store *s);
 
 /* The writer's statements, by WS_* (store_sql.c). */
 extern const char *const sq_wsql[WS_N];
+
+/* A rollup's upserts on SQLite, SQ_UPGROUP rows a statement
+ * (store_sql_upgroup.c).  sq_upgroup_prepare: sql1, a one-row
+ * "INSERT INTO t VALUES(?,...) ON CONFLICT ...", over SQ_UPGROUP rows of
+ * ncol (<= SQ_UPGROUP_COLS) values.  sq_upgroup_run: nrow rows of ncol
+ * values each in v, whole groups through grp and the rest through one
+ * (sql1's statement). */
+#define SQ_UPGROUP 64
+#define SQ_UPGROUP_COLS 8
+int sq_upgroup_prepare(sdb *db, const char *sql1, int ncol, sdb_stmt **out);
+int sq_upgroup_run(sdb_stmt *grp, sdb_stmt *one, const uint64_t *v, size_t nrow,
+                   int ncol);
 
 /* Health (store_sql_health.c): the watcher every connection reports to
  * (arg: the srv_store), and readiness: GPUFL_OK, GPUFL_EUNAVAIL (database
