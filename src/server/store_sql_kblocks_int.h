@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 /* One scan of blocks (sq_kb_scan_sel): what it offers and to whom.  With
  * sel, the events are first decoded in the columns sel only, offered to

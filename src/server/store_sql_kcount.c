@@ -15,6 +15,7 @@
  * rows, retention, takes the session's counts with it.
  */
 #include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
 

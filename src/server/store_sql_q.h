@@ -9,7 +9,7 @@
 
 #include "ingest.h"
 #include "kblock.h"
-#include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 /* Tokens for re-reading a stored session header or stack line. */
 #define INGEST_HDR_TOKENS 4096

@@ -21,6 +21,7 @@
  * on PostgreSQL the levels above are rows and packs (store_sql_q_capi.c).
  */
 #include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
 

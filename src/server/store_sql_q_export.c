@@ -15,6 +15,7 @@
  * This file reads the range; store_sql_q_export_trace.c writes it.
  */
 #include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
 

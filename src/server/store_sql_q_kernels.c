@@ -9,6 +9,7 @@
  * sort past it.
  */
 #include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
 

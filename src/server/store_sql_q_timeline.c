@@ -20,6 +20,7 @@
  * (non-klong) kernel earlier.
  */
 #include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
 

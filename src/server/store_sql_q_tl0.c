@@ -20,6 +20,7 @@
  * answers from level 1 and says so).
  */
 #include "store_sql_int.h"
+#include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
 
