@@ -84,7 +84,7 @@ static void clear_dir(const char *d)
 }
 
 static int server_start(server *sv, const char *bin, const char *dir,
-                        const char *kstore, const char *pg)
+                        const char *kstore, const char *pg, int keep)
 {
     char ddir[1024], port[16], buf[8192], *p;
     int fd;
@@ -95,7 +95,8 @@ static int server_start(server *sv, const char *bin, const char *dir,
         fprintf(stderr, "bench_scale: %s: %s\n", ddir, strerror(errno));
         return -1;
     }
-    clear_dir(ddir); /* a new database: the last run's is gone */
+    if (!keep)
+        clear_dir(ddir); /* a new database: the last run's is gone */
     fd = open(sv->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
@@ -207,6 +208,29 @@ static double compactor_quiet(const server *sv)
     return last - t0;
 }
 
+/* --queries-only: the database in DIR was filled by an earlier run with the
+ * same KERNELS and NAMES; the kernels are generated again, not sent, for the
+ * queries' time range, and the queries run once. So the query figures of a
+ * 100M database can be taken again on a quiet machine without the ingest. */
+static int queries_only(server *sv, int fd, kgen *g, body *b, size_t nk,
+                        char *resp)
+{
+    for (size_t sent = 0; sent < nk; sent += BENCH_BATCH_LINES) {
+        b->len = b->lines = 0;
+        kgen_kernels(g, b,
+                     nk - sent < BENCH_BATCH_LINES ? nk - sent
+                                                   : BENCH_BATCH_LINES);
+    }
+    printf(" queries on the database as it is (--queries-only):\n");
+    bench_queries(fd, TOKEN, SID, g->ts, resp, RESP_MAX);
+    close(fd);
+    kill(sv->pid, SIGTERM);
+    waitpid(sv->pid, NULL, 0);
+    free(b->p);
+    free(resp);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *kstore = "blocks", *bin = NULL, *pos[4] = { NULL };
@@ -218,16 +242,19 @@ int main(int argc, char **argv)
     server sv;
     body b;
     kgen g;
-    int fd;
+    int fd, qonly = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "--kernel-store=", 15))
             kstore = argv[i] + 15;
+        else if (!strcmp(argv[i], "--queries-only"))
+            qonly = 1;
         else if (!strcmp(argv[i], "--server") && i + 1 < argc)
             bin = argv[++i];
         else if (argv[i][0] == '-' || npos == 4) {
             fprintf(stderr, "usage: bench_scale [--kernel-store=rows|blocks] "
-                            "[--server PATH] KERNELS [NAMES [DIR [PGURL]]]\n");
+                            "[--server PATH] [--queries-only] KERNELS [NAMES "
+                            "[DIR [PGURL]]]\n");
             return 2;
         } else
             pos[npos++] = argv[i];
@@ -242,7 +269,8 @@ int main(int argc, char **argv)
         snprintf(binbuf, sizeof(binbuf), "%s/gpufl-server", dirname(self));
         bin = binbuf;
     }
-    if (!resp || !nk || !names || server_start(&sv, bin, dir, kstore, pg) != 0)
+    if (!resp || !nk || !names ||
+        server_start(&sv, bin, dir, kstore, pg, qonly) != 0)
         return 1;
     printf("bench_scale: %zu kernels, %u names, one session over one HTTP "
            "connection into %s (--kernel-store=%s, %s)\n",
@@ -251,6 +279,8 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof(b));
     kgen_init(&g, SID, names);
     kgen_dicts(&g, &b);
+    if (qonly)
+        return queries_only(&sv, fd, &g, &b, nk, resp);
     if (http(fd, "POST", "/api/v1/events/device", TOKEN, b.p, b.len, resp,
              RESP_MAX) != 200) {
         fprintf(stderr, "bench_scale: the dicts were refused: %.300s\n", resp);
