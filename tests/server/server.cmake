@@ -158,6 +158,12 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   add_test(NAME server_pg_stop
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/pg_cluster.sh stop ${GPUFL_PG_DIR})
   set_tests_properties(server_pg_stop PROPERTIES FIXTURES_CLEANUP server_pg)
+  # pg_cluster.sh stop: a failed stop reported, a missing or stopped
+  # cluster quietly 0 (its own clusters, not the fixture's)
+  add_test(NAME server_pg_cluster_stop
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_pg_cluster_stop.sh)
+  set_tests_properties(server_pg_cluster_stop PROPERTIES TIMEOUT 120
+    ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
   gpufl_srv_py_tests(server_pg_http_ test_server.py TIMEOUT 600 PG
     CLASSES Query Auth Hostile Durability Retention)
   gpufl_srv_py_test(server_pg_capture test_capture.py TIMEOUT 300 PG)
