@@ -760,10 +760,11 @@ class Fleet(unittest.TestCase):
                             return False
                 return True
             wait_for(runs_done, 120, "both workloads to finish their runs")
-            want = {}
+            want, sessions = {}, {}
             for d in logs:
-                w, _ = logged_seqs(d)
+                w, ss = logged_seqs(d)
                 want.update(w)
+                sessions.update(ss)
             total = sum(len(v) for v in want.values())
             self.assertEqual(len({k[0] for k in want}), 4)  # 2 agents x 2 runs
             wait_for(lambda: stored_count(db) >= total, 120,
@@ -775,7 +776,15 @@ class Fleet(unittest.TestCase):
             got, nrows = stored_seqs(db, srv)
             self.assertEqual(nrows, total)   # exactly once
             self.assertEqual(stored_count(db), total)
+            # fleet.sh gives its servers no --kernel-store: blocks, the default
+            assert_store(self, db)
             self.assertEqual(got, want)
+            # the kernels are answered as kernels (from their table or
+            # blocks), not only kept as lines (as Restart)
+            for sid, sess in sessions.items():
+                self.assertEqual(
+                    sorted(stored_kids(srv, sid)),
+                    sorted(e["seq"] for e in sess.streams["device"].of("kernel")))
             items = srv.get("/api/v1/sessions?limit=100")["items"]
             self.assertEqual({s["id"] for s in items}, {k[0] for k in want})
             if s3:

@@ -55,8 +55,31 @@ kill)
     for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
     ;;
 stop)
-    if [ -f "$dir/data/PG_VERSION" ]; then
-        as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    # Nothing to stop (0, quietly) where no cluster is (never started,
+    # removed, initdb cut short) or none runs (stopped, killed): cleanup
+    # paths call stop unconditionally.  Any other failure - pg_ctl cannot
+    # reach the cluster, the stop times out - is reported: the postmaster
+    # it leaves running keeps its port, its memory and its files.
+    # "Not there" only where we can see that it is not (a directory we
+    # cannot search hides whatever is below it).
+    searchable() { [ ! -e "$1" ] || [ -x "$1" ]; }
+    if [ ! -e "$dir/data/PG_VERSION" ] && searchable "$dir" &&
+        searchable "$dir/data"; then
+        exit 0
+    fi
+    # pg_ctl status: 0 running, 3 not running (no postmaster.pid, or its
+    # process gone), 4 the data directory out of reach
+    st=0
+    err=$(as_pg "$PGBIN/pg_ctl" -D "$dir/data" status 2>&1 >/dev/null) || st=$?
+    [ "$st" = 3 ] && exit 0
+    if [ "$st" = 0 ]; then
+        st=0
+        err=$(as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop \
+            2>&1 >/dev/null) || st=$?
+    fi
+    if [ "$st" != 0 ]; then
+        echo "pg_cluster: stop $dir failed (pg_ctl exit $st): $err" >&2
+        exit 1
     fi
     ;;
 esac

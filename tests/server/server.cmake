@@ -1,5 +1,45 @@
 # gpufl-server: unit tests of its modules, and HTTP-level tests that run
 # the real binary on 127.0.0.1 fed with real logs (test_server.py).
+set(GPUFL_SRV_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# gpufl_srv_py_test(NAME SCRIPT [CLASS cls] TIMEOUT s [PG] [ENV var=value...]
+#                   [PROPS property value...])
+# One ctest test: tests/server/SCRIPT -v [CLASS], told where the binaries
+# and the scratch directory are; PG: on the shared cluster (fixture
+# server_pg, its URI file).  ENV comes after those, PROPS are more
+# set_tests_properties pairs.
+function(gpufl_srv_py_test name script)
+  cmake_parse_arguments(T "PG" "CLASS;TIMEOUT" "ENV;PROPS" ${ARGN})
+  set(env "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin"
+          "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  set(props TIMEOUT ${T_TIMEOUT})
+  if(T_PG)
+    list(APPEND env "GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+    list(APPEND props FIXTURES_REQUIRED server_pg)
+  endif()
+  list(APPEND env ${T_ENV})
+  add_test(NAME ${name}
+    COMMAND ${Python3_EXECUTABLE} ${GPUFL_SRV_TEST_DIR}/${script} -v ${T_CLASS})
+  set_tests_properties(${name} PROPERTIES ${props} ${T_PROPS}
+    ENVIRONMENT "${env}")
+endfunction()
+
+# gpufl_srv_py_tests(PREFIX SCRIPT CLASSES cls... TIMEOUT s [PG] [ENV ...]
+#                    [PROPS ...])
+# One ctest test per test class (PREFIXcls), so ctest -j runs them side by
+# side; the rest as gpufl_srv_py_test's.
+function(gpufl_srv_py_tests prefix script)
+  cmake_parse_arguments(T "PG" "TIMEOUT" "CLASSES;ENV;PROPS" ${ARGN})
+  set(pg "")
+  if(T_PG)
+    set(pg PG)
+  endif()
+  foreach(cls ${T_CLASSES})
+    gpufl_srv_py_test(${prefix}${cls} ${script} CLASS ${cls}
+      TIMEOUT ${T_TIMEOUT} ${pg} ENV ${T_ENV} PROPS ${T_PROPS})
+  endforeach()
+endfunction()
+
 if(TARGET gpufl_server_core)
   gpufl_unit_test(test_srv_ingest ${CMAKE_CURRENT_LIST_DIR}/test_srv_ingest.c
                   LIBS gpufl_server_core)
@@ -32,32 +72,20 @@ if(TARGET gpufl_server_core)
   gpufl_unit_test(test_srv_static ${CMAKE_CURRENT_LIST_DIR}/test_srv_static.c
                   LIBS gpufl_server_core)
 
-  # One ctest test per test class, so ctest -j runs them side by side.
-  foreach(cls Query Auth Hostile Static Durability Retention DiskFull)
-    add_test(NAME server_http_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
-              -v ${cls})
-    set_tests_properties(server_http_${cls} PROPERTIES TIMEOUT 600
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
-  endforeach()
+  gpufl_srv_py_tests(server_http_ test_server.py TIMEOUT 600
+    CLASSES Query Auth Hostile Static Durability Retention DiskFull)
 endif()
 
 # Capture requests (test_capture.py): the auth matrix, states, expiry,
 # malformed bodies; on PostgreSQL below too.
 if(TARGET gpufl_server_core)
-  add_test(NAME server_capture
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_capture.py -v)
-  set_tests_properties(server_capture PROPERTIES TIMEOUT 300
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_test(server_capture test_capture.py TIMEOUT 300)
 endif()
 
 # GPU waste (test_waste.py): waste lines in, /fleet/waste's sums, costs,
 # series, strip, replays, retention, 400s; on PostgreSQL below too.
 if(TARGET gpufl_server_core)
-  add_test(NAME server_waste
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_waste.py -v)
-  set_tests_properties(server_waste PROPERTIES TIMEOUT 300
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_test(server_waste test_waste.py TIMEOUT 300)
 endif()
 
 # Kernel blocks (test_kblocks.py): compaction, replays of compacted
@@ -70,54 +98,30 @@ endif()
 # through kill -9 (Counts), sorts by duration over all names from the
 # kept rows (KeptSorts); on
 # PostgreSQL below too.
+set(GPUFL_KBLOCKS_CLASSES Blocks Reads Pages PageScan Crash Ingest IngestCrash
+  Counts KeptSorts IngestGroup)
 if(TARGET gpufl_server_core)
-  foreach(cls Blocks Reads Pages PageScan NameSorts Crash Ingest IngestCrash
-      Counts KeptSorts IngestGroup)
-    add_test(NAME server_kblocks_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
-              -v ${cls})
-    set_tests_properties(server_kblocks_${cls} PROPERTIES TIMEOUT 300
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
-  endforeach()
+  gpufl_srv_py_tests(server_kblocks_ test_kblocks.py TIMEOUT 300
+    CLASSES ${GPUFL_KBLOCKS_CLASSES} NameSorts)
   # `gpufl-server migrate` of a previous version's database, killed
   # midway and run again (test_kblocks_migrate.py)
-  add_test(NAME server_kblocks_Migrate
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
-            -v Migrate)
-  set_tests_properties(server_kblocks_Migrate PROPERTIES TIMEOUT 300
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_test(server_kblocks_Migrate test_kblocks_migrate.py
+    CLASS Migrate TIMEOUT 300)
   # timeline level 0 computed from the kernels (test_kblocks_tl0.py)
-  add_test(NAME server_kblocks_Tl0
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
-            -v Tl0)
-  set_tests_properties(server_kblocks_Tl0 PROPERTIES TIMEOUT 300
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
-  add_test(NAME server_kblocks_Capi0
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
-            -v Capi0)
-  set_tests_properties(server_kblocks_Capi0 PROPERTIES TIMEOUT 300
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_tests(server_kblocks_ test_kblocks_tl0.py TIMEOUT 300
+    CLASSES Tl0 Capi0)
   # the cold tier in a real radosgw (test_kblocks_cold.py; 77: no radosgw)
-  add_test(NAME server_kblocks_Cold
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_cold.py
-            -v Cold)
   # radosgw listens on fixed ports (7480, 6789): one user at a time
-  set_tests_properties(server_kblocks_Cold PROPERTIES TIMEOUT 300
-    RESOURCE_LOCK ceph SKIP_RETURN_CODE 77
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_test(server_kblocks_Cold test_kblocks_cold.py CLASS Cold
+    TIMEOUT 300 PROPS RESOURCE_LOCK ceph SKIP_RETURN_CODE 77)
 endif()
 
 # Names, API calls, the level-of-detail timeline, export, the UI found
 # without a flag (test_timeline.py), on SQLite; on PostgreSQL below.
 set(GPUFL_TL_CLASSES Names Lod Flows CallSummary Export)
 if(TARGET gpufl_server_core)
-  foreach(cls ${GPUFL_TL_CLASSES} UiDefault)
-    add_test(NAME server_tl_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
-              -v ${cls})
-    set_tests_properties(server_tl_${cls} PROPERTIES TIMEOUT 600
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
-  endforeach()
+  gpufl_srv_py_tests(server_tl_ test_timeline.py TIMEOUT 600
+    CLASSES ${GPUFL_TL_CLASSES} UiDefault)
 endif()
 
 # The HTTP suite's classes that store or read kernels, again with
@@ -134,25 +138,12 @@ set(GPUFL_ROWS_ARGS "GPUFL_TEST_SERVER_ARGS=--kernel-store=rows")
 set(GPUFL_COMPACTED_ARGS
   "GPUFL_TEST_SERVER_ARGS=--kernel-compact-interval=1s;GPUFL_TEST_KB_COMPACTED=1")
 if(TARGET gpufl_server_core)
-  foreach(cls ${GPUFL_ROWS_HTTP_CLASSES} DiskFull)
-    add_test(NAME server_rows_http_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
-              -v ${cls})
-    set_tests_properties(server_rows_http_${cls} PROPERTIES TIMEOUT 600
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;${GPUFL_ROWS_ARGS}")
-  endforeach()
-  add_test(NAME server_http_QueryCompacted
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
-            -v Query)
-  set_tests_properties(server_http_QueryCompacted PROPERTIES TIMEOUT 600
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;${GPUFL_COMPACTED_ARGS}")
-  foreach(cls ${GPUFL_ROWS_TL_CLASSES})
-    add_test(NAME server_rows_tl_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
-              -v ${cls})
-    set_tests_properties(server_rows_tl_${cls} PROPERTIES TIMEOUT 600
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;${GPUFL_ROWS_ARGS}")
-  endforeach()
+  gpufl_srv_py_tests(server_rows_http_ test_server.py TIMEOUT 600
+    CLASSES ${GPUFL_ROWS_HTTP_CLASSES} DiskFull ENV ${GPUFL_ROWS_ARGS})
+  gpufl_srv_py_test(server_http_QueryCompacted test_server.py CLASS Query
+    TIMEOUT 600 ENV ${GPUFL_COMPACTED_ARGS})
+  gpufl_srv_py_tests(server_rows_tl_ test_timeline.py TIMEOUT 600
+    CLASSES ${GPUFL_ROWS_TL_CLASSES} ENV ${GPUFL_ROWS_ARGS})
 endif()
 
 # The same HTTP suite on PostgreSQL: a throwaway cluster (pg_cluster.sh)
@@ -167,33 +158,18 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   add_test(NAME server_pg_stop
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/pg_cluster.sh stop ${GPUFL_PG_DIR})
   set_tests_properties(server_pg_stop PROPERTIES FIXTURES_CLEANUP server_pg)
-  foreach(cls Query Auth Hostile Durability Retention)
-    add_test(NAME server_pg_http_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
-              -v ${cls})
-    set_tests_properties(server_pg_http_${cls} PROPERTIES TIMEOUT 600
-      FIXTURES_REQUIRED server_pg
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  endforeach()
-  add_test(NAME server_pg_capture
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_capture.py -v)
-  set_tests_properties(server_pg_capture PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  add_test(NAME server_pg_waste
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_waste.py -v)
-  set_tests_properties(server_pg_waste PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  foreach(cls Blocks Reads Pages PageScan NameSorts Crash Ingest IngestCrash
-      Counts KeptSorts IngestGroup)
-    add_test(NAME server_pg_kblocks_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
-              -v ${cls})
-    set_tests_properties(server_pg_kblocks_${cls} PROPERTIES TIMEOUT 300
-      FIXTURES_REQUIRED server_pg
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  endforeach()
+  # pg_cluster.sh stop: a failed stop reported, a missing or stopped
+  # cluster quietly 0 (its own clusters, not the fixture's)
+  add_test(NAME server_pg_cluster_stop
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_pg_cluster_stop.sh)
+  set_tests_properties(server_pg_cluster_stop PROPERTIES TIMEOUT 120
+    ENVIRONMENT "GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_tests(server_pg_http_ test_server.py TIMEOUT 600 PG
+    CLASSES Query Auth Hostile Durability Retention)
+  gpufl_srv_py_test(server_pg_capture test_capture.py TIMEOUT 300 PG)
+  gpufl_srv_py_test(server_pg_waste test_waste.py TIMEOUT 300 PG)
+  gpufl_srv_py_tests(server_pg_kblocks_ test_kblocks.py TIMEOUT 300 PG
+    CLASSES ${GPUFL_KBLOCKS_CLASSES})
   # 67 s with the gcc build at load 3: room for the sanitizer build
   set_tests_properties(server_pg_kblocks_KeptSorts PROPERTIES TIMEOUT 900)
   # 241 s with the gcc build at load 6, and past 300 s (timed out) with
@@ -201,97 +177,38 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   # NameSorts reads and edits kbnames rows (blocks as written before
   # schema 22): without the names' packer (kbnpack, schema 30), whose
   # answers NamePack compares with a rows server's on the same sessions
-  set_tests_properties(server_pg_kblocks_NameSorts PROPERTIES TIMEOUT 900
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;GPUFL_SERVER_KBNP_OFF=1")
+  gpufl_srv_py_test(server_pg_kblocks_NameSorts test_kblocks.py
+    CLASS NameSorts TIMEOUT 900 PG ENV GPUFL_SERVER_KBNP_OFF=1)
   # the kernel blocks' names packed (kbnpack, PostgreSQL only)
-  add_test(NAME server_pg_kblocks_NamePack
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks.py
-            -v NamePack)
   # 84 s with the gcc build at load 2.5 (its range too large inserts
   # 2^19 rows): room for the sanitizer build under load
-  set_tests_properties(server_pg_kblocks_NamePack PROPERTIES TIMEOUT 600
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  add_test(NAME server_pg_kblocks_Migrate
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_migrate.py
-            -v Migrate)
+  gpufl_srv_py_test(server_pg_kblocks_NamePack test_kblocks.py
+    CLASS NamePack TIMEOUT 600 PG)
   # it counts kbnames rows: without the names' packer
-  set_tests_properties(server_pg_kblocks_Migrate PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;GPUFL_SERVER_KBNP_OFF=1")
-  add_test(NAME server_pg_kblocks_Tl0
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
-            -v Tl0)
-  set_tests_properties(server_pg_kblocks_Tl0 PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  # the timeline's buckets packed (tlpack, PostgreSQL only)
-  add_test(NAME server_pg_kblocks_TlPack
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
-            -v TlPack)
-  set_tests_properties(server_pg_kblocks_TlPack PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  # the API call summary's buckets packed (capipack, PostgreSQL only)
-  add_test(NAME server_pg_kblocks_CapiPack
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
-            -v CapiPack)
-  set_tests_properties(server_pg_kblocks_CapiPack PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  add_test(NAME server_pg_kblocks_Capi0
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_tl0.py
-            -v Capi0)
-  set_tests_properties(server_pg_kblocks_Capi0 PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  add_test(NAME server_pg_kblocks_Cold
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_kblocks_cold.py
-            -v Cold)
-  set_tests_properties(server_pg_kblocks_Cold PROPERTIES TIMEOUT 300
-    FIXTURES_REQUIRED server_pg RESOURCE_LOCK ceph SKIP_RETURN_CODE 77
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
+  gpufl_srv_py_test(server_pg_kblocks_Migrate test_kblocks_migrate.py
+    CLASS Migrate TIMEOUT 300 PG ENV GPUFL_SERVER_KBNP_OFF=1)
+  # timeline level 0; the timeline's buckets packed (tlpack) and the API
+  # call summary's (capipack), PostgreSQL only
+  gpufl_srv_py_tests(server_pg_kblocks_ test_kblocks_tl0.py TIMEOUT 300 PG
+    CLASSES Tl0 TlPack CapiPack Capi0)
+  gpufl_srv_py_test(server_pg_kblocks_Cold test_kblocks_cold.py CLASS Cold
+    TIMEOUT 300 PG PROPS RESOURCE_LOCK ceph SKIP_RETURN_CODE 77)
   # the HTTP suite with --kernel-store=rows (above) on PostgreSQL
-  foreach(cls ${GPUFL_ROWS_HTTP_CLASSES})
-    add_test(NAME server_pg_rows_http_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
-              -v ${cls})
-    set_tests_properties(server_pg_rows_http_${cls} PROPERTIES TIMEOUT 600
-      FIXTURES_REQUIRED server_pg
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;${GPUFL_ROWS_ARGS}")
-  endforeach()
-  add_test(NAME server_pg_http_QueryCompacted
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
-            -v Query)
-  set_tests_properties(server_pg_http_QueryCompacted PROPERTIES TIMEOUT 600
-    FIXTURES_REQUIRED server_pg
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;${GPUFL_COMPACTED_ARGS}")
-  foreach(cls ${GPUFL_ROWS_TL_CLASSES})
-    add_test(NAME server_pg_rows_tl_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
-              -v ${cls})
-    set_tests_properties(server_pg_rows_tl_${cls} PROPERTIES TIMEOUT 600
-      FIXTURES_REQUIRED server_pg
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri;${GPUFL_ROWS_ARGS}")
-  endforeach()
-  foreach(cls ${GPUFL_TL_CLASSES})
-    add_test(NAME server_pg_tl_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_timeline.py
-              -v ${cls})
-    set_tests_properties(server_pg_tl_${cls} PROPERTIES TIMEOUT 600
-      FIXTURES_REQUIRED server_pg
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-  endforeach()
+  gpufl_srv_py_tests(server_pg_rows_http_ test_server.py TIMEOUT 600 PG
+    CLASSES ${GPUFL_ROWS_HTTP_CLASSES} ENV ${GPUFL_ROWS_ARGS})
+  gpufl_srv_py_test(server_pg_http_QueryCompacted test_server.py CLASS Query
+    TIMEOUT 600 PG ENV ${GPUFL_COMPACTED_ARGS})
+  gpufl_srv_py_tests(server_pg_rows_tl_ test_timeline.py TIMEOUT 600 PG
+    CLASSES ${GPUFL_ROWS_TL_CLASSES} ENV ${GPUFL_ROWS_ARGS})
+  gpufl_srv_py_tests(server_pg_tl_ test_timeline.py TIMEOUT 600 PG
+    CLASSES ${GPUFL_TL_CLASSES})
 endif()
 
 # PostgreSQL crashed, restarted and its connections terminated under
 # ingest: a private durable cluster (the test kills it; the shared one must
 # not see that).
 if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
-  add_test(NAME server_pg_outage
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_pg_outage.py -v)
-  set_tests_properties(server_pg_outage PROPERTIES TIMEOUT 300
-    ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
+  gpufl_srv_py_test(server_pg_outage test_pg_outage.py TIMEOUT 300)
 endif()
 
 # Kafka bridge: two servers in one consumer group on librdkafka's mock
@@ -352,19 +269,10 @@ endif()
 # Jobs, stragglers and regressions (test_jobs.py): hand-written sessions with
 # seeded noise, on SQLite and on PostgreSQL.
 if(TARGET gpufl_server_core)
-  foreach(cls Jobs Regressions)
-    add_test(NAME server_jobs_${cls}
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_jobs.py
-              -v ${cls})
-    set_tests_properties(server_jobs_${cls} PROPERTIES TIMEOUT 300
-      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp")
-    if(GPUFL_PG_BINS)
-      add_test(NAME server_pg_jobs_${cls}
-        COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_jobs.py
-                -v ${cls})
-      set_tests_properties(server_pg_jobs_${cls} PROPERTIES TIMEOUT 300
-        FIXTURES_REQUIRED server_pg
-        ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;GPUFL_TEST_PG_URI_FILE=${GPUFL_PG_DIR}/uri")
-    endif()
-  endforeach()
+  gpufl_srv_py_tests(server_jobs_ test_jobs.py TIMEOUT 300
+    CLASSES Jobs Regressions)
+  if(GPUFL_PG_BINS)
+    gpufl_srv_py_tests(server_pg_jobs_ test_jobs.py TIMEOUT 300 PG
+      CLASSES Jobs Regressions)
+  endif()
 endif()

@@ -1272,6 +1272,27 @@ class NamePack(Base):
                     g, range(i, min(i + 45, n1))))
         return t
 
+    def packed(self, seed, rows=True):
+        """The setup of the tests of what the packer passes: 3000 kernels
+        of many names (random seed) in a blocks server b, in ingest's
+        blocks of 15 merged by 2, compacted, named and packed (settle);
+        and in a rows server a to compare with (None without rows).
+        (g, rnd, t: the last kernel's time, a, b)"""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        rnd = random.Random(seed)
+        g = TL.Gen()
+        t = name_kernels(g, rnd, 3000, TL.T0, 1)
+        a = self.server("rows") if rows else None
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        if a is not None:
+            g.send(a, batch=3000)
+        g.send(b, batch=45)
+        wait_compacted(b)
+        wait_stable(b)
+        self.settle(b)
+        return g, rnd, t, a, b
+
     def test_packed_answers_equal_rows(self):
         if not T.pg_base():
             self.skipTest("packing is PostgreSQL's (docs/server.md)")
@@ -1388,18 +1409,7 @@ class NamePack(Base):
         another range of the same transaction are packed, the log says
         so (and names it with --log-level=debug), a sort of its name
         answers an error, and of another name as before."""
-        if not T.pg_base():
-            self.skipTest("packing is PostgreSQL's (docs/server.md)")
-        rnd = random.Random(3003)
-        g = TL.Gen()
-        name_kernels(g, rnd, 3000, TL.T0, 1)
-        a = self.server("rows")
-        b = self.server("blocks", BLOCKS, env=self.ENV)
-        g.send(a, batch=3000)
-        g.send(b, batch=45)
-        wait_compacted(b)
-        wait_stable(b)
-        self.settle(b)
+        g, _, _, a, b = self.packed(3003)
         b.stop()
         keys = b.sql("SELECT stream, r0, name_id FROM kbnpack ORDER BY 1, 3")
         streams = sorted({k[0] for k in keys})
@@ -1453,17 +1463,8 @@ class NamePack(Base):
         transaction is packed, the log says so and --log-level=debug
         names it.  One row over the bound exactly: packed entries + rows
         = 2^19 + 1."""
-        if not T.pg_base():
-            self.skipTest("packing is PostgreSQL's (docs/server.md)")
         group_max = 1 << 19
-        rnd = random.Random(3005)
-        g = TL.Gen()
-        name_kernels(g, rnd, 3000, TL.T0, 1)
-        b = self.server("blocks", BLOCKS, env=self.ENV)
-        g.send(b, batch=45)
-        wait_compacted(b)
-        wait_stable(b)
-        self.settle(b)
+        _, _, _, _, b = self.packed(3005, rows=False)
         b.stop()
         keys = b.sql("SELECT stream, r0, name_id FROM kbnpack ORDER BY 1, 3")
         streams = sorted({int(k[0]) for k in keys})
@@ -1513,18 +1514,7 @@ class NamePack(Base):
         stream's run of packed blocks merges in the same pass and
         ingest's new blocks are named; the kernels read as a rows
         server's."""
-        if not T.pg_base():
-            self.skipTest("packing is PostgreSQL's (docs/server.md)")
-        rnd = random.Random(3004)
-        g = TL.Gen()
-        t = name_kernels(g, rnd, 3000, TL.T0, 1)
-        a = self.server("rows")
-        b = self.server("blocks", BLOCKS, env=self.ENV)
-        g.send(a, batch=3000)
-        g.send(b, batch=45)
-        wait_compacted(b)
-        wait_stable(b)
-        self.settle(b)
+        g, rnd, t, a, b = self.packed(3004)
         # stale: every stream's last, small block named and packed
         t = self.more(g, rnd, a, b, 6, t)
         wait_compacted(b)
