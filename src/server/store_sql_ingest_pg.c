@@ -10,8 +10,8 @@
  * names the new rows.  The rollups are merged by one upsert each
  * from arrays (store_sql_roll_pg.c), kext changes in a statement per
  * table with the keys as arrays, and a memory profile's
- * stacks in one COPY.  The staging tables are
- * session-local and emptied at each commit.
+ * stacks in one COPY.  The staging table is session-local and
+ * emptied at each commit.
  *
  * Several servers may write one database: each batch takes an advisory
  * lock first, so batches take turns as SQLite's write lock makes them
@@ -59,13 +59,12 @@ typedef struct pg_writer {
     int staged; /* kstage filled in this transaction */
 } pg_writer;
 
-/* The writer connection's settings and its staging tables (session-local:
+/* The writer connection's settings and its staging table (session-local:
  * a connection made again after a loss needs them again, db.h
  * sdb_set_setup). */
 static const char pg_setup_writer[] =
     SQ_PG_SETUP ";"
-                "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE capistage (LIKE capi) ON COMMIT DELETE ROWS";
+                "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS";
 
 /* ---- COPY rows ---- */
 
@@ -359,17 +358,14 @@ static int pg_kernel(srv_store *s, int64_t sess, const srv_ev *e,
 
 /* ---- rollups (store_sql_roll_pg.c) ---- */
 
-/* sq_writer.merge: another file's rollup (store_sql_capi.c) the same way */
-static int pg_merge(srv_store *s, const char *stage, const char *dst,
-                    const char *sql, int (*rows)(srv_store *s, gbuf *b))
+/* sq_writer.roll_put: another file's rollup (store_sql_capi.c) the same
+ * way */
+static int pg_roll_put(srv_store *s, sdb_stmt *st, rl_map *m, int ncol,
+                       size_t room, sq_roll_col_fn col)
 {
     pg_writer *pw = s->wst;
-    int rc;
 
-    gbuf_reset(&pw->cb);
-    if ((rc = rows(s, &pw->cb)) != 0)
-        return rc;
-    return sq_pg_merge_sql(s, &pw->cb, stage, dst, sql);
+    return sq_pg_arr_upsert(m, &pw->cb, st, ncol, room, col);
 }
 
 /* The pending kernels, then the rollups. */
@@ -420,27 +416,23 @@ static const char ext_ins_sql[] =
     " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
     " ON CONFLICT DO NOTHING";
 
-/* Column c of the n keys e (0 sess, 1 side, 2 dur, 3 seq) as a bigint[]
- * literal "{v,v,...}" bound to parameter i; cb is scratch. */
-static int bind_col(sdb_stmt *st, int i, gbuf *cb, const sq_ext_row *e,
-                    size_t n, int c)
+/* Column c of keys e (0 sess, 1 side, 2 dur, 3 seq) for sq_arr_bind */
+typedef struct ext_cur {
+    const sq_ext_row *e;
+    int c;
+} ext_cur;
+
+static void ext_el(gbuf *cb, void *ctx, size_t j)
 {
-    gbuf_reset(cb);
-    if (gbuf_grow(cb, n * (SQ_CB_COL + 1) + 3))
-        return cb->err;
-    cb->p[cb->len++] = '{';
-    for (size_t j = 0; j < n; j++) {
-        int64_t v = c == 0   ? e[j].sess
-                    : c == 1 ? e[j].side
-                    : c == 2 ? e[j].dur
-                             : e[j].seq;
-        sq_cb_i(cb, v, ',');
-    }
-    if (n)
-        cb->len--;
-    cb->p[cb->len++] = '}';
-    qbind_str(st, i, (srv_str){ cb->p, cb->len });
-    return GPUFL_OK;
+    const ext_cur *x = ctx;
+    const sq_ext_row *e = &x->e[j];
+
+    sq_cb_i(cb,
+            x->c == 0   ? e->sess
+            : x->c == 1 ? e->side
+            : x->c == 2 ? e->dur
+                        : e->seq,
+            ',');
 }
 
 /* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow)
@@ -456,7 +448,8 @@ static int ext_run(srv_store *s, int t, const sq_ext_row *e, size_t n)
     if (!*st && sdb_prepare(s->w, t < 0 ? ext_ins_sql : ext_del_sql[t], st))
         return GPUFL_EINTERNAL;
     for (int c = 0; c < 4 && !rc; c++)
-        rc = bind_col(*st, c + 1, &pw->cb, e, n, c);
+        rc = sq_arr_bind(*st, c + 1, &pw->cb, n, SQ_CB_COL, ext_el,
+                         &(ext_cur){ e, c });
     return rc ? rc : qrun(*st);
 }
 
@@ -636,5 +629,5 @@ const sq_writer sq_writer_pg = {
     .kext = pg_kext,
     .abort = pg_abort,
     .memstacks = pg_memstacks,
-    .merge = pg_merge,
+    .roll_put = pg_roll_put,
 };
