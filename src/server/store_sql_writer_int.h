@@ -10,6 +10,10 @@
 #include "store_sql_int.h"
 
 struct gbuf;
+struct kblock_ev;
+
+/* Kept rows (kxrow) one sq_writer.kxrows statement takes at most. */
+#define SQ_KX_ARR 1024
 
 /* Appends column c of a rollup's row (k, v) and a ',' into room the
  * caller reserved (sq_pg_arr_upsert). */
@@ -69,6 +73,13 @@ typedef struct sq_writer {
      * CONFLICT clause, so both databases merge alike */
     int (*roll_put)(srv_store *s, sdb_stmt *st, rl_map *m, int ncol,
                     size_t room, sq_roll_col_fn col);
+    /* NULL where a prepared statement a row is cheap (SQLite: kxrow's
+     * power-of-two INSERTs, store_sql_kxrow.c); else the kept rows of
+     * ev[ix[0..m)] (side sd[j] each, m <= SQ_KX_ARR) in one statement, a
+     * row there already staying; *rows += how many went in */
+    int (*kxrows)(srv_store *s, int64_t sess, const struct kblock_ev *ev,
+                  const uint32_t *ix, const uint8_t *sd, size_t m,
+                  uint64_t *rows);
 } sq_writer;
 
 extern const sq_writer sq_writer_sqlite; /* store_sql_ingest_sqlite.c */
