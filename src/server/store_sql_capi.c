@@ -166,29 +166,46 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
 
 /* A bucket merged into its stored row; sums saturate at 2^63-1 as tl's
  * do (store_sql.c WS_TL). */
+#define CAPI_MERGE                                                             \
+    " ON CONFLICT(sess, lvl, b, tid) DO UPDATE SET n=capi.n+excluded.n,"       \
+    " busy=CASE WHEN capi.busy > 9223372036854775807 -"                        \
+    " excluded.busy THEN 9223372036854775807 ELSE"                             \
+    " capi.busy+excluded.busy END"
 static const char capi_put_sql[] =
-    "INSERT INTO capi VALUES(?,?,?,?,?,?) ON CONFLICT(sess,"
-    " lvl, b, tid) DO UPDATE SET n=capi.n+excluded.n,"
-    " busy=CASE WHEN capi.busy > 9223372036854775807 -"
-    " excluded.busy THEN 9223372036854775807 ELSE"
-    " capi.busy+excluded.busy END";
+    "INSERT INTO capi VALUES(?,?,?,?,?,?)" CAPI_MERGE;
 
-/* The batch's buckets as COPY text rows (sq_writer.merge). */
-static int capi_rows(srv_store *s, gbuf *b)
+/* PostgreSQL (sq_writer.roll_put): the batch's buckets as one array a
+ * column, split by the highest stored bucket of their (sess, lvl) (m, one
+ * backward probe of the primary key (sess, lvl, b, tid) each): those
+ * above it are new and go by a plain INSERT, the rest - the buckets the
+ * last batch left open, of any thread - by the upsert, as tl's rows do
+ * (store_sql_ingest_pg.c tl_put_head; ON CONFLICT costs a new row a probe
+ * more).  m is per (sess, lvl), not per thread: the key has b before
+ * tid, so a thread's highest bucket is no probe.  The split is exact
+ * because only ingest inserts into capi and batches take turns (the
+ * advisory lock); the packer (store_sql_capipack.c) and the level-0 drop
+ * only delete, which can lower m and so only send more rows the plain
+ * way that have no stored row.  Were a row there after all, the plain
+ * INSERT would fail the batch (retried), not count twice. */
+static const char capi_arr_sql[] =
+    "WITH v AS MATERIALIZED (SELECT * FROM unnest(?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
+    " v(sess, lvl, b, tid, n, busy)),"
+    " h AS MATERIALIZED (SELECT g.sess, g.lvl, (SELECT max(t.b) FROM capi t"
+    " WHERE t.sess=g.sess AND t.lvl=g.lvl) m"
+    " FROM (SELECT DISTINCT sess, lvl FROM v) g),"
+    " w AS (INSERT INTO capi SELECT v.* FROM v JOIN h USING (sess, lvl)"
+    " WHERE h.m IS NULL OR v.b > h.m)"
+    " INSERT INTO capi SELECT v.* FROM v JOIN h USING (sess, lvl)"
+    " WHERE v.b <= h.m" CAPI_MERGE;
+
+/* capi's columns in the table's order: the key, n, busy - signed, as
+ * qbind_u64 binds them on the row-at-a-time path */
+static void capi_col(gbuf *cb, const uint64_t *k, void *v, int c)
 {
-    const uint64_t *k;
-    int rc;
+    const capi_b *x = v;
 
-    for (size_t i = 0; i < s->capi.cap; i++) {
-        capi_b *v = rl_map_at(&s->capi, i, &k);
-        /* signed, as qbind_u64 binds them on the row-at-a-time path */
-        if (v && (rc = gbuf_addf(b, "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\n",
-                                 (long long)k[0], (long long)k[1],
-                                 (long long)k[2], (long long)k[3],
-                                 (long long)v->n, (long long)v->busy)) != 0)
-            return rc;
-    }
-    return GPUFL_OK;
+    sq_cb_i(cb, (int64_t)(c < 4 ? k[c] : c == 4 ? x->n : x->busy), ',');
 }
 
 int sq_capi_flush(srv_store *s)
@@ -200,11 +217,15 @@ int sq_capi_flush(srv_store *s)
         return rc;
     if (!s->capi.n)
         return GPUFL_OK;
-    /* PostgreSQL: one COPY and one upsert, not a round trip a bucket (a
-     * batch of 10 000 kernels touches ~700 buckets: a fifth of the
-     * server's statement time, docs/server.md "Ingest statements") */
-    if (s->wr->merge)
-        return s->wr->merge(s, "capistage", "capi", capi_put_sql, capi_rows);
+    /* PostgreSQL: one statement, not a round trip a bucket (a batch of
+     * 10 000 kernels touches ~700 buckets: a fifth of the server's
+     * statement time, docs/server.md "Ingest statements"); capi_put holds
+     * the writer's own statement */
+    if (s->wr->roll_put)
+        return (rc = prep(s, &s->capi_put, capi_arr_sql)) != 0
+                   ? rc
+                   : s->wr->roll_put(s, s->capi_put, &s->capi, 6, SQ_CB_COL,
+                                     capi_col);
     if ((rc = prep(s, &s->capi_put, capi_put_sql)) != 0)
         return rc;
     if (!s->capi_put_grp &&

@@ -10,8 +10,8 @@
  * names the new rows.  The rollups are merged by one upsert each
  * from arrays (store_sql_roll_pg.c), kext changes in a statement per
  * table with the keys as arrays, and a memory profile's
- * stacks in one COPY.  The staging tables are
- * session-local and emptied at each commit.
+ * stacks in one COPY.  The staging table is session-local and
+ * emptied at each commit.
  *
  * Several servers may write one database: each batch takes an advisory
  * lock first, so batches take turns as SQLite's write lock makes them
@@ -55,17 +55,17 @@ typedef struct pg_writer {
     sdb_stmt *roll[4];
     /* kext keys as arrays: insert; delete from kext, kxrow */
     sdb_stmt *kxput, *kxdel[2];
-    gbuf cb;    /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged; /* kstage filled in this transaction */
+    sdb_stmt *kxrow; /* kept rows as arrays (pg_kxrows) */
+    gbuf cb;         /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged;      /* kstage filled in this transaction */
 } pg_writer;
 
-/* The writer connection's settings and its staging tables (session-local:
+/* The writer connection's settings and its staging table (session-local:
  * a connection made again after a loss needs them again, db.h
  * sdb_set_setup). */
 static const char pg_setup_writer[] =
     SQ_PG_SETUP ";"
-                "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS;"
-                "CREATE TEMP TABLE capistage (LIKE capi) ON COMMIT DELETE ROWS";
+                "CREATE TEMP TABLE kstage (LIKE kernels) ON COMMIT DELETE ROWS";
 
 /* ---- COPY rows ---- */
 
@@ -359,17 +359,14 @@ static int pg_kernel(srv_store *s, int64_t sess, const srv_ev *e,
 
 /* ---- rollups (store_sql_roll_pg.c) ---- */
 
-/* sq_writer.merge: another file's rollup (store_sql_capi.c) the same way */
-static int pg_merge(srv_store *s, const char *stage, const char *dst,
-                    const char *sql, int (*rows)(srv_store *s, gbuf *b))
+/* sq_writer.roll_put: another file's rollup (store_sql_capi.c) the same
+ * way */
+static int pg_roll_put(srv_store *s, sdb_stmt *st, rl_map *m, int ncol,
+                       size_t room, sq_roll_col_fn col)
 {
     pg_writer *pw = s->wst;
-    int rc;
 
-    gbuf_reset(&pw->cb);
-    if ((rc = rows(s, &pw->cb)) != 0)
-        return rc;
-    return sq_pg_merge_sql(s, &pw->cb, stage, dst, sql);
+    return sq_pg_arr_upsert(m, &pw->cb, st, ncol, room, col);
 }
 
 /* The pending kernels, then the rollups. */
@@ -420,27 +417,23 @@ static const char ext_ins_sql[] =
     " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
     " ON CONFLICT DO NOTHING";
 
-/* Column c of the n keys e (0 sess, 1 side, 2 dur, 3 seq) as a bigint[]
- * literal "{v,v,...}" bound to parameter i; cb is scratch. */
-static int bind_col(sdb_stmt *st, int i, gbuf *cb, const sq_ext_row *e,
-                    size_t n, int c)
+/* Column c of keys e (0 sess, 1 side, 2 dur, 3 seq) for sq_arr_bind */
+typedef struct ext_cur {
+    const sq_ext_row *e;
+    int c;
+} ext_cur;
+
+static void ext_el(gbuf *cb, void *ctx, size_t j)
 {
-    gbuf_reset(cb);
-    if (gbuf_grow(cb, n * (SQ_CB_COL + 1) + 3))
-        return cb->err;
-    cb->p[cb->len++] = '{';
-    for (size_t j = 0; j < n; j++) {
-        int64_t v = c == 0   ? e[j].sess
-                    : c == 1 ? e[j].side
-                    : c == 2 ? e[j].dur
-                             : e[j].seq;
-        sq_cb_i(cb, v, ',');
-    }
-    if (n)
-        cb->len--;
-    cb->p[cb->len++] = '}';
-    qbind_str(st, i, (srv_str){ cb->p, cb->len });
-    return GPUFL_OK;
+    const ext_cur *x = ctx;
+    const sq_ext_row *e = &x->e[j];
+
+    sq_cb_i(cb,
+            x->c == 0   ? e->sess
+            : x->c == 1 ? e->side
+            : x->c == 2 ? e->dur
+                        : e->seq,
+            ',');
 }
 
 /* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow)
@@ -456,7 +449,8 @@ static int ext_run(srv_store *s, int t, const sq_ext_row *e, size_t n)
     if (!*st && sdb_prepare(s->w, t < 0 ? ext_ins_sql : ext_del_sql[t], st))
         return GPUFL_EINTERNAL;
     for (int c = 0; c < 4 && !rc; c++)
-        rc = bind_col(*st, c + 1, &pw->cb, e, n, c);
+        rc = sq_arr_bind(*st, c + 1, &pw->cb, n, SQ_CB_COL, ext_el,
+                         &(ext_cur){ e, c });
     return rc ? rc : qrun(*st);
 }
 
@@ -469,6 +463,96 @@ static int ext_all(srv_store *s, int t, const sq_ext_row *e, size_t n)
     for (size_t i = 0; i < n && !rc; i += EXT_ARR_MAX)
         rc = ext_run(s, t, &e[i], n - i < EXT_ARR_MAX ? n - i : EXT_ARR_MAX);
     return rc;
+}
+
+/* sq_writer.kxrows: kxrow's 26 columns (sq_kernel_bind's, then side) as
+ * arrays.  store_sql_kxrow.c's power-of-two INSERTs of up to 32 rows cost
+ * ~2.7 statements a block, 1 063 round trips per 1M kernels for 10 300
+ * rows, 11 us of statement time a row (docs/server.md "kxrow in one
+ * statement"). */
+static const char kx_ins_sql[] =
+    "INSERT INTO kxrow SELECT * FROM unnest(?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::double precision[], ?::bigint[], ?::bigint[], ?::bigint[],"
+    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
+    " ON CONFLICT DO NOTHING";
+
+/* Column c of the kept rows for sq_arr_bind */
+typedef struct kx_cur {
+    int64_t sess;
+    const kblock_ev *ev;
+    const uint32_t *ix;
+    const uint8_t *sd;
+    int c;
+} kx_cur;
+
+static void kx_el(gbuf *cb, void *ctx, size_t j)
+{
+    const kx_cur *x = ctx;
+    const kblock_ev *e = &x->ev[x->ix[j]];
+    int c = x->c;
+    int64_t v;
+
+    /* as sq_kernel_bind binds them: unsigned as signed, occ < 0 and tid 0
+     * NULL, occ as the text pg_bind_f64 sends */
+    if ((c == 17 && e->occ < 0) || (c == 24 && !e->tid)) {
+        memcpy(cb->p + cb->len, "NULL,", 5);
+        cb->len += 5;
+        return;
+    }
+    if (c == 17) {
+        cb->len +=
+            (size_t)snprintf(cb->p + cb->len, SQ_CB_COL, "%.17g,", e->occ);
+        return;
+    }
+    switch (c) {
+    case 0: v = x->sess; break;
+    case 1: v = (int64_t)e->seq; break;
+    case 2: v = (int64_t)e->ts; break;
+    case 3: v = (int64_t)e->dur; break;
+    case 4: v = (int64_t)e->dev; break;
+    case 5: v = (int64_t)e->stream; break;
+    case 6: v = (int64_t)e->corr; break;
+    case 7: v = e->name_id; break;
+    case 8: v = (int64_t)e->cfg; break;
+    case 9:
+    case 10:
+    case 11: v = (int64_t)e->grid[c - 9]; break;
+    case 12:
+    case 13:
+    case 14: v = e->block[c - 12]; break;
+    case 15: v = e->regs; break;
+    case 16: v = e->smem; break;
+    case 18: v = (int64_t)e->scope; break;
+    case 19: v = (int64_t)e->path; break;
+    case 20: v = (int64_t)e->stack; break;
+    case 21: v = e->api_off; break;
+    case 22: v = (int64_t)e->api_dur; break;
+    case 23: v = (int64_t)e->flags; break;
+    case 24: v = (int64_t)e->tid; break;
+    default: v = x->sd[j]; break; /* 25: side */
+    }
+    sq_cb_i(cb, v, ',');
+}
+
+static int pg_kxrows(srv_store *s, int64_t sess, const kblock_ev *ev,
+                     const uint32_t *ix, const uint8_t *sd, size_t m,
+                     uint64_t *rows)
+{
+    pg_writer *pw = s->wst;
+    int rc = GPUFL_OK;
+
+    if (!pw->kxrow && sdb_prepare(s->w, kx_ins_sql, &pw->kxrow))
+        return GPUFL_EINTERNAL;
+    for (int c = 0; c < 26 && !rc; c++)
+        rc = sq_arr_bind(pw->kxrow, c + 1, &pw->cb, m, SQ_CB_COL, kx_el,
+                         &(kx_cur){ sess, ev, ix, sd, c });
+    if (rc || (rc = qrun(pw->kxrow)) != 0)
+        return rc;
+    *rows += (uint64_t)sdb_changes(s->w);
+    return GPUFL_OK;
 }
 
 static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
@@ -599,6 +683,7 @@ static void pg_close(srv_store *s)
     for (int i = 0; i < 4; i++)
         sdb_finalize(pw->roll[i]);
     sdb_finalize(pw->kxput);
+    sdb_finalize(pw->kxrow);
     sdb_finalize(pw->kxdel[0]);
     sdb_finalize(pw->kxdel[1]);
     rl_map_release(&pw->pend_idx);
@@ -636,5 +721,6 @@ const sq_writer sq_writer_pg = {
     .kext = pg_kext,
     .abort = pg_abort,
     .memstacks = pg_memstacks,
-    .merge = pg_merge,
+    .roll_put = pg_roll_put,
+    .kxrows = pg_kxrows,
 };

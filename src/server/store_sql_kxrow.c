@@ -30,6 +30,7 @@
  * takes has its row, and reads the blocks otherwise.
  */
 #include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 
@@ -97,9 +98,10 @@ static int kx_stored_bound(srv_store *s, int64_t sess, int d, int64_t b[2],
     return GPUFL_OK;
 }
 
-/* Kept rows one INSERT writes (26 parameters each): on PostgreSQL a
- * statement is a round trip, and the first blocks of a session keep
- * nearly every kernel (its first 1 001 are all among them). */
+/* Kept rows one INSERT writes on SQLite (26 parameters each; the first
+ * blocks of a session keep nearly every kernel, its first 1 001 are all
+ * among them); PostgreSQL sends a block's rows as arrays instead
+ * (sq_writer.kxrows), a statement being a round trip there. */
 #define KX_ROWS (1u << (SQ_KX_PUT_N - 1))
 
 /* The rows of ev[ix[0..m)] (side sd[i] each; m a power of two up to
@@ -155,15 +157,31 @@ static int kx_rows_any(srv_store *s, int64_t sess, const kblock_ev *ev,
     return rc;
 }
 
+/* ev[ix[0..m)]'s rows: on PostgreSQL one statement (sq_writer.kxrows:
+ * the columns as arrays; a round trip each of kx_rows' power-of-two
+ * statements cost more than the rows, docs/server.md "kxrow in one
+ * statement"), else kx_rows_any's. */
+static int kx_flush(srv_store *s, int64_t sess, const kblock_ev *ev,
+                    const uint32_t *ix, const uint8_t *sd, size_t m,
+                    uint64_t *rows)
+{
+    if (!m)
+        return GPUFL_OK;
+    if (s->wr->kxrows)
+        return s->wr->kxrows(s, sess, ev, ix, sd, m, rows);
+    return kx_rows_any(s, sess, ev, ix, sd, m, rows);
+}
+
 /* The kept rows of those of ev[0..n) at or before a side's bound (b[d],
- * have[d] 0: none), KX_ROWS a statement; *rows += how many went in. */
+ * have[d] 0: none), KX_ROWS a statement (SQ_KX_ARR on PostgreSQL); *rows
+ * += how many went in. */
 static int kx_put_bound(srv_store *s, int64_t sess, const kblock_ev *ev,
                         size_t n, int64_t b[2][2], const int *have,
                         uint64_t *rows)
 {
-    uint32_t ix[KX_ROWS];
-    uint8_t sd[KX_ROWS];
-    size_t m = 0;
+    uint32_t ix[SQ_KX_ARR];
+    uint8_t sd[SQ_KX_ARR];
+    size_t m = 0, cap = s->wr->kxrows ? SQ_KX_ARR : KX_ROWS;
     int rc = GPUFL_OK;
 
     for (size_t i = 0; i < n && !rc; i++)
@@ -173,12 +191,12 @@ static int kx_put_bound(srv_store *s, int64_t sess, const kblock_ev *ev,
                 continue;
             ix[m] = (uint32_t)i;
             sd[m++] = (uint8_t)d;
-            if (m == KX_ROWS) {
-                rc = kx_rows(s, sess, ev, ix, sd, m, rows);
+            if (m == cap) {
+                rc = kx_flush(s, sess, ev, ix, sd, m, rows);
                 m = 0;
             }
         }
-    return rc ? rc : kx_rows_any(s, sess, ev, ix, sd, m, rows);
+    return rc ? rc : kx_flush(s, sess, ev, ix, sd, m, rows);
 }
 
 int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,

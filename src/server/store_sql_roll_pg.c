@@ -4,9 +4,8 @@
  * aggregates, timeline buckets and per-scope totals, each merged by one
  * upsert whose rows are bound as one array literal a column and read
  * through unnest - a round trip a row would cost more than the rest of
- * the batch; any other file's rollup (sq_writer.merge, store_sql_capi.c)
- * COPYed as text into a session-local staging table and merged by one
- * upsert.  The upserts end with the row-at-a-time statement's ON CONFLICT
+ * the batch; store_sql_capi.c's summary the same way (sq_writer.roll_put).
+ * The upserts end with the row-at-a-time statement's ON CONFLICT
  * clause (store_sql.c), so both databases merge alike.
  */
 #include "store_sql_writer_int.h"
@@ -35,6 +34,26 @@ void sq_cb_i(gbuf *b, int64_t v, char sep)
     b->p[b->len++] = sep;
 }
 
+int sq_arr_bind(sdb_stmt *st, int i, gbuf *cb, size_t n, size_t room,
+                sq_arr_fn fn, void *ctx)
+{
+    gbuf_reset(cb);
+    if (gbuf_grow(cb, 2))
+        return cb->err;
+    cb->p[cb->len++] = '{';
+    for (size_t j = 0; j < n; j++) {
+        /* the element, its ',' and the closing '}' */
+        if (gbuf_grow(cb, room + 2))
+            return cb->err;
+        fn(cb, ctx, j);
+    }
+    if (n)
+        cb->len--; /* the last ',' */
+    cb->p[cb->len++] = '}';
+    qbind_str(st, i, (srv_str){ cb->p, cb->len });
+    return GPUFL_OK;
+}
+
 /* A double column, as sq_cb_i. */
 static void cb_f(gbuf *b, double v, char sep)
 {
@@ -43,65 +62,51 @@ static void cb_f(gbuf *b, double v, char sep)
     b->p[b->len++] = sep;
 }
 
-int sq_pg_merge_sql(srv_store *s, gbuf *cb, const char *stage, const char *dst,
-                    const char *ws_sql)
-{
-    char sql[1024];
-    int rc;
-
-    if (!cb->len)
-        return GPUFL_OK;
-    snprintf(sql, sizeof(sql), "COPY %s FROM STDIN", stage);
-    if ((rc = sdb_copy(s->w, sql, cb->p, cb->len)) != 0)
-        return rc;
-    snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s%s", dst, stage,
-             strstr(ws_sql, " ON CONFLICT"));
-    return sdb_exec(s->w, sql);
-}
-
 /* Rows bound per array statement at most: bounds the literals' size
  * (each well under the 1 GB a parameter may hold). */
 #define ARR_ROWS_MAX 65536
 
-/* Appends column c of the row (k, v) and a ',' into room the caller
- * reserved. */
-typedef void (*arr_col_fn)(gbuf *cb, const uint64_t *k, void *v, int c);
+/* A map's rows for sq_arr_bind: from slot i on, column c of each row
+ * (the caller counted the rows, so a next one is there). */
+typedef struct roll_cur {
+    rl_map *m;
+    size_t i;
+    sq_roll_col_fn col;
+    int c;
+} roll_cur;
 
-/* The rows of map m upserted by st - INSERT ... SELECT FROM unnest of
- * ncol array literals, one a column (store_sql_ingest_pg.c prepares it) -
- * ARR_ROWS_MAX rows a statement; room: the most bytes one value takes.
- * A COPY into a staging table and an upsert from it (before) cost a round
+static void roll_el(gbuf *cb, void *ctx, size_t j)
+{
+    roll_cur *r = ctx;
+    const uint64_t *k;
+    void *v;
+
+    (void)j;
+    while (!(v = rl_map_at(r->m, r->i++, &k)))
+        ;
+    r->col(cb, k, v, r->c);
+}
+
+/* A COPY into a staging table and an upsert from it (before) cost a round
  * trip more and the staging rows written and read again (docs/server.md
  * "Rollup upserts from arrays"). */
-static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
-                      arr_col_fn col)
+int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
+                     sq_roll_col_fn col)
 {
     const uint64_t *k;
     size_t i0 = 0;
     int rc;
 
     while (i0 < m->cap) {
-        size_t i1 = i0;
+        size_t i1 = i0, n = 0;
+        for (; i1 < m->cap && n < ARR_ROWS_MAX; i1++)
+            n += rl_map_at(m, i1, &k) != NULL;
+        if (!n)
+            return GPUFL_OK;
         for (int c = 0; c < ncol; c++) {
-            size_t n = 0, i;
-            gbuf_reset(cb);
-            if (gbuf_grow(cb, 2))
-                return cb->err;
-            cb->p[cb->len++] = '{';
-            for (i = i0; i < m->cap && n < ARR_ROWS_MAX; i++) {
-                void *v = rl_map_at(m, i, &k);
-                if (!v)
-                    continue;
-                if (gbuf_grow(cb, room + 2))
-                    return cb->err;
-                col(cb, k, v, c);
-                n++;
-            }
-            if (!n)
-                return GPUFL_OK; /* only at c 0: no rows left */
-            cb->p[cb->len - 1] = '}';
-            qbind_str(st, c + 1, (srv_str){ cb->p, cb->len });
-            i1 = i;
+            roll_cur r = { m, i0, col, c };
+            if ((rc = sq_arr_bind(st, c + 1, cb, n, room, roll_el, &r)) != 0)
+                return rc;
         }
         if ((rc = qrun(st)) != 0)
             return rc;
@@ -167,28 +172,16 @@ static void kscope_col(gbuf *cb, const uint64_t *k, void *v, int c)
  * batch's keys (g), merged here, written back by put. */
 static int flush_kagg(srv_store *s, gbuf *cb, sdb_stmt *g, sdb_stmt *put)
 {
-    const uint64_t *k;
-    int rc, first = 1;
+    int rc;
 
     if (!s->kagg.n)
         return GPUFL_OK;
     /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
-    gbuf_reset(cb);
     for (int col = 0; col < 2; col++) {
-        size_t start = cb->len;
-        first = 1;
-        for (size_t i = 0; i < s->kagg.cap; i++) {
-            if (!rl_map_at(&s->kagg, i, &k))
-                continue;
-            if (gbuf_grow(cb, SQ_CB_COL + 2))
-                return cb->err;
-            if (first)
-                cb->p[cb->len++] = '{';
-            first = 0;
-            sq_cb_i(cb, (int64_t)k[col], ',');
-        }
-        cb->p[cb->len - 1] = '}';
-        qbind_str(g, col + 1, (srv_str){ cb->p + start, cb->len - start });
+        roll_cur r = { &s->kagg, 0, kagg_col, col };
+        if ((rc = sq_arr_bind(g, col + 1, cb, s->kagg.n, SQ_CB_COL, roll_el,
+                              &r)) != 0)
+            return rc;
     }
     while ((rc = sdb_step(g)) == SDB_ROW) {
         uint64_t gk[4] = { (uint64_t)qcol_i64(g, 0), (uint64_t)qcol_i64(g, 1),
@@ -200,7 +193,8 @@ static int flush_kagg(srv_store *s, gbuf *cb, sdb_stmt *g, sdb_stmt *put)
     sdb_reset(g);
     if (rc != SDB_DONE)
         return sq_err(rc);
-    return arr_upsert(&s->kagg, cb, put, 11, 2 * RL_HIST_ENC_MAX + 8, kagg_col);
+    return sq_pg_arr_upsert(&s->kagg, cb, put, 11, 2 * RL_HIST_ENC_MAX + 8,
+                            kagg_col);
 }
 
 /* Keys are unique within a batch, as ON CONFLICT DO UPDATE requires. */
@@ -209,7 +203,7 @@ int sq_pg_roll_flush(srv_store *s, gbuf *cb, sdb_stmt *const st[4])
     int rc;
 
     if ((rc = flush_kagg(s, cb, st[0], st[1])) != 0 ||
-        (rc = arr_upsert(&s->tl, cb, st[2], 8, SQ_CB_COL, tl_col)) != 0)
+        (rc = sq_pg_arr_upsert(&s->tl, cb, st[2], 8, SQ_CB_COL, tl_col)) != 0)
         return rc;
-    return arr_upsert(&s->kscope, cb, st[3], 4, SQ_CB_COL, kscope_col);
+    return sq_pg_arr_upsert(&s->kscope, cb, st[3], 4, SQ_CB_COL, kscope_col);
 }

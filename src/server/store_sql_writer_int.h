@@ -10,6 +10,15 @@
 #include "store_sql_int.h"
 
 struct gbuf;
+struct kblock_ev;
+
+/* Kept rows (kxrow) one sq_writer.kxrows statement takes at most. */
+#define SQ_KX_ARR 1024
+
+/* Appends column c of a rollup's row (k, v) and a ',' into room the
+ * caller reserved (sq_pg_arr_upsert). */
+typedef void (*sq_roll_col_fn)(struct gbuf *cb, const uint64_t *k, void *v,
+                               int c);
 
 /*
  * ---- The batch writer: what differs by database ----
@@ -19,8 +28,8 @@ struct gbuf;
  * is not: SQLite runs in this process, so a prepared statement per row is
  * cheap, and new kernels go in grouped INSERTs (store_sql_ingest_sqlite.c);
  * PostgreSQL is a round trip away, so a batch's rows go in bulk - binary
- * COPY, staging tables merged by one statement per table, multi-row
- * statements (store_sql_ingest_pg.c).
+ * COPY, one statement per table with the rows as array parameters,
+ * multi-row statements (store_sql_ingest_pg.c).
  *
  * Every function runs on the writer connection s->w under s->wlock; the
  * writer keeps its own state in s->wst.
@@ -58,13 +67,19 @@ typedef struct sq_writer {
      * caller's transaction */
     int (*memstacks)(srv_store *s, int64_t prof, const srv_memprof *p);
     /* NULL where a prepared statement a row is cheap (SQLite); else a
-     * rollup's rows in bulk: rows writes them into b as COPY text, then
-     * they go into the session-local table stage and are merged into dst
-     * by one "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT
-     * clause of sql, the row-at-a-time statement (so both databases merge
-     * alike) */
-    int (*merge)(srv_store *s, const char *stage, const char *dst,
-                 const char *sql, int (*rows)(srv_store *s, struct gbuf *b));
+     * rollup's rows in bulk: the rows of m upserted by st, an INSERT ...
+     * SELECT FROM unnest of ncol array literals (sq_pg_arr_upsert; room
+     * and col as there) ending with the row-at-a-time statement's ON
+     * CONFLICT clause, so both databases merge alike */
+    int (*roll_put)(srv_store *s, sdb_stmt *st, rl_map *m, int ncol,
+                    size_t room, sq_roll_col_fn col);
+    /* NULL where a prepared statement a row is cheap (SQLite: kxrow's
+     * power-of-two INSERTs, store_sql_kxrow.c); else the kept rows of
+     * ev[ix[0..m)] (side sd[j] each, m <= SQ_KX_ARR) in one statement, a
+     * row there already staying; *rows += how many went in */
+    int (*kxrows)(srv_store *s, int64_t sess, const struct kblock_ev *ev,
+                  const uint32_t *ix, const uint8_t *sd, size_t m,
+                  uint64_t *rows);
 } sq_writer;
 
 extern const sq_writer sq_writer_sqlite; /* store_sql_ingest_sqlite.c */
@@ -75,12 +90,20 @@ extern const sq_writer sq_writer_pg;     /* store_sql_ingest_pg.c */
  * '\n') into room the caller reserved (SQ_CB_COL bytes a column). */
 #define SQ_CB_COL 32
 void sq_cb_i(struct gbuf *b, int64_t v, char sep);
-/* The rows in cb COPYed into the staging table stage, then merged into
- * dst by "INSERT INTO dst SELECT * FROM stage" plus the ON CONFLICT clause
- * of ws_sql, the row-at-a-time statement (so both databases merge alike);
- * nothing when cb is empty. */
-int sq_pg_merge_sql(srv_store *s, struct gbuf *cb, const char *stage,
-                    const char *dst, const char *ws_sql);
+/* Appends element j of an array then a ',' into room the caller
+ * reserved; called for j = 0, 1, ... in order. */
+typedef void (*sq_arr_fn)(struct gbuf *cb, void *ctx, size_t j);
+/* The n elements fn appends as one array literal "{v,v,...}" bound to
+ * parameter i of st; room: the most bytes one element takes; cb is
+ * scratch.  Every array parameter of the PostgreSQL writer is made here
+ * (the rollups' columns, the kext keys). */
+int sq_arr_bind(sdb_stmt *st, int i, struct gbuf *cb, size_t n, size_t room,
+                sq_arr_fn fn, void *ctx);
+/* The rows of map m upserted by st - INSERT ... SELECT FROM unnest of
+ * ncol array literals, one a column, col appending a row's column c -
+ * ARR_ROWS_MAX rows a statement; room: the most bytes one value takes. */
+int sq_pg_arr_upsert(rl_map *m, struct gbuf *cb, sdb_stmt *st, int ncol,
+                     size_t room, sq_roll_col_fn col);
 /* The batch's kernel aggregates, timeline buckets and per-scope totals,
  * cb the scratch.  st (store_sql_ingest_pg.c prepares them): the stored
  * kagg rows of the batch's keys, merged here; then the kagg, tl and

@@ -2115,7 +2115,8 @@ def dur_pages(srv, base, desc, limit, n):
 
 def tie_session(rnd, nk, running=False):
     """nk kernels of 4 names on 3 streams, durations of a few values
-    (ties by the hundred) and a spread."""
+    (ties by the hundred) and a spread; an API call, thread and
+    occupancy on two of three."""
     g = TL.Gen()
     nids = [g.name("k%d_kernel" % j) for j in range(4)]
     t = TL.T0
@@ -2123,7 +2124,13 @@ def tie_session(rnd, nk, running=False):
         t += rnd.randrange(1, 30000)
         dur = rnd.choice([0, 7, 1000, 1000, 250000, rnd.randrange(10 ** 6),
                           rnd.randrange(10 ** 3)])
-        g.kernel(t, dur, nids[j % 4], stream=7 + j % 3, corr=j + 1)
+        # on two of three an API call, a CPU thread and an occupancy (a
+        # kept row's nullable columns, either way)
+        e = g.kernel(t, dur, nids[j % 4], stream=7 + j % 3, corr=j + 1,
+                     api=(-(1000 + j % 7), 500 + j % 11) if j % 3 else None,
+                     tid=4000 + j % 3 if j % 3 else None)
+        if j % 3:
+            e["occ"] = 1 / (2 + j % 5)
     return g if running else ended(g)
 
 
