@@ -326,8 +326,9 @@ def fill(total, sessions, base, kstore):
         if t_last is None:
             bad.append("stored %d of %d kernels (no progress for 15 s)" % (
                 n, produced - lost))
-        if lost:
-            bad.append("the producer dropped %d (its buffers)" % lost)
+        if lost:   # never logged, so never in the topic: not the bridge's
+            print("note: the producer dropped %d kernels (its buffers full,"
+                  " reported in its session_end)" % lost)
         # exactly once: nothing arrived twice, none refused, nothing the
         # broker deleted, and each session stored to its session_end
         for name, want in (("duplicate", 0), ("rejected", 0)):
@@ -352,9 +353,10 @@ def fill(total, sessions, base, kstore):
         if len(sess) != sessions:
             bad.append("%d sessions stored, %d produced" % (len(sess),
                                                             sessions))
-        if kern != produced or n != produced:
-            bad.append("kernels: %d produced, %d in the sessions' counts, %d"
-                       " stored" % (produced, kern, n))
+        if kern != produced - lost or n != produced - lost:
+            bad.append("kernels: %d produced (%d dropped by the producer),"
+                       " %d in the sessions' counts, %d stored" % (
+                           produced, lost, kern, n))
         span = max(span, 1e-3)
         print("bench_e2e --fill: %d kernels in %d sessions, a round each "
               "(%.0f MB of logs; agent --once %.1f s in all), "
