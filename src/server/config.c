@@ -351,6 +351,14 @@ static const opt_def srv_opts[] = {
       .max = 1000000,
       .help = "most Kafka messages gathered per batch, and lines per "
               "transaction (more are stored in several)" },
+    { .name = "kafka-batch-bytes",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, kafka_batch_bytes),
+      .def = "32M",
+      .min = 1024,
+      .max = 1ull << 30,
+      .help = "most Kafka payload bytes gathered per batch (a message is "
+              "never split: one larger than this is a batch of its own)" },
     { .name = "name",
       .type = OPT_STR,
       OPT_F_ARR(T, key_name),
