@@ -269,6 +269,10 @@ static void *kafka_main(void *arg)
 {
     srv_kafka *k = arg;
     size_t cap = k->s->cfg.kafka_batch, n = 0, bytes = 0;
+    /* what one gather may hold: the messages and an arena twice their
+     * size (below), whatever --kafka-batch messages of up to the broker's
+     * message size would come to */
+    size_t bcap = k->s->cfg.kafka_batch_bytes;
     rd_kafka_message_t **msgs = calloc(cap, sizeof(*msgs));
     srv_ev *ev = malloc(cap * sizeof(*ev));
     jsonl_tok *tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
@@ -281,7 +285,7 @@ static void *kafka_main(void *arg)
     while (!__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
         uint64_t t0 = now_ms();
         n = bytes = 0;
-        while (n < cap && now_ms() - t0 < KAFKA_BATCH_MS &&
+        while (n < cap && bytes < bcap && now_ms() - t0 < KAFKA_BATCH_MS &&
                !__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
             rd_kafka_message_t *m = rd_kafka_consumer_poll(k->rk, 50);
             if (!m)

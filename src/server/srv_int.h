@@ -68,6 +68,7 @@ typedef struct srv_config {
     char alert_webhook[SRV_STR_MAX];
     uint64_t quiet;
     uint64_t kafka_batch;
+    uint64_t kafka_batch_bytes;
     int log_level, log_format; /* GLOG_* (common/log.h) */
     /* --price MODEL=PRICE as given, and parsed (srv_config_load) */
     char price[SRV_PRICES_MAX][192];

@@ -120,6 +120,7 @@ static int wait_lines(int64_t want, int seconds)
 }
 
 static const char *topic_prefix = "gpufl";
+static uint64_t batch_bytes; /* --kafka-batch-bytes when set */
 
 static int start(srv *s, const char *group)
 {
@@ -137,6 +138,8 @@ static int start(srv *s, const char *group)
     snprintf(s->cfg.kafka_topic_prefix, sizeof(s->cfg.kafka_topic_prefix), "%s",
              topic_prefix);
     s->cfg.kafka_batch = 100;
+    if (batch_bytes)
+        s->cfg.kafka_batch_bytes = batch_bytes;
     if (srv_store_open(dbpath, 1, &s->store, err, sizeof(err))) {
         fprintf(stderr, "%s\n", err);
         return -1;
@@ -484,11 +487,55 @@ static void test_packed_message(void)
     one_broker_close(&kc);
 }
 
+/* A gather stops at --kafka-batch-bytes, not only at --kafka-batch
+ * messages: four messages of ~5 KiB already in the topic, a cap of 4 KiB,
+ * four gathers (each message alone is past the cap; without the cap the
+ * four come in one), every line stored. */
+#define SIDB "b17e0000-0000-4000-8000-000000000000"
+static void test_batch_bytes(void)
+{
+    static srv a;
+    static char msg[8192];
+    one_broker kc;
+    int seq = 0;
+
+    one_broker_open(&kc, "bb");
+    for (int m = 0; m < 4; m++) {
+        size_t len = 0;
+        if (m == 0)
+            len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+                                    "{\"v\":1,\"sid\":\"" SIDB "\","
+                                    "\"st\":\"device\",\"seq\":%d,\"ts\":100,"
+                                    "\"type\":\"session\",\"app\":\"k\","
+                                    "\"host\":\"h\"}\n",
+                                    seq++);
+        for (int k = 0; k < 40; k++, seq++)
+            len += (size_t)snprintf(
+                msg + len, sizeof(msg) - len,
+                "%s{\"v\":1,\"sid\":\"" SIDB "\",\"st\":\"device\","
+                "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":1,"
+                "\"dur\":5}",
+                k ? "\n" : "", seq, 1000 + seq);
+        CHECK(len > 4096);
+        produce(kc.prod, "bb.device", SIDB, msg);
+    }
+    rd_kafka_flush(kc.prod, 10000);
+    batch_bytes = 4096;
+    REQUIRE(start(&a, "g5") == 0);
+    CHECK(wait_lines(seq, 60));
+    CHECK_EQ_U64(a.met.lines_accepted, (uint64_t)seq);
+    CHECK(a.met.batches >= 4);
+    stop(&a);
+    batch_bytes = 0;
+    one_broker_close(&kc);
+}
+
 int main(void)
 {
     RUN(test_two_servers_exactly_once);
     RUN(test_retention_and_big_messages);
     RUN(test_past_the_end);
     RUN(test_packed_message);
+    RUN(test_batch_bytes);
     TEST_DONE();
 }
