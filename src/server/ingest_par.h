@@ -1,7 +1,7 @@
 /*
  * ingest_par.h - a request body's lines parsed on two cores: the
- * connection thread parses the first half while a helper thread parses
- * the second (ingest_par.c).
+ * connection thread and a helper thread take its pieces of whole lines
+ * one after another until none is left (ingest_par.c).
  *
  * The result is what one thread parsing the body front to back gives:
  * the same events in the same order with the same line numbers, and the
@@ -17,10 +17,10 @@
 
 #include "ingest.h"
 
-/* Errors of the helper's half kept in full (line and reason) to be
- * reported after the connection thread's: an ingest answer itemises at
- * most this many in all (api_ingest.c), so the helper's errors past it
- * are reported for their count only (line 0, why NULL). */
+/* Errors of one piece kept in full (line and reason) to be reported in
+ * line order once all pieces are parsed: an ingest answer itemises at
+ * most this many in all (api_ingest.c), so a piece's errors past it are
+ * reported for their count only (line 0, why NULL). */
 #define INGEST_ERRORS_MAX 50
 
 /* Fewer lines than this are parsed by the connection thread alone: the
@@ -28,10 +28,18 @@
  * more than half of their parse. */
 #define INGEST_PAR_MIN_LINES 256
 
+/* Most pieces a body is cut into (each at least INGEST_PAR_PIECE bytes):
+ * enough that a helper that starts late, or not at all, leaves little
+ * for the connection thread to wait on. */
+#define INGEST_PAR_PIECES 64
+#define INGEST_PAR_PIECE (16u * 1024)
+
 /* Bytes of arena ingest_par_body needs for a body of len bytes and nl
- * lines: each half's decoded strings are at most its JSON text plus 16
- * bytes a line (NULs), plus 16 for the half. */
-#define INGEST_PAR_ARENA(len, nl) ((len) + 16 * (size_t)(nl) + 32)
+ * lines: each piece's decoded strings are at most its JSON text plus 16
+ * bytes a line (NULs; a piece of k line ends may hold k + 1 lines), plus
+ * 16 for the piece, as the one-thread bound gives each. */
+#define INGEST_PAR_ARENA(len, nl)                                              \
+    ((len) + 16 * (size_t)(nl) + 32 * (size_t)(INGEST_PAR_PIECES + 1))
 
 typedef struct ingest_par ingest_par;
 
@@ -54,8 +62,9 @@ void ingest_par_free(ingest_par *p);
  * the caller's token buffer (INGEST_MAX_TOKENS), ar its arena of at
  * least INGEST_PAR_ARENA(len, nl) bytes; the events point into ar and
  * text, both borrowed.  With p NULL, a body under INGEST_PAR_MIN_LINES
- * lines or the helper busy with another request's half, the caller's
- * thread parses it all.
+ * lines or the helper busy with another request's body, the caller's
+ * thread parses it all; so it does when the helper has not started by
+ * the time the caller has parsed every piece (it is not waited for).
  */
 size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
                        size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
