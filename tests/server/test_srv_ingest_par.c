@@ -3,8 +3,8 @@
  * gives what one thread gives: the same events in order with the same
  * line numbers and decoded strings, the same errors in line order (the
  * first INGEST_ERRORS_MAX with their reasons, the count exact), for
- * bodies with refused, blank and CRLF lines on either side of the cut,
- * with and without a last '\n', and while two requests want the helper.
+ * bodies with refused, blank and CRLF lines across its pieces, with and
+ * without a last '\n', and while two requests want the helper.
  */
 #include "ingest_par.h"
 #include "test.h"
@@ -197,12 +197,13 @@ static void test_same_as_one_thread(void)
         check_body(p, 10, 0, 0, 0, last_nl);
         check_body(p, INGEST_PAR_MIN_LINES, 0, 0, 0, last_nl);
         check_body(p, 3000, 0, 0, 0, last_nl);
-        /* refused lines in the first half, the second, both */
+        /* refused lines in the first half's pieces, the second's, all */
         check_body(p, 3000, 0, 1500, 7, last_nl);
         check_body(p, 3000, 1500, 3000, 7, last_nl);
         check_body(p, 3000, 0, 3000, 3, last_nl);
-        /* more than INGEST_ERRORS_MAX in the second half alone, and
-         * some in the first: the itemised ones run across the cut */
+        /* more than INGEST_ERRORS_MAX in the second half, and some in
+         * the first: the itemised ones run across pieces; all refused:
+         * more than INGEST_ERRORS_MAX in one piece */
         check_body(p, 3000, 1450, 3000, 2, last_nl);
         check_body(p, 1000, 480, 530, 1, last_nl);
         check_body(p, MAXL, 0, MAXL, 1, last_nl);
