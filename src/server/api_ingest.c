@@ -9,6 +9,7 @@
  * lines come back as duplicates.
  */
 #include "ingest.h"
+#include "ingest_par.h"
 #include "srv_int.h"
 
 #include <gpufl/gpufl.h>
@@ -19,9 +20,6 @@
 #include <string.h>
 #include <strings.h>
 #include "common/log.h"
-
-/* Errors itemised in one response; the count is always exact. */
-#define INGEST_ERRORS_MAX 50
 
 /* The most bytes of event array and string arena a worker thread keeps
  * between requests (see scratch_get): a 10 000-line batch takes ~9 MB,
@@ -49,7 +47,8 @@ static int ctype_ok(const char *ct)
     return 0;
 }
 
-/* The answer's errors array as lines are refused. */
+/* The answer's errors array as lines are refused: INGEST_ERRORS_MAX
+ * (ingest_par.h) itemised, the count always exact. */
 typedef struct err_list {
     jw *w;
     size_t n;
@@ -65,7 +64,9 @@ static void err_add(void *ctx, uint32_t line, const char *why)
         l->first_line = line;
         snprintf(l->first, sizeof(l->first), "%s", why);
     }
-    if (l->n++ < INGEST_ERRORS_MAX) {
+    /* why NULL: one of ingest_par's errors past those it kept, which
+     * come after INGEST_ERRORS_MAX others: counted only */
+    if (l->n++ < INGEST_ERRORS_MAX && why) {
         jw_obj_begin(l->w);
         jw_kv_u64(l->w, "line", line);
         jw_kv_str(l->w, "reason", why);
@@ -161,18 +162,15 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
 {
     const char *ct = srv_req_header(r, "Content-Type");
     int enc = ingest_encoding(srv_req_header(r, "Content-Encoding"));
-    char *body = NULL, *out = NULL, reason[INGEST_REASON_MAX];
+    char *body = NULL, *out = NULL;
     const char *text; /* the decoded body: r->body itself, or body */
     const char *why = NULL;
-    size_t blen = 0, nl = 0, pos = 0, n, nev = 0;
+    size_t blen = 0, nl = 0, nev = 0;
     srv_ev *ev = NULL;
     jsonl_tok *tok = NULL;
     ingest_arena ar = { NULL, 0, 0 };
     ingest_scratch *sc = NULL;
     srv_ingest_res res = { 0, 0 };
-    const char *line;
-    uint32_t lineno = 0;
-    jsonl_doc d;
     jw w;
     err_list el;
     int rc;
@@ -220,7 +218,7 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     }
     tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
     /* decoded strings are never longer than their JSON text, plus NULs */
-    ar.cap = blen + 16 * nl + 16;
+    ar.cap = INGEST_PAR_ARENA(blen, nl);
     sc = scratch_get(nl, ar.cap);
     if (sc) {
         ev = sc->ev;
@@ -231,27 +229,14 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
         srv_resp_error(o, 500, "out of memory");
         goto out;
     }
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
     jw_init(&w, out, 64 * 1024);
     memset(&el, 0, sizeof(el));
     el.w = &w;
     jw_obj_begin(&w);
     jw_key(&w, "errors");
     jw_arr_begin(&w);
-    for (;;) {
-        if (!jsonl_line_next(text, blen, &pos, &line, &n) &&
-            !jsonl_line_tail(text, blen, &pos, &line, &n))
-            break;
-        lineno++;
-        if (n == 0 || (n == 1 && line[0] == ' '))
-            continue;
-        if (ingest_line_parse(&d, st, line, n, &ar, &ev[nev], reason) ==
-            GPUFL_OK) {
-            ev[nev++].line = lineno;
-            continue;
-        }
-        err_add(&el, lineno, reason);
-    }
+    nev =
+        ingest_par_body(s->par, st, text, blen, nl, tok, &ar, ev, err_add, &el);
     /* what this key may write: its hosts, and no stream past its end */
     rc = nev ? srv_ingest_scope(s, r->hosts, ev, &nev, err_add, &el) : 0;
     if (rc) {
@@ -264,12 +249,14 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     /* the agent gets the errors; the operator a line per request (the
      * lines are missing from their session's gaps from now on) */
     if (el.n && !s->cfg.quiet) {
+        /* the body's lines: a last one without '\n' is one */
+        size_t lines = blen && text[blen - 1] != '\n' ? nl : nl - 1;
         glog_field fl[3] = { GLOG_STR("stream", ingest_stream_name(st)),
                              GLOG_NUM("rejected", el.n),
-                             GLOG_NUM("lines", lineno) };
+                             GLOG_NUM("lines", lines) };
         glog_fields(GLOG_INFO, "ingest", fl, 3,
-                    "%s batch: %zu of %u line(s) rejected; line %u: %s",
-                    ingest_stream_name(st), el.n, lineno, el.first_line,
+                    "%s batch: %zu of %zu line(s) rejected; line %u: %s",
+                    ingest_stream_name(st), el.n, lines, el.first_line,
                     el.first);
     }
     if (nev) {

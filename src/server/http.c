@@ -18,9 +18,11 @@
  * block on the database: the pool size bounds how many requests wait at
  * once.
  */
+#include "ingest_par.h"
 #include "srv_int.h"
 
 #include "common/buf.h"
+#include "common/log.h"
 
 #include <gpufl/gpufl.h>
 
@@ -638,6 +640,11 @@ int srv_http_start(srv *s, char *err, size_t cap)
         return GPUFL_EIO;
     }
     s->loopback = is_loopback(s->listen_fd);
+    /* without it bodies are parsed by their connection's thread alone:
+     * slower, not wrong */
+    if (ingest_par_new(&s->par) != 0)
+        glog(GLOG_WARN, "ingest",
+             "no second parse thread; one parses each body");
     /* conn.c accepts and enforces --max-conns; MHD's own limit only
      * backs it up (records beyond it are what conn.c keeps as slack) */
     d = MHD_start_daemon(
@@ -653,6 +660,8 @@ int srv_http_start(srv *s, char *err, size_t cap)
                  s->tls_cert ? "S" : "", s->cfg.listen);
         close(s->listen_fd);
         s->listen_fd = -1;
+        ingest_par_free(s->par);
+        s->par = NULL;
         srv_static_close(s);
         srv_tls_free(s);
         return GPUFL_EIO;
@@ -674,6 +683,9 @@ void srv_http_stop(srv *s)
         MHD_stop_daemon(s->http);
         s->http = NULL;
     }
+    /* after MHD: no request parses any more */
+    ingest_par_free(s->par);
+    s->par = NULL;
     srv_conns_free(s);
     if (s->listen_fd >= 0) {
         close(s->listen_fd);

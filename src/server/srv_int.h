@@ -153,7 +153,9 @@ typedef struct srv {
     int have_admin;
     void *http;              /* struct MHD_Daemon */
     struct srv_conns *conns; /* conn.c */
-    int ui_fd;               /* --ui-dir, opened (static.c); -1: none */
+    /* the ingest bodies' second parse thread (ingest_par.c); NULL: one */
+    struct ingest_par *par;
+    int ui_fd; /* --ui-dir, opened (static.c); -1: none */
     /* which web UI it serves, for the start-up line (static.c) */
     char ui_msg[4 * 4096 + 2 * SRV_STR_MAX + 512];
     /* --tls-cert / --tls-key as read (tls.c); NULL: plain HTTP */

@@ -43,6 +43,9 @@ endfunction()
 if(TARGET gpufl_server_core)
   gpufl_unit_test(test_srv_ingest ${CMAKE_CURRENT_LIST_DIR}/test_srv_ingest.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_ingest_par
+                  ${CMAKE_CURRENT_LIST_DIR}/test_srv_ingest_par.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_rollup ${CMAKE_CURRENT_LIST_DIR}/test_srv_rollup.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_config ${CMAKE_CURRENT_LIST_DIR}/test_srv_config.c

@@ -1,0 +1,279 @@
+/*
+ * ingest_par.c - a request body's lines parsed on two cores.
+ *
+ * One connection sends a batch, waits for its 200, sends the next: while
+ * the server parses and stores, the client and the second core are idle.
+ * Parsing is half of a request's instructions (docs/server.md,
+ * "h-litehttp") and each line parses alone, so the body is cut into
+ * pieces of whole lines, each with its own part of the event array (at
+ * its first line's index) and of the arena.  The connection thread and
+ * the helper take the pieces in turn from one counter until none is
+ * left; then the connection thread reports each piece's errors in piece
+ * order and closes the gaps between the pieces' events.  A helper that
+ * has not started by then (its core busy) is not waited for: the
+ * connection thread has parsed every piece itself.  The store sees one
+ * batch as before, so commit before the answer, idempotency and the group
+ * commit are untouched.
+ *
+ * One helper for the server: on this project's 2-core machines a second
+ * would have no core to run on.  A request that finds it busy (another
+ * connection's body) parses alone rather than wait.
+ */
+#include "ingest_par.h"
+
+#include <gpufl/gpufl.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One kept error of a piece. */
+typedef struct par_err {
+    uint32_t line;
+    char why[INGEST_REASON_MAX];
+} par_err;
+
+/* A piece of the body: whole lines; written by whichever thread took it,
+ * read by the connection thread once both are done. */
+typedef struct par_piece {
+    size_t off, len; /* text[off, off + len) */
+    uint32_t line0;  /* the lines before it: its events go at ev + line0 */
+    size_t ar_off;   /* its part of the arena: [ar_off, ar_off + ar_cap) */
+    size_t ar_cap;
+    size_t nev, nerr; /* events made, errors (the first INGEST_ERRORS_MAX
+                        * kept in err) */
+    par_err *err;
+} par_piece;
+
+/* The helper's state for the job posted (under mu). */
+enum { PAR_IDLE, PAR_POSTED, PAR_RUNNING, PAR_DONE };
+
+struct ingest_par {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a job posted, a job done, stop */
+    int claimed;       /* a request holds the helper (atomic) */
+    int state, stop;
+    jsonl_tok *tok; /* the helper's own token buffer */
+    /* the job: the pieces of text of stream st, into ev and arena ar */
+    int st;
+    const char *text;
+    char *ar;
+    srv_ev *ev;
+    size_t npiece;
+    size_t next; /* the next piece to take (atomic) */
+    par_piece piece[INGEST_PAR_PIECES];
+    par_err *errs; /* INGEST_ERRORS_MAX a piece */
+};
+
+/* The lines of text[0, len) parsed in order into ev (one thread); returns
+ * the events made.  The loop api_ingest.c had: a blank line (or one
+ * space) is skipped and still counted. */
+static size_t parse_lines(jsonl_doc *d, int st, const char *text, size_t len,
+                          uint32_t line0, ingest_arena *ar, srv_ev *ev,
+                          ingest_err_fn err, void *ctx)
+{
+    size_t pos = 0, n, nev = 0;
+    uint32_t lineno = line0;
+    char reason[INGEST_REASON_MAX];
+    const char *line;
+
+    for (;;) {
+        if (!jsonl_line_next(text, len, &pos, &line, &n) &&
+            !jsonl_line_tail(text, len, &pos, &line, &n))
+            break;
+        lineno++;
+        if (n == 0 || (n == 1 && line[0] == ' '))
+            continue;
+        if (ingest_line_parse(d, st, line, n, ar, &ev[nev], reason) ==
+            GPUFL_OK) {
+            ev[nev++].line = lineno;
+            continue;
+        }
+        err(ctx, lineno, reason);
+    }
+    return nev;
+}
+
+/* A piece's errors: kept in full up to INGEST_ERRORS_MAX, counted past
+ * it (nerr is the count). */
+static void keep_err(void *ctx, uint32_t line, const char *why)
+{
+    par_piece *c = ctx;
+
+    if (c->nerr < INGEST_ERRORS_MAX) {
+        par_err *e = &c->err[c->nerr];
+        size_t n = strlen(why);
+        if (n >= sizeof(e->why))
+            n = sizeof(e->why) - 1;
+        memcpy(e->why, why, n);
+        e->why[n] = '\0';
+        e->line = line;
+    }
+    c->nerr++;
+}
+
+/* Pieces parsed until none is left (either thread). */
+static void take_pieces(ingest_par *p, jsonl_doc *d)
+{
+    size_t j;
+
+    while ((j = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
+           p->npiece) {
+        par_piece *c = &p->piece[j];
+        ingest_arena a = { p->ar + c->ar_off, 0, c->ar_cap };
+        c->nerr = 0;
+        c->nev = parse_lines(d, p->st, p->text + c->off, c->len, c->line0, &a,
+                             p->ev + c->line0, keep_err, c);
+    }
+}
+
+static void *helper(void *arg)
+{
+    ingest_par *p = arg;
+    jsonl_doc d;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->state != PAR_POSTED && !p->stop)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop)
+            break;
+        p->state = PAR_RUNNING;
+        pthread_mutex_unlock(&p->mu);
+        /* the job's fields are the poster's until the state is DONE */
+        jsonl_doc_init(&d, p->tok, INGEST_MAX_TOKENS);
+        take_pieces(p, &d);
+        pthread_mutex_lock(&p->mu);
+        p->state = PAR_DONE;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int ingest_par_new(ingest_par **out)
+{
+    ingest_par *p = calloc(1, sizeof(*p));
+
+    *out = NULL;
+    if (!p || !(p->tok = malloc(INGEST_MAX_TOKENS * sizeof(*p->tok))) ||
+        !(p->errs = malloc(INGEST_PAR_PIECES * INGEST_ERRORS_MAX *
+                           sizeof(*p->errs)))) {
+        if (p)
+            free(p->tok);
+        free(p);
+        return GPUFL_ENOMEM;
+    }
+    for (size_t j = 0; j < INGEST_PAR_PIECES; j++)
+        p->piece[j].err = p->errs + j * INGEST_ERRORS_MAX;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    if (pthread_create(&p->th, NULL, helper, p) != 0) {
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
+        free(p->errs);
+        free(p->tok);
+        free(p);
+        return GPUFL_EINTERNAL;
+    }
+    *out = p;
+    return GPUFL_OK;
+}
+
+void ingest_par_free(ingest_par *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->errs);
+    free(p->tok);
+    free(p);
+}
+
+/* text[0, len) cut into pieces of whole lines of at least
+ * max(INGEST_PAR_PIECE, len / INGEST_PAR_PIECES) bytes (so at most
+ * INGEST_PAR_PIECES), the last one whatever is left; returns how many.
+ * A piece of k line ends holds at most k + 1 lines (the last one's tail),
+ * the others exactly k; its arena part is what the one-thread bound
+ * gives k + 1 lines, plus 16. */
+static size_t cut_pieces(ingest_par *p, const char *text, size_t len)
+{
+    size_t t = len / INGEST_PAR_PIECES + 1, off = 0, aoff = 0, n = 0;
+    uint32_t line0 = 0;
+
+    if (t < INGEST_PAR_PIECE)
+        t = INGEST_PAR_PIECE;
+    while (off < len && n < INGEST_PAR_PIECES) {
+        const char *cut = NULL;
+        size_t end = len, k = 0;
+        if (len - off > t && n + 1 < INGEST_PAR_PIECES)
+            cut = memchr(text + off + t - 1, '\n', len - (off + t - 1));
+        if (cut)
+            end = (size_t)(cut - text) + 1;
+        for (const char *q = text + off;
+             (q = memchr(q, '\n', (size_t)(text + end - q))) != NULL; q++)
+            k++;
+        p->piece[n] = (par_piece){
+            off, end - off, line0,          aoff, end - off + 16 * k + 32,
+            0,   0,         p->piece[n].err
+        };
+        aoff += p->piece[n].ar_cap;
+        line0 += (uint32_t)k;
+        off = end;
+        n++;
+    }
+    return n;
+}
+
+size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
+                       size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
+                       ingest_err_fn err, void *ctx)
+{
+    size_t nev = 0;
+    jsonl_doc d;
+
+    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+    if (!p || nl < INGEST_PAR_MIN_LINES || len < 2 * INGEST_PAR_PIECE ||
+        __atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQUIRE))
+        return parse_lines(&d, st, text, len, 0, ar, ev, err, ctx);
+    pthread_mutex_lock(&p->mu);
+    p->npiece = cut_pieces(p, text, len);
+    p->st = st;
+    p->text = text;
+    p->ar = ar->buf + ar->len;
+    p->ev = ev;
+    p->next = 0;
+    p->state = PAR_POSTED;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    take_pieces(p, &d);
+    pthread_mutex_lock(&p->mu);
+    if (p->state == PAR_POSTED)
+        p->state = PAR_IDLE; /* it never started: nothing to wait for */
+    while (p->state == PAR_RUNNING)
+        pthread_cond_wait(&p->cv, &p->mu);
+    p->state = PAR_IDLE;
+    pthread_mutex_unlock(&p->mu);
+    /* each piece's errors in piece order (line order), its events moved
+     * down to close the gap the pieces before left (only where they
+     * refused or skipped lines) */
+    for (size_t j = 0; j < p->npiece; j++) {
+        const par_piece *c = &p->piece[j];
+        for (size_t i = 0; i < c->nerr; i++)
+            err(ctx, i < INGEST_ERRORS_MAX ? c->err[i].line : 0,
+                i < INGEST_ERRORS_MAX ? c->err[i].why : NULL);
+        if (nev != c->line0 && c->nev)
+            memmove(ev + nev, ev + c->line0, c->nev * sizeof(*ev));
+        nev += c->nev;
+    }
+    ar->len = ar->cap;
+    __atomic_store_n(&p->claimed, 0, __ATOMIC_RELEASE);
+    return nev;
+}

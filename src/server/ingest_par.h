@@ -1,0 +1,73 @@
+/*
+ * ingest_par.h - a request body's lines parsed on two cores: the
+ * connection thread and a helper thread take its pieces of whole lines
+ * one after another until none is left (ingest_par.c).
+ *
+ * The result is what one thread parsing the body front to back gives:
+ * the same events in the same order with the same line numbers, and the
+ * same errors reported in line order.  Only parsing is split; the store
+ * still gets the whole batch in one call and one transaction, after
+ * both halves are done.
+ */
+#ifndef GPUFL_SERVER_INGEST_PAR_H
+#define GPUFL_SERVER_INGEST_PAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ingest.h"
+
+/* Errors of one piece kept in full (line and reason) to be reported in
+ * line order once all pieces are parsed: an ingest answer itemises at
+ * most this many in all (api_ingest.c), so a piece's errors past it are
+ * reported for their count only (line 0, why NULL). */
+#define INGEST_ERRORS_MAX 50
+
+/* Fewer lines than this are parsed by the connection thread alone: the
+ * helper's wake-up (a futex round trip, tens of microseconds) would cost
+ * more than half of their parse. */
+#define INGEST_PAR_MIN_LINES 256
+
+/* Most pieces a body is cut into (each at least INGEST_PAR_PIECE bytes):
+ * enough that a helper that starts late, or not at all, leaves little
+ * for the connection thread to wait on. */
+#define INGEST_PAR_PIECES 64
+#define INGEST_PAR_PIECE (16u * 1024)
+
+/* Bytes of arena ingest_par_body needs for a body of len bytes and nl
+ * lines: each piece's decoded strings are at most its JSON text plus 16
+ * bytes a line (NULs; a piece of k line ends may hold k + 1 lines), plus
+ * 16 for the piece, as the one-thread bound gives each. */
+#define INGEST_PAR_ARENA(len, nl)                                              \
+    ((len) + 16 * (size_t)(nl) + 32 * (size_t)(INGEST_PAR_PIECES + 1))
+
+typedef struct ingest_par ingest_par;
+
+/* A refused line: err(ctx, line, why) (why borrowed for the call). */
+typedef void (*ingest_err_fn)(void *ctx, uint32_t line, const char *why);
+
+/* Starts the helper thread (*out); GPUFL_ENOMEM or GPUFL_EINTERNAL when
+ * it cannot be had (then *out is NULL and bodies are parsed by one
+ * thread). */
+int ingest_par_new(ingest_par **out);
+
+/* Stops and joins the helper; NULL is allowed.  No ingest_par_body may
+ * be running. */
+void ingest_par_free(ingest_par *p);
+
+/*
+ * Parses the lines of text[0, len) (nl of them, as counted by '\n', plus
+ * one) of stream st into ev (room for nl events; ev[i].line set, 1-based)
+ * and returns how many; refused lines go to err in line order.  tok is
+ * the caller's token buffer (INGEST_MAX_TOKENS), ar its arena of at
+ * least INGEST_PAR_ARENA(len, nl) bytes; the events point into ar and
+ * text, both borrowed.  With p NULL, a body under INGEST_PAR_MIN_LINES
+ * lines or the helper busy with another request's body, the caller's
+ * thread parses it all; so it does when the helper has not started by
+ * the time the caller has parsed every piece (it is not waited for).
+ */
+size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
+                       size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
+                       ingest_err_fn err, void *ctx);
+
+#endif
