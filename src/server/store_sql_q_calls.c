@@ -61,6 +61,8 @@ typedef struct calls_ctx {
     uint64_t in0, in1;  /* rollup answers: its buckets cover [in0, in1) */
     uint64_t rollup_ns; /* ... of this width (0: read from the rows) */
     unsigned lv_sh;     /* the stored level's shift (capi_stored) */
+    unsigned up_sh;     /* the level above's (capi_whole) */
+    uint64_t rows;      /* capi rows (and packed buckets) read */
 } calls_ctx;
 
 static thr *thr_get(calls_ctx *x, uint32_t tid)
@@ -592,7 +594,105 @@ static int capi_stored(void *arg, uint32_t tid, uint64_t b, uint64_t n,
                        uint64_t busy)
 {
     calls_ctx *x = arg;
+    x->rows++;
     return capi_bucket(x, tid, b << x->lv_sh, 1ull << x->lv_sh, n, busy);
+}
+
+/* sq_capi_fn: a bucket of the level above (x->up_sh), taken when it lies
+ * in one column: there it adds to that column exactly what its buckets of
+ * the level below would (their calls started in it, their ns all in it;
+ * a bucket of a level is the sum of the level below's in it), so the
+ * answer is the same; one straddling two columns is left to the level
+ * below (capi_two). */
+static int capi_whole(void *arg, uint32_t tid, uint64_t b, uint64_t n,
+                      uint64_t busy)
+{
+    calls_ctx *x = arg;
+    uint64_t t0 = b << x->up_sh, w = 1ull << x->up_sh;
+    uint32_t c0, c1;
+
+    x->rows++;
+    if (sq_cols_of(x->from, x->to, x->bw, x->width, t0, w, &c0, &c1) &&
+        c0 != c1)
+        return GPUFL_OK;
+    return capi_bucket(x, tid, t0, w, n, busy);
+}
+
+/* Level lv+1's buckets (16 times lv's; 4 times above level 0) used where
+ * a column holds at least this many: lv is the coarsest level of at most
+ * an eighth of a column, so a column holds 8 to 128 of its buckets - at
+ * the top of that range most of them inside buckets of lv+1 that lie in
+ * one column (a 100M-kernel session's whole range at 1000 px: 83 755
+ * level-2 rows; docs/server.md "The call summary's rows"). */
+#define SQ_CAPI_UP_PER_COL 2
+
+/* SQLite: the buckets of [in0, in1) at level lv read as lv+1's buckets
+ * lying in one column, and lv's buckets only for the rest - the lv+1
+ * buckets a column boundary cuts, and the ends [in0, a0), [a1, in1) not
+ * covered by whole lv+1 buckets: about bw / 2^(lv+1's shift) + 16 rows
+ * per column and thread instead of bw / 2^(lv's).  The same sums per
+ * column as lv's buckets alone (capi_whole).  *done 0 when not worth it
+ * (columns narrower than SQ_CAPI_UP_PER_COL buckets of lv+1, no whole
+ * one in the window, PostgreSQL: its packs would cost a round trip per
+ * range). */
+static int capi_two(qctx *c, calls_ctx *x, int lv, int *done)
+{
+    unsigned sh = rl_tl_shift(lv), up;
+    uint64_t w1, a0, a1, lo, hi;
+    sq_capi_rd rd;
+    int rc;
+
+    *done = 0;
+    if (lv + 1 >= RL_TL_LEVELS || sdb_dialect(c->db) != SDB_SQLITE)
+        return GPUFL_OK;
+    up = rl_tl_shift(lv + 1);
+    w1 = 1ull << up;
+    if (x->bw / w1 < SQ_CAPI_UP_PER_COL)
+        return GPUFL_OK;
+    a0 = ((x->in0 + w1 - 1) >> up) << up;
+    a1 = (x->in1 >> up) << up;
+    if (a1 <= a0)
+        return GPUFL_OK;
+    *done = 1;
+    x->up_sh = up;
+    if ((rc = sq_capi_each(c, lv + 1, (int64_t)(a0 >> up), (int64_t)(a1 >> up),
+                           capi_whole, x)) != 0)
+        return rc;
+    /* lv's buckets: [in0, a0), each cut lv+1 bucket, [a1, in1), in time
+     * order, adjacent ranges read as one */
+    x->lv_sh = sh;
+    if ((rc = sq_capi_rd_open(c, lv, &rd)) != 0)
+        goto out;
+    lo = x->in0;
+    hi = a0;
+    for (uint32_t k = 1; k < x->width; k++) {
+        uint64_t p = x->from + (uint64_t)k * x->bw, s0;
+
+        if (p <= a0 || p >= a1)
+            continue;
+        if (!(p & (w1 - 1)))
+            continue; /* a boundary of lv+1's buckets cuts none */
+        s0 = (p >> up) << up;
+        if (s0 > hi) {
+            if ((rc = sq_capi_rd_each(&rd, (int64_t)(lo >> sh),
+                                      (int64_t)(hi >> sh), capi_stored, x)) !=
+                0)
+                goto out;
+            lo = s0;
+        }
+        hi = s0 + w1;
+    }
+    if (a1 > hi) {
+        if ((rc = sq_capi_rd_each(&rd, (int64_t)(lo >> sh), (int64_t)(hi >> sh),
+                                  capi_stored, x)) != 0)
+            goto out;
+        lo = a1;
+    }
+    rc = sq_capi_rd_each(&rd, (int64_t)(lo >> sh), (int64_t)(x->in1 >> sh),
+                         capi_stored, x);
+out:
+    sq_capi_rd_close(&rd);
+    return rc;
 }
 
 /* Whether the session's calls all went into the rollup (sessions made
@@ -674,10 +774,17 @@ static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
         if ((rc = capi0_buckets(c, x)) != 0)
             return rc;
     } else {
-        /* rows and packs (store_sql_q_capi.c) */
+        /* SQLite: lv+1's buckets where they fit a column, lv's between;
+         * else lv's rows and packs (store_sql_q_capi.c) */
+        int two = 0;
         x->lv_sh = sh;
-        if ((rc = sq_capi_each(c, lv, (int64_t)(x->in0 >> sh),
-                               (int64_t)(x->in1 >> sh), capi_stored, x)) != 0)
+        x->rows = 0;
+        rc = capi_two(c, x, lv, &two);
+        if (!rc && !two)
+            rc = sq_capi_each(c, lv, (int64_t)(x->in0 >> sh),
+                              (int64_t)(x->in1 >> sh), capi_stored, x);
+        __atomic_fetch_add(&c->s->kq_capi_rows, x->rows, __ATOMIC_RELAXED);
+        if (rc)
             return rc;
     }
     /* the long calls' ns inside the buckets (their count is in them) */
