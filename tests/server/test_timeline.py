@@ -433,16 +433,21 @@ class CallSummary(Base):
         width = -(-(hi - lo) // (130 * 10 ** 6))
         bw = -(-(hi - lo) // width)
         self.assertEqual((bw // 8).bit_length() - 1, 23)
+        # aligned to level 1 (the columns exact): 124 of its buckets a
+        # column, the boundaries cutting most 2^24 buckets
+        a = (lo >> 20) << 20
+        wa = -(-(hi - a) // (124 << 20))
         wins = [(lo, hi, width, False), (lo + 7777777, hi - 10 ** 8, width,
-                                         False)]
+                                         False),
+                (a, a + wa * (124 << 20), wa, True)]
         before = metric(srv, "gpufl_server_calls_rollup_rows_total")
         self.check(srv, base, calls, wins)
         rows = metric(srv, "gpufl_server_calls_rollup_rows_total") - before
-        self.assertEqual(self.rolled, 2)
+        self.assertEqual((self.rolled, self.aligned), (3, 1))
         threads = len({c[0] for c in calls})
-        # per window and thread: the whole buckets above, 16 below for
-        # each column boundary, two partial ends of 16
-        bound = 2 * threads * (width * (bw // (1 << 24) + 1 + 16) + 32)
+        # per window and thread: the whole buckets above, the cut one and
+        # at most 9 below for each column boundary, two partial ends
+        bound = 3 * threads * (width * (bw // (1 << 24) + 1 + 9) + 32)
         if T.PG_URI_FILE:
             self.assertGreater(rows, 0)
         else:
