@@ -695,7 +695,7 @@ static int capi_whole(void *arg, uint32_t tid, uint64_t b, uint64_t n,
     return GPUFL_OK;
 }
 
-/* Level lv+1's buckets (16 times lv's; 4 times above level 0) used where
+/* Level lv+1's buckets (16 times lv's; level 1 4 times level 0's) used where
  * a column holds at least this many: lv is the coarsest level of at most
  * an eighth of a column, so a column holds 8 to 128 of its buckets - at
  * the top of that range most of them inside buckets of lv+1 that lie in
@@ -704,13 +704,13 @@ static int capi_whole(void *arg, uint32_t tid, uint64_t b, uint64_t n,
 #define SQ_CAPI_UP_PER_COL 2
 
 /* SQLite: the buckets of [in0, in1) at level lv read as lv+1's buckets
- * lying in one column, and lv's buckets only for the rest - the lv+1
- * buckets a column boundary cuts, and the ends [in0, a0), [a1, in1) not
- * covered by whole lv+1 buckets: about bw / 2^(lv+1's shift) + 16 rows
- * per column and thread instead of bw / 2^(lv's).  The same sums per
- * column as lv's buckets alone (capi_whole).  *done 0 when not worth it
- * (columns narrower than SQ_CAPI_UP_PER_COL buckets of lv+1, no whole
- * one in the window, PostgreSQL: its packs would cost a round trip per
+ * lying in one column, lv's buckets only for the rest - one side of each
+ * lv+1 bucket a column boundary cuts (cut_flush), and the ends [in0, a0),
+ * [a1, in1) not covered by whole lv+1 buckets: at most 7 + 1 + 9 rows per
+ * column and thread instead of up to 128.  The same sums per column as
+ * lv's buckets alone (capi_whole, cut_flush).  *done 0 when not worth it
+ * (columns narrower than SQ_CAPI_UP_PER_COL buckets of lv+1, no whole one
+ * in the window, PostgreSQL: its packs would cost a round trip per
  * range). */
 static int capi_two(qctx *c, calls_ctx *x, int lv, int *done)
 {
