@@ -57,12 +57,15 @@ int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
     if (b_hi <= b_lo)
         return GPUFL_OK;
     /* PostgreSQL's in (tid, b) order to merge with the packs (a sort of
-     * the window's rows: a few thousand); SQLite's as its key holds them */
+     * the window's rows: a few thousand); SQLite's as its key holds them,
+     * in b order (no sort: the key's order) - store_sql_q_calls.c's
+     * capi_whole gathers a bucket's threads as they come one after the
+     * other */
     rc = q_prepare(c, pg ? "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
                            " AND lvl=?2 AND b >= ?3 AND b < ?4"
                            " ORDER BY tid, b"
                          : "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
-                           " AND lvl=?2 AND b >= ?3 AND b < ?4");
+                           " AND lvl=?2 AND b >= ?3 AND b < ?4 ORDER BY b");
     if (rc || (rc = packs_open(c, lv, b_lo, b_hi - 1, &P, &have)) != 0)
         goto out;
     qbind_i64(c->st, 1, c->sess);
