@@ -149,6 +149,10 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
     one(b, "gpufl_server_kblocks_index_rows_total", "counter",
         "Rows of the kernel block index read by queries' block scans.",
         g->kq.indexed);
+    one(b, "gpufl_server_calls_rollup_rows_total", "counter",
+        "Rows of the API calls' summary (capi; packed buckets too) read by"
+        " /calls summaries.",
+        g->kq.capi_rows);
     prom_family(b, "gpufl_server_kernel_duration_pages_total", "counter",
                 "Kernel pages sorted by duration of sessions with blocks, by"
                 " what answered them: kext and its kept rows (kept) or the"

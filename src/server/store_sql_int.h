@@ -314,6 +314,9 @@ struct srv_store {
      * session with blocks answered from kext and its kept rows, and those
      * that read the blocks; block index rows the scans read */
     uint64_t kq_decoded, kq_kept, kq_scanned, kq_indexed;
+    /* ... and the API calls' summary rows (capi, packed buckets too) the
+     * /calls summaries read */
+    uint64_t kq_capi_rows;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */

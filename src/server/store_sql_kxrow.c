@@ -378,4 +378,5 @@ void srv_store_kq_stats(srv_store *s, srv_kq_stats *o)
     o->kept = __atomic_load_n(&s->kq_kept, __ATOMIC_RELAXED);
     o->scanned = __atomic_load_n(&s->kq_scanned, __ATOMIC_RELAXED);
     o->indexed = __atomic_load_n(&s->kq_indexed, __ATOMIC_RELAXED);
+    o->capi_rows = __atomic_load_n(&s->kq_capi_rows, __ATOMIC_RELAXED);
 }

@@ -151,6 +151,17 @@ typedef int (*sq_capi_fn)(void *arg, uint32_t tid, uint64_t b, uint64_t n,
                           uint64_t busy);
 int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
                  void *arg);
+/* SQLite (no packs): one statement reading level lv's buckets of many
+ * short ranges (store_sql_q_calls.c's straddling buckets), prepared once
+ * and bound again per range - a prepare per range cost more than its rows.
+ * sq_capi_rd_each: buckets b_lo..b_hi - 1, 0 or fn's error. */
+typedef struct sq_capi_rd {
+    sdb_stmt *st;
+} sq_capi_rd;
+int sq_capi_rd_open(qctx *c, int lv, sq_capi_rd *r);
+int sq_capi_rd_each(sq_capi_rd *r, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
+                    void *arg);
+void sq_capi_rd_close(sq_capi_rd *r);
 /* The API calls' summary level 0 (table capi, store_sql_capi.c) computed
  * from the calls, for sessions whose level 0 is not stored (kernel
  * blocks; store_sql_q_capi0.c): buckets b_lo..b_hi (2^RL_TL_SHIFT0 ns) of

@@ -41,6 +41,13 @@
 
 const char *const sq_call_types[4] = { "launch", "memcpy", "memset", "sync" };
 
+/* A thread's row of a bucket of the level above cut by a column boundary
+ * (capi_whole): its sums, less those read of the level used (capi_sub). */
+typedef struct capi_cut {
+    uint32_t tid;
+    uint64_t n, busy;
+} capi_cut;
+
 /* Per thread: its columns (summary) - calls started, busy ns. */
 typedef struct thr {
     uint32_t tid;
@@ -61,6 +68,15 @@ typedef struct calls_ctx {
     uint64_t in0, in1;  /* rollup answers: its buckets cover [in0, in1) */
     uint64_t rollup_ns; /* ... of this width (0: read from the rows) */
     unsigned lv_sh;     /* the stored level's shift (capi_stored) */
+    unsigned up_sh;     /* the level above's (capi_whole) */
+    uint64_t rows;      /* capi rows (and packed buckets) read */
+    /* capi_two: the level used's reader, the cut bucket of the level above
+     * being gathered (cut_on), its threads' rows (cut_over: more than
+     * cutb holds) */
+    struct sq_capi_rd *rd;
+    uint64_t cut_b;
+    int cut_on, cut_over, ncutb;
+    capi_cut cutb[SQ_CALL_THREADS_MAX];
 } calls_ctx;
 
 static thr *thr_get(calls_ctx *x, uint32_t tid)
@@ -592,7 +608,152 @@ static int capi_stored(void *arg, uint32_t tid, uint64_t b, uint64_t n,
                        uint64_t busy)
 {
     calls_ctx *x = arg;
+    x->rows++;
     return capi_bucket(x, tid, b << x->lv_sh, 1ull << x->lv_sh, n, busy);
+}
+
+/* sq_capi_fn: a bucket of the level used read for a cut bucket above:
+ * its sums taken off that thread's (cut_flush), then as any. */
+static int capi_sub(void *arg, uint32_t tid, uint64_t b, uint64_t n,
+                    uint64_t busy)
+{
+    calls_ctx *x = arg;
+
+    for (int i = 0; i < x->ncutb; i++)
+        if (x->cutb[i].tid == tid) {
+            capi_cut *k = &x->cutb[i];
+            k->n -= n < k->n ? n : k->n;
+            k->busy -= busy < k->busy ? busy : k->busy;
+            break;
+        }
+    return capi_stored(arg, tid, b, n, busy);
+}
+
+/* The cut bucket gathered (cut_b of the level above): the column boundary
+ * p cuts it in two; the side with fewer buckets of the level used is read
+ * (the bucket p falls in, straddling, with it), and what is left of each
+ * thread's row - the other side's sums, lying in one column - goes to that
+ * column as one bucket: the same sums per column as reading all 16.  With
+ * more threads than cutb holds, all 16 are read. */
+static int cut_flush(calls_ctx *x)
+{
+    unsigned sh = x->lv_sh;
+    uint64_t w0 = 1ull << sh, w1 = 1ull << x->up_sh, s0 = x->cut_b << x->up_sh;
+    uint64_t p = x->from + ((s0 - x->from) / x->bw + 1) * x->bw;
+    uint64_t dn = (p >> sh) << sh, up = ((p + w0 - 1) >> sh) << sh;
+    uint64_t r0 = s0, r1 = up, m0 = up, m1 = s0 + w1;
+    int rc = GPUFL_OK;
+
+    x->cut_on = 0;
+    if (x->cut_over) {
+        x->cut_over = x->ncutb = 0;
+        return sq_capi_rd_each(x->rd, (int64_t)(s0 >> sh),
+                               (int64_t)((s0 + w1) >> sh), capi_stored, x);
+    }
+    if (s0 + w1 - dn < up - s0) {
+        r0 = dn;
+        r1 = s0 + w1;
+        m0 = s0;
+        m1 = dn;
+    }
+    rc = sq_capi_rd_each(x->rd, (int64_t)(r0 >> sh), (int64_t)(r1 >> sh),
+                         capi_sub, x);
+    for (int i = 0; !rc && i < x->ncutb; i++)
+        if (x->cutb[i].n || x->cutb[i].busy)
+            rc = capi_bucket(x, x->cutb[i].tid, m0, m1 - m0, x->cutb[i].n,
+                             x->cutb[i].busy);
+    x->ncutb = 0;
+    return rc;
+}
+
+/* sq_capi_fn: a bucket of the level above (x->up_sh), taken when it lies
+ * in one column: there it adds to that column exactly what its buckets of
+ * the level below would (their calls started in it, their ns all in it;
+ * a bucket of a level is the sum of the level below's in it), so the
+ * answer is the same; one a column boundary cuts is gathered (its
+ * threads' rows come one after the other) for cut_flush. */
+static int capi_whole(void *arg, uint32_t tid, uint64_t b, uint64_t n,
+                      uint64_t busy)
+{
+    calls_ctx *x = arg;
+    uint64_t t0 = b << x->up_sh, w = 1ull << x->up_sh;
+    uint32_t c0, c1;
+    int rc;
+
+    x->rows++;
+    if (!sq_cols_of(x->from, x->to, x->bw, x->width, t0, w, &c0, &c1) ||
+        c0 == c1)
+        return capi_bucket(x, tid, t0, w, n, busy);
+    if (x->cut_on && b != x->cut_b && (rc = cut_flush(x)) != 0)
+        return rc;
+    x->cut_on = 1;
+    x->cut_b = b;
+    if (x->ncutb == SQ_CALL_THREADS_MAX)
+        x->cut_over = 1;
+    else
+        x->cutb[x->ncutb++] = (capi_cut){ tid, n, busy };
+    return GPUFL_OK;
+}
+
+/* Level lv+1's buckets (16 times lv's; level 1 4 times level 0's) used where
+ * a column holds at least this many: lv is the coarsest level of at most
+ * an eighth of a column, so a column holds 8 to 128 of its buckets - at
+ * the top of that range most of them inside buckets of lv+1 that lie in
+ * one column (a 100M-kernel session's whole range at 1000 px: 83 755
+ * level-2 rows; docs/server.md "The call summary's rows"). */
+#define SQ_CAPI_UP_PER_COL 2
+
+/* SQLite: the buckets of [in0, in1) at level lv read as lv+1's buckets
+ * lying in one column, lv's buckets only for the rest - one side of each
+ * lv+1 bucket a column boundary cuts (cut_flush), and the ends [in0, a0),
+ * [a1, in1) not covered by whole lv+1 buckets: at most 7 + 1 + 9 rows per
+ * column and thread instead of up to 128.  The same sums per column as
+ * lv's buckets alone (capi_whole, cut_flush).  *done 0 when not worth it
+ * (columns narrower than SQ_CAPI_UP_PER_COL buckets of lv+1, no whole one
+ * in the window, PostgreSQL: its packs would cost a round trip per
+ * range). */
+static int capi_two(qctx *c, calls_ctx *x, int lv, int *done)
+{
+    unsigned sh = rl_tl_shift(lv), up;
+    uint64_t w1, a0, a1;
+    sq_capi_rd rd;
+    int rc;
+
+    *done = 0;
+    if (lv + 1 >= RL_TL_LEVELS || sdb_dialect(c->db) != SDB_SQLITE)
+        return GPUFL_OK;
+    up = rl_tl_shift(lv + 1);
+    w1 = 1ull << up;
+    if (x->bw / w1 < SQ_CAPI_UP_PER_COL)
+        return GPUFL_OK;
+    a0 = ((x->in0 + w1 - 1) >> up) << up;
+    a1 = (x->in1 >> up) << up;
+    if (a1 <= a0)
+        return GPUFL_OK;
+    *done = 1;
+    x->up_sh = up;
+    x->lv_sh = sh;
+    x->cut_on = x->cut_over = x->ncutb = 0;
+    /* lv's reader steps while the lv+1 scan is open (cut_flush): SQLite
+     * runs both on the one connection */
+    if ((rc = sq_capi_rd_open(c, lv, &rd)) != 0)
+        goto out;
+    x->rd = &rd;
+    rc = sq_capi_each(c, lv + 1, (int64_t)(a0 >> up), (int64_t)(a1 >> up),
+                      capi_whole, x);
+    if (!rc && x->cut_on)
+        rc = cut_flush(x);
+    /* the ends not covered by whole lv+1 buckets */
+    if (!rc)
+        rc = sq_capi_rd_each(&rd, (int64_t)(x->in0 >> sh), (int64_t)(a0 >> sh),
+                             capi_stored, x);
+    if (!rc)
+        rc = sq_capi_rd_each(&rd, (int64_t)(a1 >> sh), (int64_t)(x->in1 >> sh),
+                             capi_stored, x);
+out:
+    x->rd = NULL;
+    sq_capi_rd_close(&rd);
+    return rc;
 }
 
 /* Whether the session's calls all went into the rollup (sessions made
@@ -674,10 +835,17 @@ static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
         if ((rc = capi0_buckets(c, x)) != 0)
             return rc;
     } else {
-        /* rows and packs (store_sql_q_capi.c) */
+        /* SQLite: lv+1's buckets where they fit a column, lv's between;
+         * else lv's rows and packs (store_sql_q_capi.c) */
+        int two = 0;
         x->lv_sh = sh;
-        if ((rc = sq_capi_each(c, lv, (int64_t)(x->in0 >> sh),
-                               (int64_t)(x->in1 >> sh), capi_stored, x)) != 0)
+        x->rows = 0;
+        rc = capi_two(c, x, lv, &two);
+        if (!rc && !two)
+            rc = sq_capi_each(c, lv, (int64_t)(x->in0 >> sh),
+                              (int64_t)(x->in1 >> sh), capi_stored, x);
+        __atomic_fetch_add(&c->s->kq_capi_rows, x->rows, __ATOMIC_RELAXED);
+        if (rc)
             return rc;
     }
     /* the long calls' ns inside the buckets (their count is in them) */

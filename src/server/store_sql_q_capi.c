@@ -57,12 +57,15 @@ int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
     if (b_hi <= b_lo)
         return GPUFL_OK;
     /* PostgreSQL's in (tid, b) order to merge with the packs (a sort of
-     * the window's rows: a few thousand); SQLite's as its key holds them */
+     * the window's rows: a few thousand); SQLite's as its key holds them,
+     * in b order (no sort: the key's order) - store_sql_q_calls.c's
+     * capi_whole gathers a bucket's threads as they come one after the
+     * other */
     rc = q_prepare(c, pg ? "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
                            " AND lvl=?2 AND b >= ?3 AND b < ?4"
                            " ORDER BY tid, b"
                          : "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
-                           " AND lvl=?2 AND b >= ?3 AND b < ?4");
+                           " AND lvl=?2 AND b >= ?3 AND b < ?4 ORDER BY b");
     if (rc || (rc = packs_open(c, lv, b_lo, b_hi - 1, &P, &have)) != 0)
         goto out;
     qbind_i64(c->st, 1, c->sess);
@@ -101,4 +104,41 @@ int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
 out:
     sq_tlp_iter_close(&P);
     return rc;
+}
+
+int sq_capi_rd_open(qctx *c, int lv, sq_capi_rd *r)
+{
+    r->st = NULL;
+    if (sdb_prepare(c->db,
+                    "SELECT tid, b, n, busy FROM capi WHERE sess=?1 AND"
+                    " lvl=?2 AND b >= ?3 AND b < ?4",
+                    &r->st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(r->st, 1, c->sess);
+    qbind_i64(r->st, 2, lv);
+    return GPUFL_OK;
+}
+
+int sq_capi_rd_each(sq_capi_rd *r, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
+                    void *arg)
+{
+    int rc;
+
+    if (b_hi <= b_lo)
+        return GPUFL_OK;
+    sdb_reset(r->st);
+    qbind_i64(r->st, 3, b_lo);
+    qbind_i64(r->st, 4, b_hi);
+    while ((rc = sdb_step(r->st)) == SDB_ROW)
+        if ((rc = fn(arg, (uint32_t)qcol_i64(r->st, 0),
+                     (uint64_t)qcol_i64(r->st, 1), (uint64_t)qcol_i64(r->st, 2),
+                     (uint64_t)qcol_i64(r->st, 3))) != 0)
+            return rc;
+    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+}
+
+void sq_capi_rd_close(sq_capi_rd *r)
+{
+    sdb_finalize(r->st);
+    r->st = NULL;
 }

@@ -410,6 +410,49 @@ class CallSummary(Base):
         self.assertEqual((r["accepted"], r["duplicate"]), (0, 6000))
         self.assertEqual(self.check(srv, base, calls, wins), first)
 
+    def test_coarse_rows_bounded(self):
+        """Columns holding many buckets of the level used (8 to 128 of
+        them: the levels are 16x apart) are read mostly from the level
+        above, whose buckets lying in one column add there what their
+        buckets below would; its rows and those of the level below where a
+        column boundary cuts a bucket above: about bw / 2^24 + 16 rows per
+        column and thread here, not bw / 2^20 (docs/server.md "The call
+        summary's rows").  The answers as the rows say (check); SQLite
+        only (PostgreSQL reads the level used: packs, a round trip per
+        range)."""
+        rnd = random.Random(2424)
+        g = capi_session(rnd)
+        srv = self.server()
+        g.send(srv, batch=3000)
+        calls = expected_calls(g)
+        base = "/api/v1/sessions/" + g.sid
+        lo = min(c[2] for c in calls)
+        hi = max(c[2] + c[3] for c in calls) + 1
+        # columns of ~130 ms: level 1 (2^20 ns, ~124 of them a column),
+        # 2^24 just over an eighth; width/bw as the server computes them
+        width = -(-(hi - lo) // (130 * 10 ** 6))
+        bw = -(-(hi - lo) // width)
+        self.assertEqual((bw // 8).bit_length() - 1, 23)
+        # aligned to level 1 (the columns exact): 124 of its buckets a
+        # column, the boundaries cutting most 2^24 buckets
+        a = (lo >> 20) << 20
+        wa = -(-(hi - a) // (124 << 20))
+        wins = [(lo, hi, width, False), (lo + 7777777, hi - 10 ** 8, width,
+                                         False),
+                (a, a + wa * (124 << 20), wa, True)]
+        before = metric(srv, "gpufl_server_calls_rollup_rows_total")
+        self.check(srv, base, calls, wins)
+        rows = metric(srv, "gpufl_server_calls_rollup_rows_total") - before
+        self.assertEqual((self.rolled, self.aligned), (3, 1))
+        threads = len({c[0] for c in calls})
+        # per window and thread: the whole buckets above, the cut one and
+        # at most 9 below for each column boundary, two partial ends
+        bound = 3 * threads * (width * (bw // (1 << 24) + 1 + 9) + 32)
+        if T.PG_URI_FILE:
+            self.assertGreater(rows, 0)
+        else:
+            self.assertLessEqual(rows, bound, (width, bw))
+
     def test_older_session_from_rows(self):
         """A session begun before the rollup existed (migration 20) is
         answered from its rows, not from a rollup holding only the calls
@@ -498,6 +541,16 @@ class CallSummary(Base):
                                      {p: (n.get(p, 0), busy.get(p, 0))
                                       for p in occ}, (lo, hi, th["tid"]))
         return answers
+
+
+def metric(srv, name):
+    """One sample of /metrics (name with its labels), or None."""
+    st, _, body = srv.req("GET", "/metrics")
+    assert st == 200, st
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    return None
 
 
 class Lod(Base):
