@@ -169,7 +169,7 @@ int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
  * materialised, and each column read only as far as the last row asked
  * for.  The block's bytes must be unchanged and still there (a block
  * stored uncompressed is read in place); any other call on d in between
- * (another decode, a seek, kblock_name_dur) ends that, and this is then
+ * (another decode, a seek, kblock_name_dur: it opens its own) ends that, and this is then
  * an error.  0, or -1 with why.
  */
 int kblock_decode_rows(kblock_dec *d, unsigned cols, const uint32_t *rows,
@@ -198,6 +198,20 @@ int kblock_seek_ts(kblock_dec *d, const unsigned char *b, size_t len,
 int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
                     int64_t *names, uint64_t *durs, size_t cap, size_t *n,
                     char *why, size_t whylen);
+
+/*
+ * As kblock_decode_cols of the columns cols (some, not KB_C_ALL: no
+ * index check) of the block the last kblock_name_dur (or
+ * kblock_decode_cols) on d opened, without decompressing it again: a
+ * sort by duration rules a block out from its names and durations, and
+ * decodes the one that passes (the payload's zstd was a sixth of such a
+ * page's CPU, twice over).  The block's bytes must be unchanged and
+ * still there (a block stored uncompressed is read in place); any other
+ * call on d in between ends that, and this is then an error.
+ * kblock_decode_rows may follow.  0, or -1 with why.
+ */
+int kblock_decode_cols_again(kblock_dec *d, unsigned cols, kblock_ev *out,
+                             size_t cap, size_t *n, char *why, size_t whylen);
 
 /* Where a block's bytes go, per column (bench_kblock's breakdown):
  * col_raw[i] = column i's bytes before zstd, col_z[i] = that column

@@ -29,10 +29,11 @@ struct kblock_dec {
     uint32_t scount[KB_MAX_EVENTS];
     kblock_index hidx, calc; /* the header's, and the events' */
     size_t hlen;             /* the last block's header bytes */
-    /* what kblock_decode_rows reads: the payload the last
-     * kblock_decode_cols opened (d->raw, or the caller's block when it
-     * was stored uncompressed), its events, shapes and where its columns
-     * start; opened 0 once any other call reuses d */
+    /* what kblock_decode_rows and kblock_decode_cols_again read: the
+     * payload the last kblock_decode_cols or kblock_name_dur opened
+     * (d->raw, or the caller's block when it was stored uncompressed),
+     * its events, shapes and where its columns start; opened 0 once any
+     * other call reuses d */
     const unsigned char *op;
     size_t opl, om, ons, oi;
     int opened;
@@ -553,19 +554,56 @@ int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
                     char *why, size_t whylen)
 {
     const unsigned char *p;
-    size_t pl, i = 0, ns = 0, m;
+    size_t pl, i = 0, i0, ns = 0, m;
 
     *n = 0;
     if (!d)
         return kb_fail(why, whylen, "kblock_name_dur: no decoder");
-    if (walk(d, b, len, 1u << KC_NAME | 1u << KC_DUR, NULL, cap, &p, &pl, &i,
-             &ns, why, whylen))
+    if (body_open(d, b, len, cap, &p, &pl, &i, &ns, why, whylen))
         return -1;
+    i0 = i;
     m = d->hidx.n;
+    if (walk_body(d, p, pl, &i, m, ns, 1u << KC_NAME | 1u << KC_DUR, NULL, NULL,
+                  0, why, whylen))
+        return -1;
     for (size_t k = 0; k < m; k++)
         names[k] = d->shape[d->sidx[k]].name_id;
     memcpy(durs, d->dur, m * sizeof(*durs));
+    /* open for kblock_decode_cols_again: the block that passes is then
+     * decoded without a second decompression */
+    d->op = p;
+    d->opl = pl;
+    d->om = m;
+    d->ons = ns;
+    d->oi = i0;
+    d->opened = 1;
     *n = m;
+    return 0;
+}
+
+int kblock_decode_cols_again(kblock_dec *d, unsigned cols, kblock_ev *out,
+                             size_t cap, size_t *n, char *why, size_t whylen)
+{
+    size_t i;
+
+    if (!d || !out || !n)
+        return kb_fail(why, whylen, "kblock_decode_cols_again: no decoder");
+    if (!d->opened)
+        return kb_fail(why, whylen,
+                       "kblock_decode_cols_again: no block opened before");
+    if ((cols & ~(unsigned)KB_C_ALL) || cols == KB_C_ALL)
+        return kb_fail(why, whylen,
+                       "kblock_decode_cols_again: columns 0x%x not some of"
+                       " them",
+                       cols);
+    if (d->om > cap)
+        return kb_fail(why, whylen, "kernel block of %zu events, room for %zu",
+                       d->om, cap);
+    i = d->oi;
+    if (walk_body(d, d->op, d->opl, &i, d->om, d->ons, cols, out, NULL, 0, why,
+                  whylen))
+        return -1;
+    *n = d->om;
     return 0;
 }
 

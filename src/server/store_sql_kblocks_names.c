@@ -22,7 +22,13 @@
  * are read whole by a second query (ties need no order of their own:
  * the reader loads every block whose bound equals the heap's worst), so
  * the continuation is a plain "bound < last" (> ascending), which
- * PostgreSQL's index of three columns answers as SQLite's does.
+ * PostgreSQL's index of three columns answers as SQLite's does.  That
+ * second query waits until the merge needs the tied rows: until then
+ * the name's head is their bound alone (kb_nstream.tied), and a name
+ * whose bound cannot place is never read further.  At 100M kernels of
+ * bench_scale's 11-name filter every name's longest duration is in
+ * ~600 blocks: read at once, 11 x 600 rows a page where one name's
+ * decide it (docs/server.md "Several names by duration at 100M").
  */
 #include "store_sql_kblocks_int.h"
 
@@ -38,6 +44,10 @@
  * a page of 100 reads ~100 blocks (one round trip), a deep page more */
 #define KB_NORD_CHUNK 128
 #define KB_NORD_CHUNK_MAX 4096
+/* the first chunk of each of several names: KB_NORD_CHUNK shared among
+ * them, no fewer than this (a page of 100 reads ~100 blocks in all; a
+ * name that has them doubles its chunks) */
+#define KB_NORD_CHUNK_MIN 16
 
 typedef struct kb_nblk {
     int64_t stream, lo, bound, seq_hi;
@@ -57,6 +67,7 @@ typedef struct kb_nstream {
     int64_t past; /* the next chunk: bounds past this */
     size_t lim;   /* its size */
     int more;     /* whether kbnames may hold more rows */
+    int tied;     /* rows of bound past not read yet: after the chunk */
 } kb_nstream;
 
 /* The blocks of session sess in [t_lo, t_hi) that may hold kernels of
@@ -185,7 +196,9 @@ static int chunk_query(kb_nord *o, kb_nstream *c, int tied, int64_t at)
 }
 
 /* The next chunk of name c's blocks into c->c (emptied first): the
- * c->lim best past c->past, and every row tied with the last. */
+ * c->lim best past c->past, less the rows tied with the last, whose
+ * bound becomes c->past with c->tied set (chunk_ties reads them when
+ * the merge gets there; a next chunk past it starts after them). */
 static int chunk_read(kb_nord *o, kb_nstream *c)
 {
     int rc;
@@ -199,16 +212,25 @@ static int chunk_read(kb_nord *o, kb_nstream *c)
         nl_sort(&c->c, o->desc);
         return GPUFL_OK;
     }
-    /* full: the rows tied with the last, all of them (a next chunk past
-     * d starts after them) */
     d = c->c.b[c->c.n - 1].bound;
     while (c->c.n && c->c.b[c->c.n - 1].bound == d)
         c->c.n--;
-    rc = chunk_query(o, c, 1, d);
     c->past = d;
+    c->tied = 1;
     if (c->lim < KB_NORD_CHUNK_MAX)
         c->lim *= 2;
-    if (!rc)
+    nl_sort(&c->c, o->desc);
+    return GPUFL_OK;
+}
+
+/* Every row of name c tied at c->past into c->c (emptied first). */
+static int chunk_ties(kb_nord *o, kb_nstream *c)
+{
+    int rc;
+
+    c->c.n = c->c.i = 0;
+    c->tied = 0;
+    if ((rc = chunk_query(o, c, 1, c->past)) == 0)
         nl_sort(&c->c, o->desc);
     return rc;
 }
@@ -246,7 +268,9 @@ static int nord_open(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
     for (size_t i = 0; i < nids; i++) {
         o->ns[i].id = ids[i];
         o->ns[i].past = desc ? INT64_MAX : INT64_MIN;
-        o->ns[i].lim = KB_NORD_CHUNK;
+        o->ns[i].lim = KB_NORD_CHUNK / (nids ? nids : 1);
+        if (o->ns[i].lim < KB_NORD_CHUNK_MIN)
+            o->ns[i].lim = KB_NORD_CHUNK_MIN;
         o->ns[i].more = 1;
     }
     /* few (none after a database made since schema 22 is compacted):
@@ -287,39 +311,65 @@ static int nord_open(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
     return GPUFL_OK;
 }
 
-/* The next block of o into *b (*more 0: none left): the best head of the
- * names' chunks and the unnamed list (a linear pick: at most
- * KB_NAME_IDS_MAX names). */
-static int nord_next(kb_nord *o, kb_nblk *b, int *more)
+/* The next block of o into *b (*more 0: none left, or none that can
+ * place in t): the best head of the names' chunks and the unnamed list
+ * (a linear pick: at most KB_NAME_IDS_MAX names).  A name whose chunk is
+ * spent with rows tied at c->past unread heads with that bound, first
+ * among its ties (its rows may hold any seq); picked, its rows are read
+ * if a block of that bound can still place in t - else none further can,
+ * it being the best head. */
+static int nord_next(kb_nord *o, const kb_top *t, kb_nblk *b, int *more)
 {
-    const kb_nblk *best = NULL;
-    kb_nlist *from = NULL;
     int rc;
 
     *more = 0;
-    for (size_t i = 0; i < o->nn; i++) {
-        kb_nstream *c = &o->ns[i];
-        if (c->c.i == c->c.n && c->more && (rc = chunk_read(o, c)) != 0)
+    for (;;) {
+        kb_nblk best = { 0, 0, 0, 0 };
+        kb_nlist *from = NULL;
+        kb_nstream *tie = NULL;
+        int any = 0;
+        for (size_t i = 0; i < o->nn; i++) {
+            kb_nstream *c = &o->ns[i];
+            kb_nblk h;
+            if (c->c.i == c->c.n && !c->tied && c->more &&
+                (rc = chunk_read(o, c)) != 0)
+                return rc;
+            if (c->c.i < c->c.n)
+                h = c->c.b[c->c.i];
+            else if (c->tied) /* first among its ties, either way */
+                h = (kb_nblk){ 0, INT64_MIN, c->past, INT64_MAX };
+            else
+                continue;
+            if (!any || blk_cmp(o->desc, &h, &best) < 0) {
+                best = h;
+                any = 1;
+                from = c->c.i < c->c.n ? &c->c : NULL;
+                tie = from ? NULL : c;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            kb_nlist *l = k ? &o->p : &o->u;
+            if (l->i < l->n &&
+                (!any || blk_cmp(o->desc, &l->b[l->i], &best) < 0)) {
+                best = l->b[l->i];
+                any = 1;
+                from = l;
+                tie = NULL;
+            }
+        }
+        if (!any)
+            return GPUFL_OK;
+        if (!tie) {
+            *b = best;
+            from->i++;
+            *more = 1;
+            return GPUFL_OK;
+        }
+        if (!kb_top_open(t, best.bound))
+            return GPUFL_OK; /* the best head: nothing further places */
+        if ((rc = chunk_ties(o, tie)) != 0)
             return rc;
-        if (c->c.i < c->c.n &&
-            (!best || blk_cmp(o->desc, &c->c.b[c->c.i], best) < 0)) {
-            best = &c->c.b[c->c.i];
-            from = &c->c;
-        }
     }
-    for (int k = 0; k < 2; k++) {
-        kb_nlist *l = k ? &o->p : &o->u;
-        if (l->i < l->n && (!best || blk_cmp(o->desc, &l->b[l->i], best) < 0)) {
-            best = &l->b[l->i];
-            from = l;
-        }
-    }
-    if (!best)
-        return GPUFL_OK;
-    *b = *best;
-    from->i++;
-    *more = 1;
-    return GPUFL_OK;
 }
 
 /* The blocks loaded, for a filter of several names (a block holding two
@@ -393,7 +443,7 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
     if ((rc = nord_open(db, x->sess, t->ids, t->nids, t->desc, x->t_lo, x->t_hi,
                         &o)) != 0)
         return rc;
-    while (!(rc = nord_next(o, &b, &more)) && more) {
+    while (!(rc = nord_next(o, t, &b, &more)) && more) {
         const kblock_ev *w = t->n == t->cap ? &t->ev[t->h[0]] : NULL;
         if (!kb_top_open(t, b.bound))
             break; /* the rest are further away */

@@ -316,15 +316,17 @@ static int cmp_id(const void *a, const void *b)
 
 /* Whether a block (its bytes) may hold an event that t would keep, from
  * its names and durations alone: only for a full heap by duration or a
- * name filter, else 1 (decode it).  0, or -1 with why. */
+ * name filter, else 1 (decode it).  *opened: the decoder holds the
+ * block's payload (kblock_decode_cols_again).  0, or -1 with why. */
 static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
-                   size_t len, int *may, char *why, size_t whylen)
+                   size_t len, int *may, int *opened, char *why, size_t whylen)
 {
     size_t n = 0;
     int full = t->n == t->cap, cut = full || t->has_bound;
     uint64_t w = full ? t->ev[t->h[0]].dur : (uint64_t)t->bound;
 
     *may = 1;
+    *opened = 0;
     if (t->key != KB_KEY_DUR || (!cut && !t->named))
         return 0;
     if (full && t->has_bound &&
@@ -333,6 +335,7 @@ static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
     if (kblock_name_dur(r->dec, b, len, r->names, r->durs, KB_MAX_EVENTS, &n,
                         why, whylen))
         return -1;
+    *opened = 1;
     for (size_t k = 0; k < n; k++) {
         /* equal durations may still place by seq */
         if (cut && (t->desc ? r->durs[k] < w : r->durs[k] > w))
@@ -442,13 +445,13 @@ int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
     unsigned cols = (x->sel ? x->sel | KB_C_SEQ : x->cols) | KB_C_TS;
     kbcache_key key = { x->sess, stream, lo };
     char why[128];
-    int rc, may = 1, keep = 0, sel = x->sel != 0;
+    int rc, may = 1, opened = 0, keep = 0, sel = x->sel != 0;
 
     if ((rc = sq_kb_bytes(x->s, st, col, x->sess, stream, lo, &b, &len)) != 0)
         return rc;
     if (kbcache_get(x->s->kbc, &key, b, len, offer_cached, x, &rc, &keep))
         return rc;
-    if (t && dur_may(r, t, b, len, &may, why, sizeof(why))) {
+    if (t && dur_may(r, t, b, len, &may, &opened, why, sizeof(why))) {
         glog_error("kblocks", "session %lld: unreadable block: %s",
                    (long long)x->sess, why);
         return GPUFL_EINTERNAL;
@@ -459,8 +462,12 @@ int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
         cols = KB_C_ALL;
         sel = 0;
     }
-    if (kblock_decode_cols(r->dec, b, len, cols, r->ev, KB_MAX_EVENTS, &n, why,
-                           sizeof(why))) {
+    /* the payload dur_may opened is not decompressed again */
+    if (opened && cols != KB_C_ALL
+            ? kblock_decode_cols_again(r->dec, cols, r->ev, KB_MAX_EVENTS, &n,
+                                       why, sizeof(why))
+            : kblock_decode_cols(r->dec, b, len, cols, r->ev, KB_MAX_EVENTS, &n,
+                                 why, sizeof(why))) {
         glog_error("kblocks", "session %lld: unreadable block: %s",
                    (long long)x->sess, why);
         return GPUFL_EINTERNAL;

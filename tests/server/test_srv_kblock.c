@@ -505,6 +505,8 @@ static void test_cols(void)
 
     static unsigned char *decoy;
     size_t dlen = 0, dm = 0;
+    static int64_t names[KB_MAX_EVENTS];
+    static uint64_t durs[KB_MAX_EVENTS];
 
     part = calloc(KB_MAX_EVENTS, sizeof(*part));
     decoy = malloc(KB_BLOCK_MAX);
@@ -552,6 +554,25 @@ static void test_cols(void)
             } else if (pm != n || !cols_ok(got, part, n, cols)) {
                 bad++;
             }
+            /* the same columns from the payload kblock_name_dur opened
+             * (a sort by duration's block that passes), not decompressed
+             * again: the decoy decoded first, as above */
+            if (cols == KB_C_ALL)
+                continue;
+            REQUIRE(kblock_decode(dec, decoy, dlen, part, KB_MAX_EVENTS, &dm,
+                                  why, sizeof(why)) == 0);
+            memset(part, 0xa5, n * sizeof(*part));
+            runs++;
+            if (kblock_name_dur(dec, blk, len, names, durs, KB_MAX_EVENTS, &pm,
+                                why, sizeof(why)) ||
+                kblock_decode_cols_again(dec, cols, part, KB_MAX_EVENTS, &pm,
+                                         why, sizeof(why))) {
+                fprintf(stderr, "  round %d cols 0x%x again: %s\n", round, cols,
+                        why);
+                bad++;
+            } else if (pm != n || !cols_ok(got, part, n, cols)) {
+                bad++;
+            }
         }
     }
     fprintf(stderr, "  %u partial decodes, %u wrong\n", runs, bad);
@@ -563,6 +584,19 @@ static void test_cols(void)
         size_t len = 0, m = 0;
         REQUIRE(kblock_encode(enc, ev, 10, 3, 0, blk, KB_BLOCK_MAX, &len, why,
                               sizeof(why)) == 0);
+        size_t pos = 0;
+        /* again: every column (the index check), or after another call
+         * on the decoder, refused */
+        REQUIRE(kblock_name_dur(dec, blk, len, names, durs, KB_MAX_EVENTS, &m,
+                                why, sizeof(why)) == 0);
+        CHECK(kblock_decode_cols_again(dec, KB_C_ALL, part, KB_MAX_EVENTS, &m,
+                                       why, sizeof(why)) == -1);
+        CHECK(kblock_decode_cols_again(dec, KB_C_TS, part, 9, &m, why,
+                                       sizeof(why)) == -1);
+        CHECK(kblock_seek_seq(dec, blk, len, ev[4].seq, &pos, why,
+                              sizeof(why)) == 0);
+        CHECK(kblock_decode_cols_again(dec, KB_C_TS, part, KB_MAX_EVENTS, &m,
+                                       why, sizeof(why)) == -1);
         CHECK(kblock_decode_cols(dec, blk, len, 1u << KC_SHAPE, part,
                                  KB_MAX_EVENTS, &m, why, sizeof(why)) == -1);
         CHECK(kblock_decode_cols(dec, blk, len, KB_C_TS, part, 9, &m, why,
