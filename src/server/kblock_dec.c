@@ -464,6 +464,20 @@ static int walk(kblock_dec *d, const unsigned char *b, size_t len,
                      whylen);
 }
 
+/* The block just walked stays open for kblock_decode_rows and
+ * kblock_decode_cols_again: its decompressed body, rows, names and where
+ * its columns start, so a second read decompresses nothing. */
+static void keep_open(kblock_dec *d, const unsigned char *p, size_t pl,
+                      size_t m, size_t ns, size_t i0)
+{
+    d->op = p;
+    d->opl = pl;
+    d->om = m;
+    d->ons = ns;
+    d->oi = i0;
+    d->opened = 1;
+}
+
 int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
                        unsigned cols, kblock_ev *out, size_t cap, size_t *n,
                        char *why, size_t whylen)
@@ -495,12 +509,7 @@ int kblock_decode_cols(kblock_dec *d, const unsigned char *b, size_t len,
                            "kernel block: its index disagrees with its "
                            "events");
     }
-    d->op = p;
-    d->opl = pl;
-    d->om = m;
-    d->ons = ns;
-    d->oi = i0;
-    d->opened = 1;
+    keep_open(d, p, pl, m, ns, i0);
     *n = m;
     return 0;
 }
@@ -571,12 +580,7 @@ int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
     memcpy(durs, d->dur, m * sizeof(*durs));
     /* open for kblock_decode_cols_again: the block that passes is then
      * decoded without a second decompression */
-    d->op = p;
-    d->opl = pl;
-    d->om = m;
-    d->ons = ns;
-    d->oi = i0;
-    d->opened = 1;
+    keep_open(d, p, pl, m, ns, i0);
     *n = m;
     return 0;
 }

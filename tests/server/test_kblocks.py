@@ -933,19 +933,7 @@ class NameSorts(Base):
                 nid, dur = wide, rnd.randrange(0, 10 ** 6)
             g.kernel(t, dur, nid, stream=7 + j % 3, corr=j + 1)
         g = ended(g)
-        env = {"GPUFL_SERVER_KB_RUN": "20"}
-        a = self.server("rows")
-        b = self.server("blocks", BLOCKS, env=env)
-        g.send(a, batch=3000)
-        g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
-        wait_compacted(b)
-        wait_stable(b)
-        # naming follows the merges: settled blocks may still be unnamed
-        # for a while on a loaded machine
-        wait_named(b)
-        nb = count(b, "SELECT count(*) FROM kblocks")
-        self.assertGreater(nb, 256)  # more than two chunks
-        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        a, b, nb = self.small_named_blocks(g, 256)  # more than two chunks
         base = "/api/v1/sessions/" + g.sid
         t0 = TL.T0 + 10 ** 7
 
@@ -972,10 +960,29 @@ class NameSorts(Base):
                     "kbnames.sess AND x.stream=kbnames.stream AND x.seq_lo="
                     "kbnames.seq_lo AND x.name_id=%d AND x.dur_max >= %d))"
                  % (sid, few, 10 ** 6))
-        b = self.back_to_26(b, BLOCKS, env)
+        b = self.back_to_26(b, BLOCKS, self.RUN20)
         self.assertGreater(count(b, "SELECT count(*) FROM kbunnamed"), nb // 4)
         same("unnamed")
 
+    RUN20 = {"GPUFL_SERVER_KB_RUN": "20"}
+
+    def small_named_blocks(self, g, least=500):
+        """g sent to a rows server and to a blocks server whose ingest
+        writes blocks of 20 kernels a stream, compacted and named: (rows
+        server, blocks server, its number of blocks, over least)."""
+        a = self.server("rows")
+        b = self.server("blocks", BLOCKS, env=self.RUN20)
+        g.send(a, batch=3000)
+        g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
+        wait_compacted(b)
+        wait_stable(b)
+        # naming follows the merges: settled blocks may still be unnamed
+        # for a while on a loaded machine
+        wait_named(b)
+        nb = count(b, "SELECT count(*) FROM kblocks")
+        self.assertGreater(nb, least)
+        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        return a, b, nb
 
     def test_shortest_first_and_names_in_order(self):
         """A sort by duration filtered by name, shortest first, reads the
@@ -1012,19 +1019,7 @@ class NameSorts(Base):
                 nid, dur = rnd.choice([one, two]), rnd.randrange(0, 10 ** 6)
             g.kernel(t, dur, nid, stream=7 + j % 3, corr=j + 1)
         g = ended(g)
-        env = {"GPUFL_SERVER_KB_RUN": "20"}
-        a = self.server("rows")
-        b = self.server("blocks", BLOCKS, env=env)
-        g.send(a, batch=3000)
-        g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
-        wait_compacted(b)
-        wait_stable(b)
-        # naming follows the merges: settled blocks may still be unnamed
-        # for a while on a loaded machine
-        wait_named(b)
-        nb = count(b, "SELECT count(*) FROM kblocks")
-        self.assertGreater(nb, 500)
-        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        a, b, nb = self.small_named_blocks(g)
         # sa_one and sa_two in (nearly) every block
         self.assertGreater(count(b, "SELECT count(*) FROM kbnames WHERE"
                                     " name_id=%d" % one), nb * 9 // 10)
@@ -1073,10 +1068,9 @@ class NameSorts(Base):
                     "kbnames.sess AND x.stream=kbnames.stream AND x.seq_lo="
                     "kbnames.seq_lo AND x.name_id=%d AND x.dur_min < %d))"
                  % (sid, few, 10 ** 3))
-        b = self.back_to_26(b, BLOCKS, env)
+        b = self.back_to_26(b, BLOCKS, self.RUN20)
         self.assertGreater(count(b, "SELECT count(*) FROM kbunnamed"), nb // 4)
         same("unnamed")
-
 
     def test_several_names_read_ties_when_needed(self):
         """A filter of several names whose every name ties at its longest
@@ -1100,17 +1094,7 @@ class NameSorts(Base):
                    else rnd.randrange(i + 2, 1000 * (i + 1)))
             g.kernel(t, dur, ids[i], stream=7 + j % 3, corr=j + 1)
         g = ended(g)
-        env = {"GPUFL_SERVER_KB_RUN": "20"}
-        a = self.server("rows")
-        b = self.server("blocks", BLOCKS, env=env)
-        g.send(a, batch=3000)
-        g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
-        wait_compacted(b)
-        wait_stable(b)
-        wait_named(b)
-        nb = count(b, "SELECT count(*) FROM kblocks")
-        self.assertGreater(nb, 500)
-        self.assertEqual(count(b, "SELECT count(*) FROM kbunnamed"), 0)
+        a, b, nb = self.small_named_blocks(g)
         base = "/api/v1/sessions/" + g.sid
         sid = count(b, "SELECT id FROM sessions")
 
