@@ -186,6 +186,65 @@ int sq_capi0_compute(qctx *c, uint64_t b_lo, uint64_t b_hi, sq_capi0 **out,
  * one) reads right. */
 int sq_capi0_computed(qctx *c, int *yes);
 
+/* ---- store_sql_q_calls.c, store_sql_q_calls_sum.c: the calls answer ---- */
+/* Threads summarised per answer (each a row of columns). */
+#define SQ_CALL_THREADS_MAX 256
+/* A thread's row of a bucket of the level above cut by a column boundary
+ * (capi_whole): its sums, less those read of the level used (capi_sub). */
+typedef struct sq_capi_cut {
+    uint32_t tid;
+    uint64_t n, busy;
+} sq_capi_cut;
+
+/* Per thread: its columns (summary) - calls started, busy ns. */
+typedef struct sq_call_thr {
+    uint32_t tid;
+    uint64_t *n, *busy;
+} sq_call_thr;
+
+/* One calls answer: the window and its threads' columns (both files), the
+ * list (store_sql_q_calls.c), the rollup's reading state from in0 on
+ * (store_sql_q_calls_sum.c).  Allocated per request: cutb and the thread
+ * tables make it too big for a stack. */
+typedef struct sq_calls_ctx {
+    uint64_t from, to, bw;
+    uint32_t width, limit;
+    uint64_t count; /* calls in the range, all */
+    sq_call *list;  /* the first limit + 1 */
+    size_t nlist;
+    sq_call_thr thr[SQ_CALL_THREADS_MAX];
+    int nthr;
+    uint64_t threads_cut; /* calls of threads past SQ_CALL_THREADS_MAX */
+    uint32_t cut_tids[SQ_CALL_THREADS_MAX];
+    int ncut;
+    uint64_t in0, in1;  /* rollup answers: its buckets cover [in0, in1) */
+    uint64_t rollup_ns; /* ... of this width (0: read from the rows) */
+    unsigned lv_sh;     /* the stored level's shift (capi_stored) */
+    unsigned up_sh;     /* the level above's (capi_whole) */
+    uint64_t rows;      /* capi rows (and packed buckets) read */
+    /* capi_two: the level used's reader, the cut bucket of the level above
+     * being gathered (cut_on), its threads' rows (cut_over: more than
+     * cutb holds) */
+    struct sq_capi_rd *rd;
+    uint64_t cut_b;
+    int cut_on, cut_over, ncutb;
+    sq_capi_cut cutb[SQ_CALL_THREADS_MAX];
+} sq_calls_ctx;
+/* The columns of thread tid into *t: NULL (and GPUFL_OK) for a thread
+ * past SQ_CALL_THREADS_MAX, counted in threads_cut; GPUFL_ENOMEM when its
+ * columns cannot be had. */
+int sq_calls_thr_for(sq_calls_ctx *x, uint32_t tid, sq_call_thr **t);
+/* Frees the threads' columns and forgets what was counted and listed. */
+void sq_calls_reset(sq_calls_ctx *x);
+/* The summary of x's window [from, to) in columns bw ns wide from the
+ * rollup (store_sql_q_calls_sum.c): count and the threads' columns into
+ * x, *used 1; *used 0 when the rollup cannot answer (columns too narrow
+ * for its buckets, no whole bucket in the window, too many long calls, a
+ * session older than the rollup) and the answer is read from the rows.
+ * When level 0 is computed past its cap level 1 answers (rollup_ns says
+ * so).  0, GPUFL_ENOMEM, or a database error. */
+int sq_calls_summary(qctx *c, sq_calls_ctx *x, int *used);
+
 /* A LIKE pattern matching s anywhere, with %, _ and \ escaped, into out
  * (cut to cap). */
 void sq_like_pat(const char *s, char *out, size_t cap);

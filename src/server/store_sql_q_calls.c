@@ -11,14 +11,8 @@
  * belongs to a row whose ts lies in [from + lo, to + hi]: one range scan,
  * as wide as the session's worst queue latency is long.
  *
- * A summary (more calls than the list holds) is read from the rollup kept
- * at ingest (table capi, store_sql_capi.c) when its buckets are at most an
- * eighth of a column: the buckets wholly inside the window, the calls of
- * the two partial buckets at its edges from their rows, the long calls'
- * busy time from capi_long - the same counts and ns as the rows, for a
- * few thousand bucket reads instead of every call of the window.  With
- * kernel blocks level 0 is computed from the calls (store_sql_q_capi0.c);
- * on PostgreSQL the levels above are rows and packs (store_sql_q_capi.c).
+ * A summary (more calls than the list holds) is read from the rollup
+ * where it can answer (store_sql_q_calls_sum.c), else from the rows here.
  */
 #include "store_sql_int.h"
 #include "store_sql_kblocks_read.h"
@@ -36,50 +30,10 @@
 /* Calls listed one by one: default and cap of limit=. */
 #define SQ_CALLS_DEFAULT 10000
 #define SQ_CALLS_MAX 50000
-/* Threads summarised per answer (each a row of columns). */
-#define SQ_CALL_THREADS_MAX 256
 
 const char *const sq_call_types[4] = { "launch", "memcpy", "memset", "sync" };
 
-/* A thread's row of a bucket of the level above cut by a column boundary
- * (capi_whole): its sums, less those read of the level used (capi_sub). */
-typedef struct capi_cut {
-    uint32_t tid;
-    uint64_t n, busy;
-} capi_cut;
-
-/* Per thread: its columns (summary) - calls started, busy ns. */
-typedef struct thr {
-    uint32_t tid;
-    uint64_t *n, *busy;
-} thr;
-
-typedef struct calls_ctx {
-    uint64_t from, to, bw;
-    uint32_t width, limit;
-    uint64_t count; /* calls in the range, all */
-    sq_call *list;  /* the first limit + 1 */
-    size_t nlist;
-    thr thr[SQ_CALL_THREADS_MAX];
-    int nthr;
-    uint64_t threads_cut; /* calls of threads past SQ_CALL_THREADS_MAX */
-    uint32_t cut_tids[SQ_CALL_THREADS_MAX];
-    int ncut;
-    uint64_t in0, in1;  /* rollup answers: its buckets cover [in0, in1) */
-    uint64_t rollup_ns; /* ... of this width (0: read from the rows) */
-    unsigned lv_sh;     /* the stored level's shift (capi_stored) */
-    unsigned up_sh;     /* the level above's (capi_whole) */
-    uint64_t rows;      /* capi rows (and packed buckets) read */
-    /* capi_two: the level used's reader, the cut bucket of the level above
-     * being gathered (cut_on), its threads' rows (cut_over: more than
-     * cutb holds) */
-    struct sq_capi_rd *rd;
-    uint64_t cut_b;
-    int cut_on, cut_over, ncutb;
-    capi_cut cutb[SQ_CALL_THREADS_MAX];
-} calls_ctx;
-
-static thr *thr_get(calls_ctx *x, uint32_t tid)
+static sq_call_thr *thr_get(sq_calls_ctx *x, uint32_t tid)
 {
     for (int i = 0; i < x->nthr; i++)
         if (x->thr[i].tid == tid)
@@ -98,7 +52,7 @@ static thr *thr_get(calls_ctx *x, uint32_t tid)
 }
 
 /* Threads left out of the summary, counted once each. */
-static void thr_cut(calls_ctx *x, uint32_t tid)
+static void thr_cut(sq_calls_ctx *x, uint32_t tid)
 {
     for (int i = 0; i < x->ncut; i++)
         if (x->cut_tids[i] == tid)
@@ -108,10 +62,7 @@ static void thr_cut(calls_ctx *x, uint32_t tid)
     x->threads_cut++;
 }
 
-/* The columns of thread tid into *t: NULL (and GPUFL_OK) for a thread
- * past SQ_CALL_THREADS_MAX, counted in threads_cut; GPUFL_ENOMEM when its
- * columns cannot be had. */
-static int thr_for(calls_ctx *x, uint32_t tid, thr **t)
+int sq_calls_thr_for(sq_calls_ctx *x, uint32_t tid, sq_call_thr **t)
 {
     *t = thr_get(x, tid);
     if (*t)
@@ -122,19 +73,31 @@ static int thr_for(calls_ctx *x, uint32_t tid, thr **t)
     return GPUFL_OK;
 }
 
+void sq_calls_reset(sq_calls_ctx *x)
+{
+    for (int i = 0; i < x->nthr; i++) {
+        free(x->thr[i].n);
+        free(x->thr[i].busy);
+    }
+    x->nthr = x->ncut = 0;
+    x->threads_cut = x->count = 0;
+    x->nlist = 0;
+    x->rollup_ns = 0;
+}
+
 /* One call of the range: kept while the list has room, and added to its
  * thread's columns.  GPUFL_ENOMEM when a thread's columns cannot be had. */
 static int call_add(void *arg, const sq_call *c)
 {
-    calls_ctx *x = arg;
+    sq_calls_ctx *x = arg;
     uint32_t c0, c1;
-    thr *t;
+    sq_call_thr *t;
     int rc;
 
     x->count++;
     if (x->nlist <= x->limit)
         x->list[x->nlist++] = *c;
-    if ((rc = thr_for(x, c->tid, &t)) != 0 || !t)
+    if ((rc = sq_calls_thr_for(x, c->tid, &t)) != 0 || !t)
         return rc;
     if (!sq_cols_of(x->from, x->to, x->bw, x->width, (uint64_t)c->ts,
                     (uint64_t)c->dur, &c0, &c1))
@@ -421,7 +384,7 @@ static int call_cmp(const void *a, const void *b)
 
 static int thr_cmp(const void *a, const void *b)
 {
-    const thr *x = a, *y = b;
+    const sq_call_thr *x = a, *y = b;
     return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
@@ -446,7 +409,7 @@ static void w_call(jw *w, const sq_call *c)
     jw_obj_end(w);
 }
 
-static void w_calls(jw *w, calls_ctx *x)
+static void w_calls(jw *w, sq_calls_ctx *x)
 {
     size_t i = 0;
 
@@ -468,10 +431,10 @@ static void w_calls(jw *w, calls_ctx *x)
     jw_arr_end(w);
 }
 
-static void w_summary(jw *w, calls_ctx *x)
+static void w_summary(jw *w, sq_calls_ctx *x)
 {
     if (x->nthr > 1)
-        qsort(x->thr, (size_t)x->nthr, sizeof(thr), thr_cmp);
+        qsort(x->thr, (size_t)x->nthr, sizeof(sq_call_thr), thr_cmp);
     jw_kv_u64(w, "width", x->width);
     srv_jw_kv_udec(w, "bucket_ns", x->bw);
     jw_key(w, "threads");
@@ -500,386 +463,11 @@ static void w_summary(jw *w, calls_ctx *x)
     if (x->rollup_ns)
         srv_jw_kv_udec(w, "rollup_ns", x->rollup_ns);
 }
-
-/* ---- the summary from the rollup (capi) ---- */
-
-/* Buckets per column at least (their columns' placement within 1/8). */
-#define SQ_CAPI_PER_COL 8
-/* Long calls (capi_long) one answer spreads at most: past it the answer
- * is read from the rows. */
-#define SQ_CAPI_LONG_MAX 65536
-
-/* The rollup level for columns bw ns wide: the coarsest whose buckets are
- * at most 1/SQ_CAPI_PER_COL of a column; -1 when none is. */
-static int capi_level(uint64_t bw)
-{
-    for (int lv = RL_TL_LEVELS - 1; lv >= 0; lv--)
-        if ((1ull << rl_tl_shift(lv)) <= bw / SQ_CAPI_PER_COL)
-            return lv;
-    return -1;
-}
-
-/* The span [t0, t0 + dur) clipped to [a, b): its ns into the thread's
- * columns; counted (n, at its column) when started is set. */
-static int capi_span(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t dur,
-                     uint64_t a, uint64_t b, int started)
-{
-    uint64_t lo = t0 > a ? t0 : a, end = t0 + dur, hi = end < b ? end : b;
-    uint32_t c0, c1;
-    thr *t;
-    int rc = thr_for(x, tid, &t);
-
-    if (rc || !t)
-        return rc;
-    if (started && sq_cols_of(x->from, x->to, x->bw, x->width, t0, 0, &c0, &c1))
-        t->n[c0]++;
-    if (hi <= lo ||
-        !sq_cols_of(x->from, x->to, x->bw, x->width, lo, hi - lo, &c0, &c1))
-        return GPUFL_OK;
-    for (uint32_t i = c0; i <= c1; i++)
-        t->busy[i] = rl_sat_add(
-            t->busy[i], sq_cols_overlap(x->from, x->to, x->bw, i, lo, hi - lo));
-    return GPUFL_OK;
-}
-
-/* A call of an edge [a, b) read from the rows: its ns in the edge, and
- * counted when mine (it began on this side of the rollup's buckets). */
-static int capi_edge(calls_ctx *x, const sq_call *c, uint64_t a, uint64_t b,
-                     int mine)
-{
-    uint64_t ts = (uint64_t)c->ts;
-
-    if (mine)
-        x->count++;
-    return capi_span(x, c->tid, ts, (uint64_t)c->dur, a, b,
-                     mine && ts >= x->from);
-}
-
-static int capi_left(void *arg, const sq_call *c)
-{
-    calls_ctx *x = arg;
-    /* begun before the buckets: before from too when it reaches in */
-    return capi_edge(x, c, x->from, x->in0, (uint64_t)c->ts < x->in0);
-}
-
-static int capi_right(void *arg, const sq_call *c)
-{
-    calls_ctx *x = arg;
-    /* calls begun before in1 were counted by the buckets or the left
-     * edge; only their ns in [in1, to) are this edge's */
-    return capi_edge(x, c, x->in1, x->to, (uint64_t)c->ts >= x->in1);
-}
-
-/* A stored bucket [t0, t0 + w) inside the window: its calls to the column
- * of its start, its ns in proportion to each column's share of it (the
- * remainder to the first, so sums stay exact). */
-static int capi_bucket(calls_ctx *x, uint32_t tid, uint64_t t0, uint64_t w,
-                       uint64_t n, uint64_t busy)
-{
-    uint32_t c0, c1;
-    uint64_t rest = busy;
-    thr *t;
-    int rc;
-
-    x->count += n;
-    if ((rc = thr_for(x, tid, &t)) != 0 || !t)
-        return rc;
-    if (!sq_cols_of(x->from, x->to, x->bw, x->width, t0, w, &c0, &c1))
-        return GPUFL_OK;
-    for (uint32_t c = c1; c > c0; c--) {
-        uint64_t ov = sq_cols_overlap(x->from, x->to, x->bw, c, t0, w);
-        uint64_t share = (uint64_t)((double)busy * ((double)ov / (double)w));
-        /* a column the bucket's busy time reaches is listed, however
-         * small its share */
-        if (busy && ov && !share)
-            share = 1;
-        if (share > rest)
-            share = rest;
-        rest -= share;
-        t->busy[c] = rl_sat_add(t->busy[c], share);
-    }
-    t->n[c0] += n;
-    t->busy[c0] = rl_sat_add(t->busy[c0], rest);
-    return GPUFL_OK;
-}
-
-/* sq_capi_fn: a stored bucket of level x->lv_sh's buckets. */
-static int capi_stored(void *arg, uint32_t tid, uint64_t b, uint64_t n,
-                       uint64_t busy)
-{
-    calls_ctx *x = arg;
-    x->rows++;
-    return capi_bucket(x, tid, b << x->lv_sh, 1ull << x->lv_sh, n, busy);
-}
-
-/* sq_capi_fn: a bucket of the level used read for a cut bucket above:
- * its sums taken off that thread's (cut_flush), then as any. */
-static int capi_sub(void *arg, uint32_t tid, uint64_t b, uint64_t n,
-                    uint64_t busy)
-{
-    calls_ctx *x = arg;
-
-    for (int i = 0; i < x->ncutb; i++)
-        if (x->cutb[i].tid == tid) {
-            capi_cut *k = &x->cutb[i];
-            k->n -= n < k->n ? n : k->n;
-            k->busy -= busy < k->busy ? busy : k->busy;
-            break;
-        }
-    return capi_stored(arg, tid, b, n, busy);
-}
-
-/* The cut bucket gathered (cut_b of the level above): the column boundary
- * p cuts it in two; the side with fewer buckets of the level used is read
- * (the bucket p falls in, straddling, with it), and what is left of each
- * thread's row - the other side's sums, lying in one column - goes to that
- * column as one bucket: the same sums per column as reading all 16.  With
- * more threads than cutb holds, all 16 are read. */
-static int cut_flush(calls_ctx *x)
-{
-    unsigned sh = x->lv_sh;
-    uint64_t w0 = 1ull << sh, w1 = 1ull << x->up_sh, s0 = x->cut_b << x->up_sh;
-    uint64_t p = x->from + ((s0 - x->from) / x->bw + 1) * x->bw;
-    uint64_t dn = (p >> sh) << sh, up = ((p + w0 - 1) >> sh) << sh;
-    uint64_t r0 = s0, r1 = up, m0 = up, m1 = s0 + w1;
-    int rc = GPUFL_OK;
-
-    x->cut_on = 0;
-    if (x->cut_over) {
-        x->cut_over = x->ncutb = 0;
-        return sq_capi_rd_each(x->rd, (int64_t)(s0 >> sh),
-                               (int64_t)((s0 + w1) >> sh), capi_stored, x);
-    }
-    if (s0 + w1 - dn < up - s0) {
-        r0 = dn;
-        r1 = s0 + w1;
-        m0 = s0;
-        m1 = dn;
-    }
-    rc = sq_capi_rd_each(x->rd, (int64_t)(r0 >> sh), (int64_t)(r1 >> sh),
-                         capi_sub, x);
-    for (int i = 0; !rc && i < x->ncutb; i++)
-        if (x->cutb[i].n || x->cutb[i].busy)
-            rc = capi_bucket(x, x->cutb[i].tid, m0, m1 - m0, x->cutb[i].n,
-                             x->cutb[i].busy);
-    x->ncutb = 0;
-    return rc;
-}
-
-/* sq_capi_fn: a bucket of the level above (x->up_sh), taken when it lies
- * in one column: there it adds to that column exactly what its buckets of
- * the level below would (their calls started in it, their ns all in it;
- * a bucket of a level is the sum of the level below's in it), so the
- * answer is the same; one a column boundary cuts is gathered (its
- * threads' rows come one after the other) for cut_flush. */
-static int capi_whole(void *arg, uint32_t tid, uint64_t b, uint64_t n,
-                      uint64_t busy)
-{
-    calls_ctx *x = arg;
-    uint64_t t0 = b << x->up_sh, w = 1ull << x->up_sh;
-    uint32_t c0, c1;
-    int rc;
-
-    x->rows++;
-    if (!sq_cols_of(x->from, x->to, x->bw, x->width, t0, w, &c0, &c1) ||
-        c0 == c1)
-        return capi_bucket(x, tid, t0, w, n, busy);
-    if (x->cut_on && b != x->cut_b && (rc = cut_flush(x)) != 0)
-        return rc;
-    x->cut_on = 1;
-    x->cut_b = b;
-    if (x->ncutb == SQ_CALL_THREADS_MAX)
-        x->cut_over = 1;
-    else
-        x->cutb[x->ncutb++] = (capi_cut){ tid, n, busy };
-    return GPUFL_OK;
-}
-
-/* Level lv+1's buckets (16 times lv's; level 1 4 times level 0's) used where
- * a column holds at least this many: lv is the coarsest level of at most
- * an eighth of a column, so a column holds 8 to 128 of its buckets - at
- * the top of that range most of them inside buckets of lv+1 that lie in
- * one column (a 100M-kernel session's whole range at 1000 px: 83 755
- * level-2 rows; docs/server.md "The call summary's rows"). */
-#define SQ_CAPI_UP_PER_COL 2
-
-/* SQLite: the buckets of [in0, in1) at level lv read as lv+1's buckets
- * lying in one column, lv's buckets only for the rest - one side of each
- * lv+1 bucket a column boundary cuts (cut_flush), and the ends [in0, a0),
- * [a1, in1) not covered by whole lv+1 buckets: at most 7 + 1 + 9 rows per
- * column and thread instead of up to 128.  The same sums per column as
- * lv's buckets alone (capi_whole, cut_flush).  *done 0 when not worth it
- * (columns narrower than SQ_CAPI_UP_PER_COL buckets of lv+1, no whole one
- * in the window, PostgreSQL: its packs would cost a round trip per
- * range). */
-static int capi_two(qctx *c, calls_ctx *x, int lv, int *done)
-{
-    unsigned sh = rl_tl_shift(lv), up;
-    uint64_t w1, a0, a1;
-    sq_capi_rd rd;
-    int rc;
-
-    *done = 0;
-    if (lv + 1 >= RL_TL_LEVELS || sdb_dialect(c->db) != SDB_SQLITE)
-        return GPUFL_OK;
-    up = rl_tl_shift(lv + 1);
-    w1 = 1ull << up;
-    if (x->bw / w1 < SQ_CAPI_UP_PER_COL)
-        return GPUFL_OK;
-    a0 = ((x->in0 + w1 - 1) >> up) << up;
-    a1 = (x->in1 >> up) << up;
-    if (a1 <= a0)
-        return GPUFL_OK;
-    *done = 1;
-    x->up_sh = up;
-    x->lv_sh = sh;
-    x->cut_on = x->cut_over = x->ncutb = 0;
-    /* lv's reader steps while the lv+1 scan is open (cut_flush): SQLite
-     * runs both on the one connection */
-    if ((rc = sq_capi_rd_open(c, lv, &rd)) != 0)
-        goto out;
-    x->rd = &rd;
-    rc = sq_capi_each(c, lv + 1, (int64_t)(a0 >> up), (int64_t)(a1 >> up),
-                      capi_whole, x);
-    if (!rc && x->cut_on)
-        rc = cut_flush(x);
-    /* the ends not covered by whole lv+1 buckets */
-    if (!rc)
-        rc = sq_capi_rd_each(&rd, (int64_t)(x->in0 >> sh), (int64_t)(a0 >> sh),
-                             capi_stored, x);
-    if (!rc)
-        rc = sq_capi_rd_each(&rd, (int64_t)(a1 >> sh), (int64_t)(x->in1 >> sh),
-                             capi_stored, x);
-out:
-    x->rd = NULL;
-    sq_capi_rd_close(&rd);
-    return rc;
-}
-
-/* Whether the session's calls all went into the rollup (sessions made
- * before migration 20 did not). */
-static int capi_kept(qctx *c, int *kept)
-{
-    int rc = q_prepare(c, "SELECT sess FROM capi_from");
-    if (rc)
-        return rc;
-    rc = sdb_step(c->st);
-    if (rc != SDB_ROW && rc != SDB_DONE)
-        return sq_err(rc);
-    *kept = rc == SDB_ROW && c->sess >= qcol_i64(c->st, 0);
-    return GPUFL_OK;
-}
-
-static void thr_reset(calls_ctx *x)
-{
-    for (int i = 0; i < x->nthr; i++) {
-        free(x->thr[i].n);
-        free(x->thr[i].busy);
-    }
-    x->nthr = x->ncut = 0;
-    x->threads_cut = x->count = 0;
-    x->nlist = 0;
-    x->rollup_ns = 0;
-}
-
-/* The level-0 buckets of [in0, in1) computed from the calls into x;
- * GPUFL_EFULL when the range holds too many to read. */
-static int capi0_buckets(qctx *c, calls_ctx *x)
-{
-    const unsigned sh = RL_TL_SHIFT0;
-    sq_capi0 *v = NULL;
-    size_t n = 0;
-    int rc = sq_capi0_compute(c, x->in0 >> sh, (x->in1 >> sh) - 1, &v, &n);
-
-    for (size_t i = 0; !rc && i < n; i++)
-        rc = capi_bucket(x, v[i].tid, v[i].b << sh, 1ull << sh, v[i].n,
-                         v[i].busy);
-    free(v);
-    return rc;
-}
-
-/* The window's summary from the rollup at level lv into x (count
- * included); *used 0 when it cannot answer (no whole bucket in the
- * window, too many long calls, a session older than the rollup).
- * GPUFL_EFULL when level 0 is computed (sq_capi0_computed) and the window
- * holds more calls than that may read: level 1 answers instead. */
-static int capi_summary(qctx *c, calls_ctx *x, int lv, int *used)
-{
-    unsigned sh = rl_tl_shift(lv);
-    uint64_t w = 1ull << sh, nlong = 0;
-    int kept = 0, computed = 0, rc;
-
-    *used = 0;
-    if ((rc = capi_kept(c, &kept)) != 0 || !kept ||
-        (lv == 0 && (rc = sq_capi0_computed(c, &computed)) != 0))
-        return rc;
-    x->in0 = ((x->from + w - 1) >> sh) << sh;
-    x->in1 = (x->to >> sh) << sh;
-    if (x->in1 <= x->in0)
-        return GPUFL_OK;
-    rc = q_prepare(c, "SELECT count(*) FROM capi_long WHERE sess=?1 AND"
-                      " ts < ?2 AND ts + dur > ?3");
-    if (rc)
-        return rc;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, (int64_t)x->in1);
-    qbind_i64(c->st, 3, (int64_t)x->in0);
-    if ((rc = sdb_step(c->st)) != SDB_ROW)
-        return sq_err(rc);
-    nlong = (uint64_t)qcol_i64(c->st, 0);
-    if (nlong > SQ_CAPI_LONG_MAX)
-        return GPUFL_OK;
-    *used = 1;
-    x->rollup_ns = w;
-    if (lv == 0 && computed) {
-        if ((rc = capi0_buckets(c, x)) != 0)
-            return rc;
-    } else {
-        /* SQLite: lv+1's buckets where they fit a column, lv's between;
-         * else lv's rows and packs (store_sql_q_capi.c) */
-        int two = 0;
-        x->lv_sh = sh;
-        x->rows = 0;
-        rc = capi_two(c, x, lv, &two);
-        if (!rc && !two)
-            rc = sq_capi_each(c, lv, (int64_t)(x->in0 >> sh),
-                              (int64_t)(x->in1 >> sh), capi_stored, x);
-        __atomic_fetch_add(&c->s->kq_capi_rows, x->rows, __ATOMIC_RELAXED);
-        if (rc)
-            return rc;
-    }
-    /* the long calls' ns inside the buckets (their count is in them) */
-    rc = q_prepare(c, "SELECT tid, ts, dur FROM capi_long WHERE sess=?1 AND"
-                      " ts < ?2 AND ts + dur > ?3");
-    if (rc)
-        return rc;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, (int64_t)x->in1);
-    qbind_i64(c->st, 3, (int64_t)x->in0);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        rc = capi_span(x, (uint32_t)qcol_i64(c->st, 0),
-                       (uint64_t)qcol_i64(c->st, 1),
-                       (uint64_t)qcol_i64(c->st, 2), x->in0, x->in1, 0);
-        if (rc)
-            return rc;
-    }
-    if (rc != SDB_DONE)
-        return sq_err(rc);
-    /* the edges from the rows: [from, in0) - at least the instant from,
-     * where the calls begun earlier that reach into the window are - and
-     * [in1, to) */
-    rc = sq_calls_each(c, x->from, x->in0 > x->from ? x->in0 : x->from + 1,
-                       capi_left, x);
-    if (!rc && x->in1 < x->to)
-        rc = sq_calls_each(c, x->in1, x->to, capi_right, x);
-    return rc;
-}
-
 int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
 {
     qctx c;
-    calls_ctx *x = calloc(1, sizeof(*x));
-    int rc, lv, used = 0;
+    sq_calls_ctx *x = calloc(1, sizeof(*x));
+    int rc, used = 0;
 
     if (!x)
         return GPUFL_ENOMEM;
@@ -904,19 +492,11 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         goto out;
     }
     x->bw = sq_cols_width(x->from, x->to, x->width);
-    lv = capi_level(x->bw);
-    rc = lv >= 0 ? capi_summary(&c, x, lv, &used) : GPUFL_OK;
-    if (rc == GPUFL_EFULL && lv == 0) {
-        /* level 0 computed past its cap: level 1's buckets (at most half a
-         * column), rollup_ns says so */
-        thr_reset(x);
-        rc = capi_summary(&c, x, 1, &used);
-    }
-    if (rc)
+    if ((rc = sq_calls_summary(&c, x, &used)) != 0)
         goto out;
     if (!used || x->count <= x->limit) {
         /* a list (or no rollup): from the rows */
-        thr_reset(x);
+        sq_calls_reset(x);
         if ((rc = sq_calls_each(&c, x->from, x->to, call_add, x)) != 0)
             goto out;
     }
@@ -932,7 +512,7 @@ int srv_store_q_calls(srv_store *s, const srv_q *q, jw *w)
         w_summary(w, x);
     jw_obj_end(w);
 out:
-    thr_reset(x);
+    sq_calls_reset(x);
     free(x->list);
     free(x);
     return q_end(&c, rc, w);
