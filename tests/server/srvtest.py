@@ -388,6 +388,17 @@ def send_session(srv, sess, batch=500, enc=None):
     return tot
 
 
+def metric(srv, name):
+    """One sample of /metrics (name with its labels), or None."""
+    st, _, body = srv.req("GET", "/metrics")
+    assert st == 200, st
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    return None
+
+
+
 def page_all(srv, path, limit=1000):
     """Follows cursors; returns every item."""
     items, cur = [], None

@@ -421,14 +421,14 @@ class Pages(Base):
                   (compared, pages))
 
         compare(b)
-        self.assertIsNone(metric(b, "gpufl_server_kblock_cache_bytes"))
+        self.assertIsNone(T.metric(b, "gpufl_server_kblock_cache_bytes"))
         b.stop()
         b = self.server("blocks", BLOCKS, env=env)
         compare(b)
-        hits = metric(b, 'gpufl_server_kblock_cache_reads_total'
+        hits = T.metric(b, 'gpufl_server_kblock_cache_reads_total'
                          '{result="hit"}')
         self.assertGreater(hits, 100)
-        self.assertGreater(metric(b, "gpufl_server_kblock_cache_bytes"), 0)
+        self.assertGreater(T.metric(b, "gpufl_server_kblock_cache_bytes"), 0)
 
 
 
@@ -534,25 +534,15 @@ class PageScan(Base):
         base = "/api/v1/sessions/%s/kernels" % h.sid
         ts = sorted(k[3] for k in h.kernels)
         n = 40
-        before = metric(b, "gpufl_server_kblocks_index_rows_total")
+        before = T.metric(b, "gpufl_server_kblocks_index_rows_total")
         for i in range(n):
             frm = ts[rnd.randrange(len(ts) // 10, len(ts) * 9 // 10)]
             q = ("?to=%d&desc=true" % frm) if i % 2 else ("?from=%d" % frm)
             self.same(a, b, base + q + "&limit=100")
-        per = (metric(b, "gpufl_server_kblocks_index_rows_total") -
+        per = (T.metric(b, "gpufl_server_kblocks_index_rows_total") -
                before) / n
         print("  %.1f index rows a page (%d blocks)" % (per, nblk[h]))
         self.assertLess(per, 80)
-
-
-def metric(srv, name):
-    """One sample of /metrics (name with its labels), or None."""
-    st, _, body = srv.req("GET", "/metrics")
-    assert st == 200, st
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return int(float(line.split()[1]))
-    return None
 
 
 def exec_sql(srv, q):
@@ -1052,9 +1042,10 @@ class NameSorts(Base):
                                  ("sa_", "true", nb * 7 // 10)):
             p = (base + "/kernels?sort=duration&desc=%s&name=%s&limit=20"
                  % (desc, name))
-            before = metric(b, "gpufl_server_kblocks_index_rows_total")
+            before = T.metric(b, "gpufl_server_kblocks_index_rows_total")
             self.assertEqual(b.get(p), a.get(p), p)
-            rows = metric(b, "gpufl_server_kblocks_index_rows_total") - before
+            rows = (T.metric(b, "gpufl_server_kblocks_index_rows_total")
+                    - before)
             print("  %s desc=%s: %d index rows (%d blocks)"
                   % (name, desc, rows, nb))
             self.assertLess(rows, most, p)
@@ -1115,9 +1106,9 @@ class NameSorts(Base):
             for lim in (1, 20, 100):
                 p = (base + "/kernels?sort=duration&desc=%s&name=tn_"
                      "&limit=%d" % (desc, lim))
-                before = metric(b, "gpufl_server_kblocks_index_rows_total")
+                before = T.metric(b, "gpufl_server_kblocks_index_rows_total")
                 self.assertEqual(b.get(p), a.get(p), p)
-                rows = metric(b, "gpufl_server_kblocks_index_rows_total") - \
+                rows = T.metric(b, "gpufl_server_kblocks_index_rows_total") - \
                     before
                 print("  tn_ desc=%s limit=%d: %d index rows (%d tied of"
                       " the name, %d of the others)" % (desc, lim, rows,
@@ -2122,16 +2113,6 @@ class Counts(Base):
                              sorted(k[0] for k in g.kernels))
 
 
-def metric(srv, name):
-    """One sample of /metrics (name with its labels), or None."""
-    st, _, body = srv.req("GET", "/metrics")
-    assert st == 200, st
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return int(float(line.split()[1]))
-    return None
-
-
 # kext keys per side whose kernels' rows are kept when they are in blocks
 # (SQ_LIMIT_MAX + 1: store_sql_kxrow.c KX_KEEP)
 KEEP = 1001
@@ -2250,24 +2231,25 @@ class KeptSorts(Base):
         wait_stable(b)
         self.check_kept(b, "ingest")
         # the first pages decode no block; pages past KEEP read blocks
-        d0, k0, s0 = metric(b, DECODED), metric(b, KEPT), metric(b, SCANNED)
+        d0, k0 = T.metric(b, DECODED), T.metric(b, KEPT)
+        s0 = T.metric(b, SCANNED)
         for g in gens:
             base = "/api/v1/sessions/" + g.sid
             for desc in ("true", "false"):
                 self.assertEqual(len(dur_pages(b, base, desc, 100, 10)), 10)
                 self.assertEqual(len(dur_pages(b, base, desc, 1000, 1)), 1)
-        self.assertEqual(metric(b, DECODED), d0)
-        self.assertEqual(metric(b, KEPT), k0 + 44)
-        self.assertEqual(metric(b, SCANNED), s0)
+        self.assertEqual(T.metric(b, DECODED), d0)
+        self.assertEqual(T.metric(b, KEPT), k0 + 44)
+        self.assertEqual(T.metric(b, SCANNED), s0)
         # past kext's 1100 (pages 2 to 6 of 1000) the blocks answer (a
         # page between the first KEEP and the end of kext may still find
         # every row: a kernel that fell below the first KEEP keeps its row
         # while in kext)
         self.assertEqual(len(dur_pages(b, "/api/v1/sessions/" + gens[0].sid,
                                        "true", 1000, 6)), 6)
-        self.assertGreater(metric(b, DECODED), d0)
-        self.assertGreaterEqual(metric(b, SCANNED), s0 + 2)
-        self.assertEqual(metric(b, SCANNED) - s0 + metric(b, KEPT) - k0,
+        self.assertGreater(T.metric(b, DECODED), d0)
+        self.assertGreaterEqual(T.metric(b, SCANNED), s0 + 2)
+        self.assertEqual(T.metric(b, SCANNED) - s0 + T.metric(b, KEPT) - k0,
                          44 + 6)
         self.same_pages(a, b, gens, "ingest")
 
@@ -2304,10 +2286,10 @@ class KeptSorts(Base):
         wait_stable(c)
         self.check_kept(c, "compaction")
         self.assertGreater(count(c, "SELECT count(*) FROM kernels"), 0)
-        d0 = metric(c, DECODED)
+        d0 = T.metric(c, DECODED)
         self.same_pages(a, c, more, "compaction",
                         ((100, 10), (1, 3), (7, 5), (1000, 1)))
-        self.assertEqual(metric(c, DECODED), d0)
+        self.assertEqual(T.metric(c, DECODED), d0)
         self.same_pages(a, c, more, "compaction, past the kept rows",
                         ((1000, 3),))
 

@@ -60,7 +60,7 @@ def wait(cond, what, timeout=30):
     raise AssertionError("%s: not within %d s" % (what, timeout))
 
 
-metric = KB.metric  # one sample of /metrics, or None
+metric = T.metric  # one sample of /metrics, or None
 
 
 def all_cold(srv):

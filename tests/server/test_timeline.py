@@ -440,9 +440,9 @@ class CallSummary(Base):
         wins = [(lo, hi, width, False), (lo + 7777777, hi - 10 ** 8, width,
                                          False),
                 (a, a + wa * (124 << 20), wa, True)]
-        before = metric(srv, "gpufl_server_calls_rollup_rows_total")
+        before = T.metric(srv, "gpufl_server_calls_rollup_rows_total")
         self.check(srv, base, calls, wins)
-        rows = metric(srv, "gpufl_server_calls_rollup_rows_total") - before
+        rows = T.metric(srv, "gpufl_server_calls_rollup_rows_total") - before
         self.assertEqual((self.rolled, self.aligned), (3, 1))
         threads = len({c[0] for c in calls})
         # per window and thread: the whole buckets above, the cut one and
@@ -541,16 +541,6 @@ class CallSummary(Base):
                                      {p: (n.get(p, 0), busy.get(p, 0))
                                       for p in occ}, (lo, hi, th["tid"]))
         return answers
-
-
-def metric(srv, name):
-    """One sample of /metrics (name with its labels), or None."""
-    st, _, body = srv.req("GET", "/metrics")
-    assert st == 200, st
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return int(float(line.split()[1]))
-    return None
 
 
 class Lod(Base):
