@@ -438,6 +438,46 @@ static void test_past_the_end(void)
     one_broker_close(&kc);
 }
 
+/* A packed message as the agent sends it (docs/agent.md "Kafka sink"):
+ * lines '\n'-separated, no '\n' after the last.  pack_session and
+ * pack_kernels append to msg (len bytes used of cap) and return the new
+ * length; a message past cap is the test's mistake, and ends it. */
+static size_t pack_fit(int w, size_t len, size_t cap)
+{
+    if (w < 0 || (size_t)w >= cap - len) {
+        fprintf(stderr, "packed message past %zu bytes\n", cap);
+        exit(1);
+    }
+    return len + (size_t)w;
+}
+
+/* Session sid's session line, seq 0. */
+static size_t pack_session(char *msg, size_t len, size_t cap, const char *sid)
+{
+    return pack_fit(snprintf(msg + len, cap - len,
+                             "%s{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
+                             "\"seq\":0,\"ts\":100,\"type\":\"session\","
+                             "\"app\":\"k\",\"host\":\"h\"}",
+                             len ? "\n" : "", sid),
+                    len, cap);
+}
+
+/* n kernel lines of session sid, seq seq0 on, ts 1000 + seq, dur 5 but for
+ * seq bad's, a string: a line that does not parse (bad -1: none). */
+static size_t pack_kernels(char *msg, size_t len, size_t cap, const char *sid,
+                           int seq0, int n, int bad)
+{
+    for (int seq = seq0; seq < seq0 + n; seq++)
+        len = pack_fit(snprintf(msg + len, cap - len,
+                                "%s{\"v\":1,\"sid\":\"%s\",\"st\":\"device\","
+                                "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\","
+                                "\"name\":1,\"dur\":%s}",
+                                len ? "\n" : "", sid, seq, 1000 + seq,
+                                seq == bad ? "\"x\"" : "5"),
+                       len, cap);
+    return len;
+}
+
 /* The agent packs a batch's lines into one message, '\n'-separated
  * (docs/agent.md "Kafka sink"): every line of it is stored; a line that
  * does not parse, in the middle, is counted and the lines after it are
@@ -452,17 +492,8 @@ static void test_packed_message(void)
     size_t len = 0;
 
     one_broker_open(&kc, "pk");
-    len += (size_t)snprintf(msg + len, sizeof(msg) - len,
-                            "{\"v\":1,\"sid\":\"" SIDP "\",\"st\":\"device\","
-                            "\"seq\":0,\"ts\":100,\"type\":\"session\","
-                            "\"app\":\"k\",\"host\":\"h\"}");
-    for (int k = 1; k <= 10; k++)
-        len += (size_t)snprintf(
-            msg + len, sizeof(msg) - len,
-            "\n{\"v\":1,\"sid\":\"" SIDP "\",\"st\":\"device\","
-            "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":1,"
-            "\"dur\":%s}",
-            k, 1000 + k, k == 6 ? "\"x\"" : "5");
+    len = pack_session(msg, len, sizeof(msg), SIDP);
+    len = pack_kernels(msg, len, sizeof(msg), SIDP, 1, 10, 6);
     produce(kc.prod, "pk.device", SIDP, msg);
     rd_kafka_flush(kc.prod, 10000);
     REQUIRE(start(&a, "g4") == 0);
@@ -502,20 +533,12 @@ static void test_batch_bytes(void)
     one_broker_open(&kc, "bb");
     for (int m = 0; m < 4; m++) {
         size_t len = 0;
-        if (m == 0)
-            len += (size_t)snprintf(msg + len, sizeof(msg) - len,
-                                    "{\"v\":1,\"sid\":\"" SIDB "\","
-                                    "\"st\":\"device\",\"seq\":%d,\"ts\":100,"
-                                    "\"type\":\"session\",\"app\":\"k\","
-                                    "\"host\":\"h\"}\n",
-                                    seq++);
-        for (int k = 0; k < 40; k++, seq++)
-            len += (size_t)snprintf(
-                msg + len, sizeof(msg) - len,
-                "%s{\"v\":1,\"sid\":\"" SIDB "\",\"st\":\"device\","
-                "\"seq\":%d,\"ts\":%d,\"type\":\"kernel\",\"name\":1,"
-                "\"dur\":5}",
-                k ? "\n" : "", seq, 1000 + seq);
+        if (m == 0) {
+            len = pack_session(msg, len, sizeof(msg), SIDB);
+            seq++;
+        }
+        len = pack_kernels(msg, len, sizeof(msg), SIDB, seq, 40, -1);
+        seq += 40;
         CHECK(len > 4096);
         produce(kc.prod, "bb.device", SIDB, msg);
     }
