@@ -303,6 +303,23 @@ static int capi0_buckets(qctx *c, sq_calls_ctx *x)
     return rc;
 }
 
+/* The long calls (capi_long) overlapping the buckets [in0, in1): sql
+ * selects from CAPI_LONG_IN, prepared into c->st with its parameters
+ * bound. */
+#define CAPI_LONG_IN                                                           \
+    " FROM capi_long WHERE sess=?1 AND ts < ?2 AND ts + dur > ?3"
+static int capi_long_q(qctx *c, const sq_calls_ctx *x, const char *sql)
+{
+    int rc = q_prepare(c, sql);
+
+    if (rc)
+        return rc;
+    qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 2, (int64_t)x->in1);
+    qbind_i64(c->st, 3, (int64_t)x->in0);
+    return GPUFL_OK;
+}
+
 /* The window's summary from the rollup at level lv into x (count
  * included); *used 0 when it cannot answer (no whole bucket in the
  * window, too many long calls, a session older than the rollup).
@@ -322,13 +339,8 @@ static int capi_summary(qctx *c, sq_calls_ctx *x, int lv, int *used)
     x->in1 = (x->to >> sh) << sh;
     if (x->in1 <= x->in0)
         return GPUFL_OK;
-    rc = q_prepare(c, "SELECT count(*) FROM capi_long WHERE sess=?1 AND"
-                      " ts < ?2 AND ts + dur > ?3");
-    if (rc)
+    if ((rc = capi_long_q(c, x, "SELECT count(*)" CAPI_LONG_IN)) != 0)
         return rc;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, (int64_t)x->in1);
-    qbind_i64(c->st, 3, (int64_t)x->in0);
     if ((rc = sdb_step(c->st)) != SDB_ROW)
         return sq_err(rc);
     nlong = (uint64_t)qcol_i64(c->st, 0);
@@ -354,13 +366,8 @@ static int capi_summary(qctx *c, sq_calls_ctx *x, int lv, int *used)
             return rc;
     }
     /* the long calls' ns inside the buckets (their count is in them) */
-    rc = q_prepare(c, "SELECT tid, ts, dur FROM capi_long WHERE sess=?1 AND"
-                      " ts < ?2 AND ts + dur > ?3");
-    if (rc)
+    if ((rc = capi_long_q(c, x, "SELECT tid, ts, dur" CAPI_LONG_IN)) != 0)
         return rc;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, (int64_t)x->in1);
-    qbind_i64(c->st, 3, (int64_t)x->in0);
     while ((rc = sdb_step(c->st)) == SDB_ROW) {
         rc = capi_span(x, (uint32_t)qcol_i64(c->st, 0),
                        (uint64_t)qcol_i64(c->st, 1),
