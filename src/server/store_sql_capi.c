@@ -3,7 +3,7 @@
  * capi, docs/api.md "calls"): per session, CPU thread and time bucket of
  * each timeline level (rollup.h), the calls started in the bucket and the
  * ns of it they cover, so that a zoomed-out /calls answer reads a few
- * thousand buckets instead of every call row (store_sql_q_calls.c).
+ * thousand buckets instead of every call row (store_sql_q_calls_sum.c).
  *
  * Exact as the kernels' rollups are: only a line the database took as new
  * feeds it (count_line in store_sql_ingest.c), so a replayed batch adds

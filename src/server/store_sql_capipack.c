@@ -11,7 +11,7 @@
  * upserting into the range at the same time) and added to the range's
  * pack, one transaction (a kill leaves the rows or the pack).  A late
  * call's upsert makes a row again beside the pack; /calls adds the two
- * (store_sql_q_calls.c) and the next pass folds it in.  SQLite keeps its
+ * (store_sql_q_capi.c) and the next pass folds it in.  SQLite keeps its
  * rows (WITHOUT ROWID: in key order already).  The pass is the
  * timeline's (sq_tlp_pass), with capi's tables and columns.
  */

@@ -152,7 +152,7 @@ typedef int (*sq_capi_fn)(void *arg, uint32_t tid, uint64_t b, uint64_t n,
 int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
                  void *arg);
 /* SQLite (no packs): one statement reading level lv's buckets of many
- * short ranges (store_sql_q_calls.c's straddling buckets), prepared once
+ * short ranges (store_sql_q_calls_sum.c's straddling buckets), prepared once
  * and bound again per range - a prepare per range cost more than its rows.
  * sq_capi_rd_each: buckets b_lo..b_hi - 1, 0 or fn's error. */
 typedef struct sq_capi_rd {

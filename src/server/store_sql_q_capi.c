@@ -1,6 +1,6 @@
 /*
  * store_sql_q_capi.c - the API calls' summary as stored (table capi,
- * store_sql_capi.c) read back for /calls (store_sql_q_calls.c): a level's
+ * store_sql_capi.c) read back for /calls (store_sql_q_calls_sum.c): a level's
  * buckets of a window.  On PostgreSQL the ranges a session has moved past
  * are packs (capipack, store_sql_capipack.c) and a late call's upsert may
  * leave a row beside its range's pack: rows and packs are read in
@@ -58,7 +58,7 @@ int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
         return GPUFL_OK;
     /* PostgreSQL's in (tid, b) order to merge with the packs (a sort of
      * the window's rows: a few thousand); SQLite's as its key holds them,
-     * in b order (no sort: the key's order) - store_sql_q_calls.c's
+     * in b order (no sort: the key's order) - store_sql_q_calls_sum.c's
      * capi_whole gathers a bucket's threads as they come one after the
      * other */
     rc = q_prepare(c, pg ? "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
