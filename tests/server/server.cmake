@@ -58,6 +58,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kblock ${CMAKE_CURRENT_LIST_DIR}/test_srv_kblock.c
                   LIBS gpufl_server_core m)
+  gpufl_unit_test(test_srv_oblock ${CMAKE_CURRENT_LIST_DIR}/test_srv_oblock.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kcache.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kb_plan ${CMAKE_CURRENT_LIST_DIR}/test_srv_kb_plan.c
