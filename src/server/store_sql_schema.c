@@ -485,7 +485,9 @@ static const char *const migrations[] = {
      * --kernel-store=blocks a batch's ops of a session are one row here,
      * their index beside the bytes - a row of `ops` cost ~77 bytes
      * (SQLite) to ~240 (PostgreSQL, tuple header and two indexes) per op,
-     * a block ~9-10 (docs/server.md "Op blocks").
+     * a block ~9-10 (docs/server.md "Op blocks").  A rowid table, as
+     * kblocks: SQLite keeps a WITHOUT ROWID table's rows in its key's
+     * B-tree, where rows of kilobytes make it deep and spill anyway.
      * `ops` keeps the rows written before; every reader reads both
      * (store_sql_oblocks_read.c).  oblocks_t: a time range's blocks;
      * oblocks_hi: the ingest's duplicate check (the blocks a replayed
@@ -494,7 +496,7 @@ static const char *const migrations[] = {
     " seq_lo INTEGER NOT NULL, seq_hi INTEGER NOT NULL, ts_lo INTEGER NOT"
     " NULL, ts_hi INTEGER NOT NULL, max_dur INTEGER NOT NULL,"
     " n INTEGER NOT NULL, payload BLOB NOT NULL,"
-    " PRIMARY KEY(sess, seq_lo)) WITHOUT ROWID;"
+    " PRIMARY KEY(sess, seq_lo));"
     "CREATE INDEX IF NOT EXISTS oblocks_t ON oblocks(sess, ts_lo);"
     "CREATE INDEX IF NOT EXISTS oblocks_hi ON oblocks(sess, seq_hi);",
 };
