@@ -40,12 +40,24 @@ def body(g, idx):
                       for i in idx) + b"\n"
 
 
+def with_allocs(g, rnd):
+    """g with allocs and frees among its lines (the last of the five op
+    types flows_session has not)."""
+    ts = sorted(e["ts"] for e in g.ops)
+    for i in range(120):
+        g.op("alloc" if i % 2 == 0 else "free",
+             rnd.randrange(ts[0], ts[-1]), 0, bytes=1 << rnd.randrange(10, 30),
+             stream=0, corr=0)
+    return g
+
+
 class OpBlocks(TL.Base):
     def answers(self, g, lo, hi):
         base = "/api/v1/sessions/" + g.sid
         out = [base, base + "/copies?limit=1000",
                base + "/copies?kind=memcpy&limit=1000",
                base + "/copies?kind=sync&limit=50",
+               base + "/copies?kind=alloc&limit=1000",
                base + "/copies?from=%d&to=%d&limit=1000" % (lo, hi),
                base + "/calls?from=%d&to=%d&limit=1000" % (lo, hi),
                base + "/calls?limit=1000",
@@ -66,7 +78,7 @@ class OpBlocks(TL.Base):
 
     def test_blocks_and_replay_straddling_them(self):
         rnd = random.Random(23)
-        g = TL.flows_session(rnd, 3000)
+        g = with_allocs(TL.flows_session(rnd, 3000), rnd)
         dev = g.lines["device"]
         nops = len(g.ops)
         self.assertGreater(nops, 500)
@@ -108,6 +120,8 @@ class OpBlocks(TL.Base):
             self.assertEqual(b.sql(q), a.sql(q), q)
         self.assertEqual(count(b, "SELECT n_ops FROM sessions WHERE id=" +
                                sess), nops)
+        r = b.get("/api/v1/sessions/%s/copies?kind=free&limit=1000" % g.sid)
+        self.assertEqual(len(r["items"]), 60)
         self.same_answers(a, b, g)
 
     def test_rows_before_read_beside_blocks(self):
