@@ -297,7 +297,8 @@ static int op_call(void *arg, const oblock_ev *e)
         if (ts >= a->to || !(ts + (int64_t)e->dur > a->from || ts >= a->from))
             return GPUFL_OK;
     } else if (e->type == EV_MEMCPY || e->type == EV_MEMSET) {
-        if (adur <= 0 || e->api_off < -ts ||
+        /* ts < 0 first: -ts and INT64_MAX - ts are then defined */
+        if (ts < 0 || adur <= 0 || e->api_off < -ts ||
             e->api_off > INT64_MAX - ts - adur || ts + e->api_off >= a->to ||
             ts + e->api_off + adur <= a->from)
             return GPUFL_OK;
