@@ -180,6 +180,31 @@ static size_t put_col(unsigned char *o, const uint64_t *v, size_t m,
     return n;
 }
 
+/* put_col for the other codecs of the store (oblock.c): no shapes, no
+ * prediction; put_col stays static so that this file inlines it. */
+size_t kb_put_col(unsigned char *o, const uint64_t *v, size_t m)
+{
+    return put_col(o, v, m, NULL, NULL, 0, 0, NULL);
+}
+
+int kb_zstd(ZSTD_CCtx *z, int zlevel, const unsigned char *src, size_t n,
+            unsigned char *dst, size_t cap, size_t *len, char *why,
+            size_t whylen)
+{
+    size_t zc;
+
+    ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters);
+    if (ZSTD_isError(
+            ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, zlevel)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1)))
+        return kb_fail(why, whylen, "zstd level %d refused", zlevel);
+    zc = ZSTD_compress2(z, dst, cap, src, n);
+    if (ZSTD_isError(zc))
+        return kb_fail(why, whylen, "zstd: %s", ZSTD_getErrorName(zc));
+    *len = zc;
+    return 0;
+}
+
 /* ---- the index ---- */
 
 static int cmp_name(const void *a, const void *b)
@@ -407,14 +432,9 @@ int kblock_encode(kblock_enc *e, const kblock_ev *ev, size_t n, int zlevel,
     if (!(opt & KB_OPT_NOZSTD)) {
         /* the checksum is what turns a flipped payload bit into an error
          * instead of a wrong kernel that still decodes */
-        ZSTD_CCtx_reset(e->z, ZSTD_reset_session_and_parameters);
-        if (ZSTD_isError(ZSTD_CCtx_setParameter(e->z, ZSTD_c_compressionLevel,
-                                                zlevel)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(e->z, ZSTD_c_checksumFlag, 1)))
-            return kb_fail(why, whylen, "zstd level %d refused", zlevel);
-        zc = ZSTD_compress2(e->z, e->zbuf, sizeof(e->zbuf), e->raw, r);
-        if (ZSTD_isError(zc))
-            return kb_fail(why, whylen, "zstd: %s", ZSTD_getErrorName(zc));
+        if (kb_zstd(e->z, zlevel, e->raw, r, e->zbuf, sizeof(e->zbuf), &zc, why,
+                    whylen))
+            return -1;
         /* compressed even when that does not shrink it (a block of a few
          * events): the frame's checksum is the block's only one */
         flags = KB_FLAG_ZSTD;

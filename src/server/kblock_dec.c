@@ -49,8 +49,8 @@ struct kblock_dec {
  */
 static int get_col(const unsigned char *p, size_t n, size_t *io, uint64_t *v,
                    size_t m, size_t stop, const uint32_t *sidx, uint64_t *last,
-                   size_t nlast, const uint64_t *ref, int c, char *why,
-                   size_t whylen)
+                   size_t nlast, const uint64_t *ref, const char *cname,
+                   char *why, size_t whylen)
 {
     uint64_t blen, x;
     /* the position in a local: size_t and uint64_t are one type, so
@@ -59,16 +59,13 @@ static int get_col(const unsigned char *p, size_t n, size_t *io, uint64_t *v,
     int mode, cut = stop < m;
 
     if (*i >= n)
-        return kb_fail(why, whylen, "column %s: truncated",
-                       kblock_col_names[c]);
+        return kb_fail(why, whylen, "column %s: truncated", cname);
     mode = p[(*i)++];
     if (mode >= KM_N || (mode == KM_SDELTA && !sidx) ||
         (mode == KM_GAP && !ref))
-        return kb_fail(why, whylen, "column %s: bad mode %d",
-                       kblock_col_names[c], mode);
+        return kb_fail(why, whylen, "column %s: bad mode %d", cname, mode);
     if (vget(p, n, i, &blen) || blen > n - *i)
-        return kb_fail(why, whylen, "column %s: bad length",
-                       kblock_col_names[c]);
+        return kb_fail(why, whylen, "column %s: bad length", cname);
     end = *i + (size_t)blen;
     if (cut)
         m = stop; /* the rest of the column is skipped unread */
@@ -141,7 +138,37 @@ static int get_col(const unsigned char *p, size_t n, size_t *io, uint64_t *v,
     return 0;
 bad:
     return kb_fail(why, whylen, "column %s: body malformed at value %zu of %zu",
-                   kblock_col_names[c], j, m);
+                   cname, j, m);
+}
+
+/* get_col for the other codecs of the store (oblock.c); get_col itself
+ * stays static so that this file's decoder inlines it. */
+int kb_get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
+               size_t m, const char *cname, char *why, size_t whylen)
+{
+    return get_col(p, n, i, v, m, m, NULL, NULL, 0, NULL, cname, why, whylen);
+}
+
+int kb_unzstd(ZSTD_DCtx *z, const unsigned char *src, size_t sl,
+              unsigned char *dst, size_t rl, const char *what, char *why,
+              size_t whylen)
+{
+    unsigned long long fcs = ZSTD_getFrameContentSize(src, sl);
+    size_t got;
+
+    /* the frame must say its size, and say the header's */
+    if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN ||
+        fcs != rl)
+        return kb_fail(why, whylen, "%s payload: not a zstd frame of %zu bytes",
+                       what, rl);
+    got = ZSTD_decompressDCtx(z, dst, rl, src, sl);
+    if (ZSTD_isError(got))
+        return kb_fail(why, whylen, "%s payload: %s", what,
+                       ZSTD_getErrorName(got));
+    if (got != rl)
+        return kb_fail(why, whylen, "%s payload: %zu bytes, not %zu", what, got,
+                       rl);
+    return 0;
 }
 
 /* Parses the header; *flags, *rawlen, and the payload's [*pay, +*plen). */
@@ -248,8 +275,7 @@ static int payload_open(kblock_dec *d, const unsigned char *b, size_t len,
                         size_t whylen)
 {
     unsigned flags;
-    size_t rl, pay, pl, got;
-    unsigned long long fcs;
+    size_t rl, pay, pl;
 
     d->opened = 0; /* d->raw and d->hidx are about to change */
     d->have = 0;
@@ -261,21 +287,8 @@ static int payload_open(kblock_dec *d, const unsigned char *b, size_t len,
         *plen = pl;
         return 0;
     }
-    /* the frame must say its size, and say the header's */
-    fcs = ZSTD_getFrameContentSize(b + pay, pl);
-    if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN ||
-        fcs != rl)
-        return kb_fail(why, whylen,
-                       "kernel block payload: not a zstd frame of "
-                       "%zu bytes",
-                       rl);
-    got = ZSTD_decompressDCtx(d->z, d->raw, rl, b + pay, pl);
-    if (ZSTD_isError(got))
-        return kb_fail(why, whylen, "kernel block payload: %s",
-                       ZSTD_getErrorName(got));
-    if (got != rl)
-        return kb_fail(why, whylen, "kernel block payload: %zu bytes, not %zu",
-                       got, rl);
+    if (kb_unzstd(d->z, b + pay, pl, d->raw, rl, "kernel block", why, whylen))
+        return -1;
     *p = d->raw;
     *plen = rl;
     d->hlen = pay;
@@ -313,8 +326,8 @@ static int get_nshapes(kblock_dec *d, const unsigned char *p, size_t pl,
 static int get_sidx(kblock_dec *d, const unsigned char *p, size_t pl, size_t *i,
                     size_t n, size_t stop, size_t ns, char *why, size_t whylen)
 {
-    if (get_col(p, pl, i, d->vals, n, stop, NULL, NULL, 0, NULL, KC_SHAPE, why,
-                whylen))
+    if (get_col(p, pl, i, d->vals, n, stop, NULL, NULL, 0, NULL,
+                kblock_col_names[KC_SHAPE], why, whylen))
         return -1;
     for (size_t k = 0; k < n && k < stop; k++) {
         if (d->vals[k] >= ns)
@@ -413,8 +426,8 @@ static int walk_body(kblock_dec *d, const unsigned char *p, size_t pl,
         } else {
             if (get_col(p, pl, &i, d->vals, nv, c < KC_SHAPE ? ns : stop, sidx,
                         d->last, ns,
-                        kb_gap_ref(c, stop, d->dur, d->ts, d->adur, d->ref), c,
-                        why, whylen))
+                        kb_gap_ref(c, stop, d->dur, d->ts, d->adur, d->ref),
+                        kblock_col_names[c], why, whylen))
                 return -1;
             if (c < KC_SHAPE)
                 for (size_t s = 0; s < ns; s++)

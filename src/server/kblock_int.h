@@ -9,6 +9,7 @@
 #include "kblock.h"
 
 #include <string.h>
+#include <zstd.h>
 
 #define KB_MAGIC0 'G'
 #define KB_MAGIC1 'K'
@@ -177,5 +178,22 @@ const uint64_t *kb_gap_ref(int c, size_t m, const uint64_t *dur,
                            uint64_t *ref);
 void kb_gap_keep(int c, const uint64_t *v, size_t m, uint64_t *dur,
                  uint64_t *ts, uint64_t *adur);
+
+/* What the store's other codecs (oblock.c) take from this one: a column
+ * of m values written in its cheapest plain transform (constant, plain,
+ * zigzag, delta, delta of delta: no shapes, no prediction; at most
+ * 1 + 10 + 10 m bytes), and read back with every bound checked (cname
+ * names it in why); a payload compressed with its checksum (zlevel:
+ * zstd's level) and decompressed to exactly rl bytes (what: the codec's
+ * name in why).  0, or -1 with why. */
+size_t kb_put_col(unsigned char *o, const uint64_t *v, size_t m);
+int kb_get_col(const unsigned char *p, size_t n, size_t *i, uint64_t *v,
+               size_t m, const char *cname, char *why, size_t whylen);
+int kb_zstd(ZSTD_CCtx *z, int zlevel, const unsigned char *src, size_t n,
+            unsigned char *dst, size_t cap, size_t *len, char *why,
+            size_t whylen);
+int kb_unzstd(ZSTD_DCtx *z, const unsigned char *src, size_t sl,
+              unsigned char *dst, size_t rl, const char *what, char *why,
+              size_t whylen);
 
 #endif

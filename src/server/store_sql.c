@@ -222,6 +222,7 @@ void srv_store_close(srv_store *s)
     for (int i = 0; i < WS_N; i++)
         sdb_finalize(s->ws[i]);
     sq_capi_release(s); /* its statements: before the connection */
+    sq_obi_release(s);  /* the same */
     sdb_finalize(s->kb_names_st);
     for (int i = 0; i < SQ_KX_PUT_N; i++)
         sdb_finalize(s->kx_put_st[i]);

@@ -214,6 +214,16 @@ static int put_dict(srv_store *s, int64_t sess, const srv_ev *e)
 
 static int count_line(srv_store *s, int64_t sess, const srv_ev *e);
 
+int sq_line_done(srv_store *s, int64_t sess, const srv_ev *e, int fresh)
+{
+    if (!fresh) {
+        s->bres->duplicate++;
+        return GPUFL_OK;
+    }
+    s->bres->accepted++;
+    return count_line(s, sess, e);
+}
+
 int sq_kernel_done(srv_store *s, int64_t sess, const srv_ev *e,
                    const sq_launch *l, int fresh)
 {
@@ -271,6 +281,11 @@ static int put_line(srv_store *s, int64_t sess, const srv_ev *e, int *fresh)
     case EV_SYNC:
     case EV_ALLOC:
     case EV_FREE:
+        if (s->kstore_blocks) {
+            /* into an op block at the batch's end, counted then */
+            *fresh = -1;
+            return sq_obi_op(s, sess, e);
+        }
         st = s->ws[WS_OP];
         qbind_u64(st, 1, (uint64_t)sess);
         qbind_u64(st, 2, e->seq);
@@ -533,6 +548,8 @@ static int batch_put(srv_store *s, const srv_ev *ev, size_t n,
     if (!rc && s->kstore_blocks)
         rc = sq_kbi_flush(s);
     if (!rc)
+        rc = sq_obi_flush(s);
+    if (!rc)
         rc = s->wr->settle(s);
     if (!rc)
         rc = sq_gaps_flush(s, n);
@@ -558,6 +575,7 @@ int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
     if (!rc)
         rc = s->wr->begin(s);
     sq_kbi_reset(s);
+    sq_obi_reset(s);
     if (rc) {
         sdb_exec(s->w, "ROLLBACK");
         goto out;
@@ -589,6 +607,7 @@ int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
         rl_map_clear(&s->launch_cache);
         s->wr->abort(s);
         sq_kbi_reset(s);
+        sq_obi_reset(s);
         sq_kcount_reset(s);
         sq_ext_reset(s);
         sq_gaps_reset(s);

@@ -329,7 +329,8 @@ struct srv_store {
      * widths 4x slower (p50 9.9 -> 42 ms): there they stay stored */
     int capi0_query;
     struct sq_kbi *kbi;
-    sq_kcold *kc; /* the cold tier (store_sql_kcold.c); NULL: none */
+    struct sq_obi *obi; /* ops held for blocks (store_sql_oblocks_ingest.c) */
+    sq_kcold *kc;       /* the cold tier (store_sql_kcold.c); NULL: none */
     /* per read connection (r[i]): its block decoder and decoded block
      * (store_sql_kblocks_read.c), allocated on first use */
     struct kb_rd *kb_rd[SQ_READERS_MAX];
@@ -445,6 +446,19 @@ int sq_kbi_kernel(srv_store *s, int64_t sess, const srv_ev *e,
 int sq_kbi_flush(srv_store *s);
 void sq_kbi_reset(srv_store *s);
 void sq_kbi_release(srv_store *s);
+/* Ops into blocks (store_sql_oblocks_ingest.c), as kernels above: with
+ * --kernel-store=blocks sq_obi_op holds an op line of the batch (e must
+ * live until the batch ends); sq_obi_flush writes the new ones held as
+ * op blocks and reports each through sq_line_done; sq_obi_reset forgets
+ * them (a batch's start, a rollback); sq_obi_release at close, before the
+ * writer's connection (its statements). */
+int sq_obi_op(srv_store *s, int64_t sess, const srv_ev *e);
+int sq_obi_flush(srv_store *s);
+void sq_obi_reset(srv_store *s);
+void sq_obi_release(srv_store *s);
+/* A line whose newness was settled after put_line: counted as a
+ * duplicate, or as accepted into its session's counters (fresh). */
+int sq_line_done(srv_store *s, int64_t sess, const srv_ev *e, int fresh);
 /* The one form of a kernel row: a kernel line and its launch as the
  * codec's event (absent occ and tid as the table keeps them), and that
  * event as the kernels row's 25 parameters from index b + 1. */

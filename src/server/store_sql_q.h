@@ -7,8 +7,11 @@
 #ifndef GPUFL_SERVER_STORE_SQL_Q_H
 #define GPUFL_SERVER_STORE_SQL_Q_H
 
+#include <string.h>
+
 #include "ingest.h"
 #include "kblock.h"
+#include "oblock.h"
 #include "store_sql_kblocks_read.h"
 
 /* Tokens for re-reading a stored session header or stack line. */
@@ -114,6 +117,43 @@ int sq_kernels_held(qctx *c, int64_t lo, int64_t hi, uint64_t *n);
  * most cap lane keys dev << 32 | stream, *n of them); GPUFL_EINVAL when
  * malformed or more than cap. */
 int sq_lanes_parse(const char *s, int64_t *out, int cap, int *n);
+
+/* A session's ops (copies, memsets, syncs, allocs, frees) as the readers
+ * filter them (store_sql_oblocks_read.c): sq_ops_each calls fn for every
+ * op of c's session with ts in [lo, hi] (ends included), from its `ops`
+ * rows when rows is set and from its op blocks, in no order; fn's
+ * non-zero return stops it with that.  sq_op_row: an `ops` row selected
+ * as SQ_OPS_COLS from column i0 on.  sq_ops_max_dur: a bound on the
+ * longest op of the types (a SQL list of numbers), for how far before a
+ * range to look. */
+#define SQ_OPS_COLS                                                            \
+    "seq, type, ts, dur, dev, stream, corr, kind, bytes, scope, path,"         \
+    " stack, flags, tid, api_off, api_dur"
+typedef int (*sq_op_fn)(void *arg, const oblock_ev *o);
+void sq_op_row(sdb_stmt *st, int i0, oblock_ev *o);
+int sq_ops_each(qctx *c, int64_t lo, int64_t hi, int rows, sq_op_fn fn,
+                void *arg);
+int sq_ops_max_dur(qctx *c, const char *types, int64_t *back);
+/* The first cap ops by (ts, seq) of those added (a max-heap: h[0] is the
+ * last kept until sorted), for a page or an export of ops cut at a count
+ * however many the range holds.  init: 0 or GPUFL_ENOMEM; sort: h[0..n)
+ * ascending (no add after it). */
+typedef struct sq_ops_first {
+    oblock_ev *h;
+    size_t n, cap;
+} sq_ops_first;
+int sq_ops_first_init(sq_ops_first *f, size_t cap);
+void sq_ops_first_add(sq_ops_first *f, const oblock_ev *o);
+void sq_ops_first_sort(sq_ops_first *f);
+void sq_ops_first_free(sq_ops_first *f);
+/* An op's kind into dst[cap] (a call's or an export item's), cut to fit
+ * as the rows' text was. */
+static inline void sq_kind_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
 
 /* A CUDA API call (store_sql_q_calls.c, docs/api.md "calls"): its type
  * (SQ_CALL_*, named by sq_call_types), entry ts and duration, the line's

@@ -242,55 +242,63 @@ static int scan_launches(qctx *c, uint64_t from, uint64_t to, int64_t lo,
     }
 }
 
-/* Syncs (their own times) and the API calls of copies and memsets. */
+/* What scan_ops passes on: syncs overlapping [from, to) by their own
+ * times, copies and memsets by their API call's (SQ_API_OK's checks). */
+typedef struct ops_scan {
+    int64_t from, to;
+    sq_call_fn fn;
+    void *arg;
+} ops_scan;
+
+static int op_call(void *arg, const oblock_ev *e)
+{
+    const ops_scan *a = arg;
+    int64_t ts = (int64_t)e->ts, adur = (int64_t)e->api_dur;
+    sq_call o;
+
+    if (e->type == EV_SYNC) {
+        if (ts >= a->to || !(ts + (int64_t)e->dur > a->from || ts >= a->from))
+            return GPUFL_OK;
+    } else if (e->type == EV_MEMCPY || e->type == EV_MEMSET) {
+        /* ts < 0 first: -ts and INT64_MAX - ts are then defined */
+        if (ts < 0 || adur <= 0 || e->api_off < -ts ||
+            e->api_off > INT64_MAX - ts - adur || ts + e->api_off >= a->to ||
+            ts + e->api_off + adur <= a->from)
+            return GPUFL_OK;
+    } else {
+        return GPUFL_OK;
+    }
+    memset(&o, 0, sizeof(o));
+    o.seq = (int64_t)e->seq;
+    o.tid = (uint32_t)e->tid;
+    o.corr = (int64_t)e->corr;
+    o.dev = (int64_t)e->dev;
+    o.stream = (int64_t)e->stream;
+    sq_kind_copy(o.kind, sizeof(o.kind), e->kind);
+    if (e->type == EV_SYNC) {
+        o.type = SQ_CALL_SYNC;
+        o.ts = ts;
+        o.dur = (int64_t)e->dur;
+    } else {
+        o.type = e->type == EV_MEMCPY ? SQ_CALL_MEMCPY : SQ_CALL_MEMSET;
+        o.gpu_ts = ts;
+        o.gpu_dur = (int64_t)e->dur;
+        o.ts = ts + e->api_off;
+        o.dur = adur;
+        o.bytes = (int64_t)e->bytes;
+    }
+    return a->fn(a->arg, &o);
+}
+
+/* Syncs (their own times) and the API calls of copies and memsets, from
+ * the rows and the op blocks whose ts is in [from + lo, to + hi]. */
 static int scan_ops(qctx *c, uint64_t from, uint64_t to, int64_t lo, int64_t hi,
                     sq_call_fn fn, void *arg)
 {
-    char sql[1024];
-    int rc;
+    ops_scan a = { (int64_t)from, (int64_t)to, fn, arg };
 
-    snprintf(sql, sizeof(sql),
-             "SELECT o.seq, o.type, o.ts, o.dur, o.api_off, o.api_dur,"
-             " coalesce(o.tid, 0), o.corr, o.dev, o.stream,"
-             " coalesce(o.kind, ''), o.bytes FROM ops o WHERE o.sess=?1 AND"
-             " o.ts >= ?2 AND o.ts <= ?3 AND ((o.type=%d AND o.ts < ?4 AND"
-             " (o.ts + o.dur > ?5 OR o.ts >= ?5)) OR (o.type IN (%d, %d) AND"
-             " %s AND o.ts + o.api_off < ?4 AND"
-             " o.ts + o.api_off + o.api_dur > ?5))",
-             EV_SYNC, EV_MEMCPY, EV_MEMSET, SQ_API_OK_O);
-    if ((rc = q_prepare(c, sql)) != 0)
-        return rc;
-    qbind_i64(c->st, 1, c->sess);
-    qbind_i64(c->st, 2, sat_add((int64_t)from, lo));
-    qbind_i64(c->st, 3, sat_add((int64_t)to, hi));
-    qbind_i64(c->st, 4, (int64_t)to);
-    qbind_i64(c->st, 5, (int64_t)from);
-    while ((rc = sdb_step(c->st)) == SDB_ROW) {
-        int64_t type = qcol_i64(c->st, 1);
-        sq_call o;
-        memset(&o, 0, sizeof(o));
-        o.seq = qcol_i64(c->st, 0);
-        o.tid = (uint32_t)qcol_i64(c->st, 6);
-        o.corr = qcol_i64(c->st, 7);
-        o.dev = qcol_i64(c->st, 8);
-        o.stream = qcol_i64(c->st, 9);
-        snprintf(o.kind, sizeof(o.kind), "%s", qcol_text(c->st, 10));
-        if (type == EV_SYNC) {
-            o.type = SQ_CALL_SYNC;
-            o.ts = qcol_i64(c->st, 2);
-            o.dur = qcol_i64(c->st, 3);
-        } else {
-            o.type = type == EV_MEMCPY ? SQ_CALL_MEMCPY : SQ_CALL_MEMSET;
-            o.gpu_ts = qcol_i64(c->st, 2);
-            o.gpu_dur = qcol_i64(c->st, 3);
-            o.ts = o.gpu_ts + qcol_i64(c->st, 4);
-            o.dur = qcol_i64(c->st, 5);
-            o.bytes = qcol_i64(c->st, 11);
-        }
-        if ((rc = fn(arg, &o)) != 0)
-            return rc;
-    }
-    return rc == SDB_DONE ? GPUFL_OK : sq_err(rc);
+    return sq_ops_each(c, sat_add((int64_t)from, lo), sat_add((int64_t)to, hi),
+                       1, op_call, &a);
 }
 
 /* The session's call bounds (api_lo, api_hi, op_lo, op_hi) into b, has
@@ -341,6 +349,13 @@ int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
         c, from, to, KB_C_TS | KB_C_API_OFF | KB_C_API_DUR | KB_C_TID, fn, arg);
 }
 
+static int op_count(void *arg, const oblock_ev *e)
+{
+    (void)e;
+    ++*(uint64_t *)arg;
+    return GPUFL_OK;
+}
+
 int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n)
 {
     int64_t b[4], hi;
@@ -369,7 +384,9 @@ int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n)
     if ((rc = sdb_step(c->st)) != SDB_ROW)
         return sq_err(rc);
     *n += (uint64_t)qcol_i64(c->st, 0);
-    return GPUFL_OK;
+    /* and the op blocks' (decoded: a block's ops may straddle the range) */
+    return sq_ops_each(c, sat_add((int64_t)from, b[2]),
+                       sat_add((int64_t)to, b[3]), 0, op_count, n);
 }
 
 static int call_cmp(const void *a, const void *b)

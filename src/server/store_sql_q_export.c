@@ -280,57 +280,65 @@ static int read_kernels(ex_ctx *x)
     return GPUFL_OK;
 }
 
-/* Copies and memsets occupying [from, to), ts order (ops are few: the
- * longest one bounds how far back to look). */
+/* The copies and memsets an export takes: occupying [from, to) on a
+ * lane asked, the first cp.max + 1 by (ts, seq). */
+typedef struct ex_ops {
+    sq_ops_first f;
+    const ex_ctx *x;
+    int64_t from, to;
+} ex_ops;
+
+static int ex_op_keep(void *arg, const oblock_ev *o)
+{
+    ex_ops *a = arg;
+    int64_t ts = (int64_t)o->ts;
+
+    if ((o->type != EV_MEMCPY && o->type != EV_MEMSET) || ts >= a->to ||
+        !((int64_t)(o->ts + o->dur) > a->from || ts >= a->from) ||
+        !lane_ok(a->x, (int64_t)o->dev, (int64_t)o->stream))
+        return GPUFL_OK;
+    sq_ops_first_add(&a->f, o);
+    return GPUFL_OK;
+}
+
+/* Copies and memsets occupying [from, to), ts order, from the rows and
+ * the op blocks (ops are few: the longest one bounds how far back to
+ * look). */
 static int read_copies(ex_ctx *x)
 {
-    char sql[512];
+    char types[32];
+    ex_ops a = { { 0 }, x, (int64_t)x->from, (int64_t)x->to };
     int64_t back, lo;
     int rc;
 
-    snprintf(sql, sizeof(sql),
-             "SELECT coalesce(max(dur), 0) FROM ops WHERE sess=? AND"
-             " type IN (%d, %d)",
-             EV_MEMCPY, EV_MEMSET);
-    if ((rc = q_prepare(&x->c, sql)) != 0)
+    snprintf(types, sizeof(types), "%d, %d", EV_MEMCPY, EV_MEMSET);
+    if ((rc = sq_ops_max_dur(&x->c, types, &back)) != 0)
         return rc;
-    qbind_i64(x->c.st, 1, x->c.sess);
-    if ((rc = sdb_step(x->c.st)) != SDB_ROW)
-        return sq_err(rc);
-    back = qcol_i64(x->c.st, 0);
     lo = (int64_t)x->from > back ? (int64_t)x->from - back : 0;
-    snprintf(sql, sizeof(sql),
-             "SELECT seq, type, ts, dur, coalesce(dev, 0), coalesce(stream,"
-             " 0), corr, coalesce(kind, ''), coalesce(bytes, 0) FROM ops"
-             " WHERE sess=?1 AND type IN (%d, %d) AND ts >= ?2 AND ts < ?3"
-             " AND (ts + dur > ?4 OR ts >= ?4) ORDER BY ts, seq",
-             EV_MEMCPY, EV_MEMSET);
-    if ((rc = q_prepare(&x->c, sql)) != 0)
+    if ((rc = sq_ops_first_init(&a.f, x->cp.max + 1)) != 0)
         return rc;
-    qbind_i64(x->c.st, 1, x->c.sess);
-    qbind_i64(x->c.st, 2, lo);
-    qbind_i64(x->c.st, 3, (int64_t)x->to);
-    qbind_i64(x->c.st, 4, (int64_t)x->from);
-    while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
+    rc = sq_ops_each(&x->c, lo, a.to - 1, 1, ex_op_keep, &a);
+    sq_ops_first_sort(&a.f);
+    for (size_t i = 0; i < a.f.n && !rc; i++) {
+        const oblock_ev *o = &a.f.h[i];
         ex_item *e;
-        int64_t dev = qcol_i64(x->c.st, 4), stream = qcol_i64(x->c.st, 5);
-        if (!lane_ok(x, dev, stream))
-            continue;
-        if (list_over(&x->cp, qcol_i64(x->c.st, 2)))
+        if (list_over(&x->cp, (int64_t)o->ts))
             break;
-        if (!(e = list_add(&x->cp)))
-            return GPUFL_ENOMEM;
-        e->seq = qcol_i64(x->c.st, 0);
-        e->a = qcol_i64(x->c.st, 1); /* type */
-        e->ts = qcol_i64(x->c.st, 2);
-        e->dur = qcol_i64(x->c.st, 3);
-        e->dev = dev;
-        e->stream = stream;
-        e->corr = qcol_i64(x->c.st, 6);
-        snprintf(e->kind, sizeof(e->kind), "%s", qcol_text(x->c.st, 7));
-        e->b = qcol_i64(x->c.st, 8); /* bytes */
+        if (!(e = list_add(&x->cp))) {
+            rc = GPUFL_ENOMEM;
+            break;
+        }
+        e->seq = (int64_t)o->seq;
+        e->a = (int64_t)o->type;
+        e->ts = (int64_t)o->ts;
+        e->dur = (int64_t)o->dur;
+        e->dev = (int64_t)o->dev;
+        e->stream = (int64_t)o->stream;
+        e->corr = (int64_t)o->corr;
+        sq_kind_copy(e->kind, sizeof(e->kind), o->kind);
     }
-    return rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
+    sq_ops_first_free(&a.f);
+    return rc;
 }
 
 /* Scope instances overlapping [from, to) (their scope_end rows: begin is

@@ -481,6 +481,24 @@ static const char *const migrations[] = {
     " lvl INTEGER NOT NULL, tid INTEGER NOT NULL, b0 INTEGER NOT NULL,"
     " data BLOB NOT NULL,"
     " PRIMARY KEY(sess, lvl, tid, b0)) WITHOUT ROWID;",
+    /* 32: ops in blocks (oblock.c; store_sql_oblocks_ingest.c): with
+     * --kernel-store=blocks a batch's ops of a session are one row here,
+     * their index beside the bytes - a row of `ops` cost ~77 bytes
+     * (SQLite) to ~240 (PostgreSQL, tuple header and two indexes) per op,
+     * a block ~9-10 (docs/server.md "Op blocks").  A rowid table, as
+     * kblocks: SQLite keeps a WITHOUT ROWID table's rows in its key's
+     * B-tree, where rows of kilobytes make it deep and spill anyway.
+     * `ops` keeps the rows written before; every reader reads both
+     * (store_sql_oblocks_read.c).  oblocks_t: a time range's blocks;
+     * oblocks_hi: the ingest's duplicate check (the blocks a replayed
+     * seq range meets, none for a batch above all stored). */
+    "CREATE TABLE IF NOT EXISTS oblocks(sess INTEGER NOT NULL,"
+    " seq_lo INTEGER NOT NULL, seq_hi INTEGER NOT NULL, ts_lo INTEGER NOT"
+    " NULL, ts_hi INTEGER NOT NULL, max_dur INTEGER NOT NULL,"
+    " n INTEGER NOT NULL, payload BLOB NOT NULL,"
+    " PRIMARY KEY(sess, seq_lo));"
+    "CREATE INDEX IF NOT EXISTS oblocks_t ON oblocks(sess, ts_lo);"
+    "CREATE INDEX IF NOT EXISTS oblocks_hi ON oblocks(sess, seq_hi);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

@@ -58,6 +58,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kblock ${CMAKE_CURRENT_LIST_DIR}/test_srv_kblock.c
                   LIBS gpufl_server_core m)
+  gpufl_unit_test(test_srv_oblock ${CMAKE_CURRENT_LIST_DIR}/test_srv_oblock.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kcache ${CMAKE_CURRENT_LIST_DIR}/test_srv_kcache.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kb_plan ${CMAKE_CURRENT_LIST_DIR}/test_srv_kb_plan.c
@@ -106,6 +108,10 @@ set(GPUFL_KBLOCKS_CLASSES Blocks Reads Pages PageScan Crash Ingest IngestCrash
 if(TARGET gpufl_server_core)
   gpufl_srv_py_tests(server_kblocks_ test_kblocks.py TIMEOUT 300
     CLASSES ${GPUFL_KBLOCKS_CLASSES} NameSorts)
+  # ops in blocks (test_oblocks.py): none in `ops`, replays straddling
+  # blocks, the copies, calls and export answers of a rows store
+  gpufl_srv_py_test(server_oblocks test_oblocks.py CLASS OpBlocks
+    TIMEOUT 300)
   # `gpufl-server migrate` of a previous version's database, killed
   # midway and run again (test_kblocks_migrate.py)
   gpufl_srv_py_test(server_kblocks_Migrate test_kblocks_migrate.py
@@ -171,6 +177,8 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
     CLASSES Query Auth Hostile Durability Retention)
   gpufl_srv_py_test(server_pg_capture test_capture.py TIMEOUT 300 PG)
   gpufl_srv_py_test(server_pg_waste test_waste.py TIMEOUT 300 PG)
+  gpufl_srv_py_test(server_pg_oblocks test_oblocks.py CLASS OpBlocks
+    TIMEOUT 300 PG)
   gpufl_srv_py_tests(server_pg_kblocks_ test_kblocks.py TIMEOUT 300 PG
     CLASSES ${GPUFL_KBLOCKS_CLASSES})
   # 67 s with the gcc build at load 3: room for the sanitizer build
