@@ -261,6 +261,8 @@ static int blocks_put(srv_store *s, sq_kbi *k, size_t nb)
         const sq_kb_blk *bl = k->blk + b;
         if ((rc = sq_kbp_begin(s, k->gev, bl, nb - b, &w)) != 0)
             return rc;
+        if (!w)
+            return GPUFL_EINTERNAL; /* a block past the arena: never */
         for (size_t i = 0; i < w && !rc; i++)
             rc = sq_kx_put(s, bl[i].sess, k->gev + bl[i].off, bl[i].n, 1);
         rc2 = sq_kbp_end(s);

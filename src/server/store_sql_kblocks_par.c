@@ -10,8 +10,8 @@
  * of the store's instructions (docs/server.md, "h-liteing").
  *
  * The helper busy (another connection's body) or absent: the connection
- * thread encodes the wave alone.  Memory is fixed: the helper's encoder
- * and an arena of KBP_ARENA bytes, allocated on first use.
+ * thread encodes the wave alone.  Memory is fixed: an arena of KBP_ARENA
+ * bytes and, with a helper, its encoder, allocated on first use.
  */
 #include "store_sql_int.h"
 
@@ -51,10 +51,13 @@ static int kbp_state(srv_store *s, sq_kbp **out)
         if (!(p = calloc(1, sizeof(*p))))
             return GPUFL_ENOMEM;
         s->kbp = p;
-        p->enc2 = kblock_enc_new();
         p->arena = malloc(KBP_ARENA);
     }
-    if (!p->enc2 || !p->arena)
+    /* the helper's encoder only where there is a helper (without it, one
+     * thread encodes) */
+    if (s->par && !p->enc2)
+        p->enc2 = kblock_enc_new();
+    if (!p->arena)
         return GPUFL_ENOMEM;
     *out = p;
     return GPUFL_OK;
@@ -112,7 +115,7 @@ int sq_kbp_begin(srv_store *s, const kblock_ev *ev, const sq_kb_blk *blk,
     p->ev = ev;
     p->blk = blk;
     p->n = n;
-    p->posted = ingest_par_post(s->par, n, encode_one, s);
+    p->posted = p->enc2 && ingest_par_post(s->par, n, encode_one, s);
     *w = n;
     return GPUFL_OK;
 }
