@@ -645,6 +645,8 @@ int srv_http_start(srv *s, char *err, size_t cap)
     if (ingest_par_new(&s->par) != 0)
         glog(GLOG_WARN, "ingest",
              "no second parse thread; one parses each body");
+    else if (s->store)
+        srv_store_set_par(s->store, s->par); /* kernel blocks encoded too */
     /* conn.c accepts and enforces --max-conns; MHD's own limit only
      * backs it up (records beyond it are what conn.c keeps as slack) */
     d = MHD_start_daemon(
@@ -660,6 +662,8 @@ int srv_http_start(srv *s, char *err, size_t cap)
                  s->tls_cert ? "S" : "", s->cfg.listen);
         close(s->listen_fd);
         s->listen_fd = -1;
+        if (s->store)
+            srv_store_set_par(s->store, NULL);
         ingest_par_free(s->par);
         s->par = NULL;
         srv_static_close(s);
@@ -683,7 +687,10 @@ void srv_http_stop(srv *s)
         MHD_stop_daemon(s->http);
         s->http = NULL;
     }
-    /* after MHD: no request parses any more */
+    /* after MHD: no request parses any more; the store lets go of it
+     * first (other writers - the Kafka bridge, maintenance - ingest too) */
+    if (s->store && s->par)
+        srv_store_set_par(s->store, NULL);
     ingest_par_free(s->par);
     s->par = NULL;
     srv_conns_free(s);

@@ -54,14 +54,22 @@ struct ingest_par {
     pthread_cond_t cv; /* a job posted, a job done, stop */
     int claimed;       /* a request holds the helper (atomic) */
     int state, stop;
-    jsonl_tok *tok; /* the helper's own token buffer */
-    /* the job: the pieces of text of stream st, into ev and arena ar */
+    unsigned long helped; /* items the helper ran (under mu) */
+    jsonl_tok *tok;       /* the helper's own token buffer */
+    /* the job: fn(ctx, i, who) for each i < njob, who 0 the poster, 1
+     * the helper */
+    ingest_par_fn fn;
+    void *ctx;
+    size_t njob;
+    size_t next; /* the next i to take (atomic) */
+    /* a body's parse (one such job): the pieces of text of stream st,
+     * into ev and arena ar, the poster's tokens in ptok */
     int st;
     const char *text;
     char *ar;
     srv_ev *ev;
+    jsonl_tok *ptok;
     size_t npiece;
-    size_t next; /* the next piece to take (atomic) */
     par_piece piece[INGEST_PAR_PIECES];
     par_err *errs; /* INGEST_ERRORS_MAX a piece */
 };
@@ -113,25 +121,37 @@ static void keep_err(void *ctx, uint32_t line, const char *why)
     c->nerr++;
 }
 
-/* Pieces parsed until none is left (either thread). */
-static void take_pieces(ingest_par *p, jsonl_doc *d)
+/* Piece j of the body posted, by who's tokens. */
+static void parse_piece(void *ctx, size_t j, int who)
 {
-    size_t j;
+    ingest_par *p = ctx;
+    par_piece *c = &p->piece[j];
+    ingest_arena a = { p->ar + c->ar_off, 0, c->ar_cap };
+    jsonl_doc d;
 
-    while ((j = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
-           p->npiece) {
-        par_piece *c = &p->piece[j];
-        ingest_arena a = { p->ar + c->ar_off, 0, c->ar_cap };
-        c->nerr = 0;
-        c->nev = parse_lines(d, p->st, p->text + c->off, c->len, c->line0, &a,
-                             p->ev + c->line0, keep_err, c);
+    jsonl_doc_init(&d, who ? p->tok : p->ptok, INGEST_MAX_TOKENS);
+    c->nerr = 0;
+    c->nev = parse_lines(&d, p->st, p->text + c->off, c->len, c->line0, &a,
+                         p->ev + c->line0, keep_err, c);
+}
+
+/* The job's items taken until none is left (either thread); returns
+ * how many this thread ran. */
+static size_t take_jobs(ingest_par *p, int who)
+{
+    size_t j, n = 0;
+
+    while ((j = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->njob) {
+        p->fn(p->ctx, j, who);
+        n++;
     }
+    return n;
 }
 
 static void *helper(void *arg)
 {
     ingest_par *p = arg;
-    jsonl_doc d;
+    size_t ran;
 
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -142,9 +162,9 @@ static void *helper(void *arg)
         p->state = PAR_RUNNING;
         pthread_mutex_unlock(&p->mu);
         /* the job's fields are the poster's until the state is DONE */
-        jsonl_doc_init(&d, p->tok, INGEST_MAX_TOKENS);
-        take_pieces(p, &d);
+        ran = take_jobs(p, 1);
         pthread_mutex_lock(&p->mu);
+        p->helped += ran;
         p->state = PAR_DONE;
         pthread_cond_broadcast(&p->cv);
     }
@@ -232,28 +252,21 @@ static size_t cut_pieces(ingest_par *p, const char *text, size_t len)
     return n;
 }
 
-size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
-                       size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
-                       ingest_err_fn err, void *ctx)
+/* The job (fn, ctx, njob set, the helper claimed) posted to the helper. */
+static void post(ingest_par *p)
 {
-    size_t nev = 0;
-    jsonl_doc d;
-
-    jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
-    if (!p || nl < INGEST_PAR_MIN_LINES || len < 2 * INGEST_PAR_PIECE ||
-        __atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQUIRE))
-        return parse_lines(&d, st, text, len, 0, ar, ev, err, ctx);
     pthread_mutex_lock(&p->mu);
-    p->npiece = cut_pieces(p, text, len);
-    p->st = st;
-    p->text = text;
-    p->ar = ar->buf + ar->len;
-    p->ev = ev;
     p->next = 0;
     p->state = PAR_POSTED;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    take_pieces(p, &d);
+}
+
+/* The posted job's items left taken by the caller, the helper waited for
+ * (the helper stays claimed). */
+static void join(ingest_par *p)
+{
+    take_jobs(p, 0);
     pthread_mutex_lock(&p->mu);
     if (p->state == PAR_POSTED)
         p->state = PAR_IDLE; /* it never started: nothing to wait for */
@@ -261,6 +274,58 @@ size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
         pthread_cond_wait(&p->cv, &p->mu);
     p->state = PAR_IDLE;
     pthread_mutex_unlock(&p->mu);
+}
+
+int ingest_par_post(ingest_par *p, size_t n, ingest_par_fn fn, void *ctx)
+{
+    if (!p || n < 2 || __atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    p->fn = fn;
+    p->ctx = ctx;
+    p->njob = n;
+    post(p);
+    return 1;
+}
+
+void ingest_par_join(ingest_par *p)
+{
+    join(p);
+    __atomic_store_n(&p->claimed, 0, __ATOMIC_RELEASE);
+}
+
+unsigned long ingest_par_helped(ingest_par *p)
+{
+    unsigned long n;
+
+    pthread_mutex_lock(&p->mu);
+    n = p->helped;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
+                       size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
+                       ingest_err_fn err, void *ctx)
+{
+    size_t nev = 0;
+    jsonl_doc d;
+
+    if (!p || nl < INGEST_PAR_MIN_LINES || len < 2 * INGEST_PAR_PIECE ||
+        __atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQUIRE)) {
+        jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
+        return parse_lines(&d, st, text, len, 0, ar, ev, err, ctx);
+    }
+    p->npiece = cut_pieces(p, text, len);
+    p->st = st;
+    p->text = text;
+    p->ar = ar->buf + ar->len;
+    p->ev = ev;
+    p->ptok = tok;
+    p->fn = parse_piece;
+    p->ctx = p;
+    p->njob = p->npiece;
+    post(p);
+    join(p);
     /* each piece's errors in piece order (line order), its events moved
      * down to close the gap the pieces before left (only where they
      * refused or skipped lines) */

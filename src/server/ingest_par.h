@@ -3,6 +3,9 @@
  * connection thread and a helper thread take its pieces of whole lines
  * one after another until none is left (ingest_par.c).
  *
+ * The same helper runs other independent items of a request
+ * (ingest_par_post).
+ *
  * The result is what one thread parsing the body front to back gives:
  * the same events in the same order with the same line numbers, and the
  * same errors reported in line order.  Only parsing is split; the store
@@ -69,5 +72,26 @@ void ingest_par_free(ingest_par *p);
 size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
                        size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
                        ingest_err_fn err, void *ctx);
+
+/* One item of a job: who is 0 on the caller's thread, 1 on the helper's
+ * (for per-thread state). */
+typedef void (*ingest_par_fn)(void *ctx, size_t i, int who);
+
+/*
+ * Other independent items of a request on the helper (the store's kernel
+ * blocks encoded: store_sql_kblocks_par.c), the caller free for other
+ * work meanwhile.  ingest_par_post starts the helper on fn(ctx, i, 1) for
+ * i < n and returns 1, or returns 0 having started nothing (p NULL, n < 2
+ * or the helper busy with another request: the caller runs the items
+ * itself).  After a 1, ingest_par_join runs the items the helper has not
+ * taken on the caller's thread (who 0) and waits for it.  Which thread
+ * runs which item, and in what order, is not fixed; between the two calls
+ * the caller must not touch what the items write.
+ */
+int ingest_par_post(ingest_par *p, size_t n, ingest_par_fn fn, void *ctx);
+void ingest_par_join(ingest_par *p);
+
+/* The items the helper has run so far (for tests: that a split ran). */
+unsigned long ingest_par_helped(ingest_par *p);
 
 #endif

@@ -37,6 +37,13 @@
 #define KB_HDR_MAX (8 + 10 * 10 + KB_MAX_NAMES * 20)
 #define KB_RAW_MAX ((size_t)KB_MAX_EVENTS * KB_NCOLS * 10 + KB_NCOLS * 12 + 10)
 #define KB_BLOCK_MAX (KB_HDR_MAX + KB_RAW_MAX)
+/* The largest encoded block of n events (n <= KB_MAX_EVENTS): the bounds
+ * above for n, the payload as zstd may grow it (it is compressed even when
+ * that does not shrink it: at most 1/256 more and a few bytes, here 1/128
+ * and 1 KB).  Enough room for kblock_encode's out. */
+#define KB_RAW_N(n) ((size_t)(n)*KB_NCOLS * 10 + KB_NCOLS * 12 + 10)
+#define KB_BLOCK_BOUND(n)                                                      \
+    (8 + 10 * 10 + (size_t)(n)*20 + KB_RAW_N(n) + KB_RAW_N(n) / 128 + 1024)
 
 /* One kernel as the store keeps it. */
 typedef struct kblock_ev {

@@ -377,6 +377,11 @@ void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o);
  * blocks (store_sql_kblocks_ingest.c) instead of rows; before the first
  * batch. */
 void srv_store_set_kernel_store(srv_store *s, int blocks);
+/* The second core's helper (ingest_par.h) ingest may encode kernel blocks
+ * on, or NULL (then one thread); set before ingest starts, NULL again
+ * before the helper is freed. */
+struct ingest_par;
+void srv_store_set_par(srv_store *s, struct ingest_par *par);
 /* The cache of decoded kernel blocks the reads keep (kbcache.h,
  * --kernel-block-cache): at most max_bytes, 0 for none (the store opens
  * with SRV_KBC_DEFAULT).  Before the first query: not with reads under

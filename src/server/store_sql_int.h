@@ -330,7 +330,12 @@ struct srv_store {
     int capi0_query;
     struct sq_kbi *kbi;
     struct sq_obi *obi; /* ops held for blocks (store_sql_oblocks_ingest.c) */
-    sq_kcold *kc;       /* the cold tier (store_sql_kcold.c); NULL: none */
+    /* the ingest's blocks encoded on two threads (store_sql_kblocks_par.c)
+     * and the helper they share with the body's parse (ingest_par.c; set
+     * by the HTTP server, NULL: one thread) */
+    struct sq_kbp *kbp;
+    struct ingest_par *par;
+    sq_kcold *kc; /* the cold tier (store_sql_kcold.c); NULL: none */
     /* per read connection (r[i]): its block decoder and decoded block
      * (store_sql_kblocks_read.c), allocated on first use */
     struct kb_rd *kb_rd[SQ_READERS_MAX];
@@ -426,11 +431,38 @@ int sq_kb_state(srv_store *s);
  * ~200 kbnames rows a block, written and deleted again, were a fifth of
  * the server's CPU and most of its WAL - the compactor names the rest). */
 int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n, int named);
+/* ... the same for a block already encoded, b[0..len) of n kernels (the
+ * ingest's, encoded on two threads: store_sql_kblocks_par.c). */
+int sq_kb_put_bytes(srv_store *s, int64_t sess, int64_t stream,
+                    const unsigned char *b, size_t len, size_t n, int named);
 /* The kbnames rows of block b[0..len) of n kernels, decoded into
  * s->kb_ev[0..n), in the writer's open transaction (its kbunnamed row is
  * the caller's). */
 int sq_kb_name(srv_store *s, int64_t sess, int64_t stream,
                const unsigned char *b, size_t len, size_t n);
+/* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
+#define KB_ZLEVEL 3
+
+/* A block of the ingest's: ev[off, off + n) of an array of one session
+ * and stream's kernels in seq order. */
+typedef struct sq_kb_blk {
+    int64_t sess, stream;
+    size_t off, n;
+} sq_kb_blk;
+/* The ingest's blocks encoded on two threads (store_sql_kblocks_par.c), a
+ * wave at a time: sq_kbp_begin takes the first *w of blk[0..nb) (*w >= 1
+ * when nb is) and starts the helper on them (ev and blk borrowed until
+ * sq_kbp_end); the caller may use the writer meanwhile, but not
+ * s->kb_enc; sq_kbp_end encodes what is left, waits for the helper and
+ * says whether every block encoded (it must follow every begin that
+ * returned 0); then sq_kbp_block(i) is block i's bytes until the next
+ * begin.  Under s->wlock. */
+typedef struct sq_kbp sq_kbp;
+int sq_kbp_begin(srv_store *s, const struct kblock_ev *ev, const sq_kb_blk *blk,
+                 size_t nb, size_t *w);
+int sq_kbp_end(srv_store *s);
+const unsigned char *sq_kbp_block(srv_store *s, size_t i, size_t *len);
+void sq_kbp_release(srv_store *s);
 /* Tests only: sleeps the milliseconds named by environment variable env
  * (at most 10 s): a place for a test's kill -9 to land. */
 void sq_kb_test_pause(const char *env);

@@ -28,8 +28,6 @@
 #include "common/log.h"
 #include "kblock.h"
 
-/* zstd level of the store's blocks (bench/kblock: 6.1-6.5 bytes/kernel) */
-#define KB_ZLEVEL 3
 /* kbnames rows one INSERT writes (7 parameters each) */
 #define KB_NAMES_ROWS 64
 
@@ -233,9 +231,10 @@ static sdb_stmt *kb_put_stmt(srv_store *s, int i, const char *sql)
     return s->kb_put_st[i];
 }
 
-/* The block in s->kb_buf[0..len) as a kblocks row (idx: its index). */
+/* The block b[0..len) as a kblocks row (idx: its index). */
 static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
-                     const kblock_index *idx, size_t len)
+                     const kblock_index *idx, const unsigned char *b,
+                     size_t len)
 {
     sdb_stmt *st =
         kb_put_stmt(s, 0, "INSERT INTO kblocks VALUES(?,?,?,?,?,?,?,?,?,?)");
@@ -252,7 +251,7 @@ static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
     qbind_u64(st, 7, idx->n);
     qbind_u64(st, 8, idx->dur_min);
     qbind_u64(st, 9, idx->dur_max);
-    qbind_blob(st, 10, s->kb_buf, len);
+    qbind_blob(st, 10, b, len);
     rc = qrun(st);
     if (rc)
         return rc;
@@ -383,19 +382,31 @@ int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n, int named)
 {
     size_t len = 0;
     char why[128] = "";
-    int rc;
 
     if (!s->kb_enc && !(s->kb_enc = kblock_enc_new()))
         return GPUFL_ENOMEM;
     if (kblock_encode(s->kb_enc, s->kb_ev, n, KB_ZLEVEL, KB_OPT_DEFAULT,
-                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why)) ||
-        kblock_index_read(s->kb_buf, len, s->kb_idx, why, sizeof(why)) ||
+                      s->kb_buf, KB_BLOCK_MAX, &len, why, sizeof(why))) {
+        glog_error("kblocks", "session %lld: cannot encode: %s",
+                   (long long)sess, why);
+        return GPUFL_EINTERNAL;
+    }
+    return sq_kb_put_bytes(s, sess, stream, s->kb_buf, len, n, named);
+}
+
+int sq_kb_put_bytes(srv_store *s, int64_t sess, int64_t stream,
+                    const unsigned char *b, size_t len, size_t n, int named)
+{
+    char why[128] = "";
+    int rc;
+
+    if (kblock_index_read(b, len, s->kb_idx, why, sizeof(why)) ||
         s->kb_idx->n != n) {
         glog_error("kblocks", "session %lld: cannot encode: %s",
                    (long long)sess, why[0] ? why : "count differs");
         return GPUFL_EINTERNAL;
     }
-    if ((rc = kb_insert(s, sess, stream, s->kb_idx, len)) != 0)
+    if ((rc = kb_insert(s, sess, stream, s->kb_idx, b, len)) != 0)
         return rc;
     return named ? kb_names_insert(s, sess, stream, s->kb_idx, n)
                  : kb_unnamed_insert(s, sess, stream, s->kb_idx);

@@ -58,6 +58,8 @@ typedef struct sq_kbi {
         uint32_t i;
     } * sk; /* a group sorted by seq (only when it came out of order) */
     size_t n;
+    kblock_ev *gev; /* at write: the held kernels in group order */
+    sq_kb_blk *blk; /* ... and their blocks */
     kbi_doubt *dbt; /* KBI_DOUBT_MAX */
     size_t ndbt;
     rl_map khigh;       /* sess -> highest kernel seq stored or held */
@@ -152,10 +154,12 @@ static int kbi_state(srv_store *s, sq_kbi **out)
         k->ord = malloc(KBI_PEND_MAX * sizeof(*k->ord));
         k->gcnt = malloc((KBI_PEND_MAX + 1) * sizeof(*k->gcnt));
         k->sk = malloc(KBI_PEND_MAX * sizeof(*k->sk));
+        k->gev = malloc(KBI_PEND_MAX * sizeof(*k->gev));
+        k->blk = malloc(KBI_PEND_MAX * sizeof(*k->blk));
         k->dbt = malloc(KBI_DOUBT_MAX * sizeof(*k->dbt));
     }
     if (!k->ev || !k->sess || !k->grp || !k->ord || !k->gcnt || !k->sk ||
-        !k->dbt)
+        !k->gev || !k->blk || !k->dbt)
         return GPUFL_ENOMEM;
     *out = k;
     return GPUFL_OK;
@@ -176,6 +180,8 @@ void sq_kbi_release(srv_store *s)
     free(k->ord);
     free(k->gcnt);
     free(k->sk);
+    free(k->gev);
+    free(k->blk);
     free(k->dbt);
     free(k);
     s->kbi = NULL;
@@ -211,29 +217,11 @@ static void kbi_test_pause(void)
     sq_kb_test_pause("GPUFL_SERVER_KBI_PAUSE_MS");
 }
 
-/* s->kb_ev[0..n) (one session and stream, seq order) as one kblocks row,
- * with the kept rows of those among the session's longest and shortest
- * (store_sql_kxrow.c; kext as the batch's heaps hold it: every kernel of
- * the batch fed them before its block is written, but for a batch written
- * in rounds, whose later kernels may push an earlier one out - kx_wrote:
- * its row then goes with its key, store_sql_ext.c). */
-static int block_put(srv_store *s, int64_t sess, size_t n)
+/* One group's kernels (ord[0..n), indexes into k->ev) in seq order into
+ * k->gev from at on, as blocks of up to SQ_KB_RUN added to k->blk[*nb]. */
+static void group_cut(sq_kbi *k, uint32_t *ord, size_t n, size_t at, size_t *nb)
 {
-    int rc = sq_kx_put(s, sess, s->kb_ev, n, 1);
-
-    if (!rc)
-        rc = sq_kb_put(s, sess, (int64_t)s->kb_ev[0].stream, n, 0);
-    s->kx_wrote = 1;
-    if (!rc)
-        kbi_test_pause();
-    return rc;
-}
-
-/* One group's kernels (ord[0..n), indexes into k->ev) in seq order, as
- * blocks of up to SQ_KB_RUN. */
-static int group_put(srv_store *s, sq_kbi *k, uint32_t *ord, size_t n)
-{
-    int sorted = 1, rc;
+    int sorted = 1;
 
     for (size_t i = 1; i < n && sorted; i++)
         sorted = k->ev[ord[i]].seq > k->ev[ord[i - 1]].seq;
@@ -245,15 +233,51 @@ static int group_put(srv_store *s, sq_kbi *k, uint32_t *ord, size_t n)
         for (size_t i = 0; i < n; i++)
             ord[i] = k->sk[i].i;
     }
+    for (size_t i = 0; i < n; i++)
+        k->gev[at + i] = k->ev[ord[i]];
     for (size_t i = 0; i < n;) {
         size_t m = n - i < SQ_KB_RUN ? n - i : SQ_KB_RUN;
-        for (size_t j = 0; j < m; j++)
-            s->kb_ev[j] = k->ev[ord[i + j]];
-        if ((rc = block_put(s, k->sess[ord[i]], m)) != 0)
-            return rc;
+        k->blk[(*nb)++] =
+            (sq_kb_blk){ k->sess[ord[i]], (int64_t)k->ev[ord[i]].stream, at + i,
+                         m };
         i += m;
     }
-    return GPUFL_OK;
+}
+
+/* Blocks k->blk[0..nb) of k->gev written in order, each with the kept
+ * rows of those among the session's longest and shortest
+ * (store_sql_kxrow.c; kext as the batch's heaps hold it: every kernel of
+ * the batch fed them before its block is written, but for a batch written
+ * in rounds, whose later kernels may push an earlier one out - kx_wrote:
+ * its row then goes with its key, store_sql_ext.c).  A wave's blocks are
+ * encoded on two threads while its kept rows are written
+ * (store_sql_kblocks_par.c). */
+static int blocks_put(srv_store *s, sq_kbi *k, size_t nb)
+{
+    size_t w = 0, len;
+    int rc = GPUFL_OK, rc2;
+
+    for (size_t b = 0; b < nb && !rc; b += w) {
+        const sq_kb_blk *bl = k->blk + b;
+        if ((rc = sq_kbp_begin(s, k->gev, bl, nb - b, &w)) != 0)
+            return rc;
+        if (!w)
+            return GPUFL_EINTERNAL; /* a block past the arena: never */
+        for (size_t i = 0; i < w && !rc; i++)
+            rc = sq_kx_put(s, bl[i].sess, k->gev + bl[i].off, bl[i].n, 1);
+        rc2 = sq_kbp_end(s);
+        if (!rc)
+            rc = rc2;
+        for (size_t i = 0; i < w && !rc; i++) {
+            const unsigned char *by = sq_kbp_block(s, i, &len);
+            rc = sq_kb_put_bytes(s, bl[i].sess, bl[i].stream, by, len, bl[i].n,
+                                 0);
+            s->kx_wrote = 1;
+            if (!rc)
+                kbi_test_pause();
+        }
+    }
+    return rc;
 }
 
 /* The held kernels as blocks: grouped by (session, stream) in one pass
@@ -261,8 +285,8 @@ static int group_put(srv_store *s, sq_kbi *k, uint32_t *ord, size_t n)
  * came in order), then each group written. */
 static int pend_write(srv_store *s, sq_kbi *k)
 {
-    size_t n = k->n, ng = 0;
-    int rc = GPUFL_OK, fresh;
+    size_t n = k->n, ng = 0, nb = 0;
+    int fresh;
 
     if (!n)
         return GPUFL_OK;
@@ -290,12 +314,12 @@ static int pend_write(srv_store *s, sq_kbi *k)
     /* each start moves on to its group's end */
     for (size_t i = 0; i < n; i++)
         k->ord[k->gcnt[k->grp[i]]++] = (uint32_t)i;
-    for (size_t g = 0, at = 0; g < ng && !rc; g++) {
+    for (size_t g = 0, at = 0; g < ng; g++) {
         size_t end = k->gcnt[g];
-        rc = group_put(s, k, k->ord + at, end - at);
+        group_cut(k, k->ord + at, end - at, at, &nb);
         at = end;
     }
-    return rc;
+    return blocks_put(s, k, nb);
 }
 
 /* ---- the duplicate check ---- */
