@@ -694,6 +694,45 @@ static void test_two_writers(void)
     srv_store_close(b);
 }
 
+/* The kernel aggregates of one session written by two servers taking
+ * turns (PostgreSQL: the writer keeps the kagg rows it wrote,
+ * store_sql_kagg_cache.c, valid while sessions.kext_ver is its own).  A
+ * writer that merged its batch with its own last rows, missing the other
+ * server's batch between, would count 5 kernels after its second batch
+ * (not 7), its longest 1055 (not 3010); B's then 6, its shortest 1000. */
+static void test_two_writers_kagg(void)
+{
+    static srv_ev ev[16];
+    static const int d1[3] = { 1000, 1010, 1020 }, d2[2] = { 3000, 3010 },
+                     d3[2] = { 1055, 1052 }, d4[1] = { 5 };
+    srv_ingest_res r;
+    srv_store *a = open_tmp("store_two_kagg"),
+              *b = open_tmp_again("store_two_kagg");
+    size_t m;
+
+    REQUIRE(a && b);
+    m = build_durs(SIDC, 1, d1, 3, ev);
+    REQUIRE(srv_store_ingest(a, ev, m, &r) == GPUFL_OK);
+    m = build_durs(SIDC, 4, d2, 2, ev);
+    REQUIRE(srv_store_ingest(b, ev, m, &r) == GPUFL_OK);
+    m = build_durs(SIDC, 6, d3, 2, ev);
+    REQUIRE(srv_store_ingest(a, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 2);
+    q(a, srv_store_q_kernel_agg, SIDC);
+    CHECK_JI64(out, "items.0.count", 7);
+    CHECK_JDEC(out, "items.0.total_ns",
+               1000 + 1010 + 1020 + 3000 + 3010 + 1055 + 1052);
+    CHECK_JDEC(out, "items.0.max_ns", 3010);
+    m = build_durs(SIDC, 8, d4, 1, ev);
+    REQUIRE(srv_store_ingest(b, ev, m, &r) == GPUFL_OK);
+    q(b, srv_store_q_kernel_agg, SIDC);
+    CHECK_JI64(out, "items.0.count", 8);
+    CHECK_JDEC(out, "items.0.min_ns", 5);
+    CHECK_JDEC(out, "items.0.max_ns", 3010);
+    srv_store_close(a);
+    srv_store_close(b);
+}
+
 /* The System view of SIDD as build_sys wrote it: 120 s points from the
  * rollup equal what the samples say; 10 s points from the samples. */
 static void check_sys(srv_store *s)
@@ -921,6 +960,7 @@ int main(void)
     RUN(test_mixed_batches_dur_sort);
     RUN(test_dur_prefix);
     RUN(test_two_writers);
+    RUN(test_two_writers_kagg);
     RUN(test_blocks_random_batches);
     RUN(test_system_rollup);
     RUN(test_migrate_to_kext_srl);
