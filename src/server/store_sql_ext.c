@@ -482,3 +482,24 @@ int sq_ext_flush(srv_store *s)
     s->ext_dirty = 0;
     return rc;
 }
+
+int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
+                   const sq_ext_row *r)
+{
+    size_t j = 0;
+
+    while (j < *ncut && (cut[j].sess != r->sess || cut[j].side != r->side))
+        j++;
+    if (j < *ncut) {
+        int later =
+            r->dur != cut[j].dur ? r->dur > cut[j].dur : r->seq > cut[j].seq;
+        /* side 0 keeps the longest: its best leaving is the latest */
+        if (later == (r->side == 0))
+            cut[j] = *r;
+        return 1;
+    }
+    if (*ncut == max)
+        return 0;
+    cut[(*ncut)++] = *r;
+    return 1;
+}

@@ -733,6 +733,15 @@ int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);
  * memory) or none.  0, or GPUFL_ENOMEM. */
 int sq_ext_kth(srv_store *s, int64_t sess, int d, uint32_t r, int64_t out[2],
                int *have);
+/* The keys leaving a side's heap were each its worst when they left, and
+ * what it keeps is better than all of them: so the rows of that session
+ * and side at or past the best key leaving are exactly those leaving
+ * (kext holds the heap's keys, kxrow rows of some of them), one range
+ * delete for them all.  Folds leaving key r into cut[0..*ncut), each
+ * (session, side)'s best key leaving so far: 1, or 0 when r's session and
+ * side has no cut and max are taken (r is then deleted by its key). */
+int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
+                   const sq_ext_row *r);
 /* Writes the batch's kext changes (before COMMIT), through the writer. */
 int sq_ext_flush(srv_store *s);
 /* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */
