@@ -55,10 +55,10 @@ typedef struct pg_writer {
     sdb_stmt *roll[4];
     /* kext keys as arrays: insert; delete from kext, kxrow */
     sdb_stmt *kxput, *kxdel[2];
-    sdb_stmt *kxcut[2][2]; /* range deletes: [kxrow][side] (pg_kext) */
-    sdb_stmt *kxrow;       /* kept rows as arrays (pg_kxrows) */
-    gbuf cb;               /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged;            /* kstage filled in this transaction */
+    sdb_stmt *kxcut[2]; /* range deletes: kext, kext and kxrow (pg_kext) */
+    sdb_stmt *kxrow;    /* kept rows as arrays (pg_kxrows) */
+    gbuf cb;            /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged;         /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging table (session-local:
@@ -560,29 +560,49 @@ static int pg_kxrows(srv_store *s, int64_t sess, const kblock_ev *ev,
  * PG_EXT_CUTS sessions and sides a batch; keys past them by key. */
 #define PG_EXT_CUTS 64
 
-/* The rows of table t (0 kext, 1 kxrow) at or past cut c on its side:
- * one seek of the primary key and the rows it removes, where the keys'
- * probes (ext_all) cost ~4 us a key more.  A statement per side: both
- * sides in one (an OR of the two ranges) took 2.8x the probes' time
+/* One session's rows of kext (and kxrow where nt is 2) at or past its
+ * cuts, c[d] for side d (NULL: none; a row compared with NULLs is not
+ * deleted), in one statement: per table and side a seek of the primary
+ * key and the rows it removes, each range its own DELETE (data-modifying
+ * WITH), where the keys' probes (ext_all) cost ~4 us a key more.  Both
+ * sides in one DELETE (an OR of the two ranges) took 2.8x the probes' time
  * (docs/server.md "PostgreSQL ingest's CPU"). */
-static int ext_cut(srv_store *s, int t, const sq_ext_row *c)
+static int ext_cut(srv_store *s, int nt, const sq_ext_row *const c[2])
 {
     pg_writer *pw = s->wst;
-    int d = c->side ? 1 : 0;
-    sdb_stmt **st = &pw->kxcut[t][d];
+    sdb_stmt **st = &pw->kxcut[nt - 1];
 
     if (!*st) {
-        char sql[160];
-        snprintf(sql, sizeof(sql),
-                 "DELETE FROM %s WHERE sess=? AND side=%d AND"
-                 " (dur, seq) %s (?, ?)",
-                 t ? "kxrow" : "kext", d, d ? ">=" : "<=");
+        char sql[640];
+        size_t n = 0;
+        /* "WITH a0 AS (DELETE ...), a1 AS (...) DELETE ...": the last
+         * range is the statement's own DELETE */
+        for (int i = 0; i < 2 * nt; i++) {
+            int d = i & 1, last = i == 2 * nt - 1;
+            if (!last)
+                n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%sa%d AS (",
+                                      i ? "" : "WITH ", i);
+            n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+                                  "DELETE FROM %s WHERE sess=?1 AND side=%d"
+                                  " AND (dur, seq) %s (?%d, ?%d)%s",
+                                  i >> 1 ? "kxrow" : "kext", d,
+                                  d ? ">=" : "<=", 2 + 2 * d, 3 + 2 * d,
+                                  last ? "" : ") ");
+            if (i < 2 * nt - 2)
+                sql[n - 1] = ',', sql[n++] = ' ', sql[n] = 0;
+        }
         if (sdb_prepare(s->w, sql, st))
             return GPUFL_EINTERNAL;
     }
-    qbind_i64(*st, 1, c->sess);
-    qbind_i64(*st, 2, c->dur);
-    qbind_i64(*st, 3, c->seq);
+    qbind_i64(*st, 1, c[0] ? c[0]->sess : c[1]->sess);
+    for (int d = 0; d < 2; d++)
+        if (c[d]) {
+            qbind_i64(*st, 2 + 2 * d, c[d]->dur);
+            qbind_i64(*st, 3 + 2 * d, c[d]->seq);
+        } else {
+            qbind_null(*st, 2 + 2 * d);
+            qbind_null(*st, 3 + 2 * d);
+        }
     return qrun(*st);
 }
 
@@ -599,9 +619,22 @@ static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
     for (size_t i = 0; i < ndel; i++)
         if (!sq_ext_cut_add(cut, &ncut, PG_EXT_CUTS, &del[i]))
             del[nkey++] = del[i];
-    for (size_t i = 0; i < ncut && !rc; i++)
-        for (int t = 0; t < nt && !rc; t++)
-            rc = ext_cut(s, t, &cut[i]);
+    for (size_t i = 0; i < ncut && !rc; i++) {
+        const sq_ext_row *c[2] = { NULL, NULL };
+        sq_ext_row other;
+        size_t j = i + 1;
+        c[cut[i].side ? 1 : 0] = &cut[i];
+        /* the session's other side, if it has a cut (one per session and
+         * side): taken from the list */
+        while (j < ncut && cut[j].sess != cut[i].sess)
+            j++;
+        if (j < ncut) {
+            other = cut[j];
+            c[other.side ? 1 : 0] = &other;
+            cut[j] = cut[--ncut];
+        }
+        rc = ext_cut(s, nt, c);
+    }
     for (int t = 0; t < nt && !rc; t++)
         rc = ext_all(s, t, del, nkey);
     return rc ? rc : ext_all(s, -1, put, nput);
@@ -726,9 +759,8 @@ static void pg_close(srv_store *s)
     sdb_finalize(pw->kxrow);
     sdb_finalize(pw->kxdel[0]);
     sdb_finalize(pw->kxdel[1]);
-    for (int t = 0; t < 2; t++)
-        for (int d = 0; d < 2; d++)
-            sdb_finalize(pw->kxcut[t][d]);
+    sdb_finalize(pw->kxcut[0]);
+    sdb_finalize(pw->kxcut[1]);
     rl_map_release(&pw->pend_idx);
     free(pw->pend);
     gbuf_release(&pw->cb);
