@@ -61,7 +61,9 @@ struct sq_ext {
     uint32_t gen;  /* batch that last touched it */
     uint32_t seen; /* batch that last compared ver with the database */
     int64_t ver;   /* sessions.kext_ver these heaps match */
+    uint64_t txn;  /* the ingest transaction that last checked ver */
     ext_heap h[2];
+    sq_kac kc; /* its kagg rows (store_sql_kagg_cache.c) */
 };
 
 /* 1 when a is worse than b on side d: side 0 keeps the longest, so its
@@ -109,6 +111,7 @@ static void ext_free_slot(struct sq_ext *x)
 {
     free(x->h[0].k);
     free(x->h[1].k);
+    sq_kac_release(&x->kc);
     memset(x, 0, sizeof(*x));
 }
 
@@ -226,6 +229,7 @@ static struct sq_ext *ext_get(srv_store *s, int64_t sess, int *rc)
     x = s->ext_last;
     if (x && x->sess == sess && x->seen == s->ext_gen) {
         x->used = ++s->ext_clock;
+        x->txn = s->ext_txn;
         return x;
     }
     if (!s->ext && !(s->ext = calloc(SQ_EXT_SESS, sizeof(*s->ext)))) {
@@ -235,15 +239,19 @@ static struct sq_ext *ext_get(srv_store *s, int64_t sess, int *rc)
     if ((x = ext_find(s, sess, &lru)) != NULL) {
         int stale;
         x->used = ++s->ext_clock;
-        if (x->seen == s->ext_gen)
+        if (x->seen == s->ext_gen) {
+            x->txn = s->ext_txn;
             return s->ext_last = x;
+        }
         if ((stale = ext_stale(s, x)) < 0) {
             *rc = stale;
             return NULL;
         }
         x->seen = s->ext_gen;
-        if (!stale)
+        if (!stale) {
+            x->txn = s->ext_txn;
             return s->ext_last = x;
+        }
         /* stale: loaded again below */
     } else {
         if (!lru) {
@@ -278,7 +286,21 @@ static struct sq_ext *ext_get(srv_store *s, int64_t sess, int *rc)
         ext_free_slot(x);
         return NULL;
     }
+    x->txn = s->ext_txn;
     return s->ext_last = x;
+}
+
+sq_kac *sq_ext_kac(srv_store *s, int64_t sess)
+{
+    struct sq_ext *x = s->ext_last, *lru;
+
+    if (!s->ext)
+        return NULL;
+    if (!x || x->sess != sess)
+        x = ext_find(s, sess, &lru);
+    /* checked in this transaction: under the advisory lock no other
+     * server writes until COMMIT */
+    return x && x->txn == s->ext_txn ? &x->kc : NULL;
 }
 
 static int del_push(srv_store *s, int64_t sess, int d, const ext_key *k)
@@ -459,4 +481,25 @@ int sq_ext_flush(srv_store *s)
     s->nput = 0;
     s->ext_dirty = 0;
     return rc;
+}
+
+int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
+                   const sq_ext_row *r)
+{
+    size_t j = 0;
+
+    while (j < *ncut && (cut[j].sess != r->sess || cut[j].side != r->side))
+        j++;
+    if (j < *ncut) {
+        int later =
+            r->dur != cut[j].dur ? r->dur > cut[j].dur : r->seq > cut[j].seq;
+        /* side 0 keeps the longest: its best leaving is the latest */
+        if (later == (r->side == 0))
+            cut[j] = *r;
+        return 1;
+    }
+    if (*ncut == max)
+        return 0;
+    cut[(*ncut)++] = *r;
+    return 1;
 }

@@ -582,6 +582,7 @@ int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
     }
     if (++s->ext_gen == 0) /* 0 marks stored kext keys */
         s->ext_gen = 1;
+    s->ext_txn++;
     for (size_t j = 0; j < nb && !rc; j++)
         rc = batch_put(s, b[j].ev, b[j].n, b[j].r);
     /* the group's rollups, merged once for all its batches */

@@ -55,9 +55,10 @@ typedef struct pg_writer {
     sdb_stmt *roll[4];
     /* kext keys as arrays: insert; delete from kext, kxrow */
     sdb_stmt *kxput, *kxdel[2];
-    sdb_stmt *kxrow; /* kept rows as arrays (pg_kxrows) */
-    gbuf cb;         /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged;      /* kstage filled in this transaction */
+    sdb_stmt *kxcut[2]; /* range deletes: kext, kext and kxrow (pg_kext) */
+    sdb_stmt *kxrow;    /* kept rows as arrays (pg_kxrows) */
+    gbuf cb;            /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged;         /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging table (session-local:
@@ -555,15 +556,87 @@ static int pg_kxrows(srv_store *s, int64_t sess, const kblock_ev *ev,
     return GPUFL_OK;
 }
 
+/* Range deletes of the keys leaving (sq_ext_cut_add) for at most
+ * PG_EXT_CUTS sessions and sides a batch; keys past them by key. */
+#define PG_EXT_CUTS 64
+
+/* One session's rows of kext (and kxrow where nt is 2) at or past its
+ * cuts, c[d] for side d (NULL: none; a row compared with NULLs is not
+ * deleted), in one statement: per table and side a seek of the primary
+ * key and the rows it removes, each range its own DELETE (data-modifying
+ * WITH), where the keys' probes (ext_all) cost ~4 us a key more.  Both
+ * sides in one DELETE (an OR of the two ranges) took 2.8x the probes' time
+ * (docs/server.md "PostgreSQL ingest's CPU"). */
+static int ext_cut(srv_store *s, int nt, const sq_ext_row *const c[2])
+{
+    pg_writer *pw = s->wst;
+    sdb_stmt **st = &pw->kxcut[nt - 1];
+
+    if (!*st) {
+        char sql[640];
+        size_t n = 0;
+        /* "WITH a0 AS (DELETE ...), a1 AS (...) DELETE ...": the last
+         * range is the statement's own DELETE */
+        for (int i = 0; i < 2 * nt; i++) {
+            int d = i & 1, last = i == 2 * nt - 1;
+            if (!last)
+                n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%sa%d AS (",
+                                      i ? "" : "WITH ", i);
+            n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+                                  "DELETE FROM %s WHERE sess=?1 AND side=%d"
+                                  " AND (dur, seq) %s (?%d, ?%d)%s",
+                                  i >> 1 ? "kxrow" : "kext", d,
+                                  d ? ">=" : "<=", 2 + 2 * d, 3 + 2 * d,
+                                  last ? "" : ") ");
+            if (i < 2 * nt - 2)
+                sql[n - 1] = ',', sql[n++] = ' ', sql[n] = 0;
+        }
+        if (sdb_prepare(s->w, sql, st))
+            return GPUFL_EINTERNAL;
+    }
+    qbind_i64(*st, 1, c[0] ? c[0]->sess : c[1]->sess);
+    for (int d = 0; d < 2; d++)
+        if (c[d]) {
+            qbind_i64(*st, 2 + 2 * d, c[d]->dur);
+            qbind_i64(*st, 3 + 2 * d, c[d]->seq);
+        } else {
+            qbind_null(*st, 2 + 2 * d);
+            qbind_null(*st, 3 + 2 * d);
+        }
+    return qrun(*st);
+}
+
 static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
                    const sq_ext_row *put, size_t nput)
 {
-    int rc = ext_all(s, 0, del, ndel);
-
+    sq_ext_row cut[PG_EXT_CUTS];
+    size_t ncut = 0, nkey = 0;
     /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
      * are */
-    if (!rc && s->kstore_blocks)
-        rc = ext_all(s, 1, del, ndel);
+    int nt = s->kstore_blocks ? 2 : 1, rc = GPUFL_OK;
+
+    /* the keys no cut takes, moved to the front of del */
+    for (size_t i = 0; i < ndel; i++)
+        if (!sq_ext_cut_add(cut, &ncut, PG_EXT_CUTS, &del[i]))
+            del[nkey++] = del[i];
+    for (size_t i = 0; i < ncut && !rc; i++) {
+        const sq_ext_row *c[2] = { NULL, NULL };
+        sq_ext_row other;
+        size_t j = i + 1;
+        c[cut[i].side ? 1 : 0] = &cut[i];
+        /* the session's other side, if it has a cut (one per session and
+         * side): taken from the list */
+        while (j < ncut && cut[j].sess != cut[i].sess)
+            j++;
+        if (j < ncut) {
+            other = cut[j];
+            c[other.side ? 1 : 0] = &other;
+            cut[j] = cut[--ncut];
+        }
+        rc = ext_cut(s, nt, c);
+    }
+    for (int t = 0; t < nt && !rc; t++)
+        rc = ext_all(s, t, del, nkey);
     return rc ? rc : ext_all(s, -1, put, nput);
 }
 
@@ -686,6 +759,8 @@ static void pg_close(srv_store *s)
     sdb_finalize(pw->kxrow);
     sdb_finalize(pw->kxdel[0]);
     sdb_finalize(pw->kxdel[1]);
+    sdb_finalize(pw->kxcut[0]);
+    sdb_finalize(pw->kxcut[1]);
     rl_map_release(&pw->pend_idx);
     free(pw->pend);
     gbuf_release(&pw->cb);

@@ -278,30 +278,14 @@ static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
     size_t i, ncut = 0;
     int rc = GPUFL_OK;
 
-    /* The keys leaving a side's heap were each its worst when they left,
-     * and what it keeps is better than all of them: so the rows of that
-     * session and side at or past the best key leaving are exactly those
-     * leaving (kext holds the heap's keys, kxrow rows of some of them).
-     * One range delete per session and side, each a seek and the rows
-     * it removes, instead of two statements per key (~12 000
-     * instructions a key, most of them SQLite's per-statement work). */
+    /* One range delete per session and side (sq_ext_cut_add), each a
+     * seek and the rows it removes, instead of two statements per key
+     * (~12 000 instructions a key, most of them SQLite's per-statement
+     * work). */
     for (i = 0; i < ndel && !rc; i++) {
         const sq_ext_row *r = &del[i];
-        size_t j = 0;
-        while (j < ncut && (cut[j].sess != r->sess || cut[j].side != r->side))
-            j++;
-        if (j < ncut) {
-            int later = r->dur != cut[j].dur ? r->dur > cut[j].dur
-                                             : r->seq > cut[j].seq;
-            /* side 0 keeps the longest: its best leaving is the latest */
-            if (later == (r->side == 0))
-                cut[j] = *r;
+        if (sq_ext_cut_add(cut, &ncut, LITE_EXT_CUTS, r))
             continue;
-        }
-        if (ncut < LITE_EXT_CUTS) {
-            cut[ncut++] = *r;
-            continue;
-        }
         rc = key_step(s, WS_EXT_DEL, r);
         /* the key's kept row (store_sql_kxrow.c), written only where
          * blocks are */

@@ -88,6 +88,9 @@ typedef struct sq_kagg {
     double sum_occ;
     int64_t regs, smem;
     uint64_t hist[RL_HIST_N];
+    /* PostgreSQL: merged from the writer's cache of the stored row
+     * (store_sql_kagg_cache.c), not to be read from kagg */
+    int cached;
 } sq_kagg;
 
 typedef struct sq_tl {
@@ -261,6 +264,7 @@ struct srv_store {
     struct sq_ext *ext_last; /* the slot a kernel last went to */
     uint32_t ext_k, ext_gen;
     uint64_t ext_clock;
+    uint64_t ext_txn;      /* ingest transactions begun (sq_ext_kac) */
     int ext_dirty;         /* keys added in this batch */
     sq_ext_row *del, *put; /* kext rows leaving, coming in this batch */
     size_t ndel, del_cap, nput, put_cap;
@@ -775,11 +779,45 @@ int sq_ext_add(srv_store *s, int64_t sess, int64_t dur, int64_t seq);
  * memory) or none.  0, or GPUFL_ENOMEM. */
 int sq_ext_kth(srv_store *s, int64_t sess, int d, uint32_t r, int64_t out[2],
                int *have);
+/* The keys leaving a side's heap were each its worst when they left, and
+ * what it keeps is better than all of them: so the rows of that session
+ * and side at or past the best key leaving are exactly those leaving
+ * (kext holds the heap's keys, kxrow rows of some of them), one range
+ * delete for them all.  Folds leaving key r into cut[0..*ncut), each
+ * (session, side)'s best key leaving so far: 1, or 0 when r's session and
+ * side has no cut and max are taken (r is then deleted by its key). */
+int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
+                   const sq_ext_row *r);
 /* Writes the batch's kext changes (before COMMIT), through the writer. */
 int sq_ext_flush(srv_store *s);
 /* Forgets the heaps (after a ROLLBACK or a prune); they are reloaded. */
 void sq_ext_reset(srv_store *s);
 void sq_ext_release(srv_store *s);
+
+/* ---- store_sql_kagg_cache.c: PostgreSQL's kagg rows kept by the writer
+ * between batches ---- */
+/* A session's kagg rows as this writer last wrote them (name id -> row),
+ * held beside its kext heaps and as valid as they are: sessions.kext_ver
+ * is bumped by every batch that adds kernels to the session, by whichever
+ * server, and a slot whose version is older is dropped (store_sql_ext.c).
+ * At most SQ_KAC_NAMES names and SQ_KAC_BYTES of histograms a session; a
+ * name past them is read from kagg as before. */
+#define SQ_KAC_NAMES 4096
+#define SQ_KAC_BYTES ((size_t)1 << 20)
+typedef struct sq_kac {
+    rl_map m;
+    size_t bytes;
+} sq_kac;
+void sq_kac_release(sq_kac *c);
+/* Session sess's cache, when its heaps are in memory and were checked
+ * against the database in this transaction; else NULL. */
+sq_kac *sq_ext_kac(srv_store *s, int64_t sess);
+/* Merges the cached stored rows into the batch's s->kagg (marking those
+ * keys cached); returns how many keys are left to read from kagg. */
+size_t sq_kac_merge(srv_store *s);
+/* The batch's merged rows into the caches, once the kagg upsert wrote
+ * them (a name that cannot be kept is marked unknown: read next time). */
+void sq_kac_store(srv_store *s);
 
 /* The batch writer (sq_writer): store_sql_writer_int.h. */
 

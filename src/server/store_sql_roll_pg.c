@@ -168,33 +168,55 @@ static void kscope_col(gbuf *cb, const uint64_t *k, void *v, int c)
     sq_cb_i(cb, (int64_t)(c < 2 ? k[c] : x[c - 2]), ',');
 }
 
-/* The kernel aggregates in two round trips - the stored rows for the
- * batch's keys (g), merged here, written back by put. */
+/* A key of the batch's aggregates not merged from the writer's cache
+ * (sq_kac_merge) for sq_arr_bind: column c of the next one. */
+static void miss_el(gbuf *cb, void *ctx, size_t j)
+{
+    roll_cur *r = ctx;
+    const uint64_t *k;
+    const sq_kagg *a;
+
+    (void)j;
+    while (!(a = rl_map_at(r->m, r->i++, &k)) || a->cached)
+        ;
+    sq_cb_i(cb, (int64_t)k[r->c], ',');
+}
+
+/* The kernel aggregates: the stored rows merged in (from the writer's
+ * cache, store_sql_kagg_cache.c, or for the keys it does not hold read
+ * by g), written back by put. */
 static int flush_kagg(srv_store *s, gbuf *cb, sdb_stmt *g, sdb_stmt *put)
 {
+    size_t miss;
     int rc;
 
     if (!s->kagg.n)
         return GPUFL_OK;
+    if (!(miss = sq_kac_merge(s)))
+        goto put;
     /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
     for (int col = 0; col < 2; col++) {
-        roll_cur r = { &s->kagg, 0, kagg_col, col };
-        if ((rc = sq_arr_bind(g, col + 1, cb, s->kagg.n, SQ_CB_COL, roll_el,
-                              &r)) != 0)
+        roll_cur r = { &s->kagg, 0, NULL, col };
+        if ((rc = sq_arr_bind(g, col + 1, cb, miss, SQ_CB_COL, miss_el, &r)) !=
+            0)
             return rc;
     }
     while ((rc = sdb_step(g)) == SDB_ROW) {
         uint64_t gk[4] = { (uint64_t)qcol_i64(g, 0), (uint64_t)qcol_i64(g, 1),
                            0, 0 };
         sq_kagg *a = rl_map_find(&s->kagg, gk);
-        if (a)
+        if (a && !a->cached)
             sq_kagg_merge(a, g, 2);
     }
     sdb_reset(g);
     if (rc != SDB_DONE)
         return sq_err(rc);
-    return sq_pg_arr_upsert(&s->kagg, cb, put, 11, 2 * RL_HIST_ENC_MAX + 8,
-                            kagg_col);
+put:
+    if ((rc = sq_pg_arr_upsert(&s->kagg, cb, put, 11, 2 * RL_HIST_ENC_MAX + 8,
+                               kagg_col)) != 0)
+        return rc;
+    sq_kac_store(s);
+    return GPUFL_OK;
 }
 
 /* Keys are unique within a batch, as ON CONFLICT DO UPDATE requires. */

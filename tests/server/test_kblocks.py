@@ -606,12 +606,12 @@ def check_names(t, srv):
     """Every block named (kbnames rows, or on PostgreSQL entries of
     kbnpack's packs) or listed in kbunnamed, not both; neither holds a
     block that is gone."""
-    names, _ = kbn_unpacked(srv)
+    # one snapshot: read apart, a compaction committed between the reads
+    # showed named blocks it had just merged away as gone
+    o = {}
+    names, _ = kbn_unpacked(srv, o)
     named = {k[:3] for k in names}
-    unnamed = {tuple(int(c) for c in r) for r in srv.sql(
-        "SELECT sess, stream, seq_lo FROM kbunnamed")}
-    blocks = {tuple(int(c) for c in r) for r in srv.sql(
-        "SELECT sess, stream, seq_lo FROM kblocks")}
+    unnamed, blocks = o["unnamed"], o["blocks"]
     t.assertEqual(named & unnamed, set())
     t.assertEqual(blocks - named - unnamed, set())
     t.assertEqual((named | unnamed) - blocks, set())
@@ -1194,7 +1194,7 @@ def name_kernels(g, rnd, nk, t, corr):
     return t
 
 
-def kbn_unpacked(srv):
+def kbn_unpacked(srv, others=None):
     """kbnames with its packs (kbnpack, schema 30: per block four varints
     - seq_lo as the step from the previous one's (the first from r0), n,
     dur_min, dur_max - dur_min) unpacked: {(sess, stream, seq_lo, name
@@ -1203,7 +1203,9 @@ def kbn_unpacked(srv):
     t_lo as the zigzag step from the previous block's t_hi, t_hi - t_lo):
     {(sess, stream, seq_lo): (seq_hi, t_lo, t_hi)}.  A block both in rows
     and in a pack of the same name, or in a pack and not in its
-    directory, is a failure."""
+    directory, is a failure.  others: a dict given gets, from the same
+    snapshot, "unnamed" (kbunnamed) and "blocks" (kblocks), each a set of
+    (sess, stream, seq_lo)."""
     m64 = (1 << 64) - 1
     names, blocks, dirs = {}, {}, {}
     hexf = "encode(data, 'hex')" if srv.pgdb else "hex(data)"
@@ -1213,7 +1215,15 @@ def kbn_unpacked(srv):
                   " dur_max, '' FROM kbnames UNION ALL SELECT 1, sess,"
                   " stream, r0, 0, 0, 0, 0, %s FROM kbndir UNION ALL"
                   " SELECT 2, sess, stream, r0, name_id, 0, 0, 0, %s FROM"
-                  " kbnpack" % (hexf, hexf))
+                  " kbnpack%s" % (hexf, hexf, "" if others is None else
+                                  " UNION ALL SELECT 3, sess, stream, seq_lo,"
+                                  " 0, 0, 0, 0, '' FROM kbunnamed UNION ALL"
+                                  " SELECT 4, sess, stream, seq_lo, 0, 0, 0,"
+                                  " 0, '' FROM kblocks"))
+    if others is not None:
+        for tag, key in (("3", "unnamed"), ("4", "blocks")):
+            others[key] = {tuple(int(c) for c in r[1:4]) for r in got
+                           if r[0] == tag}
     for r in got:
         if r[0] == "0":
             names[tuple(int(c) for c in r[1:5])] = \

@@ -568,6 +568,15 @@ static size_t build_durs(const char *sid, int seq0, const int *dur, int n,
     return st_parse(SRV_ST_DEVICE, lines, k, arena, sizeof(arena), ev);
 }
 
+/* n kernels of SIDC from seq0 with durations d, ingested by s (REQUIRE). */
+static void put_durs(srv_store *s, int seq0, const int *d, int n,
+                     srv_ingest_res *r)
+{
+    static srv_ev ev[64];
+    size_t m = build_durs(SIDC, seq0, d, n, ev);
+    REQUIRE(srv_store_ingest(s, ev, m, r) == GPUFL_OK);
+}
+
 /* Two servers writing one database (PostgreSQL behind one Kafka consumer
  * group; here also SQLite), batches of one session alternating between
  * them.  K = 8.  A stores 1000..1110 (keeps 1040..1110); B adds 3000,
@@ -648,7 +657,6 @@ static void test_blocks_random_batches(void)
 
 static void test_two_writers(void)
 {
-    static srv_ev ev[64];
     static const int d1[12] = { 1000, 1010, 1020, 1030, 1040, 1050,
                                 1060, 1070, 1080, 1090, 1100, 1110 };
     static const int d2[3] = { 3000, 3010, 3020 }, d3[2] = { 1055, 1052 };
@@ -656,19 +664,15 @@ static void test_two_writers(void)
     int want[17], n, ok;
     srv_ingest_res r;
     srv_store *a, *b;
-    size_t m;
 
     setenv("GPUFL_SERVER_TOPK", "8", 1);
     a = open_tmp("store_two");
     b = open_tmp_again("store_two");
     unsetenv("GPUFL_SERVER_TOPK");
     REQUIRE(a && b);
-    m = build_durs(SIDC, 1, d1, 12, ev);
-    REQUIRE(srv_store_ingest(a, ev, m, &r) == GPUFL_OK);
-    m = build_durs(SIDC, 13, d2, 3, ev);
-    REQUIRE(srv_store_ingest(b, ev, m, &r) == GPUFL_OK);
-    m = build_durs(SIDC, 16, d3, 2, ev);
-    REQUIRE(srv_store_ingest(a, ev, m, &r) == GPUFL_OK);
+    put_durs(a, 1, d1, 12, &r);
+    put_durs(b, 13, d2, 3, &r);
+    put_durs(a, 16, d3, 2, &r);
     CHECK_EQ_U64(r.accepted, 2);
     for (int i = 0; i < 12; i++)
         want[i] = d1[i];
@@ -690,6 +694,39 @@ static void test_two_writers(void)
         CHECK(ok);
     }
     page_limit = 7;
+    srv_store_close(a);
+    srv_store_close(b);
+}
+
+/* The kernel aggregates of one session written by two servers taking
+ * turns (PostgreSQL: the writer keeps the kagg rows it wrote,
+ * store_sql_kagg_cache.c, valid while sessions.kext_ver is its own).  A
+ * writer that merged its batch with its own last rows, missing the other
+ * server's batch between, would count 5 kernels after its second batch
+ * (not 7), its longest 1055 (not 3010); B's then 6, its shortest 1000. */
+static void test_two_writers_kagg(void)
+{
+    static const int d1[3] = { 1000, 1010, 1020 }, d2[2] = { 3000, 3010 },
+                     d3[2] = { 1055, 1052 }, d4[1] = { 5 };
+    srv_ingest_res r;
+    srv_store *a = open_tmp("store_two_kagg"),
+              *b = open_tmp_again("store_two_kagg");
+
+    REQUIRE(a && b);
+    put_durs(a, 1, d1, 3, &r);
+    put_durs(b, 4, d2, 2, &r);
+    put_durs(a, 6, d3, 2, &r);
+    CHECK_EQ_U64(r.accepted, 2);
+    q(a, srv_store_q_kernel_agg, SIDC);
+    CHECK_JI64(out, "items.0.count", 7);
+    CHECK_JDEC(out, "items.0.total_ns",
+               1000 + 1010 + 1020 + 3000 + 3010 + 1055 + 1052);
+    CHECK_JDEC(out, "items.0.max_ns", 3010);
+    put_durs(b, 8, d4, 1, &r);
+    q(b, srv_store_q_kernel_agg, SIDC);
+    CHECK_JI64(out, "items.0.count", 8);
+    CHECK_JDEC(out, "items.0.min_ns", 5);
+    CHECK_JDEC(out, "items.0.max_ns", 3010);
     srv_store_close(a);
     srv_store_close(b);
 }
@@ -921,6 +958,7 @@ int main(void)
     RUN(test_mixed_batches_dur_sort);
     RUN(test_dur_prefix);
     RUN(test_two_writers);
+    RUN(test_two_writers_kagg);
     RUN(test_blocks_random_batches);
     RUN(test_system_rollup);
     RUN(test_migrate_to_kext_srl);
