@@ -178,6 +178,13 @@ void jw_f64(jw *w, double v, int decimals)
         decimals = 9;
     for (int i = 0; i < decimals; i++)
         scale *= 10;
+    /* a large value keeps fewer decimals: |v| * scale must stay exact in
+     * a double (< 2^53) to fit uint64_t and not print noise digits
+     * (fuzz_report found 2.5e19 from 2.5e10 at 9 decimals) */
+    while (decimals > 0 && fabs(v) * (double)scale >= 9e15) {
+        scale /= 10;
+        decimals--;
+    }
     a = fabs(v) * (double)scale + 0.5;
     ip = (uint64_t)a / scale;
     fp = (uint64_t)a % scale;

@@ -34,13 +34,17 @@ static void w_numbers(jw *j)
     jw_f64(j, NAN, 2);
     jw_f64(j, INFINITY, 2);
     jw_f64(j, 12.05, 4);
+    /* |v| * 10^decimals past 2^64: fewer decimals, not an overflow */
+    jw_f64(j, 12345678901.5, 9);
+    jw_f64(j, -8.5e15, 9);
     jw_arr_end(j);
 }
 
 static void test_numbers(void)
 {
     CHECK_STR(render(w_numbers), "[0,18446744073709551615,-9223372036854775808,"
-                                 "-1,0.5,1,-2.3,0,0.1875,null,null,12.05]");
+                                 "-1,0.5,1,-2.3,0,0.1875,null,null,12.05,"
+                                 "12345678901.5,-8500000000000000]");
 }
 
 static void w_object(jw *j)
