@@ -285,6 +285,7 @@ struct srv_store {
     uint32_t *kb_nslot; /* name id -> index place (kb_names_insert) */
     /* blocks the last naming/merge pass could not decode (logged on change) */
     uint64_t kb_unnamable, kb_unmergeable;
+    uint64_t ob_unmergeable; /* op blocks (store_sql_oblocks_compact.c) */
     /* timeline ranges whose pack does not decode (store_sql_tlpack.c;
      * logged on change) */
     uint64_t tl_unpackable;
@@ -456,6 +457,16 @@ int sq_obi_op(srv_store *s, int64_t sess, const srv_ev *e);
 int sq_obi_flush(srv_store *s);
 void sq_obi_reset(srv_store *s);
 void sq_obi_release(srv_store *s);
+/* One op block written, on the writer in its open transaction: ev[0..m)
+ * (one session's, 1..OB_MAX_EVENTS) encoded with enc into blk
+ * (OB_BLOCK_MAX bytes) and inserted by ins (SQ_OB_INSERT_SQL prepared on
+ * the writer) - ingest's blocks and the compactor's
+ * (store_sql_oblocks_compact.c) alike. */
+#define SQ_OB_INSERT_SQL "INSERT INTO oblocks VALUES(?,?,?,?,?,?,?,?)"
+struct oblock_enc;
+struct oblock_ev;
+int sq_ob_put(sdb_stmt *ins, struct oblock_enc *enc, unsigned char *blk,
+              int64_t sess, const struct oblock_ev *ev, size_t m);
 /* A line whose newness was settled after put_line: counted as a
  * duplicate, or as accepted into its session's counters (fresh). */
 int sq_line_done(srv_store *s, int64_t sess, const srv_ev *e, int fresh);
