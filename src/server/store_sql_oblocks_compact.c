@@ -240,7 +240,8 @@ static int merge_one(srv_store *s, ob_cx *c, int64_t sess, int64_t lo,
                      size_t *n, uint64_t *bad)
 {
     sdb_stmt *st = NULL;
-    size_t nsrc = 0, total = 0, run = ob_run(), small = ob_small();
+    size_t small = ob_small(), nsrc, total;
+    sq_mrun r = { 0, 0, OB_MERGE_SRC, ob_run() };
     int rc, err = GPUFL_OK;
 
     *n = 0;
@@ -256,26 +257,22 @@ static int merge_one(srv_store *s, ob_cx *c, int64_t sess, int64_t lo,
     qbind_i64(st, 3, lo);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t k = (size_t)qcol_i64(st, 1), got = 0;
-        int full = k >= small;
-        if (full || (nsrc && (total + k > run || nsrc == OB_MERGE_SRC))) {
-            if (nsrc >= 2)
-                break;
-            nsrc = total = 0; /* a run of one: start again after it */
-            if (full)
-                continue;
-        }
-        if ((err = merge_read(c, st, sess, total, &got)) == GPUFL_EPARSE) {
+        int next = sq_mrun_next(&r, k, k >= small);
+        if (next == SQ_MRUN_PASS)
+            continue;
+        if (next == SQ_MRUN_END)
+            break;
+        if ((err = merge_read(c, st, sess, r.total, &got)) == GPUFL_EPARSE) {
             err = GPUFL_OK;
             *bad += 1;
-            if (nsrc >= 2)
+            if (sq_mrun_bad(&r) == SQ_MRUN_END)
                 break;
-            nsrc = total = 0;
             continue;
         }
         if (err)
             break;
-        c->src[nsrc++] = qcol_i64(st, 0);
-        total += got;
+        c->src[r.nsrc] = qcol_i64(st, 0);
+        sq_mrun_took(&r, got);
     }
     sdb_finalize(st);
     st = NULL;
@@ -283,8 +280,9 @@ static int merge_one(srv_store *s, ob_cx *c, int64_t sess, int64_t lo,
         return err;
     if (rc != SDB_DONE && rc != SDB_ROW)
         return sq_err(rc);
-    if (nsrc < 2)
+    if ((nsrc = r.nsrc) < 2)
         return GPUFL_OK;
+    total = r.total;
     rc = GPUFL_OK;
     /* in seq order: ingest's blocks of a replay interleave */
     qsort(c->ev, total, sizeof(*c->ev), ev_seq_cmp);
