@@ -15,8 +15,8 @@ device-to-host copy of the loss and a stream sync, with their API calls
 and thread - 5 ops a step - in requests of BATCH (default 5000) lines.
 Also the server's CPU seconds for the whole ingest (kernels included:
 PostgreSQL's own not counted).  With GPUFL_TEST_PG_URI_FILE (a cluster of tests/server/pg_cluster.sh) the
-stores are PostgreSQL databases (pg_total_relation_size, after a VACUUM
-of oblocks), else SQLite files (dbstat: pages of the tables and indexes;
+stores are PostgreSQL databases (pg_total_relation_size; "compacted"
+after VACUUM FULL of oblocks, and printed after a plain VACUUM), else SQLite files (dbstat: pages of the tables and indexes;
 free pages are the file's, not the table's).  "compacted": the blocks
 store again after the compactor (store_sql_oblocks_compact.c) merged its
 blocks - what small requests (BATCH 10) leave at rest - and the CPU
@@ -115,7 +115,13 @@ def compacted(path, tables, nops):
         n = int(srv.sql("SELECT sum(n) FROM oblocks")[0][0])
         assert n == nops, (n, nops)
         if srv.pgdb:
+            # the merged blocks' sources are dead tuples until a vacuum
+            # frees their space for later rows; VACUUM FULL gives the
+            # file back, as what the table holds
             srv.sql("VACUUM oblocks")
+            print("  (PostgreSQL after compaction and VACUUM: %d bytes)" %
+                  at_rest(srv, tables))
+            srv.sql("VACUUM FULL oblocks")
         return at_rest(srv, tables), last, cpu
     finally:
         srv.stop()
