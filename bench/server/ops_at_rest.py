@@ -15,9 +15,14 @@ device-to-host copy of the loss and a stream sync, with their API calls
 and thread - 5 ops a step - in requests of BATCH (default 5000) lines.
 Also the server's CPU seconds for the whole ingest (kernels included:
 PostgreSQL's own not counted).  With GPUFL_TEST_PG_URI_FILE (a cluster of tests/server/pg_cluster.sh) the
-stores are PostgreSQL databases (pg_total_relation_size), else SQLite
-files (dbstat: pages of the tables and indexes).
+stores are PostgreSQL databases (pg_total_relation_size; "compacted"
+after VACUUM FULL of oblocks, and printed after a plain VACUUM), else SQLite files (dbstat: pages of the tables and indexes;
+free pages are the file's, not the table's).  "compacted": the blocks
+store again after the compactor (store_sql_oblocks_compact.c) merged its
+blocks - what small requests (BATCH 10) leave at rest - and the CPU
+seconds of the server that did it.
 """
+import time
 import os
 import random
 import shutil
@@ -91,6 +96,37 @@ def at_rest(srv, tables):
         db.close()
 
 
+def compacted(path, tables, nops):
+    """The blocks store at path reopened with the compactor every second,
+    until its count of blocks holds still: (bytes, blocks, CPU s)."""
+    srv = T.Server(path, ["--kernel-store", "blocks",
+                          "--kernel-compact-interval", "1s"])
+    try:
+        c0 = cpu_s(srv.p.pid)
+        last, same = -1, 0
+        for _ in range(600):
+            nb = int(srv.sql("SELECT count(*) FROM oblocks")[0][0])
+            same = same + 1 if nb == last else 0
+            last = nb
+            if same >= 6:
+                break
+            time.sleep(0.5)
+        cpu = cpu_s(srv.p.pid) - c0
+        n = int(srv.sql("SELECT sum(n) FROM oblocks")[0][0])
+        assert n == nops, (n, nops)
+        if srv.pgdb:
+            # the merged blocks' sources are dead tuples until a vacuum
+            # frees their space for later rows; VACUUM FULL gives the
+            # file back, as what the table holds
+            srv.sql("VACUUM oblocks")
+            print("  (PostgreSQL after compaction and VACUUM: %d bytes)" %
+                  at_rest(srv, tables))
+            srv.sql("VACUUM FULL oblocks")
+        return at_rest(srv, tables), last, cpu
+    finally:
+        srv.stop()
+
+
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
@@ -117,13 +153,18 @@ def main():
                 out.append((name, b, nb, cpu))
             finally:
                 srv.stop()
+            if name == "blocks":
+                out.append(("compacted",) +
+                           compacted(os.path.join(d, name), tables, nops))
         print("%d ops (%d steps of %d kernels, %d lines a request), %s" %
               (nops, steps, nk, batch,
                "PostgreSQL" if T.pg_base() else "SQLite"))
         for name, b, nb, cpu in out:
-            print("  %-6s %10d bytes  %6.1f B/op  (oblocks rows: %s)"
-                  "  server CPU %.2f s for the %d lines" %
-                  (name, b, b / nops, nb, cpu, len(g.lines["device"])))
+            print("  %-9s %10d bytes  %6.1f B/op  (oblocks rows: %s)"
+                  "  server CPU %.2f s %s" %
+                  (name, b, b / nops, nb, cpu,
+                   "compacting" if name == "compacted" else
+                   "for the %d lines" % len(g.lines["device"])))
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

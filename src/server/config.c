@@ -382,6 +382,7 @@ static const opt_def srv_opts[] = {
 /* Read by the store for tests (store_sql.c: a smaller top-K;
  * store_sql_kblocks_compact.c: a pause inside compaction, kernels per block,
  * blocks a pass names;
+ * store_sql_oblocks_compact.c: ops per block, a pause inside compaction;
  * store_sql_kblocks_ingest.c: a pause after each block ingest writes;
  * store_sql_ingest.c: a session whose batches fail, for the group
  * commit's rerun;
@@ -389,6 +390,7 @@ static const opt_def srv_opts[] = {
  * store_sql_kbnpack.c: no packing of kbnames, a pause inside packing);
  * not options, but no typos either. */
 static const char *const srv_env_known[] = {
+    "GPUFL_SERVER_OB_RUN",        "GPUFL_SERVER_OB_PAUSE_MS",
     "GPUFL_SERVER_TOPK",          "GPUFL_SERVER_KB_PAUSE_MS",
     "GPUFL_SERVER_KBI_PAUSE_MS",  "GPUFL_SERVER_KB_RUN",
     "GPUFL_SERVER_KB_NAME_MAX",   "GPUFL_SERVER_TL0_MAX",

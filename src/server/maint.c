@@ -49,6 +49,12 @@ static void maint_compact(srv *s)
     else if (nb && !s->cfg.quiet)
         glog_info("maint", "compacted %llu kernel(s) into %llu block(s)",
                   (unsigned long long)nk, (unsigned long long)nb);
+    /* and the ops (store_sql_oblocks_compact.c) */
+    if ((rc = srv_store_oblocks_compact(s->store, &nb, &nk)) != 0)
+        glog_warn("maint", "op compaction failed (%d); the rows stay", rc);
+    else if (nb)
+        glog_debug("maint", "compacted %llu op(s) into %llu block(s)",
+                   (unsigned long long)nk, (unsigned long long)nb);
     /* the timeline's buckets too (PostgreSQL; store_sql_tlpack.c) */
     if ((rc = srv_store_tl_pack(s->store, &nb, &nk)) != 0)
         glog_warn("maint", "timeline packing failed (%d); the rows stay", rc);

@@ -46,10 +46,14 @@ int srv_migrate_run(srv *s)
     fflush(stdout);
     for (;;) {
         uint64_t nb = 0, nk = 0, nn = 0;
+        uint64_t ob = 0, no = 0;
         rc = srv_store_kblocks_compact(s->store, &nb, &nk, &nn);
+        /* and the ops' rows (store_sql_oblocks_compact.c) */
+        if (!rc)
+            rc = srv_store_oblocks_compact(s->store, &ob, &no);
         if (rc)
             break;
-        if (!nb && !nn)
+        if (!nb && !nn && !ob)
             break;
         pass++;
         blocks += nb;
@@ -60,6 +64,10 @@ int srv_migrate_run(srv *s)
                (unsigned long long)pass, (unsigned long long)nk,
                (unsigned long long)nb, (unsigned long long)nn,
                (unsigned long long)kernels, (unsigned long long)a.rows);
+        if (ob)
+            printf("migrate: pass %llu: %llu op(s) into %llu block(s)\n",
+                   (unsigned long long)pass, (unsigned long long)no,
+                   (unsigned long long)ob);
         fflush(stdout);
     }
     if (rc) {

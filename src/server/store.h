@@ -313,6 +313,13 @@ int srv_store_prune(srv_store *s, const srv_retention *p, uint64_t *n_pruned);
  */
 int srv_store_kblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *kernels,
                               uint64_t *named);
+/*
+ * Op blocks (--kernel-store=blocks, store_sql_oblocks_compact.c): one
+ * pass of their compactor - every session's `ops` rows into blocks, each
+ * in its own transaction that deletes the rows it holds, then runs of
+ * small blocks merged.  *blocks, *ops: what it made.
+ */
+int srv_store_oblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *ops);
 /* PostgreSQL: one pass of the timeline's packer (store_sql_tlpack.c):
  * every range of 128 buckets of tl levels 1-3 that its session has moved
  * past (range end <= last_ts) or of a session no longer running, up to

@@ -289,6 +289,7 @@ struct srv_store {
     uint32_t *kb_nslot; /* name id -> index place (kb_names_insert) */
     /* blocks the last naming/merge pass could not decode (logged on change) */
     uint64_t kb_unnamable, kb_unmergeable;
+    uint64_t ob_unmergeable; /* op blocks (store_sql_oblocks_compact.c) */
     /* timeline ranges whose pack does not decode (store_sql_tlpack.c;
      * logged on change) */
     uint64_t tl_unpackable;
@@ -409,6 +410,43 @@ typedef struct sq_pass {
 /* p's pass; its transactions' counts added to cnt.  0 or the first error. */
 int sq_pass_run(srv_store *s, const sq_pass *p, uint64_t cnt[2]);
 
+/* The compactors' merges (kernel and op blocks) gather a run of small
+ * blocks, adjacent by seq_lo, reading them in that order: a full block,
+ * one that would pass max_total or max_src, or one that does not decode
+ * ends the run - merged when it has two blocks or more, else dropped (a
+ * run of one) and gathered again after.  Before a block of k events:
+ * SQ_MRUN_END (merge what is gathered), SQ_MRUN_PASS (skip the block: it is
+ * full) or SQ_MRUN_TAKE (read it, then sq_mrun_took or sq_mrun_bad). */
+typedef struct sq_mrun {
+    size_t nsrc, total, max_src, max_total;
+} sq_mrun;
+enum { SQ_MRUN_TAKE, SQ_MRUN_PASS, SQ_MRUN_END };
+static inline int sq_mrun_next(sq_mrun *r, size_t k, int full)
+{
+    if (full ||
+        (r->nsrc && (r->total + k > r->max_total || r->nsrc == r->max_src))) {
+        if (r->nsrc >= 2)
+            return SQ_MRUN_END;
+        r->nsrc = r->total = 0; /* a run of one: start again after it */
+        if (full)
+            return SQ_MRUN_PASS;
+    }
+    return SQ_MRUN_TAKE;
+}
+static inline void sq_mrun_took(sq_mrun *r, size_t got)
+{
+    r->nsrc++;
+    r->total += got;
+}
+/* A block that does not decode: SQ_MRUN_END or SQ_MRUN_PASS, as above. */
+static inline int sq_mrun_bad(sq_mrun *r)
+{
+    if (r->nsrc >= 2)
+        return SQ_MRUN_END;
+    r->nsrc = r->total = 0;
+    return SQ_MRUN_PASS;
+}
+
 /* The cold tier (store_sql_kcold.c): whether a block's bytes are a cold
  * row's stub; the block a stub (*b, *len) names, from the cache or S3
  * (as sq_kb_bytes); the tier's state, at close. */
@@ -492,6 +530,16 @@ int sq_obi_op(srv_store *s, int64_t sess, const srv_ev *e);
 int sq_obi_flush(srv_store *s);
 void sq_obi_reset(srv_store *s);
 void sq_obi_release(srv_store *s);
+/* One op block written, on the writer in its open transaction: ev[0..m)
+ * (one session's, 1..OB_MAX_EVENTS) encoded with enc into blk
+ * (OB_BLOCK_MAX bytes) and inserted by ins (SQ_OB_INSERT_SQL prepared on
+ * the writer) - ingest's blocks and the compactor's
+ * (store_sql_oblocks_compact.c) alike. */
+#define SQ_OB_INSERT_SQL "INSERT INTO oblocks VALUES(?,?,?,?,?,?,?,?)"
+struct oblock_enc;
+struct oblock_ev;
+int sq_ob_put(sdb_stmt *ins, struct oblock_enc *enc, unsigned char *blk,
+              int64_t sess, const struct oblock_ev *ev, size_t m);
 /* A line whose newness was settled after put_line: counted as a
  * duplicate, or as accepted into its session's counters (fresh). */
 int sq_line_done(srv_store *s, int64_t sess, const srv_ev *e, int fresh);

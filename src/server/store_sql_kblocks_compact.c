@@ -235,7 +235,8 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
 {
     sdb_stmt *st = NULL;
     int64_t src[KB_MERGE_SRC];
-    size_t nsrc = 0, total = 0;
+    size_t nsrc, total;
+    sq_mrun r = { 0, 0, KB_MERGE_SRC, KB_MERGE_MAX };
     int rc, err = GPUFL_OK;
 
     *nk = 0;
@@ -258,29 +259,24 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
     qbind_i64(st, 4, lo);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         size_t n = (size_t)qcol_i64(st, 1), got = 0;
-        int full = (int64_t)n >= kb_run();
-        if (full ||
-            (nsrc && (total + n > KB_MERGE_MAX || nsrc == KB_MERGE_SRC))) {
-            if (nsrc >= 2)
-                break;
-            nsrc = total = 0; /* a run of one: start again after it */
-            if (full)
-                continue;
-        }
-        if ((err = merge_read(s, st, sess, stream, total, &got)) ==
+        int next = sq_mrun_next(&r, n, (int64_t)n >= kb_run());
+        if (next == SQ_MRUN_PASS)
+            continue;
+        if (next == SQ_MRUN_END)
+            break;
+        if ((err = merge_read(s, st, sess, stream, r.total, &got)) ==
             GPUFL_EPARSE) {
             err = GPUFL_OK;
             *bad += 1;
-            if (nsrc >= 2)
+            if (sq_mrun_bad(&r) == SQ_MRUN_END)
                 break;
-            nsrc = total = 0;
             continue;
         }
         if (err)
             break;
-        src[nsrc++] = qcol_i64(st, 0);
-        total += got;
-        if ((int64_t)total >= kb_run() && nsrc >= 2)
+        src[r.nsrc] = qcol_i64(st, 0);
+        sq_mrun_took(&r, got);
+        if ((int64_t)r.total >= kb_run() && r.nsrc >= 2)
             break;
     }
     sdb_finalize(st);
@@ -289,8 +285,9 @@ static int merge_one(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
         return err;
     if (rc != SDB_DONE && rc != SDB_ROW)
         return sq_err(rc);
-    if (nsrc < 2)
+    if ((nsrc = r.nsrc) < 2)
         return GPUFL_OK;
+    total = r.total;
     rc = GPUFL_OK;
     for (size_t i = 1; i < total; i++)
         if (s->kb_ev[i].seq <= s->kb_ev[i - 1].seq) {

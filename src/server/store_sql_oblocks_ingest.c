@@ -39,7 +39,7 @@ static const char *const obi_sql[OBI_ST_N] = {
                     " seq <= ?3",
     [OBI_ST_BLOCKS] = "SELECT payload FROM oblocks WHERE sess=?1 AND"
                       " seq_hi >= ?2 AND seq_lo <= ?3",
-    [OBI_ST_INSERT] = "INSERT INTO oblocks VALUES(?,?,?,?,?,?,?,?)",
+    [OBI_ST_INSERT] = SQ_OB_INSERT_SQL,
 };
 
 typedef struct obi_held {
@@ -180,30 +180,35 @@ static int stored_find(sq_obi *o, obi_held *h, size_t n)
     return GPUFL_OK;
 }
 
-/* The ops of o->ev[0..m) (one session) as one oblocks row. */
-static int block_put(sq_obi *o, int64_t sess, size_t m)
+int sq_ob_put(sdb_stmt *ins, oblock_enc *enc, unsigned char *blk, int64_t sess,
+              const oblock_ev *ev, size_t m)
 {
-    sdb_stmt *st = o->st[OBI_ST_INSERT];
     oblock_index idx;
     size_t len = 0;
     char why[128] = "";
 
-    if (oblock_encode(o->enc, o->ev, m, OBI_ZLEVEL, o->blk, OB_BLOCK_MAX, &len,
-                      why, sizeof(why)) ||
-        oblock_index_read(o->blk, len, &idx, why, sizeof(why))) {
+    if (oblock_encode(enc, ev, m, OBI_ZLEVEL, blk, OB_BLOCK_MAX, &len, why,
+                      sizeof(why)) ||
+        oblock_index_read(blk, len, &idx, why, sizeof(why))) {
         glog_error("oblocks", "session %lld: cannot encode: %s",
                    (long long)sess, why);
         return GPUFL_EINTERNAL;
     }
-    qbind_i64(st, 1, sess);
-    qbind_u64(st, 2, idx.seq_min);
-    qbind_u64(st, 3, idx.seq_max);
-    qbind_u64(st, 4, idx.ts_min);
-    qbind_u64(st, 5, idx.ts_max);
-    qbind_u64(st, 6, idx.dur_max);
-    qbind_u64(st, 7, idx.n);
-    qbind_blob(st, 8, o->blk, len);
-    return qrun(st);
+    qbind_i64(ins, 1, sess);
+    qbind_u64(ins, 2, idx.seq_min);
+    qbind_u64(ins, 3, idx.seq_max);
+    qbind_u64(ins, 4, idx.ts_min);
+    qbind_u64(ins, 5, idx.ts_max);
+    qbind_u64(ins, 6, idx.dur_max);
+    qbind_u64(ins, 7, idx.n);
+    qbind_blob(ins, 8, blk, len);
+    return qrun(ins);
+}
+
+/* The ops of o->ev[0..m) (one session) as one oblocks row. */
+static int block_put(sq_obi *o, int64_t sess, size_t m)
+{
+    return sq_ob_put(o->st[OBI_ST_INSERT], o->enc, o->blk, sess, o->ev, m);
 }
 
 /* An ops row's columns of an op line (store_sql_ingest.c's WS_OP binds

@@ -114,6 +114,9 @@ if(TARGET gpufl_server_core)
   # blocks, the copies, calls and export answers of a rows store
   gpufl_srv_py_test(server_oblocks test_oblocks.py CLASS OpBlocks
     TIMEOUT 300)
+  # their compactor: tiny blocks merged, rows converted, kill -9 midway
+  gpufl_srv_py_test(server_oblocks_compact test_oblocks.py CLASS OpCompact
+    TIMEOUT 300)
   # `gpufl-server migrate` of a previous version's database, killed
   # midway and run again (test_kblocks_migrate.py)
   gpufl_srv_py_test(server_kblocks_Migrate test_kblocks_migrate.py
@@ -181,6 +184,8 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   gpufl_srv_py_test(server_pg_waste test_waste.py TIMEOUT 300 PG)
   gpufl_srv_py_test(server_pg_oblocks test_oblocks.py CLASS OpBlocks
     TIMEOUT 300 PG)
+  gpufl_srv_py_test(server_pg_oblocks_compact test_oblocks.py
+    CLASS OpCompact TIMEOUT 300 PG)
   gpufl_srv_py_tests(server_pg_kblocks_ test_kblocks.py TIMEOUT 300 PG
     CLASSES ${GPUFL_KBLOCKS_CLASSES})
   # 67 s with the gcc build at load 3: room for the sanitizer build

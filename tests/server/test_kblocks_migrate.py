@@ -239,6 +239,31 @@ class Migrate(KB.Base):
         self.assertEqual(KB.count(srv, "SELECT count(DISTINCT sess) FROM"
                                        " kbnames"), 5)
 
+    def test_ops_rows_converted(self):
+        """migrate converts `ops` rows (copies, memsets, syncs, allocs,
+        frees of a rows store or one before schema 32) into op blocks
+        (store_sql_oblocks_compact.c), answers unchanged."""
+        rnd = random.Random(3)
+        g = TL.flows_session(rnd, 2000)
+        d = os.path.join(self.dir, "data")
+        srv = self.server("data", KB.ROWS)
+        g.send(srv, batch=500)
+        base = "/api/v1/sessions/" + g.sid
+        paths = [base + "/copies?limit=1000", base + "/calls?limit=1000",
+                 base + "/export"]
+        before = {p: srv.get(p) for p in paths}
+        srv.stop()
+        rows = KB.count(srv, "SELECT count(*) FROM ops")
+        self.assertEqual(rows, len(g.ops))
+        out = self.migrate(d, srv.db_args(), {"GPUFL_SERVER_OB_RUN": "100"})
+        self.assertRegex(out, r"migrate: pass 1: %d op\(s\) into %d "
+                              r"block\(s\)" % (rows, (rows + 99) // 100))
+        self.assertEqual(KB.count(srv, "SELECT count(*) FROM ops"), 0)
+        self.assertEqual(KB.count(srv, "SELECT sum(n) FROM oblocks"), rows)
+        srv = self.server("data", KB.ROWS)
+        for p in paths:
+            self.assertEqual(srv.get(p), before[p], p)
+
     def test_help_and_usage(self):
         out = subprocess.run([T.SERVER, "migrate", "--help"],
                              stdout=subprocess.PIPE, text=True, check=True)

@@ -4,13 +4,17 @@ one oblocks row per session, none in `ops`; a replay that straddles blocks
 stores nothing twice and counts as a rows store counts; the copies, calls
 and export answers equal a rows store's; and a database whose ops are rows
 (written with --kernel-store=rows) reads its rows and the blocks written
-after beside them.  Real binary on 127.0.0.1, SQLite or (with
+after beside them.  OpCompact: the compactor merges many tiny blocks
+into full ones and converts `ops` rows into blocks, answers unchanged,
+and kill -9 during compaction loses no op.  Real binary on 127.0.0.1, SQLite or (with
 GPUFL_TEST_PG_URI_FILE) PostgreSQL.
 
 Run one class per ctest test: python3 test_oblocks.py OpBlocks
 """
 import json
+import os
 import random
+import time
 import unittest
 
 import srvtest as T
@@ -51,7 +55,7 @@ def with_allocs(g, rnd):
     return g
 
 
-class OpBlocks(TL.Base):
+class Base(TL.Base):
     def answers(self, g, lo, hi):
         base = "/api/v1/sessions/" + g.sid
         out = [base, base + "/copies?limit=1000",
@@ -76,6 +80,9 @@ class OpBlocks(TL.Base):
                              [e["seq"] for e in sorted(
                                  g.ops, key=lambda e: (e["ts"], e["seq"]))])
 
+
+
+class OpBlocks(Base):
     def test_blocks_and_replay_straddling_them(self):
         rnd = random.Random(23)
         g = with_allocs(TL.flows_session(rnd, 3000), rnd)
@@ -149,6 +156,138 @@ class OpBlocks(TL.Base):
         self.assertGreater(inb, 0)
         self.assertEqual(rows + inb, len(g.ops))
         self.same_answers(a, m, g)
+
+
+COMPACT = ["--kernel-store", "blocks", "--kernel-compact-interval", "1s"]
+# ops per block (a test knob, store_sql_oblocks_compact.c): full blocks
+# of a few hundred ops, not thousands
+RUN = 96
+
+
+def wait_for(srv, q, ok, what, timeout=60):
+    deadline = time.time() + timeout
+    v = None
+    while time.time() < deadline:
+        v = count(srv, q)
+        if ok(v):
+            return v
+        time.sleep(0.3)
+    raise AssertionError("%s: %r after %d s" % (what, v, timeout))
+
+
+def send(srv, g, lo, hi, step):
+    for i in range(lo, hi, step):
+        srv.ingest_ok("device", body(g, range(i, min(i + step, hi))))
+
+
+class OpCompact(Base):
+    ENV = {"GPUFL_SERVER_OB_RUN": str(RUN)}
+
+    def test_tiny_batches_merged(self):
+        """Requests of 10 lines (a few ops each, a block each) merged into
+        full blocks; every answer a rows store's, before and after a
+        replay that meets the merged blocks."""
+        rnd = random.Random(41)
+        g = with_allocs(TL.flows_session(rnd, 2500), rnd)
+        dev = g.lines["device"]
+        nops = len(g.ops)
+        a = self.server("rows", ROWS)
+        send(a, g, 0, len(dev), 500)
+        b = self.server("blocks", BLOCKS, env=self.ENV)
+        send(b, g, 0, len(dev), 10)
+        before = count(b, "SELECT count(*) FROM oblocks")
+        self.assertGreater(before, len(dev) // 10 * 3 // 4)
+        b.stop()
+        b = self.server("blocks", COMPACT, env=self.ENV)
+        # full blocks of RUN ops less a batch's: ops / RUN, give or take
+        want = nops // (RUN - 20) + 2
+        after = wait_for(b, "SELECT count(*) FROM oblocks",
+                         lambda v: v <= want, "op blocks")
+        print("ops %d: %d blocks -> %d (run %d)" % (nops, before, after, RUN))
+        self.assertGreaterEqual(after, nops // RUN)
+        self.assertEqual(count(b, "SELECT max(n) FROM oblocks") <= RUN, True)
+        self.assertEqual(count(b, "SELECT sum(n) FROM oblocks"), nops)
+        self.assertEqual(count(b, "SELECT count(*) FROM ops"), 0)
+        self.same_answers(a, b, g)
+        # a replay over the merged blocks, and on past the end: nothing
+        # twice, counted as the rows store counts
+        res = [srv.ingest_ok("device", body(g, range(len(dev) // 3,
+                                                     len(dev))))
+               for srv in (a, b)]
+        self.assertEqual((res[1]["accepted"], res[1]["duplicate"]),
+                         (res[0]["accepted"], res[0]["duplicate"]))
+        self.assertEqual(res[1]["accepted"], 0)
+        self.assertEqual(count(b, "SELECT sum(n) FROM oblocks"), nops)
+        self.same_answers(a, b, g)
+
+    def test_rows_converted(self):
+        """A database whose ops are rows (a rows store, or one from before
+        schema 32), served with blocks: its rows become blocks, `ops`
+        empty, every answer as before."""
+        rnd = random.Random(8)
+        g = TL.flows_session(rnd, 2000)
+        dev = g.lines["device"]
+        a = self.server("rows", ROWS)
+        send(a, g, 0, len(dev), 500)
+        m = self.server("mixed", ROWS)
+        send(m, g, 0, len(dev) * 2 // 3, 500)
+        rows = count(m, "SELECT count(*) FROM ops")
+        self.assertGreater(rows, 2 * RUN)
+        m.stop()
+        m = self.server("mixed", COMPACT, env=self.ENV)
+        send(m, g, len(dev) * 2 // 3 - 200, len(dev), 10)
+        wait_for(m, "SELECT count(*) FROM ops", lambda v: v == 0,
+                 "ops rows left")
+        self.assertEqual(count(m, "SELECT sum(n) FROM oblocks"), len(g.ops))
+        self.assertGreaterEqual(count(m, "SELECT count(*) FROM oblocks"),
+                                rows // RUN)
+        self.same_answers(a, m, g)
+        m.stop()
+        # and read by a rows server (no compactor): the blocks alone
+        m = self.server("mixed", ROWS)
+        self.same_answers(a, m, g)
+
+    def test_kill9_during_compaction_loses_nothing(self):
+        """kill -9 inside the compactor's transactions (a pause between a
+        block's insert and its sources' delete), over and over: every op
+        read back once, and a replay of all accepted as nothing."""
+        rnd = random.Random(19)
+        d = os.path.join(self.dir, "killed")
+        gens = [TL.flows_session(rnd, 1200) for _ in range(4)]
+        srv = self.server("killed", ROWS)
+        for g in gens[:2]:
+            send(srv, g, 0, len(g.lines["device"]), 400)
+        srv.stop()
+        srv = self.server("killed", BLOCKS, env=self.ENV)
+        for g in gens[2:]:
+            send(srv, g, 0, len(g.lines["device"]), 10)
+        srv.stop()
+        env = dict(self.ENV, GPUFL_SERVER_OB_PAUSE_MS="500")
+        # rows, or more small blocks than a session's last (each may
+        # keep one: a converted tail, a run of one)
+        left = ("SELECT (SELECT count(*) FROM ops) * 100 + (SELECT count(*)"
+                " FROM oblocks WHERE n < %d)" % (RUN // 2))
+        kills = mid = 0
+        srv = self.server("killed", COMPACT, env=env)
+        for _ in range(6):
+            time.sleep(rnd.uniform(1.2, 2.2))
+            srv.kill()
+            kills += 1
+            mid += count(srv, left) > len(gens)
+            srv = self.server("killed", COMPACT, env=env)
+        print("kills while compaction had work left: %d of %d" % (mid, kills))
+        self.assertGreater(mid, 0)
+        wait_for(srv, left, lambda v: v <= len(gens), "work left",
+                 timeout=120)
+        total = sum(len(g.ops) for g in gens)
+        self.assertEqual(count(srv, "SELECT sum(n) FROM oblocks"), total)
+        for g in gens:
+            got = T.page_all(srv, "/api/v1/sessions/%s/copies" % g.sid)
+            self.assertEqual(sorted(x["seq"] for x in got),
+                             sorted(e["seq"] for e in g.ops))
+            r = srv.ingest_ok("device", body(g, range(len(g.lines["device"]))))
+            self.assertEqual(r["accepted"], 0)
+        self.assertEqual(count(srv, "SELECT sum(n) FROM oblocks"), total)
 
 
 if __name__ == "__main__":
