@@ -114,17 +114,18 @@ def wait_for(cond, timeout, what, step=0.2):
 STORED_SQL = " UNION ALL ".join(
     ["SELECT s.sid, l.st, l.seq FROM lines l JOIN sessions s ON s.id = l.sess"]
     + ["SELECT s.sid, %d, t.seq FROM %s t JOIN sessions s ON s.id = t.sess"
-       % (stn, table) for table, stn in (("ops", 0), ("scopes", 1),
-                                          ("sass", 1), ("samples", 2))])
+       % (stn, table) for table, stn in (("scopes", 1), ("sass", 1),
+                                          ("samples", 2))])
 
 
 def stored_count(db):
-    """Lines stored, kernels in either store: rows (kernels) or blocks
-    (kblocks.n, the kernels a block holds)."""
+    """Lines stored, kernels and ops in either store: rows (kernels, ops)
+    or blocks (kblocks.n and oblocks.n, what a block holds)."""
     return sum(int(db.sql("SELECT count(*) FROM %s" % t)[0][0])
                for t in ("lines", "kernels", "ops", "scopes", "sass",
                          "samples")) + \
-        int(db.sql("SELECT coalesce(sum(n), 0) FROM kblocks")[0][0])
+        sum(int(db.sql("SELECT coalesce(sum(n), 0) FROM %s" % t)[0][0])
+            for t in ("kblocks", "oblocks"))
 
 
 def stored_kids(api, sid):
@@ -136,17 +137,26 @@ def stored_kids(api, sid):
                                           % sid)]
 
 
+def stored_ops(api, sid):
+    """The seqs of a session's copies, memsets, syncs, allocs and frees as
+    the server answers them (its copies pages read the `ops` rows and the
+    op blocks alike, docs/server.md "Op blocks")."""
+    return [o["seq"] for o in st.page_all(api, "/api/v1/sessions/%s/copies"
+                                          % sid)]
+
+
 def stored_seqs(db, api):
-    """{(sid, stream_no): sorted list of seq} stored: the kernels through
-    api's kernel pages, the other lines from db's tables; plus the number
-    of rows and kernels returned (so a duplicate would show)."""
+    """{(sid, stream_no): sorted list of seq} stored: the kernels and ops
+    through api's kernel and copies pages, the other lines from db's
+    tables; plus the number of rows, kernels and ops returned (so a
+    duplicate would show)."""
     rows = db.sql(STORED_SQL)
     got = {}
     for sid, stn, seq in rows:
         got.setdefault((sid, int(stn)), []).append(int(seq))
     n = len(rows)
     for (sid,) in db.sql("SELECT sid FROM sessions"):
-        kids = stored_kids(api, sid)
+        kids = stored_kids(api, sid) + stored_ops(api, sid)
         n += len(kids)
         if kids:
             got.setdefault((sid, 0), []).extend(kids)
