@@ -10,6 +10,7 @@
  * writer.
  */
 #include "store_sql_writer_int.h"
+#include "store_sql_blocks_w.h"
 #include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>

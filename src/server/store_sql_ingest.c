@@ -13,6 +13,7 @@
  * (sq_writer: store_sql_ingest_sqlite.c, store_sql_ingest_pg.c).
  */
 #include "store_sql_writer_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 

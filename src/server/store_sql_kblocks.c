@@ -16,6 +16,7 @@
  * rows.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 

@@ -12,6 +12,7 @@
  * duplicate checks are in store_sql_kblocks.c.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 #include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>

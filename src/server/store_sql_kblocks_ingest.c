@@ -25,6 +25,7 @@
  * not a seek per kernel.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 

@@ -14,6 +14,7 @@
  * bytes and, with a helper, its encoder, allocated on first use.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 

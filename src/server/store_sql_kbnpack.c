@@ -22,6 +22,7 @@
  * deletes a session's packs with its rows.  SQLite keeps its rows (a
  * WITHOUT ROWID table, already in key order).
  */
+#include "store_sql_blocks_w.h"
 #include "store_sql_kbnpack.h"
 #include "common/log.h"
 

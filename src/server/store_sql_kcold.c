@@ -26,6 +26,7 @@
  * race a move.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 

@@ -30,6 +30,7 @@
  * takes has its row, and reads the blocks otherwise.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 #include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>

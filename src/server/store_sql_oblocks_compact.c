@@ -17,6 +17,7 @@
  * A kill -9 leaves the sources or the new block.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 #include "store_sql_q.h"
 
 #include <gpufl/gpufl.h>

@@ -17,6 +17,7 @@
  * counted (sq_line_done) as a row's insert would have been.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 

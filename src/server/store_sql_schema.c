@@ -5,6 +5,7 @@
  * at open, one transaction per step, versioned in schema_version.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 #include "store_sql_kblocks_read.h"
 
 #include <gpufl/gpufl.h>
