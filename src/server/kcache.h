@@ -1,6 +1,6 @@
 /*
  * kcache.h - a bounded cache of objects in one local folder: the server's
- * copies of cold kernel blocks read back from S3 (store_sql_kcold.c,
+ * copies of cold kernel and op blocks read back from S3 (store_sql_kcold.c,
  * docs/server.md "Cold tier").  Files are written atomically (a temporary
  * name, then rename), opened with O_NOFOLLOW, and evicted least recently
  * used first (a hit refreshes the file's mtime) so that the folder's

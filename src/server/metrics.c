@@ -185,6 +185,10 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
             "Kernel blocks moved to S3 (--hot-age; docs/server.md \"Cold"
             " tier\").",
             g->cold.moved);
+        one(b, "gpufl_server_cold_op_blocks_moved_total", "counter",
+            "Op blocks (copies, memsets, syncs, allocs, frees) moved to S3"
+            " (--hot-age; docs/server.md \"Cold tier\").",
+            g->cold.moved_ops);
         one(b, "gpufl_server_cold_objects_deleted_total", "counter",
             "S3 objects of the cold tier deleted (their session pruned or"
             " their block merged into another).",

@@ -402,12 +402,12 @@ typedef struct srv_kbc_stats {
 } srv_kbc_stats;
 void srv_store_kblock_cache_stats(srv_store *s, srv_kbc_stats *o);
 /*
- * The cold tier of kernel blocks (store_sql_kcold.c, docs/server.md "Cold
- * tier").  srv_store_cold_open: S3 and the local cache for s's cold
+ * The cold tier of kernel and op blocks (store_sql_kcold.c, docs/server.md
+ * "Cold tier").  srv_store_cold_open: S3 and the local cache for s's cold
  * blocks (strings borrowed for the call); 0, or an error with err[cap].
  * srv_store_cold_pass (one thread): objects no block names any more out
  * of S3, then (hot_age_s > 0) blocks of sessions silent that long into
- * S3; *moved, *deleted: how many.  GPUFL_EAGAIN: S3 failed, or is being
+ * S3; *moved (kernel and op blocks), *deleted: how many.  GPUFL_EAGAIN: S3 failed, or is being
  * waited for after it did (the wait doubles up to 5 minutes).
  */
 typedef struct srv_cold_cfg {
@@ -424,6 +424,7 @@ int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
 typedef struct srv_cold_stats {
     int on;
     uint64_t moved, deleted, s3_errors;  /* the mover and the sweep */
+    uint64_t moved_ops;                  /* op blocks moved */
     uint64_t reads_cache, reads_s3;      /* cold blocks read, by source */
     uint64_t read_errors;                /* reads answered 503 or lost */
     uint64_t cache_bytes, cache_evicted; /* the local cache */

@@ -48,11 +48,13 @@ static inline int sq_mrun_bad(sq_mrun *r)
 }
 
 /* The cold tier (store_sql_kcold.c): whether a block's bytes are a cold
- * row's stub; the block a stub (*b, *len) names, from the cache or S3
- * (as sq_kb_bytes); the tier's state, at close. */
+ * row's stub; the block of kind SQ_KC_* a stub (*b, *len) names, from the
+ * cache or S3 (as sq_kb_bytes, sq_ob_bytes; an op block's stream is 0);
+ * the tier's state, at close. */
+enum { SQ_KC_KERNELS, SQ_KC_OPS, SQ_KC_N };
 int sq_kc_is_stub(const unsigned char *b, size_t len);
-int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
-                const unsigned char **b, size_t *len);
+int sq_kc_bytes(srv_store *s, int kind, int64_t sess, int64_t stream,
+                int64_t seq_lo, const unsigned char **b, size_t *len);
 void sq_kc_release(srv_store *s);
 
 /* The kept rows of kext keys whose kernels are in blocks (kxrow,

@@ -377,6 +377,11 @@ void sq_kb_release(srv_store *s);
 int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
                 int64_t stream, int64_t seq_lo, const unsigned char **b,
                 size_t *len);
+/* The same for an oblocks row (store_sql_oblocks_read.c): st's column col
+ * holds its `payload`, sess and seq_lo are its key.  Every reader of an
+ * op block's bytes goes through here. */
+int sq_ob_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
+                int64_t seq_lo, const unsigned char **b, size_t *len);
 /* A transaction of the writer that other servers' ingest waits for (the
  * advisory lock on PostgreSQL), and its end: COMMIT, or ROLLBACK when rc
  * is not 0 (rc returned).  Under s->wlock. */

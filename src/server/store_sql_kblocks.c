@@ -117,7 +117,7 @@ int sq_kb_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
     *len = 0;
     *b = qcol_blob(st, col, len);
     if (*b && sq_kc_is_stub(*b, *len))
-        return sq_kc_bytes(s, sess, stream, seq_lo, b, len);
+        return sq_kc_bytes(s, SQ_KC_KERNELS, sess, stream, seq_lo, b, len);
     if (!*b || !*len) {
         glog_error("kblocks",
                    "session %lld stream %lld seq %lld: block has no bytes",

@@ -1,7 +1,10 @@
 /*
- * store_sql_kcold.c - the cold tier of kernel blocks (issue 23;
+ * store_sql_kcold.c - the cold tier of kernel and op blocks (issue 23;
  * docs/server.md "Cold tier"): blocks of sessions silent for --hot-age
  * move to S3, and read back through a bounded local cache (kcache.h).
+ * Kernel blocks (kblocks, recorded in kcold) and op blocks (oblocks,
+ * recorded in ocold) go the same way; what differs between them - the
+ * table, its key, the object's name - is a kc_kind below.
  *
  * A move is: PUT the block's bytes as a new object, then one transaction
  * that records the object (kcold) and replaces the row's bytes with a
@@ -12,16 +15,17 @@
  * commit leaves a hot block and an object nobody names (harmless, and
  * overwritten by no one: every move takes a fresh id).
  *
- * Every reader of a block's bytes goes through sq_kb_bytes, which hands
- * a stub to sq_kc_bytes here: the cache, else S3 (then the cache), the
+ * Every reader of a block's bytes goes through sq_kb_bytes (op blocks:
+ * sq_ob_bytes), which hands a stub to sq_kc_bytes here: the cache, else S3 (then the cache), the
  * length checked against the stub.  S3 unreachable is GPUFL_EAGAIN (the
  * API's 503 "cold storage unavailable"); nothing is lost, the block is
  * read when S3 is back.
  *
  * An object is deleted when no row names it any more: the session was
  * pruned by retention, or its block merged into another (kcold rows
- * whose stub no kblocks row holds; one pass deletes the object, then the
- * kcold row, so a failed DELETE is tried again).  Because ids are never
+ * whose stub no kblocks row holds, ocold rows whose stub no oblocks row
+ * holds; one pass deletes the object, then the row, so a failed DELETE
+ * is tried again).  Because ids are never
  * reused, an object once unnamed is never named again: the sweep cannot
  * race a move.
  */
@@ -41,6 +45,7 @@
 #include "httpc/s3.h"
 #include "kblock.h"
 #include "kcache.h"
+#include "oblock.h"
 
 /* The stub a cold row's `block` holds: magic, object id, length (LE). */
 #define KC_STUB_LEN 24
@@ -63,11 +68,73 @@ static const unsigned char kc_magic[8] = { 'G', 'F', 'L', 'K',
 #define KC_ADD(f) __atomic_fetch_add(&(f), 1, __ATOMIC_RELAXED)
 #define KC_GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
 
+/* A cold block's bytes at most, of either kind. */
+#define KC_BYTES_MAX (KB_BLOCK_MAX > OB_BLOCK_MAX ? KB_BLOCK_MAX : OB_BLOCK_MAX)
+
+/* What differs between the two kinds of block.  A block's key is
+ * (sess, stream, seq_lo) for kernels, (sess, seq_lo) for ops: the SQL
+ * binds the key first (kc_bind), then n, the stub and the bytes as the
+ * next parameters.  Objects: <prefix><sess>/<stream>/<seq_lo>-<id> for
+ * kernels, <prefix><sess>/ops/<seq_lo>-<id> for ops - a stream is a
+ * number, so the two never meet (nor do their cache files). */
+typedef struct kc_kind {
+    const char *what; /* logs */
+    int stream;       /* 1: the key has a stream */
+    const char *pick, *mark, *record, *sweep, *unrecord;
+} kc_kind;
+
+static const kc_kind kc_kinds[SQ_KC_N] = {
+    [SQ_KC_KERNELS] = { "kernel", 1,
+                        "SELECT b.sess, b.stream, b.seq_lo, b.n, b.block FROM "
+                        "kblocks b JOIN"
+                        " sessions x ON x.id=b.sess WHERE x.last_seen < ? AND"
+                        " length(b.block) <> 24 LIMIT 1",
+                        "UPDATE kblocks SET block=?5 WHERE sess=?1 AND "
+                        "stream=?2 AND"
+                        " seq_lo=?3 AND n=?4 AND block=?6",
+                        "INSERT INTO kcold VALUES(?,?,?,?,?)",
+                        "SELECT sess, stream, seq_lo, stub FROM kcold c WHERE "
+                        "NOT EXISTS"
+                        " (SELECT 1 FROM kblocks b WHERE b.sess=c.sess AND"
+                        " b.stream=c.stream AND b.seq_lo=c.seq_lo AND "
+                        "b.block=c.stub)"
+                        " LIMIT ?",
+                        "DELETE FROM kcold WHERE sess=? AND stream=? AND "
+                        "seq_lo=? AND"
+                        " stub=?" },
+    [SQ_KC_OPS] = { "op", 0,
+                    "SELECT b.sess, 0, b.seq_lo, b.n, b.payload FROM oblocks b "
+                    "JOIN"
+                    " sessions x ON x.id=b.sess WHERE x.last_seen < ? AND"
+                    " length(b.payload) <> 24 LIMIT 1",
+                    "UPDATE oblocks SET payload=?4 WHERE sess=?1 AND seq_lo=?2 "
+                    "AND"
+                    " n=?3 AND payload=?5",
+                    "INSERT INTO ocold VALUES(?,?,?,?)",
+                    "SELECT sess, 0, seq_lo, stub FROM ocold c WHERE NOT EXISTS"
+                    " (SELECT 1 FROM oblocks b WHERE b.sess=c.sess AND"
+                    " b.seq_lo=c.seq_lo AND b.payload=c.stub) LIMIT ?",
+                    "DELETE FROM ocold WHERE sess=? AND seq_lo=? AND stub=?" },
+};
+
+/* key[0..3) (sess, stream, seq_lo) bound from ?1 as kind's key; the
+ * next parameter's index. */
+static int kc_bind(sdb_stmt *st, const kc_kind *t, const int64_t *key)
+{
+    int j = 1;
+    qbind_i64(st, j++, key[0]);
+    if (t->stream)
+        qbind_i64(st, j++, key[1]);
+    qbind_i64(st, j++, key[2]);
+    return j;
+}
+
 /* A thread's last KC_TL_N cold blocks (pthread key sq_kcold.tl). */
 typedef struct kc_tl {
     struct {
         int64_t sess, stream, seq_lo;
         uint64_t obj, used;
+        int kind;
         gbuf g;
     } e[KC_TL_N];
     uint64_t clock;
@@ -82,7 +149,8 @@ struct sq_kcold {
     time_t next_try;  /* the mover's next try after S3 failed */
     unsigned delay_s;
     /* srv_cold_stats, added to by every reader thread (relaxed) */
-    uint64_t moved, deleted, s3_errors, reads_cache, reads_s3, read_errors;
+    uint64_t moved, moved_ops, deleted, s3_errors, reads_cache, reads_s3,
+        read_errors;
 };
 
 int sq_kc_is_stub(const unsigned char *b, size_t len)
@@ -104,11 +172,21 @@ static uint64_t get_le(const unsigned char *p)
     return v;
 }
 
-static void kc_key(const sq_kcold *k, int64_t sess, int64_t stream,
+/* The object's key (k's prefix) or, prefix NULL, its cache file's name:
+ * the same parts, '_' for '/'. */
+static void kc_key(const char *prefix, int kind, int64_t sess, int64_t stream,
                    int64_t seq_lo, uint64_t obj, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s%lld/%lld/%lld-%016llx", k->prefix, (long long)sess,
-             (long long)stream, (long long)seq_lo, (unsigned long long)obj);
+    const char *sep = prefix ? "/" : "_";
+    char mid[32];
+
+    if (kind == SQ_KC_OPS)
+        snprintf(mid, sizeof(mid), "ops");
+    else
+        snprintf(mid, sizeof(mid), "%lld", (long long)stream);
+    snprintf(out, cap, "%s%lld%s%s%s%lld-%016llx", prefix ? prefix : "",
+             (long long)sess, sep, mid, sep, (long long)seq_lo,
+             (unsigned long long)obj);
 }
 
 static void tl_free(void *p)
@@ -188,7 +266,7 @@ static kc_tl *tl_get(sq_kcold *k)
     if (!(t = calloc(1, sizeof(*t))))
         return NULL;
     for (int i = 0; i < KC_TL_N; i++)
-        gbuf_init(&t->e[i].g, KB_BLOCK_MAX);
+        gbuf_init(&t->e[i].g, KC_BYTES_MAX);
     if (pthread_setspecific(k->tl, t)) {
         free(t);
         return NULL;
@@ -196,8 +274,8 @@ static kc_tl *tl_get(sq_kcold *k)
     return t;
 }
 
-int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
-                const unsigned char **b, size_t *len)
+int sq_kc_bytes(srv_store *s, int kind, int64_t sess, int64_t stream,
+                int64_t seq_lo, const unsigned char **b, size_t *len)
 {
     sq_kcold *k = s->kc;
     uint64_t obj = get_le(*b + 8), want = get_le(*b + 16);
@@ -210,9 +288,10 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
     *len = 0;
     if (!k) {
         glog_error("kcold",
-                   "session %lld stream %lld seq %lld: the block is in S3 "
-                   "and no --cold-s3-endpoint is set",
-                   (long long)sess, (long long)stream, (long long)seq_lo);
+                   "session %lld stream %lld seq %lld: the %s block is in "
+                   "S3 and no --cold-s3-endpoint is set",
+                   (long long)sess, (long long)stream, (long long)seq_lo,
+                   kc_kinds[kind].what);
         return GPUFL_EAGAIN;
     }
     if (!(t = tl_get(k)))
@@ -220,9 +299,9 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
     /* this thread's own copy, else the least recently used slot's turn
      * (never the block handed out last: it is the most recent) */
     for (i = 0; i < KC_TL_N; i++) {
-        if (t->e[i].used && t->e[i].sess == sess && t->e[i].stream == stream &&
-            t->e[i].seq_lo == seq_lo && t->e[i].obj == obj &&
-            t->e[i].g.len == want) {
+        if (t->e[i].used && t->e[i].kind == kind && t->e[i].sess == sess &&
+            t->e[i].stream == stream && t->e[i].seq_lo == seq_lo &&
+            t->e[i].obj == obj && t->e[i].g.len == want) {
             t->e[i].used = ++t->clock;
             g = &t->e[i].g;
             goto ok;
@@ -232,13 +311,12 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
     }
     t->e[old].used = 0;
     g = &t->e[old].g;
-    snprintf(name, sizeof(name), "%lld_%lld_%lld-%016llx", (long long)sess,
-             (long long)stream, (long long)seq_lo, (unsigned long long)obj);
+    kc_key(NULL, kind, sess, stream, seq_lo, obj, name, sizeof(name));
     if (kcache_get(k->cache, name, g) == 0 && g->len == want) {
         KC_ADD(k->reads_cache);
         goto have;
     }
-    kc_key(k, sess, stream, seq_lo, obj, key, sizeof(key));
+    kc_key(k->prefix, kind, sess, stream, seq_lo, obj, key, sizeof(key));
     pthread_mutex_lock(&k->rd_lock);
     rc = s3_get(k->rd, key, g, why, sizeof(why));
     pthread_mutex_unlock(&k->rd_lock);
@@ -258,6 +336,7 @@ int sq_kc_bytes(srv_store *s, int64_t sess, int64_t stream, int64_t seq_lo,
     KC_ADD(k->reads_s3);
     kcache_put(k->cache, name, g->p, g->len);
 have:
+    t->e[old].kind = kind;
     t->e[old].sess = sess;
     t->e[old].stream = stream;
     t->e[old].seq_lo = seq_lo;
@@ -271,10 +350,12 @@ ok:
 
 /* ---- the mover and the sweep (maintenance thread) ---- */
 
-/* kcold rows whose stub no kblocks row holds: their objects out of S3,
- * then the rows. */
-static int kc_sweep(srv_store *s, sq_kcold *k, uint64_t *deleted)
+/* kind's records (kcold, ocold) whose stub no block row holds: their
+ * objects out of S3, then the rows; max at most. */
+static int kc_sweep(srv_store *s, sq_kcold *k, int kind, size_t max,
+                    uint64_t *deleted)
 {
+    const kc_kind *t = &kc_kinds[kind];
     struct {
         int64_t sess, stream, seq_lo;
         unsigned char stub[KC_STUB_LEN];
@@ -287,18 +368,13 @@ static int kc_sweep(srv_store *s, sq_kcold *k, uint64_t *deleted)
     if (!v)
         return GPUFL_ENOMEM;
     r = sq_reader_get(s);
-    if (sdb_prepare(r,
-                    "SELECT sess, stream, seq_lo, stub FROM kcold c WHERE"
-                    " NOT EXISTS (SELECT 1 FROM kblocks b WHERE"
-                    " b.sess=c.sess AND b.stream=c.stream AND"
-                    " b.seq_lo=c.seq_lo AND b.block=c.stub) LIMIT ?",
-                    &st)) {
+    if (sdb_prepare(r, t->sweep, &st)) {
         sq_reader_put(s, r);
         free(v);
         return GPUFL_EINTERNAL;
     }
-    qbind_i64(st, 1, KC_SWEEP_MAX);
-    while (n < KC_SWEEP_MAX && (rc = sdb_step(st)) == SDB_ROW) {
+    qbind_i64(st, 1, (int64_t)max);
+    while (n < max && (rc = sdb_step(st)) == SDB_ROW) {
         size_t len = 0;
         const unsigned char *p = qcol_blob(st, 3, &len);
         if (!p || !sq_kc_is_stub(p, len))
@@ -314,22 +390,17 @@ static int kc_sweep(srv_store *s, sq_kcold *k, uint64_t *deleted)
     rc = rc == SDB_DONE || rc == SDB_ROW ? GPUFL_OK : sq_err(rc);
     for (size_t i = 0; !rc && i < n; i++) {
         char key[KC_KEY_MAX], why[256] = "";
-        kc_key(k, v[i].sess, v[i].stream, v[i].seq_lo, get_le(v[i].stub + 8),
-               key, sizeof(key));
+        int64_t vk[3] = { v[i].sess, v[i].stream, v[i].seq_lo };
+        kc_key(k->prefix, kind, v[i].sess, v[i].stream, v[i].seq_lo,
+               get_le(v[i].stub + 8), key, sizeof(key));
         if (s3_delete(k->mv, key, why, sizeof(why))) {
             glog_warn("kcold", "%s: cannot delete from S3: %s", key, why);
             rc = GPUFL_EAGAIN;
             break;
         }
         pthread_mutex_lock(&s->wlock);
-        if (sdb_prepare(s->w,
-                        "DELETE FROM kcold WHERE sess=? AND stream=? AND"
-                        " seq_lo=? AND stub=?",
-                        &st) == 0) {
-            qbind_i64(st, 1, v[i].sess);
-            qbind_i64(st, 2, v[i].stream);
-            qbind_i64(st, 3, v[i].seq_lo);
-            qbind_blob(st, 4, v[i].stub, KC_STUB_LEN);
+        if (sdb_prepare(s->w, t->unrecord, &st) == 0) {
+            qbind_blob(st, kc_bind(st, t, vk), v[i].stub, KC_STUB_LEN);
             rc = sdb_err(sdb_step(st));
             sdb_finalize(st);
         } else {
@@ -343,9 +414,10 @@ static int kc_sweep(srv_store *s, sq_kcold *k, uint64_t *deleted)
     return rc;
 }
 
-/* One hot block of a session silent since before cutoff into *sess...
- * (its bytes copied into buf).  *found 0: none left. */
-static int kc_pick(srv_store *s, int64_t cutoff, int64_t key[4],
+/* One hot block of kind of a session silent since before cutoff: its
+ * key (sess, stream, seq_lo, n) and its bytes copied into buf.  *found 0:
+ * none left. */
+static int kc_pick(srv_store *s, int kind, int64_t cutoff, int64_t key[4],
                    unsigned char *buf, size_t *len, int *found)
 {
     sdb *r = sq_reader_get(s);
@@ -353,11 +425,7 @@ static int kc_pick(srv_store *s, int64_t cutoff, int64_t key[4],
     int rc;
 
     *found = 0;
-    if (sdb_prepare(r,
-                    "SELECT b.sess, b.stream, b.seq_lo, b.n, b.block FROM"
-                    " kblocks b JOIN sessions x ON x.id=b.sess WHERE"
-                    " x.last_seen < ? AND length(b.block) <> 24 LIMIT 1",
-                    &st)) {
+    if (sdb_prepare(r, kc_kinds[kind].pick, &st)) {
         sq_reader_put(s, r);
         return GPUFL_EINTERNAL;
     }
@@ -365,7 +433,7 @@ static int kc_pick(srv_store *s, int64_t cutoff, int64_t key[4],
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
         const unsigned char *p = qcol_blob(st, 4, len);
-        if (p && *len && *len <= KB_BLOCK_MAX) {
+        if (p && *len && *len <= KC_BYTES_MAX) {
             for (int i = 0; i < 4; i++)
                 key[i] = qcol_i64(st, i);
             memcpy(buf, p, *len);
@@ -382,38 +450,36 @@ static int kc_pick(srv_store *s, int64_t cutoff, int64_t key[4],
 
 /* The row's bytes replaced by stub, if it still holds buf; *moved 0:
  * it changed meanwhile (merged, pruned), and the object is unnamed. */
-static int kc_mark(srv_store *s, const int64_t key[4], const unsigned char *buf,
-                   size_t len, const unsigned char *stub, int *moved)
+static int kc_mark(srv_store *s, int kind, const int64_t key[4],
+                   const unsigned char *buf, size_t len,
+                   const unsigned char *stub, int *moved)
 {
+    const kc_kind *t = &kc_kinds[kind];
     sdb_stmt *st = NULL;
-    int rc;
+    int rc, j;
 
     *moved = 0;
     pthread_mutex_lock(&s->wlock);
     if ((rc = sq_kb_tx_begin(s)) != 0)
         goto out;
-    if (sdb_prepare(s->w,
-                    "UPDATE kblocks SET block=?5 WHERE sess=?1 AND stream=?2"
-                    " AND seq_lo=?3 AND n=?4 AND block=?6",
-                    &st)) {
+    if (sdb_prepare(s->w, t->mark, &st)) {
         rc = sq_kb_tx_end(s, GPUFL_EINTERNAL);
         goto out;
     }
-    for (int i = 0; i < 4; i++)
-        qbind_i64(st, i + 1, key[i]);
-    qbind_blob(st, 5, stub, KC_STUB_LEN);
-    qbind_blob(st, 6, buf, len);
+    j = kc_bind(st, t, key);
+    qbind_i64(st, j, key[3]);
+    qbind_blob(st, j + 1, stub, KC_STUB_LEN);
+    qbind_blob(st, j + 2, buf, len);
     rc = sdb_err(sdb_step(st));
     sdb_finalize(st);
     st = NULL;
     if (!rc && sdb_changes(s->w) == 1) {
-        if (sdb_prepare(s->w, "INSERT INTO kcold VALUES(?,?,?,?,?)", &st)) {
+        if (sdb_prepare(s->w, t->record, &st)) {
             rc = GPUFL_EINTERNAL;
         } else {
-            for (int i = 0; i < 3; i++)
-                qbind_i64(st, i + 1, key[i]);
-            qbind_blob(st, 4, stub, KC_STUB_LEN);
-            qbind_i64(st, 5, (int64_t)time(NULL));
+            j = kc_bind(st, t, key);
+            qbind_blob(st, j, stub, KC_STUB_LEN);
+            qbind_i64(st, j + 1, (int64_t)time(NULL));
             rc = sdb_err(sdb_step(st));
             sdb_finalize(st);
         }
@@ -427,17 +493,18 @@ out:
     return rc;
 }
 
-/* Blocks of sessions silent for hot_age_s to S3, one at a time. */
-static int kc_move(srv_store *s, sq_kcold *k, uint64_t hot_age_s,
-                   uint64_t *moved)
+/* Blocks of kind of sessions silent for hot_age_s to S3, one at a time,
+ * up to max. */
+static int kc_move(srv_store *s, sq_kcold *k, int kind, uint64_t hot_age_s,
+                   int max, uint64_t *moved)
 {
-    unsigned char *buf = malloc(KB_BLOCK_MAX);
+    unsigned char *buf = malloc(KC_BYTES_MAX);
     int64_t cutoff = (int64_t)time(NULL) - (int64_t)hot_age_s;
     int rc = GPUFL_OK;
 
     if (!buf)
         return GPUFL_ENOMEM;
-    for (int i = 0; !rc && i < KC_MOVE_MAX; i++) {
+    for (int i = 0; !rc && i < max; i++) {
         int64_t key[4];
         unsigned char stub[KC_STUB_LEN];
         char okey[KC_KEY_MAX], why[256] = "";
@@ -445,7 +512,8 @@ static int kc_move(srv_store *s, sq_kcold *k, uint64_t hot_age_s,
         size_t len = 0;
         int found = 0, done = 0;
 
-        if ((rc = kc_pick(s, cutoff, key, buf, &len, &found)) != 0 || !found)
+        if ((rc = kc_pick(s, kind, cutoff, key, buf, &len, &found)) != 0 ||
+            !found)
             break;
         if (getrandom(&obj, sizeof(obj), 0) != (ssize_t)sizeof(obj)) {
             rc = GPUFL_EIO;
@@ -454,16 +522,17 @@ static int kc_move(srv_store *s, sq_kcold *k, uint64_t hot_age_s,
         memcpy(stub, kc_magic, sizeof(kc_magic));
         put_le(stub + 8, obj);
         put_le(stub + 16, len);
-        kc_key(k, key[0], key[1], key[2], obj, okey, sizeof(okey));
+        kc_key(k->prefix, kind, key[0], key[1], key[2], obj, okey,
+               sizeof(okey));
         if (s3_put(k->mv, okey, buf, len, why, sizeof(why))) {
             glog_warn("kcold",
-                      "%s: cannot write to S3: %s; the block stays "
+                      "%s: cannot write to S3: %s; the %s block stays "
                       "in the database",
-                      okey, why);
+                      okey, why, kc_kinds[kind].what);
             rc = GPUFL_EAGAIN;
             break;
         }
-        if ((rc = kc_mark(s, key, buf, len, stub, &done)) != 0 || !done) {
+        if ((rc = kc_mark(s, kind, key, buf, len, stub, &done)) != 0 || !done) {
             /* nobody names it: out again (the sweep cannot see it) */
             s3_delete(k->mv, okey, why, sizeof(why));
             if (!rc)
@@ -481,6 +550,7 @@ int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
 {
     sq_kcold *k = s->kc;
     time_t now = time(NULL);
+    uint64_t mk = 0, mo = 0;
     int rc;
 
     *moved = 0;
@@ -489,10 +559,17 @@ int srv_store_cold_pass(srv_store *s, uint64_t hot_age_s, uint64_t *moved,
         return GPUFL_OK;
     if (now < k->next_try)
         return GPUFL_EAGAIN;
-    rc = kc_sweep(s, k, deleted);
+    /* a pass's caps are both kinds' together */
+    rc = kc_sweep(s, k, SQ_KC_KERNELS, KC_SWEEP_MAX, deleted);
+    if (!rc && *deleted < KC_SWEEP_MAX)
+        rc = kc_sweep(s, k, SQ_KC_OPS, KC_SWEEP_MAX - *deleted, deleted);
     if (!rc && hot_age_s)
-        rc = kc_move(s, k, hot_age_s, moved);
-    __atomic_fetch_add(&k->moved, *moved, __ATOMIC_RELAXED);
+        rc = kc_move(s, k, SQ_KC_KERNELS, hot_age_s, KC_MOVE_MAX, &mk);
+    if (!rc && hot_age_s && mk < KC_MOVE_MAX)
+        rc = kc_move(s, k, SQ_KC_OPS, hot_age_s, KC_MOVE_MAX - (int)mk, &mo);
+    *moved = mk + mo;
+    __atomic_fetch_add(&k->moved, mk, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&k->moved_ops, mo, __ATOMIC_RELAXED);
     __atomic_fetch_add(&k->deleted, *deleted, __ATOMIC_RELAXED);
     if (rc == GPUFL_EAGAIN) {
         KC_ADD(k->s3_errors);
@@ -521,6 +598,7 @@ void srv_store_cold_stats(srv_store *s, srv_cold_stats *o)
         return;
     o->on = 1;
     o->moved = KC_GET(k->moved);
+    o->moved_ops = KC_GET(k->moved_ops);
     o->deleted = KC_GET(k->deleted);
     o->s3_errors = KC_GET(k->s3_errors);
     o->reads_cache = KC_GET(k->reads_cache);

@@ -214,12 +214,18 @@ static int ev_seq_cmp(const void *a, const void *b)
 /* The block in st's column 2 (seq_lo 0, n 1) decoded at c->ev + at; *n
  * its ops.  One that does not decode, or whose count is not its row's:
  * GPUFL_EPARSE (not merged; the readers say so when they meet it). */
-static int merge_read(ob_cx *c, sdb_stmt *st, int64_t sess, size_t at,
-                      size_t *n)
+static int merge_read(srv_store *s, ob_cx *c, sdb_stmt *st, int64_t sess,
+                      size_t at, size_t *n)
 {
     size_t len = 0;
-    const unsigned char *b = qcol_blob(st, 2, &len);
+    const unsigned char *b = NULL;
     char why[128] = "";
+    int rc;
+
+    /* a cold block through the cold tier: S3 down is GPUFL_EAGAIN (the
+     * pass stops; the next tick tries again) */
+    if ((rc = sq_ob_bytes(s, st, 2, sess, qcol_i64(st, 0), &b, &len)) != 0)
+        return rc;
 
     if (oblock_decode(c->dec, b, len, c->ev + at, OB_MAX_EVENTS - at, n, why,
                       sizeof(why)) ||
@@ -263,7 +269,7 @@ static int merge_one(srv_store *s, ob_cx *c, int64_t sess, int64_t lo,
             continue;
         if (next == SQ_MRUN_END)
             break;
-        if ((err = merge_read(c, st, sess, r.total, &got)) == GPUFL_EPARSE) {
+        if ((err = merge_read(s, c, st, sess, r.total, &got)) == GPUFL_EPARSE) {
             err = GPUFL_OK;
             *bad += 1;
             if (sq_mrun_bad(&r) == SQ_MRUN_END)

@@ -38,7 +38,7 @@ enum { OBI_ST_ROWS, OBI_ST_BLOCKS, OBI_ST_INSERT, OBI_ST_N };
 static const char *const obi_sql[OBI_ST_N] = {
     [OBI_ST_ROWS] = "SELECT seq FROM ops WHERE sess=?1 AND seq >= ?2 AND"
                     " seq <= ?3",
-    [OBI_ST_BLOCKS] = "SELECT payload FROM oblocks WHERE sess=?1 AND"
+    [OBI_ST_BLOCKS] = "SELECT payload, seq_lo FROM oblocks WHERE sess=?1 AND"
                       " seq_hi >= ?2 AND seq_lo <= ?3",
     [OBI_ST_INSERT] = SQ_OB_INSERT_SQL,
 };
@@ -140,8 +140,9 @@ static void mark(sq_obi *o, obi_held *h, size_t n, uint64_t seq)
 }
 
 /* The stored among one session's held ops h[0..n) (seq order): its rows
- * and the blocks whose seq range meets theirs. */
-static int stored_find(sq_obi *o, obi_held *h, size_t n)
+ * and the blocks whose seq range meets theirs (a cold one read through
+ * the cold tier: GPUFL_EAGAIN when S3 cannot give it, the batch's 503). */
+static int stored_find(srv_store *s, sq_obi *o, obi_held *h, size_t n)
 {
     sdb_stmt *st;
     char why[128] = "";
@@ -163,7 +164,11 @@ static int stored_find(sq_obi *o, obi_held *h, size_t n)
                 mark(o, h, n, (uint64_t)qcol_i64(st, 0));
                 continue;
             }
-            b = qcol_blob(st, 0, &len);
+            if ((rc = sq_ob_bytes(s, st, 0, h[0].sess, qcol_i64(st, 1), &b,
+                                  &len)) != 0) {
+                sdb_reset(st);
+                return rc;
+            }
             if (oblock_decode(o->dec, b, len, o->ev, OB_MAX_EVENTS, &m, why,
                               sizeof(why))) {
                 glog_error("oblocks", "session %lld: unreadable op block: %s",
@@ -248,7 +253,7 @@ static int session_settle(srv_store *s, sq_obi *o, obi_held *h, size_t n)
     size_t m = 0;
     int rc;
 
-    if ((rc = stored_find(o, h, n)) != 0)
+    if ((rc = stored_find(s, o, h, n)) != 0)
         return rc;
     for (size_t i = 0; i < n; i++) {
         if (h[i].state)

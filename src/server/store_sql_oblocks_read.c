@@ -9,8 +9,13 @@
  * range's blocks are decoded whole and filtered here.  Blocks are found
  * by their start (oblocks_t, on (sess, ts_lo)) and end: a block holds a
  * batch's ops, so its time span is a batch's.
+ *
+ * A block's bytes come through sq_ob_bytes (here), the cold tier's hook
+ * for op blocks as sq_kb_bytes is for kernel blocks: the ingest's
+ * duplicate check and the compactor read them through it too.
  */
 #include "store_sql_int.h"
+#include "store_sql_blocks_w.h"
 
 #include <gpufl/gpufl.h>
 
@@ -59,6 +64,21 @@ void sq_op_row(sdb_stmt *st, int i0, oblock_ev *o)
     o->kind[o->kind_len] = '\0';
 }
 
+int sq_ob_bytes(srv_store *s, sdb_stmt *st, int col, int64_t sess,
+                int64_t seq_lo, const unsigned char **b, size_t *len)
+{
+    *len = 0;
+    *b = qcol_blob(st, col, len);
+    if (*b && sq_kc_is_stub(*b, *len))
+        return sq_kc_bytes(s, SQ_KC_OPS, sess, 0, seq_lo, b, len);
+    if (!*b || !*len) {
+        glog_error("oblocks", "session %lld seq %lld: op block has no bytes",
+                   (long long)sess, (long long)seq_lo);
+        return GPUFL_EINTERNAL;
+    }
+    return GPUFL_OK;
+}
+
 /* st prepared on c's connection with the session and [lo, hi] bound as
  * ?1, ?2, ?3; 0 or GPUFL_EINTERNAL. */
 static int range_stmt(qctx *c, const char *sql, int64_t lo, int64_t hi,
@@ -101,13 +121,16 @@ int sq_ops_each(qctx *c, int64_t lo, int64_t hi, int rows, sq_op_fn fn,
             return rc;
     }
     if (range_stmt(c,
-                   "SELECT payload FROM oblocks WHERE sess=?1 AND"
+                   "SELECT payload, seq_lo FROM oblocks WHERE sess=?1 AND"
                    " ts_lo <= ?3 AND ts_hi >= ?2",
                    lo, hi, &st))
         return GPUFL_EINTERNAL;
     while (!rc && (sr = sdb_step(st)) == SDB_ROW) {
         size_t len = 0, n = 0;
-        const unsigned char *b = qcol_blob(st, 0, &len);
+        const unsigned char *b = NULL;
+        if ((rc = sq_ob_bytes(c->s, st, 0, c->sess, qcol_i64(st, 1), &b,
+                              &len)) != 0)
+            break;
         /* the codec's state only once a block is there to read */
         if (!d && (!(d = oblock_dec_new()) ||
                    !(ev = malloc(OB_MAX_EVENTS * sizeof(*ev))))) {

@@ -500,6 +500,15 @@ static const char *const migrations[] = {
     " PRIMARY KEY(sess, seq_lo));"
     "CREATE INDEX IF NOT EXISTS oblocks_t ON oblocks(sess, ts_lo);"
     "CREATE INDEX IF NOT EXISTS oblocks_hi ON oblocks(sess, seq_hi);",
+    /* 33: the cold tier's op blocks (store_sql_kcold.c): kcold's sibling,
+     * one row per object of an oblocks row, keyed as oblocks is (a
+     * column in kcold would have put a stream no op block has in its
+     * key, and the sweep's anti-join looks up each kind's own table by
+     * its own key).  Not a session's table for retention: the sweep
+     * deletes the object, then the row. */
+    "CREATE TABLE IF NOT EXISTS ocold(sess INTEGER NOT NULL, seq_lo INTEGER"
+    " NOT NULL, stub BLOB NOT NULL, moved INTEGER NOT NULL,"
+    " PRIMARY KEY(sess, seq_lo, stub));",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

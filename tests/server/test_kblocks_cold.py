@@ -3,7 +3,10 @@
 checks SigV4), read back through a bounded local cache, and the API
 answers as from rows; S3 down while moving keeps the blocks in the
 database, S3 down while reading answers 503 and loses nothing; pruned
-sessions' objects are deleted from S3.  Real binary on 127.0.0.1, SQLite
+sessions' objects are deleted from S3.  Op blocks (copies, memsets, syncs,
+allocs, frees) go the same way: cold, replayed as duplicates, 503 with
+S3 down, answers equal a rows server's, merged by the compactor through
+S3, pruned out of S3.  Real binary on 127.0.0.1, SQLite
 or (with GPUFL_TEST_PG_URI_FILE) PostgreSQL.
 
 Run: python3 test_kblocks_cold.py -v Cold   (exit 77: radosgw missing)
@@ -20,6 +23,7 @@ import unittest
 import srvtest as T
 import test_kblocks as KB
 import test_kblocks_migrate as KM
+import test_oblocks as OB
 import test_timeline as TL
 
 sys.path.insert(0, os.path.join(T.HERE, "..", "agent"))
@@ -67,6 +71,30 @@ def all_cold(srv):
     n = KB.count(srv, "SELECT count(*) FROM kblocks")
     return n > 0 and KB.count(srv, KB.LEFT) == 0 and KB.count(
         srv, "SELECT count(*) FROM kblocks WHERE length(block)=24") == n
+
+
+def op_keys(prefix):
+    """The op blocks' objects under prefix (<sess>/ops/<seq_lo>-<id>)."""
+    return [k for k in objects(prefix) if "/ops/" in k]
+
+
+def ops_cold(srv, pre):
+    """Every op block a stub, recorded once, its object in the bucket."""
+    n = KB.count(srv, "SELECT count(*) FROM oblocks")
+    return (n > 0 and KB.count(srv, "SELECT count(*) FROM oblocks WHERE"
+                                    " length(payload)=24") == n and
+            KB.count(srv, "SELECT count(*) FROM ocold") == n and
+            len(op_keys(pre)) == n)
+
+
+def op_answers(srv, g):
+    """The op answers of g's session (test_oblocks.py's), and its copies
+    in pages of 7 following their cursors."""
+    ts = sorted(e["ts"] for e in g.ops)
+    lo, hi = ts[len(ts) // 4], ts[3 * len(ts) // 4]
+    out = {p: OB.norm(srv.get(p)) for p in OB.Base.answers(None, g, lo, hi)}
+    out["pages"] = T.page_all(srv, "/api/v1/sessions/%s/copies" % g.sid, 7)
+    return out
 
 
 def cache_files(d):
@@ -209,6 +237,91 @@ class Cold(KB.Base):
             got = T.page_all(c, "/api/v1/sessions/%s/kernels" % g.sid)
             self.assertEqual(sorted(k["kid"] for k in got),
                              sorted(k[0] for k in g.kernels))
+
+    def test_op_blocks_cold(self):
+        rnd = random.Random(232)
+        g = OB.with_allocs(TL.flows_session(rnd, 3000), rnd)
+        dev = g.lines["device"]
+        a = self.server("rows")
+        pre = "o%d/" % rnd.randrange(10 ** 9)
+        cache = os.path.join(self.dir, "ocache")
+        # blocks of 2 ops are full: ingest's blocks (one a batch) stay as
+        # they are until the compactor's turn below
+        env = dict(ENV, GPUFL_SERVER_OB_RUN="2")
+        b = self.server("ocold", cold_args(pre, cache=cache), env=env)
+        for srv in (a, b):
+            for lo in range(0, len(dev), 400):
+                srv.ingest_ok("device", OB.body(g, range(
+                    lo, min(lo + 400, len(dev)))))
+        want = op_answers(a, g)
+        self.assertEqual(len(want["pages"]), len(g.ops))
+        wait(lambda: ops_cold(b, pre), "every op block cold", 60)
+        nob = KB.count(b, "SELECT count(*) FROM oblocks")
+        self.assertGreaterEqual(nob, 5)
+        self.assertEqual(KB.count(b, "SELECT sum(n) FROM oblocks"),
+                         len(g.ops))
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM ops"), 0)
+        self.assertEqual(
+            metric(b, "gpufl_server_cold_op_blocks_moved_total"), nob)
+        # kernel and op objects never share a key
+        self.assertEqual(len(set(objects(pre))), len(objects(pre)))
+
+        # a replay of every line: all duplicates, read from the cold
+        # blocks (kernels' and ops')
+        r = b.ingest_ok("device", OB.body(g, range(len(dev))))
+        self.assertEqual(r["accepted"], 0, r)
+        self.assertGreater(
+            metric(b, 'gpufl_server_cold_reads_total{from="s3"}'), 0)
+        self.assertEqual(KB.count(b, "SELECT sum(n) FROM oblocks"),
+                         len(g.ops))
+        b.stop()
+
+        # S3 down: the copies, calls and export 503; an op line too;
+        # nothing changes
+        b = self.server("ocold", cold_args(pre, ep=DOWN, hot=None,
+                                           cache=os.path.join(self.dir,
+                                                              "oc2")),
+                        env=env)
+        base = "/api/v1/sessions/" + g.sid
+        for p in (base + "/copies", base + "/copies?kind=memcpy",
+                  base + "/export"):
+            st, _, body = b.req("GET", p)
+            self.assertEqual(st, 503, (p, body))
+            self.assertIn(b"cold storage", body)
+        st, r = b.post("device", OB.body(g, [
+            i for i, ln in enumerate(dev) if ln.get("type") in OB.OPS][:50]))
+        self.assertEqual(st, 503, r)
+        self.assertTrue(ops_cold(b, pre))
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM oblocks"), nob)
+        self.assertEqual(KB.count(b, "SELECT sum(n) FROM oblocks"),
+                         len(g.ops))
+        b.stop()
+
+        # S3 back: every op answer as a rows server's
+        b = self.server("ocold", cold_args(pre, cache=cache), env=env)
+        got = op_answers(b, g)
+        for p in want:
+            self.assertEqual(got[p], want[p], p)
+        self.assertTrue(ops_cold(b, pre))
+        b.stop()
+
+        # the compactor merges the cold blocks (read through the cache or
+        # S3); the sweep deletes the sources' objects, the mover moves the
+        # merged block
+        b = self.server("ocold", cold_args(pre, cache=cache), env=ENV)
+        wait(lambda: KB.count(b, "SELECT count(*) FROM oblocks") < nob and
+             ops_cold(b, pre), "cold op blocks merged, cold again", 60)
+        got = op_answers(b, g)
+        for p in want:
+            self.assertEqual(got[p], want[p], p)
+
+        # retention prunes the sessions; their objects leave S3
+        time.sleep(1.1)
+        st, _, body = b.req("POST", "/api/v1/admin/retention?max_age=1")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM oblocks"), 0)
+        wait(lambda: not objects(pre), "pruned sessions' objects deleted")
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM ocold"), 0)
 
 
 if __name__ == "__main__":
