@@ -7,7 +7,7 @@
  * table, its key, the object's name - is a kc_kind below.
  *
  * A move is: PUT the block's bytes as a new object, then one transaction
- * that records the object (kcold) and replaces the row's bytes with a
+ * that records the object (kcold, ocold) and replaces the row's bytes with a
  * 24-byte stub naming it (KC_MAGIC, a random object id, the length) -
  * only if the row still holds exactly the bytes sent.  S3 down: the PUT
  * fails, nothing changes, and the mover waits (doubling, up to
@@ -16,18 +16,17 @@
  * overwritten by no one: every move takes a fresh id).
  *
  * Every reader of a block's bytes goes through sq_kb_bytes (op blocks:
- * sq_ob_bytes), which hands a stub to sq_kc_bytes here: the cache, else S3 (then the cache), the
- * length checked against the stub.  S3 unreachable is GPUFL_EAGAIN (the
- * API's 503 "cold storage unavailable"); nothing is lost, the block is
- * read when S3 is back.
+ * sq_ob_bytes), which hands a stub to sq_kc_bytes here: the cache, else
+ * S3 (then the cache), the length checked against the stub.  S3
+ * unreachable is GPUFL_EAGAIN (the API's 503 "cold storage
+ * unavailable"); nothing is lost, the block is read when S3 is back.
  *
  * An object is deleted when no row names it any more: the session was
  * pruned by retention, or its block merged into another (kcold rows
  * whose stub no kblocks row holds, ocold rows whose stub no oblocks row
  * holds; one pass deletes the object, then the row, so a failed DELETE
- * is tried again).  Because ids are never
- * reused, an object once unnamed is never named again: the sweep cannot
- * race a move.
+ * is tried again).  Because ids are never reused, an object once unnamed
+ * is never named again: the sweep cannot race a move.
  */
 #include "store_sql_int.h"
 #include "store_sql_blocks_w.h"
@@ -84,37 +83,38 @@ typedef struct kc_kind {
 } kc_kind;
 
 static const kc_kind kc_kinds[SQ_KC_N] = {
-    [SQ_KC_KERNELS] = { "kernel", 1,
-                        "SELECT b.sess, b.stream, b.seq_lo, b.n, b.block FROM "
-                        "kblocks b JOIN"
-                        " sessions x ON x.id=b.sess WHERE x.last_seen < ? AND"
-                        " length(b.block) <> 24 LIMIT 1",
-                        "UPDATE kblocks SET block=?5 WHERE sess=?1 AND "
-                        "stream=?2 AND"
-                        " seq_lo=?3 AND n=?4 AND block=?6",
-                        "INSERT INTO kcold VALUES(?,?,?,?,?)",
-                        "SELECT sess, stream, seq_lo, stub FROM kcold c WHERE "
-                        "NOT EXISTS"
-                        " (SELECT 1 FROM kblocks b WHERE b.sess=c.sess AND"
-                        " b.stream=c.stream AND b.seq_lo=c.seq_lo AND "
-                        "b.block=c.stub)"
-                        " LIMIT ?",
-                        "DELETE FROM kcold WHERE sess=? AND stream=? AND "
-                        "seq_lo=? AND"
-                        " stub=?" },
-    [SQ_KC_OPS] = { "op", 0,
-                    "SELECT b.sess, 0, b.seq_lo, b.n, b.payload FROM oblocks b "
-                    "JOIN"
-                    " sessions x ON x.id=b.sess WHERE x.last_seen < ? AND"
-                    " length(b.payload) <> 24 LIMIT 1",
-                    "UPDATE oblocks SET payload=?4 WHERE sess=?1 AND seq_lo=?2 "
-                    "AND"
-                    " n=?3 AND payload=?5",
-                    "INSERT INTO ocold VALUES(?,?,?,?)",
-                    "SELECT sess, 0, seq_lo, stub FROM ocold c WHERE NOT EXISTS"
-                    " (SELECT 1 FROM oblocks b WHERE b.sess=c.sess AND"
-                    " b.seq_lo=c.seq_lo AND b.payload=c.stub) LIMIT ?",
-                    "DELETE FROM ocold WHERE sess=? AND seq_lo=? AND stub=?" },
+    [SQ_KC_KERNELS] = {
+        .what = "kernel",
+        .stream = 1,
+        .pick = "SELECT b.sess, b.stream, b.seq_lo, b.n, b.block FROM"
+                " kblocks b JOIN sessions x ON x.id=b.sess WHERE"
+                " x.last_seen < ? AND length(b.block) <> 24 LIMIT 1",
+        .mark = "UPDATE kblocks SET block=?5 WHERE sess=?1 AND stream=?2"
+                " AND seq_lo=?3 AND n=?4 AND block=?6",
+        .record = "INSERT INTO kcold VALUES(?,?,?,?,?)",
+        .sweep = "SELECT sess, stream, seq_lo, stub FROM kcold c WHERE"
+                 " NOT EXISTS (SELECT 1 FROM kblocks b WHERE"
+                 " b.sess=c.sess AND b.stream=c.stream AND"
+                 " b.seq_lo=c.seq_lo AND b.block=c.stub) LIMIT ?",
+        .unrecord = "DELETE FROM kcold WHERE sess=? AND stream=? AND"
+                    " seq_lo=? AND stub=?",
+    },
+    [SQ_KC_OPS] = {
+        .what = "op",
+        .stream = 0,
+        .pick = "SELECT b.sess, 0, b.seq_lo, b.n, b.payload FROM"
+                " oblocks b JOIN sessions x ON x.id=b.sess WHERE"
+                " x.last_seen < ? AND length(b.payload) <> 24 LIMIT 1",
+        .mark = "UPDATE oblocks SET payload=?4 WHERE sess=?1 AND"
+                " seq_lo=?2 AND n=?3 AND payload=?5",
+        .record = "INSERT INTO ocold VALUES(?,?,?,?)",
+        .sweep = "SELECT sess, 0, seq_lo, stub FROM ocold c WHERE"
+                 " NOT EXISTS (SELECT 1 FROM oblocks b WHERE"
+                 " b.sess=c.sess AND b.seq_lo=c.seq_lo AND"
+                 " b.payload=c.stub) LIMIT ?",
+        .unrecord = "DELETE FROM ocold WHERE sess=? AND seq_lo=? AND"
+                    " stub=?",
+    },
 };
 
 /* key[0..3) (sess, stream, seq_lo) bound from ?1 as kind's key; the
