@@ -122,6 +122,16 @@ class Cold(KB.Base):
     def cold(self, name, args, **kw):
         return self.server(name, args, env=ENV, **kw)
 
+    def prune_empties(self, b, pre, blocks, records):
+        """Retention prunes every session of b: no blocks, no records of
+        objects, and the sweep leaves prefix pre empty."""
+        time.sleep(1.1)
+        st, _, body = b.req("POST", "/api/v1/admin/retention?max_age=1")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM " + blocks), 0)
+        wait(lambda: not objects(pre), "pruned sessions' objects deleted")
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM " + records), 0)
+
     def test_cold_read_evict_down_prune(self):
         rnd = random.Random(230)
         gens = sessions(rnd)
@@ -204,12 +214,7 @@ class Cold(KB.Base):
             metric(b, 'gpufl_server_cold_reads_total{from="cache"}'), 0)
 
         # retention prunes the sessions; the sweep deletes their objects
-        time.sleep(1.1)
-        st, _, body = b.req("POST", "/api/v1/admin/retention?max_age=1")
-        self.assertEqual(st, 200, body)
-        self.assertEqual(KB.count(b, "SELECT count(*) FROM kblocks"), 0)
-        wait(lambda: not objects(pre), "pruned sessions' objects deleted")
-        self.assertEqual(KB.count(b, "SELECT count(*) FROM kcold"), 0)
+        self.prune_empties(b, pre, "kblocks", "kcold")
 
     def test_s3_down_while_moving(self):
         rnd = random.Random(231)
@@ -316,12 +321,7 @@ class Cold(KB.Base):
             self.assertEqual(got[p], want[p], p)
 
         # retention prunes the sessions; their objects leave S3
-        time.sleep(1.1)
-        st, _, body = b.req("POST", "/api/v1/admin/retention?max_age=1")
-        self.assertEqual(st, 200, body)
-        self.assertEqual(KB.count(b, "SELECT count(*) FROM oblocks"), 0)
-        wait(lambda: not objects(pre), "pruned sessions' objects deleted")
-        self.assertEqual(KB.count(b, "SELECT count(*) FROM ocold"), 0)
+        self.prune_empties(b, pre, "oblocks", "ocold")
 
 
 if __name__ == "__main__":
