@@ -346,7 +346,7 @@ static const opt_def srv_opts[] = {
     { .name = "kafka-batch",
       .type = OPT_INT,
       OPT_F_UINT(T, kafka_batch),
-      .def = "10000",
+      .def = "40000",
       .min = 1,
       .max = 1000000,
       .help = "most Kafka messages gathered per batch, and lines per "

@@ -508,6 +508,46 @@ static void test_dur_prefix(void)
     unsetenv("GPUFL_SERVER_TOPK");
 }
 
+/* A kext row already there for a kernel stored for the first time (a
+ * row its kernel outlived): PostgreSQL's writer inserts a batch's new
+ * keys plainly inside a savepoint and, when that fails, again by ON
+ * CONFLICT DO NOTHING (store_sql_ingest_pg.c ext_put) - the batch is
+ * stored, the key once, the order exact.  Without the second try the
+ * batch fails. */
+static void test_kext_stray(void)
+{
+    static srv_ev ev[400];
+    srv_ingest_res r;
+    srv_store *s = open_tmp("store_kstray");
+    char path[512], err[256];
+    sdb *db = NULL;
+    sdb_stmt *st = NULL;
+    size_t m;
+
+    REQUIRE(s);
+    m = build_spread(SIDC, 0, 3, ev);
+    REQUIRE(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
+    tmp_url("store_kstray", path);
+    REQUIRE(sdb_open(path, 0, &db, err, sizeof(err)) == 0);
+    /* the longest side's key of the next batch's first kernel */
+    REQUIRE(sdb_prepare(db,
+                        "INSERT INTO kext SELECT id, 0, ?1, ?2 FROM sessions"
+                        " WHERE sid=?3",
+                        &st) == 0);
+    sdb_bind_i64(st, 1, spread_dur(3));
+    sdb_bind_i64(st, 2, spread_seq(3));
+    sdb_bind_text(st, 3, SIDC, strlen(SIDC));
+    CHECK(sdb_step(st) == SDB_DONE);
+    sdb_finalize(st);
+    sdb_close(db);
+    m = build_spread(SIDC, 3, 12, ev);
+    CHECK(srv_store_ingest(s, ev, m, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, 9);
+    check_dur_order(s, SIDC, 12);
+    srv_store_close(s);
+    CHECK(kext_is_top("store_kstray", 4096));
+}
+
 /* System samples: 10 minutes at 1 s of a host and a GPU (the GPU's temp
  * missing every 13th second), ingested in batches that split minutes and
  * once more as duplicates.  Points of 120 s come from the 60 s rollup:
@@ -959,6 +999,7 @@ int main(void)
     RUN(test_dur_prefix);
     RUN(test_two_writers);
     RUN(test_two_writers_kagg);
+    RUN(test_kext_stray);
     RUN(test_blocks_random_batches);
     RUN(test_system_rollup);
     RUN(test_migrate_to_kext_srl);
