@@ -230,6 +230,17 @@ static const opt_def srv_opts[] = {
               "memory (a block read twice lately is kept; least recently "
               "used go first; docs/server.md \"Kernel blocks (store)\"); "
               "0: none" },
+    { .name = "sqlite-writer-cache",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, sqlite_writer_cache),
+      .def = "256M",
+      .min = 1ull << 20,
+      .max = 1ull << 36,
+      .help = "SQLite: the most bytes of database pages the writer's "
+              "connection caches (filled only as pages are read; a long "
+              "session's ingest wants them: docs/server.md \"100M a fifth "
+              "time\"; the query connections keep SQLite's default, "
+              "2000 KiB each); lower it on a small machine" },
     { .name = "hot-age",
       DUR_S,
       OPT_F_UINT(T, hot_age_s),

@@ -180,6 +180,11 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
             " --kernel-block-cache, least recently used first.",
             g->kbc.evicted);
     }
+    if (g->sqlite_wcache)
+        one(b, "gpufl_server_sqlite_writer_cache_bytes", "gauge",
+            "The most bytes of pages the SQLite writer's connection caches,"
+            " as SQLite reads it back (--sqlite-writer-cache).",
+            g->sqlite_wcache);
     if (g->cold.on) {
         one(b, "gpufl_server_cold_blocks_moved_total", "counter",
             "Kernel blocks moved to S3 (--hot-age; docs/server.md \"Cold"

@@ -346,6 +346,9 @@ struct srv_store {
     struct kb_rd *kb_rd[SQ_READERS_MAX];
     /* the decoded blocks the reads share (kbcache.h); NULL: none */
     struct kbcache *kbc;
+    /* SQLite: the writer's page cache as it read back (bytes; 0: not
+     * set: srv_store_set_sqlite_wcache) */
+    uint64_t sqlite_wcache;
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];

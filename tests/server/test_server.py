@@ -602,6 +602,32 @@ class Auth(Base):
         self.assertEqual(hdr.get("Access-Control-Allow-Origin"), "https://ui.example")
         srv.stop()
 
+    def test_sqlite_writer_cache(self):
+        """--sqlite-writer-cache (or its variable) reaches the writer's
+        connection: /metrics says what PRAGMA cache_size reads back from it
+        after the server set it; SQLite only (PostgreSQL has no such
+        cache: no sample)."""
+        name = "gpufl_server_sqlite_writer_cache_bytes"
+        runs = [("default", [], None, 256 << 20),
+                ("flag", ["--sqlite-writer-cache", "8M"], None, 8 << 20),
+                ("env", [], {"GPUFL_SERVER_SQLITE_WRITER_CACHE": "3M"},
+                 3 << 20)]
+        for d, args, env, want in runs:
+            srv = self.server(d, args, env=env)
+            srv.ingest_ok("device", mkline("device", 0, "session", app="a",
+                                           host="h"))
+            self.assertEqual(T.metric(srv, name),
+                             None if T.pg_base() else want, d)
+            srv.stop()
+        # outside 1 MiB .. 64 GiB: usage error naming the flag and range
+        p = subprocess.run([T.SERVER, "--data-dir", os.path.join(self.dir, "x"),
+                            "--sqlite-writer-cache", "100k"],
+                           env=T.clean_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("--sqlite-writer-cache", p.stdout)
+        self.assertIn("is out of range: a size from 1MiB to 64GiB", p.stdout)
+
 
 def mkline(st, seq, typ, sid="11111111-2222-4333-8444-555555555555", **kw):
     d = {"v": 1, "sid": sid, "st": st, "seq": seq, "ts": 1000 + seq, "type": typ}
