@@ -814,6 +814,71 @@ class Hostile(Base):
         self.assertIn('gpufl_server_lines_missing{stream="device"} 2\n', m)
         srv.stop()
 
+    def test_seqs_at_2_63(self):
+        """Seqs are the database's signed 64-bit integers: up to 2^63-1 a
+        kernel or op is stored and read back exactly, through the
+        duplicate checks of rows and blocks alike (a replay stores
+        nothing twice); 2^63 and up is refused with its reason and counted
+        as rejected, never stored as a negative seq, dropped unsaid or
+        taken for a duplicate."""
+        srv = self.server()
+        sid = "41111111-2222-4333-8444-555555555555"
+        top = 2 ** 63 - 1
+        t0 = 1795995293491406088
+
+        def ln(seq, typ, **kw):
+            d = {"v": 1, "sid": sid, "st": "device", "seq": seq,
+                 "ts": t0 + (seq % 1000), "type": typ}
+            d.update(kw)
+            return json.dumps(d).encode()
+
+        def k(seq):
+            return ln(seq, "kernel", dur=5, name=1)
+
+        def cp(seq):
+            return ln(seq, "memcpy", kind="htod", bytes=8, dur=3)
+        good = [ln(0, "session", app="a", host="h"),
+                ln(1, "dict", id=1, kind="name", name="k"),
+                cp(top - 3), k(top - 2), cp(top - 1), k(top)]
+        bad = [k(top + 1), cp(top + 1), k(2 ** 64 - 1), cp(2 ** 64 - 1),
+               b'{"v":1,"sid":"%s","st":"device","seq":%d,"ts":%d,'
+               b'"type":"kernel","dur":5,"name":1}' % (sid.encode(),
+                                                        2 ** 64, t0)]
+        body = b"\n".join(good + bad)
+        r = srv.ingest_ok("device", body)
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]),
+                         (len(good), 0, len(bad)), r)
+        self.assertEqual([e["line"] for e in r["errors"]],
+                         list(range(len(good) + 1, len(good) + len(bad) + 1)))
+        for e in r["errors"]:
+            self.assertIn("seq", e["reason"])
+        # the same batch again, then the stored ones alone: duplicates
+        r = srv.ingest_ok("device", body)
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]),
+                         (0, len(good), len(bad)), r)
+        r = srv.ingest_ok("device", b"\n".join(good[2:]))
+        self.assertEqual((r["accepted"], r["duplicate"]), (0, 4), r)
+        # one just below them is new, not a duplicate of a range
+        r = srv.ingest_ok("device", k(top - 4))
+        self.assertEqual((r["accepted"], r["duplicate"]), (1, 0), r)
+        base = "/api/v1/sessions/" + sid
+        ks = T.page_all(srv, base + "/kernels", 2)
+        self.assertEqual(sorted(x["kid"] for x in ks),
+                         [top - 4, top - 2, top])
+        self.assertEqual(srv.get(base + "/kernels/%d" % top)["kid"], top)
+        st, _, _ = srv.req("GET", base + "/kernels/%d" % (top + 1))
+        self.assertIn(st, (400, 404))
+        cps = T.page_all(srv, base + "/copies", 1)
+        self.assertEqual(sorted(x["seq"] for x in cps), [top - 3, top - 1])
+        self.assertEqual(srv.get(base)["counts"]["kernels"], 3)
+        self.assertEqual(
+            T.metric(srv, 'gpufl_ingest_lines_total{outcome="rejected"}'),
+            2 * len(bad))
+        self.assertEqual(
+            T.metric(srv, 'gpufl_ingest_lines_total{outcome="accepted"}'),
+            len(good) + 1)
+        srv.stop()
+
     def test_long_names_whole(self):
         # names are answered whole up to ingest's cap (4096 bytes), never
         # cut (they were cut at 511 bytes in aggregates and the timeline,
