@@ -1203,6 +1203,64 @@ class Durability(Base):
         tl = srv.get("/api/v1/sessions/%s/timeline?width=100" % sid)
         self.assertTrue(tl)
 
+    def test_no_parse_helper(self):
+        """The parse helper's thread failing to start (GPUFL_SERVER_PAR_FAIL,
+        as pthread_create would on a process out of threads): said once in
+        the log, and every body parsed on its connection's thread alone -
+        every kernel and op stored, the refused lines reported in line
+        order, the kernel blocks encoded without it - the same answers as
+        a server that has it."""
+        sid = "0c1c2c3c-0000-4000-8000-00000000c16c"
+        n = 6000
+        lines = [json.dumps({"v": 1, "sid": sid, "st": "device", "seq": 0,
+                             "ts": 1000, "type": "session", "app": "p",
+                             "host": "p", "start": 1000}),
+                 json.dumps({"v": 1, "sid": sid, "st": "device", "seq": 1,
+                             "ts": 1000, "type": "dict", "id": 1,
+                             "kind": "name", "name": "par_k"})]
+        for i in range(2, n):
+            e = {"v": 1, "sid": sid, "st": "device", "seq": i,
+                 "ts": 2000 + i * 1000, "dev": 0, "stream": 7, "corr": i,
+                 "dur": 100 + i % 977}
+            if i % 3 == 0:
+                e.update(type="memcpy", kind="htod", bytes=i)
+            else:
+                e.update(type="kernel", name=1, grid=[1])
+            lines.append(json.dumps(e))
+        # refused lines early, in the middle and late: pieces on both sides
+        bad = {5, 2999, 3001, 5990}
+        for b in bad:
+            lines[b] = '{"v":1,"sid":"%s","st":"device","seq":%d}' % (sid, b)
+        body = ("\n".join(lines) + "\n").encode()
+        self.assertGreater(len(body), 64 * 1024)  # the par path's minimum
+        keys = ("accepted", "duplicate", "rejected")
+        got = []
+        for name, env in (("alone", {"GPUFL_SERVER_PAR_FAIL": "1"}),
+                          ("helped", None)):
+            srv = self.server(name, ["--quiet=false"], env=env)
+            r = srv.ingest_ok("device", body)
+            self.assertEqual([r[k] for k in keys], [n - len(bad), 0, len(bad)])
+            self.assertEqual([e["line"] for e in r["errors"]],
+                             sorted(b + 1 for b in bad))
+            base = "/api/v1/sessions/" + sid
+            ks = T.page_all(srv, base + "/kernels", 1000)
+            cps = T.page_all(srv, base + "/copies", 1000)
+            want_k = [i for i in range(2, n) if i % 3 and i not in bad]
+            want_c = [i for i in range(2, n) if i % 3 == 0 and i not in bad]
+            self.assertEqual(sorted(x["kid"] for x in ks), want_k, name)
+            self.assertEqual(sorted(x["seq"] for x in cps), want_c, name)
+            d = srv.get(base)
+            self.assertEqual((d["counts"]["kernels"], d["counts"]["ops"]),
+                             (len(want_k), len(want_c)))
+            r = srv.ingest_ok("device", body)
+            self.assertEqual([r[k] for k in keys], [0, n - len(bad), len(bad)])
+            got.append(srv.get(base + "/kernels/aggregate"))
+            srv.stop()
+            with open(srv.out_path) as f:
+                said = "no second parse thread" in f.read()
+            self.assertEqual(said, env is not None, name)
+        self.assertEqual(got[0], got[1])
+
     def test_kill9_loses_no_acknowledged_line(self):
         logs = T.make_logs(os.path.join(self.dir, "logs"), "train", 60)
         sess = list(logs.values())[0]
