@@ -153,6 +153,10 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
         "Rows of the API calls' summary (capi; packed buckets too) read by"
         " /calls summaries.",
         g->kq.capi_rows);
+    one(b, "gpufl_server_oblocks_rows_total", "counter",
+        "Rows of the op blocks (oblocks) read by time ranges' lookups"
+        " (copies, calls, export).",
+        g->kq.ob_rows);
     prom_family(b, "gpufl_server_kernel_duration_pages_total", "counter",
                 "Kernel pages sorted by duration of sessions with blocks, by"
                 " what answered them: kext and its kept rows (kept) or the"

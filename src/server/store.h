@@ -363,6 +363,7 @@ int srv_store_kx_fill(srv_store *s, uint64_t *rows);
 typedef struct srv_kq_stats {
     uint64_t decoded, kept, scanned, indexed;
     uint64_t capi_rows; /* capi rows /calls summaries read */
+    uint64_t ob_rows;   /* oblocks rows time ranges' lookups read */
 } srv_kq_stats;
 void srv_store_kq_stats(srv_store *s, srv_kq_stats *o);
 /* What the kernels take (bench_server): rows, blocks and the kernels in

@@ -32,7 +32,7 @@ static const char *const sess_tables[] = {
     "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
     "kagg", "tl", "tlpack", "kscope", "kext", "srl", "seqr", "klong", "kblocks",
     "kbnames", "kbnpack", "kbndir", "kbunnamed", "kcount", "kxrow", "kbspan",
-    "capi", "capipack", "capi_long", "oblocks",
+    "capi", "capipack", "capi_long", "oblocks", "obspan",
     /* idle verdicts */
     "verdicts", "fleet",
     /* GPU waste (after the rollup

@@ -322,6 +322,9 @@ struct srv_store {
     /* ... and the API calls' summary rows (capi, packed buckets too) the
      * /calls summaries read */
     uint64_t kq_capi_rows;
+    /* ... and the op blocks' rows a time range's lookup read
+     * (store_sql_oblocks_read.c) */
+    uint64_t kq_ob_rows;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
