@@ -589,6 +589,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         srv_store_kq_stats(s->store, &g.kq);
         srv_store_ingest_stats(s->store, &g.ing_commits, &g.ing_batches);
         srv_store_kblock_cache_stats(s->store, &g.kbc);
+        g.sqlite_wcache = srv_store_sqlite_wcache(s->store);
         reg = malloc(SRV_REGRESS_APPS_MAX * sizeof(*reg));
         if (reg && srv_store_regress_worst(s->store, reg, SRV_REGRESS_APPS_MAX,
                                            &g.n_regress) == 0)

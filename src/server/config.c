@@ -230,6 +230,17 @@ static const opt_def srv_opts[] = {
               "memory (a block read twice lately is kept; least recently "
               "used go first; docs/server.md \"Kernel blocks (store)\"); "
               "0: none" },
+    { .name = "sqlite-writer-cache",
+      .type = OPT_SIZE,
+      OPT_F_UINT(T, sqlite_writer_cache),
+      .def = "256M",
+      .min = 1ull << 20,
+      .max = 1ull << 36,
+      .help = "SQLite: the most bytes of database pages the writer's "
+              "connection caches (filled only as pages are read; a long "
+              "session's ingest wants them: docs/server.md \"100M a fifth "
+              "time\"; the query connections keep SQLite's default, "
+              "2000 KiB each); lower it on a small machine" },
     { .name = "hot-age",
       DUR_S,
       OPT_F_UINT(T, hot_age_s),
@@ -387,15 +398,23 @@ static const opt_def srv_opts[] = {
  * store_sql_ingest.c: a session whose batches fail, for the group
  * commit's rerun;
  * store_sql_q_tl0.c: the kernels a computed timeline level 0 may decode;
- * store_sql_kbnpack.c: no packing of kbnames, a pause inside packing);
+ * store_sql_kbnpack.c: no packing of kbnames, a pause inside packing;
+ * ingest_par.c: the parse helper's thread failing to start);
  * not options, but no typos either. */
 static const char *const srv_env_known[] = {
-    "GPUFL_SERVER_OB_RUN",        "GPUFL_SERVER_OB_PAUSE_MS",
-    "GPUFL_SERVER_TOPK",          "GPUFL_SERVER_KB_PAUSE_MS",
-    "GPUFL_SERVER_KBI_PAUSE_MS",  "GPUFL_SERVER_KB_RUN",
-    "GPUFL_SERVER_KB_NAME_MAX",   "GPUFL_SERVER_TL0_MAX",
-    "GPUFL_SERVER_FAIL_SID",      "GPUFL_SERVER_KBNP_OFF",
-    "GPUFL_SERVER_KBNP_PAUSE_MS", NULL,
+    "GPUFL_SERVER_OB_RUN",
+    "GPUFL_SERVER_OB_PAUSE_MS",
+    "GPUFL_SERVER_TOPK",
+    "GPUFL_SERVER_KB_PAUSE_MS",
+    "GPUFL_SERVER_KBI_PAUSE_MS",
+    "GPUFL_SERVER_KB_RUN",
+    "GPUFL_SERVER_KB_NAME_MAX",
+    "GPUFL_SERVER_TL0_MAX",
+    "GPUFL_SERVER_FAIL_SID",
+    "GPUFL_SERVER_KBNP_OFF",
+    "GPUFL_SERVER_KBNP_PAUSE_MS",
+    "GPUFL_SERVER_PAR_FAIL",
+    NULL,
 };
 
 const opt_prog srv_prog = {

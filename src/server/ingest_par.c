@@ -23,6 +23,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,19 @@ static void *helper(void *arg)
     return NULL;
 }
 
+/* GPUFL_SERVER_PAR_FAIL=1 (tests only): the helper's pthread_create
+ * fails, as it does when the process is out of threads or memory, so a
+ * test can check that the server still stores every line on the
+ * connection threads alone (test_server.py Durability). */
+static int create_helper(ingest_par *p)
+{
+    const char *f = getenv("GPUFL_SERVER_PAR_FAIL");
+
+    if (f && !strcmp(f, "1"))
+        return EAGAIN;
+    return pthread_create(&p->th, NULL, helper, p);
+}
+
 int ingest_par_new(ingest_par **out)
 {
     ingest_par *p = calloc(1, sizeof(*p));
@@ -189,7 +203,7 @@ int ingest_par_new(ingest_par **out)
         p->piece[j].err = p->errs + j * INGEST_ERRORS_MAX;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    if (pthread_create(&p->th, NULL, helper, p) != 0) {
+    if (create_helper(p) != 0) {
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free(p->errs);

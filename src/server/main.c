@@ -49,6 +49,13 @@ static int open_store(srv *s, char *err, size_t cap)
         s->store = NULL;
         return rc;
     }
+    if ((rc = srv_store_set_sqlite_wcache(s->store,
+                                          s->cfg.sqlite_writer_cache)) != 0) {
+        snprintf(err, cap, "cannot set --sqlite-writer-cache");
+        srv_store_close(s->store);
+        s->store = NULL;
+        return rc;
+    }
     if (!s->cfg.cold_endpoint[0])
         return rc;
     {

@@ -153,6 +153,10 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
         "Rows of the API calls' summary (capi; packed buckets too) read by"
         " /calls summaries.",
         g->kq.capi_rows);
+    one(b, "gpufl_server_oblocks_rows_total", "counter",
+        "Rows of the op blocks (oblocks) read by time ranges' lookups"
+        " (copies, calls, export).",
+        g->kq.ob_rows);
     prom_family(b, "gpufl_server_kernel_duration_pages_total", "counter",
                 "Kernel pages sorted by duration of sessions with blocks, by"
                 " what answered them: kext and its kept rows (kept) or the"
@@ -180,6 +184,11 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
             " --kernel-block-cache, least recently used first.",
             g->kbc.evicted);
     }
+    if (g->sqlite_wcache)
+        one(b, "gpufl_server_sqlite_writer_cache_bytes", "gauge",
+            "The most bytes of pages the SQLite writer's connection caches,"
+            " as SQLite reads it back (--sqlite-writer-cache).",
+            g->sqlite_wcache);
     if (g->cold.on) {
         one(b, "gpufl_server_cold_blocks_moved_total", "counter",
             "Kernel blocks moved to S3 (--hot-age; docs/server.md \"Cold"

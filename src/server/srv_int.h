@@ -59,6 +59,8 @@ typedef struct srv_config {
     int kernel_store;          /* SRV_KSTORE_* */
     uint64_t kernel_compact_s; /* blocks: the compactor's period */
     uint64_t kblock_cache;     /* bytes of decoded blocks kept (kbcache.h) */
+    /* SQLite: the writer connection's page cache, bytes */
+    uint64_t sqlite_writer_cache;
     /* the cold tier of kernel blocks (store_sql_kcold.c) */
     uint64_t hot_age_s; /* 0: nothing moves to S3 */
     char cold_endpoint[SRV_STR_MAX], cold_bucket[256], cold_region[64];
@@ -135,6 +137,8 @@ typedef struct srv_gauges {
     srv_cold_stats cold; /* the cold tier (store_sql_kcold.c) */
     srv_kq_stats kq;     /* kernel queries over blocks */
     srv_kbc_stats kbc;   /* decoded kernel blocks (kbcache.c) */
+    /* srv_store_sqlite_wcache; 0: none (PostgreSQL) */
+    uint64_t sqlite_wcache;
 } srv_gauges;
 
 /* The largest /metrics answer (bytes): a few KiB today. */

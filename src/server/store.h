@@ -363,6 +363,7 @@ int srv_store_kx_fill(srv_store *s, uint64_t *rows);
 typedef struct srv_kq_stats {
     uint64_t decoded, kept, scanned, indexed;
     uint64_t capi_rows; /* capi rows /calls summaries read */
+    uint64_t ob_rows;   /* oblocks rows time ranges' lookups read */
 } srv_kq_stats;
 void srv_store_kq_stats(srv_store *s, srv_kq_stats *o);
 /* What the kernels take (bench_server): rows, blocks and the kernels in
@@ -401,6 +402,17 @@ typedef struct srv_kbc_stats {
     uint64_t hits, misses, kept, evicted;
 } srv_kbc_stats;
 void srv_store_kblock_cache_stats(srv_store *s, srv_kbc_stats *o);
+/*
+ * SQLite: the writer connection's page cache, at most bytes (rounded down
+ * to KiB; store_sql_admin.c).  Opening sets SRV_SQLITE_WCACHE_DEFAULT
+ * (the migrations at open run with it).  Reads the value back from SQLite
+ * for srv_store_sqlite_wcache.  PostgreSQL: nothing.  0, or an error.
+ */
+#define SRV_SQLITE_WCACHE_DEFAULT (256ull << 20)
+int srv_store_set_sqlite_wcache(srv_store *s, uint64_t bytes);
+/* The writer's page cache in bytes as SQLite last reported it after
+ * srv_store_set_sqlite_wcache; 0: not set, or not SQLite (/metrics). */
+uint64_t srv_store_sqlite_wcache(srv_store *s);
 /*
  * The cold tier of kernel and op blocks (store_sql_kcold.c, docs/server.md
  * "Cold tier").  srv_store_cold_open: S3 and the local cache for s's cold

@@ -32,7 +32,7 @@ static const char *const sess_tables[] = {
     "lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls", "samples",
     "kagg", "tl", "tlpack", "kscope", "kext", "srl", "seqr", "klong", "kblocks",
     "kbnames", "kbnpack", "kbndir", "kbunnamed", "kcount", "kxrow", "kbspan",
-    "capi", "capipack", "capi_long", "oblocks",
+    "capi", "capipack", "capi_long", "oblocks", "obspan",
     /* idle verdicts */
     "verdicts", "fleet",
     /* GPU waste (after the rollup
@@ -64,6 +64,47 @@ uint64_t srv_store_db_bytes(srv_store *s)
         v = (uint64_t)qcol_i64(st, 0) * (uint64_t)qcol_i64(st, 1);
     sdb_finalize(st);
     sq_reader_put(s, db);
+    return v;
+}
+
+int srv_store_set_sqlite_wcache(srv_store *s, uint64_t bytes)
+{
+    sdb_stmt *st = NULL;
+    char sql[64];
+    int rc = GPUFL_OK;
+
+    if (sdb_dialect(s->w) != SDB_SQLITE)
+        return GPUFL_OK;
+    /* a negative cache_size is KiB, whatever the page size; config.c
+     * bounds bytes to 64 GiB, well inside SQLite's int */
+    snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%llu",
+             (unsigned long long)(bytes >> 10));
+    pthread_mutex_lock(&s->wlock);
+    /* read back, so /metrics says what SQLite holds, not what was asked */
+    if ((rc = sdb_exec(s->w, sql)) == 0 &&
+        (rc = sdb_prepare(s->w,
+                          "SELECT (SELECT cache_size FROM pragma_cache_size),"
+                          " (SELECT page_size FROM pragma_page_size)",
+                          &st)) == 0) {
+        if (sdb_step(st) == SDB_ROW) {
+            int64_t v = qcol_i64(st, 0);
+            s->sqlite_wcache = v < 0 ? (uint64_t)-v * 1024
+                                     : (uint64_t)v * (uint64_t)qcol_i64(st, 1);
+        } else
+            rc = GPUFL_EINTERNAL;
+    }
+    sdb_finalize(st);
+    pthread_mutex_unlock(&s->wlock);
+    return rc;
+}
+
+uint64_t srv_store_sqlite_wcache(srv_store *s)
+{
+    uint64_t v;
+
+    pthread_mutex_lock(&s->wlock);
+    v = s->sqlite_wcache;
+    pthread_mutex_unlock(&s->wlock);
     return v;
 }
 

@@ -134,13 +134,18 @@ void sq_obi_reset(srv_store *s);
 void sq_obi_release(srv_store *s);
 /* One op block written, on the writer in its open transaction: ev[0..m)
  * (one session's, 1..OB_MAX_EVENTS) encoded with enc into blk
- * (OB_BLOCK_MAX bytes) and inserted by ins (SQ_OB_INSERT_SQL prepared on
- * the writer) - ingest's blocks and the compactor's
- * (store_sql_oblocks_compact.c) alike. */
+ * (OB_BLOCK_MAX bytes), inserted by ins (SQ_OB_INSERT_SQL prepared on
+ * the writer) and its time span kept in obspan by span (SQ_OB_SPAN_SQL)
+ * - ingest's blocks and the compactor's (store_sql_oblocks_compact.c)
+ * alike. */
 #define SQ_OB_INSERT_SQL "INSERT INTO oblocks VALUES(?,?,?,?,?,?,?,?)"
+#define SQ_OB_SPAN_SQL                                                         \
+    "INSERT INTO obspan VALUES(?1, ?2) ON CONFLICT(sess) DO UPDATE SET"        \
+    " span=excluded.span WHERE excluded.span > obspan.span"
 struct oblock_enc;
 struct oblock_ev;
-int sq_ob_put(sdb_stmt *ins, struct oblock_enc *enc, unsigned char *blk,
-              int64_t sess, const struct oblock_ev *ev, size_t m);
+int sq_ob_put(sdb_stmt *ins, sdb_stmt *span, struct oblock_enc *enc,
+              unsigned char *blk, int64_t sess, const struct oblock_ev *ev,
+              size_t m);
 
 #endif

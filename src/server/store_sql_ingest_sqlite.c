@@ -351,8 +351,14 @@ static int lite_setup(srv_store *s)
      * read): ingest's upserts seek rollup and index pages all over a long
      * session's database; at 64 MiB a 100M-kernel session spent 30 % of
      * the server's CPU reading them back through the OS (docs/server.md
-     * "100M a fifth time": 3.61 -> 2.91 CPU-s per 1M, 240k -> 303k/s) */
-    sdb_exec(s->w, "PRAGMA cache_size=-262144");
+     * "100M a fifth time": 3.61 -> 2.91 CPU-s per 1M, 240k -> 303k/s).
+     * --sqlite-writer-cache changes it after open (main.c). */
+    {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%llu",
+                 (unsigned long long)(SRV_SQLITE_WCACHE_DEFAULT >> 10));
+        sdb_exec(s->w, sql);
+    }
     /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
      * batch writes about that much, so the default checkpoints (copies
      * into the database and fsyncs it) at nearly every commit */

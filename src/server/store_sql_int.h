@@ -322,6 +322,9 @@ struct srv_store {
     /* ... and the API calls' summary rows (capi, packed buckets too) the
      * /calls summaries read */
     uint64_t kq_capi_rows;
+    /* ... and the op blocks' rows a time range's lookup read
+     * (store_sql_oblocks_read.c) */
+    uint64_t kq_ob_rows;
     unsigned char *kb_buf;
     /* --kernel-store=blocks: ingest writes kernels as blocks, and its
      * state (store_sql_kblocks_ingest.c) */
@@ -346,6 +349,9 @@ struct srv_store {
     struct kb_rd *kb_rd[SQ_READERS_MAX];
     /* the decoded blocks the reads share (kbcache.h); NULL: none */
     struct kbcache *kbc;
+    /* SQLite: the writer's page cache as it read back (bytes; 0: not
+     * set: srv_store_set_sqlite_wcache) */
+    uint64_t sqlite_wcache;
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
     sdb *r[SQ_READERS_MAX];

@@ -25,6 +25,7 @@
  * their bytes come with their index rows.
  */
 #include "store_sql_kblocks_int.h"
+#include "store_sql_q.h"
 
 #include <gpufl/gpufl.h>
 
@@ -49,15 +50,16 @@ static int64_t sub_sat(int64_t a, int64_t b)
     return a < INT64_MIN + b ? INT64_MIN : a - b;
 }
 
-/* The session's longest block span (kbspan) into *span; INT64_MAX when it
- * has no kbspan row (no bound). */
-static int span_get(sdb *db, int64_t sess, int64_t *span)
+int sq_span_get(sdb *db, int ob, int64_t sess, int64_t *span)
 {
     sdb_stmt *st = NULL;
     int rc;
 
     *span = INT64_MAX;
-    if (sdb_prepare(db, "SELECT span FROM kbspan WHERE sess=?", &st))
+    if (sdb_prepare(db,
+                    ob ? "SELECT span FROM obspan WHERE sess=?"
+                       : "SELECT span FROM kbspan WHERE sess=?",
+                    &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     rc = sdb_step(st);
@@ -156,7 +158,7 @@ int sq_kb_scan_ts(kb_scan *x, sdb *db)
 
     if (x->t_lo >= x->t_hi)
         return GPUFL_OK; /* an empty range */
-    if ((rc = span_get(db, x->sess, &span)) != 0)
+    if ((rc = sq_span_get(db, 0, x->sess, &span)) != 0)
         return rc;
     /* a block ending at or after the range's start starts at or after
      * lo_min (KB_IN_RANGE's bound) */

@@ -380,4 +380,5 @@ void srv_store_kq_stats(srv_store *s, srv_kq_stats *o)
     o->scanned = __atomic_load_n(&s->kq_scanned, __ATOMIC_RELAXED);
     o->indexed = __atomic_load_n(&s->kq_indexed, __ATOMIC_RELAXED);
     o->capi_rows = __atomic_load_n(&s->kq_capi_rows, __ATOMIC_RELAXED);
+    o->ob_rows = __atomic_load_n(&s->kq_ob_rows, __ATOMIC_RELAXED);
 }

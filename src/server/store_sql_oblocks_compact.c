@@ -96,12 +96,13 @@ static ob_cx *cx_new(void)
 /* c->ev[0..n) of sess as one block, on the writer in its transaction. */
 static int put(srv_store *s, ob_cx *c, int64_t sess, size_t n)
 {
-    sdb_stmt *ins = NULL;
-    int rc;
+    sdb_stmt *ins = NULL, *span = NULL;
+    int rc = GPUFL_EINTERNAL;
 
-    if (sdb_prepare(s->w, SQ_OB_INSERT_SQL, &ins))
-        return GPUFL_EINTERNAL;
-    rc = sq_ob_put(ins, c->enc, c->blk, sess, c->ev, n);
+    if (sdb_prepare(s->w, SQ_OB_INSERT_SQL, &ins) == 0 &&
+        sdb_prepare(s->w, SQ_OB_SPAN_SQL, &span) == 0)
+        rc = sq_ob_put(ins, span, c->enc, c->blk, sess, c->ev, n);
+    sdb_finalize(span);
     sdb_finalize(ins);
     return rc;
 }

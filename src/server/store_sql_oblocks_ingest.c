@@ -33,7 +33,7 @@
 /* zstd's level for op blocks: kblocks' (store_sql_kblocks.c). */
 #define OBI_ZLEVEL 3
 
-enum { OBI_ST_ROWS, OBI_ST_BLOCKS, OBI_ST_INSERT, OBI_ST_N };
+enum { OBI_ST_ROWS, OBI_ST_BLOCKS, OBI_ST_INSERT, OBI_ST_SPAN, OBI_ST_N };
 
 static const char *const obi_sql[OBI_ST_N] = {
     [OBI_ST_ROWS] = "SELECT seq FROM ops WHERE sess=?1 AND seq >= ?2 AND"
@@ -41,6 +41,7 @@ static const char *const obi_sql[OBI_ST_N] = {
     [OBI_ST_BLOCKS] = "SELECT payload, seq_lo FROM oblocks WHERE sess=?1 AND"
                       " seq_hi >= ?2 AND seq_lo <= ?3",
     [OBI_ST_INSERT] = SQ_OB_INSERT_SQL,
+    [OBI_ST_SPAN] = SQ_OB_SPAN_SQL,
 };
 
 typedef struct obi_held {
@@ -186,12 +187,13 @@ static int stored_find(srv_store *s, sq_obi *o, obi_held *h, size_t n)
     return GPUFL_OK;
 }
 
-int sq_ob_put(sdb_stmt *ins, oblock_enc *enc, unsigned char *blk, int64_t sess,
-              const oblock_ev *ev, size_t m)
+int sq_ob_put(sdb_stmt *ins, sdb_stmt *span, oblock_enc *enc,
+              unsigned char *blk, int64_t sess, const oblock_ev *ev, size_t m)
 {
     oblock_index idx;
     size_t len = 0;
     char why[128] = "";
+    int rc;
 
     if (oblock_encode(enc, ev, m, OBI_ZLEVEL, blk, OB_BLOCK_MAX, &len, why,
                       sizeof(why)) ||
@@ -208,13 +210,20 @@ int sq_ob_put(sdb_stmt *ins, oblock_enc *enc, unsigned char *blk, int64_t sess,
     qbind_u64(ins, 6, idx.dur_max);
     qbind_u64(ins, 7, idx.n);
     qbind_blob(ins, 8, blk, len);
-    return qrun(ins);
+    if ((rc = qrun(ins)) != 0)
+        return rc;
+    /* the session's longest block span, in the same transaction: the
+     * reads' lower bound on ts_lo (migration 33) must never be short */
+    qbind_i64(span, 1, sess);
+    qbind_i64(span, 2, (int64_t)(idx.ts_max - idx.ts_min));
+    return qrun(span);
 }
 
 /* The ops of o->ev[0..m) (one session) as one oblocks row. */
 static int block_put(sq_obi *o, int64_t sess, size_t m)
 {
-    return sq_ob_put(o->st[OBI_ST_INSERT], o->enc, o->blk, sess, o->ev, m);
+    return sq_ob_put(o->st[OBI_ST_INSERT], o->st[OBI_ST_SPAN], o->enc, o->blk,
+                     sess, o->ev, m);
 }
 
 /* An ops row's columns of an op line (store_sql_ingest.c's WS_OP binds

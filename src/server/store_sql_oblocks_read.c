@@ -100,6 +100,7 @@ int sq_ops_each(qctx *c, int64_t lo, int64_t hi, int rows, sq_op_fn fn,
     oblock_ev *ev = NULL, o;
     char why[128] = "";
     int rc = GPUFL_OK, sr = SDB_DONE;
+    int64_t span;
 
     if (lo > hi)
         return GPUFL_OK;
@@ -120,14 +121,26 @@ int sq_ops_each(qctx *c, int64_t lo, int64_t hi, int rows, sq_op_fn fn,
         if (rc)
             return rc;
     }
+    /* a block meeting [lo, hi] starts at lo - span or later (span: the
+     * session's longest, obspan), so the range of oblocks_t starts there,
+     * not at the session's first block; every row it visits comes back
+     * (the payload only of those that meet the range), so that it is
+     * counted */
+    if ((rc = sq_span_get(c->db, 1, c->sess, &span)) != 0)
+        return rc;
     if (range_stmt(c,
-                   "SELECT payload, seq_lo FROM oblocks WHERE sess=?1 AND"
-                   " ts_lo <= ?3 AND ts_hi >= ?2",
+                   "SELECT CASE WHEN ts_hi >= ?2 THEN payload END, seq_lo"
+                   " FROM oblocks WHERE sess=?1 AND ts_lo <= ?3 AND"
+                   " ts_lo >= ?4",
                    lo, hi, &st))
         return GPUFL_EINTERNAL;
+    qbind_i64(st, 4, lo < INT64_MIN + span ? INT64_MIN : lo - span);
     while (!rc && (sr = sdb_step(st)) == SDB_ROW) {
         size_t len = 0, n = 0;
         const unsigned char *b = NULL;
+        __atomic_fetch_add(&c->s->kq_ob_rows, 1, __ATOMIC_RELAXED);
+        if (qcol_null(st, 0))
+            continue;
         if ((rc = sq_ob_bytes(c->s, st, 0, c->sess, qcol_i64(st, 1), &b,
                               &len)) != 0)
             break;

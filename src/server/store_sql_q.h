@@ -118,6 +118,12 @@ int sq_kernels_held(qctx *c, int64_t lo, int64_t hi, uint64_t *n);
  * malformed or more than cap. */
 int sq_lanes_parse(const char *s, int64_t *out, int cap, int *n);
 
+/* The session's longest block time span - kernel blocks' (kbspan, ob 0)
+ * or op blocks' (obspan, ob 1) - into *span: the lower bound of a time
+ * lookup in the blocks' start index; INT64_MAX when the session has no
+ * row (no bound).  store_sql_kblocks_scan.c. */
+int sq_span_get(sdb *db, int ob, int64_t sess, int64_t *span);
+
 /* A session's ops (copies, memsets, syncs, allocs, frees) as the readers
  * filter them (store_sql_oblocks_read.c): sq_ops_each calls fn for every
  * op of c's session with ts in [lo, hi] (ends included), from its `ops`

@@ -509,6 +509,17 @@ static const char *const migrations[] = {
     "CREATE TABLE IF NOT EXISTS ocold(sess INTEGER NOT NULL, seq_lo INTEGER"
     " NOT NULL, stub BLOB NOT NULL, moved INTEGER NOT NULL,"
     " PRIMARY KEY(sess, seq_lo, stub));",
+    /* 34: op blocks found by time as kernel blocks are (migration 25):
+     * per session the longest time any of its op blocks ever spanned
+     * (kept by sq_ob_put in the block's transaction, never lowered), so
+     * that "a block ending at or after from" becomes "starting at or
+     * after from - span", a range of oblocks_t, not the session's blocks
+     * from its first (store_sql_oblocks_read.c). */
+    "CREATE TABLE IF NOT EXISTS obspan(sess INTEGER NOT NULL, span INTEGER"
+    " NOT NULL, PRIMARY KEY(sess)) WITHOUT ROWID;"
+    "DELETE FROM obspan;"
+    "INSERT INTO obspan SELECT sess, max(ts_hi - ts_lo) FROM oblocks GROUP BY"
+    " sess;",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

@@ -878,7 +878,7 @@ class NameSorts(Base):
             exec_sql(srv, q)
         srv = self.server(os.path.basename(srv.data_dir), args, env=env)
         self.assertEqual(count(srv, "SELECT max(version) FROM"
-                               " schema_version"), 33)
+                               " schema_version"), 34)
         unnamed = ("SELECT k.sess, k.stream, k.seq_lo FROM kblocks k WHERE"
                    " NOT EXISTS (SELECT 1 FROM kbnames x WHERE"
                    " x.sess=k.sess AND x.stream=k.stream AND"

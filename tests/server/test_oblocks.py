@@ -18,6 +18,7 @@ import time
 import unittest
 
 import srvtest as T
+import test_kblocks_migrate as KM
 import test_timeline as TL
 
 BLOCKS = ["--kernel-store", "blocks", "--kernel-compact-interval", "1h"]
@@ -130,6 +131,51 @@ class OpBlocks(Base):
         r = b.get("/api/v1/sessions/%s/copies?kind=free&limit=1000" % g.sid)
         self.assertEqual(len(r["items"]), 60)
         self.same_answers(a, b, g)
+
+    def test_range_reads_near_it(self):
+        """A late time range's lookup starts near the range in oblocks_t,
+        not at the session's first block: the op block rows it reads
+        (gpufl_server_oblocks_rows_total) are about the blocks that meet
+        the range, not every block before it; the answer is a rows
+        store's."""
+        rnd = random.Random(77)
+        g = TL.flows_session(rnd, 4000)
+        dev = g.lines["device"]
+        a = self.server("rows", ROWS)
+        b = self.server("blocks", BLOCKS)
+        send(a, g, 0, len(dev), 500)
+        send(b, g, 0, len(dev), 40)
+        sess = "(SELECT id FROM sessions WHERE sid='%s')" % g.sid
+        nblk = count(b, "SELECT count(*) FROM oblocks WHERE sess=" + sess)
+        self.assertGreater(nblk, 60)
+        ts = sorted(e["ts"] for e in g.ops)
+        lo, hi = ts[len(ts) * 95 // 100], ts[len(ts) * 97 // 100]
+        meet = count(b, "SELECT count(*) FROM oblocks WHERE sess=%s AND"
+                        " ts_lo <= %d AND ts_hi >= %d" % (sess, hi, lo))
+        self.assertLess(meet, nblk // 5)
+        name = "gpufl_server_oblocks_rows_total"
+        path = "/api/v1/sessions/%s/copies?from=%d&to=%d&limit=1000" % (
+            g.sid, lo, hi)
+        before = T.metric(b, name)
+        got = b.get(path)
+        read = T.metric(b, name) - before
+        self.assertEqual(norm(got), norm(a.get(path)))
+        self.assertGreater(len(got["items"]), 0)
+        # each of the page's lookups (at most two) reads the blocks that
+        # meet the range and a few beside them; from the session's first
+        # block it read every block up to the range's end
+        self.assertLessEqual(read, 2 * (meet + 4), (read, meet, nblk))
+        # a database of schema 33 (no obspan) gets it filled at open
+        want = b.sql("SELECT max(ts_hi - ts_lo) FROM oblocks")
+        self.assertEqual(b.sql("SELECT span FROM obspan"), want)
+        b.stop()
+        KM.undo(b, ["DELETE FROM schema_version WHERE version >= 34",
+                    "DROP TABLE obspan"])
+        b = self.server("blocks", BLOCKS)
+        self.assertEqual(b.sql("SELECT span FROM obspan"), want)
+        before = T.metric(b, name)
+        self.assertEqual(norm(b.get(path)), norm(got))
+        self.assertLessEqual(T.metric(b, name) - before, 2 * (meet + 4))
 
     def test_rows_before_read_beside_blocks(self):
         """A database whose first ops are rows (a rows store, or one

@@ -602,6 +602,32 @@ class Auth(Base):
         self.assertEqual(hdr.get("Access-Control-Allow-Origin"), "https://ui.example")
         srv.stop()
 
+    def test_sqlite_writer_cache(self):
+        """--sqlite-writer-cache (or its variable) reaches the writer's
+        connection: /metrics says what PRAGMA cache_size reads back from it
+        after the server set it; SQLite only (PostgreSQL has no such
+        cache: no sample)."""
+        name = "gpufl_server_sqlite_writer_cache_bytes"
+        runs = [("default", [], None, 256 << 20),
+                ("flag", ["--sqlite-writer-cache", "8M"], None, 8 << 20),
+                ("env", [], {"GPUFL_SERVER_SQLITE_WRITER_CACHE": "3M"},
+                 3 << 20)]
+        for d, args, env, want in runs:
+            srv = self.server(d, args, env=env)
+            srv.ingest_ok("device", mkline("device", 0, "session", app="a",
+                                           host="h"))
+            self.assertEqual(T.metric(srv, name),
+                             None if T.pg_base() else want, d)
+            srv.stop()
+        # outside 1 MiB .. 64 GiB: usage error naming the flag and range
+        p = subprocess.run([T.SERVER, "--data-dir", os.path.join(self.dir, "x"),
+                            "--sqlite-writer-cache", "100k"],
+                           env=T.clean_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertIn("--sqlite-writer-cache", p.stdout)
+        self.assertIn("is out of range: a size from 1MiB to 64GiB", p.stdout)
+
 
 def mkline(st, seq, typ, sid="11111111-2222-4333-8444-555555555555", **kw):
     d = {"v": 1, "sid": sid, "st": st, "seq": seq, "ts": 1000 + seq, "type": typ}
@@ -786,6 +812,71 @@ class Hostile(Base):
                                                 "ranges_cut": False, "last_seq": 7}})
         m = srv.req("GET", "/metrics")[2].decode()
         self.assertIn('gpufl_server_lines_missing{stream="device"} 2\n', m)
+        srv.stop()
+
+    def test_seqs_at_2_63(self):
+        """Seqs are the database's signed 64-bit integers: up to 2^63-1 a
+        kernel or op is stored and read back exactly, through the
+        duplicate checks of rows and blocks alike (a replay stores
+        nothing twice); 2^63 and up is refused with its reason and counted
+        as rejected, never stored as a negative seq, dropped unsaid or
+        taken for a duplicate."""
+        srv = self.server()
+        sid = "41111111-2222-4333-8444-555555555555"
+        top = 2 ** 63 - 1
+        t0 = 1795995293491406088
+
+        def ln(seq, typ, **kw):
+            d = {"v": 1, "sid": sid, "st": "device", "seq": seq,
+                 "ts": t0 + (seq % 1000), "type": typ}
+            d.update(kw)
+            return json.dumps(d).encode()
+
+        def k(seq):
+            return ln(seq, "kernel", dur=5, name=1)
+
+        def cp(seq):
+            return ln(seq, "memcpy", kind="htod", bytes=8, dur=3)
+        good = [ln(0, "session", app="a", host="h"),
+                ln(1, "dict", id=1, kind="name", name="k"),
+                cp(top - 3), k(top - 2), cp(top - 1), k(top)]
+        bad = [k(top + 1), cp(top + 1), k(2 ** 64 - 1), cp(2 ** 64 - 1),
+               b'{"v":1,"sid":"%s","st":"device","seq":%d,"ts":%d,'
+               b'"type":"kernel","dur":5,"name":1}' % (sid.encode(),
+                                                        2 ** 64, t0)]
+        body = b"\n".join(good + bad)
+        r = srv.ingest_ok("device", body)
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]),
+                         (len(good), 0, len(bad)), r)
+        self.assertEqual([e["line"] for e in r["errors"]],
+                         list(range(len(good) + 1, len(good) + len(bad) + 1)))
+        for e in r["errors"]:
+            self.assertIn("seq", e["reason"])
+        # the same batch again, then the stored ones alone: duplicates
+        r = srv.ingest_ok("device", body)
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]),
+                         (0, len(good), len(bad)), r)
+        r = srv.ingest_ok("device", b"\n".join(good[2:]))
+        self.assertEqual((r["accepted"], r["duplicate"]), (0, 4), r)
+        # one just below them is new, not a duplicate of a range
+        r = srv.ingest_ok("device", k(top - 4))
+        self.assertEqual((r["accepted"], r["duplicate"]), (1, 0), r)
+        base = "/api/v1/sessions/" + sid
+        ks = T.page_all(srv, base + "/kernels", 2)
+        self.assertEqual(sorted(x["kid"] for x in ks),
+                         [top - 4, top - 2, top])
+        self.assertEqual(srv.get(base + "/kernels/%d" % top)["kid"], top)
+        st, _, _ = srv.req("GET", base + "/kernels/%d" % (top + 1))
+        self.assertIn(st, (400, 404))
+        cps = T.page_all(srv, base + "/copies", 1)
+        self.assertEqual(sorted(x["seq"] for x in cps), [top - 3, top - 1])
+        self.assertEqual(srv.get(base)["counts"]["kernels"], 3)
+        self.assertEqual(
+            T.metric(srv, 'gpufl_ingest_lines_total{outcome="rejected"}'),
+            2 * len(bad))
+        self.assertEqual(
+            T.metric(srv, 'gpufl_ingest_lines_total{outcome="accepted"}'),
+            len(good) + 1)
         srv.stop()
 
     def test_long_names_whole(self):
@@ -1111,6 +1202,64 @@ class Durability(Base):
                          [("big_k", n, sum(durs), min(durs), max(durs))])
         tl = srv.get("/api/v1/sessions/%s/timeline?width=100" % sid)
         self.assertTrue(tl)
+
+    def test_no_parse_helper(self):
+        """The parse helper's thread failing to start (GPUFL_SERVER_PAR_FAIL,
+        as pthread_create would on a process out of threads): said once in
+        the log, and every body parsed on its connection's thread alone -
+        every kernel and op stored, the refused lines reported in line
+        order, the kernel blocks encoded without it - the same answers as
+        a server that has it."""
+        sid = "0c1c2c3c-0000-4000-8000-00000000c16c"
+        n = 6000
+        lines = [json.dumps({"v": 1, "sid": sid, "st": "device", "seq": 0,
+                             "ts": 1000, "type": "session", "app": "p",
+                             "host": "p", "start": 1000}),
+                 json.dumps({"v": 1, "sid": sid, "st": "device", "seq": 1,
+                             "ts": 1000, "type": "dict", "id": 1,
+                             "kind": "name", "name": "par_k"})]
+        for i in range(2, n):
+            e = {"v": 1, "sid": sid, "st": "device", "seq": i,
+                 "ts": 2000 + i * 1000, "dev": 0, "stream": 7, "corr": i,
+                 "dur": 100 + i % 977}
+            if i % 3 == 0:
+                e.update(type="memcpy", kind="htod", bytes=i)
+            else:
+                e.update(type="kernel", name=1, grid=[1])
+            lines.append(json.dumps(e))
+        # refused lines early, in the middle and late: pieces on both sides
+        bad = {5, 2999, 3001, 5990}
+        for b in bad:
+            lines[b] = '{"v":1,"sid":"%s","st":"device","seq":%d}' % (sid, b)
+        body = ("\n".join(lines) + "\n").encode()
+        self.assertGreater(len(body), 64 * 1024)  # the par path's minimum
+        keys = ("accepted", "duplicate", "rejected")
+        got = []
+        for name, env in (("alone", {"GPUFL_SERVER_PAR_FAIL": "1"}),
+                          ("helped", None)):
+            srv = self.server(name, ["--quiet=false"], env=env)
+            r = srv.ingest_ok("device", body)
+            self.assertEqual([r[k] for k in keys], [n - len(bad), 0, len(bad)])
+            self.assertEqual([e["line"] for e in r["errors"]],
+                             sorted(b + 1 for b in bad))
+            base = "/api/v1/sessions/" + sid
+            ks = T.page_all(srv, base + "/kernels", 1000)
+            cps = T.page_all(srv, base + "/copies", 1000)
+            want_k = [i for i in range(2, n) if i % 3 and i not in bad]
+            want_c = [i for i in range(2, n) if i % 3 == 0 and i not in bad]
+            self.assertEqual(sorted(x["kid"] for x in ks), want_k, name)
+            self.assertEqual(sorted(x["seq"] for x in cps), want_c, name)
+            d = srv.get(base)
+            self.assertEqual((d["counts"]["kernels"], d["counts"]["ops"]),
+                             (len(want_k), len(want_c)))
+            r = srv.ingest_ok("device", body)
+            self.assertEqual([r[k] for k in keys], [0, n - len(bad), len(bad)])
+            got.append(srv.get(base + "/kernels/aggregate"))
+            srv.stop()
+            with open(srv.out_path) as f:
+                said = "no second parse thread" in f.read()
+            self.assertEqual(said, env is not None, name)
+        self.assertEqual(got[0], got[1])
 
     def test_kill9_loses_no_acknowledged_line(self):
         logs = T.make_logs(os.path.join(self.dir, "logs"), "train", 60)

@@ -36,6 +36,32 @@ static void test_defaults(void)
      * (docs/fleet.md, docs/server.md "Kafka transactions of 40,000
      * lines") */
     CHECK_EQ_U64(c.kafka_batch, 40000);
+    /* the SQLite writer's page cache (docs/server.md "100M a fifth
+     * time") */
+    CHECK_EQ_U64(c.sqlite_writer_cache, 256u << 20);
+}
+
+/* --sqlite-writer-cache: a size, its variable, refused outside 1 MiB ..
+ * 64 GiB with a message that names the flag and the range. */
+static void test_sqlite_writer_cache(void)
+{
+    srv_config c;
+    char err[512];
+    char *a1[] = { "s", "--sqlite-writer-cache", "8M", NULL };
+    char *a2[] = { "s", "--sqlite-writer-cache", "512k", NULL };
+    char *a3[] = { "s", "--sqlite-writer-cache=65G", NULL };
+    char *a4[] = { "s", NULL };
+
+    REQUIRE(load(&c, a1, err) == 0);
+    CHECK_EQ_U64(c.sqlite_writer_cache, 8u << 20);
+    CHECK(load(&c, a2, err) == 2 && strstr(err, "--sqlite-writer-cache") &&
+          strstr(err, "out of range"));
+    CHECK(load(&c, a3, err) == 2 && strstr(err, "--sqlite-writer-cache") &&
+          strstr(err, "out of range"));
+    setenv("GPUFL_SERVER_SQLITE_WRITER_CACHE", "32M", 1);
+    REQUIRE(load(&c, a4, err) == 0);
+    CHECK_EQ_U64(c.sqlite_writer_cache, 32u << 20);
+    unsetenv("GPUFL_SERVER_SQLITE_WRITER_CACHE");
 }
 
 static void test_precedence(void)
@@ -146,5 +172,6 @@ int main(void)
     RUN(test_precedence);
     RUN(test_values);
     RUN(test_engine);
+    RUN(test_sqlite_writer_cache);
     TEST_DONE();
 }

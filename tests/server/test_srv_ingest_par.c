@@ -264,9 +264,25 @@ static void test_two_requests(void)
     free(text);
 }
 
+/* The helper's thread failing to start (GPUFL_SERVER_PAR_FAIL stands in
+ * for pthread_create's EAGAIN): no handle, nothing leaked (ASan), and the
+ * callers' NULL parses and runs items on their own thread. */
+static void test_no_helper(void)
+{
+    ingest_par *p = (ingest_par *)1;
+
+    setenv("GPUFL_SERVER_PAR_FAIL", "1", 1);
+    CHECK(ingest_par_new(&p) == GPUFL_EINTERNAL);
+    CHECK(p == NULL);
+    unsetenv("GPUFL_SERVER_PAR_FAIL");
+    CHECK(ingest_par_post(p, 8, NULL, NULL) == 0);
+    check_body(p, 3000, 0, 1500, 7, 1);
+}
+
 int main(void)
 {
     RUN(test_same_as_one_thread);
     RUN(test_two_requests);
+    RUN(test_no_helper);
     TEST_DONE();
 }
