@@ -353,10 +353,14 @@ static int lite_setup(srv_store *s)
      * the server's CPU reading them back through the OS (docs/server.md
      * "100M a fifth time": 3.61 -> 2.91 CPU-s per 1M, 240k -> 303k/s) */
     sdb_exec(s->w, "PRAGMA cache_size=-262144");
-    /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
+    /* checkpoint every 256 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
      * batch writes about that much, so the default checkpoints (copies
-     * into the database and fsyncs it) at nearly every commit */
-    sdb_exec(s->w, "PRAGMA wal_autocheckpoint=16384");
+     * into the database and fsyncs it) at nearly every commit; and a
+     * checkpoint copies a page once however many commits rewrote it -
+     * the compactor's transactions rewrite leaves of the name indexes
+     * all over a long session's database, and at 64 MiB a checkpoint
+     * copied most of them again (docs/server.md "100M a sixth time") */
+    sdb_exec(s->w, "PRAGMA wal_autocheckpoint=65536");
     return GPUFL_OK;
 }
 
