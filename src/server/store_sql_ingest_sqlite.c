@@ -359,10 +359,14 @@ static int lite_setup(srv_store *s)
                  (unsigned long long)(SRV_SQLITE_WCACHE_DEFAULT >> 10));
         sdb_exec(s->w, sql);
     }
-    /* checkpoint every 64 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
+    /* checkpoint every 256 MiB of WAL, not SQLite's 4 MiB: a 10k-kernel
      * batch writes about that much, so the default checkpoints (copies
-     * into the database and fsyncs it) at nearly every commit */
-    sdb_exec(s->w, "PRAGMA wal_autocheckpoint=16384");
+     * into the database and fsyncs it) at nearly every commit; and a
+     * checkpoint copies a page once however many commits rewrote it -
+     * the compactor's transactions rewrite leaves of the name indexes
+     * all over a long session's database, and at 64 MiB a checkpoint
+     * copied most of them again (docs/server.md "100M a sixth time") */
+    sdb_exec(s->w, "PRAGMA wal_autocheckpoint=65536");
     return GPUFL_OK;
 }
 

@@ -343,8 +343,15 @@ static int merges_find(srv_store *s, kb_group *g, size_t cap, size_t *ng)
  * compactor's thread wrote 890 MB per 2M kernels (bench_scale) and took
  * ~40 % of the server's CPU (docs/server.md "Where ingest's CPU goes").
  * A transaction of several blocks writes those pages once.  The cap
- * bounds how long ingest waits on the writer's lock (a few tens of ms). */
-#define KB_TX_KERNELS 65536
+ * bounds how long ingest waits on the writer's lock (~0.1-0.3 s).  The
+ * indexes grow with the session while a transaction's ~200 x blocks
+ * inserts do not, so their pages dirtied per kernel grow with it: at
+ * 65 536 kernels a 50M-kernel session wrote 159 -> 621 bytes a kernel
+ * (WAL and its checkpoints) from its first tenth to its last, most of
+ * the growth of the server's CPU per kernel (docs/server.md "100M a
+ * sixth time"); four times as many kernels a transaction share more
+ * leaves. */
+#define KB_TX_KERNELS 262144
 
 /* Every run of small blocks merged: several merged blocks a transaction
  * (KB_TX_KERNELS), each all or nothing with its sources. */

@@ -34,8 +34,9 @@
  * fill a block in a pass or two (the kernels' 64 needed ~7 passes for
  * blocks of ten ops). */
 #define OB_MERGE_SRC 1024
-/* Merges share a transaction up to this many ops: the kernels'
- * KB_TX_KERNELS (a few tens of ms of ingest's wait on the lock). */
+/* Merges share a transaction up to this many ops (a few tens of ms of
+ * ingest's wait on the lock): op blocks have no name indexes, whose
+ * pages made the kernels' KB_TX_KERNELS four times this. */
 #define OB_TX_OPS 65536
 
 /* GPUFL_SERVER_OB_RUN (tests only): ops per block, 2..OB_MAX_EVENTS, so
