@@ -9,7 +9,7 @@
  * staging table kstage and moved by one INSERT ... SELECT whose RETURNING
  * names the new rows.  The rollups are merged by one upsert each
  * from arrays (store_sql_roll_pg.c), kext changes in a statement per
- * table with the keys as arrays, and a memory profile's
+ * table with the keys as arrays (store_sql_ext_pg.c), and a memory profile's
  * stacks in one COPY.  The staging table is session-local and
  * emptied at each commit.
  *
@@ -20,7 +20,6 @@
 #include "store_sql_writer_int.h"
 
 #include "common/buf.h"
-#include "common/log.h"
 #include "kblock.h"
 
 #include <gpufl/gpufl.h>
@@ -54,13 +53,9 @@ typedef struct pg_writer {
     /* the stored kagg rows of a batch; the kagg, tl and kscope upserts
      * from arrays (sq_pg_roll_flush) */
     sdb_stmt *roll[4];
-    /* kext keys as arrays: insert (plain, then ON CONFLICT); delete from
-     * kext, kxrow */
-    sdb_stmt *kxnew, *kxput, *kxdel[2];
-    sdb_stmt *kxcut[2]; /* range deletes: kext, kext and kxrow (pg_kext) */
-    sdb_stmt *kxrow;    /* kept rows as arrays (pg_kxrows) */
-    gbuf cb;            /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged;         /* kstage filled in this transaction */
+    sq_pg_ext ext; /* kext and kxrow statements (store_sql_ext_pg.c) */
+    gbuf cb;       /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged;    /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging table (session-local:
@@ -384,164 +379,14 @@ static int pg_flush(srv_store *s)
     return rc ? rc : sq_pg_roll_flush(s, &pw->cb, pw->roll);
 }
 
-/* ---- kext ---- */
+/* ---- kext and kxrow (store_sql_ext_pg.c) ---- */
 
-/* A batch's kext changes go as one statement for the keys leaving each
- * table and one for those entering kext, the keys bound as bigint[]
- * literals and read through unnest: the statements are prepared once per
- * connection, whatever the number of keys.  Chunks of 256 keys as
- * parameters (before) cost a round trip each, and each delete chunk read
- * the whole (sess, side) range of kext or kxrow - the planner hashed the
- * range, SQ_EXT_K keys and their dead versions, and probed it with the
- * chunk's keys (docs/server.md "kext changes in one statement").
- * EXT_ARR_MAX keys per statement at most bounds the literals' size. */
-#define EXT_ARR_MAX 65536
-
-/* Each key found by its own probe of the primary key (the LIMIT keeps
- * the lateral subquery from being flattened into a join), the rows then
- * deleted by their ctids.  A join with the keys left the plan to the
- * planner: a hash of the whole (sess, side) range (12 ms a statement at
- * 4k rows, custom plans) or, before ANALYZE had seen kext and with
- * "(dur, seq) IN (VALUES ...)", a nested loop comparing every row with
- * every key (200 ms).  The probes cost the same with any statistics and
- * either plan mode, ~4 us a key, so keys of any sessions and sides can
- * share a statement. */
-#define EXT_DEL_SQL(t)                                                         \
-    "DELETE FROM " t " WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM"              \
-    " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"              \
-    " v(a, b, d, s) CROSS JOIN LATERAL (SELECT ctid FROM " t " k"              \
-    " WHERE k.sess=v.a AND k.side=v.b AND k.dur=v.d AND k.seq=v.s"             \
-    " LIMIT 1) x))"
-static const char *const ext_del_sql[2] = { EXT_DEL_SQL("kext"),
-                                            EXT_DEL_SQL("kxrow") };
-
-#define EXT_INS_SQL                                                            \
-    "INSERT INTO kext(sess, side, dur, seq) SELECT * FROM"                     \
-    " unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
-static const char ext_ins_sql[] = EXT_INS_SQL " ON CONFLICT DO NOTHING";
-static const char ext_new_sql[] = EXT_INS_SQL;
-
-/* Column c of keys e (0 sess, 1 side, 2 dur, 3 seq) for sq_arr_bind */
-typedef struct ext_cur {
-    const sq_ext_row *e;
-    int c;
-} ext_cur;
-
-static void ext_el(gbuf *cb, void *ctx, size_t j)
-{
-    const ext_cur *x = ctx;
-    const sq_ext_row *e = &x->e[j];
-
-    sq_cb_i(cb,
-            x->c == 0   ? e->sess
-            : x->c == 1 ? e->side
-            : x->c == 2 ? e->dur
-                        : e->seq,
-            ',');
-}
-
-/* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow)
- * or inserted into kext (t -1: ON CONFLICT DO NOTHING, t -2: plainly). */
-static int ext_run(srv_store *s, int t, const sq_ext_row *e, size_t n)
+static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
+                   const sq_ext_row *put, size_t nput)
 {
     pg_writer *pw = s->wst;
-    sdb_stmt **st = t == -2 ? &pw->kxnew : t < 0 ? &pw->kxput : &pw->kxdel[t];
-    const char *sql = t == -2 ? ext_new_sql
-                      : t < 0 ? ext_ins_sql
-                              : ext_del_sql[t];
-    int rc = GPUFL_OK;
 
-    if (!n)
-        return GPUFL_OK;
-    if (!*st && sdb_prepare(s->w, sql, st))
-        return GPUFL_EINTERNAL;
-    for (int c = 0; c < 4 && !rc; c++)
-        rc = sq_arr_bind(*st, c + 1, &pw->cb, n, SQ_CB_COL, ext_el,
-                         &(ext_cur){ e, c });
-    return rc ? rc : qrun(*st);
-}
-
-/* The n keys e leaving table t (-1, -2: entering kext, ext_run),
- * EXT_ARR_MAX a statement. */
-static int ext_all(srv_store *s, int t, const sq_ext_row *e, size_t n)
-{
-    int rc = GPUFL_OK;
-
-    for (size_t i = 0; i < n && !rc; i += EXT_ARR_MAX)
-        rc = ext_run(s, t, &e[i], n - i < EXT_ARR_MAX ? n - i : EXT_ARR_MAX);
-    return rc;
-}
-
-/* sq_writer.kxrows: kxrow's 26 columns (sq_kernel_bind's, then side) as
- * arrays.  store_sql_kxrow.c's power-of-two INSERTs of up to 32 rows cost
- * ~2.7 statements a block, 1 063 round trips per 1M kernels for 10 300
- * rows, 11 us of statement time a row (docs/server.md "kxrow in one
- * statement"). */
-static const char kx_ins_sql[] =
-    "INSERT INTO kxrow SELECT * FROM unnest(?::bigint[], ?::bigint[],"
-    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
-    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
-    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"
-    " ?::double precision[], ?::bigint[], ?::bigint[], ?::bigint[],"
-    " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])"
-    " ON CONFLICT DO NOTHING";
-
-/* Column c of the kept rows for sq_arr_bind */
-typedef struct kx_cur {
-    int64_t sess;
-    const kblock_ev *ev;
-    const uint32_t *ix;
-    const uint8_t *sd;
-    int c;
-} kx_cur;
-
-static void kx_el(gbuf *cb, void *ctx, size_t j)
-{
-    const kx_cur *x = ctx;
-    const kblock_ev *e = &x->ev[x->ix[j]];
-    int c = x->c;
-    int64_t v;
-
-    /* as sq_kernel_bind binds them: unsigned as signed, occ < 0 and tid 0
-     * NULL, occ as the text pg_bind_f64 sends */
-    if ((c == 17 && e->occ < 0) || (c == 24 && !e->tid)) {
-        memcpy(cb->p + cb->len, "NULL,", 5);
-        cb->len += 5;
-        return;
-    }
-    if (c == 17) {
-        cb->len +=
-            (size_t)snprintf(cb->p + cb->len, SQ_CB_COL, "%.17g,", e->occ);
-        return;
-    }
-    switch (c) {
-    case 0: v = x->sess; break;
-    case 1: v = (int64_t)e->seq; break;
-    case 2: v = (int64_t)e->ts; break;
-    case 3: v = (int64_t)e->dur; break;
-    case 4: v = (int64_t)e->dev; break;
-    case 5: v = (int64_t)e->stream; break;
-    case 6: v = (int64_t)e->corr; break;
-    case 7: v = e->name_id; break;
-    case 8: v = (int64_t)e->cfg; break;
-    case 9:
-    case 10:
-    case 11: v = (int64_t)e->grid[c - 9]; break;
-    case 12:
-    case 13:
-    case 14: v = e->block[c - 12]; break;
-    case 15: v = e->regs; break;
-    case 16: v = e->smem; break;
-    case 18: v = (int64_t)e->scope; break;
-    case 19: v = (int64_t)e->path; break;
-    case 20: v = (int64_t)e->stack; break;
-    case 21: v = e->api_off; break;
-    case 22: v = (int64_t)e->api_dur; break;
-    case 23: v = (int64_t)e->flags; break;
-    case 24: v = (int64_t)e->tid; break;
-    default: v = x->sd[j]; break; /* 25: side */
-    }
-    sq_cb_i(cb, v, ',');
+    return sq_pg_kext(s, &pw->ext, del, ndel, put, nput);
 }
 
 static int pg_kxrows(srv_store *s, int64_t sess, const kblock_ev *ev,
@@ -549,133 +394,8 @@ static int pg_kxrows(srv_store *s, int64_t sess, const kblock_ev *ev,
                      uint64_t *rows)
 {
     pg_writer *pw = s->wst;
-    int rc = GPUFL_OK;
 
-    if (!pw->kxrow && sdb_prepare(s->w, kx_ins_sql, &pw->kxrow))
-        return GPUFL_EINTERNAL;
-    for (int c = 0; c < 26 && !rc; c++)
-        rc = sq_arr_bind(pw->kxrow, c + 1, &pw->cb, m, SQ_CB_COL, kx_el,
-                         &(kx_cur){ sess, ev, ix, sd, c });
-    if (rc || (rc = qrun(pw->kxrow)) != 0)
-        return rc;
-    *rows += (uint64_t)sdb_changes(s->w);
-    return GPUFL_OK;
-}
-
-/* Range deletes of the keys leaving (sq_ext_cut_add) for at most
- * PG_EXT_CUTS sessions and sides a batch; keys past them by key. */
-#define PG_EXT_CUTS 64
-
-/* One session's rows of kext (and kxrow where nt is 2) at or past its
- * cuts, c[d] for side d (NULL: none; a row compared with NULLs is not
- * deleted), in one statement: per table and side a seek of the primary
- * key and the rows it removes, each range its own DELETE (data-modifying
- * WITH), where the keys' probes (ext_all) cost ~4 us a key more.  Both
- * sides in one DELETE (an OR of the two ranges) took 2.8x the probes' time
- * (docs/server.md "PostgreSQL ingest's CPU"). */
-static int ext_cut(srv_store *s, int nt, const sq_ext_row *const c[2])
-{
-    pg_writer *pw = s->wst;
-    sdb_stmt **st = &pw->kxcut[nt - 1];
-
-    if (!*st) {
-        char sql[640];
-        size_t n = 0;
-        /* "WITH a0 AS (DELETE ...), a1 AS (...) DELETE ...": the last
-         * range is the statement's own DELETE */
-        for (int i = 0; i < 2 * nt; i++) {
-            int d = i & 1, last = i == 2 * nt - 1;
-            if (!last)
-                n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%sa%d AS (",
-                                      i ? "" : "WITH ", i);
-            n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-                                  "DELETE FROM %s WHERE sess=?1 AND side=%d"
-                                  " AND (dur, seq) %s (?%d, ?%d)%s",
-                                  i >> 1 ? "kxrow" : "kext", d,
-                                  d ? ">=" : "<=", 2 + 2 * d, 3 + 2 * d,
-                                  last ? "" : ") ");
-            if (i < 2 * nt - 2)
-                sql[n - 1] = ',', sql[n++] = ' ', sql[n] = 0;
-        }
-        if (sdb_prepare(s->w, sql, st))
-            return GPUFL_EINTERNAL;
-    }
-    qbind_i64(*st, 1, c[0] ? c[0]->sess : c[1]->sess);
-    for (int d = 0; d < 2; d++)
-        if (c[d]) {
-            qbind_i64(*st, 2 + 2 * d, c[d]->dur);
-            qbind_i64(*st, 3 + 2 * d, c[d]->seq);
-        } else {
-            qbind_null(*st, 2 + 2 * d);
-            qbind_null(*st, 3 + 2 * d);
-        }
-    return qrun(*st);
-}
-
-/* The keys entering kext.  They are new kernels' (sq_kernel_done feeds
- * the heaps only with kernels stored for the first time), so none should
- * be there, and a plain INSERT skips what ON CONFLICT DO NOTHING costs a
- * row - a probe of the primary key before the insert and the speculative
- * insertion's second WAL record: ~30 % of the statement, the largest of a
- * Kafka batch of 400k-kernel sessions (docs/server.md "kext keys inserted
- * plainly").  Should a key be there after all (a row its kernel outlived:
- * nothing known writes one), the plain INSERT fails inside a savepoint
- * and the keys go again by ON CONFLICT, so a stray row never fails the
- * batch. */
-static int ext_put(srv_store *s, const sq_ext_row *put, size_t nput)
-{
-    int rc;
-
-    if (!nput)
-        return GPUFL_OK;
-    if ((rc = sdb_exec(s->w, "SAVEPOINT kext_put")) != 0)
-        return rc;
-    rc = ext_all(s, -2, put, nput);
-    if (!rc)
-        return sdb_exec(s->w, "RELEASE SAVEPOINT kext_put");
-    if (rc == GPUFL_EUNAVAIL)
-        return rc;
-    glog_debug("store",
-               "kext: a key entering was stored already (%s);"
-               " the batch's keys go by ON CONFLICT",
-               sdb_errmsg(s->w));
-    if ((rc = sdb_exec(s->w, "ROLLBACK TO SAVEPOINT kext_put")) != 0)
-        return rc;
-    return ext_all(s, -1, put, nput);
-}
-
-static int pg_kext(srv_store *s, sq_ext_row *del, size_t ndel,
-                   const sq_ext_row *put, size_t nput)
-{
-    sq_ext_row cut[PG_EXT_CUTS];
-    size_t ncut = 0, nkey = 0;
-    /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
-     * are */
-    int nt = s->kstore_blocks ? 2 : 1, rc = GPUFL_OK;
-
-    /* the keys no cut takes, moved to the front of del */
-    for (size_t i = 0; i < ndel; i++)
-        if (!sq_ext_cut_add(cut, &ncut, PG_EXT_CUTS, &del[i]))
-            del[nkey++] = del[i];
-    for (size_t i = 0; i < ncut && !rc; i++) {
-        const sq_ext_row *c[2] = { NULL, NULL };
-        sq_ext_row other;
-        size_t j = i + 1;
-        c[cut[i].side ? 1 : 0] = &cut[i];
-        /* the session's other side, if it has a cut (one per session and
-         * side): taken from the list */
-        while (j < ncut && cut[j].sess != cut[i].sess)
-            j++;
-        if (j < ncut) {
-            other = cut[j];
-            c[other.side ? 1 : 0] = &other;
-            cut[j] = cut[--ncut];
-        }
-        rc = ext_cut(s, nt, c);
-    }
-    for (int t = 0; t < nt && !rc; t++)
-        rc = ext_all(s, t, del, nkey);
-    return rc ? rc : ext_put(s, put, nput);
+    return sq_pg_kxrows(s, &pw->ext, sess, ev, ix, sd, m, rows);
 }
 
 /* ---- memory profiles ---- */
@@ -755,6 +475,7 @@ static int pg_open(srv_store *s, char *eb, size_t ec)
         return GPUFL_ENOMEM;
     s->wst = pw;
     gbuf_init(&pw->cb, SQ_COPY_MAX);
+    pw->ext.cb = &pw->cb;
     rl_map_init(&pw->pend_idx, sizeof(size_t), 4 * SQ_PEND_MAX);
     if (!(pw->pend = calloc(SQ_PEND_MAX, sizeof(*pw->pend))))
         return GPUFL_ENOMEM;
@@ -793,13 +514,7 @@ static void pg_close(srv_store *s)
     sdb_finalize(pw->kmerge);
     for (int i = 0; i < 4; i++)
         sdb_finalize(pw->roll[i]);
-    sdb_finalize(pw->kxnew);
-    sdb_finalize(pw->kxput);
-    sdb_finalize(pw->kxrow);
-    sdb_finalize(pw->kxdel[0]);
-    sdb_finalize(pw->kxdel[1]);
-    sdb_finalize(pw->kxcut[0]);
-    sdb_finalize(pw->kxcut[1]);
+    sq_pg_ext_close(&pw->ext);
     rl_map_release(&pw->pend_idx);
     free(pw->pend);
     gbuf_release(&pw->cb);

@@ -112,4 +112,25 @@ int sq_pg_arr_upsert(rl_map *m, struct gbuf *cb, sdb_stmt *st, int ncol,
  * clause. */
 int sq_pg_roll_flush(srv_store *s, struct gbuf *cb, sdb_stmt *const st[4]);
 
+/*
+ * PostgreSQL: the kept heaps' keys (kext) and kept rows (kxrow) of a batch
+ * as a few statements with the keys as arrays (store_sql_ext_pg.c), on
+ * the writer connection; the statements prepared at first use, cb the
+ * writer's COPY buffer (borrowed).  sq_pg_kext and sq_pg_kxrows are
+ * sq_writer.kext and sq_writer.kxrows; sq_pg_ext_close finalizes.
+ */
+typedef struct sq_pg_ext {
+    /* insert (plain, then ON CONFLICT); delete from kext, kxrow */
+    sdb_stmt *kxnew, *kxput, *kxdel[2];
+    sdb_stmt *kxcut[2]; /* range deletes: kext, kext and kxrow */
+    sdb_stmt *kxrow;    /* kept rows as arrays */
+    struct gbuf *cb;
+} sq_pg_ext;
+int sq_pg_kext(srv_store *s, sq_pg_ext *pw, sq_ext_row *del, size_t ndel,
+               const sq_ext_row *put, size_t nput);
+int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess,
+                 const struct kblock_ev *ev, const uint32_t *ix,
+                 const uint8_t *sd, size_t m, uint64_t *rows);
+void sq_pg_ext_close(sq_pg_ext *pw);
+
 #endif
