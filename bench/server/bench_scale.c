@@ -163,6 +163,20 @@ static void server_use(pid_t pid, double *cpu, double *rss_mb)
         *rss_mb = strtod(p + 6, NULL) / 1024.0;
 }
 
+/* Bytes the server has written to storage (/proc/PID/io write_bytes:
+ * its WAL, its checkpoints' copies into the database): per kernel, the
+ * figure that grew over a long session (docs/server.md "100M a sixth
+ * time"); 0 where the kernel does not account I/O. */
+static double server_wbytes(pid_t pid)
+{
+    char path[64], buf[2048], *p;
+
+    snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+    if (slurp(path, buf, sizeof(buf)) && (p = strstr(buf, "\nwrite_bytes:")))
+        return strtod(p + 13, NULL);
+    return 0;
+}
+
 /* MB of the database file and of everything else (the WAL) in dir. */
 static void dir_mb(const char *dir, double *db, double *other)
 {
@@ -242,7 +256,7 @@ int main(int argc, char **argv)
     size_t nk, npos = 0, sent = 0, kseg = 0, tenth;
     unsigned names;
     const char *dir, *pg;
-    double t0, tseg, c0, cseg, cpu, rss, db, wal;
+    double t0, tseg, c0, cseg, cpu, rss, db, wal, w0, wseg;
     server sv;
     body b;
     kgen g;
@@ -294,6 +308,7 @@ int main(int argc, char **argv)
     t0 = tseg = now_s();
     server_use(sv.pid, &c0, &rss);
     cseg = c0;
+    w0 = wseg = server_wbytes(sv.pid);
     while (sent < nk) {
         size_t n =
             nk - sent < BENCH_BATCH_LINES ? nk - sent : BENCH_BATCH_LINES;
@@ -308,22 +323,27 @@ int main(int argc, char **argv)
         sent += n;
         if (sent - kseg >= tenth || sent == nk) {
             double t = now_s(), part = (double)(sent - kseg);
+            double w = server_wbytes(sv.pid);
             server_use(sv.pid, &cpu, &rss);
             dir_mb(dir, &db, &wal);
             printf("  %10zu kernels  %8.0f events/s this part  %8.0f overall"
                    "  server %.2f CPU s per 1M  RSS %.0f MB  db %.0f MB"
-                   " + WAL %.0f MB\n",
+                   " + WAL %.0f MB  written %.0f B/kernel\n",
                    sent, part / (t - tseg), (double)sent / (t - t0),
-                   (cpu - cseg) / (part / 1e6), rss, db, wal);
+                   (cpu - cseg) / (part / 1e6), rss, db, wal,
+                   (w - wseg) / part);
             fflush(stdout);
             tseg = t;
             cseg = cpu;
+            wseg = w;
             kseg = sent;
         }
     }
     server_use(sv.pid, &cpu, &rss);
-    printf("  ingest: %.0f events/s, %.2f server CPU s per 1M\n",
-           (double)nk / (now_s() - t0), (cpu - c0) / ((double)nk / 1e6));
+    printf("  ingest: %.0f events/s, %.2f server CPU s per 1M, written"
+           " %.0f B/kernel\n",
+           (double)nk / (now_s() - t0), (cpu - c0) / ((double)nk / 1e6),
+           (server_wbytes(sv.pid) - w0) / (double)nk);
     printf(" queries right after the ingest:\n");
     bench_queries(fd, TOKEN, SID, g.ts, resp, RESP_MAX);
     if (!strcmp(kstore, "blocks")) {

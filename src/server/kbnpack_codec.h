@@ -1,7 +1,7 @@
 /*
  * kbnpack_codec.h - the kernel block names' pack codec (kbnpack_codec.c):
  * a name's entries in its range's blocks, or the range's directory of
- * blocks, as varints (store_sql_kbnpack.h packs them on PostgreSQL).  No
+ * blocks, as varints (store_sql_kbnpack.h packs them).  No
  * database: the fuzz target (tests/fuzz/fuzz_kbnpack.c) links only it.
  */
 #ifndef GPUFL_KBNPACK_CODEC_H

@@ -61,7 +61,7 @@ static void maint_compact(srv *s)
     else if (nb)
         glog_debug("maint", "packed %llu timeline row(s) into %llu range(s)",
                    (unsigned long long)nk, (unsigned long long)nb);
-    /* and the blocks' names (PostgreSQL; store_sql_kbnpack.c) */
+    /* and the blocks' names (both databases; store_sql_kbnpack.c) */
     if ((rc = srv_store_kbn_pack(s->store, &nb, &nk)) != 0)
         glog_warn("maint", "kernel name packing failed (%d); the rows stay",
                   rc);

@@ -327,11 +327,11 @@ int srv_store_oblocks_compact(srv_store *s, uint64_t *blocks, uint64_t *ops);
  * row, 32 ranges a transaction.  *packs, *rows: ranges written, rows
  * deleted.  Nothing on SQLite. */
 int srv_store_tl_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
-/* PostgreSQL: one pass of the kernel blocks' names packer
+/* One pass of the kernel blocks' names packer
  * (store_sql_kbnpack.c): every range of 2^20 seqs of a (session, stream)
  * holding kbnames rows, up to 512, its rows folded into one kbnpack row
  * per name, 4 ranges a transaction.
- * *packs, *rows: packs written, rows deleted.  Nothing on SQLite. */
+ * *packs, *rows: packs written, rows deleted.  Both databases. */
 int srv_store_kbn_pack(srv_store *s, uint64_t *packs, uint64_t *rows);
 /* PostgreSQL: one pass of the API call summary's packer
  * (store_sql_capipack.c): every range of 128 buckets of a (session,

@@ -12,8 +12,9 @@
  * be beaten: at 100M kernels a name is in each of 24,000 blocks, of which
  * a page reads ~100, and before this every one of the 24,000 rows was
  * read and sorted first (meta_by_name, still the path of a filter of
- * more than KB_NAME_IDS_MAX names).  On PostgreSQL most of a name's
- * rows are packed (kbnpack, store_sql_kbnpack.c): its packs are read
+ * more than KB_NAME_IDS_MAX names).  Most of a name's rows are packed
+ * (kbnpack, store_sql_kbnpack.c; SQLite too since "100M a seventh
+ * time"): its packs are read
  * whole - one or a few rows a stream - and their entries of the time
  * range sorted into one more list, merged as the unnamed one is.
  *
@@ -81,7 +82,7 @@ typedef struct kb_nord {
     int64_t sess, t_lo, t_hi;
     int desc;
     kb_nlist u;     /* the unnamed blocks, in order */
-    kb_nlist p;     /* the packed ones (PostgreSQL), in order */
+    kb_nlist p;     /* the packed ones, in order */
     kb_nstream *ns; /* one per name id */
     size_t nn;
     uint64_t rows; /* index rows read (gpufl_server_kblocks_index_rows) */

@@ -1,10 +1,16 @@
 /*
- * store_sql_kbnpack.c - the kernel blocks' names packed on PostgreSQL
- * (schema 30, docs/server.md "Kernel block names packed on PostgreSQL").
- * kbnames holds one row per (block, name) - ~200 rows per 5 000-kernel
- * block - and on PostgreSQL each costs a 24-byte tuple header, its key
- * and three index entries: 7.3 of the 24.1 B/kernel left after VACUUM
- * FULL.  The maintenance thread, after the compactor has named blocks,
+ * store_sql_kbnpack.c - the kernel blocks' names packed (schema 30,
+ * docs/server.md "Kernel block names packed on PostgreSQL", "100M a
+ * seventh time").  kbnames holds one row per (block, name) - ~200 rows
+ * per 5 000-kernel block - and on PostgreSQL each costs a 24-byte tuple
+ * header, its key and three index entries: 7.3 of the 24.1 B/kernel left
+ * after VACUUM FULL.  On SQLite the cost was the ingest's: each merged
+ * block's ~200 rows go to random places in kbnames_dur and kbnames_dmin,
+ * and once those outgrow the cache each insert dirties a leaf of its own,
+ * written to the WAL and again by its checkpoint (159 -> 621 B written a
+ * kernel over 50M).  Packed, kbnames is a small recent tier whose pages
+ * stay cached, and the packs grow by a rewrite of the newest range's only
+ * (bytes written a kernel flat at 30M).  The maintenance thread, after the compactor has named blocks,
  * packs the rows of each range of SQ_KBNP_SPAN seqs of a (session,
  * stream) into one kbnpack row per name (per block holding the name
  * four varints: the block's seq_lo, the name's count and duration
@@ -19,8 +25,8 @@
  * one or the other) and the next pass folds the rows in.  A merge of
  * packed blocks first puts the range's packs back as rows
  * (sq_kbnp_unpack), so no pack names a block that is gone; retention
- * deletes a session's packs with its rows.  SQLite keeps its rows (a
- * WITHOUT ROWID table, already in key order).
+ * deletes a session's packs with its rows.  Both databases, the same
+ * SQL (DELETE ... RETURNING: SQLite 3.35).
  */
 #include "store_sql_blocks_w.h"
 #include "store_sql_kbnpack.h"
@@ -74,8 +80,6 @@ int sq_kbnp_read(sdb *db, int64_t sess, int64_t name_id, int64_t t_lo,
     size_t cap = 0, dcap = 0;
     int rc, err = GPUFL_OK;
 
-    if (sdb_dialect(db) != SDB_POSTGRES)
-        return GPUFL_OK;
     /* LEFT JOIN: a pack without its directory is an error, not a pack
      * passed over in silence */
     if (sdb_prepare(db,
@@ -506,7 +510,7 @@ int srv_store_kbn_pack(srv_store *s, uint64_t *packs, uint64_t *rows)
     int rc;
 
     *packs = *rows = 0;
-    if (sdb_dialect(s->w) != SDB_POSTGRES || kbnp_off())
+    if (kbnp_off())
         return GPUFL_OK;
     if (!(P.g = malloc(KBNP_GROUPS * sizeof(*P.g))))
         return GPUFL_ENOMEM;
@@ -535,8 +539,8 @@ static int unpack_range(int64_t sess, int64_t stream, int64_t r0, sdb_stmt *del,
     qbind_i64(del, 1, sess);
     qbind_i64(del, 2, stream);
     qbind_i64(del, 3, r0);
-    /* PostgreSQL's result is fetched whole: the inserts may run between
-     * its rows */
+    /* PostgreSQL's result is fetched whole, SQLite's RETURNING rows are
+     * computed at the first step: the inserts may run between its rows */
     while (!err && (rc = sdb_step(del)) == SDB_ROW) {
         size_t len = 0, m = 0;
         const void *p = qcol_blob(del, 1, &len);
@@ -680,8 +684,6 @@ int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
     size_t nr = 0;
     int rc;
 
-    if (sdb_dialect(s->w) != SDB_POSTGRES)
-        return GPUFL_OK;
     if ((rc = ranges_packed(s, sess, stream, src, n, r, &nr)) != 0 || !nr)
         return rc;
     /* rare (a session that went stale and resumed): set up here */

@@ -1,5 +1,5 @@
 /*
- * store_sql_kbnpack.h - the kernel blocks' names packed on PostgreSQL
+ * store_sql_kbnpack.h - the kernel blocks' names packed, both databases
  * (store_sql_kbnpack.c, schema 30): the kbnames rows of one (session,
  * stream, name) whose blocks start in one range of SQ_KBNP_SPAN seqs, in
  * one kbnpack row of varints; the range's blocks' seq_hi and time range
@@ -15,7 +15,7 @@
 #include "kbnpack_codec.h"
 #include "store_sql_int.h"
 
-/* The writer's open transaction (PostgreSQL; nothing on SQLite): the
+/* The writer's open transaction: the
  * packs of the ranges of blocks src[0..n) of (sess, stream) put back as
  * kbnames rows, before a merge deletes those blocks' rows, so that no
  * pack names a block that is gone (the next pass packs the rest again).

@@ -462,8 +462,10 @@ static const char *const migrations[] = {
      * range's blocks (count, duration bounds), and per range its blocks'
      * seq and time ranges once (kbndir) - on PostgreSQL a kbnames row
      * cost ~180 bytes with its three indexes, 7.3 B/kernel.
-     * kbnpack_name: the name filters read a name's packs.  SQLite keeps
-     * its rows (these tables stay empty there). */
+     * kbnpack_name: the name filters read a name's packs.  SQLite kept
+     * its rows until its packer was switched on (docs/server.md "100M a
+     * seventh time": no schema change, its rows packed by the next
+     * pass). */
     "CREATE TABLE IF NOT EXISTS kbnpack(sess INTEGER NOT NULL,"
     " stream INTEGER NOT NULL, r0 INTEGER NOT NULL, name_id INTEGER NOT"
     " NULL, data BLOB NOT NULL,"

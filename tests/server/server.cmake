@@ -109,7 +109,14 @@ set(GPUFL_KBLOCKS_CLASSES Blocks Reads Pages PageScan Crash Ingest IngestCrash
   Counts KeptSorts IngestGroup)
 if(TARGET gpufl_server_core)
   gpufl_srv_py_tests(server_kblocks_ test_kblocks.py TIMEOUT 300
-    CLASSES ${GPUFL_KBLOCKS_CLASSES} NameSorts)
+    CLASSES ${GPUFL_KBLOCKS_CLASSES})
+  # NameSorts reads and edits kbnames rows: without the names' packer
+  # (kbnpack), whose answers NamePack compares with a rows server's
+  gpufl_srv_py_test(server_kblocks_NameSorts test_kblocks.py
+    CLASS NameSorts TIMEOUT 300 ENV GPUFL_SERVER_KBNP_OFF=1)
+  # the kernel blocks' names packed (kbnpack; PostgreSQL below too)
+  gpufl_srv_py_test(server_kblocks_NamePack test_kblocks.py
+    CLASS NamePack TIMEOUT 600)
   # ops in blocks (test_oblocks.py): none in `ops`, replays straddling
   # blocks, the copies, calls and export answers of a rows store
   gpufl_srv_py_test(server_oblocks test_oblocks.py CLASS OpBlocks
@@ -119,8 +126,9 @@ if(TARGET gpufl_server_core)
     TIMEOUT 300)
   # `gpufl-server migrate` of a previous version's database, killed
   # midway and run again (test_kblocks_migrate.py)
+  # it counts kbnames rows: without the names' packer
   gpufl_srv_py_test(server_kblocks_Migrate test_kblocks_migrate.py
-    CLASS Migrate TIMEOUT 300)
+    CLASS Migrate TIMEOUT 300 ENV GPUFL_SERVER_KBNP_OFF=1)
   # timeline level 0 computed from the kernels (test_kblocks_tl0.py)
   gpufl_srv_py_tests(server_kblocks_ test_kblocks_tl0.py TIMEOUT 300
     CLASSES Tl0 Capi0)
@@ -197,7 +205,7 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   # answers NamePack compares with a rows server's on the same sessions
   gpufl_srv_py_test(server_pg_kblocks_NameSorts test_kblocks.py
     CLASS NameSorts TIMEOUT 900 PG ENV GPUFL_SERVER_KBNP_OFF=1)
-  # the kernel blocks' names packed (kbnpack, PostgreSQL only)
+  # the kernel blocks' names packed (kbnpack; on SQLite above too)
   # 84 s with the gcc build at load 2.5 (its range too large inserts
   # 2^19 rows): room for the sanitizer build under load
   gpufl_srv_py_test(server_pg_kblocks_NamePack test_kblocks.py

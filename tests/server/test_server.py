@@ -1332,7 +1332,8 @@ class Retention(Base):
         # the migrations whatever the store
         tables = ["lines", "dicts", "kernels", "ops", "scopes", "sass", "stalls",
                   "samples", "kagg", "tl", "kscope", "klong", "kblocks",
-                  "kbnames", "kcount", "kbspan", "kbunnamed"]
+                  "kbnames", "kbnpack", "kbndir", "kcount", "kbspan",
+                  "kbunnamed"]
         for t in tables:
             n = srv.sql("SELECT count(*) FROM %s WHERE sess <> %s" % (t, ids[0]))[0][0]
             self.assertEqual(n, "0", t)
