@@ -53,9 +53,10 @@ typedef struct pg_writer {
     /* the stored kagg rows of a batch; the kagg, tl and kscope upserts
      * from arrays (sq_pg_roll_flush) */
     sdb_stmt *roll[4];
-    sq_pg_ext ext; /* kext and kxrow statements (store_sql_ext_pg.c) */
-    gbuf cb;       /* COPY rows being built, capped at SQ_COPY_MAX */
-    int staged;    /* kstage filled in this transaction */
+    sq_pg_ext ext;  /* kext and kxrow statements (store_sql_ext_pg.c) */
+    sq_pg_tl1 *tl1; /* level-1 timeline packs (store_sql_tl1_pg.c) */
+    gbuf cb;        /* COPY rows being built, capped at SQ_COPY_MAX */
+    int staged;     /* kstage filled in this transaction */
 } pg_writer;
 
 /* The writer connection's settings and its staging table (session-local:
@@ -376,6 +377,8 @@ static int pg_flush(srv_store *s)
     /* the held kernels' rollups first, then the timeline's open runs */
     if (!rc)
         rc = sq_tl_runs_flush(s);
+    if (!rc)
+        rc = sq_pg_tl1_put(s, pw->tl1, &pw->cb, pw->roll[2]);
     return rc ? rc : sq_pg_roll_flush(s, &pw->cb, pw->roll);
 }
 
@@ -486,6 +489,7 @@ static int pg_open(srv_store *s, char *eb, size_t ec)
     snprintf(kssql, sizeof(kssql), "%s%s", kscope_put_head,
              strstr(sq_wsql[WS_KSCOPE], " ON CONFLICT"));
     if ((rc = sdb_exec(s->w, pg_setup_writer)) != 0 ||
+        (rc = sq_pg_tl1_open(s->w, &pw->tl1)) != 0 ||
         (rc = sdb_prepare(s->w, kasql, &pw->roll[1])) != 0 ||
         (rc = sdb_prepare(s->w, tlsql, &pw->roll[2])) != 0 ||
         (rc = sdb_prepare(s->w, kssql, &pw->roll[3])) != 0 ||
@@ -515,6 +519,7 @@ static void pg_close(srv_store *s)
     for (int i = 0; i < 4; i++)
         sdb_finalize(pw->roll[i]);
     sq_pg_ext_close(&pw->ext);
+    sq_pg_tl1_close(pw->tl1);
     rl_map_release(&pw->pend_idx);
     free(pw->pend);
     gbuf_release(&pw->cb);

@@ -73,6 +73,7 @@ typedef struct roll_cur {
     size_t i;
     sq_roll_col_fn col;
     int c;
+    int (*skip)(const uint64_t *k); /* NULL, or rows left out */
 } roll_cur;
 
 static void roll_el(gbuf *cb, void *ctx, size_t j)
@@ -82,7 +83,7 @@ static void roll_el(gbuf *cb, void *ctx, size_t j)
     void *v;
 
     (void)j;
-    while (!(v = rl_map_at(r->m, r->i++, &k)))
+    while (!(v = rl_map_at(r->m, r->i++, &k)) || (r->skip && r->skip(k)))
         ;
     r->col(cb, k, v, r->c);
 }
@@ -90,8 +91,8 @@ static void roll_el(gbuf *cb, void *ctx, size_t j)
 /* A COPY into a staging table and an upsert from it (before) cost a round
  * trip more and the staging rows written and read again (docs/server.md
  * "Rollup upserts from arrays"). */
-int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
-                     sq_roll_col_fn col)
+static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
+                      sq_roll_col_fn col, int (*skip)(const uint64_t *k))
 {
     const uint64_t *k;
     size_t i0 = 0;
@@ -100,11 +101,11 @@ int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
     while (i0 < m->cap) {
         size_t i1 = i0, n = 0;
         for (; i1 < m->cap && n < ARR_ROWS_MAX; i1++)
-            n += rl_map_at(m, i1, &k) != NULL;
+            n += rl_map_at(m, i1, &k) != NULL && !(skip && skip(k));
         if (!n)
             return GPUFL_OK;
         for (int c = 0; c < ncol; c++) {
-            roll_cur r = { m, i0, col, c };
+            roll_cur r = { m, i0, col, c, skip };
             if ((rc = sq_arr_bind(st, c + 1, cb, n, room, roll_el, &r)) != 0)
                 return rc;
         }
@@ -113,6 +114,12 @@ int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
         i0 = i1;
     }
     return GPUFL_OK;
+}
+
+int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
+                     sq_roll_col_fn col)
+{
+    return arr_upsert(m, cb, st, ncol, room, col, NULL);
 }
 
 /* kagg's columns in the table's order (sq_pg_kagg_sql) */
@@ -225,7 +232,8 @@ int sq_pg_roll_flush(srv_store *s, gbuf *cb, sdb_stmt *const st[4])
     int rc;
 
     if ((rc = flush_kagg(s, cb, st[0], st[1])) != 0 ||
-        (rc = sq_pg_arr_upsert(&s->tl, cb, st[2], 8, SQ_CB_COL, tl_col)) != 0)
+        (rc = arr_upsert(&s->tl, cb, st[2], 8, SQ_CB_COL, tl_col,
+                         sq_tl1_skip)) != 0)
         return rc;
     return sq_pg_arr_upsert(&s->kscope, cb, st[3], 4, SQ_CB_COL, kscope_col);
 }

@@ -11,7 +11,8 @@
  * the same time) and added to the range's pack, one transaction (a kill
  * leaves the rows or the pack).  A late kernel's upsert makes a row again
  * beside the pack; the timeline adds the two (sq_tlb_add), and the next
- * pass folds it in.  SQLite keeps its rows (a WITHOUT ROWID table: the
+ * pass folds it in.  Level 1 is written packed at ingest since
+ * (store_sql_tl1_pg.c): its rows here are a database's from before.  SQLite keeps its rows (a WITHOUT ROWID table: the
  * rows are in key order already, 1.9 B a kernel).
  */
 #include "store_sql_int.h"
@@ -104,7 +105,8 @@ static void bind_group(sdb_stmt *st, const tlp_group *g)
  * the two added, the pack written.  *rows: how many rows went.  The pack
  * is decoded before the rows go: one that does not decode answers
  * TLP_BAD having changed nothing, so the transaction is not rolled back
- * for it (only this pass writes tlpack, under the writer's lock). */
+ * for it (only this pass and ingest write tlpack, both under the writer's
+ * lock: advisory lock 7242). */
 static int pack_one(srv_store *s, const sq_tlp_kind *k, const tlp_group *g,
                     uint64_t *rows)
 {
@@ -166,16 +168,7 @@ static int pack_one(srv_store *s, const sq_tlp_kind *k, const tlp_group *g,
     qsort(v, nv, sizeof(v[0]), by_b);
 
     /* both in b order: merged, a bucket in both added */
-    for (size_t i = 0, j = 0; i < nv || j < nw;) {
-        if (j == nw || (i < nv && v[i].b < w[j].b)) {
-            m[nm++] = v[i++];
-        } else if (i == nv || w[j].b < v[i].b) {
-            m[nm++] = w[j++];
-        } else {
-            m[nm] = w[j++];
-            sq_tlb_add(&m[nm++], &v[i++]);
-        }
-    }
+    nm = sq_tlb_merge(v, nv, w, nw, m);
     len = sq_tlp_encode(m, nm, g->b0, out);
     snprintf(sql, sizeof(sql),
              "INSERT INTO %s VALUES(?1, ?2, ?3, ?4, ?5)"

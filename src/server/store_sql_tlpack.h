@@ -34,6 +34,10 @@ typedef struct sq_tlb {
  * (saturating at the int64 bounds), the top is the longer, a tie the
  * larger name. */
 void sq_tlb_add(sq_tlb *a, const sq_tlb *b);
+/* a[0..na) and b[0..nb) (each b ascending, distinct) merged into out in
+ * b order, a bucket in both added (sq_tlb_add); how many went out. */
+size_t sq_tlb_merge(const sq_tlb *a, size_t na, const sq_tlb *b, size_t nb,
+                    sq_tlb *out);
 /* The n buckets v (b ascending, distinct, within b0's range) into out
  * (SQ_TLP_BYTES_MAX); its length. */
 size_t sq_tlp_encode(const sq_tlb *v, size_t n, int64_t b0, unsigned char *out);

@@ -113,6 +113,23 @@ int sq_pg_arr_upsert(rl_map *m, struct gbuf *cb, sdb_stmt *st, int ncol,
 int sq_pg_roll_flush(srv_store *s, struct gbuf *cb, sdb_stmt *const st[4]);
 
 /*
+ * PostgreSQL: the batch's level-1 timeline buckets written into their
+ * ranges' packs in tlpack (store_sql_tl1_pg.c), not as tl rows
+ * (sq_pg_roll_flush leaves them out: sq_tl1_skip).  sq_pg_tl1_put runs
+ * before sq_pg_roll_flush, in the batch's transaction; rows is the tl
+ * upsert, for the buckets of a range whose stored pack does not decode.
+ */
+#define SQ_TL1_LVL 1
+typedef struct sq_pg_tl1 sq_pg_tl1;
+/* Its statements on w and its state (*out freed by sq_pg_tl1_close
+ * whether or not this succeeds). */
+int sq_pg_tl1_open(sdb *w, sq_pg_tl1 **out);
+void sq_pg_tl1_close(sq_pg_tl1 *T);
+int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, struct gbuf *cb, sdb_stmt *rows);
+/* 1 for a key of s->tl written by sq_pg_tl1_put */
+int sq_tl1_skip(const uint64_t *k);
+
+/*
  * PostgreSQL: the kept heaps' keys (kext) and kept rows (kxrow) of a batch
  * as a few statements with the keys as arrays (store_sql_ext_pg.c), on
  * the writer connection; the statements prepared at first use, cb the

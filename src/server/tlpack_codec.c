@@ -28,6 +28,24 @@ void sq_tlb_add(sq_tlb *a, const sq_tlb *b)
     }
 }
 
+size_t sq_tlb_merge(const sq_tlb *a, size_t na, const sq_tlb *b, size_t nb,
+                    sq_tlb *out)
+{
+    size_t n = 0;
+
+    for (size_t i = 0, j = 0; i < na || j < nb;) {
+        if (j == nb || (i < na && a[i].b < b[j].b)) {
+            out[n++] = a[i++];
+        } else if (i == na || b[j].b < a[i].b) {
+            out[n++] = b[j++];
+        } else {
+            out[n] = b[j++];
+            sq_tlb_add(&out[n++], &a[i++]);
+        }
+    }
+    return n;
+}
+
 size_t sq_tlp_encode(const sq_tlb *v, size_t n, int64_t b0, unsigned char *out)
 {
     size_t o = 0;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "store_sql_tlpack.h"
 #include "store_test.h"
 
 #define SID0 "aaaaaaaa-0000-4000-8000-0000000000a1"
@@ -292,6 +293,79 @@ static int rows_equal(const char *name, const char *sql, int ncol, size_t m)
     return ok;
 }
 
+/* PostgreSQL writes level 1 packed at ingest (store_sql_tl1_pg.c): its
+ * packs decoded back into tl rows (none is there beside them: a plain
+ * INSERT), so tl reads as were nothing packed; 1 if done (or SQLite). */
+static int unpack_tl1(const char *name)
+{
+    char path[512], err[256];
+    sdb *db;
+    sdb_stmt *st = NULL;
+    sq_tlb *v = NULL, *vv;
+    int64_t(*key)[2] = NULL, (*kk)[2];
+    size_t n = 0, cap = 0, nb;
+    int ok = 1, rc = SDB_DONE;
+
+    tmp_url(name, path);
+    if (sdb_open(path, 1, &db, err, sizeof(err)) != 0)
+        return 0;
+    if (sdb_dialect(db) != SDB_POSTGRES) {
+        sdb_close(db);
+        return 1;
+    }
+    if (sdb_prepare(db, "SELECT sess, lane, b0, data FROM tlpack WHERE lvl=1",
+                    &st) != 0)
+        ok = 0;
+    while (ok && (rc = sdb_step(st)) == SDB_ROW) {
+        size_t len;
+        const void *p = sdb_col_blob(st, 3, &len);
+        if (n + SQ_TLP_N > cap) {
+            cap = 2 * cap + SQ_TLP_N;
+            vv = realloc(v, cap * sizeof(*v));
+            kk = realloc(key, cap * sizeof(*key));
+            v = vv ? vv : v;
+            key = kk ? kk : key;
+            if (!vv || !kk) {
+                ok = 0;
+                break;
+            }
+        }
+        if (sq_tlp_decode(p, len, sdb_col_i64(st, 2), v + n, &nb) != 0) {
+            fprintf(stderr, "%s: a level-1 pack does not decode\n", name);
+            ok = 0;
+            break;
+        }
+        for (size_t j = 0; j < nb; j++) {
+            key[n + j][0] = sdb_col_i64(st, 0);
+            key[n + j][1] = sdb_col_i64(st, 1);
+        }
+        n += nb;
+    }
+    sdb_finalize(st);
+    st = NULL;
+    if (rc != SDB_DONE)
+        ok = 0;
+    if (ok && (sdb_exec(db, "DELETE FROM tlpack WHERE lvl=1") != 0 ||
+               sdb_prepare(db,
+                           "INSERT INTO tl VALUES(?1, 1, ?2, ?3, ?4, ?5,"
+                           " ?6, ?7)",
+                           &st) != 0))
+        ok = 0;
+    for (size_t j = 0; ok && j < n; j++) {
+        int64_t c[7] = { key[j][0], key[j][1],     v[j].b,      v[j].n,
+                         v[j].busy, v[j].top_name, v[j].top_dur };
+        for (int i = 0; i < 7; i++)
+            sdb_bind_i64(st, i + 1, c[i]);
+        ok = sdb_step(st) == SDB_DONE;
+        sdb_reset(st);
+    }
+    sdb_finalize(st);
+    sdb_close(db);
+    free(v);
+    free(key);
+    return ok;
+}
+
 static void check_store(const char *name, int blocks)
 {
     srv_store *s = open_tmp(name);
@@ -319,6 +393,7 @@ static void check_store(const char *name, int blocks)
     CHECK_EQ_U64(acc, n);
     srv_store_close(s);
 
+    REQUIRE(unpack_tl1(name));
     m = tl_expect(blocks);
     snprintf(sql, sizeof(sql),
              "SELECT sess, lvl, lane, b, n, busy, top_name, top_dur FROM tl"

@@ -1,0 +1,323 @@
+/*
+ * store_sql_tl1_pg.c - the PostgreSQL batch writer's level-1 timeline
+ * buckets, written packed (issue 23; docs/server.md "Level 1 written
+ * packed").  Level 1 was ~94 % of tl's rows (53 000 per 1M kernels) and
+ * the largest statement at ingest, one upserted row a bucket; the
+ * maintenance thread then folded them into tlpack (store_sql_tlpack.c).
+ * Here the batch's level-1 buckets go straight into their ranges' packs
+ * instead: the packs of the ranges the batch touches read in one
+ * statement, each merged with the batch's buckets (sq_tlb_merge) and
+ * written back by one upsert - ~10 packs a 10 000-kernel batch, not ~540
+ * rows.  The read-modify-write is sound because every writer of tlpack
+ * (ingest, the packer) holds the advisory lock 7242 for its transaction.
+ * The readers already add rows and packs of one bucket (a database from
+ * before keeps its level-1 rows beside the packs; the packer folds them
+ * in).  A stored pack that does not decode (a corrupted database) is left
+ * as it is and the batch's buckets of its range go as rows, as the packer
+ * leaves such a range's rows.  SQLite keeps its rows.
+ */
+#include "store_sql_writer_int.h"
+#include "store_sql_tlpack.h"
+
+#include "common/buf.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Ranges a read and an upsert take at most: bounds the data literal
+ * (2 hex digits a byte of a pack of at most SQ_TLP_BYTES_MAX). */
+#define TL1_GROUPS 512
+#define TL1_EL_MAX (2 * SQ_TLP_BYTES_MAX + 8)
+
+/* One level-1 bucket of the batch. */
+typedef struct tl1_el {
+    int64_t sess, lane;
+    sq_tlb t;
+} tl1_el;
+
+/* A range of the batch: its buckets v[i0, next's i0); bad: its stored
+ * pack does not decode (its buckets go as rows). */
+typedef struct tl1_grp {
+    size_t i0;
+    int bad;
+} tl1_grp;
+
+struct sq_pg_tl1 {
+    sdb_stmt *get, *put;
+    tl1_el *v;
+    tl1_grp *g; /* ngroups + 1: the last one's i0 is n */
+    size_t cap;
+    gbuf data; /* the packs, a bytea[] literal */
+    sq_tlb a[SQ_TLP_N], w[SQ_TLP_N], m[SQ_TLP_N]; /* a range's scratch */
+    unsigned char out[SQ_TLP_BYTES_MAX];
+};
+
+int sq_pg_tl1_open(sdb *w, sq_pg_tl1 **out)
+{
+    sq_pg_tl1 *T = calloc(1, sizeof(*T));
+
+    *out = T;
+    if (!T)
+        return GPUFL_ENOMEM;
+    gbuf_init(&T->data, TL1_GROUPS * TL1_EL_MAX + 16);
+    /* ordered as the batch's ranges (tl1_cmp): read in step with them */
+    if (sdb_prepare(w,
+                    "SELECT t.sess, t.lane, t.b0, t.data FROM unnest("
+                    "?::bigint[], ?::bigint[], ?::bigint[]) u(s, l, b)"
+                    " JOIN tlpack t ON t.sess=u.s AND t.lvl=1 AND"
+                    " t.lane=u.l AND t.b0=u.b ORDER BY 1, 2, 3",
+                    &T->get) ||
+        sdb_prepare(w,
+                    "INSERT INTO tlpack SELECT u.s, 1, u.l, u.b, u.d FROM"
+                    " unnest(?::bigint[], ?::bigint[], ?::bigint[],"
+                    " ?::bytea[]) u(s, l, b, d) ON CONFLICT(sess, lvl,"
+                    " lane, b0) DO UPDATE SET data=excluded.data",
+                    &T->put))
+        return GPUFL_EINTERNAL;
+    return GPUFL_OK;
+}
+
+void sq_pg_tl1_close(sq_pg_tl1 *T)
+{
+    if (!T)
+        return;
+    sdb_finalize(T->get);
+    sdb_finalize(T->put);
+    gbuf_release(&T->data);
+    free(T->v);
+    free(T->g);
+    free(T);
+}
+
+int sq_tl1_skip(const uint64_t *k)
+{
+    return k[1] == SQ_TL1_LVL;
+}
+
+static int key_cmp(int64_t s0, int64_t l0, int64_t b0, int64_t s1, int64_t l1,
+                   int64_t b1)
+{
+    if (s0 != s1)
+        return s0 < s1 ? -1 : 1;
+    if (l0 != l1)
+        return l0 < l1 ? -1 : 1;
+    return b0 < b1 ? -1 : b0 > b1;
+}
+
+/* (sess, lane, b): the ranges in the read's ORDER BY, their buckets
+ * ascending as the codec wants them */
+static int tl1_cmp(const void *a, const void *b)
+{
+    const tl1_el *x = a, *y = b;
+    return key_cmp(x->sess, x->lane, x->t.b, y->sess, y->lane, y->t.b);
+}
+
+static int64_t grp_b0(const tl1_el *e)
+{
+    return e->t.b >> SQ_TLP_SHIFT << SQ_TLP_SHIFT;
+}
+
+/* whether two buckets are of different ranges */
+static int tl1_cmp_grp(const tl1_el *x, const tl1_el *y)
+{
+    return key_cmp(x->sess, x->lane, grp_b0(x), y->sess, y->lane, grp_b0(y));
+}
+
+/* The array columns of ranges [g0, g1): sess, lane, b0 of each (all, or
+ * only the good ones). */
+typedef struct grp_cur {
+    const sq_pg_tl1 *T;
+    size_t g;
+    int c, good;
+} grp_cur;
+
+static void grp_el(gbuf *cb, void *ctx, size_t j)
+{
+    grp_cur *r = ctx;
+    const tl1_el *e;
+
+    (void)j;
+    while (r->good && r->T->g[r->g].bad)
+        r->g++;
+    e = &r->T->v[r->T->g[r->g++].i0];
+    sq_cb_i(cb, r->c == 0 ? e->sess : r->c == 1 ? e->lane : grp_b0(e), ',');
+}
+
+static int grp_bind(sq_pg_tl1 *T, sdb_stmt *st, gbuf *cb, size_t g0, size_t n,
+                    int good)
+{
+    int rc;
+
+    for (int c = 0; c < 3; c++) {
+        grp_cur r = { T, g0, c, good };
+        if ((rc = sq_arr_bind(st, c + 1, cb, n, SQ_CB_COL, grp_el, &r)) != 0)
+            return rc;
+    }
+    return GPUFL_OK;
+}
+
+/* Range g's pack (the stored one's buckets w[0..nw) added in) appended
+ * to the data literal as a quoted bytea element. */
+static void grp_pack(sq_pg_tl1 *T, size_t g, size_t nw)
+{
+    static const char hx[] = "0123456789abcdef";
+    size_t i0 = T->g[g].i0, na = T->g[g + 1].i0 - i0, nm, len;
+    gbuf *d = &T->data;
+
+    for (size_t i = 0; i < na; i++)
+        T->a[i] = T->v[i0 + i].t;
+    nm = sq_tlb_merge(T->a, na, T->w, nw, T->m);
+    len = sq_tlp_encode(T->m, nm, grp_b0(&T->v[i0]), T->out);
+    /* room reserved by the caller (TL1_EL_MAX) */
+    memcpy(d->p + d->len, "\"\\\\x", 4);
+    d->len += 4;
+    for (size_t b = 0; b < len; b++) {
+        d->p[d->len++] = hx[T->out[b] >> 4];
+        d->p[d->len++] = hx[T->out[b] & 15];
+    }
+    d->p[d->len++] = '"';
+    d->p[d->len++] = ',';
+}
+
+/* Ranges [g0, g1): their stored packs read in step with them (both in
+ * key order), each merged and appended; a bad one marked.  *ngood: the
+ * packs appended. */
+static int grp_read(sq_pg_tl1 *T, gbuf *cb, size_t g0, size_t g1, size_t *ngood)
+{
+    gbuf *d = &T->data;
+    size_t g = g0;
+    int rc;
+
+    *ngood = 0;
+    if ((rc = grp_bind(T, T->get, cb, g0, g1 - g0, 0)) != 0)
+        return rc;
+    gbuf_reset(d);
+    if (gbuf_grow(d, (g1 - g0) * TL1_EL_MAX + 2))
+        return d->err;
+    d->p[d->len++] = '{';
+    while ((rc = sdb_step(T->get)) == SDB_ROW) {
+        int64_t s = qcol_i64(T->get, 0), l = qcol_i64(T->get, 1),
+                b0 = qcol_i64(T->get, 2);
+        const void *p;
+        size_t len, nw = 0;
+        const tl1_el *e;
+        /* ranges without a stored pack before it */
+        for (; g < g1; g++) {
+            e = &T->v[T->g[g].i0];
+            if (key_cmp(e->sess, e->lane, grp_b0(e), s, l, b0) >= 0)
+                break;
+            grp_pack(T, g, 0);
+            ++*ngood;
+        }
+        e = g < g1 ? &T->v[T->g[g].i0] : NULL;
+        if (!e || key_cmp(e->sess, e->lane, grp_b0(e), s, l, b0))
+            continue; /* not asked for: cannot happen */
+        p = qcol_blob(T->get, 3, &len);
+        if (sq_tlp_decode(p, len, b0, T->w, &nw)) {
+            T->g[g++].bad = 1;
+            continue;
+        }
+        grp_pack(T, g++, nw);
+        ++*ngood;
+    }
+    sdb_reset(T->get);
+    if (rc != SDB_DONE)
+        return sq_err(rc);
+    for (; g < g1; g++, ++*ngood)
+        grp_pack(T, g, 0);
+    if (*ngood)
+        d->len--; /* the last ',' */
+    d->p[d->len++] = '}';
+    return GPUFL_OK;
+}
+
+/* The batch's level-1 buckets into T->v, sorted; their ranges into
+ * T->g.  *ng: how many ranges. */
+static int collect(srv_store *s, sq_pg_tl1 *T, size_t *n, size_t *ng)
+{
+    const uint64_t *k;
+    const sq_tl *t;
+
+    *n = *ng = 0;
+    for (size_t i = 0; i < s->tl.cap; i++)
+        if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
+            ++*n;
+    if (!*n)
+        return GPUFL_OK;
+    if (*n > T->cap) {
+        /* grown to the largest batch's and kept: the map's cap bounds it */
+        tl1_el *v = realloc(T->v, *n * sizeof(*v));
+        tl1_grp *g = v ? realloc(T->g, (*n + 1) * sizeof(*g)) : NULL;
+        if (v)
+            T->v = v;
+        if (!g)
+            return GPUFL_ENOMEM;
+        T->g = g;
+        T->cap = *n;
+    }
+    for (size_t i = 0, j = 0; i < s->tl.cap; i++)
+        if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
+            T->v[j++] =
+                (tl1_el){ (int64_t)k[0],
+                          (int64_t)k[2],
+                          { (int64_t)k[3], (int64_t)t->n, (int64_t)t->busy,
+                            (int64_t)t->top_name, (int64_t)t->top_dur } };
+    qsort(T->v, *n, sizeof(*T->v), tl1_cmp);
+    for (size_t i = 0; i < *n; i++)
+        if (!i || tl1_cmp_grp(&T->v[i - 1], &T->v[i]))
+            T->g[(*ng)++] = (tl1_grp){ i, 0 };
+    T->g[*ng] = (tl1_grp){ *n, 0 };
+    return GPUFL_OK;
+}
+
+/* tl's columns (store_sql_roll_pg.c tl_col) of the batch's buckets
+ * T->v[j] whose range's pack is bad. */
+typedef struct row_cur {
+    const sq_pg_tl1 *T;
+    int c;
+} row_cur;
+
+static void row_el(gbuf *cb, void *ctx, size_t j)
+{
+    const row_cur *r = ctx;
+    const tl1_el *e = &r->T->v[j];
+    int64_t x[8] = { e->sess, SQ_TL1_LVL, e->lane,       e->t.b,
+                     e->t.n,  e->t.busy,  e->t.top_name, e->t.top_dur };
+
+    sq_cb_i(cb, x[r->c], ',');
+}
+
+int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
+{
+    size_t n, ng, nbad = 0;
+    int rc;
+
+    if ((rc = collect(s, T, &n, &ng)) != 0)
+        return rc;
+    for (size_t g0 = 0; g0 < ng; g0 += TL1_GROUPS) {
+        size_t g1 = ng - g0 < TL1_GROUPS ? ng : g0 + TL1_GROUPS, ngood;
+        if ((rc = grp_read(T, cb, g0, g1, &ngood)) != 0)
+            return rc;
+        if (!ngood)
+            continue;
+        qbind_str(T->put, 4, (srv_str){ T->data.p, T->data.len });
+        if ((rc = grp_bind(T, T->put, cb, g0, ngood, 1)) != 0 ||
+            (rc = qrun(T->put)) != 0)
+            return rc;
+    }
+    /* the bad ranges' buckets to the front, written as tl rows */
+    for (size_t g = 0; g < ng; g++)
+        for (size_t i = T->g[g].i0; T->g[g].bad && i < T->g[g + 1].i0; i++)
+            T->v[nbad++] = T->v[i];
+    if (!nbad)
+        return GPUFL_OK;
+    for (int c = 0; c < 8; c++) {
+        row_cur r = { T, c };
+        if ((rc = sq_arr_bind(rows, c + 1, cb, nbad, SQ_CB_COL, row_el, &r)) !=
+            0)
+            return rc;
+    }
+    return qrun(rows);
+}
