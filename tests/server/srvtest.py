@@ -5,6 +5,7 @@ programs.
 
 Environment: GPUFL_BIN_DIR (the build's bin/), GPUFL_TEST_TMP.
 """
+import copy
 import fcntl
 import gzip
 import http.client
@@ -350,6 +351,56 @@ class Server:
             self.p.wait()
         if not self.out.closed:
             self.out.close()
+
+
+class Ref:
+    """A reference server's GET answers, each asked once: tests that
+    compare a server under test with a reference (a rows server) ask the
+    same paths of the reference again and again while its data stay as
+    they were.  Answers are kept by path and forgotten at anything that
+    may change the data: a request other than GET, any other method of
+    the server (ingest, stop, a restart) but a SELECT through sql.  A
+    write behind its back (a connection of the test's own, as
+    test_kblocks.exec_sql opens on SQLite) must call forget().  Not for
+    the server under test: only its answers are checked."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.answers = {}
+
+    def forget(self):
+        self.answers = {}
+
+    def req(self, method, path, *a, **kw):
+        if method != "GET" or a or kw or path.startswith("/metrics"):
+            if method != "GET":
+                self.forget()
+            return self.srv.req(method, path, *a, **kw)
+        if path not in self.answers:
+            self.answers[path] = self.srv.req("GET", path)
+        return copy.deepcopy(self.answers[path])
+
+    def get(self, path):
+        if path.startswith("/metrics"):
+            return self.srv.get(path)
+        if ("get", path) not in self.answers:
+            self.answers[("get", path)] = self.srv.get(path)
+        return copy.deepcopy(self.answers[("get", path)])
+
+    def sql(self, q):
+        if not q.lstrip().upper().startswith("SELECT"):
+            self.forget()
+        return self.srv.sql(q)
+
+    def __getattr__(self, name):
+        v = getattr(self.srv, name)
+        if not callable(v):
+            return v
+
+        def call(*a, **kw):
+            self.forget()
+            return v(*a, **kw)
+        return call
 
 
 def make_logs(log_dir, prog="train", steps=50, env=None):
