@@ -80,13 +80,9 @@ int sq_kbnp_read(sdb *db, int64_t sess, int64_t name_id, int64_t t_lo,
     size_t cap = 0, dcap = 0;
     int rc, err = GPUFL_OK;
 
-    /* LEFT JOIN: a pack without its directory is an error, not a pack
-     * passed over in silence */
     if (sdb_prepare(db,
-                    "SELECT p.stream, p.r0, p.data, d.data FROM kbnpack p"
-                    " LEFT JOIN kbndir d ON d.sess=p.sess AND"
-                    " d.stream=p.stream AND d.r0=p.r0 WHERE p.sess=?1 AND"
-                    " p.name_id=?2",
+                    sdb_dialect(db) == SDB_SQLITE ? SQ_KBNP_READ_SQL_LITE
+                                                  : SQ_KBNP_READ_SQL_PG,
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);

@@ -32,4 +32,22 @@ typedef int (*sq_kbnp_fn)(void *arg, int64_t stream, const sq_kbne *e);
 int sq_kbnp_read(sdb *db, int64_t sess, int64_t name_id, int64_t t_lo,
                  int64_t t_hi, sq_kbnp_fn fn, void *arg, uint64_t *packs);
 
+/* sq_kbnp_read's query (?1 sess, ?2 name_id; test_srv_kb_plan checks its
+ * plan).  LEFT JOIN: a pack without its directory is an error, not a
+ * pack passed over in silence.  SQLite's names kbnpack_name: without
+ * sqlite_stat1 rows for kbnpack - a database the server has not closed
+ * since its first packs, PRAGMA optimize running at close - its planner
+ * took the primary key (sess, stream, r0, name_id) by sess alone, which
+ * reads every pack of the session (all names' blobs) for each name asked:
+ * the 11-name sort at 30M took 134-150 ms that way against 37-52 ms by
+ * the index (docs/server.md "100M an eighth time").  PostgreSQL's
+ * maintenance analyzes every minute. */
+#define SQ_KBNP_READ_SEL "SELECT p.stream, p.r0, p.data, d.data FROM kbnpack p"
+#define SQ_KBNP_READ_REST                                                      \
+    " LEFT JOIN kbndir d ON d.sess=p.sess AND d.stream=p.stream AND"           \
+    " d.r0=p.r0 WHERE p.sess=?1 AND p.name_id=?2"
+#define SQ_KBNP_READ_SQL_LITE                                                  \
+    SQ_KBNP_READ_SEL " INDEXED BY kbnpack_name" SQ_KBNP_READ_REST
+#define SQ_KBNP_READ_SQL_PG SQ_KBNP_READ_SEL SQ_KBNP_READ_REST
+
 #endif

@@ -6,31 +6,42 @@
  * SQ_KB_MERGES_SQL names the index, over a table of many full blocks and
  * a few small ones, analyzed as the server's maintenance does; and the
  * query answers what the old full scan did (two small blocks or more per
- * (session, stream), below the bound it is given).
+ * (session, stream), below the bound it is given).  And the name sorts'
+ * read of one name's packed entries (SQ_KBNP_READ_SQL_*) goes by
+ * kbnpack_name, not by the primary key's sess alone (every pack of the
+ * session, all names' blobs, for each name asked): on SQLite with no
+ * statistics for kbnpack - a database the server has not closed since its
+ * first packs - and with them; on PostgreSQL analyzed.
  */
 #include "test.h"
 
 #include "store_test.h"
 #include "store_sql_int.h"
+#include "store_sql_kbnpack.h"
 
 #define FULL 3000
 
-/* Every line of db's plan of "EXPLAIN [QUERY PLAN] " SQ_KB_MERGES_SQL
- * with ?1 = run, into plan. */
-static int plan_of(sdb *db, int64_t run, char *plan, size_t cap)
+/* Every line of db's plan of "EXPLAIN [QUERY PLAN] " sql with ?1 = a1
+ * and, if the query has it, ?2 = a2, into plan. */
+static int plan_sql(sdb *db, const char *sql, int64_t a1, int64_t a2,
+                    char *plan, size_t cap)
 {
-    const char *q = sdb_dialect(db) == SDB_POSTGRES
-                        ? "EXPLAIN " SQ_KB_MERGES_SQL
-                        : "EXPLAIN QUERY PLAN " SQ_KB_MERGES_SQL;
     int col = sdb_dialect(db) == SDB_POSTGRES ? 0 : 3;
     sdb_stmt *st = NULL;
+    char q[1024];
     size_t len = 0;
     int rc;
 
     plan[0] = '\0';
+    snprintf(q, sizeof(q), "%s%s",
+             sdb_dialect(db) == SDB_POSTGRES ? "EXPLAIN "
+                                             : "EXPLAIN QUERY PLAN ",
+             sql);
     if (sdb_prepare(db, q, &st))
         return -1;
-    sdb_bind_i64(st, 1, run);
+    sdb_bind_i64(st, 1, a1);
+    if (strstr(sql, "?2"))
+        sdb_bind_i64(st, 2, a2);
     while ((rc = sdb_step(st)) == SDB_ROW) {
         const char *t = sdb_col_text(st, col);
         int k = snprintf(plan + len, cap - len, "%s\n", t ? t : "");
@@ -42,20 +53,31 @@ static int plan_of(sdb *db, int64_t run, char *plan, size_t cap)
     return rc == SDB_DONE ? 0 : -1;
 }
 
-static int put(sdb_stmt *st, int64_t sess, int64_t stream, int64_t lo,
-               int64_t n)
+static int plan_of(sdb *db, int64_t run, char *plan, size_t cap)
 {
-    static const unsigned char b[1] = { 0 };
+    return plan_sql(db, SQ_KB_MERGES_SQL, run, 0, plan, cap);
+}
 
-    sdb_bind_i64(st, 1, sess);
-    sdb_bind_i64(st, 2, stream);
-    sdb_bind_i64(st, 3, lo);
-    sdb_bind_i64(st, 4, n);
-    sdb_bind_blob(st, 5, b, sizeof(b));
+/* One row of st: v[0..nv) as ?1.., then the blob b as the next. */
+static int put_row(sdb_stmt *st, const int64_t *v, int nv, const void *b,
+                   size_t len)
+{
+    for (int i = 0; i < nv; i++)
+        sdb_bind_i64(st, i + 1, v[i]);
+    sdb_bind_blob(st, nv + 1, b, len);
     if (sdb_step(st) != SDB_DONE)
         return -1;
     sdb_reset(st);
     return 0;
+}
+
+static int put(sdb_stmt *st, int64_t sess, int64_t stream, int64_t lo,
+               int64_t n)
+{
+    static const unsigned char b[1] = { 0 };
+    const int64_t v[4] = { sess, stream, lo, n };
+
+    return put_row(st, v, 4, b, sizeof(b));
 }
 
 static void test_plan(void)
@@ -120,8 +142,94 @@ static void test_plan(void)
     srv_store_close(s);
 }
 
+/* kbnpack filled as a long session's packer leaves it: per (session,
+ * stream, range) one pack per name and one directory row. */
+#define NP_SESS 3
+#define NP_STREAMS 4
+#define NP_RANGES 20
+#define NP_NAMES 60
+
+static void test_pack_read_plan(void)
+{
+    srv_store *s = open_tmp("kbnp_plan");
+    const char *sql = NULL;
+    char url[512], err[256], plan[4096];
+    sdb *db = NULL;
+    sdb_stmt *pk = NULL, *dir = NULL;
+    static const unsigned char b[64] = { 0 };
+    int bad = 0;
+    int64_t n = 0;
+
+    REQUIRE(s != NULL);
+    tmp_url("kbnp_plan", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    sql = sdb_dialect(db) == SDB_POSTGRES ? SQ_KBNP_READ_SQL_PG
+                                          : SQ_KBNP_READ_SQL_LITE;
+    REQUIRE(sdb_begin(db) == 0);
+    REQUIRE(sdb_prepare(db,
+                        "INSERT INTO kbnpack(sess, stream, r0, name_id, data)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5)",
+                        &pk) == 0);
+    REQUIRE(sdb_prepare(db,
+                        "INSERT INTO kbndir(sess, stream, r0, data)"
+                        " VALUES(?1, ?2, ?3, ?4)",
+                        &dir) == 0);
+    for (int64_t se = 1; se <= NP_SESS; se++)
+        for (int64_t sm = 0; sm < NP_STREAMS; sm++)
+            for (int64_t r = 0; r < NP_RANGES; r++) {
+                int64_t v[4] = { se, sm, r << SQ_KBNP_SHIFT, 0 };
+                bad |= put_row(dir, v, 3, b, sizeof(b));
+                for (v[3] = 1; v[3] <= NP_NAMES; v[3]++)
+                    bad |= put_row(pk, v, 4, b, sizeof(b));
+            }
+    sdb_finalize(pk);
+    sdb_finalize(dir);
+    CHECK(bad == 0);
+    REQUIRE(sdb_exec(db, "COMMIT") == 0);
+
+    for (int analyzed = 0; analyzed < 2; analyzed++) {
+        if (sdb_dialect(db) == SDB_POSTGRES && !analyzed)
+            continue; /* its maintenance analyzes every minute */
+        if (analyzed)
+            CHECK(sdb_exec(db, "ANALYZE") == 0);
+        else { /* none, as a server leaves a database it has not closed */
+            sdb_stmt *st = NULL;
+            REQUIRE(sdb_prepare(db,
+                                "SELECT count(*) FROM sqlite_schema WHERE"
+                                " name='sqlite_stat1'",
+                                &st) == 0);
+            CHECK(sdb_step(st) == SDB_ROW && sdb_col_i64(st, 0) == 0);
+            sdb_finalize(st);
+        }
+        REQUIRE(plan_sql(db, sql, 2, 7, plan, sizeof(plan)) == 0);
+        fprintf(stderr, "  pack read plan (%s):\n%s",
+                analyzed ? "analyzed" : "no statistics", plan);
+        CHECK(strstr(plan, "kbnpack_name") != NULL);
+        if (sdb_dialect(db) != SDB_POSTGRES)
+            CHECK(strstr(plan, "USING PRIMARY KEY (sess=?)") == NULL);
+    }
+    /* the answer: one name's packs of one session, each with its
+     * directory */
+    {
+        sdb_stmt *st = NULL;
+        REQUIRE(sdb_prepare(db, sql, &st) == 0);
+        sdb_bind_i64(st, 1, 2);
+        sdb_bind_i64(st, 2, 7);
+        while (sdb_step(st) == SDB_ROW) {
+            size_t len = 0;
+            CHECK(sdb_col_blob(st, 3, &len) != NULL && len == sizeof(b));
+            n++;
+        }
+        sdb_finalize(st);
+        CHECK(n == NP_STREAMS * NP_RANGES);
+    }
+    sdb_close(db);
+    srv_store_close(s);
+}
+
 int main(void)
 {
     RUN(test_plan);
+    RUN(test_pack_read_plan);
     TEST_DONE();
 }
