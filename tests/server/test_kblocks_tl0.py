@@ -234,6 +234,13 @@ PACKABLE = ("SELECT count(*) FROM tl t JOIN sessions s ON s.id=t.sess"
 L1_ROWS = "SELECT count(*) FROM tl WHERE lvl=1"
 
 
+def l1_buckets(srv):
+    """Level 1's buckets, rows and packs together (KB.tl_rows): {(sess,
+    lvl, lane, b): [n, busy, top_name, top_dur]}."""
+    return {tuple(int(c) for c in r[:4]): [int(c) for c in r[4:]]
+            for r in KB.tl_rows(srv, "lvl=1")}
+
+
 class TlPack(KB.Base):
     """PostgreSQL (schema 29): the maintenance pass packs each range of 128
     timeline buckets of levels 1-3 its session has moved past into one
@@ -398,6 +405,65 @@ class TlPack(KB.Base):
         self.assertEqual(KB.count(d, L1_ROWS), 0)
         self.assertEqual(KB.tl_rows(d), packed, "rows folded in")
         self.assertEqual(self.answers(d, g, wins), want, "rows folded in")
+
+    def test_ingest_meets_undecodable_level1_pack(self):
+        """Issue 23: a stored level-1 pack that does not decode (a corrupted
+        database) met by ingest's merge is left as it is, and the batch's
+        buckets of its range go as rows - counted, nothing lost: every
+        level-1 bucket of the range holds as rows what the second half of
+        the session added (the reference's count less the first half's),
+        every other bucket equals the reference's, and the pack's bytes
+        are untouched."""
+        if not T.pg_base():
+            self.skipTest("packing is PostgreSQL's (docs/server.md)")
+        g = tl0_session(random.Random(2305))
+        dev = g.lines["device"]
+        half = len(dev) // 2
+        ref = self.server("ref", KB.NOCOMPACT)
+        ref.ingest_ok("device", KB.device_lines(g, range(len(dev))))
+        full = l1_buckets(ref)
+        ref.stop()
+
+        b = self.server("bad", KB.NOCOMPACT)
+        b.ingest_ok("device", KB.device_lines(g, range(half)))
+        first = l1_buckets(b)
+        self.assertEqual(KB.count(b, L1_ROWS), 0)
+
+        def rng(k):
+            return (k[0], k[1], k[2], k[3] >> 7 << 7)
+        # a packed range the second half adds to
+        grown = sorted({rng(k) for k in full
+                        if full[k][0] != first.get(k, [0])[0]} &
+                       {rng(k) for k in first})
+        self.assertTrue(grown, "no range of the first half grows")
+        bad = grown[0]
+        where = "sess=%d AND lvl=%d AND lane=%d AND b0=%d" % bad
+        KB.exec_sql(b, "UPDATE tlpack SET data=substring(data from 1 for 3)"
+                    " WHERE " + where)
+        cut = b.sql("SELECT encode(data, 'hex') FROM tlpack WHERE " + where)
+        self.assertEqual(len(cut), 1)
+        b.stop()
+
+        b = self.server("bad", KB.NOCOMPACT)
+        b.ingest_ok("device", KB.device_lines(g, range(half, len(dev))))
+        self.assertEqual(b.sql("SELECT encode(data, 'hex') FROM tlpack"
+                               " WHERE " + where), cut, "the pack untouched")
+        rows = b.sql("SELECT sess, lvl, lane, b, n FROM tl WHERE lvl=1")
+        got = {tuple(int(c) for c in r[:4]): int(r[4]) for r in rows}
+        self.assertTrue(got, "the range's buckets went as rows")
+        for k, n in got.items():
+            self.assertEqual(rng(k), bad, "a row outside the bad range")
+            self.assertEqual(n, full[k][0] - first.get(k, [0])[0], k)
+        want = {k: full[k][0] - first.get(k, [0])[0] for k in full
+                if rng(k) == bad and full[k][0] != first.get(k, [0])[0]}
+        self.assertEqual(got, want, "every bucket the second half added")
+        # the rest (the bad pack dropped: tl_rows would not decode it),
+        # rows and packs read together: the reference's
+        KB.exec_sql(b, "DELETE FROM tlpack WHERE " + where)
+        rest = {k: v for k, v in l1_buckets(b).items() if rng(k) != bad}
+        self.assertEqual(rest, {k: v for k, v in full.items()
+                                if rng(k) != bad})
+        b.stop()
 
     def test_undecodable_pack_does_not_stop_packing(self):
         """A pack that does not decode (a corrupted database) is passed by
