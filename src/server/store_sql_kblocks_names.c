@@ -195,6 +195,26 @@ static void heap_pop(kb_nlist *l, int desc)
     heap_down(l, 0, desc);
 }
 
+/* b into the heap l (sift up) */
+static int heap_push(kb_nlist *l, const kb_nblk *b, int desc)
+{
+    size_t i = l->n;
+
+    if (nl_add(l, b))
+        return GPUFL_ENOMEM;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        kb_nblk y;
+        if (blk_cmp(desc, &l->b[i], &l->b[up]) >= 0)
+            break;
+        y = l->b[i];
+        l->b[i] = l->b[up];
+        l->b[up] = y;
+        i = up;
+    }
+    return GPUFL_OK;
+}
+
 /* the name's kbnames rows of blocks in the time range (the kblocks row
  * by its key: t_lo/t_hi); CROSS JOIN: SQLite walks kbnames_dur (or
  * kbnames_dmin) first; col: the bound's column */
@@ -490,6 +510,27 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
         if (w && b.bound == kb_key(w, t->key) &&
             (t->desc ? b.seq_hi <= (int64_t)w->seq : b.lo >= (int64_t)w->seq))
             continue; /* tied, and every seq of it behind the worst's */
+        if (t->has_cur &&
+            (t->desc ? b.bound >= t->cur[0] : b.bound <= t->cur[0])) {
+            /* at or before the cursor's duration: none of its kernels
+             * before the cursor can be kept, so what can is at the
+             * cursor's duration - shorter (longer ascending) when every
+             * seq of it comes before the cursor's too.  Back into the
+             * order at that bound, not decoded here (a page k deep by
+             * cursor decoded the blocks of the k pages before it again:
+             * docs/server.md "100M an eighth time") */
+            int64_t nb = t->cur[0];
+            if (b.bound == t->cur[0] &&
+                (t->desc ? b.lo > t->cur[1] : b.seq_hi < t->cur[1]))
+                nb += t->desc ? -1 : 1;
+            if (nb != b.bound) {
+                b.bound = nb;
+                o->packed = 1; /* may come again from its name's list */
+                if ((rc = heap_push(&o->p, &b, t->desc)) != 0)
+                    break;
+                continue;
+            }
+        }
         /* with packs, the same guard as for several names: a block is
          * in rows or in a pack of a name, never both as written
          * (sq_kbnp_unpack before a merge), but were it, once */

@@ -34,6 +34,12 @@ typedef struct kb_top {
      * from elsewhere: kext, for a sort by duration) */
     int has_bound;
     int64_t bound;
+    /* optional: the page's cursor (key, seq) - only kernels after it in
+     * the page's order can be kept; lets the name sort pass over a block
+     * tied at the cursor's key whose seqs all come before it
+     * (store_sql_kblocks_names.c) */
+    int has_cur;
+    int64_t cur[2];
 } kb_top;
 int kb_top_init(kb_top *t, size_t cap, int key, int desc);
 void kb_top_free(kb_top *t);

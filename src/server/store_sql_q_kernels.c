@@ -496,6 +496,9 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     k.key = keys[sort];
     if ((rc = kb_top_init(&t, (size_t)l + 1, k.key, desc)) != 0)
         return rc;
+    t.has_cur = 1;
+    t.cur[0] = cur[0];
+    t.cur[1] = cur[1];
     if (q->name) {
         sq_like_pat(q->name, pat, SQ_PAT_MAX);
         if ((rc = page_ids(c, pat, &ids, &k.nids)) != 0)

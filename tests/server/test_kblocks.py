@@ -958,12 +958,13 @@ class NameSorts(Base):
 
     RUN20 = {"GPUFL_SERVER_KB_RUN": "20"}
 
-    def small_named_blocks(self, g, least=500):
-        """g sent to a rows server and to a blocks server whose ingest
-        writes blocks of 20 kernels a stream, compacted and named: (rows
-        server, blocks server, its number of blocks, over least)."""
+    def small_named_blocks(self, g, least=500, args=()):
+        """g sent to a rows server and to a blocks server (args added)
+        whose ingest writes blocks of 20 kernels a stream, compacted and
+        named: (rows server, blocks server, its number of blocks, over
+        least)."""
         a = T.Ref(self.server("rows"))
-        b = self.server("blocks", BLOCKS, env=self.RUN20)
+        b = self.server("blocks", BLOCKS + list(args), env=self.RUN20)
         g.send(a, batch=3000)
         g.send(b, batch=60)  # ingest's blocks: 20 kernels a stream
         wait_compacted(b)
@@ -1128,6 +1129,57 @@ class NameSorts(Base):
                 q = "?sort=duration&desc=%s&name=%s" % (desc, name)
                 self.assertEqual(T.page_all(b, base + "/kernels" + q, 900),
                                  T.page_all(a, base + "/kernels" + q, 900), q)
+
+    def test_deep_pages_by_cursor_decode_no_more(self):
+        """A name's pages by duration followed by cursor, when its longest
+        (and shortest) duration ties in most blocks: a page deep into the
+        tie decodes about as many blocks as the first, not the blocks of
+        every page before it again (docs/server.md "100M an eighth time":
+        +25 ms a page of depth at 100M), either way; every page answers
+        as rows."""
+        rnd = random.Random(67)
+        g = TL.Gen()
+        tz, other = g.name("tz_kernel"), g.name("oz_kernel")
+        t = TL.T0
+        for j in range(12000):
+            t += rnd.choice([0, 300, 5000])
+            r = rnd.random()
+            # tz: 9000 or 2 in most blocks, a few values between
+            if r < 0.12:
+                g.kernel(t, 9000, tz, stream=7 + j % 3, corr=j + 1)
+            elif r < 0.24:
+                g.kernel(t, 2, tz, stream=7 + j % 3, corr=j + 1)
+            elif r < 0.3:
+                g.kernel(t, rnd.choice([50, 400, 3000]), tz,
+                         stream=7 + j % 3, corr=j + 1)
+            else:
+                g.kernel(t, rnd.randrange(1, 20000), other,
+                         stream=7 + j % 3, corr=j + 1)
+        g = ended(g)
+        # no decoded blocks kept: every block a page reads is decoded,
+        # and counted (gpufl_server_kblocks_decoded_total)
+        a, b, nb = self.small_named_blocks(g, args=("--kernel-block-cache", "0"))
+        base = "/api/v1/sessions/" + g.sid
+        for desc in ("true", "false"):
+            p = base + "/kernels?sort=duration&desc=%s&name=tz_&limit=20" \
+                % desc
+            cur, per = None, []
+            for _ in range(30):  # 600 kernels: deep into the tie
+                q = p + ("&cursor=" + cur if cur else "")
+                before = T.metric(b, "gpufl_server_kblocks_decoded_total")
+                got = b.get(q)
+                per.append(T.metric(b, "gpufl_server_kblocks_decoded_total")
+                           - before)
+                self.assertEqual(got, a.get(q), q)
+                cur = got.get("next")
+                if not cur:
+                    break
+            print("  tz_ desc=%s: blocks decoded a page %s (of %d)"
+                  % (desc, per, nb))
+            self.assertGreaterEqual(len(per), 20, "pages deep into the tie")
+            # before: page k decoded the k - 1 pages' blocks before it again
+            # (~20 more a page: the last above 400)
+            self.assertLess(max(per[10:20]), 3 * max(per[:3]) + 10, per)
 
     def test_many_names_per_block(self):
         """A block of more names than one kbnames INSERT writes (64 rows a
