@@ -259,7 +259,11 @@ struct srv_store {
     const struct sq_writer *wr;
     void *wst;
     srv_ingest_res *bres;
-    int64_t analyzed;        /* PostgreSQL: when ANALYZE last ran (Unix s) */
+    /* when ANALYZE (PostgreSQL) or the statistics pass (SQLite:
+     * sq_lite_stats_pass) last ran (Unix s); SQLite: statistics analyzed
+     * that the readers have not been made to reload yet */
+    int64_t analyzed;
+    int stats_reload;
     struct sq_ext *ext;      /* SQ_EXT_SESS heaps (store_sql_ext.c) */
     struct sq_ext *ext_last; /* the slot a kernel last went to */
     uint32_t ext_k, ext_gen;
@@ -372,6 +376,10 @@ int sq_kb_stored(srv_store *s, int64_t sess, int64_t lo, int64_t hi, int rows,
                  sq_kb_seen_fn seen, void *arg);
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
 void sq_kb_release(srv_store *s);
+/* SQLite: analyze the tables filled without statistics so far, and have
+ * the readers reload them (store_sql_admin.c); how many were analyzed
+ * into *analyzed. */
+int sq_lite_stats_pass(srv_store *s, int *analyzed);
 /* The bytes of the block a kblocks row stands for.  Every reader of a
  * block goes through here (never qcol_blob on the `block` column itself)
  * so that a block kept elsewhere (a cold tier) reads the same: st's column

@@ -11,7 +11,9 @@
  * kbnpack_name, not by the primary key's sess alone (every pack of the
  * session, all names' blobs, for each name asked): on SQLite with no
  * statistics for kbnpack - a database the server has not closed since its
- * first packs - and with them; on PostgreSQL analyzed.
+ * first packs - and with them; on PostgreSQL analyzed.  And SQLite's
+ * maintenance gives a table filled since the server opened its statistics,
+ * which the server's long-lived readers then plan with (test_stats_pass).
  */
 #include "test.h"
 
@@ -227,9 +229,124 @@ static void test_pack_read_plan(void)
     srv_store_close(s);
 }
 
+static int64_t one_int(sdb *db, const char *sql)
+{
+    sdb_stmt *st = NULL;
+    int64_t v = -1;
+
+    if (sdb_prepare(db, sql, &st))
+        return -1;
+    if (sdb_step(st) == SDB_ROW)
+        v = sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    return v;
+}
+
+/* A long-running SQLite server keeps its statistics: its maintenance's
+ * pass (sq_lite_stats_pass) analyzes a table filled since the server
+ * opened, and a reader connection that was open all along - the server's
+ * readers live as long as it does - plans with them from its next
+ * statement.  The read here is kbnpack's without the index named (as
+ * every other read of the store is written): with no statistics SQLite
+ * takes the primary key on sess alone, with them kbnpack_name.  Tables
+ * too small to teach the planner (kbndir's 240 rows) and empty ones are
+ * left; a pass with nothing new to analyze changes nothing (no schema
+ * change, no re-read by every reader). */
+static void test_stats_pass(void)
+{
+    static const char *const read =
+        "SELECT stream, r0, data FROM kbnpack WHERE sess=?1 AND name_id=?2";
+    srv_store *s = open_tmp("kb_stats");
+    char url[512], err[256], plan[4096];
+    static const unsigned char b[64] = { 0 };
+    sdb *db = NULL, *r = NULL;
+    sdb_stmt *pk = NULL, *dir = NULL;
+    int bad = 0, n = -1;
+    int64_t v0;
+
+    REQUIRE(s != NULL);
+    tmp_url("kb_stats", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    if (sdb_dialect(db) == SDB_POSTGRES) { /* analyzes every minute */
+        fprintf(stderr, "  SQLite's pass: nothing to check on PostgreSQL\n");
+        sdb_close(db);
+        srv_store_close(s);
+        return;
+    }
+    /* statistics already there (their table, for the tables filled so
+     * far: the store's own bookkeeping), as a database the server has
+     * closed before has them: creating sqlite_stat1 would change the
+     * schema and so reload every reader anyway */
+    CHECK(sdb_exec(db, "ANALYZE") == 0);
+    CHECK(one_int(db, "SELECT count(*) FROM sqlite_schema WHERE"
+                      " name='sqlite_stat1'") == 1);
+    /* a reader of the store's pool, its schema read before the fill */
+    r = sq_reader_get(s);
+    REQUIRE(r != NULL);
+    CHECK(one_int(r, "SELECT count(*) FROM kbnpack") == 0);
+
+    REQUIRE(sdb_begin(db) == 0);
+    REQUIRE(sdb_prepare(db,
+                        "INSERT INTO kbnpack(sess, stream, r0, name_id, data)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5)",
+                        &pk) == 0);
+    REQUIRE(sdb_prepare(db,
+                        "INSERT INTO kbndir(sess, stream, r0, data)"
+                        " VALUES(?1, ?2, ?3, ?4)",
+                        &dir) == 0);
+    for (int64_t se = 1; se <= NP_SESS; se++)
+        for (int64_t sm = 0; sm < NP_STREAMS; sm++)
+            for (int64_t rg = 0; rg < NP_RANGES; rg++) {
+                int64_t v[4] = { se, sm, rg << SQ_KBNP_SHIFT, 0 };
+                bad |= put_row(dir, v, 3, b, sizeof(b));
+                for (v[3] = 1; v[3] <= NP_NAMES; v[3]++)
+                    bad |= put_row(pk, v, 4, b, sizeof(b));
+            }
+    sdb_finalize(pk);
+    sdb_finalize(dir);
+    CHECK(bad == 0);
+    REQUIRE(sdb_exec(db, "COMMIT") == 0);
+
+    CHECK(one_int(r, "SELECT count(*) FROM kbnpack") ==
+          NP_SESS * NP_STREAMS * NP_RANGES * NP_NAMES);
+    REQUIRE(plan_sql(r, read, 2, 7, plan, sizeof(plan)) == 0);
+    fprintf(stderr, "  reader's plan before the pass:\n%s", plan);
+    CHECK(strstr(plan, "USING PRIMARY KEY (sess=?)") != NULL);
+
+    /* the pass, as the maintenance runs it (under the write lock) */
+    pthread_mutex_lock(&s->wlock);
+    CHECK(sq_lite_stats_pass(s, &n) == 0);
+    pthread_mutex_unlock(&s->wlock);
+    CHECK(n == 1);
+    CHECK(one_int(db, "SELECT count(*) FROM sqlite_stat1 WHERE"
+                      " tbl='kbnpack'") >= 2);
+    CHECK(one_int(db, "SELECT count(*) FROM sqlite_stat1 WHERE"
+                      " tbl IN ('kbndir', 'kblocks')") == 0);
+    /* the reader, open all along, plans with them from its next query */
+    CHECK(one_int(r, "SELECT count(*) FROM kbndir") ==
+          NP_SESS * NP_STREAMS * NP_RANGES);
+    REQUIRE(plan_sql(r, read, 2, 7, plan, sizeof(plan)) == 0);
+    fprintf(stderr, "  reader's plan after the pass:\n%s", plan);
+    CHECK(strstr(plan, "kbnpack_name") != NULL);
+
+    /* nothing new: no table analyzed, the schema left alone */
+    v0 = one_int(db, "PRAGMA schema_version");
+    pthread_mutex_lock(&s->wlock);
+    CHECK(sq_lite_stats_pass(s, &n) == 0);
+    pthread_mutex_unlock(&s->wlock);
+    CHECK(n == 0);
+    CHECK(one_int(db, "PRAGMA schema_version") == v0);
+    CHECK(one_int(db, "SELECT count(*) FROM sqlite_schema WHERE"
+                      " name='gfl_stats_reload'") == 0);
+    sq_reader_put(s, r);
+    sdb_close(db);
+    srv_store_close(s);
+}
+
 int main(void)
 {
     RUN(test_plan);
     RUN(test_pack_read_plan);
+    RUN(test_stats_pass);
     TEST_DONE();
 }
