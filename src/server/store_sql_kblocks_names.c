@@ -356,8 +356,7 @@ static int nord_open(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
         return rc;
     }
     nl_sort(&o->u, desc);
-    for (size_t i = 0; i < nids && !rc; i++)
-        rc = sq_kbnp_read(db, sess, ids[i], t_lo, t_hi, pack_push, o, &o->rows);
+    rc = sq_kbnp_read(db, sess, ids, nids, t_lo, t_hi, pack_push, o, &o->rows);
     if (rc) {
         nord_close(o);
         return rc;

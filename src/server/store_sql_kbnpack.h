@@ -24,30 +24,35 @@
 int sq_kbnp_unpack(srv_store *s, int64_t sess, int64_t stream,
                    const int64_t *src, size_t n);
 
-/* A reader's entries of name name_id in session sess whose block meets
- * [t_lo, t_hi) (kblocks' t_lo < t_hi, t_hi >= t_lo, as the rows' join),
- * each handed to fn with its stream; *packs: rows read.  A pack that
- * does not decode: GPUFL_EINTERNAL. */
+/* A reader's blocks holding any of names ids[0..nids) in session sess
+ * that meet [t_lo, t_hi) (kblocks' t_lo < t_hi, t_hi >= t_lo, as the
+ * rows' join), each handed to fn once with its stream: its seq and time
+ * ranges, and over those names their count (n) and duration bounds (dmin,
+ * dmax); *packs: pack rows read.  A pack or directory that does not decode,
+ * or a pack without its range's directory: GPUFL_EINTERNAL. */
 typedef int (*sq_kbnp_fn)(void *arg, int64_t stream, const sq_kbne *e);
-int sq_kbnp_read(sdb *db, int64_t sess, int64_t name_id, int64_t t_lo,
-                 int64_t t_hi, sq_kbnp_fn fn, void *arg, uint64_t *packs);
+int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
+                 int64_t t_lo, int64_t t_hi, sq_kbnp_fn fn, void *arg,
+                 uint64_t *packs);
 
-/* sq_kbnp_read's query (?1 sess, ?2 name_id; test_srv_kb_plan checks its
- * plan).  LEFT JOIN: a pack without its directory is an error, not a
- * pack passed over in silence.  SQLite's names kbnpack_name: without
+/* sq_kbnp_read's queries (test_srv_kb_plan checks their plans): one
+ * name's packs (?1 sess, ?2 name_id) in (stream, r0) order, and a range's
+ * directory by its key.  SQLite's names kbnpack_name: without
  * sqlite_stat1 rows for kbnpack - a database the server has not closed
- * since its first packs, PRAGMA optimize running at close - its planner
- * took the primary key (sess, stream, r0, name_id) by sess alone, which
- * reads every pack of the session (all names' blobs) for each name asked:
- * the 11-name sort at 30M took 134-150 ms that way against 37-52 ms by
- * the index (docs/server.md "100M an eighth time").  PostgreSQL's
- * maintenance analyzes every minute. */
-#define SQ_KBNP_READ_SEL "SELECT p.stream, p.r0, p.data, d.data FROM kbnpack p"
-#define SQ_KBNP_READ_REST                                                      \
-    " LEFT JOIN kbndir d ON d.sess=p.sess AND d.stream=p.stream AND"           \
-    " d.r0=p.r0 WHERE p.sess=?1 AND p.name_id=?2"
+ * since its first packs, PRAGMA optimize running at close, before the
+ * maintenance's statistics pass - its planner took the primary key (sess,
+ * stream, r0, name_id) by sess alone, which reads every pack of the
+ * session (all names' blobs) for each name asked: the 11-name sort at 30M
+ * took 134-150 ms that way against 37-52 ms by the index (docs/server.md
+ * "100M an eighth time").  The index holds the primary key's columns
+ * after its own, so its order is (stream, r0) for one name: no sort.
+ * PostgreSQL's maintenance analyzes every minute. */
+#define SQ_KBNP_READ_SEL "SELECT stream, r0, data FROM kbnpack"
+#define SQ_KBNP_READ_REST " WHERE sess=?1 AND name_id=?2 ORDER BY stream, r0"
 #define SQ_KBNP_READ_SQL_LITE                                                  \
     SQ_KBNP_READ_SEL " INDEXED BY kbnpack_name" SQ_KBNP_READ_REST
 #define SQ_KBNP_READ_SQL_PG SQ_KBNP_READ_SEL SQ_KBNP_READ_REST
+#define SQ_KBNP_DIR_SQL                                                        \
+    "SELECT data FROM kbndir WHERE sess=?1 AND stream=?2 AND r0=?3"
 
 #endif

@@ -207,19 +207,52 @@ static void test_pack_read_plan(void)
         fprintf(stderr, "  pack read plan (%s):\n%s",
                 analyzed ? "analyzed" : "no statistics", plan);
         CHECK(strstr(plan, "kbnpack_name") != NULL);
-        if (sdb_dialect(db) != SDB_POSTGRES)
+        if (sdb_dialect(db) != SDB_POSTGRES) {
             CHECK(strstr(plan, "USING PRIMARY KEY (sess=?)") == NULL);
+            /* (stream, r0) order from the index, no sort */
+            CHECK(strstr(plan, "TEMP B-TREE") == NULL);
+        }
     }
-    /* the answer: one name's packs of one session, each with its
-     * directory */
+    /* a range's directory by its key */
     {
         sdb_stmt *st = NULL;
+        plan[0] = '\0';
+        REQUIRE(sdb_prepare(db,
+                            sdb_dialect(db) == SDB_POSTGRES
+                                ? "EXPLAIN " SQ_KBNP_DIR_SQL
+                                : "EXPLAIN QUERY PLAN " SQ_KBNP_DIR_SQL,
+                            &st) == 0);
+        for (int i = 1; i <= 3; i++)
+            sdb_bind_i64(st, i, i);
+        while (sdb_step(st) == SDB_ROW) {
+            const char *t =
+                sdb_col_text(st, sdb_dialect(db) == SDB_POSTGRES ? 0 : 3);
+            size_t l = strlen(plan);
+            snprintf(plan + l, sizeof(plan) - l, "%s\n", t ? t : "");
+        }
+        sdb_finalize(st);
+        fprintf(stderr, "  directory read plan:\n%s", plan);
+        CHECK(
+            strstr(plan, sdb_dialect(db) == SDB_POSTGRES
+                             ? "kbndir_pkey"
+                             : "PRIMARY KEY (sess=? AND stream=? AND r0=?)") !=
+            NULL);
+    }
+    /* the answer: one name's packs of one session, in (stream, r0)
+     * order */
+    {
+        sdb_stmt *st = NULL;
+        int64_t last[2] = { -1, -1 };
         REQUIRE(sdb_prepare(db, sql, &st) == 0);
         sdb_bind_i64(st, 1, 2);
         sdb_bind_i64(st, 2, 7);
         while (sdb_step(st) == SDB_ROW) {
             size_t len = 0;
-            CHECK(sdb_col_blob(st, 3, &len) != NULL && len == sizeof(b));
+            int64_t sm = sdb_col_i64(st, 0), r0 = sdb_col_i64(st, 1);
+            CHECK(sdb_col_blob(st, 2, &len) != NULL && len == sizeof(b));
+            CHECK(sm > last[0] || (sm == last[0] && r0 > last[1]));
+            last[0] = sm;
+            last[1] = r0;
             n++;
         }
         sdb_finalize(st);
