@@ -39,6 +39,7 @@ struct kb_rd {
     kblock_ev *ev;
     int64_t *names; /* kblock_name_dur's */
     uint64_t *durs;
+    uint32_t *cand; /* dur_may's rows that may place, ascending */
 };
 
 static void rd_free(struct kb_rd *r)
@@ -47,6 +48,7 @@ static void rd_free(struct kb_rd *r)
     free(r->ev);
     free(r->names);
     free(r->durs);
+    free(r->cand);
     free(r);
 }
 
@@ -67,7 +69,8 @@ static struct kb_rd *rd_get(srv_store *s, sdb *db)
         r->ev = calloc(KB_MAX_EVENTS, sizeof(kblock_ev));
         r->names = malloc(KB_MAX_EVENTS * sizeof(int64_t));
         r->durs = malloc(KB_MAX_EVENTS * sizeof(uint64_t));
-        if (!r->dec || !r->ev || !r->names || !r->durs) {
+        r->cand = malloc(KB_MAX_EVENTS * sizeof(uint32_t));
+        if (!r->dec || !r->ev || !r->names || !r->durs || !r->cand) {
             rd_free(r);
             return NULL;
         }
@@ -317,16 +320,20 @@ static int cmp_id(const void *a, const void *b)
 /* Whether a block (its bytes) may hold an event that t would keep, from
  * its names and durations alone: only for a full heap by duration or a
  * name filter, else 1 (decode it).  *opened: the decoder holds the
- * block's payload (kblock_decode_cols_again).  0, or -1 with why. */
+ * block's payload (kblock_decode_rows), and r->cand[0..*ncand) are the
+ * rows that may place, the others being of a name not asked or a
+ * duration the heap (or the page's bound) rules out.  0, or -1 with why. */
 static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
-                   size_t len, int *may, int *opened, char *why, size_t whylen)
+                   size_t len, int *may, int *opened, size_t *ncand, char *why,
+                   size_t whylen)
 {
-    size_t n = 0;
+    size_t n = 0, nc = 0;
     int full = t->n == t->cap, cut = full || t->has_bound;
     uint64_t w = full ? t->ev[t->h[0]].dur : (uint64_t)t->bound;
 
     *may = 1;
     *opened = 0;
+    *ncand = 0;
     if (t->key != KB_KEY_DUR || (!cut && !t->named))
         return 0;
     if (full && t->has_bound &&
@@ -343,9 +350,10 @@ static int dur_may(struct kb_rd *r, const kb_top *t, const unsigned char *b,
         if (t->named &&
             !bsearch(&r->names[k], t->ids, t->nids, sizeof(int64_t), cmp_id))
             continue;
-        return 0;
+        r->cand[nc++] = (uint32_t)k;
     }
-    *may = 0;
+    *may = nc > 0;
+    *ncand = nc;
     return 0;
 }
 
@@ -393,11 +401,12 @@ static int sel_fill(kb_scan *x)
     return GPUFL_OK;
 }
 
-/* Offers ev[0..n) (a block's events): those in the scan's time range
- * that keep accepts, to t (or to keep alone without t).  sel: the events
- * hold only the columns x->sel, and those that place are noted for
- * sel_fill. */
-static int offer(kb_scan *x, const kblock_ev *ev, size_t n, int sel)
+/* Offers ev[0..n) (a block's events, or with rows those at rows[0..n)
+ * of it): those in the scan's time range that keep accepts, to t (or to
+ * keep alone without t).  sel: the events hold only the columns x->sel,
+ * and those that place are noted (by their row) for sel_fill. */
+static int offer(kb_scan *x, const kblock_ev *ev, size_t n, int sel,
+                 const uint32_t *rows)
 {
     kb_top *t = x->t;
     int rc = GPUFL_OK;
@@ -418,7 +427,7 @@ static int offer(kb_scan *x, const kblock_ev *ev, size_t n, int sel)
             continue;
         if (x->row[sl] == KB_ROW_NONE)
             x->slots[x->nslots++] = (uint32_t)sl;
-        x->row[sl] = (uint32_t)j;
+        x->row[sl] = rows ? rows[j] : (uint32_t)j;
     }
     return rc;
 }
@@ -426,7 +435,7 @@ static int offer(kb_scan *x, const kblock_ev *ev, size_t n, int sel)
 /* kbcache's hit: the cached block's events, every column. */
 static int offer_cached(void *arg, const kblock_ev *ev, size_t n)
 {
-    return offer(arg, ev, n, 0);
+    return offer(arg, ev, n, 0, NULL);
 }
 
 /* Offers the events of the block whose bytes are st's column col (the
@@ -441,8 +450,9 @@ int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
     struct kb_rd *r = x->r;
     kb_top *t = x->t;
     const unsigned char *b = NULL;
-    size_t len = 0, n = 0;
+    size_t len = 0, n = 0, nc = 0;
     unsigned cols = (x->sel ? x->sel | KB_C_SEQ : x->cols) | KB_C_TS;
+    const uint32_t *rows = NULL;
     kbcache_key key = { x->sess, stream, lo };
     char why[128];
     int rc, may = 1, opened = 0, keep = 0, sel = x->sel != 0;
@@ -451,7 +461,7 @@ int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
         return rc;
     if (kbcache_get(x->s->kbc, &key, b, len, offer_cached, x, &rc, &keep))
         return rc;
-    if (t && dur_may(r, t, b, len, &may, &opened, why, sizeof(why))) {
+    if (t && dur_may(r, t, b, len, &may, &opened, &nc, why, sizeof(why))) {
         glog_error("kblocks", "session %lld: unreadable block: %s",
                    (long long)x->sess, why);
         return GPUFL_EINTERNAL;
@@ -462,10 +472,16 @@ int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
         cols = KB_C_ALL;
         sel = 0;
     }
-    /* the payload dur_may opened is not decompressed again */
-    if (opened && cols != KB_C_ALL
-            ? kblock_decode_cols_again(r->dec, cols, r->ev, KB_MAX_EVENTS, &n,
-                                       why, sizeof(why))
+    /* the payload dur_may opened is not decompressed again, and only its
+     * rows that may place are read (a name sort at 100M: ~25 of a
+     * block's 5,000 events a name): their columns walked only as far as
+     * the last of them, the others' events never built */
+    if (opened && cols != KB_C_ALL) {
+        rows = r->cand;
+        n = nc;
+    }
+    if (rows
+            ? kblock_decode_rows(r->dec, cols, rows, n, r->ev, why, sizeof(why))
             : kblock_decode_cols(r->dec, b, len, cols, r->ev, KB_MAX_EVENTS, &n,
                                  why, sizeof(why))) {
         glog_error("kblocks", "session %lld: unreadable block: %s",
@@ -476,7 +492,7 @@ int sq_kb_block_offer(kb_scan *x, sdb_stmt *st, int col, int64_t stream,
     /* best effort: a block the cache cannot take is still answered */
     if (keep)
         (void)kbcache_put(x->s->kbc, &key, b, len, r->ev, n);
-    if ((rc = offer(x, r->ev, n, sel)) != 0 || !sel)
+    if ((rc = offer(x, r->ev, n, sel, rows)) != 0 || !sel)
         return rc;
     /* b is still there (st not stepped): the rows read the same payload */
     return sel_fill(x);
