@@ -151,32 +151,24 @@ static void test_plan(void)
 #define NP_RANGES 20
 #define NP_NAMES 60
 
-static void test_pack_read_plan(void)
+/* kbnpack and kbndir of db filled (one transaction): 0, or -1 */
+static int fill_packs(sdb *db)
 {
-    srv_store *s = open_tmp("kbnp_plan");
-    const char *sql = NULL;
-    char url[512], err[256], plan[4096];
-    sdb *db = NULL;
-    sdb_stmt *pk = NULL, *dir = NULL;
     static const unsigned char b[64] = { 0 };
+    sdb_stmt *pk = NULL, *dir = NULL;
     int bad = 0;
-    int64_t n = 0;
 
-    REQUIRE(s != NULL);
-    tmp_url("kbnp_plan", url);
-    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
-    sql = sdb_dialect(db) == SDB_POSTGRES ? SQ_KBNP_READ_SQL_PG
-                                          : SQ_KBNP_READ_SQL_LITE;
-    REQUIRE(sdb_begin(db) == 0);
-    REQUIRE(sdb_prepare(db,
-                        "INSERT INTO kbnpack(sess, stream, r0, name_id, data)"
-                        " VALUES(?1, ?2, ?3, ?4, ?5)",
-                        &pk) == 0);
-    REQUIRE(sdb_prepare(db,
-                        "INSERT INTO kbndir(sess, stream, r0, data)"
-                        " VALUES(?1, ?2, ?3, ?4)",
-                        &dir) == 0);
-    for (int64_t se = 1; se <= NP_SESS; se++)
+    if (sdb_begin(db) ||
+        sdb_prepare(db,
+                    "INSERT INTO kbnpack(sess, stream, r0, name_id, data)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5)",
+                    &pk) ||
+        sdb_prepare(db,
+                    "INSERT INTO kbndir(sess, stream, r0, data)"
+                    " VALUES(?1, ?2, ?3, ?4)",
+                    &dir))
+        bad = -1;
+    for (int64_t se = 1; se <= NP_SESS && !bad; se++)
         for (int64_t sm = 0; sm < NP_STREAMS; sm++)
             for (int64_t r = 0; r < NP_RANGES; r++) {
                 int64_t v[4] = { se, sm, r << SQ_KBNP_SHIFT, 0 };
@@ -186,8 +178,26 @@ static void test_pack_read_plan(void)
             }
     sdb_finalize(pk);
     sdb_finalize(dir);
-    CHECK(bad == 0);
-    REQUIRE(sdb_exec(db, "COMMIT") == 0);
+    if (sdb_exec(db, bad ? "ROLLBACK" : "COMMIT"))
+        bad = -1;
+    return bad ? -1 : 0;
+}
+
+static void test_pack_read_plan(void)
+{
+    srv_store *s = open_tmp("kbnp_plan");
+    const char *sql = NULL;
+    char url[512], err[256], plan[4096];
+    sdb *db = NULL;
+    static const unsigned char b[64] = { 0 }; /* fill_packs' blobs */
+    int64_t n = 0;
+
+    REQUIRE(s != NULL);
+    tmp_url("kbnp_plan", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    sql = sdb_dialect(db) == SDB_POSTGRES ? SQ_KBNP_READ_SQL_PG
+                                          : SQ_KBNP_READ_SQL_LITE;
+    CHECK(fill_packs(db) == 0);
 
     for (int analyzed = 0; analyzed < 2; analyzed++) {
         if (sdb_dialect(db) == SDB_POSTGRES && !analyzed)
@@ -291,10 +301,8 @@ static void test_stats_pass(void)
         "SELECT stream, r0, data FROM kbnpack WHERE sess=?1 AND name_id=?2";
     srv_store *s = open_tmp("kb_stats");
     char url[512], err[256], plan[4096];
-    static const unsigned char b[64] = { 0 };
     sdb *db = NULL, *r = NULL;
-    sdb_stmt *pk = NULL, *dir = NULL;
-    int bad = 0, n = -1;
+    int n = -1;
     int64_t v0;
 
     REQUIRE(s != NULL);
@@ -318,27 +326,7 @@ static void test_stats_pass(void)
     REQUIRE(r != NULL);
     CHECK(one_int(r, "SELECT count(*) FROM kbnpack") == 0);
 
-    REQUIRE(sdb_begin(db) == 0);
-    REQUIRE(sdb_prepare(db,
-                        "INSERT INTO kbnpack(sess, stream, r0, name_id, data)"
-                        " VALUES(?1, ?2, ?3, ?4, ?5)",
-                        &pk) == 0);
-    REQUIRE(sdb_prepare(db,
-                        "INSERT INTO kbndir(sess, stream, r0, data)"
-                        " VALUES(?1, ?2, ?3, ?4)",
-                        &dir) == 0);
-    for (int64_t se = 1; se <= NP_SESS; se++)
-        for (int64_t sm = 0; sm < NP_STREAMS; sm++)
-            for (int64_t rg = 0; rg < NP_RANGES; rg++) {
-                int64_t v[4] = { se, sm, rg << SQ_KBNP_SHIFT, 0 };
-                bad |= put_row(dir, v, 3, b, sizeof(b));
-                for (v[3] = 1; v[3] <= NP_NAMES; v[3]++)
-                    bad |= put_row(pk, v, 4, b, sizeof(b));
-            }
-    sdb_finalize(pk);
-    sdb_finalize(dir);
-    CHECK(bad == 0);
-    REQUIRE(sdb_exec(db, "COMMIT") == 0);
+    CHECK(fill_packs(db) == 0);
 
     CHECK(one_int(r, "SELECT count(*) FROM kbnpack") ==
           NP_SESS * NP_STREAMS * NP_RANGES * NP_NAMES);
