@@ -2394,6 +2394,10 @@ def api_session(rnd, nk):
     return g
 
 
+# kill -9s of IngestGroup's server while its agents send
+KILLS = 5
+
+
 class IngestGroup(Base):
     def test_concurrent_batches_share_commits_kill9(self):
         """Batches sent at once by several agents share transactions (group
@@ -2420,7 +2424,8 @@ class IngestGroup(Base):
                 lo = hi
             per.append(mine)
         ref = self.server("rows")
-        state = {"srv": T.Server(d, args, env=env), "gen": 0, "stop": False}
+        state = {"srv": T.Server(d, args, env=env), "gen": 0, "stop": False,
+                 "kills": 0}
         self.servers.append(state["srv"])
         # the sessions' first batches one by one on both servers: their
         # row ids (the rollups' keys) in the same order
@@ -2436,7 +2441,14 @@ class IngestGroup(Base):
 
         def agent(i):
             try:
-                for lo, hi, body in per[i][1:]:
+                for j, (lo, hi, body) in enumerate(per[i][1:]):
+                    if j == len(per[i]) - 2:
+                        # the last batch only once the kills are done: the
+                        # agents cannot all finish before the fifth (a
+                        # fast run killed 4 times and failed)
+                        with cv:
+                            cv.wait_for(lambda: state["kills"] >= KILLS or
+                                        state["stop"], 120)
                     while not state["stop"]:
                         with cv:
                             srv, gen = state["srv"], state["gen"]
@@ -2483,7 +2495,7 @@ class IngestGroup(Base):
                 t.join()
         self.assertEqual(errors, [])
         print("kills: %d, batches that shared a commit: %d" % (kills, grouped))
-        self.assertEqual(kills, 5)
+        self.assertEqual(kills, KILLS)
         self.assertGreater(grouped, 0)
         srv = state["srv"]
         for i, g in enumerate(gens):
@@ -2508,7 +2520,7 @@ class IngestGroup(Base):
 
     def kill_loop(self, rnd, threads, state, cv, acked, gens, stored_seqs,
                   d, args, env):
-        """kill -9 at random moments while the agents send (5 times),
+        """kill -9 at random moments while the agents send (KILLS times),
         checking after each kill that every acknowledged batch is stored;
         returns the kills and the batches that shared a commit."""
         kills = grouped = 0
@@ -2519,7 +2531,7 @@ class IngestGroup(Base):
             self.assertIn("gpufl_ingest_commits_total", m)
             grouped += int(m["gpufl_ingest_commit_batches_total"] -
                            m["gpufl_ingest_commits_total"])
-            if kills >= 5 or not any(t.is_alive() for t in threads):
+            if kills >= KILLS or not any(t.is_alive() for t in threads):
                 continue
             srv.kill()
             kills += 1
@@ -2536,6 +2548,7 @@ class IngestGroup(Base):
                 state["srv"] = T.Server(d, args, env=env)
                 self.servers.append(state["srv"])
                 state["gen"] += 1
+                state["kills"] = kills
                 cv.notify_all()
         return kills, grouped
 
