@@ -591,8 +591,8 @@ int kblock_name_dur(kblock_dec *d, const unsigned char *b, size_t len,
     for (size_t k = 0; k < m; k++)
         names[k] = d->shape[d->sidx[k]].name_id;
     memcpy(durs, d->dur, m * sizeof(*durs));
-    /* open for kblock_decode_cols_again: the block that passes is then
-     * decoded without a second decompression */
+    /* open for kblock_decode_rows (or kblock_decode_cols_again): the
+     * block that passes is then decoded without a second decompression */
     keep_open(d, p, pl, m, ns, i0);
     *n = m;
     return 0;

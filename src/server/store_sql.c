@@ -171,6 +171,18 @@ int sq_err(int rc)
     return sdb_err(rc);
 }
 
+uint64_t sq_one(sdb *db, const char *sql)
+{
+    sdb_stmt *st = NULL;
+    uint64_t v = 0;
+
+    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW &&
+        !qcol_null(st, 0))
+        v = (uint64_t)qcol_i64(st, 0);
+    sdb_finalize(st);
+    return v;
+}
+
 /* ---- pool, open, close ---- */
 
 sdb *sq_reader_get(srv_store *s)

@@ -143,17 +143,11 @@ int sq_lite_stats_pass(srv_store *s, int *analyzed)
         " LIKE 'sqlite%%' AND sql NOT LIKE 'CREATE VIRTUAL%%'%s";
     char names[SQ_STATS_TABLES][64], sql[256];
     sdb_stmt *st = NULL;
-    int have_stat1 = 0, n = 0, rc;
+    int have_stat1, n = 0, rc;
 
     *analyzed = 0;
-    if ((rc = sdb_prepare(s->w,
-                          "SELECT count(*) FROM sqlite_schema WHERE"
-                          " name='sqlite_stat1'",
-                          &st)) != 0)
-        return rc;
-    if (sdb_step(st) == SDB_ROW)
-        have_stat1 = sdb_col_i64(st, 0) > 0;
-    sdb_finalize(st);
+    have_stat1 = sq_one(s->w, "SELECT count(*) FROM sqlite_schema WHERE"
+                              " name='sqlite_stat1'") > 0;
     snprintf(sql, sizeof(sql), cand_sql,
              have_stat1 ? " AND name NOT IN (SELECT tbl FROM sqlite_stat1)"
                         : "");
@@ -166,16 +160,15 @@ int sq_lite_stats_pass(srv_store *s, int *analyzed)
             snprintf(names[n++], sizeof(names[0]), "%s", t);
     }
     sdb_finalize(st);
+    if (rc != SDB_ROW && rc != SDB_DONE)
+        return sq_err(rc);
+    rc = GPUFL_OK;
     for (int i = 0; i < n; i++) {
-        int64_t rows = 0;
+        uint64_t rows;
         snprintf(sql, sizeof(sql),
                  "SELECT count(*) FROM (SELECT 1 FROM \"%.63s\" LIMIT %d)",
                  names[i], SQ_STATS_FULL_MAX + 1);
-        if ((rc = sdb_prepare(s->w, sql, &st)) != 0)
-            return rc;
-        if (sdb_step(st) == SDB_ROW)
-            rows = sdb_col_i64(st, 0);
-        sdb_finalize(st);
+        rows = sq_one(s->w, sql);
         if (rows < SQ_STATS_MIN_ROWS)
             continue;
         snprintf(sql, sizeof(sql),
@@ -189,8 +182,6 @@ int sq_lite_stats_pass(srv_store *s, int *analyzed)
         (*analyzed)++;
         s->stats_reload = 1;
     }
-    if (rc == SDB_ROW || rc == SDB_DONE)
-        rc = GPUFL_OK;
     /* the tables analyzed are no candidates any more: the readers' reload
      * is owed until it happens, whatever failed since */
     if (s->stats_reload) {

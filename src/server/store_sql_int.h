@@ -553,6 +553,9 @@ sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);
 /* sdb_step() answer -> 0 or gpufl_err */
 int sq_err(int rc);
+/* One integer of a query (its first column of its first row) on db;
+ * 0 when it fails or is NULL (no dbstat, say). */
+uint64_t sq_one(sdb *db, const char *sql);
 /* Kernel row counts per (session, stream) (store_sql_kcount.c), on the
  * writer in its transaction: sq_kcount_add, n rows of the batch written
  * (summed, written by sq_kcount_flush before COMMIT); sq_kcount_sub, n

@@ -481,19 +481,6 @@ int srv_store_level0_drop(srv_store *s, uint64_t *rows, uint64_t *capi_rows)
     return rc;
 }
 
-/* One integer of a query on a reader; 0 when it fails (no dbstat). */
-static uint64_t kb_one(sdb *db, const char *sql)
-{
-    sdb_stmt *st = NULL;
-    uint64_t v = 0;
-
-    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW &&
-        !qcol_null(st, 0))
-        v = (uint64_t)qcol_i64(st, 0);
-    sdb_finalize(st);
-    return v;
-}
-
 /* The biggest tables, each with its indexes (SQLite: an index's pages
  * count for its table by dbstat's tbl_name through sqlite_schema). */
 static void kb_biggest(sdb *db, int pg, srv_kb_stats *o)
@@ -525,22 +512,22 @@ void srv_store_kblocks_stats(srv_store *s, srv_kb_stats *o)
     int pg = sdb_dialect(db) == SDB_POSTGRES;
 
     memset(o, 0, sizeof(*o));
-    o->rows = kb_one(db, "SELECT count(*) FROM kernels");
-    o->blocks = kb_one(db, "SELECT count(*) FROM kblocks");
-    o->in_blocks = kb_one(db, "SELECT sum(n) FROM kblocks");
-    o->block_bytes = kb_one(db, "SELECT sum(length(block)) FROM kblocks");
+    o->rows = sq_one(db, "SELECT count(*) FROM kernels");
+    o->blocks = sq_one(db, "SELECT count(*) FROM kblocks");
+    o->in_blocks = sq_one(db, "SELECT sum(n) FROM kblocks");
+    o->block_bytes = sq_one(db, "SELECT sum(length(block)) FROM kblocks");
     /* on disk with indexes: PostgreSQL's relation sizes (TOAST and
      * indexes included, dead rows too until VACUUM); SQLite's b-tree
      * pages (dbstat; 0 where SQLite was built without it) */
-    o->rows_disk = kb_one(db, pg ? "SELECT pg_total_relation_size('kernels')"
+    o->rows_disk = sq_one(db, pg ? "SELECT pg_total_relation_size('kernels')"
                                  : "SELECT sum(pgsize) FROM dbstat WHERE"
                                    " name='kernels' OR name LIKE 'kernels_%'");
     o->blocks_disk =
-        kb_one(db, pg ? "SELECT pg_total_relation_size('kblocks')"
+        sq_one(db, pg ? "SELECT pg_total_relation_size('kblocks')"
                       : "SELECT sum(pgsize) FROM dbstat WHERE"
                         " name='kblocks' OR name LIKE 'kblocks_%'"
                         " OR name LIKE 'sqlite_autoindex_kblocks%'");
-    o->db_disk = kb_one(db, pg ? "SELECT pg_database_size(current_database())"
+    o->db_disk = sq_one(db, pg ? "SELECT pg_database_size(current_database())"
                                : "SELECT sum(pgsize) FROM dbstat");
     kb_biggest(db, pg, o);
     sq_reader_put(s, db);
