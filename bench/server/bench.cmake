@@ -13,6 +13,7 @@ endif()
 add_executable(bench_scale ${CMAKE_CURRENT_LIST_DIR}/bench_scale.c
                            ${CMAKE_CURRENT_LIST_DIR}/bench_common.c)
 gpufl_target(bench_scale)
+target_link_libraries(bench_scale PRIVATE Threads::Threads)
 
 # bench_regress: the regression scan of a 1M-kernel session against five.
 if(TARGET gpufl_server_core)
