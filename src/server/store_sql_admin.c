@@ -119,29 +119,51 @@ uint64_t srv_store_sqlite_wcache(srv_store *s)
  * way: store_sql_kbnpack.h).  So every SQ_STATS_EVERY_S the writer
  * analyzes each table that has no sqlite_stat1 row yet and holds
  * SQ_STATS_MIN_ROWS rows or more (fewer would teach the planner a table is
- * tiny for good): whole up to SQ_STATS_FULL_MAX rows (1M kernels' tables:
- * 0.2-6 ms each), beyond by a sample of about SQ_STATS_SAMPLE rows an
- * index (analysis_limit; a sample of 1,000 was tried: it put ~1,000 rows
- * behind every prefix, 57,192 for one session's timeline when whole).  A
- * table is analyzed once this way, under the write lock; the probe that
- * counts a candidate's rows stops at the bound.  Another connection does
+ * tiny for good), and again each table whose statistics count fewer than
+ * SQ_STATS_FULL_MAX / SQ_STATS_GROWTH rows once it holds SQ_STATS_GROWTH
+ * times as many (a table first analyzed at 1,000 rows is planned as 1,000
+ * rows no more once it holds 10,000, 100,000, ...): whole up to
+ * SQ_STATS_FULL_MAX rows (1M kernels' tables: 0.2-6 ms each), beyond by a
+ * sample of about SQ_STATS_SAMPLE rows an index (analysis_limit; a sample
+ * of 1,000 was tried: it put ~1,000 rows behind every prefix, 57,192 for
+ * one session's timeline when whole).  Under the write lock; the probe
+ * that counts a candidate's rows stops at the count that decides (a table
+ * not grown costs a read of under SQ_STATS_GROWTH times its statistics'
+ * rows, at most SQ_STATS_FULL_MAX).  Another connection does
  * not reload statistics when they change - only when the schema does - so
  * the pass then creates and drops a table: each reader re-reads schema and
  * statistics before its next statement, and its prepared statements
- * re-prepare themselves.  Tables analyzed before keep their statistics
- * (PRAGMA optimize at close refreshes those the writer used that grew). */
+ * re-prepare themselves.  Tables whose statistics count SQ_STATS_FULL_MAX /
+ * SQ_STATS_GROWTH rows or more keep them (PRAGMA optimize at close
+ * refreshes those the writer used that grew). */
 #define SQ_STATS_EVERY_S 600
 #define SQ_STATS_MIN_ROWS 1000
 #define SQ_STATS_FULL_MAX 1000000
 #define SQ_STATS_SAMPLE 100000
+#define SQ_STATS_GROWTH 10
 #define SQ_STATS_TABLES 128
+
+/* Rows of table t counted up to lim: the probe stops there. */
+static uint64_t rows_upto(srv_store *s, const char *t, uint64_t lim)
+{
+    char sql[160];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM (SELECT 1 FROM \"%.63s\" LIMIT %llu)", t,
+             (unsigned long long)lim);
+    return sq_one(s->w, sql);
+}
 
 int sq_lite_stats_pass(srv_store *s, int *analyzed)
 {
+    /* each table and the rows its statistics count (NULL: none; a
+     * partial index counts fewer, so the largest) */
     static const char *const cand_sql =
-        "SELECT name FROM sqlite_schema WHERE type='table' AND name NOT"
-        " LIKE 'sqlite%%' AND sql NOT LIKE 'CREATE VIRTUAL%%'%s";
-    char names[SQ_STATS_TABLES][64], sql[256];
+        "SELECT m.name, %s FROM sqlite_schema m WHERE m.type='table' AND"
+        " m.name NOT LIKE 'sqlite%%' AND m.sql NOT LIKE 'CREATE VIRTUAL%%'"
+        " ORDER BY m.name";
+    char names[SQ_STATS_TABLES][64], sql[384];
+    int64_t est[SQ_STATS_TABLES];
     sdb_stmt *st = NULL;
     int have_stat1, n = 0, rc;
 
@@ -149,28 +171,37 @@ int sq_lite_stats_pass(srv_store *s, int *analyzed)
     have_stat1 = sq_one(s->w, "SELECT count(*) FROM sqlite_schema WHERE"
                               " name='sqlite_stat1'") > 0;
     snprintf(sql, sizeof(sql), cand_sql,
-             have_stat1 ? " AND name NOT IN (SELECT tbl FROM sqlite_stat1)"
-                        : "");
+             have_stat1 ? "(SELECT max(CAST(stat AS INTEGER)) FROM"
+                          " sqlite_stat1 WHERE tbl=m.name)"
+                        : "NULL");
     if ((rc = sdb_prepare(s->w, sql, &st)) != 0)
         return rc;
     while (n < SQ_STATS_TABLES && (rc = sdb_step(st)) == SDB_ROW) {
         const char *t = sdb_col_text(st, 0);
-        /* the server's own names: nothing to quote */
-        if (t && strlen(t) < sizeof(names[0]) && !strchr(t, '"'))
-            snprintf(names[n++], sizeof(names[0]), "%s", t);
+        int64_t e = sdb_col_null(st, 1) ? -1 : qcol_i64(st, 1);
+        /* the server's own names: nothing to quote; statistics of a
+         * table this large are kept */
+        if (t && strlen(t) < sizeof(names[0]) && !strchr(t, '"') &&
+            e < SQ_STATS_FULL_MAX / SQ_STATS_GROWTH) {
+            snprintf(names[n], sizeof(names[0]), "%s", t);
+            est[n++] = e;
+        }
     }
     sdb_finalize(st);
     if (rc != SDB_ROW && rc != SDB_DONE)
         return sq_err(rc);
     rc = GPUFL_OK;
     for (int i = 0; i < n; i++) {
-        uint64_t rows;
-        snprintf(sql, sizeof(sql),
-                 "SELECT count(*) FROM (SELECT 1 FROM \"%.63s\" LIMIT %d)",
-                 names[i], SQ_STATS_FULL_MAX + 1);
-        rows = sq_one(s->w, sql);
-        if (rows < SQ_STATS_MIN_ROWS)
+        uint64_t rows, need = SQ_STATS_MIN_ROWS;
+        if (est[i] >= 0 && (uint64_t)est[i] * SQ_STATS_GROWTH > need)
+            need = (uint64_t)est[i] * SQ_STATS_GROWTH;
+        /* no statistics: the count decides whole or sampled at once */
+        rows =
+            rows_upto(s, names[i], est[i] < 0 ? SQ_STATS_FULL_MAX + 1 : need);
+        if (rows < need)
             continue;
+        if (est[i] >= 0) /* grown: whole or sampled */
+            rows = rows_upto(s, names[i], SQ_STATS_FULL_MAX + 1);
         snprintf(sql, sizeof(sql),
                  "PRAGMA analysis_limit=%d; ANALYZE \"%.63s\";"
                  " PRAGMA analysis_limit=0",
@@ -240,10 +271,12 @@ int srv_store_mark_stale(srv_store *s, uint64_t stale_s, uint64_t heard_since)
             glog_warn("store", "statistics pass: %s", sdb_errmsg(s->w));
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (n)
-            glog_debug("store",
-                       "statistics for %d newly filled table(s) in %.1f ms", n,
-                       (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                           (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+            glog_debug(
+                "store",
+                "statistics for %d newly filled or grown table(s) in %.1f ms",
+                n,
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     }
     pthread_mutex_unlock(&s->wlock);
     return rc;

@@ -418,11 +418,88 @@ static void test_stats_pass_sampled(void)
     srv_store_close(s);
 }
 
+/* kbunnamed's rows counted by its statistics (-1: none). */
+static long long stat_rows(sdb *db)
+{
+    sdb_stmt *st = NULL;
+    long long est = -1;
+
+    if (sdb_prepare(db,
+                    "SELECT max(CAST(stat AS INTEGER)) FROM sqlite_stat1"
+                    " WHERE tbl='kbunnamed'",
+                    &st))
+        return -2;
+    if (sdb_step(st) == SDB_ROW && !sdb_col_null(st, 0))
+        est = (long long)sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    return est;
+}
+
+/* Rows [lo, hi) of kbunnamed. */
+static int fill_unnamed(sdb *db, int lo, int hi)
+{
+    char sql[256];
+
+    snprintf(sql, sizeof(sql),
+             "WITH RECURSIVE c(i) AS (SELECT %d UNION ALL SELECT i + 1 FROM c"
+             " WHERE i < %d) INSERT INTO kbunnamed SELECT i / 1000, i %% 4, i"
+             " FROM c",
+             lo, hi - 1);
+    return sdb_exec(db, sql);
+}
+
+/* One pass as the maintenance runs it; how many tables it analyzed. */
+static int pass(srv_store *s)
+{
+    int n = -1;
+
+    pthread_mutex_lock(&s->wlock);
+    CHECK(sq_lite_stats_pass(s, &n) == 0);
+    pthread_mutex_unlock(&s->wlock);
+    return n;
+}
+
+/* A table analyzed small is analyzed again once it holds SQ_STATS_GROWTH
+ * (10) times the rows its statistics count, not before: a table analyzed
+ * at its first 2,000 rows is not planned as 2,000 rows for good. */
+static void test_stats_pass_growth(void)
+{
+    srv_store *s = open_tmp("kb_stats_grow");
+    char url[512], err[256];
+    sdb *db = NULL;
+
+    REQUIRE(s != NULL);
+    tmp_url("kb_stats_grow", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    if (sdb_dialect(db) == SDB_POSTGRES) {
+        fprintf(stderr, "  SQLite's pass: nothing to check on PostgreSQL\n");
+        sdb_close(db);
+        srv_store_close(s);
+        return;
+    }
+    CHECK(sdb_exec(db, "ANALYZE") == 0);
+    CHECK(fill_unnamed(db, 0, 2000) == 0);
+    CHECK(pass(s) == 1);
+    CHECK(stat_rows(db) == 2000);
+    /* 9.99x: left as it is */
+    CHECK(fill_unnamed(db, 2000, 19999) == 0);
+    CHECK(pass(s) == 0);
+    CHECK(stat_rows(db) == 2000);
+    /* 10x: analyzed again, whole */
+    CHECK(fill_unnamed(db, 19999, 20000) == 0);
+    CHECK(pass(s) == 1);
+    CHECK(stat_rows(db) == 20000);
+    CHECK(pass(s) == 0);
+    sdb_close(db);
+    srv_store_close(s);
+}
+
 int main(void)
 {
     RUN(test_plan);
     RUN(test_pack_read_plan);
     RUN(test_stats_pass);
     RUN(test_stats_pass_sampled);
+    RUN(test_stats_pass_growth);
     TEST_DONE();
 }
