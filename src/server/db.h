@@ -58,6 +58,12 @@ int64_t sdb_changes(sdb *db);
 int sdb_copy(sdb *db, const char *sql, const char *data, size_t len);
 /* Starts a write transaction (SQLite: BEGIN IMMEDIATE). */
 int sdb_begin(sdb *db);
+/* SQLite only: fn(arg, frames) after each commit of db, frames the pages
+ * in its WAL then, on the committing thread - in place of SQLite's own
+ * checkpoint at commit (wal_autocheckpoint), which it replaces; NULL fn
+ * restores none.  PostgreSQL: GPUFL_EINVAL. */
+typedef void (*sdb_wal_fn)(void *arg, int frames);
+int sdb_wal_hook(sdb *db, sdb_wal_fn fn, void *arg);
 
 /*
  * Losing the database.  A PostgreSQL connection that the server closed (a

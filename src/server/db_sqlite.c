@@ -20,6 +20,8 @@
 struct sdb {
     sdb_head head;
     sqlite3 *h;
+    sdb_wal_fn wal_fn; /* sdb_wal_hook */
+    void *wal_arg;
 };
 
 struct sdb_stmt {
@@ -126,6 +128,26 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                             SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
                             sat_step, sat_final);
     *out = db;
+    return GPUFL_OK;
+}
+
+static int wal_tramp(void *arg, sqlite3 *h, const char *name, int frames)
+{
+    sdb *db = arg;
+
+    (void)h;
+    (void)name;
+    db->wal_fn(db->wal_arg, frames);
+    return SQLITE_OK;
+}
+
+int sdb_wal_hook(sdb *db, sdb_wal_fn fn, void *arg)
+{
+    if (!db || db->head.dialect != SDB_SQLITE)
+        return GPUFL_EINVAL;
+    db->wal_fn = fn;
+    db->wal_arg = arg;
+    sqlite3_wal_hook(db->h, fn ? wal_tramp : NULL, fn ? db : NULL);
     return GPUFL_OK;
 }
 

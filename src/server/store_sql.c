@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
+
 /* ---- the writer's statements ---- */
 
 /* += one line's share into a waste rollup table T of time column C */
@@ -230,6 +232,7 @@ void srv_store_close(srv_store *s)
 {
     if (!s)
         return;
+    sq_ckpt_stop(s); /* before the writer's last statements */
     if (s->wr)
         s->wr->close(s);
     for (int i = 0; i < WS_N; i++)
@@ -343,6 +346,11 @@ int srv_store_open(const char *url, unsigned readers, srv_store **out, char *eb,
                 goto fail;
         }
     }
+    /* past its start a failure is a warning: SQLite checkpoints at
+     * commit instead */
+    if (sq_ckpt_start(s, url) != 0)
+        glog_warn("store", "no WAL checkpointer thread: checkpoints at"
+                           " commit");
     *out = s;
     return GPUFL_OK;
 fail:

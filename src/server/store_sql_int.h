@@ -264,6 +264,7 @@ struct srv_store {
      * that the readers have not been made to reload yet */
     int64_t analyzed;
     int stats_reload;
+    struct sq_ckpt *ckpt;    /* SQLite: the WAL's checkpointer thread */
     struct sq_ext *ext;      /* SQ_EXT_SESS heaps (store_sql_ext.c) */
     struct sq_ext *ext_last; /* the slot a kernel last went to */
     uint32_t ext_k, ext_gen;
@@ -380,6 +381,14 @@ void sq_kb_release(srv_store *s);
  * the readers reload them (store_sql_admin.c); how many were analyzed
  * into *analyzed. */
 int sq_lite_stats_pass(srv_store *s, int *analyzed);
+/* SQLite: the WAL checkpointed on a thread of its own instead of in the
+ * commit that fills it (store_sql_ckpt.c); url: the database.  A start
+ * that fails leaves SQLite's checkpoint at commit (returns the error). */
+int sq_ckpt_start(srv_store *s, const char *url);
+void sq_ckpt_stop(srv_store *s);
+/* Checkpoints the thread ran and WAL pages it copied under the writer's
+ * lock (tests, the debug log). */
+void sq_ckpt_counts(srv_store *s, uint64_t *runs, uint64_t *locked_frames);
 /* The bytes of the block a kblocks row stands for.  Every reader of a
  * block goes through here (never qcol_blob on the `block` column itself)
  * so that a block kept elsewhere (a cold tier) reads the same: st's column
