@@ -261,6 +261,7 @@ void srv_store_close(srv_store *s)
     sq_gaps_release(s);
     sq_kbi_release(s);
     sq_kbp_release(s);
+    sq_kb_prep_release(s);
     sq_kb_release(s);
     sq_kc_release(s);
     sq_kb_read_release(s);

@@ -66,6 +66,14 @@ void sq_kc_release(srv_store *s);
 struct kblock_ev;
 int sq_kx_put(srv_store *s, int64_t sess, const struct kblock_ev *ev, size_t n,
               int heap);
+/* Off the writer's lock, on db (a reader): which of ev[0..n) (events of
+ * session sess about to go into a block) sq_kx_put may still keep, into
+ * ix[0..*m): those at or before each side's KX_KEEP-th stored kext key -
+ * a key that only moves outward as kernels come, so what is read now
+ * covers what the writer reads later - and all of them while a side holds
+ * fewer keys (its bound may still move inward). */
+int sq_kx_candidates(sdb *db, int64_t sess, const struct kblock_ev *ev,
+                     size_t n, uint32_t *ix, size_t *m);
 /* The codec state and buffers above, allocated on first use. */
 int sq_kb_state(srv_store *s);
 /* s->kb_ev[0..n) (one session's stream, seq order) encoded and inserted
@@ -79,6 +87,19 @@ int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n, int named);
  * ingest's, encoded on two threads: store_sql_kblocks_par.c). */
 int sq_kb_put_bytes(srv_store *s, int64_t sess, int64_t stream,
                     const unsigned char *b, size_t len, size_t n, int named);
+/* ... the same for a block the compactor encoded off the writer's lock
+ * (a merge: store_sql_kblocks_compact.c), with its kbnames rows from the
+ * names' duration bounds lo[k], hi[k] (sq_kb_name_bounds, in the order of
+ * the block's index). */
+int sq_kb_put_named(srv_store *s, int64_t sess, int64_t stream,
+                    const unsigned char *b, size_t len, size_t n,
+                    const uint64_t *lo, const uint64_t *hi);
+/* Per name of idx, its events' duration bounds over ev[0..n) into lo[k],
+ * hi[k] (KB_MAX_NAMES each; slot: KB_NSLOT_MAX of scratch); no lock. */
+struct kblock_index;
+int sq_kb_name_bounds(const struct kblock_index *idx,
+                      const struct kblock_ev *ev, size_t n, uint64_t *lo,
+                      uint64_t *hi, uint32_t *slot);
 /* The kbnames rows of block b[0..len) of n kernels, decoded into
  * s->kb_ev[0..n), in the writer's open transaction (its kbunnamed row is
  * the caller's). */

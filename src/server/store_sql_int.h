@@ -292,6 +292,9 @@ struct srv_store {
     struct kblock_index *kb_idx;
     uint64_t *kb_ndur;  /* per index name: min, then max duration */
     uint32_t *kb_nslot; /* name id -> index place (kb_names_insert) */
+    /* the compactor's merges prepared off the writer's lock, with codec
+     * state of their own (store_sql_kblocks_compact.c) */
+    struct kb_prepper *kb_pr;
     /* blocks the last naming/merge pass could not decode (logged on change) */
     uint64_t kb_unnamable, kb_unmergeable;
     uint64_t ob_unmergeable; /* op blocks (store_sql_oblocks_compact.c) */
@@ -377,6 +380,7 @@ int sq_kb_stored(srv_store *s, int64_t sess, int64_t lo, int64_t hi, int rows,
                  sq_kb_seen_fn seen, void *arg);
 int sq_kb_member(srv_store *s, int64_t sess, uint64_t seq, int *in);
 void sq_kb_release(srv_store *s);
+void sq_kb_prep_release(srv_store *s);
 /* SQLite: analyze the tables filled without statistics so far, and have
  * the readers reload them (store_sql_admin.c); how many were analyzed
  * into *analyzed. */

@@ -274,19 +274,15 @@ static size_t name_slot(int64_t id, size_t mask)
     return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 32) & mask;
 }
 
-/* The block's kbnames rows (schema 22): per name of idx (sorted by id),
- * its count and its events' min/max duration from s->kb_ev[0..n).  Each
- * event's name is found in a hash table of the index's names (built per
- * block, cleared only as far as it is used): a bsearch per event was ~8 %
- * of the compactor's CPU (docs/server.md "Where ingest's CPU goes"). */
-static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
-                           const kblock_index *idx, size_t n)
+/* Per name of idx (sorted by id), its events' duration bounds from
+ * ev[0..n) into lo[k], hi[k].  Each event's name is found in a hash table
+ * of the index's names (slot: KB_NSLOT_MAX, built per block, cleared only
+ * as far as it is used): a bsearch per event was ~8 % of the compactor's
+ * CPU (docs/server.md "Where ingest's CPU goes"). */
+int sq_kb_name_bounds(const kblock_index *idx, const kblock_ev *ev, size_t n,
+                      uint64_t *lo, uint64_t *hi, uint32_t *slot)
 {
-    uint64_t *lo = s->kb_ndur, *hi = s->kb_ndur + KB_MAX_NAMES;
-    uint32_t *slot = s->kb_nslot;
     size_t mask = 15;
-    sdb_stmt *st = NULL;
-    int rc = GPUFL_OK;
 
     while (mask + 1 < 2 * (size_t)idx->nnames)
         mask = 2 * mask + 1;
@@ -300,22 +296,34 @@ static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
         hi[k] = 0;
     }
     for (size_t i = 0; i < n; i++) {
-        int64_t id = s->kb_ev[i].name_id;
+        int64_t id = ev[i].name_id;
         size_t h = name_slot(id, mask), k;
         while (slot[h] != UINT32_MAX && idx->names[slot[h]].name_id != id)
             h = (h + 1) & mask;
         if (slot[h] == UINT32_MAX) { /* the codec's index lists every
                                         event's name */
-            glog_error("kblocks", "session %lld: name %lld not in its index",
-                       (long long)sess, (long long)id);
+            glog_error("kblocks", "name %lld not in its block's index",
+                       (long long)id);
             return GPUFL_EINTERNAL;
         }
         k = slot[h];
-        if (s->kb_ev[i].dur < lo[k])
-            lo[k] = s->kb_ev[i].dur;
-        if (s->kb_ev[i].dur > hi[k])
-            hi[k] = s->kb_ev[i].dur;
+        if (ev[i].dur < lo[k])
+            lo[k] = ev[i].dur;
+        if (ev[i].dur > hi[k])
+            hi[k] = ev[i].dur;
     }
+    return GPUFL_OK;
+}
+
+/* The block's kbnames rows (schema 22): per name of idx, its count and
+ * the duration bounds lo[k], hi[k]. */
+static int kb_names_write(srv_store *s, int64_t sess, int64_t stream,
+                          const kblock_index *idx, const uint64_t *lo,
+                          const uint64_t *hi)
+{
+    sdb_stmt *st = NULL;
+    int rc = GPUFL_OK;
+
     /* KB_NAMES_ROWS rows a statement: a block's ~200 names cost a few
      * statements, not one each (on PostgreSQL a round trip each); the
      * full statement is kept, a last partial one prepared here */
@@ -347,6 +355,21 @@ static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
     }
     sdb_finalize(st);
     return rc;
+}
+
+/* The block's kbnames rows from its events s->kb_ev[0..n). */
+static int kb_names_insert(srv_store *s, int64_t sess, int64_t stream,
+                           const kblock_index *idx, size_t n)
+{
+    uint64_t *lo = s->kb_ndur, *hi = s->kb_ndur + KB_MAX_NAMES;
+    int rc = sq_kb_name_bounds(idx, s->kb_ev, n, lo, hi, s->kb_nslot);
+
+    if (rc) {
+        glog_error("kblocks", "session %lld stream %lld: not named",
+                   (long long)sess, (long long)stream);
+        return rc;
+    }
+    return kb_names_write(s, sess, stream, idx, lo, hi);
 }
 
 /* The block's kbunnamed row: read as holding any name until the
@@ -395,22 +418,40 @@ int sq_kb_put(srv_store *s, int64_t sess, int64_t stream, size_t n, int named)
     return sq_kb_put_bytes(s, sess, stream, s->kb_buf, len, n, named);
 }
 
-int sq_kb_put_bytes(srv_store *s, int64_t sess, int64_t stream,
-                    const unsigned char *b, size_t len, size_t n, int named)
+/* The block b[0..len) of n kernels as a kblocks row, its index read into
+ * s->kb_idx (its names: the caller's). */
+static int kb_put_row(srv_store *s, int64_t sess, int64_t stream,
+                      const unsigned char *b, size_t len, size_t n)
 {
     char why[128] = "";
-    int rc;
 
     if (kblock_index_read(b, len, s->kb_idx, why, sizeof(why)) ||
         s->kb_idx->n != n) {
-        glog_error("kblocks", "session %lld: cannot encode: %s",
+        glog_error("kblocks", "session %lld: cannot insert a block: %s",
                    (long long)sess, why[0] ? why : "count differs");
         return GPUFL_EINTERNAL;
     }
-    if ((rc = kb_insert(s, sess, stream, s->kb_idx, b, len)) != 0)
+    return kb_insert(s, sess, stream, s->kb_idx, b, len);
+}
+
+int sq_kb_put_bytes(srv_store *s, int64_t sess, int64_t stream,
+                    const unsigned char *b, size_t len, size_t n, int named)
+{
+    int rc = kb_put_row(s, sess, stream, b, len, n);
+
+    if (rc)
         return rc;
     return named ? kb_names_insert(s, sess, stream, s->kb_idx, n)
                  : kb_unnamed_insert(s, sess, stream, s->kb_idx);
+}
+
+int sq_kb_put_named(srv_store *s, int64_t sess, int64_t stream,
+                    const unsigned char *b, size_t len, size_t n,
+                    const uint64_t *lo, const uint64_t *hi)
+{
+    int rc = kb_put_row(s, sess, stream, b, len, n);
+
+    return rc ? rc : kb_names_write(s, sess, stream, s->kb_idx, lo, hi);
 }
 
 /* The sessions with blocks into *ids (*n of them; free it). */

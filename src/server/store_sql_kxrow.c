@@ -99,6 +99,43 @@ static int kx_stored_bound(srv_store *s, int64_t sess, int d, int64_t b[2],
     return GPUFL_OK;
 }
 
+int sq_kx_candidates(sdb *db, int64_t sess, const kblock_ev *ev, size_t n,
+                     uint32_t *ix, size_t *m)
+{
+    int64_t b[2][2];
+    int full[2] = { 0, 0 };
+
+    *m = 0;
+    for (int d = 0; d < 2; d++) {
+        static const char *const sql[2] = {
+            "SELECT dur, seq FROM kext WHERE sess=?1 AND side=0 ORDER BY"
+            " dur DESC, seq DESC LIMIT 1 OFFSET ?2",
+            "SELECT dur, seq FROM kext WHERE sess=?1 AND side=1 ORDER BY"
+            " dur, seq LIMIT 1 OFFSET ?2",
+        };
+        sdb_stmt *st = NULL;
+        int rc;
+        if (sdb_prepare(db, sql[d], &st))
+            return GPUFL_EINTERNAL;
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, KX_KEEP - 1);
+        if ((rc = sdb_step(st)) == SDB_ROW) {
+            b[d][0] = qcol_i64(st, 0);
+            b[d][1] = qcol_i64(st, 1);
+            full[d] = 1;
+        }
+        sdb_finalize(st);
+        if (rc != SDB_ROW && rc != SDB_DONE)
+            return sq_err(rc);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!full[0] || !full[1] ||
+            kx_before(0, (int64_t)ev[i].dur, (int64_t)ev[i].seq, b[0]) ||
+            kx_before(1, (int64_t)ev[i].dur, (int64_t)ev[i].seq, b[1]))
+            ix[(*m)++] = (uint32_t)i;
+    return GPUFL_OK;
+}
+
 /* Kept rows one INSERT writes on SQLite (26 parameters each; the first
  * blocks of a session keep nearly every kernel, its first 1 001 are all
  * among them); PostgreSQL sends a block's rows as arrays instead

@@ -13,11 +13,17 @@
  * journals of its multi-row inserts (a copy of each page a statement
  * changes) went to a temporary file, 390 MB of the compactor's writes per
  * 2M kernels, until the writer kept them in memory (temp_store=MEMORY).
+ * The merges are prepared off the writer's lock and swapped in under it:
+ * a source that goes while its merge is prepared (another server's
+ * compactor, retention) passes that merge, not the transaction.
  */
 #include "test.h"
 
 #include "store_test.h"
 #include "store_sql_int.h"
+
+#include <pthread.h>
+#include <unistd.h>
 
 #define SIDW "eeeeeeee-0000-4000-8000-000000000007"
 #define BATCH 100
@@ -134,8 +140,75 @@ static void test_merge_wal(void)
     unsetenv("GPUFL_SERVER_KB_RUN");
 }
 
+struct compact_arg {
+    srv_store *s;
+    uint64_t nb, nk;
+    int rc;
+};
+
+static void *compact_main(void *arg)
+{
+    struct compact_arg *a = arg;
+    a->rc = srv_store_kblocks_compact(a->s, &a->nb, &a->nk, NULL);
+    return NULL;
+}
+
+/* 40 blocks of 100 merge in pairs (blocks of 200); while the merges are
+ * prepared (GPUFL_SERVER_KB_PREP_PAUSE_MS) the block at seq 201 goes, as
+ * another server's merge or retention would take it: the pass succeeds,
+ * its pair (201, 301) is passed and 301 left as it was, the 19 other
+ * pairs merged - every kernel that was not taken is there once. */
+static void test_merge_source_gone(void)
+{
+    char url[512], err[256];
+    srv_store *s;
+    srv_ingest_res r;
+    sdb *db = NULL;
+    pthread_t th;
+    struct compact_arg a = { 0 };
+
+    if (pg_uri()[0]) {
+        fprintf(stderr, "  SQLite's file: skipped on PostgreSQL\n");
+        return;
+    }
+    setenv("GPUFL_SERVER_KB_RUN", "200", 1);
+    setenv("GPUFL_SERVER_KB_PREP_PAUSE_MS", "400", 1);
+    s = open_tmp("kb_gone");
+    REQUIRE(s != NULL);
+    srv_store_set_kernel_store(s, 1);
+    for (int b = 0; b < NBATCH; b++) {
+        size_t n = batch(1 + b * BATCH);
+        REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
+    }
+    tmp_url("kb_gone", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH);
+    a.s = s;
+    REQUIRE(pthread_create(&th, NULL, compact_main, &a) == 0);
+    usleep(150000); /* inside the pause: every merge prepared */
+    pthread_mutex_lock(&s->wlock);
+    CHECK(sdb_exec(s->w,
+                   "BEGIN; DELETE FROM kblocks WHERE seq_lo=201;"
+                   " DELETE FROM kbunnamed WHERE seq_lo=201; COMMIT") == 0);
+    pthread_mutex_unlock(&s->wlock);
+    pthread_join(th, NULL);
+    fprintf(stderr, "  pass: rc %d, merged %llu blocks (%llu kernels)\n", a.rc,
+            (unsigned long long)a.nb, (unsigned long long)a.nk);
+    CHECK(a.rc == GPUFL_OK);
+    CHECK_EQ_U64(a.nb, NBATCH / 2 - 1);
+    CHECK_EQ_U64(a.nk, (NBATCH - 2) * BATCH);
+    CHECK(one(db, "SELECT n FROM kblocks WHERE seq_lo=301", 0) == BATCH);
+    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH / 2);
+    CHECK(one(db, "SELECT sum(n) FROM kblocks", 0) == (NBATCH - 1) * BATCH);
+    sdb_close(db);
+    srv_store_close(s);
+    unsetenv("GPUFL_SERVER_KB_PREP_PAUSE_MS");
+    unsetenv("GPUFL_SERVER_KB_RUN");
+}
+
 int main(void)
 {
     RUN(test_merge_wal);
+    RUN(test_merge_source_gone);
     TEST_DONE();
 }
