@@ -357,7 +357,8 @@ static void job_pids(const char *dir, int depth, uint32_t *pids, int *n)
     struct dirent *de;
     FILE *f;
     DIR *d;
-    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    if (snprintf(path, sizeof path, "%s/cgroup.procs", dir) >= (int)sizeof path)
+        return; /* too deep to name: not a Slurm job's folder */
     f = fopen(path, "r");
     if (f) {
         while (*n < OWN_JOB_PIDS && fgets(line, sizeof line, f)) {
@@ -372,7 +373,10 @@ static void job_pids(const char *dir, int depth, uint32_t *pids, int *n)
     while (*n < OWN_JOB_PIDS && (de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.' || de->d_type != DT_DIR)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        /* a truncated path would name another folder: skip it */
+        if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >=
+            (int)sizeof path)
+            continue;
         job_pids(path, depth + 1, pids, n);
     }
     closedir(d);
@@ -398,7 +402,9 @@ static int slurm_scan(const idle_env *e, idle_gpu *gpus, int ngpus)
             continue;
         memset(&o, 0, sizeof o);
         snprintf(o.job, sizeof o.job, "%.31s", de->d_name + 4);
-        snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
+        if (snprintf(dir, sizeof dir, "%s/%s", base, de->d_name) >=
+            (int)sizeof dir)
+            continue;
         job_pids(dir, 0, pids, &np);
         for (int i = 0; i < np; i++)
             if (job_gpus(e, pids[i], &mask) && uid < 0)
