@@ -196,6 +196,9 @@ static const opt_def idle_rows[] = {
       .help = "no SM metric: low occupancy at power <= floor + this" },
     { FRAC("phantom-util", phantom_util), .def = "90", .fmax = 100,
       .help = "phantom: util mean >= this with no process and no memory" },
+    { FRAC("empty-util", empty_util), .def = "5", .fmax = 100,
+      .help = "empty: util mean below this with no process and no memory "
+              "(what an ended context leaves)" },
     { .name = "phantom-hold",
       DUR_S,
       OPT_F_UINT(T, o.cfg.phantom_hold_s),

@@ -105,6 +105,7 @@ typedef struct idle_cfg {
     double held_floor;        /* power/cap of a held, idle context */
     double low_occ_margin;    /* low occ. proxy: power <= floor + this */
     double phantom_util;      /* util mean >= this with no owner */
+    double empty_util;        /* util mean below this, no owner: residue */
     uint32_t phantom_hold_s;  /* sustained this long: PHANTOM */
     double min_valid;         /* share of good samples in W, else UNKNOWN */
     double cpu_busy;          /* cores: container CPU counted as busy */

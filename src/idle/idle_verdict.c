@@ -67,6 +67,7 @@ void idle_cfg_init(idle_cfg *c)
     c->held_floor = 0.30; /* held 89.1 W / 300 W */
     c->low_occ_margin = 0.10;
     c->phantom_util = 90;
+    c->empty_util = 5; /* H200: a sample at 2 % just after a process ended */
     c->phantom_hold_s = 300;
     c->min_valid = 0.5;
     c->cpu_busy = 0.5;
@@ -337,13 +338,28 @@ static int gpu_stuck(idle_gpu *g, const idle_cfg *c, uint64_t now)
 }
 
 /* Process count and memory of the latest good sample decide ownership. */
+/* The memory and utilisation of a GPU with no process that counts as
+ * quiet (gpu_classify). */
+static void gpu_quiet_reason(idle_gpu *g, const idle_cfg *c)
+{
+    const idle_gsig *q = &g->sig;
+    if (q->util_max == 0) {
+        GR("%.0f MiB used, utilisation 0", (double)q->mem_used / 1048576.0);
+        return;
+    }
+    GR("%.0f MiB used, utilisation %.1f %% (peak %.0f %%, below "
+       "--empty-util %.0f): what an ended context leaves, no work",
+       (double)q->mem_used / 1048576.0, q->util_mean, (double)q->util_max,
+       c->empty_util);
+}
+
 static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
 {
     const idle_gsig *q = &g->sig;
     const idle_gsample *last = &g->ring[(g->head + g->cap - 1) % g->cap];
     uint64_t interval = (uint64_t)c->interval_ms * 1000000ull;
     char d[32];
-    int busy, owned;
+    int busy, owned, quiet;
 
     if (!g->n || now > g->last_ts + 3 * interval + IDLE_NS) {
         GR("no GPU sample for %s (stale data)",
@@ -403,17 +419,24 @@ static int gpu_classify(idle_gpu *g, const idle_cfg *c, uint64_t now)
             return IG_UNKNOWN;
         }
         g->phantom_since = 0;
-        if (g->allocated && q->util_max == 0 && q->mem_used <= c->fb_empty &&
-            !(q->has_gr && q->gr_mean > c->held_sm)) {
+        /* With no process and no memory no kernel can run: a little
+         * utilisation then is what a context that just ended leaves in
+         * NVML's sampling period (a real H200: one sample of six at 2 %,
+         * SM activity 0, right after a PyTorch process exited). */
+        quiet =
+            q->mem_used <= c->fb_empty &&
+            !(q->has_gr && q->gr_mean > c->held_sm) &&
+            (q->util_max == 0 || (q->util_mean < c->empty_util &&
+                                  (!q->has_sm || q->sm_mean <= c->held_sm)));
+        if (g->allocated && quiet) {
             GR("allocated to %s but no process on it over %u s", g->alloc_what,
                c->window_s);
-            GR("%.0f MiB used, utilisation 0", (double)q->mem_used / 1048576.0);
+            gpu_quiet_reason(g, c);
             return IG_ALLOCATED_UNUSED;
         }
-        if (q->util_max == 0 && q->mem_used <= c->fb_empty &&
-            !(q->has_gr && q->gr_mean > c->held_sm)) {
-            GR("no process, %.0f MiB used, utilisation 0 over %u s",
-               (double)q->mem_used / 1048576.0, c->window_s);
+        if (quiet) {
+            GR("no process over %u s", c->window_s);
+            gpu_quiet_reason(g, c);
             return IG_EMPTY;
         }
         if (q->util_max == 0) {

@@ -206,6 +206,32 @@ class Cli(unittest.TestCase):
         self.assertAlmostEqual(g[3]["signals"]["sm_active"], 0.984, 3)
         self.assertNotIn("sm_active", g[1]["signals"])
 
+    def test_residue_is_empty(self):
+        """What a real H200 showed right after a PyTorch process exited: no
+        process, no memory, one sample of six at 2 %. That is EMPTY; a mean
+        of --empty-util or more is not (with SM activity:
+        test_idle_gpu.c's test_residue_gpm)."""
+        with open(self.script, "w") as f:
+            f.write("global count=2 autotick=nvmlDeviceGetUtilizationRates\n")
+            for d in range(2):
+                f.write('dev %d name="NVIDIA H200" uuid=GPU-r%d '
+                        "mem_total=150754820096 power_limit=700000 util=0 "
+                        "mem_used=0 power=130000 procs=\n" % (d, d))
+            f.write("sample 2 dev 0 util=2\nsample 3 dev 0 util=0\n"
+                    "dev 1 util=20\n")
+        rc, out, err = run(["--once", "--json", "--nvml-lib", FAKE,
+                            "--samples", "6"] + FAST, env=self.env)
+        g = by_dev(json.loads(out))
+        self.assertEqual(g[0]["state"], "EMPTY", g[0])
+        self.assertGreater(g[0]["signals"]["util_max"], 0)
+        self.assertIn("below --empty-util 5", " ".join(g[0]["reasons"]))
+        self.assertEqual(g[1]["state"], "UNKNOWN", g[1])
+        self.assertIn("cannot attribute", " ".join(g[1]["reasons"]))
+        rc, out, err = run(["--once", "--json", "--nvml-lib", FAKE,
+                            "--samples", "6", "--empty-util", "0"] + FAST,
+                           env=self.env)
+        self.assertEqual(by_dev(json.loads(out))[0]["state"], "UNKNOWN")
+
     def test_phantom_needs_time(self):
         rc, out, _ = run(["--once", "--json", "--nvml-lib", FAKE,
                           "--samples", "3"] + FAST, env=self.env)

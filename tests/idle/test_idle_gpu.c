@@ -246,6 +246,32 @@ static void test_seed_h100_gpm(void)
     run_close(&r);
 }
 
+/* No process and no memory, one sample at 2 % (an H200 just after a
+ * process ended): EMPTY while GPM's SM activity stays 0, UNKNOWN when it
+ * shows work (test_idle.py's test_residue_is_empty: without GPM). */
+static void test_residue_gpm(void)
+{
+    static const char *sm[] = { "0", "30" };
+    for (int i = 0; i < 2; i++) {
+        char trace[256];
+        run r;
+        snprintf(trace, sizeof trace,
+                 "dev 0 util=0 mem_used=0 procs=\n"
+                 "dev 1 util=0 mem_used=0 gpm_sm=0 procs=\n"
+                 "sample 3 dev 1 util=2 gpm_sm=%s\n"
+                 "sample 4 dev 1 util=0 gpm_sm=%s\n",
+                 sm[i], sm[i]);
+        REQUIRE(run_open(&r, trace, NULL) == 0);
+        run_ticks(&r, 0, 8, 1);
+        CHECK(r.g[1].sig.has_sm);
+        CHECK(r.g[1].sig.util_max > 0);
+        EXPECT(r.g[1], i ? IG_UNKNOWN : IG_EMPTY);
+        CHECK(i || has_reason(&r.g[1], "below --empty-util"));
+        EXPECT(r.g[0], IG_EMPTY);
+        run_close(&r);
+    }
+}
+
 /* a notebook: a 2 s cell every 10 s, model resident */
 static void test_bursty(void)
 {
@@ -1047,6 +1073,7 @@ int main(void)
     RUN(test_seed_a10g);
     RUN(test_phantom);
     RUN(test_seed_h100_gpm);
+    RUN(test_residue_gpm);
     RUN(test_bursty);
     RUN(test_failed_reads);
     RUN(test_stale);
