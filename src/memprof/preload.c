@@ -13,6 +13,15 @@
  * python.c's offsets (mp_py_walk), and each new (code, instruction) pair
  * named in-process and sent once as an MP_EV_PYNAME record.
  *
+ * The CUDA runtime (libcudart.so) reaches none of these through the global
+ * scope: it dlopen()s libcuda.so.1 RTLD_LOCAL and looks up
+ * cuGetProcAddress_v2 with dlsym on that handle, which LD_PRELOAD does not
+ * interpose.  So on x86-64 this library also defines dlsym: a lookup on a
+ * handle that finds a wrapped driver function gets the wrapper, and the
+ * driver's functions are then known through that handle (RTLD_NEXT from
+ * here cannot see a driver outside the global scope).  Elsewhere dlsym is
+ * not hooked and such a runtime's calls are not seen.
+ *
  * Never built with sanitizers: it is preloaded into programs that are not.
  */
 #include <dlfcn.h>
@@ -197,6 +206,70 @@ static void py_frames(int fd, struct mp_event *e)
 #define CUDA_ERROR_NOT_FOUND 500
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 
+/* Every driver function this library calls, by index W_<name>: first the
+ * wrapped ones (each has a wrapper below of the same name), then those
+ * only called.  The real one is found with dlsym(RTLD_NEXT) when the
+ * driver is in the global scope, or through the handle the program opened
+ * it with (mp_preload_dlsym_handle) when it is not. */
+#define MP_WRAPPED(X)                                                          \
+    X(cuMemAlloc_v2)                                                           \
+    X(cuMemAlloc)                                                              \
+    X(cuMemAllocManaged)                                                       \
+    X(cuMemAllocHost_v2)                                                       \
+    X(cuMemAllocHost)                                                          \
+    X(cuMemHostAlloc)                                                          \
+    X(cuMemAllocAsync)                                                         \
+    X(cuMemAllocAsync_ptsz)                                                    \
+    X(cuMemAllocFromPoolAsync)                                                 \
+    X(cuMemAllocFromPoolAsync_ptsz)                                            \
+    X(cuMemCreate)                                                             \
+    X(cuMemRelease)                                                            \
+    X(cuMemUnmap)                                                              \
+    X(cuMemFree_v2)                                                            \
+    X(cuMemFree)                                                               \
+    X(cuMemFreeHost)                                                           \
+    X(cuMemFreeAsync)                                                          \
+    X(cuMemFreeAsync_ptsz)                                                     \
+    X(cuCtxDestroy_v2)                                                         \
+    X(cuCtxDestroy)                                                            \
+    X(cuMemAllocPitch_v2)                                                      \
+    X(cuMemAllocPitch)                                                         \
+    X(cuMemMap)                                                                \
+    X(cuGetProcAddress)                                                        \
+    X(cuGetProcAddress_v2)
+#define MP_CALLED(X)                                                           \
+    X(cuMemGetInfo_v2)                                                         \
+    X(cuCtxGetDevice)
+
+#define MP_W_ENUM(n) W_##n,
+#define MP_W_COUNT(n) +1
+#define MP_W_NAME(n) #n,
+enum {
+    MP_WRAPPED(MP_W_ENUM) MP_CALLED(MP_W_ENUM) W_N,
+    W_NWRAPPED = 0 MP_WRAPPED(MP_W_COUNT)
+};
+static const char *const drv_names[W_N] = { MP_WRAPPED(MP_W_NAME)
+                                                MP_CALLED(MP_W_NAME) };
+/* set once (the first non-NULL wins), never changed */
+static void *drv_real[W_N];
+
+static void *drv_real_set(int i, void *p)
+{
+    void *old = NULL;
+    if (__atomic_compare_exchange_n(&drv_real[i], &old, p, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return p;
+    return old;
+}
+
+static void *drv_fn(int i)
+{
+    void *p = __atomic_load_n(&drv_real[i], __ATOMIC_ACQUIRE);
+    if (!p && (p = dlsym(RTLD_NEXT, drv_names[i])))
+        p = drv_real_set(i, p);
+    return p;
+}
+
 /* --oom, an allocation just failed with out-of-memory: the device's free
  * and total memory from the driver, asked on this thread right after the
  * call returned (outside any driver call, with the context the failed
@@ -205,16 +278,12 @@ static void py_frames(int fd, struct mp_event *e)
  * context's (cuCtxGetDevice). */
 static void meminfo(unsigned api, unsigned long long a2, struct mp_event *m)
 {
-    static int (*get_info)(size_t *, size_t *);
-    static int (*get_dev)(int *);
+    int (*get_info)(size_t *, size_t *) =
+        (int (*)(size_t *, size_t *))drv_fn(W_cuMemGetInfo_v2);
+    int (*get_dev)(int *) = (int (*)(int *))drv_fn(W_cuCtxGetDevice);
     size_t fr = 0, to = 0;
     int dev = -1, rc, drc = CUDA_ERROR_NOT_FOUND;
 
-    if (!get_info)
-        get_info =
-            (int (*)(size_t *, size_t *))dlsym(RTLD_NEXT, "cuMemGetInfo_v2");
-    if (!get_dev)
-        get_dev = (int (*)(int *))dlsym(RTLD_NEXT, "cuCtxGetDevice");
     rc = get_info ? get_info(&fr, &to) : CUDA_ERROR_NOT_FOUND;
     /* CUmemAllocationProp: type, requestedHandleTypes, then
      * location {type, id}: ints at byte offsets 8 and 12 */
@@ -300,9 +369,7 @@ typedef int (*fn4)(u64, u64, u64, u64);
 typedef int (*fn5)(u64, u64, u64, u64, u64);
 
 #define REAL(name, type)                                                       \
-    static type real;                                                          \
-    if (!real)                                                                 \
-        real = (type)dlsym(RTLD_NEXT, #name);                                  \
+    type real = (type)drv_fn(W_##name);                                        \
     if (!real)                                                                 \
         return 999; /* CUDA_ERROR_UNKNOWN */
 
@@ -385,64 +452,39 @@ CALL1(cuCtxDestroy)
 PITCH(cuMemAllocPitch_v2)
 PITCH(cuMemAllocPitch)
 
+EXPORT int cuMemMap(u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
+{
+    REAL(cuMemMap, fn5)
+    int rc = real(a0, a1, a2, a3, a4);
+    emit(MP_cuMemMap, 0, rc, a0, a1, a2, a3, a4, 0, 0);
+    return rc;
+}
+
 /* The CUDA runtime does not call the exported entry points: it asks
  * cuGetProcAddress for them by name.  When the driver hands out one of
  * the functions wrapped here, the wrapper goes back instead. */
-EXPORT int cuMemMap(u64 a0, u64 a1, u64 a2, u64 a3, u64 a4);
+EXPORT int cuGetProcAddress(const char *sym, void **pfn, int ver, u64 flags);
+EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, u64 flags,
+                               void *status);
 
-static const struct {
-    const char *name;
-    void *wrapper;
-} wrapped[] = {
-#define W(n)                                                                   \
-    {                                                                          \
-#n, (void *)n                                                          \
-    }
-    W(cuMemAlloc_v2),
-    W(cuMemAlloc),
-    W(cuMemAllocManaged),
-    W(cuMemAllocHost_v2),
-    W(cuMemAllocHost),
-    W(cuMemHostAlloc),
-    W(cuMemAllocAsync),
-    W(cuMemAllocAsync_ptsz),
-    W(cuMemAllocFromPoolAsync),
-    W(cuMemAllocFromPoolAsync_ptsz),
-    W(cuMemCreate),
-    W(cuMemRelease),
-    W(cuMemUnmap),
-    W(cuMemFree_v2),
-    W(cuMemFree),
-    W(cuMemFreeHost),
-    W(cuMemFreeAsync),
-    W(cuMemFreeAsync_ptsz),
-    W(cuCtxDestroy_v2),
-    W(cuCtxDestroy),
-    W(cuMemAllocPitch_v2),
-    W(cuMemAllocPitch),
-    W(cuMemMap),
-#undef W
-};
+#define MP_W_FN(n) (void *)n,
+static void *const wrappers[W_NWRAPPED] = { MP_WRAPPED(MP_W_FN) };
 
 static void swap_in_wrapper(void **pfn)
 {
     if (!pfn || !*pfn)
         return;
-    for (size_t i = 0; i < sizeof wrapped / sizeof wrapped[0]; i++) {
-        void *real = dlsym(RTLD_NEXT, wrapped[i].name);
-        if (real && real == *pfn) {
-            *pfn = wrapped[i].wrapper;
+    for (int i = 0; i < W_NWRAPPED; i++)
+        if (drv_fn(i) == *pfn) {
+            *pfn = wrappers[i];
             return;
         }
-    }
 }
 
 EXPORT int cuGetProcAddress(const char *sym, void **pfn, int ver, u64 flags)
 {
     typedef int (*fn)(const char *, void **, int, u64);
-    static fn real;
-    if (!real)
-        real = (fn)dlsym(RTLD_NEXT, "cuGetProcAddress");
+    fn real = (fn)drv_fn(W_cuGetProcAddress);
     if (!real)
         return 999;
     int rc = real(sym, pfn, ver, flags);
@@ -456,9 +498,7 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, u64 flags,
                                void *status)
 {
     typedef int (*fn)(const char *, void **, int, u64, void *);
-    static fn real;
-    if (!real)
-        real = (fn)dlsym(RTLD_NEXT, "cuGetProcAddress_v2");
+    fn real = (fn)drv_fn(W_cuGetProcAddress_v2);
     if (!real)
         return 999;
     int rc = real(sym, pfn, ver, flags, status);
@@ -467,10 +507,130 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, u64 flags,
     return rc;
 }
 
-EXPORT int cuMemMap(u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
+#if defined(__x86_64__)
+/*
+ * dlsym.  A lookup on a real handle (libcudart's on libcuda.so.1) that
+ * finds a wrapped driver function returns the wrapper.  RTLD_DEFAULT and
+ * RTLD_NEXT go to glibc's dlsym by a tail jump: glibc takes their meaning
+ * (which object is "next", whose scope) from its caller's return address,
+ * which must stay the original caller's - this library's own
+ * dlsym(RTLD_NEXT) calls come through here too, since the exported
+ * definition is the first one.  A C `return real(h, n)` is a tail call
+ * only when the compiler makes it one (not at -O0, not under ASan), so the
+ * entry is assembly.  glibc's dlsym comes from dlvsym, which is not
+ * hooked: in a constructor, or on the first call when another library's
+ * constructor ran first.  Only x86-64 has this entry; elsewhere dlsym is
+ * not defined here.
+ */
+typedef void *(*dlsym_fn)(void *, const char *);
+/* hidden, not static: the entry below names them */
+__attribute__((visibility("hidden"), used)) dlsym_fn mp_preload_real_dlsym;
+__attribute__((visibility("hidden"), used)) void mp_preload_dlsym_init(void);
+__attribute__((visibility("hidden"), used)) void *
+mp_preload_dlsym_handle(void *h, const char *name);
+
+__attribute__((constructor(101))) void mp_preload_dlsym_init(void)
 {
-    REAL(cuMemMap, fn5)
-    int rc = real(a0, a1, a2, a3, a4);
-    emit(MP_cuMemMap, 0, rc, a0, a1, a2, a3, a4, 0, 0);
-    return rc;
+    if (__atomic_load_n(&mp_preload_real_dlsym, __ATOMIC_ACQUIRE))
+        return;
+    void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!p)
+        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"); /* glibc < 2.34 */
+    __atomic_store_n(&mp_preload_real_dlsym, (dlsym_fn)p, __ATOMIC_RELEASE);
 }
+
+static int wrapped_index(const char *name)
+{
+    if (!name || name[0] != 'c' || name[1] != 'u')
+        return -1;
+    for (int i = 0; i < W_NWRAPPED; i++)
+        if (!strcmp(name, drv_names[i]))
+            return i;
+    return -1;
+}
+
+/* The driver is the library behind handle h (a wrapped name found there
+ * that is not ours, with no driver known yet): every function not known
+ * yet is taken from it. */
+static void drv_adopt(void *h, dlsym_fn real)
+{
+    for (int i = 0; i < W_N; i++) {
+        if (__atomic_load_n(&drv_real[i], __ATOMIC_ACQUIRE))
+            continue;
+        void *p = real(h, drv_names[i]);
+        if (p && (i >= W_NWRAPPED || p != wrappers[i]))
+            drv_real_set(i, p);
+    }
+}
+
+void *mp_preload_dlsym_handle(void *h, const char *name)
+{
+    dlsym_fn real = __atomic_load_n(&mp_preload_real_dlsym, __ATOMIC_ACQUIRE);
+    if (!real) {
+        mp_preload_dlsym_init();
+        real = __atomic_load_n(&mp_preload_real_dlsym, __ATOMIC_ACQUIRE);
+        if (!real)
+            return NULL;
+    }
+    void *p = real(h, name);
+    int i = p ? wrapped_index(name) : -1;
+    if (i < 0 || p == wrappers[i])
+        return p;
+    void *drv = drv_fn(i);
+    if (!drv) {
+        drv_adopt(h, real);
+        drv = drv_fn(i);
+        /* again, last: dlerror() answers for the caller's lookup, not for
+         * a name the driver lacks */
+        p = real(h, name);
+    }
+    return p && p == drv ? wrappers[i] : p;
+}
+
+#if defined(__CET__) && (__CET__ & 1)
+#define MP_ENDBR "endbr64\n"
+#else
+#define MP_ENDBR ""
+#endif
+/* %rdi = handle: 0 is RTLD_DEFAULT, -1 RTLD_NEXT.  The slow path keeps
+ * the two arguments across the init call and the stack 16-byte aligned
+ * at the call (entry is 8 off: two pushes and 8 more). */
+__asm__(".pushsection .text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        ".p2align 4\n"
+        "dlsym:\n"
+        ".cfi_startproc\n" MP_ENDBR "testq %rdi, %rdi\n"
+        "je 1f\n"
+        "cmpq $-1, %rdi\n"
+        "jne mp_preload_dlsym_handle\n"
+        "1:\n"
+        "movq mp_preload_real_dlsym(%rip), %rax\n"
+        "testq %rax, %rax\n"
+        "je 2f\n"
+        "jmp *%rax\n"
+        "2:\n"
+        "pushq %rdi\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "pushq %rsi\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "subq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "call mp_preload_dlsym_init\n"
+        "addq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "popq %rsi\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "popq %rdi\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "movq mp_preload_real_dlsym(%rip), %rax\n"
+        "testq %rax, %rax\n"
+        "je 3f\n"
+        "jmp *%rax\n"
+        "3:\n"
+        "xorl %eax, %eax\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size dlsym, .-dlsym\n"
+        ".popsection\n");
+#endif

@@ -218,9 +218,12 @@ EXPORT int cuCtxDestroy_v2(void *ctx)
 
 /* How the CUDA runtime reaches the driver: by name without the version
  * suffix, and the driver hands out its own newest variant (cuMemAlloc ->
- * cuMemAlloc_v2) - never an interposer's, as dlsym would. */
-EXPORT int cuGetProcAddress(const char *symbol, void **pfn, int version,
-                            unsigned long long flags)
+ * cuMemAlloc_v2) - never an interposer's, as dlsym would.  CUDA 12's
+ * cuGetProcAddress_v2 (what libcudart.so.13 looks up) adds the symbol's
+ * status: 0 found, 1 not found.  Both share a static lookup: a call from
+ * one exported entry point to another would go through the global scope,
+ * to an interposer's. */
+static int proc_address(const char *symbol, void **pfn)
 {
     static const struct {
         const char *name;
@@ -232,8 +235,6 @@ EXPORT int cuGetProcAddress(const char *symbol, void **pfn, int version,
         { "cuMemCreate", (void *)cuMemCreate },
         { "cuMemRelease", (void *)cuMemRelease },
     };
-    (void)version;
-    (void)flags;
     if (!symbol || !pfn)
         return 1;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
@@ -243,4 +244,23 @@ EXPORT int cuGetProcAddress(const char *symbol, void **pfn, int version,
         }
     *pfn = NULL;
     return 500; /* CUDA_ERROR_NOT_FOUND */
+}
+
+EXPORT int cuGetProcAddress(const char *symbol, void **pfn, int version,
+                            unsigned long long flags)
+{
+    (void)version;
+    (void)flags;
+    return proc_address(symbol, pfn);
+}
+
+EXPORT int cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                               unsigned long long flags, int *status)
+{
+    (void)version;
+    (void)flags;
+    int rc = proc_address(symbol, pfn);
+    if (status)
+        *status = rc ? 1 : 0;
+    return rc;
 }

@@ -11,8 +11,11 @@ add_library(fake_cudamem SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cudamem.c)
 gpufl_target(fake_cudamem)
 target_compile_options(fake_cudamem PRIVATE -Wno-missing-prototypes
   -fno-sanitize=all -fno-omit-frame-pointer)
+# -Bsymbolic: its own functions' addresses (cuGetProcAddress's answers)
+# are its own, as in the real driver, not an interposer's from the global
+# scope
 target_link_options(fake_cudamem PRIVATE -fno-sanitize=all
-  -Wl,-soname,libcuda.so.1)
+  -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic)
 set_target_properties(fake_cudamem PROPERTIES
   OUTPUT_NAME cuda PREFIX "lib" SUFFIX ".so.1"
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake/cudamem)
@@ -22,7 +25,8 @@ gpufl_target(prog_memprof)
 target_compile_options(prog_memprof PRIVATE -O0 -fno-omit-frame-pointer
   -fno-sanitize=all)
 target_link_options(prog_memprof PRIVATE -fno-sanitize=all)
-target_link_libraries(prog_memprof PRIVATE fake_cudamem Threads::Threads)
+target_link_libraries(prog_memprof PRIVATE fake_cudamem Threads::Threads
+  ${CMAKE_DL_LIBS})
 
 # the same workload without frame pointers: --dwarf must recover its stacks
 add_executable(prog_memprof_nofp ${CMAKE_CURRENT_LIST_DIR}/prog_memprof.c)
@@ -30,7 +34,8 @@ gpufl_target(prog_memprof_nofp)
 target_compile_options(prog_memprof_nofp PRIVATE -O2 -fomit-frame-pointer
   -fno-optimize-sibling-calls -fno-sanitize=all)
 target_link_options(prog_memprof_nofp PRIVATE -fno-sanitize=all)
-target_link_libraries(prog_memprof_nofp PRIVATE fake_cudamem Threads::Threads)
+target_link_libraries(prog_memprof_nofp PRIVATE fake_cudamem Threads::Threads
+  ${CMAKE_DL_LIBS})
 
 # cudart "linked statically": cudaMalloc* defined in the executable (not
 # exported) on top of the fake driver: the runtime layer's probes
@@ -40,6 +45,19 @@ target_compile_options(prog_static_rt PRIVATE -O0 -fno-omit-frame-pointer
   -fno-sanitize=all)
 target_link_options(prog_static_rt PRIVATE -fno-sanitize=all)
 target_link_libraries(prog_static_rt PRIVATE fake_cudamem)
+
+# the dynamic cudart's way to the driver: libcuda.so.1 not linked but
+# opened RTLD_LOCAL by its soname (through the RUNPATH) and reached only
+# through dlsym on that handle: --preload's dlsym hook
+add_executable(prog_dlopen_rt ${CMAKE_CURRENT_LIST_DIR}/prog_dlopen_rt.c)
+gpufl_target(prog_dlopen_rt)
+target_compile_options(prog_dlopen_rt PRIVATE -O0 -fno-omit-frame-pointer
+  -fno-sanitize=all)
+target_link_options(prog_dlopen_rt PRIVATE -fno-sanitize=all)
+target_link_libraries(prog_dlopen_rt PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(prog_dlopen_rt PROPERTIES
+  BUILD_RPATH ${CMAKE_BINARY_DIR}/fake/cudamem)
+add_dependencies(prog_dlopen_rt fake_cudamem)
 
 set(_mp_args --gpufl $<TARGET_FILE:gpufl_cli>
   --prog $<TARGET_FILE:prog_memprof>

@@ -1,6 +1,7 @@
 """memprof_pyrt.py - the memprof tests of Python frames (prog_memprof.py
 under every CPython 3.10-3.13 installed here, eBPF and --preload) and of
-the runtime layer (prog_static_rt.c: cudart "linked statically")."""
+the runtime layer (prog_static_rt.c: cudart "linked statically";
+prog_dlopen_rt.c: the driver opened RTLD_LOCAL as libcudart.so does)."""
 import os
 import signal
 import subprocess
@@ -234,3 +235,36 @@ def run_preload_static_rt(a, d):
                  rt_driver_view(RT_FAIL), what, comm)
     check_pprof(os.path.join(out, "memprof.pb.gz"), rt_driver_view(RT_ALLOC),
                 rt_driver_view(RT_INUSE), what, comm)
+
+
+# prog_dlopen_rt: the driver dlopen'd RTLD_LOCAL, entry points from dlsym
+# on its handle (cuGetProcAddress_v2, and cuMemAlloc_v2 itself)
+DL_ALLOC = {
+    ("main", "gpa_alloc", "cuMemAlloc_v2"): (7 * MiB, 1),
+    ("main", "sym_alloc", "cuMemAlloc_v2"): (9 * MiB, 1),
+}
+DL_INUSE = {("main", "sym_alloc", "cuMemAlloc_v2"): (9 * MiB, 1)}
+
+
+def run_preload_dlopen_rt(a, d):
+    """libcudart.so's way to the driver: dlsym on a handle bypasses
+    LD_PRELOAD, and the driver is outside the global scope, so the
+    interposer's dlsym hook must hand out wrappers that call the driver
+    found through that handle."""
+    prog = os.path.join(os.path.dirname(a.prog), "prog_dlopen_rt")
+    comm = "prog_dlopen_rt"
+    out = os.path.join(d, "pre_dlopen_rt")
+    os.mkdir(out)
+    r = subprocess.run([a.gpufl, "memprof", "--preload-lib", a.preload_lib,
+                        "--outdir", out, "--preload", "--", prog],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and r.stdout.strip() == "done 0",
+          "preload dlopen'd driver: ran (%d) %s %s" %
+          (r.returncode, r.stdout.strip(), r.stderr.strip()))
+    what = "preload dlopen'd driver (dlsym on its handle)"
+    check_folded(os.path.join(out, "memprof.alloc.folded"), DL_ALLOC, what,
+                 comm)
+    check_folded(os.path.join(out, "memprof.inuse.folded"), DL_INUSE, what,
+                 comm)
+    check_pprof(os.path.join(out, "memprof.pb.gz"), DL_ALLOC, DL_INUSE, what,
+                comm)

@@ -9,6 +9,7 @@
  *   early()'s block, prints "done" and, with EXIT_FILE, waits for it
  *   before exiting (so in-use can be read while the process lives).
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,48 @@ NOINLINE static void runtime_style(void)
     ck(release(p), 0);
 }
 
+/* the dynamic CUDA runtime's way in (libcudart.so.13): its own handle on
+ * the driver, cuGetProcAddress_v2 looked up on that handle - a lookup
+ * that LD_PRELOAD does not interpose, so --preload must hook dlsym */
+NOINLINE static void runtime_dlopen(void)
+{
+    typedef int (*gpa_fn)(const char *, void **, int, unsigned long long,
+                          int *);
+    int (*alloc)(CUdeviceptr *, size_t) = NULL;
+    int (*release)(CUdeviceptr) = NULL;
+    CUdeviceptr p;
+    int st = -1;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    gpa_fn gpa = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+    if (!gpa) {
+        failures++;
+        return;
+    }
+    ck(gpa("cuMemAlloc", (void **)&alloc, 12000, 0, &st), 0);
+    ck(st, 0);
+    ck(gpa("cuMemFree", (void **)&release, 12000, 0, NULL), 0);
+    if (!alloc || !release) {
+        failures++;
+        return;
+    }
+    ck(alloc(&p, 5 * MiB), 0);
+    ck(release(p), 0);
+}
+
+/* dlsym(RTLD_NEXT) means "after the caller": from here the first
+ * definition after this program, the one its own calls are bound to (the
+ * interposer's under --preload, which must pass the caller through) */
+NOINLINE static void lookup_next(void)
+{
+    void *bound = (void *)cuMemAlloc_v2;
+    if (dlsym(RTLD_NEXT, "cuMemAlloc_v2") != bound ||
+        dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") != bound) {
+        fprintf(stderr, "prog_memprof: dlsym(RTLD_NEXT/RTLD_DEFAULT) is not "
+                        "what this program's calls are bound to\n");
+        failures++;
+    }
+}
+
 NOINLINE static void async_alloc(void)
 {
     CUdeviceptr p;
@@ -180,6 +223,8 @@ int main(int argc, char **argv)
     managed();
     async_alloc();
     runtime_style();
+    runtime_dlopen();
+    lookup_next();
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     ck(cuMemFree_v2(e), 0);

@@ -37,7 +37,8 @@ from memprof_common import (MiB, Prog, check, check_folded, check_pprof,
                             merged, norm, read_folded, self_total, strip_api,
                             wait_for)
 from memprof_pyrt import (pythons, run_ebpf_python, run_ebpf_static_rt,
-                          run_preload_python, run_preload_static_rt)
+                          run_preload_dlopen_rt, run_preload_python,
+                          run_preload_static_rt)
 
 
 ALLOC = {
@@ -51,6 +52,9 @@ ALLOC = {
     ("main", "managed", "cuMemAllocManaged"): (2 * MiB, 1),
     ("main", "async_alloc", "cuMemAllocAsync"): (4 * MiB, 1),
     ("main", "runtime_style", "cuMemAlloc_v2"): (3 * MiB, 1),
+    # cuGetProcAddress_v2 from dlsym on the driver's handle, as
+    # libcudart.so.13 does (--preload: the interposer's dlsym hook)
+    ("main", "runtime_dlopen", "cuMemAlloc_v2"): (5 * MiB, 1),
 }
 EARLY = {("main", "early", "cuMemAlloc_v2"): (1 * MiB, 1)}
 INUSE = {k: ALLOC[k] for k in ALLOC
@@ -134,9 +138,13 @@ def run_preload(a, d):
     check(t["main"] == sum(b for k, (b, n) in alloc.items()
                            if k[0] == "main"),
           "preload: main total = every main-rooted stack")
-    check(s["cuMemAlloc_v2"] == (256 + 512 + 120 + 1 + 3) * MiB,
-          "preload: cuMemAlloc_v2 self = its 5 call sites, the one through "
-          "cuGetProcAddress included")
+    check(s["cuMemAlloc_v2"] == (256 + 512 + 120 + 1 + 3 + 5) * MiB,
+          "preload: cuMemAlloc_v2 self = its 6 call sites, the ones through "
+          "cuGetProcAddress and through dlsym on the driver's handle "
+          "included")
+    check(t.get("runtime_dlopen") == 5 * MiB,
+          "preload: runtime_dlopen's 5 MiB seen (cuGetProcAddress_v2 looked "
+          "up with dlsym on dlopen's handle, as libcudart.so does)")
     top = open(os.path.join(out, "memprof.top.txt")).read()
     check("init_cache" in top.splitlines()[2],
           "preload: top table starts with the biggest stack (init_cache)")
@@ -180,6 +188,7 @@ def run_preload(a, d):
                        text=True, timeout=60)
     check(r.returncode == 2, "preload: the command's exit status (2)")
     run_preload_static_rt(a, d)
+    run_preload_dlopen_rt(a, d)
     # Python frames, walked in-process, for every CPython installed here
     for py in pythons():
         run_preload_python(a, d, py)
