@@ -36,6 +36,9 @@
 #    and per scope event in file mode, ring mode and monitoring.
 # 8. `gpufl attach`: a running CUDA program started without gpufl gets a
 #    5 s session by ptrace; its kernels must be in it and it must run on.
+# 3b. (floor) CUPTI's own cost per launch without gpufl (cupti_floor.cu).
+#
+# SECTIONS="overhead floor ..." runs only those (default: all).
 #
 # Nothing here can run on the GPU-less CI machines; docs/capture.md says
 # what is verified where.  Exit status 1 when any check failed.
@@ -62,6 +65,11 @@ grun() { # gpufl run ARGS..., bounded; notes a hang
     return $r
 }
 COMPUTE_N=${COMPUTE_N:-1000}
+# SECTIONS: which parts run (a short second lease need not redo them all):
+# "all" (default) or some of correctness profiling overhead floor pytorch
+# idle memprof recorder attach
+SECTIONS=${SECTIONS:-all}
+want() { case " $SECTIONS " in *" all "* | *" $1 "*) return 0 ;; esac; return 1; }
 fail=0
 T0=$(date +%s)
 
@@ -76,7 +84,8 @@ if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -z "${GPUFL_RUN_TEED:-}" ]; then
     export GPUFL_RUN_TEED GPUFL_BENCH_DIR
     { sh "$0" "$BUILD"; echo $? >"$WORK/status"; } 2>&1 | tee "$OUT/run.log"
     (cd "$WORK" && tar czf "$OUT/gpu-logs.tar.gz" --exclude=logs-ovh \
-        logs-* ./*.stderr ./idle-* ./mp-* ./ring.out ./ctl.* ./attach-* 2>/dev/null)
+        logs-* ./*.stderr ./idle-* ./mp-* ./ring.out ./ctl.* ./attach-* \
+        ./floor-* 2>/dev/null)
     [ "$(du -k "$OUT/gpu-logs.tar.gz" | cut -f1)" -lt 16000 ] ||
         rm -f "$OUT/gpu-logs.tar.gz"
     exit "$(cat "$WORK/status" 2>/dev/null || echo 2)"
@@ -128,11 +137,13 @@ check() { # name program args...
     say "== $name"
     python3 "$ROOT/bench/gpu/check.py" "$logs" "$exp" || fail=1
 }
-section correctness
-check vecadd vecadd
-check matmul matmul
-check streams streams
-check tiny loop tiny 2000
+if want correctness; then
+    section correctness
+    check vecadd vecadd
+    check matmul matmul
+    check streams streams
+    check tiny loop tiny 2000
+fi
 
 # -- 2b. profiling engines ------------------------------------------------
 # matmul with -lineinfo under sass, then pcsamp (+cupti): the records must
@@ -182,9 +193,11 @@ print("%s %s records (%s)" % ("ok  " if ok else "FAIL", typ, eng))
 sys.exit(0 if ok else 1)
 PY
 }
-section "profiling engines"
-prof sass sass,host sass
-prof pcsamp cupti,pcsamp,host pcsamp
+if want profiling; then
+    section "profiling engines"
+    prof sass sass,host sass
+    prof pcsamp cupti,pcsamp,host pcsamp
+fi
 
 # -- 3. overhead -----------------------------------------------------------
 best() { # mode engines args... -> min LOOP_MS of 3 runs
@@ -236,14 +249,62 @@ print("%-28s none %.1f ms, sass %.1f (%+.1f%%), pcsamp %.1f (%+.1f%%)" % (
     "compute 20 (profiling)", n, s, 100 * (s - n) / n, p, 100 * (p - n) / n))
 PY
 }
-if [ -e "$WORK/hung" ]; then
+if ! want overhead; then
+    :
+elif [ -e "$WORK/hung" ]; then
     section "overhead: skipped (a run hung above; its stderr is in the logs)"
 else
     overhead
 fi
 
+# -- 3b. CUPTI's own cost -----------------------------------------------------
+# cupti_floor.cu: the same empty-kernel launches with CUPTI switched on piece
+# by piece and no gpufl (an empty callback, activity records, API records):
+# what part of the tracing and monitoring figures above is CUPTI's own.
+floor() {
+    section "CUPTI's floor (no gpufl; ns per launch, best of ${FLOOR_RUNS:-3})"
+    cuda=$(dirname "$(dirname "$NVCC")")
+    # shellcheck disable=SC2086
+    "$NVCC" -O2 $ARCH -o "$WORK/cupti_floor" "$ROOT/bench/gpu/cupti_floor.cu" \
+        -I"$cuda/include" -I"$cuda/extras/CUPTI/include" -L"$cuda/lib64" \
+        -L"$cuda/extras/CUPTI/lib64" -lcupti -Xlinker -rpath \
+        -Xlinker "$cuda/lib64" || { say "FAIL nvcc cupti_floor.cu"; fail=1; return; }
+    printf '%-8s %9s %9s %9s %6s  %s\n' mode wall issue cpu cb/l records
+    # the modes take turns, FLOOR_RUNS rounds: the machine's drift (one
+    # lease's baseline moved 3.4 -> 4.8 us in minutes) falls on all alike
+    modes=${FLOOR_MODES:-none cb-drv cb-rt cb-both cb-sync act act-api all}
+    for mode in $modes; do : >"$WORK/floor-$mode.out"; done
+    for _ in $(seq "${FLOOR_RUNS:-3}"); do
+        for mode in $modes; do
+            timeout -k 5 "$RUN_TIMEOUT" "$WORK/cupti_floor" "$mode" \
+                "$TINY_N" >>"$WORK/floor-$mode.out" 2>&1
+        done
+    done
+    for mode in $modes; do
+        python3 -c "
+import sys
+v = {}
+for l in sys.stdin:
+    if not l.strip():
+        continue
+    k, _, x = l.strip().partition(' ')
+    v.setdefault(k, []).append(x)
+f = lambda k: min((float(x) for x in v.get(k, [])), default=float('nan'))
+rec = v.get('KERNEL_RECORDS', ['-'])[-1]
+print('%-8s %9.1f %9.1f %9.1f %6.2f  %s' % (sys.argv[1], f('WALL_NS'),
+      f('ISSUE_NS'), f('CPU_NS'), f('CALLBACKS_PER_LAUNCH'), rec))
+bad = [l for l in v if l not in ('MODE', 'WALL_NS', 'ISSUE_NS', 'CPU_NS',
+       'CALLBACKS_PER_LAUNCH', 'KERNEL_RECORDS')]
+if bad: print('   unexpected output:', [(k + ' ' + v[k][0])[:120] for k in bad[:2]])
+" "$mode" <"$WORK/floor-$mode.out"
+    done
+}
+if want floor; then floor; fi
+
 # -- 4. PyTorch ------------------------------------------------------------
-if [ "${TORCH#* }" = cuda ]; then
+if ! want pytorch; then
+    :
+elif [ "${TORCH#* }" = cuda ]; then
     section pytorch
     logs=$WORK/logs-torch
     grun --engines cupti,nvml,host --app torch --log-dir "$logs" -- \
@@ -305,11 +366,13 @@ print("     signals", json.dumps(g["signals"]))
 sys.exit(0 if ok else 1)
 PY
 }
-section "idle detector (gpufl idle on this GPU)"
-idle_check none EMPTY
-idle_check hold HELD
-idle_check one_thread BUSY_LOW_OCC
-idle_check matmul BUSY
+if want idle; then
+    section "idle detector (gpufl idle on this GPU)"
+    idle_check none EMPTY
+    idle_check hold HELD
+    idle_check one_thread BUSY_LOW_OCC
+    idle_check matmul BUSY
+fi
 
 # -- 6. memprof ---------------------------------------------------------------
 mp_check() { # mode folded-file
@@ -336,7 +399,9 @@ if not ok:
 sys.exit(0 if ok else 1)
 PY
 }
-if [ "${TORCH#* }" = cuda ]; then
+if ! want memprof; then
+    :
+elif [ "${TORCH#* }" = cuda ]; then
     section "memprof (PyTorch allocations)"
     timeout -k 5 120 "$GPUFL" memprof --preload --outdir "$WORK/mp-preload" \
         -- python3 "$ROOT/bench/gpu/mp.py" >/dev/null 2>"$WORK/mp-preload.stderr"
@@ -490,9 +555,12 @@ ring_cost() { # the app thread's cost per launch and per scope event
     f=$(ring_best GPUFL_RECORD=file)
     r=$(ring_best GPUFL_RECORD=ring:256MiB)
     m=$(ring_best GPUFL_RECORD=ring:256MiB GPUFL_TRACE=false)
-    python3 - "$n" "$f" "$r" "$m" <<'PY'
+    # without the cuda-error and oom triggers no launch callback is installed
+    q=$(ring_best GPUFL_RECORD=ring:256MiB GPUFL_TRACE=false \
+        GPUFL_TRIGGERS=signal,crash,exit-error,ctl)
+    python3 - "$n" "$f" "$r" "$m" "$q" <<'PY'
 import sys
-(n, _), (f, fs), (r, rs), (m, ms) = (map(float, a.split()) for a in sys.argv[1:])
+(n, _), (f, fs), (r, rs), (m, ms), (q, _) = (map(float, a.split()) for a in sys.argv[1:])
 def v(x, lim):
     return "ok  " if x <= lim else "OVER"
 print("   launch (ns per launch, best of 3): none %.1f, file+trace %.1f, "
@@ -501,6 +569,8 @@ print("%s ring: launch callbacks add %.1f ns per launch (target <= 300)" % (
     v(r - n, 300), r - n))
 print("%s ring, monitoring: %.1f ns per launch (target <= 20)" % (
     v(m - n, 20), m - n))
+print("   ring, monitoring without the cuda-error/oom triggers (no launch "
+      "callbacks): %.1f ns per launch" % (q - n))
 print("%s ring: a scope event costs %.1f ns on the app thread (file mode "
       "%.1f; target <= 50)" % (v(rs, 50), rs, fs))
 PY
@@ -516,7 +586,7 @@ flight_recorder() {
         ring_cost
     fi
 }
-flight_recorder
+if want recorder; then flight_recorder; fi
 
 # -- 8. gpufl attach -----------------------------------------------------------
 # A CUDA program started without gpufl (the launch-bound loop, ATTACH_N
@@ -549,8 +619,10 @@ attach_check() {
         fail=1
     fi
 }
-section "gpufl attach (a running CUDA program)"
-attach_check
+if want attach; then
+    section "gpufl attach (a running CUDA program)"
+    attach_check
+fi
 
 say "(took $(($(date +%s) - T0)) s)"
 if [ $fail -eq 0 ]; then say "all checks passed"; else say "SOME CHECKS FAILED"; fi
