@@ -328,8 +328,9 @@ int oblock_decode(oblock_dec *d, const unsigned char *b, size_t len,
                   oblock_ev *out, size_t cap, size_t *n, char *why,
                   size_t whylen)
 {
-    oblock_index hidx, calc;
-    size_t rl, pay, i = 0, m;
+    /* zeroed: gcc -O3 (Release) cannot see hdr_get sets them on success */
+    oblock_index hidx = { 0 }, calc;
+    size_t rl = 0, pay = 0, i = 0, m;
     uint64_t nk = 0;
 
     if (hdr_get(b, len, &hidx, &rl, &pay, why, whylen))
