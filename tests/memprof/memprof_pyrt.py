@@ -39,6 +39,18 @@ RT_INUSE = {
 RT_FAIL = {("main", "rt_oom", "cudaMalloc"): (2048 * 1024 * MiB, 1)}
 
 
+def check_outdir(out, what, comm, alloc, inuse, fail=None, inuse_folded=True):
+    """An --outdir's folded views (alloc; inuse unless inuse_folded is
+    False; fail when given) and its pprof's alloc and inuse."""
+    check_folded(os.path.join(out, "memprof.alloc.folded"), alloc, what, comm)
+    if inuse_folded:
+        check_folded(os.path.join(out, "memprof.inuse.folded"), inuse, what,
+                     comm)
+    if fail is not None:
+        check_folded(os.path.join(out, "memprof.fail.folded"), fail, what,
+                     comm)
+    check_pprof(os.path.join(out, "memprof.pb.gz"), alloc, inuse, what, comm)
+
 def rt_driver_view(d):
     """What the interposer sees of prog_static_rt: the driver calls, under
     the runtime functions as native frames."""
@@ -202,15 +214,7 @@ def run_ebpf_static_rt(a, d):
     prof.send_signal(signal.SIGTERM)
     check(prof.wait(timeout=30) == 0, "static cudart: profiler exits 0")
     check(w.finish() == 0, "static cudart: workload exit status 0")
-    what = "ebpf static cudart"
-    check_folded(os.path.join(out, "memprof.alloc.folded"), RT_ALLOC, what,
-                 comm)
-    check_folded(os.path.join(out, "memprof.inuse.folded"), RT_INUSE, what,
-                 comm)
-    check_folded(os.path.join(out, "memprof.fail.folded"), RT_FAIL, what,
-                 comm)
-    check_pprof(os.path.join(out, "memprof.pb.gz"), RT_ALLOC, RT_INUSE, what,
-                comm)
+    check_outdir(out, "ebpf static cudart", comm, RT_ALLOC, RT_INUSE, RT_FAIL)
 
 
 def run_preload_static_rt(a, d):
@@ -228,13 +232,9 @@ def run_preload_static_rt(a, d):
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 0 and r.stdout.strip() == "done",
           "preload static cudart: ran (%d) %s" % (r.returncode, r.stderr))
-    what = "preload static cudart"
-    check_folded(os.path.join(out, "memprof.alloc.folded"),
-                 rt_driver_view(RT_ALLOC), what, comm)
-    check_folded(os.path.join(out, "memprof.fail.folded"),
-                 rt_driver_view(RT_FAIL), what, comm)
-    check_pprof(os.path.join(out, "memprof.pb.gz"), rt_driver_view(RT_ALLOC),
-                rt_driver_view(RT_INUSE), what, comm)
+    check_outdir(out, "preload static cudart", comm, rt_driver_view(RT_ALLOC),
+                 rt_driver_view(RT_INUSE), rt_driver_view(RT_FAIL),
+                 inuse_folded=False)
 
 
 # prog_dlopen_rt: the driver dlopen'd RTLD_LOCAL, entry points from dlsym
@@ -261,10 +261,5 @@ def run_preload_dlopen_rt(a, d):
     check(r.returncode == 0 and r.stdout.strip() == "done 0",
           "preload dlopen'd driver: ran (%d) %s %s" %
           (r.returncode, r.stdout.strip(), r.stderr.strip()))
-    what = "preload dlopen'd driver (dlsym on its handle)"
-    check_folded(os.path.join(out, "memprof.alloc.folded"), DL_ALLOC, what,
-                 comm)
-    check_folded(os.path.join(out, "memprof.inuse.folded"), DL_INUSE, what,
-                 comm)
-    check_pprof(os.path.join(out, "memprof.pb.gz"), DL_ALLOC, DL_INUSE, what,
-                comm)
+    check_outdir(out, "preload dlopen'd driver (dlsym on its handle)", comm,
+                 DL_ALLOC, DL_INUSE)
