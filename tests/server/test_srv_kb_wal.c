@@ -81,11 +81,38 @@ static int64_t one(sdb *db, const char *sql, int col)
     return v;
 }
 
-static void test_merge_wal(void)
+/* A store of NBATCH ingested batches, a block each, and a connection of
+ * the test's own on its file (*db); NULL (a failure counted) when either
+ * could not be made. */
+static srv_store *fill(const char *name, sdb **db)
 {
     char url[512], err[256];
-    srv_store *s;
     srv_ingest_res r;
+    srv_store *s = open_tmp(name);
+    int ok = s != NULL;
+
+    CHECK(ok);
+    if (!ok)
+        return NULL;
+    srv_store_set_kernel_store(s, 1);
+    for (int b = 0; ok && b < NBATCH; b++) {
+        size_t n = batch(1 + b * BATCH);
+        ok = srv_store_ingest(s, ev, n, &r) == GPUFL_OK;
+    }
+    tmp_url(name, url);
+    ok = ok && sdb_open(url, 0, db, err, sizeof(err)) == 0;
+    CHECK(ok);
+    if (!ok) {
+        srv_store_close(s);
+        return NULL;
+    }
+    CHECK(one(*db, "SELECT count(*) FROM kblocks", 0) == NBATCH);
+    return s;
+}
+
+static void test_merge_wal(void)
+{
+    srv_store *s;
     sdb *db = NULL;
     uint64_t nb = 0, nk = 0, named = 0;
     int64_t frames, w0, w1;
@@ -95,16 +122,8 @@ static void test_merge_wal(void)
         return;
     }
     setenv("GPUFL_SERVER_KB_RUN", "200", 1);
-    s = open_tmp("kb_wal");
+    s = fill("kb_wal", &db);
     REQUIRE(s != NULL);
-    srv_store_set_kernel_store(s, 1);
-    for (int b = 0; b < NBATCH; b++) {
-        size_t n = batch(1 + b * BATCH);
-        REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
-    }
-    tmp_url("kb_wal", url);
-    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
-    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH);
     /* an empty WAL: what is in it afterwards is the pass's */
     CHECK(one(db, "PRAGMA wal_checkpoint(TRUNCATE)", 0) == 0);
     w0 = wchar();
@@ -160,9 +179,7 @@ static void *compact_main(void *arg)
  * pairs merged - every kernel that was not taken is there once. */
 static void test_merge_source_gone(void)
 {
-    char url[512], err[256];
     srv_store *s;
-    srv_ingest_res r;
     sdb *db = NULL;
     pthread_t th;
     struct compact_arg a = { 0 };
@@ -173,16 +190,8 @@ static void test_merge_source_gone(void)
     }
     setenv("GPUFL_SERVER_KB_RUN", "200", 1);
     setenv("GPUFL_SERVER_KB_PREP_PAUSE_MS", "400", 1);
-    s = open_tmp("kb_gone");
+    s = fill("kb_gone", &db);
     REQUIRE(s != NULL);
-    srv_store_set_kernel_store(s, 1);
-    for (int b = 0; b < NBATCH; b++) {
-        size_t n = batch(1 + b * BATCH);
-        REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
-    }
-    tmp_url("kb_gone", url);
-    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
-    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH);
     a.s = s;
     REQUIRE(pthread_create(&th, NULL, compact_main, &a) == 0);
     usleep(150000); /* inside the pause: every merge prepared */
