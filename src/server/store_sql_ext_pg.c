@@ -13,6 +13,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -203,7 +204,14 @@ int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess, const kblock_ev *ev,
  * key and the rows it removes, each range its own DELETE (data-modifying
  * WITH), where the keys' probes (ext_all) cost ~4 us a key more.  Both
  * sides in one DELETE (an OR of the two ranges) took 2.8x the probes' time
- * (docs/server.md "PostgreSQL ingest's CPU"). */
+ * (docs/server.md "PostgreSQL ingest's CPU").  "dur BETWEEN ?6 AND ?2"
+ * (?6 the smallest int64, ?7 the largest: true of every row) is there for
+ * the planner: once a prepared statement goes generic, a row comparison
+ * with a parameter is a third of the range, and with one session that is
+ * ~1 400 rows of kext's 8 192, so each range became a sequential scan of
+ * the table (2.1 ms a batch); a column between two parameters is 0.5 %
+ * of it, so the seek stays (docs/server.md "kext cuts kept on the
+ * index"). */
 static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
                    const sq_ext_row *const c[2])
 {
@@ -219,12 +227,12 @@ static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
             if (!last)
                 n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%sa%d AS (",
                                       i ? "" : "WITH ", i);
-            n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-                                  "DELETE FROM %s WHERE sess=?1 AND side=%d"
-                                  " AND (dur, seq) %s (?%d, ?%d)%s",
-                                  i >> 1 ? "kxrow" : "kext", d,
-                                  d ? ">=" : "<=", 2 + 2 * d, 3 + 2 * d,
-                                  last ? "" : ") ");
+            n += (size_t)snprintf(
+                sql + n, sizeof(sql) - n,
+                "DELETE FROM %s WHERE sess=?1 AND side=%d"
+                " AND dur BETWEEN ?%d AND ?%d AND (dur, seq) %s (?%d, ?%d)%s",
+                i >> 1 ? "kxrow" : "kext", d, d ? 4 : 6, d ? 7 : 2,
+                d ? ">=" : "<=", 2 + 2 * d, 3 + 2 * d, last ? "" : ") ");
             if (i < 2 * nt - 2)
                 sql[n - 1] = ',', sql[n++] = ' ', sql[n] = 0;
         }
@@ -232,6 +240,8 @@ static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
             return GPUFL_EINTERNAL;
     }
     qbind_i64(*st, 1, c[0] ? c[0]->sess : c[1]->sess);
+    qbind_i64(*st, 6, INT64_MIN);
+    qbind_i64(*st, 7, INT64_MAX);
     for (int d = 0; d < 2; d++)
         if (c[d]) {
             qbind_i64(*st, 2 + 2 * d, c[d]->dur);
