@@ -5,8 +5,9 @@
  * prepares the statement (once per connection, named, with the parameter
  * types bound at that time) and executes it; the whole result is then
  * held and stepped through.  "?N" placeholders become "$N".  Parameters
- * travel in text format: integers and doubles printed exactly, blobs as
- * bytea hex.  Statements are deallocated at finalize so that per-request
+ * travel in text format, integers and doubles printed exactly, but for
+ * blobs: those go in binary, as they are (hex doubled a kernel block's
+ * bytes on the wire and cost both sides a pass over them).  Statements are deallocated at finalize so that per-request
  * queries do not pile up on the server.
  *
  * A lost connection (db.h) is made again by the next command that finds
@@ -66,6 +67,7 @@ struct sdb_stmt {
     unsigned gen; /* db->gen it was prepared in */
     /* nparams + 1 entries each, index 0 unused */
     char **vals;
+    int *lens, *fmts; /* binary parameters (blobs): length, format 1 */
     Oid *types;
     unsigned char *used; /* "$N" appears in the SQL */
     PGresult *res;
@@ -339,6 +341,8 @@ static void stmt_free(sdb_stmt *st)
         for (int i = 0; i <= st->nparams; i++)
             free(st->vals[i]);
     free(st->vals);
+    free(st->lens);
+    free(st->fmts);
     free(st->types);
     free(st->used);
     PQfreemem(st->blob);
@@ -366,9 +370,11 @@ static int pg_prepare(sdb *db, const char *sql, sdb_stmt **out)
         goto fail;
     }
     st->vals = calloc((size_t)st->nparams + 1, sizeof(*st->vals));
+    st->lens = calloc((size_t)st->nparams + 1, sizeof(*st->lens));
+    st->fmts = calloc((size_t)st->nparams + 1, sizeof(*st->fmts));
     st->types = calloc((size_t)st->nparams + 1, sizeof(*st->types));
     st->used = malloc((size_t)st->nparams + 1);
-    if (!st->vals || !st->types || !st->used)
+    if (!st->vals || !st->lens || !st->fmts || !st->types || !st->used)
         goto fail;
     memcpy(st->used, used, (size_t)st->nparams + 1);
     free(used);
@@ -411,6 +417,8 @@ static void set_val(sdb_stmt *st, int i, char *v, Oid type)
     }
     free(st->vals[i]);
     st->vals[i] = v;
+    st->lens[i] = 0;
+    st->fmts[i] = 0;
     if (type)
         st->types[i] = type;
 }
@@ -443,19 +451,16 @@ static void pg_bind_text(sdb_stmt *st, int i, const char *p, size_t n)
 
 static void pg_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
 {
-    static const char hx[] = "0123456789abcdef";
-    const unsigned char *b = p;
-    char *s = malloc(2 * n + 3);
-    if (s) {
-        s[0] = '\\';
-        s[1] = 'x';
-        for (size_t k = 0; k < n; k++) {
-            s[2 + 2 * k] = hx[b[k] >> 4];
-            s[3 + 2 * k] = hx[b[k] & 15];
-        }
-        s[2 + 2 * n] = '\0';
-    }
+    /* binary: the bytes themselves (malloc(0) may be NULL, which would
+     * send SQL NULL) */
+    char *s = n <= (size_t)INT_MAX ? malloc(n ? n : 1) : NULL;
+    if (s && n)
+        memcpy(s, p, n);
     set_val(st, i, s, OID_BYTEA);
+    if (s && i >= 1 && i <= st->nparams) {
+        st->lens[i] = (int)n;
+        st->fmts[i] = 1;
+    }
 }
 
 static void pg_bind_null(sdb_stmt *st, int i)
@@ -488,9 +493,9 @@ static int pg_step(sdb_stmt *st)
             st->prepared = 1;
             st->gen = db->gen;
         }
-        st->res =
-            PQexecPrepared(db->c, st->name, st->nparams,
-                           (const char *const *)(st->vals + 1), NULL, NULL, 0);
+        st->res = PQexecPrepared(db->c, st->name, st->nparams,
+                                 (const char *const *)(st->vals + 1),
+                                 st->lens + 1, st->fmts + 1, 0);
         s = PQresultStatus(st->res);
         if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
             rc = fail(db, st->res);
