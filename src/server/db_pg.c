@@ -7,8 +7,13 @@
  * held and stepped through.  "?N" placeholders become "$N".  Parameters
  * travel in text format, integers and doubles printed exactly, but for
  * blobs: those go in binary, as they are (hex doubled a kernel block's
- * bytes on the wire and cost both sides a pass over them).  Statements are deallocated at finalize so that per-request
- * queries do not pile up on the server.
+ * bytes on the wire and cost both sides a pass over them).  A finalized
+ * statement stays prepared on its connection, in a cache of PG_STMT_CACHE
+ * (SQL, parameter types) a connection, the least recently finalized
+ * deallocated first, so per-request queries do not pile up on the server
+ * and the next statement of the same SQL and types runs without a
+ * PREPARE (the compactor prepared and deallocated ~10 statements a merge:
+ * two round trips each, under the writer's lock).
  *
  * A lost connection (db.h) is made again by the next command that finds
  * it gone: before each command an idle socket with something to read is
@@ -34,6 +39,9 @@
 /* Parameters one statement may have (the protocol's limit). */
 #define PG_PARAMS_MAX 65535
 
+/* Statements kept prepared per connection once finalized (pg_finalize). */
+#define PG_STMT_CACHE 64
+
 /* Reconnection: the first retry after this, doubling to the cap (the
  * longest a recovered database waits for us). */
 #define PG_BACKOFF_MIN_MS 50
@@ -44,6 +52,17 @@
 #define OID_INT8 20
 #define OID_TEXT 25
 #define OID_FLOAT8 701
+
+/* A finalized statement still prepared on the connection: its SQL (as
+ * sent) and parameter types, which a new statement must match to use it. */
+typedef struct pg_kept {
+    char *sql;  /* NULL: a free slot */
+    Oid *types; /* nparams + 1, index 0 unused */
+    int nparams;
+    unsigned gen;
+    uint64_t tick; /* when it was finalized: the oldest goes first */
+    char name[32];
+} pg_kept;
 
 struct sdb {
     sdb_head head;
@@ -57,6 +76,8 @@ struct sdb {
     int goodbye;  /* the server said FATAL: it is closing the connection */
     uint64_t retry_at, backoff_ms; /* next attempt (mono ms), its delay */
     char err[512];
+    pg_kept kept[PG_STMT_CACHE];
+    uint64_t tick;
 };
 
 struct sdb_stmt {
@@ -230,8 +251,18 @@ static int ready(sdb *db)
     return reconnect(db);
 }
 
+static void kept_free(pg_kept *k)
+{
+    free(k->sql);
+    free(k->types);
+    memset(k, 0, sizeof(*k));
+}
+
 static void pg_close(sdb *db)
 {
+    /* the connection's end deallocates them on the server */
+    for (int i = 0; i < PG_STMT_CACHE; i++)
+        kept_free(&db->kept[i]);
     PQfinish(db->c);
     free(db);
 }
@@ -395,17 +426,85 @@ static void pg_reset(sdb_stmt *st)
     st->executed = 0;
 }
 
+static void deallocate(sdb *db, const char *name)
+{
+    char sql[64];
+
+    snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
+    PQclear(PQexec(db->c, sql));
+    after(db);
+}
+
+/* A kept statement of st's SQL and types, prepared on this connection:
+ * its name given to st and its slot freed (one owner at a time).  1 if
+ * found. */
+static int kept_take(sdb_stmt *st)
+{
+    sdb *db = st->db;
+
+    for (int i = 0; i < PG_STMT_CACHE; i++) {
+        pg_kept *k = &db->kept[i];
+        if (!k->sql || k->gen != db->gen || k->nparams != st->nparams ||
+            strcmp(k->sql, st->sql) ||
+            memcmp(k->types + 1, st->types + 1,
+                   (size_t)st->nparams * sizeof(Oid)))
+            continue;
+        memcpy(st->name, k->name, sizeof(st->name));
+        kept_free(k);
+        return 1;
+    }
+    return 0;
+}
+
+/* st, prepared on the live connection, kept for a later statement of the
+ * same SQL and types: a free slot (or one of a lost connection's), else
+ * the oldest, deallocated.  0 if st is to be deallocated instead (the same
+ * statement kept already). */
+static int kept_put(sdb_stmt *st)
+{
+    sdb *db = st->db;
+    pg_kept *v = NULL;
+    char *q;
+
+    for (int i = 0; i < PG_STMT_CACHE; i++) {
+        pg_kept *k = &db->kept[i];
+        int live = k->sql && k->gen == db->gen;
+        if (live && k->nparams == st->nparams && !strcmp(k->sql, st->sql) &&
+            !memcmp(k->types + 1, st->types + 1,
+                    (size_t)st->nparams * sizeof(Oid)))
+            return 0;
+        /* a free or dead slot first, else the oldest live one */
+        if (!live) {
+            if (!v || (v->sql && v->gen == db->gen))
+                v = k;
+        } else if (!v || (v->sql && v->gen == db->gen && k->tick < v->tick)) {
+            v = k;
+        }
+    }
+    if (v->sql && v->gen == db->gen)
+        deallocate(db, v->name);
+    kept_free(v);
+    /* translate's buffer is 6x the SQL's length */
+    if ((q = realloc(st->sql, strlen(st->sql) + 1)) != NULL)
+        st->sql = q;
+    v->sql = st->sql;
+    v->types = st->types;
+    v->nparams = st->nparams;
+    v->gen = db->gen;
+    v->tick = ++db->tick;
+    memcpy(v->name, st->name, sizeof(v->name));
+    st->sql = NULL; /* the slot owns them now */
+    st->types = NULL;
+    return 1;
+}
+
 static void pg_finalize(sdb_stmt *st)
 {
     pg_reset(st);
     /* one prepared on a connection since lost is gone with it */
     if (st->prepared && st->gen == st->db->gen && !st->db->lost &&
-        PQstatus(st->db->c) == CONNECTION_OK) {
-        char sql[64];
-        snprintf(sql, sizeof(sql), "DEALLOCATE %s", st->name);
-        PQclear(PQexec(st->db->c, sql));
-        after(st->db);
-    }
+        PQstatus(st->db->c) == CONNECTION_OK && !kept_put(st))
+        deallocate(st->db, st->name);
     stmt_free(st);
 }
 
@@ -483,13 +582,16 @@ static int pg_step(sdb_stmt *st)
             for (int i = 1; i <= st->nparams; i++)
                 if (!st->used[i] && !st->types[i])
                     st->types[i] = OID_TEXT;
-            r = PQprepare(db->c, st->name, st->sql, st->nparams, st->types + 1);
-            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                rc = fail(db, r);
+            if (!kept_take(st)) {
+                r = PQprepare(db->c, st->name, st->sql, st->nparams,
+                              st->types + 1);
+                if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                    rc = fail(db, r);
+                    PQclear(r);
+                    return rc;
+                }
                 PQclear(r);
-                return rc;
             }
-            PQclear(r);
             st->prepared = 1;
             st->gen = db->gen;
         }

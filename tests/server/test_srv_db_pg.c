@@ -7,6 +7,9 @@
  *  - inside a transaction: every command fails until ROLLBACK (nothing of
  *    the lost transaction may run by itself on a new connection), COMMIT
  *    fails, then the next command reconnects; only what committed is there.
+ * And the statements kept prepared once finalized (db_pg.c, pg_kept): the
+ * same SQL and types runs again on the kept one, other types get their
+ * own, and a connection keeps at most PG_STMT_CACHE of them.
  *
  * Needs the throwaway cluster (GPUFL_TEST_PG_URI_FILE, pg_cluster.sh);
  * without it the test is skipped (exit 77).
@@ -126,6 +129,87 @@ static void test_terminated(void)
     sdb_close(adm);
 }
 
+/* Statements of this connection prepared on the server whose SQL has
+ * "like" in it (this query's own left out). */
+static int64_t prepared(sdb *db, const char *like)
+{
+    char sql[200];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_prepared_statements WHERE statement"
+             " LIKE '%%%s%%' AND statement NOT LIKE '%%pg_prepared%%'",
+             like);
+    return one(db, sql);
+}
+
+static void test_kept(void)
+{
+    char url[600], err[256], sql[96];
+    sdb *db = NULL;
+    sdb_stmt *st = NULL;
+
+    snprintf(url, sizeof(url), "%s/postgres", base);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    /* the same SQL three times: one statement on the server, each run
+     * with its own value */
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(sdb_prepare(db, "SELECT ?::bigint + 1001", &st) == 0);
+        sdb_bind_i64(st, 1, i);
+        REQUIRE(sdb_step(st) == SDB_ROW);
+        CHECK_EQ_U64(sdb_col_i64(st, 0), 1001 + i);
+        sdb_finalize(st);
+        CHECK_EQ_U64(prepared(db, "+ 1001"), 1);
+    }
+    /* two live at once: two statements; both kept once finalized */
+    {
+        sdb_stmt *a = NULL, *b = NULL;
+        REQUIRE(sdb_prepare(db, "SELECT ?::bigint + 1001", &a) == 0);
+        REQUIRE(sdb_prepare(db, "SELECT ?::bigint + 1001", &b) == 0);
+        sdb_bind_i64(a, 1, 1);
+        sdb_bind_i64(b, 1, 2);
+        CHECK(sdb_step(a) == SDB_ROW && sdb_step(b) == SDB_ROW);
+        CHECK_EQ_U64(sdb_col_i64(a, 0), 1002);
+        CHECK_EQ_U64(sdb_col_i64(b, 0), 1003);
+        CHECK_EQ_U64(prepared(db, "+ 1001"), 2);
+        sdb_finalize(a);
+        sdb_finalize(b);
+        /* the second is the same SQL and types: deallocated */
+        CHECK_EQ_U64(prepared(db, "+ 1001"), 1);
+    }
+    /* the same SQL with a parameter of another type: a statement of its
+     * own, the text one's value read as text */
+    REQUIRE(sdb_prepare(db, "SELECT length(?::text) + 2002", &st) == 0);
+    sdb_bind_text(st, 1, "abc", 3);
+    REQUIRE(sdb_step(st) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(st, 0), 2005);
+    sdb_finalize(st);
+    REQUIRE(sdb_prepare(db, "SELECT length(?::text) + 2002", &st) == 0);
+    sdb_bind_i64(st, 1, 12345);
+    REQUIRE(sdb_step(st) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(st, 0), 2007);
+    sdb_finalize(st);
+    CHECK_EQ_U64(prepared(db, "+ 2002"), 2);
+    /* a blob kept as a blob (binary parameter) */
+    REQUIRE(sdb_prepare(db, "SELECT length(?) + 3003", &st) == 0);
+    sdb_bind_blob(st, 1, "\0\1\2\x00\x7f", 5);
+    REQUIRE(sdb_step(st) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(st, 0), 3008);
+    sdb_finalize(st);
+    /* many distinct statements: at most the cache's 64 stay */
+    for (int i = 0; i < 150; i++) {
+        snprintf(sql, sizeof(sql), "SELECT %d + 4004 + ?::bigint", i);
+        REQUIRE(sdb_prepare(db, sql, &st) == 0);
+        sdb_bind_i64(st, 1, 0);
+        REQUIRE(sdb_step(st) == SDB_ROW);
+        CHECK_EQ_U64(sdb_col_i64(st, 0), 4004 + i);
+        sdb_finalize(st);
+    }
+    CHECK(prepared(db, "+ 4004") <= 64);
+    CHECK(prepared(db, "+ 4004") >= 60);
+    CHECK(one(db, "SELECT count(*) FROM pg_prepared_statements") <= 64 + 1);
+    sdb_close(db);
+}
+
 int main(void)
 {
     const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
@@ -140,5 +224,6 @@ int main(void)
     fclose(f);
     base[strcspn(base, "\r\n")] = '\0';
     RUN(test_terminated);
+    RUN(test_kept);
     TEST_DONE();
 }
