@@ -210,8 +210,8 @@ int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess, const kblock_ev *ev,
  * with a parameter is a third of the range, and with one session that is
  * ~1 400 rows of kext's 8 192, so each range became a sequential scan of
  * the table (2.1 ms a batch); a column between two parameters is 0.5 %
- * of it, so the seek stays (docs/server.md "kext cuts kept on the
- * index"). */
+ * of it, so the seek stays (docs/server.md "PostgreSQL: kext cuts kept
+ * on the index"). */
 static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
                    const sq_ext_row *const c[2])
 {

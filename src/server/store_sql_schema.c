@@ -544,8 +544,8 @@ static const char *const migrations_pg[SQ_SCHEMA_VERSION] = {
      * compressed (pglz) before it goes out of line, and a block is zstd's
      * output already: pglz tried each one and kept none (0 of 600 blocks
      * at 3M kernels), 5 % of the ingest's backend CPU (docs/server.md
-     * "Blocks stored as they are").  EXTERNAL: out of line, uncompressed;
-     * the rows written before stay as they are. */
+     * "PostgreSQL: kext cuts kept on the index").  EXTERNAL: out of line,
+     * uncompressed; the rows written before stay as they are. */
     [34] = "ALTER TABLE kblocks ALTER COLUMN block SET STORAGE EXTERNAL;"
            "ALTER TABLE oblocks ALTER COLUMN payload SET STORAGE EXTERNAL;",
 };
