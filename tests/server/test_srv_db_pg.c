@@ -142,22 +142,40 @@ static int64_t prepared(sdb *db, const char *like)
     return one(db, sql);
 }
 
+/* sql run with its one parameter bound as kind ('i' v, 't' or 'b' p of n
+ * bytes): its first column, -1 if it gave no row. */
+static int64_t run1(sdb *db, const char *sql, int kind, int64_t v,
+                    const char *p, size_t n)
+{
+    sdb_stmt *st = NULL;
+    int64_t r = -1;
+
+    if (sdb_prepare(db, sql, &st) != 0)
+        return -1;
+    if (kind == 'i')
+        sdb_bind_i64(st, 1, v);
+    else if (kind == 't')
+        sdb_bind_text(st, 1, p, n);
+    else
+        sdb_bind_blob(st, 1, p, n);
+    if (sdb_step(st) == SDB_ROW)
+        r = sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    return r;
+}
+
 static void test_kept(void)
 {
     char url[600], err[256], sql[96];
     sdb *db = NULL;
-    sdb_stmt *st = NULL;
 
     snprintf(url, sizeof(url), "%s/postgres", base);
     REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
     /* the same SQL three times: one statement on the server, each run
      * with its own value */
     for (int i = 0; i < 3; i++) {
-        REQUIRE(sdb_prepare(db, "SELECT ?::bigint + 1001", &st) == 0);
-        sdb_bind_i64(st, 1, i);
-        REQUIRE(sdb_step(st) == SDB_ROW);
-        CHECK_EQ_U64(sdb_col_i64(st, 0), 1001 + i);
-        sdb_finalize(st);
+        CHECK_EQ_U64(run1(db, "SELECT ?::bigint + 1001", 'i', i, NULL, 0),
+                     1001 + i);
         CHECK_EQ_U64(prepared(db, "+ 1001"), 1);
     }
     /* two live at once: two statements; both kept once finalized */
@@ -178,31 +196,18 @@ static void test_kept(void)
     }
     /* the same SQL with a parameter of another type: a statement of its
      * own, the text one's value read as text */
-    REQUIRE(sdb_prepare(db, "SELECT length(?::text) + 2002", &st) == 0);
-    sdb_bind_text(st, 1, "abc", 3);
-    REQUIRE(sdb_step(st) == SDB_ROW);
-    CHECK_EQ_U64(sdb_col_i64(st, 0), 2005);
-    sdb_finalize(st);
-    REQUIRE(sdb_prepare(db, "SELECT length(?::text) + 2002", &st) == 0);
-    sdb_bind_i64(st, 1, 12345);
-    REQUIRE(sdb_step(st) == SDB_ROW);
-    CHECK_EQ_U64(sdb_col_i64(st, 0), 2007);
-    sdb_finalize(st);
+    CHECK_EQ_U64(run1(db, "SELECT length(?::text) + 2002", 't', 0, "abc", 3),
+                 2005);
+    CHECK_EQ_U64(run1(db, "SELECT length(?::text) + 2002", 'i', 12345, NULL, 0),
+                 2007);
     CHECK_EQ_U64(prepared(db, "+ 2002"), 2);
-    /* a blob kept as a blob (binary parameter) */
-    REQUIRE(sdb_prepare(db, "SELECT length(?) + 3003", &st) == 0);
-    sdb_bind_blob(st, 1, "\0\1\2\x00\x7f", 5);
-    REQUIRE(sdb_step(st) == SDB_ROW);
-    CHECK_EQ_U64(sdb_col_i64(st, 0), 3008);
-    sdb_finalize(st);
+    /* a blob of NULs goes whole (a binary parameter) */
+    CHECK_EQ_U64(
+        run1(db, "SELECT length(?) + 3003", 'b', 0, "\0\1\2\x00\x7f", 5), 3008);
     /* many distinct statements: at most the cache's 64 stay */
     for (int i = 0; i < 150; i++) {
         snprintf(sql, sizeof(sql), "SELECT %d + 4004 + ?::bigint", i);
-        REQUIRE(sdb_prepare(db, sql, &st) == 0);
-        sdb_bind_i64(st, 1, 0);
-        REQUIRE(sdb_step(st) == SDB_ROW);
-        CHECK_EQ_U64(sdb_col_i64(st, 0), 4004 + i);
-        sdb_finalize(st);
+        CHECK_EQ_U64(run1(db, sql, 'i', 0, NULL, 0), 4004 + i);
     }
     CHECK(prepared(db, "+ 4004") <= 64);
     CHECK(prepared(db, "+ 4004") >= 60);
