@@ -518,7 +518,10 @@ static void set_val(sdb_stmt *st, int i, char *v, Oid type)
     st->vals[i] = v;
     st->lens[i] = 0;
     st->fmts[i] = 0;
-    if (type)
+    /* once prepared on the live connection the types are fixed on the
+     * server (a later value is read as the type prepared): they stay, so
+     * that kept_put files the statement under what it was prepared with */
+    if (type && !(st->prepared && st->gen == st->db->gen))
         st->types[i] = type;
 }
 

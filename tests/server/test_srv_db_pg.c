@@ -201,6 +201,22 @@ static void test_kept(void)
     CHECK_EQ_U64(run1(db, "SELECT length(?::text) + 2002", 'i', 12345, NULL, 0),
                  2007);
     CHECK_EQ_U64(prepared(db, "+ 2002"), 2);
+    /* kept under the types it was prepared with, not the last bound: a
+     * bigint statement given a text value runs ("12" read as a bigint),
+     * and a text statement of the same SQL is not given it ("abcd") */
+    {
+        sdb_stmt *st = NULL;
+        REQUIRE(sdb_prepare(db, "SELECT length(?::text) + 5005", &st) == 0);
+        sdb_bind_i64(st, 1, 12345);
+        CHECK(sdb_step(st) == SDB_ROW);
+        sdb_reset(st);
+        sdb_bind_text(st, 1, "12", 2);
+        CHECK(sdb_step(st) == SDB_ROW);
+        CHECK_EQ_U64(sdb_col_i64(st, 0), 5007);
+        sdb_finalize(st);
+        CHECK_EQ_U64(
+            run1(db, "SELECT length(?::text) + 5005", 't', 0, "abcd", 4), 5009);
+    }
     /* a blob of NULs goes whole (a binary parameter) */
     CHECK_EQ_U64(
         run1(db, "SELECT length(?) + 3003", 'b', 0, "\0\1\2\x00\x7f", 5), 3008);
