@@ -435,23 +435,33 @@ static void deallocate(sdb *db, const char *name)
     after(db);
 }
 
+/* Whether slot k holds a statement prepared on the live connection. */
+static int kept_live(const sdb *db, const pg_kept *k)
+{
+    return k->sql && k->gen == db->gen;
+}
+
+/* Whether slot k is live and holds st's SQL and parameter types. */
+static int kept_is(const pg_kept *k, const sdb_stmt *st)
+{
+    return kept_live(st->db, k) && k->nparams == st->nparams &&
+           !strcmp(k->sql, st->sql) &&
+           !memcmp(k->types + 1, st->types + 1,
+                   (size_t)st->nparams * sizeof(Oid));
+}
+
 /* A kept statement of st's SQL and types, prepared on this connection:
  * its name given to st and its slot freed (one owner at a time).  1 if
  * found. */
 static int kept_take(sdb_stmt *st)
 {
-    sdb *db = st->db;
-
     for (int i = 0; i < PG_STMT_CACHE; i++) {
-        pg_kept *k = &db->kept[i];
-        if (!k->sql || k->gen != db->gen || k->nparams != st->nparams ||
-            strcmp(k->sql, st->sql) ||
-            memcmp(k->types + 1, st->types + 1,
-                   (size_t)st->nparams * sizeof(Oid)))
-            continue;
-        memcpy(st->name, k->name, sizeof(st->name));
-        kept_free(k);
-        return 1;
+        pg_kept *k = &st->db->kept[i];
+        if (kept_is(k, st)) {
+            memcpy(st->name, k->name, sizeof(st->name));
+            kept_free(k);
+            return 1;
+        }
     }
     return 0;
 }
@@ -468,20 +478,14 @@ static int kept_put(sdb_stmt *st)
 
     for (int i = 0; i < PG_STMT_CACHE; i++) {
         pg_kept *k = &db->kept[i];
-        int live = k->sql && k->gen == db->gen;
-        if (live && k->nparams == st->nparams && !strcmp(k->sql, st->sql) &&
-            !memcmp(k->types + 1, st->types + 1,
-                    (size_t)st->nparams * sizeof(Oid)))
+        if (kept_is(k, st))
             return 0;
         /* a free or dead slot first, else the oldest live one */
-        if (!live) {
-            if (!v || (v->sql && v->gen == db->gen))
-                v = k;
-        } else if (!v || (v->sql && v->gen == db->gen && k->tick < v->tick)) {
+        if (!v ||
+            (kept_live(db, v) && (!kept_live(db, k) || k->tick < v->tick)))
             v = k;
-        }
     }
-    if (v->sql && v->gen == db->gen)
+    if (kept_live(db, v))
         deallocate(db, v->name);
     kept_free(v);
     /* translate's buffer is 6x the SQL's length */
@@ -508,7 +512,9 @@ static void pg_finalize(sdb_stmt *st)
     stmt_free(st);
 }
 
-static void set_val(sdb_stmt *st, int i, char *v, Oid type)
+/* Parameter i's value v (owned from here), its type, and for a binary one
+ * (fmt 1) its length. */
+static void set_val(sdb_stmt *st, int i, char *v, Oid type, int len, int fmt)
 {
     if (i < 1 || i > st->nparams) {
         free(v);
@@ -516,8 +522,8 @@ static void set_val(sdb_stmt *st, int i, char *v, Oid type)
     }
     free(st->vals[i]);
     st->vals[i] = v;
-    st->lens[i] = 0;
-    st->fmts[i] = 0;
+    st->lens[i] = len;
+    st->fmts[i] = fmt;
     /* once prepared on the live connection the types are fixed on the
      * server (a later value is read as the type prepared): they stay, so
      * that kept_put files the statement under what it was prepared with */
@@ -530,7 +536,7 @@ static void pg_bind_i64(sdb_stmt *st, int i, int64_t v)
     char *s = malloc(24);
     if (s)
         snprintf(s, 24, "%lld", (long long)v);
-    set_val(st, i, s, OID_INT8);
+    set_val(st, i, s, OID_INT8, 0, 0);
 }
 
 static void pg_bind_f64(sdb_stmt *st, int i, double v)
@@ -538,7 +544,7 @@ static void pg_bind_f64(sdb_stmt *st, int i, double v)
     char *s = malloc(32);
     if (s)
         snprintf(s, 32, "%.17g", v);
-    set_val(st, i, s, OID_FLOAT8);
+    set_val(st, i, s, OID_FLOAT8, 0, 0);
 }
 
 static void pg_bind_text(sdb_stmt *st, int i, const char *p, size_t n)
@@ -548,7 +554,7 @@ static void pg_bind_text(sdb_stmt *st, int i, const char *p, size_t n)
         memcpy(s, p, n);
         s[n] = '\0'; /* text cannot hold NUL: a \u0000 ends it here */
     }
-    set_val(st, i, s, OID_TEXT);
+    set_val(st, i, s, OID_TEXT, 0, 0);
 }
 
 static void pg_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
@@ -558,16 +564,12 @@ static void pg_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
     char *s = n <= (size_t)INT_MAX ? malloc(n ? n : 1) : NULL;
     if (s && n)
         memcpy(s, p, n);
-    set_val(st, i, s, OID_BYTEA);
-    if (s && i >= 1 && i <= st->nparams) {
-        st->lens[i] = (int)n;
-        st->fmts[i] = 1;
-    }
+    set_val(st, i, s, OID_BYTEA, (int)n, 1);
 }
 
 static void pg_bind_null(sdb_stmt *st, int i)
 {
-    set_val(st, i, NULL, 0);
+    set_val(st, i, NULL, 0, 0, 0);
 }
 
 static int pg_step(sdb_stmt *st)
