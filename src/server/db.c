@@ -78,6 +78,11 @@ int sdb_copy(sdb *db, const char *sql, const char *data, size_t len)
     return OPS(db)->copy(db, sql, data, len);
 }
 
+uint64_t sdb_binary_results(const sdb *db)
+{
+    return sdb_dialect(db) == SDB_POSTGRES ? sdb_pg_binary(db) : 0;
+}
+
 int sdb_begin(sdb *db)
 {
     /* IMMEDIATE: take SQLite's write lock now, not at the first write */

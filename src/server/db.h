@@ -56,6 +56,10 @@ int64_t sdb_changes(sdb *db);
  * (borrowed) - one round trip where row-at-a-time INSERTs take thousands.
  * SQLite: GPUFL_EINTERNAL. */
 int sdb_copy(sdb *db, const char *sql, const char *data, size_t len);
+/* PostgreSQL: the results db received in binary so far (db_pg.c: a
+ * statement of blobs and integers alone, from its second run on); tests
+ * count them.  SQLite: 0. */
+uint64_t sdb_binary_results(const sdb *db);
 /* Starts a write transaction (SQLite: BEGIN IMMEDIATE). */
 int sdb_begin(sdb *db);
 /* SQLite only: fn(arg, frames) after each commit of db, frames the pages

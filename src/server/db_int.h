@@ -44,5 +44,6 @@ void sdb_notify(sdb *db, int ev, const char *why);
 int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
                     size_t cap);
 int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap);
+uint64_t sdb_pg_binary(const sdb *db);
 
 #endif

@@ -13,7 +13,11 @@
  * deallocated first, so per-request queries do not pile up on the server
  * and the next statement of the same SQL and types runs without a
  * PREPARE (the compactor prepared and deallocated ~10 statements a merge:
- * two round trips each, under the writer's lock).
+ * two round trips each, under the writer's lock).  Results come as text
+ * but for statements of blobs and integers alone (a kernel block's read):
+ * after its first run in text such a statement asks for binary results
+ * (bin_ok), so PostgreSQL does not hex-encode each block and we do not
+ * decode it again (PQunescapeBytea and a copy).
  *
  * A lost connection (db.h) is made again by the next command that finds
  * it gone: before each command an idle socket with something to read is
@@ -50,6 +54,7 @@
 /* pg_type OIDs (stable, from the catalog) */
 #define OID_BYTEA 17
 #define OID_INT8 20
+#define OID_INT4 23
 #define OID_TEXT 25
 #define OID_FLOAT8 701
 
@@ -59,6 +64,7 @@ typedef struct pg_kept {
     char *sql;  /* NULL: a free slot */
     Oid *types; /* nparams + 1, index 0 unused */
     int nparams;
+    int rfmt; /* its statement's result format (sdb_stmt) */
     unsigned gen;
     uint64_t tick; /* when it was finalized: the oldest goes first */
     char name[32];
@@ -78,6 +84,7 @@ struct sdb {
     char err[512];
     pg_kept kept[PG_STMT_CACHE];
     uint64_t tick;
+    uint64_t bin_results; /* results received in binary (sdb_pg_binary) */
 };
 
 struct sdb_stmt {
@@ -93,7 +100,11 @@ struct sdb_stmt {
     unsigned char *used; /* "$N" appears in the SQL */
     PGresult *res;
     int row, nrows;
+    /* results asked for: -1 not known yet (text; bin_ok decides after the
+     * first), 0 text, 1 binary */
+    int rfmt;
     unsigned char *blob;
+    char *tbuf; /* pg_col_text of binary integers: 24 bytes a column */
 };
 
 extern const sdb_ops sdb_pg_ops;
@@ -377,6 +388,7 @@ static void stmt_free(sdb_stmt *st)
     free(st->types);
     free(st->used);
     PQfreemem(st->blob);
+    free(st->tbuf);
     free(st->sql);
     free(st);
 }
@@ -393,6 +405,7 @@ static int pg_prepare(sdb *db, const char *sql, sdb_stmt **out)
     if (!st || !used)
         goto fail;
     st->db = db;
+    st->rfmt = -1;
     st->sql = malloc(cap);
     if (!st->sql)
         goto fail;
@@ -459,6 +472,7 @@ static int kept_take(sdb_stmt *st)
         pg_kept *k = &st->db->kept[i];
         if (kept_is(k, st)) {
             memcpy(st->name, k->name, sizeof(st->name));
+            st->rfmt = k->rfmt;
             kept_free(k);
             return 1;
         }
@@ -494,6 +508,7 @@ static int kept_put(sdb_stmt *st)
     v->sql = st->sql;
     v->types = st->types;
     v->nparams = st->nparams;
+    v->rfmt = st->rfmt;
     v->gen = db->gen;
     v->tick = ++db->tick;
     memcpy(v->name, st->name, sizeof(v->name));
@@ -572,6 +587,28 @@ static void pg_bind_null(sdb_stmt *st, int i)
     set_val(st, i, NULL, 0, 0, 0);
 }
 
+/* Whether a statement whose result was r may take its results in
+ * binary: at least one blob, and every column a blob or an integer, the
+ * types the accessors below decode (a text or double column keeps its
+ * statement in text: their binary forms are not what the callers read). */
+static int bin_ok(const PGresult *r)
+{
+    int blob = 0;
+
+    for (int i = 0; i < PQnfields(r); i++) {
+        Oid t = PQftype(r, i);
+        if (t != OID_BYTEA && t != OID_INT8 && t != OID_INT4)
+            return 0;
+        blob |= t == OID_BYTEA;
+    }
+    return blob;
+}
+
+uint64_t sdb_pg_binary(const sdb *db)
+{
+    return db->bin_results;
+}
+
 static int pg_step(sdb_stmt *st)
 {
     sdb *db = st->db;
@@ -602,7 +639,7 @@ static int pg_step(sdb_stmt *st)
         }
         st->res = PQexecPrepared(db->c, st->name, st->nparams,
                                  (const char *const *)(st->vals + 1),
-                                 st->lens + 1, st->fmts + 1, 0);
+                                 st->lens + 1, st->fmts + 1, st->rfmt == 1);
         s = PQresultStatus(st->res);
         if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
             rc = fail(db, st->res);
@@ -618,6 +655,10 @@ static int pg_step(sdb_stmt *st)
         st->executed = 1;
         st->row = -1;
         st->nrows = s == PGRES_TUPLES_OK ? PQntuples(st->res) : 0;
+        if (st->rfmt < 0 && s == PGRES_TUPLES_OK)
+            st->rfmt = bin_ok(st->res);
+        else if (st->rfmt == 1)
+            db->bin_results++;
     }
     if (st->row + 1 < st->nrows) {
         st->row++;
@@ -635,21 +676,51 @@ static const char *val(sdb_stmt *st, int i)
     return PQgetvalue(st->res, st->row, i);
 }
 
+/* Column i of a binary result (v its value): an integer's network-order
+ * bytes, a blob's own (0 read as an integer, as its text would be). */
+static int64_t bin_i64(const sdb_stmt *st, int i, const char *v)
+{
+    const unsigned char *u = (const unsigned char *)v;
+    Oid t = PQftype(st->res, i);
+    int len = PQgetlength(st->res, st->row, i);
+    uint64_t x = 0;
+
+    if ((t != OID_INT8 || len != 8) && (t != OID_INT4 || len != 4))
+        return 0;
+    for (int j = 0; j < len; j++)
+        x = x << 8 | u[j];
+    return len == 4 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
+}
+
 static int64_t pg_col_i64(sdb_stmt *st, int i)
 {
     const char *v = val(st, i);
-    return v ? strtoll(v, NULL, 10) : 0;
+    if (!v)
+        return 0;
+    return PQfformat(st->res, i) ? bin_i64(st, i, v) : strtoll(v, NULL, 10);
 }
 
 static double pg_col_f64(sdb_stmt *st, int i)
 {
     const char *v = val(st, i);
-    return v ? strtod(v, NULL) : 0.0;
+    if (!v)
+        return 0.0;
+    return PQfformat(st->res, i) ? (double)bin_i64(st, i, v) : strtod(v, NULL);
 }
 
 static const char *pg_col_text(sdb_stmt *st, int i)
 {
-    return val(st, i);
+    const char *v = val(st, i);
+    int nf;
+
+    if (!v || !PQfformat(st->res, i) || PQftype(st->res, i) == OID_BYTEA)
+        return v; /* a binary blob: its bytes, NUL-ended by libpq */
+    /* an integer as its text, until the next step */
+    nf = PQnfields(st->res);
+    if (!st->tbuf && !(st->tbuf = malloc((size_t)nf * 24)))
+        return NULL;
+    snprintf(st->tbuf + 24 * i, 24, "%lld", (long long)bin_i64(st, i, v));
+    return st->tbuf + 24 * i;
 }
 
 static const void *pg_col_blob(sdb_stmt *st, int i, size_t *n)
@@ -662,6 +733,11 @@ static const void *pg_col_blob(sdb_stmt *st, int i, size_t *n)
     st->blob = NULL;
     if (!v)
         return NULL;
+    if (PQfformat(st->res, i)) {
+        /* binary: the bytes themselves, held by the result until reset */
+        *n = (size_t)PQgetlength(st->res, st->row, i);
+        return v;
+    }
     st->blob = PQunescapeBytea((const unsigned char *)v, &len);
     *n = st->blob ? len : 0;
     return st->blob;

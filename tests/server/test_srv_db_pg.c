@@ -9,7 +9,10 @@
  *    fails, then the next command reconnects; only what committed is there.
  * And the statements kept prepared once finalized (db_pg.c, pg_kept): the
  * same SQL and types runs again on the kept one, other types get their
- * own, and a connection keeps at most PG_STMT_CACHE of them.
+ * own, and a connection keeps at most PG_STMT_CACHE of them.  And results
+ * in binary (db_pg.c, bin_ok): a statement of blobs and integers reads the
+ * same from its second run on (extremes, NULs in blobs, empty and NULL
+ * ones), in binary; one with a text column stays in text.
  *
  * Needs the throwaway cluster (GPUFL_TEST_PG_URI_FILE, pg_cluster.sh);
  * without it the test is skipped (exit 77).
@@ -231,6 +234,83 @@ static void test_kept(void)
     sdb_close(db);
 }
 
+/* One run of "SELECT id, big, b, small FROM tb ORDER BY id" (a fresh
+ * statement each time: a kept one carries its result format) checked row
+ * by row; sql's other statement (a text column) when text is set. */
+static void bin_run(sdb *db, int text)
+{
+    static const char blob[] = { 0, 1, 2, 0, 0x7f, (char)0xff };
+    sdb_stmt *st = NULL;
+    const void *b;
+    size_t n = 9;
+
+    REQUIRE(sdb_prepare(db,
+                        text ? "SELECT id, b, 'x'::text FROM tb ORDER BY id"
+                             : "SELECT id, big, b, small FROM tb ORDER BY id",
+                        &st) == 0);
+    CHECK(sdb_step(st) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(st, 0), 1);
+    if (text) {
+        CHECK_STR(sdb_col_text(st, 2), "x");
+        sdb_finalize(st);
+        return;
+    }
+    CHECK(sdb_col_i64(st, 1) == INT64_MIN);
+    CHECK_STR(sdb_col_text(st, 1), "-9223372036854775808");
+    b = sdb_col_blob(st, 2, &n);
+    CHECK(b && n == sizeof(blob) && !memcmp(b, blob, sizeof(blob)));
+    CHECK(sdb_col_i64(st, 3) == -7);
+    CHECK(sdb_col_f64(st, 3) == -7.0);
+    CHECK(sdb_step(st) == SDB_ROW);
+    CHECK(sdb_col_i64(st, 1) == INT64_MAX);
+    n = 9;
+    CHECK(sdb_col_blob(st, 2, &n) != NULL && n == 0);
+    CHECK(sdb_col_i64(st, 3) == INT32_MAX);
+    CHECK_STR(sdb_col_text(st, 3), "2147483647");
+    CHECK(sdb_step(st) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(st, 0), 3);
+    CHECK(sdb_col_null(st, 1) && sdb_col_null(st, 2) && sdb_col_null(st, 3));
+    CHECK(sdb_col_blob(st, 2, &n) == NULL && n == 0);
+    CHECK(sdb_col_i64(st, 1) == 0);
+    CHECK(sdb_step(st) == SDB_DONE);
+    sdb_finalize(st);
+}
+
+static void test_binary(void)
+{
+    char url[600], err[256];
+    sdb *db = NULL;
+    sdb_stmt *st = NULL;
+    uint64_t b0;
+
+    snprintf(url, sizeof(url), "%s/postgres", base);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    REQUIRE(sdb_exec(db, "CREATE TEMP TABLE tb(id bigint, big bigint,"
+                         " b bytea, small int)") == 0);
+    REQUIRE(sdb_prepare(db, "INSERT INTO tb VALUES(?, ?, ?, -7)", &st) == 0);
+    sdb_bind_i64(st, 1, 1);
+    sdb_bind_i64(st, 2, INT64_MIN);
+    sdb_bind_blob(st, 3, "\0\1\2\0\x7f\xff", 6);
+    CHECK(sdb_step(st) == SDB_DONE);
+    sdb_finalize(st);
+    REQUIRE(sdb_exec(db,
+                     "INSERT INTO tb VALUES(2, 9223372036854775807,"
+                     " ''::bytea, 2147483647), (3, NULL, NULL, NULL)") == 0);
+    /* the first run in text, every later one in binary, reading the same */
+    b0 = sdb_binary_results(db);
+    bin_run(db, 0);
+    CHECK_EQ_U64(sdb_binary_results(db), b0);
+    for (int i = 1; i <= 3; i++) {
+        bin_run(db, 0);
+        CHECK_EQ_U64(sdb_binary_results(db), b0 + (uint64_t)i);
+    }
+    /* a text column: text every time */
+    for (int i = 0; i < 3; i++)
+        bin_run(db, 1);
+    CHECK_EQ_U64(sdb_binary_results(db), b0 + 3);
+    sdb_close(db);
+}
+
 int main(void)
 {
     const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
@@ -246,5 +326,6 @@ int main(void)
     base[strcspn(base, "\r\n")] = '\0';
     RUN(test_terminated);
     RUN(test_kept);
+    RUN(test_binary);
     TEST_DONE();
 }
