@@ -32,3 +32,9 @@ if(TARGET gpufl_server_core)
                              ${PROJECT_SOURCE_DIR}/src/server)
   target_link_libraries(bench_waste PRIVATE gpufl_server_core)
 endif()
+
+# libgpufl_lockwait.so: LD_PRELOAD it into gpufl-server to see per call
+# site how long threads waited for mutexes and held them (lockwait.c).
+add_library(gpufl_lockwait MODULE ${CMAKE_CURRENT_LIST_DIR}/lockwait.c)
+gpufl_target(gpufl_lockwait)
+target_link_libraries(gpufl_lockwait PRIVATE ${CMAKE_DL_LIBS})
