@@ -713,9 +713,12 @@ static const char *pg_col_text(sdb_stmt *st, int i)
     const char *v = val(st, i);
     int nf;
 
+    /* NULL, a text result's value, or a binary blob's bytes (libpq ends
+     * every value with a NUL) */
     if (!v || !PQfformat(st->res, i) || PQftype(st->res, i) == OID_BYTEA)
-        return v; /* a binary blob: its bytes, NUL-ended by libpq */
-    /* an integer as its text, until the next step */
+        return v;
+    /* a binary integer (bin_ok admits no other type) as its text, until
+     * the next step */
     nf = PQnfields(st->res);
     if (!st->tbuf && !(st->tbuf = malloc((size_t)nf * 24)))
         return NULL;

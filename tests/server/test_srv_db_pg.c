@@ -236,7 +236,7 @@ static void test_kept(void)
 
 /* One run of "SELECT id, big, b, small FROM tb ORDER BY id" (a fresh
  * statement each time: a kept one carries its result format) checked row
- * by row; sql's other statement (a text column) when text is set. */
+ * by row; with text set, a statement with a text column instead. */
 static void bin_run(sdb *db, int text)
 {
     static const char blob[] = { 0, 1, 2, 0, 0x7f, (char)0xff };
