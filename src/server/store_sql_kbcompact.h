@@ -21,8 +21,9 @@ typedef struct kb_group {
 } kb_group;
 
 /* Merges and namings share a transaction up to this many kernels: each
- * merged or named block writes ~200 kbnames rows into kbnames_dur and
- * kbnames_dmin, one at each of its names' places, so a transaction per
+ * merged or named block writes ~200 kbnames rows into kbnames_nid (until
+ * migration 36: kbnames_dur and kbnames_dmin), one at each of its names'
+ * places, so a transaction per
  * block rewrote nearly every leaf page of both indexes into the WAL: the
  * compactor's thread wrote 890 MB per 2M kernels (bench_scale) and took
  * ~40 % of the server's CPU (docs/server.md "Where ingest's CPU goes").

@@ -1,10 +1,11 @@
 /*
  * store_sql_kblocks_names.c - a session's blocks in the order a sort by
  * duration filtered by name reads them (issue 23; docs/server.md "Kernel
- * blocks (store)"): per name of the filter, its kbnames rows straight
- * from an index in the answer's order - longest first by kbnames_dur
- * (sess, name_id, dur_max), shortest first by kbnames_dmin (sess,
- * name_id, dur_min; migration 28) - in chunks, the names' streams merged
+ * blocks (store)"): per name of the filter, its kbnames rows in the
+ * answer's order - longest first by dur_max, shortest first by dur_min;
+ * found by kbnames_nid (sess, name_id) and sorted in the query since
+ * migration 36 (kbnames is the recent tier the packer has not reached,
+ * a few rows a name) - in chunks, the names' streams merged
  * with each other and with the blocks that have no kbnames rows
  * (kbunnamed: written before schema 22, or by ingest and not yet named by
  * the compactor; read as holding any name, by their block's dur_max or
@@ -216,8 +217,8 @@ static int heap_push(kb_nlist *l, const kb_nblk *b, int desc)
 }
 
 /* the name's kbnames rows of blocks in the time range (the kblocks row
- * by its key: t_lo/t_hi); CROSS JOIN: SQLite walks kbnames_dur (or
- * kbnames_dmin) first; col: the bound's column */
+ * by its key: t_lo/t_hi); CROSS JOIN: SQLite reads the name's kbnames
+ * rows (kbnames_nid) first; col: the bound's column */
 #define NORD_FROM(col)                                                         \
     "SELECT n.stream, n.seq_lo, n." col ", k.seq_hi FROM kbnames n CROSS"      \
     " JOIN kblocks k WHERE n.sess=?1 AND n.name_id=?4 AND k.sess=n.sess AND"   \

@@ -524,6 +524,18 @@ static const char *const migrations[] = {
     " sess;",
     /* 35: PostgreSQL only (migrations_pg) */
     "",
+    /* 36: kbnames' rows found by name through one plain index, sorted by
+     * duration in the query.  Since schema 30 kbnames is a recent tier -
+     * each pass packs its rows (store_sql_kbnpack.c) - so a name has a
+     * row per block named since the last pass, not one per block of the
+     * session, and kbnames_dur / kbnames_dmin no longer had a long walk
+     * to spare the reads; each merge paid them two scattered entries per
+     * row (~400 a merged block), under the writer's lock.  PostgreSQL,
+     * 2M kernels: the merges held the lock 1.8-3.3 s with them, 1.2-1.5
+     * s without (docs/server.md "kbnames: one plain index"). */
+    "DROP INDEX IF EXISTS kbnames_dur;"
+    "DROP INDEX IF EXISTS kbnames_dmin;"
+    "CREATE INDEX IF NOT EXISTS kbnames_nid ON kbnames(sess, name_id);",
 };
 _Static_assert(EV_TRIGGER == 20, "migration 17's lines_trigger spells it");
 #define SQ_SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

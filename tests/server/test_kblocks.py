@@ -863,9 +863,9 @@ class NameSorts(Base):
 
     def back_to_26(self, srv, args, env):
         """srv restarted on its database taken back to schema 26 (no
-        kbunnamed, kbnames_name for kbnames_dur, no kbnames_dmin):
+        kbunnamed, kbnames_name for migration 36's kbnames_nid):
         migration 27 lists the blocks without kbnames rows in kbunnamed,
-        28 makes kbnames_dmin again; the restarted server, whose compactor
+        36 makes kbnames_nid again; the restarted server, whose compactor
         waits an hour: it would name those blocks while they are checked
         (since it names several blocks a transaction, before the test's
         first query on PostgreSQL)."""
@@ -874,13 +874,12 @@ class NameSorts(Base):
                 for i, a in enumerate(args)]
         srv.stop()
         for q in ("DELETE FROM schema_version WHERE version>=27",
-                  "DROP TABLE kbunnamed", "DROP INDEX kbnames_dur",
-                  "DROP INDEX kbnames_dmin",
+                  "DROP TABLE kbunnamed", "DROP INDEX kbnames_nid",
                   "CREATE INDEX kbnames_name ON kbnames(sess, name_id)"):
             exec_sql(srv, q)
         srv = self.server(os.path.basename(srv.data_dir), args, env=env)
         self.assertEqual(count(srv, "SELECT max(version) FROM"
-                               " schema_version"), 35)
+                               " schema_version"), 36)
         if srv.pgdb:
             # migration 35: blocks go out of line as they are, not through
             # pglz (zstd's output: it kept none and cost the backend 5 %)
@@ -898,7 +897,7 @@ class NameSorts(Base):
 
     def test_one_name_read_in_order(self):
         """A sort by duration (longest first) filtered by one name reads
-        that name's blocks longest first from kbnames_dur, in chunks (128
+        that name's blocks longest first (kbnames by dur_max), in chunks (128
         rows, then 256; rows tied at a chunk's end read whole), merged
         with the blocks without kbnames rows (kbunnamed), and stops at the
         first block that cannot place: every page and every cursor's
@@ -986,7 +985,7 @@ class NameSorts(Base):
 
     def test_shortest_first_and_names_in_order(self):
         """A sort by duration filtered by name, shortest first, reads the
-        name's blocks by their dur_min from kbnames_dmin (migration 28)
+        name's blocks by their dur_min (kbnames' dur_min; migration 28)
         and a filter matching several names merges the names' ordered
         streams (a block holding two of them offered once), either way:
         every page and cursor answers as rows, and a page reads a chunk
