@@ -328,6 +328,12 @@ typedef struct sq_page_names {
 } sq_page_names;
 int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n,
                       sq_page_names *pn);
+/* The same for the name ids ids[0..n) (any order, repeats allowed): the
+ * timeline's names, which were a lookup per distinct name and answer
+ * field (~400 round trips a timeline of 200 names on PostgreSQL). */
+int sq_names_get(qctx *c, const int64_t *ids, size_t n, sq_page_names *pn);
+/* The index of id in pn->ids, or -1. */
+long sq_names_find(const sq_page_names *pn, int64_t id);
 void sq_page_names_free(sq_page_names *pn);
 
 #endif

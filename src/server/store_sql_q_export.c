@@ -76,12 +76,11 @@ static int lane_ok(const ex_ctx *x, int64_t dev, int64_t stream)
     return 0;
 }
 
-/* A kernel of a session with blocks into the list (names by nst,
- * NAME_SQL); 1 in *stop when the list is over. */
-static int ex_add_ev(ex_ctx *x, sdb_stmt *nst, const kblock_ev *k, int *stop)
+/* A kernel of a session with blocks into the list (its names NULL until
+ * ex_names); 1 in *stop when the list is over. */
+static int ex_add_ev(ex_ctx *x, const kblock_ev *k, int *stop)
 {
     ex_item *e;
-    int rc;
 
     *stop = 0;
     if (!lane_ok(x, (int64_t)k->dev, (int64_t)k->stream))
@@ -101,15 +100,42 @@ static int ex_add_ev(ex_ctx *x, sdb_stmt *nst, const kblock_ev *k, int *stop)
     e->a = k->api_off;
     e->b = (int64_t)k->api_dur;
     e->tid = (uint32_t)k->tid;
-    sdb_reset(nst);
-    qbind_i64(nst, 1, x->c.sess);
-    qbind_i64(nst, 2, k->name_id);
-    rc = sdb_step(nst);
-    if (rc != SDB_ROW && rc != SDB_DONE)
-        return sq_err(rc);
-    e->name = strdup(rc == SDB_ROW ? qcol_text(nst, 0) : "");
-    e->mangled = strdup(rc == SDB_ROW ? qcol_text(nst, 1) : "");
-    return e->name && e->mangled ? GPUFL_OK : GPUFL_ENOMEM;
+    e->name_id = k->name_id;
+    return GPUFL_OK;
+}
+
+/* The names of the kernels ex_add_ev listed, looked up at once
+ * (sq_names_get; "" for an id that names nothing): a lookup per kernel
+ * was a round trip each on PostgreSQL, 20 000 for a full export. */
+static int ex_names(ex_ctx *x)
+{
+    sq_page_names pn = { NULL, NULL, NULL, 0 };
+    int64_t *ids;
+    size_t n = 0;
+    int rc;
+
+    if (!x->k.n)
+        return GPUFL_OK;
+    if (!(ids = malloc(x->k.n * sizeof(*ids))))
+        return GPUFL_ENOMEM;
+    for (size_t i = 0; i < x->k.n; i++)
+        if (!x->k.v[i].name)
+            ids[n++] = x->k.v[i].name_id;
+    rc = sq_names_get(&x->c, ids, n, &pn);
+    free(ids);
+    for (size_t i = 0; i < x->k.n && !rc; i++) {
+        ex_item *e = &x->k.v[i];
+        long at;
+        if (e->name)
+            continue;
+        at = sq_names_find(&pn, e->name_id);
+        e->name = strdup(at >= 0 && pn.disp[at] ? pn.disp[at] : "");
+        e->mangled = strdup(at >= 0 && pn.mang[at] ? pn.mang[at] : "");
+        if (!e->name || !e->mangled)
+            rc = GPUFL_ENOMEM;
+    }
+    sq_page_names_free(&pn);
+    return rc;
 }
 
 /* The block events the scan takes: occupying from, on a lane asked. */
@@ -130,17 +156,13 @@ static int ex_keeps(const kblock_ev *e, void *arg)
  * blocks merged, as many as the list can take and one more. */
 static int read_kernels_blocks(ex_ctx *x, int64_t lo)
 {
-    sdb_stmt *nst = NULL, *ls = NULL;
+    sdb_stmt *ls = NULL;
     ex_keep k = { x, (int64_t)x->from };
     kb_top t;
     int rc, stop = 0;
 
     memset(&t, 0, sizeof(t));
-    if (sdb_prepare(x->c.db,
-                    "SELECT coalesce(demangled, name, ''), coalesce(name, '')"
-                    " FROM dicts WHERE sess=? AND id=?",
-                    &nst) ||
-        sdb_prepare(
+    if (sdb_prepare(
             x->c.db,
             "SELECT l.seq, k.seq, k.ts, k.dur, k.dev, k.stream, k.corr,"
             " k.name_id, k.cfg, k.gx, k.gy, k.gz, k.bx, k.by, k.bz,"
@@ -167,7 +189,7 @@ static int read_kernels_blocks(ex_ctx *x, int64_t lo)
         else
             kb_row_ev(ls, 1, &e, &nul);
         if (!err && found)
-            err = ex_add_ev(x, nst, &e, &stop);
+            err = ex_add_ev(x, &e, &stop);
         if (err) {
             rc = err;
             goto out;
@@ -207,12 +229,11 @@ static int read_kernels_blocks(ex_ctx *x, int64_t lo)
         goto out;
     kb_top_sort(&t);
     for (size_t i = 0; i < t.n && !stop && !rc; i++)
-        rc = ex_add_ev(x, nst, &t.ev[i], &stop);
+        rc = ex_add_ev(x, &t.ev[i], &stop);
 out:
-    sdb_finalize(nst);
     sdb_finalize(ls);
     kb_top_free(&t);
-    return rc;
+    return rc ? rc : ex_names(x);
 }
 
 /* The kernels occupying [from, to), ts order: the long ones that began

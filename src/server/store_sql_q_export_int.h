@@ -31,6 +31,7 @@ typedef struct ex_item {
     int64_t seq, ts, dur, dev, stream, corr, a, b;
     uint32_t tid;
     char *name, *mangled; /* kernels: display and recorded; scopes: name */
+    int64_t name_id;      /* a block's kernel: its names looked up after */
     char kind[16];
 } ex_item;
 

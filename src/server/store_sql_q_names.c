@@ -35,21 +35,13 @@ void sq_page_names_free(sq_page_names *pn)
     memset(pn, 0, sizeof(*pn));
 }
 
-int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n, sq_page_names *pn)
+/* pn->ids[0..n) (filled, pn allocated for n) sorted, deduplicated and
+ * looked up. */
+static int names_lookup(qctx *c, size_t n, sq_page_names *pn)
 {
     size_t k = 0;
     int rc;
 
-    memset(pn, 0, sizeof(*pn));
-    if (!n)
-        return GPUFL_OK;
-    pn->ids = malloc(n * sizeof(*pn->ids));
-    pn->disp = calloc(n, sizeof(*pn->disp));
-    pn->mang = calloc(n, sizeof(*pn->mang));
-    if (!pn->ids || !pn->disp || !pn->mang)
-        return GPUFL_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        pn->ids[i] = ev[i].name_id;
     qsort(pn->ids, n, sizeof(*pn->ids), sq_cmp_i64);
     for (size_t i = 0; i < n; i++)
         if (!k || pn->ids[i] != pn->ids[k - 1])
@@ -98,4 +90,50 @@ int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n, sq_page_names *pn)
             return sq_err(rc);
     }
     return GPUFL_OK;
+}
+
+/* pn allocated for n ids, zeroed first (sq_page_names_free frees what
+ * was made) */
+static int names_alloc(size_t n, sq_page_names *pn)
+{
+    memset(pn, 0, sizeof(*pn));
+    pn->ids = malloc((n ? n : 1) * sizeof(*pn->ids));
+    pn->disp = calloc(n ? n : 1, sizeof(*pn->disp));
+    pn->mang = calloc(n ? n : 1, sizeof(*pn->mang));
+    return pn->ids && pn->disp && pn->mang ? GPUFL_OK : GPUFL_ENOMEM;
+}
+
+int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n, sq_page_names *pn)
+{
+    int rc;
+
+    memset(pn, 0, sizeof(*pn));
+    if (!n)
+        return GPUFL_OK;
+    if ((rc = names_alloc(n, pn)) != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        pn->ids[i] = ev[i].name_id;
+    return names_lookup(c, n, pn);
+}
+
+int sq_names_get(qctx *c, const int64_t *ids, size_t n, sq_page_names *pn)
+{
+    int rc;
+
+    memset(pn, 0, sizeof(*pn));
+    if (!n)
+        return GPUFL_OK;
+    if ((rc = names_alloc(n, pn)) != 0)
+        return rc;
+    memcpy(pn->ids, ids, n * sizeof(*ids));
+    return names_lookup(c, n, pn);
+}
+
+long sq_names_find(const sq_page_names *pn, int64_t id)
+{
+    const int64_t *x =
+        pn->n ? bsearch(&id, pn->ids, pn->n, sizeof(int64_t), sq_cmp_i64)
+              : NULL;
+    return x ? (long)(x - pn->ids) : -1;
 }

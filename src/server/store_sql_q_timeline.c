@@ -540,38 +540,44 @@ static int name_note(rl_map *names, int64_t id)
     return rl_map_get(names, k, &fresh) ? GPUFL_OK : GPUFL_ENOMEM;
 }
 
+/* The answer's "names" and "mangled": the ids noted, looked up at once
+ * (sq_names_get), each written in the map's order ("" for an id that
+ * names nothing). */
 static int w_names(tl_ctx *x, jw *w, rl_map *names)
 {
+    sq_page_names pn = { NULL, NULL, NULL, 0 };
     const uint64_t *k;
-    int rc;
+    int64_t *ids = malloc((names->n ? names->n : 1) * sizeof(*ids));
+    size_t n = 0;
+    int rc = ids ? GPUFL_OK : GPUFL_ENOMEM;
 
-    for (int pass = 0; pass < 2; pass++) {
-        rc = q_prepare(&x->c, "SELECT coalesce(demangled, name, ''),"
-                              " coalesce(name, '') FROM dicts WHERE sess=?"
-                              " AND id=?");
-        if (rc)
-            return rc;
+    for (size_t i = 0; i < names->cap && !rc; i++)
+        if (rl_map_at(names, i, &k) && n < names->n)
+            ids[n++] = (int64_t)k[0];
+    if (!rc)
+        rc = sq_names_get(&x->c, ids, n, &pn);
+    free(ids);
+    for (int pass = 0; pass < 2 && !rc; pass++) {
         jw_key(w, pass ? "mangled" : "names");
         jw_obj_begin(w);
         for (size_t i = 0; i < names->cap; i++) {
             char key[24];
             size_t kl;
+            long at;
+            const char *v;
             if (!rl_map_at(names, i, &k))
                 continue;
             kl = jw_fmt_u64(key, k[0]);
             key[kl] = '\0';
-            qbind_i64(x->c.st, 1, x->c.sess);
-            qbind_i64(x->c.st, 2, (int64_t)k[0]);
+            at = sq_names_find(&pn, (int64_t)k[0]);
+            v = at < 0 ? NULL : pass ? pn.mang[at] : pn.disp[at];
             jw_key(w, key);
-            if (sdb_step(x->c.st) == SDB_ROW)
-                jw_str(w, qcol_text(x->c.st, pass));
-            else
-                jw_str(w, "");
-            sdb_reset(x->c.st);
+            jw_str(w, v ? v : "");
         }
         jw_obj_end(w);
     }
-    return GPUFL_OK;
+    sq_page_names_free(&pn);
+    return rc;
 }
 
 static int w_timeline(tl_ctx *x, jw *w, int level, int raw, uint32_t exact)

@@ -197,6 +197,33 @@ class Names(Base):
         self.assertIsNone(rows[FILL[0]]["b"])
         self.assertEqual(rows[FILL[0]]["a"]["count"], 10)
 
+    def test_timeline_names_many(self):
+        """The timeline's names and mangled maps for 250 names (looked up
+        at once: more than two PostgreSQL statements' worth of ids) and a
+        kernel whose name id no dict line names ("" in both maps): every
+        id of the answer maps to its own names."""
+        srv = self.server()
+        g = Gen()
+        want = {}
+        for i in range(250):
+            mang = "_Z%dkern%dv" % (len("kern%d" % i), i)
+            dem = "kern%d()" % i if i % 3 else None
+            nid = g.name(mang, dem)
+            want[str(nid)] = (dem or mang, mang)
+        ids = sorted(want, key=int)
+        for i, nid in enumerate(ids):
+            g.kernel(T0 + 1000 + i * 100000, 5000, int(nid),
+                     stream=7 + i % 3, corr=i + 1)
+        g.kernel(T0 + 1000 + 250 * 100000, 5000, 999, stream=7, corr=251)
+        want["999"] = ("", "")
+        g.send(srv)
+        tl = srv.get("/api/v1/sessions/%s/timeline?width=4000" % g.sid)
+        self.assertEqual(set(tl["names"]), set(want))
+        self.assertEqual(set(tl["mangled"]), set(want))
+        for nid, (dem, mang) in want.items():
+            self.assertEqual((tl["names"][nid], tl["mangled"][nid]),
+                             (dem, mang), nid)
+
     def test_schema_11_rows_get_null(self):
         """A database of schema 11 (no demangled column) migrates: its
         names answer with name == mangled, its long kernels and API call
