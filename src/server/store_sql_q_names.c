@@ -92,42 +92,32 @@ static int names_lookup(qctx *c, size_t n, sq_page_names *pn)
     return GPUFL_OK;
 }
 
-/* pn allocated for n ids, zeroed first (sq_page_names_free frees what
- * was made) */
-static int names_alloc(size_t n, sq_page_names *pn)
+/* pn for the n name ids of ev[] (the page's kernels) or, ev NULL, of
+ * ids[] */
+static int names_of(qctx *c, const kblock_ev *ev, const int64_t *ids, size_t n,
+                    sq_page_names *pn)
 {
     memset(pn, 0, sizeof(*pn));
-    pn->ids = malloc((n ? n : 1) * sizeof(*pn->ids));
-    pn->disp = calloc(n ? n : 1, sizeof(*pn->disp));
-    pn->mang = calloc(n ? n : 1, sizeof(*pn->mang));
-    return pn->ids && pn->disp && pn->mang ? GPUFL_OK : GPUFL_ENOMEM;
+    if (!n)
+        return GPUFL_OK;
+    pn->ids = malloc(n * sizeof(*pn->ids));
+    pn->disp = calloc(n, sizeof(*pn->disp));
+    pn->mang = calloc(n, sizeof(*pn->mang));
+    if (!pn->ids || !pn->disp || !pn->mang)
+        return GPUFL_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        pn->ids[i] = ev ? ev[i].name_id : ids[i];
+    return names_lookup(c, n, pn);
 }
 
 int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n, sq_page_names *pn)
 {
-    int rc;
-
-    memset(pn, 0, sizeof(*pn));
-    if (!n)
-        return GPUFL_OK;
-    if ((rc = names_alloc(n, pn)) != 0)
-        return rc;
-    for (size_t i = 0; i < n; i++)
-        pn->ids[i] = ev[i].name_id;
-    return names_lookup(c, n, pn);
+    return names_of(c, ev, NULL, n, pn);
 }
 
 int sq_names_get(qctx *c, const int64_t *ids, size_t n, sq_page_names *pn)
 {
-    int rc;
-
-    memset(pn, 0, sizeof(*pn));
-    if (!n)
-        return GPUFL_OK;
-    if ((rc = names_alloc(n, pn)) != 0)
-        return rc;
-    memcpy(pn->ids, ids, n * sizeof(*ids));
-    return names_lookup(c, n, pn);
+    return names_of(c, NULL, ids, n, pn);
 }
 
 long sq_names_find(const sq_page_names *pn, int64_t id)
