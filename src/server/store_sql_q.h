@@ -328,12 +328,16 @@ typedef struct sq_page_names {
 } sq_page_names;
 int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n,
                       sq_page_names *pn);
-/* The same for the name ids ids[0..n) (any order, repeats allowed): the
- * timeline's names, which were a lookup per distinct name and answer
- * field (~400 round trips a timeline of 200 names on PostgreSQL). */
-int sq_names_get(qctx *c, const int64_t *ids, size_t n, sq_page_names *pn);
-/* The index of id in pn->ids, or -1. */
-long sq_names_find(const sq_page_names *pn, int64_t id);
+/* The same for other ids: sq_names_init makes pn room for n ids (zeroed
+ * first; sq_page_names_free frees it either way), the caller writes them
+ * into pn->ids[0..n) (any order, repeats allowed), sq_names_lookup sorts,
+ * deduplicates and looks them up - the timeline's names and the export's
+ * kernels, which were a lookup per name and answer field or per kernel
+ * (~400 round trips a timeline of 200 names on PostgreSQL). */
+int sq_names_init(sq_page_names *pn, size_t n);
+int sq_names_lookup(qctx *c, size_t n, sq_page_names *pn);
+/* id's display (mangled 0) or recorded name, "" when it names nothing. */
+const char *sq_names_str(const sq_page_names *pn, int64_t id, int mangled);
 void sq_page_names_free(sq_page_names *pn);
 
 #endif

@@ -105,32 +105,21 @@ static int ex_add_ev(ex_ctx *x, const kblock_ev *k, int *stop)
 }
 
 /* The names of the kernels ex_add_ev listed, looked up at once
- * (sq_names_get; "" for an id that names nothing): a lookup per kernel
- * was a round trip each on PostgreSQL, 20 000 for a full export. */
+ * (sq_names_lookup; "" for an id that names nothing): a lookup per
+ * kernel was a round trip each on PostgreSQL, 20 000 for a full export. */
 static int ex_names(ex_ctx *x)
 {
-    sq_page_names pn = { NULL, NULL, NULL, 0 };
-    int64_t *ids;
-    size_t n = 0;
-    int rc;
+    sq_page_names pn;
+    int rc = sq_names_init(&pn, x->k.n);
 
-    if (!x->k.n)
-        return GPUFL_OK;
-    if (!(ids = malloc(x->k.n * sizeof(*ids))))
-        return GPUFL_ENOMEM;
-    for (size_t i = 0; i < x->k.n; i++)
-        if (!x->k.v[i].name)
-            ids[n++] = x->k.v[i].name_id;
-    rc = sq_names_get(&x->c, ids, n, &pn);
-    free(ids);
+    for (size_t i = 0; i < x->k.n && !rc; i++)
+        pn.ids[i] = x->k.v[i].name_id;
+    if (!rc)
+        rc = sq_names_lookup(&x->c, x->k.n, &pn);
     for (size_t i = 0; i < x->k.n && !rc; i++) {
         ex_item *e = &x->k.v[i];
-        long at;
-        if (e->name)
-            continue;
-        at = sq_names_find(&pn, e->name_id);
-        e->name = strdup(at >= 0 && pn.disp[at] ? pn.disp[at] : "");
-        e->mangled = strdup(at >= 0 && pn.mang[at] ? pn.mang[at] : "");
+        e->name = strdup(sq_names_str(&pn, e->name_id, 0));
+        e->mangled = strdup(sq_names_str(&pn, e->name_id, 1));
         if (!e->name || !e->mangled)
             rc = GPUFL_ENOMEM;
     }

@@ -551,12 +551,9 @@ static int kernels_blocks(qctx *c, const srv_q *q, const int64_t *cur, int sort,
     jw_arr_begin(w);
     for (; n < l && n < t.n; n++) {
         const kblock_ev *e = &t.ev[n];
-        int64_t *x =
-            bsearch(&e->name_id, pn.ids, pn.n, sizeof(int64_t), sq_cmp_i64);
-        size_t i = x ? (size_t)(x - pn.ids) : 0;
         jw_obj_begin(w);
-        w_kernel_ev(w, e, t.nul[n], x && pn.disp[i] ? pn.disp[i] : "",
-                    x && pn.mang[i] ? pn.mang[i] : "");
+        w_kernel_ev(w, e, t.nul[n], sq_names_str(&pn, e->name_id, 0),
+                    sq_names_str(&pn, e->name_id, 1));
         jw_obj_end(w);
         last[0] = kb_key(e, k.key);
         last[1] = (int64_t)e->seq;

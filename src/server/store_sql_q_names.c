@@ -35,9 +35,16 @@ void sq_page_names_free(sq_page_names *pn)
     memset(pn, 0, sizeof(*pn));
 }
 
-/* pn->ids[0..n) (filled, pn allocated for n) sorted, deduplicated and
- * looked up. */
-static int names_lookup(qctx *c, size_t n, sq_page_names *pn)
+int sq_names_init(sq_page_names *pn, size_t n)
+{
+    memset(pn, 0, sizeof(*pn));
+    pn->ids = malloc((n ? n : 1) * sizeof(*pn->ids));
+    pn->disp = calloc(n ? n : 1, sizeof(*pn->disp));
+    pn->mang = calloc(n ? n : 1, sizeof(*pn->mang));
+    return pn->ids && pn->disp && pn->mang ? GPUFL_OK : GPUFL_ENOMEM;
+}
+
+int sq_names_lookup(qctx *c, size_t n, sq_page_names *pn)
 {
     size_t k = 0;
     int rc;
@@ -92,38 +99,26 @@ static int names_lookup(qctx *c, size_t n, sq_page_names *pn)
     return GPUFL_OK;
 }
 
-/* pn for the n name ids of ev[] (the page's kernels) or, ev NULL, of
- * ids[] */
-static int names_of(qctx *c, const kblock_ev *ev, const int64_t *ids, size_t n,
-                    sq_page_names *pn)
-{
-    memset(pn, 0, sizeof(*pn));
-    if (!n)
-        return GPUFL_OK;
-    pn->ids = malloc(n * sizeof(*pn->ids));
-    pn->disp = calloc(n, sizeof(*pn->disp));
-    pn->mang = calloc(n, sizeof(*pn->mang));
-    if (!pn->ids || !pn->disp || !pn->mang)
-        return GPUFL_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        pn->ids[i] = ev ? ev[i].name_id : ids[i];
-    return names_lookup(c, n, pn);
-}
-
 int sq_page_names_get(qctx *c, const kblock_ev *ev, size_t n, sq_page_names *pn)
 {
-    return names_of(c, ev, NULL, n, pn);
+    int rc;
+
+    if (!n) {
+        memset(pn, 0, sizeof(*pn));
+        return GPUFL_OK;
+    }
+    if ((rc = sq_names_init(pn, n)) != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        pn->ids[i] = ev[i].name_id;
+    return sq_names_lookup(c, n, pn);
 }
 
-int sq_names_get(qctx *c, const int64_t *ids, size_t n, sq_page_names *pn)
-{
-    return names_of(c, NULL, ids, n, pn);
-}
-
-long sq_names_find(const sq_page_names *pn, int64_t id)
+const char *sq_names_str(const sq_page_names *pn, int64_t id, int mangled)
 {
     const int64_t *x =
         pn->n ? bsearch(&id, pn->ids, pn->n, sizeof(int64_t), sq_cmp_i64)
               : NULL;
-    return x ? (long)(x - pn->ids) : -1;
+    const char *v = x ? (mangled ? pn->mang : pn->disp)[x - pn->ids] : NULL;
+    return v ? v : "";
 }

@@ -541,38 +541,32 @@ static int name_note(rl_map *names, int64_t id)
 }
 
 /* The answer's "names" and "mangled": the ids noted, looked up at once
- * (sq_names_get), each written in the map's order ("" for an id that
+ * (sq_names_lookup), each written in the map's order ("" for an id that
  * names nothing). */
 static int w_names(tl_ctx *x, jw *w, rl_map *names)
 {
-    sq_page_names pn = { NULL, NULL, NULL, 0 };
+    sq_page_names pn;
     const uint64_t *k;
-    int64_t *ids = malloc((names->n ? names->n : 1) * sizeof(*ids));
     size_t n = 0;
-    int rc = ids ? GPUFL_OK : GPUFL_ENOMEM;
+    int rc = sq_names_init(&pn, names->n);
 
     for (size_t i = 0; i < names->cap && !rc; i++)
         if (rl_map_at(names, i, &k) && n < names->n)
-            ids[n++] = (int64_t)k[0];
+            pn.ids[n++] = (int64_t)k[0];
     if (!rc)
-        rc = sq_names_get(&x->c, ids, n, &pn);
-    free(ids);
+        rc = sq_names_lookup(&x->c, n, &pn);
     for (int pass = 0; pass < 2 && !rc; pass++) {
         jw_key(w, pass ? "mangled" : "names");
         jw_obj_begin(w);
         for (size_t i = 0; i < names->cap; i++) {
             char key[24];
             size_t kl;
-            long at;
-            const char *v;
             if (!rl_map_at(names, i, &k))
                 continue;
             kl = jw_fmt_u64(key, k[0]);
             key[kl] = '\0';
-            at = sq_names_find(&pn, (int64_t)k[0]);
-            v = at < 0 ? NULL : pass ? pn.mang[at] : pn.disp[at];
             jw_key(w, key);
-            jw_str(w, v ? v : "");
+            jw_str(w, sq_names_str(&pn, (int64_t)k[0], pass));
         }
         jw_obj_end(w);
     }
