@@ -588,6 +588,7 @@ void srv_api_handle(srv *s, srv_req *r, srv_resp *o)
         srv_store_cold_stats(s->store, &g.cold);
         srv_store_kq_stats(s->store, &g.kq);
         srv_store_ingest_stats(s->store, &g.ing_commits, &g.ing_batches);
+        srv_store_ingest_times(s->store, g.ing_ns);
         srv_store_kblock_cache_stats(s->store, &g.kbc);
         g.sqlite_wcache = srv_store_sqlite_wcache(s->store);
         reg = malloc(SRV_REGRESS_APPS_MAX * sizeof(*reg));

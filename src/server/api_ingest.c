@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "common/clock.h"
 #include "common/log.h"
 
 /* The most bytes of event array and string arena a worker thread keeps
@@ -173,6 +174,7 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     srv_ingest_res res = { 0, 0 };
     jw w;
     err_list el;
+    uint64_t t0 = clock_mono_ns();
     int rc;
 
     r->cls = MET_INGEST;
@@ -259,6 +261,10 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                     ingest_stream_name(st), el.n, lines, el.first_line,
                     el.first);
     }
+    /* decode, parse and scope: the request's own work before the store's
+     * (gpufl_ingest_seconds_total{phase="parse"}) */
+    __atomic_fetch_add(&s->met.ingest_parse_ns, clock_mono_ns() - t0,
+                       __ATOMIC_RELAXED);
     if (nev) {
         rc = srv_store_ingest(s->store, ev, nev, &res);
         if (rc == GPUFL_EAGAIN) {

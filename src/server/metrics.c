@@ -46,6 +46,7 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
 {
     static const char *const st_names[SRV_ST_N] = { "device", "scope",
                                                     "system" };
+    static const char *const phases[SRV_ING_NT] = { "wait", "write", "commit" };
     static const char *const codes[6] = {
         "", "1xx", "2xx", "3xx", "4xx", "5xx"
     };
@@ -71,6 +72,21 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
         "Ingest batches those transactions held: more than the commits"
         " when concurrent batches shared one (group commit).",
         g->ing_batches);
+    prom_family(b, "gpufl_ingest_seconds_total", "counter",
+                "Where ingest's time went: HTTP requests' decode, parse and"
+                " scope check (parse); the store's writers waiting for the"
+                " writer's lock (wait: the compactor or other writers),"
+                " writing rows, blocks and rollups (write) and committing"
+                " (commit: on SQLite the WAL's writes and fsync), HTTP and"
+                " Kafka.");
+    l[0] = (prom_label){ "phase", "parse" };
+    prom_f64(b, "gpufl_ingest_seconds_total", l, 1,
+             (double)GET(m->ingest_parse_ns) / 1e9, 6);
+    for (int i = 0; i < SRV_ING_NT; i++) {
+        l[0].value = phases[i];
+        prom_f64(b, "gpufl_ingest_seconds_total", l, 1,
+                 (double)g->ing_ns[i] / 1e9, 6);
+    }
     prom_family(b, "gpufl_http_responses_total", "counter",
                 "Responses by status class.");
     for (int d = 1; d < 6; d++) {

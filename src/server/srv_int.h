@@ -106,6 +106,9 @@ enum { MET_INGEST = 0, MET_QUERY = 1, MET_OTHER = 2, MET_NCLASS = 3 };
 
 typedef struct srv_metrics {
     uint64_t lines_accepted, lines_duplicate, lines_rejected, batches, bytes_in;
+    /* HTTP ingest requests' decode, parse and scope check, ns (the
+     * store's phases are srv_store_ingest_times) */
+    uint64_t ingest_parse_ns;
     /* Kafka bridge (kafka.c): offset resets past the broker's retention,
      * the messages they skipped, and messages that came as errors */
     uint64_t kafka_resets, kafka_skipped, kafka_errors;
@@ -130,6 +133,7 @@ typedef struct srv_gauges {
     uint64_t body_buffered;     /* request body bytes held now */
     /* ingest transactions, and the batches they held (group commit) */
     uint64_t ing_commits, ing_batches;
+    uint64_t ing_ns[SRV_ING_NT]; /* srv_store_ingest_times */
     /* per app, the worst "slower" ratio of its latest scanned session
      * (srv_store_regress_worst); borrowed, n 0: none */
     const srv_regress_app *regress;

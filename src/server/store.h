@@ -284,6 +284,14 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
  * the commits when concurrent batches shared one: group commit,
  * store_sql_igroup.c). */
 void srv_store_ingest_stats(srv_store *s, uint64_t *commits, uint64_t *batches);
+/* Where the ingest's writers spent their time, ns summed over groups
+ * (HTTP and Kafka): waiting for the writer's lock (the compactor's and
+ * other writers' transactions), writing a group's rows, blocks and
+ * rollups, and its COMMIT (on SQLite the WAL's writes and fsync).  So an
+ * operator can tell a slow database from a busy compactor or slow disk
+ * (/metrics gpufl_ingest_seconds_total). */
+enum { SRV_ING_WAIT, SRV_ING_WRITE, SRV_ING_COMMIT, SRV_ING_NT };
+void srv_store_ingest_times(srv_store *s, uint64_t ns[SRV_ING_NT]);
 /* Accepts NULL. */
 void srv_store_close(srv_store *s);
 /* "sqlite" or "postgres" (static). */

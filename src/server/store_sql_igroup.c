@@ -23,6 +23,8 @@
  */
 #include "store_sql_int.h"
 
+#include "common/clock.h"
+
 #include <gpufl/gpufl.h>
 
 /* Most batches and lines in one group: a group's rollups share the
@@ -83,6 +85,7 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
     while (!me.done) {
         sq_ibatch *g[SQ_GROUP_BATCHES];
         size_t ng;
+        uint64_t t0;
         if (s->gq_leader) {
             pthread_cond_wait(&s->gq_cond, &s->gq_lock);
             continue;
@@ -92,7 +95,10 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         s->gq_leader = 1;
         ng = group_take(s, g);
         pthread_mutex_unlock(&s->gq_lock);
+        t0 = clock_mono_ns();
         pthread_mutex_lock(&s->wlock);
+        __atomic_fetch_add(&s->ing_ns[SRV_ING_WAIT], clock_mono_ns() - t0,
+                           __ATOMIC_RELAXED);
         group_write(s, g, ng);
         pthread_mutex_unlock(&s->wlock);
         pthread_mutex_lock(&s->gq_lock);
@@ -110,4 +116,10 @@ void srv_store_ingest_stats(srv_store *s, uint64_t *commits, uint64_t *batches)
     /* not under wlock: /metrics must not wait for a group's fsync */
     *commits = __atomic_load_n(&s->ing_commits, __ATOMIC_RELAXED);
     *batches = __atomic_load_n(&s->ing_batches, __ATOMIC_RELAXED);
+}
+
+void srv_store_ingest_times(srv_store *s, uint64_t ns[SRV_ING_NT])
+{
+    for (int i = 0; i < SRV_ING_NT; i++)
+        ns[i] = __atomic_load_n(&s->ing_ns[i], __ATOMIC_RELAXED);
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/jsonl.h"
 
 /* ---- session ids ---- */
@@ -559,6 +560,7 @@ static int batch_put(srv_store *s, const srv_ev *ev, size_t n,
 
 int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
 {
+    uint64_t t0 = clock_mono_ns(), t1;
     int rc;
 
     rl_map_clear(&s->kagg);
@@ -599,8 +601,13 @@ int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb)
         rc = sq_flush_srl(s);
     if (!rc)
         rc = sq_capi_flush(s);
-    if (!rc)
+    t1 = clock_mono_ns();
+    __atomic_fetch_add(&s->ing_ns[SRV_ING_WRITE], t1 - t0, __ATOMIC_RELAXED);
+    if (!rc) {
         rc = sdb_exec(s->w, "COMMIT");
+        __atomic_fetch_add(&s->ing_ns[SRV_ING_COMMIT], clock_mono_ns() - t1,
+                           __ATOMIC_RELAXED);
+    }
     if (rc) {
         sdb_exec(s->w, "ROLLBACK");
         /* rowids, launches and kext heaps cached in the rolled-back

@@ -252,6 +252,7 @@ struct srv_store {
     struct sq_ibatch *gq_head, *gq_tail;
     int gq_leader;
     uint64_t ing_commits, ing_batches;
+    uint64_t ing_ns[SRV_ING_NT]; /* srv_store_ingest_times (atomic adds) */
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
     sdb_stmt *capi_put_grp;             /* SQLite: SQ_UPGROUP rows */
     /* the batch writer (sq_writer, chosen by the database) and its own

@@ -1401,6 +1401,19 @@ class Retention(Base):
         self.assertIn("gpufl_db_bytes", m)
         self.assertIn('gpufl_http_request_seconds_count{route="ingest"} 4', m)
         self.assertIn('gpufl_server_lines_missing{stream="device"} 0', m)
+        # where the 4 requests' time went: each phase lies inside its
+        # request, so together they are at most the requests' seconds
+        ph = {}
+        for line in m.splitlines():
+            if line.startswith("gpufl_ingest_seconds_total{phase="):
+                ph[line.split('"')[1]] = float(line.split(" ")[1])
+            if line.startswith('gpufl_http_request_seconds_sum{route="ingest"}'):
+                req = float(line.split(" ")[1])
+        self.assertEqual(sorted(ph), ["commit", "parse", "wait", "write"])
+        for k in ("parse", "write", "commit"):
+            self.assertGreater(ph[k], 0, k)
+        self.assertGreaterEqual(ph["wait"], 0)
+        self.assertLessEqual(sum(ph.values()), req + 1e-5, (ph, req))
         srv.stop()
 
 
