@@ -69,6 +69,59 @@ static size_t slurp(const char *path, char *buf, size_t cap)
     return n;
 }
 
+/* The value of the /metrics sample that starts with name (its labels
+ * included), or -1. */
+static double metric(const char *m, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = m; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (!strncmp(p, name, n) && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+/* The ingest's time in the server from one /metrics scrape, s: the
+ * phases (gpufl_ingest_seconds_total: parse, wait, write, commit), then
+ * the ingest route's request seconds and count.  0, or -1. */
+#define PH_N 6
+static int ingest_phases(int fd, char *resp, size_t cap, double v[PH_N])
+{
+    static const char *const name[PH_N] = {
+        "gpufl_ingest_seconds_total{phase=\"parse\"}",
+        "gpufl_ingest_seconds_total{phase=\"wait\"}",
+        "gpufl_ingest_seconds_total{phase=\"write\"}",
+        "gpufl_ingest_seconds_total{phase=\"commit\"}",
+        "gpufl_http_request_seconds_sum{route=\"ingest\"}",
+        "gpufl_http_request_seconds_count{route=\"ingest\"}"
+    };
+
+    if (http(fd, "GET", "/metrics", TOKEN, NULL, 0, resp, cap) != 200)
+        return -1;
+    for (int i = 0; i < PH_N; i++)
+        if ((v[i] = metric(resp, name[i])) < 0)
+            return -1;
+    return 0;
+}
+
+/* Where the timed requests spent their time (b: the phases before them,
+ * a: after; wall: their seconds at the client), ms per request. */
+static void ingest_phases_print(const double *b, const double *a, double wall)
+{
+    double d[PH_N], n;
+
+    for (int i = 0; i < PH_N; i++)
+        d[i] = (a[i] - b[i]) * 1e3;
+    n = d[5] / 1e3;
+    if (n <= 0)
+        return;
+    printf("  per ingest request (%.0f): %.2f ms at the client, %.2f in the"
+           " server = parse %.2f + writer's lock wait %.2f + write %.2f +"
+           " commit %.2f + the rest %.2f (body in, answer out)\n",
+           n, wall * 1e3 / n, d[4] / n, d[0] / n, d[1] / n, d[2] / n, d[3] / n,
+           (d[4] - d[0] - d[1] - d[2] - d[3]) / n);
+}
+
 /* Removes the regular files of dir (this bench's own data directory). */
 static void clear_dir(const char *d)
 {
@@ -316,7 +369,9 @@ int main(int argc, char **argv)
     size_t nk, npos = 0, sent = 0, kseg = 0, tenth;
     unsigned names;
     const char *dir, *pg;
-    double t0, tseg, c0, cseg, cpu, rss, db, wal, w0, wseg;
+    double t0, tseg, c0, cseg, cpu, rss, db, wal, w0, wseg, t_ing;
+    double ph0[PH_N], ph1[PH_N];
+    int ph_ok;
     server sv;
     body b;
     kgen g;
@@ -371,6 +426,8 @@ int main(int argc, char **argv)
         return 1;
     }
     tenth = nk / 10 ? nk / 10 : nk;
+    /* the phases before (the dicts' request): the timed requests' own */
+    ph_ok = ingest_phases(fd, resp, RESP_MAX, ph0) == 0;
     t0 = tseg = now_s();
     server_use(sv.pid, &c0, &rss);
     cseg = c0;
@@ -429,10 +486,13 @@ int main(int argc, char **argv)
         free(f.b[1].p);
     }
     server_use(sv.pid, &cpu, &rss);
+    t_ing = now_s() - t0;
     printf("  ingest: %.0f events/s, %.2f server CPU s per 1M, written"
            " %.0f B/kernel\n",
-           (double)nk / (now_s() - t0), (cpu - c0) / ((double)nk / 1e6),
+           (double)nk / t_ing, (cpu - c0) / ((double)nk / 1e6),
            (server_wbytes(sv.pid) - w0) / (double)nk);
+    if (ph_ok && ingest_phases(fd, resp, RESP_MAX, ph1) == 0)
+        ingest_phases_print(ph0, ph1, t_ing);
     printf(" queries right after the ingest:\n");
     bench_queries(fd, TOKEN, SID, g.ts, resp, RESP_MAX);
     if (!strcmp(kstore, "blocks")) {
