@@ -21,11 +21,13 @@
  * written again one per transaction, so each gets the answer it would
  * have had alone and one bad batch does not fail the others.
  */
-#include "store_sql_int.h"
+#include "store_sql_writer_int.h"
 
 #include "common/clock.h"
 
 #include <gpufl/gpufl.h>
+
+#include <time.h>
 
 /* Most batches and lines in one group: a group's rollups share the
  * batch's in-memory maps (SQ_ACC_MAX entries), and its writer answers
@@ -96,7 +98,9 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         ng = group_take(s, g);
         pthread_mutex_unlock(&s->gq_lock);
         t0 = clock_mono_ns();
+        __atomic_fetch_add(&s->ing_want, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&s->wlock);
+        __atomic_fetch_sub(&s->ing_want, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&s->ing_ns[SRV_ING_WAIT], clock_mono_ns() - t0,
                            __ATOMIC_RELAXED);
         group_write(s, g, ng);
@@ -116,6 +120,27 @@ void srv_store_ingest_stats(srv_store *s, uint64_t *commits, uint64_t *batches)
     /* not under wlock: /metrics must not wait for a group's fsync */
     *commits = __atomic_load_n(&s->ing_commits, __ATOMIC_RELAXED);
     *batches = __atomic_load_n(&s->ing_batches, __ATOMIC_RELAXED);
+}
+
+static int ingest_waiting(srv_store *s)
+{
+    return __atomic_load_n(&s->ing_want, __ATOMIC_RELAXED) != 0;
+}
+
+int sq_ingest_give(srv_store *s, uint64_t t0)
+{
+    return ingest_waiting(s) && clock_mono_ns() - t0 >= s->wr->give_ns;
+}
+
+void sq_ingest_handoff(srv_store *s)
+{
+    /* the lock's waiter is woken, but a thread that unlocks and locks
+     * again at once mostly gets it first: so the waiter's turn is waited
+     * for (10 ms at most: a waiter that does not come is not waited on) */
+    for (int i = 0; i < 200 && ingest_waiting(s); i++) {
+        struct timespec ts = { 0, 50 * 1000 };
+        nanosleep(&ts, NULL);
+    }
 }
 
 void srv_store_ingest_times(srv_store *s, uint64_t ns[SRV_ING_NT])

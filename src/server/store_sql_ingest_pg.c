@@ -545,6 +545,7 @@ static void pg_abort(srv_store *s)
 
 const sq_writer sq_writer_pg = {
     .name = "postgres",
+    .give_ns = 10u * 1000u * 1000u,
     .setup = pg_setup,
     .open = pg_open,
     .close = pg_close,

@@ -253,6 +253,7 @@ struct srv_store {
     int gq_leader;
     uint64_t ing_commits, ing_batches;
     uint64_t ing_ns[SRV_ING_NT]; /* srv_store_ingest_times (atomic adds) */
+    int ing_want; /* ingest writers waiting for wlock (sq_ingest_waiting) */
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
     sdb_stmt *capi_put_grp;             /* SQLite: SQ_UPGROUP rows */
     /* the batch writer (sq_writer, chosen by the database) and its own
@@ -642,6 +643,22 @@ typedef struct sq_ibatch {
  * all of them merged once, then one COMMIT.  On failure nothing of any of
  * them is stored (rolled back) and their outcomes are zero. */
 int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb);
+/*
+ * Maintenance gives way to ingest (store_sql_igroup.c).  A compactor or
+ * packer transaction held wlock for up to ~50 steps (on PostgreSQL
+ * ~190 ms) while an ingest batch waited: a quarter of the ingest's time
+ * at 2M kernels on PostgreSQL (docs/server.md "Maintenance gives way").
+ * Now one that began at t0 (clock_mono_ns) ends after the step where
+ * sq_ingest_give says an ingest writer waits and it has held the lock
+ * the writer's give_ns (10 ms on PostgreSQL, 50 on SQLite) - not after
+ * every step: each COMMIT costs (on SQLite an fsync and its pages written
+ * again, under the lock) - and after unlocking it calls
+ * sq_ingest_handoff, which returns once the writer has the lock (10 ms at
+ * most): a thread that unlocks and locks again at once mostly gets the
+ * lock first, the woken waiter not yet running.
+ */
+int sq_ingest_give(srv_store *s, uint64_t t0);
+void sq_ingest_handoff(srv_store *s);
 
 /* ---- store_sql_rollup.c: what new lines add up to ---- */
 /* The memo slot (srv_store's tl_memo, capi_memo) of a lane or thread. */

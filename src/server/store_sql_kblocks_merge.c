@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "kblock.h"
 #include "store_sql_kbcompact.h"
@@ -471,23 +472,34 @@ int sq_kb_merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
         /* GPUFL_SERVER_KB_PREP_PAUSE_MS (tests only): a pause between the
          * preparing and the lock, so that a test changes a source then */
         sq_kb_test_pause("GPUFL_SERVER_KB_PREP_PAUSE_MS");
-        pthread_mutex_lock(&s->wlock);
-        if ((rc = sq_kb_tx_begin(s)) == 0) {
-            uint64_t tb = 0, tk = 0, tbad = 0;
-            int e = GPUFL_OK, done = 0;
-            for (size_t j = 0; j < P->np && !e; j++) {
-                e = merge_apply(s, P, &P->p[j], &tbad, &done);
-                tb += done && !e;
-                tk += done && !e ? P->p[j].total : 0;
+        for (size_t j = 0; !rc && j < P->np;) {
+            uint64_t t0;
+            int gave = 0;
+            pthread_mutex_lock(&s->wlock);
+            t0 = clock_mono_ns();
+            if ((rc = sq_kb_tx_begin(s)) == 0) {
+                uint64_t tb = 0, tk = 0, tbad = 0;
+                int e = GPUFL_OK, done = 0;
+                /* a waiting ingest batch waited for the whole
+                 * transaction, ~50 merges (on PostgreSQL ~190 ms) */
+                do {
+                    e = merge_apply(s, P, &P->p[j], &tbad, &done);
+                    tb += done && !e;
+                    tk += done && !e ? P->p[j].total : 0;
+                    j++;
+                    gave = sq_ingest_give(s, t0);
+                } while (!e && j < P->np && !gave);
+                /* what a rolled back transaction did is not counted */
+                if ((rc = sq_kb_tx_end(s, e)) == 0) {
+                    *blocks += tb;
+                    *kernels += tk;
+                    bad += tbad;
+                }
             }
-            /* what a rolled back transaction did is not counted */
-            if ((rc = sq_kb_tx_end(s, e)) == 0) {
-                *blocks += tb;
-                *kernels += tk;
-                bad += tbad;
-            }
+            pthread_mutex_unlock(&s->wlock);
+            if (gave)
+                sq_ingest_handoff(s);
         }
-        pthread_mutex_unlock(&s->wlock);
     }
     /* once a change, not each pass: the same bad blocks are found each
      * tick */

@@ -8,6 +8,7 @@
  * decode) and goes on past it, and says so when that count changes.
  */
 #include "store_sql_int.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <gpufl/gpufl.h>
@@ -25,17 +26,22 @@ int sq_pass_run(srv_store *s, const sq_pass *p, uint64_t cnt[2])
         pthread_mutex_unlock(&s->wlock);
         while (!rc && i < n) {
             sq_pass_tx t = { { 0, 0 }, 0, 0 };
-            int e = GPUFL_OK;
+            int e = GPUFL_OK, gave = 0;
+            uint64_t t0;
             pthread_mutex_lock(&s->wlock);
+            t0 = clock_mono_ns();
             if ((rc = sq_kb_tx_begin(s)) == 0) {
-                while (!e && i < n && t.cost < p->tx_cost) {
+                while (!e && i < n && t.cost < p->tx_cost && !gave) {
                     int done = 0;
                     e = p->step(s, p->ctx, i, &t, &done);
                     i += done != 0;
+                    gave = sq_ingest_give(s, t0);
                 }
                 rc = sq_kb_tx_end(s, e);
             }
             pthread_mutex_unlock(&s->wlock);
+            if (gave)
+                sq_ingest_handoff(s);
             /* what a rolled back transaction did is not counted */
             if (!rc) {
                 cnt[0] += t.cnt[0];

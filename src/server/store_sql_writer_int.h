@@ -36,6 +36,9 @@ typedef void (*sq_roll_col_fn)(struct gbuf *cb, const uint64_t *k, void *v,
  */
 typedef struct sq_writer {
     const char *name; /* "sqlite", "postgres" */
+    /* how long a maintenance transaction holds wlock at least before it
+     * ends for a waiting ingest writer (sq_ingest_give, store_sql_int.h) */
+    uint64_t give_ns;
     /* the writer connection's settings, before the schema exists */
     int (*setup)(srv_store *s);
     /* after the schema is current: its statements and state; eb says why

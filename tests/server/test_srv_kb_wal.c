@@ -16,7 +16,9 @@
  * 2M kernels, until the writer kept them in memory (temp_store=MEMORY).
  * The merges are prepared off the writer's lock and swapped in under it:
  * a source that goes while its merge is prepared (another server's
- * compactor, retention) passes that merge, not the transaction.
+ * compactor, retention) passes that merge, not the transaction.  And
+ * an ingest batch that comes during a long merge transaction waits for
+ * one merge, not the transaction.
  */
 #include "test.h"
 
@@ -216,9 +218,65 @@ static void test_merge_source_gone(void)
     unsetenv("GPUFL_SERVER_KB_RUN");
 }
 
+/* 40 blocks of 100 merge in pairs, each merge held 40 ms inside its
+ * transaction (GPUFL_SERVER_KB_PAUSE_MS): 20 merges would hold the
+ * writer's lock 800 ms.  An ingest batch that comes meanwhile gets the
+ * lock once the transaction has held it 50 ms (SQLite's give_ns) and
+ * its merge is done (the pass gives way: store_sql_int.h), not after the whole
+ * transaction; and the pass still merges every pair, the batch is stored
+ * once. */
+static void test_merge_gives_way(void)
+{
+    srv_store *s;
+    sdb *db = NULL;
+    pthread_t th;
+    struct compact_arg a = { 0 };
+    srv_ingest_res r;
+    struct timespec t0, t1;
+    double ms;
+    size_t n;
+
+    if (pg_uri()[0]) {
+        fprintf(stderr, "  SQLite's file: skipped on PostgreSQL\n");
+        return;
+    }
+    setenv("GPUFL_SERVER_KB_RUN", "200", 1);
+    s = fill("kb_give", &db);
+    REQUIRE(s != NULL);
+    setenv("GPUFL_SERVER_KB_PAUSE_MS", "40", 1);
+    a.s = s;
+    REQUIRE(pthread_create(&th, NULL, compact_main, &a) == 0);
+    usleep(100000); /* inside the transaction: a merge or two done */
+    n = batch(1 + NBATCH * BATCH);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+         (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    pthread_join(th, NULL);
+    fprintf(stderr,
+            "  the batch waited %.0f ms; pass: rc %d, merged %llu blocks"
+            " (%llu kernels)\n",
+            ms, a.rc, (unsigned long long)a.nb, (unsigned long long)a.nk);
+    /* the rest of the transaction would be ~700 ms; 50 ms and a merge's
+     * 40, with room for a slow machine */
+    CHECK(ms < 350);
+    CHECK(r.accepted == BATCH);
+    CHECK(a.rc == GPUFL_OK);
+    CHECK_EQ_U64(a.nb, NBATCH / 2);
+    CHECK_EQ_U64(a.nk, NBATCH * BATCH);
+    CHECK(one(db, "SELECT count(*) FROM kblocks", 0) == NBATCH / 2 + 1);
+    CHECK(one(db, "SELECT sum(n) FROM kblocks", 0) == (NBATCH + 1) * BATCH);
+    sdb_close(db);
+    srv_store_close(s);
+    unsetenv("GPUFL_SERVER_KB_PAUSE_MS");
+    unsetenv("GPUFL_SERVER_KB_RUN");
+}
+
 int main(void)
 {
     RUN(test_merge_wal);
     RUN(test_merge_source_gone);
+    RUN(test_merge_gives_way);
     TEST_DONE();
 }
