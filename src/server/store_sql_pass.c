@@ -3,8 +3,8 @@
  * transactions (store_sql_int.h sq_pass): the timeline packer's ranges,
  * the compactor's merges and the blocks it names.  Each finds its items
  * under the writer's lock, then works through them a few steps a
- * transaction (the lock held for one transaction: ingest waits that long
- * at most), counts a step's bad input (a pack or block that does not
+ * transaction (the lock held for one transaction, which ends early for a
+ * waiting ingest batch: sq_ingest_give), counts a step's bad input (a pack or block that does not
  * decode) and goes on past it, and says so when that count changes.
  */
 #include "store_sql_int.h"
