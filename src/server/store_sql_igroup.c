@@ -132,12 +132,19 @@ int sq_ingest_give(srv_store *s, uint64_t t0)
     return ingest_waiting(s) && clock_mono_ns() - t0 >= s->wr->give_ns;
 }
 
-void sq_ingest_handoff(srv_store *s)
+uint64_t sq_maint_lock(srv_store *s)
 {
+    pthread_mutex_lock(&s->wlock);
+    return clock_mono_ns();
+}
+
+void sq_maint_unlock(srv_store *s, int gave)
+{
+    pthread_mutex_unlock(&s->wlock);
     /* the lock's waiter is woken, but a thread that unlocks and locks
      * again at once mostly gets it first: so the waiter's turn is waited
      * for (10 ms at most: a waiter that does not come is not waited on) */
-    for (int i = 0; i < 200 && ingest_waiting(s); i++) {
+    for (int i = 0; gave && i < 200 && ingest_waiting(s); i++) {
         struct timespec ts = { 0, 50 * 1000 };
         nanosleep(&ts, NULL);
     }

@@ -253,7 +253,7 @@ struct srv_store {
     int gq_leader;
     uint64_t ing_commits, ing_batches;
     uint64_t ing_ns[SRV_ING_NT]; /* srv_store_ingest_times (atomic adds) */
-    int ing_want; /* ingest writers waiting for wlock (sq_ingest_waiting) */
+    int ing_want; /* ingest writers waiting for wlock (sq_ingest_give) */
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
     sdb_stmt *capi_put_grp;             /* SQLite: SQ_UPGROUP rows */
     /* the batch writer (sq_writer, chosen by the database) and its own
@@ -648,17 +648,19 @@ int sq_ingest_group(srv_store *s, sq_ibatch *b, size_t nb);
  * packer transaction held wlock for up to ~50 steps (on PostgreSQL
  * ~190 ms) while an ingest batch waited: a quarter of the ingest's time
  * at 2M kernels on PostgreSQL (docs/server.md "Maintenance gives way").
- * Now one that began at t0 (clock_mono_ns) ends after the step where
- * sq_ingest_give says an ingest writer waits and it has held the lock
- * the writer's give_ns (10 ms on PostgreSQL, 50 on SQLite) - not after
- * every step: each COMMIT costs (on SQLite an fsync and its pages written
- * again, under the lock) - and after unlocking it calls
- * sq_ingest_handoff, which returns once the writer has the lock (10 ms at
- * most): a thread that unlocks and locks again at once mostly gets the
- * lock first, the woken waiter not yet running.
+ * Now a maintenance transaction takes wlock by sq_maint_lock (which
+ * returns the time, t0) and ends after the step where sq_ingest_give says
+ * an ingest writer waits and it has held the lock the writer's give_ns
+ * (10 ms on PostgreSQL, 50 on SQLite) - not after every step: each COMMIT
+ * costs (on SQLite an fsync and its pages written again, under the lock).
+ * sq_maint_unlock(s, gave) then returns, when it gave way, once the
+ * writer has the lock (10 ms at most): a thread that unlocks and locks
+ * again at once mostly gets the lock first, the woken waiter not yet
+ * running.
  */
+uint64_t sq_maint_lock(srv_store *s);
 int sq_ingest_give(srv_store *s, uint64_t t0);
-void sq_ingest_handoff(srv_store *s);
+void sq_maint_unlock(srv_store *s, int gave);
 
 /* ---- store_sql_rollup.c: what new lines add up to ---- */
 /* The memo slot (srv_store's tl_memo, capi_memo) of a lane or thread. */

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "kblock.h"
 #include "store_sql_kbcompact.h"
@@ -475,8 +474,7 @@ int sq_kb_merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
         for (size_t j = 0; !rc && j < P->np;) {
             uint64_t t0;
             int gave = 0;
-            pthread_mutex_lock(&s->wlock);
-            t0 = clock_mono_ns();
+            t0 = sq_maint_lock(s);
             if ((rc = sq_kb_tx_begin(s)) == 0) {
                 uint64_t tb = 0, tk = 0, tbad = 0;
                 int e = GPUFL_OK, done = 0;
@@ -496,9 +494,7 @@ int sq_kb_merge_pass(srv_store *s, uint64_t *blocks, uint64_t *kernels)
                     bad += tbad;
                 }
             }
-            pthread_mutex_unlock(&s->wlock);
-            if (gave)
-                sq_ingest_handoff(s);
+            sq_maint_unlock(s, gave);
         }
     }
     /* once a change, not each pass: the same bad blocks are found each

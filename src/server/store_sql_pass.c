@@ -4,11 +4,11 @@
  * the compactor's merges and the blocks it names.  Each finds its items
  * under the writer's lock, then works through them a few steps a
  * transaction (the lock held for one transaction, which ends early for a
- * waiting ingest batch: sq_ingest_give), counts a step's bad input (a pack or block that does not
- * decode) and goes on past it, and says so when that count changes.
+ * waiting ingest batch: sq_ingest_give), counts a step's bad input (a
+ * pack or block that does not decode) and goes on past it, and says so
+ * when that count changes.
  */
 #include "store_sql_int.h"
-#include "common/clock.h"
 #include "common/log.h"
 
 #include <gpufl/gpufl.h>
@@ -28,8 +28,7 @@ int sq_pass_run(srv_store *s, const sq_pass *p, uint64_t cnt[2])
             sq_pass_tx t = { { 0, 0 }, 0, 0 };
             int e = GPUFL_OK, gave = 0;
             uint64_t t0;
-            pthread_mutex_lock(&s->wlock);
-            t0 = clock_mono_ns();
+            t0 = sq_maint_lock(s);
             if ((rc = sq_kb_tx_begin(s)) == 0) {
                 while (!e && i < n && t.cost < p->tx_cost && !gave) {
                     int done = 0;
@@ -39,9 +38,7 @@ int sq_pass_run(srv_store *s, const sq_pass *p, uint64_t cnt[2])
                 }
                 rc = sq_kb_tx_end(s, e);
             }
-            pthread_mutex_unlock(&s->wlock);
-            if (gave)
-                sq_ingest_handoff(s);
+            sq_maint_unlock(s, gave);
             /* what a rolled back transaction did is not counted */
             if (!rc) {
                 cnt[0] += t.cnt[0];
