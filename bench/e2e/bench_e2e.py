@@ -23,6 +23,7 @@ Environment: GPUFL_BIN_DIR (default build/bin).
 """
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -121,6 +122,7 @@ class Path:
             args = ["--db", self.db, "--kafka-brokers", self.bootstrap]
         args += ["--kernel-store", kstore] + EXTRA
         self.srv_args, self.srv, self.agent = args, None, None
+        self.psql = None
         if server_on:
             self.start_server()
         if agent_on:
@@ -156,8 +158,23 @@ class Path:
         if self.kind == "kafka":
             q = q.replace("max((", "greatest((")
         if self.kind == "kafka":
-            out = subprocess.run(["psql", "-At", self.db, "-c", q], text=True,
-                                 stdout=subprocess.PIPE).stdout.strip()
+            # one psql kept open: a psql and a backend started every 50 ms
+            # took ~2 CPU-s of a fill run's ~10 from the server and
+            # PostgreSQL; the \echo ends each answer, an error's included
+            if self.psql is None:
+                self.psql = subprocess.Popen(
+                    ["psql", "-At", "-q", self.db], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                    text=True, bufsize=1)
+                self.procs.append(self.psql)
+            self.psql.stdin.write(q + ";\n\\echo .\n")
+            self.psql.stdin.flush()
+            out = ""
+            while True:
+                line = self.psql.stdout.readline()
+                if not line or line.strip() == ".":
+                    break
+                out = line.strip()
             n, ts = (out.split("|") + ["0"])[:2] if out else ("0", "0")
             return int(n), int(ts)
         r = self.srv.sql(q)
@@ -280,7 +297,7 @@ def fill(total, sessions, base, kstore):
     try:
         per = (total + sessions - 1) // sessions
         produced = lost = size = 0
-        span = ag_wall = 0.0
+        span = ag_wall = ag_cpu = tail = 0.0
         path.start_server()
         time.sleep(1)
         srv0, mock0 = cpu_s(path.srv.p.pid), cpu_s(path.mock.pid)
@@ -298,11 +315,15 @@ def fill(total, sessions, base, kstore):
             produced += int(out.strip() or 0)
             lost = client_lost(path.logs)
             t = time.time()
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
             ag = subprocess.run(path.agent_cmd() + ["--once"],
                                 env=st.clean_env({"GPUFL_AGENT_TOKEN": TOKEN}),
                                 stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
-            ag_wall += time.time() - t
+            t_ag = time.time()
+            ag_wall += t_ag - t
+            ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            ag_cpu += (ru2.ru_utime + ru2.ru_stime) - (ru.ru_utime + ru.ru_stime)
             if ag.returncode != 0:
                 bad.append("agent --once exited %d: %s" % (
                     ag.returncode, ag.stderr[-500:]))
@@ -316,6 +337,7 @@ def fill(total, sessions, base, kstore):
                     last_n, last_t = n, time.time()
                 time.sleep(0.05)
             span += (t_last or time.time()) - t
+            tail += max((t_last or time.time()) - t_ag, 0.0)
             if t_last is None:
                 break
         size = sum(os.path.getsize(os.path.join(path.logs, f))
@@ -364,6 +386,10 @@ def fill(total, sessions, base, kstore):
                                      kstore))
         print("agent start -> all stored, summed over the rounds: %.2f s, "
               "%.0f kernels/s" % (span, n / span))
+        # the agent shares the cores while it runs;
+        # after it exits, what is left is the server's alone
+        print("of which the agent's run %.2f s (its CPU %.2f s), then the "
+              "server's tail %.2f s" % (ag_wall, ag_cpu, tail))
         print("CPU-s per 1M: server %.2f, PostgreSQL %.2f, broker %.2f"
               " (server %.2f s, PostgreSQL %.2f s, broker %.2f s)" % (
                   srv / n * 1e6, pg / n * 1e6, mock / n * 1e6, srv, pg, mock))
