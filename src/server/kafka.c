@@ -15,6 +15,12 @@
  * rejected: a batch holding more lines than --kafka-batch is stored in
  * several transactions, all before the commit.
  *
+ * Two threads: one polls a gather of messages and parses it into chunks
+ * of --kafka-batch lines while the other stores the gather before, a
+ * chunk a transaction, then commits that gather's own offsets (an
+ * explicit list: the consumer's position is already past the next
+ * gather).  At most two gathers and two chunks are held.
+ *
  * What the broker deleted before it was read cannot be stored, but it is
  * never skipped silently.  When the group's offset falls out of the
  * broker's retention, librdkafka resets it to the oldest message kept
@@ -43,19 +49,72 @@
 
 /* How long a batch may gather messages (ms). */
 #define KAFKA_BATCH_MS 200
+/* A gather ends early when the consumer's queue has been empty this long
+ * (ms) and the store thread is idle: nothing is gained by waiting, and a
+ * burst's last messages are stored at once instead of after
+ * KAFKA_BATCH_MS.  While the store thread is busy a gather goes on to its
+ * caps, so the batches grow with the load. */
+#define KAFKA_DRAIN_MS 5
+/* fetch.wait.max.ms: how long the broker may hold a fetch that finds no
+ * new data.  librdkafka's mock broker holds it that long even when data
+ * comes meanwhile (a real broker answers on arrival), which left a
+ * caught-up bridge idle ~0.5 s a time; 100 ms costs an idle consumer 10
+ * empty fetches a second a broker. */
+#define KAFKA_FETCH_WAIT_MS "100"
 /* Consumer errors are logged at most this often (s), with a count. */
 #define KAFKA_ERRLOG_S 10
 /* How long a watermark query or a seek may take (ms). */
 #define KAFKA_CALL_MS 5000
 
+/* The lines of one poll's messages refused before the store: counted,
+ * the first one named in the log with its topic, partition and offset. */
+typedef struct kafka_rej {
+    rd_kafka_message_t **msgs; /* ev[].line is the message's index + 1 */
+    size_t n;
+    char first[INGEST_REASON_MAX + 400];
+} kafka_rej;
+
+/* One gather: the messages of a poll, their arena (the lines' decoded
+ * strings; the events point into it and into the payloads) and what was
+ * refused of them.  Two are in flight: one parsed while the other is
+ * stored. */
+typedef struct kafka_gather {
+    rd_kafka_message_t **msgs;
+    size_t n;
+    ingest_arena a;
+    kafka_rej rj; /* refused at the store (srv_ingest_scope) */
+    size_t nerr;  /* rejected by the parse */
+    char first[INGEST_REASON_MAX + 400];
+} kafka_gather;
+
+/* Up to --kafka-batch parsed lines of one gather: one store transaction. */
+typedef struct kafka_chunk {
+    srv_ev *ev;
+    size_t nev;
+    kafka_gather *g;
+    int last; /* the gather's last: its offsets are committed after it */
+} kafka_chunk;
+
+/* Gathers and chunks in flight: one filled by the poll thread while the
+ * store thread stores the other. */
+#define KAFKA_INFLIGHT 2
+
 typedef struct srv_kafka {
     srv *s;
     rd_kafka_t *rk;
-    pthread_t th;
+    pthread_t th, sth; /* the poll and parse thread; the store thread */
     int stop;
     char topics[SRV_ST_N][300];
     glog_limit errlog; /* consumer errors: one line a KAFKA_ERRLOG_S */
     rl_map next;       /* (stream, partition) -> 1 + next offset expected */
+    /* the pipeline between the two threads, under mu: chunk i and gather
+     * i live in slot i % KAFKA_INFLIGHT; *_sub counts those handed to the
+     * store thread, *_done those it finished */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    kafka_gather gat[KAFKA_INFLIGHT];
+    kafka_chunk chk[KAFKA_INFLIGHT];
+    uint64_t g_sub, g_done, c_sub, c_done;
 } srv_kafka;
 
 /* Partitions whose next offset is tracked at most (then forgotten, and
@@ -78,14 +137,6 @@ static int stream_of(srv_kafka *k, const rd_kafka_message_t *m)
     return -1;
 }
 
-/* The lines of one poll's messages refused before the store: counted,
- * the first one named in the log with its topic, partition and offset. */
-typedef struct kafka_rej {
-    rd_kafka_message_t **msgs; /* ev[].line is the message's index + 1 */
-    size_t n;
-    char first[INGEST_REASON_MAX + 400];
-} kafka_rej;
-
 static void rej_add(void *ctx, uint32_t line, const char *why)
 {
     kafka_rej *r = ctx;
@@ -97,24 +148,22 @@ static void rej_add(void *ctx, uint32_t line, const char *why)
                  (long long)m->offset, why);
 }
 
-/* Stores ev[0, *nev), retrying while the database is down; then the
- * batch's arena and events are free again.  0, or -1 when stopping.
- * Lines past their stream's session_end are refused first, as over
- * HTTP: a broker replaying an ended stream cannot grow it (no host scope
- * here: the broker's ACLs say who may produce). */
-static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a,
-                    kafka_rej *rj)
+/* Stores ev[0, nev), retrying while the database is down.  0, or -1 when
+ * stopping.  Lines past their stream's session_end are refused first, as
+ * over HTTP: a broker replaying an ended stream cannot grow it (no host
+ * scope here: the broker's ACLs say who may produce). */
+static int flush_ev(srv_kafka *k, srv_ev *ev, size_t nev, kafka_rej *rj)
 {
     srv *s = k->s;
     srv_ingest_res res = { 0, 0 };
     int rc;
 
-    while (*nev) {
-        rc = srv_ingest_scope(s, "", ev, nev, rej_add, rj);
-        if (rc == 0 && *nev == 0)
+    while (nev) {
+        rc = srv_ingest_scope(s, "", ev, &nev, rej_add, rj);
+        if (rc == 0 && nev == 0)
             break;
         if (rc == 0)
-            rc = srv_store_ingest(s->store, ev, *nev, &res);
+            rc = srv_store_ingest(s->store, ev, nev, &res);
         if (rc == 0)
             break;
         if (!s->cfg.quiet)
@@ -131,27 +180,72 @@ static int flush_ev(srv_kafka *k, srv_ev *ev, size_t *nev, ingest_arena *a,
     __atomic_fetch_add(&s->met.lines_accepted, res.accepted, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.lines_duplicate, res.duplicate,
                        __ATOMIC_RELAXED);
-    *nev = 0;
-    a->len = 0;
     return 0;
 }
 
-/* Validates and stores every line of msgs[0, n): ev_cap lines per store
- * call, so a message of more lines than that is stored whole, in pieces.
- * Returns 0 once all is committed (the offsets after them may be). */
-static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
-                       srv_ev *ev, size_t ev_cap, ingest_arena *a, jsonl_doc *d)
-{
-    srv *s = k->s;
-    size_t nev = 0, nerr = 0;
-    char why[INGEST_REASON_MAX], first[INGEST_REASON_MAX + 400] = "";
-    kafka_rej rj = { .msgs = msgs, .n = 0, .first = "" };
+/* ---- the pipeline: the poll thread parses, the store thread stores ---- */
 
-    a->len = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *buf = msgs[i]->payload, *line;
-        size_t len = msgs[i]->len, pos = 0, ln, no = 0;
-        int st = stream_of(k, msgs[i]);
+/* The slot for chunk or gather number i once the store thread is done
+ * with number i - KAFKA_INFLIGHT; NULL when stopping. */
+static void *slot_wait(srv_kafka *k, const uint64_t *done, uint64_t i,
+                       void *base, size_t size)
+{
+    pthread_mutex_lock(&k->mu);
+    while (i - *done >= KAFKA_INFLIGHT &&
+           !__atomic_load_n(&k->stop, __ATOMIC_RELAXED))
+        pthread_cond_wait(&k->cv, &k->mu);
+    pthread_mutex_unlock(&k->mu);
+    if (__atomic_load_n(&k->stop, __ATOMIC_RELAXED))
+        return NULL;
+    return (char *)base + (i % KAFKA_INFLIGHT) * size;
+}
+
+static void bump(srv_kafka *k, uint64_t *n)
+{
+    pthread_mutex_lock(&k->mu);
+    __atomic_fetch_add(n, 1, __ATOMIC_RELEASE); /* read unlocked too */
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Both threads stop at their next wait or check. */
+static void kafka_halt(srv_kafka *k)
+{
+    pthread_mutex_lock(&k->mu);
+    __atomic_store_n(&k->stop, 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Hands the chunk being filled to the store thread and takes the next
+ * slot (NULL when stopping). */
+static kafka_chunk *chunk_pass(srv_kafka *k, kafka_chunk *c, int last)
+{
+    c->last = last;
+    bump(k, &k->c_sub);
+    if (last)
+        return NULL;
+    if (!(c = slot_wait(k, &k->c_done, k->c_sub, k->chk, sizeof(*c))))
+        return NULL;
+    c->nev = 0;
+    return c;
+}
+
+/* Parses every line of gather g into chunks of at most cap lines, each
+ * handed to the store thread when full, the last one (maybe empty) marked
+ * so.  0, or -1 when stopping. */
+static int parse_gather(srv_kafka *k, kafka_gather *g, size_t cap, jsonl_doc *d)
+{
+    char why[INGEST_REASON_MAX];
+    kafka_chunk *c = slot_wait(k, &k->c_done, k->c_sub, k->chk, sizeof(*c));
+
+    if (!c)
+        return -1;
+    c->nev = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        const char *buf = g->msgs[i]->payload, *line;
+        size_t len = g->msgs[i]->len, pos = 0, ln, no = 0;
+        int st = stream_of(k, g->msgs[i]);
         if (st < 0 || !buf)
             continue;
         /* the agent packs several lines a message: each is validated on
@@ -161,35 +255,123 @@ static int store_batch(srv_kafka *k, rd_kafka_message_t **msgs, size_t n,
             no++;
             if (ln == 0)
                 continue;
-            if (nev == ev_cap && flush_ev(k, ev, &nev, a, &rj))
-                return -1;
-            if (ingest_line_parse(d, st, line, ln, a, &ev[nev], why) == 0) {
-                ev[nev++].line = (uint32_t)(i + 1);
+            if (c->nev == cap) {
+                c->g = g;
+                if (!(c = chunk_pass(k, c, 0)))
+                    return -1;
+            }
+            if (ingest_line_parse(d, st, line, ln, &g->a, &c->ev[c->nev],
+                                  why) == 0) {
+                c->ev[c->nev++].line = (uint32_t)(i + 1);
                 continue;
             }
-            if (!nerr++)
-                snprintf(first, sizeof(first),
+            if (!g->nerr++)
+                snprintf(g->first, sizeof(g->first),
                          "%s [%d] offset %lld line %zu: %s", k->topics[st],
-                         (int)msgs[i]->partition, (long long)msgs[i]->offset,
-                         no, why);
+                         (int)g->msgs[i]->partition,
+                         (long long)g->msgs[i]->offset, no, why);
         }
     }
-    if (nev && flush_ev(k, ev, &nev, a, &rj))
-        return -1;
+    c->g = g;
+    chunk_pass(k, c, 1);
+    return 0;
+}
+
+/* Commits the offsets after gather g's messages: only its own, so a
+ * gather the poll thread read since stays uncommitted until stored.
+ * Synchronous. */
+static void commit_gather(srv_kafka *k, const kafka_gather *g)
+{
+    rd_kafka_topic_partition_list_t *tl = rd_kafka_topic_partition_list_new(8);
+    rd_kafka_resp_err_t e;
+
+    for (size_t i = 0; i < g->n; i++) {
+        const rd_kafka_message_t *m = g->msgs[i];
+        const char *t = rd_kafka_topic_name(m->rkt);
+        rd_kafka_topic_partition_t *p =
+            rd_kafka_topic_partition_list_find(tl, t, m->partition);
+        if (!p)
+            p = rd_kafka_topic_partition_list_add(tl, t, m->partition);
+        if (m->offset + 1 > p->offset)
+            p->offset = m->offset + 1;
+    }
+    /* a failed commit (a rebalance took the partition) only makes the
+     * messages come again, as duplicates */
+    if ((e = rd_kafka_commit(k->rk, tl, 0)) != 0 && !k->s->cfg.quiet)
+        glog_warn("kafka",
+                  "kafka: offset commit: %s (the messages may be "
+                  "read again, as duplicates)",
+                  rd_kafka_err2str(e));
+    rd_kafka_topic_partition_list_destroy(tl);
+}
+
+/* The gather's end on the store thread: its refusals reported, its
+ * offsets committed, its messages freed. */
+static void gather_end(srv_kafka *k, kafka_gather *g)
+{
+    srv *s = k->s;
+
     /* no client hears of these: the log is where they are reported */
-    if (nerr)
+    if (g->nerr)
         glog_warn("kafka",
                   "kafka: %zu line(s) rejected, not stored (the"
                   " first: %s)",
-                  nerr, first);
-    if (rj.n)
+                  g->nerr, g->first);
+    if (g->rj.n)
         glog_warn("kafka",
                   "kafka: %zu line(s) refused, not stored (the first: %s)",
-                  rj.n, rj.first);
-    nerr += rj.n;
-    __atomic_fetch_add(&s->met.lines_rejected, nerr, __ATOMIC_RELAXED);
+                  g->rj.n, g->rj.first);
+    __atomic_fetch_add(&s->met.lines_rejected, g->nerr + g->rj.n,
+                       __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.batches, 1, __ATOMIC_RELAXED);
+    commit_gather(k, g);
+    for (size_t i = 0; i < g->n; i++)
+        rd_kafka_message_destroy(g->msgs[i]);
+    g->n = 0;
+}
+
+/* GPUFL_SERVER_KAFKA_PAUSE_MS (tests only): a pause before each chunk is
+ * stored, cut short by a stop, so that a test stops the bridge while one
+ * gather is stored and the next read.  -1 when stopping. */
+static int test_pause(srv_kafka *k, long ms)
+{
+    for (long t = 0; t < ms; t += 10) {
+        if (__atomic_load_n(&k->stop, __ATOMIC_RELAXED))
+            return -1;
+        nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+    }
     return 0;
+}
+
+/* The store thread: each chunk in order, one transaction (or several, when
+ * retried); a gather's offsets after its last chunk. */
+static void *store_main(void *arg)
+{
+    srv_kafka *k = arg;
+    const char *pv = getenv("GPUFL_SERVER_KAFKA_PAUSE_MS");
+    long pause_ms = pv ? strtol(pv, NULL, 10) : 0;
+
+    for (;;) {
+        kafka_chunk *c;
+        pthread_mutex_lock(&k->mu);
+        while (k->c_sub == k->c_done &&
+               !__atomic_load_n(&k->stop, __ATOMIC_RELAXED))
+            pthread_cond_wait(&k->cv, &k->mu);
+        pthread_mutex_unlock(&k->mu);
+        if (__atomic_load_n(&k->stop, __ATOMIC_RELAXED))
+            break;
+        c = &k->chk[k->c_done % KAFKA_INFLIGHT];
+        if (pause_ms > 0 && test_pause(k, pause_ms))
+            break;
+        if (flush_ev(k, c->ev, c->nev, &c->g->rj))
+            break;
+        if (c->last) {
+            gather_end(k, c->g);
+            bump(k, &k->g_done);
+        }
+        bump(k, &k->c_done);
+    }
+    return NULL;
 }
 
 /* The group's committed offset of topic [part], -1 if none or unknown. */
@@ -265,31 +447,38 @@ static void on_error(srv_kafka *k, const rd_kafka_message_t *m)
                   rd_kafka_message_errstr(m), (unsigned long long)more);
 }
 
+/* The poll thread: gathers a poll's messages (--kafka-batch of them,
+ * half of --kafka-batch-bytes: two gathers are held at once, so the
+ * bytes held stay under the option) and parses them while the store
+ * thread stores the gather before. */
 static void *kafka_main(void *arg)
 {
     srv_kafka *k = arg;
-    size_t cap = k->s->cfg.kafka_batch, n = 0, bytes = 0;
-    /* what one gather may hold: the messages and an arena twice their
-     * size (below), whatever --kafka-batch messages of up to the broker's
-     * message size would come to */
-    size_t bcap = k->s->cfg.kafka_batch_bytes;
-    rd_kafka_message_t **msgs = calloc(cap, sizeof(*msgs));
-    srv_ev *ev = malloc(cap * sizeof(*ev));
+    size_t cap = k->s->cfg.kafka_batch;
+    size_t bcap = k->s->cfg.kafka_batch_bytes / KAFKA_INFLIGHT;
     jsonl_tok *tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
-    ingest_arena a = { NULL, 0, 0 };
     jsonl_doc d;
 
-    if (!msgs || !ev || !tok)
-        goto out;
+    if (!tok)
+        return NULL;
     jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
     while (!__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
+        kafka_gather *g =
+            slot_wait(k, &k->g_done, k->g_sub, k->gat, sizeof(*g));
         uint64_t t0 = now_ms();
-        n = bytes = 0;
-        while (n < cap && bytes < bcap && now_ms() - t0 < KAFKA_BATCH_MS &&
+        size_t bytes = 0;
+        if (!g)
+            break;
+        while (g->n < cap && bytes < bcap && now_ms() - t0 < KAFKA_BATCH_MS &&
                !__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
-            rd_kafka_message_t *m = rd_kafka_consumer_poll(k->rk, 50);
-            if (!m)
+            rd_kafka_message_t *m =
+                rd_kafka_consumer_poll(k->rk, g->n ? KAFKA_DRAIN_MS : 50);
+            if (!m) {
+                if (g->n &&
+                    __atomic_load_n(&k->c_done, __ATOMIC_ACQUIRE) == k->c_sub)
+                    break; /* drained, and the store thread idle */
                 continue;
+            }
             if (m->err) {
                 on_error(k, m);
                 rd_kafka_message_destroy(m);
@@ -297,33 +486,49 @@ static void *kafka_main(void *arg)
             }
             if (stream_of(k, m) >= 0)
                 offset_check(k, stream_of(k, m), m);
-            msgs[n++] = m;
+            g->msgs[g->n++] = m;
             bytes += m->len;
         }
-        if (n == 0)
+        if (g->n == 0)
             continue;
         /* decoded strings never outgrow their text, plus NULs */
-        if (a.cap < bytes + 64 * n) {
-            free(a.buf);
-            a.cap = 2 * (bytes + 64 * n);
-            a.buf = malloc(a.cap);
-            if (!a.buf)
+        if (g->a.cap < bytes + 64 * g->n) {
+            free(g->a.buf);
+            g->a.cap = 2 * (bytes + 64 * g->n);
+            g->a.buf = malloc(g->a.cap);
+            if (!g->a.buf) {
+                g->a.cap = 0;
+                glog_error("kafka",
+                           "kafka: out of memory for a batch of "
+                           "%zu bytes; the bridge stops (nothing of it was "
+                           "committed)",
+                           bytes);
                 break;
+            }
         }
-        if (store_batch(k, msgs, n, ev, cap, &a, &d) == 0)
-            rd_kafka_commit(k->rk, NULL, 0); /* synchronous */
-        for (size_t i = 0; i < n; i++)
-            rd_kafka_message_destroy(msgs[i]);
-        n = 0;
+        g->a.len = 0;
+        g->nerr = 0;
+        g->rj = (kafka_rej){ .msgs = g->msgs, .n = 0, .first = "" };
+        bump(k, &k->g_sub);
+        if (parse_gather(k, g, cap, &d))
+            break;
     }
-out:
-    for (size_t i = 0; i < n; i++)
-        rd_kafka_message_destroy(msgs[i]);
-    free(a.buf);
     free(tok);
-    free(ev);
-    free(msgs);
     return NULL;
+}
+
+/* What srv_kafka_start allocated, the consumer aside. */
+static void kafka_free(srv_kafka *k)
+{
+    for (int i = 0; i < KAFKA_INFLIGHT; i++) {
+        free(k->gat[i].msgs);
+        free(k->gat[i].a.buf);
+        free(k->chk[i].ev);
+    }
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    rl_map_release(&k->next);
+    free(k);
 }
 
 static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v, char *err,
@@ -359,6 +564,7 @@ int srv_kafka_start(srv *s, char *err, size_t cap)
         conf_set(c, "auto.offset.reset", "earliest", err, cap) ||
         conf_set(c, "session.timeout.ms", "6000", err, cap) ||
         conf_set(c, "heartbeat.interval.ms", "500", err, cap) ||
+        conf_set(c, "fetch.wait.max.ms", KAFKA_FETCH_WAIT_MS, err, cap) ||
         conf_set(c, "log_level", s->cfg.quiet ? "3" : "4", err, cap)) {
         rd_kafka_conf_destroy(c);
         rl_map_release(&k->next);
@@ -390,15 +596,28 @@ int srv_kafka_start(srv *s, char *err, size_t cap)
         free(k);
         return GPUFL_EUNAVAIL;
     }
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    for (int i = 0; i < KAFKA_INFLIGHT; i++) {
+        k->gat[i].msgs = calloc(s->cfg.kafka_batch, sizeof(*k->gat[i].msgs));
+        k->chk[i].ev = malloc(s->cfg.kafka_batch * sizeof(*k->chk[i].ev));
+        if (!k->gat[i].msgs || !k->chk[i].ev)
+            goto fail;
+    }
+    if (pthread_create(&k->sth, NULL, store_main, k) != 0)
+        goto fail;
     if (pthread_create(&k->th, NULL, kafka_main, k) != 0) {
-        rd_kafka_consumer_close(k->rk);
-        rd_kafka_destroy(k->rk);
-        rl_map_release(&k->next);
-        free(k);
-        return GPUFL_EIO;
+        kafka_halt(k);
+        pthread_join(k->sth, NULL);
+        goto fail;
     }
     s->kafka = k;
     return 0;
+fail:
+    rd_kafka_consumer_close(k->rk);
+    rd_kafka_destroy(k->rk);
+    kafka_free(k);
+    return GPUFL_EIO;
 }
 
 void srv_kafka_stop(srv *s)
@@ -407,11 +626,16 @@ void srv_kafka_stop(srv *s)
 
     if (!k)
         return;
-    __atomic_store_n(&k->stop, 1, __ATOMIC_RELAXED);
+    kafka_halt(k);
     pthread_join(k->th, NULL);
+    pthread_join(k->sth, NULL);
+    /* gathers not stored whole: their offsets were not committed, so
+     * their messages come again to whoever reads the partitions next */
+    for (int i = 0; i < KAFKA_INFLIGHT; i++)
+        for (size_t j = 0; j < k->gat[i].n; j++)
+            rd_kafka_message_destroy(k->gat[i].msgs[j]);
     rd_kafka_consumer_close(k->rk);
     rd_kafka_destroy(k->rk);
-    rl_map_release(&k->next);
-    free(k);
+    kafka_free(k);
     s->kafka = NULL;
 }

@@ -553,6 +553,83 @@ static void test_batch_bytes(void)
     one_broker_close(&kc);
 }
 
+/* The group's committed offset of topic [0], -1 if none. */
+static int64_t group_offset(const char *group, const char *topic)
+{
+    char err[512];
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_topic_partition_list_t *tl = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_t *rk;
+    int64_t off = -1;
+
+    rd_kafka_conf_set(c, "bootstrap.servers", bootstraps, err, sizeof(err));
+    rd_kafka_conf_set(c, "group.id", group, err, sizeof(err));
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof(err));
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
+    if (!rk) {
+        rd_kafka_topic_partition_list_destroy(tl);
+        return -1;
+    }
+    rd_kafka_topic_partition_list_add(tl, topic, 0);
+    if (!rd_kafka_committed(rk, tl, 10000) && !tl->elems[0].err)
+        off = tl->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(tl);
+    rd_kafka_destroy(rk);
+    return off;
+}
+
+/* The bridge reads the next gather while it stores one: the offsets it
+ * commits are those of what it stored, never those read since.  300
+ * messages of a line each; the store thread waits 1 s before each chunk
+ * (GPUFL_SERVER_KAFKA_PAUSE_MS), so the next gather has been read when the
+ * first is stored; the bridge is stopped in the pause after it.  The
+ * group's committed offset is then exactly the lines stored (a commit of
+ * the consumer's position would be past them, and a restart would skip
+ * the gather read but not stored); a second server stores the rest, none
+ * twice. */
+#define SIDC "c0a70000-0000-4000-8000-000000000000"
+static void test_commit_stored_only(void)
+{
+    static srv a, b;
+    static char msg[512];
+    one_broker kc;
+    int64_t got, off;
+    const int nmsg = 300;
+
+    one_broker_open(&kc, "cm");
+    for (int m = 0; m < nmsg; m++) {
+        if (m == 0)
+            pack_session(msg, 0, sizeof(msg), SIDC);
+        else
+            pack_kernels(msg, 0, sizeof(msg), SIDC, m, 1, -1);
+        produce(kc.prod, "cm.device", SIDC, msg);
+    }
+    rd_kafka_flush(kc.prod, 10000);
+    setenv("GPUFL_SERVER_KAFKA_PAUSE_MS", "1000", 1);
+    REQUIRE(start(&a, "g6") == 0);
+    for (int i = 0;
+         i < 6000 && !__atomic_load_n(&a.met.lines_accepted, __ATOMIC_RELAXED);
+         i++)
+        usleep(5000);
+    stop(&a);
+    unsetenv("GPUFL_SERVER_KAFKA_PAUSE_MS");
+    got = stored("SELECT coalesce(sum(n_lines), 0) FROM sessions");
+    off = group_offset("g6", "cm.device");
+    fprintf(stderr, "  stored %lld of %d lines, committed offset %lld\n",
+            (long long)got, nmsg, (long long)off);
+    CHECK(got > 0 && got < nmsg);
+    CHECK_EQ_U64(a.met.lines_accepted, (uint64_t)got);
+    CHECK_EQ_U64(off, (uint64_t)got); /* message i holds line i */
+    REQUIRE(start(&b, "g6") == 0);
+    CHECK(wait_lines(nmsg, 60));
+    usleep(300000);
+    CHECK_EQ_U64(b.met.lines_accepted, (uint64_t)(nmsg - got));
+    CHECK_EQ_U64(b.met.lines_duplicate, 0);
+    CHECK_EQ_U64(stored("SELECT count(*) FROM kernels"), nmsg - 1);
+    stop(&b);
+    one_broker_close(&kc);
+}
+
 int main(void)
 {
     RUN(test_two_servers_exactly_once);
@@ -560,5 +637,6 @@ int main(void)
     RUN(test_past_the_end);
     RUN(test_packed_message);
     RUN(test_batch_bytes);
+    RUN(test_commit_stored_only);
     TEST_DONE();
 }
