@@ -368,8 +368,9 @@ static const opt_def srv_opts[] = {
       .def = "32M",
       .min = 1024,
       .max = 1ull << 30,
-      .help = "most Kafka payload bytes gathered per batch (a message is "
-              "never split: one larger than this is a batch of its own)" },
+      .help = "most Kafka payload bytes held: two batches of half this, "
+              "one parsed while the other is stored (a message is never "
+              "split: one larger than half is a batch of its own)" },
     { .name = "name",
       .type = OPT_STR,
       OPT_F_ARR(T, key_name),
