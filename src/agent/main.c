@@ -66,18 +66,23 @@ static int load_cursor(agent_ctx *c)
 /*
  * Process-wide resource settings.  Every followed file that is not
  * finished keeps a descriptor (so its inode cannot be recycled under it):
- * the soft open-files limit is raised to the hard one.  Buffers of 128 KiB
- * and more (read buffers, large batches) are mmap'ed and go back to the
+ * the soft open-files limit is raised to the hard one.  Buffers of
+ * AGENT_MMAP and more (the largest batches) are mmap'ed and go back to the
  * system when freed; glibc would otherwise raise that threshold after the
- * first free and keep idle files' memory in the heap.  Setting it also
- * fixes the heap's trim threshold at glibc's 128 KiB: each heap (the
- * main one, and librdkafka's threads' own) gave its free top back to the
- * system whenever it passed that, and faulted the pages in again on the
- * next allocations (Kafka's 64 KiB message copies, its compression
- * buffers): a third of the agent's CPU in page faults.  A heap now keeps
- * up to AGENT_TRIM free.
+ * first free and keep such memory in the heap.  AGENT_MMAP was 128 KiB:
+ * librdkafka's broker thread then mmap'ed, faulted in and unmapped its
+ * ~1 MB request and compression buffers for every batch it sent, and
+ * setting the threshold also fixed the heaps' trim threshold at 128 KiB,
+ * so each heap gave its free top back and faulted it in again (the Kafka
+ * sink's 64 KiB message copies): more than half of the agent's CPU over
+ * Kafka was page faults.  A heap now keeps up to AGENT_TRIM free; the
+ * read buffers (AGENT_CHUNK) come from the heap and are cached for reuse
+ * (AGENT_RCACHE).  docs/fleet.md "Re-measured 2026-12-05 (twenty-fourth
+ * session)" has the figures (RSS included).
  */
-/* Free bytes a heap keeps at its top before it gives them back (above). */
+/* Allocations from this size on are mmap'ed; free bytes a heap keeps at
+ * its top before it gives them back (above). */
+#define AGENT_MMAP (2 << 20)
 #define AGENT_TRIM (16 << 20)
 
 static void process_limits(void)
@@ -89,7 +94,7 @@ static void process_limits(void)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 #ifdef __GLIBC__
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_MMAP_THRESHOLD, AGENT_MMAP);
     mallopt(M_TRIM_THRESHOLD, AGENT_TRIM);
 #endif
 }
