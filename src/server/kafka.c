@@ -49,12 +49,16 @@
 
 /* How long a batch may gather messages (ms). */
 #define KAFKA_BATCH_MS 200
-/* A gather ends early when the consumer's queue has been empty this long
- * (ms) and the store thread is idle: nothing is gained by waiting, and a
- * burst's last messages are stored at once instead of after
- * KAFKA_BATCH_MS.  While the store thread is busy a gather goes on to its
- * caps, so the batches grow with the load. */
+/* A gather ends early when the consumer's queue has been empty
+ * KAFKA_DRAIN_MS, the store thread is idle and the gather is at least
+ * KAFKA_DRAIN_MIN_MS old: a burst's last messages are stored after that,
+ * not after KAFKA_BATCH_MS.  While the store thread is busy a gather goes
+ * on to its caps, so the batches grow with the load; the minimum age keeps
+ * a trickle of messages from becoming a transaction each (at most ~20 a
+ * second a server, where every transaction costs the database its fixed
+ * statements, docs/fleet.md). */
 #define KAFKA_DRAIN_MS 5
+#define KAFKA_DRAIN_MIN_MS 50
 /* fetch.wait.max.ms: how long the broker may hold a fetch that finds no
  * new data.  librdkafka's mock broker holds it that long even when data
  * comes meanwhile (a real broker answers on arrival), which left a
@@ -474,7 +478,7 @@ static void *kafka_main(void *arg)
             rd_kafka_message_t *m =
                 rd_kafka_consumer_poll(k->rk, g->n ? KAFKA_DRAIN_MS : 50);
             if (!m) {
-                if (g->n &&
+                if (g->n && now_ms() - t0 >= KAFKA_DRAIN_MIN_MS &&
                     __atomic_load_n(&k->c_done, __ATOMIC_ACQUIRE) == k->c_sub)
                     break; /* drained, and the store thread idle */
                 continue;
