@@ -112,13 +112,14 @@ typedef struct srv_kafka {
     glog_limit errlog; /* consumer errors: one line a KAFKA_ERRLOG_S */
     rl_map next;       /* (stream, partition) -> 1 + next offset expected */
     /* the pipeline between the two threads, under mu: chunk i and gather
-     * i live in slot i % KAFKA_INFLIGHT; *_sub counts those handed to the
-     * store thread, *_done those it finished */
+     * i live in slot i % KAFKA_INFLIGHT; c_sub counts the chunks handed to
+     * the store thread, c_done and g_done the chunks and gathers it
+     * finished (the gathers read are the poll thread's own count) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     kafka_gather gat[KAFKA_INFLIGHT];
     kafka_chunk chk[KAFKA_INFLIGHT];
-    uint64_t g_sub, g_done, c_sub, c_done;
+    uint64_t g_done, c_sub, c_done;
 } srv_kafka;
 
 /* Partitions whose next offset is tracked at most (then forgotten, and
@@ -462,13 +463,13 @@ static void *kafka_main(void *arg)
     size_t bcap = k->s->cfg.kafka_batch_bytes / KAFKA_INFLIGHT;
     jsonl_tok *tok = malloc(INGEST_MAX_TOKENS * sizeof(*tok));
     jsonl_doc d;
+    uint64_t ng = 0; /* gathers read */
 
     if (!tok)
         return NULL;
     jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
     while (!__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
-        kafka_gather *g =
-            slot_wait(k, &k->g_done, k->g_sub, k->gat, sizeof(*g));
+        kafka_gather *g = slot_wait(k, &k->g_done, ng, k->gat, sizeof(*g));
         uint64_t t0 = now_ms();
         size_t bytes = 0;
         if (!g)
@@ -513,7 +514,7 @@ static void *kafka_main(void *arg)
         g->a.len = 0;
         g->nerr = 0;
         g->rj = (kafka_rej){ .msgs = g->msgs, .n = 0, .first = "" };
-        bump(k, &k->g_sub);
+        ng++;
         if (parse_gather(k, g, cap, &d))
             break;
     }
