@@ -19,6 +19,9 @@
  * prints the kernels sent, that tenth's and the whole run's events/s, the
  * server's CPU seconds per 1M and resident memory, and the data
  * directory's bytes (SQLite; PostgreSQL's are in its own directory).
+ * PGURL must name an empty database (the SQLite file in DIR is made
+ * anew): one that already holds the session answers every kernel a
+ * duplicate, and the bench then stops rather than time the replays.
  * After the ingest the queries run twice: at once, and once the compactor
  * (every second here) has merged the small blocks and gone quiet.  Prints
  * figures; not a test.
@@ -79,6 +82,14 @@ static double metric(const char *m, const char *name)
         if (!strncmp(p, name, n) && p[n] == ' ')
             return strtod(p + n + 1, NULL);
     return -1;
+}
+
+/* The number after key (its quotes and colon included) in an ingest
+ * answer, 0 if absent. */
+static unsigned long long answer_u64(const char *resp, const char *key)
+{
+    const char *p = strstr(resp, key);
+    return p ? strtoull(p + strlen(key), NULL, 10) : 0;
 }
 
 /* The ingest's time in the server from one /metrics scrape, s: the
@@ -377,6 +388,7 @@ int main(int argc, char **argv)
     kgen g;
     feeder f;
     int fd, qonly = 0, inline_gen = 0, slot = 0;
+    unsigned long long dup;
 
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "--kernel-store=", 15))
@@ -455,6 +467,21 @@ int main(int argc, char **argv)
                  resp, RESP_MAX) != 200) {
             fprintf(stderr, "bench_scale: POST after %zu kernels: %.300s\n",
                     sent, resp);
+            return 1;
+        }
+        /* a database that already holds this session (PostgreSQL's
+         * outlives the run) answers every line a duplicate: the rate
+         * would be the replay check's, with nothing written */
+        if ((dup = answer_u64(resp, "\"duplicate\":")) != 0) {
+            fprintf(stderr,
+                    "bench_scale: %llu of %zu kernels after %zu were"
+                    " duplicates: the database already holds session %s,"
+                    " so nothing would be measured but the replay check."
+                    " Give an empty database (PostgreSQL: a new one, e.g."
+                    " createdb and PGURL/NAME).\n",
+                    (unsigned long long)dup, n, sent, SID);
+            kill(sv.pid, SIGTERM);
+            waitpid(sv.pid, NULL, 0);
             return 1;
         }
         if (!inline_gen) {
