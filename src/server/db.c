@@ -131,6 +131,16 @@ int sdb_step(sdb_stmt *st)
     return SOPS(st)->step(st);
 }
 
+int sdb_send(sdb_stmt *st)
+{
+    int rc;
+
+    if (SOPS(st)->send)
+        return SOPS(st)->send(st);
+    rc = SOPS(st)->step(st);
+    return sdb_err(rc);
+}
+
 void sdb_reset(sdb_stmt *st)
 {
     SOPS(st)->reset(st);

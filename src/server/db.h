@@ -106,6 +106,23 @@ void sdb_bind_null(sdb_stmt *st, int i);
 /* SDB_ROW, SDB_DONE or a gpufl_err (GPUFL_EUNAVAIL when the database is
  * gone or busy, GPUFL_EINTERNAL for an SQL error). */
 int sdb_step(sdb_stmt *st);
+/*
+ * Runs a statement whose rows and changes the caller will not read (an
+ * INSERT, an upsert, a DELETE without RETURNING).
+ * SQLite steps it to its end.  PostgreSQL sends it and returns at once
+ * (libpq's pipeline mode), so that the database executes it while the
+ * caller prepares the next one; its result is collected by the next
+ * command that waits for one, inside the transaction (outside one it is
+ * stepped at once, as there the next command may be anyone's): sdb_step
+ * of any statement, sdb_exec (COMMIT among them), sdb_copy (an
+ * sdb_finalize that must collect them keeps their error for the next of
+ * these).  An error of a sent
+ * statement is therefore returned by that later call (never lost: a
+ * COMMIT after one fails instead of committing), and the caller's error
+ * path, a ROLLBACK, is the same.  sdb_changes() is not known after it.
+ * 0, or a gpufl_err (a send that failed, or one collected before it).
+ */
+int sdb_send(sdb_stmt *st);
 /* Ready to run again; bindings are kept. */
 void sdb_reset(sdb_stmt *st);
 

@@ -28,6 +28,8 @@ typedef struct sdb_ops {
     const void *(*col_blob)(sdb_stmt *st, int i, size_t *n);
     int (*col_null)(sdb_stmt *st, int i);
     int (*copy)(sdb *db, const char *sql, const char *data, size_t len);
+    /* NULL (left out of an initializer): stepped to its end (sdb_send) */
+    int (*send)(sdb_stmt *st);
 } sdb_ops;
 
 typedef struct sdb_head {

@@ -26,6 +26,16 @@
  * instead of failing.  Attempts back off from PG_BACKOFF_MIN_MS to
  * PG_BACKOFF_MAX_MS; in between, commands fail at once.  Each connection
  * has a generation; a statement prepared in an older one is prepared again.
+ *
+ * sdb_send() pipelines (libpq's pipeline mode): a statement whose result
+ * the caller does not read is sent and flushed, and the caller goes on
+ * while PostgreSQL executes it.  The next command that waits for a result
+ * (a step, an exec, a COPY, a DEALLOCATE) first sends a Sync and collects
+ * every result up to it (drain), and returns the first error among them.
+ * Only executions are pipelined: a statement not yet prepared on the
+ * connection is prepared synchronously, outside the pipeline, so that an
+ * error in the pipeline (which skips what follows it up to the Sync)
+ * never leaves a statement believed prepared that is not.
  */
 #include "db_int.h"
 
@@ -85,6 +95,10 @@ struct sdb {
     pg_kept kept[PG_STMT_CACHE];
     uint64_t tick;
     uint64_t bin_results; /* results received in binary (sdb_pg_binary) */
+    /* statements sent (pg_send) whose results are not yet collected: the
+     * connection is in pipeline mode while this is not 0 */
+    int piped;
+    int pipe_rc; /* an error collected where none could be returned */
 };
 
 struct sdb_stmt {
@@ -302,6 +316,68 @@ static int fail(sdb *db, PGresult *r)
     return GPUFL_EINTERNAL;
 }
 
+/* The results of the statements sent (pg_send): a Sync, every result up
+ * to its answer, then out of pipeline mode.  The first error, or 0. */
+static int drain(sdb *db)
+{
+    int rc = 0, nulls = 0;
+
+    if (!db->piped)
+        return 0;
+    if (PQpipelineSync(db->c) != 1)
+        rc = fail(db, NULL);
+    while (!rc || PQstatus(db->c) == CONNECTION_OK) {
+        PGresult *r = PQgetResult(db->c);
+        ExecStatusType s;
+
+        if (!r) {
+            /* one NULL ends each statement's results; more than the
+             * statements sent means the Sync will not come (the
+             * connection broke) */
+            if (++nulls > db->piped) {
+                if (!rc)
+                    rc = fail(db, NULL);
+                break;
+            }
+            continue;
+        }
+        s = PQresultStatus(r);
+        if (s == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            break;
+        }
+        /* PIPELINE_ABORTED: skipped after an earlier error, counted there */
+        if (!rc && s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK &&
+            s != PGRES_PIPELINE_ABORTED)
+            rc = fail(db, r);
+        PQclear(r);
+    }
+    db->piped = 0;
+    if (PQexitPipelineMode(db->c) != 1) {
+        /* results left unread: no later command could run on it */
+        if (!rc)
+            snprintf(db->err, sizeof(db->err),
+                     "PostgreSQL pipeline not ended: %s",
+                     PQerrorMessage(db->c));
+        mark_lost(db);
+        rc = GPUFL_EUNAVAIL;
+    }
+    after(db);
+    return rc;
+}
+
+/* Before a command that waits for its result: the sent statements'
+ * results collected, and an error among them not yet returned. */
+static int collect(sdb *db)
+{
+    int rc = drain(db);
+
+    if (!rc)
+        rc = db->pipe_rc;
+    db->pipe_rc = 0;
+    return rc;
+}
+
 static int pg_exec(sdb *db, const char *sql)
 {
     int rollback = !strncmp(sql, "ROLLBACK", 8);
@@ -309,6 +385,10 @@ static int pg_exec(sdb *db, const char *sql)
     ExecStatusType s;
     int rc;
 
+    /* a sent statement's error is this command's (a COMMIT of a failed
+     * transaction would answer ROLLBACK, and succeed); a ROLLBACK goes on */
+    if ((db->piped || db->pipe_rc) && (rc = collect(db)) != 0 && !rollback)
+        return rc;
     /* a new BEGIN abandons a transaction whose connection was lost (the
      * caller saw it fail) */
     if (db->lost && !strncmp(sql, "BEGIN", 5))
@@ -442,6 +522,12 @@ static void pg_reset(sdb_stmt *st)
 static void deallocate(sdb *db, const char *name)
 {
     char sql[64];
+    int rc;
+
+    /* a synchronous command: the pipeline first, its error kept for the
+     * next command to return */
+    if ((rc = drain(db)) != 0 && !db->pipe_rc)
+        db->pipe_rc = rc;
 
     snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
     PQclear(PQexec(db->c, sql));
@@ -616,7 +702,9 @@ static int pg_step(sdb_stmt *st)
     if (!st->executed) {
         PGresult *r;
         ExecStatusType s;
-        int rc = ready(db);
+        int rc = collect(db);
+        if (!rc)
+            rc = ready(db);
         if (rc)
             return rc;
         if (!st->prepared || st->gen != db->gen) {
@@ -754,7 +842,10 @@ static int pg_col_null(sdb_stmt *st, int i)
 static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
 {
     PGresult *r;
-    int rc = ready(db);
+    int rc = collect(db);
+
+    if (!rc)
+        rc = ready(db);
 
     if (rc)
         return rc;
@@ -783,9 +874,71 @@ static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
     return rc;
 }
 
+/* sdb_send: executed in the pipeline, prepared (once) outside it; outside
+ * a transaction, run as sdb_step. */
+static int pg_send(sdb_stmt *st)
+{
+    sdb *db = st->db;
+    int rc;
+
+    if (db->pipe_rc) {
+        rc = db->pipe_rc;
+        db->pipe_rc = 0;
+        return rc;
+    }
+    if (st->executed)
+        pg_reset(st);
+    if ((!st->prepared || st->gen != db->gen) && !db->lost) {
+        /* one kept prepared on the connection needs no PREPARE */
+        for (int i = 1; i <= st->nparams; i++)
+            if (!st->used[i] && !st->types[i])
+                st->types[i] = OID_TEXT;
+        if (kept_take(st)) {
+            st->prepared = 1;
+            st->gen = db->gen;
+        }
+    }
+    if (!st->prepared || st->gen != db->gen) {
+        /* pg_step prepares (the pipeline collected first) and runs it:
+         * the first run of a statement on a connection waits */
+        rc = pg_step(st);
+        return sdb_err(rc);
+    }
+    if (!db->piped) {
+        if ((rc = ready(db)) != 0)
+            return rc;
+        /* made again just now, or outside a transaction: there no later
+         * command of the caller's would be the one to return its error */
+        if (st->gen != db->gen || db->txs != PQTRANS_INTRANS)
+            return sdb_err(pg_step(st));
+        if (PQenterPipelineMode(db->c) != 1)
+            return fail(db, NULL);
+    }
+    if (PQsendQueryPrepared(db->c, st->name, st->nparams,
+                            (const char *const *)(st->vals + 1), st->lens + 1,
+                            st->fmts + 1, 0) != 1) {
+        rc = fail(db, NULL);
+        (void)drain(db);
+        return rc;
+    }
+    db->piped++;
+    st->executed = 1;
+    st->row = -1;
+    st->nrows = 0;
+    db->changes = 0;
+    /* on its way now: libpq holds what is sent in pipeline mode until a
+     * flush, and the point is that PostgreSQL works meanwhile */
+    if (PQflush(db->c) != 0) {
+        rc = fail(db, NULL);
+        (void)drain(db);
+        return rc;
+    }
+    return GPUFL_OK;
+}
+
 const sdb_ops sdb_pg_ops = {
     pg_close,     pg_exec,     pg_errmsg,   pg_changes,   pg_prepare,
     pg_finalize,  pg_bind_i64, pg_bind_f64, pg_bind_text, pg_bind_blob,
     pg_bind_null, pg_step,     pg_reset,    pg_col_i64,   pg_col_f64,
-    pg_col_text,  pg_col_blob, pg_col_null, pg_copy,
+    pg_col_text,  pg_col_blob, pg_col_null, pg_copy,      pg_send,
 };

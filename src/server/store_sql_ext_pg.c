@@ -89,7 +89,7 @@ static int ext_run(srv_store *s, sq_pg_ext *pw, int t, const sq_ext_row *e,
     for (int c = 0; c < 4 && !rc; c++)
         rc = sq_arr_bind(*st, c + 1, pw->cb, n, SQ_CB_COL, ext_el,
                          &(ext_cur){ e, c });
-    return rc ? rc : qrun(*st);
+    return rc ? rc : qsend(*st);
 }
 
 /* The n keys e leaving table t (-1, -2: entering kext, ext_run),
@@ -188,7 +188,12 @@ int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess, const kblock_ev *ev,
     for (int c = 0; c < 26 && !rc; c++)
         rc = sq_arr_bind(pw->kxrow, c + 1, pw->cb, m, SQ_CB_COL, kx_el,
                          &(kx_cur){ sess, ev, ix, sd, c });
-    if (rc || (rc = qrun(pw->kxrow)) != 0)
+    if (rc)
+        return rc;
+    /* uncounted rows (the writer's) are not waited for */
+    if (!rows)
+        return qsend(pw->kxrow);
+    if ((rc = qrun(pw->kxrow)) != 0)
         return rc;
     *rows += (uint64_t)sdb_changes(s->w);
     return GPUFL_OK;
@@ -250,7 +255,7 @@ static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
             qbind_null(*st, 2 + 2 * d);
             qbind_null(*st, 3 + 2 * d);
         }
-    return qrun(*st);
+    return qsend(*st);
 }
 
 /* The keys entering kext.  They are new kernels' (sq_kernel_done feeds
@@ -273,8 +278,10 @@ static int ext_put(srv_store *s, sq_pg_ext *pw, const sq_ext_row *put,
     if ((rc = sdb_exec(s->w, "SAVEPOINT kext_put")) != 0)
         return rc;
     rc = ext_all(s, pw, -2, put, nput);
-    if (!rc)
-        return sdb_exec(s->w, "RELEASE SAVEPOINT kext_put");
+    /* the INSERTs are sent (sdb_send): their error comes with the RELEASE,
+     * which then does not run */
+    if (!rc && (rc = sdb_exec(s->w, "RELEASE SAVEPOINT kext_put")) == 0)
+        return GPUFL_OK;
     if (rc == GPUFL_EUNAVAIL)
         return rc;
     glog_debug("store",

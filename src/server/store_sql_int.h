@@ -563,6 +563,16 @@ static inline int qrun(sdb_stmt *st)
     return sdb_err(rc);
 }
 
+/* qrun for a writer's statement whose changes nobody reads: on
+ * PostgreSQL sent without waiting (sdb_send), its error returned by the
+ * transaction's next statement that waits, at the latest its COMMIT. */
+static inline int qsend(sdb_stmt *st)
+{
+    int rc = sdb_send(st);
+    sdb_reset(st);
+    return rc;
+}
+
 /* Borrow a query connection (blocks until one is free), give it back. */
 sdb *sq_reader_get(srv_store *s);
 void sq_reader_put(srv_store *s, sdb *db);

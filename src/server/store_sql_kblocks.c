@@ -253,7 +253,7 @@ static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
     qbind_u64(st, 8, idx->dur_min);
     qbind_u64(st, 9, idx->dur_max);
     qbind_blob(st, 10, b, len);
-    rc = qrun(st);
+    rc = qsend(st);
     if (rc)
         return rc;
     /* the session's longest block span, in the same transaction: the
@@ -266,7 +266,7 @@ static int kb_insert(srv_store *s, int64_t sess, int64_t stream,
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, (int64_t)(idx->ts_max - idx->ts_min));
-    return qrun(st);
+    return qsend(st);
 }
 
 static size_t name_slot(int64_t id, size_t mask)
@@ -351,7 +351,7 @@ static int kb_names_write(srv_store *s, int64_t sess, int64_t stream,
             qbind_u64(*sp, b + 6, lo[k]);
             qbind_u64(*sp, b + 7, hi[k]);
         }
-        rc = qrun(*sp);
+        rc = qsend(*sp);
     }
     sdb_finalize(st);
     return rc;
@@ -384,7 +384,7 @@ static int kb_unnamed_insert(srv_store *s, int64_t sess, int64_t stream,
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);
     qbind_u64(st, 3, idx->seq_min);
-    return qrun(st);
+    return qsend(st);
 }
 
 int sq_kb_name(srv_store *s, int64_t sess, int64_t stream,

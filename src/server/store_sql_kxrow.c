@@ -173,7 +173,7 @@ static int kx_rows(srv_store *s, int64_t sess, const kblock_ev *ev,
         qbind_i64(*sp, (int)(26 * j + 26), sd[j]);
     }
     rc = qrun(*sp);
-    if (!rc)
+    if (!rc && rows)
         *rows += (uint64_t)sdb_changes(s->w);
     return rc;
 }
@@ -212,7 +212,8 @@ static int kx_flush(srv_store *s, int64_t sess, const kblock_ev *ev,
 
 /* The kept rows of those of ev[0..n) at or before a side's bound (b[d],
  * have[d] 0: none), KX_ROWS a statement (SQ_KX_ARR on PostgreSQL); *rows
- * += how many went in. */
+ * += how many went in (rows NULL: not counted, and on PostgreSQL not
+ * waited for, sdb_send). */
 static int kx_put_bound(srv_store *s, int64_t sess, const kblock_ev *ev,
                         size_t n, int64_t b[2][2], const int *have,
                         uint64_t *rows)
@@ -242,7 +243,6 @@ int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,
 {
     int64_t b[2][2] = { { 0, 0 }, { 0, 0 } };
     int have[2] = { 0, 0 }, rc;
-    uint64_t rows = 0;
 
     for (int d = 0; d < 2; d++) {
         if (heap) {
@@ -254,7 +254,7 @@ int sq_kx_put(srv_store *s, int64_t sess, const kblock_ev *ev, size_t n,
     }
     if (!have[0] && !have[1])
         return GPUFL_OK;
-    return kx_put_bound(s, sess, ev, n, b, have, &rows);
+    return kx_put_bound(s, sess, ev, n, b, have, NULL);
 }
 
 /* ---- the fill (migrate) ---- */

@@ -109,7 +109,7 @@ static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
             if ((rc = sq_arr_bind(st, c + 1, cb, n, room, roll_el, &r)) != 0)
                 return rc;
         }
-        if ((rc = qrun(st)) != 0)
+        if ((rc = qsend(st)) != 0)
             return rc;
         i0 = i1;
     }

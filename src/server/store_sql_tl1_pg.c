@@ -304,7 +304,7 @@ int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
             continue;
         qbind_str(T->put, 4, (srv_str){ T->data.p, T->data.len });
         if ((rc = grp_bind(T, T->put, cb, g0, ngood, 1)) != 0 ||
-            (rc = qrun(T->put)) != 0)
+            (rc = qsend(T->put)) != 0)
             return rc;
     }
     /* the bad ranges' buckets to the front, written as tl rows */
@@ -319,5 +319,5 @@ int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
             0)
             return rc;
     }
-    return qrun(rows);
+    return qsend(rows);
 }

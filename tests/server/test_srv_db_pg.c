@@ -12,7 +12,12 @@
  * own, and a connection keeps at most PG_STMT_CACHE of them.  And results
  * in binary (db_pg.c, bin_ok): a statement of blobs and integers reads the
  * same from its second run on (extremes, NULs in blobs, empty and NULL
- * ones), in binary; one with a text column stays in text.
+ * ones), in binary; one with a text column stays in text.  And
+ * statements sent without waiting (sdb_send, libpq's pipeline mode): in
+ * order, an error among them returned by the next command that waits (a
+ * COMMIT after one fails and commits nothing), run at once outside a
+ * transaction, and a connection lost with some in flight handled as any
+ * lost inside a transaction.
  *
  * Needs the throwaway cluster (GPUFL_TEST_PG_URI_FILE, pg_cluster.sh);
  * without it the test is skipped (exit 77).
@@ -311,6 +316,92 @@ static void test_binary(void)
     sdb_close(db);
 }
 
+static int send_i64(sdb_stmt *st, int64_t v)
+{
+    int rc;
+
+    sdb_bind_i64(st, 1, v);
+    rc = sdb_send(st);
+    sdb_reset(st);
+    return rc;
+}
+
+static void test_sent(void)
+{
+    char url[600], err[256];
+    sdb *adm = NULL, *db = NULL;
+    sdb_stmt *ins = NULL, *cnt = NULL;
+    int64_t pid;
+    int sent = 0;
+
+    snprintf(url, sizeof(url), "%s/postgres", base);
+    REQUIRE(sdb_open(url, 0, &adm, err, sizeof(err)) == 0);
+    sdb_exec(adm, "DROP DATABASE IF EXISTS gpufl_dbsend");
+    REQUIRE(sdb_exec(adm, "CREATE DATABASE gpufl_dbsend") == 0);
+    snprintf(url, sizeof(url), "%s/gpufl_dbsend", base);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    REQUIRE(sdb_exec(db, "CREATE TABLE u(x BIGINT PRIMARY KEY)") == 0);
+    REQUIRE(sdb_prepare(db, "INSERT INTO u VALUES(?)", &ins) == 0);
+    REQUIRE(sdb_prepare(db, "SELECT count(*) FROM u", &cnt) == 0);
+
+    /* in order; a read in the transaction sees those sent before it */
+    REQUIRE(sdb_begin(db) == 0);
+    for (int i = 1; i <= 100; i++)
+        sent += send_i64(ins, i) == 0;
+    CHECK(sdb_step(cnt) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(cnt, 0), 100);
+    sdb_reset(cnt);
+    for (int i = 101; i <= 200; i++)
+        sent += send_i64(ins, i) == 0;
+    CHECK_EQ_U64(sent, 200);
+    CHECK(sdb_exec(db, "COMMIT") == 0);
+    CHECK_EQ_U64(one(db, "SELECT sum(x) FROM u"), 200 * 201 / 2);
+
+    /* a duplicate key among them: sent (0), its error comes with the
+     * COMMIT, which commits nothing; after the ROLLBACK all is usable */
+    REQUIRE(sdb_begin(db) == 0);
+    CHECK(send_i64(ins, 201) == 0);
+    CHECK(send_i64(ins, 5) == 0);
+    CHECK(send_i64(ins, 202) == 0);
+    CHECK(sdb_exec(db, "COMMIT") == GPUFL_EINTERNAL);
+    CHECK(sdb_exec(db, "ROLLBACK") == 0);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM u"), 200);
+    /* ... or with the next step, of another statement */
+    REQUIRE(sdb_begin(db) == 0);
+    CHECK(send_i64(ins, 7) == 0);
+    CHECK(sdb_step(cnt) == GPUFL_EINTERNAL);
+    sdb_reset(cnt);
+    CHECK(sdb_exec(db, "ROLLBACK") == 0);
+    /* the same statements go on working */
+    REQUIRE(sdb_begin(db) == 0);
+    CHECK(send_i64(ins, 203) == 0);
+    CHECK(sdb_exec(db, "COMMIT") == 0);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM u"), 201);
+
+    /* outside a transaction a send waits: its own error, at once */
+    CHECK(send_i64(ins, 1) == GPUFL_EINTERNAL);
+    CHECK(send_i64(ins, 300) == 0);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM u WHERE x=300"), 1);
+
+    /* the connection lost with one in flight: the transaction fails
+     * until ROLLBACK, then a new connection; nothing of it stored */
+    REQUIRE(sdb_begin(db) == 0);
+    pid = one(db, "SELECT pg_backend_pid()");
+    CHECK(send_i64(ins, 301) == 0);
+    REQUIRE(terminate(adm, pid) == 0);
+    (void)send_i64(ins, 302); /* the socket may take it, or not */
+    CHECK(sdb_exec(db, "COMMIT") == GPUFL_EUNAVAIL);
+    CHECK(sdb_exec(db, "ROLLBACK") == 0);
+    CHECK(send_i64(ins, 303) == 0);
+    CHECK(one(db, "SELECT pg_backend_pid()") != pid);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM u WHERE x > 300"), 1);
+    sdb_finalize(ins);
+    sdb_finalize(cnt);
+    sdb_close(db);
+    sdb_exec(adm, "DROP DATABASE gpufl_dbsend");
+    sdb_close(adm);
+}
+
 int main(void)
 {
     const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
@@ -327,5 +418,6 @@ int main(void)
     RUN(test_terminated);
     RUN(test_kept);
     RUN(test_binary);
+    RUN(test_sent);
     TEST_DONE();
 }
