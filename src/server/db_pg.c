@@ -695,6 +695,15 @@ uint64_t sdb_pg_binary(const sdb *db)
     return db->bin_results;
 }
 
+/* A parameter the SQL never mentions still needs a type (before a
+ * PREPARE, or kept_take's comparison of types). */
+static void default_types(sdb_stmt *st)
+{
+    for (int i = 1; i <= st->nparams; i++)
+        if (!st->used[i] && !st->types[i])
+            st->types[i] = OID_TEXT;
+}
+
 static int pg_step(sdb_stmt *st)
 {
     sdb *db = st->db;
@@ -708,10 +717,7 @@ static int pg_step(sdb_stmt *st)
         if (rc)
             return rc;
         if (!st->prepared || st->gen != db->gen) {
-            /* a parameter the SQL never mentions still needs a type */
-            for (int i = 1; i <= st->nparams; i++)
-                if (!st->used[i] && !st->types[i])
-                    st->types[i] = OID_TEXT;
+            default_types(st);
             if (!kept_take(st)) {
                 r = PQprepare(db->c, st->name, st->sql, st->nparams,
                               st->types + 1);
@@ -890,9 +896,7 @@ static int pg_send(sdb_stmt *st)
         pg_reset(st);
     if ((!st->prepared || st->gen != db->gen) && !db->lost) {
         /* one kept prepared on the connection needs no PREPARE */
-        for (int i = 1; i <= st->nparams; i++)
-            if (!st->used[i] && !st->types[i])
-                st->types[i] = OID_TEXT;
+        default_types(st);
         if (kept_take(st)) {
             st->prepared = 1;
             st->gen = db->gen;
@@ -916,11 +920,8 @@ static int pg_send(sdb_stmt *st)
     }
     if (PQsendQueryPrepared(db->c, st->name, st->nparams,
                             (const char *const *)(st->vals + 1), st->lens + 1,
-                            st->fmts + 1, 0) != 1) {
-        rc = fail(db, NULL);
-        (void)drain(db);
-        return rc;
-    }
+                            st->fmts + 1, 0) != 1)
+        goto broken;
     db->piped++;
     st->executed = 1;
     st->row = -1;
@@ -928,12 +929,15 @@ static int pg_send(sdb_stmt *st)
     db->changes = 0;
     /* on its way now: libpq holds what is sent in pipeline mode until a
      * flush, and the point is that PostgreSQL works meanwhile */
-    if (PQflush(db->c) != 0) {
-        rc = fail(db, NULL);
-        (void)drain(db);
-        return rc;
-    }
+    if (PQflush(db->c) != 0)
+        goto broken;
     return GPUFL_OK;
+broken:
+    /* the send's own failure is the answer; what was in flight is
+     * collected (its error moot: the transaction fails) */
+    rc = fail(db, NULL);
+    (void)drain(db);
+    return rc;
 }
 
 const sdb_ops sdb_pg_ops = {
