@@ -1,6 +1,7 @@
 /*
  * db.h - the small SQL interface the store is written against, with one
- * backend per database: db_sqlite.c (embedded) and db_pg.c (libpq).
+ * backend per database: db_sqlite.c (embedded) and db_pg.c (libpq, with
+ * db_pg_kept.c and db_pg_pipe.c).
  *
  * Its shape is SQLite's: prepare, bind, step through rows, reset, finalize.
  * SQL text uses "?N" (or "?") parameters; the PostgreSQL backend rewrites

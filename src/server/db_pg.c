@@ -8,16 +8,11 @@
  * travel in text format, integers and doubles printed exactly, but for
  * blobs: those go in binary, as they are (hex doubled a kernel block's
  * bytes on the wire and cost both sides a pass over them).  A finalized
- * statement stays prepared on its connection, in a cache of PG_STMT_CACHE
- * (SQL, parameter types) a connection, the least recently finalized
- * deallocated first, so per-request queries do not pile up on the server
- * and the next statement of the same SQL and types runs without a
- * PREPARE (the compactor prepared and deallocated ~10 statements a merge:
- * two round trips each, under the writer's lock).  Results come as text
- * but for statements of blobs and integers alone (a kernel block's read):
- * after its first run in text such a statement asks for binary results
- * (bin_ok), so PostgreSQL does not hex-encode each block and we do not
- * decode it again (PQunescapeBytea and a copy).
+ * statement stays prepared on its connection (db_pg_kept.c).  Results
+ * come as text but for statements of blobs and integers alone (a kernel
+ * block's read): after its first run in text such a statement asks for
+ * binary results (bin_ok), so PostgreSQL does not hex-encode each block
+ * and we do not decode it again (PQunescapeBytea and a copy).
  *
  * A lost connection (db.h) is made again by the next command that finds
  * it gone: before each command an idle socket with something to read is
@@ -27,17 +22,11 @@
  * PG_BACKOFF_MAX_MS; in between, commands fail at once.  Each connection
  * has a generation; a statement prepared in an older one is prepared again.
  *
- * sdb_send() pipelines (libpq's pipeline mode): a statement whose result
- * the caller does not read is sent and flushed, and the caller goes on
- * while PostgreSQL executes it.  The next command that waits for a result
- * (a step, an exec, a COPY, a DEALLOCATE) first sends a Sync and collects
- * every result up to it (drain), and returns the first error among them.
- * Only executions are pipelined: a statement not yet prepared on the
- * connection is prepared synchronously, outside the pipeline, so that an
- * error in the pipeline (which skips what follows it up to the Sync)
- * never leaves a statement believed prepared that is not.
+ * sdb_send() pipelines (libpq's pipeline mode, db_pg_pipe.c): every
+ * command here that waits for a result first collects the results of the
+ * statements sent before it (sdb_pg_collect).
  */
-#include "db_int.h"
+#include "db_pg_int.h"
 
 #include <gpufl/gpufl.h>
 
@@ -53,73 +42,10 @@
 /* Parameters one statement may have (the protocol's limit). */
 #define PG_PARAMS_MAX 65535
 
-/* Statements kept prepared per connection once finalized (pg_finalize). */
-#define PG_STMT_CACHE 64
-
 /* Reconnection: the first retry after this, doubling to the cap (the
  * longest a recovered database waits for us). */
 #define PG_BACKOFF_MIN_MS 50
 #define PG_BACKOFF_MAX_MS 2000
-
-/* pg_type OIDs (stable, from the catalog) */
-#define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_INT4 23
-#define OID_TEXT 25
-#define OID_FLOAT8 701
-
-/* A finalized statement still prepared on the connection: its SQL (as
- * sent) and parameter types, which a new statement must match to use it. */
-typedef struct pg_kept {
-    char *sql;  /* NULL: a free slot */
-    Oid *types; /* nparams + 1, index 0 unused */
-    int nparams;
-    int rfmt; /* its statement's result format (sdb_stmt) */
-    unsigned gen;
-    uint64_t tick; /* when it was finalized: the oldest goes first */
-    char name[32];
-} pg_kept;
-
-struct sdb {
-    sdb_head head;
-    PGconn *c;
-    int64_t changes;
-    unsigned nstmt;
-    unsigned gen; /* connections made so far: statements compare */
-    int lost;     /* the connection is gone: make it again */
-    int tx_lost;  /* ... and it was inside a transaction */
-    int txs;      /* PQtransactionStatus before the current command */
-    int goodbye;  /* the server said FATAL: it is closing the connection */
-    uint64_t retry_at, backoff_ms; /* next attempt (mono ms), its delay */
-    char err[512];
-    pg_kept kept[PG_STMT_CACHE];
-    uint64_t tick;
-    uint64_t bin_results; /* results received in binary (sdb_pg_binary) */
-    /* statements sent (pg_send) whose results are not yet collected: the
-     * connection is in pipeline mode while this is not 0 */
-    int piped;
-    int pipe_rc; /* an error collected where none could be returned */
-};
-
-struct sdb_stmt {
-    sdb *db; /* first, as db_int.h requires */
-    char *sql;
-    char name[32];
-    int prepared, executed, nparams;
-    unsigned gen; /* db->gen it was prepared in */
-    /* nparams + 1 entries each, index 0 unused */
-    char **vals;
-    int *lens, *fmts; /* binary parameters (blobs): length, format 1 */
-    Oid *types;
-    unsigned char *used; /* "$N" appears in the SQL */
-    PGresult *res;
-    int row, nrows;
-    /* results asked for: -1 not known yet (text; bin_ok decides after the
-     * first), 0 text, 1 binary */
-    int rfmt;
-    unsigned char *blob;
-    char *tbuf; /* pg_col_text of binary integers: 24 bytes a column */
-};
 
 extern const sdb_ops sdb_pg_ops;
 
@@ -176,7 +102,7 @@ int sdb_pg_open(const char *url, sdb **out, char *err, size_t cap)
 
 /* The connection is gone: the next command makes it again (or, if it was
  * inside a transaction, after the caller's ROLLBACK or next BEGIN). */
-static void mark_lost(sdb *db)
+void sdb_pg_mark_lost(sdb *db)
 {
     if (db->lost)
         return;
@@ -185,9 +111,9 @@ static void mark_lost(sdb *db)
                   db->txs == PQTRANS_ACTIVE;
 }
 
-/* After a command: where it left the transaction, for mark_lost (a
+/* After a command: where it left the transaction, for sdb_pg_mark_lost (a
  * command that then fails because the connection died keeps this). */
-static void after(sdb *db)
+void sdb_pg_after(sdb *db)
 {
     if (PQstatus(db->c) == CONNECTION_OK)
         db->txs = PQtransactionStatus(db->c);
@@ -254,10 +180,10 @@ static int probe(sdb *db)
 }
 
 /* Before each command: a usable connection, made again if it was lost. */
-static int ready(sdb *db)
+int sdb_pg_ready(sdb *db)
 {
     if (!db->lost && PQstatus(db->c) == CONNECTION_OK) {
-        /* where the last command left us, for mark_lost: a connection
+        /* where the last command left us, for sdb_pg_mark_lost: a connection
          * found gone between two commands of a transaction must not be
          * replaced under the rest of it */
         db->txs = PQtransactionStatus(db->c);
@@ -266,7 +192,7 @@ static int ready(sdb *db)
         if (!db->goodbye)
             snprintf(db->err, sizeof(db->err), "%s", PQerrorMessage(db->c));
     }
-    mark_lost(db);
+    sdb_pg_mark_lost(db);
     if (db->tx_lost) {
         snprintf(db->err, sizeof(db->err),
                  "the connection to PostgreSQL was lost inside a"
@@ -276,24 +202,17 @@ static int ready(sdb *db)
     return reconnect(db);
 }
 
-static void kept_free(pg_kept *k)
-{
-    free(k->sql);
-    free(k->types);
-    memset(k, 0, sizeof(*k));
-}
-
 static void pg_close(sdb *db)
 {
     /* the connection's end deallocates them on the server */
     for (int i = 0; i < PG_STMT_CACHE; i++)
-        kept_free(&db->kept[i]);
+        sdb_pg_kept_free(&db->kept[i]);
     PQfinish(db->c);
     free(db);
 }
 
 /* A failed result: remember why, and whether the server is reachable. */
-static int fail(sdb *db, PGresult *r)
+int sdb_pg_fail(sdb *db, PGresult *r)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 
@@ -303,7 +222,7 @@ static int fail(sdb *db, PGresult *r)
     if (PQstatus(db->c) != CONNECTION_OK ||
         (state && (!strncmp(state, "08", 2) || !strcmp(state, "57P01") ||
                    !strcmp(state, "57P02") || !strcmp(state, "57P03")))) {
-        mark_lost(db);
+        sdb_pg_mark_lost(db);
         sdb_notify(db, SDB_EV_DOWN, db->err);
         return GPUFL_EUNAVAIL;
     }
@@ -316,68 +235,6 @@ static int fail(sdb *db, PGresult *r)
     return GPUFL_EINTERNAL;
 }
 
-/* The results of the statements sent (pg_send): a Sync, every result up
- * to its answer, then out of pipeline mode.  The first error, or 0. */
-static int drain(sdb *db)
-{
-    int rc = 0, nulls = 0;
-
-    if (!db->piped)
-        return 0;
-    if (PQpipelineSync(db->c) != 1)
-        rc = fail(db, NULL);
-    while (!rc || PQstatus(db->c) == CONNECTION_OK) {
-        PGresult *r = PQgetResult(db->c);
-        ExecStatusType s;
-
-        if (!r) {
-            /* one NULL ends each statement's results; more than the
-             * statements sent means the Sync will not come (the
-             * connection broke) */
-            if (++nulls > db->piped) {
-                if (!rc)
-                    rc = fail(db, NULL);
-                break;
-            }
-            continue;
-        }
-        s = PQresultStatus(r);
-        if (s == PGRES_PIPELINE_SYNC) {
-            PQclear(r);
-            break;
-        }
-        /* PIPELINE_ABORTED: skipped after an earlier error, counted there */
-        if (!rc && s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK &&
-            s != PGRES_PIPELINE_ABORTED)
-            rc = fail(db, r);
-        PQclear(r);
-    }
-    db->piped = 0;
-    if (PQexitPipelineMode(db->c) != 1) {
-        /* results left unread: no later command could run on it */
-        if (!rc)
-            snprintf(db->err, sizeof(db->err),
-                     "PostgreSQL pipeline not ended: %s",
-                     PQerrorMessage(db->c));
-        mark_lost(db);
-        rc = GPUFL_EUNAVAIL;
-    }
-    after(db);
-    return rc;
-}
-
-/* Before a command that waits for its result: the sent statements'
- * results collected, and an error among them not yet returned. */
-static int collect(sdb *db)
-{
-    int rc = drain(db);
-
-    if (!rc)
-        rc = db->pipe_rc;
-    db->pipe_rc = 0;
-    return rc;
-}
-
 static int pg_exec(sdb *db, const char *sql)
 {
     int rollback = !strncmp(sql, "ROLLBACK", 8);
@@ -387,13 +244,14 @@ static int pg_exec(sdb *db, const char *sql)
 
     /* a sent statement's error is this command's (a COMMIT of a failed
      * transaction would answer ROLLBACK, and succeed); a ROLLBACK goes on */
-    if ((db->piped || db->pipe_rc) && (rc = collect(db)) != 0 && !rollback)
+    if ((db->piped || db->pipe_rc) && (rc = sdb_pg_collect(db)) != 0 &&
+        !rollback)
         return rc;
     /* a new BEGIN abandons a transaction whose connection was lost (the
      * caller saw it fail) */
     if (db->lost && !strncmp(sql, "BEGIN", 5))
         db->tx_lost = 0;
-    rc = db->lost && rollback ? GPUFL_EUNAVAIL : ready(db);
+    rc = db->lost && rollback ? GPUFL_EUNAVAIL : sdb_pg_ready(db);
     if (rc) {
         /* a lost connection has no transaction left to roll back */
         if (rollback && db->lost) {
@@ -404,9 +262,10 @@ static int pg_exec(sdb *db, const char *sql)
     }
     r = PQexec(db->c, sql);
     s = PQresultStatus(r);
-    rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? GPUFL_OK : fail(db, r);
+    rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? GPUFL_OK
+                                                       : sdb_pg_fail(db, r);
     PQclear(r);
-    after(db);
+    sdb_pg_after(db);
     return rc;
 }
 
@@ -512,104 +371,20 @@ fail:
     return rc;
 }
 
-static void pg_reset(sdb_stmt *st)
+void sdb_pg_reset(sdb_stmt *st)
 {
     PQclear(st->res);
     st->res = NULL;
     st->executed = 0;
 }
 
-static void deallocate(sdb *db, const char *name)
-{
-    char sql[64];
-    int rc;
-
-    /* a synchronous command: the pipeline first, its error kept for the
-     * next command to return */
-    if ((rc = drain(db)) != 0 && !db->pipe_rc)
-        db->pipe_rc = rc;
-
-    snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
-    PQclear(PQexec(db->c, sql));
-    after(db);
-}
-
-/* Whether slot k holds a statement prepared on the live connection. */
-static int kept_live(const sdb *db, const pg_kept *k)
-{
-    return k->sql && k->gen == db->gen;
-}
-
-/* Whether slot k is live and holds st's SQL and parameter types. */
-static int kept_is(const pg_kept *k, const sdb_stmt *st)
-{
-    return kept_live(st->db, k) && k->nparams == st->nparams &&
-           !strcmp(k->sql, st->sql) &&
-           !memcmp(k->types + 1, st->types + 1,
-                   (size_t)st->nparams * sizeof(Oid));
-}
-
-/* A kept statement of st's SQL and types, prepared on this connection:
- * its name given to st and its slot freed (one owner at a time).  1 if
- * found. */
-static int kept_take(sdb_stmt *st)
-{
-    for (int i = 0; i < PG_STMT_CACHE; i++) {
-        pg_kept *k = &st->db->kept[i];
-        if (kept_is(k, st)) {
-            memcpy(st->name, k->name, sizeof(st->name));
-            st->rfmt = k->rfmt;
-            kept_free(k);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* st, prepared on the live connection, kept for a later statement of the
- * same SQL and types: a free slot (or one of a lost connection's), else
- * the oldest, deallocated.  0 if st is to be deallocated instead (the same
- * statement kept already). */
-static int kept_put(sdb_stmt *st)
-{
-    sdb *db = st->db;
-    pg_kept *v = NULL;
-    char *q;
-
-    for (int i = 0; i < PG_STMT_CACHE; i++) {
-        pg_kept *k = &db->kept[i];
-        if (kept_is(k, st))
-            return 0;
-        /* a free or dead slot first, else the oldest live one */
-        if (!v ||
-            (kept_live(db, v) && (!kept_live(db, k) || k->tick < v->tick)))
-            v = k;
-    }
-    if (kept_live(db, v))
-        deallocate(db, v->name);
-    kept_free(v);
-    /* translate's buffer is 6x the SQL's length */
-    if ((q = realloc(st->sql, strlen(st->sql) + 1)) != NULL)
-        st->sql = q;
-    v->sql = st->sql;
-    v->types = st->types;
-    v->nparams = st->nparams;
-    v->rfmt = st->rfmt;
-    v->gen = db->gen;
-    v->tick = ++db->tick;
-    memcpy(v->name, st->name, sizeof(v->name));
-    st->sql = NULL; /* the slot owns them now */
-    st->types = NULL;
-    return 1;
-}
-
 static void pg_finalize(sdb_stmt *st)
 {
-    pg_reset(st);
+    sdb_pg_reset(st);
     /* one prepared on a connection since lost is gone with it */
     if (st->prepared && st->gen == st->db->gen && !st->db->lost &&
-        PQstatus(st->db->c) == CONNECTION_OK && !kept_put(st))
-        deallocate(st->db, st->name);
+        PQstatus(st->db->c) == CONNECTION_OK && !sdb_pg_kept_put(st))
+        sdb_pg_deallocate(st->db, st->name);
     stmt_free(st);
 }
 
@@ -627,7 +402,7 @@ static void set_val(sdb_stmt *st, int i, char *v, Oid type, int len, int fmt)
     st->fmts[i] = fmt;
     /* once prepared on the live connection the types are fixed on the
      * server (a later value is read as the type prepared): they stay, so
-     * that kept_put files the statement under what it was prepared with */
+     * that sdb_pg_kept_put files the statement under what it was prepared with */
     if (type && !(st->prepared && st->gen == st->db->gen))
         st->types[i] = type;
 }
@@ -696,33 +471,33 @@ uint64_t sdb_pg_binary(const sdb *db)
 }
 
 /* A parameter the SQL never mentions still needs a type (before a
- * PREPARE, or kept_take's comparison of types). */
-static void default_types(sdb_stmt *st)
+ * PREPARE, or sdb_pg_kept_take's comparison of types). */
+void sdb_pg_default_types(sdb_stmt *st)
 {
     for (int i = 1; i <= st->nparams; i++)
         if (!st->used[i] && !st->types[i])
             st->types[i] = OID_TEXT;
 }
 
-static int pg_step(sdb_stmt *st)
+int sdb_pg_step(sdb_stmt *st)
 {
     sdb *db = st->db;
 
     if (!st->executed) {
         PGresult *r;
         ExecStatusType s;
-        int rc = collect(db);
+        int rc = sdb_pg_collect(db);
         if (!rc)
-            rc = ready(db);
+            rc = sdb_pg_ready(db);
         if (rc)
             return rc;
         if (!st->prepared || st->gen != db->gen) {
-            default_types(st);
-            if (!kept_take(st)) {
+            sdb_pg_default_types(st);
+            if (!sdb_pg_kept_take(st)) {
                 r = PQprepare(db->c, st->name, st->sql, st->nparams,
                               st->types + 1);
                 if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                    rc = fail(db, r);
+                    rc = sdb_pg_fail(db, r);
                     PQclear(r);
                     return rc;
                 }
@@ -736,12 +511,12 @@ static int pg_step(sdb_stmt *st)
                                  st->lens + 1, st->fmts + 1, st->rfmt == 1);
         s = PQresultStatus(st->res);
         if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
-            rc = fail(db, st->res);
+            rc = sdb_pg_fail(db, st->res);
             PQclear(st->res);
             st->res = NULL;
             return rc;
         }
-        after(db);
+        sdb_pg_after(db);
         {
             const char *ct = PQcmdTuples(st->res);
             db->changes = ct && *ct ? strtoll(ct, NULL, 10) : 0;
@@ -848,17 +623,17 @@ static int pg_col_null(sdb_stmt *st, int i)
 static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
 {
     PGresult *r;
-    int rc = collect(db);
+    int rc = sdb_pg_collect(db);
 
     if (!rc)
-        rc = ready(db);
+        rc = sdb_pg_ready(db);
 
     if (rc)
         return rc;
     r = PQexec(db->c, sql);
 
     if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = fail(db, r);
+        rc = sdb_pg_fail(db, r);
         PQclear(r);
         return rc;
     }
@@ -867,82 +642,22 @@ static int pg_copy(sdb *db, const char *sql, const char *data, size_t len)
         rc = GPUFL_ETOOBIG;
     /* the whole buffer at once: libpq splits it into protocol messages */
     if (!rc && PQputCopyData(db->c, data, (int)len) != 1)
-        rc = fail(db, NULL);
+        rc = sdb_pg_fail(db, NULL);
     /* a failure still ends the COPY so the connection stays usable */
     if (PQputCopyEnd(db->c, rc ? "gpufl: copy failed" : NULL) != 1 && !rc)
-        rc = fail(db, NULL);
+        rc = sdb_pg_fail(db, NULL);
     while ((r = PQgetResult(db->c)) != NULL) {
         if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = fail(db, r);
+            rc = sdb_pg_fail(db, r);
         PQclear(r);
     }
-    after(db);
-    return rc;
-}
-
-/* sdb_send: executed in the pipeline, prepared (once) outside it; outside
- * a transaction, run as sdb_step. */
-static int pg_send(sdb_stmt *st)
-{
-    sdb *db = st->db;
-    int rc;
-
-    if (db->pipe_rc) {
-        rc = db->pipe_rc;
-        db->pipe_rc = 0;
-        return rc;
-    }
-    if (st->executed)
-        pg_reset(st);
-    if ((!st->prepared || st->gen != db->gen) && !db->lost) {
-        /* one kept prepared on the connection needs no PREPARE */
-        default_types(st);
-        if (kept_take(st)) {
-            st->prepared = 1;
-            st->gen = db->gen;
-        }
-    }
-    if (!st->prepared || st->gen != db->gen) {
-        /* pg_step prepares (the pipeline collected first) and runs it:
-         * the first run of a statement on a connection waits */
-        rc = pg_step(st);
-        return sdb_err(rc);
-    }
-    if (!db->piped) {
-        if ((rc = ready(db)) != 0)
-            return rc;
-        /* made again just now, or outside a transaction: there no later
-         * command of the caller's would be the one to return its error */
-        if (st->gen != db->gen || db->txs != PQTRANS_INTRANS)
-            return sdb_err(pg_step(st));
-        if (PQenterPipelineMode(db->c) != 1)
-            return fail(db, NULL);
-    }
-    if (PQsendQueryPrepared(db->c, st->name, st->nparams,
-                            (const char *const *)(st->vals + 1), st->lens + 1,
-                            st->fmts + 1, 0) != 1)
-        goto broken;
-    db->piped++;
-    st->executed = 1;
-    st->row = -1;
-    st->nrows = 0;
-    db->changes = 0;
-    /* on its way now: libpq holds what is sent in pipeline mode until a
-     * flush, and the point is that PostgreSQL works meanwhile */
-    if (PQflush(db->c) != 0)
-        goto broken;
-    return GPUFL_OK;
-broken:
-    /* the send's own failure is the answer; what was in flight is
-     * collected (its error moot: the transaction fails) */
-    rc = fail(db, NULL);
-    (void)drain(db);
+    sdb_pg_after(db);
     return rc;
 }
 
 const sdb_ops sdb_pg_ops = {
-    pg_close,     pg_exec,     pg_errmsg,   pg_changes,   pg_prepare,
-    pg_finalize,  pg_bind_i64, pg_bind_f64, pg_bind_text, pg_bind_blob,
-    pg_bind_null, pg_step,     pg_reset,    pg_col_i64,   pg_col_f64,
-    pg_col_text,  pg_col_blob, pg_col_null, pg_copy,      pg_send,
+    pg_close,     pg_exec,     pg_errmsg,    pg_changes,   pg_prepare,
+    pg_finalize,  pg_bind_i64, pg_bind_f64,  pg_bind_text, pg_bind_blob,
+    pg_bind_null, sdb_pg_step, sdb_pg_reset, pg_col_i64,   pg_col_f64,
+    pg_col_text,  pg_col_blob, pg_col_null,  pg_copy,      sdb_pg_send,
 };
