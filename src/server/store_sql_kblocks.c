@@ -17,6 +17,7 @@
  */
 #include "store_sql_int.h"
 #include "store_sql_blocks_w.h"
+#include "store_sql_writer_int.h"
 
 #include <gpufl/gpufl.h>
 
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "kblock.h"
 
@@ -315,6 +317,56 @@ int sq_kb_name_bounds(const kblock_index *idx, const kblock_ev *ev, size_t n,
     return GPUFL_OK;
 }
 
+/* kbnames' columns name_id, n, dur_min, dur_max of one block for
+ * sq_arr_bind: column c of name j. */
+typedef struct kbn_cur {
+    const kblock_index *idx;
+    const uint64_t *lo, *hi;
+    int c;
+} kbn_cur;
+
+static void kbn_el(gbuf *cb, void *ctx, size_t j)
+{
+    const kbn_cur *x = ctx;
+
+    sq_cb_i(cb,
+            x->c == 0   ? x->idx->names[j].name_id
+            : x->c == 1 ? (int64_t)x->idx->names[j].n
+            : x->c == 2 ? (int64_t)x->lo[j]
+                        : (int64_t)x->hi[j],
+            ',');
+}
+
+/* PostgreSQL: the block's kbnames rows in one statement, a column an
+ * array read through unnest.  As KB_NAMES_ROWS-row VALUES statements
+ * (several a block, 448 parameters each) PostgreSQL spent ~1.35 ms a
+ * 2M-kernel bench request on them (docs/server.md "kbnames in one
+ * statement on PostgreSQL"). */
+static int kb_names_arr(srv_store *s, int64_t sess, int64_t stream,
+                        const kblock_index *idx, const uint64_t *lo,
+                        const uint64_t *hi)
+{
+    gbuf cb;
+    int rc = GPUFL_OK;
+
+    if (!s->kb_names_st &&
+        sdb_prepare(s->w,
+                    "INSERT INTO kbnames SELECT ?1, ?2, ?3, u.* FROM"
+                    " unnest(?4::bigint[], ?5::bigint[], ?6::bigint[],"
+                    " ?7::bigint[]) AS u",
+                    &s->kb_names_st))
+        return GPUFL_EINTERNAL;
+    qbind_i64(s->kb_names_st, 1, sess);
+    qbind_i64(s->kb_names_st, 2, stream);
+    qbind_u64(s->kb_names_st, 3, idx->seq_min);
+    gbuf_init(&cb, (size_t)KB_MAX_NAMES * (SQ_CB_COL + 2) + 16);
+    for (int c = 0; c < 4 && !rc; c++)
+        rc = sq_arr_bind(s->kb_names_st, c + 4, &cb, idx->nnames, SQ_CB_COL,
+                         kbn_el, &(kbn_cur){ idx, lo, hi, c });
+    gbuf_release(&cb);
+    return rc ? rc : qsend(s->kb_names_st);
+}
+
 /* The block's kbnames rows (schema 22): per name of idx, its count and
  * the duration bounds lo[k], hi[k]. */
 static int kb_names_write(srv_store *s, int64_t sess, int64_t stream,
@@ -323,6 +375,9 @@ static int kb_names_write(srv_store *s, int64_t sess, int64_t stream,
 {
     sdb_stmt *st = NULL;
     int rc = GPUFL_OK;
+
+    if (sdb_dialect(s->w) == SDB_POSTGRES)
+        return kb_names_arr(s, sess, stream, idx, lo, hi);
 
     /* KB_NAMES_ROWS rows a statement: a block's ~200 names cost a few
      * statements, not one each (on PostgreSQL a round trip each); the
