@@ -15,6 +15,12 @@
 /* Statements kept prepared per connection once finalized (pg_finalize). */
 #define PG_STMT_CACHE 64
 
+/* Statements in flight whose SQL is kept to name in an error (the
+ * writer sends ~5 between two commands that wait), and the bytes of
+ * each kept. */
+#define PG_PIPE_NAMED 32
+#define PG_PIPE_SQL 96
+
 /* pg_type OIDs (stable, from the catalog) */
 #define OID_BYTEA 17
 #define OID_INT8 20
@@ -53,6 +59,10 @@ struct sdb {
      * connection is in pipeline mode while this is not 0 */
     int piped;
     int pipe_rc; /* an error collected where none could be returned */
+    /* the SQL (its start) of the first PG_PIPE_NAMED statements in
+     * flight: an error collected later names its statement, not the
+     * command that collected it */
+    char pipe_sql[PG_PIPE_NAMED][PG_PIPE_SQL];
 };
 
 struct sdb_stmt {

@@ -15,6 +15,23 @@
 #include <gpufl/gpufl.h>
 
 #include <stdio.h>
+#include <string.h>
+
+/* db->err, the error of statement i (from 0) of those in flight, said to
+ * be that statement's: the command that collected it is another. */
+static void blame(sdb *db, int i)
+{
+    char why[sizeof(db->err)];
+    int n;
+
+    memcpy(why, db->err, sizeof(why));
+    n = snprintf(
+        db->err, sizeof(db->err),
+        "statement %d of %d sent before this command (%s) failed: ", i + 1,
+        db->piped, i < PG_PIPE_NAMED ? db->pipe_sql[i] : "its SQL not kept");
+    if (n > 0 && (size_t)n < sizeof(db->err))
+        snprintf(db->err + n, sizeof(db->err) - (size_t)n, "%s", why);
+}
 
 /* The results of the statements sent (sdb_pg_send): a Sync, every result up
  * to its answer, then out of pipeline mode.  The first error, or 0. */
@@ -48,8 +65,10 @@ int sdb_pg_drain(sdb *db)
         }
         /* PIPELINE_ABORTED: skipped after an earlier error, counted there */
         if (!rc && s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK &&
-            s != PGRES_PIPELINE_ABORTED)
+            s != PGRES_PIPELINE_ABORTED) {
             rc = sdb_pg_fail(db, r);
+            blame(db, nulls);
+        }
         PQclear(r);
     }
     db->piped = 0;
@@ -120,6 +139,8 @@ int sdb_pg_send(sdb_stmt *st)
                             (const char *const *)(st->vals + 1), st->lens + 1,
                             st->fmts + 1, 0) != 1)
         goto broken;
+    if (db->piped < PG_PIPE_NAMED)
+        snprintf(db->pipe_sql[db->piped], PG_PIPE_SQL, "%s", st->sql);
     db->piped++;
     st->executed = 1;
     st->row = -1;

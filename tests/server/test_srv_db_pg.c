@@ -330,7 +330,7 @@ static void test_sent(void)
 {
     char url[600], err[256];
     sdb *adm = NULL, *db = NULL;
-    sdb_stmt *ins = NULL, *cnt = NULL;
+    sdb_stmt *ins = NULL, *cnt = NULL, *insw = NULL;
     int64_t pid;
     int sent = 0;
 
@@ -341,7 +341,9 @@ static void test_sent(void)
     snprintf(url, sizeof(url), "%s/gpufl_dbsend", base);
     REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
     REQUIRE(sdb_exec(db, "CREATE TABLE u(x BIGINT PRIMARY KEY)") == 0);
+    REQUIRE(sdb_exec(db, "CREATE TABLE w(y BIGINT)") == 0);
     REQUIRE(sdb_prepare(db, "INSERT INTO u VALUES(?)", &ins) == 0);
+    REQUIRE(sdb_prepare(db, "INSERT INTO w VALUES(?)", &insw) == 0);
     REQUIRE(sdb_prepare(db, "SELECT count(*) FROM u", &cnt) == 0);
 
     /* in order; a read in the transaction sees those sent before it */
@@ -358,14 +360,23 @@ static void test_sent(void)
     CHECK_EQ_U64(one(db, "SELECT sum(x) FROM u"), 200 * 201 / 2);
 
     /* a duplicate key among them: sent (0), its error comes with the
-     * COMMIT, which commits nothing; after the ROLLBACK all is usable */
+     * COMMIT, which commits nothing, and names the statement that failed
+     * (the third of four); after the ROLLBACK all is usable */
     REQUIRE(sdb_begin(db) == 0);
+    CHECK(send_i64(insw, 1) == 0); /* run once, outside the pipeline */
+    CHECK(send_i64(insw, 2) == 0);
     CHECK(send_i64(ins, 201) == 0);
     CHECK(send_i64(ins, 5) == 0);
-    CHECK(send_i64(ins, 202) == 0);
+    CHECK(send_i64(insw, 3) == 0);
     CHECK(sdb_exec(db, "COMMIT") == GPUFL_EINTERNAL);
+    CHECK(strstr(sdb_errmsg(db),
+                 "statement 3 of 4 sent before this command"
+                 " (INSERT INTO u VALUES($1)) failed: ") != NULL);
+    CHECK(strstr(sdb_errmsg(db), "duplicate key") != NULL);
+    printf("  the COMMIT's error: %s\n", sdb_errmsg(db));
     CHECK(sdb_exec(db, "ROLLBACK") == 0);
     CHECK_EQ_U64(one(db, "SELECT count(*) FROM u"), 200);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM w"), 0);
     /* ... or with the next step, of another statement */
     REQUIRE(sdb_begin(db) == 0);
     CHECK(send_i64(ins, 7) == 0);
@@ -396,6 +407,7 @@ static void test_sent(void)
     CHECK(one(db, "SELECT pg_backend_pid()") != pid);
     CHECK_EQ_U64(one(db, "SELECT count(*) FROM u WHERE x > 300"), 1);
     sdb_finalize(ins);
+    sdb_finalize(insw);
     sdb_finalize(cnt);
     sdb_close(db);
     sdb_exec(adm, "DROP DATABASE gpufl_dbsend");
