@@ -31,7 +31,7 @@
 #include "common/log.h"
 #include "kblock.h"
 
-/* kbnames rows one INSERT writes (7 parameters each) */
+/* kbnames rows one SQLite INSERT writes (7 parameters each) */
 #define KB_NAMES_ROWS 64
 
 /* Tests only: a pause of the milliseconds environment variable env says
@@ -379,9 +379,9 @@ static int kb_names_write(srv_store *s, int64_t sess, int64_t stream,
     if (sdb_dialect(s->w) == SDB_POSTGRES)
         return kb_names_arr(s, sess, stream, idx, lo, hi);
 
-    /* KB_NAMES_ROWS rows a statement: a block's ~200 names cost a few
-     * statements, not one each (on PostgreSQL a round trip each); the
-     * full statement is kept, a last partial one prepared here */
+    /* SQLite: KB_NAMES_ROWS rows a statement, a block's ~200 names a few
+     * statements, not one each; the full statement is kept, a last
+     * partial one prepared here */
     for (uint32_t k = 0; k < idx->nnames && !rc;) {
         size_t c =
             idx->nnames - k < KB_NAMES_ROWS ? idx->nnames - k : KB_NAMES_ROWS;
