@@ -6,6 +6,7 @@
  * checkpoint waits instead of failing.
  */
 #include "db_int.h"
+#include "db_sqlite_walbuf.h"
 
 #include <gpufl/gpufl.h>
 
@@ -35,12 +36,20 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
 extern const sdb_ops sdb_sqlite_ops;
 
 /* Before the first connection: no memory statistics, which SQLite keeps
- * under a global mutex taken at every allocation (a few % of ingest). */
+ * under a global mutex taken at every allocation (a few % of ingest); and
+ * the VFS that writes a transaction's WAL frames in one call
+ * (db_sqlite_walbuf.c), unless GPUFL_SERVER_WALBUF=0 (benchmarks: the
+ * same run without it). */
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+static const char *g_vfs; /* NULL: SQLite's default */
 
 static void cfg_once(void)
 {
+    const char *v = getenv("GPUFL_SERVER_WALBUF");
+
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if ((!v || strcmp(v, "0")) && sdb_walbuf_register() == SQLITE_OK)
+        g_vfs = SDB_WALBUF_VFS;
 }
 
 static int map(int rc)
@@ -115,7 +124,7 @@ int sdb_sqlite_open(const char *path, int readonly, sdb **out, char *err,
     pthread_once(&g_cfg_once, cfg_once);
     db->head.ops = &sdb_sqlite_ops;
     db->head.dialect = SDB_SQLITE;
-    rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    rc = sqlite3_open_v2(path, &db->h, flags, g_vfs);
     if (rc != SQLITE_OK) {
         snprintf(err, cap, "cannot open %s: %s", path,
                  db->h ? sqlite3_errmsg(db->h) : "out of memory");

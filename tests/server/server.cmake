@@ -68,6 +68,8 @@ if(TARGET gpufl_server_core)
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_ckpt ${CMAKE_CURRENT_LIST_DIR}/test_srv_ckpt.c
                   LIBS gpufl_server_core)
+  gpufl_unit_test(test_srv_walbuf ${CMAKE_CURRENT_LIST_DIR}/test_srv_walbuf.c
+                  LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_kb_par ${CMAKE_CURRENT_LIST_DIR}/test_srv_kb_par.c
                   LIBS gpufl_server_core)
   gpufl_unit_test(test_srv_igroup ${CMAKE_CURRENT_LIST_DIR}/test_srv_igroup.c
