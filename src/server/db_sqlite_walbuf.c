@@ -106,8 +106,13 @@ static int wb_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
         (rc = wb_flush(p)) != SQLITE_OK)
         return rc;
     if (n <= 0 || (size_t)n > WB_CHUNK ||
-        (!p->buf && !(p->buf = malloc(SDB_WALBUF_CAP))))
+        (!p->buf && !(p->buf = malloc(SDB_WALBUF_CAP)))) {
+        /* not held (no memory for it): what is held goes first, so the
+         * file still sees SQLite's order */
+        if ((rc = wb_flush(p)) != SQLITE_OK)
+            return rc;
         return p->real->pMethods->xWrite(p->real, b, n, off);
+    }
     if (!p->len)
         p->off = off;
     memcpy(p->buf + p->len, b, (size_t)n);

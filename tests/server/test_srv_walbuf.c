@@ -10,7 +10,9 @@
  *    (SDB_WALBUF_CAP) commits intact;
  *  - the WAL restarted after a checkpoint, and written again;
  *  - a writer killed (_exit, nothing closed) with frames held loses none
- *    of what it committed, and what it had not committed is not there.
+ *    of what it committed, and what it had not committed is not there;
+ *  - a write that fails as the frames go out (the file size limit) fails
+ *    the commit, and nothing of it is seen.
  */
 #include "test.h"
 
@@ -18,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,6 +220,46 @@ static void test_killed_writer(void)
     sqlite3_close(r);
 }
 
+/* A write that fails when the held frames go out (the file size limit,
+ * as a full disk would) fails the commit: SQLite reports it, and a reader
+ * sees the commits before it and nothing of that one. */
+static void test_write_error_fails_commit(void)
+{
+    sqlite3 *r;
+    pid_t pid;
+    int st = 0;
+
+    fresh("efbig");
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        sqlite3 *w = open_db(SDB_WALBUF_VFS, "FULL");
+        char wal[600];
+        struct stat sb;
+        struct rlimit rl;
+        if (!w || exec(w, "CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB)") ||
+            put_rows(w, 0, 100) != SQLITE_OK)
+            _exit(2);
+        snprintf(wal, sizeof(wal), "%s-wal", path);
+        if (stat(wal, &sb) != 0)
+            _exit(3);
+        /* room for 64 KiB more WAL, the next commit needs ~2 MiB */
+        signal(SIGXFSZ, SIG_IGN);
+        rl.rlim_cur = rl.rlim_max = (rlim_t)sb.st_size + 64 * 1024;
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(4);
+        _exit(put_rows(w, 100, 2000) == SQLITE_OK ? 5 : 0);
+    }
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    REQUIRE((r = open_db(NULL, "FULL")) != NULL);
+    CHECK_EQ_U64(one(r, "SELECT count(*) FROM t"), 100);
+    CHECK_EQ_U64(one(r, "SELECT count(*) FROM pragma_integrity_check"
+                        " WHERE integrity_check = 'ok'"),
+                 1);
+    sqlite3_close(r);
+}
+
 static void test_sync_off(void)
 {
     test_reader_sees_commits("OFF");
@@ -241,5 +286,6 @@ int main(void)
     RUN(test_sync_full);
     RUN(test_spill_and_restart);
     RUN(test_killed_writer);
+    RUN(test_write_error_fails_commit);
     TEST_DONE();
 }
