@@ -79,6 +79,30 @@ static int64_t one(sqlite3 *h, const char *sql)
     return v;
 }
 
+/* 1 when SQLite finds the database whole. */
+static int integrity_ok(sqlite3 *h)
+{
+    return one(h, "SELECT count(*) FROM pragma_integrity_check"
+                  " WHERE integrity_check = 'ok'") == 1;
+}
+
+/* fn run in a child process (its return value the child's exit status,
+ * the child ending with _exit: nothing closed, as kill -9 leaves it);
+ * returns that status, or -1 when the child could not run or died. */
+static int in_child(int (*fn)(void))
+{
+    pid_t pid = fork();
+    int st = 0;
+
+    if (pid < 0)
+        return -1;
+    if (pid == 0)
+        _exit(fn());
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
 /* n rows of 1 KiB blobs (~4 a page) numbered from first, in one
  * transaction. */
 static int put_rows(sqlite3 *h, int first, int n)
@@ -145,9 +169,7 @@ static void test_reader_sees_commits(const char *sync)
     sqlite3_close(w);
     REQUIRE((r = open_db(NULL, "FULL")) != NULL);
     CHECK_EQ_U64(one(r, "SELECT count(*) FROM t"), total);
-    CHECK_EQ_U64(one(r, "SELECT count(*) FROM pragma_integrity_check"
-                        " WHERE integrity_check = 'ok'"),
-                 1);
+    CHECK(integrity_ok(r));
     sqlite3_close(r);
 }
 
@@ -177,11 +199,26 @@ static void test_spill_and_restart(void)
         /* the WAL emptied: the next transaction starts it over */
         CHECK_EQ_U64(one(w, "PRAGMA wal_checkpoint(TRUNCATE)"), 0);
     }
-    CHECK_EQ_U64(one(r, "SELECT count(*) FROM pragma_integrity_check"
-                        " WHERE integrity_check = 'ok'"),
-                 1);
+    CHECK(integrity_ok(r));
     sqlite3_close(r);
     sqlite3_close(w);
+}
+
+/* The killed writer's work: five commits, then frames of an open
+ * transaction written (cache 10 pages), then the end. */
+static int killed_writer(void)
+{
+    sqlite3 *w = open_db(SDB_WALBUF_VFS, "FULL");
+
+    if (!w || exec(w, "CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB)"))
+        return 2;
+    for (int k = 0; k < 5; k++)
+        if (put_rows(w, k * 300, 300) != SQLITE_OK)
+            return 3;
+    if (exec(w, "PRAGMA cache_size=10; BEGIN") ||
+        exec(w, "INSERT INTO t SELECT id + 100000, b FROM t"))
+        return 4;
+    return 0;
 }
 
 /* A writer that ends without closing anything (as kill -9 does), frames
@@ -190,34 +227,37 @@ static void test_spill_and_restart(void)
 static void test_killed_writer(void)
 {
     sqlite3 *r;
-    pid_t pid;
-    int st = 0;
 
     fresh("kill");
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        sqlite3 *w = open_db(SDB_WALBUF_VFS, "FULL");
-        if (!w || exec(w, "CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB)"))
-            _exit(2);
-        for (int k = 0; k < 5; k++)
-            if (put_rows(w, k * 300, 300) != SQLITE_OK)
-                _exit(3);
-        /* an open transaction, its frames written (cache 10 pages) */
-        if (exec(w, "PRAGMA cache_size=10; BEGIN") ||
-            exec(w, "INSERT INTO t SELECT id + 100000, b FROM t"))
-            _exit(4);
-        _exit(0);
-    }
-    REQUIRE(waitpid(pid, &st, 0) == pid);
-    REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    REQUIRE(in_child(killed_writer) == 0);
     REQUIRE((r = open_db(NULL, "FULL")) != NULL);
     CHECK_EQ_U64(one(r, "SELECT count(*) FROM t"), 1500);
     CHECK_EQ_U64(one(r, "SELECT max(id) FROM t"), 1499);
-    CHECK_EQ_U64(one(r, "SELECT count(*) FROM pragma_integrity_check"
-                        " WHERE integrity_check = 'ok'"),
-                 1);
+    CHECK(integrity_ok(r));
     sqlite3_close(r);
+}
+
+/* The failing writer's work: 100 rows committed, then the file size
+ * limited to 64 KiB more WAL and a commit of ~2 MiB tried; 0 when that
+ * commit failed, 5 when SQLite reported it done. */
+static int limited_writer(void)
+{
+    sqlite3 *w = open_db(SDB_WALBUF_VFS, "FULL");
+    char wal[600];
+    struct stat sb;
+    struct rlimit rl;
+
+    if (!w || exec(w, "CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB)") ||
+        put_rows(w, 0, 100) != SQLITE_OK)
+        return 2;
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    if (stat(wal, &sb) != 0)
+        return 3;
+    signal(SIGXFSZ, SIG_IGN);
+    rl.rlim_cur = rl.rlim_max = (rlim_t)sb.st_size + 64 * 1024;
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        return 4;
+    return put_rows(w, 100, 2000) == SQLITE_OK ? 5 : 0;
 }
 
 /* A write that fails when the held frames go out (the file size limit,
@@ -226,37 +266,12 @@ static void test_killed_writer(void)
 static void test_write_error_fails_commit(void)
 {
     sqlite3 *r;
-    pid_t pid;
-    int st = 0;
 
     fresh("efbig");
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        sqlite3 *w = open_db(SDB_WALBUF_VFS, "FULL");
-        char wal[600];
-        struct stat sb;
-        struct rlimit rl;
-        if (!w || exec(w, "CREATE TABLE t(id INTEGER PRIMARY KEY, b BLOB)") ||
-            put_rows(w, 0, 100) != SQLITE_OK)
-            _exit(2);
-        snprintf(wal, sizeof(wal), "%s-wal", path);
-        if (stat(wal, &sb) != 0)
-            _exit(3);
-        /* room for 64 KiB more WAL, the next commit needs ~2 MiB */
-        signal(SIGXFSZ, SIG_IGN);
-        rl.rlim_cur = rl.rlim_max = (rlim_t)sb.st_size + 64 * 1024;
-        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
-            _exit(4);
-        _exit(put_rows(w, 100, 2000) == SQLITE_OK ? 5 : 0);
-    }
-    REQUIRE(waitpid(pid, &st, 0) == pid);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(in_child(limited_writer) == 0);
     REQUIRE((r = open_db(NULL, "FULL")) != NULL);
     CHECK_EQ_U64(one(r, "SELECT count(*) FROM t"), 100);
-    CHECK_EQ_U64(one(r, "SELECT count(*) FROM pragma_integrity_check"
-                        " WHERE integrity_check = 'ok'"),
-                 1);
+    CHECK(integrity_ok(r));
     sqlite3_close(r);
 }
 
