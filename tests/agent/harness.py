@@ -496,7 +496,7 @@ def ceph_start(cdir):
     cluster stopped sometimes fails ("wrong fsid", a port still held), and
     a CI run saw three tries 5 s apart all fail, so the waits grow (5, 10,
     20 s).  Returns None when radosgw answers, else why not (the last
-    try's output, for the skip's message)."""
+    try's output, for the failure's message)."""
     why = ""
     for wait in (5, 10, 20, None):
         up = subprocess.run([CEPH, "start", cdir], stdout=subprocess.PIPE,
