@@ -38,8 +38,8 @@ extern const sdb_ops sdb_sqlite_ops;
 /* Before the first connection: no memory statistics, which SQLite keeps
  * under a global mutex taken at every allocation (a few % of ingest); and
  * the VFS that writes a transaction's WAL frames in a few calls instead
- * of two a frame (db_sqlite_walbuf.c), unless GPUFL_SERVER_WALBUF=0 (benchmarks: the
- * same run without it). */
+ * of two a frame (db_sqlite_walbuf.c), unless GPUFL_SERVER_WALBUF=0
+ * (benchmarks: the same run without it). */
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
 static const char *g_vfs; /* NULL: SQLite's default */
 

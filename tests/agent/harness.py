@@ -495,15 +495,17 @@ def ceph_start(cdir):
     """ceph_up.sh start cdir, retried: a start right after another
     cluster stopped sometimes fails ("wrong fsid", a port still held), and
     a CI run saw three tries 5 s apart all fail, so the waits grow (5, 10,
-    20 s).  Returns None when radosgw answers, else why not (the last
-    try's output, for the failure's message)."""
+    20 s).  Returns None when radosgw answers, else the failure's message
+    (an installed radosgw that does not start fails the test: a skip hid
+    stop 47's near-full disk), with the last try's output."""
     why = ""
     for wait in (5, 10, 20, None):
         up = subprocess.run([CEPH, "start", cdir], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=120)
         if up.returncode == 0 and s3_curl("GET", "/")[0] != 0:
             return None
-        why = "exit %d: %s" % (up.returncode, up.stdout.strip()[-600:])
+        why = ("radosgw is installed but did not start (see %s/log): exit "
+               "%d: %s" % (cdir, up.returncode, up.stdout.strip()[-600:]))
         subprocess.run([CEPH, "stop", cdir], timeout=60)
         if wait:
             time.sleep(wait)

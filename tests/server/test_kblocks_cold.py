@@ -114,12 +114,9 @@ class Cold(KB.Base):
             raise unittest.SkipTest("radosgw not installed "
                                     "(scripts/deps/agent.test)")
         cls.ceph = tempfile.mkdtemp(prefix="ceph.", dir=T.TMP)
-        # installed but not starting fails the class: a skip hid stop
-        # 47's near-full disk
         why = H.ceph_start(cls.ceph)
         if why:
-            raise AssertionError("radosgw is installed but did not start "
-                                 "(see %s/log): %s" % (cls.ceph, why))
+            raise AssertionError(why)
         assert H.s3_curl("PUT", "/" + BUCKET)[0] == 200
 
     @classmethod
