@@ -39,6 +39,7 @@ typedef struct lite_writer {
     sdb_stmt *tlgrp;  /* SQ_UPGROUP tl rows in one upsert */
     sdb_stmt *ksgrp;  /* ... and kscope rows */
     sdb_stmt *extgrp; /* ... and kext keys coming in */
+    sq_lite_tl1 *tl1; /* level-1 timeline packs (store_sql_tl1.c) */
     /* PRAGMA data_version, and its value at this writer's last batch:
      * another process committed in between when it differs, and khigh
      * may be behind what is stored */
@@ -216,15 +217,17 @@ static int lite_flush(srv_store *s)
     size_t nv;
     int rc;
 
-    /* the held kernels' rollups first, then the timeline's open runs */
+    /* the held kernels' rollups first, then the timeline's open runs;
+     * level 1 into its packs, the other levels as rows */
     if ((rc = kq_flush(s)) != 0 || (rc = sq_tl_runs_flush(s)) != 0 ||
-        (rc = flush_kagg(s)) != 0)
+        (rc = flush_kagg(s)) != 0 ||
+        (rc = sq_lite_tl1_put(s, lw->tl1, s->ws[WS_TL])) != 0)
         return rc;
     /* SQ_UPGROUP rows a statement (store_sql_upgroup.c) */
     nv = 0;
     for (size_t i = 0; i < s->tl.cap; i++) {
         sq_tl *t = rl_map_at(&s->tl, i, &k);
-        if (!t)
+        if (!t || sq_tl1_skip(k))
             continue;
         memcpy(&row[nv * 8], k, 4 * sizeof(uint64_t));
         row[nv * 8 + 4] = t->n;
@@ -404,7 +407,8 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
         (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_KSCOPE], 4, &lw->ksgrp)) !=
             0 ||
         (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_EXT_PUT], 4, &lw->extgrp)) !=
-            0) {
+            0 ||
+        (rc = sq_lite_tl1_open(s->w, &lw->tl1)) != 0) {
         snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
         return rc;
     }
@@ -435,6 +439,7 @@ static void lite_close(srv_store *s)
     sdb_finalize(lw->ksgrp);
     sdb_finalize(lw->extgrp);
     sdb_finalize(lw->dver);
+    sq_lite_tl1_close(lw->tl1);
     for (int t = 0; t < 2; t++)
         for (int d = 0; d < 2; d++)
             sdb_finalize(lw->ext_cut[t][d]);

@@ -302,7 +302,7 @@ static void packs_put(tl_ctx *x, unsigned sh, const sq_tlp_iter *P,
                    started);
 }
 
-/* PostgreSQL, a packed level: the window's packs opened into P, its first
+/* A packed level: the window's packs opened into P, its first
  * bucket read (*have); else nothing. */
 static int packs_open(tl_ctx *x, int lv, sq_tlp_iter *P, int *have)
 {
@@ -311,8 +311,9 @@ static int packs_open(tl_ctx *x, int lv, sq_tlp_iter *P, int *have)
 
     P->st = NULL;
     *have = 0;
+    /* SQLite packs level 1 only (at ingest), PostgreSQL levels 1-3 */
     if (lv < SQ_TLP_LVL_MIN || lv > SQ_TLP_LVL_MAX ||
-        sdb_dialect(x->c.db) != SDB_POSTGRES)
+        (lv != SQ_TL1_LVL && sdb_dialect(x->c.db) != SDB_POSTGRES))
         return GPUFL_OK;
     if (sdb_prepare(x->c.db,
                     "SELECT lane, b0, data FROM tlpack WHERE sess=?1 AND"

@@ -452,7 +452,9 @@ static const char *const migrations[] = {
      * its 24-byte tuple header, an index entry and, read, a heap page of
      * its own (the upserts scatter them).  Rows of the same bucket may
      * sit beside a pack (a late kernel): the timeline adds both.  IF NOT
-     * EXISTS: a database whose version was set back keeps its packs. */
+     * EXISTS: a database whose version was set back keeps its packs.
+     * Since 2026-12-06 SQLite's ingest writes its level 1 here too
+     * (store_sql_tl1.c; no schema change: its rows stay beside). */
     "CREATE TABLE IF NOT EXISTS tlpack(sess INTEGER NOT NULL,"
     " lvl INTEGER NOT NULL, lane INTEGER NOT NULL, b0 INTEGER NOT NULL,"
     " data BLOB NOT NULL,"

@@ -14,7 +14,8 @@
  * before keeps its level-1 rows beside the packs; the packer folds them
  * in).  A stored pack that does not decode (a corrupted database) is left
  * as it is and the batch's buckets of its range go as rows, as the packer
- * leaves such a range's rows.  SQLite keeps its rows.
+ * leaves such a range's rows.  The buckets are gathered by range in
+ * store_sql_tl1.c, which is also SQLite's writer (a range a statement).
  */
 #include "store_sql_writer_int.h"
 #include "store_sql_tlpack.h"
@@ -31,27 +32,12 @@
 #define TL1_GROUPS 512
 #define TL1_EL_MAX (2 * SQ_TLP_BYTES_MAX + 8)
 
-/* One level-1 bucket of the batch. */
-typedef struct tl1_el {
-    int64_t sess, lane;
-    sq_tlb t;
-} tl1_el;
-
-/* A range of the batch: its buckets v[i0, next's i0); bad: its stored
- * pack does not decode (its buckets go as rows). */
-typedef struct tl1_grp {
-    size_t i0;
-    int bad;
-} tl1_grp;
-
 struct sq_pg_tl1 {
     sdb_stmt *get, *put;
-    tl1_el *v;
-    tl1_grp *g; /* ngroups + 1: the last one's i0 is n */
-    size_t cap;
-    gbuf data; /* the packs, a bytea[] literal */
-    sq_tlb a[SQ_TLP_N], w[SQ_TLP_N], m[SQ_TLP_N]; /* a range's scratch */
-    unsigned char out[SQ_TLP_BYTES_MAX];
+    sq_tl1_set B;
+    gbuf data;          /* the packs, a bytea[] literal */
+    sq_tlb w[SQ_TLP_N]; /* a stored pack's buckets */
+    sq_tl1_scratch x;
 };
 
 int sq_pg_tl1_open(sdb *w, sq_pg_tl1 **out)
@@ -62,7 +48,7 @@ int sq_pg_tl1_open(sdb *w, sq_pg_tl1 **out)
     if (!T)
         return GPUFL_ENOMEM;
     gbuf_init(&T->data, TL1_GROUPS * TL1_EL_MAX + 16);
-    /* ordered as the batch's ranges (tl1_cmp): read in step with them */
+    /* ordered as the batch's ranges (sq_tl1_collect): read in step with them */
     if (sdb_prepare(w,
                     "SELECT t.sess, t.lane, t.b0, t.data FROM unnest("
                     "?::bigint[], ?::bigint[], ?::bigint[]) u(s, l, b)"
@@ -86,43 +72,8 @@ void sq_pg_tl1_close(sq_pg_tl1 *T)
     sdb_finalize(T->get);
     sdb_finalize(T->put);
     gbuf_release(&T->data);
-    free(T->v);
-    free(T->g);
+    sq_tl1_set_release(&T->B);
     free(T);
-}
-
-int sq_tl1_skip(const uint64_t *k)
-{
-    return k[1] == SQ_TL1_LVL;
-}
-
-static int key_cmp(int64_t s0, int64_t l0, int64_t b0, int64_t s1, int64_t l1,
-                   int64_t b1)
-{
-    if (s0 != s1)
-        return s0 < s1 ? -1 : 1;
-    if (l0 != l1)
-        return l0 < l1 ? -1 : 1;
-    return b0 < b1 ? -1 : b0 > b1;
-}
-
-/* (sess, lane, b): the ranges in the read's ORDER BY, their buckets
- * ascending as the codec wants them */
-static int tl1_cmp(const void *a, const void *b)
-{
-    const tl1_el *x = a, *y = b;
-    return key_cmp(x->sess, x->lane, x->t.b, y->sess, y->lane, y->t.b);
-}
-
-static int64_t grp_b0(const tl1_el *e)
-{
-    return e->t.b >> SQ_TLP_SHIFT << SQ_TLP_SHIFT;
-}
-
-/* whether two buckets are of different ranges */
-static int tl1_cmp_grp(const tl1_el *x, const tl1_el *y)
-{
-    return key_cmp(x->sess, x->lane, grp_b0(x), y->sess, y->lane, grp_b0(y));
 }
 
 /* The array columns of ranges [g0, g1): sess, lane, b0 of each (all, or
@@ -136,13 +87,14 @@ typedef struct grp_cur {
 static void grp_el(gbuf *cb, void *ctx, size_t j)
 {
     grp_cur *r = ctx;
-    const tl1_el *e;
+    const sq_tl1_set *B = &r->T->B;
+    const sq_tl1_el *e;
 
     (void)j;
-    while (r->good && r->T->g[r->g].bad)
+    while (r->good && B->g[r->g].bad)
         r->g++;
-    e = &r->T->v[r->T->g[r->g++].i0];
-    sq_cb_i(cb, r->c == 0 ? e->sess : r->c == 1 ? e->lane : grp_b0(e), ',');
+    e = &B->v[B->g[r->g++].i0];
+    sq_cb_i(cb, r->c == 0 ? e->sess : r->c == 1 ? e->lane : e->b0, ',');
 }
 
 static int grp_bind(sq_pg_tl1 *T, sdb_stmt *st, gbuf *cb, size_t g0, size_t n,
@@ -163,19 +115,15 @@ static int grp_bind(sq_pg_tl1 *T, sdb_stmt *st, gbuf *cb, size_t g0, size_t n,
 static void grp_pack(sq_pg_tl1 *T, size_t g, size_t nw)
 {
     static const char hx[] = "0123456789abcdef";
-    size_t i0 = T->g[g].i0, na = T->g[g + 1].i0 - i0, nm, len;
+    size_t len = sq_tl1_pack(&T->B, g, T->w, nw, &T->x);
     gbuf *d = &T->data;
 
-    for (size_t i = 0; i < na; i++)
-        T->a[i] = T->v[i0 + i].t;
-    nm = sq_tlb_merge(T->a, na, T->w, nw, T->m);
-    len = sq_tlp_encode(T->m, nm, grp_b0(&T->v[i0]), T->out);
     /* room reserved by the caller (TL1_EL_MAX) */
     memcpy(d->p + d->len, "\"\\\\x", 4);
     d->len += 4;
     for (size_t b = 0; b < len; b++) {
-        d->p[d->len++] = hx[T->out[b] >> 4];
-        d->p[d->len++] = hx[T->out[b] & 15];
+        d->p[d->len++] = hx[T->x.out[b] >> 4];
+        d->p[d->len++] = hx[T->x.out[b] & 15];
     }
     d->p[d->len++] = '"';
     d->p[d->len++] = ',';
@@ -186,6 +134,7 @@ static void grp_pack(sq_pg_tl1 *T, size_t g, size_t nw)
  * packs appended. */
 static int grp_read(sq_pg_tl1 *T, gbuf *cb, size_t g0, size_t g1, size_t *ngood)
 {
+    sq_tl1_set *B = &T->B;
     gbuf *d = &T->data;
     size_t g = g0;
     int rc;
@@ -202,21 +151,21 @@ static int grp_read(sq_pg_tl1 *T, gbuf *cb, size_t g0, size_t g1, size_t *ngood)
                 b0 = qcol_i64(T->get, 2);
         const void *p;
         size_t len, nw = 0;
-        const tl1_el *e;
+        const sq_tl1_el *e;
         /* ranges without a stored pack before it */
         for (; g < g1; g++) {
-            e = &T->v[T->g[g].i0];
-            if (key_cmp(e->sess, e->lane, grp_b0(e), s, l, b0) >= 0)
+            e = &B->v[B->g[g].i0];
+            if (sq_tl1_key_cmp(e->sess, e->lane, e->b0, s, l, b0) >= 0)
                 break;
             grp_pack(T, g, 0);
             ++*ngood;
         }
-        e = g < g1 ? &T->v[T->g[g].i0] : NULL;
-        if (!e || key_cmp(e->sess, e->lane, grp_b0(e), s, l, b0))
+        e = g < g1 ? &B->v[B->g[g].i0] : NULL;
+        if (!e || sq_tl1_key_cmp(e->sess, e->lane, e->b0, s, l, b0))
             continue; /* not asked for: cannot happen */
         p = qcol_blob(T->get, 3, &len);
         if (sq_tlp_decode(p, len, b0, T->w, &nw)) {
-            T->g[g++].bad = 1;
+            B->g[g++].bad = 1;
             continue;
         }
         grp_pack(T, g++, nw);
@@ -233,47 +182,8 @@ static int grp_read(sq_pg_tl1 *T, gbuf *cb, size_t g0, size_t g1, size_t *ngood)
     return GPUFL_OK;
 }
 
-/* The batch's level-1 buckets into T->v, sorted; their ranges into
- * T->g.  *ng: how many ranges. */
-static int collect(srv_store *s, sq_pg_tl1 *T, size_t *n, size_t *ng)
-{
-    const uint64_t *k;
-    const sq_tl *t;
-
-    *n = *ng = 0;
-    for (size_t i = 0; i < s->tl.cap; i++)
-        if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
-            ++*n;
-    if (!*n)
-        return GPUFL_OK;
-    if (*n > T->cap) {
-        /* grown to the largest batch's and kept: the map's cap bounds it */
-        tl1_el *v = realloc(T->v, *n * sizeof(*v));
-        tl1_grp *g = v ? realloc(T->g, (*n + 1) * sizeof(*g)) : NULL;
-        if (v)
-            T->v = v;
-        if (!g)
-            return GPUFL_ENOMEM;
-        T->g = g;
-        T->cap = *n;
-    }
-    for (size_t i = 0, j = 0; i < s->tl.cap; i++)
-        if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
-            T->v[j++] =
-                (tl1_el){ (int64_t)k[0],
-                          (int64_t)k[2],
-                          { (int64_t)k[3], (int64_t)t->n, (int64_t)t->busy,
-                            (int64_t)t->top_name, (int64_t)t->top_dur } };
-    qsort(T->v, *n, sizeof(*T->v), tl1_cmp);
-    for (size_t i = 0; i < *n; i++)
-        if (!i || tl1_cmp_grp(&T->v[i - 1], &T->v[i]))
-            T->g[(*ng)++] = (tl1_grp){ i, 0 };
-    T->g[*ng] = (tl1_grp){ *n, 0 };
-    return GPUFL_OK;
-}
-
 /* tl's columns (store_sql_roll_pg.c tl_col) of the batch's buckets
- * T->v[j] whose range's pack is bad. */
+ * T->B.v[j] whose range's pack is bad. */
 typedef struct row_cur {
     const sq_pg_tl1 *T;
     int c;
@@ -282,7 +192,7 @@ typedef struct row_cur {
 static void row_el(gbuf *cb, void *ctx, size_t j)
 {
     const row_cur *r = ctx;
-    const tl1_el *e = &r->T->v[j];
+    const sq_tl1_el *e = &r->T->B.v[j];
     int64_t x[8] = { e->sess, SQ_TL1_LVL, e->lane,       e->t.b,
                      e->t.n,  e->t.busy,  e->t.top_name, e->t.top_dur };
 
@@ -291,11 +201,13 @@ static void row_el(gbuf *cb, void *ctx, size_t j)
 
 int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
 {
-    size_t n, ng, nbad = 0;
+    sq_tl1_set *B = &T->B;
+    size_t ng, nbad = 0;
     int rc;
 
-    if ((rc = collect(s, T, &n, &ng)) != 0)
+    if ((rc = sq_tl1_collect(s, B, SQ_TLP_SHIFT)) != 0)
         return rc;
+    ng = B->ng;
     for (size_t g0 = 0; g0 < ng; g0 += TL1_GROUPS) {
         size_t g1 = ng - g0 < TL1_GROUPS ? ng : g0 + TL1_GROUPS, ngood;
         if ((rc = grp_read(T, cb, g0, g1, &ngood)) != 0)
@@ -309,8 +221,8 @@ int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
     }
     /* the bad ranges' buckets to the front, written as tl rows */
     for (size_t g = 0; g < ng; g++)
-        for (size_t i = T->g[g].i0; T->g[g].bad && i < T->g[g + 1].i0; i++)
-            T->v[nbad++] = T->v[i];
+        for (size_t i = B->g[g].i0; B->g[g].bad && i < B->g[g + 1].i0; i++)
+            B->v[nbad++] = B->v[i];
     if (!nbad)
         return GPUFL_OK;
     for (int c = 0; c < 8; c++) {

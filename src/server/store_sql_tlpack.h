@@ -1,8 +1,10 @@
 /*
  * store_sql_tlpack.h - timeline buckets packed (store_sql_tlpack.c): a
  * range of SQ_TLP_N buckets of one (session, level, lane) of tl in one
- * tlpack row on PostgreSQL, and the rules to add rows of the same bucket
- * to a packed one (the rollup's: n and busy add, the top by top_dur).
+ * tlpack row - level 1 by ingest on both databases (store_sql_tl1.c),
+ * levels 2-3 by PostgreSQL's packer - and the rules to add rows of the
+ * same bucket to a packed one (the rollup's: n and busy add, the top by
+ * top_dur).
  * The codec and the rule are in tlpack_codec.c (no database).
  */
 #ifndef GPUFL_STORE_SQL_TLPACK_H
@@ -24,6 +26,9 @@
  * session's lanes in level 5's rows. */
 #define SQ_TLP_LVL_MIN 1
 #define SQ_TLP_LVL_MAX 3
+/* The level both databases' ingest writes packed (store_sql_tl1.c); the
+ * others PostgreSQL's packer packs once a session has moved past them. */
+#define SQ_TL1_LVL 1
 
 /* One bucket of tl, its columns as stored (int64). */
 typedef struct sq_tlb {

@@ -8,6 +8,7 @@
 #define GPUFL_SERVER_STORE_SQL_WRITER_INT_H
 
 #include "store_sql_int.h"
+#include "store_sql_tlpack.h"
 
 struct gbuf;
 struct kblock_ev;
@@ -116,21 +117,67 @@ int sq_pg_arr_upsert(rl_map *m, struct gbuf *cb, sdb_stmt *st, int ncol,
 int sq_pg_roll_flush(srv_store *s, struct gbuf *cb, sdb_stmt *const st[4]);
 
 /*
- * PostgreSQL: the batch's level-1 timeline buckets written into their
- * ranges' packs in tlpack (store_sql_tl1_pg.c), not as tl rows
- * (sq_pg_roll_flush leaves them out: sq_tl1_skip).  sq_pg_tl1_put runs
- * before sq_pg_roll_flush, in the batch's transaction; rows is the tl
- * upsert, for the buckets of a range whose stored pack does not decode.
+ * The batch's level-1 timeline buckets are written into their ranges'
+ * packs in tlpack, not as tl rows (the tl upserts leave them out:
+ * sq_tl1_skip): store_sql_tl1.c gathers them by range and is SQLite's
+ * writer, store_sql_tl1_pg.c PostgreSQL's.  Both run before the other
+ * rollups, in the batch's transaction; rows is the tl upsert, for the
+ * buckets of a range whose stored pack does not decode.
  */
-#define SQ_TL1_LVL 1
+/* SQLite's level-1 packs hold ranges of 64 buckets, not SQ_TLP_N: a
+ * WITHOUT ROWID row over 1002 bytes (a 4 KiB page's most in its leaf)
+ * spills into an overflow page of its own, and 128 buckets are ~1.2 kB:
+ * each rewrite wrote that page too (~4 kB for ~200 bytes), and at rest
+ * ~2 B a kernel where 64-bucket packs take ~0.5.  The readers take any
+ * aligned range within SQ_TLP_N (sq_tlp_iter_start, sq_tlp_decode). */
+#define SQ_TL1_SHIFT_LITE 6
+/* One level-1 bucket of the batch. */
+typedef struct sq_tl1_el {
+    int64_t sess, lane, b0; /* b0: the first bucket of its range */
+    sq_tlb t;
+} sq_tl1_el;
+/* A range of the batch: its buckets v[i0, next's i0); bad: its stored
+ * pack does not decode (its buckets go as rows). */
+typedef struct sq_tl1_grp {
+    size_t i0;
+    int bad;
+} sq_tl1_grp;
+/* The batch's buckets sorted by (sess, lane, b), grouped by range:
+ * g[0..ng], the last one's i0 n.  Kept between batches (cap). */
+typedef struct sq_tl1_set {
+    sq_tl1_el *v;
+    sq_tl1_grp *g;
+    size_t cap, n, ng;
+} sq_tl1_set;
+/* A range's scratch for sq_tl1_pack. */
+typedef struct sq_tl1_scratch {
+    sq_tlb a[SQ_TLP_N], m[SQ_TLP_N];
+    unsigned char out[SQ_TLP_BYTES_MAX];
+} sq_tl1_scratch;
+/* 1 for a key of s->tl written into packs */
+int sq_tl1_skip(const uint64_t *k);
+/* (sess, lane, b) against another: <0, 0, >0 */
+int sq_tl1_key_cmp(int64_t s0, int64_t l0, int64_t b0, int64_t s1, int64_t l1,
+                   int64_t b1);
+/* s->tl's level-1 buckets into B, sorted and grouped by ranges of
+ * 2^shift buckets; GPUFL_ENOMEM. */
+int sq_tl1_collect(srv_store *s, sq_tl1_set *B, unsigned shift);
+/* Range g of B merged with its stored buckets w[0..nw) and encoded into
+ * x->out; its length. */
+size_t sq_tl1_pack(const sq_tl1_set *B, size_t g, const sq_tlb *w, size_t nw,
+                   sq_tl1_scratch *x);
+void sq_tl1_set_release(sq_tl1_set *B);
+
+typedef struct sq_lite_tl1 sq_lite_tl1;
 typedef struct sq_pg_tl1 sq_pg_tl1;
-/* Its statements on w and its state (*out freed by sq_pg_tl1_close
- * whether or not this succeeds). */
+/* Their statements on w and their state (*out freed by the close whether
+ * or not the open succeeds). */
+int sq_lite_tl1_open(sdb *w, sq_lite_tl1 **out);
+void sq_lite_tl1_close(sq_lite_tl1 *T);
+int sq_lite_tl1_put(srv_store *s, sq_lite_tl1 *T, sdb_stmt *rows);
 int sq_pg_tl1_open(sdb *w, sq_pg_tl1 **out);
 void sq_pg_tl1_close(sq_pg_tl1 *T);
 int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, struct gbuf *cb, sdb_stmt *rows);
-/* 1 for a key of s->tl written by sq_pg_tl1_put */
-int sq_tl1_skip(const uint64_t *k);
 
 /*
  * PostgreSQL: the kept heaps' keys (kext) and kept rows (kxrow) of a batch

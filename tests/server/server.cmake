@@ -133,9 +133,10 @@ if(TARGET gpufl_server_core)
   # it counts kbnames rows: without the names' packer
   gpufl_srv_py_test(server_kblocks_Migrate test_kblocks_migrate.py
     CLASS Migrate TIMEOUT 300 ENV GPUFL_SERVER_KBNP_OFF=1)
-  # timeline level 0 computed from the kernels (test_kblocks_tl0.py)
+  # timeline level 0 computed from the kernels, level 1 packed at ingest
+  # (test_kblocks_tl0.py)
   gpufl_srv_py_tests(server_kblocks_ test_kblocks_tl0.py TIMEOUT 300
-    CLASSES Tl0 Capi0)
+    CLASSES Tl0 Tl1 Capi0)
   # the cold tier in a real radosgw (test_kblocks_cold.py; 77: no radosgw)
   # radosgw listens on fixed ports (7480, 6789): one user at a time
   gpufl_srv_py_test(server_kblocks_Cold test_kblocks_cold.py CLASS Cold
@@ -217,10 +218,11 @@ if(TARGET gpufl_server_core AND GPUFL_PG_BINS)
   # it counts kbnames rows: without the names' packer
   gpufl_srv_py_test(server_pg_kblocks_Migrate test_kblocks_migrate.py
     CLASS Migrate TIMEOUT 300 PG ENV GPUFL_SERVER_KBNP_OFF=1)
-  # timeline level 0; the timeline's buckets packed (tlpack) and the API
-  # call summary's (capipack), PostgreSQL only
+  # timeline level 0 and level 1 packed at ingest; the timeline's buckets
+  # packed by the maintenance pass (tlpack) and the API call summary's
+  # (capipack), PostgreSQL only
   gpufl_srv_py_tests(server_pg_kblocks_ test_kblocks_tl0.py TIMEOUT 300 PG
-    CLASSES Tl0 TlPack CapiPack Capi0)
+    CLASSES Tl0 Tl1 TlPack CapiPack Capi0)
   gpufl_srv_py_test(server_pg_kblocks_Cold test_kblocks_cold.py CLASS Cold
     TIMEOUT 300 PG PROPS RESOURCE_LOCK ceph SKIP_RETURN_CODE 77)
   # the HTTP suite with --kernel-store=rows (above) on PostgreSQL

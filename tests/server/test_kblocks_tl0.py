@@ -10,11 +10,12 @@ GPUFL_SERVER_TL0_MAX kernels the answer comes from level 1 and says so.
 Real binary on 127.0.0.1, SQLite or (with GPUFL_TEST_PG_URI_FILE)
 PostgreSQL.
 
-Capi0: the same of /calls (class Capi0).  TlPack and CapiPack: on
-PostgreSQL the timeline's and the API call summary's buckets packed
-(tlpack, capipack) answer as their rows.
+Capi0: the same of /calls (class Capi0).  Tl1: on both databases ingest
+writes the timeline's level 1 packed (tlpack).  TlPack and CapiPack: on
+PostgreSQL the timeline's and the API call summary's buckets packed by
+the maintenance pass (tlpack, capipack) answer as their rows.
 
-Run: python3 test_kblocks_tl0.py -v Tl0 (or Capi0, TlPack, CapiPack)
+Run: python3 test_kblocks_tl0.py -v Tl0 (or Capi0, Tl1, TlPack, CapiPack)
 """
 import json
 import os
@@ -326,145 +327,6 @@ class TlPack(KB.Base):
         self.settle(c)
         self.same(a2, c, g2, pack_windows(g2), "after kill -9")
 
-    def answers(self, srv, g, wins):
-        out = []
-        for suffix in wins:
-            st, got = ask(srv, g.sid, suffix)
-            self.assertEqual(st, 200, suffix)
-            out.append(got)
-        return out
-
-    def test_level1_packed_at_ingest(self):
-        """Issue 23: on PostgreSQL ingest merges a batch's level-1 buckets
-        into their ranges' packs (no tl row, no packer pass): the timeline
-        answers as a SQLite server's (rows); a replay adds nothing; a kill
-        -9 during ingest and the lines sent again lose and double nothing;
-        a database from before (level 1 as rows) answers the same as its
-        session goes on into packs, and after the packer folds the rows."""
-        if not T.pg_base():
-            self.skipTest("packing is PostgreSQL's (docs/server.md)")
-        g = tl0_session(random.Random(2304))
-        wins = pack_windows(g)
-        ref = self.server("lite", KB.NOCOMPACT + [
-            "--db", "sqlite:" + os.path.join(self.dir, "lite.db")])
-        g.send(ref, batch=3000)
-        want = self.answers(ref, g, wins)
-        ref.stop()
-
-        b = self.server("packed", KB.NOCOMPACT)
-        g.send(b, batch=3000)
-        self.assertEqual(KB.count(b, L1_ROWS), 0)
-        self.assertGreater(KB.count(b, "SELECT count(*) FROM tlpack"
-                                       " WHERE lvl=1"), 10)
-        self.assertEqual(self.answers(b, g, wins), want, "packed at ingest")
-        packed = KB.tl_rows(b)
-        g.send(b, batch=3000)  # every line a duplicate
-        self.assertEqual(KB.tl_rows(b), packed, "replay")
-        self.assertEqual(self.answers(b, g, wins), want, "replay")
-        b.stop()
-
-        # kill -9 while batches go in, then everything sent again
-        c = self.server("killed", KB.NOCOMPACT)
-        th = threading.Thread(target=lambda: quiet(g.send, c, batch=300))
-        th.start()
-        time.sleep(random.Random(8).uniform(0.3, 0.9))
-        c.kill()
-        th.join()
-        c = self.server("killed", KB.NOCOMPACT)
-        g.send(c, batch=3000)
-        self.assertEqual(KB.tl_rows(c), packed, "after kill -9")
-        self.assertEqual(self.answers(c, g, wins), want, "after kill -9")
-        c.stop()
-
-        # a database from before: the first half's level 1 as rows, no
-        # level-1 packs; the second half goes on into packs beside them
-        d = self.server("old", KB.NOCOMPACT)
-        half = len(g.lines["device"]) // 2
-        d.ingest_ok("device", KB.device_lines(g, range(half)))
-        d.stop()
-        rows = KB.tl_rows(d, "lvl=1")
-        self.assertGreater(len(rows), 100)
-        KB.exec_sql(d, "DELETE FROM tlpack WHERE lvl=1")
-        for i in range(0, len(rows), 500):
-            KB.exec_sql(d, "INSERT INTO tl VALUES " + ",".join(
-                "(%s)" % ",".join(str(c) for c in r) for r in rows[i:i + 500]))
-        d = self.server("old", KB.NOCOMPACT)
-        d.ingest_ok("device", KB.device_lines(
-            g, range(half, len(g.lines["device"]))))
-        g.send(d, batch=3000)  # the scope stream; the device lines again
-        self.assertEqual(KB.count(d, L1_ROWS), len(rows))
-        beside = ("SELECT count(*) FROM tl t JOIN tlpack p ON p.sess=t.sess"
-                  " AND p.lvl=t.lvl AND p.lane=t.lane AND p.b0=t.b >> 7 << 7"
-                  " WHERE t.lvl=1")
-        self.assertGreater(KB.count(d, beside), 0)
-        self.assertEqual(KB.tl_rows(d), packed, "rows from before")
-        self.assertEqual(self.answers(d, g, wins), want, "rows from before")
-        d.stop()
-        d = self.server("old", KB.BLOCKS)
-        self.settle(d)
-        self.assertEqual(KB.count(d, L1_ROWS), 0)
-        self.assertEqual(KB.tl_rows(d), packed, "rows folded in")
-        self.assertEqual(self.answers(d, g, wins), want, "rows folded in")
-
-    def test_ingest_meets_undecodable_level1_pack(self):
-        """Issue 23: a stored level-1 pack that does not decode (a corrupted
-        database) met by ingest's merge is left as it is, and the batch's
-        buckets of its range go as rows - counted, nothing lost: every
-        level-1 bucket of the range holds as rows what the second half of
-        the session added (the reference's count less the first half's),
-        every other bucket equals the reference's, and the pack's bytes
-        are untouched."""
-        if not T.pg_base():
-            self.skipTest("packing is PostgreSQL's (docs/server.md)")
-        g = tl0_session(random.Random(2305))
-        dev = g.lines["device"]
-        half = len(dev) // 2
-        ref = self.server("ref", KB.NOCOMPACT)
-        ref.ingest_ok("device", KB.device_lines(g, range(len(dev))))
-        full = l1_buckets(ref)
-        ref.stop()
-
-        b = self.server("bad", KB.NOCOMPACT)
-        b.ingest_ok("device", KB.device_lines(g, range(half)))
-        first = l1_buckets(b)
-        self.assertEqual(KB.count(b, L1_ROWS), 0)
-
-        def rng(k):
-            return (k[0], k[1], k[2], k[3] >> 7 << 7)
-        # a packed range the second half adds to
-        grown = sorted({rng(k) for k in full
-                        if full[k][0] != first.get(k, [0])[0]} &
-                       {rng(k) for k in first})
-        self.assertTrue(grown, "no range of the first half grows")
-        bad = grown[0]
-        where = "sess=%d AND lvl=%d AND lane=%d AND b0=%d" % bad
-        KB.exec_sql(b, "UPDATE tlpack SET data=substring(data from 1 for 3)"
-                    " WHERE " + where)
-        cut = b.sql("SELECT encode(data, 'hex') FROM tlpack WHERE " + where)
-        self.assertEqual(len(cut), 1)
-        b.stop()
-
-        b = self.server("bad", KB.NOCOMPACT)
-        b.ingest_ok("device", KB.device_lines(g, range(half, len(dev))))
-        self.assertEqual(b.sql("SELECT encode(data, 'hex') FROM tlpack"
-                               " WHERE " + where), cut, "the pack untouched")
-        rows = b.sql("SELECT sess, lvl, lane, b, n FROM tl WHERE lvl=1")
-        got = {tuple(int(c) for c in r[:4]): int(r[4]) for r in rows}
-        self.assertTrue(got, "the range's buckets went as rows")
-        for k, n in got.items():
-            self.assertEqual(rng(k), bad, "a row outside the bad range")
-            self.assertEqual(n, full[k][0] - first.get(k, [0])[0], k)
-        want = {k: full[k][0] - first.get(k, [0])[0] for k in full
-                if rng(k) == bad and full[k][0] != first.get(k, [0])[0]}
-        self.assertEqual(got, want, "every bucket the second half added")
-        # the rest (the bad pack dropped: tl_rows would not decode it),
-        # rows and packs read together: the reference's
-        KB.exec_sql(b, "DELETE FROM tlpack WHERE " + where)
-        rest = {k: v for k, v in l1_buckets(b).items() if rng(k) != bad}
-        self.assertEqual(rest, {k: v for k, v in full.items()
-                                if rng(k) != bad})
-        b.stop()
-
     def test_undecodable_pack_does_not_stop_packing(self):
         """A pack that does not decode (a corrupted database) is passed by
         the packer, not a stop: the late rows of a range after it (in key
@@ -557,6 +419,162 @@ def calls_ask(srv, sid, suffix):
 
 def capi0_rows(srv):
     return KB.count(srv, "SELECT count(*) FROM capi WHERE lvl=0")
+
+
+def l1_shift(srv):
+    """log2 of the buckets a level-1 pack holds: SQLite's are 64 (a pack
+    within a 4 KiB page's leaf: store_sql_writer_int.h SQ_TL1_SHIFT_LITE),
+    PostgreSQL's 128 as its packer's."""
+    return 7 if srv.pgdb else 6
+
+
+class Tl1(KB.Base):
+    """Both databases (issue 23; docs/server.md "Level 1 written packed"):
+    ingest writes the timeline's level 1 into packs, a range of 128
+    buckets a tlpack row, merged with the stored pack each batch."""
+
+    def answers(self, srv, g, wins):
+        out = []
+        for suffix in wins:
+            st, got = ask(srv, g.sid, suffix)
+            self.assertEqual(st, 200, suffix)
+            out.append(got)
+        return out
+
+    def test_level1_packed_at_ingest(self):
+        """Issue 23: ingest merges a batch's level-1 buckets into their
+        ranges' packs (no tl row, no packer pass): on PostgreSQL the
+        timeline answers as a SQLite server's; a replay adds nothing; a
+        kill -9 during ingest and the lines sent again lose and double
+        nothing; a database from before (level 1 as rows) answers the same
+        as its session goes on into packs, and (PostgreSQL) after the
+        packer folds the rows.  The packs' values against the kernels
+        they came from: test_srv_tlrun."""
+        g = tl0_session(random.Random(2304))
+        wins = pack_windows(g)
+        ref = self.server("lite", KB.NOCOMPACT + [
+            "--db", "sqlite:" + os.path.join(self.dir, "lite.db")])
+        g.send(ref, batch=3000)
+        want = self.answers(ref, g, wins)
+        ref.stop()
+
+        b = self.server("packed", KB.NOCOMPACT)
+        g.send(b, batch=3000)
+        self.assertEqual(KB.count(b, L1_ROWS), 0)
+        self.assertGreater(KB.count(b, "SELECT count(*) FROM tlpack"
+                                       " WHERE lvl=1"), 10)
+        self.assertEqual(self.answers(b, g, wins), want, "packed at ingest")
+        packed = KB.tl_rows(b)
+        g.send(b, batch=3000)  # every line a duplicate
+        self.assertEqual(KB.tl_rows(b), packed, "replay")
+        self.assertEqual(self.answers(b, g, wins), want, "replay")
+        b.stop()
+
+        # kill -9 while batches go in, then everything sent again
+        c = self.server("killed", KB.NOCOMPACT)
+        th = threading.Thread(target=lambda: quiet(g.send, c, batch=300))
+        th.start()
+        time.sleep(random.Random(8).uniform(0.3, 0.9))
+        c.kill()
+        th.join()
+        c = self.server("killed", KB.NOCOMPACT)
+        g.send(c, batch=3000)
+        self.assertEqual(KB.tl_rows(c), packed, "after kill -9")
+        self.assertEqual(self.answers(c, g, wins), want, "after kill -9")
+        c.stop()
+
+        # a database from before: the first half's level 1 as rows, no
+        # level-1 packs; the second half goes on into packs beside them
+        d = self.server("old", KB.NOCOMPACT)
+        half = len(g.lines["device"]) // 2
+        d.ingest_ok("device", KB.device_lines(g, range(half)))
+        d.stop()
+        rows = KB.tl_rows(d, "lvl=1")
+        self.assertGreater(len(rows), 100)
+        KB.exec_sql(d, "DELETE FROM tlpack WHERE lvl=1")
+        for i in range(0, len(rows), 500):
+            KB.exec_sql(d, "INSERT INTO tl VALUES " + ",".join(
+                "(%s)" % ",".join(str(c) for c in r) for r in rows[i:i + 500]))
+        d = self.server("old", KB.NOCOMPACT)
+        d.ingest_ok("device", KB.device_lines(
+            g, range(half, len(g.lines["device"]))))
+        g.send(d, batch=3000)  # the scope stream; the device lines again
+        self.assertEqual(KB.count(d, L1_ROWS), len(rows))
+        sh = l1_shift(d)
+        beside = ("SELECT count(*) FROM tl t JOIN tlpack p ON p.sess=t.sess"
+                  " AND p.lvl=t.lvl AND p.lane=t.lane AND p.b0=t.b >> %d << %d"
+                  " WHERE t.lvl=1" % (sh, sh))
+        self.assertGreater(KB.count(d, beside), 0)
+        self.assertEqual(KB.tl_rows(d), packed, "rows from before")
+        self.assertEqual(self.answers(d, g, wins), want, "rows from before")
+        d.stop()
+        if not d.pgdb:
+            return  # SQLite has no packer to fold the rows
+        d = self.server("old", KB.BLOCKS)
+        TlPack.settle(self, d)
+        self.assertEqual(KB.count(d, L1_ROWS), 0)
+        self.assertEqual(KB.tl_rows(d), packed, "rows folded in")
+        self.assertEqual(self.answers(d, g, wins), want, "rows folded in")
+
+    def test_ingest_meets_undecodable_level1_pack(self):
+        """Issue 23: a stored level-1 pack that does not decode (a corrupted
+        database) met by ingest's merge is left as it is, and the batch's
+        buckets of its range go as rows - counted, nothing lost: every
+        level-1 bucket of the range holds as rows what the second half of
+        the session added (the reference's count less the first half's),
+        every other bucket equals the reference's, and the pack's bytes
+        are untouched."""
+        g = tl0_session(random.Random(2305))
+        dev = g.lines["device"]
+        half = len(dev) // 2
+        ref = self.server("ref", KB.NOCOMPACT)
+        ref.ingest_ok("device", KB.device_lines(g, range(len(dev))))
+        full = l1_buckets(ref)
+        ref.stop()
+
+        b = self.server("bad", KB.NOCOMPACT)
+        b.ingest_ok("device", KB.device_lines(g, range(half)))
+        first = l1_buckets(b)
+        self.assertEqual(KB.count(b, L1_ROWS), 0)
+
+        sh = l1_shift(b)
+
+        def rng(k):
+            return (k[0], k[1], k[2], k[3] >> sh << sh)
+        # a packed range the second half adds to
+        grown = sorted({rng(k) for k in full
+                        if full[k][0] != first.get(k, [0])[0]} &
+                       {rng(k) for k in first})
+        self.assertTrue(grown, "no range of the first half grows")
+        bad = grown[0]
+        where = "sess=%d AND lvl=%d AND lane=%d AND b0=%d" % bad
+        KB.exec_sql(b, "UPDATE tlpack SET data=substr(data, 1, 3)"
+                    " WHERE " + where)
+        hexf = "encode(data, 'hex')" if b.pgdb else "hex(data)"
+        cut = b.sql("SELECT " + hexf + " FROM tlpack WHERE " + where)
+        self.assertEqual(len(cut), 1)
+        b.stop()
+
+        b = self.server("bad", KB.NOCOMPACT)
+        b.ingest_ok("device", KB.device_lines(g, range(half, len(dev))))
+        self.assertEqual(b.sql("SELECT " + hexf + " FROM tlpack"
+                               " WHERE " + where), cut, "the pack untouched")
+        rows = b.sql("SELECT sess, lvl, lane, b, n FROM tl WHERE lvl=1")
+        got = {tuple(int(c) for c in r[:4]): int(r[4]) for r in rows}
+        self.assertTrue(got, "the range's buckets went as rows")
+        for k, n in got.items():
+            self.assertEqual(rng(k), bad, "a row outside the bad range")
+            self.assertEqual(n, full[k][0] - first.get(k, [0])[0], k)
+        want = {k: full[k][0] - first.get(k, [0])[0] for k in full
+                if rng(k) == bad and full[k][0] != first.get(k, [0])[0]}
+        self.assertEqual(got, want, "every bucket the second half added")
+        # the rest (the bad pack dropped: tl_rows would not decode it),
+        # rows and packs read together: the reference's
+        KB.exec_sql(b, "DELETE FROM tlpack WHERE " + where)
+        rest = {k: v for k, v in l1_buckets(b).items() if rng(k) != bad}
+        self.assertEqual(rest, {k: v for k, v in full.items()
+                                if rng(k) != bad})
+        b.stop()
 
 
 class Capi0(KB.Base):

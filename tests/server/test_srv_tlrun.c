@@ -293,9 +293,9 @@ static int rows_equal(const char *name, const char *sql, int ncol, size_t m)
     return ok;
 }
 
-/* PostgreSQL writes level 1 packed at ingest (store_sql_tl1_pg.c): its
+/* Both databases write level 1 packed at ingest (store_sql_tl1.c): its
  * packs decoded back into tl rows (none is there beside them: a plain
- * INSERT), so tl reads as were nothing packed; 1 if done (or SQLite). */
+ * INSERT), so tl reads as were nothing packed; 1 if done. */
 static int unpack_tl1(const char *name)
 {
     char path[512], err[256];
@@ -307,12 +307,8 @@ static int unpack_tl1(const char *name)
     int ok = 1, rc = SDB_DONE;
 
     tmp_url(name, path);
-    if (sdb_open(path, 1, &db, err, sizeof(err)) != 0)
+    if (sdb_open(path, 0, &db, err, sizeof(err)) != 0)
         return 0;
-    if (sdb_dialect(db) != SDB_POSTGRES) {
-        sdb_close(db);
-        return 1;
-    }
     if (sdb_prepare(db, "SELECT sess, lane, b0, data FROM tlpack WHERE lvl=1",
                     &st) != 0)
         ok = 0;
