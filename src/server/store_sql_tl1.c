@@ -52,7 +52,7 @@ int sq_tl1_collect(srv_store *s, sq_tl1_set *B, unsigned shift)
     const sq_tl *t;
     size_t n = 0;
 
-    B->n = B->ng = 0;
+    B->ng = 0;
     for (size_t i = 0; i < s->tl.cap; i++)
         if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
             n++;
@@ -82,7 +82,6 @@ int sq_tl1_collect(srv_store *s, sq_tl1_set *B, unsigned shift)
         if (!i || grp_differ(&B->v[i - 1], &B->v[i]))
             B->g[B->ng++] = (sq_tl1_grp){ i, 0 };
     B->g[B->ng] = (sq_tl1_grp){ n, 0 };
-    B->n = n;
     return GPUFL_OK;
 }
 

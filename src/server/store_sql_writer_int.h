@@ -143,11 +143,11 @@ typedef struct sq_tl1_grp {
     int bad;
 } sq_tl1_grp;
 /* The batch's buckets sorted by (sess, lane, b), grouped by range:
- * g[0..ng], the last one's i0 n.  Kept between batches (cap). */
+ * g[0..ng], the last one's i0 the count.  Kept between batches (cap). */
 typedef struct sq_tl1_set {
     sq_tl1_el *v;
     sq_tl1_grp *g;
-    size_t cap, n, ng;
+    size_t cap, ng;
 } sq_tl1_set;
 /* A range's scratch for sq_tl1_pack. */
 typedef struct sq_tl1_scratch {
