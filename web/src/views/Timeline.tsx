@@ -188,6 +188,9 @@ export function Timeline(props: Props) {
     // interaction
     selected,
     flow: null as FlowInfo | null,
+    // F pressed while the selected kernel's details were still on their way:
+    // the fit happens when they come (a key that did nothing was the bug)
+    fitWanted: null as number | null,
     area: null as Area | null,
     marks: [] as number[],
     hover: null as null | { x: number; y: number },
@@ -1092,7 +1095,7 @@ export function Timeline(props: Props) {
     if (f && f.kid === S.selected) {
       const a = f.apiT !== null ? Math.min(f.apiT, f.t) : f.t;
       setView(fitView(a, f.t + f.dur, 0, S.hi));
-    }
+    } else if (S.selected !== null) S.fitWanted = S.selected;
   };
 
   const clearAll = () => {
@@ -1291,6 +1294,7 @@ export function Timeline(props: Props) {
 
   useEffect(() => {
     S.selected = selected;
+    if (S.fitWanted !== selected) S.fitWanted = null;
     if (selected === null) {
       S.flow = null;
       schedule();
@@ -1312,6 +1316,10 @@ export function Timeline(props: Props) {
           apiT: hasApi ? Number(BigInt(d.api_enter!) - base) : null,
           apiDur: num(d.api_dur),
         };
+        if (S.fitWanted === d.kid) {
+          S.fitWanted = null;
+          fitSelection();
+        }
       })
       .catch(() => {
         if (live) S.flow = null;
