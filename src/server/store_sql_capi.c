@@ -17,6 +17,7 @@
 #include "store_sql_writer_int.h"
 
 #include "common/buf.h"
+#include "store_sql_capipack.h"
 
 #include <gpufl/gpufl.h>
 
@@ -174,6 +175,33 @@ int sq_capi_acc(srv_store *s, int64_t sess, const srv_ev *e)
 static const char capi_put_sql[] =
     "INSERT INTO capi VALUES(?,?,?,?,?,?)" CAPI_MERGE;
 
+/* SQLite writes level 0 packed (capipack; docs/server.md "API call
+ * summary level 0 packed on SQLite"): ~536 upserted rows of a
+ * 10 000-kernel batch, four in five of capi's, become ~10-20 packs read,
+ * merged and written back (store_sql_tl1.c, as the timeline's level 1). */
+static void capi_val(const void *v, sq_tlb *t)
+{
+    const capi_b *x = v;
+    t->n = (int64_t)x->n;
+    t->busy = (int64_t)x->busy;
+}
+
+/* capi_put_sql's parameters: sess, lvl, b, tid, n, busy */
+static void capi_row(sdb_stmt *rows, const sq_tl1_el *e, int lvl)
+{
+    int64_t c[6] = { e->sess, lvl, e->t.b, e->lane, e->t.n, e->t.busy };
+    for (int j = 0; j < 6; j++)
+        qbind_i64(rows, j + 1, c[j]);
+}
+
+static const sq_tl1_kind capi_kind = { .packs = "capipack",
+                                       .lane = "tid",
+                                       .lvl = SQ_CAPP_LITE_LVL,
+                                       .lane_k = 3,
+                                       .b_k = 2,
+                                       .val = capi_val,
+                                       .row = capi_row };
+
 /* PostgreSQL (sq_writer.roll_put): the batch's buckets as one array a
  * column, split by the highest stored bucket of their (sess, lvl) (m, one
  * backward probe of the primary key (sess, lvl, b, tid) each): those
@@ -231,12 +259,21 @@ int sq_capi_flush(srv_store *s)
     if (!s->capi_put_grp &&
         (rc = sq_upgroup_prepare(s->w, capi_put_sql, 6, &s->capi_put_grp)) != 0)
         return rc;
+    /* level 0 into its packs, the other levels as rows */
+    if (!s->capi_pk &&
+        (rc = sq_lite_tl1_open(s->w, &capi_kind, &s->capi_pk)) != 0) {
+        sq_lite_tl1_close(s->capi_pk);
+        s->capi_pk = NULL;
+        return rc;
+    }
+    if ((rc = sq_lite_tl1_put(s->capi_pk, &s->capi, s->capi_put)) != 0)
+        return rc;
     /* SQ_UPGROUP rows a statement (store_sql_upgroup.c) */
     uint64_t v[SQ_UPGROUP * 6];
     size_t nv = 0;
     for (size_t i = 0; i < s->capi.cap; i++) {
         capi_b *b = rl_map_at(&s->capi, i, &k);
-        if (!b)
+        if (!b || k[1] == (uint64_t)capi_kind.lvl)
             continue;
         memcpy(&v[nv * 6], k, 4 * sizeof(uint64_t));
         v[nv * 6 + 4] = b->n;
@@ -261,6 +298,8 @@ void sq_capi_release(srv_store *s)
     sdb_finalize(s->capi_put);
     sdb_finalize(s->capi_put_grp);
     sdb_finalize(s->capi_long_put);
+    sq_lite_tl1_close(s->capi_pk);
+    s->capi_pk = NULL;
     s->capi_put = s->capi_long_put = s->capi_put_grp = NULL;
     rl_map_release(&s->capi);
 }

@@ -1,7 +1,9 @@
 /*
- * store_sql_capipack.h - the API calls' summary packed on PostgreSQL
- * (store_sql_capipack.c, schema 31): a range of SQ_TLP_N buckets of one
- * (session, level, thread) of capi in one capipack row.  The bucket
+ * store_sql_capipack.h - the API calls' summary packed: on PostgreSQL
+ * by the maintenance pass (store_sql_capipack.c, schema 31), on SQLite
+ * level 0 by ingest (store_sql_capi.c): a range of SQ_TLP_N buckets (64
+ * on SQLite) of one (session, level, thread) of capi in one capipack
+ * row.  The bucket
  * format is the timeline pack's (store_sql_tlpack.h, tlpack_codec.c:
  * b, n and busy, the thread as the lane) with its top kernel 0 - two
  * bytes a bucket, and the codec and its fuzz target are one.
@@ -16,5 +18,9 @@
  * pack is one row where they were one per thread and bucket). */
 #define SQ_CAPP_LVL_MIN 1
 #define SQ_CAPP_LVL_MAX 5
+/* The level SQLite's ingest writes packed (store_sql_capi.c; ranges of
+ * 2^SQ_TL1_SHIFT_LITE buckets): its other levels stay rows, PostgreSQL's
+ * level 0 is not written with blocks (store_sql_q_capi0.c) */
+#define SQ_CAPP_LITE_LVL 0
 
 #endif

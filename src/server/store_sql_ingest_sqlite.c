@@ -221,7 +221,7 @@ static int lite_flush(srv_store *s)
      * level 1 into its packs, the other levels as rows */
     if ((rc = kq_flush(s)) != 0 || (rc = sq_tl_runs_flush(s)) != 0 ||
         (rc = flush_kagg(s)) != 0 ||
-        (rc = sq_lite_tl1_put(s, lw->tl1, s->ws[WS_TL])) != 0)
+        (rc = sq_lite_tl1_put(lw->tl1, &s->tl, s->ws[WS_TL])) != 0)
         return rc;
     /* SQ_UPGROUP rows a statement (store_sql_upgroup.c) */
     nv = 0;
@@ -408,7 +408,7 @@ static int lite_open(srv_store *s, char *eb, size_t ec)
             0 ||
         (rc = sq_upgroup_prepare(s->w, sq_wsql[WS_EXT_PUT], 4, &lw->extgrp)) !=
             0 ||
-        (rc = sq_lite_tl1_open(s->w, &lw->tl1)) != 0) {
+        (rc = sq_lite_tl1_open(s->w, &sq_tl1_tl, &lw->tl1)) != 0) {
         snprintf(eb, ec, "prepare kernel group: %s", sdb_errmsg(s->w));
         return rc;
     }

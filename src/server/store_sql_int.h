@@ -257,6 +257,7 @@ struct srv_store {
     int ing_want; /* ingest writers waiting for wlock (sq_ingest_give) */
     sdb_stmt *capi_put, *capi_long_put; /* prepared on first use */
     sdb_stmt *capi_put_grp;             /* SQLite: SQ_UPGROUP rows */
+    struct sq_lite_tl1 *capi_pk;        /* SQLite: level 0's packs */
     /* the batch writer (sq_writer, chosen by the database) and its own
      * state; the batch's outcome while it is written */
     const struct sq_writer *wr;

@@ -187,17 +187,21 @@ int sq_calls_times(qctx *c, uint64_t from, uint64_t to, sq_call_fn fn,
 /* An upper bound of the rows sq_calls_each(from, to) reads (kernels of
  * rows and blocks, ops), from the indexes only, into *n. */
 int sq_calls_held(qctx *c, uint64_t from, uint64_t to, uint64_t *n);
+/* Whether level lv of the API calls' summary may have packs (capipack):
+ * PostgreSQL's levels SQ_CAPP_LVL_MIN..MAX, SQLite's SQ_CAPP_LITE_LVL. */
+int sq_capi_packed(qctx *c, int lv);
 /* The API calls' summary stored at level lv (table capi, store_sql_capi.c),
- * its buckets b in [b_lo, b_hi) of every thread, each once into fn: on
- * PostgreSQL the rows and the packs (capipack, store_sql_capipack.c)
+ * its buckets b in [b_lo, b_hi) of every thread, each once into fn: at a
+ * packed level the rows and the packs (capipack, store_sql_capipack.c)
  * merged, a bucket in both (a late call's row beside its pack) added as
- * capi's upsert adds.  0, fn's error, or GPUFL_EINTERNAL for a pack that
- * does not decode (a corrupted database). */
+ * capi's upsert adds, in (tid, b) order; else in b order.  0, fn's
+ * error, or GPUFL_EINTERNAL for a pack that does not decode (a corrupted
+ * database). */
 typedef int (*sq_capi_fn)(void *arg, uint32_t tid, uint64_t b, uint64_t n,
                           uint64_t busy);
 int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
                  void *arg);
-/* SQLite (no packs): one statement reading level lv's buckets of many
+/* SQLite, a level without packs: one statement reading level lv's buckets of many
  * short ranges (store_sql_q_calls_sum.c's straddling buckets), prepared once
  * and bound again per range - a prepare per range cost more than its rows.
  * sq_capi_rd_each: buckets b_lo..b_hi - 1, 0 or fn's error. */

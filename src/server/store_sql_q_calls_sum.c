@@ -228,7 +228,8 @@ static int capi_whole(void *arg, uint32_t tid, uint64_t b, uint64_t n,
  * lv's buckets alone (capi_whole, cut_flush).  *done 0 when not worth it
  * (columns narrower than SQ_CAPI_UP_PER_COL buckets of lv+1, no whole one
  * in the window, PostgreSQL: its packs would cost a round trip per
- * range). */
+ * range; a packed level - SQLite's level 0 - is read whole: a pack holds
+ * 64 buckets, and lv's reader reads rows only). */
 static int capi_two(qctx *c, sq_calls_ctx *x, int lv, int *done)
 {
     unsigned sh = rl_tl_shift(lv), up;
@@ -237,7 +238,8 @@ static int capi_two(qctx *c, sq_calls_ctx *x, int lv, int *done)
     int rc;
 
     *done = 0;
-    if (lv + 1 >= RL_TL_LEVELS || sdb_dialect(c->db) != SDB_SQLITE)
+    if (lv + 1 >= RL_TL_LEVELS || sdb_dialect(c->db) != SDB_SQLITE ||
+        sq_capi_packed(c, lv) || sq_capi_packed(c, lv + 1))
         return GPUFL_OK;
     up = rl_tl_shift(lv + 1);
     w1 = 1ull << up;

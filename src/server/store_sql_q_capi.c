@@ -3,10 +3,11 @@
  * store_sql_capi.c) read back for /calls (store_sql_q_calls_sum.c): a level's
  * buckets of a window.  On PostgreSQL the ranges a session has moved past
  * are packs (capipack, store_sql_capipack.c) and a late call's upsert may
- * leave a row beside its range's pack: rows and packs are read in
- * (thread, bucket) order and merged, a bucket in both added, so the
- * answer is the one the rows alone gave before packing.  SQLite has no
- * packs: its rows as stored.
+ * leave a row beside its range's pack; on SQLite level 0 is packed at
+ * ingest, and a database from before keeps its rows beside the packs.
+ * Rows and packs are read in (thread, bucket) order and merged, a bucket
+ * in both added, so the answer is the one the rows alone gave before
+ * packing.  SQLite's other levels are rows as stored.
  */
 #include "store_sql_int.h"
 
@@ -15,8 +16,15 @@
 #include "store_sql_capipack.h"
 #include "store_sql_q.h"
 
-/* PostgreSQL, a packed level: the packs of the window [lo, hi] opened
- * into P, its first bucket read (*have); else nothing. */
+int sq_capi_packed(qctx *c, int lv)
+{
+    return sdb_dialect(c->db) == SDB_POSTGRES
+               ? lv >= SQ_CAPP_LVL_MIN && lv <= SQ_CAPP_LVL_MAX
+               : lv == SQ_CAPP_LITE_LVL;
+}
+
+/* A packed level: the packs of the window [lo, hi] opened into P, its
+ * first bucket read (*have); else nothing. */
 static int packs_open(qctx *c, int lv, int64_t lo, int64_t hi, sq_tlp_iter *P,
                       int *have)
 {
@@ -24,8 +32,7 @@ static int packs_open(qctx *c, int lv, int64_t lo, int64_t hi, sq_tlp_iter *P,
 
     P->st = NULL;
     *have = 0;
-    if (lv < SQ_CAPP_LVL_MIN || lv > SQ_CAPP_LVL_MAX ||
-        sdb_dialect(c->db) != SDB_POSTGRES)
+    if (!sq_capi_packed(c, lv))
         return GPUFL_OK;
     if (sdb_prepare(c->db,
                     "SELECT tid, b0, data FROM capipack WHERE sess=?1 AND"
@@ -49,19 +56,20 @@ int sq_capi_each(qctx *c, int lv, int64_t b_lo, int64_t b_hi, sq_capi_fn fn,
 {
     /* ~5 kB: one per query, on the query thread's stack */
     sq_tlp_iter P;
-    int rc, have = 0, pg = sdb_dialect(c->db) == SDB_POSTGRES;
+    int rc, have = 0, pk = sq_capi_packed(c, lv);
 
     P.st = NULL;
     /* the rows' window is half-open, the packs' closed: [b_lo, b_hi - 1],
      * not wrapping once an empty window has answered nothing */
     if (b_hi <= b_lo)
         return GPUFL_OK;
-    /* PostgreSQL's in (tid, b) order to merge with the packs (a sort of
-     * the window's rows: a few thousand); SQLite's as its key holds them,
+    /* a packed level's in (tid, b) order to merge with the packs (a sort
+     * of the window's rows: a few thousand, on SQLite a database's from
+     * before packing); SQLite's unpacked levels as its key holds them,
      * in b order (no sort: the key's order) - store_sql_q_calls_sum.c's
      * capi_whole gathers a bucket's threads as they come one after the
      * other */
-    rc = q_prepare(c, pg ? "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
+    rc = q_prepare(c, pk ? "SELECT tid, b, n, busy FROM capi WHERE sess=?1"
                            " AND lvl=?2 AND b >= ?3 AND b < ?4"
                            " ORDER BY tid, b"
                          : "SELECT tid, b, n, busy FROM capi WHERE sess=?1"

@@ -14,6 +14,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 
 int sq_tl1_skip(const uint64_t *k)
@@ -46,15 +47,42 @@ static int grp_differ(const sq_tl1_el *x, const sq_tl1_el *y)
            0;
 }
 
-int sq_tl1_collect(srv_store *s, sq_tl1_set *B, unsigned shift)
+/* tl's buckets (sq_tl) */
+static void tl_val(const void *v, sq_tlb *t)
+{
+    const sq_tl *x = v;
+    t->n = (int64_t)x->n;
+    t->busy = (int64_t)x->busy;
+    t->top_name = (int64_t)x->top_name;
+    t->top_dur = (int64_t)x->top_dur;
+}
+
+static void tl_row(sdb_stmt *rows, const sq_tl1_el *e, int lvl)
+{
+    int64_t c[8] = { e->sess, lvl,       e->lane,       e->t.b,
+                     e->t.n,  e->t.busy, e->t.top_name, e->t.top_dur };
+    for (int j = 0; j < 8; j++)
+        qbind_i64(rows, j + 1, c[j]);
+}
+
+const sq_tl1_kind sq_tl1_tl = { .packs = "tlpack",
+                                .lane = "lane",
+                                .lvl = SQ_TL1_LVL,
+                                .lane_k = 2,
+                                .b_k = 3,
+                                .val = tl_val,
+                                .row = tl_row };
+
+int sq_tl1_collect(const rl_map *m, const sq_tl1_kind *kd, sq_tl1_set *B,
+                   unsigned shift)
 {
     const uint64_t *k;
-    const sq_tl *t;
+    const void *t;
     size_t n = 0;
 
     B->ng = 0;
-    for (size_t i = 0; i < s->tl.cap; i++)
-        if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
+    for (size_t i = 0; i < m->cap; i++)
+        if ((t = rl_map_at(m, i, &k)) && k[1] == (uint64_t)kd->lvl)
             n++;
     if (!n)
         return GPUFL_OK;
@@ -69,14 +97,16 @@ int sq_tl1_collect(srv_store *s, sq_tl1_set *B, unsigned shift)
         B->g = g;
         B->cap = n;
     }
-    for (size_t i = 0, j = 0; i < s->tl.cap; i++)
-        if ((t = rl_map_at(&s->tl, i, &k)) && sq_tl1_skip(k))
-            B->v[j++] =
-                (sq_tl1_el){ (int64_t)k[0],
-                             (int64_t)k[2],
-                             (int64_t)k[3] >> shift << shift,
-                             { (int64_t)k[3], (int64_t)t->n, (int64_t)t->busy,
-                               (int64_t)t->top_name, (int64_t)t->top_dur } };
+    for (size_t i = 0, j = 0; i < m->cap; i++)
+        if ((t = rl_map_at(m, i, &k)) && k[1] == (uint64_t)kd->lvl) {
+            sq_tl1_el *e = &B->v[j++];
+            int64_t b = (int64_t)k[kd->b_k];
+            *e = (sq_tl1_el){ (int64_t)k[0],
+                              (int64_t)k[kd->lane_k],
+                              b >> shift << shift,
+                              { .b = b } };
+            kd->val(t, &e->t);
+        }
     qsort(B->v, n, sizeof(*B->v), el_cmp);
     for (size_t i = 0; i < n; i++)
         if (!i || grp_differ(&B->v[i - 1], &B->v[i]))
@@ -106,28 +136,32 @@ void sq_tl1_set_release(sq_tl1_set *B)
 /* ---- SQLite's writer: a range a statement, in this process ---- */
 
 struct sq_lite_tl1 {
+    const sq_tl1_kind *k;
     sdb_stmt *get, *put;
     sq_tl1_set B;
     sq_tlb w[SQ_TLP_N]; /* the stored pack's buckets */
     sq_tl1_scratch x;
 };
 
-int sq_lite_tl1_open(sdb *w, sq_lite_tl1 **out)
+int sq_lite_tl1_open(sdb *w, const sq_tl1_kind *k, sq_lite_tl1 **out)
 {
     sq_lite_tl1 *T = calloc(1, sizeof(*T));
+    char get[160], put[200];
 
     *out = T;
     if (!T)
         return GPUFL_ENOMEM;
-    if (sdb_prepare(w,
-                    "SELECT data FROM tlpack WHERE sess=?1 AND lvl=1 AND"
-                    " lane=?2 AND b0=?3",
-                    &T->get) ||
-        sdb_prepare(w,
-                    "INSERT INTO tlpack VALUES(?1, 1, ?2, ?3, ?4)"
-                    " ON CONFLICT(sess, lvl, lane, b0) DO UPDATE SET"
-                    " data=excluded.data",
-                    &T->put))
+    T->k = k;
+    snprintf(get, sizeof get,
+             "SELECT data FROM %s WHERE sess=?1 AND lvl=%d AND %s=?2 AND"
+             " b0=?3",
+             k->packs, k->lvl, k->lane);
+    /* tlpack and capipack: (sess, lvl, lane, b0, data) */
+    snprintf(put, sizeof put,
+             "INSERT INTO %s VALUES(?1, %d, ?2, ?3, ?4) ON CONFLICT(sess,"
+             " lvl, %s, b0) DO UPDATE SET data=excluded.data",
+             k->packs, k->lvl, k->lane);
+    if (sdb_prepare(w, get, &T->get) || sdb_prepare(w, put, &T->put))
         return GPUFL_EINTERNAL;
     return GPUFL_OK;
 }
@@ -142,29 +176,25 @@ void sq_lite_tl1_close(sq_lite_tl1 *T)
     free(T);
 }
 
-/* Range g's buckets as tl rows (its stored pack does not decode: left as
+/* Range g's buckets as rows (its stored pack does not decode: left as
  * it is, as the packer leaves such a range's rows). */
 static int grp_rows(sq_lite_tl1 *T, size_t g, sdb_stmt *rows)
 {
     int rc = GPUFL_OK;
 
     for (size_t i = T->B.g[g].i0; !rc && i < T->B.g[g + 1].i0; i++) {
-        const sq_tl1_el *e = &T->B.v[i];
-        int64_t c[8] = { e->sess, SQ_TL1_LVL, e->lane,       e->t.b,
-                         e->t.n,  e->t.busy,  e->t.top_name, e->t.top_dur };
-        for (int j = 0; j < 8; j++)
-            qbind_i64(rows, j + 1, c[j]);
+        T->k->row(rows, &T->B.v[i], T->k->lvl);
         rc = qrun(rows);
     }
     return rc;
 }
 
-int sq_lite_tl1_put(srv_store *s, sq_lite_tl1 *T, sdb_stmt *rows)
+int sq_lite_tl1_put(sq_lite_tl1 *T, const rl_map *m, sdb_stmt *rows)
 {
     sq_tl1_set *B = &T->B;
     int rc;
 
-    if ((rc = sq_tl1_collect(s, B, SQ_TL1_SHIFT_LITE)) != 0)
+    if ((rc = sq_tl1_collect(m, T->k, B, SQ_TL1_SHIFT_LITE)) != 0)
         return rc;
     for (size_t g = 0; g < B->ng; g++) {
         const sq_tl1_el *e = &B->v[B->g[g].i0];

@@ -205,7 +205,7 @@ int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
     size_t ng, nbad = 0;
     int rc;
 
-    if ((rc = sq_tl1_collect(s, B, SQ_TLP_SHIFT)) != 0)
+    if ((rc = sq_tl1_collect(&s->tl, &sq_tl1_tl, B, SQ_TLP_SHIFT)) != 0)
         return rc;
     ng = B->ng;
     for (size_t g0 = 0; g0 < ng; g0 += TL1_GROUPS) {

@@ -159,9 +159,26 @@ int sq_tl1_skip(const uint64_t *k);
 /* (sess, lane, b) against another: <0, 0, >0 */
 int sq_tl1_key_cmp(int64_t s0, int64_t l0, int64_t b0, int64_t s1, int64_t l1,
                    int64_t b1);
-/* s->tl's level-1 buckets into B, sorted and grouped by ranges of
+/* What a batch's buckets packed at ingest are: the timeline's level 1
+ * (s->tl into tlpack, both databases) and, on SQLite, the API calls'
+ * level 0 (s->capi into capipack, store_sql_capi.c).  Both maps' keys
+ * are (sess, lvl, ., .) with the lane and the bucket at lane_k and b_k. */
+typedef struct sq_tl1_kind {
+    const char *packs, *lane; /* the pack table and its lane's column */
+    int lvl;                  /* the level packed */
+    int lane_k, b_k;
+    /* a map value's sums into t (t->b is set by the caller) */
+    void (*val)(const void *v, sq_tlb *t);
+    /* rows bound with bucket e of the level (its range's stored pack
+     * does not decode: the buckets go as rows, as the packer leaves
+     * such a range's rows) */
+    void (*row)(sdb_stmt *rows, const sq_tl1_el *e, int lvl);
+} sq_tl1_kind;
+extern const sq_tl1_kind sq_tl1_tl;
+/* m's buckets of k's level into B, sorted and grouped by ranges of
  * 2^shift buckets; GPUFL_ENOMEM. */
-int sq_tl1_collect(srv_store *s, sq_tl1_set *B, unsigned shift);
+int sq_tl1_collect(const rl_map *m, const sq_tl1_kind *k, sq_tl1_set *B,
+                   unsigned shift);
 /* Range g of B merged with its stored buckets w[0..nw) and encoded into
  * x->out; its length. */
 size_t sq_tl1_pack(const sq_tl1_set *B, size_t g, const sq_tlb *w, size_t nw,
@@ -171,10 +188,12 @@ void sq_tl1_set_release(sq_tl1_set *B);
 typedef struct sq_lite_tl1 sq_lite_tl1;
 typedef struct sq_pg_tl1 sq_pg_tl1;
 /* Their statements on w and their state (*out freed by the close whether
- * or not the open succeeds). */
-int sq_lite_tl1_open(sdb *w, sq_lite_tl1 **out);
+ * or not the open succeeds); SQLite's for kind k's packs. */
+int sq_lite_tl1_open(sdb *w, const sq_tl1_kind *k, sq_lite_tl1 **out);
 void sq_lite_tl1_close(sq_lite_tl1 *T);
-int sq_lite_tl1_put(srv_store *s, sq_lite_tl1 *T, sdb_stmt *rows);
+/* m's buckets of T's level into their packs; rows: the level's row
+ * upsert (k->row binds it) */
+int sq_lite_tl1_put(sq_lite_tl1 *T, const rl_map *m, sdb_stmt *rows);
 int sq_pg_tl1_open(sdb *w, sq_pg_tl1 **out);
 void sq_pg_tl1_close(sq_pg_tl1 *T);
 int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, struct gbuf *cb, sdb_stmt *rows);

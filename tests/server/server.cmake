@@ -136,7 +136,7 @@ if(TARGET gpufl_server_core)
   # timeline level 0 computed from the kernels, level 1 packed at ingest
   # (test_kblocks_tl0.py)
   gpufl_srv_py_tests(server_kblocks_ test_kblocks_tl0.py TIMEOUT 300
-    CLASSES Tl0 Tl1 Capi0)
+    CLASSES Tl0 Tl1 Capi0 CapiLite)
   # the cold tier in a real radosgw (test_kblocks_cold.py; 77: no radosgw)
   # radosgw listens on fixed ports (7480, 6789): one user at a time
   gpufl_srv_py_test(server_kblocks_Cold test_kblocks_cold.py CLASS Cold

@@ -418,7 +418,23 @@ def calls_ask(srv, sid, suffix):
 
 
 def capi0_rows(srv):
-    return KB.count(srv, "SELECT count(*) FROM capi WHERE lvl=0")
+    """capi's level-0 buckets, rows and packs (SQLite's ingest writes that
+    level packed: store_sql_capi.c)."""
+    return len(KB.capi_rows(srv, "lvl = 0"))
+
+
+CAPI0_ROWS = "SELECT count(*) FROM capi WHERE lvl=0"
+
+
+def capi0_unpack(srv):
+    """srv (stopped) as a database from before SQLite packed capi's level
+    0: its level-0 packs made rows again; those rows."""
+    rows = KB.capi_rows(srv, "lvl = 0")
+    KB.exec_sql(srv, "DELETE FROM capipack WHERE lvl=0")
+    for i in range(0, len(rows), 500):
+        KB.exec_sql(srv, "INSERT INTO capi VALUES " + ",".join(
+            "(%s)" % ",".join(r) for r in rows[i:i + 500]))
+    return rows
 
 
 def l1_shift(srv):
@@ -585,8 +601,8 @@ class Capi0(KB.Base):
     then by a blocks one, compacted) and for a rows session read by a
     blocks server; migrate deletes the stored rows.  Past
     GPUFL_SERVER_TL0_MAX kernels and ops level 1 answers and rollup_ns
-    says so.  On SQLite level 0 stays written and read as with rows
-    (docs/server.md says why): the same rows as a rows server's, migrate
+    says so.  On SQLite level 0 stays written (packed, CapiLite) and read
+    (docs/server.md says why): the same buckets as a rows server's, migrate
     keeps them and says nothing of them, the cap does not apply; the
     answers equal the rows server's on both."""
 
@@ -622,10 +638,10 @@ class Capi0(KB.Base):
         pg = b.pgdb is not None
         self.assertGreater(capi0_rows(a), 1000)
         self.assertEqual(capi0_rows(b), 0 if pg else capi0_rows(a))
-        for q in ("SELECT * FROM capi WHERE lvl >= %d ORDER BY 1, 2, 3, 4"
-                  % (1 if pg else 0),
-                  "SELECT * FROM capi_long ORDER BY 1, 2, 3"):
-            self.assertEqual(b.sql(q), a.sql(q), q)
+        lv = "lvl >= %d" % (1 if pg else 0)
+        self.assertEqual(KB.capi_rows(b, lv), KB.capi_rows(a, lv))
+        q = "SELECT * FROM capi_long ORDER BY 1, 2, 3"
+        self.assertEqual(b.sql(q), a.sql(q), q)
         self.assertEqual(KB.count(b, "SELECT count(*) FROM kernels"), 0)
         self.assertGreaterEqual(self.same(want, b, g.sid, "blocks"), 30)
 
@@ -638,8 +654,8 @@ class Capi0(KB.Base):
         if pg:
             self.assertLess(capi0_rows(c), capi0_rows(a))
         else:
-            self.assertEqual(c.sql("SELECT * FROM capi ORDER BY 1, 2, 3, 4"),
-                             a.sql("SELECT * FROM capi ORDER BY 1, 2, 3, 4"))
+            self.assertEqual(KB.capi_rows(c, "lvl >= 0"),
+                             KB.capi_rows(a, "lvl >= 0"))
         self.same(want, c, g.sid, "mixed")
         # gpufl-server migrate deletes those rows nobody reads (PostgreSQL);
         # on SQLite they are read: kept, and not spoken of
@@ -692,6 +708,156 @@ class Capi0(KB.Base):
         st, r = calls_ask(b, g.sid, small)
         self.assertEqual((st, int(r["rollup_ns"])), (200, L0))
         self.assertEqual(r, calls_ask(a2, g.sid, small)[1])
+
+
+class CapiLite(KB.Base):
+    """SQLite (issue 23; docs/server.md "API call summary level 0 packed on
+    SQLite"): ingest writes the API call summary's level 0 into packs, a
+    range of 64 buckets a capipack row, merged with the stored pack each
+    batch; /calls answers as from the same buckets as rows."""
+
+    def answers(self, srv, g, wins):
+        out, n0 = [], 0
+        for suffix in wins:
+            st, got = calls_ask(srv, g.sid, suffix)
+            self.assertEqual(st, 200, suffix)
+            out.append(got)
+            n0 += int(got.get("rollup_ns", 0)) == L0
+        # most windows a summary from level 0 (the rest lists: the
+        # session's edges)
+        self.assertGreaterEqual(n0, 30)
+        return out
+
+    def test_level0_packed_at_ingest(self):
+        """No level-0 capi row after ingest, only packs; /calls answers as
+        from those buckets as rows (the packs made rows again: a database
+        from before); a replay adds nothing; a kill -9 during ingest and
+        the lines sent again lose and double nothing; a database from
+        before (level 0 as rows) goes on into packs beside its rows and
+        answers the same.  The packs' values against the calls they came
+        from: test_srv_tlrun."""
+        g = TL.capi_session(random.Random(2306))
+        wins = calls_windows(TL.expected_calls(g))
+        b = self.server("packed", KB.NOCOMPACT)
+        self.assertIsNone(b.pgdb, "SQLite's ingest packs capi's level 0")
+        g.send(b, batch=3000)
+        self.assertEqual(KB.count(b, CAPI0_ROWS), 0)
+        self.assertGreater(KB.count(b, "SELECT count(*) FROM capipack"
+                                       " WHERE lvl=0"), 10)
+        got = self.answers(b, g, wins)
+        packed = KB.capi_rows(b, "lvl >= 0")
+        self.assertGreater(capi0_rows(b), 1000)
+        g.send(b, batch=3000)  # every line a duplicate
+        self.assertEqual(KB.capi_rows(b, "lvl >= 0"), packed, "replay")
+        self.assertEqual(self.answers(b, g, wins), got, "replay")
+        b.stop()
+        # the same buckets as rows: the answers the rows gave before
+        capi0_unpack(b)
+        b = self.server("packed", KB.NOCOMPACT)
+        self.assertEqual(KB.count(b, "SELECT count(*) FROM capipack"
+                                     " WHERE lvl=0"), 0)
+        self.assertEqual(KB.capi_rows(b, "lvl >= 0"), packed, "as rows")
+        self.assertEqual(self.answers(b, g, wins), got, "as rows")
+        b.stop()
+
+        # kill -9 while batches go in, then everything sent again
+        c = self.server("killed", KB.NOCOMPACT)
+        th = threading.Thread(target=lambda: quiet(g.send, c, batch=300))
+        th.start()
+        time.sleep(random.Random(9).uniform(0.3, 0.9))
+        c.kill()
+        th.join()
+        c = self.server("killed", KB.NOCOMPACT)
+        g.send(c, batch=3000)
+        self.assertEqual(KB.count(c, CAPI0_ROWS), 0)
+        self.assertEqual(KB.capi_rows(c, "lvl >= 0"), packed, "after kill -9")
+        self.assertEqual(self.answers(c, g, wins), got, "after kill -9")
+        c.stop()
+
+        # a database from before: the first half's level 0 as rows; the
+        # second half goes on into packs beside them
+        d = self.server("old", KB.NOCOMPACT)
+        half = len(g.lines["device"]) // 2
+        d.ingest_ok("device", KB.device_lines(g, range(half)))
+        d.stop()
+        rows = capi0_unpack(d)
+        self.assertGreater(len(rows), 100)
+        d = self.server("old", KB.NOCOMPACT)
+        d.ingest_ok("device", KB.device_lines(
+            g, range(half, len(g.lines["device"]))))
+        g.send(d, batch=3000)  # the other streams; the device lines again
+        self.assertEqual(KB.count(d, CAPI0_ROWS), len(rows))
+        beside = ("SELECT count(*) FROM capi c JOIN capipack p ON"
+                  " p.sess=c.sess AND p.lvl=c.lvl AND p.tid=c.tid AND"
+                  " p.b0=c.b >> 6 << 6 WHERE c.lvl=0")
+        self.assertGreater(KB.count(d, beside), 0)
+        self.assertEqual(KB.capi_rows(d, "lvl >= 0"), packed,
+                         "rows from before")
+        self.assertEqual(self.answers(d, g, wins), got, "rows from before")
+
+    def test_ingest_meets_undecodable_level0_pack(self):
+        """A stored level-0 pack that does not decode (a corrupted
+        database) met by ingest's merge is left as it is, and the batch's
+        buckets of its range go as rows - nothing lost: every level-0
+        bucket of the range holds as rows what the second half of the
+        session added, every other bucket equals the reference's."""
+        g = TL.capi_session(random.Random(2307))
+        dev = g.lines["device"]
+        half = len(dev) // 2
+
+        def buckets(srv):  # {(sess, lvl, b, tid): (n, busy)}
+            return {tuple(int(c) for c in r[:4]): (int(r[4]), int(r[5]))
+                    for r in KB.capi_rows(srv, "lvl = 0")}
+
+        def less(k):  # what the second half added to bucket k
+            a, f = first.get(k, (0, 0)), full[k]
+            return (f[0] - a[0], f[1] - a[1])
+        ref = self.server("ref", KB.NOCOMPACT)
+        self.assertIsNone(ref.pgdb, "SQLite's ingest packs capi's level 0")
+        ref.ingest_ok("device", KB.device_lines(g, range(len(dev))))
+        full = buckets(ref)
+        ref.stop()
+
+        b = self.server("bad", KB.NOCOMPACT)
+        b.ingest_ok("device", KB.device_lines(g, range(half)))
+        first = buckets(b)
+        self.assertEqual(KB.count(b, CAPI0_ROWS), 0)
+
+        def rng(k):  # (sess, lvl, b, tid) -> its pack's (sess, tid, b0)
+            return (k[0], k[3], k[2] >> 6 << 6)
+        grown = sorted({rng(k) for k in full if less(k) != (0, 0)} &
+                       {rng(k) for k in first})
+        self.assertTrue(grown, "no range of the first half grows")
+        bad = grown[0]
+        where = "sess=%d AND lvl=0 AND tid=%d AND b0=%d" % bad
+        KB.exec_sql(b, "UPDATE capipack SET data=substr(data, 1, 3)"
+                    " WHERE " + where)
+        cut = b.sql("SELECT hex(data) FROM capipack WHERE " + where)
+        self.assertEqual(len(cut), 1)
+        b.stop()
+
+        b = self.server("bad", KB.NOCOMPACT)
+        b.ingest_ok("device", KB.device_lines(g, range(half, len(dev))))
+        self.assertEqual(b.sql("SELECT hex(data) FROM capipack WHERE " +
+                               where), cut, "the pack untouched")
+        rows = b.sql("SELECT sess, lvl, b, tid, n, busy FROM capi"
+                     " WHERE lvl=0")
+        got = {tuple(int(c) for c in r[:4]): (int(r[4]), int(r[5]))
+               for r in rows}
+        self.assertTrue(got, "the range's buckets went as rows")
+        for k in got:
+            self.assertEqual(rng(k), bad, "a row outside the bad range")
+        want = {k: less(k) for k in full
+                if rng(k) == bad and less(k) != (0, 0)}
+        self.assertEqual(got, want, "every bucket the second half added")
+        # the rest: the bad pack dropped (it does not decode), the other
+        # buckets as the reference's
+        KB.exec_sql(b, "DELETE FROM capipack WHERE " + where)
+        KB.exec_sql(b, "DELETE FROM capi WHERE lvl=0")
+        rest = buckets(b)
+        self.assertEqual(rest, {k: v for k, v in full.items()
+                                if rng(k) != bad})
+        b.stop()
 
 
 def capi_pack_windows(calls):

@@ -229,6 +229,24 @@ static size_t make(void)
 /* The rows of sql (8 or 6 integer columns, the session's id first) equal
  * the first m contributions, each session index mapped to its id; 1 if
  * so, else 0 with the first difference printed. */
+/* The first column of sql's first row (-1: none or an error). */
+static int64_t count_of(const char *name, const char *sql)
+{
+    char path[512], err[256];
+    sdb *db;
+    sdb_stmt *st = NULL;
+    int64_t v = -1;
+
+    tmp_url(name, path);
+    if (sdb_open(path, 1, &db, err, sizeof(err)) != 0)
+        return -1;
+    if (sdb_prepare(db, sql, &st) == 0 && sdb_step(st) == SDB_ROW)
+        v = sdb_col_i64(st, 0);
+    sdb_finalize(st);
+    sdb_close(db);
+    return v;
+}
+
 static int rows_equal(const char *name, const char *sql, int ncol, size_t m)
 {
     char path[512], err[256];
@@ -293,10 +311,29 @@ static int rows_equal(const char *name, const char *sql, int ncol, size_t m)
     return ok;
 }
 
-/* Both databases write level 1 packed at ingest (store_sql_tl1.c): its
- * packs decoded back into tl rows (none is there beside them: a plain
- * INSERT), so tl reads as were nothing packed; 1 if done. */
-static int unpack_tl1(const char *name)
+/* Packs written at ingest decoded back into rows (none is there beside
+ * them: a plain INSERT), so the table reads as were nothing packed; 1 if
+ * done.  Both databases write the timeline's level 1 packed
+ * (store_sql_tl1.c), SQLite the API calls' level 0 (store_sql_capi.c). */
+typedef struct packed_kind {
+    const char *sel; /* sess, lane, b0, data of the level's packs */
+    const char *del; /* those packs */
+    const char *ins; /* a row: ?1 sess, ?2 lane, ?3 b, ?4.. the sums */
+    int nsum;        /* sums in ins: n, busy[, top_name, top_dur] */
+} packed_kind;
+
+static const packed_kind tl1_packs = {
+    "SELECT sess, lane, b0, data FROM tlpack WHERE lvl=1",
+    "DELETE FROM tlpack WHERE lvl=1",
+    "INSERT INTO tl VALUES(?1, 1, ?2, ?3, ?4, ?5, ?6, ?7)", 4
+};
+static const packed_kind capi0_packs = {
+    "SELECT sess, tid, b0, data FROM capipack WHERE lvl=0",
+    "DELETE FROM capipack WHERE lvl=0",
+    "INSERT INTO capi VALUES(?1, 0, ?3, ?2, ?4, ?5)", 2
+};
+
+static int unpack(const char *name, const packed_kind *k)
 {
     char path[512], err[256];
     sdb *db;
@@ -309,8 +346,7 @@ static int unpack_tl1(const char *name)
     tmp_url(name, path);
     if (sdb_open(path, 0, &db, err, sizeof(err)) != 0)
         return 0;
-    if (sdb_prepare(db, "SELECT sess, lane, b0, data FROM tlpack WHERE lvl=1",
-                    &st) != 0)
+    if (sdb_prepare(db, k->sel, &st) != 0)
         ok = 0;
     while (ok && (rc = sdb_step(st)) == SDB_ROW) {
         size_t len;
@@ -327,7 +363,7 @@ static int unpack_tl1(const char *name)
             }
         }
         if (sq_tlp_decode(p, len, sdb_col_i64(st, 2), v + n, &nb) != 0) {
-            fprintf(stderr, "%s: a level-1 pack does not decode\n", name);
+            fprintf(stderr, "%s: a pack does not decode (%s)\n", name, k->sel);
             ok = 0;
             break;
         }
@@ -341,16 +377,12 @@ static int unpack_tl1(const char *name)
     st = NULL;
     if (rc != SDB_DONE)
         ok = 0;
-    if (ok && (sdb_exec(db, "DELETE FROM tlpack WHERE lvl=1") != 0 ||
-               sdb_prepare(db,
-                           "INSERT INTO tl VALUES(?1, 1, ?2, ?3, ?4, ?5,"
-                           " ?6, ?7)",
-                           &st) != 0))
+    if (ok && (sdb_exec(db, k->del) != 0 || sdb_prepare(db, k->ins, &st) != 0))
         ok = 0;
     for (size_t j = 0; ok && j < n; j++) {
         int64_t c[7] = { key[j][0], key[j][1],     v[j].b,      v[j].n,
                          v[j].busy, v[j].top_name, v[j].top_dur };
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 3 + k->nsum; i++)
             sdb_bind_i64(st, i + 1, c[i]);
         ok = sdb_step(st) == SDB_DONE;
         sdb_reset(st);
@@ -389,7 +421,13 @@ static void check_store(const char *name, int blocks)
     CHECK_EQ_U64(acc, n);
     srv_store_close(s);
 
-    REQUIRE(unpack_tl1(name));
+    REQUIRE(unpack(name, &tl1_packs));
+    /* SQLite writes no capi row of level 0, only packs */
+    if (!pg_uri()[0]) {
+        CHECK(count_of(name, "SELECT count(*) FROM capi WHERE lvl=0") == 0);
+        CHECK(count_of(name, "SELECT count(*) FROM capipack WHERE lvl=0") > 0);
+        REQUIRE(unpack(name, &capi0_packs));
+    }
     m = tl_expect(blocks);
     snprintf(sql, sizeof(sql),
              "SELECT sess, lvl, lane, b, n, busy, top_name, top_dur FROM tl"
