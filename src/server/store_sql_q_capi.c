@@ -34,13 +34,25 @@ static int packs_open(qctx *c, int lv, int64_t lo, int64_t hi, sq_tlp_iter *P,
     *have = 0;
     if (!sq_capi_packed(c, lv))
         return GPUFL_OK;
+    /* SQLite: the threads listed first (level 5's rows, never packed
+     * there), so that the key (sess, lvl, tid, b0) seeks each thread's
+     * window - with b0 alone after (sess, lvl) it read every level-0
+     * pack of the session, the whole session's bytes for any window */
     if (sdb_prepare(c->db,
-                    "SELECT tid, b0, data FROM capipack WHERE sess=?1 AND"
-                    " lvl=?2 AND b0 >= ?3 AND b0 <= ?4 ORDER BY tid, b0",
+                    sdb_dialect(c->db) == SDB_SQLITE
+                        ? "SELECT tid, b0, data FROM capipack WHERE sess=?1"
+                          " AND lvl=?2 AND tid IN (SELECT DISTINCT tid FROM"
+                          " capi WHERE sess=?1 AND lvl=?5) AND b0 >= ?3 AND"
+                          " b0 <= ?4 ORDER BY tid, b0"
+                        : "SELECT tid, b0, data FROM capipack WHERE sess=?1"
+                          " AND lvl=?2 AND b0 >= ?3 AND b0 <= ?4"
+                          " ORDER BY tid, b0",
                     &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, c->sess);
     qbind_i64(st, 2, lv);
+    if (sdb_dialect(c->db) == SDB_SQLITE)
+        qbind_i64(st, 5, RL_TL_LEVELS - 1);
     return sq_tlp_iter_start(P, st, lo, hi, have);
 }
 
