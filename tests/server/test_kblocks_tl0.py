@@ -114,6 +114,20 @@ def ask(srv, sid, suffix):
     return st, KB.norm(json.loads(data or b"null"))
 
 
+def kill_and_resend(case, g, seed):
+    """A server killed -9 at a random moment while g's batches go in,
+    started again and sent all of g: that server."""
+    c = case.server("killed", KB.NOCOMPACT)
+    th = threading.Thread(target=lambda: quiet(g.send, c, batch=300))
+    th.start()
+    time.sleep(random.Random(seed).uniform(0.3, 0.9))
+    c.kill()
+    th.join()
+    c = case.server("killed", KB.NOCOMPACT)
+    g.send(c, batch=3000)
+    return c
+
+
 def quiet(fn, *a, **kw):
     """fn, its failure ignored (a server killed under it)."""
     try:
@@ -487,14 +501,7 @@ class Tl1(KB.Base):
         b.stop()
 
         # kill -9 while batches go in, then everything sent again
-        c = self.server("killed", KB.NOCOMPACT)
-        th = threading.Thread(target=lambda: quiet(g.send, c, batch=300))
-        th.start()
-        time.sleep(random.Random(8).uniform(0.3, 0.9))
-        c.kill()
-        th.join()
-        c = self.server("killed", KB.NOCOMPACT)
-        g.send(c, batch=3000)
+        c = kill_and_resend(self, g, 8)
         self.assertEqual(KB.tl_rows(c), packed, "after kill -9")
         self.assertEqual(self.answers(c, g, wins), want, "after kill -9")
         c.stop()
@@ -761,14 +768,7 @@ class CapiLite(KB.Base):
         b.stop()
 
         # kill -9 while batches go in, then everything sent again
-        c = self.server("killed", KB.NOCOMPACT)
-        th = threading.Thread(target=lambda: quiet(g.send, c, batch=300))
-        th.start()
-        time.sleep(random.Random(9).uniform(0.3, 0.9))
-        c.kill()
-        th.join()
-        c = self.server("killed", KB.NOCOMPACT)
-        g.send(c, batch=3000)
+        c = kill_and_resend(self, g, 9)
         self.assertEqual(KB.count(c, CAPI0_ROWS), 0)
         self.assertEqual(KB.capi_rows(c, "lvl >= 0"), packed, "after kill -9")
         self.assertEqual(self.answers(c, g, wins), got, "after kill -9")
