@@ -8,7 +8,9 @@
  * rollup's rules) and written back instead, one pack each.  The
  * read-modify-write is the writer's under its lock, in the batch's
  * transaction.  PostgreSQL's writer (arrays: one read and one upsert a
- * batch) is store_sql_tl1_pg.c.
+ * batch) is store_sql_tl1_pg.c.  SQLite's writer takes a kind
+ * (sq_tl1_kind): the API calls' level 0 goes into capipack the same way
+ * (store_sql_capi.c).
  */
 #include "store_sql_writer_int.h"
 
