@@ -239,7 +239,7 @@ static int capi_two(qctx *c, sq_calls_ctx *x, int lv, int *done)
 
     *done = 0;
     if (lv + 1 >= RL_TL_LEVELS || sdb_dialect(c->db) != SDB_SQLITE ||
-        sq_capi_packed(c, lv) || sq_capi_packed(c, lv + 1))
+        sq_capi_packed(c, lv))
         return GPUFL_OK;
     up = rl_tl_shift(lv + 1);
     w1 = 1ull << up;

@@ -114,6 +114,60 @@ def ask(srv, sid, suffix):
     return st, KB.norm(json.loads(data or b"null"))
 
 
+# What bad_pack_and_late_rows needs of a table PostgreSQL's packer packs:
+# its packs' keys, the rows table and lane column, a late row of a pack's
+# key k (one bucket past b0), and the warning's words.
+TL_PACKED = {
+    "keys": "SELECT sess, lvl, lane, b0 FROM tlpack ORDER BY 1, 2, 3, 4",
+    "packs": "tlpack", "rows": "tl", "lane": "lane",
+    "late": lambda k: "INSERT INTO tl VALUES(%s, %s, %s, %d, 1, 5, 1, 5)"
+    % (k[0], k[1], k[2], int(k[3]) + 1),
+    "what": "timeline", "lane_word": "lane",
+}
+CAPI_PACKED = {
+    "keys": "SELECT sess, lvl, tid, b0 FROM capipack WHERE lvl=1"
+            " ORDER BY 1, 2, 3, 4",
+    "packs": "capipack", "rows": "capi", "lane": "tid",
+    "late": lambda k: "INSERT INTO capi VALUES(%s, %s, %d, %s, 1, 5)"
+    % (k[0], k[1], int(k[3]) + 1, k[2]),
+    "what": "API call summary", "lane_word": "thread",
+}
+
+
+def bad_pack_and_late_rows(case, b, kind):
+    """b (packed, stopped) with its first pack of kind truncated and a late
+    row beside it and beside its last pack, started again with debug logs:
+    the packer folds the last one's row in, leaves the bad one's, and warns
+    (checked).  The running server and the bad pack's key."""
+    keys = b.sql(kind["keys"])
+    case.assertGreater(len(keys), 2)
+    bad, later = keys[0], keys[-1]
+    where = "sess=%%s AND lvl=%%s AND %s=%%s AND b0=%%s" % kind["lane"]
+    KB.exec_sql(b, "UPDATE %s SET data=substring(data from 1 for 3)"
+                " WHERE " % kind["packs"] + where % tuple(bad))
+    # late rows beside both packs (their ranges hold no rows: packed)
+    rows = "SELECT count(*) FROM %s WHERE sess=%%s AND lvl=%%s AND" \
+           " %s=%%s AND b >> 7 << 7 = %%s" % (kind["rows"], kind["lane"])
+    for k in (bad, later):
+        case.assertEqual(KB.count(b, rows % tuple(k)), 0)
+        KB.exec_sql(b, kind["late"](k))
+    b = case.server("blocks", KB.BLOCKS + ["--log-level", "debug"])
+    deadline = time.time() + 60
+    while KB.count(b, rows % tuple(later)) and time.time() < deadline:
+        time.sleep(0.2)
+    case.assertEqual(KB.count(b, rows % tuple(later)), 0,
+                     "the range after the bad pack folded in")
+    case.assertEqual(KB.count(b, rows % tuple(bad)), 1)
+    want = "1 %s range(s) have a pack that does not decode" % kind["what"]
+    while want not in b.output() and time.time() < deadline:
+        time.sleep(0.2)
+    case.assertIn(want, b.output())
+    case.assertIn(("session %s level %s " + kind["lane_word"] +
+                   " %s b0 %s: its pack does not decode") % tuple(bad),
+                  b.output())
+    return b, bad
+
+
 def kill_and_resend(case, g, seed):
     """A server killed -9 at a random moment while g's batches go in,
     started again and sent all of g: that server."""
@@ -354,33 +408,7 @@ class TlPack(KB.Base):
         g.send(b, batch=3000)
         self.settle(b)
         b.stop()
-        keys = b.sql("SELECT sess, lvl, lane, b0 FROM tlpack"
-                     " ORDER BY 1, 2, 3, 4")
-        self.assertGreater(len(keys), 2)
-        bad, later = keys[0], keys[-1]
-        where = "sess=%s AND lvl=%s AND lane=%s AND b0=%s"
-        KB.exec_sql(b, "UPDATE tlpack SET data=substring(data from 1 for 3)"
-                    " WHERE " + where % tuple(bad))
-        # late rows beside both packs (their ranges hold no rows: packed)
-        rows = "SELECT count(*) FROM tl WHERE sess=%s AND lvl=%s AND" \
-               " lane=%s AND b >> 7 << 7 = %s"
-        for k in (bad, later):
-            self.assertEqual(KB.count(b, rows % tuple(k)), 0)
-            KB.exec_sql(b, "INSERT INTO tl VALUES(%s, %s, %s, %d, 1, 5, 1, 5)"
-                        % (k[0], k[1], k[2], int(k[3]) + 1))
-        b = self.server("blocks", KB.BLOCKS + ["--log-level", "debug"])
-        deadline = time.time() + 60
-        while KB.count(b, rows % tuple(later)) and time.time() < deadline:
-            time.sleep(0.2)
-        self.assertEqual(KB.count(b, rows % tuple(later)), 0,
-                         "the range after the bad pack folded in")
-        self.assertEqual(KB.count(b, rows % tuple(bad)), 1)
-        want = "1 timeline range(s) have a pack that does not decode"
-        while want not in b.output() and time.time() < deadline:
-            time.sleep(0.2)
-        self.assertIn(want, b.output())
-        self.assertIn("session %s level %s lane %s b0 %s: its pack does not"
-                      " decode" % tuple(bad), b.output())
+        b, bad = bad_pack_and_late_rows(self, b, TL_PACKED)
         # the full range reads level 1, the bad pack's: an error, no crash
         st, _, body = b.req("GET", "/api/v1/sessions/%s/timeline?width=2000"
                             % g.sid)
@@ -1007,32 +1035,7 @@ class CapiPack(KB.Base):
         g.send(b, batch=3000)
         self.settle(b)
         b.stop()
-        keys = b.sql("SELECT sess, lvl, tid, b0 FROM capipack WHERE lvl=1"
-                     " ORDER BY 1, 2, 3, 4")
-        self.assertGreater(len(keys), 2)
-        bad, later = keys[0], keys[-1]
-        where = "sess=%s AND lvl=%s AND tid=%s AND b0=%s"
-        KB.exec_sql(b, "UPDATE capipack SET data=substring(data from 1"
-                    " for 3) WHERE " + where % tuple(bad))
-        rows = "SELECT count(*) FROM capi WHERE sess=%s AND lvl=%s AND" \
-               " tid=%s AND b >> 7 << 7 = %s"
-        for k in (bad, later):
-            self.assertEqual(KB.count(b, rows % tuple(k)), 0)
-            KB.exec_sql(b, "INSERT INTO capi VALUES(%s, %s, %d, %s, 1, 5)"
-                        % (k[0], k[1], int(k[3]) + 1, k[2]))
-        b = self.server("blocks", KB.BLOCKS + ["--log-level", "debug"])
-        deadline = time.time() + 60
-        while KB.count(b, rows % tuple(later)) and time.time() < deadline:
-            time.sleep(0.2)
-        self.assertEqual(KB.count(b, rows % tuple(later)), 0,
-                         "the range after the bad pack folded in")
-        self.assertEqual(KB.count(b, rows % tuple(bad)), 1)
-        want = "1 API call summary range(s) have a pack that does not decode"
-        while want not in b.output() and time.time() < deadline:
-            time.sleep(0.2)
-        self.assertIn(want, b.output())
-        self.assertIn("session %s level %s thread %s b0 %s: its pack does"
-                      " not decode" % tuple(bad), b.output())
+        b, bad = bad_pack_and_late_rows(self, b, CAPI_PACKED)
         # a level-1 window over the bad pack: an error, no crash
         t = (int(bad[3]) + 1) << 20
         st, _, body = b.req("GET", "/api/v1/sessions/%s/calls?from=%d&to=%d"
