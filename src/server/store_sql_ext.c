@@ -483,7 +483,7 @@ int sq_ext_flush(srv_store *s)
     return rc;
 }
 
-int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
+int sq_ext_cut_add(sq_ext_row *cut, int64_t *far, size_t *ncut, size_t max,
                    const sq_ext_row *r)
 {
     size_t j = 0;
@@ -496,10 +496,14 @@ int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
         /* side 0 keeps the longest: its best leaving is the latest */
         if (later == (r->side == 0))
             cut[j] = *r;
+        if (far && (r->side == 0 ? r->dur < far[j] : r->dur > far[j]))
+            far[j] = r->dur;
         return 1;
     }
     if (*ncut == max)
         return 0;
+    if (far)
+        far[*ncut] = r->dur;
     cut[(*ncut)++] = *r;
     return 1;
 }

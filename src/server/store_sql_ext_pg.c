@@ -216,9 +216,14 @@ int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess, const kblock_ev *ev,
  * ~1 400 rows of kext's 8 192, so each range became a sequential scan of
  * the table (2.1 ms a batch); a column between two parameters is 0.5 %
  * of it, so the seek stays (docs/server.md "PostgreSQL: kext cuts kept
- * on the index"). */
+ * on the index").  ?6 and ?7 are the far ends f[d] of the ranges (the
+ * worst key leaving, sq_ext_cut_add): the rows past them were deleted by
+ * earlier batches, and their dead index entries, which pile up there
+ * until VACUUM, were each range's first seek's walk - ~38 000 a side over
+ * a 1M-kernel session (docs/server.md "PostgreSQL: kext cuts start at
+ * the worst key leaving"). */
 static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
-                   const sq_ext_row *const c[2])
+                   const sq_ext_row *const c[2], const int64_t f[2])
 {
     sdb_stmt **st = &pw->kxcut[nt - 1];
 
@@ -245,8 +250,8 @@ static int ext_cut(srv_store *s, sq_pg_ext *pw, int nt,
             return GPUFL_EINTERNAL;
     }
     qbind_i64(*st, 1, c[0] ? c[0]->sess : c[1]->sess);
-    qbind_i64(*st, 6, INT64_MIN);
-    qbind_i64(*st, 7, INT64_MAX);
+    qbind_i64(*st, 6, c[0] ? f[0] : INT64_MIN);
+    qbind_i64(*st, 7, c[1] ? f[1] : INT64_MAX);
     for (int d = 0; d < 2; d++)
         if (c[d]) {
             qbind_i64(*st, 2 + 2 * d, c[d]->dur);
@@ -297,6 +302,7 @@ int sq_pg_kext(srv_store *s, sq_pg_ext *pw, sq_ext_row *del, size_t ndel,
                const sq_ext_row *put, size_t nput)
 {
     sq_ext_row cut[PG_EXT_CUTS];
+    int64_t far[PG_EXT_CUTS];
     size_t ncut = 0, nkey = 0;
     /* the keys' kept rows (store_sql_kxrow.c), written only where blocks
      * are */
@@ -304,13 +310,15 @@ int sq_pg_kext(srv_store *s, sq_pg_ext *pw, sq_ext_row *del, size_t ndel,
 
     /* the keys no cut takes, moved to the front of del */
     for (size_t i = 0; i < ndel; i++)
-        if (!sq_ext_cut_add(cut, &ncut, PG_EXT_CUTS, &del[i]))
+        if (!sq_ext_cut_add(cut, far, &ncut, PG_EXT_CUTS, &del[i]))
             del[nkey++] = del[i];
     for (size_t i = 0; i < ncut && !rc; i++) {
         const sq_ext_row *c[2] = { NULL, NULL };
+        int64_t f[2] = { INT64_MIN, INT64_MAX };
         sq_ext_row other;
         size_t j = i + 1;
         c[cut[i].side ? 1 : 0] = &cut[i];
+        f[cut[i].side ? 1 : 0] = far[i];
         /* the session's other side, if it has a cut (one per session and
          * side): taken from the list */
         while (j < ncut && cut[j].sess != cut[i].sess)
@@ -318,9 +326,11 @@ int sq_pg_kext(srv_store *s, sq_pg_ext *pw, sq_ext_row *del, size_t ndel,
         if (j < ncut) {
             other = cut[j];
             c[other.side ? 1 : 0] = &other;
+            f[other.side ? 1 : 0] = far[j];
             cut[j] = cut[--ncut];
+            far[j] = far[ncut];
         }
-        rc = ext_cut(s, pw, nt, c);
+        rc = ext_cut(s, pw, nt, c, f);
     }
     for (int t = 0; t < nt && !rc; t++)
         rc = ext_all(s, pw, t, del, nkey);

@@ -287,7 +287,7 @@ static int lite_kext(srv_store *s, sq_ext_row *del, size_t ndel,
      * work). */
     for (i = 0; i < ndel && !rc; i++) {
         const sq_ext_row *r = &del[i];
-        if (sq_ext_cut_add(cut, &ncut, LITE_EXT_CUTS, r))
+        if (sq_ext_cut_add(cut, NULL, &ncut, LITE_EXT_CUTS, r))
             continue;
         rc = key_step(s, WS_EXT_DEL, r);
         /* the key's kept row (store_sql_kxrow.c), written only where

@@ -674,8 +674,12 @@ int sq_ext_kth(srv_store *s, int64_t sess, int d, uint32_t r, int64_t out[2],
  * (kext holds the heap's keys, kxrow rows of some of them), one range
  * delete for them all.  Folds leaving key r into cut[0..*ncut), each
  * (session, side)'s best key leaving so far: 1, or 0 when r's session and
- * side has no cut and max are taken (r is then deleted by its key). */
-int sq_ext_cut_add(sq_ext_row *cut, size_t *ncut, size_t max,
+ * side has no cut and max are taken (r is then deleted by its key).
+ * far (NULL: not wanted) gets, beside each cut, the duration of its worst
+ * key leaving: the first to leave was the side's worst stored row (kext
+ * holds the heap's keys, ext_load), so no row lies past it and the range
+ * may end there (PostgreSQL: sq_pg_kext). */
+int sq_ext_cut_add(sq_ext_row *cut, int64_t *far, size_t *ncut, size_t max,
                    const sq_ext_row *r);
 /* Writes the batch's kext changes (before COMMIT), through the writer. */
 int sq_ext_flush(srv_store *s);
