@@ -70,6 +70,10 @@ static int del_merged(srv_store *s, const char *table, int64_t sess,
  * merged block. */
 #define KB_MERGE_MAX (2 * SQ_KB_RUN)
 #define KB_MERGE_SRC 64
+/* Blocks a run's look reads at a time (merge_prep): a run of ingest's
+ * blocks is mostly two or three of them (SQ_KB_RUN kernels), and each row
+ * read past the run's end is a small block's bytes sent for nothing. */
+#define KB_LOOK_ROWS 8
 
 static int ev_seq_cmp(const void *a, const void *b)
 {
@@ -234,50 +238,72 @@ static int merge_prep(srv_store *s, sdb *db, struct kb_prepper *P,
     kb_prep *p = &P->p[P->np];
     sq_mrun r = { 0, 0, KB_MERGE_SRC, KB_MERGE_MAX };
     size_t len = 0, m = 0;
+    int64_t from = a->lo, rows = KB_LOOK_ROWS;
     char why[128];
-    int rc, err = GPUFL_OK;
+    int rc = SDB_DONE, err = GPUFL_OK, stop = 0;
 
     *got = 0;
     /* From the first small block on, and the bytes of small blocks only:
      * a stream's full blocks come before its small ones, and reading
      * them all (a result column is read whether or not it is used) made
      * each merge cost the whole stream - at 40M kernels 64 MB a merge,
-     * most of the server's CPU (bench_scale). */
+     * most of the server's CPU (bench_scale).  KB_LOOK_ROWS at a time:
+     * PostgreSQL sends a statement's whole result at once, so without a
+     * limit each run read every small block after it - a compactor
+     * behind by 8 000 blocks (PostgreSQL at 100M kernels) read 134 MB a
+     * merge and fell further behind (docs/server.md "PostgreSQL's
+     * compactor reads a run, not the stream"). */
     if (sdb_prepare(db,
                     "SELECT seq_lo, n, CASE WHEN n < ?3 THEN block END FROM"
                     " kblocks WHERE sess=?1 AND stream=?2 AND seq_lo >= ?4"
-                    " ORDER BY seq_lo",
+                    " ORDER BY seq_lo LIMIT ?5",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, g->sess);
-    qbind_i64(st, 2, g->stream);
-    qbind_i64(st, 3, sq_kbc_run());
-    qbind_i64(st, 4, a->lo);
-    while ((rc = sdb_step(st)) == SDB_ROW) {
-        size_t n = (size_t)qcol_i64(st, 1), k = 0;
-        int64_t lo = qcol_i64(st, 0);
-        int next = sq_mrun_next(&r, n, (int64_t)n >= sq_kbc_run());
-        if (next == SQ_MRUN_PASS)
-            continue;
-        if (next == SQ_MRUN_END)
-            break;
-        if ((err = merge_read(s, P, st, g->sess, g->stream, r.total, &k)) ==
-            GPUFL_EPARSE) {
-            err = GPUFL_OK;
-            if (lo > a->bad_lo) {
-                *bad += 1;
-                a->bad_lo = lo;
-            }
-            if (sq_mrun_bad(&r) == SQ_MRUN_END)
+    /* a page that came back whole may have more after it */
+    while (!stop && !err && rows == KB_LOOK_ROWS) {
+        qbind_i64(st, 1, g->sess);
+        qbind_i64(st, 2, g->stream);
+        qbind_i64(st, 3, sq_kbc_run());
+        qbind_i64(st, 4, from);
+        qbind_i64(st, 5, KB_LOOK_ROWS);
+        rows = 0;
+        while ((rc = sdb_step(st)) == SDB_ROW) {
+            size_t n = (size_t)qcol_i64(st, 1), k = 0;
+            int64_t lo = qcol_i64(st, 0);
+            int next = sq_mrun_next(&r, n, (int64_t)n >= sq_kbc_run());
+            rows++;
+            from = lo + 1;
+            if (next == SQ_MRUN_PASS)
+                continue;
+            if (next == SQ_MRUN_END) {
+                stop = 1;
                 break;
-            continue;
+            }
+            if ((err = merge_read(s, P, st, g->sess, g->stream, r.total, &k)) ==
+                GPUFL_EPARSE) {
+                err = GPUFL_OK;
+                if (lo > a->bad_lo) {
+                    *bad += 1;
+                    a->bad_lo = lo;
+                }
+                if (sq_mrun_bad(&r) == SQ_MRUN_END) {
+                    stop = 1;
+                    break;
+                }
+                continue;
+            }
+            if (err)
+                break;
+            p->src[r.nsrc] = lo;
+            p->srcn[r.nsrc] = (int64_t)n;
+            sq_mrun_took(&r, k);
+            if ((int64_t)r.total >= sq_kbc_run() && r.nsrc >= 2) {
+                stop = 1;
+                break;
+            }
         }
-        if (err)
-            break;
-        p->src[r.nsrc] = lo;
-        p->srcn[r.nsrc] = (int64_t)n;
-        sq_mrun_took(&r, k);
-        if ((int64_t)r.total >= sq_kbc_run() && r.nsrc >= 2)
+        sdb_reset(st);
+        if (rc != SDB_DONE && rc != SDB_ROW)
             break;
     }
     sdb_finalize(st);

@@ -34,6 +34,8 @@
  * fill a block in a pass or two (the kernels' 64 needed ~7 passes for
  * blocks of ten ops). */
 #define OB_MERGE_SRC 1024
+/* Blocks a run's look reads at a time (merge_one), as merge_prep's */
+#define OB_LOOK_ROWS 64
 /* Merges share a transaction up to this many ops (a few tens of ms of
  * ingest's wait on the lock): op blocks have no name indexes, whose
  * pages made the kernels' KB_TX_KERNELS four times this. */
@@ -251,37 +253,55 @@ static int merge_one(srv_store *s, ob_cx *c, int64_t sess, int64_t lo,
     sdb_stmt *st = NULL;
     size_t small = ob_small(), nsrc, total;
     sq_mrun r = { 0, 0, OB_MERGE_SRC, ob_run() };
-    int rc, err = GPUFL_OK;
+    int64_t rows = OB_LOOK_ROWS;
+    int rc = SDB_DONE, err = GPUFL_OK, stop = 0;
 
     *n = 0;
-    /* the bytes of small blocks only (a full block's are not read) */
+    /* the bytes of small blocks only (a full block's are not read),
+     * OB_LOOK_ROWS at a time: PostgreSQL sends a statement's whole result
+     * at once (merge_prep in store_sql_kblocks_merge.c) */
     if (sdb_prepare(s->w,
                     "SELECT seq_lo, n, CASE WHEN n < ?2 THEN payload END"
                     " FROM oblocks WHERE sess=?1 AND seq_lo >= ?3 ORDER BY"
-                    " seq_lo",
+                    " seq_lo LIMIT ?4",
                     &st))
         return GPUFL_EINTERNAL;
-    qbind_i64(st, 1, sess);
-    qbind_i64(st, 2, (int64_t)small);
-    qbind_i64(st, 3, lo);
-    while ((rc = sdb_step(st)) == SDB_ROW) {
-        size_t k = (size_t)qcol_i64(st, 1), got = 0;
-        int next = sq_mrun_next(&r, k, k >= small);
-        if (next == SQ_MRUN_PASS)
-            continue;
-        if (next == SQ_MRUN_END)
-            break;
-        if ((err = merge_read(s, c, st, sess, r.total, &got)) == GPUFL_EPARSE) {
-            err = GPUFL_OK;
-            *bad += 1;
-            if (sq_mrun_bad(&r) == SQ_MRUN_END)
+    /* a page that came back whole may have more after it */
+    while (!stop && !err && rows == OB_LOOK_ROWS) {
+        qbind_i64(st, 1, sess);
+        qbind_i64(st, 2, (int64_t)small);
+        qbind_i64(st, 3, lo);
+        qbind_i64(st, 4, OB_LOOK_ROWS);
+        rows = 0;
+        while ((rc = sdb_step(st)) == SDB_ROW) {
+            size_t k = (size_t)qcol_i64(st, 1), got = 0;
+            int next = sq_mrun_next(&r, k, k >= small);
+            rows++;
+            lo = qcol_i64(st, 0) + 1;
+            if (next == SQ_MRUN_PASS)
+                continue;
+            if (next == SQ_MRUN_END) {
+                stop = 1;
                 break;
-            continue;
+            }
+            if ((err = merge_read(s, c, st, sess, r.total, &got)) ==
+                GPUFL_EPARSE) {
+                err = GPUFL_OK;
+                *bad += 1;
+                if (sq_mrun_bad(&r) == SQ_MRUN_END) {
+                    stop = 1;
+                    break;
+                }
+                continue;
+            }
+            if (err)
+                break;
+            c->src[r.nsrc] = qcol_i64(st, 0);
+            sq_mrun_took(&r, got);
         }
-        if (err)
+        sdb_reset(st);
+        if (rc != SDB_DONE && rc != SDB_ROW)
             break;
-        c->src[r.nsrc] = qcol_i64(st, 0);
-        sq_mrun_took(&r, got);
     }
     sdb_finalize(st);
     st = NULL;

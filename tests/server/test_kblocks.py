@@ -175,6 +175,46 @@ class Blocks(Base):
         r = b.ingest_ok("device", lines(g, "device", 0, 50))
         self.assertEqual(r["accepted"], 0)
 
+    def test_run_after_many_full_blocks(self):
+        """A run of small blocks that many full ones come before, after a
+        small block alone, is merged: the compactor reads a stream's
+        blocks a few at a time (docs/server.md "PostgreSQL's compactor
+        reads a run, not the stream"), so its look for a run goes on past
+        a page of full blocks."""
+        g = TL.Gen(app="far")
+        k = g.name("k_far")
+        sizes = [5] + [20] * 12 + [5, 5, 5]  # RUN 20: full at 20
+        t = TL.T0
+        for n in sizes:
+            for _ in range(n):
+                t += 1000
+                g.kernel(t, 100, k, stream=3)
+        g = ended(g)
+        env = {"GPUFL_SERVER_KB_RUN": "20"}
+        b = self.server("blocks", NOCOMPACT, env=env)
+        dev = g.lines["device"]
+        first = next(i for i, e in enumerate(dev) if e["type"] == "kernel")
+        at = first
+        for j, n in enumerate(sizes):
+            # the session and dict lines with the first block, the end
+            # with the last
+            lo = 0 if j == 0 else at
+            hi = len(dev) if j == len(sizes) - 1 else at + n
+            b.ingest_ok("device", lines(g, "device", lo, hi))
+            at += n
+        b.ingest_ok("scope", lines(g, "scope", 0, len(g.lines["scope"])))
+        q = "SELECT n FROM kblocks ORDER BY seq_lo"
+        self.assertEqual([int(r[0]) for r in b.sql(q)], sizes)
+        b.stop()
+        b = self.server("blocks", BLOCKS, env=env)
+        want = [5] + [20] * 12 + [15]
+        deadline = time.time() + 30
+        while time.time() < deadline and len(b.sql(q)) != len(want):
+            time.sleep(0.2)
+        self.assertEqual([int(r[0]) for r in b.sql(q)], want)
+        self.assertEqual(count(b, "SELECT n_kernels FROM sessions"),
+                         sum(sizes))
+
     def test_rows_store_compacts_nothing(self):
         g, _ = TL.lod_session(random.Random(3))
         ended(g)

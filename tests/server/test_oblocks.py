@@ -294,6 +294,35 @@ class OpCompact(Base):
         m = self.server("mixed", ROWS)
         self.same_answers(a, m, g)
 
+    def test_run_after_many_full_blocks(self):
+        """A run of small blocks that more than a look's page of full ones
+        come before (OB_LOOK_ROWS, 64), after a small block alone, is
+        merged: the look for a run goes on past the page (PostgreSQL
+        sends a statement's whole result, so it reads a page at a time)."""
+        env = {"GPUFL_SERVER_OB_RUN": "4"}  # small: fewer than 2 ops
+        sizes = [1] + [2] * 70 + [1, 1, 1]
+        g = TL.Gen(app="far")
+        t = TL.T0
+        for n in sizes:
+            for _ in range(n):
+                t += 1000
+                g.op("memcpy", t, 300, stream=7, kind="htod", bytes=4096)
+        dev = g.lines["device"]
+        b = self.server("blocks", BLOCKS, env=env)
+        at = next(i for i, e in enumerate(dev) if e["type"] == "memcpy")
+        send(b, g, 0, at + 1, at + 1)
+        for n in sizes[1:]:
+            send(b, g, at + 1, at + 1 + n, n)
+            at += n
+        q = "SELECT n FROM oblocks ORDER BY seq_lo"
+        self.assertEqual([int(r[0]) for r in b.sql(q)], sizes)
+        b.stop()
+        b = self.server("blocks", COMPACT, env=env)
+        want = [1] + [2] * 70 + [3]
+        wait_for(b, "SELECT count(*) FROM oblocks",
+                 lambda v: v == len(want), "op blocks", timeout=30)
+        self.assertEqual([int(r[0]) for r in b.sql(q)], want)
+
     def test_kill9_during_compaction_loses_nothing(self):
         """kill -9 inside the compactor's transactions (a pause between a
         block's insert and its sources' delete), over and over: every op
