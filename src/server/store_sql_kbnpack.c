@@ -34,6 +34,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,7 +110,10 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
     uint8_t *has = NULL;
     sq_kbne *v = NULL, *d = NULL;
     size_t cap = 0, dcap = 0;
-    int rc = SDB_DONE, err = GPUFL_OK;
+    /* PostgreSQL: ds holds every directory wanted, in order (dhas: a row
+     * at its head) */
+    int rc = SDB_DONE, err = GPUFL_OK, all = sdb_dialect(db) != SDB_SQLITE,
+        dhas = 0;
 
     if (!nids)
         return GPUFL_OK;
@@ -117,8 +121,29 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
         free(st);
         return GPUFL_ENOMEM;
     }
-    if (sdb_prepare(db, SQ_KBNP_DIR_SQL, &ds))
+    if (sdb_prepare(db, all ? SQ_KBNP_DIRS_SQL_PG : SQ_KBNP_DIR_SQL, &ds))
         err = GPUFL_EINTERNAL;
+    if (!err && all) {
+        /* "{id,id,...}" */
+        char *lit = malloc(nids * 24 + 3);
+        size_t n = 0;
+        if (!lit) {
+            err = GPUFL_ENOMEM;
+        } else {
+            lit[n++] = '{';
+            for (size_t i = 0; i < nids; i++)
+                n += (size_t)snprintf(lit + n, 24, "%s%lld", i ? "," : "",
+                                      (long long)ids[i]);
+            lit[n++] = '}';
+            qbind_i64(ds, 1, sess);
+            sdb_bind_text(ds, 2, lit, n);
+            if ((rc = sdb_step(ds)) == SDB_ROW)
+                dhas = 1;
+            else if (rc != SDB_DONE)
+                err = sq_err(rc);
+            free(lit);
+        }
+    }
     for (size_t i = 0; i < nids && !err; i++) {
         if (sdb_prepare(db,
                         sdb_dialect(db) == SDB_SQLITE ? SQ_KBNP_READ_SQL_LITE
@@ -155,11 +180,29 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
         }
         if (!any)
             break;
-        sdb_reset(ds);
-        qbind_i64(ds, 1, sess);
-        qbind_i64(ds, 2, stream);
-        qbind_i64(ds, 3, r0);
-        if ((rc = sdb_step(ds)) != SDB_ROW) {
+        if (all) {
+            /* the directories before this range's have no pack of the
+             * names left (a pack's range is at the names' heads first) */
+            while (dhas && (qcol_i64(ds, 0) < stream ||
+                            (qcol_i64(ds, 0) == stream && qcol_i64(ds, 1) < r0)))
+                if ((rc = sdb_step(ds)) != SDB_ROW) {
+                    dhas = 0;
+                    if (rc != SDB_DONE)
+                        err = sq_err(rc);
+                }
+            if (err)
+                break;
+            rc = dhas && qcol_i64(ds, 0) == stream && qcol_i64(ds, 1) == r0
+                     ? SDB_ROW
+                     : SDB_DONE;
+        } else {
+            sdb_reset(ds);
+            qbind_i64(ds, 1, sess);
+            qbind_i64(ds, 2, stream);
+            qbind_i64(ds, 3, r0);
+            rc = sdb_step(ds);
+        }
+        if (rc != SDB_ROW) {
             err = rc == SDB_DONE ? GPUFL_EINTERNAL : sq_err(rc);
             if (rc == SDB_DONE) /* a pack without its directory */
                 glog_error("kbnpack",
@@ -168,7 +211,7 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
                            (long long)sess, (long long)stream, (long long)r0);
             break;
         }
-        dp = qcol_blob(ds, 0, &dlen);
+        dp = qcol_blob(ds, all ? 2 : 0, &dlen);
         if ((err = room(&d, &dcap, dlen)) != 0)
             break;
         if (sq_kbnp_decode(1, dp, dlen, r0, d, dcap, &nd)) {
