@@ -183,8 +183,9 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
         if (all) {
             /* the directories before this range's have no pack of the
              * names left (a pack's range is at the names' heads first) */
-            while (dhas && (qcol_i64(ds, 0) < stream ||
-                            (qcol_i64(ds, 0) == stream && qcol_i64(ds, 1) < r0)))
+            while (dhas &&
+                   (qcol_i64(ds, 0) < stream ||
+                    (qcol_i64(ds, 0) == stream && qcol_i64(ds, 1) < r0)))
                 if ((rc = sdb_step(ds)) != SDB_ROW) {
                     dhas = 0;
                     if (rc != SDB_DONE)
