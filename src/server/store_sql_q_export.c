@@ -363,13 +363,16 @@ static int read_scopes(ex_ctx *x)
              " coalesce(n.name, '') FROM scopes s LEFT JOIN dicts n ON"
              " n.sess=s.sess AND n.id=s.name WHERE s.sess=?1 AND s.type=%d"
              " AND s.ts > ?2 AND s.ts - s.dur < ?3 ORDER BY s.ts - s.dur,"
-             " s.id",
+             " s.id LIMIT ?4",
              EV_SCOPE_END);
     if ((rc = q_prepare(&x->c, sql)) != 0)
         return rc;
     qbind_i64(x->c.st, 1, x->c.sess);
     qbind_i64(x->c.st, 2, (int64_t)x->from);
     qbind_i64(x->c.st, 3, (int64_t)x->to);
+    /* the list's room and the first row past it (its time is the cut):
+     * on PostgreSQL the rows past it would all be sent, read or not */
+    qbind_i64(x->c.st, 4, (int64_t)x->sc.max + 1);
     while ((rc = sdb_step(x->c.st)) == SDB_ROW) {
         ex_item *e;
         if (list_over(&x->sc, qcol_i64(x->c.st, 1)))

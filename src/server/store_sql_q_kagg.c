@@ -33,9 +33,12 @@ static void agg_free(agg_row *rows, size_t n)
     free(rows);
 }
 
-/* All aggregate rows of a session, biggest total first (agg_free). */
-static int agg_load(qctx *c, const char *namefilter, agg_row **out,
-                    size_t *nout)
+/* The aggregate rows of a session, biggest total first (agg_free): the
+ * first SQ_NAMES_MAX, or of those lim from off on (lim 0: all).  A page
+ * reads its rows only: each row's histogram is decoded for its
+ * percentiles, and on PostgreSQL the rows past a stop are sent anyway. */
+static int agg_load(qctx *c, const char *namefilter, int64_t off, int64_t lim,
+                    agg_row **out, size_t *nout)
 {
     agg_row *rows = NULL;
     size_t n = 0, cap = 0;
@@ -51,10 +54,12 @@ static int agg_load(qctx *c, const char *namefilter, agg_row **out,
                    " d.sess=a.sess AND d.id=a.name_id WHERE a.sess=?1 AND"
                    " (CAST(?2 AS TEXT) IS NULL OR d.name LIKE ?2 ESCAPE '\\'"
                    " OR d.demangled LIKE ?2 ESCAPE '\\') ORDER BY a.total"
-                   " DESC, a.name_id");
+                   " DESC, a.name_id LIMIT ?3 OFFSET ?4");
     if (rc)
         return rc;
     qbind_i64(c->st, 1, c->sess);
+    qbind_i64(c->st, 3, lim ? lim : SQ_NAMES_MAX);
+    qbind_i64(c->st, 4, off);
     if (namefilter) {
         sq_like_pat(namefilter, pat, sizeof(pat));
         qbind_text(c->st, 2, pat);
@@ -146,13 +151,19 @@ int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w)
         return q_end(&c, rc, w);
     if (q_cursor(q, &off, 1) < 0 || off < 0)
         return q_end(&c, GPUFL_EINVAL, w);
-    if ((rc = agg_load(&c, q->name, &rows, &n)) != 0)
+    /* the page's rows and the one after it (is there more?), within the
+     * first SQ_NAMES_MAX */
+    if (off < SQ_NAMES_MAX &&
+        (rc = agg_load(&c, q->name, off,
+                       (int64_t)l + 1 < SQ_NAMES_MAX - off ? (int64_t)l + 1
+                                                           : SQ_NAMES_MAX - off,
+                       &rows, &n)) != 0)
         return q_end(&c, rc, w);
     jw_obj_begin(w);
     jw_kv_str(w, "percentiles", "log-histogram, within 3.2%");
     jw_key(w, "items");
     jw_arr_begin(w);
-    for (size_t i = (size_t)off; i < n && i < (size_t)off + l; i++) {
+    for (size_t i = 0; i < n && i < l; i++) {
         jw_obj_begin(w);
         jw_kv_str(w, "name", rows[i].name);
         jw_kv_str(w, "mangled", rows[i].mangled);
@@ -161,7 +172,7 @@ int srv_store_q_kernel_agg(srv_store *s, const srv_q *q, jw *w)
     }
     jw_arr_end(w);
     off += l;
-    q_next(w, (size_t)off < n, &off, 1);
+    q_next(w, n > l, &off, 1);
     jw_obj_end(w);
     agg_free(rows, n);
     return q_end(&c, GPUFL_OK, w);
@@ -176,10 +187,10 @@ int srv_store_q_compare(srv_store *s, const srv_q *q, jw *w)
 
     q_begin(s, &c);
     if ((rc = q_session(&c, q->sid)) != 0 ||
-        (rc = agg_load(&c, q->name, &ra, &na)) != 0)
+        (rc = agg_load(&c, q->name, 0, 0, &ra, &na)) != 0)
         goto out;
     if ((rc = q_session(&c, q->b_sid)) != 0 ||
-        (rc = agg_load(&c, q->name, &rb, &nb)) != 0)
+        (rc = agg_load(&c, q->name, 0, 0, &rb, &nb)) != 0)
         goto out;
     jw_obj_begin(w);
     jw_kv_str(w, "a", q->sid);

@@ -163,6 +163,25 @@ class Query(Base):
         self.assertEqual(sum(i["count"] for i in agg["items"]),
                          len(self.train.streams["device"].of("kernel")))
 
+    def test_aggregate_pages(self):
+        """The aggregate by name in pages of every size, following the
+        cursors: the whole list's rows in its order, each once, the last
+        page without a cursor (each page reads its own rows: LIMIT and
+        OFFSET in agg_load)."""
+        for s in (self.train, self.work):
+            p = "/api/v1/sessions/%s/kernels/aggregate" % s.sid
+            full = self.srv.get(p + "?limit=1000")
+            self.assertIsNone(full.get("next"))
+            n = len(full["items"])
+            self.assertGreater(n, 3)
+            for lim in (1, 2, 3, n - 1, n, n + 1):
+                self.assertEqual(T.page_all(self.srv, p, lim), full["items"],
+                                 (s.sid, lim))
+            one = self.srv.get(p + "?limit=%d" % (n - 1))
+            self.assertIsNotNone(one.get("next"))
+            self.assertEqual(self.srv.get(p + "?limit=%d" % n).get("next"),
+                             None)
+
     def test_kernels_page_all(self):
         for s in (self.train, self.work):
             want = {k[0]: k for k in self.kernels(s)}

@@ -994,6 +994,30 @@ class Export(Base):
         self.assertEqual(st, 200)
         self.assertFalse(json.loads(data)["otherData"]["truncated"])
 
+    def test_scope_cap_413_or_truncated(self):
+        """More scope instances than an export carries (20 000): 413, or
+        with truncate=true the first 20 000 and the range cut at the first
+        one left out (its read stops there: LIMIT, read_scopes)."""
+        g = Gen()
+        sname = g.name("train_step")
+        for i in range(20010):
+            b = T0 + 10 ** 6 + i * 1000
+            g.line("scope", b, "scope_begin", id=i + 1, name=sname, path=0,
+                   depth=1, tid=101)
+            g.line("scope", b + 500, "scope_end", id=i + 1, name=sname,
+                   path=0, depth=1, tid=101, dur=500)
+        srv = self.server()
+        g.send(srv, batch=10000)
+        base = "/api/v1/sessions/%s/export" % g.sid
+        st, _, data = srv.req("GET", base)
+        self.assertEqual(st, 413)
+        self.assertIn("over 20000 scope instances", json.loads(data)["error"])
+        st, _, data = srv.req("GET", base + "?truncate=true")
+        self.assertEqual(st, 200)
+        od = json.loads(data)["otherData"]
+        self.assertEqual((od["truncated"], int(od["to"])),
+                         (True, T0 + 10 ** 6 + 20000 * 1000))
+
 
 class UiDefault(Base):
     """gpufl-server started as a user would, without --ui-dir."""
