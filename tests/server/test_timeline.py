@@ -967,20 +967,26 @@ class Export(Base):
         self.assertEqual(st, 200, data[:200])
         self.assertEqual(srv.get("/api/v1/sessions/%s" % g.sid)["id"], g.sid)
 
-    def test_cap_413_or_truncated(self):
-        g = Gen()
-        n = g.name(GEMM)
-        for i in range(20010):
-            g.kernel(T0 + 10 ** 6 + i * 1000, 500, n, api=(-300, 100), tid=9)
+    def over_cap(self, g, what):
+        """g sent to a new server, whose export of it all is a 413 naming
+        `what`; the server and its truncated export (truncate=true)."""
         srv = self.server()
         g.send(srv, batch=10000)
         base = "/api/v1/sessions/%s/export" % g.sid
         st, _, data = srv.req("GET", base)
         self.assertEqual(st, 413)
-        self.assertIn("over 20000 kernels", json.loads(data)["error"])
+        self.assertIn("over 20000 " + what, json.loads(data)["error"])
         st, _, data = srv.req("GET", base + "?truncate=true")
         self.assertEqual(st, 200)
-        tr = json.loads(data)
+        return srv, json.loads(data)
+
+    def test_cap_413_or_truncated(self):
+        g = Gen()
+        n = g.name(GEMM)
+        for i in range(20010):
+            g.kernel(T0 + 10 ** 6 + i * 1000, 500, n, api=(-300, 100), tid=9)
+        srv, tr = self.over_cap(g, "kernels")
+        base = "/api/v1/sessions/%s/export" % g.sid
         od = tr["otherData"]
         # complete up to the first kernel left out, and says so
         self.assertEqual((od["truncated"], od["kernels"], int(od["to"])),
@@ -1006,15 +1012,8 @@ class Export(Base):
                    depth=1, tid=101)
             g.line("scope", b + 500, "scope_end", id=i + 1, name=sname,
                    path=0, depth=1, tid=101, dur=500)
-        srv = self.server()
-        g.send(srv, batch=10000)
-        base = "/api/v1/sessions/%s/export" % g.sid
-        st, _, data = srv.req("GET", base)
-        self.assertEqual(st, 413)
-        self.assertIn("over 20000 scope instances", json.loads(data)["error"])
-        st, _, data = srv.req("GET", base + "?truncate=true")
-        self.assertEqual(st, 200)
-        od = json.loads(data)["otherData"]
+        _, tr = self.over_cap(g, "scope instances")
+        od = tr["otherData"]
         self.assertEqual((od["truncated"], int(od["to"])),
                          (True, T0 + 10 ** 6 + 20000 * 1000))
 
