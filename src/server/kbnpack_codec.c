@@ -72,3 +72,9 @@ int sq_kbnp_decode(int dir, const void *p, size_t len, int64_t r0, sq_kbne *v,
     }
     return GPUFL_OK;
 }
+
+int sq_kbne_by_lo(const void *a, const void *b)
+{
+    const sq_kbne *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}

@@ -41,5 +41,7 @@ size_t sq_kbnp_encode(int dir, const sq_kbne *v, size_t n, int64_t r0,
  * range, out of order, more than cap). */
 int sq_kbnp_decode(int dir, const void *p, size_t len, int64_t r0, sq_kbne *v,
                    size_t cap, size_t *n);
+/* Entries by block (lo), for qsort and bsearch. */
+int sq_kbne_by_lo(const void *a, const void *b);
 
 #endif
