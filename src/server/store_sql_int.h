@@ -215,6 +215,16 @@ _Static_assert(SQ_KB_RUN == 4096, "SQ_KB_SMALL spells it");
     "WHERE" SQ_KB_SMALL                                                        \
     " AND n < ?1 GROUP BY sess, stream HAVING count(*) >= 2"                   \
     " ORDER BY sess, stream"
+/* The merge's delete of a merged source's rows (printf: the table, and
+ * for kblocks " AND n=?4"; store_sql_kblocks_merge.c del_merged):
+ * test_srv_kb_plan checks PostgreSQL's plan of it on kbnames. */
+#define SQ_KB_DEL_FMT                                                          \
+    "DELETE FROM %s WHERE sess=?1 AND stream=?2 AND seq_lo=?3%s"
+/* The name sorts' read of one name's kbnames rows (desc: longest first;
+ * tied: the rows tied at ?5, else the next ?6 past it; ?1 sess, ?2/?3
+ * the time range, ?4 name_id; store_sql_kblocks_names.c): by kbnames_sn,
+ * test_srv_kb_plan checks. */
+const char *sq_kb_nord_sql(int desc, int tied);
 
 typedef struct sq_kcold sq_kcold;
 

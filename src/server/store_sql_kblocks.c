@@ -91,12 +91,23 @@ void sq_kb_release(srv_store *s)
 }
 
 /* A transaction of the writer that other servers' ingest waits for
- * (PostgreSQL: the ingest's advisory lock, store_sql_ingest_pg.c). */
+ * (PostgreSQL: the ingest's advisory lock, store_sql_ingest_pg.c).
+ * PostgreSQL: with enable_seqscan off for the transaction (set_config's
+ * SET LOCAL, in the lock's statement: no round trip more).  The
+ * maintenance reaches its rows by a key's prefix, in tables that fill
+ * and empty (kbnames, kbunnamed, the small blocks); statistics taken
+ * while one was nearly empty, its pages still there, make the planner
+ * expect a row in a thousand pages and cost the key's range above a
+ * read of the whole table - under the writer's lock (docs/server.md
+ * "kbnames: the primary key pinned").  Off, a table is read whole only
+ * where no index serves. */
 static int kb_begin(srv_store *s)
 {
     int rc = sdb_begin(s->w);
     if (!rc && sdb_dialect(s->w) == SDB_POSTGRES &&
-        (rc = sdb_exec(s->w, "SELECT pg_advisory_xact_lock(7242)")) != 0)
+        (rc = sdb_exec(s->w, "SELECT pg_advisory_xact_lock(7242),"
+                             " set_config('enable_seqscan', 'off', true)")) !=
+            0)
         sdb_exec(s->w, "ROLLBACK");
     return rc;
 }

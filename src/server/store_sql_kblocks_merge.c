@@ -36,9 +36,7 @@ static int del_merged(srv_store *s, const char *table, int64_t sess,
     sdb_stmt *st = NULL;
     int rc = GPUFL_OK, once = !strcmp(table, "kblocks");
 
-    snprintf(sql, sizeof sql,
-             "DELETE FROM %s WHERE sess=?1 AND stream=?2 AND seq_lo=?3%s",
-             table, once ? " AND n=?4" : "");
+    snprintf(sql, sizeof sql, SQ_KB_DEL_FMT, table, once ? " AND n=?4" : "");
     if (sdb_prepare(s->w, sql, &st))
         return GPUFL_EINTERNAL;
     for (size_t i = 0; i < n && !rc; i++) {

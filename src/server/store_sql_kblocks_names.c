@@ -3,9 +3,9 @@
  * duration filtered by name reads them (issue 23; docs/server.md "Kernel
  * blocks (store)"): per name of the filter, its kbnames rows in the
  * answer's order - longest first by dur_max, shortest first by dur_min;
- * found by kbnames_nid (sess, name_id) and sorted in the query since
- * migration 36 (kbnames is the recent tier the packer has not reached,
- * a few rows a name) - in chunks, the names' streams merged
+ * found by kbnames_sn (sess + 0, name_id; migration 37) and sorted in
+ * the query since migration 36 (kbnames is the recent tier the packer has
+ * not reached, a few rows a name) - in chunks, the names' streams merged
  * with each other and with the blocks that have no kbnames rows
  * (kbunnamed: written before schema 22, or by ingest and not yet named by
  * the compactor; read as holding any name, by their block's dur_max or
@@ -218,10 +218,12 @@ static int heap_push(kb_nlist *l, const kb_nblk *b, int desc)
 
 /* the name's kbnames rows of blocks in the time range (the kblocks row
  * by its key: t_lo/t_hi); CROSS JOIN: SQLite reads the name's kbnames
- * rows (kbnames_nid) first; col: the bound's column */
+ * rows (kbnames_sn) first; col: the bound's column.  "n.sess + 0" is
+ * kbnames_sn's expression, spelled so that the index serves this read
+ * alone (migration 37). */
 #define NORD_FROM(col)                                                         \
     "SELECT n.stream, n.seq_lo, n." col ", k.seq_hi FROM kbnames n CROSS"      \
-    " JOIN kblocks k WHERE n.sess=?1 AND n.name_id=?4 AND k.sess=n.sess AND"   \
+    " JOIN kblocks k WHERE n.sess + 0=?1 AND n.name_id=?4 AND k.sess=?1 AND"   \
     " k.stream=n.stream AND k.seq_lo=n.seq_lo AND k.t_lo < ?3 AND"             \
     " k.t_hi >= ?2 AND n." col " "
 
@@ -233,12 +235,17 @@ static const char *const chunk_sql[2][2] = {
       NORD_FROM("dur_max") "= ?5" },
 };
 
+const char *sq_kb_nord_sql(int desc, int tied)
+{
+    return chunk_sql[!!desc][!!tied];
+}
+
 static int chunk_query(kb_nord *o, kb_nstream *c, int tied, int64_t at)
 {
     sdb_stmt *st = NULL;
     int rc;
 
-    if (sdb_prepare(o->db, chunk_sql[o->desc][tied], &st))
+    if (sdb_prepare(o->db, sq_kb_nord_sql(o->desc, tied), &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, o->sess);
     qbind_i64(st, 2, o->t_lo);

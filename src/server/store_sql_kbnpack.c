@@ -256,10 +256,7 @@ static int rows_fit(srv_store *s, const kbnp_group *g, const kbnp_buf *B)
     int rc;
     int64_t n = 0;
 
-    if (sdb_prepare(s->w,
-                    "SELECT count(*) FROM kbnames WHERE sess=?1 AND"
-                    " stream=?2 AND seq_lo >= ?3 AND seq_lo < ?4",
-                    &st))
+    if (sdb_prepare(s->w, SQ_KBNP_ROWS_SQL, &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, g->sess);
     qbind_i64(st, 2, g->stream);
@@ -298,11 +295,7 @@ static int pack_one(srv_store *s, const kbnp_group *g, kbnp_buf *B,
         (rc = rows_fit(s, g, B)) != 0)
         return rc;
     old = B->nent;
-    if (sdb_prepare(s->w,
-                    "DELETE FROM kbnames WHERE sess=?1 AND stream=?2 AND"
-                    " seq_lo >= ?3 AND seq_lo < ?4"
-                    " RETURNING name_id, seq_lo, n, dur_min, dur_max",
-                    &st))
+    if (sdb_prepare(s->w, SQ_KBNP_TAKE_SQL, &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, g->sess);
     qbind_i64(st, 2, g->stream);
@@ -495,12 +488,7 @@ static int block_packed(srv_store *s, int64_t sess, int64_t stream, int64_t lo,
     int rc;
 
     *packed = 0;
-    if (sdb_prepare(s->w,
-                    "SELECT (SELECT count(*) FROM kbunnamed WHERE sess=?1 AND"
-                    " stream=?2 AND seq_lo=?3) + (SELECT count(*) FROM"
-                    " (SELECT 1 FROM kbnames WHERE sess=?1 AND stream=?2 AND"
-                    " seq_lo=?3 LIMIT 1) x)",
-                    &st))
+    if (sdb_prepare(s->w, SQ_KBNP_NAMED_SQL, &st))
         return GPUFL_EINTERNAL;
     qbind_i64(st, 1, sess);
     qbind_i64(st, 2, stream);

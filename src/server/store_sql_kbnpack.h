@@ -65,4 +65,20 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
     " (d.stream, d.r0) IN (SELECT p.stream, p.r0 FROM kbnpack p WHERE"         \
     " p.sess=?1 AND p.name_id = ANY(?2::bigint[])) ORDER BY d.stream, d.r0"
 
+/* The packer's statements over a range's kbnames rows (?1 sess, ?2
+ * stream, seq_lo in [?3, ?4)) - counted, then taken - and whether a block
+ * (?3 its seq_lo) is named; test_srv_kb_plan checks that PostgreSQL
+ * plans them by the primary key whatever kbnames' statistics say
+ * (migration 37, store_sql_kblocks.c kb_begin). */
+#define SQ_KBNP_ROWS_SQL                                                       \
+    "SELECT count(*) FROM kbnames WHERE sess=?1 AND stream=?2 AND"             \
+    " seq_lo >= ?3 AND seq_lo < ?4"
+#define SQ_KBNP_TAKE_SQL                                                       \
+    "DELETE FROM kbnames WHERE sess=?1 AND stream=?2 AND seq_lo >= ?3 AND"     \
+    " seq_lo < ?4 RETURNING name_id, seq_lo, n, dur_min, dur_max"
+#define SQ_KBNP_NAMED_SQL                                                      \
+    "SELECT (SELECT count(*) FROM kbunnamed WHERE sess=?1 AND stream=?2 AND"   \
+    " seq_lo=?3) + (SELECT count(*) FROM (SELECT 1 FROM kbnames WHERE"         \
+    " sess=?1 AND stream=?2 AND seq_lo=?3 LIMIT 1) x)"
+
 #endif

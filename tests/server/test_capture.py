@@ -182,7 +182,7 @@ class Capture(unittest.TestCase):
         st, _ = self.call(srv, "GET", "/api/v1/captures/777777")
         self.assertEqual(st, 404)
         self.assertEqual(srv.sql("SELECT max(version) FROM schema_version"),
-                         [["36"]])
+                         [["37"]])
 
     def test_expiry(self):
         srv = self.server(["--capture-expiry", "1s", "--capture-lease", "1s"])

@@ -903,9 +903,10 @@ class NameSorts(Base):
 
     def back_to_26(self, srv, args, env):
         """srv restarted on its database taken back to schema 26 (no
-        kbunnamed, kbnames_name for migration 36's kbnames_nid):
+        kbunnamed, kbnames_name for migration 37's kbnames_sn):
         migration 27 lists the blocks without kbnames rows in kbunnamed,
-        36 makes kbnames_nid again; the restarted server, whose compactor
+        36 makes kbnames_nid, 37 kbnames_sn in its place; the restarted
+        server, whose compactor
         waits an hour: it would name those blocks while they are checked
         (since it names several blocks a transaction, before the test's
         first query on PostgreSQL)."""
@@ -914,12 +915,12 @@ class NameSorts(Base):
                 for i, a in enumerate(args)]
         srv.stop()
         for q in ("DELETE FROM schema_version WHERE version>=27",
-                  "DROP TABLE kbunnamed", "DROP INDEX kbnames_nid",
+                  "DROP TABLE kbunnamed", "DROP INDEX kbnames_sn",
                   "CREATE INDEX kbnames_name ON kbnames(sess, name_id)"):
             exec_sql(srv, q)
         srv = self.server(os.path.basename(srv.data_dir), args, env=env)
         self.assertEqual(count(srv, "SELECT max(version) FROM"
-                               " schema_version"), 36)
+                               " schema_version"), 37)
         if srv.pgdb:
             # migration 35: blocks go out of line as they are, not through
             # pglz (zstd's output: it kept none and cost the backend 5 %)

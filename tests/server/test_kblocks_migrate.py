@@ -186,7 +186,7 @@ class Migrate(KB.Base):
         self.assertIn("migrate: 0 timeline level 0 row(s) deleted", out)
         self.assertEqual(KB.count(srv, "SELECT sum(n) FROM kblocks"), inb)
         self.assertEqual(KB.count(srv, "SELECT max(version) FROM"
-                                       " schema_version"), 36)
+                                       " schema_version"), 37)
         self.assertIn("migrate: 0 kept row(s)", out)
         # the compactor kept the rows of the first KEEP kext keys of each
         # side whose kernels went into blocks; blocks of a database before
