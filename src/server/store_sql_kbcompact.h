@@ -21,7 +21,7 @@ typedef struct kb_group {
 } kb_group;
 
 /* Merges and namings share a transaction up to this many kernels: each
- * merged or named block writes ~200 kbnames rows into kbnames_nid (until
+ * merged or named block writes ~200 kbnames rows into kbnames_sn (until
  * migration 36: kbnames_dur and kbnames_dmin), one at each of its names'
  * places, so a transaction per
  * block rewrote nearly every leaf page of both indexes into the WAL: the

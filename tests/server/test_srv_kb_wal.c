@@ -1,8 +1,8 @@
 /*
  * test_srv_kb_wal.c - the compactor's merges share transactions (SQLite):
  * every merged block writes its ~names kbnames rows, one at each name's
- * place in kbnames_nid (kbnames_dur and kbnames_dmin, each, until
- * migration 36), so a transaction per merged
+ * place in kbnames_sn (kbnames_nid until migration 37; kbnames_dur and
+ * kbnames_dmin, each, until migration 36), so a transaction per merged
  * block wrote nearly every leaf page of both indexes into the WAL again
  * (at 2M kernels ~890 MB of writes, ~40 % of the server's CPU during
  * ingest: docs/server.md "Where ingest's CPU goes").  Here 40 small
