@@ -39,8 +39,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "common/buf.h"
+#include "common/log.h"
 #include "kblock.h"
 #include "store_sql_kbnpack.h"
+#include "store_sql_writer_int.h"
 
 /* rows of the first chunk; each next one twice as many, up to the max:
  * a page of 100 reads ~100 blocks (one round trip), a deep page more */
@@ -491,6 +494,98 @@ static int seen_add(kb_seen *s, int64_t stream, int64_t lo, int *dup)
     return GPUFL_OK;
 }
 
+/* PostgreSQL: the blocks a name sort loads, several a statement - the
+ * first statement one block, each next twice as many as the last, up to
+ * KB_NLOAD_MAX.  A statement a block was a round trip each: 98 of them
+ * for one name at 100M kernels (docs/server.md "PostgreSQL: a name
+ * sort's blocks a few a statement").  The blocks sent past the sort's
+ * stop (not decoded) are fewer than the last statement's.  SQLite reads
+ * a block in the process: one at a time, as the order gives them. */
+#define KB_NLOAD_MAX 16
+#define KB_NLOAD_SQL_PG                                                        \
+    "SELECT k.stream, k.seq_lo, k.block FROM unnest(?2::bigint[],"             \
+    " ?3::bigint[]) WITH ORDINALITY u(stream, lo, i) JOIN kblocks k ON"        \
+    " k.sess=?1 AND k.stream=u.stream AND k.seq_lo=u.lo ORDER BY u.i"
+
+/* Whether block b can still add to t: 0 yes; 1 no, its bound only ties
+ * the full heap's worst and every seq of it is behind the worst's
+ * (higher descending, lower ascending); 2 no, and no block after it in
+ * the order either (its bound cannot place).  t only gets better, so a
+ * block wanted when queued is asked again when its bytes are there. */
+static int nblk_wanted(const kb_top *t, const kb_nblk *b)
+{
+    const kblock_ev *w = t->n == t->cap ? &t->ev[t->h[0]] : NULL;
+
+    if (!kb_top_open(t, b->bound))
+        return 2; /* the rest are further away */
+    if (w && b->bound == kb_key(w, t->key) &&
+        (t->desc ? b->seq_hi <= (int64_t)w->seq : b->lo >= (int64_t)w->seq))
+        return 1;
+    return 0;
+}
+
+/* Element j of the blocks' streams, then of their seq_lo, for
+ * sq_arr_bind */
+static void nblk_stream_el(gbuf *cb, void *ctx, size_t j)
+{
+    sq_cb_i(cb, ((const kb_nblk *)ctx)[j].stream, ',');
+}
+
+static void nblk_lo_el(gbuf *cb, void *ctx, size_t j)
+{
+    sq_cb_i(cb, ((const kb_nblk *)ctx)[j].lo, ',');
+}
+
+/* The blocks b[0..n) of the order loaded and offered in it, each if
+ * still wanted (nblk_wanted); *stop set at the first that cannot place. */
+static int nblk_load(kb_scan *x, sdb *db, kb_nblk *b, size_t n, int *stop)
+{
+    sdb_stmt *st = NULL;
+    gbuf cb;
+    size_t i = 0;
+    int rc = GPUFL_OK, w = 0;
+
+    if (n == 1 || sdb_dialect(db) == SDB_SQLITE) {
+        for (; i < n && !rc; i++) {
+            if ((w = nblk_wanted(x->t, &b[i])) == 2) {
+                *stop = 1;
+                break;
+            }
+            if (!w)
+                rc = sq_kb_block_load(x, db, b[i].stream, b[i].lo);
+        }
+        return rc;
+    }
+    if (sdb_prepare(db, KB_NLOAD_SQL_PG, &st))
+        return GPUFL_EINTERNAL;
+    gbuf_init(&cb, (n + 1) * (SQ_CB_COL + 2));
+    qbind_i64(st, 1, x->sess);
+    if ((rc = sq_arr_bind(st, 2, &cb, n, SQ_CB_COL, nblk_stream_el, b)) == 0 &&
+        (rc = sq_arr_bind(st, 3, &cb, n, SQ_CB_COL, nblk_lo_el, b)) == 0) {
+        int r = SDB_DONE;
+        while (!rc && i < n && (r = sdb_step(st)) == SDB_ROW &&
+               qcol_i64(st, 0) == b[i].stream && qcol_i64(st, 1) == b[i].lo) {
+            if ((w = nblk_wanted(x->t, &b[i])) == 2) {
+                *stop = 1;
+                break;
+            }
+            if (!w)
+                rc = sq_kb_block_offer(x, st, 2, b[i].stream, b[i].lo);
+            i++;
+        }
+        if (!rc && !*stop && i < n) {
+            /* not in one read transaction's blocks: as sq_kb_block_load */
+            glog_error(
+                "kblocks", "session %lld stream %lld seq %lld: block gone",
+                (long long)x->sess, (long long)b[i].stream, (long long)b[i].lo);
+            rc = r == SDB_ROW || r == SDB_DONE ? GPUFL_EINTERNAL : sq_err(r);
+        }
+    }
+    gbuf_release(&cb);
+    sdb_finalize(st);
+    return rc;
+}
+
 /* A sort by duration filtered by at most KB_NAME_IDS_MAX names, either
  * way: the blocks in the order of those names' best duration in each
  * (kb_nord), loaded until the first that cannot place - not every
@@ -504,19 +599,19 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
     kb_top *t = x->t;
     kb_nord *o = NULL;
     kb_seen seen = { NULL, 0, 0 };
-    kb_nblk b;
-    int rc, more = 0, dup = 0;
+    kb_nblk b, q[KB_NLOAD_MAX];
+    size_t nq = 0, want = 1;
+    int rc, more = 0, dup = 0, stop = 0, w;
 
     if ((rc = nord_open(db, x->sess, t->ids, t->nids, t->desc, x->t_lo, x->t_hi,
                         &o)) != 0)
         return rc;
-    while (!(rc = nord_next(o, t, &b, &more)) && more) {
-        const kblock_ev *w = t->n == t->cap ? &t->ev[t->h[0]] : NULL;
-        if (!kb_top_open(t, b.bound))
-            break; /* the rest are further away */
-        if (w && b.bound == kb_key(w, t->key) &&
-            (t->desc ? b.seq_hi <= (int64_t)w->seq : b.lo >= (int64_t)w->seq))
-            continue; /* tied, and every seq of it behind the worst's */
+    while (!stop && !(rc = nord_next(o, t, &b, &more)) && more) {
+        /* asked again when loaded (the blocks queued before it go first) */
+        if ((w = nblk_wanted(t, &b)) == 2)
+            break;
+        if (w)
+            continue;
         if (t->has_cur &&
             (t->desc ? b.bound >= t->cur[0] : b.bound <= t->cur[0])) {
             /* at or before the cursor's duration: none of its kernels
@@ -546,9 +641,18 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
             break;
         if (dup)
             continue; /* loaded by another of its names */
-        if ((rc = sq_kb_block_load(x, db, b.stream, b.lo)) != 0)
+        q[nq++] = b;
+        if (nq < want)
+            continue;
+        rc = nblk_load(x, db, q, nq, &stop);
+        nq = 0;
+        if (sdb_dialect(db) != SDB_SQLITE && want < KB_NLOAD_MAX)
+            want *= 2;
+        if (rc)
             break;
     }
+    if (!rc && nq)
+        rc = nblk_load(x, db, q, nq, &stop);
     __atomic_fetch_add(&x->s->kq_indexed, o->rows, __ATOMIC_RELAXED);
     nord_close(o);
     free(seen.k);
