@@ -537,49 +537,44 @@ static void nblk_lo_el(gbuf *cb, void *ctx, size_t j)
 }
 
 /* The blocks b[0..n) of the order loaded and offered in it, each if
- * still wanted (nblk_wanted); *stop set at the first that cannot place. */
+ * still wanted (nblk_wanted); *stop set at the first that cannot place.
+ * More than one: by one statement (PostgreSQL; sq_kb_scan_name batches
+ * nothing on SQLite); one: by its key (sq_kb_block_load). */
 static int nblk_load(kb_scan *x, sdb *db, kb_nblk *b, size_t n, int *stop)
 {
     sdb_stmt *st = NULL;
     gbuf cb;
-    size_t i = 0;
-    int rc = GPUFL_OK, w = 0;
+    int rc = GPUFL_OK, w, r = SDB_DONE;
 
-    if (n == 1 || sdb_dialect(db) == SDB_SQLITE) {
-        for (; i < n && !rc; i++) {
-            if ((w = nblk_wanted(x->t, &b[i])) == 2) {
-                *stop = 1;
-                break;
-            }
-            if (!w)
-                rc = sq_kb_block_load(x, db, b[i].stream, b[i].lo);
-        }
-        return rc;
-    }
-    if (sdb_prepare(db, KB_NLOAD_SQL_PG, &st))
-        return GPUFL_EINTERNAL;
     gbuf_init(&cb, (n + 1) * (SQ_CB_COL + 2));
-    qbind_i64(st, 1, x->sess);
-    if ((rc = sq_arr_bind(st, 2, &cb, n, SQ_CB_COL, nblk_stream_el, b)) == 0 &&
-        (rc = sq_arr_bind(st, 3, &cb, n, SQ_CB_COL, nblk_lo_el, b)) == 0) {
-        int r = SDB_DONE;
-        while (!rc && i < n && (r = sdb_step(st)) == SDB_ROW &&
-               qcol_i64(st, 0) == b[i].stream && qcol_i64(st, 1) == b[i].lo) {
-            if ((w = nblk_wanted(x->t, &b[i])) == 2) {
-                *stop = 1;
-                break;
-            }
-            if (!w)
-                rc = sq_kb_block_offer(x, st, 2, b[i].stream, b[i].lo);
-            i++;
+    if (n > 1) {
+        if (sdb_prepare(db, KB_NLOAD_SQL_PG, &st))
+            rc = GPUFL_EINTERNAL;
+        else {
+            qbind_i64(st, 1, x->sess);
+            if ((rc = sq_arr_bind(st, 2, &cb, n, SQ_CB_COL, nblk_stream_el,
+                                  b)) == 0)
+                rc = sq_arr_bind(st, 3, &cb, n, SQ_CB_COL, nblk_lo_el, b);
         }
-        if (!rc && !*stop && i < n) {
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (st &&
+            ((r = sdb_step(st)) != SDB_ROW || qcol_i64(st, 0) != b[i].stream ||
+             qcol_i64(st, 1) != b[i].lo)) {
             /* not in one read transaction's blocks: as sq_kb_block_load */
             glog_error(
                 "kblocks", "session %lld stream %lld seq %lld: block gone",
                 (long long)x->sess, (long long)b[i].stream, (long long)b[i].lo);
             rc = r == SDB_ROW || r == SDB_DONE ? GPUFL_EINTERNAL : sq_err(r);
+            break;
         }
+        if ((w = nblk_wanted(x->t, &b[i])) == 2) {
+            *stop = 1;
+            break;
+        }
+        if (!w)
+            rc = st ? sq_kb_block_offer(x, st, 2, b[i].stream, b[i].lo)
+                    : sq_kb_block_load(x, db, b[i].stream, b[i].lo);
     }
     gbuf_release(&cb);
     sdb_finalize(st);
@@ -600,7 +595,9 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
     kb_nord *o = NULL;
     kb_seen seen = { NULL, 0, 0 };
     kb_nblk b, q[KB_NLOAD_MAX];
-    size_t nq = 0, want = 1;
+    /* blocks a statement: this time, and at most (SQLite: one) */
+    size_t nq = 0, want = 1,
+           most = sdb_dialect(db) == SDB_SQLITE ? 1 : KB_NLOAD_MAX;
     int rc, more = 0, dup = 0, stop = 0, w;
 
     if ((rc = nord_open(db, x->sess, t->ids, t->nids, t->desc, x->t_lo, x->t_hi,
@@ -646,7 +643,7 @@ int sq_kb_scan_name(kb_scan *x, sdb *db)
             continue;
         rc = nblk_load(x, db, q, nq, &stop);
         nq = 0;
-        if (sdb_dialect(db) != SDB_SQLITE && want < KB_NLOAD_MAX)
+        if (want < most)
             want *= 2;
         if (rc)
             break;
