@@ -75,6 +75,126 @@ static void err_add(void *ctx, uint32_t line, const char *why)
     }
 }
 
+/* The scope check's refusals of a streamed body, said after all of its
+ * parse errors (the order a body checked whole gives: err_add). */
+typedef struct scope_errs {
+    size_t n;
+    uint32_t line[INGEST_ERRORS_MAX];
+    char why[INGEST_ERRORS_MAX][INGEST_REASON_MAX];
+} scope_errs;
+
+static void scope_err_keep(void *ctx, uint32_t line, const char *why)
+{
+    scope_errs *x = ctx;
+
+    if (x->n < INGEST_ERRORS_MAX) {
+        x->line[x->n] = line;
+        snprintf(x->why[x->n], INGEST_REASON_MAX, "%s", why);
+    }
+    x->n++;
+}
+
+/*
+ * A streamed body (ingest_par_stream): the store takes its parts as the
+ * helper parses them, so that parsing overlaps storing instead of coming
+ * before it.  Each part is checked (srv_scope_part) as it is handed over
+ * and kept, so that a second writing of the batch (its group failed)
+ * gets the same parts.
+ */
+typedef struct ing_stream {
+    srv *s;
+    const char *hosts;
+    srv_scope *scope;
+    err_list *el;  /* parse errors, as they come, in line order */
+    scope_errs se; /* the scope's */
+    struct {
+        const srv_ev *ev;
+        size_t n;
+    } part[INGEST_PAR_PIECES];
+    size_t nparts;
+    int ended, rc; /* every part given; a part's failure, kept */
+    uint64_t ns;   /* the time the writer spent getting parts */
+} ing_stream;
+
+static int stream_part(void *ctx, size_t k, const srv_ev **ev, size_t *n)
+{
+    ing_stream *x = ctx;
+    uint64_t t0 = clock_mono_ns();
+    int rc = 1;
+
+    while (rc == 1 && k >= x->nparts) {
+        srv_ev *e;
+        size_t m;
+        if (x->rc) {
+            rc = -x->rc;
+        } else if (x->ended ||
+                   !ingest_par_stream_next(x->s->par, &e, &m, err_add, x->el)) {
+            x->ended = 1;
+            rc = 0;
+        } else if (m &&
+                   (x->rc = srv_scope_part(x->s, x->scope, x->hosts, e, &m, 1,
+                                           scope_err_keep, &x->se)) != 0) {
+            rc = -x->rc;
+        } else {
+            x->part[x->nparts].ev = e;
+            x->part[x->nparts++].n = m;
+        }
+    }
+    if (rc == 1) {
+        *ev = x->part[k].ev;
+        *n = x->part[k].n;
+    }
+    x->ns += clock_mono_ns() - t0;
+    return rc;
+}
+
+/* Stores a body ingest_par_stream started (nl lines at most); *whole set
+ * when it must be checked and stored whole instead (nothing stored then,
+ * the errors said so far to be forgotten). */
+static int stream_body(srv *s, const char *hosts, size_t nl, err_list *el,
+                       srv_ingest_res *res, int *whole)
+{
+    ing_stream *x = calloc(1, sizeof(*x));
+    int rc;
+
+    *whole = 0;
+    if (!x || srv_scope_new(nl, &x->scope) != 0) {
+        ingest_par_stream_end(s->par);
+        free(x);
+        return GPUFL_ENOMEM;
+    }
+    x->s = s;
+    x->hosts = hosts;
+    x->el = el;
+    rc = srv_store_ingest_parts(s->store, stream_part, x, nl, res);
+    ingest_par_stream_end(s->par);
+    __atomic_fetch_add(&s->met.ingest_parse_ns, x->ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->met.ingest_streamed, 1, __ATOMIC_RELAXED);
+    if (x->rc == GPUFL_ECONFLICT) {
+        __atomic_fetch_add(&s->met.ingest_rewhole, 1, __ATOMIC_RELAXED);
+        *whole = 1;
+        rc = GPUFL_OK;
+    } else if (!rc) {
+        for (size_t i = 0; i < x->se.n; i++)
+            err_add(el, i < INGEST_ERRORS_MAX ? x->se.line[i] : 0,
+                    i < INGEST_ERRORS_MAX ? x->se.why[i] : NULL);
+    }
+    srv_scope_free(x->scope);
+    free(x);
+    return rc;
+}
+
+/* The answer begun again: '{"errors":[' and no error said yet. */
+static void errs_begin(jw *w, char *out, err_list *el)
+{
+    jw_init(w, out, 64 * 1024);
+    memset(el, 0, sizeof(*el));
+    el->w = w;
+    jw_obj_begin(w);
+    jw_key(w, "errors");
+    jw_arr_begin(w);
+}
+
 /*
  * A worker thread's event array and string arena, kept from one request
  * to the next.  Allocated and freed per request, they were megabytes that
@@ -174,8 +294,8 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
     srv_ingest_res res = { 0, 0 };
     jw w;
     err_list el;
-    uint64_t t0 = clock_mono_ns();
-    int rc;
+    uint64_t t0 = clock_mono_ns(), t1, parse_ns;
+    int rc, streamed = 0;
 
     r->cls = MET_INGEST;
     if (!ctype_ok(ct)) {
@@ -231,21 +351,36 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
         srv_resp_error(o, 500, "out of memory");
         goto out;
     }
-    jw_init(&w, out, 64 * 1024);
-    memset(&el, 0, sizeof(el));
-    el.w = &w;
-    jw_obj_begin(&w);
-    jw_key(&w, "errors");
-    jw_arr_begin(&w);
-    nev =
-        ingest_par_body(s->par, st, text, blen, nl, tok, &ar, ev, err_add, &el);
-    /* what this key may write: its hosts, and no stream past its end */
-    rc = nev ? srv_ingest_scope(s, r->hosts, ev, &nev, err_add, &el) : 0;
-    if (rc) {
-        srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
-                       rc == GPUFL_EUNAVAIL ? "database unavailable; retry"
-                                            : gpufl_strerror(rc));
-        goto out;
+    /* a large body: parsed while it is stored (stream_body); one whose
+     * scope needs all of it at once is parsed again, whole */
+    errs_begin(&w, out, &el);
+    t1 = clock_mono_ns();
+    parse_ns = t1 - t0; /* the decode */
+    if (ingest_par_stream(s->par, st, text, blen, nl, tok, &ar, ev)) {
+        int whole;
+        rc = stream_body(s, r->hosts, nl, &el, &res, &whole);
+        if (rc)
+            goto store_failed;
+        streamed = !whole;
+        if (whole) {
+            errs_begin(&w, out, &el);
+            ar.len = 0;
+            res.accepted = res.duplicate = 0;
+        }
+    }
+    if (!streamed) {
+        t1 = clock_mono_ns();
+        nev = ingest_par_body(s->par, st, text, blen, nl, tok, &ar, ev, err_add,
+                              &el);
+        /* what this key may write: its hosts, and no stream past its end */
+        rc = nev ? srv_ingest_scope(s, r->hosts, ev, &nev, err_add, &el) : 0;
+        if (rc) {
+            srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                           rc == GPUFL_EUNAVAIL ? "database unavailable; retry"
+                                                : gpufl_strerror(rc));
+            goto out;
+        }
+        parse_ns += clock_mono_ns() - t1;
     }
     jw_arr_end(&w);
     /* the agent gets the errors; the operator a line per request (the
@@ -261,24 +396,25 @@ void srv_ingest_handle(srv *s, srv_req *r, int st, srv_resp *o)
                     ingest_stream_name(st), el.n, lines, el.first_line,
                     el.first);
     }
-    /* decode, parse and scope: the request's own work before the store's
-     * (gpufl_ingest_seconds_total{phase="parse"}) */
-    __atomic_fetch_add(&s->met.ingest_parse_ns, clock_mono_ns() - t0,
-                       __ATOMIC_RELAXED);
-    if (nev) {
+    /* decode, parse and scope: the request's own work besides the
+     * store's (gpufl_ingest_seconds_total{phase="parse"}; a streamed
+     * body's: its decode, then the time its writer spent getting parts,
+     * stream_body) */
+    __atomic_fetch_add(&s->met.ingest_parse_ns, parse_ns, __ATOMIC_RELAXED);
+    if (!streamed && nev)
         rc = srv_store_ingest(s->store, ev, nev, &res);
-        if (rc == GPUFL_EAGAIN) {
-            /* a duplicate check that needed a cold block S3 cannot give:
-             * nothing stored, the agent sends the batch again */
-            srv_resp_error(o, 503, "cold storage (S3) unavailable; retry");
-            goto out;
-        }
-        if (rc) {
-            srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
-                           rc == GPUFL_EUNAVAIL ? "database unavailable; retry"
-                                                : gpufl_strerror(rc));
-            goto out;
-        }
+store_failed:
+    if (rc == GPUFL_EAGAIN) {
+        /* a duplicate check that needed a cold block S3 cannot give:
+         * nothing stored, the agent sends the batch again */
+        srv_resp_error(o, 503, "cold storage (S3) unavailable; retry");
+        goto out;
+    }
+    if (rc) {
+        srv_resp_error(o, rc == GPUFL_EUNAVAIL ? 503 : 500,
+                       rc == GPUFL_EUNAVAIL ? "database unavailable; retry"
+                                            : gpufl_strerror(rc));
+        goto out;
     }
     __atomic_fetch_add(&s->met.lines_accepted, res.accepted, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.lines_duplicate, res.duplicate,

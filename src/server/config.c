@@ -400,27 +400,21 @@ static const opt_def srv_opts[] = {
  * commit's rerun;
  * store_sql_q_tl0.c: the kernels a computed timeline level 0 may decode;
  * store_sql_kbnpack.c: no packing of kbnames, a pause inside packing;
- * ingest_par.c: the parse helper's thread failing to start;
+ * ingest_par.c: the parse helper's thread failing to start, a streamed
+ * body's parts of a fixed number of pieces;
  * kafka.c: a pause before each chunk the Kafka bridge stores;
  * db_sqlite.c: SQLite's own VFS instead of db_sqlite_walbuf.c's, for a
  * benchmark's baseline);
  * not options, but no typos either. */
 static const char *const srv_env_known[] = {
-    "GPUFL_SERVER_OB_RUN",
-    "GPUFL_SERVER_OB_PAUSE_MS",
-    "GPUFL_SERVER_TOPK",
-    "GPUFL_SERVER_KB_PAUSE_MS",
-    "GPUFL_SERVER_KBI_PAUSE_MS",
-    "GPUFL_SERVER_KB_RUN",
-    "GPUFL_SERVER_KB_NAME_MAX",
-    "GPUFL_SERVER_TL0_MAX",
-    "GPUFL_SERVER_FAIL_SID",
-    "GPUFL_SERVER_KBNP_OFF",
-    "GPUFL_SERVER_KBNP_PAUSE_MS",
-    "GPUFL_SERVER_PAR_FAIL",
-    "GPUFL_SERVER_KAFKA_PAUSE_MS",
-    "GPUFL_SERVER_WALBUF",
-    NULL,
+    "GPUFL_SERVER_OB_RUN",        "GPUFL_SERVER_OB_PAUSE_MS",
+    "GPUFL_SERVER_TOPK",          "GPUFL_SERVER_KB_PAUSE_MS",
+    "GPUFL_SERVER_KBI_PAUSE_MS",  "GPUFL_SERVER_KB_RUN",
+    "GPUFL_SERVER_KB_NAME_MAX",   "GPUFL_SERVER_TL0_MAX",
+    "GPUFL_SERVER_FAIL_SID",      "GPUFL_SERVER_KBNP_OFF",
+    "GPUFL_SERVER_KBNP_PAUSE_MS", "GPUFL_SERVER_PAR_FAIL",
+    "GPUFL_SERVER_PAR_STEP",      "GPUFL_SERVER_KAFKA_PAUSE_MS",
+    "GPUFL_SERVER_WALBUF",        NULL,
 };
 
 const opt_prog srv_prog = {

@@ -73,6 +73,15 @@ struct ingest_par {
     size_t npiece;
     par_piece piece[INGEST_PAR_PIECES];
     par_err *errs; /* INGEST_ERRORS_MAX a piece */
+    /* a streamed body (ingest_par_stream): each piece's done flag (under
+     * mu, cv broadcast as one is set) and the next piece to hand out */
+    int streaming;
+    unsigned char done[INGEST_PAR_PIECES];
+    size_t out;
+    /* pieces a part: the first, the others; more parsed already after
+     * them join the part unless fixed (GPUFL_SERVER_PAR_STEP) */
+    size_t step_first, step;
+    int step_fixed;
 };
 
 /* The lines of text[0, len) parsed in order into ev (one thread); returns
@@ -136,6 +145,16 @@ static void parse_piece(void *ctx, size_t j, int who)
                          p->ev + c->line0, keep_err, c);
 }
 
+/* A streamed body's piece j parsed: the caller may be waiting for it
+ * (a lock and a broadcast a piece, 64 at most a body). */
+static void piece_done(ingest_par *p, size_t j)
+{
+    pthread_mutex_lock(&p->mu);
+    p->done[j] = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* The job's items taken until none is left (either thread); returns
  * how many this thread ran. */
 static size_t take_jobs(ingest_par *p, int who)
@@ -144,6 +163,8 @@ static size_t take_jobs(ingest_par *p, int who)
 
     while ((j = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->njob) {
         p->fn(p->ctx, j, who);
+        if (p->streaming)
+            piece_done(p, j);
         n++;
     }
     return n;
@@ -186,6 +207,22 @@ static int create_helper(ingest_par *p)
     return pthread_create(&p->th, NULL, helper, p);
 }
 
+/* GPUFL_SERVER_PAR_STEP=N (tests only, 1 to 64): a streamed body's parts
+ * are N pieces each, never more, so that a test knows a body of more
+ * than N pieces comes in several parts however fast the helper is. */
+static void par_step(ingest_par *p)
+{
+    const char *v = getenv("GPUFL_SERVER_PAR_STEP");
+    long n = v ? strtol(v, NULL, 10) : 0;
+
+    p->step_first = INGEST_PAR_STREAM_FIRST;
+    p->step = INGEST_PAR_STREAM_STEP;
+    if (n >= 1 && n <= INGEST_PAR_PIECES) {
+        p->step_first = p->step = (size_t)n;
+        p->step_fixed = 1;
+    }
+}
+
 int ingest_par_new(ingest_par **out)
 {
     ingest_par *p = calloc(1, sizeof(*p));
@@ -201,6 +238,7 @@ int ingest_par_new(ingest_par **out)
     }
     for (size_t j = 0; j < INGEST_PAR_PIECES; j++)
         p->piece[j].err = p->errs + j * INGEST_ERRORS_MAX;
+    par_step(p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     if (create_helper(p) != 0) {
@@ -317,6 +355,21 @@ unsigned long ingest_par_helped(ingest_par *p)
     return n;
 }
 
+/* The job of parsing a body's pieces (the helper claimed), not posted. */
+static void body_job(ingest_par *p, int st, const char *text, size_t len,
+                     jsonl_tok *tok, ingest_arena *ar, srv_ev *ev)
+{
+    p->npiece = cut_pieces(p, text, len);
+    p->st = st;
+    p->text = text;
+    p->ar = ar->buf + ar->len;
+    p->ev = ev;
+    p->ptok = tok;
+    p->fn = parse_piece;
+    p->ctx = p;
+    p->njob = p->npiece;
+}
+
 size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
                        size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev,
                        ingest_err_fn err, void *ctx)
@@ -329,15 +382,7 @@ size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
         jsonl_doc_init(&d, tok, INGEST_MAX_TOKENS);
         return parse_lines(&d, st, text, len, 0, ar, ev, err, ctx);
     }
-    p->npiece = cut_pieces(p, text, len);
-    p->st = st;
-    p->text = text;
-    p->ar = ar->buf + ar->len;
-    p->ev = ev;
-    p->ptok = tok;
-    p->fn = parse_piece;
-    p->ctx = p;
-    p->njob = p->npiece;
+    body_job(p, st, text, len, tok, ar, ev);
     post(p);
     join(p);
     /* each piece's errors in piece order (line order), its events moved
@@ -355,4 +400,106 @@ size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
     ar->len = ar->cap;
     __atomic_store_n(&p->claimed, 0, __ATOMIC_RELEASE);
     return nev;
+}
+
+/* ---- a body streamed: parsed while the caller stores its parts ---- */
+
+int ingest_par_stream(ingest_par *p, int st, const char *text, size_t len,
+                      size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev)
+{
+    if (!p || nl < INGEST_PAR_MIN_LINES ||
+        len < INGEST_PAR_STREAM_PIECES * INGEST_PAR_PIECE ||
+        __atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    body_job(p, st, text, len, tok, ar, ev);
+    memset(p->done, 0, sizeof(p->done));
+    p->out = 0;
+    p->streaming = 1;
+    ar->len = ar->cap;
+    post(p);
+    return 1;
+}
+
+/* Piece j parsed: while it is not, the caller parses the pieces nobody
+ * has taken yet (the helper may be late or busy), then waits for the
+ * helper's. */
+static void wait_piece(ingest_par *p, size_t j)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->done[j]) {
+        size_t k;
+        pthread_mutex_unlock(&p->mu);
+        k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (k < p->njob) {
+            parse_piece(p, k, 0);
+            piece_done(p, k);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
+        pthread_mutex_lock(&p->mu);
+        while (!p->done[j])
+            pthread_cond_wait(&p->cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The helper's last piece waited for and the helper given back. */
+static void stream_finish(ingest_par *p)
+{
+    join(p);
+    p->streaming = 0;
+    __atomic_store_n(&p->claimed, 0, __ATOMIC_RELEASE);
+}
+
+int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n,
+                           ingest_err_fn err, void *ctx)
+{
+    size_t a = p->out, b, want, nev = 0;
+    srv_ev *base;
+
+    *ev = NULL;
+    *n = 0;
+    if (!p->streaming || a >= p->npiece)
+        return 0;
+    want = a + (a ? p->step : p->step_first);
+    if (want > p->npiece)
+        want = p->npiece;
+    for (size_t j = a; j < want; j++)
+        wait_piece(p, j);
+    /* and those after them already parsed: fewer, larger parts */
+    b = want;
+    pthread_mutex_lock(&p->mu);
+    while (!p->step_fixed && b < p->npiece && p->done[b])
+        b++;
+    pthread_mutex_unlock(&p->mu);
+    /* the part's errors in line order, its events moved down to close the
+     * gaps its pieces left (each piece's events start at its first line's
+     * index; later pieces, maybe still being parsed, are not touched) */
+    base = p->ev + p->piece[a].line0;
+    for (size_t j = a; j < b; j++) {
+        const par_piece *c = &p->piece[j];
+        for (size_t i = 0; i < c->nerr; i++)
+            err(ctx, i < INGEST_ERRORS_MAX ? c->err[i].line : 0,
+                i < INGEST_ERRORS_MAX ? c->err[i].why : NULL);
+        if (base + nev != p->ev + c->line0 && c->nev)
+            memmove(base + nev, p->ev + c->line0, c->nev * sizeof(*base));
+        nev += c->nev;
+    }
+    p->out = b;
+    *ev = base;
+    *n = nev;
+    /* the last part: the helper is free again for the store's block
+     * encoding (store_sql_kblocks_par.c) */
+    if (b == p->npiece)
+        stream_finish(p);
+    return 1;
+}
+
+void ingest_par_stream_end(ingest_par *p)
+{
+    if (!p || !p->streaming)
+        return;
+    /* pieces nobody took are not parsed: the caller gives up the body */
+    __atomic_store_n(&p->next, p->njob, __ATOMIC_RELAXED);
+    stream_finish(p);
 }

@@ -28,6 +28,9 @@ typedef struct scope_sess {
     const char *host; /* the effective host, NULL: not known */
     size_t host_n;
     uint64_t end[SRV_ST_N]; /* UINT64_MAX: not ended */
+    /* the highest seq + 1 of a line kept so far (0: none; a streamed
+     * body's earlier parts, already given to the store) */
+    uint64_t kept_hi[SRV_ST_N];
 } scope_sess;
 
 typedef struct scope_map {
@@ -75,32 +78,56 @@ static scope_sess *find_memo(scope_map *m, scope_sess **last, const char *sid)
     return NULL;
 }
 
-int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
-                     srv_scope_reject_fn fn, void *ctx)
-{
+struct srv_scope {
     scope_map m;
-    scope_sess *last = NULL;
-    size_t kept = 0;
-    int rc = GPUFL_OK;
+    scope_sess *last;
+};
 
-    memset(&m, 0, sizeof(m));
-    m.cap = *n;
-    m.nslot = 16;
-    while (m.nslot < 2 * m.cap)
-        m.nslot *= 2;
-    m.e = malloc(m.cap * sizeof(*m.e) + 1);
-    m.slot = calloc(m.nslot, sizeof(*m.slot));
-    if (!m.e || !m.slot) {
-        rc = GPUFL_ENOMEM;
-        goto out;
+int srv_scope_new(size_t cap, srv_scope **out)
+{
+    srv_scope *sc = calloc(1, sizeof(*sc));
+
+    *out = NULL;
+    if (!sc)
+        return GPUFL_ENOMEM;
+    sc->m.cap = cap;
+    sc->m.nslot = 16;
+    while (sc->m.nslot < 2 * sc->m.cap)
+        sc->m.nslot *= 2;
+    sc->m.e = malloc(sc->m.cap * sizeof(*sc->m.e) + 1);
+    sc->m.slot = calloc(sc->m.nslot, sizeof(*sc->m.slot));
+    if (!sc->m.e || !sc->m.slot) {
+        srv_scope_free(sc);
+        return GPUFL_ENOMEM;
     }
+    *out = sc;
+    return GPUFL_OK;
+}
+
+void srv_scope_free(srv_scope *sc)
+{
+    if (!sc)
+        return;
+    free(sc->m.e);
+    free(sc->m.slot);
+    free(sc);
+}
+
+int srv_scope_part(srv *s, srv_scope *sc, const char *hosts, srv_ev *ev,
+                   size_t *n, int part, srv_scope_reject_fn fn, void *ctx)
+{
+    scope_map *m = &sc->m;
+    size_t kept = 0;
+
     /* the sessions: what is stored, then what this batch says */
     for (size_t i = 0; i < *n; i++) {
-        scope_sess *ss = find_memo(&m, &last, ev[i].sid);
+        scope_sess *ss = find_memo(m, &sc->last, ev[i].sid);
         if (!ss) {
-            ss = last = find(&m, ev[i].sid, 1);
+            int rc;
+            if (!(ss = sc->last = find(m, ev[i].sid, 1)))
+                return GPUFL_EFULL; /* more sessions than lines */
             if ((rc = srv_store_sess_policy(s->store, ss->sid, &ss->p)) != 0)
-                goto out;
+                return rc;
             for (int k = 0; k < SRV_ST_N; k++)
                 ss->end[k] =
                     (ss->p.ended & (1u << k)) ? ss->p.end_seq[k] : UINT64_MAX;
@@ -113,12 +140,16 @@ int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
             ss->host = ev[i].host.p ? ev[i].host.p : "";
             ss->host_n = ev[i].host.n;
         }
-        if (ev[i].type == EV_SESSION_END && ev[i].seq < ss->end[ev[i].st])
+        if (ev[i].type == EV_SESSION_END && ev[i].seq < ss->end[ev[i].st]) {
+            /* a part: an earlier part kept a line past this end */
+            if (part && ss->kept_hi[ev[i].st] > ev[i].seq + 1)
+                return GPUFL_ECONFLICT;
             ss->end[ev[i].st] = ev[i].seq;
+        }
     }
     for (size_t i = 0; i < *n; i++) {
         srv_ev *e = &ev[i];
-        scope_sess *ss = find_memo(&m, &last, e->sid);
+        scope_sess *ss = find_memo(m, &sc->last, e->sid);
         /* a session line names its own host, which must be allowed too */
         const char *h =
             e->type == EV_SESSION && e->host.p ? e->host.p : ss->host;
@@ -126,6 +157,9 @@ int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
         char why[INGEST_REASON_MAX];
 
         if (hosts[0] && !h) {
+            /* a part: a later part may hold the session line */
+            if (part)
+                return GPUFL_ECONFLICT;
             snprintf(why, sizeof(why),
                      "the session's host is not known yet (its session line "
                      "comes first) and this key is bound to hosts");
@@ -139,6 +173,8 @@ int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
                      "past the end of its stream (session_end at seq %llu)",
                      (unsigned long long)ss->end[e->st]);
         } else {
+            if (e->seq >= ss->kept_hi[e->st])
+                ss->kept_hi[e->st] = e->seq + 1;
             if (kept != i) /* an event is ~800 bytes: no copy onto itself */
                 ev[kept] = *e;
             kept++;
@@ -147,8 +183,18 @@ int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
         fn(ctx, e->line, why);
     }
     *n = kept;
-out:
-    free(m.e);
-    free(m.slot);
+    return GPUFL_OK;
+}
+
+int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
+                     srv_scope_reject_fn fn, void *ctx)
+{
+    srv_scope *sc;
+    int rc = srv_scope_new(*n, &sc);
+
+    if (rc)
+        return rc;
+    rc = srv_scope_part(s, sc, hosts, ev, n, 0, fn, ctx);
+    srv_scope_free(sc);
     return rc;
 }

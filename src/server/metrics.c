@@ -65,6 +65,14 @@ void srv_metrics_write(const srv_metrics *cm, const srv_gauges *g, gbuf *b)
         "Committed ingest requests.", GET(m->batches));
     one(b, "gpufl_ingest_bytes_total", "counter",
         "Request body bytes received.", GET(m->bytes_in));
+    one(b, "gpufl_ingest_streamed_total", "counter",
+        "HTTP ingest bodies parsed while they were stored (large ones).",
+        GET(m->ingest_streamed));
+    one(b, "gpufl_ingest_rewhole_total", "counter",
+        "Streamed bodies parsed and stored again whole: a part's scope"
+        " check needed the parts after it (nothing of the first try"
+        " stored).",
+        GET(m->ingest_rewhole));
     one(b, "gpufl_ingest_commits_total", "counter",
         "Transactions that stored ingest batches (HTTP and Kafka).",
         g->ing_commits);

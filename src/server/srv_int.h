@@ -109,6 +109,9 @@ typedef struct srv_metrics {
     /* HTTP ingest requests' decode, parse and scope check, ns (the
      * store's phases are srv_store_ingest_times) */
     uint64_t ingest_parse_ns;
+    /* HTTP ingest bodies parsed while stored (api_ingest.c stream_body),
+     * and those of them checked and stored whole after all */
+    uint64_t ingest_streamed, ingest_rewhole;
     /* Kafka bridge (kafka.c): offset resets past the broker's retention,
      * the messages they skipped, and messages that came as errors */
     uint64_t kafka_resets, kafka_skipped, kafka_errors;
@@ -303,6 +306,19 @@ typedef void (*srv_scope_reject_fn)(void *ctx, uint32_t line, const char *why);
  * error (nothing dropped then). */
 int srv_ingest_scope(srv *s, const char *hosts, srv_ev *ev, size_t *n,
                      srv_scope_reject_fn fn, void *ctx);
+/* The same check over a body given in parts, in line order, each part
+ * stored before the next is known (a streamed body: api_ingest.c): the
+ * sessions' policies read once, the ends seen so far kept.  With part set,
+ * a part whose answer could depend on the parts after it returns
+ * GPUFL_ECONFLICT (a line of a host-bound key whose host is not known yet;
+ * a session_end below a line an earlier part kept): the caller must then
+ * check the whole body at once instead.  cap: the most sessions (lines)
+ * of all the parts. */
+typedef struct srv_scope srv_scope;
+int srv_scope_new(size_t cap, srv_scope **out);
+int srv_scope_part(srv *s, srv_scope *sc, const char *hosts, srv_ev *ev,
+                   size_t *n, int part, srv_scope_reject_fn fn, void *ctx);
+void srv_scope_free(srv_scope *sc);
 /* GET and POST /api/v1/keys (api_keys.c; the admin check is the
  * caller's). */
 void srv_api_keys_list(srv *s, srv_req *r, srv_resp *o);

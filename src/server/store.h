@@ -280,6 +280,20 @@ typedef struct srv_retention {
  */
 int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
                      srv_ingest_res *r);
+/* A batch given in parts, in line order, as they are parsed (a streamed
+ * body, api_ingest.c): part(ctx, k, &ev, &n) gives part k (k = 0, 1, ...)
+ * and returns 1, or 0 after the last, or a negative gpufl_err that fails
+ * the batch (-GPUFL_ECONFLICT: the caller stores the whole body another
+ * way).  It is called on the caller's thread, perhaps with the writer's
+ * lock held, and again from k = 0 when the batch is written a second time
+ * (its group failed: each batch alone), so it gives a part it gave before
+ * the same; the parts stay valid until srv_store_ingest_parts returns.
+ * One transaction and one outcome for all the parts, as if they were one
+ * batch of at most n lines. */
+typedef int (*srv_ingest_part_fn)(void *ctx, size_t k, const srv_ev **ev,
+                                  size_t *n);
+int srv_store_ingest_parts(srv_store *s, srv_ingest_part_fn part, void *ctx,
+                           size_t n, srv_ingest_res *r);
 /* Ingest transactions committed, and the batches they held (more than
  * the commits when concurrent batches shared one: group commit,
  * store_sql_igroup.c). */

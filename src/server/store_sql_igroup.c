@@ -72,19 +72,35 @@ static void group_write(srv_store *s, sq_ibatch **g, size_t n)
         g[i]->rc = rc;
 }
 
+/* Queues b and waits for the COMMIT that holds it (or writes it). */
+static int ingest_wait(srv_store *s, sq_ibatch *b);
+
 int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
                      srv_ingest_res *r)
 {
-    sq_ibatch me = { ev, n, r, 0, 0, NULL };
+    sq_ibatch me = { ev, n, r, 0, 0, NULL, NULL, NULL };
 
-    r->accepted = r->duplicate = 0;
+    return ingest_wait(s, &me);
+}
+
+int srv_store_ingest_parts(srv_store *s, srv_ingest_part_fn part, void *ctx,
+                           size_t n, srv_ingest_res *r)
+{
+    sq_ibatch me = { NULL, n, r, 0, 0, NULL, part, ctx };
+
+    return ingest_wait(s, &me);
+}
+
+static int ingest_wait(srv_store *s, sq_ibatch *b)
+{
+    b->r->accepted = b->r->duplicate = 0;
     pthread_mutex_lock(&s->gq_lock);
     if (s->gq_tail)
-        s->gq_tail->next = &me;
+        s->gq_tail->next = b;
     else
-        s->gq_head = &me;
-    s->gq_tail = &me;
-    while (!me.done) {
+        s->gq_head = b;
+    s->gq_tail = b;
+    while (!b->done) {
         sq_ibatch *g[SQ_GROUP_BATCHES];
         size_t ng;
         uint64_t t0;
@@ -112,7 +128,7 @@ int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
         pthread_cond_broadcast(&s->gq_cond);
     }
     pthread_mutex_unlock(&s->gq_lock);
-    return me.rc;
+    return b->rc;
 }
 
 void srv_store_ingest_stats(srv_store *s, uint64_t *commits, uint64_t *batches)

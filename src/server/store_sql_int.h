@@ -336,6 +336,13 @@ struct srv_store {
     /* this batch wrote blocks already: a kext key it added and drops
      * again may have its kxrow row (store_sql_ext.c deletes it) */
     int kx_wrote;
+    /* the parts of a batch given in parts are being written: the held
+     * kernels wait for the last one (sq_kbi_flush writes blocks of the
+     * whole batch, not of each part) */
+    int kbi_hold;
+    /* ... and the time this group's writer spent getting them (parsing:
+     * counted as the request's parse, not the store's write) */
+    uint64_t part_ns;
     /* queries' counters since start (/metrics; relaxed atomics): blocks
      * decoded (whole or some columns), pages sorted by duration of a
      * session with blocks answered from kext and its kept rows, and those
@@ -563,6 +570,10 @@ typedef struct sq_ibatch {
     srv_ingest_res *r;
     int rc, done;
     struct sq_ibatch *next;
+    /* a batch in parts (srv_store_ingest_parts; ev NULL, n its most
+     * lines) */
+    srv_ingest_part_fn part;
+    void *part_ctx;
 } sq_ibatch;
 /* The batches b[0..nb) in one transaction (the caller holds wlock): each
  * batch's lines and outcome (b[i].r) as if it were alone, the rollups of

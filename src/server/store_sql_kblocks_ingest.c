@@ -476,5 +476,5 @@ int sq_kbi_flush(srv_store *s)
         return GPUFL_OK;
     if ((rc = doubts_settle(s, k)) != 0)
         return rc;
-    return pend_write(s, k);
+    return s->kbi_hold ? GPUFL_OK : pend_write(s, k);
 }

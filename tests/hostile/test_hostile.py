@@ -896,6 +896,108 @@ class Keys(Base):
         self.assertEqual(p.returncode, 2)
         self.assertIn("ingest keys only", p.stderr)
 
+    def test_streamed_bodies_scope(self):
+        """Large bodies are stored part by part while they are parsed
+        (api_ingest.c); each answer is still the one the body checked
+        whole gives: parse errors in line order, then the scope's; a
+        session_end below lines of an earlier part, or a host-bound key's
+        session line after its kernels, makes the server check and store
+        that body whole again (gpufl_ingest_rewhole_total), nothing stored
+        twice or lost.  Parts of two pieces (GPUFL_SERVER_PAR_STEP): a
+        fast helper would otherwise give the whole body as one part."""
+        srv = self.server(env={"GPUFL_SERVER_PAR_STEP": "2"})
+        n = 4000  # ~440 KB: streamed (16 pieces of 16 KiB or more)
+
+        def counters():
+            m = srv.req("GET", "/metrics")[2].decode()
+            got = {}
+            for ln in m.splitlines():
+                for k in ("streamed", "rewhole"):
+                    if ln.startswith("gpufl_ingest_%s_total " % k):
+                        got[k] = int(ln.split()[1])
+            return got["streamed"], got["rewhole"]
+
+        def post(body, token=None, streamed=1, rewhole=0):
+            c0 = counters()
+            st, r = srv.post("device", b"\n".join(body) + b"\n",
+                             **({"token": token} if token else {}))
+            self.assertEqual(st, 200, r)
+            c1 = counters()
+            self.assertEqual((c1[0] - c0[0], c1[1] - c0[1]), (streamed, rewhole))
+            return r
+
+        def kernels(sid, lo, hi, skip=()):
+            return [line("device", i, "kernel", sid=sid, dur=5 + i, name=1)
+                    for i in range(lo, hi) if i not in skip]
+
+        # a session whole in one body: two lines refused by the parser,
+        # early and late (different parts), the end last
+        a = sid_n(0x51)
+        body = [line("device", 0, "session", sid=a, app="x", host="h")] + \
+            kernels(a, 1, n) + [line("device", n, "session_end", sid=a, reason="x",
+                                     lines=n + 1)]
+        body[10] = b'{"v":1,"sid":"%s","st":"device","seq":10' % a.encode()
+        body[n - 20] = b"{"
+        self.assertGreater(sum(len(x) + 1 for x in body), 16 * 16384)
+        r = post(body)
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]), (n - 1, 0, 2))
+        self.assertEqual([e["line"] for e in r["errors"]], [11, n - 19])
+        self.assertEqual(srv.get("/api/v1/sessions/" + a)["counts"]["kernels"], n - 3)
+        # the same again: duplicates, the same refusals
+        r = post(body)
+        self.assertEqual((r["accepted"], r["duplicate"], r["rejected"]), (0, n - 1, 2))
+        # past its stored end: the parse errors first (late in the body),
+        # then the scope's from the top, as a body checked whole says them
+        body = kernels(a, n + 1, 2 * n)
+        body[n - 50] = b"not json"
+        r = post(body)
+        self.assertEqual((r["accepted"], r["rejected"]), (0, n - 1), r)
+        self.assertEqual(r["errors"][0]["line"], n - 49)
+        self.assertNotIn("past the end", r["errors"][0]["reason"])
+        self.assertEqual([e["line"] for e in r["errors"][1:4]], [1, 2, 3])
+        self.assertIn("past the end", r["errors"][1]["reason"])
+        self.assertEqual(r["errors_truncated"], n - 1 - 50)
+        # a session_end at the end of the body below seqs of its first
+        # part: checked whole again - the lines past it refused
+        b = sid_n(0x52)
+        body = [line("device", 0, "session", sid=b, app="x", host="h")] + \
+            kernels(b, 1, n, skip=(100,)) + \
+            [line("device", 100, "session_end", sid=b, reason="x", lines=101)]
+        r = post(body, rewhole=1)
+        self.assertEqual((r["accepted"], r["rejected"]), (101, n - 101), r)
+        self.assertEqual(r["errors"][0]["line"], 101)  # seq 101
+        self.assertIn("past the end", r["errors"][0]["reason"])
+        self.assertEqual(srv.get("/api/v1/sessions/" + b)["counts"]["kernels"], 99)
+        # a host-bound key and a new session whose session line comes
+        # last: its host is known only from the whole body - stored whole
+        tok = self.key(srv, "ingest", ["node-s"])["key"]
+        c = sid_n(0x53)
+        body = kernels(c, 1, n) + \
+            [line("device", 0, "session", sid=c, app="x", host="node-s")]
+        r = post(body, token=tok, rewhole=1)
+        self.assertEqual((r["accepted"], r["rejected"]), (n, 0), r)
+        # its next body streams: the host is stored now
+        r = post(kernels(c, n, 2 * n), token=tok)
+        self.assertEqual((r["accepted"], r["rejected"]), (n, 0), r)
+        self.assertEqual(srv.get("/api/v1/sessions/" + c)["counts"]["kernels"],
+                         2 * n - 1)
+        # another host's key: every line refused, nothing stored
+        tok2 = self.key(srv, "ingest", ["node-t"])["key"]
+        r = post(kernels(c, 2 * n, 3 * n), token=tok2)
+        self.assertEqual((r["accepted"], r["rejected"]), (0, n), r)
+        self.assertIn("node-s", r["errors"][0]["reason"])
+        self.assertEqual(srv.get("/api/v1/sessions/" + c)["counts"]["kernels"],
+                         2 * n - 1)
+        # where the time went: a streamed body's parse is not also counted
+        # as the store's write, so the phases still fit in the requests
+        m = srv.req("GET", "/metrics")[2].decode()
+        ph = {ln.split('"')[1]: float(ln.split()[1]) for ln in m.splitlines()
+              if ln.startswith("gpufl_ingest_seconds_total{phase=")}
+        req = [float(ln.split()[1]) for ln in m.splitlines()
+               if ln.startswith('gpufl_http_request_seconds_sum{route="ingest"}')][0]
+        self.assertGreater(ph["parse"], 0)
+        self.assertLessEqual(sum(ph.values()), req + 1e-5, (ph, req))
+
     def test_no_append_past_the_end(self):
         srv = self.server()
         d = sid_n(0xe)

@@ -8,6 +8,10 @@
  * rows and the session's counters: the failed first try left nothing),
  * the failing one gets its error and leaves nothing; then four good
  * batches queued the same way share one commit (the harness does group).
+ * One of the group's batches comes in parts (srv_store_ingest_parts, as a
+ * streamed HTTP body): the same outcome, its parts asked for again when
+ * it is written alone; with kernel blocks its kernels make one block,
+ * and a part that fails leaves nothing of the batch.
  *
  * The queue is made deterministic by holding the writer's lock: the
  * first caller takes its batch alone and waits for the lock, the others
@@ -51,12 +55,41 @@ typedef struct job {
     srv_store *s;
     int b, rc;
     srv_ingest_res r;
+    int parts; /* given in parts (srv_store_ingest_parts) */
+    int fail;  /* ... the third part fails as a scope check may */
+    int calls; /* parts asked for, the one after the last included */
 } job;
+
+/* Batch j->b in three parts - its first 7 lines, none, the rest - as a
+ * streamed body gives them (api_ingest.c). */
+static int part(void *ctx, size_t k, const srv_ev **ev, size_t *n)
+{
+    job *j = ctx;
+    size_t cut = 7;
+
+    j->calls++;
+    if (k == 0) {
+        *ev = evs[j->b];
+        *n = cut;
+    } else if (k == 1) {
+        *ev = evs[j->b] + cut;
+        *n = 0;
+    } else if (k == 2 && j->fail) {
+        return -GPUFL_ECONFLICT;
+    } else if (k == 2) {
+        *ev = evs[j->b] + cut;
+        *n = nev[j->b] - cut;
+    } else {
+        return 0;
+    }
+    return 1;
+}
 
 static void *ingest(void *arg)
 {
     job *j = arg;
-    j->rc = srv_store_ingest(j->s, evs[j->b], nev[j->b], &j->r);
+    j->rc = j->parts ? srv_store_ingest_parts(j->s, part, j, nev[j->b], &j->r)
+                     : srv_store_ingest(j->s, evs[j->b], nev[j->b], &j->r);
     return NULL;
 }
 
@@ -96,7 +129,8 @@ static void send_grouped(srv_store *s, const int *b, int n, job *j)
 
     pthread_mutex_lock(&s->wlock);
     for (int i = 0; i < n; i++) {
-        j[i] = (job){ s, b[i], -1, { 0, 0 } };
+        /* batch 2 in parts (before the failing one in the group) */
+        j[i] = (job){ s, b[i], -1, { 0, 0 }, b[i] == 2, 0, 0 };
         REQUIRE(pthread_create(&t[i], NULL, ingest, &j[i]) == 0);
         /* the first becomes the writer of its batch alone; each next
          * one waits in the queue */
@@ -170,6 +204,9 @@ static void test_rerun(void)
     /* the first alone, the group's four good ones each alone: the failed
      * group's transaction counts nothing */
     CHECK(c1 - c0 == NB - 1 && b1 - b0 == NB - 1);
+    /* the batch in parts was written twice (the group, then alone), its
+     * parts asked for from the first each time: 4 calls a writing */
+    CHECK(j[2].parts && j[2].calls == 8);
 
     /* the same again, duplicates now, without the failing one: the
      * group's four share one commit */
@@ -192,8 +229,56 @@ static void test_rerun(void)
     unsetenv("GPUFL_SERVER_FAIL_SID");
 }
 
+/* A batch in parts with kernel blocks: one block for the batch's
+ * stream, not one a part (the held kernels wait for the last part); and
+ * a batch whose part fails stores nothing of the parts before it. */
+static void test_parts_blocks(void)
+{
+    static char sid[40];
+    srv_store *s;
+    sdb *db = NULL;
+    char url[512], err[256];
+    job j;
+
+    snprintf(sid, sizeof(sid), SID_FMT, 0xb0u, 0);
+    nev[0] = build(sid, 0, evs[0]);
+    s = open_tmp("igroup_parts");
+    REQUIRE(s != NULL);
+    srv_store_set_kernel_store(s, 1);
+    tmp_url("igroup_parts", url);
+    REQUIRE(sdb_open(url, 1, &db, err, sizeof(err)) == 0);
+    j = (job){ s, 0, -1, { 0, 0 }, 1, 1, 0 };
+    ingest(&j);
+    CHECK(j.rc == GPUFL_ECONFLICT);
+    CHECK(j.r.accepted == 0 && j.r.duplicate == 0);
+    CHECK(count(db, "SELECT count(*) FROM sessions WHERE sid=?1", sid) == 0);
+    j = (job){ s, 0, -1, { 0, 0 }, 1, 0, 0 };
+    ingest(&j);
+    CHECK(j.rc == GPUFL_OK);
+    CHECK(j.r.accepted == nev[0] && j.r.duplicate == 0);
+    CHECK(count(db,
+                "SELECT count(*) FROM kblocks b JOIN sessions s ON"
+                " s.id=b.sess WHERE s.sid=?1",
+                sid) == 1);
+    CHECK(count(db,
+                "SELECT sum(n) FROM kblocks b JOIN sessions s ON"
+                " s.id=b.sess WHERE s.sid=?1",
+                sid) == NK);
+    CHECK(count(db, "SELECT n_kernels FROM sessions WHERE sid=?1", sid) == NK);
+    /* again: every line a duplicate, nothing new */
+    j = (job){ s, 0, -1, { 0, 0 }, 1, 0, 0 };
+    ingest(&j);
+    CHECK(j.rc == GPUFL_OK);
+    CHECK(j.r.accepted == 0 && j.r.duplicate == nev[0]);
+    CHECK(count(db, "SELECT sum(n) FROM kblocks WHERE ?1 IS NOT NULL", sid) ==
+          NK);
+    sdb_close(db);
+    srv_store_close(s);
+}
+
 int main(void)
 {
     RUN(test_rerun);
+    RUN(test_parts_blocks);
     TEST_DONE();
 }

@@ -4,7 +4,9 @@
  * line numbers and decoded strings, the same errors in line order (the
  * first INGEST_ERRORS_MAX with their reasons, the count exact), for
  * bodies with refused, blank and CRLF lines across its pieces, with and
- * without a last '\n', and while two requests want the helper.
+ * without a last '\n', and while two requests want the helper; and the
+ * same streamed (ingest_par_stream: parts in line order while the helper
+ * parses on), taken at once or slowly, or given up after a part.
  */
 #include "ingest_par.h"
 #include "test.h"
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SID "\"sid\":\"0f1e2d3c-4b5a-4968-8776-655443322110\""
 #define MAXL 4000
@@ -126,6 +129,46 @@ static void run(ingest_par *p, const char *text, size_t len, result *r)
                              err_keep, &r->er);
 }
 
+/* run() through ingest_par_stream: the parts' events copied one after
+ * another (a store would take them in turn), each part after pause_us
+ * (a slow store: the helper runs ahead and the parts grow); returns the
+ * parts given, 0 when the stream did not start (then one call parsed
+ * it, as api_ingest.c does). */
+static size_t run_stream(ingest_par *p, const char *text, size_t len, result *r,
+                         unsigned pause_us)
+{
+    size_t nl = count_nl(text, len), parts = 0, n;
+    static __thread jsonl_tok tok[INGEST_MAX_TOKENS];
+    ingest_arena ar;
+    srv_ev *ev, *part;
+
+    memset(r, 0, sizeof(*r));
+    r->ev = calloc(nl, sizeof(*r->ev));
+    ev = calloc(nl, sizeof(*ev));
+    ar.cap = INGEST_PAR_ARENA(len, nl);
+    ar.len = 0;
+    ar.buf = r->ar = malloc(ar.cap);
+    if (!ingest_par_stream(p, SRV_ST_DEVICE, text, len, nl, tok, &ar, ev)) {
+        r->nev = ingest_par_body(p, SRV_ST_DEVICE, text, len, nl, tok, &ar,
+                                 r->ev, err_keep, &r->er);
+        free(ev);
+        return 0;
+    }
+    while (ingest_par_stream_next(p, &part, &n, err_keep, &r->er)) {
+        /* a part lies in the body's array, at or after the last one */
+        CHECK(part >= ev && part + n <= ev + nl);
+        memcpy(r->ev + r->nev, part, n * sizeof(*part));
+        r->nev += n;
+        parts++;
+        if (pause_us)
+            usleep(pause_us);
+    }
+    CHECK(ar.len == ar.cap);
+    ingest_par_stream_end(p); /* after the last part: nothing to do */
+    free(ev);
+    return parts;
+}
+
 static void result_release(result *r)
 {
     free(r->ev);
@@ -166,6 +209,20 @@ static void check_body(ingest_par *p, size_t nl, size_t bad_from, size_t bad_to,
     result one, two;
 
     run(NULL, text, len, &one);
+    /* streamed, taken at once and by a slow store: the same again */
+    for (unsigned pause = 0; pause <= 300; pause += 300) {
+        size_t parts = run_stream(p, text, len, &two, pause);
+        if (!same(&one, &two))
+            fprintf(stderr, "  streamed (%zu parts) differs: %zu lines\n",
+                    parts, nl);
+        CHECK(same(&one, &two));
+        /* a body of INGEST_PAR_STREAM_PIECES pieces or more streams
+         * (in one part when the helper was ahead: all parsed by the time
+         * the first four were); one under them does not (p NULL: never) */
+        CHECK((parts > 0) ==
+              (p && len >= INGEST_PAR_STREAM_PIECES * INGEST_PAR_PIECE));
+        result_release(&two);
+    }
     run(p, text, len, &two);
     if (!same(&one, &two))
         fprintf(stderr,
@@ -239,6 +296,52 @@ static void *run_job(void *arg)
     return NULL;
 }
 
+/* A stream given up after its first part (api_ingest.c, when a part's
+ * scope check needs the whole body): the helper is free again and the
+ * body parses whole the same. */
+static void test_stream_abandoned(void)
+{
+    ingest_par *p;
+    size_t len, nl, n;
+    char *text = make_body(MAXL, 100, MAXL, 9, 1, &len);
+    static jsonl_tok tok[INGEST_MAX_TOKENS];
+    ingest_arena ar;
+    srv_ev *ev, *part;
+    result one, two;
+    errs er;
+
+    REQUIRE(ingest_par_new(&p) == GPUFL_OK);
+    nl = count_nl(text, len);
+    ev = calloc(nl, sizeof(*ev));
+    ar.cap = INGEST_PAR_ARENA(len, nl);
+    ar.len = 0;
+    ar.buf = malloc(ar.cap);
+    memset(&er, 0, sizeof(er));
+    run(NULL, text, len, &one);
+    REQUIRE(ingest_par_stream(p, SRV_ST_DEVICE, text, len, nl, tok, &ar, ev));
+    /* the first part (a few of the 64 pieces: the rest is given up
+     * unless the helper parsed them all meanwhile) */
+    CHECK(ingest_par_stream_next(p, &part, &n, err_keep, &er) == 1);
+    CHECK(n > 0 && n <= one.nev);
+    /* the helper is claimed: another request parses alone, the same */
+    run(p, text, len, &two);
+    CHECK(same(&one, &two));
+    result_release(&two);
+    ingest_par_stream_end(p);
+    CHECK(ingest_par_stream_next(p, &part, &n, err_keep, &er) == 0);
+    ingest_par_stream_end(p); /* twice: nothing */
+    /* the helper is back: a stream starts, and gives what one thread
+     * gives */
+    CHECK(run_stream(p, text, len, &two, 0) > 0);
+    CHECK(same(&one, &two));
+    result_release(&two);
+    result_release(&one);
+    free(ar.buf);
+    free(ev);
+    ingest_par_free(p);
+    free(text);
+}
+
 static void test_two_requests(void)
 {
     ingest_par *p;
@@ -283,6 +386,7 @@ int main(void)
 {
     RUN(test_same_as_one_thread);
     RUN(test_two_requests);
+    RUN(test_stream_abandoned);
     RUN(test_no_helper);
     TEST_DONE();
 }
