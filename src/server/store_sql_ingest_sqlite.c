@@ -178,20 +178,27 @@ static int flush_kagg(srv_store *s)
     const uint64_t *k;
     unsigned char enc[RL_HIST_ENC_MAX];
 
+    /* the stored rows this writer wrote last, kept (store_sql_kagg_cache.c):
+     * only the others are read */
+    if (s->kagg.n)
+        (void)sq_kac_merge(s);
     for (size_t i = 0; i < s->kagg.cap; i++) {
         sq_kagg *a = rl_map_at(&s->kagg, i, &k);
         sdb_stmt *g = s->ws[WS_KAGG_GET], *p = s->ws[WS_KAGG_PUT];
+        size_t hn;
         int rc;
         if (!a)
             continue;
-        qbind_u64(g, 1, k[0]);
-        qbind_u64(g, 2, k[1]);
-        rc = sdb_step(g);
-        if (rc == SDB_ROW)
-            sq_kagg_merge(a, g, 0);
-        sdb_reset(g);
-        if (rc != SDB_ROW && rc != SDB_DONE)
-            return sq_err(rc);
+        if (!a->cached) {
+            qbind_u64(g, 1, k[0]);
+            qbind_u64(g, 2, k[1]);
+            rc = sdb_step(g);
+            if (rc == SDB_ROW)
+                sq_kagg_merge(a, g, 0);
+            sdb_reset(g);
+            if (rc != SDB_ROW && rc != SDB_DONE)
+                return sq_err(rc);
+        }
         qbind_u64(p, 1, k[0]);
         qbind_u64(p, 2, k[1]);
         qbind_u64(p, 3, a->n);
@@ -202,9 +209,11 @@ static int flush_kagg(srv_store *s)
         qbind_u64(p, 8, a->n_occ);
         qbind_u64(p, 9, (uint64_t)a->regs);
         qbind_u64(p, 10, (uint64_t)a->smem);
-        qbind_blob(p, 11, enc, rl_hist_encode(a->hist, enc));
+        hn = rl_hist_encode(a->hist, enc);
+        qbind_blob(p, 11, enc, hn);
         if ((rc = qrun(p)) != 0)
             return rc;
+        sq_kac_keep(s, k, a, enc, hn);
     }
     return GPUFL_OK;
 }

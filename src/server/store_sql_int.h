@@ -732,6 +732,10 @@ size_t sq_kac_merge(srv_store *s);
 /* The batch's merged rows into the caches, once the kagg upsert wrote
  * them (a name that cannot be kept is marked unknown: read next time). */
 void sq_kac_store(srv_store *s);
+/* One merged row k (its histogram encoded h[0, hn), as written) into its
+ * session's cache (SQLite's flush, which writes a row at a time). */
+void sq_kac_keep(srv_store *s, const uint64_t *k, const sq_kagg *a,
+                 const unsigned char *h, size_t hn);
 
 /* The batch writer (sq_writer): store_sql_writer_int.h. */
 

@@ -1,7 +1,8 @@
 /*
- * store_sql_kagg_cache.c - PostgreSQL's kagg rows kept by the writer
- * between batches (sq_kac, store_sql_int.h), so a batch merges its kernel
- * aggregates with the stored rows without reading them back.
+ * store_sql_kagg_cache.c - the kagg rows kept by the writer between
+ * batches (sq_kac, store_sql_int.h), so a batch merges its kernel
+ * aggregates with the stored rows without reading them back (PostgreSQL's
+ * upsert, store_sql_roll_pg.c, and SQLite's, store_sql_ingest_sqlite.c).
  *
  * The batch writer merged each batch's aggregates into kagg by a SELECT of
  * the stored rows for the batch's (session, name) keys, a merge here and an
@@ -98,6 +99,43 @@ size_t sq_kac_merge(srv_store *s)
     return miss;
 }
 
+/* Row k's merged aggregate a, its histogram encoded h[0, hn), into
+ * cache c (a name past the caps is marked unknown: read next time). */
+static void kac_keep(sq_kac *c, const uint64_t *k, const sq_kagg *a,
+                     const unsigned char *h, size_t hn)
+{
+    uint64_t nk[4] = { k[1], 0, 0, 0 };
+    kc_row *r;
+    int fresh;
+
+    if (!c->m.vsize)
+        rl_map_init(&c->m, sizeof(kc_row), SQ_KAC_NAMES);
+    if (!(r = rl_map_get(&c->m, nk, &fresh)))
+        return; /* past SQ_KAC_NAMES: never known */
+    if (hn > r->hcap) {
+        unsigned char *p;
+        if (c->bytes - r->hcap + hn > SQ_KAC_BYTES ||
+            !(p = realloc(r->h, hn))) {
+            r->ok = 0;
+            return;
+        }
+        c->bytes += hn - r->hcap;
+        r->h = p;
+        r->hcap = (uint32_t)hn;
+    }
+    memcpy(r->h, h, hn);
+    r->hn = (uint32_t)hn;
+    r->n = a->n;
+    r->total = a->total;
+    r->min = a->min;
+    r->max = a->max;
+    r->n_occ = a->n_occ;
+    r->sum_occ = a->sum_occ;
+    r->regs = a->regs;
+    r->smem = a->smem;
+    r->ok = 1;
+}
+
 void sq_kac_store(srv_store *s)
 {
     const uint64_t *k;
@@ -108,40 +146,16 @@ void sq_kac_store(srv_store *s)
 
     for (size_t i = 0; i < s->kagg.cap; i++) {
         const sq_kagg *a = rl_map_at(&s->kagg, i, &k);
-        uint64_t nk[4];
-        kc_row *r;
-        size_t hn;
-        int fresh;
-
-        if (!a || !(c = kc_of(s, k, &last, &have, &c)))
-            continue;
-        if (!c->m.vsize)
-            rl_map_init(&c->m, sizeof(kc_row), SQ_KAC_NAMES);
-        nk[0] = k[1], nk[1] = nk[2] = nk[3] = 0;
-        if (!(r = rl_map_get(&c->m, nk, &fresh)))
-            continue; /* past SQ_KAC_NAMES: never known */
-        hn = rl_hist_encode(a->hist, h);
-        if (hn > r->hcap) {
-            unsigned char *p;
-            if (c->bytes - r->hcap + hn > SQ_KAC_BYTES ||
-                !(p = realloc(r->h, hn))) {
-                r->ok = 0;
-                continue;
-            }
-            c->bytes += hn - r->hcap;
-            r->h = p;
-            r->hcap = (uint32_t)hn;
-        }
-        memcpy(r->h, h, hn);
-        r->hn = (uint32_t)hn;
-        r->n = a->n;
-        r->total = a->total;
-        r->min = a->min;
-        r->max = a->max;
-        r->n_occ = a->n_occ;
-        r->sum_occ = a->sum_occ;
-        r->regs = a->regs;
-        r->smem = a->smem;
-        r->ok = 1;
+        if (a && (c = kc_of(s, k, &last, &have, &c)) != NULL)
+            kac_keep(c, k, a, h, rl_hist_encode(a->hist, h));
     }
+}
+
+void sq_kac_keep(srv_store *s, const uint64_t *k, const sq_kagg *a,
+                 const unsigned char *h, size_t hn)
+{
+    sq_kac *c = sq_ext_kac(s, (int64_t)k[0]);
+
+    if (c)
+        kac_keep(c, k, a, h, hn);
 }

@@ -739,7 +739,7 @@ static void test_two_writers(void)
 }
 
 /* The kernel aggregates of one session written by two servers taking
- * turns (PostgreSQL: the writer keeps the kagg rows it wrote,
+ * turns (the writer keeps the kagg rows it wrote, on both databases:
  * store_sql_kagg_cache.c, valid while sessions.kext_ver is its own).  A
  * writer that merged its batch with its own last rows, missing the other
  * server's batch between, would count 5 kernels after its second batch
