@@ -112,7 +112,8 @@ typedef struct ing_stream {
         size_t n;
     } part[INGEST_PAR_PIECES];
     size_t nparts;
-    int ended, rc; /* every part given; a part's failure, kept */
+    int ended, rc; /* the last part taken (the helper given back); a
+                    * part's failure, kept */
     uint64_t ns;   /* the time the writer spent getting parts */
 } ing_stream;
 
@@ -125,17 +126,25 @@ static int stream_part(void *ctx, size_t k, const srv_ev **ev, size_t *n)
     while (rc == 1 && k >= x->nparts) {
         srv_ev *e;
         size_t m;
+        int last = 1;
         if (x->rc) {
             rc = -x->rc;
-        } else if (x->ended ||
-                   !ingest_par_stream_next(x->s->par, &e, &m, err_add, x->el)) {
-            x->ended = 1;
+        } else if (x->ended) {
             rc = 0;
-        } else if (m &&
-                   (x->rc = srv_scope_part(x->s, x->scope, x->hosts, e, &m, 1,
-                                           scope_err_keep, &x->se)) != 0) {
+        } else if (!ingest_par_stream_next(x->s->par, &e, &m, &last, err_add,
+                                           x->el)) {
+            /* never: ended says when the stream is over (after its last
+             * part the helper may be another request's) */
+            x->ended = 1;
+            x->rc = GPUFL_EINTERNAL;
             rc = -x->rc;
         } else {
+            x->ended = last;
+            if (m && (x->rc = srv_scope_part(x->s, x->scope, x->hosts, e, &m, 1,
+                                             scope_err_keep, &x->se)) != 0) {
+                rc = -x->rc;
+                break;
+            }
             x->part[x->nparts].ev = e;
             x->part[x->nparts++].n = m;
         }
@@ -167,7 +176,9 @@ static int stream_body(srv *s, const char *hosts, size_t nl, err_list *el,
     x->hosts = hosts;
     x->el = el;
     rc = srv_store_ingest_parts(s->store, stream_part, x, nl, res);
-    ingest_par_stream_end(s->par);
+    /* not after the last part: the helper may be another stream's now */
+    if (!x->ended)
+        ingest_par_stream_end(s->par);
     __atomic_fetch_add(&s->met.ingest_parse_ns, x->ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->met.ingest_streamed, 1, __ATOMIC_RELAXED);
     if (x->rc == GPUFL_ECONFLICT) {

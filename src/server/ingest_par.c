@@ -451,7 +451,7 @@ static void stream_finish(ingest_par *p)
     __atomic_store_n(&p->claimed, 0, __ATOMIC_RELEASE);
 }
 
-int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n,
+int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n, int *last,
                            ingest_err_fn err, void *ctx)
 {
     size_t a = p->out, b, want, nev = 0;
@@ -459,8 +459,9 @@ int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n,
 
     *ev = NULL;
     *n = 0;
+    *last = 1;
     if (!p->streaming || a >= p->npiece)
-        return 0;
+        return 0; /* a caller's bug: its stream is over */
     want = a + (a ? p->step : p->step_first);
     if (want > p->npiece)
         want = p->npiece;
@@ -489,8 +490,10 @@ int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n,
     *ev = base;
     *n = nev;
     /* the last part: the helper is free again for the store's block
-     * encoding (store_sql_kblocks_par.c) */
-    if (b == p->npiece)
+     * encoding (store_sql_kblocks_par.c) or another request's body, so
+     * from here on p is not this stream's */
+    *last = b == p->npiece;
+    if (*last)
         stream_finish(p);
     return 1;
 }
@@ -498,7 +501,7 @@ int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n,
 void ingest_par_stream_end(ingest_par *p)
 {
     if (!p || !p->streaming)
-        return;
+        return; /* never streamed (a caller's bug otherwise) */
     /* pieces nobody took are not parsed: the caller gives up the body */
     __atomic_store_n(&p->next, p->njob, __ATOMIC_RELAXED);
     stream_finish(p);

@@ -84,24 +84,27 @@ size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
  *
  * ingest_par_stream_next gives the next part in line order: its events
  * (*ev, *n; compacted in place, maybe none) and its refused lines said to
- * err first; returns 1, or 0 when the whole body has been given.  A part
- * is the next INGEST_PAR_STREAM_FIRST pieces (the first part) or
+ * err first, and returns 1; *last set on the last part.  A part is the
+ * next INGEST_PAR_STREAM_FIRST pieces (the first part) or
  * INGEST_PAR_STREAM_STEP (the others), or those left, plus the pieces
  * after them already parsed; while they are not parsed, the caller
  * parses the pieces nobody has taken and then waits for the helper's.
- * Giving the last part gives the helper back.  A part's events stay
- * where they are (and valid) until the body's buffers are released.
+ * A part's events stay where they are (and valid) until the body's
+ * buffers are released.
+ *
+ * Giving the last part gives the helper back: another request may start
+ * its own stream at once, so after a *last the caller calls neither
+ * function again for this body (p is no longer its stream).
  *
  * ingest_par_stream_end gives the helper back before the last part (a
  * caller that abandons the stream); pieces not yet taken are not parsed.
- * It does nothing after the last part or without a stream.
  */
 #define INGEST_PAR_STREAM_PIECES 16
 #define INGEST_PAR_STREAM_FIRST 4
 #define INGEST_PAR_STREAM_STEP 8
 int ingest_par_stream(ingest_par *p, int st, const char *text, size_t len,
                       size_t nl, jsonl_tok *tok, ingest_arena *ar, srv_ev *ev);
-int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n,
+int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n, int *last,
                            ingest_err_fn err, void *ctx);
 void ingest_par_stream_end(ingest_par *p);
 

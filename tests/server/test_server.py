@@ -1280,6 +1280,65 @@ class Durability(Base):
             self.assertEqual(said, env is not None, name)
         self.assertEqual(got[0], got[1])
 
+    def test_streamed_bodies_at_once(self):
+        """Three connections sending large bodies at once: a body is stored
+        while it is parsed (one at a time holds the parse helper, the
+        others parse alone, and a group's writer may take another
+        connection's parts). Reported: the helper given back at a body's
+        last part and taken at once by another connection's body, the
+        first body's writer asked the helper for a part again and got the
+        other body's (or waited forever). Every answer must count its own
+        lines, in time, and every kernel be stored once."""
+        srv = self.server()
+        n, rounds, conns = 3000, 16, 3  # ~330 KB bodies: streamed
+
+        def body(sid, r):
+            lines = []
+            if r == 0:
+                lines.append(json.dumps({"v": 1, "sid": sid, "st": "device", "seq": 0,
+                                         "ts": 1000, "type": "session", "app": "s",
+                                         "host": "s", "start": 1000}))
+            for i in range(1 + r * n, 1 + (r + 1) * n):
+                lines.append(json.dumps({"v": 1, "sid": sid, "st": "device", "seq": i,
+                                         "ts": 2000 + i * 100, "type": "kernel",
+                                         "dev": 0, "stream": 1 + i % 3, "corr": i,
+                                         "name": 1, "grid": [1], "dur": 50 + i % 99}))
+            return ("\n".join(lines) + "\n").encode()
+
+        sids = ["0d1d2d3d-0000-4000-8000-0000000000%02x" % t for t in range(conns)]
+        bodies = {t: [body(sids[t], r) for r in range(rounds)] for t in range(conns)}
+        got, errs = {t: [] for t in range(conns)}, []
+        go = threading.Barrier(conns)
+
+        def send(t):
+            try:
+                go.wait()
+                for b in bodies[t]:
+                    st, _, data = srv.req("POST", "/api/v1/events/device", b,
+                                          timeout=30,
+                                          headers={"Content-Type": "application/x-ndjson"})
+                    got[t].append((st, json.loads(data)))
+            except Exception as e:  # a hung server times out here
+                errs.append(repr(e))
+
+        th = [threading.Thread(target=send, args=(t,)) for t in range(conns)]
+        for x in th:
+            x.start()
+        for x in th:
+            x.join(120)
+        self.assertFalse([x for x in th if x.is_alive()], "a request never came back")
+        self.assertEqual(errs, [])
+        for t in range(conns):
+            self.assertEqual([(st, r["accepted"], r["duplicate"], r["rejected"])
+                              for st, r in got[t]],
+                             [(200, n + (r == 0), 0, 0) for r in range(rounds)])
+            d = srv.get("/api/v1/sessions/" + sids[t])
+            self.assertEqual(d["counts"]["kernels"], n * rounds)
+        m = srv.req("GET", "/metrics")[2].decode()
+        streamed = [int(ln.split()[1]) for ln in m.splitlines()
+                    if ln.startswith("gpufl_ingest_streamed_total ")][0]
+        self.assertGreater(streamed, 0)
+
     def test_kill9_loses_no_acknowledged_line(self):
         logs = T.make_logs(os.path.join(self.dir, "logs"), "train", 60)
         sess = list(logs.values())[0]
