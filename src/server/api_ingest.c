@@ -75,25 +75,6 @@ static void err_add(void *ctx, uint32_t line, const char *why)
     }
 }
 
-/* The scope check's refusals of a streamed body, said after all of its
- * parse errors (the order a body checked whole gives: err_add). */
-typedef struct scope_errs {
-    size_t n;
-    uint32_t line[INGEST_ERRORS_MAX];
-    char why[INGEST_ERRORS_MAX][INGEST_REASON_MAX];
-} scope_errs;
-
-static void scope_err_keep(void *ctx, uint32_t line, const char *why)
-{
-    scope_errs *x = ctx;
-
-    if (x->n < INGEST_ERRORS_MAX) {
-        x->line[x->n] = line;
-        snprintf(x->why[x->n], INGEST_REASON_MAX, "%s", why);
-    }
-    x->n++;
-}
-
 /*
  * A streamed body (ingest_par_stream): the store takes its parts as the
  * helper parses them, so that parsing overlaps storing instead of coming
@@ -105,8 +86,11 @@ typedef struct ing_stream {
     srv *s;
     const char *hosts;
     srv_scope *scope;
-    err_list *el;  /* parse errors, as they come, in line order */
-    scope_errs se; /* the scope's */
+    err_list *el; /* parse errors, as they come, in line order */
+    /* the scope check's refusals, said after all parse errors (the order
+     * a body checked whole gives) */
+    ingest_errs se;
+    ingest_err_kept se_kept[INGEST_ERRORS_MAX];
     struct {
         const srv_ev *ev;
         size_t n;
@@ -141,7 +125,7 @@ static int stream_part(void *ctx, size_t k, const srv_ev **ev, size_t *n)
         } else {
             x->ended = last;
             if (m && (x->rc = srv_scope_part(x->s, x->scope, x->hosts, e, &m, 1,
-                                             scope_err_keep, &x->se)) != 0) {
+                                             ingest_errs_keep, &x->se)) != 0) {
                 rc = -x->rc;
                 break;
             }
@@ -175,6 +159,7 @@ static int stream_body(srv *s, const char *hosts, size_t nl, err_list *el,
     x->s = s;
     x->hosts = hosts;
     x->el = el;
+    x->se.e = x->se_kept;
     rc = srv_store_ingest_parts(s->store, stream_part, x, nl, res);
     /* not after the last part: the helper may be another stream's now */
     if (!x->ended)
@@ -186,9 +171,7 @@ static int stream_body(srv *s, const char *hosts, size_t nl, err_list *el,
         *whole = 1;
         rc = GPUFL_OK;
     } else if (!rc) {
-        for (size_t i = 0; i < x->se.n; i++)
-            err_add(el, i < INGEST_ERRORS_MAX ? x->se.line[i] : 0,
-                    i < INGEST_ERRORS_MAX ? x->se.why[i] : NULL);
+        ingest_errs_say(&x->se, err_add, el);
     }
     srv_scope_free(x->scope);
     free(x);

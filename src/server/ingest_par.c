@@ -28,12 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One kept error of a piece. */
-typedef struct par_err {
-    uint32_t line;
-    char why[INGEST_REASON_MAX];
-} par_err;
-
 /* A piece of the body: whole lines; written by whichever thread took it,
  * read by the connection thread once both are done. */
 typedef struct par_piece {
@@ -41,9 +35,8 @@ typedef struct par_piece {
     uint32_t line0;  /* the lines before it: its events go at ev + line0 */
     size_t ar_off;   /* its part of the arena: [ar_off, ar_off + ar_cap) */
     size_t ar_cap;
-    size_t nev, nerr; /* events made, errors (the first INGEST_ERRORS_MAX
-                        * kept in err) */
-    par_err *err;
+    size_t nev;       /* events made */
+    ingest_errs errs; /* its refused lines */
 } par_piece;
 
 /* The helper's state for the job posted (under mu). */
@@ -72,16 +65,16 @@ struct ingest_par {
     jsonl_tok *ptok;
     size_t npiece;
     par_piece piece[INGEST_PAR_PIECES];
-    par_err *errs; /* INGEST_ERRORS_MAX a piece */
+    ingest_err_kept *errs; /* INGEST_ERRORS_MAX a piece */
     /* a streamed body (ingest_par_stream): each piece's done flag (under
      * mu, cv broadcast as one is set) and the next piece to hand out */
     int streaming;
     unsigned char done[INGEST_PAR_PIECES];
     size_t out;
-    /* pieces a part: the first, the others; more parsed already after
-     * them join the part unless fixed (GPUFL_SERVER_PAR_STEP) */
-    size_t step_first, step;
-    int step_fixed;
+    /* pieces a part when fixed (GPUFL_SERVER_PAR_STEP; 0: the first
+     * INGEST_PAR_STREAM_FIRST, then INGEST_PAR_STREAM_STEP, plus those
+     * parsed already after them) */
+    size_t step_fixed;
 };
 
 /* The lines of text[0, len) parsed in order into ev (one thread); returns
@@ -113,14 +106,12 @@ static size_t parse_lines(jsonl_doc *d, int st, const char *text, size_t len,
     return nev;
 }
 
-/* A piece's errors: kept in full up to INGEST_ERRORS_MAX, counted past
- * it (nerr is the count). */
-static void keep_err(void *ctx, uint32_t line, const char *why)
+void ingest_errs_keep(void *ctx, uint32_t line, const char *why)
 {
-    par_piece *c = ctx;
+    ingest_errs *k = ctx;
 
-    if (c->nerr < INGEST_ERRORS_MAX) {
-        par_err *e = &c->err[c->nerr];
+    if (k->n < INGEST_ERRORS_MAX) {
+        ingest_err_kept *e = &k->e[k->n];
         size_t n = strlen(why);
         if (n >= sizeof(e->why))
             n = sizeof(e->why) - 1;
@@ -128,7 +119,14 @@ static void keep_err(void *ctx, uint32_t line, const char *why)
         e->why[n] = '\0';
         e->line = line;
     }
-    c->nerr++;
+    k->n++;
+}
+
+void ingest_errs_say(const ingest_errs *k, ingest_err_fn err, void *ctx)
+{
+    for (size_t i = 0; i < k->n; i++)
+        err(ctx, i < INGEST_ERRORS_MAX ? k->e[i].line : 0,
+            i < INGEST_ERRORS_MAX ? k->e[i].why : NULL);
 }
 
 /* Piece j of the body posted, by who's tokens. */
@@ -140,9 +138,9 @@ static void parse_piece(void *ctx, size_t j, int who)
     jsonl_doc d;
 
     jsonl_doc_init(&d, who ? p->tok : p->ptok, INGEST_MAX_TOKENS);
-    c->nerr = 0;
+    c->errs.n = 0;
     c->nev = parse_lines(&d, p->st, p->text + c->off, c->len, c->line0, &a,
-                         p->ev + c->line0, keep_err, c);
+                         p->ev + c->line0, ingest_errs_keep, &c->errs);
 }
 
 /* A streamed body's piece j parsed: the caller may be waiting for it
@@ -215,12 +213,7 @@ static void par_step(ingest_par *p)
     const char *v = getenv("GPUFL_SERVER_PAR_STEP");
     long n = v ? strtol(v, NULL, 10) : 0;
 
-    p->step_first = INGEST_PAR_STREAM_FIRST;
-    p->step = INGEST_PAR_STREAM_STEP;
-    if (n >= 1 && n <= INGEST_PAR_PIECES) {
-        p->step_first = p->step = (size_t)n;
-        p->step_fixed = 1;
-    }
+    p->step_fixed = n >= 1 && n <= INGEST_PAR_PIECES ? (size_t)n : 0;
 }
 
 int ingest_par_new(ingest_par **out)
@@ -237,7 +230,7 @@ int ingest_par_new(ingest_par **out)
         return GPUFL_ENOMEM;
     }
     for (size_t j = 0; j < INGEST_PAR_PIECES; j++)
-        p->piece[j].err = p->errs + j * INGEST_ERRORS_MAX;
+        p->piece[j].errs.e = p->errs + j * INGEST_ERRORS_MAX;
     par_step(p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
@@ -292,10 +285,13 @@ static size_t cut_pieces(ingest_par *p, const char *text, size_t len)
         for (const char *q = text + off;
              (q = memchr(q, '\n', (size_t)(text + end - q))) != NULL; q++)
             k++;
-        p->piece[n] = (par_piece){
-            off, end - off, line0,          aoff, end - off + 16 * k + 32,
-            0,   0,         p->piece[n].err
-        };
+        p->piece[n] = (par_piece){ off,
+                                   end - off,
+                                   line0,
+                                   aoff,
+                                   end - off + 16 * k + 32,
+                                   0,
+                                   { p->piece[n].errs.e, 0 } };
         aoff += p->piece[n].ar_cap;
         line0 += (uint32_t)k;
         off = end;
@@ -355,6 +351,27 @@ unsigned long ingest_par_helped(ingest_par *p)
     return n;
 }
 
+/* Pieces [a, b) parsed: their errors said in line order, their events
+ * moved down to close the gaps the pieces left (each piece's events start
+ * at its first line's index; only where lines were refused or skipped),
+ * so they lie from ev + piece a's first line on; returns how many.
+ * Pieces after b, maybe still being parsed, are not touched. */
+static size_t gather(ingest_par *p, size_t a, size_t b, ingest_err_fn err,
+                     void *ctx)
+{
+    srv_ev *base = p->ev + p->piece[a].line0;
+    size_t nev = 0;
+
+    for (size_t j = a; j < b; j++) {
+        const par_piece *c = &p->piece[j];
+        ingest_errs_say(&c->errs, err, ctx);
+        if (base + nev != p->ev + c->line0 && c->nev)
+            memmove(base + nev, p->ev + c->line0, c->nev * sizeof(*base));
+        nev += c->nev;
+    }
+    return nev;
+}
+
 /* The job of parsing a body's pieces (the helper claimed), not posted. */
 static void body_job(ingest_par *p, int st, const char *text, size_t len,
                      jsonl_tok *tok, ingest_arena *ar, srv_ev *ev)
@@ -385,18 +402,7 @@ size_t ingest_par_body(ingest_par *p, int st, const char *text, size_t len,
     body_job(p, st, text, len, tok, ar, ev);
     post(p);
     join(p);
-    /* each piece's errors in piece order (line order), its events moved
-     * down to close the gap the pieces before left (only where they
-     * refused or skipped lines) */
-    for (size_t j = 0; j < p->npiece; j++) {
-        const par_piece *c = &p->piece[j];
-        for (size_t i = 0; i < c->nerr; i++)
-            err(ctx, i < INGEST_ERRORS_MAX ? c->err[i].line : 0,
-                i < INGEST_ERRORS_MAX ? c->err[i].why : NULL);
-        if (nev != c->line0 && c->nev)
-            memmove(ev + nev, ev + c->line0, c->nev * sizeof(*ev));
-        nev += c->nev;
-    }
+    nev = gather(p, 0, p->npiece, err, ctx);
     ar->len = ar->cap;
     __atomic_store_n(&p->claimed, 0, __ATOMIC_RELEASE);
     return nev;
@@ -454,15 +460,17 @@ static void stream_finish(ingest_par *p)
 int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n, int *last,
                            ingest_err_fn err, void *ctx)
 {
-    size_t a = p->out, b, want, nev = 0;
-    srv_ev *base;
+    size_t a = p->out, b, want, step;
 
     *ev = NULL;
     *n = 0;
     *last = 1;
     if (!p->streaming || a >= p->npiece)
         return 0; /* a caller's bug: its stream is over */
-    want = a + (a ? p->step : p->step_first);
+    step = p->step_fixed ? p->step_fixed
+           : a           ? INGEST_PAR_STREAM_STEP
+                         : INGEST_PAR_STREAM_FIRST;
+    want = a + step;
     if (want > p->npiece)
         want = p->npiece;
     for (size_t j = a; j < want; j++)
@@ -473,22 +481,9 @@ int ingest_par_stream_next(ingest_par *p, srv_ev **ev, size_t *n, int *last,
     while (!p->step_fixed && b < p->npiece && p->done[b])
         b++;
     pthread_mutex_unlock(&p->mu);
-    /* the part's errors in line order, its events moved down to close the
-     * gaps its pieces left (each piece's events start at its first line's
-     * index; later pieces, maybe still being parsed, are not touched) */
-    base = p->ev + p->piece[a].line0;
-    for (size_t j = a; j < b; j++) {
-        const par_piece *c = &p->piece[j];
-        for (size_t i = 0; i < c->nerr; i++)
-            err(ctx, i < INGEST_ERRORS_MAX ? c->err[i].line : 0,
-                i < INGEST_ERRORS_MAX ? c->err[i].why : NULL);
-        if (base + nev != p->ev + c->line0 && c->nev)
-            memmove(base + nev, p->ev + c->line0, c->nev * sizeof(*base));
-        nev += c->nev;
-    }
+    *n = gather(p, a, b, err, ctx);
+    *ev = p->ev + p->piece[a].line0;
     p->out = b;
-    *ev = base;
-    *n = nev;
     /* the last part: the helper is free again for the store's block
      * encoding (store_sql_kblocks_par.c) or another request's body, so
      * from here on p is not this stream's */

@@ -49,6 +49,22 @@ typedef struct ingest_par ingest_par;
 /* A refused line: err(ctx, line, why) (why borrowed for the call). */
 typedef void (*ingest_err_fn)(void *ctx, uint32_t line, const char *why);
 
+/* Refused lines kept to be said later, in order: the first
+ * INGEST_ERRORS_MAX in full (e has room for them), the rest counted (n
+ * is the count).  ingest_errs_keep is an ingest_err_fn (ctx an
+ * ingest_errs); ingest_errs_say says them to err, those past
+ * INGEST_ERRORS_MAX as line 0 and why NULL. */
+typedef struct ingest_err_kept {
+    uint32_t line;
+    char why[INGEST_REASON_MAX];
+} ingest_err_kept;
+typedef struct ingest_errs {
+    ingest_err_kept *e;
+    size_t n;
+} ingest_errs;
+void ingest_errs_keep(void *ctx, uint32_t line, const char *why);
+void ingest_errs_say(const ingest_errs *k, ingest_err_fn err, void *ctx);
+
 /* Starts the helper thread (*out); GPUFL_ENOMEM or GPUFL_EINTERNAL when
  * it cannot be had (then *out is NULL and bodies are parsed by one
  * thread). */

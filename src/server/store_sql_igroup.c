@@ -73,24 +73,6 @@ static void group_write(srv_store *s, sq_ibatch **g, size_t n)
 }
 
 /* Queues b and waits for the COMMIT that holds it (or writes it). */
-static int ingest_wait(srv_store *s, sq_ibatch *b);
-
-int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
-                     srv_ingest_res *r)
-{
-    sq_ibatch me = { ev, n, r, 0, 0, NULL, NULL, NULL };
-
-    return ingest_wait(s, &me);
-}
-
-int srv_store_ingest_parts(srv_store *s, srv_ingest_part_fn part, void *ctx,
-                           size_t n, srv_ingest_res *r)
-{
-    sq_ibatch me = { NULL, n, r, 0, 0, NULL, part, ctx };
-
-    return ingest_wait(s, &me);
-}
-
 static int ingest_wait(srv_store *s, sq_ibatch *b)
 {
     b->r->accepted = b->r->duplicate = 0;
@@ -129,6 +111,22 @@ static int ingest_wait(srv_store *s, sq_ibatch *b)
     }
     pthread_mutex_unlock(&s->gq_lock);
     return b->rc;
+}
+
+int srv_store_ingest(srv_store *s, const srv_ev *ev, size_t n,
+                     srv_ingest_res *r)
+{
+    sq_ibatch me = { ev, n, r, 0, 0, NULL, NULL, NULL };
+
+    return ingest_wait(s, &me);
+}
+
+int srv_store_ingest_parts(srv_store *s, srv_ingest_part_fn part, void *ctx,
+                           size_t n, srv_ingest_res *r)
+{
+    sq_ibatch me = { NULL, n, r, 0, 0, NULL, part, ctx };
+
+    return ingest_wait(s, &me);
 }
 
 void srv_store_ingest_stats(srv_store *s, uint64_t *commits, uint64_t *batches)
