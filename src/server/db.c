@@ -121,6 +121,15 @@ void sdb_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
     SOPS(st)->bind_blob(st, i, p, n);
 }
 
+void sdb_bind_arr(sdb_stmt *st, int i, const void *p, size_t len, size_t n,
+                  int elem)
+{
+    if (SOPS(st)->bind_arr)
+        SOPS(st)->bind_arr(st, i, p, len, n, elem);
+    else
+        SOPS(st)->bind_null(st, i);
+}
+
 void sdb_bind_null(sdb_stmt *st, int i)
 {
     SOPS(st)->bind_null(st, i);

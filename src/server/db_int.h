@@ -30,6 +30,9 @@ typedef struct sdb_ops {
     int (*copy)(sdb *db, const char *sql, const char *data, size_t len);
     /* NULL (left out of an initializer): stepped to its end (sdb_send) */
     int (*send)(sdb_stmt *st);
+    /* NULL: no arrays (SQLite), the parameter bound NULL (sdb_bind_arr) */
+    void (*bind_arr)(sdb_stmt *st, int i, const void *p, size_t len, size_t n,
+                     int elem);
 } sdb_ops;
 
 typedef struct sdb_head {

@@ -398,6 +398,8 @@ static void set_val(sdb_stmt *st, int i, char *v, Oid type, int len, int fmt)
     }
     free(st->vals[i]);
     st->vals[i] = v;
+    if (!v && type)
+        st->nomem = 1; /* a value (not pg_bind_null's) not allocated */
     st->lens[i] = len;
     st->fmts[i] = fmt;
     /* once prepared on the live connection the types are fixed on the
@@ -441,6 +443,45 @@ static void pg_bind_blob(sdb_stmt *st, int i, const void *p, size_t n)
     if (s && n)
         memcpy(s, p, n);
     set_val(st, i, s, OID_BYTEA, (int)n, 1);
+}
+
+static void put_be32(char *p, uint32_t v)
+{
+    p[0] = (char)(v >> 24);
+    p[1] = (char)(v >> 16);
+    p[2] = (char)(v >> 8);
+    p[3] = (char)v;
+}
+
+/* sdb_bind_arr: array_recv's header - dimensions (0 for an empty array,
+ * which has no dimension to describe), flags (0: array_recv finds the
+ * NULLs from their lengths), element type, then the one dimension's size
+ * and lower bound 1 - and the elements as given. */
+static void pg_bind_arr(sdb_stmt *st, int i, const void *p, size_t len,
+                        size_t n, int elem)
+{
+    static const Oid el[4] = { 0, OID_INT8, OID_FLOAT8, OID_BYTEA };
+    static const Oid arr[4] = { 0, OID_INT8_ARR, OID_FLOAT8_ARR,
+                                OID_BYTEA_ARR };
+    size_t h = n ? 20 : 12;
+    char *s = len <= (size_t)INT_MAX - h && n <= (size_t)INT_MAX && elem > 0 &&
+                      elem < 4
+                  ? malloc(h + len)
+                  : NULL;
+
+    if (s) {
+        put_be32(s, n ? 1 : 0);
+        put_be32(s + 4, 0);
+        put_be32(s + 8, el[elem]);
+        if (n) {
+            put_be32(s + 12, (uint32_t)n);
+            put_be32(s + 16, 1);
+        }
+        if (len)
+            memcpy(s + h, p, len);
+    }
+    set_val(st, i, s, elem > 0 && elem < 4 ? arr[elem] : OID_TEXT,
+            (int)(h + len), 1);
 }
 
 static void pg_bind_null(sdb_stmt *st, int i)
@@ -487,6 +528,10 @@ int sdb_pg_step(sdb_stmt *st)
         PGresult *r;
         ExecStatusType s;
         int rc = sdb_pg_collect(db);
+        if (!rc && st->nomem) {
+            st->nomem = 0;
+            rc = GPUFL_ENOMEM;
+        }
         if (!rc)
             rc = sdb_pg_ready(db);
         if (rc)
@@ -660,4 +705,5 @@ const sdb_ops sdb_pg_ops = {
     pg_finalize,  pg_bind_i64, pg_bind_f64,  pg_bind_text, pg_bind_blob,
     pg_bind_null, sdb_pg_step, sdb_pg_reset, pg_col_i64,   pg_col_f64,
     pg_col_text,  pg_col_blob, pg_col_null,  pg_copy,      sdb_pg_send,
+    pg_bind_arr,
 };

@@ -27,6 +27,9 @@
 #define OID_INT4 23
 #define OID_TEXT 25
 #define OID_FLOAT8 701
+#define OID_BYTEA_ARR 1001
+#define OID_INT8_ARR 1016
+#define OID_FLOAT8_ARR 1022
 
 /* A finalized statement still prepared on the connection: its SQL (as
  * sent) and parameter types, which a new statement must match to use it. */
@@ -70,6 +73,10 @@ struct sdb_stmt {
     char *sql;
     char name[32];
     int prepared, executed, nparams;
+    /* a bind's copy could not be allocated: the next step or send fails
+     * (GPUFL_ENOMEM) instead of running with a NULL there - an array
+     * bound NULL unnests to no rows, a batch's rollups stored as nothing */
+    int nomem;
     unsigned gen; /* db->gen it was prepared in */
     /* nparams + 1 entries each, index 0 unused */
     char **vals;

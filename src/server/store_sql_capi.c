@@ -233,7 +233,7 @@ static void capi_col(gbuf *cb, const uint64_t *k, void *v, int c)
 {
     const capi_b *x = v;
 
-    sq_cb_i(cb, (int64_t)(c < 4 ? k[c] : c == 4 ? x->n : x->busy), ',');
+    sq_av_i64(cb, (int64_t)(c < 4 ? k[c] : c == 4 ? x->n : x->busy));
 }
 
 int sq_capi_flush(srv_store *s)

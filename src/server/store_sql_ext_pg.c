@@ -1,7 +1,8 @@
 /*
  * store_sql_ext_pg.c - the PostgreSQL writer's duration-sort keys: the
  * keys entering and leaving the kept heaps (kext) and the kept rows
- * (kxrow), a batch's as a few statements with the keys as arrays, for
+ * (kxrow), a batch's as a few statements with the keys as arrays
+ * (binary, sq_arr_bind), for
  * sq_writer_pg (store_sql_ingest_pg.c) through sq_pg_kext and
  * sq_pg_kxrows (store_sql_writer_int.h).
  */
@@ -19,13 +20,13 @@
 
 /* A batch's kext changes go as one statement for the keys leaving each
  * table and one for those entering kext, the keys bound as bigint[]
- * literals and read through unnest: the statements are prepared once per
+ * (sq_arr_bind) and read through unnest: the statements are prepared once per
  * connection, whatever the number of keys.  Chunks of 256 keys as
  * parameters (before) cost a round trip each, and each delete chunk read
  * the whole (sess, side) range of kext or kxrow - the planner hashed the
  * range, SQ_EXT_K keys and their dead versions, and probed it with the
  * chunk's keys (docs/server.md "kext changes in one statement").
- * EXT_ARR_MAX keys per statement at most bounds the literals' size. */
+ * EXT_ARR_MAX keys per statement at most bounds the arrays' size. */
 #define EXT_ARR_MAX 65536
 
 /* Each key found by its own probe of the primary key (the LIMIT keeps
@@ -63,12 +64,10 @@ static void ext_el(gbuf *cb, void *ctx, size_t j)
     const ext_cur *x = ctx;
     const sq_ext_row *e = &x->e[j];
 
-    sq_cb_i(cb,
-            x->c == 0   ? e->sess
-            : x->c == 1 ? e->side
-            : x->c == 2 ? e->dur
-                        : e->seq,
-            ',');
+    sq_av_i64(cb, x->c == 0   ? e->sess
+                  : x->c == 1 ? e->side
+                  : x->c == 2 ? e->dur
+                              : e->seq);
 }
 
 /* The n (<= EXT_ARR_MAX) keys e: deleted from table t (0: kext, 1: kxrow)
@@ -87,7 +86,7 @@ static int ext_run(srv_store *s, sq_pg_ext *pw, int t, const sq_ext_row *e,
     if (!*st && sdb_prepare(s->w, sql, st))
         return GPUFL_EINTERNAL;
     for (int c = 0; c < 4 && !rc; c++)
-        rc = sq_arr_bind(*st, c + 1, pw->cb, n, SQ_CB_COL, ext_el,
+        rc = sq_arr_bind(*st, c + 1, pw->cb, n, SDB_ARR_I64, SQ_CB_COL, ext_el,
                          &(ext_cur){ e, c });
     return rc ? rc : qsend(*st);
 }
@@ -136,15 +135,13 @@ static void kx_el(gbuf *cb, void *ctx, size_t j)
     int64_t v;
 
     /* as sq_kernel_bind binds them: unsigned as signed, occ < 0 and tid 0
-     * NULL, occ as the text pg_bind_f64 sends */
+     * NULL */
     if ((c == 17 && e->occ < 0) || (c == 24 && !e->tid)) {
-        memcpy(cb->p + cb->len, "NULL,", 5);
-        cb->len += 5;
+        sq_av_null(cb);
         return;
     }
     if (c == 17) {
-        cb->len +=
-            (size_t)snprintf(cb->p + cb->len, SQ_CB_COL, "%.17g,", e->occ);
+        sq_av_f64(cb, e->occ);
         return;
     }
     switch (c) {
@@ -174,7 +171,7 @@ static void kx_el(gbuf *cb, void *ctx, size_t j)
     case 24: v = (int64_t)e->tid; break;
     default: v = x->sd[j]; break; /* 25: side */
     }
-    sq_cb_i(cb, v, ',');
+    sq_av_i64(cb, v);
 }
 
 int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess, const kblock_ev *ev,
@@ -186,7 +183,8 @@ int sq_pg_kxrows(srv_store *s, sq_pg_ext *pw, int64_t sess, const kblock_ev *ev,
     if (!pw->kxrow && sdb_prepare(s->w, kx_ins_sql, &pw->kxrow))
         return GPUFL_EINTERNAL;
     for (int c = 0; c < 26 && !rc; c++)
-        rc = sq_arr_bind(pw->kxrow, c + 1, pw->cb, m, SQ_CB_COL, kx_el,
+        rc = sq_arr_bind(pw->kxrow, c + 1, pw->cb, m,
+                         c == 17 ? SDB_ARR_F64 : SDB_ARR_I64, SQ_CB_COL, kx_el,
                          &(kx_cur){ sess, ev, ix, sd, c });
     if (rc)
         return rc;

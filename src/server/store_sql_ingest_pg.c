@@ -365,7 +365,7 @@ static int pg_roll_put(srv_store *s, sdb_stmt *st, rl_map *m, int ncol,
 {
     pg_writer *pw = s->wst;
 
-    return sq_pg_arr_upsert(m, &pw->cb, st, ncol, room, col);
+    return sq_pg_arr_upsert(m, &pw->cb, st, ncol, NULL, room, col);
 }
 
 /* The pending kernels, then the rollups. */
@@ -437,7 +437,7 @@ static int pg_setup(srv_store *s)
 }
 
 /* The kagg, tl and kscope upserts (sq_pg_roll_flush): their rows as one array
- * literal a column, in the tables' column order, and the row-at-a-time
+ * a column (binary, sq_arr_bind), in the tables' column order, and the row-at-a-time
  * statements' ON CONFLICT clauses, so both databases merge alike. */
 static const char kagg_put_head[] =
     "INSERT INTO kagg SELECT * FROM unnest(?::bigint[], ?::bigint[],"

@@ -340,12 +340,10 @@ static void kbn_el(gbuf *cb, void *ctx, size_t j)
 {
     const kbn_cur *x = ctx;
 
-    sq_cb_i(cb,
-            x->c == 0   ? x->idx->names[j].name_id
-            : x->c == 1 ? (int64_t)x->idx->names[j].n
-            : x->c == 2 ? (int64_t)x->lo[j]
-                        : (int64_t)x->hi[j],
-            ',');
+    sq_av_i64(cb, x->c == 0   ? x->idx->names[j].name_id
+                  : x->c == 1 ? (int64_t)x->idx->names[j].n
+                  : x->c == 2 ? (int64_t)x->lo[j]
+                              : (int64_t)x->hi[j]);
 }
 
 /* PostgreSQL: the block's kbnames rows in one statement, a column an
@@ -370,10 +368,10 @@ static int kb_names_arr(srv_store *s, int64_t sess, int64_t stream,
     qbind_i64(s->kb_names_st, 1, sess);
     qbind_i64(s->kb_names_st, 2, stream);
     qbind_u64(s->kb_names_st, 3, idx->seq_min);
-    gbuf_init(&cb, (size_t)KB_MAX_NAMES * (SQ_CB_COL + 2) + 16);
+    gbuf_init(&cb, (size_t)KB_MAX_NAMES * SQ_CB_COL + 16);
     for (int c = 0; c < 4 && !rc; c++)
-        rc = sq_arr_bind(s->kb_names_st, c + 4, &cb, idx->nnames, SQ_CB_COL,
-                         kbn_el, &(kbn_cur){ idx, lo, hi, c });
+        rc = sq_arr_bind(s->kb_names_st, c + 4, &cb, idx->nnames, SDB_ARR_I64,
+                         SQ_CB_COL, kbn_el, &(kbn_cur){ idx, lo, hi, c });
     gbuf_release(&cb);
     return rc ? rc : qsend(s->kb_names_st);
 }

@@ -528,12 +528,12 @@ static int nblk_wanted(const kb_top *t, const kb_nblk *b)
  * sq_arr_bind */
 static void nblk_stream_el(gbuf *cb, void *ctx, size_t j)
 {
-    sq_cb_i(cb, ((const kb_nblk *)ctx)[j].stream, ',');
+    sq_av_i64(cb, ((const kb_nblk *)ctx)[j].stream);
 }
 
 static void nblk_lo_el(gbuf *cb, void *ctx, size_t j)
 {
-    sq_cb_i(cb, ((const kb_nblk *)ctx)[j].lo, ',');
+    sq_av_i64(cb, ((const kb_nblk *)ctx)[j].lo);
 }
 
 /* The blocks b[0..n) of the order loaded and offered in it, each if
@@ -546,15 +546,16 @@ static int nblk_load(kb_scan *x, sdb *db, kb_nblk *b, size_t n, int *stop)
     gbuf cb;
     int rc = GPUFL_OK, w, r = SDB_DONE;
 
-    gbuf_init(&cb, (n + 1) * (SQ_CB_COL + 2));
+    gbuf_init(&cb, (n + 1) * SQ_CB_COL);
     if (n > 1) {
         if (sdb_prepare(db, KB_NLOAD_SQL_PG, &st))
             rc = GPUFL_EINTERNAL;
         else {
             qbind_i64(st, 1, x->sess);
-            if ((rc = sq_arr_bind(st, 2, &cb, n, SQ_CB_COL, nblk_stream_el,
-                                  b)) == 0)
-                rc = sq_arr_bind(st, 3, &cb, n, SQ_CB_COL, nblk_lo_el, b);
+            if ((rc = sq_arr_bind(st, 2, &cb, n, SDB_ARR_I64, SQ_CB_COL,
+                                  nblk_stream_el, b)) == 0)
+                rc = sq_arr_bind(st, 3, &cb, n, SDB_ARR_I64, SQ_CB_COL,
+                                 nblk_lo_el, b);
         }
     }
     for (size_t i = 0; i < n && !rc; i++) {

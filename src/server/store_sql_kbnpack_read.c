@@ -56,7 +56,7 @@ static int merge_pack(const sq_kbne *v, size_t n, sq_kbne *d, size_t nd)
 /* Element j of the name ids *ctx, for sq_arr_bind */
 static void id_el(gbuf *cb, void *ctx, size_t j)
 {
-    sq_cb_i(cb, (*(const int64_t *const *)ctx)[j], ',');
+    sq_av_i64(cb, (*(const int64_t *const *)ctx)[j]);
 }
 
 /* One statement per name, each in (stream, r0) order, walked together:
@@ -87,12 +87,12 @@ int sq_kbnp_read(sdb *db, int64_t sess, const int64_t *ids, size_t nids,
     if (sdb_prepare(db, all ? SQ_KBNP_DIRS_SQL_PG : SQ_KBNP_DIR_SQL, &ds))
         err = GPUFL_EINTERNAL;
     if (!err && all) {
-        /* the ids as a bigint[] literal (sq_arr_bind) */
+        /* the ids as a bigint[] (sq_arr_bind) */
         gbuf cb;
-        gbuf_init(&cb, (nids + 1) * (SQ_CB_COL + 2));
+        gbuf_init(&cb, (nids + 1) * SQ_CB_COL);
         qbind_i64(ds, 1, sess);
-        if ((err = sq_arr_bind(ds, 2, &cb, nids, SQ_CB_COL, id_el, &ids)) ==
-            0) {
+        if ((err = sq_arr_bind(ds, 2, &cb, nids, SDB_ARR_I64, SQ_CB_COL, id_el,
+                               &ids)) == 0) {
             if ((rc = sdb_step(ds)) == SDB_ROW)
                 dhas = 1;
             else if (rc != SDB_DONE)

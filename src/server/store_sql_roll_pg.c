@@ -2,8 +2,8 @@
  * store_sql_roll_pg.c - the PostgreSQL batch writer's rollup merges
  * (store_sql_ingest_pg.c is the rest of it): the batch's kernel
  * aggregates, timeline buckets and per-scope totals, each merged by one
- * upsert whose rows are bound as one array literal a column and read
- * through unnest - a round trip a row would cost more than the rest of
+ * upsert whose rows are bound as one array a column (in binary,
+ * sdb_bind_arr) and read through unnest - a round trip a row would cost more than the rest of
  * the batch; store_sql_capi.c's summary the same way (sq_writer.roll_put).
  * The upserts end with the row-at-a-time statement's ON CONFLICT
  * clause (store_sql.c), so both databases merge alike.
@@ -14,7 +14,6 @@
 
 #include <gpufl/gpufl.h>
 
-#include <stdio.h>
 #include <string.h>
 
 void sq_cb_i(gbuf *b, int64_t v, char sep)
@@ -34,35 +33,54 @@ void sq_cb_i(gbuf *b, int64_t v, char sep)
     b->p[b->len++] = sep;
 }
 
-int sq_arr_bind(sdb_stmt *st, int i, gbuf *cb, size_t n, size_t room,
+/* Big-endian, as array_recv reads an element's length and an int8's or
+ * float8's bytes. */
+static void put_be(gbuf *b, uint64_t v, int bytes)
+{
+    for (int k = bytes - 1; k >= 0; k--)
+        b->p[b->len++] = (char)(v >> (8 * k));
+}
+
+void sq_av_i64(gbuf *b, int64_t v)
+{
+    put_be(b, 8, 4);
+    put_be(b, (uint64_t)v, 8);
+}
+
+void sq_av_f64(gbuf *b, double v)
+{
+    uint64_t u;
+
+    memcpy(&u, &v, 8);
+    put_be(b, 8, 4);
+    put_be(b, u, 8);
+}
+
+void sq_av_null(gbuf *b)
+{
+    put_be(b, 0xffffffffu, 4); /* length -1 */
+}
+
+void sq_av_bytes(gbuf *b, size_t n)
+{
+    put_be(b, n, 4);
+    b->len += n;
+}
+
+int sq_arr_bind(sdb_stmt *st, int i, gbuf *cb, size_t n, int elem, size_t room,
                 sq_arr_fn fn, void *ctx)
 {
     gbuf_reset(cb);
-    if (gbuf_grow(cb, 2))
-        return cb->err;
-    cb->p[cb->len++] = '{';
     for (size_t j = 0; j < n; j++) {
-        /* the element, its ',' and the closing '}' */
-        if (gbuf_grow(cb, room + 2))
+        if (gbuf_grow(cb, room))
             return cb->err;
         fn(cb, ctx, j);
     }
-    if (n)
-        cb->len--; /* the last ',' */
-    cb->p[cb->len++] = '}';
-    qbind_str(st, i, (srv_str){ cb->p, cb->len });
+    sdb_bind_arr(st, i, cb->p, cb->len, n, elem);
     return GPUFL_OK;
 }
 
-/* A double column, as sq_cb_i. */
-static void cb_f(gbuf *b, double v, char sep)
-{
-    /* the same text pg_bind_f64 sends */
-    b->len += (size_t)snprintf(b->p + b->len, SQ_CB_COL, "%.17g", v);
-    b->p[b->len++] = sep;
-}
-
-/* Rows bound per array statement at most: bounds the literals' size
+/* Rows bound per array statement at most: bounds the arrays' size
  * (each well under the 1 GB a parameter may hold). */
 #define ARR_ROWS_MAX 65536
 
@@ -91,8 +109,9 @@ static void roll_el(gbuf *cb, void *ctx, size_t j)
 /* A COPY into a staging table and an upsert from it (before) cost a round
  * trip more and the staging rows written and read again (docs/server.md
  * "Rollup upserts from arrays"). */
-static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
-                      sq_roll_col_fn col, int (*skip)(const uint64_t *k))
+static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol,
+                      const char *ty, size_t room, sq_roll_col_fn col,
+                      int (*skip)(const uint64_t *k))
 {
     const uint64_t *k;
     size_t i0 = 0;
@@ -106,7 +125,10 @@ static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
             return GPUFL_OK;
         for (int c = 0; c < ncol; c++) {
             roll_cur r = { m, i0, col, c, skip };
-            if ((rc = sq_arr_bind(st, c + 1, cb, n, room, roll_el, &r)) != 0)
+            int t = !ty || ty[c] == 'i' ? SDB_ARR_I64
+                    : ty[c] == 'f'      ? SDB_ARR_F64
+                                        : SDB_ARR_BYTEA;
+            if ((rc = sq_arr_bind(st, c + 1, cb, n, t, room, roll_el, &r)) != 0)
                 return rc;
         }
         if ((rc = qsend(st)) != 0)
@@ -116,42 +138,34 @@ static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
     return GPUFL_OK;
 }
 
-int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, size_t room,
-                     sq_roll_col_fn col)
+int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol,
+                     const char *ty, size_t room, sq_roll_col_fn col)
 {
-    return arr_upsert(m, cb, st, ncol, room, col, NULL);
+    return arr_upsert(m, cb, st, ncol, ty, room, col, NULL);
 }
 
-/* kagg's columns in the table's order (sq_pg_kagg_sql) */
+/* kagg's columns in the table's order (sq_pg_kagg_sql), their types
+ * KAGG_TY */
+#define KAGG_TY "iiiiiifiiib"
 static void kagg_col(gbuf *cb, const uint64_t *k, void *v, int c)
 {
-    static const char hx[] = "0123456789abcdef";
     const sq_kagg *a = v;
-    unsigned char h[RL_HIST_ENC_MAX];
-    size_t hn;
 
     switch (c) {
     case 0:
-    case 1: sq_cb_i(cb, (int64_t)k[c], ','); return;
-    case 2: sq_cb_i(cb, (int64_t)a->n, ','); return;
-    case 3: sq_cb_i(cb, (int64_t)a->total, ','); return;
-    case 4: sq_cb_i(cb, (int64_t)a->min, ','); return;
-    case 5: sq_cb_i(cb, (int64_t)a->max, ','); return;
-    case 6: cb_f(cb, a->sum_occ, ','); return;
-    case 7: sq_cb_i(cb, (int64_t)a->n_occ, ','); return;
-    case 8: sq_cb_i(cb, a->regs, ','); return;
-    case 9: sq_cb_i(cb, a->smem, ','); return;
+    case 1: sq_av_i64(cb, (int64_t)k[c]); return;
+    case 2: sq_av_i64(cb, (int64_t)a->n); return;
+    case 3: sq_av_i64(cb, (int64_t)a->total); return;
+    case 4: sq_av_i64(cb, (int64_t)a->min); return;
+    case 5: sq_av_i64(cb, (int64_t)a->max); return;
+    case 6: sq_av_f64(cb, a->sum_occ); return;
+    case 7: sq_av_i64(cb, (int64_t)a->n_occ); return;
+    case 8: sq_av_i64(cb, a->regs); return;
+    case 9: sq_av_i64(cb, a->smem); return;
     default:
-        /* bytea hex, quoted: an array literal's backslash is doubled */
-        hn = rl_hist_encode(a->hist, h);
-        memcpy(cb->p + cb->len, "\"\\\\x", 4);
-        cb->len += 4;
-        for (size_t b = 0; b < hn; b++) {
-            cb->p[cb->len++] = hx[h[b] >> 4];
-            cb->p[cb->len++] = hx[h[b] & 15];
-        }
-        cb->p[cb->len++] = '"';
-        cb->p[cb->len++] = ',';
+        /* the histogram encoded in place, after its length's 4 bytes */
+        sq_av_bytes(
+            cb, rl_hist_encode(a->hist, (unsigned char *)cb->p + cb->len + 4));
         return;
     }
 }
@@ -165,14 +179,14 @@ static void tl_col(gbuf *cb, const uint64_t *k, void *v, int c)
                 : c == 5 ? (int64_t)t->busy
                 : c == 6 ? (int64_t)t->top_name
                          : (int64_t)t->top_dur;
-    sq_cb_i(cb, x, ',');
+    sq_av_i64(cb, x);
 }
 
 /* kscope's columns: the key, then n and gpu_ns */
 static void kscope_col(gbuf *cb, const uint64_t *k, void *v, int c)
 {
     const uint64_t *x = v;
-    sq_cb_i(cb, (int64_t)(c < 2 ? k[c] : x[c - 2]), ',');
+    sq_av_i64(cb, (int64_t)(c < 2 ? k[c] : x[c - 2]));
 }
 
 /* A key of the batch's aggregates not merged from the writer's cache
@@ -186,7 +200,7 @@ static void miss_el(gbuf *cb, void *ctx, size_t j)
     (void)j;
     while (!(a = rl_map_at(r->m, r->i++, &k)) || a->cached)
         ;
-    sq_cb_i(cb, (int64_t)k[r->c], ',');
+    sq_av_i64(cb, (int64_t)k[r->c]);
 }
 
 /* The kernel aggregates: the stored rows merged in (from the writer's
@@ -201,11 +215,11 @@ static int flush_kagg(srv_store *s, gbuf *cb, sdb_stmt *g, sdb_stmt *put)
         return GPUFL_OK;
     if (!(miss = sq_kac_merge(s)))
         goto put;
-    /* the keys as two bigint[] literals, "{s,s,..}" then "{n,n,..}" */
+    /* the keys as two bigint[]: the sessions, then the names */
     for (int col = 0; col < 2; col++) {
         roll_cur r = { &s->kagg, 0, NULL, col };
-        if ((rc = sq_arr_bind(g, col + 1, cb, miss, SQ_CB_COL, miss_el, &r)) !=
-            0)
+        if ((rc = sq_arr_bind(g, col + 1, cb, miss, SDB_ARR_I64, SQ_CB_COL,
+                              miss_el, &r)) != 0)
             return rc;
     }
     while ((rc = sdb_step(g)) == SDB_ROW) {
@@ -219,8 +233,8 @@ static int flush_kagg(srv_store *s, gbuf *cb, sdb_stmt *g, sdb_stmt *put)
     if (rc != SDB_DONE)
         return sq_err(rc);
 put:
-    if ((rc = sq_pg_arr_upsert(&s->kagg, cb, put, 11, 2 * RL_HIST_ENC_MAX + 8,
-                               kagg_col)) != 0)
+    if ((rc = sq_pg_arr_upsert(&s->kagg, cb, put, 11, KAGG_TY,
+                               RL_HIST_ENC_MAX + SQ_CB_COL, kagg_col)) != 0)
         return rc;
     sq_kac_store(s);
     return GPUFL_OK;
@@ -232,8 +246,9 @@ int sq_pg_roll_flush(srv_store *s, gbuf *cb, sdb_stmt *const st[4])
     int rc;
 
     if ((rc = flush_kagg(s, cb, st[0], st[1])) != 0 ||
-        (rc = arr_upsert(&s->tl, cb, st[2], 8, SQ_CB_COL, tl_col,
+        (rc = arr_upsert(&s->tl, cb, st[2], 8, NULL, SQ_CB_COL, tl_col,
                          sq_tl1_skip)) != 0)
         return rc;
-    return sq_pg_arr_upsert(&s->kscope, cb, st[3], 4, SQ_CB_COL, kscope_col);
+    return sq_pg_arr_upsert(&s->kscope, cb, st[3], 4, NULL, SQ_CB_COL,
+                            kscope_col);
 }

@@ -27,15 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Ranges a read and an upsert take at most: bounds the data literal
- * (2 hex digits a byte of a pack of at most SQ_TLP_BYTES_MAX). */
+/* Ranges a read and an upsert take at most: bounds the data array (a
+ * pack of at most SQ_TLP_BYTES_MAX and its length each). */
 #define TL1_GROUPS 512
-#define TL1_EL_MAX (2 * SQ_TLP_BYTES_MAX + 8)
+#define TL1_EL_MAX (SQ_TLP_BYTES_MAX + 4)
 
 struct sq_pg_tl1 {
     sdb_stmt *get, *put;
     sq_tl1_set B;
-    gbuf data;          /* the packs, a bytea[] literal */
+    gbuf data;          /* the packs, a bytea[]'s elements (sq_av_bytes) */
     sq_tlb w[SQ_TLP_N]; /* a stored pack's buckets */
     sq_tl1_scratch x;
 };
@@ -94,7 +94,7 @@ static void grp_el(gbuf *cb, void *ctx, size_t j)
     while (r->good && B->g[r->g].bad)
         r->g++;
     e = &B->v[B->g[r->g++].i0];
-    sq_cb_i(cb, r->c == 0 ? e->sess : r->c == 1 ? e->lane : e->b0, ',');
+    sq_av_i64(cb, r->c == 0 ? e->sess : r->c == 1 ? e->lane : e->b0);
 }
 
 static int grp_bind(sq_pg_tl1 *T, sdb_stmt *st, gbuf *cb, size_t g0, size_t n,
@@ -104,29 +104,23 @@ static int grp_bind(sq_pg_tl1 *T, sdb_stmt *st, gbuf *cb, size_t g0, size_t n,
 
     for (int c = 0; c < 3; c++) {
         grp_cur r = { T, g0, c, good };
-        if ((rc = sq_arr_bind(st, c + 1, cb, n, SQ_CB_COL, grp_el, &r)) != 0)
+        if ((rc = sq_arr_bind(st, c + 1, cb, n, SDB_ARR_I64, SQ_CB_COL, grp_el,
+                              &r)) != 0)
             return rc;
     }
     return GPUFL_OK;
 }
 
 /* Range g's pack (the stored one's buckets w[0..nw) added in) appended
- * to the data literal as a quoted bytea element. */
+ * to the data array as a bytea element. */
 static void grp_pack(sq_pg_tl1 *T, size_t g, size_t nw)
 {
-    static const char hx[] = "0123456789abcdef";
     size_t len = sq_tl1_pack(&T->B, g, T->w, nw, &T->x);
     gbuf *d = &T->data;
 
     /* room reserved by the caller (TL1_EL_MAX) */
-    memcpy(d->p + d->len, "\"\\\\x", 4);
-    d->len += 4;
-    for (size_t b = 0; b < len; b++) {
-        d->p[d->len++] = hx[T->x.out[b] >> 4];
-        d->p[d->len++] = hx[T->x.out[b] & 15];
-    }
-    d->p[d->len++] = '"';
-    d->p[d->len++] = ',';
+    memcpy(d->p + d->len + 4, T->x.out, len);
+    sq_av_bytes(d, len);
 }
 
 /* Ranges [g0, g1): their stored packs read in step with them (both in
@@ -143,9 +137,8 @@ static int grp_read(sq_pg_tl1 *T, gbuf *cb, size_t g0, size_t g1, size_t *ngood)
     if ((rc = grp_bind(T, T->get, cb, g0, g1 - g0, 0)) != 0)
         return rc;
     gbuf_reset(d);
-    if (gbuf_grow(d, (g1 - g0) * TL1_EL_MAX + 2))
+    if (gbuf_grow(d, (g1 - g0) * TL1_EL_MAX))
         return d->err;
-    d->p[d->len++] = '{';
     while ((rc = sdb_step(T->get)) == SDB_ROW) {
         int64_t s = qcol_i64(T->get, 0), l = qcol_i64(T->get, 1),
                 b0 = qcol_i64(T->get, 2);
@@ -176,9 +169,6 @@ static int grp_read(sq_pg_tl1 *T, gbuf *cb, size_t g0, size_t g1, size_t *ngood)
         return sq_err(rc);
     for (; g < g1; g++, ++*ngood)
         grp_pack(T, g, 0);
-    if (*ngood)
-        d->len--; /* the last ',' */
-    d->p[d->len++] = '}';
     return GPUFL_OK;
 }
 
@@ -196,7 +186,7 @@ static void row_el(gbuf *cb, void *ctx, size_t j)
     int64_t x[8] = { e->sess, SQ_TL1_LVL, e->lane,       e->t.b,
                      e->t.n,  e->t.busy,  e->t.top_name, e->t.top_dur };
 
-    sq_cb_i(cb, x[r->c], ',');
+    sq_av_i64(cb, x[r->c]);
 }
 
 int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
@@ -214,7 +204,7 @@ int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
             return rc;
         if (!ngood)
             continue;
-        qbind_str(T->put, 4, (srv_str){ T->data.p, T->data.len });
+        sdb_bind_arr(T->put, 4, T->data.p, T->data.len, ngood, SDB_ARR_BYTEA);
         if ((rc = grp_bind(T, T->put, cb, g0, ngood, 1)) != 0 ||
             (rc = qsend(T->put)) != 0)
             return rc;
@@ -227,8 +217,8 @@ int sq_pg_tl1_put(srv_store *s, sq_pg_tl1 *T, gbuf *cb, sdb_stmt *rows)
         return GPUFL_OK;
     for (int c = 0; c < 8; c++) {
         row_cur r = { T, c };
-        if ((rc = sq_arr_bind(rows, c + 1, cb, nbad, SQ_CB_COL, row_el, &r)) !=
-            0)
+        if ((rc = sq_arr_bind(rows, c + 1, cb, nbad, SDB_ARR_I64, SQ_CB_COL,
+                              row_el, &r)) != 0)
             return rc;
     }
     return qsend(rows);

@@ -16,8 +16,8 @@ struct kblock_ev;
 /* Kept rows (kxrow) one sq_writer.kxrows statement takes at most. */
 #define SQ_KX_ARR 1024
 
-/* Appends column c of a rollup's row (k, v) and a ',' into room the
- * caller reserved (sq_pg_arr_upsert). */
+/* Appends column c of a rollup's row (k, v) as one array element
+ * (sq_av_*) into room the caller reserved (sq_pg_arr_upsert). */
 typedef void (*sq_roll_col_fn)(struct gbuf *cb, const uint64_t *k, void *v,
                                int c);
 
@@ -72,7 +72,7 @@ typedef struct sq_writer {
     int (*memstacks)(srv_store *s, int64_t prof, const srv_memprof *p);
     /* NULL where a prepared statement a row is cheap (SQLite); else a
      * rollup's rows in bulk: the rows of m upserted by st, an INSERT ...
-     * SELECT FROM unnest of ncol array literals (sq_pg_arr_upsert; room
+     * SELECT FROM unnest of ncol bigint arrays (sq_pg_arr_upsert; room
      * and col as there) ending with the row-at-a-time statement's ON
      * CONFLICT clause, so both databases merge alike */
     int (*roll_put)(srv_store *s, sdb_stmt *st, rl_map *m, int ncol,
@@ -94,20 +94,29 @@ extern const sq_writer sq_writer_pg;     /* store_sql_ingest_pg.c */
  * '\n') into room the caller reserved (SQ_CB_COL bytes a column). */
 #define SQ_CB_COL 32
 void sq_cb_i(struct gbuf *b, int64_t v, char sep);
-/* Appends element j of an array then a ',' into room the caller
+/* Array elements in PostgreSQL's binary form (sdb_bind_arr), appended
+ * into room the caller reserved (SQ_CB_COL bytes an integer or double):
+ * an integer, a double, a NULL; sq_av_bytes makes an element of the n
+ * bytes the caller put at b->p + b->len + 4 (room for n + 4). */
+void sq_av_i64(struct gbuf *b, int64_t v);
+void sq_av_f64(struct gbuf *b, double v);
+void sq_av_null(struct gbuf *b);
+void sq_av_bytes(struct gbuf *b, size_t n);
+/* Appends element j of an array (sq_av_*) into room the caller
  * reserved; called for j = 0, 1, ... in order. */
 typedef void (*sq_arr_fn)(struct gbuf *cb, void *ctx, size_t j);
-/* The n elements fn appends as one array literal "{v,v,...}" bound to
- * parameter i of st; room: the most bytes one element takes; cb is
- * scratch.  Every array parameter of the PostgreSQL writer is made here
- * (the rollups' columns, the kext keys). */
-int sq_arr_bind(sdb_stmt *st, int i, struct gbuf *cb, size_t n, size_t room,
-                sq_arr_fn fn, void *ctx);
+/* The n elements fn appends, of type elem (SDB_ARR_*), bound to parameter
+ * i of st as one array in binary; room: the most bytes one element takes;
+ * cb is scratch.  Every array parameter of the PostgreSQL writer is made
+ * here (the rollups' columns, the kext keys, kxrow's rows). */
+int sq_arr_bind(sdb_stmt *st, int i, struct gbuf *cb, size_t n, int elem,
+                size_t room, sq_arr_fn fn, void *ctx);
 /* The rows of map m upserted by st - INSERT ... SELECT FROM unnest of
- * ncol array literals, one a column, col appending a row's column c -
+ * ncol arrays, one a column, col appending a row's column c of type
+ * ty[c] ('i' bigint, 'f' double, 'b' bytea; ty NULL: all bigint) -
  * ARR_ROWS_MAX rows a statement; room: the most bytes one value takes. */
 int sq_pg_arr_upsert(rl_map *m, struct gbuf *cb, sdb_stmt *st, int ncol,
-                     size_t room, sq_roll_col_fn col);
+                     const char *ty, size_t room, sq_roll_col_fn col);
 /* The batch's kernel aggregates, timeline buckets and per-scope totals,
  * cb the scratch.  st (store_sql_ingest_pg.c prepares them): the stored
  * kagg rows of the batch's keys, merged here; then the kagg, tl and

@@ -17,7 +17,11 @@
  * order, an error among them returned by the next command that waits (a
  * COMMIT after one fails and commits nothing), run at once outside a
  * transaction, and a connection lost with some in flight handled as any
- * lost inside a transaction.
+ * lost inside a transaction.  And array parameters in binary
+ * (sdb_bind_arr, built by store_sql_roll_pg.c's sq_arr_bind and sq_av_*):
+ * bigint, double and bytea elements read back exactly through unnest
+ * (extremes, -0.0, NULLs, empty and long byteas), an empty array, a
+ * prepared statement run again with other values, a 100 000-element array.
  *
  * Needs the throwaway cluster (GPUFL_TEST_PG_URI_FILE, pg_cluster.sh);
  * without it the test is skipped (exit 77).
@@ -31,7 +35,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "db.h"
+#include "store_sql_writer_int.h"
 
 static int n_up, n_down;
 static char base[512]; /* the cluster's URI, no database */
@@ -414,6 +420,146 @@ static void test_sent(void)
     sdb_close(adm);
 }
 
+/* The elements of test_arrays' columns: row r of 5 */
+static const int64_t arr_i[5] = { INT64_MIN, -1, 0, 1, INT64_MAX };
+static const double arr_f[5] = { -0.0, 0.1, 1e300, -2.5, 0 };
+static unsigned char arr_long[300];
+
+typedef struct arr_ctx {
+    int c, shift; /* column (0 i, 1 f, 2 b); a run's rotation of the rows */
+} arr_ctx;
+
+/* Row j of column c: NULL at (c 0, row 2), (c 1, row 4), (c 2, row 3) */
+static void arr_el(gbuf *cb, void *ctx, size_t j)
+{
+    const arr_ctx *x = ctx;
+    size_t r = (j + (size_t)x->shift) % 5;
+
+    if ((x->c == 0 && r == 2) || (x->c == 1 && r == 4) ||
+        (x->c == 2 && r == 3)) {
+        sq_av_null(cb);
+        return;
+    }
+    if (x->c == 0)
+        sq_av_i64(cb, arr_i[r]);
+    else if (x->c == 1)
+        sq_av_f64(cb, arr_f[r]);
+    else {
+        /* "\\0\\1\\xff", "", 300 bytes, NULL (above), "x" */
+        static const size_t len[5] = { 3, 0, sizeof(arr_long), 0, 1 };
+        const unsigned char *src = r == 0   ? (const unsigned char *)"\0\1\xff"
+                                   : r == 2 ? arr_long
+                                            : (const unsigned char *)"x";
+        memcpy(cb->p + cb->len + 4, src, len[r]);
+        sq_av_bytes(cb, len[r]);
+    }
+}
+
+static void arr_check(sdb *db, int shift)
+{
+    sdb_stmt *st = NULL;
+
+    REQUIRE(sdb_prepare(db, "SELECT k, i, f, b FROM ta ORDER BY k", &st) == 0);
+    for (int j = 0; j < 5; j++) {
+        int r = (j + shift) % 5;
+        size_t n = 0;
+        const unsigned char *b;
+        CHECK(sdb_step(st) == SDB_ROW);
+        CHECK_EQ_U64(sdb_col_i64(st, 0), (uint64_t)j + 1);
+        if (r == 2)
+            CHECK(sdb_col_null(st, 1));
+        else
+            CHECK(sdb_col_i64(st, 1) == arr_i[r]);
+        if (r == 4)
+            CHECK(sdb_col_null(st, 2));
+        else {
+            double f = sdb_col_f64(st, 2);
+            CHECK(!memcmp(&f, &arr_f[r], sizeof(f))); /* -0.0 too */
+        }
+        b = sdb_col_blob(st, 3, &n);
+        if (r == 3)
+            CHECK(sdb_col_null(st, 3));
+        else if (r == 0)
+            CHECK(b && n == 3 && !memcmp(b, "\0\1\xff", 3));
+        else if (r == 1)
+            CHECK(!sdb_col_null(st, 3) && n == 0);
+        else if (r == 4)
+            CHECK(b && n == 1 && b[0] == 'x');
+        else
+            CHECK(b && n == sizeof(arr_long) &&
+                  !memcmp(b, arr_long, sizeof(arr_long)));
+    }
+    CHECK(sdb_step(st) == SDB_DONE);
+    sdb_finalize(st);
+}
+
+static int arr_insert(sdb_stmt *ins, gbuf *cb, size_t n, int shift)
+{
+    static const int el[3] = { SDB_ARR_I64, SDB_ARR_F64, SDB_ARR_BYTEA };
+    int rc = GPUFL_OK;
+
+    for (int c = 0; c < 3 && !rc; c++)
+        rc = sq_arr_bind(ins, c + 1, cb, n, el[c], sizeof(arr_long) + 8, arr_el,
+                         &(arr_ctx){ c, shift });
+    return rc ? rc : sdb_step(ins);
+}
+
+/* Element j of a long bigint array: j * 3 - 7 */
+static void long_el(gbuf *cb, void *ctx, size_t j)
+{
+    (void)ctx;
+    sq_av_i64(cb, (int64_t)j * 3 - 7);
+}
+
+static void test_arrays(void)
+{
+    char url[600], err[256];
+    sdb *db = NULL;
+    sdb_stmt *ins = NULL, *sum = NULL;
+    gbuf cb;
+
+    for (size_t i = 0; i < sizeof(arr_long); i++)
+        arr_long[i] = (unsigned char)(i * 7 + 1);
+    gbuf_init(&cb, 100000 * SQ_CB_COL);
+    snprintf(url, sizeof(url), "%s/postgres", base);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    REQUIRE(sdb_exec(db, "CREATE TEMP TABLE ta(k bigint, i bigint,"
+                         " f double precision, b bytea)") == 0);
+    REQUIRE(sdb_prepare(
+                db,
+                "INSERT INTO ta(i, f, b, k) SELECT u.* FROM unnest(?::bigint[],"
+                " ?::double precision[], ?::bytea[]) WITH ORDINALITY"
+                " u(i, f, b, k)",
+                &ins) == 0);
+    CHECK(arr_insert(ins, &cb, 5, 0) == SDB_DONE);
+    arr_check(db, 0);
+    /* the prepared statement again, other values; then an empty array */
+    REQUIRE(sdb_exec(db, "DELETE FROM ta") == 0);
+    sdb_reset(ins);
+    CHECK(arr_insert(ins, &cb, 5, 2) == SDB_DONE);
+    arr_check(db, 2);
+    sdb_reset(ins);
+    CHECK(arr_insert(ins, &cb, 0, 0) == SDB_DONE);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM ta"), 5);
+    /* a long one, as a query's parameter */
+    REQUIRE(sdb_prepare(db,
+                        "SELECT count(*), sum(x), min(x), max(x) FROM"
+                        " unnest(?::bigint[]) x",
+                        &sum) == 0);
+    CHECK(sq_arr_bind(sum, 1, &cb, 100000, SDB_ARR_I64, SQ_CB_COL, long_el,
+                      NULL) == 0);
+    CHECK(sdb_step(sum) == SDB_ROW);
+    CHECK_EQ_U64(sdb_col_i64(sum, 0), 100000);
+    /* sum of 3j - 7 over j < 100 000 */
+    CHECK(sdb_col_i64(sum, 1) == 3 * (100000LL * 99999 / 2) - 7 * 100000LL);
+    CHECK(sdb_col_i64(sum, 2) == -7);
+    CHECK(sdb_col_i64(sum, 3) == 3 * 99999LL - 7);
+    sdb_finalize(sum);
+    sdb_finalize(ins);
+    gbuf_release(&cb);
+    sdb_close(db);
+}
+
 int main(void)
 {
     const char *uf = getenv("GPUFL_TEST_PG_URI_FILE");
@@ -431,5 +577,6 @@ int main(void)
     RUN(test_kept);
     RUN(test_binary);
     RUN(test_sent);
+    RUN(test_arrays);
     TEST_DONE();
 }
