@@ -990,9 +990,73 @@ static void test_reopen(void)
           GPUFL_OK);
 }
 
+/* kscope, merged across batches: a scope's kernels in two batches, a new
+ * scope below the session's highest (PostgreSQL's upsert path), new ones
+ * above it (its plain INSERT), one twice in a batch; a batch replayed
+ * changes nothing.  Read from the table itself. */
+static void kscope_line(int k, int seq, int scope, int dur)
+{
+    snprintf(lines[k], 512,
+             "{\"v\":1,\"sid\":\"%s\",\"st\":\"device\",\"seq\":%d,"
+             "\"ts\":%d,\"type\":\"kernel\",\"cfg\":2,\"grid\":[1],"
+             "\"dur\":%d,\"stream\":0,\"scope\":%d}",
+             SIDA, seq, 2000000 + seq * 100, dur, scope);
+}
+
+static void test_kscope_batches(void)
+{
+    static srv_ev ev[16];
+    static const int b1[][2] = { { 10, 1000 }, { 10, 2000 }, { 12, 3000 } };
+    static const int b2[][2] = {
+        { 12, 4000 }, { 11, 5000 }, { 20, 6000 }, { 20, 7000 }
+    };
+    static const int64_t want[][3] = {
+        { 10, 2, 3000 }, { 11, 1, 5000 }, { 12, 2, 7000 }, { 20, 2, 13000 }
+    };
+    char url[512], err[256];
+    srv_ingest_res r;
+    srv_store *s = open_tmp("store_kscope");
+    sdb *db = NULL;
+    sdb_stmt *st = NULL;
+    size_t n;
+    int k = 0;
+
+    REQUIRE(s);
+    n = st_session(SIDA, 0, 0, 0, lines, arena, sizeof(arena), ev);
+    k = (int)n;
+    for (int i = 0; i < 3; i++)
+        kscope_line(k++, 3 + i, b1[i][0], b1[i][1]);
+    n = st_parse(SRV_ST_DEVICE, lines, k, arena, sizeof(arena), ev);
+    REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
+    CHECK_EQ_U64(r.accepted, n);
+    for (int i = 0; i < 4; i++)
+        kscope_line(i, 6 + i, b2[i][0], b2[i][1]);
+    n = st_parse(SRV_ST_DEVICE, lines, 4, arena, sizeof(arena), ev);
+    for (int pass = 0; pass < 2; pass++) {
+        REQUIRE(srv_store_ingest(s, ev, n, &r) == GPUFL_OK);
+        CHECK_EQ_U64(r.accepted, pass ? 0 : 4);
+    }
+    srv_store_close(s);
+    tmp_url("store_kscope", url);
+    REQUIRE(sdb_open(url, 0, &db, err, sizeof(err)) == 0);
+    REQUIRE(sdb_prepare(db,
+                        "SELECT scope, n, gpu_ns FROM kscope ORDER BY scope",
+                        &st) == 0);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        CHECK(sdb_step(st) == SDB_ROW);
+        CHECK(sdb_col_i64(st, 0) == want[i][0]);
+        CHECK(sdb_col_i64(st, 1) == want[i][1]);
+        CHECK(sdb_col_i64(st, 2) == want[i][2]);
+    }
+    CHECK(sdb_step(st) == SDB_DONE);
+    sdb_finalize(st);
+    sdb_close(db);
+}
+
 int main(void)
 {
     RUN(test_ingest_dedup_rollups);
+    RUN(test_kscope_batches);
     RUN(test_keys_keep_retention);
     RUN(test_keys_pages_hosts_policy);
     RUN(test_mixed_batches_dur_sort);
