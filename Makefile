@@ -3,7 +3,8 @@
 #
 #   make            build everything into build/ (installs missing packages)
 #   make test       lint, the gcc build, then the whole suite under ASan+UBSan
-#                   (clang, build/asan)
+#                   (clang, build/asan), then the threaded ingest's tests under
+#                   ThreadSanitizer (clang, build/tsan)
 #   make demo       build, then `gpufl demo`: server + agent + web UI + live
 #                   workloads (simulated GPU) until Ctrl-C; DEMO_ARGS=... passes
 #                   options (gpufl demo --help)
@@ -16,6 +17,12 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD := build
 ASAN := build/asan
+TSAN := build/tsan
+# What runs under ThreadSanitizer: the parse helper and streamed bodies, group
+# commit, parallel block encoding, and the HTTP tests of the same
+# (tests/server/server.cmake, tsan_*); only their targets are built there.
+TSAN_TARGETS := gpufl-server test_srv_ingest_par test_srv_igroup test_srv_kb_par
+TSAN_TESTS := ^(test_srv_(ingest_par|igroup|kb_par)|tsan_.*)$$
 
 .PHONY: all build deps deps-test test lint demo bench install format clean web
 
@@ -52,6 +59,11 @@ test: deps-test lint build web
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --output-on-failure -j $(JOBS)
+	@CC=clang CXX=clang++ cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DGPUFL_TSAN=ON -DGPUFL_BENCH=OFF >/dev/null
+	@cmake --build $(TSAN) -j $(JOBS) --target $(TSAN_TARGETS)
+	@cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 \
+	    ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
 
 demo: build web
 	@$(BUILD)/bin/gpufl demo $(DEMO_ARGS)

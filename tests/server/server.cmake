@@ -85,6 +85,26 @@ if(TARGET gpufl_server_core)
 
   gpufl_srv_py_tests(server_http_ test_server.py TIMEOUT 600
     CLASSES Query Auth Hostile Static Durability Retention DiskFull)
+
+  # Under ThreadSanitizer (-DGPUFL_TSAN=ON, make test's last stage): the
+  # HTTP tests of the threaded ingest - bodies parsed by the helper while
+  # they are stored, three connections at once, group commit - one test
+  # each, as the whole classes would take too long instrumented.  The
+  # stage also runs test_srv_ingest_par, test_srv_igroup, test_srv_kb_par.
+  if(GPUFL_TSAN)
+    foreach(t Durability.test_streamed_bodies_at_once
+              Durability.test_big_batch_duplicates
+              Durability.test_no_parse_helper)
+      string(REPLACE "Durability.test_" "" short ${t})
+      gpufl_srv_py_test(tsan_http_${short} test_server.py CLASS ${t}
+        TIMEOUT 600 ENV TSAN_OPTIONS=halt_on_error=1)
+    endforeach()
+    add_test(NAME tsan_hostile_streamed_bodies_scope
+      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/hostile/test_hostile.py
+              -v Keys.test_streamed_bodies_scope)
+    set_tests_properties(tsan_hostile_streamed_bodies_scope PROPERTIES TIMEOUT 600
+      ENVIRONMENT "GPUFL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPUFL_TEST_TMP=${CMAKE_BINARY_DIR}/testtmp;TSAN_OPTIONS=halt_on_error=1")
+  endif()
 endif()
 
 # Capture requests (test_capture.py): the auth matrix, states, expiry,
