@@ -111,7 +111,10 @@ void sdb_bind_null(sdb_stmt *st, int i);
  * big-endian bytes, a double's IEEE bits the same way, a bytea's bytes
  * (store_sql_roll_pg.c sq_av_*) - of type elem, the header prepended
  * here.  The statement must take the parameter as that array type (a
- * "?::bigint[]" cast).  Array literals in text cost PostgreSQL's parser
+ * "?::bigint[]" cast).  A bind that cannot be made (no memory for the
+ * copy, elem unknown, over 2 GiB) makes the statement's next step or
+ * send fail (GPUFL_ENOMEM, GPUFL_EINVAL, GPUFL_ETOOBIG), never run with a
+ * NULL there.  Array literals in text cost PostgreSQL's parser
  * ~0.1-0.2 us an integer and 4 us a 200-byte bytea (docs/server.md
  * "Array parameters in binary").
  */

@@ -398,8 +398,8 @@ static void set_val(sdb_stmt *st, int i, char *v, Oid type, int len, int fmt)
     }
     free(st->vals[i]);
     st->vals[i] = v;
-    if (!v && type)
-        st->nomem = 1; /* a value (not pg_bind_null's) not allocated */
+    if (!v && type && !st->bind_rc)
+        st->bind_rc = GPUFL_ENOMEM; /* a value (not pg_bind_null's) */
     st->lens[i] = len;
     st->fmts[i] = fmt;
     /* once prepared on the live connection the types are fixed on the
@@ -464,12 +464,17 @@ static void pg_bind_arr(sdb_stmt *st, int i, const void *p, size_t len,
     static const Oid arr[4] = { 0, OID_INT8_ARR, OID_FLOAT8_ARR,
                                 OID_BYTEA_ARR };
     size_t h = n ? 20 : 12;
-    char *s = len <= (size_t)INT_MAX - h && n <= (size_t)INT_MAX && elem > 0 &&
-                      elem < 4
-                  ? malloc(h + len)
-                  : NULL;
+    char *s;
 
-    if (s) {
+    if (elem < 1 || elem > 3 || len > (size_t)INT_MAX - h ||
+        n > (size_t)INT_MAX) {
+        /* the parameter NULL, the statement failing when run */
+        set_val(st, i, NULL, 0, 0, 0);
+        if (!st->bind_rc)
+            st->bind_rc = elem < 1 || elem > 3 ? GPUFL_EINVAL : GPUFL_ETOOBIG;
+        return;
+    }
+    if ((s = malloc(h + len)) != NULL) {
         put_be32(s, n ? 1 : 0);
         put_be32(s + 4, 0);
         put_be32(s + 8, el[elem]);
@@ -480,8 +485,7 @@ static void pg_bind_arr(sdb_stmt *st, int i, const void *p, size_t len,
         if (len)
             memcpy(s + h, p, len);
     }
-    set_val(st, i, s, elem > 0 && elem < 4 ? arr[elem] : OID_TEXT,
-            (int)(h + len), 1);
+    set_val(st, i, s, arr[elem], (int)(h + len), 1);
 }
 
 static void pg_bind_null(sdb_stmt *st, int i)
@@ -528,9 +532,9 @@ int sdb_pg_step(sdb_stmt *st)
         PGresult *r;
         ExecStatusType s;
         int rc = sdb_pg_collect(db);
-        if (!rc && st->nomem) {
-            st->nomem = 0;
-            rc = GPUFL_ENOMEM;
+        if (!rc && st->bind_rc) {
+            rc = st->bind_rc;
+            st->bind_rc = 0;
         }
         if (!rc)
             rc = sdb_pg_ready(db);

@@ -73,10 +73,12 @@ struct sdb_stmt {
     char *sql;
     char name[32];
     int prepared, executed, nparams;
-    /* a bind's copy could not be allocated: the next step or send fails
-     * (GPUFL_ENOMEM) instead of running with a NULL there - an array
-     * bound NULL unnests to no rows, a batch's rollups stored as nothing */
-    int nomem;
+    /* a bind that could not be made (GPUFL_ENOMEM: its copy not
+     * allocated; GPUFL_EINVAL, GPUFL_ETOOBIG: an array's type or size):
+     * the next step or send fails with it instead of running with a NULL
+     * there - an array bound NULL unnests to no rows, a batch's rollups
+     * stored as nothing */
+    int bind_rc;
     unsigned gen; /* db->gen it was prepared in */
     /* nparams + 1 entries each, index 0 unused */
     char **vals;

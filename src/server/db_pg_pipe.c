@@ -109,9 +109,10 @@ int sdb_pg_send(sdb_stmt *st)
         db->pipe_rc = 0;
         return rc;
     }
-    if (st->nomem) {
-        st->nomem = 0;
-        return GPUFL_ENOMEM;
+    if (st->bind_rc) {
+        rc = st->bind_rc;
+        st->bind_rc = 0;
+        return rc;
     }
     if (st->executed)
         sdb_pg_reset(st);

@@ -541,6 +541,23 @@ static void test_arrays(void)
     sdb_reset(ins);
     CHECK(arr_insert(ins, &cb, 0, 0) == SDB_DONE);
     CHECK_EQ_U64(one(db, "SELECT count(*) FROM ta"), 5);
+    /* a bind that cannot be made fails the statement, stepped or sent,
+     * instead of running it with a NULL (no rows from unnest); bound
+     * again properly, it runs */
+    sdb_reset(ins);
+    CHECK(arr_insert(ins, &cb, 5, 1) == SDB_DONE);
+    sdb_reset(ins);
+    sdb_bind_arr(ins, 1, "", 0, 0, 7);
+    CHECK(sdb_step(ins) == GPUFL_EINVAL);
+    sdb_reset(ins);
+    sdb_bind_arr(ins, 3, "", (size_t)INT32_MAX, 1, SDB_ARR_BYTEA);
+    REQUIRE(sdb_exec(db, "BEGIN") == 0);
+    CHECK(sdb_send(ins) == GPUFL_ETOOBIG);
+    CHECK(sdb_exec(db, "ROLLBACK") == 0);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM ta"), 10);
+    sdb_reset(ins);
+    CHECK(arr_insert(ins, &cb, 5, 1) == SDB_DONE);
+    CHECK_EQ_U64(one(db, "SELECT count(*) FROM ta"), 15);
     /* a long one, as a query's parameter */
     REQUIRE(sdb_prepare(db,
                         "SELECT count(*), sum(x), min(x), max(x) FROM"
