@@ -402,12 +402,17 @@ void idle_kern_round(idle_kern *k, idle_gpu *gpus, int ngpus, uint64_t now);
  * kernel intervals; 0, or GPUFL_ENOTFOUND when no live session of pid is
  * on gpu (then NVML's estimate stands). */
 int idle_kern_busy(const idle_kern *k, int gpu, uint32_t pid, double *busy_s);
+/* Devices of a session followed (docs/events.md: 16). */
+#define IDLE_KERN_DEVS 16
 /* The parser behind the rounds, for tests and the fuzzer: the complete
  * lines of text as one session's device log first seen at since; the
- * busy ns it holds (the union, kernels ended before since left out) and
- * *last_end, the newest completion.  Not thread-safe (static state). */
+ * busy ns device dev (0 .. IDLE_KERN_DEVS - 1) holds - the union of its
+ * kernels, those ended before since left out, so never more than
+ * *last_end - since - or, dev < 0, the devices' sum (two devices busy at
+ * once count twice); *last_end is the newest completion on any device.
+ * Not thread-safe (static state). */
 uint64_t idle_kern_parse(idle_kern *k, const char *text, size_t len,
-                         uint64_t since, uint64_t *last_end);
+                         uint64_t since, int dev, uint64_t *last_end);
 
 /* ---- waste accounting (idle_acct.c) ---- */
 

@@ -30,8 +30,8 @@
 
 #include "common/jsonl.h"
 
-#define KERN_FILES_MAX 256       /* device logs followed */
-#define KERN_DEVS 16             /* devices of a session (events.md: 16) */
+#define KERN_FILES_MAX 256 /* device logs followed */
+#define KERN_DEVS IDLE_KERN_DEVS
 #define KERN_READ_MAX (1u << 20) /* bytes read per file and round */
 #define KERN_IVL_MAX 65536       /* intervals sorted at once */
 #define KERN_SCAN_NS (5 * IDLE_NS)
@@ -268,7 +268,7 @@ static void kern_read(idle_kern *k, kern_file *f)
 }
 
 uint64_t idle_kern_parse(idle_kern *k, const char *text, size_t len,
-                         uint64_t since, uint64_t *last_end)
+                         uint64_t since, int dev, uint64_t *last_end)
 {
     static kern_file f; /* large; one parse at a time (tests, fuzzer) */
     uint64_t busy = 0;
@@ -277,7 +277,8 @@ uint64_t idle_kern_parse(idle_kern *k, const char *text, size_t len,
     kern_text(k, &f, text, len);
     *last_end = 0;
     for (int j = 0; j < KERN_DEVS; j++) {
-        busy += f.dev[j].busy_ns;
+        if (dev < 0 || dev == j)
+            busy += f.dev[j].busy_ns;
         if (f.dev[j].last_end > *last_end)
             *last_end = f.dev[j].last_end;
     }
