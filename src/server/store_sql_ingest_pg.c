@@ -88,13 +88,7 @@ static void cb_text(gbuf *b, const char *p, size_t n, char sep)
 
 /* Binary format (the server parses no text: about a tenth of its CPU per
  * kernel): the header, then per row the field count and each field as a
- * length and big-endian bytes (-1: NULL), then the trailer. */
-static void cb_be(gbuf *b, uint64_t v, int bytes)
-{
-    for (int i = bytes - 1; i >= 0; i--)
-        b->p[b->len++] = (char)(v >> (8 * i));
-}
-
+ * length and big-endian bytes (-1: NULL, sq_cb_be), then the trailer. */
 static int cb_bin_begin(gbuf *b)
 {
     static const char sig[11] = { 'P',  'G',    'C',  'O',  'P', 'Y',
@@ -104,8 +98,8 @@ static int cb_bin_begin(gbuf *b)
         return b->err;
     memcpy(b->p, sig, sizeof(sig));
     b->len = sizeof(sig);
-    cb_be(b, 0, 4); /* flags */
-    cb_be(b, 0, 4); /* header extension length */
+    sq_cb_be(b, 0, 4); /* flags */
+    sq_cb_be(b, 0, 4); /* header extension length */
     return GPUFL_OK;
 }
 
@@ -113,7 +107,7 @@ static int cb_bin_end(gbuf *b)
 {
     if (gbuf_grow(b, 2))
         return b->err;
-    cb_be(b, 0xffff, 2);
+    sq_cb_be(b, 0xffff, 2);
     return GPUFL_OK;
 }
 
@@ -152,19 +146,19 @@ static int cb_kernel(gbuf *b, int64_t sess, const srv_ev *e, const sq_launch *l)
 
     if (gbuf_grow(b, 2 + 25 * 12))
         return b->err;
-    cb_be(b, 25, 2);
+    sq_cb_be(b, 25, 2);
     for (int c = 0; c < 25; c++) {
         if ((c == 17 && k.occ < 0) || (c == 24 && !k.tid)) {
-            cb_be(b, 0xffffffffu, 4);
+            sq_cb_be(b, 0xffffffffu, 4);
             continue;
         }
-        cb_be(b, 8, 4);
+        sq_cb_be(b, 8, 4);
         if (c == 17) {
             uint64_t bits;
             memcpy(&bits, &k.occ, 8);
-            cb_be(b, bits, 8);
+            sq_cb_be(b, bits, 8);
         } else {
-            cb_be(b, (uint64_t)v[c], 8);
+            sq_cb_be(b, (uint64_t)v[c], 8);
         }
     }
     return GPUFL_OK;
@@ -436,9 +430,10 @@ static int pg_setup(srv_store *s)
     return sdb_exec(s->w, SQ_PG_SETUP);
 }
 
-/* The kagg, tl and kscope upserts (sq_pg_roll_flush): their rows as one array
- * a column (binary, sq_arr_bind), in the tables' column order, and the row-at-a-time
- * statements' ON CONFLICT clauses, so both databases merge alike. */
+/* The kagg, tl and kscope upserts (sq_pg_roll_flush): their rows as one
+ * array a column (binary, sq_arr_bind), in the tables' column order, and
+ * the row-at-a-time statements' ON CONFLICT clauses, so both databases
+ * merge alike. */
 static const char kagg_put_head[] =
     "INSERT INTO kagg SELECT * FROM unnest(?::bigint[], ?::bigint[],"
     " ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[],"

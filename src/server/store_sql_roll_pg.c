@@ -3,10 +3,11 @@
  * (store_sql_ingest_pg.c is the rest of it): the batch's kernel
  * aggregates, timeline buckets and per-scope totals, each merged by one
  * upsert whose rows are bound as one array a column (in binary,
- * sdb_bind_arr) and read through unnest - a round trip a row would cost more than the rest of
- * the batch; store_sql_capi.c's summary the same way (sq_writer.roll_put).
- * The upserts end with the row-at-a-time statement's ON CONFLICT
- * clause (store_sql.c), so both databases merge alike.
+ * sdb_bind_arr) and read through unnest - a round trip a row would cost
+ * more than the rest of the batch; store_sql_capi.c's summary the same
+ * way (sq_writer.roll_put).  The upserts end with the row-at-a-time
+ * statement's ON CONFLICT clause (store_sql.c), so both databases merge
+ * alike.
  */
 #include "store_sql_writer_int.h"
 
@@ -33,9 +34,7 @@ void sq_cb_i(gbuf *b, int64_t v, char sep)
     b->p[b->len++] = sep;
 }
 
-/* Big-endian, as array_recv reads an element's length and an int8's or
- * float8's bytes. */
-static void put_be(gbuf *b, uint64_t v, int bytes)
+void sq_cb_be(gbuf *b, uint64_t v, int bytes)
 {
     for (int k = bytes - 1; k >= 0; k--)
         b->p[b->len++] = (char)(v >> (8 * k));
@@ -43,8 +42,8 @@ static void put_be(gbuf *b, uint64_t v, int bytes)
 
 void sq_av_i64(gbuf *b, int64_t v)
 {
-    put_be(b, 8, 4);
-    put_be(b, (uint64_t)v, 8);
+    sq_cb_be(b, 8, 4);
+    sq_cb_be(b, (uint64_t)v, 8);
 }
 
 void sq_av_f64(gbuf *b, double v)
@@ -52,18 +51,18 @@ void sq_av_f64(gbuf *b, double v)
     uint64_t u;
 
     memcpy(&u, &v, 8);
-    put_be(b, 8, 4);
-    put_be(b, u, 8);
+    sq_cb_be(b, 8, 4);
+    sq_cb_be(b, u, 8);
 }
 
 void sq_av_null(gbuf *b)
 {
-    put_be(b, 0xffffffffu, 4); /* length -1 */
+    sq_cb_be(b, 0xffffffffu, 4); /* length -1 */
 }
 
 void sq_av_bytes(gbuf *b, size_t n)
 {
-    put_be(b, n, 4);
+    sq_cb_be(b, n, 4);
     b->len += n;
 }
 
@@ -110,7 +109,7 @@ static void roll_el(gbuf *cb, void *ctx, size_t j)
  * trip more and the staging rows written and read again (docs/server.md
  * "Rollup upserts from arrays"). */
 static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol,
-                      const char *ty, size_t room, sq_roll_col_fn col,
+                      const int *ty, size_t room, sq_roll_col_fn col,
                       int (*skip)(const uint64_t *k))
 {
     const uint64_t *k;
@@ -125,10 +124,8 @@ static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol,
             return GPUFL_OK;
         for (int c = 0; c < ncol; c++) {
             roll_cur r = { m, i0, col, c, skip };
-            int t = !ty || ty[c] == 'i' ? SDB_ARR_I64
-                    : ty[c] == 'f'      ? SDB_ARR_F64
-                                        : SDB_ARR_BYTEA;
-            if ((rc = sq_arr_bind(st, c + 1, cb, n, t, room, roll_el, &r)) != 0)
+            if ((rc = sq_arr_bind(st, c + 1, cb, n, ty ? ty[c] : SDB_ARR_I64,
+                                  room, roll_el, &r)) != 0)
                 return rc;
         }
         if ((rc = qsend(st)) != 0)
@@ -138,15 +135,18 @@ static int arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol,
     return GPUFL_OK;
 }
 
-int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol,
-                     const char *ty, size_t room, sq_roll_col_fn col)
+int sq_pg_arr_upsert(rl_map *m, gbuf *cb, sdb_stmt *st, int ncol, const int *ty,
+                     size_t room, sq_roll_col_fn col)
 {
     return arr_upsert(m, cb, st, ncol, ty, room, col, NULL);
 }
 
-/* kagg's columns in the table's order (sq_pg_kagg_sql), their types
- * KAGG_TY */
-#define KAGG_TY "iiiiiifiiib"
+/* kagg's columns in the table's order (sq_pg_kagg_sql), of types
+ * kagg_ty */
+static const int kagg_ty[11] = { SDB_ARR_I64, SDB_ARR_I64,  SDB_ARR_I64,
+                                 SDB_ARR_I64, SDB_ARR_I64,  SDB_ARR_I64,
+                                 SDB_ARR_F64, SDB_ARR_I64,  SDB_ARR_I64,
+                                 SDB_ARR_I64, SDB_ARR_BYTEA };
 static void kagg_col(gbuf *cb, const uint64_t *k, void *v, int c)
 {
     const sq_kagg *a = v;
@@ -233,7 +233,7 @@ static int flush_kagg(srv_store *s, gbuf *cb, sdb_stmt *g, sdb_stmt *put)
     if (rc != SDB_DONE)
         return sq_err(rc);
 put:
-    if ((rc = sq_pg_arr_upsert(&s->kagg, cb, put, 11, KAGG_TY,
+    if ((rc = sq_pg_arr_upsert(&s->kagg, cb, put, 11, kagg_ty,
                                RL_HIST_ENC_MAX + SQ_CB_COL, kagg_col)) != 0)
         return rc;
     sq_kac_store(s);

@@ -94,6 +94,9 @@ extern const sq_writer sq_writer_pg;     /* store_sql_ingest_pg.c */
  * '\n') into room the caller reserved (SQ_CB_COL bytes a column). */
 #define SQ_CB_COL 32
 void sq_cb_i(struct gbuf *b, int64_t v, char sep);
+/* Appends v's low bytes (1..8) big-endian, as PostgreSQL's binary forms
+ * (COPY, arrays) want integers and lengths, into room reserved. */
+void sq_cb_be(struct gbuf *b, uint64_t v, int bytes);
 /* Array elements in PostgreSQL's binary form (sdb_bind_arr), appended
  * into room the caller reserved (SQ_CB_COL bytes an integer or double):
  * an integer, a double, a NULL; sq_av_bytes makes an element of the n
@@ -113,10 +116,10 @@ int sq_arr_bind(sdb_stmt *st, int i, struct gbuf *cb, size_t n, int elem,
                 size_t room, sq_arr_fn fn, void *ctx);
 /* The rows of map m upserted by st - INSERT ... SELECT FROM unnest of
  * ncol arrays, one a column, col appending a row's column c of type
- * ty[c] ('i' bigint, 'f' double, 'b' bytea; ty NULL: all bigint) -
+ * ty[c] (SDB_ARR_*; ty NULL: all bigint) -
  * ARR_ROWS_MAX rows a statement; room: the most bytes one value takes. */
 int sq_pg_arr_upsert(rl_map *m, struct gbuf *cb, sdb_stmt *st, int ncol,
-                     const char *ty, size_t room, sq_roll_col_fn col);
+                     const int *ty, size_t room, sq_roll_col_fn col);
 /* The batch's kernel aggregates, timeline buckets and per-scope totals,
  * cb the scratch.  st (store_sql_ingest_pg.c prepares them): the stored
  * kagg rows of the batch's keys, merged here; then the kagg, tl and
